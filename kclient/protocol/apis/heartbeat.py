@@ -1,0 +1,17 @@
+"""Heartbeat (key 12): a member tells the coordinator it is alive; errors signal a rebalance."""
+from ..schema import Api, Field as F
+from ..types import INT16, INT32, STRING
+
+HEARTBEAT = Api(
+    12, "Heartbeat", "0-4", flexible=4,
+    request=[
+        F("group_id", STRING),
+        F("generation_id", INT32),
+        F("member_id", STRING),
+        F("group_instance_id", STRING, "3+", nullable="3+", default=None),
+    ],
+    response=[
+        F("throttle_time_ms", INT32, "1+"),
+        F("error_code", INT16),
+    ],
+)

@@ -1,0 +1,33 @@
+"""JoinGroup (key 11): enter a group's rebalance; the coordinator picks a leader and protocol."""
+from ..schema import Api, Field as F
+from ..types import BYTES, INT16, INT32, STRING
+
+JOIN_GROUP = Api(
+    11, "JoinGroup", "0-7", flexible=6,
+    request=[
+        F("group_id", STRING),
+        F("session_timeout_ms", INT32),
+        F("rebalance_timeout_ms", INT32, "1+", default=-1),
+        F("member_id", STRING, default=""),
+        F("group_instance_id", STRING, "5+", nullable="5+", default=None),
+        F("protocol_type", STRING),
+        F("protocols", [
+            F("name", STRING),
+            F("metadata", BYTES),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", INT32, "2+"),
+        F("error_code", INT16),
+        F("generation_id", INT32, default=-1),
+        F("protocol_type", STRING, "7+", nullable="7+", default=None),
+        F("protocol_name", STRING, nullable="7+", default=""),
+        F("leader", STRING, default=""),
+        F("member_id", STRING, default=""),
+        F("members", [
+            F("member_id", STRING),
+            F("group_instance_id", STRING, "5+", nullable="5+", default=None),
+            F("metadata", BYTES),
+        ]),
+    ],
+)

@@ -1,0 +1,34 @@
+"""OffsetCommit (key 8): store consumed positions for a group in the coordinator."""
+from ..schema import Api, Field as F
+from ..types import INT16, INT32, INT64, STRING
+
+OFFSET_COMMIT = Api(
+    8, "OffsetCommit", "0-8", flexible=8,
+    request=[
+        F("group_id", STRING),
+        F("generation_id_or_member_epoch", INT32, "1+", default=-1),
+        F("member_id", STRING, "1+", default=""),
+        F("group_instance_id", STRING, "7+", nullable="7+", default=None),
+        F("retention_time_ms", INT64, "2-4", default=-1),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("committed_offset", INT64),
+                F("committed_leader_epoch", INT32, "6+", default=-1),
+                F("commit_timestamp", INT64, "1", default=-1),
+                F("committed_metadata", STRING, nullable="0+", default=""),
+            ]),
+        ]),
+    ],
+    response=[
+        F("throttle_time_ms", INT32, "3+"),
+        F("topics", [
+            F("name", STRING),
+            F("partitions", [
+                F("partition_index", INT32),
+                F("error_code", INT16),
+            ]),
+        ]),
+    ],
+)
