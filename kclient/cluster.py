@@ -1,0 +1,217 @@
+"""Cluster metadata: the bootstrap list, brokers, topics and partition leaders, refreshed on demand.
+
+A :class:`Cluster` keeps one :class:`BrokerConnection` per broker, answers "who leads this
+partition", and offers the admin calls the tests and tools need (create / delete topics).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .connection import BrokerConnection
+from .errors import (KafkaConnectionError, KafkaError, LeaderNotAvailableError,
+                     NoBrokersAvailableError, UnknownTopicOrPartitionError, error_for_code)
+from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
+from .protocol.schema import Struct
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    error_code: int = 0
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    error_code: int = 0
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    is_internal: bool = False
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    """Parse "h1:p1,h2:p2" (or a list) into (host, port) pairs; a clear error otherwise."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in (s.strip() for s in items):
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"bootstrap server {item!r} is not host:port")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("no bootstrap servers given (metadata.broker.list / bootstrap.servers)")
+    return out
+
+
+class Cluster:
+    """Known brokers and topic metadata, with one pooled connection per broker."""
+
+    def __init__(self, bootstrap: str | Iterable[str], **connection_options: Any):
+        self.bootstrap = parse_bootstrap(bootstrap)
+        self.options = connection_options
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.controller_id = -1
+        self.cluster_id: str | None = None
+        self.last_refresh = 0.0
+        self._conns: dict[Any, BrokerConnection] = {}
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- connections -------------------------------------------------------------------------
+    def connection(self, node_id: int) -> BrokerConnection:
+        """The (connected) connection to broker ``node_id``."""
+        with self._lock:
+            info = self.brokers.get(node_id)
+            if info is None:
+                raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
+            return self._connect(node_id, info.host, info.port)
+
+    def _connect(self, key: Any, host: str, port: int) -> BrokerConnection:
+        conn = self._conns.get(key)
+        if conn is None or (conn.host, conn.port) != (host, port):
+            if conn is not None:
+                conn.close()
+            conn = BrokerConnection(host, port, node_id=key if isinstance(key, int) else None,
+                                    **self.options)
+            self._conns[key] = conn
+        if not conn.connected:
+            conn.connect()
+        return conn
+
+    def any_connection(self) -> BrokerConnection:
+        """A connection to some live broker: known brokers first, then the bootstrap list."""
+        candidates = [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+        random.shuffle(candidates)
+        candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
+        errors = []
+        with self._lock:
+            for key, host, port in candidates:
+                try:
+                    return self._connect(key, host, port)
+                except KafkaError as exc:
+                    errors.append(str(exc))
+        raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+
+    # -- metadata ----------------------------------------------------------------------------
+    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True) -> Struct:
+        """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
+        names = None if topics is None else sorted(set(topics))
+        conn = self.any_connection()
+        version = conn.version(METADATA)
+        if names is None and version == 0:
+            body_topics: Any = []  # v0: an empty list means all topics
+        else:
+            body_topics = None if names is None else [{"name": n} for n in names]
+        resp = conn.request(METADATA, {"topics": body_topics,
+                                       "allow_auto_topic_creation": allow_auto_create})
+        self._apply(resp, full=names is None)
+        return resp
+
+    def _apply(self, resp: Struct, full: bool) -> None:
+        with self._lock:
+            self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
+                            for b in resp.brokers}
+            self.controller_id = resp.controller_id
+            self.cluster_id = resp.cluster_id
+            topics = {} if full else dict(self.topics)
+            for t in resp.topics:
+                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+                for p in t.partitions:
+                    info.partitions[p.partition_index] = PartitionInfo(
+                        t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
+                        tuple(p.isr_nodes), p.error_code)
+                topics[t.name] = info
+            self.topics = topics
+            self.last_refresh = time.monotonic()
+
+    def partitions_for(self, topic: str, refresh: bool = True) -> list[int]:
+        """The partition ids of ``topic``; raises UnknownTopicOrPartitionError."""
+        info = self.topics.get(topic)
+        if (info is None or not info.partitions) and refresh:
+            self.refresh([topic])
+            info = self.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            code = info.error_code if info is not None else UnknownTopicOrPartitionError.errno
+            raise error_for_code(code or UnknownTopicOrPartitionError.errno)(f"topic {topic!r}")
+        return sorted(info.partitions)
+
+    def leader_for(self, topic: str, partition: int, refresh: bool = True) -> BrokerInfo:
+        """The broker leading ``topic``/``partition``, refreshing metadata once if unknown."""
+        for attempt in (0, 1):
+            info = self.topics.get(topic)
+            part = info.partitions.get(partition) if info else None
+            if part is not None and part.leader >= 0 and part.leader in self.brokers:
+                return self.brokers[part.leader]
+            if attempt == 0 and refresh:
+                self.refresh([topic])
+        if part is None:
+            raise UnknownTopicOrPartitionError(f"{topic}/{partition}")
+        raise LeaderNotAvailableError(f"{topic}/{partition} has no leader (leader id {part.leader})")
+
+    # -- admin -------------------------------------------------------------------------------
+    def _controller(self) -> BrokerConnection:
+        if not self.brokers:
+            self.refresh([])
+        if self.controller_id in self.brokers:
+            return self.connection(self.controller_id)
+        return self.any_connection()
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
+                     config: dict[str, str] | None = None, timeout_ms: int = 30000) -> None:
+        """Create a topic; raises the broker's error (e.g. TopicAlreadyExistsError)."""
+        body = {"topics": [{"name": name, "num_partitions": partitions,
+                            "replication_factor": replication_factor, "assignments": [],
+                            "configs": [{"name": k, "value": str(v)}
+                                        for k, v in (config or {}).items()]}],
+                "timeout_ms": timeout_ms, "validate_only": False}
+        resp = self._controller().request(CREATE_TOPICS, body)
+        for t in resp.topics:
+            if t.error_code:
+                raise error_for_code(t.error_code)(f"creating topic {t.name!r}: "
+                                                   f"{t.get('error_message') or ''}".rstrip(": "))
+
+    def delete_topic(self, name: str, timeout_ms: int = 30000) -> None:
+        """Delete a topic; raises the broker's error."""
+        resp = self._controller().request(DELETE_TOPICS, {"topic_names": [name],
+                                                           "timeout_ms": timeout_ms})
+        for r in resp.responses:
+            if r.error_code:
+                raise error_for_code(r.error_code)(f"deleting topic {r.name!r}")

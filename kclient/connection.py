@@ -1,0 +1,195 @@
+"""A blocking connection to one broker that drives the sans-IO protocol over a socket.
+
+It negotiates API versions on connect (ApiVersions, or an assumed old release when
+``api.version.request`` is false), keeps several requests in flight, and turns timeouts and
+disconnects into clear errors that fail every request still waiting.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from .protocol.apis import API_VERSIONS, APIS
+from .protocol.errors import KafkaError
+from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
+from .protocol.schema import Api, Struct
+from .protocol.versions import fallback_versions, pick_version
+
+__all__ = ["BrokerConnection"]
+
+log = logging.getLogger(__name__)
+_RECV_CHUNK = 256 * 1024
+
+
+class BrokerConnection:
+    """One TCP connection to a broker; thread-safe for concurrent send and receive."""
+
+    def __init__(self, host: str, port: int, *, node_id: int | None = None,
+                 client_id: str = "kclient", connect_timeout_ms: int = 10000,
+                 request_timeout_ms: int = 30000, api_version_request: bool = True,
+                 broker_version_fallback: str = "0.9.0", max_frame: int = DEFAULT_MAX_FRAME,
+                 send_buffer_bytes: int | None = None, receive_buffer_bytes: int | None = None):
+        self.host, self.port, self.node_id = host, int(port), node_id
+        self.client_id = client_id
+        self.connect_timeout = connect_timeout_ms / 1000.0
+        self.request_timeout = request_timeout_ms / 1000.0
+        self.api_version_request = api_version_request
+        self.broker_version_fallback = broker_version_fallback
+        self.max_frame = max_frame
+        self._bufsizes = (send_buffer_bytes, receive_buffer_bytes)
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._sock: socket.socket | None = None
+        self._protocol = ClientProtocol(client_id, max_frame)
+        self._responses: dict[int, Struct] = {}
+        self._send_lock = threading.Lock()
+        self._recv_lock = threading.Lock()
+        self._closed_reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def __enter__(self) -> "BrokerConnection":
+        return self.connect() if not self.connected else self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def connect(self) -> "BrokerConnection":
+        """Open the socket and negotiate API versions; raises KafkaConnectionError."""
+        self._open()
+        if not self.api_version_request:
+            self.versions = dict(fallback_versions(self.broker_version_fallback))
+            return self
+        try:
+            self.versions = self._negotiate()
+        except KafkaConnectionError:
+            # brokers before 0.10 close the connection on an unknown API key
+            log.info("%s closed on ApiVersions; assuming broker %s", self.address,
+                     self.broker_version_fallback)
+            self._open()
+            self.versions = dict(fallback_versions(self.broker_version_fallback))
+        return self
+
+    def _open(self) -> None:
+        self.close()
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
+        except OSError as exc:
+            raise KafkaConnectionError(self.host, self.port, f"cannot connect: {exc}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        snd, rcv = self._bufsizes
+        if snd:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, snd)
+        if rcv:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcv)
+        sock.settimeout(self.request_timeout)
+        self._sock = sock
+        self._protocol = ClientProtocol(self.client_id, self.max_frame)
+        self._responses.clear()
+        self._closed_reason = None
+
+    def _negotiate(self) -> dict[int, tuple[int, int]]:
+        version = API_VERSIONS.max_version
+        for _ in range(2):
+            body = {"client_software_name": "kclient", "client_software_version": "0.1.0"}
+            resp = self.receive(self.send(API_VERSIONS, body, version=version))
+            ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            if resp.error_code == 0:
+                return ranges
+            if resp.error_code == UnsupportedVersionError.errno and API_VERSIONS.key in ranges:
+                version = min(ranges[API_VERSIONS.key][1], version - 1)
+                continue
+            raise KafkaConnectionError(self.host, self.port,
+                                       f"ApiVersions failed with error {resp.error_code}")
+        raise KafkaConnectionError(self.host, self.port, "every ApiVersions version was rejected")
+
+    def close(self, reason: str = "closed by the client") -> None:
+        """Close the socket; requests still waiting fail with ``reason``."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            self._closed_reason = reason
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    # -- requests ----------------------------------------------------------------------------
+    def version(self, api: Api, highest: int | None = None) -> int:
+        """The version this connection uses for ``api``: the highest both sides support."""
+        return pick_version(api, self.versions, highest)
+
+    def send(self, api: Api, body: Any, version: int | None = None,
+             expect_response: bool = True) -> int:
+        """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
+        if version is None:
+            version = self.version(api)
+        with self._send_lock:
+            sock = self._require_socket()
+            corr, frame = self._protocol.send_request(api, version, body, expect_response)
+            try:
+                sock.sendall(frame)
+            except OSError as exc:
+                self._fail(f"send failed: {exc}")
+        return corr
+
+    def receive(self, corr: int) -> Struct:
+        """Block until the response with correlation id ``corr`` arrives and return it."""
+        while True:
+            with self._recv_lock:
+                if corr in self._responses:
+                    return self._responses.pop(corr)
+                self._read_some(corr)
+
+    def request(self, api: Api, body: Any, version: int | None = None) -> Struct:
+        """Send a request and wait for its response."""
+        return self.receive(self.send(api, body, version))
+
+    def _read_some(self, corr: int) -> None:
+        sock = self._require_socket()
+        try:
+            data = sock.recv(max(_RECV_CHUNK, self._protocol.bytes_needed()))
+        except socket.timeout:
+            self._fail(f"no response within {self.request_timeout:.1f}s "
+                       f"(correlation id {corr})", timeout=True)
+        except OSError as exc:
+            self._fail(f"receive failed: {exc}")
+        if not data:
+            self._fail("closed by the broker "
+                       f"({self._protocol.in_flight} requests in flight)")
+        try:
+            for rcorr, resp in self._protocol.receive_bytes(data):
+                self._responses[rcorr] = resp
+        except KafkaError as exc:
+            self._fail(f"bad response: {exc}")
+
+    def _require_socket(self) -> socket.socket:
+        sock = self._sock
+        if sock is None:
+            reason = self._closed_reason or "not connected"
+            raise KafkaConnectionError(self.host, self.port, reason)
+        return sock
+
+    def _fail(self, reason: str, timeout: bool = False):
+        self.close(reason)
+        if timeout:
+            raise KafkaTimeoutError(f"{self.address}: {reason}")
+        raise KafkaConnectionError(self.host, self.port, reason)
+
+    @property
+    def in_flight(self) -> int:
+        return self._protocol.in_flight
+
+    def supports(self, api_key: int) -> bool:
+        return api_key in self.versions and api_key in APIS

@@ -1,0 +1,30 @@
+"""The Kafka APIs kclient speaks, one declarative module each, and a registry by API key."""
+from ..schema import Api
+from .api_versions import API_VERSIONS
+from .create_topics import CREATE_TOPICS
+from .delete_topics import DELETE_TOPICS
+from .fetch import FETCH
+from .find_coordinator import FIND_COORDINATOR
+from .heartbeat import HEARTBEAT
+from .join_group import JOIN_GROUP
+from .leave_group import LEAVE_GROUP
+from .list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
+from .metadata import METADATA
+from .offset_commit import OFFSET_COMMIT
+from .offset_fetch import OFFSET_FETCH
+from .produce import PRODUCE
+from .sync_group import SYNC_GROUP
+
+ALL_APIS: tuple[Api, ...] = (
+    PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
+    JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
+)
+APIS: dict[int, Api] = {api.key: api for api in ALL_APIS}
+APIS_BY_NAME: dict[str, Api] = {api.name: api for api in ALL_APIS}
+
+__all__ = [
+    "Api", "ALL_APIS", "APIS", "APIS_BY_NAME", "API_VERSIONS", "CREATE_TOPICS", "DELETE_TOPICS",
+    "FETCH", "FIND_COORDINATOR", "HEARTBEAT", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
+    "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP",
+    "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP",
+]

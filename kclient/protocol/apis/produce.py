@@ -1,0 +1,37 @@
+"""Produce (key 0): v0-v2 carry message sets (magic 0/1), v3+ record batches (magic 2)."""
+from ..schema import Api, Field as F
+from ..types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
+
+PRODUCE = Api(
+    0, "Produce", "0-9", flexible=9,
+    request=[
+        F("transactional_id", NULLABLE_STRING, "3+"),
+        F("acks", INT16, default=1),
+        F("timeout_ms", INT32, default=30000),
+        F("topic_data", [
+            F("name", STRING),
+            F("partition_data", [
+                F("index", INT32),
+                F("records", RECORDS),
+            ]),
+        ]),
+    ],
+    response=[
+        F("responses", [
+            F("name", STRING),
+            F("partition_responses", [
+                F("index", INT32),
+                F("error_code", INT16),
+                F("base_offset", INT64),
+                F("log_append_time_ms", INT64, "2+", default=-1),
+                F("log_start_offset", INT64, "5+", default=-1),
+                F("record_errors", [
+                    F("batch_index", INT32),
+                    F("batch_index_error_message", NULLABLE_STRING),
+                ], "8+"),
+                F("error_message", NULLABLE_STRING, "8+"),
+            ]),
+        ]),
+        F("throttle_time_ms", INT32, "1+"),
+    ],
+)

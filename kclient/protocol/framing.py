@@ -1,0 +1,205 @@
+"""Size-prefixed framing and request/response headers for both roles, without I/O.
+
+:class:`ClientProtocol` turns requests into frame bytes and incoming bytes into
+``(correlation_id, response)`` pairs; :class:`ServerProtocol` does the reverse for a
+broker. A connection (or the mini-broker) feeds them bytes and writes what they return.
+"""
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import KafkaError, ProtocolDecodeError, UnsupportedVersionError
+from .schema import Api, Struct
+from .types import NULLABLE_STRING, read_tagged_fields
+
+__all__ = ["RequestHeader", "Request", "ClientProtocol", "ServerProtocol", "API_VERSIONS_KEY",
+           "DEFAULT_MAX_FRAME"]
+
+API_VERSIONS_KEY = 18
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")
+_CORR = struct.Struct(">i")
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    """Request header v1/v2: which API and version, the correlation id and the client id."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+    flexible: bool = False
+
+
+@dataclass
+class Request:
+    """A request as the server sees it; ``error`` is set when its body could not be used."""
+
+    header: RequestHeader
+    body: Struct | None
+    api: Api | None
+    error: KafkaError | None = None
+    size: int = 0
+
+
+def _encode_request_header(api: Api, version: int, corr: int, client_id: str | None) -> list:
+    out = [_HEADER.pack(api.key, version, corr)]
+    NULLABLE_STRING.write(client_id, out)
+    if api.is_flexible(version):
+        out.append(b"\x00")
+    return out
+
+
+def _frame(parts: list) -> bytes:
+    body = b"".join(parts)
+    return _SIZE.pack(len(body)) + body
+
+
+class _Framer:
+    """Accumulates received bytes and cuts them into complete frames."""
+
+    def __init__(self, max_frame: int):
+        self._buf = bytearray()
+        self.max_frame = max_frame
+
+    def feed(self, data) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        frames = []
+        pos = 0
+        while len(buf) - pos >= 4:
+            n = _SIZE.unpack_from(buf, pos)[0]
+            if n < 0 or n > self.max_frame:
+                raise ProtocolDecodeError(
+                    f"frame size {n} is outside 0..{self.max_frame} (max frame size)")
+            if len(buf) - pos - 4 < n:
+                break
+            frames.append(bytes(buf[pos + 4:pos + 4 + n]))
+            pos += 4 + n
+        if pos:
+            del buf[:pos]
+        return frames
+
+    def bytes_needed(self) -> int:
+        """How many more bytes complete the frame being received (4 when between frames)."""
+        if len(self._buf) < 4:
+            return 4 - len(self._buf)
+        return _SIZE.unpack_from(self._buf, 0)[0] + 4 - len(self._buf)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+
+class ClientProtocol:
+    """Client side: frame requests with correlation ids, match responses back to them."""
+
+    def __init__(self, client_id: str | None = "kclient", max_frame: int = DEFAULT_MAX_FRAME):
+        self.client_id = client_id
+        self._next_corr = 0
+        self._pending: OrderedDict[int, tuple[Api, int]] = OrderedDict()
+        self._framer = _Framer(max_frame)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent that still await a response."""
+        return len(self._pending)
+
+    def pending(self) -> list[int]:
+        return list(self._pending)
+
+    def send_request(self, api: Api, version: int, body: Any,
+                     expect_response: bool = True) -> tuple[int, bytes]:
+        """Encode a request; returns its correlation id and the frame to write."""
+        corr = self._next_corr
+        self._next_corr = (corr + 1) & 0x7FFFFFFF
+        parts = _encode_request_header(api, version, corr, self.client_id)
+        parts += api.encode_request(version, body)
+        if expect_response:
+            self._pending[corr] = (api, version)
+        return corr, _frame(parts)
+
+    def receive_bytes(self, data) -> list[tuple[int, Struct]]:
+        """Feed received bytes; returns the responses they completed, in order."""
+        return [self.decode_frame(f) for f in self._framer.feed(data)]
+
+    def bytes_needed(self) -> int:
+        return self._framer.bytes_needed()
+
+    def decode_frame(self, frame) -> tuple[int, Struct]:
+        """Decode one complete response frame (without its size prefix)."""
+        if len(frame) < 4:
+            raise ProtocolDecodeError(f"response frame of {len(frame)} bytes has no header")
+        corr = _CORR.unpack_from(frame, 0)[0]
+        entry = self._pending.pop(corr, None)
+        if entry is None:
+            raise ProtocolDecodeError(f"response with unknown correlation id {corr}")
+        api, version = entry
+        pos = 4
+        if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
+            _, pos = read_tagged_fields(frame, pos)
+        try:
+            return corr, api.decode_response(version, memoryview(frame), pos)
+        except ProtocolDecodeError as exc:
+            if api.key == API_VERSIONS_KEY and version > 0:
+                # a broker answers an ApiVersions version it doesn't know with a v0 body
+                # (error UNSUPPORTED_VERSION plus its ranges), as KIP-511 specifies
+                return corr, api.decode_response(0, memoryview(frame), pos)
+            raise ProtocolDecodeError(f"{api.name} v{version} response (correlation id {corr}): {exc}") from None
+
+
+class ServerProtocol:
+    """Server side: cut frames into requests (header + body), encode responses."""
+
+    def __init__(self, apis: Mapping[int, Api], max_frame: int = DEFAULT_MAX_FRAME):
+        self.apis = apis
+        self._framer = _Framer(max_frame)
+
+    def receive_bytes(self, data) -> list[Request]:
+        """Feed received bytes; returns the complete requests. Raises on a bad frame size."""
+        return [self.decode_frame(f) for f in self._framer.feed(data)]
+
+    def decode_frame(self, frame) -> Request:
+        """Decode one request frame; an unknown API or version comes back with ``error`` set."""
+        if len(frame) < 8:
+            raise ProtocolDecodeError(f"request frame of {len(frame)} bytes has no header")
+        key, version, corr = _HEADER.unpack_from(frame, 0)
+        client_id, pos = NULLABLE_STRING.read(frame, 8)
+        api = self.apis.get(key)
+        flexible = api is not None and api.is_flexible(version)
+        header = RequestHeader(key, version, corr, client_id, flexible)
+        if api is None:
+            return Request(header, None, None, UnsupportedVersionError(f"unknown api key {key}"), len(frame))
+        if not api.min_version <= version <= api.max_version:
+            err = UnsupportedVersionError(
+                f"{api.name} v{version} is not supported (v{api.min_version}-v{api.max_version})")
+            return Request(header, None, api, err, len(frame))
+        if flexible:
+            _, pos = read_tagged_fields(frame, pos)
+        body = api.decode_request(version, memoryview(frame), pos)
+        return Request(header, body, api, None, len(frame))
+
+    def encode_response(self, header: RequestHeader, body: Any, version: int | None = None) -> bytes:
+        """Encode a response to ``header`` (at ``version``, default the request's) as one frame."""
+        return _frame(self._response_parts(header, body, version))
+
+    def encode_response_parts(self, header: RequestHeader, body: Any,
+                              version: int | None = None) -> list:
+        """Like encode_response but returns parts (size prefix first), so large Records
+        values - any object with a length, such as a file region - are passed through."""
+        parts = self._response_parts(header, body, version)
+        return [_SIZE.pack(sum(len(p) for p in parts))] + parts
+
+    def _response_parts(self, header: RequestHeader, body: Any, version: int | None) -> list:
+        api = self.apis[header.api_key]
+        version = header.api_version if version is None else version
+        parts = [_CORR.pack(header.correlation_id)]
+        if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
+            parts.append(b"\x00")
+        parts += api.encode_response(version, body)
+        return parts

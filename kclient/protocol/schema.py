@@ -1,0 +1,224 @@
+"""Declarative API schemas: one definition per API, a version range on each field.
+
+An :class:`Api` lists request and response :class:`Field` s; encode/decode for any
+supported version are compiled from that one definition (and cached), including the
+flexible versions' compact types and tagged-field sections (KIP-482).
+"""
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import ProtocolDecodeError, UnsupportedVersionError
+from .types import ArrayOf, Type, read_tagged_fields, EMPTY_TAGGED_FIELDS
+
+__all__ = ["Field", "Api", "Struct", "StructType", "parse_versions"]
+
+MAX_VERSION = 0x7FFF
+
+
+def parse_versions(spec: str | tuple[int, int] | None) -> tuple[int, int]:
+    """Parse Kafka's version-range notation: "3+", "0-4", "2", "none" -> (lo, hi)."""
+    if spec is None:
+        return (0, MAX_VERSION)
+    if isinstance(spec, tuple):
+        return spec
+    spec = spec.strip()
+    if spec == "none":
+        return (1, 0)
+    if spec.endswith("+"):
+        return (int(spec[:-1]), MAX_VERSION)
+    if "-" in spec:
+        lo, hi = spec.split("-")
+        return (int(lo), int(hi))
+    return (int(spec), int(spec))
+
+
+class Struct:
+    """A decoded request/response (or nested element): attribute access plus ``s["name"]``."""
+
+    def __init__(self, **fields: Any):
+        self.__dict__.update(fields)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
+        return f"Struct({inner})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Struct) and self.__dict__ == other.__dict__
+
+    def __getitem__(self, name: str) -> Any:
+        return self.__dict__[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.__dict__.get(name, default)
+
+    def to_dict(self) -> dict:
+        """Plain nested dicts and lists, for logging and comparisons."""
+        return {k: _plain(v) for k, v in self.__dict__.items()}
+
+
+def _plain(v):
+    if isinstance(v, Struct):
+        return v.to_dict()
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, memoryview):
+        return bytes(v)
+    return v
+
+
+class Field:
+    """One field: a name, a type (or a list of Fields for an array of structs), its versions."""
+
+    __slots__ = ("name", "type", "versions", "nullable", "default")
+
+    def __init__(self, name: str, type: Type | Sequence["Field"], versions: str = "0+",
+                 *, nullable: str | None = None, default: Any = ...):
+        self.name = name
+        self.type = type
+        self.versions = parse_versions(versions)
+        self.nullable = parse_versions(nullable) if nullable else (1, 0)
+        self.default = default
+
+    def active(self, version: int) -> bool:
+        return self.versions[0] <= version <= self.versions[1]
+
+    def default_value(self) -> Any:
+        if self.default is not ...:
+            return copy.copy(self.default)
+        if isinstance(self.type, Type):
+            return copy.copy(self.type.default)
+        return []
+
+
+def _get(value: Any, name: str, default: Any) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(name, default)
+    return getattr(value, name, default)
+
+
+class StructType(Type):
+    """A struct compiled for one version: the fields active there, in order."""
+
+    def __init__(self, fields: Sequence[Field], version: int, flexible: bool):
+        self.name = "struct"
+        self.fields = tuple(fields)
+        self.flexible = flexible
+        self._codecs = [(f.name, _resolve(f, version, flexible)) for f in fields if f.active(version)]
+        self._absent = [(f.name, f) for f in fields if not f.active(version)]
+        self._defaults = {f.name: f for f in fields}
+
+    def read(self, buf, pos):
+        values = {}
+        for name, typ in self._codecs:
+            values[name], pos = typ.read(buf, pos)
+        for name, f in self._absent:
+            values[name] = f.default_value()
+        if self.flexible:
+            tags, pos = read_tagged_fields(buf, pos)
+            if tags:
+                values["_tagged_fields"] = tags
+        s = Struct()
+        s.__dict__ = values
+        return s, pos
+
+    def write(self, value, out):
+        defaults = self._defaults
+        for name, typ in self._codecs:
+            v = _get(value, name, ...)
+            if v is ...:
+                v = defaults[name].default_value()
+            try:
+                typ.write(v, out)
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise ValueError(f"field {name!r}: {exc}") from None
+        if self.flexible:
+            out.append(EMPTY_TAGGED_FIELDS)
+
+
+def _resolve(field: Field, version: int, flexible: bool) -> Type:
+    """The concrete wire type of a field at a version: nullability, compactness, nesting."""
+    t = field.type
+    nullable = field.nullable[0] <= version <= field.nullable[1]
+    if not isinstance(t, Type):
+        t = ArrayOf(StructType(t, version, flexible), nullable=nullable)
+    elif nullable:
+        t = _nullable(t)
+    if flexible:
+        t = t.compact()
+    return t
+
+
+def _nullable(t: Type) -> Type:
+    if getattr(t, "nullable", True):
+        return t
+    t = copy.copy(t)
+    t.nullable = True
+    t.default = None
+    return t
+
+
+class Api:
+    """One Kafka API: its key, supported version range, first flexible version and schemas."""
+
+    def __init__(self, key: int, name: str, versions: str, request: Iterable[Field],
+                 response: Iterable[Field], *, flexible: int | None = None):
+        self.key = key
+        self.name = name
+        self.min_version, self.max_version = parse_versions(versions)
+        self.flexible_from = flexible if flexible is not None else MAX_VERSION + 1
+        self.request_fields = tuple(request)
+        self.response_fields = tuple(response)
+        self._request_codec = lru_cache(maxsize=None)(self._compile_request)
+        self._response_codec = lru_cache(maxsize=None)(self._compile_response)
+
+    def __repr__(self) -> str:
+        return f"Api({self.name}, key={self.key}, v{self.min_version}-{self.max_version})"
+
+    def is_flexible(self, version: int) -> bool:
+        return version >= self.flexible_from
+
+    def check_version(self, version: int) -> None:
+        if not self.min_version <= version <= self.max_version:
+            raise UnsupportedVersionError(
+                f"{self.name} v{version} is not supported (supported v{self.min_version}-"
+                f"v{self.max_version})")
+
+    def _compile_request(self, version: int) -> StructType:
+        self.check_version(version)
+        return StructType(self.request_fields, version, self.is_flexible(version))
+
+    def _compile_response(self, version: int) -> StructType:
+        self.check_version(version)
+        return StructType(self.response_fields, version, self.is_flexible(version))
+
+    def request_codec(self, version: int) -> StructType:
+        return self._request_codec(version)
+
+    def response_codec(self, version: int) -> StructType:
+        return self._response_codec(version)
+
+    def encode_request(self, version: int, body: Any) -> list:
+        out: list = []
+        self._request_codec(version).write(body, out)
+        return out
+
+    def encode_response(self, version: int, body: Any) -> list:
+        out: list = []
+        self._response_codec(version).write(body, out)
+        return out
+
+    def decode_request(self, version: int, buf, pos: int = 0) -> Struct:
+        return _decode_all(self._request_codec(version), buf, pos, f"{self.name} v{version} request")
+
+    def decode_response(self, version: int, buf, pos: int = 0) -> Struct:
+        return _decode_all(self._response_codec(version), buf, pos, f"{self.name} v{version} response")
+
+
+def _decode_all(codec: StructType, buf, pos: int, what: str) -> Struct:
+    value, end = codec.read(buf, pos)
+    if end != len(buf):
+        raise ProtocolDecodeError(f"{what}: {len(buf) - end} unexpected trailing bytes")
+    return value

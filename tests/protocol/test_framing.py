@@ -1,0 +1,113 @@
+"""Framing and headers: a client and a server protocol wired together in memory."""
+import struct
+
+import pytest
+
+from kclient.protocol.apis import API_VERSIONS, APIS, FETCH, METADATA, PRODUCE
+from kclient.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
+from kclient.protocol.framing import ClientProtocol, ServerProtocol
+
+
+def test_metadata_v0_request_bytes_are_exact():
+    client = ClientProtocol(client_id="c")
+    corr, frame = client.send_request(METADATA, 0, {"topics": [{"name": "ab"}]})
+    body = struct.pack(">hhih", 3, 0, corr, 1) + b"c" + struct.pack(">ih", 1, 2) + b"ab"
+    assert frame == struct.pack(">i", len(body)) + body
+
+
+def test_flexible_request_has_header_v2_and_api_versions_response_header_v0():
+    client = ClientProtocol(client_id="kc")
+    corr, frame = client.send_request(API_VERSIONS, 3, {"client_software_name": "kclient",
+                                                        "client_software_version": "1"})
+    # header v2: key, version, corr, int16-prefixed client id, empty tagged fields
+    assert frame[4:17] == struct.pack(">hhih", 18, 3, corr, 2) + b"kc" + b"\x00"
+    # body: compact strings (length+1 as uvarint) then the body's own empty tagged fields
+    assert frame[17:] == b"\x08kclient" + b"\x021" + b"\x00"
+    server = ServerProtocol(APIS)
+    (req,) = server.receive_bytes(frame)
+    assert req.header.flexible and req.body.client_software_name == "kclient"
+    resp = server.encode_response(req.header, {"error_code": 0, "api_keys": [
+        {"api_key": 0, "min_version": 0, "max_version": 9}], "throttle_time_ms": 0})
+    # ApiVersions responses keep header v0 (no tagged fields after the correlation id)
+    assert resp[4:8] == struct.pack(">i", corr) and resp[8:10] == b"\x00\x00"
+    ((rcorr, decoded),) = client.receive_bytes(resp)
+    assert rcorr == corr and decoded.api_keys[0].max_version == 9
+
+
+def test_many_in_flight_fed_one_byte_at_a_time():
+    client, server = ClientProtocol(), ServerProtocol(APIS)
+    wire = b""
+    sent = []
+    for i in range(5):
+        corr, frame = client.send_request(METADATA, 1, {"topics": [{"name": f"t{i}"}]})
+        sent.append(corr)
+        wire += frame
+    assert client.in_flight == 5
+    requests = []
+    for b in wire:
+        requests += server.receive_bytes(bytes([b]))
+    assert [r.header.correlation_id for r in requests] == sent
+    assert [r.body.topics[0].name for r in requests] == [f"t{i}" for i in range(5)]
+    replies = b"".join(server.encode_response(r.header, {"brokers": [], "controller_id": i,
+                                                         "topics": []})
+                       for i, r in enumerate(requests))
+    got = []
+    for i in range(0, len(replies), 7):
+        got += client.receive_bytes(replies[i:i + 7])
+    assert [(c, r.controller_id) for c, r in got] == list(zip(sent, range(5)))
+    assert client.in_flight == 0
+
+
+def test_acks_zero_produce_expects_no_response():
+    client = ClientProtocol()
+    client.send_request(PRODUCE, 3, {"acks": 0, "topic_data": []}, expect_response=False)
+    assert client.in_flight == 0
+
+
+def test_unknown_correlation_id_is_an_error():
+    client = ClientProtocol()
+    with pytest.raises(ProtocolDecodeError, match="correlation id 99"):
+        client.receive_bytes(struct.pack(">ii", 4, 99))
+
+
+@pytest.mark.parametrize("size", [-5, 200 * 1024 * 1024])
+def test_lying_frame_size_is_rejected_before_allocation(size):
+    server = ServerProtocol(APIS, max_frame=1024 * 1024)
+    with pytest.raises(ProtocolDecodeError, match="frame size"):
+        server.receive_bytes(struct.pack(">i", size) + b"\x00" * 8)
+
+
+def test_unsupported_version_and_unknown_key_are_reported_not_raised():
+    server = ServerProtocol(APIS)
+    frame = struct.pack(">hhih", 1, 99, 5, -1)
+    (req,) = server.receive_bytes(struct.pack(">i", len(frame)) + frame)
+    assert isinstance(req.error, UnsupportedVersionError) and "Fetch v99" in str(req.error)
+    assert req.header.correlation_id == 5 and req.header.client_id is None
+    frame = struct.pack(">hhih", 999, 0, 6, -1)
+    (req,) = server.receive_bytes(struct.pack(">i", len(frame)) + frame)
+    assert "unknown api key 999" in str(req.error)
+
+
+def test_truncated_body_raises_decode_error():
+    client, server = ClientProtocol(), ServerProtocol(APIS)
+    _, frame = client.send_request(FETCH, 4, {"topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 100}]}]})
+    cut = frame[4:-3]
+    with pytest.raises(ProtocolDecodeError):
+        server.receive_bytes(struct.pack(">i", len(cut)) + cut)
+
+
+def test_records_parts_pass_through_unjoined():
+    server = ServerProtocol(APIS)
+    frame = struct.pack(">hhih", 1, 4, 1, -1) + b"\x00" * 17 + struct.pack(">i", 0)
+    (req,) = server.receive_bytes(struct.pack(">i", len(frame)) + frame)
+
+    class Region:  # stands for a file region sent with sendfile
+        def __len__(self):
+            return 1000
+
+    region = Region()
+    parts = server.encode_response_parts(req.header, {"responses": [{"topic": "t", "partitions": [
+        {"partition_index": 0, "high_watermark": 9, "records": region}]}]})
+    assert any(p is region for p in parts)
+    assert struct.unpack(">i", parts[0])[0] == sum(len(p) for p in parts[1:])
