@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 
 from kclient.protocol import errors as _protocol_errors
 from kclient.protocol.errors import *  # noqa: F401,F403  (the re-export is the point)
-from kclient.protocol.errors import KafkaError
+from kclient.protocol.errors import BrokerResponseError, KafkaError
 
 _MAX_LISTED = 10
 
@@ -121,7 +121,9 @@ class IllegalStateError(KafkaError):
 
 def _short(obj: Any, limit: int = 120) -> str:
     """A one-line, length-capped description of a message or exception."""
-    if isinstance(obj, BaseException):
+    if isinstance(obj, BrokerResponseError):
+        text = obj.message + (f" for {obj.context}" if obj.context else "")
+    elif isinstance(obj, BaseException):
         text = f"{type(obj).__name__}: {obj}" if str(obj) else type(obj).__name__
     else:
         text = repr(obj)
