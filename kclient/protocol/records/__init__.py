@@ -1,0 +1,46 @@
+"""Kafka record formats: v0/v1 message sets and v2 record batches, read and written.
+
+Reading (any mix of formats in one buffer, partial trailing entry tolerated)::
+
+    reader = RecordsReader(fetch_response_records)
+    for rec in reader:                      # Record(offset, timestamp, timestamp_type, key, value, headers)
+        ...
+    reader.valid_bytes, reader.incomplete_size
+    for batch in reader.batches():          # Batch: magic, base/last offset, codec, producer id, ...
+        batch.records
+
+Writing::
+
+    build_batch(values, keys, timestamps, headers, codec=LZ4, producer_id=...)   # v2
+    build_message_set(values, keys, timestamps, magic=1, codec=GZIP)            # v0 / v1
+
+Broker helpers: :func:`iter_entries`, :func:`scan_log`, :func:`validate_records`,
+:func:`assign_offsets`, :func:`convert_records`.
+"""
+from kclient.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from kclient.protocol.records.common import (
+    BATCH_HEADER_SIZE, CONTROL_MASK, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, MAGIC_OFFSET,
+    NO_TIMESTAMP, NO_TIMESTAMP_TYPE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_NAMES,
+    Batch, Header, Record,
+)
+from kclient.protocol.records.legacy import build_message_set, encode_message
+from kclient.protocol.records.ops import (
+    AssignedRecords, EntryInfo, LogScan, assign_offsets, convert_records, entry_info,
+    iter_entries, scan_log, validate_records,
+)
+from kclient.protocol.records.reader import (
+    EntrySpan, RecordsReader, Scan, iter_batches, iter_records, read_records, scan_entries,
+)
+from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_headers
+
+__all__ = [
+    "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD",
+    "BATCH_HEADER_SIZE", "CONTROL_MASK", "CREATE_TIME", "LOG_APPEND_TIME", "LOG_OVERHEAD",
+    "MAGIC_OFFSET", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "RECORD_OVERHEAD_V0",
+    "RECORD_OVERHEAD_V1", "TIMESTAMP_TYPE_NAMES",
+    "Batch", "Header", "Record", "EntrySpan", "Scan", "EntryInfo", "LogScan", "AssignedRecords",
+    "RecordsReader", "iter_batches", "iter_records", "read_records", "scan_entries",
+    "build_batch", "RecordBatchBuilder", "encode_headers", "build_message_set", "encode_message",
+    "entry_info", "iter_entries", "scan_log", "validate_records", "assign_offsets",
+    "convert_records",
+]

@@ -1,0 +1,128 @@
+"""Constants and value types shared by the record-format codecs (message format v0, v1, v2).
+
+Every log entry, whatever its format, starts with ``offset: int64`` and ``size: int32`` (the
+12-byte log overhead) and has its magic byte at position 16; that is what lets one reader walk a
+buffer of mixed formats.
+"""
+from __future__ import annotations
+
+from typing import Any, List, NamedTuple, Optional, Tuple
+
+from kclient.protocol.errors import CorruptRecordError
+
+#: offset (int64) + size (int32) in front of every entry.
+LOG_OVERHEAD = 12
+#: Position of the magic byte from the start of any entry.
+MAGIC_OFFSET = 16
+#: Smallest v0 / v1 message (crc, magic, attributes, [timestamp], key length, value length).
+RECORD_OVERHEAD_V0 = 14
+RECORD_OVERHEAD_V1 = 22
+#: Size of a v2 record batch header (baseOffset .. recordsCount).
+BATCH_HEADER_SIZE = 61
+#: Smallest ``size`` field of a v2 batch (its header minus the log overhead).
+BATCH_OVERHEAD_V2 = BATCH_HEADER_SIZE - LOG_OVERHEAD
+#: Bytes after the batch's size field that are not covered by the v2 CRC (leader epoch, magic, crc).
+V2_CRC_START = 21
+
+MIN_ENTRY_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: BATCH_OVERHEAD_V2}
+
+NO_TIMESTAMP = -1
+NO_TIMESTAMP_TYPE = -1
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+TIMESTAMP_TYPE_NAMES = {NO_TIMESTAMP_TYPE: "NoTimestampType", CREATE_TIME: "CreateTime",
+                        LOG_APPEND_TIME: "LogAppendTime"}
+
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+Header = Tuple[str, Optional[bytes]]
+
+
+class Record(NamedTuple):
+    """One record as a consumer sees it (offsets absolute, timestamps resolved)."""
+
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: List[Header]
+
+
+class Batch:
+    """One log entry (a v2 batch, or a v0/v1 message or compressed wrapper) and its records.
+
+    ``position`` and ``size`` locate the whole entry (log overhead included) in the buffer it was
+    read from.  Fields a format lacks hold Kafka's "none" values (-1).
+    """
+
+    __slots__ = ("magic", "position", "size", "base_offset", "last_offset", "codec",
+                 "timestamp_type", "is_transactional", "is_control", "producer_id",
+                 "producer_epoch", "base_sequence", "partition_leader_epoch", "first_timestamp",
+                 "max_timestamp", "record_count", "crc", "records")
+
+    def __init__(self, **fields: Any) -> None:
+        """Set every slot from keyword arguments (defaults: Kafka's "none" values)."""
+        self.magic = 2
+        self.position = self.size = 0
+        self.base_offset = self.last_offset = 0
+        self.codec = 0
+        self.timestamp_type = CREATE_TIME
+        self.is_transactional = self.is_control = False
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.base_sequence = NO_SEQUENCE
+        self.partition_leader_epoch = NO_PARTITION_LEADER_EPOCH
+        self.first_timestamp = self.max_timestamp = NO_TIMESTAMP
+        self.record_count = 0
+        self.crc = 0
+        self.records: List[Record] = []
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset following this entry's last one."""
+        return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence number of the last record (-1 without idempotence)."""
+        if self.base_sequence < 0:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset - self.base_offset) & 0x7FFFFFFF
+
+    def __iter__(self):
+        """Iterate over the entry's records."""
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return (f"Batch(magic={self.magic}, position={self.position}, size={self.size}, "
+                f"offsets={self.base_offset}..{self.last_offset}, codec={self.codec}, "
+                f"records={self.record_count}, control={self.is_control})")
+
+
+def corrupt(offset: Optional[int], message: str) -> CorruptRecordError:
+    """Build the CorruptRecordError for the entry at ``offset`` (caller raises it)."""
+    return CorruptRecordError(message, offset=offset)
+
+
+__all__ = [
+    "LOG_OVERHEAD", "MAGIC_OFFSET", "RECORD_OVERHEAD_V0", "RECORD_OVERHEAD_V1",
+    "BATCH_HEADER_SIZE", "BATCH_OVERHEAD_V2", "V2_CRC_START", "MIN_ENTRY_SIZE",
+    "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "CREATE_TIME", "LOG_APPEND_TIME", "TIMESTAMP_TYPE_NAMES",
+    "CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_MASK", "CONTROL_MASK",
+    "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
+    "Header", "Record", "Batch", "corrupt",
+]

@@ -1,0 +1,240 @@
+"""Message formats v0 and v1: message sets (Kafka 0.8 - 0.10), encode and decode.
+
+Each entry::
+
+    offset int64, size int32,
+    crc uint32 (CRC-32 IEEE of magic..end), magic int8, attributes int8,
+    [timestamp int64 (v1 only)], keyLength int32, key, valueLength int32, value
+
+A compressed *wrapper* message (codec in attributes bits 0-2, null key) holds a compressed inner
+message set as its value.  Inner offsets are absolute in v0; in v1 they are relative and the
+wrapper carries the absolute offset of the last inner message, so an inner message's absolute
+offset is ``wrapper_offset - last_inner_offset + inner_offset``.  A v1 wrapper with the
+LogAppendTime bit (attributes bit 3) gives every inner message the wrapper's timestamp.
+"""
+from __future__ import annotations
+
+import struct
+import time
+import zlib
+from typing import List, Optional, Sequence, Tuple
+
+from kclient.protocol import compression
+from kclient.protocol.errors import ProtocolDecodeError
+from kclient.protocol.records.common import (
+    CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+    RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_MASK, Batch, Record, corrupt,
+)
+
+ENTRY_HEAD = struct.Struct(">qiIbB")         # offset, size, crc, magic, attributes
+V0_BODY = struct.Struct(">bbi")              # magic, attributes, key length (CRC'd part)
+V1_BODY = struct.Struct(">bbqi")             # magic, attributes, timestamp, key length
+LOG_HEAD = struct.Struct(">qiI")             # offset, size, crc
+INT32 = struct.Struct(">i")
+OFFSET_FIELD = struct.Struct(">q")
+_new = tuple.__new__
+_NO_HEADERS: list = []
+
+
+# ----------------------------------------------------------------------------- encode
+def encode_message(magic: int, attributes: int, timestamp: int, key: Optional[bytes],
+                   value: Optional[bytes], offset: int = 0) -> bytes:
+    """Encode one v0/v1 message with its log overhead (offset, size) and CRC-32."""
+    kl = -1 if key is None else len(key)
+    if magic == 0:
+        head = V0_BODY.pack(0, attributes, kl)
+    else:
+        head = V1_BODY.pack(1, attributes, timestamp, kl)
+    vl = -1 if value is None else len(value)
+    body = b"".join((head, key or b"", INT32.pack(vl), value or b""))
+    return LOG_HEAD.pack(offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+def _encode_plain(magic: int, values, keys, timestamps, offsets, attributes: int) -> bytes:
+    """Encode uncompressed messages, one per value, at the given offsets."""
+    enc = encode_message
+    parts = [enc(magic, attributes, ts, k, v, off)
+             for v, k, ts, off in zip(values, keys, timestamps, offsets)]
+    return b"".join(parts)
+
+
+def build_message_set(values: Sequence[Optional[bytes]], keys: Optional[Sequence] = None,
+                      timestamps: Optional[Sequence[int]] = None, *, magic: int = 1,
+                      codec: int = compression.NONE, base_offset: int = 0,
+                      offsets: Optional[Sequence[int]] = None, timestamp: Optional[int] = None,
+                      timestamp_type: int = CREATE_TIME,
+                      compression_level: Optional[int] = None) -> bytes:
+    """Encode a v0/v1 message set; with a codec, one compressed wrapper message.
+
+    Offsets default to ``base_offset + i``.  Wrapper inner offsets are written the way each
+    format stores them (absolute for v0, relative for v1).  ``timestamp`` is the default (now)
+    for v1 records without one; v0 has no timestamps.
+    """
+    if magic not in (0, 1):
+        raise ValueError(f"legacy message sets have magic 0 or 1, not {magic}")
+    n = len(values)
+    if n == 0:
+        raise ValueError("a message set needs at least one message")
+    offsets = list(range(base_offset, base_offset + n)) if offsets is None else list(offsets)
+    if len(offsets) != n or (keys is not None and len(keys) != n):
+        raise ValueError("keys/offsets must have one entry per value")
+    keys = [None] * n if keys is None else keys
+    if magic == 0:
+        timestamps = [NO_TIMESTAMP] * n
+    else:
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        timestamps = ([timestamp] * n if timestamps is None
+                      else [timestamp if t is None else t for t in timestamps])
+    lat = TIMESTAMP_TYPE_MASK if (magic == 1 and timestamp_type == LOG_APPEND_TIME) else 0
+    if not codec:
+        return _encode_plain(magic, values, keys, timestamps, offsets, lat)
+    inner_offsets = offsets if magic == 0 else [o - offsets[0] for o in offsets]
+    inner = _encode_plain(magic, values, keys, timestamps, inner_offsets, 0)
+    compressed = compression.compress(codec, inner, magic, compression_level)
+    wrapper_ts = timestamp if lat else max(timestamps)
+    return encode_message(magic, codec | lat, wrapper_ts, None, compressed, offsets[-1])
+
+
+# ----------------------------------------------------------------------------- decode
+def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple:
+    """Parse the message at ``pos`` (complete, size-checked by the caller).
+
+    Returns ``(offset, magic, attributes, timestamp, key, value, crc)``.
+    """
+    offset, _, crc, magic, attrs = ENTRY_HEAD.unpack_from(buf, pos)
+    end = pos + LOG_OVERHEAD + size
+    if magic == 0:
+        if size < RECORD_OVERHEAD_V0:
+            raise corrupt(offset, f"message size {size} below the v0 minimum")
+        timestamp = NO_TIMESTAMP
+        kpos = pos + 18
+    elif magic == 1:
+        if size < RECORD_OVERHEAD_V1:
+            raise corrupt(offset, f"message size {size} below the v1 minimum")
+        timestamp = struct.unpack_from(">q", buf, pos + 18)[0]
+        kpos = pos + 26
+    else:
+        raise corrupt(offset, f"unknown magic byte {magic}")
+    if validate_crc:
+        computed = zlib.crc32(memoryview(buf)[pos + 16:end])
+        if computed != crc:
+            raise corrupt(offset, f"CRC-32 mismatch: stored {crc}, computed {computed}")
+    kl = INT32.unpack_from(buf, kpos)[0]
+    kpos += 4
+    if kl < -1 or kpos + max(kl, 0) + 4 > end:
+        raise corrupt(offset, f"invalid key length {kl}")
+    key = None if kl < 0 else buf[kpos:kpos + kl]
+    vpos = kpos + max(kl, 0)
+    vl = INT32.unpack_from(buf, vpos)[0]
+    vpos += 4
+    if vl < -1 or vpos + max(vl, 0) != end:
+        raise corrupt(offset, f"invalid value length {vl}")
+    value = None if vl < 0 else buf[vpos:end]
+    return offset, magic, attrs, timestamp, key, value, crc
+
+
+def _inner_messages(data: bytes, wrapper_offset: int) -> List[tuple]:
+    """Parse a decompressed inner message set completely (no partial tail allowed)."""
+    out = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 > end:
+            raise corrupt(wrapper_offset, "truncated inner message")
+        size = INT32.unpack_from(data, pos + 8)[0]
+        if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+            raise corrupt(wrapper_offset, f"invalid inner message size {size}")
+        msg = _parse_message(data, pos, size, True)
+        if msg[2] & 0x07:
+            raise corrupt(wrapper_offset, "nested compressed message")
+        out.append(msg)
+        pos += LOG_OVERHEAD + size
+    if not out:
+        raise corrupt(wrapper_offset, "empty compressed message set")
+    return out
+
+
+def decompress_wrapper(msg: tuple, max_decompressed: int) -> List[tuple]:
+    """Decompress a wrapper message's value and parse its inner messages."""
+    offset, magic, attrs, _, _, value, _ = msg
+    if value is None:
+        raise corrupt(offset, "compressed message has a null value")
+    try:
+        data = compression.decompress(attrs & 0x07, value, magic, max_decompressed)
+    except ProtocolDecodeError as exc:
+        raise corrupt(offset, f"cannot decompress message set: {exc}") from None
+    return _inner_messages(data, offset)
+
+
+def inner_records(msg: tuple, inner: List[tuple]) -> List[Record]:
+    """Turn a wrapper's parsed inner messages into Records with absolute offsets."""
+    offset, magic, attrs, wrapper_ts = msg[0], msg[1], msg[2], msg[3]
+    shift = offset - inner[-1][0] if magic >= 1 else 0
+    lat = magic >= 1 and bool(attrs & TIMESTAMP_TYPE_MASK)
+    records = []
+    for m in inner:
+        if lat:
+            ts, ts_type = wrapper_ts, LOG_APPEND_TIME
+        elif m[1] == 0:
+            ts, ts_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
+        else:
+            ts, ts_type = m[3], CREATE_TIME
+        records.append(_new(Record, (m[0] + shift, ts, ts_type, m[4], m[5], [])))
+    return records
+
+
+def plain_record(msg: tuple) -> Record:
+    """The Record of an uncompressed message."""
+    offset, magic, attrs, ts, key, value, _ = msg
+    if magic == 0:
+        return _new(Record, (offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value, []))
+    ts_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
+    return _new(Record, (offset, ts, ts_type, key, value, []))
+
+
+def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
+                 max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Batch:
+    """Decode the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)."""
+    msg = _parse_message(buf, pos, size, validate_crc)
+    offset, magic, attrs, ts = msg[0], msg[1], msg[2], msg[3]
+    codec = attrs & 0x07
+    if codec:
+        records = inner_records(msg, decompress_wrapper(msg, max_decompressed))
+    else:
+        records = [plain_record(msg)]
+    ts_type = records[0].timestamp_type
+    stamps = [r.timestamp for r in records]
+    return Batch(magic=magic, position=pos, size=size + LOG_OVERHEAD,
+                 base_offset=records[0].offset, last_offset=records[-1].offset, codec=codec,
+                 timestamp_type=ts_type, first_timestamp=stamps[0],
+                 max_timestamp=ts if (codec and magic == 1) else max(stamps),
+                 record_count=len(records), crc=msg[6], records=records)
+
+
+def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> tuple:
+    """Public form of the message parser: ``(offset, magic, attributes, timestamp, key, value, crc)``."""
+    return _parse_message(buf, pos, size, validate_crc)
+
+
+def set_offset(buf: bytearray, pos: int, offset: int) -> None:
+    """Rewrite the offset of the entry at ``pos`` in place (not covered by the CRC)."""
+    OFFSET_FIELD.pack_into(buf, pos, offset)
+
+
+def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> None:
+    """Give a v1 message (or wrapper) the LogAppendTime bit and ``timestamp``; fix its CRC."""
+    buf[pos + 17] = (buf[pos + 17] | TIMESTAMP_TYPE_MASK) & 0xFF
+    struct.pack_into(">q", buf, pos + 18, timestamp)
+    struct.pack_into(">I", buf, pos + 12, zlib.crc32(memoryview(buf)[pos + 16:pos + 12 + size]))
+
+
+def messages_info(records: Sequence[Record]) -> Tuple[int, int, int]:
+    """(first offset, last offset, max timestamp) of decoded legacy records."""
+    return records[0].offset, records[-1].offset, max(r.timestamp for r in records)
+
+
+__all__ = [
+    "encode_message", "build_message_set", "parse_message", "decompress_wrapper",
+    "inner_records", "plain_record", "read_message", "set_offset", "set_log_append_time",
+    "messages_info",
+]
