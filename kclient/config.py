@@ -1,0 +1,774 @@
+"""Producer and consumer configuration: one declarative table of keys, loaded and validated once.
+
+Keys are the Kafka 0.8.2 client's (``metadata.broker.list``, ``producer.type``,
+``queue.buffering.max.ms``, ``group.id``, ``auto.offset.reset``, ...), with their 0.7 names and
+the newer Java/librdkafka names as aliases (``queue.time``, ``batch.size``, ``zk.connect``,
+``bootstrap.servers``, ``acks``, ``retries``, ``linger.ms``, ``enable.auto.commit``, ...).
+
+``load_config(role, config, **overrides)`` returns a read-only ``Config`` mapping of canonical
+key to typed value.  Rules:
+
+* Values may be strings (as read from a ``.properties`` file) and are coerced to the key's type;
+  a bad value raises ``InvalidConfigError`` naming the key, the value and what is allowed.
+* An unknown key raises ``InvalidConfigError`` naming the closest known key; a key of the other
+  role (``group.id`` given to a producer) raises naming the role it belongs to.
+* ``overrides`` spell dots as underscores (``producer_type="async"``) and are applied after
+  ``config``: a later layer wins.  Within one layer an alias and its canonical key (or two aliases)
+  naming the same setting must agree, otherwise ``InvalidConfigError``: which one was meant is
+  not guessed.
+* ``config["queue.time"]`` also works: lookups accept aliases; iteration yields canonical keys.
+
+DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no longer fits:
+
+* ``request.required.acks`` 1 (0.8.2: 0).  Fire-and-forget loses messages silently; kclient
+  promises that every message ends acknowledged or reported failed.
+* ``queue.buffering.max.ms`` 5 ms (0.8.2: 5000 ms).  A five second linger is too long for
+  request/response services; 5 ms is librdkafka's linger and still fills batches under load.
+* ``batch.num.messages`` 10000 (0.8.2: 200).  Small records are cheap; bigger batches are what
+  make throughput (librdkafka's default is also 10000).
+* ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
+  batches while one is in flight (librdkafka's value).
+* ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
+  over the key bytes is what the Java client, librdkafka and kafka-python use, so all of them agree
+  on a key's partition.  ``kafka.producer.DefaultPartitioner`` still names the old behaviour
+  (``kclient.partitioner.JavaHashPartitioner``).
+* ``offsets.storage`` is ``kafka`` when no ``zookeeper.connect`` is given (0.8.2: always
+  ``zookeeper``), since then there is no ZooKeeper to store offsets in.
+* ``dual.commit.enabled`` defaults to true only if offsets are stored in Kafka *and* ZooKeeper is
+  configured (0.8.2: whenever offsets are stored in Kafka).
+* ``message.max.bytes`` (producer) 1000012, Kafka's broker default, checked before a message is
+  queued (0.8 producer: no such check; 0.7's ``max.message.size`` was 1000000).
+* Keys the 0.8.2 clients did not have take the defaults of the clients that introduced them:
+  ``session.timeout.ms`` 30000 and ``heartbeat.interval.ms`` 3000 (Java consumer 0.9),
+  ``api.version.request`` true and ``broker.version.fallback`` 0.10.0 (librdkafka),
+  ``connect.timeout.ms`` 10000.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import importlib
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping
+
+from kclient.errors import InvalidConfigError
+
+__all__ = ["Config", "ConfigKey", "load_config", "describe_keys", "ROLES"]
+
+ROLES = ("producer", "consumer")
+_BOTH = frozenset(ROLES)
+_P = frozenset({"producer"})
+_C = frozenset({"consumer"})
+
+
+class _Bad(ValueError):
+    """A value a type cannot accept; carries the human description of what is allowed."""
+
+    def __init__(self, allowed: str, detail: str = "") -> None:
+        super().__init__(allowed)
+        self.allowed, self.detail = allowed, detail
+
+
+# --------------------------------------------------------------------------- value types
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer, optionally bounded; strings like "5000" are accepted."""
+
+    min: int | None = None
+    max: int | None = None
+
+    def allowed(self) -> str:
+        """Human description, e.g. ``an integer >= 0``."""
+        lo, hi = self.min, self.max
+        if lo is not None and hi is not None:
+            return f"an integer from {lo} to {hi}"
+        if lo is not None:
+            return f"an integer >= {lo}"
+        return f"an integer <= {hi}" if hi is not None else "an integer"
+
+    def coerce(self, value: Any) -> int:
+        """The value as an int within bounds."""
+        if isinstance(value, bool):
+            raise _Bad(self.allowed())
+        if isinstance(value, str):
+            value = _parse_int(value.strip(), self.allowed())
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise _Bad(self.allowed())
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+            raise _Bad(self.allowed())
+        return value
+
+
+def _parse_int(text: str, allowed: str) -> int:
+    """``int(text)`` or a _Bad naming what is allowed."""
+    try:
+        return int(text)
+    except ValueError:
+        raise _Bad(allowed) from None
+
+
+@dataclass(frozen=True)
+class Float:
+    """A real number, optionally bounded."""
+
+    min: float | None = None
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "a number" if self.min is None else f"a number >= {self.min}"
+
+    def coerce(self, value: Any) -> float:
+        """The value as a float."""
+        if isinstance(value, bool):
+            raise _Bad(self.allowed())
+        try:
+            number = float(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            raise _Bad(self.allowed()) from None
+        if self.min is not None and number < self.min:
+            raise _Bad(self.allowed())
+        return number
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass(frozen=True)
+class Bool:
+    """A boolean; "true"/"false" (any case), yes/no, on/off and 1/0 are accepted."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "true or false"
+
+    def coerce(self, value: Any) -> bool:
+        """The value as a bool."""
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        text = value.strip().lower() if isinstance(value, str) else None
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise _Bad(self.allowed())
+
+
+@dataclass(frozen=True)
+class Str:
+    """Free text."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "a string"
+
+    def coerce(self, value: Any) -> str:
+        """The value itself, if it is a str."""
+        if not isinstance(value, str):
+            raise _Bad(self.allowed())
+        return value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of fixed values (case-insensitive), with value aliases (``all`` -> -1)."""
+
+    values: tuple
+    aliases: Mapping[Any, Any] = field(default_factory=dict)
+
+    def allowed(self) -> str:
+        """Human description listing every accepted spelling."""
+        shown = [str(v) for v in self.values]
+        for alias, target in self.aliases.items():
+            text = f"{alias} (= {target})"
+            if str(alias) not in shown and text not in shown:
+                shown.append(text)
+        return "one of " + ", ".join(shown)
+
+    def coerce(self, value: Any) -> Any:
+        """The canonical value for ``value``."""
+        if isinstance(value, bool):
+            raise _Bad(self.allowed())
+        key = value.strip().lower() if isinstance(value, str) else value
+        if key in self.aliases:
+            return self.aliases[key]
+        for allowed in self.values:
+            if key == allowed or (isinstance(key, str) and key == str(allowed)):
+                return allowed
+        raise _Bad(self.allowed())
+
+
+@dataclass(frozen=True)
+class StrList:
+    """A comma-separated list (or a Python list) of names, stored as a tuple."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "a comma-separated list of names"
+
+    def coerce(self, value: Any) -> tuple[str, ...]:
+        """The names, stripped, empties dropped."""
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, (list, tuple, set, frozenset)) or not all(
+            isinstance(v, str) for v in value
+        ):
+            raise _Bad(self.allowed())
+        return tuple(v.strip() for v in value if v.strip())
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """A Python codec name (the 0.8 ``serializer.encoding``, e.g. UTF8)."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "a text encoding name such as utf-8"
+
+    def coerce(self, value: Any) -> str:
+        """The codec's canonical name."""
+        try:
+            return codecs.lookup(value).name
+        except (LookupError, TypeError):
+            raise _Bad(self.allowed()) from None
+
+
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+){0,2}$")
+
+
+@dataclass(frozen=True)
+class Version:
+    """A Kafka broker version such as 0.8.2 or 2.1.0 (as librdkafka's broker.version.fallback)."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "a Kafka version such as 0.8.2, 0.9.0, 0.10.0 or 2.1.0"
+
+    def coerce(self, value: Any) -> str:
+        """The version string, checked."""
+        if not isinstance(value, str) or not _VERSION.match(value.strip()):
+            raise _Bad(self.allowed())
+        return value.strip()
+
+
+@dataclass(frozen=True)
+class HostPorts:
+    """``host1:port1,host2:port2`` -> ``((host, port), ...)``; 0.7's ``id:host:port`` accepted."""
+
+    default_port: int = 9092
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "host:port[,host:port...] (e.g. 127.0.0.1:9092)"
+
+    def coerce(self, value: Any) -> tuple[tuple[str, int], ...]:
+        """The address list, each port checked; at least one address."""
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise _Bad(self.allowed())
+        out = tuple(self._one(item) for item in items if not _blank(item))
+        if not out:
+            raise _Bad(self.allowed(), "no address given")
+        return out
+
+    def _one(self, item: Any) -> tuple[str, int]:
+        """One address from ``"host:port"`` or a ``(host, port)`` pair."""
+        if isinstance(item, (tuple, list)) and len(item) == 2:
+            host, port = str(item[0]), item[1]
+        elif isinstance(item, str):
+            host, port = _split_host_port(item.strip(), self.default_port, self.allowed())
+        else:
+            raise _Bad(self.allowed())
+        return host, _port(port, self.allowed())
+
+
+def _blank(item: Any) -> bool:
+    """An empty entry of a comma list (``"a:1,,b:2"``)."""
+    return isinstance(item, str) and not item.strip()
+
+
+def _split_host_port(text: str, default_port: int, allowed: str) -> tuple[str, Any]:
+    """Split ``host:port``, ``[v6]:port``, 0.7's ``id:host:port`` and ``plaintext://host:port``."""
+    if text.lower().startswith("plaintext://"):
+        text = text[len("plaintext://"):]
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return host, rest[1:] if rest.startswith(":") else default_port
+    parts = text.split(":")
+    if len(parts) == 3 and parts[0].isdigit():
+        parts = parts[1:]
+    if len(parts) == 1:
+        return parts[0], default_port
+    if len(parts) == 2 and parts[0]:
+        return parts[0], parts[1]
+    raise _Bad(allowed, f"cannot parse {text!r}")
+
+
+def _port(port: Any, allowed: str) -> int:
+    """A TCP port number 1..65535."""
+    try:
+        number = int(port)
+    except (TypeError, ValueError):
+        raise _Bad(allowed, f"bad port {port!r}") from None
+    if not 0 < number < 65536:
+        raise _Bad(allowed, f"port {number} out of range")
+    return number
+
+
+@dataclass(frozen=True)
+class ZkConnect:
+    """A ZooKeeper connect string ``host:port[,host:port...][/chroot]``, kept as a string."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return "host:port[,host:port...][/chroot] (e.g. 127.0.0.1:2181/kafka)"
+
+    def coerce(self, value: Any) -> str:
+        """The connect string, each host:port checked."""
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        if not isinstance(value, str) or not value.strip():
+            raise _Bad(self.allowed())
+        hosts, slash, chroot = value.strip().partition("/")
+        for item in hosts.split(","):
+            host, port = _split_host_port(item.strip(), 2181, self.allowed())
+            if not host:
+                raise _Bad(self.allowed(), f"no host in {item!r}")
+            _port(port, self.allowed())
+        return hosts + slash + chroot.rstrip("/") if chroot else hosts
+
+
+_ENCODERS = {
+    "default": "kclient.encoders.DefaultEncoder",
+    "bytes": "kclient.encoders.DefaultEncoder",
+    "string": "kclient.encoders.StringEncoder",
+    "json": "kclient.encoders.JsonEncoder",
+    "kafka.serializer.DefaultEncoder": "kclient.encoders.DefaultEncoder",
+    "kafka.serializer.StringEncoder": "kclient.encoders.StringEncoder",
+    "org.apache.kafka.common.serialization.ByteArraySerializer": "kclient.encoders.DefaultEncoder",
+    "org.apache.kafka.common.serialization.StringSerializer": "kclient.encoders.StringEncoder",
+}
+_DECODERS = {
+    "default": "kclient.encoders.DefaultDecoder",
+    "bytes": "kclient.encoders.DefaultDecoder",
+    "string": "kclient.encoders.StringDecoder",
+    "json": "kclient.encoders.JsonDecoder",
+    "kafka.serializer.DefaultDecoder": "kclient.encoders.DefaultDecoder",
+    "kafka.serializer.StringDecoder": "kclient.encoders.StringDecoder",
+    "org.apache.kafka.common.serialization.ByteArrayDeserializer": "kclient.encoders.DefaultDecoder",
+    "org.apache.kafka.common.serialization.StringDeserializer": "kclient.encoders.StringDecoder",
+}
+_PARTITIONERS = {
+    "default": "kclient.partitioner.DefaultPartitioner",
+    "murmur2": "kclient.partitioner.DefaultPartitioner",
+    "roundrobin": "kclient.partitioner.RoundRobinPartitioner",
+    "javahash": "kclient.partitioner.JavaHashPartitioner",
+    "kafka.producer.DefaultPartitioner": "kclient.partitioner.JavaHashPartitioner",
+    "org.apache.kafka.clients.producer.internals.DefaultPartitioner":
+        "kclient.partitioner.DefaultPartitioner",
+    "org.apache.kafka.clients.producer.RoundRobinPartitioner":
+        "kclient.partitioner.RoundRobinPartitioner",
+}
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class or an object, or a dotted path (``pkg.mod.Class`` or ``pkg.mod:Class``) to import.
+
+    ``method`` is the method the class or object must have (``to_message``, ``partition``, ...).
+    ``shortcuts`` maps short names and the Java class names of the 0.8 client to kclient classes.
+    """
+
+    method: str | None = None
+    shortcuts: Mapping[str, str] = field(default_factory=dict)
+
+    def allowed(self) -> str:
+        """Human description."""
+        need = f" with a {self.method}() method" if self.method else ""
+        names = [k for k in self.shortcuts if "." not in k]
+        short = f", or one of {', '.join(names)}" if names else ""
+        return f"a class or object{need}, or a dotted path to one{short}"
+
+    def coerce(self, value: Any) -> Any:
+        """The imported class, or the object as given; its interface checked."""
+        if isinstance(value, str):
+            value = _import(self.shortcuts.get(value.strip(), value.strip()), self.allowed())
+        if self.method and not callable(getattr(value, self.method, None)):
+            raise _Bad(self.allowed(), f"{value!r} has no {self.method}() method")
+        return value
+
+
+def _import(path: str, allowed: str) -> Any:
+    """Import ``pkg.mod.Name`` or ``pkg.mod:Name``."""
+    module_name, sep, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    if not module_name or not attr:
+        raise _Bad(allowed, f"{path!r} is not a dotted path")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise _Bad(allowed, f"cannot import {path!r}: {exc}") from None
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A default computed from other settings (as the 0.8.2 client derived some)."""
+
+    compute: Callable[[Mapping[str, Any]], Any]
+    text: str
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key: canonical name, default, type, roles, aliases, doc."""
+
+    name: str
+    default: Any
+    type: Any
+    roles: frozenset[str]
+    doc: str
+    aliases: tuple[str, ...] = ()
+    differs: str = ""
+
+    @property
+    def default_text(self) -> str:
+        """The default as documentation shows it."""
+        if isinstance(self.default, Derived):
+            return self.default.text
+        if self.default is None:
+            return "(none)"
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        return ",".join(self.default) if isinstance(self.default, tuple) else str(self.default)
+
+    @property
+    def role_text(self) -> str:
+        """``producer``, ``consumer`` or ``common``."""
+        return "common" if self.roles == _BOTH else next(iter(self.roles))
+
+
+def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *aliases: str,
+         differs: str = "") -> ConfigKey:
+    """Shorthand for one table row."""
+    return ConfigKey(name, default, type_, roles, doc, tuple(aliases), differs)
+
+
+_MS = Int(min=0)
+_POS = Int(min=1)
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+KEYS: tuple[ConfigKey, ...] = (
+    # ---- common to producer and consumer
+    _key("metadata.broker.list", None, HostPorts(), _BOTH,
+         "Bootstrap brokers host:port,...; used for metadata only.",
+         "bootstrap.servers", "broker.list"),
+    _key("zookeeper.connect", None, ZkConnect(), _BOTH,
+         "ZooKeeper host:port,...[/chroot]: broker discovery and consumer coordination.",
+         "zk.connect"),
+    _key("zookeeper.session.timeout.ms", 6000, _POS, _BOTH,
+         "ZooKeeper session timeout.", "zk.sessiontimeout.ms"),
+    _key("zookeeper.connection.timeout.ms", Derived(
+        lambda c: c["zookeeper.session.timeout.ms"], "zookeeper.session.timeout.ms"), _POS, _BOTH,
+         "Longest wait to establish a ZooKeeper connection.", "zk.connectiontimeout.ms"),
+    _key("client.id", Derived(lambda c: c.get("group.id") or "", "group.id (consumer), empty"),
+         Str(), _BOTH, "Client name sent with every request (logs, quotas)."),
+    _key("socket.timeout.ms", 30000, _POS, _BOTH, "Network request timeout."),
+    _key("connect.timeout.ms", 10000, _POS, _BOTH, "Longest wait for a TCP connection.",
+         differs="not in 0.8.2 (0.7: 5000)"),
+    _key("socket.receive.buffer.bytes", 65536, _POS, _BOTH,
+         "TCP receive buffer (SO_RCVBUF).", "socket.buffersize", "receive.buffer.bytes"),
+    _key("socket.send.buffer.bytes", 102400, _POS, _BOTH,
+         "TCP send buffer (SO_SNDBUF).", "send.buffer.bytes", "buffer.size"),
+    _key("retry.backoff.ms", 100, _MS, _BOTH, "Pause before retrying after a failure, before "
+         "refreshing metadata."),
+    _key("topic.metadata.refresh.interval.ms", 600000, Int(), _BOTH,
+         "Periodic metadata refresh (also refreshed on errors); negative: only on errors.",
+         "metadata.max.age.ms"),
+    _key("api.version.request", True, Bool(), _BOTH,
+         "Ask the broker for its API versions on connect (false for 0.8/0.9 brokers).",
+         differs="not in 0.8.2 (librdkafka's default)"),
+    _key("broker.version.fallback", "0.10.0", Version(), _BOTH,
+         "Broker version assumed when api.version.request is false or fails.",
+         differs="not in 0.8.2 (librdkafka's default)"),
+    _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
+         "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    # ---- producer
+    _key("producer.type", "sync", Choice(("sync", "async")), _P,
+         "sync: send() waits for acks; async: a background thread sends batches."),
+    _key("request.required.acks", 1, Choice((-1, 0, 1), {"all": -1}), _P,
+         "Acks the leader waits for: 0 none, 1 leader, -1/all all in-sync replicas.", "acks",
+         differs="0.8.2: 0"),
+    _key("request.timeout.ms", 10000, _POS, _P,
+         "How long the broker may wait for the required acks.", "timeout.ms"),
+    _key("serializer.class", "kclient.encoders.DefaultEncoder", ClassRef("to_message", _ENCODERS),
+         _P, "Encoder for message values.", "value.serializer"),
+    _key("key.serializer.class", Derived(lambda c: c["serializer.class"], "serializer.class"),
+         ClassRef("to_message", _ENCODERS), _P, "Encoder for keys.", "key.serializer"),
+    _key("partitioner.class", "kclient.partitioner.DefaultPartitioner",
+         ClassRef("partition", _PARTITIONERS), _P, "Partitioner for keyed messages.",
+         "partitioner", differs="0.8.2: abs(key.hashCode) % n (JavaHashPartitioner)"),
+    _key("event.handler", None, ClassRef(), _P,
+         "EventHandler: serialize, partition, group by broker, compress, send with retries."),
+    _key("callback.handler", None, ClassRef(), _P,
+         "CallbackHandler with hooks at each stage of the async queue."),
+    _key("compression.codec", "none",
+         Choice(_CODECS, {**dict(enumerate(_CODECS)), **{str(i): c for i, c in enumerate(_CODECS)}}),
+         _P, "Compression of message sets: none, gzip, snappy, lz4, zstd (or 0-4).",
+         "compression.type"),
+    _key("compressed.topics", (), StrList(), _P,
+         "Topics to compress when a codec is set; empty means all topics."),
+    _key("message.send.max.retries", 3, _MS, _P,
+         "Retries of a failed send before the message is reported failed.",
+         "retries", "num.retries"),
+    _key("queue.buffering.max.ms", 5, _MS, _P,
+         "Async: longest time a message waits in the queue for its batch.",
+         "queue.time", "linger.ms", differs="0.8.2: 5000"),
+    _key("queue.buffering.max.messages", 100000, _POS, _P,
+         "Async: capacity of the send queue, in messages.", "queue.size",
+         differs="0.8.2: 10000"),
+    _key("queue.enqueue.timeout.ms", -1, Int(min=-1), _P,
+         "Async, queue full: -1 block, 0 raise QueueFullError at once, >0 wait then raise."),
+    _key("batch.num.messages", 10000, _POS, _P,
+         "Async: most messages in one batch (a count, as 0.7's batch.size; not bytes).",
+         "batch.size", differs="0.8.2: 200"),
+    _key("message.max.bytes", 1000012, _POS, _P,
+         "Largest message accepted by send(); larger ones fail before queueing.",
+         "max.message.size", differs="new check; broker default"),
+    # ---- consumer
+    _key("group.id", None, Str(), _C, "Consumer group name.", "groupid"),
+    _key("consumer.id", None, Str(), _C,
+         "Consumer id in the group; generated (host-time-uuid) if unset.", "consumerid"),
+    _key("zookeeper.sync.time.ms", 2000, _MS, _C,
+         "How far a ZooKeeper follower may lag the leader.", "zk.synctime.ms"),
+    _key("fetch.message.max.bytes", 1048576, _POS, _C,
+         "Bytes fetched per partition per request; bounds the largest readable message.",
+         "fetch.size", "max.partition.fetch.bytes"),
+    _key("fetch.min.bytes", 1, _MS, _C, "Least data the broker returns for a fetch."),
+    _key("fetch.wait.max.ms", 100, _MS, _C,
+         "Longest the broker blocks a fetch waiting for fetch.min.bytes.", "fetch.max.wait.ms"),
+    _key("num.consumer.fetchers", 1, _POS, _C, "Fetcher threads."),
+    _key("queued.max.message.chunks", 2, _POS, _C,
+         "Fetched chunks buffered per stream (memory bound).", "queuedchunks.max"),
+    _key("auto.commit.enable", True, Bool(), _C,
+         "Commit consumed offsets periodically.", "enable.auto.commit", "autocommit.enable"),
+    _key("auto.commit.interval.ms", 60000, _POS, _C,
+         "Period of automatic offset commits.", "autocommit.interval.ms"),
+    _key("auto.offset.reset", "largest",
+         Choice(("smallest", "largest", "none"), {"earliest": "smallest", "latest": "largest"}),
+         _C, "No or out-of-range offset: smallest, largest, or none (raise).",
+         "autooffset.reset"),
+    _key("consumer.timeout.ms", -1, Int(min=-1), _C,
+         "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
+    _key("rebalance.max.retries", 4, _MS, _C,
+         "Attempts of a rebalance before ConsumerRebalanceFailedError.", "rebalance.retries.max"),
+    _key("rebalance.backoff.ms", Derived(lambda c: c["zookeeper.sync.time.ms"],
+                                         "zookeeper.sync.time.ms"), _MS, _C,
+         "Pause between rebalance attempts."),
+    _key("refresh.leader.backoff.ms", 200, _MS, _C,
+         "Pause before looking for a new leader of a partition."),
+    _key("exclude.internal.topics", True, Bool(), _C,
+         "Keep internal topics (__consumer_offsets) out of wildcard subscriptions."),
+    _key("partition.assignment.strategy", "range", Choice(("range", "roundrobin")), _C,
+         "How partitions are spread over the group's streams."),
+    _key("offsets.storage", Derived(lambda c: "zookeeper" if c["zookeeper.connect"] else "kafka",
+                                    "zookeeper if zookeeper.connect is set, else kafka"),
+         Choice(("zookeeper", "kafka")), _C, "Where offsets are committed.",
+         differs="0.8.2: zookeeper"),
+    _key("dual.commit.enabled", Derived(
+        lambda c: c["offsets.storage"] == "kafka" and bool(c["zookeeper.connect"]),
+        "true if offsets.storage=kafka and zookeeper.connect is set"), Bool(), _C,
+         "Also commit to ZooKeeper while migrating offsets to Kafka.",
+         differs="0.8.2: true whenever offsets.storage=kafka"),
+    _key("offsets.channel.backoff.ms", 1000, _MS, _C,
+         "Pause before reconnecting to the offset manager."),
+    _key("offsets.channel.socket.timeout.ms", 10000, _POS, _C,
+         "Socket timeout of offset commit/fetch requests."),
+    _key("offsets.commit.max.retries", 5, _MS, _C, "Retries of a failed offset commit."),
+    _key("session.timeout.ms", 30000, _POS, _C,
+         "Broker-coordinated groups: a member silent this long is removed.",
+         differs="not in 0.8.2 (Java consumer 0.9)"),
+    _key("heartbeat.interval.ms", 3000, _POS, _C,
+         "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
+         differs="not in 0.8.2 (Java consumer 0.9)"),
+    _key("key.decoder.class", "kclient.encoders.DefaultDecoder",
+         ClassRef("from_message", _DECODERS), _C, "Decoder for keys.", "key.deserializer"),
+    _key("value.decoder.class", "kclient.encoders.DefaultDecoder",
+         ClassRef("from_message", _DECODERS), _C, "Decoder for values.", "value.deserializer"),
+)
+
+_BY_NAME: dict[str, ConfigKey] = {k.name: k for k in KEYS}
+_ALIASES: dict[str, str] = {a: k.name for k in KEYS for a in k.aliases}
+
+
+def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
+    """Rules that involve two keys."""
+    if role == "consumer":
+        hb, session = values["heartbeat.interval.ms"], values["session.timeout.ms"]
+        if hb >= session:
+            raise InvalidConfigError(
+                f"heartbeat.interval.ms ({hb}) must be lower than session.timeout.ms ({session})",
+                "heartbeat.interval.ms", hb, f"less than {session}",
+            )
+    if role == "producer":
+        batch, queue = values["batch.num.messages"], values["queue.buffering.max.messages"]
+        if batch > queue:
+            raise InvalidConfigError(
+                f"batch.num.messages ({batch}) must not exceed "
+                f"queue.buffering.max.messages ({queue})",
+                "batch.num.messages", batch, f"at most {queue}",
+            )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+class Config(Mapping[str, Any]):
+    """Read-only, validated settings of one role; lookups accept canonical names and aliases."""
+
+    def __init__(self, role: str, values: Mapping[str, Any], explicit: frozenset[str]) -> None:
+        """Use ``load_config`` rather than this."""
+        self.role = role
+        self._values = MappingProxyType(dict(values))
+        self._explicit = explicit
+
+    def __getitem__(self, key: str) -> Any:
+        """The value of a canonical key or alias."""
+        name = _ALIASES.get(key, key)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"{key!r} is not a {self.role} config key") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        given = {k: self._values[k] for k in sorted(self._explicit)}
+        return f"Config({self.role!r}, {given!r})"
+
+    def is_set(self, key: str) -> bool:
+        """Whether ``key`` was given explicitly (rather than defaulted)."""
+        return _ALIASES.get(key, key) in self._explicit
+
+    def require(self, *keys: str) -> None:
+        """Raise InvalidConfigError unless every key has a value."""
+        for key in keys:
+            if self[key] is None:
+                raise InvalidConfigError(f"missing required {self.role} config {key!r}", key)
+
+    def require_one_of(self, *keys: str) -> None:
+        """Raise InvalidConfigError unless at least one key has a value."""
+        if all(self[key] is None for key in keys):
+            names = " or ".join(repr(k) for k in keys)
+            raise InvalidConfigError(f"the {self.role} needs {names}", keys[0])
+
+    def create(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        """An instance for a class-valued key: the class called with args, or the object as is."""
+        value = self[key]
+        return value(*args, **kwargs) if isinstance(value, type) else value
+
+
+def load_config(role: str, config: Mapping[str, Any] | None = None, **overrides: Any) -> Config:
+    """Validate ``config`` then ``overrides`` (``a_b`` means ``a.b``) into a read-only Config."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+    given: dict[str, Any] = {}
+    for layer in (config or {}, {k.replace("_", "."): v for k, v in overrides.items()}):
+        given.update(_layer(role, layer))
+    values = {name: given[name] for name in given}
+    for spec in KEYS:
+        if role in spec.roles and spec.name not in values and not isinstance(spec.default, Derived):
+            values[spec.name] = _coerce(spec, spec.default, spec.name)
+    for spec in KEYS:
+        if role in spec.roles and spec.name not in values:
+            values[spec.name] = spec.default.compute(values)
+    _cross_checks(role, values)
+    order = [k.name for k in KEYS if k.name in values]
+    return Config(role, {name: values[name] for name in order}, frozenset(given))
+
+
+def _layer(role: str, layer: Mapping[str, Any]) -> dict[str, Any]:
+    """Canonical name -> coerced value for one layer; two names of one setting must agree."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for raw_key, raw_value in layer.items():
+        spec = _spec_for(role, raw_key)
+        value = _coerce(spec, raw_value, raw_key)
+        if spec.name in out and out[spec.name] != value:
+            raise InvalidConfigError(
+                f"{spelled[spec.name]!r} and {raw_key!r} both set {spec.name!r}, to "
+                f"{out[spec.name]!r} and {value!r}; give only one",
+                spec.name, value,
+            )
+        out[spec.name], spelled[spec.name] = value, raw_key
+    return out
+
+
+def _spec_for(role: str, key: Any) -> ConfigKey:
+    """The table row for ``key`` (a name or alias) if ``role`` accepts it, else raise."""
+    if not isinstance(key, str):
+        raise InvalidConfigError(f"config keys must be strings, got {key!r}", str(key))
+    spec = _BY_NAME.get(_ALIASES.get(key, key))
+    if spec is None:
+        raise InvalidConfigError(_unknown_message(role, key), key, None, _suggest(role, key))
+    if role not in spec.roles:
+        owner = next(iter(spec.roles))
+        raise InvalidConfigError(
+            f"config {key!r} is a {owner} setting; the {role} does not accept it", key,
+        )
+    return spec
+
+
+def _suggest(role: str, key: str) -> str | None:
+    """The known name (canonical or alias) of this role closest to ``key``, if any is close."""
+    names = [n for k in KEYS if role in k.roles for n in (k.name, *k.aliases)]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _unknown_message(role: str, key: str) -> str:
+    """``unknown producer config key 'x'; did you mean 'y'?``."""
+    text = f"unknown {role} config key {key!r}"
+    near = _suggest(role, key)
+    if near is None:
+        return text + f"; see kclient.config.describe_keys({role!r})"
+    canonical = _ALIASES.get(near)
+    also = f" (alias of {canonical!r})" if canonical else ""
+    return text + f"; did you mean {near!r}{also}?"
+
+
+def _coerce(spec: ConfigKey, value: Any, given_as: str) -> Any:
+    """``value`` converted to the key's type, or InvalidConfigError naming key, value, allowed."""
+    if value is None and spec.default is None:
+        return None
+    try:
+        return spec.type.coerce(value)
+    except _Bad as bad:
+        alias = f" (given as {given_as!r})" if given_as != spec.name else ""
+        detail = f" ({bad.detail})" if bad.detail else ""
+        raise InvalidConfigError(
+            f"invalid value {value!r} for config {spec.name!r}{alias}: "
+            f"expected {bad.allowed}{detail}",
+            spec.name, value, bad.allowed,
+        ) from None
+
+
+def describe_keys(role: str) -> list[ConfigKey]:
+    """The keys a role accepts ("producer", "consumer", or "common" for both), for docs."""
+    if role == "common":
+        return [k for k in KEYS if k.roles == _BOTH]
+    if role not in ROLES:
+        raise ValueError(f"role must be one of producer, consumer, common, not {role!r}")
+    return [k for k in KEYS if role in k.roles]
