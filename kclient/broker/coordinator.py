@@ -1,0 +1,478 @@
+"""Group coordinator: Kafka's classic consumer-group protocol plus the offsets it stores.
+
+States follow Kafka's GroupCoordinator: Empty -> PreparingRebalance -> CompletingRebalance ->
+Stable (Dead once removed). JoinGroup and SyncGroup answer with futures because they wait for
+the rest of the group. One lock guards all groups; futures that become ready under it are
+completed only after it is released, so response callbacks never run while it is held. A reaper
+thread expires member sessions, pending member ids, rebalance deadlines and old offsets.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+from .group import (
+    COMPLETING_REBALANCE, COORDINATOR_NOT_AVAILABLE, DEAD, EMPTY, GROUP_MAX_SIZE_REACHED,
+    INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED, NONE, NOT_COORDINATOR, PREPARING_REBALANCE, REBALANCE_IN_PROGRESS,
+    STABLE, UNKNOWN_MEMBER_ID, Group, JoinRequest, Member, is_local_coordinator, join_error,
+    sync_result)
+from .offsets import OffsetEntry, OffsetManager, TopicPartition
+
+__all__ = ["GroupCoordinator", "JoinRequest", "Group", "Member", "is_local_coordinator",
+           "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD"]
+
+log = logging.getLogger(__name__)
+
+_REAPER_MAX_WAIT = 1.0
+
+
+class GroupCoordinator:
+    """Coordinates consumer groups on one broker and stores their committed offsets."""
+
+    def __init__(self, data_dir: Path | str, node_id: int = 0,
+                 config: Mapping[str, str] | None = None):
+        config = dict(config or {})
+        self.node_id = node_id
+        self.offsets = OffsetManager(Path(data_dir), config)
+        self.initial_delay_ms = int(config.get("group.initial.rebalance.delay.ms", 0))
+        self.min_session_ms = int(config.get("group.min.session.timeout.ms", 6000))
+        self.max_session_ms = int(config.get("group.max.session.timeout.ms", 1_800_000))
+        self.max_group_size = int(config.get("group.max.size", 2**31 - 1))
+        self.retention_check_s = int(config.get("offsets.retention.check.interval.ms",
+                                                600_000)) / 1000
+        self._groups: dict[str, Group] = {}
+        self._lock = threading.Lock()
+        self._kick = threading.Event()
+        self._ready: list[tuple[Future, dict]] = []
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._next_retention = 0.0
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load committed offsets and start the reaper thread."""
+        self.offsets.start()
+        if self._thread is None:
+            self._next_retention = time.monotonic() + self.retention_check_s
+            self._thread = threading.Thread(target=self._reaper, daemon=True,
+                                            name=f"group-coordinator-{self.node_id}")
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the reaper, answer every waiting member NOT_COORDINATOR, close the offsets."""
+        with self._critical():
+            self._closed = True
+            for group in self._groups.values():
+                for member in group.members.values():
+                    self._fail_waiters(member, NOT_COORDINATOR)
+            self._kick.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+        self.offsets.close()
+
+    def __enter__(self) -> "GroupCoordinator":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _critical(self) -> Iterator[None]:
+        """Hold the lock; afterwards complete the futures that became ready meanwhile."""
+        with self._lock:
+            try:
+                yield
+            finally:
+                ready, self._ready = self._ready, []
+        for future, body in ready:
+            if not future.done():
+                future.set_result(body)
+
+    def _reply(self, future: Future | None, body: dict) -> None:
+        """Queue a response to be delivered once the lock is released."""
+        if future is not None:
+            self._ready.append((future, body))
+
+    # -- JoinGroup ---------------------------------------------------------------------------
+
+    def join_group(self, req: JoinRequest) -> Future:
+        """Join (or rejoin) a group; the future resolves when the rebalance completes."""
+        future: Future = Future()
+        if req.rebalance_timeout_ms < 0:
+            req.rebalance_timeout_ms = req.session_timeout_ms
+        with self._critical():
+            code = self._check_join(req)
+            if code:
+                self._reply(future, join_error(code, req.member_id))
+            elif not req.member_id:
+                self._join_new(self._group(req.group_id), req, future)
+            else:
+                self._join_known(self._group(req.group_id), req, future)
+            self._kick.set()
+        return future
+
+    def _check_join(self, req: JoinRequest) -> int:
+        """Validate a join before touching group state."""
+        if self._closed:
+            return NOT_COORDINATOR
+        if not req.group_id:
+            return INVALID_GROUP_ID
+        if not self.min_session_ms <= req.session_timeout_ms <= self.max_session_ms:
+            return INVALID_SESSION_TIMEOUT
+        if not req.protocol_type or not req.protocols:
+            return INCONSISTENT_GROUP_PROTOCOL
+        group = self._groups.get(req.group_id)
+        if group is None or group.state == EMPTY:
+            return NONE
+        if group.protocol_type not in (None, req.protocol_type):
+            return INCONSISTENT_GROUP_PROTOCOL
+        others = group.supported_protocols(exclude=req.member_id or None)
+        if others is not None and not others & {name for name, _ in req.protocols}:
+            return INCONSISTENT_GROUP_PROTOCOL
+        return NONE
+
+    def _group(self, group_id: str) -> Group:
+        """The group, created Empty on first use."""
+        group = self._groups.get(group_id)
+        if group is None or group.state == DEAD:
+            group = self._groups[group_id] = Group(group_id)
+        return group
+
+    def _join_new(self, group: Group, req: JoinRequest, future: Future) -> None:
+        """A member without an id: give it one (first, for v4+) and add it to the group."""
+        if len(group.members) + len(group.pending) >= self.max_group_size:
+            self._reply(future, join_error(GROUP_MAX_SIZE_REACHED))
+            return
+        member_id = f"{req.client_id}-{uuid.uuid4()}"
+        if req.require_known_member and req.group_instance_id is None:
+            group.pending[member_id] = time.monotonic() + req.session_timeout_ms / 1000
+            self._reply(future, join_error(MEMBER_ID_REQUIRED, member_id))
+            return
+        self._add_member(group, member_id, req, future)
+
+    def _join_known(self, group: Group, req: JoinRequest, future: Future) -> None:
+        """A member with an id: a pending id completes its join, a member rejoins."""
+        if req.member_id in group.pending:
+            del group.pending[req.member_id]
+            self._add_member(group, req.member_id, req, future)
+            return
+        member = group.members.get(req.member_id)
+        if member is None or group.state in (EMPTY, DEAD):
+            self._reply(future, join_error(UNKNOWN_MEMBER_ID, req.member_id))
+            return
+        changed = member.protocols != req.protocols
+        if group.state == PREPARING_REBALANCE:
+            self._update_member(member, req, future)
+            self._try_complete_join(group)
+        elif changed or (group.state == STABLE and member.member_id == group.leader_id):
+            self._update_member(member, req, future)
+            self._prepare_rebalance(group, f"member {member.member_id} rejoined")
+        else:
+            member.touch()
+            self._reply(future, group.join_result(member.member_id))
+
+    def _add_member(self, group: Group, member_id: str, req: JoinRequest,
+                    future: Future) -> None:
+        """Add a member awaiting its join reply, then start or advance the rebalance."""
+        member = Member(member_id, req.client_id, req.client_host, req.group_instance_id,
+                        req.session_timeout_ms, req.rebalance_timeout_ms, list(req.protocols))
+        member.join_future = future
+        member.touch()
+        group.members[member_id] = member
+        if group.leader_id is None:
+            group.leader_id = member_id
+        if group.protocol_type is None:
+            group.protocol_type = req.protocol_type
+        if group.state == PREPARING_REBALANCE:
+            self._extend_initial_delay(group)
+            self._try_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"new member {member_id} joined")
+
+    def _update_member(self, member: Member, req: JoinRequest, future: Future) -> None:
+        """Record a rejoin's protocols and timeouts; it now awaits the join reply."""
+        if member.join_future is not None:
+            self._reply(member.join_future, join_error(REBALANCE_IN_PROGRESS, member.member_id))
+        member.protocols = list(req.protocols)
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.join_future = future
+        member.touch()
+
+    # -- rebalance ---------------------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        """Enter PreparingRebalance: members must rejoin before the rebalance timeout."""
+        log.info("group %s: preparing rebalance (%s)", group.group_id, reason)
+        if group.state == COMPLETING_REBALANCE:
+            for member in group.members.values():
+                member.assignment = b""
+                self._reply(member.sync_future, sync_result(REBALANCE_IN_PROGRESS))
+                member.sync_future = None
+        was_empty = group.state == EMPTY
+        group.state = PREPARING_REBALANCE
+        now = time.monotonic()
+        timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        group.join_deadline = now + timeout_ms / 1000
+        group.delay_deadline = None
+        if was_empty and self.initial_delay_ms > 0:
+            group.delay_deadline = min(now + self.initial_delay_ms / 1000, group.join_deadline)
+        self._try_complete_join(group)
+
+    def _extend_initial_delay(self, group: Group) -> None:
+        """A new member during the initial delay pushes it back (up to the rebalance timeout)."""
+        if group.delay_deadline is not None:
+            now = time.monotonic()
+            group.delay_deadline = min(now + self.initial_delay_ms / 1000, group.join_deadline)
+
+    def _try_complete_join(self, group: Group) -> None:
+        """Complete the join phase once everyone has rejoined (and any initial delay passed)."""
+        if group.state == PREPARING_REBALANCE and group.delay_deadline is None \
+                and group.all_joined():
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        """Drop members that did not rejoin, start the next generation, answer the joins."""
+        for member in [m for m in group.members.values() if m.join_future is None]:
+            log.info("group %s: member %s did not rejoin in time", group.group_id,
+                     member.member_id)
+            self._drop(group, member)
+        group.generation_id += 1
+        if not group.members:
+            group.state, group.protocol_name, group.protocol_type = EMPTY, None, None
+            log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
+            return
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.protocol_name = group.select_protocol()
+        group.state = COMPLETING_REBALANCE
+        log.info("group %s: generation %d with %d members, protocol %s", group.group_id,
+                 group.generation_id, len(group.members), group.protocol_name)
+        for member in group.members.values():
+            self._reply(member.join_future, group.join_result(member.member_id))
+            member.join_future = None
+            member.touch()
+
+    def _drop(self, group: Group, member: Member) -> None:
+        """Remove a member without triggering anything; its waiting requests get an error."""
+        group.members.pop(member.member_id, None)
+        self._fail_waiters(member, UNKNOWN_MEMBER_ID)
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+
+    def _fail_waiters(self, member: Member, code: int) -> None:
+        """Answer a member's outstanding join/sync requests with an error."""
+        self._reply(member.join_future, join_error(code, member.member_id))
+        self._reply(member.sync_future, sync_result(code))
+        member.join_future = member.sync_future = None
+
+    def _remove_member(self, group: Group, member: Member, reason: str) -> None:
+        """Remove a member and rebalance the rest."""
+        log.info("group %s: removing member %s (%s)", group.group_id, member.member_id, reason)
+        self._drop(group, member)
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, reason)
+        else:
+            self._try_complete_join(group)
+
+    # -- SyncGroup ---------------------------------------------------------------------------
+
+    def sync_group(self, group_id: str, generation_id: int, member_id: str,
+                   assignments: Mapping[str, bytes] | None = None, *,
+                   protocol_type: str | None = None,
+                   protocol_name: str | None = None) -> Future:
+        """Wait for (leader: hand out) this generation's assignment."""
+        future: Future = Future()
+        with self._critical():
+            group = self._groups.get(group_id)
+            code = NOT_COORDINATOR if self._closed else Group.sync_error(
+                group, generation_id, member_id, protocol_type, protocol_name)
+            if code:
+                self._reply(future, sync_result(code))
+            else:
+                self._sync_member(group, group.members[member_id], future, assignments or {})
+        return future
+
+    def _sync_member(self, group: Group, member: Member, future: Future,
+                     assignments: Mapping[str, bytes]) -> None:
+        """Answer now when Stable; otherwise wait, and the leader's sync releases everyone."""
+        member.touch()
+        if group.state == STABLE:
+            self._reply(future, sync_result(NONE, group, member.assignment))
+            return
+        if member.sync_future is not None:
+            self._reply(member.sync_future, sync_result(REBALANCE_IN_PROGRESS))
+        member.sync_future = future
+        if member.member_id != group.leader_id:
+            return
+        for m in group.members.values():
+            m.assignment = bytes(assignments.get(m.member_id, b""))
+        group.state = STABLE
+        log.info("group %s: generation %d is stable", group.group_id, group.generation_id)
+        for m in group.members.values():
+            self._reply(m.sync_future, sync_result(NONE, group, m.assignment))
+            m.sync_future = None
+
+    # -- Heartbeat and LeaveGroup ------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> int:
+        """Keep a member's session alive; the error code tells it to rejoin when needed."""
+        with self._critical():
+            group = self._groups.get(group_id)
+            code = NOT_COORDINATOR if self._closed else Group.member_error(
+                group, generation_id, member_id)
+            if code:
+                return code
+            group.members[member_id].touch()
+            return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
+
+    def leave_group(self, group_id: str, member_ids: Iterable[str]) -> tuple[int, list[int]]:
+        """Remove members; returns a group-level error and one error per member."""
+        with self._critical():
+            if self._closed:
+                return NOT_COORDINATOR, []
+            group = self._groups.get(group_id)
+            codes = [self._leave_one(group, mid) for mid in member_ids]
+            self._kick.set()
+            return NONE, codes
+
+    def _leave_one(self, group: Group | None, member_id: str) -> int:
+        """Remove one member (or a handed-out pending id) from the group."""
+        if group is None:
+            return UNKNOWN_MEMBER_ID
+        if member_id in group.pending:
+            del group.pending[member_id]
+            self._try_complete_join(group)
+            return NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        self._remove_member(group, member, "member left the group")
+        return NONE
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
+                       offsets: Mapping[TopicPartition, OffsetEntry], *,
+                       check_membership: bool = True) -> int:
+        """Store offsets if the committer may (generation -1 is a simple commit when Empty)."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            code = NOT_COORDINATOR if self._closed else NONE
+            if not code and check_membership:
+                code = Group.commit_error(group, generation_id, member_id)
+        if code:
+            return code
+        try:
+            self.offsets.commit(group_id, offsets)
+        except (OSError, RuntimeError) as exc:
+            log.error("group %s: storing offsets failed: %s", group_id, exc)
+            return COORDINATOR_NOT_AVAILABLE
+        return NONE
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                      ) -> dict[TopicPartition, OffsetEntry]:
+        """Committed offsets of a group (all of them when partitions is None)."""
+        return self.offsets.fetch(group_id, partitions)
+
+    # -- inspection --------------------------------------------------------------------------
+
+    def group_state(self, group_id: str) -> str:
+        """A group's state name (Dead when unknown)."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            return group.state if group else DEAD
+
+    def describe_group(self, group_id: str) -> dict | None:
+        """A snapshot of a group: state, generation, protocol, leader and member ids."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            return group.describe() if group else None
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every group with members or offsets."""
+        with self._lock:
+            out = {gid: (gid, g.protocol_type or "", g.state) for gid, g in self._groups.items()}
+        for gid in self.offsets.groups():
+            out.setdefault(gid, (gid, "", EMPTY))
+        return sorted(out.values())
+
+    # -- reaper ------------------------------------------------------------------------------
+
+    def _reaper(self) -> None:
+        """Expire sessions and deadlines until closed."""
+        while True:
+            with self._critical():
+                if self._closed:
+                    return
+                wait = self._expire(time.monotonic())
+            self._kick.wait(timeout=wait)
+            self._kick.clear()
+            if time.monotonic() >= self._next_retention and not self._closed:
+                self._next_retention = time.monotonic() + self.retention_check_s
+                self._expire_offsets()
+
+    def _expire(self, now: float) -> float:
+        """One pass over all groups; returns how long to sleep until the next deadline."""
+        deadlines = [now + _REAPER_MAX_WAIT]
+        for group in list(self._groups.values()):
+            deadlines.append(self._expire_group(group, now))
+        return max(0.0, min(deadlines) - now)
+
+    def _expire_group(self, group: Group, now: float) -> float:
+        """Expire one group's pending ids, dead members and rebalance deadlines."""
+        for member_id, deadline in list(group.pending.items()):
+            if now >= deadline:
+                del group.pending[member_id]
+                self._try_complete_join(group)
+        for member in list(group.members.values()):
+            if not member.keep_alive() and now >= member.session_deadline \
+                    and member.member_id in group.members:
+                self._remove_member(group, member, "session timeout")
+        if group.state == PREPARING_REBALANCE:
+            self._expire_rebalance(group, now)
+        return min([*group.pending.values(), *self._member_deadlines(group),
+                    *self._rebalance_deadlines(group)], default=now + _REAPER_MAX_WAIT)
+
+    def _expire_rebalance(self, group: Group, now: float) -> None:
+        """End the initial delay, or force the join phase at the rebalance timeout."""
+        if group.delay_deadline is not None and now >= group.delay_deadline:
+            group.delay_deadline = None
+            self._try_complete_join(group)
+        if group.state == PREPARING_REBALANCE and group.delay_deadline is None \
+                and now >= group.join_deadline:
+            self._complete_join(group)
+
+    @staticmethod
+    def _member_deadlines(group: Group) -> list[float]:
+        """Session deadlines of members that can expire."""
+        return [m.session_deadline for m in group.members.values() if not m.keep_alive()]
+
+    @staticmethod
+    def _rebalance_deadlines(group: Group) -> list[float]:
+        """The initial-delay and rebalance-timeout deadlines of a rebalancing group."""
+        if group.state != PREPARING_REBALANCE:
+            return []
+        return [d for d in (group.delay_deadline, group.join_deadline) if d is not None]
+
+    def _expire_offsets(self) -> None:
+        """Drop offsets past retention for groups that have no members."""
+        with self._lock:
+            active = {gid for gid, group in self._groups.items() if group.members}
+        try:
+            removed = self.offsets.expire(active.__contains__)
+        except (OSError, RuntimeError) as exc:
+            log.warning("offset expiration failed: %s", exc)
+            return
+        if removed:
+            log.info("expired %d committed offsets", removed)

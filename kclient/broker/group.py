@@ -1,0 +1,198 @@
+"""Consumer-group data model for the coordinator: members, groups, states and reply bodies.
+
+Plain data plus pure helpers (no locking, no timers); :mod:`.coordinator` drives the state
+machine Empty -> PreparingRebalance -> CompletingRebalance -> Stable (Dead once removed).
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from kclient.protocol import errors as E
+
+__all__ = ["JoinRequest", "Member", "Group", "is_local_coordinator", "join_error",
+           "sync_result", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE",
+           "DEAD"]
+
+EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD = (
+    "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+
+NONE = 0
+COORDINATOR_NOT_AVAILABLE = E.CoordinatorNotAvailableError.errno
+NOT_COORDINATOR = E.NotCoordinatorError.errno
+ILLEGAL_GENERATION = E.IllegalGenerationError.errno
+INCONSISTENT_GROUP_PROTOCOL = E.InconsistentGroupProtocolError.errno
+INVALID_GROUP_ID = E.InvalidGroupIdError.errno
+UNKNOWN_MEMBER_ID = E.UnknownMemberIdError.errno
+INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
+REBALANCE_IN_PROGRESS = E.RebalanceInProgressError.errno
+MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
+GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
+
+
+def is_local_coordinator(broker: Any, group_id: str) -> bool:
+    """Whether this broker coordinates the group (brokers without the hook coordinate all)."""
+    finder = getattr(broker, "coordinator_for", None)
+    if finder is None:
+        return True
+    return finder(group_id)[0] == broker.node_id
+
+
+@dataclass
+class JoinRequest:
+    """The fields of a JoinGroup request the coordinator needs."""
+
+    group_id: str
+    member_id: str
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    session_timeout_ms: int = 10_000
+    rebalance_timeout_ms: int = -1
+    client_id: str = ""
+    client_host: str = ""
+    group_instance_id: str | None = None
+    require_known_member: bool = False  # JoinGroup v4+: hand out an id first (KIP-394)
+
+
+@dataclass
+class Member:
+    """One group member: its subscription metadata, timeouts, and the replies it awaits."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    join_future: Future | None = None
+    sync_future: Future | None = None
+    assignment: bytes = b""
+    session_deadline: float = 0.0
+
+    def protocol_names(self) -> list[str]:
+        """The member's protocols in its preference order."""
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str | None) -> bytes:
+        """The member's metadata for one protocol."""
+        return next((meta for name, meta in self.protocols if name == protocol), b"")
+
+    def keep_alive(self) -> bool:
+        """Members waiting for a join or sync reply are not expired meanwhile."""
+        return self.join_future is not None or self.sync_future is not None
+
+    def touch(self) -> None:
+        """Restart the session timer (a heartbeat, join, sync or commit was received)."""
+        self.session_deadline = time.monotonic() + self.session_timeout_ms / 1000
+
+
+@dataclass
+class Group:
+    """A consumer group's state: members, generation, leader and chosen protocol."""
+
+    group_id: str
+    state: str = EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    pending: dict[str, float] = field(default_factory=dict)  # member id -> deadline
+    join_deadline: float = 0.0
+    delay_deadline: float | None = None
+
+    def supported_protocols(self, exclude: str | None = None) -> set[str] | None:
+        """Protocols every member (but ``exclude``) supports; None when there are none such."""
+        sets = [set(m.protocol_names()) for mid, m in self.members.items() if mid != exclude]
+        return set.intersection(*sets) if sets else None
+
+    def all_joined(self) -> bool:
+        """Every member has rejoined and no handed-out member id is still outstanding."""
+        return not self.pending and all(m.join_future for m in self.members.values())
+
+    def select_protocol(self) -> str:
+        """The first protocol, in the leader's preference order, that every member supports."""
+        leader = self.members[self.leader_id]
+        common = self.supported_protocols() or set()
+        return next((p for p in leader.protocol_names() if p in common),
+                    leader.protocol_names()[0])
+
+    def join_result(self, member_id: str) -> dict:
+        """The JoinGroup response for a member; the leader also gets everyone's metadata."""
+        members = []
+        if member_id == self.leader_id:
+            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                        "metadata": m.metadata(self.protocol_name)}
+                       for m in self.members.values()]
+        return {"error_code": NONE, "generation_id": self.generation_id,
+                "protocol_type": self.protocol_type, "protocol_name": self.protocol_name,
+                "leader": self.leader_id or "", "member_id": member_id, "members": members}
+
+
+    def describe(self) -> dict:
+        """A snapshot: state, generation, protocol, leader and member ids."""
+        return {"group_id": self.group_id, "state": self.state,
+                "generation_id": self.generation_id, "protocol_type": self.protocol_type,
+                "protocol_name": self.protocol_name, "leader": self.leader_id,
+                "members": list(self.members)}
+
+    @staticmethod
+    def member_error(group: Group | None, generation_id: int, member_id: str) -> int:
+        """Heartbeat/SyncGroup checks: is this a member of the group's current generation."""
+        if group is None or group.state == EMPTY or member_id not in group.members:
+            return UNKNOWN_MEMBER_ID
+        if group.state == DEAD:
+            return COORDINATOR_NOT_AVAILABLE
+        if generation_id != group.generation_id:
+            return ILLEGAL_GENERATION
+        return NONE
+
+    @staticmethod
+    def sync_error(group: Group | None, generation_id: int, member_id: str,
+                   protocol_type: str | None, protocol_name: str | None) -> int:
+        """SyncGroup checks: membership, the protocol (v5+), no rebalance in its join phase."""
+        code = Group.member_error(group, generation_id, member_id)
+        if code:
+            return code
+        if protocol_type is not None and protocol_type != group.protocol_type:
+            return INCONSISTENT_GROUP_PROTOCOL
+        if protocol_name is not None and protocol_name != group.protocol_name:
+            return INCONSISTENT_GROUP_PROTOCOL
+        if group.state == PREPARING_REBALANCE:
+            return REBALANCE_IN_PROGRESS
+        return NONE
+
+    @staticmethod
+    def commit_error(group: Group | None, generation_id: int, member_id: str) -> int:
+        """Kafka's rules for who may commit offsets; a valid member's session is refreshed."""
+        if group is None:
+            return NONE if generation_id < 0 else ILLEGAL_GENERATION
+        if group.state == DEAD:
+            return COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.state == EMPTY:
+            return NONE
+        if group.state == COMPLETING_REBALANCE:
+            return REBALANCE_IN_PROGRESS
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ILLEGAL_GENERATION
+        member.touch()
+        return NONE
+
+
+def join_error(code: int, member_id: str = "") -> dict:
+    """A JoinGroup response body carrying only an error."""
+    return {"error_code": code, "generation_id": -1, "protocol_type": None,
+            "protocol_name": None, "leader": "", "member_id": member_id, "members": []}
+
+
+def sync_result(code: int, group: Group | None = None, assignment: bytes = b"") -> dict:
+    """A SyncGroup response body."""
+    return {"error_code": code, "assignment": assignment,
+            "protocol_type": group.protocol_type if group and not code else None,
+            "protocol_name": group.protocol_name if group and not code else None}
