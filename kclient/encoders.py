@@ -8,6 +8,7 @@ a null key or a null value (a tombstone) is not the empty string.
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any, Callable
 
@@ -78,7 +79,7 @@ class StringEncoder(Encoder):
 
     def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
         """``encoding``/``errors`` as for ``str.encode``; an unknown encoding fails here."""
-        "".encode(encoding)
+        codecs.lookup(encoding)
         self.encoding, self.errors = encoding, errors
 
     def to_message(self, data: Any) -> bytes | None:
@@ -100,7 +101,7 @@ class StringDecoder(Decoder):
 
     def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
         """``encoding``/``errors`` as for ``bytes.decode``; an unknown encoding fails here."""
-        b"".decode(encoding)
+        codecs.lookup(encoding)
         self.encoding, self.errors = encoding, errors
 
     def from_message(self, b: bytes | None) -> str | None:
