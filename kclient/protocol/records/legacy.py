@@ -32,8 +32,6 @@ V1_BODY = struct.Struct(">bbqi")             # magic, attributes, timestamp, key
 LOG_HEAD = struct.Struct(">qiI")             # offset, size, crc
 INT32 = struct.Struct(">i")
 OFFSET_FIELD = struct.Struct(">q")
-_new = tuple.__new__
-_NO_HEADERS: list = []
 
 
 # ----------------------------------------------------------------------------- encode
@@ -179,7 +177,7 @@ def inner_records(msg: tuple, inner: List[tuple]) -> List[Record]:
             ts, ts_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
         else:
             ts, ts_type = m[3], CREATE_TIME
-        records.append(_new(Record, (m[0] + shift, ts, ts_type, m[4], m[5], [])))
+        records.append(Record(m[0] + shift, ts, ts_type, m[4], m[5]))
     return records
 
 
@@ -187,9 +185,9 @@ def plain_record(msg: tuple) -> Record:
     """The Record of an uncompressed message."""
     offset, magic, attrs, ts, key, value, _ = msg
     if magic == 0:
-        return _new(Record, (offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value, []))
+        return Record(offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value)
     ts_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    return _new(Record, (offset, ts, ts_type, key, value, []))
+    return Record(offset, ts, ts_type, key, value)
 
 
 def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,

@@ -12,7 +12,9 @@ front of it have been delivered.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
+from functools import partial
+from itertools import chain
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import CorruptRecordError
@@ -121,26 +123,39 @@ class RecordsReader:
 
         ``skip_control`` hides transaction markers (control batches) as Kafka consumers do;
         ``start_offset`` drops records below it (v0 wrappers can start before the fetch offset).
+        Records are handed out by a C-level chain over per-entry lists (no generator per record).
         """
-        buf, crc, limit = self.buffer, self.validate_crc, self.max_decompressed
-        for pos, size, magic, offset in self.entries:
-            if magic == 2:
-                batch = v2.read_batch(buf, pos, size - LOG_OVERHEAD, validate_crc=crc,
-                                      max_decompressed=limit)
-                if skip_control and batch.is_control:
-                    continue
-                records = batch.records
-            else:
-                msg = legacy.parse_message(buf, pos, size - LOG_OVERHEAD, crc)
-                if msg[2] & 0x07:
-                    records = legacy.inner_records(msg, legacy.decompress_wrapper(msg, limit))
-                else:
-                    records = (legacy.plain_record(msg),)
-            if start_offset is not None and records and records[0].offset < start_offset:
-                records = [r for r in records if r.offset >= start_offset]
-            yield from records
+        lists = map(partial(self._entry_records, skip_control, start_offset), self.entries)
+        return chain.from_iterable(chain(lists, self._raise_error()))
+
+    def _raise_error(self) -> Iterator[list]:
+        """Raise the scan error (if any) once every entry before it has been delivered."""
         if self.error is not None:
             raise self.error
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def _entry_records(self, skip_control: bool, start_offset: Optional[int],
+                       span: EntrySpan) -> Sequence[Record]:
+        """Decode one entry's records (see :meth:`records`)."""
+        pos, size, magic, _ = span
+        buf = self.buffer
+        if magic == 2:
+            batch = v2.read_batch(buf, pos, size - LOG_OVERHEAD, validate_crc=self.validate_crc,
+                                  max_decompressed=self.max_decompressed)
+            if skip_control and batch.is_control:
+                return ()
+            records = batch.records
+        else:
+            msg = legacy.parse_message(buf, pos, size - LOG_OVERHEAD, self.validate_crc)
+            if msg[2] & 0x07:
+                records = legacy.inner_records(
+                    msg, legacy.decompress_wrapper(msg, self.max_decompressed))
+            else:
+                return (legacy.plain_record(msg),)
+        if start_offset is not None and records and records[0].offset < start_offset:
+            records = [r for r in records if r.offset >= start_offset]
+        return records
 
     def __iter__(self) -> Iterator[Record]:
         """Same as :meth:`records` with its defaults."""

@@ -47,7 +47,6 @@ MIN_RECORD_SIZE = 7
 
 _UV = UVARINT_TABLE
 _HALF = TABLE_SIZE >> 1
-_new = tuple.__new__
 
 
 def _varint(n: int) -> bytes:
@@ -249,6 +248,7 @@ def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
     if count < 0 or count > (end - pos) // MIN_RECORD_SIZE:
         raise corrupt(base_offset, f"record count {count} does not fit in {end - pos} bytes")
     zd = ZIGZAG_DECODE
+    new = object.__new__
     out: List[Record] = []
     app = out.append
     try:
@@ -264,9 +264,7 @@ def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
                     pos += 2
                 else:
                     ln, pos = decode_varint(buf, pos)
-            rec_end = pos + ln
-            if rec_end > end or ln < 6:
-                raise corrupt(base_offset, f"invalid record length {ln}")
+            rec_end = pos + ln  # checked once the fields are parsed; overruns fail there
             b = buf[pos + 1]  # skip the record attributes
             if b < 128:
                 tsd = zd[b]
@@ -316,14 +314,20 @@ def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
                 value = buf[pos:pos + vl]
                 pos += vl
             if buf[pos] == 0:
-                headers = []
+                headers = None
                 pos += 1
             else:
                 headers, pos = _decode_headers(buf, pos, rec_end)
             if pos != rec_end:
                 raise corrupt(base_offset, "record length does not match its fields")
-            app(_new(Record, (base_offset + od, base_timestamp + tsd, timestamp_type,
-                              key, value, headers)))
+            rec = new(Record)
+            rec.offset = base_offset + od
+            rec.timestamp = base_timestamp + tsd
+            rec.timestamp_type = timestamp_type
+            rec.key = key
+            rec.value = value
+            rec._headers = headers
+            app(rec)
     except (IndexError, ProtocolDecodeError) as exc:
         raise corrupt(base_offset, f"malformed record in batch: {exc}") from None
     if pos != end:
@@ -374,7 +378,8 @@ def decode_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
                              batch.first_timestamp, batch.timestamp_type)
     if batch.timestamp_type == LOG_APPEND_TIME:
         ts = batch.max_timestamp
-        records = [_new(Record, (r[0], ts, LOG_APPEND_TIME, r[3], r[4], r[5])) for r in records]
+        for rec in records:
+            rec.timestamp, rec.timestamp_type = ts, LOG_APPEND_TIME
     return records
 
 

@@ -1,0 +1,1 @@
+"""Microbenchmarks (run as modules, e.g. ``python -m kclient.bench.records``)."""
