@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from kclient.errors import InvalidConfigError
 
-__all__ = ["Config", "ConfigKey", "load_config", "describe_keys", "ROLES"]
+__all__ = ["Config", "ConfigKey", "load_config", "describe_keys", "keys_markdown", "ROLES"]
 
 ROLES = ("producer", "consumer")
 _BOTH = frozenset(ROLES)
@@ -483,7 +483,7 @@ KEYS: tuple[ConfigKey, ...] = (
          Str(), _BOTH, "Client name sent with every request (logs, quotas)."),
     _key("socket.timeout.ms", 30000, _POS, _BOTH, "Network request timeout."),
     _key("connect.timeout.ms", 10000, _POS, _BOTH, "Longest wait for a TCP connection.",
-         differs="not in 0.8.2 (0.7: 5000)"),
+         differs="no such key (0.7: 5000)"),
     _key("socket.receive.buffer.bytes", 65536, _POS, _BOTH,
          "TCP receive buffer (SO_RCVBUF).", "socket.buffersize", "receive.buffer.bytes"),
     _key("socket.send.buffer.bytes", 102400, _POS, _BOTH,
@@ -495,10 +495,10 @@ KEYS: tuple[ConfigKey, ...] = (
          "metadata.max.age.ms"),
     _key("api.version.request", True, Bool(), _BOTH,
          "Ask the broker for its API versions on connect (false for 0.8/0.9 brokers).",
-         differs="not in 0.8.2 (librdkafka's default)"),
+         differs="no such key; librdkafka's default"),
     _key("broker.version.fallback", "0.10.0", Version(), _BOTH,
          "Broker version assumed when api.version.request is false or fails.",
-         differs="not in 0.8.2 (librdkafka's default)"),
+         differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
     # ---- producer
@@ -506,7 +506,7 @@ KEYS: tuple[ConfigKey, ...] = (
          "sync: send() waits for acks; async: a background thread sends batches."),
     _key("request.required.acks", 1, Choice((-1, 0, 1), {"all": -1}), _P,
          "Acks the leader waits for: 0 none, 1 leader, -1/all all in-sync replicas.", "acks",
-         differs="0.8.2: 0"),
+         differs="0"),
     _key("request.timeout.ms", 10000, _POS, _P,
          "How long the broker may wait for the required acks.", "timeout.ms"),
     _key("serializer.class", "kclient.encoders.DefaultEncoder", ClassRef("to_message", _ENCODERS),
@@ -515,7 +515,7 @@ KEYS: tuple[ConfigKey, ...] = (
          ClassRef("to_message", _ENCODERS), _P, "Encoder for keys.", "key.serializer"),
     _key("partitioner.class", "kclient.partitioner.DefaultPartitioner",
          ClassRef("partition", _PARTITIONERS), _P, "Partitioner for keyed messages.",
-         "partitioner", differs="0.8.2: abs(key.hashCode) % n (JavaHashPartitioner)"),
+         "partitioner", differs="abs(key.hashCode) % n (JavaHashPartitioner)"),
     _key("event.handler", None, ClassRef(), _P,
          "EventHandler: serialize, partition, group by broker, compress, send with retries."),
     _key("callback.handler", None, ClassRef(), _P,
@@ -531,18 +531,18 @@ KEYS: tuple[ConfigKey, ...] = (
          "retries", "num.retries"),
     _key("queue.buffering.max.ms", 5, _MS, _P,
          "Async: longest time a message waits in the queue for its batch.",
-         "queue.time", "linger.ms", differs="0.8.2: 5000"),
+         "queue.time", "linger.ms", differs="5000"),
     _key("queue.buffering.max.messages", 100000, _POS, _P,
          "Async: capacity of the send queue, in messages.", "queue.size",
-         differs="0.8.2: 10000"),
+         differs="10000"),
     _key("queue.enqueue.timeout.ms", -1, Int(min=-1), _P,
          "Async, queue full: -1 block, 0 raise QueueFullError at once, >0 wait then raise."),
     _key("batch.num.messages", 10000, _POS, _P,
          "Async: most messages in one batch (a count, as 0.7's batch.size; not bytes).",
-         "batch.size", differs="0.8.2: 200"),
+         "batch.size", differs="200"),
     _key("message.max.bytes", 1000012, _POS, _P,
          "Largest message accepted by send(); larger ones fail before queueing.",
-         "max.message.size", differs="new check; broker default"),
+         "max.message.size", differs="no such check; 1000012 is the broker's default"),
     # ---- consumer
     _key("group.id", None, Str(), _C, "Consumer group name.", "groupid"),
     _key("consumer.id", None, Str(), _C,
@@ -582,12 +582,12 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("offsets.storage", Derived(lambda c: "zookeeper" if c["zookeeper.connect"] else "kafka",
                                     "zookeeper if zookeeper.connect is set, else kafka"),
          Choice(("zookeeper", "kafka")), _C, "Where offsets are committed.",
-         differs="0.8.2: zookeeper"),
+         differs="zookeeper"),
     _key("dual.commit.enabled", Derived(
         lambda c: c["offsets.storage"] == "kafka" and bool(c["zookeeper.connect"]),
         "true if offsets.storage=kafka and zookeeper.connect is set"), Bool(), _C,
          "Also commit to ZooKeeper while migrating offsets to Kafka.",
-         differs="0.8.2: true whenever offsets.storage=kafka"),
+         differs="true whenever offsets.storage=kafka"),
     _key("offsets.channel.backoff.ms", 1000, _MS, _C,
          "Pause before reconnecting to the offset manager."),
     _key("offsets.channel.socket.timeout.ms", 10000, _POS, _C,
@@ -595,10 +595,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("offsets.commit.max.retries", 5, _MS, _C, "Retries of a failed offset commit."),
     _key("session.timeout.ms", 30000, _POS, _C,
          "Broker-coordinated groups: a member silent this long is removed.",
-         differs="not in 0.8.2 (Java consumer 0.9)"),
+         differs="no such key; Java consumer 0.9's default"),
     _key("heartbeat.interval.ms", 3000, _POS, _C,
          "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
-         differs="not in 0.8.2 (Java consumer 0.9)"),
+         differs="no such key; Java consumer 0.9's default"),
     _key("key.decoder.class", "kclient.encoders.DefaultDecoder",
          ClassRef("from_message", _DECODERS), _C, "Decoder for keys.", "key.deserializer"),
     _key("value.decoder.class", "kclient.encoders.DefaultDecoder",
@@ -772,3 +772,19 @@ def describe_keys(role: str) -> list[ConfigKey]:
     if role not in ROLES:
         raise ValueError(f"role must be one of producer, consumer, common, not {role!r}")
     return [k for k in KEYS if role in k.roles]
+
+
+def keys_markdown(role: str) -> str:
+    """A Markdown table of ``describe_keys(role)`` (docs/configuration.md is built from it)."""
+    rows = ["| key | default | allowed values | aliases | what it does |", "|---|---|---|---|---|"]
+    for key in describe_keys(role):
+        if role != "common" and key.roles == _BOTH:
+            continue
+        default = key.default_text
+        if key.default is not None and not isinstance(key.default, Derived):
+            default = f"`{default}`" if default else '`""`'
+        aliases = ", ".join(f"`{a}`" for a in key.aliases)
+        differs = f" **0.8.2:** {key.differs}." if key.differs else ""
+        cells = [f"`{key.name}`", default, key.type.allowed(), aliases, key.doc + differs]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
