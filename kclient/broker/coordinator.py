@@ -15,7 +15,7 @@ import uuid
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .group import (
     COMPLETING_REBALANCE, COORDINATOR_NOT_AVAILABLE, DEAD, EMPTY, GROUP_MAX_SIZE_REACHED,
@@ -25,12 +25,27 @@ from .group import (
     sync_result)
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
 
-__all__ = ["GroupCoordinator", "JoinRequest", "Group", "Member", "is_local_coordinator",
+__all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member", "is_local_coordinator",
            "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD"]
 
 log = logging.getLogger(__name__)
 
 _REAPER_MAX_WAIT = 1.0
+
+
+def then(future: Future, fn: Callable[[Any], Any]) -> Any:
+    """Apply ``fn`` to a future's result: directly when done, else as a chained future."""
+    if future.done():
+        return fn(future.result())
+    chained: Future = Future()
+
+    def relay(done: Future) -> None:
+        try:
+            chained.set_result(fn(done.result()))
+        except BaseException as exc:  # surface the failure to whoever waits on the response
+            chained.set_exception(exc)
+    future.add_done_callback(relay)
+    return chained
 
 
 class GroupCoordinator:
@@ -45,6 +60,7 @@ class GroupCoordinator:
         self.min_session_ms = int(config.get("group.min.session.timeout.ms", 6000))
         self.max_session_ms = int(config.get("group.max.session.timeout.ms", 1_800_000))
         self.max_group_size = int(config.get("group.max.size", 2**31 - 1))
+        self.metadata_max_bytes = int(config.get("offset.metadata.max.bytes", 4096))
         self.retention_check_s = int(config.get("offsets.retention.check.interval.ms",
                                                 600_000)) / 1000
         self._groups: dict[str, Group] = {}

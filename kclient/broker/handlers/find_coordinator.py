@@ -1,0 +1,33 @@
+"""FindCoordinator (key 10) v0-v3: tell a client which broker coordinates its group."""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol import errors as E
+from kclient.protocol.framing import Request
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _error(code: int, message: str) -> dict:
+    """A response carrying an error and no coordinator."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            "node_id": -1, "host": "", "port": -1}
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Answer with the coordinator of a group; transactions are not supported."""
+    body = request.body
+    key_type = getattr(body, "key_type", GROUP_KEY)
+    if key_type == TRANSACTION_KEY:
+        return _error(E.CoordinatorNotAvailableError.errno,
+                      "transactions are not supported by this broker")
+    if key_type != GROUP_KEY:
+        return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
+    finder = getattr(broker, "coordinator_for", None)
+    if finder is not None:
+        node_id, host, port = finder(body.key)
+    else:
+        node_id, host, port = broker.node_id, broker.host, broker.port
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "node_id": node_id, "host": host, "port": port}

@@ -1,0 +1,17 @@
+"""Heartbeat (key 12) v0-v4: keep a member alive; errors tell it to rejoin."""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+from ..group import NOT_COORDINATOR, is_local_coordinator
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Refresh the member's session; REBALANCE_IN_PROGRESS asks it to rejoin."""
+    body = request.body
+    if not is_local_coordinator(broker, body.group_id):
+        return {"throttle_time_ms": 0, "error_code": NOT_COORDINATOR}
+    code = broker.coordinator.heartbeat(body.group_id, body.generation_id, body.member_id)
+    return {"throttle_time_ms": 0, "error_code": code}

@@ -1,0 +1,37 @@
+"""JoinGroup (key 11) v0-v7: enter a group's rebalance; answered once the join phase ends."""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+from ..coordinator import then
+from ..group import NOT_COORDINATOR, JoinRequest, is_local_coordinator, join_error
+
+
+def _for_version(version: int):
+    """Fit a coordinator reply to a version (protocol_name is only nullable from v7)."""
+    def adapt(body: dict) -> dict:
+        body = dict(body, throttle_time_ms=0)
+        if version < 7 and body["protocol_name"] is None:
+            body["protocol_name"] = ""
+        return body
+    return adapt
+
+
+def handle(broker: Any, request: Request) -> Any:
+    """Join the group on the coordinator; returns a Future while the rebalance is under way."""
+    body, version = request.body, request.header.api_version
+    adapt = _for_version(version)
+    if not is_local_coordinator(broker, body.group_id):
+        return adapt(join_error(NOT_COORDINATOR, body.member_id))
+    req = JoinRequest(
+        group_id=body.group_id, member_id=body.member_id or "",
+        protocol_type=body.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
+        session_timeout_ms=body.session_timeout_ms,
+        rebalance_timeout_ms=body.rebalance_timeout_ms if version >= 1 else -1,
+        client_id=request.header.client_id or "",
+        group_instance_id=getattr(body, "group_instance_id", None),
+        require_known_member=version >= 4)
+    return then(broker.coordinator.join_group(req), adapt)

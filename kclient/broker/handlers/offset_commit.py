@@ -1,0 +1,77 @@
+"""OffsetCommit (key 8) v0-v8: store a group's consumed positions durably.
+
+v0 (the ZooKeeper era, no generation) is a simple commit; v1+ checks the member and
+generation, where generation -1 with no member id is a simple commit into an Empty group.
+v1 may carry per-partition commit timestamps and v2-v4 a retention time, both honoured.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kclient.protocol import errors as E
+from kclient.protocol.framing import Request
+
+from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..offsets import OffsetEntry, TopicPartition
+
+UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
+OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
+
+
+def _known_partitions(broker: Any) -> dict[str, list[int]] | None:
+    """The broker's topics and partitions, or None when it cannot tell (accept all)."""
+    manager = getattr(broker, "log_manager", None)
+    return manager.topics() if manager is not None else None
+
+
+def _entries(broker: Any, request: Request
+             ) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
+    """Split the request into storable entries and per-partition errors."""
+    body, version = request.body, request.header.api_version
+    now_ms = int(time.time() * 1000)
+    retention = body.retention_time_ms if 2 <= version <= 4 else -1
+    expire_ms = now_ms + retention if retention >= 0 else -1
+    known = _known_partitions(broker)
+    max_meta = broker.coordinator.metadata_max_bytes
+    entries: dict[TopicPartition, OffsetEntry] = {}
+    errors: dict[TopicPartition, int] = {}
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if known is not None and p.partition_index not in known.get(topic.name, ()):
+                errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode()) > max_meta:
+                errors[tp] = OFFSET_METADATA_TOO_LARGE
+            else:
+                stamp = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms
+                entries[tp] = OffsetEntry(p.committed_offset, metadata,
+                                          p.committed_leader_epoch, stamp, expire_ms)
+    return entries, errors
+
+
+def _response(request: Request, errors: dict[TopicPartition, int]) -> dict:
+    """Per-partition error codes in the request's order."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": errors.get((t.name, p.partition_index), 0)}
+            for p in t.partitions]}
+        for t in request.body.topics]}
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Validate and store the offsets; every partition gets its own error code."""
+    body, version = request.body, request.header.api_version
+    if not is_local_coordinator(broker, body.group_id):
+        errors = {(t.name, p.partition_index): NOT_COORDINATOR
+                  for t in body.topics for p in t.partitions}
+        return _response(request, errors)
+    entries, errors = _entries(broker, request)
+    if entries:
+        code = broker.coordinator.commit_offsets(
+            body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
+            check_membership=version >= 1)
+        errors.update({tp: code for tp in entries})
+    return _response(request, errors)

@@ -1,0 +1,57 @@
+"""OffsetFetch (key 9) v0-v7: read a group's committed positions.
+
+Null topics (v2+) mean every partition the group has committed; partitions without a
+commit answer offset -1 with no error, as Kafka does.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..offsets import OffsetEntry, TopicPartition
+
+
+def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
+               ) -> dict[str, list[int]]:
+    """Topic -> partitions to answer for, in request order (all committed when null)."""
+    topics = request.body.topics
+    if topics is None:
+        out: dict[str, list[int]] = {}
+        for topic, partition in sorted(committed):
+            out.setdefault(topic, []).append(partition)
+        return out
+    out = {}
+    for t in topics:
+        out.setdefault(t.name, []).extend(t.partition_indexes)
+    return out
+
+
+def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict:
+    """One partition's answer: the committed offset or -1."""
+    if entry is None:
+        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
+                "metadata": "", "error_code": error}
+    return {"partition_index": index, "committed_offset": entry.offset,
+            "committed_leader_epoch": entry.leader_epoch, "metadata": entry.metadata or "",
+            "error_code": error}
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Look the group's offsets up; NOT_COORDINATOR is top-level from v2, per partition before."""
+    body, version = request.body, request.header.api_version
+    if not is_local_coordinator(broker, body.group_id):
+        if version >= 2:
+            return {"throttle_time_ms": 0, "topics": [], "error_code": NOT_COORDINATOR}
+        topics = _requested(request, {})
+        return {"topics": [{"name": name, "partitions": [
+            _partition(p, None, NOT_COORDINATOR) for p in parts]}
+            for name, parts in topics.items()]}
+    wanted = None if body.topics is None else [
+        (t.name, p) for t in body.topics for p in t.partition_indexes]
+    committed = broker.coordinator.fetch_offsets(body.group_id, wanted)
+    topics = _requested(request, committed)
+    return {"throttle_time_ms": 0, "error_code": 0, "topics": [
+        {"name": name, "partitions": [_partition(p, committed.get((name, p))) for p in parts]}
+        for name, parts in topics.items()]}

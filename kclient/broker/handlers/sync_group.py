@@ -1,0 +1,27 @@
+"""SyncGroup (key 14) v0-v5: the leader hands out assignments; each member receives its own."""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+from ..coordinator import then
+from ..group import NOT_COORDINATOR, is_local_coordinator, sync_result
+
+
+def _with_throttle(body: dict) -> dict:
+    """Add the throttle time every version from v1 carries."""
+    return dict(body, throttle_time_ms=0)
+
+
+def handle(broker: Any, request: Request) -> Any:
+    """Sync with the coordinator; a Future while the leader's assignment is awaited."""
+    body, version = request.body, request.header.api_version
+    if not is_local_coordinator(broker, body.group_id):
+        return _with_throttle(sync_result(NOT_COORDINATOR))
+    assignments = {a.member_id: bytes(a.assignment) for a in body.assignments or ()}
+    future = broker.coordinator.sync_group(
+        body.group_id, body.generation_id, body.member_id, assignments,
+        protocol_type=body.protocol_type if version >= 5 else None,
+        protocol_name=body.protocol_name if version >= 5 else None)
+    return then(future, _with_throttle)
