@@ -1,0 +1,205 @@
+"""KafkaStream: the iterator a consumer thread reads, fed by fetcher threads through a queue.
+
+Fetcher threads put :class:`FetchedDataChunk` s (the records of one partition from one fetch) on
+a bounded queue (``queued.max.message.chunks``); the stream takes chunks off it and yields
+:class:`MessageAndMetadata`.  A message counts as consumed the moment the stream hands it out:
+the partition's consumed offset becomes ``offset + 1`` and that is what commits store
+(Kafka 0.8's ``ConsumerIterator``).
+
+* ``consumer.timeout.ms`` >= 0: ``next()`` raises ``ConsumerTimeoutError`` after that long
+  without a message; the stream stays usable and the next call waits again.
+* ``shutdown()`` of the connector puts an end marker on every queue: iteration then stops.
+* A rebalance clears the queues and the chunk being iterated (``clear()``), so no message of a
+  partition this consumer may lose is handed out after its offset was committed.
+* A rebalance that failed for good is raised from ``next()`` as ``ConsumerRebalanceFailedError``
+  (and later calls go on waiting, in case a later rebalance succeeds).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from collections import namedtuple
+from operator import itemgetter
+from typing import Any, Callable, Iterator, Sequence
+
+from kclient.encoders import DefaultDecoder
+from kclient.errors import ConsumerTimeoutError
+
+__all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "KafkaStream",
+           "SHUTDOWN", "ErrorChunk"]
+
+_MAMBase = namedtuple("MessageAndMetadata", "topic partition offset key message timestamp "
+                                            "headers timestamp_type")
+
+
+class MessageAndMetadata(_MAMBase):
+    """One consumed message: topic, partition, offset, key, message (decoded), timestamp, headers.
+
+    ``value`` is another name for ``message``; ``next_offset`` is ``offset + 1``.
+    """
+
+    __slots__ = ()
+    value = property(itemgetter(4))
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + 1
+
+
+_make = MessageAndMetadata._make
+
+
+class PartitionTopicInfo:
+    """One owned partition: its stream's queue and the consumed / fetched positions."""
+
+    __slots__ = ("topic", "partition", "queue", "consumed_offset", "fetched_offset",
+                 "fetch_size", "client_id", "thread_id")
+
+    def __init__(self, topic: str, partition: int, chunk_queue: "queue.Queue",
+                 consumed_offset: int, fetched_offset: int, fetch_size: int,
+                 client_id: str = "", thread_id: str = "") -> None:
+        self.topic, self.partition, self.queue = topic, partition, chunk_queue
+        self.consumed_offset, self.fetched_offset = consumed_offset, fetched_offset
+        self.fetch_size, self.client_id, self.thread_id = fetch_size, client_id, thread_id
+
+    def reset_offsets(self, offset: int) -> None:
+        self.consumed_offset = self.fetched_offset = offset
+
+    def __repr__(self) -> str:
+        return (f"PartitionTopicInfo({self.topic}/{self.partition}, consumed="
+                f"{self.consumed_offset}, fetched={self.fetched_offset}, {self.thread_id})")
+
+
+class FetchedDataChunk:
+    """The records of one partition from one fetch, starting at ``fetch_offset``."""
+
+    __slots__ = ("records", "info", "fetch_offset")
+
+    def __init__(self, records: Sequence[Any], info: PartitionTopicInfo, fetch_offset: int):
+        self.records, self.info, self.fetch_offset = records, info, fetch_offset
+
+
+class ErrorChunk:
+    """An error to raise from the stream that reads it (rebalance failure, reset 'none', ...)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+#: end-of-stream marker put on queues by shutdown()
+SHUTDOWN = object()
+
+
+class _ChunkState:
+    """The chunk being iterated; replaced whole by clear() so a racing next() sees one or other."""
+
+    __slots__ = ("msgs", "i", "n", "info")
+
+    def __init__(self, msgs: Sequence[MessageAndMetadata] = (), info: Any = None) -> None:
+        self.msgs, self.i, self.n, self.info = msgs, 0, len(msgs), info
+
+
+_EMPTY = _ChunkState()
+
+
+class KafkaStream(Iterator[MessageAndMetadata]):
+    """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
+
+    def __init__(self, chunk_queue: "queue.Queue", consumer_timeout_ms: int = -1,
+                 key_decoder: Any = None, value_decoder: Any = None, client_id: str = "",
+                 on_error: Callable[[], BaseException | None] | None = None) -> None:
+        self.queue = chunk_queue
+        self.consumer_timeout_ms = consumer_timeout_ms
+        self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0
+        self._kd = None if key_decoder is None or type(key_decoder) is DefaultDecoder else key_decoder
+        self._vd = (None if value_decoder is None or type(value_decoder) is DefaultDecoder
+                    else value_decoder)
+        self.client_id = client_id
+        self._st = _EMPTY
+        self._done = False
+        self._lock = threading.Lock()          # one reader at a time
+
+    def __repr__(self) -> str:
+        return f"KafkaStream(client_id={self.client_id!r}, done={self._done})"
+
+    def __iter__(self) -> "KafkaStream":
+        return self
+
+    def __next__(self) -> MessageAndMetadata:
+        st = self._st
+        i = st.i
+        if i < st.n:
+            m = st.msgs[i]
+            st.i = i + 1
+            st.info.consumed_offset = m[2] + 1
+            return m
+        return self._next_chunk()
+
+    next = __next__
+
+    def _next_chunk(self) -> MessageAndMetadata:
+        with self._lock:
+            while True:
+                if self._done:
+                    raise StopIteration
+                st = self._st
+                if st.i < st.n:                # another caller refilled meanwhile
+                    m = st.msgs[st.i]
+                    st.i += 1
+                    st.info.consumed_offset = m[2] + 1
+                    return m
+                try:
+                    item = self.queue.get(timeout=self._timeout) if self._timeout is not None \
+                        else self._get_blocking()
+                except queue.Empty:
+                    raise ConsumerTimeoutError(
+                        f"no message within consumer.timeout.ms={self.consumer_timeout_ms}"
+                    ) from None
+                if item is SHUTDOWN:
+                    self._done = True
+                    self._st = _EMPTY
+                    raise StopIteration
+                if isinstance(item, ErrorChunk):
+                    raise item.error
+                self._st = self._decode(item)
+
+    def _get_blocking(self) -> Any:
+        # a plain get() cannot be interrupted by Ctrl-C on every platform: poll instead
+        while True:
+            try:
+                return self.queue.get(timeout=1.0)
+            except queue.Empty:
+                continue
+
+    def _decode(self, chunk: FetchedDataChunk) -> _ChunkState:
+        info = chunk.info
+        topic, part = info.topic, info.partition
+        recs = chunk.records
+        low = max(chunk.fetch_offset, info.consumed_offset)
+        if recs and recs[0].offset < low:          # v0 wrappers, or a chunk older than a reset
+            recs = [r for r in recs if r.offset >= low]
+        kd, vd = self._kd, self._vd
+        if kd is None and vd is None:
+            msgs = [_make((topic, part, r.offset, r.key, r.value, r.timestamp, r.headers,
+                           r.timestamp_type)) for r in recs]
+        else:
+            kd = kd or (lambda b: b)
+            vd = vd or (lambda b: b)
+            msgs = [_make((topic, part, r.offset, kd(r.key), vd(r.value), r.timestamp, r.headers,
+                           r.timestamp_type)) for r in recs]
+        return _ChunkState(msgs, info)
+
+    # -- used by the connector ------------------------------------------------------------------
+    def clear(self) -> None:
+        """Drop the chunk being iterated (its rest will be fetched again by the next owner)."""
+        self._st = _EMPTY
+
+    def shutdown(self) -> None:
+        """Make iteration end (after the messages already handed out)."""
+        self.queue.put(SHUTDOWN)
+
+    @property
+    def done(self) -> bool:
+        return self._done
