@@ -1,0 +1,127 @@
+"""Per-topic log settings with Kafka's names (server.properties and topic-level configs).
+
+``LogConfig.from_properties`` reads both the broker-wide names (``log.segment.bytes``,
+``log.retention.hours`` ...) and the topic-level overrides (``segment.bytes``, ``retention.ms``
+...); for each setting the later names in its list win, so a topic override beats the broker
+default and ``log.retention.ms`` beats ``log.retention.minutes`` beats ``log.retention.hours``,
+as in Kafka.  Keys that are not log settings are ignored, so a whole broker config can be passed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+_RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-IV\d+)?")
+
+
+@dataclass
+class LogConfig:
+    """Settings of one topic's logs; defaults are Kafka's."""
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    flush_interval_messages: int = INT64_MAX
+    flush_interval_ms: Optional[int] = None
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    message_format_version: int = 2
+    timestamp_type: str = "CreateTime"
+    max_message_bytes: int = 1048588
+
+    @property
+    def log_append_time(self) -> bool:
+        """True when the broker stamps records with its own clock (LogAppendTime)."""
+        return self.timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str],
+                        defaults: "Optional[LogConfig]" = None) -> "LogConfig":
+        """Build a config from Kafka-named properties on top of ``defaults`` (or Kafka's)."""
+        config = dataclasses.replace(defaults) if defaults is not None else cls()
+        for name, keys in _KEYS.items():
+            for key, scale in keys:
+                if key in props and props[key] is not None:
+                    setattr(config, name, _PARSERS[name](key, str(props[key]).strip(), scale))
+        return config
+
+
+def parse_format_version(key: str, value: str) -> int:
+    """Message format (magic) from "0"/"1"/"2" or a Kafka release name ("0.10.0", "2.0")."""
+    if value in ("0", "1", "2"):
+        return int(value)
+    match = _RELEASE.fullmatch(value)
+    if not match:
+        raise ValueError(f"invalid value {value!r} for {key}: expected 0, 1, 2 or a Kafka "
+                         f"release such as 0.8.2, 0.10.0, 0.11.0, 2.0")
+    major, minor = int(match.group(1)), int(match.group(2))
+    if major > 0 or minor >= 11:
+        return 2
+    return 1 if minor == 10 else 0
+
+
+def _int(low: int, high: int = INT64_MAX, allowed: str = "") -> Callable[[str, str, int], int]:
+    """Parser for an integer in ``[low, high]`` (times ``scale`` unless negative)."""
+    def parse(key: str, value: str, scale: int) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or not low <= number <= high:
+            text = allowed or f"an integer in [{low}, {high}]"
+            raise ValueError(f"invalid value {value!r} for {key}: expected {text}")
+        return number * scale if number >= 0 else number
+    return parse
+
+
+def _timestamp_type(key: str, value: str, scale: int) -> str:
+    """CreateTime or LogAppendTime."""
+    if value not in TIMESTAMP_TYPES:
+        raise ValueError(f"invalid value {value!r} for {key}: expected one of "
+                         f"{', '.join(TIMESTAMP_TYPES)}")
+    return value
+
+
+def _optional_ms(key: str, value: str, scale: int) -> Optional[int]:
+    """A flush interval in ms; Kafka's "never" (Long.MAX_VALUE) becomes None."""
+    number = _int(0)(key, value, scale)
+    return None if number >= INT64_MAX else number
+
+
+_HOUR, _MINUTE = 3600 * 1000, 60 * 1000
+_KEYS: Dict[str, List[Tuple[str, int]]] = {
+    "segment_bytes": [("log.segment.bytes", 1), ("segment.bytes", 1)],
+    "segment_ms": [("log.roll.hours", _HOUR), ("log.roll.ms", 1), ("segment.ms", 1)],
+    "flush_interval_messages": [("log.flush.interval.messages", 1), ("flush.messages", 1)],
+    "flush_interval_ms": [("log.flush.interval.ms", 1), ("flush.ms", 1)],
+    "retention_ms": [("log.retention.hours", _HOUR), ("log.retention.minutes", _MINUTE),
+                     ("log.retention.ms", 1), ("retention.ms", 1)],
+    "retention_bytes": [("log.retention.bytes", 1), ("retention.bytes", 1)],
+    "index_interval_bytes": [("log.index.interval.bytes", 1), ("index.interval.bytes", 1)],
+    "message_format_version": [("log.message.format.version", 1),
+                               ("message.format.version", 1)],
+    "timestamp_type": [("log.message.timestamp.type", 1), ("message.timestamp.type", 1)],
+    "max_message_bytes": [("message.max.bytes", 1), ("max.message.bytes", 1)],
+}
+_PARSERS: Dict[str, Callable[[str, str, int], object]] = {
+    "segment_bytes": _int(14, INT32_MAX),
+    "segment_ms": _int(1),
+    "flush_interval_messages": _int(1),
+    "flush_interval_ms": _optional_ms,
+    "retention_ms": _int(-1, allowed="-1 (unlimited) or a non-negative integer"),
+    "retention_bytes": _int(-1, allowed="-1 (unlimited) or a non-negative integer"),
+    "index_interval_bytes": _int(0, INT32_MAX),
+    "message_format_version": lambda key, value, scale: parse_format_version(key, value),
+    "timestamp_type": _timestamp_type,
+    "max_message_bytes": _int(0, INT32_MAX),
+}
+
+#: Every property name LogConfig understands.
+PROPERTY_NAMES = frozenset(key for keys in _KEYS.values() for key, _ in keys)
+
+__all__ = ["LogConfig", "parse_format_version", "PROPERTY_NAMES", "TIMESTAMP_TYPES"]

@@ -1,0 +1,137 @@
+"""Walk the entries of a segment file: header-only (lookups) or fully validated (recovery).
+
+Every entry, whatever its format, starts with ``offset int64, size int32`` and has its magic byte
+at position 16.  The walk reads the file in chunks with ``pread`` (no locks, no shared file
+position) and stops at the first entry that is partial, has an impossible size or magic, fails
+its CRC (v0/v1: CRC-32 of magic..end; v2: CRC-32C of attributes..end, when validating) or does
+not continue the offset sequence; ``valid_end`` then says where the valid prefix ends and
+``error`` why the walk stopped.  The offset reported for an entry is its *largest* offset: the
+offset field of a v0/v1 message or compressed wrapper, ``baseOffset + lastOffsetDelta`` for v2.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterator, NamedTuple, Optional
+
+from crc32c import crc32c
+
+from kclient.broker.log.region import pread_exact
+from kclient.protocol.records.common import (
+    LOG_OVERHEAD, MAGIC_OFFSET, MIN_ENTRY_SIZE, NO_TIMESTAMP, RECORD_OVERHEAD_V0, V2_CRC_START,
+)
+
+#: Bytes of an entry needed to know its offsets and max timestamp (v2 header up to maxTimestamp).
+HEAD_SIZE = 43
+_OFFSET_SIZE = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+
+
+class EntryInfo(NamedTuple):
+    """Where one entry sits in a segment file and what it holds."""
+
+    position: int
+    size: int           # whole entry, log overhead included
+    magic: int
+    last_offset: int
+    max_timestamp: int  # -1 for v0
+
+
+def head_info(buf, rel: int, position: int, size: int) -> EntryInfo:
+    """Parse offsets and max timestamp from the header of the entry at ``buf[rel:]``."""
+    magic = buf[rel + MAGIC_OFFSET]
+    offset = _INT64.unpack_from(buf, rel)[0]
+    if magic == 2:
+        last = offset + _INT32.unpack_from(buf, rel + 23)[0]
+        max_ts = _INT64.unpack_from(buf, rel + 35)[0]
+    elif magic == 1:
+        last, max_ts = offset, _INT64.unpack_from(buf, rel + 18)[0]
+    else:
+        last, max_ts = offset, NO_TIMESTAMP
+    return EntryInfo(position, size, magic, last, max_ts)
+
+
+def crc_ok(buf, rel: int, total: int, magic: int) -> bool:
+    """True if the stored CRC of the complete entry at ``buf[rel:rel+total]`` matches."""
+    view = memoryview(buf)
+    if magic == 2:
+        stored = _UINT32.unpack_from(buf, rel + 17)[0]
+        return crc32c(view[rel + V2_CRC_START:rel + total]) == stored
+    stored = _UINT32.unpack_from(buf, rel + 12)[0]
+    return zlib.crc32(view[rel + MAGIC_OFFSET:rel + total]) == stored
+
+
+def first_offset_of(buf, rel: int) -> Optional[int]:
+    """The entry's first offset when its header tells it (v2, uncompressed v0/v1), else None."""
+    magic = buf[rel + MAGIC_OFFSET]
+    if magic == 2 or not buf[rel + MAGIC_OFFSET + 1] & 0x07:
+        return _INT64.unpack_from(buf, rel)[0]
+    return None
+
+
+class EntryWalk:
+    """Iterate the entries of ``fd`` between ``start`` and ``end``; see the module docstring."""
+
+    def __init__(self, fd: int, start: int, end: int, *, validate: bool = False,
+                 min_offset: int = -1, chunk: int = 1 << 20) -> None:
+        """``min_offset``: the first entry's largest offset must be at least this."""
+        self.fd, self.start, self.end = fd, start, end
+        self.validate, self.min_offset, self.chunk = validate, min_offset, chunk
+        self.valid_end = start
+        self.error: Optional[str] = None
+
+    def _stop(self, reason: str) -> None:
+        """Record why the walk ended early."""
+        self.error = f"{reason} at position {self.valid_end}"
+
+    def _check(self, buf, rel: int, size: int) -> Optional[str]:
+        """Why the complete-enough entry at ``buf[rel:]`` is invalid, or None."""
+        magic = buf[rel + MAGIC_OFFSET]
+        if magic not in MIN_ENTRY_SIZE:
+            return f"unknown magic byte {magic}"
+        if size < MIN_ENTRY_SIZE[magic]:
+            return f"entry size {size} too small for magic {magic}"
+        if self.validate and not crc_ok(buf, rel, LOG_OVERHEAD + size, magic):
+            return "CRC mismatch"
+        return None
+
+    def __iter__(self) -> Iterator[EntryInfo]:
+        """Yield each valid entry in file order."""
+        fd, end, pos = self.fd, self.end, self.start
+        buf, base = b"", pos
+        expected = self.min_offset
+        while pos < end:
+            rel = pos - base
+            if rel + LOG_OVERHEAD > len(buf):
+                buf, base, rel = pread_exact(fd, min(self.chunk, end - pos), pos), pos, 0
+                if len(buf) < LOG_OVERHEAD:
+                    return self._stop("partial entry header")
+            size = _INT32.unpack_from(buf, rel + 8)[0]
+            total = LOG_OVERHEAD + size
+            if size < RECORD_OVERHEAD_V0:
+                return self._stop(f"invalid entry size {size}")
+            if pos + total > end:
+                return self._stop(f"partial entry of {total} bytes")
+            need = total if self.validate else min(total, HEAD_SIZE)
+            if rel + need > len(buf):
+                want = min(max(self.chunk, need), end - pos)
+                buf, base, rel = pread_exact(fd, want, pos), pos, 0
+                if len(buf) < need:
+                    return self._stop("file shorter than expected")
+            reason = self._check(buf, rel, size)
+            if reason:
+                return self._stop(reason)
+            info = head_info(buf, rel, pos, total)
+            first = first_offset_of(buf, rel)
+            if info.last_offset < expected or (first is not None and
+                                               not expected <= first <= info.last_offset):
+                return self._stop(f"offset {info.last_offset} out of sequence")
+            expected = info.last_offset + 1
+            pos += total
+            self.valid_end = pos
+            yield info
+
+
+__all__ = ["EntryInfo", "EntryWalk", "HEAD_SIZE", "head_info", "crc_ok", "first_offset_of"]

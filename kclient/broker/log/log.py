@@ -1,0 +1,381 @@
+"""The log of one topic-partition: a directory ``<topic>-<partition>`` of segments.
+
+Writers (append, roll, flush, retention, close) serialize on one lock.  Readers never take it:
+the segment list is an immutable tuple replaced as a whole (copy-on-write), so a read binary-
+searches a consistent snapshot while retention deletes segments; a deleted segment's open file
+descriptor stays valid for as long as a snapshot or a returned region references it.
+
+Durability: the active segment is fsynced every ``flush_interval_messages`` records, on the
+manager's ``flush_interval_ms`` timer, on roll (the rolled segment) and on close.  Close writes a
+clean-shutdown marker; opening removes it.  Without the marker, every segment from the recovery
+point (the base offset of the segment that was active at the last roll) is validated entry by
+entry and truncated at the first invalid one.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple, Union
+
+from kclient.broker.log.assign import prepare
+from kclient.broker.log.config import INT32_MAX, LogConfig
+from kclient.broker.log.region import FileRegion
+from kclient.broker.log.segment import LogSegment
+from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN = ".kclient_clean_shutdown"
+RECOVERY_POINT = ".kclient_recovery_point"
+LATEST, EARLIEST = -1, -2
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
+_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+def now_ms() -> int:
+    """Wall-clock time in ms (module-level so tests can patch the log's clock)."""
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    """What an append stored: offsets, the LogAppendTime used (-1: none), max timestamp, bytes."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    max_timestamp: int
+    bytes: int
+
+
+def _write_small_file(path: Path, text: str) -> None:
+    """Write a tiny state file atomically (temp file, fsync, rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """fsync a directory so created/removed entries survive a crash."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Log:
+    """Append-only, segmented, recoverable log of one topic-partition."""
+
+    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True) -> None:
+        """Open (creating if needed) the partition directory and load its segments."""
+        self.directory = Path(directory)
+        self.config = config
+        match = _DIR_NAME.match(self.directory.name)
+        self.topic = match.group("topic") if match else self.directory.name
+        self.partition = int(match.group("partition")) if match else 0
+        self._lock = threading.RLock()
+        self._closed = False
+        self._unflushed = 0
+        self._last_flush_ms = now_ms()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._view: Tuple[Tuple[LogSegment, ...], List[int]] = ((), [])
+        self._load(recover)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.directory.name}, offsets {self.log_start_offset}.."
+                f"{self.log_end_offset}, segments={len(self._view[0])})")
+
+    # ------------------------------------------------------------------ loading
+    def _load(self, recover: bool) -> None:
+        """Open the segments; recover the unclean ones; set the start and end offsets."""
+        marker = self.directory / CLEAN_SHUTDOWN
+        clean = marker.exists()
+        if clean:
+            marker.unlink()
+            _fsync_dir(self.directory)
+        segments = [LogSegment(self.directory, base, self.config.index_interval_bytes)
+                    for base in self._segment_bases()]
+        if not segments:
+            segments = [LogSegment(self.directory, 0, self.config.index_interval_bytes)]
+        point = self._read_recovery_point() if recover and not clean else None
+        segments = self._open_segments(segments, point)
+        self._publish(tuple(segments))
+        self.log_end_offset = segments[-1].next_offset
+        self.log_start_offset = segments[0].base_offset
+
+    def _segment_bases(self) -> List[int]:
+        """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
+        bases = []
+        for path in self.directory.iterdir():
+            if path.name.endswith(".tmp"):
+                path.unlink()
+            elif _SEGMENT_FILE.match(path.name):
+                bases.append(int(path.name[:20]))
+        return sorted(bases)
+
+    def _read_recovery_point(self) -> int:
+        """Base offset from which segments may hold unflushed data (0 when unknown)."""
+        try:
+            return int((self.directory / RECOVERY_POINT).read_text().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def _open_segments(self, segments: List[LogSegment], point: Optional[int]
+                       ) -> List[LogSegment]:
+        """Load or recover each segment; drop every segment after a truncated one."""
+        for i, seg in enumerate(segments):
+            last = i == len(segments) - 1
+            if point is not None and (seg.base_offset >= point or last):
+                cut = seg.recover()
+            elif not seg.load():
+                cut = seg.recover()
+            else:
+                cut = 0
+            if i + 1 < len(segments) and not cut:
+                seg.next_offset = max(seg.next_offset, segments[i + 1].base_offset)
+            if cut:
+                log.warning("%s: truncated %d invalid bytes from segment %d",
+                            self.directory.name, cut, seg.base_offset)
+                self._drop(segments[i + 1:])
+                return segments[:i + 1]
+        return segments
+
+    def _drop(self, segments: List[LogSegment]) -> None:
+        """Delete segments that follow a truncated one (their data is not contiguous)."""
+        for seg in segments:
+            log.warning("%s: deleting segment %d after a corrupt one",
+                        self.directory.name, seg.base_offset)
+            seg.delete()
+
+    def _publish(self, segments: Tuple[LogSegment, ...]) -> None:
+        """Swap in a new segment snapshot (one atomic attribute store)."""
+        self._view = (segments, [s.base_offset for s in segments])
+
+    @property
+    def segments(self) -> Tuple[LogSegment, ...]:
+        """The current segment snapshot, oldest first."""
+        return self._view[0]
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk over all segments."""
+        return sum(s.size for s in self._view[0])
+
+    # ------------------------------------------------------------------ append
+    def append(self, records: bytes, *, magic: int,
+               log_append_time: Optional[int] = None) -> AppendInfo:
+        """Assign offsets to ``records`` (format ``magic``), append them, flush per policy."""
+        with self._lock:
+            self._check_open()
+            prep = prepare(records, magic, self.log_end_offset, log_append_time=log_append_time,
+                           max_message_bytes=self.config.max_message_bytes)
+            if len(prep.data) > self.config.segment_bytes:
+                raise RecordListTooLargeError(
+                    f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
+            now = now_ms()
+            seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
+            seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
+            self.log_end_offset = prep.last_offset + 1
+            self._unflushed += prep.record_count
+            if self._unflushed >= self.config.flush_interval_messages:
+                self._flush_locked(now)
+        lat = log_append_time if (log_append_time is not None and magic > 0) else -1
+        return AppendInfo(prep.first_offset, prep.last_offset, lat, prep.max_timestamp,
+                          len(prep.data))
+
+    def _check_open(self) -> None:
+        """Refuse writes to a closed log."""
+        if self._closed:
+            raise ValueError(f"log {self.directory.name} is closed")
+
+    def _maybe_roll(self, size: int, last_offset: int, now: int) -> LogSegment:
+        """The segment to append to, rolling first when size, age or offset range demand it."""
+        active = self._view[0][-1]
+        if active.size == 0:
+            return active
+        full = active.size + size > self.config.segment_bytes
+        old = active.first_append_ms is not None and \
+            now - active.first_append_ms >= self.config.segment_ms
+        if full or old or last_offset - active.base_offset > INT32_MAX:
+            return self._roll()
+        return active
+
+    def _roll(self) -> LogSegment:
+        """Flush the active segment and start a new one at the log end offset."""
+        old = self._view[0][-1]
+        old.flush()
+        new = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+        new.next_offset = self.log_end_offset
+        new.max_timestamp = -1
+        self._publish(self._view[0] + (new,))
+        _write_small_file(self.directory / RECOVERY_POINT, str(new.base_offset))
+        self._unflushed = 0
+        return new
+
+    # ------------------------------------------------------------------ read
+    def read(self, offset: int, max_bytes: int) -> Union[FileRegion, bytes, None]:
+        """Up to ``max_bytes`` from the entry containing ``offset`` (lock-free)."""
+        if self._closed:
+            raise ValueError(f"log {self.directory.name} is closed")
+        start, end = self.log_start_offset, self.log_end_offset
+        if offset == end:
+            return b""
+        if not start <= offset < end:
+            raise self._out_of_range(offset, start, end)
+        if max_bytes <= 0:
+            return b""
+        segments, bases = self._view
+        i = bisect_right(bases, offset) - 1
+        if i < 0:
+            raise self._out_of_range(offset, bases[0], end)
+        for seg in segments[i:]:
+            region = seg.read(offset, max_bytes)
+            if region is not None:
+                return region
+        return b""
+
+    def _out_of_range(self, offset: int, start: int, end: int) -> OffsetOutOfRangeError:
+        """The error for an offset outside the log, naming the valid range."""
+        return OffsetOutOfRangeError(
+            f"{self.topic}-{self.partition}: offset {offset} is outside the log's range "
+            f"[{start}, {end}]")
+
+    # ------------------------------------------------------------------ offsets by time
+    def offsets_before(self, timestamp: int, max_num_offsets: int) -> List[int]:
+        """ListOffsets v0: segment base offsets (and the end offset) descending, by mtime."""
+        segments = self._view[0]
+        pairs = [(s.base_offset, s.last_modified_ms()) for s in segments]
+        if segments[-1].size > 0:
+            pairs.append((self.log_end_offset, now_ms()))
+        if timestamp == LATEST:
+            start = len(pairs) - 1
+        elif timestamp == EARLIEST:
+            start = 0
+        else:
+            start = max((i for i, p in enumerate(pairs) if p[1] <= timestamp), default=-1)
+        return [pairs[i][0] for i in range(start, -1, -1)][:max(max_num_offsets, 0)]
+
+    def offset_for_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
+        """ListOffsets v1+: (first offset stamped >= ``timestamp``, its timestamp), or None."""
+        if timestamp == LATEST:
+            return self.log_end_offset, -1
+        if timestamp == EARLIEST:
+            return self.log_start_offset, -1
+        for seg in self._view[0]:
+            found = seg.find_timestamp(timestamp)
+            if found is not None:
+                return found
+        return None
+
+    # ------------------------------------------------------------------ flush
+    def flush(self) -> None:
+        """fsync everything appended so far."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked(now_ms())
+
+    def maybe_flush(self, now: int) -> bool:
+        """Flush if ``flush_interval_ms`` passed since the last flush with data pending."""
+        interval = self.config.flush_interval_ms
+        if interval is None or not self._unflushed or now - self._last_flush_ms < interval:
+            return False
+        self.flush()
+        return True
+
+    def _flush_locked(self, now: int) -> None:
+        """fsync the active segment and its index (older ones were flushed on roll)."""
+        self._view[0][-1].flush()
+        self._unflushed = 0
+        self._last_flush_ms = now
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms or beyond retention.bytes; return how many."""
+        with self._lock:
+            if self._closed:
+                return 0
+            segments = self._view[0]
+            count = max(self._expired_by_time(segments, now_ms), self._over_size(segments))
+            if count == 0:
+                return 0
+            if count == len(segments):
+                if segments[-1].size == 0:
+                    count -= 1
+                else:
+                    self._roll()
+            return self._delete_first(count)
+
+    def _expired_by_time(self, segments: Tuple[LogSegment, ...], now: int) -> int:
+        """How many leading segments were last modified more than retention.ms ago."""
+        limit = self.config.retention_ms
+        if limit < 0:
+            return 0
+        count = 0
+        for seg in segments:
+            if now - seg.last_modified_ms() <= limit:
+                break
+            count += 1
+        return count
+
+    def _over_size(self, segments: Tuple[LogSegment, ...]) -> int:
+        """How many leading segments to drop so the log fits in retention.bytes."""
+        limit = self.config.retention_bytes
+        if limit < 0:
+            return 0
+        excess = sum(s.size for s in segments) - limit
+        count = 0
+        for seg in segments:
+            if excess - seg.size < 0:
+                break
+            excess -= seg.size
+            count += 1
+        return count
+
+    def _delete_first(self, count: int) -> int:
+        """Remove the ``count`` oldest segments from the snapshot, then from disk."""
+        segments = self._view[0]
+        doomed, kept = segments[:count], segments[count:]
+        if not doomed:
+            return 0
+        self._publish(kept)
+        self.log_start_offset = kept[0].base_offset
+        for seg in doomed:
+            seg.delete()
+        log.info("%s: deleted %d segments, log start offset now %d", self.directory.name,
+                 len(doomed), self.log_start_offset)
+        return len(doomed)
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Flush, mark the directory cleanly shut down and close every file."""
+        with self._lock:
+            if self._closed:
+                return
+            self._flush_locked(now_ms())
+            self._closed = True
+            for seg in self._view[0]:
+                seg.close()
+            _write_small_file(self.directory / CLEAN_SHUTDOWN, str(self.log_end_offset))
+
+    def delete(self) -> None:
+        """Close the files and remove the whole partition directory."""
+        with self._lock:
+            self._closed = True
+            for seg in self._view[0]:
+                seg.close()
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+__all__ = ["Log", "AppendInfo", "LATEST", "EARLIEST", "CLEAN_SHUTDOWN", "RECOVERY_POINT",
+           "now_ms"]

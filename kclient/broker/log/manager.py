@@ -1,0 +1,202 @@
+"""All partition logs of one broker under ``log.dirs``, plus the flush and retention timers.
+
+Layout: ``<log_dir>/<topic>-<partition>/`` per partition and ``<log_dir>/.topics/<topic>.json``
+holding a topic's config overrides (Kafka names, string values), so a restart keeps
+``message.format.version``, ``retention.ms`` and the rest.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from kclient.broker.log.config import LogConfig
+from kclient.broker.log.log import Log, now_ms
+
+log = logging.getLogger(__name__)
+
+TOPICS_DIR = ".topics"
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def validate_topic_name(topic: str) -> None:
+    """Raise ValueError unless ``topic`` is a legal Kafka topic name."""
+    if not _LEGAL_TOPIC.match(topic) or topic in (".", ".."):
+        raise ValueError(f"illegal topic name {topic!r}: use 1-249 of [a-zA-Z0-9._-], "
+                         f"not '.' or '..'")
+
+
+class LogManager:
+    """Creates, loads, flushes, cleans and deletes the logs in one log directory."""
+
+    def __init__(self, log_dir: Path, default_config: LogConfig, *, flush_check_ms: int = 1000,
+                 retention_check_ms: int = 300000) -> None:
+        """Nothing is read until :meth:`start`."""
+        self.log_dir = Path(log_dir)
+        self.default_config = default_config
+        self.flush_check_ms = flush_check_ms
+        self.retention_check_ms = retention_check_ms
+        self._logs: Dict[Tuple[str, int], Log] = {}
+        self._overrides: Dict[str, Dict[str, str]] = {}
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._threads: List[threading.Thread] = []
+
+    # ------------------------------------------------------------------ startup
+    def start(self) -> None:
+        """Load every partition directory (with recovery) and start the timer threads."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._load_overrides()
+            for path in sorted(self.log_dir.iterdir()):
+                match = _PARTITION_DIR.match(path.name)
+                if path.is_dir() and match:
+                    topic, partition = match.group("topic"), int(match.group("partition"))
+                    self._logs[(topic, partition)] = Log(path, self.topic_config(topic))
+        self._start_timer("kclient-log-flusher", self.flush_check_ms, self._flush_due)
+        self._start_timer("kclient-log-retention", self.retention_check_ms, self.cleanup)
+
+    def _load_overrides(self) -> None:
+        """Read every ``.topics/<topic>.json`` (a broken file is logged and ignored)."""
+        folder = self.log_dir / TOPICS_DIR
+        if not folder.is_dir():
+            return
+        for path in folder.glob("*.json"):
+            try:
+                overrides = json.loads(path.read_text(encoding="utf-8"))
+                LogConfig.from_properties(overrides, self.default_config)
+            except (OSError, ValueError) as exc:
+                log.error("ignoring topic config %s: %s", path, exc)
+                continue
+            self._overrides[path.name[:-len(".json")]] = {k: str(v) for k, v in overrides.items()}
+
+    def _start_timer(self, name: str, interval_ms: int, action: Callable[[], object]) -> None:
+        """Run ``action`` every ``interval_ms`` on a daemon thread until :meth:`close`."""
+        if interval_ms <= 0:
+            return
+        thread = threading.Thread(target=self._periodic, args=(interval_ms, action),
+                                  name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _periodic(self, interval_ms: int, action: Callable[[], object]) -> None:
+        """Timer loop; an exception is logged and the loop goes on."""
+        while not self._stop.wait(interval_ms / 1000):
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - a timer must survive one bad log
+                log.exception("log manager task %s failed", getattr(action, "__name__", action))
+
+    # ------------------------------------------------------------------ logs
+    def get_log(self, topic: str, partition: int) -> Optional[Log]:
+        """The log of one partition, or None if it does not exist here."""
+        return self._logs.get((topic, partition))
+
+    def create_log(self, topic: str, partition: int,
+                   topic_config: Optional[Dict[str, str]] = None) -> Log:
+        """Create (or return the existing) log; persist ``topic_config`` overrides if given."""
+        validate_topic_name(topic)
+        if partition < 0:
+            raise ValueError(f"partition must be >= 0, not {partition}")
+        with self._lock:
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                return existing
+            if topic_config is not None:
+                self._save_overrides(topic, {k: str(v) for k, v in topic_config.items()})
+            new = Log(self.log_dir / f"{topic}-{partition}", self.topic_config(topic),
+                      recover=False)
+            self._logs[(topic, partition)] = new
+            return new
+
+    def _save_overrides(self, topic: str, overrides: Dict[str, str]) -> None:
+        """Validate and store a topic's overrides in ``.topics/<topic>.json`` (atomically)."""
+        LogConfig.from_properties(overrides, self.default_config)
+        folder = self.log_dir / TOPICS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{topic}.json"
+        tmp = folder / f"{topic}.json.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(overrides, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self._overrides[topic] = overrides
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The effective config of ``topic``: broker defaults plus its stored overrides."""
+        return LogConfig.from_properties(self._overrides.get(topic, {}), self.default_config)
+
+    def topic_overrides(self, topic: str) -> Dict[str, str]:
+        """The topic's stored overrides (Kafka names), e.g. for DescribeConfigs."""
+        return dict(self._overrides.get(topic, {}))
+
+    def topics(self) -> Dict[str, List[int]]:
+        """Topic -> sorted partition numbers present on disk."""
+        out: Dict[str, List[int]] = {}
+        for topic, partition in list(self._logs):
+            out.setdefault(topic, []).append(partition)
+        return {topic: sorted(parts) for topic, parts in sorted(out.items())}
+
+    def logs(self) -> List[Log]:
+        """Every open log (a snapshot list)."""
+        return list(self._logs.values())
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete all partitions of ``topic`` and its stored config."""
+        with self._lock:
+            doomed = [key for key in self._logs if key[0] == topic]
+            for key in doomed:
+                self._logs.pop(key).delete()
+            for path in self.log_dir.glob(f"{glob_escape(topic)}-*"):
+                match = _PARTITION_DIR.match(path.name)
+                if path.is_dir() and match and match.group("topic") == topic:
+                    shutil.rmtree(path, ignore_errors=True)
+            self._overrides.pop(topic, None)
+            try:
+                (self.log_dir / TOPICS_DIR / f"{topic}.json").unlink()
+            except FileNotFoundError:
+                pass
+
+    # ------------------------------------------------------------------ maintenance
+    def _flush_due(self) -> None:
+        """Flush every log whose flush.ms interval has passed."""
+        now = now_ms()
+        for each in self.logs():
+            each.maybe_flush(now)
+
+    def cleanup(self, now: Optional[int] = None) -> int:
+        """Apply retention to every log now; return the number of segments deleted."""
+        now = now_ms() if now is None else now
+        return sum(each.delete_old_segments(now) for each in self.logs())
+
+    def flush_all(self) -> None:
+        """fsync every log."""
+        for each in self.logs():
+            each.flush()
+
+    def close(self) -> None:
+        """Stop the timers, then flush and close every log (clean-shutdown markers written)."""
+        self._stop.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+        self._threads.clear()
+        with self._lock:
+            for each in self._logs.values():
+                each.close()
+            self._logs.clear()
+
+
+def glob_escape(text: str) -> str:
+    """Escape glob metacharacters (topic names may not hold them, but be safe)."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+__all__ = ["LogManager", "TOPICS_DIR", "validate_topic_name"]
