@@ -10,7 +10,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .connection import BrokerConnection
 from .errors import (KafkaConnectionError, KafkaError, LeaderNotAvailableError,
@@ -18,7 +18,8 @@ from .errors import (KafkaConnectionError, KafkaError, LeaderNotAvailableError,
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
 from .protocol.schema import Struct
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap",
+           "connection_options"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,19 @@ class TopicInfo:
     error_code: int = 0
     partitions: dict[int, PartitionInfo] = field(default_factory=dict)
     is_internal: bool = False
+
+
+def connection_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """BrokerConnection keyword arguments from a loaded producer/consumer Config."""
+    return {
+        "client_id": config.get("client.id") or "kclient",
+        "connect_timeout_ms": config.get("connect.timeout.ms", 10000),
+        "request_timeout_ms": config.get("socket.timeout.ms", 30000),
+        "api_version_request": config.get("api.version.request", True),
+        "broker_version_fallback": config.get("broker.version.fallback", "0.10.0"),
+        "send_buffer_bytes": config.get("socket.send.buffer.bytes"),
+        "receive_buffer_bytes": config.get("socket.receive.buffer.bytes"),
+    }
 
 
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:

@@ -158,3 +158,15 @@ def test_broker_closing_on_api_versions_falls_back():
     assert conn.connected and conn.versions[PRODUCE.key] == (0, 0)
     conn.close()
     srv.close()
+
+
+def test_connection_options_follow_the_loaded_config():
+    from kclient.cluster import connection_options
+    from kclient.config import load_config
+    opts = connection_options(load_config("producer", {"client.id": "svc", "socket.timeout.ms": 1234,
+                                                       "api.version.request": "false",
+                                                       "broker.version.fallback": "0.8.2"}))
+    assert opts["client_id"] == "svc" and opts["request_timeout_ms"] == 1234
+    assert opts["api_version_request"] is False and opts["broker_version_fallback"] == "0.8.2"
+    conn = BrokerConnection("127.0.0.1", 1, **opts)
+    assert conn.client_id == "svc" and conn.request_timeout == 1.234
