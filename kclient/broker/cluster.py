@@ -1,0 +1,315 @@
+"""Several in-process brokers sharing one view of the cluster (brokers, partition leaders).
+
+:class:`ClusterView` is the metadata every broker answers from: the live brokers and, per topic,
+which broker leads each partition.  A lone :class:`MiniBroker` has a view of its own; a
+:class:`MiniCluster` shares one view between N brokers and spreads leadership round-robin.  There
+is no replication: a partition's data lives with its leader, and :meth:`MiniCluster.move_leader`
+moves it by copying the flushed partition directory.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import tempfile
+import threading
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from kclient.protocol.errors import (
+    InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError, InvalidTopicError, LeaderNotAvailableError,
+    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+)
+
+if TYPE_CHECKING:
+    from .server import MiniBroker
+
+__all__ = ["ClusterView", "MiniCluster", "validate_topic_name"]
+
+log = logging.getLogger("kclient.broker.cluster")
+
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_NAME = 249
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopicError unless ``name`` is a legal Kafka topic name."""
+    if not name or name in (".", "..") or len(name) > MAX_TOPIC_NAME \
+            or not _LEGAL.fullmatch(name):
+        raise InvalidTopicError(f"illegal topic name {name!r}: use 1-{MAX_TOPIC_NAME} of "
+                                "[a-zA-Z0-9._-], not '.' or '..'")
+
+
+class ClusterView:
+    """Live brokers and partition leadership, shared by the brokers of one cluster."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.live: dict[int, "MiniBroker"] = {}
+        self.leaders: dict[str, dict[int, int]] = {}
+        self.epochs: dict[tuple[str, int], int] = {}
+        self.configs: dict[str, dict[str, str]] = {}
+
+    # ------------------------------------------------------------------ brokers
+    def add_broker(self, broker: "MiniBroker") -> None:
+        """A broker came up: it serves again and leads the partitions it holds on disk."""
+        with self.lock:
+            self.live[broker.node_id] = broker
+            for topic, partitions in broker.log_manager.topics().items():
+                leaders = self.leaders.setdefault(topic, {})
+                for p in partitions:
+                    if leaders.get(p) is None:
+                        leaders[p] = broker.node_id
+
+    def remove_broker(self, node_id: int) -> None:
+        """A broker went down; its partitions stay assigned to it but have no live leader."""
+        with self.lock:
+            self.live.pop(node_id, None)
+
+    def live_brokers(self) -> list["MiniBroker"]:
+        """The live brokers ordered by id."""
+        with self.lock:
+            return [self.live[i] for i in sorted(self.live)]
+
+    def controller_id(self) -> int:
+        """The lowest live broker id (-1 when none is up)."""
+        with self.lock:
+            return min(self.live) if self.live else -1
+
+    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
+        """The broker that coordinates ``group_id``: a stable hash over the sorted live ids."""
+        brokers = self.live_brokers()
+        if not brokers:
+            raise LeaderNotAvailableError("no live broker")
+        b = brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
+        return b.node_id, b.host, b.port
+
+    # ------------------------------------------------------------------ topics
+    def topic_names(self) -> list[str]:
+        """Every topic, sorted."""
+        with self.lock:
+            return sorted(self.leaders)
+
+    def partitions(self, topic: str) -> dict[int, int] | None:
+        """partition -> assigned leader id, or None for an unknown topic."""
+        with self.lock:
+            leaders = self.leaders.get(topic)
+            return dict(leaders) if leaders is not None else None
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The live leader of a partition; -1 if its broker is down; None if unknown."""
+        with self.lock:
+            leader = self.leaders.get(topic, {}).get(partition)
+            if leader is None:
+                return None
+            return leader if leader in self.live else -1
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """How often leadership of this partition has moved (0 at creation)."""
+        return self.epochs.get((topic, partition), 0)
+
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping | None = None, *,
+                     replication_factor: int = -1, assignment: Mapping | None = None,
+                     validate_only: bool = False) -> dict[int, int]:
+        """Create a topic on the leaders of its partitions; returns partition -> leader id."""
+        config = {str(k): str(v) for k, v in (config or {}).items()}
+        with self.lock:
+            validate_topic_name(name)
+            if name in self.leaders:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            leaders = self._assign(partitions, replication_factor, assignment)
+            self._validate_config(config)
+            if validate_only:
+                return leaders
+            for p, leader in leaders.items():
+                self.live[leader].log_manager.create_log(name, p, config)
+            self.leaders[name] = leaders
+            self.configs[name] = config
+            for p in leaders:
+                self.epochs[(name, p)] = 0
+        self._zk_call("register_topic", name, leaders, config)
+        return leaders
+
+    def _assign(self, partitions: int, replication_factor: int,
+                assignment: Mapping | None) -> dict[int, int]:
+        """Leaders: the manual assignment's first replica, else round-robin over live ids."""
+        ids = sorted(self.live)
+        if not ids:
+            raise LeaderNotAvailableError("no live broker to lead the partitions")
+        if replication_factor not in (-1, 1) and (replication_factor < 1
+                                                  or replication_factor > len(ids)):
+            raise InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is not in 1..{len(ids)} (live brokers)")
+        if assignment:
+            return self._manual(assignment, ids)
+        if partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be at least 1, not {partitions}")
+        return {p: ids[p % len(ids)] for p in range(partitions)}
+
+    @staticmethod
+    def _manual(assignment: Mapping, ids: list[int]) -> dict[int, int]:
+        """Validate a partition -> [broker ids] assignment; leader = first replica."""
+        indexes = sorted(int(p) for p in assignment)
+        if indexes != list(range(len(indexes))):
+            raise InvalidReplicaAssignmentError("partitions must be numbered 0..N-1")
+        leaders = {}
+        for p in indexes:
+            replicas = list(assignment[p] if p in assignment else assignment[str(p)])
+            if not replicas or any(r not in ids for r in replicas):
+                raise InvalidReplicaAssignmentError(
+                    f"partition {p}: replicas {replicas} are not live brokers {ids}")
+            leaders[p] = replicas[0]
+        return leaders
+
+    def _validate_config(self, config: dict[str, str]) -> None:
+        """Raise InvalidConfigurationError if the storage layer refuses the topic config."""
+        from .log import LogConfig
+        from .config import TOPIC_LEVEL_KEYS, closest_key
+        for key in config:
+            if key not in TOPIC_LEVEL_KEYS:
+                hint = closest_key(key, TOPIC_LEVEL_KEYS)
+                raise InvalidConfigurationError(
+                    f"unknown topic config {key!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
+        try:
+            LogConfig.from_properties(config, None)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidConfigurationError(f"invalid topic config: {exc}") from None
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic's logs on every live broker and forget it."""
+        with self.lock:
+            if name not in self.leaders:
+                raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+            del self.leaders[name]
+            self.configs.pop(name, None)
+            for key in [k for k in self.epochs if k[0] == name]:
+                del self.epochs[key]
+            for broker in self.live.values():
+                if name in broker.log_manager.topics():
+                    broker.log_manager.delete_topic(name)
+        self._zk_call("delete_topic", name)
+
+    def set_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Record a new leader; returns the new leader epoch."""
+        with self.lock:
+            self.leaders[topic][partition] = node_id
+            epoch = self.epochs.get((topic, partition), 0) + 1
+            self.epochs[(topic, partition)] = epoch
+        self._zk_call("set_partition_state", topic, partition, node_id, epoch)
+        return epoch
+
+    def _zk_call(self, method: str, *args: Any) -> None:
+        """Mirror a change into ZooKeeper through the lowest live broker that has a session."""
+        for broker in self.live_brokers():
+            if broker.zk is not None:
+                try:
+                    getattr(broker.zk, method)(*args)
+                except Exception:
+                    log.exception("ZooKeeper update %s%r failed", method, args)
+                return
+
+
+class MiniCluster:
+    """N in-process brokers (ids 0..N-1) on free loopback ports sharing one ClusterView."""
+
+    def __init__(self, num_brokers: int = 3, log_dir: str | Path | None = None,
+                 zookeeper_connect: str | None = None, config: Mapping | None = None,
+                 host: str = "127.0.0.1"):
+        from .server import MiniBroker
+        self._tmp = log_dir is None
+        self.log_dir = Path(tempfile.mkdtemp(prefix="kclient-cluster-") if log_dir is None
+                            else log_dir)
+        self.view = ClusterView()
+        self.brokers = [MiniBroker(log_dir=self.log_dir / f"broker-{i}", port=0, broker_id=i,
+                                   zookeeper_connect=zookeeper_connect, config=config,
+                                   host=host, cluster=self.view)
+                        for i in range(num_brokers)]
+        self._started = False
+
+    @property
+    def bootstrap(self) -> str:
+        """All brokers' "host:port", comma-separated."""
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def start(self) -> "MiniCluster":
+        """Start every broker."""
+        for b in self.brokers:
+            if not b.running:
+                b.start()
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Stop every running broker (clean shutdown, logs flushed)."""
+        for b in reversed(self.brokers):
+            if b.running:
+                b.stop()
+
+    def close(self) -> None:
+        """Stop everything and remove a temporary log directory."""
+        self.stop()
+        if self._tmp:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def __enter__(self) -> "MiniCluster":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def broker(self, i: int) -> "MiniBroker":
+        """The broker with id ``i``."""
+        return self.brokers[i]
+
+    def create_topic(self, name: str, partitions: int = 1,
+                     config: Mapping | None = None) -> dict[int, int]:
+        """Create a topic, leaders spread round-robin over the live brokers."""
+        return self.view.create_topic(name, partitions, config)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        """partition -> leader id of a topic."""
+        return self.view.partitions(topic) or {}
+
+    def stop_broker(self, i: int) -> None:
+        """Stop broker ``i`` cleanly; its partitions are unavailable until started or moved."""
+        self.brokers[i].stop()
+
+    def kill_broker(self, i: int) -> None:
+        """Stop broker ``i`` abruptly (no flush)."""
+        self.brokers[i].kill()
+
+    def start_broker(self, i: int) -> None:
+        """Start broker ``i`` again on its port and directory."""
+        self.brokers[i].start()
+
+    def move_leader(self, topic: str, partition: int, to_broker: int) -> None:
+        """Make ``to_broker`` lead a partition by copying the flushed partition directory."""
+        source_id = self.view.leaders.get(topic, {}).get(partition)
+        if source_id is None:
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        if source_id == to_broker:
+            return
+        source, target = self.brokers[source_id], self.brokers[to_broker]
+        if target.running and target.log_manager.get_log(topic, partition) is not None:
+            raise RuntimeError(f"broker {to_broker} already holds an open copy of "
+                               f"{topic}-{partition}; stop it before moving the partition back")
+        config = source.log_manager.topic_overrides(topic) or dict(self.view.configs.get(topic, {}))
+        with self.view.lock:
+            self.view.leaders[topic][partition] = -2  # nobody serves it while it moves
+            if source.running:
+                source_log = source.log_manager.get_log(topic, partition)
+                if source_log is not None:
+                    source_log.flush()
+            src = source.log_dir / f"{topic}-{partition}"
+            dst = target.log_dir / f"{topic}-{partition}"
+            if dst.exists():
+                shutil.rmtree(dst)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(src, dst)
+            if not source.running:
+                shutil.rmtree(src, ignore_errors=True)
+            if target.running:
+                target.log_manager.create_log(topic, partition, config)
+        self.view.set_leader(topic, partition, to_broker)

@@ -1,0 +1,178 @@
+"""Fetch (key 1): read each partition straight from its segment files.
+
+Data whose message format the request version can carry goes out as file regions (sendfile);
+older versions get down-converted bytes (v0-v1 read magic 0, v2-v3 magic <= 1, v4+ any).  A
+response with fewer than ``min_bytes`` waits (a Future) until appends to the fetched partitions
+bring enough or ``max_wait_ms`` passes.  From v3 the total ``max_bytes`` is honoured, and the first
+entry of the first non-empty partition is returned whole even when larger (KIP-74).
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
+from kclient.protocol.framing import Request
+from kclient.protocol.records import convert_records
+
+OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
+UNSUPPORTED_COMPRESSION_TYPE = 76
+KAFKA_STORAGE_ERROR = 56
+_HEAD = struct.Struct(">qi")
+
+
+def max_magic(version: int) -> int:
+    """Newest message format a Fetch version can carry."""
+    return 0 if version < 2 else (1 if version < 4 else 2)
+
+
+def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
+                     records: Any = b"") -> dict:
+    return {"partition_index": index, "error_code": code, "high_watermark": hw,
+            "last_stable_offset": hw, "log_start_offset": start, "aborted_transactions": None,
+            "preferred_read_replica": -1, "records": records}
+
+
+def _head(data: Any) -> bytes:
+    """The first 12 bytes (offset, size) of a region or bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data[:12])
+    return os.pread(data.file, 12, data.position)
+
+
+def _first_entry_size(data: Any) -> int | None:
+    """Total size of the first entry in ``data`` (None if not even its header is there)."""
+    if len(data) < 12:
+        return None
+    return 12 + _HEAD.unpack(_head(data))[1]
+
+
+def _read(log_: Any, offset: int, limit: int, whole_first: bool) -> Any:
+    """Read up to ``limit`` bytes; with ``whole_first``, at least the first entry complete."""
+    data = log_.read(offset, limit)
+    if not whole_first or not data:
+        return data
+    need = _first_entry_size(data)
+    if need is None or need > len(data):
+        data = log_.read(offset, max(need or 0, limit, 12))
+        need = _first_entry_size(data)
+        if need is not None and need > len(data):
+            data = log_.read(offset, need)
+    return data
+
+
+def _convert(data: Any, magic: int) -> Any:
+    """Down-convert fetched data to ``magic`` (a lone partial entry is passed through)."""
+    raw = data.read() if hasattr(data, "read") else bytes(data)
+    converted = convert_records(raw, magic)
+    return converted if converted or not raw else raw
+
+
+def _read_partition(broker: Any, topic: str, req: Any, version: int, limit: int,
+                    whole_first: bool) -> dict:
+    """One partition's response entry."""
+    index = req.partition
+    log_, code = broker.partition_log(topic, index)
+    if code:
+        return _partition_entry(index, code)
+    hw, start = log_.log_end_offset, log_.log_start_offset
+    try:
+        data = _read(log_, req.fetch_offset, limit, whole_first) if limit > 0 or whole_first \
+            else b""
+        if data and log_.config.message_format_version > max_magic(version):
+            data = _convert(data, max_magic(version))
+    except OffsetOutOfRangeError:
+        return _partition_entry(index, OFFSET_OUT_OF_RANGE, hw, start)
+    except UnsupportedCodecError:
+        return _partition_entry(index, UNSUPPORTED_COMPRESSION_TYPE, hw, start)
+    except OSError:
+        return _partition_entry(index, KAFKA_STORAGE_ERROR, hw, start)
+    return _partition_entry(index, 0, hw, start, data if data is not None else b"")
+
+
+def read_all(broker: Any, body: Any, version: int) -> tuple[dict, int, bool]:
+    """Read every requested partition: (response body, bytes read, any partition error)."""
+    budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    total, failed, responses = 0, False, []
+    for topic in body.topics:
+        parts = []
+        for req in topic.partitions:
+            limit = min(req.partition_max_bytes, budget - total)
+            entry = _read_partition(broker, topic.topic, req, version, limit,
+                                    whole_first=version >= 3 and total == 0)
+            total += len(entry["records"])
+            failed = failed or entry["error_code"] != 0
+            parts.append(entry)
+        responses.append({"topic": topic.topic, "partitions": parts})
+    body_out = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    return body_out, total, failed
+
+
+class DelayedFetch:
+    """A fetch parked until appends bring ``min_bytes`` or ``max_wait_ms`` runs out."""
+
+    def __init__(self, broker: Any, body: Any, version: int, have: int):
+        self.broker, self.body, self.version = broker, body, version
+        self.future: Future = Future()
+        self._lock = threading.Lock()
+        self._done = False
+        self._bytes = have
+        keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+        self._token = broker.watchers.watch(keys, self._on_append)
+        self._timer = broker.scheduler.call_later(body.max_wait_ms / 1000.0, self._expire)
+
+    def _on_append(self, nbytes: int) -> None:
+        """An append to a watched partition: answer once enough bytes arrived."""
+        with self._lock:
+            if self._done:
+                return
+            self._bytes += nbytes
+            if self._bytes < self.body.min_bytes:
+                return
+            self._done = True
+        self._finish()
+
+    def _expire(self) -> None:
+        """max_wait_ms passed: answer with whatever is there."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self._finish()
+
+    def recheck(self, seen: dict) -> None:
+        """Catch appends that landed between the first read and the watch registration."""
+        for key, end in seen.items():
+            log_, code = self.broker.partition_log(*key)
+            if not code and log_.log_end_offset != end:
+                self._on_append(self.body.min_bytes)
+                return
+
+    def _finish(self) -> None:
+        """Stop watching, read again and resolve the future."""
+        self.broker.watchers.unwatch(self._token)
+        self.broker.scheduler.cancel(self._timer)
+        try:
+            self.future.set_result(read_all(self.broker, self.body, self.version)[0])
+        except Exception as exc:
+            self.future.set_exception(exc)
+
+
+def _high_watermarks(body: dict) -> dict:
+    """(topic, partition) -> high watermark seen in a response body."""
+    return {(t["topic"], p["partition_index"]): p["high_watermark"]
+            for t in body["responses"] for p in t["partitions"]}
+
+
+def handle(broker: Any, request: Request) -> Any:
+    """Answer now if there is enough data (or an error), else park the fetch."""
+    body, version = request.body, request.header.api_version
+    response, total, failed = read_all(broker, body, version)
+    if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not body.topics:
+        return response
+    delayed = DelayedFetch(broker, body, version, total)
+    delayed.recheck(_high_watermarks(response))
+    return delayed.future

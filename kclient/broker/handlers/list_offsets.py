@@ -1,0 +1,51 @@
+"""ListOffsets (key 2): offsets by time.
+
+v0 returns up to ``max_num_offsets`` offsets before a time, descending (segment base offsets and
+the log end), as the 0.8 offset API did; v1+ returns the first offset whose timestamp is at or
+after the requested one (-1 latest, -2 earliest).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+LATEST, EARLIEST = -1, -2
+
+
+def _v0(log_: Any, req: Any) -> dict:
+    """Old-style answer: a list of offsets."""
+    offsets = log_.offsets_before(req.timestamp, req.max_num_offsets)
+    return {"partition_index": req.partition_index, "error_code": 0,
+            "old_style_offsets": offsets}
+
+
+def _v1(log_: Any, req: Any) -> dict:
+    """New-style answer: one (timestamp, offset) pair; -1/-1 when nothing is that new."""
+    found = log_.offset_for_timestamp(req.timestamp)
+    timestamp, offset = (-1, -1) if found is None else (found[1], found[0])
+    if req.timestamp in (LATEST, EARLIEST):
+        timestamp = -1
+    return {"partition_index": req.partition_index, "error_code": 0, "timestamp": timestamp,
+            "offset": offset, "leader_epoch": -1}
+
+
+def _partition(broker: Any, topic: str, req: Any, version: int) -> dict:
+    """One partition's answer (or its error)."""
+    log_, code = broker.partition_log(topic, req.partition_index)
+    if code:
+        return {"partition_index": req.partition_index, "error_code": code,
+                "old_style_offsets": [], "timestamp": -1, "offset": -1}
+    entry = _v0(log_, req) if version == 0 else _v1(log_, req)
+    if version >= 4:
+        entry["leader_epoch"] = broker.cluster.leader_epoch(topic, req.partition_index)
+    return entry
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Look up offsets for every requested partition."""
+    version = request.header.api_version
+    topics = [{"name": t.name,
+               "partitions": [_partition(broker, t.name, p, version) for p in t.partitions]}
+              for t in request.body.topics]
+    return {"throttle_time_ms": 0, "topics": topics}

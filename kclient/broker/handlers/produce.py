@@ -1,0 +1,114 @@
+"""Produce (key 0): validate each partition's records, convert them to the topic's message
+format if needed, append them and answer with the base offsets (no answer for acks=0).
+
+Validation per partition: every entry complete, sizes sane and CRCs right (CORRUPT_MESSAGE),
+no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE).  An unknown topic is
+auto-created when auto.create.topics.enable is on.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from kclient.protocol.errors import (
+    BrokerResponseError, CorruptRecordError, InvalidTopicError, KafkaError,
+    UnsupportedCodecError,
+)
+from kclient.protocol.framing import Request
+from kclient.protocol.records import convert_records, validate_records
+
+log = logging.getLogger("kclient.broker.produce")
+
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+MESSAGE_TOO_LARGE = 10
+INVALID_REQUIRED_ACKS = 21
+UNSUPPORTED_COMPRESSION_TYPE = 76
+KAFKA_STORAGE_ERROR = 56
+
+
+class _Refused(Exception):
+    """A partition's records were refused with a Kafka error code."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
+            start: int = -1, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": base_offset,
+            "log_append_time_ms": append_time, "log_start_offset": start,
+            "record_errors": [], "error_message": message}
+
+
+def _prepare(records: Any, config: Any) -> tuple[Any, int]:
+    """Validate records; return them in the log's format, with that format's magic."""
+    if not records:
+        raise _Refused(CORRUPT_MESSAGE, "no records")
+    try:
+        infos = validate_records(records)
+    except UnsupportedCodecError as exc:
+        raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
+    except (CorruptRecordError, ValueError) as exc:
+        raise _Refused(CORRUPT_MESSAGE, str(exc)) from None
+    for info in infos:
+        if info.size > config.max_message_bytes:
+            raise _Refused(MESSAGE_TOO_LARGE, f"entry of {info.size} bytes exceeds "
+                           f"max.message.bytes={config.max_message_bytes}")
+    magic = config.message_format_version
+    if any(info.magic != magic for info in infos):
+        try:
+            records = convert_records(records, magic)
+        except UnsupportedCodecError as exc:
+            raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
+    return records, magic
+
+
+def _append(broker: Any, topic: str, index: int, records: Any) -> dict:
+    """Append one partition's records on this broker (its leader)."""
+    log_, code = broker.partition_log(topic, index)
+    if code:
+        return _result(index, code)
+    try:
+        data, magic = _prepare(records, log_.config)
+        lat = int(time.time() * 1000) if log_.config.log_append_time else None
+        info = log_.append(data, magic=magic, log_append_time=lat)
+    except _Refused as exc:
+        return _result(index, exc.code, message=str(exc))
+    except BrokerResponseError as exc:
+        return _result(index, exc.errno, message=str(exc))
+    except (KafkaError, ValueError) as exc:
+        return _result(index, CORRUPT_MESSAGE, message=str(exc))
+    except OSError as exc:
+        log.error("append to %s-%d failed: %s", topic, index, exc)
+        return _result(index, KAFKA_STORAGE_ERROR, message=str(exc))
+    broker.notify_append(topic, index, info.bytes)
+    return _result(index, 0, info.first_offset, info.log_append_time, log_.log_start_offset)
+
+
+def _topic(broker: Any, topic: Any, acks_ok: bool) -> dict:
+    """Append every partition of one topic (auto-creating the topic if allowed)."""
+    name = topic.name
+    code = 0 if acks_ok else INVALID_REQUIRED_ACKS
+    if not code:
+        try:
+            code = 0 if broker.ensure_topic(name) else UNKNOWN_TOPIC_OR_PARTITION
+        except InvalidTopicError:
+            code = InvalidTopicError.errno
+    if code:
+        parts = [_result(p.index, code) for p in topic.partition_data]
+    else:
+        parts = [_append(broker, name, p.index, p.records) for p in topic.partition_data]
+    return {"name": name, "partition_responses": parts}
+
+
+def handle(broker: Any, request: Request) -> dict | None:
+    """Append the records; acks=0 gets no response at all."""
+    body = request.body
+    acks_ok = body.acks in (0, 1, -1)
+    responses = [_topic(broker, t, acks_ok) for t in body.topic_data]
+    if body.acks == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

@@ -1,0 +1,546 @@
+"""The broker's network layer: one acceptor thread and N processor threads, as Kafka's NIO server.
+
+Each processor runs a ``selectors`` loop over the connections the acceptor hands it, one
+:class:`ServerProtocol` per connection.  Requests of a connection are handled strictly one after
+another and answered in order: while a handler's Future is pending the connection is muted (no
+reads, no further dispatch).  A handler returns a response body, None (no response: Produce with
+acks=0) or a ``concurrent.futures.Future``.  Response parts that are file regions go out with
+``os.sendfile``.  Any framing or decoding problem closes that one connection with a logged reason.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import selectors
+import socket
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from kclient.protocol.apis import APIS
+from kclient.protocol.errors import KafkaError
+from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
+
+__all__ = ["SocketServer", "DropConnection", "Scheduler", "api_versions_body"]
+
+log = logging.getLogger("kclient.broker.network")
+
+RECV_SIZE = 256 * 1024
+HIGH_WATER = 4 * 1024 * 1024     # stop reading a connection whose output backs up past this
+_JOIN_LIMIT = 64 * 1024          # coalesce small consecutive byte parts up to this size
+
+
+class DropConnection(Exception):
+    """Raised by a dispatcher to close the requesting connection without a response."""
+
+
+def api_versions_body(keys=None, error_code: int = 0) -> dict:
+    """An ApiVersions response body listing our version ranges (all APIS, or ``keys``)."""
+    apis = [APIS[k] for k in sorted(APIS) if keys is None or k in keys]
+    return {"error_code": error_code, "throttle_time_ms": 0,
+            "api_keys": [{"api_key": a.key, "min_version": a.min_version,
+                          "max_version": a.max_version} for a in apis]}
+
+
+class Scheduler:
+    """A timer thread: ``call_later(seconds, fn)`` runs ``fn`` once unless cancelled first."""
+
+    def __init__(self, name: str = "kclient-broker-timer"):
+        self._heap: list = []
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list:
+        """Schedule ``fn``; returns a handle for :meth:`cancel`."""
+        entry = [time.monotonic() + max(0.0, seconds), next(self._seq), fn]
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            self._cond.notify()
+        return entry
+
+    @staticmethod
+    def cancel(entry: list) -> None:
+        """Cancel a scheduled call (harmless if it already ran)."""
+        entry[2] = None
+
+    def _run(self) -> None:
+        """Pop due entries and run them, sleeping until the next one."""
+        while True:
+            with self._cond:
+                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                if not self._running:
+                    return
+                fn = heapq.heappop(self._heap)[2]
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:
+                    log.exception("scheduled task failed")
+
+    def close(self) -> None:
+        """Stop the thread; pending calls are dropped."""
+        with self._cond:
+            self._running = False
+            self._cond.notify()
+        self._thread.join(5)
+
+
+class _Region:
+    """Send progress through a file region (fd, position, length); holds the region alive."""
+
+    __slots__ = ("fd", "position", "remaining", "region")
+
+    def __init__(self, region: Any):
+        self.region = region
+        f = region.file
+        self.fd = f if isinstance(f, int) else f.fileno()
+        self.position = region.position
+        self.remaining = len(region)
+
+    def close(self) -> None:
+        """Let go of the region (its owner closes the file when unreferenced)."""
+        self.region = None
+
+
+class _Conn:
+    """One client connection: its protocol state, queued requests and pending output."""
+
+    __slots__ = ("sock", "peer", "proto", "pending", "busy", "out", "out_bytes", "closed",
+                 "last_active", "muted", "interest")
+
+    def __init__(self, sock: socket.socket, peer: str, max_frame: int):
+        self.sock = sock
+        self.peer = peer
+        self.proto = ServerProtocol(APIS, max_frame)
+        self.pending: deque[Request] = deque()
+        self.busy = False
+        self.out: deque = deque()
+        self.out_bytes = 0
+        self.closed = False
+        self.last_active = 0.0
+        self.interest = 0
+
+
+def _is_bytes(part: Any) -> bool:
+    return isinstance(part, (bytes, bytearray, memoryview))
+
+
+def _coalesce(parts: list) -> list:
+    """Join runs of small byte parts so a response goes out in few syscalls."""
+    out: list = []
+    run: list = []
+    size = 0
+    for part in parts:
+        if _is_bytes(part) and len(part) < _JOIN_LIMIT:
+            run.append(part)
+            size += len(part)
+            continue
+        if run:
+            out.append(b"".join(run))
+            run, size = [], 0
+        out.append(part if _is_bytes(part) or len(part) == 0 else _Region(part))
+    if run:
+        out.append(b"".join(run))
+    return [p for p in out if not _is_bytes(p) or len(p)]
+
+
+class _Processor(threading.Thread):
+    """One network thread: a selector loop over its share of the connections."""
+
+    def __init__(self, server: "SocketServer", index: int):
+        super().__init__(name=f"kclient-broker-network-{server.port}-{index}", daemon=True)
+        self.server = server
+        self.sel = selectors.DefaultSelector()
+        self.inbox: deque = deque()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self.sel.register(self._wake_r, selectors.EVENT_READ, None)
+        self.conns: set[_Conn] = set()
+        self.running = True
+
+    # -------------------------------------------------------------- cross-thread entry points
+    def wake(self) -> None:
+        """Interrupt select() so the inbox is processed."""
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass
+
+    def add(self, sock: socket.socket, peer: str) -> None:
+        """Hand over a freshly accepted connection."""
+        self.inbox.append(("conn", sock, peer))
+        self.wake()
+
+    # -------------------------------------------------------------- loop
+    def run(self) -> None:
+        """Select, read, dispatch, write until stopped; then close every connection."""
+        next_sweep = time.monotonic() + 1.0
+        while self.running:
+            try:
+                events = self.sel.select(0.5)
+            except OSError:
+                break
+            for key, mask in events:
+                if key.data is None:
+                    self._drain_wakeups()
+                    continue
+                conn = key.data
+                if mask & selectors.EVENT_READ and not conn.closed:
+                    self._read(conn)
+                if mask & selectors.EVENT_WRITE and not conn.closed:
+                    self._write(conn)
+            self._process_inbox()
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + 1.0
+                self._sweep_idle()
+        for conn in list(self.conns):
+            self._close(conn, None)
+        self.sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _process_inbox(self) -> None:
+        """New connections and completed delayed responses from other threads."""
+        while self.inbox:
+            item = self.inbox.popleft()
+            if item[0] == "conn":
+                conn = _Conn(item[1], item[2], self.server.max_request_size)
+                conn.last_active = time.monotonic()
+                self.conns.add(conn)
+                self._update_interest(conn)
+            else:
+                _, conn, request, future = item
+                self._complete(conn, request, future)
+
+    def _sweep_idle(self) -> None:
+        """Close connections idle longer than connections.max.idle.ms."""
+        limit = self.server.max_idle_s
+        now = time.monotonic()
+        for conn in list(self.conns):
+            if not conn.busy and not conn.out and now - conn.last_active > limit:
+                self._close(conn, "idle for longer than connections.max.idle.ms")
+
+    # -------------------------------------------------------------- reading and dispatch
+    def _read(self, conn: _Conn) -> None:
+        """Read what the socket has, decode complete requests, dispatch them in order."""
+        try:
+            data = conn.sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close(conn, f"read failed: {exc}")
+            return
+        if not data:
+            self._close(conn, None)
+            return
+        conn.last_active = time.monotonic()
+        try:
+            conn.pending.extend(conn.proto.receive_bytes(data))
+        except (KafkaError, ValueError, IndexError, UnicodeDecodeError) as exc:
+            self._close(conn, f"bad request frame: {exc}")
+            return
+        self._pump(conn)
+
+    def _pump(self, conn: _Conn) -> None:
+        """Dispatch queued requests until one is delayed; then write and re-arm the selector."""
+        while not conn.busy and conn.pending and not conn.closed:
+            request = conn.pending.popleft()
+            try:
+                result = self._dispatch(request)
+            except DropConnection as exc:
+                self._close(conn, f"dropped on request ({exc or 'fault injection'})")
+                return
+            except Exception as exc:  # a handler bug must not take the broker down
+                log.exception("handler for %s failed", _describe(request))
+                self._close(conn, f"handler error: {exc!r}")
+                return
+            if isinstance(result, Future):
+                if not result.done():
+                    conn.busy = True
+                    result.add_done_callback(
+                        lambda fut, c=conn, r=request: self._post_completion(c, r, fut))
+                    break
+                if not self._respond_future(conn, request, result):
+                    return
+            else:
+                self._respond(conn, request, result)
+        if not conn.closed:
+            self._write(conn)
+
+    def _dispatch(self, request: Request):
+        """Answer protocol-level problems here; hand good requests to the broker."""
+        if request.error is not None:
+            if request.header.api_key == API_VERSIONS_KEY:
+                return _UnsupportedApiVersions(request)
+            raise DropConnection(f"{_describe(request)}: {request.error}")
+        return self.server.handler(request)
+
+    def _post_completion(self, conn: _Conn, request: Request, future: Future) -> None:
+        """Future callback (any thread): queue the completion for this processor."""
+        self.inbox.append(("done", conn, request, future))
+        self.wake()
+
+    def _complete(self, conn: _Conn, request: Request, future: Future) -> None:
+        """A delayed response is ready: send it and continue with the queued requests."""
+        conn.busy = False
+        if conn.closed:
+            return
+        if self._respond_future(conn, request, future):
+            self._pump(conn)
+
+    def _respond_future(self, conn: _Conn, request: Request, future: Future) -> bool:
+        """Respond with a finished Future's body; False (connection closed) if it failed."""
+        try:
+            body = future.result()
+        except DropConnection as exc:
+            self._close(conn, f"dropped on request ({exc or 'fault injection'})")
+            return False
+        except Exception as exc:
+            log.error("delayed %s failed: %r", _describe(request), exc)
+            self._close(conn, f"handler error: {exc!r}")
+            return False
+        self._respond(conn, request, body)
+        return not conn.closed
+
+    def _respond(self, conn: _Conn, request: Request, body: Any) -> None:
+        """Encode a response body (None: no response) and queue its parts."""
+        if body is None:
+            return
+        try:
+            if isinstance(body, _UnsupportedApiVersions):
+                parts = [conn.proto.encode_response(request.header, body.body, version=0)]
+            else:
+                parts = conn.proto.encode_response_parts(request.header, body)
+        except Exception as exc:
+            log.exception("cannot encode the response to %s", _describe(request))
+            self._close(conn, f"response encoding failed: {exc!r}")
+            return
+        for part in _coalesce(parts):
+            conn.out.append(part)
+            conn.out_bytes += part.remaining if isinstance(part, _Region) else len(part)
+
+    # -------------------------------------------------------------- writing
+    def _write(self, conn: _Conn) -> None:
+        """Write as much pending output as the socket takes (sendfile for file regions)."""
+        out = conn.out
+        try:
+            while out:
+                part = out[0]
+                if isinstance(part, _Region):
+                    if not self._send_region(conn, part):
+                        break
+                    out.popleft().close()
+                    continue
+                n = conn.sock.send(part)
+                conn.out_bytes -= n
+                if n < len(part):
+                    out[0] = memoryview(part)[n:]
+                    break
+                out.popleft()
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            self._close(conn, f"write failed: {exc}")
+            return
+        self._update_interest(conn)
+
+    def _send_region(self, conn: _Conn, part: _Region) -> bool:
+        """sendfile() a region; True when it is fully sent."""
+        while part.remaining > 0:
+            try:
+                n = os.sendfile(conn.sock.fileno(), part.fd, part.position, part.remaining)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError as exc:
+                if exc.errno in (22, 38, 95):  # EINVAL/ENOSYS/EOPNOTSUPP: no sendfile here
+                    return self._send_region_copy(conn, part)
+                raise
+            if n == 0:
+                raise OSError(f"file region ended early ({part.remaining} bytes missing)")
+            part.position += n
+            part.remaining -= n
+            conn.out_bytes -= n
+        return True
+
+    def _send_region_copy(self, conn: _Conn, part: _Region) -> bool:
+        """Fallback without sendfile: read the rest of the region and queue it as bytes."""
+        data = os.pread(part.fd, part.remaining, part.position)
+        conn.out[0] = data
+        conn.out_bytes += len(data) - part.remaining
+        part.remaining = 0
+        part.close()
+        return False
+
+    def _update_interest(self, conn: _Conn) -> None:
+        """Read unless muted (request in progress or output backed up); write if output waits."""
+        if conn.closed:
+            return
+        mask = 0
+        if not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER:
+            mask |= selectors.EVENT_READ
+        if conn.out:
+            mask |= selectors.EVENT_WRITE
+        if mask == conn.interest:
+            return
+        try:
+            if conn.interest == 0:
+                self.sel.register(conn.sock, mask, conn)
+            elif mask == 0:
+                self.sel.unregister(conn.sock)
+            else:
+                self.sel.modify(conn.sock, mask, conn)
+        except (KeyError, ValueError, OSError) as exc:
+            self._close(conn, f"selector failed: {exc}")
+            return
+        conn.interest = mask
+
+    def _close(self, conn: _Conn, reason: str | None) -> None:
+        """Close one connection; a reason means something was wrong, so it is logged."""
+        if conn.closed:
+            return
+        conn.closed = True
+        if reason:
+            log.warning("closing connection from %s: %s", conn.peer, reason)
+        if conn.interest:
+            try:
+                self.sel.unregister(conn.sock)
+            except (KeyError, ValueError, OSError):
+                pass
+        try:
+            conn.sock.close()
+        except OSError:
+            pass
+        for part in conn.out:
+            if isinstance(part, _Region):
+                part.close()
+        conn.out.clear()
+        conn.pending.clear()
+        self.conns.discard(conn)
+
+
+class _UnsupportedApiVersions:
+    """Marker body: answer an unknown ApiVersions version with v0, error 35 and our ranges."""
+
+    def __init__(self, request: Request):
+        self.body = api_versions_body(error_code=35)
+
+
+def _describe(request: Request) -> str:
+    h = request.header
+    name = request.api.name if request.api is not None else f"api key {h.api_key}"
+    return f"{name} v{h.api_version} (correlation id {h.correlation_id}, client {h.client_id!r})"
+
+
+class SocketServer:
+    """Acceptor plus processors on ``host:port``; ``handler(request)`` answers each request."""
+
+    def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
+                 num_processors: int = 3, max_request_size: int = 104857600,
+                 max_idle_ms: int = 600000, send_buffer: int = 0, receive_buffer: int = 0):
+        self.host = host
+        self.port = port
+        self.handler = handler
+        self.max_request_size = max_request_size
+        self.max_idle_s = max_idle_ms / 1000.0
+        self.num_processors = max(1, num_processors)
+        self.buffers = (send_buffer, receive_buffer)
+        self._listener: socket.socket | None = None
+        self._processors: list[_Processor] = []
+        self._acceptor: threading.Thread | None = None
+        self._stop_r, self._stop_w = None, None
+
+    def bind(self) -> None:
+        """Bind and listen (SO_REUSEADDR, so a restart gets the same port back)."""
+        if self._listener is not None:
+            return
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(128)
+        sock.setblocking(False)
+        self._listener = sock
+        self.port = sock.getsockname()[1]
+
+    def start(self) -> None:
+        """Bind if needed and start the acceptor and processor threads."""
+        self.bind()
+        self._stop_r, self._stop_w = socket.socketpair()
+        self._processors = [_Processor(self, i) for i in range(self.num_processors)]
+        for p in self._processors:
+            p.start()
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
+                                          name=f"kclient-broker-acceptor-{self.port}")
+        self._acceptor.start()
+
+    def _accept_loop(self) -> None:
+        """Accept connections and deal them round-robin to the processors."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._listener, selectors.EVENT_READ)
+        sel.register(self._stop_r, selectors.EVENT_READ)
+        turn = itertools.cycle(self._processors)
+        try:
+            while True:
+                ready = [key.fileobj for key, _ in sel.select()]
+                if self._stop_r in ready:
+                    return
+                self._accept_some(turn)
+        finally:
+            sel.close()
+
+    def _accept_some(self, turn) -> None:
+        """Accept every pending connection."""
+        while True:
+            try:
+                sock, addr = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.warning("accept failed: %s", exc)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            send, recv = self.buffers
+            if send > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
+            if recv > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv)
+            next(turn).add(sock, f"{addr[0]}:{addr[1]}")
+
+    def stop(self) -> None:
+        """Stop accepting, close every connection, join the threads."""
+        if self._acceptor is None:
+            return
+        self._stop_w.send(b"x")
+        self._acceptor.join(5)
+        self._listener.close()
+        self._listener = None
+        for p in self._processors:
+            p.running = False
+            p.wake()
+        for p in self._processors:
+            p.join(5)
+        self._stop_r.close()
+        self._stop_w.close()
+        self._acceptor = None
+        self._processors = []

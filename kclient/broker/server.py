@@ -1,0 +1,359 @@
+"""MiniBroker: a real Kafka-protocol server in one process (and ``kclient broker`` to run it).
+
+It ties together the socket server (network.py), the request handlers (handlers/), the storage
+layer (log/), the group coordinator, fault injection (faults.py), the cluster view it shares
+with other brokers of a MiniCluster (cluster.py) and ZooKeeper registration (zk.py).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import signal
+import tempfile
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from kclient.protocol.framing import Request
+
+from .cluster import ClusterView
+from .config import BrokerConfig
+from .faults import Fault, Faults, error_body, stamp_metadata_error
+from .handlers import HANDLERS
+from .log import LogConfig, LogManager
+from .log.log import CLEAN_SHUTDOWN
+from .network import DropConnection, Scheduler, SocketServer
+
+__all__ = ["MiniBroker", "main"]
+
+log = logging.getLogger("kclient.broker")
+
+try:
+    from .coordinator import GroupCoordinator
+except ImportError:  # pragma: no cover - only while the coordinator is being written
+    GroupCoordinator = None  # type: ignore[assignment,misc]
+
+
+class AppendWatchers:
+    """Callbacks waiting for appends to partitions (delayed fetches park here)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_tp: dict[tuple[str, int], set[Callable[[int], None]]] = {}
+
+    def watch(self, keys: Iterable[tuple[str, int]], callback: Callable[[int], None]) -> list:
+        """Call ``callback(nbytes)`` on every append to one of ``keys``; returns a token."""
+        keys = list(keys)
+        with self._lock:
+            for key in keys:
+                self._by_tp.setdefault(key, set()).add(callback)
+        return [keys, callback]
+
+    def unwatch(self, token: list) -> None:
+        """Stop calling a watcher."""
+        keys, callback = token
+        with self._lock:
+            for key in keys:
+                waiting = self._by_tp.get(key)
+                if waiting is not None:
+                    waiting.discard(callback)
+                    if not waiting:
+                        del self._by_tp[key]
+
+    def notify(self, topic: str, partition: int, nbytes: int) -> None:
+        """Tell the watchers of a partition that ``nbytes`` were appended."""
+        if not self._by_tp:
+            return
+        with self._lock:
+            callbacks = list(self._by_tp.get((topic, partition), ()))
+        for callback in callbacks:
+            callback(nbytes)
+
+
+class MiniBroker:
+    """One broker: ``with MiniBroker() as b: b.bootstrap``; stop()/start() keep port and data."""
+
+    def __init__(self, log_dir: str | Path | None = None, port: int = 0, broker_id: int = 0,
+                 zookeeper_connect: str | None = None, config: Mapping | None = None,
+                 host: str = "127.0.0.1", *, cluster: ClusterView | None = None):
+        self.config = BrokerConfig(config)
+        cfg = self.config
+        self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
+            else int(cfg["broker.id"])
+        self.config.set("broker.id", self.node_id)
+        self.port = port if port or "port" not in cfg.explicit else int(cfg["port"])
+        self.host = host
+        self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
+        self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
+        if log_dir is None:
+            log_dir = (cfg.get("log.dirs") or "").split(",")[0] or cfg.get("log.dir") \
+                or tempfile.mkdtemp(prefix=f"kclient-broker-{self.node_id}-")
+        self.log_dir = Path(log_dir)
+        self.cluster = cluster if cluster is not None else ClusterView()
+        self.faults = Faults()
+        self.watchers = AppendWatchers()
+        self.log_manager: Any = None
+        self.coordinator: Any = None
+        self.scheduler: Scheduler | None = None
+        self.zk: Any = None
+        self._server: SocketServer | None = None
+        self.running = False
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def broker_id(self) -> int:
+        return self.node_id
+
+    @property
+    def bootstrap(self) -> str:
+        """"host:port" for clients."""
+        return f"{self.host}:{self.port}"
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"MiniBroker(id={self.node_id}, {self.bootstrap}, {self.log_dir}, {state})"
+
+    # ------------------------------------------------------------------ life cycle
+    def start(self) -> "MiniBroker":
+        """Open the logs, bind the port, start coordinator and network, register in ZooKeeper."""
+        if self.running:
+            return self
+        cfg = self.config
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        defaults = LogConfig.from_properties({k: cfg[k] for k in cfg.explicit})
+        self.log_manager = LogManager(
+            self.log_dir, defaults,
+            flush_check_ms=cfg.get_int("log.flush.scheduler.interval.ms", 1000),
+            retention_check_ms=cfg.get_int("log.retention.check.interval.ms", 300000))
+        self.log_manager.start()
+        self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
+        self._server = SocketServer(
+            self.host, self.port, self.dispatch,
+            num_processors=cfg.get_int("num.network.threads", 3),
+            max_request_size=cfg.get_int("socket.request.max.bytes"),
+            max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
+        self._server.bind()
+        self.port = self._server.port
+        if GroupCoordinator is not None:
+            self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
+                                                self.node_id, cfg.coordinator_properties())
+            self.coordinator.start()
+        self.cluster.add_broker(self)
+        self._server.start()
+        self.running = True
+        if self.zookeeper_connect:
+            self._register_zk()
+        log.info("broker %d listening on %s (log dir %s)", self.node_id, self.bootstrap,
+                 self.log_dir)
+        return self
+
+    def _register_zk(self) -> None:
+        """Register this broker and the partitions it leads in ZooKeeper."""
+        from .zk import ZkRegistry
+        cfg = self.config
+        self.zk = ZkRegistry(self.zookeeper_connect, self.node_id, self.host, self.port,
+                             cfg.get_int("zookeeper.session.timeout.ms", 18000),
+                             cfg.get_int("zookeeper.connection.timeout.ms"))
+        self.zk.start()
+        for topic in self.log_manager.topics():
+            leaders = self.cluster.partitions(topic) or {}
+            epochs = {p: self.cluster.leader_epoch(topic, p) for p in leaders}
+            self.zk.register_topic(topic, leaders, self.cluster.configs.get(topic), epochs)
+
+    def stop(self) -> None:
+        """Clean shutdown: leave ZooKeeper and the cluster, close connections, flush the logs."""
+        self._shutdown(clean=True)
+
+    def kill(self) -> None:
+        """Abrupt stop: connections cut and logs closed without a final flush or clean marker."""
+        self._shutdown(clean=False)
+
+    def _shutdown(self, clean: bool) -> None:
+        """Take the broker down in reverse start order."""
+        if not self.running:
+            return
+        self.running = False
+        if self.zk is not None:
+            self.zk.close()
+            self.zk = None
+        self.cluster.remove_broker(self.node_id)
+        self._server.stop()
+        self.scheduler.close()
+        if self.coordinator is not None:
+            self.coordinator.close()
+        if clean:
+            self.log_manager.close()
+        else:
+            _abandon(self.log_manager)
+        log.info("broker %d %s", self.node_id, "stopped" if clean else "killed")
+
+    def close(self) -> None:
+        """Stop and remove a temporary log directory."""
+        self.stop()
+        if self._tmp:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def __enter__(self) -> "MiniBroker":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ topics and partitions
+    def create_topic(self, name: str, partitions: int = 1,
+                     config: Mapping | None = None) -> dict[int, int]:
+        """Create a topic (leaders spread over the cluster's live brokers)."""
+        return self.cluster.create_topic(name, partitions, config)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic everywhere."""
+        self.cluster.delete_topic(name)
+
+    def ensure_topic(self, name: str) -> bool:
+        """Auto-create an unknown topic if auto.create.topics.enable; True if it exists now."""
+        if self.cluster.partitions(name) is not None:
+            return True
+        if not self.config.get_bool("auto.create.topics.enable"):
+            return False
+        from kclient.protocol.errors import TopicAlreadyExistsError
+        try:
+            self.cluster.create_topic(name, self.config.get_int("num.partitions", 1))
+        except TopicAlreadyExistsError:
+            pass
+        log.info("auto-created topic %r", name)
+        return True
+
+    def partition_log(self, topic: str, partition: int) -> tuple[Any, int]:
+        """(log, 0) if this broker leads the partition, else (None, error code)."""
+        leader = self.cluster.leader(topic, partition)
+        if leader is None:
+            return None, 3          # UNKNOWN_TOPIC_OR_PARTITION
+        if leader != self.node_id:
+            return None, 6          # NOT_LEADER_FOR_PARTITION
+        log_ = self.log_manager.get_log(topic, partition)
+        return (log_, 0) if log_ is not None else (None, 3)
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The effective log config of a topic on this broker."""
+        return self.log_manager.topic_config(topic)
+
+    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
+        """(node_id, host, port) of the broker coordinating ``group_id``."""
+        return self.cluster.coordinator_for(group_id)
+
+    def notify_append(self, topic: str, partition: int, nbytes: int) -> None:
+        """Wake delayed fetches waiting on this partition."""
+        self.watchers.notify(topic, partition, nbytes)
+
+    # ------------------------------------------------------------------ requests
+    def dispatch(self, request: Request) -> Any:
+        """Answer one request: armed faults first, then the API's handler."""
+        key = request.header.api_key
+        handler = HANDLERS.get(key)
+        if handler is None:
+            raise DropConnection(f"no handler for api key {key}")
+        fault = self.faults.take(key)
+        if fault is not None:
+            return self._apply_fault(fault, request, handler)
+        return handler(self, request)
+
+    def _apply_fault(self, fault: Fault, request: Request, handler: Callable) -> Any:
+        """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
+        if fault.kind == "drop":
+            raise DropConnection("fault injection")
+        if fault.kind == "error":
+            if request.header.api_key == 3:
+                return stamp_metadata_error(_resolve(handler(self, request)), fault.error)
+            return error_body(request, fault.error)
+        future: Future = Future()
+
+        def run() -> None:
+            try:
+                _chain(handler(self, request), future)
+            except BaseException as exc:
+                future.set_exception(exc)
+        self.scheduler.call_later(fault.ms / 1000.0, run)
+        return future
+
+
+def _resolve(result: Any) -> Any:
+    """A handler result that may be a Future, waited for (Metadata never delays)."""
+    return result.result(30) if isinstance(result, Future) else result
+
+
+def _chain(result: Any, future: Future) -> None:
+    """Complete ``future`` with ``result`` (itself possibly a Future)."""
+    if not isinstance(result, Future):
+        future.set_result(result)
+        return
+
+    def relay(done: Future) -> None:
+        exc = done.exception()
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(done.result())
+    result.add_done_callback(relay)
+
+
+def _abandon(manager: Any) -> None:
+    """Close a log manager the way a crash leaves it: next start must run recovery."""
+    abandon = getattr(manager, "abandon", None)
+    if abandon is not None:
+        abandon()
+        return
+    dirs = [each.directory for each in manager.logs()]
+    manager.close()
+    for directory in dirs:
+        (Path(directory) / CLEAN_SHUTDOWN).unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------- command line
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """``kclient broker`` options."""
+    parser = argparse.ArgumentParser(prog="kclient broker",
+                                     description="Run the kclient mini-broker.")
+    parser.add_argument("--log-dir", required=True, help="directory for the partition logs")
+    parser.add_argument("--port", type=int, default=9092, help="port to listen on (0: any)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--broker-id", type=int, default=0)
+    parser.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
+                        help="register in ZooKeeper (Kafka 0.8 layout)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a server.properties setting (repeatable)")
+    return parser.parse_args(argv)
+
+
+def _config_pairs(items: list[str]) -> dict[str, str]:
+    """Parse KEY=VALUE options."""
+    config = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--config expects KEY=VALUE, got {item!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+    args = _parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
+                            zookeeper_connect=args.zookeeper,
+                            config=_config_pairs(args.config), host=args.host)
+    except ValueError as exc:
+        print(f"kclient broker: {exc}")
+        return 2
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    broker.start()
+    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
+    while not done.wait(0.5):
+        pass
+    broker.stop()
+    return 0
