@@ -20,3 +20,72 @@ def zookeeper():
         pytest.skip("ZooKeeper not installed (apt-get install zookeeper)")
     with ZooKeeperServer() as server:
         yield server
+
+
+@pytest.fixture
+def mini_broker(tmp_path):
+    """A running MiniBroker on a free loopback port with its logs under tmp_path."""
+    from kclient.broker import MiniBroker
+    with MiniBroker(log_dir=tmp_path / "mini-broker") as broker:
+        yield broker
+
+
+@pytest.fixture
+def mini_cluster(tmp_path):
+    """Three running MiniBrokers (ids 0-2) sharing one cluster view."""
+    from kclient.broker import MiniCluster
+    with MiniCluster(num_brokers=3, log_dir=tmp_path / "mini-cluster") as cluster:
+        yield cluster
+
+
+class RawKafkaClient:
+    """A blocking socket driven by kclient.protocol's ClientProtocol (for broker tests)."""
+
+    def __init__(self, bootstrap, client_id="raw-test", timeout=10.0):
+        import socket
+        from kclient.protocol.framing import ClientProtocol
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.proto = ClientProtocol(client_id)
+
+    def send(self, api, version, body, expect_response=True):
+        """Send one request; returns its correlation id."""
+        corr, frame = self.proto.send_request(api, version, body, expect_response)
+        self.sock.sendall(frame)
+        return corr
+
+    def receive(self):
+        """Block for the next response: (correlation id, body)."""
+        while True:
+            need = max(self.proto.bytes_needed(), 1)
+            data = self.sock.recv(max(need, 65536))
+            if not data:
+                raise ConnectionError("broker closed the connection")
+            done = self.proto.receive_bytes(data)
+            if done:
+                assert len(done) == 1, "one response at a time"
+                return done[0]
+
+    def request(self, api, version, body):
+        """Send and wait for the response body."""
+        corr = self.send(api, version, body)
+        got_corr, response = self.receive()
+        assert got_corr == corr
+        return response
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def raw_client():
+    """Factory of RawKafkaClient connections, closed after the test."""
+    clients = []
+
+    def connect(bootstrap, **kwargs):
+        client = RawKafkaClient(bootstrap, **kwargs)
+        clients.append(client)
+        return client
+    yield connect
+    for client in clients:
+        client.close()
