@@ -47,6 +47,7 @@ class RawKafkaClient:
         host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.proto = ClientProtocol(client_id)
+        self.ready = []
 
     def send(self, api, version, body, expect_response=True):
         """Send one request; returns its correlation id."""
@@ -56,15 +57,12 @@ class RawKafkaClient:
 
     def receive(self):
         """Block for the next response: (correlation id, body)."""
-        while True:
-            need = max(self.proto.bytes_needed(), 1)
-            data = self.sock.recv(max(need, 65536))
+        while not self.ready:
+            data = self.sock.recv(65536)
             if not data:
                 raise ConnectionError("broker closed the connection")
-            done = self.proto.receive_bytes(data)
-            if done:
-                assert len(done) == 1, "one response at a time"
-                return done[0]
+            self.ready.extend(self.proto.receive_bytes(data))
+        return self.ready.pop(0)
 
     def request(self, api, version, body):
         """Send and wait for the response body."""
