@@ -101,7 +101,8 @@ class Int:
             value = int(value)
         if not isinstance(value, int):
             raise _Bad(self.allowed())
-        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+        too_low = self.min is not None and value < self.min
+        if too_low or (self.max is not None and value > self.max):
             raise _Bad(self.allowed())
         return value
 
@@ -362,7 +363,8 @@ _DECODERS = {
     "json": "kclient.encoders.JsonDecoder",
     "kafka.serializer.DefaultDecoder": "kclient.encoders.DefaultDecoder",
     "kafka.serializer.StringDecoder": "kclient.encoders.StringDecoder",
-    "org.apache.kafka.common.serialization.ByteArrayDeserializer": "kclient.encoders.DefaultDecoder",
+    "org.apache.kafka.common.serialization.ByteArrayDeserializer":
+        "kclient.encoders.DefaultDecoder",
     "org.apache.kafka.common.serialization.StringDeserializer": "kclient.encoders.StringDecoder",
 }
 _PARTITIONERS = {
@@ -465,6 +467,7 @@ def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *alias
 _MS = Int(min=0)
 _POS = Int(min=1)
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+_CODEC_IDS = {**dict(enumerate(_CODECS)), **{str(i): c for i, c in enumerate(_CODECS)}}
 
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
@@ -521,7 +524,7 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("callback.handler", None, ClassRef(), _P,
          "CallbackHandler with hooks at each stage of the async queue."),
     _key("compression.codec", "none",
-         Choice(_CODECS, {**dict(enumerate(_CODECS)), **{str(i): c for i, c in enumerate(_CODECS)}}),
+         Choice(_CODECS, _CODEC_IDS),
          _P, "Compression of message sets: none, gzip, snappy, lz4, zstd (or 0-4).",
          "compression.type"),
     _key("compressed.topics", (), StrList(), _P,

@@ -1,9 +1,9 @@
 """Encoders turn application objects into message bytes; decoders turn them back.
 
-Imports nothing of kclient.  ``Encoder.to_message(data) -> bytes`` is what the producer applies to
-keys (``key.serializer.class``) and values (``serializer.class``); ``Decoder.from_message(b)`` is what
-consumers apply (``key.decoder.class``, ``value.decoder.class``).  ``None`` always stays ``None``:
-a null key or a null value (a tombstone) is not the empty string.
+Imports nothing of kclient.  ``Encoder.to_message(data) -> bytes`` is what the producer applies
+to keys (``key.serializer.class``) and values (``serializer.class``); ``Decoder.from_message(b)``
+is what consumers apply (``key.decoder.class``, ``value.decoder.class``).  ``None`` always stays
+``None``: a null key or a null value (a tombstone) is not the empty string.
 """
 
 from __future__ import annotations

@@ -87,7 +87,9 @@ class InvalidConfigError(KafkaError, ValueError):
 class FailedToSendMessageError(KafkaError):
     """Messages that were not acknowledged after all retries; ``failed`` says which and why."""
 
-    def __init__(self, failed: Sequence[tuple[Any, BaseException | None]], message: str = "") -> None:
+    def __init__(
+        self, failed: Sequence[tuple[Any, BaseException | None]], message: str = ""
+    ) -> None:
         """``failed`` is a list of ``(message, exception)`` pairs."""
         super().__init__(list(failed), message)
         self.failed = list(failed)

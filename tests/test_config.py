@@ -399,7 +399,8 @@ class UpperEncoder:
 def test_class_keys_accept_dotted_paths_classes_and_objects():
     path = f"{__name__}.UpperEncoder"
     assert producer({"serializer.class": path})["serializer.class"] is UpperEncoder
-    assert producer({"serializer.class": f"{__name__}:UpperEncoder"})["serializer.class"] is UpperEncoder
+    colon = f"{__name__}:UpperEncoder"
+    assert producer({"serializer.class": colon})["serializer.class"] is UpperEncoder
     assert producer({"serializer.class": UpperEncoder})["serializer.class"] is UpperEncoder
     obj = StringEncoder("latin-1")
     assert producer({"serializer.class": obj})["serializer.class"] is obj

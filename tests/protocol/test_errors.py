@@ -1,4 +1,4 @@
-"""Kafka error codes as exceptions (kclient.protocol.errors) and the client errors (kclient.errors)."""
+"""Kafka error codes as exceptions (kclient.protocol.errors); client errors (kclient.errors)."""
 
 from __future__ import annotations
 
