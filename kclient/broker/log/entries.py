@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterator, NamedTuple, Optional
+from typing import Iterator, NamedTuple, Optional, Tuple
 
 from crc32c import crc32c
 
@@ -81,10 +81,12 @@ class EntryWalk:
         self.validate, self.min_offset, self.chunk = validate, min_offset, chunk
         self.valid_end = start
         self.error: Optional[str] = None
+        self._buf, self._base = b"", start
 
     def _stop(self, reason: str) -> None:
-        """Record why the walk ended early."""
+        """Record why the walk ended early (returns None for the callers' convenience)."""
         self.error = f"{reason} at position {self.valid_end}"
+        return None
 
     def _check(self, buf, rel: int, size: int) -> Optional[str]:
         """Why the complete-enough entry at ``buf[rel:]`` is invalid, or None."""
@@ -97,37 +99,47 @@ class EntryWalk:
             return "CRC mismatch"
         return None
 
+    def _window(self, pos: int, need: int) -> Optional[int]:
+        """Make ``need`` bytes at ``pos`` available in ``self._buf``; their index, or None."""
+        rel = pos - self._base
+        if rel + need <= len(self._buf):
+            return rel
+        want = min(max(self.chunk, need), self.end - pos)
+        self._buf, self._base = pread_exact(self.fd, want, pos), pos
+        return 0 if len(self._buf) >= need else None
+
+    def _entry_at(self, pos: int) -> Optional[Tuple[int, int]]:
+        """(index in buffer, total size) of a plausible entry at ``pos``; None after _stop."""
+        rel = self._window(pos, LOG_OVERHEAD)
+        if rel is None:
+            return self._stop("partial entry header")
+        size = _INT32.unpack_from(self._buf, rel + 8)[0]
+        total = LOG_OVERHEAD + size
+        if size < RECORD_OVERHEAD_V0:
+            return self._stop(f"invalid entry size {size}")
+        if pos + total > self.end:
+            return self._stop(f"partial entry of {total} bytes")
+        rel = self._window(pos, total if self.validate else min(total, HEAD_SIZE))
+        if rel is None:
+            return self._stop("file shorter than expected")
+        reason = self._check(self._buf, rel, size)
+        return self._stop(reason) if reason else (rel, total)
+
     def __iter__(self) -> Iterator[EntryInfo]:
         """Yield each valid entry in file order."""
-        fd, end, pos = self.fd, self.end, self.start
-        buf, base = b"", pos
-        expected = self.min_offset
-        while pos < end:
-            rel = pos - base
-            if rel + LOG_OVERHEAD > len(buf):
-                buf, base, rel = pread_exact(fd, min(self.chunk, end - pos), pos), pos, 0
-                if len(buf) < LOG_OVERHEAD:
-                    return self._stop("partial entry header")
-            size = _INT32.unpack_from(buf, rel + 8)[0]
-            total = LOG_OVERHEAD + size
-            if size < RECORD_OVERHEAD_V0:
-                return self._stop(f"invalid entry size {size}")
-            if pos + total > end:
-                return self._stop(f"partial entry of {total} bytes")
-            need = total if self.validate else min(total, HEAD_SIZE)
-            if rel + need > len(buf):
-                want = min(max(self.chunk, need), end - pos)
-                buf, base, rel = pread_exact(fd, want, pos), pos, 0
-                if len(buf) < need:
-                    return self._stop("file shorter than expected")
-            reason = self._check(buf, rel, size)
-            if reason:
-                return self._stop(reason)
-            info = head_info(buf, rel, pos, total)
-            first = first_offset_of(buf, rel)
-            if info.last_offset < expected or (first is not None and
-                                               not expected <= first <= info.last_offset):
-                return self._stop(f"offset {info.last_offset} out of sequence")
+        pos, expected = self.start, self.min_offset
+        self._buf, self._base = b"", pos
+        while pos < self.end:
+            found = self._entry_at(pos)
+            if found is None:
+                return
+            rel, total = found
+            info = head_info(self._buf, rel, pos, total)
+            first = first_offset_of(self._buf, rel)
+            if info.last_offset < expected or (
+                    first is not None and not expected <= first <= info.last_offset):
+                self._stop(f"offset {info.last_offset} out of sequence")
+                return
             expected = info.last_offset + 1
             pos += total
             self.valid_end = pos

@@ -144,6 +144,7 @@ class Log:
                 cut = 0
             if i + 1 < len(segments) and not cut:
                 seg.next_offset = max(seg.next_offset, segments[i + 1].base_offset)
+                seg.seal()
             if cut:
                 log.warning("%s: truncated %d invalid bytes from segment %d",
                             self.directory.name, cut, seg.base_offset)
@@ -214,7 +215,7 @@ class Log:
     def _roll(self) -> LogSegment:
         """Flush the active segment and start a new one at the log end offset."""
         old = self._view[0][-1]
-        old.flush()
+        old.seal()
         new = LogSegment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
         new.next_offset = self.log_end_offset
         new.max_timestamp = -1

@@ -121,6 +121,11 @@ class LogSegment:
             self._dirty = False
         self.index.flush()
 
+    def seal(self) -> None:
+        """Flush and close the index file of a segment that will not be written again."""
+        self.flush()
+        self.index.close()
+
     # ------------------------------------------------------------------ reading
     def find_position(self, offset: int, limit: int) -> Optional[int]:
         """Position of the first entry (below ``limit``) whose largest offset is >= ``offset``."""
