@@ -1,7 +1,23 @@
-"""The high-level consumer: ConsumerConnector, KafkaStream, TopicFilter (Kafka 0.8.2's API)."""
+"""The high-level consumer: ConsumerConnector, KafkaStream, TopicFilter (Kafka 0.8.2's API).
+
+    from kclient import consumer
+    conn = consumer.create({"zookeeper.connect": "127.0.0.1:2181", "group.id": "g1"})
+    streams = conn.create_message_streams({"events": 2})
+    for m in streams["events"][0]:
+        m.topic, m.partition, m.offset, m.key, m.message
+    conn.commit_offsets(); conn.shutdown()
+
+With ``zookeeper.connect`` the group coordinates through ZooKeeper in Kafka 0.8's layout
+(:class:`ZookeeperConsumerConnector`); without it, through the broker's group coordinator
+(:class:`GroupConsumerConnector`), with the same API and assignment.
+"""
 from .assignment import range_assign, roundrobin_assign
+from .connector import ConsumerConnector, create, generate_consumer_id
+from .group_connector import GroupConsumerConnector
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
+from .zk_connector import ZookeeperConsumerConnector
 
-__all__ = ["KafkaStream", "MessageAndMetadata", "TopicFilter", "Whitelist", "Blacklist",
-           "range_assign", "roundrobin_assign"]
+__all__ = ["create", "ConsumerConnector", "ZookeeperConsumerConnector", "GroupConsumerConnector",
+           "KafkaStream", "MessageAndMetadata", "TopicFilter", "Whitelist", "Blacklist",
+           "range_assign", "roundrobin_assign", "generate_consumer_id"]

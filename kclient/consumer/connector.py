@@ -1,0 +1,309 @@
+"""ConsumerConnector: the high-level consumer's shared machinery, and ``create(config)``.
+
+``create`` returns a :class:`~kclient.consumer.zk_connector.ZookeeperConsumerConnector` when
+``zookeeper.connect`` is set (Kafka 0.8's ZooKeeper-coordinated group) and a
+:class:`~kclient.consumer.group_connector.GroupConsumerConnector` otherwise (the same API and
+assignment, coordinated by the broker's group coordinator).
+
+This base class owns what both share: the streams and their queues, the registry of owned
+partitions (:class:`PartitionTopicInfo` with consumed offsets), the fetcher manager, the offset
+store and the auto-commit thread, and the rebalance safety steps -- stop the fetchers, clear the
+queues and the chunks being iterated, and commit (when auto-commit is on) before ownership is
+released.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Callable, Mapping
+
+from kclient.cluster import Cluster
+from kclient.config import load_config
+from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
+
+from .assignment import thread_ids
+from .fetcher import ConsumerFetcherManager
+from .offsets import OffsetStore
+from .stream import SHUTDOWN, ErrorChunk, KafkaStream, PartitionTopicInfo
+from .topic_filter import TopicFilter
+
+__all__ = ["ConsumerConnector", "create", "generate_consumer_id"]
+
+log = logging.getLogger(__name__)
+
+
+def generate_consumer_id(group: str, consumer_id: str | None = None) -> str:
+    """``<group>_<hostname>-<time ms>-<8 hex chars of a uuid>``, or ``<group>_<consumer.id>``."""
+    if consumer_id:
+        return f"{group}_{consumer_id}"
+    return (f"{group}_{socket.gethostname()}-{int(time.time() * 1000)}-"
+            f"{uuid.uuid4().hex[:8]}")
+
+
+def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> "ConsumerConnector":
+    """A connector for ``config`` (``zookeeper.connect`` decides how the group coordinates)."""
+    conf = load_config("consumer", config, **overrides)
+    if conf["zookeeper.connect"]:
+        from .zk_connector import ZookeeperConsumerConnector
+        return ZookeeperConsumerConnector(conf)
+    from .group_connector import GroupConsumerConnector
+    return GroupConsumerConnector(conf)
+
+
+def conn_options(conf) -> dict:
+    """BrokerConnection keyword arguments from consumer config."""
+    return {"client_id": conf["client.id"] or conf["group.id"],
+            "connect_timeout_ms": conf["connect.timeout.ms"],
+            "request_timeout_ms": max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000),
+            "api_version_request": conf["api.version.request"],
+            "broker_version_fallback": str(conf["broker.version.fallback"]),
+            "receive_buffer_bytes": conf["socket.receive.buffer.bytes"]}
+
+
+class ConsumerConnector:
+    """Base of both connectors: streams, owned partitions, fetchers, offsets, auto commit."""
+
+    def __init__(self, config: Any = None, **overrides: Any) -> None:
+        conf = config if hasattr(config, "is_set") and not overrides else \
+            load_config("consumer", config, **overrides)
+        if not conf["group.id"]:
+            raise InvalidConfigError("the consumer needs 'group.id'", "group.id")
+        self.config = conf
+        self.group = conf["group.id"]
+        self.consumer_id = generate_consumer_id(self.group, conf["consumer.id"])
+        self.client_id = conf["client.id"] or self.group
+        self.conn_options = conn_options(conf)
+        self.key_decoder = conf.create("key.decoder.class")
+        self.value_decoder = conf.create("value.decoder.class")
+        self.strategy = conf["partition.assignment.strategy"]
+        self.exclude_internal = conf["exclude.internal.topics"]
+        #: the last rebalance failure that was not followed by a success, else None
+        self.rebalance_error: BaseException | None = None
+        self.on_rebalance_failure: Callable[[BaseException], None] | None = None
+        self.cluster: Cluster | None = None
+        self.offset_store: OffsetStore | None = None
+        self.fetcher: ConsumerFetcherManager | None = None
+        self.registry: dict[tuple[str, int], PartitionTopicInfo] = {}
+        self.streams: list[KafkaStream] = []
+        self.topic_count: dict[str, int] | None = None       # static subscription
+        self.topic_filter: TopicFilter | None = None          # wildcard subscription
+        self.num_streams = 0
+        self._queues: dict[tuple[str, str], queue.Queue] = {}
+        self._wildcard_queues: list[queue.Queue] = []
+        self._offsets_lock = threading.RLock()
+        self._shutting_down = threading.Event()
+        self._closed = False
+        self._auto_commit: threading.Thread | None = None
+
+    def __enter__(self) -> "ConsumerConnector":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(group={self.group!r}, consumer_id={self.consumer_id!r})"
+
+    # -- public API ---------------------------------------------------------------------------
+    def create_message_streams(self, topic_count_map: Mapping[str, int], key_decoder: Any = None,
+                               value_decoder: Any = None) -> dict[str, list[KafkaStream]]:
+        """``{topic: [KafkaStream] * n}`` for ``{topic: n}``; once per connector."""
+        self._check_first_streams()
+        counts = {str(t): int(n) for t, n in topic_count_map.items()}
+        if not counts or any(n < 1 for n in counts.values()):
+            raise ValueError(f"topic_count_map needs topics with at least 1 stream: {counts}")
+        out: dict[str, list[KafkaStream]] = {}
+        for topic, n in counts.items():
+            out[topic] = []
+            for th in thread_ids(self.consumer_id, n):
+                q = queue.Queue(self.config["queued.max.message.chunks"])
+                self._queues[(topic, th)] = q
+                out[topic].append(self._new_stream(q, key_decoder, value_decoder))
+        self.topic_count = counts
+        self._start()
+        return out
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1,
+                                         key_decoder: Any = None, value_decoder: Any = None
+                                         ) -> list[KafkaStream]:
+        """``num_streams`` streams over every topic ``topic_filter`` allows, now and later."""
+        self._check_first_streams()
+        if not isinstance(topic_filter, TopicFilter):
+            raise TypeError("topic_filter must be a Whitelist or a Blacklist")
+        if num_streams < 1:
+            raise ValueError("num_streams must be at least 1")
+        streams = []
+        for _ in range(num_streams):
+            q = queue.Queue(self.config["queued.max.message.chunks"])
+            self._wildcard_queues.append(q)
+            streams.append(self._new_stream(q, key_decoder, value_decoder))
+        self.topic_filter, self.num_streams = topic_filter, num_streams
+        self._start()
+        return streams
+
+    def commit_offsets(self) -> None:
+        """Commit the consumed offset of every owned partition (the next offset to read)."""
+        with self._offsets_lock:
+            if self.offset_store is None:
+                return
+            offsets = {tp: info.consumed_offset for tp, info in self.registry.items()
+                       if info.consumed_offset >= 0}
+            if offsets:
+                self.offset_store.commit(offsets)
+
+    def owned_partitions(self) -> dict[tuple[str, int], str]:
+        """``{(topic, partition): thread id}`` this consumer owns now."""
+        return {tp: info.thread_id for tp, info in sorted(self.registry.items())}
+
+    def shutdown(self) -> None:
+        """Stop fetching, commit (auto-commit), release ownership, end every stream."""
+        if self._closed:
+            return
+        self._closed = True
+        self._shutting_down.set()
+        try:
+            self._stop_coordination()
+            if self.fetcher is not None:
+                self.fetcher.stop_connections()
+            self._clear_queues()
+            if self.config["auto.commit.enable"]:
+                try:
+                    self.commit_offsets()
+                except Exception as exc:               # shutting down: report, go on
+                    log.warning("%s: final offset commit failed: %s", self.consumer_id, exc)
+            self._release()
+        finally:
+            for s in self.streams:
+                s.shutdown()
+            self._close_resources()
+
+    close = shutdown
+
+    # -- for subclasses -----------------------------------------------------------------------
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _stop_coordination(self) -> None:
+        """Stop watchers / heartbeats (shutdown, step 1)."""
+
+    def _release(self) -> None:
+        """Give up ownership (delete owner znodes / leave the group)."""
+
+    def _close_resources(self) -> None:
+        if self.offset_store is not None:
+            self.offset_store.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def _check_first_streams(self) -> None:
+        if self._closed:
+            raise IllegalStateError("the connector was shut down")
+        if self.topic_count is not None or self.topic_filter is not None:
+            raise IllegalStateError("each consumer connector can create message streams by "
+                                    "filter or by topic count map only once")
+
+    def _new_stream(self, q: queue.Queue, key_decoder: Any, value_decoder: Any) -> KafkaStream:
+        s = KafkaStream(q, self.config["consumer.timeout.ms"],
+                        key_decoder if key_decoder is not None else self.key_decoder,
+                        value_decoder if value_decoder is not None else self.value_decoder,
+                        self.client_id)
+        self.streams.append(s)
+        return s
+
+    @property
+    def subscription(self) -> tuple[str, dict[str, int]]:
+        """``(pattern, {topic or regex: streams})`` as registered in ZooKeeper."""
+        if self.topic_filter is not None:
+            return self.topic_filter.pattern, {self.topic_filter.regex: self.num_streams}
+        return "static", dict(self.topic_count or {})
+
+    def my_topic_threads(self, all_topics) -> dict[str, list[str]]:
+        """``{topic: [my thread ids]}`` (a filter is resolved against ``all_topics``)."""
+        if self.topic_filter is not None:
+            return {t: thread_ids(self.consumer_id, self.num_streams)
+                    for t in self.topic_filter.filter(all_topics, self.exclude_internal)}
+        return {t: thread_ids(self.consumer_id, n) for t, n in (self.topic_count or {}).items()}
+
+    def queue_for(self, topic: str, thread_id: str) -> queue.Queue:
+        if self.topic_filter is not None:
+            return self._wildcard_queues[int(thread_id.rpartition("-")[2])]
+        return self._queues[(topic, thread_id)]
+
+    def _all_queues(self) -> list[queue.Queue]:
+        return list(self._queues.values()) + list(self._wildcard_queues)
+
+    def _new_registry(self, mine: Mapping[tuple[str, int], str],
+                      offsets: Mapping[tuple[str, int], int]) -> dict:
+        size = self.config["fetch.message.max.bytes"]
+        return {(t, p): PartitionTopicInfo(t, p, self.queue_for(t, th), offsets.get((t, p), -1),
+                                           offsets.get((t, p), -1), size, self.client_id, th)
+                for (t, p), th in sorted(mine.items())}
+
+    def _start_fetchers(self) -> None:
+        if self.fetcher is None:
+            self.fetcher = ConsumerFetcherManager(self.cluster, self.config, self.client_id,
+                                                  self.conn_options)
+        if self.registry and not self._shutting_down.is_set():
+            self.fetcher.start_connections(self.registry.values())
+
+    def _close_fetchers(self, commit: bool = True) -> None:
+        """Rebalance safety: stop fetchers, clear queues and streams, commit if auto-commit."""
+        if self.fetcher is not None:
+            self.fetcher.stop_connections()
+        self._clear_queues()
+        if commit and self.config["auto.commit.enable"] and self.registry:
+            log.info("%s: committing offsets after clearing the fetcher queues", self.consumer_id)
+            self.commit_offsets()
+
+    def _clear_queues(self) -> None:
+        for q in self._all_queues():
+            kept = []
+            while True:
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+                if item is SHUTDOWN:
+                    kept.append(item)
+            for item in kept:
+                q.put_nowait(item)
+        for s in self.streams:
+            s.clear()
+
+    def _surface(self, exc: BaseException) -> None:
+        """A rebalance failed for good: every stream raises it, and the callback hears it."""
+        if not isinstance(exc, ConsumerRebalanceFailedError):
+            exc = ConsumerRebalanceFailedError(f"{self.consumer_id}: {exc}")
+        self.rebalance_error = exc
+        log.error("%s", exc)
+        for q in self._all_queues():
+            try:
+                q.put_nowait(ErrorChunk(exc))
+            except queue.Full:
+                pass
+        if self.on_rebalance_failure is not None:
+            try:
+                self.on_rebalance_failure(exc)
+            except Exception:                          # pragma: no cover - user callback
+                log.exception("on_rebalance_failure callback failed")
+
+    def _start_auto_commit(self) -> None:
+        if not self.config["auto.commit.enable"] or self._auto_commit is not None:
+            return
+        interval = self.config["auto.commit.interval.ms"] / 1000.0
+
+        def loop() -> None:
+            while not self._shutting_down.wait(interval):
+                try:
+                    self.commit_offsets()
+                except Exception as exc:
+                    log.warning("%s: auto commit failed: %s", self.consumer_id, exc)
+
+        self._auto_commit = threading.Thread(target=loop, daemon=True,
+                                             name=f"{self.client_id}-autocommit-{os.getpid()}")
+        self._auto_commit.start()

@@ -1,0 +1,297 @@
+"""Fetcher threads: one per leader broker (times ``num.consumer.fetchers``), feeding stream queues.
+
+``ConsumerFetcherManager`` (Kafka's class of that name) receives the partitions a rebalance gave
+this consumer, finds each one's leader from cluster metadata (a leader-finder thread, retrying
+every ``refresh.leader.backoff.ms``), and hands it to the ``ConsumerFetcherThread`` for that
+broker.  A fetcher thread issues one Fetch for all its partitions, turns each partition's
+records into a :class:`FetchedDataChunk` and puts it on the partition's stream queue, blocking
+while the queue is full (``queued.max.message.chunks`` bounds the memory: at most that many
+chunks of at most ``fetch.message.max.bytes`` per partition per stream).
+
+Errors: a partition whose leader moved (or any partition error but out-of-range) goes back to the
+leader finder; out of range is reset per ``auto.offset.reset`` (``smallest`` / ``largest``;
+``none`` raises ``OffsetOutOfRangeError`` from the stream); a broken connection returns all the
+thread's partitions to the leader finder.  ``stop_connections()`` stops and joins every thread,
+which the rebalance does before it clears the queues.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Iterable
+
+from kclient.cluster import BrokerInfo, Cluster
+from kclient.connection import BrokerConnection
+from kclient.errors import KafkaError, MessageSizeTooLargeError, OffsetOutOfRangeError, error_for_code
+from kclient.protocol.apis import EARLIEST_TIMESTAMP, FETCH, LATEST_TIMESTAMP, LIST_OFFSETS
+from kclient.protocol.records import RecordsReader
+
+from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo
+
+__all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before"]
+
+log = logging.getLogger(__name__)
+
+
+def offset_before(conn: BrokerConnection, topic: str, partition: int, timestamp: int) -> int:
+    """The earliest (-2) or latest (-1) offset of a partition, with any ListOffsets version."""
+    version = conn.version(LIST_OFFSETS)
+    body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+        {"partition_index": partition, "timestamp": timestamp, "max_num_offsets": 1}]}]}
+    resp = conn.request(LIST_OFFSETS, body, version)
+    p = resp.topics[0].partitions[0]
+    if p.error_code:
+        raise error_for_code(p.error_code)(f"listing offsets of {topic}/{partition}")
+    if version == 0:
+        return p.old_style_offsets[0] if p.old_style_offsets else 0
+    return p.offset
+
+
+class ConsumerFetcherThread(threading.Thread):
+    """Fetches every partition this consumer reads from one broker."""
+
+    def __init__(self, manager: "ConsumerFetcherManager", broker: BrokerInfo, fetcher_id: int):
+        super().__init__(name=f"ConsumerFetcherThread-{manager.client_id}-{fetcher_id}-"
+                              f"{broker.node_id}", daemon=True)
+        self.manager, self.broker = manager, broker
+        c = manager.config
+        self.conn = BrokerConnection(broker.host, broker.port, node_id=broker.node_id,
+                                     **manager.conn_options)
+        self.max_wait = c["fetch.wait.max.ms"]
+        self.min_bytes = c["fetch.min.bytes"]
+        self.reset = c["auto.offset.reset"]
+        self.partitions: dict[tuple[str, int], PartitionTopicInfo] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._halt = threading.Event()
+        self.dead = False
+
+    def add_partition(self, info: PartitionTopicInfo) -> bool:
+        """Take over ``info``; False when this thread already died (use a new one)."""
+        with self._lock:
+            if self.dead:
+                return False
+            self.partitions[(info.topic, info.partition)] = info
+        self._wake.set()
+        return True
+
+    def stop(self) -> None:
+        self._halt.set()
+        self._wake.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._halt.is_set()
+
+    def _give_back(self, tps, reason: str, dead: bool = False) -> None:
+        with self._lock:
+            self.dead = self.dead or dead
+            infos = [self.partitions.pop(tp) for tp in list(tps) if tp in self.partitions]
+        if infos and not self.stopped:
+            self.manager.partitions_failed(infos, f"{self.broker.address}: {reason}")
+
+    def run(self) -> None:
+        try:
+            self.conn.connect()
+            while not self.stopped:
+                with self._lock:
+                    parts = list(self.partitions.values())
+                if not parts:
+                    self._wake.wait(0.2)
+                    self._wake.clear()
+                    continue
+                self._fetch_once(parts)
+        except KafkaError as exc:
+            log.info("fetcher %s: %s", self.name, exc)
+            self._give_back(list(self.partitions), str(exc), dead=True)
+        except Exception:                                    # pragma: no cover - a bug
+            log.exception("fetcher %s crashed", self.name)
+            self._give_back(list(self.partitions), "fetcher crashed", dead=True)
+        finally:
+            self.conn.close()
+
+    def _fetch_once(self, parts: list[PartitionTopicInfo]) -> None:
+        for info in parts:
+            if info.fetched_offset < 0:
+                self._reset_offset(info)
+        topics: dict[str, list[dict]] = {}
+        for info in parts:
+            topics.setdefault(info.topic, []).append(
+                {"partition": info.partition, "fetch_offset": info.fetched_offset,
+                 "partition_max_bytes": info.fetch_size})
+        body = {"replica_id": -1, "max_wait_ms": self.max_wait, "min_bytes": self.min_bytes,
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": []}
+        resp = self.conn.request(FETCH, body)
+        by_tp = {(i.topic, i.partition): i for i in parts}
+        for t in resp.responses:
+            for p in t.partitions:
+                info = by_tp.get((t.topic, p.partition_index))
+                if info is None or self.stopped:
+                    continue
+                if p.error_code == 0:
+                    self._process(info, p.records)
+                elif p.error_code == OffsetOutOfRangeError.errno:
+                    self._out_of_range(info)
+                else:
+                    self._give_back([(info.topic, info.partition)],
+                                    error_for_code(p.error_code).__name__)
+
+    def _process(self, info: PartitionTopicInfo, data) -> None:
+        if not data:
+            return
+        fetch_offset = info.fetched_offset
+        reader = RecordsReader(data)
+        try:
+            recs = list(reader.records(start_offset=fetch_offset))
+        except KafkaError as exc:                  # a bad CRC names its offset
+            self._error(info, exc)
+            return
+        if recs:
+            info.fetched_offset = recs[-1].offset + 1
+            self._put(info, FetchedDataChunk(recs, info, fetch_offset))
+        elif reader.entries:                       # only control batches / skipped records
+            last = max(b.last_offset for b in reader.batches())
+            info.fetched_offset = max(fetch_offset, last + 1)
+        elif reader.incomplete_size and reader.incomplete_size > info.fetch_size:
+            self._put(info, ErrorChunk(MessageSizeTooLargeError(
+                f"found a message larger than the maximum fetch size ({info.fetch_size}) of this "
+                f"consumer on topic {info.topic} partition {info.partition} at fetch offset "
+                f"{fetch_offset}: increase fetch.message.max.bytes, or decrease the maximum "
+                f"message size the broker allows")))
+            info.fetch_size = reader.incomplete_size   # so the stream can go on afterwards
+
+    def _reset_offset(self, info: PartitionTopicInfo) -> None:
+        if self.reset == "none":
+            raise_chunk = OffsetOutOfRangeError(
+                f"{info.topic}/{info.partition}: no committed offset and auto.offset.reset=none")
+            self._error(info, raise_chunk)
+            return
+        ts = EARLIEST_TIMESTAMP if self.reset == "smallest" else LATEST_TIMESTAMP
+        offset = offset_before(self.conn, info.topic, info.partition, ts)
+        log.info("%s/%s: resetting offset to %s (%s)", info.topic, info.partition, offset,
+                 self.reset)
+        info.reset_offsets(offset)
+
+    def _out_of_range(self, info: PartitionTopicInfo) -> None:
+        if self.reset == "none":
+            self._error(info, OffsetOutOfRangeError(
+                f"{info.topic}/{info.partition} offset {info.fetched_offset} is out of range"))
+            return
+        info.fetched_offset = -1
+        self._reset_offset(info)
+
+    def _error(self, info: PartitionTopicInfo, exc: BaseException) -> None:
+        with self._lock:
+            self.partitions.pop((info.topic, info.partition), None)
+        self._put(info, ErrorChunk(exc))
+
+    def _put(self, info: PartitionTopicInfo, chunk) -> None:
+        q = info.queue
+        while not self.stopped:
+            try:
+                q.put(chunk, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+
+class ConsumerFetcherManager:
+    """Finds leaders for the owned partitions and runs one fetcher thread per broker."""
+
+    def __init__(self, cluster: Cluster, config, client_id: str = "",
+                 conn_options: dict | None = None) -> None:
+        self.cluster, self.config, self.client_id = cluster, config, client_id
+        self.conn_options = conn_options or {}
+        self.num_fetchers = config["num.consumer.fetchers"]
+        self.backoff = config["refresh.leader.backoff.ms"] / 1000.0
+        self._cond = threading.Condition()
+        self._no_leader: dict[tuple[str, int], PartitionTopicInfo] = {}
+        self._fetchers: dict[tuple[int, int], ConsumerFetcherThread] = {}
+        self._finder: threading.Thread | None = None
+        self._running = False
+
+    def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
+        """Start fetching ``infos`` (the partitions this consumer owns now)."""
+        with self._cond:
+            self._no_leader = {(i.topic, i.partition): i for i in infos}
+            self._running = True
+            self._finder = threading.Thread(target=self._find_leaders, daemon=True,
+                                            name=f"{self.client_id}-leader-finder")
+            self._finder.start()
+
+    def stop_connections(self) -> None:
+        """Stop the leader finder and every fetcher thread, and wait until they are gone."""
+        with self._cond:
+            self._running = False
+            self._cond.notify_all()
+            finder, self._finder = self._finder, None
+            fetchers, self._fetchers = list(self._fetchers.values()), {}
+            self._no_leader = {}
+        for f in fetchers:
+            f.stop()
+        if finder is not None and finder is not threading.current_thread():
+            finder.join()
+        for f in fetchers:
+            f.join()
+
+    def partitions_failed(self, infos: list[PartitionTopicInfo], reason: str) -> None:
+        log.info("partitions %s need a new leader (%s)",
+                 [(i.topic, i.partition) for i in infos], reason)
+        with self._cond:
+            if not self._running:
+                return
+            for i in infos:
+                self._no_leader[(i.topic, i.partition)] = i
+            self._cond.notify_all()
+
+    def owned(self) -> list[tuple[str, int]]:
+        with self._cond:
+            out = list(self._no_leader)
+            for f in self._fetchers.values():
+                out.extend(f.partitions)
+        return sorted(out)
+
+    def _find_leaders(self) -> None:
+        while True:
+            with self._cond:
+                while self._running and not self._no_leader:
+                    self._cond.wait(1.0)
+                if not self._running:
+                    return
+                pending = dict(self._no_leader)
+            try:
+                self.cluster.refresh(sorted({t for t, _ in pending}), allow_auto_create=False)
+            except KafkaError as exc:
+                log.info("leader lookup failed: %s", exc)
+                pending = {}
+            with self._cond:
+                if not self._running:
+                    return
+                for tp, info in pending.items():
+                    topic = self.cluster.topics.get(tp[0])
+                    part = topic.partitions.get(tp[1]) if topic else None
+                    if part is None or part.leader not in self.cluster.brokers:
+                        continue
+                    broker = self.cluster.brokers[part.leader]
+                    key = (broker.node_id, hash(tp) % self.num_fetchers)
+                    f = self._fetchers.get(key)
+                    if f is None or f.dead or f.broker.address != broker.address \
+                            or not f.add_partition(info):
+                        if f is not None:
+                            f.stop()
+                            with f._lock:
+                                orphans = dict(f.partitions)
+                            for tp2, info2 in orphans.items():
+                                if tp2 != tp:
+                                    self._no_leader.setdefault(tp2, info2)
+                        f = ConsumerFetcherThread(self, broker, key[1])
+                        self._fetchers[key] = f
+                        f.add_partition(info)
+                        f.start()
+                    if self._no_leader.get(tp) is info:
+                        del self._no_leader[tp]
+            time.sleep(self.backoff)

@@ -1,0 +1,6 @@
+"""GroupConsumerConnector: placeholder, written next."""
+from .connector import ConsumerConnector
+
+
+class GroupConsumerConnector(ConsumerConnector):
+    pass
