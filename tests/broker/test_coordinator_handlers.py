@@ -200,3 +200,11 @@ def test_offset_commit_retention_and_v1_timestamp(broker):
     body["topics"][0]["partitions"][0]["commit_timestamp"] = 12345
     call(broker, offset_commit, apis.OFFSET_COMMIT, 1, body)
     assert broker.coordinator.fetch_offsets("s")[("t", 0)].commit_ms == 12345
+
+
+def test_offset_commit_checks_partitions_cluster_wide(broker):
+    broker.cluster = SimpleNamespace(partitions=lambda t: {0: 1, 1: 2} if t == "t" else None)
+    ok = call(broker, offset_commit, apis.OFFSET_COMMIT, 2, commit_body(partition=1))
+    assert ok.topics[0].partitions[0].error_code == 0  # led by another broker: still stored
+    bad = call(broker, offset_commit, apis.OFFSET_COMMIT, 2, commit_body(partition=2))
+    assert bad.topics[0].partitions[0].error_code == E.UnknownTopicOrPartitionError.errno

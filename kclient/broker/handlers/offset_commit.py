@@ -7,7 +7,7 @@ v1 may carry per-partition commit timestamps and v2-v4 a retention time, both ho
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from kclient.protocol import errors as E
 from kclient.protocol.framing import Request
@@ -19,10 +19,17 @@ UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
 OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
 
 
-def _known_partitions(broker: Any) -> dict[str, list[int]] | None:
-    """The broker's topics and partitions, or None when it cannot tell (accept all)."""
+def _partition_checker(broker: Any) -> Callable[[str, int], bool]:
+    """Whether a partition exists: cluster-wide when the broker has a cluster view (the
+    coordinator stores offsets for partitions other brokers lead), else its own logs."""
+    cluster = getattr(broker, "cluster", None)
+    if cluster is not None and hasattr(cluster, "partitions"):
+        return lambda topic, partition: partition in (cluster.partitions(topic) or ())
     manager = getattr(broker, "log_manager", None)
-    return manager.topics() if manager is not None else None
+    if manager is None:
+        return lambda topic, partition: True
+    known = manager.topics()
+    return lambda topic, partition: partition in known.get(topic, ())
 
 
 def _entries(broker: Any, request: Request
@@ -32,7 +39,7 @@ def _entries(broker: Any, request: Request
     now_ms = int(time.time() * 1000)
     retention = body.retention_time_ms if 2 <= version <= 4 else -1
     expire_ms = now_ms + retention if retention >= 0 else -1
-    known = _known_partitions(broker)
+    exists = _partition_checker(broker)
     max_meta = broker.coordinator.metadata_max_bytes
     entries: dict[TopicPartition, OffsetEntry] = {}
     errors: dict[TopicPartition, int] = {}
@@ -40,7 +47,7 @@ def _entries(broker: Any, request: Request
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if known is not None and p.partition_index not in known.get(topic.name, ()):
+            if not exists(topic.name, p.partition_index):
                 errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > max_meta:
                 errors[tp] = OFFSET_METADATA_TOO_LARGE
