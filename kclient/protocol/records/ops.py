@@ -14,6 +14,7 @@ without re-encoding, and conversion between message formats.
 """
 from __future__ import annotations
 
+import struct
 from typing import Iterator, List, NamedTuple, Optional
 
 from kclient.protocol import compression
@@ -168,7 +169,10 @@ def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: in
     batch = legacy.read_message(bytes(out[pos:pos + size]), 0, size - LOG_OVERHEAD,
                                 max_decompressed=max_decompressed)
     if batch.codec and (magic == 0 or not _dense(batch)):
-        data = bytearray(_reencode_legacy(batch, next_offset))
+        try:
+            data = bytearray(_reencode_legacy(batch, next_offset))
+        except (struct.error, OverflowError, ValueError) as exc:
+            raise corrupt(batch.base_offset, f"cannot re-encode entry: {exc}") from None
         if log_append_time is not None and magic == 1:
             legacy.set_log_append_time(data, 0, len(data) - LOG_OVERHEAD, log_append_time)
         return bytes(data)
@@ -244,10 +248,22 @@ def _to_legacy(batch: Batch, magic: int, codec: int) -> bytes:
         timestamp_type=1 if lat else CREATE_TIME)
 
 
+def _fits_run(run: Batch, batch: Batch) -> bool:
+    """Can a plain v0/v1 message join the v2 batch being gathered (same timestamp type,
+    increasing offsets, offset delta within int32)?"""
+    first, last = run.records[0].offset, run.records[-1].offset
+    offset = batch.base_offset
+    return (run.timestamp_type == batch.timestamp_type and last < offset
+            and offset - first <= 0x7FFFFFFF)
+
+
 def _encode_as(batch: Batch, magic: int, codec: Optional[int]) -> bytes:
     """Encode a decoded entry in ``magic`` with ``codec`` (None: the entry's own codec)."""
     target = batch.codec if codec is None else codec
-    return _to_v2(batch, target) if magic == 2 else _to_legacy(batch, magic, target)
+    try:
+        return _to_v2(batch, target) if magic == 2 else _to_legacy(batch, magic, target)
+    except (struct.error, OverflowError, ValueError) as exc:  # fields out of the format's range
+        raise corrupt(batch.base_offset, f"cannot re-encode entry: {exc}") from None
 
 
 def convert_records(buf: Buffer, magic: int, *, codec: Optional[int] = None,
@@ -275,7 +291,7 @@ def convert_records(buf: Buffer, magic: int, *, codec: Optional[int] = None,
             if magic < 2 and batch.is_control:
                 continue
             if magic == 2 and batch.magic < 2 and not batch.codec:
-                if run is not None and run.timestamp_type == batch.timestamp_type:
+                if run is not None and _fits_run(run, batch):
                     run.records.extend(batch.records)
                     continue
                 if run is not None:
