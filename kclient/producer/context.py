@@ -1,0 +1,151 @@
+"""What a producer's EventHandler works with: config, cluster metadata, encoders, partitioner.
+
+Brokers are found from ``metadata.broker.list`` (alias ``bootstrap.servers``, ``broker.list``)
+or, with ``zookeeper.connect``, from the broker registry ``/brokers/ids/[id]`` that Kafka brokers
+(and the mini-broker) write to ZooKeeper.  The ZooKeeper list is read again whenever none of the
+known brokers answers, so a cluster that moved is found again.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from kclient.cluster import Cluster
+from kclient.cluster import connection_options as cluster_connection_options
+from kclient.encoders import StringEncoder
+from kclient.errors import InvalidConfigError, NoBrokersAvailableError
+
+__all__ = ["ProducerContext", "connection_options", "zookeeper_brokers", "build_context",
+           "DEFAULT_MAX_IN_FLIGHT"]
+
+log = logging.getLogger(__name__)
+
+#: Produce requests in flight per broker connection (not a 0.8.2 key; the Java client's 5).
+DEFAULT_MAX_IN_FLIGHT = 5
+
+
+@dataclass
+class ProducerContext:
+    """Everything an EventHandler needs; handed to ``EventHandler.init``."""
+
+    config: Mapping[str, Any]
+    cluster: Cluster
+    encoder: Any
+    key_encoder: Any
+    partitioner: Any
+    connection_options: dict = field(default_factory=dict)
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    zookeeper_connect: Optional[str] = None
+
+    def rediscover(self) -> bool:
+        """Re-read the broker list from ZooKeeper (if configured); True if it changed."""
+        if not self.zookeeper_connect:
+            return False
+        try:
+            brokers = zookeeper_brokers(self.zookeeper_connect, self.config)
+        except Exception as exc:  # kazoo errors are not KafkaErrors
+            log.warning("cannot read brokers from ZooKeeper %s: %s", self.zookeeper_connect, exc)
+            return False
+        new = [(h, p) for h, p in brokers]
+        if new and new != self.cluster.bootstrap:
+            self.cluster.bootstrap = new
+            return True
+        return False
+
+
+def connection_options(config: Mapping[str, Any]) -> dict:
+    """BrokerConnection keywords from producer config.
+
+    The socket read timeout is ``socket.timeout.ms`` if given, else ``request.timeout.ms`` plus
+    one second (the 0.8 producer read with ``request.timeout.ms``; the broker may use all of it
+    waiting for acks before it answers).
+    """
+    options = cluster_connection_options(config)
+    is_set = getattr(config, "is_set", None)
+    if is_set is None or not is_set("socket.timeout.ms"):
+        options["request_timeout_ms"] = config["request.timeout.ms"] + 1000
+    if not config["client.id"]:
+        options["client_id"] = "kclient-producer"
+    return options
+
+
+def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
+    from kazoo.client import KazooClient
+
+    timeout = config["zookeeper.connection.timeout.ms"] / 1000.0
+    zk = KazooClient(hosts=connect, timeout=config["zookeeper.session.timeout.ms"] / 1000.0,
+                     read_only=True)
+    zk.start(timeout=timeout)
+    try:
+        out = []
+        if not zk.exists("/brokers/ids"):
+            return out
+        for child in sorted(zk.get_children("/brokers/ids"), key=_numeric):
+            data, _ = zk.get(f"/brokers/ids/{child}")
+            addr = _broker_address(data)
+            if addr is not None:
+                out.append(addr)
+        return out
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _numeric(text: str) -> tuple:
+    return (0, int(text)) if text.isdigit() else (1, text)
+
+
+def _broker_address(data: bytes) -> Optional[tuple[str, int]]:
+    """host/port from a registration: 0.8 ``{"host","port"}`` or newer ``endpoints`` URLs."""
+    try:
+        info = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    host, port = info.get("host"), info.get("port")
+    if host and isinstance(port, int) and port > 0:
+        return host, port
+    for endpoint in info.get("endpoints") or ():
+        scheme, _, rest = str(endpoint).partition("://")
+        if scheme.upper() in ("PLAINTEXT", "") and ":" in rest:
+            h, _, p = rest.rpartition(":")
+            if p.isdigit():
+                return h.strip("[]") or "127.0.0.1", int(p)
+    return None
+
+
+def build_context(config: Mapping[str, Any], max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+                  ) -> ProducerContext:
+    """Create the cluster view, encoders and partitioner that ``config`` names."""
+    options = connection_options(config)
+    zk = None
+    if config["metadata.broker.list"]:
+        bootstrap = [f"{h}:{p}" for h, p in config["metadata.broker.list"]]
+    elif config["zookeeper.connect"]:
+        zk = config["zookeeper.connect"]
+        bootstrap = [f"{h}:{p}" for h, p in zookeeper_brokers(zk, config)]
+        if not bootstrap:
+            raise NoBrokersAvailableError(f"no broker registered in ZooKeeper {zk}/brokers/ids")
+    else:
+        raise InvalidConfigError(
+            "the producer needs 'metadata.broker.list' (alias 'bootstrap.servers') or "
+            "'zookeeper.connect' to find brokers", "metadata.broker.list")
+    cluster = Cluster(bootstrap, **options)
+    return ProducerContext(config=config, cluster=cluster,
+                           encoder=_create_encoder(config, "serializer.class"),
+                           key_encoder=_create_encoder(config, "key.serializer.class"),
+                           partitioner=config.create("partitioner.class")
+                           if hasattr(config, "create") else config["partitioner.class"],
+                           connection_options=options, max_in_flight=max_in_flight,
+                           zookeeper_connect=zk)
+
+
+def _create_encoder(config: Mapping[str, Any], key: str) -> Any:
+    value = config[key]
+    if isinstance(value, type):
+        if issubclass(value, StringEncoder):
+            return value(config["serializer.encoding"])
+        return value()
+    return value

@@ -1,0 +1,159 @@
+"""What goes into the producer (ProducerData) and what comes out of it (DeliveryReport).
+
+``ProducerData`` is deliberately a small ``__slots__`` object: the async producer puts it on its
+queue as it is, so creating one and sending it costs a few hundred nanoseconds.
+
+A ``DeliveryReport`` covers one batch of messages sent to one partition in one request: all of
+them were acknowledged together (consecutive offsets from ``base_offset``) or all failed with the
+same ``error``.  One report per batch keeps delivery reporting off the per-message path; iterate
+it to get ``(message, offset)`` pairs when you need them.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional, Sequence
+
+__all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports"]
+
+
+class ProducerData:
+    """One message to send: ``ProducerData(topic, value, key=None)``.
+
+    ``value`` and ``key`` are what the configured encoders accept (bytes for the default
+    encoder); ``partition`` pins the message to a partition (otherwise the partitioner picks one
+    from the key; null keys go to a partition that has a leader); ``timestamp`` is the create time
+    in ms (default: when the batch is built); ``headers`` a list of ``(str, bytes)`` pairs
+    (record batches only, i.e. brokers with Produce v3+).
+    """
+
+    __slots__ = ("topic", "value", "key", "partition", "timestamp", "headers")
+
+    def __init__(self, topic: str, value: Any, key: Any = None, partition: Optional[int] = None,
+                 timestamp: Optional[int] = None, headers: Optional[Sequence] = None) -> None:
+        self.topic = topic
+        self.value = value
+        self.key = key
+        self.partition = partition
+        self.timestamp = timestamp
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {name}={getattr(self, name)!r}"
+                        for name in ("key", "partition", "timestamp", "headers")
+                        if getattr(self, name) is not None)
+        value = self.value
+        if isinstance(value, (bytes, str)) and len(value) > 40:
+            value = value[:37] + (b"..." if isinstance(value, bytes) else "...")
+        return f"ProducerData({self.topic!r}, {value!r}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProducerData):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = object.__hash__
+
+    def __reduce__(self) -> tuple:
+        return (ProducerData, tuple(getattr(self, n) for n in self.__slots__))
+
+
+class RecordMetadata:
+    """Where one message landed: ``topic``, ``partition``, ``offset`` (-1 when acks=0)."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp")
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp: int = -1) -> None:
+        self.topic, self.partition, self.offset, self.timestamp = topic, partition, offset, timestamp
+
+    def __repr__(self) -> str:
+        return f"RecordMetadata({self.topic!r}, {self.partition}, {self.offset})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, RecordMetadata) and
+                (self.topic, self.partition, self.offset) ==
+                (other.topic, other.partition, other.offset))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class DeliveryReport:
+    """The outcome of one batch of messages for one topic partition.
+
+    * ``messages``: the :class:`ProducerData` objects, in the order they were written;
+    * ``topic``, ``partition`` (``-1`` when the message never got a partition, e.g. its topic
+      does not exist or it could not be serialized);
+    * ``error``: ``None`` when the broker acknowledged the batch, else the exception (the last
+      one seen when retries ran out);
+    * ``base_offset``: the offset of the first message (message *i* has ``base_offset + i``);
+      ``-1`` on error and with ``request.required.acks=0`` (no acknowledgement, no offsets);
+    * ``timestamp``: the broker's LogAppendTime if the topic uses it, else -1;
+    * ``attempts``: how many times the batch was sent.
+    """
+
+    __slots__ = ("topic", "partition", "messages", "base_offset", "error", "timestamp",
+                 "attempts")
+
+    def __init__(self, topic: str, partition: int, messages: Sequence[ProducerData],
+                 base_offset: int = -1, error: Optional[BaseException] = None,
+                 timestamp: int = -1, attempts: int = 1) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.messages = messages
+        self.base_offset = base_offset
+        self.error = error
+        self.timestamp = timestamp
+        self.attempts = attempts
+
+    @property
+    def ok(self) -> bool:
+        """True when the batch was written (acknowledged, or sent with acks=0)."""
+        return self.error is None
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    @property
+    def offsets(self) -> range:
+        """The offsets the messages got (empty when unknown: on error or with acks=0)."""
+        if self.error is not None or self.base_offset < 0:
+            return range(0)
+        return range(self.base_offset, self.base_offset + len(self.messages))
+
+    def __iter__(self) -> Iterator[tuple[ProducerData, int]]:
+        """``(message, offset)`` pairs; the offset is -1 when unknown."""
+        if self.error is not None or self.base_offset < 0:
+            return ((m, -1) for m in self.messages)
+        return zip(self.messages, range(self.base_offset, self.base_offset + len(self.messages)))
+
+    def metadata(self) -> list[RecordMetadata]:
+        """One :class:`RecordMetadata` per message (only for acknowledged batches)."""
+        if self.error is not None:
+            return []
+        return [RecordMetadata(self.topic, self.partition, off, self.timestamp)
+                for _, off in self]
+
+    @property
+    def failed(self) -> list[tuple[ProducerData, BaseException]]:
+        """``(message, error)`` pairs, as FailedToSendMessageError lists them (empty if ok)."""
+        if self.error is None:
+            return []
+        return [(m, self.error) for m in self.messages]
+
+    def __repr__(self) -> str:
+        outcome = (f"error={self.error!r}" if self.error is not None
+                   else f"base_offset={self.base_offset}")
+        return (f"DeliveryReport({self.topic!r}, partition={self.partition}, "
+                f"messages={len(self.messages)}, {outcome}, attempts={self.attempts})")
+
+
+def failure_reports(messages: Sequence[ProducerData], error: BaseException,
+                    attempts: int = 0) -> list:
+    """Failed reports (partition -1) for messages that never reached a partition, one per topic."""
+    groups: dict = {}
+    for m in messages:
+        topic = getattr(m, "topic", None)
+        g = groups.get(topic)
+        if g is None:
+            groups[topic] = g = []
+        g.append(m)
+    return [DeliveryReport(topic, -1, msgs, -1, error, -1, attempts)
+            for topic, msgs in groups.items()]

@@ -1,0 +1,604 @@
+"""DefaultEventHandler: serialize, partition, group by broker, compress, send with retries.
+
+It works in two modes over one code path:
+
+* ``handle(events)`` (the 0.8 EventHandler contract, used by the sync producer): send and wait
+  until every message is acknowledged or has failed for good; returns the delivery reports.
+* ``submit(events)`` / ``receive_one()`` / ``resend_due()`` / ``take_reports()`` (used by the
+  async send thread): requests are pipelined, up to ``max_in_flight`` per broker connection,
+  and completed later, so building the next batch overlaps the broker's work on the last one.
+
+A batch whose partition reports a retriable error (NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT,
+LEADER_NOT_AVAILABLE, ...), or whose connection broke, waits ``retry.backoff.ms`` (a tenacity
+wait strategy), the metadata is refreshed, and it is sent again to whoever leads the partition
+then, at most ``message.send.max.retries`` times; after that its report carries the last error.
+Non-retriable errors fail at once.  Every message ends in exactly one report.
+
+Produce connections are owned here (one per broker, separate from the metadata connection), so
+a broken socket fails exactly the requests that were in flight on it.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from operator import attrgetter
+from typing import Any, List, Optional, Sequence
+
+import tenacity
+
+from kclient.connection import BrokerConnection
+from kclient.encoders import DefaultEncoder
+from kclient.errors import (
+    FailedToSendMessageError, KafkaConnectionError, KafkaError, KafkaTimeoutError,
+    LeaderNotAvailableError, MessageSizeTooLargeError, NoBrokersAvailableError,
+    UnknownTopicOrPartitionError, error_for_code,
+)
+from kclient.protocol.apis import PRODUCE
+from kclient.protocol.compression import codec_id
+
+from .batches import MAX_BATCH_BYTES, RECORD_OVERHEAD, PartitionBatch, split_by_size
+from .callback import EventHandler
+from .data import DeliveryReport, ProducerData, failure_reports
+
+__all__ = ["DefaultEventHandler"]
+
+log = logging.getLogger(__name__)
+
+_topic = attrgetter("topic")
+_value = attrgetter("value")
+_key = attrgetter("key")
+_part = attrgetter("partition")
+_ts = attrgetter("timestamp")
+_hdrs = attrgetter("headers")
+
+
+class _InFlight:
+    """One produce request awaiting its response."""
+
+    __slots__ = ("conn", "node", "corr", "batches")
+
+    def __init__(self, conn: BrokerConnection, node: int, corr: int, batches: dict) -> None:
+        self.conn, self.node, self.corr, self.batches = conn, node, corr, batches
+
+
+class _Parked:
+    """Messages that could not be partitioned yet (topic metadata missing), waiting to retry."""
+
+    __slots__ = ("events", "attempts", "due", "error")
+
+    def __init__(self, events: list, attempts: int, due: float, error: BaseException) -> None:
+        self.events, self.attempts, self.due, self.error = events, attempts, due, error
+
+
+class _Attempt:
+    """The little of tenacity's RetryCallState that wait strategies read."""
+
+    __slots__ = ("attempt_number", "start_time", "outcome", "idle_for")
+
+    def __init__(self, number: int) -> None:
+        self.attempt_number = number
+        self.start_time = 0.0
+        self.outcome = None
+        self.idle_for = 0.0
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
+
+
+class DefaultEventHandler(EventHandler):
+    """The standard EventHandler (see the module docstring)."""
+
+    def __init__(self, context: Any = None) -> None:
+        self._inflight: deque = deque()
+        self._retry: List[PartitionBatch] = []
+        self._parked: List[_Parked] = []
+        self._reports: List[DeliveryReport] = []
+        self._conns: dict = {}
+        self._rr: dict = {}
+        self._topics: set = set()
+        self._stale = False
+        if context is not None:
+            self.init(context)
+
+    # ------------------------------------------------------------------ setup
+    def init(self, context: Any) -> None:
+        cfg = context.config
+        self.context = context
+        self.config = cfg
+        self.cluster = context.cluster
+        self.encoder = context.encoder
+        self.key_encoder = context.key_encoder
+        self.partitioner = context.partitioner
+        self.acks = cfg["request.required.acks"]
+        self.ack_timeout_ms = cfg["request.timeout.ms"]
+        self.max_retries = cfg["message.send.max.retries"]
+        self.backoff = cfg["retry.backoff.ms"] / 1000.0
+        interval = cfg["topic.metadata.refresh.interval.ms"]
+        self.refresh_interval = interval / 1000.0 if interval >= 0 else None
+        self.max_message_bytes = cfg["message.max.bytes"]
+        self.codec = codec_id(cfg["compression.codec"])
+        self.compressed_topics = frozenset(cfg["compressed.topics"])
+        self.max_in_flight = max(1, int(getattr(context, "max_in_flight", 5)))
+        self.connection_options = dict(getattr(context, "connection_options", {}) or {})
+        #: backoff before a retry, as a tenacity wait strategy (fixed, as the 0.8 producer)
+        self.wait = tenacity.wait_fixed(self.backoff)
+        self._raw_values = type(self.encoder) is DefaultEncoder
+        self._raw_keys = type(self.key_encoder) is DefaultEncoder
+
+    # ------------------------------------------------------------------ blocking API
+    def handle(self, events: Sequence[ProducerData]) -> List[DeliveryReport]:
+        """Send ``events`` and wait for every outcome; returns the reports (failures included)."""
+        if events:
+            self.submit(list(events))
+        self.complete()
+        return self.take_reports()
+
+    def complete(self, deadline: Optional[float] = None) -> None:
+        """Receive, retry and resend until nothing is outstanding (or ``deadline`` passes)."""
+        while self.pending:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            if self._inflight:
+                self.receive_one()
+                continue
+            due = self.next_due()
+            if due is not None:
+                pause = due - time.monotonic()
+                if deadline is not None:
+                    pause = min(pause, deadline - time.monotonic())
+                if pause > 0:
+                    time.sleep(pause)
+            self.resend_due()
+
+    # ------------------------------------------------------------------ pipelined API
+    @property
+    def pending(self) -> int:
+        """Requests in flight plus batches waiting for a retry."""
+        return len(self._inflight) + len(self._retry) + len(self._parked)
+
+    @property
+    def inflight(self) -> int:
+        return len(self._inflight)
+
+    def take_reports(self) -> List[DeliveryReport]:
+        """The reports completed since the last call."""
+        out, self._reports = self._reports, []
+        return out
+
+    def next_due(self) -> Optional[float]:
+        """When the earliest waiting retry is due (monotonic seconds), or None."""
+        dues = [b.due for b in self._retry] + [p.due for p in self._parked]
+        return min(dues) if dues else None
+
+    def submit(self, events: list) -> None:
+        """Serialize, partition and send ``events``; outcomes arrive via :meth:`take_reports`."""
+        self._maybe_refresh()
+        batches = self._prepare(events, 0)
+        if batches:
+            self._send(batches)
+
+    def receive_one(self) -> None:
+        """Wait for the oldest request in flight and complete it."""
+        if self._inflight:
+            self._complete(self._inflight.popleft())
+
+    def resend_due(self) -> None:
+        """Send again the batches whose backoff has passed (metadata refreshed first)."""
+        now = time.monotonic()
+        due = [b for b in self._retry if b.due <= now]
+        parked = [p for p in self._parked if p.due <= now]
+        if not due and not parked:
+            self._maybe_refresh()
+            return
+        self._retry = [b for b in self._retry if b.due > now]
+        self._parked = [p for p in self._parked if p.due > now]
+        topics = {b.topic for b in due} | {e.topic for p in parked for e in p.events}
+        if self._stale or parked:
+            self._refresh(topics)
+        batches = []
+        for p in parked:
+            batches += self._prepare(p.events, p.attempts)
+        self._send(due + batches)
+
+    def abort(self, error: BaseException) -> None:
+        """Fail everything still outstanding with ``error`` (used when close times out)."""
+        while self._inflight:
+            entry = self._inflight.popleft()
+            for b in entry.batches.values():
+                self._fail(b, error)
+        for b in self._retry:
+            self._fail(b, error)
+        for p in self._parked:
+            self._fail_events(p.events, error)
+        self._retry, self._parked = [], []
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    # ------------------------------------------------------------------ metadata
+    def _maybe_refresh(self) -> None:
+        if self.refresh_interval is None or not self._topics:
+            return
+        if time.monotonic() - self.cluster.last_refresh >= self.refresh_interval:
+            try:
+                self._refresh(self._topics)
+            except KafkaError as exc:
+                log.warning("periodic metadata refresh failed: %s", exc)
+
+    def _refresh(self, topics) -> None:
+        """Refresh metadata for ``topics`` (tenacity: one retry after the backoff)."""
+        retryer = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(2), wait=self.wait,
+            retry=tenacity.retry_if_exception(_retriable), reraise=True)
+        try:
+            retryer(self._refresh_once, sorted(topics))
+            self._stale = False
+        except KafkaError as exc:
+            log.info("metadata refresh failed: %s", exc)
+            self._stale = True
+
+    def _refresh_once(self, topics: list) -> None:
+        try:
+            self.cluster.refresh(topics)
+        except NoBrokersAvailableError:
+            if self.context is not None and getattr(self.context, "rediscover", None) \
+                    and self.context.rediscover():
+                self.cluster.refresh(topics)
+            else:
+                raise
+
+    def _partitions(self, topic: str) -> tuple:
+        """(all partition ids, ids whose leader is known) of ``topic``; refreshes if unknown."""
+        info = self.cluster.topics.get(topic)
+        if info is None or not info.partitions:
+            self._refresh([topic] + sorted(self._topics))
+            info = self.cluster.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            code = info.error_code if info is not None and info.error_code else 3
+            raise error_for_code(code)(f"topic {topic!r}")
+        self._topics.add(topic)
+        brokers = self.cluster.brokers
+        parts = sorted(info.partitions)
+        avail = [p for p in parts if info.partitions[p].leader in brokers]
+        return parts, avail
+
+    # ------------------------------------------------------------------ prepare
+    def _prepare(self, events: list, attempts: int) -> List[PartitionBatch]:
+        topics = set(map(_topic, events))
+        if len(topics) == 1:
+            groups = {topics.pop(): events}
+        else:
+            groups = {}
+            for e in events:
+                g = groups.get(e.topic)
+                if g is None:
+                    groups[e.topic] = g = []
+                g.append(e)
+        out: List[PartitionBatch] = []
+        for topic, evs in groups.items():
+            try:
+                made = self._prepare_topic(topic, evs, attempts)
+                if attempts:
+                    for b in made:
+                        b.attempts = attempts
+                out += made
+            except KafkaError as exc:
+                self._park(evs, attempts, exc)
+            except Exception as exc:  # a partitioner or encoder bug: fail, never lose
+                log.exception("preparing messages for topic %r failed", topic)
+                self._fail_events(evs, exc)
+        return out
+
+    def _park(self, events: list, attempts: int, exc: BaseException) -> None:
+        attempts += 1
+        if not _retriable(exc) or attempts > self.max_retries:
+            self._fail_events(events, exc, attempts)
+            return
+        self._stale = True
+        self._parked.append(_Parked(events, attempts, time.monotonic() + self._backoff(attempts),
+                                    exc))
+
+    def _serialize(self, evs: list, column: list, encoder: Any, raw: bool, what: str) -> tuple:
+        """Encode a column; returns (values, {index: exception}) for messages that failed."""
+        if raw and set(map(type, column)) <= {bytes, type(None)}:
+            return column, {}
+        if raw:
+            enc = encoder.to_message
+        else:
+            enc = getattr(encoder, "to_message", encoder)
+        try:
+            return list(map(enc, column)), {}
+        except Exception:
+            pass
+        out, bad = [], {}
+        for i, v in enumerate(column):
+            try:
+                out.append(enc(v))
+            except Exception as exc:
+                bad[i] = exc
+                out.append(None)
+        return out, bad
+
+    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> List[PartitionBatch]:
+        parts, avail = self._partitions(topic)
+        n = len(evs)
+        values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
+                                      self._raw_values, "value")
+        keys = list(map(_key, evs))
+        if keys.count(None) == n:
+            keys = None
+        else:
+            keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys, "key")
+            bad.update(bad_keys)
+        pins = list(map(_part, evs))
+        if pins.count(None) == n:
+            pins = None
+        stamps = list(map(_ts, evs))
+        if stamps.count(None) == n:
+            stamps = None
+        headers = list(map(_hdrs, evs))
+        if headers.count(None) == n:
+            headers = None
+        try:
+            lengths = list(map(len, values))
+        except TypeError:
+            lengths = None
+        sizes = lengths
+        if sizes is None or keys is not None:
+            sizes = [(len(v) if v is not None else 0) + (len(k) if k is not None else 0)
+                     for v, k in zip(values, keys or [None] * n)]
+        if max(sizes) > self.max_message_bytes:
+            for i, s in enumerate(sizes):
+                if s > self.max_message_bytes and i not in bad:
+                    bad[i] = MessageSizeTooLargeError(
+                        f"message of {s} bytes for topic {topic!r} exceeds message.max.bytes "
+                        f"({self.max_message_bytes})")
+        if bad:
+            self._fail_indices(topic, evs, bad, attempts)
+            keep = [i for i in range(n) if i not in bad]
+            if not keep:
+                return []
+            evs, values, sizes = [evs[i] for i in keep], [values[i] for i in keep], \
+                [sizes[i] for i in keep]
+            keys = [keys[i] for i in keep] if keys is not None else None
+            pins = [pins[i] for i in keep] if pins is not None else None
+            stamps = [stamps[i] for i in keep] if stamps is not None else None
+            headers = [headers[i] for i in keep] if headers is not None else None
+            lengths = None if lengths is None else [lengths[i] for i in keep]
+            n = len(evs)
+        codec = self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
+            else 0
+        if keys is None and pins is None:
+            p = self._sticky(topic, avail)
+            return self._split(topic, p, evs, values, None, stamps, headers, codec, lengths, sizes)
+        # per-message partitions: pinned, by key, or sticky for null keys
+        count = len(parts)
+        choose = self.partitioner.partition if hasattr(self.partitioner, "partition") \
+            else self.partitioner
+        sticky = None
+        by_part: dict = {}
+        partition_set = set(parts)
+        for i in range(n):
+            p = pins[i] if pins is not None else None
+            if p is None:
+                k = keys[i] if keys is not None else None
+                if k is None:
+                    if sticky is None:
+                        sticky = self._sticky(topic, avail)
+                    p = sticky
+                else:
+                    p = parts[choose(k, count)]
+            elif p not in partition_set:
+                self._fail_indices(topic, [evs[i]], {0: UnknownTopicOrPartitionError(
+                    f"partition {p} of topic {topic!r} (it has {count})")}, attempts)
+                continue
+            idx = by_part.get(p)
+            if idx is None:
+                by_part[p] = idx = []
+            idx.append(i)
+        out = []
+        for p, idx in by_part.items():
+            sub = (lambda col: None if col is None else [col[i] for i in idx])
+            out += self._split(topic, p, [evs[i] for i in idx], [values[i] for i in idx],
+                               sub(keys), sub(stamps), sub(headers), codec, sub(lengths),
+                               [sizes[i] for i in idx])
+        return out
+
+    def _split(self, topic, partition, evs, values, keys, stamps, headers, codec, lengths,
+               sizes) -> List[PartitionBatch]:
+        """One or more batches for a partition, each under MAX_BATCH_BYTES."""
+        if keys is not None and all(k is None for k in keys):
+            keys = None
+        if stamps is not None and all(t is None for t in stamps):
+            stamps = None
+        if headers is not None and not any(headers):
+            headers = None
+        if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= MAX_BATCH_BYTES:
+            return [PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec,
+                                   lengths)]
+        bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(evs)]
+        out = []
+        for a, b in zip(bounds, bounds[1:]):
+            cut = (lambda col: None if col is None else col[a:b])
+            out.append(PartitionBatch(topic, partition, evs[a:b], values[a:b], cut(keys),
+                                      cut(stamps), cut(headers), codec, cut(lengths)))
+        return out
+
+    def _sticky(self, topic: str, avail: list) -> int:
+        """A partition with a leader for keyless messages, rotating batch by batch."""
+        if not avail:
+            raise LeaderNotAvailableError(f"no partition of topic {topic!r} has a leader")
+        n = self._rr.get(topic, -1) + 1
+        self._rr[topic] = n
+        return avail[n % len(avail)]
+
+    # ------------------------------------------------------------------ send
+    def _connection(self, node: int) -> BrokerConnection:
+        info = self.cluster.brokers.get(node)
+        if info is None:
+            raise LeaderNotAvailableError(f"broker {node} is not in the metadata")
+        conn = self._conns.get(node)
+        if conn is None or (conn.host, conn.port) != (info.host, info.port):
+            if conn is not None:
+                self._connection_failed(conn, KafkaConnectionError(
+                    conn.host, conn.port, "broker moved"))
+            conn = BrokerConnection(info.host, info.port, node_id=node, **self.connection_options)
+            self._conns[node] = conn
+        if not conn.connected:
+            conn.connect()
+        return conn
+
+    def _send(self, batches: List[PartitionBatch]) -> None:
+        by_node: dict = {}
+        for b in batches:
+            info = self.cluster.topics.get(b.topic)
+            part = info.partitions.get(b.partition) if info is not None else None
+            if part is None or part.leader not in self.cluster.brokers:
+                self._retry_later(b, LeaderNotAvailableError(
+                    f"topic {b.topic!r} partition {b.partition} has no known leader"), sent=False)
+                continue
+            by_node.setdefault(part.leader, []).append(b)
+        for node, bs in by_node.items():
+            while bs:
+                seen, now, rest = set(), [], []
+                for b in bs:
+                    key = (b.topic, b.partition)
+                    (rest if key in seen else now).append(b)
+                    seen.add(key)
+                self._send_request(node, now)
+                bs = rest
+
+    def _send_request(self, node: int, batches: List[PartitionBatch]) -> None:
+        try:
+            conn = self._connection(node)
+            version = conn.version(PRODUCE)
+        except KafkaError as exc:
+            self._stale = True
+            for b in batches:
+                self._retry_later(b, exc, sent=False)
+            return
+        magic = 2 if version >= 3 else (1 if version == 2 else 0)
+        topic_data: dict = {}
+        sent = {}
+        for b in batches:
+            try:
+                records = b.encode(magic)
+            except Exception as exc:  # headers on an old broker, zstd with magic < 2, ...
+                self._fail(b, exc)
+                continue
+            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
+            sent[(b.topic, b.partition)] = b
+        if not sent:
+            return
+        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
+                "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+        self._wait_window(conn)
+        for b in sent.values():
+            b.attempts += 1
+        try:
+            corr = conn.send(PRODUCE, body, version, expect_response=self.acks != 0)
+        except KafkaError as exc:
+            self._connection_failed(conn, exc)
+            for b in sent.values():
+                self._retry_later(b, exc)
+            return
+        if self.acks == 0:
+            for b in sent.values():
+                self._succeed(b, -1, -1)
+            return
+        self._inflight.append(_InFlight(conn, node, corr, sent))
+
+    def _wait_window(self, conn: BrokerConnection) -> None:
+        """Complete the oldest requests on ``conn`` until fewer than max_in_flight remain."""
+        while True:
+            mine = [e for e in self._inflight if e.conn is conn]
+            if len(mine) < self.max_in_flight:
+                return
+            self._inflight.remove(mine[0])
+            self._complete(mine[0])
+
+    # ------------------------------------------------------------------ complete
+    def _complete(self, entry: _InFlight) -> None:
+        try:
+            resp = entry.conn.receive(entry.corr)
+        except KafkaError as exc:
+            self._connection_failed(entry.conn, exc)
+            for b in entry.batches.values():
+                self._retry_later(b, exc)
+            return
+        batches = entry.batches
+        for topic in resp.responses:
+            for pr in topic.partition_responses:
+                b = batches.pop((topic.name, pr.index), None)
+                if b is None:
+                    continue
+                if pr.error_code == 0:
+                    self._succeed(b, pr.base_offset, pr.log_append_time_ms)
+                else:
+                    msg = pr.get("error_message")
+                    exc = error_for_code(pr.error_code)(
+                        f"topic {topic.name!r} partition {pr.index} on broker {entry.node}"
+                        + (f": {msg}" if msg else ""))
+                    self._retry_later(b, exc)
+        for b in batches.values():
+            self._retry_later(b, KafkaError(
+                f"broker {entry.node} did not answer for topic {b.topic!r} partition "
+                f"{b.partition}"), force_retriable=True)
+
+    def _connection_failed(self, conn: BrokerConnection, exc: BaseException) -> None:
+        """Close ``conn`` and retry every other request that was in flight on it."""
+        conn.close(f"failed: {exc}")
+        self._stale = True
+        others = [e for e in self._inflight if e.conn is conn]
+        if others:
+            self._inflight = deque(e for e in self._inflight if e.conn is not conn)
+            for e in others:
+                for b in e.batches.values():
+                    self._retry_later(b, exc)
+
+    def _backoff(self, attempts: int) -> float:
+        return float(self.wait(_Attempt(attempts)))
+
+    def _retry_later(self, b: PartitionBatch, exc: BaseException, sent: bool = True,
+                     force_retriable: bool = False) -> None:
+        if not sent:
+            b.attempts += 1
+        b.error = exc
+        if not (force_retriable or _retriable(exc)) or b.attempts > self.max_retries:
+            self._fail(b, exc)
+            return
+        if getattr(exc, "invalid_metadata", False) or isinstance(
+                exc, (KafkaConnectionError, KafkaTimeoutError)) or not sent:
+            self._stale = True
+        b.due = time.monotonic() + self._backoff(b.attempts)
+        log.debug("retrying %r after %s", b, exc)
+        self._retry.append(b)
+
+    # ------------------------------------------------------------------ reports
+    def _succeed(self, b: PartitionBatch, base_offset: int, log_append_time: int) -> None:
+        b.release()
+        self._reports.append(DeliveryReport(b.topic, b.partition, b.messages, base_offset, None,
+                                            log_append_time, b.attempts))
+
+    def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
+        b.release()
+        self._reports.append(DeliveryReport(b.topic, b.partition, b.messages, -1, exc, -1,
+                                            b.attempts))
+
+    def _fail_events(self, events: list, exc: BaseException, attempts: int = 0) -> None:
+        self._reports += failure_reports(events, exc, attempts)
+
+    def _fail_indices(self, topic: str, evs: list, bad: dict, attempts: int) -> None:
+        for i, exc in sorted(bad.items()):
+            self._reports.append(DeliveryReport(topic, -1, [evs[i]], -1, exc, -1, attempts))
+
+
+def raise_for_reports(reports: List[DeliveryReport]) -> None:
+    """Raise FailedToSendMessageError naming every failed message of ``reports``, if any."""
+    failed = [pair for r in reports if r.error is not None for pair in r.failed]
+    if failed:
+        raise FailedToSendMessageError(failed)

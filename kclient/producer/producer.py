@@ -1,0 +1,394 @@
+"""Producer: the one entry point for sending, sync or async (0.8's ``kafka.producer.Producer``).
+
+::
+
+    with Producer({"metadata.broker.list": "127.0.0.1:9092", "producer.type": "async"},
+                  on_delivery=print) as p:
+        p.send(ProducerData("events", b"hello", key=b"user-1"))
+        p.send([ProducerData("events", v) for v in values])
+        p.flush()
+
+Delivery is never silent.  Every message ends in exactly one :class:`DeliveryReport` (one per
+partition batch: acknowledged offsets or the error), which goes to ``on_delivery`` and to the
+CallbackHandler's ``on_delivery`` hook.  In sync mode ``send`` returns the reports and raises
+``FailedToSendMessageError`` naming the failed messages; in async mode the failures are also kept
+and raised by the next ``flush()`` or ``close()``.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from typing import Any, Callable, List, Mapping, Optional, Union
+
+from kclient.config import load_config
+from kclient.errors import (
+    FailedToSendMessageError, IllegalStateError, KafkaTimeoutError, MessageSizeTooLargeError,
+    QueueFullError,
+)
+
+from .callback import overridden_hooks
+from .context import DEFAULT_MAX_IN_FLIGHT, ProducerContext, build_context
+from .data import DeliveryReport, ProducerData
+from .event_handler import DefaultEventHandler
+from .send_thread import ProducerSendThread
+
+__all__ = ["Producer"]
+
+log = logging.getLogger(__name__)
+
+#: failed messages kept for flush()/close() to raise (the count is always exact)
+MAX_KEPT_FAILURES = 100_000
+
+_LIVE: "weakref.WeakSet[Producer]" = weakref.WeakSet()
+
+
+class Producer:
+    """Send messages to Kafka; ``producer.type`` chooses sync or async (see module docstring).
+
+    ``config`` holds producer keys (``metadata.broker.list``, ``producer.type``, ...); keyword
+    ``overrides`` spell dots as underscores (``producer_type="async"``).  ``on_delivery`` is
+    called with each :class:`DeliveryReport` (async: on the send thread; keep it quick).
+    """
+
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, *,
+                 on_delivery: Optional[Callable[[DeliveryReport], Any]] = None,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, **overrides: Any) -> None:
+        self.config = cfg = load_config("producer", config, **overrides)
+        self.on_delivery = on_delivery
+        self._closed = False
+        self._failures: list = []
+        self._failure_count = 0
+        self._stats_lock = threading.Lock()
+        self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
+        self.context: ProducerContext = build_context(cfg, max_in_flight)
+        self.callbacks = _instance(cfg["callback.handler"])
+        self._hooks = overridden_hooks(self.callbacks)
+        if self.callbacks is not None and callable(getattr(self.callbacks, "init", None)):
+            self.callbacks.init(cfg)
+        handler = _instance(cfg["event.handler"])
+        self.event_handler = handler if handler is not None else DefaultEventHandler()
+        if callable(getattr(self.event_handler, "init", None)):
+            self.event_handler.init(self.context)
+        self.max_message_bytes = cfg["message.max.bytes"]
+        self._enqueue_timeout = cfg["queue.enqueue.timeout.ms"]
+        self.sync = cfg["producer.type"] == "sync"
+        self._sync_lock = threading.Lock()
+        self._thread: Optional[ProducerSendThread] = None
+        if self.sync:
+            self.send = self._send_sync  # type: ignore[method-assign]
+        else:
+            self._thread = t = ProducerSendThread(
+                self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
+                linger_ms=cfg["queue.buffering.max.ms"],
+                capacity=cfg["queue.buffering.max.messages"], callbacks=self.callbacks)
+            self._queue = t.queue
+            self._capacity = cfg["queue.buffering.max.messages"]
+            # the fast path checks values of bytes below this size without computing exactly
+            self._fast_limit = self.max_message_bytes
+            if self._hooks & {"before_enqueue", "after_enqueue"}:
+                self.send = self._send_hooked  # type: ignore[method-assign]
+            else:
+                self.send = self._send_async  # type: ignore[method-assign]
+            t.start()
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------ context manager
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as err:  # do not hide the exception that is propagating
+            log.error("closing the producer after %s: %s", exc_type.__name__, err)
+
+    def __repr__(self) -> str:
+        mode = "sync" if self.sync else "async"
+        state = "closed" if self._closed else "open"
+        return f"<Producer {mode} {state} brokers={self.context.cluster.bootstrap}>"
+
+    # ------------------------------------------------------------------ sending
+    def send(self, data: Union[ProducerData, List[ProducerData]]) -> Optional[List[DeliveryReport]]:
+        """Send one ProducerData or a list of them (replaced per instance by the mode's path).
+
+        Sync: returns the delivery reports once acknowledged; raises FailedToSendMessageError.
+        Async: queues and returns None; a full queue follows ``queue.enqueue.timeout.ms``.
+        """
+        raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
+
+    def _send_async(self, data):
+        """Async fast path: a few checks and a deque append (no lock, no per-message objects)."""
+        if type(data) is ProducerData:
+            v = data.value
+            if type(v) is not bytes or len(v) > self._fast_limit or data.key is not None:
+                self._check_size(data)
+            q = self._queue
+            if len(q) >= self._capacity:
+                return self._enqueue_slow([data])
+            q.append(data)
+            t = self._thread
+            if len(q) >= t.wake_at:
+                t.wake()
+            return None
+        return self._send_many(data)
+
+    def _send_many(self, data) -> None:
+        items = self._as_list(data)
+        if not items:
+            return None
+        q = self._queue
+        if len(q) + len(items) > self._capacity:
+            return self._enqueue_slow(items)
+        q.extend(items)
+        t = self._thread
+        if len(q) >= t.wake_at:
+            t.wake()
+        return None
+
+    def _enqueue_slow(self, items: list) -> None:
+        """Queue full (or closed): block, wait or raise as queue.enqueue.timeout.ms says."""
+        self._check_open()
+        t = self._thread
+        timeout = self._enqueue_timeout
+        done = 0
+        try:
+            while done < len(items):
+                room = self._capacity - len(self._queue)
+                if room <= 0:
+                    if timeout == 0:
+                        raise QueueFullError(
+                            f"the producer queue is full ({self._capacity} messages, "
+                            "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
+                    t.wait_for_room(1, timeout)
+                    self._check_open()
+                    continue
+                chunk = items[done:done + room]
+                self._queue.extend(chunk)
+                done += len(chunk)
+                if len(self._queue) >= t.wake_at:
+                    t.wake()
+        except QueueFullError as exc:
+            exc.not_queued = items[done:]
+            if len(items) > 1:
+                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(items) - done} of "
+                            f"{len(items)} messages were not queued (see .not_queued)",)
+            raise
+        return None
+
+    def _send_hooked(self, data) -> None:
+        """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
+        cb = self.callbacks
+        items = [data] if type(data) is ProducerData else self._as_list(data)
+        for d in items:
+            if type(d) is not ProducerData:
+                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+            if "before_enqueue" in self._hooks:
+                d = cb.before_enqueue(d)
+                if d is None:
+                    continue
+            self._check_size(d)
+            added = False
+            try:
+                self._enqueue_slow([d]) if len(self._queue) >= self._capacity else \
+                    self._queue.append(d)
+                added = True
+            finally:
+                if "after_enqueue" in self._hooks:
+                    cb.after_enqueue(d, added)
+            t = self._thread
+            if len(self._queue) >= t.wake_at:
+                t.wake()
+        return None
+
+    def _send_sync(self, data) -> List[DeliveryReport]:
+        """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
+        self._check_open()
+        items = [data] if type(data) is ProducerData else self._as_list(data)
+        if type(data) is ProducerData:
+            self._check_size(data)
+        cb = self.callbacks
+        if "before_sending_data" in self._hooks:
+            items = list(cb.before_sending_data(items) or ())
+        if not items:
+            return []
+        with self._sync_lock:
+            try:
+                reports = self.event_handler.handle(items)
+            except Exception as exc:
+                reports = [DeliveryReport(d.topic, -1, [d], -1, exc) for d in items]
+        if reports is None:
+            reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
+        self._deliver(reports, keep_failures=False)
+        failed = [pair for r in reports if r.error is not None for pair in r.failed]
+        if failed:
+            raise FailedToSendMessageError(failed)
+        return reports
+
+    def _as_list(self, data) -> list:
+        """Validate a list send: ProducerData items of acceptable size."""
+        if isinstance(data, ProducerData):
+            return [data]
+        if not isinstance(data, (list, tuple)):
+            raise TypeError("send() takes a ProducerData or a list of them, got "
+                            f"{type(data).__name__}")
+        items = data if type(data) is list else list(data)
+        if set(map(type, items)) - {ProducerData}:
+            bad = next(d for d in items if type(d) is not ProducerData)
+            raise TypeError(f"send() takes ProducerData objects, got {type(bad).__name__}")
+        values = [d.value for d in items]
+        if set(map(type, values)) <= {bytes} and max(map(len, values), default=0) <= \
+                self.max_message_bytes - 64 and \
+                [d.key for d in items].count(None) == len(items):
+            return items
+        for d in items:
+            self._check_size(d)
+        return items
+
+    def _check_size(self, d: ProducerData) -> None:
+        """Raise MessageSizeTooLargeError for a message over message.max.bytes (bytes/str)."""
+        size = _size(d.value) + _size(d.key)
+        if size > self.max_message_bytes:
+            raise MessageSizeTooLargeError(
+                f"message of {size} bytes for topic {d.topic!r} exceeds message.max.bytes "
+                f"({self.max_message_bytes}); it was not queued")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("send() after close()")
+        t = self._thread
+        if t is not None and t.crashed is not None:
+            raise IllegalStateError(f"the producer's send thread died: {t.crashed!r}")
+
+    # ------------------------------------------------------------------ delivery
+    def _deliver(self, reports: List[DeliveryReport], keep_failures: bool = True) -> None:
+        """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
+        acked = failed = 0
+        for r in reports:
+            if r.error is None:
+                acked += len(r.messages)
+            else:
+                failed += len(r.messages)
+                if keep_failures:
+                    room = MAX_KEPT_FAILURES - len(self._failures)
+                    if room > 0:
+                        self._failures += r.failed[:room]
+                    log.warning("failed to deliver %d message(s) to %s/%s: %s",
+                                len(r.messages), r.topic, r.partition, r.error)
+        with self._stats_lock:
+            self.stats["acknowledged"] += acked
+            self.stats["failed"] += failed
+            self.stats["batches"] += len(reports)
+            if keep_failures:
+                self._failure_count += failed
+        if "on_delivery" in self._hooks:
+            for r in reports:
+                try:
+                    self.callbacks.on_delivery(r)
+                except Exception:
+                    log.exception("CallbackHandler.on_delivery raised")
+        if self.on_delivery is not None:
+            for r in reports:
+                try:
+                    self.on_delivery(r)
+                except Exception:
+                    log.exception("on_delivery callback raised")
+
+    def _raise_failures(self) -> None:
+        with self._stats_lock:
+            failures, count = self._failures, self._failure_count
+            self._failures, self._failure_count = [], 0
+        if count:
+            more = f" ({count - len(failures)} more not listed)" if count > len(failures) else ""
+            raise FailedToSendMessageError(
+                failures, f"failed to send {count} message(s){more}")
+
+    # ------------------------------------------------------------------ flush / close
+    @property
+    def queued(self) -> int:
+        """Messages waiting in the queue or taken by the send thread and not yet reported."""
+        t = self._thread
+        return 0 if t is None else len(t.queue) + t.outstanding
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Send everything queued and wait for its outcome.
+
+        Raises KafkaTimeoutError if ``timeout`` (seconds) passes first, and
+        FailedToSendMessageError naming the messages that failed since the last flush.
+        """
+        t = self._thread
+        if t is not None and not t.flush(timeout):
+            raise KafkaTimeoutError(f"flush timed out after {timeout}s with {self.queued} "
+                                    "message(s) undelivered")
+        self._raise_failures()
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Drain the queue, send the last batch, release connections.
+
+        After ``timeout`` seconds what is still undelivered is reported failed.  Raises
+        FailedToSendMessageError if messages failed since the last flush.  Idempotent.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        _LIVE.discard(self)
+        try:
+            if self._thread is not None:
+                self._capacity = -1  # any further send() takes the slow path and is refused
+                self._thread.close(timeout)
+        finally:
+            if self.callbacks is not None and "close" in self._hooks:
+                try:
+                    self.callbacks.close()
+                except Exception:
+                    log.exception("CallbackHandler.close raised")
+            try:
+                self.event_handler.close()
+            finally:
+                self.context.cluster.close()
+        self._raise_failures()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def partition_for(self, topic: str, key: Any) -> int:
+        """The partition a message with ``key`` goes to (murmur2 by default), as send() picks."""
+        handler = self.event_handler
+        if not isinstance(handler, DefaultEventHandler):
+            raise TypeError("partition_for needs the DefaultEventHandler")
+        parts, _ = handler._partitions(topic)
+        kb = self.context.key_encoder.to_message(key) if hasattr(
+            self.context.key_encoder, "to_message") else key
+        return parts[self.context.partitioner.partition(kb, len(parts))]
+
+
+def _size(x: Any) -> int:
+    if x is None:
+        return 0
+    if type(x) is bytes or isinstance(x, (bytearray, memoryview)):
+        return len(x)
+    if isinstance(x, str):
+        return len(x) if x.isascii() else len(x.encode("utf-8", "replace"))
+    return 0  # other objects are checked after serialization (reported failed)
+
+
+def _instance(value: Any) -> Any:
+    """A config value naming a class (instantiate it) or an object (use it)."""
+    if value is None:
+        return None
+    return value() if isinstance(value, type) else value
+
+
+@atexit.register
+def _close_all() -> None:
+    """At interpreter exit, drain producers that were not closed (nothing queued is lost)."""
+    for producer in list(_LIVE):
+        try:
+            producer.close(timeout=60)
+        except Exception as exc:
+            log.error("closing %r at exit: %s", producer, exc)

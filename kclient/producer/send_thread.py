@@ -1,0 +1,307 @@
+"""ProducerSendThread: the async producer's background thread (0.7/0.8's name).
+
+Callers append messages to a bounded ``deque`` without taking a lock; the thread drains it in
+batches of up to ``batch.num.messages``, a batch leaving when it is full or when the first
+message in it has waited ``queue.buffering.max.ms`` (or at once while a flush or close waits).
+
+Waking the thread costs the caller a lock only when the thread asked for it: ``wake_at`` is the
+queue length at which the sleeping thread wants a ``notify`` (1 when idle, the batch size while
+lingering, infinity while it is busy), so a stream of ``send()`` calls is a ``len`` and an
+``append`` each.
+
+With the DefaultEventHandler the thread pipelines: it hands a batch over (``submit``) and goes
+on draining while the broker works; responses are completed when the per-connection window is
+full or when there is nothing else to do.  Any other EventHandler is called as 0.8 did:
+``handle(batch)`` blocks until the batch is done.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, List, Optional
+
+from kclient.errors import IllegalStateError, KafkaError
+
+from .callback import overridden_hooks
+from .data import DeliveryReport, failure_reports
+
+__all__ = ["ProducerSendThread"]
+
+log = logging.getLogger(__name__)
+
+INF = float("inf")
+
+
+class ProducerSendThread(threading.Thread):
+    """Drains the producer queue into the EventHandler; delivers reports through ``deliver``."""
+
+    def __init__(self, handler: Any, deliver: Callable[[List[DeliveryReport]], None], *,
+                 batch_size: int, linger_ms: int, capacity: int, callbacks: Any = None,
+                 name: str = "kclient-producer-send") -> None:
+        super().__init__(name=name, daemon=True)
+        self.queue: deque = deque()
+        self.lock = threading.Lock()
+        self.wakeup = threading.Condition(self.lock)     # the thread waits here for work
+        self.not_full = threading.Condition(self.lock)   # callers wait here for room
+        self.drained = threading.Condition(self.lock)    # flush() waits here
+        #: queue length at which a caller must wake the thread (see the module docstring)
+        self.wake_at: float = INF
+        self.batch_size = batch_size
+        self.linger = linger_ms / 1000.0
+        self.capacity = capacity
+        self.full_waiters = 0
+        self.flushing = 0
+        self.closing = False
+        self.abort_error: Optional[BaseException] = None
+        self.crashed: Optional[BaseException] = None
+        #: messages taken off the queue whose reports have not been delivered yet
+        self.outstanding = 0
+        self.handler = handler
+        self.pipelined = all(callable(getattr(handler, name, None)) for name in
+                             ("submit", "receive_one", "resend_due", "take_reports"))
+        self.callbacks = callbacks
+        self.hooks = overridden_hooks(callbacks)
+        self.deliver = deliver
+
+    # ------------------------------------------------------------------ caller side
+    def wake(self) -> None:
+        """Wake the thread (called by a producer when ``len(queue) >= wake_at``)."""
+        self.wake_at = INF
+        with self.lock:
+            self.wakeup.notify()
+
+    def is_drained(self) -> bool:
+        return not self.queue and self.outstanding == 0
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the queue is empty and every taken message is reported; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            self.flushing += 1
+            self.wakeup.notify()
+            try:
+                while not self.is_drained():
+                    if not self.is_alive():
+                        return self.is_drained()
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self.drained.wait(0.5 if remaining is None else min(remaining, 0.5))
+                return True
+            finally:
+                self.flushing -= 1
+
+    def wait_for_room(self, needed: int, timeout_ms: int) -> None:
+        """Block until ``needed`` more messages fit (-1: forever, else up to ``timeout_ms``)."""
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+        with self.lock:
+            while len(self.queue) + needed > self.capacity:
+                if self.closing or self.crashed is not None:
+                    raise IllegalStateError("the producer is closed")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    from kclient.errors import QueueFullError
+                    raise QueueFullError(
+                        f"the producer queue stayed full ({self.capacity} messages, "
+                        f"queue.buffering.max.messages) for {timeout_ms} ms "
+                        "(queue.enqueue.timeout.ms)")
+                self.full_waiters += 1
+                try:
+                    self.wakeup.notify()
+                    self.not_full.wait(remaining)
+                finally:
+                    self.full_waiters -= 1
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Drain, send the last batch, stop; after ``timeout`` fail whatever is left."""
+        with self.lock:
+            self.closing = True
+            self.wakeup.notify()
+            self.not_full.notify_all()
+        self.join(timeout)
+        if self.is_alive():
+            from kclient.errors import KafkaTimeoutError
+            self.abort_error = KafkaTimeoutError(
+                f"producer closed before delivery finished (close timeout {timeout}s)")
+            with self.lock:
+                self.wakeup.notify()
+            self.join()
+
+    # ------------------------------------------------------------------ the thread
+    def run(self) -> None:
+        try:
+            self._loop()
+            if self.abort_error is None:
+                self._last_batch()
+        except BaseException as exc:  # never die silently: report what is left as failed
+            log.exception("producer send thread crashed")
+            self.crashed = exc
+            self._fail_everything(exc)
+        finally:
+            with self.lock:
+                self.closing = True
+                self.drained.notify_all()
+                self.not_full.notify_all()
+
+    def _loop(self) -> None:
+        q = self.queue
+        h = self.handler
+        pipelined = self.pipelined
+        first_seen: Optional[float] = None
+        while True:
+            if self.abort_error is not None:
+                self._fail_everything(self.abort_error)
+                return
+            n = len(q)
+            now = time.monotonic()
+            if n:
+                if first_seen is None:
+                    first_seen = now
+                if (n >= self.batch_size or self.flushing or self.closing
+                        or now - first_seen >= self.linger):
+                    self._process(self._take(min(n, self.batch_size)))
+                    first_seen = now if q else None
+                    continue
+            if pipelined and h.pending:
+                h.resend_due()
+                self._deliver_reports()
+                if h.inflight:
+                    h.receive_one()
+                    self._deliver_reports()
+                    continue
+                if q:
+                    continue
+            if not q and (not pipelined or not h.pending):
+                if self.outstanding == 0:
+                    self._signal_drained()
+                if self.closing:
+                    return
+            # nothing to do right now: sleep until data, linger deadline or a retry is due
+            timeout: Optional[float] = None
+            if n:
+                timeout = max(0.0, first_seen + self.linger - now)
+            if pipelined:
+                due = h.next_due()
+                if due is not None:
+                    pause = max(0.0, due - now)
+                    timeout = pause if timeout is None else min(timeout, pause)
+            target = self.batch_size if n else 1
+            with self.lock:
+                if (len(q) < target and not self.flushing and not self.closing
+                        and self.abort_error is None):
+                    self.wake_at = target
+                    if len(q) < target:
+                        self.wakeup.wait(timeout)
+                    self.wake_at = INF
+
+    def _take(self, k: int) -> list:
+        q = self.queue
+        pop = q.popleft
+        with self.lock:
+            batch = [pop() for _ in range(k)]
+            self.outstanding += k
+            if self.full_waiters:
+                self.not_full.notify_all()
+        return batch
+
+    def _process(self, batch: list) -> None:
+        """Run the dequeue hooks and hand the batch to the EventHandler."""
+        taken = len(batch)
+        cb = self.callbacks
+        try:
+            if "after_dequeuing_existing_data" in self.hooks:
+                expanded: list = []
+                for d in batch:
+                    expanded += cb.after_dequeuing_existing_data(d) or ()
+                batch = expanded
+            if "before_sending_data" in self.hooks:
+                batch = list(cb.before_sending_data(batch) or ())
+        except Exception as exc:
+            log.exception("CallbackHandler hook failed; the batch is reported failed")
+            self.outstanding += len(batch) - taken
+            self._deliver(failure_reports(batch, exc))
+            return
+        self.outstanding += len(batch) - taken
+        if not batch:
+            self._signal_drained()
+            return
+        self._hand_over(batch)
+
+    def _hand_over(self, batch: list) -> None:
+        h = self.handler
+        if self.pipelined:
+            h.submit(batch)
+            self._deliver_reports()
+            return
+        try:
+            reports = h.handle(batch)
+        except Exception as exc:
+            log.warning("EventHandler failed a batch of %d messages: %s", len(batch), exc)
+            reports = failure_reports(batch, exc)
+        if reports is None:  # a handler that reports nothing: delivered, offsets unknown
+            reports = [DeliveryReport(d.topic, -1, [d]) for d in batch]
+        self._deliver(list(reports), expected=len(batch))
+
+    def _deliver_reports(self) -> None:
+        reports = self.handler.take_reports()
+        if reports:
+            self._deliver(reports)
+
+    def _deliver(self, reports: List[DeliveryReport], expected: Optional[int] = None) -> None:
+        done = sum(len(r) for r in reports)
+        if expected is not None and done != expected:
+            log.warning("EventHandler reported %d of %d messages", done, expected)
+            done = expected
+        try:
+            self.deliver(reports)
+        finally:
+            self.outstanding -= done
+            if self.outstanding <= 0 and not self.queue:
+                self.outstanding = max(self.outstanding, 0)
+                self._signal_drained()
+
+    def _signal_drained(self) -> None:
+        if self.flushing:
+            with self.lock:
+                self.drained.notify_all()
+
+    def _last_batch(self) -> None:
+        """At close: the CallbackHandler's last batch, then wait for everything to finish."""
+        if "last_batch_before_close" in self.hooks:
+            try:
+                last = list(self.callbacks.last_batch_before_close() or ())
+            except Exception:
+                log.exception("CallbackHandler.last_batch_before_close failed")
+                last = []
+            if last:
+                self.outstanding += len(last)
+                self._hand_over(last)
+        if self.pipelined:
+            while self.handler.pending and self.abort_error is None:
+                self.handler.complete(deadline=time.monotonic() + 0.2)
+                self._deliver_reports()
+            if self.abort_error is not None:
+                self._fail_everything(self.abort_error)
+
+    def _fail_everything(self, error: BaseException) -> None:
+        """Report every queued, taken or in-flight message failed with ``error``."""
+        with self.lock:
+            rest = list(self.queue)
+            self.queue.clear()
+            self.outstanding += len(rest)
+        reports = failure_reports(rest, error)
+        if self.pipelined:
+            try:
+                self.handler.abort(error)
+                reports += self.handler.take_reports()
+            except Exception:
+                log.exception("aborting the EventHandler failed")
+        if reports:
+            try:
+                self._deliver(reports)
+            except Exception:
+                log.exception("delivering failure reports failed")
+        if isinstance(error, KafkaError):
+            log.error("producer stopped with undelivered messages: %s", error)
