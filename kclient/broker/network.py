@@ -244,6 +244,9 @@ class _Processor(threading.Thread):
             data = conn.sock.recv(RECV_SIZE)
         except (BlockingIOError, InterruptedError):
             return
+        except ConnectionResetError:
+            self._close(conn, None)
+            return
         except OSError as exc:
             self._close(conn, f"read failed: {exc}")
             return
