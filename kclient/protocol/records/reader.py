@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from functools import partial
 from itertools import chain
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import CorruptRecordError
@@ -123,10 +123,10 @@ class RecordsReader:
 
         ``skip_control`` hides transaction markers (control batches) as Kafka consumers do;
         ``start_offset`` drops records below it (v0 wrappers can start before the fetch offset).
-        Records are handed out by a C-level chain over per-entry lists (no generator per record).
+        v2 records are streamed, so records the caller drops are freed at once.
         """
-        lists = map(partial(self._entry_records, skip_control, start_offset), self.entries)
-        return chain.from_iterable(chain(lists, self._raise_error()))
+        streams = map(partial(self._entry_records, skip_control, start_offset), self.entries)
+        return chain.from_iterable(chain(streams, self._raise_error()))
 
     def _raise_error(self) -> Iterator[list]:
         """Raise the scan error (if any) once every entry before it has been delivered."""
@@ -136,25 +136,27 @@ class RecordsReader:
         yield  # pragma: no cover - makes this a generator
 
     def _entry_records(self, skip_control: bool, start_offset: Optional[int],
-                       span: EntrySpan) -> Sequence[Record]:
-        """Decode one entry's records (see :meth:`records`)."""
+                       span: EntrySpan) -> Iterable[Record]:
+        """One entry's records (see :meth:`records`): a stream for v2, a list for v0/v1."""
         pos, size, magic, _ = span
         buf = self.buffer
         if magic == 2:
             batch = v2.read_batch(buf, pos, size - LOG_OVERHEAD, validate_crc=self.validate_crc,
-                                  max_decompressed=self.max_decompressed)
+                                  decode=False)
             if skip_control and batch.is_control:
                 return ()
-            records = batch.records
+            records = v2.iter_batch_records(buf, pos, size - LOG_OVERHEAD, batch,
+                                            self.max_decompressed)
+            first = batch.base_offset
         else:
             msg = legacy.parse_message(buf, pos, size - LOG_OVERHEAD, self.validate_crc)
-            if msg[2] & 0x07:
-                records = legacy.inner_records(
-                    msg, legacy.decompress_wrapper(msg, self.max_decompressed))
-            else:
+            if not msg[2] & 0x07:
                 return (legacy.plain_record(msg),)
-        if start_offset is not None and records and records[0].offset < start_offset:
-            records = [r for r in records if r.offset >= start_offset]
+            records = legacy.inner_records(msg, legacy.decompress_wrapper(msg,
+                                                                          self.max_decompressed))
+            first = records[0].offset
+        if start_offset is not None and first < start_offset:
+            return [r for r in records if r.offset >= start_offset]
         return records
 
     def __iter__(self) -> Iterator[Record]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 import time
 from itertools import repeat
-from typing import List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
 
 from crc32c import crc32c
 
@@ -239,18 +239,18 @@ def _decode_headers(buf, pos: int, end: int) -> tuple:
     return headers, pos
 
 
-def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
-                   base_timestamp: int, timestamp_type: int) -> List[Record]:
-    """Decode ``count`` records from ``buf[pos:end]`` into :class:`Record` tuples.
+def iter_records_v2(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+                    base_timestamp: int, timestamp_type: int) -> Iterator[Record]:
+    """Yield ``count`` records decoded from ``buf[pos:end]`` (the hot loop).
 
-    Raises CorruptRecordError (offset = ``base_offset``) on any inconsistency.
+    A generator, so records a consumer drops die at once (no list of a whole batch kept
+    alive, hence no garbage-collector pressure).  Raises CorruptRecordError
+    (offset = ``base_offset``) on any inconsistency.
     """
     if count < 0 or count > (end - pos) // MIN_RECORD_SIZE:
         raise corrupt(base_offset, f"record count {count} does not fit in {end - pos} bytes")
     zd = ZIGZAG_DECODE
     new = object.__new__
-    out: List[Record] = []
-    app = out.append
     try:
         for _ in range(count):
             b = buf[pos]
@@ -327,12 +327,18 @@ def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
             rec.key = key
             rec.value = value
             rec._headers = headers
-            app(rec)
+            yield rec
     except (IndexError, ProtocolDecodeError) as exc:
         raise corrupt(base_offset, f"malformed record in batch: {exc}") from None
     if pos != end:
         raise corrupt(base_offset, f"{end - pos} bytes left after the batch's {count} records")
-    return out
+
+
+def decode_records(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+                   base_timestamp: int, timestamp_type: int) -> List[Record]:
+    """List form of :func:`iter_records_v2`."""
+    return list(iter_records_v2(buf, pos, end, count, base_offset, base_timestamp,
+                                timestamp_type))
 
 
 def check_crc(buf, pos: int, size: int, stored: int, base_offset: int) -> None:
@@ -363,9 +369,9 @@ def read_batch(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
     return batch
 
 
-def decode_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
-                         max_decompressed: int) -> List[Record]:
-    """Decompress (if needed) and decode the records of a batch whose header is parsed."""
+def iter_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
+                       max_decompressed: int) -> Iterator[Record]:
+    """Decompress (if needed) and stream the records of a batch whose header is parsed."""
     start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
     if batch.codec:
         try:
@@ -374,13 +380,25 @@ def decode_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
         except ProtocolDecodeError as exc:
             raise corrupt(batch.base_offset, f"cannot decompress batch: {exc}") from None
         buf, start, end = data, 0, len(data)
-    records = decode_records(buf, start, end, batch.record_count, batch.base_offset,
-                             batch.first_timestamp, batch.timestamp_type)
+    records = iter_records_v2(buf, start, end, batch.record_count, batch.base_offset,
+                              batch.first_timestamp, batch.timestamp_type)
     if batch.timestamp_type == LOG_APPEND_TIME:
-        ts = batch.max_timestamp
-        for rec in records:
-            rec.timestamp, rec.timestamp_type = ts, LOG_APPEND_TIME
+        return _log_append_time(records, batch.max_timestamp)
     return records
+
+
+def _log_append_time(records: Iterator[Record], timestamp: int) -> Iterator[Record]:
+    """LogAppendTime batches: every record carries the batch's maxTimestamp."""
+    for rec in records:
+        rec.timestamp = timestamp
+        rec.timestamp_type = LOG_APPEND_TIME
+        yield rec
+
+
+def decode_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
+                         max_decompressed: int) -> List[Record]:
+    """List form of :func:`iter_batch_records`."""
+    return list(iter_batch_records(buf, pos, size, batch, max_decompressed))
 
 
 def set_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
@@ -404,6 +422,6 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
 
 __all__ = [
     "HEADER", "MIN_RECORD_SIZE", "encode_headers", "encode_records", "build_batch",
-    "RecordBatchBuilder", "decode_records", "check_crc", "read_batch", "decode_batch_records",
+    "RecordBatchBuilder", "iter_records_v2", "decode_records", "iter_batch_records", "check_crc", "read_batch", "decode_batch_records",
     "set_base_offset", "set_partition_leader_epoch", "set_log_append_time",
 ]
