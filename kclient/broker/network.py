@@ -359,6 +359,9 @@ class _Processor(threading.Thread):
                 out.popleft()
         except (BlockingIOError, InterruptedError):
             pass
+        except (BrokenPipeError, ConnectionResetError):
+            self._close(conn, None)  # the client went away: nothing wrong on our side
+            return
         except OSError as exc:
             self._close(conn, f"write failed: {exc}")
             return
