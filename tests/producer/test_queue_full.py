@@ -1,0 +1,271 @@
+"""queue.enqueue.timeout.ms: -1 blocks, 0 raises at once, >0 waits then raises; a dead or hung
+broker never makes send(), flush() or close() hang past the configured timeouts."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from kclient.errors import FailedToSendMessageError, IllegalStateError, QueueFullError
+from kclient.producer import CallbackHandler, DeliveryReport, EventHandler, Producer, ProducerData
+from kclient.testing import free_port
+
+
+class GateHandler(EventHandler):
+    """An EventHandler that blocks in handle() until the test opens the gate."""
+
+    def __init__(self):
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.handled = []
+
+    def handle(self, events):
+        self.entered.set()
+        self.gate.wait(10)
+        self.handled += events
+        return [DeliveryReport(events[0].topic, 0, list(events), len(self.handled) - len(events))]
+
+
+def _producer(timeout_ms, handler, capacity=5, **extra):
+    cfg = {"metadata.broker.list": "127.0.0.1:1", "producer.type": "async",
+           "queue.buffering.max.messages": capacity, "batch.num.messages": capacity,
+           "queue.buffering.max.ms": 0, "queue.enqueue.timeout.ms": timeout_ms,
+           "event.handler": handler}
+    cfg.update(extra)
+    return Producer(cfg)
+
+
+def _fill(p, handler, capacity=5):
+    """One batch stuck in the handler, then a full queue behind it."""
+    p.send([ProducerData("t", b"first%d" % i) for i in range(capacity)])
+    assert handler.entered.wait(5)
+    for i in range(capacity):
+        p.send(ProducerData("t", b"queued%d" % i))
+
+
+def test_timeout_zero_raises_at_once():
+    h = GateHandler()
+    p = _producer(0, h)
+    _fill(p, h)
+    start = time.monotonic()
+    with pytest.raises(QueueFullError) as info:
+        p.send(ProducerData("t", b"overflow"))
+    assert time.monotonic() - start < 0.2
+    assert "queue.enqueue.timeout.ms" in str(info.value)
+    assert [d.value for d in info.value.not_queued] == [b"overflow"]
+    h.gate.set()
+    p.close()
+    assert len(h.handled) == 10
+
+
+def test_positive_timeout_waits_then_raises():
+    h = GateHandler()
+    p = _producer(300, h)
+    _fill(p, h)
+    start = time.monotonic()
+    with pytest.raises(QueueFullError):
+        p.send(ProducerData("t", b"overflow"))
+    assert 0.28 <= time.monotonic() - start < 2.0
+    h.gate.set()
+    p.close()
+
+
+def test_positive_timeout_succeeds_when_room_appears():
+    h = GateHandler()
+    p = _producer(3000, h)
+    _fill(p, h)
+    threading.Timer(0.2, h.gate.set).start()
+    start = time.monotonic()
+    p.send(ProducerData("t", b"late"))
+    assert 0.15 <= time.monotonic() - start < 2.5
+    p.close()
+    assert h.handled[-1].value == b"late"
+
+
+def test_minus_one_blocks_until_room():
+    h = GateHandler()
+    p = _producer(-1, h)
+    _fill(p, h)
+    threading.Timer(0.3, h.gate.set).start()
+    start = time.monotonic()
+    p.send(ProducerData("t", b"blocked"))
+    assert time.monotonic() - start >= 0.25
+    p.close()
+    assert [d.value for d in h.handled][-1] == b"blocked" and len(h.handled) == 11
+
+
+def test_list_send_partially_queued_names_the_rest():
+    h = GateHandler()
+    p = _producer(0, h)
+    p.send([ProducerData("t", b"first%d" % i) for i in range(5)])
+    assert h.entered.wait(5)
+    with pytest.raises(QueueFullError) as info:
+        p.send([ProducerData("t", b"x%d" % i) for i in range(8)])
+    assert [d.value for d in info.value.not_queued] == [b"x5", b"x6", b"x7"]
+    assert "3 of 8 messages were not queued" in str(info.value)
+    h.gate.set()
+    p.close()
+    assert len(h.handled) == 10
+
+
+def test_after_enqueue_sees_refused_message():
+    calls = []
+
+    class Hooks(CallbackHandler):
+        def after_enqueue(self, data, added):
+            calls.append((data.value, added))
+
+    h = GateHandler()
+    p = _producer(0, h, **{"callback.handler": Hooks()})
+    _fill(p, h)
+    with pytest.raises(QueueFullError):
+        p.send(ProducerData("t", b"refused"))
+    assert calls[-1] == (b"refused", False)
+    assert all(added for _, added in calls[:-1])
+    h.gate.set()
+    p.close()
+
+
+def test_send_after_close_is_refused():
+    h = GateHandler()
+    h.gate.set()
+    p = _producer(-1, h)
+    p.close()
+    with pytest.raises(IllegalStateError):
+        p.send(ProducerData("t", b"x"))
+    with pytest.raises(IllegalStateError):
+        p.send([ProducerData("t", b"x")])
+
+
+def test_blocked_sender_is_released_by_close():
+    """A caller blocked on a full queue (-1) gets an error when another thread closes."""
+    h = GateHandler()
+    p = _producer(-1, h)
+    _fill(p, h)
+    errors = []
+
+    def blocked():
+        try:
+            p.send(ProducerData("t", b"waiting"))
+        except Exception as exc:
+            errors.append(exc)
+    t = threading.Thread(target=blocked)
+    t.start()
+    time.sleep(0.1)
+    threading.Timer(0.2, h.gate.set).start()
+    p.close()
+    t.join(5)
+    assert not t.is_alive()
+
+
+# ----------------------------------------------------------------- a real broker that is gone
+def _down_config(port, **extra):
+    cfg = {"metadata.broker.list": f"127.0.0.1:{port}", "producer.type": "async",
+           "queue.buffering.max.messages": 20, "batch.num.messages": 10,
+           "queue.buffering.max.ms": 0, "message.send.max.retries": 2,
+           "retry.backoff.ms": 50, "connect.timeout.ms": 500}
+    cfg.update(extra)
+    return cfg
+
+
+@pytest.mark.parametrize("timeout_ms", [-1, 200])
+def test_dead_broker_full_queue_does_not_hang(timeout_ms):
+    """Nothing listens: batches fail after their retries, so a blocked send() moves on."""
+    reports = []
+    p = Producer(_down_config(free_port(), **{"queue.enqueue.timeout.ms": timeout_ms}),
+                 on_delivery=reports.append)
+    start = time.monotonic()
+    refused = 0
+    for i in range(100):
+        try:
+            p.send(ProducerData("gone", b"m%d" % i))
+        except QueueFullError:
+            refused += 1
+    with pytest.raises(FailedToSendMessageError) as info:
+        p.close()
+    elapsed = time.monotonic() - start
+    assert elapsed < 20
+    failed = sum(len(r) for r in reports if r.error is not None)
+    assert failed + refused == 100 and all(r.error is not None for r in reports)
+    assert f"failed to send {failed} message(s)" in str(info.value)
+    assert "ProducerData('gone', b'm" in str(info.value)
+    if timeout_ms == -1:
+        assert refused == 0
+
+
+class HungBroker:
+    """Accepts connections, reads requests, never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.alive = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while self.alive:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._drain, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _drain(conn):
+        try:
+            while conn.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def close(self):
+        self.alive = False
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def test_hung_broker_times_out_within_budget():
+    hung = HungBroker()
+    try:
+        reports = []
+        p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 300,
+                                                "message.send.max.retries": 1}),
+                     on_delivery=reports.append)
+        start = time.monotonic()
+        p.send([ProducerData("hung", b"a"), ProducerData("hung", b"b")])
+        with pytest.raises(FailedToSendMessageError) as info:
+            p.flush()
+        elapsed = time.monotonic() - start
+        # 2 sends x (metadata attempt + one tenacity retry) x 0.3 s, plus backoffs
+        assert elapsed < 6, elapsed
+        assert {m.value for m, _ in info.value.failed} == {b"a", b"b"}
+        start = time.monotonic()
+        p.close(timeout=2)
+        assert time.monotonic() - start < 3
+    finally:
+        hung.close()
+
+
+def test_close_timeout_fails_what_is_left():
+    hung = HungBroker()
+    try:
+        reports = []
+        p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 1000,
+                                                "message.send.max.retries": 50}),
+                     on_delivery=reports.append)
+        p.send([ProducerData("hung", b"m%d" % i) for i in range(5)])
+        start = time.monotonic()
+        with pytest.raises(FailedToSendMessageError):
+            p.close(timeout=0.5)
+        assert time.monotonic() - start < 4
+        assert sum(len(r) for r in reports) == 5
+        assert all(r.error is not None for r in reports)
+    finally:
+        hung.close()
