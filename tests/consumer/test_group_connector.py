@@ -1,0 +1,102 @@
+"""Broker-coordinated mode (no ZooKeeper): the same connector on the mini-broker and on tansu."""
+import pytest
+
+from kclient import consumer
+from kclient.consumer.group_connector import (decode_assignment, decode_subscription,
+                                              encode_assignment, encode_subscription)
+
+from .helpers import drain, produce, produce_spread, wait_for
+
+
+def group_config(bootstrap, group, **extra):
+    conf = {"metadata.broker.list": bootstrap, "group.id": group, "consumer.timeout.ms": 300,
+            "auto.offset.reset": "smallest", "auto.commit.enable": False,
+            "session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
+            "rebalance.backoff.ms": 200, "rebalance.max.retries": 10,
+            "refresh.leader.backoff.ms": 50}
+    conf.update(extra)
+    return conf
+
+
+def test_consumer_protocol_roundtrip():
+    sub = encode_subscription(["a", "b"], b'{"x":1}')
+    assert sub[:2] == b"\x00\x00" and decode_subscription(sub) == (["a", "b"], b'{"x":1}')
+    asg = encode_assignment({"t": [2, 0]}, b"u")
+    assert decode_assignment(asg) == ({"t": [0, 2]}, b"u")
+    assert decode_assignment(b"") == ({}, b"")
+
+
+def test_group_mode_on_the_mini_broker(mini_broker, connectors):
+    mini_broker.create_topic("gt", partitions=3)
+    values = produce_spread(mini_broker.bootstrap, "gt", 3, 5)
+    a = connectors(group_config(mini_broker.bootstrap, "gg", **{"consumer.id": "a"}))
+    assert type(a).__name__ == "GroupConsumerConnector"
+    sa = a.create_message_streams({"gt": 2})["gt"]
+    assert a.owned_partitions() == {("gt", 0): "gg_a-0", ("gt", 1): "gg_a-0",
+                                    ("gt", 2): "gg_a-1"}
+    got = drain(sa[0], 10) + drain(sa[1], 5)
+    assert {m.message.decode() for m in got} == values
+    a.commit_offsets()
+    # a second member joins: range over a-0, a-1, b-0 -> one partition each
+    b = connectors(group_config(mini_broker.bootstrap, "gg", **{"consumer.id": "b"}))
+    b.create_message_streams({"gt": 1})
+    wait_for(lambda: a.owned_partitions() == {("gt", 0): "gg_a-0", ("gt", 1): "gg_a-1"},
+             message="a after b joined")
+    assert b.owned_partitions() == {("gt", 2): "gg_b-0"}
+    # b leaves: a gets everything back
+    b.shutdown()
+    wait_for(lambda: a.owned_partitions() == {("gt", 0): "gg_a-0", ("gt", 1): "gg_a-0",
+                                              ("gt", 2): "gg_a-1"}, message="a after b left")
+    produce(mini_broker.bootstrap, "gt", [b"late"], partition=2)
+    assert [m.message for m in drain(sa[1], 1)] == [b"late"]
+
+
+def test_group_mode_offsets_and_whitelist(mini_broker, connectors):
+    mini_broker.create_topic("wa", partitions=1)
+    produce(mini_broker.bootstrap, "wa", [b"1", b"2", b"3"])
+    c = connectors(group_config(mini_broker.bootstrap, "gw"))
+    s = c.create_message_streams_by_filter(consumer.Whitelist("w.*"), 1)[0]
+    assert [m.message for m in drain(s, 2)] == [b"1", b"2"]
+    c.commit_offsets()
+    mini_broker.create_topic("wb", partitions=1)
+    wait_for(lambda: ("wb", 0) in c.owned_partitions(), message="new topic owned")
+    produce(mini_broker.bootstrap, "wb", [b"new"])
+    got = {(m.topic, m.message) for m in drain(s, 2)}
+    assert got == {("wa", b"3"), ("wb", b"new")}
+    c.shutdown()
+    c2 = connectors(group_config(mini_broker.bootstrap, "gw"))
+    s2 = c2.create_message_streams({"wa": 1})["wa"][0]
+    assert [m.message for m in drain(s2, 1)] == [b"3"]       # resumes from the commit
+
+
+def test_roundrobin_in_group_mode(mini_broker, connectors):
+    mini_broker.create_topic("r1", partitions=3)
+    mini_broker.create_topic("r2", partitions=3)
+    conf = {"partition.assignment.strategy": "roundrobin"}
+    a = connectors(group_config(mini_broker.bootstrap, "gr", **conf, **{"consumer.id": "a"}))
+    a.create_message_streams({"r1": 1, "r2": 1})
+    b = connectors(group_config(mini_broker.bootstrap, "gr", **conf, **{"consumer.id": "b"}))
+    b.create_message_streams({"r1": 1, "r2": 1})
+    threads = ["gr_a-0", "gr_b-0"]
+    expected = consumer.roundrobin_assign({"r1": threads, "r2": threads},
+                                          {"r1": [0, 1, 2], "r2": [0, 1, 2]})
+    wait_for(lambda: {**a.owned_partitions(), **b.owned_partitions()} == expected
+             and not set(a.owned_partitions()) & set(b.owned_partitions()),
+             message="round-robin assignment")
+
+
+@pytest.mark.tansu
+def test_group_mode_on_tansu(tansu, connectors):
+    from kclient.cluster import Cluster
+    with Cluster(tansu.bootstrap) as cl:
+        cl.create_topic("kc-tansu-g", partitions=2)
+    values = produce_spread(tansu.bootstrap, "kc-tansu-g", 2, 3)
+    a = connectors(group_config(tansu.bootstrap, "kc-tansu", **{"consumer.id": "a"}))
+    sa = a.create_message_streams({"kc-tansu-g": 1})["kc-tansu-g"][0]
+    assert {m.message.decode() for m in drain(sa, 6)} == values
+    a.commit_offsets()
+    b = connectors(group_config(tansu.bootstrap, "kc-tansu", **{"consumer.id": "b"}))
+    b.create_message_streams({"kc-tansu-g": 1})
+    wait_for(lambda: set(a.owned_partitions()) == {("kc-tansu-g", 0)}
+             and set(b.owned_partitions()) == {("kc-tansu-g", 1)}, timeout=30,
+             message="tansu rebalance")
