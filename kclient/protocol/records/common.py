@@ -122,24 +122,34 @@ class Batch:
                  "producer_epoch", "base_sequence", "partition_leader_epoch", "first_timestamp",
                  "max_timestamp", "record_count", "crc", "records")
 
-    def __init__(self, **fields: Any) -> None:
-        """Set every slot from keyword arguments (defaults: Kafka's "none" values)."""
-        self.magic = 2
-        self.position = self.size = 0
-        self.base_offset = self.last_offset = 0
-        self.codec = 0
-        self.timestamp_type = CREATE_TIME
-        self.is_transactional = self.is_control = False
-        self.producer_id = NO_PRODUCER_ID
-        self.producer_epoch = NO_PRODUCER_EPOCH
-        self.base_sequence = NO_SEQUENCE
-        self.partition_leader_epoch = NO_PARTITION_LEADER_EPOCH
-        self.first_timestamp = self.max_timestamp = NO_TIMESTAMP
-        self.record_count = 0
-        self.crc = 0
-        self.records: List[Record] = []
-        for name, value in fields.items():
-            setattr(self, name, value)
+    def __init__(self, *, magic: int = 2, position: int = 0, size: int = 0,
+                 base_offset: int = 0, last_offset: int = 0, codec: int = 0,
+                 timestamp_type: int = CREATE_TIME, is_transactional: bool = False,
+                 is_control: bool = False, producer_id: int = NO_PRODUCER_ID,
+                 producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
+                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+                 first_timestamp: int = NO_TIMESTAMP, max_timestamp: int = NO_TIMESTAMP,
+                 record_count: int = 0, crc: int = 0,
+                 records: Optional[List[Record]] = None) -> None:
+        """Set every field (defaults: Kafka's "none" values)."""
+        self.magic = magic
+        self.position = position
+        self.size = size
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.codec = codec
+        self.timestamp_type = timestamp_type
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.partition_leader_epoch = partition_leader_epoch
+        self.first_timestamp = first_timestamp
+        self.max_timestamp = max_timestamp
+        self.record_count = record_count
+        self.crc = crc
+        self.records = [] if records is None else records
 
     @property
     def next_offset(self) -> int:

@@ -20,18 +20,21 @@ import zlib
 from typing import List, Optional, Sequence, Tuple
 
 from kclient.protocol import compression
-from kclient.protocol.errors import ProtocolDecodeError
+from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records.common import (
     CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
     RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_MASK, Batch, Record, corrupt,
 )
 
-ENTRY_HEAD = struct.Struct(">qiIbB")         # offset, size, crc, magic, attributes
+V0_HEAD = struct.Struct(">qiIbBi")          # offset, size, crc, magic, attributes, key length
+V1_HEAD = struct.Struct(">qiIbBqi")         # ... timestamp, key length
 V0_BODY = struct.Struct(">bbi")              # magic, attributes, key length (CRC'd part)
 V1_BODY = struct.Struct(">bbqi")             # magic, attributes, timestamp, key length
 LOG_HEAD = struct.Struct(">qiI")             # offset, size, crc
 INT32 = struct.Struct(">i")
 OFFSET_FIELD = struct.Struct(">q")
+_SMALL = 4096          # CRC small messages over a slice, big ones over a memoryview
+_new = object.__new__
 
 
 # ----------------------------------------------------------------------------- encode
@@ -96,45 +99,57 @@ def build_message_set(values: Sequence[Optional[bytes]], keys: Optional[Sequence
 
 # ----------------------------------------------------------------------------- decode
 def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple:
-    """Parse the message at ``pos`` (complete, size-checked by the caller).
+    """Parse the complete message at ``pos`` (``size`` from its size field).
 
     Returns ``(offset, magic, attributes, timestamp, key, value, crc)``.
     """
-    offset, _, crc, magic, attrs = ENTRY_HEAD.unpack_from(buf, pos)
     end = pos + LOG_OVERHEAD + size
-    if magic == 0:
-        if size < RECORD_OVERHEAD_V0:
-            raise corrupt(offset, f"message size {size} below the v0 minimum")
+    magic = buf[pos + 16]
+    if magic == 1 and size >= RECORD_OVERHEAD_V1:
+        offset, _, crc, _, attrs, timestamp, kl = V1_HEAD.unpack_from(buf, pos)
+        kpos = pos + 30
+    elif magic == 0 and size >= RECORD_OVERHEAD_V0:
+        offset, _, crc, _, attrs, kl = V0_HEAD.unpack_from(buf, pos)
         timestamp = NO_TIMESTAMP
-        kpos = pos + 18
-    elif magic == 1:
-        if size < RECORD_OVERHEAD_V1:
-            raise corrupt(offset, f"message size {size} below the v1 minimum")
-        timestamp = struct.unpack_from(">q", buf, pos + 18)[0]
-        kpos = pos + 26
+        kpos = pos + 22
     else:
-        raise corrupt(offset, f"unknown magic byte {magic}")
+        offset = OFFSET_FIELD.unpack_from(buf, pos)[0]
+        why = "too small" if magic in (0, 1) else "has an unknown magic byte"
+        raise corrupt(offset, f"message of size {size} with magic {magic} {why}")
     if validate_crc:
-        computed = zlib.crc32(memoryview(buf)[pos + 16:end])
+        computed = zlib.crc32(buf[pos + 16:end] if size < _SMALL else memoryview(buf)[pos + 16:end])
         if computed != crc:
             raise corrupt(offset, f"CRC-32 mismatch: stored {crc}, computed {computed}")
-    kl = INT32.unpack_from(buf, kpos)[0]
-    kpos += 4
-    if kl < -1 or kpos + max(kl, 0) + 4 > end:
-        raise corrupt(offset, f"invalid key length {kl}")
-    key = None if kl < 0 else buf[kpos:kpos + kl]
-    vpos = kpos + max(kl, 0)
+    if kl < 0:
+        if kl != -1:
+            raise corrupt(offset, f"invalid key length {kl}")
+        key = None
+        vpos = kpos
+    else:
+        vpos = kpos + kl
+        if vpos + 4 > end:
+            raise corrupt(offset, f"invalid key length {kl}")
+        key = buf[kpos:vpos]
     vl = INT32.unpack_from(buf, vpos)[0]
     vpos += 4
-    if vl < -1 or vpos + max(vl, 0) != end:
+    if vl < 0:
+        if vl != -1 or vpos != end:
+            raise corrupt(offset, f"invalid value length {vl}")
+        value = None
+    elif vpos + vl != end:
         raise corrupt(offset, f"invalid value length {vl}")
-    value = None if vl < 0 else buf[vpos:end]
+    else:
+        value = buf[vpos:end]
     return offset, magic, attrs, timestamp, key, value, crc
 
 
-def _inner_messages(data: bytes, wrapper_offset: int) -> List[tuple]:
-    """Parse a decompressed inner message set completely (no partial tail allowed)."""
-    out = []
+def _inner_records(data: bytes, wrapper: tuple, validate_crc: bool) -> List[Record]:
+    """Records of a decompressed inner message set (complete; no partial tail allowed),
+    with the offsets as stored (absolute in v0, relative in v1)."""
+    wrapper_offset, wrapper_ts = wrapper[0], wrapper[3]
+    lat = wrapper[1] >= 1 and wrapper[2] & TIMESTAMP_TYPE_MASK
+    new = _new
+    records: List[Record] = []
     pos, end = 0, len(data)
     while pos < end:
         if pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 > end:
@@ -142,18 +157,28 @@ def _inner_messages(data: bytes, wrapper_offset: int) -> List[tuple]:
         size = INT32.unpack_from(data, pos + 8)[0]
         if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
             raise corrupt(wrapper_offset, f"invalid inner message size {size}")
-        msg = _parse_message(data, pos, size, True)
-        if msg[2] & 0x07:
+        offset, magic, attrs, ts, key, value, _ = _parse_message(data, pos, size, validate_crc)
+        if attrs & 0x07:
             raise corrupt(wrapper_offset, "nested compressed message")
-        out.append(msg)
+        rec = new(Record)
+        rec.offset, rec.key, rec.value, rec._headers = offset, key, value, None
+        if lat:
+            rec.timestamp, rec.timestamp_type = wrapper_ts, LOG_APPEND_TIME
+        elif magic == 0:
+            rec.timestamp, rec.timestamp_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
+        else:
+            rec.timestamp, rec.timestamp_type = ts, CREATE_TIME
+        records.append(rec)
         pos += LOG_OVERHEAD + size
-    if not out:
+    if not records:
         raise corrupt(wrapper_offset, "empty compressed message set")
-    return out
+    return records
 
 
-def decompress_wrapper(msg: tuple, max_decompressed: int) -> List[tuple]:
-    """Decompress a wrapper message's value and parse its inner messages."""
+def wrapper_records(msg: tuple, max_decompressed: int, validate_crc: bool = True
+                    ) -> List[Record]:
+    """Decompress a wrapper message (as returned by :func:`parse_message`) into its records,
+    with absolute offsets (v1: ``wrapper_offset - last_inner_offset + inner_offset``)."""
     offset, magic, attrs, _, _, value, _ = msg
     if value is None:
         raise corrupt(offset, "compressed message has a null value")
@@ -161,33 +186,31 @@ def decompress_wrapper(msg: tuple, max_decompressed: int) -> List[tuple]:
         data = compression.decompress(attrs & 0x07, value, magic, max_decompressed)
     except ProtocolDecodeError as exc:
         raise corrupt(offset, f"cannot decompress message set: {exc}") from None
-    return _inner_messages(data, offset)
-
-
-def inner_records(msg: tuple, inner: List[tuple]) -> List[Record]:
-    """Turn a wrapper's parsed inner messages into Records with absolute offsets."""
-    offset, magic, attrs, wrapper_ts = msg[0], msg[1], msg[2], msg[3]
-    shift = offset - inner[-1][0] if magic >= 1 else 0
-    lat = magic >= 1 and bool(attrs & TIMESTAMP_TYPE_MASK)
-    records = []
-    for m in inner:
-        if lat:
-            ts, ts_type = wrapper_ts, LOG_APPEND_TIME
-        elif m[1] == 0:
-            ts, ts_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
-        else:
-            ts, ts_type = m[3], CREATE_TIME
-        records.append(Record(m[0] + shift, ts, ts_type, m[4], m[5]))
+    try:
+        records = _inner_records(data, msg, validate_crc)
+    except CorruptRecordError as exc:
+        if exc.offset == offset:
+            raise
+        raise corrupt(offset, f"bad inner message: {exc.context}") from None
+    if magic >= 1:
+        shift = offset - records[-1].offset
+        if shift:
+            for rec in records:
+                rec.offset += shift
     return records
 
 
 def plain_record(msg: tuple) -> Record:
-    """The Record of an uncompressed message."""
+    """The Record of an uncompressed message (as returned by :func:`parse_message`)."""
     offset, magic, attrs, ts, key, value, _ = msg
+    rec = _new(Record)
+    rec.offset, rec.key, rec.value, rec._headers = offset, key, value, None
     if magic == 0:
-        return Record(offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value)
-    ts_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    return Record(offset, ts, ts_type, key, value)
+        rec.timestamp, rec.timestamp_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
+    else:
+        rec.timestamp = ts
+        rec.timestamp_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
+    return rec
 
 
 def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
@@ -197,7 +220,7 @@ def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
     offset, magic, attrs, ts = msg[0], msg[1], msg[2], msg[3]
     codec = attrs & 0x07
     if codec:
-        records = inner_records(msg, decompress_wrapper(msg, max_decompressed))
+        records = wrapper_records(msg, max_decompressed, validate_crc)
     else:
         records = [plain_record(msg)]
     ts_type = records[0].timestamp_type
@@ -232,7 +255,6 @@ def messages_info(records: Sequence[Record]) -> Tuple[int, int, int]:
 
 
 __all__ = [
-    "encode_message", "build_message_set", "parse_message", "decompress_wrapper",
-    "inner_records", "plain_record", "read_message", "set_offset", "set_log_append_time",
+    "encode_message", "build_message_set", "parse_message", "wrapper_records", "plain_record", "read_message", "set_offset", "set_log_append_time",
     "messages_info",
 ]

@@ -25,6 +25,7 @@ from kclient.protocol.records.common import (
 
 Buffer = Union[bytes, bytearray, memoryview]
 _LOG_HEAD = struct.Struct(">qi")
+_new = tuple.__new__
 
 
 class EntrySpan(NamedTuple):
@@ -74,7 +75,7 @@ def scan_entries(buf: Buffer) -> Scan:
         if size < MIN_ENTRY_SIZE[magic]:
             return Scan(entries, pos, None, False,
                         corrupt(offset, f"entry size {size} too small for magic {magic}"))
-        entries.append(EntrySpan(pos, total, magic, offset))
+        entries.append(_new(EntrySpan, (pos, total, magic, offset)))
         pos += total
     return Scan(entries, pos, None, False, None)
 
@@ -141,19 +142,14 @@ class RecordsReader:
         pos, size, magic, _ = span
         buf = self.buffer
         if magic == 2:
-            batch = v2.read_batch(buf, pos, size - LOG_OVERHEAD, validate_crc=self.validate_crc,
-                                  decode=False)
-            if skip_control and batch.is_control:
-                return ()
-            records = v2.iter_batch_records(buf, pos, size - LOG_OVERHEAD, batch,
-                                            self.max_decompressed)
-            first = batch.base_offset
+            records = v2.open_batch(buf, pos, size - LOG_OVERHEAD, self.validate_crc,
+                                    self.max_decompressed, skip_control)
+            first = span[3]
         else:
             msg = legacy.parse_message(buf, pos, size - LOG_OVERHEAD, self.validate_crc)
             if not msg[2] & 0x07:
                 return (legacy.plain_record(msg),)
-            records = legacy.inner_records(msg, legacy.decompress_wrapper(msg,
-                                                                          self.max_decompressed))
+            records = legacy.wrapper_records(msg, self.max_decompressed, self.validate_crc)
             first = records[0].offset
         if start_offset is not None and first < start_offset:
             return [r for r in records if r.offset >= start_offset]

@@ -369,22 +369,46 @@ def read_batch(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
     return batch
 
 
+def stream_records(buf: bytes, pos: int, size: int, base_offset: int, attributes: int,
+                   base_timestamp: int, max_timestamp: int, count: int,
+                   max_decompressed: int) -> Iterator[Record]:
+    """Decompress (if needed) and stream the records of the batch at ``pos``, given the header
+    fields that matter (the CRC is the caller's business)."""
+    start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
+    codec = attributes & 0x07
+    if codec:
+        try:
+            data = compression.decompress(codec, memoryview(buf)[start:end], 2, max_decompressed)
+        except ProtocolDecodeError as exc:
+            raise corrupt(base_offset, f"cannot decompress batch: {exc}") from None
+        buf, start, end = data, 0, len(data)
+    if attributes & TIMESTAMP_TYPE_MASK:
+        return _log_append_time(
+            iter_records_v2(buf, start, end, count, base_offset, base_timestamp, LOG_APPEND_TIME),
+            max_timestamp)
+    return iter_records_v2(buf, start, end, count, base_offset, base_timestamp, CREATE_TIME)
+
+
 def iter_batch_records(buf: bytes, pos: int, size: int, batch: Batch,
                        max_decompressed: int) -> Iterator[Record]:
-    """Decompress (if needed) and stream the records of a batch whose header is parsed."""
-    start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
-    if batch.codec:
-        try:
-            data = compression.decompress(batch.codec, memoryview(buf)[start:end], 2,
-                                          max_decompressed)
-        except ProtocolDecodeError as exc:
-            raise corrupt(batch.base_offset, f"cannot decompress batch: {exc}") from None
-        buf, start, end = data, 0, len(data)
-    records = iter_records_v2(buf, start, end, batch.record_count, batch.base_offset,
-                              batch.first_timestamp, batch.timestamp_type)
-    if batch.timestamp_type == LOG_APPEND_TIME:
-        return _log_append_time(records, batch.max_timestamp)
-    return records
+    """Stream the records of a batch whose header was parsed into ``batch``."""
+    attributes = batch.codec | (TIMESTAMP_TYPE_MASK if batch.timestamp_type else 0)
+    return stream_records(buf, pos, size, batch.base_offset, attributes, batch.first_timestamp,
+                          batch.max_timestamp, batch.record_count, max_decompressed)
+
+
+def open_batch(buf: bytes, pos: int, size: int, validate_crc: bool, max_decompressed: int,
+               skip_control: bool) -> Iterator[Record]:
+    """Records of the batch at ``pos`` straight from its header, without a Batch object
+    (the consumer's fast path); a control batch gives nothing when ``skip_control``."""
+    (base_offset, _, _, _, crc, attrs, _, base_ts, max_ts, _, _, _,
+     count) = HEADER.unpack_from(buf, pos)
+    if validate_crc:
+        check_crc(buf, pos, size, crc, base_offset)
+    if skip_control and attrs & CONTROL_MASK:
+        return iter(())
+    return stream_records(buf, pos, size, base_offset, attrs, base_ts, max_ts, count,
+                          max_decompressed)
 
 
 def _log_append_time(records: Iterator[Record], timestamp: int) -> Iterator[Record]:
@@ -422,6 +446,7 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
 
 __all__ = [
     "HEADER", "MIN_RECORD_SIZE", "encode_headers", "encode_records", "build_batch",
-    "RecordBatchBuilder", "iter_records_v2", "decode_records", "iter_batch_records", "check_crc", "read_batch", "decode_batch_records",
+    "RecordBatchBuilder", "iter_records_v2", "decode_records", "stream_records",
+    "iter_batch_records", "open_batch", "check_crc", "read_batch", "decode_batch_records",
     "set_base_offset", "set_partition_leader_epoch", "set_log_append_time",
 ]
