@@ -200,6 +200,16 @@ def wrapper_records(msg: tuple, max_decompressed: int, validate_crc: bool = True
     return records
 
 
+def decompress_wrapper(msg: tuple, max_decompressed: int) -> List[Record]:
+    """Alias kept for callers of the first version: same as :func:`wrapper_records`."""
+    return wrapper_records(msg, max_decompressed)
+
+
+def inner_records(msg: tuple, inner: List[Record]) -> List[Record]:
+    """Alias kept for callers of the first version: ``inner`` is already final."""
+    return inner
+
+
 def plain_record(msg: tuple) -> Record:
     """The Record of an uncompressed message (as returned by :func:`parse_message`)."""
     offset, magic, attrs, ts, key, value, _ = msg
@@ -255,6 +265,7 @@ def messages_info(records: Sequence[Record]) -> Tuple[int, int, int]:
 
 
 __all__ = [
-    "encode_message", "build_message_set", "parse_message", "wrapper_records", "plain_record", "read_message", "set_offset", "set_log_append_time",
+    "encode_message", "build_message_set", "parse_message", "wrapper_records", "plain_record",
+    "decompress_wrapper", "inner_records", "read_message", "set_offset", "set_log_append_time",
     "messages_info",
 ]
