@@ -89,6 +89,31 @@ def _encode_values_only(values: Sequence, head: bytes) -> list:
     return parts
 
 
+def _encode_keyed(values, keys, deltas) -> list:
+    """Keys and timestamp deltas, no headers, offset deltas 0..n-1 (the usual producer batch)."""
+    uv, half = _UV, _HALF
+    parts: list = []
+    i = 0
+    for v, k, td in zip(values, keys, deltas):
+        if v is None:
+            vh, vl, v = b"\x01", 0, b""
+        else:
+            vl = len(v)
+            vh = uv[vl << 1] if vl < half else encode_varint(vl)
+        if k is None:
+            kh, kl, k = b"\x01", 0, b""
+        else:
+            kl = len(k)
+            kh = uv[kl << 1] if kl < half else encode_varint(kl)
+        tdb = uv[td << 1] if 0 <= td < half else encode_varint(td)
+        odb = uv[i << 1] if i < half else encode_varint(i)
+        n = 2 + len(tdb) + len(odb) + len(kh) + kl + len(vh) + vl
+        parts += (uv[n << 1] if n < half else encode_varint(n), b"\x00", tdb, odb, kh, k, vh, v,
+                  b"\x00")
+        i += 1
+    return parts
+
+
 def _encode_general(values, keys, deltas, offsets, headers) -> list:
     """Any mix of keys, timestamp deltas, offset deltas and headers (iterables of equal length)."""
     uv, half = _UV, _HALF
@@ -117,8 +142,11 @@ def encode_records(values: Sequence, keys: Optional[Sequence] = None,
                    offset_deltas: Optional[Sequence] = None,
                    headers: Optional[Sequence] = None) -> bytes:
     """Encode the records section of a batch (uncompressed) from parallel columns."""
-    if keys is None and timestamp_deltas is None and offset_deltas is None and headers is None:
-        return b"".join(_encode_values_only(values, b"\x00\x00"))
+    if offset_deltas is None and headers is None:
+        if keys is None and timestamp_deltas is None:
+            return b"".join(_encode_values_only(values, b"\x00\x00"))
+        return b"".join(_encode_keyed(values, repeat(None) if keys is None else keys,
+                                      repeat(0) if timestamp_deltas is None else timestamp_deltas))
     parts = _encode_general(
         values,
         repeat(None) if keys is None else keys,
