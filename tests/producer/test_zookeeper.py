@@ -1,0 +1,42 @@
+"""Broker discovery through ZooKeeper's broker registry (/brokers/ids)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kclient.producer import Producer, ProducerData
+from kclient.producer.context import _broker_address
+
+from .conftest import assert_reports_match_log
+
+
+@pytest.mark.zookeeper
+def test_discovery_through_zookeeper(zookeeper, tmp_path):
+    from kclient.broker import MiniCluster
+    with MiniCluster(num_brokers=2, log_dir=tmp_path, zookeeper_connect=zookeeper.connect) as c:
+        c.create_topic("zk-topic", 4)
+        reports = []
+        with Producer({"zookeeper.connect": zookeeper.connect, "producer.type": "async"},
+                      on_delivery=reports.append) as p:
+            assert sorted(p.context.cluster.bootstrap) == sorted(
+                (b.host, b.port) for b in c.brokers)
+            p.send([ProducerData("zk-topic", b"%d" % i, key=b"%d" % i) for i in range(200)])
+            p.flush()
+        assert {r.partition for r in reports} == {0, 1, 2, 3}
+        assert assert_reports_match_log(c.bootstrap, reports) == 200
+
+
+@pytest.mark.zookeeper
+@pytest.mark.filterwarnings("ignore:No chroot path exists")
+def test_zk_alias_and_empty_registry(zookeeper):
+    from kclient.errors import NoBrokersAvailableError
+    with pytest.raises(NoBrokersAvailableError, match="no broker registered"):
+        Producer({"zk.connect": zookeeper.connect + "/empty-chroot"})
+
+
+def test_registration_formats():
+    assert _broker_address(json.dumps({"host": "h", "port": 9092}).encode()) == ("h", 9092)
+    reg = {"host": None, "port": -1, "endpoints": ["SSL://s:9093", "PLAINTEXT://p:9092"]}
+    assert _broker_address(json.dumps(reg).encode()) == ("p", 9092)
+    assert _broker_address(b"not json") is None
