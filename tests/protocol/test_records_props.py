@@ -4,7 +4,7 @@ import struct
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kclient.protocol import compression as c
@@ -195,16 +195,13 @@ def test_lying_lengths_do_not_allocate(lie):
     payload = bytes(data)
     peak = _peak_allocation(lambda: list(RecordsReader(payload, validate_crc=False)))
     assert peak < 64 * 1024
-    with pytest.raises(ALLOWED) if lie != "batch_length" else _nothing():
-        list(RecordsReader(payload, validate_crc=False))
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+    reader = RecordsReader(payload, validate_crc=False)
+    if lie == "batch_length":       # indistinguishable from a batch cut short by the fetch
+        assert list(reader) == [] and reader.truncated
+        assert reader.incomplete_size == 12 + (1 << 31) - 1
+    else:
+        with pytest.raises(ALLOWED):
+            list(reader)
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -224,4 +221,3 @@ def test_compressed_bomb_in_a_batch_is_bounded():
     assert len(data) < 4096
     with pytest.raises(CorruptRecordError, match="more than"):
         list(RecordsReader(data, max_decompressed=1 << 20))
-    assume(True)

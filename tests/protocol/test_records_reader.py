@@ -190,3 +190,10 @@ def test_builders_reject_bad_input():
         build_batch([b"a"], keys=[b"k", b"l"])
     with pytest.raises(ValueError):
         build_message_set([b"a"], magic=2)
+
+
+def test_codecs_can_be_named():
+    for build in (lambda: build_batch([b"a"], codec="lz4", timestamp=TS),
+                  lambda: build_message_set([b"a"], magic=1, codec="snappy", timestamp=TS)):
+        (batch,) = list(iter_batches(build()))
+        assert batch.codec in (c.LZ4, c.SNAPPY) and [r.value for r in batch] == [b"a"]

@@ -76,6 +76,7 @@ def build_message_set(values: Sequence[Optional[bytes]], keys: Optional[Sequence
     n = len(values)
     if n == 0:
         raise ValueError("a message set needs at least one message")
+    codec = compression.codec_id(codec)
     offsets = list(range(base_offset, base_offset + n)) if offsets is None else list(offsets)
     if len(offsets) != n or (keys is not None and len(keys) != n):
         raise ValueError("keys/offsets must have one entry per value")

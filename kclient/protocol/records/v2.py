@@ -179,6 +179,7 @@ def build_batch(values: Sequence[Optional[bytes]], keys: Optional[Sequence] = No
     n = len(values)
     if n == 0:
         raise ValueError("a record batch needs at least one record")
+    codec = compression.codec_id(codec)
     _check_columns(n, keys=keys, timestamps=timestamps, headers=headers,
                    offset_deltas=offset_deltas)
     if timestamp is None:
