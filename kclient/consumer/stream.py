@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections import namedtuple
 from operator import itemgetter
 from typing import Any, Callable, Iterator, Sequence
 
@@ -28,25 +27,55 @@ from kclient.errors import ConsumerTimeoutError
 __all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "KafkaStream",
            "SHUTDOWN", "ErrorChunk"]
 
-_MAMBase = namedtuple("MessageAndMetadata", "topic partition offset key message timestamp "
-                                            "headers timestamp_type")
-
-
-class MessageAndMetadata(_MAMBase):
+class MessageAndMetadata(tuple):
     """One consumed message: topic, partition, offset, key, message (decoded), timestamp, headers.
 
-    ``value`` is another name for ``message``; ``next_offset`` is ``offset + 1``.
+    A tuple ``(topic, partition, offset, key, message, record)``: the first five are stored,
+    ``timestamp``, ``timestamp_type`` and ``headers`` are read from the underlying record when
+    asked for (cheap to create on the hot path).  ``value`` is another name for ``message``;
+    ``next_offset`` is ``offset + 1``.
     """
 
     __slots__ = ()
-    value = property(itemgetter(4))
+    _fields = ("topic", "partition", "offset", "key", "message", "timestamp", "headers",
+               "timestamp_type")
+
+    topic = property(itemgetter(0), doc="topic name")
+    partition = property(itemgetter(1), doc="partition id")
+    offset = property(itemgetter(2), doc="offset of this message")
+    key = property(itemgetter(3), doc="decoded key (None for a null key)")
+    message = property(itemgetter(4), doc="decoded value (None for a null value)")
+    value = message
+
+    @property
+    def timestamp(self) -> int:
+        """Create or log-append time in ms (-1 for message format v0)."""
+        return self[5].timestamp
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 create time, 1 log append time, -1 none."""
+        return self[5].timestamp_type
+
+    @property
+    def headers(self) -> list:
+        """``[(key, value bytes), ...]`` (message format v2; empty otherwise)."""
+        return self[5].headers
 
     @property
     def next_offset(self) -> int:
-        return self.offset + 1
+        return self[2] + 1
+
+    def _asdict(self) -> dict:
+        return {f: getattr(self, f) for f in self._fields}
+
+    def __repr__(self) -> str:
+        return ("MessageAndMetadata(" + ", ".join(f"{f}={getattr(self, f)!r}"
+                                                  for f in self._fields) + ")")
 
 
-_make = MessageAndMetadata._make
+def _make(fields, _new=tuple.__new__, _cls=MessageAndMetadata):
+    return _new(_cls, fields)
 
 
 class PartitionTopicInfo:
@@ -86,6 +115,10 @@ class ErrorChunk:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+def _identity(b):
+    return b
 
 
 #: end-of-stream marker put on queues by shutdown()
@@ -181,14 +214,13 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         if recs and recs[0].offset < low:          # v0 wrappers, or a chunk older than a reset
             recs = [r for r in recs if r.offset >= low]
         kd, vd = self._kd, self._vd
+        new, cls = tuple.__new__, MessageAndMetadata
         if kd is None and vd is None:
-            msgs = [_make((topic, part, r.offset, r.key, r.value, r.timestamp, r.headers,
-                           r.timestamp_type)) for r in recs]
+            msgs = [new(cls, (topic, part, r.offset, r.key, r.value, r)) for r in recs]
         else:
-            kd = kd or (lambda b: b)
-            vd = vd or (lambda b: b)
-            msgs = [_make((topic, part, r.offset, kd(r.key), vd(r.value), r.timestamp, r.headers,
-                           r.timestamp_type)) for r in recs]
+            kd = kd or _identity
+            vd = vd or _identity
+            msgs = [new(cls, (topic, part, r.offset, kd(r.key), vd(r.value), r)) for r in recs]
         return _ChunkState(msgs, info)
 
     # -- used by the connector ------------------------------------------------------------------

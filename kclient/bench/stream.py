@@ -1,0 +1,175 @@
+"""KafkaStream iteration throughput beside kafka-python's and confluent-kafka's group consumers.
+
+Run: ``python -m kclient.bench.stream [--messages N] [--value-size B] [--partitions P]
+[--broker mini|tansu] [--clients kclient,kafka-python,confluent] [--streams S]``
+
+One broker (the mini-broker in its own process by default, or tansu) and one topic filled once with N records of B
+bytes (produced with confluent-kafka).  Each client then reads the whole topic from the start as
+a fresh group member (broker-coordinated groups for all three; kclient's connector runs without
+ZooKeeper) and touches every value.  The rate is measured from the first message to the last,
+so the group join is left out; the join time is printed separately.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+import uuid
+import subprocess
+import sys
+from contextlib import ExitStack, contextmanager
+
+__all__ = ["main"]
+
+
+def _fill(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1,
+                  "batch.num.messages": 10000, "queue.buffering.max.messages": 200000,
+                  "enable.idempotence": False})
+    value = b"x" * size
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(120):
+        raise RuntimeError("could not produce the benchmark data")
+
+
+def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple[float, float]:
+    from kclient import consumer
+    t0 = time.perf_counter()
+    conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": f"kc-{uuid.uuid4()}",
+                            "auto.offset.reset": "smallest", "auto.commit.enable": False,
+                            "consumer.timeout.ms": 10000, "queued.max.message.chunks": 4})
+    try:
+        ss = conn.create_message_streams({topic: streams})[topic]
+        join = time.perf_counter() - t0
+        counts = [0] * len(ss)
+        firsts: list[float] = []
+
+        def read(i: int, s, quota: int) -> None:
+            c = 0
+            for m in s:
+                if c == 0:
+                    firsts.append(time.perf_counter())
+                m.message
+                c += 1
+                counts[i] = c
+                if sum(counts) >= n:
+                    break
+
+        if len(ss) == 1:
+            read(0, ss[0], n)
+        else:
+            threads = [threading.Thread(target=read, args=(i, s, n)) for i, s in enumerate(ss)]
+            for th in threads:
+                th.start()
+            while sum(counts) < n:
+                time.sleep(0.005)
+        end = time.perf_counter()
+        return n / (end - min(firsts)), join
+    finally:
+        conn.shutdown()
+
+
+def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+    from kafka import KafkaConsumer
+    t0 = time.perf_counter()
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"kp-{uuid.uuid4()}",
+                      auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        count, first = 0, None
+        for m in c:
+            if first is None:
+                first = time.perf_counter()
+            m.value
+            count += 1
+            if count >= n:
+                break
+        return n / (time.perf_counter() - first), first - t0
+    finally:
+        c.close()
+
+
+def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+    from confluent_kafka import Consumer
+    t0 = time.perf_counter()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ck-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        count, first = 0, None
+        while count < n:
+            for m in c.consume(num_messages=10000, timeout=1.0):
+                if m.error():
+                    continue
+                if first is None:
+                    first = time.perf_counter()
+                m.value()
+                count += 1
+        return n / (time.perf_counter() - first), first - t0
+    finally:
+        c.close()
+
+
+@contextmanager
+def _mini_broker_process(stack: ExitStack):
+    """The mini-broker in its own process, so that it does not share the clients' GIL."""
+    from kclient.testing import free_port, wait_for_port
+    log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kclient-bench-"))
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kclient.broker", "--log-dir", log_dir,
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc=proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--streams", type=int, default=1)
+    ap.add_argument("--broker", choices=("mini", "tansu"), default="mini")
+    ap.add_argument("--clients", default="kclient,kafka-python,confluent")
+    args = ap.parse_args(argv)
+    runners = {"kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
+               "kafka-python": bench_kafka_python, "confluent": bench_confluent}
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    rates: dict[str, float] = {}
+    with ExitStack() as stack:
+        if args.broker == "mini":
+            bootstrap = stack.enter_context(_mini_broker_process(stack))
+        else:
+            from kclient.testing import TansuServer
+            bootstrap = stack.enter_context(TansuServer()).bootstrap
+        from kclient.cluster import Cluster
+        with Cluster(bootstrap) as cl:
+            cl.create_topic("bench", partitions=args.partitions)
+        _fill(bootstrap, "bench", args.messages, args.value_size, args.partitions)
+        print(f"{args.messages} messages of {args.value_size} bytes in {args.partitions} "
+              f"partitions on {args.broker}")
+        for name in clients:
+            rate, join = runners[name](bootstrap, "bench", args.messages)
+            rates[name] = rate
+            mb = rate * args.value_size / 1e6
+            print(f"  {name:13s} {rate:12,.0f} msg/s  {mb:8.1f} MB/s   (join {join:.2f} s)")
+    if "kclient" in rates:
+        for other in ("kafka-python", "confluent"):
+            if other in rates:
+                print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
+    return rates
+
+
+if __name__ == "__main__":
+    main()
