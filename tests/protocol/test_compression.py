@@ -243,3 +243,13 @@ def test_truncated_or_flipped_compressed_data(codec, data, draw):
 def test_gzip_level_and_zlib_compatibility():
     packed = c.compress(c.GZIP, DATA, level=1)
     assert zlib.decompress(packed, 31) == DATA
+
+
+def test_lz4_kafka_3160_checksum_with_content_size_in_the_header():
+    frame = bytearray(lz4.frame.compress(DATA, store_size=True))
+    assert frame[4] & 0x08                        # header: magic, FLG, BD, 8-byte size, HC
+    frame[14] = (c.xxh32(bytes(frame[0:14])) >> 8) & 0xFF
+    assert c.decompress(c.LZ4, bytes(frame), 0) == DATA
+    frame[14] ^= 0xFF                              # neither variant: rejected
+    with pytest.raises(ProtocolDecodeError):
+        c.decompress(c.LZ4, bytes(frame), 0)
