@@ -9,7 +9,6 @@ acks=0) or a ``concurrent.futures.Future``.  Response parts that are file region
 """
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import os
@@ -25,7 +24,7 @@ from kclient.protocol.apis import APIS
 from kclient.protocol.errors import KafkaError
 from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
 
-__all__ = ["SocketServer", "DropConnection", "Scheduler", "api_versions_body"]
+__all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
 log = logging.getLogger("kclient.broker.network")
 
@@ -44,54 +43,6 @@ def api_versions_body(keys=None, error_code: int = 0) -> dict:
     return {"error_code": error_code, "throttle_time_ms": 0,
             "api_keys": [{"api_key": a.key, "min_version": a.min_version,
                           "max_version": a.max_version} for a in apis]}
-
-
-class Scheduler:
-    """A timer thread: ``call_later(seconds, fn)`` runs ``fn`` once unless cancelled first."""
-
-    def __init__(self, name: str = "kclient-broker-timer"):
-        self._heap: list = []
-        self._cond = threading.Condition()
-        self._seq = itertools.count()
-        self._running = True
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list:
-        """Schedule ``fn``; returns a handle for :meth:`cancel`."""
-        entry = [time.monotonic() + max(0.0, seconds), next(self._seq), fn]
-        with self._cond:
-            heapq.heappush(self._heap, entry)
-            self._cond.notify()
-        return entry
-
-    @staticmethod
-    def cancel(entry: list) -> None:
-        """Cancel a scheduled call (harmless if it already ran)."""
-        entry[2] = None
-
-    def _run(self) -> None:
-        """Pop due entries and run them, sleeping until the next one."""
-        while True:
-            with self._cond:
-                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
-                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
-                    self._cond.wait(wait)
-                if not self._running:
-                    return
-                fn = heapq.heappop(self._heap)[2]
-            if fn is not None:
-                try:
-                    fn()
-                except Exception:
-                    log.exception("scheduled task failed")
-
-    def close(self) -> None:
-        """Stop the thread; pending calls are dropped."""
-        with self._cond:
-            self._running = False
-            self._cond.notify()
-        self._thread.join(5)
 
 
 class _Region:
@@ -115,7 +66,7 @@ class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
     __slots__ = ("sock", "peer", "proto", "pending", "busy", "out", "out_bytes", "closed",
-                 "last_active", "muted", "interest")
+                 "last_active", "interest")
 
     def __init__(self, sock: socket.socket, peer: str, max_frame: int):
         self.sock = sock
@@ -138,15 +89,13 @@ def _coalesce(parts: list) -> list:
     """Join runs of small byte parts so a response goes out in few syscalls."""
     out: list = []
     run: list = []
-    size = 0
     for part in parts:
         if _is_bytes(part) and len(part) < _JOIN_LIMIT:
             run.append(part)
-            size += len(part)
             continue
         if run:
             out.append(b"".join(run))
-            run, size = [], 0
+            run = []
         out.append(part if _is_bytes(part) or len(part) == 0 else _Region(part))
     if run:
         out.append(b"".join(run))

@@ -7,11 +7,14 @@ with other brokers of a MiniCluster (cluster.py) and ZooKeeper registration (zk.
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import logging
 import shutil
 import signal
 import tempfile
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -24,7 +27,7 @@ from .faults import Fault, Faults, error_body, stamp_metadata_error
 from .handlers import HANDLERS
 from .log import LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
-from .network import DropConnection, Scheduler, SocketServer
+from .network import DropConnection, SocketServer
 
 __all__ = ["MiniBroker", "main"]
 
@@ -34,6 +37,54 @@ try:
     from .coordinator import GroupCoordinator
 except ImportError:  # pragma: no cover - only while the coordinator is being written
     GroupCoordinator = None  # type: ignore[assignment,misc]
+
+
+class Scheduler:
+    """A timer thread: ``call_later(seconds, fn)`` runs ``fn`` once unless cancelled first."""
+
+    def __init__(self, name: str = "kclient-broker-timer"):
+        self._heap: list = []
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list:
+        """Schedule ``fn``; returns a handle for :meth:`cancel`."""
+        entry = [time.monotonic() + max(0.0, seconds), next(self._seq), fn]
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            self._cond.notify()
+        return entry
+
+    @staticmethod
+    def cancel(entry: list) -> None:
+        """Cancel a scheduled call (harmless if it already ran)."""
+        entry[2] = None
+
+    def _run(self) -> None:
+        """Pop due entries and run them, sleeping until the next one."""
+        while True:
+            with self._cond:
+                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                if not self._running:
+                    return
+                fn = heapq.heappop(self._heap)[2]
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:
+                    log.exception("scheduled task failed")
+
+    def close(self) -> None:
+        """Stop the thread; pending calls are dropped."""
+        with self._cond:
+            self._running = False
+            self._cond.notify()
+        self._thread.join(5)
 
 
 class AppendWatchers:
@@ -83,8 +134,7 @@ class MiniBroker:
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
             else int(cfg["broker.id"])
         self.config.set("broker.id", self.node_id)
-        self.port = port if port or "port" not in cfg.explicit else int(cfg["port"])
-        self.host = host
+        self.host, self.port = _listener(cfg, host, port)
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
@@ -276,6 +326,20 @@ class MiniBroker:
                 future.set_exception(exc)
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future
+
+
+def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
+    """Address to serve on: explicit arguments, else listeners / host.name / port settings."""
+    if "listeners" in cfg.explicit and not port:
+        first = cfg["listeners"].split(",")[0]
+        address = first.split("://", 1)[-1]
+        name, _, number = address.rpartition(":")
+        return (name or host), int(number)
+    if "host.name" in cfg.explicit and host == "127.0.0.1":
+        host = cfg["host.name"]
+    if not port and "port" in cfg.explicit:
+        port = int(cfg["port"])
+    return host, port
 
 
 def _resolve(result: Any) -> Any:
