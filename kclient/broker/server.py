@@ -170,6 +170,18 @@ class MiniBroker:
         """Open the logs, bind the port, start coordinator and network, register in ZooKeeper."""
         if self.running:
             return self
+        self.running = True
+        try:
+            self._start_components()
+        except BaseException:
+            self._shutdown(clean=True)
+            raise
+        log.info("broker %d listening on %s (log dir %s)", self.node_id, self.bootstrap,
+                 self.log_dir)
+        return self
+
+    def _start_components(self) -> None:
+        """Start storage, timers, coordinator, network and registration, in that order."""
         cfg = self.config
         self.log_dir.mkdir(parents=True, exist_ok=True)
         defaults = LogConfig.from_properties({k: cfg[k] for k in cfg.explicit})
@@ -192,12 +204,8 @@ class MiniBroker:
             self.coordinator.start()
         self.cluster.add_broker(self)
         self._server.start()
-        self.running = True
         if self.zookeeper_connect:
             self._register_zk()
-        log.info("broker %d listening on %s (log dir %s)", self.node_id, self.bootstrap,
-                 self.log_dir)
-        return self
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
@@ -229,13 +237,18 @@ class MiniBroker:
             self.zk.close()
             self.zk = None
         self.cluster.remove_broker(self.node_id)
-        self._server.stop()
-        self.scheduler.close()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self.scheduler is not None:
+            self.scheduler.close()
+            self.scheduler = None
         if self.coordinator is not None:
             self.coordinator.close()
-        if clean:
+            self.coordinator = None
+        if self.log_manager is not None and clean:
             self.log_manager.close()
-        else:
+        elif self.log_manager is not None:
             _abandon(self.log_manager)
         log.info("broker %d %s", self.node_id, "stopped" if clean else "killed")
 

@@ -417,3 +417,20 @@ def test_broker_config_reaches_logs_and_topics(tmp_path, raw_client):
 def test_coordinator_for_is_the_broker_itself(mini_broker):
     assert mini_broker.coordinator_for("any-group") == (0, "127.0.0.1", mini_broker.port)
     assert mini_broker.coordinator is not None
+
+
+def test_failed_start_cleans_up_and_frees_the_port(tmp_path):
+    from kclient.testing import free_port
+    port = free_port()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen(1)
+        broker = MiniBroker(log_dir=tmp_path, port=port)
+        with pytest.raises(OSError):
+            broker.start()
+        assert not broker.running
+    broker.start()
+    try:
+        assert broker.port == port
+    finally:
+        broker.close()
