@@ -35,6 +35,7 @@ class Faults:
         self.fired: list[tuple[int, str]] = []
 
     def _arm(self, api_key: int, fault: Fault) -> None:
+        """Queue a fault for an API."""
         if fault.count < 1:
             raise ValueError("count must be at least 1")
         with self._lock:
@@ -99,27 +100,32 @@ def _partitions_error(request: Request, code: int, topics: str, tname: str, part
 
 
 def _produce(request: Request, code: int) -> dict:
+    """Produce: the error on every partition."""
     return _partitions_error(request, code, "topic_data", "name", "partition_data", "index",
                              "responses", "name", "partition_responses", {"base_offset": -1})
 
 
 def _fetch(request: Request, code: int) -> dict:
+    """Fetch: the error on every partition, no records."""
     return _partitions_error(request, code, "topics", "topic", "partitions", "partition",
                              "responses", "topic", "partitions",
                              {"high_watermark": -1, "records": b""})
 
 
 def _list_offsets(request: Request, code: int) -> dict:
+    """ListOffsets: the error on every partition."""
     return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
                              "topics", "name", "partitions", {})
 
 
 def _offset_commit(request: Request, code: int) -> dict:
+    """OffsetCommit: the error on every partition."""
     return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
                              "topics", "name", "partitions", {})
 
 
 def _offset_fetch(request: Request, code: int) -> dict:
+    """OffsetFetch: the error on every partition and at the top (v2+)."""
     body = _partitions_error(request, code, "topics", "name", "partition_indexes", "",
                              "topics", "name", "partitions", {"committed_offset": -1})
     body["error_code"] = code
@@ -127,14 +133,17 @@ def _offset_fetch(request: Request, code: int) -> dict:
 
 
 def _create_topics(request: Request, code: int) -> dict:
+    """CreateTopics: the error on every topic."""
     return {"topics": [{"name": t.name, "error_code": code} for t in request.body.topics]}
 
 
 def _delete_topics(request: Request, code: int) -> dict:
+    """DeleteTopics: the error on every topic."""
     return {"responses": [{"name": n, "error_code": code} for n in request.body.topic_names]}
 
 
 def _top_level(request: Request, code: int) -> dict:
+    """APIs with one top-level error code (group APIs, ApiVersions, FindCoordinator)."""
     return {"error_code": code}
 
 

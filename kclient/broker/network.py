@@ -73,15 +73,12 @@ class _Conn:
         self.peer = peer
         self.proto = ServerProtocol(APIS, max_frame)
         self.pending: deque[Request] = deque()
-        self.busy = False
-        self.out: deque = deque()
-        self.out_bytes = 0
-        self.closed = False
-        self.last_active = 0.0
-        self.interest = 0
+        self.busy, self.out, self.out_bytes = False, deque(), 0
+        self.closed, self.last_active, self.interest = False, 0.0, 0
 
 
 def _is_bytes(part: Any) -> bool:
+    """True for in-memory parts (file regions are not)."""
     return isinstance(part, (bytes, bytearray, memoryview))
 
 
@@ -159,6 +156,7 @@ class _Processor(threading.Thread):
         self._wake_w.close()
 
     def _drain_wakeups(self) -> None:
+        """Empty the wake-up socket."""
         try:
             while self._wake_r.recv(4096):
                 pass
@@ -236,7 +234,7 @@ class _Processor(threading.Thread):
         if not conn.closed:
             self._write(conn)
 
-    def _dispatch(self, request: Request):
+    def _dispatch(self, request: Request) -> Any:
         """Answer protocol-level problems here; hand good requests to the broker."""
         if request.error is not None:
             if request.header.api_key == API_VERSIONS_KEY:
@@ -398,6 +396,7 @@ class _UnsupportedApiVersions:
 
 
 def _describe(request: Request) -> str:
+    """A request named for log messages."""
     h = request.header
     name = request.api.name if request.api is not None else f"api key {h.api_key}"
     return f"{name} v{h.api_version} (correlation id {h.correlation_id}, client {h.client_id!r})"
@@ -408,14 +407,13 @@ class SocketServer:
 
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
                  num_processors: int = 3, max_request_size: int = 104857600,
-                 max_idle_ms: int = 600000, send_buffer: int = 0, receive_buffer: int = 0):
+                 max_idle_ms: int = 600000):
         self.host = host
         self.port = port
         self.handler = handler
         self.max_request_size = max_request_size
         self.max_idle_s = max_idle_ms / 1000.0
         self.num_processors = max(1, num_processors)
-        self.buffers = (send_buffer, receive_buffer)
         self._listener: socket.socket | None = None
         self._processors: list[_Processor] = []
         self._acceptor: threading.Thread | None = None
@@ -475,11 +473,6 @@ class SocketServer:
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            send, recv = self.buffers
-            if send > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
-            if recv > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv)
             next(turn).add(sock, f"{addr[0]}:{addr[1]}")
 
     def stop(self) -> None:

@@ -154,6 +154,7 @@ class MiniBroker:
     # ------------------------------------------------------------------ identity
     @property
     def broker_id(self) -> int:
+        """Kafka's name for the node id."""
         return self.node_id
 
     @property
@@ -333,6 +334,7 @@ class MiniBroker:
         future: Future = Future()
 
         def run() -> None:
+            """Answer the request now that the delay is over."""
             try:
                 _chain(handler(self, request), future)
             except BaseException as exc:
@@ -367,6 +369,7 @@ def _chain(result: Any, future: Future) -> None:
         return
 
     def relay(done: Future) -> None:
+        """Copy the inner future's outcome."""
         exc = done.exception()
         if exc is not None:
             future.set_exception(exc)

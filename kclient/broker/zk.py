@@ -33,6 +33,7 @@ def dumps(value: Any) -> bytes:
 
 
 def _now_ms() -> str:
+    """Wall-clock milliseconds as the string Kafka writes."""
     return str(int(time.time() * 1000))
 
 
@@ -68,6 +69,7 @@ class ZkRegistry:
 
     @property
     def id_path(self) -> str:
+        """This broker's registration znode."""
         return f"/brokers/ids/{self.broker_id}"
 
     def start(self) -> None:

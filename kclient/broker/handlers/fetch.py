@@ -31,6 +31,7 @@ def max_magic(version: int) -> int:
 
 def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
                      records: Any = b"") -> dict:
+    """One partition's response entry."""
     return {"partition_index": index, "error_code": code, "high_watermark": hw,
             "last_stable_offset": hw, "log_start_offset": start, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": records}

@@ -38,6 +38,7 @@ class _Refused(Exception):
 
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
             start: int = -1, message: str | None = None) -> dict:
+    """One partition's response entry."""
     return {"index": index, "error_code": code, "base_offset": base_offset,
             "log_append_time_ms": append_time, "log_start_offset": start,
             "record_errors": [], "error_message": message}
