@@ -53,24 +53,26 @@ def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple
         firsts: list[float] = []
 
         def read(i: int, s, quota: int) -> None:
-            c = 0
+            next(s).message
+            firsts.append(time.perf_counter())
+            c = 1
             for m in s:
-                if c == 0:
-                    firsts.append(time.perf_counter())
                 m.message
                 c += 1
-                counts[i] = c
-                if sum(counts) >= n:
+                if c >= quota:
                     break
+            counts[i] = c
 
         if len(ss) == 1:
             read(0, ss[0], n)
         else:
-            threads = [threading.Thread(target=read, args=(i, s, n)) for i, s in enumerate(ss)]
+            # each stream reads its share (the topic's partitions are spread evenly)
+            threads = [threading.Thread(target=read, args=(i, s, n // len(ss)))
+                       for i, s in enumerate(ss)]
             for th in threads:
                 th.start()
-            while sum(counts) < n:
-                time.sleep(0.005)
+            for th in threads:
+                th.join()
         end = time.perf_counter()
         return n / (end - min(firsts)), join
     finally:

@@ -100,3 +100,19 @@ def test_group_mode_on_tansu(tansu, connectors):
     wait_for(lambda: set(a.owned_partitions()) == {("kc-tansu-g", 0)}
              and set(b.owned_partitions()) == {("kc-tansu-g", 1)}, timeout=30,
              message="tansu rebalance")
+
+
+def test_fetcher_follows_a_leader_move_and_a_dead_broker(mini_cluster, connectors):
+    mini_cluster.create_topic("lm", partitions=2)
+    produce(mini_cluster.bootstrap, "lm", [b"a0", b"a1"], partition=0)
+    produce(mini_cluster.bootstrap, "lm", [b"b0"], partition=1)
+    c = connectors(group_config(mini_cluster.bootstrap, "glm"))
+    s = c.create_message_streams({"lm": 1})["lm"][0]
+    assert sorted(m.message for m in drain(s, 3)) == [b"a0", b"a1", b"b0"]
+    old = mini_cluster.leaders("lm")[0]
+    new = next(i for i in range(3) if i not in mini_cluster.leaders("lm").values())
+    mini_cluster.move_leader("lm", 0, new)
+    mini_cluster.stop_broker(old)                  # the old leader's fetcher connection breaks
+    produce(mini_cluster.bootstrap, "lm", [b"a2"], partition=0)
+    got = drain(s, 1)
+    assert [(m.partition, m.offset, m.message) for m in got] == [(0, 2, b"a2")]
