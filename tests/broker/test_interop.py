@@ -180,3 +180,29 @@ def test_kcat_metadata_listing(mini_broker):
     out = _kcat(["-b", mini_broker.bootstrap, "-L"]).decode()
     assert 'topic "listed" with 3 partitions' in out
     assert "broker 0 at 127.0.0.1:" in out
+
+
+def test_confluent_kafka_retries_through_injected_not_leader_errors(mini_broker):
+    mini_broker.create_topic("retry")
+    mini_broker.faults.inject(0, error=6, count=3)
+    reports = _confluent_produce(mini_broker.bootstrap, "retry", "none",
+                                 [(b"k", b"survives three NOT_LEADER answers")],
+                                 extra={"retry.backoff.ms": 10, "linger.ms": 0})
+    assert reports == [(None, 0, 0)]
+    assert mini_broker.faults.pending(0) == 0
+    assert [k for k, kind in mini_broker.faults.fired] == [0, 0, 0]
+
+
+def test_kafka_python_consumer_group(mini_broker):
+    mini_broker.create_topic("kp-group", partitions=2)
+    records = _expected("kpg")[:50]
+    _kafka_python_produce(mini_broker.bootstrap, "kp-group", "none", records)
+    consumer = kafka.KafkaConsumer("kp-group", bootstrap_servers=mini_broker.bootstrap,
+                                   group_id="kp-g", auto_offset_reset="earliest",
+                                   consumer_timeout_ms=2000)
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < len(records) and time.monotonic() < deadline:
+        got.extend((m.key, m.value) for m in consumer)
+    consumer.commit()
+    consumer.close()
+    assert sorted(got) == sorted(records)
