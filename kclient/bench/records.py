@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 from kclient.protocol.records import RecordsReader, build_batch
 

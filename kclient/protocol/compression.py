@@ -90,9 +90,11 @@ def _require(codec: int, magic: int) -> None:
     if name is None:
         raise UnsupportedCodecError(f"unknown compression codec id {codec!r}")
     if codec not in available_codecs():
-        raise UnsupportedCodecError(f"compression codec {name} needs a library that is not installed")
+        raise UnsupportedCodecError(
+            f"compression codec {name} needs a library that is not installed")
     if codec == ZSTD and magic < 2:
-        raise UnsupportedCodecError(f"compression codec zstd needs message format v2 (magic {magic})")
+        raise UnsupportedCodecError(
+            f"compression codec zstd needs message format v2 (magic {magic})")
 
 
 # --------------------------------------------------------------------------- xxhash32
@@ -273,7 +275,8 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
                     break
                 total += len(chunk)
                 if total > max_size:
-                    raise ProtocolDecodeError(f"zstd data decompresses to more than {max_size} bytes")
+                    raise ProtocolDecodeError(
+                        f"zstd data decompresses to more than {max_size} bytes")
                 parts.append(chunk)
     except ProtocolDecodeError:
         raise
@@ -285,7 +288,7 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
 # --------------------------------------------------------------------------- public
 def compress(codec: Union[int, str], data: Buffer, magic: int = 2,
              level: Optional[int] = None) -> bytes:
-    """Compress ``data`` with ``codec`` the way a Kafka producer of message format ``magic`` does."""
+    """Compress ``data`` with ``codec`` as a Kafka producer of message format ``magic`` does."""
     codec = codec_id(codec)
     if codec == NONE:
         return bytes(data)

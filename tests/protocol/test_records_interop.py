@@ -21,7 +21,8 @@ from tests.protocol.test_compression import _XXHashShim  # noqa: E402
 TS = 1_700_000_000_000
 LEGACY_CODECS = [c.NONE, c.GZIP, c.SNAPPY, c.LZ4]
 V2_CODECS = LEGACY_CODECS + [c.ZSTD]
-CASES = [(m, codec) for m in (0, 1) for codec in LEGACY_CODECS] + [(2, codec) for codec in V2_CODECS]
+CASES = ([(m, codec) for m in (0, 1) for codec in LEGACY_CODECS]
+         + [(2, codec) for codec in V2_CODECS])
 
 
 @pytest.fixture(autouse=True)

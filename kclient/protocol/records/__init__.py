@@ -3,10 +3,10 @@
 Reading (any mix of formats in one buffer, partial trailing entry tolerated)::
 
     reader = RecordsReader(fetch_response_records)
-    for rec in reader:                      # Record(offset, timestamp, timestamp_type, key, value, headers)
+    for rec in reader:          # Record: offset, timestamp, timestamp_type, key, value, headers
         ...
     reader.valid_bytes, reader.incomplete_size
-    for batch in reader.batches():          # Batch: magic, base/last offset, codec, producer id, ...
+    for batch in reader.batches():  # Batch: magic, base/last offset, codec, producer id, ...
         batch.records
 
 Writing::

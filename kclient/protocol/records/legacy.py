@@ -244,7 +244,7 @@ def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
 
 
 def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> tuple:
-    """Public form of the message parser: ``(offset, magic, attributes, timestamp, key, value, crc)``."""
+    """Parse one complete message: ``(offset, magic, attributes, timestamp, key, value, crc)``."""
     return _parse_message(buf, pos, size, validate_crc)
 
 

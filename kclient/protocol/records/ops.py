@@ -22,7 +22,7 @@ from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import CorruptRecordError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
-    CREATE_TIME, LOG_OVERHEAD, NO_TIMESTAMP, TIMESTAMP_TYPE_MASK, Batch, Record, corrupt,
+    CREATE_TIME, LOG_OVERHEAD, NO_TIMESTAMP, Batch, corrupt,
 )
 from kclient.protocol.records.reader import Buffer, as_bytes, read_entry, scan_entries
 
