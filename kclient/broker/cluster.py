@@ -51,6 +51,7 @@ class ClusterView:
         self.leaders: dict[str, dict[int, int]] = {}
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        self.deleted: set[str] = set()   # deleted while some broker was down
 
     # ------------------------------------------------------------------ brokers
     def add_broker(self, broker: "MiniBroker") -> None:
@@ -58,6 +59,9 @@ class ClusterView:
         with self.lock:
             self.live[broker.node_id] = broker
             for topic, partitions in broker.log_manager.topics().items():
+                if topic in self.deleted and topic not in self.leaders:
+                    broker.log_manager.delete_topic(topic)
+                    continue
                 leaders = self.leaders.setdefault(topic, {})
                 for p in partitions:
                     if leaders.get(p) is None:
@@ -127,6 +131,7 @@ class ClusterView:
                 self.live[leader].log_manager.create_log(name, p, config)
             self.leaders[name] = leaders
             self.configs[name] = config
+            self.deleted.discard(name)
             for p in leaders:
                 self.epochs[(name, p)] = 0
         self._zk_call("register_topic", name, leaders, config)
@@ -184,6 +189,7 @@ class ClusterView:
                 raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
             del self.leaders[name]
             self.configs.pop(name, None)
+            self.deleted.add(name)
             for key in [k for k in self.epochs if k[0] == name]:
                 del self.epochs[key]
             for broker in self.live.values():

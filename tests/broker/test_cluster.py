@@ -142,3 +142,13 @@ def test_cluster_restart_from_the_same_directory(tmp_path, raw_client):
         c = raw_client(cluster.broker(1).bootstrap)
         assert _leaders(c, "durable") == {0: (0, 0), 1: (1, 0)}
         assert _fetch_values(c, "durable", 1) == (0, [b"persisted"])
+
+
+def test_topic_deleted_while_a_broker_is_down_stays_deleted(mini_cluster, raw_client):
+    mini_cluster.create_topic("gone", partitions=3)
+    mini_cluster.stop_broker(2)
+    mini_cluster.view.delete_topic("gone")
+    mini_cluster.start_broker(2)
+    assert mini_cluster.view.partitions("gone") is None
+    assert "gone" not in mini_cluster.broker(2).log_manager.topics()
+    assert mini_cluster.create_topic("gone", partitions=1) == {0: 0}
