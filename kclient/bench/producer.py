@@ -1,0 +1,199 @@
+"""Producer benchmark: kclient vs kafka-python vs confluent-kafka, same broker, one run.
+
+Run: ``python -m kclient.bench.producer [--broker tansu|mini|both] [--messages N]
+[--value-size B] [--partitions P] [--kafka-python-messages N] [--timeout S]``
+
+Every client sends N values of B bytes (null keys, no compression, acks=1, async) to a fresh
+topic and is timed from its first send until its flush returns, i.e. until every message is
+acknowledged; then the harness checks the topic holds N records (the high watermark).  Each client runs
+in its own subprocess, one after the other, against the same broker started once:
+
+* ``kclient-send``: ``Producer.send(ProducerData(...))`` once per message;
+* ``kclient-list``: ``Producer.send([...])`` with lists of 10,000 ProducerData (building the
+  lists is timed too);
+* ``confluent-kafka``: ``Producer.produce(topic, value)`` once per message (``linger.ms`` 5);
+* ``kafka-python``: ``KafkaProducer.send(topic, value)`` once per message (``linger_ms`` 5,
+  ``batch_size`` 1 MiB, its best settings here); it is slow, so it sends fewer messages
+  (``--kafka-python-messages``) and its rate is per second like the others.
+
+Printed: records/s, peak RSS of the client process, and the ratios the spec sets targets for.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from typing import Optional
+
+CLIENTS = ("kclient-send", "kclient-list", "confluent-kafka", "kafka-python")
+TARGETS = [  # (numerator, denominator, target ratio)
+    ("kclient-send", "kafka-python", 8.0),
+    ("kclient-send", "confluent-kafka", 0.6),
+    ("kclient-list", "confluent-kafka", 1.1),
+]
+
+
+# ----------------------------------------------------------------------------- workers
+def _worker(client: str, bootstrap: str, topic: str, n: int, size: int) -> dict:
+    value = b"x" * size
+    if client.startswith("kclient"):
+        from kclient.producer import Producer, ProducerData
+        p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
+                      "request.required.acks": 1, "compression.codec": "none"})
+        p.send([ProducerData(topic, value) for _ in range(100)])  # metadata + connection
+        p.flush()
+        n -= 100
+        start = time.perf_counter()
+        if client == "kclient-send":
+            send = p.send
+            for _ in range(n):
+                send(ProducerData(topic, value))
+        else:
+            chunk = 10_000
+            for i in range(0, n, chunk):
+                p.send([ProducerData(topic, value) for _ in range(min(chunk, n - i))])
+        p.flush()
+        elapsed = time.perf_counter() - start
+        stats = dict(p.stats)
+        p.close()
+        ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
+    elif client == "confluent-kafka":
+        import confluent_kafka
+        p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,
+                                      "linger.ms": 5, "compression.codec": "none"})
+        for _ in range(100):
+            p.produce(topic, value)
+        p.flush()
+        n -= 100
+        produce, poll = p.produce, p.poll
+        start = time.perf_counter()
+        for _ in range(n):
+            try:
+                produce(topic, value)
+            except BufferError:
+                poll(0.001)
+                produce(topic, value)
+        ok = p.flush(120) == 0
+        elapsed = time.perf_counter() - start
+    elif client == "kafka-python":
+        from kafka import KafkaProducer
+        p = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5,
+                          batch_size=1 << 20, compression_type=None)
+        for _ in range(100):
+            p.send(topic, value)
+        p.flush()
+        n -= 100
+        send = p.send
+        start = time.perf_counter()
+        for _ in range(n):
+            send(topic, value)
+        p.flush(120)
+        elapsed = time.perf_counter() - start
+        ok = True
+        p.close()
+    else:
+        raise SystemExit(f"unknown client {client}")
+    return {"client": client, "messages": n, "seconds": elapsed, "rate": n / elapsed,
+            "ok": ok, "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+# ----------------------------------------------------------------------------- harness
+def _stored_records(bootstrap: str, topic: str) -> int:
+    """Records in ``topic``: the high watermark of each partition, from a small Fetch."""
+    from kclient.cluster import Cluster
+    from kclient.protocol.apis import FETCH
+    total = 0
+    with Cluster(bootstrap) as c:
+        for p in c.partitions_for(topic):
+            conn = c.connection(c.leader_for(topic, p).node_id)
+            resp = conn.request(FETCH, {"max_wait_ms": 100, "min_bytes": 1, "max_bytes": 1 << 16,
+                                        "topics": [{"topic": topic, "partitions": [
+                                            {"partition": p, "fetch_offset": 0,
+                                             "partition_max_bytes": 1 << 16}]}]})
+            total += resp.responses[0].partitions[0].high_watermark
+    return total
+
+
+def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
+                timeout: float) -> Optional[dict]:
+    cmd = [sys.executable, "-m", "kclient.bench.producer", "--worker", client,
+           "--bootstrap", bootstrap, "--topic", topic, "--messages", str(n),
+           "--value-size", str(size)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"  {client}: timed out after {timeout}s", flush=True)
+        return None
+    if out.returncode != 0:
+        print(f"  {client}: failed\n{out.stderr[-2000:]}", flush=True)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
+    from kclient.cluster import Cluster
+    results = {}
+    print(f"\n== broker: {name} ({bootstrap}) ==", flush=True)
+    for client in args.clients:
+        topic = f"bench-{client}-{int(time.time() * 1000) % 10**9}"
+        with Cluster(bootstrap) as c:
+            c.create_topic(topic, args.partitions)
+        n = args.kafka_python_messages if client == "kafka-python" else args.messages
+        r = _run_client(client, bootstrap, topic, n, args.value_size, args.timeout)
+        if r is None:
+            continue
+        stored = _stored_records(bootstrap, topic)
+        r["stored"] = stored
+        r["verified"] = bool(r["ok"]) and stored == n
+        results[client] = r
+        print(f"  {client:16s} {r['rate']:>12,.0f} rec/s  {r['messages']:>9,} msgs  "
+              f"{r['seconds']:7.2f} s  peak RSS {r['max_rss_mb']:6.1f} MB  "
+              f"{'verified' if r['verified'] else 'NOT VERIFIED (stored %d)' % stored}",
+              flush=True)
+    for a, b, target in TARGETS:
+        if a in results and b in results:
+            ratio = results[a]["rate"] / results[b]["rate"]
+            mark = "ok" if ratio >= target else "BELOW TARGET"
+            print(f"  {a} / {b}: {ratio:.2f}x (target >= {target}x) {mark}", flush=True)
+    return results
+
+
+def main(argv: Optional[list] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kclient.bench.producer",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--broker", choices=("tansu", "mini", "both"), default="both")
+    ap.add_argument("--messages", type=int, default=500_000)
+    ap.add_argument("--kafka-python-messages", type=int, default=100_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=300.0, help="per client, seconds")
+    ap.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=CLIENTS)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(_worker(args.worker, args.bootstrap, args.topic, args.messages,
+                                 args.value_size)))
+        return 0
+    print(f"producer benchmark: {args.messages:,} x {args.value_size} B values, acks=1, "
+          f"no compression, {args.partitions} partition(s); load average "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+    if args.broker in ("tansu", "both"):
+        from kclient.testing import TansuServer
+        with TansuServer() as server:
+            _bench_broker("tansu", server.bootstrap, args)
+    if args.broker in ("mini", "both"):
+        from kclient.broker import MiniBroker
+        with MiniBroker() as broker:
+            _bench_broker("mini-broker", broker.bootstrap, args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
