@@ -213,7 +213,7 @@ def test_raw_snappy_length_header_is_checked_before_decompressing():
         c.decompress(c.SNAPPY, claim, max_size=1 << 20)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]), st.binary(max_size=200),
        st.sampled_from([0, 1, 2]))
 def test_garbage_raises_only_kafka_errors(codec, data, magic):
@@ -223,7 +223,7 @@ def test_garbage_raises_only_kafka_errors(codec, data, magic):
         pass
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]), st.binary(max_size=400),
        st.data())
 def test_truncated_or_flipped_compressed_data(codec, data, draw):

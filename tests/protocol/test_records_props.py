@@ -118,7 +118,7 @@ def _all_decoders(buf, validate_crc):
             pass
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.booleans())
 def test_random_bytes_raise_only_protocol_errors(data, validate_crc):
     _all_decoders(data, validate_crc)
