@@ -317,3 +317,33 @@ def test_session_expiry_reregisters_and_reowns(zookeeper, zk_cluster, zk, unique
     assert zk.exists(f"/consumers/{g}/ids/{g}_c").ephemeralOwner == c.zk.client_id[0]
     produce(zk_cluster.bootstrap, t, [b"after-expiry"], partition=2)
     assert [m.message for m in drain(s, 1)] == [b"after-expiry"]
+
+
+def test_no_implicit_commit_on_rebalance_with_auto_commit_off(zookeeper, zk_cluster, zk, unique,
+                                                              connectors):
+    g, t = unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=2)
+    produce_spread(zk_cluster.bootstrap, t, 2, 3)
+    a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a", "auto.commit.enable": False}))
+    assert len(drain(a.create_message_streams({t: 1})[t][0], 6)) == 6
+    b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b", "auto.commit.enable": False}))
+    b.create_message_streams({t: 1})
+    wait_for(lambda: owners(zk, g) == {(t, 0): f"{g}_a-0", (t, 1): f"{g}_b-0"})
+    assert zk.exists(f"/consumers/{g}/offsets") is None
+
+
+def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, unique,
+                                                   connectors):
+    g, t = unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=2)
+    produce_spread(zk_cluster.bootstrap, t, 2, 3)
+    a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a", "auto.commit.enable": True,
+                                               "auto.commit.interval.ms": 600000}))
+    assert len(drain(a.create_message_streams({t: 1})[t][0], 6)) == 6
+    b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))
+    sb = b.create_message_streams({t: 1})[t][0]
+    wait_for(lambda: owners(zk, g) == {(t, 0): f"{g}_a-0", (t, 1): f"{g}_b-0"})
+    # a committed before it released partition 1, so b starts after what a consumed
+    assert znode(zk, f"/consumers/{g}/offsets/{t}/1") == "3"
+    produce(zk_cluster.bootstrap, t, [b"only-new"], partition=1)
+    assert [m.message for m in drain(sb, 1)] == [b"only-new"]
