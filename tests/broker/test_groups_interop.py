@@ -136,6 +136,7 @@ class KafkaPythonMember:
         self.consumer.subscribe(["events"])
         self.assigned: set[int] = set()
         self._stop = threading.Event()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
         self._thread.start()
 
@@ -146,10 +147,17 @@ class KafkaPythonMember:
             self.consumer.poll(timeout_ms=1000)
             self.assigned = partitions_of(self.consumer.assignment())
 
-    def close(self) -> None:
+    def stop_polling(self) -> None:
+        """Stop the polling thread (the consumer may then be used from the caller's thread)."""
         self._stop.set()
         self._thread.join(timeout=DEADLINE)
-        self.consumer.close()
+
+    def close(self) -> None:
+        """Stop polling and leave the group (once)."""
+        self.stop_polling()
+        if not self._closed:
+            self._closed = True
+            self.consumer.close()
 
 
 def test_kafka_python_members_share_then_survivor_takes_all(broker):
@@ -173,8 +181,7 @@ def test_kafka_python_commit_restart_and_cross_client(broker):
     m = KafkaPythonMember(broker, group, "kp-committer")
     try:
         wait_until(lambda: len(m.assigned) == PARTITIONS, "the assignment")
-        m._stop.set()
-        m._thread.join(timeout=DEADLINE)
+        m.stop_polling()
         m.consumer.commit({TP("events", 1): OAM(42, "note", -1)})
         assert m.consumer.committed(TP("events", 1)) == 42
     finally:
@@ -201,3 +208,21 @@ def test_kafka_python_commit_restart_and_cross_client(broker):
         assert got[0].offset == 42
     finally:
         c.close()
+
+
+def test_confluent_and_kafka_python_share_one_group(broker):
+    group = f"mix-{uuid.uuid4().hex[:8]}"
+    kp = KafkaPythonMember(broker, group, "kp-mixed")
+    cf = confluent_consumer(broker, group, "cf-mixed")
+    try:
+        def split():
+            a, b = kp.assigned, partitions_of(cf.assignment())
+            return a and b and not a & b and a | b == set(range(PARTITIONS))
+        wait_until(split, "both clients to own disjoint partitions", step=lambda: cf.poll(0.1))
+        assert broker.coordinator.describe_group(group)["protocol_name"] == "range"
+        kp.close()
+        wait_until(lambda: partitions_of(cf.assignment()) == set(range(PARTITIONS)),
+                   "confluent-kafka to own every partition", step=lambda: cf.poll(0.1))
+    finally:
+        kp.close()
+        cf.close()
