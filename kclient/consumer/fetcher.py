@@ -28,7 +28,7 @@ from kclient.errors import KafkaError, MessageSizeTooLargeError, OffsetOutOfRang
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, FETCH, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.protocol.records import RecordsReader
 
-from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo
+from .stream import ErrorChunk, FetchedDataChunk, MessageAndMetadata, PartitionTopicInfo
 
 __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before"]
 
@@ -145,13 +145,16 @@ class ConsumerFetcherThread(threading.Thread):
             return
         fetch_offset = info.fetched_offset
         reader = RecordsReader(data)
+        topic, part = info.topic, info.partition
+        new, cls = tuple.__new__, MessageAndMetadata
         try:
-            recs = list(reader.records(start_offset=fetch_offset))
+            recs = [new(cls, (topic, part, r.offset, r.key, r.value, r))
+                    for r in reader.records(start_offset=fetch_offset)]
         except KafkaError as exc:                  # a bad CRC names its offset
             self._error(info, exc)
             return
         if recs:
-            info.fetched_offset = recs[-1].offset + 1
+            info.fetched_offset = recs[-1][2] + 1
             self._put(info, FetchedDataChunk(recs, info, fetch_offset))
         elif reader.entries:                       # only control batches / skipped records
             last = max(b.last_offset for b in reader.batches())

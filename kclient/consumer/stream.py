@@ -100,7 +100,11 @@ class PartitionTopicInfo:
 
 
 class FetchedDataChunk:
-    """The records of one partition from one fetch, starting at ``fetch_offset``."""
+    """The messages of one partition from one fetch, starting at ``fetch_offset``.
+
+    ``records`` holds undecoded :class:`MessageAndMetadata` (raw key and value bytes); the
+    stream applies its decoders when it takes the chunk.
+    """
 
     __slots__ = ("records", "info", "fetch_offset")
 
@@ -208,19 +212,16 @@ class KafkaStream(Iterator[MessageAndMetadata]):
 
     def _decode(self, chunk: FetchedDataChunk) -> _ChunkState:
         info = chunk.info
-        topic, part = info.topic, info.partition
-        recs = chunk.records
+        msgs = chunk.records
         low = max(chunk.fetch_offset, info.consumed_offset)
-        if recs and recs[0].offset < low:          # v0 wrappers, or a chunk older than a reset
-            recs = [r for r in recs if r.offset >= low]
+        if msgs and msgs[0][2] < low:          # v0 wrappers, or a chunk older than a reset
+            msgs = [m for m in msgs if m[2] >= low]
         kd, vd = self._kd, self._vd
-        new, cls = tuple.__new__, MessageAndMetadata
-        if kd is None and vd is None:
-            msgs = [new(cls, (topic, part, r.offset, r.key, r.value, r)) for r in recs]
-        else:
+        if kd is not None or vd is not None:
+            new, cls = tuple.__new__, MessageAndMetadata
             kd = kd or _identity
             vd = vd or _identity
-            msgs = [new(cls, (topic, part, r.offset, kd(r.key), vd(r.value), r)) for r in recs]
+            msgs = [new(cls, (m[0], m[1], m[2], kd(m[3]), vd(m[4]), m[5])) for m in msgs]
         return _ChunkState(msgs, info)
 
     # -- used by the connector ------------------------------------------------------------------

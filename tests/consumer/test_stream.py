@@ -15,6 +15,8 @@ from kclient.protocol.records import Record
 def chunk(info, offsets, fetch_offset=None):
     recs = [Record(o, 1000 + o, 0, f"k{o}".encode(), f"v{o}".encode(), [("h", b"1")])
             for o in offsets]
+    recs = [MessageAndMetadata((info.topic, info.partition, r.offset, r.key, r.value, r))
+            for r in recs]
     return FetchedDataChunk(recs, info, offsets[0] if fetch_offset is None else fetch_offset)
 
 
