@@ -428,10 +428,14 @@ class GroupCoordinator:
     def _reaper(self) -> None:
         """Expire sessions and deadlines until closed."""
         while True:
+            wait = _REAPER_MAX_WAIT
             with self._critical():
                 if self._closed:
                     return
-                wait = self._expire(time.monotonic())
+                try:
+                    wait = self._expire(time.monotonic())
+                except Exception:  # keep expiring other groups whatever one of them did
+                    log.exception("group coordinator %d: expiration pass failed", self.node_id)
             self._kick.wait(timeout=wait)
             self._kick.clear()
             if time.monotonic() >= self._next_retention and not self._closed:
@@ -443,6 +447,8 @@ class GroupCoordinator:
         deadlines = [now + _REAPER_MAX_WAIT]
         for group in list(self._groups.values()):
             deadlines.append(self._expire_group(group, now))
+            if group.state == EMPTY and group.generation_id == 0 and not group.pending:
+                del self._groups[group.group_id]  # never formed (stray request, lapsed id)
         return max(0.0, min(deadlines) - now)
 
     def _expire_group(self, group: Group, now: float) -> float:
@@ -457,8 +463,7 @@ class GroupCoordinator:
                 self._remove_member(group, member, "session timeout")
         if group.state == PREPARING_REBALANCE:
             self._expire_rebalance(group, now)
-        return min([*group.pending.values(), *self._member_deadlines(group),
-                    *self._rebalance_deadlines(group)], default=now + _REAPER_MAX_WAIT)
+        return min(group.deadlines(), default=now + _REAPER_MAX_WAIT)
 
     def _expire_rebalance(self, group: Group, now: float) -> None:
         """End the initial delay, or force the join phase at the rebalance timeout."""
@@ -468,18 +473,6 @@ class GroupCoordinator:
         if group.state == PREPARING_REBALANCE and group.delay_deadline is None \
                 and now >= group.join_deadline:
             self._complete_join(group)
-
-    @staticmethod
-    def _member_deadlines(group: Group) -> list[float]:
-        """Session deadlines of members that can expire."""
-        return [m.session_deadline for m in group.members.values() if not m.keep_alive()]
-
-    @staticmethod
-    def _rebalance_deadlines(group: Group) -> list[float]:
-        """The initial-delay and rebalance-timeout deadlines of a rebalancing group."""
-        if group.state != PREPARING_REBALANCE:
-            return []
-        return [d for d in (group.delay_deadline, group.join_deadline) if d is not None]
 
     def _expire_offsets(self) -> None:
         """Drop offsets past retention for groups that have no members."""

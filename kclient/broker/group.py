@@ -113,6 +113,14 @@ class Group:
         """Every member has rejoined and no handed-out member id is still outstanding."""
         return not self.pending and all(m.join_future for m in self.members.values())
 
+    def deadlines(self) -> list[float]:
+        """When something may expire: pending ids, idle sessions, the rebalance's timers."""
+        out = [*self.pending.values()]
+        out += [m.session_deadline for m in self.members.values() if not m.keep_alive()]
+        if self.state == PREPARING_REBALANCE:
+            out += [d for d in (self.delay_deadline, self.join_deadline) if d is not None]
+        return out
+
     def select_protocol(self) -> str:
         """The first protocol, in the leader's preference order, that every member supports."""
         leader = self.members[self.leader_id]

@@ -269,3 +269,11 @@ def test_close_answers_waiting_members(tmp_path):
     coord.close()
     assert f2.result(WAIT)["error_code"] == NOT_COORDINATOR
     assert coord.heartbeat("g", 1, r["member_id"]) == NOT_COORDINATOR
+
+
+def test_groups_that_never_formed_are_forgotten(coord):
+    assert join(coord, "ghost", group="stray").result(WAIT)["error_code"] == UNKNOWN_MEMBER_ID
+    deadline = time.monotonic() + WAIT
+    while coord.describe_group("stray") is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert coord.describe_group("stray") is None
