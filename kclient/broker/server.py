@@ -23,6 +23,7 @@ from kclient.protocol.framing import Request
 
 from .cluster import ClusterView
 from .config import BrokerConfig
+from .coordinator import GroupCoordinator
 from .faults import Fault, Faults, error_body, stamp_metadata_error
 from .handlers import HANDLERS
 from .log import LogConfig, LogManager
@@ -33,10 +34,6 @@ __all__ = ["MiniBroker", "main"]
 
 log = logging.getLogger("kclient.broker")
 
-try:
-    from .coordinator import GroupCoordinator
-except ImportError:  # pragma: no cover - only while the coordinator is being written
-    GroupCoordinator = None  # type: ignore[assignment,misc]
 
 
 class Scheduler:
@@ -199,10 +196,9 @@ class MiniBroker:
             max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
         self._server.bind()
         self.port = self._server.port
-        if GroupCoordinator is not None:
-            self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
-                                                self.node_id, cfg.coordinator_properties())
-            self.coordinator.start()
+        self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
+                                            self.node_id, cfg.coordinator_properties())
+        self.coordinator.start()
         self.cluster.add_broker(self)
         self._server.start()
         if self.zookeeper_connect:

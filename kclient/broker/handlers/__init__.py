@@ -5,46 +5,29 @@ response, Produce with acks=0) or a ``concurrent.futures.Future`` resolving to a
 """
 from __future__ import annotations
 
-import importlib
-import logging
 from typing import Any, Callable
 
-__all__ = ["HANDLERS", "MODULES"]
+from . import (
+    api_versions, create_topics, delete_topics, fetch, find_coordinator, heartbeat, join_group,
+    leave_group, list_offsets, metadata, offset_commit, offset_fetch, produce, sync_group,
+)
 
-log = logging.getLogger("kclient.broker.handlers")
+__all__ = ["HANDLERS"]
 
-#: API key -> module name in this package.
-MODULES: dict[int, str] = {
-    0: "produce",
-    1: "fetch",
-    2: "list_offsets",
-    3: "metadata",
-    8: "offset_commit",
-    9: "offset_fetch",
-    10: "find_coordinator",
-    11: "join_group",
-    12: "heartbeat",
-    13: "leave_group",
-    14: "sync_group",
-    18: "api_versions",
-    19: "create_topics",
-    20: "delete_topics",
+#: API key -> handler, for the fourteen APIs of kclient.protocol.apis.
+HANDLERS: dict[int, Callable[[Any, Any], Any]] = {
+    0: produce.handle,
+    1: fetch.handle,
+    2: list_offsets.handle,
+    3: metadata.handle,
+    8: offset_commit.handle,
+    9: offset_fetch.handle,
+    10: find_coordinator.handle,
+    11: join_group.handle,
+    12: heartbeat.handle,
+    13: leave_group.handle,
+    14: sync_group.handle,
+    18: api_versions.handle,
+    19: create_topics.handle,
+    20: delete_topics.handle,
 }
-
-
-def _load() -> dict[int, Callable[[Any, Any], Any]]:
-    """Import every handler module (all fourteen are expected to exist)."""
-    handlers = {}
-    for key, name in MODULES.items():
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name not in (f"{__name__}.{name}", "kclient.broker.coordinator"):
-                raise
-            log.warning("no handler module %s: api key %d is not served", name, key)
-            continue
-        handlers[key] = module.handle
-    return handlers
-
-
-HANDLERS: dict[int, Callable[[Any, Any], Any]] = _load()
