@@ -1,0 +1,26 @@
+"""The low-level consumer: one broker, stateless requests, each carrying its offset.
+
+::
+
+    from kclient.simple import SimpleConsumer, FetchRequest, OffsetRequest
+    with SimpleConsumer("127.0.0.1", 9092, so_timeout=30000, buffer_size=65536,
+                        client_id="me") as c:
+        for mo in c.fetch(FetchRequest("events", 0, offset=0, max_size=1 << 20)):
+            mo.offset, mo.next_offset, mo.message.key, mo.message.value
+        c.multifetch([FetchRequest("events", 0, 0), FetchRequest("events", 1, 0)])
+        c.get_offsets_before("events", 0, OffsetRequest.LATEST_TIME, max_num_offsets=1)
+
+:class:`~kclient.simple.fetcher.Fetcher` is the reusable fetch path under it (partitions at
+offsets from one connection -> decoded messages, per-partition errors, high watermarks).
+"""
+from .consumer import (FetchRequest, MultiFetchResponse, OffsetAndMetadata, OffsetRequest,
+                       SimpleConsumer)
+from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch, PendingFetch
+from .message_set import ByteBufferMessageSet, MessageSet
+from .messages import BatchInfo, Message, MessageAndOffset
+
+__all__ = [
+    "SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse", "OffsetAndMetadata",
+    "Fetcher", "PartitionFetch", "PendingFetch", "DEFAULT_MAX_BUFFER_SIZE",
+    "ByteBufferMessageSet", "MessageSet", "Message", "MessageAndOffset", "BatchInfo",
+]

@@ -1,0 +1,246 @@
+"""Fetch partitions at offsets over one broker connection: the reusable core of every reader.
+
+:class:`Fetcher` turns a list of :class:`PartitionFetch` (topic, partition, offset, max bytes)
+into one Fetch request and its response into one :class:`ByteBufferMessageSet` per partition,
+in request order, each carrying the decoded messages (lazily), the high watermark and the
+partition's error, if any.  SimpleConsumer, the ConsumerConnector's fetcher threads and the Spark
+reader all read through it.
+
+What it adds to a bare Fetch:
+
+* **Oversized messages.**  A partition whose response holds no complete entry but a partial one
+  (the first message is larger than the fetch size) is fetched again with the size doubled, up
+  to ``max_buffer_size``; past that bound it fails with ``MessageSizeTooLargeError``.  A broker
+  that returns an oversized first batch whole (Fetch v3+, KIP-74) gets the same bound applied.
+* **Pipelining.**  ``send()`` / ``receive()`` split the round trip, and with ``prefetch`` the
+  fetcher sends the natural next request (every partition at its ``next_offset``) as soon as a
+  response with data arrived, so the broker works while the caller decodes.  The speculative
+  response is used only when the next ``fetch()`` asks exactly for it, and only while younger
+  than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
+  watermark does not change, so a used speculative response equals a fresh one except that its
+  high watermark may be that much older.
+* **Per-partition errors** as exceptions whose text names the topic, partition and offset.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from kclient.protocol.apis import FETCH
+from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
+from kclient.protocol.errors import KafkaError, MessageSizeTooLargeError, error_for_code
+
+from .message_set import ByteBufferMessageSet
+
+__all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
+
+#: Default bound for growing a fetch size around an oversized message.
+DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024
+_INT32_MAX = 0x7FFFFFFF
+
+
+class PartitionFetch(NamedTuple):
+    """One partition to fetch: from ``offset``, at most ``max_bytes`` of records."""
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int = 1 << 20
+
+
+class PendingFetch:
+    """A Fetch request on the wire: its correlation id, what it asked for and when."""
+
+    __slots__ = ("corr", "requests", "version", "sent_at", "key")
+
+    def __init__(self, corr: int, requests: Tuple[PartitionFetch, ...], version: int) -> None:
+        self.corr, self.requests, self.version = corr, requests, version
+        self.sent_at = time.monotonic()
+        self.key = requests
+
+
+class Fetcher:
+    """Fetch partitions from one connected :class:`~kclient.connection.BrokerConnection`.
+
+    ``max_wait_ms`` / ``min_bytes`` are the Fetch long-poll settings (by default the broker
+    answers as soon as it has a byte, or after 100 ms);
+    ``version`` caps the Fetch version (default: the highest both sides support).  Thread-safe:
+    one fetch at a time.
+    """
+
+    def __init__(self, conn, *, max_wait_ms: int = 100, min_bytes: int = 1,
+                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: Optional[int] = None,
+                 validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+                 prefetch: bool = True, prefetch_max_age_ms: int = 1000) -> None:
+        self.conn = conn
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_buffer_size = max_buffer_size
+        self.version = version
+        self.validate_crc = validate_crc
+        self.max_decompressed = max_decompressed
+        self.prefetch = prefetch
+        self.prefetch_max_age = prefetch_max_age_ms / 1000.0
+        self._speculative: Optional[PendingFetch] = None
+        self._lock = threading.RLock()
+        #: How many speculative responses were used / dropped (for tests and tuning).
+        self.prefetch_hits = 0
+        self.prefetch_misses = 0
+
+    # -- one round trip ----------------------------------------------------------------------
+    def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
+        """Write one Fetch request for ``requests``; returns the handle to :meth:`receive`."""
+        requests = tuple(PartitionFetch(*r) for r in requests)
+        seen = set()
+        topics: Dict[str, list] = {}
+        for r in requests:
+            if (r.topic, r.partition) in seen:
+                raise ValueError(f"{r.topic}-{r.partition} is listed twice in one fetch")
+            seen.add((r.topic, r.partition))
+            if r.max_bytes <= 0:
+                raise ValueError(f"fetch size {r.max_bytes} for {r.topic}-{r.partition} "
+                                 "is not positive")
+            topics.setdefault(r.topic, []).append(
+                {"partition": r.partition, "fetch_offset": r.offset,
+                 "partition_max_bytes": min(r.max_bytes, _INT32_MAX)})
+        version = self.conn.version(FETCH, self.version)
+        body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms, "min_bytes": self.min_bytes,
+                "max_bytes": min(sum(r.max_bytes for r in requests), _INT32_MAX),
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [], "rack_id": ""}
+        corr = self.conn.send(FETCH, body, version)
+        return PendingFetch(corr, requests, version)
+
+    def receive(self, pending: PendingFetch) -> List[ByteBufferMessageSet]:
+        """Wait for the response to ``pending``: one message set per request, in order."""
+        resp = self.conn.receive(pending.corr)
+        by_partition = {}
+        for t in resp.responses:
+            for p in t.partitions:
+                by_partition[(t.topic, p.partition_index)] = p
+        out = []
+        top_error = resp.get("error_code", 0)
+        for r in pending.requests:
+            p = by_partition.get((r.topic, r.partition))
+            where = f"{r.topic}-{r.partition} at offset {r.offset}"
+            if p is None:
+                # left out of the answer: a request-level error, or (some brokers, e.g. tansu
+                # with max_wait_ms=0) simply nothing to return yet
+                err = error_for_code(top_error)(where) if top_error else None
+                out.append(ByteBufferMessageSet(b"", r.offset, topic=r.topic,
+                                                partition=r.partition, error=err))
+                continue
+            err = None
+            if p.error_code:
+                err = error_for_code(p.error_code)(where)
+                err.topic, err.partition, err.offset = r.topic, r.partition, r.offset
+            out.append(ByteBufferMessageSet(
+                p.records or b"", r.offset, topic=r.topic, partition=r.partition,
+                high_watermark=p.high_watermark, last_stable_offset=p.last_stable_offset,
+                log_start_offset=p.log_start_offset, error=err,
+                validate_crc=self.validate_crc, max_decompressed=self.max_decompressed))
+        return out
+
+    # -- the full fetch ----------------------------------------------------------------------
+    def fetch(self, requests: Sequence[PartitionFetch]) -> List[ByteBufferMessageSet]:
+        """Fetch ``requests`` in one round trip (plus retries for oversized messages)."""
+        requests = tuple(PartitionFetch(*r) for r in requests)
+        if not requests:
+            return []
+        with self._lock:
+            results = self._take_speculative(requests)
+            if results is None:
+                results = self.receive(self.send(requests))
+            results = self._grow_oversized(requests, results)
+            if self.prefetch:
+                self._speculate(requests, results)
+            return results
+
+    def discard_prefetch(self) -> None:
+        """Read and drop a speculative response still on the wire (before other use)."""
+        with self._lock:
+            pending, self._speculative = self._speculative, None
+            if pending is not None:
+                self._drop(pending)
+
+    def reset(self) -> None:
+        """Forget a speculative request without reading it (the connection was replaced)."""
+        self._speculative = None
+
+    def _drop(self, pending: PendingFetch) -> None:
+        self.prefetch_misses += 1
+        try:
+            self.conn.receive(pending.corr)
+        except KafkaError:
+            pass  # the caller's own request will meet the same broken connection
+
+    def _take_speculative(self, requests) -> Optional[List[ByteBufferMessageSet]]:
+        pending, self._speculative = self._speculative, None
+        if pending is None:
+            return None
+        if pending.key == requests and time.monotonic() - pending.sent_at <= self.prefetch_max_age:
+            self.prefetch_hits += 1
+            return self.receive(pending)
+        self._drop(pending)
+        return None
+
+    def _speculate(self, requests, results: List[ByteBufferMessageSet]) -> None:
+        nxt = []
+        for r, ms in zip(requests, results):
+            if ms.error is not None or not ms.entries or ms.next_offset >= ms.high_watermark:
+                return  # only when every partition has more data waiting at the broker
+            nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
+        try:
+            self._speculative = self.send(nxt)
+        except KafkaError:
+            self._speculative = None
+
+    def _grow_oversized(self, requests, results: List[ByteBufferMessageSet]
+                        ) -> List[ByteBufferMessageSet]:
+        """Refetch partitions whose first message did not fit, doubling their size."""
+        bound = self.max_buffer_size
+        sizes = {i: r.max_bytes for i, r in enumerate(requests)}
+        while True:
+            retry = []
+            for i, (r, ms) in enumerate(zip(requests, results)):
+                if ms.error is not None:
+                    continue
+                if ms.entries:
+                    first = ms.entries[0].size
+                    if first > bound and first > sizes[i]:
+                        ms.error = _too_large(r, first, bound, delivered=True)
+                    continue
+                if not ms.buffer:
+                    continue  # nothing there (yet)
+                needed = ms.incomplete_size
+                size = sizes[i]
+                if size >= bound or (needed is not None and needed > bound):
+                    ms.error = _too_large(r, needed, bound)
+                    continue
+                size *= 2
+                while needed is not None and size < needed:
+                    size *= 2
+                sizes[i] = min(size, bound)
+                retry.append(i)
+            if not retry:
+                return results
+            again = self.receive(self.send(
+                [PartitionFetch(requests[i].topic, requests[i].partition, requests[i].offset,
+                                sizes[i]) for i in retry]))
+            results = list(results)
+            for i, ms in zip(retry, again):
+                results[i] = ms
+
+
+def _too_large(r: PartitionFetch, needed: Optional[int], bound: int,
+               delivered: bool = False) -> MessageSizeTooLargeError:
+    size = f"{needed} bytes" if needed is not None else "more than the bound"
+    how = ("the broker returned it whole" if delivered
+           else f"fetch size started at {r.max_bytes} and doubled up to the bound")
+    err = MessageSizeTooLargeError(
+        f"{r.topic}-{r.partition} at offset {r.offset}: the message there needs {size}, "
+        f"over max_buffer_size={bound} ({how})")
+    err.topic, err.partition, err.offset, err.size = r.topic, r.partition, r.offset, needed
+    return err

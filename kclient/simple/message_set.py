@@ -1,0 +1,133 @@
+"""A fetched partition's messages: the classic ``ByteBufferMessageSet``.
+
+Built from the raw records a Fetch returned for one partition (any mix of message formats v0, v1
+and v2, any codec).  Construction walks entry headers and checks every complete entry's CRC;
+messages are decoded lazily while iterating.  The buffer may end with a partial entry (the
+broker cuts at the fetch size): it is not delivered, and ``valid_bytes`` counts only the
+complete entries in front of it, as the 0.8 API's ``validBytes`` does.
+
+Errors: a broker error for the partition (offset out of range, not the leader, ...) or a corrupt
+entry is kept in ``error``.  Iterating delivers every good message in front of a corrupt entry,
+then raises the ``CorruptRecordError`` (its ``offset`` names the entry); with nothing good in front
+of it, or for a broker error, iteration raises at once.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional
+
+from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
+from kclient.protocol.errors import BrokerResponseError, CorruptRecordError, KafkaError
+from kclient.protocol.records.reader import EntrySpan, scan_entries
+
+from .decode import check_crcs, decode_entries, entry_next_offset
+from .messages import MessageAndOffset
+
+__all__ = ["ByteBufferMessageSet", "MessageSet"]
+
+
+class ByteBufferMessageSet:
+    """The messages of one partition from one fetch; iterate it for MessageAndOffset objects.
+
+    Attributes: ``topic``, ``partition``, ``fetch_offset`` (the offset asked for),
+    ``high_watermark``, ``last_stable_offset``, ``log_start_offset`` (-1 when the broker's
+    Fetch version lacks them), ``buffer`` (the raw bytes), ``entries`` (the complete entries),
+    ``valid_bytes``, ``size_in_bytes``, ``incomplete_size`` (how big the partial trailing entry
+    is, when its header arrived), ``next_offset`` (where the next fetch continues) and
+    ``error`` (an exception, or None).
+    """
+
+    __slots__ = ("topic", "partition", "fetch_offset", "high_watermark", "last_stable_offset",
+                 "log_start_offset", "buffer", "entries", "valid_bytes", "incomplete_size",
+                 "truncated", "next_offset", "error", "max_decompressed", "__weakref__")
+
+    def __init__(self, buffer=b"", fetch_offset: int = 0, *, topic: Optional[str] = None,
+                 partition: Optional[int] = None, high_watermark: int = -1,
+                 last_stable_offset: int = -1, log_start_offset: int = -1,
+                 error: Optional[BaseException] = None, validate_crc: bool = True,
+                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
+        buf = buffer if isinstance(buffer, bytes) else bytes(buffer or b"")
+        self.topic, self.partition = topic, partition
+        self.fetch_offset = fetch_offset
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.buffer = buf
+        self.max_decompressed = max_decompressed
+        scan = scan_entries(buf)
+        spans: List[EntrySpan] = scan.entries
+        problem: Optional[CorruptRecordError] = scan.error
+        if validate_crc and spans:
+            good, crc_error = check_crcs(buf, spans)
+            if crc_error is not None:
+                spans, problem = spans[:good], crc_error
+        self.entries = spans
+        self.valid_bytes = spans[-1].position + spans[-1].size if spans else 0
+        self.incomplete_size = scan.incomplete_size if problem is None else None
+        self.truncated = scan.truncated and problem is None
+        self.next_offset = max(fetch_offset, entry_next_offset(buf, spans[-1])) if spans \
+            else fetch_offset
+        if problem is not None and error is None:
+            error = CorruptRecordError(f"{self.context}: {problem.context}",
+                                       offset=problem.offset)
+        self.error = error
+
+    @property
+    def context(self) -> str:
+        """``topic-partition`` (what errors say they are about)."""
+        if self.topic is None:
+            return "message set"
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes received, a partial trailing entry included."""
+        return len(self.buffer)
+
+    @property
+    def has_error(self) -> bool:
+        return self.error is not None
+
+    @property
+    def error_code(self) -> int:
+        """The Kafka error code of ``error`` (0 without error, -1 for a non-broker error)."""
+        err = self.error
+        if err is None:
+            return 0
+        return err.errno if isinstance(err, BrokerResponseError) else -1
+
+    def raise_error(self) -> None:
+        """Raise ``error`` if there is one."""
+        if self.error is not None:
+            raise self.error
+
+    def __iter__(self) -> Iterator[MessageAndOffset]:
+        """Yield every message at or after ``fetch_offset``; raise ``error`` at the end."""
+        if self.error is not None and not self.entries:
+            raise self.error
+        return decode_entries(self.buffer, self.entries, self.fetch_offset,
+                              max_decompressed=self.max_decompressed, error=self.error,
+                              context=self.context)
+
+    iterator = __iter__
+
+    def messages(self) -> List[MessageAndOffset]:
+        """All messages as a list (raises like iteration does)."""
+        return list(self)
+
+    def __repr__(self) -> str:
+        err = f", error={self.error!r}" if self.error is not None else ""
+        return (f"ByteBufferMessageSet({self.context}, fetch_offset={self.fetch_offset}, "
+                f"entries={len(self.entries)}, valid_bytes={self.valid_bytes}, "
+                f"size={len(self.buffer)}, next_offset={self.next_offset}, "
+                f"high_watermark={self.high_watermark}{err})")
+
+
+#: The shorter name.
+MessageSet = ByteBufferMessageSet
+
+
+def error_set(topic: str, partition: int, fetch_offset: int, error: KafkaError,
+              high_watermark: int = -1) -> ByteBufferMessageSet:
+    """An empty message set that carries only ``error``."""
+    return ByteBufferMessageSet(b"", fetch_offset, topic=topic, partition=partition,
+                                high_watermark=high_watermark, error=error)
