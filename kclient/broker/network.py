@@ -21,7 +21,6 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from kclient.protocol.apis import APIS
-from kclient.protocol.errors import KafkaError
 from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
@@ -203,8 +202,8 @@ class _Processor(threading.Thread):
         conn.last_active = time.monotonic()
         try:
             conn.pending.extend(conn.proto.receive_bytes(data))
-        except (KafkaError, ValueError, IndexError, UnicodeDecodeError) as exc:
-            self._close(conn, f"bad request frame: {exc}")
+        except Exception as exc:  # any decoding failure: this connection's bytes are bad
+            self._close(conn, f"bad request frame: {exc!r}")
             return
         self._pump(conn)
 

@@ -434,3 +434,24 @@ def test_failed_start_cleans_up_and_frees_the_port(tmp_path):
         assert broker.port == port
     finally:
         broker.close()
+
+
+def test_random_frames_never_hurt_the_broker(mini_broker, raw_client):
+    import random
+    rng = random.Random(1234)
+    mini_broker.create_topic("fuzz")
+    good = raw_client(mini_broker.bootstrap)
+    for i in range(150):
+        api_key = rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, rng.randrange(-5, 100)])
+        version = rng.randrange(0, 13)
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 60)))
+        payload = _raw_header(api_key, version, i) + body
+        with socket.create_connection(("127.0.0.1", mini_broker.port), timeout=5) as s:
+            s.sendall(_frame(payload))
+            s.settimeout(2)
+            try:
+                s.recv(65536)      # an answer (a lucky valid request) or a close
+            except (TimeoutError, ConnectionResetError):
+                pass
+    assert produce(good, "fuzz", [b"alive"]).error_code == 0
+    assert values_of(fetch(good, "fuzz", 0).records) == [b"alive"]
