@@ -3,8 +3,10 @@
 The file plays the role of Kafka's compacted ``__consumer_offsets`` topic: every commit appends
 one length-prefixed record ``[length u32][crc32 u32][payload]`` whose payload is JSON (a group,
 and its committed or deleted partitions). Start-up replays the file, keeps the last value per
-(group, topic, partition) and cuts off a torn or corrupt tail. When the file grows past
-``offsets.compaction.factor`` times the live data it is rewritten with the latest values only.
+(group, topic, partition) and cuts off a torn or corrupt tail. Once the file is larger than
+``offsets.topic.segment.bytes`` and than 1 / (1 - ``log.cleaner.min.cleanable.ratio``) times its
+live data, it is rewritten with the latest values only. Commits are fsynced unless
+``offsets.commit.required.acks`` is 1 or 0.
 """
 from __future__ import annotations
 
@@ -97,9 +99,11 @@ class OffsetManager:
         config = dict(config or {})
         self.path = Path(data_dir) / OFFSETS_FILE
         acks = str(config.get("offsets.commit.required.acks", "-1")).strip()
-        self.fsync = _truthy(config.get("offsets.commit.fsync"), True) and acks in ("-1", "all")
-        self.compaction_factor = float(config.get("offsets.compaction.factor", "4"))
-        self.compaction_min_bytes = int(config.get("offsets.compaction.min.bytes", 1 << 20))
+        self.fsync = acks in ("-1", "all")  # acks=1/0: written, not forced to disk
+        ratio = float(config.get("log.cleaner.min.cleanable.ratio", 0.5))
+        self.compaction_factor = 1 / max(1e-3, 1 - ratio)
+        self.compaction_min_bytes = int(config.get("offsets.topic.segment.bytes", 104857600))
+        self.compaction_enabled = _truthy(config.get("log.cleaner.enable"), True)
         self.retention_ms = int(config.get("offsets.retention.minutes", 10080)) * 60_000
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, OffsetEntry]] = {}
@@ -247,7 +251,9 @@ class OffsetManager:
             self._live_bytes -= _entry_size(tp, entry)
 
     def _needs_compaction(self) -> bool:
-        """True when the file is much larger than its live data (and not tiny)."""
+        """True when the file is much larger than its live data (and past a segment's size)."""
+        if not self.compaction_enabled:
+            return False
         limit = max(self._live_bytes * self.compaction_factor, self.compaction_min_bytes)
         return self._file_bytes > limit
 

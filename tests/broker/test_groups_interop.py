@@ -20,8 +20,7 @@ DEADLINE = 60
 
 @pytest.fixture
 def broker(mini_broker):
-    """The shared mini-broker with an ``events`` topic; groups form without Kafka's 3 s delay."""
-    mini_broker.coordinator.initial_delay_ms = 0
+    """The shared mini-broker with an ``events`` topic."""
     mini_broker.create_topic("events", partitions=PARTITIONS)
     return mini_broker
 
@@ -112,7 +111,6 @@ def test_confluent_committed_offsets_survive_restart(broker):
         c.close()
     broker.stop()
     broker.start()
-    broker.coordinator.initial_delay_ms = 0
     produce(broker, [b"d"], partition=0)
     c = confluent_consumer(broker, group, "resumer")
     try:

@@ -67,7 +67,7 @@ def test_corrupt_record_and_garbage_tail_are_dropped(tmp_path):
 
 
 def test_compaction_keeps_latest(tmp_path):
-    config = {"offsets.compaction.min.bytes": "2000", "offsets.compaction.factor": "2"}
+    config = {"offsets.topic.segment.bytes": "2000", "log.cleaner.min.cleanable.ratio": "0.5"}
     with OffsetManager(tmp_path, config) as m:
         for i in range(500):
             m.commit("g", {("t", i % 3): OffsetEntry(i, f"m{i}")})
@@ -118,8 +118,16 @@ def test_expire_respects_retention_and_active_groups(tmp_path):
 
 def test_fsync_setting(tmp_path):
     assert OffsetManager(tmp_path).fsync is True
-    assert OffsetManager(tmp_path, {"offsets.commit.fsync": "false"}).fsync is False
+    assert OffsetManager(tmp_path, {"offsets.commit.required.acks": -1}).fsync is True
     assert OffsetManager(tmp_path, {"offsets.commit.required.acks": "1"}).fsync is False
+
+
+def test_no_automatic_compaction_when_cleaner_disabled(tmp_path):
+    config = {"offsets.topic.segment.bytes": "100", "log.cleaner.enable": "false"}
+    with OffsetManager(tmp_path, config) as m:
+        for i in range(50):
+            m.commit("g", {("t", 0): OffsetEntry(i)})
+        assert m.file_bytes > 50 * 40
 
 
 def test_commit_before_start_raises(tmp_path):
