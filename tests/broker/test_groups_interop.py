@@ -224,3 +224,24 @@ def test_confluent_and_kafka_python_share_one_group(broker):
     finally:
         kp.close()
         cf.close()
+
+
+def test_confluent_group_on_a_three_broker_cluster(mini_cluster):
+    mini_cluster.create_topic("events", partitions=6)
+    group = f"cl-{uuid.uuid4().hex[:8]}"
+    TP = confluent_kafka.TopicPartition
+    c1, c2 = confluent_consumer(mini_cluster, group, "one"), confluent_consumer(mini_cluster,
+                                                                             group, "two")
+    try:
+        def split():
+            a, b = partitions_of(c1.assignment()), partitions_of(c2.assignment())
+            return a and b and not a & b and a | b == set(range(6))
+        wait_until(split, "both members to own disjoint partitions",
+                   step=lambda: (c1.poll(0.1), c2.poll(0.1)))
+        # the coordinator stores offsets for partitions every broker leads
+        c1.commit(offsets=[TP("events", p, 10 + p) for p in range(6)], asynchronous=False)
+        got = c2.committed([TP("events", p) for p in range(6)], timeout=10)
+        assert [tp.offset for tp in got] == [10 + p for p in range(6)]
+    finally:
+        c1.close()
+        c2.close()
