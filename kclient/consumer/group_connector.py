@@ -183,7 +183,8 @@ class GroupConsumerConnector(ConsumerConnector):
             self._close_fetchers(commit=True)
         except KafkaError as exc:                      # the old generation may be gone already
             log.info("%s: commit before rejoining failed: %s", self.consumer_id, exc)
-        self.registry = {}
+        with self._offsets_lock:
+            self.registry = {}
         pattern, subscription = self.subscription
         user = kafka_json({"version": 1, "consumer_id": self.consumer_id,
                            "subscription": subscription, "pattern": pattern,
@@ -317,7 +318,8 @@ class GroupConsumerConnector(ConsumerConnector):
             self._heartbeat.join(10)
 
     def _release(self) -> None:
-        self.registry = {}
+        with self._offsets_lock:
+            self.registry = {}
         if not self.member_id:
             return
         body = {"group_id": self.group, "member_id": self.member_id,

@@ -169,14 +169,16 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         if event == "session_lost":
             # our owner znodes are gone: stop handing out messages of partitions others may own
             self._close_fetchers(commit=False)
-            self.registry = {}
+            with self._offsets_lock:
+                self.registry = {}
         elif event == "connected":
             session = self.zk.client_id[0] if self.zk.client_id else None
             if session is not None and session != self._registered_session \
                     and self._registered_session is not None:
                 log.info("%s: new ZooKeeper session; registering again", self.consumer_id)
                 self._close_fetchers(commit=False)
-                self.registry = {}                     # Kafka's resetState
+                with self._offsets_lock:               # Kafka's resetState
+                    self.registry = {}
                 self._register()
                 self.executor.trigger("new session")
 
@@ -251,7 +253,9 @@ class ZookeeperConsumerConnector(ConsumerConnector):
     def _release(self) -> None:
         """Delete the owner znodes of every partition in the registry (ours only)."""
         session = self.zk.client_id[0] if self.zk.client_id else None
-        for (topic, partition), info in sorted(self.registry.items()):
+        with self._offsets_lock:               # no commit of these partitions from now on
+            registry, self.registry = self.registry, {}
+        for (topic, partition), info in sorted(registry.items()):
             path = self.dirs.owner(topic, partition)
             try:
                 data, stat = self.zk.get(path)
@@ -259,7 +263,6 @@ class ZookeeperConsumerConnector(ConsumerConnector):
                 continue
             if data.decode() == info.thread_id and stat.ephemeralOwner == session:
                 self._delete_owner(path)
-        self.registry = {}
 
     # -- shutdown ----------------------------------------------------------------------------------
     def _stop_coordination(self) -> None:
