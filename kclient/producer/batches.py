@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import struct
 import time
+from bisect import bisect_right
+from itertools import accumulate, repeat
+from operator import add
 from typing import List, Optional, Sequence
 
 from crc32c import crc32c
@@ -34,6 +37,7 @@ RECORD_OVERHEAD = 12
 _PREFIX = struct.Struct(">qiibI")        # baseOffset, batchLength, leaderEpoch, magic, crc
 _TAIL = struct.Struct(">hiqqqhii")       # attributes .. recordsCount (CRC-32C'd)
 _BATCH_LENGTH_BASE = 49                  # 61-byte header minus offset and length fields
+_HEADER_PLACEHOLDER = bytes(_PREFIX.size + _TAIL.size)
 _SEP_CACHE: dict = {}                    # value length -> separators for offset deltas 0..n-1
 _SEP_CACHE_LENGTHS = 8
 _SEP_CACHE_MAX_N = 1 << 16
@@ -59,20 +63,31 @@ def _separators(length: int, n: int) -> list:
     return out
 
 
-def encode_v2_uniform(values: list, length: int, codec: int, timestamp: int) -> bytes:
-    """A v2 batch of values that all have ``length`` bytes; no keys, headers or own timestamps."""
+def encode_v2_uniform(values: list, length: int, codec: int, timestamp: int):
+    """A v2 batch of values that all have ``length`` bytes; no keys, headers or own timestamps.
+
+    Uncompressed, the whole batch is one ``bytearray().join`` (header placeholder, separators,
+    values) with the header packed in place afterwards: the 1 MB of records is copied once.
+    """
     n = len(values)
     seps = _separators(length, n)
-    parts: list = [None] * (2 * n)
-    parts[0::2] = seps[:n] if len(seps) != n else seps
-    parts[1::2] = values
-    parts.append(b"\x00")
-    body = b"".join(parts)
+    parts: list = [None] * (2 * n + 2)
+    parts[1:-1:2] = seps[:n] if len(seps) != n else seps
+    parts[2:-1:2] = values
+    parts[-1] = b"\x00"
     if codec:
-        body = compression.compress(codec, body, 2)
-    tail = _TAIL.pack(codec, n - 1, timestamp, timestamp, -1, -1, -1, n)
-    crc = crc32c(body, crc32c(tail))
-    return b"".join((_PREFIX.pack(0, _BATCH_LENGTH_BASE + len(body), -1, 2, crc), tail, body))
+        parts[0] = b""
+        body = compression.compress(codec, b"".join(parts), 2)
+        tail = _TAIL.pack(codec, n - 1, timestamp, timestamp, -1, -1, -1, n)
+        crc = crc32c(body, crc32c(tail))
+        return b"".join((_PREFIX.pack(0, _BATCH_LENGTH_BASE + len(body), -1, 2, crc), tail,
+                         body))
+    parts[0] = _HEADER_PLACEHOLDER
+    buf = bytearray().join(parts)
+    _TAIL.pack_into(buf, _PREFIX.size, codec, n - 1, timestamp, timestamp, -1, -1, -1, n)
+    crc = crc32c(memoryview(buf)[_PREFIX.size:])
+    _PREFIX.pack_into(buf, 0, 0, len(buf) - 12, -1, 2, crc)
+    return buf
 
 
 def encode_records(values: list, keys: Optional[list], timestamps: Optional[list],
@@ -114,15 +129,27 @@ def n_uniform(values: list, lengths: Optional[list] = None) -> bool:
 
 def split_by_size(lengths: Sequence[int], limit: int) -> List[int]:
     """Cut points so that each slice's summed lengths (+ overhead) stay under ``limit``."""
-    cuts = []
-    total = 0
-    for i, n in enumerate(lengths):
-        n += RECORD_OVERHEAD
-        if total and total + n > limit:
-            cuts.append(i)
-            total = 0
-        total += n
-    return cuts
+    n = len(lengths)
+    if not n:
+        return []
+    first = lengths[0]
+    if isinstance(lengths, list) and lengths.count(first) == n:
+        step = max(1, limit // (first + RECORD_OVERHEAD))
+        return list(range(step, n, step))
+    cum = list(accumulate(map(add, lengths, repeat(RECORD_OVERHEAD))))
+    cuts: List[int] = []
+    i, base = 0, 0
+    while True:
+        j = bisect_right(cum, base + limit, i)
+        if j >= n:
+            return cuts
+        if j == i:  # one record above the limit goes alone
+            j = i + 1
+            if j >= n:
+                return cuts
+        cuts.append(j)
+        base = cum[j - 1]
+        i = j
 
 
 class PartitionBatch:

@@ -15,6 +15,21 @@ from typing import Any, Iterator, Optional, Sequence
 __all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports"]
 
 
+def _extra_field(index: int, name: str) -> property:
+    """A property reading one of the optional fields packed in ``_extra``."""
+
+    def get(self: "ProducerData") -> Any:
+        extra = self._extra
+        return None if extra is None else extra[index]
+
+    def set_(self: "ProducerData", value: Any) -> None:
+        extra = list(self._extra or (None, None, None, None))
+        extra[index] = value
+        self._extra = None if extra == [None, None, None, None] else tuple(extra)
+
+    return property(get, set_, doc=f"The message's {name} (None if not given).")
+
+
 class ProducerData:
     """One message to send: ``ProducerData(topic, value, key=None)``.
 
@@ -23,18 +38,27 @@ class ProducerData:
     from the key; null keys go to a partition that has a leader); ``timestamp`` is the create time
     in ms (default: when the batch is built); ``headers`` a list of ``(str, bytes)`` pairs
     (record batches only, i.e. brokers with Produce v3+).
+
+    The four optional fields live together in one slot (``None`` when none is given), so the
+    common message costs two attribute stores and the send thread tells plain messages apart
+    with one look per message.
     """
 
-    __slots__ = ("topic", "value", "key", "partition", "timestamp", "headers")
+    __slots__ = ("topic", "value", "_extra")
 
     def __init__(self, topic: str, value: Any, key: Any = None, partition: Optional[int] = None,
                  timestamp: Optional[int] = None, headers: Optional[Sequence] = None) -> None:
         self.topic = topic
         self.value = value
-        self.key = key
-        self.partition = partition
-        self.timestamp = timestamp
-        self.headers = headers
+        if key is None and partition is None and timestamp is None and headers is None:
+            self._extra = None
+        else:
+            self._extra = (key, partition, timestamp, headers)
+
+    key = _extra_field(0, "key")
+    partition = _extra_field(1, "partition")
+    timestamp = _extra_field(2, "timestamp")
+    headers = _extra_field(3, "headers")
 
     def __repr__(self) -> str:
         extra = "".join(f", {name}={getattr(self, name)!r}"
@@ -48,12 +72,12 @@ class ProducerData:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ProducerData):
             return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+        return (self.topic, self.value, self._extra) == (other.topic, other.value, other._extra)
 
     __hash__ = object.__hash__
 
     def __reduce__(self) -> tuple:
-        return (ProducerData, tuple(getattr(self, n) for n in self.__slots__))
+        return (ProducerData, (self.topic, self.value) + (self._extra or ()))
 
 
 class RecordMetadata:

@@ -47,10 +47,14 @@ log = logging.getLogger(__name__)
 
 _topic = attrgetter("topic")
 _value = attrgetter("value")
-_key = attrgetter("key")
-_part = attrgetter("partition")
-_ts = attrgetter("timestamp")
-_hdrs = attrgetter("headers")
+_extra = attrgetter("_extra")
+_NONE = type(None)
+
+
+def _column(extras: list, index: int) -> Optional[list]:
+    """One optional field of every message, or None when no message sets it."""
+    col = [None if e is None else e[index] for e in extras]
+    return None if col.count(None) == len(col) else col
 
 
 class _InFlight:
@@ -268,9 +272,11 @@ class DefaultEventHandler(EventHandler):
 
     # ------------------------------------------------------------------ prepare
     def _prepare(self, events: list, attempts: int) -> List[PartitionBatch]:
-        topics = set(map(_topic, events))
-        if len(topics) == 1:
-            groups = {topics.pop(): events}
+        if not events:
+            return []
+        topics = list(map(_topic, events))
+        if topics.count(topics[0]) == len(topics):  # identity makes count cheap
+            groups = {topics[0]: events}
         else:
             groups = {}
             for e in events:
@@ -304,8 +310,11 @@ class DefaultEventHandler(EventHandler):
 
     def _serialize(self, evs: list, column: list, encoder: Any, raw: bool, what: str) -> tuple:
         """Encode a column; returns (values, {index: exception}) for messages that failed."""
-        if raw and set(map(type, column)) <= {bytes, type(None)}:
-            return column, {}
+        if raw:
+            types = list(map(type, column))
+            ok = types.count(bytes)
+            if ok == len(types) or ok + types.count(_NONE) == len(types):
+                return column, {}
         if raw:
             enc = encoder.to_message
         else:
@@ -328,21 +337,16 @@ class DefaultEventHandler(EventHandler):
         n = len(evs)
         values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
                                       self._raw_values, "value")
-        keys = list(map(_key, evs))
-        if keys.count(None) == n:
-            keys = None
+        extras = list(map(_extra, evs))
+        if extras.count(None) == n:
+            keys = pins = stamps = headers = None
         else:
-            keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys, "key")
-            bad.update(bad_keys)
-        pins = list(map(_part, evs))
-        if pins.count(None) == n:
-            pins = None
-        stamps = list(map(_ts, evs))
-        if stamps.count(None) == n:
-            stamps = None
-        headers = list(map(_hdrs, evs))
-        if headers.count(None) == n:
-            headers = None
+            keys, pins = _column(extras, 0), _column(extras, 1)
+            stamps, headers = _column(extras, 2), _column(extras, 3)
+            if keys is not None:
+                keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys,
+                                                 "key")
+                bad.update(bad_keys)
         try:
             lengths = list(map(len, values))
         except TypeError:

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections import deque
+from itertools import repeat, starmap
 from typing import Any, Callable, List, Optional
 
 from kclient.errors import IllegalStateError, KafkaError
@@ -197,10 +198,8 @@ class ProducerSendThread(threading.Thread):
                     self.wake_at = INF
 
     def _take(self, k: int) -> list:
-        q = self.queue
-        pop = q.popleft
         with self.lock:
-            batch = [pop() for _ in range(k)]
+            batch = list(starmap(self.queue.popleft, repeat((), k)))  # all in C
             self.outstanding += k
             if self.full_waiters:
                 self.not_full.notify_all()
