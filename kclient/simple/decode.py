@@ -5,14 +5,11 @@ module adds the consumer's hot path on top:
 
 * CRCs of every complete entry are checked up front (C speed: ``crc32c`` / ``zlib.crc32``), so
   a fetch knows at once whether, and at which offset, its buffer is corrupt;
-* v2 batches are decoded column-wise: one Python loop walks the records and slices the values,
-  then ``map(MessageAndOffset, zip(...))`` builds the objects in C, lazily, while the caller
-  iterates (nothing of a batch is kept alive but its value bytes);
-* the walk of records with null keys and no headers (the bulk of high-volume topics) looks each
-  record's prefix (length, attributes, timestamp delta, offset delta, key length, value length:
-  a handful of bytes that repeat from batch to batch) up in a bounded cache instead of decoding
-  five varints; other records are decoded field by field, and anything unusual (headers, long
-  varints) goes through the general decoder of ``kclient.protocol.records.v2``.
+* v2 batches are decoded column-wise: one Python loop (:mod:`kclient.simple.walk`) walks the
+  records and slices the values, then ``map(MessageAndOffset, zip(...))`` builds the objects
+  in C, lazily, while the caller iterates (nothing of a batch is kept alive but its value
+  bytes); records the walkers do not handle (headers, null values, long varints) go through the
+  general decoder of ``kclient.protocol.records.v2``.
 
 Records below the fetch offset (a v2 batch or a v0/v1 compressed wrapper that starts before it)
 are skipped; control batches (transaction markers) are not delivered.
@@ -32,12 +29,12 @@ from kclient.protocol import compression
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.reader import EntrySpan
-from kclient.protocol.varint import ZIGZAG_DECODE, decode_varint
 
 from .messages import (CREATE_TIME, LEGACY_INFO, LOG_APPEND_TIME, NO_TIMESTAMP,
                        NO_TIMESTAMP_TYPE, BatchInfo, MessageAndOffset)
+from .walk import Unusual, walk_cached, walk_direct, walk_sequential
 
-__all__ = ["check_crcs", "decode_entries", "entry_next_offset", "CACHE_MAX"]
+__all__ = ["check_crcs", "decode_entries", "entry_next_offset"]
 
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _LAST_DELTA = struct.Struct(">i")
@@ -45,15 +42,6 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _CRC = struct.Struct(">I")
 _EMPTY = ()
-_ZD = ZIGZAG_DECODE
-_ZD_SIZE = len(ZIGZAG_DECODE)
-#: Bound on the prefix cache (entries); it is cleared when full.
-CACHE_MAX = 1 << 15
-_CACHE: dict = {}
-
-
-class _Unusual(Exception):
-    """A record the fast loops do not handle (headers, long varints, bad lengths)."""
 
 
 def corrupt(offset: int, message: str) -> CorruptRecordError:
@@ -84,254 +72,6 @@ def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
 
 
 # ----------------------------------------------------------------------------- v2
-def _prefix(buf, pos: int) -> Tuple[tuple, int]:
-    """Decode a null-key record's prefix: ``((size, value_start, ts_delta, offset_delta), width)``.
-
-    ``size`` is the whole record (length varint included), positions are relative to ``pos``;
-    ``width`` is how many bytes the prefix spans.  Raises _Unusual unless the key is null and the
-    record ends right after its value with a 1-byte header count.
-    """
-    zd = _ZD
-    b = buf[pos]
-    if b < 128:
-        p = pos + 1
-        rend = p + zd[b]
-    else:
-        b2 = buf[pos + 1]
-        if b2 < 128:
-            p = pos + 2
-            rend = p + zd[b + (b2 << 7) - 128]
-        else:
-            ln, p = decode_varint(buf, pos)
-            rend = p + ln
-    b = buf[p + 1]
-    if b < 128:
-        tsd = zd[b]
-        p += 2
-    else:
-        tsd, p = decode_varint(buf, p + 1)
-    b = buf[p]
-    if b < 128:
-        od = zd[b]
-        p += 1
-    else:
-        b2 = buf[p + 1]
-        if b2 < 128:
-            od = zd[b + (b2 << 7) - 128]
-            p += 2
-        else:
-            od, p = decode_varint(buf, p)
-    if buf[p] != 1:
-        raise _Unusual
-    b = buf[p + 1]
-    if b < 128:
-        vl = zd[b]
-        p += 2
-    else:
-        b2 = buf[p + 2]
-        if b2 < 128:
-            vl = zd[b + (b2 << 7) - 128]
-            p += 3
-        else:
-            vl, p = decode_varint(buf, p + 1)
-    if vl < 0 or p + vl != rend - 1:
-        raise _Unusual
-    return (rend - pos, p - pos, tsd, od), p - pos
-
-
-def _walk_cached(buf, pos: int, count: int, vals: list, tss: list, ods: list) -> Tuple[int, int]:
-    """Null keys, no headers: walk records with the prefix cache; ``(end position, records)``.
-
-    The cache maps the exact prefix bytes of a record to its decoded prefix, so a hit is as
-    strict as decoding; a prefix is only stored when the lookup window covered exactly it.
-    Gives up (returns fewer than ``count`` records) once a stretch of 256 records mostly missed:
-    timestamps or sizes that do not repeat, better decoded directly.
-    """
-    cache = _CACHE
-    get = cache.get
-    vapp, tapp, oapp = vals.append, tss.append, ods.append
-    done = 0
-    while done < count:
-        # the offset delta's varint grows at 64 and 8192: one window width per stretch
-        stop = min(count, 64 if done < 64 else done + 256)
-        width = _prefix(buf, pos)[1]
-        misses = 0
-        for _ in range(stop - done):
-            key = buf[pos:pos + width]
-            h = get(key)
-            if h is None:
-                h, w = _prefix(buf, pos)
-                if w == width:
-                    if len(cache) >= CACHE_MAX:
-                        cache.clear()
-                    cache[key] = h
-                misses += 1
-            size, vs, tsd, od = h
-            e = pos + size - 1
-            vapp(buf[pos + vs:e])
-            tapp(tsd)
-            oapp(od)
-            if buf[e]:
-                raise _Unusual
-            pos = e + 1
-        done = stop
-        if misses * 4 > 256 and done > 64:
-            break
-    return pos, done
-
-
-def _walk_sequential(buf, pos: int, start: int, count: int, vals: list, tss: list,
-                     keys: Optional[list] = None) -> int:
-    """No headers, offset deltas ``start..count-1`` (a batch as producers write it).
-
-    The offset delta is skipped by its width (1 byte below 64, 2 below 8192, ...), not decoded;
-    lengths are checked against the record length.  Keys must be null unless ``keys`` is a
-    list to collect them.  Returns the end position.
-    """
-    zd = _ZD
-    vapp, tapp = vals.append, tss.append
-    kapp = keys.append if keys is not None else None
-    while start < count:
-        if start < 64:
-            odw, stop = 1, min(count, 64)
-        elif start < 8192:
-            odw, stop = 2, min(count, 8192)
-        elif start < 1 << 20:
-            odw, stop = 3, min(count, 1 << 20)
-        else:
-            raise _Unusual
-        for _ in range(stop - start):
-            b = buf[pos]
-            if b < 128:
-                p = pos + 1
-                rend = p + zd[b]
-            else:
-                b2 = buf[pos + 1]
-                if b2 >= 128:
-                    raise _Unusual
-                p = pos + 2
-                rend = p + zd[b + (b2 << 7) - 128]
-            b = buf[p + 1]
-            if b < 128:
-                tapp(zd[b])
-                p += 2 + odw
-            else:
-                b2 = buf[p + 2]
-                if b2 >= 128:
-                    raise _Unusual
-                tapp(zd[b + (b2 << 7) - 128])
-                p += 3 + odw
-            b = buf[p]
-            if b != 1:
-                if kapp is None or b & 1:
-                    raise _Unusual
-                if b < 128:
-                    b >>= 1
-                    p += 1
-                else:
-                    b2 = buf[p + 1]
-                    if b2 >= 128:
-                        raise _Unusual
-                    b = zd[b + (b2 << 7) - 128]
-                    p += 2
-                kapp(buf[p:p + b])
-                p += b
-            elif kapp is not None:
-                kapp(None)
-                p += 1
-            else:
-                p += 1
-            b = buf[p]
-            if b < 128:
-                vl = zd[b]
-                p += 1
-            else:
-                b2 = buf[p + 1]
-                if b2 >= 128:
-                    raise _Unusual
-                vl = zd[b + (b2 << 7) - 128]
-                p += 2
-            pos = rend - 1
-            if p + vl != pos or buf[pos]:
-                raise _Unusual
-            vapp(buf[p:pos])
-            pos = rend
-        start = stop
-    return pos
-
-
-def _walk_direct(buf, pos: int, count: int, keys: Optional[list], vals: list, tss: list,
-                 ods: list) -> int:
-    """No headers: decode ``count`` records field by field (keys appended when ``keys``)."""
-    zd = _ZD
-    vapp, tapp, oapp = vals.append, tss.append, ods.append
-    kapp = keys.append if keys is not None else None
-    for _ in range(count):
-        b = buf[pos]
-        if b < 128:
-            p = pos + 1
-            rend = p + zd[b]
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 128:
-                p = pos + 2
-                rend = p + zd[b + (b2 << 7) - 128]
-            else:
-                ln, p = decode_varint(buf, pos)
-                rend = p + ln
-        b = buf[p + 1]
-        if b < 128:
-            tapp(zd[b])
-            p += 2
-        else:
-            tsd, p = decode_varint(buf, p + 1)
-            tapp(tsd)
-        b = buf[p]
-        if b < 128:
-            oapp(zd[b])
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 128:
-                oapp(zd[b + (b2 << 7) - 128])
-                p += 2
-            else:
-                od, p = decode_varint(buf, p)
-                oapp(od)
-        b = buf[p]
-        if b == 1:
-            p += 1
-            if kapp is not None:
-                kapp(None)
-        else:
-            if kapp is None or b & 1:
-                raise _Unusual  # a key where none was expected, or a negative length
-            if b < 128:
-                kl = b >> 1
-                p += 1
-            else:
-                kl, p = decode_varint(buf, p)
-            kapp(buf[p:p + kl])
-            p += kl
-        b = buf[p]
-        if b < 128:
-            vl = zd[b]
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 128:
-                vl = zd[b + (b2 << 7) - 128]
-                p += 2
-            else:
-                vl, p = decode_varint(buf, p)
-        e = rend - 1
-        if p + vl != e or vl < 0 or buf[e]:
-            raise _Unusual
-        vapp(buf[p:e])
-        pos = rend
-    return pos
-
-
 def _v2_general(buf, start: int, end: int, count: int, base_offset: int, base_ts: int,
                 ts_type: int, max_ts: int, info: BatchInfo) -> List[MessageAndOffset]:
     """Any v2 records (headers, null values, long varints) through the records package."""
@@ -370,23 +110,23 @@ def _decode_v2(buf: bytes, pos: int, fetch_offset: int, max_decompressed: int
     try:
         try:
             if count != last_delta + 1:
-                raise _Unusual  # offsets with gaps (compacted): decode every delta
+                raise Unusual  # offsets with gaps (compacted): decode every delta
             # a batch as producers write it: offset deltas 0..count-1
-            stop, done = _walk_cached(buf, start, count, vals, tss, ods)
+            stop, done = walk_cached(buf, start, count, vals, tss, ods)
             if ods != list(range(done)):
-                raise _Unusual
+                raise Unusual
             ods = None
             if done < count:
-                stop = _walk_sequential(buf, stop, done, count, vals, tss)
-        except _Unusual:
+                stop = walk_sequential(buf, stop, done, count, vals, tss)
+        except Unusual:
             keys, vals, tss = [], [], []
             if count == last_delta + 1:
                 ods = None
-                stop = _walk_sequential(buf, start, 0, count, vals, tss, keys)
+                stop = walk_sequential(buf, start, 0, count, vals, tss, keys)
             else:
                 ods = []
-                stop = _walk_direct(buf, start, count, keys, vals, tss, ods)
-    except (_Unusual, IndexError, ProtocolDecodeError):
+                stop = walk_direct(buf, start, count, keys, vals, tss, ods)
+    except (Unusual, IndexError, ProtocolDecodeError):
         stop = -1
     if stop != end:
         try:

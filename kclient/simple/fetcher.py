@@ -9,8 +9,9 @@ reader all read through it.
 What it adds to a bare Fetch:
 
 * **Oversized messages.**  A partition whose response holds no complete entry but a partial one
-  (the first message is larger than the fetch size) is fetched again with the size doubled, up
-  to ``max_buffer_size``; past that bound it fails with ``MessageSizeTooLargeError``.  A broker
+  (the first message is larger than the fetch size) is fetched again with the size doubled -
+  as often as needed to cover the entry's size when its header arrived, in one retry - up to
+  ``max_buffer_size``; past that bound it fails with ``MessageSizeTooLargeError``.  A broker
   that returns an oversized first batch whole (Fetch v3+, KIP-74) gets the same bound applied.
 * **Pipelining.**  ``send()`` / ``receive()`` split the round trip, and with ``prefetch`` the
   fetcher sends the natural next request (every partition at its ``next_offset``) as soon as a
@@ -31,7 +32,7 @@ from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError, MessageSizeTooLargeError, error_for_code
 
-from .message_set import ByteBufferMessageSet
+from .message_set import ByteBufferMessageSet, error_set
 
 __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
 
@@ -84,7 +85,8 @@ class Fetcher:
         self.prefetch_max_age = prefetch_max_age_ms / 1000.0
         self._speculative: Optional[PendingFetch] = None
         self._lock = threading.RLock()
-        #: How many speculative responses were used / dropped (for tests and tuning).
+        #: Fetch requests written, and speculative responses used / dropped (tests, tuning).
+        self.requests_sent = 0
         self.prefetch_hits = 0
         self.prefetch_misses = 0
 
@@ -111,6 +113,7 @@ class Fetcher:
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
                 "forgotten_topics_data": [], "rack_id": ""}
         corr = self.conn.send(FETCH, body, version)
+        self.requests_sent += 1
         return PendingFetch(corr, requests, version)
 
     def receive(self, pending: PendingFetch) -> List[ByteBufferMessageSet]:
@@ -202,6 +205,7 @@ class Fetcher:
         """Refetch partitions whose first message did not fit, doubling their size."""
         bound = self.max_buffer_size
         sizes = {i: r.max_bytes for i, r in enumerate(requests)}
+        results = list(results)
         while True:
             retry = []
             for i, (r, ms) in enumerate(zip(requests, results)):
@@ -210,14 +214,17 @@ class Fetcher:
                 if ms.entries:
                     first = ms.entries[0].size
                     if first > bound and first > sizes[i]:
-                        ms.error = _too_large(r, first, bound, delivered=True)
+                        results[i] = error_set(r.topic, r.partition, r.offset,
+                                               _too_large(r, first, bound, delivered=True),
+                                               ms.high_watermark)
                     continue
                 if not ms.buffer:
                     continue  # nothing there (yet)
                 needed = ms.incomplete_size
                 size = sizes[i]
                 if size >= bound or (needed is not None and needed > bound):
-                    ms.error = _too_large(r, needed, bound)
+                    results[i] = error_set(r.topic, r.partition, r.offset,
+                                           _too_large(r, needed, bound), ms.high_watermark)
                     continue
                 size *= 2
                 while needed is not None and size < needed:
@@ -229,7 +236,6 @@ class Fetcher:
             again = self.receive(self.send(
                 [PartitionFetch(requests[i].topic, requests[i].partition, requests[i].offset,
                                 sizes[i]) for i in retry]))
-            results = list(results)
             for i, ms in zip(retry, again):
                 results[i] = ms
 
