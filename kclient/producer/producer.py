@@ -88,13 +88,13 @@ class Producer:
                 linger_ms=cfg["queue.buffering.max.ms"],
                 capacity=cfg["queue.buffering.max.messages"], callbacks=self.callbacks)
             self._queue = t.queue
-            self._capacity = cfg["queue.buffering.max.messages"]
+            self._queue_size = cfg["queue.buffering.max.messages"]
             # the fast path checks values of bytes below this size without computing exactly
             self._fast_limit = self.max_message_bytes
             if self._hooks & {"before_enqueue", "after_enqueue"}:
                 self.send = self._send_hooked  # type: ignore[method-assign]
             else:
-                self.send = self._send_async  # type: ignore[method-assign]
+                self.send = self._fast_send()  # type: ignore[method-assign]
             t.start()
         _LIVE.add(self)
 
@@ -132,25 +132,50 @@ class Producer:
             if type(v) is not bytes or len(v) > self._fast_limit or data._extra is not None:
                 self._check_size(data)
             q = self._queue
-            if len(q) >= self._capacity:
+            if len(q) >= self._thread.capacity:
                 return self._enqueue_slow([data])
             q.append(data)
             t = self._thread
-            if len(q) >= t.wake_at:
+            if len(q) > t.wake_at:
                 t.wake()
             return None
         return self._send_many(data)
+
+    def _fast_send(self) -> Callable:
+        """``_send_async`` as a closure over its state: a few hundred ns saved per message.
+
+        ``t.capacity`` (not a constant) is read so that close() can make every later call take
+        the slow path and be refused, even through a saved reference to ``send``.
+        """
+        q, t, limit = self._queue, self._thread, self._fast_limit
+        check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
+
+        def send(data):
+            if type(data) is pd:
+                v = data.value
+                if type(v) is not bytes or len(v) > limit or data._extra is not None:
+                    check(data)
+                n = len(q)
+                if n >= t.capacity:
+                    return slow([data])
+                q.append(data)
+                if n >= t.wake_at:
+                    t.wake()
+                return None
+            return many(data)
+        send.__doc__ = Producer.send.__doc__
+        return send
 
     def _send_many(self, data) -> None:
         items = self._as_list(data)
         if not items:
             return None
         q = self._queue
-        if len(q) + len(items) > self._capacity:
+        if len(q) + len(items) > self._thread.capacity:
             return self._enqueue_slow(items)
         q.extend(items)
         t = self._thread
-        if len(q) >= t.wake_at:
+        if len(q) > t.wake_at:
             t.wake()
         return None
 
@@ -162,11 +187,11 @@ class Producer:
         done = 0
         try:
             while done < len(items):
-                room = self._capacity - len(self._queue)
+                room = self._thread.capacity - len(self._queue)
                 if room <= 0:
                     if timeout == 0:
                         raise QueueFullError(
-                            f"the producer queue is full ({self._capacity} messages, "
+                            f"the producer queue is full ({self._queue_size} messages, "
                             "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
                     t.wait_for_room(1, timeout)
                     self._check_open()
@@ -174,7 +199,7 @@ class Producer:
                 chunk = items[done:done + room]
                 self._queue.extend(chunk)
                 done += len(chunk)
-                if len(self._queue) >= t.wake_at:
+                if len(self._queue) > t.wake_at:
                     t.wake()
         except QueueFullError as exc:
             exc.not_queued = items[done:]
@@ -198,14 +223,14 @@ class Producer:
             self._check_size(d)
             added = False
             try:
-                self._enqueue_slow([d]) if len(self._queue) >= self._capacity else \
+                self._enqueue_slow([d]) if len(self._queue) >= self._thread.capacity else \
                     self._queue.append(d)
                 added = True
             finally:
                 if "after_enqueue" in self._hooks:
                     cb.after_enqueue(d, added)
             t = self._thread
-            if len(self._queue) >= t.wake_at:
+            if len(self._queue) > t.wake_at:
                 t.wake()
         return None
 
@@ -346,7 +371,7 @@ class Producer:
         _LIVE.discard(self)
         try:
             if self._thread is not None:
-                self._capacity = -1  # any further send() takes the slow path and is refused
+                self._thread.capacity = -1  # any later send() takes the slow path and is refused
                 self._thread.close(timeout)
         finally:
             if self.callbacks is not None and "close" in self._hooks:

@@ -4,10 +4,10 @@ Callers append messages to a bounded ``deque`` without taking a lock; the thread
 batches of up to ``batch.num.messages``, a batch leaving when it is full or when the first
 message in it has waited ``queue.buffering.max.ms`` (or at once while a flush or close waits).
 
-Waking the thread costs the caller a lock only when the thread asked for it: ``wake_at`` is the
-queue length at which the sleeping thread wants a ``notify`` (1 when idle, the batch size while
-lingering, infinity while it is busy), so a stream of ``send()`` calls is a ``len`` and an
-``append`` each.
+Waking the thread costs the caller a lock only when the thread asked for it: a caller that
+finds ``len(queue) > wake_at`` after appending calls ``wake()``; ``wake_at`` is one less than the
+queue length the sleeping thread waits for (0 when idle, the batch size - 1 while lingering,
+infinity while it is busy), so a stream of ``send()`` calls is a ``len`` and an ``append`` each.
 
 With the DefaultEventHandler the thread pipelines: it hands a batch over (``submit``) and goes
 on draining while the broker works; responses are completed when the per-connection window is
@@ -68,7 +68,7 @@ class ProducerSendThread(threading.Thread):
 
     # ------------------------------------------------------------------ caller side
     def wake(self) -> None:
-        """Wake the thread (called by a producer when ``len(queue) >= wake_at``)."""
+        """Wake the thread (called by a producer when ``len(queue) > wake_at``)."""
         self.wake_at = INF
         with self.lock:
             self.wakeup.notify()
@@ -98,7 +98,7 @@ class ProducerSendThread(threading.Thread):
         """Block until ``needed`` more messages fit (-1: forever, else up to ``timeout_ms``)."""
         deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
         with self.lock:
-            while len(self.queue) + needed > self.capacity:
+            while len(self.queue) + needed > max(self.capacity, 0):
                 if self.closing or self.crashed is not None:
                     raise IllegalStateError("the producer is closed")
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -192,7 +192,7 @@ class ProducerSendThread(threading.Thread):
             with self.lock:
                 if (len(q) < target and not self.flushing and not self.closing
                         and self.abort_error is None):
-                    self.wake_at = target
+                    self.wake_at = target - 1
                     if len(q) < target:
                         self.wakeup.wait(timeout)
                     self.wake_at = INF
