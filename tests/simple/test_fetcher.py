@@ -1,0 +1,76 @@
+"""The reusable Fetcher on its own: partitions at offsets over one connection."""
+import time
+
+import pytest
+
+from kclient.connection import BrokerConnection
+from kclient.errors import OffsetOutOfRangeError
+from kclient.simple import Fetcher, PartitionFetch
+
+VALUES = [b"v%03d" % i for i in range(120)]
+
+
+@pytest.fixture
+def loaded(target):
+    topic = target.topic(partitions=3)
+    for p in range(3):
+        target.produce_values(topic, p, VALUES[p * 40:(p + 1) * 40], batch=8)
+    conn = BrokerConnection(target.host, target.port)
+    conn.connect()
+    yield target, topic, conn
+    conn.close()
+
+
+def test_fetch_partitions_decoded_with_high_watermarks(loaded):
+    target, topic, conn = loaded
+    f = Fetcher(conn, prefetch=False)
+    sets = f.fetch([PartitionFetch(topic, 2, 5), PartitionFetch(topic, 0, 0),
+                    PartitionFetch(topic, 1, 39)])
+    assert [(s.partition, s.fetch_offset, s.high_watermark) for s in sets] == \
+        [(2, 5, 40), (0, 0, 40), (1, 39, 40)]
+    assert [m.value for m in sets[0]] == VALUES[85:120]
+    assert [m.value for m in sets[1]] == VALUES[0:40]
+    assert [m.offset for m in sets[2]] == [39]
+    assert f.requests_sent == 1
+
+
+def test_send_and_receive_split_the_round_trip(loaded):
+    target, topic, conn = loaded
+    f = Fetcher(conn)
+    first = f.send([PartitionFetch(topic, 0, 0, 64)])
+    second = f.send([PartitionFetch(topic, 1, 0, 64)])
+    b, a = f.receive(second), f.receive(first)
+    assert [m.value for m in a[0]][:1] == [VALUES[0]]
+    assert [m.value for m in b[0]][:1] == [VALUES[40]]
+
+
+def test_per_partition_errors_carry_topic_partition_offset(mini):
+    topic = mini.topic()
+    mini.produce_values(topic, 0, VALUES[:3], batch=3)
+    with BrokerConnection(mini.host, mini.port) as conn:
+        sets = Fetcher(conn).fetch([PartitionFetch(topic, 0, 77)])
+    err = sets[0].error
+    assert isinstance(err, OffsetOutOfRangeError)
+    assert (err.topic, err.partition, err.offset) == (topic, 0, 77)
+    with pytest.raises(OffsetOutOfRangeError):
+        list(sets[0])
+
+
+def test_speculative_fetch_used_only_when_asked_for_and_fresh(loaded):
+    target, topic, conn = loaded
+    f = Fetcher(conn, prefetch_max_age_ms=50)
+    first = f.fetch([PartitionFetch(topic, 0, 0, 100)])[0]
+    nxt = first.next_offset
+    assert 0 < nxt < 40
+    second = f.fetch([PartitionFetch(topic, 0, nxt, 100)])[0]
+    assert f.prefetch_hits == 1 and [m.offset for m in second][0] == nxt
+    time.sleep(0.1)  # the speculative fetch for the third step is now too old
+    third = f.fetch([PartitionFetch(topic, 0, second.next_offset, 100)])[0]
+    assert f.prefetch_hits == 1 and f.prefetch_misses == 1
+    assert [m.offset for m in third][0] == second.next_offset
+
+
+def test_duplicate_partition_is_refused(loaded):
+    target, topic, conn = loaded
+    with pytest.raises(ValueError):
+        Fetcher(conn).fetch([PartitionFetch(topic, 0, 0), PartitionFetch(topic, 0, 5)])
