@@ -100,6 +100,11 @@ def test_group_mode_on_tansu(tansu, connectors):
     wait_for(lambda: set(a.owned_partitions()) == {("kc-tansu-g", 0)}
              and set(b.owned_partitions()) == {("kc-tansu-g", 1)}, timeout=30,
              message="tansu rebalance")
+    b.shutdown()                                   # b leaves: a owns both partitions again
+    wait_for(lambda: set(a.owned_partitions()) == {("kc-tansu-g", 0), ("kc-tansu-g", 1)},
+             timeout=30, message="tansu rebalance after leave")
+    produce(tansu.bootstrap, "kc-tansu-g", [b"after-leave"], partition=1)
+    assert [m.message for m in drain(sa, 1)] == [b"after-leave"]
 
 
 def test_fetcher_follows_a_leader_move_and_a_dead_broker(mini_cluster, connectors):
