@@ -373,6 +373,7 @@ class Producer:
             if self._thread is not None:
                 self._thread.capacity = -1  # any later send() takes the slow path and is refused
                 self._thread.close(timeout)
+                self._thread.fail_leftovers()
         finally:
             if self.callbacks is not None and "close" in self._hooks:
                 try:

@@ -178,7 +178,10 @@ class ProducerSendThread(threading.Thread):
                 if self.outstanding == 0:
                     self._signal_drained()
                 if self.closing:
-                    return
+                    with self.lock:  # a send() may have slipped in since `not q`
+                        if not q:
+                            return
+                    continue
             # nothing to do right now: sleep until data, linger deadline or a retry is due
             timeout: Optional[float] = None
             if n:
@@ -190,8 +193,10 @@ class ProducerSendThread(threading.Thread):
                     timeout = pause if timeout is None else min(timeout, pause)
             target = self.batch_size if n else 1
             with self.lock:
-                if (len(q) < target and not self.flushing and not self.closing
-                        and self.abort_error is None):
+                # flush/close only cancel the linger: with an empty queue we still sleep
+                # (until data, a retry's due time, or a wake-up) rather than spin
+                if (len(q) < target and self.abort_error is None
+                        and not (q and (self.flushing or self.closing))):
                     self.wake_at = target - 1
                     if len(q) < target:
                         self.wakeup.wait(timeout)
@@ -283,6 +288,12 @@ class ProducerSendThread(threading.Thread):
                 self._deliver_reports()
             if self.abort_error is not None:
                 self._fail_everything(self.abort_error)
+
+    def fail_leftovers(self) -> None:
+        """After the thread ended: report messages that raced with close() as failed."""
+        if self.queue:
+            from kclient.errors import IllegalStateError as _closed
+            self._fail_everything(_closed("send() raced with close(); the message was not sent"))
 
     def _fail_everything(self, error: BaseException) -> None:
         """Report every queued, taken or in-flight message failed with ``error``."""
