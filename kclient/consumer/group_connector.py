@@ -268,6 +268,22 @@ class GroupConsumerConnector(ConsumerConnector):
                         "assignment": encode_assignment(parts, kafka_json(owned).encode())})
         return out
 
+    def commit_offsets(self) -> None:
+        """Commit; if the group moved to a new generation, rejoin and raise the broker's error.
+
+        As the Java consumer's commit: offsets of an old generation are refused
+        (IllegalGenerationError, UnknownMemberIdError, RebalanceInProgressError); the connector
+        rejoins at once and the partitions it owns afterwards start from their committed offsets.
+        """
+        try:
+            super().commit_offsets()
+        except (IllegalGenerationError, UnknownMemberIdError, RebalanceInProgressError) as exc:
+            if isinstance(exc, UnknownMemberIdError):
+                self.member_id = ""
+            self._stable.clear()
+            self.executor.trigger(f"commit refused: {type(exc).__name__}")
+            raise
+
     # -- heartbeats and topic changes ------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
         last_topic_check = time.monotonic()

@@ -33,6 +33,8 @@ __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore"
 log = logging.getLogger(__name__)
 
 TP = tuple  # (topic, partition)
+#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+_GENERATION_ERRORS = (22, 25, 27)
 _COORD_ERRORS = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
                  CoordinatorLoadInProgressError.errno)
 
@@ -189,6 +191,8 @@ class KafkaOffsetStore(OffsetStore):
             if code == 0:
                 return
             err = error_for_code(code)(f"committing offsets of group {self.group!r}")
+            if code in _GENERATION_ERRORS:
+                raise err                        # the group moved on: rejoin, do not retry
             if not getattr(err, "retriable", False) or attempt == self.retries:
                 raise err
             time.sleep(self.backoff)

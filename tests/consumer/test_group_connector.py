@@ -121,3 +121,22 @@ def test_fetcher_follows_a_leader_move_and_a_dead_broker(mini_cluster, connector
     produce(mini_cluster.bootstrap, "lm", [b"a2"], partition=0)
     got = drain(s, 1)
     assert [(m.partition, m.offset, m.message) for m in got] == [(0, 2, b"a2")]
+
+
+def test_group_mode_survives_coordinator_failover(mini_cluster, connectors):
+    mini_cluster.create_topic("cf", partitions=3)
+    group = "gcf"
+    coord = mini_cluster.view.coordinator_for(group)[0]
+    c = connectors(group_config(mini_cluster.bootstrap, group))
+    s = c.create_message_streams({"cf": 1})["cf"][0]
+    alive_part = next(p for p, leader in mini_cluster.leaders("cf").items() if leader != coord)
+    produce(mini_cluster.bootstrap, "cf", [b"before"], partition=alive_part)
+    assert [m.message for m in drain(s, 1)] == [b"before"]
+    mini_cluster.stop_broker(coord)
+    produce(mini_cluster.bootstrap, "cf", [b"after"], partition=alive_part)
+    assert [m.message for m in drain(s, 1)] == [b"after"]
+    # the heartbeat finds the new coordinator, which does not know the member: it rejoins
+    wait_for(lambda: c.coordinator.node_id not in (None, coord) and c._stable.is_set()
+             and c.generation_id >= 1, timeout=30, message="rejoined at the new coordinator")
+    c.commit_offsets()
+    assert c.coordinator.node_id != coord
