@@ -188,3 +188,25 @@ def test_sync_retry_error_types(mini_broker):
     assert isinstance(info.value.failed[0][1], RequestTimedOutError)
     mini_broker.faults.clear()
     p.close()
+
+
+def test_periodic_metadata_refresh_finds_a_moved_leader(mini_cluster):
+    """With a short topic.metadata.refresh.interval.ms the new leader is known before sending."""
+    topic = "faults-refresh"
+    leaders = mini_cluster.create_topic(topic, 1)
+    with Producer(_cfg(mini_cluster.bootstrap, "sync",
+                       **{"topic.metadata.refresh.interval.ms": 100})) as p:
+        assert p.send(ProducerData(topic, b"before"))[0].attempts == 1
+        mini_cluster.move_leader(topic, 0, (leaders[0] + 1) % 3)
+        time.sleep(0.3)
+        report = p.send(ProducerData(topic, b"after"))[0]
+        assert report.ok and report.attempts == 1 and report.base_offset == 1
+    other = "faults-norefresh"
+    leaders = mini_cluster.create_topic(other, 1)
+    with Producer(_cfg(mini_cluster.bootstrap, "sync",
+                       **{"topic.metadata.refresh.interval.ms": -1})) as p:
+        assert p.send(ProducerData(other, b"x"))[0].attempts == 1
+        mini_cluster.move_leader(other, 0, (leaders[0] + 1) % 3)
+        time.sleep(0.3)
+        report = p.send(ProducerData(other, b"y"))[0]
+        assert report.ok and report.attempts == 2  # learned from NOT_LEADER, then refreshed
