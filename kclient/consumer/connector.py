@@ -156,6 +156,26 @@ class ConsumerConnector:
             if offsets:
                 self.offset_store.commit(offsets)
 
+    def set_consumer_rebalance_listener(self, listener: Any) -> None:
+        """Hear ``before_releasing_partitions({topic: {partitions}})`` in every rebalance.
+
+        Called after the fetchers stopped (and auto-commit committed) and before ownership is
+        released, as Kafka 0.8.2's ``ConsumerRebalanceListener``: the place to commit offsets
+        kept elsewhere.  ``listener`` is an object with that method or a plain callable; an
+        exception fails that rebalance attempt (it is retried).
+        """
+        self._rebalance_listener = listener
+
+    def _before_release(self) -> None:
+        listener = getattr(self, "_rebalance_listener", None)
+        if listener is None or not self.registry:
+            return
+        ownership: dict[str, set[int]] = {}
+        for t, p in self.registry:
+            ownership.setdefault(t, set()).add(p)
+        fn = getattr(listener, "before_releasing_partitions", listener)
+        fn(ownership)
+
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """``{(topic, partition): thread id}`` this consumer owns now."""
         return {tp: info.thread_id for tp, info in sorted(self.registry.items())}

@@ -183,6 +183,7 @@ class GroupConsumerConnector(ConsumerConnector):
             self._close_fetchers(commit=True)
         except KafkaError as exc:                      # the old generation may be gone already
             log.info("%s: commit before rejoining failed: %s", self.consumer_id, exc)
+        self._before_release()
         with self._offsets_lock:
             self.registry = {}
         pattern, subscription = self.subscription

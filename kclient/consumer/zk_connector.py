@@ -208,6 +208,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
             return True                   # the broker watcher triggers us when one registers
         # fetchers must stop first: a released partition may be owned by someone else at once
         self._close_fetchers(commit=True)
+        self._before_release()
         self._release()
         consumers = zku.consumers_per_topic(self.zk, self.group, self.exclude_internal)
         partitions = zku.partitions_for_topics(self.zk, mine_topics)

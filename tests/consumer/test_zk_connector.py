@@ -347,3 +347,23 @@ def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, un
     assert znode(zk, f"/consumers/{g}/offsets/{t}/1") == "3"
     produce(zk_cluster.bootstrap, t, [b"only-new"], partition=1)
     assert [m.message for m in drain(sb, 1)] == [b"only-new"]
+
+
+def test_rebalance_listener_hears_before_release(zookeeper, zk_cluster, zk, unique, connectors):
+    g, t = unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=2)
+    a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a"}))
+    heard = []
+
+    class Listener:
+        def before_releasing_partitions(self, ownership):
+            # still owned while we are told
+            heard.append((ownership, sorted(owners(zk, g))))
+
+    a.set_consumer_rebalance_listener(Listener())
+    a.create_message_streams({t: 1})
+    assert heard == []                                  # nothing owned before the first one
+    b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))
+    b.create_message_streams({t: 1})
+    wait_for(lambda: heard, message="listener call")
+    assert heard[0] == ({t: {0, 1}}, [(t, 0), (t, 1)])
