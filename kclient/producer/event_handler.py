@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from operator import attrgetter
 from typing import Any, List, Optional, Sequence
 
 import tenacity
@@ -30,32 +29,20 @@ import tenacity
 from kclient.connection import BrokerConnection
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
-    FailedToSendMessageError, KafkaConnectionError, KafkaError, KafkaTimeoutError,
-    LeaderNotAvailableError, MessageSizeTooLargeError, NoBrokersAvailableError,
-    UnknownTopicOrPartitionError, error_for_code,
+    KafkaConnectionError, KafkaError, KafkaTimeoutError, LeaderNotAvailableError,
+    NoBrokersAvailableError, error_for_code,
 )
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.compression import codec_id
 
-from .batches import MAX_BATCH_BYTES, RECORD_OVERHEAD, PartitionBatch, split_by_size
+from .batches import PartitionBatch
 from .callback import EventHandler
 from .data import DeliveryReport, ProducerData, failure_reports
+from .prepare import Preparer, retriable as _retriable
 
 __all__ = ["DefaultEventHandler"]
 
 log = logging.getLogger(__name__)
-
-_topic = attrgetter("topic")
-_value = attrgetter("value")
-_extra = attrgetter("_extra")
-_NONE = type(None)
-
-
-def _column(extras: list, index: int) -> Optional[list]:
-    """One optional field of every message, or None when no message sets it."""
-    col = [None if e is None else e[index] for e in extras]
-    return None if col.count(None) == len(col) else col
-
 
 class _InFlight:
     """One produce request awaiting its response."""
@@ -87,11 +74,7 @@ class _Attempt:
         self.idle_for = 0.0
 
 
-def _retriable(exc: BaseException) -> bool:
-    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
-
-
-class DefaultEventHandler(EventHandler):
+class DefaultEventHandler(Preparer, EventHandler):
     """The standard EventHandler (see the module docstring)."""
 
     def __init__(self, context: Any = None) -> None:
@@ -255,50 +238,6 @@ class DefaultEventHandler(EventHandler):
             else:
                 raise
 
-    def _partitions(self, topic: str) -> tuple:
-        """(all partition ids, ids whose leader is known) of ``topic``; refreshes if unknown."""
-        info = self.cluster.topics.get(topic)
-        if info is None or not info.partitions:
-            self._refresh([topic] + sorted(self._topics))
-            info = self.cluster.topics.get(topic)
-        if info is None or info.error_code or not info.partitions:
-            code = info.error_code if info is not None and info.error_code else 3
-            raise error_for_code(code)(f"topic {topic!r}")
-        self._topics.add(topic)
-        brokers = self.cluster.brokers
-        parts = sorted(info.partitions)
-        avail = [p for p in parts if info.partitions[p].leader in brokers]
-        return parts, avail
-
-    # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: list, attempts: int) -> List[PartitionBatch]:
-        if not events:
-            return []
-        topics = list(map(_topic, events))
-        if topics.count(topics[0]) == len(topics):  # identity makes count cheap
-            groups = {topics[0]: events}
-        else:
-            groups = {}
-            for e in events:
-                g = groups.get(e.topic)
-                if g is None:
-                    groups[e.topic] = g = []
-                g.append(e)
-        out: List[PartitionBatch] = []
-        for topic, evs in groups.items():
-            try:
-                made = self._prepare_topic(topic, evs, attempts)
-                if attempts:
-                    for b in made:
-                        b.attempts = attempts
-                out += made
-            except KafkaError as exc:
-                self._park(evs, attempts, exc)
-            except Exception as exc:  # a partitioner or encoder bug: fail, never lose
-                log.exception("preparing messages for topic %r failed", topic)
-                self._fail_events(evs, exc)
-        return out
-
     def _park(self, events: list, attempts: int, exc: BaseException) -> None:
         attempts += 1
         if not _retriable(exc) or attempts > self.max_retries:
@@ -307,138 +246,6 @@ class DefaultEventHandler(EventHandler):
         self._stale = True
         self._parked.append(_Parked(events, attempts, time.monotonic() + self._backoff(attempts),
                                     exc))
-
-    def _serialize(self, evs: list, column: list, encoder: Any, raw: bool, what: str) -> tuple:
-        """Encode a column; returns (values, {index: exception}) for messages that failed."""
-        if raw:
-            types = list(map(type, column))
-            ok = types.count(bytes)
-            if ok == len(types) or ok + types.count(_NONE) == len(types):
-                return column, {}
-        if raw:
-            enc = encoder.to_message
-        else:
-            enc = getattr(encoder, "to_message", encoder)
-        try:
-            return list(map(enc, column)), {}
-        except Exception:
-            pass
-        out, bad = [], {}
-        for i, v in enumerate(column):
-            try:
-                out.append(enc(v))
-            except Exception as exc:
-                bad[i] = exc
-                out.append(None)
-        return out, bad
-
-    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> List[PartitionBatch]:
-        parts, avail = self._partitions(topic)
-        n = len(evs)
-        values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
-                                      self._raw_values, "value")
-        extras = list(map(_extra, evs))
-        if extras.count(None) == n:
-            keys = pins = stamps = headers = None
-        else:
-            keys, pins = _column(extras, 0), _column(extras, 1)
-            stamps, headers = _column(extras, 2), _column(extras, 3)
-            if keys is not None:
-                keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys,
-                                                 "key")
-                bad.update(bad_keys)
-        try:
-            lengths = list(map(len, values))
-        except TypeError:
-            lengths = None
-        sizes = lengths
-        if sizes is None or keys is not None:
-            sizes = [(len(v) if v is not None else 0) + (len(k) if k is not None else 0)
-                     for v, k in zip(values, keys or [None] * n)]
-        if max(sizes) > self.max_message_bytes:
-            for i, s in enumerate(sizes):
-                if s > self.max_message_bytes and i not in bad:
-                    bad[i] = MessageSizeTooLargeError(
-                        f"message of {s} bytes for topic {topic!r} exceeds message.max.bytes "
-                        f"({self.max_message_bytes})")
-        if bad:
-            self._fail_indices(topic, evs, bad, attempts)
-            keep = [i for i in range(n) if i not in bad]
-            if not keep:
-                return []
-            evs, values, sizes = [evs[i] for i in keep], [values[i] for i in keep], \
-                [sizes[i] for i in keep]
-            keys = [keys[i] for i in keep] if keys is not None else None
-            pins = [pins[i] for i in keep] if pins is not None else None
-            stamps = [stamps[i] for i in keep] if stamps is not None else None
-            headers = [headers[i] for i in keep] if headers is not None else None
-            lengths = None if lengths is None else [lengths[i] for i in keep]
-            n = len(evs)
-        codec = self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
-            else 0
-        if keys is None and pins is None:
-            p = self._sticky(topic, avail)
-            return self._split(topic, p, evs, values, None, stamps, headers, codec, lengths, sizes)
-        # per-message partitions: pinned, by key, or sticky for null keys
-        count = len(parts)
-        choose = self.partitioner.partition if hasattr(self.partitioner, "partition") \
-            else self.partitioner
-        sticky = None
-        by_part: dict = {}
-        partition_set = set(parts)
-        for i in range(n):
-            p = pins[i] if pins is not None else None
-            if p is None:
-                k = keys[i] if keys is not None else None
-                if k is None:
-                    if sticky is None:
-                        sticky = self._sticky(topic, avail)
-                    p = sticky
-                else:
-                    p = parts[choose(k, count)]
-            elif p not in partition_set:
-                self._fail_indices(topic, [evs[i]], {0: UnknownTopicOrPartitionError(
-                    f"partition {p} of topic {topic!r} (it has {count})")}, attempts)
-                continue
-            idx = by_part.get(p)
-            if idx is None:
-                by_part[p] = idx = []
-            idx.append(i)
-        out = []
-        for p, idx in by_part.items():
-            sub = (lambda col: None if col is None else [col[i] for i in idx])
-            out += self._split(topic, p, [evs[i] for i in idx], [values[i] for i in idx],
-                               sub(keys), sub(stamps), sub(headers), codec, sub(lengths),
-                               [sizes[i] for i in idx])
-        return out
-
-    def _split(self, topic, partition, evs, values, keys, stamps, headers, codec, lengths,
-               sizes) -> List[PartitionBatch]:
-        """One or more batches for a partition, each under MAX_BATCH_BYTES."""
-        if keys is not None and all(k is None for k in keys):
-            keys = None
-        if stamps is not None and all(t is None for t in stamps):
-            stamps = None
-        if headers is not None and not any(headers):
-            headers = None
-        if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= MAX_BATCH_BYTES:
-            return [PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec,
-                                   lengths)]
-        bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(evs)]
-        out = []
-        for a, b in zip(bounds, bounds[1:]):
-            cut = (lambda col: None if col is None else col[a:b])
-            out.append(PartitionBatch(topic, partition, evs[a:b], values[a:b], cut(keys),
-                                      cut(stamps), cut(headers), codec, cut(lengths)))
-        return out
-
-    def _sticky(self, topic: str, avail: list) -> int:
-        """A partition with a leader for keyless messages, rotating batch by batch."""
-        if not avail:
-            raise LeaderNotAvailableError(f"no partition of topic {topic!r} has a leader")
-        n = self._rr.get(topic, -1) + 1
-        self._rr[topic] = n
-        return avail[n % len(avail)]
 
     # ------------------------------------------------------------------ send
     def _connection(self, node: int) -> BrokerConnection:
@@ -600,9 +407,3 @@ class DefaultEventHandler(EventHandler):
         for i, exc in sorted(bad.items()):
             self._reports.append(DeliveryReport(topic, -1, [evs[i]], -1, exc, -1, attempts))
 
-
-def raise_for_reports(reports: List[DeliveryReport]) -> None:
-    """Raise FailedToSendMessageError naming every failed message of ``reports``, if any."""
-    failed = [pair for r in reports if r.error is not None for pair in r.failed]
-    if failed:
-        raise FailedToSendMessageError(failed)

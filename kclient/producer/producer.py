@@ -417,8 +417,7 @@ def _prime_allocator() -> None:
     global _PRIMED
     if not _PRIMED:
         _PRIMED = True
-        buf = bytearray(8 << 20)
-        del buf
+        bytearray(8 << 20)  # allocated (mapped) and freed at once
 
 
 def _size(x: Any) -> int:
