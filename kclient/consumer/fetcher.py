@@ -24,13 +24,20 @@ from typing import Iterable
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection
-from kclient.errors import KafkaError, MessageSizeTooLargeError, OffsetOutOfRangeError, error_for_code
-from kclient.protocol.apis import EARLIEST_TIMESTAMP, FETCH, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.protocol.records import RecordsReader
+from kclient.errors import (CorruptRecordError, KafkaError, MessageSizeTooLargeError,
+                            OffsetOutOfRangeError, error_for_code)
+from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
+from kclient.simple.fetcher import PartitionFetch
+from kclient.simple.fetcher import Fetcher as _Fetcher
 
-from .stream import ErrorChunk, FetchedDataChunk, MessageAndMetadata, PartitionTopicInfo
+from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo
 
-__all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before"]
+__all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "MAX_BUFFER_SIZE"]
+
+#: A first message larger than the fetch size is read by growing that partition's fetch (as
+#: kclient.simple's Fetcher does) up to this bound; past it the stream raises
+#: MessageSizeTooLargeError.
+MAX_BUFFER_SIZE = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +66,10 @@ class ConsumerFetcherThread(threading.Thread):
         c = manager.config
         self.conn = BrokerConnection(broker.host, broker.port, node_id=broker.node_id,
                                      **manager.conn_options)
-        self.max_wait = c["fetch.wait.max.ms"]
-        self.min_bytes = c["fetch.min.bytes"]
+        self.fetcher = _Fetcher(self.conn, max_wait_ms=c["fetch.wait.max.ms"],
+                                min_bytes=c["fetch.min.bytes"],
+                                max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
+                                prefetch=True)
         self.reset = c["auto.offset.reset"]
         self.partitions: dict[tuple[str, int], PartitionTopicInfo] = {}
         self._lock = threading.Lock()
@@ -116,56 +125,41 @@ class ConsumerFetcherThread(threading.Thread):
         for info in parts:
             if info.fetched_offset < 0:
                 self._reset_offset(info)
-        topics: dict[str, list[dict]] = {}
-        for info in parts:
-            topics.setdefault(info.topic, []).append(
-                {"partition": info.partition, "fetch_offset": info.fetched_offset,
-                 "partition_max_bytes": info.fetch_size})
-        body = {"replica_id": -1, "max_wait_ms": self.max_wait, "min_bytes": self.min_bytes,
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-                "forgotten_topics_data": []}
-        resp = self.conn.request(FETCH, body)
-        by_tp = {(i.topic, i.partition): i for i in parts}
-        for t in resp.responses:
-            for p in t.partitions:
-                info = by_tp.get((t.topic, p.partition_index))
-                if info is None or self.stopped:
-                    continue
-                if p.error_code == 0:
-                    self._process(info, p.records)
-                elif p.error_code == OffsetOutOfRangeError.errno:
-                    self._out_of_range(info)
-                else:
-                    self._give_back([(info.topic, info.partition)],
-                                    error_for_code(p.error_code).__name__)
+        with self._lock:
+            parts = [i for i in parts if (i.topic, i.partition) in self.partitions]
+        if not parts:
+            return
+        results = self.fetcher.fetch([PartitionFetch(i.topic, i.partition, i.fetched_offset,
+                                                     i.fetch_size) for i in parts])
+        for info, ms in zip(parts, results):
+            if self.stopped:
+                return
+            err = ms.error
+            if err is None or isinstance(err, CorruptRecordError):
+                self._process(info, ms)
+            elif isinstance(err, OffsetOutOfRangeError):
+                self._out_of_range(info)
+            elif isinstance(err, MessageSizeTooLargeError):
+                self._error(info, err)
+            else:
+                self._give_back([(info.topic, info.partition)], type(err).__name__)
 
-    def _process(self, info: PartitionTopicInfo, data) -> None:
-        if not data:
-            return
+    def _process(self, info: PartitionTopicInfo, ms) -> None:
+        """Queue the messages of one partition's message set as one chunk."""
         fetch_offset = info.fetched_offset
-        reader = RecordsReader(data)
-        topic, part = info.topic, info.partition
-        new, cls = tuple.__new__, MessageAndMetadata
+        mos: list = []
+        error = None
         try:
-            recs = [new(cls, (topic, part, r.offset, r.key, r.value, r))
-                    for r in reader.records(start_offset=fetch_offset)]
-        except KafkaError as exc:                  # a bad CRC names its offset
-            self._error(info, exc)
-            return
-        if recs:
-            info.fetched_offset = recs[-1][2] + 1
-            self._put(info, FetchedDataChunk(recs, info, fetch_offset))
-        elif reader.entries:                       # only control batches / skipped records
-            last = max(b.last_offset for b in reader.batches())
-            info.fetched_offset = max(fetch_offset, last + 1)
-        elif reader.incomplete_size and reader.incomplete_size > info.fetch_size:
-            self._put(info, ErrorChunk(MessageSizeTooLargeError(
-                f"found a message larger than the maximum fetch size ({info.fetch_size}) of this "
-                f"consumer on topic {info.topic} partition {info.partition} at fetch offset "
-                f"{fetch_offset}: increase fetch.message.max.bytes, or decrease the maximum "
-                f"message size the broker allows")))
-            info.fetch_size = reader.incomplete_size   # so the stream can go on afterwards
+            mos.extend(ms)                      # good messages in front of a corrupt entry stay
+        except KafkaError as exc:               # a bad CRC names its offset
+            error = exc
+        if mos:
+            info.fetched_offset = max(ms.next_offset, mos[-1][0] + 1)
+            self._put(info, FetchedDataChunk(mos, info, fetch_offset))
+        elif error is None and ms.next_offset > fetch_offset:
+            info.fetched_offset = ms.next_offset   # only control batches / skipped records
+        if error is not None:
+            self._error(info, error)
 
     def _reset_offset(self, info: PartitionTopicInfo) -> None:
         if self.reset == "none":

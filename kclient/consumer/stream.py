@@ -30,10 +30,10 @@ __all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "Kafk
 class MessageAndMetadata(tuple):
     """One consumed message: topic, partition, offset, key, message (decoded), timestamp, headers.
 
-    A tuple ``(topic, partition, offset, key, message, record)``: the first five are stored,
-    ``timestamp``, ``timestamp_type`` and ``headers`` are read from the underlying record when
-    asked for (cheap to create on the hot path).  ``value`` is another name for ``message``;
-    ``next_offset`` is ``offset + 1``.
+    A tuple ``(topic, partition, offset, key, message, raw)`` where ``raw`` is the fetched
+    :class:`kclient.simple.MessageAndOffset` (``timestamp``, ``timestamp_type`` and ``headers``
+    are read from it when asked for, which keeps creation cheap on the hot path).  ``value`` is
+    another name for ``message``; ``next_offset`` is ``offset + 1``.
     """
 
     __slots__ = ()
@@ -50,17 +50,17 @@ class MessageAndMetadata(tuple):
     @property
     def timestamp(self) -> int:
         """Create or log-append time in ms (-1 for message format v0)."""
-        return self[5].timestamp
+        return self[5][3]
 
     @property
     def timestamp_type(self) -> int:
         """0 create time, 1 log append time, -1 none."""
-        return self[5].timestamp_type
+        return self[5][4]
 
     @property
     def headers(self) -> list:
         """``[(key, value bytes), ...]`` (message format v2; empty otherwise)."""
-        return self[5].headers
+        return list(self[5][5])
 
     @property
     def next_offset(self) -> int:
@@ -72,10 +72,6 @@ class MessageAndMetadata(tuple):
     def __repr__(self) -> str:
         return ("MessageAndMetadata(" + ", ".join(f"{f}={getattr(self, f)!r}"
                                                   for f in self._fields) + ")")
-
-
-def _make(fields, _new=tuple.__new__, _cls=MessageAndMetadata):
-    return _new(_cls, fields)
 
 
 class PartitionTopicInfo:
@@ -102,8 +98,8 @@ class PartitionTopicInfo:
 class FetchedDataChunk:
     """The messages of one partition from one fetch, starting at ``fetch_offset``.
 
-    ``records`` holds undecoded :class:`MessageAndMetadata` (raw key and value bytes); the
-    stream applies its decoders when it takes the chunk.
+    ``records`` holds :class:`kclient.simple.MessageAndOffset` tuples (raw key and value bytes,
+    offset first); the stream decodes and wraps each one when it hands it out.
     """
 
     __slots__ = ("records", "info", "fetch_offset")
@@ -130,12 +126,21 @@ SHUTDOWN = object()
 
 
 class _ChunkState:
-    """The chunk being iterated; replaced whole by clear() so a racing next() sees one or other."""
+    """The chunk being iterated; replaced whole by clear() so a racing next() sees one or other.
 
-    __slots__ = ("msgs", "i", "n", "info")
+    ``msgs`` are the raw :class:`kclient.simple.MessageAndOffset` tuples of one partition; the
+    stream wraps each in a :class:`MessageAndMetadata` only when it hands it out, so a chunk
+    waiting in a queue holds one object per message and the garbage collector sees few
+    allocations that outlive a ``next()``.
+    """
 
-    def __init__(self, msgs: Sequence[MessageAndMetadata] = (), info: Any = None) -> None:
+    __slots__ = ("msgs", "i", "n", "info", "topic", "part", "plain")
+
+    def __init__(self, msgs: Sequence[Any] = (), info: Any = None, plain: bool = True) -> None:
         self.msgs, self.i, self.n, self.info = msgs, 0, len(msgs), info
+        self.topic = info.topic if info is not None else None
+        self.part = info.partition if info is not None else None
+        self.plain = plain
 
 
 _EMPTY = _ChunkState()
@@ -150,9 +155,12 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         self.queue = chunk_queue
         self.consumer_timeout_ms = consumer_timeout_ms
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0
-        self._kd = None if key_decoder is None or type(key_decoder) is DefaultDecoder else key_decoder
-        self._vd = (None if value_decoder is None or type(value_decoder) is DefaultDecoder
-                    else value_decoder)
+        kd = None if key_decoder is None or type(key_decoder) is DefaultDecoder else key_decoder
+        vd = (None if value_decoder is None or type(value_decoder) is DefaultDecoder
+              else value_decoder)
+        self._plain = kd is None and vd is None
+        self._kd = kd if kd is not None else _identity
+        self._vd = vd if vd is not None else _identity
         self.client_id = client_id
         self._st = _EMPTY
         self._done = False
@@ -164,14 +172,17 @@ class KafkaStream(Iterator[MessageAndMetadata]):
     def __iter__(self) -> "KafkaStream":
         return self
 
-    def __next__(self) -> MessageAndMetadata:
+    def __next__(self, _new=tuple.__new__, _mam=MessageAndMetadata) -> MessageAndMetadata:
         st = self._st
         i = st.i
         if i < st.n:
-            m = st.msgs[i]
+            mo = st.msgs[i]
             st.i = i + 1
-            st.info.consumed_offset = m[2] + 1
-            return m
+            off = mo[0]
+            st.info.consumed_offset = off + 1
+            if st.plain:
+                return _new(_mam, (st.topic, st.part, off, mo[1], mo[2], mo))
+            return _new(_mam, (st.topic, st.part, off, self._kd(mo[1]), self._vd(mo[2]), mo))
         return self._next_chunk()
 
     next = __next__
@@ -183,10 +194,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
                     raise StopIteration
                 st = self._st
                 if st.i < st.n:                # another caller refilled meanwhile
-                    m = st.msgs[st.i]
-                    st.i += 1
-                    st.info.consumed_offset = m[2] + 1
-                    return m
+                    return self.__next__()
                 try:
                     item = self.queue.get(timeout=self._timeout) if self._timeout is not None \
                         else self._get_blocking()
@@ -214,15 +222,9 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         info = chunk.info
         msgs = chunk.records
         low = max(chunk.fetch_offset, info.consumed_offset)
-        if msgs and msgs[0][2] < low:          # v0 wrappers, or a chunk older than a reset
-            msgs = [m for m in msgs if m[2] >= low]
-        kd, vd = self._kd, self._vd
-        if kd is not None or vd is not None:
-            new, cls = tuple.__new__, MessageAndMetadata
-            kd = kd or _identity
-            vd = vd or _identity
-            msgs = [new(cls, (m[0], m[1], m[2], kd(m[3]), vd(m[4]), m[5])) for m in msgs]
-        return _ChunkState(msgs, info)
+        if msgs and msgs[0][0] < low:          # v0 wrappers, or a chunk older than a reset
+            msgs = [m for m in msgs if m[0] >= low]
+        return _ChunkState(msgs, info, self._plain)
 
     # -- used by the connector ------------------------------------------------------------------
     def clear(self) -> None:

@@ -9,15 +9,14 @@ from kclient.consumer.stream import (SHUTDOWN, ErrorChunk, FetchedDataChunk, Kaf
                                      MessageAndMetadata, PartitionTopicInfo)
 from kclient.encoders import StringDecoder
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
-from kclient.protocol.records import Record
+from kclient.simple.messages import Message, MessageAndOffset
 
 
 def chunk(info, offsets, fetch_offset=None):
-    recs = [Record(o, 1000 + o, 0, f"k{o}".encode(), f"v{o}".encode(), [("h", b"1")])
-            for o in offsets]
-    recs = [MessageAndMetadata((info.topic, info.partition, r.offset, r.key, r.value, r))
-            for r in recs]
-    return FetchedDataChunk(recs, info, offsets[0] if fetch_offset is None else fetch_offset)
+    raw = [MessageAndOffset.create(Message.create(
+        key=f"k{o}".encode(), value=f"v{o}".encode(), timestamp=1000 + o, timestamp_type=0,
+        headers=[("h", b"1")]), o) for o in offsets]
+    return FetchedDataChunk(raw, info, offsets[0] if fetch_offset is None else fetch_offset)
 
 
 def setup(timeout_ms=100, **kw):
