@@ -3,8 +3,11 @@
 ``ConsumerFetcherManager`` (Kafka's class of that name) receives the partitions a rebalance gave
 this consumer, finds each one's leader from cluster metadata (a leader-finder thread, retrying
 every ``refresh.leader.backoff.ms``), and hands it to the ``ConsumerFetcherThread`` for that
-broker.  A fetcher thread issues one Fetch for all its partitions, turns each partition's
-records into a :class:`FetchedDataChunk` and puts it on the partition's stream queue, blocking
+broker.  A fetcher thread fetches all its partitions in one request through
+:class:`kclient.simple.fetcher.Fetcher` (which decodes every message format, grows the fetch size
+around an oversized first message and keeps the next request in flight while this one is
+decoded), turns each partition's messages into a :class:`FetchedDataChunk` and puts it on the
+partition's stream queue, blocking
 while the queue is full (``queued.max.message.chunks`` bounds the memory: at most that many
 chunks of at most ``fetch.message.max.bytes`` per partition per stream).
 
