@@ -1,0 +1,34 @@
+"""kclient: a Python client SDK for Kafka-protocol clusters (the classic documented Kafka API).
+
+    from kclient import Producer, ProducerData, consumer
+    from kclient.simple import SimpleConsumer, FetchRequest, OffsetRequest
+    from kclient.broker import MiniBroker, MiniCluster
+"""
+from . import consumer, errors, simple
+from .cluster import Cluster
+from .config import load_config
+from .connection import BrokerConnection
+from .consumer import (Blacklist, ConsumerConnector, KafkaStream, MessageAndMetadata, TopicFilter,
+                       Whitelist)
+from .encoders import (Decoder, DefaultDecoder, DefaultEncoder, Encoder, JsonDecoder, JsonEncoder,
+                       StringDecoder, StringEncoder)
+from .errors import (ConsumerTimeoutError, FailedToSendMessageError, InvalidConfigError,
+                     KafkaError, QueueFullError)
+from .partitioner import DefaultPartitioner, JavaHashPartitioner, Partitioner, RoundRobinPartitioner
+from .producer import CallbackHandler, DeliveryReport, EventHandler, Producer, ProducerData
+from .simple import FetchRequest, OffsetRequest, SimpleConsumer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Producer", "ProducerData", "DeliveryReport", "CallbackHandler", "EventHandler",
+    "SimpleConsumer", "FetchRequest", "OffsetRequest",
+    "consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
+    "Whitelist", "Blacklist",
+    "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
+    "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
+    "JsonEncoder", "JsonDecoder",
+    "KafkaError", "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
+    "ConsumerTimeoutError", "errors", "simple",
+    "Cluster", "BrokerConnection", "load_config", "__version__",
+]
