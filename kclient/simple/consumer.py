@@ -339,9 +339,10 @@ class SimpleConsumer:
         refresh = False
         for attempt in range(retries + 1):
             try:
-                return fn(self._coordinator(group, refresh))
+                with self._lock:
+                    return fn(self._coordinator(group, refresh))
             except _COORDINATOR_ERRORS + (KafkaConnectionError,):
-                if attempt == retries:
+                if attempt == retries or self._closed:
                     raise
                 refresh = True
                 time.sleep(backoff * (attempt + 1))

@@ -103,31 +103,28 @@ def _decode_v2(buf: bytes, pos: int, fetch_offset: int, max_decompressed: int
     if count < 0 or count > (end - start) // v2.MIN_RECORD_SIZE:
         raise corrupt(base, f"record count {count} does not fit in {end - start} bytes")
     ts_type = LOG_APPEND_TIME if attrs & 0x08 else CREATE_TIME
+    # as producers write batches, offset deltas run 0..count-1 (compaction leaves gaps)
+    sequential = count == last_delta + 1
     keys: Optional[list] = None
+    ods: Optional[list] = None  # offset deltas, when not sequential
     vals: list = []
     tss: list = []
-    ods: Optional[list] = []
     try:
         try:
-            if count != last_delta + 1:
-                raise Unusual  # offsets with gaps (compacted): decode every delta
-            # a batch as producers write it: offset deltas 0..count-1
-            stop, done = walk_cached(buf, start, count, vals, tss, ods)
-            if ods != list(range(done)):
+            if not sequential:
                 raise Unusual
-            ods = None
+            stop, done = walk_cached(buf, start, count, vals, tss)
             if done < count:
                 stop = walk_sequential(buf, stop, done, count, vals, tss)
-        except Unusual:
+        except Unusual:  # keys (or gaps): decode field by field
             keys, vals, tss = [], [], []
-            if count == last_delta + 1:
-                ods = None
+            if sequential:
                 stop = walk_sequential(buf, start, 0, count, vals, tss, keys)
             else:
                 ods = []
                 stop = walk_direct(buf, start, count, keys, vals, tss, ods)
     except (Unusual, IndexError, ProtocolDecodeError):
-        stop = -1
+        stop = -1  # headers, null values, long varints or real damage: the general decoder
     if stop != end:
         try:
             return _skip_below(_v2_general(buf, start, end, count, base, base_ts, ts_type,

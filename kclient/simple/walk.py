@@ -5,9 +5,10 @@ position where it stopped; the caller checks that it is the batch's end.  Anythi
 not handle raises :class:`Unusual` (the caller then tries a more general walker, and finally
 the general decoder of ``kclient.protocol.records.v2``, which reports real corruption).
 
-* :func:`walk_cached` - null keys, no headers: a record's prefix (length, attributes, timestamp
-  delta, offset delta, key length, value length) is looked up, as bytes, in a bounded cache of
-  decoded prefixes; it gives up after a stretch of mostly misses;
+* :func:`walk_cached` - null keys, no headers, offset deltas 0..n-1: a record's prefix (length,
+  attributes, timestamp delta, key length, value length; the offset delta is skipped) is looked
+  up, as bytes, in a bounded cache of decoded prefixes; it gives up after a stretch of mostly
+  misses;
 * :func:`walk_sequential` - offset deltas 0..n-1 (as producers write batches): the delta is
   skipped by its width, the rest decoded field by field; keys optional;
 * :func:`walk_direct` - any offsets, keys optional, every field decoded.
@@ -30,12 +31,15 @@ class Unusual(Exception):
     """A record the fast loops do not handle (headers, long varints, bad lengths)."""
 
 
-def prefix(buf, pos: int) -> Tuple[tuple, int]:
-    """Decode a null-key record's prefix: ``((size, value_start, ts_delta, offset_delta), width)``.
+def prefix(buf, pos: int) -> Tuple[int, int, int, int, int, int]:
+    """Decode a null-key record's prefix.
 
-    ``size`` is the whole record (length varint included), positions are relative to ``pos``;
-    ``width`` is how many bytes the prefix spans.  Raises Unusual unless the key is null and the
-    record ends right after its value with a 1-byte header count.
+    Returns ``(size, value_start, ts_delta, offset_delta, head, od_width)``: ``size`` is the
+    whole record (length varint included), ``value_start`` relative to ``pos``; ``head`` is the
+    width of length + attributes + timestamp delta, after which come the offset delta
+    (``od_width`` bytes) and the tail (null key, value length) up to ``value_start``.  Raises
+    Unusual unless the key is null and the record ends right after its value with a 1-byte
+    header count.
     """
     zd = _ZD
     b = buf[pos]
@@ -56,6 +60,7 @@ def prefix(buf, pos: int) -> Tuple[tuple, int]:
         p += 2
     else:
         tsd, p = decode_varint(buf, p + 1)
+    head = p - pos
     b = buf[p]
     if b < 128:
         od = zd[b]
@@ -67,6 +72,7 @@ def prefix(buf, pos: int) -> Tuple[tuple, int]:
             p += 2
         else:
             od, p = decode_varint(buf, p)
+    odw = p - pos - head
     if buf[p] != 1:
         raise Unusual
     b = buf[p + 1]
@@ -82,47 +88,67 @@ def prefix(buf, pos: int) -> Tuple[tuple, int]:
             vl, p = decode_varint(buf, p + 1)
     if vl < 0 or p + vl != rend - 1:
         raise Unusual
-    return (rend - pos, p - pos, tsd, od), p - pos
+    return rend - pos, p - pos, tsd, od, head, odw
 
 
-def walk_cached(buf, pos: int, count: int, vals: list, tss: list, ods: list) -> Tuple[int, int]:
-    """Null keys, no headers: walk records with the prefix cache; ``(end position, records)``.
+def _od_width(i: int) -> int:
+    """Bytes of the zig-zag varint of offset delta ``i`` (``i < 2 ** (7 * width - 1)``)."""
+    width = 1
+    while i >= 1 << (7 * width - 1):
+        width += 1
+    return width
 
-    The cache maps the exact prefix bytes of a record to its decoded prefix, so a hit is as
-    strict as decoding; a prefix is only stored when the lookup window covered exactly it.
-    Gives up (returns fewer than ``count`` records) once a stretch of 256 records mostly missed:
-    timestamps or sizes that do not repeat, better decoded directly.
+
+def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> Tuple[int, int]:
+    """Null keys, no headers, offset deltas 0..count-1: walk with the prefix cache.
+
+    Returns ``(end position, records walked)``.  A record's prefix is its head (length,
+    attributes, timestamp delta), its offset delta and its tail (null key, value length).  The
+    cache maps head + tail bytes to the decoded (size, value start, timestamp delta); the
+    offset delta, ``i`` in a producer's batch, is skipped by its width as in
+    :func:`walk_sequential`, so the cache holds one entry per record shape, not per record.
+    Varints are prefix-free and an entry is only stored when the record's layout is the one the
+    slices assume, so a hit decodes exactly what decoding would.  Gives up (fewer than
+    ``count`` walked) after a stretch of mostly misses: shapes that do not repeat.
     """
     cache = _CACHE
     get = cache.get
-    vapp, tapp, oapp = vals.append, tss.append, ods.append
+    vapp, tapp = vals.append, tss.append
     done = 0
     while done < count:
-        # the offset delta's varint grows at 64 and 8192: one window width per stretch
-        stop = min(count, 64 if done < 64 else done + 256)
-        width = prefix(buf, pos)[1]
+        odw = _od_width(done)
+        stop = min(count, 1 << (7 * odw - 1), done + 1024)
+        h = prefix(buf, pos)
+        if h[5] != odw or h[3] != done:
+            raise Unusual
+        head, t0, t1 = h[4], h[4] + odw, h[1]
         misses = 0
-        for _ in range(stop - done):
-            key = buf[pos:pos + width]
+        for i in range(done, stop):
+            key = buf[pos:pos + head] + buf[pos + t0:pos + t1]
             h = get(key)
             if h is None:
-                h, w = prefix(buf, pos)
-                if w == width:
-                    if len(cache) >= CACHE_MAX:
-                        cache.clear()
-                    cache[key] = h
+                size, vs, tsd, od, hw, w = prefix(buf, pos)
+                if od != i:
+                    raise Unusual  # not the offset delta a producer writes here
+                if hw != head or w != odw or vs != t1:
+                    break  # another layout (wider timestamp delta, value size): new stretch
+                h = size - 1, tsd
+                if len(cache) >= CACHE_MAX:
+                    cache.clear()
+                cache[key] = h
                 misses += 1
-            size, vs, tsd, od = h
-            e = pos + size - 1
-            vapp(buf[pos + vs:e])
-            tapp(tsd)
-            oapp(od)
+            last, tsd = h
+            e = pos + last
             if buf[e]:
-                raise Unusual
+                raise Unusual  # headers
+            vapp(buf[pos + t1:e])
+            tapp(tsd)
             pos = e + 1
-        done = stop
-        if misses * 4 > 256 and done > 64:
-            break
+        else:
+            i = stop
+        if misses * 2 > i - done and i - done >= 64:
+            return pos, i
+        done = i
     return pos, done
 
 

@@ -297,3 +297,14 @@ def test_old_broker_protocol(mini):
         assert c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME, 3)[0] == 40
     assert [m.value for m in got] == VALUES[:40]
     assert {m.message.magic for m in got} == {0} and got[0].timestamp == -1
+
+
+def test_reconnects_once_after_the_broker_restarts(mini):
+    topic = mini.topic()
+    mini.produce_values(topic, 0, VALUES[:20], batch=10)
+    with consumer(mini) as c:
+        assert len(list(c.fetch(FetchRequest(topic, 0, 0, 300)))) == 10  # speculates at 10
+        mini.broker.stop()
+        mini.broker.start()
+        assert [m.offset for m in c.fetch(FetchRequest(topic, 0, 10))] == list(range(10, 20))
+        assert c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME) == [20]
