@@ -14,9 +14,9 @@ from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional
 
 from kclient.cluster import BrokerInfo
 from kclient.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
-                            KafkaConnectionError, KafkaError, NotCoordinatorError,
-                            NotLeaderForPartitionError, UnknownTopicOrPartitionError,
-                            error_for_code)
+                            KafkaConnectionError, KafkaError, LeaderNotAvailableError,
+                            NotCoordinatorError, NotLeaderForPartitionError,
+                            UnknownTopicOrPartitionError, error_for_code)
 from kclient.protocol.apis import (FIND_COORDINATOR, LIST_OFFSETS, METADATA, OFFSET_COMMIT,
                                    OFFSET_FETCH)
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
@@ -145,7 +145,7 @@ class SimpleConsumer:
                 conn.close()
             self._coordinators.clear()
 
-    def _connected(self) -> BrokerConnection:
+    def _connected(self) -> FetchConnection:
         if self._closed:
             raise KafkaConnectionError(self.host, self.port, "the SimpleConsumer is closed")
         if not self._conn.connected:
@@ -220,26 +220,25 @@ class SimpleConsumer:
         here = f"{self.host}:{self.port}"
         for ms in sets:
             tp = f"{ms.topic}-{ms.partition}"
-            leader = leaders.get((ms.topic, ms.partition))
-            if leader is None:
-                if ms.topic in {t for t, _ in leaders} or isinstance(
-                        ms.error, UnknownTopicOrPartitionError):
-                    err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
-                                                       f"(asked {here})")
-                    ms.error = err
-                continue
-            info = brokers.get(leader)
-            if info is None or (info.host, info.port) == (self.host, self.port):
-                continue  # leadership is moving to this broker, or unknown: keep the error
-            err = NotLeaderForPartitionError(
-                f"{tp} is led by broker {leader} at {info.host}:{info.port}, "
-                f"not by {here}")
+            if (ms.topic, ms.partition) not in leaders:
+                err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
+                                                   f"(asked {here})")
+            elif leaders[(ms.topic, ms.partition)] < 0:
+                err = LeaderNotAvailableError(f"{tp} has no leader right now (asked {here})")
+            else:
+                leader = leaders[(ms.topic, ms.partition)]
+                info = brokers.get(leader)
+                if info is None or (info.host, info.port) == (self.host, self.port):
+                    continue  # leadership is moving to this broker, or unknown: keep the error
+                err = NotLeaderForPartitionError(
+                    f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}")
+                err.leader = info
             err.topic, err.partition, err.offset = ms.topic, ms.partition, ms.fetch_offset
-            err.leader = info
             ms.error = err
 
     def _leaders(self, topics: Iterable[str]
                  ) -> Tuple[Dict[int, BrokerInfo], Dict[Tuple[str, int], int]]:
+        """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
         def ask(conn):
             self._fetcher.discard_prefetch()
             return conn.request(METADATA, {"topics": [{"name": t} for t in sorted(topics)],
@@ -251,8 +250,7 @@ class SimpleConsumer:
             if t.error_code:
                 continue
             for p in t.partitions:
-                if p.leader_id >= 0:
-                    leaders[(t.name, p.partition_index)] = p.leader_id
+                leaders[(t.name, p.partition_index)] = p.leader_id
         return brokers, leaders
 
     # -- offsets -----------------------------------------------------------------------------
