@@ -159,10 +159,14 @@ class DefaultEventHandler(Preparer, EventHandler):
         dues = [b.due for b in self._retry] + [p.due for p in self._parked]
         return min(dues) if dues else None
 
-    def submit(self, events: list) -> None:
-        """Serialize, partition and send ``events``; outcomes arrive via :meth:`take_reports`."""
+    def submit(self, events: list, checked: Any = None) -> None:
+        """Serialize, partition and send ``events``; outcomes arrive via :meth:`take_reports`.
+
+        ``checked`` (a send thread ``Chunk``) says the events are plain messages of one topic
+        whose bytes values and lengths it carries.
+        """
         self._maybe_refresh()
-        batches = self._prepare(events, 0)
+        batches = self._prepare(events, 0, checked)
         if batches:
             self._send(batches)
 

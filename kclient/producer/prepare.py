@@ -58,11 +58,13 @@ class Preparer:
         return parts, avail
 
     # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: list, attempts: int) -> List[PartitionBatch]:
+    def _prepare(self, events: list, attempts: int, checked: Any = None) -> List[PartitionBatch]:
         if not events:
             return []
-        topics = list(map(_topic, events))
-        if topics.count(topics[0]) == len(topics):  # identity makes count cheap
+        topics = None if checked is not None else list(map(_topic, events))
+        if topics is None:
+            groups = {checked.topic: events}
+        elif topics.count(topics[0]) == len(topics):  # identity makes count cheap
             groups = {topics[0]: events}
         else:
             groups = {}
@@ -74,7 +76,7 @@ class Preparer:
         out: List[PartitionBatch] = []
         for topic, evs in groups.items():
             try:
-                made = self._prepare_topic(topic, evs, attempts)
+                made = self._prepare_topic(topic, evs, attempts, checked)
                 if attempts:
                     for b in made:
                         b.attempts = attempts
@@ -110,8 +112,16 @@ class Preparer:
                 out.append(None)
         return out, bad
 
-    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> List[PartitionBatch]:
+    def _prepare_topic(self, topic: str, evs: list, attempts: int,
+                       checked: Any = None) -> List[PartitionBatch]:
         parts, avail = self._partitions(topic)
+        codec = self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
+            else 0
+        if checked is not None and self._raw_values:
+            # plain bytes values checked by the caller: no key, so one sticky partition
+            p = self._sticky(topic, avail)
+            return self._split(topic, p, evs, checked.values, None, None, None, codec,
+                               checked.lengths, checked.lengths)
         n = len(evs)
         values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
                                       self._raw_values, "value")
@@ -152,8 +162,6 @@ class Preparer:
             headers = [headers[i] for i in keep] if headers is not None else None
             lengths = None if lengths is None else [lengths[i] for i in keep]
             n = len(evs)
-        codec = self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
-            else 0
         if keys is None and pins is None:
             p = self._sticky(topic, avail)
             return self._split(topic, p, evs, values, None, stamps, headers, codec, lengths, sizes)

@@ -33,7 +33,7 @@ from .callback import overridden_hooks
 from .context import DEFAULT_MAX_IN_FLIGHT, ProducerContext, build_context
 from .data import DeliveryReport, ProducerData
 from .event_handler import DefaultEventHandler
-from .send_thread import ProducerSendThread
+from .send_thread import Chunk, ProducerSendThread
 
 __all__ = ["Producer"]
 
@@ -45,6 +45,7 @@ MAX_KEPT_FAILURES = 100_000
 _LIVE: "weakref.WeakSet[Producer]" = weakref.WeakSet()
 _value = attrgetter("value")
 _extra = attrgetter("_extra")
+_topic = attrgetter("topic")
 
 
 class Producer:
@@ -89,6 +90,7 @@ class Producer:
                 capacity=cfg["queue.buffering.max.messages"], callbacks=self.callbacks)
             self._queue = t.queue
             self._queue_size = cfg["queue.buffering.max.messages"]
+            self._batch_size = cfg["batch.num.messages"]
             # the fast path checks values of bytes below this size without computing exactly
             self._fast_limit = self.max_message_bytes
             if self._hooks & {"before_enqueue", "after_enqueue"}:
@@ -125,26 +127,10 @@ class Producer:
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
-    def _send_async(self, data):
-        """Async fast path: a few checks and a deque append (no lock, no per-message objects)."""
-        if type(data) is ProducerData:
-            v = data.value
-            if type(v) is not bytes or len(v) > self._fast_limit or data._extra is not None:
-                self._check_size(data)
-            q = self._queue
-            if len(q) >= self._thread.capacity:
-                return self._enqueue_slow([data])
-            q.append(data)
-            t = self._thread
-            if len(q) > t.wake_at:
-                t.wake()
-            return None
-        return self._send_many(data)
-
     def _fast_send(self) -> Callable:
         """``_send_async`` as a closure over its state: a few hundred ns saved per message.
 
-        ``t.capacity`` (not a constant) is read so that close() can make every later call take
+        ``t.limit`` (not a constant) is read so that close() can make every later call take
         the slow path and be refused, even through a saved reference to ``send``.
         """
         q, t, limit = self._queue, self._thread, self._fast_limit
@@ -156,7 +142,7 @@ class Producer:
                 if type(v) is not bytes or len(v) > limit or data._extra is not None:
                     check(data)
                 n = len(q)
-                if n >= t.capacity:
+                if n >= t.limit:
                     return slow([data])
                 q.append(data)
                 if n >= t.wake_at:
@@ -167,14 +153,26 @@ class Producer:
         return send
 
     def _send_many(self, data) -> None:
-        items = self._as_list(data)
+        """A list: plain single-topic lists go in as checked chunks, others message by message."""
+        items, plain = self._as_list(data)
         if not items:
             return None
+        t = self._thread
+        if plain is not None:
+            topic, values, lengths = plain
+            step = self._batch_size
+            if len(items) <= step:
+                chunks = [Chunk(items, topic, values, lengths)]
+            else:
+                chunks = [Chunk(items[i:i + step], topic, values[i:i + step],
+                                lengths[i:i + step]) for i in range(0, len(items), step)]
+            if t.put_chunks(chunks, len(items)):
+                return None
+            return self._enqueue_slow(items)
         q = self._queue
-        if len(q) + len(items) > self._thread.capacity:
+        if t.size() + len(items) > t.capacity:
             return self._enqueue_slow(items)
         q.extend(items)
-        t = self._thread
         if len(q) > t.wake_at:
             t.wake()
         return None
@@ -187,7 +185,7 @@ class Producer:
         done = 0
         try:
             while done < len(items):
-                room = self._thread.capacity - len(self._queue)
+                room = t.capacity - t.size()
                 if room <= 0:
                     if timeout == 0:
                         raise QueueFullError(
@@ -212,7 +210,7 @@ class Producer:
     def _send_hooked(self, data) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
         cb = self.callbacks
-        items = [data] if type(data) is ProducerData else self._as_list(data)
+        items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         for d in items:
             if type(d) is not ProducerData:
                 raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
@@ -223,7 +221,7 @@ class Producer:
             self._check_size(d)
             added = False
             try:
-                self._enqueue_slow([d]) if len(self._queue) >= self._thread.capacity else \
+                self._enqueue_slow([d]) if len(self._queue) >= self._thread.limit else \
                     self._queue.append(d)
                 added = True
             finally:
@@ -237,7 +235,7 @@ class Producer:
     def _send_sync(self, data) -> List[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
         self._check_open()
-        items = [data] if type(data) is ProducerData else self._as_list(data)
+        items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
             self._check_size(data)
         cb = self.callbacks
@@ -258,29 +256,43 @@ class Producer:
             raise FailedToSendMessageError(failed)
         return reports
 
-    def _as_list(self, data) -> list:
-        """Validate a list send: ProducerData items of acceptable size."""
+    def _as_list(self, data) -> tuple:
+        """Check a list send: ``(items, (topic, values, lengths) or None)``.
+
+        The second item is given when the list is plain (bytes values, nothing but topic and
+        value set, one topic): then the send thread need not look at each message again.
+        Raises TypeError for a non-ProducerData item, MessageSizeTooLargeError for a message
+        over ``message.max.bytes``.
+        """
         if isinstance(data, ProducerData):
-            return [data]
+            return [data], None
         if not isinstance(data, (list, tuple)):
             raise TypeError("send() takes a ProducerData or a list of them, got "
                             f"{type(data).__name__}")
         items = data if type(data) is list else list(data)
-        if set(map(type, items)) - {ProducerData}:
-            bad = next(d for d in items if type(d) is not ProducerData)
-            raise TypeError(f"send() takes ProducerData objects, got {type(bad).__name__}")
+        if not items:
+            return items, None
+        kinds = list(map(type, items))
+        if kinds.count(ProducerData) != len(items):
+            bad = next(k for k in kinds if k is not ProducerData)
+            raise TypeError(f"send() takes ProducerData objects, got {bad.__name__}")
         values = list(map(_value, items))
-        if set(map(type, values)) <= {bytes} and \
-                max(map(len, values), default=0) <= self.max_message_bytes:
-            if list(map(_extra, items)).count(None) == len(items):
-                return items
-            for d in items:
-                if d._extra is not None:
-                    self._check_size(d)
-            return items
+        n = len(items)
+        if list(map(type, values)).count(bytes) == n:
+            lengths = list(map(len, values))
+            if max(lengths) <= self.max_message_bytes:
+                if list(map(_extra, items)).count(None) == n:
+                    topics = list(map(_topic, items))
+                    if topics.count(topics[0]) == n:
+                        return items, (topics[0], values, lengths)
+                    return items, None
+                for d in items:
+                    if d._extra is not None:
+                        self._check_size(d)
+                return items, None
         for d in items:
             self._check_size(d)
-        return items
+        return items, None
 
     def _check_size(self, d: ProducerData) -> None:
         """Raise MessageSizeTooLargeError for a message over message.max.bytes (bytes/str)."""
@@ -371,7 +383,7 @@ class Producer:
         _LIVE.discard(self)
         try:
             if self._thread is not None:
-                self._thread.capacity = -1  # any later send() takes the slow path and is refused
+                self._thread.refuse()  # any later send() takes the slow path and is refused
                 self._thread.close(timeout)
                 self._thread.fail_leftovers()
         finally:

@@ -35,6 +35,23 @@ log = logging.getLogger(__name__)
 INF = float("inf")
 
 
+class Chunk:
+    """Part of one ``send(list)``: plain messages (bytes values, no key, partition, timestamp or
+    headers) for one topic, checked by the caller, queued as one entry.
+
+    The caller already has the values and their lengths in hand; the send thread passes them on
+    to the EventHandler instead of taking the messages apart again.
+    """
+
+    __slots__ = ("items", "topic", "values", "lengths")
+
+    def __init__(self, items: list, topic: str, values: list, lengths: list) -> None:
+        self.items, self.topic, self.values, self.lengths = items, topic, values, lengths
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
 class ProducerSendThread(threading.Thread):
     """Drains the producer queue into the EventHandler; delivers reports through ``deliver``."""
 
@@ -47,8 +64,15 @@ class ProducerSendThread(threading.Thread):
         self.wakeup = threading.Condition(self.lock)     # the thread waits here for work
         self.not_full = threading.Condition(self.lock)   # callers wait here for room
         self.drained = threading.Condition(self.lock)    # flush() waits here
-        #: queue length at which a caller must wake the thread (see the module docstring)
+        #: queue length (entries) above which a caller must wake the thread; ``wake_msgs`` is
+        #: the same in messages (see the module docstring)
         self.wake_at: float = INF
+        self.wake_msgs: float = INF
+        #: chunk entries in the queue and the messages they hold beyond one per entry: the queue
+        #: holds ``len(queue) + extra`` messages; single sends compare ``len(queue)`` to ``limit``
+        self.chunks = 0
+        self.extra = 0
+        self.limit = capacity
         self.batch_size = batch_size
         self.linger = linger_ms / 1000.0
         self.capacity = capacity
@@ -69,9 +93,35 @@ class ProducerSendThread(threading.Thread):
     # ------------------------------------------------------------------ caller side
     def wake(self) -> None:
         """Wake the thread (called by a producer when ``len(queue) > wake_at``)."""
-        self.wake_at = INF
+        self.wake_at = self.wake_msgs = INF
         with self.lock:
             self.wakeup.notify()
+
+    def size(self) -> int:
+        """Messages in the queue."""
+        return len(self.queue) + self.extra
+
+    def put_chunks(self, chunks: List[Chunk], total: int) -> bool:
+        """Queue ``chunks`` (``total`` messages) if all fit; False, queuing nothing, if not."""
+        with self.lock:
+            q = self.queue
+            if len(q) + self.extra + total > self.capacity:
+                return False
+            q.extend(chunks)
+            self.chunks += len(chunks)
+            self.extra += total - len(chunks)
+            self.limit = self.capacity - self.extra
+            if len(q) + self.extra > self.wake_msgs:
+                self.wake_at = self.wake_msgs = INF
+                self.wakeup.notify()
+            elif self.wake_msgs != INF:
+                self.wake_at = self.wake_msgs - self.extra
+        return True
+
+    def refuse(self) -> None:
+        """Make every later send() take the slow path (where it is refused): close() calls it."""
+        with self.lock:
+            self.capacity = self.limit = -1
 
     def is_drained(self) -> bool:
         return not self.queue and self.outstanding == 0
@@ -98,7 +148,7 @@ class ProducerSendThread(threading.Thread):
         """Block until ``needed`` more messages fit (-1: forever, else up to ``timeout_ms``)."""
         deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
         with self.lock:
-            while len(self.queue) + needed > max(self.capacity, 0):
+            while len(self.queue) + self.extra + needed > max(self.capacity, 0):
                 if self.closing or self.crashed is not None:
                     raise IllegalStateError("the producer is closed")
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -155,14 +205,14 @@ class ProducerSendThread(threading.Thread):
             if self.abort_error is not None:
                 self._fail_everything(self.abort_error)
                 return
-            n = len(q)
+            n = len(q) + self.extra
             now = time.monotonic()
             if n:
                 if first_seen is None:
                     first_seen = now
                 if (n >= self.batch_size or self.flushing or self.closing
                         or now - first_seen >= self.linger):
-                    self._process(self._take(min(n, self.batch_size)))
+                    self._process(*self._take(min(n, self.batch_size)))
                     first_seen = now if q else None
                     continue
             if pipelined and h.pending:
@@ -195,25 +245,55 @@ class ProducerSendThread(threading.Thread):
             with self.lock:
                 # flush/close only cancel the linger: with an empty queue we still sleep
                 # (until data, a retry's due time, or a wake-up) rather than spin
-                if (len(q) < target and self.abort_error is None
+                if (len(q) + self.extra < target and self.abort_error is None
                         and not (q and (self.flushing or self.closing))):
-                    self.wake_at = target - 1
-                    if len(q) < target:
+                    self.wake_msgs = target - 1
+                    self.wake_at = target - 1 - self.extra
+                    if len(q) + self.extra < target:  # again: a send may have seen INF
                         self.wakeup.wait(timeout)
-                    self.wake_at = INF
+                    self.wake_at = self.wake_msgs = INF
 
-    def _take(self, k: int) -> list:
+    def _take(self, k: int) -> tuple:
+        """Up to ``k`` messages off the queue: ``(messages, chunk or None)``.
+
+        Without chunks in the queue this is one C-level loop of ``popleft``.  A chunk is never
+        split: the batch stops before a chunk that does not fit (chunks are at most a batch).
+        A batch that is exactly one chunk comes back with it, so its checked columns are used.
+        """
+        q = self.queue
         with self.lock:
-            batch = list(starmap(self.queue.popleft, repeat((), k)))  # all in C
-            self.outstanding += k
+            if not self.chunks:
+                batch = list(starmap(q.popleft, repeat((), k)))  # all in C
+                taken, chunk = k, None
+            else:
+                entries: list = []
+                taken = 0
+                while q and taken < k:
+                    e = q[0]
+                    if type(e) is Chunk:
+                        m = len(e.items)
+                        if taken and taken + m > k:
+                            break
+                        self.chunks -= 1
+                        self.extra -= m - 1
+                        taken += m
+                    else:
+                        taken += 1
+                    entries.append(q.popleft())
+                self.limit = self.capacity - self.extra
+                chunk = entries[0] if len(entries) == 1 and type(entries[0]) is Chunk else None
+                batch = chunk.items if chunk is not None else _flatten(entries)
+            self.outstanding += taken
             if self.full_waiters:
                 self.not_full.notify_all()
-        return batch
+        return batch, chunk
 
-    def _process(self, batch: list) -> None:
+    def _process(self, batch: list, chunk: Optional[Chunk] = None) -> None:
         """Run the dequeue hooks and hand the batch to the EventHandler."""
         taken = len(batch)
         cb = self.callbacks
+        if self.hooks & {"after_dequeuing_existing_data", "before_sending_data"}:
+            chunk = None  # hooks may change the batch: its checked columns no longer apply
         try:
             if "after_dequeuing_existing_data" in self.hooks:
                 expanded: list = []
@@ -231,12 +311,15 @@ class ProducerSendThread(threading.Thread):
         if not batch:
             self._signal_drained()
             return
-        self._hand_over(batch)
+        self._hand_over(batch, chunk)
 
-    def _hand_over(self, batch: list) -> None:
+    def _hand_over(self, batch: list, chunk: Optional[Chunk] = None) -> None:
         h = self.handler
         if self.pipelined:
-            h.submit(batch)
+            if chunk is not None:
+                h.submit(batch, chunk)
+            else:
+                h.submit(batch)
             self._deliver_reports()
             return
         try:
@@ -298,8 +381,9 @@ class ProducerSendThread(threading.Thread):
     def _fail_everything(self, error: BaseException) -> None:
         """Report every queued, taken or in-flight message failed with ``error``."""
         with self.lock:
-            rest = list(self.queue)
+            rest = _flatten(self.queue)
             self.queue.clear()
+            self.chunks = self.extra = 0
             self.outstanding += len(rest)
         reports = failure_reports(rest, error)
         if self.pipelined:
@@ -315,3 +399,14 @@ class ProducerSendThread(threading.Thread):
                 log.exception("delivering failure reports failed")
         if isinstance(error, KafkaError):
             log.error("producer stopped with undelivered messages: %s", error)
+
+
+def _flatten(entries) -> list:
+    """Queue entries (messages and chunks) as one list of messages."""
+    out: list = []
+    for e in entries:
+        if type(e) is Chunk:
+            out += e.items
+        else:
+            out.append(e)
+    return out

@@ -269,3 +269,65 @@ def test_close_timeout_fails_what_is_left():
         assert all(r.error is not None for r in reports)
     finally:
         hung.close()
+
+
+# ----------------------------------------------------------------- lists queued as chunks
+def test_chunks_count_as_their_messages():
+    h = GateHandler()
+    p = _producer(0, h, capacity=10, **{"batch.num.messages": 5})
+    p.send([ProducerData("t", b"first%d" % i) for i in range(5)])
+    assert h.entered.wait(5)
+    p.send([ProducerData("t", b"a%d" % i) for i in range(4)])   # one chunk entry
+    p.send(ProducerData("t", b"single"))
+    t = p._thread
+    assert (len(t.queue), t.size()) == (2, 5)
+    with pytest.raises(QueueFullError) as info:
+        p.send([ProducerData("t", b"b%d" % i) for i in range(6)])
+    assert [d.value for d in info.value.not_queued] == [b"b5"]
+    assert t.size() == 10
+    with pytest.raises(QueueFullError):
+        p.send(ProducerData("t", b"over"))
+    h.gate.set()
+    p.close()
+    assert [d.value for d in h.handled] == \
+        [b"first%d" % i for i in range(5)] + [b"a%d" % i for i in range(4)] + [b"single"] + \
+        [b"b%d" % i for i in range(5)]
+
+
+def test_mixed_lists_and_singles_keep_order(mini_broker):
+    from .conftest import read_partition
+    mini_broker.create_topic("mixed-order", 1)
+    expected = []
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                   "batch.num.messages": 700, "queue.buffering.max.ms": 1}) as p:
+        for round_no in range(20):
+            batch = [ProducerData("mixed-order", b"L%d-%d" % (round_no, i))
+                     for i in range(round_no * 97 % 1500)]
+            p.send(batch)
+            expected += [d.value for d in batch]
+            for i in range(round_no % 4):
+                d = ProducerData("mixed-order", b"S%d-%d" % (round_no, i))
+                p.send(d)
+                expected.append(d.value)
+            keyed = [ProducerData("mixed-order", b"K%d" % round_no, key=b"k")]
+            p.send(keyed)
+            expected.append(keyed[0].value)
+    got = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "mixed-order", 0)]
+    assert got == expected
+
+
+def test_multi_topic_list_and_big_list(mini_broker):
+    from .conftest import read_partition
+    mini_broker.create_topic("mt-a", 1)
+    mini_broker.create_topic("mt-b", 1)
+    reports = []
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                   "batch.num.messages": 10000}, on_delivery=reports.append) as p:
+        p.send([ProducerData("mt-a" if i % 3 else "mt-b", b"%d" % i) for i in range(3000)])
+        p.send([ProducerData("mt-a", b"big%d" % i) for i in range(25000)])
+        p.flush()
+        assert p.queued == 0
+    a = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "mt-a", 0)]
+    assert a == [b"%d" % i for i in range(3000) if i % 3] + [b"big%d" % i for i in range(25000)]
+    assert len(read_partition(mini_broker.bootstrap, "mt-b", 0)) == 1000
+    assert sum(len(r) for r in reports) == 28000
