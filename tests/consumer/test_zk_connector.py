@@ -367,3 +367,28 @@ def test_rebalance_listener_hears_before_release(zookeeper, zk_cluster, zk, uniq
     b.create_message_streams({t: 1})
     wait_for(lambda: heard, message="listener call")
     assert heard[0] == ({t: {0, 1}}, [(t, 0), (t, 1)])
+
+
+def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
+    from kclient.consumer.zk import register_broker, register_topic
+    root, g, t = "/" + unique("chroot"), unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=2)
+    leaders = zk_cluster.leaders(t)
+    chrooted = zk.__class__(hosts=zookeeper.connect + root)
+    chrooted.start()
+    try:
+        zk.ensure_path(root)
+        for b in zk_cluster.brokers:
+            host, port = b.bootstrap.rsplit(":", 1)
+            register_broker(chrooted, b.node_id, host, int(port), ephemeral=True)
+        register_topic(chrooted, t, {p: [leader] for p, leader in leaders.items()})
+        produce(zk_cluster.bootstrap, t, [b"rooted"], partition=1)
+        c = connectors(zk_config(zookeeper, g, **{"zookeeper.connect": zookeeper.connect + root,
+                                                   "consumer.id": "c"}))
+        s = c.create_message_streams({t: 1})[t][0]
+        assert [m.message for m in drain(s, 1)] == [b"rooted"]
+        assert znode(zk, f"{root}/consumers/{g}/owners/{t}/1") == f"{g}_c-0"
+        assert zk.exists(f"/consumers/{g}") is None
+    finally:
+        chrooted.stop()
+        chrooted.close()
