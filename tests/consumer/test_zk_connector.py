@@ -374,10 +374,10 @@ def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
     root, g, t = "/" + unique("chroot"), unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     leaders = zk_cluster.leaders(t)
+    zk.ensure_path(root)
     chrooted = zk.__class__(hosts=zookeeper.connect + root)
     chrooted.start()
     try:
-        zk.ensure_path(root)
         for b in zk_cluster.brokers:
             host, port = b.bootstrap.rsplit(":", 1)
             register_broker(chrooted, b.node_id, host, int(port), ephemeral=True)
