@@ -74,7 +74,7 @@ class ProducerData:
             return NotImplemented
         return (self.topic, self.value, self._extra) == (other.topic, other.value, other._extra)
 
-    __hash__ = object.__hash__
+    __hash__ = None  # type: ignore[assignment]  # compared by value, like a dataclass
 
     def __reduce__(self) -> tuple:
         return (ProducerData, (self.topic, self.value) + (self._extra or ()))

@@ -161,8 +161,8 @@ class Producer:
         if plain is not None:
             topic, values, lengths = plain
             step = self._batch_size
-            if len(items) <= step:
-                chunks = [Chunk(items, topic, values, lengths)]
+            if len(items) <= step:  # copied: the caller may reuse its list after send()
+                chunks = [Chunk(items[:], topic, values, lengths)]
             else:
                 chunks = [Chunk(items[i:i + step], topic, values[i:i + step],
                                 lengths[i:i + step]) for i in range(0, len(items), step)]
@@ -187,7 +187,8 @@ class Producer:
             while done < len(items):
                 room = t.capacity - t.size()
                 if room <= 0:
-                    if timeout == 0:
+                    if timeout == 0 or threading.current_thread() is t:
+                        # (a hook on the send thread must not wait for room only it can make)
                         raise QueueFullError(
                             f"the producer queue is full ({self._queue_size} messages, "
                             "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
