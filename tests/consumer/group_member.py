@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 import threading
-import time
 
 from kclient import consumer
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
