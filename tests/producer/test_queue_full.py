@@ -331,3 +331,34 @@ def test_multi_topic_list_and_big_list(mini_broker):
     assert a == [b"%d" % i for i in range(3000) if i % 3] + [b"big%d" % i for i in range(25000)]
     assert len(read_partition(mini_broker.bootstrap, "mt-b", 0)) == 1000
     assert sum(len(r) for r in reports) == 28000
+
+
+def test_queue_stays_within_capacity_against_a_slow_broker(mini_broker):
+    """Memory is bounded by queue.buffering.max.messages: a slow broker blocks send()."""
+    mini_broker.create_topic("slow", 1)
+    mini_broker.faults.delay(0, ms=100, count=10)
+    reports = []
+    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                  "queue.buffering.max.messages": 500, "batch.num.messages": 100},
+                 on_delivery=reports.append, max_in_flight=2)
+    t = p._thread
+    peak = [0]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], t.size())
+            time.sleep(0.0005)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    start = time.monotonic()
+    for i in range(3000):
+        p.send(ProducerData("slow", b"%d" % i))
+        if i % 500 == 0:
+            p.send([ProducerData("slow", b"list%d" % i)] * 1)
+    p.close()
+    stop.set()
+    sampler.join()
+    assert peak[0] <= 500
+    assert time.monotonic() - start > 0.3  # the delays were felt: send() blocked
+    assert sum(len(r) for r in reports) == 3006 and all(r.ok for r in reports)
