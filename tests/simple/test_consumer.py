@@ -8,6 +8,7 @@ import pytest
 
 from kclient.errors import (KafkaConnectionError, MessageSizeTooLargeError,
                             OffsetOutOfRangeError, UnknownTopicOrPartitionError)
+from kclient.protocol.apis import FETCH, LIST_OFFSETS
 from kclient.protocol.records import build_batch
 from kclient.simple import (ByteBufferMessageSet, FetchRequest, MessageAndOffset,
                             OffsetRequest, SimpleConsumer)
@@ -293,7 +294,7 @@ def test_old_broker_protocol(mini):
     mini.produce_values(topic, 0, VALUES[:40], batch=10)
     with consumer(mini, api_version_request=False, broker_version_fallback="0.8.2") as c:
         got = read_all(c, topic, max_size=300)
-        assert c.connection.version(__import__("kclient.protocol.apis", fromlist=["FETCH"]).FETCH) == 0
+        assert c.connection.version(FETCH) == 0 and c.connection.version(LIST_OFFSETS) == 0
         assert c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME, 3)[0] == 40
     assert [m.value for m in got] == VALUES[:40]
     assert {m.message.magic for m in got} == {0} and got[0].timestamp == -1
