@@ -45,8 +45,9 @@ def produce_spread(bootstrap: str, topic: str, partitions: int, per_partition: i
 
 
 def zk_client(connect: str) -> KazooClient:
+    """A started kazoo client; generous timeouts, as the machine may be loaded."""
     zk = KazooClient(hosts=connect, timeout=10)
-    zk.start(timeout=10)
+    zk.start(timeout=30)
     return zk
 
 
