@@ -53,7 +53,8 @@ def connectors():
 
 def zk_config(zookeeper, group, **extra):
     conf = {"zookeeper.connect": zookeeper.connect, "group.id": group,
-            "zookeeper.session.timeout.ms": 4000, "consumer.timeout.ms": 300,
+            "zookeeper.session.timeout.ms": 4000, "zookeeper.connection.timeout.ms": 20000,
+            "consumer.timeout.ms": 300,
             "auto.offset.reset": "smallest", "auto.commit.enable": False,
             "rebalance.backoff.ms": 300, "rebalance.max.retries": 10,
             "refresh.leader.backoff.ms": 50, "zookeeper.sync.time.ms": 200}

@@ -23,6 +23,7 @@ def main(zk_connect, group, topic, out_dir, name, num_streams):
         "zookeeper.connect": zk_connect, "group.id": group, "consumer.timeout.ms": 200,
         "auto.offset.reset": "smallest", "auto.commit.enable": True,
         "auto.commit.interval.ms": 300, "zookeeper.session.timeout.ms": 3000,
+        "zookeeper.connection.timeout.ms": 20000,
         "rebalance.backoff.ms": 300, "rebalance.max.retries": 30,
         "refresh.leader.backoff.ms": 50})
     streams = conn.create_message_streams({topic: int(num_streams)})[topic]
