@@ -48,6 +48,7 @@ def generate_consumer_id(group: str, consumer_id: str | None = None) -> str:
 def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> "ConsumerConnector":
     """A connector for ``config`` (``zookeeper.connect`` decides how the group coordinates)."""
     conf = load_config("consumer", config, **overrides)
+    conf.require_one_of("zookeeper.connect", "metadata.broker.list")
     if conf["zookeeper.connect"]:
         from .zk_connector import ZookeeperConsumerConnector
         return ZookeeperConsumerConnector(conf)

@@ -140,3 +140,27 @@ def test_group_mode_survives_coordinator_failover(mini_cluster, connectors):
              and c.generation_id >= 1, timeout=30, message="rejoined at the new coordinator")
     c.commit_offsets()
     assert c.coordinator.node_id != coord
+
+
+def test_config_errors():
+    from kclient.errors import InvalidConfigError
+    with pytest.raises(InvalidConfigError, match="zookeeper.connect' or 'metadata.broker.list"):
+        consumer.create({"group.id": "g"})
+    with pytest.raises(InvalidConfigError, match="group.id"):
+        consumer.create({"metadata.broker.list": "127.0.0.1:1"})
+    with pytest.raises(InvalidConfigError, match="auto.offset.reset"):
+        consumer.create({"metadata.broker.list": "127.0.0.1:1", "group.id": "g",
+                         "auto.offset.reset": "earliestest"})
+
+
+def test_streams_are_created_once_and_unreachable_brokers_fail_clearly(mini_broker, connectors):
+    from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError
+    mini_broker.create_topic("once", partitions=1)
+    c = connectors(group_config(mini_broker.bootstrap, "gonce"))
+    c.create_message_streams({"once": 1})
+    with pytest.raises(IllegalStateError, match="only once"):
+        c.create_message_streams_by_filter(consumer.Whitelist("o.*"))
+    dead = connectors(group_config("127.0.0.1:1", "gdead", **{"rebalance.max.retries": 1,
+                                                              "retry.backoff.ms": 10}))
+    with pytest.raises(ConsumerRebalanceFailedError, match="can't rebalance"):
+        dead.create_message_streams({"once": 1})
