@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
 import threading
 from typing import Any
 
@@ -21,7 +22,7 @@ from .protocol.versions import fallback_versions, pick_version
 __all__ = ["BrokerConnection"]
 
 log = logging.getLogger(__name__)
-_RECV_CHUNK = 256 * 1024
+_SIZE = struct.Struct(">i")
 
 
 class BrokerConnection:
@@ -47,6 +48,7 @@ class BrokerConnection:
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
         self._closed_reason: str | None = None
+        self._head = bytearray(4)
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -145,34 +147,50 @@ class BrokerConnection:
         return corr
 
     def receive(self, corr: int) -> Struct:
-        """Block until the response with correlation id ``corr`` arrives and return it."""
-        while True:
-            with self._recv_lock:
-                if corr in self._responses:
-                    return self._responses.pop(corr)
-                self._read_some(corr)
+        """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters."""
+        with self._recv_lock:
+            responses = self._responses
+            while corr not in responses:
+                rcorr, resp = self._read_frame(corr)
+                responses[rcorr] = resp
+            return responses.pop(corr)
 
     def request(self, api: Api, body: Any, version: int | None = None) -> Struct:
         """Send a request and wait for its response."""
         return self.receive(self.send(api, body, version))
 
-    def _read_some(self, corr: int) -> None:
+    def _read_frame(self, corr: int) -> tuple[int, Struct]:
+        """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
+        buffer of exactly that size, decoded in place (Records fields stay views of it) - one
+        copy out of the kernel for megabyte Fetch responses."""
         sock = self._require_socket()
+        head = self._head
+        self._fill(sock, memoryview(head), corr)
+        n = _SIZE.unpack(head)[0]
+        if n < 4 or n > self.max_frame:
+            self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
+        frame = bytearray(n)
+        self._fill(sock, memoryview(frame), corr)
         try:
-            data = sock.recv(max(_RECV_CHUNK, self._protocol.bytes_needed()))
+            return self._protocol.decode_frame(frame)
+        except KafkaError as exc:
+            self._fail(f"bad response: {exc}")
+
+    def _fill(self, sock: socket.socket, view: memoryview, corr: int) -> None:
+        got, n = 0, len(view)
+        recv_into = sock.recv_into
+        try:
+            while got < n:
+                k = recv_into(view[got:], n - got)
+                if not k:
+                    self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
+                               "in flight)")
+                got += k
         except socket.timeout:
             self._fail(f"no response within {self.request_timeout:.1f}s "
                        f"(correlation id {corr})", timeout=True)
         except OSError as exc:
             self._fail(f"receive failed: {exc}")
-        if not data:
-            self._fail("closed by the broker "
-                       f"({self._protocol.in_flight} requests in flight)")
-        try:
-            for rcorr, resp in self._protocol.receive_bytes(data):
-                self._responses[rcorr] = resp
-        except KafkaError as exc:
-            self._fail(f"bad response: {exc}")
 
     def _require_socket(self) -> socket.socket:
         sock = self._sock

@@ -21,7 +21,7 @@ from kclient.protocol.apis import (FIND_COORDINATOR, LIST_OFFSETS, METADATA, OFF
                                    OFFSET_FETCH)
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 
-from .connection import FetchConnection
+from kclient.connection import BrokerConnection
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 
@@ -106,12 +106,12 @@ class SimpleConsumer:
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None)
-        self._conn = FetchConnection(self.host, self.port, **self._conn_options)
+        self._conn = BrokerConnection(self.host, self.port, **self._conn_options)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
                                 prefetch=prefetch)
-        self._coordinators: Dict[str, FetchConnection] = {}
+        self._coordinators: Dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
 
@@ -130,7 +130,7 @@ class SimpleConsumer:
         return self._fetcher
 
     @property
-    def connection(self) -> FetchConnection:
+    def connection(self) -> BrokerConnection:
         """The connection to the broker (connected on first use)."""
         return self._connected()
 
@@ -145,7 +145,7 @@ class SimpleConsumer:
                 conn.close()
             self._coordinators.clear()
 
-    def _connected(self) -> FetchConnection:
+    def _connected(self) -> BrokerConnection:
         if self._closed:
             raise KafkaConnectionError(self.host, self.port, "the SimpleConsumer is closed")
         if not self._conn.connected:
@@ -326,7 +326,7 @@ class SimpleConsumer:
             if (info.host, info.port) == (self.host, self.port):
                 self._fetcher.discard_prefetch()
                 return self._connected()
-            conn = FetchConnection(info.host, info.port, node_id=info.node_id,
+            conn = BrokerConnection(info.host, info.port, node_id=info.node_id,
                                    **self._conn_options)
             conn.connect()
             self._coordinators[group] = conn

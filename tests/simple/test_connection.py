@@ -1,4 +1,4 @@
-"""FetchConnection: version fallback for brokers without ApiVersions, timeouts, closed peers."""
+"""BrokerConnection: version fallback for brokers without ApiVersions, timeouts, closed peers."""
 import socket
 import threading
 
@@ -6,7 +6,7 @@ import pytest
 
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
 from kclient.protocol.apis import FETCH, METADATA
-from kclient.simple.connection import FetchConnection
+from kclient.connection import BrokerConnection
 
 
 class Stub:
@@ -43,7 +43,7 @@ def stay_silent(conn):
 def test_falls_back_when_the_broker_closes_on_api_versions():
     stub = Stub(read_then_close, stay_silent)
     try:
-        conn = FetchConnection("127.0.0.1", stub.port, broker_version_fallback="0.8.2")
+        conn = BrokerConnection("127.0.0.1", stub.port, broker_version_fallback="0.8.2")
         conn.connect()
         assert conn.version(FETCH) == 0 and conn.version(METADATA) == 0
         conn.close()
@@ -54,7 +54,7 @@ def test_falls_back_when_the_broker_closes_on_api_versions():
 def test_no_response_within_the_timeout():
     stub = Stub(stay_silent)
     try:
-        conn = FetchConnection("127.0.0.1", stub.port, request_timeout_ms=200,
+        conn = BrokerConnection("127.0.0.1", stub.port, request_timeout_ms=200,
                                api_version_request=False)
         conn.connect()
         with pytest.raises(KafkaTimeoutError):
@@ -67,7 +67,7 @@ def test_no_response_within_the_timeout():
 def test_broker_closing_mid_request_is_a_connection_error():
     stub = Stub(read_then_close)
     try:
-        conn = FetchConnection("127.0.0.1", stub.port, api_version_request=False)
+        conn = BrokerConnection("127.0.0.1", stub.port, api_version_request=False)
         conn.connect()
         with pytest.raises(KafkaConnectionError, match="closed by the broker"):
             conn.request(METADATA, {"topics": []})
@@ -82,11 +82,11 @@ def test_cannot_connect():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(KafkaConnectionError, match="cannot connect"):
-        FetchConnection("127.0.0.1", port).connect()
+        BrokerConnection("127.0.0.1", port).connect()
 
 
 def test_pipelined_responses_are_matched_by_correlation_id(target):
-    with FetchConnection(target.host, target.port) as conn:
+    with BrokerConnection(target.host, target.port) as conn:
         a = conn.send(METADATA, {"topics": None})
         b = conn.send(METADATA, {"topics": []})
         rb, ra = conn.receive(b), conn.receive(a)
