@@ -392,3 +392,24 @@ def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
     finally:
         chrooted.stop()
         chrooted.close()
+
+
+def test_broker_and_topic_watchers_trigger_rebalances(zookeeper, zk_cluster, zk, unique,
+                                                      connectors):
+    g, t = unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=1)
+    c = connectors(zk_config(zookeeper, g))
+    c.create_message_streams({t: 1})
+    before = c.executor.rebalances
+    zk.create("/brokers/ids/990", b'{"jmx_port":-1,"timestamp":"0","host":"127.0.0.1",'
+              b'"version":1,"port":1}', ephemeral=True)
+    try:
+        wait_for(lambda: c.executor.rebalances > before, message="rebalance on a broker change")
+    finally:
+        zk.delete("/brokers/ids/990")
+    wait_for(lambda: c.executor.rebalances > before + 1, message="rebalance on broker leaving")
+    before = c.executor.rebalances
+    data = zk.get(f"/brokers/topics/{t}")[0]
+    zk.set(f"/brokers/topics/{t}", data)                   # partitions of a topic changed
+    wait_for(lambda: c.executor.rebalances > before, message="rebalance on a topic change")
+    assert owners(zk, g) == {(t, 0): f"{c.consumer_id}-0"}
