@@ -153,18 +153,23 @@ def split_by_size(lengths: Sequence[int], limit: int) -> List[int]:
 
 
 class PartitionBatch:
-    """Messages for one topic partition, serialized, with their send history."""
+    """Messages for one topic partition, serialized, with their send history.
 
-    __slots__ = ("topic", "partition", "messages", "values", "keys", "timestamps", "headers",
+    ``entries`` are the messages as queued (tuples, see :mod:`kclient.producer.data`), for the
+    delivery report; ``None`` when they were plain values of ``topic`` (then ``values`` are
+    both what is sent and what is reported).
+    """
+
+    __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
                  "codec", "attempts", "error", "due", "lengths", "_encoded", "created")
 
-    def __init__(self, topic: str, partition: int, messages: list, values: list,
+    def __init__(self, topic: str, partition: int, entries: Optional[list], values: list,
                  keys: Optional[list] = None, timestamps: Optional[list] = None,
                  headers: Optional[list] = None, codec: int = compression.NONE,
                  lengths: Optional[list] = None) -> None:
         self.topic = topic
         self.partition = partition
-        self.messages = messages
+        self.entries = entries
         self.values = values
         self.keys = keys
         self.timestamps = timestamps
@@ -178,9 +183,9 @@ class PartitionBatch:
         self._encoded: Optional[tuple] = None
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return len(self.values)
 
-    def encode(self, magic: int) -> bytes:
+    def encode(self, magic: int):
         """The records in format ``magic`` (cached, so a retry to the same format is free)."""
         enc = self._encoded
         if enc is not None and enc[0] == magic:
@@ -194,6 +199,17 @@ class PartitionBatch:
         """Drop the encoded bytes once acknowledged (they can be large)."""
         self._encoded = None
 
+    def report(self, base_offset: int = -1, error: Optional[BaseException] = None,
+               timestamp: int = -1):
+        """The DeliveryReport of this batch."""
+        from .data import DeliveryReport
+        self._encoded = None
+        if self.entries is not None:
+            return DeliveryReport(self.topic, self.partition, None, base_offset, error,
+                                  timestamp, self.attempts, entries=self.entries)
+        return DeliveryReport(self.topic, self.partition, None, base_offset, error, timestamp,
+                              self.attempts, values=self.values)
+
     def __repr__(self) -> str:
-        return (f"PartitionBatch({self.topic!r}, {self.partition}, {len(self.messages)} messages, "
+        return (f"PartitionBatch({self.topic!r}, {self.partition}, {len(self.values)} messages, "
                 f"attempts={self.attempts})")

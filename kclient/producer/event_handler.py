@@ -37,7 +37,7 @@ from kclient.protocol.compression import codec_id
 
 from .batches import PartitionBatch
 from .callback import EventHandler
-from .data import DeliveryReport, ProducerData, failure_reports
+from .data import DeliveryReport, ProducerData, failure_reports, to_entries
 from .prepare import Preparer, retriable as _retriable
 
 __all__ = ["DefaultEventHandler"]
@@ -118,7 +118,7 @@ class DefaultEventHandler(Preparer, EventHandler):
     def handle(self, events: Sequence[ProducerData]) -> List[DeliveryReport]:
         """Send ``events`` and wait for every outcome; returns the reports (failures included)."""
         if events:
-            self.submit(list(events))
+            self.submit(to_entries(events))
         self.complete()
         return self.take_reports()
 
@@ -160,10 +160,11 @@ class DefaultEventHandler(Preparer, EventHandler):
         return min(dues) if dues else None
 
     def submit(self, events: list, checked: Any = None) -> None:
-        """Serialize, partition and send ``events``; outcomes arrive via :meth:`take_reports`.
+        """Serialize, partition and send queue entries; outcomes arrive via :meth:`take_reports`.
 
-        ``checked`` (a send thread ``Chunk``) says the events are plain messages of one topic
-        whose bytes values and lengths it carries.
+        ``events`` are tuples ``(topic, value[, key, partition, timestamp, headers])`` (see
+        :func:`kclient.producer.data.to_entries`), or, with ``checked`` (a send thread
+        ``Chunk``: plain bytes values of one topic, with their lengths), ignored.
         """
         self._maybe_refresh()
         batches = self._prepare(events, 0, checked)
@@ -185,7 +186,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             return
         self._retry = [b for b in self._retry if b.due > now]
         self._parked = [p for p in self._parked if p.due > now]
-        topics = {b.topic for b in due} | {e.topic for p in parked for e in p.events}
+        topics = {b.topic for b in due} | {e[0] for p in parked for e in p.events}
         if self._stale or parked:
             self._refresh(topics)
         batches = []
@@ -395,19 +396,16 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     # ------------------------------------------------------------------ reports
     def _succeed(self, b: PartitionBatch, base_offset: int, log_append_time: int) -> None:
-        b.release()
-        self._reports.append(DeliveryReport(b.topic, b.partition, b.messages, base_offset, None,
-                                            log_append_time, b.attempts))
+        self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
-        b.release()
-        self._reports.append(DeliveryReport(b.topic, b.partition, b.messages, -1, exc, -1,
-                                            b.attempts))
+        self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list, exc: BaseException, attempts: int = 0) -> None:
         self._reports += failure_reports(events, exc, attempts)
 
     def _fail_indices(self, topic: str, evs: list, bad: dict, attempts: int) -> None:
         for i, exc in sorted(bad.items()):
-            self._reports.append(DeliveryReport(topic, -1, [evs[i]], -1, exc, -1, attempts))
+            self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
+                                                entries=[evs[i]]))
 

@@ -10,7 +10,7 @@ on its own; a topic whose metadata is missing waits (``_park``) and is retried l
 from __future__ import annotations
 
 import logging
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any, List, Optional
 
 from kclient.errors import (KafkaError, LeaderNotAvailableError, MessageSizeTooLargeError,
@@ -22,9 +22,8 @@ __all__ = ["Preparer", "retriable"]
 
 log = logging.getLogger("kclient.producer.event_handler")
 
-_topic = attrgetter("topic")
-_value = attrgetter("value")
-_extra = attrgetter("_extra")
+_topic = itemgetter(0)   # queue entries: (topic, value[, key, partition, timestamp, headers])
+_value = itemgetter(1)
 _NONE = type(None)
 
 
@@ -33,9 +32,9 @@ def retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
-def _column(extras: list, index: int) -> Optional[list]:
-    """One optional field of every message, or None when no message sets it."""
-    col = [None if e is None else e[index] for e in extras]
+def _column(entries: list, index: int) -> Optional[list]:
+    """One optional field (2 key .. 5 headers) of every entry, or None when none sets it."""
+    col = [e[index] if len(e) > 2 else None for e in entries]
     return None if col.count(None) == len(col) else col
 
 
@@ -58,25 +57,34 @@ class Preparer:
         return parts, avail
 
     # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: list, attempts: int, checked: Any = None) -> List[PartitionBatch]:
+    def _prepare(self, events: Optional[list], attempts: int,
+                 checked: Any = None) -> List[PartitionBatch]:
+        """Queue entries (or a checked chunk) to partition batches; failures get reports."""
+        if checked is not None:
+            if self._raw_values:
+                try:
+                    return self._prepare_checked(checked)
+                except KafkaError as exc:
+                    events = [(checked.topic, v) for v in checked.values]
+                    self._park(events, attempts, exc)
+                    return []
+            events = [(checked.topic, v) for v in checked.values]
         if not events:
             return []
-        topics = None if checked is not None else list(map(_topic, events))
-        if topics is None:
-            groups = {checked.topic: events}
-        elif topics.count(topics[0]) == len(topics):  # identity makes count cheap
+        topics = list(map(_topic, events))
+        if topics.count(topics[0]) == len(topics):  # identity makes count cheap
             groups = {topics[0]: events}
         else:
             groups = {}
             for e in events:
-                g = groups.get(e.topic)
+                g = groups.get(e[0])
                 if g is None:
-                    groups[e.topic] = g = []
+                    groups[e[0]] = g = []
                 g.append(e)
         out: List[PartitionBatch] = []
         for topic, evs in groups.items():
             try:
-                made = self._prepare_topic(topic, evs, attempts, checked)
+                made = self._prepare_topic(topic, evs, attempts)
                 if attempts:
                     for b in made:
                         b.attempts = attempts
@@ -112,25 +120,29 @@ class Preparer:
                 out.append(None)
         return out, bad
 
-    def _prepare_topic(self, topic: str, evs: list, attempts: int,
-                       checked: Any = None) -> List[PartitionBatch]:
-        parts, avail = self._partitions(topic)
-        codec = self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
+    def _codec(self, topic: str) -> int:
+        return self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
             else 0
-        if checked is not None and self._raw_values:
-            # plain bytes values checked by the caller: no key, so one sticky partition
-            p = self._sticky(topic, avail)
-            return self._split(topic, p, evs, checked.values, None, None, None, codec,
-                               checked.lengths, checked.lengths)
+
+    def _prepare_checked(self, checked: Any) -> List[PartitionBatch]:
+        """Plain bytes values of one topic, checked by the caller: one sticky partition."""
+        topic = checked.topic
+        _, avail = self._partitions(topic)
+        p = self._sticky(topic, avail)
+        return self._split(topic, p, None, checked.values, None, None, None, self._codec(topic),
+                           checked.lengths, checked.lengths)
+
+    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> List[PartitionBatch]:
+        parts, avail = self._partitions(topic)
+        codec = self._codec(topic)
         n = len(evs)
         values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
                                       self._raw_values, "value")
-        extras = list(map(_extra, evs))
-        if extras.count(None) == n:
+        if list(map(len, evs)).count(2) == n:
             keys = pins = stamps = headers = None
         else:
-            keys, pins = _column(extras, 0), _column(extras, 1)
-            stamps, headers = _column(extras, 2), _column(extras, 3)
+            keys, pins = _column(evs, 2), _column(evs, 3)
+            stamps, headers = _column(evs, 4), _column(evs, 5)
             if keys is not None:
                 keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys,
                                                  "key")
@@ -210,11 +222,11 @@ class Preparer:
         if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= MAX_BATCH_BYTES:
             return [PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec,
                                    lengths)]
-        bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(evs)]
+        bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(values)]
         out = []
         for a, b in zip(bounds, bounds[1:]):
             cut = (lambda col: None if col is None else col[a:b])
-            out.append(PartitionBatch(topic, partition, evs[a:b], values[a:b], cut(keys),
+            out.append(PartitionBatch(topic, partition, cut(evs), values[a:b], cut(keys),
                                       cut(stamps), cut(headers), codec, cut(lengths)))
         return out
 

@@ -31,7 +31,7 @@ from kclient.errors import (
 
 from .callback import overridden_hooks
 from .context import DEFAULT_MAX_IN_FLIGHT, ProducerContext, build_context
-from .data import DeliveryReport, ProducerData
+from .data import DeliveryReport, ProducerData, from_entries, to_entries, to_entry
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -128,10 +128,12 @@ class Producer:
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
     def _fast_send(self) -> Callable:
-        """``_send_async`` as a closure over its state: a few hundred ns saved per message.
+        """The async ``send``: a closure over its state, a few checks and a deque append.
 
-        ``t.limit`` (not a constant) is read so that close() can make every later call take
-        the slow path and be refused, even through a saved reference to ``send``.
+        The queue gets a tuple ``(topic, value)`` (plus key, partition, timestamp, headers when
+        set), not the ProducerData: see :mod:`kclient.producer.data` for why.  ``t.limit`` (not
+        a constant) is read so that close() can make every later call take the slow path and be
+        refused, even through a saved reference to ``send``.
         """
         q, t, limit = self._queue, self._thread, self._fast_limit
         check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
@@ -139,12 +141,16 @@ class Producer:
         def send(data):
             if type(data) is pd:
                 v = data.value
-                if type(v) is not bytes or len(v) > limit or data._extra is not None:
+                x = data._extra
+                if x is None and type(v) is bytes and len(v) <= limit:
+                    entry = (data.topic, v)
+                else:
                     check(data)
+                    entry = (data.topic, v) if x is None else (data.topic, v) + x
                 n = len(q)
                 if n >= t.limit:
-                    return slow([data])
-                q.append(data)
+                    return slow([entry])
+                q.append(entry)
                 if n >= t.wake_at:
                     t.wake()
                 return None
@@ -161,30 +167,31 @@ class Producer:
         if plain is not None:
             topic, values, lengths = plain
             step = self._batch_size
-            if len(items) <= step:  # copied: the caller may reuse its list after send()
-                chunks = [Chunk(items[:], topic, values, lengths)]
+            if len(values) <= step:
+                chunks = [Chunk(topic, values, lengths)]
             else:
-                chunks = [Chunk(items[i:i + step], topic, values[i:i + step],
-                                lengths[i:i + step]) for i in range(0, len(items), step)]
-            if t.put_chunks(chunks, len(items)):
+                chunks = [Chunk(topic, values[i:i + step], lengths[i:i + step])
+                          for i in range(0, len(values), step)]
+            if t.put_chunks(chunks, len(values)):
                 return None
-            return self._enqueue_slow(items)
+            return self._enqueue_slow([(topic, v) for v in values])
+        entries = to_entries(items)
         q = self._queue
-        if t.size() + len(items) > t.capacity:
-            return self._enqueue_slow(items)
-        q.extend(items)
+        if t.size() + len(entries) > t.capacity:
+            return self._enqueue_slow(entries)
+        q.extend(entries)
         if len(q) > t.wake_at:
             t.wake()
         return None
 
-    def _enqueue_slow(self, items: list) -> None:
+    def _enqueue_slow(self, entries: list) -> None:
         """Queue full (or closed): block, wait or raise as queue.enqueue.timeout.ms says."""
         self._check_open()
         t = self._thread
         timeout = self._enqueue_timeout
         done = 0
         try:
-            while done < len(items):
+            while done < len(entries):
                 room = t.capacity - t.size()
                 if room <= 0:
                     if timeout == 0 or threading.current_thread() is t:
@@ -195,16 +202,16 @@ class Producer:
                     t.wait_for_room(1, timeout)
                     self._check_open()
                     continue
-                chunk = items[done:done + room]
-                self._queue.extend(chunk)
-                done += len(chunk)
+                part = entries[done:done + room]
+                self._queue.extend(part)
+                done += len(part)
                 if len(self._queue) > t.wake_at:
                     t.wake()
         except QueueFullError as exc:
-            exc.not_queued = items[done:]
-            if len(items) > 1:
-                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(items) - done} of "
-                            f"{len(items)} messages were not queued (see .not_queued)",)
+            exc.not_queued = from_entries(entries[done:])
+            if len(entries) > 1:
+                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(entries) - done} of "
+                            f"{len(entries)} messages were not queued (see .not_queued)",)
             raise
         return None
 
@@ -222,8 +229,9 @@ class Producer:
             self._check_size(d)
             added = False
             try:
-                self._enqueue_slow([d]) if len(self._queue) >= self._thread.limit else \
-                    self._queue.append(d)
+                entry = to_entry(d)
+                self._enqueue_slow([entry]) if len(self._queue) >= self._thread.limit else \
+                    self._queue.append(entry)
                 added = True
             finally:
                 if "after_enqueue" in self._hooks:
@@ -316,15 +324,15 @@ class Producer:
         acked = failed = 0
         for r in reports:
             if r.error is None:
-                acked += len(r.messages)
+                acked += len(r)
             else:
-                failed += len(r.messages)
+                failed += len(r)
                 if keep_failures:
                     room = MAX_KEPT_FAILURES - len(self._failures)
                     if room > 0:
                         self._failures += r.failed[:room]
                     log.warning("failed to deliver %d message(s) to %s/%s: %s",
-                                len(r.messages), r.topic, r.partition, r.error)
+                                len(r), r.topic, r.partition, r.error)
         with self._stats_lock:
             self.stats["acknowledged"] += acked
             self.stats["failed"] += failed

@@ -26,7 +26,7 @@ from typing import Any, Callable, List, Optional
 from kclient.errors import IllegalStateError, KafkaError
 
 from .callback import overridden_hooks
-from .data import DeliveryReport, failure_reports
+from .data import DeliveryReport, failure_reports, from_entries, to_entries
 
 __all__ = ["ProducerSendThread"]
 
@@ -37,19 +37,24 @@ INF = float("inf")
 
 class Chunk:
     """Part of one ``send(list)``: plain messages (bytes values, no key, partition, timestamp or
-    headers) for one topic, checked by the caller, queued as one entry.
+    headers) of one topic, checked by the caller and queued as one entry.
 
     The caller already has the values and their lengths in hand; the send thread passes them on
-    to the EventHandler instead of taking the messages apart again.
+    to the EventHandler instead of taking messages apart again.
     """
 
-    __slots__ = ("items", "topic", "values", "lengths")
+    __slots__ = ("topic", "values", "lengths")
 
-    def __init__(self, items: list, topic: str, values: list, lengths: list) -> None:
-        self.items, self.topic, self.values, self.lengths = items, topic, values, lengths
+    def __init__(self, topic: str, values: list, lengths: list) -> None:
+        self.topic, self.values, self.lengths = topic, values, lengths
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.values)
+
+    def entries(self) -> list:
+        """The chunk's messages as queue entries."""
+        topic = self.topic
+        return [(topic, v) for v in self.values]
 
 
 class ProducerSendThread(threading.Thread):
@@ -271,7 +276,7 @@ class ProducerSendThread(threading.Thread):
                 while q and taken < k:
                     e = q[0]
                     if type(e) is Chunk:
-                        m = len(e.items)
+                        m = len(e.values)
                         if taken and taken + m > k:
                             break
                         self.chunks -= 1
@@ -281,54 +286,66 @@ class ProducerSendThread(threading.Thread):
                         taken += 1
                     entries.append(q.popleft())
                 self.limit = self.capacity - self.extra
-                chunk = entries[0] if len(entries) == 1 and type(entries[0]) is Chunk else None
-                batch = chunk.items if chunk is not None else _flatten(entries)
+                if len(entries) == 1 and type(entries[0]) is Chunk:
+                    batch, chunk = None, entries[0]
+                else:
+                    batch, chunk = _flatten(entries), None
             self.outstanding += taken
             if self.full_waiters:
                 self.not_full.notify_all()
         return batch, chunk
 
-    def _process(self, batch: list, chunk: Optional[Chunk] = None) -> None:
-        """Run the dequeue hooks and hand the batch to the EventHandler."""
-        taken = len(batch)
-        cb = self.callbacks
-        if self.hooks & {"after_dequeuing_existing_data", "before_sending_data"}:
-            chunk = None  # hooks may change the batch: its checked columns no longer apply
-        try:
-            if "after_dequeuing_existing_data" in self.hooks:
-                expanded: list = []
-                for d in batch:
-                    expanded += cb.after_dequeuing_existing_data(d) or ()
-                batch = expanded
-            if "before_sending_data" in self.hooks:
-                batch = list(cb.before_sending_data(batch) or ())
-        except Exception as exc:
-            log.exception("CallbackHandler hook failed; the batch is reported failed")
+    def _process(self, batch: Optional[list], chunk: Optional[Chunk] = None) -> None:
+        """Run the dequeue hooks and hand the batch (queue entries, or a chunk) over."""
+        taken = len(chunk) if chunk is not None else len(batch)
+        hooks = self.hooks & {"after_dequeuing_existing_data", "before_sending_data"}
+        if hooks:
+            if chunk is not None:  # hooks may change the batch: its checked columns go
+                batch, chunk = chunk.entries(), None
+            try:
+                batch = self._run_dequeue_hooks(batch)
+            except Exception as exc:
+                log.exception("CallbackHandler hook failed; the batch is reported failed")
+                self._deliver(failure_reports(batch, exc))
+                return
             self.outstanding += len(batch) - taken
-            self._deliver(failure_reports(batch, exc))
-            return
-        self.outstanding += len(batch) - taken
-        if not batch:
-            self._signal_drained()
-            return
+            if not batch:
+                self._signal_drained()
+                return
         self._hand_over(batch, chunk)
 
-    def _hand_over(self, batch: list, chunk: Optional[Chunk] = None) -> None:
+    def _run_dequeue_hooks(self, entries: list) -> list:
+        """after_dequeuing_existing_data per message, then before_sending_data per batch."""
+        cb = self.callbacks
+        msgs = from_entries(entries)
+        if "after_dequeuing_existing_data" in self.hooks:
+            expanded: list = []
+            for d in msgs:
+                expanded += cb.after_dequeuing_existing_data(d) or ()
+            msgs = expanded
+        if "before_sending_data" in self.hooks:
+            msgs = list(cb.before_sending_data(msgs) or ())
+        return to_entries(msgs)
+
+    def _hand_over(self, batch: Optional[list], chunk: Optional[Chunk] = None) -> None:
         h = self.handler
         if self.pipelined:
             if chunk is not None:
-                h.submit(batch, chunk)
+                h.submit(None, chunk)
             else:
                 h.submit(batch)
             self._deliver_reports()
             return
+        if chunk is not None:
+            batch = chunk.entries()
+        msgs = from_entries(batch)
         try:
-            reports = h.handle(batch)
+            reports = h.handle(msgs)
         except Exception as exc:
             log.warning("EventHandler failed a batch of %d messages: %s", len(batch), exc)
             reports = failure_reports(batch, exc)
         if reports is None:  # a handler that reports nothing: delivered, offsets unknown
-            reports = [DeliveryReport(d.topic, -1, [d]) for d in batch]
+            reports = [DeliveryReport(d.topic, -1, [d]) for d in msgs]
         self._deliver(list(reports), expected=len(batch))
 
     def _deliver_reports(self) -> None:
@@ -364,7 +381,7 @@ class ProducerSendThread(threading.Thread):
                 last = []
             if last:
                 self.outstanding += len(last)
-                self._hand_over(last)
+                self._hand_over(to_entries(last))
         if self.pipelined:
             while self.handler.pending and self.abort_error is None:
                 self.handler.complete(deadline=time.monotonic() + 0.2)
@@ -402,11 +419,11 @@ class ProducerSendThread(threading.Thread):
 
 
 def _flatten(entries) -> list:
-    """Queue entries (messages and chunks) as one list of messages."""
+    """Queue entries (message tuples and chunks) as one list of message tuples."""
     out: list = []
     for e in entries:
         if type(e) is Chunk:
-            out += e.items
+            out += e.entries()
         else:
             out.append(e)
     return out

@@ -29,8 +29,10 @@ def _messages(topic, n, prefix=b"m"):
 
 
 def _every_message_reported_once(sent, reports):
-    seen = [id(m) for r in reports for m in r.messages]
-    assert sorted(seen) == sorted(id(m) for m in sent), "a message was lost or reported twice"
+    def ident(m):
+        return (m.topic, m.value, m.key, m.partition)
+    seen = sorted(ident(m) for r in reports for m in r.messages)
+    assert seen == sorted(ident(m) for m in sent), "a message was lost or reported twice"
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
