@@ -9,8 +9,9 @@ acknowledged; then the harness checks the topic holds N records (the high waterm
 in its own subprocess, one after the other, against the same broker started once:
 
 * ``kclient-send``: ``Producer.send(ProducerData(...))`` once per message;
-* ``kclient-list``: ``Producer.send([...])`` with lists of 10,000 ProducerData that exist before
-  the clock starts (what the list API is for: the application already holds the messages);
+* ``kclient-list``: ``Producer.send([...])`` with lists of ``--list-size`` (1,000) ProducerData
+  that exist before the clock starts (what the list API is for: the application already holds
+  the messages);
 * ``kclient-list+build``: the same, with building the ProducerData lists inside the timed loop;
 * ``confluent-kafka``: ``Producer.produce(topic, value)`` once per message (``linger.ms`` 5);
 * ``kafka-python``: ``KafkaProducer.send(topic, value)`` once per message (``linger_ms`` 5,
@@ -43,7 +44,8 @@ TARGETS = [  # (numerator, denominator, target ratio)
 
 
 # ----------------------------------------------------------------------------- workers
-def _worker(client: str, bootstrap: str, topic: str, n: int, size: int) -> dict:
+def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
+            list_size: int = 1000) -> dict:
     value = b"x" * size
     if client.startswith("kclient"):
         from kclient.producer import Producer, ProducerData
@@ -53,7 +55,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int) -> dict:
         p.flush()
         n -= 100
         start = time.perf_counter()
-        chunk = 10_000
+        chunk = list_size
         if client == "kclient-send":
             send = p.send
             for _ in range(n):
@@ -131,10 +133,10 @@ def _stored_records(bootstrap: str, topic: str) -> int:
 
 
 def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
-                timeout: float) -> Optional[dict]:
+                timeout: float, list_size: int = 1000) -> Optional[dict]:
     cmd = [sys.executable, "-m", "kclient.bench.producer", "--worker", client,
            "--bootstrap", bootstrap, "--topic", topic, "--messages", str(n),
-           "--value-size", str(size)]
+           "--value-size", str(size), "--list-size", str(list_size)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -158,7 +160,8 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
             with Cluster(bootstrap) as c:
                 c.create_topic(topic, args.partitions)
             n = args.kafka_python_messages if client == "kafka-python" else args.messages
-            r = _run_client(client, bootstrap, topic, n, args.value_size, args.timeout)
+            r = _run_client(client, bootstrap, topic, n, args.value_size, args.timeout,
+                            args.list_size)
             if r is None:
                 continue
             stored = _stored_records(bootstrap, topic)
@@ -192,6 +195,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--messages", type=int, default=500_000)
     ap.add_argument("--kafka-python-messages", type=int, default=100_000)
     ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--list-size", type=int, default=1000,
+                    help="ProducerData per send() call for the kclient-list clients")
     ap.add_argument("--partitions", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300.0, help="per client, seconds")
     ap.add_argument("--repeat", type=int, default=3,
@@ -203,7 +208,7 @@ def main(argv: Optional[list] = None) -> int:
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(_worker(args.worker, args.bootstrap, args.topic, args.messages,
-                                 args.value_size)))
+                                 args.value_size, args.list_size)))
         return 0
     print(f"producer benchmark: {args.messages:,} x {args.value_size} B values, acks=1, "
           f"no compression, {args.partitions} partition(s); load average "

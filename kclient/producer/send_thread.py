@@ -263,7 +263,7 @@ class ProducerSendThread(threading.Thread):
 
         Without chunks in the queue this is one C-level loop of ``popleft``.  A chunk is never
         split: the batch stops before a chunk that does not fit (chunks are at most a batch).
-        A batch that is exactly one chunk comes back with it, so its checked columns are used.
+        A batch of chunks of one topic comes back as one chunk, so its checked columns are used.
         """
         q = self.queue
         with self.lock:
@@ -286,10 +286,7 @@ class ProducerSendThread(threading.Thread):
                         taken += 1
                     entries.append(q.popleft())
                 self.limit = self.capacity - self.extra
-                if len(entries) == 1 and type(entries[0]) is Chunk:
-                    batch, chunk = None, entries[0]
-                else:
-                    batch, chunk = _flatten(entries), None
+                batch, chunk = _merge(entries)
             self.outstanding += taken
             if self.full_waiters:
                 self.not_full.notify_all()
@@ -416,6 +413,24 @@ class ProducerSendThread(threading.Thread):
                 log.exception("delivering failure reports failed")
         if isinstance(error, KafkaError):
             log.error("producer stopped with undelivered messages: %s", error)
+
+
+def _merge(entries: list) -> tuple:
+    """``(None, chunk)`` when the entries are chunks of one topic (joined into one), else
+    ``(message tuples, None)``."""
+    first = entries[0]
+    if type(first) is Chunk:
+        if len(entries) == 1:
+            return None, first
+        topic = first.topic
+        if all(type(e) is Chunk and e.topic == topic for e in entries):
+            values: list = []
+            lengths: list = []
+            for e in entries:
+                values += e.values
+                lengths += e.lengths
+            return None, Chunk(topic, values, lengths)
+    return _flatten(entries), None
 
 
 def _flatten(entries) -> list:
