@@ -17,6 +17,7 @@ and raised by the next ``flush()`` or ``close()``.
 from __future__ import annotations
 
 import atexit
+from time import sleep as _yield
 import logging
 import threading
 import weakref
@@ -153,6 +154,10 @@ class Producer:
                 q.append(entry)
                 if n >= t.wake_at:
                     t.wake()
+                elif not n & 1023:
+                    # let the send thread have the GIL if it waits for it (it does after every
+                    # socket call); without this it waits for the 5 ms switch interval
+                    _yield(0)
                 return None
             return many(data)
         send.__doc__ = Producer.send.__doc__
@@ -173,6 +178,7 @@ class Producer:
                 chunks = [Chunk(topic, values[i:i + step], lengths[i:i + step])
                           for i in range(0, len(values), step)]
             if t.put_chunks(chunks, len(values)):
+                _yield(0)
                 return None
             return self._enqueue_slow([(topic, v) for v in values])
         entries = to_entries(items)
