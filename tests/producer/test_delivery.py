@@ -248,3 +248,28 @@ def test_overrides_and_aliases(mini_broker):
         assert not p.sync
         p.send([ProducerData("d-alias", b"%d" % i) for i in range(25)])
     assert len(read_partition(mini_broker.bootstrap, "d-alias", 0)) == 25
+
+
+def test_list_send_validation(mini_broker):
+    mini_broker.create_topic("d-validate", 1)
+
+    class Mine(ProducerData):
+        __slots__ = ()
+
+    topic_a = "d-validate"
+    topic_b = "".join(["d-", "validate"])  # equal, but another str object
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                   "message.max.bytes": 100}) as p:
+        with pytest.raises(TypeError, match="ProducerData"):
+            p.send([ProducerData(topic_a, b"ok"), b"raw bytes"])
+        with pytest.raises(MessageSizeTooLargeError):
+            p.send([ProducerData(topic_a, b"ok"), ProducerData(topic_a, b"x" * 101)])
+        assert p.queued == 0
+        p.send([ProducerData(topic_a, b"1"), ProducerData(topic_b, b"2"), Mine(topic_a, b"3"),
+                ProducerData(topic_a, "4"), ProducerData(topic_a, b"5", key=b"k")])
+        p.send(Mine(topic_a, b"6"))
+        with pytest.raises(FailedToSendMessageError) as info:
+            p.flush()  # "4" is a str: the default encoder takes bytes only
+        assert [m.value for m, _ in info.value.failed] == ["4"]
+    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic_a, 0)] == \
+        [b"1", b"2", b"3", b"5", b"6"]
