@@ -323,23 +323,26 @@ class Producer:
     def _deliver(self, reports: List[DeliveryReport], keep_failures: bool = True) -> None:
         """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
         acked = failed = 0
+        kept: list = []
         for r in reports:
             if r.error is None:
                 acked += len(r)
             else:
                 failed += len(r)
                 if keep_failures:
-                    room = MAX_KEPT_FAILURES - len(self._failures)
-                    if room > 0:
-                        self._failures += r.failed[:room]
+                    if len(kept) < MAX_KEPT_FAILURES:
+                        kept += r.failed
                     log.warning("failed to deliver %d message(s) to %s/%s: %s",
                                 len(r), r.topic, r.partition, r.error)
         with self._stats_lock:
             self.stats["acknowledged"] += acked
             self.stats["failed"] += failed
             self.stats["batches"] += len(reports)
-            if keep_failures:
+            if keep_failures and failed:
                 self._failure_count += failed
+                room = MAX_KEPT_FAILURES - len(self._failures)
+                if room > 0:
+                    self._failures += kept[:room]
         if "on_delivery" in self._hooks:
             for r in reports:
                 try:
