@@ -529,6 +529,9 @@ KEYS: tuple[ConfigKey, ...] = (
          "compression.type"),
     _key("compressed.topics", (), StrList(), _P,
          "Topics to compress when a codec is set; empty means all topics."),
+    _key("max.in.flight.requests.per.connection", 5, _POS, _P,
+         "Produce requests pipelined per broker connection (Java/librdkafka name; 0.8.2 sent "
+         "one at a time).", "max.in.flight"),
     _key("message.send.max.retries", 3, _MS, _P,
          "Retries of a failed send before the message is reported failed.",
          "retries", "num.retries"),

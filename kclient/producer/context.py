@@ -17,8 +17,7 @@ from kclient.cluster import connection_options as cluster_connection_options
 from kclient.encoders import StringEncoder
 from kclient.errors import InvalidConfigError, NoBrokersAvailableError
 
-__all__ = ["ProducerContext", "connection_options", "zookeeper_brokers", "build_context",
-           "DEFAULT_MAX_IN_FLIGHT"]
+__all__ = ["ProducerContext", "connection_options", "zookeeper_brokers", "build_context"]
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +115,7 @@ def _broker_address(data: bytes) -> Optional[tuple[str, int]]:
     return None
 
 
-def build_context(config: Mapping[str, Any], max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-                  ) -> ProducerContext:
+def build_context(config: Mapping[str, Any]) -> ProducerContext:
     """Create the cluster view, encoders and partitioner that ``config`` names."""
     options = connection_options(config)
     zk = None
@@ -138,7 +136,8 @@ def build_context(config: Mapping[str, Any], max_in_flight: int = DEFAULT_MAX_IN
                            key_encoder=_create_encoder(config, "key.serializer.class"),
                            partitioner=config.create("partitioner.class")
                            if hasattr(config, "create") else config["partitioner.class"],
-                           connection_options=options, max_in_flight=max_in_flight,
+                           connection_options=options,
+                           max_in_flight=config["max.in.flight.requests.per.connection"],
                            zookeeper_connect=zk)
 
 

@@ -30,7 +30,7 @@ from kclient.errors import (
 )
 
 from .callback import overridden_hooks
-from .context import DEFAULT_MAX_IN_FLIGHT, ProducerContext, build_context
+from .context import ProducerContext, build_context
 from .data import DeliveryReport, ProducerData, from_entries, to_entries, to_entry
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
@@ -55,7 +55,7 @@ class Producer:
 
     def __init__(self, config: Optional[Mapping[str, Any]] = None, *,
                  on_delivery: Optional[Callable[[DeliveryReport], Any]] = None,
-                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, **overrides: Any) -> None:
+                 **overrides: Any) -> None:
         self.config = cfg = load_config("producer", config, **overrides)
         _prime_allocator()
         self.on_delivery = on_delivery
@@ -64,7 +64,7 @@ class Producer:
         self._failure_count = 0
         self._stats_lock = threading.Lock()
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
-        self.context: ProducerContext = build_context(cfg, max_in_flight)
+        self.context: ProducerContext = build_context(cfg)
         self.callbacks = _instance(cfg["callback.handler"])
         self._hooks = overridden_hooks(self.callbacks)
         if self.callbacks is not None and callable(getattr(self.callbacks, "init", None)):

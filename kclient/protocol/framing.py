@@ -56,8 +56,9 @@ def _encode_request_header(api: Api, version: int, corr: int, client_id: str | N
 
 
 def _frame(parts: list) -> bytes:
-    body = b"".join(parts)
-    return _SIZE.pack(len(body)) + body
+    """Size prefix and parts joined in one copy."""
+    parts.insert(0, _SIZE.pack(sum(map(len, parts))))
+    return b"".join(parts)
 
 
 class _Framer:

@@ -340,7 +340,8 @@ def test_queue_stays_within_capacity_against_a_slow_broker(mini_broker):
     reports = []
     p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
                   "queue.buffering.max.messages": 500, "batch.num.messages": 100},
-                 on_delivery=reports.append, max_in_flight=2)
+                 on_delivery=reports.append,
+                 max_in_flight_requests_per_connection=2)
     t = p._thread
     peak = [0]
     stop = threading.Event()
