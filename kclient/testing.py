@@ -9,12 +9,13 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
-           "zookeeper_available"]
+           "MiniBrokerProcess", "zookeeper_available"]
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 
@@ -130,3 +131,29 @@ class ZooKeeperServer(_Process):
     @property
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+
+class MiniBrokerProcess(_Process):
+    """``python -m kclient.broker`` in its own process (own GIL), on a free port and a temporary
+    log directory; ``config`` holds server.properties settings. For benchmarks and crash tests."""
+
+    def __init__(self, config: dict[str, str] | None = None):
+        self.config = dict(config or {})
+
+    def __enter__(self) -> "MiniBrokerProcess":
+        self.workdir = Path(tempfile.mkdtemp(prefix="kclient-broker-"))
+        self.port = free_port()
+        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.workdir / "logs"),
+                "--port", str(self.port)]
+        for key, value in self.config.items():
+            argv += ["--config", f"{key}={value}"]
+        self._spawn(argv, self.workdir / "broker.log")
+        return self
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid

@@ -27,9 +27,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Dict, List, Optional
+
+from kclient.testing import MiniBrokerProcess
 
 CLIENTS = ["kclient", "kafka-python", "confluent", "confluent-tuned"]
 
@@ -115,34 +116,6 @@ def run_worker(client: str, host: str, port: int, topic: str, count: int,
 
 
 # ----------------------------------------------------------------------------- brokers
-class _MiniProcess:
-    """The mini-broker in its own Python process."""
-
-    def __enter__(self):
-        from kclient.testing import free_port, wait_for_port
-        self.dir = tempfile.mkdtemp(prefix="kclient-bench-mini-")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kclient.broker", "--log-dir", self.dir, "--port",
-             str(self.port), "--config", "log.segment.bytes=1073741824"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_for_port(self.port, proc=self.proc)
-        return self
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def __exit__(self, *exc):
-        import shutil
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
     """Write ``count`` values of ``size`` bytes to partition 0 with confluent-kafka."""
     import confluent_kafka
@@ -244,7 +217,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 rows += bench_broker("tansu", server.bootstrap, sizes, args.repeat,
                                      args.fetch_size, clients)
         elif kind == "mini":
-            with _MiniProcess() as server:
+            with MiniBrokerProcess({"log.segment.bytes": "1073741824"}) as server:
                 rows += bench_broker("mini", server.bootstrap, sizes, args.repeat,
                                      args.fetch_size, clients)
         else:

@@ -14,13 +14,12 @@ on the machine hits all of them alike.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import threading
 import time
 import uuid
-import subprocess
-import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
+
+from kclient.bench import mini_broker_process
 
 __all__ = ["main"]
 
@@ -121,24 +120,8 @@ def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
         c.close()
 
 
-@contextmanager
-def _mini_broker_process(stack: ExitStack):
-    """The mini-broker in its own process, so that it does not share the clients' GIL."""
-    from kclient.testing import free_port, wait_for_port
-    log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="kclient-bench-"))
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kclient.broker", "--log-dir", log_dir,
-                             "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, proc=proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
-def main(argv: list[str] | None = None) -> dict[str, float]:
+def run(argv: list[str] | None = None) -> dict[str, float]:
+    """Run the benchmark; returns records/s per client."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--value-size", type=int, default=100)
@@ -155,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     rates: dict[str, float] = {}
     with ExitStack() as stack:
         if args.broker == "mini":
-            bootstrap = stack.enter_context(_mini_broker_process(stack))
+            bootstrap = stack.enter_context(mini_broker_process()).bootstrap
         else:
             from kclient.testing import TansuServer
             bootstrap = stack.enter_context(TansuServer()).bootstrap
@@ -179,6 +162,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             if other in rates:
                 print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
     return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``kclient bench stream``: run and exit 0."""
+    run(argv)
+    return 0
 
 
 if __name__ == "__main__":
