@@ -122,12 +122,21 @@ def validate_records(buf: Buffer, *, allow_partial: bool = False,
     """Check every entry (sizes, magic, CRCs, wrapper contents); return their EntryInfo.
 
     A partial trailing entry is an error unless ``allow_partial`` (a produce request must be
-    whole; a fetched buffer need not be).
+    whole; a fetched buffer need not be).  v2 batches are read where they lie (no copy of a
+    bytearray or memoryview); v0/v1 entries from one ``bytes`` copy, made only if there are any.
     """
-    data = as_bytes(buf)
+    data = buf if isinstance(buf, bytes) else memoryview(buf).cast("B")
     scan = scan_entries(data)
-    infos = [entry_info(data, s.position, s.size, s.magic, max_decompressed=max_decompressed)
-             for s in scan.entries]
+    legacy_data = None
+    infos = []
+    for s in scan.entries:
+        src = data
+        if s.magic != 2 and not isinstance(data, bytes):
+            if legacy_data is None:
+                legacy_data = as_bytes(data)
+            src = legacy_data
+        infos.append(entry_info(src, s.position, s.size, s.magic,
+                                max_decompressed=max_decompressed))
     if scan.error is not None:
         raise scan.error
     if scan.truncated and not allow_partial:
@@ -184,18 +193,23 @@ def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: in
 
 def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: Optional[int] = None,
                    partition_leader_epoch: Optional[int] = None,
-                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> AssignedRecords:
+                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+                   entries: Optional[List[EntryInfo]] = None) -> AssignedRecords:
     """Give the entries of an incoming (validated) buffer consecutive offsets from ``first_offset``.
 
     v2 batches: baseOffset (and optionally partitionLeaderEpoch) is rewritten, nothing else;
     v0/v1 messages and v1 wrappers: the outer offset is rewritten; v0 wrappers (absolute inner
     offsets) are re-encoded.  ``log_append_time`` stamps v1/v2 entries as LogAppendTime (their
-    CRC is recomputed).  The buffer must hold only complete, valid entries.
+    CRC is recomputed).  The buffer must hold only complete, valid entries: ``entries`` is what
+    ``validate_records(buf)`` returned if the caller already ran it (then it is not run again);
+    None validates here.  ``buf`` is copied once, into the bytearray that gets the offsets and
+    is returned as ``data`` (``bytes`` when an entry had to be re-encoded).
     """
-    infos = validate_records(buf, max_decompressed=max_decompressed)
+    infos = validate_records(buf, max_decompressed=max_decompressed) if entries is None \
+        else entries
     out = bytearray(buf)
-    pieces: List[bytes] = []
-    entries: List[EntryInfo] = []
+    pieces: List[Buffer] = []
+    assigned: List[EntryInfo] = []
     next_offset, start, shift = first_offset, 0, 0
     for info in infos:
         pos = info.position
@@ -204,21 +218,21 @@ def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: Optional[
                                   partition_leader_epoch, max_decompressed)
         size = info.size
         if replacement is not None:
-            pieces.append(bytes(out[start:pos]))
+            pieces.append(memoryview(out)[start:pos])     # final: later patches lie beyond
             pieces.append(replacement)
             start = pos + info.size
             size = len(replacement)
         max_ts = info.max_timestamp
         if log_append_time is not None and info.magic > 0:
             max_ts = log_append_time
-        entries.append(info._replace(position=pos + shift, size=size, base_offset=next_offset,
-                                     last_offset=next_offset + count - 1, max_timestamp=max_ts))
+        assigned.append(info._replace(position=pos + shift, size=size, base_offset=next_offset,
+                                      last_offset=next_offset + count - 1, max_timestamp=max_ts))
         shift += size - info.size
         next_offset += count
     if not pieces:
-        return AssignedRecords(bytes(out), entries, next_offset)
-    pieces.append(bytes(out[start:]))
-    return AssignedRecords(b"".join(pieces), entries, next_offset)
+        return AssignedRecords(out, assigned, next_offset)
+    pieces.append(memoryview(out)[start:])
+    return AssignedRecords(b"".join(pieces), assigned, next_offset)
 
 
 # ----------------------------------------------------------------------------- conversion
