@@ -30,12 +30,13 @@ from kclient.errors import (ConsumerRebalanceFailedError, IllegalGenerationError
                             MemberIdRequiredError, RebalanceInProgressError,
                             UnknownMemberIdError, error_for_code)
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+from kclient.zkutils import kafka_json
 
 from .assignment import assign
 from .connector import ConsumerConnector
 from .offsets import Coordinator, KafkaOffsetStore
+from .membership import topic_thread_ids
 from .rebalance import RebalanceExecutor, synced_rebalance
-from .zk import kafka_json, topic_thread_ids
 
 __all__ = ["GroupConsumerConnector", "encode_subscription", "decode_subscription",
            "encode_assignment", "decode_assignment"]

@@ -25,7 +25,7 @@ from kclient.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvaila
                             NotCoordinatorError, error_for_code)
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
 
-from .zk import GroupDirs, read_data, update_persistent
+from kclient.zkutils import GroupDirs, read_data, update_persistent
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
            "make_offset_store"]

@@ -29,12 +29,13 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from kclient import zkutils as zku
 from kclient.cluster import Cluster
 from kclient.errors import ConsumerRebalanceFailedError
 
-from . import zk as zku
 from .assignment import assign
 from .connector import ConsumerConnector
+from .membership import consumers_per_topic
 from .offsets import make_offset_store
 from .rebalance import RebalanceExecutor, synced_rebalance
 
@@ -210,7 +211,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._close_fetchers(commit=True)
         self._before_release()
         self._release()
-        consumers = zku.consumers_per_topic(self.zk, self.group, self.exclude_internal)
+        consumers = consumers_per_topic(self.zk, self.group, self.exclude_internal)
         partitions = zku.partitions_for_topics(self.zk, mine_topics)
         decision = assign(self.strategy, consumers, partitions)
         my_threads = {th for ths in mine_topics.values() for th in ths}

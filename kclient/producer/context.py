@@ -7,11 +7,11 @@ known brokers answers, so a cluster that moved is found again.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from kclient import zkutils
 from kclient.cluster import Cluster
 from kclient.cluster import connection_options as cluster_connection_options
 from kclient.encoders import StringEncoder
@@ -72,47 +72,13 @@ def connection_options(config: Mapping[str, Any]) -> dict:
 
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
     """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
-    from kazoo.client import KazooClient
-
-    timeout = config["zookeeper.connection.timeout.ms"] / 1000.0
-    zk = KazooClient(hosts=connect, timeout=config["zookeeper.session.timeout.ms"] / 1000.0,
-                     read_only=True)
-    zk.start(timeout=timeout)
+    zk = zkutils.make_client(connect, config["zookeeper.session.timeout.ms"],
+                             config["zookeeper.connection.timeout.ms"])
     try:
-        out = []
-        if not zk.exists("/brokers/ids"):
-            return out
-        for child in sorted(zk.get_children("/brokers/ids"), key=_numeric):
-            data, _ = zk.get(f"/brokers/ids/{child}")
-            addr = _broker_address(data)
-            if addr is not None:
-                out.append(addr)
-        return out
+        return list(zkutils.get_all_brokers(zk).values())
     finally:
         zk.stop()
         zk.close()
-
-
-def _numeric(text: str) -> tuple:
-    return (0, int(text)) if text.isdigit() else (1, text)
-
-
-def _broker_address(data: bytes) -> Optional[tuple[str, int]]:
-    """host/port from a registration: 0.8 ``{"host","port"}`` or newer ``endpoints`` URLs."""
-    try:
-        info = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    host, port = info.get("host"), info.get("port")
-    if host and isinstance(port, int) and port > 0:
-        return host, port
-    for endpoint in info.get("endpoints") or ():
-        scheme, _, rest = str(endpoint).partition("://")
-        if scheme.upper() in ("PLAINTEXT", "") and ":" in rest:
-            h, _, p = rest.rpartition(":")
-            if p.isdigit():
-                return h.strip("[]") or "127.0.0.1", int(p)
-    return None
 
 
 def build_context(config: Mapping[str, Any]) -> ProducerContext:

@@ -9,7 +9,7 @@ import pytest
 
 from kclient import consumer
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
-from kclient.consumer.zk import registration_json
+from kclient.zkutils import registration_json
 
 from .conftest import zk_config
 from .helpers import drain, owners, produce, produce_spread, wait_for, znode
@@ -370,7 +370,7 @@ def test_rebalance_listener_hears_before_release(zookeeper, zk_cluster, zk, uniq
 
 
 def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
-    from kclient.consumer.zk import register_broker, register_topic
+    from kclient.zkutils import register_broker, register_topic
     root, g, t = "/" + unique("chroot"), unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     leaders = zk_cluster.leaders(t)

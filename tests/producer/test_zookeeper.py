@@ -6,7 +6,7 @@ import json
 import pytest
 
 from kclient.producer import Producer, ProducerData
-from kclient.producer.context import _broker_address
+from kclient.zkutils import parse_broker
 
 from .conftest import assert_reports_match_log
 
@@ -36,7 +36,8 @@ def test_zk_alias_and_empty_registry(zookeeper):
 
 
 def test_registration_formats():
-    assert _broker_address(json.dumps({"host": "h", "port": 9092}).encode()) == ("h", 9092)
+    assert parse_broker(json.dumps({"host": "h", "port": 9092}).encode()) == ("h", 9092)
     reg = {"host": None, "port": -1, "endpoints": ["SSL://s:9093", "PLAINTEXT://p:9092"]}
-    assert _broker_address(json.dumps(reg).encode()) == ("p", 9092)
-    assert _broker_address(b"not json") is None
+    assert parse_broker(json.dumps(reg).encode()) == ("p", 9092)
+    with pytest.raises(ValueError):
+        parse_broker(b"not json")

@@ -21,15 +21,13 @@ from typing import Any, Iterable, Mapping
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from .assignment import thread_ids
-from .topic_filter import filter_for_pattern
 
 __all__ = [
     "BROKER_IDS_PATH", "BROKER_TOPICS_PATH", "CONSUMERS_PATH", "kafka_json", "GroupDirs",
-    "registration_json", "parse_registration", "topic_thread_ids", "get_children",
+    "registration_json", "parse_registration", "get_children",
     "create_ephemeral_expect_conflict", "update_persistent", "read_data", "get_all_brokers",
     "parse_broker", "partitions_for_topics", "leader_for_partition", "get_all_topics",
-    "consumers_in_group", "consumers_per_topic", "register_broker", "register_topic",
+    "consumers_in_group", "register_broker", "register_topic",
     "make_client",
 ]
 
@@ -105,17 +103,6 @@ def parse_registration(data: bytes | str) -> tuple[str, dict[str, int]]:
     if "subscription" not in obj:              # old format: {"topic": #streams}
         return "static", {k: int(v) for k, v in obj.items()}
     return obj.get("pattern", "static"), {k: int(v) for k, v in obj["subscription"].items()}
-
-
-def topic_thread_ids(consumer_id: str, pattern: str, subscription: Mapping[str, int],
-                     all_topics: Iterable[str], exclude_internal: bool = True
-                     ) -> dict[str, list[str]]:
-    """``{topic: [thread ids]}`` of one consumer (wildcards resolved against ``all_topics``)."""
-    if pattern == "static":
-        return {t: thread_ids(consumer_id, n) for t, n in subscription.items()}
-    (regex, n), = subscription.items()
-    flt = filter_for_pattern(pattern, regex)
-    return {t: thread_ids(consumer_id, n) for t in flt.filter(all_topics, exclude_internal)}
 
 
 # -- generic helpers ----------------------------------------------------------------------------
@@ -229,25 +216,6 @@ def leader_for_partition(zk: KazooClient, topic: str, partition: int) -> int | N
 # -- group membership --------------------------------------------------------------------------
 def consumers_in_group(zk: KazooClient, group: str, watch=None) -> list[str]:
     return sorted(get_children(zk, GroupDirs(group).ids_dir, watch))
-
-
-def consumers_per_topic(zk: KazooClient, group: str, exclude_internal: bool = True
-                        ) -> dict[str, list[str]]:
-    """``{topic: string-sorted thread ids of every group member subscribed to it}``."""
-    dirs = GroupDirs(group)
-    all_topics: list[str] | None = None
-    out: dict[str, list[str]] = {}
-    for consumer in consumers_in_group(zk, group):
-        data = read_data(zk, dirs.consumer(consumer))
-        if data is None:                       # left between the listing and the read
-            continue
-        pattern, subscription = parse_registration(data)
-        if pattern != "static" and all_topics is None:
-            all_topics = get_all_topics(zk)
-        for topic, threads in topic_thread_ids(consumer, pattern, subscription,
-                                               all_topics or (), exclude_internal).items():
-            out.setdefault(topic, []).extend(threads)
-    return {t: sorted(ts) for t, ts in out.items()}
 
 
 # -- writers for brokers (tests, tools; the mini-broker has its own) -----------------------------
