@@ -98,6 +98,8 @@ def varint_size(n: int) -> int:
 
 def _decode_raw(buf: Buffer, pos: int, max_bytes: int, limit: int, what: str) -> tuple:
     """Shared loop: read an unsigned base-128 number of at most ``max_bytes`` bytes."""
+    if pos < 0:
+        raise ProtocolDecodeError(f"negative position {pos}")
     end = len(buf)
     value = 0
     shift = 0
@@ -124,8 +126,6 @@ def decode_uvarint(buf: Buffer, pos: int = 0) -> tuple:
         b = buf[pos]
         if b < 0x80:
             return b, pos + 1
-    elif pos < 0:
-        raise ProtocolDecodeError(f"negative position {pos}")
     return _decode_raw(buf, pos, 10, _UINT64_LIMIT, "uvarint")
 
 
@@ -135,27 +135,17 @@ def decode_varint(buf: Buffer, pos: int = 0) -> tuple:
         b = buf[pos]
         if b < 0x80:
             return ZIGZAG_DECODE[b], pos + 1
-    elif pos < 0:
-        raise ProtocolDecodeError(f"negative position {pos}")
     u, pos = _decode_raw(buf, pos, 10, _UINT64_LIMIT, "varint")
     return (u >> 1) ^ -(u & 1), pos
 
 
 def decode_uvarint32(buf: Buffer, pos: int = 0) -> tuple:
     """Decode an unsigned varint that must fit in 32 bits (at most 5 bytes)."""
-    if pos < 0:
-        raise ProtocolDecodeError(f"negative position {pos}")
     return _decode_raw(buf, pos, 5, _UINT32_LIMIT, "uvarint32")
 
 
 def decode_varint32(buf: Buffer, pos: int = 0) -> tuple:
     """Decode a zig-zag varint that must fit in int32 (at most 5 bytes)."""
-    if 0 <= pos < len(buf):
-        b = buf[pos]
-        if b < 0x80:
-            return ZIGZAG_DECODE[b], pos + 1
-    elif pos < 0:
-        raise ProtocolDecodeError(f"negative position {pos}")
     u, pos = _decode_raw(buf, pos, 5, _UINT32_LIMIT, "varint32")
     return (u >> 1) ^ -(u & 1), pos
 

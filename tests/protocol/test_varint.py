@@ -119,3 +119,12 @@ def test_same_bytes_as_kafka_python(value):
     util.encode_varint(value, out.append)
     assert bytes(out) == encode_varint(value)
     assert util.decode_varint(bytes(out), 0)[0] == value
+
+
+def test_every_decoder_rejects_a_negative_position_and_agrees_on_one_byte():
+    for fn in (decode_varint, decode_uvarint, decode_varint32, decode_uvarint32):
+        with pytest.raises(ProtocolDecodeError, match="negative position"):
+            fn(b"\x01\x02", -1)
+    for b in range(128):
+        assert decode_varint32(bytes([b])) == decode_varint(bytes([b])) == (unzigzag(b), 1)
+        assert decode_uvarint32(bytes([b])) == decode_uvarint(bytes([b])) == (b, 1)
