@@ -1,8 +1,9 @@
 """Message format v2, encoding: record batches built from columns of values, keys, timestamps
 and headers (see :mod:`kclient.protocol.records.v2` for the layout).
 
-Written for speed: varints come from a precomputed table, each record adds a tuple of ready-made
-parts to one list that is joined once, and a column given as ``None`` costs nothing per record.
+Written for speed: varints come from a precomputed table (offset deltas 0..n-1 as one slice of
+it), each record adds a tuple of ready-made parts to one list that is joined once, and a column
+given as ``None`` costs nothing per record.
 """
 from __future__ import annotations
 
@@ -67,12 +68,22 @@ def _encode_values_only(values: Sequence, head: bytes) -> list:
     return parts
 
 
-def _encode_keyed(values, keys, deltas) -> list:
-    """Keys and timestamp deltas, no headers, offset deltas 0..n-1 (the usual producer batch)."""
+def _sequential_deltas(n: int) -> list:
+    """Encoded offset deltas 0..n-1 (table slices)."""
+    if n <= _HALF:
+        return _UV[0:2 * n:2]
+    return _UV[0::2] + [encode_varint(i) for i in range(_HALF, n)]
+
+
+def _encode_fields(values, keys, deltas, offset_deltas: Sequence[bytes], headers) -> list:
+    """Any mix of keys, timestamp deltas, offset deltas and headers: one record per value.
+
+    ``offset_deltas`` and ``headers`` come encoded (an iterable of bytes each); the loop only
+    encodes the key and value lengths and the timestamp delta, from the table when small.
+    """
     uv, half = _UV, _HALF
     parts: list = []
-    i = 0
-    for v, k, td in zip(values, keys, deltas):
+    for v, k, td, odb, hb in zip(values, keys, deltas, offset_deltas, headers):
         if v is None:
             vh, vl, v = b"\x01", 0, b""
         else:
@@ -84,32 +95,6 @@ def _encode_keyed(values, keys, deltas) -> list:
             kl = len(k)
             kh = uv[kl << 1] if kl < half else encode_varint(kl)
         tdb = uv[td << 1] if 0 <= td < half else encode_varint(td)
-        odb = uv[i << 1] if i < half else encode_varint(i)
-        n = 2 + len(tdb) + len(odb) + len(kh) + kl + len(vh) + vl
-        parts += (uv[n << 1] if n < half else encode_varint(n), b"\x00", tdb, odb, kh, k, vh, v,
-                  b"\x00")
-        i += 1
-    return parts
-
-
-def _encode_general(values, keys, deltas, offsets, headers) -> list:
-    """Any mix of keys, timestamp deltas, offset deltas and headers (iterables of equal length)."""
-    uv, half = _UV, _HALF
-    parts: list = []
-    for v, k, td, od, hs in zip(values, keys, deltas, offsets, headers):
-        if v is None:
-            vh, vl, v = b"\x01", 0, b""
-        else:
-            vl = len(v)
-            vh = uv[vl << 1] if vl < half else encode_varint(vl)
-        if k is None:
-            kh, kl, k = b"\x01", 0, b""
-        else:
-            kl = len(k)
-            kh = uv[kl << 1] if kl < half else encode_varint(kl)
-        tdb = uv[td << 1] if 0 <= td < half else encode_varint(td)
-        odb = uv[od << 1] if 0 <= od < half else encode_varint(od)
-        hb = encode_headers(hs) if hs else b"\x00"
         n = 1 + len(tdb) + len(odb) + len(kh) + kl + len(vh) + vl + len(hb)
         parts += (uv[n << 1] if n < half else encode_varint(n), b"\x00", tdb, odb, kh, k, vh, v, hb)
     return parts
@@ -120,17 +105,15 @@ def encode_records(values: Sequence, keys: Optional[Sequence] = None,
                    offset_deltas: Optional[Sequence] = None,
                    headers: Optional[Sequence] = None) -> bytes:
     """Encode the records section of a batch (uncompressed) from parallel columns."""
-    if offset_deltas is None and headers is None:
-        if keys is None and timestamp_deltas is None:
-            return b"".join(_encode_values_only(values, b"\x00\x00"))
-        return b"".join(_encode_keyed(values, repeat(None) if keys is None else keys,
-                                      repeat(0) if timestamp_deltas is None else timestamp_deltas))
-    parts = _encode_general(
+    if offset_deltas is None and headers is None and keys is None and timestamp_deltas is None:
+        return b"".join(_encode_values_only(values, b"\x00\x00"))
+    parts = _encode_fields(
         values,
         repeat(None) if keys is None else keys,
         repeat(0) if timestamp_deltas is None else timestamp_deltas,
-        range(len(values)) if offset_deltas is None else offset_deltas,
-        repeat(None) if headers is None else headers)
+        _sequential_deltas(len(values)) if offset_deltas is None
+        else [_varint(od) for od in offset_deltas],
+        repeat(b"\x00") if headers is None else map(encode_headers, headers))
     return b"".join(parts)
 
 
