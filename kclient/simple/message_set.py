@@ -17,10 +17,10 @@ from typing import Iterator, List, Optional
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import BrokerResponseError, CorruptRecordError, KafkaError
-from kclient.protocol.records.reader import EntrySpan, scan_entries
+from kclient.protocol.records.reader import (EntrySpan, check_crcs, decode_entries,
+                                             entry_next_offset, scan_entries)
 
-from .decode import check_crcs, decode_entries, entry_next_offset
-from .messages import MessageAndOffset
+from .messages import MessageAndOffset, messages_from_columns
 
 __all__ = ["ByteBufferMessageSet", "MessageSet"]
 
@@ -104,7 +104,8 @@ class ByteBufferMessageSet:
         """Yield every message at or after ``fetch_offset``; raise ``error`` at the end."""
         if self.error is not None and not self.entries:
             raise self.error
-        return decode_entries(self.buffer, self.entries, self.fetch_offset,
+        return decode_entries(self.buffer, self.entries, messages_from_columns,
+                              start_offset=self.fetch_offset, validate_crc=False,
                               max_decompressed=self.max_decompressed, error=self.error,
                               context=self.context)
 

@@ -14,38 +14,26 @@ id, ...).  ``MessageAndOffset.message`` is the object itself: it *is* the messag
 offset.  Neither class overrides ``__new__`` (that would put a Python call on the hot path):
 ``Message.create(key=..., value=...)`` and ``MessageAndOffset.create(message, offset)`` build
 them by hand; calling the class takes the 7-field tuple.
+
+Decoding is ``kclient.protocol.records``' (:func:`~kclient.protocol.records.decode_entries`):
+it hands each log entry's records over column by column, and :func:`messages_from_columns`, the
+factory this package gives it, zips the columns into MessageAndOffset tuples.
 """
 from __future__ import annotations
 
+from itertools import repeat
 from operator import itemgetter
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Iterable, List, Optional, Tuple
+
+from kclient.protocol.records.common import (
+    CREATE_TIME, LEGACY_INFO, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
+    TIMESTAMP_TYPE_NAMES as _TS_NAMES, BatchInfo,
+)
 
 __all__ = ["BatchInfo", "Message", "MessageAndOffset", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE",
-           "CREATE_TIME", "LOG_APPEND_TIME", "LEGACY_INFO"]
+           "CREATE_TIME", "LOG_APPEND_TIME", "LEGACY_INFO", "messages_from_columns"]
 
-NO_TIMESTAMP = -1
-NO_TIMESTAMP_TYPE = -1
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-_TS_NAMES = {NO_TIMESTAMP_TYPE: "NoTimestampType", CREATE_TIME: "CreateTime",
-             LOG_APPEND_TIME: "LogAppendTime"}
 _CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-class BatchInfo(NamedTuple):
-    """What a record's log entry says about it (shared by all records of one entry)."""
-
-    magic: int
-    codec: int = 0
-    is_transactional: bool = False
-    producer_id: int = -1
-    producer_epoch: int = -1
-    base_sequence: int = -1
-    partition_leader_epoch: int = -1
-
-
-#: One shared info per (magic, codec) of the old formats, which carry no producer fields.
-LEGACY_INFO = {(m, c): BatchInfo(m, c) for m in (0, 1) for c in range(8)}
 _STANDALONE = BatchInfo(2)
 
 _offset = property(itemgetter(0), doc="The message's offset in its partition (-1 if unknown).")
@@ -141,6 +129,19 @@ class MessageAndOffset(Message):
 
     def __repr__(self) -> str:
         return f"MessageAndOffset(offset={self[0]}, {self._fields_repr()})"
+
+
+def _header_tuple(headers: Optional[list]) -> tuple:
+    return tuple(headers) if headers else ()
+
+
+def messages_from_columns(offsets, timestamps, timestamp_types, keys, values: list, headers,
+                          infos) -> Iterable[MessageAndOffset]:
+    """Record factory for ``kclient.protocol.records.decode_entries``: one entry's records as
+    MessageAndOffset tuples, built in C (``map`` over ``zip``) while the caller iterates."""
+    return map(MessageAndOffset, zip(
+        offsets, repeat(None) if keys is None else keys, values, timestamps, timestamp_types,
+        repeat(()) if headers is None else map(_header_tuple, headers), infos))
 
 
 def _short(b: Optional[bytes], limit: int = 40) -> str:

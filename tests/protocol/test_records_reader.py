@@ -6,8 +6,9 @@ import pytest
 from kclient.protocol import compression as c
 from kclient.protocol.errors import CorruptRecordError
 from kclient.protocol.records import (
-    Batch, Record, RecordBatchBuilder, RecordsReader, build_batch, build_message_set,
-    iter_batches, iter_records, read_records, scan_entries,
+    Batch, BatchInfo, Record, RecordBatchBuilder, RecordsReader, build_batch, build_message_set,
+    check_crcs, decode_entries, entry_next_offset, iter_batches, iter_records, read_records,
+    scan_entries,
 )
 
 TS = 1_600_000_000_000
@@ -197,3 +198,93 @@ def test_codecs_can_be_named():
                   lambda: build_message_set([b"a"], magic=1, codec="snappy", timestamp=TS)):
         (batch,) = list(iter_batches(build()))
         assert batch.codec in (c.LZ4, c.SNAPPY) and [r.value for r in batch] == [b"a"]
+
+
+# ----------------------------------------------------------------------------- column decoding
+def _as_written(values, keys=None, timestamps=None, headers=None, base=0, deltas=None):
+    n = len(values)
+    return [(base + (i if deltas is None else deltas[i]),
+             TS if timestamps is None else timestamps[i], 0, None if keys is None else keys[i],
+             values[i], [] if headers is None else headers[i]) for i in range(n)]
+
+
+def _read(data, **options):
+    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
+            for r in RecordsReader(data).records(**options)]
+
+
+@pytest.mark.parametrize("n", [63, 64, 65, 8191, 8193])
+def test_record_shapes_changing_inside_a_batch_decode_as_written(n):
+    # value lengths cross the 1/2-byte varint bound, timestamp deltas do too, offset deltas
+    # cross 64 (and 8192): the cached layouts change record by record
+    values = [b"v" * ((i * 7) % 90) for i in range(n)]
+    stamps = [TS + (i % 3) * 40 for i in range(n)]
+    data = build_batch(values, timestamps=stamps, base_offset=5)
+    assert _read(data) == _as_written(values, timestamps=stamps, base=5)
+    # the same shapes again: now from the cache
+    assert _read(data) == _as_written(values, timestamps=stamps, base=5)
+
+
+@pytest.mark.parametrize("odd", ["header", "null value", "key", "long value", "gap"])
+@pytest.mark.parametrize("where", [0, 70, 199])
+def test_one_unusual_record_among_plain_ones(odd, where):
+    n = 200
+    values = [b"x%d" % i for i in range(n)]
+    keys, headers, deltas = None, None, None
+    if odd == "header":
+        headers = [[("h", b"1")] if i == where else [] for i in range(n)]
+    elif odd == "null value":
+        values[where] = None
+    elif odd == "key":
+        keys = [b"k" if i == where else None for i in range(n)]
+    elif odd == "long value":
+        values[where] = bytes(100_000)
+    else:
+        deltas = [i + (i >= where) for i in range(n)]
+    data = build_batch(values, keys, headers=headers, timestamp=TS, offset_deltas=deltas)
+    assert _read(data) == _as_written(values, keys, headers=headers, deltas=deltas)
+    start = 100
+    assert _read(data, start_offset=start) == [
+        r for r in _as_written(values, keys, headers=headers, deltas=deltas) if r[0] >= start]
+
+
+def test_decode_entries_hands_columns_to_any_factory():
+    def rows(offsets, timestamps, types, keys, values, headers, infos):
+        none = [None] * len(values)
+        return zip(offsets, none if keys is None else keys, values, timestamps, types,
+                   none if headers is None else headers, infos)
+
+    data = (build_message_set([b"a", b"b"], magic=0)
+            + build_message_set([b"c", b"d"], [b"k", None], magic=1, codec=c.GZIP,
+                                base_offset=2, timestamp=TS)
+            + build_batch([b"e"], [b"k"], headers=[[("h", None)]], timestamp=TS + 1,
+                          base_offset=4, producer_id=9, is_transactional=True)
+            + build_batch([b"\x00" * 6], [b"\x00" * 4], base_offset=5, is_control=True,
+                          is_transactional=True, producer_id=9)
+            + build_batch([b"f", b"g"], timestamps=[1, 2], timestamp_type=1, base_offset=6))
+    got = list(decode_entries(data, scan_entries(data).entries, rows))
+    assert [(o, k, v, t, tt, h) for o, k, v, t, tt, h, _ in got] == [
+        (0, None, b"a", -1, -1, None), (1, None, b"b", -1, -1, None),
+        (2, b"k", b"c", TS, 0, None), (3, None, b"d", TS, 0, None),
+        (4, b"k", b"e", TS + 1, 0, [("h", None)]),
+        (6, None, b"f", 2, 1, None), (7, None, b"g", 2, 1, None)]
+    infos = [info for *_, info in got]
+    assert infos[0] == BatchInfo(0) and infos[2] == BatchInfo(1, c.GZIP)
+    assert infos[4] == BatchInfo(2, 0, True, 9) and infos[5].magic == 2
+    assert [r[0] for r in decode_entries(data, scan_entries(data).entries, rows,
+                                         start_offset=3, skip_control=False)] == [3, 4, 5, 6, 7]
+    # the default factory is the Record one that RecordsReader uses
+    assert [r.offset for r in decode_entries(data, scan_entries(data).entries)] == \
+        [r.offset for r in RecordsReader(data)]
+
+
+def test_check_crcs_and_entry_next_offset():
+    good = build_batch([b"a", b"b"], timestamp=TS) + build_message_set([b"c"], magic=1,
+                                                                        base_offset=2)
+    bad = bytearray(build_batch([b"d"], timestamp=TS, base_offset=3))
+    bad[-1] ^= 1
+    data = good + bytes(bad)
+    spans = scan_entries(data).entries
+    count, error = check_crcs(data, spans)
+    assert count == 2 and error.offset == 3 and "CRC-32C" in str(error)
+    assert [entry_next_offset(data, s) for s in spans] == [2, 3, 4]

@@ -14,6 +14,11 @@ Writing::
     build_batch(values, keys, timestamps, headers, codec=LZ4, producer_id=...)   # v2
     build_message_set(values, keys, timestamps, magic=1, codec=GZIP)            # v0 / v1
 
+Decoding with another record type: :func:`decode_entries` hands each entry's records, column
+by column, to a factory (:func:`make_records` builds Records; see its contract)::
+
+    decode_entries(buf, scan_entries(buf).entries, my_factory, start_offset=..., ...)
+
 Broker helpers: :func:`iter_entries`, :func:`scan_log`, :func:`validate_records`,
 :func:`assign_offsets`, :func:`convert_records`.
 """
@@ -21,7 +26,7 @@ from kclient.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from kclient.protocol.records.common import (
     BATCH_HEADER_SIZE, CONTROL_MASK, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, MAGIC_OFFSET,
     NO_TIMESTAMP, NO_TIMESTAMP_TYPE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_NAMES,
-    Batch, Header, Record,
+    LEGACY_INFO, Batch, BatchInfo, Header, Record, make_records,
 )
 from kclient.protocol.records.legacy import build_message_set, encode_message
 from kclient.protocol.records.ops import (
@@ -29,7 +34,8 @@ from kclient.protocol.records.ops import (
     iter_entries, scan_log, validate_records,
 )
 from kclient.protocol.records.reader import (
-    EntrySpan, RecordsReader, Scan, iter_batches, iter_records, read_records, scan_entries,
+    EntrySpan, RecordsReader, Scan, check_crcs, decode_entries, entry_next_offset, iter_batches,
+    iter_records, read_records, scan_entries,
 )
 from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_headers
 
@@ -38,8 +44,10 @@ __all__ = [
     "BATCH_HEADER_SIZE", "CONTROL_MASK", "CREATE_TIME", "LOG_APPEND_TIME", "LOG_OVERHEAD",
     "MAGIC_OFFSET", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "RECORD_OVERHEAD_V0",
     "RECORD_OVERHEAD_V1", "TIMESTAMP_TYPE_NAMES",
-    "Batch", "Header", "Record", "EntrySpan", "Scan", "EntryInfo", "LogScan", "AssignedRecords",
+    "LEGACY_INFO", "Batch", "BatchInfo", "Header", "Record", "make_records", "EntrySpan", "Scan",
+    "EntryInfo", "LogScan", "AssignedRecords",
     "RecordsReader", "iter_batches", "iter_records", "read_records", "scan_entries",
+    "check_crcs", "decode_entries", "entry_next_offset",
     "build_batch", "RecordBatchBuilder", "encode_headers", "build_message_set", "encode_message",
     "entry_info", "iter_entries", "scan_log", "validate_records", "assign_offsets",
     "convert_records",

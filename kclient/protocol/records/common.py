@@ -6,7 +6,8 @@ buffer of mixed formats.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from itertools import repeat
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from kclient.protocol.errors import CorruptRecordError
 
@@ -110,6 +111,55 @@ class Record:
                 f"headers={self.headers!r})")
 
 
+class BatchInfo(NamedTuple):
+    """What a record's log entry says about it (shared by all records of one entry)."""
+
+    magic: int
+    codec: int = 0
+    is_transactional: bool = False
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+
+
+#: One shared info per (magic, codec) of the old formats, which carry no producer fields.
+LEGACY_INFO = {(m, c): BatchInfo(m, c) for m in (0, 1) for c in range(8)}
+
+
+def make_records(offsets: Iterable[int], timestamps: Iterable[int],
+                 timestamp_types: Iterable[int], keys: Optional[Iterable[Optional[bytes]]],
+                 values: List[Optional[bytes]], headers: Optional[Iterable[Optional[list]]],
+                 infos: Iterable[BatchInfo]) -> Iterator[Record]:
+    """The default record factory of the decoders: the records of one decoded entry, as
+    :class:`Record` objects created while the caller iterates.
+
+    Every decoder hands an entry's records to a factory column by column, and the factory
+    builds whatever the caller wants (``kclient.simple`` builds its messages in C with
+    ``map(cls, zip(...))``).  ``values`` is a list whose length is the record count; the other
+    columns are iterables at least that long (``itertools.repeat`` for what the whole entry
+    shares); ``keys`` / ``headers`` are None when no record has one, else hold None or the
+    key / the header list per record.  ``infos`` is not kept in a Record.
+    """
+    return _records(offsets, timestamps, timestamp_types,
+                    repeat(None) if keys is None else keys, values,
+                    repeat(None) if headers is None else headers)
+
+
+def _records(offsets, timestamps, timestamp_types, keys, values, headers) -> Iterator[Record]:
+    new = object.__new__
+    for offset, timestamp, timestamp_type, key, value, hs in zip(
+            offsets, timestamps, timestamp_types, keys, values, headers):
+        rec = new(Record)
+        rec.offset = offset
+        rec.timestamp = timestamp
+        rec.timestamp_type = timestamp_type
+        rec.key = key
+        rec.value = value
+        rec._headers = hs
+        yield rec
+
+
 class Batch:
     """One log entry (a v2 batch, or a v0/v1 message or compressed wrapper) and its records.
 
@@ -187,5 +237,5 @@ __all__ = [
     "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "CREATE_TIME", "LOG_APPEND_TIME", "TIMESTAMP_TYPE_NAMES",
     "CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_MASK", "CONTROL_MASK",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "Header", "Record", "Batch", "corrupt",
+    "Header", "Record", "BatchInfo", "LEGACY_INFO", "make_records", "Batch", "corrupt",
 ]

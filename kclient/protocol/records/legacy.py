@@ -17,13 +17,14 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from kclient.protocol import compression
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records.common import (
-    CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
-    RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_MASK, Batch, Record, corrupt,
+    CODEC_MASK, CREATE_TIME, LEGACY_INFO, LOG_APPEND_TIME, LOG_OVERHEAD, NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_MASK, Batch,
+    Record, corrupt, make_records,
 )
 
 V0_HEAD = struct.Struct(">qiIbBi")          # offset, size, crc, magic, attributes, key length
@@ -33,8 +34,10 @@ V1_BODY = struct.Struct(">bbqi")             # magic, attributes, timestamp, key
 LOG_HEAD = struct.Struct(">qiI")             # offset, size, crc
 INT32 = struct.Struct(">i")
 OFFSET_FIELD = struct.Struct(">q")
+STORED_CRC = struct.Struct(">I")
+#: Where the stored CRC sits in a message.
+CRC_OFFSET = 12
 _SMALL = 4096          # CRC small messages over a slice, big ones over a memoryview
-_new = object.__new__
 
 
 # ----------------------------------------------------------------------------- encode
@@ -99,6 +102,14 @@ def build_message_set(values: Sequence[Optional[bytes]], keys: Optional[Sequence
 
 
 # ----------------------------------------------------------------------------- decode
+def check_crc(buf, pos: int, size: int, stored: int, offset: int) -> None:
+    """Raise CorruptRecordError unless the CRC-32 of magic..end equals ``stored``."""
+    end = pos + LOG_OVERHEAD + size
+    computed = zlib.crc32(buf[pos + 16:end] if size < _SMALL else memoryview(buf)[pos + 16:end])
+    if computed != stored:
+        raise corrupt(offset, f"CRC-32 mismatch: stored {stored}, computed {computed}")
+
+
 def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple:
     """Parse the complete message at ``pos`` (``size`` from its size field).
 
@@ -118,9 +129,7 @@ def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple
         why = "too small" if magic in (0, 1) else "has an unknown magic byte"
         raise corrupt(offset, f"message of size {size} with magic {magic} {why}")
     if validate_crc:
-        computed = zlib.crc32(buf[pos + 16:end] if size < _SMALL else memoryview(buf)[pos + 16:end])
-        if computed != crc:
-            raise corrupt(offset, f"CRC-32 mismatch: stored {crc}, computed {computed}")
+        check_crc(buf, pos, size, crc, offset)
     if kl < 0:
         if kl != -1:
             raise corrupt(offset, f"invalid key length {kl}")
@@ -144,13 +153,13 @@ def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple
     return offset, magic, attrs, timestamp, key, value, crc
 
 
-def _inner_records(data: bytes, wrapper: tuple, validate_crc: bool) -> List[Record]:
-    """Records of a decompressed inner message set (complete; no partial tail allowed),
-    with the offsets as stored (absolute in v0, relative in v1)."""
+def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> List[tuple]:
+    """Rows of a decompressed inner message set (complete; no partial tail allowed), with the
+    offsets as stored (absolute in v0, relative in v1)."""
     wrapper_offset, wrapper_ts = wrapper[0], wrapper[3]
     lat = wrapper[1] >= 1 and wrapper[2] & TIMESTAMP_TYPE_MASK
-    new = _new
-    records: List[Record] = []
+    info = LEGACY_INFO[(wrapper[1], wrapper[2] & CODEC_MASK)]
+    rows: List[tuple] = []
     pos, end = 0, len(data)
     while pos < end:
         if pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 > end:
@@ -159,88 +168,91 @@ def _inner_records(data: bytes, wrapper: tuple, validate_crc: bool) -> List[Reco
         if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
             raise corrupt(wrapper_offset, f"invalid inner message size {size}")
         offset, magic, attrs, ts, key, value, _ = _parse_message(data, pos, size, validate_crc)
-        if attrs & 0x07:
+        if attrs & CODEC_MASK:
             raise corrupt(wrapper_offset, "nested compressed message")
-        rec = new(Record)
-        rec.offset, rec.key, rec.value, rec._headers = offset, key, value, None
         if lat:
-            rec.timestamp, rec.timestamp_type = wrapper_ts, LOG_APPEND_TIME
+            rows.append((offset, wrapper_ts, LOG_APPEND_TIME, key, value, info))
         elif magic == 0:
-            rec.timestamp, rec.timestamp_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
+            rows.append((offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value, info))
         else:
-            rec.timestamp, rec.timestamp_type = ts, CREATE_TIME
-        records.append(rec)
+            rows.append((offset, ts, CREATE_TIME, key, value, info))
         pos += LOG_OVERHEAD + size
-    if not records:
+    if not rows:
         raise corrupt(wrapper_offset, "empty compressed message set")
-    return records
+    return rows
 
 
-def wrapper_records(msg: tuple, max_decompressed: int, validate_crc: bool = True
-                    ) -> List[Record]:
-    """Decompress a wrapper message (as returned by :func:`parse_message`) into its records,
+def _wrapper_rows(msg: tuple, max_decompressed: int, validate_crc: bool) -> List[tuple]:
+    """Decompress a wrapper message (as returned by :func:`parse_message`) into its rows,
     with absolute offsets (v1: ``wrapper_offset - last_inner_offset + inner_offset``)."""
     offset, magic, attrs, _, _, value, _ = msg
     if value is None:
         raise corrupt(offset, "compressed message has a null value")
     try:
-        data = compression.decompress(attrs & 0x07, value, magic, max_decompressed)
+        data = compression.decompress(attrs & CODEC_MASK, value, magic, max_decompressed)
     except ProtocolDecodeError as exc:
         raise corrupt(offset, f"cannot decompress message set: {exc}") from None
     try:
-        records = _inner_records(data, msg, validate_crc)
+        rows = _inner_rows(data, msg, validate_crc)
     except CorruptRecordError as exc:
         if exc.offset == offset:
             raise
         raise corrupt(offset, f"bad inner message: {exc.context}") from None
     if magic >= 1:
-        shift = offset - records[-1].offset
+        shift = offset - rows[-1][0]
         if shift:
-            for rec in records:
-                rec.offset += shift
-    return records
+            rows = [(row[0] + shift,) + row[1:] for row in rows]
+    return rows
 
 
-def decompress_wrapper(msg: tuple, max_decompressed: int) -> List[Record]:
-    """Alias kept for callers of the first version: same as :func:`wrapper_records`."""
-    return wrapper_records(msg, max_decompressed)
-
-
-def inner_records(msg: tuple, inner: List[Record]) -> List[Record]:
-    """Alias kept for callers of the first version: ``inner`` is already final."""
-    return inner
-
-
-def plain_record(msg: tuple) -> Record:
-    """The Record of an uncompressed message (as returned by :func:`parse_message`)."""
+def _plain_row(msg: tuple) -> tuple:
+    """The row of an uncompressed message (as returned by :func:`parse_message`)."""
     offset, magic, attrs, ts, key, value, _ = msg
-    rec = _new(Record)
-    rec.offset, rec.key, rec.value, rec._headers = offset, key, value, None
     if magic == 0:
-        rec.timestamp, rec.timestamp_type = NO_TIMESTAMP, NO_TIMESTAMP_TYPE
-    else:
-        rec.timestamp = ts
-        rec.timestamp_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    return rec
+        return offset, NO_TIMESTAMP, NO_TIMESTAMP_TYPE, key, value, LEGACY_INFO[(0, 0)]
+    ts_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
+    return offset, ts, ts_type, key, value, LEGACY_INFO[(1, 0)]
+
+
+def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
+                 max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+                 start_offset: Optional[int] = None) -> List[tuple]:
+    """The records of the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)
+    as rows ``(offset, timestamp, timestamp_type, key, value, info)``, offsets absolute;
+    records below ``start_offset`` are left out (a wrapper wholly below it is not even
+    decompressed)."""
+    msg = _parse_message(buf, pos, size, validate_crc)
+    if start_offset is not None and msg[0] < start_offset:
+        return []  # a wrapper's offset is its last inner message's
+    if not msg[2] & CODEC_MASK:
+        return [_plain_row(msg)]
+    rows = _wrapper_rows(msg, max_decompressed, validate_crc)
+    if start_offset is not None and rows[0][0] < start_offset:
+        rows = [row for row in rows if row[0] >= start_offset]
+    return rows
+
+
+def rows_records(rows: List[tuple], factory: Callable = make_records) -> Iterable:
+    """Records built by ``factory`` from rows of :func:`message_rows` (no headers in v0/v1)."""
+    if not rows:
+        return ()
+    offsets, stamps, ts_types, keys, values, infos = zip(*rows)
+    return factory(offsets, stamps, ts_types, keys, list(values), None, infos)
 
 
 def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Batch:
     """Decode the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)."""
     msg = _parse_message(buf, pos, size, validate_crc)
-    offset, magic, attrs, ts = msg[0], msg[1], msg[2], msg[3]
-    codec = attrs & 0x07
-    if codec:
-        records = wrapper_records(msg, max_decompressed, validate_crc)
-    else:
-        records = [plain_record(msg)]
-    ts_type = records[0].timestamp_type
-    stamps = [r.timestamp for r in records]
+    magic, attrs, ts = msg[1], msg[2], msg[3]
+    codec = attrs & CODEC_MASK
+    rows = _wrapper_rows(msg, max_decompressed, validate_crc) if codec else [_plain_row(msg)]
+    stamps = [row[1] for row in rows]
     return Batch(magic=magic, position=pos, size=size + LOG_OVERHEAD,
-                 base_offset=records[0].offset, last_offset=records[-1].offset, codec=codec,
-                 timestamp_type=ts_type, first_timestamp=stamps[0],
+                 base_offset=rows[0][0], last_offset=rows[-1][0], codec=codec,
+                 timestamp_type=rows[0][2], first_timestamp=stamps[0],
                  max_timestamp=ts if (codec and magic == 1) else max(stamps),
-                 record_count=len(records), crc=msg[6], records=records)
+                 record_count=len(rows), crc=msg[6], records=list(rows_records(rows)))
 
 
 def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> tuple:
@@ -266,7 +278,6 @@ def messages_info(records: Sequence[Record]) -> Tuple[int, int, int]:
 
 
 __all__ = [
-    "encode_message", "build_message_set", "parse_message", "wrapper_records", "plain_record",
-    "decompress_wrapper", "inner_records", "read_message", "set_offset", "set_log_append_time",
-    "messages_info",
+    "encode_message", "build_message_set", "check_crc", "parse_message", "message_rows",
+    "rows_records", "read_message", "set_offset", "set_log_append_time", "messages_info",
 ]

@@ -8,24 +8,32 @@ cleanly; :attr:`RecordsReader.valid_bytes` and :attr:`RecordsReader.incomplete_s
 consumer what was usable and how large the first incomplete entry is.  A bad CRC or an
 inconsistent entry raises CorruptRecordError naming the entry's offset, after the entries in
 front of it have been delivered.
+
+:func:`decode_entries` is the one decoding loop: it hands each entry's records to a *factory*
+column by column (:func:`~kclient.protocol.records.common.make_records` builds
+:class:`Record` objects; ``kclient.simple`` passes its own to build its message tuples).
 """
 from __future__ import annotations
 
 import struct
-from functools import partial
 from itertools import chain
-from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import (Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
-from kclient.protocol.errors import CorruptRecordError
+from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
     LOG_OVERHEAD, MAGIC_OFFSET, MIN_ENTRY_SIZE, RECORD_OVERHEAD_V0, Batch, Record, corrupt,
+    make_records,
 )
 
 Buffer = Union[bytes, bytearray, memoryview]
 _LOG_HEAD = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
 _new = tuple.__new__
+#: What a malformed entry can raise while it is decoded (turned into CorruptRecordError).
+_MALFORMED = (IndexError, struct.error, ProtocolDecodeError)
 
 
 class EntrySpan(NamedTuple):
@@ -80,6 +88,88 @@ def scan_entries(buf: Buffer) -> Scan:
     return Scan(entries, pos, None, False, None)
 
 
+def check_crcs(buf: bytes, spans: Sequence[EntrySpan]
+               ) -> Tuple[int, Optional[CorruptRecordError]]:
+    """Check every entry's CRC; ``(number of good entries before the first bad one, error)``."""
+    for i, (pos, total, magic, offset) in enumerate(spans):
+        codec = v2 if magic == 2 else legacy
+        try:
+            codec.check_crc(buf, pos, total - LOG_OVERHEAD,
+                            codec.STORED_CRC.unpack_from(buf, pos + codec.CRC_OFFSET)[0], offset)
+        except CorruptRecordError as exc:
+            return i, exc
+    return len(spans), None
+
+
+def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
+    """The offset after an entry's last record (v2: base + lastOffsetDelta + 1)."""
+    if span.magic == 2:
+        return span.offset + _LAST_DELTA.unpack_from(buf, span.position + 23)[0] + 1
+    return span.offset + 1
+
+
+def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: Callable = make_records, *,
+                   start_offset: Optional[int] = None, skip_control: bool = True,
+                   validate_crc: bool = True,
+                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+                   error: Optional[BaseException] = None, context: Optional[str] = None
+                   ) -> Iterator:
+    """Lazily decode complete entries (found by :func:`scan_entries`) into the records
+    ``factory`` builds, in order.
+
+    ``skip_control`` hides transaction markers (control batches) as Kafka consumers do;
+    ``start_offset`` drops records below it (v2 batches and v0/v1 wrappers can start before the
+    fetch offset).  A malformed entry raises CorruptRecordError naming its offset (its text
+    prefixed with ``context``, when given), after every record in front of it; ``error``, if
+    given, is raised after the last record.
+    """
+    return chain.from_iterable(_decode_all(buf, spans, factory, start_offset, skip_control,
+                                           validate_crc, max_decompressed, error, context))
+
+
+def _corrupt(exc: Exception, offset: int, context: Optional[str]) -> CorruptRecordError:
+    """``exc`` (raised decoding the entry at ``offset``) as the CorruptRecordError to raise."""
+    prefix = f"{context}: " if context else ""
+    if isinstance(exc, CorruptRecordError):
+        return CorruptRecordError(prefix + exc.context, offset=exc.offset) if context else exc
+    return CorruptRecordError(f"{prefix}malformed entry: {exc}", offset=offset)
+
+
+def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: Callable,
+                start_offset: Optional[int], skip_control: bool, validate_crc: bool,
+                max_decompressed: int, error: Optional[BaseException], context: Optional[str]
+                ) -> Iterator[Iterable]:
+    """Each v2 batch's records; each run of consecutive v0/v1 entries' records together."""
+    i, n = 0, len(spans)
+    while i < n:
+        pos, total, magic, offset = spans[i]
+        if magic == 2:
+            try:
+                records = v2.batch_records(buf, pos, total - LOG_OVERHEAD, factory, start_offset,
+                                           skip_control, validate_crc, max_decompressed)
+            except (CorruptRecordError,) + _MALFORMED as exc:
+                raise _corrupt(exc, offset, context) from None
+            i += 1
+            yield records
+            continue
+        rows: List[tuple] = []
+        failure = None
+        while i < n and spans[i].magic != 2:
+            pos, total, magic, offset = spans[i]
+            try:
+                rows += legacy.message_rows(buf, pos, total - LOG_OVERHEAD, validate_crc,
+                                            max_decompressed, start_offset)
+            except (CorruptRecordError,) + _MALFORMED as exc:
+                failure = _corrupt(exc, offset, context)
+                break
+            i += 1
+        yield legacy.rows_records(rows, factory)
+        if failure is not None:
+            raise failure
+    if error is not None:
+        raise error
+
+
 def read_entry(buf: bytes, span: EntrySpan, *, validate_crc: bool = True,
                max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Batch:
     """Decode one complete entry found by :func:`scan_entries`."""
@@ -124,36 +214,11 @@ class RecordsReader:
 
         ``skip_control`` hides transaction markers (control batches) as Kafka consumers do;
         ``start_offset`` drops records below it (v0 wrappers can start before the fetch offset).
-        v2 records are streamed, so records the caller drops are freed at once.
+        Records are built while the caller iterates, so those the caller drops are freed at once.
         """
-        streams = map(partial(self._entry_records, skip_control, start_offset), self.entries)
-        return chain.from_iterable(chain(streams, self._raise_error()))
-
-    def _raise_error(self) -> Iterator[list]:
-        """Raise the scan error (if any) once every entry before it has been delivered."""
-        if self.error is not None:
-            raise self.error
-        return
-        yield  # pragma: no cover - makes this a generator
-
-    def _entry_records(self, skip_control: bool, start_offset: Optional[int],
-                       span: EntrySpan) -> Iterable[Record]:
-        """One entry's records (see :meth:`records`): a stream for v2, a list for v0/v1."""
-        pos, size, magic, _ = span
-        buf = self.buffer
-        if magic == 2:
-            records = v2.open_batch(buf, pos, size - LOG_OVERHEAD, self.validate_crc,
-                                    self.max_decompressed, skip_control)
-            first = span[3]
-        else:
-            msg = legacy.parse_message(buf, pos, size - LOG_OVERHEAD, self.validate_crc)
-            if not msg[2] & 0x07:
-                return (legacy.plain_record(msg),)
-            records = legacy.wrapper_records(msg, self.max_decompressed, self.validate_crc)
-            first = records[0].offset
-        if start_offset is not None and first < start_offset:
-            return [r for r in records if r.offset >= start_offset]
-        return records
+        return decode_entries(self.buffer, self.entries, make_records, start_offset=start_offset,
+                              skip_control=skip_control, validate_crc=self.validate_crc,
+                              max_decompressed=self.max_decompressed, error=self.error)
 
     def __iter__(self) -> Iterator[Record]:
         """Same as :meth:`records` with its defaults."""
@@ -184,5 +249,6 @@ def read_records(buf: Buffer, **options) -> Tuple[List[Record], int, Optional[in
     return records, reader.valid_bytes, reader.incomplete_size
 
 
-__all__ = ["EntrySpan", "Scan", "as_bytes", "scan_entries", "read_entry", "RecordsReader",
-           "iter_batches", "iter_records", "read_records"]
+__all__ = ["EntrySpan", "Scan", "as_bytes", "scan_entries", "check_crcs", "entry_next_offset",
+           "decode_entries", "read_entry", "RecordsReader", "iter_batches", "iter_records",
+           "read_records"]
