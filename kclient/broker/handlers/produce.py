@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Optional
 
 from kclient.protocol.errors import (
     BrokerResponseError, CorruptRecordError, InvalidTopicError, KafkaError,
@@ -44,8 +44,10 @@ def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
             "record_errors": [], "error_message": message}
 
 
-def _prepare(records: Any, config: Any) -> tuple[Any, int]:
-    """Validate records; return them in the log's format, with that format's magic."""
+def _prepare(records: Any, config: Any) -> tuple[Any, int, Optional[list]]:
+    """Validate records; return them in the log's format, with that format's magic and the
+    entries found by validation (None when the records were converted), which the log then
+    uses instead of validating the same bytes again."""
     if not records:
         raise _Refused(CORRUPT_MESSAGE, "no records")
     try:
@@ -64,7 +66,8 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int]:
             records = convert_records(records, magic)
         except UnsupportedCodecError as exc:
             raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
-    return records, magic
+        infos = None
+    return records, magic, infos
 
 
 def _append(broker: Any, topic: str, index: int, records: Any) -> dict:
@@ -73,9 +76,9 @@ def _append(broker: Any, topic: str, index: int, records: Any) -> dict:
     if code:
         return _result(index, code)
     try:
-        data, magic = _prepare(records, log_.config)
+        data, magic, entries = _prepare(records, log_.config)
         lat = int(time.time() * 1000) if log_.config.log_append_time else None
-        info = log_.append(data, magic=magic, log_append_time=lat)
+        info = log_.append(data, magic=magic, log_append_time=lat, entries=entries)
     except _Refused as exc:
         return _result(index, exc.code, message=str(exc))
     except BrokerResponseError as exc:

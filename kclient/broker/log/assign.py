@@ -4,21 +4,23 @@ Offsets are assigned by :func:`kclient.protocol.records.assign_offsets`, in plac
 format allows (v2: baseOffset only; v0/v1 messages and v1 wrappers: the outer offset; v0
 wrappers, whose inner offsets are absolute, are re-encoded).  This module adds the log's own
 checks: the buffer must be non-empty and whole, in the log's format, and no entry may exceed
-``max.message.bytes``.
+``max.message.bytes``.  Entries the caller already validated (the produce handler does) are
+passed through, so each buffer is validated once and copied once (into the bytearray that gets
+its offsets and is then written).
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from kclient.protocol.errors import CorruptRecordError, MessageSizeTooLargeError
 from kclient.protocol.records.common import NO_TIMESTAMP
-from kclient.protocol.records.ops import assign_offsets
+from kclient.protocol.records.ops import EntryInfo, assign_offsets
 
 
 class Prepared(NamedTuple):
     """The bytes to append and what they hold."""
 
-    data: bytes
+    data: Union[bytes, bytearray]
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -27,13 +29,19 @@ class Prepared(NamedTuple):
 
 
 def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: Optional[int],
-            max_message_bytes: int) -> Prepared:
-    """Assign offsets from ``next_offset`` (and LogAppendTime) to a records buffer of ``magic``."""
+            max_message_bytes: int,
+            entries: Optional[Sequence[EntryInfo]] = None) -> Prepared:
+    """Assign offsets from ``next_offset`` (and LogAppendTime) to a records buffer of ``magic``.
+
+    ``entries``: what ``validate_records(records)`` returned, if the caller already ran it
+    (the buffer is then not validated again); None validates here.
+    """
     assigned = assign_offsets(records, next_offset,
-                              log_append_time=log_append_time if magic > 0 else None)
+                              log_append_time=log_append_time if magic > 0 else None,
+                              entries=entries)
     if not assigned.entries:
         raise CorruptRecordError("empty records buffer")
-    entries = []
+    index_entries = []
     max_ts = NO_TIMESTAMP
     for info in assigned.entries:
         if info.magic != magic:
@@ -42,10 +50,11 @@ def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: Op
         if info.size > max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"entry of {info.size} bytes exceeds max.message.bytes={max_message_bytes}")
-        entries.append((info.position, info.size, info.last_offset))
+        index_entries.append((info.position, info.size, info.last_offset))
         max_ts = max(max_ts, info.max_timestamp)
     last = assigned.next_offset - 1
-    return Prepared(assigned.data, next_offset, last, max_ts, last - next_offset + 1, entries)
+    return Prepared(assigned.data, next_offset, last, max_ts, last - next_offset + 1,
+                    index_entries)
 
 
 __all__ = ["Prepared", "prepare"]

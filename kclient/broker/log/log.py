@@ -22,13 +22,14 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+from kclient.protocol.records.ops import EntryInfo
 
 log = logging.getLogger(__name__)
 
@@ -175,12 +176,17 @@ class Log:
 
     # ------------------------------------------------------------------ append
     def append(self, records: bytes, *, magic: int,
-               log_append_time: Optional[int] = None) -> AppendInfo:
-        """Assign offsets to ``records`` (format ``magic``), append them, flush per policy."""
+               log_append_time: Optional[int] = None,
+               entries: Optional[Sequence[EntryInfo]] = None) -> AppendInfo:
+        """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
+
+        ``entries``: the result of ``validate_records(records)`` when the caller already
+        validated these exact bytes (they are then not validated again).
+        """
         with self._lock:
             self._check_open()
             prep = prepare(records, magic, self.log_end_offset, log_append_time=log_append_time,
-                           max_message_bytes=self.config.max_message_bytes)
+                           max_message_bytes=self.config.max_message_bytes, entries=entries)
             if len(prep.data) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
                     f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
