@@ -288,3 +288,15 @@ def test_check_crcs_and_entry_next_offset():
     count, error = check_crcs(data, spans)
     assert count == 2 and error.offset == 3 and "CRC-32C" in str(error)
     assert [entry_next_offset(data, s) for s in spans] == [2, 3, 4]
+
+
+def test_null_key_and_value_in_a_long_varint_still_read_as_null():
+    data = bytearray(build_batch([b"v"], timestamp=TS))
+    record = data[61:]
+    assert record == b"\x0e\x00\x00\x00\x01\x02v\x00"
+    # the same record, key length -1 written in two bytes (0x81 0x00), then a null value too
+    for new in (b"\x10\x00\x00\x00\x81\x00\x02v\x00", b"\x10\x00\x00\x00\x81\x00\x81\x00\x00"):
+        patched = data[:61] + new
+        struct.pack_into(">i", patched, 8, len(patched) - 12)
+        (rec,) = list(RecordsReader(bytes(patched), validate_crc=False))
+        assert rec.key is None and rec.value == (b"v" if b"v" in new else None)

@@ -141,30 +141,28 @@ def walk_general(buf, pos: int, count: int, ods: list, tss: list, keys: list, va
             od, pos = decode_varint(buf, pos)
             oapp(od)
         b = buf[pos]
-        if b == 1:
-            kapp(None)
-            pos += 1
-        else:
-            kl, pos = (zd[b], pos + 1) if b < 128 else _varint(buf, pos)
-            if kl < 0:
-                raise ProtocolDecodeError(f"invalid key length {kl}")
+        kl, pos = (zd[b], pos + 1) if b < 128 else _varint(buf, pos)
+        if kl >= 0:
             kapp(buf[pos:pos + kl])
             pos += kl
-        b = buf[pos]
-        if b == 1:
-            vapp(None)
-            pos += 1
+        elif kl == -1:
+            kapp(None)
         else:
-            if b < 128:
-                vl = zd[b]
-                pos += 1
-            elif buf[pos + 1] < 128:
-                vl = zd[b + (buf[pos + 1] << 7) - 128]
-                pos += 2
-            else:
-                vl, pos = decode_varint(buf, pos)
-            if vl < 0:
+            raise ProtocolDecodeError(f"invalid key length {kl}")
+        b = buf[pos]
+        if b < 128:
+            vl = zd[b]
+            pos += 1
+        elif buf[pos + 1] < 128:
+            vl = zd[b + (buf[pos + 1] << 7) - 128]
+            pos += 2
+        else:
+            vl, pos = decode_varint(buf, pos)
+        if vl < 0:
+            if vl != -1:
                 raise ProtocolDecodeError(f"invalid value length {vl}")
+            vapp(None)  # a tombstone
+        else:
             vapp(buf[pos:pos + vl])
             pos += vl
         if buf[pos]:
