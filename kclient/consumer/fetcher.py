@@ -23,17 +23,19 @@ import logging
 import queue
 import threading
 import time
+from itertools import islice, repeat
 from typing import Iterable
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection
 from kclient.errors import (CorruptRecordError, KafkaError, MessageSizeTooLargeError,
                             OffsetOutOfRangeError, error_for_code)
+from kclient.protocol.records import decode_entries
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.simple.fetcher import PartitionFetch
 from kclient.simple.fetcher import Fetcher as _Fetcher
 
-from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo
+from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo, _Block
 
 __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "MAX_BUFFER_SIZE"]
 
@@ -43,6 +45,12 @@ __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "
 MAX_BUFFER_SIZE = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
+
+
+def _columns(offsets, timestamps, timestamp_types, keys, values, headers, infos) -> tuple:
+    """Record factory for ``decode_entries``: one entry's columns as they are (no object per
+    record); :meth:`ConsumerFetcherThread._process` joins them into one chunk."""
+    return ((offsets, timestamps, timestamp_types, keys, values, headers),)
 
 
 def offset_before(conn: BrokerConnection, topic: str, partition: int, timestamp: int) -> int:
@@ -148,17 +156,39 @@ class ConsumerFetcherThread(threading.Thread):
                 self._give_back([(info.topic, info.partition)], type(err).__name__)
 
     def _process(self, info: PartitionTopicInfo, ms) -> None:
-        """Queue the messages of one partition's message set as one chunk."""
+        """Queue the messages of one partition's message set as one chunk (columns)."""
         fetch_offset = info.fetched_offset
-        mos: list = []
+        offsets: list = []
+        values: list = []
+        keys = None
+        blocks: list = []
         error = None
         try:
-            mos.extend(ms)                      # good messages in front of a corrupt entry stay
-        except KafkaError as exc:               # a bad CRC names its offset
-            error = exc
-        if mos:
-            info.fetched_offset = max(ms.next_offset, mos[-1][0] + 1)
-            self._put(info, FetchedDataChunk(mos, info, fetch_offset))
+            if ms.error is not None and not ms.entries:
+                raise ms.error
+            for b in decode_entries(ms.buffer, ms.entries, _columns, start_offset=fetch_offset,
+                                    validate_crc=False, max_decompressed=ms.max_decompressed,
+                                    error=ms.error, context=ms.context):
+                b_offsets, stamps, ts_types, b_keys, b_values, headers = b
+                n = len(b_values)
+                if not n:
+                    continue
+                start = len(values)
+                offsets += islice(b_offsets, n)
+                values += b_values
+                if b_keys is not None:
+                    if keys is None:
+                        keys = [None] * start
+                    keys += islice(b_keys, n)
+                elif keys is not None:
+                    keys += repeat(None, n)
+                blocks.append(_Block(start, n, stamps, ts_types, headers))
+        except KafkaError as exc:               # good messages in front of a corrupt entry stay
+            error = exc                         # (a bad CRC names its offset)
+        if offsets:
+            info.fetched_offset = max(ms.next_offset, offsets[-1] + 1)
+            self._put(info, FetchedDataChunk.from_columns(offsets, keys, values, blocks, info,
+                                                          fetch_offset))
         elif error is None and ms.next_offset > fetch_offset:
             info.fetched_offset = ms.next_offset   # only control batches / skipped records
         if error is not None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import queue
 import threading
+from bisect import bisect_left, bisect_right
+from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterator, Sequence
 
@@ -30,10 +32,11 @@ __all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "Kafk
 class MessageAndMetadata(tuple):
     """One consumed message: topic, partition, offset, key, message (decoded), timestamp, headers.
 
-    A tuple ``(topic, partition, offset, key, message, raw)`` where ``raw`` is the fetched
-    :class:`kclient.simple.MessageAndOffset` (``timestamp``, ``timestamp_type`` and ``headers``
-    are read from it when asked for, which keeps creation cheap on the hot path).  ``value`` is
-    another name for ``message``; ``next_offset`` is ``offset + 1``.
+    A tuple ``(topic, partition, offset, key, message, chunk)`` where ``chunk`` is the
+    :class:`FetchedDataChunk` the message came in (``timestamp``, ``timestamp_type`` and
+    ``headers`` are looked up in it by offset when asked for, which keeps creation to one C-level
+    tuple allocation on the hot path).  ``value`` is another name for ``message``;
+    ``next_offset`` is ``offset + 1``.
     """
 
     __slots__ = ()
@@ -50,17 +53,17 @@ class MessageAndMetadata(tuple):
     @property
     def timestamp(self) -> int:
         """Create or log-append time in ms (-1 for message format v0)."""
-        return self[5][3]
+        return self[5].meta(self[2])[0]
 
     @property
     def timestamp_type(self) -> int:
         """0 create time, 1 log append time, -1 none."""
-        return self[5][4]
+        return self[5].meta(self[2])[1]
 
     @property
     def headers(self) -> list:
         """``[(key, value bytes), ...]`` (message format v2; empty otherwise)."""
-        return list(self[5][5])
+        return list(self[5].meta(self[2])[2] or ())
 
     @property
     def next_offset(self) -> int:
@@ -75,37 +78,120 @@ class MessageAndMetadata(tuple):
 
 
 class PartitionTopicInfo:
-    """One owned partition: its stream's queue and the consumed / fetched positions."""
+    """One owned partition: its stream's queue and the consumed / fetched positions.
 
-    __slots__ = ("topic", "partition", "queue", "consumed_offset", "fetched_offset",
+    ``consumed_offset`` is derived from the chunk the stream is walking (``_cursor``): the
+    stream's C-level iterator advances without Python code per message, and the position is
+    read from how far its offsets iterator got (``offsets[k - 1] + 1`` after ``k`` messages).
+    """
+
+    __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
                  "fetch_size", "client_id", "thread_id")
 
     def __init__(self, topic: str, partition: int, chunk_queue: "queue.Queue",
                  consumed_offset: int, fetched_offset: int, fetch_size: int,
                  client_id: str = "", thread_id: str = "") -> None:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
-        self.consumed_offset, self.fetched_offset = consumed_offset, fetched_offset
+        self._consumed, self._cursor, self.fetched_offset = consumed_offset, None, fetched_offset
         self.fetch_size, self.client_id, self.thread_id = fetch_size, client_id, thread_id
 
+    @property
+    def consumed_offset(self) -> int:
+        c = self._cursor
+        if c is not None:
+            k = c.n - c.oit.__length_hint__()
+            if k > 0:
+                return c.offsets[k - 1] + 1
+        return self._consumed
+
+    @consumed_offset.setter
+    def consumed_offset(self, offset: int) -> None:
+        self._consumed, self._cursor = offset, None
+
+    def _settle(self) -> None:
+        """Fold the cursor's position into ``_consumed`` and drop the cursor."""
+        c = self._cursor
+        if c is not None:
+            self._consumed, self._cursor = self.consumed_offset, None
+
     def reset_offsets(self, offset: int) -> None:
-        self.consumed_offset = self.fetched_offset = offset
+        self._consumed, self._cursor = offset, None
+        self.fetched_offset = offset
 
     def __repr__(self) -> str:
         return (f"PartitionTopicInfo({self.topic}/{self.partition}, consumed="
                 f"{self.consumed_offset}, fetched={self.fetched_offset}, {self.thread_id})")
 
 
-class FetchedDataChunk:
-    """The messages of one partition from one fetch, starting at ``fetch_offset``.
+_meta_lock = threading.Lock()
 
-    ``records`` holds :class:`kclient.simple.MessageAndOffset` tuples (raw key and value bytes,
-    offset first); the stream decodes and wraps each one when it hands it out.
+
+class _Block:
+    """Per-record metadata of one decoded log entry (``n`` records from index ``start`` of its
+    chunk): the decoder's lazy columns, turned into lists the first time one is asked for."""
+
+    __slots__ = ("start", "n", "cols", "rows")
+
+    def __init__(self, start: int, n: int, stamps, ts_types, headers, infos=None) -> None:
+        self.start, self.n, self.cols, self.rows = start, n, (stamps, ts_types, headers), None
+
+    def row(self, j: int) -> tuple:
+        rows = self.rows
+        if rows is None:
+            with _meta_lock:
+                rows = self.rows
+                if rows is None:
+                    stamps, ts_types, headers = self.cols
+                    n = self.n
+                    rows = self.rows = (list(islice(stamps, n)), list(islice(ts_types, n)),
+                                        None if headers is None else list(islice(headers, n)))
+                    self.cols = None
+        hs = rows[2]
+        return rows[0][j], rows[1][j], (hs[j] if hs is not None else None)
+
+
+class FetchedDataChunk:
+    """The messages of one partition from one fetch, starting at ``fetch_offset``, as columns.
+
+    ``offsets`` and ``values`` are lists (one item per message), ``keys`` a list or None (no
+    key at all); ``blocks`` carry the rest (timestamps, headers), read only when asked for.
+    Queued chunks thus hold untracked ints and bytes in a few lists: nothing per message for
+    the garbage collector.  ``FetchedDataChunk(records, info, fetch_offset)`` takes
+    :class:`kclient.simple.MessageAndOffset` tuples; the fetcher builds chunks with
+    :meth:`from_columns`.
     """
 
-    __slots__ = ("records", "info", "fetch_offset")
+    __slots__ = ("offsets", "keys", "values", "blocks", "starts", "info", "fetch_offset")
 
     def __init__(self, records: Sequence[Any], info: PartitionTopicInfo, fetch_offset: int):
-        self.records, self.info, self.fetch_offset = records, info, fetch_offset
+        records = list(records)
+        self.offsets = [r[0] for r in records]
+        keys = [r[1] for r in records]
+        self.keys = keys if any(k is not None for k in keys) else None
+        self.values = [r[2] for r in records]
+        n = len(records)
+        self.blocks = [_Block(0, n, [r[3] for r in records], [r[4] for r in records],
+                              [r[5] for r in records])]
+        self.starts = [0]
+        self.info, self.fetch_offset = info, fetch_offset
+
+    @classmethod
+    def from_columns(cls, offsets: list, keys: list | None, values: list, blocks: list,
+                     info: PartitionTopicInfo, fetch_offset: int) -> "FetchedDataChunk":
+        self = cls.__new__(cls)
+        self.offsets, self.keys, self.values, self.blocks = offsets, keys, values, blocks
+        self.starts = [b.start for b in blocks]
+        self.info, self.fetch_offset = info, fetch_offset
+        return self
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def meta(self, offset: int) -> tuple:
+        """``(timestamp, timestamp_type, headers)`` of the message at ``offset``."""
+        i = bisect_left(self.offsets, offset)
+        b = self.blocks[bisect_right(self.starts, i) - 1]
+        return b.row(i - b.start)
 
 
 class ErrorChunk:
@@ -117,33 +203,27 @@ class ErrorChunk:
         self.error = error
 
 
-def _identity(b):
-    return b
-
-
 #: end-of-stream marker put on queues by shutdown()
 SHUTDOWN = object()
 
 
 class _ChunkState:
-    """The chunk being iterated; replaced whole by clear() so a racing next() sees one or other.
+    """The chunk being iterated: ``it`` builds its MessageAndMetadata tuples in C
+    (``map(tuple.__new__, repeat(cls), zip(...))``) as they are asked for; ``oit`` is the
+    offsets iterator inside it, whose remaining length tells how many were handed out."""
 
-    ``msgs`` are the raw :class:`kclient.simple.MessageAndOffset` tuples of one partition; the
-    stream wraps each in a :class:`MessageAndMetadata` only when it hands it out, so a chunk
-    waiting in a queue holds one object per message and the garbage collector sees few
-    allocations that outlive a ``next()``.
-    """
+    __slots__ = ("it", "oit", "offsets", "n", "info")
 
-    __slots__ = ("msgs", "i", "n", "info", "topic", "part", "plain")
-
-    def __init__(self, msgs: Sequence[Any] = (), info: Any = None, plain: bool = True) -> None:
-        self.msgs, self.i, self.n, self.info = msgs, 0, len(msgs), info
-        self.topic = info.topic if info is not None else None
-        self.part = info.partition if info is not None else None
-        self.plain = plain
+    def __init__(self, it=iter(()), oit=iter(()), offsets: Sequence[int] = (),
+                 info: Any = None) -> None:
+        self.it, self.oit, self.offsets, self.n, self.info = it, oit, offsets, len(offsets), info
 
 
 _EMPTY = _ChunkState()
+
+
+def _exhausted():
+    raise StopIteration
 
 
 class KafkaStream(Iterator[MessageAndMetadata]):
@@ -158,11 +238,10 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         kd = None if key_decoder is None or type(key_decoder) is DefaultDecoder else key_decoder
         vd = (None if value_decoder is None or type(value_decoder) is DefaultDecoder
               else value_decoder)
-        self._plain = kd is None and vd is None
-        self._kd = kd if kd is not None else _identity
-        self._vd = vd if vd is not None else _identity
+        self._kd, self._vd = kd, vd
         self.client_id = client_id
         self._st = _EMPTY
+        self._nx = _exhausted                  # the current chunk's iterator's __next__
         self._done = False
         self._lock = threading.Lock()          # one reader at a time
 
@@ -172,18 +251,11 @@ class KafkaStream(Iterator[MessageAndMetadata]):
     def __iter__(self) -> "KafkaStream":
         return self
 
-    def __next__(self, _new=tuple.__new__, _mam=MessageAndMetadata) -> MessageAndMetadata:
-        st = self._st
-        i = st.i
-        if i < st.n:
-            mo = st.msgs[i]
-            st.i = i + 1
-            off = mo[0]
-            st.info.consumed_offset = off + 1
-            if st.plain:
-                return _new(_mam, (st.topic, st.part, off, mo[1], mo[2], mo))
-            return _new(_mam, (st.topic, st.part, off, self._kd(mo[1]), self._vd(mo[2]), mo))
-        return self._next_chunk()
+    def __next__(self) -> MessageAndMetadata:
+        try:
+            return self._nx()
+        except StopIteration:
+            return self._next_chunk()
 
     next = __next__
 
@@ -192,9 +264,13 @@ class KafkaStream(Iterator[MessageAndMetadata]):
             while True:
                 if self._done:
                     raise StopIteration
-                st = self._st
-                if st.i < st.n:                # another caller refilled meanwhile
-                    return self.__next__()
+                try:
+                    return self._nx()          # another caller refilled meanwhile
+                except StopIteration:
+                    pass
+                old = self._st
+                if old.info is not None and old.info._cursor is old:
+                    old.info._settle()
                 try:
                     item = self.queue.get(timeout=self._timeout) if self._timeout is not None \
                         else self._get_blocking()
@@ -204,11 +280,15 @@ class KafkaStream(Iterator[MessageAndMetadata]):
                     ) from None
                 if item is SHUTDOWN:
                     self._done = True
-                    self._st = _EMPTY
+                    self._st, self._nx = _EMPTY, _exhausted
                     raise StopIteration
                 if isinstance(item, ErrorChunk):
                     raise item.error
-                self._st = self._decode(item)
+                st = self._decode(item)
+                info = st.info
+                info._settle()
+                info._cursor = st
+                self._st, self._nx = st, st.it.__next__
 
     def _get_blocking(self) -> Any:
         # a plain get() cannot be interrupted by Ctrl-C on every platform: poll instead
@@ -220,15 +300,27 @@ class KafkaStream(Iterator[MessageAndMetadata]):
 
     def _decode(self, chunk: FetchedDataChunk) -> _ChunkState:
         info = chunk.info
-        msgs = chunk.records
+        offsets, keys, values = chunk.offsets, chunk.keys, chunk.values
         low = max(chunk.fetch_offset, info.consumed_offset)
-        if msgs and msgs[0][0] < low:          # v0 wrappers, or a chunk older than a reset
-            msgs = [m for m in msgs if m[0] >= low]
-        return _ChunkState(msgs, info, self._plain)
+        if offsets and offsets[0] < low:       # v0 wrappers, or a chunk older than a reset
+            k = bisect_left(offsets, low)
+            offsets, values = offsets[k:], values[k:]
+            keys = keys[k:] if keys is not None else None
+        oit = iter(offsets)
+        kit = repeat(None) if keys is None else keys
+        if self._kd is not None:
+            kit = map(self._kd, kit)
+        if self._vd is not None:
+            values = map(self._vd, values)
+        it = map(tuple.__new__, repeat(MessageAndMetadata),
+                 zip(repeat(info.topic), repeat(info.partition), oit, kit, values,
+                     repeat(chunk)))
+        return _ChunkState(it, oit, offsets, info)
 
     # -- used by the connector ------------------------------------------------------------------
     def clear(self) -> None:
         """Drop the chunk being iterated (its rest will be fetched again by the next owner)."""
+        self._nx = _exhausted
         self._st = _EMPTY
 
     def shutdown(self) -> None:
