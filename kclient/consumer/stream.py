@@ -19,7 +19,8 @@ from __future__ import annotations
 import queue
 import threading
 from bisect import bisect_left, bisect_right
-from itertools import islice, repeat
+from collections import deque
+from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterator, Sequence
 
@@ -226,6 +227,12 @@ def _exhausted():
     raise StopIteration
 
 
+def _raising(exc: BaseException) -> Iterator:
+    """An iterator that raises ``exc`` once, then is exhausted (chain then moves on)."""
+    raise exc
+    yield  # pragma: no cover
+
+
 class KafkaStream(Iterator[MessageAndMetadata]):
     """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
 
@@ -248,27 +255,50 @@ class KafkaStream(Iterator[MessageAndMetadata]):
     def __repr__(self) -> str:
         return f"KafkaStream(client_id={self.client_id!r}, done={self._done})"
 
-    def __iter__(self) -> "KafkaStream":
-        return self
+    def __iter__(self) -> Iterator[MessageAndMetadata]:
+        """A C-level iterator over this stream: ``itertools.chain`` walks each chunk's
+        MessageAndMetadata iterator with no Python code per message, and a generator waits for
+        the next chunk.  A timeout or an error chunk is raised from it, and it stays usable
+        afterwards (the next call waits again), as ``next(stream)`` does."""
+        return chain.from_iterable(self._chunks())
+
+    def _chunks(self) -> Iterator[Iterator[MessageAndMetadata]]:
+        while True:
+            st = self._st
+            if st.oit.__length_hint__():
+                yield st.it                    # walked by chain until exhausted (or cleared)
+                continue
+            try:
+                self._advance()
+            except StopIteration:
+                return
+            except Exception as exc:           # timeout, error chunk: raise, stay resumable
+                yield _raising(exc)
 
     def __next__(self) -> MessageAndMetadata:
         try:
             return self._nx()
         except StopIteration:
-            return self._next_chunk()
+            pass
+        while True:
+            self._advance()
+            try:
+                return self._nx()
+            except StopIteration:              # another reader took the rest meanwhile
+                continue
 
     next = __next__
 
-    def _next_chunk(self) -> MessageAndMetadata:
+    def _advance(self) -> None:
+        """Wait for a chunk with messages and make it current.  Raises StopIteration after
+        shutdown, ConsumerTimeoutError, or the error of an :class:`ErrorChunk`."""
         with self._lock:
             while True:
                 if self._done:
                     raise StopIteration
-                try:
-                    return self._nx()          # another caller refilled meanwhile
-                except StopIteration:
-                    pass
                 old = self._st
+                if old.oit.__length_hint__():  # another caller refilled meanwhile
+                    return
                 if old.info is not None and old.info._cursor is old:
                     old.info._settle()
                 try:
@@ -319,9 +349,17 @@ class KafkaStream(Iterator[MessageAndMetadata]):
 
     # -- used by the connector ------------------------------------------------------------------
     def clear(self) -> None:
-        """Drop the chunk being iterated (its rest will be fetched again by the next owner)."""
-        self._nx = _exhausted
-        self._st = _EMPTY
+        """Drop the chunk being iterated (its rest will be fetched again by the next owner).
+
+        The consumed position is settled first, then the chunk's offsets iterator is run
+        out, which ends its iterator wherever it is being walked (a message that slips out in
+        between is not counted as consumed, so it is delivered again rather than lost)."""
+        st = self._st
+        self._st, self._nx = _EMPTY, _exhausted
+        info = st.info
+        if info is not None and info._cursor is st:
+            info._settle()
+        deque(st.oit, maxlen=0)
 
     def shutdown(self) -> None:
         """Make iteration end (after the messages already handed out)."""

@@ -90,3 +90,45 @@ def test_consumed_offset_follows_each_partition_and_sparse_offsets():
     assert a._cursor is None                      # the finished chunk is let go
     b.reset_offsets(42)
     assert b.consumed_offset == 42 and b.fetched_offset == 42
+
+
+def _chunk(info, offsets):
+    return FetchedDataChunk([MessageAndOffset.create(Message.create(value=b"v%d" % o), o)
+                             for o in offsets], info, offsets[0])
+
+
+def test_iterator_survives_timeout_and_error_chunks():
+    import pytest
+    from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
+    q, info, s = setup()
+    it = iter(s)
+    q.put(_chunk(info, [0, 1]))
+    assert [next(it).offset, next(it).offset] == [0, 1]
+    with pytest.raises(ConsumerTimeoutError):
+        next(it)
+    q.put(ErrorChunk(ConsumerRebalanceFailedError("boom")))
+    with pytest.raises(ConsumerRebalanceFailedError):
+        next(it)
+    q.put(_chunk(info, [2, 3]))
+    assert next(it).offset == 2
+    assert next(s).offset == 3                    # next(stream) and iter(stream) share state
+    assert info.consumed_offset == 4
+    s.shutdown()
+    assert list(it) == []
+
+
+def test_clear_ends_the_chunk_a_loop_is_walking():
+    import pytest
+    from kclient.errors import ConsumerTimeoutError
+    q, info, s = setup()
+    it = iter(s)
+    q.put(_chunk(info, [0, 1, 2, 3]))
+    assert next(it).offset == 0
+    s.clear()
+    assert info.consumed_offset == 1
+    with pytest.raises(ConsumerTimeoutError):
+        next(it)
+    assert info.consumed_offset == 1
+    q.put(_chunk(info, [1, 2]))
+    assert [m.offset for m in (next(it), next(it))] == [1, 2]
+    assert info.consumed_offset == 3
