@@ -14,6 +14,7 @@ on the machine hits all of them alike.
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 import uuid
@@ -120,6 +121,13 @@ def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
         c.close()
 
 
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:                                    # pragma: no cover - not on this OS
+        return "n/a"
+
+
 def run(argv: list[str] | None = None) -> dict[str, float]:
     """Run the benchmark; returns records/s per client."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -147,7 +155,7 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
             cl.create_topic("bench", partitions=args.partitions)
         _fill(bootstrap, "bench", args.messages, args.value_size, args.partitions)
         print(f"{args.messages} messages of {args.value_size} bytes in {args.partitions} "
-              f"partitions on {args.broker}")
+              f"partitions on {args.broker}; load average {_load()}")
         joins: dict[str, float] = {}
         for _ in range(max(1, args.repeat)):
             for name in clients:
@@ -157,6 +165,7 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
         for name in clients:
             rate, mb = rates[name], rates[name] * args.value_size / 1e6
             print(f"  {name:13s} {rate:12,.0f} msg/s  {mb:8.1f} MB/s   (join {joins[name]:.2f} s)")
+        print(f"  load average after: {_load()}")
     if "kclient" in rates:
         for other in ("kafka-python", "confluent"):
             if other in rates:
