@@ -121,7 +121,7 @@ class ZooKeeperServer(_Process):
         cfg.write_text(f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
                        f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
                        "admin.enableServer=false\nmaxClientCnxns=0\n"
-                       f"minSessionTimeout={2 * self.tick_ms}\n")
+                       f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n")
         argv = ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.workdir),
                 "-cp", f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}",
                 "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
