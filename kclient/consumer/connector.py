@@ -209,6 +209,16 @@ class ConsumerConnector:
     def _start(self) -> None:
         raise NotImplementedError
 
+    def _first_rebalance(self) -> None:
+        """Join the group once, synchronously (a failure here fails create_message_streams),
+        then let the executor run later rebalances."""
+        try:
+            self._synced_rebalance()
+        except ConsumerRebalanceFailedError:
+            self._shutting_down.set()
+            raise
+        self.executor.start()
+
     def _stop_coordination(self) -> None:
         """Stop watchers / heartbeats (shutdown, step 1)."""
 

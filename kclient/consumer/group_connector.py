@@ -26,7 +26,7 @@ import threading
 import time
 
 from kclient.cluster import Cluster
-from kclient.errors import (ConsumerRebalanceFailedError, IllegalGenerationError, KafkaError,
+from kclient.errors import (IllegalGenerationError, KafkaError,
                             MemberIdRequiredError, RebalanceInProgressError,
                             UnknownMemberIdError, error_for_code)
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
@@ -147,12 +147,7 @@ class GroupConsumerConnector(ConsumerConnector):
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
-        try:
-            self._synced_rebalance()
-        except ConsumerRebalanceFailedError:
-            self._shutting_down.set()
-            raise
-        self.executor.start()
+        self._first_rebalance()
         self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
                                            name=f"{self.consumer_id}-heartbeat")
         self._heartbeat.start()

@@ -31,7 +31,6 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kclient import zkutils as zku
 from kclient.cluster import Cluster
-from kclient.errors import ConsumerRebalanceFailedError
 
 from .assignment import assign
 from .connector import ConsumerConnector
@@ -86,12 +85,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
             ChildrenWatch(self.zk, zku.BROKER_TOPICS_PATH, self._topics_changed)
         for topic in (self.topic_count or {}):
             self._watch_topic(topic)
-        try:
-            self._synced_rebalance()
-        except ConsumerRebalanceFailedError:
-            self._shutting_down.set()
-            raise
-        self.executor.start()
+        self._first_rebalance()
         self._start_auto_commit()
 
     def _register(self) -> None:
