@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .connection import BrokerConnection
-from .errors import (KafkaConnectionError, KafkaError, LeaderNotAvailableError,
+from .errors import (KafkaError, LeaderNotAvailableError,
                      NoBrokersAvailableError, UnknownTopicOrPartitionError, error_for_code)
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
 from .protocol.schema import Struct
