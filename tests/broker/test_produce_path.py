@@ -278,7 +278,9 @@ def test_corrupt_batch_in_a_large_request_answers_corrupt_message(mini_broker, r
 
 
 # ------------------------------------------------------------------ validate once, copy once
-def test_produce_validates_each_buffer_once(mini_broker, raw_client, monkeypatch):
+@pytest.fixture
+def validations(monkeypatch):
+    """The sizes of the buffers validate_records is called on, by the handler and the log."""
     calls = []
     real = ops.validate_records
 
@@ -287,6 +289,11 @@ def test_produce_validates_each_buffer_once(mini_broker, raw_client, monkeypatch
         return real(buf, **kwargs)
     monkeypatch.setattr(ops, "validate_records", counting)
     monkeypatch.setattr(produce_handler, "validate_records", counting)
+    return calls
+
+
+def test_produce_validates_each_buffer_once(mini_broker, raw_client, validations):
+    calls = validations
     mini_broker.create_topic("once")
     c = raw_client(mini_broker.bootstrap)
     records = big_records(1024 * 1024, value_size=10_000, per_batch=50)
@@ -295,16 +302,9 @@ def test_produce_validates_each_buffer_once(mini_broker, raw_client, monkeypatch
     assert calls == [len(records)]
 
 
-def test_converted_records_are_validated_again_by_the_log(tmp_path, raw_client, monkeypatch):
+def test_converted_records_are_validated_again_by_the_log(tmp_path, raw_client, validations):
     """Up-converted bytes are new bytes: the log validates them itself."""
-    calls = []
-    real = ops.validate_records
-
-    def counting(buf, **kwargs):
-        calls.append(len(buf))
-        return real(buf, **kwargs)
-    monkeypatch.setattr(ops, "validate_records", counting)
-    monkeypatch.setattr(produce_handler, "validate_records", counting)
+    calls = validations
     with MiniBroker(log_dir=tmp_path) as b:
         b.create_topic("conv")
         c = raw_client(b.bootstrap)
