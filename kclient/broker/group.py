@@ -8,9 +8,12 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kclient.protocol import errors as E
+
+if TYPE_CHECKING:
+    from .interface import Broker
 
 __all__ = ["JoinRequest", "Member", "Group", "is_local_coordinator", "join_error",
            "sync_result", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE",
@@ -32,12 +35,9 @@ MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
 
 
-def is_local_coordinator(broker: Any, group_id: str) -> bool:
-    """Whether this broker coordinates the group (brokers without the hook coordinate all)."""
-    finder = getattr(broker, "coordinator_for", None)
-    if finder is None:
-        return True
-    return finder(group_id)[0] == broker.node_id
+def is_local_coordinator(broker: Broker, group_id: str) -> bool:
+    """Whether this broker coordinates the group."""
+    return broker.coordinator_for(group_id)[0] == broker.node_id
 
 
 @dataclass
