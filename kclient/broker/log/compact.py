@@ -18,7 +18,7 @@ from itertools import compress
 from crc32c import crc32c
 
 from kclient.protocol import compression
-from kclient.protocol.records import legacy, v2
+from kclient.protocol.records import RecordsReader, legacy, v2
 from kclient.protocol.records.common import (
     BATCH_HEADER_SIZE,
     CODEC_MASK,
@@ -194,6 +194,20 @@ def _assemble(base: int, epoch: int, attrs: int, last_delta: int, base_ts: int, 
     return b"".join((prefix, tail, body))
 
 
+def keyless_records(records: bytes) -> list[int]:
+    """Batch indexes of the records without a key (Kafka counts within each v2 batch and
+    across a v0/v1 message set), which a compacted topic refuses."""
+    missing, legacy_index = [], 0
+    for batch in RecordsReader(records).batches():
+        for i, record in enumerate(batch.records):
+            index = i if batch.magic == 2 else legacy_index + i
+            if record.key is None:
+                missing.append(index)
+        if batch.magic < 2:
+            legacy_index += len(batch.records)
+    return missing
+
+
 def has_delete_horizon(data: bytes) -> bool:
     """True for a v2 batch carrying a delete horizon."""
     return data[MAGIC_OFFSET] == 2 and bool(
@@ -201,4 +215,4 @@ def has_delete_horizon(data: bytes) -> bool:
 
 
 __all__ = ["DELETE_HORIZON_MASK", "EntryFilter", "OffsetMap", "empty_batch", "entry_keys",
-           "has_delete_horizon", "rebuild_batch"]
+           "has_delete_horizon", "keyless_records", "rebuild_batch"]
