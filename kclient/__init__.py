@@ -8,12 +8,31 @@ from . import consumer, errors, simple
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
-from .consumer import (Blacklist, ConsumerConnector, KafkaStream, MessageAndMetadata, TopicFilter,
-                       Whitelist)
-from .encoders import (Decoder, DefaultDecoder, DefaultEncoder, Encoder, JsonDecoder, JsonEncoder,
-                       StringDecoder, StringEncoder)
-from .errors import (ConsumerTimeoutError, FailedToSendMessageError, InvalidConfigError,
-                     KafkaError, QueueFullError)
+from .consumer import (
+                       Blacklist,
+                       ConsumerConnector,
+                       KafkaStream,
+                       MessageAndMetadata,
+                       TopicFilter,
+                       Whitelist,
+)
+from .encoders import (
+                       Decoder,
+                       DefaultDecoder,
+                       DefaultEncoder,
+                       Encoder,
+                       JsonDecoder,
+                       JsonEncoder,
+                       StringDecoder,
+                       StringEncoder,
+)
+from .errors import (
+                       ConsumerTimeoutError,
+                       FailedToSendMessageError,
+                       InvalidConfigError,
+                       KafkaError,
+                       QueueFullError,
+)
 from .partitioner import DefaultPartitioner, JavaHashPartitioner, Partitioner, RoundRobinPartitioner
 from .producer import CallbackHandler, DeliveryReport, EventHandler, Producer, ProducerData
 from .simple import FetchRequest, OffsetRequest, SimpleConsumer

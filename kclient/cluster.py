@@ -9,12 +9,18 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .connection import BrokerConnection
-from .errors import (KafkaError, LeaderNotAvailableError,
-                     NoBrokersAvailableError, UnknownTopicOrPartitionError, error_for_code)
+from .errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    NoBrokersAvailableError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
 from .protocol.schema import Struct
 
@@ -97,7 +103,7 @@ class Cluster:
         self._conns: dict[Any, BrokerConnection] = {}
         self._lock = threading.RLock()
 
-    def __enter__(self) -> "Cluster":
+    def __enter__(self) -> Cluster:
         return self
 
     def __exit__(self, *exc) -> None:

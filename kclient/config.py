@@ -50,9 +50,10 @@ import codecs
 import difflib
 import importlib
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from kclient.errors import InvalidConfigError
 

@@ -61,14 +61,14 @@ class BrokerConnection:
     def connected(self) -> bool:
         return self._sock is not None
 
-    def __enter__(self) -> "BrokerConnection":
+    def __enter__(self) -> BrokerConnection:
         return self.connect() if not self.connected else self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def connect(self) -> "BrokerConnection":
+    def connect(self) -> BrokerConnection:
         """Open the socket and negotiate API versions; raises KafkaConnectionError."""
         self._open()
         if not self.api_version_request:
@@ -186,7 +186,7 @@ class BrokerConnection:
                     self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
                                "in flight)")
                 got += k
-        except socket.timeout:
+        except TimeoutError:
             self._fail(f"no response within {self.request_timeout:.1f}s "
                        f"(correlation id {corr})", timeout=True)
         except OSError as exc:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import codecs
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "Encoder",

@@ -8,7 +8,8 @@ may cure (connection and timeout errors) so retry policies can use one test for 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kclient.protocol import errors as _protocol_errors
 from kclient.protocol.errors import *  # noqa: F401,F403  (the re-export is the point)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import random
 import struct
 import threading
-from typing import Union
 
 __all__ = [
     "Partitioner",
@@ -33,7 +32,7 @@ __all__ = [
     "java_string_hashcode",
 ]
 
-Key = Union[bytes, bytearray, memoryview, str, None]
+Key = bytes | bytearray | memoryview | str | None
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
-
 
 __all__ = [
     "BROKER_IDS_PATH", "BROKER_TOPICS_PATH", "CONSUMERS_PATH", "kafka_json", "GroupDirs",
@@ -47,7 +47,7 @@ def _escape(s: str) -> str:
         if ch in _ESCAPES:
             out.append(_ESCAPES[ch])
         elif ch <= "\x1f" or "\x7f" <= ch <= "\x9f":
-            out.append("\\u%04x" % ord(ch))
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     return "".join(out)

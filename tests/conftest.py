@@ -43,6 +43,7 @@ class RawKafkaClient:
 
     def __init__(self, bootstrap, client_id="raw-test", timeout=10.0):
         import socket
+
         from kclient.protocol.framing import ClientProtocol
         host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)

@@ -6,8 +6,12 @@ import pytest
 
 from kclient.cluster import Cluster, parse_bootstrap
 from kclient.connection import BrokerConnection
-from kclient.errors import (KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError,
-                            TopicAlreadyExistsError)
+from kclient.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NoBrokersAvailableError,
+    TopicAlreadyExistsError,
+)
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, METADATA, PRODUCE
 from kclient.protocol.records import GZIP, RecordsReader, build_batch
 from kclient.testing import free_port

@@ -63,7 +63,7 @@ def test_default_decoder_returns_bytes():
 
 
 def test_string_encoder_utf8_by_default():
-    assert StringEncoder().to_message("héllo 日本") == "héllo 日本".encode("utf-8")
+    assert StringEncoder().to_message("héllo 日本") == "héllo 日本".encode()
 
 
 def test_string_encoder_other_encoding():
@@ -100,7 +100,7 @@ def test_string_round_trip(text):
 
 def test_json_encoder_is_compact_utf8():
     assert JsonEncoder().to_message({"a": [1, 2], "b": None}) == b'{"a":[1,2],"b":null}'
-    assert JsonEncoder().to_message({"é": "日"}) == '{"é":"日"}'.encode("utf-8")
+    assert JsonEncoder().to_message({"é": "日"}) == '{"é":"日"}'.encode()
 
 
 def test_json_encoder_sort_keys():

@@ -1,8 +1,9 @@
 """Microbenchmarks (run as modules, e.g. ``python -m kclient.bench.records``)."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Iterator, Mapping, NamedTuple, Optional
+from typing import NamedTuple
 
 
 class BrokerProcess(NamedTuple):
@@ -13,7 +14,7 @@ class BrokerProcess(NamedTuple):
 
 
 @contextmanager
-def mini_broker_process(config: Optional[Mapping[str, str]] = None) -> Iterator[BrokerProcess]:
+def mini_broker_process(config: Mapping[str, str] | None = None) -> Iterator[BrokerProcess]:
     """The mini-broker in its own process (see :class:`kclient.testing.MiniBrokerProcess`)."""
     from kclient.testing import MiniBrokerProcess
     with MiniBrokerProcess(dict(config or {})) as broker:

@@ -41,7 +41,6 @@ import sys
 import time
 import uuid
 from contextlib import ExitStack
-from typing import Dict, List, Optional
 
 from kclient.bench import mini_broker_process
 
@@ -105,7 +104,7 @@ def produce(bootstrap: str, topic: str, n: int, size: int, max_seconds: float) -
     """Send up to ``n`` values of ``size`` bytes (fewer if ``max_seconds`` runs out); timed
     from the first produce() until flush() returns."""
     from confluent_kafka import Producer
-    failed: List[object] = []
+    failed: list[object] = []
     p = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG,
                   "delivery.report.only.error": True,   # callbacks for failures only
                   "on_delivery": lambda err, msg: failed.append(err)})
@@ -178,7 +177,7 @@ def fetch(bootstrap: str, topic: str, partitions: int, n: int, size: int,
 
 
 def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n: int,
-             args: argparse.Namespace, round_no: int) -> Dict[str, dict]:
+             args: argparse.Namespace, round_no: int) -> dict[str, dict]:
     """Create a topic, produce into it, fetch it all back, delete it; one row per phase."""
     from kclient.cluster import Cluster
     topic = f"bench-{name}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
@@ -216,10 +215,10 @@ def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n:
 
 
 # ----------------------------------------------------------------------------- harness
-def run(args: argparse.Namespace) -> List[dict]:
+def run(args: argparse.Namespace) -> list[dict]:
     """Run every round; one row per (size, partitions, phase) with the best of each broker."""
     from kclient.testing import TansuServer
-    best: Dict[tuple, dict] = {}
+    best: dict[tuple, dict] = {}
     with ExitStack() as stack:
         procs = {}
         if "tansu" in args.brokers:
@@ -260,7 +259,7 @@ def run(args: argparse.Namespace) -> List[dict]:
     return rows
 
 
-def _print_table(rows: List[dict]) -> None:
+def _print_table(rows: list[dict]) -> None:
     """The summary: best rate of each broker, broker CPU in that run, ratio, target, verdict."""
     print(f"\n{'size':>7} {'parts':>5} {'phase':<8} {'mini rec/s':>11} {'MB/s':>7} {'CPU s':>6} "
           f"{'tansu rec/s':>12} {'MB/s':>7} {'CPU s':>6} {'ratio':>7} {'target':>7}  result")
@@ -278,7 +277,7 @@ def _print_table(rows: List[dict]) -> None:
               f"{(f'>={target}x' if target is not None else '-'):>7}  {verdict}")
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Parse options, run the benchmark, print the per-round lines and the summary table.
 
     Returns 0 (an exit code, for ``kclient bench broker``); :func:`run` returns the rows."""

@@ -28,7 +28,6 @@ import os
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
 
 from kclient.testing import MiniBrokerProcess
 
@@ -45,7 +44,7 @@ def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int) 
         while got < n:
             ms = c.fetch(FetchRequest(topic, 0, offset, fetch_size))
             for mo in ms:
-                mo.message.value
+                _ = mo.message.value
                 got += 1
             offset = ms.next_offset
     return got
@@ -63,7 +62,7 @@ def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: 
     while got < n:
         for records in consumer.poll(timeout_ms=1000, max_records=100000).values():
             for rec in records:
-                rec.value
+                _ = rec.value
                 got += 1
     consumer.close()
     return got
@@ -105,7 +104,7 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_worker(client: str, host: str, port: int, topic: str, count: int,
-               fetch_size: int) -> Dict:
+               fetch_size: int) -> dict:
     cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
            "--port", str(port), "--topic", topic, "--count", str(count),
            "--fetch-size", str(fetch_size)]
@@ -119,6 +118,7 @@ def run_worker(client: str, host: str, port: int, topic: str, count: int,
 def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
     """Write ``count`` values of ``size`` bytes to partition 0 with confluent-kafka."""
     import confluent_kafka
+
     from kclient.cluster import Cluster
     with Cluster(bootstrap) as cluster:
         cluster.refresh([])
@@ -141,8 +141,8 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
 
 
 # ----------------------------------------------------------------------------- driver
-def bench_broker(name: str, bootstrap: str, sizes: List[tuple], repeat: int,
-                 fetch_size: int, clients: List[str]) -> List[Dict]:
+def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
+                 fetch_size: int, clients: list[str]) -> list[dict]:
     host, port = bootstrap.rsplit(":", 1)
     rows = []
     for count, size in sizes:
@@ -151,7 +151,7 @@ def bench_broker(name: str, bootstrap: str, sizes: List[tuple], repeat: int,
         preload(bootstrap, topic, count, size)
         print(f"[{name}] preloaded {count:,} x {size} B in {time.perf_counter() - t0:.1f}s",
               file=sys.stderr)
-        best: Dict[str, Dict] = {}
+        best: dict[str, dict] = {}
         for _ in range(repeat):
             for client in clients:  # interleaved, so load changes hit every client alike
                 r = run_worker(client, host, int(port), topic, count, fetch_size)
@@ -165,10 +165,10 @@ def bench_broker(name: str, bootstrap: str, sizes: List[tuple], repeat: int,
     return rows
 
 
-def report(rows: List[Dict]) -> str:
+def report(rows: list[dict]) -> str:
     lines = [f"{'broker':6} {'value':>6} {'client':16} {'records/s':>11} {'MB/s':>8} "
              f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13}"]
-    groups: Dict[tuple, Dict[str, Dict]] = {}
+    groups: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         groups.setdefault((r["broker"], r["size"]), {})[r["client"]] = r
     for (broker, size), by in groups.items():
@@ -185,7 +185,7 @@ def report(rows: List[Dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kclient.bench.consumer", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--broker", default="both",
@@ -208,7 +208,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sizes = [(n, s) for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     load_before = os.getloadavg()
-    rows: List[Dict] = []
+    rows: list[dict] = []
     kinds = ["tansu", "mini"] if args.broker == "both" else [args.broker]
     for kind in kinds:
         if kind == "tansu":

@@ -31,7 +31,6 @@ import resource
 import subprocess
 import sys
 import time
-from typing import Optional
 
 CLIENTS = ("kclient-send", "kclient-list", "kclient-list+build", "confluent-kafka",
            "kafka-python")
@@ -133,7 +132,7 @@ def _stored_records(bootstrap: str, topic: str) -> int:
 
 
 def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
-                timeout: float, list_size: int = 1000) -> Optional[dict]:
+                timeout: float, list_size: int = 1000) -> dict | None:
     cmd = [sys.executable, "-m", "kclient.bench.producer", "--worker", client,
            "--bootstrap", bootstrap, "--topic", topic, "--messages", str(n),
            "--value-size", str(size), "--list-size", str(list_size)]
@@ -188,7 +187,7 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
     return results
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kclient.bench.producer",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--broker", choices=("tansu", "mini", "both"), default="both")

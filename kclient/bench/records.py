@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import gc
 import time
-from typing import List, Optional
 
 from kclient.protocol.records import RecordsReader, build_batch
 
@@ -34,7 +33,7 @@ def _best_rates(fns: dict, n: int, repeat: int) -> dict:
     return {name: n / t for name, t in best.items()}
 
 
-def kclient_encode(values: List[bytes], keys: Optional[List[bytes]]) -> bytes:
+def kclient_encode(values: list[bytes], keys: list[bytes] | None) -> bytes:
     """One v2 batch via kclient's columnar builder."""
     return build_batch(values, keys, timestamp=TIMESTAMP)
 
@@ -43,12 +42,12 @@ def kclient_decode(data: bytes) -> int:
     """Iterate every record, touching offset, key and value."""
     n = 0
     for rec in RecordsReader(data):
-        rec.offset, rec.key, rec.value
+        _ = rec.offset, rec.key, rec.value
         n += 1
     return n
 
 
-def kafka_python_encode(values: List[bytes], keys: Optional[List[bytes]]) -> bytes:
+def kafka_python_encode(values: list[bytes], keys: list[bytes] | None) -> bytes:
     """One v2 batch via kafka-python's DefaultRecordBatchBuilder."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
     builder = DefaultRecordBatchBuilder(
@@ -65,12 +64,12 @@ def kafka_python_decode(data: bytes) -> int:
     from kafka.record.default_records import DefaultRecordBatch
     n = 0
     for rec in DefaultRecordBatch(data):
-        rec.offset, rec.key, rec.value
+        _ = rec.offset, rec.key, rec.value
         n += 1
     return n
 
 
-def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> List[dict]:
+def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> list[dict]:
     """Measure both libraries for null keys and short keys; return one row per case."""
     values = [bytes([i % 251]) * value_size for i in range(n)]
     rows = []
@@ -81,10 +80,10 @@ def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> List[dict]:
         gc.collect()
         row = {"case": label}
         row.update(_best_rates({
-            "kclient_encode": lambda: kclient_encode(values, keys),
-            "kafka_python_encode": lambda: kafka_python_encode(values, keys),
-            "kclient_decode": lambda: kclient_decode(ours),
-            "kafka_python_decode": lambda: kafka_python_decode(theirs),
+            "kclient_encode": lambda keys=keys: kclient_encode(values, keys),
+            "kafka_python_encode": lambda keys=keys: kafka_python_encode(values, keys),
+            "kclient_decode": lambda ours=ours: kclient_decode(ours),
+            "kafka_python_decode": lambda theirs=theirs: kafka_python_decode(theirs),
         }, n, repeat))
         row["encode_ratio"] = row["kclient_encode"] / row["kafka_python_encode"]
         row["decode_ratio"] = row["kclient_decode"] / row["kafka_python_decode"]
@@ -92,7 +91,7 @@ def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> List[dict]:
     return rows
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Print records/s and ratios as a small table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=10_000)

@@ -3,13 +3,13 @@
 Run: ``python -m kclient.bench.stream [--messages N] [--value-size B] [--partitions P]
 [--broker mini|tansu] [--clients kclient,kafka-python,confluent] [--streams S]``
 
-One broker (the mini-broker in its own process by default, or tansu) and one topic filled once with N records of B
-bytes (produced with confluent-kafka).  Each client then reads the whole topic from the start as
-a fresh group member (broker-coordinated groups for all three; kclient's connector runs without
-ZooKeeper) and touches every value.  The rate is measured from the first message to the last,
-so the group join is left out; the join time is printed separately.  Clients run interleaved
-for ``--repeat`` rounds and the best round of each is reported, so that load from other jobs
-on the machine hits all of them alike.
+One broker (the mini-broker in its own process by default, or tansu) and one topic filled once
+with N records of B bytes (produced with confluent-kafka).  Each client then reads the whole
+topic from the start as a fresh group member (broker-coordinated groups for all three;
+kclient's connector runs without ZooKeeper) and touches every value.  The rate is measured
+from the first message to the last, so the group join is left out; the join time is printed
+separately.  Clients run interleaved for ``--repeat`` rounds and the best round of each is
+reported, so that load from other jobs on the machine hits all of them alike.
 """
 from __future__ import annotations
 
@@ -55,11 +55,11 @@ def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple
         firsts: list[float] = []
 
         def read(i: int, s, quota: int) -> None:
-            next(s).message
+            _ = next(s).message
             firsts.append(time.perf_counter())
             c = 1
             for m in s:
-                m.message
+                _ = m.message
                 c += 1
                 if c >= quota:
                     break
@@ -91,7 +91,7 @@ def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float
         for m in c:
             if first is None:
                 first = time.perf_counter()
-            m.value
+            _ = m.value
             count += 1
             if count >= n:
                 break

@@ -14,13 +14,19 @@ import shutil
 import tempfile
 import threading
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kclient.protocol.errors import (
-    InvalidConfigurationError, InvalidPartitionsError, InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError, InvalidTopicError, LeaderNotAvailableError,
-    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    InvalidConfigurationError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
 )
 
 if TYPE_CHECKING:
@@ -47,14 +53,14 @@ class ClusterView:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.live: dict[int, "MiniBroker"] = {}
+        self.live: dict[int, MiniBroker] = {}
         self.leaders: dict[str, dict[int, int]] = {}
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.deleted: set[str] = set()   # deleted while some broker was down
 
     # ------------------------------------------------------------------ brokers
-    def add_broker(self, broker: "MiniBroker") -> None:
+    def add_broker(self, broker: MiniBroker) -> None:
         """A broker came up: it serves again and leads the partitions it holds on disk."""
         with self.lock:
             self.live[broker.node_id] = broker
@@ -72,7 +78,7 @@ class ClusterView:
         with self.lock:
             self.live.pop(node_id, None)
 
-    def live_brokers(self) -> list["MiniBroker"]:
+    def live_brokers(self) -> list[MiniBroker]:
         """The live brokers ordered by id."""
         with self.lock:
             return [self.live[i] for i in sorted(self.live)]
@@ -170,8 +176,8 @@ class ClusterView:
 
     def _validate_config(self, config: dict[str, str]) -> None:
         """Raise InvalidConfigurationError if the storage layer refuses the topic config."""
-        from .log import LogConfig
         from .config import TOPIC_LEVEL_KEYS, closest_key
+        from .log import LogConfig
         for key in config:
             if key not in TOPIC_LEVEL_KEYS:
                 hint = closest_key(key, TOPIC_LEVEL_KEYS)
@@ -239,7 +245,7 @@ class MiniCluster:
         """All brokers' "host:port", comma-separated."""
         return ",".join(b.bootstrap for b in self.brokers)
 
-    def start(self) -> "MiniCluster":
+    def start(self) -> MiniCluster:
         """Start every broker."""
         for b in self.brokers:
             if not b.running:
@@ -259,13 +265,13 @@ class MiniCluster:
         if self._tmp:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
-    def __enter__(self) -> "MiniCluster":
+    def __enter__(self) -> MiniCluster:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def broker(self, i: int) -> "MiniBroker":
+    def broker(self, i: int) -> MiniBroker:
         """The broker with id ``i``."""
         return self.brokers[i]
 

@@ -9,7 +9,7 @@ closest known key).  ``log.*`` keys are handed to the storage layer's ``LogConfi
 from __future__ import annotations
 
 import difflib
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["BrokerConfig", "DEFAULTS", "LOG_KEYS", "TOPIC_LEVEL_KEYS", "closest_key"]
 

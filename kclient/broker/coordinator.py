@@ -12,17 +12,35 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from .group import (
-    COMPLETING_REBALANCE, COORDINATOR_NOT_AVAILABLE, DEAD, EMPTY, GROUP_MAX_SIZE_REACHED,
-    INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_SESSION_TIMEOUT,
-    MEMBER_ID_REQUIRED, NONE, NOT_COORDINATOR, PREPARING_REBALANCE, REBALANCE_IN_PROGRESS,
-    STABLE, UNKNOWN_MEMBER_ID, Group, JoinRequest, Member, is_local_coordinator, join_error,
-    sync_result)
+    COMPLETING_REBALANCE,
+    COORDINATOR_NOT_AVAILABLE,
+    DEAD,
+    EMPTY,
+    GROUP_MAX_SIZE_REACHED,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_GROUP_ID,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    NOT_COORDINATOR,
+    PREPARING_REBALANCE,
+    REBALANCE_IN_PROGRESS,
+    STABLE,
+    UNKNOWN_MEMBER_ID,
+    Group,
+    JoinRequest,
+    Member,
+    is_local_coordinator,
+    join_error,
+    sync_result,
+)
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
 
 __all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member", "is_local_coordinator",
@@ -95,7 +113,7 @@ class GroupCoordinator:
         self._thread = None
         self.offsets.close()
 
-    def __enter__(self) -> "GroupCoordinator":
+    def __enter__(self) -> GroupCoordinator:
         self.start()
         return self
 

@@ -8,8 +8,9 @@ Counts are one-shot (they run down); the broker consults :meth:`Faults.take` bef
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kclient.protocol.framing import Request
 

@@ -21,8 +21,9 @@ import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any
 
 from kclient.protocol.apis import APIS
 from kclient.protocol.errors import ProtocolDecodeError
@@ -172,7 +173,7 @@ def _coalesce(parts: list) -> list:
 class _Processor(threading.Thread):
     """One network thread: a selector loop over its share of the connections."""
 
-    def __init__(self, server: "SocketServer", index: int):
+    def __init__(self, server: SocketServer, index: int):
         super().__init__(name=f"kclient-broker-network-{server.port}-{index}", daemon=True)
         self.server = server
         self.sel = selectors.DefaultSelector()

@@ -17,9 +17,9 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 __all__ = ["OffsetEntry", "OffsetManager", "OFFSETS_FILE"]
 
@@ -49,7 +49,7 @@ class OffsetEntry:
                 self.commit_ms, self.expire_ms]
 
     @classmethod
-    def from_wire(cls, item: list) -> tuple[TopicPartition, "OffsetEntry"]:
+    def from_wire(cls, item: list) -> tuple[TopicPartition, OffsetEntry]:
         """Parse the list form back into a key and an entry."""
         topic, partition, offset, epoch, metadata, commit_ms, expire_ms = item
         return (topic, partition), cls(offset, metadata, epoch, commit_ms, expire_ms)
@@ -139,7 +139,7 @@ class OffsetManager:
                 self._file.close()
                 self._file = None
 
-    def __enter__(self) -> "OffsetManager":
+    def __enter__(self) -> OffsetManager:
         self.start()
         return self
 

@@ -15,9 +15,10 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from kclient.protocol.framing import Request
 
@@ -164,7 +165,7 @@ class MiniBroker:
         return f"MiniBroker(id={self.node_id}, {self.bootstrap}, {self.log_dir}, {state})"
 
     # ------------------------------------------------------------------ life cycle
-    def start(self) -> "MiniBroker":
+    def start(self) -> MiniBroker:
         """Open the logs, bind the port, start coordinator and network, register in ZooKeeper."""
         if self.running:
             return self
@@ -255,7 +256,7 @@ class MiniBroker:
         if self._tmp:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
-    def __enter__(self) -> "MiniBroker":
+    def __enter__(self) -> MiniBroker:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -20,7 +20,7 @@ Inputs are plain data: ``{topic: [thread ids]}`` and ``{topic: [partitions]}``; 
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kclient.partitioner import java_string_hashcode
 

@@ -20,7 +20,8 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kclient.cluster import Cluster
 from kclient.config import load_config
@@ -45,7 +46,7 @@ def generate_consumer_id(group: str, consumer_id: str | None = None) -> str:
             f"{uuid.uuid4().hex[:8]}")
 
 
-def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> "ConsumerConnector":
+def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:
     """A connector for ``config`` (``zookeeper.connect`` decides how the group coordinates)."""
     conf = load_config("consumer", config, **overrides)
     conf.require_one_of("zookeeper.connect", "metadata.broker.list")
@@ -101,7 +102,7 @@ class ConsumerConnector:
         self._closed = False
         self._auto_commit: threading.Thread | None = None
 
-    def __enter__(self) -> "ConsumerConnector":
+    def __enter__(self) -> ConsumerConnector:
         return self
 
     def __exit__(self, *exc) -> None:

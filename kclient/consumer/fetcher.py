@@ -23,17 +23,22 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from itertools import islice, repeat
-from typing import Iterable
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection
-from kclient.errors import (CorruptRecordError, KafkaError, MessageSizeTooLargeError,
-                            OffsetOutOfRangeError, error_for_code)
-from kclient.protocol.records import decode_entries
+from kclient.errors import (
+    CorruptRecordError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    OffsetOutOfRangeError,
+    error_for_code,
+)
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.simple.fetcher import PartitionFetch
+from kclient.protocol.records import decode_entries
 from kclient.simple.fetcher import Fetcher as _Fetcher
+from kclient.simple.fetcher import PartitionFetch
 
 from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo, _Block
 
@@ -70,7 +75,7 @@ def offset_before(conn: BrokerConnection, topic: str, partition: int, timestamp:
 class ConsumerFetcherThread(threading.Thread):
     """Fetches every partition this consumer reads from one broker."""
 
-    def __init__(self, manager: "ConsumerFetcherManager", broker: BrokerInfo, fetcher_id: int):
+    def __init__(self, manager: ConsumerFetcherManager, broker: BrokerInfo, fetcher_id: int):
         super().__init__(name=f"ConsumerFetcherThread-{manager.client_id}-{fetcher_id}-"
                               f"{broker.node_id}", daemon=True)
         self.manager, self.broker = manager, broker

@@ -26,16 +26,21 @@ import threading
 import time
 
 from kclient.cluster import Cluster
-from kclient.errors import (IllegalGenerationError, KafkaError,
-                            MemberIdRequiredError, RebalanceInProgressError,
-                            UnknownMemberIdError, error_for_code)
+from kclient.errors import (
+    IllegalGenerationError,
+    KafkaError,
+    MemberIdRequiredError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    error_for_code,
+)
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 from kclient.zkutils import kafka_json
 
 from .assignment import assign
 from .connector import ConsumerConnector
-from .offsets import Coordinator, KafkaOffsetStore
 from .membership import topic_thread_ids
+from .offsets import Coordinator, KafkaOffsetStore
 from .rebalance import RebalanceExecutor, synced_rebalance
 
 __all__ = ["GroupConsumerConnector", "encode_subscription", "decode_subscription",

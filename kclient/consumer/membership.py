@@ -1,12 +1,17 @@
 """Group membership as the 0.8 rebalance sees it: which thread ids want which topics."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from kazoo.client import KazooClient
 
-from kclient.zkutils import (GroupDirs, consumers_in_group, get_all_topics, parse_registration,
-                             read_data)
+from kclient.zkutils import (
+    GroupDirs,
+    consumers_in_group,
+    get_all_topics,
+    parse_registration,
+    read_data,
+)
 
 from .assignment import thread_ids
 from .topic_filter import filter_for_pattern

@@ -16,15 +16,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kclient.cluster import Cluster
 from kclient.connection import BrokerConnection
-from kclient.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
-                            KafkaConnectionError, KafkaError, KafkaTimeoutError,
-                            NotCoordinatorError, error_for_code)
+from kclient.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+    error_for_code,
+)
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
-
 from kclient.zkutils import GroupDirs, read_data, update_persistent
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",

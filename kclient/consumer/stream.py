@@ -20,9 +20,10 @@ import queue
 import threading
 from bisect import bisect_left, bisect_right
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, islice, repeat
 from operator import itemgetter
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from kclient.encoders import DefaultDecoder
 from kclient.errors import ConsumerTimeoutError
@@ -89,7 +90,7 @@ class PartitionTopicInfo:
     __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
                  "fetch_size", "client_id", "thread_id")
 
-    def __init__(self, topic: str, partition: int, chunk_queue: "queue.Queue",
+    def __init__(self, topic: str, partition: int, chunk_queue: queue.Queue,
                  consumed_offset: int, fetched_offset: int, fetch_size: int,
                  client_id: str = "", thread_id: str = "") -> None:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
@@ -178,7 +179,7 @@ class FetchedDataChunk:
 
     @classmethod
     def from_columns(cls, offsets: list, keys: list | None, values: list, blocks: list,
-                     info: PartitionTopicInfo, fetch_offset: int) -> "FetchedDataChunk":
+                     info: PartitionTopicInfo, fetch_offset: int) -> FetchedDataChunk:
         self = cls.__new__(cls)
         self.offsets, self.keys, self.values, self.blocks = offsets, keys, values, blocks
         self.starts = [b.start for b in blocks]
@@ -208,6 +209,9 @@ class ErrorChunk:
 SHUTDOWN = object()
 
 
+_NO_ITEMS: Iterator[Any] = iter(())  # shared: an exhausted empty iterator stays empty
+
+
 class _ChunkState:
     """The chunk being iterated: ``it`` builds its MessageAndMetadata tuples in C
     (``map(tuple.__new__, repeat(cls), zip(...))``) as they are asked for; ``oit`` is the
@@ -215,7 +219,7 @@ class _ChunkState:
 
     __slots__ = ("it", "oit", "offsets", "n", "info")
 
-    def __init__(self, it=iter(()), oit=iter(()), offsets: Sequence[int] = (),
+    def __init__(self, it=_NO_ITEMS, oit=_NO_ITEMS, offsets: Sequence[int] = (),
                  info: Any = None) -> None:
         self.it, self.oit, self.offsets, self.n, self.info = it, oit, offsets, len(offsets), info
 
@@ -236,7 +240,7 @@ def _raising(exc: BaseException) -> Iterator:
 class KafkaStream(Iterator[MessageAndMetadata]):
     """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
 
-    def __init__(self, chunk_queue: "queue.Queue", consumer_timeout_ms: int = -1,
+    def __init__(self, chunk_queue: queue.Queue, consumer_timeout_ms: int = -1,
                  key_decoder: Any = None, value_decoder: Any = None, client_id: str = "",
                  on_error: Callable[[], BaseException | None] | None = None) -> None:
         self.queue = chunk_queue

@@ -15,9 +15,9 @@ from __future__ import annotations
 import struct
 import time
 from bisect import bisect_right
+from collections.abc import Sequence
 from itertools import accumulate, repeat
 from operator import add
-from typing import List, Optional, Sequence
 
 from crc32c import crc32c
 
@@ -90,9 +90,9 @@ def encode_v2_uniform(values: list, length: int, codec: int, timestamp: int):
     return buf
 
 
-def encode_records(values: list, keys: Optional[list], timestamps: Optional[list],
-                   headers: Optional[list], magic: int, codec: int,
-                   timestamp: Optional[int] = None, lengths: Optional[list] = None) -> bytes:
+def encode_records(values: list, keys: list | None, timestamps: list | None,
+                   headers: list | None, magic: int, codec: int,
+                   timestamp: int | None = None, lengths: list | None = None) -> bytes:
     """Encode one partition's messages in message format ``magic`` with ``codec``."""
     if timestamp is None:
         timestamp = int(time.time() * 1000)
@@ -109,7 +109,7 @@ def encode_records(values: list, keys: Optional[list], timestamps: Optional[list
                              timestamp=timestamp)
 
 
-def n_uniform(values: list, lengths: Optional[list] = None) -> bool:
+def n_uniform(values: list, lengths: list | None = None) -> bool:
     """True when every value is bytes of one length.
 
     ``lengths`` (precomputed ``len`` of each value) must only be given when no value is None.
@@ -127,7 +127,7 @@ def n_uniform(values: list, lengths: Optional[list] = None) -> bool:
     return lengths.count(lengths[0]) == len(lengths)
 
 
-def split_by_size(lengths: Sequence[int], limit: int) -> List[int]:
+def split_by_size(lengths: Sequence[int], limit: int) -> list[int]:
     """Cut points so that each slice's summed lengths (+ overhead) stay under ``limit``."""
     n = len(lengths)
     if not n:
@@ -137,7 +137,7 @@ def split_by_size(lengths: Sequence[int], limit: int) -> List[int]:
         step = max(1, limit // (first + RECORD_OVERHEAD))
         return list(range(step, n, step))
     cum = list(accumulate(map(add, lengths, repeat(RECORD_OVERHEAD))))
-    cuts: List[int] = []
+    cuts: list[int] = []
     i, base = 0, 0
     while True:
         j = bisect_right(cum, base + limit, i)
@@ -163,10 +163,10 @@ class PartitionBatch:
     __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
                  "codec", "attempts", "error", "due", "lengths", "_encoded", "created")
 
-    def __init__(self, topic: str, partition: int, entries: Optional[list], values: list,
-                 keys: Optional[list] = None, timestamps: Optional[list] = None,
-                 headers: Optional[list] = None, codec: int = compression.NONE,
-                 lengths: Optional[list] = None) -> None:
+    def __init__(self, topic: str, partition: int, entries: list | None, values: list,
+                 keys: list | None = None, timestamps: list | None = None,
+                 headers: list | None = None, codec: int = compression.NONE,
+                 lengths: list | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.entries = entries
@@ -177,10 +177,10 @@ class PartitionBatch:
         self.codec = codec
         self.lengths = lengths
         self.attempts = 0
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.due = 0.0
         self.created = int(time.time() * 1000)
-        self._encoded: Optional[tuple] = None
+        self._encoded: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -199,7 +199,7 @@ class PartitionBatch:
         """Drop the encoded bytes once acknowledged (they can be large)."""
         self._encoded = None
 
-    def report(self, base_offset: int = -1, error: Optional[BaseException] = None,
+    def report(self, base_offset: int = -1, error: BaseException | None = None,
                timestamp: int = -1):
         """The DeliveryReport of this batch."""
         from .data import DeliveryReport

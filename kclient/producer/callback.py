@@ -23,7 +23,8 @@ delivery reports.  The default implementation is
 """
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .data import DeliveryReport, ProducerData
 
@@ -39,25 +40,25 @@ class CallbackHandler:
     def init(self, config: Mapping[str, Any]) -> None:
         """Called once with the producer's config before any other hook."""
 
-    def before_enqueue(self, data: ProducerData) -> Optional[ProducerData]:
+    def before_enqueue(self, data: ProducerData) -> ProducerData | None:
         """Before a message is queued; return it (or a replacement), or None to drop it."""
         return data
 
     def after_enqueue(self, data: ProducerData, added: bool) -> None:
         """After a message was queued (``added``) or refused by a full queue (not ``added``)."""
 
-    def after_dequeuing_existing_data(self, data: ProducerData) -> List[ProducerData]:
+    def after_dequeuing_existing_data(self, data: ProducerData) -> list[ProducerData]:
         """The send thread took ``data`` off the queue; return what goes into the batch."""
         return [data]
 
-    def before_sending_data(self, batch: List[ProducerData]) -> List[ProducerData]:
+    def before_sending_data(self, batch: list[ProducerData]) -> list[ProducerData]:
         """A batch is about to be handed to the EventHandler; return the batch to send."""
         return batch
 
     def on_delivery(self, report: DeliveryReport) -> None:
         """A partition batch was acknowledged (``report.error is None``) or failed for good."""
 
-    def last_batch_before_close(self) -> List[ProducerData]:
+    def last_batch_before_close(self) -> list[ProducerData]:
         """At close, after the queue is drained: extra messages to send in a last batch."""
         return []
 
@@ -89,7 +90,7 @@ class EventHandler:
         """Called once by the producer with a :class:`~kclient.producer.producer.ProducerContext`
         (config, cluster, encoders, partitioner) before any ``handle``."""
 
-    def handle(self, events: Sequence[ProducerData]) -> List[DeliveryReport]:
+    def handle(self, events: Sequence[ProducerData]) -> list[DeliveryReport]:
         """Send ``events`` (retrying as configured); a report for every message, ok or failed."""
         raise NotImplementedError
 

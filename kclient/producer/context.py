@@ -8,8 +8,9 @@ known brokers answers, so a cluster that moved is found again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from kclient import zkutils
 from kclient.cluster import Cluster
@@ -36,7 +37,7 @@ class ProducerContext:
     partitioner: Any
     connection_options: dict = field(default_factory=dict)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-    zookeeper_connect: Optional[str] = None
+    zookeeper_connect: str | None = None
 
     def rediscover(self) -> bool:
         """Re-read the broker list from ZooKeeper (if configured); True if it changed."""

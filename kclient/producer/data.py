@@ -10,7 +10,8 @@ it to get ``(message, offset)`` pairs when you need them.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 __all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports", "to_entry",
            "to_entries", "from_entries"]
@@ -19,11 +20,11 @@ __all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports"
 def _extra_field(index: int, name: str) -> property:
     """A property reading one of the optional fields packed in ``_extra``."""
 
-    def get(self: "ProducerData") -> Any:
+    def get(self: ProducerData) -> Any:
         extra = self._extra
         return None if extra is None else extra[index]
 
-    def set_(self: "ProducerData", value: Any) -> None:
+    def set_(self: ProducerData, value: Any) -> None:
         extra = list(self._extra or (None, None, None, None))
         extra[index] = value
         self._extra = None if extra == [None, None, None, None] else tuple(extra)
@@ -47,8 +48,8 @@ class ProducerData:
 
     __slots__ = ("topic", "value", "_extra")
 
-    def __init__(self, topic: str, value: Any, key: Any = None, partition: Optional[int] = None,
-                 timestamp: Optional[int] = None, headers: Optional[Sequence] = None) -> None:
+    def __init__(self, topic: str, value: Any, key: Any = None, partition: int | None = None,
+                 timestamp: int | None = None, headers: Sequence | None = None) -> None:
         self.topic = topic
         self.value = value
         if key is None and partition is None and timestamp is None and headers is None:
@@ -119,10 +120,10 @@ class DeliveryReport:
     __slots__ = ("topic", "partition", "base_offset", "error", "timestamp", "attempts",
                  "_messages", "_entries", "_values")
 
-    def __init__(self, topic: str, partition: int, messages: Optional[Sequence] = None,
-                 base_offset: int = -1, error: Optional[BaseException] = None,
-                 timestamp: int = -1, attempts: int = 1, *, entries: Optional[list] = None,
-                 values: Optional[list] = None) -> None:
+    def __init__(self, topic: str, partition: int, messages: Sequence | None = None,
+                 base_offset: int = -1, error: BaseException | None = None,
+                 timestamp: int = -1, attempts: int = 1, *, entries: list | None = None,
+                 values: list | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.base_offset = base_offset

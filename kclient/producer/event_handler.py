@@ -22,15 +22,20 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tenacity
 
 from kclient.connection import BrokerConnection
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
-    KafkaConnectionError, KafkaError, KafkaTimeoutError, LeaderNotAvailableError,
-    NoBrokersAvailableError, error_for_code,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    LeaderNotAvailableError,
+    NoBrokersAvailableError,
+    error_for_code,
 )
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.compression import codec_id
@@ -38,7 +43,8 @@ from kclient.protocol.compression import codec_id
 from .batches import PartitionBatch
 from .callback import EventHandler
 from .data import DeliveryReport, ProducerData, failure_reports, to_entries
-from .prepare import Preparer, retriable as _retriable
+from .prepare import Preparer
+from .prepare import retriable as _retriable
 
 __all__ = ["DefaultEventHandler"]
 
@@ -79,9 +85,9 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def __init__(self, context: Any = None) -> None:
         self._inflight: deque = deque()
-        self._retry: List[PartitionBatch] = []
-        self._parked: List[_Parked] = []
-        self._reports: List[DeliveryReport] = []
+        self._retry: list[PartitionBatch] = []
+        self._parked: list[_Parked] = []
+        self._reports: list[DeliveryReport] = []
         self._conns: dict = {}
         self._rr: dict = {}
         self._topics: set = set()
@@ -115,14 +121,14 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._raw_keys = type(self.key_encoder) is DefaultEncoder
 
     # ------------------------------------------------------------------ blocking API
-    def handle(self, events: Sequence[ProducerData]) -> List[DeliveryReport]:
+    def handle(self, events: Sequence[ProducerData]) -> list[DeliveryReport]:
         """Send ``events`` and wait for every outcome; returns the reports (failures included)."""
         if events:
             self.submit(to_entries(events))
         self.complete()
         return self.take_reports()
 
-    def complete(self, deadline: Optional[float] = None) -> None:
+    def complete(self, deadline: float | None = None) -> None:
         """Receive, retry and resend until nothing is outstanding (or ``deadline`` passes)."""
         while self.pending:
             if deadline is not None and time.monotonic() >= deadline:
@@ -149,12 +155,12 @@ class DefaultEventHandler(Preparer, EventHandler):
     def inflight(self) -> int:
         return len(self._inflight)
 
-    def take_reports(self) -> List[DeliveryReport]:
+    def take_reports(self) -> list[DeliveryReport]:
         """The reports completed since the last call."""
         out, self._reports = self._reports, []
         return out
 
-    def next_due(self) -> Optional[float]:
+    def next_due(self) -> float | None:
         """When the earliest waiting retry is due (monotonic seconds), or None."""
         dues = [b.due for b in self._retry] + [p.due for p in self._parked]
         return min(dues) if dues else None
@@ -268,7 +274,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             conn.connect()
         return conn
 
-    def _send(self, batches: List[PartitionBatch]) -> None:
+    def _send(self, batches: list[PartitionBatch]) -> None:
         by_node: dict = {}
         for b in batches:
             info = self.cluster.topics.get(b.topic)
@@ -288,7 +294,7 @@ class DefaultEventHandler(Preparer, EventHandler):
                 self._send_request(node, now)
                 bs = rest
 
-    def _send_request(self, node: int, batches: List[PartitionBatch]) -> None:
+    def _send_request(self, node: int, batches: list[PartitionBatch]) -> None:
         try:
             conn = self._connection(node)
             version = conn.version(PRODUCE)

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import logging
 from operator import itemgetter
-from typing import Any, List, Optional
+from typing import Any
 
-from kclient.errors import (KafkaError, LeaderNotAvailableError, MessageSizeTooLargeError,
-                            UnknownTopicOrPartitionError, error_for_code)
+from kclient.errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    MessageSizeTooLargeError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 
 from .batches import MAX_BATCH_BYTES, RECORD_OVERHEAD, PartitionBatch, split_by_size
 
@@ -32,7 +37,7 @@ def retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
-def _column(entries: list, index: int) -> Optional[list]:
+def _column(entries: list, index: int) -> list | None:
     """One optional field (2 key .. 5 headers) of every entry, or None when none sets it."""
     col = [e[index] if len(e) > 2 else None for e in entries]
     return None if col.count(None) == len(col) else col
@@ -57,8 +62,8 @@ class Preparer:
         return parts, avail
 
     # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: Optional[list], attempts: int,
-                 checked: Any = None) -> List[PartitionBatch]:
+    def _prepare(self, events: list | None, attempts: int,
+                 checked: Any = None) -> list[PartitionBatch]:
         """Queue entries (or a checked chunk) to partition batches; failures get reports."""
         if checked is not None:
             if self._raw_values:
@@ -81,7 +86,7 @@ class Preparer:
                 if g is None:
                     groups[e[0]] = g = []
                 g.append(e)
-        out: List[PartitionBatch] = []
+        out: list[PartitionBatch] = []
         for topic, evs in groups.items():
             try:
                 made = self._prepare_topic(topic, evs, attempts)
@@ -124,7 +129,7 @@ class Preparer:
         return self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
             else 0
 
-    def _prepare_checked(self, checked: Any) -> List[PartitionBatch]:
+    def _prepare_checked(self, checked: Any) -> list[PartitionBatch]:
         """Plain bytes values of one topic, checked by the caller: one sticky partition."""
         topic = checked.topic
         _, avail = self._partitions(topic)
@@ -132,7 +137,7 @@ class Preparer:
         return self._split(topic, p, None, checked.values, None, None, None, self._codec(topic),
                            checked.lengths, checked.lengths)
 
-    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> List[PartitionBatch]:
+    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> list[PartitionBatch]:
         parts, avail = self._partitions(topic)
         codec = self._codec(topic)
         n = len(evs)
@@ -204,14 +209,15 @@ class Preparer:
             idx.append(i)
         out = []
         for p, idx in by_part.items():
-            sub = (lambda col: None if col is None else [col[i] for i in idx])
+            def sub(col, idx=idx):
+                return (None if col is None else [col[i] for i in idx])
             out += self._split(topic, p, [evs[i] for i in idx], [values[i] for i in idx],
                                sub(keys), sub(stamps), sub(headers), codec, sub(lengths),
                                [sizes[i] for i in idx])
         return out
 
     def _split(self, topic, partition, evs, values, keys, stamps, headers, codec, lengths,
-               sizes) -> List[PartitionBatch]:
+               sizes) -> list[PartitionBatch]:
         """One or more batches for a partition, each under MAX_BATCH_BYTES."""
         if keys is not None and all(k is None for k in keys):
             keys = None
@@ -225,7 +231,8 @@ class Preparer:
         bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(values)]
         out = []
         for a, b in zip(bounds, bounds[1:]):
-            cut = (lambda col: None if col is None else col[a:b])
+            def cut(col, a=a, b=b):
+                return (None if col is None else col[a:b])
             out.append(PartitionBatch(topic, partition, cut(evs), values[a:b], cut(keys),
                                       cut(stamps), cut(headers), codec, cut(lengths)))
         return out

@@ -17,15 +17,19 @@ and raised by the next ``flush()`` or ``close()``.
 from __future__ import annotations
 
 import atexit
-from time import sleep as _yield
 import logging
 import threading
 import weakref
-from typing import Any, Callable, List, Mapping, Optional, Union
+from collections.abc import Callable, Mapping
+from time import sleep as _yield
+from typing import Any
 
 from kclient.config import load_config
 from kclient.errors import (
-    FailedToSendMessageError, IllegalStateError, KafkaTimeoutError, MessageSizeTooLargeError,
+    FailedToSendMessageError,
+    IllegalStateError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
     QueueFullError,
 )
 
@@ -42,7 +46,7 @@ log = logging.getLogger(__name__)
 #: failed messages kept for flush()/close() to raise (the count is always exact)
 MAX_KEPT_FAILURES = 100_000
 
-_LIVE: "weakref.WeakSet[Producer]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 
 class Producer:
@@ -53,8 +57,8 @@ class Producer:
     called with each :class:`DeliveryReport` (async: on the send thread; keep it quick).
     """
 
-    def __init__(self, config: Optional[Mapping[str, Any]] = None, *,
-                 on_delivery: Optional[Callable[[DeliveryReport], Any]] = None,
+    def __init__(self, config: Mapping[str, Any] | None = None, *,
+                 on_delivery: Callable[[DeliveryReport], Any] | None = None,
                  **overrides: Any) -> None:
         self.config = cfg = load_config("producer", config, **overrides)
         _prime_allocator()
@@ -77,7 +81,7 @@ class Producer:
         self._enqueue_timeout = cfg["queue.enqueue.timeout.ms"]
         self.sync = cfg["producer.type"] == "sync"
         self._sync_lock = threading.Lock()
-        self._thread: Optional[ProducerSendThread] = None
+        self._thread: ProducerSendThread | None = None
         if self.sync:
             self.send = self._send_sync  # type: ignore[method-assign]
         else:
@@ -98,7 +102,7 @@ class Producer:
         _LIVE.add(self)
 
     # ------------------------------------------------------------------ context manager
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Producer:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -116,7 +120,7 @@ class Producer:
         return f"<Producer {mode} {state} brokers={self.context.cluster.bootstrap}>"
 
     # ------------------------------------------------------------------ sending
-    def send(self, data: Union[ProducerData, List[ProducerData]]) -> Optional[List[DeliveryReport]]:
+    def send(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
         """Send one ProducerData or a list of them (replaced per instance by the mode's path).
 
         Sync: returns the delivery reports once acknowledged; raises FailedToSendMessageError.
@@ -243,7 +247,7 @@ class Producer:
                 t.wake()
         return None
 
-    def _send_sync(self, data) -> List[DeliveryReport]:
+    def _send_sync(self, data) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
         self._check_open()
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
@@ -320,7 +324,7 @@ class Producer:
             raise IllegalStateError(f"the producer's send thread died: {t.crashed!r}")
 
     # ------------------------------------------------------------------ delivery
-    def _deliver(self, reports: List[DeliveryReport], keep_failures: bool = True) -> None:
+    def _deliver(self, reports: list[DeliveryReport], keep_failures: bool = True) -> None:
         """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
         acked = failed = 0
         kept: list = []
@@ -372,7 +376,7 @@ class Producer:
         t = self._thread
         return 0 if t is None else len(t.queue) + t.outstanding
 
-    def flush(self, timeout: Optional[float] = None) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for its outcome.
 
         Raises KafkaTimeoutError if ``timeout`` (seconds) passes first, and
@@ -384,7 +388,7 @@ class Producer:
                                     "message(s) undelivered")
         self._raise_failures()
 
-    def close(self, timeout: Optional[float] = None) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Drain the queue, send the last batch, release connections.
 
         After ``timeout`` seconds what is still undelivered is reported failed.  Raises

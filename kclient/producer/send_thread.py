@@ -20,8 +20,9 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from itertools import repeat, starmap
-from typing import Any, Callable, List, Optional
+from typing import Any
 
 from kclient.errors import IllegalStateError, KafkaError
 
@@ -60,7 +61,7 @@ class Chunk:
 class ProducerSendThread(threading.Thread):
     """Drains the producer queue into the EventHandler; delivers reports through ``deliver``."""
 
-    def __init__(self, handler: Any, deliver: Callable[[List[DeliveryReport]], None], *,
+    def __init__(self, handler: Any, deliver: Callable[[list[DeliveryReport]], None], *,
                  batch_size: int, linger_ms: int, capacity: int, callbacks: Any = None,
                  name: str = "kclient-producer-send") -> None:
         super().__init__(name=name, daemon=True)
@@ -84,8 +85,8 @@ class ProducerSendThread(threading.Thread):
         self.full_waiters = 0
         self.flushing = 0
         self.closing = False
-        self.abort_error: Optional[BaseException] = None
-        self.crashed: Optional[BaseException] = None
+        self.abort_error: BaseException | None = None
+        self.crashed: BaseException | None = None
         #: messages taken off the queue whose reports have not been delivered yet
         self.outstanding = 0
         self.handler = handler
@@ -106,7 +107,7 @@ class ProducerSendThread(threading.Thread):
         """Messages in the queue."""
         return len(self.queue) + self.extra
 
-    def put_chunks(self, chunks: List[Chunk], total: int) -> bool:
+    def put_chunks(self, chunks: list[Chunk], total: int) -> bool:
         """Queue ``chunks`` (``total`` messages) if all fit; False, queuing nothing, if not."""
         with self.lock:
             q = self.queue
@@ -131,7 +132,7 @@ class ProducerSendThread(threading.Thread):
     def is_drained(self) -> bool:
         return not self.queue and self.outstanding == 0
 
-    def flush(self, timeout: Optional[float] = None) -> bool:
+    def flush(self, timeout: float | None = None) -> bool:
         """Wait until the queue is empty and every taken message is reported; False on timeout."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.lock:
@@ -170,7 +171,7 @@ class ProducerSendThread(threading.Thread):
                 finally:
                     self.full_waiters -= 1
 
-    def close(self, timeout: Optional[float] = None) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Drain, send the last batch, stop; after ``timeout`` fail whatever is left."""
         with self.lock:
             self.closing = True
@@ -205,7 +206,7 @@ class ProducerSendThread(threading.Thread):
         q = self.queue
         h = self.handler
         pipelined = self.pipelined
-        first_seen: Optional[float] = None
+        first_seen: float | None = None
         while True:
             if self.abort_error is not None:
                 self._fail_everything(self.abort_error)
@@ -238,7 +239,7 @@ class ProducerSendThread(threading.Thread):
                             return
                     continue
             # nothing to do right now: sleep until data, linger deadline or a retry is due
-            timeout: Optional[float] = None
+            timeout: float | None = None
             if n:
                 timeout = max(0.0, first_seen + self.linger - now)
             if pipelined:
@@ -292,7 +293,7 @@ class ProducerSendThread(threading.Thread):
                 self.not_full.notify_all()
         return batch, chunk
 
-    def _process(self, batch: Optional[list], chunk: Optional[Chunk] = None) -> None:
+    def _process(self, batch: list | None, chunk: Chunk | None = None) -> None:
         """Run the dequeue hooks and hand the batch (queue entries, or a chunk) over."""
         taken = len(chunk) if chunk is not None else len(batch)
         hooks = self.hooks & {"after_dequeuing_existing_data", "before_sending_data"}
@@ -324,7 +325,7 @@ class ProducerSendThread(threading.Thread):
             msgs = list(cb.before_sending_data(msgs) or ())
         return to_entries(msgs)
 
-    def _hand_over(self, batch: Optional[list], chunk: Optional[Chunk] = None) -> None:
+    def _hand_over(self, batch: list | None, chunk: Chunk | None = None) -> None:
         h = self.handler
         if self.pipelined:
             if chunk is not None:
@@ -350,7 +351,7 @@ class ProducerSendThread(threading.Thread):
         if reports:
             self._deliver(reports)
 
-    def _deliver(self, reports: List[DeliveryReport], expected: Optional[int] = None) -> None:
+    def _deliver(self, reports: list[DeliveryReport], expected: int | None = None) -> None:
         done = sum(len(r) for r in reports)
         if expected is not None and done != expected:
             log.warning("EventHandler reported %d of %d messages", done, expected)

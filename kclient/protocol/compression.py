@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Optional, Union
 
 from kclient.protocol.errors import ProtocolDecodeError, UnsupportedCodecError
+from kclient.protocol.varint import Buffer
 
 try:  # pragma: no cover - presence depends on the environment
     import snappy as _snappy
@@ -36,7 +36,6 @@ try:  # pragma: no cover
 except ImportError:  # pragma: no cover
     _zstd = None
 
-Buffer = Union[bytes, bytearray, memoryview]
 
 NONE = 0
 GZIP = 1
@@ -58,7 +57,7 @@ _INT32 = struct.Struct(">i")
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
-def codec_id(codec: Union[int, str, None]) -> int:
+def codec_id(codec: int | str | None) -> int:
     """Normalise a codec given by id or name (``"gzip"``, ``"none"``, ``None``) to its id."""
     if codec is None:
         return NONE
@@ -136,7 +135,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 
 
 # --------------------------------------------------------------------------- gzip
-def _gzip_compress(data: Buffer, level: Optional[int]) -> bytes:
+def _gzip_compress(data: Buffer, level: int | None) -> bytes:
     co = zlib.compressobj(6 if level is None else level, zlib.DEFLATED, 31)
     return co.compress(data) + co.flush()
 
@@ -222,7 +221,7 @@ def _lz4_header_len(data: Buffer) -> int:
     return 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
 
 
-def _lz4_compress(data: Buffer, magic: int, level: Optional[int]) -> bytes:
+def _lz4_compress(data: Buffer, magic: int, level: int | None) -> bytes:
     out = _lz4f.compress(bytes(data), compression_level=level or 0,
                          block_size=_lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
                          content_checksum=False, store_size=False)
@@ -260,7 +259,7 @@ def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
 
 
 # --------------------------------------------------------------------------- zstd
-def _zstd_compress(data: Buffer, level: Optional[int]) -> bytes:
+def _zstd_compress(data: Buffer, level: int | None) -> bytes:
     return _zstd.ZstdCompressor(level=3 if level is None else level).compress(data)
 
 
@@ -286,8 +285,8 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
 
 
 # --------------------------------------------------------------------------- public
-def compress(codec: Union[int, str], data: Buffer, magic: int = 2,
-             level: Optional[int] = None) -> bytes:
+def compress(codec: int | str, data: Buffer, magic: int = 2,
+             level: int | None = None) -> bytes:
     """Compress ``data`` with ``codec`` as a Kafka producer of message format ``magic`` does."""
     codec = codec_id(codec)
     if codec == NONE:
@@ -302,7 +301,7 @@ def compress(codec: Union[int, str], data: Buffer, magic: int = 2,
     return _zstd_compress(data, level)
 
 
-def decompress(codec: Union[int, str], data: Buffer, magic: int = 2,
+def decompress(codec: int | str, data: Buffer, magic: int = 2,
                max_size: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     """Decompress ``data``; raise ProtocolDecodeError if invalid or larger than ``max_size``."""
     codec = codec_id(codec)

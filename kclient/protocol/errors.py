@@ -16,9 +16,17 @@ An instance's ``str`` reads ``"OFFSET_OUT_OF_RANGE (error 1) for events-0: <desc
 from __future__ import annotations
 
 from . import error_codes
-from .error_base import (BrokerResponseError, KafkaError, ProtocolDecodeError,
-                         UnrecognizedBrokerError, UnsupportedCodecError, all_error_classes,
-                         code_for_exception, error_for_code, raise_for_code)
+from .error_base import (
+                         BrokerResponseError,
+                         KafkaError,
+                         ProtocolDecodeError,
+                         UnrecognizedBrokerError,
+                         UnsupportedCodecError,
+                         all_error_classes,
+                         code_for_exception,
+                         error_for_code,
+                         raise_for_code,
+)
 from .error_codes import *  # noqa: F401,F403  (one class per Kafka error code)
 
 __all__ = [

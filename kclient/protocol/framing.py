@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import KafkaError, ProtocolDecodeError, UnsupportedVersionError
 from .schema import Api, Struct
@@ -151,7 +152,8 @@ class ClientProtocol:
                 # a broker answers an ApiVersions version it doesn't know with a v0 body
                 # (error UNSUPPORTED_VERSION plus its ranges), as KIP-511 specifies
                 return corr, api.decode_response(0, memoryview(frame), pos)
-            raise ProtocolDecodeError(f"{api.name} v{version} response (correlation id {corr}): {exc}") from None
+            raise ProtocolDecodeError(
+                f"{api.name} v{version} response (correlation id {corr}): {exc}") from None
 
 
 class ServerProtocol:

@@ -7,11 +7,12 @@ flexible versions' compact types and tagged-field sections (KIP-482).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import ProtocolDecodeError, UnsupportedVersionError
-from .types import ArrayOf, Type, read_tagged_fields, EMPTY_TAGGED_FIELDS
+from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Type, read_tagged_fields
 
 __all__ = ["Field", "Api", "Struct", "StructType", "parse_versions"]
 
@@ -74,7 +75,7 @@ class Field:
 
     __slots__ = ("name", "type", "versions", "nullable", "default")
 
-    def __init__(self, name: str, type: Type | Sequence["Field"], versions: str = "0+",
+    def __init__(self, name: str, type: Type | Sequence[Field], versions: str = "0+",
                  *, nullable: str | None = None, default: Any = ...):
         self.name = name
         self.type = type

@@ -36,7 +36,7 @@ class Type:
     def write(self, value, out: list) -> None:
         raise NotImplementedError
 
-    def compact(self) -> "Type":
+    def compact(self) -> Type:
         """The flexible-version (compact) form of this type; fixed-size types are unchanged."""
         return self
 

@@ -10,11 +10,10 @@ exported (``UVARINT_TABLE``, ``ZIGZAG_DECODE``) for the hot loops in ``kclient.p
 """
 from __future__ import annotations
 
-from typing import Union
-
 from kclient.protocol.errors import ProtocolDecodeError
 
-Buffer = Union[bytes, bytearray, memoryview]
+#: Anything the decoders read from: one definition for the whole protocol package.
+Buffer = bytes | bytearray | memoryview
 
 #: Number of entries in the encode table: every unsigned value that fits in 1, 2 or 3 bytes
 #: below this bound is precomputed (zig-zag values up to 2**15, i.e. offsets deltas < 16384).

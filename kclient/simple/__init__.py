@@ -13,8 +13,13 @@
 :class:`~kclient.simple.fetcher.Fetcher` is the reusable fetch path under it (partitions at
 offsets from one connection -> decoded messages, per-partition errors, high watermarks).
 """
-from .consumer import (FetchRequest, MultiFetchResponse, OffsetAndMetadata, OffsetRequest,
-                       SimpleConsumer)
+from .consumer import (
+                       FetchRequest,
+                       MultiFetchResponse,
+                       OffsetAndMetadata,
+                       OffsetRequest,
+                       SimpleConsumer,
+)
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch, PendingFetch
 from .message_set import ByteBufferMessageSet, MessageSet
 from .messages import BatchInfo, Message, MessageAndOffset

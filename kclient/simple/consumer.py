@@ -10,18 +10,31 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from kclient.cluster import BrokerInfo
-from kclient.errors import (CoordinatorLoadInProgressError, CoordinatorNotAvailableError,
-                            KafkaConnectionError, KafkaError, LeaderNotAvailableError,
-                            NotCoordinatorError, NotLeaderForPartitionError,
-                            UnknownTopicOrPartitionError, error_for_code)
-from kclient.protocol.apis import (FIND_COORDINATOR, LIST_OFFSETS, METADATA, OFFSET_COMMIT,
-                                   OFFSET_FETCH)
+from kclient.connection import BrokerConnection
+from kclient.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaError,
+    LeaderNotAvailableError,
+    NotCoordinatorError,
+    NotLeaderForPartitionError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from kclient.protocol.apis import (
+    FIND_COORDINATOR,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+)
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 
-from kclient.connection import BrokerConnection
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 
@@ -56,7 +69,7 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
-class MultiFetchResponse(List[ByteBufferMessageSet]):
+class MultiFetchResponse(list[ByteBufferMessageSet]):
     """The message sets of a multifetch, in request order (a list), with lookups by partition."""
 
     def message_set(self, topic: str, partition: int) -> ByteBufferMessageSet:
@@ -68,7 +81,7 @@ class MultiFetchResponse(List[ByteBufferMessageSet]):
     def high_watermark(self, topic: str, partition: int) -> int:
         return self.message_set(topic, partition).high_watermark
 
-    def error(self, topic: str, partition: int) -> Optional[BaseException]:
+    def error(self, topic: str, partition: int) -> BaseException | None:
         return self.message_set(topic, partition).error
 
     @property
@@ -92,10 +105,10 @@ class SimpleConsumer:
     """
 
     def __init__(self, host: str, port: int, so_timeout: int = 30000,
-                 buffer_size: Optional[int] = 65536, client_id: str = "", *,
+                 buffer_size: int | None = 65536, client_id: str = "", *,
                  max_wait_ms: int = 100, min_bytes: int = 1,
                  max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, prefetch: bool = True,
-                 fetch_version: Optional[int] = None, validate_crc: bool = True,
+                 fetch_version: int | None = None, validate_crc: bool = True,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
                  api_version_request: bool = True, broker_version_fallback: str = "0.9.0",
                  connect_timeout_ms: int = 10000) -> None:
@@ -111,14 +124,14 @@ class SimpleConsumer:
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
                                 prefetch=prefetch)
-        self._coordinators: Dict[str, BrokerConnection] = {}
+        self._coordinators: dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
 
     def __repr__(self) -> str:
         return f"SimpleConsumer({self.host}:{self.port}, client_id={self.client_id!r})"
 
-    def __enter__(self) -> "SimpleConsumer":
+    def __enter__(self) -> SimpleConsumer:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -195,7 +208,7 @@ class SimpleConsumer:
         return MultiFetchResponse(results)
 
     def iter_messages(self, topic: str, partition: int, offset: int = 0,
-                      max_size: int = 1 << 20, end_offset: Optional[int] = None
+                      max_size: int = 1 << 20, end_offset: int | None = None
                       ) -> Iterator:
         """Every message from ``offset`` up to ``end_offset`` (default: the high watermark the
         first fetch reports), fetching as it goes."""
@@ -211,7 +224,7 @@ class SimpleConsumer:
                 return
             offset = ms.next_offset
 
-    def _name_leaders(self, sets: List[ByteBufferMessageSet]) -> None:
+    def _name_leaders(self, sets: list[ByteBufferMessageSet]) -> None:
         """Replace not-the-leader errors with ones that say which broker leads instead."""
         try:
             brokers, leaders = self._leaders({ms.topic for ms in sets})
@@ -237,7 +250,7 @@ class SimpleConsumer:
             ms.error = err
 
     def _leaders(self, topics: Iterable[str]
-                 ) -> Tuple[Dict[int, BrokerInfo], Dict[Tuple[str, int], int]]:
+                 ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
         """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
         def ask(conn):
             self._fetcher.discard_prefetch()
@@ -255,7 +268,7 @@ class SimpleConsumer:
 
     # -- offsets -----------------------------------------------------------------------------
     def get_offsets_before(self, topic: str, partition: int, time: int,
-                           max_num_offsets: int = 1) -> List[int]:
+                           max_num_offsets: int = 1) -> list[int]:
         """Valid offsets before ``time`` (ms), at most ``max_num_offsets``, in descending order.
 
         ``OffsetRequest.LATEST_TIME`` (-1) gives the log end offset, ``EARLIEST_TIME`` (-2) the
@@ -277,7 +290,7 @@ class SimpleConsumer:
         return self._list_offsets(topic, partition, time, max_num_offsets, None)
 
     def _list_offsets(self, topic: str, partition: int, time: int, max_num_offsets: int,
-                      version: Optional[int]) -> List[int]:
+                      version: int | None) -> list[int]:
         def ask(conn):
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
@@ -346,7 +359,7 @@ class SimpleConsumer:
                 time.sleep(backoff * (attempt + 1))
 
     def commit_offsets(self, group: str,
-                       offsets: Mapping[Tuple[str, int], "int | Tuple[int, str]"], *,
+                       offsets: Mapping[tuple[str, int], int | tuple[int, str]], *,
                        generation_id: int = -1, member_id: str = "",
                        retention_ms: int = -1) -> None:
         """Commit ``{(topic, partition): offset or (offset, metadata)}`` for ``group``.
@@ -354,7 +367,7 @@ class SimpleConsumer:
         Goes to the group's coordinator (found and followed when it moves).  Raises the first
         partition's error; the exception's ``errors`` maps every failed partition to its error.
         """
-        topics: Dict[str, list] = {}
+        topics: dict[str, list] = {}
         for (topic, partition), value in offsets.items():
             offset, metadata = (value, "") if isinstance(value, int) else tuple(value)
             topics.setdefault(topic, []).append({
@@ -384,10 +397,10 @@ class SimpleConsumer:
             first.errors = errors
             raise first
 
-    def fetch_offsets(self, group: str, partitions: Iterable[Tuple[str, int]]
-                      ) -> Dict[Tuple[str, int], OffsetAndMetadata]:
+    def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
+                      ) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The offsets ``group`` committed for ``partitions`` (offset -1 where it has none)."""
-        topics: Dict[str, list] = {}
+        topics: dict[str, list] = {}
         for topic, partition in partitions:
             topics.setdefault(topic, []).append(partition)
         body = {"group_id": group, "require_stable": False,

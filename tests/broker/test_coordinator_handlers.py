@@ -8,8 +8,14 @@ import pytest
 
 from kclient.broker.coordinator import GroupCoordinator
 from kclient.broker.handlers import (
-    find_coordinator, heartbeat, join_group, leave_group, offset_commit, offset_fetch,
-    sync_group)
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    sync_group,
+)
 from kclient.protocol import apis
 from kclient.protocol import errors as E
 from kclient.protocol.framing import Request, RequestHeader

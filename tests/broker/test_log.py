@@ -6,7 +6,10 @@ import pytest
 
 from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.protocol.errors import (
-    CorruptRecordError, MessageSizeTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
+    CorruptRecordError,
+    MessageSizeTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
 )
 from kclient.protocol.records import GZIP, RecordsReader, build_batch, build_message_set
 
@@ -182,7 +185,7 @@ def test_read_stays_in_one_segment_and_crosses_boundaries(tmp_path):
 def test_reopen_gives_same_reads(tmp_path):
     log = v2_log(tmp_path, segment_bytes=300, index_interval_bytes=64)
     spans = fill_mixed(log, 25)
-    expected = {o: data_of(log.read(o, 500)) for f, l in spans for o in range(f, l + 1)}
+    expected = {o: data_of(log.read(o, 500)) for f, last in spans for o in range(f, last + 1)}
     log.close()
     again = v2_log(tmp_path, segment_bytes=300, index_interval_bytes=64)
     assert (again.log_start_offset, again.log_end_offset) == (0, spans[-1][1] + 1)

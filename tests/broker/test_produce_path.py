@@ -18,7 +18,12 @@ from kclient.protocol.apis import APIS, FETCH, METADATA, PRODUCE
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import ClientProtocol, ServerProtocol
 from kclient.protocol.records import (
-    GZIP, RecordsReader, assign_offsets, build_batch, build_message_set, validate_records,
+    GZIP,
+    RecordsReader,
+    assign_offsets,
+    build_batch,
+    build_message_set,
+    validate_records,
 )
 
 MAX_FRAME = 100 * 1024 * 1024

@@ -8,7 +8,13 @@ import pytest
 
 from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
-    API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, FETCH, LIST_OFFSETS, METADATA, PRODUCE,
+    API_VERSIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    FETCH,
+    LIST_OFFSETS,
+    METADATA,
+    PRODUCE,
 )
 from kclient.protocol.records import RecordsReader, build_batch, build_message_set
 

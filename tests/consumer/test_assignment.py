@@ -1,8 +1,14 @@
 """Golden tables for the range and round-robin assignors (Kafka 0.8.2's algorithms)."""
 import pytest
 
-from kclient.consumer.assignment import (AssignmentError, assign, consumer_of, range_assign,
-                                         roundrobin_assign, thread_ids)
+from kclient.consumer.assignment import (
+    AssignmentError,
+    assign,
+    consumer_of,
+    range_assign,
+    roundrobin_assign,
+    thread_ids,
+)
 
 
 def table(decision):

@@ -2,8 +2,12 @@
 import pytest
 
 from kclient import consumer
-from kclient.consumer.group_connector import (decode_assignment, decode_subscription,
-                                              encode_assignment, encode_subscription)
+from kclient.consumer.group_connector import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 
 from .helpers import drain, produce, produce_spread, wait_for
 

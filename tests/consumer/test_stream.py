@@ -5,8 +5,14 @@ import time
 
 import pytest
 
-from kclient.consumer.stream import (SHUTDOWN, ErrorChunk, FetchedDataChunk, KafkaStream,
-                                     MessageAndMetadata, PartitionTopicInfo)
+from kclient.consumer.stream import (
+    SHUTDOWN,
+    ErrorChunk,
+    FetchedDataChunk,
+    KafkaStream,
+    MessageAndMetadata,
+    PartitionTopicInfo,
+)
 from kclient.encoders import StringDecoder
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
 from kclient.simple.messages import Message, MessageAndOffset

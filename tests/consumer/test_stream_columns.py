@@ -99,6 +99,7 @@ def _chunk(info, offsets):
 
 def test_iterator_survives_timeout_and_error_chunks():
     import pytest
+
     from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
     q, info, s = setup()
     it = iter(s)
@@ -119,6 +120,7 @@ def test_iterator_survives_timeout_and_error_chunks():
 
 def test_clear_ends_the_chunk_a_loop_is_walking():
     import pytest
+
     from kclient.errors import ConsumerTimeoutError
     q, info, s = setup()
     it = iter(s)

@@ -35,8 +35,8 @@ def test_registration_owners_and_offsets_byte_for_byte(zookeeper, zk_cluster, zk
     c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c1"}))
     streams = c.create_message_streams({t: 2})
     reg = znode(zk, f"/consumers/{g}/ids/{g}_c1")
-    assert re.fullmatch(r'\{"version":1,"subscription":\{"%s":2\},"pattern":"static",'
-                        r'"timestamp":"\d{13}"\}' % t, reg), reg
+    assert re.fullmatch(rf'\{{"version":1,"subscription":\{{"{t}":2\}},"pattern":"static",'
+                        r'"timestamp":"\d{13}"\}', reg), reg
     stat = zk.exists(f"/consumers/{g}/ids/{g}_c1")
     assert stat.ephemeralOwner != 0
     # range: 3 partitions over threads c1-0, c1-1 -> 0,1 to -0 and 2 to -1
@@ -229,8 +229,8 @@ def test_whitelist_sees_a_topic_created_while_running(zookeeper, zk_cluster, zk,
     c = connectors(zk_config(zookeeper, g, **{"consumer.id": "w"}))
     streams = c.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*"), 2)
     reg = znode(zk, f"/consumers/{g}/ids/{g}_w")
-    assert re.fullmatch(r'\{"version":1,"subscription":\{"%s-\.\*":2\},"pattern":"white_list",'
-                        r'"timestamp":"\d+"\}' % prefix, reg), reg
+    assert re.fullmatch(rf'\{{"version":1,"subscription":\{{"{prefix}-\.\*":2\}},"pattern":"white_list",'
+                        r'"timestamp":"\d+"\}', reg), reg
     assert owners(zk, g) == {(f"{prefix}-a", 0): f"{g}_w-0", (f"{prefix}-a", 1): f"{g}_w-1"}
     zk_cluster.create_topic(f"{prefix}-b", partitions=1)
     wait_for(lambda: (f"{prefix}-b", 0) in owners(zk, g), message="owner of the new topic")

@@ -4,8 +4,12 @@ from __future__ import annotations
 import pytest
 
 from kclient.producer import DeliveryReport, ProducerData
-from kclient.producer.batches import (MAX_BATCH_BYTES, PartitionBatch, encode_v2_uniform,
-                                      split_by_size)
+from kclient.producer.batches import (
+    MAX_BATCH_BYTES,
+    PartitionBatch,
+    encode_v2_uniform,
+    split_by_size,
+)
 from kclient.protocol.records import RecordsReader, build_batch, build_message_set
 
 

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kclient.errors import (FailedToSendMessageError, InvalidConfigError,
-                            MessageSizeTooLargeError, UnknownTopicOrPartitionError)
+from kclient.errors import (
+    FailedToSendMessageError,
+    InvalidConfigError,
+    MessageSizeTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 from kclient.producer import DeliveryReport, Producer, ProducerData, RecordMetadata
 
 from .conftest import assert_reports_match_log, read_partition

@@ -6,8 +6,11 @@ import time
 
 import pytest
 
-from kclient.errors import (FailedToSendMessageError, NotLeaderForPartitionError,
-                            RequestTimedOutError)
+from kclient.errors import (
+    FailedToSendMessageError,
+    NotLeaderForPartitionError,
+    RequestTimedOutError,
+)
 from kclient.producer import Producer, ProducerData
 
 from .conftest import assert_reports_match_log, read_partition

@@ -5,8 +5,14 @@ import pytest
 
 from kclient.encoders import Encoder, StringEncoder
 from kclient.partitioner import Partitioner
-from kclient.producer import (CallbackHandler, DefaultEventHandler, DeliveryReport, EventHandler,
-                              Producer, ProducerData)
+from kclient.producer import (
+    CallbackHandler,
+    DefaultEventHandler,
+    DeliveryReport,
+    EventHandler,
+    Producer,
+    ProducerData,
+)
 
 from .conftest import Recorder, assert_reports_match_log, read_partition
 

@@ -45,6 +45,7 @@ def test_partitions_match_librdkafka_murmur2(mini_broker):
 def test_partitions_match_kafka_python():
     pytest.importorskip("kafka")
     from kafka.partitioner.default import murmur2 as their_murmur2
+
     from kclient.partitioner import DefaultPartitioner
     ours = DefaultPartitioner()
     for k in KEYS:

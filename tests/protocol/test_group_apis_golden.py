@@ -22,7 +22,6 @@ from kclient.protocol.apis.offset_commit import OFFSET_COMMIT
 from kclient.protocol.apis.offset_fetch import OFFSET_FETCH
 from kclient.protocol.apis.sync_group import SYNC_GROUP
 
-
 # --- hand-rolled wire primitives (deliberately independent of kclient.protocol.types) ---
 
 def i8(v): return struct.pack(">b", v)
@@ -504,9 +503,13 @@ def test_non_nullable_fields_reject_none():
 # --- cross-checks against kafka-python 3.0.12 ---
 
 try:
-    from kafka.protocol import admin as kp_admin, consumer as kp_consumer, metadata as kp_metadata
-    from kafka.protocol.old import admin as kp_old_admin, commit as kp_old_commit
-    from kafka.protocol.old import find_coordinator as kp_old_fc, group as kp_old_group
+    from kafka.protocol import admin as kp_admin
+    from kafka.protocol import consumer as kp_consumer
+    from kafka.protocol import metadata as kp_metadata
+    from kafka.protocol.old import admin as kp_old_admin
+    from kafka.protocol.old import commit as kp_old_commit
+    from kafka.protocol.old import find_coordinator as kp_old_fc
+    from kafka.protocol.old import group as kp_old_group
 except ImportError:  # pragma: no cover - kafka-python is a test-only cross-check
     KP_NEW = {}
     _OLD_MODULES = {}
@@ -562,7 +565,7 @@ def _kp_values(obj, like):
     if isinstance(like, dict):
         return {k: _kp_values(getattr(obj, k), v) for k, v in like.items()}
     if isinstance(like, list) and isinstance(obj, list):
-        return [_kp_values(o, l) for o, l in zip(obj, like)] + obj[len(like):]
+        return [_kp_values(o, lk) for o, lk in zip(obj, like)] + obj[len(like):]
     if isinstance(obj, (bytearray, memoryview)):
         return bytes(obj)
     return obj

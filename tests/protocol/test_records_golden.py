@@ -5,7 +5,11 @@ import zlib
 from crc32c import crc32c
 
 from kclient.protocol.records import (
-    BATCH_HEADER_SIZE, RecordsReader, build_batch, build_message_set, encode_message,
+    BATCH_HEADER_SIZE,
+    RecordsReader,
+    build_batch,
+    build_message_set,
+    encode_message,
 )
 
 TS_V2 = 1524709879130      # "CreateTime: 1524709879130" in the seed's dump

@@ -37,7 +37,7 @@ def _columns(n=25):
     values[4] = b""
     keys = [None if i % 3 == 0 else b"key-%d" % i for i in range(n)]
     timestamps = [TS + (i * 37) % 500 - 100 for i in range(n)]
-    headers = [[] if i % 2 else [("h%d" % j, None if j == 1 else b"v%d" % i) for j in range(i % 4)]
+    headers = [[] if i % 2 else [(f"h{j}", None if j == 1 else b"v%d" % i) for j in range(i % 4)]
                for i in range(n)]
     return values, keys, timestamps, headers
 

@@ -6,8 +6,15 @@ import pytest
 from kclient.protocol import compression as c
 from kclient.protocol.errors import CorruptRecordError, UnsupportedCodecError
 from kclient.protocol.records import (
-    RecordsReader, assign_offsets, build_batch, build_message_set, convert_records,
-    iter_batches, iter_entries, scan_log, validate_records,
+    RecordsReader,
+    assign_offsets,
+    build_batch,
+    build_message_set,
+    convert_records,
+    iter_batches,
+    iter_entries,
+    scan_log,
+    validate_records,
 )
 from tests.protocol.test_compression import _XXHashShim
 

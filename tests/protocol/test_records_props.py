@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 from kclient.protocol import compression as c
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError, UnsupportedCodecError
 from kclient.protocol.records import (
-    RecordsReader, assign_offsets, build_batch, build_message_set, convert_records, iter_entries,
+    RecordsReader,
+    assign_offsets,
+    build_batch,
+    build_message_set,
+    convert_records,
+    iter_entries,
     scan_log,
 )
 from kclient.protocol.varint import encode_varint
@@ -101,7 +106,7 @@ def _consume(buf, validate_crc):
     reader = RecordsReader(buf, validate_crc=validate_crc, max_decompressed=LIMIT)
     for batch in reader.batches():
         for rec in batch:
-            rec.offset, rec.key, rec.value, rec.headers
+            _ = rec.offset, rec.key, rec.value, rec.headers
     list(RecordsReader(buf, validate_crc=validate_crc, max_decompressed=LIMIT))
 
 

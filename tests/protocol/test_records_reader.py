@@ -6,8 +6,19 @@ import pytest
 from kclient.protocol import compression as c
 from kclient.protocol.errors import CorruptRecordError
 from kclient.protocol.records import (
-    Batch, BatchInfo, Record, RecordBatchBuilder, RecordsReader, build_batch, build_message_set,
-    check_crcs, decode_entries, entry_next_offset, iter_batches, iter_records, read_records,
+    Batch,
+    BatchInfo,
+    Record,
+    RecordBatchBuilder,
+    RecordsReader,
+    build_batch,
+    build_message_set,
+    check_crcs,
+    decode_entries,
+    entry_next_offset,
+    iter_batches,
+    iter_records,
+    read_records,
     scan_entries,
 )
 
@@ -67,7 +78,7 @@ def test_flipped_byte_raises_corrupt_record_naming_the_offset(fmt):
                 seen.append(rec.offset)
         expected = 11 if fmt == "wrapped" else 10   # a wrapper carries its last inner offset
         assert info.value.offset == expected
-        assert info.value.errno == 2 and "offset %d" % expected in str(info.value)
+        assert info.value.errno == 2 and f"offset {expected}" in str(info.value)
         assert seen == [r.offset for r in RecordsReader(entries[0])]
 
 

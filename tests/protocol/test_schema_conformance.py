@@ -104,6 +104,7 @@ def test_fields_match_kafka(api, side, version):
 def _legacy_classes():
     import importlib
     import pkgutil
+
     import kafka.protocol.old as old
     found = {}
     for info in pkgutil.iter_modules(old.__path__):
@@ -119,9 +120,11 @@ def _legacy_classes():
 LEGACY = _legacy_classes()
 
 
-def sample(typ, seed=[0]):
+def sample(typ, seed=None):
     """A value for every field, each distinct, arrays of two elements."""
     from kclient.protocol.schema import StructType
+    if seed is None:
+        seed = [0]
     seed[0] += 1
     n = seed[0]
     if isinstance(typ, StructType):

@@ -1,10 +1,21 @@
 """Every API schema round-trips at every supported version, requests and responses."""
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kclient.protocol.apis import ALL_APIS
 from kclient.protocol.schema import StructType
-from kclient.protocol.types import ArrayOf, BOOLEAN, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UUID
+from kclient.protocol.types import (
+    BOOLEAN,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    UINT16,
+    UUID,
+    ArrayOf,
+)
 
 _INTS = {id(INT8): 8, id(INT16): 16, id(INT32): 32, id(INT64): 64}
 

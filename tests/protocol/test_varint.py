@@ -5,8 +5,18 @@ from hypothesis import strategies as st
 
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.varint import (
-    UVARINT_TABLE, ZIGZAG_DECODE, decode_uvarint, decode_uvarint32, decode_varint,
-    decode_varint32, encode_uvarint, encode_varint, uvarint_size, unzigzag, varint_size, zigzag,
+    UVARINT_TABLE,
+    ZIGZAG_DECODE,
+    decode_uvarint,
+    decode_uvarint32,
+    decode_varint,
+    decode_varint32,
+    encode_uvarint,
+    encode_varint,
+    unzigzag,
+    uvarint_size,
+    varint_size,
+    zigzag,
 )
 
 INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)

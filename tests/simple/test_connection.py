@@ -4,9 +4,9 @@ import threading
 
 import pytest
 
+from kclient.connection import BrokerConnection
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
 from kclient.protocol.apis import FETCH, METADATA
-from kclient.connection import BrokerConnection
 
 
 class Stub:

@@ -6,12 +6,21 @@ says so and checks what kclient makes of tansu's actual answer.
 """
 import pytest
 
-from kclient.errors import (KafkaConnectionError, MessageSizeTooLargeError,
-                            OffsetOutOfRangeError, UnknownTopicOrPartitionError)
+from kclient.errors import (
+    KafkaConnectionError,
+    MessageSizeTooLargeError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
 from kclient.protocol.apis import FETCH, LIST_OFFSETS
 from kclient.protocol.records import build_batch
-from kclient.simple import (ByteBufferMessageSet, FetchRequest, MessageAndOffset,
-                            OffsetRequest, SimpleConsumer)
+from kclient.simple import (
+    ByteBufferMessageSet,
+    FetchRequest,
+    MessageAndOffset,
+    OffsetRequest,
+    SimpleConsumer,
+)
 
 VALUES = [b"value-%04d" % i for i in range(250)]
 KEYS = [b"key-%d" % (i % 13) for i in range(250)]
@@ -194,7 +203,7 @@ def test_get_offsets_before_lists_segment_starts_descending(tmp_path):
         broker.create_topic("seg", 1, config={"segment.bytes": "2000"})
         from tests.simple.conftest import Target
         t = Target("mini", broker.bootstrap, broker)
-        for i in range(0, 60, 10):
+        for _i in range(0, 60, 10):
             t.produce("seg", 0, build_batch([b"z" * 100] * 10))
         with consumer(t) as c:
             offsets = c.get_offsets_before("seg", 0, OffsetRequest.LATEST_TIME, 100)

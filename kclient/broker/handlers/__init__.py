@@ -5,11 +5,24 @@ response, Produce with acks=0) or a ``concurrent.futures.Future`` resolving to a
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import (
-    api_versions, create_topics, delete_topics, fetch, find_coordinator, heartbeat, join_group,
-    leave_group, list_offsets, metadata, offset_commit, offset_fetch, produce, sync_group,
+    api_versions,
+    create_topics,
+    delete_topics,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    sync_group,
 )
 
 __all__ = ["HANDLERS"]

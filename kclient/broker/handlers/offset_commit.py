@@ -7,7 +7,8 @@ v1 may carry per-partition commit timestamps and v2-v4 a retention time, both ho
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from kclient.protocol import errors as E
 from kclient.protocol.framing import Request

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Optional
+from typing import Any
 
 from kclient.protocol.errors import (
-    BrokerResponseError, CorruptRecordError, InvalidTopicError, KafkaError,
+    BrokerResponseError,
+    CorruptRecordError,
+    InvalidTopicError,
+    KafkaError,
     UnsupportedCodecError,
 )
 from kclient.protocol.framing import Request
@@ -44,7 +47,7 @@ def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
             "record_errors": [], "error_message": message}
 
 
-def _prepare(records: Any, config: Any) -> tuple[Any, int, Optional[list]]:
+def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
     """Validate records; return them in the log's format, with that format's magic and the
     entries found by validation (None when the records were converted), which the log then
     uses instead of validating the same bytes again."""

@@ -10,7 +10,8 @@ its offsets and is then written).
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kclient.protocol.errors import CorruptRecordError, MessageSizeTooLargeError
 from kclient.protocol.records.common import NO_TIMESTAMP
@@ -20,17 +21,17 @@ from kclient.protocol.records.ops import EntryInfo, assign_offsets
 class Prepared(NamedTuple):
     """The bytes to append and what they hold."""
 
-    data: Union[bytes, bytearray]
+    data: bytes | bytearray
     first_offset: int
     last_offset: int
     max_timestamp: int
     record_count: int
-    entries: List[Tuple[int, int, int]]  # (position in data, size, largest offset) per entry
+    entries: list[tuple[int, int, int]]  # (position in data, size, largest offset) per entry
 
 
-def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: Optional[int],
+def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: int | None,
             max_message_bytes: int,
-            entries: Optional[Sequence[EntryInfo]] = None) -> Prepared:
+            entries: Sequence[EntryInfo] | None = None) -> Prepared:
     """Assign offsets from ``next_offset`` (and LogAppendTime) to a records buffer of ``magic``.
 
     ``entries``: what ``validate_records(records)`` returned, if the caller already ran it

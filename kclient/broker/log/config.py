@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -26,7 +26,7 @@ class LogConfig:
     segment_bytes: int = 1 << 30
     segment_ms: int = 7 * 24 * 3600 * 1000
     flush_interval_messages: int = INT64_MAX
-    flush_interval_ms: Optional[int] = None
+    flush_interval_ms: int | None = None
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_bytes: int = -1
     index_interval_bytes: int = 4096
@@ -41,7 +41,7 @@ class LogConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str],
-                        defaults: "Optional[LogConfig]" = None) -> "LogConfig":
+                        defaults: LogConfig | None = None) -> LogConfig:
         """Build a config from Kafka-named properties on top of ``defaults`` (or Kafka's)."""
         config = dataclasses.replace(defaults) if defaults is not None else cls()
         for name, keys in _KEYS.items():
@@ -87,14 +87,14 @@ def _timestamp_type(key: str, value: str, scale: int) -> str:
     return value
 
 
-def _optional_ms(key: str, value: str, scale: int) -> Optional[int]:
+def _optional_ms(key: str, value: str, scale: int) -> int | None:
     """A flush interval in ms; Kafka's "never" (Long.MAX_VALUE) becomes None."""
     number = _int(0)(key, value, scale)
     return None if number >= INT64_MAX else number
 
 
 _HOUR, _MINUTE = 3600 * 1000, 60 * 1000
-_KEYS: Dict[str, List[Tuple[str, int]]] = {
+_KEYS: dict[str, list[tuple[str, int]]] = {
     "segment_bytes": [("log.segment.bytes", 1), ("segment.bytes", 1)],
     "segment_ms": [("log.roll.hours", _HOUR), ("log.roll.ms", 1), ("segment.ms", 1)],
     "flush_interval_messages": [("log.flush.interval.messages", 1), ("flush.messages", 1)],
@@ -108,7 +108,7 @@ _KEYS: Dict[str, List[Tuple[str, int]]] = {
     "timestamp_type": [("log.message.timestamp.type", 1), ("message.timestamp.type", 1)],
     "max_message_bytes": [("message.max.bytes", 1), ("max.message.bytes", 1)],
 }
-_PARSERS: Dict[str, Callable[[str, str, int], object]] = {
+_PARSERS: dict[str, Callable[[str, str, int], object]] = {
     "segment_bytes": _int(14, INT32_MAX),
     "segment_ms": _int(1),
     "flush_interval_messages": _int(1),

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterator, NamedTuple, Optional, Tuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from crc32c import crc32c
 
 from kclient.broker.log.region import pread_exact
 from kclient.protocol.records.common import (
-    LOG_OVERHEAD, MAGIC_OFFSET, MIN_ENTRY_SIZE, NO_TIMESTAMP, RECORD_OVERHEAD_V0, V2_CRC_START,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MIN_ENTRY_SIZE,
+    NO_TIMESTAMP,
+    RECORD_OVERHEAD_V0,
+    V2_CRC_START,
 )
 
 #: Bytes of an entry needed to know its offsets and max timestamp (v2 header up to maxTimestamp).
@@ -63,7 +69,7 @@ def crc_ok(buf, rel: int, total: int, magic: int) -> bool:
     return zlib.crc32(view[rel + MAGIC_OFFSET:rel + total]) == stored
 
 
-def first_offset_of(buf, rel: int) -> Optional[int]:
+def first_offset_of(buf, rel: int) -> int | None:
     """The entry's first offset when its header tells it (v2, uncompressed v0/v1), else None."""
     magic = buf[rel + MAGIC_OFFSET]
     if magic == 2 or not buf[rel + MAGIC_OFFSET + 1] & 0x07:
@@ -80,7 +86,7 @@ class EntryWalk:
         self.fd, self.start, self.end = fd, start, end
         self.validate, self.min_offset, self.chunk = validate, min_offset, chunk
         self.valid_end = start
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self._buf, self._base = b"", start
 
     def _stop(self, reason: str) -> None:
@@ -88,7 +94,7 @@ class EntryWalk:
         self.error = f"{reason} at position {self.valid_end}"
         return None
 
-    def _check(self, buf, rel: int, size: int) -> Optional[str]:
+    def _check(self, buf, rel: int, size: int) -> str | None:
         """Why the complete-enough entry at ``buf[rel:]`` is invalid, or None."""
         magic = buf[rel + MAGIC_OFFSET]
         if magic not in MIN_ENTRY_SIZE:
@@ -99,7 +105,7 @@ class EntryWalk:
             return "CRC mismatch"
         return None
 
-    def _window(self, pos: int, need: int) -> Optional[int]:
+    def _window(self, pos: int, need: int) -> int | None:
         """Make ``need`` bytes at ``pos`` available in ``self._buf``; their index, or None."""
         rel = pos - self._base
         if rel + need <= len(self._buf):
@@ -108,7 +114,7 @@ class EntryWalk:
         self._buf, self._base = pread_exact(self.fd, want, pos), pos
         return 0 if len(self._buf) >= need else None
 
-    def _entry_at(self, pos: int) -> Optional[Tuple[int, int]]:
+    def _entry_at(self, pos: int) -> tuple[int, int] | None:
         """(index in buffer, total size) of a plausible entry at ``pos``; None after _stop."""
         rel = self._window(pos, LOG_OVERHEAD)
         if rel is None:

@@ -13,8 +13,8 @@ import os
 import struct
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Tuple
 
 from kclient.broker.log.region import FileHandle, pread_exact
 
@@ -37,7 +37,7 @@ class OffsetIndex:
     def __len__(self) -> int:
         return len(self._offsets)
 
-    def entries(self) -> list[Tuple[int, int]]:
+    def entries(self) -> list[tuple[int, int]]:
         """All ``(absolute offset, position)`` pairs, oldest first."""
         base = self.base_offset
         return [(base + o, p) for o, p in zip(self._offsets, self._positions)]
@@ -60,7 +60,7 @@ class OffsetIndex:
         self._offsets, self._positions = offsets, positions
         return True
 
-    def rebuild(self, pairs: Iterable[Tuple[int, int]]) -> None:
+    def rebuild(self, pairs: Iterable[tuple[int, int]]) -> None:
         """Replace memory and file contents with ``(absolute offset, position)`` pairs."""
         offsets, positions = array("i"), array("i")
         for offset, position in pairs:

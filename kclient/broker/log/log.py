@@ -20,9 +20,9 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
 
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
@@ -90,7 +90,7 @@ class Log:
         self._unflushed = 0
         self._last_flush_ms = now_ms()
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._view: Tuple[Tuple[LogSegment, ...], List[int]] = ((), [])
+        self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
         self._load(recover)
 
     def __repr__(self) -> str:
@@ -115,7 +115,7 @@ class Log:
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = segments[0].base_offset
 
-    def _segment_bases(self) -> List[int]:
+    def _segment_bases(self) -> list[int]:
         """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
         bases = []
         for path in self.directory.iterdir():
@@ -132,8 +132,8 @@ class Log:
         except (OSError, ValueError):
             return 0
 
-    def _open_segments(self, segments: List[LogSegment], point: Optional[int]
-                       ) -> List[LogSegment]:
+    def _open_segments(self, segments: list[LogSegment], point: int | None
+                       ) -> list[LogSegment]:
         """Load or recover each segment; drop every segment after a truncated one."""
         for i, seg in enumerate(segments):
             last = i == len(segments) - 1
@@ -153,19 +153,19 @@ class Log:
                 return segments[:i + 1]
         return segments
 
-    def _drop(self, segments: List[LogSegment]) -> None:
+    def _drop(self, segments: list[LogSegment]) -> None:
         """Delete segments that follow a truncated one (their data is not contiguous)."""
         for seg in segments:
             log.warning("%s: deleting segment %d after a corrupt one",
                         self.directory.name, seg.base_offset)
             seg.delete()
 
-    def _publish(self, segments: Tuple[LogSegment, ...]) -> None:
+    def _publish(self, segments: tuple[LogSegment, ...]) -> None:
         """Swap in a new segment snapshot (one atomic attribute store)."""
         self._view = (segments, [s.base_offset for s in segments])
 
     @property
-    def segments(self) -> Tuple[LogSegment, ...]:
+    def segments(self) -> tuple[LogSegment, ...]:
         """The current segment snapshot, oldest first."""
         return self._view[0]
 
@@ -176,8 +176,8 @@ class Log:
 
     # ------------------------------------------------------------------ append
     def append(self, records: bytes, *, magic: int,
-               log_append_time: Optional[int] = None,
-               entries: Optional[Sequence[EntryInfo]] = None) -> AppendInfo:
+               log_append_time: int | None = None,
+               entries: Sequence[EntryInfo] | None = None) -> AppendInfo:
         """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
 
         ``entries``: the result of ``validate_records(records)`` when the caller already
@@ -231,7 +231,7 @@ class Log:
         return new
 
     # ------------------------------------------------------------------ read
-    def read(self, offset: int, max_bytes: int) -> Union[FileRegion, bytes, None]:
+    def read(self, offset: int, max_bytes: int) -> FileRegion | bytes | None:
         """Up to ``max_bytes`` from the entry containing ``offset`` (lock-free)."""
         if self._closed:
             raise ValueError(f"log {self.directory.name} is closed")
@@ -259,7 +259,7 @@ class Log:
             f"[{start}, {end}]")
 
     # ------------------------------------------------------------------ offsets by time
-    def offsets_before(self, timestamp: int, max_num_offsets: int) -> List[int]:
+    def offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
         """ListOffsets v0: segment base offsets (and the end offset) descending, by mtime."""
         segments = self._view[0]
         pairs = [(s.base_offset, s.last_modified_ms()) for s in segments]
@@ -273,7 +273,7 @@ class Log:
             start = max((i for i, p in enumerate(pairs) if p[1] <= timestamp), default=-1)
         return [pairs[i][0] for i in range(start, -1, -1)][:max(max_num_offsets, 0)]
 
-    def offset_for_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets v1+: (first offset stamped >= ``timestamp``, its timestamp), or None."""
         if timestamp == LATEST:
             return self.log_end_offset, -1
@@ -323,7 +323,7 @@ class Log:
                     self._roll()
             return self._delete_first(count)
 
-    def _expired_by_time(self, segments: Tuple[LogSegment, ...], now: int) -> int:
+    def _expired_by_time(self, segments: tuple[LogSegment, ...], now: int) -> int:
         """How many leading segments were last modified more than retention.ms ago."""
         limit = self.config.retention_ms
         if limit < 0:
@@ -335,7 +335,7 @@ class Log:
             count += 1
         return count
 
-    def _over_size(self, segments: Tuple[LogSegment, ...]) -> int:
+    def _over_size(self, segments: tuple[LogSegment, ...]) -> int:
         """How many leading segments to drop so the log fits in retention.bytes."""
         limit = self.config.retention_bytes
         if limit < 0:

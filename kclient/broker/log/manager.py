@@ -12,8 +12,8 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
 
 from kclient.broker.log.config import LogConfig
 from kclient.broker.log.log import Log, now_ms
@@ -42,11 +42,11 @@ class LogManager:
         self.default_config = default_config
         self.flush_check_ms = flush_check_ms
         self.retention_check_ms = retention_check_ms
-        self._logs: Dict[Tuple[str, int], Log] = {}
-        self._overrides: Dict[str, Dict[str, str]] = {}
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._overrides: dict[str, dict[str, str]] = {}
         self._lock = threading.RLock()
         self._stop = threading.Event()
-        self._threads: List[threading.Thread] = []
+        self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ startup
     def start(self) -> None:
@@ -94,12 +94,12 @@ class LogManager:
                 log.exception("log manager task %s failed", getattr(action, "__name__", action))
 
     # ------------------------------------------------------------------ logs
-    def get_log(self, topic: str, partition: int) -> Optional[Log]:
+    def get_log(self, topic: str, partition: int) -> Log | None:
         """The log of one partition, or None if it does not exist here."""
         return self._logs.get((topic, partition))
 
     def create_log(self, topic: str, partition: int,
-                   topic_config: Optional[Dict[str, str]] = None) -> Log:
+                   topic_config: dict[str, str] | None = None) -> Log:
         """Create (or return the existing) log; persist ``topic_config`` overrides if given."""
         validate_topic_name(topic)
         if partition < 0:
@@ -115,7 +115,7 @@ class LogManager:
             self._logs[(topic, partition)] = new
             return new
 
-    def _save_overrides(self, topic: str, overrides: Dict[str, str]) -> None:
+    def _save_overrides(self, topic: str, overrides: dict[str, str]) -> None:
         """Validate and store a topic's overrides in ``.topics/<topic>.json`` (atomically)."""
         LogConfig.from_properties(overrides, self.default_config)
         folder = self.log_dir / TOPICS_DIR
@@ -133,18 +133,18 @@ class LogManager:
         """The effective config of ``topic``: broker defaults plus its stored overrides."""
         return LogConfig.from_properties(self._overrides.get(topic, {}), self.default_config)
 
-    def topic_overrides(self, topic: str) -> Dict[str, str]:
+    def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's stored overrides (Kafka names), e.g. for DescribeConfigs."""
         return dict(self._overrides.get(topic, {}))
 
-    def topics(self) -> Dict[str, List[int]]:
+    def topics(self) -> dict[str, list[int]]:
         """Topic -> sorted partition numbers present on disk."""
-        out: Dict[str, List[int]] = {}
+        out: dict[str, list[int]] = {}
         for topic, partition in list(self._logs):
             out.setdefault(topic, []).append(partition)
         return {topic: sorted(parts) for topic, parts in sorted(out.items())}
 
-    def logs(self) -> List[Log]:
+    def logs(self) -> list[Log]:
         """Every open log (a snapshot list)."""
         return list(self._logs.values())
 
@@ -171,7 +171,7 @@ class LogManager:
         for each in self.logs():
             each.maybe_flush(now)
 
-    def cleanup(self, now: Optional[int] = None) -> int:
+    def cleanup(self, now: int | None = None) -> int:
         """Apply retention to every log now; return the number of segments deleted."""
         now = now_ms() if now is None else now
         return sum(each.delete_old_segments(now) for each in self.logs())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Optional
 
 
 class FileHandle:
@@ -16,7 +15,7 @@ class FileHandle:
 
     __slots__ = ("fd", "path", "_lock", "__weakref__")
 
-    def __init__(self, path: "os.PathLike[str] | str", flags: int = os.O_RDWR | os.O_CREAT) -> None:
+    def __init__(self, path: os.PathLike[str] | str, flags: int = os.O_RDWR | os.O_CREAT) -> None:
         """Open ``path`` (created if missing) for reading and writing."""
         self.path = os.fspath(path)
         self.fd: int = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -64,7 +63,7 @@ class FileRegion:
     __slots__ = ("file", "position", "size", "_owner")
 
     def __init__(self, file: int, position: int, size: int,
-                 owner: Optional[FileHandle] = None) -> None:
+                 owner: FileHandle | None = None) -> None:
         """``file`` is an open fd; ``owner`` keeps that fd open while this region lives."""
         self.file = file
         self.position = position

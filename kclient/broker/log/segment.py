@@ -8,8 +8,8 @@ offset through the sparse index plus a short header walk and return a :class:`Fi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional, Tuple
 
 from kclient.broker.log.entries import EntryInfo, EntryWalk
 from kclient.broker.log.index import OffsetIndex
@@ -38,8 +38,8 @@ class LogSegment:
         self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
         self.size = os.fstat(self._handle.fd).st_size
         self.next_offset = base_offset
-        self.max_timestamp: Optional[int] = None  # None: not known until scanned
-        self.first_append_ms: Optional[int] = None if self.size == 0 else self.last_modified_ms()
+        self.max_timestamp: int | None = None  # None: not known until scanned
+        self.first_append_ms: int | None = None if self.size == 0 else self.last_modified_ms()
         self._bytes_since_index = 0
         self._dirty = False
 
@@ -94,7 +94,7 @@ class LogSegment:
         self._bytes_since_index = since
 
     # ------------------------------------------------------------------ writing
-    def append(self, data: bytes, entries: Iterable[Tuple[int, int, int]], next_offset: int,
+    def append(self, data: bytes, entries: Iterable[tuple[int, int, int]], next_offset: int,
                max_timestamp: int, now_ms: int) -> None:
         """Write prepared entries at the end, then publish the new size, index and offsets."""
         fd, position = self._handle.fd, self.size
@@ -127,7 +127,7 @@ class LogSegment:
         self.index.close()
 
     # ------------------------------------------------------------------ reading
-    def find_position(self, offset: int, limit: int) -> Optional[int]:
+    def find_position(self, offset: int, limit: int) -> int | None:
         """Position of the first entry (below ``limit``) whose largest offset is >= ``offset``."""
         start = self.index.lookup(offset)
         for info in EntryWalk(self._handle.fd, start, limit, chunk=LOOKUP_CHUNK):
@@ -135,7 +135,7 @@ class LogSegment:
                 return info.position
         return None
 
-    def read(self, offset: int, max_bytes: int) -> Optional[FileRegion]:
+    def read(self, offset: int, max_bytes: int) -> FileRegion | None:
         """Region from the entry holding ``offset``, at most ``max_bytes``; None if past the end."""
         limit = self.size
         position = self.find_position(offset, limit)
@@ -154,7 +154,7 @@ class LogSegment:
             self.max_timestamp = max((i.max_timestamp for i in self.entries()), default=-1)
         return self.max_timestamp
 
-    def find_timestamp(self, timestamp: int) -> Optional[Tuple[int, int]]:
+    def find_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record stamped at or after ``timestamp``, or None."""
         if self.known_max_timestamp() < timestamp:
             return None

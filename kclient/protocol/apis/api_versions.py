@@ -1,5 +1,6 @@
 """ApiVersions (key 18): which APIs and version ranges a broker supports."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
 API_VERSIONS = Api(

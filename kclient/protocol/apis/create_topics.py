@@ -1,6 +1,7 @@
 """CreateTopics (key 19): create topics with a partition count/replication or a manual layout."""
-from ..schema import Api, Field as F
-from ..types import ArrayOf, BOOLEAN, INT8, INT16, INT32, STRING
+from ..schema import Api
+from ..schema import Field as F
+from ..types import BOOLEAN, INT8, INT16, INT32, STRING, ArrayOf
 
 CREATE_TOPICS = Api(
     19, "CreateTopics", "0-5", flexible=5,

@@ -1,6 +1,7 @@
 """DeleteTopics (key 20): delete topics by name (v0-v5; v6's topic ids are not used)."""
-from ..schema import Api, Field as F
-from ..types import ArrayOf, INT16, INT32, STRING
+from ..schema import Api
+from ..schema import Field as F
+from ..types import INT16, INT32, STRING, ArrayOf
 
 DELETE_TOPICS = Api(
     20, "DeleteTopics", "0-5", flexible=4,

@@ -1,5 +1,6 @@
 """Fetch (key 1): v0-v3 return message sets, v4+ record batches (and transaction metadata)."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT8, INT16, INT32, INT64, RECORDS, STRING, ArrayOf
 
 FETCH = Api(

@@ -2,7 +2,8 @@
 
 v0-v3 only: v4 replaces the single ``key`` with batched ``coordinator_keys``.
 """
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT8, INT16, INT32, STRING
 
 FIND_COORDINATOR = Api(

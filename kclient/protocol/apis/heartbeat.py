@@ -1,5 +1,6 @@
 """Heartbeat (key 12): a member tells the coordinator it is alive; errors signal a rebalance."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
 HEARTBEAT = Api(

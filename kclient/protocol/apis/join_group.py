@@ -1,5 +1,6 @@
 """JoinGroup (key 11): enter a group's rebalance; the coordinator picks a leader and protocol."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import BYTES, INT16, INT32, STRING
 
 JOIN_GROUP = Api(

@@ -1,5 +1,6 @@
 """LeaveGroup (key 13): members leave a group (one member in v0-v2, a batch in v3+)."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
 LEAVE_GROUP = Api(

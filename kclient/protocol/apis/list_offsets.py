@@ -1,5 +1,6 @@
 """ListOffsets (key 2): offsets by timestamp; v0 returns up to N offsets before a time."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT8, INT16, INT32, INT64, STRING, ArrayOf
 
 LATEST_TIMESTAMP = -1

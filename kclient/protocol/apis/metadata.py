@@ -1,5 +1,6 @@
 """Metadata (key 3): brokers, topics, partition leaders and replicas."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING, ArrayOf
 
 METADATA = Api(

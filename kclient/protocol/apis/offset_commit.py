@@ -1,5 +1,6 @@
 """OffsetCommit (key 8): store consumed positions for a group in the coordinator."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT16, INT32, INT64, STRING
 
 OFFSET_COMMIT = Api(

@@ -3,8 +3,9 @@
 v0-v7 only (single group per request); v8+ batches several groups.
 v0 reads offsets stored in ZooKeeper, v1+ those stored in Kafka.
 """
-from ..schema import Api, Field as F
-from ..types import ArrayOf, BOOLEAN, INT16, INT32, INT64, STRING
+from ..schema import Api
+from ..schema import Field as F
+from ..types import BOOLEAN, INT16, INT32, INT64, STRING, ArrayOf
 
 OFFSET_FETCH = Api(
     9, "OffsetFetch", "0-7", flexible=6,

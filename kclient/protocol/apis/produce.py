@@ -1,5 +1,6 @@
 """Produce (key 0): v0-v2 carry message sets (magic 0/1), v3+ record batches (magic 2)."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
 
 PRODUCE = Api(

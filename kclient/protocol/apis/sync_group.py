@@ -1,5 +1,6 @@
 """SyncGroup (key 14): the leader hands out assignments; every member receives its own."""
-from ..schema import Api, Field as F
+from ..schema import Api
+from ..schema import Field as F
 from ..types import BYTES, INT16, INT32, STRING
 
 SYNC_GROUP = Api(

@@ -24,18 +24,47 @@ Broker helpers: :func:`iter_entries`, :func:`scan_log`, :func:`validate_records`
 """
 from kclient.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from kclient.protocol.records.common import (
-    BATCH_HEADER_SIZE, CONTROL_MASK, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, MAGIC_OFFSET,
-    NO_TIMESTAMP, NO_TIMESTAMP_TYPE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_NAMES,
-    LEGACY_INFO, Batch, BatchInfo, Header, Record, make_records,
+    BATCH_HEADER_SIZE,
+    CONTROL_MASK,
+    CREATE_TIME,
+    LEGACY_INFO,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+    TIMESTAMP_TYPE_NAMES,
+    Batch,
+    BatchInfo,
+    Header,
+    Record,
+    make_records,
 )
 from kclient.protocol.records.legacy import build_message_set, encode_message
 from kclient.protocol.records.ops import (
-    AssignedRecords, EntryInfo, LogScan, assign_offsets, convert_records, entry_info,
-    iter_entries, scan_log, validate_records,
+    AssignedRecords,
+    EntryInfo,
+    LogScan,
+    assign_offsets,
+    convert_records,
+    entry_info,
+    iter_entries,
+    scan_log,
+    validate_records,
 )
 from kclient.protocol.records.reader import (
-    EntrySpan, RecordsReader, Scan, check_crcs, decode_entries, entry_next_offset, iter_batches,
-    iter_records, read_records, scan_entries,
+    EntrySpan,
+    RecordsReader,
+    Scan,
+    check_crcs,
+    decode_entries,
+    entry_next_offset,
+    iter_batches,
+    iter_records,
+    read_records,
+    scan_entries,
 )
 from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_headers
 

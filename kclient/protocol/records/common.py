@@ -6,8 +6,9 @@ buffer of mixed formats.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from itertools import repeat
-from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 from kclient.protocol.errors import CorruptRecordError
 
@@ -44,7 +45,7 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-Header = Tuple[str, Optional[bytes]]
+Header = tuple[str, bytes | None]
 
 
 class Record:
@@ -59,8 +60,8 @@ class Record:
     __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "_headers")
 
     def __init__(self, offset: int, timestamp: int = NO_TIMESTAMP,
-                 timestamp_type: int = NO_TIMESTAMP_TYPE, key: Optional[bytes] = None,
-                 value: Optional[bytes] = None, headers: Optional[List[Header]] = None) -> None:
+                 timestamp_type: int = NO_TIMESTAMP_TYPE, key: bytes | None = None,
+                 value: bytes | None = None, headers: list[Header] | None = None) -> None:
         """Build a record; ``headers`` None means no headers."""
         self.offset = offset
         self.timestamp = timestamp
@@ -70,7 +71,7 @@ class Record:
         self._headers = headers
 
     @property
-    def headers(self) -> List[Header]:
+    def headers(self) -> list[Header]:
         """The record's headers as a list of ``(key, value)`` pairs (empty list if none)."""
         h = self._headers
         if h is None:
@@ -82,7 +83,7 @@ class Record:
         return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
                 self.headers)
 
-    def replace(self, **changes: Any) -> "Record":
+    def replace(self, **changes: Any) -> Record:
         """A copy with some fields changed (like ``NamedTuple._replace``)."""
         fields = dict(zip(("offset", "timestamp", "timestamp_type", "key", "value", "headers"),
                           self.as_tuple()))
@@ -128,8 +129,8 @@ LEGACY_INFO = {(m, c): BatchInfo(m, c) for m in (0, 1) for c in range(8)}
 
 
 def make_records(offsets: Iterable[int], timestamps: Iterable[int],
-                 timestamp_types: Iterable[int], keys: Optional[Iterable[Optional[bytes]]],
-                 values: List[Optional[bytes]], headers: Optional[Iterable[Optional[list]]],
+                 timestamp_types: Iterable[int], keys: Iterable[bytes | None] | None,
+                 values: list[bytes | None], headers: Iterable[list | None] | None,
                  infos: Iterable[BatchInfo]) -> Iterator[Record]:
     """The default record factory of the decoders: the records of one decoded entry, as
     :class:`Record` objects created while the caller iterates.
@@ -180,7 +181,7 @@ class Batch:
                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
                  first_timestamp: int = NO_TIMESTAMP, max_timestamp: int = NO_TIMESTAMP,
                  record_count: int = 0, crc: int = 0,
-                 records: Optional[List[Record]] = None) -> None:
+                 records: list[Record] | None = None) -> None:
         """Set every field (defaults: Kafka's "none" values)."""
         self.magic = magic
         self.position = position
@@ -226,7 +227,7 @@ class Batch:
                 f"records={self.record_count}, control={self.is_control})")
 
 
-def corrupt(offset: Optional[int], message: str) -> CorruptRecordError:
+def corrupt(offset: int | None, message: str) -> CorruptRecordError:
     """Build the CorruptRecordError for the entry at ``offset`` (caller raises it)."""
     return CorruptRecordError(message, offset=offset)
 

@@ -17,14 +17,25 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Iterable, Sequence
 
 from kclient.protocol import compression
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records.common import (
-    CODEC_MASK, CREATE_TIME, LEGACY_INFO, LOG_APPEND_TIME, LOG_OVERHEAD, NO_TIMESTAMP,
-    NO_TIMESTAMP_TYPE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, TIMESTAMP_TYPE_MASK, Batch,
-    Record, corrupt, make_records,
+    CODEC_MASK,
+    CREATE_TIME,
+    LEGACY_INFO,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    NO_TIMESTAMP_TYPE,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+    TIMESTAMP_TYPE_MASK,
+    Batch,
+    Record,
+    corrupt,
+    make_records,
 )
 
 V0_HEAD = struct.Struct(">qiIbBi")          # offset, size, crc, magic, attributes, key length
@@ -41,8 +52,8 @@ _SMALL = 4096          # CRC small messages over a slice, big ones over a memory
 
 
 # ----------------------------------------------------------------------------- encode
-def encode_message(magic: int, attributes: int, timestamp: int, key: Optional[bytes],
-                   value: Optional[bytes], offset: int = 0) -> bytes:
+def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None,
+                   value: bytes | None, offset: int = 0) -> bytes:
     """Encode one v0/v1 message with its log overhead (offset, size) and CRC-32."""
     kl = -1 if key is None else len(key)
     if magic == 0:
@@ -62,12 +73,12 @@ def _encode_plain(magic: int, values, keys, timestamps, offsets, attributes: int
     return b"".join(parts)
 
 
-def build_message_set(values: Sequence[Optional[bytes]], keys: Optional[Sequence] = None,
-                      timestamps: Optional[Sequence[int]] = None, *, magic: int = 1,
+def build_message_set(values: Sequence[bytes | None], keys: Sequence | None = None,
+                      timestamps: Sequence[int] | None = None, *, magic: int = 1,
                       codec: int = compression.NONE, base_offset: int = 0,
-                      offsets: Optional[Sequence[int]] = None, timestamp: Optional[int] = None,
+                      offsets: Sequence[int] | None = None, timestamp: int | None = None,
                       timestamp_type: int = CREATE_TIME,
-                      compression_level: Optional[int] = None) -> bytes:
+                      compression_level: int | None = None) -> bytes:
     """Encode a v0/v1 message set; with a codec, one compressed wrapper message.
 
     Offsets default to ``base_offset + i``.  Wrapper inner offsets are written the way each
@@ -153,13 +164,13 @@ def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple
     return offset, magic, attrs, timestamp, key, value, crc
 
 
-def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> List[tuple]:
+def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> list[tuple]:
     """Rows of a decompressed inner message set (complete; no partial tail allowed), with the
     offsets as stored (absolute in v0, relative in v1)."""
     wrapper_offset, wrapper_ts = wrapper[0], wrapper[3]
     lat = wrapper[1] >= 1 and wrapper[2] & TIMESTAMP_TYPE_MASK
     info = LEGACY_INFO[(wrapper[1], wrapper[2] & CODEC_MASK)]
-    rows: List[tuple] = []
+    rows: list[tuple] = []
     pos, end = 0, len(data)
     while pos < end:
         if pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 > end:
@@ -182,7 +193,7 @@ def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> List[tuple]:
     return rows
 
 
-def _wrapper_rows(msg: tuple, max_decompressed: int, validate_crc: bool) -> List[tuple]:
+def _wrapper_rows(msg: tuple, max_decompressed: int, validate_crc: bool) -> list[tuple]:
     """Decompress a wrapper message (as returned by :func:`parse_message`) into its rows,
     with absolute offsets (v1: ``wrapper_offset - last_inner_offset + inner_offset``)."""
     offset, magic, attrs, _, _, value, _ = msg
@@ -216,7 +227,7 @@ def _plain_row(msg: tuple) -> tuple:
 
 def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
-                 start_offset: Optional[int] = None) -> List[tuple]:
+                 start_offset: int | None = None) -> list[tuple]:
     """The records of the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)
     as rows ``(offset, timestamp, timestamp_type, key, value, info)``, offsets absolute;
     records below ``start_offset`` are left out (a wrapper wholly below it is not even
@@ -232,7 +243,7 @@ def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
     return rows
 
 
-def rows_records(rows: List[tuple], factory: Callable = make_records) -> Iterable:
+def rows_records(rows: list[tuple], factory: Callable = make_records) -> Iterable:
     """Records built by ``factory`` from rows of :func:`message_rows` (no headers in v0/v1)."""
     if not rows:
         return ()
@@ -272,7 +283,7 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
     struct.pack_into(">I", buf, pos + 12, zlib.crc32(memoryview(buf)[pos + 16:pos + 12 + size]))
 
 
-def messages_info(records: Sequence[Record]) -> Tuple[int, int, int]:
+def messages_info(records: Sequence[Record]) -> tuple[int, int, int]:
     """(first offset, last offset, max timestamp) of decoded legacy records."""
     return records[0].offset, records[-1].offset, max(r.timestamp for r in records)
 

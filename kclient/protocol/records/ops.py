@@ -15,14 +15,19 @@ without re-encoding, and conversion between message formats.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List, NamedTuple, Optional
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from kclient.protocol import compression
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import CorruptRecordError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
-    CREATE_TIME, LOG_OVERHEAD, NO_TIMESTAMP, Batch, corrupt,
+    CREATE_TIME,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    Batch,
+    corrupt,
 )
 from kclient.protocol.records.reader import Buffer, as_bytes, read_entry, scan_entries
 
@@ -44,17 +49,17 @@ class EntryInfo(NamedTuple):
 class LogScan(NamedTuple):
     """Result of :func:`scan_log`: valid entries, valid prefix length and the stop reason."""
 
-    entries: List[EntryInfo]
+    entries: list[EntryInfo]
     valid_bytes: int
-    incomplete_size: Optional[int]
-    error: Optional[CorruptRecordError]
+    incomplete_size: int | None
+    error: CorruptRecordError | None
 
 
 class AssignedRecords(NamedTuple):
     """Result of :func:`assign_offsets`."""
 
     data: bytes
-    entries: List[EntryInfo]
+    entries: list[EntryInfo]
     next_offset: int
 
 
@@ -105,7 +110,7 @@ def scan_log(buf: Buffer, *, validate_crc: bool = True,
     """
     data = as_bytes(buf)
     scan = scan_entries(data)
-    infos: List[EntryInfo] = []
+    infos: list[EntryInfo] = []
     for span in scan.entries:
         try:
             infos.append(entry_info(data, span.position, span.size, span.magic,
@@ -118,7 +123,7 @@ def scan_log(buf: Buffer, *, validate_crc: bool = True,
 
 
 def validate_records(buf: Buffer, *, allow_partial: bool = False,
-                     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> List[EntryInfo]:
+                     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[EntryInfo]:
     """Check every entry (sizes, magic, CRCs, wrapper contents); return their EntryInfo.
 
     A partial trailing entry is an error unless ``allow_partial`` (a produce request must be
@@ -164,8 +169,8 @@ def _dense(batch: Batch) -> bool:
 
 
 def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: int,
-                log_append_time: Optional[int], leader_epoch: Optional[int],
-                max_decompressed: int) -> Optional[bytes]:
+                log_append_time: int | None, leader_epoch: int | None,
+                max_decompressed: int) -> bytes | None:
     """Assign offsets to the entry at ``pos`` of ``out`` in place; return new bytes to use
     instead when the entry has to be re-encoded."""
     if magic == 2:
@@ -191,10 +196,10 @@ def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: in
     return None
 
 
-def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: Optional[int] = None,
-                   partition_leader_epoch: Optional[int] = None,
+def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: int | None = None,
+                   partition_leader_epoch: int | None = None,
                    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                   entries: Optional[List[EntryInfo]] = None) -> AssignedRecords:
+                   entries: list[EntryInfo] | None = None) -> AssignedRecords:
     """Give the entries of an incoming (validated) buffer consecutive offsets from ``first_offset``.
 
     v2 batches: baseOffset (and optionally partitionLeaderEpoch) is rewritten, nothing else;
@@ -208,8 +213,8 @@ def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: Optional[
     infos = validate_records(buf, max_decompressed=max_decompressed) if entries is None \
         else entries
     out = bytearray(buf)
-    pieces: List[Buffer] = []
-    assigned: List[EntryInfo] = []
+    pieces: list[Buffer] = []
+    assigned: list[EntryInfo] = []
     next_offset, start, shift = first_offset, 0, 0
     for info in infos:
         pos = info.position
@@ -271,7 +276,7 @@ def _fits_run(run: Batch, batch: Batch) -> bool:
             and offset - first <= 0x7FFFFFFF)
 
 
-def _encode_as(batch: Batch, magic: int, codec: Optional[int]) -> bytes:
+def _encode_as(batch: Batch, magic: int, codec: int | None) -> bytes:
     """Encode a decoded entry in ``magic`` with ``codec`` (None: the entry's own codec)."""
     target = batch.codec if codec is None else codec
     try:
@@ -280,7 +285,7 @@ def _encode_as(batch: Batch, magic: int, codec: Optional[int]) -> bytes:
         raise corrupt(batch.base_offset, f"cannot re-encode entry: {exc}") from None
 
 
-def convert_records(buf: Buffer, magic: int, *, codec: Optional[int] = None,
+def convert_records(buf: Buffer, magic: int, *, codec: int | None = None,
                     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     """Re-encode every complete entry of ``buf`` in message format ``magic``.
 
@@ -295,8 +300,8 @@ def convert_records(buf: Buffer, magic: int, *, codec: Optional[int] = None,
     scan = scan_entries(data)
     if scan.error is not None:
         raise scan.error
-    parts: List[bytes] = []
-    run: Optional[Batch] = None   # consecutive plain v0/v1 messages bound for one v2 batch
+    parts: list[bytes] = []
+    run: Batch | None = None   # consecutive plain v0/v1 messages bound for one v2 batch
     for span in scan.entries:
         if span.magic == magic and codec is None:
             batch = None

@@ -16,19 +16,24 @@ column by column (:func:`~kclient.protocol.records.common.make_records` builds
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
-from typing import (Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple,
-                    Union)
+from typing import NamedTuple
 
-from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
+from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED, Buffer
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
-    LOG_OVERHEAD, MAGIC_OFFSET, MIN_ENTRY_SIZE, RECORD_OVERHEAD_V0, Batch, Record, corrupt,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MIN_ENTRY_SIZE,
+    RECORD_OVERHEAD_V0,
+    Batch,
+    Record,
+    corrupt,
     make_records,
 )
 
-Buffer = Union[bytes, bytearray, memoryview]
 _LOG_HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
 _new = tuple.__new__
@@ -48,11 +53,11 @@ class EntrySpan(NamedTuple):
 class Scan(NamedTuple):
     """Result of walking entry headers: the complete entries and what stopped the walk."""
 
-    entries: List[EntrySpan]
+    entries: list[EntrySpan]
     valid_bytes: int                 # bytes covered by the complete entries
-    incomplete_size: Optional[int]   # total size the trailing partial entry needs, if known
+    incomplete_size: int | None   # total size the trailing partial entry needs, if known
     truncated: bool                  # trailing bytes that are not a complete entry
-    error: Optional[CorruptRecordError]
+    error: CorruptRecordError | None
 
 
 def as_bytes(buf: Buffer) -> bytes:
@@ -66,7 +71,7 @@ def scan_entries(buf: Buffer) -> Scan:
     Stops at a partial trailing entry (``truncated``) or at an entry whose size or magic is
     impossible (``error``, a CorruptRecordError naming its offset, not raised here).
     """
-    entries: List[EntrySpan] = []
+    entries: list[EntrySpan] = []
     pos, end = 0, len(buf)
     while pos < end:
         if end - pos < LOG_OVERHEAD:
@@ -89,7 +94,7 @@ def scan_entries(buf: Buffer) -> Scan:
 
 
 def check_crcs(buf: bytes, spans: Sequence[EntrySpan]
-               ) -> Tuple[int, Optional[CorruptRecordError]]:
+               ) -> tuple[int, CorruptRecordError | None]:
     """Check every entry's CRC; ``(number of good entries before the first bad one, error)``."""
     for i, (pos, total, magic, offset) in enumerate(spans):
         codec = v2 if magic == 2 else legacy
@@ -109,10 +114,10 @@ def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
 
 
 def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: Callable = make_records, *,
-                   start_offset: Optional[int] = None, skip_control: bool = True,
+                   start_offset: int | None = None, skip_control: bool = True,
                    validate_crc: bool = True,
                    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                   error: Optional[BaseException] = None, context: Optional[str] = None
+                   error: BaseException | None = None, context: str | None = None
                    ) -> Iterator:
     """Lazily decode complete entries (found by :func:`scan_entries`) into the records
     ``factory`` builds, in order.
@@ -127,7 +132,7 @@ def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: Callable = m
                                            validate_crc, max_decompressed, error, context))
 
 
-def _corrupt(exc: Exception, offset: int, context: Optional[str]) -> CorruptRecordError:
+def _corrupt(exc: Exception, offset: int, context: str | None) -> CorruptRecordError:
     """``exc`` (raised decoding the entry at ``offset``) as the CorruptRecordError to raise."""
     prefix = f"{context}: " if context else ""
     if isinstance(exc, CorruptRecordError):
@@ -136,8 +141,8 @@ def _corrupt(exc: Exception, offset: int, context: Optional[str]) -> CorruptReco
 
 
 def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: Callable,
-                start_offset: Optional[int], skip_control: bool, validate_crc: bool,
-                max_decompressed: int, error: Optional[BaseException], context: Optional[str]
+                start_offset: int | None, skip_control: bool, validate_crc: bool,
+                max_decompressed: int, error: BaseException | None, context: str | None
                 ) -> Iterator[Iterable]:
     """Each v2 batch's records; each run of consecutive v0/v1 entries' records together."""
     i, n = 0, len(spans)
@@ -152,7 +157,7 @@ def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: Callable,
             i += 1
             yield records
             continue
-        rows: List[tuple] = []
+        rows: list[tuple] = []
         failure = None
         while i < n and spans[i].magic != 2:
             pos, total, magic, offset = spans[i]
@@ -208,7 +213,7 @@ class RecordsReader:
         if self.error is not None:
             raise self.error
 
-    def records(self, *, skip_control: bool = True, start_offset: Optional[int] = None
+    def records(self, *, skip_control: bool = True, start_offset: int | None = None
                 ) -> Iterator[Record]:
         """Yield every record of every entry, in order.
 
@@ -233,14 +238,14 @@ def iter_batches(buf: Buffer, *, validate_crc: bool = True,
 
 
 def iter_records(buf: Buffer, *, validate_crc: bool = True, skip_control: bool = True,
-                 start_offset: Optional[int] = None,
+                 start_offset: int | None = None,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
     """Yield the records of ``buf`` across entries; a partial trailing entry is skipped."""
     reader = RecordsReader(buf, validate_crc=validate_crc, max_decompressed=max_decompressed)
     return reader.records(skip_control=skip_control, start_offset=start_offset)
 
 
-def read_records(buf: Buffer, **options) -> Tuple[List[Record], int, Optional[int]]:
+def read_records(buf: Buffer, **options) -> tuple[list[Record], int, int | None]:
     """Decode all complete entries: ``(records, valid_bytes, incomplete_size)``."""
     reader = RecordsReader(buf, **{k: v for k, v in options.items()
                                    if k in ("validate_crc", "max_decompressed")})

@@ -15,21 +15,36 @@ the columns to a record factory (:class:`Record` objects by default); encoding l
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Iterable
 from itertools import compress, repeat
 from operator import add
-from typing import Callable, Iterable, Optional, Tuple
 
 from crc32c import crc32c
 
 from kclient.protocol import compression
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.records.common import (
-    BATCH_HEADER_SIZE, CODEC_MASK, CONTROL_MASK, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
-    TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, V2_CRC_START, Batch, BatchInfo, corrupt,
+    BATCH_HEADER_SIZE,
+    CODEC_MASK,
+    CONTROL_MASK,
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    V2_CRC_START,
+    Batch,
+    BatchInfo,
+    corrupt,
     make_records,
 )
 from kclient.protocol.records.v2_build import (  # noqa: F401 - re-exported
-    PREFIX, TAIL, RecordBatchBuilder, build_batch, encode_headers, encode_records,
+    PREFIX,
+    TAIL,
+    RecordBatchBuilder,
+    build_batch,
+    encode_headers,
+    encode_records,
 )
 from kclient.protocol.records.v2_walk import MIN_RECORD_SIZE, decode_columns  # noqa: F401
 
@@ -50,7 +65,7 @@ def check_crc(buf, pos: int, size: int, stored: int, base_offset: int) -> None:
 
 
 def records_section(buf: bytes, pos: int, size: int, base_offset: int, codec: int,
-                    max_decompressed: int) -> Tuple[bytes, int, int]:
+                    max_decompressed: int) -> tuple[bytes, int, int]:
     """``(buffer, start, end)`` of the batch's records, decompressed if need be."""
     start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
     if not codec:
@@ -63,7 +78,7 @@ def records_section(buf: bytes, pos: int, size: int, base_offset: int, codec: in
 
 
 def batch_records(buf: bytes, pos: int, size: int, factory: Callable = make_records,
-                  start_offset: Optional[int] = None, skip_control: bool = True,
+                  start_offset: int | None = None, skip_control: bool = True,
                   validate_crc: bool = True,
                   max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Iterable:
     """The records of the complete batch at ``buf[pos:pos+12+size]``, as ``factory`` builds

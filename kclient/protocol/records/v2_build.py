@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Sequence
 from itertools import repeat
-from typing import Optional, Sequence
 
 from crc32c import crc32c
 
 from kclient.protocol import compression
 from kclient.protocol.records.common import (
-    BATCH_HEADER_SIZE, CONTROL_MASK, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
-    NO_PARTITION_LEADER_EPOCH, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK,
+    BATCH_HEADER_SIZE,
+    CONTROL_MASK,
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
 )
 from kclient.protocol.varint import TABLE_SIZE, UVARINT_TABLE, encode_varint
 
@@ -33,7 +39,7 @@ def _varint(n: int) -> bytes:
     return _UV[n << 1] if 0 <= n < _HALF else encode_varint(n)
 
 
-def encode_headers(headers: Optional[Sequence]) -> bytes:
+def encode_headers(headers: Sequence | None) -> bytes:
     """Encode a record's headers: count, then (utf-8 key, nullable value) pairs."""
     if not headers:
         return b"\x00"
@@ -100,10 +106,10 @@ def _encode_fields(values, keys, deltas, offset_deltas: Sequence[bytes], headers
     return parts
 
 
-def encode_records(values: Sequence, keys: Optional[Sequence] = None,
-                   timestamp_deltas: Optional[Sequence] = None,
-                   offset_deltas: Optional[Sequence] = None,
-                   headers: Optional[Sequence] = None) -> bytes:
+def encode_records(values: Sequence, keys: Sequence | None = None,
+                   timestamp_deltas: Sequence | None = None,
+                   offset_deltas: Sequence | None = None,
+                   headers: Sequence | None = None) -> bytes:
     """Encode the records section of a batch (uncompressed) from parallel columns."""
     if offset_deltas is None and headers is None and keys is None and timestamp_deltas is None:
         return b"".join(_encode_values_only(values, b"\x00\x00"))
@@ -123,15 +129,15 @@ def _check_columns(n: int, **columns) -> None:
             raise ValueError(f"{name} has {len(col)} entries for {n} values")
 
 
-def build_batch(values: Sequence[Optional[bytes]], keys: Optional[Sequence] = None,
-                timestamps: Optional[Sequence[int]] = None, headers: Optional[Sequence] = None,
+def build_batch(values: Sequence[bytes | None], keys: Sequence | None = None,
+                timestamps: Sequence[int] | None = None, headers: Sequence | None = None,
                 *, base_offset: int = 0, codec: int = compression.NONE,
-                timestamp: Optional[int] = None, offset_deltas: Optional[Sequence[int]] = None,
+                timestamp: int | None = None, offset_deltas: Sequence[int] | None = None,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                 is_transactional: bool = False, is_control: bool = False,
                 timestamp_type: int = CREATE_TIME,
                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                compression_level: Optional[int] = None) -> bytes:
+                compression_level: int | None = None) -> bytes:
     """Encode one v2 record batch from parallel columns (values, keys, timestamps, headers).
 
     ``timestamps`` defaults to ``timestamp`` (or now, in ms) for every record; ``offset_deltas``
@@ -185,8 +191,8 @@ class RecordBatchBuilder:
         self.timestamps: list = []
         self.headers: list = []
 
-    def append(self, value: Optional[bytes], key: Optional[bytes] = None,
-               timestamp: Optional[int] = None, headers: Optional[Sequence] = None) -> int:
+    def append(self, value: bytes | None, key: bytes | None = None,
+               timestamp: int | None = None, headers: Sequence | None = None) -> int:
         """Add one record; return its offset delta within the batch."""
         self.values.append(value)
         self.keys.append(key)

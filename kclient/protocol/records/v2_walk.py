@@ -26,8 +26,6 @@ the batches it accepts), so those deltas are not read.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
-
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.records.common import corrupt
 from kclient.protocol.varint import ZIGZAG_DECODE, decode_varint
@@ -42,7 +40,7 @@ MAX_LAYOUTS = 8
 
 _ZD = ZIGZAG_DECODE
 #: (head width, offset delta width, tail end) -> {head + tail bytes: (size - 1, ts delta)}
-_CACHES: Dict[Tuple[int, int, int], dict] = {}
+_CACHES: dict[tuple[int, int, int], dict] = {}
 
 
 class Unusual(Exception):
@@ -50,7 +48,7 @@ class Unusual(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
-def _varint(buf, pos: int) -> Tuple[int, int]:
+def _varint(buf, pos: int) -> tuple[int, int]:
     """The varint at ``pos`` whose first byte is >= 128 (the walkers inline 1-byte ones)."""
     b2 = buf[pos + 1]
     if b2 < 128:
@@ -66,7 +64,7 @@ def _width(buf, pos: int) -> int:
     return end + 1 - pos
 
 
-def _stretch(i: int, count: int) -> Tuple[int, int]:
+def _stretch(i: int, count: int) -> tuple[int, int]:
     """``(width, stop)``: offset deltas ``i..stop-1`` (< count) are varints of ``width`` bytes."""
     if i < 64:
         return 1, min(count, 64)
@@ -77,7 +75,7 @@ def _stretch(i: int, count: int) -> Tuple[int, int]:
     raise Unusual
 
 
-def decode_headers(buf, pos: int, end: int) -> Tuple[list, int]:
+def decode_headers(buf, pos: int, end: int) -> tuple[list, int]:
     """Decode a record's header list (count, then key/value pairs) at ``pos``."""
     count, pos = decode_varint(buf, pos)
     if count < 0 or count > (end - pos) // 2:
@@ -176,7 +174,7 @@ def walk_general(buf, pos: int, count: int, ods: list, tss: list, keys: list, va
 
 
 def walk_sequential(buf, pos: int, start: int, count: int, vals: list, tss: list,
-                    keys: Optional[list] = None) -> int:
+                    keys: list | None = None) -> int:
     """Records ``start..count-1`` of a batch with offset deltas 0..n-1 and no headers.
 
     The offset delta is skipped by its width (1 byte below 64, 2 below 8192, ...), not decoded;
@@ -244,7 +242,7 @@ def walk_sequential(buf, pos: int, start: int, count: int, vals: list, tss: list
     return pos
 
 
-def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> Tuple[int, int, int]:
+def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> tuple[int, int, int]:
     """Decode record ``i`` at ``pos`` (a cache miss) with :func:`walk_general`, appending its
     value and timestamp delta; return ``(end, head, tail_end)``: where it ends, and its layout
     (the head is length + attributes + timestamp delta; the tail, after the ``odw``-byte offset
@@ -269,7 +267,7 @@ def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> Tuple[int,
     return end, head, t1
 
 
-def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> Tuple[int, int]:
+def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> tuple[int, int]:
     """Null keys, no headers, offset deltas 0..count-1: walk with the shape cache.
 
     Returns ``(end position, records walked)``.  A record that misses is decoded in full and
@@ -300,7 +298,7 @@ def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> Tuple[int, 
         get = cache.get
         misses += 1
         pos = end
-        for i in range(i + 1, stop):
+        for i in range(i + 1, stop):  # noqa: B007,B020 (i, the walk position, is read after)
             h = get(buf[pos:pos + head] + buf[pos + t0:pos + t1])
             if h is None:
                 break  # decoded (and its layout learnt) at the top of the outer loop
@@ -318,8 +316,8 @@ def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> Tuple[int, 
 
 # ----------------------------------------------------------------------------- a batch
 def decode_columns(buf, start: int, end: int, count: int, base_offset: int, sequential: bool
-                   ) -> Tuple[Optional[List[int]], List[int], Optional[list], list,
-                              Optional[list]]:
+                   ) -> tuple[list[int] | None, list[int], list | None, list,
+                              list | None]:
     """Decode the ``count`` records of ``buf[start:end]`` (a batch's records section, already
     decompressed) into ``(offset deltas, timestamp deltas, keys, values, headers)``.
 
@@ -332,7 +330,7 @@ def decode_columns(buf, start: int, end: int, count: int, base_offset: int, sequ
     if sequential:
         vals: list = []
         tss: list = []
-        keys: Optional[list] = None
+        keys: list | None = None
         try:
             try:
                 stop, done = walk_cached(buf, start, count, vals, tss)
