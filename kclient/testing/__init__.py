@@ -4,10 +4,24 @@ tansu, ZooKeeper, the mini-broker in its own process, and Apache Kafka (KRaft or
 from __future__ import annotations
 
 from .kafka import KafkaNode, KafkaServer
-from .kafka_dist import (kafka_cache, kafka_java, kafka_problem, kafka_version, kafka_versions,
-                         run_kafka_tool, start_kafka_tool)
-from .servers import (MiniBrokerProcess, TansuServer, ZooKeeperServer, free_port, tansu_binary,
-                      wait_for_port, zookeeper_available)
+from .kafka_dist import (
+                         kafka_cache,
+                         kafka_java,
+                         kafka_problem,
+                         kafka_version,
+                         kafka_versions,
+                         run_kafka_tool,
+                         start_kafka_tool,
+)
+from .servers import (
+                         MiniBrokerProcess,
+                         TansuServer,
+                         ZooKeeperServer,
+                         free_port,
+                         tansu_binary,
+                         wait_for_port,
+                         zookeeper_available,
+)
 
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
            "MiniBrokerProcess", "zookeeper_available", "KafkaServer", "KafkaNode", "kafka_cache",
