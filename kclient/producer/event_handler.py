@@ -38,7 +38,7 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import PRODUCE
-from kclient.protocol.compression import codec_id
+from kclient.protocol.compression import CODEC_IDS
 
 from .batches import PartitionBatch
 from .callback import EventHandler
@@ -111,10 +111,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         interval = cfg["topic.metadata.refresh.interval.ms"]
         self.refresh_interval = interval / 1000.0 if interval >= 0 else None
         self.max_message_bytes = cfg["message.max.bytes"]
-        self.codec = codec_id(cfg["compression.codec"])
+        self.codec = CODEC_IDS[cfg["compression.codec"]]  # a name the config already checked
         self.compressed_topics = frozenset(cfg["compressed.topics"])
         self.max_in_flight = max(1, int(getattr(context, "max_in_flight", 5)))
-        self.connection_options = dict(getattr(context, "connection_options", {}) or {})
         #: backoff before a retry, as a tenacity wait strategy (fixed, as the 0.8 producer)
         self.wait = tenacity.wait_fixed(self.backoff)
         self._raw_values = type(self.encoder) is DefaultEncoder
@@ -268,7 +267,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             if conn is not None:
                 self._connection_failed(conn, KafkaConnectionError(
                     conn.host, conn.port, "broker moved"))
-            conn = BrokerConnection(info.host, info.port, node_id=node, **self.connection_options)
+            conn = BrokerConnection(info.host, info.port, self.cluster.settings, node_id=node)
             self._conns[node] = conn
         if not conn.connected:
             conn.connect()
