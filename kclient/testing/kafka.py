@@ -269,7 +269,7 @@ class KafkaServer:
     def log_paths(self) -> list[Path]:
         return [n.log_path for n in self.nodes]
 
-    def tails(self, lines: int = 40) -> str:
+    def tails(self, lines: int = 25) -> str:
         """The last ``lines`` of every node's log, each under its path."""
         return "\n".join(f"--- {n.log_path} (last {lines} lines)\n{n.tail(lines)}"
                          for n in self.nodes)
