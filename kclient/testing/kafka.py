@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool
+from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool, start_kafka_tool
 from .servers import ZooKeeperServer, free_port
 
 __all__ = ["KafkaServer", "KafkaNode"]
@@ -277,3 +277,7 @@ class KafkaServer:
     def run_tool(self, main: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
         """Run one of Kafka's tool classes (same version as the brokers) to completion."""
         return run_kafka_tool(self.version, main, *args, **kwargs)
+
+    def start_tool(self, main: str, *args: str, **popen) -> subprocess.Popen:
+        """Start one of Kafka's tools (same version as the brokers) in the background."""
+        return start_kafka_tool(self.version, main, *args, **popen)
