@@ -7,6 +7,8 @@ flexible versions' compact types and tagged-field sections (KIP-482).
 from __future__ import annotations
 
 import copy
+import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -17,6 +19,10 @@ from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Type, read_tagged_fields
 __all__ = ["Field", "Api", "Struct", "StructType", "parse_versions"]
 
 MAX_VERSION = 0x7FFF
+#: At most one log line per (API, version, side) in this many seconds about ignored trailing bytes.
+TRAILING_LOG_INTERVAL = 60.0
+
+log = logging.getLogger("kclient.protocol")
 
 
 def parse_versions(spec: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -211,15 +217,42 @@ class Api:
         self._response_codec(version).write(body, out)
         return out
 
-    def decode_request(self, version: int, buf, pos: int = 0) -> Struct:
-        return _decode_all(self._request_codec(version), buf, pos, f"{self.name} v{version} request")
+    def decode_request(self, version: int, buf, pos: int = 0, *, strict: bool = False) -> Struct:
+        """Decode a request body as Kafka does: the declared fields, unknown tags skipped and
+        trailing bytes ignored (logged at debug); ``strict`` makes trailing bytes an error."""
+        return _decode_all(self, self._request_codec(version), buf, pos, version, "request",
+                           strict)
 
-    def decode_response(self, version: int, buf, pos: int = 0) -> Struct:
-        return _decode_all(self._response_codec(version), buf, pos, f"{self.name} v{version} response")
+    def decode_response(self, version: int, buf, pos: int = 0, *, strict: bool = False) -> Struct:
+        """Decode a response body, as leniently as :meth:`decode_request`."""
+        return _decode_all(self, self._response_codec(version), buf, pos, version, "response",
+                           strict)
 
 
-def _decode_all(codec: StructType, buf, pos: int, what: str) -> Struct:
+_trailing_logged: dict[tuple[str, int, str], float] = {}
+
+
+def _decode_all(api: Api, codec: StructType, buf, pos: int, version: int, side: str,
+                strict: bool) -> Struct:
     value, end = codec.read(buf, pos)
     if end != len(buf):
-        raise ProtocolDecodeError(f"{what}: {len(buf) - end} unexpected trailing bytes")
+        extra = len(buf) - end
+        if strict:
+            raise ProtocolDecodeError(
+                f"{api.name} v{version} {side}: {extra} unexpected trailing bytes")
+        _note_trailing(api.name, version, side, extra)
     return value
+
+
+def _note_trailing(name: str, version: int, side: str, extra: int) -> None:
+    """Log ignored trailing bytes at debug, at most once per API/version/side per interval."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    key = (name, version, side)
+    now = time.monotonic()
+    last = _trailing_logged.get(key)
+    if last is not None and now - last < TRAILING_LOG_INTERVAL:
+        return
+    _trailing_logged[key] = now
+    log.debug("%s v%d %s: ignored %d trailing bytes (as Kafka does; logged at most once "
+              "per %.0f s)", name, version, side, extra, TRAILING_LOG_INTERVAL)
