@@ -9,11 +9,11 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .connection import BrokerConnection
+from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
     KafkaError,
     LeaderNotAvailableError,
@@ -24,8 +24,7 @@ from .errors import (
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
 from .protocol.schema import Struct
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap",
-           "connection_options"]
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +59,6 @@ class TopicInfo:
     is_internal: bool = False
 
 
-def connection_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """BrokerConnection keyword arguments from a loaded producer/consumer Config."""
-    return {
-        "client_id": config.get("client.id") or "kclient",
-        "connect_timeout_ms": config.get("connect.timeout.ms", 10000),
-        "request_timeout_ms": config.get("socket.timeout.ms", 30000),
-        "api_version_request": config.get("api.version.request", True),
-        "broker_version_fallback": config.get("broker.version.fallback", "0.10.0"),
-        "send_buffer_bytes": config.get("socket.send.buffer.bytes"),
-        "receive_buffer_bytes": config.get("socket.receive.buffer.bytes"),
-    }
-
-
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     """Parse "h1:p1,h2:p2" (or a list) into (host, port) pairs; a clear error otherwise."""
     items = servers.split(",") if isinstance(servers, str) else list(servers)
@@ -90,11 +76,16 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
 
 
 class Cluster:
-    """Known brokers and topic metadata, with one pooled connection per broker."""
+    """Known brokers and topic metadata, with one pooled connection per broker.
 
-    def __init__(self, bootstrap: str | Iterable[str], **connection_options: Any):
+    Every connection uses ``settings`` (with keyword ``overrides`` of its fields applied).
+    """
+
+    def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings | None = None,
+                 **overrides: Any):
         self.bootstrap = parse_bootstrap(bootstrap)
-        self.options = connection_options
+        settings = settings or ConnectionSettings()
+        self.settings = settings.replace(**overrides) if overrides else settings
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.controller_id = -1
@@ -123,8 +114,8 @@ class Cluster:
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
                 conn.close()
-            conn = BrokerConnection(host, port, node_id=key if isinstance(key, int) else None,
-                                    **self.options)
+            conn = BrokerConnection(host, port, self.settings,
+                                    node_id=key if isinstance(key, int) else None)
             self._conns[key] = conn
         if not conn.connected:
             conn.connect()

@@ -6,44 +6,90 @@ disconnects into clear errors that fail every request still waiting.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import struct
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
-from .protocol.apis import API_VERSIONS, APIS
+from .protocol.apis import API_VERSIONS
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
-from .protocol.versions import fallback_versions, pick_version
+from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
 
-__all__ = ["BrokerConnection"]
+__all__ = ["BrokerConnection", "ConnectionSettings"]
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 
 
-class BrokerConnection:
-    """One TCP connection to a broker; thread-safe for concurrent send and receive."""
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What every broker connection of one client shares, resolved once from its config.
 
-    def __init__(self, host: str, port: int, *, node_id: int | None = None,
-                 client_id: str = "kclient", connect_timeout_ms: int = 10000,
-                 request_timeout_ms: int = 30000, api_version_request: bool = True,
-                 broker_version_fallback: str = "0.9.0", max_frame: int = DEFAULT_MAX_FRAME,
-                 send_buffer_bytes: int | None = None, receive_buffer_bytes: int | None = None):
+    Built by :meth:`from_config` (producer, consumer connector) or from a SimpleConsumer's
+    arguments, then handed down to every :class:`BrokerConnection` that client opens.
+    """
+
+    client_id: str = "kclient"
+    connect_timeout_ms: int = 10000
+    request_timeout_ms: int = 30000
+    api_version_request: bool = True
+    broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK
+    max_frame: int = DEFAULT_MAX_FRAME
+    send_buffer_bytes: int | None = None
+    receive_buffer_bytes: int | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> ConnectionSettings:
+        """The settings a loaded producer or consumer config names (``overrides`` win)."""
+        settings = cls(
+            client_id=config["client.id"] or "kclient",
+            connect_timeout_ms=config["connect.timeout.ms"],
+            request_timeout_ms=config["socket.timeout.ms"],
+            api_version_request=config["api.version.request"],
+            broker_version_fallback=str(config["broker.version.fallback"]),
+            send_buffer_bytes=config["socket.send.buffer.bytes"],
+            receive_buffer_bytes=config["socket.receive.buffer.bytes"])
+        return settings.replace(**overrides) if overrides else settings
+
+    def replace(self, **changes: Any) -> ConnectionSettings:
+        """A copy with ``changes`` (field names) applied."""
+        return dataclasses.replace(self, **changes)
+
+
+_DEFAULT_SETTINGS = ConnectionSettings()
+
+
+class BrokerConnection:
+    """One TCP connection to a broker; thread-safe for concurrent send and receive.
+
+    ``settings`` is shared by every connection of a client; keyword ``overrides`` (field names
+    of :class:`ConnectionSettings`) adjust it for this connection alone.
+    """
+
+    def __init__(self, host: str, port: int, settings: ConnectionSettings | None = None, *,
+                 node_id: int | None = None, **overrides: Any):
+        settings = settings or _DEFAULT_SETTINGS
+        if overrides:
+            settings = settings.replace(**overrides)
+        self.settings = settings
         self.host, self.port, self.node_id = host, int(port), node_id
-        self.client_id = client_id
-        self.connect_timeout = connect_timeout_ms / 1000.0
-        self.request_timeout = request_timeout_ms / 1000.0
-        self.api_version_request = api_version_request
-        self.broker_version_fallback = broker_version_fallback
-        self.max_frame = max_frame
-        self._bufsizes = (send_buffer_bytes, receive_buffer_bytes)
+        self.client_id = settings.client_id
+        self.connect_timeout = settings.connect_timeout_ms / 1000.0
+        self.request_timeout = settings.request_timeout_ms / 1000.0
+        self.api_version_request = settings.api_version_request
+        self.broker_version_fallback = settings.broker_version_fallback
+        self.max_frame = settings.max_frame
+        self._bufsizes = (settings.send_buffer_bytes, settings.receive_buffer_bytes)
         self.versions: dict[int, tuple[int, int]] = {}
         self._sock: socket.socket | None = None
-        self._protocol = ClientProtocol(client_id, max_frame)
+        self._protocol = ClientProtocol(self.client_id, self.max_frame)
         self._responses: dict[int, Struct] = {}
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
@@ -209,5 +255,3 @@ class BrokerConnection:
     def in_flight(self) -> int:
         return self._protocol.in_flight
 
-    def supports(self, api_key: int) -> bool:
-        return api_key in self.versions and api_key in APIS

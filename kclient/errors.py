@@ -107,7 +107,12 @@ class FailedToSendMessageError(KafkaError):
 
 
 class QueueFullError(KafkaError):
-    """The async producer's queue stayed full for ``queue.enqueue.timeout.ms``."""
+    """The async producer's queue stayed full for ``queue.enqueue.timeout.ms``.
+
+    ``not_queued`` holds the messages (ProducerData) of the call that were not queued.
+    """
+
+    not_queued: list[Any] = []
 
 
 class ConsumerTimeoutError(KafkaError):

@@ -1,9 +1,9 @@
-"""ConsumerConnector: the high-level consumer's shared machinery, and ``create(config)``.
+"""ConsumerConnector: the high-level consumer's shared machinery.
 
-``create`` returns a :class:`~kclient.consumer.zk_connector.ZookeeperConsumerConnector` when
-``zookeeper.connect`` is set (Kafka 0.8's ZooKeeper-coordinated group) and a
-:class:`~kclient.consumer.group_connector.GroupConsumerConnector` otherwise (the same API and
-assignment, coordinated by the broker's group coordinator).
+Its subclasses are :class:`~kclient.consumer.zk_connector.ZookeeperConsumerConnector` (Kafka
+0.8's ZooKeeper-coordinated group) and
+:class:`~kclient.consumer.group_connector.GroupConsumerConnector` (the same API and assignment,
+coordinated by the broker's group coordinator); ``kclient.consumer.create`` picks one.
 
 This base class owns what both share: the streams and their queues, the registry of owned
 partitions (:class:`PartitionTopicInfo` with consumed offsets), the fetcher manager, the offset
@@ -25,6 +25,7 @@ from typing import Any
 
 from kclient.cluster import Cluster
 from kclient.config import load_config
+from kclient.connection import ConnectionSettings
 from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
 
 from .assignment import thread_ids
@@ -33,7 +34,7 @@ from .offsets import OffsetStore
 from .stream import SHUTDOWN, ErrorChunk, KafkaStream, PartitionTopicInfo
 from .topic_filter import TopicFilter
 
-__all__ = ["ConsumerConnector", "create", "generate_consumer_id"]
+__all__ = ["ConsumerConnector", "generate_consumer_id", "connection_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +47,12 @@ def generate_consumer_id(group: str, consumer_id: str | None = None) -> str:
             f"{uuid.uuid4().hex[:8]}")
 
 
-def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:
-    """A connector for ``config`` (``zookeeper.connect`` decides how the group coordinates)."""
-    conf = load_config("consumer", config, **overrides)
-    conf.require_one_of("zookeeper.connect", "metadata.broker.list")
-    if conf["zookeeper.connect"]:
-        from .zk_connector import ZookeeperConsumerConnector
-        return ZookeeperConsumerConnector(conf)
-    from .group_connector import GroupConsumerConnector
-    return GroupConsumerConnector(conf)
-
-
-def conn_options(conf) -> dict:
-    """BrokerConnection keyword arguments from consumer config."""
-    return {"client_id": conf["client.id"] or conf["group.id"],
-            "connect_timeout_ms": conf["connect.timeout.ms"],
-            "request_timeout_ms": max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000),
-            "api_version_request": conf["api.version.request"],
-            "broker_version_fallback": str(conf["broker.version.fallback"]),
-            "receive_buffer_bytes": conf["socket.receive.buffer.bytes"]}
+def connection_settings(conf: Mapping[str, Any]) -> ConnectionSettings:
+    """Every broker connection's settings, from a loaded consumer config: the read timeout
+    leaves room for a long-poll fetch (``fetch.wait.max.ms``)."""
+    return ConnectionSettings.from_config(
+        conf, client_id=conf["client.id"] or conf["group.id"],
+        request_timeout_ms=max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000))
 
 
 class ConsumerConnector:
@@ -79,7 +67,7 @@ class ConsumerConnector:
         self.group = conf["group.id"]
         self.consumer_id = generate_consumer_id(self.group, conf["consumer.id"])
         self.client_id = conf["client.id"] or self.group
-        self.conn_options = conn_options(conf)
+        self.settings = connection_settings(conf)
         self.key_decoder = conf.create("key.decoder.class")
         self.value_decoder = conf.create("value.decoder.class")
         self.strategy = conf["partition.assignment.strategy"]
@@ -279,7 +267,7 @@ class ConsumerConnector:
     def _start_fetchers(self) -> None:
         if self.fetcher is None:
             self.fetcher = ConsumerFetcherManager(self.cluster, self.config, self.client_id,
-                                                  self.conn_options)
+                                                  self.settings)
         if self.registry and not self._shutting_down.is_set():
             self.fetcher.start_connections(self.registry.values())
 

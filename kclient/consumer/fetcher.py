@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from itertools import islice, repeat
 
 from kclient.cluster import BrokerInfo, Cluster
-from kclient.connection import BrokerConnection
+from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import (
     CorruptRecordError,
     KafkaError,
@@ -80,8 +80,8 @@ class ConsumerFetcherThread(threading.Thread):
                               f"{broker.node_id}", daemon=True)
         self.manager, self.broker = manager, broker
         c = manager.config
-        self.conn = BrokerConnection(broker.host, broker.port, node_id=broker.node_id,
-                                     **manager.conn_options)
+        self.conn = BrokerConnection(broker.host, broker.port, manager.settings,
+                                     node_id=broker.node_id)
         self.fetcher = _Fetcher(self.conn, max_wait_ms=c["fetch.wait.max.ms"],
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
@@ -238,9 +238,9 @@ class ConsumerFetcherManager:
     """Finds leaders for the owned partitions and runs one fetcher thread per broker."""
 
     def __init__(self, cluster: Cluster, config, client_id: str = "",
-                 conn_options: dict | None = None) -> None:
+                 settings: ConnectionSettings | None = None) -> None:
         self.cluster, self.config, self.client_id = cluster, config, client_id
-        self.conn_options = conn_options or {}
+        self.settings = settings or cluster.settings
         self.num_fetchers = config["num.consumer.fetchers"]
         self.backoff = config["refresh.leader.backoff.ms"] / 1000.0
         self._cond = threading.Condition()

@@ -126,15 +126,14 @@ class GroupConsumerConnector(ConsumerConnector):
         super().__init__(config, **overrides)
         c = self.config
         c.require("metadata.broker.list")
-        self.cluster = Cluster([f"{h}:{p}" for h, p in c["metadata.broker.list"]],
-                               **self.conn_options)
+        self.cluster = Cluster([f"{h}:{p}" for h, p in c["metadata.broker.list"]], self.settings)
         self.session_timeout = c["session.timeout.ms"]
         self.heartbeat_interval = c["heartbeat.interval.ms"] / 1000.0
-        coord_options = dict(self.conn_options)
-        coord_options["request_timeout_ms"] = max(coord_options["request_timeout_ms"],
-                                                  2 * self.session_timeout + 5000)
+        # JoinGroup may be held by the coordinator for up to a rebalance (two sessions)
+        coord_settings = self.settings.replace(request_timeout_ms=max(
+            self.settings.request_timeout_ms, 2 * self.session_timeout + 5000))
         self.coordinator = Coordinator(self.cluster, self.group, c["retry.backoff.ms"],
-                                       c["offsets.commit.max.retries"], **coord_options)
+                                       c["offsets.commit.max.retries"], coord_settings)
         self.generation_id, self.member_id = -1, ""
         self.offset_store = KafkaOffsetStore(self.coordinator, self.group, self._generation,
                                              c["offsets.commit.max.retries"],

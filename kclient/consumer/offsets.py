@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kclient.cluster import Cluster
-from kclient.connection import BrokerConnection
+from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -85,11 +85,11 @@ class Coordinator:
     """The group coordinator broker: found with FindCoordinator, rediscovered when it moves."""
 
     def __init__(self, cluster: Cluster, group: str, backoff_ms: int = 1000,
-                 retries: int = 5, **conn_options) -> None:
+                 retries: int = 5, settings: ConnectionSettings | None = None) -> None:
         self.cluster, self.group = cluster, group
         self.backoff = backoff_ms / 1000.0
         self.retries = retries
-        self._conn_options = conn_options
+        self.settings = settings or cluster.settings
         self._conn: BrokerConnection | None = None
         self.node_id: int | None = None
         self._lock = threading.RLock()
@@ -102,8 +102,7 @@ class Coordinator:
                 FIND_COORDINATOR, {"key": self.group, "key_type": 0})
             if resp.error_code:
                 raise error_for_code(resp.error_code)(f"finding the coordinator of {self.group!r}")
-            conn = BrokerConnection(resp.host, resp.port, node_id=resp.node_id,
-                                    **self._conn_options)
+            conn = BrokerConnection(resp.host, resp.port, self.settings, node_id=resp.node_id)
             conn.connect()
             self._conn, self.node_id = conn, resp.node_id
             return conn
@@ -221,7 +220,7 @@ class DualOffsetStore(OffsetStore):
 
 def make_offset_store(config, group: str, zk=None, cluster: Cluster | None = None,
                       generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
-                      conn_options: dict | None = None) -> OffsetStore:
+                      settings: ConnectionSettings | None = None) -> OffsetStore:
     """The store ``offsets.storage`` / ``dual.commit.enabled`` ask for."""
     if config["offsets.storage"] == "zookeeper":
         if zk is None:
@@ -230,7 +229,7 @@ def make_offset_store(config, group: str, zk=None, cluster: Cluster | None = Non
     if cluster is None:
         raise KafkaError("offsets.storage=kafka needs brokers")
     coord = Coordinator(cluster, group, config["offsets.channel.backoff.ms"],
-                        config["offsets.commit.max.retries"], **(conn_options or {}))
+                        config["offsets.commit.max.retries"], settings)
     kafka = KafkaOffsetStore(coord, group, generation, config["offsets.commit.max.retries"],
                              config["offsets.channel.backoff.ms"])
     if config["dual.commit.enabled"] and zk is not None:

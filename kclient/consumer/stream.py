@@ -20,7 +20,7 @@ import queue
 import threading
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import Any
@@ -241,8 +241,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
     """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
 
     def __init__(self, chunk_queue: queue.Queue, consumer_timeout_ms: int = -1,
-                 key_decoder: Any = None, value_decoder: Any = None, client_id: str = "",
-                 on_error: Callable[[], BaseException | None] | None = None) -> None:
+                 key_decoder: Any = None, value_decoder: Any = None, client_id: str = "") -> None:
         self.queue = chunk_queue
         self.consumer_timeout_ms = consumer_timeout_ms
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0

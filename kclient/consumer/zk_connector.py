@@ -56,10 +56,10 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._registered_session: int | None = None
         self._registered_at = int(time.time() * 1000)
         # placeholder bootstrap; the broker registry replaces it before any request
-        self.cluster = Cluster("127.0.0.1:1", **self.conn_options)
+        self.cluster = Cluster("127.0.0.1:1", self.settings)
         self._refresh_bootstrap()
         self.offset_store = make_offset_store(c, self.group, zk=self.zk, cluster=self.cluster,
-                                              conn_options=self.conn_options)
+                                              settings=self.settings)
         self.executor = RebalanceExecutor(self.consumer_id, self._synced_rebalance, self._surface,
                                           self._shutting_down,
                                           retry_after_failure_s=self._retry_after(),

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from kclient.cluster import BrokerInfo
-from kclient.connection import BrokerConnection
+from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -34,6 +34,7 @@ from kclient.protocol.apis import (
     OFFSET_FETCH,
 )
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
+from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
@@ -110,16 +111,17 @@ class SimpleConsumer:
                  max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, prefetch: bool = True,
                  fetch_version: int | None = None, validate_crc: bool = True,
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                 api_version_request: bool = True, broker_version_fallback: str = "0.9.0",
+                 api_version_request: bool = True,
+                 broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
                  connect_timeout_ms: int = 10000) -> None:
         self.host, self.port = host, int(port)
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
-        self._conn_options = dict(
+        self.settings = ConnectionSettings(
             client_id=client_id or "kclient", request_timeout_ms=so_timeout,
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None)
-        self._conn = BrokerConnection(self.host, self.port, **self._conn_options)
+        self._conn = BrokerConnection(self.host, self.port, self.settings)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
@@ -339,8 +341,7 @@ class SimpleConsumer:
             if (info.host, info.port) == (self.host, self.port):
                 self._fetcher.discard_prefetch()
                 return self._connected()
-            conn = BrokerConnection(info.host, info.port, node_id=info.node_id,
-                                   **self._conn_options)
+            conn = BrokerConnection(info.host, info.port, self.settings, node_id=info.node_id)
             conn.connect()
             self._coordinators[group] = conn
             return conn

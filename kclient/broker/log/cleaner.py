@@ -117,20 +117,30 @@ class LogCleaner:
         """Clean the filthiest log once; what was cleaned, or None when nothing needed it."""
         now = now_ms() if now is None else now
         with self._lock:
-            target = self.filthiest(now)
-            if target is None:
-                return None
-            try:
-                end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
-                                throttle=Throttler(self.io_rate, self._stop))
-            except (CleaningAborted, OSError) as exc:
-                if not (target.log.closed or self._stop.is_set()):
-                    raise
-                log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
-                return None
-            live = [_key(each) for each in self.logs() if not each.closed]
-            self.checkpoint.update(_key(target.log), end, live)
-            self.rounds += 1
+            return self._clean(self.filthiest(now), now)
+
+    def clean(self, each: Log, now: int | None = None) -> Cleanable | None:
+        """Clean ``each`` now whatever its dirty ratio (None when nothing of it is dirty)."""
+        now = now_ms() if now is None else now
+        with self._lock:
+            target = cleanable(each, self.checkpoint.get(_key(each)), now)
+            return self._clean(target if target.dirty_bytes else None, now)
+
+    def _clean(self, target: Cleanable | None, now: int) -> Cleanable | None:
+        """One round on ``target`` (lock held); the checkpoint moves on afterwards."""
+        if target is None:
+            return None
+        try:
+            end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
+                            throttle=Throttler(self.io_rate, self._stop))
+        except (CleaningAborted, OSError) as exc:
+            if not (target.log.closed or self._stop.is_set()):
+                raise
+            log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
+            return None
+        live = [_key(each) for each in self.logs() if not each.closed]
+        self.checkpoint.update(_key(target.log), end, live)
+        self.rounds += 1
         log.info("cleaned %s: first dirty offset %d -> %d (ratio was %.2f)",
                  target.log.directory.name, target.first_dirty, end, target.ratio)
         return target
