@@ -10,7 +10,10 @@ algorithms as the ZooKeeper connector, over the same string-sorted thread ids
 Wire format: the standard consumer-protocol Subscription (version 0: topics, user data) and
 Assignment (version 0: topic partitions, user data), so tools that decode group metadata work;
 the Subscription's user data is the member's registration JSON (as written to ZooKeeper, plus
-``consumer_id``), the Assignment's user data maps each partition to its thread id.
+``consumer_id``), the Assignment's user data maps each partition to its thread id.  Members of
+other clients (the Java consumer, whose protocols include ``range`` and ``roundrobin``) share the
+group: a kclient leader counts each as one thread over the topics its Subscription lists, and a
+kclient member assigned by a Java leader spreads its partitions over its own threads (range).
 
 Safety steps are the ZooKeeper connector's: before rejoining, fetchers stop, queues and streams
 are cleared, and offsets are committed when auto-commit is on (with the old generation).  A
@@ -119,6 +122,14 @@ def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
     return parts, r.bytes()
 
 
+def _json(data: bytes):
+    """Parsed JSON user data, or None (empty, or not JSON: written by another client)."""
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return None
+
+
 class GroupConsumerConnector(ConsumerConnector):
     """A consumer group coordinated by the broker (no ZooKeeper)."""
 
@@ -208,9 +219,7 @@ class GroupConsumerConnector(ConsumerConnector):
             return False
         if sync.error_code:
             raise error_for_code(sync.error_code)(f"SyncGroup of {self.group!r}")
-        _, user_data = decode_assignment(sync.assignment)
-        owned = json.loads(user_data) if user_data else {}
-        mine = {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
+        mine = self._owned(*decode_assignment(sync.assignment))
         offsets = self.offset_store.fetch(mine) if mine else {}
         if self._shutting_down.is_set():
             return False
@@ -246,13 +255,17 @@ class GroupConsumerConnector(ConsumerConnector):
         consumers: dict[str, list[str]] = {}
         member_of: dict[str, str] = {}
         for m in members:
-            _, user = decode_subscription(m.metadata)
-            reg = json.loads(user)
-            cid = reg["consumer_id"]
+            topics, user = decode_subscription(m.metadata)
+            reg = _json(user)
+            if isinstance(reg, dict) and "consumer_id" in reg and "subscription" in reg:
+                cid = reg["consumer_id"]
+                wanted = topic_thread_ids(cid, reg.get("pattern", "static"), reg["subscription"],
+                                          all_topics, self.exclude_internal)
+            else:   # another client (the Java consumer): one thread, the topics it listed
+                cid = m.member_id
+                wanted = {t: [f"{cid}-0"] for t in topics if t in all_topics}
             member_of[cid] = m.member_id
-            for topic, threads in topic_thread_ids(cid, reg.get("pattern", "static"),
-                                                   reg["subscription"], all_topics,
-                                                   self.exclude_internal).items():
+            for topic, threads in wanted.items():
                 consumers.setdefault(topic, []).extend(threads)
         consumers = {t: sorted(ts) for t, ts in consumers.items()}
         partitions = {t: sorted(self.cluster.topics[t].partitions)
@@ -268,6 +281,25 @@ class GroupConsumerConnector(ConsumerConnector):
             out.append({"member_id": member,
                         "assignment": encode_assignment(parts, kafka_json(owned).encode())})
         return out
+
+    def _owned(self, partitions: dict[str, list[int]], user_data: bytes
+               ) -> dict[tuple[str, int], str]:
+        """Our partitions and the thread of each: as a kclient leader wrote them in the user
+        data, or, from another client's leader (Java's assignors), spread over our threads."""
+        owned = _json(user_data)
+        if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()):
+            return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
+        pattern, subscription = self.subscription
+        threads = topic_thread_ids(self.consumer_id, pattern, subscription, list(partitions),
+                                   self.exclude_internal)
+        mine: dict[tuple[str, int], str] = {}
+        for topic, parts in partitions.items():
+            if topic not in threads:
+                log.warning("%s: assigned %s, which it did not subscribe to; ignored",
+                            self.consumer_id, topic)
+                continue
+            mine.update(assign("range", {topic: sorted(threads[topic])}, {topic: parts}))
+        return mine
 
     def commit_offsets(self) -> None:
         """Commit; if the group moved to a new generation, rejoin and raise the broker's error.

@@ -8,8 +8,9 @@ reader all read through it.
 
 What it adds to a bare Fetch:
 
-* **Oversized messages.**  A partition whose response holds no complete entry but a partial one
-  (the first message is larger than the fetch size) is fetched again with the size doubled -
+* **Oversized messages.**  A partition whose response holds no complete entry but a partial one,
+  or nothing at all below the high watermark (real Kafka at Fetch v0-v2 sends no bytes when the
+  first message is larger than the fetch size), is fetched again with the size doubled -
   as often as needed to cover the entry's size when its header arrived, in one retry - up to
   ``max_buffer_size``; past that bound it fails with ``MessageSizeTooLargeError``.  A broker
   that returns an oversized first batch whole (Fetch v3+, KIP-74) gets the same bound applied.
@@ -219,8 +220,10 @@ class Fetcher:
                                                _too_large(r, first, bound, delivered=True),
                                                ms.high_watermark)
                     continue
-                if not ms.buffer:
-                    continue  # nothing there (yet)
+                if not ms.buffer and not 0 <= r.offset < ms.high_watermark:
+                    continue  # nothing there (yet); below the high watermark an empty answer
+                    # means the first message did not fit (Fetch v0-v2, or not the first
+                    # partition of a v3+ answer): grow as for a partial one
                 needed = ms.incomplete_size
                 size = sizes[i]
                 if size >= bound or (needed is not None and needed > bound):
