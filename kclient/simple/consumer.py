@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
@@ -35,12 +35,18 @@ from kclient.protocol.apis import (
     OFFSET_FETCH,
 )
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
-from kclient.protocol.schema import Struct
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 from .messages import MessageAndOffset
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import (
+        FindCoordinatorResponse,
+        ListOffsetsResponse,
+        MetadataResponse,
+    )
 
 __all__ = ["SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse",
            "OffsetAndMetadata"]
@@ -262,7 +268,7 @@ class SimpleConsumer:
     def _leaders(self, topics: Iterable[str]
                  ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
         """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
-        def ask(conn: BrokerConnection) -> Struct:
+        def ask(conn: BrokerConnection) -> MetadataResponse:
             self._fetcher.discard_prefetch()
             return conn.request(METADATA, {"topics": [{"name": t} for t in sorted(topics)],
                                            "allow_auto_topic_creation": False})
@@ -301,7 +307,7 @@ class SimpleConsumer:
 
     def _list_offsets(self, topic: str, partition: int, time: int, max_num_offsets: int,
                       version: int | None) -> list[int]:
-        def ask(conn: BrokerConnection) -> tuple[int, Struct]:
+        def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
             body = {"replica_id": -1, "isolation_level": 0, "topics": [
@@ -329,7 +335,7 @@ class SimpleConsumer:
 
     def find_coordinator(self, group: str) -> BrokerInfo:
         """The broker coordinating ``group`` (its offset manager)."""
-        def ask(conn: BrokerConnection) -> Struct:
+        def ask(conn: BrokerConnection) -> FindCoordinatorResponse:
             self._fetcher.discard_prefetch()
             return conn.request(FIND_COORDINATOR, {"key": group, "key_type": 0})
         resp = self._call(ask)
