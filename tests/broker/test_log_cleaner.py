@@ -118,6 +118,9 @@ def test_manager_cleaner_thread_and_topic_deletion(tmp_path):
         assert not (tmp_path / "doomed-0").exists()
         text = (tmp_path / "cleaner-offset-checkpoint").read_text()
         assert "keep 0" in text and "doomed" not in text
+        manager.delete_topic("keep")
+        assert manager.cleaner.checkpoint.get(("keep", 0)) == 0
+        assert "keep" not in (tmp_path / "cleaner-offset-checkpoint").read_text()
     finally:
         manager.close()
 
