@@ -249,6 +249,7 @@ class SimpleConsumer:
             if topic is None or partition is None:
                 continue                               # not fetched by partition: nothing to name
             tp = f"{topic}-{partition}"
+            err: BrokerResponseError
             if (topic, partition) not in leaders:
                 err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
                                                    f"(asked {here})")
@@ -261,7 +262,7 @@ class SimpleConsumer:
                     continue  # leadership is moving to this broker, or unknown: keep the error
                 err = NotLeaderForPartitionError(
                     f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}")
-                err.leader = info
+                err.leader = info  # type: ignore[attr-defined]  # the 0.8 API's extra attribute
             err.topic, err.partition, err.offset = topic, partition, ms.fetch_offset
             ms.error = err
 
@@ -320,13 +321,13 @@ class SimpleConsumer:
                 if t.name != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    err = error_for_code(p.error_code)(
+                    err: BaseException = error_for_code(p.error_code)(
                         f"{topic}-{partition}: offsets before {time}")
                     if isinstance(err, _LEADER_ERRORS):
                         probe = ByteBufferMessageSet(b"", -1, topic=topic, partition=partition,
                                                      error=err)
                         self._name_leaders([probe])
-                        err = probe.error
+                        err = probe.error or err
                     raise err
                 if version == 0:
                     return sorted(p.old_style_offsets, reverse=True)[:max_num_offsets]
@@ -411,7 +412,7 @@ class SimpleConsumer:
         errors = self._with_coordinator(group, commit)
         if errors:
             first = next(iter(errors.values()))
-            first.errors = errors
+            first.errors = errors  # type: ignore[attr-defined]  # every partition's, for callers
             raise first
 
     def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
