@@ -91,13 +91,13 @@ class Cluster:
         self.controller_id = -1
         self.cluster_id: str | None = None
         self.last_refresh = 0.0
-        self._conns: dict[Any, BrokerConnection] = {}
+        self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
 
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- connections -------------------------------------------------------------------------
@@ -109,7 +109,7 @@ class Cluster:
                 raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
             return self._connect(node_id, info.host, info.port)
 
-    def _connect(self, key: Any, host: str, port: int) -> BrokerConnection:
+    def _connect(self, key: int | str, host: str, port: int) -> BrokerConnection:
         conn = self._conns.get(key)
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
@@ -123,10 +123,11 @@ class Cluster:
 
     def any_connection(self) -> BrokerConnection:
         """A connection to some live broker: known brokers first, then the bootstrap list."""
-        candidates = [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+        candidates: list[tuple[int | str, str, int]] = [
+            (b.node_id, b.host, b.port) for b in self.brokers.values()]
         random.shuffle(candidates)
         candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
-        errors = []
+        errors: list[str] = []
         with self._lock:
             for key, host, port in candidates:
                 try:

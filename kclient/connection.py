@@ -13,7 +13,7 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from .protocol.apis import API_VERSIONS
@@ -110,7 +110,7 @@ class BrokerConnection:
     def __enter__(self) -> BrokerConnection:
         return self.connect() if not self.connected else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -245,7 +245,7 @@ class BrokerConnection:
             raise KafkaConnectionError(self.host, self.port, reason)
         return sock
 
-    def _fail(self, reason: str, timeout: bool = False):
+    def _fail(self, reason: str, timeout: bool = False) -> NoReturn:
         self.close(reason)
         if timeout:
             raise KafkaTimeoutError(f"{self.address}: {reason}")

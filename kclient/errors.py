@@ -17,7 +17,10 @@ from kclient.protocol.errors import BrokerResponseError, KafkaError
 
 _MAX_LISTED = 10
 
-__all__ = list(_protocol_errors.__all__) + [
+# built in steps type checkers follow: the protocol's names, then the client's own
+__all__: list[str] = []
+__all__ += _protocol_errors.__all__
+__all__ += [
     "KafkaConnectionError",
     "KafkaTimeoutError",
     "NoBrokersAvailableError",

@@ -17,6 +17,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kazoo.client import KazooClient
 
 from kclient.cluster import Cluster
 from kclient.connection import BrokerConnection, ConnectionSettings
@@ -30,6 +33,7 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
+from kclient.protocol.schema import Api, Struct
 from kclient.zkutils import GroupDirs, read_data, update_persistent
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
@@ -37,7 +41,7 @@ __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore"
 
 log = logging.getLogger(__name__)
 
-TP = tuple  # (topic, partition)
+TP = tuple[str, int]  # (topic, partition)
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
 _GENERATION_ERRORS = (22, 25, 27)
 _COORD_ERRORS = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
@@ -60,12 +64,12 @@ class OffsetStore:
 class ZkOffsetStore(OffsetStore):
     """Offsets in ZooKeeper, Kafka 0.8's layout."""
 
-    def __init__(self, zk, group: str) -> None:
+    def __init__(self, zk: KazooClient, group: str) -> None:
         self.zk, self.dirs = zk, GroupDirs(group)
         self._checkpointed: dict[TP, int] = {}
 
     def fetch(self, tps: Iterable[TP]) -> dict[TP, int]:
-        out = {}
+        out: dict[TP, int] = {}
         for t, p in tps:
             data = read_data(self.zk, self.dirs.offset(t, p))
             out[(t, p)] = int(data) if data and data.strip().lstrip("-").isdigit() else -1
@@ -113,7 +117,8 @@ class Coordinator:
                 self._conn.close()
             self._conn = None
 
-    def request(self, api, body, check: Callable | None = None, retries: int | None = None):
+    def request(self, api: Api, body: Mapping[str, Any], check: Callable[[Struct], int] | None = None,
+                retries: int | None = None) -> Struct:
         """Send to the coordinator; rediscover and retry on coordinator and connection errors.
 
         ``check(resp)`` returns an error code (0 for success) found in the response.
@@ -141,7 +146,7 @@ class Coordinator:
         self.reset()
 
 
-def _first_error(resp) -> int:
+def _first_error(resp: Struct) -> int:
     for t in resp.topics:
         for p in t.partitions:
             if p.error_code:
@@ -178,7 +183,7 @@ class KafkaOffsetStore(OffsetStore):
         return out
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
-        by_topic: dict[str, list[dict]] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), off in offsets.items():
             if off >= 0:
                 by_topic.setdefault(t, []).append(
@@ -218,7 +223,8 @@ class DualOffsetStore(OffsetStore):
         self.zk.commit(offsets)
 
 
-def make_offset_store(config, group: str, zk=None, cluster: Cluster | None = None,
+def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | None = None,
+                      cluster: Cluster | None = None,
                       generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
                       settings: ConnectionSettings | None = None) -> OffsetStore:
     """The store ``offsets.storage`` / ``dual.commit.enabled`` ask for."""
