@@ -1,23 +1,57 @@
-"""A real Apache Kafka broker from testcontainers, where a Docker engine runs (none on the
-project's own machines: every test here is then skipped, saying why)."""
+"""Real Apache Kafka brokers (kclient.testing.KafkaServer, jars from scripts/fetch-kafka), one per
+kind per test session. A test using one is marked ``kafka``; when it fails, its report carries
+the brokers' log paths and tails, and the logs are kept."""
 import pytest
 
+from kclient.testing import KafkaServer, kafka_problem
 
-def _docker_problem() -> str | None:
-    try:
-        import docker
-        docker.from_env().ping()
-    except Exception as exc:  # no engine, no socket, no permission: all mean "cannot run"
-        return f"no Docker engine for testcontainers ({type(exc).__name__}: {exc})"
-    return None
+#: Kafka 3.x in ZooKeeper mode speaks the old message formats only below IBP 3.0 (KIP-724).
+OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.version": "2.8"}
+KAFKA_FIXTURES = {"kafka4", "kafka3", "kafka_bootstrap"}
+
+
+def _server(version: str, **options) -> KafkaServer:
+    problem = kafka_problem(version)
+    if problem:
+        pytest.skip(problem)
+    return KafkaServer(version, **options)
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap():
-    """bootstrap.servers of a single-node Kafka (KRaft) in a container."""
-    problem = _docker_problem()
-    if problem:
-        pytest.skip(problem)
-    from testcontainers.kafka import KafkaContainer
-    with KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft() as kafka:
-        yield kafka.get_bootstrap_server()
+def kafka4():
+    """The newest fetched Kafka 4.x: one KRaft node (combined broker and controller)."""
+    with _server("4") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def kafka3():
+    """The newest fetched Kafka 3.x in ZooKeeper mode (own ZooKeeper), able to keep topics in
+    message format v0/v1 (topic config ``message.format.version``)."""
+    with _server("3", mode="zookeeper", config=OLD_FORMATS) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka4):
+    """bootstrap.servers of the Kafka 4.x broker."""
+    return kafka4.bootstrap
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, keep the Kafka logs and show where they are and how they end."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, KafkaServer):
+            value.keep_logs = True
+            report.sections.append((f"Kafka {value.version} ({value.mode}) logs", value.tails()))

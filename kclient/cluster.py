@@ -9,11 +9,11 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .connection import BrokerConnection
+from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
     KafkaError,
     LeaderNotAvailableError,
@@ -22,10 +22,11 @@ from .errors import (
     error_for_code,
 )
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
-from .protocol.schema import Struct
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap",
-           "connection_options"]
+if TYPE_CHECKING:
+    from .protocol.messages import MetadataResponse
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +61,6 @@ class TopicInfo:
     is_internal: bool = False
 
 
-def connection_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    """BrokerConnection keyword arguments from a loaded producer/consumer Config."""
-    return {
-        "client_id": config.get("client.id") or "kclient",
-        "connect_timeout_ms": config.get("connect.timeout.ms", 10000),
-        "request_timeout_ms": config.get("socket.timeout.ms", 30000),
-        "api_version_request": config.get("api.version.request", True),
-        "broker_version_fallback": config.get("broker.version.fallback", "0.10.0"),
-        "send_buffer_bytes": config.get("socket.send.buffer.bytes"),
-        "receive_buffer_bytes": config.get("socket.receive.buffer.bytes"),
-    }
-
-
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     """Parse "h1:p1,h2:p2" (or a list) into (host, port) pairs; a clear error otherwise."""
     items = servers.split(",") if isinstance(servers, str) else list(servers)
@@ -90,23 +78,28 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
 
 
 class Cluster:
-    """Known brokers and topic metadata, with one pooled connection per broker."""
+    """Known brokers and topic metadata, with one pooled connection per broker.
 
-    def __init__(self, bootstrap: str | Iterable[str], **connection_options: Any):
+    Every connection uses ``settings`` (with keyword ``overrides`` of its fields applied).
+    """
+
+    def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings | None = None,
+                 **overrides: Any):
         self.bootstrap = parse_bootstrap(bootstrap)
-        self.options = connection_options
+        settings = settings or ConnectionSettings()
+        self.settings = settings.replace(**overrides) if overrides else settings
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.controller_id = -1
         self.cluster_id: str | None = None
         self.last_refresh = 0.0
-        self._conns: dict[Any, BrokerConnection] = {}
+        self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
 
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- connections -------------------------------------------------------------------------
@@ -118,13 +111,13 @@ class Cluster:
                 raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
             return self._connect(node_id, info.host, info.port)
 
-    def _connect(self, key: Any, host: str, port: int) -> BrokerConnection:
+    def _connect(self, key: int | str, host: str, port: int) -> BrokerConnection:
         conn = self._conns.get(key)
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
                 conn.close()
-            conn = BrokerConnection(host, port, node_id=key if isinstance(key, int) else None,
-                                    **self.options)
+            conn = BrokerConnection(host, port, self.settings,
+                                    node_id=key if isinstance(key, int) else None)
             self._conns[key] = conn
         if not conn.connected:
             conn.connect()
@@ -132,10 +125,11 @@ class Cluster:
 
     def any_connection(self) -> BrokerConnection:
         """A connection to some live broker: known brokers first, then the bootstrap list."""
-        candidates = [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+        candidates: list[tuple[int | str, str, int]] = [
+            (b.node_id, b.host, b.port) for b in self.brokers.values()]
         random.shuffle(candidates)
         candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
-        errors = []
+        errors: list[str] = []
         with self._lock:
             for key, host, port in candidates:
                 try:
@@ -151,7 +145,8 @@ class Cluster:
             self._conns.clear()
 
     # -- metadata ----------------------------------------------------------------------------
-    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True) -> Struct:
+    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
+                ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
         conn = self.any_connection()
@@ -165,7 +160,7 @@ class Cluster:
         self._apply(resp, full=names is None)
         return resp
 
-    def _apply(self, resp: Struct, full: bool) -> None:
+    def _apply(self, resp: MetadataResponse, full: bool) -> None:
         with self._lock:
             self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                             for b in resp.brokers}

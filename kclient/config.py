@@ -56,6 +56,8 @@ from types import MappingProxyType
 from typing import Any
 
 from kclient.errors import InvalidConfigError
+from kclient.protocol.compression import CODEC_NAMES
+from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
 __all__ = ["Config", "ConfigKey", "load_config", "describe_keys", "keys_markdown", "ROLES"]
 
@@ -114,29 +116,6 @@ def _parse_int(text: str, allowed: str) -> int:
         return int(text)
     except ValueError:
         raise _Bad(allowed) from None
-
-
-@dataclass(frozen=True)
-class Float:
-    """A real number, optionally bounded."""
-
-    min: float | None = None
-
-    def allowed(self) -> str:
-        """Human description."""
-        return "a number" if self.min is None else f"a number >= {self.min}"
-
-    def coerce(self, value: Any) -> float:
-        """The value as a float."""
-        if isinstance(value, bool):
-            raise _Bad(self.allowed())
-        try:
-            number = float(value.strip() if isinstance(value, str) else value)
-        except (TypeError, ValueError):
-            raise _Bad(self.allowed()) from None
-        if self.min is not None and number < self.min:
-            raise _Bad(self.allowed())
-        return number
 
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -467,8 +446,9 @@ def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *alias
 
 _MS = Int(min=0)
 _POS = Int(min=1)
-_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-_CODEC_IDS = {**dict(enumerate(_CODECS)), **{str(i): c for i, c in enumerate(_CODECS)}}
+_CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snappy, lz4, zstd
+_CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
+                                    **{str(i): c for i, c in enumerate(_CODECS)}}
 
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
@@ -500,7 +480,7 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("api.version.request", True, Bool(), _BOTH,
          "Ask the broker for its API versions on connect (false for 0.8/0.9 brokers).",
          differs="no such key; librdkafka's default"),
-    _key("broker.version.fallback", "0.10.0", Version(), _BOTH,
+    _key("broker.version.fallback", DEFAULT_BROKER_VERSION_FALLBACK, Version(), _BOTH,
          "Broker version assumed when api.version.request is false or fails.",
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,

@@ -6,44 +6,95 @@ disconnects into clear errors that fail every request still waiting.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import struct
 import threading
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
-from .protocol.apis import API_VERSIONS, APIS
+from .protocol.apis import API_VERSIONS
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
-from .protocol.versions import fallback_versions, pick_version
+from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
 
-__all__ = ["BrokerConnection"]
+if TYPE_CHECKING:
+    from .protocol.messages import ApiVersionsResponse
+
+__all__ = ["BrokerConnection", "ConnectionSettings"]
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What every broker connection of one client shares, resolved once from its config.
+
+    Built by :meth:`from_config` (producer, consumer connector) or from a SimpleConsumer's
+    arguments, then handed down to every :class:`BrokerConnection` that client opens.
+    """
+
+    client_id: str = "kclient"
+    connect_timeout_ms: int = 10000
+    request_timeout_ms: int = 30000
+    api_version_request: bool = True
+    broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK
+    max_frame: int = DEFAULT_MAX_FRAME
+    send_buffer_bytes: int | None = None
+    receive_buffer_bytes: int | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> ConnectionSettings:
+        """The settings a loaded producer or consumer config names (``overrides`` win)."""
+        settings = cls(
+            client_id=config["client.id"] or "kclient",
+            connect_timeout_ms=config["connect.timeout.ms"],
+            request_timeout_ms=config["socket.timeout.ms"],
+            api_version_request=config["api.version.request"],
+            broker_version_fallback=str(config["broker.version.fallback"]),
+            send_buffer_bytes=config["socket.send.buffer.bytes"],
+            receive_buffer_bytes=config["socket.receive.buffer.bytes"])
+        return settings.replace(**overrides) if overrides else settings
+
+    def replace(self, **changes: Any) -> ConnectionSettings:
+        """A copy with ``changes`` (field names) applied."""
+        return dataclasses.replace(self, **changes)
+
+
+_DEFAULT_SETTINGS = ConnectionSettings()
 
 
 class BrokerConnection:
-    """One TCP connection to a broker; thread-safe for concurrent send and receive."""
+    """One TCP connection to a broker; thread-safe for concurrent send and receive.
 
-    def __init__(self, host: str, port: int, *, node_id: int | None = None,
-                 client_id: str = "kclient", connect_timeout_ms: int = 10000,
-                 request_timeout_ms: int = 30000, api_version_request: bool = True,
-                 broker_version_fallback: str = "0.9.0", max_frame: int = DEFAULT_MAX_FRAME,
-                 send_buffer_bytes: int | None = None, receive_buffer_bytes: int | None = None):
+    ``settings`` is shared by every connection of a client; keyword ``overrides`` (field names
+    of :class:`ConnectionSettings`) adjust it for this connection alone.
+    """
+
+    def __init__(self, host: str, port: int, settings: ConnectionSettings | None = None, *,
+                 node_id: int | None = None, **overrides: Any):
+        settings = settings or _DEFAULT_SETTINGS
+        if overrides:
+            settings = settings.replace(**overrides)
+        self.settings = settings
         self.host, self.port, self.node_id = host, int(port), node_id
-        self.client_id = client_id
-        self.connect_timeout = connect_timeout_ms / 1000.0
-        self.request_timeout = request_timeout_ms / 1000.0
-        self.api_version_request = api_version_request
-        self.broker_version_fallback = broker_version_fallback
-        self.max_frame = max_frame
-        self._bufsizes = (send_buffer_bytes, receive_buffer_bytes)
+        self.client_id = settings.client_id
+        self.connect_timeout = settings.connect_timeout_ms / 1000.0
+        self.request_timeout = settings.request_timeout_ms / 1000.0
+        self.api_version_request = settings.api_version_request
+        self.broker_version_fallback = settings.broker_version_fallback
+        self.max_frame = settings.max_frame
+        self._bufsizes = (settings.send_buffer_bytes, settings.receive_buffer_bytes)
         self.versions: dict[int, tuple[int, int]] = {}
         self._sock: socket.socket | None = None
-        self._protocol = ClientProtocol(client_id, max_frame)
+        self._protocol = ClientProtocol(self.client_id, self.max_frame)
         self._responses: dict[int, Struct] = {}
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
@@ -64,7 +115,7 @@ class BrokerConnection:
     def __enter__(self) -> BrokerConnection:
         return self.connect() if not self.connected else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -106,7 +157,7 @@ class BrokerConnection:
         version = API_VERSIONS.max_version
         for _ in range(2):
             body = {"client_software_name": "kclient", "client_software_version": "0.1.0"}
-            resp = self.receive(self.send(API_VERSIONS, body, version=version))
+            resp: ApiVersionsResponse = self.receive(self.send(API_VERSIONS, body, version=version))
             ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             if resp.error_code == 0:
                 return ranges
@@ -128,11 +179,11 @@ class BrokerConnection:
                 pass
 
     # -- requests ----------------------------------------------------------------------------
-    def version(self, api: Api, highest: int | None = None) -> int:
+    def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
         """The version this connection uses for ``api``: the highest both sides support."""
         return pick_version(api, self.versions, highest)
 
-    def send(self, api: Api, body: Any, version: int | None = None,
+    def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any], version: int | None = None,
              expect_response: bool = True) -> int:
         """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
         if version is None:
@@ -147,7 +198,9 @@ class BrokerConnection:
         return corr
 
     def receive(self, corr: int) -> Struct:
-        """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters."""
+        """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters.
+
+        A :class:`Struct` fits the typed view of its response (``resp: FetchResponse = ...``)."""
         with self._recv_lock:
             responses = self._responses
             while corr not in responses:
@@ -155,9 +208,10 @@ class BrokerConnection:
                 responses[rcorr] = resp
             return responses.pop(corr)
 
-    def request(self, api: Api, body: Any, version: int | None = None) -> Struct:
-        """Send a request and wait for its response."""
-        return self.receive(self.send(api, body, version))
+    def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
+                version: int | None = None) -> _Resp:
+        """Send a request and wait for its response (typed as ``api``'s response view)."""
+        return cast(_Resp, self.receive(self.send(api, body, version)))
 
     def _read_frame(self, corr: int) -> tuple[int, Struct]:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
@@ -199,7 +253,7 @@ class BrokerConnection:
             raise KafkaConnectionError(self.host, self.port, reason)
         return sock
 
-    def _fail(self, reason: str, timeout: bool = False):
+    def _fail(self, reason: str, timeout: bool = False) -> NoReturn:
         self.close(reason)
         if timeout:
             raise KafkaTimeoutError(f"{self.address}: {reason}")
@@ -209,5 +263,3 @@ class BrokerConnection:
     def in_flight(self) -> int:
         return self._protocol.in_flight
 
-    def supports(self, api_key: int) -> bool:
-        return api_key in self.versions and api_key in APIS

@@ -88,3 +88,44 @@ def raw_client():
     yield connect
     for client in clients:
         client.close()
+
+
+# --- unknown tagged fields (KIP-482), as a newer peer would send them ---
+
+UNKNOWN_TAGS = ((10000, b"\x01\x02\x03"), (10001, b""))
+
+
+def unknown_tag_section(tags=UNKNOWN_TAGS) -> bytes:
+    """A tagged-field section carrying tags no schema declares."""
+    from kclient.protocol.varint import encode_uvarint
+    out = [encode_uvarint(len(tags))]
+    for tag, data in tags:
+        out += [encode_uvarint(tag), encode_uvarint(len(data)), data]
+    return b"".join(out)
+
+
+def encode_with_unknown_tags(codec, value) -> bytes:
+    """Encode ``value`` with ``codec`` (a flexible StructType), every struct's tagged-field
+    section (top level and nested) carrying :data:`UNKNOWN_TAGS`."""
+    from kclient.protocol.schema import StructType
+    from kclient.protocol.types import ArrayOf
+    from kclient.protocol.varint import encode_uvarint
+    section = unknown_tag_section()
+
+    def write(typ, v, out):
+        if isinstance(typ, StructType):
+            for name, t in typ._codecs:
+                got = v.get(name, ...) if isinstance(v, dict) else getattr(v, name, ...)
+                write(t, typ._defaults[name].default_value() if got is ... else got, out)
+            if typ.flexible:
+                out.append(section)
+        elif isinstance(typ, ArrayOf) and isinstance(typ.element, StructType) and v is not None:
+            out.append(encode_uvarint(len(v) + 1) if typ.is_compact
+                       else len(v).to_bytes(4, "big", signed=True))
+            for item in v:
+                write(typ.element, item, out)
+        else:
+            typ.write(v, out)
+    out: list = []
+    write(codec, value, out)
+    return b"".join(out)

@@ -164,13 +164,39 @@ def test_broker_closing_on_api_versions_falls_back():
     srv.close()
 
 
-def test_connection_options_follow_the_loaded_config():
-    from kclient.cluster import connection_options
+def test_connection_settings_follow_the_loaded_config():
     from kclient.config import load_config
-    opts = connection_options(load_config("producer", {"client.id": "svc", "socket.timeout.ms": 1234,
-                                                       "api.version.request": "false",
-                                                       "broker.version.fallback": "0.8.2"}))
-    assert opts["client_id"] == "svc" and opts["request_timeout_ms"] == 1234
-    assert opts["api_version_request"] is False and opts["broker_version_fallback"] == "0.8.2"
-    conn = BrokerConnection("127.0.0.1", 1, **opts)
+    from kclient.producer.context import connection_settings
+    settings = connection_settings(load_config("producer", {
+        "client.id": "svc", "socket.timeout.ms": 1234, "api.version.request": "false",
+        "broker.version.fallback": "0.8.2", "socket.send.buffer.bytes": 4096}))
+    assert settings.client_id == "svc" and settings.request_timeout_ms == 1234
+    assert settings.api_version_request is False and settings.broker_version_fallback == "0.8.2"
+    assert settings.send_buffer_bytes == 4096
+    conn = BrokerConnection("127.0.0.1", 1, settings)
     assert conn.client_id == "svc" and conn.request_timeout == 1.234
+    assert BrokerConnection("127.0.0.1", 1, settings, client_id="x").client_id == "x"
+
+
+def test_consumer_settings_keep_both_socket_buffers_and_room_for_long_polls():
+    from kclient.config import load_config
+    from kclient.consumer.connector import connection_settings
+    settings = connection_settings(load_config("consumer", {
+        "group.id": "g", "socket.send.buffer.bytes": 8192, "socket.receive.buffer.bytes": 16384,
+        "socket.timeout.ms": 1000, "fetch.wait.max.ms": 3000}))
+    assert (settings.send_buffer_bytes, settings.receive_buffer_bytes) == (8192, 16384)
+    assert settings.client_id == "g" and settings.request_timeout_ms == 8000
+
+
+def test_one_broker_version_fallback_default_everywhere():
+    import inspect
+
+    from kclient.config import load_config
+    from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
+    from kclient.simple import SimpleConsumer
+    default = inspect.signature(SimpleConsumer).parameters["broker_version_fallback"].default
+    assert default == DEFAULT_BROKER_VERSION_FALLBACK
+    assert BrokerConnection("127.0.0.1", 1).broker_version_fallback == default
+    for kind in ("producer", "consumer"):
+        conf = load_config(kind, {"group.id": "g"} if kind == "consumer" else {})
+        assert str(conf["broker.version.fallback"]) == default

@@ -1,5 +1,6 @@
 """The layering rules hold: protocol imports nothing else of kclient, the broker only protocol,
-partitioner / encoders stand alone, and no kclient modules import each other in a cycle."""
+and partitioner / encoders stand alone; and no two kclient modules import each other, at module
+level or inside a function (a function-level import that hides a cycle is a cycle)."""
 from __future__ import annotations
 
 import ast
@@ -11,55 +12,32 @@ ROOT = Path(__file__).resolve().parents[1] / "kclient"
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
-    """The dotted module name of a file under ``root`` (a package's ``__init__`` is the package)."""
+    """``kclient/consumer/stream.py`` -> ``kclient.consumer.stream`` (a package: its name)."""
     parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    """An ``if TYPE_CHECKING:`` block (imports for annotations only, never run)."""
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def _imports(tree: ast.AST, runtime_only: bool) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, at module level and inside functions; with ``runtime_only``,
-    not those under ``if TYPE_CHECKING:``."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if runtime_only and _is_type_checking(node):
-            stack.extend(node.orelse)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def kclient_imports(path: Path, source: str | None = None, *, runtime_only: bool = False,
-                    known: set[str] | frozenset[str] = frozenset(), root: Path = ROOT
+def kclient_imports(path: Path, root: Path = ROOT, modules: frozenset[str] = frozenset()
                     ) -> set[str]:
-    """Every kclient module a file imports, relative imports made absolute; ``from pkg import
-    name`` counts as importing ``pkg.name`` when that is one of the ``known`` modules."""
+    """Every kclient module a file imports anywhere in it (function bodies too), relative
+    imports made absolute; ``from pkg import sub`` names ``pkg.sub`` when that is a module."""
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    tree = ast.parse(path.read_text() if source is None else source)
-    for node in _imports(tree, runtime_only):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "kclient"}
-            continue
-        if node.level:
-            base = package.split(".")
-            base = base[:len(base) - node.level + 1]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
-        if target.split(".")[0] != "kclient":
-            continue
-        subs = {f"{target}.{a.name}" for a in node.names} & set(known)
-        found |= subs if len(subs) == len(node.names) else subs | {target}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "kclient":
+                continue
+            subs = {f"{target}.{a.name}" for a in node.names} & modules
+            found |= subs or {target}
     return found
 
 
@@ -87,95 +65,100 @@ def test_layer_imports_only_what_it_may(sub, allowed):
         assert not bad, f"{path.relative_to(ROOT.parent)} imports {sorted(bad)}"
 
 
-def test_the_checker_sees_relative_imports():
+def test_the_checker_sees_relative_imports(tmp_path):
     # a relative import climbing out of protocol must be caught (the checker itself can fail)
-    probe = ROOT / "protocol" / "_layering_probe.py"
-    found = kclient_imports(probe, "def f():\n    from ..connection import BrokerConnection\n")
-    assert "kclient.connection" in found
+    root = tmp_path / "kclient"
+    probe = root / "protocol" / "_layering_probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text("def f():\n    from ..connection import BrokerConnection\n")
+    assert kclient_imports(probe, root) == {"kclient.connection"}
 
 
-# ---------------------------------------------------------------------- import cycles
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the kclient modules it imports when run (module level and inside functions,
-    not ``if TYPE_CHECKING:``), plus the packages that importing them initialises first."""
-    paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
-        targets = set()
-        for target in kclient_imports(path, runtime_only=True, known=set(paths), root=root):
-            parts = target.split(".")
-            targets |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
-        graph[name] = {t for t in targets if t in paths and t != name and t not in ancestors}
+    """Module -> the kclient modules it imports (anywhere in the file), with the packages that
+    importing them initialises first (its own enclosing packages are already initialised)."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
+    modules = frozenset(paths)
+    graph = {}
+    for m, p in paths.items():
+        own = {m.rsplit(".", i)[0] for i in range(1, m.count(".") + 1)}
+        targets = {t.rsplit(".", i)[0] for t in kclient_imports(p, root, modules)
+                   for i in range(t.count(".") + 1)}
+        graph[m] = (targets & modules) - own - {m}
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+    cycles = []
     for start in sorted(graph):
         if start in index:
             continue
         work = [(start, iter(sorted(graph[start])))]
         index[start] = low[start] = len(index)
         stack.append(start)
-        on_stack.add(start)
         while work:
-            node, edges = work[-1]
-            nxt = next(edges, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
                 continue
             work.pop()
             if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
                 while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
+                    w = stack.pop()
+                    comp.append(w)
+                    if w == v:
                         break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+                if len(comp) > 1:
+                    cycles.append(sorted(comp))
+    return cycles
 
 
-#: Cycles known and being removed; each entry says why it is still here.
-KNOWN_CYCLES: list[tuple[frozenset[str], str]] = [
-    (frozenset({"kclient.consumer.connector", "kclient.consumer.group_connector",
-                "kclient.consumer.zk_connector"}),
-     "create() sits in the base module; the consumer work of issue 16 moves it"),
-]
+#: Cycles being taken apart (none: list one here only when it cannot be avoided, saying why).
+KNOWN_CYCLES: list[list[str]] = []
 
 
-def test_no_import_cycles_between_kclient_modules():
-    known = {cycle for cycle, _ in KNOWN_CYCLES}
-    unexpected = [c for c in cycles(import_graph()) if frozenset(c) not in known]
-    assert not unexpected, f"import cycles (function-level imports included): {unexpected}"
+def test_no_import_cycles():
+    cycles = [c for c in import_cycles(import_graph()) if c not in KNOWN_CYCLES]
+    assert not cycles, f"modules importing each other (directly or through others): {cycles}"
 
 
-def test_the_cycle_checker_sees_function_level_imports(tmp_path):
-    pkg = tmp_path / "kclient"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("from .a import A\n")
-    (pkg / "sub" / "a.py").write_text("from typing import TYPE_CHECKING\n"
-                                      "if TYPE_CHECKING:\n    from .c import C\n"
-                                      "class A:\n    def f(self):\n        from .b import B\n")
-    (pkg / "sub" / "b.py").write_text("from . import a\n")
-    (pkg / "sub" / "c.py").write_text("from .a import A\n")
-    graph = import_graph(pkg)
-    assert graph["kclient.sub.a"] == {"kclient.sub.b"}       # type-only import of c ignored
-    assert cycles(graph) == [["kclient.sub.a", "kclient.sub.b"]]
+def test_the_cycle_checker_finds_a_cycle_hidden_in_a_function(tmp_path):
+    root = tmp_path / "kclient"
+    (root / "a").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "a" / "__init__.py").write_text("from .b import B\n")
+    (root / "a" / "b.py").write_text("class B:\n    pass\n")
+    (root / "a" / "c.py").write_text("from kclient.a import b\n")
+    (root / "a" / "d.py").write_text("def make():\n    from . import c\n")
+    assert import_cycles(import_graph(root)) == []
+    (root / "a" / "b.py").write_text("def f():\n    from .d import make\n")
+    (root / "a" / "c.py").write_text("from kclient.a import d\n")
+    (root / "a" / "d.py").write_text("def make():\n    from . import b\n")
+    assert import_cycles(import_graph(root)) == [["kclient.a.b", "kclient.a.d"]]
+
+
+def test_importing_a_submodule_initialises_its_package_first(tmp_path):
+    root = tmp_path / "kclient"
+    (root / "a").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "x.py").write_text("from kclient.a.b import B\n")
+    (root / "a" / "__init__.py").write_text("from kclient.x import X\n")
+    (root / "a" / "b.py").write_text("from . import c\n")
+    (root / "a" / "c.py").write_text("")
+    graph = import_graph(root)
+    assert graph["kclient.x"] == {"kclient.a", "kclient.a.b"}
+    assert graph["kclient.a.b"] == {"kclient.a.c"}     # its own package is no new import
+    assert import_cycles(graph) == [["kclient.a", "kclient.x"]]

@@ -8,14 +8,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kclient.protocol import errors as E
 
-if TYPE_CHECKING:
-    from .interface import Broker
-
-__all__ = ["JoinRequest", "Member", "Group", "is_local_coordinator", "join_error",
+__all__ = ["JoinRequest", "Member", "Group", "join_error",
            "sync_result", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE",
            "DEAD"]
 
@@ -33,11 +29,6 @@ INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
 REBALANCE_IN_PROGRESS = E.RebalanceInProgressError.errno
 MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
-
-
-def is_local_coordinator(broker: Broker, group_id: str) -> bool:
-    """Whether this broker coordinates the group."""
-    return broker.coordinator_for(group_id)[0] == broker.node_id
 
 
 @dataclass

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .delayed import AppendWatchers, Scheduler
     from .log import Log, LogManager
 
-__all__ = ["Broker"]
+__all__ = ["Broker", "is_local_coordinator"]
 
 
 class Broker(Protocol):
@@ -59,3 +59,8 @@ class Broker(Protocol):
     def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
         """(node id, advertised host, advertised port) of the group's coordinator."""
         ...
+
+
+def is_local_coordinator(broker: Broker, group_id: str) -> bool:
+    """Whether this broker coordinates the group."""
+    return broker.coordinator_for(group_id)[0] == broker.node_id

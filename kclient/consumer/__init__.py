@@ -11,8 +11,15 @@ With ``zookeeper.connect`` the group coordinates through ZooKeeper in Kafka 0.8'
 (:class:`ZookeeperConsumerConnector`); without it, through the broker's group coordinator
 (:class:`GroupConsumerConnector`), with the same API and assignment.
 """
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kclient.config import load_config
+
 from .assignment import range_assign, roundrobin_assign
-from .connector import ConsumerConnector, create, generate_consumer_id
+from .connector import ConsumerConnector, generate_consumer_id
 from .group_connector import GroupConsumerConnector
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
@@ -21,3 +28,13 @@ from .zk_connector import ZookeeperConsumerConnector
 __all__ = ["create", "ConsumerConnector", "ZookeeperConsumerConnector", "GroupConsumerConnector",
            "KafkaStream", "MessageAndMetadata", "TopicFilter", "Whitelist", "Blacklist",
            "range_assign", "roundrobin_assign", "generate_consumer_id"]
+
+
+def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:
+    """A connector for ``config``: ZooKeeper-coordinated when ``zookeeper.connect`` is set,
+    else coordinated by the broker's group coordinator."""
+    conf = load_config("consumer", config, **overrides)
+    conf.require_one_of("zookeeper.connect", "metadata.broker.list")
+    if conf["zookeeper.connect"]:
+        return ZookeeperConsumerConnector(conf)
+    return GroupConsumerConnector(conf)

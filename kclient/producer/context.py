@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kclient import zkutils
 from kclient.cluster import Cluster
-from kclient.cluster import connection_options as cluster_connection_options
+from kclient.connection import ConnectionSettings
 from kclient.encoders import StringEncoder
 from kclient.errors import InvalidConfigError, NoBrokersAvailableError
 
-__all__ = ["ProducerContext", "connection_options", "zookeeper_brokers", "build_context"]
+__all__ = ["ProducerContext", "connection_settings", "zookeeper_brokers", "build_context"]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,6 @@ class ProducerContext:
     encoder: Any
     key_encoder: Any
     partitioner: Any
-    connection_options: dict = field(default_factory=dict)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     zookeeper_connect: str | None = None
 
@@ -55,20 +54,20 @@ class ProducerContext:
         return False
 
 
-def connection_options(config: Mapping[str, Any]) -> dict:
-    """BrokerConnection keywords from producer config.
+def connection_settings(config: Mapping[str, Any]) -> ConnectionSettings:
+    """Every broker connection's settings, from a loaded producer config.
 
     The socket read timeout is ``socket.timeout.ms`` if given, else ``request.timeout.ms`` plus
     one second (the 0.8 producer read with ``request.timeout.ms``; the broker may use all of it
     waiting for acks before it answers).
     """
-    options = cluster_connection_options(config)
+    overrides: dict[str, Any] = {}
     is_set = getattr(config, "is_set", None)
     if is_set is None or not is_set("socket.timeout.ms"):
-        options["request_timeout_ms"] = config["request.timeout.ms"] + 1000
+        overrides["request_timeout_ms"] = config["request.timeout.ms"] + 1000
     if not config["client.id"]:
-        options["client_id"] = "kclient-producer"
-    return options
+        overrides["client_id"] = "kclient-producer"
+    return ConnectionSettings.from_config(config, **overrides)
 
 
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
@@ -84,7 +83,7 @@ def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str
 
 def build_context(config: Mapping[str, Any]) -> ProducerContext:
     """Create the cluster view, encoders and partitioner that ``config`` names."""
-    options = connection_options(config)
+    settings = connection_settings(config)
     zk = None
     if config["metadata.broker.list"]:
         bootstrap = [f"{h}:{p}" for h, p in config["metadata.broker.list"]]
@@ -97,13 +96,12 @@ def build_context(config: Mapping[str, Any]) -> ProducerContext:
         raise InvalidConfigError(
             "the producer needs 'metadata.broker.list' (alias 'bootstrap.servers') or "
             "'zookeeper.connect' to find brokers", "metadata.broker.list")
-    cluster = Cluster(bootstrap, **options)
+    cluster = Cluster(bootstrap, settings)
     return ProducerContext(config=config, cluster=cluster,
                            encoder=_create_encoder(config, "serializer.class"),
                            key_encoder=_create_encoder(config, "key.serializer.class"),
                            partitioner=config.create("partitioner.class")
                            if hasattr(config, "create") else config["partitioner.class"],
-                           connection_options=options,
                            max_in_flight=config["max.in.flight.requests.per.connection"],
                            zookeeper_connect=zk)
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 from .errors import UnsupportedVersionError
 from .schema import Api
 
-__all__ = ["FALLBACK_VERSIONS", "fallback_versions", "pick_version"]
+__all__ = ["FALLBACK_VERSIONS", "DEFAULT_BROKER_VERSION_FALLBACK", "fallback_versions",
+           "pick_version"]
+
+#: The release assumed for a broker that does not answer ApiVersions (librdkafka's default).
+DEFAULT_BROKER_VERSION_FALLBACK = "0.10.0"
 
 # api key -> (min, max) each old release accepted
 _V080 = {0: (0, 0), 1: (0, 0), 2: (0, 0), 3: (0, 0)}

@@ -6,6 +6,7 @@ import pytest
 from kclient.protocol.apis import API_VERSIONS, APIS, FETCH, METADATA, PRODUCE
 from kclient.protocol.errors import ProtocolDecodeError, UnsupportedVersionError
 from kclient.protocol.framing import ClientProtocol, ServerProtocol
+from tests.conftest import encode_with_unknown_tags, unknown_tag_section
 
 
 def test_metadata_v0_request_bytes_are_exact():
@@ -111,3 +112,43 @@ def test_records_parts_pass_through_unjoined():
         {"partition_index": 0, "high_watermark": 9, "records": region}]}]})
     assert any(p is region for p in parts)
     assert struct.unpack(">i", parts[0])[0] == sum(len(p) for p in parts[1:])
+
+
+def _reframe(frame: bytes) -> bytes:
+    return struct.pack(">i", len(frame)) + frame
+
+
+def test_client_tolerates_trailing_bytes_and_unknown_tags_in_responses():
+    """A newer broker may add tags to the response header and body; bytes after are ignored."""
+    client, server = ClientProtocol(), ServerProtocol(APIS)
+    body = {"throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "h", "port": 9092}],
+            "cluster_id": "c", "controller_id": 1, "topics": []}
+    corrs = [client.send_request(METADATA, 9, {"topics": None})[0] for _ in range(3)]
+    (req,) = server.receive_bytes(ClientProtocol().send_request(METADATA, 9, {})[1])
+    clean = server.encode_response(req.header, body)[4:]
+    assert clean[4] == 0  # response header v1: an empty tag section after the correlation id
+    with_header_tags = struct.pack(">i", corrs[1]) + unknown_tag_section() + clean[5:]
+    codec = METADATA.response_codec(9)
+    with_body_tags = struct.pack(">i", corrs[2]) + b"\x00" + encode_with_unknown_tags(codec, body)
+    wire = _reframe(struct.pack(">i", corrs[0]) + clean[4:] + b"\x00junk")
+    wire += _reframe(with_header_tags) + _reframe(with_body_tags + b"\x01")
+    got = client.receive_bytes(wire)
+    assert [c for c, _ in got] == corrs
+    plain = [r.to_dict() for _, r in got]
+    plain[2].pop("_tagged_fields")
+    for broker in plain[2]["brokers"]:
+        broker.pop("_tagged_fields")
+    assert plain[0] == plain[1] == plain[2]
+    assert plain[0]["brokers"][0]["port"] == 9092
+
+
+def test_server_tolerates_trailing_bytes_and_unknown_tags_in_requests():
+    client, server = ClientProtocol(client_id="c"), ServerProtocol(APIS)
+    _, frame = client.send_request(METADATA, 9, {"topics": [{"name": "t"}]})
+    head = frame[4:4 + 8 + 2 + 1]  # key, version, corr, client id "c"
+    assert frame[4 + 11] == 0      # the header's empty tag section
+    tagged_header = head + unknown_tag_section() + frame[4 + 12:]
+    (a, b, c) = server.receive_bytes(_reframe(frame[4:] + b"\xff" * 3) + _reframe(tagged_header)
+                                     + frame)
+    assert a.body == b.body == c.body and a.error is b.error is c.error is None
+    assert a.body.topics[0].name == "t"

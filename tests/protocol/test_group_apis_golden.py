@@ -334,7 +334,7 @@ def _encode(api, kind, version, value) -> bytes:
 
 
 def _decode(api, kind, version, data):
-    return getattr(api, f"decode_{kind}")(version, data)
+    return getattr(api, f"decode_{kind}")(version, data, strict=True)
 
 
 def _fields(api, kind):

@@ -7,8 +7,8 @@ from kclient.protocol.apis import JOIN_GROUP
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import NOT_COORDINATOR, JoinRequest, is_local_coordinator, join_error
-from ..interface import Broker
+from ..group import NOT_COORDINATOR, JoinRequest, join_error
+from ..interface import Broker, is_local_coordinator
 from .registry import handles
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from kclient.protocol.apis import LEAVE_GROUP
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
-from ..interface import Broker
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
 from .registry import handles
 
 

@@ -13,8 +13,8 @@ from kclient.protocol import errors as E
 from kclient.protocol.apis import OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
-from ..interface import Broker
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
 from .registry import handles
 

@@ -2,8 +2,9 @@
 format if needed, append them and answer with the base offsets (no answer for acks=0).
 
 Validation per partition: every entry complete, sizes sane and CRCs right (CORRUPT_MESSAGE),
-no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE).  An unknown topic is
-auto-created when auto.create.topics.enable is on.
+no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE), and on a compacted
+topic no record without a key (INVALID_RECORD, with per-record errors from v8).  An unknown
+topic is auto-created when auto.create.topics.enable is on.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from kclient.broker.log.compact import keyless_records
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.errors import (
     BrokerResponseError,
@@ -33,22 +35,39 @@ MESSAGE_TOO_LARGE = 10
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_COMPRESSION_TYPE = 76
 KAFKA_STORAGE_ERROR = 56
+INVALID_RECORD = 87
 
 
 class _Refused(Exception):
-    """A partition's records were refused with a Kafka error code."""
+    """A partition's records were refused with a Kafka error code (and per-record errors)."""
 
-    def __init__(self, code: int, message: str):
+    def __init__(self, code: int, message: str, record_errors: list | None = None):
         super().__init__(message)
         self.code = code
+        self.record_errors = record_errors or []
 
 
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
-            start: int = -1, message: str | None = None) -> dict:
+            start: int = -1, message: str | None = None,
+            record_errors: list | None = None) -> dict:
     """One partition's response entry."""
     return {"index": index, "error_code": code, "base_offset": base_offset,
             "log_append_time_ms": append_time, "log_start_offset": start,
-            "record_errors": [], "error_message": message}
+            "record_errors": record_errors or [], "error_message": message}
+
+
+def _check_keys(records: Any, topic: str, index: int) -> None:
+    """A compacted topic takes keyed records only (Kafka's LogValidator.validateKey)."""
+    missing = keyless_records(records)
+    if not missing:
+        return
+    text = (f"Compacted topic cannot accept message without key in topic partition "
+            f"{topic}-{index}.")
+    errors = [{"batch_index": i, "batch_index_error_message": text} for i in missing]
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in missing[:3])
+    raise _Refused(INVALID_RECORD, f"One or more records have been rejected due to "
+                   f"{len(missing)} record errors in total, and only showing the first three "
+                   f"errors at most: [{shown}]", errors)
 
 
 def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
@@ -84,10 +103,12 @@ def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
         return _result(index, code)
     try:
         data, magic, entries = _prepare(records, log_.config)
+        if log_.config.compact:
+            _check_keys(data, topic, index)
         lat = int(time.time() * 1000) if log_.config.log_append_time else None
         info = log_.append(data, magic=magic, log_append_time=lat, entries=entries)
     except _Refused as exc:
-        return _result(index, exc.code, message=str(exc))
+        return _result(index, exc.code, message=str(exc), record_errors=exc.record_errors)
     except BrokerResponseError as exc:
         return _result(index, exc.errno, message=str(exc))
     except (KafkaError, ValueError) as exc:

@@ -7,8 +7,8 @@ from kclient.protocol.apis import SYNC_GROUP
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import NOT_COORDINATOR, is_local_coordinator, sync_result
-from ..interface import Broker
+from ..group import NOT_COORDINATOR, sync_result
+from ..interface import Broker, is_local_coordinator
 from .registry import handles
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("compact", "delete")
 _RELEASE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-IV\d+)?")
 
 
@@ -33,6 +34,20 @@ class LogConfig:
     message_format_version: int = 2
     timestamp_type: str = "CreateTime"
     max_message_bytes: int = 1048588
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = 24 * 3600 * 1000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+
+    @property
+    def compact(self) -> bool:
+        """True when the cleaner compacts this log (cleanup.policy holds "compact")."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """True when retention by time and size applies (cleanup.policy holds "delete")."""
+        return "delete" in self.cleanup_policy
 
     @property
     def log_append_time(self) -> bool:
@@ -87,6 +102,26 @@ def _timestamp_type(key: str, value: str, scale: int) -> str:
     return value
 
 
+def _policy(key: str, value: str, scale: int) -> tuple[str, ...]:
+    """cleanup.policy: a comma-separated list of "compact" and "delete" (Kafka accepts both)."""
+    parts = tuple(sorted({p.strip() for p in value.split(",") if p.strip()}))
+    if not parts or any(p not in CLEANUP_POLICIES for p in parts):
+        raise ValueError(f"invalid value {value!r} for {key}: expected compact, delete or "
+                         f"compact,delete")
+    return parts
+
+
+def _ratio(key: str, value: str, scale: int) -> float:
+    """A dirty ratio in [0, 1]."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"invalid value {value!r} for {key}: expected a number in [0, 1]")
+    return number
+
+
 def _optional_ms(key: str, value: str, scale: int) -> int | None:
     """A flush interval in ms; Kafka's "never" (Long.MAX_VALUE) becomes None."""
     number = _int(0)(key, value, scale)
@@ -107,6 +142,12 @@ _KEYS: dict[str, list[tuple[str, int]]] = {
                                ("message.format.version", 1)],
     "timestamp_type": [("log.message.timestamp.type", 1), ("message.timestamp.type", 1)],
     "max_message_bytes": [("message.max.bytes", 1), ("max.message.bytes", 1)],
+    "cleanup_policy": [("log.cleanup.policy", 1), ("cleanup.policy", 1)],
+    "delete_retention_ms": [("log.cleaner.delete.retention.ms", 1), ("delete.retention.ms", 1)],
+    "min_cleanable_dirty_ratio": [("log.cleaner.min.cleanable.ratio", 1),
+                                  ("min.cleanable.dirty.ratio", 1)],
+    "min_compaction_lag_ms": [("log.cleaner.min.compaction.lag.ms", 1),
+                              ("min.compaction.lag.ms", 1)],
 }
 _PARSERS: dict[str, Callable[[str, str, int], object]] = {
     "segment_bytes": _int(14, INT32_MAX),
@@ -119,9 +160,14 @@ _PARSERS: dict[str, Callable[[str, str, int], object]] = {
     "message_format_version": lambda key, value, scale: parse_format_version(key, value),
     "timestamp_type": _timestamp_type,
     "max_message_bytes": _int(0, INT32_MAX),
+    "cleanup_policy": _policy,
+    "delete_retention_ms": _int(0),
+    "min_cleanable_dirty_ratio": _ratio,
+    "min_compaction_lag_ms": _int(0),
 }
 
 #: Every property name LogConfig understands.
 PROPERTY_NAMES = frozenset(key for keys in _KEYS.values() for key, _ in keys)
 
-__all__ = ["LogConfig", "parse_format_version", "PROPERTY_NAMES", "TIMESTAMP_TYPES"]
+__all__ = ["LogConfig", "parse_format_version", "PROPERTY_NAMES", "TIMESTAMP_TYPES",
+           "CLEANUP_POLICIES"]

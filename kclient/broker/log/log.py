@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kclient.broker.log import swap
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
 from kclient.broker.log.region import FileRegion
@@ -105,12 +106,13 @@ class Log:
         if clean:
             marker.unlink()
             _fsync_dir(self.directory)
+        swapped = swap.recover(self.directory)
         segments = [LogSegment(self.directory, base, self.config.index_interval_bytes)
                     for base in self._segment_bases()]
         if not segments:
             segments = [LogSegment(self.directory, 0, self.config.index_interval_bytes)]
         point = self._read_recovery_point() if recover and not clean else None
-        segments = self._open_segments(segments, point)
+        segments = self._open_segments(segments, point, swapped)
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = segments[0].base_offset
@@ -132,12 +134,14 @@ class Log:
         except (OSError, ValueError):
             return 0
 
-    def _open_segments(self, segments: list[LogSegment], point: int | None
-                       ) -> list[LogSegment]:
-        """Load or recover each segment; drop every segment after a truncated one."""
+    def _open_segments(self, segments: list[LogSegment], point: int | None,
+                       swapped: set[int] = frozenset()) -> list[LogSegment]:
+        """Load or recover each segment (always those a swap just replaced); drop every
+        segment after a truncated one."""
         for i, seg in enumerate(segments):
             last = i == len(segments) - 1
-            if point is not None and (seg.base_offset >= point or last):
+            if seg.base_offset in swapped or (
+                    point is not None and (seg.base_offset >= point or last)):
                 cut = seg.recover()
             elif not seg.load():
                 cut = seg.recover()
@@ -163,6 +167,11 @@ class Log:
     def _publish(self, segments: tuple[LogSegment, ...]) -> None:
         """Swap in a new segment snapshot (one atomic attribute store)."""
         self._view = (segments, [s.base_offset for s in segments])
+
+    @property
+    def closed(self) -> bool:
+        """True once the log was closed or deleted."""
+        return self._closed
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -217,6 +226,14 @@ class Log:
         if full or old or last_offset - active.base_offset > INT32_MAX:
             return self._roll()
         return active
+
+    def roll(self) -> None:
+        """Start a new active segment now (if the current one holds data), so that everything
+        written so far becomes cleanable."""
+        with self._lock:
+            self._check_open()
+            if self._view[0][-1].size:
+                self._roll()
 
     def _roll(self) -> LogSegment:
         """Flush the active segment and start a new one at the log end offset."""
@@ -310,7 +327,7 @@ class Log:
     def delete_old_segments(self, now_ms: int) -> int:
         """Delete whole segments past retention.ms or beyond retention.bytes; return how many."""
         with self._lock:
-            if self._closed:
+            if self._closed or not self.config.delete:
                 return 0
             segments = self._view[0]
             count = max(self._expired_by_time(segments, now_ms), self._over_size(segments))
@@ -362,6 +379,37 @@ class Log:
         log.info("%s: deleted %d segments, log start offset now %d", self.directory.name,
                  len(doomed), self.log_start_offset)
         return len(doomed)
+
+    # ------------------------------------------------------------------ compaction
+    def replace_segments(self, group: tuple[LogSegment, ...]) -> bool:
+        """Swap in the cleaned files written for ``group`` (consecutive, non-active segments).
+
+        The ``.cleaned`` files are committed to ``.swap`` under the lock only if ``group`` is
+        still part of the log (retention or deletion may have removed it); False otherwise,
+        and they are discarded.  Readers keep reading the replaced segments' open files.
+        """
+        base = group[0].base_offset
+        with self._lock:
+            segments = self._view[0]
+            i = next((k for k, seg in enumerate(segments) if seg is group[0]), -1)
+            if self._closed or i < 0 or segments[i:i + len(group)] != group \
+                    or i + len(group) >= len(segments):
+                swap.discard(self.directory, base)
+                return False
+            swap.commit(self.directory, base)
+            swap.crash_point("swap")
+            for seg in reversed(group[1:]):
+                seg.delete()
+            swap.crash_point("deleted")
+            group[0].close()
+            swap.finish(self.directory, base)
+            new = LogSegment(self.directory, base, self.config.index_interval_bytes)
+            if not new.load():
+                new.recover()
+            new.next_offset = max(new.next_offset, segments[i + len(group)].base_offset)
+            new.seal()
+            self._publish(segments[:i] + (new,) + segments[i + len(group):])
+        return True
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

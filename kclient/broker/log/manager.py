@@ -12,9 +12,10 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from kclient.broker.log.cleaner import LogCleaner
 from kclient.broker.log.config import LogConfig
 from kclient.broker.log.log import Log, now_ms
 
@@ -36,8 +37,10 @@ class LogManager:
     """Creates, loads, flushes, cleans and deletes the logs in one log directory."""
 
     def __init__(self, log_dir: Path, default_config: LogConfig, *, flush_check_ms: int = 1000,
-                 retention_check_ms: int = 300000) -> None:
-        """Nothing is read until :meth:`start`."""
+                 retention_check_ms: int = 300000,
+                 cleaner_config: Mapping[str, str] | None = None) -> None:
+        """Nothing is read until :meth:`start`; ``cleaner_config`` (broker settings) starts the
+        log cleaner unless ``log.cleaner.enable`` is false."""
         self.log_dir = Path(log_dir)
         self.default_config = default_config
         self.flush_check_ms = flush_check_ms
@@ -47,6 +50,10 @@ class LogManager:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.cleaner: LogCleaner | None = None
+        if cleaner_config is not None and \
+                str(cleaner_config.get("log.cleaner.enable", "true")).lower() == "true":
+            self.cleaner = LogCleaner(self.logs, self.log_dir, cleaner_config)
 
     # ------------------------------------------------------------------ startup
     def start(self) -> None:
@@ -61,6 +68,8 @@ class LogManager:
                     self._logs[(topic, partition)] = Log(path, self.topic_config(topic))
         self._start_timer("kclient-log-flusher", self.flush_check_ms, self._flush_due)
         self._start_timer("kclient-log-retention", self.retention_check_ms, self.cleanup)
+        if self.cleaner is not None:
+            self.cleaner.start()
 
     def _load_overrides(self) -> None:
         """Read every ``.topics/<topic>.json`` (a broken file is logged and ignored)."""
@@ -159,6 +168,8 @@ class LogManager:
                 if path.is_dir() and match and match.group("topic") == topic:
                     shutil.rmtree(path, ignore_errors=True)
             self._overrides.pop(topic, None)
+            if self.cleaner is not None:
+                self.cleaner.forget(topic)
             try:
                 (self.log_dir / TOPICS_DIR / f"{topic}.json").unlink()
             except FileNotFoundError:
@@ -184,6 +195,8 @@ class LogManager:
     def close(self) -> None:
         """Stop the timers, then flush and close every log (clean-shutdown markers written)."""
         self._stop.set()
+        if self.cleaner is not None:
+            self.cleaner.close()
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join()

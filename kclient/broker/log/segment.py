@@ -166,9 +166,13 @@ class LogSegment:
                     return record.offset, record.timestamp
         return None
 
+    def read_entry(self, info: EntryInfo) -> bytes:
+        """The bytes of one entry found by a walk over this segment."""
+        return pread_exact(self._handle.fd, info.size, info.position)
+
     def _decode(self, info: EntryInfo) -> list:
         """The records of one entry (decompressed, absolute offsets)."""
-        data = pread_exact(self._handle.fd, info.size, info.position)
+        data = self.read_entry(info)
         if info.magic == 2:
             return v2.read_batch(data, 0, info.size - LOG_OVERHEAD).records
         return legacy.read_message(data, 0, info.size - LOG_OVERHEAD).records

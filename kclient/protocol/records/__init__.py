@@ -12,6 +12,7 @@ Reading (any mix of formats in one buffer, partial trailing entry tolerated)::
 Writing::
 
     build_batch(values, keys, timestamps, headers, codec=LZ4, producer_id=...)   # v2
+    encode_v2_uniform(values, length, codec, timestamp)     # v2, values of one length only
     build_message_set(values, keys, timestamps, magic=1, codec=GZIP)            # v0 / v1
 
 Decoding with another record type: :func:`decode_entries` hands each entry's records, column
@@ -67,6 +68,7 @@ from kclient.protocol.records.reader import (
     scan_entries,
 )
 from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_headers
+from kclient.protocol.records.v2_uniform import encode_v2_uniform
 
 __all__ = [
     "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD",
@@ -77,7 +79,8 @@ __all__ = [
     "EntryInfo", "LogScan", "AssignedRecords",
     "RecordsReader", "iter_batches", "iter_records", "read_records", "scan_entries",
     "check_crcs", "decode_entries", "entry_next_offset",
-    "build_batch", "RecordBatchBuilder", "encode_headers", "build_message_set", "encode_message",
+    "build_batch", "encode_v2_uniform", "RecordBatchBuilder", "encode_headers",
+    "build_message_set", "encode_message",
     "entry_info", "iter_entries", "scan_log", "validate_records", "assign_offsets",
     "convert_records",
 ]

@@ -1,4 +1,5 @@
-"""Real outside servers for tests and benchmarks: tansu (a Kafka-compatible broker) and ZooKeeper.
+"""Outside servers for tests and benchmarks: tansu (a Kafka-compatible broker), ZooKeeper and the
+mini-broker in its own process.
 
 Each is a context manager that starts the real program on a free loopback port, waits until
 it accepts connections, and stops it (and removes its files) on exit.

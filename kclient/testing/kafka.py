@@ -1,0 +1,283 @@
+"""Real Apache Kafka brokers as JVM processes, for integration tests and benchmarks.
+
+``KafkaServer`` starts one broker or a cluster on free loopback ports with a temporary log dir:
+KRaft (every node a combined broker+controller, one quorum, storage formatted by Kafka's own
+StorageTool) or, for 3.x, ZooKeeper mode against Debian's ZooKeeper. It is ready once Metadata,
+asked through kclient's own connection, lists every broker.
+"""
+from __future__ import annotations
+
+import base64
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool, start_kafka_tool
+from .servers import ZooKeeperServer, free_port
+
+__all__ = ["KafkaServer", "KafkaNode"]
+
+#: Settings that make a test broker start fast and run on one node.
+FAST_START = {
+    "num.partitions": "1",
+    "offsets.topic.num.partitions": "10",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "auto.create.topics.enable": "true",
+    "delete.topic.enable": "true",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "log.cleaner.dedupe.buffer.size": str(8 << 20),
+    "socket.request.max.bytes": str(100 << 20),
+}
+KRAFT_4 = {"share.coordinator.state.topic.replication.factor": "1",
+           "share.coordinator.state.topic.min.isr": "1"}
+
+
+class KafkaNode:
+    """One broker process of a :class:`KafkaServer` (node id, ports, files, process)."""
+
+    def __init__(self, node_id: int, workdir: Path):
+        self.node_id = node_id
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.dir = workdir / f"node-{node_id}"
+        self.data = self.dir / "data"
+        self.properties = self.dir / "server.properties"
+        self.log_path = self.dir / "server.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, argv: list[str]) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def signal(self, sig: int) -> None:
+        if self.alive:
+            self.proc.send_signal(sig)
+
+    def wait(self, deadline: float) -> None:
+        """Wait for the process to end by ``deadline`` (monotonic), then kill it."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class KafkaServer:
+    """Apache Kafka ``version`` ("4", "3" or exact) with ``num_brokers`` nodes on loopback.
+
+    ``mode`` is "kraft" (default) or "zookeeper" (3.x only; a ZooKeeperServer is started unless
+    ``zookeeper_connect`` is given). ``config`` adds or overrides server.properties settings.
+    ``bootstrap`` lists every broker; ``kill``/``stop_node``/``start_node`` move leadership.
+    Data is deleted on exit; the logs stay when ``keep_logs`` is set (a failing test sets it).
+    """
+
+    def __init__(self, version: str = "4", num_brokers: int = 1, mode: str | None = None,
+                 config: dict[str, str] | None = None, zookeeper_connect: str | None = None,
+                 heap: str = "512m", start_timeout: float = 120.0):
+        self.version = _exact(version)
+        self.major = _key(self.version)[0]
+        self.mode = mode or "kraft"
+        if self.mode not in ("kraft", "zookeeper"):
+            raise ValueError(f"mode must be 'kraft' or 'zookeeper', not {self.mode!r}")
+        if self.mode == "zookeeper" and self.major >= 4:
+            raise ValueError(f"Kafka {self.version} has no ZooKeeper mode; use a 3.x version")
+        self.num_brokers = num_brokers
+        self.config = dict(config or {})
+        self.zookeeper_connect = zookeeper_connect
+        self.heap = heap
+        self.start_timeout = start_timeout
+        self.keep_logs = False
+        self.nodes: list[KafkaNode] = []
+        self.workdir: Path | None = None
+        self._zookeeper: ZooKeeperServer | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> KafkaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Write configs, format storage (KRaft), start every node and wait until ready."""
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"kclient-kafka-{self.version}-"))
+        self.nodes = [KafkaNode(i, self.workdir) for i in range(1, self.num_brokers + 1)]
+        try:
+            if self.mode == "zookeeper" and self.zookeeper_connect is None:
+                self._zookeeper = ZooKeeperServer().__enter__()
+                self.zookeeper_connect = self._zookeeper.connect
+            self._log_config = log_config(self.version, self.workdir / "log.properties")
+            for node in self.nodes:
+                node.dir.mkdir(parents=True)
+                node.properties.write_text(self._properties(node))
+            if self.mode == "kraft":
+                self._format()
+            for node in self.nodes:
+                self.start_node(node.node_id, wait=False)
+            self.wait_ready()
+        except BaseException:
+            self.keep_logs = True
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every node (SIGTERM: controlled shutdown; SIGKILL after ``timeout``), delete the
+        data and, unless ``keep_logs``, the logs."""
+        for node in self.nodes:
+            node.signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            node.wait(deadline)
+        if self._zookeeper is not None:
+            self._zookeeper.__exit__(None, None, None)
+            self._zookeeper = None
+        if self.workdir is not None:
+            for node in self.nodes:
+                shutil.rmtree(node.data, ignore_errors=True)
+            if not self.keep_logs:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- configuration -----------------------------------------------------------------------
+    def _properties(self, node: KafkaNode) -> str:
+        props = dict(FAST_START)
+        replicas = str(min(3, self.num_brokers))
+        props.update({"log.dirs": str(node.data), "offsets.topic.replication.factor": replicas,
+                      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                      "inter.broker.listener.name": "PLAINTEXT",
+                      "advertised.listeners": f"PLAINTEXT://{node.address}"})
+        if self.mode == "kraft":
+            voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+            props.update({"process.roles": "broker,controller", "node.id": str(node.node_id),
+                          "controller.quorum.voters": voters,
+                          "controller.listener.names": "CONTROLLER",
+                          "listeners": f"PLAINTEXT://{node.address},"
+                                       f"CONTROLLER://127.0.0.1:{node.controller_port}"})
+            if self.major >= 4:
+                props.update(KRAFT_4)
+        else:
+            props.update({"broker.id": str(node.node_id), "listeners": f"PLAINTEXT://{node.address}",
+                          "zookeeper.connect": self.zookeeper_connect,
+                          "zookeeper.session.timeout.ms": "18000",
+                          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
+        props.update(self.config)
+        return "".join(f"{k}={v}\n" for k, v in props.items())
+
+    def _format(self) -> None:
+        """Format every node's storage with one cluster id (Kafka's StorageTool, in parallel)."""
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        procs = [subprocess.Popen(kafka_java(self.version, "kafka.tools.StorageTool",
+                                             ["format", "-t", cluster_id, "-c", str(n.properties)]),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for n in self.nodes]
+        for proc, node in zip(procs, self.nodes):
+            out, _ = proc.communicate(timeout=self.start_timeout)
+            (node.dir / "format.log").write_bytes(out)
+            if proc.returncode != 0:
+                raise RuntimeError(f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}")
+
+    # -- nodes -------------------------------------------------------------------------------
+    def node(self, node_id: int) -> KafkaNode:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no Kafka node {node_id}")
+
+    def start_node(self, node_id: int, wait: bool = True) -> None:
+        """(Re)start one node with its existing data; ``wait`` until the cluster lists it."""
+        node = self.node(node_id)
+        if node.alive:
+            return
+        opts = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
+                "-Dkafka.logs.dir=" + str(node.dir)]
+        node.start(kafka_java(self.version, "kafka.Kafka", [str(node.properties)], heap=self.heap,
+                              jvm_options=opts, log_file=self._log_config))
+        if wait:
+            self.wait_ready()
+
+    def stop_node(self, node_id: int, timeout: float = 30.0) -> None:
+        """Controlled shutdown of one node (SIGTERM), killed after ``timeout``."""
+        node = self.node(node_id)
+        node.signal(signal.SIGTERM)
+        node.wait(time.monotonic() + timeout)
+
+    def kill(self, node_id: int) -> None:
+        """Kill one node at once (SIGKILL), as a crash would."""
+        node = self.node(node_id)
+        node.signal(signal.SIGKILL)
+        node.wait(time.monotonic() + 10)
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Block until Metadata from kclient's own connection lists every live node."""
+        from ..cluster import Cluster
+        deadline = time.monotonic() + (timeout or self.start_timeout)
+        live = lambda: {n.node_id for n in self.nodes if n.alive}  # noqa: E731
+        problem = "no answer yet"
+        while time.monotonic() < deadline:
+            dead = [n for n in self.nodes if n.proc is not None and not n.alive]
+            if dead and not live():
+                break
+            try:
+                with Cluster(self.bootstrap_of(live()), request_timeout_ms=5000,
+                             connect_timeout_ms=2000) as cluster:
+                    cluster.refresh([])
+                    if set(cluster.brokers) >= live() and cluster.controller_id >= 0:
+                        return
+                    problem = f"metadata lists brokers {sorted(cluster.brokers)}"
+            except Exception as exc:  # not listening yet, not ready: try again
+                problem = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.2)
+        self.keep_logs = True
+        raise RuntimeError(f"Kafka {self.version} ({self.mode}) not ready: {problem}\n"
+                           + self.tails())
+
+    # -- facts for tests ---------------------------------------------------------------------
+    def bootstrap_of(self, node_ids: set[int] | list[int]) -> str:
+        return ",".join(self.node(i).address for i in sorted(node_ids))
+
+    @property
+    def bootstrap(self) -> str:
+        """"127.0.0.1:P1,127.0.0.1:P2,..." for every node."""
+        return ",".join(n.address for n in self.nodes)
+
+    @property
+    def log_paths(self) -> list[Path]:
+        return [n.log_path for n in self.nodes]
+
+    def tails(self, lines: int = 25) -> str:
+        """The last ``lines`` of every node's log, each under its path."""
+        return "\n".join(f"--- {n.log_path} (last {lines} lines)\n{n.tail(lines)}"
+                         for n in self.nodes)
+
+    def run_tool(self, main: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
+        """Run one of Kafka's tool classes (same version as the brokers) to completion."""
+        return run_kafka_tool(self.version, main, *args, **kwargs)
+
+    def start_tool(self, main: str, *args: str, **popen) -> subprocess.Popen:
+        """Start one of Kafka's tools (same version as the brokers) in the background."""
+        return start_kafka_tool(self.version, main, *args, **popen)
