@@ -27,6 +27,8 @@ import logging
 import struct
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.errors import (
@@ -38,6 +40,9 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 from kclient.zkutils import kafka_json
 
 from .assignment import assign
@@ -69,8 +74,8 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = bytes(data), 0
 
-    def unpack(self, fmt: str):
-        v = struct.unpack_from(fmt, self.data, self.pos)
+    def unpack(self, fmt: str) -> int:
+        v: tuple[int, ...] = struct.unpack_from(fmt, self.data, self.pos)
         self.pos += struct.calcsize(fmt)
         return v[0]
 
@@ -89,7 +94,7 @@ class _Reader:
         return b
 
 
-def encode_subscription(topics, user_data: bytes) -> bytes:
+def encode_subscription(topics: Sequence[str], user_data: bytes) -> bytes:
     return (struct.pack(">hi", 0, len(topics)) + b"".join(_str(t) for t in topics)
             + _bytes(user_data))
 
@@ -115,14 +120,14 @@ def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
         return {}, b""
     r = _Reader(data)
     r.unpack(">h")
-    parts = {}
+    parts: dict[str, list[int]] = {}
     for _ in range(r.unpack(">i")):
         t = r.string()
         parts[t] = [r.unpack(">i") for _ in range(r.unpack(">i"))]
     return parts, r.bytes()
 
 
-def _json(data: bytes):
+def _json(data: bytes) -> Any:
     """Parsed JSON user data, or None (empty, or not JSON: written by another client)."""
     try:
         return json.loads(data) if data else None
@@ -133,7 +138,10 @@ def _json(data: bytes):
 class GroupConsumerConnector(ConsumerConnector):
     """A consumer group coordinated by the broker (no ZooKeeper)."""
 
-    def __init__(self, config=None, **overrides) -> None:
+    cluster: Cluster                    # set up front, unlike the base class's
+    offset_store: KafkaOffsetStore
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         c = self.config
         c.require("metadata.broker.list")
@@ -229,7 +237,7 @@ class GroupConsumerConnector(ConsumerConnector):
         self._start_fetchers()
         return True
 
-    def _join(self, meta: bytes):
+    def _join(self, meta: bytes) -> JoinGroupResponse | None:
         for _ in range(3):
             body = {"group_id": self.group, "session_timeout_ms": self.session_timeout,
                     "rebalance_timeout_ms": self.session_timeout, "member_id": self.member_id,
@@ -249,7 +257,8 @@ class GroupConsumerConnector(ConsumerConnector):
             return resp
         return None
 
-    def _leader_assign(self, members) -> list[dict]:
+    def _leader_assign(self, members: Iterable[JoinGroupResponseMember]
+                       ) -> list[dict[str, Any]]:
         """The leader's job: the group's assignment over every member's thread ids."""
         all_topics = self._all_topics()
         consumers: dict[str, list[str]] = {}

@@ -43,11 +43,14 @@ class CleanerCheckpoint:
         """The first dirty offset of a partition (0: never cleaned)."""
         return self.offsets.get(key, 0)
 
-    def update(self, key: tuple[str, int], offset: int, live: Iterable[tuple[str, int]]) -> None:
-        """Set one partition's offset, drop partitions no longer ``live``, write the file."""
+    def update(self, key: tuple[str, int] | None, offset: int,
+               live: Iterable[tuple[str, int]]) -> None:
+        """Set one partition's offset (``key`` None: none), drop partitions no longer
+        ``live``, write the file."""
         keep = set(live)
         self.offsets = {k: v for k, v in self.offsets.items() if k in keep}
-        self.offsets[key] = offset
+        if key is not None:
+            self.offsets[key] = offset
         lines = ["0", str(len(self.offsets))]
         lines += [f"{t} {p} {o}" for (t, p), o in sorted(self.offsets.items())]
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -89,6 +92,12 @@ class LogCleaner:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         self._thread = None
+
+    def forget(self, topic: str) -> None:
+        """Drop a deleted topic's checkpoints (a topic created again starts dirty)."""
+        with self._lock:
+            live = [k for k in self.checkpoint.offsets if k[0] != topic]
+            self.checkpoint.update(None, 0, live)
 
     def _run(self) -> None:
         """Clean while there is work; sleep ``backoff_ms`` when there is none."""
