@@ -46,6 +46,7 @@ class Request:
     api: Api | None
     error: KafkaError | None = None
     size: int = 0
+    client_host: str = ""       # the peer's address, set by the server (group member hosts)
 
 
 def _encode_request_header(api: Api, version: int, corr: int, client_id: str | None) -> list:
