@@ -1,34 +1,40 @@
-"""Committed consumer-group offsets, stored durably in an append-only, CRC-checked log.
+"""Committed consumer-group offsets, stored in a compacted log as Kafka's ``__consumer_offsets``.
 
-The file plays the role of Kafka's compacted ``__consumer_offsets`` topic: every commit appends
-one length-prefixed record ``[length u32][crc32 u32][payload]`` whose payload is JSON (a group,
-and its committed or deleted partitions). Start-up replays the file, keeps the last value per
-(group, topic, partition) and cuts off a torn or corrupt tail. Once the file is larger than
-``offsets.topic.segment.bytes`` and than 1 / (1 - ``log.cleaner.min.cleanable.ratio``) times its
-live data, it is rewritten with the latest values only. Commits are fsynced unless
-``offsets.commit.required.acks`` is 1 or 0.
+Every commit appends one record batch to ``<data dir>/__consumer_offsets-0``, one record per
+partition keyed by Kafka's offset-commit key (group, topic, partition) with Kafka's value schema
+(:mod:`kclient.broker.offsets_schema`); deleting offsets appends tombstones.  Start-up replays
+the log (whose own recovery cuts a torn or corrupt tail) keeping the last value per key.  The
+log has ``cleanup.policy=compact`` and ``segment.bytes=offsets.topic.segment.bytes``; a log
+cleaner thread (``log.cleaner.*`` settings) compacts it, so it stays bounded by about two
+segments plus the live offsets.  Commits are fsynced unless ``offsets.commit.required.acks``
+is 1 or 0.  A ``consumer-offsets.log`` written by earlier versions is imported once.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["OffsetEntry", "OffsetManager", "OFFSETS_FILE"]
+from kclient.broker.log import FileRegion, Log, LogConfig
+from kclient.broker.log.cleaner import LogCleaner
+from kclient.broker.log.config import INT64_MAX
+from kclient.broker.offsets_schema import decode_key, decode_value, encode_key, encode_value
+from kclient.protocol.records import RecordsReader, build_batch
+
+__all__ = ["OffsetEntry", "OffsetManager", "OFFSETS_LOG", "LEGACY_OFFSETS_FILE"]
 
 log = logging.getLogger(__name__)
 
-OFFSETS_FILE = "consumer-offsets.log"
+OFFSETS_LOG = "__consumer_offsets-0"
+LEGACY_OFFSETS_FILE = "consumer-offsets.log"
 _FRAME = struct.Struct(">II")
-_MAX_RECORD = 64 * 1024 * 1024
-_ENTRY_OVERHEAD = 48
+_READ_BYTES = 1 << 20
 
 TopicPartition = tuple[str, int]
 
@@ -43,21 +49,16 @@ class OffsetEntry:
     commit_ms: int = 0
     expire_ms: int = -1
 
-    def to_wire(self, tp: TopicPartition) -> list:
-        """The compact list form stored in the log."""
-        return [tp[0], tp[1], self.offset, self.leader_epoch, self.metadata,
-                self.commit_ms, self.expire_ms]
+    def to_value(self) -> bytes:
+        """The record value stored in the offsets log."""
+        return encode_value(self.offset, self.metadata, self.leader_epoch, self.commit_ms,
+                            self.expire_ms)
 
     @classmethod
-    def from_wire(cls, item: list) -> tuple[TopicPartition, OffsetEntry]:
-        """Parse the list form back into a key and an entry."""
-        topic, partition, offset, epoch, metadata, commit_ms, expire_ms = item
-        return (topic, partition), cls(offset, metadata, epoch, commit_ms, expire_ms)
-
-
-def _entry_size(tp: TopicPartition, entry: OffsetEntry) -> int:
-    """Approximate bytes one live entry takes in a compacted file."""
-    return _ENTRY_OVERHEAD + len(tp[0]) + len(entry.metadata or "")
+    def from_value(cls, value: bytes) -> OffsetEntry:
+        """Parse a record value back into an entry."""
+        offset, metadata, epoch, commit_ms, expire_ms = decode_value(value)
+        return cls(offset, metadata, epoch, commit_ms, expire_ms)
 
 
 def _truthy(value: str | None, default: bool) -> bool:
@@ -67,29 +68,31 @@ def _truthy(value: str | None, default: bool) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
-def encode_record(payload: dict) -> bytes:
-    """Frame one payload: length, CRC-32 of the payload, the JSON bytes."""
-    data = json.dumps(payload, separators=(",", ":")).encode()
-    return _FRAME.pack(len(data), zlib.crc32(data)) + data
+def offsets_log_config(config: Mapping[str, str], fsync: bool) -> LogConfig:
+    """The offsets log's settings: compacted, offsets.topic.segment.bytes segments."""
+    props = {k: str(v) for k, v in config.items() if k.startswith("log.cleaner.")}
+    base = LogConfig(segment_bytes=int(config.get("offsets.topic.segment.bytes", 104857600)),
+                     cleanup_policy=("compact",),
+                     flush_interval_messages=1 if fsync else INT64_MAX)
+    return LogConfig.from_properties(props, base)
 
 
-def decode_records(buf: bytes) -> tuple[list[dict], int]:
-    """Decode whole valid records from the start; returns them and the valid length."""
-    out, pos = [], 0
-    while pos + _FRAME.size <= len(buf):
-        size, crc = _FRAME.unpack_from(buf, pos)
-        end = pos + _FRAME.size + size
-        if size > _MAX_RECORD or end > len(buf):
-            break
-        data = buf[pos + _FRAME.size:end]
-        if zlib.crc32(data) != crc:
-            break
-        try:
-            out.append(json.loads(data))
-        except ValueError:
-            break
-        pos = end
-    return out, pos
+def read_log(each: Log) -> Iterator:
+    """Every record of a log, oldest first (control batches skipped)."""
+    offset, size = each.log_start_offset, _READ_BYTES
+    while offset < each.log_end_offset:
+        region = each.read(offset, size)
+        data = region.read() if isinstance(region, FileRegion) else region
+        batches = list(RecordsReader(data).batches()) if data else []
+        if not batches:
+            if not data:
+                return
+            size *= 2           # one entry larger than the read
+            continue
+        for batch in batches:
+            if not batch.is_control:
+                yield from batch.records
+        offset = batches[-1].last_offset + 1
 
 
 class OffsetManager:
@@ -97,47 +100,48 @@ class OffsetManager:
 
     def __init__(self, data_dir: Path | str, config: Mapping[str, str] | None = None):
         config = dict(config or {})
-        self.path = Path(data_dir) / OFFSETS_FILE
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / OFFSETS_LOG
         acks = str(config.get("offsets.commit.required.acks", "-1")).strip()
         self.fsync = acks in ("-1", "all")  # acks=1/0: written, not forced to disk
-        ratio = float(config.get("log.cleaner.min.cleanable.ratio", 0.5))
-        self.compaction_factor = 1 / max(1e-3, 1 - ratio)
-        self.compaction_min_bytes = int(config.get("offsets.topic.segment.bytes", 104857600))
-        self.compaction_enabled = _truthy(config.get("log.cleaner.enable"), True)
+        self.codec = int(config.get("offsets.topic.compression.codec", 0))
         self.retention_ms = int(config.get("offsets.retention.minutes", 10080)) * 60_000
+        self.log_config = offsets_log_config(config, self.fsync)
+        self.cleaner: LogCleaner | None = None
+        if _truthy(config.get("log.cleaner.enable"), True):
+            self.cleaner = LogCleaner(self._logs, self.data_dir, config,
+                                      name="kclient-offsets-cleaner")
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, OffsetEntry]] = {}
-        self._live_bytes = 0
-        self._file = None
-        self._file_bytes = 0
+        self.log: Log | None = None
+
+    def _logs(self) -> list[Log]:
+        """What the cleaner looks after: the offsets log."""
+        return [self.log] if self.log is not None else []
 
     # -- life cycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Replay the log (cutting off a torn tail) and open it for appends."""
+        """Open and replay the log, import a legacy file, start the cleaner."""
         with self._lock:
-            if self._file is not None:
+            if self.log is not None:
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            buf = self.path.read_bytes() if self.path.exists() else b""
-            records, valid = decode_records(buf)
-            for payload in records:
-                self._apply(payload)
-            if valid < len(buf):
-                log.warning("offsets log %s: dropping %d bytes of torn or corrupt tail at %d",
-                            self.path, len(buf) - valid, valid)
-            self._file = open(self.path, "ab")
-            self._file.truncate(valid)
-            self._file_bytes = valid
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.log = Log(self.path, self.log_config)
+            for record in read_log(self.log):
+                self._apply(record.key, record.value)
+            self._import_legacy()
+        if self.cleaner is not None:
+            self.cleaner.start()
 
     def close(self) -> None:
-        """Flush and close the log file."""
+        """Stop the cleaner, flush and close the log."""
+        if self.cleaner is not None:
+            self.cleaner.close()
         with self._lock:
-            if self._file is not None:
-                self._file.flush()
-                os.fsync(self._file.fileno())
-                self._file.close()
-                self._file = None
+            if self.log is not None:
+                self.log.close()
+                self.log = None
 
     def __enter__(self) -> OffsetManager:
         self.start()
@@ -164,27 +168,24 @@ class OffsetManager:
 
     @property
     def file_bytes(self) -> int:
-        """Current size of the log file."""
-        return self._file_bytes
-
-    @property
-    def live_bytes(self) -> int:
-        """Estimated size of the live (latest) entries, used to decide compaction."""
-        return self._live_bytes
+        """Bytes the offsets log takes on disk (all segments)."""
+        current = self.log
+        return current.size if current is not None else 0
 
     # -- writes ------------------------------------------------------------------------------
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, OffsetEntry]) -> None:
-        """Durably store offsets for a group (one atomic record), then make them visible."""
-        if not offsets:
-            return
-        payload = {"g": group, "c": [entry.to_wire(tp) for tp, entry in offsets.items()]}
-        self._append(payload)
+        """Durably store offsets for a group (one atomic batch), then make them visible."""
+        if offsets:
+            self._append(group, [(tp, entry.to_value()) for tp, entry in offsets.items()])
 
     def delete(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> None:
-        """Remove a group's offsets (all of them when partitions is None) with a tombstone."""
-        parts = None if partitions is None else [list(tp) for tp in partitions]
-        self._append({"g": group, "d": parts})
+        """Remove a group's offsets (all of them when partitions is None) with tombstones."""
+        with self._lock:
+            known = self._offsets.get(group, {})
+            doomed = list(known) if partitions is None else [tuple(tp) for tp in partitions]
+        if doomed:
+            self._append(group, [(tp, None) for tp in doomed])
 
     def expire(self, is_active: Callable[[str], bool], now_ms: int | None = None) -> int:
         """Tombstone offsets past retention for groups without members; returns how many."""
@@ -208,79 +209,80 @@ class OffsetManager:
         return self.retention_ms >= 0 and now_ms >= entry.commit_ms + self.retention_ms
 
     def compact(self) -> None:
-        """Rewrite the log with only the live entries (atomically, by rename)."""
-        with self._lock:
-            self._compact_locked()
+        """Roll the log and clean it now, whatever its dirty ratio (tests, tools)."""
+        current = self.log
+        if current is None or self.cleaner is None:
+            return
+        current.roll()
+        self.cleaner.clean(current)
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _append(self, payload: dict) -> None:
-        """Write one record (fsync when configured) and apply it to the in-memory view."""
-        record = encode_record(payload)
+    def _append(self, group: str, items: list[tuple[TopicPartition, bytes | None]]) -> None:
+        """Append one batch (fsynced when configured) and apply it to the in-memory view."""
+        keys = [encode_key(group, tp) for tp, _ in items]
+        values = [value for _, value in items]
+        batch = build_batch(values, keys, codec=self.codec)
         with self._lock:
-            if self._file is None:
+            if self.log is None:
                 raise RuntimeError("OffsetManager is not started (or already closed)")
-            self._file.write(record)
-            self._file.flush()
-            if self.fsync:
-                os.fsync(self._file.fileno())
-            self._file_bytes += len(record)
-            self._apply(payload)
-            if self._needs_compaction():
-                self._compact_locked()
+            self.log.append(batch, magic=2)
+            for key, value in zip(keys, values):
+                self._apply(key, value)
 
-    def _apply(self, payload: dict) -> None:
-        """Fold one record into the in-memory map."""
-        group = payload["g"]
+    def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        """Fold one record into the in-memory map (a tombstone removes the key)."""
+        parsed = decode_key(key) if key else None
+        if parsed is None:
+            return
+        group, tp = parsed
         committed = self._offsets.setdefault(group, {})
-        for item in payload.get("c", ()):
-            tp, entry = OffsetEntry.from_wire(item)
-            self._forget(committed.get(tp), tp)
-            committed[tp] = entry
-            self._live_bytes += _entry_size(tp, entry)
-        if "d" in payload:
-            gone = list(committed) if payload["d"] is None else payload["d"]
-            for topic, partition in gone:
-                self._forget(committed.pop((topic, partition), None), (topic, partition))
+        if value is None:
+            committed.pop(tp, None)
+        else:
+            committed[tp] = OffsetEntry.from_value(value)
         if not committed:
             del self._offsets[group]
 
-    def _forget(self, entry: OffsetEntry | None, tp: TopicPartition) -> None:
-        """Take a replaced or deleted entry out of the live-size estimate."""
-        if entry is not None:
-            self._live_bytes -= _entry_size(tp, entry)
-
-    def _needs_compaction(self) -> bool:
-        """True when the file is much larger than its live data (and past a segment's size)."""
-        if not self.compaction_enabled:
-            return False
-        limit = max(self._live_bytes * self.compaction_factor, self.compaction_min_bytes)
-        return self._file_bytes > limit
-
-    def _compact_locked(self) -> None:
-        """Write live entries to a temp file, fsync, rename over the log, reopen it."""
-        tmp = self.path.with_suffix(".compacting")
-        with open(tmp, "wb") as out:
-            for group, committed in self._offsets.items():
-                wire = [entry.to_wire(tp) for tp, entry in committed.items()]
-                out.write(encode_record({"g": group, "c": wire}))
-            out.flush()
-            os.fsync(out.fileno())
-        if self._file is not None:
-            self._file.close()
-        os.replace(tmp, self.path)
-        self._fsync_dir()
-        self._file = open(self.path, "ab")
-        self._file_bytes = self.path.stat().st_size
-        log.debug("compacted offsets log %s to %d bytes", self.path, self._file_bytes)
-
-    def _fsync_dir(self) -> None:
-        """Make the rename durable."""
-        try:
-            fd = os.open(self.path.parent, os.O_RDONLY)
-        except OSError:
+    def _import_legacy(self) -> None:
+        """Move the offsets of an older version's JSON file into the log, then remove it."""
+        legacy = self.data_dir / LEGACY_OFFSETS_FILE
+        if not legacy.exists():
             return
+        old: dict[str, dict[TopicPartition, OffsetEntry]] = {}
+        for payload in decode_legacy(legacy.read_bytes()):
+            committed = old.setdefault(payload["g"], {})
+            for topic, partition, offset, epoch, metadata, commit_ms, expire_ms in \
+                    payload.get("c", ()):
+                committed[(topic, partition)] = OffsetEntry(offset, metadata, epoch, commit_ms,
+                                                            expire_ms)
+            if "d" in payload:
+                for tp in (list(committed) if payload["d"] is None else payload["d"]):
+                    committed.pop(tuple(tp), None)
+        for group, committed in old.items():
+            if committed:
+                items = [(tp, e.to_value()) for tp, e in committed.items()]
+                keys = [encode_key(group, tp) for tp, _ in items]
+                self.log.append(build_batch([v for _, v in items], keys), magic=2)
+                for key, (_, value) in zip(keys, items):
+                    self._apply(key, value)
+        self.log.flush()
+        legacy.unlink()
+        log.info("imported the offsets of %d groups from %s", len(old), legacy)
+
+
+def decode_legacy(buf: bytes) -> list[dict]:
+    """The whole valid records of an older version's file: ``[length][crc32][JSON]``."""
+    out, pos = [], 0
+    while pos + _FRAME.size <= len(buf):
+        size, crc = _FRAME.unpack_from(buf, pos)
+        end = pos + _FRAME.size + size
+        data = buf[pos + _FRAME.size:end]
+        if end > len(buf) or zlib.crc32(data) != crc:
+            break
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            out.append(json.loads(data))
+        except ValueError:
+            break
+        pos = end
+    return out

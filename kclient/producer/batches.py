@@ -15,9 +15,13 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate, repeat
 from operator import add
+from typing import Any
 
 from kclient.protocol import compression
+from kclient.protocol.error_codes import UnsupportedVersionError
 from kclient.protocol.records import build_batch, build_message_set, encode_v2_uniform
+
+from .data import DeliveryReport, Entry
 
 __all__ = ["PartitionBatch", "encode_records", "MAX_BATCH_BYTES", "split_by_size"]
 
@@ -27,9 +31,10 @@ MAX_BATCH_BYTES = 1_000_000
 #: Estimated bytes a record adds besides its key and value (varints, attributes, headers count).
 RECORD_OVERHEAD = 12
 
-def encode_records(values: list, keys: list | None, timestamps: list | None,
-                   headers: list | None, magic: int, codec: int,
-                   timestamp: int | None = None, lengths: list | None = None) -> bytes:
+def encode_records(values: list[Any], keys: list[Any] | None, timestamps: list[Any] | None,
+                   headers: list[Any] | None, magic: int, codec: int,
+                   timestamp: int | None = None,
+                   lengths: list[int] | None = None) -> bytes | bytearray:
     """Encode one partition's messages in message format ``magic`` with ``codec``."""
     if timestamp is None:
         timestamp = int(time.time() * 1000)
@@ -38,7 +43,6 @@ def encode_records(values: list, keys: list | None, timestamps: list | None,
             return encode_v2_uniform(values, len(values[0]), codec, timestamp)
         return build_batch(values, keys, timestamps, headers, codec=codec, timestamp=timestamp)
     if headers is not None:
-        from kclient.errors import UnsupportedVersionError
         raise UnsupportedVersionError(
             f"record headers need message format v2 (Produce v3+, Kafka 0.11+); this broker "
             f"takes magic {magic}")
@@ -46,7 +50,7 @@ def encode_records(values: list, keys: list | None, timestamps: list | None,
                              timestamp=timestamp)
 
 
-def n_uniform(values: list, lengths: list | None = None) -> bool:
+def n_uniform(values: list[Any], lengths: list[int] | None = None) -> bool:
     """True when every value is bytes of one length.
 
     ``lengths`` (precomputed ``len`` of each value) must only be given when no value is None.
@@ -100,10 +104,10 @@ class PartitionBatch:
     __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
                  "codec", "attempts", "error", "due", "lengths", "_encoded", "created")
 
-    def __init__(self, topic: str, partition: int, entries: list | None, values: list,
-                 keys: list | None = None, timestamps: list | None = None,
-                 headers: list | None = None, codec: int = compression.NONE,
-                 lengths: list | None = None) -> None:
+    def __init__(self, topic: str, partition: int, entries: list[Entry] | None,
+                 values: list[Any], keys: list[Any] | None = None,
+                 timestamps: list[Any] | None = None, headers: list[Any] | None = None,
+                 codec: int = compression.NONE, lengths: list[int] | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.entries = entries
@@ -117,12 +121,12 @@ class PartitionBatch:
         self.error: BaseException | None = None
         self.due = 0.0
         self.created = int(time.time() * 1000)
-        self._encoded: tuple | None = None
+        self._encoded: tuple[int, bytes | bytearray] | None = None
 
     def __len__(self) -> int:
         return len(self.values)
 
-    def encode(self, magic: int):
+    def encode(self, magic: int) -> bytes | bytearray:
         """The records in format ``magic`` (cached, so a retry to the same format is free)."""
         enc = self._encoded
         if enc is not None and enc[0] == magic:
@@ -137,9 +141,8 @@ class PartitionBatch:
         self._encoded = None
 
     def report(self, base_offset: int = -1, error: BaseException | None = None,
-               timestamp: int = -1):
+               timestamp: int = -1) -> DeliveryReport:
         """The DeliveryReport of this batch."""
-        from .data import DeliveryReport
         self._encoded = None
         if self.entries is not None:
             return DeliveryReport(self.topic, self.partition, None, base_offset, error,

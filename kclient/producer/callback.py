@@ -66,7 +66,7 @@ class CallbackHandler:
         """The producer is closed; everything has been sent or reported."""
 
 
-def overridden_hooks(handler: Any) -> frozenset:
+def overridden_hooks(handler: Any) -> frozenset[str]:
     """Names of the hooks ``handler`` defines differently from the no-op base class."""
     if handler is None:
         return frozenset()

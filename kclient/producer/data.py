@@ -14,7 +14,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 __all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports", "to_entry",
-           "to_entries", "from_entries"]
+           "to_entries", "from_entries", "Entry", "Header"]
+
+#: A record header: name and value (None for a null value).
+Header = tuple[str, bytes | None]
+#: A message on the producer's queue: ``(topic, value)`` or ``(topic, value, key, partition,
+#: timestamp, headers)`` (see "queue entries" below).
+Entry = tuple[Any, ...]
 
 
 def _extra_field(index: int, name: str) -> property:
@@ -49,7 +55,7 @@ class ProducerData:
     __slots__ = ("topic", "value", "_extra")
 
     def __init__(self, topic: str, value: Any, key: Any = None, partition: int | None = None,
-                 timestamp: int | None = None, headers: Sequence | None = None) -> None:
+                 timestamp: int | None = None, headers: Sequence[Header] | None = None) -> None:
         self.topic = topic
         self.value = value
         if key is None and partition is None and timestamp is None and headers is None:
@@ -67,8 +73,10 @@ class ProducerData:
                         for name in ("key", "partition", "timestamp", "headers")
                         if getattr(self, name) is not None)
         value = self.value
-        if isinstance(value, (bytes, str)) and len(value) > 40:
-            value = value[:37] + (b"..." if isinstance(value, bytes) else "...")
+        if isinstance(value, bytes) and len(value) > 40:
+            value = value[:37] + b"..."
+        elif isinstance(value, str) and len(value) > 40:
+            value = value[:37] + "..."
         return f"ProducerData({self.topic!r}, {value!r}{extra})"
 
     def __eq__(self, other: object) -> bool:
@@ -78,7 +86,7 @@ class ProducerData:
 
     __hash__ = None  # type: ignore[assignment]  # compared by value, like a dataclass
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[ProducerData], Entry]:
         return (ProducerData, (self.topic, self.value) + (self._extra or ()))
 
 
@@ -120,10 +128,10 @@ class DeliveryReport:
     __slots__ = ("topic", "partition", "base_offset", "error", "timestamp", "attempts",
                  "_messages", "_entries", "_values")
 
-    def __init__(self, topic: str, partition: int, messages: Sequence | None = None,
+    def __init__(self, topic: str, partition: int, messages: Sequence[ProducerData] | None = None,
                  base_offset: int = -1, error: BaseException | None = None,
-                 timestamp: int = -1, attempts: int = 1, *, entries: list | None = None,
-                 values: list | None = None) -> None:
+                 timestamp: int = -1, attempts: int = 1, *, entries: list[Entry] | None = None,
+                 values: list[Any] | None = None) -> None:
         self.topic = topic
         self.partition = partition
         self.base_offset = base_offset
@@ -200,27 +208,27 @@ class DeliveryReport:
 # entries costs the collector nothing, while 100,000 queued objects would be traversed again
 # and again (a third of the producer's time in measurements).
 
-def to_entry(d: ProducerData) -> tuple:
+def to_entry(d: ProducerData) -> Entry:
     """The queue entry of a message."""
     x = d._extra
     return (d.topic, d.value) if x is None else (d.topic, d.value) + x
 
 
-def to_entries(items: Sequence[ProducerData]) -> list:
+def to_entries(items: Sequence[ProducerData]) -> list[Entry]:
     """Queue entries of messages."""
     return [(d.topic, d.value) if d._extra is None else (d.topic, d.value) + d._extra
             for d in items]
 
 
-def from_entries(entries: Sequence[tuple]) -> list:
+def from_entries(entries: Sequence[Entry]) -> list[ProducerData]:
     """ProducerData objects of queue entries."""
     return [ProducerData(*e) for e in entries]
 
 
-def failure_reports(entries: Sequence[tuple], error: BaseException,
-                    attempts: int = 0) -> list:
+def failure_reports(entries: Sequence[Entry], error: BaseException,
+                    attempts: int = 0) -> list[DeliveryReport]:
     """Failed reports (partition -1) for queue entries that never reached a partition."""
-    groups: dict = {}
+    groups: dict[str, list[Entry]] = {}
     for e in entries:
         g = groups.get(e[0])
         if g is None:

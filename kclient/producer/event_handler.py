@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import tenacity
 
@@ -33,16 +33,16 @@ from kclient.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    LeaderNotAvailableError,
     NoBrokersAvailableError,
-    error_for_code,
 )
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.compression import CODEC_IDS
+from kclient.protocol.error_base import error_for_code
+from kclient.protocol.error_codes import LeaderNotAvailableError
 
 from .batches import PartitionBatch
 from .callback import EventHandler
-from .data import DeliveryReport, ProducerData, failure_reports, to_entries
+from .data import DeliveryReport, Entry, ProducerData, failure_reports, to_entries
 from .prepare import Preparer
 from .prepare import retriable as _retriable
 
@@ -55,7 +55,8 @@ class _InFlight:
 
     __slots__ = ("conn", "node", "corr", "batches")
 
-    def __init__(self, conn: BrokerConnection, node: int, corr: int, batches: dict) -> None:
+    def __init__(self, conn: BrokerConnection, node: int, corr: int,
+                 batches: dict[tuple[str, int], PartitionBatch]) -> None:
         self.conn, self.node, self.corr, self.batches = conn, node, corr, batches
 
 
@@ -64,7 +65,8 @@ class _Parked:
 
     __slots__ = ("events", "attempts", "due", "error")
 
-    def __init__(self, events: list, attempts: int, due: float, error: BaseException) -> None:
+    def __init__(self, events: list[Entry], attempts: int, due: float,
+                 error: BaseException) -> None:
         self.events, self.attempts, self.due, self.error = events, attempts, due, error
 
 
@@ -84,13 +86,13 @@ class DefaultEventHandler(Preparer, EventHandler):
     """The standard EventHandler (see the module docstring)."""
 
     def __init__(self, context: Any = None) -> None:
-        self._inflight: deque = deque()
+        self._inflight: deque[_InFlight] = deque()
         self._retry: list[PartitionBatch] = []
         self._parked: list[_Parked] = []
         self._reports: list[DeliveryReport] = []
-        self._conns: dict = {}
-        self._rr: dict = {}
-        self._topics: set = set()
+        self._conns: dict[int, BrokerConnection] = {}
+        self._rr: dict[str, int] = {}
+        self._topics: set[str] = set()
         self._stale = False
         if context is not None:
             self.init(context)
@@ -164,7 +166,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         dues = [b.due for b in self._retry] + [p.due for p in self._parked]
         return min(dues) if dues else None
 
-    def submit(self, events: list, checked: Any = None) -> None:
+    def submit(self, events: list[Entry], checked: Any = None) -> None:
         """Serialize, partition and send queue entries; outcomes arrive via :meth:`take_reports`.
 
         ``events`` are tuples ``(topic, value[, key, partition, timestamp, headers])`` (see
@@ -226,7 +228,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             except KafkaError as exc:
                 log.warning("periodic metadata refresh failed: %s", exc)
 
-    def _refresh(self, topics) -> None:
+    def _refresh(self, topics: Iterable[str]) -> None:
         """Refresh metadata for ``topics`` (tenacity: one retry after the backoff)."""
         retryer = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(2), wait=self.wait,
@@ -238,7 +240,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             log.info("metadata refresh failed: %s", exc)
             self._stale = True
 
-    def _refresh_once(self, topics: list) -> None:
+    def _refresh_once(self, topics: list[str]) -> None:
         try:
             self.cluster.refresh(topics)
         except NoBrokersAvailableError:
@@ -248,7 +250,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             else:
                 raise
 
-    def _park(self, events: list, attempts: int, exc: BaseException) -> None:
+    def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None:
         attempts += 1
         if not _retriable(exc) or attempts > self.max_retries:
             self._fail_events(events, exc, attempts)
@@ -274,7 +276,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         return conn
 
     def _send(self, batches: list[PartitionBatch]) -> None:
-        by_node: dict = {}
+        by_node: dict[int, list[PartitionBatch]] = {}
         for b in batches:
             info = self.cluster.topics.get(b.topic)
             part = info.partitions.get(b.partition) if info is not None else None
@@ -285,7 +287,9 @@ class DefaultEventHandler(Preparer, EventHandler):
             by_node.setdefault(part.leader, []).append(b)
         for node, bs in by_node.items():
             while bs:
-                seen, now, rest = set(), [], []
+                seen: set[tuple[str, int]] = set()
+                now: list[PartitionBatch] = []
+                rest: list[PartitionBatch] = []
                 for b in bs:
                     key = (b.topic, b.partition)
                     (rest if key in seen else now).append(b)
@@ -303,8 +307,8 @@ class DefaultEventHandler(Preparer, EventHandler):
                 self._retry_later(b, exc, sent=False)
             return
         magic = 2 if version >= 3 else (1 if version == 2 else 0)
-        topic_data: dict = {}
-        sent = {}
+        topic_data: dict[str, list[dict[str, Any]]] = {}
+        sent: dict[tuple[str, int], PartitionBatch] = {}
         for b in batches:
             try:
                 records = b.encode(magic)
@@ -354,17 +358,17 @@ class DefaultEventHandler(Preparer, EventHandler):
         batches = entry.batches
         for topic in resp.responses:
             for pr in topic.partition_responses:
-                b = batches.pop((topic.name, pr.index), None)
-                if b is None:
+                done = batches.pop((topic.name, pr.index), None)
+                if done is None:
                     continue
                 if pr.error_code == 0:
-                    self._succeed(b, pr.base_offset, pr.log_append_time_ms)
+                    self._succeed(done, pr.base_offset, pr.log_append_time_ms)
                 else:
                     msg = pr.get("error_message")
-                    exc = error_for_code(pr.error_code)(
+                    error = error_for_code(pr.error_code)(
                         f"topic {topic.name!r} partition {pr.index} on broker {entry.node}"
                         + (f": {msg}" if msg else ""))
-                    self._retry_later(b, exc)
+                    self._retry_later(done, error)
         for b in batches.values():
             self._retry_later(b, KafkaError(
                 f"broker {entry.node} did not answer for topic {b.topic!r} partition "
@@ -382,7 +386,7 @@ class DefaultEventHandler(Preparer, EventHandler):
                     self._retry_later(b, exc)
 
     def _backoff(self, attempts: int) -> float:
-        return float(self.wait(_Attempt(attempts)))
+        return float(self.wait(cast(tenacity.RetryCallState, _Attempt(attempts))))
 
     def _retry_later(self, b: PartitionBatch, exc: BaseException, sent: bool = True,
                      force_retriable: bool = False) -> None:
@@ -406,10 +410,11 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
         self._reports.append(b.report(-1, exc))
 
-    def _fail_events(self, events: list, exc: BaseException, attempts: int = 0) -> None:
+    def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:
         self._reports += failure_reports(events, exc, attempts)
 
-    def _fail_indices(self, topic: str, evs: list, bad: dict, attempts: int) -> None:
+    def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
+                      attempts: int) -> None:
         for i, exc in sorted(bad.items()):
             self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
                                                 entries=[evs[i]]))

@@ -10,18 +10,21 @@ on its own; a topic whose metadata is missing waits (``_park``) and is retried l
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kclient.errors import (
-    KafkaError,
+from kclient.cluster import Cluster
+from kclient.errors import KafkaError
+from kclient.protocol.error_base import error_for_code
+from kclient.protocol.error_codes import (
     LeaderNotAvailableError,
     MessageSizeTooLargeError,
     UnknownTopicOrPartitionError,
-    error_for_code,
 )
 
 from .batches import MAX_BATCH_BYTES, RECORD_OVERHEAD, PartitionBatch, split_by_size
+from .data import Entry
 
 __all__ = ["Preparer", "retriable"]
 
@@ -37,7 +40,7 @@ def retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
-def _column(entries: list, index: int) -> list | None:
+def _column(entries: list[Entry], index: int) -> list[Any] | None:
     """One optional field (2 key .. 5 headers) of every entry, or None when none sets it."""
     col = [e[index] if len(e) > 2 else None for e in entries]
     return None if col.count(None) == len(col) else col
@@ -46,7 +49,28 @@ def _column(entries: list, index: int) -> list | None:
 class Preparer:
     """Mixin of DefaultEventHandler: ``_prepare(events, attempts) -> [PartitionBatch]``."""
 
-    def _partitions(self, topic: str) -> tuple:
+    # what the mixin uses of its host (DefaultEventHandler sets them in ``init``)
+    cluster: Cluster
+    encoder: Any
+    key_encoder: Any
+    partitioner: Any
+    codec: int
+    compressed_topics: frozenset[str]
+    max_message_bytes: int
+    _raw_values: bool
+    _raw_keys: bool
+    _topics: set[str]
+    _rr: dict[str, int]
+
+    if TYPE_CHECKING:
+        def _refresh(self, topics: Iterable[str]) -> None: ...
+        def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None: ...
+        def _fail_events(self, events: list[Entry], exc: BaseException,
+                         attempts: int = 0) -> None: ...
+        def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
+                          attempts: int) -> None: ...
+
+    def _partitions(self, topic: str) -> tuple[list[int], list[int]]:
         """(all partition ids, ids whose leader is known) of ``topic``; refreshes if unknown."""
         info = self.cluster.topics.get(topic)
         if info is None or not info.partitions:
@@ -62,7 +86,7 @@ class Preparer:
         return parts, avail
 
     # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: list | None, attempts: int,
+    def _prepare(self, events: list[Entry] | None, attempts: int,
                  checked: Any = None) -> list[PartitionBatch]:
         """Queue entries (or a checked chunk) to partition batches; failures get reports."""
         if checked is not None:
@@ -77,6 +101,7 @@ class Preparer:
         if not events:
             return []
         topics = list(map(_topic, events))
+        groups: dict[str, list[Entry]]
         if topics.count(topics[0]) == len(topics):  # identity makes count cheap
             groups = {topics[0]: events}
         else:
@@ -101,7 +126,8 @@ class Preparer:
                 self._fail_events(evs, exc)
         return out
 
-    def _serialize(self, evs: list, column: list, encoder: Any, raw: bool, what: str) -> tuple:
+    def _serialize(self, evs: list[Entry], column: list[Any], encoder: Any, raw: bool,
+                   what: str) -> tuple[list[Any], dict[int, BaseException]]:
         """Encode a column; returns (values, {index: exception}) for messages that failed."""
         if raw:
             types = list(map(type, column))
@@ -116,7 +142,8 @@ class Preparer:
             return list(map(enc, column)), {}
         except Exception:
             pass
-        out, bad = [], {}
+        out: list[Any] = []
+        bad: dict[int, BaseException] = {}
         for i, v in enumerate(column):
             try:
                 out.append(enc(v))
@@ -137,7 +164,8 @@ class Preparer:
         return self._split(topic, p, None, checked.values, None, None, None, self._codec(topic),
                            checked.lengths, checked.lengths)
 
-    def _prepare_topic(self, topic: str, evs: list, attempts: int) -> list[PartitionBatch]:
+    def _prepare_topic(self, topic: str, evs: list[Entry], attempts: int
+                       ) -> list[PartitionBatch]:
         parts, avail = self._partitions(topic)
         codec = self._codec(topic)
         n = len(evs)
@@ -186,38 +214,39 @@ class Preparer:
         count = len(parts)
         choose = self.partitioner.partition if hasattr(self.partitioner, "partition") \
             else self.partitioner
-        sticky = None
-        by_part: dict = {}
+        sticky: int | None = None
+        by_part: dict[int, list[int]] = {}
         partition_set = set(parts)
         for i in range(n):
-            p = pins[i] if pins is not None else None
-            if p is None:
+            part: int | None = pins[i] if pins is not None else None
+            if part is None:
                 k = keys[i] if keys is not None else None
                 if k is None:
                     if sticky is None:
                         sticky = self._sticky(topic, avail)
-                    p = sticky
+                    part = sticky
                 else:
-                    p = parts[choose(k, count)]
-            elif p not in partition_set:
+                    part = parts[choose(k, count)]
+            elif part not in partition_set:
                 self._fail_indices(topic, [evs[i]], {0: UnknownTopicOrPartitionError(
-                    f"partition {p} of topic {topic!r} (it has {count})")}, attempts)
+                    f"partition {part} of topic {topic!r} (it has {count})")}, attempts)
                 continue
-            idx = by_part.get(p)
+            idx = by_part.get(part)
             if idx is None:
-                by_part[p] = idx = []
+                by_part[part] = idx = []
             idx.append(i)
-        out = []
+        out: list[PartitionBatch] = []
         for p, idx in by_part.items():
-            def sub(col, idx=idx):
+            def sub(col: list[Any] | None, idx: list[int] = idx) -> list[Any] | None:
                 return (None if col is None else [col[i] for i in idx])
             out += self._split(topic, p, [evs[i] for i in idx], [values[i] for i in idx],
                                sub(keys), sub(stamps), sub(headers), codec, sub(lengths),
                                [sizes[i] for i in idx])
         return out
 
-    def _split(self, topic, partition, evs, values, keys, stamps, headers, codec, lengths,
-               sizes) -> list[PartitionBatch]:
+    def _split(self, topic: str, partition: int, evs: list[Entry] | None, values: list[Any],
+               keys: list[Any] | None, stamps: list[Any] | None, headers: list[Any] | None,
+               codec: int, lengths: list[int] | None, sizes: list[int]) -> list[PartitionBatch]:
         """One or more batches for a partition, each under MAX_BATCH_BYTES."""
         if keys is not None and all(k is None for k in keys):
             keys = None
@@ -231,13 +260,13 @@ class Preparer:
         bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(values)]
         out = []
         for a, b in zip(bounds, bounds[1:]):
-            def cut(col, a=a, b=b):
+            def cut(col: list[Any] | None, a: int = a, b: int = b) -> list[Any] | None:
                 return (None if col is None else col[a:b])
             out.append(PartitionBatch(topic, partition, cut(evs), values[a:b], cut(keys),
                                       cut(stamps), cut(headers), codec, cut(lengths)))
         return out
 
-    def _sticky(self, topic: str, avail: list) -> int:
+    def _sticky(self, topic: str, avail: list[int]) -> int:
         """A partition with a leader for keyless messages, rotating batch by batch."""
         if not avail:
             raise LeaderNotAvailableError(f"no partition of topic {topic!r} has a leader")

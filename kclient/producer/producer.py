@@ -22,6 +22,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from time import sleep as _yield
+from types import TracebackType
 from typing import Any
 
 from kclient.config import load_config
@@ -29,13 +30,13 @@ from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
     KafkaTimeoutError,
-    MessageSizeTooLargeError,
     QueueFullError,
 )
+from kclient.protocol.error_codes import MessageSizeTooLargeError
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
-from .data import DeliveryReport, ProducerData, from_entries, to_entries, to_entry
+from .data import DeliveryReport, Entry, ProducerData, from_entries, to_entries, to_entry
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -64,7 +65,7 @@ class Producer:
         _prime_allocator()
         self.on_delivery = on_delivery
         self._closed = False
-        self._failures: list = []
+        self._failures: list[tuple[ProducerData, BaseException]] = []
         self._failure_count = 0
         self._stats_lock = threading.Lock()
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
@@ -97,7 +98,7 @@ class Producer:
             if self._hooks & {"before_enqueue", "after_enqueue"}:
                 self.send = self._send_hooked  # type: ignore[method-assign]
             else:
-                self.send = self._fast_send()  # type: ignore[method-assign]
+                self.send = self._fast_send()  # type: ignore[method-assign,assignment]
             t.start()
         _LIVE.add(self)
 
@@ -105,7 +106,8 @@ class Producer:
     def __enter__(self) -> Producer:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
             return
@@ -128,7 +130,8 @@ class Producer:
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
-    def _fast_send(self) -> Callable:
+    def _fast_send(self) -> Callable[[ProducerData | list[ProducerData]],
+                                     list[DeliveryReport] | None]:
         """The async ``send``: a closure over its state, a few checks and a deque append.
 
         The queue gets a tuple ``(topic, value)`` (plus key, partition, timestamp, headers when
@@ -136,13 +139,14 @@ class Producer:
         a constant) is read so that close() can make every later call take the slow path and be
         refused, even through a saved reference to ``send``.
         """
-        q, t, limit = self._queue, self._thread, self._fast_limit
+        q, t, limit = self._queue, self._sender, self._fast_limit
         check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
 
-        def send(data):
+        def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
             if type(data) is pd:
                 v = data.value
                 x = data._extra
+                entry: Entry
                 if x is None and type(v) is bytes and len(v) <= limit:
                     entry = (data.topic, v)
                 else:
@@ -163,12 +167,12 @@ class Producer:
         send.__doc__ = Producer.send.__doc__
         return send
 
-    def _send_many(self, data) -> None:
+    def _send_many(self, data: ProducerData | list[ProducerData]) -> None:
         """A list: plain single-topic lists go in as checked chunks, others message by message."""
         items, plain = self._as_list(data)
         if not items:
             return None
-        t = self._thread
+        t = self._sender
         if plain is not None:
             topic, values, lengths = plain
             step = self._batch_size
@@ -190,10 +194,10 @@ class Producer:
             t.wake()
         return None
 
-    def _enqueue_slow(self, entries: list) -> None:
+    def _enqueue_slow(self, entries: list[Entry]) -> None:
         """Queue full (or closed): block, wait or raise as queue.enqueue.timeout.ms says."""
         self._check_open()
-        t = self._thread
+        t = self._sender
         timeout = self._enqueue_timeout
         done = 0
         try:
@@ -221,7 +225,7 @@ class Producer:
             raise
         return None
 
-    def _send_hooked(self, data) -> None:
+    def _send_hooked(self, data: ProducerData | list[ProducerData]) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
         cb = self.callbacks
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
@@ -236,18 +240,18 @@ class Producer:
             added = False
             try:
                 entry = to_entry(d)
-                self._enqueue_slow([entry]) if len(self._queue) >= self._thread.limit else \
+                self._enqueue_slow([entry]) if len(self._queue) >= self._sender.limit else \
                     self._queue.append(entry)
                 added = True
             finally:
                 if "after_enqueue" in self._hooks:
                     cb.after_enqueue(d, added)
-            t = self._thread
+            t = self._sender
             if len(self._queue) > t.wake_at:
                 t.wake()
         return None
 
-    def _send_sync(self, data) -> list[DeliveryReport]:
+    def _send_sync(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
         self._check_open()
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
@@ -271,7 +275,8 @@ class Producer:
             raise FailedToSendMessageError(failed)
         return reports
 
-    def _as_list(self, data) -> tuple:
+    def _as_list(self, data: object
+                 ) -> tuple[list[ProducerData], tuple[str, list[bytes], list[int]] | None]:
         """Check a list send: ``(items, (topic, values, lengths) or None)``.
 
         The second item is given when the list is plain (bytes values, nothing but topic and
@@ -316,6 +321,14 @@ class Producer:
                 f"message of {size} bytes for topic {d.topic!r} exceeds message.max.bytes "
                 f"({self.max_message_bytes}); it was not queued")
 
+    @property
+    def _sender(self) -> ProducerSendThread:
+        """The send thread (async mode only)."""
+        t = self._thread
+        if t is None:
+            raise IllegalStateError("a sync producer has no send thread")
+        return t
+
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError("send() after close()")
@@ -327,7 +340,7 @@ class Producer:
     def _deliver(self, reports: list[DeliveryReport], keep_failures: bool = True) -> None:
         """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
         acked = failed = 0
-        kept: list = []
+        kept: list[tuple[ProducerData, BaseException]] = []
         for r in reports:
             if r.error is None:
                 acked += len(r)
@@ -427,7 +440,8 @@ class Producer:
         parts, _ = handler._partitions(topic)
         kb = self.context.key_encoder.to_message(key) if hasattr(
             self.context.key_encoder, "to_message") else key
-        return parts[self.context.partitioner.partition(kb, len(parts))]
+        index: int = self.context.partitioner.partition(kb, len(parts))
+        return parts[index]
 
 
 _PRIMED = False

@@ -20,14 +20,14 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat, starmap
-from typing import Any
+from typing import Any, cast
 
-from kclient.errors import IllegalStateError, KafkaError
+from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError, QueueFullError
 
 from .callback import overridden_hooks
-from .data import DeliveryReport, failure_reports, from_entries, to_entries
+from .data import DeliveryReport, Entry, ProducerData, failure_reports, from_entries, to_entries
 
 __all__ = ["ProducerSendThread"]
 
@@ -46,13 +46,13 @@ class Chunk:
 
     __slots__ = ("topic", "values", "lengths")
 
-    def __init__(self, topic: str, values: list, lengths: list) -> None:
+    def __init__(self, topic: str, values: list[bytes], lengths: list[int]) -> None:
         self.topic, self.values, self.lengths = topic, values, lengths
 
     def __len__(self) -> int:
         return len(self.values)
 
-    def entries(self) -> list:
+    def entries(self) -> list[Entry]:
         """The chunk's messages as queue entries."""
         topic = self.topic
         return [(topic, v) for v in self.values]
@@ -65,7 +65,7 @@ class ProducerSendThread(threading.Thread):
                  batch_size: int, linger_ms: int, capacity: int, callbacks: Any = None,
                  name: str = "kclient-producer-send") -> None:
         super().__init__(name=name, daemon=True)
-        self.queue: deque = deque()
+        self.queue: deque[Entry | Chunk] = deque()
         self.lock = threading.Lock()
         self.wakeup = threading.Condition(self.lock)     # the thread waits here for work
         self.not_full = threading.Condition(self.lock)   # callers wait here for room
@@ -159,7 +159,6 @@ class ProducerSendThread(threading.Thread):
                     raise IllegalStateError("the producer is closed")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    from kclient.errors import QueueFullError
                     raise QueueFullError(
                         f"the producer queue stayed full ({self.capacity} messages, "
                         f"queue.buffering.max.messages) for {timeout_ms} ms "
@@ -179,7 +178,6 @@ class ProducerSendThread(threading.Thread):
             self.not_full.notify_all()
         self.join(timeout)
         if self.is_alive():
-            from kclient.errors import KafkaTimeoutError
             self.abort_error = KafkaTimeoutError(
                 f"producer closed before delivery finished (close timeout {timeout}s)")
             with self.lock:
@@ -240,7 +238,7 @@ class ProducerSendThread(threading.Thread):
                     continue
             # nothing to do right now: sleep until data, linger deadline or a retry is due
             timeout: float | None = None
-            if n:
+            if n and first_seen is not None:  # (n implies first_seen is set)
                 timeout = max(0.0, first_seen + self.linger - now)
             if pipelined:
                 due = h.next_due()
@@ -259,7 +257,7 @@ class ProducerSendThread(threading.Thread):
                         self.wakeup.wait(timeout)
                     self.wake_at = self.wake_msgs = INF
 
-    def _take(self, k: int) -> tuple:
+    def _take(self, k: int) -> tuple[list[Entry] | None, Chunk | None]:
         """Up to ``k`` messages off the queue: ``(messages, chunk or None)``.
 
         Without chunks in the queue this is one C-level loop of ``popleft``.  A chunk is never
@@ -269,10 +267,11 @@ class ProducerSendThread(threading.Thread):
         q = self.queue
         with self.lock:
             if not self.chunks:
-                batch = list(starmap(q.popleft, repeat((), k)))  # all in C
+                # all in C; without chunks every queued item is a message tuple
+                batch = cast("list[Entry] | None", list(starmap(q.popleft, repeat((), k))))
                 taken, chunk = k, None
             else:
-                entries: list = []
+                entries: list[Entry | Chunk] = []
                 taken = 0
                 while q and taken < k:
                     e = q[0]
@@ -293,18 +292,19 @@ class ProducerSendThread(threading.Thread):
                 self.not_full.notify_all()
         return batch, chunk
 
-    def _process(self, batch: list | None, chunk: Chunk | None = None) -> None:
+    def _process(self, batch: list[Entry] | None, chunk: Chunk | None = None) -> None:
         """Run the dequeue hooks and hand the batch (queue entries, or a chunk) over."""
-        taken = len(chunk) if chunk is not None else len(batch)
+        taken = len(chunk) if chunk is not None else len(batch or ())
         hooks = self.hooks & {"after_dequeuing_existing_data", "before_sending_data"}
         if hooks:
-            if chunk is not None:  # hooks may change the batch: its checked columns go
-                batch, chunk = chunk.entries(), None
+            # hooks may change the batch: a chunk's checked columns go
+            entries = chunk.entries() if chunk is not None else batch or []
+            chunk = None
             try:
-                batch = self._run_dequeue_hooks(batch)
+                batch = self._run_dequeue_hooks(entries)
             except Exception as exc:
                 log.exception("CallbackHandler hook failed; the batch is reported failed")
-                self._deliver(failure_reports(batch, exc))
+                self._deliver(failure_reports(entries, exc))
                 return
             self.outstanding += len(batch) - taken
             if not batch:
@@ -312,12 +312,12 @@ class ProducerSendThread(threading.Thread):
                 return
         self._hand_over(batch, chunk)
 
-    def _run_dequeue_hooks(self, entries: list) -> list:
+    def _run_dequeue_hooks(self, entries: list[Entry]) -> list[Entry]:
         """after_dequeuing_existing_data per message, then before_sending_data per batch."""
         cb = self.callbacks
         msgs = from_entries(entries)
         if "after_dequeuing_existing_data" in self.hooks:
-            expanded: list = []
+            expanded: list[ProducerData] = []
             for d in msgs:
                 expanded += cb.after_dequeuing_existing_data(d) or ()
             msgs = expanded
@@ -325,7 +325,7 @@ class ProducerSendThread(threading.Thread):
             msgs = list(cb.before_sending_data(msgs) or ())
         return to_entries(msgs)
 
-    def _hand_over(self, batch: list | None, chunk: Chunk | None = None) -> None:
+    def _hand_over(self, batch: list[Entry] | None, chunk: Chunk | None = None) -> None:
         h = self.handler
         if self.pipelined:
             if chunk is not None:
@@ -334,17 +334,16 @@ class ProducerSendThread(threading.Thread):
                 h.submit(batch)
             self._deliver_reports()
             return
-        if chunk is not None:
-            batch = chunk.entries()
-        msgs = from_entries(batch)
+        entries = chunk.entries() if chunk is not None else batch or []
+        msgs = from_entries(entries)
         try:
             reports = h.handle(msgs)
         except Exception as exc:
-            log.warning("EventHandler failed a batch of %d messages: %s", len(batch), exc)
-            reports = failure_reports(batch, exc)
+            log.warning("EventHandler failed a batch of %d messages: %s", len(entries), exc)
+            reports = failure_reports(entries, exc)
         if reports is None:  # a handler that reports nothing: delivered, offsets unknown
             reports = [DeliveryReport(d.topic, -1, [d]) for d in msgs]
-        self._deliver(list(reports), expected=len(batch))
+        self._deliver(list(reports), expected=len(entries))
 
     def _deliver_reports(self) -> None:
         reports = self.handler.take_reports()
@@ -390,8 +389,7 @@ class ProducerSendThread(threading.Thread):
     def fail_leftovers(self) -> None:
         """After the thread ended: report messages that raced with close() as failed."""
         if self.queue:
-            from kclient.errors import IllegalStateError as _closed
-            self._fail_everything(_closed("send() raced with close(); the message was not sent"))
+            self._fail_everything(IllegalStateError("send() raced with close(); the message was not sent"))
 
     def _fail_everything(self, error: BaseException) -> None:
         """Report every queued, taken or in-flight message failed with ``error``."""
@@ -416,7 +414,7 @@ class ProducerSendThread(threading.Thread):
             log.error("producer stopped with undelivered messages: %s", error)
 
 
-def _merge(entries: list) -> tuple:
+def _merge(entries: list[Entry | Chunk]) -> tuple[list[Entry] | None, Chunk | None]:
     """``(None, chunk)`` when the entries are chunks of one topic (joined into one), else
     ``(message tuples, None)``."""
     first = entries[0]
@@ -425,20 +423,21 @@ def _merge(entries: list) -> tuple:
             return None, first
         topic = first.topic
         if all(type(e) is Chunk and e.topic == topic for e in entries):
-            values: list = []
-            lengths: list = []
+            values: list[bytes] = []
+            lengths: list[int] = []
             for e in entries:
+                assert type(e) is Chunk  # (checked above: narrows for the type checker)
                 values += e.values
                 lengths += e.lengths
             return None, Chunk(topic, values, lengths)
     return _flatten(entries), None
 
 
-def _flatten(entries) -> list:
+def _flatten(entries: Iterable[Entry | Chunk]) -> list[Entry]:
     """Queue entries (message tuples and chunks) as one list of message tuples."""
-    out: list = []
+    out: list[Entry] = []
     for e in entries:
-        if type(e) is Chunk:
+        if isinstance(e, Chunk):
             out += e.entries()
         else:
             out.append(e)

@@ -13,6 +13,7 @@ from .kafka_dist import (
                          kafka_versions,
                          run_kafka_tool,
                          start_kafka_tool,
+    tool_class,
 )
 from .servers import (
                          MiniBrokerProcess,
@@ -27,4 +28,4 @@ from .servers import (
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
            "MiniBrokerProcess", "zookeeper_available", "KafkaServer", "KafkaNode", "kafka_cache",
            "kafka_versions", "kafka_version", "kafka_problem", "kafka_java", "run_kafka_tool",
-           "start_kafka_tool", "KafkaTools", "java_clients_problem"]
+           "start_kafka_tool", "tool_class", "KafkaTools", "java_clients_problem"]

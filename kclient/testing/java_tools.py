@@ -11,16 +11,8 @@ from pathlib import Path
 
 from .kafka_dist import _exact, kafka_cache, kafka_java, run_kafka_tool, start_kafka_tool
 
-__all__ = ["KafkaTools", "TOOLS", "java_clients_problem"]
+__all__ = ["KafkaTools", "java_clients_problem"]
 
-#: Tool name (the kafka-*.sh script) -> its main class in Kafka 4.x.
-TOOLS = {
-    "topics": "org.apache.kafka.tools.TopicCommand",
-    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
-    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
-    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-}
 JAVA_CLIENTS_SOURCE = Path(__file__).with_name("java") / "JavaClients.java"
 
 
@@ -39,15 +31,15 @@ class KafkaTools:
         self._classes: Path | None = None
 
     def run(self, tool: str, *args: str, input: str | None = None, check: bool = True) -> str:
-        """Run a tool (a TOOLS name or a class) to completion; its stdout."""
-        proc = run_kafka_tool(self.version, TOOLS.get(tool, tool),
+        """Run a tool (a kafka_dist.TOOLS name or a class) to completion; its stdout."""
+        proc = run_kafka_tool(self.version, tool,
                               "--bootstrap-server", self.bootstrap, *args, timeout=self.timeout,
                               input=None if input is None else input.encode(), check=check)
         return proc.stdout.decode(errors="replace")
 
     def start(self, tool: str, *args: str) -> subprocess.Popen:
         """Start a tool in the background (stdout piped as text, stderr discarded)."""
-        return start_kafka_tool(self.version, TOOLS.get(tool, tool),
+        return start_kafka_tool(self.version, tool,
                                 "--bootstrap-server", self.bootstrap, *args,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 

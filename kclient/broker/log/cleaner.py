@@ -43,11 +43,14 @@ class CleanerCheckpoint:
         """The first dirty offset of a partition (0: never cleaned)."""
         return self.offsets.get(key, 0)
 
-    def update(self, key: tuple[str, int], offset: int, live: Iterable[tuple[str, int]]) -> None:
-        """Set one partition's offset, drop partitions no longer ``live``, write the file."""
+    def update(self, key: tuple[str, int] | None, offset: int,
+               live: Iterable[tuple[str, int]]) -> None:
+        """Set one partition's offset (``key`` None: none), drop partitions no longer
+        ``live``, write the file."""
         keep = set(live)
         self.offsets = {k: v for k, v in self.offsets.items() if k in keep}
-        self.offsets[key] = offset
+        if key is not None:
+            self.offsets[key] = offset
         lines = ["0", str(len(self.offsets))]
         lines += [f"{t} {p} {o}" for (t, p), o in sorted(self.offsets.items())]
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -90,6 +93,12 @@ class LogCleaner:
             self._thread.join()
         self._thread = None
 
+    def forget(self, topic: str) -> None:
+        """Drop a deleted topic's checkpoints (a topic created again starts dirty)."""
+        with self._lock:
+            live = [k for k in self.checkpoint.offsets if k[0] != topic]
+            self.checkpoint.update(None, 0, live)
+
     def _run(self) -> None:
         """Clean while there is work; sleep ``backoff_ms`` when there is none."""
         while not self._stop.is_set():
@@ -117,20 +126,30 @@ class LogCleaner:
         """Clean the filthiest log once; what was cleaned, or None when nothing needed it."""
         now = now_ms() if now is None else now
         with self._lock:
-            target = self.filthiest(now)
-            if target is None:
-                return None
-            try:
-                end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
-                                throttle=Throttler(self.io_rate, self._stop))
-            except (CleaningAborted, OSError) as exc:
-                if not (target.log.closed or self._stop.is_set()):
-                    raise
-                log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
-                return None
-            live = [_key(each) for each in self.logs() if not each.closed]
-            self.checkpoint.update(_key(target.log), end, live)
-            self.rounds += 1
+            return self._clean(self.filthiest(now), now)
+
+    def clean(self, each: Log, now: int | None = None) -> Cleanable | None:
+        """Clean ``each`` now whatever its dirty ratio (None when nothing of it is dirty)."""
+        now = now_ms() if now is None else now
+        with self._lock:
+            target = cleanable(each, self.checkpoint.get(_key(each)), now)
+            return self._clean(target if target.dirty_bytes else None, now)
+
+    def _clean(self, target: Cleanable | None, now: int) -> Cleanable | None:
+        """One round on ``target`` (lock held); the checkpoint moves on afterwards."""
+        if target is None:
+            return None
+        try:
+            end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
+                            throttle=Throttler(self.io_rate, self._stop))
+        except (CleaningAborted, OSError) as exc:
+            if not (target.log.closed or self._stop.is_set()):
+                raise
+            log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
+            return None
+        live = [_key(each) for each in self.logs() if not each.closed]
+        self.checkpoint.update(_key(target.log), end, live)
+        self.rounds += 1
         log.info("cleaned %s: first dirty offset %d -> %d (ratio was %.2f)",
                  target.log.directory.name, target.first_dirty, end, target.ratio)
         return target

@@ -168,6 +168,7 @@ class LogCleaning:
                 os.fsync(out.fileno())
             mtime = group[-1].last_modified_ms() * 1_000_000
             os.utime(log_c, ns=(mtime, mtime))
+            swap.write_end(directory, base, group[-1].next_offset)
             swap.crash_point("cleaned")
             self.check()
         except BaseException:

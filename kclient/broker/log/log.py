@@ -227,6 +227,14 @@ class Log:
             return self._roll()
         return active
 
+    def roll(self) -> None:
+        """Start a new active segment now (if the current one holds data), so that everything
+        written so far becomes cleanable."""
+        with self._lock:
+            self._check_open()
+            if self._view[0][-1].size:
+                self._roll()
+
     def _roll(self) -> LogSegment:
         """Flush the active segment and start a new one at the log end offset."""
         old = self._view[0][-1]

@@ -1,11 +1,14 @@
 """Crash-safe replacement of segments by a cleaned one, with Kafka's file suffixes.
 
-The cleaner writes ``<base>.log.cleaned`` and ``<base>.index.cleaned`` (``base``: the first
-replaced segment's base offset) and fsyncs them; renaming them to ``.swap`` is the commit point.
+The cleaner writes ``<base>.log.cleaned``, ``<base>.index.cleaned`` (``base``: the first
+replaced segment's base offset) and ``<base>.end.cleaned`` (the offset after the replaced
+segments) and fsyncs them; renaming them to ``.swap``, the log file last, is the commit point.
 The replaced segments are then deleted and the swap files renamed over ``<base>.log`` /
 ``<base>.index``.  On start-up :func:`recover` discards every ``.cleaned`` file (an unfinished
 cleaning) and completes every ``.swap``: segments whose base offset lies in the swap's range
-``[base, next offset)`` are deleted and the swap file takes the first one's name.
+``[base, end)`` are deleted and the swap file takes the first one's name.  (Kafka takes the
+range's end from the swap file's last offset; the ``.end`` file also covers a replaced tail
+whose records were all removed.)
 """
 from __future__ import annotations
 
@@ -43,11 +46,25 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def end_path(directory: Path, base: int, suffix: str) -> Path:
+    """The file holding the end offset of the segments a cleaned segment replaces."""
+    return directory / (segment_name(base, ".end") + suffix)
+
+
+def write_end(directory: Path, base: int, end: int) -> None:
+    """Write and fsync ``<base>.end.cleaned``."""
+    with open(end_path(directory, base, CLEANED), "w", encoding="ascii") as f:
+        f.write(str(end))
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def commit(directory: Path, base: int) -> None:
     """Rename the fsynced ``.cleaned`` files to ``.swap`` (the log file last: commit point)."""
     (log_c, index_c), (log_s, index_s) = paths(directory, base, CLEANED), \
         paths(directory, base, SWAP)
     os.replace(index_c, index_s)
+    os.replace(end_path(directory, base, CLEANED), end_path(directory, base, SWAP))
     os.replace(log_c, log_s)
     fsync_dir(directory)
 
@@ -57,13 +74,14 @@ def finish(directory: Path, base: int) -> None:
     (log_s, index_s), (log_l, index_l) = paths(directory, base, SWAP), paths(directory, base, "")
     os.replace(index_s, index_l)
     os.replace(log_s, log_l)
+    end_path(directory, base, SWAP).unlink(missing_ok=True)
     fsync_dir(directory)
 
 
 def discard(directory: Path, base: int) -> None:
     """Remove the ``.cleaned`` and ``.swap`` files of ``base`` (an abandoned cleaning)."""
     for suffix in (CLEANED, SWAP):
-        for path in paths(directory, base, suffix):
+        for path in (*paths(directory, base, suffix), end_path(directory, base, suffix)):
             path.unlink(missing_ok=True)
 
 
@@ -99,7 +117,7 @@ def recover(directory: Path) -> set[int]:
         if match:
             swapped.add(_complete(directory, int(match.group(1))))
     for name in names:
-        if name.endswith(".index" + SWAP):
+        if name.endswith((".index" + SWAP, ".end" + SWAP)):
             (directory / name).unlink(missing_ok=True)
     if names:
         fsync_dir(directory)
@@ -110,6 +128,10 @@ def _complete(directory: Path, base: int) -> int:
     """Delete the segments a swap file replaces and give it the first one's name."""
     log_s, index_s = paths(directory, base, SWAP)
     end = _next_offset(log_s, base)
+    try:
+        end = max(end, int(end_path(directory, base, SWAP).read_text(encoding="ascii")))
+    except (OSError, ValueError):
+        pass
     for path in sorted(directory.iterdir()):
         match = _SEGMENT_FILE.match(path.name)
         if match and base <= int(match.group(1)) < max(end, base + 1):
@@ -121,5 +143,5 @@ def _complete(directory: Path, base: int) -> int:
     return base
 
 
-__all__ = ["CLEANED", "CRASH_ENV", "SWAP", "commit", "crash_point", "discard", "finish",
-           "fsync_dir", "paths", "recover"]
+__all__ = ["CLEANED", "CRASH_ENV", "SWAP", "commit", "crash_point", "discard", "end_path",
+           "finish", "fsync_dir", "paths", "recover", "write_end"]

@@ -1,4 +1,8 @@
 """The Kafka APIs kclient speaks, one declarative module each, and a registry by API key."""
+from __future__ import annotations
+
+from typing import Any
+
 from ..schema import Api
 from .api_versions import API_VERSIONS
 from .create_topics import CREATE_TOPICS
@@ -19,13 +23,13 @@ from .offset_fetch import OFFSET_FETCH
 from .produce import PRODUCE
 from .sync_group import SYNC_GROUP
 
-ALL_APIS: tuple[Api, ...] = (
+ALL_APIS: tuple[Api[Any, Any], ...] = (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
     JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS,
 )
-APIS: dict[int, Api] = {api.key: api for api in ALL_APIS}
-APIS_BY_NAME: dict[str, Api] = {api.name: api for api in ALL_APIS}
+APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
+APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
 
 __all__ = [
     "Api", "ALL_APIS", "APIS", "APIS_BY_NAME", "API_VERSIONS", "CREATE_TOPICS", "DELETE_TOPICS",
