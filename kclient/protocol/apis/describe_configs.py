@@ -1,4 +1,8 @@
 """DescribeConfigs (key 32): the configuration of topics and brokers, with sources and types."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, INT8, INT16, INT32, STRING, ArrayOf
@@ -6,7 +10,10 @@ from ..types import BOOLEAN, INT8, INT16, INT32, STRING, ArrayOf
 #: ConfigResource types.
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
 
-DESCRIBE_CONFIGS = Api(
+if TYPE_CHECKING:
+    from ..messages import DescribeConfigsRequest, DescribeConfigsResponse
+
+DESCRIBE_CONFIGS: Api[DescribeConfigsRequest, DescribeConfigsResponse] = Api(
     32, "DescribeConfigs", "0-4", flexible=4,
     request=[
         F("resources", [

@@ -1,9 +1,16 @@
 """DescribeGroups (key 15): state, protocol and members (with assignments) of classic groups."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, BYTES, INT16, INT32, STRING, ArrayOf
 
-DESCRIBE_GROUPS = Api(
+if TYPE_CHECKING:
+    from ..messages import DescribeGroupsRequest, DescribeGroupsResponse
+
+DESCRIBE_GROUPS: Api[DescribeGroupsRequest, DescribeGroupsResponse] = Api(
     15, "DescribeGroups", "0-6", flexible=5,
     request=[
         F("groups", ArrayOf(STRING)),

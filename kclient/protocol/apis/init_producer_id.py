@@ -1,9 +1,16 @@
 """InitProducerId (key 22): a producer id and epoch for an idempotent or transactional producer."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, INT16, INT32, INT64, STRING
 
-INIT_PRODUCER_ID = Api(
+if TYPE_CHECKING:
+    from ..messages import InitProducerIdRequest, InitProducerIdResponse
+
+INIT_PRODUCER_ID: Api[InitProducerIdRequest, InitProducerIdResponse] = Api(
     22, "InitProducerId", "0-6", flexible=2,
     request=[
         F("transactional_id", STRING, nullable="0+", default=None),
