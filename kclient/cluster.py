@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
@@ -22,7 +22,9 @@ from .errors import (
     error_for_code,
 )
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
-from .protocol.schema import Struct
+
+if TYPE_CHECKING:
+    from .protocol.messages import MetadataResponse
 
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
 
@@ -143,7 +145,8 @@ class Cluster:
             self._conns.clear()
 
     # -- metadata ----------------------------------------------------------------------------
-    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True) -> Struct:
+    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
+                ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
         conn = self.any_connection()
@@ -157,7 +160,7 @@ class Cluster:
         self._apply(resp, full=names is None)
         return resp
 
-    def _apply(self, resp: Struct, full: bool) -> None:
+    def _apply(self, resp: MetadataResponse, full: bool) -> None:
         with self._lock:
             self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                             for b in resp.brokers}

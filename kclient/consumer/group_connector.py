@@ -28,7 +28,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.errors import (
@@ -40,7 +40,9 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
-from kclient.protocol.schema import Struct
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 from kclient.zkutils import kafka_json
 
 from .assignment import assign
@@ -125,7 +127,7 @@ def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
     return parts, r.bytes()
 
 
-def _json(data: bytes):
+def _json(data: bytes) -> Any:
     """Parsed JSON user data, or None (empty, or not JSON: written by another client)."""
     try:
         return json.loads(data) if data else None
@@ -235,7 +237,7 @@ class GroupConsumerConnector(ConsumerConnector):
         self._start_fetchers()
         return True
 
-    def _join(self, meta: bytes) -> Struct | None:
+    def _join(self, meta: bytes) -> JoinGroupResponse | None:
         for _ in range(3):
             body = {"group_id": self.group, "session_timeout_ms": self.session_timeout,
                     "rebalance_timeout_ms": self.session_timeout, "member_id": self.member_id,
@@ -255,7 +257,8 @@ class GroupConsumerConnector(ConsumerConnector):
             return resp
         return None
 
-    def _leader_assign(self, members: Iterable[Struct]) -> list[dict[str, Any]]:
+    def _leader_assign(self, members: Iterable[JoinGroupResponseMember]
+                       ) -> list[dict[str, Any]]:
         """The leader's job: the group's assignment over every member's thread ids."""
         all_topics = self._all_topics()
         consumers: dict[str, list[str]] = {}

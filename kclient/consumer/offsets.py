@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.client import KazooClient
 
@@ -33,8 +33,11 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
-from kclient.protocol.schema import Api, Struct
+from kclient.protocol.schema import Api
 from kclient.zkutils import GroupDirs, read_data, update_persistent
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import OffsetCommitResponse, OffsetFetchResponse
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
            "make_offset_store"]
@@ -42,6 +45,8 @@ __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore"
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]  # (topic, partition)
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
 _GENERATION_ERRORS = (22, 25, 27)
 _COORD_ERRORS = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
@@ -117,8 +122,9 @@ class Coordinator:
                 self._conn.close()
             self._conn = None
 
-    def request(self, api: Api, body: Mapping[str, Any], check: Callable[[Struct], int] | None = None,
-                retries: int | None = None) -> Struct:
+    def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
+                check: Callable[[_Resp], int] | None = None, retries: int | None = None
+                ) -> _Resp:
         """Send to the coordinator; rediscover and retry on coordinator and connection errors.
 
         ``check(resp)`` returns an error code (0 for success) found in the response.
@@ -146,12 +152,13 @@ class Coordinator:
         self.reset()
 
 
-def _first_error(resp: Struct) -> int:
+def _first_error(resp: OffsetFetchResponse | OffsetCommitResponse) -> int:
     for t in resp.topics:
         for p in t.partitions:
             if p.error_code:
                 return p.error_code
-    return resp.get("error_code", 0) or 0
+    code: int = resp.get("error_code", 0) or 0         # OffsetFetch v2+ only
+    return code
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -174,12 +181,12 @@ class KafkaOffsetStore(OffsetStore):
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
         resp = self.coordinator.request(OFFSET_FETCH, body, check=_first_error)
         out = {(t, p): -1 for t, ps in by_topic.items() for p in ps}
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code and p.error_code not in (3,):   # 3: unknown partition -> none
-                    raise error_for_code(p.error_code)(f"fetching offset of {t.name}/"
-                                                       f"{p.partition_index}")
-                out[(t.name, p.partition_index)] = p.committed_offset
+        for topic in resp.topics:
+            for part in topic.partitions:
+                if part.error_code and part.error_code not in (3,):   # 3: unknown -> none
+                    raise error_for_code(part.error_code)(f"fetching offset of {topic.name}/"
+                                                          f"{part.partition_index}")
+                out[(topic.name, part.partition_index)] = part.committed_offset
         return out
 
     def commit(self, offsets: Mapping[TP, int]) -> None:

@@ -52,6 +52,11 @@ class BrokerResponseError(KafkaError):
     errno: ClassVar[int] = -1
     message: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
     description: ClassVar[str] = ""
+    # where it happened, set on errors whose reader knows (kclient.simple's fetcher, per
+    # partition; CorruptRecordError always has ``offset``); absent otherwise
+    topic: str
+    partition: int
+    offset: int | None
 
     def __init_subclass__(
         cls,

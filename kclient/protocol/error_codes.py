@@ -92,6 +92,8 @@ class ReplicaNotAvailableError(
 class MessageSizeTooLargeError(BrokerResponseError, errno=10, message="MESSAGE_TOO_LARGE"):
     """The request included a message larger than the max message size the server will accept."""
 
+    size: int | None    # the bytes the message needs, when a fetcher knows (kclient.simple)
+
 
 class StaleControllerEpochError(BrokerResponseError, errno=11, message="STALE_CONTROLLER_EPOCH"):
     """The controller moved to another broker."""

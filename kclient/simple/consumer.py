@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
@@ -35,12 +35,18 @@ from kclient.protocol.apis import (
     OFFSET_FETCH,
 )
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
-from kclient.protocol.schema import Struct
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 from .messages import MessageAndOffset
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import (
+        FindCoordinatorResponse,
+        ListOffsetsResponse,
+        MetadataResponse,
+    )
 
 __all__ = ["SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse",
            "OffsetAndMetadata"]
@@ -243,6 +249,7 @@ class SimpleConsumer:
             if topic is None or partition is None:
                 continue                               # not fetched by partition: nothing to name
             tp = f"{topic}-{partition}"
+            err: BrokerResponseError
             if (topic, partition) not in leaders:
                 err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
                                                    f"(asked {here})")
@@ -255,14 +262,14 @@ class SimpleConsumer:
                     continue  # leadership is moving to this broker, or unknown: keep the error
                 err = NotLeaderForPartitionError(
                     f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}")
-                err.leader = info
+                err.leader = info  # type: ignore[attr-defined]  # the 0.8 API's extra attribute
             err.topic, err.partition, err.offset = topic, partition, ms.fetch_offset
             ms.error = err
 
     def _leaders(self, topics: Iterable[str]
                  ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
         """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
-        def ask(conn: BrokerConnection) -> Struct:
+        def ask(conn: BrokerConnection) -> MetadataResponse:
             self._fetcher.discard_prefetch()
             return conn.request(METADATA, {"topics": [{"name": t} for t in sorted(topics)],
                                            "allow_auto_topic_creation": False})
@@ -301,7 +308,7 @@ class SimpleConsumer:
 
     def _list_offsets(self, topic: str, partition: int, time: int, max_num_offsets: int,
                       version: int | None) -> list[int]:
-        def ask(conn: BrokerConnection) -> tuple[int, Struct]:
+        def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
             body = {"replica_id": -1, "isolation_level": 0, "topics": [
@@ -314,13 +321,13 @@ class SimpleConsumer:
                 if t.name != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    err = error_for_code(p.error_code)(
+                    err: BaseException = error_for_code(p.error_code)(
                         f"{topic}-{partition}: offsets before {time}")
                     if isinstance(err, _LEADER_ERRORS):
                         probe = ByteBufferMessageSet(b"", -1, topic=topic, partition=partition,
                                                      error=err)
                         self._name_leaders([probe])
-                        err = probe.error
+                        err = probe.error or err
                     raise err
                 if version == 0:
                     return sorted(p.old_style_offsets, reverse=True)[:max_num_offsets]
@@ -329,7 +336,7 @@ class SimpleConsumer:
 
     def find_coordinator(self, group: str) -> BrokerInfo:
         """The broker coordinating ``group`` (its offset manager)."""
-        def ask(conn: BrokerConnection) -> Struct:
+        def ask(conn: BrokerConnection) -> FindCoordinatorResponse:
             self._fetcher.discard_prefetch()
             return conn.request(FIND_COORDINATOR, {"key": group, "key_type": 0})
         resp = self._call(ask)
@@ -405,7 +412,7 @@ class SimpleConsumer:
         errors = self._with_coordinator(group, commit)
         if errors:
             first = next(iter(errors.values()))
-            first.errors = errors
+            first.errors = errors  # type: ignore[attr-defined]  # every partition's, for callers
             raise first
 
     def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
