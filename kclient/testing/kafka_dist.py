@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 __all__ = ["kafka_cache", "kafka_versions", "kafka_version", "kafka_problem", "kafka_java",
            "run_kafka_tool", "start_kafka_tool", "log_config", "tool_class"]
@@ -135,6 +136,6 @@ def run_kafka_tool(version: str, main: str, *args: str, timeout: float = 120,
     return proc
 
 
-def start_kafka_tool(version: str, main: str, *args: str, **popen: object) -> subprocess.Popen:
+def start_kafka_tool(version: str, main: str, *args: str, **popen: Any) -> subprocess.Popen:
     """Start one of Kafka's tool classes in the background (``popen`` goes to Popen)."""
-    return subprocess.Popen(kafka_java(version, main, args), **popen)  # type: ignore[arg-type]
+    return subprocess.Popen(kafka_java(version, main, args), **popen)
