@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
     from .delayed import AppendWatchers, Scheduler
     from .log import Log, LogManager
+    from .producer_ids import ProducerIdManager
 
 __all__ = ["Broker", "is_local_coordinator"]
 
@@ -26,6 +27,7 @@ class Broker(Protocol):
     cluster: ClusterView
     log_manager: LogManager
     coordinator: GroupCoordinator
+    producer_ids: ProducerIdManager | None
     scheduler: Scheduler | None
     watchers: AppendWatchers
 

@@ -34,6 +34,7 @@ from .handlers import HANDLERS, served_versions
 from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .network import DropConnection, SocketServer
+from .producer_ids import ProducerIdManager
 from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
@@ -64,6 +65,7 @@ class MiniBroker:
         self.watchers = AppendWatchers()
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
+        self.producer_ids: ProducerIdManager | None = None
         self.scheduler: Scheduler | None = None
         self.zk: ZkRegistry | None = None
         self._server: SocketServer | None = None
@@ -136,6 +138,7 @@ class MiniBroker:
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
                                             self.node_id, cfg.coordinator_properties())
         self.coordinator.start()
+        self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
         self._server.start()
         if self.zookeeper_connect:
