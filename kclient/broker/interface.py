@@ -27,8 +27,8 @@ class Broker(Protocol):
     cluster: ClusterView
     log_manager: LogManager
     coordinator: GroupCoordinator
-    producer_ids: ProducerIdManager | None
-    scheduler: Scheduler | None
+    producer_ids: ProducerIdManager
+    scheduler: Scheduler
     watchers: AppendWatchers
 
     @property

@@ -65,8 +65,8 @@ class MiniBroker:
         self.watchers = AppendWatchers()
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
-        self.producer_ids: ProducerIdManager | None = None
-        self.scheduler: Scheduler | None = None
+        self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
+        self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
         self._server: SocketServer | None = None
         self.running = False
@@ -179,10 +179,10 @@ class MiniBroker:
             self._server = None
         if self.scheduler is not None:
             self.scheduler.close()
-            self.scheduler = None
+            self.scheduler = None  # type: ignore[assignment]  # until the next start()
         if self.coordinator is not None:
             self.coordinator.close()
-            self.coordinator = None
+            self.coordinator = None  # type: ignore[assignment]  # until the next start()
         if self.log_manager is not None and clean:
             self.log_manager.close()
         elif self.log_manager is not None:

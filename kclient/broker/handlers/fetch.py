@@ -81,7 +81,7 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
     """One partition's response entry."""
     index = req.partition
     log_, code = broker.partition_log(topic, index)
-    if code:
+    if log_ is None:
         return _partition_entry(index, code)
     hw, start = log_.log_end_offset, log_.log_start_offset
     try:
@@ -152,7 +152,7 @@ class DelayedFetch:
         """Catch appends that landed between the first read and the watch registration."""
         for key, end in seen.items():
             log_, code = self.broker.partition_log(*key)
-            if not code and log_.log_end_offset != end:
+            if log_ is not None and log_.log_end_offset != end:
                 self._on_append(self.body.min_bytes)
                 return
 

@@ -37,7 +37,7 @@ def _v1(log_: Any, req: Any) -> dict:
 def _partition(broker: Broker, topic: str, req: Any, version: int) -> dict:
     """One partition's answer (or its error)."""
     log_, code = broker.partition_log(topic, req.partition_index)
-    if code:
+    if log_ is None:
         return {"partition_index": req.partition_index, "error_code": code,
                 "old_style_offsets": [], "timestamp": -1, "offset": -1}
     entry = _v0(log_, req) if version == 0 else _v1(log_, req)

@@ -99,7 +99,7 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
 def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
-    if code:
+    if log_ is None:
         return _result(index, code)
     try:
         data, magic, entries = _prepare(records, log_.config)
