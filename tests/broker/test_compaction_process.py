@@ -11,7 +11,6 @@ import time
 import pytest
 
 from .compaction_support import (
-    TOPIC,
     BrokerProcess,
     active_base,
     checkpoint,
@@ -26,6 +25,7 @@ from .compaction_support import (
 )
 
 BROKER_CONFIG = {"log.cleaner.backoff.ms": "100"}
+UNTHROTTLED = "1.7976931348623157E308"          # Kafka's default: Double.MAX_VALUE
 
 
 def _expected(written: list[tuple]) -> list[tuple]:
@@ -98,7 +98,7 @@ def test_kill9_during_cleaning_loses_nothing(tmp_path, step):
         assert broker.proc.returncode == -9
         left = leftovers(broker.partition_dir)
         assert left, "the kill must interrupt a cleaning"
-        broker.start(env={}, extra={"log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308"})
+        broker.start(env={}, extra={"log.cleaner.io.max.bytes.per.second": UNTHROTTLED})
         assert not leftovers(broker.partition_dir), "recovery completes or discards the swap"
         log_text = broker.out.read_text(errors="replace")
         if any(n.endswith(".swap") for n in left):
@@ -140,4 +140,3 @@ def _assert_nothing_lost(written: list[tuple], got: list[tuple], active: int) ->
     assert len(below) == len(set(below)), "one record per key in the cleaned segments"
     assert [g for g in got if g[0] >= active] == [w for w in written if w[0] >= active]
     assert set(got) <= set(written), "nothing invented"
-    assert TOPIC

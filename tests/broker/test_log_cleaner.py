@@ -9,7 +9,7 @@ import pytest
 
 from kclient.broker import MiniBroker
 from kclient.broker.config import BrokerConfig
-from kclient.broker.log import Log, LogConfig, LogManager
+from kclient.broker.log import Log, LogConfig, LogManager, cleaning
 from kclient.broker.log import log as log_module
 from kclient.broker.log.cleaner import LogCleaner
 from kclient.broker.log.cleaning import cleanable
@@ -129,3 +129,20 @@ def test_broker_without_cleaner(tmp_path):
     with MiniBroker(log_dir=tmp_path, config={"log.cleaner.enable": "false"}) as broker:
         assert broker.log_manager.cleaner is None
         assert broker.coordinator.offsets.cleaner is None
+
+
+def test_failed_cleaning_marks_the_log_uncleanable(tmp_path, monkeypatch):
+    log = _log(tmp_path, min_cleanable_dirty_ratio=0.0)
+    before = [(s.base_offset, s.size) for s in log.segments]
+    cleaner = LogCleaner(lambda: [log], tmp_path)
+
+    def broken(data):
+        raise ValueError("unreadable entry")
+    monkeypatch.setattr(cleaning, "entry_keys", broken)
+    with pytest.raises(ValueError):
+        cleaner.clean_once(NOW)
+    assert cleaner.uncleanable == {("c", 0)}
+    assert cleaner.clean_once(NOW) is None, "skipped from now on"
+    assert [(s.base_offset, s.size) for s in log.segments] == before
+    assert not list(log.directory.glob("*.cleaned"))
+    log.close()
