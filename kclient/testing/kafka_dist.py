@@ -71,13 +71,11 @@ def kafka_problem(version: str = "4") -> str | None:
 
 
 def tool_class(version: str, name: str) -> str:
-    """The main class of Kafka's tool ``name`` ("console-producer", ...) in ``version``; a
-    dotted class name is returned as it is."""
-    if "." in name:
-        return name
+    """The main class of Kafka's tool ``name`` ("console-producer", ...) in ``version``; any
+    other name (a class) is returned as it is."""
     if _key(_exact(version))[0] < 4 and name in TOOLS_3:
         return TOOLS_3[name]
-    return TOOLS[name]
+    return TOOLS.get(name, name)
 
 
 def _exact(version: str) -> str:
