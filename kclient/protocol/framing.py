@@ -47,6 +47,7 @@ class Request:
     api: Api[Any, Any] | None
     error: KafkaError | None = None
     size: int = 0
+    client_host: str = ""       # the peer's address, set by the server (group member hosts)
 
 
 def _encode_request_header(api: Api[Any, Any], version: int, corr: int,

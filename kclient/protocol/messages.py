@@ -79,6 +79,21 @@ __all__ = [
     "DeleteTopicsRequest",
     "DeleteTopicsResponseResponse",
     "DeleteTopicsResponse",
+    "DescribeGroupsRequest",
+    "DescribeGroupsResponseMember",
+    "DescribeGroupsResponseGroup",
+    "DescribeGroupsResponse",
+    "ListGroupsRequest",
+    "ListGroupsResponseGroup",
+    "ListGroupsResponse",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
+    "DescribeConfigsRequestResource",
+    "DescribeConfigsRequest",
+    "DescribeConfigsResponseSynonym",
+    "DescribeConfigsResponseConfig",
+    "DescribeConfigsResponseResult",
+    "DescribeConfigsResponse",
 ]
 
 
@@ -590,3 +605,127 @@ class DeleteTopicsResponse(Message, Protocol):
     """DeleteTopics response (key 20, v0-v5)."""
     throttle_time_ms: int                          # v1+
     responses: list[DeleteTopicsResponseResponse]  # v0+
+
+
+class DescribeGroupsRequest(Message, Protocol):
+    """DescribeGroups request (key 15, v0-v6)."""
+    groups: list[str]                    # v0+
+    include_authorized_operations: bool  # v3+
+
+
+class DescribeGroupsResponseMember(Message, Protocol):
+    """An element of DescribeGroupsResponseGroup.members."""
+    member_id: str                 # v0+
+    group_instance_id: str | None  # v4+
+    client_id: str                 # v0+
+    client_host: str               # v0+
+    member_metadata: bytes         # v0+
+    member_assignment: bytes       # v0+
+
+
+class DescribeGroupsResponseGroup(Message, Protocol):
+    """An element of DescribeGroupsResponse.groups."""
+    error_code: int                              # v0+
+    error_message: str | None                    # v6+
+    group_id: str                                # v0+
+    group_state: str                             # v0+
+    protocol_type: str                           # v0+
+    protocol_data: str                           # v0+
+    members: list[DescribeGroupsResponseMember]  # v0+
+    authorized_operations: int                   # v3+
+
+
+class DescribeGroupsResponse(Message, Protocol):
+    """DescribeGroups response (key 15, v0-v6)."""
+    throttle_time_ms: int                      # v1+
+    groups: list[DescribeGroupsResponseGroup]  # v0+
+
+
+class ListGroupsRequest(Message, Protocol):
+    """ListGroups request (key 16, v0-v5)."""
+    states_filter: list[str]  # v4+
+    types_filter: list[str]   # v5+
+
+
+class ListGroupsResponseGroup(Message, Protocol):
+    """An element of ListGroupsResponse.groups."""
+    group_id: str       # v0+
+    protocol_type: str  # v0+
+    group_state: str    # v4+
+    group_type: str     # v5+
+
+
+class ListGroupsResponse(Message, Protocol):
+    """ListGroups response (key 16, v0-v5)."""
+    throttle_time_ms: int                  # v1+
+    error_code: int                        # v0+
+    groups: list[ListGroupsResponseGroup]  # v0+
+
+
+class InitProducerIdRequest(Message, Protocol):
+    """InitProducerId request (key 22, v0-v6)."""
+    transactional_id: str | None  # v0+
+    transaction_timeout_ms: int   # v0+
+    producer_id: int              # v3+
+    producer_epoch: int           # v3+
+    enable2_pc: bool              # v6+
+    keep_prepared_txn: bool       # v6+
+
+
+class InitProducerIdResponse(Message, Protocol):
+    """InitProducerId response (key 22, v0-v6)."""
+    throttle_time_ms: int            # v0+
+    error_code: int                  # v0+
+    producer_id: int                 # v0+
+    producer_epoch: int              # v0+
+    ongoing_txn_producer_id: int     # v6+
+    ongoing_txn_producer_epoch: int  # v6+
+
+
+class DescribeConfigsRequestResource(Message, Protocol):
+    """An element of DescribeConfigsRequest.resources."""
+    resource_type: int                    # v0+
+    resource_name: str                    # v0+
+    configuration_keys: list[str] | None  # v0+
+
+
+class DescribeConfigsRequest(Message, Protocol):
+    """DescribeConfigs request (key 32, v0-v4)."""
+    resources: list[DescribeConfigsRequestResource]  # v0+
+    include_synonyms: bool                           # v1+
+    include_documentation: bool                      # v3+
+
+
+class DescribeConfigsResponseSynonym(Message, Protocol):
+    """An element of DescribeConfigsResponseConfig.synonyms."""
+    name: str          # v0+
+    value: str | None  # v0+
+    source: int        # v0+
+
+
+class DescribeConfigsResponseConfig(Message, Protocol):
+    """An element of DescribeConfigsResponseResult.configs."""
+    name: str                                       # v0+
+    value: str | None                               # v0+
+    read_only: bool                                 # v0+
+    is_default: bool                                # v0
+    config_source: int                              # v1+
+    is_sensitive: bool                              # v0+
+    synonyms: list[DescribeConfigsResponseSynonym]  # v1+
+    config_type: int                                # v3+
+    documentation: str | None                       # v3+
+
+
+class DescribeConfigsResponseResult(Message, Protocol):
+    """An element of DescribeConfigsResponse.results."""
+    error_code: int                               # v0+
+    error_message: str | None                     # v0+
+    resource_type: int                            # v0+
+    resource_name: str                            # v0+
+    configs: list[DescribeConfigsResponseConfig]  # v0+
+
+
+class DescribeConfigsResponse(Message, Protocol):
+    """DescribeConfigs response (key 32, v0-v4)."""
+    throttle_time_ms: int                         # v0+
+    results: list[DescribeConfigsResponseResult]  # v0+

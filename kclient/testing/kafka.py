@@ -67,7 +67,7 @@ class KafkaNode:
                                          stdin=subprocess.DEVNULL, start_new_session=True)
 
     def signal(self, sig: int) -> None:
-        if self.alive:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
 
     def wait(self, deadline: float) -> None:
@@ -182,7 +182,7 @@ class KafkaServer:
                 props.update(KRAFT_4)
         else:
             props.update({"broker.id": str(node.node_id), "listeners": f"PLAINTEXT://{node.address}",
-                          "zookeeper.connect": self.zookeeper_connect,
+                          "zookeeper.connect": str(self.zookeeper_connect),
                           "zookeeper.session.timeout.ms": "18000",
                           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
         props.update(self.config)

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 __all__ = ["kafka_cache", "kafka_versions", "kafka_version", "kafka_problem", "kafka_java",
            "run_kafka_tool", "start_kafka_tool", "log_config", "tool_class"]
@@ -70,13 +71,11 @@ def kafka_problem(version: str = "4") -> str | None:
 
 
 def tool_class(version: str, name: str) -> str:
-    """The main class of Kafka's tool ``name`` ("console-producer", ...) in ``version``; a
-    dotted class name is returned as it is."""
-    if "." in name:
-        return name
+    """The main class of Kafka's tool ``name`` ("console-producer", ...) in ``version``; any
+    other name (a class) is returned as it is."""
     if _key(_exact(version))[0] < 4 and name in TOOLS_3:
         return TOOLS_3[name]
-    return TOOLS[name]
+    return TOOLS.get(name, name)
 
 
 def _exact(version: str) -> str:
@@ -137,6 +136,6 @@ def run_kafka_tool(version: str, main: str, *args: str, timeout: float = 120,
     return proc
 
 
-def start_kafka_tool(version: str, main: str, *args: str, **popen: object) -> subprocess.Popen:
+def start_kafka_tool(version: str, main: str, *args: str, **popen: Any) -> subprocess.Popen:
     """Start one of Kafka's tool classes in the background (``popen`` goes to Popen)."""
-    return subprocess.Popen(kafka_java(version, main, args), **popen)  # type: ignore[arg-type]
+    return subprocess.Popen(kafka_java(version, main, args), **popen)
