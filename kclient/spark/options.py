@@ -173,12 +173,12 @@ def parse_duration_ms(text: str) -> int:
     return int(m.group(1)) * unit
 
 
-def _bool(opts: dict[str, str], key: str, default: bool) -> bool:
-    text = opts.get(key)
+def _bool(opts: dict[str, str], name: str, default: bool) -> bool:
+    text = opts.get(name.lower())
     if text is None:
         return default
     if text.strip().lower() not in ("true", "false"):
-        raise ValueError(f"option '{key}' must be true or false, not {text!r}")
+        raise ValueError(f"option '{name}' must be true or false, not {text!r}")
     return text.strip().lower() == "true"
 
 
@@ -362,8 +362,8 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
     consumer, fetch_size = _consumer_settings(opts)
     return ReadOptions(
         bootstrap=bootstrap, subscription=subscription, starting=starting, ending=ending,
-        fail_on_data_loss=_bool(opts, "failondataloss", True),
-        include_headers=_bool(opts, "includeheaders", False),
+        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+        include_headers=_bool(opts, "includeHeaders", False),
         min_partitions=_positive(opts, "minpartitions", "minPartitions"),
         max_records_per_partition=_positive(opts, "maxrecordsperpartition",
                                             "maxrecordsperpartition"),
@@ -403,4 +403,4 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     load_config("producer", config)  # unknown keys and bad values fail here, on the driver
     return WriteOptions(topic=topic.strip() if topic else None,
                         producer=tuple(sorted(config.items())),
-                        exactly_once=_bool(opts, "exactlyonce", False))
+                        exactly_once=_bool(opts, "exactlyOnce", False))

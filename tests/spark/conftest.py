@@ -54,9 +54,9 @@ class SparkBroker:
         self.broker = broker
         self.bootstrap = broker.bootstrap
 
-    def topic(self, partitions=1, prefix="t"):
+    def topic(self, partitions=1, prefix="t", config=None):
         name = f"{prefix}-{next(_names)}-{uuid.uuid4().hex[:6]}"
-        self.broker.create_topic(name, partitions)
+        self.broker.create_topic(name, partitions, config=config)
         return name
 
     def produce(self, topic, values, keys=None, partition=None, headers=None):
