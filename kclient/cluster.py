@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
@@ -22,7 +22,9 @@ from .errors import (
     error_for_code,
 )
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
-from .protocol.schema import Struct
+
+if TYPE_CHECKING:
+    from .protocol.messages import MetadataResponse
 
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
 
@@ -91,13 +93,13 @@ class Cluster:
         self.controller_id = -1
         self.cluster_id: str | None = None
         self.last_refresh = 0.0
-        self._conns: dict[Any, BrokerConnection] = {}
+        self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
 
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- connections -------------------------------------------------------------------------
@@ -109,7 +111,7 @@ class Cluster:
                 raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
             return self._connect(node_id, info.host, info.port)
 
-    def _connect(self, key: Any, host: str, port: int) -> BrokerConnection:
+    def _connect(self, key: int | str, host: str, port: int) -> BrokerConnection:
         conn = self._conns.get(key)
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
@@ -123,10 +125,11 @@ class Cluster:
 
     def any_connection(self) -> BrokerConnection:
         """A connection to some live broker: known brokers first, then the bootstrap list."""
-        candidates = [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+        candidates: list[tuple[int | str, str, int]] = [
+            (b.node_id, b.host, b.port) for b in self.brokers.values()]
         random.shuffle(candidates)
         candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
-        errors = []
+        errors: list[str] = []
         with self._lock:
             for key, host, port in candidates:
                 try:
@@ -142,7 +145,8 @@ class Cluster:
             self._conns.clear()
 
     # -- metadata ----------------------------------------------------------------------------
-    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True) -> Struct:
+    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
+                ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
         conn = self.any_connection()
@@ -156,7 +160,7 @@ class Cluster:
         self._apply(resp, full=names is None)
         return resp
 
-    def _apply(self, resp: Struct, full: bool) -> None:
+    def _apply(self, resp: MetadataResponse, full: bool) -> None:
         with self._lock:
             self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                             for b in resp.brokers}

@@ -447,7 +447,8 @@ def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *alias
 _MS = Int(min=0)
 _POS = Int(min=1)
 _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snappy, lz4, zstd
-_CODEC_IDS = {**dict(enumerate(_CODECS)), **{str(i): c for i, c in enumerate(_CODECS)}}
+_CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
+                                    **{str(i): c for i, c in enumerate(_CODECS)}}
 
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer

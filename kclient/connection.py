@@ -13,7 +13,7 @@ import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
 from .protocol.apis import API_VERSIONS
@@ -22,10 +22,15 @@ from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
 from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
 
+if TYPE_CHECKING:
+    from .protocol.messages import ApiVersionsResponse
+
 __all__ = ["BrokerConnection", "ConnectionSettings"]
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ class BrokerConnection:
     def __enter__(self) -> BrokerConnection:
         return self.connect() if not self.connected else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -152,7 +157,7 @@ class BrokerConnection:
         version = API_VERSIONS.max_version
         for _ in range(2):
             body = {"client_software_name": "kclient", "client_software_version": "0.1.0"}
-            resp = self.receive(self.send(API_VERSIONS, body, version=version))
+            resp: ApiVersionsResponse = self.receive(self.send(API_VERSIONS, body, version=version))
             ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             if resp.error_code == 0:
                 return ranges
@@ -174,11 +179,11 @@ class BrokerConnection:
                 pass
 
     # -- requests ----------------------------------------------------------------------------
-    def version(self, api: Api, highest: int | None = None) -> int:
+    def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
         """The version this connection uses for ``api``: the highest both sides support."""
         return pick_version(api, self.versions, highest)
 
-    def send(self, api: Api, body: Any, version: int | None = None,
+    def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any], version: int | None = None,
              expect_response: bool = True) -> int:
         """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
         if version is None:
@@ -193,7 +198,9 @@ class BrokerConnection:
         return corr
 
     def receive(self, corr: int) -> Struct:
-        """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters."""
+        """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters.
+
+        A :class:`Struct` fits the typed view of its response (``resp: FetchResponse = ...``)."""
         with self._recv_lock:
             responses = self._responses
             while corr not in responses:
@@ -201,9 +208,10 @@ class BrokerConnection:
                 responses[rcorr] = resp
             return responses.pop(corr)
 
-    def request(self, api: Api, body: Any, version: int | None = None) -> Struct:
-        """Send a request and wait for its response."""
-        return self.receive(self.send(api, body, version))
+    def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
+                version: int | None = None) -> _Resp:
+        """Send a request and wait for its response (typed as ``api``'s response view)."""
+        return cast(_Resp, self.receive(self.send(api, body, version)))
 
     def _read_frame(self, corr: int) -> tuple[int, Struct]:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
@@ -245,7 +253,7 @@ class BrokerConnection:
             raise KafkaConnectionError(self.host, self.port, reason)
         return sock
 
-    def _fail(self, reason: str, timeout: bool = False):
+    def _fail(self, reason: str, timeout: bool = False) -> NoReturn:
         self.close(reason)
         if timeout:
             raise KafkaTimeoutError(f"{self.address}: {reason}")

@@ -9,11 +9,14 @@ may cure (connection and timeout errors) so retry policies can use one test for 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.protocol import errors as _protocol_errors
 from kclient.protocol.errors import *  # noqa: F401,F403  (the re-export is the point)
 from kclient.protocol.errors import BrokerResponseError, KafkaError
+
+if TYPE_CHECKING:   # mypy does not follow protocol.errors' ``__all__ += error_codes.__all__``
+    from kclient.protocol.error_codes import *  # noqa: F401,F403
 
 _MAX_LISTED = 10
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-__all__ = ["BrokerConfig", "DEFAULTS", "LOG_KEYS", "TOPIC_LEVEL_KEYS", "closest_key"]
+__all__ = ["BrokerConfig", "DEFAULTS", "KINDS", "LOG_KEYS", "TOPIC_LEVEL_KEYS", "closest_key"]
 
 _INT, _BOOL, _STR, _LIST = "int", "bool", "str", "list"
 
@@ -104,6 +104,8 @@ _TABLE: dict[str, tuple[str, str | None]] = {
 }
 
 DEFAULTS: dict[str, str] = {k: d for k, (_, d) in _TABLE.items() if d is not None}
+#: key -> its type: "int", "bool", "str" or "list".
+KINDS: dict[str, str] = {k: kind for k, (kind, _) in _TABLE.items()}
 
 #: Broker keys that configure the storage layer (LogConfig.from_properties understands them).
 LOG_KEYS = frozenset(k for k in _TABLE if k.startswith("log.") and k not in (

@@ -433,6 +433,16 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             return group.describe() if group else None
 
+    def group_summary(self, group_id: str) -> dict | None:
+        """DescribeGroups' view of a group (Empty when it only has offsets), None if unknown."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is not None:
+                return group.summary()
+        if group_id in self.offsets.groups():
+            return Group(group_id).summary()
+        return None
+
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group with members or offsets."""
         with self._lock:

@@ -147,6 +147,19 @@ class Group:
                 "protocol_name": self.protocol_name, "leader": self.leader_id,
                 "members": list(self.members)}
 
+    def summary(self) -> dict:
+        """DescribeGroups' view, as Kafka's: member metadata and assignments only when Stable."""
+        stable = self.state == STABLE
+        protocol = self.protocol_name if stable else None
+        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id, "client_host": m.client_host,
+                    "member_metadata": m.metadata(protocol) if stable else b"",
+                    "member_assignment": m.assignment if stable else b""}
+                   for m in self.members.values()]
+        return {"group_id": self.group_id, "group_state": self.state,
+                "protocol_type": self.protocol_type or "", "protocol_data": protocol or "",
+                "members": members}
+
     @staticmethod
     def member_error(group: Group | None, generation_id: int, member_id: str) -> int:
         """Heartbeat/SyncGroup checks: is this a member of the group's current generation."""

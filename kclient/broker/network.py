@@ -283,6 +283,7 @@ class _Processor(threading.Thread):
         """Dispatch queued requests until one is delayed; then write and re-arm the selector."""
         while not conn.busy and conn.pending and not conn.closed:
             request = conn.pending.popleft()
+            request.client_host = conn.peer.rpartition(":")[0]
             try:
                 result = self._dispatch(request)
             except DropConnection as exc:

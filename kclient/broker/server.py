@@ -30,6 +30,7 @@ from .handlers import HANDLERS
 from .log import LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .network import DropConnection, SocketServer
+from .producer_ids import ProducerIdManager
 
 __all__ = ["MiniBroker", "main"]
 
@@ -144,6 +145,7 @@ class MiniBroker:
         self.watchers = AppendWatchers()
         self.log_manager: Any = None
         self.coordinator: Any = None
+        self.producer_ids: ProducerIdManager | None = None
         self.scheduler: Scheduler | None = None
         self.zk: Any = None
         self._server: SocketServer | None = None
@@ -201,6 +203,7 @@ class MiniBroker:
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
                                             self.node_id, cfg.coordinator_properties())
         self.coordinator.start()
+        self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
         self._server.start()
         if self.zookeeper_connect:

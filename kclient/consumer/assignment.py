@@ -75,12 +75,12 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Sequence[str]],
                 "round-robin assignment needs every consumer of the group to subscribe to the "
                 "same topics with the same stream count; topic "
                 f"{topic!r} has threads {sorted(threads)} but {head_topic!r} has {sorted(head)}")
-    threads = sorted(head)
-    if not threads:
+    ordered = sorted(head)
+    if not ordered:
         return {}
     all_tps = [(topic, int(p)) for topic in sets for p in partitions_for_topic.get(topic, ())]
     all_tps.sort(key=lambda tp: (java_string_hashcode(f"[{tp[0]},{tp[1]}]"), tp))
-    return {tp: threads[i % len(threads)] for i, tp in enumerate(all_tps)}
+    return {tp: ordered[i % len(ordered)] for i, tp in enumerate(all_tps)}
 
 
 ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign}

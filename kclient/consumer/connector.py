@@ -20,21 +20,31 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from kclient.cluster import Cluster
-from kclient.config import load_config
+from kclient.config import Config, load_config
 from kclient.connection import ConnectionSettings
 from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
 
 from .assignment import thread_ids
 from .fetcher import ConsumerFetcherManager
 from .offsets import OffsetStore
-from .stream import SHUTDOWN, ErrorChunk, KafkaStream, PartitionTopicInfo
+from .rebalance import RebalanceExecutor
+from .stream import (
+    SHUTDOWN,
+    Chunk,
+    ChunkQueue,
+    Decoder,
+    ErrorChunk,
+    KafkaStream,
+    PartitionTopicInfo,
+)
 from .topic_filter import TopicFilter
 
-__all__ = ["ConsumerConnector", "generate_consumer_id", "connection_settings"]
+__all__ = ["ConsumerConnector", "generate_consumer_id", "connection_settings",
+           "RebalanceListener"]
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +65,25 @@ def connection_settings(conf: Mapping[str, Any]) -> ConnectionSettings:
         request_timeout_ms=max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000))
 
 
+@runtime_checkable
+class _ReleaseListener(Protocol):
+    """Kafka 0.8.2's ``ConsumerRebalanceListener``."""
+
+    def before_releasing_partitions(self, ownership: dict[str, set[int]]) -> None: ...
+
+
+#: What ``set_consumer_rebalance_listener`` takes: a listener object or a plain callable.
+RebalanceListener = _ReleaseListener | Callable[[dict[str, set[int]]], None]
+
+
 class ConsumerConnector:
     """Base of both connectors: streams, owned partitions, fetchers, offsets, auto commit."""
 
-    def __init__(self, config: Any = None, **overrides: Any) -> None:
-        conf = config if hasattr(config, "is_set") and not overrides else \
+    #: runs every rebalance after the first (set by the subclass)
+    executor: RebalanceExecutor
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        conf = config if isinstance(config, Config) and not overrides else \
             load_config("consumer", config, **overrides)
         if not conf["group.id"]:
             raise InvalidConfigError("the consumer needs 'group.id'", "group.id")
@@ -83,25 +107,28 @@ class ConsumerConnector:
         self.topic_count: dict[str, int] | None = None       # static subscription
         self.topic_filter: TopicFilter | None = None          # wildcard subscription
         self.num_streams = 0
-        self._queues: dict[tuple[str, str], queue.Queue] = {}
-        self._wildcard_queues: list[queue.Queue] = []
+        self._queues: dict[tuple[str, str], ChunkQueue] = {}
+        self._wildcard_queues: list[ChunkQueue] = []
         self._offsets_lock = threading.RLock()
         self._shutting_down = threading.Event()
         self._closed = False
         self._auto_commit: threading.Thread | None = None
+        self._rebalance_listener: RebalanceListener | None = None
 
     def __enter__(self) -> ConsumerConnector:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(group={self.group!r}, consumer_id={self.consumer_id!r})"
 
     # -- public API ---------------------------------------------------------------------------
-    def create_message_streams(self, topic_count_map: Mapping[str, int], key_decoder: Any = None,
-                               value_decoder: Any = None) -> dict[str, list[KafkaStream]]:
+    def create_message_streams(self, topic_count_map: Mapping[str, int],
+                               key_decoder: Decoder | None = None,
+                               value_decoder: Decoder | None = None
+                               ) -> dict[str, list[KafkaStream]]:
         """``{topic: [KafkaStream] * n}`` for ``{topic: n}``; once per connector."""
         self._check_first_streams()
         counts = {str(t): int(n) for t, n in topic_count_map.items()}
@@ -111,7 +138,7 @@ class ConsumerConnector:
         for topic, n in counts.items():
             out[topic] = []
             for th in thread_ids(self.consumer_id, n):
-                q = queue.Queue(self.config["queued.max.message.chunks"])
+                q: ChunkQueue = queue.Queue(self.config["queued.max.message.chunks"])
                 self._queues[(topic, th)] = q
                 out[topic].append(self._new_stream(q, key_decoder, value_decoder))
         self.topic_count = counts
@@ -119,7 +146,8 @@ class ConsumerConnector:
         return out
 
     def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1,
-                                         key_decoder: Any = None, value_decoder: Any = None
+                                         key_decoder: Decoder | None = None,
+                                         value_decoder: Decoder | None = None
                                          ) -> list[KafkaStream]:
         """``num_streams`` streams over every topic ``topic_filter`` allows, now and later."""
         self._check_first_streams()
@@ -129,7 +157,7 @@ class ConsumerConnector:
             raise ValueError("num_streams must be at least 1")
         streams = []
         for _ in range(num_streams):
-            q = queue.Queue(self.config["queued.max.message.chunks"])
+            q: ChunkQueue = queue.Queue(self.config["queued.max.message.chunks"])
             self._wildcard_queues.append(q)
             streams.append(self._new_stream(q, key_decoder, value_decoder))
         self.topic_filter, self.num_streams = topic_filter, num_streams
@@ -146,7 +174,7 @@ class ConsumerConnector:
             if offsets:
                 self.offset_store.commit(offsets)
 
-    def set_consumer_rebalance_listener(self, listener: Any) -> None:
+    def set_consumer_rebalance_listener(self, listener: RebalanceListener | None) -> None:
         """Hear ``before_releasing_partitions({topic: {partitions}})`` in every rebalance.
 
         Called after the fetchers stopped (and auto-commit committed) and before ownership is
@@ -157,14 +185,16 @@ class ConsumerConnector:
         self._rebalance_listener = listener
 
     def _before_release(self) -> None:
-        listener = getattr(self, "_rebalance_listener", None)
+        listener = self._rebalance_listener
         if listener is None or not self.registry:
             return
         ownership: dict[str, set[int]] = {}
         for t, p in self.registry:
             ownership.setdefault(t, set()).add(p)
-        fn = getattr(listener, "before_releasing_partitions", listener)
-        fn(ownership)
+        if isinstance(listener, _ReleaseListener):
+            listener.before_releasing_partitions(ownership)
+        else:
+            listener(ownership)
 
     def owned_partitions(self) -> dict[tuple[str, int], str]:
         """``{(topic, partition): thread id}`` this consumer owns now."""
@@ -198,6 +228,10 @@ class ConsumerConnector:
     def _start(self) -> None:
         raise NotImplementedError
 
+    def _synced_rebalance(self) -> None:
+        """One rebalance with its retries (the subclass's coordination)."""
+        raise NotImplementedError
+
     def _first_rebalance(self) -> None:
         """Join the group once, synchronously (a failure here fails create_message_streams),
         then let the executor run later rebalances."""
@@ -227,7 +261,8 @@ class ConsumerConnector:
             raise IllegalStateError("each consumer connector can create message streams by "
                                     "filter or by topic count map only once")
 
-    def _new_stream(self, q: queue.Queue, key_decoder: Any, value_decoder: Any) -> KafkaStream:
+    def _new_stream(self, q: ChunkQueue, key_decoder: Decoder | None,
+                    value_decoder: Decoder | None) -> KafkaStream:
         s = KafkaStream(q, self.config["consumer.timeout.ms"],
                         key_decoder if key_decoder is not None else self.key_decoder,
                         value_decoder if value_decoder is not None else self.value_decoder,
@@ -242,23 +277,24 @@ class ConsumerConnector:
             return self.topic_filter.pattern, {self.topic_filter.regex: self.num_streams}
         return "static", dict(self.topic_count or {})
 
-    def my_topic_threads(self, all_topics) -> dict[str, list[str]]:
+    def my_topic_threads(self, all_topics: Iterable[str]) -> dict[str, list[str]]:
         """``{topic: [my thread ids]}`` (a filter is resolved against ``all_topics``)."""
         if self.topic_filter is not None:
             return {t: thread_ids(self.consumer_id, self.num_streams)
                     for t in self.topic_filter.filter(all_topics, self.exclude_internal)}
         return {t: thread_ids(self.consumer_id, n) for t, n in (self.topic_count or {}).items()}
 
-    def queue_for(self, topic: str, thread_id: str) -> queue.Queue:
+    def queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
         if self.topic_filter is not None:
             return self._wildcard_queues[int(thread_id.rpartition("-")[2])]
         return self._queues[(topic, thread_id)]
 
-    def _all_queues(self) -> list[queue.Queue]:
+    def _all_queues(self) -> list[ChunkQueue]:
         return list(self._queues.values()) + list(self._wildcard_queues)
 
     def _new_registry(self, mine: Mapping[tuple[str, int], str],
-                      offsets: Mapping[tuple[str, int], int]) -> dict:
+                      offsets: Mapping[tuple[str, int], int]
+                      ) -> dict[tuple[str, int], PartitionTopicInfo]:
         size = self.config["fetch.message.max.bytes"]
         return {(t, p): PartitionTopicInfo(t, p, self.queue_for(t, th), offsets.get((t, p), -1),
                                            offsets.get((t, p), -1), size, self.client_id, th)
@@ -266,6 +302,7 @@ class ConsumerConnector:
 
     def _start_fetchers(self) -> None:
         if self.fetcher is None:
+            assert self.cluster is not None            # both subclasses set it up front
             self.fetcher = ConsumerFetcherManager(self.cluster, self.config, self.client_id,
                                                   self.settings)
         if self.registry and not self._shutting_down.is_set():
@@ -282,7 +319,7 @@ class ConsumerConnector:
 
     def _clear_queues(self) -> None:
         for q in self._all_queues():
-            kept = []
+            kept: list[Chunk] = []
             while True:
                 try:
                     item = q.get_nowait()

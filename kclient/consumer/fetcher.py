@@ -23,8 +23,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice, repeat
+from typing import Any
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection, ConnectionSettings
@@ -37,10 +38,12 @@ from kclient.errors import (
 )
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.protocol.records import decode_entries
+from kclient.protocol.records.common import BatchInfo, Header
 from kclient.simple.fetcher import Fetcher as _Fetcher
 from kclient.simple.fetcher import PartitionFetch
+from kclient.simple.message_set import ByteBufferMessageSet
 
-from .stream import ErrorChunk, FetchedDataChunk, PartitionTopicInfo, _Block
+from .stream import Chunk, ErrorChunk, FetchedDataChunk, PartitionTopicInfo, _Block
 
 __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "MAX_BUFFER_SIZE"]
 
@@ -52,7 +55,16 @@ MAX_BUFFER_SIZE = 64 * 1024 * 1024
 log = logging.getLogger(__name__)
 
 
-def _columns(offsets, timestamps, timestamp_types, keys, values, headers, infos) -> tuple:
+#: One log entry's records as columns: offsets, timestamps, timestamp types, keys (None: all
+#: null), values, headers (None: none at all).
+_Columns = tuple[Iterable[int], Iterable[int], Iterable[int], Sequence[bytes | None] | None,
+                 list[bytes | None], Iterable[list[Header] | None] | None]
+
+
+def _columns(offsets: Iterable[int], timestamps: Iterable[int], timestamp_types: Iterable[int],
+             keys: Sequence[bytes | None] | None, values: list[bytes | None],
+             headers: Iterable[list[Header] | None] | None, infos: Iterable[BatchInfo]
+             ) -> tuple[_Columns]:
     """Record factory for ``decode_entries``: one entry's columns as they are (no object per
     record); :meth:`ConsumerFetcherThread._process` joins them into one chunk."""
     return ((offsets, timestamps, timestamp_types, keys, values, headers),)
@@ -110,7 +122,7 @@ class ConsumerFetcherThread(threading.Thread):
     def stopped(self) -> bool:
         return self._halt.is_set()
 
-    def _give_back(self, tps, reason: str, dead: bool = False) -> None:
+    def _give_back(self, tps: Iterable[tuple[str, int]], reason: str, dead: bool = False) -> None:
         with self._lock:
             self.dead = self.dead or dead
             infos = [self.partitions.pop(tp) for tp in list(tps) if tp in self.partitions]
@@ -160,14 +172,15 @@ class ConsumerFetcherThread(threading.Thread):
             else:
                 self._give_back([(info.topic, info.partition)], type(err).__name__)
 
-    def _process(self, info: PartitionTopicInfo, ms) -> None:
+    def _process(self, info: PartitionTopicInfo, ms: ByteBufferMessageSet) -> None:
         """Queue the messages of one partition's message set as one chunk (columns)."""
         fetch_offset = info.fetched_offset
-        offsets: list = []
-        values: list = []
-        keys = None
-        blocks: list = []
-        error = None
+        offsets: list[int] = []
+        values: list[bytes | None] = []
+        keys: list[bytes | None] | None = None
+        blocks: list[_Block] = []
+        error: KafkaError | None = None
+        b: _Columns
         try:
             if ms.error is not None and not ms.entries:
                 raise ms.error
@@ -224,7 +237,7 @@ class ConsumerFetcherThread(threading.Thread):
             self.partitions.pop((info.topic, info.partition), None)
         self._put(info, ErrorChunk(exc))
 
-    def _put(self, info: PartitionTopicInfo, chunk) -> None:
+    def _put(self, info: PartitionTopicInfo, chunk: Chunk) -> None:
         q = info.queue
         while not self.stopped:
             try:
@@ -237,7 +250,7 @@ class ConsumerFetcherThread(threading.Thread):
 class ConsumerFetcherManager:
     """Finds leaders for the owned partitions and runs one fetcher thread per broker."""
 
-    def __init__(self, cluster: Cluster, config, client_id: str = "",
+    def __init__(self, cluster: Cluster, config: Mapping[str, Any], client_id: str = "",
                  settings: ConnectionSettings | None = None) -> None:
         self.cluster, self.config, self.client_id = cluster, config, client_id
         self.settings = settings or cluster.settings

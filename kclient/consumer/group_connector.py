@@ -10,7 +10,10 @@ algorithms as the ZooKeeper connector, over the same string-sorted thread ids
 Wire format: the standard consumer-protocol Subscription (version 0: topics, user data) and
 Assignment (version 0: topic partitions, user data), so tools that decode group metadata work;
 the Subscription's user data is the member's registration JSON (as written to ZooKeeper, plus
-``consumer_id``), the Assignment's user data maps each partition to its thread id.
+``consumer_id``), the Assignment's user data maps each partition to its thread id.  Members of
+other clients (the Java consumer, whose protocols include ``range`` and ``roundrobin``) share the
+group: a kclient leader counts each as one thread over the topics its Subscription lists, and a
+kclient member assigned by a Java leader spreads its partitions over its own threads (range).
 
 Safety steps are the ZooKeeper connector's: before rejoining, fetchers stop, queues and streams
 are cleared, and offsets are committed when auto-commit is on (with the old generation).  A
@@ -24,6 +27,8 @@ import logging
 import struct
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.errors import (
@@ -35,6 +40,9 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 from kclient.zkutils import kafka_json
 
 from .assignment import assign
@@ -66,8 +74,8 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = bytes(data), 0
 
-    def unpack(self, fmt: str):
-        v = struct.unpack_from(fmt, self.data, self.pos)
+    def unpack(self, fmt: str) -> int:
+        v: tuple[int, ...] = struct.unpack_from(fmt, self.data, self.pos)
         self.pos += struct.calcsize(fmt)
         return v[0]
 
@@ -86,7 +94,7 @@ class _Reader:
         return b
 
 
-def encode_subscription(topics, user_data: bytes) -> bytes:
+def encode_subscription(topics: Sequence[str], user_data: bytes) -> bytes:
     return (struct.pack(">hi", 0, len(topics)) + b"".join(_str(t) for t in topics)
             + _bytes(user_data))
 
@@ -112,17 +120,28 @@ def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
         return {}, b""
     r = _Reader(data)
     r.unpack(">h")
-    parts = {}
+    parts: dict[str, list[int]] = {}
     for _ in range(r.unpack(">i")):
         t = r.string()
         parts[t] = [r.unpack(">i") for _ in range(r.unpack(">i"))]
     return parts, r.bytes()
 
 
+def _json(data: bytes) -> Any:
+    """Parsed JSON user data, or None (empty, or not JSON: written by another client)."""
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return None
+
+
 class GroupConsumerConnector(ConsumerConnector):
     """A consumer group coordinated by the broker (no ZooKeeper)."""
 
-    def __init__(self, config=None, **overrides) -> None:
+    cluster: Cluster                    # set up front, unlike the base class's
+    offset_store: KafkaOffsetStore
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         c = self.config
         c.require("metadata.broker.list")
@@ -208,9 +227,7 @@ class GroupConsumerConnector(ConsumerConnector):
             return False
         if sync.error_code:
             raise error_for_code(sync.error_code)(f"SyncGroup of {self.group!r}")
-        _, user_data = decode_assignment(sync.assignment)
-        owned = json.loads(user_data) if user_data else {}
-        mine = {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
+        mine = self._owned(*decode_assignment(sync.assignment))
         offsets = self.offset_store.fetch(mine) if mine else {}
         if self._shutting_down.is_set():
             return False
@@ -220,7 +237,7 @@ class GroupConsumerConnector(ConsumerConnector):
         self._start_fetchers()
         return True
 
-    def _join(self, meta: bytes):
+    def _join(self, meta: bytes) -> JoinGroupResponse | None:
         for _ in range(3):
             body = {"group_id": self.group, "session_timeout_ms": self.session_timeout,
                     "rebalance_timeout_ms": self.session_timeout, "member_id": self.member_id,
@@ -240,19 +257,24 @@ class GroupConsumerConnector(ConsumerConnector):
             return resp
         return None
 
-    def _leader_assign(self, members) -> list[dict]:
+    def _leader_assign(self, members: Iterable[JoinGroupResponseMember]
+                       ) -> list[dict[str, Any]]:
         """The leader's job: the group's assignment over every member's thread ids."""
         all_topics = self._all_topics()
         consumers: dict[str, list[str]] = {}
         member_of: dict[str, str] = {}
         for m in members:
-            _, user = decode_subscription(m.metadata)
-            reg = json.loads(user)
-            cid = reg["consumer_id"]
+            topics, user = decode_subscription(m.metadata)
+            reg = _json(user)
+            if isinstance(reg, dict) and "consumer_id" in reg and "subscription" in reg:
+                cid = reg["consumer_id"]
+                wanted = topic_thread_ids(cid, reg.get("pattern", "static"), reg["subscription"],
+                                          all_topics, self.exclude_internal)
+            else:   # another client (the Java consumer): one thread, the topics it listed
+                cid = m.member_id
+                wanted = {t: [f"{cid}-0"] for t in topics if t in all_topics}
             member_of[cid] = m.member_id
-            for topic, threads in topic_thread_ids(cid, reg.get("pattern", "static"),
-                                                   reg["subscription"], all_topics,
-                                                   self.exclude_internal).items():
+            for topic, threads in wanted.items():
                 consumers.setdefault(topic, []).extend(threads)
         consumers = {t: sorted(ts) for t, ts in consumers.items()}
         partitions = {t: sorted(self.cluster.topics[t].partitions)
@@ -268,6 +290,25 @@ class GroupConsumerConnector(ConsumerConnector):
             out.append({"member_id": member,
                         "assignment": encode_assignment(parts, kafka_json(owned).encode())})
         return out
+
+    def _owned(self, partitions: dict[str, list[int]], user_data: bytes
+               ) -> dict[tuple[str, int], str]:
+        """Our partitions and the thread of each: as a kclient leader wrote them in the user
+        data, or, from another client's leader (Java's assignors), spread over our threads."""
+        owned = _json(user_data)
+        if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()):
+            return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
+        pattern, subscription = self.subscription
+        threads = topic_thread_ids(self.consumer_id, pattern, subscription, list(partitions),
+                                   self.exclude_internal)
+        mine: dict[tuple[str, int], str] = {}
+        for topic, parts in partitions.items():
+            if topic not in threads:
+                log.warning("%s: assigned %s, which it did not subscribe to; ignored",
+                            self.consumer_id, topic)
+                continue
+            mine.update(assign("range", {topic: sorted(threads[topic])}, {topic: parts}))
+        return mine
 
     def commit_offsets(self) -> None:
         """Commit; if the group moved to a new generation, rejoin and raise the broker's error.

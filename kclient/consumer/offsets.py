@@ -17,6 +17,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kazoo.client import KazooClient
 
 from kclient.cluster import Cluster
 from kclient.connection import BrokerConnection, ConnectionSettings
@@ -30,14 +33,20 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
+from kclient.protocol.schema import Api
 from kclient.zkutils import GroupDirs, read_data, update_persistent
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import OffsetCommitResponse, OffsetFetchResponse
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
            "make_offset_store"]
 
 log = logging.getLogger(__name__)
 
-TP = tuple  # (topic, partition)
+TP = tuple[str, int]  # (topic, partition)
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
 _GENERATION_ERRORS = (22, 25, 27)
 _COORD_ERRORS = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
@@ -60,12 +69,12 @@ class OffsetStore:
 class ZkOffsetStore(OffsetStore):
     """Offsets in ZooKeeper, Kafka 0.8's layout."""
 
-    def __init__(self, zk, group: str) -> None:
+    def __init__(self, zk: KazooClient, group: str) -> None:
         self.zk, self.dirs = zk, GroupDirs(group)
         self._checkpointed: dict[TP, int] = {}
 
     def fetch(self, tps: Iterable[TP]) -> dict[TP, int]:
-        out = {}
+        out: dict[TP, int] = {}
         for t, p in tps:
             data = read_data(self.zk, self.dirs.offset(t, p))
             out[(t, p)] = int(data) if data and data.strip().lstrip("-").isdigit() else -1
@@ -113,7 +122,9 @@ class Coordinator:
                 self._conn.close()
             self._conn = None
 
-    def request(self, api, body, check: Callable | None = None, retries: int | None = None):
+    def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
+                check: Callable[[_Resp], int] | None = None, retries: int | None = None
+                ) -> _Resp:
         """Send to the coordinator; rediscover and retry on coordinator and connection errors.
 
         ``check(resp)`` returns an error code (0 for success) found in the response.
@@ -141,12 +152,13 @@ class Coordinator:
         self.reset()
 
 
-def _first_error(resp) -> int:
+def _first_error(resp: OffsetFetchResponse | OffsetCommitResponse) -> int:
     for t in resp.topics:
         for p in t.partitions:
             if p.error_code:
                 return p.error_code
-    return resp.get("error_code", 0) or 0
+    code: int = resp.get("error_code", 0) or 0         # OffsetFetch v2+ only
+    return code
 
 
 class KafkaOffsetStore(OffsetStore):
@@ -169,16 +181,16 @@ class KafkaOffsetStore(OffsetStore):
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
         resp = self.coordinator.request(OFFSET_FETCH, body, check=_first_error)
         out = {(t, p): -1 for t, ps in by_topic.items() for p in ps}
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code and p.error_code not in (3,):   # 3: unknown partition -> none
-                    raise error_for_code(p.error_code)(f"fetching offset of {t.name}/"
-                                                       f"{p.partition_index}")
-                out[(t.name, p.partition_index)] = p.committed_offset
+        for topic in resp.topics:
+            for part in topic.partitions:
+                if part.error_code and part.error_code not in (3,):   # 3: unknown -> none
+                    raise error_for_code(part.error_code)(f"fetching offset of {topic.name}/"
+                                                          f"{part.partition_index}")
+                out[(topic.name, part.partition_index)] = part.committed_offset
         return out
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
-        by_topic: dict[str, list[dict]] = {}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), off in offsets.items():
             if off >= 0:
                 by_topic.setdefault(t, []).append(
@@ -218,7 +230,8 @@ class DualOffsetStore(OffsetStore):
         self.zk.commit(offsets)
 
 
-def make_offset_store(config, group: str, zk=None, cluster: Cluster | None = None,
+def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | None = None,
+                      cluster: Cluster | None = None,
                       generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
                       settings: ConnectionSettings | None = None) -> OffsetStore:
     """The store ``offsets.storage`` / ``dual.commit.enabled`` ask for."""

@@ -20,18 +20,28 @@ import queue
 import threading
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import Enum
 from itertools import chain, islice, repeat
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
 from kclient.encoders import DefaultDecoder
 from kclient.errors import ConsumerTimeoutError
+from kclient.protocol.records.common import Header
 
 __all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "KafkaStream",
-           "SHUTDOWN", "ErrorChunk"]
+           "SHUTDOWN", "ErrorChunk", "Chunk", "ChunkQueue", "Decoder"]
 
-class MessageAndMetadata(tuple):
+_T_co = TypeVar("_T_co", covariant=True)
+
+#: A key or value decoder: raw bytes (None for null) to the value handed out.
+Decoder = Callable[[bytes | None], Any]
+#: ``(timestamp, timestamp_type, headers)`` of one message (headers None: none at all).
+Meta = tuple[int, int, list[Header] | None]
+
+
+class MessageAndMetadata(tuple[str, int, int, Any, Any, "FetchedDataChunk"]):
     """One consumed message: topic, partition, offset, key, message (decoded), timestamp, headers.
 
     A tuple ``(topic, partition, offset, key, message, chunk)`` where ``chunk`` is the
@@ -45,12 +55,26 @@ class MessageAndMetadata(tuple):
     _fields = ("topic", "partition", "offset", "key", "message", "timestamp", "headers",
                "timestamp_type")
 
-    topic = property(itemgetter(0), doc="topic name")
-    partition = property(itemgetter(1), doc="partition id")
-    offset = property(itemgetter(2), doc="offset of this message")
-    key = property(itemgetter(3), doc="decoded key (None for a null key)")
-    message = property(itemgetter(4), doc="decoded value (None for a null value)")
-    value = message
+    if TYPE_CHECKING:   # what the itemgetter properties below return
+        @property
+        def topic(self) -> str: ...
+        @property
+        def partition(self) -> int: ...
+        @property
+        def offset(self) -> int: ...
+        @property
+        def key(self) -> Any: ...
+        @property
+        def message(self) -> Any: ...
+        @property
+        def value(self) -> Any: ...
+    else:
+        topic = property(itemgetter(0), doc="topic name")
+        partition = property(itemgetter(1), doc="partition id")
+        offset = property(itemgetter(2), doc="offset of this message")
+        key = property(itemgetter(3), doc="decoded key (None for a null key)")
+        message = property(itemgetter(4), doc="decoded value (None for a null value)")
+        value = message
 
     @property
     def timestamp(self) -> int:
@@ -63,7 +87,7 @@ class MessageAndMetadata(tuple):
         return self[5].meta(self[2])[1]
 
     @property
-    def headers(self) -> list:
+    def headers(self) -> list[Header]:
         """``[(key, value bytes), ...]`` (message format v2; empty otherwise)."""
         return list(self[5].meta(self[2])[2] or ())
 
@@ -71,7 +95,7 @@ class MessageAndMetadata(tuple):
     def next_offset(self) -> int:
         return self[2] + 1
 
-    def _asdict(self) -> dict:
+    def _asdict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self._fields}
 
     def __repr__(self) -> str:
@@ -90,7 +114,9 @@ class PartitionTopicInfo:
     __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
                  "fetch_size", "client_id", "thread_id")
 
-    def __init__(self, topic: str, partition: int, chunk_queue: queue.Queue,
+    _cursor: _ChunkState | None
+
+    def __init__(self, topic: str, partition: int, chunk_queue: ChunkQueue,
                  consumed_offset: int, fetched_offset: int, fetch_size: int,
                  client_id: str = "", thread_id: str = "") -> None:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
@@ -134,15 +160,20 @@ class _Block:
 
     __slots__ = ("start", "n", "cols", "rows")
 
-    def __init__(self, start: int, n: int, stamps, ts_types, headers, infos=None) -> None:
+    cols: tuple[Iterable[int], Iterable[int], Iterable[list[Header] | None] | None] | None
+    rows: tuple[list[int], list[int], list[list[Header] | None] | None] | None
+
+    def __init__(self, start: int, n: int, stamps: Iterable[int], ts_types: Iterable[int],
+                 headers: Iterable[list[Header] | None] | None, infos: object = None) -> None:
         self.start, self.n, self.cols, self.rows = start, n, (stamps, ts_types, headers), None
 
-    def row(self, j: int) -> tuple:
+    def row(self, j: int) -> Meta:
         rows = self.rows
         if rows is None:
             with _meta_lock:
                 rows = self.rows
                 if rows is None:
+                    assert self.cols is not None       # set until rows are
                     stamps, ts_types, headers = self.cols
                     n = self.n
                     rows = self.rows = (list(islice(stamps, n)), list(islice(ts_types, n)),
@@ -178,8 +209,9 @@ class FetchedDataChunk:
         self.info, self.fetch_offset = info, fetch_offset
 
     @classmethod
-    def from_columns(cls, offsets: list, keys: list | None, values: list, blocks: list,
-                     info: PartitionTopicInfo, fetch_offset: int) -> FetchedDataChunk:
+    def from_columns(cls, offsets: list[int], keys: list[bytes | None] | None,
+                     values: list[bytes | None], blocks: list[_Block], info: PartitionTopicInfo,
+                     fetch_offset: int) -> FetchedDataChunk:
         self = cls.__new__(cls)
         self.offsets, self.keys, self.values, self.blocks = offsets, keys, values, blocks
         self.starts = [b.start for b in blocks]
@@ -189,7 +221,7 @@ class FetchedDataChunk:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def meta(self, offset: int) -> tuple:
+    def meta(self, offset: int) -> Meta:
         """``(timestamp, timestamp_type, headers)`` of the message at ``offset``."""
         i = bisect_left(self.offsets, offset)
         b = self.blocks[bisect_right(self.starts, i) - 1]
@@ -205,11 +237,30 @@ class ErrorChunk:
         self.error = error
 
 
+class _End(Enum):
+    SHUTDOWN = "SHUTDOWN"
+
+
 #: end-of-stream marker put on queues by shutdown()
-SHUTDOWN = object()
+SHUTDOWN: Final = _End.SHUTDOWN
+
+#: What a stream's queue carries.
+Chunk = FetchedDataChunk | ErrorChunk | _End
+ChunkQueue = queue.Queue[Chunk]
 
 
-_NO_ITEMS: Iterator[Any] = iter(())  # shared: an exhausted empty iterator stays empty
+class _HintedIterator(Iterator[_T_co], Protocol[_T_co]):
+    """An iterator that knows how many items it has left (list and tuple iterators do)."""
+
+    def __length_hint__(self) -> int: ...
+
+
+if TYPE_CHECKING:
+    def _iter(items: Sequence[_T_co]) -> _HintedIterator[_T_co]: ...
+else:
+    _iter = iter    # typeshed types iter(list) as a plain Iterator, without __length_hint__
+
+_NO_ITEMS: _HintedIterator[Any] = _iter(())  # shared: an exhausted empty iterator stays empty
 
 
 class _ChunkState:
@@ -219,19 +270,20 @@ class _ChunkState:
 
     __slots__ = ("it", "oit", "offsets", "n", "info")
 
-    def __init__(self, it=_NO_ITEMS, oit=_NO_ITEMS, offsets: Sequence[int] = (),
-                 info: Any = None) -> None:
+    def __init__(self, it: Iterator[MessageAndMetadata] = _NO_ITEMS,
+                 oit: _HintedIterator[int] = _NO_ITEMS, offsets: Sequence[int] = (),
+                 info: PartitionTopicInfo | None = None) -> None:
         self.it, self.oit, self.offsets, self.n, self.info = it, oit, offsets, len(offsets), info
 
 
 _EMPTY = _ChunkState()
 
 
-def _exhausted():
+def _exhausted() -> NoReturn:
     raise StopIteration
 
 
-def _raising(exc: BaseException) -> Iterator:
+def _raising(exc: BaseException) -> Iterator[NoReturn]:
     """An iterator that raises ``exc`` once, then is exhausted (chain then moves on)."""
     raise exc
     yield  # pragma: no cover
@@ -240,8 +292,9 @@ def _raising(exc: BaseException) -> Iterator:
 class KafkaStream(Iterator[MessageAndMetadata]):
     """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
 
-    def __init__(self, chunk_queue: queue.Queue, consumer_timeout_ms: int = -1,
-                 key_decoder: Any = None, value_decoder: Any = None, client_id: str = "") -> None:
+    def __init__(self, chunk_queue: ChunkQueue, consumer_timeout_ms: int = -1,
+                 key_decoder: Decoder | None = None, value_decoder: Decoder | None = None,
+                 client_id: str = "") -> None:
         self.queue = chunk_queue
         self.consumer_timeout_ms = consumer_timeout_ms
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0
@@ -251,7 +304,8 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         self._kd, self._vd = kd, vd
         self.client_id = client_id
         self._st = _EMPTY
-        self._nx = _exhausted                  # the current chunk's iterator's __next__
+        #: the current chunk's iterator's __next__
+        self._nx: Callable[[], MessageAndMetadata] = _exhausted
         self._done = False
         self._lock = threading.Lock()          # one reader at a time
 
@@ -318,12 +372,12 @@ class KafkaStream(Iterator[MessageAndMetadata]):
                 if isinstance(item, ErrorChunk):
                     raise item.error
                 st = self._decode(item)
-                info = st.info
+                info = item.info
                 info._settle()
                 info._cursor = st
                 self._st, self._nx = st, st.it.__next__
 
-    def _get_blocking(self) -> Any:
+    def _get_blocking(self) -> Chunk:
         # a plain get() cannot be interrupted by Ctrl-C on every platform: poll instead
         while True:
             try:
@@ -339,14 +393,13 @@ class KafkaStream(Iterator[MessageAndMetadata]):
             k = bisect_left(offsets, low)
             offsets, values = offsets[k:], values[k:]
             keys = keys[k:] if keys is not None else None
-        oit = iter(offsets)
-        kit = repeat(None) if keys is None else keys
+        oit = _iter(offsets)
+        kit: Iterable[Any] = repeat(None) if keys is None else keys
         if self._kd is not None:
             kit = map(self._kd, kit)
-        if self._vd is not None:
-            values = map(self._vd, values)
+        vit: Iterable[Any] = values if self._vd is None else map(self._vd, values)
         it = map(tuple.__new__, repeat(MessageAndMetadata),
-                 zip(repeat(info.topic), repeat(info.partition), oit, kit, values,
+                 zip(repeat(info.topic), repeat(info.partition), oit, kit, vit,
                      repeat(chunk)))
         return _ChunkState(it, oit, offsets, info)
 

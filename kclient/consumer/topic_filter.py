@@ -9,6 +9,7 @@ result must be a valid regex and is matched against the *whole* topic name (Java
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 __all__ = ["TopicFilter", "Whitelist", "Blacklist", "INTERNAL_TOPICS", "filter_for_pattern"]
 
@@ -39,7 +40,7 @@ class TopicFilter:
         return self.regex
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.regex == other.regex  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.regex == other.regex
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.regex))
@@ -52,7 +53,7 @@ class TopicFilter:
         """Whether a consumer with this filter reads ``topic``."""
         raise NotImplementedError
 
-    def filter(self, topics, exclude_internal_topics: bool = True) -> list[str]:
+    def filter(self, topics: Iterable[str], exclude_internal_topics: bool = True) -> list[str]:
         """The allowed topics among ``topics``, sorted."""
         return sorted(t for t in topics if self.is_topic_allowed(t, exclude_internal_topics))
 

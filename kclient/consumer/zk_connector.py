@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
@@ -35,7 +37,7 @@ from kclient.cluster import Cluster
 from .assignment import assign
 from .connector import ConsumerConnector
 from .membership import consumers_per_topic
-from .offsets import make_offset_store
+from .offsets import OffsetStore, make_offset_store
 from .rebalance import RebalanceExecutor, synced_rebalance
 
 __all__ = ["ZookeeperConsumerConnector"]
@@ -46,7 +48,10 @@ log = logging.getLogger(__name__)
 class ZookeeperConsumerConnector(ConsumerConnector):
     """Kafka 0.8.2's ``ZookeeperConsumerConnector`` (byte-compatible ZooKeeper layout)."""
 
-    def __init__(self, config=None, **overrides) -> None:
+    cluster: Cluster                    # set up front, unlike the base class's
+    offset_store: OffsetStore
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         c = self.config
         self.dirs = zku.GroupDirs(self.group)
@@ -71,8 +76,9 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self.zk.add_listener(self._zk_state)
 
     def _retry_after(self) -> float:
-        c = self.config
-        return max(1.0, (c["rebalance.backoff.ms"] * max(1, c["rebalance.max.retries"])) / 1000.0)
+        backoff_ms: int = self.config["rebalance.backoff.ms"]
+        retries: int = self.config["rebalance.max.retries"]
+        return max(1.0, (backoff_ms * max(1, retries)) / 1000.0)
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -107,26 +113,29 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._registered_session = self.zk.client_id[0]
         log.info("%s registered in group %s: %s", self.consumer_id, self.group, data)
 
-    # -- watchers (kazoo's thread: only trigger) ----------------------------------------------------
-    def _ids_changed(self, children) -> None:
+    # -- watchers (kazoo's thread: only trigger; returning False ends the watch) --------------------
+    def _ids_changed(self, children: list[str]) -> bool | None:
         if self._shutting_down.is_set():
             return False
         children = sorted(children)
         if self._known_ids is not None and children != self._known_ids:
             self.executor.trigger(f"group members changed: {children}")
         self._known_ids = children
+        return None
 
-    def _brokers_changed(self, children) -> None:
+    def _brokers_changed(self, children: list[str]) -> bool | None:
         if self._shutting_down.is_set():
             return False
         children = sorted(children)
         if self._known_brokers is not None and children != self._known_brokers:
             self.executor.trigger(f"brokers changed: {children}")
         self._known_brokers = children
+        return None
 
-    def _topics_changed(self, children) -> None:
+    def _topics_changed(self, children: list[str]) -> bool | None:
         if self._shutting_down.is_set():
             return False
+        assert self.topic_filter is not None   # watched only for a filter subscription
         allowed = self.topic_filter.filter(children, self.exclude_internal)
         if self._watched_topics is not None and allowed != self._watched_topics:
             log.info("%s: topics matching %s now %s", self.consumer_id, self.topic_filter, allowed)
@@ -134,6 +143,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._watched_topics = allowed
         for topic in allowed:
             self._watch_topic(topic)
+        return None
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -141,16 +151,17 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._topic_watches.add(topic)
         first = [True]
 
-        def changed(data, stat):
+        def changed(data: bytes | None, stat: Any) -> bool | None:
             if self._shutting_down.is_set():
                 return False
             if not first[0]:
                 self.executor.trigger(f"partitions of {topic} changed")
             first[0] = False
+            return None
 
         DataWatch(self.zk, f"{zku.BROKER_TOPICS_PATH}/{topic}", changed)
 
-    def _zk_state(self, state) -> None:
+    def _zk_state(self, state: str) -> None:
         if self._shutting_down.is_set():
             return
         if state == KazooState.LOST:
@@ -221,10 +232,10 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._start_fetchers()
         return True
 
-    def _reflect_ownership(self, mine: dict) -> bool:
+    def _reflect_ownership(self, mine: dict[tuple[str, int], str]) -> bool:
         """Create an owner znode per partition; on any conflict delete all created ones."""
-        created = []
-        failed = []
+        created: list[str] = []
+        failed: list[str] = []
         for (topic, partition), thread in sorted(mine.items()):
             path = self.dirs.owner(topic, partition)
             try:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from itertools import repeat, starmap
 from typing import Any, cast
 
-from kclient.errors import IllegalStateError, KafkaError
+from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError, QueueFullError
 
 from .callback import overridden_hooks
 from .data import DeliveryReport, Entry, ProducerData, failure_reports, from_entries, to_entries
@@ -159,7 +159,6 @@ class ProducerSendThread(threading.Thread):
                     raise IllegalStateError("the producer is closed")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    from kclient.errors import QueueFullError
                     raise QueueFullError(
                         f"the producer queue stayed full ({self.capacity} messages, "
                         f"queue.buffering.max.messages) for {timeout_ms} ms "
@@ -179,7 +178,6 @@ class ProducerSendThread(threading.Thread):
             self.not_full.notify_all()
         self.join(timeout)
         if self.is_alive():
-            from kclient.errors import KafkaTimeoutError
             self.abort_error = KafkaTimeoutError(
                 f"producer closed before delivery finished (close timeout {timeout}s)")
             with self.lock:
@@ -391,8 +389,7 @@ class ProducerSendThread(threading.Thread):
     def fail_leftovers(self) -> None:
         """After the thread ended: report messages that raced with close() as failed."""
         if self.queue:
-            from kclient.errors import IllegalStateError as _closed
-            self._fail_everything(_closed("send() raced with close(); the message was not sent"))
+            self._fail_everything(IllegalStateError("send() raced with close(); the message was not sent"))
 
     def _fail_everything(self, error: BaseException) -> None:
         """Report every queued, taken or in-flight message failed with ``error``."""

@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover
 try:  # pragma: no cover
     import zstandard as _zstd
 except ImportError:  # pragma: no cover
-    _zstd = None
+    _zstd = None  # type: ignore[assignment]
 
 
 NONE = 0
@@ -76,7 +76,7 @@ def codec_name(codec: int) -> str:
     return CODEC_NAMES[codec_id(codec)]
 
 
-def available_codecs() -> set:
+def available_codecs() -> set[int]:
     """Codec ids whose library is importable here."""
     libs = {NONE: True, GZIP: True, SNAPPY: _snappy is not None, LZ4: _lz4f is not None,
             ZSTD: _zstd is not None}
@@ -222,7 +222,7 @@ def _lz4_header_len(data: Buffer) -> int:
 
 
 def _lz4_compress(data: Buffer, magic: int, level: int | None) -> bytes:
-    out = _lz4f.compress(bytes(data), compression_level=level or 0,
+    out: bytes = _lz4f.compress(bytes(data), compression_level=level or 0,
                          block_size=_lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
                          content_checksum=False, store_size=False)
     if magic == 0:  # KAFKA-3160: old brokers checksum magic + descriptor
@@ -248,7 +248,7 @@ def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
     data = _lz4_fix_header(bytes(data))
     d = _lz4f.LZ4FrameDecompressor()
     try:
-        out = d.decompress(data, max_length=max_size + 1)
+        out: bytes = d.decompress(data, max_length=max_size + 1)
     except Exception as exc:  # lz4 raises RuntimeError/ValueError on bad frames
         raise ProtocolDecodeError(f"invalid lz4 data: {exc}") from None
     if len(out) > max_size:

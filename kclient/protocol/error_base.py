@@ -19,7 +19,7 @@ _BY_CODE: dict[int, type[BrokerResponseError]] = {}
 _UNRECOGNIZED: dict[int, type[BrokerResponseError]] = {}
 
 
-def _rebuild(cls: type, args: tuple, state: dict) -> BaseException:
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
     """Recreate an exception without calling __init__, so pickling keeps every attribute."""
     exc = cls.__new__(cls, *args)
     exc.args = args
@@ -33,7 +33,7 @@ class KafkaError(Exception):
     retriable: ClassVar[bool] = False
     invalid_metadata: ClassVar[bool] = False
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by args and attributes (exceptions cross process boundaries, e.g. in Spark)."""
         return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
@@ -52,6 +52,11 @@ class BrokerResponseError(KafkaError):
     errno: ClassVar[int] = -1
     message: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
     description: ClassVar[str] = ""
+    # where it happened, set on errors whose reader knows (kclient.simple's fetcher, per
+    # partition; CorruptRecordError always has ``offset``); absent otherwise
+    topic: str
+    partition: int
+    offset: int | None
 
     def __init_subclass__(
         cls,
@@ -90,12 +95,12 @@ class UnrecognizedBrokerError(BrokerResponseError):
 
     message: ClassVar[str] = "UNRECOGNIZED_ERROR_CODE"
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickle through the code: the per-code classes are made on demand."""
         return (_rebuild_unrecognized, (self.errno, self.args, dict(self.__dict__)))
 
 
-def _rebuild_unrecognized(code: int, args: tuple, state: dict) -> BaseException:
+def _rebuild_unrecognized(code: int, args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
     """Recreate an UnrecognizedBrokerError for ``code`` after unpickling."""
     return _rebuild(error_for_code(code), args, state)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .error_base import BrokerResponseError, all_error_classes
+from .error_base import BrokerResponseError
 
 
 class UnknownServerError(BrokerResponseError, errno=-1, message="UNKNOWN_SERVER_ERROR"):
@@ -91,6 +91,8 @@ class ReplicaNotAvailableError(
 
 class MessageSizeTooLargeError(BrokerResponseError, errno=10, message="MESSAGE_TOO_LARGE"):
     """The request included a message larger than the max message size the server will accept."""
+
+    size: int | None    # the bytes the message needs, when a fetcher knows (kclient.simple)
 
 
 class StaleControllerEpochError(BrokerResponseError, errno=11, message="STALE_CONTROLLER_EPOCH"):
@@ -775,7 +777,54 @@ MessageSetSizeTooLargeError = RecordListTooLargeError
 TopicExistsError = TopicAlreadyExistsError
 
 
-__all__ = sorted({cls.__name__ for cls in all_error_classes().values()}) + [
+# Static, so type checkers and readers see the names; a test checks it against the registry.
+__all__ = [
+    "BrokerIdNotRegisteredError", "BrokerNotAvailableError", "ClusterAuthorizationFailedError",
+    "ConcurrentTransactionsError", "CoordinatorLoadInProgressError",
+    "CoordinatorNotAvailableError", "CorruptRecordError", "DelegationTokenAuthDisabledError",
+    "DelegationTokenAuthorizationFailedError", "DelegationTokenExpiredError",
+    "DelegationTokenNotFoundError", "DelegationTokenOwnerMismatchError",
+    "DelegationTokenRequestNotAllowedError", "DuplicateBrokerRegistrationError",
+    "DuplicateResourceError", "DuplicateSequenceNumberError", "DuplicateVoterError",
+    "ElectionNotNeededError", "EligibleLeadersNotAvailableError", "FeatureUpdateFailedError",
+    "FencedInstanceIdError", "FencedLeaderEpochError", "FencedMemberEpochError",
+    "FencedStateEpochError", "FetchSessionIdNotFoundError", "FetchSessionTopicIdError",
+    "GroupAuthorizationFailedError", "GroupIdNotFoundError", "GroupMaxSizeReachedError",
+    "GroupSubscribedToTopicError", "IllegalGenerationError", "IllegalSaslStateError",
+    "InconsistentClusterIdError", "InconsistentGroupProtocolError", "InconsistentTopicIdError",
+    "InconsistentVoterSetError", "IneligibleReplicaError", "InvalidCommitOffsetSizeError",
+    "InvalidConfigurationError", "InvalidFetchSessionEpochError", "InvalidFetchSizeError",
+    "InvalidGroupIdError", "InvalidPartitionsError", "InvalidPrincipalTypeError",
+    "InvalidProducerEpochError", "InvalidProducerIdMappingError", "InvalidRecordError",
+    "InvalidRecordStateError", "InvalidRegistrationError", "InvalidRegularExpressionError",
+    "InvalidReplicaAssignmentError", "InvalidReplicationFactorError", "InvalidRequestError",
+    "InvalidRequiredAcksError", "InvalidSessionTimeoutError", "InvalidShareSessionEpochError",
+    "InvalidTimestampError", "InvalidTopicError", "InvalidTransactionTimeoutError",
+    "InvalidTxnStateError", "InvalidUpdateVersionError", "InvalidVoterKeyError",
+    "KafkaStorageError", "LeaderNotAvailableError", "ListenerNotFoundError",
+    "LogDirNotFoundError", "MemberIdRequiredError", "MessageSizeTooLargeError",
+    "MismatchedEndpointTypeError", "NetworkExceptionError", "NewLeaderElectedError",
+    "NoReassignmentInProgressError", "NonEmptyGroupError", "NotControllerError",
+    "NotCoordinatorError", "NotEnoughReplicasAfterAppendError", "NotEnoughReplicasError",
+    "NotLeaderForPartitionError", "OffsetMetadataTooLargeError",
+    "OffsetMovedToTieredStorageError", "OffsetNotAvailableError", "OffsetOutOfRangeError",
+    "OperationNotAttemptedError", "OutOfOrderSequenceNumberError", "PolicyViolationError",
+    "PreferredLeaderNotAvailableError", "PrincipalDeserializationFailureError",
+    "ProducerFencedError", "ReassignmentInProgressError", "RebalanceInProgressError",
+    "RecordListTooLargeError", "ReplicaNotAvailableError", "RequestTimedOutError",
+    "ResourceNotFoundError", "SaslAuthenticationFailedError", "SecurityDisabledError",
+    "ShareSessionNotFoundError", "SnapshotNotFoundError", "StaleBrokerEpochError",
+    "StaleControllerEpochError", "StaleMemberEpochError", "TelemetryTooLargeError",
+    "ThrottlingQuotaExceededError", "TopicAlreadyExistsError", "TopicAuthorizationFailedError",
+    "TopicDeletionDisabledError", "TransactionAbortableError",
+    "TransactionCoordinatorFencedError", "TransactionalIdAuthorizationFailedError",
+    "TransactionalIdNotFoundError", "UnacceptableCredentialError", "UnknownControllerIdError",
+    "UnknownLeaderEpochError", "UnknownMemberIdError", "UnknownProducerIdError",
+    "UnknownServerError", "UnknownSubscriptionIdError", "UnknownTopicIdError",
+    "UnknownTopicOrPartitionError", "UnreleasedInstanceIdError", "UnstableOffsetCommitError",
+    "UnsupportedAssignorError", "UnsupportedCompressionTypeError",
+    "UnsupportedEndpointTypeError", "UnsupportedForMessageFormatError",
+    "UnsupportedSaslMechanismError", "UnsupportedVersionError", "VoterNotFoundError",
     "InvalidMessageError", "CorruptMessageError", "NotLeaderOrFollowerError",
     "MessageTooLargeError", "StaleLeaderEpochError", "OffsetsLoadInProgressError",
     "GroupLoadInProgressError", "ConsumerCoordinatorNotAvailableError",

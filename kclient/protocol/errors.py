@@ -33,4 +33,5 @@ __all__ = [
     "KafkaError", "ProtocolDecodeError", "UnsupportedCodecError", "BrokerResponseError",
     "UnrecognizedBrokerError", "error_for_code", "raise_for_code", "code_for_exception",
     "all_error_classes",
-] + error_codes.__all__
+]
+__all__ += error_codes.__all__  # the static list of one class per Kafka code (and aliases)

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import KafkaError, ProtocolDecodeError, UnsupportedVersionError
-from .schema import Api, Struct
-from .types import NULLABLE_STRING, read_tagged_fields
+from .schema import Api, ReqT, Struct
+from .types import NULLABLE_STRING, Parts, read_tagged_fields
+from .varint import Buffer
 
 __all__ = ["RequestHeader", "Request", "ClientProtocol", "ServerProtocol", "API_VERSIONS_KEY",
            "DEFAULT_MAX_FRAME"]
@@ -43,20 +44,22 @@ class Request:
 
     header: RequestHeader
     body: Struct | None
-    api: Api | None
+    api: Api[Any, Any] | None
     error: KafkaError | None = None
     size: int = 0
+    client_host: str = ""       # the peer's address, set by the server (group member hosts)
 
 
-def _encode_request_header(api: Api, version: int, corr: int, client_id: str | None) -> list:
-    out = [_HEADER.pack(api.key, version, corr)]
+def _encode_request_header(api: Api[Any, Any], version: int, corr: int,
+                           client_id: str | None) -> Parts:
+    out: Parts = [_HEADER.pack(api.key, version, corr)]
     NULLABLE_STRING.write(client_id, out)
     if api.is_flexible(version):
         out.append(b"\x00")
     return out
 
 
-def _frame(parts: list) -> bytes:
+def _frame(parts: Parts) -> bytes:
     """Size prefix and parts joined in one copy."""
     parts.insert(0, _SIZE.pack(sum(map(len, parts))))
     return b"".join(parts)
@@ -69,7 +72,7 @@ class _Framer:
         self._buf = bytearray()
         self.max_frame = max_frame
 
-    def feed(self, data) -> list[bytes]:
+    def feed(self, data: Buffer) -> list[bytes]:
         buf = self._buf
         buf += data
         frames = []
@@ -91,7 +94,8 @@ class _Framer:
         """How many more bytes complete the frame being received (4 when between frames)."""
         if len(self._buf) < 4:
             return 4 - len(self._buf)
-        return _SIZE.unpack_from(self._buf, 0)[0] + 4 - len(self._buf)
+        size: int = _SIZE.unpack_from(self._buf, 0)[0]
+        return size + 4 - len(self._buf)
 
     @property
     def buffered(self) -> int:
@@ -104,7 +108,7 @@ class ClientProtocol:
     def __init__(self, client_id: str | None = "kclient", max_frame: int = DEFAULT_MAX_FRAME):
         self.client_id = client_id
         self._next_corr = 0
-        self._pending: OrderedDict[int, tuple[Api, int]] = OrderedDict()
+        self._pending: OrderedDict[int, tuple[Api[Any, Any], int]] = OrderedDict()
         self._framer = _Framer(max_frame)
 
     @property
@@ -115,7 +119,7 @@ class ClientProtocol:
     def pending(self) -> list[int]:
         return list(self._pending)
 
-    def send_request(self, api: Api, version: int, body: Any,
+    def send_request(self, api: Api[ReqT, Any], version: int, body: ReqT | Mapping[str, Any],
                      expect_response: bool = True) -> tuple[int, bytes]:
         """Encode a request; returns its correlation id and the frame to write."""
         corr = self._next_corr
@@ -126,14 +130,14 @@ class ClientProtocol:
             self._pending[corr] = (api, version)
         return corr, _frame(parts)
 
-    def receive_bytes(self, data) -> list[tuple[int, Struct]]:
+    def receive_bytes(self, data: Buffer) -> list[tuple[int, Struct]]:
         """Feed received bytes; returns the responses they completed, in order."""
         return [self.decode_frame(f) for f in self._framer.feed(data)]
 
     def bytes_needed(self) -> int:
         return self._framer.bytes_needed()
 
-    def decode_frame(self, frame) -> tuple[int, Struct]:
+    def decode_frame(self, frame: Buffer) -> tuple[int, Struct]:
         """Decode one complete response frame (without its size prefix)."""
         if len(frame) < 4:
             raise ProtocolDecodeError(f"response frame of {len(frame)} bytes has no header")
@@ -159,15 +163,15 @@ class ClientProtocol:
 class ServerProtocol:
     """Server side: cut frames into requests (header + body), encode responses."""
 
-    def __init__(self, apis: Mapping[int, Api], max_frame: int = DEFAULT_MAX_FRAME):
+    def __init__(self, apis: Mapping[int, Api[Any, Any]], max_frame: int = DEFAULT_MAX_FRAME):
         self.apis = apis
         self._framer = _Framer(max_frame)
 
-    def receive_bytes(self, data) -> list[Request]:
+    def receive_bytes(self, data: Buffer) -> list[Request]:
         """Feed received bytes; returns the complete requests. Raises on a bad frame size."""
         return [self.decode_frame(f) for f in self._framer.feed(data)]
 
-    def decode_frame(self, frame) -> Request:
+    def decode_frame(self, frame: Buffer) -> Request:
         """Decode one request frame; an unknown API or version comes back with ``error`` set."""
         if len(frame) < 8:
             raise ProtocolDecodeError(f"request frame of {len(frame)} bytes has no header")
@@ -192,13 +196,13 @@ class ServerProtocol:
         return _frame(self._response_parts(header, body, version))
 
     def encode_response_parts(self, header: RequestHeader, body: Any,
-                              version: int | None = None) -> list:
+                              version: int | None = None) -> Parts:
         """Like encode_response but returns parts (size prefix first), so large Records
         values - any object with a length, such as a file region - are passed through."""
         parts = self._response_parts(header, body, version)
         return [_SIZE.pack(sum(len(p) for p in parts))] + parts
 
-    def _response_parts(self, header: RequestHeader, body: Any, version: int | None) -> list:
+    def _response_parts(self, header: RequestHeader, body: Any, version: int | None) -> Parts:
         api = self.apis[header.api_key]
         version = header.api_version if version is None else version
         parts = [_CORR.pack(header.correlation_id)]

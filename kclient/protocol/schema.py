@@ -11,10 +11,11 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .errors import ProtocolDecodeError, UnsupportedVersionError
-from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Type, read_tagged_fields
+from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Parts, Type, read_tagged_fields
+from .varint import Buffer
 
 __all__ = ["Field", "Api", "Struct", "StructType", "parse_versions"]
 
@@ -23,6 +24,10 @@ MAX_VERSION = 0x7FFF
 TRAILING_LOG_INTERVAL = 60.0
 
 log = logging.getLogger("kclient.protocol")
+
+#: The typed request and response views of an :class:`Api` (kclient.protocol.messages).
+ReqT = TypeVar("ReqT")
+RespT = TypeVar("RespT")
 
 
 def parse_versions(spec: str | tuple[int, int] | None) -> tuple[int, int]:
@@ -61,12 +66,15 @@ class Struct:
     def get(self, name: str, default: Any = None) -> Any:
         return self.__dict__.get(name, default)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain nested dicts and lists, for logging and comparisons."""
         return {k: _plain(v) for k, v in self.__dict__.items()}
 
+    if TYPE_CHECKING:  # fields are dynamic; the typed views are in kclient.protocol.messages
+        def __getattr__(self, name: str) -> Any: ...
 
-def _plain(v):
+
+def _plain(v: Any) -> Any:
     if isinstance(v, Struct):
         return v.to_dict()
     if isinstance(v, list):
@@ -117,8 +125,8 @@ class StructType(Type):
         self._absent = [(f.name, f) for f in fields if not f.active(version)]
         self._defaults = {f.name: f for f in fields}
 
-    def read(self, buf, pos):
-        values = {}
+    def read(self, buf: Buffer, pos: int) -> tuple[Struct, int]:
+        values: dict[str, Any] = {}
         for name, typ in self._codecs:
             values[name], pos = typ.read(buf, pos)
         for name, f in self._absent:
@@ -131,7 +139,7 @@ class StructType(Type):
         s.__dict__ = values
         return s, pos
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         defaults = self._defaults
         for name, typ in self._codecs:
             v = _get(value, name, ...)
@@ -167,8 +175,12 @@ def _nullable(t: Type) -> Type:
     return t
 
 
-class Api:
-    """One Kafka API: its key, supported version range, first flexible version and schemas."""
+class Api(Generic[ReqT, RespT]):
+    """One Kafka API: its key, supported version range, first flexible version and schemas.
+
+    Generic in its typed request and response views (``Api[MetadataRequest, MetadataResponse]``),
+    which decoding returns for type checkers; at run time they are :class:`Struct` s.
+    """
 
     def __init__(self, key: int, name: str, versions: str, request: Iterable[Field],
                  response: Iterable[Field], *, flexible: int | None = None):
@@ -207,33 +219,37 @@ class Api:
     def response_codec(self, version: int) -> StructType:
         return self._response_codec(version)
 
-    def encode_request(self, version: int, body: Any) -> list:
-        out: list = []
+    def encode_request(self, version: int, body: ReqT | Mapping[str, Any]) -> Parts:
+        """The request body's wire parts (a dict, a Struct or any object with the fields)."""
+        out: Parts = []
         self._request_codec(version).write(body, out)
         return out
 
-    def encode_response(self, version: int, body: Any) -> list:
-        out: list = []
+    def encode_response(self, version: int, body: RespT | Mapping[str, Any]) -> Parts:
+        """The response body's wire parts, as :meth:`encode_request`."""
+        out: Parts = []
         self._response_codec(version).write(body, out)
         return out
 
-    def decode_request(self, version: int, buf, pos: int = 0, *, strict: bool = False) -> Struct:
+    def decode_request(self, version: int, buf: Buffer, pos: int = 0, *,
+                       strict: bool = False) -> ReqT:
         """Decode a request body as Kafka does: the declared fields, unknown tags skipped and
         trailing bytes ignored (logged at debug); ``strict`` makes trailing bytes an error."""
-        return _decode_all(self, self._request_codec(version), buf, pos, version, "request",
-                           strict)
+        return cast(ReqT, _decode_all(self, self._request_codec(version), buf, pos, version,
+                                      "request", strict))
 
-    def decode_response(self, version: int, buf, pos: int = 0, *, strict: bool = False) -> Struct:
+    def decode_response(self, version: int, buf: Buffer, pos: int = 0, *,
+                        strict: bool = False) -> RespT:
         """Decode a response body, as leniently as :meth:`decode_request`."""
-        return _decode_all(self, self._response_codec(version), buf, pos, version, "response",
-                           strict)
+        return cast(RespT, _decode_all(self, self._response_codec(version), buf, pos, version,
+                                       "response", strict))
 
 
 _trailing_logged: dict[tuple[str, int, str], float] = {}
 
 
-def _decode_all(api: Api, codec: StructType, buf, pos: int, version: int, side: str,
-                strict: bool) -> Struct:
+def _decode_all(api: Api[Any, Any], codec: StructType, buf: Buffer, pos: int, version: int,
+                side: str, strict: bool) -> Struct:
     value, end = codec.read(buf, pos)
     if end != len(buf):
         extra = len(buf) - end

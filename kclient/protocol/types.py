@@ -10,14 +10,18 @@ import struct
 from typing import Any
 
 from .errors import ProtocolDecodeError
-from .varint import decode_uvarint, encode_uvarint
+from .varint import Buffer, decode_uvarint, encode_uvarint
 
 __all__ = [
     "Type", "INT8", "INT16", "INT32", "INT64", "UINT16", "FLOAT64", "BOOLEAN", "UUID",
     "STRING", "NULLABLE_STRING", "BYTES", "NULLABLE_BYTES", "RECORDS",
     "COMPACT_STRING", "COMPACT_NULLABLE_STRING", "COMPACT_BYTES", "COMPACT_NULLABLE_BYTES",
-    "COMPACT_RECORDS", "ArrayOf", "read_tagged_fields", "EMPTY_TAGGED_FIELDS",
+    "COMPACT_RECORDS", "ArrayOf", "read_tagged_fields", "EMPTY_TAGGED_FIELDS", "Parts",
 ]
+
+#: What encoders append to: bytes-like parts, and Records values passed through as given (any
+#: object with a length, such as a file region), joined or sent by the caller.
+Parts = list[Any]
 
 
 def _truncated(what: str, pos: int) -> ProtocolDecodeError:
@@ -29,11 +33,12 @@ class Type:
 
     name = "type"
     default: Any = None
+    nullable: bool  # declared by the types that can be null (not by fixed-size ones)
 
-    def read(self, buf, pos: int):
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
         raise NotImplementedError
 
-    def write(self, value, out: list) -> None:
+    def write(self, value: Any, out: Parts) -> None:
         raise NotImplementedError
 
     def compact(self) -> Type:
@@ -53,13 +58,13 @@ class _Fixed(Type):
         self._unpack = self._st.unpack_from
         self._pack = self._st.pack
 
-    def read(self, buf, pos):
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
         try:
             return self._unpack(buf, pos)[0], pos + self.size
         except struct.error:
             raise _truncated(self.name, pos) from None
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         try:
             out.append(self._pack(value))
         except struct.error as exc:
@@ -75,10 +80,10 @@ FLOAT64 = _Fixed("float64", "d", 0.0)
 
 
 class _Boolean(_Fixed):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__("boolean", "?", False)
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         out.append(b"\x01" if value else b"\x00")
 
 
@@ -89,12 +94,12 @@ class _Uuid(Type):
     name = "uuid"
     default = b"\x00" * 16
 
-    def read(self, buf, pos):
+    def read(self, buf: Buffer, pos: int) -> tuple[bytes, int]:
         if pos + 16 > len(buf):
             raise _truncated("uuid", pos)
         return bytes(buf[pos:pos + 16]), pos + 16
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         if len(value) != 16:
             raise ValueError(f"uuid must be 16 bytes, got {len(value)}")
         out.append(bytes(value))
@@ -118,11 +123,11 @@ class _Blob(Type):
         self.raw = raw  # Records: keep a zero-copy slice, accept any sized buffer on write
         self.default = None if nullable else ("" if text else b"")
 
-    def compact(self):
+    def compact(self) -> _Blob:
         return _Blob("compact_" + self.name, text=self.text, nullable=self.nullable,
                      compact=True, raw=self.raw)
 
-    def _read_len(self, buf, pos):
+    def _read_len(self, buf: Buffer, pos: int) -> tuple[int, int]:
         if self.is_compact:
             n, pos = decode_uvarint(buf, pos)
             return n - 1, pos
@@ -134,7 +139,7 @@ class _Blob(Type):
             raise _truncated(self.name + " length", pos)
         return _INT32.unpack_from(buf, pos)[0], pos + 4
 
-    def read(self, buf, pos):
+    def read(self, buf: Buffer, pos: int) -> tuple[Any, int]:
         n, pos = self._read_len(buf, pos)
         if n < 0:
             if n == -1 and self.nullable:
@@ -152,7 +157,7 @@ class _Blob(Type):
                 raise ProtocolDecodeError(f"{self.name}: invalid utf-8 at byte {pos}") from None
         return (data if self.raw else bytes(data)), end
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         if value is None:
             if not self.nullable:
                 raise ValueError(f"{self.name} is not nullable")
@@ -193,10 +198,10 @@ class ArrayOf(Type):
         self.name = f"{'compact_' if compact else ''}array<{element!r}>"
         self.default = None if nullable else []
 
-    def compact(self):
+    def compact(self) -> ArrayOf:
         return ArrayOf(self.element.compact(), nullable=self.nullable, compact=True)
 
-    def read(self, buf, pos):
+    def read(self, buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
         if self.is_compact:
             n, pos = decode_uvarint(buf, pos)
             n -= 1
@@ -218,7 +223,7 @@ class ArrayOf(Type):
             items.append(item)
         return items, pos
 
-    def write(self, value, out):
+    def write(self, value: Any, out: Parts) -> None:
         if value is None:
             if not self.nullable:
                 raise ValueError(f"{self.name} is not nullable")
@@ -233,7 +238,7 @@ class ArrayOf(Type):
 EMPTY_TAGGED_FIELDS = b"\x00"
 
 
-def read_tagged_fields(buf, pos: int) -> tuple[dict, int]:
+def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
     """Read a tagged-field section (KIP-482); unknown tags are kept as raw bytes by tag number."""
     count, pos = decode_uvarint(buf, pos)
     if count > len(buf) - pos:

@@ -27,7 +27,7 @@ _UINT64_LIMIT = 1 << 64
 _UINT32_LIMIT = 1 << 32
 
 
-def _build_encode_table(size: int) -> list:
+def _build_encode_table(size: int) -> list[bytes]:
     """Encoded unsigned varints for ``0 <= n < size`` (size <= 2**21)."""
     one = [bytes((n,)) for n in range(min(size, 128))]
     two = [bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(128, min(size, 1 << 14))]
@@ -38,9 +38,9 @@ def _build_encode_table(size: int) -> list:
 
 #: ``UVARINT_TABLE[n]`` is the encoding of unsigned ``n`` for ``n < TABLE_SIZE``; index it with
 #: a zig-zag value to get a signed varint.
-UVARINT_TABLE: list = _build_encode_table(TABLE_SIZE)
+UVARINT_TABLE: list[bytes] = _build_encode_table(TABLE_SIZE)
 #: ``ZIGZAG_DECODE[u]`` is the signed value of zig-zag ``u`` for ``u < DECODE_TABLE_SIZE``.
-ZIGZAG_DECODE: list = [(u >> 1) ^ -(u & 1) for u in range(DECODE_TABLE_SIZE)]
+ZIGZAG_DECODE: list[int] = [(u >> 1) ^ -(u & 1) for u in range(DECODE_TABLE_SIZE)]
 
 
 def zigzag(n: int) -> int:
@@ -95,7 +95,7 @@ def varint_size(n: int) -> int:
     return uvarint_size(zigzag(n))
 
 
-def _decode_raw(buf: Buffer, pos: int, max_bytes: int, limit: int, what: str) -> tuple:
+def _decode_raw(buf: Buffer, pos: int, max_bytes: int, limit: int, what: str) -> tuple[int, int]:
     """Shared loop: read an unsigned base-128 number of at most ``max_bytes`` bytes."""
     if pos < 0:
         raise ProtocolDecodeError(f"negative position {pos}")
@@ -119,7 +119,7 @@ def _decode_raw(buf: Buffer, pos: int, max_bytes: int, limit: int, what: str) ->
     return value, pos
 
 
-def decode_uvarint(buf: Buffer, pos: int = 0) -> tuple:
+def decode_uvarint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Decode an unsigned varint (at most 10 bytes, < 2**64); return ``(value, new_pos)``."""
     if 0 <= pos < len(buf):
         b = buf[pos]
@@ -128,7 +128,7 @@ def decode_uvarint(buf: Buffer, pos: int = 0) -> tuple:
     return _decode_raw(buf, pos, 10, _UINT64_LIMIT, "uvarint")
 
 
-def decode_varint(buf: Buffer, pos: int = 0) -> tuple:
+def decode_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Decode a zig-zag varlong (at most 10 bytes); return ``(value, new_pos)``."""
     if 0 <= pos < len(buf):
         b = buf[pos]
@@ -138,19 +138,19 @@ def decode_varint(buf: Buffer, pos: int = 0) -> tuple:
     return (u >> 1) ^ -(u & 1), pos
 
 
-def decode_uvarint32(buf: Buffer, pos: int = 0) -> tuple:
+def decode_uvarint32(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Decode an unsigned varint that must fit in 32 bits (at most 5 bytes)."""
     return _decode_raw(buf, pos, 5, _UINT32_LIMIT, "uvarint32")
 
 
-def decode_varint32(buf: Buffer, pos: int = 0) -> tuple:
+def decode_varint32(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """Decode a zig-zag varint that must fit in int32 (at most 5 bytes)."""
     u, pos = _decode_raw(buf, pos, 5, _UINT32_LIMIT, "varint32")
     return (u >> 1) ^ -(u & 1), pos
 
 
 __all__ = [
-    "TABLE_SIZE", "DECODE_TABLE_SIZE", "UVARINT_TABLE", "ZIGZAG_DECODE",
+    "Buffer", "TABLE_SIZE", "DECODE_TABLE_SIZE", "UVARINT_TABLE", "ZIGZAG_DECODE",
     "zigzag", "unzigzag", "encode_uvarint", "encode_varint", "uvarint_size", "varint_size",
     "decode_uvarint", "decode_varint", "decode_uvarint32", "decode_varint32",
 ]

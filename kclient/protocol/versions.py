@@ -5,6 +5,8 @@ Brokers before 0.10 have no ApiVersions; like librdkafka (``api.version.request=
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import UnsupportedVersionError
 from .schema import Api
 
@@ -37,7 +39,8 @@ def fallback_versions(release: str) -> dict[int, tuple[int, int]]:
     return FALLBACK_VERSIONS[key]
 
 
-def pick_version(api: Api, broker: dict[int, tuple[int, int]], highest: int | None = None) -> int:
+def pick_version(api: Api[Any, Any], broker: dict[int, tuple[int, int]],
+                 highest: int | None = None) -> int:
     """The highest version of ``api`` that both we and the broker support (capped by ``highest``)."""
     if api.key not in broker:
         raise UnsupportedVersionError(f"the broker does not support {api.name}")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import (
+    BrokerResponseError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     KafkaConnectionError,
@@ -39,9 +40,19 @@ from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 from .columns import MessageColumns, message_columns
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
+from .messages import MessageAndOffset
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import (
+        FindCoordinatorResponse,
+        ListOffsetsResponse,
+        MetadataResponse,
+    )
 
 __all__ = ["SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse",
            "OffsetAndMetadata"]
+
+_R = TypeVar("_R")
 
 _LEADER_ERRORS = (NotLeaderForPartitionError, UnknownTopicOrPartitionError)
 _COORDINATOR_ERRORS = (NotCoordinatorError, CoordinatorNotAvailableError,
@@ -137,7 +148,7 @@ class SimpleConsumer:
     def __enter__(self) -> SimpleConsumer:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -169,7 +180,7 @@ class SimpleConsumer:
             self._conn.connect()
         return self._conn
 
-    def _call(self, fn):
+    def _call(self, fn: Callable[[BrokerConnection], _R]) -> _R:
         """Run ``fn(conn)``; on a broken connection reconnect once and retry (as 0.8 did)."""
         with self._lock:
             try:
@@ -223,7 +234,7 @@ class SimpleConsumer:
 
     def iter_messages(self, topic: str, partition: int, offset: int = 0,
                       max_size: int = 1 << 20, end_offset: int | None = None
-                      ) -> Iterator:
+                      ) -> Iterator[MessageAndOffset]:
         """Every message from ``offset`` up to ``end_offset`` (default: the high watermark the
         first fetch reports), fetching as it goes."""
         while True:
@@ -241,38 +252,42 @@ class SimpleConsumer:
     def _name_leaders(self, sets: list[ByteBufferMessageSet]) -> None:
         """Replace not-the-leader errors with ones that say which broker leads instead."""
         try:
-            brokers, leaders = self._leaders({ms.topic for ms in sets})
+            brokers, leaders = self._leaders({ms.topic for ms in sets if ms.topic is not None})
         except KafkaError:
             return
         here = f"{self.host}:{self.port}"
         for ms in sets:
-            tp = f"{ms.topic}-{ms.partition}"
-            if (ms.topic, ms.partition) not in leaders:
+            topic, partition = ms.topic, ms.partition
+            if topic is None or partition is None:
+                continue                               # not fetched by partition: nothing to name
+            tp = f"{topic}-{partition}"
+            err: BrokerResponseError
+            if (topic, partition) not in leaders:
                 err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
                                                    f"(asked {here})")
-            elif leaders[(ms.topic, ms.partition)] < 0:
+            elif leaders[(topic, partition)] < 0:
                 err = LeaderNotAvailableError(f"{tp} has no leader right now (asked {here})")
             else:
-                leader = leaders[(ms.topic, ms.partition)]
+                leader = leaders[(topic, partition)]
                 info = brokers.get(leader)
                 if info is None or (info.host, info.port) == (self.host, self.port):
                     continue  # leadership is moving to this broker, or unknown: keep the error
                 err = NotLeaderForPartitionError(
                     f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}")
-                err.leader = info
-            err.topic, err.partition, err.offset = ms.topic, ms.partition, ms.fetch_offset
+                err.leader = info  # type: ignore[attr-defined]  # the 0.8 API's extra attribute
+            err.topic, err.partition, err.offset = topic, partition, ms.fetch_offset
             ms.error = err
 
     def _leaders(self, topics: Iterable[str]
                  ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
         """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
-        def ask(conn):
+        def ask(conn: BrokerConnection) -> MetadataResponse:
             self._fetcher.discard_prefetch()
             return conn.request(METADATA, {"topics": [{"name": t} for t in sorted(topics)],
                                            "allow_auto_topic_creation": False})
         resp = self._call(ask)
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port) for b in resp.brokers}
-        leaders = {}
+        leaders: dict[tuple[str, int], int] = {}
         for t in resp.topics:
             if t.error_code:
                 continue
@@ -305,7 +320,7 @@ class SimpleConsumer:
 
     def _list_offsets(self, topic: str, partition: int, time: int, max_num_offsets: int,
                       version: int | None) -> list[int]:
-        def ask(conn):
+        def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
             body = {"replica_id": -1, "isolation_level": 0, "topics": [
@@ -318,13 +333,13 @@ class SimpleConsumer:
                 if t.name != topic or p.partition_index != partition:
                     continue
                 if p.error_code:
-                    err = error_for_code(p.error_code)(
+                    err: BaseException = error_for_code(p.error_code)(
                         f"{topic}-{partition}: offsets before {time}")
                     if isinstance(err, _LEADER_ERRORS):
                         probe = ByteBufferMessageSet(b"", -1, topic=topic, partition=partition,
                                                      error=err)
                         self._name_leaders([probe])
-                        err = probe.error
+                        err = probe.error or err
                     raise err
                 if version == 0:
                     return sorted(p.old_style_offsets, reverse=True)[:max_num_offsets]
@@ -333,7 +348,7 @@ class SimpleConsumer:
 
     def find_coordinator(self, group: str) -> BrokerInfo:
         """The broker coordinating ``group`` (its offset manager)."""
-        def ask(conn):
+        def ask(conn: BrokerConnection) -> FindCoordinatorResponse:
             self._fetcher.discard_prefetch()
             return conn.request(FIND_COORDINATOR, {"key": group, "key_type": 0})
         resp = self._call(ask)
@@ -341,7 +356,7 @@ class SimpleConsumer:
             raise error_for_code(resp.error_code)(f"finding the coordinator of group {group!r}")
         return BrokerInfo(resp.node_id, resp.host, resp.port)
 
-    def _coordinator(self, group: str, refresh: bool = False):
+    def _coordinator(self, group: str, refresh: bool = False) -> BrokerConnection:
         with self._lock:
             conn = self._coordinators.get(group)
             if conn is not None and not refresh and conn.connected:
@@ -358,7 +373,8 @@ class SimpleConsumer:
             self._coordinators[group] = conn
             return conn
 
-    def _with_coordinator(self, group: str, fn, retries: int = 5, backoff: float = 0.1):
+    def _with_coordinator(self, group: str, fn: Callable[[BrokerConnection], _R],
+                          retries: int = 5, backoff: float = 0.1) -> _R:
         """Run ``fn(conn)`` against the group's coordinator, rediscovering it when it moved."""
         refresh = False
         for attempt in range(retries + 1):
@@ -370,6 +386,7 @@ class SimpleConsumer:
                     raise
                 refresh = True
                 time.sleep(backoff * (attempt + 1))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def commit_offsets(self, group: str,
                        offsets: Mapping[tuple[str, int], int | tuple[int, str]], *,
@@ -380,7 +397,7 @@ class SimpleConsumer:
         Goes to the group's coordinator (found and followed when it moves).  Raises the first
         partition's error; the exception's ``errors`` maps every failed partition to its error.
         """
-        topics: dict[str, list] = {}
+        topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), value in offsets.items():
             offset, metadata = (value, "") if isinstance(value, int) else tuple(value)
             topics.setdefault(topic, []).append({
@@ -392,9 +409,9 @@ class SimpleConsumer:
                 "retention_time_ms": retention_ms,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
 
-        def commit(conn):
+        def commit(conn: BrokerConnection) -> dict[tuple[str, int], BrokerResponseError]:
             resp = conn.request(OFFSET_COMMIT, body)
-            errors = {}
+            errors: dict[tuple[str, int], BrokerResponseError] = {}
             for t in resp.topics:
                 for p in t.partitions:
                     if p.error_code:
@@ -407,23 +424,23 @@ class SimpleConsumer:
         errors = self._with_coordinator(group, commit)
         if errors:
             first = next(iter(errors.values()))
-            first.errors = errors
+            first.errors = errors  # type: ignore[attr-defined]  # every partition's, for callers
             raise first
 
     def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
                       ) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The offsets ``group`` committed for ``partitions`` (offset -1 where it has none)."""
-        topics: dict[str, list] = {}
+        topics: dict[str, list[int]] = {}
         for topic, partition in partitions:
             topics.setdefault(topic, []).append(partition)
         body = {"group_id": group, "require_stable": False,
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
 
-        def ask(conn):
+        def ask(conn: BrokerConnection) -> dict[tuple[str, int], OffsetAndMetadata]:
             resp = conn.request(OFFSET_FETCH, body)
             if resp.get("error_code", 0):
                 raise error_for_code(resp.error_code)(f"fetching offsets of group {group!r}")
-            out = {}
+            out: dict[tuple[str, int], OffsetAndMetadata] = {}
             for t in resp.topics:
                 for p in t.partitions:
                     if p.error_code:

@@ -8,8 +8,9 @@ reader all read through it.
 
 What it adds to a bare Fetch:
 
-* **Oversized messages.**  A partition whose response holds no complete entry but a partial one
-  (the first message is larger than the fetch size) is fetched again with the size doubled -
+* **Oversized messages.**  A partition whose response holds no complete entry but a partial one,
+  or nothing at all below the high watermark (real Kafka at Fetch v0-v2 sends no bytes when the
+  first message is larger than the fetch size), is fetched again with the size doubled -
   as often as needed to cover the entry's size when its header arrived, in one retry - up to
   ``max_buffer_size``; past that bound it fails with ``MessageSizeTooLargeError``.  A broker
   that returns an oversized first batch whole (Fetch v3+, KIP-74) gets the same bound applied.
@@ -26,9 +27,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
+from kclient.connection import BrokerConnection
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError, MessageSizeTooLargeError, error_for_code
@@ -71,7 +73,7 @@ class Fetcher:
     one fetch at a time.
     """
 
-    def __init__(self, conn, *, max_wait_ms: int = 100, min_bytes: int = 1,
+    def __init__(self, conn: BrokerConnection, *, max_wait_ms: int = 100, min_bytes: int = 1,
                  max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: int | None = None,
                  validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
                  prefetch: bool = True, prefetch_max_age_ms: int = 1000) -> None:
@@ -95,8 +97,8 @@ class Fetcher:
     def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
         """Write one Fetch request for ``requests``; returns the handle to :meth:`receive`."""
         requests = tuple(PartitionFetch(*r) for r in requests)
-        seen = set()
-        topics: dict[str, list] = {}
+        seen: set[tuple[str, int]] = set()
+        topics: dict[str, list[dict[str, Any]]] = {}
         for r in requests:
             if (r.topic, r.partition) in seen:
                 raise ValueError(f"{r.topic}-{r.partition} is listed twice in one fetch")
@@ -180,7 +182,8 @@ class Fetcher:
         except KafkaError:
             pass  # the caller's own request will meet the same broken connection
 
-    def _take_speculative(self, requests) -> list[ByteBufferMessageSet] | None:
+    def _take_speculative(self, requests: tuple[PartitionFetch, ...]
+                          ) -> list[ByteBufferMessageSet] | None:
         pending, self._speculative = self._speculative, None
         if pending is None:
             return None
@@ -190,8 +193,9 @@ class Fetcher:
         self._drop(pending)
         return None
 
-    def _speculate(self, requests, results: list[ByteBufferMessageSet]) -> None:
-        nxt = []
+    def _speculate(self, requests: Iterable[PartitionFetch],
+                   results: list[ByteBufferMessageSet]) -> None:
+        nxt: list[PartitionFetch] = []
         for r, ms in zip(requests, results):
             if ms.error is not None or not ms.entries or ms.next_offset >= ms.high_watermark:
                 return  # only when every partition has more data waiting at the broker
@@ -201,7 +205,8 @@ class Fetcher:
         except KafkaError:
             self._speculative = None
 
-    def _grow_oversized(self, requests, results: list[ByteBufferMessageSet]
+    def _grow_oversized(self, requests: Sequence[PartitionFetch],
+                        results: list[ByteBufferMessageSet]
                         ) -> list[ByteBufferMessageSet]:
         """Refetch partitions whose first message did not fit, doubling their size."""
         bound = self.max_buffer_size
@@ -219,8 +224,10 @@ class Fetcher:
                                                _too_large(r, first, bound, delivered=True),
                                                ms.high_watermark)
                     continue
-                if not ms.buffer:
-                    continue  # nothing there (yet)
+                if not ms.buffer and not 0 <= r.offset < ms.high_watermark:
+                    continue  # nothing there (yet); below the high watermark an empty answer
+                    # means the first message did not fit (Fetch v0-v2, or not the first
+                    # partition of a v3+ answer): grow as for a partial one
                 needed = ms.incomplete_size
                 size = sizes[i]
                 if size >= bound or (needed is not None and needed > bound):

@@ -24,6 +24,7 @@ from kclient.protocol.records.reader import (
     entry_next_offset,
     scan_entries,
 )
+from kclient.protocol.varint import Buffer
 
 from .columns import MessageColumns, message_columns
 from .messages import MessageAndOffset, messages_from_columns
@@ -46,7 +47,7 @@ class ByteBufferMessageSet:
                  "log_start_offset", "buffer", "entries", "valid_bytes", "incomplete_size",
                  "truncated", "next_offset", "error", "max_decompressed", "__weakref__")
 
-    def __init__(self, buffer=b"", fetch_offset: int = 0, *, topic: str | None = None,
+    def __init__(self, buffer: Buffer | None = b"", fetch_offset: int = 0, *, topic: str | None = None,
                  partition: int | None = None, high_watermark: int = -1,
                  last_stable_offset: int = -1, log_start_offset: int = -1,
                  error: BaseException | None = None, validate_crc: bool = True,

@@ -21,9 +21,10 @@ factory this package gives it, zips the columns into MessageAndOffset tuples.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import itemgetter
+from typing import TYPE_CHECKING, TypeVar
 
 from kclient.protocol.records.common import (
     CREATE_TIME,
@@ -32,6 +33,7 @@ from kclient.protocol.records.common import (
     NO_TIMESTAMP,
     NO_TIMESTAMP_TYPE,
     BatchInfo,
+    Header,
 )
 from kclient.protocol.records.common import (
     TIMESTAMP_TYPE_NAMES as _TS_NAMES,
@@ -50,25 +52,42 @@ _timestamp = property(itemgetter(3), doc="Timestamp in ms (-1 for message format
 _ts_type = property(itemgetter(4), doc="0 CreateTime, 1 LogAppendTime, -1 none (format v0).")
 _info = property(itemgetter(6), doc="The :class:`BatchInfo` of the entry the message came in.")
 
+_M = TypeVar("_M", bound="Message")
 
-class Message(tuple):
+
+class Message(tuple[int, bytes | None, bytes | None, int, int, tuple[Header, ...], BatchInfo]):
     """A message: key, value (also ``payload``, its 0.8 name), timestamp, headers."""
 
     __slots__ = ()
 
     @classmethod
-    def create(cls, key: bytes | None = None, value: bytes | None = None,
+    def create(cls: type[_M], key: bytes | None = None, value: bytes | None = None,
                timestamp: int = NO_TIMESTAMP, timestamp_type: int = NO_TIMESTAMP_TYPE,
-               headers: tuple = (), offset: int = -1, info: BatchInfo = _STANDALONE):
+               headers: Iterable[Header] = (), offset: int = -1,
+               info: BatchInfo = _STANDALONE) -> _M:
         """Build a message by hand (decoding builds them in bulk, without this call)."""
         return cls((offset, key, value, timestamp, timestamp_type, tuple(headers), info))
 
-    key = _key
-    value = _value
-    payload = _value
-    timestamp = _timestamp
-    timestamp_type = _ts_type
-    info = _info
+    if TYPE_CHECKING:   # what the itemgetter properties below return
+        @property
+        def key(self) -> bytes | None: ...
+        @property
+        def value(self) -> bytes | None: ...
+        @property
+        def payload(self) -> bytes | None: ...
+        @property
+        def timestamp(self) -> int: ...
+        @property
+        def timestamp_type(self) -> int: ...
+        @property
+        def info(self) -> BatchInfo: ...
+    else:
+        key = _key
+        value = _value
+        payload = _value
+        timestamp = _timestamp
+        timestamp_type = _ts_type
+        info = _info
 
     @property
     def headers(self) -> list[tuple[str, bytes | None]]:
@@ -118,12 +137,17 @@ class MessageAndOffset(Message):
 
     __slots__ = ()
 
+    # the 0.8 API's MessageAndOffset(message, offset), not Message.create's fields: by design
     @classmethod
-    def create(cls, message: Message, offset: int) -> MessageAndOffset:
+    def create(cls, message: Message, offset: int) -> MessageAndOffset:  # type: ignore[override]
         """``MessageAndOffset(message, offset)`` of the classic API."""
         return cls((offset,) + tuple(message)[1:])
 
-    offset = _offset
+    if TYPE_CHECKING:
+        @property
+        def offset(self) -> int: ...
+    else:
+        offset = _offset
 
     @property
     def message(self) -> MessageAndOffset:
@@ -138,12 +162,15 @@ class MessageAndOffset(Message):
         return f"MessageAndOffset(offset={self[0]}, {self._fields_repr()})"
 
 
-def _header_tuple(headers: list | None) -> tuple:
+def _header_tuple(headers: list[Header] | None) -> tuple[Header, ...]:
     return tuple(headers) if headers else ()
 
 
-def messages_from_columns(offsets, timestamps, timestamp_types, keys, values: list, headers,
-                          infos) -> Iterable[MessageAndOffset]:
+def messages_from_columns(offsets: Iterable[int], timestamps: Iterable[int],
+                          timestamp_types: Iterable[int], keys: Sequence[bytes | None] | None,
+                          values: list[bytes | None],
+                          headers: Iterable[list[Header] | None] | None,
+                          infos: Iterable[BatchInfo]) -> Iterable[MessageAndOffset]:
     """Record factory for ``kclient.protocol.records.decode_entries``: one entry's records as
     MessageAndOffset tuples, built in C (``map`` over ``zip``) while the caller iterates."""
     return map(MessageAndOffset, zip(

@@ -3,6 +3,7 @@ tansu, ZooKeeper, the mini-broker in its own process, and Apache Kafka (KRaft or
 """
 from __future__ import annotations
 
+from .java_tools import KafkaTools, java_clients_problem
 from .kafka import KafkaNode, KafkaServer
 from .kafka_dist import (
                          kafka_cache,
@@ -12,6 +13,7 @@ from .kafka_dist import (
                          kafka_versions,
                          run_kafka_tool,
                          start_kafka_tool,
+    tool_class,
 )
 from .servers import (
                          MiniBrokerProcess,
@@ -26,4 +28,4 @@ from .servers import (
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
            "MiniBrokerProcess", "zookeeper_available", "KafkaServer", "KafkaNode", "kafka_cache",
            "kafka_versions", "kafka_version", "kafka_problem", "kafka_java", "run_kafka_tool",
-           "start_kafka_tool"]
+           "start_kafka_tool", "tool_class", "KafkaTools", "java_clients_problem"]

@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool
+from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool, start_kafka_tool
 from .servers import ZooKeeperServer, free_port
 
 __all__ = ["KafkaServer", "KafkaNode"]
@@ -67,7 +67,7 @@ class KafkaNode:
                                          stdin=subprocess.DEVNULL, start_new_session=True)
 
     def signal(self, sig: int) -> None:
-        if self.alive:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
 
     def wait(self, deadline: float) -> None:
@@ -182,7 +182,7 @@ class KafkaServer:
                 props.update(KRAFT_4)
         else:
             props.update({"broker.id": str(node.node_id), "listeners": f"PLAINTEXT://{node.address}",
-                          "zookeeper.connect": self.zookeeper_connect,
+                          "zookeeper.connect": str(self.zookeeper_connect),
                           "zookeeper.session.timeout.ms": "18000",
                           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
         props.update(self.config)
@@ -269,7 +269,7 @@ class KafkaServer:
     def log_paths(self) -> list[Path]:
         return [n.log_path for n in self.nodes]
 
-    def tails(self, lines: int = 40) -> str:
+    def tails(self, lines: int = 25) -> str:
         """The last ``lines`` of every node's log, each under its path."""
         return "\n".join(f"--- {n.log_path} (last {lines} lines)\n{n.tail(lines)}"
                          for n in self.nodes)
@@ -277,3 +277,7 @@ class KafkaServer:
     def run_tool(self, main: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
         """Run one of Kafka's tool classes (same version as the brokers) to completion."""
         return run_kafka_tool(self.version, main, *args, **kwargs)
+
+    def start_tool(self, main: str, *args: str, **popen) -> subprocess.Popen:
+        """Start one of Kafka's tools (same version as the brokers) in the background."""
+        return start_kafka_tool(self.version, main, *args, **popen)

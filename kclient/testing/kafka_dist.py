@@ -9,11 +9,28 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 __all__ = ["kafka_cache", "kafka_versions", "kafka_version", "kafka_problem", "kafka_java",
-           "run_kafka_tool", "start_kafka_tool", "log_config"]
+           "run_kafka_tool", "start_kafka_tool", "log_config", "tool_class"]
 
 FETCH_HINT = "run scripts/fetch-kafka (needs mvn and Maven Central)"
+
+#: Kafka's tools by their script names (bin/kafka-<name>.sh), as classes of the 4.x jars.
+TOOLS = {
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "storage": "kafka.tools.StorageTool",
+}
+#: Where 3.x still kept a tool in the Scala core.
+TOOLS_3 = {"console-producer": "kafka.tools.ConsoleProducer",
+           "dump-log": "kafka.tools.DumpLogSegments"}
 
 
 def kafka_cache() -> Path:
@@ -53,6 +70,14 @@ def kafka_problem(version: str = "4") -> str | None:
     return None
 
 
+def tool_class(version: str, name: str) -> str:
+    """The main class of Kafka's tool ``name`` ("console-producer", ...) in ``version``; any
+    other name (a class) is returned as it is."""
+    if _key(_exact(version))[0] < 4 and name in TOOLS_3:
+        return TOOLS_3[name]
+    return TOOLS.get(name, name)
+
+
 def _exact(version: str) -> str:
     exact = kafka_version(version)
     if exact is None:
@@ -83,7 +108,7 @@ def log_config(version: str, path: Path, level: str = "INFO") -> Path:
 def kafka_java(version: str, main: str, args: list[str] | tuple[str, ...] = (),
                heap: str = "256m", jvm_options: list[str] | None = None,
                log_file: Path | None = None) -> list[str]:
-    """The ``java`` command line running ``main`` (a class in Kafka's jars) with ``args``;
+    """The ``java`` command line running ``main`` (a tool name or a class in Kafka's jars);
     ``jvm_options`` default to the serial GC (tools are short-lived)."""
     exact = _exact(version)
     libs = kafka_cache() / exact / "libs"
@@ -95,12 +120,12 @@ def kafka_java(version: str, main: str, args: list[str] | tuple[str, ...] = (),
                else ["-Dlog4j.configuration=file:" + str(log_file)])
     options = jvm_options if jvm_options is not None else ["-XX:+UseSerialGC"]
     return ["java", f"-Xmx{heap}", "-Djava.awt.headless=true", *logging, *options,
-            "-cp", f"{libs}/*", main, *args]
+            "-cp", f"{libs}/*", tool_class(exact, main), *args]
 
 
 def run_kafka_tool(version: str, main: str, *args: str, timeout: float = 120,
                    input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Run one of Kafka's tool classes to completion; stdout and stderr captured as bytes.
+    """Run one of Kafka's tools (name or class) to completion; stdout and stderr as bytes.
     ``check`` raises with the tool's output when it exits non-zero."""
     proc = subprocess.run(kafka_java(version, main, args), input=input, capture_output=True,
                           timeout=timeout)
@@ -111,6 +136,6 @@ def run_kafka_tool(version: str, main: str, *args: str, timeout: float = 120,
     return proc
 
 
-def start_kafka_tool(version: str, main: str, *args: str, **popen: object) -> subprocess.Popen:
+def start_kafka_tool(version: str, main: str, *args: str, **popen: Any) -> subprocess.Popen:
     """Start one of Kafka's tool classes in the background (``popen`` goes to Popen)."""
-    return subprocess.Popen(kafka_java(version, main, args), **popen)  # type: ignore[arg-type]
+    return subprocess.Popen(kafka_java(version, main, args), **popen)

@@ -56,6 +56,7 @@ class _Process:
     """A child server process with a log file, stopped on exit."""
 
     proc: subprocess.Popen | None = None
+    workdir: Path
     port: int = 0
 
     def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None) -> None:
@@ -158,4 +159,5 @@ class MiniBrokerProcess(_Process):
 
     @property
     def pid(self) -> int:
+        assert self.proc is not None, "not started"
         return self.proc.pid

@@ -276,3 +276,20 @@ def test_failed_to_send_caps_the_listing():
     text = str(client_errors.FailedToSendMessageError(failed, "3 retries exhausted"))
     assert text.startswith("3 retries exhausted")
     assert "'m9'" in text and "'m10'" not in text and "... and 15 more" in text
+
+
+def test_error_modules_all_is_a_static_list_naming_every_class_and_alias():
+    """``__all__`` is a literal (type checkers read it) and misses no class or old name."""
+    from kclient.protocol import error_base, error_codes
+    for module in (error_base, error_codes):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                    and [getattr(t, "id", None) for t in n.targets] == ["__all__"]]
+        assert isinstance(value, ast.List)
+        assert all(isinstance(e, ast.Constant) for e in value.elts)
+    defined = {name for name, v in vars(error_codes).items() if isinstance(v, type)
+               and issubclass(v, BrokerResponseError) and v is not BrokerResponseError}
+    assert len(error_codes.__all__) == len(set(error_codes.__all__))
+    assert set(error_codes.__all__) == defined
+    assert {c.__name__ for c in perr.all_error_classes().values()} <= defined
+    assert set(perr.__all__) == set(error_base.__all__) | defined

@@ -12,11 +12,15 @@ from . import (
     api_versions,
     create_topics,
     delete_topics,
+    describe_configs,
+    describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    init_producer_id,
     join_group,
     leave_group,
+    list_groups,
     list_offsets,
     metadata,
     offset_commit,
@@ -27,7 +31,7 @@ from . import (
 
 __all__ = ["HANDLERS"]
 
-#: API key -> handler, for the fourteen APIs of kclient.protocol.apis.
+#: API key -> handler, for the APIs of kclient.protocol.apis.
 HANDLERS: dict[int, Callable[[Any, Any], Any]] = {
     0: produce.handle,
     1: fetch.handle,
@@ -40,7 +44,11 @@ HANDLERS: dict[int, Callable[[Any, Any], Any]] = {
     12: heartbeat.handle,
     13: leave_group.handle,
     14: sync_group.handle,
+    15: describe_groups.handle,
+    16: list_groups.handle,
     18: api_versions.handle,
     19: create_topics.handle,
     20: delete_topics.handle,
+    22: init_producer_id.handle,
+    32: describe_configs.handle,
 }

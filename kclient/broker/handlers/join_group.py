@@ -32,6 +32,7 @@ def handle(broker: Any, request: Request) -> Any:
         session_timeout_ms=body.session_timeout_ms,
         rebalance_timeout_ms=body.rebalance_timeout_ms if version >= 1 else -1,
         client_id=request.header.client_id or "",
+        client_host="/" + request.client_host if request.client_host else "",
         group_instance_id=getattr(body, "group_instance_id", None),
         require_known_member=version >= 4)
     return then(broker.coordinator.join_group(req), adapt)

@@ -43,11 +43,14 @@ class CleanerCheckpoint:
         """The first dirty offset of a partition (0: never cleaned)."""
         return self.offsets.get(key, 0)
 
-    def update(self, key: tuple[str, int], offset: int, live: Iterable[tuple[str, int]]) -> None:
-        """Set one partition's offset, drop partitions no longer ``live``, write the file."""
+    def update(self, key: tuple[str, int] | None, offset: int,
+               live: Iterable[tuple[str, int]]) -> None:
+        """Set one partition's offset (``key`` None: none), drop partitions no longer
+        ``live``, write the file."""
         keep = set(live)
         self.offsets = {k: v for k, v in self.offsets.items() if k in keep}
-        self.offsets[key] = offset
+        if key is not None:
+            self.offsets[key] = offset
         lines = ["0", str(len(self.offsets))]
         lines += [f"{t} {p} {o}" for (t, p), o in sorted(self.offsets.items())]
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -74,6 +77,8 @@ class LogCleaner:
         self.io_rate = float(config.get("log.cleaner.io.max.bytes.per.second", "inf"))
         self.name = name
         self.rounds = 0
+        #: Partitions whose cleaning failed (Kafka's uncleanable partitions): skipped from now.
+        self.uncleanable: set[tuple[str, int]] = set()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -90,6 +95,12 @@ class LogCleaner:
             self._thread.join()
         self._thread = None
 
+    def forget(self, topic: str) -> None:
+        """Drop a deleted topic's checkpoints (a topic created again starts dirty)."""
+        with self._lock:
+            live = [k for k in self.checkpoint.offsets if k[0] != topic]
+            self.checkpoint.update(None, 0, live)
+
     def _run(self) -> None:
         """Clean while there is work; sleep ``backoff_ms`` when there is none."""
         while not self._stop.is_set():
@@ -105,7 +116,7 @@ class LogCleaner:
         """The compacted log with the highest cleanable ratio above its minimum, or None."""
         best = None
         for each in self.logs():
-            if each.closed or not each.config.compact:
+            if each.closed or not each.config.compact or _key(each) in self.uncleanable:
                 continue
             target = cleanable(each, self.checkpoint.get(_key(each)), now)
             if target.dirty_bytes and target.ratio > each.config.min_cleanable_dirty_ratio \
@@ -133,17 +144,24 @@ class LogCleaner:
         try:
             end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
                             throttle=Throttler(self.io_rate, self._stop))
-        except (CleaningAborted, OSError) as exc:
-            if not (target.log.closed or self._stop.is_set()):
-                raise
-            log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
-            return None
+        except Exception as exc:
+            if isinstance(exc, (CleaningAborted, OSError)) and (
+                    target.log.closed or self._stop.is_set()):
+                log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
+                return None
+            self._give_up(target.log)
+            raise
         live = [_key(each) for each in self.logs() if not each.closed]
         self.checkpoint.update(_key(target.log), end, live)
         self.rounds += 1
         log.info("cleaned %s: first dirty offset %d -> %d (ratio was %.2f)",
                  target.log.directory.name, target.first_dirty, end, target.ratio)
         return target
+
+    def _give_up(self, each: Log) -> None:
+        """Stop cleaning a log whose cleaning failed (until the broker restarts)."""
+        self.uncleanable.add(_key(each))
+        log.error("marking %s uncleanable after a failed cleaning", each.directory.name)
 
 
 def _key(each: Log) -> tuple[str, int]:

@@ -168,6 +168,8 @@ class LogManager:
                 if path.is_dir() and match and match.group("topic") == topic:
                     shutil.rmtree(path, ignore_errors=True)
             self._overrides.pop(topic, None)
+            if self.cleaner is not None:
+                self.cleaner.forget(topic)
             try:
                 (self.log_dir / TOPICS_DIR / f"{topic}.json").unlink()
             except FileNotFoundError:

@@ -1,13 +1,21 @@
 """The Kafka APIs kclient speaks, one declarative module each, and a registry by API key."""
+from __future__ import annotations
+
+from typing import Any
+
 from ..schema import Api
 from .api_versions import API_VERSIONS
 from .create_topics import CREATE_TOPICS
 from .delete_topics import DELETE_TOPICS
+from .describe_configs import DESCRIBE_CONFIGS
+from .describe_groups import DESCRIBE_GROUPS
 from .fetch import FETCH
 from .find_coordinator import FIND_COORDINATOR
 from .heartbeat import HEARTBEAT
+from .init_producer_id import INIT_PRODUCER_ID
 from .join_group import JOIN_GROUP
 from .leave_group import LEAVE_GROUP
+from .list_groups import LIST_GROUPS
 from .list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from .metadata import METADATA
 from .offset_commit import OFFSET_COMMIT
@@ -15,16 +23,18 @@ from .offset_fetch import OFFSET_FETCH
 from .produce import PRODUCE
 from .sync_group import SYNC_GROUP
 
-ALL_APIS: tuple[Api, ...] = (
+ALL_APIS: tuple[Api[Any, Any], ...] = (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
     JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
+    DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS,
 )
-APIS: dict[int, Api] = {api.key: api for api in ALL_APIS}
-APIS_BY_NAME: dict[str, Api] = {api.name: api for api in ALL_APIS}
+APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
+APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
 
 __all__ = [
     "Api", "ALL_APIS", "APIS", "APIS_BY_NAME", "API_VERSIONS", "CREATE_TOPICS", "DELETE_TOPICS",
-    "FETCH", "FIND_COORDINATOR", "HEARTBEAT", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
+    "FETCH", "FIND_COORDINATOR", "HEARTBEAT", "INIT_PRODUCER_ID", "DESCRIBE_GROUPS", "LIST_GROUPS",
+    "DESCRIBE_CONFIGS", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
     "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP",
 ]

@@ -1,9 +1,16 @@
 """ApiVersions (key 18): which APIs and version ranges a broker supports."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
-API_VERSIONS = Api(
+if TYPE_CHECKING:
+    from ..messages import ApiVersionsRequest, ApiVersionsResponse
+
+API_VERSIONS: Api[ApiVersionsRequest, ApiVersionsResponse] = Api(
     18, "ApiVersions", "0-3", flexible=3,
     request=[
         F("client_software_name", STRING, "3+", default="kclient"),

@@ -1,9 +1,16 @@
 """CreateTopics (key 19): create topics with a partition count/replication or a manual layout."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, INT8, INT16, INT32, STRING, ArrayOf
 
-CREATE_TOPICS = Api(
+if TYPE_CHECKING:
+    from ..messages import CreateTopicsRequest, CreateTopicsResponse
+
+CREATE_TOPICS: Api[CreateTopicsRequest, CreateTopicsResponse] = Api(
     19, "CreateTopics", "0-5", flexible=5,
     request=[
         F("topics", [

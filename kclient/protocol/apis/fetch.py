@@ -1,9 +1,16 @@
 """Fetch (key 1): v0-v3 return message sets, v4+ record batches (and transaction metadata)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT8, INT16, INT32, INT64, RECORDS, STRING, ArrayOf
 
-FETCH = Api(
+if TYPE_CHECKING:
+    from ..messages import FetchRequest, FetchResponse
+
+FETCH: Api[FetchRequest, FetchResponse] = Api(
     1, "Fetch", "0-12", flexible=12,
     request=[
         F("replica_id", INT32, default=-1),

@@ -2,11 +2,18 @@
 
 v0-v3 only: v4 replaces the single ``key`` with batched ``coordinator_keys``.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT8, INT16, INT32, STRING
 
-FIND_COORDINATOR = Api(
+if TYPE_CHECKING:
+    from ..messages import FindCoordinatorRequest, FindCoordinatorResponse
+
+FIND_COORDINATOR: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
     10, "FindCoordinator", "0-3", flexible=3,
     request=[
         F("key", STRING),

@@ -1,9 +1,16 @@
 """Heartbeat (key 12): a member tells the coordinator it is alive; errors signal a rebalance."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
-HEARTBEAT = Api(
+if TYPE_CHECKING:
+    from ..messages import HeartbeatRequest, HeartbeatResponse
+
+HEARTBEAT: Api[HeartbeatRequest, HeartbeatResponse] = Api(
     12, "Heartbeat", "0-4", flexible=4,
     request=[
         F("group_id", STRING),

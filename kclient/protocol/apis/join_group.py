@@ -1,9 +1,16 @@
 """JoinGroup (key 11): enter a group's rebalance; the coordinator picks a leader and protocol."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BYTES, INT16, INT32, STRING
 
-JOIN_GROUP = Api(
+if TYPE_CHECKING:
+    from ..messages import JoinGroupRequest, JoinGroupResponse
+
+JOIN_GROUP: Api[JoinGroupRequest, JoinGroupResponse] = Api(
     11, "JoinGroup", "0-7", flexible=6,
     request=[
         F("group_id", STRING),

@@ -1,9 +1,16 @@
 """LeaveGroup (key 13): members leave a group (one member in v0-v2, a batch in v3+)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT16, INT32, STRING
 
-LEAVE_GROUP = Api(
+if TYPE_CHECKING:
+    from ..messages import LeaveGroupRequest, LeaveGroupResponse
+
+LEAVE_GROUP: Api[LeaveGroupRequest, LeaveGroupResponse] = Api(
     13, "LeaveGroup", "0-4", flexible=4,
     request=[
         F("group_id", STRING),

@@ -1,12 +1,19 @@
 """ListOffsets (key 2): offsets by timestamp; v0 returns up to N offsets before a time."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT8, INT16, INT32, INT64, STRING, ArrayOf
 
+if TYPE_CHECKING:
+    from ..messages import ListOffsetsRequest, ListOffsetsResponse
+
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
-LIST_OFFSETS = Api(
+LIST_OFFSETS: Api[ListOffsetsRequest, ListOffsetsResponse] = Api(
     2, "ListOffsets", "0-5", flexible=6,
     request=[
         F("replica_id", INT32, default=-1),

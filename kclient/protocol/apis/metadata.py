@@ -1,9 +1,16 @@
 """Metadata (key 3): brokers, topics, partition leaders and replicas."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING, ArrayOf
 
-METADATA = Api(
+if TYPE_CHECKING:
+    from ..messages import MetadataRequest, MetadataResponse
+
+METADATA: Api[MetadataRequest, MetadataResponse] = Api(
     3, "Metadata", "0-9", flexible=9,
     request=[
         F("topics", [F("name", STRING)], nullable="1+"),  # null (v1+) = all topics

@@ -1,9 +1,16 @@
 """OffsetCommit (key 8): store consumed positions for a group in the coordinator."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT16, INT32, INT64, STRING
 
-OFFSET_COMMIT = Api(
+if TYPE_CHECKING:
+    from ..messages import OffsetCommitRequest, OffsetCommitResponse
+
+OFFSET_COMMIT: Api[OffsetCommitRequest, OffsetCommitResponse] = Api(
     8, "OffsetCommit", "0-8", flexible=8,
     request=[
         F("group_id", STRING),

@@ -3,11 +3,18 @@
 v0-v7 only (single group per request); v8+ batches several groups.
 v0 reads offsets stored in ZooKeeper, v1+ those stored in Kafka.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BOOLEAN, INT16, INT32, INT64, STRING, ArrayOf
 
-OFFSET_FETCH = Api(
+if TYPE_CHECKING:
+    from ..messages import OffsetFetchRequest, OffsetFetchResponse
+
+OFFSET_FETCH: Api[OffsetFetchRequest, OffsetFetchResponse] = Api(
     9, "OffsetFetch", "0-7", flexible=6,
     request=[
         F("group_id", STRING),

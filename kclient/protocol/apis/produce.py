@@ -1,9 +1,16 @@
 """Produce (key 0): v0-v2 carry message sets (magic 0/1), v3+ record batches (magic 2)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
 
-PRODUCE = Api(
+if TYPE_CHECKING:
+    from ..messages import ProduceRequest, ProduceResponse
+
+PRODUCE: Api[ProduceRequest, ProduceResponse] = Api(
     0, "Produce", "0-9", flexible=9,
     request=[
         F("transactional_id", NULLABLE_STRING, "3+"),

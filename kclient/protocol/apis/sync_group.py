@@ -1,9 +1,16 @@
 """SyncGroup (key 14): the leader hands out assignments; every member receives its own."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..schema import Api
 from ..schema import Field as F
 from ..types import BYTES, INT16, INT32, STRING
 
-SYNC_GROUP = Api(
+if TYPE_CHECKING:
+    from ..messages import SyncGroupRequest, SyncGroupResponse
+
+SYNC_GROUP: Api[SyncGroupRequest, SyncGroupResponse] = Api(
     14, "SyncGroup", "0-5", flexible=4,
     request=[
         F("group_id", STRING),

@@ -6,7 +6,7 @@ buffer of mixed formats.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -46,6 +46,8 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 Header = tuple[str, bytes | None]
+#: Builds the records of one decoded entry from its columns (see :func:`make_records`).
+RecordFactory = Callable[..., Iterable[Any]]
 
 
 class Record:
@@ -78,19 +80,19 @@ class Record:
             h = self._headers = []
         return h
 
-    def as_tuple(self) -> tuple:
+    def as_tuple(self) -> tuple[int, int, int, bytes | None, bytes | None, list[Header]]:
         """``(offset, timestamp, timestamp_type, key, value, headers)``."""
         return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
                 self.headers)
 
     def replace(self, **changes: Any) -> Record:
         """A copy with some fields changed (like ``NamedTuple._replace``)."""
-        fields = dict(zip(("offset", "timestamp", "timestamp_type", "key", "value", "headers"),
-                          self.as_tuple()))
+        fields: dict[str, Any] = dict(zip(
+            ("offset", "timestamp", "timestamp_type", "key", "value", "headers"), self.as_tuple()))
         fields.update(changes)
         return Record(**fields)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         """Iterate over the fields, so records unpack like tuples."""
         return iter(self.as_tuple())
 
@@ -103,7 +105,7 @@ class Record:
         return hash((self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
                      tuple(self.headers)))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Record, self.as_tuple())
 
     def __repr__(self) -> str:
@@ -130,7 +132,7 @@ LEGACY_INFO = {(m, c): BatchInfo(m, c) for m in (0, 1) for c in range(8)}
 
 def make_records(offsets: Iterable[int], timestamps: Iterable[int],
                  timestamp_types: Iterable[int], keys: Iterable[bytes | None] | None,
-                 values: list[bytes | None], headers: Iterable[list | None] | None,
+                 values: list[bytes | None], headers: Iterable[list[Header] | None] | None,
                  infos: Iterable[BatchInfo]) -> Iterator[Record]:
     """The default record factory of the decoders: the records of one decoded entry, as
     :class:`Record` objects created while the caller iterates.
@@ -147,7 +149,9 @@ def make_records(offsets: Iterable[int], timestamps: Iterable[int],
                     repeat(None) if headers is None else headers)
 
 
-def _records(offsets, timestamps, timestamp_types, keys, values, headers) -> Iterator[Record]:
+def _records(offsets: Iterable[int], timestamps: Iterable[int], timestamp_types: Iterable[int],
+             keys: Iterable[bytes | None], values: list[bytes | None],
+             headers: Iterable[list[Header] | None]) -> Iterator[Record]:
     new = object.__new__
     for offset, timestamp, timestamp_type, key, value, hs in zip(
             offsets, timestamps, timestamp_types, keys, values, headers):
@@ -214,7 +218,7 @@ class Batch:
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset - self.base_offset) & 0x7FFFFFFF
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Record]:
         """Iterate over the entry's records."""
         return iter(self.records)
 
@@ -238,5 +242,5 @@ __all__ = [
     "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "CREATE_TIME", "LOG_APPEND_TIME", "TIMESTAMP_TYPE_NAMES",
     "CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_MASK", "CONTROL_MASK",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "Header", "Record", "BatchInfo", "LEGACY_INFO", "make_records", "Batch", "corrupt",
+    "Header", "Record", "RecordFactory", "BatchInfo", "LEGACY_INFO", "make_records", "Batch", "corrupt",
 ]

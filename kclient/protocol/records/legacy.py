@@ -17,7 +17,8 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from kclient.protocol import compression
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
@@ -34,9 +35,15 @@ from kclient.protocol.records.common import (
     TIMESTAMP_TYPE_MASK,
     Batch,
     Record,
+    RecordFactory,
     corrupt,
     make_records,
 )
+
+#: A parsed message: (offset, magic, attributes, timestamp, key, value, crc).
+Message = tuple[Any, ...]
+#: A decoded message as a record row: (offset, timestamp, timestamp type, key, value, info).
+Row = tuple[Any, ...]
 
 V0_HEAD = struct.Struct(">qiIbBi")          # offset, size, crc, magic, attributes, key length
 V1_HEAD = struct.Struct(">qiIbBqi")         # ... timestamp, key length
@@ -65,7 +72,8 @@ def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | Non
     return LOG_HEAD.pack(offset, len(body) + 4, zlib.crc32(body)) + body
 
 
-def _encode_plain(magic: int, values, keys, timestamps, offsets, attributes: int) -> bytes:
+def _encode_plain(magic: int, values: Iterable[bytes | None], keys: Iterable[bytes | None],
+                  timestamps: Iterable[int], offsets: Iterable[int], attributes: int) -> bytes:
     """Encode uncompressed messages, one per value, at the given offsets."""
     enc = encode_message
     parts = [enc(magic, attributes, ts, k, v, off)
@@ -73,8 +81,8 @@ def _encode_plain(magic: int, values, keys, timestamps, offsets, attributes: int
     return b"".join(parts)
 
 
-def build_message_set(values: Sequence[bytes | None], keys: Sequence | None = None,
-                      timestamps: Sequence[int] | None = None, *, magic: int = 1,
+def build_message_set(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
+                      timestamps: Sequence[int | None] | None = None, *, magic: int = 1,
                       codec: int = compression.NONE, base_offset: int = 0,
                       offsets: Sequence[int] | None = None, timestamp: int | None = None,
                       timestamp_type: int = CREATE_TIME,
@@ -96,24 +104,24 @@ def build_message_set(values: Sequence[bytes | None], keys: Sequence | None = No
         raise ValueError("keys/offsets must have one entry per value")
     keys = [None] * n if keys is None else keys
     if magic == 0:
-        timestamps = [NO_TIMESTAMP] * n
+        stamps = [NO_TIMESTAMP] * n
     else:
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        timestamps = ([timestamp] * n if timestamps is None
-                      else [timestamp if t is None else t for t in timestamps])
+        stamps = ([timestamp] * n if timestamps is None
+                  else [timestamp if t is None else t for t in timestamps])
     lat = TIMESTAMP_TYPE_MASK if (magic == 1 and timestamp_type == LOG_APPEND_TIME) else 0
     if not codec:
-        return _encode_plain(magic, values, keys, timestamps, offsets, lat)
+        return _encode_plain(magic, values, keys, stamps, offsets, lat)
     inner_offsets = offsets if magic == 0 else [o - offsets[0] for o in offsets]
-    inner = _encode_plain(magic, values, keys, timestamps, inner_offsets, 0)
+    inner = _encode_plain(magic, values, keys, stamps, inner_offsets, 0)
     compressed = compression.compress(codec, inner, magic, compression_level)
-    wrapper_ts = timestamp if lat else max(timestamps)
+    wrapper_ts = timestamp if lat and timestamp is not None else max(stamps)
     return encode_message(magic, codec | lat, wrapper_ts, None, compressed, offsets[-1])
 
 
 # ----------------------------------------------------------------------------- decode
-def check_crc(buf, pos: int, size: int, stored: int, offset: int) -> None:
+def check_crc(buf: bytes, pos: int, size: int, stored: int, offset: int) -> None:
     """Raise CorruptRecordError unless the CRC-32 of magic..end equals ``stored``."""
     end = pos + LOG_OVERHEAD + size
     computed = zlib.crc32(buf[pos + 16:end] if size < _SMALL else memoryview(buf)[pos + 16:end])
@@ -121,7 +129,7 @@ def check_crc(buf, pos: int, size: int, stored: int, offset: int) -> None:
         raise corrupt(offset, f"CRC-32 mismatch: stored {stored}, computed {computed}")
 
 
-def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple:
+def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> Message:
     """Parse the complete message at ``pos`` (``size`` from its size field).
 
     Returns ``(offset, magic, attributes, timestamp, key, value, crc)``.
@@ -164,13 +172,13 @@ def _parse_message(buf: bytes, pos: int, size: int, validate_crc: bool) -> tuple
     return offset, magic, attrs, timestamp, key, value, crc
 
 
-def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> list[tuple]:
+def _inner_rows(data: bytes, wrapper: Message, validate_crc: bool) -> list[Row]:
     """Rows of a decompressed inner message set (complete; no partial tail allowed), with the
     offsets as stored (absolute in v0, relative in v1)."""
     wrapper_offset, wrapper_ts = wrapper[0], wrapper[3]
     lat = wrapper[1] >= 1 and wrapper[2] & TIMESTAMP_TYPE_MASK
     info = LEGACY_INFO[(wrapper[1], wrapper[2] & CODEC_MASK)]
-    rows: list[tuple] = []
+    rows: list[Row] = []
     pos, end = 0, len(data)
     while pos < end:
         if pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 > end:
@@ -193,7 +201,7 @@ def _inner_rows(data: bytes, wrapper: tuple, validate_crc: bool) -> list[tuple]:
     return rows
 
 
-def _wrapper_rows(msg: tuple, max_decompressed: int, validate_crc: bool) -> list[tuple]:
+def _wrapper_rows(msg: Message, max_decompressed: int, validate_crc: bool) -> list[Row]:
     """Decompress a wrapper message (as returned by :func:`parse_message`) into its rows,
     with absolute offsets (v1: ``wrapper_offset - last_inner_offset + inner_offset``)."""
     offset, magic, attrs, _, _, value, _ = msg
@@ -216,7 +224,7 @@ def _wrapper_rows(msg: tuple, max_decompressed: int, validate_crc: bool) -> list
     return rows
 
 
-def _plain_row(msg: tuple) -> tuple:
+def _plain_row(msg: Message) -> Row:
     """The row of an uncompressed message (as returned by :func:`parse_message`)."""
     offset, magic, attrs, ts, key, value, _ = msg
     if magic == 0:
@@ -227,7 +235,7 @@ def _plain_row(msg: tuple) -> tuple:
 
 def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
-                 start_offset: int | None = None) -> list[tuple]:
+                 start_offset: int | None = None) -> list[Row]:
     """The records of the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)
     as rows ``(offset, timestamp, timestamp_type, key, value, info)``, offsets absolute;
     records below ``start_offset`` are left out (a wrapper wholly below it is not even
@@ -243,7 +251,7 @@ def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
     return rows
 
 
-def rows_records(rows: list[tuple], factory: Callable = make_records) -> Iterable:
+def rows_records(rows: list[Row], factory: RecordFactory = make_records) -> Iterable[Any]:
     """Records built by ``factory`` from rows of :func:`message_rows` (no headers in v0/v1)."""
     if not rows:
         return ()
@@ -266,7 +274,7 @@ def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
                  record_count=len(rows), crc=msg[6], records=list(rows_records(rows)))
 
 
-def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> tuple:
+def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> Message:
     """Parse one complete message: ``(offset, magic, attributes, timestamp, key, value, crc)``."""
     return _parse_message(buf, pos, size, validate_crc)
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
-from kclient.protocol import compression
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
-from kclient.protocol.errors import CorruptRecordError
+from kclient.protocol.errors import CorruptRecordError, UnsupportedCodecError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
     CREATE_TIME,
@@ -29,7 +28,8 @@ from kclient.protocol.records.common import (
     Batch,
     corrupt,
 )
-from kclient.protocol.records.reader import Buffer, as_bytes, read_entry, scan_entries
+from kclient.protocol.records.reader import as_bytes, read_entry, scan_entries
+from kclient.protocol.varint import Buffer
 
 
 class EntryInfo(NamedTuple):
@@ -58,7 +58,7 @@ class LogScan(NamedTuple):
 class AssignedRecords(NamedTuple):
     """Result of :func:`assign_offsets`."""
 
-    data: bytes
+    data: bytes | bytearray
     entries: list[EntryInfo]
     next_offset: int
 
@@ -117,7 +117,7 @@ def scan_log(buf: Buffer, *, validate_crc: bool = True,
                                     validate_crc=validate_crc, max_decompressed=max_decompressed))
         except CorruptRecordError as exc:
             return LogScan(infos, span.position, None, exc)
-        except compression.UnsupportedCodecError as exc:
+        except UnsupportedCodecError as exc:
             return LogScan(infos, span.position, None, corrupt(span.offset, str(exc)))
     return LogScan(infos, scan.valid_bytes, scan.incomplete_size, scan.error)
 
@@ -140,7 +140,8 @@ def validate_records(buf: Buffer, *, allow_partial: bool = False,
             if legacy_data is None:
                 legacy_data = as_bytes(data)
             src = legacy_data
-        infos.append(entry_info(src, s.position, s.size, s.magic,
+        # a v2 entry is read where it lies (header and CRC only), whatever the buffer type
+        infos.append(entry_info(cast(bytes, src), s.position, s.size, s.magic,
                                 max_decompressed=max_decompressed))
     if scan.error is not None:
         raise scan.error

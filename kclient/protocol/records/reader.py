@@ -16,11 +16,11 @@ column by column (:func:`~kclient.protocol.records.common.make_records` builds
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED, Buffer
+from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import (
@@ -30,9 +30,11 @@ from kclient.protocol.records.common import (
     RECORD_OVERHEAD_V0,
     Batch,
     Record,
+    RecordFactory,
     corrupt,
     make_records,
 )
+from kclient.protocol.varint import Buffer
 
 _LOG_HEAD = struct.Struct(">qi")
 _LAST_DELTA = struct.Struct(">i")
@@ -109,16 +111,17 @@ def check_crcs(buf: bytes, spans: Sequence[EntrySpan]
 def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
     """The offset after an entry's last record (v2: base + lastOffsetDelta + 1)."""
     if span.magic == 2:
-        return span.offset + _LAST_DELTA.unpack_from(buf, span.position + 23)[0] + 1
+        last_delta: int = _LAST_DELTA.unpack_from(buf, span.position + 23)[0]
+        return span.offset + last_delta + 1
     return span.offset + 1
 
 
-def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: Callable = make_records, *,
+def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory = make_records, *,
                    start_offset: int | None = None, skip_control: bool = True,
                    validate_crc: bool = True,
                    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
                    error: BaseException | None = None, context: str | None = None
-                   ) -> Iterator:
+                   ) -> Iterator[Any]:
     """Lazily decode complete entries (found by :func:`scan_entries`) into the records
     ``factory`` builds, in order.
 
@@ -140,10 +143,10 @@ def _corrupt(exc: Exception, offset: int, context: str | None) -> CorruptRecordE
     return CorruptRecordError(f"{prefix}malformed entry: {exc}", offset=offset)
 
 
-def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: Callable,
+def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory,
                 start_offset: int | None, skip_control: bool, validate_crc: bool,
                 max_decompressed: int, error: BaseException | None, context: str | None
-                ) -> Iterator[Iterable]:
+                ) -> Iterator[Iterable[Any]]:
     """Each v2 batch's records; each run of consecutive v0/v1 entries' records together."""
     i, n = 0, len(spans)
     while i < n:
@@ -157,7 +160,7 @@ def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: Callable,
             i += 1
             yield records
             continue
-        rows: list[tuple] = []
+        rows: list[tuple[Any, ...]] = []
         failure = None
         while i < n and spans[i].magic != 2:
             pos, total, magic, offset = spans[i]
@@ -245,7 +248,7 @@ def iter_records(buf: Buffer, *, validate_crc: bool = True, skip_control: bool =
     return reader.records(skip_control=skip_control, start_offset=start_offset)
 
 
-def read_records(buf: Buffer, **options) -> tuple[list[Record], int, int | None]:
+def read_records(buf: Buffer, **options: Any) -> tuple[list[Record], int, int | None]:
     """Decode all complete entries: ``(records, valid_bytes, incomplete_size)``."""
     reader = RecordsReader(buf, **{k: v for k, v in options.items()
                                    if k in ("validate_crc", "max_decompressed")})

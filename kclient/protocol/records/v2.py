@@ -15,9 +15,10 @@ the columns to a record factory (:class:`Record` objects by default); encoding l
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import compress, repeat
 from operator import add
+from typing import Any
 
 from crc32c import crc32c
 
@@ -35,6 +36,7 @@ from kclient.protocol.records.common import (
     V2_CRC_START,
     Batch,
     BatchInfo,
+    RecordFactory,
     corrupt,
     make_records,
 )
@@ -57,7 +59,7 @@ CRC_OFFSET = 17
 
 
 # ----------------------------------------------------------------------------- decode
-def check_crc(buf, pos: int, size: int, stored: int, base_offset: int) -> None:
+def check_crc(buf: bytes, pos: int, size: int, stored: int, base_offset: int) -> None:
     """Raise CorruptRecordError unless the CRC-32C of attributes..end equals ``stored``."""
     computed = crc32c(memoryview(buf)[pos + V2_CRC_START:pos + LOG_OVERHEAD + size])
     if computed != stored:
@@ -77,10 +79,10 @@ def records_section(buf: bytes, pos: int, size: int, base_offset: int, codec: in
     return data, 0, len(data)
 
 
-def batch_records(buf: bytes, pos: int, size: int, factory: Callable = make_records,
+def batch_records(buf: bytes, pos: int, size: int, factory: RecordFactory = make_records,
                   start_offset: int | None = None, skip_control: bool = True,
                   validate_crc: bool = True,
-                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Iterable:
+                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Iterable[Any]:
     """The records of the complete batch at ``buf[pos:pos+12+size]``, as ``factory`` builds
     them from the decoded columns (see :func:`~kclient.protocol.records.common.make_records`).
 
@@ -111,10 +113,11 @@ def batch_records(buf: bytes, pos: int, size: int, factory: Callable = make_reco
         else:  # any offset deltas: keep those at or above the start
             keep = [od >= start_offset - base for od in ods]
             ods, tss, vals = (list(compress(c, keep)) for c in (ods, tss, vals))
-            keys = list(compress(keys, keep))
+            keys = None if keys is None else list(compress(keys, keep))
             if hdrs is not None:
                 hdrs = list(compress(hdrs, keep))
     offsets = range(first, first + len(vals)) if ods is None else map(add, repeat(base), ods)
+    stamps: Iterable[int]
     if attrs & TIMESTAMP_TYPE_MASK:
         stamps, ts_type = repeat(max_ts), LOG_APPEND_TIME
     else:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
+from typing import Any, cast
 
 from crc32c import crc32c
 
@@ -34,12 +35,16 @@ _UV = UVARINT_TABLE
 _HALF = TABLE_SIZE >> 1
 
 
+#: One record's headers as callers give them: (key, value) pairs, the value may be null.
+RecordHeaders = Sequence[tuple[str | bytes, bytes | None]]
+
+
 def _varint(n: int) -> bytes:
     """Signed varint from the table when small (the inlined fast path of the loops)."""
     return _UV[n << 1] if 0 <= n < _HALF else encode_varint(n)
 
 
-def encode_headers(headers: Sequence | None) -> bytes:
+def encode_headers(headers: RecordHeaders | None) -> bytes:
     """Encode a record's headers: count, then (utf-8 key, nullable value) pairs."""
     if not headers:
         return b"\x00"
@@ -56,10 +61,10 @@ def encode_headers(headers: Sequence | None) -> bytes:
     return b"".join(parts)
 
 
-def _encode_values_only(values: Sequence, head: bytes) -> list:
+def _encode_values_only(values: Iterable[bytes | None], head: bytes) -> list[bytes]:
     """Fast path: null keys, one timestamp, no headers, offset deltas 0..n-1."""
     uv, half = _UV, _HALF
-    parts: list = []
+    parts: list[bytes] = []
     i = 0
     for v in values:
         if v is None:
@@ -74,21 +79,23 @@ def _encode_values_only(values: Sequence, head: bytes) -> list:
     return parts
 
 
-def _sequential_deltas(n: int) -> list:
+def _sequential_deltas(n: int) -> list[bytes]:
     """Encoded offset deltas 0..n-1 (table slices)."""
     if n <= _HALF:
         return _UV[0:2 * n:2]
     return _UV[0::2] + [encode_varint(i) for i in range(_HALF, n)]
 
 
-def _encode_fields(values, keys, deltas, offset_deltas: Sequence[bytes], headers) -> list:
+def _encode_fields(values: Iterable[bytes | None], keys: Iterable[bytes | None],
+                   deltas: Iterable[int], offset_deltas: Iterable[bytes],
+                   headers: Iterable[bytes]) -> list[bytes]:
     """Any mix of keys, timestamp deltas, offset deltas and headers: one record per value.
 
     ``offset_deltas`` and ``headers`` come encoded (an iterable of bytes each); the loop only
     encodes the key and value lengths and the timestamp delta, from the table when small.
     """
     uv, half = _UV, _HALF
-    parts: list = []
+    parts: list[bytes] = []
     for v, k, td, odb, hb in zip(values, keys, deltas, offset_deltas, headers):
         if v is None:
             vh, vl, v = b"\x01", 0, b""
@@ -106,10 +113,10 @@ def _encode_fields(values, keys, deltas, offset_deltas: Sequence[bytes], headers
     return parts
 
 
-def encode_records(values: Sequence, keys: Sequence | None = None,
-                   timestamp_deltas: Sequence | None = None,
-                   offset_deltas: Sequence | None = None,
-                   headers: Sequence | None = None) -> bytes:
+def encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
+                   timestamp_deltas: Sequence[int] | None = None,
+                   offset_deltas: Sequence[int] | None = None,
+                   headers: Sequence[RecordHeaders | None] | None = None) -> bytes:
     """Encode the records section of a batch (uncompressed) from parallel columns."""
     if offset_deltas is None and headers is None and keys is None and timestamp_deltas is None:
         return b"".join(_encode_values_only(values, b"\x00\x00"))
@@ -123,14 +130,15 @@ def encode_records(values: Sequence, keys: Sequence | None = None,
     return b"".join(parts)
 
 
-def _check_columns(n: int, **columns) -> None:
+def _check_columns(n: int, **columns: Sequence[Any] | None) -> None:
     for name, col in columns.items():
         if col is not None and len(col) != n:
             raise ValueError(f"{name} has {len(col)} entries for {n} values")
 
 
-def build_batch(values: Sequence[bytes | None], keys: Sequence | None = None,
-                timestamps: Sequence[int] | None = None, headers: Sequence | None = None,
+def build_batch(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
+                timestamps: Sequence[int | None] | None = None,
+                headers: Sequence[RecordHeaders | None] | None = None,
                 *, base_offset: int = 0, codec: int = compression.NONE,
                 timestamp: int | None = None, offset_deltas: Sequence[int] | None = None,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
@@ -155,11 +163,11 @@ def build_batch(values: Sequence[bytes | None], keys: Sequence | None = None,
     if timestamps is None:
         base_ts = max_ts = timestamp
     else:
-        if None in timestamps:
-            timestamps = [timestamp if t is None else t for t in timestamps]
-        base_ts, max_ts = timestamps[0], max(timestamps)
-        if base_ts != max_ts or min(timestamps) != base_ts:
-            deltas = [t - base_ts for t in timestamps]
+        known: Sequence[int] = ([timestamp if t is None else t for t in timestamps]
+                                if None in timestamps else cast("Sequence[int]", timestamps))
+        base_ts, max_ts = known[0], max(known)
+        if base_ts != max_ts or min(known) != base_ts:
+            deltas = [t - base_ts for t in known]
     if keys is not None and not any(k is not None for k in keys):
         keys = None
     if headers is not None and not any(headers):
@@ -182,17 +190,17 @@ def build_batch(values: Sequence[bytes | None], keys: Sequence | None = None,
 class RecordBatchBuilder:
     """Accumulate records with ``append`` and encode them as one v2 batch with ``build``."""
 
-    def __init__(self, codec: int = compression.NONE, **batch_fields) -> None:
+    def __init__(self, codec: int = compression.NONE, **batch_fields: Any) -> None:
         """``batch_fields`` are :func:`build_batch` keywords (producer id, base offset, ...)."""
         self.codec = codec
         self.batch_fields = batch_fields
-        self.values: list = []
-        self.keys: list = []
-        self.timestamps: list = []
-        self.headers: list = []
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] = []
+        self.timestamps: list[int | None] = []
+        self.headers: list[RecordHeaders | None] = []
 
     def append(self, value: bytes | None, key: bytes | None = None,
-               timestamp: int | None = None, headers: Sequence | None = None) -> int:
+               timestamp: int | None = None, headers: RecordHeaders | None = None) -> int:
         """Add one record; return its offset delta within the batch."""
         self.values.append(value)
         self.keys.append(key)

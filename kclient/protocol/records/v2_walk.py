@@ -26,6 +26,8 @@ the batches it accepts), so those deltas are not read.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.records.common import corrupt
 from kclient.protocol.varint import ZIGZAG_DECODE, decode_varint
@@ -40,7 +42,9 @@ MAX_LAYOUTS = 8
 
 _ZD = ZIGZAG_DECODE
 #: (head width, offset delta width, tail end) -> {head + tail bytes: (size - 1, ts delta)}
-_CACHES: dict[tuple[int, int, int], dict] = {}
+_CACHES: dict[tuple[int, int, int], dict[bytes, tuple[int, int]]] = {}
+#: A decoded column (offsets, timestamps, keys, values, or ``(index, headers)`` pairs).
+Column = list[Any]
 
 
 class Unusual(Exception):
@@ -48,7 +52,7 @@ class Unusual(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
-def _varint(buf, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     """The varint at ``pos`` whose first byte is >= 128 (the walkers inline 1-byte ones)."""
     b2 = buf[pos + 1]
     if b2 < 128:
@@ -56,7 +60,7 @@ def _varint(buf, pos: int) -> tuple[int, int]:
     return decode_varint(buf, pos)
 
 
-def _width(buf, pos: int) -> int:
+def _width(buf: bytes, pos: int) -> int:
     """Bytes taken by the varint at ``pos``."""
     end = pos
     while buf[end] > 127:
@@ -75,7 +79,7 @@ def _stretch(i: int, count: int) -> tuple[int, int]:
     raise Unusual
 
 
-def decode_headers(buf, pos: int, end: int) -> tuple[list, int]:
+def decode_headers(buf: bytes, pos: int, end: int) -> tuple[Column, int]:
     """Decode a record's header list (count, then key/value pairs) at ``pos``."""
     count, pos = decode_varint(buf, pos)
     if count < 0 or count > (end - pos) // 2:
@@ -100,8 +104,8 @@ def decode_headers(buf, pos: int, end: int) -> tuple[list, int]:
 
 
 # ----------------------------------------------------------------------------- walkers
-def walk_general(buf, pos: int, count: int, ods: list, tss: list, keys: list, vals: list,
-                 hdrs: list) -> int:
+def walk_general(buf: bytes, pos: int, count: int, ods: Column, tss: Column, keys: Column,
+                 vals: Column, hdrs: Column) -> int:
     """Decode ``count`` records field by field, appending each field to its column; return the
     end position.  ``hdrs`` gets ``(index, headers)`` for the records that have headers.
 
@@ -173,8 +177,8 @@ def walk_general(buf, pos: int, count: int, ods: list, tss: list, keys: list, va
     return pos
 
 
-def walk_sequential(buf, pos: int, start: int, count: int, vals: list, tss: list,
-                    keys: list | None = None) -> int:
+def walk_sequential(buf: bytes, pos: int, start: int, count: int, vals: Column, tss: Column,
+                    keys: Column | None = None) -> int:
     """Records ``start..count-1`` of a batch with offset deltas 0..n-1 and no headers.
 
     The offset delta is skipped by its width (1 byte below 64, 2 below 8192, ...), not decoded;
@@ -242,7 +246,8 @@ def walk_sequential(buf, pos: int, start: int, count: int, vals: list, tss: list
     return pos
 
 
-def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> tuple[int, int, int]:
+def _learn(buf: bytes, pos: int, i: int, odw: int, vals: Column,
+           tss: Column) -> tuple[int, int, int]:
     """Decode record ``i`` at ``pos`` (a cache miss) with :func:`walk_general`, appending its
     value and timestamp delta; return ``(end, head, tail_end)``: where it ends, and its layout
     (the head is length + attributes + timestamp delta; the tail, after the ``odw``-byte offset
@@ -250,9 +255,9 @@ def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> tuple[int,
     cacheable shape: offset delta ``i``, null key, a value, no headers, and one-byte key length
     and header count (so that the layout says where everything is).
     """
-    ods: list = []
-    keys: list = []
-    hdrs: list = []
+    ods: Column = []
+    keys: Column = []
+    hdrs: Column = []
     end = walk_general(buf, pos, 1, ods, tss, keys, vals, hdrs)
     lw = _width(buf, pos)
     head = lw + 1 + _width(buf, pos + lw + 1)
@@ -267,7 +272,7 @@ def _learn(buf, pos: int, i: int, odw: int, vals: list, tss: list) -> tuple[int,
     return end, head, t1
 
 
-def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> tuple[int, int]:
+def walk_cached(buf: bytes, pos: int, count: int, vals: Column, tss: Column) -> tuple[int, int]:
     """Null keys, no headers, offset deltas 0..count-1: walk with the shape cache.
 
     Returns ``(end position, records walked)``.  A record that misses is decoded in full and
@@ -315,9 +320,9 @@ def walk_cached(buf, pos: int, count: int, vals: list, tss: list) -> tuple[int, 
 
 
 # ----------------------------------------------------------------------------- a batch
-def decode_columns(buf, start: int, end: int, count: int, base_offset: int, sequential: bool
-                   ) -> tuple[list[int] | None, list[int], list | None, list,
-                              list | None]:
+def decode_columns(buf: bytes, start: int, end: int, count: int, base_offset: int,
+                   sequential: bool) -> tuple[list[int] | None, list[int], Column | None, Column,
+                                              Column | None]:
     """Decode the ``count`` records of ``buf[start:end]`` (a batch's records section, already
     decompressed) into ``(offset deltas, timestamp deltas, keys, values, headers)``.
 
@@ -328,9 +333,9 @@ def decode_columns(buf, start: int, end: int, count: int, base_offset: int, sequ
     if count < 0 or count > (end - start) // MIN_RECORD_SIZE:
         raise corrupt(base_offset, f"record count {count} does not fit in {end - start} bytes")
     if sequential:
-        vals: list = []
-        tss: list = []
-        keys: list | None = None
+        vals: Column = []
+        tss: Column = []
+        keys: Column | None = None
         try:
             try:
                 stop, done = walk_cached(buf, start, count, vals, tss)
@@ -343,8 +348,11 @@ def decode_columns(buf, start: int, end: int, count: int, base_offset: int, sequ
                 return None, tss, keys, vals, None
         except (Unusual, IndexError, ProtocolDecodeError):
             pass  # headers, null values, long varints or damage: the general walker says which
-    ods: list = []
-    tss, keys, vals, found = [], [], [], []
+    ods: Column = []
+    tss = []
+    keys = []
+    vals = []
+    found: Column = []
     try:
         stop = walk_general(buf, start, count, ods, tss, keys, vals, found)
     except (IndexError, ProtocolDecodeError) as exc:

@@ -1,0 +1,41 @@
+"""DescribeGroups (key 15) v0-v6: each group's state, protocol and members.
+
+Members' metadata and assignments are given only while the group is Stable (as Kafka). An
+unknown group is described as Dead; from v6 it also carries GROUP_ID_NOT_FOUND.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.error_codes import GroupIdNotFoundError
+from kclient.protocol.framing import Request
+
+from ..group import DEAD, NOT_COORDINATOR, is_local_coordinator
+
+GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
+
+
+def _unknown(group_id: str, code: int, message: str | None) -> dict:
+    """A Dead group without members (unknown here, or coordinated elsewhere)."""
+    return {"error_code": code, "error_message": message, "group_id": group_id,
+            "group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
+
+
+def _describe(broker: Any, group_id: str, version: int) -> dict:
+    """One group's entry."""
+    if not is_local_coordinator(broker, group_id):
+        return _unknown(group_id, NOT_COORDINATOR, None)
+    summary = broker.coordinator.group_summary(group_id)
+    if summary is None:
+        if version >= 6:
+            return _unknown(group_id, GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        return _unknown(group_id, 0, None)
+    return dict(summary, error_code=0, error_message=None)
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """Describe every requested group."""
+    version, body = request.header.api_version, request.body
+    assert body is not None
+    return {"throttle_time_ms": 0,
+            "groups": [_describe(broker, g, version) for g in body.groups]}

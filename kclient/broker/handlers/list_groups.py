@@ -1,0 +1,25 @@
+"""ListGroups (key 16) v0-v5: the groups this broker coordinates, with state (v4+) and type (v5+).
+
+Every group here is a classic group; the filters match case-insensitively, as Kafka's do.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.framing import Request
+
+CLASSIC = "classic"
+
+
+def handle(broker: Any, request: Request) -> dict:
+    """List the coordinator's groups that pass the state and type filters."""
+    body = request.body
+    states = {s.lower() for s in getattr(body, "states_filter", None) or ()}
+    types = {t.lower() for t in getattr(body, "types_filter", None) or ()}
+    groups = []
+    if not types or CLASSIC in types:
+        for group_id, protocol_type, state in broker.coordinator.list_groups():
+            if not states or state.lower() in states:
+                groups.append({"group_id": group_id, "protocol_type": protocol_type,
+                               "group_state": state, "group_type": CLASSIC})
+    return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

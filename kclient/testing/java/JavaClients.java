@@ -1,0 +1,71 @@
+// The Java producer and consumer with their defaults, driven by kclient's tests
+// (compiled at test time by kclient.testing.java_tools; nothing here is shipped code).
+//
+//   produce BOOTSTRAP TOPIC COUNT            keyed records "k<i>" -> "v<i>"; prints "partition offset"
+//   consume BOOTSTRAP TOPIC GROUP COUNT      subscribe, poll until COUNT records (or 60 s),
+//                                            commitSync; prints "partition offset key value"
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class JavaClients {
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("produce")) {
+            produce(args[1], args[2], Integer.parseInt(args[3]));
+        } else if (args[0].equals("consume")) {
+            consume(args[1], args[2], args[3], Integer.parseInt(args[4]));
+        } else {
+            throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    static void produce(String bootstrap, String topic, int count) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);       // everything else: the defaults
+        props.put("key.serializer", StringSerializer.class.getName());
+        props.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i)));
+            }
+            for (Future<RecordMetadata> f : sent) {
+                RecordMetadata m = f.get();
+                System.out.println(m.partition() + " " + m.offset());
+            }
+        }
+    }
+
+    static void consume(String bootstrap, String topic, String group, int count) {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("group.id", group);
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        props.put("key.deserializer", StringDeserializer.class.getName());
+        props.put("value.deserializer", StringDeserializer.class.getName());
+        long deadline = System.currentTimeMillis() + 60_000;
+        int seen = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            while (seen < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
+                    System.out.println(r.partition() + " " + r.offset() + " " + r.key() + " "
+                                       + r.value());
+                    seen++;
+                }
+            }
+            consumer.commitSync();
+        }
+        System.out.flush();
+    }
+}
