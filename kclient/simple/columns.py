@@ -9,21 +9,38 @@ these lists; ``SimpleConsumer.fetch_columns`` is the call that fetches and decod
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kclient.protocol.error_codes import CorruptRecordError
-from kclient.protocol.records.reader import decode_entries
-
-if TYPE_CHECKING:
-    from .message_set import ByteBufferMessageSet
+from kclient.protocol.records.reader import EntrySpan, decode_entries
 
 __all__ = ["MessageColumns", "message_columns"]
 
 #: One decoded log entry as the factory hands it over (see ``_entry_columns``).
 _EntryColumns = tuple[Any, Any, Any, Any, list[Any], Any]
 Header = tuple[str, "bytes | None"]
+
+
+class FetchedSet(Protocol):
+    """What :func:`message_columns` reads of a ByteBufferMessageSet."""
+
+    topic: str | None
+    partition: int | None
+    fetch_offset: int
+    high_watermark: int
+    log_start_offset: int
+    buffer: bytes
+    next_offset: int
+    error: BaseException | None
+    max_decompressed: int
+
+    @property
+    def entries(self) -> Sequence[EntrySpan]: ...
+
+    @property
+    def context(self) -> str: ...
 
 
 class MessageColumns:
@@ -103,7 +120,7 @@ def _entry_columns(offsets: Iterable[int], timestamps: Iterable[int],
     return ((offsets, timestamps, timestamp_types, keys, values, headers),)
 
 
-def message_columns(ms: ByteBufferMessageSet, end_offset: int | None = None) -> MessageColumns:
+def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageColumns:
     """Decode ``ms`` into columns: messages at or after its fetch offset, below ``end_offset``.
 
     Raises the set's error when it delivered nothing (offset out of range, not the leader, a
