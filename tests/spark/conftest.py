@@ -72,6 +72,11 @@ class SparkBroker:
     def options(self, **more):
         return {"kafka.bootstrap.servers": self.bootstrap, **more}
 
+    def read_all_ends(self, topic):
+        """{partition: log end offset} of ``topic``."""
+        return {p: self.broker.log_manager.get_log(topic, p).log_end_offset
+                for p in sorted(self.broker.cluster.partitions(topic))}
+
     def read_all(self, topic):
         """Every (partition, offset, key, value) in ``topic``, read with the SimpleConsumer."""
         from kclient.simple import SimpleConsumer
