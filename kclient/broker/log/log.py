@@ -135,7 +135,7 @@ class Log:
             return 0
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
-                       swapped: set[int] = frozenset()) -> list[LogSegment]:
+                       swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
         """Load or recover each segment (always those a swap just replaced); drop every
         segment after a truncated one."""
         for i, seg in enumerate(segments):
