@@ -93,10 +93,10 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._behind(tp, off, latest[tp])
                 latest[tp] = off
         latest.update({tp: off for tp, off in begin.items() if tp not in latest})
-        if isinstance(limit, ReadMaxRows):
-            latest = rate_limit(begin, latest, limit.max_rows)
         if self._should_wait(begin, latest):
             return start
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin, latest, limit.max_rows)
         self._last_trigger = time.monotonic()
         return to_json_dict(latest)
 

@@ -97,8 +97,8 @@ class Throttler:
 class LogCleaning:
     """One cleaning round of one log (see the module docstring)."""
 
-    def __init__(self, target: Cleanable, now: int, map_slots: int, throttle: Throttler,
-                 stop: threading.Event) -> None:
+    def __init__(self, target: Cleanable, now: int, map_slots: int,
+                 throttle: Callable[[int], None], stop: threading.Event) -> None:
         """``map_slots``: capacity of the offset map in keys."""
         self.target, self.log, self.now = target, target.log, now
         self.map = OffsetMap(map_slots)
