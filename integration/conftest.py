@@ -34,6 +34,14 @@ def kafka3():
 
 
 @pytest.fixture(scope="session")
+def kafka3_cluster():
+    """Two Kafka 3.x brokers in ZooKeeper mode (their own ZooKeeper): partition leaders spread
+    over both, as the brokers registered them under /brokers."""
+    with _server("3", num_brokers=2, mode="zookeeper") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(kafka4):
     """bootstrap.servers of the Kafka 4.x broker."""
     return kafka4.bootstrap

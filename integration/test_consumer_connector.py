@@ -14,20 +14,8 @@ from kazoo.client import KazooClient
 from kclient import Producer, ProducerData, consumer
 from kclient.errors import ConsumerTimeoutError
 from kclient.simple import SimpleConsumer
-from kclient.testing import KafkaServer, kafka_problem
 
 from .helpers import leader_address, new_topic
-
-
-@pytest.fixture(scope="module")
-def kafka3_cluster():
-    """Two Kafka 3.x brokers in ZooKeeper mode (their own ZooKeeper): partition leaders spread
-    over both, as the brokers registered them under /brokers."""
-    problem = kafka_problem("3")
-    if problem:
-        pytest.skip(problem)
-    with KafkaServer("3", num_brokers=2, mode="zookeeper") as server:
-        yield server
 
 
 def produce(server, topic: str, values: list[bytes]) -> None:

@@ -146,7 +146,8 @@ class OffsetManager:
         """Remove a group's offsets (all of them when partitions is None) with tombstones."""
         with self._lock:
             known = self._offsets.get(group, {})
-            doomed = list(known) if partitions is None else [tuple(tp) for tp in partitions]
+            doomed: list[TopicPartition] = list(known) if partitions is None else \
+                [(tp[0], tp[1]) for tp in partitions]
         if doomed:
             self._append(group, [(tp, None) for tp in doomed])
 
@@ -224,7 +225,7 @@ class OffsetManager:
                 self.store.append(keys, values)
                 for key, value in zip(keys, values):
                     self._apply(key, value)
-        self.store.log.flush()
+        self.store.flush()
         legacy.unlink()
         log.info("imported the offsets of %d groups from %s", len(old), legacy)
 

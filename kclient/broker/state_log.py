@@ -76,6 +76,11 @@ class StateLog:
             raise RuntimeError(f"state log {self.directory.name} is not open")
         self.log.append(build_batch(list(values), list(keys), codec=self.codec), magic=2)
 
+    def flush(self) -> None:
+        """fsync everything appended so far."""
+        if self.log is not None:
+            self.log.flush()
+
     def compact(self) -> None:
         """Roll the log and clean it now, whatever its dirty ratio."""
         if self.log is not None and self.cleaner is not None:
