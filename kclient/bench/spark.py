@@ -25,6 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kclient.testing import MiniBrokerProcess
@@ -148,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
         for fmt in formats:
             r = results[fmt]
-            r["batch read"] = n / _best(args.repeat, lambda f=fmt: _read_batch(
-                spark, f, bootstrap, "bench-in"))
-            r["Arrow writer"] = n / _best(args.repeat, lambda f=fmt: _write_arrow(
-                src, f, bootstrap, f"bench-out-{f}"))
-            per_batch, whole = max(_read_stream(spark, fmt, bootstrap, "bench-in", broker.workdir)
+            r["batch read"] = n / _best(args.repeat, partial(
+                _read_batch, spark, fmt, bootstrap, "bench-in"))
+            r["Arrow writer"] = n / _best(args.repeat, partial(
+                _write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}"))
+            per_batch, whole = max(_read_stream(spark, fmt, bootstrap, "bench-in",
+                                                str(broker.workdir))
                                    for _ in range(args.repeat))
             r["streaming read, per micro-batch"], r["streaming read, whole query"] = \
                 per_batch, whole
