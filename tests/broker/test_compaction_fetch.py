@@ -17,6 +17,24 @@ def _produce(client, records) -> None:
     assert client.request(PRODUCE, 3, body).responses[0].partition_responses[0].error_code == 0
 
 
+def _confluent_read(bootstrap: str, with_timestamps: bool = False) -> list[tuple]:
+    """confluent-kafka's view of the partition from offset 0 to its end."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
+                                         "enable.partition.eof": True})
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+    got = []
+    while True:
+        msg = consumer.poll(10)
+        assert msg is not None
+        if msg.error():
+            break
+        row = (msg.offset(), msg.key(), msg.value())
+        got.append(row + (msg.timestamp()[1],) if with_timestamps else row)
+    consumer.close()
+    return got
+
+
 def _fetch(client, offset: int, version: int):
     body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
             "isolation_level": 0, "topics": [{"topic": TOPIC, "partitions": [
@@ -73,7 +91,6 @@ def test_list_offsets_earliest_and_latest_unchanged(compacted):
 def test_peer_clients_read_batches_with_a_delete_horizon(mini_broker, raw_client):
     """A cleaned batch keeping a tombstone carries its delete horizon in baseTimestamp; record
     timestamps (deltas from it) still read right in kclient and confluent-kafka."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     mini_broker.create_topic(TOPIC, config={"cleanup.policy": "compact"})
     client = raw_client(mini_broker.bootstrap)
     _produce(client, build_batch([b"a", None, b"c"], [b"k1", b"k2", b"k3"],
@@ -88,17 +105,7 @@ def test_peer_clients_read_batches_with_a_delete_horizon(mini_broker, raw_client
     expected = [(1, b"k2", None, 1_000_500), (2, b"k3", b"c", 1_000_900),
                 (3, b"k1", b"newer", 2_000_000)]
     assert [(r.offset, r.key, r.value, r.timestamp) for r in RecordsReader(data)] == expected
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": mini_broker.bootstrap,
-                                         "group.id": "horizon", "enable.partition.eof": True})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
-    got = []
-    while True:
-        msg = consumer.poll(10)
-        assert msg is not None
-        if msg.error():
-            break
-        got.append((msg.offset(), msg.key(), msg.value(), msg.timestamp()[1]))
-    consumer.close()
+    got = _confluent_read(mini_broker.bootstrap, with_timestamps=True)
     assert got == expected
 
 
@@ -121,15 +128,5 @@ def test_old_message_formats_compact_end_to_end(mini_broker, fmt, codec):
     log = mini_broker.log_manager.get_log(TOPIC, 0)
     log.roll()
     assert mini_broker.log_manager.cleaner.clean(log) is not None
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": mini_broker.bootstrap,
-                                         "group.id": "old", "enable.partition.eof": True})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
-    got = []
-    while True:
-        msg = consumer.poll(10)
-        assert msg is not None
-        if msg.error():
-            break
-        got.append((msg.offset(), msg.key(), msg.value()))
-    consumer.close()
+    got = _confluent_read(mini_broker.bootstrap)
     assert got == sorted((o, k, v) for k, (o, v) in latest.items())
