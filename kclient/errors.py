@@ -38,10 +38,13 @@ class KafkaConnectionError(KafkaError):
 
     retriable = True
 
-    def __init__(self, host: str, port: int, reason: str = "") -> None:
-        """Keep where we tried to connect and why it failed."""
+    def __init__(self, host: str, port: int, reason: str = "", *,
+                 closed_by_peer: bool = False) -> None:
+        """Keep where we tried to connect and why it failed (``closed_by_peer``: the other
+        side closed the connection, rather than answering garbage or not at all)."""
         super().__init__(host, port, reason)
         self.host, self.port, self.reason = host, port, reason
+        self.closed_by_peer = closed_by_peer
 
     def __str__(self) -> str:
         """``connection to host:port failed: reason``."""
