@@ -132,11 +132,15 @@ class BrokerConnection:
             return self
         try:
             self.versions = self._negotiate()
+        except KafkaTimeoutError as exc:
+            raise KafkaTimeoutError(f"{self.address}: ApiVersions exchange failed: "
+                                    f"{str(exc).removeprefix(self.address + ': ')}") from exc
         except KafkaConnectionError as exc:
             # brokers before 0.10 close the connection on an unknown API key; an answer that
             # is garbage is not a sign of an old broker
             if not exc.closed_by_peer:
-                raise
+                raise KafkaConnectionError(self.host, self.port,
+                                           f"ApiVersions exchange failed: {exc.reason}") from exc
             log.info("%s closed on ApiVersions; assuming broker %s", self.address,
                      self.broker_version_fallback)
             self._open()

@@ -24,6 +24,7 @@ __all__ = list(_protocol_errors.__all__) + [
     "KafkaConnectionError",
     "KafkaTimeoutError",
     "NoBrokersAvailableError",
+    "ZooKeeperError",
     "InvalidConfigError",
     "FailedToSendMessageError",
     "QueueFullError",
@@ -74,6 +75,23 @@ class NoBrokersAvailableError(KafkaError):
         if self.brokers:
             text += " (tried " + ", ".join(_broker_name(b) for b in self.brokers) + ")"
         return text
+
+
+class ZooKeeperError(KafkaError):
+    """ZooKeeper could not be reached or failed an operation; ``connect`` names the ensemble
+    (the connect string, chroot included) and the kazoo error is chained as the cause."""
+
+    retriable = True
+
+    def __init__(self, connect: str, reason: str = "") -> None:
+        """Keep the connect string and what went wrong."""
+        super().__init__(connect, reason)
+        self.connect, self.reason = connect, reason
+
+    def __str__(self) -> str:
+        """``ZooKeeper host:port[/chroot]: reason``."""
+        return f"ZooKeeper {self.connect}: {self.reason}" if self.reason else \
+            f"ZooKeeper {self.connect} failed"
 
 
 class InvalidConfigError(KafkaError, ValueError):
