@@ -265,3 +265,22 @@ def test_group_connector_shares_a_group_with_the_java_consumer(kafka4, first):
     assert len({cid for cid, _ in owner.values()}) == 2
     java_owned = {p for p, (cid, _) in owner.items() if cid.startswith("console-consumer")}
     assert java_owned == java.partitions
+
+
+def test_filter_consumer_picks_up_new_topics_on_kafka4(kafka4):
+    """A Whitelist connector sees topics created after it started; Kafka's internal
+    __consumer_offsets never matches, even for ".*"-like filters."""
+    prefix = f"flt{time.time_ns() % 10**9}"
+    first = new_topic(kafka4, 2, prefix=prefix)
+    produce(kafka4, first, [b"a1", b"a2"])
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"g-{prefix}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
+            "heartbeat.interval.ms": 300}
+    with consumer.create(conf) as conn:
+        streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*|__.*"), 1)
+        (got,) = drain(streams, 2, timeout=20)
+        second = new_topic(kafka4, 1, prefix=prefix)
+        produce(kafka4, second, [b"b1"])
+        (more,) = drain(streams, 1, timeout=30)
+    assert sorted(m.message for m in got) == [b"a1", b"a2"]
+    assert [(m.topic, m.message) for m in more] == [(second, b"b1")]

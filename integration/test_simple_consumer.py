@@ -144,3 +144,18 @@ def test_kafka4_refuses_the_old_versions_clearly(kafka4):
     with SimpleConsumer(host, port, so_timeout=5000, **OLD_CLIENT) as c:
         with pytest.raises(KafkaError):
             list(c.fetch(FetchRequest(topic, 0, 0)))
+
+
+def test_kafka4_offsets_by_timestamp(kafka4):
+    """ListOffsets by time: the first offset whose timestamp is at or after the time."""
+    topic = new_topic(kafka4, 1)
+    produce(kafka4, topic, 30, partitions=1)
+    time.sleep(0.05)
+    middle = int(time.time() * 1000)
+    time.sleep(0.05)
+    produce(kafka4, topic, 20, partitions=1)
+    host, port = leader_address(kafka4, topic, 0)
+    with SimpleConsumer(host, port, so_timeout=15000) as c:
+        assert c.get_offsets_before(topic, 0, middle, 1) == [30]
+        assert c.get_offsets_before(topic, 0, 0, 1) == [0]
+        assert c.get_offsets_before(topic, 0, middle + 3_600_000, 1) in ([], [50])

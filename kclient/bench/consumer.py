@@ -134,12 +134,16 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
                                          "queue.buffering.max.kbytes": 1048576,
                                          "queue.buffering.max.messages": 1000000})
     value = os.urandom(size)
-    failed = []
+    failed: list[confluent_kafka.KafkaError] = []
+
+    def on_delivery(err: confluent_kafka.KafkaError | None, _m: confluent_kafka.Message) -> None:
+        if err:
+            failed.append(err)
+
     for _ in range(count):
         while True:
             try:
-                producer.produce(topic, value, partition=0,
-                                 on_delivery=lambda err, _m: err and failed.append(err))
+                producer.produce(topic, value, partition=0, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.01)

@@ -97,7 +97,9 @@ def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float
             count += 1
             if count >= n:
                 break
-        return n / (time.perf_counter() - first), first - t0
+        end = time.perf_counter()
+        assert first is not None
+        return n / (end - first), first - t0
     finally:
         c.close()
 
@@ -118,7 +120,9 @@ def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
                     first = time.perf_counter()
                 m.value()
                 count += 1
-        return n / (time.perf_counter() - first), first - t0
+        end = time.perf_counter()
+        assert first is not None
+        return n / (end - first), first - t0
     finally:
         c.close()
 
