@@ -158,9 +158,9 @@ class Cluster:
                     conn = self._connect(key, host, port)
                 return call(conn)
             except KafkaError as exc:   # connection, timeout, broken answer, ...
-                conn = self._conns.get(key)
-                if conn is not None:
-                    conn.close(f"failed: {exc}")
+                failed = self._conns.get(key)
+                if failed is not None:
+                    failed.close(f"failed: {exc}")
                 errors.append(str(exc))
                 last = exc
         raise NoBrokersAvailableError(
