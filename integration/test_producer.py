@@ -89,3 +89,24 @@ def test_producer_finds_the_brokers_in_zookeeper(kafka3_cluster, mode):
     assert all(r.error is None for r in reports)
     got = sorted(v for part in range(4) for _, _, v in read_partition(kafka3_cluster, topic, part))
     assert got == sorted(b"%d" % i for i in range(100))
+
+
+@pytest.mark.parametrize("acks", [0, 1, -1])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_every_acks_level(kafka4, mode, acks):
+    """acks=0 gets no answer from Kafka (no offsets reported), yet nothing is lost when the
+    producer closes right after sending; 1 and -1 report offsets."""
+    topic = new_topic(kafka4, partitions=1)
+    reports = []
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": mode,
+                   "request.required.acks": acks}, on_delivery=reports.append) as p:
+        for i in range(0, 100, 10):
+            p.send([ProducerData(topic, b"%d" % j, partition=0) for j in range(i, i + 10)])
+    assert all(r.error is None for r in reports)
+    assert sum(len(r.messages) for r in reports) == 100
+    if acks == 0:
+        assert {r.base_offset for r in reports} == {-1}
+    else:
+        assert sorted(r.base_offset + i for r in reports for i in range(len(r.messages))) == \
+            list(range(100))
+    assert [v for _, _, v in read_partition(kafka4, topic, 0)] == [b"%d" % i for i in range(100)]

@@ -35,7 +35,7 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
-from kclient.protocol.apis import PRODUCE
+from kclient.protocol.apis import METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import LeaderNotAvailableError
@@ -214,9 +214,25 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._retry, self._parked = [], []
 
     def close(self) -> None:
+        """Close the broker connections; with acks=0, each after one round trip first."""
         for conn in self._conns.values():
+            if self.acks == 0:
+                self._fence(conn)
             conn.close()
         self._conns.clear()
+
+    def _fence(self, conn: BrokerConnection) -> None:
+        """Wait until the broker has read every request written on ``conn``: with acks=0 nothing
+        answers a produce request, and Kafka drops the requests it has not read yet when the
+        client closes the connection (it reads one request at a time per connection). A broker
+        answers a connection's requests in order, so one answered Metadata request suffices."""
+        if not conn.connected:
+            return
+        try:
+            conn.request(METADATA, {"topics": [], "allow_auto_topic_creation": False})
+        except KafkaError as exc:
+            log.info("%s: no answer before closing (acks=0 requests may be lost): %s",
+                     conn.address, exc)
 
     # ------------------------------------------------------------------ metadata
     def _maybe_refresh(self) -> None:

@@ -6,6 +6,7 @@ request does).
 """
 from __future__ import annotations
 
+from kclient.protocol import error_codes as E
 from kclient.protocol.apis import METADATA
 from kclient.protocol.errors import InvalidTopicError
 from kclient.protocol.framing import Request
@@ -14,8 +15,8 @@ from ..cluster import validate_topic_name
 from ..interface import Broker
 from .registry import handles
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
+UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
+LEADER_NOT_AVAILABLE = E.LeaderNotAvailableError.errno
 INVALID_TOPIC = InvalidTopicError.errno
 
 
