@@ -284,3 +284,21 @@ def test_filter_consumer_picks_up_new_topics_on_kafka4(kafka4):
         (more,) = drain(streams, 1, timeout=30)
     assert sorted(m.message for m in got) == [b"a1", b"a2"]
     assert [(m.topic, m.message) for m in more] == [(second, b"b1")]
+
+
+def test_zookeeper_filter_connector_sees_topics_kafka3_creates(kafka3_cluster):
+    """A Whitelist connector in ZooKeeper mode watches /brokers/topics, where Kafka 3.9's
+    controller registers new topics."""
+    prefix = f"zflt{time.time_ns() % 10**9}"
+    first = new_topic(kafka3_cluster, 2, prefix=prefix)
+    produce(kafka3_cluster, first, [b"a1", b"a2"])
+    with consumer.create(zk_conf(kafka3_cluster, f"g-{prefix}")) as conn:
+        streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*"), 1)
+        (got,) = drain(streams, 2, timeout=20)
+        conn.commit_offsets()           # auto-commit is off: else the rebalance re-delivers
+        second = new_topic(kafka3_cluster, 3, prefix=prefix)
+        produce(kafka3_cluster, second, [b"b1", b"b2", b"b3"])
+        (more,) = drain(streams, 3, timeout=30)
+    assert sorted(m.message for m in got) == [b"a1", b"a2"]
+    assert sorted((m.topic, m.message) for m in more) == [(second, b"b1"), (second, b"b2"),
+                                                          (second, b"b3")]
