@@ -62,8 +62,7 @@ def _check_keys(records: Any, topic: str, index: int) -> None:
     missing = keyless_records(records)
     if not missing:
         return
-    text = (f"Compacted topic cannot accept message without key in topic partition "
-            f"{topic}-{index}.")
+    text = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
     errors = [{"batch_index": i, "batch_index_error_message": text} for i in missing]
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in missing[:3])
     raise _Refused(INVALID_RECORD, f"One or more records have been rejected due to "
