@@ -159,3 +159,15 @@ def test_kafka4_offsets_by_timestamp(kafka4):
         assert c.get_offsets_before(topic, 0, middle, 1) == [30]
         assert c.get_offsets_before(topic, 0, 0, 1) == [0]
         assert c.get_offsets_before(topic, 0, middle + 3_600_000, 1) in ([], [50])
+
+
+@pytest.mark.parametrize("options", [OLD_CLIENT, {}], ids=["0.8.2-versions", "negotiated"])
+def test_kafka3_offsets_commit_and_fetch(kafka3, options):
+    topic = new_topic(kafka3, 2)
+    produce(kafka3, topic, 10)
+    host, port = leader_address(kafka3, topic, 0)
+    group = f"simple-{topic}"
+    with SimpleConsumer(host, port, so_timeout=15000, **options) as c:
+        c.commit_offsets(group, {(topic, 0): 4, (topic, 1): (6, "m")})
+        got = c.fetch_offsets(group, [(topic, 0), (topic, 1)])
+    assert got[(topic, 0)].offset == 4 and tuple(got[(topic, 1)]) == (6, "m")
