@@ -302,3 +302,41 @@ def test_zookeeper_filter_connector_sees_topics_kafka3_creates(kafka3_cluster):
     assert sorted(m.message for m in got) == [b"a1", b"a2"]
     assert sorted((m.topic, m.message) for m in more) == [(second, b"b1"), (second, b"b2"),
                                                           (second, b"b3")]
+
+
+def test_group_members_hand_over_on_kafka4(kafka4):
+    """Two kclient members split a topic; when one leaves (committing first), the other takes
+    over its partitions from the committed offsets: nothing lost, nothing read twice."""
+    topic = new_topic(kafka4, partitions=4)
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"hand-{topic}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
+            "heartbeat.interval.ms": 300, "auto.commit.enable": False}
+    first = [b"a%03d" % i for i in range(200)]
+    second = [b"b%03d" % i for i in range(200)]
+    b = consumer.create(conf)
+    try:
+        sb = b.create_message_streams({topic: 1})[topic]
+        with consumer.create(conf) as a:
+            sa = a.create_message_streams({topic: 1})[topic]
+            _wait_for(lambda: len(a.registry) == 2 and len(b.registry) == 2, "a 2/2 split")
+            produce(kafka4, topic, first)
+            got_a, got_b = drain(sa + sb, 200)
+            a.commit_offsets()
+            b.commit_offsets()
+        _wait_for(lambda: len(b.registry) == 4, "the survivor owning all 4 partitions")
+        produce(kafka4, topic, second)
+        (rest,) = drain(sb, 200)
+    finally:
+        b.shutdown()
+    assert {m.partition for m in got_a}.isdisjoint({m.partition for m in got_b})
+    assert sorted(m.message for m in got_a + got_b) == first
+    assert sorted(m.message for m in rest) == second
+
+
+def _wait_for(cond, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(what)

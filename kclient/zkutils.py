@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
 
+from kclient.errors import ZooKeeperError
 from kclient.protocol.zookeeper import (
     BROKER_IDS_PATH,
     BROKER_TOPICS_PATH,
@@ -38,7 +47,7 @@ __all__ = [
     "create_ephemeral_expect_conflict", "update_persistent", "read_data", "get_all_brokers",
     "parse_broker", "partitions_for_topics", "leader_for_partition", "get_all_topics",
     "consumers_in_group", "register_broker", "register_topic",
-    "make_client",
+    "make_client", "zk_errors", "ZK_FAILURES",
 ]
 
 log = logging.getLogger(__name__)
@@ -93,11 +102,36 @@ def update_persistent(zk: KazooClient, path: str, data: str | bytes) -> None:
             zk.set(path, raw)
 
 
+#: kazoo's failures of the ensemble itself (not answers such as NoNodeError)
+ZK_FAILURES = (KazooTimeoutError, ConnectionLoss, SessionExpiredError, OperationTimeoutError)
+
+
+@contextmanager
+def zk_errors(connect: str, what: str) -> Iterator[None]:
+    """Turn kazoo's connection failures inside the block into :class:`ZooKeeperError` naming
+    ``connect`` and ``what`` was being done (the kazoo error chained as the cause)."""
+    try:
+        yield
+    except ZK_FAILURES as exc:
+        detail = str(exc) or type(exc).__name__
+        raise ZooKeeperError(connect, f"{what} failed: {type(exc).__name__}: {detail}") from exc
+
+
 def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int
                 ) -> KazooClient:
-    """A started kazoo client (``connect`` may end with a chroot path)."""
+    """A started kazoo client (``connect`` may end with a chroot path).
+
+    Raises :class:`ZooKeeperError` naming ``connect`` when no server answers within
+    ``connection_timeout_ms``."""
     zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
-    zk.start(timeout=max(1.0, connection_timeout_ms / 1000.0))
+    wait = max(1.0, connection_timeout_ms / 1000.0)
+    try:
+        with zk_errors(connect, f"connecting (zookeeper.connection.timeout.ms {wait * 1000:.0f})"):
+            zk.start(timeout=wait)
+    except ZooKeeperError:
+        zk.stop()
+        zk.close()
+        raise
     return zk
 
 
