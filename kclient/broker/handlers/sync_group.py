@@ -6,7 +6,12 @@ from typing import Any
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import NOT_COORDINATOR, is_local_coordinator, sync_result
+from ..group import (
+    INCONSISTENT_GROUP_PROTOCOL,
+    NOT_COORDINATOR,
+    is_local_coordinator,
+    sync_result,
+)
 
 
 def _with_throttle(body: dict) -> dict:
@@ -17,6 +22,9 @@ def _with_throttle(body: dict) -> dict:
 def handle(broker: Any, request: Request) -> Any:
     """Sync with the coordinator; a Future while the leader's assignment is awaited."""
     body, version = request.body, request.header.api_version
+    if version >= 5 and (body.protocol_type is None or body.protocol_name is None):
+        # mandatory from v5: Kafka refuses before looking at the group
+        return _with_throttle(sync_result(INCONSISTENT_GROUP_PROTOCOL))
     if not is_local_coordinator(broker, body.group_id):
         return _with_throttle(sync_result(NOT_COORDINATOR))
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments or ()}
