@@ -1,13 +1,14 @@
 """Real Apache Kafka brokers (kclient.testing.KafkaServer, jars from scripts/fetch-kafka), one per
-kind per test session. A test using one is marked ``kafka``; when it fails, its report carries
+kind per test session. Every test here is marked ``kafka``; when one fails, its report carries
 the brokers' log paths and tails, and the logs are kept."""
+from pathlib import Path
+
 import pytest
 
 from kclient.testing import KafkaServer, kafka_problem
 
 #: Kafka 3.x in ZooKeeper mode speaks the old message formats only below IBP 3.0 (KIP-724).
 OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.version": "2.8"}
-KAFKA_FIXTURES = {"kafka4", "kafka3", "kafka_bootstrap"}
 
 
 def _server(version: str, **options) -> KafkaServer:
@@ -33,14 +34,24 @@ def kafka3():
 
 
 @pytest.fixture(scope="session")
+def kafka3_cluster():
+    """Two Kafka 3.x brokers in ZooKeeper mode (their own ZooKeeper): partition leaders spread
+    over both, as the brokers registered them under /brokers."""
+    with _server("3", num_brokers=2, mode="zookeeper") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(kafka4):
     """bootstrap.servers of the Kafka 4.x broker."""
     return kafka4.bootstrap
 
 
 def pytest_collection_modifyitems(items):
+    """Every test here runs against real Kafka: marked ``kafka``."""
+    here = Path(__file__).parent
     for item in items:
-        if KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.kafka)
 
 

@@ -3,6 +3,7 @@ ZooKeeper (offsets to ZooKeeper and to Kafka), broker-coordinated on 4.x in one 
 Java console consumer."""
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -62,18 +63,21 @@ def zk_conf(server, group: str, **extra) -> dict:
 
 
 @pytest.mark.parametrize("storage", ["zookeeper", "kafka"])
-def test_zookeeper_connector_on_kafka3(kafka3, storage):
-    topic = new_topic(kafka3, partitions=4)
+def test_zookeeper_connector_on_kafka3(kafka3_cluster, storage):
+    topic = new_topic(kafka3_cluster, partitions=4)
     values = [b"m%04d" % i for i in range(400)]
-    produce(kafka3, topic, values)
+    produce(kafka3_cluster, topic, values)
     group = f"g-{topic}"
     offsets = {"offsets.storage": storage, "dual.commit.enabled": False}
-    zk = KazooClient(hosts=kafka3.zookeeper_connect)
+    zk = KazooClient(hosts=kafka3_cluster.zookeeper_connect)
     zk.start()
     try:
-        assert sorted(zk.get_children("/brokers/ids")) == ["1"]     # Kafka's own registration
-        with consumer.create(zk_conf(kafka3, group, **offsets)) as a, \
-                consumer.create(zk_conf(kafka3, group, **offsets)) as b:
+        assert sorted(zk.get_children("/brokers/ids")) == ["1", "2"]   # Kafka's registrations
+        leaders = {json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])["leader"]
+                   for p in range(4)}
+        assert leaders == {1, 2}
+        with consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as a, \
+                consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as b:
             sa = a.create_message_streams({topic: 2})[topic]
             sb = b.create_message_streams({topic: 2})[topic]
             _wait_owned(zk, group, topic, 4)
@@ -89,12 +93,12 @@ def test_zookeeper_connector_on_kafka3(kafka3, storage):
         assert sorted(m.message for m in got_a + got_b) == values
         assert sorted(owners) == ["0", "1", "2", "3"]
         assert {o.rsplit("-", 1)[0] for o in owners.values()} == {a.consumer_id, b.consumer_id}
-        ends = _end_offsets(kafka3, topic, 4)
+        ends = _end_offsets(kafka3_cluster, topic, 4)
         if storage == "zookeeper":
             committed = {p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0])
                          for p in range(4)}
         else:
-            host, port = leader_address(kafka3, topic, 0)
+            host, port = leader_address(kafka3_cluster, topic, 0)
             with SimpleConsumer(host, port) as c:
                 got = c.fetch_offsets(group, [(topic, p) for p in range(4)])
             committed = {p: got[(topic, p)].offset for p in range(4)}
@@ -104,8 +108,8 @@ def test_zookeeper_connector_on_kafka3(kafka3, storage):
         zk.stop()
         zk.close()
     # a new member of the group starts where the group stopped
-    produce(kafka3, topic, [b"late"])
-    with consumer.create(zk_conf(kafka3, group, **offsets)) as c:
+    produce(kafka3_cluster, topic, [b"late"])
+    with consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as c:
         (rest,) = drain(c.create_message_streams({topic: 1})[topic], 1, timeout=15)
     assert [m.message for m in rest] == [b"late"]
 
@@ -134,24 +138,24 @@ def _end_offsets(server, topic: str, partitions: int) -> dict[int, int]:
     return out
 
 
-def test_zookeeper_connector_dual_commit_on_kafka3(kafka3):
-    topic = new_topic(kafka3, partitions=2)
-    produce(kafka3, topic, [b"a", b"b", b"c", b"d"])
+def test_zookeeper_connector_dual_commit_on_kafka3(kafka3_cluster):
+    topic = new_topic(kafka3_cluster, partitions=2)
+    produce(kafka3_cluster, topic, [b"a", b"b", b"c", b"d"])
     group = f"dual-{topic}"
-    conf = zk_conf(kafka3, group, **{"offsets.storage": "kafka", "dual.commit.enabled": True})
+    conf = zk_conf(kafka3_cluster, group, **{"offsets.storage": "kafka", "dual.commit.enabled": True})
     with consumer.create(conf) as c:
         (got,) = drain(c.create_message_streams({topic: 1})[topic], 4, timeout=15)
         assert len(got) == 4
         c.commit_offsets()
-    ends = _end_offsets(kafka3, topic, 2)
-    zk = KazooClient(hosts=kafka3.zookeeper_connect)
+    ends = _end_offsets(kafka3_cluster, topic, 2)
+    zk = KazooClient(hosts=kafka3_cluster.zookeeper_connect)
     zk.start()
     try:
         in_zk = {p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in range(2)}
     finally:
         zk.stop()
         zk.close()
-    host, port = leader_address(kafka3, topic, 0)
+    host, port = leader_address(kafka3_cluster, topic, 0)
     with SimpleConsumer(host, port) as s:
         in_kafka = {p: o.offset for (_, p), o in
                     s.fetch_offsets(group, [(topic, 0), (topic, 1)]).items()}

@@ -74,3 +74,18 @@ def test_keyed_partition_choice_equals_the_java_producer(kafka4):
     java = placement(java_topic)
     assert len(java) == len(keys) and len(set(java.values())) == partitions
     assert placement(ours) == java
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_producer_finds_the_brokers_in_zookeeper(kafka3_cluster, mode):
+    """zookeeper.connect instead of a broker list: the producer reads the registry the Kafka
+    3.9 brokers wrote and sends to the leader of every partition (spread over both brokers)."""
+    topic = new_topic(kafka3_cluster, partitions=4)
+    reports = []
+    with Producer({"zookeeper.connect": kafka3_cluster.zookeeper_connect, "producer.type": mode,
+                   "request.required.acks": -1}, on_delivery=reports.append) as p:
+        p.send([ProducerData(topic, b"%d" % i, key=b"k%d" % i) for i in range(100)])
+        p.flush()
+    assert all(r.error is None for r in reports)
+    got = sorted(v for part in range(4) for _, _, v in read_partition(kafka3_cluster, topic, part))
+    assert got == sorted(b"%d" % i for i in range(100))

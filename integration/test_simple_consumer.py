@@ -7,7 +7,7 @@ import time
 import pytest
 
 from kclient import Producer, ProducerData
-from kclient.errors import KafkaError, OffsetOutOfRangeError
+from kclient.errors import KafkaError, OffsetOutOfRangeError, UnsupportedCompressionTypeError
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, PRODUCE
 from kclient.simple import FetchRequest, OffsetRequest, SimpleConsumer
 
@@ -75,16 +75,28 @@ def test_kafka3_old_api_versions_read_every_format(kafka3, fmt, codec):
             check_offsets(modern, topic, partition, len(acked[partition]), old=False)
 
 
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
 @pytest.mark.parametrize("fmt", ["v0", "v1", "v2"])
-def test_kafka3_old_producer_into_every_format(kafka3, fmt):
-    """Produce v0 (message format v0) is converted on write; every reader sees the same data."""
+def test_kafka3_old_producer_into_every_format(kafka3, fmt, codec):
+    """Produce v0 (message format v0: xerial snappy, lz4 with the KAFKA-3160 header checksum) is
+    accepted and converted on write; every reader sees the same data."""
     topic = new_topic(kafka3, 2, config={"message.format.version": FORMATS[fmt]})
-    acked = produce(kafka3, topic, 200, "gzip", OLD_PRODUCER)
+    acked = produce(kafka3, topic, 200, codec, OLD_PRODUCER)
     host, port = leader_address(kafka3, topic, 0)
     for options in (OLD_CLIENT, {}):
         with SimpleConsumer(host, port, so_timeout=15000, **options) as c:
             for partition in (0, 1):
                 assert fetch_all(c, topic, partition) == acked[partition]
+
+
+def test_kafka3_zstd_cannot_go_down_to_fetch_v0(kafka3):
+    """zstd exists only in v2 batches: Kafka refuses to down-convert it, kclient says so."""
+    topic = new_topic(kafka3, 1, config={"message.format.version": FORMATS["v2"]})
+    produce(kafka3, topic, 10, "zstd", partitions=1)
+    host, port = leader_address(kafka3, topic, 0)
+    with SimpleConsumer(host, port, so_timeout=15000, **OLD_CLIENT) as c:
+        with pytest.raises(UnsupportedCompressionTypeError):
+            list(c.fetch(FetchRequest(topic, 0, 0)))
 
 
 def test_kafka3_produce_v0_is_what_an_old_producer_sends(kafka3):

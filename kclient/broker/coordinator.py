@@ -37,13 +37,12 @@ from .group import (
     Group,
     JoinRequest,
     Member,
-    is_local_coordinator,
     join_error,
     sync_result,
 )
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
 
-__all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member", "is_local_coordinator",
+__all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member",
            "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD"]
 
 log = logging.getLogger(__name__)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 from kclient.protocol import errors as E
 
-__all__ = ["JoinRequest", "Member", "Group", "is_local_coordinator", "join_error",
+__all__ = ["JoinRequest", "Member", "Group", "join_error",
            "sync_result", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE",
            "DEAD"]
 
@@ -30,14 +29,6 @@ INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
 REBALANCE_IN_PROGRESS = E.RebalanceInProgressError.errno
 MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
-
-
-def is_local_coordinator(broker: Any, group_id: str) -> bool:
-    """Whether this broker coordinates the group (brokers without the hook coordinate all)."""
-    finder = getattr(broker, "coordinator_for", None)
-    if finder is None:
-        return True
-    return finder(group_id)[0] == broker.node_id
 
 
 @dataclass

@@ -21,13 +21,15 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
 from kclient.protocol.apis import APIS
+from kclient.protocol.error_codes import UnsupportedVersionError
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
+from kclient.protocol.schema import Api
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
@@ -42,12 +44,15 @@ class DropConnection(Exception):
     """Raised by a dispatcher to close the requesting connection without a response."""
 
 
-def api_versions_body(keys=None, error_code: int = 0) -> dict:
-    """An ApiVersions response body listing our version ranges (all APIS, or ``keys``)."""
-    apis = [APIS[k] for k in sorted(APIS) if keys is None or k in keys]
+#: API definition -> (min, max) version served.
+Served = Mapping[Api, tuple[int, int]]
+
+
+def api_versions_body(served: Served, error_code: int = 0) -> dict:
+    """An ApiVersions response body listing the served version ranges, by API key."""
     return {"error_code": error_code, "throttle_time_ms": 0,
-            "api_keys": [{"api_key": a.key, "min_version": a.min_version,
-                          "max_version": a.max_version} for a in apis]}
+            "api_keys": [{"api_key": a.key, "min_version": lo, "max_version": hi}
+                         for a, (lo, hi) in sorted(served.items(), key=lambda i: i[0].key)]}
 
 
 class _Region:
@@ -138,10 +143,10 @@ class _Conn:
     __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "out", "out_bytes",
                  "closed", "last_active", "interest")
 
-    def __init__(self, sock: socket.socket, peer: str, max_frame: int):
+    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int):
         self.sock = sock
         self.peer = peer
-        self.proto = ServerProtocol(APIS, max_frame)
+        self.proto = ServerProtocol(apis, max_frame)
         self.reader = _FrameReader(self.proto, max_frame)
         self.pending: deque[Request] = deque()
         self.busy, self.out, self.out_bytes = False, deque(), 0
@@ -239,7 +244,7 @@ class _Processor(threading.Thread):
         while self.inbox:
             item = self.inbox.popleft()
             if item[0] == "conn":
-                conn = _Conn(item[1], item[2], self.server.max_request_size)
+                conn = _Conn(item[1], item[2], self.server.apis, self.server.max_request_size)
                 conn.last_active = time.monotonic()
                 self.conns.add(conn)
                 self._update_interest(conn)
@@ -308,10 +313,14 @@ class _Processor(threading.Thread):
 
     def _dispatch(self, request: Request) -> Any:
         """Answer protocol-level problems here; hand good requests to the broker."""
-        if request.error is not None:
+        error = request.error
+        if error is None and not self.server.serves(request):
+            lo, hi = self.server.ranges[request.header.api_key]
+            error = UnsupportedVersionError(f"served v{lo}-v{hi}")
+        if error is not None:
             if request.header.api_key == API_VERSIONS_KEY:
-                return _UnsupportedApiVersions(request)
-            raise DropConnection(f"{_describe(request)}: {request.error}")
+                return _UnsupportedApiVersions(self.server.served)
+            raise DropConnection(f"{_describe(request)}: {error}")
         return self.server.handler(request)
 
     def _post_completion(self, conn: _Conn, request: Request, future: Future) -> None:
@@ -463,8 +472,8 @@ class _Processor(threading.Thread):
 class _UnsupportedApiVersions:
     """Marker body: answer an unknown ApiVersions version with v0, error 35 and our ranges."""
 
-    def __init__(self, request: Request):
-        self.body = api_versions_body(error_code=35)
+    def __init__(self, served: Served):
+        self.body = api_versions_body(served, error_code=UnsupportedVersionError.errno)
 
 
 def _describe(request: Request) -> str:
@@ -478,11 +487,15 @@ class SocketServer:
     """Acceptor plus processors on ``host:port``; ``handler(request)`` answers each request."""
 
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
-                 num_processors: int = 3, max_request_size: int = 104857600,
-                 max_idle_ms: int = 600000):
+                 served: Served | None = None, num_processors: int = 3,
+                 max_request_size: int = 104857600, max_idle_ms: int = 600000):
         self.host = host
         self.port = port
         self.handler = handler
+        self.served: Served = served if served is not None else {
+            a: (a.min_version, a.max_version) for a in APIS.values()}
+        self.apis = {a.key: a for a in self.served}
+        self.ranges = {a.key: r for a, r in self.served.items()}
         self.max_request_size = max_request_size
         self.max_idle_s = max_idle_ms / 1000.0
         self.num_processors = max(1, num_processors)
@@ -490,6 +503,11 @@ class SocketServer:
         self._processors: list[_Processor] = []
         self._acceptor: threading.Thread | None = None
         self._stop_r, self._stop_w = None, None
+
+    def serves(self, request: Request) -> bool:
+        """Whether the request's version is in its API's served range."""
+        lo, hi = self.ranges[request.header.api_key]
+        return lo <= request.header.api_version <= hi
 
     def bind(self) -> None:
         """Bind and listen (SO_REUSEADDR, so a restart gets the same port back)."""

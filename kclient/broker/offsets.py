@@ -1,7 +1,8 @@
 """Committed consumer-group offsets, stored in a compacted log as Kafka's ``__consumer_offsets``.
 
-Every commit appends one record batch to ``<data dir>/__consumer_offsets-0``, one record per
-partition keyed by Kafka's offset-commit key (group, topic, partition) with Kafka's value schema
+Every commit appends one record batch to ``<data dir>/__consumer_offsets-0`` (a
+:class:`~kclient.broker.state_log.StateLog`), one record per partition keyed by Kafka's
+offset-commit key (group, topic, partition) with Kafka's value schema
 (:mod:`kclient.broker.offsets_schema`); deleting offsets appends tombstones.  Start-up replays
 the log (whose own recovery cuts a torn or corrupt tail) keeping the last value per key.  The
 log has ``cleanup.policy=compact`` and ``segment.bytes=offsets.topic.segment.bytes``; a log
@@ -17,24 +18,22 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kclient.broker.log import FileRegion, Log, LogConfig
+from kclient.broker.log import Log
 from kclient.broker.log.cleaner import LogCleaner
-from kclient.broker.log.config import INT64_MAX
 from kclient.broker.offsets_schema import decode_key, decode_value, encode_key, encode_value
-from kclient.protocol.records import RecordsReader, build_batch
+from kclient.broker.state_log import StateLog, read_log
 
-__all__ = ["OffsetEntry", "OffsetManager", "OFFSETS_LOG", "LEGACY_OFFSETS_FILE"]
+__all__ = ["OffsetEntry", "OffsetManager", "OFFSETS_LOG", "LEGACY_OFFSETS_FILE", "read_log"]
 
 log = logging.getLogger(__name__)
 
 OFFSETS_LOG = "__consumer_offsets-0"
 LEGACY_OFFSETS_FILE = "consumer-offsets.log"
 _FRAME = struct.Struct(">II")
-_READ_BYTES = 1 << 20
 
 TopicPartition = tuple[str, int]
 
@@ -61,40 +60,6 @@ class OffsetEntry:
         return cls(offset, metadata, epoch, commit_ms, expire_ms)
 
 
-def _truthy(value: str | None, default: bool) -> bool:
-    """Parse a server.properties style boolean."""
-    if value is None:
-        return default
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def offsets_log_config(config: Mapping[str, str], fsync: bool) -> LogConfig:
-    """The offsets log's settings: compacted, offsets.topic.segment.bytes segments."""
-    props = {k: str(v) for k, v in config.items() if k.startswith("log.cleaner.")}
-    base = LogConfig(segment_bytes=int(config.get("offsets.topic.segment.bytes", 104857600)),
-                     cleanup_policy=("compact",),
-                     flush_interval_messages=1 if fsync else INT64_MAX)
-    return LogConfig.from_properties(props, base)
-
-
-def read_log(each: Log) -> Iterator:
-    """Every record of a log, oldest first (control batches skipped)."""
-    offset, size = each.log_start_offset, _READ_BYTES
-    while offset < each.log_end_offset:
-        region = each.read(offset, size)
-        data = region.read() if isinstance(region, FileRegion) else region
-        batches = list(RecordsReader(data).batches()) if data else []
-        if not batches:
-            if not data:
-                return
-            size *= 2           # one entry larger than the read
-            continue
-        for batch in batches:
-            if not batch.is_control:
-                yield from batch.records
-        offset = batches[-1].last_offset + 1
-
-
 class OffsetManager:
     """Committed offsets per (group, topic, partition), thread safe and durable across restarts."""
 
@@ -104,44 +69,43 @@ class OffsetManager:
         self.path = self.data_dir / OFFSETS_LOG
         acks = str(config.get("offsets.commit.required.acks", "-1")).strip()
         self.fsync = acks in ("-1", "all")  # acks=1/0: written, not forced to disk
-        self.codec = int(config.get("offsets.topic.compression.codec", 0))
         self.retention_ms = int(config.get("offsets.retention.minutes", 10080)) * 60_000
-        self.log_config = offsets_log_config(config, self.fsync)
-        self.cleaner: LogCleaner | None = None
-        if _truthy(config.get("log.cleaner.enable"), True):
-            self.cleaner = LogCleaner(self._logs, self.data_dir, config,
-                                      name="kclient-offsets-cleaner")
+        self.store = StateLog(
+            self.path, config, fsync=self.fsync, name="kclient-offsets-cleaner",
+            segment_bytes=int(config.get("offsets.topic.segment.bytes", 104857600)),
+            codec=int(config.get("offsets.topic.compression.codec", 0)))
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, OffsetEntry]] = {}
-        self.log: Log | None = None
+        self._open = False
 
-    def _logs(self) -> list[Log]:
-        """What the cleaner looks after: the offsets log."""
-        return [self.log] if self.log is not None else []
+    @property
+    def log(self) -> Log | None:
+        """The offsets log (None unless started)."""
+        return self.store.log
+
+    @property
+    def cleaner(self) -> LogCleaner | None:
+        """The offsets log's cleaner (None when log.cleaner.enable is false)."""
+        return self.store.cleaner
 
     # -- life cycle --------------------------------------------------------------------------
 
     def start(self) -> None:
         """Open and replay the log, import a legacy file, start the cleaner."""
         with self._lock:
-            if self.log is not None:
+            if self._open:
                 return
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            self.log = Log(self.path, self.log_config)
-            for record in read_log(self.log):
-                self._apply(record.key, record.value)
+            self.store.open(self._apply)
+            self._open = True
             self._import_legacy()
-        if self.cleaner is not None:
-            self.cleaner.start()
 
     def close(self) -> None:
         """Stop the cleaner, flush and close the log."""
-        if self.cleaner is not None:
-            self.cleaner.close()
         with self._lock:
-            if self.log is not None:
-                self.log.close()
-                self.log = None
+            if self._open:
+                self.store.close()
+                self._open = False
 
     def __enter__(self) -> OffsetManager:
         self.start()
@@ -169,8 +133,7 @@ class OffsetManager:
     @property
     def file_bytes(self) -> int:
         """Bytes the offsets log takes on disk (all segments)."""
-        current = self.log
-        return current.size if current is not None else 0
+        return self.store.size
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -183,7 +146,8 @@ class OffsetManager:
         """Remove a group's offsets (all of them when partitions is None) with tombstones."""
         with self._lock:
             known = self._offsets.get(group, {})
-            doomed = list(known) if partitions is None else [tuple(tp) for tp in partitions]
+            doomed: list[TopicPartition] = list(known) if partitions is None else \
+                [(tp[0], tp[1]) for tp in partitions]
         if doomed:
             self._append(group, [(tp, None) for tp in doomed])
 
@@ -210,11 +174,7 @@ class OffsetManager:
 
     def compact(self) -> None:
         """Roll the log and clean it now, whatever its dirty ratio (tests, tools)."""
-        current = self.log
-        if current is None or self.cleaner is None:
-            return
-        current.roll()
-        self.cleaner.clean(current)
+        self.store.compact()
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -222,11 +182,10 @@ class OffsetManager:
         """Append one batch (fsynced when configured) and apply it to the in-memory view."""
         keys = [encode_key(group, tp) for tp, _ in items]
         values = [value for _, value in items]
-        batch = build_batch(values, keys, codec=self.codec)
         with self._lock:
-            if self.log is None:
+            if not self._open:
                 raise RuntimeError("OffsetManager is not started (or already closed)")
-            self.log.append(batch, magic=2)
+            self.store.append(keys, values)
             for key, value in zip(keys, values):
                 self._apply(key, value)
 
@@ -261,12 +220,12 @@ class OffsetManager:
                     committed.pop(tuple(tp), None)
         for group, committed in old.items():
             if committed:
-                items = [(tp, e.to_value()) for tp, e in committed.items()]
-                keys = [encode_key(group, tp) for tp, _ in items]
-                self.log.append(build_batch([v for _, v in items], keys), magic=2)
-                for key, (_, value) in zip(keys, items):
+                keys = [encode_key(group, tp) for tp in committed]
+                values = [e.to_value() for e in committed.values()]
+                self.store.append(keys, values)
+                for key, value in zip(keys, values):
                     self._apply(key, value)
-        self.log.flush()
+        self.store.flush()
         legacy.unlink()
         log.info("imported the offsets of %d groups from %s", len(old), legacy)
 

@@ -7,119 +7,39 @@ with other brokers of a MiniCluster (cluster.py) and ZooKeeper registration (zk.
 from __future__ import annotations
 
 import argparse
-import heapq
-import itertools
 import logging
 import shutil
 import signal
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from kclient.protocol.apis import METADATA
+from kclient.protocol.errors import (
+    NotLeaderForPartitionError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 from kclient.protocol.framing import Request
 
 from .cluster import ClusterView
 from .config import BrokerConfig
 from .coordinator import GroupCoordinator
+from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
-from .handlers import HANDLERS
-from .log import LogConfig, LogManager
+from .handlers import HANDLERS, served_versions
+from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .network import DropConnection, SocketServer
 from .producer_ids import ProducerIdManager
+from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
 
 log = logging.getLogger("kclient.broker")
-
-
-
-class Scheduler:
-    """A timer thread: ``call_later(seconds, fn)`` runs ``fn`` once unless cancelled first."""
-
-    def __init__(self, name: str = "kclient-broker-timer"):
-        self._heap: list = []
-        self._cond = threading.Condition()
-        self._seq = itertools.count()
-        self._running = True
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list:
-        """Schedule ``fn``; returns a handle for :meth:`cancel`."""
-        entry = [time.monotonic() + max(0.0, seconds), next(self._seq), fn]
-        with self._cond:
-            heapq.heappush(self._heap, entry)
-            self._cond.notify()
-        return entry
-
-    @staticmethod
-    def cancel(entry: list) -> None:
-        """Cancel a scheduled call (harmless if it already ran)."""
-        entry[2] = None
-
-    def _run(self) -> None:
-        """Pop due entries and run them, sleeping until the next one."""
-        while True:
-            with self._cond:
-                while self._running and (not self._heap or self._heap[0][0] > time.monotonic()):
-                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
-                    self._cond.wait(wait)
-                if not self._running:
-                    return
-                fn = heapq.heappop(self._heap)[2]
-            if fn is not None:
-                try:
-                    fn()
-                except Exception:
-                    log.exception("scheduled task failed")
-
-    def close(self) -> None:
-        """Stop the thread; pending calls are dropped."""
-        with self._cond:
-            self._running = False
-            self._cond.notify()
-        self._thread.join(5)
-
-
-class AppendWatchers:
-    """Callbacks waiting for appends to partitions (delayed fetches park here)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_tp: dict[tuple[str, int], set[Callable[[int], None]]] = {}
-
-    def watch(self, keys: Iterable[tuple[str, int]], callback: Callable[[int], None]) -> list:
-        """Call ``callback(nbytes)`` on every append to one of ``keys``; returns a token."""
-        keys = list(keys)
-        with self._lock:
-            for key in keys:
-                self._by_tp.setdefault(key, set()).add(callback)
-        return [keys, callback]
-
-    def unwatch(self, token: list) -> None:
-        """Stop calling a watcher."""
-        keys, callback = token
-        with self._lock:
-            for key in keys:
-                waiting = self._by_tp.get(key)
-                if waiting is not None:
-                    waiting.discard(callback)
-                    if not waiting:
-                        del self._by_tp[key]
-
-    def notify(self, topic: str, partition: int, nbytes: int) -> None:
-        """Tell the watchers of a partition that ``nbytes`` were appended."""
-        if not self._by_tp:
-            return
-        with self._lock:
-            callbacks = list(self._by_tp.get((topic, partition), ()))
-        for callback in callbacks:
-            callback(nbytes)
 
 
 class MiniBroker:
@@ -143,11 +63,11 @@ class MiniBroker:
         self.cluster = cluster if cluster is not None else ClusterView()
         self.faults = Faults()
         self.watchers = AppendWatchers()
-        self.log_manager: Any = None
-        self.coordinator: Any = None
-        self.producer_ids: ProducerIdManager | None = None
-        self.scheduler: Scheduler | None = None
-        self.zk: Any = None
+        self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
+        self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
+        self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
+        self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
+        self.zk: ZkRegistry | None = None
         self._server: SocketServer | None = None
         self.running = False
 
@@ -161,6 +81,21 @@ class MiniBroker:
     def bootstrap(self) -> str:
         """"host:port" for clients."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def advertised_host(self) -> str:
+        """The host this broker names itself by (Metadata, FindCoordinator, ZooKeeper)."""
+        return _advertised(self.config, self.host, self.port)[0]
+
+    @property
+    def advertised_port(self) -> int:
+        """The port this broker names itself by (the bound port unless advertised)."""
+        return _advertised(self.config, self.host, self.port)[1]
+
+    @property
+    def rack(self) -> str | None:
+        """``broker.rack``, or None."""
+        return self.config.get("broker.rack")
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -194,7 +129,7 @@ class MiniBroker:
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
         self._server = SocketServer(
-            self.host, self.port, self.dispatch,
+            self.host, self.port, self.dispatch, served=served_versions(),
             num_processors=cfg.get_int("num.network.threads", 3),
             max_request_size=cfg.get_int("socket.request.max.bytes"),
             max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
@@ -211,9 +146,9 @@ class MiniBroker:
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
-        from .zk import ZkRegistry
         cfg = self.config
-        self.zk = ZkRegistry(self.zookeeper_connect, self.node_id, self.host, self.port,
+        self.zk = ZkRegistry(self.zookeeper_connect, self.node_id, self.advertised_host,
+                             self.advertised_port,
                              cfg.get_int("zookeeper.session.timeout.ms", 18000),
                              cfg.get_int("zookeeper.connection.timeout.ms"))
         self.zk.start()
@@ -244,10 +179,10 @@ class MiniBroker:
             self._server = None
         if self.scheduler is not None:
             self.scheduler.close()
-            self.scheduler = None
+            self.scheduler = None  # type: ignore[assignment]  # until the next start()
         if self.coordinator is not None:
             self.coordinator.close()
-            self.coordinator = None
+            self.coordinator = None  # type: ignore[assignment]  # until the next start()
         if self.log_manager is not None and clean:
             self.log_manager.close()
         elif self.log_manager is not None:
@@ -282,7 +217,6 @@ class MiniBroker:
             return True
         if not self.config.get_bool("auto.create.topics.enable"):
             return False
-        from kclient.protocol.errors import TopicAlreadyExistsError
         try:
             self.cluster.create_topic(name, self.config.get_int("num.partitions", 1))
         except TopicAlreadyExistsError:
@@ -290,15 +224,15 @@ class MiniBroker:
         log.info("auto-created topic %r", name)
         return True
 
-    def partition_log(self, topic: str, partition: int) -> tuple[Any, int]:
+    def partition_log(self, topic: str, partition: int) -> tuple[Log | None, int]:
         """(log, 0) if this broker leads the partition, else (None, error code)."""
         leader = self.cluster.leader(topic, partition)
         if leader is None:
-            return None, 3          # UNKNOWN_TOPIC_OR_PARTITION
+            return None, UnknownTopicOrPartitionError.errno
         if leader != self.node_id:
-            return None, 6          # NOT_LEADER_FOR_PARTITION
+            return None, NotLeaderForPartitionError.errno
         log_ = self.log_manager.get_log(topic, partition)
-        return (log_, 0) if log_ is not None else (None, 3)
+        return (log_, 0) if log_ is not None else (None, UnknownTopicOrPartitionError.errno)
 
     def topic_config(self, topic: str) -> LogConfig:
         """The effective log config of a topic on this broker."""
@@ -314,22 +248,21 @@ class MiniBroker:
 
     # ------------------------------------------------------------------ requests
     def dispatch(self, request: Request) -> Any:
-        """Answer one request: armed faults first, then the API's handler."""
-        key = request.header.api_key
-        handler = HANDLERS.get(key)
-        if handler is None:
-            raise DropConnection(f"no handler for api key {key}")
-        fault = self.faults.take(key)
+        """Answer one request: armed faults first, then the API's registered handler."""
+        registration = HANDLERS.get(request.api) if request.api is not None else None
+        if registration is None:
+            raise DropConnection(f"no handler for api key {request.header.api_key}")
+        fault = self.faults.take(request.header.api_key)
         if fault is not None:
-            return self._apply_fault(fault, request, handler)
-        return handler(self, request)
+            return self._apply_fault(fault, request, registration.handle)
+        return registration.handle(self, request)
 
     def _apply_fault(self, fault: Fault, request: Request, handler: Callable) -> Any:
         """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
         if fault.kind == "drop":
             raise DropConnection("fault injection")
         if fault.kind == "error":
-            if request.header.api_key == 3:
+            if request.api is METADATA:
                 return stamp_metadata_error(_resolve(handler(self, request)), fault.error)
             return error_body(request, fault.error)
         future: Future = Future()
@@ -347,15 +280,36 @@ class MiniBroker:
 def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
     """Address to serve on: explicit arguments, else listeners / host.name / port settings."""
     if "listeners" in cfg.explicit and not port:
-        first = cfg["listeners"].split(",")[0]
-        address = first.split("://", 1)[-1]
-        name, _, number = address.rpartition(":")
-        return (name or host), int(number)
+        _, name, number = _listener_entry(cfg["listeners"])
+        return (name or host), number
     if "host.name" in cfg.explicit and host == "127.0.0.1":
         host = cfg["host.name"]
     if not port and "port" in cfg.explicit:
         port = int(cfg["port"])
     return host, port
+
+
+def _listener_entry(value: str, name: str | None = None) -> tuple[str, str, int]:
+    """(name, host, port) of the ``NAME://host:port`` entry called ``name`` (default: first)."""
+    entries = []
+    for item in value.split(","):
+        listener, _, address = item.strip().rpartition("://")
+        host, _, port = address.rpartition(":")
+        entries.append((listener.upper() or "PLAINTEXT", host.strip("[]"), int(port or 0)))
+    return next((e for e in entries if e[0] == name), entries[0])
+
+
+def _advertised(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
+    """The advertised address as Kafka picks it: ``advertised.listeners`` (the entry of the
+    serving listener's name), else ``advertised.host.name`` / ``advertised.port``, else the
+    bound address; an empty host or a port of 0 means the bound one."""
+    if "advertised.listeners" in cfg.explicit:
+        name = _listener_entry(cfg["listeners"])[0] if "listeners" in cfg.explicit else None
+        _, adv_host, adv_port = _listener_entry(cfg["advertised.listeners"], name)
+    else:
+        adv_host = cfg.get("advertised.host.name") or ""
+        adv_port = cfg.get_int("advertised.port") or 0
+    return adv_host or host, adv_port or port
 
 
 def _resolve(result: Any) -> Any:

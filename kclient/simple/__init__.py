@@ -9,10 +9,13 @@
             mo.offset, mo.next_offset, mo.message.key, mo.message.value
         c.multifetch([FetchRequest("events", 0, 0), FetchRequest("events", 1, 0)])
         c.get_offsets_before("events", 0, OffsetRequest.LATEST_TIME, max_num_offsets=1)
+        cols = c.fetch_columns(FetchRequest("events", 0, offset=0), end_offset=1000)
+        cols.offsets, cols.values, cols.keys, cols.timestamps, cols.next_offset
 
 :class:`~kclient.simple.fetcher.Fetcher` is the reusable fetch path under it (partitions at
 offsets from one connection -> decoded messages, per-partition errors, high watermarks).
 """
+from .columns import MessageColumns, message_columns
 from .consumer import (
                        FetchRequest,
                        MultiFetchResponse,
@@ -28,4 +31,5 @@ __all__ = [
     "SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse", "OffsetAndMetadata",
     "Fetcher", "PartitionFetch", "PendingFetch", "DEFAULT_MAX_BUFFER_SIZE",
     "ByteBufferMessageSet", "MessageSet", "Message", "MessageAndOffset", "BatchInfo",
+    "MessageColumns", "message_columns",
 ]

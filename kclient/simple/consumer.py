@@ -37,6 +37,7 @@ from kclient.protocol.apis import (
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
+from .columns import MessageColumns, message_columns
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from .message_set import ByteBufferMessageSet
 from .messages import MessageAndOffset
@@ -205,6 +206,17 @@ class SimpleConsumer:
         if ms.error is not None and not ms.entries:
             raise ms.error
         return ms
+
+    def fetch_columns(self, request: FetchRequest, end_offset: int | None = None
+                      ) -> MessageColumns:
+        """Fetch one partition and decode it into columns (no object per message).
+
+        The messages from ``request.offset`` below ``end_offset`` (default: all that arrived) as
+        :class:`~kclient.simple.columns.MessageColumns`: lists of offsets, timestamps,
+        timestamp types, keys, values and headers, plus ``next_offset`` and the high watermark.
+        Raises like :meth:`fetch`.
+        """
+        return message_columns(self.multifetch([request])[0], end_offset)
 
     def multifetch(self, requests: Sequence[FetchRequest]) -> MultiFetchResponse:
         """Fetch several partitions in one round trip; message sets in request order.

@@ -28,14 +28,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kclient.connection import BrokerConnection
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
-from kclient.protocol.errors import KafkaError, MessageSizeTooLargeError, error_for_code
+from kclient.protocol.errors import (
+    BrokerResponseError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    error_for_code,
+)
 
 from .message_set import ByteBufferMessageSet, error_set
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import FetchResponse, FetchResponsePartition
 
 __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
 
@@ -121,17 +129,18 @@ class Fetcher:
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
-        resp = self.conn.receive(pending.corr)
-        by_partition = {}
+        resp: FetchResponse = self.conn.receive(pending.corr)
+        by_partition: dict[tuple[str, int], FetchResponsePartition] = {}
         for t in resp.responses:
             for p in t.partitions:
                 by_partition[(t.topic, p.partition_index)] = p
-        out = []
+        out: list[ByteBufferMessageSet] = []
         top_error = resp.get("error_code", 0)
+        err: BrokerResponseError | None
         for r in pending.requests:
-            p = by_partition.get((r.topic, r.partition))
+            part = by_partition.get((r.topic, r.partition))
             where = f"{r.topic}-{r.partition} at offset {r.offset}"
-            if p is None:
+            if part is None:
                 # left out of the answer: a request-level error, or (some brokers, e.g. tansu
                 # with max_wait_ms=0) simply nothing to return yet
                 err = error_for_code(top_error)(where) if top_error else None
@@ -139,13 +148,13 @@ class Fetcher:
                                                 partition=r.partition, error=err))
                 continue
             err = None
-            if p.error_code:
-                err = error_for_code(p.error_code)(where)
+            if part.error_code:
+                err = error_for_code(part.error_code)(where)
                 err.topic, err.partition, err.offset = r.topic, r.partition, r.offset
             out.append(ByteBufferMessageSet(
-                p.records or b"", r.offset, topic=r.topic, partition=r.partition,
-                high_watermark=p.high_watermark, last_stable_offset=p.last_stable_offset,
-                log_start_offset=p.log_start_offset, error=err,
+                part.records or b"", r.offset, topic=r.topic, partition=r.partition,
+                high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
+                log_start_offset=part.log_start_offset, error=err,
                 validate_crc=self.validate_crc, max_decompressed=self.max_decompressed))
         return out
 

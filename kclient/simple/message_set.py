@@ -26,6 +26,7 @@ from kclient.protocol.records.reader import (
 )
 from kclient.protocol.varint import Buffer
 
+from .columns import MessageColumns, message_columns
 from .messages import MessageAndOffset, messages_from_columns
 
 __all__ = ["ByteBufferMessageSet", "MessageSet"]
@@ -116,6 +117,10 @@ class ByteBufferMessageSet:
                               context=self.context)
 
     iterator = __iter__
+
+    def columns(self, end_offset: int | None = None) -> MessageColumns:
+        """The messages as columns (see :func:`~kclient.simple.columns.message_columns`)."""
+        return message_columns(self, end_offset)
 
     def messages(self) -> list[MessageAndOffset]:
         """All messages as a list (raises like iteration does)."""

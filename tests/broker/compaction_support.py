@@ -159,12 +159,14 @@ def read_simple(bootstrap: str) -> list[tuple]:
         return [(m.offset, m.key, m.value) for m in consumer.iter_messages(TOPIC, 0, 0)]
 
 
-def read_confluent(bootstrap: str) -> tuple[list[tuple], int, int]:
-    """Records from offset 0 to the end, and the low / high watermarks."""
+def read_confluent(bootstrap: str, topic: str = TOPIC, group: str = "compaction-check"
+                   ) -> tuple[list[tuple], int, int]:
+    """confluent-kafka's (offset, key, value) of partition 0 from offset 0 to the end, and
+    its low / high watermarks."""
     consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "compaction-check",
+        "bootstrap.servers": bootstrap, "group.id": group,
         "enable.partition.eof": True, "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
     got, deadline = [], time.monotonic() + 60
     while time.monotonic() < deadline:
         msg = consumer.poll(0.5)
@@ -174,6 +176,6 @@ def read_confluent(bootstrap: str) -> tuple[list[tuple], int, int]:
             assert msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF, msg.error()
             break
         got.append((msg.offset(), msg.key(), msg.value()))
-    low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(TOPIC, 0), 10)
+    low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, 0), 10)
     consumer.close()
     return got, low, high

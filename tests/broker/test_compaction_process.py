@@ -140,3 +140,25 @@ def _assert_nothing_lost(written: list[tuple], got: list[tuple], active: int) ->
     assert len(below) == len(set(below)), "one record per key in the cleaned segments"
     assert [g for g in got if g[0] >= active] == [w for w in written if w[0] >= active]
     assert set(got) <= set(written), "nothing invented"
+
+
+def test_repeated_kills_during_cleaning_then_a_clean_finish(tmp_path):
+    """Three kill -9s in a row, each in the middle of a throttled cleaning that starts from
+    whatever the previous recovery left; then an unthrottled run finishes the job."""
+    broker = BrokerProcess(tmp_path / "logs", dict(BROKER_CONFIG))
+    try:
+        broker.start(extra={"log.cleaner.enable": "false"})
+        create_topic(broker.bootstrap)
+        written = produce(broker.bootstrap, workload(seed=99))
+        broker.stop()
+        rng = random.Random(3)
+        for _ in range(3):
+            broker.start(extra={"log.cleaner.io.max.bytes.per.second": "20000"})
+            _kill_while_rewriting(broker, rng.uniform(0.0, 0.5))
+        broker.start(extra={"log.cleaner.io.max.bytes.per.second": UNTHROTTLED})
+        wait_cleaned(broker)
+        got = read_simple(broker.bootstrap)
+        _assert_nothing_lost(written, got, active_base(broker.partition_dir))
+        assert read_confluent(broker.bootstrap)[0] == got
+    finally:
+        broker.kill9()

@@ -146,3 +146,65 @@ def test_failed_cleaning_marks_the_log_uncleanable(tmp_path, monkeypatch):
     assert [(s.base_offset, s.size) for s in log.segments] == before
     assert not list(log.directory.glob("*.cleaned"))
     log.close()
+
+
+def test_reads_and_appends_during_cleaning_stay_consistent(tmp_path):
+    """A writer appends, the cleaner thread cleans, a reader reads from the start over and over:
+    every read shows increasing offsets, records that were written, and each key's latest
+    record below the point the read started at."""
+    import threading
+
+    from kclient.broker.log import FileRegion
+    from kclient.protocol.records import RecordsReader
+
+    log = Log(tmp_path / "c-0", LogConfig(segment_bytes=2048, cleanup_policy=("compact",),
+                                          min_cleanable_dirty_ratio=0.0))
+    cleaner = LogCleaner(lambda: [log], tmp_path, {"log.cleaner.backoff.ms": "1"})
+    written: dict[int, tuple] = {}
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def write():
+        i = 0
+        while not stop.is_set() and i < 4000:
+            key, value = b"k%d" % (i % 37), b"v%d" % i
+            written[i] = (key, value)                  # one writer: record i gets offset i
+            assert log.append(build_batch([value], [key]), magic=2).first_offset == i
+            i += 1
+
+    def read():
+        while not stop.is_set():
+            end = log.log_end_offset
+            latest = {}
+            for o in range(end):
+                if o in written:
+                    latest[written[o][0]] = o
+            got, offset = [], 0
+            while offset < end:
+                region = log.read(offset, 1 << 16)
+                data = region.read() if isinstance(region, FileRegion) else region
+                batches = list(RecordsReader(data).batches())
+                if not batches:
+                    break
+                got += [(r.offset, r.key, r.value) for b in batches for r in b.records]
+                offset = batches[-1].last_offset + 1
+            offsets = [g[0] for g in got]
+            if offsets != sorted(set(offsets)):
+                failures.append("offsets out of order")
+            if any(written.get(o) != (k, v) for o, k, v in got):
+                failures.append("a record that was never written")
+            seen = {k: o for o, k, _ in got if o < end}
+            if any(seen.get(k) != o for k, o in latest.items()):
+                failures.append("a key's latest record is missing")
+
+    cleaner.start()
+    threads = [threading.Thread(target=write), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    threads[0].join(60)
+    stop.set()
+    threads[1].join(60)
+    cleaner.close()
+    assert not failures, failures[:3]
+    assert cleaner.rounds > 0 and log.size < 4000 * 60
+    log.close()

@@ -244,3 +244,20 @@ def test_groups_respect_segment_bytes(tmp_path):
     groups = group_segments(list(log.segments[:-1]), 1500, log.segments[-1].base_offset)
     assert all(sum(s.size for s in g) <= 1500 or len(g) == 1 for g in groups)
     assert [s for g in groups for s in g] == list(log.segments[:-1])
+
+
+def test_a_full_offset_map_ends_the_round_early(tmp_path):
+    log = _log(tmp_path)
+    written = _fill(log, 2, NONE, n=300, keys=50)
+    target = cleanable(log, 0, NOW)
+    end = clean_log(target, NOW, map_slots=30)
+    assert 0 < end < target.first_uncleanable, "the round stops where the map filled up"
+    got = _read_all(log)
+    assert {o for o, _, _ in got} >= {o for o, _, _ in written if o >= end}
+    while end < target.first_uncleanable:                 # later rounds finish the job
+        end = clean_log(cleanable(log, end, NOW), NOW, map_slots=30)
+    active = log.segments[-1].base_offset
+    assert [g for g in _read_all(log) if g[0] < active] == \
+        sorted((o, k, v) for k, (o, v) in _latest(written, active).items())
+    with pytest.raises(ValueError, match="dedupe.buffer.size"):
+        clean_log(cleanable(log, 0, NOW), NOW, map_slots=0)

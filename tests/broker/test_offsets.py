@@ -144,7 +144,7 @@ def test_fsync_setting(tmp_path):
     assert OffsetManager(tmp_path).fsync is True
     assert OffsetManager(tmp_path, {"offsets.commit.required.acks": -1}).fsync is True
     assert OffsetManager(tmp_path, {"offsets.commit.required.acks": "1"}).fsync is False
-    assert OffsetManager(tmp_path).log_config.flush_interval_messages == 1
+    assert OffsetManager(tmp_path).store.config.flush_interval_messages == 1
 
 
 def test_no_cleaning_when_cleaner_disabled(tmp_path):

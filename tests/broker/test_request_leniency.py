@@ -73,6 +73,12 @@ SAMPLES = {
         {"name": "t", "num_partitions": 1, "replication_factor": 1}]},
     "DeleteTopics": lambda v, g, n: {"timeout_ms": 5000,
                                      "topic_names": [f"doomed-{n}", "missing"]},
+    "DescribeConfigs": lambda v, g, n: {"resources": [
+        {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+        {"resource_type": 4, "resource_name": "0", "configuration_keys": ["log.retention.ms"]}]},
+    "DescribeGroups": lambda v, g, n: {"groups": ["committed", "joingroup-0", "missing"]},
+    "ListGroups": lambda v, g, n: {},
+    "InitProducerId": lambda v, g, n: {"transaction_timeout_ms": 60000},
 }
 
 

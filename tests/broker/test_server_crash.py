@@ -14,6 +14,8 @@ import pytest
 from kclient.protocol.records import build_batch, scan_entries, scan_log
 from kclient.testing import free_port, wait_for_port
 
+from .compaction_support import read_confluent
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,23 +109,10 @@ def _damage(segment: Path, how: str, max_acked: int) -> None:
             f.write(os.urandom(4096))
 
 
-def _consume_all(bootstrap: str) -> list:
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "crash-check",
-        "enable.partition.eof": True, "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
-    got, deadline = [], time.monotonic() + 60
-    while time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            assert msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF, msg.error()
-            break
-        got.append((msg.offset(), msg.value()))
-    low, high = consumer.get_watermark_offsets(confluent_kafka.TopicPartition(TOPIC, 0), 10)
-    consumer.close()
-    return got, low, high
+def _consume_all(bootstrap: str) -> tuple[list, int, int]:
+    """(offset, value) of every record from 0, and the low / high watermarks."""
+    got, low, high = read_confluent(bootstrap, TOPIC, "crash-check")
+    return [(offset, value) for offset, _, value in got], low, high
 
 
 @pytest.mark.parametrize("how", ["garbage", "torn", "both"])

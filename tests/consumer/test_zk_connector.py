@@ -349,18 +349,22 @@ def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, un
     assert [m.message for m in drain(sb, 1)] == [b"only-new"]
 
 
-def test_rebalance_listener_hears_before_release(zookeeper, zk_cluster, zk, unique, connectors):
+@pytest.mark.parametrize("form", ["listener object", "plain callable"])
+def test_rebalance_listener_hears_before_release(form, zookeeper, zk_cluster, zk, unique,
+                                                 connectors):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a"}))
     heard = []
 
+    def hear(ownership):
+        heard.append((ownership, sorted(owners(zk, g))))   # still owned while we are told
+
     class Listener:
         def before_releasing_partitions(self, ownership):
-            # still owned while we are told
-            heard.append((ownership, sorted(owners(zk, g))))
+            hear(ownership)
 
-    a.set_consumer_rebalance_listener(Listener())
+    a.set_consumer_rebalance_listener(Listener() if form == "listener object" else hear)
     a.create_message_streams({t: 1})
     assert heard == []                                  # nothing owned before the first one
     b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))

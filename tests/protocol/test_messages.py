@@ -35,7 +35,9 @@ def test_every_api_is_declared_with_its_typed_views():
             declared[id(getattr(module, var))] = annotation
     for api in ALL_APIS:
         req, resp = class_names(api)
-        assert declared.get(id(api)) == f"Api[{req}, {resp}]", api.name
+        assert declared.get(id(api)) == f"Api[{req}, {resp}]", (
+            f"declare {api.name} as `NAME: Api[{req}, {resp}] = Api(...)` (importing the views "
+            "from ..messages under TYPE_CHECKING) and run python -m kclient.protocol.codegen")
         assert {req, resp} <= set(messages.__all__)
 
 

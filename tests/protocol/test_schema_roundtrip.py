@@ -90,7 +90,7 @@ def _codec_and_coders(api, version, side):
 
 @pytest.mark.parametrize("api,version,side", CASES,
                          ids=[f"{a.name}-v{v}-{s}" for a, v, s in CASES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), suffix=st.binary(min_size=1, max_size=40))
 def test_any_suffix_decodes_as_the_message_alone(api, version, side, data, suffix):
     codec, encode, decode = _codec_and_coders(api, version, side)

@@ -1,14 +1,15 @@
 """ApiVersions (key 18): the APIs this broker serves and their version ranges."""
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import API_VERSIONS
 from kclient.protocol.framing import Request
 
+from ..interface import Broker
 from ..network import api_versions_body
+from .registry import handles, served_versions
 
 
-def handle(broker: Any, request: Request) -> dict:
-    """List every API that has a handler, with the protocol package's version range."""
-    from . import HANDLERS
-    return api_versions_body(keys=set(HANDLERS))
+@handles(API_VERSIONS, "0-3")
+def handle(broker: Broker, request: Request) -> dict:
+    """Every registered handler's API with the versions it declared it serves."""
+    return api_versions_body(served_versions())

@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kclient.protocol.apis import CREATE_TOPICS
 from kclient.protocol.errors import BrokerResponseError, InvalidRequestError
 from kclient.protocol.framing import Request
 
+from ..interface import Broker
+from .registry import handles
 
-def _create(broker: Any, topic: Any, validate_only: bool) -> dict:
+
+def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
     """Create one topic; returns its response entry."""
     partitions = topic.num_partitions
     if partitions == -1 and not topic.assignments:
@@ -30,7 +34,8 @@ def _create(broker: Any, topic: Any, validate_only: bool) -> dict:
             "num_partitions": len(leaders), "replication_factor": 1, "configs": []}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(CREATE_TOPICS, "0-5")
+def handle(broker: Broker, request: Request) -> dict:
     """Create every topic of the request (or only validate, v1+)."""
     body = request.body
     counts = Counter(t.name for t in body.topics)

@@ -1,13 +1,15 @@
 """DeleteTopics (key 20): delete topics by name, with a per-topic error code."""
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import DELETE_TOPICS
 from kclient.protocol.errors import BrokerResponseError, TopicDeletionDisabledError
 from kclient.protocol.framing import Request
 
+from ..interface import Broker
+from .registry import handles
 
-def _delete(broker: Any, name: str) -> dict:
+
+def _delete(broker: Broker, name: str) -> dict:
     """Delete one topic; returns its response entry."""
     if not broker.config.get_bool("delete.topic.enable"):
         return {"name": name, "error_code": TopicDeletionDisabledError.errno,
@@ -19,7 +21,8 @@ def _delete(broker: Any, name: str) -> dict:
     return {"name": name, "error_code": 0, "error_message": None}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(DELETE_TOPICS, "0-5")
+def handle(broker: Broker, request: Request) -> dict:
     """Delete every named topic."""
     return {"throttle_time_ms": 0,
             "responses": [_delete(broker, name) for name in request.body.topic_names]}

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.apis import DESCRIBE_CONFIGS
 from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, TOPIC_RESOURCE
 from kclient.protocol.error_codes import InvalidRequestError, UnknownTopicOrPartitionError
 from kclient.protocol.framing import Request
 
 from ..config import KINDS
+from ..interface import Broker
 from ..log.config import INT64_MAX, LogConfig
+from .registry import handles
 
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
@@ -62,7 +65,7 @@ def _entry(name: str, value: str | None, source: int, kind: int, read_only: bool
             "documentation": None}
 
 
-def _topic_entry(broker: Any, name: str, overrides: dict[str, str], effective: LogConfig,
+def _topic_entry(broker: Broker, name: str, overrides: dict[str, str], effective: LogConfig,
                  synonyms: bool) -> dict:
     """One topic-level setting with where its value came from."""
     attr, broker_keys, kind = TOPIC_CONFIGS[name]
@@ -78,7 +81,7 @@ def _topic_entry(broker: Any, name: str, overrides: dict[str, str], effective: L
     return _entry(name, value, source, kind, False, chain if synonyms else [])
 
 
-def _topic(broker: Any, topic: str, keys: list[str] | None, synonyms: bool) -> dict:
+def _topic(broker: Broker, topic: str, keys: list[str] | None, synonyms: bool) -> dict:
     if broker.cluster.partitions(topic) is None:
         return {"error_code": UnknownTopicOrPartitionError.errno,
                 "error_message": f"Topic {topic} does not exist.", "configs": []}
@@ -90,7 +93,7 @@ def _topic(broker: Any, topic: str, keys: list[str] | None, synonyms: bool) -> d
             "configs": [_topic_entry(broker, n, overrides, effective, synonyms) for n in names]}
 
 
-def _broker(broker: Any, name: str, keys: list[str] | None, synonyms: bool) -> dict:
+def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> dict:
     if name != "" and name != str(broker.node_id):
         return {"error_code": InvalidRequestError.errno,
                 "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
@@ -108,7 +111,8 @@ def _broker(broker: Any, name: str, keys: list[str] | None, synonyms: bool) -> d
     return {"error_code": 0, "error_message": None, "configs": configs}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(DESCRIBE_CONFIGS, "0-4")
+def handle(broker: Broker, request: Request) -> dict:
     """Describe each requested resource; other resource types get INVALID_REQUEST."""
     body: Any = request.body
     synonyms = bool(getattr(body, "include_synonyms", False))

@@ -5,12 +5,13 @@ unknown group is described as Dead; from v6 it also carries GROUP_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import DESCRIBE_GROUPS
 from kclient.protocol.error_codes import GroupIdNotFoundError
 from kclient.protocol.framing import Request
 
-from ..group import DEAD, NOT_COORDINATOR, is_local_coordinator
+from ..group import DEAD, NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
+from .registry import handles
 
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
 
@@ -21,7 +22,7 @@ def _unknown(group_id: str, code: int, message: str | None) -> dict:
             "group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
 
 
-def _describe(broker: Any, group_id: str, version: int) -> dict:
+def _describe(broker: Broker, group_id: str, version: int) -> dict:
     """One group's entry."""
     if not is_local_coordinator(broker, group_id):
         return _unknown(group_id, NOT_COORDINATOR, None)
@@ -33,7 +34,8 @@ def _describe(broker: Any, group_id: str, version: int) -> dict:
     return dict(summary, error_code=0, error_message=None)
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(DESCRIBE_GROUPS, "0-6")
+def handle(broker: Broker, request: Request) -> dict:
     """Describe every requested group."""
     version, body = request.header.api_version, request.body
     assert body is not None

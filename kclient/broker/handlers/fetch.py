@@ -14,9 +14,13 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from kclient.protocol.apis import FETCH
 from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records
+
+from ..interface import Broker
+from .registry import handles
 
 OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
 UNSUPPORTED_COMPRESSION_TYPE = 76
@@ -87,12 +91,12 @@ def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
     return converted[pos:]
 
 
-def _read_partition(broker: Any, topic: str, req: Any, version: int, limit: int,
+def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: int,
                     whole_first: bool) -> dict:
     """One partition's response entry."""
     index = req.partition
     log_, code = broker.partition_log(topic, index)
-    if code:
+    if log_ is None:
         return _partition_entry(index, code, aborted=[])
     hw, start = log_.log_end_offset, log_.log_start_offset
     try:
@@ -109,7 +113,7 @@ def _read_partition(broker: Any, topic: str, req: Any, version: int, limit: int,
     return _partition_entry(index, 0, hw, start, data if data is not None else b"")
 
 
-def read_all(broker: Any, body: Any, version: int) -> tuple[dict, int, bool]:
+def read_all(broker: Broker, body: Any, version: int) -> tuple[dict, int, bool]:
     """Read every requested partition: (response body, bytes read, any partition error)."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
     total, failed, responses = 0, False, []
@@ -130,7 +134,7 @@ def read_all(broker: Any, body: Any, version: int) -> tuple[dict, int, bool]:
 class DelayedFetch:
     """A fetch parked until appends bring ``min_bytes`` or ``max_wait_ms`` runs out."""
 
-    def __init__(self, broker: Any, body: Any, version: int, have: int):
+    def __init__(self, broker: Broker, body: Any, version: int, have: int):
         self.broker, self.body, self.version = broker, body, version
         self.future: Future = Future()
         self._lock = threading.Lock()
@@ -163,7 +167,7 @@ class DelayedFetch:
         """Catch appends that landed between the first read and the watch registration."""
         for key, end in seen.items():
             log_, code = self.broker.partition_log(*key)
-            if not code and log_.log_end_offset != end:
+            if log_ is not None and log_.log_end_offset != end:
                 self._on_append(self.body.min_bytes)
                 return
 
@@ -183,7 +187,8 @@ def _high_watermarks(body: dict) -> dict:
             for t in body["responses"] for p in t["partitions"]}
 
 
-def handle(broker: Any, request: Request) -> Any:
+@handles(FETCH, "0-12")
+def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
     body, version = request.body, request.header.api_version
     response, total, failed = read_all(broker, body, version)

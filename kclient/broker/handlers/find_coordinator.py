@@ -1,10 +1,12 @@
 """FindCoordinator (key 10) v0-v3: tell a client which broker coordinates its group."""
 from __future__ import annotations
 
-from typing import Any
-
 from kclient.protocol import errors as E
+from kclient.protocol.apis import FIND_COORDINATOR
 from kclient.protocol.framing import Request
+
+from ..interface import Broker
+from .registry import handles
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -15,7 +17,8 @@ def _error(code: int, message: str) -> dict:
             "node_id": -1, "host": "", "port": -1}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(FIND_COORDINATOR, "0-3")
+def handle(broker: Broker, request: Request) -> dict:
     """Answer with the coordinator of a group; transactions are not supported."""
     body = request.body
     key_type = getattr(body, "key_type", GROUP_KEY)
@@ -24,10 +27,6 @@ def handle(broker: Any, request: Request) -> dict:
                       "transactions are not supported by this broker")
     if key_type != GROUP_KEY:
         return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
-    finder = getattr(broker, "coordinator_for", None)
-    if finder is not None:
-        node_id, host, port = finder(body.key)
-    else:
-        node_id, host, port = broker.node_id, broker.host, broker.port
+    node_id, host, port = broker.coordinator_for(body.key)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "node_id": node_id, "host": host, "port": port}

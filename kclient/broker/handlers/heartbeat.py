@@ -1,14 +1,16 @@
 """Heartbeat (key 12) v0-v4: keep a member alive; errors tell it to rejoin."""
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import HEARTBEAT
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
+from .registry import handles
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(HEARTBEAT, "0-4")
+def handle(broker: Broker, request: Request) -> dict:
     """Refresh the member's session; REBALANCE_IN_PROGRESS asks it to rejoin."""
     body = request.body
     if not is_local_coordinator(broker, body.group_id):

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.apis import INIT_PRODUCER_ID
 from kclient.protocol.error_codes import CoordinatorNotAvailableError
 from kclient.protocol.framing import Request
 
+from ..interface import Broker
+from .registry import handles
 
-def handle(broker: Any, request: Request) -> dict:
+
+@handles(INIT_PRODUCER_ID, "0-6")
+def handle(broker: Broker, request: Request) -> dict:
     """Allocate a producer id (epoch 0), or refuse a transactional producer."""
     body: Any = request.body
     if body.transactional_id is not None:

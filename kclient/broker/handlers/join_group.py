@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.apis import JOIN_GROUP
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import NOT_COORDINATOR, JoinRequest, is_local_coordinator, join_error
+from ..group import NOT_COORDINATOR, JoinRequest, join_error
+from ..interface import Broker, is_local_coordinator
+from .registry import handles
 
 
 def _for_version(version: int):
@@ -19,7 +22,8 @@ def _for_version(version: int):
     return adapt
 
 
-def handle(broker: Any, request: Request) -> Any:
+@handles(JOIN_GROUP, "0-7")
+def handle(broker: Broker, request: Request) -> Any:
     """Join the group on the coordinator; returns a Future while the rebalance is under way."""
     body, version = request.body, request.header.api_version
     adapt = _for_version(version)

@@ -1,14 +1,16 @@
 """LeaveGroup (key 13) v0-v4: members leave (one in v0-v2, a batch from v3), a rebalance follows."""
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import LEAVE_GROUP
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
+from .registry import handles
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(LEAVE_GROUP, "0-4")
+def handle(broker: Broker, request: Request) -> dict:
     """Remove the members; v3+ reports an error per member."""
     body, version = request.body, request.header.api_version
     if version >= 3:

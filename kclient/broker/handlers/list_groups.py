@@ -4,14 +4,17 @@ Every group here is a classic group; the filters match case-insensitively, as Ka
 """
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import LIST_GROUPS
 from kclient.protocol.framing import Request
+
+from ..interface import Broker
+from .registry import handles
 
 CLASSIC = "classic"
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(LIST_GROUPS, "0-5")
+def handle(broker: Broker, request: Request) -> dict:
     """List the coordinator's groups that pass the state and type filters."""
     body = request.body
     states = {s.lower() for s in getattr(body, "states_filter", None) or ()}

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.apis import LIST_OFFSETS
 from kclient.protocol.framing import Request
+
+from ..interface import Broker
+from .registry import handles
 
 LATEST, EARLIEST = -1, -2
 
@@ -30,10 +34,10 @@ def _v1(log_: Any, req: Any) -> dict:
             "offset": offset, "leader_epoch": -1}
 
 
-def _partition(broker: Any, topic: str, req: Any, version: int) -> dict:
+def _partition(broker: Broker, topic: str, req: Any, version: int) -> dict:
     """One partition's answer (or its error)."""
     log_, code = broker.partition_log(topic, req.partition_index)
-    if code:
+    if log_ is None:
         return {"partition_index": req.partition_index, "error_code": code,
                 "old_style_offsets": [], "timestamp": -1, "offset": -1}
     entry = _v0(log_, req) if version == 0 else _v1(log_, req)
@@ -42,7 +46,8 @@ def _partition(broker: Any, topic: str, req: Any, version: int) -> dict:
     return entry
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(LIST_OFFSETS, "0-5")
+def handle(broker: Broker, request: Request) -> dict:
     """Look up offsets for every requested partition."""
     version = request.header.api_version
     topics = [{"name": t.name,

@@ -6,19 +6,20 @@ request does).
 """
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import METADATA
 from kclient.protocol.errors import InvalidTopicError
 from kclient.protocol.framing import Request
 
 from ..cluster import validate_topic_name
+from ..interface import Broker
+from .registry import handles
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 LEADER_NOT_AVAILABLE = 5
 INVALID_TOPIC = InvalidTopicError.errno
 
 
-def _requested(broker: Any, request: Request) -> list[str]:
+def _requested(broker: Broker, request: Request) -> list[str]:
     """Names of the topics asked for (all topics for v0's empty list or v1+'s null)."""
     topics = request.body.topics
     if topics is None or (request.header.api_version == 0 and not topics):
@@ -26,7 +27,7 @@ def _requested(broker: Any, request: Request) -> list[str]:
     return [t.name for t in topics]
 
 
-def _partition(broker: Any, topic: str, index: int, assigned: int) -> dict:
+def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict:
     """One partition's entry: leader, replicas, ISR (no replication: just the leader)."""
     leader = broker.cluster.leader(topic, index)
     epoch = broker.cluster.leader_epoch(topic, index)
@@ -40,7 +41,7 @@ def _partition(broker: Any, topic: str, index: int, assigned: int) -> dict:
             "offline_replicas": []}
 
 
-def _topic(broker: Any, name: str, auto_create: bool) -> dict:
+def _topic(broker: Broker, name: str, auto_create: bool) -> dict:
     """One topic's entry, auto-creating it if allowed."""
     try:
         validate_topic_name(name)
@@ -56,12 +57,13 @@ def _topic(broker: Any, name: str, auto_create: bool) -> dict:
     return {"error_code": 0, "name": name, "is_internal": False, "partitions": parts}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(METADATA, "0-9")
+def handle(broker: Broker, request: Request) -> dict:
     """Describe the brokers and the requested topics."""
     auto = getattr(request.body, "allow_auto_topic_creation", True) \
         and broker.config.get_bool("auto.create.topics.enable")
-    brokers = [{"node_id": b.node_id, "host": b.host, "port": b.port,
-                "rack": b.config.get("broker.rack")} for b in broker.cluster.live_brokers()]
+    brokers = [{"node_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
+                "rack": b.rack} for b in broker.cluster.live_brokers()]
     topics = [_topic(broker, name, auto) for name in _requested(broker, request)]
     return {"throttle_time_ms": 0, "brokers": brokers,
             "cluster_id": broker.config.get("cluster.id"),

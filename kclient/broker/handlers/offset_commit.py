@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kclient.protocol import errors as E
+from kclient.protocol.apis import OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
+from .registry import handles
 
 UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
 OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
 
 
-def _partition_checker(broker: Any) -> Callable[[str, int], bool]:
+def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
     """Whether a partition exists: cluster-wide when the broker has a cluster view (the
     coordinator stores offsets for partitions other brokers lead), else its own logs."""
     cluster = getattr(broker, "cluster", None)
@@ -33,7 +35,7 @@ def _partition_checker(broker: Any) -> Callable[[str, int], bool]:
     return lambda topic, partition: partition in known.get(topic, ())
 
 
-def _entries(broker: Any, request: Request
+def _entries(broker: Broker, request: Request
              ) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
     """Split the request into storable entries and per-partition errors."""
     body, version = request.body, request.header.api_version
@@ -76,7 +78,8 @@ def _response(request: Request, errors: dict[TopicPartition, int],
             "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(OFFSET_COMMIT, "0-8")
+def handle(broker: Broker, request: Request) -> dict:
     """Validate and store the offsets; every partition gets its own error code."""
     body, version = request.body, request.header.api_version
     entries, errors = _entries(broker, request)

@@ -5,12 +5,13 @@ commit answer offset -1 with no error, as Kafka does.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from kclient.protocol.apis import OFFSET_FETCH
 from kclient.protocol.framing import Request
 
-from ..group import NOT_COORDINATOR, is_local_coordinator
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
+from .registry import handles
 
 
 def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
@@ -38,7 +39,8 @@ def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict:
             "error_code": error}
 
 
-def handle(broker: Any, request: Request) -> dict:
+@handles(OFFSET_FETCH, "0-7")
+def handle(broker: Broker, request: Request) -> dict:
     """Look the group's offsets up; NOT_COORDINATOR is top-level from v2, per partition before."""
     body, version = request.body, request.header.api_version
     if not is_local_coordinator(broker, body.group_id):

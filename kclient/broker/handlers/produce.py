@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from kclient.broker.log.compact import keyless_records
+from kclient.protocol.apis import PRODUCE
 from kclient.protocol.errors import (
     BrokerResponseError,
     CorruptRecordError,
@@ -21,6 +22,9 @@ from kclient.protocol.errors import (
 )
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records, validate_records
+
+from ..interface import Broker
+from .registry import handles
 
 log = logging.getLogger("kclient.broker.produce")
 
@@ -91,10 +95,10 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
     return records, magic, infos
 
 
-def _append(broker: Any, topic: str, index: int, records: Any) -> dict:
+def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
-    if code:
+    if log_ is None:
         return _result(index, code)
     try:
         data, magic, entries = _prepare(records, log_.config)
@@ -116,7 +120,7 @@ def _append(broker: Any, topic: str, index: int, records: Any) -> dict:
     return _result(index, 0, info.first_offset, info.log_append_time, log_.log_start_offset)
 
 
-def _topic(broker: Any, topic: Any, acks_ok: bool) -> dict:
+def _topic(broker: Broker, topic: Any, acks_ok: bool) -> dict:
     """Append every partition of one topic; an unknown topic is not created."""
     name = topic.name
     code = 0 if acks_ok else INVALID_REQUIRED_ACKS
@@ -129,7 +133,8 @@ def _topic(broker: Any, topic: Any, acks_ok: bool) -> dict:
     return {"name": name, "partition_responses": parts}
 
 
-def handle(broker: Any, request: Request) -> dict | None:
+@handles(PRODUCE, "0-9")
+def handle(broker: Broker, request: Request) -> dict | None:
     """Append the records; acks=0 gets no response at all."""
     body = request.body
     acks_ok = body.acks in (0, 1, -1)

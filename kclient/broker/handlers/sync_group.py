@@ -3,15 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.apis import SYNC_GROUP
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import (
-    INCONSISTENT_GROUP_PROTOCOL,
-    NOT_COORDINATOR,
-    is_local_coordinator,
-    sync_result,
-)
+from ..group import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR, sync_result
+from ..interface import Broker, is_local_coordinator
+from .registry import handles
 
 
 def _with_throttle(body: dict) -> dict:
@@ -19,7 +17,8 @@ def _with_throttle(body: dict) -> dict:
     return dict(body, throttle_time_ms=0)
 
 
-def handle(broker: Any, request: Request) -> Any:
+@handles(SYNC_GROUP, "0-5")
+def handle(broker: Broker, request: Request) -> Any:
     """Sync with the coordinator; a Future while the leader's assignment is awaited."""
     body, version = request.body, request.header.api_version
     if version >= 5 and (body.protocol_type is None or body.protocol_name is None):

@@ -97,8 +97,8 @@ class Throttler:
 class LogCleaning:
     """One cleaning round of one log (see the module docstring)."""
 
-    def __init__(self, target: Cleanable, now: int, map_slots: int, throttle: Throttler,
-                 stop: threading.Event) -> None:
+    def __init__(self, target: Cleanable, now: int, map_slots: int,
+                 throttle: Callable[[int], None], stop: threading.Event) -> None:
         """``map_slots``: capacity of the offset map in keys."""
         self.target, self.log, self.now = target, target.log, now
         self.map = OffsetMap(map_slots)
@@ -114,7 +114,9 @@ class LogCleaning:
         target = self.target
         segments = self.log.segments
         legacy_horizon = self._legacy_horizon(segments)
-        self.build_map(segments)
+        if not self.build_map(segments):
+            raise ValueError(f"{self.log.directory.name}: the offset map holds {self.map.slots} "
+                             f"keys, too few for one entry; raise log.cleaner.dedupe.buffer.size")
         end = self.map.latest_offset + 1 if self.map.latest_offset >= 0 \
             else target.first_uncleanable
         filt = EntryFilter(self.map, self.now, self.log.config.delete_retention_ms,
@@ -132,8 +134,9 @@ class LogCleaning:
             return 0
         return clean[-1].last_modified_ms() - self.log.config.delete_retention_ms
 
-    def build_map(self, segments: Sequence[LogSegment]) -> None:
-        """Map the keys of ``[first dirty, first uncleanable)`` to their latest offsets."""
+    def build_map(self, segments: Sequence[LogSegment]) -> bool:
+        """Map the keys of ``[first dirty, first uncleanable)`` to their latest offsets, up to
+        where the map is full; False if not even the first entry fit."""
         start, stop = self.target.first_dirty, self.target.first_uncleanable
         for i, seg in enumerate(segments):
             if _end(segments, i) <= start or seg.base_offset >= stop:
@@ -146,11 +149,12 @@ class LogCleaning:
                 self.throttle(len(data))
                 keys = [(o, k) for o, k in entry_keys(data) if start <= o < stop]
                 if not self.map.room_for(len(keys)):
-                    return
+                    return self.map.latest_offset >= 0
                 for offset, key in keys:
                     if key is not None:
                         self.map.put(key, offset)
                 self.map.update_latest(info.last_offset)
+        return True
 
     def clean_group(self, group: list[LogSegment], filt: EntryFilter,
                     legacy_horizon: int) -> bool:

@@ -67,15 +67,6 @@ def _write_small_file(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _fsync_dir(directory: Path) -> None:
-    """fsync a directory so created/removed entries survive a crash."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Log:
     """Append-only, segmented, recoverable log of one topic-partition."""
 
@@ -105,7 +96,7 @@ class Log:
         clean = marker.exists()
         if clean:
             marker.unlink()
-            _fsync_dir(self.directory)
+            swap.fsync_dir(self.directory)
         swapped = swap.recover(self.directory)
         segments = [LogSegment(self.directory, base, self.config.index_interval_bytes)
                     for base in self._segment_bases()]
@@ -135,7 +126,7 @@ class Log:
             return 0
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
-                       swapped: set[int] = frozenset()) -> list[LogSegment]:
+                       swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
         """Load or recover each segment (always those a swap just replaced); drop every
         segment after a truncated one."""
         for i, seg in enumerate(segments):

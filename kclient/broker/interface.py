@@ -1,0 +1,68 @@
+"""What a request handler may use of the broker: a small ``typing.Protocol``.
+
+Handlers are typed against :class:`Broker` instead of the concrete MiniBroker, so the handler
+modules import no server code (no server <-> handlers cycle) and a test can stand in for a broker
+with any object offering these members.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .cluster import ClusterView
+    from .config import BrokerConfig
+    from .coordinator import GroupCoordinator
+    from .delayed import AppendWatchers, Scheduler
+    from .log import Log, LogManager
+    from .producer_ids import ProducerIdManager
+
+__all__ = ["Broker", "is_local_coordinator"]
+
+
+class Broker(Protocol):
+    """The members of a broker the handlers call; MiniBroker provides them all."""
+
+    node_id: int
+    config: BrokerConfig
+    cluster: ClusterView
+    log_manager: LogManager
+    coordinator: GroupCoordinator
+    producer_ids: ProducerIdManager
+    scheduler: Scheduler
+    watchers: AppendWatchers
+
+    @property
+    def advertised_host(self) -> str:
+        """The host this broker names itself by to clients (advertised listener)."""
+        ...
+
+    @property
+    def advertised_port(self) -> int:
+        """The port this broker names itself by to clients (advertised listener)."""
+        ...
+
+    @property
+    def rack(self) -> str | None:
+        """``broker.rack``, or None."""
+        ...
+
+    def ensure_topic(self, name: str) -> bool:
+        """Auto-create an unknown topic if allowed; True if it exists now."""
+        ...
+
+    def partition_log(self, topic: str, partition: int) -> tuple[Log | None, int]:
+        """(log, 0) when this broker leads the partition, else (None, error code)."""
+        ...
+
+    def notify_append(self, topic: str, partition: int, nbytes: int) -> None:
+        """Wake delayed operations waiting on appends to a partition."""
+        ...
+
+    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
+        """(node id, advertised host, advertised port) of the group's coordinator."""
+        ...
+
+
+def is_local_coordinator(broker: Broker, group_id: str) -> bool:
+    """Whether this broker coordinates the group."""
+    return broker.coordinator_for(group_id)[0] == broker.node_id

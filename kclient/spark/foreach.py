@@ -1,0 +1,92 @@
+"""``foreach_partition_writer``: a Kafka sink for code that keeps ``df.foreachPartition``.
+
+::
+
+    from kclient.spark import foreach_partition_writer
+    df.foreachPartition(foreach_partition_writer(
+        {"kafka.bootstrap.servers": "broker:9092", "topic": "events"}))
+
+Rows need a ``value`` field and may have ``key``, ``topic``, ``partition`` and ``headers``, as
+for ``df.write.format("kclient")``.  Each Python worker keeps one Producer (per config); the
+function flushes it at the end of the partition and raises if any message was not delivered, so
+the task fails and Spark retries it (at-least-once).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kclient.producer import ProducerData
+
+from . import pool
+from .options import WriteOptions, parse_write_options
+
+__all__ = ["foreach_partition_writer", "PartitionWriter"]
+
+CHUNK = 10_000
+
+
+def _bytes(v: Any) -> Any:
+    if v is None or type(v) is bytes:
+        return v
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    return bytes(v)
+
+
+class PartitionWriter:
+    """The function ``foreach_partition_writer`` returns (picklable: options only)."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def __call__(self, rows: Iterable[Any]) -> None:
+        producer = pool.producer(self.opts.producer_config())
+        send, chunk = producer.send, []
+        build: Callable[[Any], ProducerData] | None = None
+        for row in rows:
+            if build is None:
+                build = self._builder(row)
+            chunk.append(build(row))
+            if len(chunk) >= CHUNK:
+                send(chunk)
+                chunk = []
+        if chunk:
+            send(chunk)
+        producer.flush()
+
+    def _builder(self, row: Any) -> Callable[[Any], ProducerData]:
+        """A row -> ProducerData function for rows shaped like ``row``."""
+        fields = {name.lower(): i for i, name in enumerate(row.__fields__)}
+        if "value" not in fields:
+            raise ValueError("Required attribute 'value' not found")
+        iv = fields["value"]
+        fixed = self.opts.topic
+        if fixed is None and "topic" not in fields:
+            raise ValueError("topic option required when no 'topic' attribute is present. "
+                             "Use the topic option for setting a topic.")
+        it, ik = fields.get("topic"), fields.get("key")
+        ip, ih = fields.get("partition"), fields.get("headers")
+        if ik is None and ip is None and ih is None and fixed is not None:
+            return lambda r: ProducerData(fixed, _bytes(r[iv]))
+
+        def build(r: Any) -> ProducerData:
+            topic = fixed if fixed is not None else r[it]
+            if topic is None:
+                raise ValueError("null topic present in the data. Use the topic option for "
+                                 "setting a default topic.")
+            hs = r[ih] if ih is not None else None
+            return ProducerData(topic, _bytes(r[iv]), None if ik is None else _bytes(r[ik]),
+                                None if ip is None else r[ip],
+                                headers=[(h[0], _bytes(h[1])) for h in hs] if hs else None)
+        return build
+
+
+def foreach_partition_writer(options: Mapping[str, str] | None = None, **more: str
+                             ) -> PartitionWriter:
+    """A function for ``df.foreachPartition`` that sends each row to Kafka.
+
+    ``options`` (and keyword ``more``) are the sink's options: ``kafka.bootstrap.servers``,
+    ``topic`` and other ``kafka.*`` producer settings, validated here, on the driver.
+    """
+    return PartitionWriter(parse_write_options({**(options or {}), **more}))

@@ -1,0 +1,109 @@
+"""df.write / writeStream .format("kclient") and foreach_partition_writer."""
+import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+
+from kclient.protocol.apis import PRODUCE
+from kclient.spark import foreach_partition_writer
+
+FAILED = (Py4JJavaError, PySparkException)
+
+
+def test_batch_write_sends_every_row(spark, kafka):
+    t = kafka.topic(3)
+    rows = [(f"k{i % 9}", f"value-{i}") for i in range(2000)]
+    df = spark.createDataFrame(rows, "key STRING, value STRING").repartition(3)
+    df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
+    got = kafka.read_all(t)
+    assert sorted((k, v) for _, _, k, v in got) == sorted(
+        (k.encode(), v.encode()) for k, v in rows)
+    from kclient.partitioner import DefaultPartitioner
+    part = DefaultPartitioner()
+    assert all(p == part.partition(k, 3) for p, _, k, _ in got)  # keyed as the Java client does
+
+
+def test_topic_option_wins_over_the_column_and_columns_route_rows(spark, kafka):
+    a, b, c = kafka.topic(1), kafka.topic(2), kafka.topic(1)
+    df = spark.createDataFrame(
+        [(a, b"1", 0), (b, b"2", 1), (b, b"3", 1)],
+        "topic STRING, value BINARY, partition INT")
+    df.write.format("kclient").options(**kafka.options()).mode("append").save()
+    assert [v for *_, v in kafka.read_all(a)] == [b"1"]
+    assert [(p, v) for p, _, _, v in kafka.read_all(b)] == [(1, b"2"), (1, b"3")]
+    df.select("topic", "value").write.format("kclient").options(
+        **kafka.options(topic=c)).mode("append").save()
+    assert sorted(v for *_, v in kafka.read_all(c)) == [b"1", b"2", b"3"]
+
+
+def test_headers_are_written(spark, kafka):
+    t = kafka.topic(1)
+    df = spark.createDataFrame(
+        [(b"v", [("h1", b"x"), ("h2", None)])],
+        "value BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+    df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
+    back = spark.read.format("kclient").options(
+        **kafka.options(subscribe=t, includeHeaders="true")).load().collect()
+    assert [(h.key, h.value) for h in back[0].headers] == [("h1", bytearray(b"x")), ("h2", None)]
+
+
+def test_bad_schemas_are_rejected_with_sparks_messages(spark, kafka):
+    df = spark.createDataFrame([(1,)], "value INT")
+    with pytest.raises(FAILED, match="value attribute type must be a String or Binary"):
+        df.write.format("kclient").options(**kafka.options(topic="x")).mode("append").save()
+    df = spark.createDataFrame([("v",)], "value STRING")
+    with pytest.raises(FAILED, match="topic option required when no 'topic' attribute"):
+        df.write.format("kclient").options(**kafka.options()).mode("append").save()
+
+
+def test_a_delivery_failure_fails_the_task_and_a_retry_delivers(spark, kafka):
+    t = kafka.topic(1)
+    df = spark.createDataFrame([(f"v{i}",) for i in range(100)], "value STRING").coalesce(1)
+    faults = kafka.broker.faults
+    faults.inject(PRODUCE.key, error=10, count=50)  # MESSAGE_TOO_LARGE: not retriable
+    try:
+        with pytest.raises(FAILED, match="FailedToSendMessageError|MessageSizeTooLarge"):
+            df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
+    finally:
+        faults.clear()
+    faults.inject(PRODUCE.key, error=10, count=1)  # only the first attempt fails
+    df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
+    faults.clear()
+    values = {v for *_, v in kafka.read_all(t)}
+    assert values == {b"v%d" % i for i in range(100)}  # at least once
+
+
+def test_stream_write_copies_a_topic(spark, kafka, tmp_path):
+    src, dst = kafka.topic(2), kafka.topic(2)
+    kafka.produce(src, [b"m%d" % i for i in range(500)], keys=[b"k%d" % i for i in range(500)])
+    q = (spark.readStream.format("kclient")
+         .options(**kafka.options(subscribe=src, startingOffsets="earliest")).load()
+         .select("key", "value").writeStream.format("kclient")
+         .options(**kafka.options(topic=dst))
+         .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert sorted((k, v) for _, _, k, v in kafka.read_all(dst)) == sorted(
+        (b"k%d" % i, b"m%d" % i) for i in range(500))
+
+
+def test_exactly_once_is_not_offered_yet(spark, kafka, tmp_path):
+    df = spark.readStream.format("rate").load().selectExpr("CAST(value AS STRING) value")
+    with pytest.raises(FAILED, match="exactlyOnce=true needs Kafka transactions"):
+        (df.writeStream.format("kclient").options(**kafka.options(topic="x", exactlyOnce="true"))
+         .option("checkpointLocation", str(tmp_path / "cp")).start()).awaitTermination(30)
+
+
+def test_foreach_partition_writer(spark, kafka):
+    t, u = kafka.topic(2), kafka.topic(1)
+    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(1000)], "key STRING, value STRING")
+    df.repartition(4).foreachPartition(foreach_partition_writer(kafka.options(topic=t)))
+    assert sorted(v for *_, v in kafka.read_all(t)) == sorted(b"v%d" % i for i in range(1000))
+    df.select("value").foreachPartition(
+        foreach_partition_writer({"kafka.bootstrap.servers": kafka.bootstrap}, topic=u))
+    assert len(kafka.read_all(u)) == 1000
+    kafka.broker.faults.inject(PRODUCE.key, error=10, count=50)
+    try:
+        with pytest.raises(FAILED, match="FailedToSendMessageError|MessageSizeTooLarge"):
+            df.coalesce(1).foreachPartition(foreach_partition_writer(kafka.options(topic=u)))
+    finally:
+        kafka.broker.faults.clear()
