@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kclient.protocol import errors as E
 from kclient.protocol.apis import OFFSET_COMMIT

@@ -20,7 +20,8 @@ def _with_throttle(body: dict) -> dict:
 @handles(SYNC_GROUP, "0-5")
 def handle(broker: Broker, request: Request) -> Any:
     """Sync with the coordinator; a Future while the leader's assignment is awaited."""
-    body, version = request.body, request.header.api_version
+    body: Any = request.body
+    version = request.header.api_version
     if version >= 5 and (body.protocol_type is None or body.protocol_name is None):
         # mandatory from v5: Kafka refuses before looking at the group
         return _with_throttle(sync_result(INCONSISTENT_GROUP_PROTOCOL))
