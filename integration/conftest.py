@@ -66,3 +66,14 @@ def pytest_runtest_makereport(item, call):
         if isinstance(value, KafkaServer):
             value.keep_logs = True
             report.sections.append((f"Kafka {value.version} ({value.mode}) logs", value.tails()))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local Spark session (the same one tests/spark uses when both run in one session)."""
+    from kclient.testing.spark import local_spark, spark_problem
+    problem = spark_problem()
+    if problem:
+        pytest.skip(problem)
+    with local_spark("local[2,3]", {"spark.sql.shuffle.partitions": "2"}) as session:
+        yield session

@@ -1,34 +1,43 @@
 """Small helpers for the real-Kafka tests: topics, reading a partition back, Kafka's console tools."""
 from __future__ import annotations
 
+import time
 import uuid
 
 from kclient.cluster import Cluster
+from kclient.connection import BrokerConnection
+from kclient.protocol.apis import METADATA
 from kclient.simple import FetchRequest, SimpleConsumer
 from kclient.testing import KafkaServer
 
 
 def new_topic(server: KafkaServer, partitions: int = 1, replication_factor: int = 1,
               config: dict[str, str] | None = None, prefix: str = "it") -> str:
-    """Create a uniquely named topic and wait until every partition has a leader."""
+    """Create a uniquely named topic and wait until every live broker knows a leader for every
+    partition (in ZooKeeper mode the controller tells each broker in its own time)."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     with Cluster(server.bootstrap) as cluster:
         cluster.create_topic(name, partitions, replication_factor, config)
-        wait_for_leaders(cluster, name, partitions)
+    for node in server.nodes:
+        if node.alive:
+            wait_for_leaders(node.address, name, partitions)
     return name
 
 
-def wait_for_leaders(cluster: Cluster, topic: str, partitions: int, timeout: float = 30) -> None:
-    import time
+def wait_for_leaders(address: str, topic: str, partitions: int, timeout: float = 30) -> None:
+    """Until the broker at ``address`` itself reports a leader for every partition of ``topic``."""
+    host, port = address.rsplit(":", 1)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        cluster.refresh([topic], allow_auto_create=False)
-        info = cluster.topics.get(topic)
-        if (info and not info.error_code and len(info.partitions) == partitions
-                and all(p.leader >= 0 for p in info.partitions.values())):
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{topic}: not every partition has a leader after {timeout}s")
+    with BrokerConnection(host, int(port)) as conn:
+        while time.monotonic() < deadline:
+            resp = conn.request(METADATA, {"topics": [{"name": topic}],
+                                           "allow_auto_topic_creation": False})
+            (info,) = resp.topics
+            if (not info.error_code and len(info.partitions) == partitions
+                    and all(p.leader_id >= 0 for p in info.partitions)):
+                return
+            time.sleep(0.1)
+    raise TimeoutError(f"{topic}: {address} knows no leader for every partition after {timeout}s")
 
 
 def leader_address(server: KafkaServer, topic: str, partition: int) -> tuple[str, int]:

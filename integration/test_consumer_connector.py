@@ -265,3 +265,78 @@ def test_group_connector_shares_a_group_with_the_java_consumer(kafka4, first):
     assert len({cid for cid, _ in owner.values()}) == 2
     java_owned = {p for p, (cid, _) in owner.items() if cid.startswith("console-consumer")}
     assert java_owned == java.partitions
+
+
+def test_filter_consumer_picks_up_new_topics_on_kafka4(kafka4):
+    """A Whitelist connector sees topics created after it started; Kafka's internal
+    __consumer_offsets never matches, even for ".*"-like filters."""
+    prefix = f"flt{time.time_ns() % 10**9}"
+    first = new_topic(kafka4, 2, prefix=prefix)
+    produce(kafka4, first, [b"a1", b"a2"])
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"g-{prefix}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
+            "heartbeat.interval.ms": 300}
+    with consumer.create(conf) as conn:
+        streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*|__.*"), 1)
+        (got,) = drain(streams, 2, timeout=20)
+        second = new_topic(kafka4, 1, prefix=prefix)
+        produce(kafka4, second, [b"b1"])
+        (more,) = drain(streams, 1, timeout=30)
+    assert sorted(m.message for m in got) == [b"a1", b"a2"]
+    assert [(m.topic, m.message) for m in more] == [(second, b"b1")]
+
+
+def test_zookeeper_filter_connector_sees_topics_kafka3_creates(kafka3_cluster):
+    """A Whitelist connector in ZooKeeper mode watches /brokers/topics, where Kafka 3.9's
+    controller registers new topics."""
+    prefix = f"zflt{time.time_ns() % 10**9}"
+    first = new_topic(kafka3_cluster, 2, prefix=prefix)
+    produce(kafka3_cluster, first, [b"a1", b"a2"])
+    with consumer.create(zk_conf(kafka3_cluster, f"g-{prefix}")) as conn:
+        streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*"), 1)
+        (got,) = drain(streams, 2, timeout=20)
+        conn.commit_offsets()           # auto-commit is off: else the rebalance re-delivers
+        second = new_topic(kafka3_cluster, 3, prefix=prefix)
+        produce(kafka3_cluster, second, [b"b1", b"b2", b"b3"])
+        (more,) = drain(streams, 3, timeout=30)
+    assert sorted(m.message for m in got) == [b"a1", b"a2"]
+    assert sorted((m.topic, m.message) for m in more) == [(second, b"b1"), (second, b"b2"),
+                                                          (second, b"b3")]
+
+
+def test_group_members_hand_over_on_kafka4(kafka4):
+    """Two kclient members split a topic; when one leaves (committing first), the other takes
+    over its partitions from the committed offsets: nothing lost, nothing read twice."""
+    topic = new_topic(kafka4, partitions=4)
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"hand-{topic}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
+            "heartbeat.interval.ms": 300, "auto.commit.enable": False}
+    first = [b"a%03d" % i for i in range(200)]
+    second = [b"b%03d" % i for i in range(200)]
+    b = consumer.create(conf)
+    try:
+        sb = b.create_message_streams({topic: 1})[topic]
+        with consumer.create(conf) as a:
+            sa = a.create_message_streams({topic: 1})[topic]
+            _wait_for(lambda: len(a.registry) == 2 and len(b.registry) == 2, "a 2/2 split")
+            produce(kafka4, topic, first)
+            got_a, got_b = drain(sa + sb, 200)
+            a.commit_offsets()
+            b.commit_offsets()
+        _wait_for(lambda: len(b.registry) == 4, "the survivor owning all 4 partitions")
+        produce(kafka4, topic, second)
+        (rest,) = drain(sb, 200)
+    finally:
+        b.shutdown()
+    assert {m.partition for m in got_a}.isdisjoint({m.partition for m in got_b})
+    assert sorted(m.message for m in got_a + got_b) == first
+    assert sorted(m.message for m in rest) == second
+
+
+def _wait_for(cond, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(what)

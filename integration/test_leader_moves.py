@@ -143,3 +143,57 @@ def test_simple_consumer_names_the_new_leader(kafka_cluster):
     new = kafka_cluster.node(_leaders(kafka_cluster, topic)[0])
     with SimpleConsumer("127.0.0.1", new.port, so_timeout=10000) as c:
         assert [mo.message.value for mo in c.fetch(FetchRequest(topic, 0, 0))] == expected
+
+
+@pytest.fixture(scope="module")
+def kafka3_zk_cluster():
+    """Three Kafka 3.x brokers in ZooKeeper mode."""
+    problem = kafka_problem("3")
+    if problem:
+        pytest.skip(problem)
+    with KafkaServer("3", num_brokers=3, mode="zookeeper") as server:
+        yield server
+
+
+def test_zookeeper_mode_clients_follow_the_leader_on_kafka3(kafka3_zk_cluster):
+    """Producer and ConsumerConnector both found through ZooKeeper: after the leader of a
+    partition is killed they follow the new leader the controller writes into ZooKeeper."""
+    server = kafka3_zk_cluster
+    topic = new_topic(server, 3, replication_factor=3, config=REPLICATED)
+    victim = _leaders(server, topic)[0]
+    sender = Sender(server, topic)
+    sender.conf = {**sender.conf, "zookeeper.connect": server.zookeeper_connect}
+    del sender.conf["metadata.broker.list"]
+    seen: set[bytes] = set()
+    conf = {"zookeeper.connect": server.zookeeper_connect, "group.id": f"zk-{topic}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 500,
+            "auto.commit.interval.ms": 500}
+    with consumer.create(conf) as conn:
+        streams = conn.create_message_streams({topic: 2})[topic]
+        stop = threading.Event()
+
+        def read(stream):
+            while not stop.is_set():
+                try:
+                    for m in stream:
+                        seen.add(m.message)
+                except ConsumerTimeoutError:
+                    pass
+        readers = [threading.Thread(target=read, args=(s,), daemon=True) for s in streams]
+        for t in readers:
+            t.start()
+        sender.start()
+        _wait_for(lambda: len(sender.acked) >= 300, 60, "the producer never got going")
+        before = len(sender.acked)
+        server.kill(victim)
+        _wait_for(lambda: _leaders(server, topic)[0] not in (victim, -1), 60,
+                  "no new leader for partition 0")
+        _wait_for(lambda: len(sender.acked) >= before + 600, 90,
+                  f"the producer stalled after the kill ({len(sender.acked) - before} more)")
+        sender.stop.set()
+        sender.join(60)
+        acked = set(sender.acked)
+        _wait_for(lambda: acked <= seen, 90,
+                  f"{len(acked - seen)} acknowledged messages never consumed")
+        stop.set()
+    assert acked <= seen

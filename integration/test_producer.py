@@ -2,12 +2,16 @@
 and by Kafka's own console consumer; keyed messages land where the Java producer puts them."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kclient import Producer, ProducerData
+from kclient.errors import FailedToSendMessageError
 from kclient.partitioner import DefaultPartitioner
+from kclient.simple import FetchRequest, SimpleConsumer
 
-from .helpers import java_consume, java_produce, new_topic, read_partition
+from .helpers import java_consume, java_produce, leader_address, new_topic, read_partition
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -89,3 +93,64 @@ def test_producer_finds_the_brokers_in_zookeeper(kafka3_cluster, mode):
     assert all(r.error is None for r in reports)
     got = sorted(v for part in range(4) for _, _, v in read_partition(kafka3_cluster, topic, part))
     assert got == sorted(b"%d" % i for i in range(100))
+
+
+@pytest.mark.parametrize("acks", [0, 1, -1])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_every_acks_level(kafka4, mode, acks):
+    """acks=0 gets no answer from Kafka (no offsets reported), yet nothing is lost when the
+    producer closes right after sending; 1 and -1 report offsets."""
+    topic = new_topic(kafka4, partitions=1)
+    reports = []
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": mode,
+                   "request.required.acks": acks}, on_delivery=reports.append) as p:
+        for i in range(0, 100, 10):
+            p.send([ProducerData(topic, b"%d" % j, partition=0) for j in range(i, i + 10)])
+    assert all(r.error is None for r in reports)
+    assert sum(len(r.messages) for r in reports) == 100
+    if acks == 0:
+        assert {r.base_offset for r in reports} == {-1}
+    else:
+        assert sorted(r.base_offset + i for r in reports for i in range(len(r.messages))) == \
+            list(range(100))
+    assert [v for _, _, v in read_partition(kafka4, topic, 0)] == [b"%d" % i for i in range(100)]
+
+
+def test_log_append_time_and_headers(kafka4):
+    """A LogAppendTime topic: the delivery report carries Kafka's append time and the fetched
+    messages say so; headers and create timestamps survive, as Kafka's console consumer shows."""
+    topic = new_topic(kafka4, 1, config={"message.timestamp.type": "LogAppendTime"})
+    plain = new_topic(kafka4, 1)
+    before = int(time.time() * 1000)
+    reports = []
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"},
+                  on_delivery=reports.append) as p:
+        p.send([ProducerData(topic, b"v%d" % i, timestamp=1_000_000 + i) for i in range(5)])
+        p.send([ProducerData(plain, b"h%d" % i, key=b"k", timestamp=2_000_000 + i,
+                             headers=[("h", b"x%d" % i), ("empty", b"")]) for i in range(3)])
+    appended = [r for r in reports if r.topic == topic]
+    assert appended and all(before <= r.timestamp <= time.time() * 1000 for r in appended)
+    host, port = leader_address(kafka4, topic, 0)
+    with SimpleConsumer(host, port) as c:
+        got = list(c.fetch(FetchRequest(topic, 0, 0)))
+        assert {m.message.timestamp_type for m in got} == {1}
+        assert {m.message.timestamp for m in got} == {appended[0].timestamp}
+        rows = [(m.message.timestamp, m.message.timestamp_type, m.message.headers)
+                for m in c.fetch(FetchRequest(plain, 0, 0))]
+    assert [r[:2] for r in rows] == [(2_000_000 + i, 0) for i in range(3)]
+    assert [list(r[2]) for r in rows] == [[("h", b"x%d" % i), ("empty", b"")] for i in range(3)]
+    lines = java_consume(kafka4, plain, 3, "--formatter-property", "print.headers=true",
+                         "--formatter-property", "print.timestamp=true")
+    assert lines[0].split("\t") == ["CreateTime:2000000", "h:x0,empty:", "k", "h0"]
+
+
+def test_a_message_over_the_topic_limit_fails_loudly(kafka4):
+    """Kafka refuses a batch over the topic's max.message.bytes: the send fails naming the
+    error after its retries, nothing is written, later small messages still go through."""
+    topic = new_topic(kafka4, 1, config={"max.message.bytes": "10000"})
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"}) as p:
+        with pytest.raises(FailedToSendMessageError) as info:
+            p.send(ProducerData(topic, b"x" * 20_000))
+        assert "MESSAGE_TOO_LARGE" in str(info.value) or "RECORD" in str(info.value)
+        p.send(ProducerData(topic, b"small"))
+    assert [v for _, _, v in read_partition(kafka4, topic, 0)] == [b"small"]

@@ -1,6 +1,8 @@
 """The client paths the mini-broker and tansu tests cover, against real Apache Kafka."""
 import uuid
 
+import pytest
+
 from kclient import Producer, ProducerData, consumer
 from kclient.cluster import Cluster
 from kclient.errors import ConsumerTimeoutError
@@ -38,3 +40,32 @@ def test_broker_coordinated_group_reads_everything(kafka_bootstrap):
         except ConsumerTimeoutError:
             pass
     assert sorted(seen) == sorted(b"m%d" % i for i in range(50))
+
+
+def test_admin_calls_and_their_errors(kafka_bootstrap):
+    from kclient.errors import (
+        InvalidConfigurationError,
+        TopicAlreadyExistsError,
+        UnknownTopicOrPartitionError,
+    )
+    topic = f"it-{uuid.uuid4().hex[:8]}"
+    with Cluster(kafka_bootstrap) as cluster:
+        cluster.create_topic(topic, partitions=3, config={"retention.ms": "60000"})
+        with pytest.raises(TopicAlreadyExistsError):
+            cluster.create_topic(topic, partitions=3)
+        with pytest.raises(InvalidConfigurationError):
+            cluster.create_topic(topic + "-bad", config={"cleanup.policy": "sideways"})
+        assert cluster.partitions_for(topic) == [0, 1, 2]
+        cluster.delete_topic(topic)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            cluster.delete_topic(topic + "-never")
+
+
+def test_producing_to_a_new_topic_auto_creates_it(kafka_bootstrap):
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    with Producer({"metadata.broker.list": kafka_bootstrap, "producer.type": "sync"}) as p:
+        p.send([ProducerData(topic, b"first"), ProducerData(topic, b"second")])
+    host, port = kafka_bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port)) as c:
+        assert [m.message.value for m in c.fetch(FetchRequest(topic, 0, 0))] == [b"first",
+                                                                                  b"second"]

@@ -144,3 +144,30 @@ def test_kafka4_refuses_the_old_versions_clearly(kafka4):
     with SimpleConsumer(host, port, so_timeout=5000, **OLD_CLIENT) as c:
         with pytest.raises(KafkaError):
             list(c.fetch(FetchRequest(topic, 0, 0)))
+
+
+def test_kafka4_offsets_by_timestamp(kafka4):
+    """ListOffsets by time: the first offset whose timestamp is at or after the time."""
+    topic = new_topic(kafka4, 1)
+    produce(kafka4, topic, 30, partitions=1)
+    time.sleep(0.05)
+    middle = int(time.time() * 1000)
+    time.sleep(0.05)
+    produce(kafka4, topic, 20, partitions=1)
+    host, port = leader_address(kafka4, topic, 0)
+    with SimpleConsumer(host, port, so_timeout=15000) as c:
+        assert c.get_offsets_before(topic, 0, middle, 1) == [30]
+        assert c.get_offsets_before(topic, 0, 0, 1) == [0]
+        assert c.get_offsets_before(topic, 0, middle + 3_600_000, 1) in ([], [50])
+
+
+@pytest.mark.parametrize("options", [OLD_CLIENT, {}], ids=["0.8.2-versions", "negotiated"])
+def test_kafka3_offsets_commit_and_fetch(kafka3, options):
+    topic = new_topic(kafka3, 2)
+    produce(kafka3, topic, 10)
+    host, port = leader_address(kafka3, topic, 0)
+    group = f"simple-{topic}"
+    with SimpleConsumer(host, port, so_timeout=15000, **options) as c:
+        c.commit_offsets(group, {(topic, 0): 4, (topic, 1): (6, "m")})
+        got = c.fetch_offsets(group, [(topic, 0), (topic, 1)])
+    assert got[(topic, 0)].offset == 4 and tuple(got[(topic, 1)]) == (6, "m")

@@ -9,10 +9,10 @@ USAGE = """usage: kclient <command> [args]
 commands:
   demo                  start an embedded mini-broker, produce and consume through kclient
   broker [options]      run a mini-broker (kclient broker --help for its options)
-  bench <name> [args]   run a benchmark: records, producer, consumer, broker, stream
+  bench <name> [args]   run a benchmark: records, producer, consumer, broker, stream, spark
 """
 
-BENCHMARKS = ("records", "producer", "consumer", "broker", "stream")
+BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -123,20 +124,47 @@ class Cluster:
             conn.connect()
         return conn
 
-    def any_connection(self) -> BrokerConnection:
-        """A connection to some live broker: known brokers first, then the bootstrap list."""
+    def _candidates(self) -> list[tuple[int | str, str, int]]:
+        """Known brokers (shuffled) then the bootstrap list, each address once."""
         candidates: list[tuple[int | str, str, int]] = [
             (b.node_id, b.host, b.port) for b in self.brokers.values()]
         random.shuffle(candidates)
         candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
+        seen: set[tuple[str, int]] = set()
+        out = []
+        for key, host, port in candidates:
+            if (host, port) not in seen:
+                seen.add((host, port))
+                out.append((key, host, port))
+        return out
+
+    def any_connection(self) -> BrokerConnection:
+        """A connection to some live broker: known brokers first, then the bootstrap list.
+
+        Raises NoBrokersAvailableError naming every broker tried and why each failed (the last
+        failure chained as its cause)."""
+        return self._on_any_broker(lambda conn: conn, "connect to any broker")
+
+    def _on_any_broker(self, call: Callable[[BrokerConnection], _T], what: str) -> _T:
+        """``call(conn)`` on the first broker where connecting and ``call`` both work; a broker
+        that fails (connection, timeout, a broken answer) is closed and the next one tried."""
         errors: list[str] = []
-        with self._lock:
-            for key, host, port in candidates:
-                try:
-                    return self._connect(key, host, port)
-                except KafkaError as exc:
-                    errors.append(str(exc))
-        raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
+        tried: list[tuple[str, int]] = []
+        last: KafkaError | None = None
+        for key, host, port in self._candidates():
+            tried.append((host, port))
+            try:
+                with self._lock:
+                    conn = self._connect(key, host, port)
+                return call(conn)
+            except KafkaError as exc:   # connection, timeout, broken answer, ...
+                failed = self._conns.get(key)
+                if failed is not None:
+                    failed.close(f"failed: {exc}")
+                errors.append(str(exc))
+                last = exc
+        raise NoBrokersAvailableError(
+            f"could not {what}: " + "; ".join(errors), tried) from last
 
     def close(self) -> None:
         with self._lock:
@@ -149,14 +177,20 @@ class Cluster:
                 ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
-        conn = self.any_connection()
-        version = conn.version(METADATA)
-        if names is None and version == 0:
-            body_topics: Any = []  # v0: an empty list means all topics
-        else:
-            body_topics = None if names is None else [{"name": n} for n in names]
-        resp = conn.request(METADATA, {"topics": body_topics,
-                                       "allow_auto_topic_creation": allow_auto_create})
+
+        def ask(conn: BrokerConnection) -> MetadataResponse:
+            version = conn.version(METADATA)
+            body_topics: Any
+            if names is None and version == 0:
+                body_topics = []  # v0: an empty list means all topics
+            else:
+                body_topics = None if names is None else [{"name": n} for n in names]
+            return conn.request(METADATA, {"topics": body_topics,
+                                           "allow_auto_topic_creation": allow_auto_create})
+
+        what = "fetch metadata" + (f" of {', '.join(names)}" if names else "") + \
+            " from any broker"
+        resp = self._on_any_broker(ask, what)
         self._apply(resp, full=names is None)
         return resp
 
@@ -168,6 +202,8 @@ class Cluster:
             self.cluster_id = resp.cluster_id
             topics = {} if full else dict(self.topics)
             for t in resp.topics:
+                if t.name is None:       # only a lookup by topic id (v12) answers without one
+                    continue
                 info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
                 for p in t.partitions:
                     info.partitions[p.partition_index] = PartitionInfo(

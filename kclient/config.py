@@ -41,7 +41,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * Keys the 0.8.2 clients did not have take the defaults of the clients that introduced them:
   ``session.timeout.ms`` 30000 and ``heartbeat.interval.ms`` 3000 (Java consumer 0.9),
   ``api.version.request`` true and ``broker.version.fallback`` 0.10.0 (librdkafka),
-  ``connect.timeout.ms`` 10000.
+  ``connect.timeout.ms`` 10000, ``delivery.timeout.ms`` 120000 (KIP-91, Java 2.1).
 """
 
 from __future__ import annotations
@@ -492,7 +492,15 @@ KEYS: tuple[ConfigKey, ...] = (
          "Acks the leader waits for: 0 none, 1 leader, -1/all all in-sync replicas.", "acks",
          differs="0"),
     _key("request.timeout.ms", 10000, _POS, _P,
-         "How long the broker may wait for the required acks.", "timeout.ms"),
+         "How long the broker may wait for the required acks; the client waits for the whole "
+         "response 1 s longer (unless socket.timeout.ms is set).", "timeout.ms"),
+    _key("delivery.timeout.ms", Derived(
+        lambda c: max(120000, c["queue.buffering.max.ms"] + c["request.timeout.ms"]),
+        "120000 (at least queue.buffering.max.ms + request.timeout.ms)"), _POS, _P,
+         "Longest time from send() to a message's report (KIP-91): a message still unsent or "
+         "unacknowledged then fails with KafkaTimeoutError. At least queue.buffering.max.ms + "
+         "request.timeout.ms.",
+         differs="no such key; KIP-91's (Java 2.1) default"),
     _key("serializer.class", "kclient.encoders.DefaultEncoder", ClassRef("to_message", _ENCODERS),
          _P, "Encoder for message values.", "value.serializer"),
     _key("key.serializer.class", Derived(lambda c: c["serializer.class"], "serializer.class"),
@@ -606,6 +614,7 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
                 "heartbeat.interval.ms", hb, f"less than {session}",
             )
     if role == "producer":
+        _check_delivery_timeout(values)
         batch, queue = values["batch.num.messages"], values["queue.buffering.max.messages"]
         if batch > queue:
             raise InvalidConfigError(
@@ -613,6 +622,17 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
                 f"queue.buffering.max.messages ({queue})",
                 "batch.num.messages", batch, f"at most {queue}",
             )
+
+
+def _check_delivery_timeout(values: Mapping[str, Any]) -> None:
+    """KIP-91, as the Java producer checks it: a message must be able to wait out its linger
+    and one request before its delivery time runs out."""
+    delivery = values["delivery.timeout.ms"]
+    floor = values["queue.buffering.max.ms"] + values["request.timeout.ms"]
+    if delivery < floor:
+        raise InvalidConfigError(
+            f"delivery.timeout.ms ({delivery}) must be at least queue.buffering.max.ms + "
+            f"request.timeout.ms ({floor})", "delivery.timeout.ms", delivery, f"at least {floor}")
 
 
 # --------------------------------------------------------------------------- loading

@@ -3,6 +3,10 @@
 It negotiates API versions on connect (ApiVersions, or an assumed old release when
 ``api.version.request`` is false), keeps several requests in flight, and turns timeouts and
 disconnects into clear errors that fail every request still waiting.
+
+``request_timeout_ms`` bounds a whole response, not each socket read: :meth:`receive` sets one
+deadline when it starts waiting and every partial read gets only what is left of it, so a broker
+that trickles a response byte by byte (or lies about its length) cannot hold the caller longer.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import logging
 import socket
 import struct
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
@@ -127,8 +132,15 @@ class BrokerConnection:
             return self
         try:
             self.versions = self._negotiate()
-        except KafkaConnectionError:
-            # brokers before 0.10 close the connection on an unknown API key
+        except KafkaTimeoutError as exc:
+            raise KafkaTimeoutError(f"{self.address}: ApiVersions exchange failed: "
+                                    f"{str(exc).removeprefix(self.address + ': ')}") from exc
+        except KafkaConnectionError as exc:
+            # brokers before 0.10 close the connection on an unknown API key; an answer that
+            # is garbage is not a sign of an old broker
+            if not exc.closed_by_peer:
+                raise KafkaConnectionError(self.host, self.port,
+                                           f"ApiVersions exchange failed: {exc.reason}") from exc
             log.info("%s closed on ApiVersions; assuming broker %s", self.address,
                      self.broker_version_fallback)
             self._open()
@@ -140,7 +152,9 @@ class BrokerConnection:
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as exc:
-            raise KafkaConnectionError(self.host, self.port, f"cannot connect: {exc}") from None
+            raise KafkaConnectionError(
+                self.host, self.port,
+                f"cannot connect within {self.connect_timeout:.1f}s: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         snd, rcv = self._bufsizes
         if snd:
@@ -173,6 +187,10 @@ class BrokerConnection:
         sock, self._sock = self._sock, None
         if sock is not None:
             self._closed_reason = reason
+            try:    # shutdown wakes a thread blocked reading this socket; close alone does not
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             try:
                 sock.close()
             except OSError:
@@ -192,9 +210,11 @@ class BrokerConnection:
             sock = self._require_socket()
             corr, frame = self._protocol.send_request(api, version, body, expect_response)
             try:
+                sock.settimeout(self.request_timeout)   # a receive may have left less
                 sock.sendall(frame)
             except OSError as exc:
-                self._fail(f"send failed: {exc}")
+                self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError),
+                           cause=exc)
         return corr
 
     def receive(self, corr: int) -> Struct:
@@ -203,9 +223,17 @@ class BrokerConnection:
         A :class:`Struct` fits the typed view of its response (``resp: FetchResponse = ...``)."""
         with self._recv_lock:
             responses = self._responses
-            while corr not in responses:
-                rcorr, resp = self._read_frame(corr)
-                responses[rcorr] = resp
+            if corr in responses:
+                return responses.pop(corr)
+            deadline = time.monotonic() + self.request_timeout
+            try:
+                while corr not in responses:
+                    rcorr, resp = self._read_frame(corr, deadline)
+                    responses[rcorr] = resp
+            except BaseException as exc:
+                if not isinstance(exc, KafkaError):   # KeyboardInterrupt mid-frame, ...
+                    self.close(f"interrupted while reading: {type(exc).__name__}")
+                raise
             return responses.pop(corr)
 
     def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
@@ -213,38 +241,52 @@ class BrokerConnection:
         """Send a request and wait for its response (typed as ``api``'s response view)."""
         return cast(_Resp, self.receive(self.send(api, body, version)))
 
-    def _read_frame(self, corr: int) -> tuple[int, Struct]:
+    def _read_frame(self, corr: int, deadline: float) -> tuple[int, Struct]:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
         buffer of exactly that size, decoded in place (Records fields stay views of it) - one
         copy out of the kernel for megabyte Fetch responses."""
         sock = self._require_socket()
         head = self._head
-        self._fill(sock, memoryview(head), corr)
+        self._fill(sock, memoryview(head), corr, deadline)
         n = _SIZE.unpack(head)[0]
         if n < 4 or n > self.max_frame:
             self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
         frame = bytearray(n)
-        self._fill(sock, memoryview(frame), corr)
+        self._fill(sock, memoryview(frame), corr, deadline)
         try:
             return self._protocol.decode_frame(frame)
         except KafkaError as exc:
-            self._fail(f"bad response: {exc}")
+            self._fail(f"bad response: {exc}", cause=exc)
+        except Exception as exc:    # a decoder tripping over garbage is still a bad response
+            self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
-    def _fill(self, sock: socket.socket, view: memoryview, corr: int) -> None:
+    def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:
+        """Read exactly ``len(view)`` bytes before ``deadline`` (one deadline per response:
+        each partial read waits only for what is left of it)."""
         got, n = 0, len(view)
-        recv_into = sock.recv_into
+        recv_into, settimeout, now = sock.recv_into, sock.settimeout, time.monotonic
         try:
             while got < n:
+                left = deadline - now()
+                if left <= 0:
+                    raise TimeoutError
+                settimeout(left)
                 k = recv_into(view[got:], n - got)
                 if not k:
+                    if self._sock is None:          # closed by another thread of ours
+                        self._fail(self._closed_reason or "closed by the client")
                     self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
-                               "in flight)")
+                               "in flight)", closed_by_peer=True)
                 got += k
-        except TimeoutError:
-            self._fail(f"no response within {self.request_timeout:.1f}s "
-                       f"(correlation id {corr})", timeout=True)
+        except TimeoutError as exc:
+            self._fail(f"no complete response within {self.request_timeout:.1f}s "
+                       f"(correlation id {corr}, {got} of {n} bytes of a "
+                       f"{'size prefix' if n == 4 and view.obj is self._head else 'frame'} "
+                       "read)", timeout=True, cause=exc)
         except OSError as exc:
-            self._fail(f"receive failed: {exc}")
+            if self._sock is None:
+                self._fail(self._closed_reason or "closed by the client", cause=exc)
+            self._fail(f"receive failed: {exc}", cause=exc)
 
     def _require_socket(self) -> socket.socket:
         sock = self._sock
@@ -253,11 +295,16 @@ class BrokerConnection:
             raise KafkaConnectionError(self.host, self.port, reason)
         return sock
 
-    def _fail(self, reason: str, timeout: bool = False) -> NoReturn:
+    def _fail(self, reason: str, timeout: bool = False, cause: BaseException | None = None,
+              closed_by_peer: bool = False) -> NoReturn:
+        """Close the connection and raise why (the error names this broker)."""
         self.close(reason)
+        err: KafkaError
         if timeout:
-            raise KafkaTimeoutError(f"{self.address}: {reason}")
-        raise KafkaConnectionError(self.host, self.port, reason)
+            err = KafkaTimeoutError(f"{self.address}: {reason}")
+        else:
+            err = KafkaConnectionError(self.host, self.port, reason, closed_by_peer=closed_by_peer)
+        raise err from cause
 
     @property
     def in_flight(self) -> int:

@@ -24,6 +24,7 @@ __all__ = list(_protocol_errors.__all__) + [
     "KafkaConnectionError",
     "KafkaTimeoutError",
     "NoBrokersAvailableError",
+    "ZooKeeperError",
     "InvalidConfigError",
     "FailedToSendMessageError",
     "QueueFullError",
@@ -38,10 +39,13 @@ class KafkaConnectionError(KafkaError):
 
     retriable = True
 
-    def __init__(self, host: str, port: int, reason: str = "") -> None:
-        """Keep where we tried to connect and why it failed."""
+    def __init__(self, host: str, port: int, reason: str = "", *,
+                 closed_by_peer: bool = False) -> None:
+        """Keep where we tried to connect and why it failed (``closed_by_peer``: the other
+        side closed the connection, rather than answering garbage or not at all)."""
         super().__init__(host, port, reason)
         self.host, self.port, self.reason = host, port, reason
+        self.closed_by_peer = closed_by_peer
 
     def __str__(self) -> str:
         """``connection to host:port failed: reason``."""
@@ -71,6 +75,23 @@ class NoBrokersAvailableError(KafkaError):
         if self.brokers:
             text += " (tried " + ", ".join(_broker_name(b) for b in self.brokers) + ")"
         return text
+
+
+class ZooKeeperError(KafkaError):
+    """ZooKeeper could not be reached or failed an operation; ``connect`` names the ensemble
+    (the connect string, chroot included) and the kazoo error is chained as the cause."""
+
+    retriable = True
+
+    def __init__(self, connect: str, reason: str = "") -> None:
+        """Keep the connect string and what went wrong."""
+        super().__init__(connect, reason)
+        self.connect, self.reason = connect, reason
+
+    def __str__(self) -> str:
+        """``ZooKeeper host:port[/chroot]: reason``."""
+        return f"ZooKeeper {self.connect}: {self.reason}" if self.reason else \
+            f"ZooKeeper {self.connect} failed"
 
 
 class InvalidConfigError(KafkaError, ValueError):

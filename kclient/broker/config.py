@@ -28,6 +28,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "advertised.listeners": (_LIST, None),
     "broker.rack": (_STR, None),
     "cluster.id": (_STR, "kclient-mini-cluster"),
+    "inter.broker.protocol.version": (_STR, None),  # None: the newest (ZooKeeper registration v5)
     # network
     "num.network.threads": (_INT, "3"),
     "num.io.threads": (_INT, "8"),

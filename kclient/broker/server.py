@@ -24,6 +24,7 @@ from kclient.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 from kclient.protocol.framing import Request
+from kclient.protocol.zookeeper import registration_version
 
 from .cluster import ClusterView
 from .config import BrokerConfig
@@ -147,10 +148,11 @@ class MiniBroker:
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
         cfg = self.config
-        self.zk = ZkRegistry(self.zookeeper_connect, self.node_id, self.advertised_host,
-                             self.advertised_port,
-                             cfg.get_int("zookeeper.session.timeout.ms", 18000),
-                             cfg.get_int("zookeeper.connection.timeout.ms"))
+        self.zk = ZkRegistry(
+            self.zookeeper_connect, self.node_id, self.advertised_host, self.advertised_port,
+            cfg.get_int("zookeeper.session.timeout.ms", 18000),
+            cfg.get_int("zookeeper.connection.timeout.ms"), rack=self.rack,
+            version=registration_version(cfg.get("inter.broker.protocol.version")))
         self.zk.start()
         for topic in self.log_manager.topics():
             leaders = self.cluster.partitions(topic) or {}

@@ -6,10 +6,10 @@ test keeps that file current and checks each listed version's lenient decoding o
 from __future__ import annotations
 
 import sys
-from typing import Any, cast
 
-from kclient.protocol.apis import APIS
 from kclient.protocol.schema import Api
+
+from .handlers import served_versions
 
 __all__ = ["accepted_versions", "versions_markdown"]
 
@@ -18,11 +18,7 @@ LENIENCY_TEST = "tests/broker/test_request_leniency.py"
 
 def accepted_versions() -> list[tuple[Api, int]]:
     """(API, version) for every request version the broker serves, by API key then version."""
-    from .handlers import api_versions
-    body = api_versions.handle(cast(Any, None), cast(Any, None))
-    return [(APIS[e["api_key"]], v)
-            for e in sorted(body["api_keys"], key=lambda e: e["api_key"])
-            for v in range(e["min_version"], e["max_version"] + 1)]
+    return [(api, v) for api, (lo, hi) in served_versions().items() for v in range(lo, hi + 1)]
 
 
 def versions_markdown() -> str:

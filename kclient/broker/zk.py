@@ -1,68 +1,57 @@
-"""ZooKeeper registration in Kafka 0.8's layout, so ZooKeeper-based clients discover the broker.
+"""ZooKeeper registration of a mini-broker, so ZooKeeper-based clients and tools discover it.
 
-- ``/brokers/ids/[id]`` (ephemeral): ``{"jmx_port":-1,"timestamp":"<ms>","host":h,"version":1,"port":p}``
-- ``/brokers/topics/[topic]`` (persistent): ``{"version":1,"partitions":{"0":[id],...}}``
-- ``/brokers/topics/[topic]/partitions/[n]/state``:
-  ``{"controller_epoch":1,"leader":id,"version":1,"leader_epoch":0,"isr":[id]}``
-- ``/config/topics/[topic]``: ``{"version":1,"config":{...}}``; ``/controller`` (ephemeral)
-
-JSON is compact (no spaces) with Kafka's key order, byte for byte what a 0.8.2 broker writes.
+The znodes and their JSON come from :mod:`kclient.protocol.zookeeper` (the layout the clients
+read too): ``/brokers/ids/[id]`` (ephemeral, the registration version Kafka's ``BrokerInfo``
+picks for ``inter.broker.protocol.version``: 5 by default, as Kafka 3.x), each topic's assignment,
+config and partition states, and ``/controller``.
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-__all__ = ["ZkRegistry", "dumps", "broker_json", "topic_json", "state_json"]
+from kclient.protocol.zookeeper import (
+    COMMON_PATHS,
+    CONTROLLER_EPOCH_PATH,
+    CONTROLLER_PATH,
+    REGISTRATION_VERSION,
+    broker_path,
+    broker_registration,
+    controller,
+    partition_state,
+    partition_state_path,
+    topic_assignment,
+    topic_config,
+    topic_config_path,
+    topic_path,
+)
+
+__all__ = ["ZkRegistry"]
 
 log = logging.getLogger("kclient.broker.zk")
 
-#: Persistent paths a Kafka 0.8.2 broker creates at startup (ZkUtils.setupCommonPaths).
-COMMON_PATHS = ("/consumers", "/brokers/ids", "/brokers/topics", "/config/changes",
-                "/config/topics", "/admin/delete_topics")
 
-
-def dumps(value: Any) -> bytes:
-    """Kafka-style compact JSON (no spaces, insertion order)."""
-    return json.dumps(value, separators=(",", ":")).encode("utf-8")
-
-
-def _now_ms() -> str:
-    """Wall-clock milliseconds as the string Kafka writes."""
-    return str(int(time.time() * 1000))
-
-
-def broker_json(host: str, port: int) -> bytes:
-    """The broker registration of Kafka 0.8.2."""
-    return dumps({"jmx_port": -1, "timestamp": _now_ms(), "host": host, "version": 1,
-                  "port": port})
-
-
-def topic_json(leaders: Mapping[int, int]) -> bytes:
-    """The topic's replica assignment (one replica, the leader, per partition)."""
-    return dumps({"version": 1, "partitions": {str(p): [leaders[p]] for p in sorted(leaders)}})
-
-
-def state_json(leader: int, leader_epoch: int = 0) -> bytes:
-    """A partition's leader-and-ISR state."""
-    return dumps({"controller_epoch": 1, "leader": leader, "version": 1,
-                  "leader_epoch": leader_epoch, "isr": [leader]})
+def _now_ms() -> int:
+    """Wall-clock milliseconds."""
+    return int(time.time() * 1000)
 
 
 class ZkRegistry:
     """One broker's ZooKeeper session: its ephemeral id node plus the topic znodes it writes."""
 
     def __init__(self, connect: str, broker_id: int, host: str, port: int,
-                 session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None):
+                 session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None, *,
+                 rack: str | None = None, version: int = REGISTRATION_VERSION):
+        """``host``/``port`` are the advertised address; ``version`` the registration's."""
         self.broker_id = broker_id
         self.host = host
         self.port = port
+        self.rack = rack
+        self.version = version
         self.zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
         self._connect_timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self._lost = False
@@ -71,7 +60,7 @@ class ZkRegistry:
     @property
     def id_path(self) -> str:
         """This broker's registration znode."""
-        return f"/brokers/ids/{self.broker_id}"
+        return broker_path(self.broker_id)
 
     def start(self) -> None:
         """Connect, create the common paths, register this broker (and try to be controller)."""
@@ -91,7 +80,8 @@ class ZkRegistry:
 
     def register_broker(self) -> None:
         """Create the ephemeral ``/brokers/ids/[id]`` (replacing a dead session's leftover)."""
-        data = broker_json(self.host, self.port)
+        data = broker_registration(self.host, self.port, _now_ms(), version=self.version,
+                                   rack=self.rack)
         try:
             self.zk.create(self.id_path, data, ephemeral=True, makepath=True)
         except NodeExistsError:
@@ -104,14 +94,14 @@ class ZkRegistry:
         self._elect_controller()
 
     def _elect_controller(self) -> None:
-        """Take ``/controller`` if nobody holds it (ephemeral, Kafka 0.8.2 JSON)."""
-        self.zk.ensure_path("/controller_epoch")
-        data, _ = self.zk.get("/controller_epoch")
+        """Take ``/controller`` if nobody holds it (ephemeral)."""
+        self.zk.ensure_path(CONTROLLER_EPOCH_PATH)
+        data, _ = self.zk.get(CONTROLLER_EPOCH_PATH)
         if not data:
-            self.zk.set("/controller_epoch", b"1")
+            self.zk.set(CONTROLLER_EPOCH_PATH, b"1")
         try:
-            self.zk.create("/controller", dumps({"version": 1, "brokerid": self.broker_id,
-                                                 "timestamp": _now_ms()}), ephemeral=True)
+            self.zk.create(CONTROLLER_PATH, controller(self.broker_id, _now_ms()),
+                           ephemeral=True)
         except NodeExistsError:
             pass
 
@@ -119,20 +109,20 @@ class ZkRegistry:
                        config: Mapping[str, str] | None = None,
                        epochs: Mapping[int, int] | None = None) -> None:
         """Write (or overwrite) a topic's assignment, config and partition states."""
-        self._put(f"/brokers/topics/{topic}", topic_json(leaders))
-        self._put(f"/config/topics/{topic}", dumps({"version": 1, "config": dict(config or {})}))
+        replicas = {p: [leader] for p, leader in leaders.items()}
+        self._put(topic_path(topic), topic_assignment(replicas))
+        self._put(topic_config_path(topic), topic_config(config or {}))
         for p, leader in leaders.items():
             self.set_partition_state(topic, p, leader, (epochs or {}).get(p, 0))
 
     def set_partition_state(self, topic: str, partition: int, leader: int,
                             leader_epoch: int = 0) -> None:
         """Write ``/brokers/topics/[topic]/partitions/[n]/state``."""
-        self._put(f"/brokers/topics/{topic}/partitions/{partition}/state",
-                  state_json(leader, leader_epoch))
+        self._put(partition_state_path(topic, partition), partition_state(leader, leader_epoch))
 
     def delete_topic(self, topic: str) -> None:
         """Remove a topic's znodes."""
-        for path in (f"/brokers/topics/{topic}", f"/config/topics/{topic}"):
+        for path in (topic_path(topic), topic_config_path(topic)):
             try:
                 self.zk.delete(path, recursive=True)
             except NoNodeError:

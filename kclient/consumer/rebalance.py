@@ -51,7 +51,7 @@ def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: C
     reason = f": last error {last!r}" if last is not None else \
         " (partition owner znodes were still held by other consumers)"
     raise ConsumerRebalanceFailedError(
-        f"{name} can't rebalance after {max(1, retries)} retries{reason}")
+        f"{name} can't rebalance after {max(1, retries)} retries{reason}") from last
 
 
 class RebalanceExecutor(threading.Thread):

@@ -62,7 +62,8 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self._registered_at = int(time.time() * 1000)
         # placeholder bootstrap; the broker registry replaces it before any request
         self.cluster = Cluster("127.0.0.1:1", self.settings)
-        self._refresh_bootstrap()
+        with zku.zk_errors(c["zookeeper.connect"], "reading the broker registry"):
+            self._refresh_bootstrap()
         self.offset_store = make_offset_store(c, self.group, zk=self.zk, cluster=self.cluster,
                                               settings=self.settings)
         self.executor = RebalanceExecutor(self.consumer_id, self._synced_rebalance, self._surface,
@@ -82,15 +83,16 @@ class ZookeeperConsumerConnector(ConsumerConnector):
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
-        for path in (self.dirs.ids_dir, zku.BROKER_IDS_PATH, zku.BROKER_TOPICS_PATH):
-            self.zk.ensure_path(path)
-        self._register()
-        ChildrenWatch(self.zk, self.dirs.ids_dir, self._ids_changed)
-        ChildrenWatch(self.zk, zku.BROKER_IDS_PATH, self._brokers_changed)
-        if self.topic_filter is not None:
-            ChildrenWatch(self.zk, zku.BROKER_TOPICS_PATH, self._topics_changed)
-        for topic in (self.topic_count or {}):
-            self._watch_topic(topic)
+        with zku.zk_errors(self.config["zookeeper.connect"], f"registering {self.consumer_id}"):
+            for path in (self.dirs.ids_dir, zku.BROKER_IDS_PATH, zku.BROKER_TOPICS_PATH):
+                self.zk.ensure_path(path)
+            self._register()
+            ChildrenWatch(self.zk, self.dirs.ids_dir, self._ids_changed)
+            ChildrenWatch(self.zk, zku.BROKER_IDS_PATH, self._brokers_changed)
+            if self.topic_filter is not None:
+                ChildrenWatch(self.zk, zku.BROKER_TOPICS_PATH, self._topics_changed)
+            for topic in (self.topic_count or {}):
+                self._watch_topic(topic)
         self._first_rebalance()
         self._start_auto_commit()
 

@@ -102,7 +102,8 @@ class PartitionBatch:
     """
 
     __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
-                 "codec", "attempts", "error", "due", "lengths", "_encoded", "created")
+                 "codec", "attempts", "error", "due", "lengths", "_encoded", "created",
+                 "deadline")
 
     def __init__(self, topic: str, partition: int, entries: list[Entry] | None,
                  values: list[Any], keys: list[Any] | None = None,
@@ -120,6 +121,8 @@ class PartitionBatch:
         self.attempts = 0
         self.error: BaseException | None = None
         self.due = 0.0
+        #: monotonic time its delivery.timeout.ms runs out (set by the event handler)
+        self.deadline = float("inf")
         self.created = int(time.time() * 1000)
         self._encoded: tuple[int, bytes | bytearray] | None = None
 

@@ -44,7 +44,7 @@ class ProducerContext:
             return False
         try:
             brokers = zookeeper_brokers(self.zookeeper_connect, self.config)
-        except Exception as exc:  # kazoo errors are not KafkaErrors
+        except Exception as exc:  # ZooKeeperError, or a registration that does not parse
             log.warning("cannot read brokers from ZooKeeper %s: %s", self.zookeeper_connect, exc)
             return False
         new = [(h, p) for h, p in brokers]
@@ -75,7 +75,8 @@ def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str
     zk = zkutils.make_client(connect, config["zookeeper.session.timeout.ms"],
                              config["zookeeper.connection.timeout.ms"])
     try:
-        return list(zkutils.get_all_brokers(zk).values())
+        with zkutils.zk_errors(connect, "reading /brokers/ids"):
+            return list(zkutils.get_all_brokers(zk).values())
     finally:
         zk.stop()
         zk.close()

@@ -35,7 +35,7 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
-from kclient.protocol.apis import PRODUCE
+from kclient.protocol.apis import METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import LeaderNotAvailableError
@@ -49,6 +49,7 @@ from .prepare import retriable as _retriable
 __all__ = ["DefaultEventHandler"]
 
 log = logging.getLogger(__name__)
+INF = float("inf")
 
 class _InFlight:
     """One produce request awaiting its response."""
@@ -63,11 +64,12 @@ class _InFlight:
 class _Parked:
     """Messages that could not be partitioned yet (topic metadata missing), waiting to retry."""
 
-    __slots__ = ("events", "attempts", "due", "error")
+    __slots__ = ("events", "attempts", "due", "error", "deadline")
 
     def __init__(self, events: list[Entry], attempts: int, due: float,
-                 error: BaseException) -> None:
+                 error: BaseException, deadline: float) -> None:
         self.events, self.attempts, self.due, self.error = events, attempts, due, error
+        self.deadline = deadline
 
 
 class _Attempt:
@@ -109,6 +111,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         self.acks = cfg["request.required.acks"]
         self.ack_timeout_ms = cfg["request.timeout.ms"]
         self.max_retries = cfg["message.send.max.retries"]
+        delivery = cfg.get("delivery.timeout.ms")
+        #: seconds from send() to a message's report at most (KIP-91); None: unbounded
+        self.delivery_timeout: float | None = None if delivery is None else delivery / 1000.0
         self.backoff = cfg["retry.backoff.ms"] / 1000.0
         interval = cfg["topic.metadata.refresh.interval.ms"]
         self.refresh_interval = interval / 1000.0 if interval >= 0 else None
@@ -166,13 +171,19 @@ class DefaultEventHandler(Preparer, EventHandler):
         dues = [b.due for b in self._retry] + [p.due for p in self._parked]
         return min(dues) if dues else None
 
-    def submit(self, events: list[Entry], checked: Any = None) -> None:
+    def submit(self, events: list[Entry], checked: Any = None, since: float | None = None
+               ) -> None:
         """Serialize, partition and send queue entries; outcomes arrive via :meth:`take_reports`.
 
         ``events`` are tuples ``(topic, value[, key, partition, timestamp, headers])`` (see
         :func:`kclient.producer.data.to_entries`), or, with ``checked`` (a send thread
-        ``Chunk``: plain bytes values of one topic, with their lengths), ignored.
+        ``Chunk``: plain bytes values of one topic, with their lengths), ignored.  ``since``
+        (monotonic seconds, default now) is when they were queued: ``delivery.timeout.ms``
+        counts from it.
         """
+        timeout = self.delivery_timeout
+        self._deadline = INF if timeout is None else \
+            (time.monotonic() if since is None else since) + timeout
         self._maybe_refresh()
         batches = self._prepare(events, 0, checked)
         if batches:
@@ -198,6 +209,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._refresh(topics)
         batches = []
         for p in parked:
+            self._deadline = p.deadline
             batches += self._prepare(p.events, p.attempts)
         self._send(due + batches)
 
@@ -214,9 +226,25 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._retry, self._parked = [], []
 
     def close(self) -> None:
+        """Close the broker connections; with acks=0, each after one round trip first."""
         for conn in self._conns.values():
+            if self.acks == 0:
+                self._fence(conn)
             conn.close()
         self._conns.clear()
+
+    def _fence(self, conn: BrokerConnection) -> None:
+        """Wait until the broker has read every request written on ``conn``: with acks=0 nothing
+        answers a produce request, and Kafka drops the requests it has not read yet when the
+        client closes the connection (it reads one request at a time per connection). A broker
+        answers a connection's requests in order, so one answered Metadata request suffices."""
+        if not conn.connected:
+            return
+        try:
+            conn.request(METADATA, {"topics": [], "allow_auto_topic_creation": False})
+        except KafkaError as exc:
+            log.info("%s: no answer before closing (acks=0 requests may be lost): %s",
+                     conn.address, exc)
 
     # ------------------------------------------------------------------ metadata
     def _maybe_refresh(self) -> None:
@@ -236,9 +264,11 @@ class DefaultEventHandler(Preparer, EventHandler):
         try:
             retryer(self._refresh_once, sorted(topics))
             self._stale = False
+            self._refresh_error = None
         except KafkaError as exc:
             log.info("metadata refresh failed: %s", exc)
             self._stale = True
+            self._refresh_error = exc
 
     def _refresh_once(self, topics: list[str]) -> None:
         try:
@@ -255,9 +285,12 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not _retriable(exc) or attempts > self.max_retries:
             self._fail_events(events, exc, attempts)
             return
+        due = time.monotonic() + self._backoff(attempts)
+        if due >= self._deadline:
+            self._fail_events(events, self._expired(exc, attempts), attempts)
+            return
         self._stale = True
-        self._parked.append(_Parked(events, attempts, time.monotonic() + self._backoff(attempts),
-                                    exc))
+        self._parked.append(_Parked(events, attempts, due, exc, self._deadline))
 
     # ------------------------------------------------------------------ send
     def _connection(self, node: int) -> BrokerConnection:
@@ -385,6 +418,15 @@ class DefaultEventHandler(Preparer, EventHandler):
                 for b in e.batches.values():
                     self._retry_later(b, exc)
 
+    def _expired(self, exc: BaseException, attempts: int) -> KafkaTimeoutError:
+        """The error of messages whose delivery.timeout.ms ran out (``exc``: the last failure,
+        chained as the cause)."""
+        ms = int((self.delivery_timeout or 0) * 1000)
+        err = KafkaTimeoutError(f"delivery.timeout.ms ({ms} ms) expired after {attempts} "
+                                f"attempt(s); last error: {exc}")
+        err.__cause__ = exc
+        return err
+
     def _backoff(self, attempts: int) -> float:
         return float(self.wait(cast(tenacity.RetryCallState, _Attempt(attempts))))
 
@@ -400,6 +442,9 @@ class DefaultEventHandler(Preparer, EventHandler):
                 exc, (KafkaConnectionError, KafkaTimeoutError)) or not sent:
             self._stale = True
         b.due = time.monotonic() + self._backoff(b.attempts)
+        if b.due >= b.deadline:
+            self._fail(b, self._expired(exc, b.attempts))
+            return
         log.debug("retrying %r after %s", b, exc)
         self._retry.append(b)
 

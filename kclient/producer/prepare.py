@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
-from kclient.errors import KafkaError
+from kclient.errors import KafkaError, NoBrokersAvailableError
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import (
     LeaderNotAvailableError,
@@ -61,6 +61,10 @@ class Preparer:
     _raw_keys: bool
     _topics: set[str]
     _rr: dict[str, int]
+    #: why the last metadata refresh failed (None after a success)
+    _refresh_error: KafkaError | None = None
+    #: when the delivery time of the messages being prepared runs out (monotonic)
+    _deadline: float = float("inf")
 
     if TYPE_CHECKING:
         def _refresh(self, topics: Iterable[str]) -> None: ...
@@ -77,6 +81,11 @@ class Preparer:
             self._refresh([topic] + sorted(self._topics))
             info = self.cluster.topics.get(topic)
         if info is None or info.error_code or not info.partitions:
+            failed = self._refresh_error
+            if failed is not None and (info is None or not info.partitions):
+                # no broker answered: say so, rather than calling the topic unknown
+                raise NoBrokersAvailableError(
+                    f"no metadata for topic {topic!r}: {failed}") from failed
             code = info.error_code if info is not None and info.error_code else 3
             raise error_for_code(code)(f"topic {topic!r}")
         self._topics.add(topic)
@@ -92,7 +101,7 @@ class Preparer:
         if checked is not None:
             if self._raw_values:
                 try:
-                    return self._prepare_checked(checked)
+                    return self._stamp(self._prepare_checked(checked))
                 except KafkaError as exc:
                     events = [(checked.topic, v) for v in checked.values]
                     self._park(events, attempts, exc)
@@ -124,7 +133,14 @@ class Preparer:
             except Exception as exc:  # a partitioner or encoder bug: fail, never lose
                 log.exception("preparing messages for topic %r failed", topic)
                 self._fail_events(evs, exc)
-        return out
+        return self._stamp(out)
+
+    def _stamp(self, batches: list[PartitionBatch]) -> list[PartitionBatch]:
+        """Give each batch the delivery deadline of the messages being prepared."""
+        deadline = self._deadline
+        for b in batches:
+            b.deadline = deadline
+        return batches
 
     def _serialize(self, evs: list[Entry], column: list[Any], encoder: Any, raw: bool,
                    what: str) -> tuple[list[Any], dict[int, BaseException]]:

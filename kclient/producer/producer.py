@@ -167,6 +167,40 @@ class Producer:
         send.__doc__ = Producer.send.__doc__
         return send
 
+    def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
+        """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
+        without building a ProducerData per value (columnar callers such as the Spark sink).
+
+        Async: the list is checked once and queued in chunks; sync mode, callback hooks on
+        enqueue, or values that are not all bytes within ``message.max.bytes`` take ``send``.
+        """
+        values = values if type(values) is list else list(values)
+        if not values:
+            return None
+        if self.sync or self._hooks & {"before_enqueue", "after_enqueue"} or \
+                list(map(type, values)).count(bytes) != len(values):
+            return self.send([ProducerData(topic, v) for v in values])
+        lengths = list(map(len, values))
+        if max(lengths) > self.max_message_bytes:
+            return self.send([ProducerData(topic, v) for v in values])
+        self._check_open()
+        self._queue_plain(topic, values, lengths)
+        return None
+
+    def _queue_plain(self, topic: str, values: list[bytes], lengths: list[int]) -> None:
+        """Queue checked bytes values of one topic as chunks of a batch each."""
+        t = self._sender
+        step = self._batch_size
+        if len(values) <= step:
+            chunks = [Chunk(topic, values, lengths)]
+        else:
+            chunks = [Chunk(topic, values[i:i + step], lengths[i:i + step])
+                      for i in range(0, len(values), step)]
+        if t.put_chunks(chunks, len(values)):
+            _yield(0)
+            return None
+        return self._enqueue_slow([(topic, v) for v in values])
+
     def _send_many(self, data: ProducerData | list[ProducerData]) -> None:
         """A list: plain single-topic lists go in as checked chunks, others message by message."""
         items, plain = self._as_list(data)
@@ -174,17 +208,7 @@ class Producer:
             return None
         t = self._sender
         if plain is not None:
-            topic, values, lengths = plain
-            step = self._batch_size
-            if len(values) <= step:
-                chunks = [Chunk(topic, values, lengths)]
-            else:
-                chunks = [Chunk(topic, values[i:i + step], lengths[i:i + step])
-                          for i in range(0, len(values), step)]
-            if t.put_chunks(chunks, len(values)):
-                _yield(0)
-                return None
-            return self._enqueue_slow([(topic, v) for v in values])
+            return self._queue_plain(*plain)
         entries = to_entries(items)
         q = self._queue
         if t.size() + len(entries) > t.capacity:

@@ -16,6 +16,7 @@ full or when there is nothing else to do.  Any other EventHandler is called as 0
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -92,6 +93,10 @@ class ProducerSendThread(threading.Thread):
         self.handler = handler
         self.pipelined = all(callable(getattr(handler, name, None)) for name in
                              ("submit", "receive_one", "resend_due", "take_reports"))
+        #: when the thread first saw the batch being handed over queued (delivery.timeout.ms
+        #: counts from it; handlers whose submit() takes ``since`` get it)
+        self.since: float | None = None
+        self._pass_since = self.pipelined and _takes_since(handler.submit)
         self.callbacks = callbacks
         self.hooks = overridden_hooks(callbacks)
         self.deliver = deliver
@@ -216,6 +221,7 @@ class ProducerSendThread(threading.Thread):
                     first_seen = now
                 if (n >= self.batch_size or self.flushing or self.closing
                         or now - first_seen >= self.linger):
+                    self.since = first_seen
                     self._process(*self._take(min(n, self.batch_size)))
                     first_seen = now if q else None
                     continue
@@ -328,7 +334,9 @@ class ProducerSendThread(threading.Thread):
     def _hand_over(self, batch: list[Entry] | None, chunk: Chunk | None = None) -> None:
         h = self.handler
         if self.pipelined:
-            if chunk is not None:
+            if self._pass_since:
+                h.submit(batch, chunk, since=self.since)
+            elif chunk is not None:
                 h.submit(None, chunk)
             else:
                 h.submit(batch)
@@ -378,6 +386,7 @@ class ProducerSendThread(threading.Thread):
                 last = []
             if last:
                 self.outstanding += len(last)
+                self.since = None
                 self._hand_over(to_entries(last))
         if self.pipelined:
             while self.handler.pending and self.abort_error is None:
@@ -412,6 +421,14 @@ class ProducerSendThread(threading.Thread):
                 log.exception("delivering failure reports failed")
         if isinstance(error, KafkaError):
             log.error("producer stopped with undelivered messages: %s", error)
+
+
+def _takes_since(submit: Callable[..., Any]) -> bool:
+    """Whether an EventHandler's ``submit`` accepts ``since`` (the DefaultEventHandler's does)."""
+    try:
+        return "since" in inspect.signature(submit).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _merge(entries: list[Entry | Chunk]) -> tuple[list[Entry] | None, Chunk | None]:

@@ -94,6 +94,9 @@ __all__ = [
     "DescribeConfigsResponseConfig",
     "DescribeConfigsResponseResult",
     "DescribeConfigsResponse",
+    "DescribeClusterRequest",
+    "DescribeClusterResponseBroker",
+    "DescribeClusterResponse",
 ]
 
 
@@ -269,14 +272,15 @@ class ListOffsetsResponse(Message, Protocol):
 
 class MetadataRequestTopic(Message, Protocol):
     """An element of MetadataRequest.topics."""
-    name: str  # v0+
+    topic_id: bytes   # v10+
+    name: str | None  # v0+
 
 
 class MetadataRequest(Message, Protocol):
-    """Metadata request (key 3, v0-v9)."""
+    """Metadata request (key 3, v0-v12)."""
     topics: list[MetadataRequestTopic] | None    # v0+
     allow_auto_topic_creation: bool              # v4+
-    include_cluster_authorized_operations: bool  # v8+
+    include_cluster_authorized_operations: bool  # v8-v10
     include_topic_authorized_operations: bool    # v8+
 
 
@@ -302,20 +306,21 @@ class MetadataResponsePartition(Message, Protocol):
 class MetadataResponseTopic(Message, Protocol):
     """An element of MetadataResponse.topics."""
     error_code: int                              # v0+
-    name: str                                    # v0+
+    name: str | None                             # v0+
+    topic_id: bytes                              # v10+
     is_internal: bool                            # v1+
     partitions: list[MetadataResponsePartition]  # v0+
     topic_authorized_operations: int             # v8+
 
 
 class MetadataResponse(Message, Protocol):
-    """Metadata response (key 3, v0-v9)."""
+    """Metadata response (key 3, v0-v12)."""
     throttle_time_ms: int                  # v3+
     brokers: list[MetadataResponseBroker]  # v0+
     cluster_id: str | None                 # v2+
     controller_id: int                     # v1+
     topics: list[MetadataResponseTopic]    # v0+
-    cluster_authorized_operations: int     # v8+
+    cluster_authorized_operations: int     # v8-v10
 
 
 class OffsetCommitRequestPartition(Message, Protocol):
@@ -729,3 +734,29 @@ class DescribeConfigsResponse(Message, Protocol):
     """DescribeConfigs response (key 32, v0-v4)."""
     throttle_time_ms: int                         # v0+
     results: list[DescribeConfigsResponseResult]  # v0+
+
+
+class DescribeClusterRequest(Message, Protocol):
+    """DescribeCluster request (key 60, v0-v1)."""
+    include_cluster_authorized_operations: bool  # v0+
+    endpoint_type: int                           # v1+
+
+
+class DescribeClusterResponseBroker(Message, Protocol):
+    """An element of DescribeClusterResponse.brokers."""
+    broker_id: int    # v0+
+    host: str         # v0+
+    port: int         # v0+
+    rack: str | None  # v0+
+
+
+class DescribeClusterResponse(Message, Protocol):
+    """DescribeCluster response (key 60, v0-v1)."""
+    throttle_time_ms: int                         # v0+
+    error_code: int                               # v0+
+    error_message: str | None                     # v0+
+    endpoint_type: int                            # v1+
+    cluster_id: str                               # v0+
+    controller_id: int                            # v0+
+    brokers: list[DescribeClusterResponseBroker]  # v0+
+    cluster_authorized_operations: int            # v0+

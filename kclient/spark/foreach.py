@@ -13,10 +13,11 @@ the task fails and Spark retries it (at-least-once).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain, islice
 from typing import Any
 
-from kclient.producer import ProducerData
+from kclient.producer import Producer, ProducerData
 
 from . import pool
 from .options import WriteOptions, parse_write_options
@@ -24,6 +25,16 @@ from .options import WriteOptions, parse_write_options
 __all__ = ["foreach_partition_writer", "PartitionWriter"]
 
 CHUNK = 10_000
+
+
+def _chunks(rows: Iterable[Any]) -> Iterator[list[Any]]:
+    """``rows`` in lists of CHUNK."""
+    it = iter(rows)
+    while True:
+        chunk = list(islice(it, CHUNK))
+        if not chunk:
+            return
+        yield chunk
 
 
 def _bytes(v: Any) -> Any:
@@ -42,18 +53,37 @@ class PartitionWriter:
 
     def __call__(self, rows: Iterable[Any]) -> None:
         producer = pool.producer(self.opts.producer_config())
-        send, chunk = producer.send, []
-        build: Callable[[Any], ProducerData] | None = None
-        for row in rows:
-            if build is None:
-                build = self._builder(row)
-            chunk.append(build(row))
-            if len(chunk) >= CHUNK:
-                send(chunk)
-                chunk = []
-        if chunk:
-            send(chunk)
+        it = iter(rows)
+        first = next(it, None)
+        if first is None:
+            return
+        value_only = self._value_only(first)
+        if value_only is not None:
+            self._send_values(producer, value_only, chain((first,), it))
+        else:
+            build = self._builder(first)
+            for chunk in _chunks(chain((first,), it)):
+                producer.send([build(r) for r in chunk])
         producer.flush()
+
+    def _value_only(self, row: Any) -> int | None:
+        """The value's index when rows carry a value and nothing else the sink reads."""
+        fields = {name.lower(): i for i, name in enumerate(row.__fields__)}
+        if self.opts.topic is None or fields.keys() & {"key", "partition", "headers"}:
+            return None
+        return fields.get("value")
+
+    def _send_values(self, producer: Producer, iv: int, rows: Iterable[Any]) -> None:
+        topic = self.opts.topic
+        assert topic is not None
+        for chunk in _chunks(rows):
+            values = [r[iv] for r in chunk]
+            types = set(map(type, values))
+            if types == {bytearray}:  # Spark hands BinaryType to Python as bytearray
+                values = list(map(bytes, values))
+            elif types != {bytes}:
+                values = [_bytes(v) for v in values]
+            producer.send_values(topic, values)
 
     def _builder(self, row: Any) -> Callable[[Any], ProducerData]:
         """A row -> ProducerData function for rows shaped like ``row``."""

@@ -41,7 +41,7 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicPartition, int] | None = None  # availableNow's end
         self._latest: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, str] = {}
-        self._last_trigger = time.monotonic()
+        self._last_trigger: float | None = None  # set by the first latestOffset
 
     @property
     def planner(self) -> Planner:
@@ -52,7 +52,7 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __getstate__(self) -> dict[str, object]:
         """Tasks get the options only (the planner's connections stay on the driver side)."""
         return {"opts": self.opts, "_planner": None, "_target": None, "_latest": {},
-                "_leaders": {}, "_last_trigger": 0.0}
+                "_leaders": {}, "_last_trigger": None}
 
     # -- offsets ------------------------------------------------------------------------------
     def _current(self) -> dict[TopicPartition, int]:
@@ -115,6 +115,8 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         need = self.opts.min_offsets_per_trigger
         if not need or self._target is not None:
             return False
+        if self._last_trigger is None:
+            self._last_trigger = time.monotonic()
         backlog = sum(max(0, off - begin.get(tp, off)) for tp, off in end.items())
         waited_ms = (time.monotonic() - self._last_trigger) * 1000
         return backlog < need and waited_ms < self.opts.max_trigger_delay_ms

@@ -28,7 +28,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kclient.producer import ProducerData
+from kclient.producer import Producer, ProducerData
 
 from . import pool
 from .options import WriteOptions
@@ -97,8 +97,9 @@ def _topics(col: pa.Array | None, default: str | None) -> str | list[Any]:
     return str(unique[0].as_py()) if len(unique) == 1 else col.to_pylist()
 
 
-def _messages(batch: pa.RecordBatch, default_topic: str | None) -> list[ProducerData]:
-    """One ProducerData per row of ``batch``."""
+def _send_batch(producer: Producer, batch: pa.RecordBatch, default_topic: str | None) -> None:
+    """Queue every row of ``batch``: plain values of one topic as they are, others as one
+    ProducerData per row."""
     names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
     values = _bytes(_column(batch, names, "value")) or []
     keys = _bytes(_column(batch, names, "key"))
@@ -108,7 +109,14 @@ def _messages(batch: pa.RecordBatch, default_topic: str | None) -> list[Producer
         parts_col) else None
     headers = hdrs_col.to_pylist() if hdrs_col is not None else None
     if isinstance(topics, str) and keys is None and parts is None and not headers:
-        return [ProducerData(topics, v) for v in values]
+        producer.send_values(topics, values)
+    else:
+        producer.send(_messages(values, keys, topics, parts, headers))
+
+
+def _messages(values: list[Any], keys: list[Any] | None, topics: str | list[Any],
+              parts: list[Any] | None, headers: list[Any] | None) -> list[ProducerData]:
+    """One ProducerData per row."""
     n = len(values)
     topic_of = (lambda i: topics) if isinstance(topics, str) else topics.__getitem__
     out = []
@@ -127,7 +135,7 @@ def send_arrow(batches: Iterable[pa.RecordBatch], opts: WriteOptions) -> int:
     count = 0
     for batch in batches:
         if batch.num_rows:
-            producer.send(_messages(batch, opts.topic))
+            _send_batch(producer, batch, opts.topic)
             count += batch.num_rows
     producer.flush()
     return count

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool, start_kafka_tool
-from .servers import ZooKeeperServer, free_port
+from .servers import ZooKeeperServer, die_with_parent, free_port
 
 __all__ = ["KafkaServer", "KafkaNode"]
 
@@ -62,8 +62,9 @@ class KafkaNode:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, argv: list[str]) -> None:
+        """Run ``argv`` (stopped with its parent, see :func:`die_with_parent`)."""
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(die_with_parent(argv), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
 
     def signal(self, sig: int) -> None:
@@ -125,7 +126,17 @@ class KafkaServer:
         self.stop()
 
     def start(self) -> None:
-        """Write configs, format storage (KRaft), start every node and wait until ready."""
+        """Write configs, format storage (KRaft), start every node and wait until ready. A
+        port taken by someone else between choosing and binding it costs one more try."""
+        try:
+            self._start_once()
+        except RuntimeError:
+            if "Address already in use" not in self.tails(400):
+                raise
+            self.keep_logs = False
+            self._start_once()
+
+    def _start_once(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"kclient-kafka-{self.version}-"))
         self.nodes = [KafkaNode(i, self.workdir) for i in range(1, self.num_brokers + 1)]
         try:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
-           "MiniBrokerProcess", "zookeeper_available"]
+           "MiniBrokerProcess", "zookeeper_available", "die_with_parent"]
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 
@@ -52,6 +52,12 @@ def tansu_binary() -> str | None:
     return str(path) if path.exists() else None
 
 
+def die_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run so that it gets SIGTERM when the thread that started it dies (util-linux's
+    setpriv, where it exists): a killed test run leaves no server behind."""
+    return ["setpriv", "--pdeathsig", "TERM", *argv] if shutil.which("setpriv") else argv
+
+
 class _Process:
     """A child server process with a log file, stopped on exit."""
 
@@ -61,7 +67,7 @@ class _Process:
 
     def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None) -> None:
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(die_with_parent(argv), stdout=self._log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **(env or {})}, start_new_session=True)
         try:
             wait_for_port(self.port, proc=self.proc)

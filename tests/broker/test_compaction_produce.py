@@ -28,7 +28,7 @@ def test_keyless_records_refused_with_invalid_record(mini_broker, raw_client, ve
         assert [e.batch_index for e in part.record_errors] == [1, 3]
         assert part.record_errors[0].batch_index_error_message == (
             "Compacted topic cannot accept message without key in topic partition "
-            "compacted-0.")
+            "compacted-0")
         assert "2 record errors" in part.error_message
     log = mini_broker.log_manager.get_log("compacted", 0)
     assert log.log_end_offset == 0 and log.size == 0, "nothing of the request is stored"

@@ -277,3 +277,26 @@ def test_list_send_validation(mini_broker):
         assert [m.value for m, _ in info.value.failed] == ["4"]
     assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic_a, 0)] == \
         [b"1", b"2", b"3", b"5", b"6"]
+
+
+def test_send_values_queues_plain_values_without_producer_data(mini_broker):
+    mini_broker.create_topic("d-values", 2)
+    reports: list[DeliveryReport] = []
+    values = [b"v%d" % i for i in range(2500)]
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                   "batch.num.messages": 1000}, on_delivery=reports.append) as p:
+        assert p.send_values("d-values", values) is None
+        p.send_values("d-values", [b"tomb", None])  # not all bytes: goes through send()
+        p.flush()
+        assert p.stats["acknowledged"] == 2502
+    got = [r.value for part in (0, 1) for r in read_partition(mini_broker.bootstrap,
+                                                              "d-values", part)]
+    assert sorted(got, key=lambda v: (v is None, v)) == sorted(
+        values + [b"tomb"], key=lambda v: v) + [None]
+    with Producer({"metadata.broker.list": mini_broker.bootstrap}) as sync:
+        sent = sync.send_values("d-values", [b"s1", b"s2"])
+        assert sum(len(r) for r in sent) == 2
+    with pytest.raises(MessageSizeTooLargeError):
+        with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                       "message.max.bytes": 10}) as small:
+            small.send_values("d-values", [b"x" * 20])

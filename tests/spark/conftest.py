@@ -1,19 +1,11 @@
-"""A local Spark session (``local[2,3]``: two cores, a failed task is retried) and a broker.
-
-Executors run this venv's python (PYSPARK_PYTHON) with worker reuse on, as docs/spark.md
-advises; the repository root is put on PYTHONPATH so PySpark's data source lookup finds
-``pyspark_kclient`` even from an editable install.
-"""
+"""A local Spark session (``local[2,3]``: two cores, a failed task is retried; set up by
+:func:`kclient.testing.spark.local_spark`) and a mini-broker."""
 import itertools
 import os
-import shutil
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 _names = itertools.count()
 
 
@@ -25,28 +17,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def spark():
-    pytest.importorskip("pyspark", reason="pyspark not installed (pip install kclient[spark])")
-    pytest.importorskip("pyarrow", reason="pyarrow not installed (pip install kclient[spark])")
-    if shutil.which("java") is None:
-        pytest.skip("java not installed (PySpark needs a JRE)")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)
-    from pyspark.sql import SparkSession
-    session = (SparkSession.builder.master("local[2,3]").appName("kclient-tests")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.host", "127.0.0.1")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    from kclient.testing.spark import local_spark, spark_problem
+    problem = spark_problem()
+    if problem:
+        pytest.skip(problem)
+    with local_spark("local[2,3]", {"spark.sql.shuffle.partitions": "2"}) as session:
+        yield session
 
 
 class SparkBroker:

@@ -11,6 +11,7 @@ from . import (
     api_versions,
     create_topics,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_groups,
     fetch,
@@ -34,7 +35,8 @@ __all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
 
 #: Every handler module (importing one registers its handler).
 HANDLER_MODULES = (
-    api_versions, create_topics, delete_topics, describe_configs, describe_groups, fetch,
-    find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups,
-    list_offsets, metadata, offset_commit, offset_fetch, produce, sync_group,
+    api_versions, create_topics, delete_topics, describe_cluster, describe_configs,
+    describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
+    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_fetch, produce,
+    sync_group,
 )

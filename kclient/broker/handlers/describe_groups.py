@@ -1,10 +1,12 @@
 """DescribeGroups (key 15) v0-v6: each group's state, protocol and members.
 
 Members' metadata and assignments are given only while the group is Stable (as Kafka). An
-unknown group is described as Dead; from v6 it also carries GROUP_ID_NOT_FOUND.
+unknown group is described as Dead; from v6 it also carries GROUP_ID_NOT_FOUND.  Authorized
+operations (v3+, when asked) are the group's every operation, as Kafka with no authorizer.
 """
 from __future__ import annotations
 
+from kclient.protocol.acl import ResourceType, all_supported
 from kclient.protocol.apis import DESCRIBE_GROUPS
 from kclient.protocol.error_codes import GroupIdNotFoundError
 from kclient.protocol.framing import Request
@@ -39,5 +41,9 @@ def handle(broker: Broker, request: Request) -> dict:
     """Describe every requested group."""
     version, body = request.header.api_version, request.body
     assert body is not None
-    return {"throttle_time_ms": 0,
-            "groups": [_describe(broker, g, version) for g in body.groups]}
+    groups = [_describe(broker, g, version) for g in body.groups]
+    if body.include_authorized_operations:
+        for group in groups:
+            if group["error_code"] == 0:
+                group["authorized_operations"] = all_supported(ResourceType.GROUP)
+    return {"throttle_time_ms": 0, "groups": groups}

@@ -14,6 +14,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+from kclient.protocol import error_codes as E
 from kclient.protocol.apis import FETCH
 from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
@@ -23,8 +24,8 @@ from ..interface import Broker
 from .registry import handles
 
 OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
-UNSUPPORTED_COMPRESSION_TYPE = 76
-KAFKA_STORAGE_ERROR = 56
+UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
+KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
 _HEAD = struct.Struct(">qi")
 
 

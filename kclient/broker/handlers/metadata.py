@@ -1,30 +1,39 @@
-"""Metadata (key 3): the live brokers, the controller and every requested topic's leaders.
+"""Metadata (key 3) v0-v12: the live brokers, the controller and every requested topic's leaders.
 
 Any broker describes the whole cluster.  v0 asks for all topics with an empty list, v1+ with a
 null list; unknown requested topics are auto-created when the broker allows it (and, v4+, the
-request does).
+request does).  Authorized operations (v8+) are filled in when asked for, as Kafka computes them
+with no authorizer; topic ids (v10+) are all zero (the mini-broker keeps none, as a ZooKeeper
+Kafka before 2.8), so a v12 lookup by id answers UNKNOWN_TOPIC_ID.
 """
 from __future__ import annotations
 
+from typing import Any
+
+from kclient.protocol import error_codes as E
+from kclient.protocol.acl import NOT_REQUESTED, ResourceType, all_supported
 from kclient.protocol.apis import METADATA
-from kclient.protocol.errors import InvalidTopicError
 from kclient.protocol.framing import Request
 
 from ..cluster import validate_topic_name
 from ..interface import Broker
 from .registry import handles
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-INVALID_TOPIC = InvalidTopicError.errno
+UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
+LEADER_NOT_AVAILABLE = E.LeaderNotAvailableError.errno
+INVALID_TOPIC = E.InvalidTopicError.errno
+UNKNOWN_TOPIC_ID = E.UnknownTopicIdError.errno
+ZERO_UUID = bytes(16)
 
 
-def _requested(broker: Broker, request: Request) -> list[str]:
-    """Names of the topics asked for (all topics for v0's empty list or v1+'s null)."""
+def _requested(broker: Broker, request: Request) -> list[Any]:
+    """The topics asked for: names, or (v12) the ids of nameless entries; all for v0's empty
+    list or v1+'s null."""
+    assert request.body is not None
     topics = request.body.topics
     if topics is None or (request.header.api_version == 0 and not topics):
         return broker.cluster.topic_names()
-    return [t.name for t in topics]
+    return [t.name if t.name is not None else bytes(t.topic_id) for t in topics]
 
 
 def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict:
@@ -41,30 +50,44 @@ def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict:
             "offline_replicas": []}
 
 
-def _topic(broker: Broker, name: str, auto_create: bool) -> dict:
+def _entry(code: int, name: str | None, parts: list[dict] | None = None,
+           topic_id: bytes = ZERO_UUID) -> dict:
+    """One topic's entry."""
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
+            "partitions": parts or []}
+
+
+def _topic(broker: Broker, name: str | bytes, auto_create: bool) -> dict:
     """One topic's entry, auto-creating it if allowed."""
+    if isinstance(name, bytes):                 # v12 lookup by id: no topic has one here
+        return _entry(UNKNOWN_TOPIC_ID, None, topic_id=name)
     try:
         validate_topic_name(name)
-    except InvalidTopicError:
-        return {"error_code": INVALID_TOPIC, "name": name, "is_internal": False, "partitions": []}
+    except E.InvalidTopicError:
+        return _entry(INVALID_TOPIC, name)
     leaders = broker.cluster.partitions(name)
     if leaders is None and auto_create and broker.ensure_topic(name):
         leaders = broker.cluster.partitions(name)
     if leaders is None:
-        return {"error_code": UNKNOWN_TOPIC_OR_PARTITION, "name": name, "is_internal": False,
-                "partitions": []}
-    parts = [_partition(broker, name, p, leaders[p]) for p in sorted(leaders)]
-    return {"error_code": 0, "name": name, "is_internal": False, "partitions": parts}
+        return _entry(UNKNOWN_TOPIC_OR_PARTITION, name)
+    return _entry(0, name, [_partition(broker, name, p, leaders[p]) for p in sorted(leaders)])
 
 
-@handles(METADATA, "0-9")
+@handles(METADATA, "0-12")
 def handle(broker: Broker, request: Request) -> dict:
     """Describe the brokers and the requested topics."""
-    auto = getattr(request.body, "allow_auto_topic_creation", True) \
-        and broker.config.get_bool("auto.create.topics.enable")
+    body = request.body
+    assert body is not None
+    auto = body.allow_auto_topic_creation and broker.config.get_bool("auto.create.topics.enable")
     brokers = [{"node_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
                 "rack": b.rack} for b in broker.cluster.live_brokers()]
     topics = [_topic(broker, name, auto) for name in _requested(broker, request)]
+    if body.include_topic_authorized_operations:
+        for topic in topics:              # every entry, failed ones too, as Kafka does
+            topic["topic_authorized_operations"] = all_supported(ResourceType.TOPIC)
+    cluster_ops = all_supported(ResourceType.CLUSTER) \
+        if body.include_cluster_authorized_operations else NOT_REQUESTED
     return {"throttle_time_ms": 0, "brokers": brokers,
             "cluster_id": broker.config.get("cluster.id"),
-            "controller_id": broker.cluster.controller_id(), "topics": topics}
+            "controller_id": broker.cluster.controller_id(), "topics": topics,
+            "cluster_authorized_operations": cluster_ops}

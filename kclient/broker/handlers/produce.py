@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from kclient.broker.log.compact import keyless_records
+from kclient.protocol import error_codes as E
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.errors import (
     BrokerResponseError,
@@ -28,13 +29,13 @@ from .registry import handles
 
 log = logging.getLogger("kclient.broker.produce")
 
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-MESSAGE_TOO_LARGE = 10
-INVALID_REQUIRED_ACKS = 21
-UNSUPPORTED_COMPRESSION_TYPE = 76
-KAFKA_STORAGE_ERROR = 56
-INVALID_RECORD = 87
+CORRUPT_MESSAGE = E.CorruptRecordError.errno
+UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
+MESSAGE_TOO_LARGE = E.MessageSizeTooLargeError.errno
+INVALID_REQUIRED_ACKS = E.InvalidRequiredAcksError.errno
+UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
+KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
+INVALID_RECORD = E.InvalidRecordError.errno
 
 
 class _Refused(Exception):
@@ -60,8 +61,7 @@ def _check_keys(records: Any, topic: str, index: int) -> None:
     missing = keyless_records(records)
     if not missing:
         return
-    text = (f"Compacted topic cannot accept message without key in topic partition "
-            f"{topic}-{index}.")
+    text = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
     errors = [{"batch_index": i, "batch_index_error_message": text} for i in missing]
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in missing[:3])
     raise _Refused(INVALID_RECORD, f"One or more records have been rejected due to "

@@ -7,6 +7,7 @@ from ..schema import Api
 from .api_versions import API_VERSIONS
 from .create_topics import CREATE_TOPICS
 from .delete_topics import DELETE_TOPICS
+from .describe_cluster import DESCRIBE_CLUSTER
 from .describe_configs import DESCRIBE_CONFIGS
 from .describe_groups import DESCRIBE_GROUPS
 from .fetch import FETCH
@@ -26,7 +27,7 @@ from .sync_group import SYNC_GROUP
 ALL_APIS: tuple[Api[Any, Any], ...] = (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
     JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
-    DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS,
+    DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER,
 )
 APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
 APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
@@ -34,7 +35,7 @@ APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
 __all__ = [
     "Api", "ALL_APIS", "APIS", "APIS_BY_NAME", "API_VERSIONS", "CREATE_TOPICS", "DELETE_TOPICS",
     "FETCH", "FIND_COORDINATOR", "HEARTBEAT", "INIT_PRODUCER_ID", "DESCRIBE_GROUPS", "LIST_GROUPS",
-    "DESCRIBE_CONFIGS", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
+    "DESCRIBE_CLUSTER", "DESCRIBE_CONFIGS", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
     "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP",
 ]

@@ -1,0 +1,181 @@
+"""Spark benchmark: the ``kclient`` data source, and Spark's own Kafka connector beside it.
+
+Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
+[--master local[2]] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]``
+
+Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
+4 partitions) with kclient's Producer, and times in one ``local[2]`` session (worker reuse on):
+
+* batch read: ``spark.read.format(F)...load()`` written to the ``noop`` sink;
+* Arrow writer: a ``spark.range`` DataFrame of N 100-byte values written with
+  ``df.write.format(F)``;
+* streaming read: ``readStream`` with ``trigger(availableNow)`` to ``noop``, rows/s per
+  micro-batch (rows / the batch's triggerExecution time) and for the whole query;
+* ``foreach_partition_writer`` against an empty ``foreachPartition`` function over the same
+  DataFrame (kclient only; Spark's connector has no such helper).
+
+F is ``kclient`` and, unless ``--no-spark-kafka``, ``kafka`` (Spark's connector, resolved from
+Maven Central as ``spark-sql-kafka-0-10_2.13:<pyspark version>`` into the Ivy cache).  Each
+figure is the best of ``--repeat`` runs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from kclient.testing import MiniBrokerProcess
+
+
+def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
+    from kclient import Producer, ProducerData
+    from kclient.cluster import Cluster
+    with Cluster(bootstrap) as cluster:
+        cluster.refresh([])
+        cluster.create_topic(topic, partitions)
+    value = b"x" * size
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
+        for start in range(0, n, 10000):
+            p.send([ProducerData(topic, value)] * min(10000, n - start))
+        p.flush()
+
+
+def _session(master: str, with_kafka: bool, kafka_version: str | None = None
+             ) -> tuple[Any, bool]:
+    """A local session; with Spark's Kafka connector on the classpath when it resolves."""
+    import pyspark
+    from pyspark.sql import SparkSession
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    def builder() -> Any:
+        return (SparkSession.builder.master(master).appName("kclient-bench")
+                .config("spark.python.worker.reuse", "true")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.driver.memory", "2g"))
+    if with_kafka:
+        version = kafka_version or pyspark.__version__
+        package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
+        try:
+            session = builder().config("spark.jars.packages", package).getOrCreate()
+            session.sparkContext.setLogLevel("ERROR")
+            return session, True
+        except Exception as exc:  # noqa: BLE001 - reported, then run without it
+            print(f"Spark's Kafka connector did not resolve from Maven Central ({package}): "
+                  f"{type(exc).__name__}")
+    session = builder().config("spark.jars.packages", "").getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session, False
+
+
+def _best(repeat: int, run: Callable[[], float]) -> float:
+    return min(run() for _ in range(repeat))
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _read_batch(spark: Any, fmt: str, bootstrap: str, topic: str) -> float:
+    df = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).load())
+    return _timed(lambda: df.write.format("noop").mode("overwrite").save())
+
+
+def _source_df(spark: Any, n: int, size: int, partitions: int) -> Any:
+    return spark.range(0, n, 1, partitions).selectExpr(
+        f"CAST(repeat('x', {size}) AS BINARY) AS value").cache()
+
+
+def _write_arrow(df: Any, fmt: str, bootstrap: str, topic: str) -> float:
+    return _timed(lambda: df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                  .option("topic", topic).mode("append").save())
+
+
+def _read_stream(spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
+                 ) -> tuple[float, float]:
+    """(best per-micro-batch rows/s, whole-query rows/s)."""
+    cp = os.path.join(workdir, f"cp-{fmt}-{time.monotonic_ns()}")
+    df = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    t0 = time.perf_counter()
+    q = (df.writeStream.format("noop").option("checkpointLocation", cp)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    whole = time.perf_counter() - t0
+    batches = [p for p in q.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in batches)
+    per_batch = max(p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000)
+                    for p in batches)
+    return per_batch, rows / whole
+
+
+def _empty_partition(rows: Any) -> None:
+    for _ in rows:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kclient bench spark", description=__doc__.split(
+        "\n")[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--no-spark-kafka", action="store_true")
+    parser.add_argument("--spark-kafka-version", default=None,
+                        help="connector version to resolve (default: the installed PySpark's)")
+    args = parser.parse_args(argv)
+    n, size, parts = args.messages, args.value_size, args.partitions
+    print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
+          f"{args.master}")
+    from kclient.spark import foreach_partition_writer
+    with MiniBrokerProcess() as broker:
+        bootstrap = broker.bootstrap
+        _preload(bootstrap, "bench-in", n, size, parts)
+        spark, has_kafka = _session(args.master, not args.no_spark_kafka,
+                                    args.spark_kafka_version)
+        formats = ["kclient"] + (["kafka"] if has_kafka else [])
+        results: dict[str, dict[str, float]] = {f: {} for f in formats}
+        src = _source_df(spark, n, size, parts)
+        src.count()
+        _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
+        for fmt in formats:
+            r = results[fmt]
+            r["batch read"] = n / _best(args.repeat, partial(
+                _read_batch, spark, fmt, bootstrap, "bench-in"))
+            r["Arrow writer"] = n / _best(args.repeat, partial(
+                _write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}"))
+            per_batch, whole = max(_read_stream(spark, fmt, bootstrap, "bench-in",
+                                                str(broker.workdir))
+                                   for _ in range(args.repeat))
+            r["streaming read, per micro-batch"], r["streaming read, whole query"] = \
+                per_batch, whole
+        writer = foreach_partition_writer({"kafka.bootstrap.servers": bootstrap,
+                                           "topic": "bench-foreach"})
+        empty = n / _best(args.repeat, lambda: _timed(
+            lambda: src.foreachPartition(_empty_partition)))
+        helper = n / _best(args.repeat, lambda: _timed(lambda: src.foreachPartition(writer)))
+        spark.stop()
+    print(f"\n| path | kclient rows/s | {'Spark Kafka rows/s | ratio |' if has_kafka else ''}")
+    print(f"|---|---|{'---|---|' if has_kafka else ''}")
+    for name, rate in results["kclient"].items():
+        extra = ""
+        if has_kafka:
+            theirs = results["kafka"][name]
+            extra = f" {theirs / 1e6:.2f}M | {rate / theirs:.2f}x |"
+        print(f"| {name} | {rate / 1e6:.2f}M |{extra}")
+    print(f"| empty foreachPartition | {empty / 1e6:.2f}M |")
+    print(f"| foreach_partition_writer | {helper / 1e6:.2f}M ({helper / empty:.2f}x of empty) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

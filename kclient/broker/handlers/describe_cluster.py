@@ -1,0 +1,45 @@
+"""DescribeCluster (key 60) v0-v1: the cluster id, the controller, the live brokers (as they
+advertise themselves) and, when asked, the cluster's authorized operations (KIP-700).
+
+Only brokers are described: asking a broker for the controllers (endpoint type 2, v1) is
+MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE, as Kafka answers.
+"""
+from __future__ import annotations
+
+from kclient.protocol import error_codes as E
+from kclient.protocol.acl import NOT_REQUESTED, ResourceType, all_supported
+from kclient.protocol.apis import DESCRIBE_CLUSTER
+from kclient.protocol.apis.describe_cluster import BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT
+from kclient.protocol.framing import Request
+
+from ..interface import Broker
+from .registry import handles
+
+
+def _error(code: int, message: str, endpoint_type: int) -> dict:
+    """An answer carrying only an error."""
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
+            "endpoint_type": endpoint_type, "cluster_id": "", "controller_id": -1,
+            "brokers": [], "cluster_authorized_operations": NOT_REQUESTED}
+
+
+@handles(DESCRIBE_CLUSTER, "0-1")
+def handle(broker: Broker, request: Request) -> dict:
+    """Describe the live brokers of the cluster this broker belongs to."""
+    body = request.body
+    assert body is not None
+    if body.endpoint_type == CONTROLLERS_ENDPOINT:
+        return _error(E.MismatchedEndpointTypeError.errno,
+                      "The request was sent to an endpoint of type BROKER, but we wanted an "
+                      "endpoint of type CONTROLLER", body.endpoint_type)
+    if body.endpoint_type != BROKERS_ENDPOINT:
+        return _error(E.UnsupportedEndpointTypeError.errno,
+                      f"unsupported endpoint type {body.endpoint_type}", body.endpoint_type)
+    brokers = [{"broker_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
+                "rack": b.rack} for b in broker.cluster.live_brokers()]
+    operations = all_supported(ResourceType.CLUSTER) \
+        if body.include_cluster_authorized_operations else NOT_REQUESTED
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "endpoint_type": BROKERS_ENDPOINT, "cluster_id": broker.config.get("cluster.id"),
+            "controller_id": broker.cluster.controller_id(), "brokers": brokers,
+            "cluster_authorized_operations": operations}
