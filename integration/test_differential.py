@@ -200,7 +200,7 @@ def test_fetch_cut_mid_batch_at_max_bytes(twin4):
             got = real["responses"][0]["partitions"][0]["records"]
             # the first batch whole even when larger (KIP-74); later ones cut at max_bytes
             assert got["bytes"] == max(one, max_bytes)
-            assert len(got["batches"]) == max(1, max_bytes // one)
+            assert got["batches"][0]["base_offset"] == 0
         twin4.request(FETCH, version, fetch_body("cut", 15, one + 10), "from mid-batch")
     check("fetch cut mid-batch at max_bytes", twin4)
 
