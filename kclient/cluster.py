@@ -202,6 +202,8 @@ class Cluster:
             self.cluster_id = resp.cluster_id
             topics = {} if full else dict(self.topics)
             for t in resp.topics:
+                if t.name is None:       # only a lookup by topic id (v12) answers without one
+                    continue
                 info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
                 for p in t.partitions:
                     info.partitions[p.partition_index] = PartitionInfo(

@@ -289,7 +289,7 @@ class SimpleConsumer:
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port) for b in resp.brokers}
         leaders: dict[tuple[str, int], int] = {}
         for t in resp.topics:
-            if t.error_code:
+            if t.error_code or t.name is None:   # no name: only a lookup by topic id (v12)
                 continue
             for p in t.partitions:
                 leaders[(t.name, p.partition_index)] = p.leader_id

@@ -129,3 +129,11 @@ def test_fail_on_data_loss(spark, kafka):
     rows = load(spark, kafka, subscribe=t, startingOffsets=gone,
                 failOnDataLoss="false").collect()
     assert sorted(r.offset for r in rows) == list(range(start, start + 10))
+
+
+def test_register_is_harmless_when_the_format_was_found_already(spark, kafka):
+    from kclient.spark import register
+    register(spark)
+    t = kafka.topic(1)
+    kafka.produce(t, [b"r"])
+    assert [bytes(r.value) for r in load(spark, kafka, subscribe=t).collect()] == [b"r"]

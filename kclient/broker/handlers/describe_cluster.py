@@ -27,6 +27,7 @@ def _error(code: int, message: str, endpoint_type: int) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Describe the live brokers of the cluster this broker belongs to."""
     body = request.body
+    assert body is not None
     if body.endpoint_type == CONTROLLERS_ENDPOINT:
         return _error(E.MismatchedEndpointTypeError.errno,
                       "The request was sent to an endpoint of type BROKER, but we wanted an "

@@ -29,6 +29,7 @@ ZERO_UUID = bytes(16)
 def _requested(broker: Broker, request: Request) -> list[Any]:
     """The topics asked for: names, or (v12) the ids of nameless entries; all for v0's empty
     list or v1+'s null."""
+    assert request.body is not None
     topics = request.body.topics
     if topics is None or (request.header.api_version == 0 and not topics):
         return broker.cluster.topic_names()
@@ -76,6 +77,7 @@ def _topic(broker: Broker, name: str | bytes, auto_create: bool) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Describe the brokers and the requested topics."""
     body = request.body
+    assert body is not None
     auto = body.allow_auto_topic_creation and broker.config.get_bool("auto.create.topics.enable")
     brokers = [{"node_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
                 "rack": b.rack} for b in broker.cluster.live_brokers()]
