@@ -563,6 +563,10 @@ KEYS: tuple[ConfigKey, ...] = (
          "autooffset.reset"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
+    _key("consumer.skip.corrupt", False, Bool(), _C,
+         "A corrupt record (bad CRC, malformed batch): false - the stream raises "
+         "CorruptRecordError (topic, partition, offset) once, then goes on after it; true - "
+         "log it, count it and go on."),
     _key("rebalance.max.retries", 4, _MS, _C,
          "Attempts of a rebalance before ConsumerRebalanceFailedError.", "rebalance.retries.max"),
     _key("rebalance.backoff.ms", Derived(lambda c: c["zookeeper.sync.time.ms"],

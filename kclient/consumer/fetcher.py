@@ -104,6 +104,8 @@ class ConsumerFetcherThread(threading.Thread):
         self._wake = threading.Event()
         self._halt = threading.Event()
         self.dead = False
+        #: offset of the last corrupt entry reported per partition (each is reported once)
+        self._last_corrupt: dict[tuple[str, int], int | None] = {}
 
     def add_partition(self, info: PartitionTopicInfo) -> bool:
         """Take over ``info``; False when this thread already died (use a new one)."""
@@ -209,8 +211,30 @@ class ConsumerFetcherThread(threading.Thread):
                                                           fetch_offset))
         elif error is None and ms.next_offset > fetch_offset:
             info.fetched_offset = ms.next_offset   # only control batches / skipped records
-        if error is not None:
+        if isinstance(error, CorruptRecordError):
+            self._corrupt(info, ms, error)
+        elif error is not None:
             self._error(info, error)
+
+    def _corrupt(self, info: PartitionTopicInfo, ms: ByteBufferMessageSet,
+                 error: CorruptRecordError) -> None:
+        """Step over a corrupt entry and go on fetching the partition (the records after it
+        are delivered); the stream raises the error first unless ``consumer.skip.corrupt``.
+        Each corrupt entry is reported once, however often a fetch meets it."""
+        ms.name_corrupt(error)
+        resume = error.next_offset if error.next_offset is not None else info.fetched_offset + 1
+        info.fetched_offset = max(info.fetched_offset, resume)
+        key = (info.topic, info.partition)
+        if self._last_corrupt.get(key) == error.offset:
+            return
+        self._last_corrupt[key] = error.offset
+        self.manager.corrupt_entries += 1
+        if self.manager.skip_corrupt:
+            log.warning("%s: skipped (consumer.skip.corrupt), resuming at offset %d", error,
+                        resume)
+            return
+        log.error("%s; resuming at offset %d", error, resume)
+        self._put(info, ErrorChunk(error))
 
     def _reset_offset(self, info: PartitionTopicInfo) -> None:
         if self.reset == "none":
@@ -256,6 +280,9 @@ class ConsumerFetcherManager:
         self.settings = settings or cluster.settings
         self.num_fetchers = config["num.consumer.fetchers"]
         self.backoff = config["refresh.leader.backoff.ms"] / 1000.0
+        self.skip_corrupt: bool = config.get("consumer.skip.corrupt", False)
+        #: corrupt entries met (each once), skipped or raised by a stream
+        self.corrupt_entries = 0
         self._cond = threading.Condition()
         self._no_leader: dict[tuple[str, int], PartitionTopicInfo] = {}
         self._fetchers: dict[tuple[int, int], ConsumerFetcherThread] = {}

@@ -23,6 +23,9 @@ class CorruptRecordError(
     compacted topic, or is otherwise corrupt.
     """
 
+    #: where reading can resume past the corrupt entry, when a client reader worked it out
+    next_offset: int | None = None
+
     def __init__(self, context: str = "", *args: Any, offset: int | None = None) -> None:
         """Also keep the ``offset`` of the corrupt entry, when known, and name it in the text."""
         super().__init__(context, *args)

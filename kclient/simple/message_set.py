@@ -8,8 +8,9 @@ complete entries in front of it, as the 0.8 API's ``validBytes`` does.
 
 Errors: a broker error for the partition (offset out of range, not the leader, ...) or a corrupt
 entry is kept in ``error``.  Iterating delivers every good message in front of a corrupt entry,
-then raises the ``CorruptRecordError`` (its ``offset`` names the entry); with nothing good in front
-of it, or for a broker error, iteration raises at once.
+then raises the ``CorruptRecordError`` (its ``offset`` names the entry, ``topic`` and
+``partition`` the partition, ``next_offset`` where a fetch reads on past it); with nothing good
+in front of it, or for a broker error, iteration raises at once.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from kclient.protocol.varint import Buffer
 from .columns import MessageColumns, message_columns
 from .messages import MessageAndOffset, messages_from_columns
 
-__all__ = ["ByteBufferMessageSet", "MessageSet"]
+__all__ = ["ByteBufferMessageSet", "MessageSet", "resume_offset"]
 
 
 class ByteBufferMessageSet:
@@ -74,9 +75,22 @@ class ByteBufferMessageSet:
         self.next_offset = max(fetch_offset, entry_next_offset(buf, spans[-1])) if spans \
             else fetch_offset
         if problem is not None and error is None:
-            error = CorruptRecordError(f"{self.context}: {problem.context}",
-                                       offset=problem.offset)
+            bad = CorruptRecordError(f"{self.context}: {problem.context}", offset=problem.offset)
+            self.name_corrupt(bad)
+            error = bad
         self.error = error
+
+    def offset_after(self, error: CorruptRecordError) -> int:
+        """Where to fetch next to read past the corrupt entry ``error`` names (always beyond
+        ``fetch_offset``): see :func:`resume_offset`."""
+        return resume_offset(self.buffer, self.fetch_offset, error.offset)
+
+    def name_corrupt(self, error: CorruptRecordError) -> CorruptRecordError:
+        """Fill in ``error``'s topic, partition and ``next_offset`` (where to fetch next)."""
+        if self.topic is not None and self.partition is not None:
+            error.topic, error.partition = self.topic, self.partition
+        error.next_offset = self.offset_after(error)
+        return error
 
     @property
     def context(self) -> str:
@@ -136,6 +150,34 @@ class ByteBufferMessageSet:
 
 #: The shorter name.
 MessageSet = ByteBufferMessageSet
+
+#: The most offsets a v2 batch header may claim before resume_offset stops trusting it.
+_MAX_BATCH_SPAN = 1 << 20
+
+
+def resume_offset(buf: bytes, fetch_offset: int, bad_offset: int | None) -> int:
+    """The offset just past the corrupt entry at ``bad_offset`` in a fetched ``buf``.
+
+    The next complete v2 batch's base offset when one follows it in the buffer; else the
+    corrupt batch's own ``baseOffset + lastOffsetDelta + 1`` when that is plausible; else one
+    past it.  Never at or below ``fetch_offset`` (so a reader always makes progress).
+    """
+    floor = max(fetch_offset, bad_offset if bad_offset is not None else fetch_offset) + 1
+    if bad_offset is None:
+        return floor
+    spans = scan_entries(buf).entries
+    for i, span in enumerate(spans):
+        if span.offset != bad_offset:
+            continue
+        if span.magic != 2:
+            return floor                  # a v0/v1 entry's offset is its last one
+        if i + 1 < len(spans) and spans[i + 1].magic == 2 and spans[i + 1].offset > bad_offset:
+            return max(floor, spans[i + 1].offset)
+        end = entry_next_offset(buf, span)
+        if bad_offset < end <= bad_offset + _MAX_BATCH_SPAN:
+            return max(floor, end)
+        break
+    return floor
 
 
 def error_set(topic: str, partition: int, fetch_offset: int, error: KafkaError,

@@ -15,7 +15,8 @@ def process(info, buf, fetch_offset):
     """Run the fetcher's _process on one message set; the queued items."""
     out = []
     fake = SimpleNamespace(_put=lambda i, c: out.append(c),
-                           _error=lambda i, e: out.append(ErrorChunk(e)))
+                           _error=lambda i, e: out.append(ErrorChunk(e)),
+                           _corrupt=lambda i, ms, e: out.append(ErrorChunk(e)))
     info.fetched_offset = fetch_offset
     ms = ByteBufferMessageSet(buf, fetch_offset, topic=info.topic, partition=info.partition)
     ConsumerFetcherThread._process(fake, info, ms)
