@@ -162,7 +162,9 @@ def test_offset_commit_unknown_partition_and_large_metadata(broker):
     r = call(broker, offset_commit, apis.OFFSET_COMMIT, 3, body)
     codes = [[p.error_code for p in t.partitions] for t in r.topics]
     unknown = E.UnknownTopicOrPartitionError.errno
-    assert codes == [[unknown], [unknown], [E.OffsetMetadataTooLargeError.errno, 0]]
+    # as Kafka's response builder: unknown partitions first, one entry per topic name
+    assert [t.name for t in r.topics] == ["t", "nosuch"]
+    assert codes == [[unknown, E.OffsetMetadataTooLargeError.errno, 0], [unknown]]
 
 
 def test_offset_fetch_all_topics_when_null(broker):

@@ -35,8 +35,14 @@ def max_magic(version: int) -> int:
 
 
 def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
-                     records: Any = b"") -> dict:
-    """One partition's response entry."""
+                     records: Any = b"", aborted: list | None = None) -> dict:
+    """One partition's response entry; an error one carries -1 offsets, as Kafka's (and, for
+    a partition refused before any read, an empty aborted transactions list, not null)."""
+    if code:
+        return {"partition_index": index, "error_code": code, "high_watermark": -1,
+                "last_stable_offset": -1, "log_start_offset": -1,
+                "aborted_transactions": aborted, "preferred_read_replica": -1,
+                "records": records}
     return {"partition_index": index, "error_code": code, "high_watermark": hw,
             "last_stable_offset": hw, "log_start_offset": start, "aborted_transactions": None,
             "preferred_read_replica": -1, "records": records}
@@ -70,11 +76,20 @@ def _read(log_: Any, offset: int, limit: int, whole_first: bool) -> Any:
     return data
 
 
-def _convert(data: Any, magic: int) -> Any:
-    """Down-convert fetched data to ``magic`` (a lone partial entry is passed through)."""
+def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
+    """Down-convert fetched data to ``magic`` (a lone partial entry is passed through). As
+    Kafka, converted messages before ``fetch_offset`` (the head of the first batch) are left out."""
     raw = data.read() if hasattr(data, "read") else bytes(data)
     converted = convert_records(raw, magic)
-    return converted if converted or not raw else raw
+    if not converted:
+        return raw
+    pos = 0
+    while pos + 12 <= len(converted):
+        last_offset, size = _HEAD.unpack_from(converted, pos)
+        if last_offset >= fetch_offset:
+            break
+        pos += 12 + size
+    return converted[pos:]
 
 
 def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: int,
@@ -83,19 +98,19 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
     index = req.partition
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
-        return _partition_entry(index, code)
+        return _partition_entry(index, code, aborted=[])
     hw, start = log_.log_end_offset, log_.log_start_offset
     try:
         data = _read(log_, req.fetch_offset, limit, whole_first) if limit > 0 or whole_first \
             else b""
         if data and log_.config.message_format_version > max_magic(version):
-            data = _convert(data, max_magic(version))
+            data = _convert(data, max_magic(version), req.fetch_offset)
     except OffsetOutOfRangeError:
-        return _partition_entry(index, OFFSET_OUT_OF_RANGE, hw, start)
+        return _partition_entry(index, OFFSET_OUT_OF_RANGE)
     except UnsupportedCodecError:
-        return _partition_entry(index, UNSUPPORTED_COMPRESSION_TYPE, hw, start)
+        return _partition_entry(index, UNSUPPORTED_COMPRESSION_TYPE)
     except OSError:
-        return _partition_entry(index, KAFKA_STORAGE_ERROR, hw, start)
+        return _partition_entry(index, KAFKA_STORAGE_ERROR)
     return _partition_entry(index, 0, hw, start, data if data is not None else b"")
 
 

@@ -41,7 +41,7 @@ def _partition(broker: Broker, topic: str, req: Any, version: int) -> dict:
         return {"partition_index": req.partition_index, "error_code": code,
                 "old_style_offsets": [], "timestamp": -1, "offset": -1}
     entry = _v0(log_, req) if version == 0 else _v1(log_, req)
-    if version >= 4:
+    if version >= 4 and entry["offset"] != -1:    # no offset found: no epoch (-1), as Kafka
         entry["leader_epoch"] = broker.cluster.leader_epoch(topic, req.partition_index)
     return entry
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kclient.protocol import errors as E
 from kclient.protocol.apis import OFFSET_COMMIT
@@ -61,28 +62,37 @@ def _entries(broker: Broker, request: Request
     return entries, errors
 
 
-def _response(request: Request, errors: dict[TopicPartition, int]) -> dict:
-    """Per-partition error codes in the request's order."""
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": errors.get((t.name, p.partition_index), 0)}
-            for p in t.partitions]}
-        for t in request.body.topics]}
+def _response(request: Request, errors: dict[TopicPartition, int],
+              unknown: set[TopicPartition]) -> dict:
+    """Per-partition error codes, ordered as Kafka's: the partitions refused as unknown first
+    (in request order), then those the coordinator answered, merged into their topics."""
+    body: Any = request.body
+    topics: dict[str, list[dict]] = {}
+    for first in (True, False):
+        for t in body.topics:
+            for p in t.partitions:
+                tp = (t.name, p.partition_index)
+                if (tp in unknown) == first:
+                    topics.setdefault(t.name, []).append(
+                        {"partition_index": p.partition_index, "error_code": errors.get(tp, 0)})
+    return {"throttle_time_ms": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
 
 
 @handles(OFFSET_COMMIT, "0-8")
 def handle(broker: Broker, request: Request) -> dict:
     """Validate and store the offsets; every partition gets its own error code."""
     body, version = request.body, request.header.api_version
-    if not is_local_coordinator(broker, body.group_id):
-        errors = {(t.name, p.partition_index): NOT_COORDINATOR
-                  for t in body.topics for p in t.partitions}
-        return _response(request, errors)
     entries, errors = _entries(broker, request)
+    unknown = {tp for tp, code in errors.items() if code == UNKNOWN_TOPIC_OR_PARTITION}
+    if not is_local_coordinator(broker, body.group_id):
+        errors.update({(t.name, p.partition_index): NOT_COORDINATOR
+                       for t in body.topics for p in t.partitions
+                       if (t.name, p.partition_index) not in unknown})
+        return _response(request, errors, unknown)
     if entries:
         code = broker.coordinator.commit_offsets(
             body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
             check_membership=version >= 1)
         errors.update({tp: code for tp in entries})
-    return _response(request, errors)
+    return _response(request, errors, unknown)

@@ -18,7 +18,6 @@ from kclient.protocol.apis import PRODUCE
 from kclient.protocol.errors import (
     BrokerResponseError,
     CorruptRecordError,
-    InvalidTopicError,
     KafkaError,
     UnsupportedCodecError,
 )
@@ -106,7 +105,8 @@ def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
         if log_.config.compact:
             _check_keys(data, topic, index)
         lat = int(time.time() * 1000) if log_.config.log_append_time else None
-        info = log_.append(data, magic=magic, log_append_time=lat, entries=entries)
+        info = log_.append(data, magic=magic, log_append_time=lat, entries=entries,
+                           leader_epoch=broker.cluster.leader_epoch(topic, index))
     except _Refused as exc:
         return _result(index, exc.code, message=str(exc), record_errors=exc.record_errors)
     except BrokerResponseError as exc:
@@ -121,14 +121,11 @@ def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
 
 
 def _topic(broker: Broker, topic: Any, acks_ok: bool) -> dict:
-    """Append every partition of one topic (auto-creating the topic if allowed)."""
+    """Append every partition of one topic; an unknown topic is not created."""
     name = topic.name
     code = 0 if acks_ok else INVALID_REQUIRED_ACKS
-    if not code:
-        try:
-            code = 0 if broker.ensure_topic(name) else UNKNOWN_TOPIC_OR_PARTITION
-        except InvalidTopicError:
-            code = InvalidTopicError.errno
+    if not code and broker.cluster.partitions(name) is None:
+        code = UNKNOWN_TOPIC_OR_PARTITION    # as Kafka: only Metadata creates topics
     if code:
         parts = [_result(p.index, code) for p in topic.partition_data]
     else:

@@ -7,7 +7,7 @@ from kclient.protocol.apis import SYNC_GROUP
 from kclient.protocol.framing import Request
 
 from ..coordinator import then
-from ..group import NOT_COORDINATOR, sync_result
+from ..group import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR, sync_result
 from ..interface import Broker, is_local_coordinator
 from .registry import handles
 
@@ -20,7 +20,11 @@ def _with_throttle(body: dict) -> dict:
 @handles(SYNC_GROUP, "0-5")
 def handle(broker: Broker, request: Request) -> Any:
     """Sync with the coordinator; a Future while the leader's assignment is awaited."""
-    body, version = request.body, request.header.api_version
+    body: Any = request.body
+    version = request.header.api_version
+    if version >= 5 and (body.protocol_type is None or body.protocol_name is None):
+        # mandatory from v5: Kafka refuses before looking at the group
+        return _with_throttle(sync_result(INCONSISTENT_GROUP_PROTOCOL))
     if not is_local_coordinator(broker, body.group_id):
         return _with_throttle(sync_result(NOT_COORDINATOR))
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments or ()}

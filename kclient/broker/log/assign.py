@@ -31,14 +31,17 @@ class Prepared(NamedTuple):
 
 def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: int | None,
             max_message_bytes: int,
-            entries: Sequence[EntryInfo] | None = None) -> Prepared:
+            entries: Sequence[EntryInfo] | None = None,
+            partition_leader_epoch: int | None = None) -> Prepared:
     """Assign offsets from ``next_offset`` (and LogAppendTime) to a records buffer of ``magic``.
 
     ``entries``: what ``validate_records(records)`` returned, if the caller already ran it
-    (the buffer is then not validated again); None validates here.
+    (the buffer is then not validated again); None validates here. ``partition_leader_epoch``
+    is stamped into v2 batches, as Kafka's leader does.
     """
     assigned = assign_offsets(records, next_offset,
                               log_append_time=log_append_time if magic > 0 else None,
+                              partition_leader_epoch=partition_leader_epoch,
                               entries=entries)
     if not assigned.entries:
         raise CorruptRecordError("empty records buffer")

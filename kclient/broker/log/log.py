@@ -177,16 +177,19 @@ class Log:
     # ------------------------------------------------------------------ append
     def append(self, records: bytes, *, magic: int,
                log_append_time: int | None = None,
-               entries: Sequence[EntryInfo] | None = None) -> AppendInfo:
+               entries: Sequence[EntryInfo] | None = None,
+               leader_epoch: int | None = None) -> AppendInfo:
         """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
 
         ``entries``: the result of ``validate_records(records)`` when the caller already
-        validated these exact bytes (they are then not validated again).
+        validated these exact bytes (they are then not validated again). ``leader_epoch`` is
+        written into v2 batches (their partitionLeaderEpoch), as Kafka's leader does.
         """
         with self._lock:
             self._check_open()
             prep = prepare(records, magic, self.log_end_offset, log_append_time=log_append_time,
-                           max_message_bytes=self.config.max_message_bytes, entries=entries)
+                           max_message_bytes=self.config.max_message_bytes, entries=entries,
+                           partition_leader_epoch=leader_epoch)
             if len(prep.data) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
                     f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")

@@ -1,0 +1,131 @@
+"""The differential test's cases and every difference between real Kafka and the mini-broker
+that is intended, with the reason (docs/differential.md is generated from this)."""
+from __future__ import annotations
+
+#: Case name -> what it sends.
+CASES: dict[str, str] = {
+    "produce every version": "Produce v0-v9 (v0-v2 to Kafka 3.x), two requests per topic, then "
+                             "a Fetch of what was stored",
+    "produce to an unknown topic or partition": "Produce v7 to a topic and a partition that do "
+                                                "not exist",
+    "fetch cut mid-batch at max_bytes": "three 10-record batches; Fetch v4-v12 with max_bytes "
+                                        "of half, one and a half and two batches, and from the "
+                                        "middle of a batch",
+    "fetch v0/v1 data at new versions": "topics in message format v0 and v1 (Kafka 3.x), "
+                                        "Fetch v4-v12",
+    "fetch v2 data at old versions": "a v2 batch fetched at v0-v3 (down-conversion)",
+    "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
+                                          "an unknown topic",
+    "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, by "
+                                 "timestamp (exact, between, after all records)",
+    "Metadata: missing topic, auto-create": "Metadata v4-v9 for a missing topic without "
+                                            "auto-create; v4 with auto-create, then v9",
+    "JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths": "unknown group, session timeout too "
+        "short, empty group id, member id required, unknown member, inconsistent protocol type, "
+        "wrong generation",
+    "OffsetCommit/OffsetFetch every version": "OffsetCommit v0-v8 (v0-v1 to Kafka 3.x) with an "
+        "unknown topic in it; OffsetFetch v0-v7 of named and (v2+) all partitions",
+    "a request at an unsupported version": "ApiVersions v99, Metadata v99, Produce v2 to "
+                                           "Kafka 4.x",
+}
+
+#: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
+DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
+    "fetch v2 data at old versions": {
+        "Fetch v* from 2: responses[0].partitions[0].records.bytes":
+            "Kafka's lazy down-conversion sends as many bytes as the stored v2 batch takes and "
+            "pads what the converted messages leave free with a truncated entry, which clients "
+            "skip; the mini-broker sends the converted messages only. The messages are the "
+            "same.",
+    },
+    "Metadata: missing topic, auto-create": {
+        "Metadata v4 auto-create: topics[0].*":
+            "Kafka 4 forwards auto-creation to its controller and answers the first request "
+            "UNKNOWN_TOPIC_OR_PARTITION with no partitions; the mini-broker creates the topic "
+            "synchronously and describes it at once. The next request gets the same answer "
+            "from both.",
+    },
+    "OffsetCommit/OffsetFetch every version": {
+        "OffsetFetch v0 commit-v*":
+            "Kafka 3.x (ZooKeeper mode) keeps v0 commits in ZooKeeper (no metadata; a partition "
+            "without a commit answers UNKNOWN_TOPIC_OR_PARTITION) apart from v1+ commits in "
+            "__consumer_offsets; the mini-broker has one offset store for every version, as "
+            "0.8.2+ clients committing to Kafka expect.",
+    },
+    "a request at an unsupported version": {
+        "key 0 v2 Produce v2 (4.x dropped it)":
+            "Kafka 4 removed Produce v0-v2 (KIP-896) and closes the connection (though its "
+            "ApiVersions still lists them, for librdkafka); the mini-broker serves the "
+            "0.8-era versions on purpose.",
+    },
+}
+
+#: Mini-broker bugs that real Kafka exposed, fixed: (case or peer, bug, commit).
+FIXED: list[tuple[str, str, str]] = [
+    ("Kafka's Java producer", "no InitProducerId: the Java producer's defaults "
+     "(idempotence) failed with UnsupportedVersionException", "12a4e03"),
+    ("kafka-topics --describe", "no DescribeConfigs", "12a4e03"),
+    ("kafka-consumer-groups", "no ListGroups / DescribeGroups; members had no client host",
+     "12a4e03"),
+    ("produce every version", "v2 batches kept partitionLeaderEpoch -1 (Kafka stamps the "
+     "leader epoch)", "11d5ef6"),
+    ("produce to an unknown topic or partition", "Produce auto-created an unknown topic "
+     "(Kafka answers UNKNOWN_TOPIC_OR_PARTITION)", "11d5ef6"),
+    ("fetch v2 data at old versions", "down-conversion returned the records before the fetch "
+     "offset", "a314433"),
+    ("offset out of range, unknown topic", "errored partitions carried the log's high "
+     "watermark, last stable and log start offsets (Kafka: -1) and a null aborted-transactions "
+     "list where Kafka sends an empty one", "a314433"),
+    ("ListOffsets every version", "v4+ with no offset found answered the leader epoch "
+     "(Kafka: -1)", "b992fc8"),
+    ("OffsetCommit/OffsetFetch every version", "response order: Kafka lists partitions "
+     "refused as unknown first, one entry per topic", "2d31908"),
+    ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
+     "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
+     "aef3a41"),
+]
+
+DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker
+
+`integration/test_differential.py` sends the same request sequences, through kclient's
+`BrokerConnection` at pinned versions, to a real Kafka 4.x (KRaft) — and to Kafka 3.x in
+ZooKeeper mode for the versions 4.x refuses and for message formats v0/v1 — and to a mini-broker
+beside each, then compares the responses field by field. Only ids (node, member, producer,
+cluster, topic, session), host and port, throttle times and the text of error messages
+(present or absent) are normalised; record sets are compared decoded, batch by batch and record
+by record (every field but the CRC), and by their size. A difference not listed below fails the
+test; a listed one that no longer occurs fails it too.
+
+Generated by `python -m integration.differential_cases docs/differential.md` from
+`integration/differential_cases.py`; a test fails when this file is stale.
+"""
+
+
+def render() -> str:
+    """docs/differential.md: one row per case, then the fixed bugs."""
+    lines = [DOC_HEADER, "| case | requests | result |", "|---|---|---|"]
+    fixed_by_case: dict[str, list[str]] = {}
+    for case, _, commit in FIXED:
+        fixed_by_case.setdefault(case, []).append(commit)
+    for case, what in CASES.items():
+        if case in DIFFERENT_ON_PURPOSE:
+            result = "different on purpose: " + "; ".join(
+                f"`{path}`: {why}" for path, why in DIFFERENT_ON_PURPOSE[case].items())
+            if case in fixed_by_case:
+                result = f"fixed ({', '.join(sorted(set(fixed_by_case[case])))}), otherwise " \
+                    + result
+        elif case in fixed_by_case:
+            result = f"fixed ({', '.join(sorted(set(fixed_by_case[case])))}), now the same"
+        else:
+            result = "same"
+        lines.append(f"| {case} | {what} | {result} |")
+    lines += ["", "## Mini-broker bugs real Kafka exposed (all fixed)", "",
+              "| found by | bug | commit |", "|---|---|---|"]
+    lines += [f"| {case} | {bug} | {commit} |" for case, bug, commit in FIXED]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+    Path(sys.argv[1]).write_text(render())

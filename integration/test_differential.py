@@ -1,0 +1,368 @@
+"""Differential test: the same request sequences to real Apache Kafka (4.x; 3.x for the versions
+4.x refuses) and to the mini-broker, compared field by field (integration/differential.py).
+
+Every difference found must be listed in :data:`DIFFERENT_ON_PURPOSE` with its reason; the
+table in docs/differential.md is generated from the cases and that list
+(``python -m integration.differential_cases docs/differential.md``) and checked for staleness.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from kclient.broker import MiniBroker
+from kclient.protocol.apis import (
+    API_VERSIONS,
+    CREATE_TOPICS,
+    FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    PRODUCE,
+    SYNC_GROUP,
+)
+from kclient.protocol.records import build_batch, build_message_set
+
+from .differential import Twin
+from .differential_cases import CASES, DIFFERENT_ON_PURPOSE, render
+
+#: Record timestamps are given explicitly, so both brokers store the same bytes (recent ones:
+#: time-based retention must not delete them).
+T0 = (int(time.time()) - 3600) * 1000
+MINI_CONFIG = {"num.partitions": "1", "auto.create.topics.enable": "true",
+               "group.initial.rebalance.delay.ms": "0"}
+
+
+def _twin(request, tmp_path_factory, real, name):
+    with MiniBroker(log_dir=tmp_path_factory.mktemp(name), config=MINI_CONFIG) as mini:
+        twin = Twin(real.bootstrap, mini.bootstrap, real.major)
+        yield twin
+        twin.close()
+
+
+@pytest.fixture(scope="module")
+def twin4(request, tmp_path_factory, kafka4):
+    """Kafka 4.x and a mini-broker."""
+    yield from _twin(request, tmp_path_factory, kafka4, "mini4")
+
+
+@pytest.fixture(scope="module")
+def twin3(request, tmp_path_factory, kafka3):
+    """Kafka 3.x (ZooKeeper mode, old formats possible) and a mini-broker."""
+    yield from _twin(request, tmp_path_factory, kafka3, "mini3")
+
+
+def check(case: str, *twins: Twin) -> None:
+    """The case's differences are exactly the ones documented as intended (fnmatch patterns
+    (``*`` wildcards) of DIFFERENT_ON_PURPOSE, each matching at least one)."""
+    assert case in CASES, f"{case} is missing from differential_cases.CASES"
+    found = [f for twin in twins for f in twin.found.get(case, [])]
+    patterns = DIFFERENT_ON_PURPOSE.get(case, {})
+    details = "\n".join(f"  {p}: real={r!r} mini={m!r}" for p, r, m in found)
+    dump = os.environ.get("KCLIENT_DIFF_DUMP")
+    if dump:                        # triage: write every difference down instead of failing
+        with open(dump, "a") as out:
+            out.write(f"== {case}\n{details}\n")
+        return
+    unexplained = [p for p, _, _ in found if not any(_matches(p, pat) for pat in patterns)]
+    assert not unexplained, f"differences in {case}:\n{details}"
+    for pattern in patterns:
+        assert any(_matches(p, pattern) for p, _, _ in found), \
+            f"{case}: documented difference {pattern!r} no longer occurs"
+
+
+def _matches(path: str, pattern: str) -> bool:
+    """``*`` matches anything; everything else literally."""
+    return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), path) is not None
+
+
+def test_docs_table_is_current():
+    """docs/differential.md is what differential_cases renders."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "differential.md"
+    assert path.read_text() == render(), \
+        "stale: run python -m integration.differential_cases docs/differential.md"
+
+
+def create(twin: Twin, name: str, partitions: int = 1, **configs: str) -> None:
+    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                        "assignments": [], "configs": [{"name": k.replace("_", "."), "value": v}
+                                                       for k, v in configs.items()]}],
+            "timeout_ms": 30000}
+    real, mini = twin.request(CREATE_TOPICS, 4, body, name)
+    assert real["topics"][0]["error_code"] == 0, real
+    _wait_leader(twin, name, partitions)
+
+
+def _wait_leader(twin: Twin, topic: str, partitions: int = 1) -> None:
+    """Until the real broker leads every partition (ListOffsets answers without error)."""
+    deadline = time.monotonic() + 30
+    body = {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+        {"partition_index": p, "timestamp": -1} for p in range(partitions)]}]}
+    while time.monotonic() < deadline:
+        resp = twin.real.request(LIST_OFFSETS, body, 1)
+        if all(p.error_code == 0 for t in resp.topics for p in t.partitions):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{topic}: no leader on the real broker")
+
+
+def wait_coordinator(twin: Twin, group: str) -> None:
+    """Until the real broker's group coordinator is loaded for ``group`` (FindCoordinator
+    makes Kafka create its offsets topic)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        twin.real.request(FIND_COORDINATOR, {"key": group, "key_type": 0}, 1)
+        resp = twin.real.request(OFFSET_FETCH, {"group_id": group, "topics": None}, 3)
+        if resp.error_code == 0:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"group {group}: coordinator not ready on the real broker")
+
+
+def produce_body(topic: str, records: bytes, acks: int = 1, partition: int = 0) -> dict:
+    return {"acks": acks, "timeout_ms": 10000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+
+
+def fetch_body(topic: str, offset: int = 0, max_bytes: int = 1 << 20, partition: int = 0
+               ) -> dict:
+    return {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0,
+            "topics": [{"topic": topic, "partitions": [
+                {"partition": partition, "fetch_offset": offset,
+                 "partition_max_bytes": max_bytes}]}]}
+
+
+def batch(n: int, start: int = 0, size: int = 20) -> bytes:
+    return build_batch([b"%0*d" % (size, start + i) for i in range(n)],
+                       [b"k%d" % (start + i) for i in range(n)],
+                       [T0 + 1000 * (start + i) for i in range(n)])
+
+
+def message_set(n: int, magic: int, start: int = 0) -> bytes:
+    return build_message_set([b"v%d" % (start + i) for i in range(n)],
+                             [b"k%d" % (start + i) for i in range(n)],
+                             [T0 + 1000 * (start + i) for i in range(n)], magic=magic)
+
+
+def records_for(version: int, n: int, start: int = 0) -> bytes:
+    """The record format a producer of that Produce version writes."""
+    if version >= 3:
+        return batch(n, start)
+    return message_set(n, 1 if version == 2 else 0, start)
+
+
+# --- Produce ---------------------------------------------------------------------------------
+
+def test_produce_every_version(twin4, twin3):
+    for twin in (twin4, twin3):
+        twin.case = "produce every version"
+    for version in range(PRODUCE.max_version + 1):
+        twin = twin4 if twin4.supports(PRODUCE, version) else twin3
+        topic = f"produce-v{version}"
+        create(twin, topic)
+        for start in (0, 3):
+            twin.request(PRODUCE, version, produce_body(topic, records_for(version, 3, start)),
+                         f"{topic}@{start}")
+        twin.request(FETCH, 4, fetch_body(topic), topic)
+    check("produce every version", twin4, twin3)
+
+
+def test_produce_unknown_topic_and_partition(twin4):
+    twin4.case = "produce to an unknown topic or partition"
+    create(twin4, "produce-known")
+    twin4.request(PRODUCE, 7, produce_body("produce-nowhere", batch(1)), "unknown topic")
+    twin4.request(PRODUCE, 7, produce_body("produce-known", batch(1), partition=5),
+                  "unknown partition")
+    check("produce to an unknown topic or partition", twin4)
+
+
+# --- Fetch -----------------------------------------------------------------------------------
+
+def test_fetch_cut_mid_batch_at_max_bytes(twin4):
+    twin4.case = "fetch cut mid-batch at max_bytes"
+    create(twin4, "cut")
+    for start in (0, 10, 20):
+        twin4.request(PRODUCE, 7, produce_body("cut", batch(10, start, size=50)))
+    one = len(batch(10, 0, size=50))
+    for version in range(4, FETCH.max_version + 1):
+        for max_bytes in (one // 2, one + one // 2, 2 * one + 7):
+            real, _ = twin4.request(FETCH, version, fetch_body("cut", 0, max_bytes),
+                                    f"max {max_bytes}")
+            got = real["responses"][0]["partitions"][0]["records"]
+            # the first batch whole even when larger (KIP-74); later ones cut at max_bytes
+            assert got["bytes"] == max(one, max_bytes)
+            assert got["batches"][0]["base_offset"] == 0
+        twin4.request(FETCH, version, fetch_body("cut", 15, one + 10), "from mid-batch")
+    check("fetch cut mid-batch at max_bytes", twin4)
+
+
+def test_fetch_old_format_data_at_new_versions(twin3):
+    twin3.case = "fetch v0/v1 data at new versions"
+    for magic, fmt in ((0, "0.8.2"), (1, "0.10.0")):
+        topic = f"old-format-v{magic}"
+        create(twin3, topic, message_format_version=fmt)
+        twin3.request(PRODUCE, 2, produce_body(topic, message_set(5, magic)), topic)
+        for version in range(4, FETCH.max_version + 1):
+            twin3.request(FETCH, version, fetch_body(topic), topic)
+    check("fetch v0/v1 data at new versions", twin3)
+
+
+def test_fetch_v2_data_at_old_versions(twin3):
+    twin3.case = "fetch v2 data at old versions"
+    create(twin3, "new-format")
+    twin3.request(PRODUCE, 3, produce_body("new-format", batch(5)))
+    for version in range(0, 4):
+        twin3.request(FETCH, version, fetch_body("new-format"), "from 0")
+        twin3.request(FETCH, version, fetch_body("new-format", 2), "from 2")
+    check("fetch v2 data at old versions", twin3)
+
+
+def test_fetch_offset_out_of_range_and_unknown_topic(twin4):
+    twin4.case = "offset out of range, unknown topic"
+    create(twin4, "range")
+    twin4.request(PRODUCE, 7, produce_body("range", batch(3)))
+    for version in (4, 11, 12):
+        twin4.request(FETCH, version, fetch_body("range", 1000), "past the end")
+        twin4.request(FETCH, version, fetch_body("range", 3), "at the end")
+        twin4.request(FETCH, version, fetch_body("fetch-nowhere"), "unknown topic")
+    twin4.request(LIST_OFFSETS, 5, {"replica_id": -1, "topics": [{"name": "list-nowhere",
+                  "partitions": [{"partition_index": 0, "timestamp": -1}]}]}, "unknown topic")
+    check("offset out of range, unknown topic", twin4)
+
+
+# --- ListOffsets -----------------------------------------------------------------------------
+
+def test_list_offsets_every_version(twin4, twin3):
+    for twin in (twin4, twin3):
+        twin.case = "ListOffsets every version"
+        create(twin, "offsets")
+        twin.request(PRODUCE, 3, produce_body("offsets", batch(5)))
+    for version in range(LIST_OFFSETS.max_version + 1):
+        twin = twin4 if twin4.supports(LIST_OFFSETS, version) else twin3
+        for label, ts in (("latest", -1), ("earliest", -2), ("at t1", T0 + 1000),
+                          ("between", T0 + 1500), ("after all", T0 + 99_000)):
+            part = {"partition_index": 0, "timestamp": ts, "max_num_offsets": 10}
+            twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
+                                                 "topics": [{"name": "offsets",
+                                                             "partitions": [part]}]}, label)
+    check("ListOffsets every version", twin4, twin3)
+
+
+# --- Metadata --------------------------------------------------------------------------------
+
+def test_metadata_missing_topic_and_auto_create(twin4):
+    twin4.case = "Metadata: missing topic, auto-create"
+    for version in range(4, METADATA.max_version + 1):
+        twin4.request(METADATA, version, {"topics": [{"name": f"missing-{version}"}],
+                                          "allow_auto_topic_creation": False}, "no auto-create")
+    twin4.request(METADATA, 4, {"topics": [{"name": "auto-made"}],
+                                "allow_auto_topic_creation": True}, "auto-create")
+    _wait_leader(twin4, "auto-made")
+    twin4.request(METADATA, 9, {"topics": [{"name": "auto-made"}],
+                                "allow_auto_topic_creation": False}, "after auto-create")
+    check("Metadata: missing topic, auto-create", twin4)
+
+
+# --- groups ----------------------------------------------------------------------------------
+
+def join(twin: Twin, version: int, group: str, member: str = "", session: int = 10000,
+         protocol_type: str = "consumer", label: str = "") -> tuple[dict, dict]:
+    body = {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": 10000,
+            "member_id": member, "protocol_type": protocol_type,
+            "protocols": [{"name": "range", "metadata": b"m"}]}
+    return twin.request(JOIN_GROUP, version, body, label)
+
+
+def test_group_error_paths(twin4):
+    twin4.case = "JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths"
+    for group in ("nogroup", "g-session", "g-err"):
+        wait_coordinator(twin4, group)
+    for version in (0, 3, 5, 7):
+        twin4.request(HEARTBEAT, min(version, 4), {"group_id": "nogroup", "generation_id": 1,
+                                                   "member_id": "nobody"}, "unknown group")
+        join(twin4, version, "g-session", session=10, label="session too short")
+        join(twin4, version, "", label="empty group id")
+        twin4.request(SYNC_GROUP, min(version, 5), {
+            "group_id": "nogroup", "generation_id": 1, "member_id": "nobody",
+            "assignments": []}, "unknown group")
+        twin4.request(LEAVE_GROUP, min(version, 4), {
+            "group_id": "nogroup", "member_id": "nobody",
+            "members": [{"member_id": "nobody"}]}, "unknown group")
+    # a real member on each side, then wrong generation, unknown member, wrong protocol type
+    real, mini = twin4.real, twin4.mini
+    ids = {}
+    for side, conn in (("real", real), ("mini", mini)):
+        first = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": 10000,
+                                          "rebalance_timeout_ms": 10000, "member_id": "",
+                                          "protocol_type": "consumer",
+                                          "protocols": [{"name": "range", "metadata": b"m"}]}, 5)
+        ids[side] = first.member_id
+    join(twin4, 5, "g-err", label="member id required again")
+    for side, conn in (("real", real), ("mini", mini)):
+        resp = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": 10000,
+                                         "rebalance_timeout_ms": 10000,
+                                         "member_id": ids[side], "protocol_type": "consumer",
+                                         "protocols": [{"name": "range", "metadata": b"m"}]}, 5)
+        assert resp.error_code == 0, (side, resp)
+    join(twin4, 5, "g-err", member="stranger", label="unknown member")
+    join(twin4, 5, "g-err", protocol_type="connect", label="inconsistent protocol type")
+    for version in (0, 3, 4):
+        twin4.request(SYNC_GROUP, version, {"group_id": "g-err", "generation_id": 99,
+                                            "member_id": "stranger", "assignments": []},
+                      "unknown member")
+        twin4.request(HEARTBEAT, version, {"group_id": "g-err", "generation_id": 99,
+                                           "member_id": "stranger"}, "unknown member")
+    twin4.request(LEAVE_GROUP, 3, {"group_id": "g-err", "members": [
+        {"member_id": "stranger"}]}, "unknown member")
+    check("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", twin4)
+
+
+def test_offset_commit_and_fetch_every_version(twin4, twin3):
+    for twin in (twin4, twin3):
+        twin.case = "OffsetCommit/OffsetFetch every version"
+        create(twin, "commits", partitions=2)
+    for version in range(OFFSET_COMMIT.max_version + 1):
+        twin = twin4 if twin4.supports(OFFSET_COMMIT, version) else twin3
+        group = f"commit-v{version}"
+        wait_coordinator(twin, group)
+        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                "retention_time_ms": -1, "topics": [
+                    {"name": "commits", "partitions": [
+                        {"partition_index": 0, "committed_offset": 5 + version,
+                         "committed_metadata": "meta", "commit_timestamp": -1},
+                        {"partition_index": 1, "committed_offset": 7,
+                         "committed_metadata": None}]},
+                    {"name": "commits-nowhere", "partitions": [
+                        {"partition_index": 0, "committed_offset": 1}]}]}
+        twin.request(OFFSET_COMMIT, version, body, group)
+        for fetch_version in range(OFFSET_FETCH.max_version + 1):
+            ftwin = twin4 if twin4.supports(OFFSET_FETCH, fetch_version) else twin3
+            if ftwin is not twin:
+                continue
+            topics = [{"name": "commits", "partition_indexes": [0, 1, 2]}]
+            twin.request(OFFSET_FETCH, fetch_version, {"group_id": group, "topics": topics},
+                         group)
+            if fetch_version >= 2:
+                twin.request(OFFSET_FETCH, fetch_version, {"group_id": group, "topics": None},
+                             f"{group} all")
+    check("OffsetCommit/OffsetFetch every version", twin4, twin3)
+
+
+# --- versions --------------------------------------------------------------------------------
+
+def test_unsupported_versions(twin4):
+    twin4.case = "a request at an unsupported version"
+    twin4.raw(API_VERSIONS.key, 99, "ApiVersions v99", flexible=True)
+    twin4.raw(METADATA.key, 99, "Metadata v99", flexible=True)
+    body = b"".join(PRODUCE.encode_request(2, produce_body("produce-v2-raw", message_set(1, 1))))
+    twin4.raw(PRODUCE.key, 2, "Produce v2 (4.x dropped it)", body)
+    check("a request at an unsupported version", twin4)
