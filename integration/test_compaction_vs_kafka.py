@@ -2,9 +2,11 @@
 
 The same record batches (keyed, tombstones, and keyless ones in the tail, written while the
 topic's policy is still "delete") go to both; the same segments roll; the policy becomes
-"compact" and each broker runs one cleaning round.  The cleaned segment files must hold the same batches: base
-and last offsets kept, the same records retained, an empty batch where Kafka keeps one, the
-delete-horizon attribute where Kafka sets it.  A keyless record is refused alike (INVALID_RECORD
+"compact" and each broker runs one cleaning round; after delete.retention.ms more batches roll
+the active segment and each runs a second round, which removes the tombstones.  After each
+round the segment files must hold the same batches: base and last offsets kept, the same
+records retained, an empty batch where Kafka keeps one, the delete-horizon attribute where
+Kafka sets it.  A keyless record is refused alike (INVALID_RECORD
 with the same per-record errors)."""
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from .conftest import OLD_FORMATS, _server
 
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 
+RETENTION_MS = 3000
 TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "2000",
-                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "600000"}
+                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": str(RETENTION_MS)}
 
 
 @pytest.fixture(scope="module")
@@ -129,23 +132,49 @@ def test_cleaned_segments_match_kafkas(request, tmp_path, fmt, codec):
         assert len(kafka_files) > 4
         before = _shape(kafka_dir)
         assert before == _shape(mini_log.directory), "same segments before cleaning"
-        resource = confluent_admin.ConfigResource(
-            confluent_admin.ResourceType.TOPIC, topic, incremental_configs=[
-                confluent_admin.ConfigEntry(
-                    "cleanup.policy", "compact",
-                    incremental_operation=confluent_admin.AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([resource])[resource].result(30)
-        mini_log.config.cleanup_policy = ("compact",)
-        active = int(kafka_files[-1][:20])
-        _wait_kafka_cleaned(kafka_cleaning.nodes[0].data, topic, active)
-        assert mini.log_manager.cleaner.clean(mini_log) is not None
-        kafka_after, mini_after = _shape(kafka_dir), _shape(mini_log.directory)
-    assert kafka_after != before, "Kafka cleaned"
-    assert mini_after == kafka_after
-    flat = [b for _, bs in kafka_after for b in bs]
-    if fmt == "2.8":
-        assert any(b[2] == 0 for b in flat), "the workload ends a round with an emptied batch"
-        assert any(b[4] for b in flat), "and keeps tombstones under a delete horizon"
+        _set_policy(admin, topic, mini_log, "compact")
+        kafka_after = _clean_both(kafka_cleaning, topic, mini, mini_log)
+        assert kafka_after != before, "Kafka cleaned"
+        flat = [b for _, bs in kafka_after for b in bs]
+        if fmt == "2.8":
+            assert any(b[2] == 0 for b in flat), "the round ends with an emptied batch"
+            assert any(b[4] for b in flat), "tombstones kept under a delete horizon"
+            assert any(r[2] is None for b in flat for r in b[5])
+        time.sleep(RETENTION_MS / 1000 + 0.5)
+        _set_policy(admin, topic, mini_log, "delete")        # no cleaning while we write
+        for batch in _batches(codec, keyless_tail=False)[:40]:
+            assert _produce(kafka_cleaning.bootstrap, topic, batch).error_code == 0
+            assert _produce(mini.bootstrap, topic, batch).error_code == 0
+        assert sorted(p.name for p in kafka_dir.glob("*.log")) == \
+            sorted(p.name for p in mini_log.directory.glob("*.log"))
+        _set_policy(admin, topic, mini_log, "compact")
+        second = _clean_both(kafka_cleaning, topic, mini, mini_log)
+    old_tombstones = [r for _, bs in second for b in bs for r in b[5]
+                      if r[2] is None and r[0] < int(kafka_files[-1][:20])]
+    assert not old_tombstones, "the second round removes the first round's tombstones"
+
+
+def _set_policy(admin, topic: str, mini_log, policy: str) -> None:
+    """cleanup.policy of the topic on Kafka (AlterConfigs) and of the mini-broker's log."""
+    resource = confluent_admin.ConfigResource(
+        confluent_admin.ResourceType.TOPIC, topic, incremental_configs=[
+            confluent_admin.ConfigEntry(
+                "cleanup.policy", policy,
+                incremental_operation=confluent_admin.AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    mini_log.config.cleanup_policy = (policy,)
+
+
+def _clean_both(kafka, topic: str, mini: MiniBroker, mini_log) -> list[tuple]:
+    """Let Kafka clean up to its active segment, clean the mini-broker's log once, compare the
+    segment files; Kafka's shape."""
+    kafka_dir = kafka.nodes[0].data / f"{topic}-0"
+    kafka_files = sorted(p.name for p in kafka_dir.glob("*.log"))
+    _wait_kafka_cleaned(kafka.nodes[0].data, topic, int(kafka_files[-1][:20]))
+    assert mini.log_manager.cleaner.clean(mini_log) is not None
+    kafka_shape = _shape(kafka_dir)
+    assert _shape(mini_log.directory) == kafka_shape
+    return kafka_shape
 
 
 @pytest.mark.parametrize("version", [3, 8, 9])

@@ -103,6 +103,9 @@ def test_emptied_batch_dropped_or_kept_as_header_at_the_upper_bound():
     assert (batch.base_offset, batch.last_offset, batch.record_count) == (10, 11, 0)
     assert (batch.producer_id, batch.base_sequence, batch.max_timestamp) == (3, 9, 4242)
     assert _records(empty) == []
+    later = EntryFilter(m, NOW, 1000, upper_bound=100)      # a later round: Kafka drops it
+    assert later.filter(empty) is None
+    assert EntryFilter(m, NOW, 1000, upper_bound=12).filter(empty) is empty
 
 
 def test_control_batch_is_kept_as_it_is():

@@ -124,15 +124,15 @@ class EntryFilter:
         rows = v2.batch_records(data, 0, len(data) - LOG_OVERHEAD, _rows, validate_crc=False)
         keep = [self.retain(r[0], r[2], r[3] is None, keep_deletes) for r in rows]
         kept = list(compress(rows, keep))
+        if not kept:               # emptied now or by an earlier round: only the round's end
+            if base + last_delta + 1 == self.upper_bound:
+                return data if not rows else empty_batch(data)
+            return None
         new_horizon = horizon
         if horizon is None and any(r[3] is None for r in kept):
             new_horizon = self.now + self.delete_retention_ms
         if all(keep) and new_horizon == horizon:
             return data
-        if not kept:
-            if base + last_delta + 1 == self.upper_bound:
-                return empty_batch(data)
-            return None
         return rebuild_batch(data, kept, new_horizon)
 
     # ------------------------------------------------------------------ v0 / v1
