@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20000, help="async burst size")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kclient-demo-") as log_dir:
-        with MiniBroker(log_dir=log_dir) as broker:
+        # one group member: no need to wait Kafka's 3 s for others before the first rebalance
+        with MiniBroker(log_dir=log_dir,
+                        config={"group.initial.rebalance.delay.ms": "0"}) as broker:
             _say(f"mini-broker listening on {broker.bootstrap}, log dir {log_dir}")
             broker.create_topic(TOPIC, partitions=3)
             _say(f"created topic {TOPIC!r} with 3 partitions\nproducing:")

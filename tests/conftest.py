@@ -22,11 +22,16 @@ def zookeeper():
         yield server
 
 
+#: Broker settings that keep tests fast: a new group rebalances at once instead of waiting
+#: Kafka's default 3 s for more members to join (group.initial.rebalance.delay.ms).
+FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
+
+
 @pytest.fixture
 def mini_broker(tmp_path):
     """A running MiniBroker on a free loopback port with its logs under tmp_path."""
     from kclient.broker import MiniBroker
-    with MiniBroker(log_dir=tmp_path / "mini-broker") as broker:
+    with MiniBroker(log_dir=tmp_path / "mini-broker", config=FAST_GROUPS) as broker:
         yield broker
 
 
@@ -34,7 +39,8 @@ def mini_broker(tmp_path):
 def mini_cluster(tmp_path):
     """Three running MiniBrokers (ids 0-2) sharing one cluster view."""
     from kclient.broker import MiniCluster
-    with MiniCluster(num_brokers=3, log_dir=tmp_path / "mini-cluster") as cluster:
+    with MiniCluster(num_brokers=3, log_dir=tmp_path / "mini-cluster",
+                     config=FAST_GROUPS) as cluster:
         yield cluster
 
 

@@ -88,7 +88,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     # group coordinator and offset manager
     "group.min.session.timeout.ms": (_INT, "6000"),
     "group.max.session.timeout.ms": (_INT, "1800000"),
-    "group.initial.rebalance.delay.ms": (_INT, "0"),  # Kafka: 3000; 0 suits tests
+    "group.initial.rebalance.delay.ms": (_INT, "3000"),
     "group.max.size": (_INT, "2147483647"),
     "offsets.topic.num.partitions": (_INT, "50"),
     "offsets.topic.replication.factor": (_INT, "1"),

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .config import DEFAULTS
 from .group import (
     COMPLETING_REBALANCE,
     COORDINATOR_NOT_AVAILABLE,
@@ -70,16 +71,15 @@ class GroupCoordinator:
 
     def __init__(self, data_dir: Path | str, node_id: int = 0,
                  config: Mapping[str, str] | None = None):
-        config = dict(config or {})
+        config = {**DEFAULTS, **(config or {})}       # Kafka's defaults where not given
         self.node_id = node_id
         self.offsets = OffsetManager(Path(data_dir), config)
-        self.initial_delay_ms = int(config.get("group.initial.rebalance.delay.ms", 0))
-        self.min_session_ms = int(config.get("group.min.session.timeout.ms", 6000))
-        self.max_session_ms = int(config.get("group.max.session.timeout.ms", 1_800_000))
-        self.max_group_size = int(config.get("group.max.size", 2**31 - 1))
-        self.metadata_max_bytes = int(config.get("offset.metadata.max.bytes", 4096))
-        self.retention_check_s = int(config.get("offsets.retention.check.interval.ms",
-                                                600_000)) / 1000
+        self.initial_delay_ms = int(config["group.initial.rebalance.delay.ms"])
+        self.min_session_ms = int(config["group.min.session.timeout.ms"])
+        self.max_session_ms = int(config["group.max.session.timeout.ms"])
+        self.max_group_size = int(config["group.max.size"])
+        self.metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self.retention_check_s = int(config["offsets.retention.check.interval.ms"]) / 1000
         self._groups: dict[str, Group] = {}
         self._lock = threading.Lock()
         self._kick = threading.Event()

@@ -90,8 +90,7 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin[tp] = self.planner.offset_at(tp, self._leaders.get(tp, ""), EARLIEST)
         for tp, off in begin.items():
             if tp in latest and latest[tp] < off:
-                self._behind(tp, off, latest[tp])
-                latest[tp] = off
+                self._behind(tp, off, latest[tp])  # raises, or the next batch starts there
         latest.update({tp: off for tp, off in begin.items() if tp not in latest})
         if self._should_wait(begin, latest):
             return start

@@ -25,7 +25,7 @@ INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
 INVALID_GROUP_ID = E.InvalidGroupIdError.errno
 NOT_COORDINATOR = E.NotCoordinatorError.errno
 
-CONFIG = {"group.min.session.timeout.ms": "50"}
+CONFIG = {"group.min.session.timeout.ms": "50", "group.initial.rebalance.delay.ms": "0"}
 WAIT = 5
 
 

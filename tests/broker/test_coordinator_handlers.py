@@ -34,7 +34,8 @@ class FakeBroker(SimpleNamespace):
 
 @pytest.fixture
 def broker(tmp_path):
-    coord = GroupCoordinator(tmp_path, 0, {"group.min.session.timeout.ms": "50"})
+    coord = GroupCoordinator(tmp_path, 0, {"group.min.session.timeout.ms": "50",
+                                             "group.initial.rebalance.delay.ms": "0"})
     coord.start()
     topics = {"t": [0, 1, 2]}
     yield FakeBroker(node_id=0, host="127.0.0.1", port=9092, coordinator=coord,

@@ -4,6 +4,7 @@ import itertools
 import pytest
 
 from kclient import consumer
+from tests.conftest import FAST_GROUPS
 
 from .helpers import zk_client
 
@@ -14,7 +15,8 @@ _names = itertools.count()
 def zk_cluster(zookeeper):
     """Three MiniBrokers registered in the session's ZooKeeper (ids 0-2)."""
     from kclient.broker import MiniCluster
-    with MiniCluster(num_brokers=3, zookeeper_connect=zookeeper.connect) as cluster:
+    with MiniCluster(num_brokers=3, zookeeper_connect=zookeeper.connect,
+                     config=FAST_GROUPS) as cluster:
         yield cluster
 
 

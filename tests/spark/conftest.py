@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 
+from tests.conftest import FAST_GROUPS
+
 _names = itertools.count()
 
 
@@ -70,5 +72,5 @@ class SparkBroker:
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
     from kclient.broker import MiniBroker
-    with MiniBroker(log_dir=tmp_path_factory.mktemp("spark-broker")) as broker:
+    with MiniBroker(log_dir=tmp_path_factory.mktemp("spark-broker"), config=FAST_GROUPS) as broker:
         yield SparkBroker(broker)

@@ -3,10 +3,12 @@ task failures."""
 import json
 import time
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from kclient.spark.offsets import from_json_dict
 from kclient.spark.options import parse_read_options
+from kclient.spark.reader import DataLossError
 from kclient.spark.stream import KClientStreamReader
 
 
@@ -149,3 +151,21 @@ def test_task_failing_mid_read_is_retried_without_duplicates(spark, kafka, tmp_p
     assert marker.exists()  # the first attempt did fail, after some fetches
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert len(rows) == 2000 == len({(r.partition, r.offset) for r in rows})
+
+
+def test_checkpointed_offsets_past_the_log_end_follow_fail_on_data_loss(kafka):
+    t = kafka.topic(1)
+    kafka.produce(t, [b"x"] * 5)
+    r = reader(kafka, subscribe=t)
+    try:
+        with pytest.raises(DataLossError, match="past the log end 5"):
+            r.latestOffset({t: {"0": 50}}, ReadAllAvailable())
+    finally:
+        r.stop()
+    r = reader(kafka, subscribe=t, failOnDataLoss="false")
+    try:
+        end = r.latestOffset({t: {"0": 50}}, ReadAllAvailable())
+        assert end == {t: {"0": 5}}  # continues from the log end
+        assert r.partitions({t: {"0": 50}}, end) == []
+    finally:
+        r.stop()
