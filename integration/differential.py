@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,17 @@ def normalise(value: Any, name: str = "") -> Any:
         return [normalise(v, name) for v in value]
     if isinstance(value, memoryview | bytearray):
         return bytes(value)
+    return value
+
+
+def _ordered(value: Any, order_by: dict[str, str], name: str = "") -> Any:
+    """Sort the lists named in ``order_by`` by their elements' given key, at any depth."""
+    if isinstance(value, dict):
+        return {k: _ordered(v, order_by, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_ordered(v, order_by) for v in value]
+        key = order_by.get(name)
+        return sorted(items, key=lambda v: v[key]) if key else items
     return value
 
 
@@ -146,11 +158,16 @@ class Twin:
             setattr(self, side, self._connect(getattr(self, side + "_address")))
             return CLOSED
 
-    def request(self, api: Api[Any, Any], version: int, body: Any, label: str = ""
-                ) -> tuple[Any, Any]:
-        """Send to both; record the differences under the case; both normalised responses."""
-        real = normalise(self._ask("real", api, body, version))
-        mini = normalise(self._ask("mini", api, body, version))
+    def request(self, api: Api[Any, Any], version: int, body: Any, label: str = "",
+                order_by: dict[str, str] | None = None,
+                view: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+        """Send to both; record the differences under the case; both normalised responses.
+        ``order_by`` {list field: key} sorts lists whose order Kafka leaves to a hash map;
+        ``view`` narrows both responses to the part this case is about."""
+        real = _ordered(normalise(self._ask("real", api, body, version)), order_by or {})
+        mini = _ordered(normalise(self._ask("mini", api, body, version)), order_by or {})
+        if view is not None:
+            real, mini = view(real), view(mini)
         where = f"{api.name} v{version}" + (f" {label}" if label else "")
         for path, r, m in differences(real, mini):
             self.found.setdefault(self.case, []).append((f"{where}: {path}", r, m))

@@ -30,6 +30,10 @@ CASES: dict[str, str] = {
         "unknown topic in it; OffsetFetch v0-v7 of named and (v2+) all partitions",
     "a request at an unsupported version": "ApiVersions v99, Metadata v99, Produce v2 to "
                                            "Kafka 4.x",
+    "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": "the APIs added for Kafka's "
+        "tools: producer ids (v0, v2, v4), groups listed (v1-v5, state filter) and described "
+        "(v0-v6, a known and an unknown group), a topic's configs by key (v1-v4) and a missing "
+        "topic's",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
@@ -54,6 +58,12 @@ DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
             "without a commit answers UNKNOWN_TOPIC_OR_PARTITION) apart from v1+ commits in "
             "__consumer_offsets; the mini-broker has one offset store for every version, as "
             "0.8.2+ clients committing to Kafka expect.",
+    },
+    "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": {
+        "DescribeConfigs v* topic: results[0].configs[3].config_source":
+            "min.insync.replicas: Kafka 4 in KRaft mode sets it as a cluster-wide dynamic "
+            "default (DYNAMIC_DEFAULT_BROKER_CONFIG, for eligible leader replicas); the "
+            "mini-broker has no dynamic configs and reports Kafka's default. Same value (1).",
     },
     "a request at an unsupported version": {
         "key 0 v2 Produce v2 (4.x dropped it)":
@@ -83,6 +93,8 @@ FIXED: list[tuple[str, str, str]] = [
      "(Kafka: -1)", "b992fc8"),
     ("OffsetCommit/OffsetFetch every version", "response order: Kafka lists partitions "
      "refused as unknown first, one entry per topic", "2d31908"),
+    ("InitProducerId, ListGroups, DescribeGroups, DescribeConfigs", "DescribeConfigs answered "
+     "a null error message for a described resource (Kafka: empty)", "f48f7f0"),
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),

@@ -11,6 +11,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,11 +20,15 @@ from kclient.protocol.apis import (
     API_VERSIONS,
     CREATE_TOPICS,
     DESCRIBE_CLUSTER,
+    DESCRIBE_CONFIGS,
+    DESCRIBE_GROUPS,
     FETCH,
     FIND_COORDINATOR,
     HEARTBEAT,
+    INIT_PRODUCER_ID,
     JOIN_GROUP,
     LEAVE_GROUP,
+    LIST_GROUPS,
     LIST_OFFSETS,
     METADATA,
     OFFSET_COMMIT,
@@ -114,6 +119,19 @@ def _wait_leader(twin: Twin, topic: str, partitions: int = 1) -> None:
             return
         time.sleep(0.1)
     raise TimeoutError(f"{topic}: no leader on the real broker")
+
+
+def wait_transaction_coordinator(twin: Twin) -> None:
+    """Until the real broker's transaction coordinator hands out producer ids (FindCoordinator
+    makes Kafka create its transaction state topic)."""
+    deadline = time.monotonic() + 60
+    body = {"transactional_id": None, "transaction_timeout_ms": 60000}
+    while time.monotonic() < deadline:
+        twin.real.request(FIND_COORDINATOR, {"key": "warm-up", "key_type": 1}, 1)
+        if twin.real.request(INIT_PRODUCER_ID, body, 2).error_code == 0:
+            return
+        time.sleep(0.2)
+    raise TimeoutError("transaction coordinator not ready on the real broker")
 
 
 def wait_coordinator(twin: Twin, group: str) -> None:
@@ -385,3 +403,43 @@ def test_unsupported_versions(twin4):
     body = b"".join(PRODUCE.encode_request(2, produce_body("produce-v2-raw", message_set(1, 1))))
     twin4.raw(PRODUCE.key, 2, "Produce v2 (4.x dropped it)", body)
     check("a request at an unsupported version", twin4)
+
+
+# --- the APIs added for Kafka's Java clients and tools ---------------------------------------
+
+def _admin_groups(response: Any) -> Any:
+    """A ListGroups response with only the groups of test_admin_apis."""
+    if not isinstance(response, dict):
+        return response
+    return dict(response, groups=[g for g in response["groups"]
+                                  if g["group_id"].startswith("admin")])
+
+
+def test_admin_apis(twin4):
+    twin4.case = "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs"
+    create(twin4, "admin", partitions=2, retention_ms="3600000")
+    wait_transaction_coordinator(twin4)
+    for version in (0, 2, 4):
+        twin4.request(INIT_PRODUCER_ID, version, {"transactional_id": None,
+                                                  "transaction_timeout_ms": 60000}, "idempotent")
+    wait_coordinator(twin4, "admin-group")
+    twin4.request(OFFSET_COMMIT, 2, {
+        "group_id": "admin-group", "generation_id_or_member_epoch": -1, "member_id": "",
+        "retention_time_ms": -1, "topics": [{"name": "admin", "partitions": [
+            {"partition_index": 0, "committed_offset": 1}]}]}, "admin-group")
+    for version in (1, 3, 4, 5):       # only this case's group: other cases' groups change
+        twin4.request(LIST_GROUPS, version, {"states_filter": [], "types_filter": []},
+                      view=_admin_groups)
+    twin4.request(LIST_GROUPS, 4, {"states_filter": ["Stable"]}, "Stable only",
+                  view=_admin_groups)
+    for version in (0, 3, 5, 6):       # one group a request: Kafka answers in its own order
+        for group in ("admin-group", "no-such-group"):
+            twin4.request(DESCRIBE_GROUPS, version, {"groups": [group]}, group)
+    keys = ["cleanup.policy", "max.message.bytes", "retention.ms", "segment.bytes",
+            "min.insync.replicas", "message.timestamp.type"]
+    for version in (1, 2, 3, 4):
+        twin4.request(DESCRIBE_CONFIGS, version, {"resources": [
+            {"resource_type": 2, "resource_name": "admin", "configuration_keys": keys},
+            {"resource_type": 2, "resource_name": "admin-missing",
+             "configuration_keys": keys}]}, "topic", order_by={"configs": "name"})
+    check("InitProducerId, ListGroups, DescribeGroups, DescribeConfigs", twin4)

@@ -89,7 +89,7 @@ def _topic(broker: Broker, topic: str, keys: list[str] | None, synonyms: bool) -
     overrides.update(broker.log_manager.topic_overrides(topic))
     effective = LogConfig.from_properties(overrides, broker.log_manager.default_config)
     names = [n for n in sorted(TOPIC_CONFIGS) if keys is None or n in keys]
-    return {"error_code": 0, "error_message": None,
+    return {"error_code": 0, "error_message": "",
             "configs": [_topic_entry(broker, n, overrides, effective, synonyms) for n in names]}
 
 
@@ -99,7 +99,7 @@ def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -
                 "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
                                  f"string, but received {name}", "configs": []}
     if name == "":      # cluster-wide dynamic defaults: none are set here
-        return {"error_code": 0, "error_message": None, "configs": []}
+        return {"error_code": 0, "error_message": "", "configs": []}
     cfg, configs = broker.config, []
     for key in sorted(KINDS):
         if keys is not None and key not in keys:
@@ -108,7 +108,7 @@ def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -
         value = cfg.get(key)
         chain = [{"name": key, "value": value, "source": source}] if synonyms else []
         configs.append(_entry(key, value, source, _KIND_TYPES[KINDS[key]], True, chain))
-    return {"error_code": 0, "error_message": None, "configs": configs}
+    return {"error_code": 0, "error_message": "", "configs": configs}
 
 
 @handles(DESCRIBE_CONFIGS, "0-4")
