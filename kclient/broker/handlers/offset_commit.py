@@ -24,16 +24,10 @@ OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
 
 
 def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
-    """Whether a partition exists: cluster-wide when the broker has a cluster view (the
-    coordinator stores offsets for partitions other brokers lead), else its own logs."""
-    cluster = getattr(broker, "cluster", None)
-    if cluster is not None and hasattr(cluster, "partitions"):
-        return lambda topic, partition: partition in (cluster.partitions(topic) or ())
-    manager = getattr(broker, "log_manager", None)
-    if manager is None:
-        return lambda topic, partition: True
-    known = manager.topics()
-    return lambda topic, partition: partition in known.get(topic, ())
+    """Whether a partition exists, cluster-wide (the coordinator stores offsets for partitions
+    other brokers lead)."""
+    cluster = broker.cluster
+    return lambda topic, partition: partition in (cluster.partitions(topic) or ())
 
 
 def _entries(broker: Broker, request: Request
