@@ -15,7 +15,7 @@ from kclient.protocol.apis import OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
 from ..group import NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
 from .registry import handles
 
@@ -33,7 +33,7 @@ def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
 def _entries(broker: Broker, request: Request
              ) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
     """Split the request into storable entries and per-partition errors."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     now_ms = int(time.time() * 1000)
     retention = body.retention_time_ms if 2 <= version <= 4 else -1
     expire_ms = now_ms + retention if retention >= 0 else -1
@@ -60,7 +60,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
               unknown: set[TopicPartition]) -> dict:
     """Per-partition error codes, ordered as Kafka's: the partitions refused as unknown first
     (in request order), then those the coordinator answered, merged into their topics."""
-    body: Any = request.body
+    body: Any = body_of(request)
     topics: dict[str, list[dict]] = {}
     for first in (True, False):
         for t in body.topics:
@@ -76,7 +76,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
 @handles(OFFSET_COMMIT, "0-8")
 def handle(broker: Broker, request: Request) -> dict:
     """Validate and store the offsets; every partition gets its own error code."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     entries, errors = _entries(broker, request)
     unknown = {tp for tp, code in errors.items() if code == UNKNOWN_TOPIC_OR_PARTITION}
     if not is_local_coordinator(broker, body.group_id):
