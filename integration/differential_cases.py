@@ -20,6 +20,9 @@ CASES: dict[str, str] = {
                                  "timestamp (exact, between, after all records)",
     "Metadata: missing topic, auto-create": "Metadata v4-v9 for a missing topic without "
                                             "auto-create; v4 with auto-create, then v9",
+    "authorized operations, DescribeCluster": "Metadata v8-v12 for a topic and a missing one, "
+        "with and without authorized operations asked for; DescribeCluster v0-v1 with and "
+        "without them, and v1 for the controllers",
     "JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths": "unknown group, session timeout too "
         "short, empty group id, member id required, unknown member, inconsistent protocol type, "
         "wrong generation",

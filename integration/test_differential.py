@@ -19,6 +19,7 @@ from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
     API_VERSIONS,
     CREATE_TOPICS,
+    DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
     FETCH,
@@ -288,6 +289,24 @@ def test_metadata_missing_topic_and_auto_create(twin4):
     twin4.request(METADATA, 9, {"topics": [{"name": "auto-made"}],
                                 "allow_auto_topic_creation": False}, "after auto-create")
     check("Metadata: missing topic, auto-create", twin4)
+
+
+def test_authorized_operations_and_describe_cluster(twin4):
+    twin4.case = "authorized operations, DescribeCluster"
+    create(twin4, "authorized")
+    asked = {"include_cluster_authorized_operations": True,
+             "include_topic_authorized_operations": True, "allow_auto_topic_creation": False}
+    for version in range(8, METADATA.max_version + 1):
+        topics = [{"name": "authorized"}, {"name": f"absent-{version}"}]
+        twin4.request(METADATA, version, dict(asked, topics=topics), "asked")
+        twin4.request(METADATA, version, {"topics": topics, "allow_auto_topic_creation": False},
+                      "not asked")
+    for version in range(DESCRIBE_CLUSTER.max_version + 1):
+        for include in (True, False):
+            twin4.request(DESCRIBE_CLUSTER, version,
+                          {"include_cluster_authorized_operations": include}, f"asked={include}")
+    twin4.request(DESCRIBE_CLUSTER, 1, {"endpoint_type": 2}, "controllers")
+    check("authorized operations, DescribeCluster", twin4)
 
 
 # --- groups ----------------------------------------------------------------------------------
