@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from typing import overload
 
 __all__ = ["BrokerConfig", "DEFAULTS", "KINDS", "LOG_KEYS", "TOPIC_LEVEL_KEYS", "closest_key"]
 
@@ -130,7 +131,7 @@ def closest_key(key: str, known) -> str | None:
     return match[0] if match else None
 
 
-def _check_value(key: str, kind: str, value: str) -> str:
+def _check_value(key: str, kind: str, value: object) -> str:
     """Normalise one value to its string form, raising ValueError when its type is wrong."""
     text = str(value).strip() if not isinstance(value, bool) else str(value).lower()
     if kind == _INT:
@@ -167,10 +168,20 @@ class BrokerConfig(dict):
         self[key] = _check_value(key, _TABLE[key][0], value)
         self.explicit.add(key)
 
+    @overload
+    def get_int(self, key: str, default: int) -> int: ...
+
+    @overload
+    def get_int(self, key: str, default: None = None) -> int | None: ...
+
     def get_int(self, key: str, default: int | None = None) -> int | None:
         """An integer setting (None/default when unset)."""
         value = self.get(key)
         return default if value is None else int(value)
+
+    def int_setting(self, key: str) -> int:
+        """An integer setting that always has a value (a default in the table)."""
+        return int(self[key])
 
     def get_bool(self, key: str) -> bool:
         """A boolean setting."""

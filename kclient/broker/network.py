@@ -21,8 +21,9 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 from kclient.protocol.apis import APIS
@@ -118,7 +119,7 @@ class _FrameReader:
             return [self.decode(frame)]
         data, self.chunk = self.chunk, b""
         view, end, pos = memoryview(data), len(data), 0
-        requests = []
+        requests: list[Request] = []
         while end - pos >= 4:
             n = _SIZE.unpack_from(data, pos)[0]
             if n < 0 or n > self.max_frame:
@@ -149,7 +150,8 @@ class _Conn:
         self.proto = ServerProtocol(apis, max_frame)
         self.reader = _FrameReader(self.proto, max_frame)
         self.pending: deque[Request] = deque()
-        self.busy, self.out, self.out_bytes = False, deque(), 0
+        self.busy, self.out_bytes = False, 0
+        self.out: deque[Any] = deque()       # bytes and file regions (_Region) to send
         self.closed, self.last_active, self.interest = False, 0.0, 0
 
 
@@ -301,8 +303,7 @@ class _Processor(threading.Thread):
             if isinstance(result, Future):
                 if not result.done():
                     conn.busy = True
-                    result.add_done_callback(
-                        lambda fut, c=conn, r=request: self._post_completion(c, r, fut))
+                    result.add_done_callback(partial(self._post_completion, conn, request))
                     break
                 if not self._respond_future(conn, request, result):
                     return
@@ -502,7 +503,8 @@ class SocketServer:
         self._listener: socket.socket | None = None
         self._processors: list[_Processor] = []
         self._acceptor: threading.Thread | None = None
-        self._stop_r, self._stop_w = None, None
+        self._stop_r: socket.socket | None = None
+        self._stop_w: socket.socket | None = None
 
     def serves(self, request: Request) -> bool:
         """Whether the request's version is in its API's served range."""
@@ -538,24 +540,26 @@ class SocketServer:
 
     def _accept_loop(self) -> None:
         """Accept connections and deal them round-robin to the processors."""
+        listener, stop_r = self._listener, self._stop_r
+        assert listener is not None and stop_r is not None, "start() binds and makes the pipe"
         sel = selectors.DefaultSelector()
-        sel.register(self._listener, selectors.EVENT_READ)
-        sel.register(self._stop_r, selectors.EVENT_READ)
+        sel.register(listener, selectors.EVENT_READ)
+        sel.register(stop_r, selectors.EVENT_READ)
         turn = itertools.cycle(self._processors)
         try:
             while True:
                 ready = [key.fileobj for key, _ in sel.select()]
-                if self._stop_r in ready:
+                if stop_r in ready:
                     return
-                self._accept_some(turn)
+                self._accept_some(listener, turn)
         finally:
             sel.close()
 
-    def _accept_some(self, turn) -> None:
+    def _accept_some(self, listener: socket.socket, turn: Iterator[_Processor]) -> None:
         """Accept every pending connection."""
         while True:
             try:
-                sock, addr = self._listener.accept()
+                sock, addr = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -567,12 +571,13 @@ class SocketServer:
 
     def stop(self) -> None:
         """Stop accepting, close every connection, join the threads."""
-        if self._acceptor is None:
+        if self._acceptor is None or self._stop_r is None or self._stop_w is None:
             return
         self._stop_w.send(b"x")
         self._acceptor.join(5)
-        self._listener.close()
-        self._listener = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         for p in self._processors:
             p.running = False
             p.wake()

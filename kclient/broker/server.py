@@ -132,7 +132,7 @@ class MiniBroker:
         self._server = SocketServer(
             self.host, self.port, self.dispatch, served=served_versions(),
             num_processors=cfg.get_int("num.network.threads", 3),
-            max_request_size=cfg.get_int("socket.request.max.bytes"),
+            max_request_size=cfg.int_setting("socket.request.max.bytes"),
             max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
         self._server.bind()
         self.port = self._server.port
@@ -147,9 +147,10 @@ class MiniBroker:
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
-        cfg = self.config
+        cfg, connect = self.config, self.zookeeper_connect
+        assert connect, "only called with zookeeper.connect set"
         self.zk = ZkRegistry(
-            self.zookeeper_connect, self.node_id, self.advertised_host, self.advertised_port,
+            connect, self.node_id, self.advertised_host, self.advertised_port,
             cfg.get_int("zookeeper.session.timeout.ms", 18000),
             cfg.get_int("zookeeper.connection.timeout.ms"), rack=self.rack,
             version=registration_version(cfg.get("inter.broker.protocol.version")))
