@@ -166,6 +166,12 @@ class Cluster:
         raise NoBrokersAvailableError(
             f"could not {what}: " + "; ".join(errors), tried) from last
 
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Close every connection's socket now, from any thread, without waiting for the lock
+        a request may hold: whoever waits on one fails at once (later use reconnects)."""
+        for conn in list(self._conns.values()):
+            conn.close(reason)
+
     def close(self) -> None:
         with self._lock:
             for conn in self._conns.values():

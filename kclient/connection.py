@@ -213,8 +213,13 @@ class BrokerConnection:
                 sock.settimeout(self.request_timeout)   # a receive may have left less
                 sock.sendall(frame)
             except OSError as exc:
+                if self._sock is None:                  # closed by another thread of ours
+                    self._fail(self._closed_reason or "closed by the client", cause=exc)
                 self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError),
                            cause=exc)
+            except BaseException as exc:    # KeyboardInterrupt mid-frame: the stream is torn
+                self.close(f"interrupted while sending: {type(exc).__name__}")
+                raise
         return corr
 
     def receive(self, corr: int) -> Struct:

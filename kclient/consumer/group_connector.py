@@ -159,6 +159,7 @@ class GroupConsumerConnector(ConsumerConnector):
                                              c["offsets.channel.backoff.ms"])
         self._stable = threading.Event()
         self._topics_seen: list[str] | None = None
+        self._warned_missing: set[str] = set()
         self._partition_counts: dict[str, int] = {}
         self.executor = RebalanceExecutor(self.consumer_id, self._synced_rebalance, self._surface,
                                           self._shutting_down,
@@ -228,6 +229,7 @@ class GroupConsumerConnector(ConsumerConnector):
         if sync.error_code:
             raise error_for_code(sync.error_code)(f"SyncGroup of {self.group!r}")
         mine = self._owned(*decode_assignment(sync.assignment))
+        self._warn_missing_topics()
         offsets = self.offset_store.fetch(mine) if mine else {}
         if self._shutting_down.is_set():
             return False
@@ -256,6 +258,25 @@ class GroupConsumerConnector(ConsumerConnector):
                 raise error_for_code(resp.error_code)(f"JoinGroup of {self.group!r}")
             return resp
         return None
+
+    def _warn_missing_topics(self) -> None:
+        """Warn, once per topic, about subscribed topics the cluster does not have (a group
+        consumer on such a topic would otherwise just time out, silently)."""
+        wanted = sorted(set(self.topic_count or ()) - self._warned_missing)
+        if not wanted:
+            return
+        try:
+            self.cluster.refresh(wanted, allow_auto_create=False)
+        except KafkaError as exc:
+            log.info("%s: cannot check the subscribed topics: %s", self.consumer_id, exc)
+            return
+        for topic in wanted:
+            info = self.cluster.topics.get(topic)
+            if info is None or info.error_code or not info.partitions:
+                self._warned_missing.add(topic)
+                log.warning("%s: subscribed topic %r does not exist on the cluster (%s); no "
+                            "messages until it is created", self.consumer_id, topic,
+                            ", ".join(f"{h}:{p}" for h, p in self.cluster.bootstrap))
 
     def _leader_assign(self, members: Iterable[JoinGroupResponseMember]
                        ) -> list[dict[str, Any]]:
@@ -369,6 +390,9 @@ class GroupConsumerConnector(ConsumerConnector):
 
     # -- shutdown ----------------------------------------------------------------------------------
     def _stop_coordination(self) -> None:
+        # a JoinGroup in flight would hold the connection (and LeaveGroup behind it) for up to
+        # a rebalance: fail it now; commit and LeaveGroup then use a fresh connection
+        self.coordinator.interrupt()
         self.executor.stop()
         if self.executor.is_alive():
             self.executor.join(30)

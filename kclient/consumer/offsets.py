@@ -102,6 +102,8 @@ class Coordinator:
         self._conn: BrokerConnection | None = None
         self.node_id: int | None = None
         self._lock = threading.RLock()
+        #: bumped by interrupt(): requests begun before it fail at once instead of retrying
+        self._epoch = 0
 
     def connection(self) -> BrokerConnection:
         with self._lock:
@@ -131,6 +133,7 @@ class Coordinator:
         """
         attempts = 1 + (self.retries if retries is None else retries)
         last: BaseException | None = None
+        epoch = self._epoch
         for attempt in range(attempts):
             try:
                 resp = self.connection().request(api, body)
@@ -140,6 +143,8 @@ class Coordinator:
                 return resp
             except (KafkaConnectionError, KafkaTimeoutError, NotCoordinatorError,
                     CoordinatorNotAvailableError, CoordinatorLoadInProgressError) as exc:
+                if self._epoch != epoch:          # interrupted (shutdown): do not retry
+                    raise
                 last = exc
                 log.info("coordinator request %s failed (%s); retrying", api.name, exc)
                 self.reset()
@@ -147,6 +152,16 @@ class Coordinator:
                     time.sleep(self.backoff)
         assert last is not None
         raise last
+
+    def interrupt(self, reason: str = "interrupted by shutdown") -> None:
+        """Fail the requests waiting on the coordinator now (a JoinGroup the coordinator holds
+        for a whole rebalance, a heartbeat), without retries; later requests reconnect.
+
+        Does not take the lock a waiting request may hold: closing the socket wakes it."""
+        self._epoch += 1
+        conn = self._conn
+        if conn is not None:
+            conn.close(reason)
 
     def close(self) -> None:
         self.reset()

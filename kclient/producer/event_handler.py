@@ -225,6 +225,13 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._fail_events(p.events, error)
         self._retry, self._parked = [], []
 
+    def interrupt(self) -> None:
+        """From another thread (close() ran out of time): close every socket, so a request in
+        flight or a metadata lookup fails now instead of at its deadline."""
+        for conn in list(self._conns.values()):
+            conn.close("interrupted: the producer is closing")
+        self.cluster.interrupt("interrupted: the producer is closing")
+
     def close(self) -> None:
         """Close the broker connections; with acks=0, each after one round trip first."""
         for conn in self._conns.values():

@@ -187,6 +187,12 @@ class ProducerSendThread(threading.Thread):
                 f"producer closed before delivery finished (close timeout {timeout}s)")
             with self.lock:
                 self.wakeup.notify()
+            interrupt = getattr(self.handler, "interrupt", None)
+            if callable(interrupt):     # wake a request waiting on a broker: fail it now
+                try:
+                    interrupt()
+                except Exception:
+                    log.exception("interrupting the EventHandler failed")
             self.join()
 
     # ------------------------------------------------------------------ the thread

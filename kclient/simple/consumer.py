@@ -163,7 +163,14 @@ class SimpleConsumer:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the broker connection and any coordinator connections."""
+        """Close the broker connection and any coordinator connections.
+
+        Does not wait for a call in progress on another thread: its socket is closed first,
+        so that call fails at once (KafkaConnectionError) instead of at its deadline."""
+        self._closed = True
+        self._conn.close("the SimpleConsumer is closed")
+        for conn in list(self._coordinators.values()):
+            conn.close("the SimpleConsumer is closed")
         with self._lock:
             self._closed = True
             self._fetcher.reset()
