@@ -26,7 +26,7 @@ __all__ = ["Twin", "normalise", "differences", "CLOSED", "raw_request"]
 #: Fields whose values are ids, addresses or timings: equal by construction after normalising.
 NORMALISED = {"throttle_time_ms", "cluster_id", "node_id", "leader_id", "controller_id", "host",
               "port", "replica_nodes", "isr_nodes", "producer_id", "member_id", "leader",
-              "topic_id", "session_id", "coordinator_key"}
+              "topic_id", "session_id", "coordinator_key", "broker_id"}
 #: Free text: only whether there is one is compared.
 TEXT = {"error_message", "batch_index_error_message"}
 #: API key -> the oldest version Kafka 4.x serves (KIP-896), where it dropped older ones.

@@ -20,6 +20,9 @@ CASES: dict[str, str] = {
                                  "timestamp (exact, between, after all records)",
     "Metadata: missing topic, auto-create": "Metadata v4-v9 for a missing topic without "
                                             "auto-create; v4 with auto-create, then v9",
+    "authorized operations, DescribeCluster": "Metadata v8-v12 for a topic and a missing one, "
+        "with and without authorized operations asked for; DescribeCluster v0-v1 with and "
+        "without them, and v1 for the controllers",
     "JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths": "unknown group, session timeout too "
         "short, empty group id, member id required, unknown member, inconsistent protocol type, "
         "wrong generation",
@@ -27,6 +30,9 @@ CASES: dict[str, str] = {
         "unknown topic in it; OffsetFetch v0-v7 of named and (v2+) all partitions",
     "a request at an unsupported version": "ApiVersions v99, Metadata v99, Produce v2 to "
                                            "Kafka 4.x",
+    "produce: codecs, acks, corrupt records": "v2 batches in every codec, acks -1 and 2, a "
+        "batch with a bad CRC (Kafka 4.x); v1 message sets in every codec (Kafka 3.x), fetched "
+        "back at v4 and v1",
     "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": "the APIs added for Kafka's "
         "tools: producer ids (v0, v2, v4), groups listed (v1-v5, state filter) and described "
         "(v0-v6, a known and an unknown group), a topic's configs by key (v1-v4) and a missing "
@@ -55,6 +61,14 @@ DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
             "without a commit answers UNKNOWN_TOPIC_OR_PARTITION) apart from v1+ commits in "
             "__consumer_offsets; the mini-broker has one offset store for every version, as "
             "0.8.2+ clients committing to Kafka expect.",
+    },
+    "produce: codecs, acks, corrupt records": {
+        "Fetch v1 v1 codecs at v1: responses[0].partitions[0].records.bytes":
+            "down-conversion (v1 to v0 for Fetch v1): Kafka pads to the stored size, as above",
+        "Fetch v1 v1 codecs at v1: responses[0].partitions[0].records.batches[4].size":
+            "the snappy wrapper re-compressed by down-conversion: snappy-java and kclient's "
+            "snappy frame the same messages in a different number of bytes (112 vs 115); "
+            "the decoded messages are the same",
     },
     "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": {
         "DescribeConfigs v* topic: results[0].configs[3].config_source":

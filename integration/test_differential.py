@@ -19,6 +19,7 @@ from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
     API_VERSIONS,
     CREATE_TOPICS,
+    DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
     FETCH,
@@ -290,6 +291,24 @@ def test_metadata_missing_topic_and_auto_create(twin4):
     check("Metadata: missing topic, auto-create", twin4)
 
 
+def test_authorized_operations_and_describe_cluster(twin4):
+    twin4.case = "authorized operations, DescribeCluster"
+    create(twin4, "authorized")
+    asked = {"include_cluster_authorized_operations": True,
+             "include_topic_authorized_operations": True, "allow_auto_topic_creation": False}
+    for version in range(8, METADATA.max_version + 1):
+        topics = [{"name": "authorized"}, {"name": f"absent-{version}"}]
+        twin4.request(METADATA, version, dict(asked, topics=topics), "asked")
+        twin4.request(METADATA, version, {"topics": topics, "allow_auto_topic_creation": False},
+                      "not asked")
+    for version in range(DESCRIBE_CLUSTER.max_version + 1):
+        for include in (True, False):
+            twin4.request(DESCRIBE_CLUSTER, version,
+                          {"include_cluster_authorized_operations": include}, f"asked={include}")
+    twin4.request(DESCRIBE_CLUSTER, 1, {"endpoint_type": 2}, "controllers")
+    check("authorized operations, DescribeCluster", twin4)
+
+
 # --- groups ----------------------------------------------------------------------------------
 
 def join(twin: Twin, version: int, group: str, member: str = "", session: int = 10000,
@@ -424,3 +443,27 @@ def test_admin_apis(twin4):
             {"resource_type": 2, "resource_name": "admin-missing",
              "configuration_keys": keys}]}, "topic", order_by={"configs": "name"})
     check("InitProducerId, ListGroups, DescribeGroups, DescribeConfigs", twin4)
+
+
+def test_produce_codecs_acks_and_bad_records(twin4, twin3):
+    twin4.case = twin3.case = "produce: codecs, acks, corrupt records"
+    create(twin4, "codecs")
+    for codec in range(5):          # none, gzip, snappy, lz4, zstd
+        records = build_batch([b"v%d" % i for i in range(5)], None,
+                              [T0 + i for i in range(5)], codec=codec)
+        twin4.request(PRODUCE, 8, produce_body("codecs", records), f"codec {codec}")
+    twin4.request(FETCH, 11, fetch_body("codecs"), "all codecs")
+    for acks in (-1, 2):
+        twin4.request(PRODUCE, 7, produce_body("codecs", batch(1), acks=acks), f"acks {acks}")
+    corrupt = bytearray(batch(2))
+    corrupt[-1] ^= 0xFF                 # payload changed under the CRC
+    twin4.request(PRODUCE, 7, produce_body("codecs", bytes(corrupt)), "bad CRC")
+    twin4.request(FETCH, 11, fetch_body("codecs", 5), "after the bad ones")
+    create(twin3, "old-codecs", message_format_version="0.10.0")
+    for codec in range(4):          # v1 message sets: none, gzip, snappy, lz4
+        records = build_message_set([b"v%d" % i for i in range(3)], None,
+                                    [T0 + i for i in range(3)], magic=1, codec=codec)
+        twin3.request(PRODUCE, 2, produce_body("old-codecs", records), f"v1 codec {codec}")
+    twin3.request(FETCH, 4, fetch_body("old-codecs"), "v1 codecs")
+    twin3.request(FETCH, 1, fetch_body("old-codecs"), "v1 codecs at v1")
+    check("produce: codecs, acks, corrupt records", twin4, twin3)

@@ -101,9 +101,14 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         for _ in range(n):
             try:
                 produce(topic, value)
-            except BufferError:
-                poll(0.001)
-                produce(topic, value)
+            except BufferError:  # librdkafka's queue is full: serve it until there is room
+                while True:
+                    poll(0.001)
+                    try:
+                        produce(topic, value)
+                        break
+                    except BufferError:
+                        continue
         ok = p.flush(120) == 0
         elapsed = time.perf_counter() - start
     elif client == "kafka-python":

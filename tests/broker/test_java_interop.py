@@ -138,3 +138,25 @@ def test_get_offsets_latest_earliest_and_by_time(mini_broker, tools):
     future = int(time.time() * 1000) + 3_600_000
     out = tools.run("get-offsets", "--topic", "go", "--time", str(future))
     assert out.strip() == ""            # no record that late: Kafka prints nothing for it
+
+
+def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
+    """Leaders on every broker; groups coordinated by different brokers are all listed
+    (ListGroups goes to each broker) and described (DescribeGroups to each coordinator)."""
+    problem = kafka_problem("4") or java_clients_problem()
+    if problem:
+        pytest.skip(problem)
+    tools = KafkaTools(mini_cluster.bootstrap)
+    tools.topics("--create", "--topic", "mc", "--partitions", "6")
+    leaders = [line.split("\t")[3] for line in
+               tools.topics("--describe", "--topic", "mc").strip().splitlines()[1:]]
+    assert leaders == [f"Leader: {i % 3}" for i in range(6)]
+    tools.java_clients("produce", mini_cluster.bootstrap, "mc", "30")
+    groups = ["ga", "gb", "gc"]
+    assert len({mini_cluster.broker(0).coordinator_for(g)[0] for g in groups}) > 1
+    for group in groups:
+        assert len(tools.consume_lines("mc", 30, "--group", group)) == 30
+    assert sorted(tools.consumer_groups("--list").split()) == groups
+    rows = [line.split() for line in tools.consumer_groups("--describe", "--all-groups")
+            .splitlines() if line[:2] in ("ga", "gb", "gc")]
+    assert len(rows) == 18 and all(row[5] == "0" for row in rows)      # no lag anywhere

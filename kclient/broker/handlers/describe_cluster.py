@@ -16,10 +16,10 @@ from ..interface import Broker
 from .registry import handles
 
 
-def _error(code: int, message: str, endpoint_type: int) -> dict:
-    """An answer carrying only an error."""
+def _error(code: int, message: str) -> dict:
+    """An answer carrying only an error (from a broker's endpoint, as Kafka's says)."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "endpoint_type": endpoint_type, "cluster_id": "", "controller_id": -1,
+            "endpoint_type": BROKERS_ENDPOINT, "cluster_id": "", "controller_id": -1,
             "brokers": [], "cluster_authorized_operations": NOT_REQUESTED}
 
 
@@ -31,10 +31,10 @@ def handle(broker: Broker, request: Request) -> dict:
     if body.endpoint_type == CONTROLLERS_ENDPOINT:
         return _error(E.MismatchedEndpointTypeError.errno,
                       "The request was sent to an endpoint of type BROKER, but we wanted an "
-                      "endpoint of type CONTROLLER", body.endpoint_type)
+                      "endpoint of type CONTROLLER")
     if body.endpoint_type != BROKERS_ENDPOINT:
         return _error(E.UnsupportedEndpointTypeError.errno,
-                      f"unsupported endpoint type {body.endpoint_type}", body.endpoint_type)
+                      f"unsupported endpoint type {body.endpoint_type}")
     brokers = [{"broker_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
                 "rack": b.rack} for b in broker.cluster.live_brokers()]
     operations = all_supported(ResourceType.CLUSTER) \
