@@ -33,6 +33,9 @@ CASES: dict[str, str] = {
     "produce: codecs, acks, corrupt records": "v2 batches in every codec, acks -1 and 2, a "
         "batch with a bad CRC (Kafka 4.x); v1 message sets in every codec (Kafka 3.x), fetched "
         "back at v4 and v1",
+    "CreateTopics/DeleteTopics error paths": "CreateTopics v2, v4, v5: existing topic, invalid "
+        "name, 0 partitions, replication factor above the broker count, bad and unknown "
+        "config; DeleteTopics v1, v3, v4 of an unknown topic",
     "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": "the APIs added for Kafka's "
         "tools: producer ids (v0, v2, v4), groups listed (v1-v5, state filter) and described "
         "(v0-v6, a known and an unknown group), a topic's configs by key (v1-v4) and a missing "

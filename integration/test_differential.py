@@ -19,6 +19,7 @@ from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
     API_VERSIONS,
     CREATE_TOPICS,
+    DELETE_TOPICS,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
@@ -467,3 +468,31 @@ def test_produce_codecs_acks_and_bad_records(twin4, twin3):
     twin3.request(FETCH, 4, fetch_body("old-codecs"), "v1 codecs")
     twin3.request(FETCH, 1, fetch_body("old-codecs"), "v1 codecs at v1")
     check("produce: codecs, acks, corrupt records", twin4, twin3)
+
+
+def test_create_and_delete_topics_error_paths(twin4):
+    twin4.case = "CreateTopics/DeleteTopics error paths"
+    create(twin4, "exists")
+
+    def create_body(name: str, partitions: int = 1, replication: int = 1, **configs: str
+                    ) -> dict:
+        return {"topics": [{"name": name, "num_partitions": partitions,
+                            "replication_factor": replication, "assignments": [],
+                            "configs": [{"name": k.replace("_", "."), "value": v}
+                                        for k, v in configs.items()]}],
+                "timeout_ms": 30000, "validate_only": False}
+    for version in (2, 4, 5):
+        twin4.request(CREATE_TOPICS, version, create_body("exists"), "already exists")
+        twin4.request(CREATE_TOPICS, version, create_body("bad/name"), "invalid name")
+        twin4.request(CREATE_TOPICS, version, create_body("zero", partitions=0), "0 partitions")
+        twin4.request(CREATE_TOPICS, version, create_body("rf", replication=3),
+                      "replication factor above the broker count")
+        twin4.request(CREATE_TOPICS, version, create_body("badcfg", retention_ms="soon"),
+                      "bad config value")
+        twin4.request(CREATE_TOPICS, version, create_body("unknowncfg", no_such_key="1"),
+                      "unknown config")
+    for version in (1, 3, 4):
+        twin4.request(DELETE_TOPICS, version, {"topic_names": ["never-was"],
+                                               "topics": [{"name": "never-was"}],
+                                               "timeout_ms": 30000}, "unknown topic")
+    check("CreateTopics/DeleteTopics error paths", twin4)

@@ -12,8 +12,8 @@ import logging
 import re
 import threading
 import zlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from kclient.protocol.errors import (
     InvalidConfigurationError,
@@ -163,7 +163,7 @@ class ClusterView:
             self.deleted.discard(name)
             for p in leaders:
                 self.epochs[(name, p)] = 0
-        self._zk_call("register_topic", name, leaders, config)
+        self._zk_call(f"register {name}", lambda zk: zk.register_topic(name, leaders, config))
         return leaders
 
     def _assign(self, partitions: int, replication_factor: int,
@@ -222,7 +222,7 @@ class ClusterView:
             for broker in self.live.values():
                 if name in broker.log_manager.topics():
                     broker.log_manager.delete_topic(name)
-        self._zk_call("delete_topic", name)
+        self._zk_call(f"delete {name}", lambda zk: zk.delete_topic(name))
 
     def set_leader(self, topic: str, partition: int, node_id: int) -> int:
         """Record a new leader; returns the new leader epoch."""
@@ -230,15 +230,16 @@ class ClusterView:
             self.leaders[topic][partition] = node_id
             epoch = self.epochs.get((topic, partition), 0) + 1
             self.epochs[(topic, partition)] = epoch
-        self._zk_call("set_partition_state", topic, partition, node_id, epoch)
+        self._zk_call(f"leader of {topic}-{partition}",
+                      lambda zk: zk.set_partition_state(topic, partition, node_id, epoch))
         return epoch
 
-    def _zk_call(self, method: str, *args: Any) -> None:
+    def _zk_call(self, what: str, update: Callable[[ZkRegistry], None]) -> None:
         """Mirror a change into ZooKeeper through the lowest live broker that has a session."""
         for broker in self.live_brokers():
             if broker.zk is not None:
                 try:
-                    getattr(broker.zk, method)(*args)
+                    update(broker.zk)
                 except Exception:
-                    log.exception("ZooKeeper update %s%r failed", method, args)
+                    log.exception("ZooKeeper update (%s) failed", what)
                 return

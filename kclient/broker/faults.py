@@ -14,6 +14,8 @@ from typing import Any
 
 from kclient.protocol.framing import Request
 
+from .interface import body_of
+
 __all__ = ["Faults", "Fault", "error_body"]
 
 
@@ -135,12 +137,12 @@ def _offset_fetch(request: Request, code: int) -> dict:
 
 def _create_topics(request: Request, code: int) -> dict:
     """CreateTopics: the error on every topic."""
-    return {"topics": [{"name": t.name, "error_code": code} for t in request.body.topics]}
+    return {"topics": [{"name": t.name, "error_code": code} for t in body_of(request).topics]}
 
 
 def _delete_topics(request: Request, code: int) -> dict:
     """DeleteTopics: the error on every topic."""
-    return {"responses": [{"name": n, "error_code": code} for n in request.body.topic_names]}
+    return {"responses": [{"name": n, "error_code": code} for n in body_of(request).topic_names]}
 
 
 def _top_level(request: Request, code: int) -> dict:

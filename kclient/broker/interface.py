@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from kclient.protocol.framing import Request
+from kclient.protocol.schema import Struct
+
 if TYPE_CHECKING:
     from .cluster import ClusterView
     from .config import BrokerConfig
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
     from .log import Log, LogManager
     from .producer_ids import ProducerIdManager
 
-__all__ = ["Broker", "is_local_coordinator"]
+__all__ = ["Broker", "body_of", "is_local_coordinator"]
 
 
 class Broker(Protocol):
@@ -66,3 +69,12 @@ class Broker(Protocol):
 def is_local_coordinator(broker: Broker, group_id: str) -> bool:
     """Whether this broker coordinates the group."""
     return broker.coordinator_for(group_id)[0] == broker.node_id
+
+
+def body_of(request: Request) -> Struct:
+    """The decoded body of a request; handlers are only given requests that decoded (the
+    network layer answers the others)."""
+    body = request.body
+    if body is None:
+        raise ValueError(f"request without a body: {request.header}")
+    return body

@@ -39,7 +39,8 @@ def broker(tmp_path):
     coord.start()
     topics = {"t": [0, 1, 2]}
     yield FakeBroker(node_id=0, host="127.0.0.1", port=9092, coordinator=coord,
-                     log_manager=SimpleNamespace(topics=lambda: topics))
+                     cluster=SimpleNamespace(partitions=lambda name: {
+                         p: 0 for p in topics[name]} if name in topics else None))
     coord.close()
 
 

@@ -13,7 +13,7 @@ from kclient.protocol.apis import CREATE_TOPICS
 from kclient.protocol.errors import BrokerResponseError, InvalidRequestError
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 
@@ -37,7 +37,7 @@ def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
 @handles(CREATE_TOPICS, "0-5")
 def handle(broker: Broker, request: Request) -> dict:
     """Create every topic of the request (or only validate, v1+)."""
-    body = request.body
+    body = body_of(request)
     counts = Counter(t.name for t in body.topics)
     validate_only = bool(getattr(body, "validate_only", False))
     results = []

@@ -5,7 +5,7 @@ from kclient.protocol.apis import DELETE_TOPICS
 from kclient.protocol.errors import BrokerResponseError, TopicDeletionDisabledError
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 
@@ -25,4 +25,4 @@ def _delete(broker: Broker, name: str) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Delete every named topic."""
     return {"throttle_time_ms": 0,
-            "responses": [_delete(broker, name) for name in request.body.topic_names]}
+            "responses": [_delete(broker, name) for name in body_of(request).topic_names]}

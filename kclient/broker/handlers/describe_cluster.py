@@ -12,7 +12,7 @@ from kclient.protocol.apis import DESCRIBE_CLUSTER
 from kclient.protocol.apis.describe_cluster import BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 
@@ -26,8 +26,7 @@ def _error(code: int, message: str) -> dict:
 @handles(DESCRIBE_CLUSTER, "0-1")
 def handle(broker: Broker, request: Request) -> dict:
     """Describe the live brokers of the cluster this broker belongs to."""
-    body = request.body
-    assert body is not None
+    body = body_of(request)
     if body.endpoint_type == CONTROLLERS_ENDPOINT:
         return _error(E.MismatchedEndpointTypeError.errno,
                       "The request was sent to an endpoint of type BROKER, but we wanted an "

@@ -15,7 +15,7 @@ from kclient.protocol.error_codes import InvalidRequestError, UnknownTopicOrPart
 from kclient.protocol.framing import Request
 
 from ..config import KINDS
-from ..interface import Broker
+from ..interface import Broker, body_of
 from ..log.config import INT64_MAX, LogConfig
 from .registry import handles
 
@@ -114,7 +114,7 @@ def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -
 @handles(DESCRIBE_CONFIGS, "0-4")
 def handle(broker: Broker, request: Request) -> dict:
     """Describe each requested resource; other resource types get INVALID_REQUEST."""
-    body: Any = request.body
+    body: Any = body_of(request)
     synonyms = bool(getattr(body, "include_synonyms", False))
     results = []
     for res in body.resources:

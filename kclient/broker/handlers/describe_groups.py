@@ -12,7 +12,7 @@ from kclient.protocol.error_codes import GroupIdNotFoundError
 from kclient.protocol.framing import Request
 
 from ..group import DEAD, NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
@@ -39,8 +39,7 @@ def _describe(broker: Broker, group_id: str, version: int) -> dict:
 @handles(DESCRIBE_GROUPS, "0-6")
 def handle(broker: Broker, request: Request) -> dict:
     """Describe every requested group."""
-    version, body = request.header.api_version, request.body
-    assert body is not None
+    version, body = request.header.api_version, body_of(request)
     groups = [_describe(broker, g, version) for g in body.groups]
     if body.include_authorized_operations:
         for group in groups:

@@ -20,7 +20,7 @@ from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
@@ -191,7 +191,7 @@ def _high_watermarks(body: dict) -> dict:
 @handles(FETCH, "0-12")
 def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     response, total, failed = read_all(broker, body, version)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not body.topics:
         return response

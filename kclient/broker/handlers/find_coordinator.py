@@ -5,7 +5,7 @@ from kclient.protocol import errors as E
 from kclient.protocol.apis import FIND_COORDINATOR
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -20,7 +20,7 @@ def _error(code: int, message: str) -> dict:
 @handles(FIND_COORDINATOR, "0-3")
 def handle(broker: Broker, request: Request) -> dict:
     """Answer with the coordinator of a group; transactions are not supported."""
-    body = request.body
+    body = body_of(request)
     key_type = getattr(body, "key_type", GROUP_KEY)
     if key_type == TRANSACTION_KEY:
         return _error(E.CoordinatorNotAvailableError.errno,

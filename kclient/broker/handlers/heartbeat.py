@@ -5,14 +5,14 @@ from kclient.protocol.apis import HEARTBEAT
 from kclient.protocol.framing import Request
 
 from ..group import NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
 @handles(HEARTBEAT, "0-4")
 def handle(broker: Broker, request: Request) -> dict:
     """Refresh the member's session; REBALANCE_IN_PROGRESS asks it to rejoin."""
-    body = request.body
+    body = body_of(request)
     if not is_local_coordinator(broker, body.group_id):
         return {"throttle_time_ms": 0, "error_code": NOT_COORDINATOR}
     code = broker.coordinator.heartbeat(body.group_id, body.generation_id, body.member_id)

@@ -12,14 +12,14 @@ from kclient.protocol.apis import INIT_PRODUCER_ID
 from kclient.protocol.error_codes import CoordinatorNotAvailableError
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 
 @handles(INIT_PRODUCER_ID, "0-6")
 def handle(broker: Broker, request: Request) -> dict:
     """Allocate a producer id (epoch 0), or refuse a transactional producer."""
-    body: Any = request.body
+    body: Any = body_of(request)
     if body.transactional_id is not None:
         return {"throttle_time_ms": 0, "error_code": CoordinatorNotAvailableError.errno,
                 "producer_id": -1, "producer_epoch": -1}

@@ -8,7 +8,7 @@ from kclient.protocol.framing import Request
 
 from ..coordinator import then
 from ..group import NOT_COORDINATOR, JoinRequest, join_error
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
@@ -25,7 +25,7 @@ def _for_version(version: int):
 @handles(JOIN_GROUP, "0-7")
 def handle(broker: Broker, request: Request) -> Any:
     """Join the group on the coordinator; returns a Future while the rebalance is under way."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     adapt = _for_version(version)
     if not is_local_coordinator(broker, body.group_id):
         return adapt(join_error(NOT_COORDINATOR, body.member_id))

@@ -5,14 +5,14 @@ from kclient.protocol.apis import LEAVE_GROUP
 from kclient.protocol.framing import Request
 
 from ..group import NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
 @handles(LEAVE_GROUP, "0-4")
 def handle(broker: Broker, request: Request) -> dict:
     """Remove the members; v3+ reports an error per member."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     if version >= 3:
         members = list(body.members or ())
         member_ids = [m.member_id for m in members]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kclient.protocol.apis import LIST_GROUPS
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 CLASSIC = "classic"
@@ -16,7 +16,7 @@ CLASSIC = "classic"
 @handles(LIST_GROUPS, "0-5")
 def handle(broker: Broker, request: Request) -> dict:
     """List the coordinator's groups that pass the state and type filters."""
-    body = request.body
+    body = body_of(request)
     states = {s.lower() for s in getattr(body, "states_filter", None) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", None) or ()}
     groups = []

@@ -11,7 +11,7 @@ from typing import Any
 from kclient.protocol.apis import LIST_OFFSETS
 from kclient.protocol.framing import Request
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 LATEST, EARLIEST = -1, -2
@@ -52,5 +52,5 @@ def handle(broker: Broker, request: Request) -> dict:
     version = request.header.api_version
     topics = [{"name": t.name,
                "partitions": [_partition(broker, t.name, p, version) for p in t.partitions]}
-              for t in request.body.topics]
+              for t in body_of(request).topics]
     return {"throttle_time_ms": 0, "topics": topics}

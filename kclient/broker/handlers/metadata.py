@@ -16,7 +16,7 @@ from kclient.protocol.apis import METADATA
 from kclient.protocol.framing import Request
 
 from ..cluster import validate_topic_name
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
@@ -29,8 +29,7 @@ ZERO_UUID = bytes(16)
 def _requested(broker: Broker, request: Request) -> list[Any]:
     """The topics asked for: names, or (v12) the ids of nameless entries; all for v0's empty
     list or v1+'s null."""
-    assert request.body is not None
-    topics = request.body.topics
+    topics = body_of(request).topics
     if topics is None or (request.header.api_version == 0 and not topics):
         return broker.cluster.topic_names()
     return [t.name if t.name is not None else bytes(t.topic_id) for t in topics]
@@ -76,8 +75,7 @@ def _topic(broker: Broker, name: str | bytes, auto_create: bool) -> dict:
 @handles(METADATA, "0-12")
 def handle(broker: Broker, request: Request) -> dict:
     """Describe the brokers and the requested topics."""
-    body = request.body
-    assert body is not None
+    body = body_of(request)
     auto = body.allow_auto_topic_creation and broker.config.get_bool("auto.create.topics.enable")
     brokers = [{"node_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
                 "rack": b.rack} for b in broker.cluster.live_brokers()]

@@ -15,7 +15,7 @@ from kclient.protocol.apis import OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
 from ..group import NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
 from .registry import handles
 
@@ -24,22 +24,16 @@ OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
 
 
 def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
-    """Whether a partition exists: cluster-wide when the broker has a cluster view (the
-    coordinator stores offsets for partitions other brokers lead), else its own logs."""
-    cluster = getattr(broker, "cluster", None)
-    if cluster is not None and hasattr(cluster, "partitions"):
-        return lambda topic, partition: partition in (cluster.partitions(topic) or ())
-    manager = getattr(broker, "log_manager", None)
-    if manager is None:
-        return lambda topic, partition: True
-    known = manager.topics()
-    return lambda topic, partition: partition in known.get(topic, ())
+    """Whether a partition exists, cluster-wide (the coordinator stores offsets for partitions
+    other brokers lead)."""
+    cluster = broker.cluster
+    return lambda topic, partition: partition in (cluster.partitions(topic) or ())
 
 
 def _entries(broker: Broker, request: Request
              ) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
     """Split the request into storable entries and per-partition errors."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     now_ms = int(time.time() * 1000)
     retention = body.retention_time_ms if 2 <= version <= 4 else -1
     expire_ms = now_ms + retention if retention >= 0 else -1
@@ -66,7 +60,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
               unknown: set[TopicPartition]) -> dict:
     """Per-partition error codes, ordered as Kafka's: the partitions refused as unknown first
     (in request order), then those the coordinator answered, merged into their topics."""
-    body: Any = request.body
+    body: Any = body_of(request)
     topics: dict[str, list[dict]] = {}
     for first in (True, False):
         for t in body.topics:
@@ -82,7 +76,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
 @handles(OFFSET_COMMIT, "0-8")
 def handle(broker: Broker, request: Request) -> dict:
     """Validate and store the offsets; every partition gets its own error code."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     entries, errors = _entries(broker, request)
     unknown = {tp for tp, code in errors.items() if code == UNKNOWN_TOPIC_OR_PARTITION}
     if not is_local_coordinator(broker, body.group_id):

@@ -9,7 +9,7 @@ from kclient.protocol.apis import OFFSET_FETCH
 from kclient.protocol.framing import Request
 
 from ..group import NOT_COORDINATOR
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
 from .registry import handles
 
@@ -17,7 +17,7 @@ from .registry import handles
 def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
                ) -> dict[str, list[int]]:
     """Topic -> partitions to answer for, in request order (all committed when null)."""
-    topics = request.body.topics
+    topics = body_of(request).topics
     if topics is None:
         out: dict[str, list[int]] = {}
         for topic, partition in sorted(committed):
@@ -42,7 +42,7 @@ def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict:
 @handles(OFFSET_FETCH, "0-7")
 def handle(broker: Broker, request: Request) -> dict:
     """Look the group's offsets up; NOT_COORDINATOR is top-level from v2, per partition before."""
-    body, version = request.body, request.header.api_version
+    body, version = body_of(request), request.header.api_version
     if not is_local_coordinator(broker, body.group_id):
         if version >= 2:
             return {"throttle_time_ms": 0, "topics": [], "error_code": NOT_COORDINATOR}

@@ -24,7 +24,7 @@ from kclient.protocol.errors import (
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records, validate_records
 
-from ..interface import Broker
+from ..interface import Broker, body_of
 from .registry import handles
 
 log = logging.getLogger("kclient.broker.produce")
@@ -136,7 +136,7 @@ def _topic(broker: Broker, topic: Any, acks_ok: bool) -> dict:
 @handles(PRODUCE, "0-9")
 def handle(broker: Broker, request: Request) -> dict | None:
     """Append the records; acks=0 gets no response at all."""
-    body = request.body
+    body = body_of(request)
     acks_ok = body.acks in (0, 1, -1)
     responses = [_topic(broker, t, acks_ok) for t in body.topic_data]
     if body.acks == 0:

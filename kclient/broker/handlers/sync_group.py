@@ -8,7 +8,7 @@ from kclient.protocol.framing import Request
 
 from ..coordinator import then
 from ..group import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR, sync_result
-from ..interface import Broker, is_local_coordinator
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
@@ -20,7 +20,7 @@ def _with_throttle(body: dict) -> dict:
 @handles(SYNC_GROUP, "0-5")
 def handle(broker: Broker, request: Request) -> Any:
     """Sync with the coordinator; a Future while the leader's assignment is awaited."""
-    body: Any = request.body
+    body: Any = body_of(request)
     version = request.header.api_version
     if version >= 5 and (body.protocol_type is None or body.protocol_name is None):
         # mandatory from v5: Kafka refuses before looking at the group
