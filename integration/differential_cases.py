@@ -39,7 +39,8 @@ CASES: dict[str, str] = {
     "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": "the APIs added for Kafka's "
         "tools: producer ids (v0, v2, v4), groups listed (v1-v5, state filter) and described "
         "(v0-v6, a known and an unknown group), a topic's configs by key (v1-v4) and a missing "
-        "topic's",
+        "topic's; OffsetDelete of an Empty group (known and unknown partitions) and of an "
+        "unknown group",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.

@@ -33,6 +33,7 @@ from kclient.protocol.apis import (
     LIST_OFFSETS,
     METADATA,
     OFFSET_COMMIT,
+    OFFSET_DELETE,
     OFFSET_FETCH,
     PRODUCE,
     SYNC_GROUP,
@@ -443,6 +444,11 @@ def test_admin_apis(twin4):
             {"resource_type": 2, "resource_name": "admin", "configuration_keys": keys},
             {"resource_type": 2, "resource_name": "admin-missing",
              "configuration_keys": keys}]}, "topic", order_by={"configs": "name"})
+    twin4.request(OFFSET_DELETE, 0, {"group_id": "admin-group", "topics": [
+        {"name": "admin", "partitions": [{"partition_index": 0}, {"partition_index": 9}]},
+        {"name": "admin-missing", "partitions": [{"partition_index": 0}]}]}, "Empty group")
+    twin4.request(OFFSET_FETCH, 7, {"group_id": "admin-group", "topics": None}, "after delete")
+    twin4.request(OFFSET_DELETE, 0, {"group_id": "admin-nobody", "topics": []}, "unknown group")
     check("InitProducerId, ListGroups, DescribeGroups, DescribeConfigs", twin4)
 
 

@@ -131,3 +131,24 @@ def test_simple_consumer_close_does_not_wait_for_a_fetch(tmp_path):
         t.join(5)
     assert took < 1, took
     assert not t.is_alive() and failed
+
+
+def test_group_shutdown_does_not_wait_for_a_fetch(tmp_path):
+    with hostile_pair(tmp_path / "b") as (proxy, _broker):
+        with Cluster(proxy.bootstrap) as cluster:
+            cluster.create_topic("t")
+        with Producer({"metadata.broker.list": proxy.bootstrap}) as p:
+            p.send(ProducerData("t", b"first"))
+        conn = create_consumer({"metadata.broker.list": proxy.bootstrap, "group.id": "fetching",
+                                "socket.timeout.ms": 20000, "auto.offset.reset": "smallest",
+                                "auto.commit.enable": False, "consumer.timeout.ms": 10000})
+        try:
+            stream = conn.create_message_streams({"t": 1})["t"][0]
+            assert next(iter(stream)).message == b"first"
+            proxy.arm("silent", {FETCH.key})
+            time.sleep(1.0)                          # the fetcher waits on an unanswered fetch
+        finally:
+            start = time.monotonic()
+            conn.shutdown()
+            took = time.monotonic() - start
+    assert took < 5, took

@@ -1,7 +1,7 @@
 """Spark benchmark: the ``kclient`` data source, and Spark's own Kafka connector beside it.
 
 Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
-[--master local[2]] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]``
+[--master local[2]] [--broker mini|kafka] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]``
 
 Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
 4 partitions) with kclient's Producer, and times in one ``local[2]`` session (worker reuse on):
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -116,6 +118,15 @@ def _read_stream(spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
     return per_batch, rows / whole
 
 
+def _broker(kind: str) -> Any:
+    """The broker to run against (a context manager with ``bootstrap``)."""
+    if kind == "kafka":
+        from kclient.testing import KafkaServer
+        return KafkaServer("4", config={"auto.create.topics.enable": "true",
+                                        "num.partitions": "4"})
+    return MiniBrokerProcess()
+
+
 def _empty_partition(rows: Any) -> None:
     for _ in rows:
         pass
@@ -129,15 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--broker", choices=["mini", "kafka"], default="mini",
+                        help="the mini-broker in its own process, or Apache Kafka 4 (JVM)")
     parser.add_argument("--no-spark-kafka", action="store_true")
     parser.add_argument("--spark-kafka-version", default=None,
                         help="connector version to resolve (default: the installed PySpark's)")
     args = parser.parse_args(argv)
     n, size, parts = args.messages, args.value_size, args.partitions
     print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
-          f"{args.master}")
+          f"{args.master}, broker {args.broker}")
+    workdir = tempfile.mkdtemp(prefix="kclient-bench-spark-")
     from kclient.spark import foreach_partition_writer
-    with MiniBrokerProcess() as broker:
+    with _broker(args.broker) as broker:
         bootstrap = broker.bootstrap
         _preload(bootstrap, "bench-in", n, size, parts)
         spark, has_kafka = _session(args.master, not args.no_spark_kafka,
@@ -154,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             r["Arrow writer"] = n / _best(args.repeat, partial(
                 _write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}"))
             per_batch, whole = max(_read_stream(spark, fmt, bootstrap, "bench-in",
-                                                str(broker.workdir))
+                                                workdir)
                                    for _ in range(args.repeat))
             r["streaming read, per micro-batch"], r["streaming read, whole query"] = \
                 per_batch, whole
@@ -164,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda: src.foreachPartition(_empty_partition)))
         helper = n / _best(args.repeat, lambda: _timed(lambda: src.foreachPartition(writer)))
         spark.stop()
+    shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n| path | kclient rows/s | {'Spark Kafka rows/s | ratio |' if has_kafka else ''}")
     print(f"|---|---|{'---|---|' if has_kafka else ''}")
     for name, rate in results["kclient"].items():

@@ -39,6 +39,7 @@ from .group import (
     JoinRequest,
     Member,
     join_error,
+    subscribed_topics,
     sync_result,
 )
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
@@ -441,6 +442,24 @@ class GroupCoordinator:
         if group_id in self.offsets.groups():
             return Group(group_id).summary()
         return None
+
+    def subscriptions(self, group_id: str) -> set[str] | None:
+        """Topics the group's members subscribe to (none when it has no members); None when
+        unknown (not the consumer protocol, or unparsable), which counts as every topic."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is None or not group.members:
+                return set()
+            if group.protocol_type != "consumer":
+                return None
+            topics: set[str] = set()
+            for member in group.members.values():
+                protocol = group.protocol_name or member.protocol_names()[0]
+                parsed = subscribed_topics(member.metadata(protocol))
+                if parsed is None:
+                    return None
+                topics |= parsed
+            return topics
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group with members or offsets."""

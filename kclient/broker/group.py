@@ -5,6 +5,7 @@ machine Empty -> PreparingRebalance -> CompletingRebalance -> Stable (Dead once 
 """
 from __future__ import annotations
 
+import struct
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -29,6 +30,21 @@ INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
 REBALANCE_IN_PROGRESS = E.RebalanceInProgressError.errno
 MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
+
+
+def subscribed_topics(metadata: bytes) -> set[str] | None:
+    """The topics of a consumer-protocol subscription (version, topics, ...); None if it does
+    not parse."""
+    try:
+        (count,) = struct.unpack_from(">i", metadata, 2)
+        pos, topics = 6, set()
+        for _ in range(count):
+            (size,) = struct.unpack_from(">h", metadata, pos)
+            topics.add(bytes(metadata[pos + 2:pos + 2 + size]).decode())
+            pos += 2 + size
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None
 
 
 @dataclass

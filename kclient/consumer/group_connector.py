@@ -172,9 +172,12 @@ class GroupConsumerConnector(ConsumerConnector):
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
         self._first_rebalance()
-        self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
-                                           name=f"{self.consumer_id}-heartbeat")
-        self._heartbeat.start()
+        if self._shutting_down.is_set():        # shut down from another thread while joining
+            return
+        heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                     name=f"{self.consumer_id}-heartbeat")
+        heartbeat.start()
+        self._heartbeat = heartbeat             # only once started: shutdown() joins it
         self._start_auto_commit()
 
     def _synced_rebalance(self) -> None:

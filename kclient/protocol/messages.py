@@ -97,6 +97,12 @@ __all__ = [
     "DescribeClusterRequest",
     "DescribeClusterResponseBroker",
     "DescribeClusterResponse",
+    "OffsetDeleteRequestPartition",
+    "OffsetDeleteRequestTopic",
+    "OffsetDeleteRequest",
+    "OffsetDeleteResponsePartition",
+    "OffsetDeleteResponseTopic",
+    "OffsetDeleteResponse",
 ]
 
 
@@ -760,3 +766,39 @@ class DescribeClusterResponse(Message, Protocol):
     controller_id: int                            # v0+
     brokers: list[DescribeClusterResponseBroker]  # v0+
     cluster_authorized_operations: int            # v0+
+
+
+class OffsetDeleteRequestPartition(Message, Protocol):
+    """An element of OffsetDeleteRequestTopic.partitions."""
+    partition_index: int  # v0+
+
+
+class OffsetDeleteRequestTopic(Message, Protocol):
+    """An element of OffsetDeleteRequest.topics."""
+    name: str                                       # v0+
+    partitions: list[OffsetDeleteRequestPartition]  # v0+
+
+
+class OffsetDeleteRequest(Message, Protocol):
+    """OffsetDelete request (key 47, v0-v0)."""
+    group_id: str                           # v0+
+    topics: list[OffsetDeleteRequestTopic]  # v0+
+
+
+class OffsetDeleteResponsePartition(Message, Protocol):
+    """An element of OffsetDeleteResponseTopic.partitions."""
+    partition_index: int  # v0+
+    error_code: int       # v0+
+
+
+class OffsetDeleteResponseTopic(Message, Protocol):
+    """An element of OffsetDeleteResponse.topics."""
+    name: str                                        # v0+
+    partitions: list[OffsetDeleteResponsePartition]  # v0+
+
+
+class OffsetDeleteResponse(Message, Protocol):
+    """OffsetDelete response (key 47, v0-v0)."""
+    error_code: int                          # v0+
+    throttle_time_ms: int                    # v0+
+    topics: list[OffsetDeleteResponseTopic]  # v0+

@@ -102,12 +102,15 @@ def _send_batch(producer: Producer, batch: pa.RecordBatch, default_topic: str | 
     ProducerData per row."""
     names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
     values = _bytes(_column(batch, names, "value")) or []
-    keys = _bytes(_column(batch, names, "key"))
+    key_col = _column(batch, names, "key")
+    keys = _bytes(key_col) if key_col is not None and key_col.null_count < len(key_col) \
+        else None
     topics = _topics(_column(batch, names, "topic"), default_topic)
     parts_col, hdrs_col = _column(batch, names, "partition"), _column(batch, names, "headers")
     parts = parts_col.to_pylist() if parts_col is not None and parts_col.null_count < len(
         parts_col) else None
-    headers = hdrs_col.to_pylist() if hdrs_col is not None else None
+    headers = hdrs_col.to_pylist() if hdrs_col is not None and hdrs_col.null_count < len(
+        hdrs_col) else None
     if isinstance(topics, str) and keys is None and parts is None and not headers:
         producer.send_values(topics, values)
     else:

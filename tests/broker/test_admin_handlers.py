@@ -9,6 +9,7 @@ from kclient.protocol.apis import (
     JOIN_GROUP,
     LIST_GROUPS,
     OFFSET_COMMIT,
+    OFFSET_DELETE,
     SYNC_GROUP,
 )
 
@@ -141,3 +142,20 @@ def test_describe_configs_of_the_broker(tmp_path, raw_client):
         retention = _configs(topic.results[0])["retention.ms"]
         assert (retention.value, retention.config_source) == (str(5 * 3600_000), 4)
         assert [(s.name, s.value) for s in retention.synonyms] == [("log.retention.hours", "5")]
+
+
+def test_offset_delete(groups, mini_broker):
+    """Offsets of an Empty group go; a member's (unparsable) subscription protects all."""
+    c, _ = groups
+    r = c.request(OFFSET_DELETE, 0, {"group_id": "offsets", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0}, {"partition_index": 7}]}]})
+    assert r.error_code == 0
+    assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [(7, 3), (0, 0)]
+    assert mini_broker.coordinator.fetch_offsets("offsets") == {}
+    # "stable" subscribes to "sub"-metadata that does not parse as the consumer protocol:
+    # every topic counts as subscribed, as Kafka treats an unknown subscription
+    r = c.request(OFFSET_DELETE, 0, {"group_id": "stable", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 0}]}]})
+    assert (r.error_code, r.topics[0].partitions[0].error_code) == (0, 86)
+    r = c.request(OFFSET_DELETE, 0, {"group_id": "nope", "topics": []})
+    assert r.error_code == 69                                    # GROUP_ID_NOT_FOUND

@@ -104,6 +104,9 @@ def test_console_producer_and_console_consumer_group(mini_broker, tools):
     described = tools.consumer_groups("--describe", "--group", "cgroup")
     row = next(line.split() for line in described.splitlines() if line.startswith("cgroup"))
     assert row[1:6] == ["console", "0", "25", "25", "0"]
+    deleted = tools.consumer_groups("--delete-offsets", "--group", "cgroup", "--topic", "console")
+    assert "Successful" in deleted or "successful" in deleted.lower()
+    assert mini_broker.coordinator.fetch_offsets("cgroup") == {}
 
 
 def test_consumer_groups_describe_shows_an_active_member(mini_broker, tools):
@@ -123,6 +126,9 @@ def test_consumer_groups_describe_shows_an_active_member(mini_broker, tools):
         assert row[1].startswith("console-consumer") and row[2] == "/127.0.0.1"
         assert row[3:] == ["console-consumer", "1"]           # one partition
         assert "live" in tools.consumer_groups("--list", "--state", "Stable")
+        refused = tools.run("consumer-groups", "--delete-offsets", "--group", "live",
+                            "--topic", "active", check=False)
+        assert "GROUP_SUBSCRIBED_TO_TOPIC" in refused or "subscribed" in refused.lower()
     finally:
         consumer.terminate()
         consumer.communicate(timeout=30)

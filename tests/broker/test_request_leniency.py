@@ -78,6 +78,8 @@ SAMPLES = {
         {"resource_type": 4, "resource_name": "0", "configuration_keys": ["log.retention.ms"]}]},
     "DescribeGroups": lambda v, g, n: {"groups": ["committed", "joingroup-0", "missing"]},
     "ListGroups": lambda v, g, n: {},
+    "OffsetDelete": lambda v, g, n: {"group_id": "committed", "topics": [
+        {"name": "t", "partitions": [{"partition_index": 1}]}]},
     "InitProducerId": lambda v, g, n: {"transaction_timeout_ms": 60000},
 }
 

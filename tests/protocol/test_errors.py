@@ -226,6 +226,7 @@ def test_client_errors_reexport_protocol_errors():
         "KafkaConnectionError", "KafkaTimeoutError", "NoBrokersAvailableError",
         "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
         "ConsumerTimeoutError", "ConsumerRebalanceFailedError", "IllegalStateError",
+        "ZooKeeperError",
     ],
 )
 def test_client_errors_share_the_base(name):

@@ -24,6 +24,7 @@ from . import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     produce,
     sync_group,
@@ -37,6 +38,6 @@ __all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
 HANDLER_MODULES = (
     api_versions, create_topics, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
-    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_fetch, produce,
-    sync_group,
+    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
+    offset_fetch, produce, sync_group,
 )
