@@ -79,14 +79,13 @@ def _wait_for(cond, timeout: float, what: str) -> None:
     raise TimeoutError(what)
 
 
-def test_kill_the_leader_nothing_acknowledged_is_lost(kafka_cluster):
-    topic = new_topic(kafka_cluster, 3, replication_factor=3, config=REPLICATED)
-    victim = _leaders(kafka_cluster, topic)[0]
+def _kill_while_consuming(cluster, topic: str, victim: int, sender: Sender,
+                          conf: dict) -> tuple[set[bytes], set[bytes]]:
+    """Produce (``sender``) and consume with a connector (``conf``, two streams) while the
+    leader ``victim`` of partition 0 is killed; returns (acknowledged, consumed)."""
     seen: set[bytes] = set()
-    conf = {"metadata.broker.list": kafka_cluster.bootstrap, "group.id": f"lm-{topic}",
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 500,
-            "heartbeat.interval.ms": 500, "auto.commit.interval.ms": 500}
-    sender = Sender(kafka_cluster, topic)
+    conf = {"auto.offset.reset": "smallest", "consumer.timeout.ms": 500,
+            "auto.commit.interval.ms": 500, **conf}
     with consumer.create(conf) as conn:
         streams = conn.create_message_streams({topic: 2})[topic]
         stop = threading.Event()
@@ -104,8 +103,8 @@ def test_kill_the_leader_nothing_acknowledged_is_lost(kafka_cluster):
         sender.start()
         _wait_for(lambda: len(sender.acked) >= 300, 60, "the producer never got going")
         before = len(sender.acked)
-        kafka_cluster.kill(victim)
-        _wait_for(lambda: _leaders(kafka_cluster, topic)[0] not in (victim, -1), 60,
+        cluster.kill(victim)
+        _wait_for(lambda: _leaders(cluster, topic)[0] not in (victim, -1), 60,
                   "no new leader for partition 0")
         _wait_for(lambda: len(sender.acked) >= before + 600, 90,
                   f"the producer stalled after the kill ({len(sender.acked) - before} more)")
@@ -115,6 +114,17 @@ def test_kill_the_leader_nothing_acknowledged_is_lost(kafka_cluster):
         _wait_for(lambda: acked <= seen, 90,
                   f"{len(acked - seen)} acknowledged messages never consumed")
         stop.set()
+    return acked, seen
+
+
+def test_kill_the_leader_nothing_acknowledged_is_lost(kafka_cluster):
+    topic = new_topic(kafka_cluster, 3, replication_factor=3, config=REPLICATED)
+    victim = _leaders(kafka_cluster, topic)[0]
+    sender = Sender(kafka_cluster, topic)
+    acked, seen = _kill_while_consuming(
+        kafka_cluster, topic, victim, sender,
+        {"metadata.broker.list": kafka_cluster.bootstrap, "group.id": f"lm-{topic}",
+         "heartbeat.interval.ms": 500})
     assert victim not in _leaders(kafka_cluster, topic).values()
     assert acked <= seen
     kafka_cluster.start_node(victim)
@@ -164,36 +174,7 @@ def test_zookeeper_mode_clients_follow_the_leader_on_kafka3(kafka3_zk_cluster):
     sender = Sender(server, topic)
     sender.conf = {**sender.conf, "zookeeper.connect": server.zookeeper_connect}
     del sender.conf["metadata.broker.list"]
-    seen: set[bytes] = set()
-    conf = {"zookeeper.connect": server.zookeeper_connect, "group.id": f"zk-{topic}",
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 500,
-            "auto.commit.interval.ms": 500}
-    with consumer.create(conf) as conn:
-        streams = conn.create_message_streams({topic: 2})[topic]
-        stop = threading.Event()
-
-        def read(stream):
-            while not stop.is_set():
-                try:
-                    for m in stream:
-                        seen.add(m.message)
-                except ConsumerTimeoutError:
-                    pass
-        readers = [threading.Thread(target=read, args=(s,), daemon=True) for s in streams]
-        for t in readers:
-            t.start()
-        sender.start()
-        _wait_for(lambda: len(sender.acked) >= 300, 60, "the producer never got going")
-        before = len(sender.acked)
-        server.kill(victim)
-        _wait_for(lambda: _leaders(server, topic)[0] not in (victim, -1), 60,
-                  "no new leader for partition 0")
-        _wait_for(lambda: len(sender.acked) >= before + 600, 90,
-                  f"the producer stalled after the kill ({len(sender.acked) - before} more)")
-        sender.stop.set()
-        sender.join(60)
-        acked = set(sender.acked)
-        _wait_for(lambda: acked <= seen, 90,
-                  f"{len(acked - seen)} acknowledged messages never consumed")
-        stop.set()
+    acked, seen = _kill_while_consuming(
+        server, topic, victim, sender,
+        {"zookeeper.connect": server.zookeeper_connect, "group.id": f"zk-{topic}"})
     assert acked <= seen
