@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kclient.testing import KafkaServer, kafka_problem
+from tests.spark.conftest import spark  # noqa: F401  (the one local Spark session fixture)
 
 #: Kafka 3.x in ZooKeeper mode speaks the old message formats only below IBP 3.0 (KIP-724).
 OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.version": "2.8"}
@@ -66,14 +67,3 @@ def pytest_runtest_makereport(item, call):
         if isinstance(value, KafkaServer):
             value.keep_logs = True
             report.sections.append((f"Kafka {value.version} ({value.mode}) logs", value.tails()))
-
-
-@pytest.fixture(scope="session")
-def spark():
-    """A local Spark session (the same one tests/spark uses when both run in one session)."""
-    from kclient.testing.spark import local_spark, spark_problem
-    problem = spark_problem()
-    if problem:
-        pytest.skip(problem)
-    with local_spark("local[2,3]", {"spark.sql.shuffle.partitions": "2"}) as session:
-        yield session

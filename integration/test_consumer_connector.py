@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 from kclient import Producer, ProducerData, consumer
 from kclient.errors import ConsumerTimeoutError
 from kclient.simple import SimpleConsumer
+from tests.consumer.helpers import wait_for
 
 from .helpers import leader_address, new_topic
 
@@ -318,12 +319,13 @@ def test_group_members_hand_over_on_kafka4(kafka4):
         sb = b.create_message_streams({topic: 1})[topic]
         with consumer.create(conf) as a:
             sa = a.create_message_streams({topic: 1})[topic]
-            _wait_for(lambda: len(a.registry) == 2 and len(b.registry) == 2, "a 2/2 split")
+            wait_for(lambda: len(a.registry) == 2 and len(b.registry) == 2, 30, message="a 2/2 split")
             produce(kafka4, topic, first)
             got_a, got_b = drain(sa + sb, 200)
             a.commit_offsets()
             b.commit_offsets()
-        _wait_for(lambda: len(b.registry) == 4, "the survivor owning all 4 partitions")
+        wait_for(lambda: len(b.registry) == 4, 30,
+                 message="the survivor owning all 4 partitions")
         produce(kafka4, topic, second)
         (rest,) = drain(sb, 200)
     finally:
@@ -331,12 +333,3 @@ def test_group_members_hand_over_on_kafka4(kafka4):
     assert {m.partition for m in got_a}.isdisjoint({m.partition for m in got_b})
     assert sorted(m.message for m in got_a + got_b) == first
     assert sorted(m.message for m in rest) == second
-
-
-def _wait_for(cond, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(what)

@@ -16,6 +16,7 @@ from kclient.errors import (
 )
 from kclient.simple import FetchRequest, SimpleConsumer
 from kclient.testing import KafkaServer, kafka_problem
+from tests.consumer.helpers import wait_for
 
 from .helpers import new_topic
 
@@ -70,15 +71,6 @@ class Sender(threading.Thread):
                 time.sleep(0.01)
 
 
-def _wait_for(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(what)
-
-
 def _kill_while_consuming(cluster, topic: str, victim: int, sender: Sender,
                           conf: dict) -> tuple[set[bytes], set[bytes]]:
     """Produce (``sender``) and consume with a connector (``conf``, two streams) while the
@@ -101,18 +93,18 @@ def _kill_while_consuming(cluster, topic: str, victim: int, sender: Sender,
         for t in readers:
             t.start()
         sender.start()
-        _wait_for(lambda: len(sender.acked) >= 300, 60, "the producer never got going")
+        wait_for(lambda: len(sender.acked) >= 300, 60, message="the producer never got going")
         before = len(sender.acked)
         cluster.kill(victim)
-        _wait_for(lambda: _leaders(cluster, topic)[0] not in (victim, -1), 60,
-                  "no new leader for partition 0")
-        _wait_for(lambda: len(sender.acked) >= before + 600, 90,
-                  f"the producer stalled after the kill ({len(sender.acked) - before} more)")
+        wait_for(lambda: _leaders(cluster, topic)[0] not in (victim, -1), 60,
+                 message="no new leader for partition 0")
+        wait_for(lambda: len(sender.acked) >= before + 600, 90,
+                 message=f"the producer stalled after the kill ({len(sender.acked) - before} more)")
         sender.stop.set()
         sender.join(60)
         acked = set(sender.acked)
-        _wait_for(lambda: acked <= seen, 90,
-                  f"{len(acked - seen)} acknowledged messages never consumed")
+        wait_for(lambda: acked <= seen, 90,
+                 message=f"{len(acked - seen)} acknowledged messages never consumed")
         stop.set()
     return acked, seen
 
@@ -142,14 +134,15 @@ def test_simple_consumer_names_the_new_leader(kafka_cluster):
     # (KIP-392) up to the high watermark; below v11 a follower refuses, and kclient names the
     # leader
     with SimpleConsumer("127.0.0.1", follower.port, so_timeout=10000) as c:
-        _wait_for(lambda: [mo.message.value for mo in c.fetch(FetchRequest(topic, 0, 0))]
-                  == expected, 10, "the follower never served the committed messages")
+        wait_for(lambda: [mo.message.value for mo in c.fetch(FetchRequest(topic, 0, 0))]
+                 == expected, 10, message="the follower never served the committed messages")
     with SimpleConsumer("127.0.0.1", follower.port, so_timeout=10000, fetch_version=10) as c:
         with pytest.raises(NotLeaderForPartitionError) as info:
             c.fetch(FetchRequest(topic, 0, 0))
     assert info.value.leader.port == kafka_cluster.node(leader).port
     kafka_cluster.kill(leader)              # the last test of the module: no restart
-    _wait_for(lambda: _leaders(kafka_cluster, topic)[0] not in (leader, -1), 60, "no new leader")
+    wait_for(lambda: _leaders(kafka_cluster, topic)[0] not in (leader, -1), 60,
+             message="no new leader")
     new = kafka_cluster.node(_leaders(kafka_cluster, topic)[0])
     with SimpleConsumer("127.0.0.1", new.port, so_timeout=10000) as c:
         assert [mo.message.value for mo in c.fetch(FetchRequest(topic, 0, 0))] == expected
