@@ -11,43 +11,29 @@ from typing import TYPE_CHECKING, Protocol
 from kclient.protocol.framing import Request
 from kclient.protocol.schema import Struct
 
+from .cluster import ClusterMember
+
 if TYPE_CHECKING:
     from .cluster import ClusterView
     from .config import BrokerConfig
     from .coordinator import GroupCoordinator
     from .delayed import AppendWatchers, Scheduler
-    from .log import Log, LogManager
+    from .log import Log
     from .producer_ids import ProducerIdManager
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
 
 
-class Broker(Protocol):
-    """The members of a broker the handlers call; MiniBroker provides them all."""
+class Broker(ClusterMember, Protocol):
+    """The members of a broker the handlers call (beyond what the cluster view needs of a
+    member: id, advertised address, rack, logs); MiniBroker provides them all."""
 
-    node_id: int
     config: BrokerConfig
     cluster: ClusterView
-    log_manager: LogManager
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
     scheduler: Scheduler
     watchers: AppendWatchers
-
-    @property
-    def advertised_host(self) -> str:
-        """The host this broker names itself by to clients (advertised listener)."""
-        ...
-
-    @property
-    def advertised_port(self) -> int:
-        """The port this broker names itself by to clients (advertised listener)."""
-        ...
-
-    @property
-    def rack(self) -> str | None:
-        """``broker.rack``, or None."""
-        ...
 
     def ensure_topic(self, name: str) -> bool:
         """Auto-create an unknown topic if allowed; True if it exists now."""
