@@ -233,7 +233,7 @@ def test_whitelist_sees_a_topic_created_while_running(zookeeper, zk_cluster, zk,
                         r'"timestamp":"\d+"\}', reg), reg
     assert owners(zk, g) == {(f"{prefix}-a", 0): f"{g}_w-0", (f"{prefix}-a", 1): f"{g}_w-1"}
     zk_cluster.create_topic(f"{prefix}-b", partitions=1)
-    wait_for(lambda: (f"{prefix}-b", 0) in owners(zk, g), message="owner of the new topic")
+    wait_for(lambda: (f"{prefix}-b", 0) in owners(zk, g), 60, message="owner of the new topic")
     produce(zk_cluster.bootstrap, f"{prefix}-b", [b"fresh"])
     got = drain(streams[0], 1)
     assert [(m.topic, m.message) for m in got] == [(f"{prefix}-b", b"fresh")]
