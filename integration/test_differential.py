@@ -321,6 +321,12 @@ def join(twin: Twin, version: int, group: str, member: str = "", session: int = 
     return twin.request(JOIN_GROUP, version, body, label)
 
 
+#: The real member of g-err must outlive a loaded run: Kafka drops a member that neither syncs
+#: nor heartbeats within its rebalance timeout, and an Empty group accepts any protocol type
+#: (so "inconsistent protocol type" would become MEMBER_ID_REQUIRED).
+LONG_MS = 120_000
+
+
 def test_group_error_paths(twin4):
     twin4.case = "JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths"
     for group in ("nogroup", "g-session", "g-err"):
@@ -340,15 +346,15 @@ def test_group_error_paths(twin4):
     real, mini = twin4.real, twin4.mini
     ids = {}
     for side, conn in (("real", real), ("mini", mini)):
-        first = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": 10000,
-                                          "rebalance_timeout_ms": 10000, "member_id": "",
+        first = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": LONG_MS,
+                                          "rebalance_timeout_ms": LONG_MS, "member_id": "",
                                           "protocol_type": "consumer",
                                           "protocols": [{"name": "range", "metadata": b"m"}]}, 5)
         ids[side] = first.member_id
     join(twin4, 5, "g-err", label="member id required again")
     for side, conn in (("real", real), ("mini", mini)):
-        resp = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": 10000,
-                                         "rebalance_timeout_ms": 10000,
+        resp = conn.request(JOIN_GROUP, {"group_id": "g-err", "session_timeout_ms": LONG_MS,
+                                         "rebalance_timeout_ms": LONG_MS,
                                          "member_id": ids[side], "protocol_type": "consumer",
                                          "protocols": [{"name": "range", "metadata": b"m"}]}, 5)
         assert resp.error_code == 0, (side, resp)
