@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kclient.connection import BrokerConnection
-from kclient.errors import KafkaConnectionError
+from kclient.errors import KafkaConnectionError, KafkaError
 from kclient.protocol.records import RecordsReader
 from kclient.protocol.schema import Api, Struct
 
@@ -38,7 +38,16 @@ CLOSED = "<connection closed>"
 def _records(raw: Any) -> dict:
     """A record set as comparable data: its size and every batch and record (no CRC)."""
     data = bytes(raw or b"")
-    batches = []
+    batches: list[dict] = []
+    try:
+        _decode_batches(data, batches)
+    except KafkaError as exc:           # a broker that stored what it should have refused
+        return {"bytes": len(data), "batches": batches, "undecodable": type(exc).__name__}
+    return {"bytes": len(data), "batches": batches}
+
+
+def _decode_batches(data: bytes, batches: list[dict]) -> None:
+    """Append every batch of ``data`` to ``batches`` as comparable data."""
     reader = RecordsReader(data)
     for b in reader.batches():
         batches.append({
@@ -48,7 +57,6 @@ def _records(raw: Any) -> dict:
             "partition_leader_epoch": b.partition_leader_epoch,
             "max_timestamp": b.max_timestamp, "size": b.size,
             "records": [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b.records]})
-    return {"bytes": len(data), "batches": batches}
 
 
 def normalise(value: Any, name: str = "") -> Any:

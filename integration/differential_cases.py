@@ -33,6 +33,12 @@ CASES: dict[str, str] = {
     "produce: codecs, acks, corrupt records": "v2 batches in every codec, acks -1 and 2, a "
         "batch with a bad CRC (Kafka 4.x); v1 message sets in every codec (Kafka 3.x), fetched "
         "back at v4 and v1",
+    "produce: invalid batches with a right CRC": "v2 batches whose CRC is right but whose "
+        "insides are not (tests/broker/bad_batches.py: record count or lastOffsetDelta beyond "
+        "the records, negative or 2^31-1 lastOffsetDelta, garbage gzip/snappy/lz4/zstd "
+        "payloads, a batch length shorter than its records, bytes after the last record, "
+        "offset deltas out of order, a control batch from a client) at Produce v7 and v9, then "
+        "a good batch and a Fetch: nothing of the bad ones stored",
     "CreateTopics/DeleteTopics error paths": "CreateTopics v2, v4, v5: existing topic, invalid "
         "name, 0 partitions, replication factor above the broker count, bad and unknown "
         "config; DeleteTopics v1, v3, v4 of an unknown topic",
@@ -74,6 +80,17 @@ DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
             "snappy frame the same messages in a different number of bytes (112 vs 115); "
             "the decoded messages are the same",
     },
+    "produce: invalid batches with a right CRC": {
+        "Produce v* * garbage v*: responses[0].partition_responses[0].error_code":
+            "a compressed payload that does not decompress: Kafka 4.4's decompression "
+            "exception reaches the response unmapped, as UNKNOWN_SERVER_ERROR (-1); the "
+            "mini-broker answers CORRUPT_MESSAGE, which says what happened and which clients "
+            "treat as a record error rather than a broker fault",
+        "Produce v9 *: responses[0].partition_responses[0].error_message":
+            "Kafka answers these refusals with no error message; the mini-broker names what is "
+            "wrong (\"invalid record batch: negative lastOffsetDelta -45\"), so that a user "
+            "sees the cause (same error code)",
+    },
     "InitProducerId, ListGroups, DescribeGroups, DescribeConfigs": {
         "DescribeConfigs v* topic: results[0].configs[3].config_source":
             "min.insync.replicas: Kafka 4 in KRaft mode sets it as a cluster-wide dynamic "
@@ -110,6 +127,12 @@ FIXED: list[tuple[str, str, str]] = [
      "refused as unknown first, one entry per topic", "2d31908"),
     ("InitProducerId, ListGroups, DescribeGroups, DescribeConfigs", "DescribeConfigs answered "
      "a null error message for a described resource (Kafka: empty)", "f48f7f0"),
+    ("produce: invalid batches with a right CRC", "Produce stored any v2 batch whose CRC "
+     "matched: record counts and lastOffsetDelta beyond the records (a negative one moved the "
+     "log end backwards, 2^31-1 moved it by 2^31), garbage compressed payloads, cut records, "
+     "control batches; now every record is decoded as Kafka's LogValidator does and such a "
+     "batch is refused with INVALID_RECORD (nothing of the partition's request stored)",
+     "this session"),
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),

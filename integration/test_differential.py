@@ -39,6 +39,7 @@ from kclient.protocol.apis import (
     SYNC_GROUP,
 )
 from kclient.protocol.records import build_batch, build_message_set
+from tests.broker.bad_batches import BAD_BATCHES
 
 from .differential import Twin
 from .differential_cases import CASES, DIFFERENT_ON_PURPOSE, render
@@ -508,3 +509,16 @@ def test_create_and_delete_topics_error_paths(twin4):
                                                "topics": [{"name": "never-was"}],
                                                "timeout_ms": 30000}, "unknown topic")
     check("CreateTopics/DeleteTopics error paths", twin4)
+
+
+def test_produce_invalid_batches(twin4):
+    """Batches with a right CRC but wrong insides (Kafka's LogValidator): refused alike, at
+    Produce v7 (one error per partition) and v8+ (with per-record errors); nothing stored."""
+    twin4.case = "produce: invalid batches with a right CRC"
+    create(twin4, "invalid")
+    for label, make in BAD_BATCHES.items():
+        for version in (7, 9):
+            twin4.request(PRODUCE, version, produce_body("invalid", make()), f"{label} v{version}")
+    twin4.request(PRODUCE, 9, produce_body("invalid", batch(2)), "a good one after them")
+    twin4.request(FETCH, 11, fetch_body("invalid"), "only the good one is stored")
+    check("produce: invalid batches with a right CRC", twin4)

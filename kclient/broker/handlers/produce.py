@@ -2,6 +2,8 @@
 format if needed, append them and answer with the base offsets (no answer for acks=0).
 
 Validation per partition: every entry complete, sizes sane and CRCs right (CORRUPT_MESSAGE),
+every v2 batch's records decoded and matching its header (INVALID_RECORD, as Kafka's
+LogValidator; a payload that does not decompress: CORRUPT_MESSAGE),
 no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE), and on a compacted
 topic no record without a key (INVALID_RECORD, with per-record errors from v8).  An unknown
 topic is auto-created when auto.create.topics.enable is on.
@@ -15,6 +17,7 @@ from typing import Any
 from kclient.broker.log.compact import keyless_records
 from kclient.protocol import error_codes as E
 from kclient.protocol.apis import PRODUCE
+from kclient.protocol.error_codes import InvalidRecordError
 from kclient.protocol.errors import (
     BrokerResponseError,
     CorruptRecordError,
@@ -22,7 +25,8 @@ from kclient.protocol.errors import (
     UnsupportedCodecError,
 )
 from kclient.protocol.framing import Request
-from kclient.protocol.records import convert_records, validate_records
+from kclient.protocol.records import LOG_OVERHEAD, convert_records, validate_records
+from kclient.protocol.records.v2_check import check_client_batch
 
 from ..interface import Broker, body_of
 from .registry import handles
@@ -41,10 +45,13 @@ INVALID_RECORD = E.InvalidRecordError.errno
 class _Refused(Exception):
     """A partition's records were refused with a Kafka error code (and per-record errors)."""
 
-    def __init__(self, code: int, message: str, record_errors: list | None = None):
+    def __init__(self, code: int, message: str, record_errors: list | None = None,
+                 validation: bool = False):
         super().__init__(message)
         self.code = code
         self.record_errors = record_errors or []
+        #: refused by record validation: Kafka then answers with the log start offset
+        self.validation = validation
 
 
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
@@ -66,7 +73,7 @@ def _check_keys(records: Any, topic: str, index: int) -> None:
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in missing[:3])
     raise _Refused(INVALID_RECORD, f"One or more records have been rejected due to "
                    f"{len(missing)} record errors in total, and only showing the first three "
-                   f"errors at most: [{shown}]", errors)
+                   f"errors at most: [{shown}]", errors, validation=True)
 
 
 def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
@@ -85,6 +92,7 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
         if info.size > config.max_message_bytes:
             raise _Refused(MESSAGE_TOO_LARGE, f"entry of {info.size} bytes exceeds "
                            f"max.message.bytes={config.max_message_bytes}")
+    _check_contents(records, infos)
     magic = config.message_format_version
     if any(info.magic != magic for info in infos):
         try:
@@ -93,6 +101,25 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
             raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
         infos = None
     return records, magic, infos
+
+
+def _check_contents(records: Any, infos: list) -> None:
+    """Every v2 batch decoded record by record (Kafka's LogValidator): the header's count and
+    offset range must be the records', their lengths must add up, no control batch."""
+    data = None
+    for info in infos:
+        if info.magic != 2:
+            continue        # v0/v1 wrappers were decompressed and walked by validate_records
+        if data is None:    # the walk slices bytes; what is stored stays the request's buffer
+            data = records if isinstance(records, bytes) else bytes(records)
+        try:
+            check_client_batch(data, info.position, info.size - LOG_OVERHEAD)
+        except UnsupportedCodecError as exc:
+            raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
+        except InvalidRecordError as exc:
+            raise _Refused(INVALID_RECORD, str(exc.args[0]), validation=True) from None
+        except CorruptRecordError as exc:
+            raise _Refused(CORRUPT_MESSAGE, str(exc.args[0]), validation=True) from None
 
 
 def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
@@ -108,7 +135,9 @@ def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
         info = log_.append(data, magic=magic, log_append_time=lat, entries=entries,
                            leader_epoch=broker.cluster.leader_epoch(topic, index))
     except _Refused as exc:
-        return _result(index, exc.code, message=str(exc), record_errors=exc.record_errors)
+        start = log_.log_start_offset if exc.validation else -1
+        return _result(index, exc.code, start=start, message=str(exc),
+                       record_errors=exc.record_errors)
     except BrokerResponseError as exc:
         return _result(index, exc.errno, message=str(exc))
     except (KafkaError, ValueError) as exc:
