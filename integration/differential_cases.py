@@ -132,7 +132,7 @@ FIXED: list[tuple[str, str, str]] = [
      "log end backwards, 2^31-1 moved it by 2^31), garbage compressed payloads, cut records, "
      "control batches; now every record is decoded as Kafka's LogValidator does and such a "
      "batch is refused with INVALID_RECORD (nothing of the partition's request stored)",
-     "this session"),
+     "49cfbd2"),
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),
