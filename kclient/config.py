@@ -470,6 +470,7 @@ _CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _PEM = Choice(("PEM",), {"pem": "PEM"})
+_SASL = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
@@ -537,6 +538,24 @@ KEYS: tuple[ConfigKey, ...] = (
          "TLS versions allowed (TLSv1.2, TLSv1.3); the lowest is the floor."),
     _key("ssl.context", None, Instance(ssl.SSLContext), _BOTH,
          "An ssl.SSLContext built by the caller; replaces every other ssl.* key."),
+    _key("sasl.mechanism", None, Choice(_SASL, {m.lower(): m for m in _SASL}), _BOTH,
+         "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (GSSAPI is "
+         "refused: not supported).", "sasl.mechanisms"),
+    _key("sasl.username", None, Str(), _BOTH, "SASL user name (PLAIN, SCRAM).",
+         "sasl.user", "sasl.plain.username"),
+    _key("sasl.password", None, Str(), _BOTH, "SASL password (PLAIN, SCRAM).",
+         "sasl.plain.password"),
+    _key("sasl.jaas.config", None, Str(), _BOTH,
+         "Java's JAAS line, e.g. org.apache.kafka.common.security.plain.PlainLoginModule "
+         "required username=\"u\" password=\"p\"; its username/password are used."),
+    _key("sasl.oauthbearer.token.callback", None, ClassRef("__call__"), _BOTH,
+         "OAUTHBEARER: callable(sasl.oauthbearer.config) returning the token, or (token, "
+         "expiry seconds since the epoch) as confluent-kafka's oauth_cb.", "oauth_cb"),
+    _key("sasl.oauthbearer.config", None, Str(), _BOTH,
+         "Text handed to the OAUTHBEARER token callback."),
+    _key("reconnect.backoff.max.ms", 1000, _MS, _BOTH,
+         "After an authentication failure, the broker is not tried again for this long (the "
+         "failure is raised again): no retry storm with a wrong password."),
     # ---- producer
     _key("producer.type", "sync", Choice(("sync", "async")), _P,
          "sync: send() waits for acks; async: a background thread sends batches."),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from .errors import (
+    AuthenticationError,
     KafkaConnectionError,
     KafkaTimeoutError,
     SecurityProtocolError,
@@ -34,6 +35,8 @@ from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
 from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
 from .security import SecuritySettings
+from .security.sasl import authenticate as sasl_authenticate
+from .security.sasl import reauth_due
 from .security.tls import looks_like_tls
 
 if TYPE_CHECKING:
@@ -116,6 +119,8 @@ class BrokerConnection:
         self._recv_lock = threading.Lock()
         self._closed_reason: str | None = None
         self._head = bytearray(4)
+        self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
+        self._auth_failure: tuple[float, KafkaConnectionError] | None = None
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -136,11 +141,55 @@ class BrokerConnection:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def connect(self) -> BrokerConnection:
-        """Open the socket and negotiate API versions; raises KafkaConnectionError."""
+        """Open the socket (TLS if configured), negotiate API versions, authenticate (SASL if
+        configured); raises KafkaConnectionError (AuthenticationError: not retriable, and
+        raised again without a new attempt for ``reconnect.backoff.max.ms``)."""
+        failed = self._auth_failure
+        if failed is not None and time.monotonic() < failed[0]:
+            raise failed[1]
         self._open()
+        self._versions()
+        self._authenticate()
+        return self
+
+    def _authenticate(self) -> None:
+        """The SASL exchange; its session lifetime schedules re-authentication (KIP-368)."""
+        sasl = self.settings.security.sasl
+        if sasl is None:
+            return
+        self._reauth_at = None
+        try:
+            lifetime = sasl_authenticate(self, sasl)
+        except KafkaConnectionError as exc:
+            if isinstance(exc, AuthenticationError):
+                backoff = self.settings.security.auth_backoff_ms / 1000.0
+                self._auth_failure = (time.monotonic() + backoff, exc)
+            self.close(f"authentication failed: {exc}")
+            raise
+        self._auth_failure = None
+        self._reauth_at = reauth_due(lifetime)
+
+    def raw_exchange(self, token: bytes) -> bytes:
+        """One bare size-prefixed SASL token each way (SaslHandshake v0's exchange)."""
+        sock = self._require_socket()
+        try:
+            sock.sendall(_SIZE.pack(len(token)) + token)
+        except OSError as exc:
+            self._fail(f"send failed: {exc}", cause=exc, closed_by_peer=True)
+        deadline = time.monotonic() + self.request_timeout
+        self._fill(sock, memoryview(self._head), -1, deadline)
+        n = _SIZE.unpack(self._head)[0]
+        if n < 0 or n > self.max_frame:
+            self._fail(f"bad SASL token: size {n}")
+        answer = bytearray(n)
+        self._fill(sock, memoryview(answer), -1, deadline)
+        return bytes(answer)
+
+    def _versions(self) -> None:
+        """Ask the broker for its API versions (or assume them: old brokers)."""
         if not self.api_version_request:
             self.versions = dict(fallback_versions(self.broker_version_fallback))
-            return self
+            return
         try:
             self.versions = self._negotiate()
         except KafkaTimeoutError as exc:
@@ -158,7 +207,6 @@ class BrokerConnection:
                      self.broker_version_fallback)
             self._open()
             self.versions = dict(fallback_versions(self.broker_version_fallback))
-        return self
 
     def _open(self) -> None:
         self.close()
@@ -223,6 +271,9 @@ class BrokerConnection:
     def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any], version: int | None = None,
              expect_response: bool = True) -> int:
         """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
+        if self._reauth_at is not None and time.monotonic() >= self._reauth_at \
+                and not self.in_flight:
+            self._authenticate()        # KIP-368: before the broker's session runs out
         if version is None:
             version = self.version(api)
         with self._send_lock:

@@ -145,19 +145,38 @@ class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
     __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "out", "out_bytes",
-                 "closed", "last_active", "interest", "tls", "handshaking", "hs_write")
+                 "closed", "last_active", "interest", "tls", "handshaking", "hs_write",
+                 "session")
 
     def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int):
         self.sock = sock
         self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
         self.hs_write = False                # the TLS handshake waits to write, not to read
+        self.session: Any = None             # security state (principal, SASL), see sasl/
         self.peer = peer
         self.proto = ServerProtocol(apis, max_frame)
         self.reader = _FrameReader(self.proto, max_frame)
-        self.pending: deque[Request] = deque()
+        self.reader.decode = self._decode
+        self.pending: deque[Request | _RawToken] = deque()
         self.busy, self.out_bytes = False, 0
         self.out: deque[Any] = deque()       # bytes and file regions (_Region) to send
         self.closed, self.last_active, self.interest = False, 0.0, 0
+
+
+    def _decode(self, frame: Any) -> Any:
+        """A request, or a bare SASL token while the session is in the v0 exchange."""
+        if self.session is not None and self.session.raw_mode:
+            return _RawToken(bytes(frame))
+        return self.proto.decode_frame(frame)
+
+
+class _RawToken:
+    """A bare SASL token (SaslHandshake v0's exchange: size-prefixed, no request header)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
 
 
 def _is_bytes(part: Any) -> bool:
@@ -254,6 +273,8 @@ class _Processor(threading.Thread):
                 conn = _Conn(item[1], item[2], self.server.apis, self.server.max_request_size)
                 conn.last_active = time.monotonic()
                 self.conns.add(conn)
+                if not conn.handshaking:
+                    self._open_session(conn)
                 self._update_interest(conn)
             else:
                 _, conn, request, future = item
@@ -320,14 +341,32 @@ class _Processor(threading.Thread):
         else:
             conn.handshaking = False
             conn.last_active = time.monotonic()
+            self._open_session(conn)
         self._update_interest(conn)
+
+    def _open_session(self, conn: _Conn) -> None:
+        """The connection's security state, once its transport is up (TLS: the peer's
+        certificate is known)."""
+        factory = self.server.sessions
+        if factory is not None:
+            conn.session = factory(conn.sock, conn.peer)
 
     def _pump(self, conn: _Conn) -> None:
         """Dispatch queued requests until one is delayed; then write and re-arm the selector."""
         while not conn.busy and conn.pending and not conn.closed:
             request = conn.pending.popleft()
+            if isinstance(request, _RawToken):
+                if not self._raw_token(conn, request):
+                    return
+                continue
             request.client_host = conn.peer.rpartition(":")[0]
             request.listener = self.server.listener.name
+            if conn.session is not None:
+                refusal = conn.session.admit(request)
+                if refusal is not None:
+                    self._close(conn, refusal)
+                    return
+                request.session = conn.session
             try:
                 result = self._dispatch(request)
             except DropConnection as exc:
@@ -348,6 +387,16 @@ class _Processor(threading.Thread):
                 self._respond(conn, request, result)
         if not conn.closed:
             self._write(conn)
+
+    def _raw_token(self, conn: _Conn, token: _RawToken) -> bool:
+        """Answer one bare SASL token; False (closed) when authentication failed."""
+        answer = conn.session.raw_token(token.data)
+        if answer is None:
+            self._close(conn, "SASL authentication failed (SaslHandshake v0 exchange)")
+            return False
+        conn.out.append(_SIZE.pack(len(answer)) + answer)
+        conn.out_bytes += 4 + len(answer)
+        return True
 
     def _dispatch(self, request: Request) -> Any:
         """Answer protocol-level problems here; hand good requests to the broker."""
@@ -558,11 +607,13 @@ class SocketServer:
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
                  served: Served | None = None, num_processors: int = 3,
                  max_request_size: int = 104857600, max_idle_ms: int = 600000,
-                 listener: Listener | None = None):
+                 listener: Listener | None = None,
+                 sessions: Callable[[socket.socket, str], Any] | None = None):
         self.host = host
         self.port = port
         self.listener = listener or Listener("PLAINTEXT", host, port, "PLAINTEXT")
         self.tls = self.listener.ssl_context if self.listener.uses_tls else None
+        self.sessions = sessions    # (socket, peer) -> the connection's security state
         self.handler = handler
         self.served: Served = served if served is not None else {
             a: (a.min_version, a.max_version) for a in APIS.values()}

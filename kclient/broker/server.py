@@ -32,11 +32,20 @@ from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
 from .handlers import HANDLERS, served_versions
-from .listeners import Listener, inter_broker_listener, parse_listeners, split_entries
+from .listeners import (
+    Listener,
+    ListenerError,
+    inter_broker_listener,
+    parse_listeners,
+    split_entries,
+)
 from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .network import DropConnection, SocketServer
 from .producer_ids import ProducerIdManager
+from .sasl import CredentialStore, SaslSession, Session
+from .sasl.mechanisms import SUPPORTED
+from .sasl.session import SaslSettings, tls_principal
 from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
@@ -49,7 +58,8 @@ class MiniBroker:
 
     def __init__(self, log_dir: str | Path | None = None, port: int = 0, broker_id: int = 0,
                  zookeeper_connect: str | None = None, config: Mapping | None = None,
-                 host: str = "127.0.0.1", *, cluster: ClusterView | None = None):
+                 host: str = "127.0.0.1", *, cluster: ClusterView | None = None,
+                 sasl_users: Mapping[str, str] | None = None):
         self.config = BrokerConfig(config)
         cfg = self.config
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
@@ -58,6 +68,7 @@ class MiniBroker:
         self.host, self.port = _listener(cfg, host, port)
         self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
         inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
+        self.sasl = _sasl_settings(cfg, self.listeners, sasl_users)
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
@@ -162,7 +173,8 @@ class MiniBroker:
                 listener.host, listener.port, self.dispatch, served=served_versions(),
                 num_processors=cfg.get_int("num.network.threads", 3),
                 max_request_size=cfg.int_setting("socket.request.max.bytes"),
-                max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener)
+                max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener,
+                sessions=self._sessions(listener))
             self._servers.append(server)
             server.bind()
             self.listeners[i] = listener.with_port(server.port)
@@ -177,6 +189,13 @@ class MiniBroker:
             server.start()
         if self.zookeeper_connect:
             self._register_zk()
+
+    def _sessions(self, listener: Listener) -> Callable[[Any, str], Session]:
+        """The factory of each connection's security state on ``listener``."""
+        sasl, name = self.sasl, listener.name
+        if listener.uses_sasl and sasl is not None:
+            return lambda sock, peer: SaslSession(sasl, name, peer)
+        return lambda sock, peer: Session(tls_principal(sock), name)
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
@@ -313,6 +332,30 @@ class MiniBroker:
         return future
 
 
+def _sasl_settings(cfg: BrokerConfig, listeners: list[Listener],
+                   users: Mapping[str, str] | None) -> SaslSettings | None:
+    """The SASL users and mechanisms, when some listener uses SASL; fail closed: no users for
+    a password mechanism, or an unknown mechanism, refuses to start."""
+    if not any(each.uses_sasl for each in listeners):
+        return None
+    mechanisms = tuple(m.strip().upper() for m in cfg["sasl.enabled.mechanisms"].split(",")
+                       if m.strip())
+    unknown = [m for m in mechanisms if m not in SUPPORTED]
+    if unknown or not mechanisms:
+        raise ListenerError(f"sasl.enabled.mechanisms: {', '.join(unknown) or 'none given'} "
+                            f"(the mini-broker supports {', '.join(SUPPORTED)}; GSSAPI is not "
+                            "supported)")
+    path = cfg.get("sasl.credentials.file")
+    store = CredentialStore.load(path) if path else CredentialStore()
+    for name, password in (users or {}).items():
+        store.add_user(name, password)
+    if not len(store) and any(m != "OAUTHBEARER" for m in mechanisms):
+        names = ", ".join(e.name for e in listeners if e.uses_sasl)
+        raise ListenerError(f"listener {names} uses SASL but there are no users: set "
+                            "sasl.credentials.file or give kclient broker --sasl-user NAME:PASSWORD")
+    return SaslSettings(mechanisms, store, cfg.get_int("connections.max.reauth.ms", 0))
+
+
 def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
     """Address to serve on: explicit arguments, else listeners / host.name / port settings."""
     if "listeners" in cfg.explicit and not port:
@@ -390,6 +433,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="register in ZooKeeper (Kafka 0.8 layout)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a server.properties setting (repeatable)")
+    parser.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD",
+                        help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
+    parser.add_argument("--write-credentials", metavar="FILE", default=None,
+                        help="write the --sasl-user users (salted) to FILE for "
+                             "sasl.credentials.file, and exit")
     return parser.parse_args(argv)
 
 
@@ -407,11 +455,20 @@ def _config_pairs(items: list[str]) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
     args = _parse_args(argv)
+    users = dict(u.partition(":")[::2] for u in args.sasl_user)
+    if args.write_credentials:
+        store = CredentialStore()
+        for name, password in users.items():
+            store.add_user(name, password)
+        store.save(args.write_credentials)
+        print(f"wrote {len(store)} SASL users to {args.write_credentials}")
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
                             zookeeper_connect=args.zookeeper,
-                            config=_config_pairs(args.config), host=args.host)
+                            config=_config_pairs(args.config), host=args.host,
+                            sasl_users=users)
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
         print(f"kclient broker: {exc}")
         return 2

@@ -103,6 +103,10 @@ __all__ = [
     "OffsetDeleteResponsePartition",
     "OffsetDeleteResponseTopic",
     "OffsetDeleteResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
 ]
 
 
@@ -802,3 +806,27 @@ class OffsetDeleteResponse(Message, Protocol):
     error_code: int                          # v0+
     throttle_time_ms: int                    # v0+
     topics: list[OffsetDeleteResponseTopic]  # v0+
+
+
+class SaslHandshakeRequest(Message, Protocol):
+    """SaslHandshake request (key 17, v0-v1)."""
+    mechanism: str  # v0+
+
+
+class SaslHandshakeResponse(Message, Protocol):
+    """SaslHandshake response (key 17, v0-v1)."""
+    error_code: int        # v0+
+    mechanisms: list[str]  # v0+
+
+
+class SaslAuthenticateRequest(Message, Protocol):
+    """SaslAuthenticate request (key 36, v0-v2)."""
+    auth_bytes: bytes  # v0+
+
+
+class SaslAuthenticateResponse(Message, Protocol):
+    """SaslAuthenticate response (key 36, v0-v2)."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+    auth_bytes: bytes          # v0+
+    session_lifetime_ms: int   # v1+

@@ -9,6 +9,7 @@ from typing import Any
 
 from kclient.config import load_config
 
+from .sasl import SaslConfig
 from .tls import client_context, handshake
 
 __all__ = ["SecuritySettings"]
@@ -20,6 +21,8 @@ class SecuritySettings:
 
     protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
+    sasl: SaslConfig | None = None
+    auth_backoff_ms: int = 1000
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> SecuritySettings:
@@ -27,7 +30,8 @@ class SecuritySettings:
         bad file is reported at construction, not at the first connection)."""
         protocol = config.get("security.protocol") or "PLAINTEXT"
         ctx = client_context(config) if protocol in ("SSL", "SASL_SSL") else None
-        return cls(protocol, ctx)
+        sasl = SaslConfig.from_config(config) if protocol.startswith("SASL_") else None
+        return cls(protocol, ctx, sasl, config["reconnect.backoff.max.ms"])
 
     @classmethod
     def from_keys(cls, keys: Mapping[str, Any] | None) -> SecuritySettings:

@@ -196,7 +196,9 @@ CASES = [(api, v, variant) for api, v in ACCEPTED for variant in ("trailing", "t
                          ids=[f"{a.name}-v{v}-{var}" for a, v, var in CASES])
 def test_altered_request_gets_the_clean_answer(twins, api, version, variant):
     answer = twins[variant].compare(api, version, variant)
-    if "error_code" in answer and api.name not in ("Heartbeat", "LeaveGroup", "SyncGroup"):
+    # the SASL APIs on a PLAINTEXT listener answer ILLEGAL_SASL_STATE, as Kafka does
+    if "error_code" in answer and api.name not in ("Heartbeat", "LeaveGroup", "SyncGroup",
+                                                   "SaslHandshake", "SaslAuthenticate"):
         assert answer["error_code"] in (0, 79)  # JoinGroup v4+: MEMBER_ID_REQUIRED
 
 

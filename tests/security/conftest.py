@@ -37,3 +37,24 @@ def tls_broker(tmp_path, certs):
 def ssl_client(certs, **extra):
     """Client keys for the SSL listener, verifying it against the test CA."""
     return {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca), **extra}
+
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+SASL_LISTENERS = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+
+
+@pytest.fixture
+def sasl_broker(tmp_path, certs):
+    """A MiniBroker with PLAINTEXT, SASL_PLAINTEXT and SASL_SSL listeners; users alice, bob."""
+    config = tls_broker_config(certs, listeners=SASL_LISTENERS)
+    with MiniBroker(log_dir=tmp_path / "sasl-broker", config=config, sasl_users=USERS) as b:
+        yield b
+
+
+def sasl_client(certs, protocol, mechanism, user="alice", password=None, **extra):
+    """Client keys for a SASL listener."""
+    keys = {"security.protocol": protocol, "sasl.mechanism": mechanism,
+            "sasl.username": user, "sasl.password": password or USERS[user], **extra}
+    if protocol == "SASL_SSL":
+        keys["ssl.ca.location"] = str(certs.ca)
+    return keys

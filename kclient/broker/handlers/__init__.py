@@ -27,6 +27,8 @@ from . import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from .registry import HANDLERS, Handler, Registration, handles, served_versions
@@ -39,5 +41,5 @@ HANDLER_MODULES = (
     api_versions, create_topics, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
-    offset_fetch, produce, sync_group,
+    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group,
 )
