@@ -38,6 +38,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "socket.receive.buffer.bytes": (_INT, "102400"),
     "socket.request.max.bytes": (_INT, "104857600"),
     "connections.max.idle.ms": (_INT, "600000"),
+    "queued.max.request.bytes": (_INT, "-1"),
+    "max.connections": (_INT, "2147483647"),
+    "max.connections.per.ip": (_INT, "2147483647"),
+    "max.connections.per.ip.overrides": (_STR, ""),
     "request.timeout.ms": (_INT, "30000"),
     # topics
     "num.partitions": (_INT, "1"),

@@ -28,12 +28,14 @@ from kclient.protocol.zookeeper import registration_version
 
 from .cluster import ClusterView
 from .config import BrokerConfig
+from .connection_quotas import ConnectionQuotas, parse_overrides
 from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
 from .handlers import HANDLERS, served_versions
 from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
+from .memory_pool import MemoryPool, pool_for
 from .network import DropConnection, SocketServer
 from .producer_ids import ProducerIdManager
 from .zk import ZkRegistry
@@ -54,6 +56,7 @@ class MiniBroker:
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
             else int(cfg["broker.id"])
         self.config.set("broker.id", self.node_id)
+        _request_pool(cfg), _connection_quotas(cfg)   # refuse bad limits before start()
         self.host, self.port = _listener(cfg, host, port)
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
@@ -133,7 +136,8 @@ class MiniBroker:
             self.host, self.port, self.dispatch, served=served_versions(),
             num_processors=cfg.get_int("num.network.threads", 3),
             max_request_size=cfg.int_setting("socket.request.max.bytes"),
-            max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
+            max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000),
+            pool=_request_pool(cfg), quotas=_connection_quotas(cfg))
         self._server.bind()
         self.port = self._server.port
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
@@ -278,6 +282,19 @@ class MiniBroker:
                 future.set_exception(exc)
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future
+
+
+def _request_pool(cfg: BrokerConfig) -> MemoryPool | None:
+    """The ``queued.max.request.bytes`` pool (None: unbounded, Kafka's default of -1)."""
+    return pool_for(cfg.int_setting("queued.max.request.bytes"),
+                    cfg.int_setting("socket.request.max.bytes"))
+
+
+def _connection_quotas(cfg: BrokerConfig) -> ConnectionQuotas:
+    """``max.connections``, ``max.connections.per.ip`` and its overrides."""
+    return ConnectionQuotas(cfg.int_setting("max.connections"),
+                            cfg.int_setting("max.connections.per.ip"),
+                            parse_overrides(cfg.get("max.connections.per.ip.overrides") or ""))
 
 
 def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
