@@ -27,6 +27,7 @@ from pathlib import Path
 from kclient.broker.log import swap
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
+from kclient.broker.log.producer_state import ProducerStateManager, batch_headers, replay
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
@@ -55,6 +56,8 @@ class AppendInfo:
     log_append_time: int
     max_timestamp: int
     bytes: int
+    #: the records repeat batches already written (idempotent producer retry): nothing stored
+    duplicate: bool = False
 
 
 def _write_small_file(path: Path, text: str) -> None:
@@ -84,6 +87,8 @@ class Log:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
         self._load(recover)
+        self.producer_state = ProducerStateManager(self.directory, self.directory.name)
+        self._load_producer_state()
 
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, offsets {self.log_start_offset}.."
@@ -107,6 +112,14 @@ class Log:
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = segments[0].base_offset
+
+    def _load_producer_state(self) -> None:
+        """Producer state from the newest snapshot plus the batches written after it."""
+        state = self.producer_state
+        snapshot = state.load_snapshot(self.log_end_offset)
+        start = max(snapshot if snapshot is not None else 0, self.log_start_offset)
+        if start < self.log_end_offset:
+            replay(state, self._view[0], start)
 
     def _segment_bases(self) -> list[int]:
         """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
@@ -205,10 +218,19 @@ class Log:
             if len(prep.data) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
                     f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
+            headers = batch_headers(prep.data, (e[0] for e in prep.entries)) \
+                if magic == 2 else []
+            if headers:
+                dup = self.producer_state.check(headers)
+                if dup is not None:
+                    return AppendInfo(dup.first_offset, dup.last_offset, -1, dup.timestamp, 0,
+                                      duplicate=True)
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
             seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
             self.log_end_offset = prep.last_offset + 1
+            if headers:
+                self.producer_state.update(headers)
             self._unflushed += prep.record_count
             if self._unflushed >= self.config.flush_interval_messages:
                 self._flush_locked(now)
@@ -250,6 +272,7 @@ class Log:
         new.max_timestamp = -1
         self._publish(self._view[0] + (new,))
         _write_small_file(self.directory / RECOVERY_POINT, str(new.base_offset))
+        self.producer_state.write_snapshot(new.base_offset)
         self._unflushed = 0
         return new
 
@@ -430,6 +453,7 @@ class Log:
             self._closed = True
             for seg in self._view[0]:
                 seg.close()
+            self.producer_state.write_snapshot(self.log_end_offset)
             _write_small_file(self.directory / CLEAN_SHUTDOWN, str(self.log_end_offset))
 
     def delete(self) -> None:
