@@ -29,6 +29,7 @@ from kclient.config import load_config
 from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
+    KafkaConnectionError,
     KafkaTimeoutError,
     QueueFullError,
 )
@@ -308,6 +309,10 @@ class Producer:
         self._deliver(reports, keep_failures=False)
         failed = [pair for r in reports if r.error is not None for pair in r.failed]
         if failed:
+            refused = failed[0][1]
+            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+                raise refused from FailedToSendMessageError(failed)
             raise FailedToSendMessageError(failed)
         return reports
 
