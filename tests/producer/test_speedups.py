@@ -22,7 +22,8 @@ def test_the_speedups_are_built_here():
     if os.environ.get("KCLIENT_PURE_PYTHON") == "1":
         assert data.speedups is None and data.ProducerData is _PyProducerData
     else:
-        assert data.speedups is not None, "kclient/producer/_speedups.pyx was not built"
+        assert data.speedups is not None, \
+            "kclient/producer/_speedups.pyx is not built: run scripts/setup (pip install -e .)"
         assert data.ProducerData is C
 
 
@@ -92,7 +93,7 @@ def _send_mix(bootstrap: str, topic: str, pure: bool, monkeypatch) -> list:
 
 
 def test_fast_send_matches_its_python_twin(mini_broker, monkeypatch):
-    assert C is not None, "speed-ups not built"
+    assert C is not None, "speed-ups not built: run scripts/setup (pip install -e .)"
     mini_broker.create_topic("sp-c", 1)
     mini_broker.create_topic("sp-py", 1)
     with_c = _send_mix(mini_broker.bootstrap, "sp-c", False, monkeypatch)
