@@ -19,6 +19,7 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -35,6 +36,7 @@ from kclient.protocol.schema import Api
 from .connection_quotas import ConnectionQuotas, RateLimitedLog, TooManyConnectionsError
 from .delayed import DelayedResponse
 from .frames import FrameReader
+from .listeners import Listener
 from .memory_pool import MemoryPool
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
@@ -84,11 +86,14 @@ class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
     __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "waiting", "out",
-                 "out_bytes", "closed", "last_active", "interest", "held_back")
+                 "out_bytes", "closed", "last_active", "interest", "held_back", "tls",
+                 "handshaking", "hs_write")
 
     def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int,
                  pool: MemoryPool | None = None):
         self.sock = sock
+        self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
+        self.hs_write = False                # the TLS handshake waits to write, not to read
         self.peer = peer
         self.proto = ServerProtocol(apis, max_frame)
         self.reader = FrameReader(self.proto.decode_frame, max_frame, pool)
@@ -227,12 +232,15 @@ class _Processor(threading.Thread):
     # -------------------------------------------------------------- reading and dispatch
     def _read(self, conn: _Conn) -> None:
         """Receive once, decode the requests that completed, dispatch them in order."""
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         if conn.busy:
             self._check_hangup(conn)
             return
         try:
             more = conn.reader.fill(conn.sock)
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except ConnectionResetError:
             self._close(conn, None)
@@ -244,7 +252,7 @@ class _Processor(threading.Thread):
             self._close(conn, None)
             return
         conn.last_active = time.monotonic()
-        self._take(conn)
+        self._take(conn, more)
         if not conn.closed:
             self._pump(conn)
 
@@ -265,21 +273,50 @@ class _Processor(threading.Thread):
         conn.held_back = True
         self._update_interest(conn)
 
-    def _take(self, conn: _Conn) -> None:
+    def _take(self, conn: _Conn, more: bool = True) -> None:
         """Queue the requests the reader completed; a reader the pool refused is muted."""
         try:
             conn.pending.extend(conn.reader.take())
+            while more and not conn.reader.starved and _tls_pending(conn.sock):
+                more = conn.reader.fill(conn.sock)   # TLS: decrypted bytes the selector
+                conn.pending.extend(conn.reader.take())   # cannot see
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
         except Exception as exc:  # any decoding failure: this connection's bytes are bad
             self._close(conn, f"bad request frame: {exc!r}")
             return
         if conn.reader.starved:
             self.starved.add(conn)
 
+    def _handshake(self, conn: _Conn) -> None:
+        """One step of a TLS handshake; a client that is not speaking TLS is told so."""
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket), "only TLS connections handshake"
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            conn.hs_write = False
+        except ssl.SSLWantWriteError:
+            conn.hs_write = True
+        except (ssl.SSLError, OSError) as exc:
+            reason, hint = getattr(exc, "reason", None) or str(exc), ""
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE"):
+                _send_alert(sock)
+                hint = " (a plaintext client on a TLS listener)"
+            self._close(conn, f"TLS handshake on listener {self.server.listener.name} failed: "
+                        f"{reason}{hint}")
+            return
+        else:
+            conn.handshaking = False
+            conn.last_active = time.monotonic()
+        self._update_interest(conn)
+
     def _pump(self, conn: _Conn) -> None:
         """Dispatch queued requests until one is delayed; then write and re-arm the selector."""
         while not conn.busy and conn.pending and not conn.closed:
             request = conn.pending.popleft()
             request.client_host = conn.peer.rpartition(":")[0]
+            request.listener = self.server.listener.name
             try:
                 result = self._dispatch(request)
             except DropConnection as exc:
@@ -362,6 +399,9 @@ class _Processor(threading.Thread):
     # -------------------------------------------------------------- writing
     def _write(self, conn: _Conn) -> None:
         """Write as much pending output as the socket takes (sendfile for file regions)."""
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         out = conn.out
         try:
             while out:
@@ -377,7 +417,7 @@ class _Processor(threading.Thread):
                     out[0] = memoryview(part)[n:]
                     break
                 out.popleft()
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except (BrokenPipeError, ConnectionResetError):
             self._close(conn, None)  # the client went away: nothing wrong on our side
@@ -388,7 +428,9 @@ class _Processor(threading.Thread):
         self._update_interest(conn)
 
     def _send_region(self, conn: _Conn, part: _Region) -> bool:
-        """sendfile() a region; True when it is fully sent."""
+        """sendfile() a region; True when it is fully sent (TLS: copied, then encrypted)."""
+        if conn.tls:
+            return self._send_region_copy(conn, part)
         while part.remaining > 0:
             try:
                 n = os.sendfile(conn.sock.fileno(), part.fd, part.position, part.remaining)
@@ -419,12 +461,14 @@ class _Processor(threading.Thread):
         if conn.closed:
             return
         mask = 0
-        if not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER \
+        if conn.handshaking:
+            mask = selectors.EVENT_WRITE if conn.hs_write else selectors.EVENT_READ
+        elif not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER \
                 and not conn.reader.starved:
             mask |= selectors.EVENT_READ
         elif conn.busy and isinstance(conn.waiting, DelayedResponse) and not conn.held_back:
             mask |= selectors.EVENT_READ      # only to notice the peer hanging up
-        if conn.out:
+        if conn.out and not conn.handshaking:
             mask |= selectors.EVENT_WRITE
         if mask == conn.interest:
             return
@@ -477,6 +521,30 @@ class _UnsupportedApiVersions:
         self.body = api_versions_body(served, error_code=UnsupportedVersionError.errno)
 
 
+def _tls_pending(sock: socket.socket) -> int:
+    """Bytes TLS has decrypted but not handed out yet (0 for a plain socket)."""
+    return sock.pending() if isinstance(sock, ssl.SSLSocket) else 0
+
+
+#: A TLS alert record (fatal, protocol_version): what a plaintext client reads from a TLS listener,
+#: so it can say "this is a TLS listener" instead of taking the close for an old broker.
+_TLS_ALERT = b"\x15\x03\x03\x00\x02\x02\x46"
+
+
+def _send_alert(sock: ssl.SSLSocket) -> None:
+    """Write the alert on the raw socket (OpenSSL sends none for a non-TLS first record)."""
+    try:
+        raw = socket.socket(fileno=os.dup(sock.fileno()))
+    except OSError:
+        return
+    try:
+        raw.send(_TLS_ALERT)
+    except OSError:
+        pass
+    finally:
+        raw.close()
+
+
 def _describe(request: Request) -> str:
     """A request named for log messages."""
     h = request.header
@@ -490,9 +558,12 @@ class SocketServer:
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
                  served: Served | None = None, num_processors: int = 3,
                  max_request_size: int = 104857600, max_idle_ms: int = 600000,
-                 pool: MemoryPool | None = None, quotas: ConnectionQuotas | None = None):
+                 pool: MemoryPool | None = None, quotas: ConnectionQuotas | None = None,
+                 listener: Listener | None = None):
         self.host = host
         self.port = port
+        self.listener = listener or Listener("PLAINTEXT", host, port, "PLAINTEXT")
+        self.tls = self.listener.ssl_context if self.listener.uses_tls else None
         self.handler = handler
         self.served: Served = served if served is not None else {
             a: (a.min_version, a.max_version) for a in APIS.values()}
@@ -609,6 +680,14 @@ class SocketServer:
             self.quotas.dec(host)
             sock.close()
             return
+        if self.tls is not None:    # handshake in the processor's loop
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            except OSError as exc:
+                log.warning("TLS setup of a connection from %s failed: %s", host, exc)
+                self.quotas.dec(host)
+                sock.close()
+                return
         next(turn).add(sock, f"{host}:{port}")
 
     def stop(self) -> None:

@@ -12,8 +12,8 @@ import pytest
 import kclient.broker.handlers.produce as produce_handler
 import kclient.protocol.records.ops as ops
 from kclient.broker import MiniBroker
-from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.broker.frames import HEAD_READ, FrameReader
+from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.protocol.apis import APIS, FETCH, METADATA, PRODUCE
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import ClientProtocol, ServerProtocol
