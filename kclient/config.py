@@ -53,6 +53,7 @@ import codecs
 import difflib
 import importlib
 import re
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -401,6 +402,23 @@ def _import(path: str, allowed: str) -> Any:
         raise _Bad(allowed, f"cannot import {path!r}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Instance:
+    """An object of one class, given as is (``ssl.context``: an ``ssl.SSLContext``)."""
+
+    cls: type
+
+    def allowed(self) -> str:
+        """Human description."""
+        return f"a {self.cls.__module__}.{self.cls.__qualname__} object"
+
+    def coerce(self, value: Any) -> Any:
+        """The object, if it is an instance of the class."""
+        if not isinstance(value, self.cls):
+            raise _Bad(self.allowed())
+        return value
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -453,6 +471,9 @@ _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snap
 _CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
                                     **{str(i): c for i, c in enumerate(_CODECS)}}
 
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_PEM = Choice(("PEM",), {"pem": "PEM"})
+
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
     _key("metadata.broker.list", None, HostPorts(), _BOTH,
@@ -488,6 +509,37 @@ KEYS: tuple[ConfigKey, ...] = (
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    # ---- security (docs/security.md): Java's and librdkafka's names
+    _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
+         _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
+    _key("ssl.ca.location", None, Str(), _BOTH,
+         "CA certificates (PEM file, or a directory of hashed PEM files) that broker "
+         "certificates must chain to; unset: the system's trust store.",
+         "ssl.truststore.location", "ssl.cafile"),
+    _key("ssl.truststore.type", "PEM", _PEM, _BOTH,
+         "Format of ssl.ca.location: PEM only (convert a JKS store with keytool -exportcert)."),
+    _key("ssl.certificate.location", None, Str(), _BOTH,
+         "Client certificate chain (PEM; may hold the private key too), for listeners with "
+         "ssl.client.auth.", "ssl.keystore.location", "ssl.certfile"),
+    _key("ssl.key.location", None, Str(), _BOTH,
+         "Client private key (PEM), if not in ssl.certificate.location.", "ssl.keyfile"),
+    _key("ssl.key.password", None, Str(), _BOTH,
+         "Password of an encrypted client private key.", "ssl.password"),
+    _key("ssl.keystore.type", "PEM", _PEM, _BOTH,
+         "Format of ssl.certificate.location: PEM only."),
+    _key("ssl.endpoint.identification.algorithm", "https",
+         Choice(("https", "none"), {"": "none"}), _BOTH,
+         "https: the broker certificate must name the host connected to; none (or empty): "
+         "any host name (the chain is still verified)."),
+    _key("enable.ssl.certificate.verification", True, Bool(), _BOTH,
+         "false: accept any broker certificate (tests only: anyone can pose as the broker)."),
+    _key("ssl.cipher.suites", None, Str(), _BOTH,
+         "OpenSSL cipher list for TLS 1.2 (e.g. ECDHE+AESGCM); unset: OpenSSL's default.",
+         "ssl.ciphers"),
+    _key("ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), StrList(), _BOTH,
+         "TLS versions allowed (TLSv1.2, TLSv1.3); the lowest is the floor."),
+    _key("ssl.context", None, Instance(ssl.SSLContext), _BOTH,
+         "An ssl.SSLContext built by the caller; replaces every other ssl.* key."),
     # ---- producer
     _key("producer.type", "sync", Choice(("sync", "async")), _P,
          "sync: send() waits for acks; async: a background thread sends batches."),

@@ -140,26 +140,38 @@ class Log:
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
                        swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
-        """Load or recover each segment (always those a swap just replaced); drop every
-        segment after a truncated one."""
+        """Kafka's LogLoader: recover every segment holding offsets at or after the recovery
+        point (and those a swap just replaced); sanity-check the others and recover those that
+        fail; drop every segment after a truncated one."""
         for i, seg in enumerate(segments):
-            last = i == len(segments) - 1
+            active = i == len(segments) - 1
+            next_base = None if active else segments[i + 1].base_offset
             if seg.base_offset in swapped or (
-                    point is not None and (seg.base_offset >= point or last)):
-                cut = seg.recover()
-            elif not seg.load():
-                cut = seg.recover()
+                    point is not None and (next_base is None or next_base > point)):
+                cut = self._recover_segment(seg, next_base, active)
             else:
+                problem = seg.load(next_base, active)
                 cut = 0
-            if i + 1 < len(segments) and not cut:
-                seg.next_offset = max(seg.next_offset, segments[i + 1].base_offset)
+                if problem is not None:
+                    log.error("%s: %s; recovering the segment and rebuilding its index",
+                              self.directory, problem)
+                    cut = self._recover_segment(seg, next_base, active)
+            if next_base is not None and not cut:
+                seg.next_offset = max(seg.next_offset, next_base)
                 seg.seal()
             if cut:
-                log.warning("%s: truncated %d invalid bytes from segment %d",
-                            self.directory.name, cut, seg.base_offset)
                 self._drop(segments[i + 1:])
                 return segments[:i + 1]
         return segments
+
+    def _recover_segment(self, seg: LogSegment, next_base: int | None, active: bool) -> int:
+        """Recover one segment; report a truncation with the file, position and cause."""
+        cut = seg.recover(next_base, active)
+        if cut:
+            log.error("%s: found invalid entries: %s; truncated %d bytes at byte position %d, "
+                      "the log now ends at offset %d", seg.log_path, seg.recovery_error, cut,
+                      seg.size, seg.next_offset)
+        return cut
 
     def _drop(self, segments: list[LogSegment]) -> None:
         """Delete segments that follow a truncated one (their data is not contiguous)."""
@@ -421,9 +433,12 @@ class Log:
             group[0].close()
             swap.finish(self.directory, base)
             new = LogSegment(self.directory, base, self.config.index_interval_bytes)
-            if not new.load():
-                new.recover()
-            new.next_offset = max(new.next_offset, segments[i + len(group)].base_offset)
+            next_base = segments[i + len(group)].base_offset
+            problem = new.load(next_base, active=False)
+            if problem is not None:
+                log.error("%s: %s; recovering the cleaned segment", self.directory, problem)
+                self._recover_segment(new, next_base, False)
+            new.next_offset = max(new.next_offset, next_base)
             new.seal()
             self._publish(segments[:i] + (new,) + segments[i + len(group):])
         return True
