@@ -298,6 +298,9 @@ class MiniBroker:
         """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
         if fault.kind == "drop":
             raise DropConnection("fault injection")
+        if fault.kind == "lose":
+            _resolve(handler(self, request))
+            raise DropConnection("fault injection: response lost")
         if fault.kind == "error":
             if request.api is METADATA:
                 return stamp_metadata_error(_resolve(handler(self, request)), fault.error)

@@ -37,7 +37,15 @@ from kclient.protocol.error_codes import MessageSizeTooLargeError
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
-from .data import DeliveryReport, Entry, ProducerData, from_entries, to_entries, to_entry
+from .data import (
+    DeliveryReport,
+    Entry,
+    ProducerData,
+    from_entries,
+    speedups,
+    to_entries,
+    to_entry,
+)
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -142,6 +150,10 @@ class Producer:
         """
         q, t, limit = self._queue, self._sender, self._fast_limit
         check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[[ProducerData | list[ProducerData]], list[DeliveryReport] | None] = \
+                speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
+            return fast
 
         def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
             if type(data) is pd:
