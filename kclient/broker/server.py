@@ -156,6 +156,7 @@ class MiniBroker:
             self.log_dir, defaults,
             flush_check_ms=cfg.get_int("log.flush.scheduler.interval.ms", 1000),
             retention_check_ms=cfg.get_int("log.retention.check.interval.ms", 300000),
+            checkpoint_interval_ms=cfg.get_int("log.flush.offset.checkpoint.interval.ms", 60000),
             cleaner_config=cfg)
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
