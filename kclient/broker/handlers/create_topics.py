@@ -29,7 +29,7 @@ def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
             topic.name, partitions, config, replication_factor=topic.replication_factor,
             assignment=assignment or None, validate_only=validate_only)
     except BrokerResponseError as exc:
-        return {"name": topic.name, "error_code": exc.errno, "error_message": str(exc)}
+        return {"name": topic.name, "error_code": exc.errno, "error_message": exc.context}
     return {"name": topic.name, "error_code": 0, "error_message": None,
             "num_partitions": len(leaders), "replication_factor": 1, "configs": []}
 
