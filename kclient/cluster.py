@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .connection import BrokerConnection, ConnectionSettings
 from .errors import (
+    KafkaConnectionError,
     KafkaError,
     LeaderNotAvailableError,
     NoBrokersAvailableError,
@@ -161,6 +162,8 @@ class Cluster:
                 failed = self._conns.get(key)
                 if failed is not None:
                     failed.close(f"failed: {exc}")
+                if isinstance(exc, KafkaConnectionError) and not exc.retriable:
+                    raise   # TLS or SASL refused us: every broker would, say so now
                 errors.append(str(exc))
                 last = exc
         raise NoBrokersAvailableError(

@@ -42,6 +42,9 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   ``session.timeout.ms`` 30000 and ``heartbeat.interval.ms`` 3000 (Java consumer 0.9),
   ``api.version.request`` true and ``broker.version.fallback`` 0.10.0 (librdkafka),
   ``connect.timeout.ms`` 10000, ``delivery.timeout.ms`` 120000 (KIP-91, Java 2.1).
+* ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
+  acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
+  as in Java.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import codecs
 import difflib
 import importlib
 import re
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -398,6 +402,23 @@ def _import(path: str, allowed: str) -> Any:
         raise _Bad(allowed, f"cannot import {path!r}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Instance:
+    """An object of one class, given as is (``ssl.context``: an ``ssl.SSLContext``)."""
+
+    cls: type
+
+    def allowed(self) -> str:
+        """Human description."""
+        return f"a {self.cls.__module__}.{self.cls.__qualname__} object"
+
+    def coerce(self, value: Any) -> Any:
+        """The object, if it is an instance of the class."""
+        if not isinstance(value, self.cls):
+            raise _Bad(self.allowed())
+        return value
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -450,6 +471,9 @@ _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snap
 _CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
                                     **{str(i): c for i, c in enumerate(_CODECS)}}
 
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_PEM = Choice(("PEM",), {"pem": "PEM"})
+
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
     _key("metadata.broker.list", None, HostPorts(), _BOTH,
@@ -485,6 +509,37 @@ KEYS: tuple[ConfigKey, ...] = (
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    # ---- security (docs/security.md): Java's and librdkafka's names
+    _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
+         _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
+    _key("ssl.ca.location", None, Str(), _BOTH,
+         "CA certificates (PEM file, or a directory of hashed PEM files) that broker "
+         "certificates must chain to; unset: the system's trust store.",
+         "ssl.truststore.location", "ssl.cafile"),
+    _key("ssl.truststore.type", "PEM", _PEM, _BOTH,
+         "Format of ssl.ca.location: PEM only (convert a JKS store with keytool -exportcert)."),
+    _key("ssl.certificate.location", None, Str(), _BOTH,
+         "Client certificate chain (PEM; may hold the private key too), for listeners with "
+         "ssl.client.auth.", "ssl.keystore.location", "ssl.certfile"),
+    _key("ssl.key.location", None, Str(), _BOTH,
+         "Client private key (PEM), if not in ssl.certificate.location.", "ssl.keyfile"),
+    _key("ssl.key.password", None, Str(), _BOTH,
+         "Password of an encrypted client private key.", "ssl.password"),
+    _key("ssl.keystore.type", "PEM", _PEM, _BOTH,
+         "Format of ssl.certificate.location: PEM only."),
+    _key("ssl.endpoint.identification.algorithm", "https",
+         Choice(("https", "none"), {"": "none"}), _BOTH,
+         "https: the broker certificate must name the host connected to; none (or empty): "
+         "any host name (the chain is still verified)."),
+    _key("enable.ssl.certificate.verification", True, Bool(), _BOTH,
+         "false: accept any broker certificate (tests only: anyone can pose as the broker)."),
+    _key("ssl.cipher.suites", None, Str(), _BOTH,
+         "OpenSSL cipher list for TLS 1.2 (e.g. ECDHE+AESGCM); unset: OpenSSL's default.",
+         "ssl.ciphers"),
+    _key("ssl.enabled.protocols", ("TLSv1.2", "TLSv1.3"), StrList(), _BOTH,
+         "TLS versions allowed (TLSv1.2, TLSv1.3); the lowest is the floor."),
+    _key("ssl.context", None, Instance(ssl.SSLContext), _BOTH,
+         "An ssl.SSLContext built by the caller; replaces every other ssl.* key."),
     # ---- producer
     _key("producer.type", "sync", Choice(("sync", "async")), _P,
          "sync: send() waits for acks; async: a background thread sends batches."),
@@ -521,6 +576,18 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("max.in.flight.requests.per.connection", 5, _POS, _P,
          "Produce requests pipelined per broker connection (Java/librdkafka name; 0.8.2 sent "
          "one at a time).", "max.in.flight"),
+    _key("enable.idempotence", False, Bool(), _P,
+         "Idempotent producer (KIP-98): a producer id and per-partition sequence numbers make "
+         "retries write each message once, in order. Needs acks=all, retries > 0 and "
+         "max.in.flight.requests.per.connection <= 5; brokers 0.11+.",
+         differs="no such key; off as in the 0.8 API (Java 3.0+ turns it on)"),
+    _key("transactional.id", None, Str(), _P,
+         "Transactional producer: the id that fences older instances and resumes or aborts "
+         "their transactions (implies enable.idempotence).",
+         differs="no such key"),
+    _key("transaction.timeout.ms", 60000, _POS, _P,
+         "Longest a transaction may stay open before the coordinator aborts it.",
+         differs="no such key; Java's default"),
     _key("message.send.max.retries", 3, _MS, _P,
          "Retries of a failed send before the message is reported failed.",
          "retries", "num.retries"),
@@ -619,6 +686,7 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
             )
     if role == "producer":
         _check_delivery_timeout(values)
+        _check_idempotence(values)
         batch, queue = values["batch.num.messages"], values["queue.buffering.max.messages"]
         if batch > queue:
             raise InvalidConfigError(
@@ -626,6 +694,30 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
                 f"queue.buffering.max.messages ({queue})",
                 "batch.num.messages", batch, f"at most {queue}",
             )
+
+
+def _check_idempotence(values: Mapping[str, Any]) -> None:
+    """The Java producer's rules for enable.idempotence (and transactional.id, which needs it)."""
+    if not (values["enable.idempotence"] or values["transactional.id"]):
+        return
+    why = "enable.idempotence" if values["enable.idempotence"] else "transactional.id"
+    acks = values["request.required.acks"]
+    if acks != -1:
+        raise InvalidConfigError(
+            f"{why} needs request.required.acks (acks) = all (-1), not {acks}: an idempotent "
+            "producer must know the broker kept each batch", "request.required.acks", acks,
+            "all (-1)")
+    retries = values["message.send.max.retries"]
+    if retries == 0:
+        raise InvalidConfigError(
+            f"{why} needs message.send.max.retries (retries) > 0: idempotence exists to make "
+            "retries safe", "message.send.max.retries", retries, "at least 1")
+    inflight = values["max.in.flight.requests.per.connection"]
+    if inflight > 5:
+        raise InvalidConfigError(
+            f"{why} needs max.in.flight.requests.per.connection <= 5 (the batches a broker "
+            f"remembers per producer), not {inflight}",
+            "max.in.flight.requests.per.connection", inflight, "1 to 5")
 
 
 def _check_delivery_timeout(values: Mapping[str, Any]) -> None:

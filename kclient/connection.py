@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -20,12 +21,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
-from .errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError
+from .errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    SecurityProtocolError,
+    SslAuthenticationError,
+    UnsupportedVersionError,
+)
 from .protocol.apis import API_VERSIONS
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
 from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
+from .security import SecuritySettings
+from .security.tls import looks_like_tls
 
 if TYPE_CHECKING:
     from .protocol.messages import ApiVersionsResponse
@@ -54,6 +63,7 @@ class ConnectionSettings:
     max_frame: int = DEFAULT_MAX_FRAME
     send_buffer_bytes: int | None = None
     receive_buffer_bytes: int | None = None
+    security: SecuritySettings = SecuritySettings()
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> ConnectionSettings:
@@ -65,7 +75,8 @@ class ConnectionSettings:
             api_version_request=config["api.version.request"],
             broker_version_fallback=str(config["broker.version.fallback"]),
             send_buffer_bytes=config["socket.send.buffer.bytes"],
-            receive_buffer_bytes=config["socket.receive.buffer.bytes"])
+            receive_buffer_bytes=config["socket.receive.buffer.bytes"],
+            security=SecuritySettings.from_config(config))
         return settings.replace(**overrides) if overrides else settings
 
     def replace(self, **changes: Any) -> ConnectionSettings:
@@ -136,6 +147,8 @@ class BrokerConnection:
             raise KafkaTimeoutError(f"{self.address}: ApiVersions exchange failed: "
                                     f"{str(exc).removeprefix(self.address + ': ')}") from exc
         except KafkaConnectionError as exc:
+            if not exc.retriable:       # TLS expected, SASL refused: as it is
+                raise
             # brokers before 0.10 close the connection on an unknown API key; an answer that
             # is garbage is not a sign of an old broker
             if not exc.closed_by_peer:
@@ -161,6 +174,12 @@ class BrokerConnection:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, snd)
         if rcv:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcv)
+        try:    # TLS, within the connect timeout
+            sock = self.settings.security.secure(sock, self.host, self.port)
+        except OSError as exc:
+            sock.close()
+            raise KafkaConnectionError(self.host, self.port,
+                                       f"TLS handshake failed: {exc!r}") from exc
         sock.settimeout(self.request_timeout)
         self._sock = sock
         self._protocol = ClientProtocol(self.client_id, self.max_frame)
@@ -212,6 +231,8 @@ class BrokerConnection:
             try:
                 sock.settimeout(self.request_timeout)   # a receive may have left less
                 sock.sendall(frame)
+            except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
+                self._tls_failed(_pending_alert(sock) or exc)
             except OSError as exc:
                 if self._sock is None:                  # closed by another thread of ours
                     self._fail(self._closed_reason or "closed by the client", cause=exc)
@@ -255,6 +276,12 @@ class BrokerConnection:
         self._fill(sock, memoryview(head), corr, deadline)
         n = _SIZE.unpack(head)[0]
         if n < 4 or n > self.max_frame:
+            if looks_like_tls(head) and not self.settings.security.uses_tls:
+                self.close("the broker answered in TLS")
+                raise SecurityProtocolError(
+                    self.host, self.port, "the broker answered in TLS: this is an SSL or "
+                    "SASL_SSL listener, but security.protocol is "
+                    f"{self.settings.security.protocol}")
             self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
         frame = bytearray(n)
         self._fill(sock, memoryview(frame), corr, deadline)
@@ -288,10 +315,20 @@ class BrokerConnection:
                        f"(correlation id {corr}, {got} of {n} bytes of a "
                        f"{'size prefix' if n == 4 and view.obj is self._head else 'frame'} "
                        "read)", timeout=True, cause=exc)
+        except ssl.SSLError as exc:     # TLS 1.3: a refused client certificate shows here
+            self._tls_failed(exc)
         except OSError as exc:
             if self._sock is None:
                 self._fail(self._closed_reason or "closed by the client", cause=exc)
             self._fail(f"receive failed: {exc}", cause=exc)
+
+    def _tls_failed(self, exc: ssl.SSLError) -> NoReturn:
+        """Close and raise why the broker ended TLS after the handshake (TLS 1.3 refuses a
+        client certificate only then)."""
+        self.close(f"TLS error: {exc}")
+        raise SslAuthenticationError(
+            self.host, self.port, f"the broker ended TLS: {exc.reason or exc} (does it require "
+            "a client certificate: ssl.certificate.location?)") from exc
 
     def _require_socket(self) -> socket.socket:
         sock = self._sock
@@ -315,3 +352,14 @@ class BrokerConnection:
     def in_flight(self) -> int:
         return self._protocol.in_flight
 
+
+def _pending_alert(sock: socket.socket) -> ssl.SSLError | None:
+    """The TLS alert the broker sent before closing, if one is waiting to be read."""
+    try:
+        sock.settimeout(1.0)
+        sock.recv(1)
+    except ssl.SSLError as exc:
+        return exc
+    except OSError:
+        pass
+    return None

@@ -31,6 +31,10 @@ __all__ = list(_protocol_errors.__all__) + [
     "ConsumerTimeoutError",
     "ConsumerRebalanceFailedError",
     "IllegalStateError",
+    "AuthenticationError",
+    "SslAuthenticationError",
+    "SaslAuthenticationError",
+    "SecurityProtocolError",
 ]
 
 
@@ -51,6 +55,39 @@ class KafkaConnectionError(KafkaError):
         """``connection to host:port failed: reason``."""
         tail = f": {self.reason}" if self.reason else ""
         return f"connection to {self.host}:{self.port} failed{tail}"
+
+
+class SecurityProtocolError(KafkaConnectionError):
+    """Client and listener disagree on the transport: plaintext against TLS or the reverse, or
+    SASL where the listener has none; retrying cannot help, the config must change."""
+
+    retriable = False
+
+
+class AuthenticationError(KafkaConnectionError):
+    """The broker did not accept who we are (Java's ``AuthenticationException``); not
+    retriable: the same credentials fail again."""
+
+    retriable = False
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: a certificate that does not verify (expired, unknown CA,
+    wrong host name) or a client certificate the broker refused; ``reason`` says which."""
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SASL authentication failed; ``mechanism`` names the SASL mechanism tried."""
+
+    def __init__(self, host: str, port: int, reason: str = "", *, mechanism: str = "") -> None:
+        """Keep the broker, the mechanism and the broker's (or our) reason."""
+        super().__init__(host, port, reason)
+        self.mechanism = mechanism
+
+    def __str__(self) -> str:
+        """``SASL <mechanism> authentication with host:port failed: reason``."""
+        tail = f": {self.reason}" if self.reason else ""
+        return f"SASL {self.mechanism} authentication with {self.host}:{self.port} failed{tail}"
 
 
 class KafkaTimeoutError(KafkaError, TimeoutError):

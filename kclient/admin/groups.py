@@ -14,9 +14,12 @@ from typing import Any
 from kclient.consumer.group_connector import decode_assignment
 from kclient.consumer.offsets import Coordinator
 from kclient.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     KafkaConnectionError,
     NonEmptyGroupError,
+    NotCoordinatorError,
     ProtocolDecodeError,
 )
 from kclient.protocol.apis import (
@@ -48,6 +51,20 @@ __all__ = ["GroupAdmin", "RESET_STRATEGIES"]
 #: reset_consumer_group_offsets strategies, as kafka-consumer-groups names them.
 RESET_STRATEGIES = ("earliest", "latest", "current", "offset", "timestamp", "shift")
 _INACTIVE = ("Empty", "Dead")
+#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: ask again.
+_COORDINATOR_CODES = (14, 15, 16)
+
+
+def _codes(resp: Any) -> int:
+    """The first coordinator error anywhere in a group response (top level, per group, per
+    result, per partition), so that the coordinator is rediscovered and the request retried;
+    other codes are left to the caller."""
+    found = [resp.get("error_code", 0) or 0]
+    for key in ("groups", "results"):
+        found += [g.error_code for g in resp.get(key) or ()]
+    for t in resp.get("topics") or ():
+        found += [p.error_code for p in t.partitions]
+    return next((c for c in found if c in _COORDINATOR_CODES), 0)
 
 
 def _member(m: Any) -> MemberDescription:
@@ -69,7 +86,7 @@ class GroupAdmin(TopicAdmin):
         cache: dict[str, Coordinator] = self.__dict__.setdefault("_coordinators", {})
         if group not in cache:
             self._any()
-            cache[group] = Coordinator(self.cluster, group, backoff_ms=200, retries=3)
+            cache[group] = Coordinator(self.cluster, group, backoff_ms=300, retries=20)
         return cache[group]
 
     def close(self) -> None:
@@ -109,7 +126,8 @@ class GroupAdmin(TopicAdmin):
                 continue
             coordinator = self._coordinator(group)
             resp = coordinator.request(DESCRIBE_GROUPS, {"groups": [group],
-                                                         "include_authorized_operations": False})
+                                                         "include_authorized_operations": False},
+                                       check=_codes)
             for g in resp.groups:
                 check(g.error_code, f"group {group!r}", g.get("error_message"))
                 if g.group_state == "Dead":
@@ -127,7 +145,8 @@ class GroupAdmin(TopicAdmin):
             if storage == "zookeeper":
                 zk_groups.delete(self.zk(), group)
                 continue
-            resp = self._coordinator(group).request(DELETE_GROUPS, {"groups_names": [group]})
+            resp = self._coordinator(group).request(DELETE_GROUPS, {"groups_names": [group]},
+                                                    check=_codes)
             for r in resp.results:
                 check(r.error_code, f"deleting group {r.group_id!r}")
 
@@ -157,14 +176,20 @@ class GroupAdmin(TopicAdmin):
         topics = None if wanted is None else \
             [{"name": t, "partition_indexes": ps} for t, ps in by_topic(wanted).items()]
         body = {"group_id": group, "topics": topics, "require_stable": False}
+        coordinator = self._coordinator(group)
+        if wanted is not None:
+            return coordinator.request(OFFSET_FETCH, body, check=_codes)
         try:
-            return self._coordinator(group).request(OFFSET_FETCH, body, retries=0)
+            return coordinator.request(OFFSET_FETCH, body, check=_codes, retries=0)
         except KafkaConnectionError as exc:
-            if wanted is not None or not isinstance(exc.__cause__, ProtocolDecodeError):
-                raise
+            if not isinstance(exc.__cause__, ProtocolDecodeError):
+                return coordinator.request(OFFSET_FETCH, body, check=_codes)
+        except (NotCoordinatorError, CoordinatorLoadInProgressError,
+                CoordinatorNotAvailableError):
+            return coordinator.request(OFFSET_FETCH, body, check=_codes)
         everything = self._partitions_of(t.name for t in self.list_topics())
         return self._offset_fetch(group, everything) if everything else \
-            self._coordinator(group).request(OFFSET_FETCH, dict(body, topics=[]))
+            self._coordinator(group).request(OFFSET_FETCH, dict(body, topics=[]), check=_codes)
 
     def alter_consumer_group_offsets(self, group: str, offsets: Mapping[Any, int | OffsetAndMetadata],
                                      storage: str = "kafka") -> None:
@@ -183,7 +208,7 @@ class GroupAdmin(TopicAdmin):
                          "committed_metadata": values[TopicPartition(t, p)].metadata}
                         for p in ps]}
                     for t, ps in by_topic(values).items()]}
-        resp = self._coordinator(group).request(OFFSET_COMMIT, body)
+        resp = self._coordinator(group).request(OFFSET_COMMIT, body, check=_codes)
         for t in resp.topics:
             for p in t.partitions:
                 if p.error_code == 25:      # UNKNOWN_MEMBER_ID: the group has live members
@@ -199,7 +224,7 @@ class GroupAdmin(TopicAdmin):
         body = {"group_id": group, "topics": [
             {"name": t, "partitions": [{"partition_index": p} for p in ps]}
             for t, ps in by_topic(wanted).items()]}
-        resp = self._coordinator(group).request(OFFSET_DELETE, body)
+        resp = self._coordinator(group).request(OFFSET_DELETE, body, check=_codes)
         check(resp.error_code, f"deleting offsets of group {group!r}")
         for t in resp.topics:
             for p in t.partitions:

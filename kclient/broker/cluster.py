@@ -70,6 +70,10 @@ class ClusterMember(Protocol):
         """``broker.rack``, or None."""
         ...
 
+    def endpoint(self, listener: str = "") -> tuple[str, int]:
+        """(host, port) the clients of listener ``listener`` are told to connect to."""
+        ...
+
 
 class ClusterView:
     """Live brokers and partition leadership, shared by the brokers of one cluster."""
@@ -111,13 +115,14 @@ class ClusterView:
         with self.lock:
             return min(self.live) if self.live else -1
 
-    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
-        """The broker that coordinates ``group_id``: a stable hash over the sorted live ids."""
+    def coordinator_for(self, group_id: str, listener: str = "") -> tuple[int, str, int]:
+        """The broker that coordinates ``group_id``: a stable hash over the sorted live ids;
+        its address as the clients of ``listener`` see it."""
         brokers = self.live_brokers()
         if not brokers:
             raise LeaderNotAvailableError("no live broker")
         b = brokers[zlib.crc32(group_id.encode("utf-8")) % len(brokers)]
-        return b.node_id, b.advertised_host, b.advertised_port
+        return (b.node_id, *b.endpoint(listener))
 
     # ------------------------------------------------------------------ topics
     def topic_names(self) -> list[str]:

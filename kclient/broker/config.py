@@ -27,9 +27,24 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "advertised.host.name": (_STR, None),
     "advertised.port": (_INT, None),
     "advertised.listeners": (_LIST, None),
+    "listener.security.protocol.map": (
+        _STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    "inter.broker.listener.name": (_STR, None),
+    "security.inter.broker.protocol": (_STR, "PLAINTEXT"),
     "broker.rack": (_STR, None),
     "cluster.id": (_STR, "kclient-mini-cluster"),
     "inter.broker.protocol.version": (_STR, None),  # None: the newest (ZooKeeper registration v5)
+    # TLS (listeners.py): PEM files only
+    "ssl.keystore.type": (_STR, None),
+    "ssl.keystore.location": (_STR, None),
+    "ssl.key.location": (_STR, None),
+    "ssl.key.password": (_STR, None),
+    "ssl.truststore.type": (_STR, None),
+    "ssl.truststore.location": (_STR, None),
+    "ssl.client.auth": (_STR, "none"),
+    "ssl.enabled.protocols": (_STR, "TLSv1.2,TLSv1.3"),
+    "ssl.cipher.suites": (_STR, None),
+    "ssl.endpoint.identification.algorithm": (_STR, "https"),
     # network
     "num.network.threads": (_INT, "3"),
     "num.io.threads": (_INT, "8"),

@@ -47,8 +47,9 @@ class Broker(ClusterMember, Protocol):
         """Wake delayed operations waiting on appends to a partition."""
         ...
 
-    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
-        """(node id, advertised host, advertised port) of the group's coordinator."""
+    def coordinator_for(self, group_id: str, listener: str = "") -> tuple[int, str, int]:
+        """(node id, advertised host, advertised port) of the group's coordinator, as the
+        clients of ``listener`` see it."""
         ...
 
 

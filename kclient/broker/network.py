@@ -17,6 +17,7 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -31,6 +32,8 @@ from kclient.protocol.error_codes import UnsupportedVersionError
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
 from kclient.protocol.schema import Api
+
+from .listeners import Listener
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
@@ -142,10 +145,12 @@ class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
     __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "out", "out_bytes",
-                 "closed", "last_active", "interest")
+                 "closed", "last_active", "interest", "tls", "handshaking", "hs_write")
 
     def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int):
         self.sock = sock
+        self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
+        self.hs_write = False                # the TLS handshake waits to write, not to read
         self.peer = peer
         self.proto = ServerProtocol(apis, max_frame)
         self.reader = _FrameReader(self.proto, max_frame)
@@ -265,9 +270,12 @@ class _Processor(threading.Thread):
     # -------------------------------------------------------------- reading and dispatch
     def _read(self, conn: _Conn) -> None:
         """Receive once, decode the requests that completed, dispatch them in order."""
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         try:
             more = conn.reader.fill(conn.sock)
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return
         except ConnectionResetError:
             self._close(conn, None)
@@ -281,16 +289,45 @@ class _Processor(threading.Thread):
         conn.last_active = time.monotonic()
         try:
             conn.pending.extend(conn.reader.take())
+            while more and _tls_pending(conn.sock):   # TLS: decrypted bytes the selector
+                more = conn.reader.fill(conn.sock)   # cannot see
+                conn.pending.extend(conn.reader.take())
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
         except Exception as exc:  # any decoding failure: this connection's bytes are bad
             self._close(conn, f"bad request frame: {exc!r}")
             return
         self._pump(conn)
+
+    def _handshake(self, conn: _Conn) -> None:
+        """One step of a TLS handshake; a client that is not speaking TLS is told so."""
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket), "only TLS connections handshake"
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            conn.hs_write = False
+        except ssl.SSLWantWriteError:
+            conn.hs_write = True
+        except (ssl.SSLError, OSError) as exc:
+            reason, hint = getattr(exc, "reason", None) or str(exc), ""
+            if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE"):
+                _send_alert(sock)
+                hint = " (a plaintext client on a TLS listener)"
+            self._close(conn, f"TLS handshake on listener {self.server.listener.name} failed: "
+                        f"{reason}{hint}")
+            return
+        else:
+            conn.handshaking = False
+            conn.last_active = time.monotonic()
+        self._update_interest(conn)
 
     def _pump(self, conn: _Conn) -> None:
         """Dispatch queued requests until one is delayed; then write and re-arm the selector."""
         while not conn.busy and conn.pending and not conn.closed:
             request = conn.pending.popleft()
             request.client_host = conn.peer.rpartition(":")[0]
+            request.listener = self.server.listener.name
             try:
                 result = self._dispatch(request)
             except DropConnection as exc:
@@ -371,6 +408,9 @@ class _Processor(threading.Thread):
     # -------------------------------------------------------------- writing
     def _write(self, conn: _Conn) -> None:
         """Write as much pending output as the socket takes (sendfile for file regions)."""
+        if conn.handshaking:
+            self._handshake(conn)
+            return
         out = conn.out
         try:
             while out:
@@ -386,7 +426,7 @@ class _Processor(threading.Thread):
                     out[0] = memoryview(part)[n:]
                     break
                 out.popleft()
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
             pass
         except (BrokenPipeError, ConnectionResetError):
             self._close(conn, None)  # the client went away: nothing wrong on our side
@@ -397,7 +437,9 @@ class _Processor(threading.Thread):
         self._update_interest(conn)
 
     def _send_region(self, conn: _Conn, part: _Region) -> bool:
-        """sendfile() a region; True when it is fully sent."""
+        """sendfile() a region; True when it is fully sent (TLS: copied, then encrypted)."""
+        if conn.tls:
+            return self._send_region_copy(conn, part)
         while part.remaining > 0:
             try:
                 n = os.sendfile(conn.sock.fileno(), part.fd, part.position, part.remaining)
@@ -428,9 +470,11 @@ class _Processor(threading.Thread):
         if conn.closed:
             return
         mask = 0
-        if not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER:
+        if conn.handshaking:
+            mask = selectors.EVENT_WRITE if conn.hs_write else selectors.EVENT_READ
+        elif not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER:
             mask |= selectors.EVENT_READ
-        if conn.out:
+        if conn.out and not conn.handshaking:
             mask |= selectors.EVENT_WRITE
         if mask == conn.interest:
             return
@@ -477,6 +521,30 @@ class _UnsupportedApiVersions:
         self.body = api_versions_body(served, error_code=UnsupportedVersionError.errno)
 
 
+def _tls_pending(sock: socket.socket) -> int:
+    """Bytes TLS has decrypted but not handed out yet (0 for a plain socket)."""
+    return sock.pending() if isinstance(sock, ssl.SSLSocket) else 0
+
+
+#: A TLS alert record (fatal, protocol_version): what a plaintext client reads from a TLS listener,
+#: so it can say "this is a TLS listener" instead of taking the close for an old broker.
+_TLS_ALERT = b"\x15\x03\x03\x00\x02\x02\x46"
+
+
+def _send_alert(sock: ssl.SSLSocket) -> None:
+    """Write the alert on the raw socket (OpenSSL sends none for a non-TLS first record)."""
+    try:
+        raw = socket.socket(fileno=os.dup(sock.fileno()))
+    except OSError:
+        return
+    try:
+        raw.send(_TLS_ALERT)
+    except OSError:
+        pass
+    finally:
+        raw.close()
+
+
 def _describe(request: Request) -> str:
     """A request named for log messages."""
     h = request.header
@@ -489,9 +557,12 @@ class SocketServer:
 
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
                  served: Served | None = None, num_processors: int = 3,
-                 max_request_size: int = 104857600, max_idle_ms: int = 600000):
+                 max_request_size: int = 104857600, max_idle_ms: int = 600000,
+                 listener: Listener | None = None):
         self.host = host
         self.port = port
+        self.listener = listener or Listener("PLAINTEXT", host, port, "PLAINTEXT")
+        self.tls = self.listener.ssl_context if self.listener.uses_tls else None
         self.handler = handler
         self.served: Served = served if served is not None else {
             a: (a.min_version, a.max_version) for a in APIS.values()}
@@ -567,6 +638,14 @@ class SocketServer:
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls is not None:    # handshake in the processor's loop
+                try:
+                    sock = self.tls.wrap_socket(sock, server_side=True,
+                                                do_handshake_on_connect=False)
+                except OSError as exc:
+                    log.warning("TLS setup of a connection from %s failed: %s", addr[0], exc)
+                    sock.close()
+                    continue
             next(turn).add(sock, f"{addr[0]}:{addr[1]}")
 
     def stop(self) -> None:

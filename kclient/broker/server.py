@@ -32,6 +32,7 @@ from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
 from .handlers import HANDLERS, served_versions
+from .listeners import Listener, inter_broker_listener, parse_listeners, split_entries
 from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .network import DropConnection, SocketServer
@@ -55,6 +56,8 @@ class MiniBroker:
             else int(cfg["broker.id"])
         self.config.set("broker.id", self.node_id)
         self.host, self.port = _listener(cfg, host, port)
+        self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
+        inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
@@ -69,7 +72,8 @@ class MiniBroker:
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
-        self._server: SocketServer | None = None
+        self._server: SocketServer | None = None    # the first listener's
+        self._servers: list[SocketServer] = []
         self.running = False
 
     # ------------------------------------------------------------------ identity
@@ -85,13 +89,36 @@ class MiniBroker:
 
     @property
     def advertised_host(self) -> str:
-        """The host this broker names itself by (Metadata, FindCoordinator, ZooKeeper)."""
-        return _advertised(self.config, self.host, self.port)[0]
+        """The host this broker names itself by in ZooKeeper (the inter-broker listener's)."""
+        return self.endpoint(inter_broker_listener(self.config, self.listeners).name)[0]
 
     @property
     def advertised_port(self) -> int:
-        """The port this broker names itself by (the bound port unless advertised)."""
-        return _advertised(self.config, self.host, self.port)[1]
+        """The port this broker names itself by in ZooKeeper (the bound port unless
+        advertised)."""
+        return self.endpoint(inter_broker_listener(self.config, self.listeners).name)[1]
+
+    def endpoint(self, listener: str = "") -> tuple[str, int]:
+        """(host, port) clients of ``listener`` are told (Metadata, FindCoordinator,
+        DescribeCluster): its ``advertised.listeners`` entry, else where it is bound; an
+        unknown or empty name means the first listener."""
+        chosen = next((each for each in self.listeners if each.name == listener),
+                      self.listeners[0])
+        if chosen is self.listeners[0]:
+            return _advertised(self.config, chosen.host, chosen.port)
+        if "advertised.listeners" in self.config.explicit:
+            for name, host, port in split_entries(self.config["advertised.listeners"]):
+                if name == chosen.name:
+                    return host or chosen.host, port or chosen.port
+        return chosen.host, chosen.port
+
+    def bootstrap_of(self, listener: str) -> str:
+        """"host:port" where listener ``listener`` is bound (e.g. ``bootstrap_of("SASL_SSL")``)."""
+        for each in self.listeners:
+            if each.name == listener.upper():
+                return f"{each.host}:{each.port}"
+        raise KeyError(f"broker {self.node_id} has no listener {listener!r} "
+                       f"({', '.join(e.name for e in self.listeners)})")
 
     @property
     def rack(self) -> str | None:
@@ -129,19 +156,25 @@ class MiniBroker:
             cleaner_config=cfg)
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
-        self._server = SocketServer(
-            self.host, self.port, self.dispatch, served=served_versions(),
-            num_processors=cfg.get_int("num.network.threads", 3),
-            max_request_size=cfg.int_setting("socket.request.max.bytes"),
-            max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000))
-        self._server.bind()
-        self.port = self._server.port
+        self._servers = []
+        for i, listener in enumerate(self.listeners):
+            server = SocketServer(
+                listener.host, listener.port, self.dispatch, served=served_versions(),
+                num_processors=cfg.get_int("num.network.threads", 3),
+                max_request_size=cfg.int_setting("socket.request.max.bytes"),
+                max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener)
+            self._servers.append(server)
+            server.bind()
+            self.listeners[i] = listener.with_port(server.port)
+        self._server = self._servers[0]
+        self.host, self.port = self.listeners[0].host, self.listeners[0].port
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
                                             self.node_id, cfg.coordinator_properties())
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
-        self._server.start()
+        for server in self._servers:
+            server.start()
         if self.zookeeper_connect:
             self._register_zk()
 
@@ -177,9 +210,9 @@ class MiniBroker:
             self.zk.close()
             self.zk = None
         self.cluster.remove_broker(self.node_id)
-        if self._server is not None:
-            self._server.stop()
-            self._server = None
+        for server in self._servers:
+            server.stop()
+        self._servers, self._server = [], None
         if self.scheduler is not None:
             self.scheduler.close()
             self.scheduler = None  # type: ignore[assignment]  # until the next start()
@@ -241,9 +274,9 @@ class MiniBroker:
         """The effective log config of a topic on this broker."""
         return self.log_manager.topic_config(topic)
 
-    def coordinator_for(self, group_id: str) -> tuple[int, str, int]:
+    def coordinator_for(self, group_id: str, listener: str = "") -> tuple[int, str, int]:
         """(node_id, host, port) of the broker coordinating ``group_id``."""
-        return self.cluster.coordinator_for(group_id)
+        return self.cluster.coordinator_for(group_id, listener)
 
     def notify_append(self, topic: str, partition: int, nbytes: int) -> None:
         """Wake delayed fetches waiting on this partition."""
@@ -264,6 +297,9 @@ class MiniBroker:
         """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
         if fault.kind == "drop":
             raise DropConnection("fault injection")
+        if fault.kind == "lose":
+            _resolve(handler(self, request))
+            raise DropConnection("fault injection: response lost")
         if fault.kind == "error":
             if request.api is METADATA:
                 return stamp_metadata_error(_resolve(handler(self, request)), fault.error)
@@ -294,11 +330,7 @@ def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
 
 def _listener_entry(value: str, name: str | None = None) -> tuple[str, str, int]:
     """(name, host, port) of the ``NAME://host:port`` entry called ``name`` (default: first)."""
-    entries = []
-    for item in value.split(","):
-        listener, _, address = item.strip().rpartition("://")
-        host, _, port = address.rpartition(":")
-        entries.append((listener.upper() or "PLAINTEXT", host.strip("[]"), int(port or 0)))
+    entries = split_entries(value)
     return next((e for e in entries if e[0] == name), entries[0])
 
 
@@ -383,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
                             zookeeper_connect=args.zookeeper,
                             config=_config_pairs(args.config), host=args.host)
-    except ValueError as exc:
+    except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
         print(f"kclient broker: {exc}")
         return 2
     done = threading.Event()

@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
-from kclient.errors import KafkaError, NoBrokersAvailableError
+from kclient.errors import KafkaConnectionError, KafkaError, NoBrokersAvailableError
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import (
     LeaderNotAvailableError,
@@ -83,6 +83,8 @@ class Preparer:
         if info is None or info.error_code or not info.partitions:
             failed = self._refresh_error
             if failed is not None and (info is None or not info.partitions):
+                if not failed.retriable and isinstance(failed, KafkaConnectionError):
+                    raise failed    # TLS or SASL refused us: say that, not "no metadata"
                 # no broker answered: say so, rather than calling the topic unknown
                 raise NoBrokersAvailableError(
                     f"no metadata for topic {topic!r}: {failed}") from failed

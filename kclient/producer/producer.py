@@ -29,6 +29,7 @@ from kclient.config import load_config
 from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
+    KafkaConnectionError,
     KafkaTimeoutError,
     QueueFullError,
 )
@@ -36,7 +37,15 @@ from kclient.protocol.error_codes import MessageSizeTooLargeError
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
-from .data import DeliveryReport, Entry, ProducerData, from_entries, to_entries, to_entry
+from .data import (
+    DeliveryReport,
+    Entry,
+    ProducerData,
+    from_entries,
+    speedups,
+    to_entries,
+    to_entry,
+)
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -141,6 +150,10 @@ class Producer:
         """
         q, t, limit = self._queue, self._sender, self._fast_limit
         check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[[ProducerData | list[ProducerData]], list[DeliveryReport] | None] = \
+                speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
+            return fast
 
         def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
             if type(data) is pd:
@@ -296,6 +309,10 @@ class Producer:
         self._deliver(reports, keep_failures=False)
         failed = [pair for r in reports if r.error is not None for pair in r.failed]
         if failed:
+            refused = failed[0][1]
+            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+                raise refused from FailedToSendMessageError(failed)
             raise FailedToSendMessageError(failed)
         return reports
 

@@ -48,6 +48,7 @@ class Request:
     error: KafkaError | None = None
     size: int = 0
     client_host: str = ""       # the peer's address, set by the server (group member hosts)
+    listener: str = ""          # the name of the listener it came in on, set by the server
 
 
 def _encode_request_header(api: Api[Any, Any], version: int, corr: int,

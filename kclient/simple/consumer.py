@@ -36,6 +36,7 @@ from kclient.protocol.apis import (
 )
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
+from kclient.security import SecuritySettings
 
 from .columns import MessageColumns, message_columns
 from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
@@ -112,7 +113,8 @@ class SimpleConsumer:
     default 100 ms / 1 byte), ``max_buffer_size`` (the bound an oversized
     message may grow a fetch to), ``prefetch`` (pipeline the next fetch), ``fetch_version``
     (cap the Fetch version), ``validate_crc``, ``api_version_request`` /
-    ``broker_version_fallback`` (for brokers older than 0.10, as librdkafka names them).
+    ``broker_version_fallback`` (for brokers older than 0.10, as librdkafka names them),
+    ``security`` (Kafka's ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys, as a dict).
 
     Not for concurrent use from several threads (calls are serialised by a lock).
     """
@@ -125,14 +127,16 @@ class SimpleConsumer:
                  max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
                  api_version_request: bool = True,
                  broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
-                 connect_timeout_ms: int = 10000) -> None:
+                 connect_timeout_ms: int = 10000,
+                 security: Mapping[str, Any] | None = None) -> None:
         self.host, self.port = host, int(port)
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
         self.settings = ConnectionSettings(
             client_id=client_id or "kclient", request_timeout_ms=so_timeout,
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
-            receive_buffer_bytes=buffer_size or None)
+            receive_buffer_bytes=buffer_size or None,
+            security=SecuritySettings.from_keys(security))
         self._conn = BrokerConnection(self.host, self.port, self.settings)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,

@@ -40,6 +40,15 @@ KRAFT_4 = {"share.coordinator.state.topic.replication.factor": "1",
            "share.coordinator.state.topic.min.isr": "1"}
 
 
+def _random_cluster_id() -> str:
+    """A cluster id as Kafka's Uuid.randomUuid makes one: never starting with "-", which the
+    storage tool's argument parser would take for an option (1 in 64 ids otherwise)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class KafkaNode:
     """One broker process of a :class:`KafkaServer` (node id, ports, files, process)."""
 
@@ -201,7 +210,7 @@ class KafkaServer:
 
     def _format(self) -> None:
         """Format every node's storage with one cluster id (Kafka's StorageTool, in parallel)."""
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = _random_cluster_id()
         procs = [subprocess.Popen(kafka_java(self.version, "kafka.tools.StorageTool",
                                              ["format", "-t", cluster_id, "-c", str(n.properties)]),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

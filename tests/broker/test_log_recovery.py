@@ -185,13 +185,19 @@ def test_newest_segment_entirely_garbage(tmp_path):
     assert again.append(build_batch([b"x"]), magic=2).first_offset == segments[-1].base_offset
 
 
-def test_recover_false_trusts_the_files(tmp_path):
+def test_recover_false_trusts_the_files_but_the_last_entry(tmp_path):
     log = open_log(tmp_path)
     fill(log, 8)
     path = newest(log)
     crash(log)
     data = bytearray(path.read_bytes())
+    first = len(build_batch([b"value-0000"], timestamp=1000)) - 3  # in the first entry
+    data[first] ^= 0xFF
+    path.write_bytes(bytes(data))
+    trusted = Log(tmp_path / "t-0", LogConfig(**CONFIG), recover=False)
+    assert trusted.log_end_offset == 8  # offsets in order, CRCs not checked but the last one's
+    data[first] ^= 0xFF
     data[-3] ^= 0xFF
     path.write_bytes(bytes(data))
     trusted = Log(tmp_path / "t-0", LogConfig(**CONFIG), recover=False)
-    assert trusted.log_end_offset == 8  # sizes are consistent, CRCs not checked
+    assert trusted.log_end_offset == 7  # the entry that sets the log end offset is checked

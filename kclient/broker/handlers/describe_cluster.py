@@ -34,8 +34,9 @@ def handle(broker: Broker, request: Request) -> dict:
     if body.endpoint_type != BROKERS_ENDPOINT:
         return _error(E.UnsupportedEndpointTypeError.errno,
                       f"unsupported endpoint type {body.endpoint_type}")
-    brokers = [{"broker_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
-                "rack": b.rack} for b in broker.cluster.live_brokers()]
+    brokers = [{"broker_id": b.node_id, "host": host, "port": port, "rack": b.rack}
+               for b in broker.cluster.live_brokers()
+               for host, port in [b.endpoint(request.listener)]]
     operations = all_supported(ResourceType.CLUSTER) \
         if body.include_cluster_authorized_operations else NOT_REQUESTED
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,

@@ -27,6 +27,6 @@ def handle(broker: Broker, request: Request) -> dict:
                       "transactions are not supported by this broker")
     if key_type != GROUP_KEY:
         return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
-    node_id, host, port = broker.coordinator_for(body.key)
+    node_id, host, port = broker.coordinator_for(body.key, request.listener)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "node_id": node_id, "host": host, "port": port}

@@ -77,8 +77,9 @@ def handle(broker: Broker, request: Request) -> dict:
     """Describe the brokers and the requested topics."""
     body = body_of(request)
     auto = body.allow_auto_topic_creation and broker.config.get_bool("auto.create.topics.enable")
-    brokers = [{"node_id": b.node_id, "host": b.advertised_host, "port": b.advertised_port,
-                "rack": b.rack} for b in broker.cluster.live_brokers()]
+    brokers = [{"node_id": b.node_id, "host": host, "port": port, "rack": b.rack}
+               for b in broker.cluster.live_brokers()
+               for host, port in [b.endpoint(request.listener)]]
     topics = [_topic(broker, name, auto) for name in _requested(broker, request)]
     if body.include_topic_authorized_operations:
         for topic in topics:              # every entry, failed ones too, as Kafka does

@@ -27,6 +27,7 @@ from pathlib import Path
 from kclient.broker.log import swap
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
+from kclient.broker.log.producer_state import ProducerStateManager, batch_headers, replay
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
@@ -56,6 +57,8 @@ class AppendInfo:
     log_append_time: int
     max_timestamp: int
     bytes: int
+    #: the records repeat batches already written (idempotent producer retry): nothing stored
+    duplicate: bool = False
 
 
 def _write_small_file(path: Path, text: str) -> None:
@@ -85,6 +88,8 @@ class Log:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
         self._load(recover)
+        self.producer_state = ProducerStateManager(self.directory, self.directory.name)
+        self._load_producer_state()
 
     def __repr__(self) -> str:
         return (f"Log({self.directory.name}, offsets {self.log_start_offset}.."
@@ -109,6 +114,14 @@ class Log:
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = max(segments[0].base_offset,
                                     min(self._read_log_start(), self.log_end_offset))
+
+    def _load_producer_state(self) -> None:
+        """Producer state from the newest snapshot plus the batches written after it."""
+        state = self.producer_state
+        snapshot = state.load_snapshot(self.log_end_offset)
+        start = max(snapshot if snapshot is not None else 0, self.log_start_offset)
+        if start < self.log_end_offset:
+            replay(state, self._view[0], start)
 
     def _segment_bases(self) -> list[int]:
         """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
@@ -136,26 +149,38 @@ class Log:
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
                        swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
-        """Load or recover each segment (always those a swap just replaced); drop every
-        segment after a truncated one."""
+        """Kafka's LogLoader: recover every segment holding offsets at or after the recovery
+        point (and those a swap just replaced); sanity-check the others and recover those that
+        fail; drop every segment after a truncated one."""
         for i, seg in enumerate(segments):
-            last = i == len(segments) - 1
+            active = i == len(segments) - 1
+            next_base = None if active else segments[i + 1].base_offset
             if seg.base_offset in swapped or (
-                    point is not None and (seg.base_offset >= point or last)):
-                cut = seg.recover()
-            elif not seg.load():
-                cut = seg.recover()
+                    point is not None and (next_base is None or next_base > point)):
+                cut = self._recover_segment(seg, next_base, active)
             else:
+                problem = seg.load(next_base, active)
                 cut = 0
-            if i + 1 < len(segments) and not cut:
-                seg.next_offset = max(seg.next_offset, segments[i + 1].base_offset)
+                if problem is not None:
+                    log.error("%s: %s; recovering the segment and rebuilding its index",
+                              self.directory, problem)
+                    cut = self._recover_segment(seg, next_base, active)
+            if next_base is not None and not cut:
+                seg.next_offset = max(seg.next_offset, next_base)
                 seg.seal()
             if cut:
-                log.warning("%s: truncated %d invalid bytes from segment %d",
-                            self.directory.name, cut, seg.base_offset)
                 self._drop(segments[i + 1:])
                 return segments[:i + 1]
         return segments
+
+    def _recover_segment(self, seg: LogSegment, next_base: int | None, active: bool) -> int:
+        """Recover one segment; report a truncation with the file, position and cause."""
+        cut = seg.recover(next_base, active)
+        if cut:
+            log.error("%s: found invalid entries: %s; truncated %d bytes at byte position %d, "
+                      "the log now ends at offset %d", seg.log_path, seg.recovery_error, cut,
+                      seg.size, seg.next_offset)
+        return cut
 
     def _drop(self, segments: list[LogSegment]) -> None:
         """Delete segments that follow a truncated one (their data is not contiguous)."""
@@ -202,10 +227,19 @@ class Log:
             if len(prep.data) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
                     f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
+            headers = batch_headers(prep.data, (e[0] for e in prep.entries)) \
+                if magic == 2 else []
+            if headers:
+                dup = self.producer_state.check(headers)
+                if dup is not None:
+                    return AppendInfo(dup.first_offset, dup.last_offset, -1, dup.timestamp, 0,
+                                      duplicate=True)
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
             seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
             self.log_end_offset = prep.last_offset + 1
+            if headers:
+                self.producer_state.update(headers)
             self._unflushed += prep.record_count
             if self._unflushed >= self.config.flush_interval_messages:
                 self._flush_locked(now)
@@ -247,6 +281,7 @@ class Log:
         new.max_timestamp = -1
         self._publish(self._view[0] + (new,))
         _write_small_file(self.directory / RECOVERY_POINT, str(new.base_offset))
+        self.producer_state.write_snapshot(new.base_offset)
         self._unflushed = 0
         return new
 
@@ -424,9 +459,12 @@ class Log:
             group[0].close()
             swap.finish(self.directory, base)
             new = LogSegment(self.directory, base, self.config.index_interval_bytes)
-            if not new.load():
-                new.recover()
-            new.next_offset = max(new.next_offset, segments[i + len(group)].base_offset)
+            next_base = segments[i + len(group)].base_offset
+            problem = new.load(next_base, active=False)
+            if problem is not None:
+                log.error("%s: %s; recovering the cleaned segment", self.directory, problem)
+                self._recover_segment(new, next_base, False)
+            new.next_offset = max(new.next_offset, next_base)
             new.seal()
             self._publish(segments[:i] + (new,) + segments[i + len(group):])
         return True
@@ -441,6 +479,7 @@ class Log:
             self._closed = True
             for seg in self._view[0]:
                 seg.close()
+            self.producer_state.write_snapshot(self.log_end_offset)
             _write_small_file(self.directory / CLEAN_SHUTDOWN, str(self.log_end_offset))
 
     def delete(self) -> None:
