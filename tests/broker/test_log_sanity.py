@@ -20,7 +20,7 @@ import pytest
 
 from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.broker.log.entries import crc_ok
-from kclient.broker.log.log import CLEAN_SHUTDOWN, RECOVERY_POINT
+from kclient.broker.log.log import CLEAN_SHUTDOWN
 from kclient.protocol.records import build_batch, v2
 
 CONFIG = LogConfig(segment_bytes=100_000, index_interval_bytes=100)
@@ -205,12 +205,12 @@ def test_recovery_starts_at_the_recovery_point(tmp_path):
     flushed ones are sanity-checked only (Kafka does not rescan them)."""
     log, entries = write_log(tmp_path / "t-0", [[b"p%02d" % i] for i in range(12)],
                              roll_after=8)
-    assert int((log.directory / RECOVERY_POINT).read_text()) == 8
+    assert log.recovery_point == 8
     old, active = log.segments
     shut(log, clean=False)
     flip(old.log_path, old.size - 2)       # a value in the old segment: not rescanned
     flip(active.log_path, entries[2].position + entries[2].size - 2)  # offset 10's value
-    again = Log(tmp_path / "t-0", CONFIG)
+    again = Log(tmp_path / "t-0", CONFIG, recovery_point=8)
     assert again.log_end_offset == 10
     good, bad = served(again)
     assert bad == [(7, 7)] and set(good) == set(range(7)) | {8, 9}
@@ -263,7 +263,7 @@ def check_reopened(directory: Path, entries: list[Entry], end: int, damaged: Ent
                    caplog: pytest.LogCaptureFixture, where: str) -> Log:
     """Open the damaged log and check what it serves against what was acknowledged."""
     caplog.clear()
-    log = Log(directory, CONFIG)
+    log = Log(directory, CONFIG, recovery_point=entries[0].base_offset)
     first = damaged.base_offset if damaged is not None else end
     assert log.log_end_offset in (first, end), \
         f"{where}: log end {log.log_end_offset}, not {first} or {end}"

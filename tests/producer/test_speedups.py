@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -100,3 +102,23 @@ def test_fast_send_matches_its_python_twin(mini_broker, monkeypatch):
     with_py = _send_mix(mini_broker.bootstrap, "sp-py", True, monkeypatch)
     assert len(with_c) == 95
     assert with_c == with_py
+
+
+def test_c_fields_read_like_slots():
+    # member descriptors, as __slots__ makes them: CPython specialises their reads, which
+    # Cython's default properties would make twice as slow for Python code reading messages
+    for name in ("topic", "value", "_extra"):
+        assert type(C.__dict__[name]) is type(_PyProducerData.__dict__[name])
+    d = C("t", b"v")
+    del d.value
+    with pytest.raises(AttributeError, match="value"):
+        _ = d.value
+
+
+def test_pure_python_switch():
+    code = ("from kclient.producer import data, producer, ProducerData as P; "
+            "print(data.speedups, P.__module__, producer.speedups)")
+    env = dict(os.environ, KCLIENT_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["None", "kclient.producer.data", "None"]

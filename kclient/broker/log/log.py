@@ -6,10 +6,14 @@ searches a consistent snapshot while retention deletes segments; a deleted segme
 descriptor stays valid for as long as a snapshot or a returned region references it.
 
 Durability: the active segment is fsynced every ``flush_interval_messages`` records, on the
-manager's ``flush_interval_ms`` timer, on roll (the rolled segment) and on close.  Close writes a
-clean-shutdown marker; opening removes it.  Without the marker, every segment from the recovery
-point (the base offset of the segment that was active at the last roll) is validated entry by
-entry and truncated at the first invalid one.
+manager's ``flush_interval_ms`` timer, on roll (the rolled segment) and on close; each flush
+moves the log's ``recovery_point`` (Kafka's: every offset below it is on disk), which the
+manager checkpoints in ``recovery-point-offset-checkpoint``.  Close writes a clean-shutdown
+marker; opening removes it.  With the marker the segments are sanity-checked
+(:meth:`LogSegment.load`); without it every segment holding offsets at or after the recovery
+point is recovered (:meth:`LogSegment.recover`: CRC, offset order and range) and truncated at
+the first invalid entry, as Kafka's LogLoader does; a segment failing its sanity check is
+recovered the same way.
 """
 from __future__ import annotations
 
@@ -36,7 +40,8 @@ from kclient.protocol.records.ops import EntryInfo
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN = ".kclient_clean_shutdown"
-RECOVERY_POINT = ".kclient_recovery_point"
+#: the per-partition recovery point file of earlier versions (removed on load)
+LEGACY_RECOVERY_POINT = ".kclient_recovery_point"
 LOG_START_OFFSET = ".kclient_log_start_offset"
 LATEST, EARLIEST = -1, -2
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
@@ -74,8 +79,13 @@ def _write_small_file(path: Path, text: str) -> None:
 class Log:
     """Append-only, segmented, recoverable log of one topic-partition."""
 
-    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True) -> None:
-        """Open (creating if needed) the partition directory and load its segments."""
+    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True,
+                 recovery_point: int = 0) -> None:
+        """Open (creating if needed) the partition directory and load its segments.
+
+        ``recovery_point``: the offset checkpointed as on disk (0, unknown: after an unclean
+        shutdown every segment is recovered); ``recover=False`` trusts the files (a new log).
+        """
         self.directory = Path(directory)
         self.config = config
         match = _DIR_NAME.match(self.directory.name)
@@ -87,6 +97,7 @@ class Log:
         self._last_flush_ms = now_ms()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
+        self.recovery_point = recovery_point
         self._load(recover)
         self.producer_state = ProducerStateManager(self.directory, self.directory.name)
         self._load_producer_state()
@@ -108,12 +119,15 @@ class Log:
                     for base in self._segment_bases()]
         if not segments:
             segments = [LogSegment(self.directory, 0, self.config.index_interval_bytes)]
-        point = self._read_recovery_point() if recover and not clean else None
+        point = self.recovery_point if recover and not clean else None
         segments = self._open_segments(segments, point, swapped)
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
         self.log_start_offset = max(segments[0].base_offset,
                                     min(self._read_log_start(), self.log_end_offset))
+        self.recovery_point = self.log_end_offset if clean or not recover else \
+            min(max(self.recovery_point, self.log_start_offset), self.log_end_offset)
+        (self.directory / LEGACY_RECOVERY_POINT).unlink(missing_ok=True)
 
     def _load_producer_state(self) -> None:
         """Producer state from the newest snapshot plus the batches written after it."""
@@ -132,13 +146,6 @@ class Log:
             elif _SEGMENT_FILE.match(path.name):
                 bases.append(int(path.name[:20]))
         return sorted(bases)
-
-    def _read_recovery_point(self) -> int:
-        """Base offset from which segments may hold unflushed data (0 when unknown)."""
-        try:
-            return int((self.directory / RECOVERY_POINT).read_text().strip())
-        except (OSError, ValueError):
-            return 0
 
     def _read_log_start(self) -> int:
         """The log start offset DeleteRecords last set (0 when never set)."""
@@ -280,7 +287,7 @@ class Log:
         new.next_offset = self.log_end_offset
         new.max_timestamp = -1
         self._publish(self._view[0] + (new,))
-        _write_small_file(self.directory / RECOVERY_POINT, str(new.base_offset))
+        self.recovery_point = max(self.recovery_point, new.base_offset)  # old one fsynced
         self.producer_state.write_snapshot(new.base_offset)
         self._unflushed = 0
         return new
@@ -357,8 +364,10 @@ class Log:
         return True
 
     def _flush_locked(self, now: int) -> None:
-        """fsync the active segment and its index (older ones were flushed on roll)."""
+        """fsync the active segment and its index (older ones were flushed on roll); all that
+        is written is now on disk: the recovery point moves to the log end."""
         self._view[0][-1].flush()
+        self.recovery_point = self.log_end_offset
         self._unflushed = 0
         self._last_flush_ms = now
 
@@ -491,5 +500,4 @@ class Log:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-__all__ = ["Log", "AppendInfo", "LATEST", "EARLIEST", "CLEAN_SHUTDOWN", "RECOVERY_POINT",
-           "now_ms"]
+__all__ = ["Log", "AppendInfo", "LATEST", "EARLIEST", "CLEAN_SHUTDOWN", "now_ms"]
