@@ -246,6 +246,70 @@ class ClusterView:
         except (ValueError, TypeError, KeyError) as exc:
             raise InvalidConfigurationError(f"invalid topic config: {exc}") from None
 
+    def create_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None,
+                          validate_only: bool = False) -> dict[int, int]:
+        """Raise a topic's partition count to ``count`` (CreatePartitions); ``assignment`` gives
+        the replicas of each new partition.  Returns the new partitions' leaders."""
+        with self.lock:
+            leaders = self.leaders.get(name)
+            if leaders is None:
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            current = len(leaders)
+            if count < current:
+                raise InvalidPartitionsError(f"The topic {name} currently has {current} "
+                                             f"partition(s); {count} would not be an increase.")
+            if count == current:
+                raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+            ids = sorted(self.live)
+            if not ids:
+                raise LeaderNotAvailableError("no live broker to lead the partitions")
+            if assignment is not None:
+                if len(assignment) != count - current:
+                    raise InvalidReplicaAssignmentError(
+                        f"Increasing the number of partitions by {count - current} but "
+                        f"{len(assignment)} assignments provided.")
+                new = {}
+                for i, replicas in enumerate(assignment):
+                    if not replicas or any(r not in ids for r in replicas):
+                        raise InvalidReplicaAssignmentError(
+                            f"partition {current + i}: replicas {replicas} are not live "
+                            f"brokers {ids}")
+                    new[current + i] = replicas[0]
+            else:
+                new = {p: ids[p % len(ids)] for p in range(current, count)}
+            if validate_only:
+                return new
+            config = self.configs.get(name, {})
+            for p, leader in new.items():
+                self.live[leader].log_manager.create_log(name, p, config)
+                self.epochs[(name, p)] = 0
+            leaders.update(new)
+            everything = dict(leaders)
+            epochs = {p: self.epochs.get((name, p), 0) for p in everything}
+        self._zk_call(f"partitions of {name}",
+                      lambda zk: zk.register_topic(name, everything, config, epochs))
+        return new
+
+    def alter_config(self, name: str, config: Mapping[str, str], validate_only: bool = False
+                     ) -> None:
+        """Replace a topic's config overrides (AlterConfigs / IncrementalAlterConfigs)."""
+        config = {str(k): str(v) for k, v in config.items()}
+        with self.lock:
+            leaders = self.leaders.get(name)
+            if leaders is None:
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            self._validate_config(config)
+            if validate_only:
+                return
+            self.configs[name] = config
+            for broker in self.live.values():
+                if name in broker.log_manager.topics():
+                    broker.log_manager.set_topic_overrides(name, config)
+            everything = dict(leaders)
+            epochs = {p: self.epochs.get((name, p), 0) for p in everything}
+        self._zk_call(f"config of {name}",
+                      lambda zk: zk.register_topic(name, everything, config, epochs))
+
     def delete_topic(self, name: str) -> None:
         """Delete a topic's logs on every live broker and forget it."""
         with self.lock:

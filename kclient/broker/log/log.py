@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN = ".kclient_clean_shutdown"
 #: the per-partition recovery point file of earlier versions (removed on load)
 LEGACY_RECOVERY_POINT = ".kclient_recovery_point"
+LOG_START_OFFSET = ".kclient_log_start_offset"
 LATEST, EARLIEST = -1, -2
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -122,7 +123,8 @@ class Log:
         segments = self._open_segments(segments, point, swapped)
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
-        self.log_start_offset = segments[0].base_offset
+        self.log_start_offset = max(segments[0].base_offset,
+                                    min(self._read_log_start(), self.log_end_offset))
         self.recovery_point = self.log_end_offset if clean or not recover else \
             min(max(self.recovery_point, self.log_start_offset), self.log_end_offset)
         (self.directory / LEGACY_RECOVERY_POINT).unlink(missing_ok=True)
@@ -144,6 +146,13 @@ class Log:
             elif _SEGMENT_FILE.match(path.name):
                 bases.append(int(path.name[:20]))
         return sorted(bases)
+
+    def _read_log_start(self) -> int:
+        """The log start offset DeleteRecords last set (0 when never set)."""
+        try:
+            return int((self.directory / LOG_START_OFFSET).read_text().strip())
+        except (OSError, ValueError):
+            return 0
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
                        swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
@@ -332,8 +341,9 @@ class Log:
             return self.log_end_offset, -1
         if timestamp == EARLIEST:
             return self.log_start_offset, -1
+        start = self.log_start_offset
         for seg in self._view[0]:
-            found = seg.find_timestamp(timestamp)
+            found = seg.find_timestamp(timestamp, start)
             if found is not None:
                 return found
         return None
@@ -411,12 +421,28 @@ class Log:
         if not doomed:
             return 0
         self._publish(kept)
-        self.log_start_offset = kept[0].base_offset
+        self.log_start_offset = max(self.log_start_offset, kept[0].base_offset)
         for seg in doomed:
             seg.delete()
         log.info("%s: deleted %d segments, log start offset now %d", self.directory.name,
                  len(doomed), self.log_start_offset)
         return len(doomed)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` (kept across restarts) and
+        delete the segments wholly below it; returns the new log start offset (low watermark).
+        """
+        with self._lock:
+            self._check_open()
+            if not 0 <= offset <= self.log_end_offset:
+                raise self._out_of_range(offset, self.log_start_offset, self.log_end_offset)
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                _write_small_file(self.directory / LOG_START_OFFSET, str(offset))
+                segments = self._view[0]
+                below = sum(1 for nxt in segments[1:] if nxt.base_offset <= offset)
+                self._delete_first(below)
+            return self.log_start_offset
 
     # ------------------------------------------------------------------ compaction
     def replace_segments(self, group: tuple[LogSegment, ...]) -> bool:

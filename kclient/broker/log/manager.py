@@ -152,6 +152,15 @@ class LogManager:
         os.replace(tmp, path)
         self._overrides[topic] = overrides
 
+    def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        """Replace a topic's stored overrides and apply them to its open logs at once."""
+        with self._lock:
+            self._save_overrides(topic, {k: str(v) for k, v in overrides.items()})
+            config = self.topic_config(topic)
+            for (name, _), each in self._logs.items():
+                if name == topic:
+                    each.config = config
+
     def topic_config(self, topic: str) -> LogConfig:
         """The effective config of ``topic``: broker defaults plus its stored overrides."""
         return LogConfig.from_properties(self._overrides.get(topic, {}), self.default_config)

@@ -228,15 +228,16 @@ class LogSegment:
             self.max_timestamp = max((i.max_timestamp for i in self.entries()), default=-1)
         return self.max_timestamp
 
-    def find_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record stamped at or after ``timestamp``, or None."""
+    def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after ``min_offset`` stamped at or
+        after ``timestamp``, or None."""
         if self.known_max_timestamp() < timestamp:
             return None
         for info in self.entries():
-            if info.max_timestamp < timestamp:
+            if info.max_timestamp < timestamp or info.last_offset < min_offset:
                 continue
             for record in self._decode(info):
-                if record.timestamp >= timestamp:
+                if record.timestamp >= timestamp and record.offset >= min_offset:
                     return record.offset, record.timestamp
         return None
 
