@@ -47,6 +47,14 @@ CASES: dict[str, str] = {
         "(v0-v6, a known and an unknown group), a topic's configs by key (v1-v4) and a missing "
         "topic's; OffsetDelete of an Empty group (known and unknown partitions) and of an "
         "unknown group",
+    "DeleteGroups, CreatePartitions, AlterConfigs, DeleteRecords": "the APIs of kclient's "
+        "AdminClient: CreatePartitions v0, v2, v3 (validate only, grow, shrink, same count, "
+        "missing topic); IncrementalAlterConfigs v0-v1 (set, unknown key, bad value, append to "
+        "a non-list, missing topic, append and subtract on cleanup.policy, delete) and "
+        "AlterConfigs v0, v2, each checked by DescribeConfigs; DeleteRecords v0-v2 (to an "
+        "offset, past the end, to the high watermark, unknown partition and topic) and "
+        "ListOffsets earliest after it; DeleteGroups v0-v2 of a group with a member, an unknown "
+        "one, an Empty one (then OffsetFetch and DeleteGroups again)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.

@@ -17,8 +17,12 @@ import pytest
 
 from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
+    ALTER_CONFIGS,
     API_VERSIONS,
+    CREATE_PARTITIONS,
     CREATE_TOPICS,
+    DELETE_GROUPS,
+    DELETE_RECORDS,
     DELETE_TOPICS,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
@@ -26,6 +30,7 @@ from kclient.protocol.apis import (
     FETCH,
     FIND_COORDINATOR,
     HEARTBEAT,
+    INCREMENTAL_ALTER_CONFIGS,
     INIT_PRODUCER_ID,
     JOIN_GROUP,
     LEAVE_GROUP,
@@ -522,3 +527,83 @@ def test_produce_invalid_batches(twin4):
     twin4.request(PRODUCE, 9, produce_body("invalid", batch(2)), "a good one after them")
     twin4.request(FETCH, 11, fetch_body("invalid"), "only the good one is stored")
     check("produce: invalid batches with a right CRC", twin4)
+
+
+# --- the APIs of kclient's AdminClient (issue 13) -------------------------------------------
+
+ADMIN2 = "DeleteGroups, CreatePartitions, AlterConfigs, DeleteRecords"
+CONFIG_KEYS = ["cleanup.policy", "retention.ms", "segment.bytes"]
+
+
+def _configs(twin: Twin, topic: str, label: str) -> None:
+    twin.request(DESCRIBE_CONFIGS, 4, {"resources": [
+        {"resource_type": 2, "resource_name": topic, "configuration_keys": CONFIG_KEYS}]},
+        label, order_by={"configs": "name"})
+
+
+def _alter(twin: Twin, version: int, topic: str, label: str, *ops: tuple[str, int, Any]) -> None:
+    twin.request(INCREMENTAL_ALTER_CONFIGS, version, {"resources": [
+        {"resource_type": 2, "resource_name": topic, "configs": [
+            {"name": n, "config_operation": op, "value": v} for n, op, v in ops]}],
+        "validate_only": False}, label)
+
+
+def test_admin_client_apis(twin4):
+    twin4.case = ADMIN2
+    create(twin4, "adm2", partitions=2)
+    twin4.request(PRODUCE, 8, produce_body("adm2", batch(5)), "five records")
+    for version, count, label in ((0, 3, "validate only"), (2, 3, "grow to 3"),
+                                  (3, 2, "shrink"), (3, 3, "same count")):
+        twin4.request(CREATE_PARTITIONS, version, {
+            "topics": [{"name": "adm2", "count": count, "assignments": None}],
+            "timeout_ms": 30000, "validate_only": version == 0}, label)
+    twin4.request(CREATE_PARTITIONS, 3, {"topics": [{"name": "adm2-missing", "count": 4,
+                                                     "assignments": None}],
+                                         "timeout_ms": 30000, "validate_only": False}, "missing")
+    _wait_leader(twin4, "adm2", 3)
+    for version in (0, 1):
+        _alter(twin4, version, "adm2", "set", ("retention.ms", 0, str(3_600_000 + version)))
+        _alter(twin4, version, "adm2", "unknown key", ("no.such.config", 0, "1"))
+        _alter(twin4, version, "adm2", "bad value", ("retention.ms", 0, "soon"))
+        _alter(twin4, version, "adm2", "append to a non-list", ("retention.ms", 2, "1"))
+        _alter(twin4, version, "adm2-missing", "missing topic", ("retention.ms", 0, "1"))
+    _alter(twin4, 1, "adm2", "append", ("cleanup.policy", 2, "compact"))
+    _configs(twin4, "adm2", "after append")
+    _alter(twin4, 1, "adm2", "subtract, delete", ("cleanup.policy", 3, "delete"),
+           ("retention.ms", 1, None))
+    _configs(twin4, "adm2", "after subtract and delete")
+    for version in (0, 2):
+        twin4.request(ALTER_CONFIGS, version, {"resources": [
+            {"resource_type": 2, "resource_name": "adm2", "configs": [
+                {"name": "retention.ms", "value": "7200000"}]}], "validate_only": False},
+            "replace")
+    _configs(twin4, "adm2", "after replace")
+    for version, offset, label in ((0, 2, "to 2"), (1, 99, "past the end"), (2, -1, "all")):
+        twin4.request(DELETE_RECORDS, version, {"topics": [{"name": "adm2", "partitions": [
+            {"partition_index": 0, "offset": offset}]}], "timeout_ms": 30000}, label)
+    twin4.request(DELETE_RECORDS, 2, {"topics": [
+        {"name": "adm2", "partitions": [{"partition_index": 9, "offset": 0}]},
+        {"name": "adm2-missing", "partitions": [{"partition_index": 0, "offset": 0}]}],
+        "timeout_ms": 30000}, "unknown partition and topic")
+    twin4.request(LIST_OFFSETS, 1, {"replica_id": -1, "topics": [{"name": "adm2", "partitions": [
+        {"partition_index": 0, "timestamp": -2}, {"partition_index": 1, "timestamp": -2}]}]},
+        "after DeleteRecords")
+    for group in ("adm2-empty", "adm2-live"):
+        wait_coordinator(twin4, group)
+    twin4.request(OFFSET_COMMIT, 2, {
+        "group_id": "adm2-empty", "generation_id_or_member_epoch": -1, "member_id": "",
+        "retention_time_ms": -1, "topics": [{"name": "adm2", "partitions": [
+            {"partition_index": 1, "committed_offset": 0}]}]}, "adm2-empty")
+    for conn in (twin4.real, twin4.mini):  # a member on each side: the group is not empty
+        body = {"group_id": "adm2-live", "session_timeout_ms": LONG_MS,
+                "rebalance_timeout_ms": LONG_MS, "member_id": "", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"m"}]}
+        first = conn.request(JOIN_GROUP, body, 5)           # MEMBER_ID_REQUIRED with an id
+        assert conn.request(JOIN_GROUP, dict(body, member_id=first.member_id), 5).error_code == 0
+    for version in (0, 1, 2):
+        twin4.request(DELETE_GROUPS, version, {"groups_names": ["adm2-live"]}, "live group")
+        twin4.request(DELETE_GROUPS, version, {"groups_names": ["adm2-nobody"]}, "unknown")
+    twin4.request(DELETE_GROUPS, 2, {"groups_names": ["adm2-empty"]}, "empty group")
+    twin4.request(OFFSET_FETCH, 7, {"group_id": "adm2-empty", "topics": None}, "deleted")
+    twin4.request(DELETE_GROUPS, 2, {"groups_names": ["adm2-empty"]}, "deleted again")
+    check(ADMIN2, twin4)

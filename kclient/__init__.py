@@ -5,6 +5,7 @@
     from kclient.broker import MiniBroker, MiniCluster
 """
 from . import consumer, errors, simple
+from .admin import AdminClient, NewTopic
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
@@ -49,5 +50,5 @@ __all__ = [
     "JsonEncoder", "JsonDecoder",
     "KafkaError", "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
     "ConsumerTimeoutError", "errors", "simple",
-    "Cluster", "BrokerConnection", "load_config", "__version__",
+    "Cluster", "BrokerConnection", "load_config", "__version__", "AdminClient", "NewTopic",
 ]

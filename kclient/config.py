@@ -42,6 +42,9 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   ``session.timeout.ms`` 30000 and ``heartbeat.interval.ms`` 3000 (Java consumer 0.9),
   ``api.version.request`` true and ``broker.version.fallback`` 0.10.0 (librdkafka),
   ``connect.timeout.ms`` 10000, ``delivery.timeout.ms`` 120000 (KIP-91, Java 2.1).
+* ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
+  acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
+  as in Java.
 """
 
 from __future__ import annotations
@@ -592,6 +595,18 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("max.in.flight.requests.per.connection", 5, _POS, _P,
          "Produce requests pipelined per broker connection (Java/librdkafka name; 0.8.2 sent "
          "one at a time).", "max.in.flight"),
+    _key("enable.idempotence", False, Bool(), _P,
+         "Idempotent producer (KIP-98): a producer id and per-partition sequence numbers make "
+         "retries write each message once, in order. Needs acks=all, retries > 0 and "
+         "max.in.flight.requests.per.connection <= 5; brokers 0.11+.",
+         differs="no such key; off as in the 0.8 API (Java 3.0+ turns it on)"),
+    _key("transactional.id", None, Str(), _P,
+         "Transactional producer: the id that fences older instances and resumes or aborts "
+         "their transactions (implies enable.idempotence).",
+         differs="no such key"),
+    _key("transaction.timeout.ms", 60000, _POS, _P,
+         "Longest a transaction may stay open before the coordinator aborts it.",
+         differs="no such key; Java's default"),
     _key("message.send.max.retries", 3, _MS, _P,
          "Retries of a failed send before the message is reported failed.",
          "retries", "num.retries"),
@@ -690,6 +705,7 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
             )
     if role == "producer":
         _check_delivery_timeout(values)
+        _check_idempotence(values)
         batch, queue = values["batch.num.messages"], values["queue.buffering.max.messages"]
         if batch > queue:
             raise InvalidConfigError(
@@ -697,6 +713,30 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
                 f"queue.buffering.max.messages ({queue})",
                 "batch.num.messages", batch, f"at most {queue}",
             )
+
+
+def _check_idempotence(values: Mapping[str, Any]) -> None:
+    """The Java producer's rules for enable.idempotence (and transactional.id, which needs it)."""
+    if not (values["enable.idempotence"] or values["transactional.id"]):
+        return
+    why = "enable.idempotence" if values["enable.idempotence"] else "transactional.id"
+    acks = values["request.required.acks"]
+    if acks != -1:
+        raise InvalidConfigError(
+            f"{why} needs request.required.acks (acks) = all (-1), not {acks}: an idempotent "
+            "producer must know the broker kept each batch", "request.required.acks", acks,
+            "all (-1)")
+    retries = values["message.send.max.retries"]
+    if retries == 0:
+        raise InvalidConfigError(
+            f"{why} needs message.send.max.retries (retries) > 0: idempotence exists to make "
+            "retries safe", "message.send.max.retries", retries, "at least 1")
+    inflight = values["max.in.flight.requests.per.connection"]
+    if inflight > 5:
+        raise InvalidConfigError(
+            f"{why} needs max.in.flight.requests.per.connection <= 5 (the batches a broker "
+            f"remembers per producer), not {inflight}",
+            "max.in.flight.requests.per.connection", inflight, "1 to 5")
 
 
 def _check_delivery_timeout(values: Mapping[str, Any]) -> None:

@@ -24,8 +24,9 @@ in its own subprocess, one after the other, against the same broker started once
   idempotence off), its own records/s figure (default with ``--broker kafka``).
 
 Each client runs ``--repeat`` times (interleaved, so load from other processes hits all alike)
-and its best run is reported.  Printed: records/s, peak RSS of the client process, every run's
-rate, and the ratios the spec sets targets for.
+and its best run is reported.  Printed: records/s, the client process's CPU time per message
+(user + system, all threads; least of the runs, less sensitive to load than the rate), peak RSS
+of the client process, every run's rate, and the ratios the spec sets targets for.
 """
 from __future__ import annotations
 
@@ -57,6 +58,12 @@ KAFKA_TARGETS = [
 
 
 # ----------------------------------------------------------------------------- workers
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process, all threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
             list_size: int = 1000) -> dict:
     value = b"x" * size
@@ -67,7 +74,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         p.send([ProducerData(topic, value) for _ in range(100)])  # metadata + connection
         p.flush()
         n -= 100
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         chunk = list_size
         if client == "kclient-send":
             send = p.send
@@ -97,7 +104,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         p.flush()
         n -= 100
         produce, poll = p.produce, p.poll
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         for _ in range(n):
             try:
                 produce(topic, value)
@@ -120,7 +127,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         p.flush()
         n -= 100
         send = p.send
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         for _ in range(n):
             send(topic, value)
         p.flush(120)
@@ -129,8 +136,10 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         p.close()
     else:
         raise SystemExit(f"unknown client {client}")
+    cpu = _cpu() - cpu
     return {"client": client, "messages": n, "seconds": elapsed, "rate": n / elapsed,
-            "ok": ok, "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "cpu_us_per_msg": cpu / n * 1e6, "ok": ok,
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 # ----------------------------------------------------------------------------- harness
@@ -204,8 +213,10 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
         best["all_rates"] = [round(r["rate"]) for r in rs]
         results[client] = best
         others = ", ".join(f"{x:,}" for x in best["all_rates"])
+        cpu = min(r.get("cpu_us_per_msg", 0.0) for r in rs)
+        rss = max(r["max_rss_mb"] for r in rs)
         print(f"  {client:19s} {best['rate']:>11,.0f} rec/s  ({best['messages']:,} msgs, "
-              f"peak RSS {max(r['max_rss_mb'] for r in rs):5.1f} MB; runs: {others})",
+              f"client CPU {cpu:.2f} us/msg, peak RSS {rss:5.1f} MB; runs: {others})",
               flush=True)
     for a, b, target in KAFKA_TARGETS if name == "kafka" else TARGETS:
         if a in results and b in results:

@@ -8,6 +8,7 @@ through the small :class:`ClusterMember` protocol, so it imports no server code.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import threading
@@ -21,7 +22,9 @@ from kclient.protocol.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidTopicError,
+    KafkaStorageError,
     LeaderNotAvailableError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -32,12 +35,17 @@ from .log import LogConfig, LogManager
 if TYPE_CHECKING:
     from .zk import ZkRegistry
 
-__all__ = ["ClusterMember", "ClusterView", "validate_topic_name"]
+__all__ = ["EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST", "ClusterMember", "ClusterView",
+           "validate_topic_name"]
 
 log = logging.getLogger("kclient.broker.cluster")
 
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME = 249
+#: Kafka's controller limit (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH): partitions one
+#: request may create; more is POLICY_VIOLATION with Kafka's message.
+MAX_PARTITIONS_PER_REQUEST = 10000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
 
 def validate_topic_name(name: str) -> None:
@@ -161,8 +169,7 @@ class ClusterView:
             self._validate_config(config)
             if validate_only:
                 return leaders
-            for p, leader in leaders.items():
-                self.live[leader].log_manager.create_log(name, p, config)
+            self._create_logs(name, leaders, config)
             self.leaders[name] = leaders
             self.configs[name] = config
             self.deleted.discard(name)
@@ -170,6 +177,27 @@ class ClusterView:
                 self.epochs[(name, p)] = 0
         self._zk_call(f"register {name}", lambda zk: zk.register_topic(name, leaders, config))
         return leaders
+
+    def _create_logs(self, name: str, leaders: dict[int, int], config: dict[str, str]) -> None:
+        """Create every partition's log, all or nothing: when one fails (out of file
+        descriptors, disk full) the ones created are deleted again and KAFKA_STORAGE_ERROR
+        raised, so no half-created topic is left to break a restart."""
+        failure = None
+        try:
+            for p, leader in leaders.items():
+                self.live[leader].log_manager.create_log(name, p, config)
+        except (OSError, ValueError) as exc:
+            failure = f"cannot create partition {p} of {name!r} on broker {leader}: {exc}"
+        if failure is None:
+            return
+        gc.collect()   # the failed Log's frames may still hold descriptors the rollback needs
+        for broker in {self.live[leader] for leader in leaders.values()}:
+            try:
+                broker.log_manager.delete_topic(name)
+            except OSError:
+                log.exception("rolling back topic %r on broker %d failed", name, broker.node_id)
+        log.error("%s; topic creation rolled back", failure)
+        raise KafkaStorageError(f"{failure}; nothing of the topic was kept")
 
     def _assign(self, partitions: int, replication_factor: int,
                 assignment: Mapping | None) -> dict[int, int]:
@@ -185,11 +213,15 @@ class ClusterView:
             return self._manual(assignment, ids)
         if partitions < 1:
             raise InvalidPartitionsError(f"number of partitions must be at least 1, not {partitions}")
+        if partitions > MAX_PARTITIONS_PER_REQUEST:
+            raise PolicyViolationError(EXCESSIVE_PARTITIONS)
         return {p: ids[p % len(ids)] for p in range(partitions)}
 
     @staticmethod
     def _manual(assignment: Mapping, ids: list[int]) -> dict[int, int]:
         """Validate a partition -> [broker ids] assignment; leader = first replica."""
+        if len(assignment) > MAX_PARTITIONS_PER_REQUEST:
+            raise PolicyViolationError(EXCESSIVE_PARTITIONS)
         indexes = sorted(int(p) for p in assignment)
         if indexes != list(range(len(indexes))):
             raise InvalidReplicaAssignmentError("partitions must be numbered 0..N-1")
@@ -213,6 +245,70 @@ class ClusterView:
             LogConfig.from_properties(config, None)
         except (ValueError, TypeError, KeyError) as exc:
             raise InvalidConfigurationError(f"invalid topic config: {exc}") from None
+
+    def create_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None,
+                          validate_only: bool = False) -> dict[int, int]:
+        """Raise a topic's partition count to ``count`` (CreatePartitions); ``assignment`` gives
+        the replicas of each new partition.  Returns the new partitions' leaders."""
+        with self.lock:
+            leaders = self.leaders.get(name)
+            if leaders is None:
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            current = len(leaders)
+            if count < current:
+                raise InvalidPartitionsError(f"The topic {name} currently has {current} "
+                                             f"partition(s); {count} would not be an increase.")
+            if count == current:
+                raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+            ids = sorted(self.live)
+            if not ids:
+                raise LeaderNotAvailableError("no live broker to lead the partitions")
+            if assignment is not None:
+                if len(assignment) != count - current:
+                    raise InvalidReplicaAssignmentError(
+                        f"Increasing the number of partitions by {count - current} but "
+                        f"{len(assignment)} assignments provided.")
+                new = {}
+                for i, replicas in enumerate(assignment):
+                    if not replicas or any(r not in ids for r in replicas):
+                        raise InvalidReplicaAssignmentError(
+                            f"partition {current + i}: replicas {replicas} are not live "
+                            f"brokers {ids}")
+                    new[current + i] = replicas[0]
+            else:
+                new = {p: ids[p % len(ids)] for p in range(current, count)}
+            if validate_only:
+                return new
+            config = self.configs.get(name, {})
+            for p, leader in new.items():
+                self.live[leader].log_manager.create_log(name, p, config)
+                self.epochs[(name, p)] = 0
+            leaders.update(new)
+            everything = dict(leaders)
+            epochs = {p: self.epochs.get((name, p), 0) for p in everything}
+        self._zk_call(f"partitions of {name}",
+                      lambda zk: zk.register_topic(name, everything, config, epochs))
+        return new
+
+    def alter_config(self, name: str, config: Mapping[str, str], validate_only: bool = False
+                     ) -> None:
+        """Replace a topic's config overrides (AlterConfigs / IncrementalAlterConfigs)."""
+        config = {str(k): str(v) for k, v in config.items()}
+        with self.lock:
+            leaders = self.leaders.get(name)
+            if leaders is None:
+                raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
+            self._validate_config(config)
+            if validate_only:
+                return
+            self.configs[name] = config
+            for broker in self.live.values():
+                if name in broker.log_manager.topics():
+                    broker.log_manager.set_topic_overrides(name, config)
+            everything = dict(leaders)
+            epochs = {p: self.epochs.get((name, p), 0) for p in everything}
+        self._zk_call(f"config of {name}",
+                      lambda zk: zk.register_topic(name, everything, config, epochs))
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic's logs on every live broker and forget it."""

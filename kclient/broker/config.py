@@ -57,6 +57,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "socket.receive.buffer.bytes": (_INT, "102400"),
     "socket.request.max.bytes": (_INT, "104857600"),
     "connections.max.idle.ms": (_INT, "600000"),
+    "queued.max.request.bytes": (_INT, "-1"),
+    "max.connections": (_INT, "2147483647"),
+    "max.connections.per.ip": (_INT, "2147483647"),
+    "max.connections.per.ip.overrides": (_STR, ""),
     "request.timeout.ms": (_INT, "30000"),
     # topics
     "num.partitions": (_INT, "1"),
@@ -79,6 +83,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "log.flush.interval.messages": (_INT, "9223372036854775807"),
     "log.flush.interval.ms": (_INT, None),
     "log.flush.scheduler.interval.ms": (_INT, "1000"),
+    "log.flush.offset.checkpoint.interval.ms": (_INT, "60000"),
     "log.retention.ms": (_INT, None),
     "log.retention.minutes": (_INT, None),
     "log.retention.hours": (_INT, "168"),
@@ -130,7 +135,8 @@ KINDS: dict[str, str] = {k: kind for k, (kind, _) in _TABLE.items()}
 
 #: Broker keys that configure the storage layer (LogConfig.from_properties understands them).
 LOG_KEYS = frozenset(k for k in _TABLE if k.startswith("log.") and k not in (
-    "log.dir", "log.dirs", "log.flush.scheduler.interval.ms", "log.retention.check.interval.ms"))
+    "log.dir", "log.dirs", "log.flush.scheduler.interval.ms", "log.retention.check.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms"))
 
 #: Topic-level names (CreateTopics configs, ``create_topic(config=...)``).
 TOPIC_LEVEL_KEYS = frozenset({

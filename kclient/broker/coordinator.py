@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kclient.protocol.error_codes import GroupIdNotFoundError, NonEmptyGroupError
+
 from .config import DEFAULTS
 from .group import (
     COMPLETING_REBALANCE,
@@ -50,6 +52,8 @@ __all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member",
 log = logging.getLogger(__name__)
 
 _REAPER_MAX_WAIT = 1.0
+NON_EMPTY_GROUP = NonEmptyGroupError.errno
+GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
 
 
 def then(future: Future, fn: Callable[[Any], Any]) -> Any:
@@ -468,6 +472,19 @@ class GroupCoordinator:
         for gid in self.offsets.groups():
             out.setdefault(gid, (gid, "", EMPTY))
         return sorted(out.values())
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups for one group: an error code (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP) or 0
+        once the group and its committed offsets are gone."""
+        with self._critical():
+            group = self._groups.get(group_id)
+            if group is None and group_id not in self.offsets.groups():
+                return GROUP_ID_NOT_FOUND
+            if group is not None and (group.members or group.state != EMPTY):
+                return NON_EMPTY_GROUP
+            self._groups.pop(group_id, None)
+            self.offsets.delete(group_id)
+            return NONE
 
     # -- reaper ------------------------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 ``broker.faults.inject(api_key, error=6, count=3)`` answers the next three requests of that API
 with error 6 wherever the response carries an error code; ``.delay(api_key, ms, count)`` holds
-responses back; ``.drop_connection(api_key, count)`` closes the connection instead of answering.
+responses back; ``.drop_connection(api_key, count)`` closes the connection instead of answering;
+``.lose_response(api_key, count)`` handles the request, then closes the connection instead of
+answering (a lost acknowledgement: the work is done, the client cannot know).
 Counts are one-shot (they run down); the broker consults :meth:`Faults.take` before dispatch.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ __all__ = ["Faults", "Fault", "error_body"]
 class Fault:
     """One armed fault: what to do and how many more requests it applies to."""
 
-    kind: str            # "error" | "delay" | "drop"
+    kind: str            # "error" | "delay" | "drop" | "lose"
     count: int
     error: int = 0
     ms: int = 0
@@ -55,6 +57,10 @@ class Faults:
     def drop_connection(self, api_key: int, count: int = 1) -> None:
         """Close the connection on the next ``count`` requests of ``api_key``."""
         self._arm(api_key, Fault("drop", count))
+
+    def lose_response(self, api_key: int, count: int = 1) -> None:
+        """Handle the next ``count`` requests of ``api_key``, then drop the connection unanswered."""
+        self._arm(api_key, Fault("lose", count))
 
     def clear(self, api_key: int | None = None) -> None:
         """Disarm every fault (or those of one API)."""

@@ -7,11 +7,13 @@ reads, no further dispatch).  A handler returns a response body, None (no respon
 acks=0) or a ``concurrent.futures.Future``.  Response parts that are file regions go out with
 ``os.sendfile``.  Any framing or decoding problem closes that one connection with a logged reason.
 
-Requests are read by a :class:`_FrameReader`: a large frame is received straight into a buffer
-of exactly its size and decoded in place, small ones are decoded where the read put them.
+Requests are read by a :class:`~kclient.broker.frames.FrameReader` (frames.py): memory is spent
+as bytes arrive, and large frames reserve their size from the ``queued.max.request.bytes`` pool
+(memory_pool.py); a connection whose frame the pool refuses is muted until memory is released.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -29,19 +31,24 @@ from typing import Any
 
 from kclient.protocol.apis import APIS
 from kclient.protocol.error_codes import UnsupportedVersionError
-from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import API_VERSIONS_KEY, Request, ServerProtocol
 from kclient.protocol.schema import Api
 
+from .connection_quotas import ConnectionQuotas, RateLimitedLog, TooManyConnectionsError
+from .delayed import DelayedResponse
+from .frames import FrameReader
 from .listeners import Listener
+from .memory_pool import MemoryPool
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
 log = logging.getLogger("kclient.broker.network")
 
-HEAD_READ = 16 * 1024            # between frames: a size prefix and any small frames after it
 HIGH_WATER = 4 * 1024 * 1024     # stop reading a connection whose output backs up past this
 _JOIN_LIMIT = 64 * 1024          # coalesce small consecutive byte parts up to this size
+_SLOT_WAIT = 0.05                # at max.connections: how often the acceptor looks for a slot
+#: accept() errors that mean the process or system is out of descriptors or buffers
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class DropConnection(Exception):
@@ -76,89 +83,26 @@ class _Region:
         self.region = None
 
 
-_SIZE = struct.Struct(">i")
-
-
-class _FrameReader:
-    """Cuts one connection's bytes into requests with (nearly) no copies in user space.
-
-    Between frames one ``recv`` of up to :data:`HEAD_READ` bytes fetches the next size prefix;
-    complete frames in that chunk (small requests) are decoded where they lie.  Once a frame's
-    size is known and the frame is not complete, a buffer of exactly that size is allocated, the
-    bytes already read are copied into it, and the rest is received straight into it with
-    ``recv_into``, one call per selector wake-up, until it is full; it is then decoded in place
-    (Records fields stay views of it).  ``BrokerConnection._read_frame`` does the same for
-    responses.  A size outside ``0..max_frame`` is refused before anything is allocated.
-    """
-
-    __slots__ = ("decode", "max_frame", "chunk", "frame", "got")
-
-    def __init__(self, proto: ServerProtocol, max_frame: int):
-        self.decode = proto.decode_frame
-        self.max_frame = max_frame
-        self.chunk = b""                    # bytes read between frames, not yet cut
-        self.frame: bytearray | None = None  # the frame being received, exactly its size
-        self.got = 0                        # bytes of ``frame`` received so far
-
-    def fill(self, sock: socket.socket) -> bool:
-        """One receive from ``sock``; False at the end of the stream. Socket errors propagate."""
-        frame = self.frame
-        if frame is not None:
-            n = sock.recv_into(memoryview(frame)[self.got:])
-            self.got += n
-            return n > 0
-        data = sock.recv(HEAD_READ)
-        if data:
-            self.chunk = self.chunk + data if self.chunk else data
-        return bool(data)
-
-    def take(self) -> list[Request]:
-        """The requests completed by what was received; raises on a bad size or frame."""
-        frame = self.frame
-        if frame is not None:
-            if self.got < len(frame):
-                return []
-            self.frame = None
-            return [self.decode(frame)]
-        data, self.chunk = self.chunk, b""
-        view, end, pos = memoryview(data), len(data), 0
-        requests: list[Request] = []
-        while end - pos >= 4:
-            n = _SIZE.unpack_from(data, pos)[0]
-            if n < 0 or n > self.max_frame:
-                raise ProtocolDecodeError(
-                    f"frame size {n} is outside 0..{self.max_frame} (max frame size)")
-            start = pos + 4
-            if end - start < n:            # the rest goes straight into a buffer of its size
-                frame = bytearray(n)
-                frame[:end - start] = view[start:]
-                self.frame, self.got = frame, end - start
-                return requests
-            requests.append(self.decode(view[start:start + n]))
-            pos = start + n
-        if pos < end:
-            self.chunk = data[pos:]         # part of a size prefix
-        return requests
-
-
 class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
-    __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "out", "out_bytes",
-                 "closed", "last_active", "interest", "tls", "handshaking", "hs_write",
-                 "session")
+    __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "waiting", "out",
+                 "out_bytes", "closed", "last_active", "interest", "held_back", "tls",
+                 "handshaking", "hs_write", "session")
 
-    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int):
+    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int,
+                 pool: MemoryPool | None = None):
         self.sock = sock
         self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
         self.hs_write = False                # the TLS handshake waits to write, not to read
         self.session: Any = None             # security state (principal, SASL), see sasl/
         self.peer = peer
         self.proto = ServerProtocol(apis, max_frame)
-        self.reader = _FrameReader(self.proto, max_frame)
-        self.reader.decode = self._decode
+        self.reader = FrameReader(self._decode, max_frame, pool)
         self.pending: deque[Request | _RawToken] = deque()
         self.busy, self.out_bytes = False, 0
+        self.waiting: Future | None = None  # the delayed response of the request in progress
+        self.held_back = False               # bytes arrived behind a parked response
         self.out: deque[Any] = deque()       # bytes and file regions (_Region) to send
         self.closed, self.last_active, self.interest = False, 0.0, 0
 
@@ -214,6 +158,7 @@ class _Processor(threading.Thread):
         self._wake_w.setblocking(False)
         self.sel.register(self._wake_r, selectors.EVENT_READ, None)
         self.conns: set[_Conn] = set()
+        self.starved: set[_Conn] = set()     # muted until the memory pool has room
         self.running = True
 
     # -------------------------------------------------------------- cross-thread entry points
@@ -248,6 +193,8 @@ class _Processor(threading.Thread):
                 if mask & selectors.EVENT_WRITE and not conn.closed:
                     self._write(conn)
             self._process_inbox()
+            if self.starved:
+                self._retry_starved()
             if time.monotonic() >= next_sweep:
                 next_sweep = time.monotonic() + 1.0
                 self._sweep_idle()
@@ -270,7 +217,8 @@ class _Processor(threading.Thread):
         while self.inbox:
             item = self.inbox.popleft()
             if item[0] == "conn":
-                conn = _Conn(item[1], item[2], self.server.apis, self.server.max_request_size)
+                conn = _Conn(item[1], item[2], self.server.apis, self.server.max_request_size,
+                             self.server.pool)
                 conn.last_active = time.monotonic()
                 self.conns.add(conn)
                 if not conn.handshaking:
@@ -279,6 +227,19 @@ class _Processor(threading.Thread):
             else:
                 _, conn, request, future = item
                 self._complete(conn, request, future)
+
+    def _retry_starved(self) -> None:
+        """Memory came back to the pool: let the muted connections reserve their frames."""
+        pool = self.server.pool
+        if pool is None or pool.is_out_of_memory:
+            return
+        for conn in list(self.starved):
+            self.starved.discard(conn)
+            if conn.closed:
+                continue
+            self._take(conn)
+            if not conn.closed:
+                self._pump(conn)
 
     def _sweep_idle(self) -> None:
         """Close connections idle longer than connections.max.idle.ms."""
@@ -294,6 +255,9 @@ class _Processor(threading.Thread):
         if conn.handshaking:
             self._handshake(conn)
             return
+        if conn.busy:
+            self._check_hangup(conn)
+            return
         try:
             more = conn.reader.fill(conn.sock)
         except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
@@ -308,17 +272,41 @@ class _Processor(threading.Thread):
             self._close(conn, None)
             return
         conn.last_active = time.monotonic()
+        self._take(conn, more)
+        if not conn.closed:
+            self._pump(conn)
+
+    def _check_hangup(self, conn: _Conn) -> None:
+        """A connection waiting on a parked response became readable: closed by the peer (the
+        parked operation is abandoned), or a pipelined request (left unread until the answer)."""
+        try:
+            data = conn.sock.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except ValueError:              # a socket that cannot peek (TLS): stop watching
+            data = b"?"
+        except OSError:                 # reset: the peer is gone
+            data = b""
+        if not data:
+            self._close(conn, None)
+            return
+        conn.held_back = True
+        self._update_interest(conn)
+
+    def _take(self, conn: _Conn, more: bool = True) -> None:
+        """Queue the requests the reader completed; a reader the pool refused is muted."""
         try:
             conn.pending.extend(conn.reader.take())
-            while more and _tls_pending(conn.sock):   # TLS: decrypted bytes the selector
-                more = conn.reader.fill(conn.sock)   # cannot see
-                conn.pending.extend(conn.reader.take())
+            while more and not conn.reader.starved and _tls_pending(conn.sock):
+                more = conn.reader.fill(conn.sock)   # TLS: decrypted bytes the selector
+                conn.pending.extend(conn.reader.take())   # cannot see
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
         except Exception as exc:  # any decoding failure: this connection's bytes are bad
             self._close(conn, f"bad request frame: {exc!r}")
             return
-        self._pump(conn)
+        if conn.reader.starved:
+            self.starved.add(conn)
 
     def _handshake(self, conn: _Conn) -> None:
         """One step of a TLS handshake; a client that is not speaking TLS is told so."""
@@ -378,13 +366,15 @@ class _Processor(threading.Thread):
                 return
             if isinstance(result, Future):
                 if not result.done():
-                    conn.busy = True
+                    conn.busy, conn.waiting = True, result
                     result.add_done_callback(partial(self._post_completion, conn, request))
                     break
                 if not self._respond_future(conn, request, result):
                     return
             else:
                 self._respond(conn, request, result)
+        if not conn.busy and not conn.pending:
+            conn.reader.release_held()   # every request read so far is answered
         if not conn.closed:
             self._write(conn)
 
@@ -394,7 +384,7 @@ class _Processor(threading.Thread):
         if answer is None:
             self._close(conn, "SASL authentication failed (SaslHandshake v0 exchange)")
             return False
-        conn.out.append(_SIZE.pack(len(answer)) + answer)
+        conn.out.append(struct.pack(">i", len(answer)) + answer)
         conn.out_bytes += 4 + len(answer)
         return True
 
@@ -417,7 +407,7 @@ class _Processor(threading.Thread):
 
     def _complete(self, conn: _Conn, request: Request, future: Future) -> None:
         """A delayed response is ready: send it and continue with the queued requests."""
-        conn.busy = False
+        conn.busy, conn.waiting, conn.held_back = False, None, False
         if conn.closed:
             return
         if self._respond_future(conn, request, future):
@@ -521,8 +511,11 @@ class _Processor(threading.Thread):
         mask = 0
         if conn.handshaking:
             mask = selectors.EVENT_WRITE if conn.hs_write else selectors.EVENT_READ
-        elif not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER:
+        elif not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER \
+                and not conn.reader.starved:
             mask |= selectors.EVENT_READ
+        elif conn.busy and isinstance(conn.waiting, DelayedResponse) and not conn.held_back:
+            mask |= selectors.EVENT_READ      # only to notice the peer hanging up
         if conn.out and not conn.handshaking:
             mask |= selectors.EVENT_WRITE
         if mask == conn.interest:
@@ -560,7 +553,13 @@ class _Processor(threading.Thread):
                 part.close()
         conn.out.clear()
         conn.pending.clear()
+        conn.reader.close()
+        if isinstance(conn.waiting, DelayedResponse):
+            conn.waiting.abandon()   # a parked fetch lets go of its watchers and timer
+        conn.waiting = None
+        self.starved.discard(conn)
         self.conns.discard(conn)
+        self.server.quotas.dec(conn.peer.rpartition(":")[0])
 
 
 class _UnsupportedApiVersions:
@@ -607,6 +606,7 @@ class SocketServer:
     def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
                  served: Served | None = None, num_processors: int = 3,
                  max_request_size: int = 104857600, max_idle_ms: int = 600000,
+                 pool: MemoryPool | None = None, quotas: ConnectionQuotas | None = None,
                  listener: Listener | None = None,
                  sessions: Callable[[socket.socket, str], Any] | None = None):
         self.host = host
@@ -621,6 +621,10 @@ class SocketServer:
         self.ranges = {a.key: r for a, r in self.served.items()}
         self.max_request_size = max_request_size
         self.max_idle_s = max_idle_ms / 1000.0
+        self.pool = pool
+        self.quotas = quotas if quotas is not None else ConnectionQuotas()
+        self._accept_log = RateLimitedLog(log)
+        self._refused_log = RateLimitedLog(log)
         self.num_processors = max(1, num_processors)
         self._listener: socket.socket | None = None
         self._processors: list[_Processor] = []
@@ -654,50 +658,87 @@ class SocketServer:
         self.bind()
         self._stop_r, self._stop_w = socket.socketpair()
         self._processors = [_Processor(self, i) for i in range(self.num_processors)]
+        if self.pool is not None:
+            self.pool.add_listener(self._wake_processors)
         for p in self._processors:
             p.start()
         self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
                                           name=f"kclient-broker-acceptor-{self.port}")
         self._acceptor.start()
 
+    def _wake_processors(self) -> None:
+        """The memory pool has room again: processors retry their muted connections."""
+        for p in self._processors:
+            p.wake()
+
     def _accept_loop(self) -> None:
-        """Accept connections and deal them round-robin to the processors."""
+        """Accept connections and deal them round-robin to the processors.  At
+        ``max.connections`` it waits for a slot; after a failed accept (file descriptors
+        exhausted) it backs off, 10 ms doubling to 1 s, instead of spinning on the listener."""
         listener, stop_r = self._listener, self._stop_r
         assert listener is not None and stop_r is not None, "start() binds and makes the pipe"
         sel = selectors.DefaultSelector()
         sel.register(listener, selectors.EVENT_READ)
         sel.register(stop_r, selectors.EVENT_READ)
+        pause = selectors.DefaultSelector()    # waiting: only the stop pipe wakes us
+        pause.register(stop_r, selectors.EVENT_READ)
         turn = itertools.cycle(self._processors)
+        backoff = 0.0
         try:
             while True:
-                ready = [key.fileobj for key, _ in sel.select()]
-                if stop_r in ready:
+                wait = backoff or (None if self.quotas.has_slot() else _SLOT_WAIT)
+                keys = sel.select() if wait is None else pause.select(wait)
+                if any(key.fileobj is stop_r for key, _ in keys):
                     return
-                self._accept_some(listener, turn)
+                backoff = self._accept_some(listener, turn, backoff)
         finally:
             sel.close()
+            pause.close()
 
-    def _accept_some(self, listener: socket.socket, turn: Iterator[_Processor]) -> None:
-        """Accept every pending connection."""
-        while True:
+    def _accept_some(self, listener: socket.socket, turn: Iterator[_Processor],
+                     backoff: float) -> float:
+        """Accept pending connections while slots last; returns the backoff before the next."""
+        while self.quotas.has_slot():
             try:
                 sock, addr = listener.accept()
             except (BlockingIOError, InterruptedError):
-                return
+                return 0.0
             except OSError as exc:
-                log.warning("accept failed: %s", exc)
-                return
+                if exc.errno in _OUT_OF_RESOURCES:
+                    backoff = min(max(2 * backoff, 0.01), 1.0)
+                    self._accept_log.warning("accept failed: %s; backing off %.2f s (raise the "
+                                             "open files limit or max.connections)", exc, backoff)
+                    return backoff
+                self._accept_log.warning("accept failed: %s", exc)
+                return 0.0
+            self._hand_over(sock, addr[0], addr[1], turn)
+        return 0.0
+
+    def _hand_over(self, sock: socket.socket, host: str, port: int,
+                   turn: Iterator[_Processor]) -> None:
+        """Count the connection against its address (refused at the limit) and pass it on."""
+        try:
+            self.quotas.inc(host)
+        except TooManyConnectionsError as exc:
+            self._refused_log.warning("rejected connection from %s: %s", host, exc)
+            sock.close()
+            return
+        try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.tls is not None:    # handshake in the processor's loop
-                try:
-                    sock = self.tls.wrap_socket(sock, server_side=True,
-                                                do_handshake_on_connect=False)
-                except OSError as exc:
-                    log.warning("TLS setup of a connection from %s failed: %s", addr[0], exc)
-                    sock.close()
-                    continue
-            next(turn).add(sock, f"{addr[0]}:{addr[1]}")
+        except OSError:
+            self.quotas.dec(host)
+            sock.close()
+            return
+        if self.tls is not None:    # handshake in the processor's loop
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            except OSError as exc:
+                log.warning("TLS setup of a connection from %s failed: %s", host, exc)
+                self.quotas.dec(host)
+                sock.close()
+                return
+        next(turn).add(sock, f"{host}:{port}")
 
     def stop(self) -> None:
         """Stop accepting, close every connection, join the threads."""

@@ -28,6 +28,7 @@ from kclient.protocol.zookeeper import registration_version
 
 from .cluster import ClusterView
 from .config import BrokerConfig
+from .connection_quotas import ConnectionQuotas, parse_overrides
 from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
@@ -41,6 +42,7 @@ from .listeners import (
 )
 from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
+from .memory_pool import MemoryPool, pool_for
 from .network import DropConnection, SocketServer
 from .producer_ids import ProducerIdManager
 from .sasl import CredentialStore, SaslSession, Session
@@ -65,6 +67,7 @@ class MiniBroker:
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
             else int(cfg["broker.id"])
         self.config.set("broker.id", self.node_id)
+        _request_pool(cfg), _connection_quotas(cfg)   # refuse bad limits before start()
         self.host, self.port = _listener(cfg, host, port)
         self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
         inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
@@ -164,17 +167,19 @@ class MiniBroker:
             self.log_dir, defaults,
             flush_check_ms=cfg.get_int("log.flush.scheduler.interval.ms", 1000),
             retention_check_ms=cfg.get_int("log.retention.check.interval.ms", 300000),
+            checkpoint_interval_ms=cfg.get_int("log.flush.offset.checkpoint.interval.ms", 60000),
             cleaner_config=cfg)
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
         self._servers = []
+        pool, quotas = _request_pool(cfg), _connection_quotas(cfg)   # shared by the listeners
         for i, listener in enumerate(self.listeners):
             server = SocketServer(
                 listener.host, listener.port, self.dispatch, served=served_versions(),
                 num_processors=cfg.get_int("num.network.threads", 3),
                 max_request_size=cfg.int_setting("socket.request.max.bytes"),
                 max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener,
-                sessions=self._sessions(listener))
+                pool=pool, quotas=quotas, sessions=self._sessions(listener))
             self._servers.append(server)
             server.bind()
             self.listeners[i] = listener.with_port(server.port)
@@ -316,6 +321,9 @@ class MiniBroker:
         """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
         if fault.kind == "drop":
             raise DropConnection("fault injection")
+        if fault.kind == "lose":
+            _resolve(handler(self, request))
+            raise DropConnection("fault injection: response lost")
         if fault.kind == "error":
             if request.api is METADATA:
                 return stamp_metadata_error(_resolve(handler(self, request)), fault.error)
@@ -354,6 +362,19 @@ def _sasl_settings(cfg: BrokerConfig, listeners: list[Listener],
         raise ListenerError(f"listener {names} uses SASL but there are no users: set "
                             "sasl.credentials.file or give kclient broker --sasl-user NAME:PASSWORD")
     return SaslSettings(mechanisms, store, cfg.get_int("connections.max.reauth.ms", 0))
+
+
+def _request_pool(cfg: BrokerConfig) -> MemoryPool | None:
+    """The ``queued.max.request.bytes`` pool (None: unbounded, Kafka's default of -1)."""
+    return pool_for(cfg.int_setting("queued.max.request.bytes"),
+                    cfg.int_setting("socket.request.max.bytes"))
+
+
+def _connection_quotas(cfg: BrokerConfig) -> ConnectionQuotas:
+    """``max.connections``, ``max.connections.per.ip`` and its overrides."""
+    return ConnectionQuotas(cfg.int_setting("max.connections"),
+                            cfg.int_setting("max.connections.per.ip"),
+                            parse_overrides(cfg.get("max.connections.per.ip.overrides") or ""))
 
 
 def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:

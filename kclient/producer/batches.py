@@ -20,6 +20,7 @@ from typing import Any
 from kclient.protocol import compression
 from kclient.protocol.error_codes import UnsupportedVersionError
 from kclient.protocol.records import build_batch, build_message_set, encode_v2_uniform
+from kclient.protocol.records.v2 import set_producer_state
 
 from .data import DeliveryReport, Entry
 
@@ -103,7 +104,7 @@ class PartitionBatch:
 
     __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
                  "codec", "attempts", "error", "due", "lengths", "_encoded", "created",
-                 "deadline")
+                 "deadline", "producer_id", "producer_epoch", "base_sequence", "transactional")
 
     def __init__(self, topic: str, partition: int, entries: list[Entry] | None,
                  values: list[Any], keys: list[Any] | None = None,
@@ -125,6 +126,19 @@ class PartitionBatch:
         self.deadline = float("inf")
         self.created = int(time.time() * 1000)
         self._encoded: tuple[int, bytes | bytearray] | None = None
+        #: idempotence: the producer id, epoch and first sequence stamped on the batch, kept
+        #: across retries so the broker recognises a resent batch (-1: not idempotent)
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.transactional = False
+
+    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
+                     transactional: bool = False) -> None:
+        """Stamp the batch (idempotent producer); ``base_sequence`` -1 clears the stamp."""
+        self.producer_id, self.producer_epoch = producer_id, epoch
+        self.base_sequence, self.transactional = base_sequence, transactional
+        self._encoded = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -136,6 +150,13 @@ class PartitionBatch:
             return enc[1]
         data = encode_records(self.values, self.keys, self.timestamps, self.headers, magic,
                               self.codec, self.created, self.lengths)
+        if self.base_sequence >= 0:
+            if magic < 2:
+                raise UnsupportedVersionError(
+                    "enable.idempotence needs message format v2 (Produce v3+, Kafka 0.11+); "
+                    f"this broker takes magic {magic}")
+            data = set_producer_state(data, self.producer_id, self.producer_epoch,
+                                      self.base_sequence, self.transactional)
         self._encoded = (magic, data)
         return data
 

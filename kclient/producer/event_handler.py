@@ -35,14 +35,15 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
-from kclient.protocol.apis import METADATA, PRODUCE
+from kclient.protocol.apis import INIT_PRODUCER_ID, METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
 from kclient.protocol.error_base import error_for_code
-from kclient.protocol.error_codes import LeaderNotAvailableError
+from kclient.protocol.error_codes import DuplicateSequenceNumberError, LeaderNotAvailableError
 
 from .batches import PartitionBatch
 from .callback import EventHandler
 from .data import DeliveryReport, Entry, ProducerData, failure_reports, to_entries
+from .idempotence import TransactionManager, needs_bump
 from .prepare import Preparer
 from .prepare import retriable as _retriable
 
@@ -125,6 +126,10 @@ class DefaultEventHandler(Preparer, EventHandler):
         self.wait = tenacity.wait_fixed(self.backoff)
         self._raw_values = type(self.encoder) is DefaultEncoder
         self._raw_keys = type(self.key_encoder) is DefaultEncoder
+        #: idempotence (and transactions): producer id, epoch, sequences; None when off
+        self.txn: TransactionManager | None = getattr(context, "transaction_manager", None)
+        if self.txn is None and cfg.get("enable.idempotence"):
+            self.txn = TransactionManager()
 
     # ------------------------------------------------------------------ blocking API
     def handle(self, events: Sequence[ProducerData]) -> list[DeliveryReport]:
@@ -202,7 +207,13 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not due and not parked:
             self._maybe_refresh()
             return
-        self._retry = [b for b in self._retry if b.due > now]
+        if self.txn is not None:    # a partition's waiting batches go out together, in order
+            tps = {(b.topic, b.partition) for b in due}
+            due = [b for b in self._retry if b.due <= now or (b.topic, b.partition) in tps]
+            ids = {id(b) for b in due}
+            self._retry = [b for b in self._retry if id(b) not in ids]
+        else:
+            self._retry = [b for b in self._retry if b.due > now]
         self._parked = [p for p in self._parked if p.due > now]
         topics = {b.topic for b in due} | {e[0] for p in parked for e in p.events}
         if self._stale or parked:
@@ -316,6 +327,8 @@ class DefaultEventHandler(Preparer, EventHandler):
         return conn
 
     def _send(self, batches: list[PartitionBatch]) -> None:
+        if self.txn is not None:
+            batches = self._sequence(batches)
         by_node: dict[int, list[PartitionBatch]] = {}
         for b in batches:
             info = self.cluster.topics.get(b.topic)
@@ -408,7 +421,10 @@ class DefaultEventHandler(Preparer, EventHandler):
                     error = error_for_code(pr.error_code)(
                         f"topic {topic.name!r} partition {pr.index} on broker {entry.node}"
                         + (f": {msg}" if msg else ""))
-                    self._retry_later(done, error)
+                    if self.txn is not None and done.base_sequence >= 0:
+                        self._sequence_error(done, error, pr.base_offset, pr.log_append_time_ms)
+                    else:
+                        self._retry_later(done, error)
         for b in batches.values():
             self._retry_later(b, KafkaError(
                 f"broker {entry.node} did not answer for topic {b.topic!r} partition "
@@ -460,6 +476,8 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
+        if self.txn is not None and b.base_sequence >= 0:
+            self.txn.bump_requested = True     # its sequences would be a gap: KIP-360 bump
         self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:
@@ -471,3 +489,114 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
                                                 entries=[evs[i]]))
 
+
+    # ------------------------------------------------------------------ idempotence
+    def _sequence(self, batches: list[PartitionBatch]) -> list[PartitionBatch]:
+        """The batches that may go out now, sequenced; the others wait (see idempotence.py)."""
+        txn = self.txn
+        assert txn is not None
+        if txn.bump_requested:
+            if self._inflight:
+                for b in batches:
+                    self._hold(b, time.monotonic())
+                return []
+            batches, self._retry = batches + self._retry, []
+            batches = _in_sequence_order(batches)
+            if txn.bump_epoch():
+                log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
+                         txn.producer_id, txn.epoch)
+            for b in batches:
+                b.set_sequence(-1, -1, -1)
+        if not txn.has_producer_id:
+            try:
+                self._init_producer_id()
+            except KafkaError as exc:
+                self._stale = True
+                for b in batches:
+                    self._retry_later(b, exc, sent=False)
+                return []
+        inflight: dict[tuple[str, int], int] = {}
+        for e in self._inflight:
+            for key in e.batches:
+                inflight[key] = inflight.get(key, 0) + 1
+        waiting: dict[tuple[str, int], float] = {}
+        for b in self._retry:               # anything of a partition kept back: new ones wait
+            key = (b.topic, b.partition)
+            waiting[key] = min(b.due, waiting.get(key, b.due))
+        out = []
+        now = time.monotonic()
+        for b in _in_sequence_order(batches):
+            key = (b.topic, b.partition)
+            if b.base_sequence >= 0:            # a retry: once the partition's pipe is empty
+                if inflight.get(key):
+                    waiting[key] = now
+                    self._hold(b, now)
+                    continue
+            elif key in waiting or inflight.get(key, 0) >= self.max_in_flight:
+                waiting.setdefault(key, now)
+                self._hold(b, waiting[key])
+                continue
+            else:
+                txn.assign(b)
+            inflight[key] = inflight.get(key, 0) + 1
+            out.append(b)
+        return out
+
+    def _hold(self, b: PartitionBatch, due: float) -> None:
+        """Keep a batch back (no attempt counted) until ``due`` or its partition is free."""
+        b.due = due
+        self._retry.append(b)
+
+    def _init_producer_id(self) -> None:
+        """InitProducerId on any broker: this producer's id and epoch."""
+        txn = self.txn
+        assert txn is not None
+        if not self.cluster.brokers:
+            self._refresh(self._topics)
+        nodes = sorted(self.cluster.brokers)
+        if not nodes:
+            raise NoBrokersAvailableError("no broker known for InitProducerId")
+        conn = self._connection(nodes[0])
+        body = {"transactional_id": None, "transaction_timeout_ms": txn.transaction_timeout_ms,
+                "producer_id": -1, "producer_epoch": -1}
+        try:
+            resp = conn.request(INIT_PRODUCER_ID, body, conn.version(INIT_PRODUCER_ID))
+        except KafkaError as exc:
+            self._connection_failed(conn, exc)
+            raise
+        if resp.error_code:
+            raise error_for_code(resp.error_code)(f"InitProducerId on broker {nodes[0]}")
+        txn.set_producer_id(resp.producer_id, resp.producer_epoch)
+        log.info("idempotent producer: id %d epoch %d", resp.producer_id, resp.producer_epoch)
+
+    def _sequence_error(self, b: PartitionBatch, error: BaseException, base_offset: int,
+                        append_time: int) -> None:
+        """A produce error of a sequenced batch, handled as Java's producer does (KIP-360)."""
+        txn = self.txn
+        assert txn is not None
+        if isinstance(error, DuplicateSequenceNumberError):    # a 0.11 broker's "already have it"
+            self._succeed(b, base_offset, append_time)
+            return
+        if not needs_bump(error):
+            self._retry_later(b, error)
+            return
+        if self._first_unacked(b):
+            log.warning("%s: %s for the next expected batch: bumping the epoch", b, error)
+            txn.bump_requested = True
+        b.attempts -= 1                        # waiting for an earlier batch costs no retry
+        self._retry_later(b, error, force_retriable=True)
+
+    def _first_unacked(self, b: PartitionBatch) -> bool:
+        """Whether no earlier batch of ``b``'s partition is still unacknowledged."""
+        key, seq = (b.topic, b.partition), b.base_sequence
+        others = [x for e in self._inflight for x in e.batches.values()] + self._retry
+        return not any((x.topic, x.partition) == key and 0 <= x.base_sequence < seq
+                       and x.producer_epoch == b.producer_epoch for x in others)
+
+
+def _in_sequence_order(batches: list[PartitionBatch]) -> list[PartitionBatch]:
+    """Sequenced batches by sequence, then new ones in arrival order (per partition this is
+    the order they must reach the broker in)."""
+    order = sorted(range(len(batches)), key=lambda i: (
+        batches[i].base_sequence < 0, batches[i].base_sequence, i))
+    return [batches[i] for i in order]

@@ -37,7 +37,15 @@ from kclient.protocol.error_codes import MessageSizeTooLargeError
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
-from .data import DeliveryReport, Entry, ProducerData, from_entries, to_entries, to_entry
+from .data import (
+    DeliveryReport,
+    Entry,
+    ProducerData,
+    from_entries,
+    speedups,
+    to_entries,
+    to_entry,
+)
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -142,6 +150,10 @@ class Producer:
         """
         q, t, limit = self._queue, self._sender, self._fast_limit
         check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[[ProducerData | list[ProducerData]], list[DeliveryReport] | None] = \
+                speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
+            return fast
 
         def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
             if type(data) is pd:
@@ -200,7 +212,47 @@ class Producer:
         if t.put_chunks(chunks, len(values)):
             _yield(0)
             return None
-        return self._enqueue_slow([(topic, v) for v in values])
+        self._queue_chunks_slow(chunks)
+        return None
+
+    def _queue_chunks_slow(self, chunks: list[Chunk]) -> None:
+        """The queue is full: queue the chunks as room appears, as queue.enqueue.timeout.ms
+        says.  They stay chunks (the send thread keeps their checked columns); one is split
+        only to fill the room left when the caller will not wait, or when it is larger than
+        the whole queue."""
+        self._check_open()
+        t = self._sender
+        timeout = self._enqueue_timeout
+        no_wait = timeout == 0 or threading.current_thread() is t
+        pending, i = list(chunks), 0
+        try:
+            while i < len(pending):
+                c = pending[i]
+                need = min(len(c), max(t.capacity, 1))
+                room = t.capacity - t.size()
+                if room >= need or (no_wait and room > 0):
+                    k = min(room, len(c))
+                    head = c if k == len(c) else Chunk(c.topic, c.values[:k], c.lengths[:k])
+                    if t.put_chunks([head], k):
+                        if head is c:
+                            i += 1
+                        else:
+                            pending[i] = Chunk(c.topic, c.values[k:], c.lengths[k:])
+                    continue
+                if no_wait:
+                    raise QueueFullError(
+                        f"the producer queue is full ({self._queue_size} messages, "
+                        "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
+                t.wait_for_room(need, timeout)
+                self._check_open()
+        except QueueFullError as exc:
+            left = [e for c in pending[i:] for e in c.entries()]
+            exc.not_queued = from_entries(left)
+            total = sum(map(len, chunks))
+            if total > 1:
+                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(left)} of {total} "
+                            "messages were not queued (see .not_queued)",)
+            raise
 
     def _send_many(self, data: ProducerData | list[ProducerData]) -> None:
         """A list: plain single-topic lists go in as checked chunks, others message by message."""

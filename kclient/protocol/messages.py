@@ -103,6 +103,30 @@ __all__ = [
     "OffsetDeleteResponsePartition",
     "OffsetDeleteResponseTopic",
     "OffsetDeleteResponse",
+    "DeleteRecordsRequestPartition",
+    "DeleteRecordsRequestTopic",
+    "DeleteRecordsRequest",
+    "DeleteRecordsResponsePartition",
+    "DeleteRecordsResponseTopic",
+    "DeleteRecordsResponse",
+    "CreatePartitionsRequestAssignment",
+    "CreatePartitionsRequestTopic",
+    "CreatePartitionsRequest",
+    "CreatePartitionsResponseResult",
+    "CreatePartitionsResponse",
+    "AlterConfigsRequestConfig",
+    "AlterConfigsRequestResource",
+    "AlterConfigsRequest",
+    "AlterConfigsResponseResponse",
+    "AlterConfigsResponse",
+    "DeleteGroupsRequest",
+    "DeleteGroupsResponseResult",
+    "DeleteGroupsResponse",
+    "IncrementalAlterConfigsRequestConfig",
+    "IncrementalAlterConfigsRequestResource",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponseResponse",
+    "IncrementalAlterConfigsResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
     "SaslAuthenticateRequest",
@@ -806,6 +830,159 @@ class OffsetDeleteResponse(Message, Protocol):
     error_code: int                          # v0+
     throttle_time_ms: int                    # v0+
     topics: list[OffsetDeleteResponseTopic]  # v0+
+
+
+class DeleteRecordsRequestPartition(Message, Protocol):
+    """An element of DeleteRecordsRequestTopic.partitions."""
+    partition_index: int  # v0+
+    offset: int           # v0+
+
+
+class DeleteRecordsRequestTopic(Message, Protocol):
+    """An element of DeleteRecordsRequest.topics."""
+    name: str                                        # v0+
+    partitions: list[DeleteRecordsRequestPartition]  # v0+
+
+
+class DeleteRecordsRequest(Message, Protocol):
+    """DeleteRecords request (key 21, v0-v2)."""
+    topics: list[DeleteRecordsRequestTopic]  # v0+
+    timeout_ms: int                          # v0+
+
+
+class DeleteRecordsResponsePartition(Message, Protocol):
+    """An element of DeleteRecordsResponseTopic.partitions."""
+    partition_index: int  # v0+
+    low_watermark: int    # v0+
+    error_code: int       # v0+
+
+
+class DeleteRecordsResponseTopic(Message, Protocol):
+    """An element of DeleteRecordsResponse.topics."""
+    name: str                                         # v0+
+    partitions: list[DeleteRecordsResponsePartition]  # v0+
+
+
+class DeleteRecordsResponse(Message, Protocol):
+    """DeleteRecords response (key 21, v0-v2)."""
+    throttle_time_ms: int                     # v0+
+    topics: list[DeleteRecordsResponseTopic]  # v0+
+
+
+class CreatePartitionsRequestAssignment(Message, Protocol):
+    """An element of CreatePartitionsRequestTopic.assignments."""
+    broker_ids: list[int]  # v0+
+
+
+class CreatePartitionsRequestTopic(Message, Protocol):
+    """An element of CreatePartitionsRequest.topics."""
+    name: str                                                    # v0+
+    count: int                                                   # v0+
+    assignments: list[CreatePartitionsRequestAssignment] | None  # v0+
+
+
+class CreatePartitionsRequest(Message, Protocol):
+    """CreatePartitions request (key 37, v0-v3)."""
+    topics: list[CreatePartitionsRequestTopic]  # v0+
+    timeout_ms: int                             # v0+
+    validate_only: bool                         # v0+
+
+
+class CreatePartitionsResponseResult(Message, Protocol):
+    """An element of CreatePartitionsResponse.results."""
+    name: str                  # v0+
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+
+
+class CreatePartitionsResponse(Message, Protocol):
+    """CreatePartitions response (key 37, v0-v3)."""
+    throttle_time_ms: int                          # v0+
+    results: list[CreatePartitionsResponseResult]  # v0+
+
+
+class AlterConfigsRequestConfig(Message, Protocol):
+    """An element of AlterConfigsRequestResource.configs."""
+    name: str          # v0+
+    value: str | None  # v0+
+
+
+class AlterConfigsRequestResource(Message, Protocol):
+    """An element of AlterConfigsRequest.resources."""
+    resource_type: int                        # v0+
+    resource_name: str                        # v0+
+    configs: list[AlterConfigsRequestConfig]  # v0+
+
+
+class AlterConfigsRequest(Message, Protocol):
+    """AlterConfigs request (key 33, v0-v2)."""
+    resources: list[AlterConfigsRequestResource]  # v0+
+    validate_only: bool                           # v0+
+
+
+class AlterConfigsResponseResponse(Message, Protocol):
+    """An element of AlterConfigsResponse.responses."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+    resource_type: int         # v0+
+    resource_name: str         # v0+
+
+
+class AlterConfigsResponse(Message, Protocol):
+    """AlterConfigs response (key 33, v0-v2)."""
+    throttle_time_ms: int                          # v0+
+    responses: list[AlterConfigsResponseResponse]  # v0+
+
+
+class DeleteGroupsRequest(Message, Protocol):
+    """DeleteGroups request (key 42, v0-v2)."""
+    groups_names: list[str]  # v0+
+
+
+class DeleteGroupsResponseResult(Message, Protocol):
+    """An element of DeleteGroupsResponse.results."""
+    group_id: str    # v0+
+    error_code: int  # v0+
+
+
+class DeleteGroupsResponse(Message, Protocol):
+    """DeleteGroups response (key 42, v0-v2)."""
+    throttle_time_ms: int                      # v0+
+    results: list[DeleteGroupsResponseResult]  # v0+
+
+
+class IncrementalAlterConfigsRequestConfig(Message, Protocol):
+    """An element of IncrementalAlterConfigsRequestResource.configs."""
+    name: str              # v0+
+    config_operation: int  # v0+
+    value: str | None      # v0+
+
+
+class IncrementalAlterConfigsRequestResource(Message, Protocol):
+    """An element of IncrementalAlterConfigsRequest.resources."""
+    resource_type: int                                   # v0+
+    resource_name: str                                   # v0+
+    configs: list[IncrementalAlterConfigsRequestConfig]  # v0+
+
+
+class IncrementalAlterConfigsRequest(Message, Protocol):
+    """IncrementalAlterConfigs request (key 44, v0-v1)."""
+    resources: list[IncrementalAlterConfigsRequestResource]  # v0+
+    validate_only: bool                                      # v0+
+
+
+class IncrementalAlterConfigsResponseResponse(Message, Protocol):
+    """An element of IncrementalAlterConfigsResponse.responses."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+    resource_type: int         # v0+
+    resource_name: str         # v0+
+
+
+class IncrementalAlterConfigsResponse(Message, Protocol):
+    """IncrementalAlterConfigs response (key 44, v0-v1)."""
+    throttle_time_ms: int                                     # v0+
+    responses: list[IncrementalAlterConfigsResponseResponse]  # v0+
 
 
 class SaslHandshakeRequest(Message, Protocol):

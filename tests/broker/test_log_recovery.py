@@ -5,15 +5,16 @@ from pathlib import Path
 import pytest
 
 from kclient.broker.log import FileRegion, Log, LogConfig
-from kclient.broker.log.log import CLEAN_SHUTDOWN, RECOVERY_POINT
+from kclient.broker.log.log import CLEAN_SHUTDOWN
 from kclient.protocol.records import RecordsReader, build_batch, build_message_set
 
 CONFIG = dict(segment_bytes=400, index_interval_bytes=64)
 
 
-def open_log(tmp_path: Path, **config) -> Log:
+def open_log(tmp_path: Path, recovery_point: int = 0, **config) -> Log:
     """The log in ``tmp_path/t-0`` with small segments."""
-    return Log(tmp_path / "t-0", LogConfig(**{**CONFIG, **config}))
+    return Log(tmp_path / "t-0", LogConfig(**{**CONFIG, **config}),
+               recovery_point=recovery_point)
 
 
 def fill(log: Log, count: int, magic: int = 2) -> list[int]:
@@ -145,13 +146,13 @@ def test_only_segments_from_the_recovery_point_are_scanned(tmp_path):
     fill(log, 40)
     segments = log.segments
     assert len(segments) >= 3
-    point = int((log.directory / RECOVERY_POINT).read_text())
-    assert point == segments[-1].base_offset
+    point = log.recovery_point
+    assert point == segments[-1].base_offset  # the rolled segments were flushed
     crash(log)
     old = bytearray(segments[0].log_path.read_bytes())
     old[-3] ^= 0xFF  # corrupt an old, flushed segment: not rescanned (as in Kafka)
     segments[0].log_path.write_bytes(bytes(old))
-    again = open_log(tmp_path)
+    again = open_log(tmp_path, recovery_point=point)
     assert again.log_end_offset == 40 and len(again.segments) == len(segments)
 
 
@@ -160,12 +161,11 @@ def test_without_recovery_point_all_segments_are_checked(tmp_path):
     fill(log, 40)
     segments = log.segments
     crash(log)
-    (log.directory / RECOVERY_POINT).unlink()
     middle = segments[1]
     data = bytearray(middle.log_path.read_bytes())
     data[-3] ^= 0xFF
     middle.log_path.write_bytes(bytes(data))
-    again = open_log(tmp_path)
+    again = open_log(tmp_path)  # recovery point 0: none checkpointed
     # the corrupt middle entry and everything after it are gone
     assert again.log_end_offset == segments[2].base_offset - 1
     assert [s.base_offset for s in again.segments] == [s.base_offset for s in segments[:2]]
@@ -185,13 +185,19 @@ def test_newest_segment_entirely_garbage(tmp_path):
     assert again.append(build_batch([b"x"]), magic=2).first_offset == segments[-1].base_offset
 
 
-def test_recover_false_trusts_the_files(tmp_path):
+def test_recover_false_trusts_the_files_but_the_last_entry(tmp_path):
     log = open_log(tmp_path)
     fill(log, 8)
     path = newest(log)
     crash(log)
     data = bytearray(path.read_bytes())
+    first = len(build_batch([b"value-0000"], timestamp=1000)) - 3  # in the first entry
+    data[first] ^= 0xFF
+    path.write_bytes(bytes(data))
+    trusted = Log(tmp_path / "t-0", LogConfig(**CONFIG), recover=False)
+    assert trusted.log_end_offset == 8  # offsets in order, CRCs not checked but the last one's
+    data[first] ^= 0xFF
     data[-3] ^= 0xFF
     path.write_bytes(bytes(data))
     trusted = Log(tmp_path / "t-0", LogConfig(**CONFIG), recover=False)
-    assert trusted.log_end_offset == 8  # sizes are consistent, CRCs not checked
+    assert trusted.log_end_offset == 7  # the entry that sets the log end offset is checked

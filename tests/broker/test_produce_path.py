@@ -1,5 +1,5 @@
-"""The mini-broker's produce path: request frames read with one copy (kclient.broker.network's
-_FrameReader), records validated once and copied once (assign_offsets with entries)."""
+"""The mini-broker's produce path: request frames read with one copy (kclient.broker.frames'
+FrameReader), records validated once and copied once (assign_offsets with entries)."""
 import itertools
 import logging
 import random
@@ -12,8 +12,8 @@ import pytest
 import kclient.broker.handlers.produce as produce_handler
 import kclient.protocol.records.ops as ops
 from kclient.broker import MiniBroker
+from kclient.broker.frames import HEAD_READ, FrameReader
 from kclient.broker.log import FileRegion, Log, LogConfig
-from kclient.broker.network import HEAD_READ, _FrameReader
 from kclient.protocol.apis import APIS, FETCH, METADATA, PRODUCE
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.framing import ClientProtocol, ServerProtocol
@@ -62,7 +62,7 @@ class TrickleSocket:
         return len(piece)
 
 
-def read_all(reader: _FrameReader, sock: TrickleSocket) -> list:
+def read_all(reader: FrameReader, sock: TrickleSocket) -> list:
     """Drive the reader as the processor does (fill, take) until the socket is drained."""
     requests = []
     while True:
@@ -73,8 +73,8 @@ def read_all(reader: _FrameReader, sock: TrickleSocket) -> list:
         requests.extend(reader.take())
 
 
-def new_reader(max_frame: int = MAX_FRAME) -> _FrameReader:
-    return _FrameReader(ServerProtocol(APIS, max_frame), max_frame)
+def new_reader(max_frame: int = MAX_FRAME) -> FrameReader:
+    return FrameReader(ServerProtocol(APIS, max_frame).decode_frame, max_frame)
 
 
 def produce_body(topic: str, records, acks: int = 1) -> dict:
@@ -108,7 +108,7 @@ def same_requests(got, wire: bytes) -> None:
     assert [r.size for r in got] == [r.size for r in want]
 
 
-# ------------------------------------------------------------------ _FrameReader
+# ------------------------------------------------------------------ FrameReader
 def test_requests_delivered_one_byte_at_a_time_decode():
     _, wire = frames((METADATA, 1, {"topics": None}),
                      (PRODUCE, 3, produce_body("t", build_batch([b"a", b"bc"] * 20))),

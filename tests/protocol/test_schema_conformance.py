@@ -113,7 +113,11 @@ def _legacy_classes():
             for side in ("Request", "Response"):
                 classes = getattr(mod, api.name + side, None)
                 if isinstance(classes, list):
-                    found[(api.name, side)] = classes
+                    # kafka-python lists AlterConfigsRequest_v1 as AlterConfigsResponse[1]:
+                    # keep only the classes that are what their list says
+                    good = [c for c in classes if c.__name__.startswith(api.name + side)]
+                    found[(api.name, side)] = classes if len(good) == len(classes) else \
+                        classes[:next(i for i, c in enumerate(classes) if c not in good)]
     return found
 
 

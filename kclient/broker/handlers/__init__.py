@@ -8,8 +8,12 @@ module, so :data:`HANDLERS` (and the ApiVersions answer derived from it) is comp
 from __future__ import annotations
 
 from . import (
+    alter_configs,
     api_versions,
+    create_partitions,
     create_topics,
+    delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -17,6 +21,7 @@ from . import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -38,7 +43,8 @@ __all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
 
 #: Every handler module (importing one registers its handler).
 HANDLER_MODULES = (
-    api_versions, create_topics, delete_topics, describe_cluster, describe_configs,
+    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
+    incremental_alter_configs, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
     offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group,

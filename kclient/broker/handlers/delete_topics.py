@@ -17,7 +17,7 @@ def _delete(broker: Broker, name: str) -> dict:
     try:
         broker.cluster.delete_topic(name)
     except BrokerResponseError as exc:
-        return {"name": name, "error_code": exc.errno, "error_message": str(exc)}
+        return {"name": name, "error_code": exc.errno, "error_message": exc.context}
     return {"name": name, "error_code": 0, "error_message": None}
 
 

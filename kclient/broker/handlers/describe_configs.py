@@ -76,6 +76,8 @@ def _topic_entry(broker: Broker, name: str, overrides: dict[str, str], effective
               for k in broker_keys if k in cfg.explicit]
     source: int = chain[0]["source"] if chain else DEFAULT_CONFIG
     value = _text(getattr(effective, attr)) if attr else cfg.get(broker_keys[0])
+    if name in overrides:           # as set (a list keeps its order, as Kafka shows it)
+        value = overrides[name]
     if not chain:
         chain = [{"name": broker_keys[-1], "value": value, "source": DEFAULT_CONFIG}]
     return _entry(name, value, source, kind, False, chain if synonyms else [])
@@ -91,6 +93,12 @@ def _topic(broker: Broker, topic: str, keys: list[str] | None, synonyms: bool) -
     names = [n for n in sorted(TOPIC_CONFIGS) if keys is None or n in keys]
     return {"error_code": 0, "error_message": "",
             "configs": [_topic_entry(broker, n, overrides, effective, synonyms) for n in names]}
+
+
+def effective_value(broker: Broker, topic: str, name: str) -> str | None:
+    """The value a topic-level setting has now (override, broker setting or default)."""
+    configs = _topic(broker, topic, [name], False)["configs"]
+    return configs[0]["value"] if configs else None
 
 
 def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> dict:

@@ -3,7 +3,8 @@
 Data whose message format the request version can carry goes out as file regions (sendfile);
 older versions get down-converted bytes (v0-v1 read magic 0, v2-v3 magic <= 1, v4+ any).  A
 response with fewer than ``min_bytes`` waits (a Future) until appends to the fetched partitions
-bring enough or ``max_wait_ms`` passes.  From v3 the total ``max_bytes`` is honoured, and the first
+bring enough or ``max_wait_ms`` passes; if its connection closes first, the parked fetch lets go of
+its watchers and timer at once.  From v3 the total ``max_bytes`` is honoured, and the first
 entry of the first non-empty partition is returned whole even when larger (KIP-74).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from concurrent.futures import Future
+from concurrent.futures import InvalidStateError
 from typing import Any
 
 from kclient.protocol import error_codes as E
@@ -20,6 +21,7 @@ from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records
 
+from ..delayed import DelayedResponse
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -137,13 +139,14 @@ class DelayedFetch:
 
     def __init__(self, broker: Broker, body: Any, version: int, have: int):
         self.broker, self.body, self.version = broker, body, version
-        self.future: Future = Future()
+        self.future = DelayedResponse()
         self._lock = threading.Lock()
         self._done = False
         self._bytes = have
         keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
         self._token = broker.watchers.watch(keys, self._on_append)
         self._timer = broker.scheduler.call_later(body.max_wait_ms / 1000.0, self._expire)
+        self.future.on_abandon(self._abandoned)
 
     def _on_append(self, nbytes: int) -> None:
         """An append to a watched partition: answer once enough bytes arrived."""
@@ -164,6 +167,19 @@ class DelayedFetch:
             self._done = True
         self._finish()
 
+    def _abandoned(self) -> None:
+        """The connection closed: stop watching and drop the timer, nothing to answer."""
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+        self._release()
+
+    def _release(self) -> None:
+        """Unregister from the append watchers and the timer."""
+        self.broker.watchers.unwatch(self._token)
+        self.broker.scheduler.cancel(self._timer)
+
     def recheck(self, seen: dict) -> None:
         """Catch appends that landed between the first read and the watch registration."""
         for key, end in seen.items():
@@ -173,13 +189,22 @@ class DelayedFetch:
                 return
 
     def _finish(self) -> None:
-        """Stop watching, read again and resolve the future."""
-        self.broker.watchers.unwatch(self._token)
-        self.broker.scheduler.cancel(self._timer)
+        """Stop watching, read again and resolve the future (unless it was abandoned)."""
+        self._release()
+        if self.future.cancelled():
+            return
+        error: Exception | None = None
         try:
-            self.future.set_result(read_all(self.broker, self.body, self.version)[0])
+            result = read_all(self.broker, self.body, self.version)[0]
         except Exception as exc:
-            self.future.set_exception(exc)
+            result, error = None, exc
+        try:
+            if error is None:
+                self.future.set_result(result)
+            else:
+                self.future.set_exception(error)
+        except InvalidStateError:
+            pass  # abandoned while it was being read
 
 
 def _high_watermarks(body: dict) -> dict:

@@ -9,17 +9,17 @@ lines).  Reads and writes are throttled to ``log.cleaner.io.max.bytes.per.second
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from kclient.broker.log.checkpoint import CLEANER_CHECKPOINT, read_checkpoint, write_checkpoint
 from kclient.broker.log.cleaning import Cleanable, CleaningAborted, Throttler, clean_log, cleanable
 from kclient.broker.log.log import Log, now_ms
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+CHECKPOINT_FILE = CLEANER_CHECKPOINT
 #: Kafka's offset map: 24 bytes per key (MD5 hash and offset), filled to 90%.
 _BYTES_PER_KEY, _LOAD_FACTOR = 24, 0.9
 
@@ -30,14 +30,7 @@ class CleanerCheckpoint:
     def __init__(self, path: Path) -> None:
         """Read ``path`` if it exists (a damaged file counts as empty)."""
         self.path = Path(path)
-        self.offsets: dict[tuple[str, int], int] = {}
-        try:
-            lines = self.path.read_text(encoding="utf-8").split("\n")
-            for line in lines[2:2 + int(lines[1])]:
-                topic, partition, offset = line.rsplit(" ", 2)
-                self.offsets[(topic, int(partition))] = int(offset)
-        except (OSError, ValueError, IndexError):
-            self.offsets = {}
+        self.offsets: dict[tuple[str, int], int] = read_checkpoint(self.path)
 
     def get(self, key: tuple[str, int]) -> int:
         """The first dirty offset of a partition (0: never cleaned)."""
@@ -51,14 +44,7 @@ class CleanerCheckpoint:
         self.offsets = {k: v for k, v in self.offsets.items() if k in keep}
         if key is not None:
             self.offsets[key] = offset
-        lines = ["0", str(len(self.offsets))]
-        lines += [f"{t} {p} {o}" for (t, p), o in sorted(self.offsets.items())]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_checkpoint(self.path, self.offsets)
 
 
 class LogCleaner:

@@ -7,6 +7,12 @@ its CRC (v0/v1: CRC-32 of magic..end; v2: CRC-32C of attributes..end, when valid
 not continue the offset sequence; ``valid_end`` then says where the valid prefix ends and
 ``error`` why the walk stopped.  The offset reported for an entry is its *largest* offset: the
 offset field of a v0/v1 message or compressed wrapper, ``baseOffset + lastOffsetDelta`` for v2.
+
+Offset checks (Kafka's recovery checks CRCs and ``ensureOffsetInRange``; the baseOffset of a v2
+batch lies outside its CRC, so the sequence is what catches a damaged one): every entry's largest
+offset lies in ``[min_offset, max_offset]`` and above the previous entry's; a header that tells
+its first offset must start above the previous entry and end at or after it; in a ``dense`` walk
+(a segment never compacted: the active one) it must start exactly one past the previous entry.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
+INT64_MAX = (1 << 63) - 1
 
 
 class EntryInfo(NamedTuple):
@@ -81,16 +88,21 @@ class EntryWalk:
     """Iterate the entries of ``fd`` between ``start`` and ``end``; see the module docstring."""
 
     def __init__(self, fd: int, start: int, end: int, *, validate: bool = False,
-                 min_offset: int = -1, chunk: int = 1 << 20) -> None:
-        """``min_offset``: the first entry's largest offset must be at least this."""
+                 min_offset: int = -1, max_offset: int = INT64_MAX, dense: bool = False,
+                 chunk: int = 1 << 20) -> None:
+        """``min_offset``: the first entry's first offset (``dense``) or lowest possible one;
+        ``max_offset``: no entry may hold an offset above it."""
         self.fd, self.start, self.end = fd, start, end
         self.validate, self.min_offset, self.chunk = validate, min_offset, chunk
+        self.max_offset, self.dense = max_offset, dense
         self.valid_end = start
         self.error: str | None = None
+        self.reason: str | None = None
         self._buf, self._base = b"", start
 
     def _stop(self, reason: str) -> None:
         """Record why the walk ended early (returns None for the callers' convenience)."""
+        self.reason = reason
         self.error = f"{reason} at position {self.valid_end}"
         return None
 
@@ -141,15 +153,28 @@ class EntryWalk:
                 return
             rel, total = found
             info = head_info(self._buf, rel, pos, total)
-            first = first_offset_of(self._buf, rel)
-            if info.last_offset < expected or (
-                    first is not None and not expected <= first <= info.last_offset):
-                self._stop(f"offset {info.last_offset} out of sequence")
+            reason = self._out_of_order(info, first_offset_of(self._buf, rel), expected)
+            if reason is not None:
+                self._stop(reason)
                 return
             expected = info.last_offset + 1
             pos += total
             self.valid_end = pos
             yield info
+
+    def _out_of_order(self, info: EntryInfo, first: int | None, expected: int) -> str | None:
+        """Why the entry's offsets do not continue the sequence at ``expected``, or None."""
+        last = info.last_offset
+        if first is not None and first > last:
+            return f"first offset {first} above last offset {last}"
+        if last > self.max_offset:
+            return f"offset {last} beyond {self.max_offset}, the segment's last possible offset"
+        if last < expected or (first is not None and first < expected):
+            low = last if first is None else first
+            return f"offset {low} out of sequence (expected at least {expected})"
+        if self.dense and first is not None and expected >= 0 and first != expected:
+            return f"offset {first} out of sequence (expected {expected})"
+        return None
 
 
 __all__ = ["EntryInfo", "EntryWalk", "HEAD_SIZE", "head_info", "crc_ok", "first_offset_of"]

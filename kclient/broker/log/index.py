@@ -42,23 +42,32 @@ class OffsetIndex:
         base = self.base_offset
         return [(base + o, p) for o, p in zip(self._offsets, self._positions)]
 
-    def load(self, segment_size: int) -> bool:
-        """Read the file into memory; False (and nothing loaded) if it is inconsistent."""
+    def load(self, segment_size: int) -> str | None:
+        """Read the file into memory after Kafka's ``sanityCheck``; why it is corrupt, or None.
+
+        Corrupt: a length that is not a multiple of the entry size, offsets or positions that
+        do not strictly increase, a negative offset or a position outside the segment file.
+        Nothing is loaded from a corrupt file (the caller rebuilds it from the segment).
+        """
         fd = self._handle.fd
         length = os.fstat(fd).st_size
         if length % ENTRY_SIZE:
-            return False
+            return f"{length} bytes, not a multiple of {ENTRY_SIZE}"
         data = pread_exact(fd, length, 0)
         offsets, positions = array("i"), array("i")
         last_o = last_p = -1
-        for rel, pos in ENTRY.iter_unpack(data):
-            if rel <= last_o or pos <= last_p or rel < 0 or pos >= segment_size:
-                return False
+        for i, (rel, pos) in enumerate(ENTRY.iter_unpack(data)):
+            if rel <= last_o or rel < 0:
+                return (f"entry {i} at byte {i * ENTRY_SIZE}: relative offset {rel} "
+                        f"not above {max(last_o, -1)}")
+            if pos <= last_p or pos >= segment_size:
+                return (f"entry {i} at byte {i * ENTRY_SIZE}: position {pos} not in "
+                        f"({last_p}, {segment_size})")
             offsets.append(rel)
             positions.append(pos)
             last_o, last_p = rel, pos
         self._offsets, self._positions = offsets, positions
-        return True
+        return None
 
     def rebuild(self, pairs: Iterable[tuple[int, int]]) -> None:
         """Replace memory and file contents with ``(absolute offset, position)`` pairs."""
@@ -86,13 +95,24 @@ class OffsetIndex:
 
     def lookup(self, offset: int) -> int:
         """File position to scan from for ``offset`` (0 when no pair is at or below it)."""
+        return self.lookup_entry(offset)[1]
+
+    def lookup_entry(self, offset: int) -> tuple[int, int]:
+        """The last ``(absolute offset, position)`` pair at or below ``offset``; (-1, 0) if none."""
         i = bisect_right(self._offsets, offset - self.base_offset)
-        return self._positions[i - 1] if i else 0
+        if not i:
+            return -1, 0
+        return self.base_offset + self._offsets[i - 1], self._positions[i - 1]
+
+    def last_entry(self) -> tuple[int, int]:
+        """The last ``(absolute offset, position)`` pair; (-1, 0) when the index is empty."""
+        if not self._offsets:
+            return -1, 0
+        return self.base_offset + self._offsets[-1], self._positions[-1]
 
     def last_position(self) -> int:
         """Position of the last indexed entry (0 when the index is empty)."""
-        positions = self._positions
-        return positions[-1] if positions else 0
+        return self.last_entry()[1]
 
     def flush(self) -> None:
         """fsync the index file if pairs were added since the last flush."""

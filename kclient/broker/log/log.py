@@ -6,10 +6,14 @@ searches a consistent snapshot while retention deletes segments; a deleted segme
 descriptor stays valid for as long as a snapshot or a returned region references it.
 
 Durability: the active segment is fsynced every ``flush_interval_messages`` records, on the
-manager's ``flush_interval_ms`` timer, on roll (the rolled segment) and on close.  Close writes a
-clean-shutdown marker; opening removes it.  Without the marker, every segment from the recovery
-point (the base offset of the segment that was active at the last roll) is validated entry by
-entry and truncated at the first invalid one.
+manager's ``flush_interval_ms`` timer, on roll (the rolled segment) and on close; each flush
+moves the log's ``recovery_point`` (Kafka's: every offset below it is on disk), which the
+manager checkpoints in ``recovery-point-offset-checkpoint``.  Close writes a clean-shutdown
+marker; opening removes it.  With the marker the segments are sanity-checked
+(:meth:`LogSegment.load`); without it every segment holding offsets at or after the recovery
+point is recovered (:meth:`LogSegment.recover`: CRC, offset order and range) and truncated at
+the first invalid entry, as Kafka's LogLoader does; a segment failing its sanity check is
+recovered the same way.
 """
 from __future__ import annotations
 
@@ -36,7 +40,9 @@ from kclient.protocol.records.ops import EntryInfo
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN = ".kclient_clean_shutdown"
-RECOVERY_POINT = ".kclient_recovery_point"
+#: the per-partition recovery point file of earlier versions (removed on load)
+LEGACY_RECOVERY_POINT = ".kclient_recovery_point"
+LOG_START_OFFSET = ".kclient_log_start_offset"
 LATEST, EARLIEST = -1, -2
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -73,8 +79,13 @@ def _write_small_file(path: Path, text: str) -> None:
 class Log:
     """Append-only, segmented, recoverable log of one topic-partition."""
 
-    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True) -> None:
-        """Open (creating if needed) the partition directory and load its segments."""
+    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True,
+                 recovery_point: int = 0) -> None:
+        """Open (creating if needed) the partition directory and load its segments.
+
+        ``recovery_point``: the offset checkpointed as on disk (0, unknown: after an unclean
+        shutdown every segment is recovered); ``recover=False`` trusts the files (a new log).
+        """
         self.directory = Path(directory)
         self.config = config
         match = _DIR_NAME.match(self.directory.name)
@@ -86,6 +97,7 @@ class Log:
         self._last_flush_ms = now_ms()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._view: tuple[tuple[LogSegment, ...], list[int]] = ((), [])
+        self.recovery_point = recovery_point
         self._load(recover)
         self.producer_state = ProducerStateManager(self.directory, self.directory.name)
         self._load_producer_state()
@@ -107,11 +119,15 @@ class Log:
                     for base in self._segment_bases()]
         if not segments:
             segments = [LogSegment(self.directory, 0, self.config.index_interval_bytes)]
-        point = self._read_recovery_point() if recover and not clean else None
+        point = self.recovery_point if recover and not clean else None
         segments = self._open_segments(segments, point, swapped)
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
-        self.log_start_offset = segments[0].base_offset
+        self.log_start_offset = max(segments[0].base_offset,
+                                    min(self._read_log_start(), self.log_end_offset))
+        self.recovery_point = self.log_end_offset if clean or not recover else \
+            min(max(self.recovery_point, self.log_start_offset), self.log_end_offset)
+        (self.directory / LEGACY_RECOVERY_POINT).unlink(missing_ok=True)
 
     def _load_producer_state(self) -> None:
         """Producer state from the newest snapshot plus the batches written after it."""
@@ -131,35 +147,47 @@ class Log:
                 bases.append(int(path.name[:20]))
         return sorted(bases)
 
-    def _read_recovery_point(self) -> int:
-        """Base offset from which segments may hold unflushed data (0 when unknown)."""
+    def _read_log_start(self) -> int:
+        """The log start offset DeleteRecords last set (0 when never set)."""
         try:
-            return int((self.directory / RECOVERY_POINT).read_text().strip())
+            return int((self.directory / LOG_START_OFFSET).read_text().strip())
         except (OSError, ValueError):
             return 0
 
     def _open_segments(self, segments: list[LogSegment], point: int | None,
                        swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
-        """Load or recover each segment (always those a swap just replaced); drop every
-        segment after a truncated one."""
+        """Kafka's LogLoader: recover every segment holding offsets at or after the recovery
+        point (and those a swap just replaced); sanity-check the others and recover those that
+        fail; drop every segment after a truncated one."""
         for i, seg in enumerate(segments):
-            last = i == len(segments) - 1
+            active = i == len(segments) - 1
+            next_base = None if active else segments[i + 1].base_offset
             if seg.base_offset in swapped or (
-                    point is not None and (seg.base_offset >= point or last)):
-                cut = seg.recover()
-            elif not seg.load():
-                cut = seg.recover()
+                    point is not None and (next_base is None or next_base > point)):
+                cut = self._recover_segment(seg, next_base, active)
             else:
+                problem = seg.load(next_base, active)
                 cut = 0
-            if i + 1 < len(segments) and not cut:
-                seg.next_offset = max(seg.next_offset, segments[i + 1].base_offset)
+                if problem is not None:
+                    log.error("%s: %s; recovering the segment and rebuilding its index",
+                              self.directory, problem)
+                    cut = self._recover_segment(seg, next_base, active)
+            if next_base is not None and not cut:
+                seg.next_offset = max(seg.next_offset, next_base)
                 seg.seal()
             if cut:
-                log.warning("%s: truncated %d invalid bytes from segment %d",
-                            self.directory.name, cut, seg.base_offset)
                 self._drop(segments[i + 1:])
                 return segments[:i + 1]
         return segments
+
+    def _recover_segment(self, seg: LogSegment, next_base: int | None, active: bool) -> int:
+        """Recover one segment; report a truncation with the file, position and cause."""
+        cut = seg.recover(next_base, active)
+        if cut:
+            log.error("%s: found invalid entries: %s; truncated %d bytes at byte position %d, "
+                      "the log now ends at offset %d", seg.log_path, seg.recovery_error, cut,
+                      seg.size, seg.next_offset)
+        return cut
 
     def _drop(self, segments: list[LogSegment]) -> None:
         """Delete segments that follow a truncated one (their data is not contiguous)."""
@@ -259,7 +287,7 @@ class Log:
         new.next_offset = self.log_end_offset
         new.max_timestamp = -1
         self._publish(self._view[0] + (new,))
-        _write_small_file(self.directory / RECOVERY_POINT, str(new.base_offset))
+        self.recovery_point = max(self.recovery_point, new.base_offset)  # old one fsynced
         self.producer_state.write_snapshot(new.base_offset)
         self._unflushed = 0
         return new
@@ -313,8 +341,9 @@ class Log:
             return self.log_end_offset, -1
         if timestamp == EARLIEST:
             return self.log_start_offset, -1
+        start = self.log_start_offset
         for seg in self._view[0]:
-            found = seg.find_timestamp(timestamp)
+            found = seg.find_timestamp(timestamp, start)
             if found is not None:
                 return found
         return None
@@ -335,8 +364,10 @@ class Log:
         return True
 
     def _flush_locked(self, now: int) -> None:
-        """fsync the active segment and its index (older ones were flushed on roll)."""
+        """fsync the active segment and its index (older ones were flushed on roll); all that
+        is written is now on disk: the recovery point moves to the log end."""
         self._view[0][-1].flush()
+        self.recovery_point = self.log_end_offset
         self._unflushed = 0
         self._last_flush_ms = now
 
@@ -390,12 +421,28 @@ class Log:
         if not doomed:
             return 0
         self._publish(kept)
-        self.log_start_offset = kept[0].base_offset
+        self.log_start_offset = max(self.log_start_offset, kept[0].base_offset)
         for seg in doomed:
             seg.delete()
         log.info("%s: deleted %d segments, log start offset now %d", self.directory.name,
                  len(doomed), self.log_start_offset)
         return len(doomed)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: raise the log start offset to ``offset`` (kept across restarts) and
+        delete the segments wholly below it; returns the new log start offset (low watermark).
+        """
+        with self._lock:
+            self._check_open()
+            if not 0 <= offset <= self.log_end_offset:
+                raise self._out_of_range(offset, self.log_start_offset, self.log_end_offset)
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+                _write_small_file(self.directory / LOG_START_OFFSET, str(offset))
+                segments = self._view[0]
+                below = sum(1 for nxt in segments[1:] if nxt.base_offset <= offset)
+                self._delete_first(below)
+            return self.log_start_offset
 
     # ------------------------------------------------------------------ compaction
     def replace_segments(self, group: tuple[LogSegment, ...]) -> bool:
@@ -421,9 +468,12 @@ class Log:
             group[0].close()
             swap.finish(self.directory, base)
             new = LogSegment(self.directory, base, self.config.index_interval_bytes)
-            if not new.load():
-                new.recover()
-            new.next_offset = max(new.next_offset, segments[i + len(group)].base_offset)
+            next_base = segments[i + len(group)].base_offset
+            problem = new.load(next_base, active=False)
+            if problem is not None:
+                log.error("%s: %s; recovering the cleaned segment", self.directory, problem)
+                self._recover_segment(new, next_base, False)
+            new.next_offset = max(new.next_offset, next_base)
             new.seal()
             self._publish(segments[:i] + (new,) + segments[i + len(group):])
         return True
@@ -450,5 +500,4 @@ class Log:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-__all__ = ["Log", "AppendInfo", "LATEST", "EARLIEST", "CLEAN_SHUTDOWN", "RECOVERY_POINT",
-           "now_ms"]
+__all__ = ["Log", "AppendInfo", "LATEST", "EARLIEST", "CLEAN_SHUTDOWN", "now_ms"]

@@ -2,7 +2,9 @@
 
 Layout: ``<log_dir>/<topic>-<partition>/`` per partition and ``<log_dir>/.topics/<topic>.json``
 holding a topic's config overrides (Kafka names, string values), so a restart keeps
-``message.format.version``, ``retention.ms`` and the rest.
+``message.format.version``, ``retention.ms`` and the rest.  ``<log_dir>/recovery-point-offset-
+checkpoint`` holds every log's recovery point, written every
+``log.flush.offset.checkpoint.interval.ms`` and on close, read at start (Kafka's LogManager).
 """
 from __future__ import annotations
 
@@ -15,6 +17,11 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from kclient.broker.log.checkpoint import (
+    RECOVERY_POINT_CHECKPOINT,
+    read_checkpoint,
+    write_checkpoint,
+)
 from kclient.broker.log.cleaner import LogCleaner
 from kclient.broker.log.config import LogConfig
 from kclient.broker.log.log import Log, now_ms
@@ -37,14 +44,17 @@ class LogManager:
     """Creates, loads, flushes, cleans and deletes the logs in one log directory."""
 
     def __init__(self, log_dir: Path, default_config: LogConfig, *, flush_check_ms: int = 1000,
-                 retention_check_ms: int = 300000,
+                 retention_check_ms: int = 300000, checkpoint_interval_ms: int = 60000,
                  cleaner_config: Mapping[str, str] | None = None) -> None:
         """Nothing is read until :meth:`start`; ``cleaner_config`` (broker settings) starts the
-        log cleaner unless ``log.cleaner.enable`` is false."""
+        log cleaner unless ``log.cleaner.enable`` is false; ``checkpoint_interval_ms`` is
+        ``log.flush.offset.checkpoint.interval.ms``."""
         self.log_dir = Path(log_dir)
         self.default_config = default_config
         self.flush_check_ms = flush_check_ms
         self.retention_check_ms = retention_check_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self._checkpoint_lock = threading.Lock()
         self._logs: dict[tuple[str, int], Log] = {}
         self._overrides: dict[str, dict[str, str]] = {}
         self._lock = threading.RLock()
@@ -61,12 +71,16 @@ class LogManager:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with self._lock:
             self._load_overrides()
+            points = read_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
             for path in sorted(self.log_dir.iterdir()):
                 match = _PARTITION_DIR.match(path.name)
                 if path.is_dir() and match:
-                    topic, partition = match.group("topic"), int(match.group("partition"))
-                    self._logs[(topic, partition)] = Log(path, self.topic_config(topic))
+                    key = (match.group("topic"), int(match.group("partition")))
+                    self._logs[key] = Log(path, self.topic_config(key[0]),
+                                          recovery_point=points.get(key, 0))
         self._start_timer("kclient-log-flusher", self.flush_check_ms, self._flush_due)
+        self._start_timer("kclient-recovery-point-checkpoint", self.checkpoint_interval_ms,
+                          self.checkpoint_recovery_offsets)
         self._start_timer("kclient-log-retention", self.retention_check_ms, self.cleanup)
         if self.cleaner is not None:
             self.cleaner.start()
@@ -138,6 +152,15 @@ class LogManager:
         os.replace(tmp, path)
         self._overrides[topic] = overrides
 
+    def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        """Replace a topic's stored overrides and apply them to its open logs at once."""
+        with self._lock:
+            self._save_overrides(topic, {k: str(v) for k, v in overrides.items()})
+            config = self.topic_config(topic)
+            for (name, _), each in self._logs.items():
+                if name == topic:
+                    each.config = config
+
     def topic_config(self, topic: str) -> LogConfig:
         """The effective config of ``topic``: broker defaults plus its stored overrides."""
         return LogConfig.from_properties(self._overrides.get(topic, {}), self.default_config)
@@ -187,6 +210,13 @@ class LogManager:
         now = now_ms() if now is None else now
         return sum(each.delete_old_segments(now) for each in self.logs())
 
+    def checkpoint_recovery_offsets(self) -> None:
+        """Write every open log's recovery point to ``recovery-point-offset-checkpoint``."""
+        with self._checkpoint_lock:
+            points = {(each.topic, each.partition): each.recovery_point
+                      for each in self.logs()}
+            write_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, points)
+
     def flush_all(self) -> None:
         """fsync every log."""
         for each in self.logs():
@@ -204,6 +234,7 @@ class LogManager:
         with self._lock:
             for each in self._logs.values():
                 each.close()
+            self.checkpoint_recovery_offsets()
             self._logs.clear()
 
 

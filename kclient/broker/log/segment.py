@@ -7,15 +7,19 @@ offset through the sparse index plus a short header walk and return a :class:`Fi
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from kclient.broker.log.entries import EntryInfo, EntryWalk
-from kclient.broker.log.index import OffsetIndex
+from kclient.broker.log.config import INT32_MAX
+from kclient.broker.log.entries import EntryInfo, EntryWalk, crc_ok
+from kclient.broker.log.index import ENTRY_SIZE, OffsetIndex
 from kclient.broker.log.region import FileHandle, FileRegion, pread_exact
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import LOG_OVERHEAD
+
+log = logging.getLogger(__name__)
 
 #: Bytes read per step when walking headers from an index position to the wanted entry.
 LOOKUP_CHUNK = 16 * 1024
@@ -42,19 +46,30 @@ class LogSegment:
         self.first_append_ms: int | None = None if self.size == 0 else self.last_modified_ms()
         self._bytes_since_index = 0
         self._dirty = False
+        self.recovery_error: str | None = None
+        self._index_suspect = False
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
     # ------------------------------------------------------------------ loading
-    def recover(self) -> int:
-        """Validate every entry (size, CRC, offsets), truncate after the last valid one.
+    def max_offset(self, next_base: int | None) -> int:
+        """Largest offset this segment may hold: below the next segment's base, and within
+        an int32 of its own base (Kafka's ``ensureOffsetInRange``)."""
+        top = self.base_offset + INT32_MAX
+        return top if next_base is None else min(top, next_base - 1)
 
-        Rebuilds the index; returns the number of bytes cut off.
+    def recover(self, next_base: int | None = None, active: bool = True) -> int:
+        """Kafka's ``LogSegment.recover``: validate every entry (size, CRC, offset order and
+        range; dense offsets in the ``active`` segment), truncate after the last valid one.
+
+        Rebuilds the index; returns the number of bytes cut off (``recovery_error`` says why).
         """
         walk = EntryWalk(self._handle.fd, 0, self.size, validate=True,
-                         min_offset=self.base_offset)
+                         min_offset=self.base_offset, max_offset=self.max_offset(next_base),
+                         dense=active)
         self._reindex(walk)
+        self.recovery_error = walk.error
         truncated = self.size - walk.valid_end
         if truncated:
             os.ftruncate(self._handle.fd, walk.valid_end)
@@ -62,21 +77,63 @@ class LogSegment:
             self.size = walk.valid_end
         return truncated
 
-    def load(self) -> bool:
-        """Trust a cleanly closed segment: load its index, find its end; False if inconsistent."""
-        if not self.index.load(self.size):
-            walk = EntryWalk(self._handle.fd, 0, self.size, min_offset=self.base_offset)
-            self._reindex(walk)
-            return walk.valid_end == self.size
-        start = self.index.last_position()
-        walk = EntryWalk(self._handle.fd, start, self.size)
+    def load(self, next_base: int | None = None, active: bool = True) -> str | None:
+        """Load a cleanly closed segment after Kafka's ``sanityCheck``; what is wrong, or None.
+
+        The index must be sane and agree with the entries it points at; the entries walked
+        (from the last index entry, or all of them in the ``active`` segment, whose last entry's
+        CRC is checked too because it sets the log end offset) must keep their offsets in order
+        and in range.  A problem is returned with its file and byte position; the caller then
+        recovers the segment (:meth:`recover`), as Kafka's LogLoader does.
+        """
+        problem = self.index.load(self.size)
+        if problem is not None:
+            return f"corrupt index {self.index.path.name}: {problem}"
+        top = self.max_offset(next_base)
+        return self._check_all(top) if active else self._check_tail(top)
+
+    def _check_tail(self, top: int) -> str | None:
+        """Walk from the last index entry: it must point at an entry ending at its offset."""
+        indexed, start = self.index.last_entry()
+        walk = EntryWalk(self._handle.fd, start, self.size, min_offset=self.base_offset,
+                         max_offset=top)
         last = None
         for info in walk:
+            if last is None and indexed >= 0 and info.last_offset != indexed:
+                return (f"corrupt index {self.index.path.name}: its last entry says offset "
+                        f"{indexed} at byte {start}, the entry there ends at {info.last_offset}")
             last = info
+        if walk.error is not None:
+            return f"{self.log_path.name}: {walk.error}"
         if last is not None:
             self.next_offset = last.last_offset + 1
         self._bytes_since_index = self.size - start
-        return walk.valid_end == self.size and (last is not None or self.size == 0)
+        return None
+
+    def _check_all(self, top: int) -> str | None:
+        """Walk every entry header (dense offsets), match each index entry, CRC the last."""
+        pairs = self.index.entries()
+        walk = EntryWalk(self._handle.fd, 0, self.size, min_offset=self.base_offset,
+                         max_offset=top, dense=True)
+        j, last, max_ts = 0, None, -1
+        for info in walk:
+            if j < len(pairs) and pairs[j][1] <= info.position:
+                offset, position = pairs[j]
+                if position != info.position or offset != info.last_offset:
+                    return (f"corrupt index {self.index.path.name}: entry {j} at byte "
+                            f"{j * ENTRY_SIZE} says offset {offset} at byte {position}, the "
+                            f"entry at byte {info.position} ends at {info.last_offset}")
+                j += 1
+            last, max_ts = info, max(max_ts, info.max_timestamp)
+        if walk.error is not None:
+            return f"{self.log_path.name}: {walk.error}"
+        if last is not None:
+            if not crc_ok(self.read_entry(last), 0, last.size, last.magic):
+                return f"{self.log_path.name}: CRC mismatch at position {last.position}"
+            self.next_offset = last.last_offset + 1
+        self.max_timestamp = max_ts
+        self._bytes_since_index = self.size - self.index.last_position()
+        return None
 
     def _reindex(self, walk: Iterable[EntryInfo]) -> None:
         """Rebuild the index, next offset and max timestamp from a walk over all entries."""
@@ -128,12 +185,29 @@ class LogSegment:
 
     # ------------------------------------------------------------------ reading
     def find_position(self, offset: int, limit: int) -> int | None:
-        """Position of the first entry (below ``limit``) whose largest offset is >= ``offset``."""
-        start = self.index.lookup(offset)
+        """Position of the first entry (below ``limit``) whose largest offset is >= ``offset``.
+
+        The entry an index pair points at must end at the pair's offset; if it does not (an
+        index damaged after load), the error is logged once and the segment is scanned from 0.
+        """
+        indexed, start = self.index.lookup_entry(offset)
+        if self._index_suspect or start >= limit:  # start >= limit: a pair newer than limit
+            indexed, start = -1, 0
         for info in EntryWalk(self._handle.fd, start, limit, chunk=LOOKUP_CHUNK):
+            if indexed >= 0:
+                if info.last_offset != indexed:
+                    break
+                indexed = -1
             if info.last_offset >= offset:
                 return info.position
-        return None
+        else:
+            if indexed < 0:
+                return None
+        self._index_suspect = True
+        log.error("%s: index entry (offset %d, position %d) does not point at an entry ending "
+                  "at that offset; scanning the segment from its start instead",
+                  self.index.path, indexed, start)
+        return self.find_position(offset, limit)
 
     def read(self, offset: int, max_bytes: int) -> FileRegion | None:
         """Region from the entry holding ``offset``, at most ``max_bytes``; None if past the end."""
@@ -154,15 +228,16 @@ class LogSegment:
             self.max_timestamp = max((i.max_timestamp for i in self.entries()), default=-1)
         return self.max_timestamp
 
-    def find_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record stamped at or after ``timestamp``, or None."""
+    def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after ``min_offset`` stamped at or
+        after ``timestamp``, or None."""
         if self.known_max_timestamp() < timestamp:
             return None
         for info in self.entries():
-            if info.max_timestamp < timestamp:
+            if info.max_timestamp < timestamp or info.last_offset < min_offset:
                 continue
             for record in self._decode(info):
-                if record.timestamp >= timestamp:
+                if record.timestamp >= timestamp and record.offset >= min_offset:
                     return record.offset, record.timestamp
         return None
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..schema import Api
+from .alter_configs import ALTER_CONFIGS
 from .api_versions import API_VERSIONS
+from .create_partitions import CREATE_PARTITIONS
 from .create_topics import CREATE_TOPICS
+from .delete_groups import DELETE_GROUPS
+from .delete_records import DELETE_RECORDS
 from .delete_topics import DELETE_TOPICS
 from .describe_cluster import DESCRIBE_CLUSTER
 from .describe_configs import DESCRIBE_CONFIGS
@@ -13,6 +17,7 @@ from .describe_groups import DESCRIBE_GROUPS
 from .fetch import FETCH
 from .find_coordinator import FIND_COORDINATOR
 from .heartbeat import HEARTBEAT
+from .incremental_alter_configs import INCREMENTAL_ALTER_CONFIGS
 from .init_producer_id import INIT_PRODUCER_ID
 from .join_group import JOIN_GROUP
 from .leave_group import LEAVE_GROUP
@@ -31,7 +36,8 @@ ALL_APIS: tuple[Api[Any, Any], ...] = (
     PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
     JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER,
-    OFFSET_DELETE, SASL_HANDSHAKE, SASL_AUTHENTICATE,
+    OFFSET_DELETE, DELETE_RECORDS, CREATE_PARTITIONS, ALTER_CONFIGS, DELETE_GROUPS,
+    INCREMENTAL_ALTER_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE,
 )
 APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
 APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
@@ -40,7 +46,7 @@ __all__ = [
     "Api", "ALL_APIS", "APIS", "APIS_BY_NAME", "API_VERSIONS", "CREATE_TOPICS", "DELETE_TOPICS",
     "FETCH", "FIND_COORDINATOR", "HEARTBEAT", "INIT_PRODUCER_ID", "DESCRIBE_GROUPS", "LIST_GROUPS",
     "DESCRIBE_CLUSTER", "DESCRIBE_CONFIGS", "OFFSET_DELETE", "JOIN_GROUP", "LEAVE_GROUP", "LIST_OFFSETS",
-    "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP", "SASL_HANDSHAKE",
-    "SASL_AUTHENTICATE",
-    "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP",
+    "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP",
+    "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "DELETE_RECORDS", "CREATE_PARTITIONS", "ALTER_CONFIGS",
+    "DELETE_GROUPS", "INCREMENTAL_ALTER_CONFIGS", "SASL_HANDSHAKE", "SASL_AUTHENTICATE",
 ]

@@ -166,7 +166,26 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
     struct.pack_into(">I", buf, pos + 17, crc)
 
 
+_PRODUCER_FIELDS = struct.Struct(">qhi")
+#: Where producerId, producerEpoch and baseSequence sit in a batch.
+PRODUCER_OFFSET = 43
+
+
+def set_producer_state(data: bytes | bytearray, producer_id: int, producer_epoch: int,
+                       base_sequence: int, transactional: bool = False) -> bytearray:
+    """A copy of the single batch ``data`` stamped with an idempotent (or transactional)
+    producer's id, epoch and base sequence, its CRC recomputed (these fields are under it)."""
+    buf = bytearray(data)
+    _PRODUCER_FIELDS.pack_into(buf, PRODUCER_OFFSET, producer_id, producer_epoch, base_sequence)
+    attrs = struct.unpack_from(">h", buf, V2_CRC_START)[0]
+    attrs = attrs | TRANSACTIONAL_MASK if transactional else attrs & ~TRANSACTIONAL_MASK
+    struct.pack_into(">h", buf, V2_CRC_START, attrs)
+    STORED_CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[V2_CRC_START:]))
+    return buf
+
+
 __all__ = [
+    "set_producer_state", "PRODUCER_OFFSET",
     "HEADER", "PREFIX", "TAIL", "MIN_RECORD_SIZE", "CRC_OFFSET", "STORED_CRC",
     "encode_headers", "encode_records", "build_batch", "RecordBatchBuilder", "check_crc",
     "records_section", "batch_records", "read_batch", "set_base_offset",

@@ -1,0 +1,133 @@
+"""The connection side of AdminClient: the cluster, which broker to ask, and error raising."""
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kclient.cluster import Cluster
+from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.errors import KafkaError, NoBrokersAvailableError, error_for_code
+
+from .types import TopicPartition
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+__all__ = ["AdminBase", "check", "topic_id_text", "by_topic", "as_partition", "offsets_map"]
+
+
+def check(code: int, context: str, message: str | None = None) -> None:
+    """Raise the typed error of a non-zero Kafka error code, naming what it was about."""
+    if code:
+        detail = f": {message}" if message and message not in context else ""
+        raise error_for_code(code)(f"{context}{detail}")
+
+
+def topic_id_text(raw: Any) -> str | None:
+    """A topic id as Kafka prints it (base64url of the UUID), None for the zero id."""
+    if not raw or raw == bytes(16):
+        return None
+    value = raw.bytes if isinstance(raw, uuid.UUID) else bytes(raw)
+    return base64.urlsafe_b64encode(value).decode("ascii").rstrip("=")
+
+
+class AdminBase:
+    """Holds the cluster connection and the optional ZooKeeper client of an AdminClient."""
+
+    def __init__(self, bootstrap: str | Iterable[str], *, client_id: str = "kclient-admin",
+                 request_timeout_ms: int = 30000, zookeeper_connect: str | None = None,
+                 settings: ConnectionSettings | None = None) -> None:
+        """Connect lazily to ``bootstrap``; ``zookeeper_connect`` enables the 0.8 groups whose
+        offsets live in ZooKeeper (``/consumers/<group>/offsets``)."""
+        settings = settings or ConnectionSettings(client_id=client_id,
+                                                  request_timeout_ms=request_timeout_ms)
+        self.cluster = Cluster(bootstrap, settings)
+        self.zookeeper_connect = zookeeper_connect
+        self._zk: KazooClient | None = None
+
+    def __enter__(self) -> AdminBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every broker connection and the ZooKeeper session."""
+        self.cluster.close()
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk.close()
+            self._zk = None
+
+    # -- where to send -----------------------------------------------------------------------
+    def _any(self) -> BrokerConnection:
+        """A connection to some broker (metadata loaded)."""
+        if not self.cluster.brokers:
+            self.cluster.refresh([], allow_auto_create=False)
+        return self.cluster.any_connection()
+
+    def _controller(self) -> BrokerConnection:
+        """The controller if the metadata names a live one, else any broker (KRaft brokers
+        forward admin requests to the controller themselves)."""
+        self._any()
+        if self.cluster.controller_id in self.cluster.brokers:
+            return self.cluster.connection(self.cluster.controller_id)
+        return self.cluster.any_connection()
+
+    def _broker(self, node_id: int) -> BrokerConnection:
+        """The connection to one broker by id."""
+        self._any()
+        if node_id not in self.cluster.brokers:
+            self.cluster.refresh([], allow_auto_create=False)
+        if node_id not in self.cluster.brokers:
+            raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
+        return self.cluster.connection(node_id)
+
+    def _by_leader(self, partitions: Iterable[TopicPartition]
+                   ) -> dict[int, list[TopicPartition]]:
+        """Partitions grouped by the id of the broker that leads them."""
+        wanted = list(partitions)
+        self.cluster.refresh(sorted({tp.topic for tp in wanted}), allow_auto_create=False)
+        out: dict[int, list[TopicPartition]] = {}
+        for tp in wanted:
+            leader = self.cluster.leader_for(tp.topic, tp.partition, refresh=False)
+            out.setdefault(leader.node_id, []).append(tp)
+        return out
+
+    def _partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
+        """Every partition of ``topics`` (UnknownTopicOrPartitionError for an unknown one)."""
+        names = sorted(set(topics))
+        if not names:
+            return []
+        self.cluster.refresh(names, allow_auto_create=False)
+        return [TopicPartition(t, p) for t in names
+                for p in self.cluster.partitions_for(t, refresh=False)]
+
+    def zk(self) -> KazooClient:
+        """The ZooKeeper client (started on first use); KafkaError without zookeeper_connect."""
+        if self._zk is None:
+            if not self.zookeeper_connect:
+                raise KafkaError("ZooKeeper-stored offsets need zookeeper_connect")
+            from kclient.zkutils import make_client
+            self._zk = make_client(self.zookeeper_connect, 30000, 10000)
+        return self._zk
+
+
+def by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    """Topic -> partition numbers, in first-seen order."""
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+def as_partition(value: TopicPartition | tuple[str, int]) -> TopicPartition:
+    """Accept ``TopicPartition`` or a ``(topic, partition)`` pair."""
+    return value if isinstance(value, TopicPartition) else TopicPartition(value[0], value[1])
+
+
+def offsets_map(values: Mapping[Any, Any]) -> dict[TopicPartition, Any]:
+    """A mapping keyed by TopicPartition (pairs accepted as keys)."""
+    return {as_partition(k): v for k, v in values.items()}

@@ -1,0 +1,48 @@
+"""CreatePartitions (key 37) v0-v3: add partitions to existing topics.
+
+Errors are per topic, with Kafka's messages: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (a
+count not above the current one), INVALID_REPLICA_ASSIGNMENT (assignments not matching the new
+partitions or naming unknown brokers), INVALID_REQUEST (a topic named twice).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kclient.protocol.apis import CREATE_PARTITIONS
+from kclient.protocol.errors import (
+    BrokerResponseError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+)
+from kclient.protocol.framing import Request
+
+from ..interface import Broker, body_of
+from .registry import handles
+
+
+def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
+    """Add one topic's partitions; its result entry."""
+    assignment = None if topic.assignments is None else \
+        [list(a.broker_ids) for a in topic.assignments]
+    try:
+        broker.cluster.create_partitions(topic.name, topic.count, assignment, validate_only)
+    except BrokerResponseError as exc:     # Kafka names no reason for an unknown topic
+        message = None if exc.errno == UnknownTopicOrPartitionError.errno else exc.context
+        return {"name": topic.name, "error_code": exc.errno, "error_message": message}
+    return {"name": topic.name, "error_code": 0, "error_message": None}
+
+
+@handles(CREATE_PARTITIONS, "0-3")
+def handle(broker: Broker, request: Request) -> dict:
+    """Grow every topic of the request (or only validate)."""
+    body = body_of(request)
+    counts = Counter(t.name for t in body.topics)
+    results = []
+    for topic in body.topics:
+        if counts[topic.name] > 1:
+            results.append({"name": topic.name, "error_code": InvalidRequestError.errno,
+                            "error_message": f"Duplicate topic {topic.name} in request."})
+        else:
+            results.append(_create(broker, topic, bool(body.validate_only)))
+    return {"throttle_time_ms": 0, "results": results}

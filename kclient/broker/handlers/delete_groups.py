@@ -1,0 +1,28 @@
+"""DeleteGroups (key 42) v0-v2: delete empty groups and their committed offsets.
+
+As Kafka: a group another broker coordinates is NOT_COORDINATOR, an unknown one
+GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; the rest are deleted.
+"""
+from __future__ import annotations
+
+from kclient.protocol.apis import DELETE_GROUPS
+from kclient.protocol.framing import Request
+
+from ..group import NOT_COORDINATOR
+from ..interface import Broker, body_of, is_local_coordinator
+from .registry import handles
+
+
+def _delete(broker: Broker, group_id: str) -> int:
+    """The error code of deleting one group (0: deleted)."""
+    if not is_local_coordinator(broker, group_id):
+        return NOT_COORDINATOR
+    return broker.coordinator.delete_group(group_id)
+
+
+@handles(DELETE_GROUPS, "0-2")
+def handle(broker: Broker, request: Request) -> dict:
+    """Delete each named group, one result per name."""
+    names = list(dict.fromkeys(body_of(request).groups_names))
+    return {"throttle_time_ms": 0,
+            "results": [{"group_id": g, "error_code": _delete(broker, g)} for g in names]}

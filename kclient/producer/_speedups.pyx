@@ -1,0 +1,158 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Optional C versions of the producer's two per-message steps: building a ProducerData and the
+async ``send()`` of one message.  Built from this file by Cython when kclient is installed; where
+it is not built (or ``KCLIENT_PURE_PYTHON=1``), :mod:`kclient.producer.data` and
+:mod:`kclient.producer.producer` run the same logic in Python.  Each Python twin is the
+reference: keep the two in step (tests/producer/test_speedups.py compares them)."""
+from time import sleep as _yield
+
+from cpython.object cimport PyObject
+
+from kclient.producer.data_methods import describe, equal, get_extra, set_extra
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <structmember.h>
+    /* Put a slot-style member descriptor (what __slots__ makes) in place of Cython's property
+       for an object field: Python code reads it as fast as a __slots__ attribute (CPython
+       specialises member descriptors), where a property costs twice as much. */
+    static int kclient_member(PyObject *type, const char *name, Py_ssize_t offset) {
+        /* the descriptor refers to its PyMemberDef and name for the type's lifetime: copies */
+        PyMemberDef *keep = PyMem_Malloc(sizeof(PyMemberDef));
+        char *kept_name = PyMem_Malloc(strlen(name) + 1);
+        PyObject *descr;
+        int rc;
+        if (keep == NULL || kept_name == NULL) { PyErr_NoMemory(); return -1; }
+        strcpy(kept_name, name);
+        keep->name = kept_name;
+        keep->type = T_OBJECT_EX;
+        keep->offset = offset;
+        keep->flags = 0;
+        keep->doc = NULL;
+        descr = PyDescr_NewMember((PyTypeObject *)type, keep);
+        if (descr == NULL) return -1;
+        rc = PyDict_SetItemString(((PyTypeObject *)type)->tp_dict, name, descr);
+        Py_DECREF(descr);
+        PyType_Modified((PyTypeObject *)type);
+        return rc;
+    }
+    """
+    int kclient_member(object type, const char *name, Py_ssize_t offset) except -1
+
+
+cdef class ProducerData:
+    """The C twin of kclient.producer.data._PyProducerData (its docstring says it all)."""
+    cdef object topic
+    cdef object value
+    cdef object _extra
+
+    def __init__(self, topic, value, key=None, partition=None, timestamp=None, headers=None):
+        self.topic = topic
+        self.value = value
+        if key is None and partition is None and timestamp is None and headers is None:
+            self._extra = None
+        else:
+            self._extra = (key, partition, timestamp, headers)
+
+    @property
+    def key(self):
+        return get_extra(self, 0)
+
+    @key.setter
+    def key(self, value):
+        set_extra(self, 0, value)
+
+    @property
+    def partition(self):
+        return get_extra(self, 1)
+
+    @partition.setter
+    def partition(self, value):
+        set_extra(self, 1, value)
+
+    @property
+    def timestamp(self):
+        return get_extra(self, 2)
+
+    @timestamp.setter
+    def timestamp(self, value):
+        set_extra(self, 2, value)
+
+    @property
+    def headers(self):
+        return get_extra(self, 3)
+
+    @headers.setter
+    def headers(self, value):
+        set_extra(self, 3, value)
+
+    def __repr__(self):
+        return describe(self)
+
+    def __eq__(self, other):
+        return equal(self, other)
+
+    __hash__ = None
+
+    def __reduce__(self):
+        from kclient.producer.data import _restore
+        return (_restore, (self.topic, self.value) + (self._extra or ()))
+
+
+cdef Py_ssize_t _offset_of(ProducerData probe, object field) except -1:
+    """Where in the object ``field`` (a field's current value) is stored."""
+    cdef char *base = <char *><void *>probe
+    cdef Py_ssize_t off
+    for off in range(sizeof(PyObject), 16 * sizeof(void *), sizeof(void *)):
+        if (<PyObject **>(base + off))[0] == <PyObject *>field:
+            return off
+    raise RuntimeError("ProducerData: field not found in the object layout")
+
+
+cdef int _slot_members() except -1:
+    """Give ProducerData's three fields member descriptors (see kclient_member)."""
+    cdef ProducerData probe = ProducerData(object(), object(), key=1)
+    for name, field in (("topic", probe.topic), ("value", probe.value), ("_extra", probe._extra)):
+        kclient_member(ProducerData, name.encode(), _offset_of(probe, field))
+    return 0
+
+
+_slot_members()
+
+
+cdef class FastSend:
+    """The async ``send()`` (see Producer._fast_send, its Python twin, for the why of each step)."""
+    cdef object q, append, t, pd, check, slow, many
+    cdef Py_ssize_t limit
+    cdef public object __doc__
+
+    def __init__(self, q, t, Py_ssize_t limit, pd, check, slow, many, doc=None):
+        self.q, self.append, self.t, self.limit = q, q.append, t, limit
+        self.pd, self.check, self.slow, self.many = pd, check, slow, many
+        self.__doc__ = doc
+
+    def __call__(self, data):
+        cdef ProducerData d
+        cdef Py_ssize_t n
+        if type(data) is self.pd:
+            d = <ProducerData>data
+            v = d.value
+            x = d._extra
+            if x is None and type(v) is bytes and len(<bytes>v) <= self.limit:
+                entry = (d.topic, v)
+            else:
+                self.check(data)
+                entry = (d.topic, v) if x is None else (d.topic, v) + x
+            t = self.t
+            n = len(self.q)
+            if n >= t.limit:
+                return self.slow([entry])
+            self.append(entry)
+            if n >= t.wake_at:
+                t.wake()
+            elif not n & 1023:
+                _yield(0)
+            return None
+        return self.many(data)

@@ -1,0 +1,18 @@
+"""Builds kclient's optional C speed-ups (kclient/producer/_speedups.pyx) with Cython.
+
+Everything else is in pyproject.toml.  The extension is optional: without a C compiler the
+install still succeeds and kclient runs its pure-Python twins of the same code.
+"""
+from setuptools import Extension, setup
+
+try:
+    from Cython.Build import cythonize
+except ImportError:  # building without Cython (e.g. a plain sdist install): pure Python
+    ext_modules = []
+else:
+    ext_modules = cythonize(
+        [Extension("kclient.producer._speedups", ["kclient/producer/_speedups.pyx"],
+                   optional=True)],
+        compiler_directives={"language_level": "3"}, quiet=True)
+
+setup(ext_modules=ext_modules)
