@@ -4,9 +4,10 @@ Theory of operation.  Between frames one ``recv`` of up to :data:`HEAD_READ` byt
 next size prefix; complete frames in that chunk (small requests) are decoded where they lie.
 A frame that is not complete in the chunk gets a buffer of its own, and the rest is received
 straight into it with ``recv_into`` (one call per selector wake-up) and decoded in place, so
-Records fields stay views of it.  That buffer starts at :data:`FIRST_ALLOCATION` (or the whole
-frame when smaller) and doubles when full, never past the announced size: a 4-byte size prefix
-alone costs nothing, and a connection holds at most twice what it actually sent.
+Records fields stay views of it.  That buffer starts with the bytes already read; when full and
+more bytes are readable it grows to :data:`FIRST_ALLOCATION`, then doubles, never past the
+announced size: a 4-byte size prefix alone costs nothing, and a connection holds at most twice
+what it actually sent (at least 64 KiB once payload bytes arrive).
 
 Frames larger than :data:`HEAD_READ` also reserve their announced size from the broker's
 :class:`~kclient.broker.memory_pool.MemoryPool` (``queued.max.request.bytes``) before any of it
@@ -33,7 +34,7 @@ from .memory_pool import MemoryPool
 __all__ = ["FIRST_ALLOCATION", "HEAD_READ", "FrameReader"]
 
 HEAD_READ = 16 * 1024              # between frames: a size prefix and any small frames after it
-FIRST_ALLOCATION = 256 * 1024      # a large frame's first buffer; it doubles as bytes arrive
+FIRST_ALLOCATION = 64 * 1024       # a large frame's first growth; it doubles as bytes arrive
 
 _SIZE = struct.Struct(">i")
 
@@ -61,8 +62,9 @@ class FrameReader:
         """One receive from ``sock``; False at the end of the stream. Socket errors propagate."""
         frame = self.frame
         if frame is not None:
-            if self.got == len(frame):      # full but not complete: double, up to the frame
-                frame += bytes(min(self.need, 2 * len(frame)) - len(frame))
+            if self.got == len(frame):      # full but not complete: grow, up to the frame
+                grown = min(self.need, max(FIRST_ALLOCATION, 2 * len(frame)))
+                frame += bytes(grown - len(frame))
             n = sock.recv_into(memoryview(frame)[self.got:])
             self.got += n
             return n > 0
@@ -106,15 +108,13 @@ class FrameReader:
         return requests
 
     def _start_frame(self, n: int, have: memoryview) -> bool:
-        """Reserve (large frames) and allocate the first buffer; False if the pool refused."""
+        """Reserve (large frames) and hold the bytes already read; False if the pool refused.
+        The buffer grows in :meth:`fill`, once more bytes are readable."""
         if n > HEAD_READ and self.pool is not None:
             if not self.pool.try_allocate(n):
                 return False
             self.reserved = n
-        got = len(have)
-        frame = bytearray(min(n, max(FIRST_ALLOCATION, got)))
-        frame[:got] = have
-        self.frame, self.got, self.need = frame, got, n
+        self.frame, self.got, self.need = bytearray(have), len(have), n
         return True
 
     def release_held(self) -> None:

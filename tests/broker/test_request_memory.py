@@ -178,8 +178,10 @@ def test_reader_waits_for_the_pool_and_grows_its_buffer_as_bytes_arrive():
     assert len(reader.chunk) == HEAD_READ                 # nothing more read while starved
     pool.release(4 * MB)
     assert reader.take() == [] and not reader.starved
-    assert len(reader.frame) == FIRST_ALLOCATION         # not the announced 3 MB
+    assert len(reader.frame) == HEAD_READ - 4            # not the announced 3 MB
     assert pool.available == 4 * MB - (len(big) - 4)
+    reader.fill(sock)
+    assert len(reader.frame) == FIRST_ALLOCATION         # grows as bytes arrive
     while reader.got < FIRST_ALLOCATION:
         reader.fill(sock)
         assert len(reader.frame) == FIRST_ALLOCATION
