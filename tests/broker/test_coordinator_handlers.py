@@ -26,7 +26,7 @@ WAIT = 5
 class FakeBroker(SimpleNamespace):
     """The attributes of a broker the handlers use."""
 
-    def coordinator_for(self, group_id):
+    def coordinator_for(self, group_id, listener=""):
         if group_id.startswith("remote"):
             return (7, "otherhost", 9999)
         return (self.node_id, self.host, self.port)
