@@ -17,7 +17,12 @@ from typing import Any
 from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.broker.log.cleaner import LogCleaner
 from kclient.broker.log.config import INT64_MAX
-from kclient.protocol.records import Record, RecordsReader, build_batch
+from kclient.protocol.records import (
+    Record,
+    RecordsReader,
+    build_batch,
+    parse_end_txn_marker,
+)
 
 _READ_BYTES = 1 << 20
 #: (producer id, key, value) of a transactional record; (producer id, None, commit) of a marker
@@ -81,8 +86,9 @@ class StateLog:
         for batch in read_batches(self.log):
             if transactional is not None and batch.is_transactional:
                 if batch.is_control:
-                    kind = batch.records[0].key if batch.records else None
-                    transactional(batch.producer_id, None, bool(kind and kind[-1] == 1))
+                    record = batch.records[0]
+                    marker = parse_end_txn_marker(record.key, record.value)
+                    transactional(batch.producer_id, None, marker.committed)
                 else:
                     for record in batch.records:
                         transactional(batch.producer_id, record.key, record.value)

@@ -28,7 +28,7 @@ from kclient.protocol import error_codes as E
 from .txn_log import TransactionLog
 from .txn_schema import TxnMetadata, TxnState
 
-__all__ = ["TransactionCoordinator", "MarkerWriter", "TopicPartition"]
+__all__ = ["TransactionCoordinator", "MarkerWriter", "TopicPartition", "old_fenced"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,12 @@ COORDINATOR_NOT_AVAILABLE = E.CoordinatorNotAvailableError.errno
 #: Kafka bumps to a new producer id once the epoch would reach Short.MaxValue
 _MAX_EPOCH = 32767 - 1
 _PREPARED = {TxnState.PREPARE_COMMIT: True, TxnState.PREPARE_ABORT: False}
+
+
+def old_fenced(code: int, version: int, first: int) -> int:
+    """PRODUCER_FENCED as INVALID_PRODUCER_EPOCH for request versions below ``first``
+    (KIP-588: older clients do not know the newer code), as Kafka's handlers answer."""
+    return INVALID_PRODUCER_EPOCH if code == PRODUCER_FENCED and version < first else code
 
 
 def now_ms() -> int:
@@ -210,7 +216,7 @@ class TransactionCoordinator:
             return INVALID_TXN_STATE
         with self._lock:
             code, meta = self.check_producer(transactional_id, producer_id, epoch)
-            if code == PRODUCER_FENCED and meta is not None and epoch < meta.producer_epoch:
+            if code == PRODUCER_FENCED:
                 return INVALID_PRODUCER_EPOCH
             if code or meta is None:
                 return INVALID_TXN_STATE if code == INVALID_PRODUCER_ID_MAPPING else code

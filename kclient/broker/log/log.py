@@ -40,8 +40,8 @@ from kclient.broker.log.producer_state import (
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
 from kclient.broker.log.txn_index import AbortedTxn
-from kclient.broker.log.txn_markers import marker_batch
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+from kclient.protocol.records import build_marker_batch
 from kclient.protocol.records.ops import EntryInfo
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ class Log:
         this partition, as the coordinator does; its offset.  Aborts go to the ``.txnindex``."""
         with self._lock:
             self._check_open()
-            batch = marker_batch(producer_id, epoch, commit, coordinator_epoch)
+            batch = build_marker_batch(producer_id, epoch, commit, coordinator_epoch)
             prep = prepare(batch, 2, self.log_end_offset, log_append_time=None,
                            max_message_bytes=1 << 30, partition_leader_epoch=leader_epoch)
             now = now_ms()
