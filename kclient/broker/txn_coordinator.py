@@ -288,7 +288,7 @@ class TransactionCoordinator:
     def abort_timed_out(self, now: int | None = None) -> list[str]:
         """Abort (fencing the producer) every transaction Ongoing past its timeout."""
         now = now_ms() if now is None else now
-        aborted = []
+        aborted: list[str] = []
         with self._lock:
             if not self._open:
                 return aborted

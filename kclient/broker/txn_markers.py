@@ -60,15 +60,15 @@ class MarkerWriter:
         leader = self.cluster.leader(topic, partition)
         if leader is None:
             return True                  # the topic is gone: nothing to end
-        broker: Any = self.cluster.live.get(leader)
-        if broker is None:
+        owner: Any = self.cluster.live.get(leader)
+        if owner is None:
             return False
-        log_ = broker.log_manager.get_log(topic, partition)
+        log_ = owner.log_manager.get_log(topic, partition)
         if log_ is None:
             return True
         if log_.config.message_format_version < 2:
             return True                  # no transactional batches in old formats
         log_.append_marker(producer_id, epoch, commit,
                            leader_epoch=self.cluster.leader_epoch(topic, partition))
-        broker.notify_append(topic, partition, 1)
+        owner.notify_append(topic, partition, 1)
         return True

@@ -47,7 +47,8 @@ __all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
 
 #: Every handler module (importing one registers its handler).
 HANDLER_MODULES = (
-    add_offsets_to_txn, add_partitions_to_txn, end_txn, txn_offset_commit, alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
+    add_offsets_to_txn, add_partitions_to_txn, end_txn, txn_offset_commit,
+    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
     incremental_alter_configs, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,

@@ -23,7 +23,7 @@ def handle(broker: Broker, request: Request) -> dict:
     body: Any = body_of(request)
     if not is_local_coordinator(broker, body.transactional_id) or broker.txn_coordinator is None:
         return {"throttle_time_ms": 0, "error_code": NotCoordinatorError.errno}
-    tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions"))
+    tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50)
     code = broker.txn_coordinator.add_partitions(body.transactional_id, body.producer_id,
                                                  body.producer_epoch, [tp])
     return {"throttle_time_ms": 0, "error_code": old_fenced(code, request.header.api_version, 2)}

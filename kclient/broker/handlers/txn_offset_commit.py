@@ -34,7 +34,7 @@ def _producer_error(broker: Broker, body: Any) -> int:
                                             body.producer_epoch)
     if code:
         return code
-    tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions"))
+    tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50)
     if meta is None or meta.state != TxnState.ONGOING or tp not in meta.partitions:
         return E.InvalidTxnStateError.errno
     return NONE

@@ -288,7 +288,8 @@ class Log:
                            max_message_bytes=1 << 30, partition_leader_epoch=leader_epoch)
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
-            seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
+            seg.append(bytes(prep.data), prep.entries, prep.last_offset + 1, prep.max_timestamp,
+                       now)
             self.log_end_offset = prep.last_offset + 1
             headers = batch_headers(prep.data, [0])
             for done in self.producer_state.update(headers, {prep.first_offset: int(commit)}):
