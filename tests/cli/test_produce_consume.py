@@ -19,7 +19,9 @@ def test_binary_round_trip_is_byte_exact(cli, binary):
     assert b"delivered 6 of 6 message(s) to bin" in done.stderr
     out = cli("consume", "bin", "-o", "earliest", "-e", "--binary", binary, "-K", "\t",
               check=0).stdout
-    dec = base64.b64decode if binary == "base64" else lambda t: bytes.fromhex(t.decode() if isinstance(t, bytes) else t)
+    def dec(text):
+        return base64.b64decode(text) if binary == "base64" else \
+            bytes.fromhex(text.decode() if isinstance(text, bytes) else text)
     got = [tuple(dec(f) for f in line.split(b"\t")) for line in out.splitlines()]
     assert got == list(zip(keys, blobs))
     out = cli.out("consume", "bin", "-o", "earliest", "-e", "--format", "json",
