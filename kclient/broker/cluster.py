@@ -35,8 +35,8 @@ from .log import LogConfig, LogManager
 if TYPE_CHECKING:
     from .zk import ZkRegistry
 
-__all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST", "ClusterMember", "ClusterView",
-           "validate_topic_name"]
+__all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST",
+           "ClusterMember", "ClusterView", "validate_topic_name"]
 
 log = logging.getLogger("kclient.broker.cluster")
 
