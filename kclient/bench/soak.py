@@ -38,6 +38,10 @@ CONSUMERS = (("zk0", "zk", "soak-zk"), ("zk1", "zk", "soak-zk"),
              ("gc0", "group", "soak-group"), ("gc1", "group", "soak-group"))
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
 def _spawn(argv: list[str], out: Path) -> subprocess.Popen:
     """A child in its own process group (killed as a group), stdout/stderr to ``out``."""
     from kclient.testing.servers import die_with_parent
@@ -58,7 +62,7 @@ def _kill9(proc: subprocess.Popen) -> None:
 class Soak:
     """The processes of one soak run and what happened to them."""
 
-    def __init__(self, workdir: Path, rate: float, log: Any = print) -> None:
+    def __init__(self, workdir: Path, rate: float, log: Any = _say) -> None:
         self.workdir, self.rate, self.say = workdir, rate, log
         self.start = time.monotonic()
         self.events: list[dict[str, Any]] = []
@@ -240,7 +244,7 @@ def _drain(soak: Soak, acked: set[str], timeout: float) -> None:
 
 
 def run(minutes: float, kill_every: float, sample_every: float, rate: float,
-        workdir: Path, log: Any = print) -> dict[str, Any]:
+        workdir: Path, log: Any = _say) -> dict[str, Any]:
     """One soak run (see the module docstring); the report as a dict."""
     from kclient.cluster import Cluster
     from kclient.testing import ZooKeeperServer, free_port
