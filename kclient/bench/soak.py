@@ -191,7 +191,7 @@ def _read_log(bootstrap: str) -> list[str]:
     ids: list[str] = []
     with SimpleConsumer(host, int(port), so_timeout=30000) as c:
         for partition in range(4):
-            ids += [m.message.value.decode()
+            ids += [(m.message.value or b"").decode()
                     for m in c.iter_messages(TOPIC, partition, 0, max_size=1 << 20)]
     return ids
 
