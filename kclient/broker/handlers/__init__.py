@@ -10,11 +10,14 @@ from __future__ import annotations
 from . import (
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -47,5 +50,6 @@ HANDLER_MODULES = (
     incremental_alter_configs, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
-    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group,
+    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group, create_acls,
+    delete_acls, describe_acls,
 )

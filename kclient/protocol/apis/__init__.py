@@ -6,11 +6,14 @@ from typing import Any
 from ..schema import Api
 from .alter_configs import ALTER_CONFIGS
 from .api_versions import API_VERSIONS
+from .create_acls import CREATE_ACLS
 from .create_partitions import CREATE_PARTITIONS
 from .create_topics import CREATE_TOPICS
+from .delete_acls import DELETE_ACLS
 from .delete_groups import DELETE_GROUPS
 from .delete_records import DELETE_RECORDS
 from .delete_topics import DELETE_TOPICS
+from .describe_acls import DESCRIBE_ACLS
 from .describe_cluster import DESCRIBE_CLUSTER
 from .describe_configs import DESCRIBE_CONFIGS
 from .describe_groups import DESCRIBE_GROUPS
@@ -37,7 +40,8 @@ ALL_APIS: tuple[Api[Any, Any], ...] = (
     JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
     DESCRIBE_GROUPS, LIST_GROUPS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER,
     OFFSET_DELETE, DELETE_RECORDS, CREATE_PARTITIONS, ALTER_CONFIGS, DELETE_GROUPS,
-    INCREMENTAL_ALTER_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE,
+    INCREMENTAL_ALTER_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS,
+    DELETE_ACLS,
 )
 APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
 APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
@@ -49,4 +53,5 @@ __all__ = [
     "METADATA", "OFFSET_COMMIT", "OFFSET_FETCH", "PRODUCE", "SYNC_GROUP",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "DELETE_RECORDS", "CREATE_PARTITIONS", "ALTER_CONFIGS",
     "DELETE_GROUPS", "INCREMENTAL_ALTER_CONFIGS", "SASL_HANDSHAKE", "SASL_AUTHENTICATE",
+    "DESCRIBE_ACLS", "CREATE_ACLS", "DELETE_ACLS",
 ]
