@@ -12,7 +12,7 @@ from kclient.errors import (
     TopicAuthorizationFailedError,
 )
 from kclient.protocol import error_codes as E
-from kclient.protocol.acl import AclOperation as O
+from kclient.protocol.acl import AclOperation as Op
 from kclient.protocol.acl import AclPermissionType as Perm
 from kclient.protocol.acl import PatternType as P
 from kclient.protocol.acl import ResourceType as R
@@ -91,7 +91,7 @@ def topic_errors(broker, user, topics):
 
 
 def test_a_principal_without_write_is_refused(acl_broker):
-    assert grant(acl_broker, allow("orders", O.WRITE)) == [0]
+    assert grant(acl_broker, allow("orders", Op.WRITE)) == [0]
     produce(acl_broker, "alice", value=b"from-alice")
     with pytest.raises(TopicAuthorizationFailedError, match="orders"):
         produce(acl_broker, "bob")
@@ -100,16 +100,16 @@ def test_a_principal_without_write_is_refused(acl_broker):
 
 def test_a_principal_without_read_cannot_fetch(acl_broker):
     produce(acl_broker, "admin", value=b"x")
-    grant(acl_broker, allow("orders", O.DESCRIBE))
+    grant(acl_broker, allow("orders", Op.DESCRIBE))
     with pytest.raises(TopicAuthorizationFailedError):
         fetch(acl_broker, "alice")
-    grant(acl_broker, allow("orders", O.READ))
+    grant(acl_broker, allow("orders", Op.READ))
     assert fetch(acl_broker, "alice") == [b"x"]
 
 
 def test_without_describe_the_topic_is_not_seen(acl_broker):
     acl_broker.create_topic("hidden")
-    grant(acl_broker, allow("orders", O.READ))              # Read implies Describe
+    grant(acl_broker, allow("orders", Op.READ))              # Read implies Describe
     assert topic_errors(acl_broker, "alice", None) == {"orders": 0}
     assert topic_errors(acl_broker, "alice", [{"name": "hidden"}]) == {
         "hidden": E.TopicAuthorizationFailedError.errno}
@@ -122,7 +122,7 @@ def test_without_describe_the_topic_is_not_seen(acl_broker):
 
 def test_delete_without_permission_leaves_the_files(acl_broker):
     produce(acl_broker, "admin", value=b"keep me")
-    grant(acl_broker, allow("orders", O.DESCRIBE, principal="User:bob"))
+    grant(acl_broker, allow("orders", Op.DESCRIBE, principal="User:bob"))
     files = acl_broker.log_dir / "orders-0"
     with connect(acl_broker, "bob") as conn:
         answer = conn.request(DELETE_TOPICS, {"topic_names": ["orders"], "timeout_ms": 5000})
@@ -130,7 +130,7 @@ def test_delete_without_permission_leaves_the_files(acl_broker):
     assert files.is_dir() and any(files.glob("*.log"))
     assert acl_broker.cluster.partitions("orders") is not None
     assert fetch(acl_broker, "admin") == [b"keep me"]
-    grant(acl_broker, allow("orders", O.DELETE, principal="User:bob"))
+    grant(acl_broker, allow("orders", Op.DELETE, principal="User:bob"))
     with connect(acl_broker, "bob") as conn:
         answer = conn.request(DELETE_TOPICS, {"topic_names": ["orders"], "timeout_ms": 5000})
     assert [r.error_code for r in answer.responses] == [0]
@@ -139,11 +139,11 @@ def test_delete_without_permission_leaves_the_files(acl_broker):
 
 def test_a_group_without_read_cannot_commit(acl_broker):
     host, port = acl_broker.bootstrap.rsplit(":", 1)
-    grant(acl_broker, allow("orders", O.READ), allow("g", O.DESCRIBE, rtype=R.GROUP))
+    grant(acl_broker, allow("orders", Op.READ), allow("g", Op.DESCRIBE, rtype=R.GROUP))
     with SimpleConsumer(host, int(port), security=keys("alice")) as c:
         with pytest.raises(GroupAuthorizationFailedError):
             c.commit_offsets("g", {("orders", 0): 5})
-        grant(acl_broker, allow("g", O.READ, rtype=R.GROUP))
+        grant(acl_broker, allow("g", Op.READ, rtype=R.GROUP))
         c.commit_offsets("g", {("orders", 0): 5})
         assert c.fetch_offsets("g", [("orders", 0)])[("orders", 0)].offset == 5
     with SimpleConsumer(host, int(port), security=keys("bob")) as c:
@@ -158,7 +158,7 @@ def test_super_users_may_do_anything(acl_broker):
 
 
 def test_deny_wins_over_allow(acl_broker):
-    grant(acl_broker, allow("*", O.ALL), deny("orders", O.WRITE))
+    grant(acl_broker, allow("*", Op.ALL), deny("orders", Op.WRITE))
     with pytest.raises(TopicAuthorizationFailedError):
         produce(acl_broker, "alice")
     acl_broker.create_topic("other")
@@ -168,21 +168,21 @@ def test_deny_wins_over_allow(acl_broker):
 def test_prefixed_acls(acl_broker):
     for name in ("sales-eu", "salesman"):
         acl_broker.create_topic(name)
-    grant(acl_broker, allow("sales-", O.WRITE, pattern=P.PREFIXED))
+    grant(acl_broker, allow("sales-", Op.WRITE, pattern=P.PREFIXED))
     produce(acl_broker, "alice", topic="sales-eu")
     with pytest.raises(TopicAuthorizationFailedError):
         produce(acl_broker, "alice", topic="salesman")
 
 
 def test_managing_acls_needs_alter_on_the_cluster(acl_broker):
-    assert grant(acl_broker, allow("orders", O.READ), user="alice") == [
+    assert grant(acl_broker, allow("orders", Op.READ), user="alice") == [
         E.ClusterAuthorizationFailedError.errno]
-    bad = (R.CLUSTER, "not-the-cluster", P.LITERAL, "User:alice", O.ALTER, Perm.ALLOW)
-    assert grant(acl_broker, allow("orders", O.READ), bad, (R.TOPIC, "t", P.LITERAL, "alice",
-                                                           O.READ, Perm.ALLOW)) == [
+    bad = (R.CLUSTER, "not-the-cluster", P.LITERAL, "User:alice", Op.ALTER, Perm.ALLOW)
+    assert grant(acl_broker, allow("orders", Op.READ), bad, (R.TOPIC, "t", P.LITERAL, "alice",
+                                                           Op.READ, Perm.ALLOW)) == [
         0, E.InvalidRequestError.errno, E.InvalidRequestError.errno]
-    grant(acl_broker, allow("kafka-cluster", O.ALTER, rtype=R.CLUSTER))
-    assert grant(acl_broker, allow("more", O.READ), user="alice") == [0]
+    grant(acl_broker, allow("kafka-cluster", Op.ALTER, rtype=R.CLUSTER))
+    assert grant(acl_broker, allow("more", Op.READ), user="alice") == [0]
     with connect(acl_broker, "bob") as conn:
         described = conn.request(DESCRIBE_ACLS, _everything())
     assert described.error_code == E.ClusterAuthorizationFailedError.errno
@@ -191,12 +191,12 @@ def test_managing_acls_needs_alter_on_the_cluster(acl_broker):
 def _everything(**overrides):
     return {"resource_type_filter": int(R.ANY), "resource_name_filter": None,
             "pattern_type_filter": int(P.ANY), "principal_filter": None, "host_filter": None,
-            "operation": int(O.ANY), "permission_type": int(Perm.ANY), **overrides}
+            "operation": int(Op.ANY), "permission_type": int(Perm.ANY), **overrides}
 
 
 def test_describe_and_delete_acls_and_they_survive_a_restart(acl_broker):
-    grant(acl_broker, allow("orders", O.READ), allow("orders", O.WRITE),
-          deny("sales-", O.READ, pattern=P.PREFIXED))
+    grant(acl_broker, allow("orders", Op.READ), allow("orders", Op.WRITE),
+          deny("sales-", Op.READ, pattern=P.PREFIXED))
     with connect(acl_broker, "admin") as conn:
         resources = conn.request(DESCRIBE_ACLS, _everything()).resources
         assert sorted((r.resource_name, r.pattern_type, len(r.acls)) for r in resources) == [
@@ -205,15 +205,15 @@ def test_describe_and_delete_acls_and_they_survive_a_restart(acl_broker):
                                                         resource_name_filter="sales-eu",
                                                         pattern_type_filter=int(P.MATCH)))
         assert [r.resource_name for r in match.resources] == ["sales-"]
-        deleted = conn.request(DELETE_ACLS, {"filters": [_everything(operation=int(O.WRITE))]})
+        deleted = conn.request(DELETE_ACLS, {"filters": [_everything(operation=int(Op.WRITE))]})
         assert [[(m.resource_name, m.operation) for m in f.matching_acls]
-                for f in deleted.filter_results] == [[("orders", O.WRITE)]]
+                for f in deleted.filter_results] == [[("orders", Op.WRITE)]]
     acl_broker.stop()
     acl_broker.start()
     with connect(acl_broker, "admin") as conn:
         resources = conn.request(DESCRIBE_ACLS, _everything()).resources
     assert sorted((r.resource_name, [a.operation for a in r.acls]) for r in resources) == [
-        ("orders", [O.READ]), ("sales-", [O.READ])]
+        ("orders", [Op.READ]), ("sales-", [Op.READ])]
     with pytest.raises(TopicAuthorizationFailedError):
         produce(acl_broker, "alice")
 
