@@ -21,32 +21,13 @@ from kclient.protocol.apis import (
     DELETE_ACLS,
     DELETE_TOPICS,
     DESCRIBE_ACLS,
+    INIT_PRODUCER_ID,
     METADATA,
 )
 from kclient.security import SecuritySettings
 from kclient.simple import FetchRequest, SimpleConsumer
 
-USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
-STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-
-def acl_config(**extra):
-    return {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "authorizer.class.name": STANDARD,
-            "super.users": "User:admin", "group.initial.rebalance.delay.ms": "0", **extra}
-
-
-@pytest.fixture
-def acl_broker(tmp_path):
-    """A SASL_PLAINTEXT broker with the authorizer on; admin is a super user."""
-    with MiniBroker(log_dir=tmp_path / "acl-broker", config=acl_config(),
-                    sasl_users=USERS) as b:
-        b.create_topic("orders", partitions=1)
-        yield b
-
-
-def keys(user):
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": USERS[user]}
+from .conftest import acl_keys as keys
 
 
 def connect(broker, user):
@@ -233,3 +214,22 @@ def test_without_an_authorizer_acl_requests_answer_security_disabled(tmp_path):
 def test_an_unknown_authorizer_class_is_refused(tmp_path):
     with pytest.raises(ValueError, match="authorizer.class.name"):
         MiniBroker(log_dir=tmp_path / "b", config={"authorizer.class.name": "x.Custom"})
+
+
+def _init_producer_id(broker, user, transactional_id=None):
+    with connect(broker, user) as conn:
+        return conn.request(INIT_PRODUCER_ID, {
+            "transactional_id": transactional_id, "transaction_timeout_ms": 60000,
+            "producer_id": -1, "producer_epoch": -1}).error_code
+
+
+def test_producer_ids_need_write_somewhere_or_on_the_transactional_id(acl_broker):
+    assert _init_producer_id(acl_broker, "bob") == E.ClusterAuthorizationFailedError.errno
+    grant(acl_broker, allow("orders", Op.WRITE, principal="User:bob"))
+    assert _init_producer_id(acl_broker, "bob") == 0            # KIP-679: Write on a topic
+    assert _init_producer_id(acl_broker, "bob", "tx-1") == \
+        E.TransactionalIdAuthorizationFailedError.errno
+    grant(acl_broker, allow("tx-", Op.WRITE, principal="User:bob", rtype=R.TRANSACTIONAL_ID,
+                            pattern=P.PREFIXED))
+    assert _init_producer_id(acl_broker, "bob", "tx-1") != \
+        E.TransactionalIdAuthorizationFailedError.errno

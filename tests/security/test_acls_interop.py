@@ -7,7 +7,8 @@ import pytest
 from kclient.errors import TopicAuthorizationFailedError
 from kclient.testing import KafkaTools, kafka_problem
 
-from .test_acls import USERS, acl_broker, produce  # noqa: F401  (acl_broker is a fixture)
+from .conftest import ACL_USERS as USERS
+from .test_acls import produce
 
 
 def _librdkafka(broker, user):
