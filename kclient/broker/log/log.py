@@ -145,8 +145,7 @@ class Log:
         for seg in segments:        # aborts at or after ``start`` are replayed below
             seg.txn_index.truncate_from(start)
         if start < self.log_end_offset:
-            for done in replay(state, segments, start):
-                self._index_abort(done)
+            replay(state, segments, start, self._index_abort)
 
     def _index_abort(self, done: CompletedTxn) -> None:
         """Record an aborted transaction in the ``.txnindex`` of its marker's segment."""
