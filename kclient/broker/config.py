@@ -127,6 +127,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "offset.metadata.max.bytes": (_INT, "4096"),
     "transaction.state.log.replication.factor": (_INT, "1"),
     "transaction.state.log.min.isr": (_INT, "1"),
+    "transaction.state.log.num.partitions": (_INT, "50"),
+    "transaction.state.log.segment.bytes": (_INT, "104857600"),
+    "transaction.max.timeout.ms": (_INT, "900000"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_INT, "10000"),
 }
 
 DEFAULTS: dict[str, str] = {k: d for k, (_, d) in _TABLE.items() if d is not None}

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .delayed import AppendWatchers, Scheduler
     from .log import Log
     from .producer_ids import ProducerIdManager
+    from .txn_coordinator import TransactionCoordinator
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
 
@@ -32,6 +33,7 @@ class Broker(ClusterMember, Protocol):
     cluster: ClusterView
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
+    txn_coordinator: TransactionCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
 

@@ -48,6 +48,8 @@ from .producer_ids import ProducerIdManager
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import SaslSettings, tls_principal
+from .txn_coordinator import TransactionCoordinator
+from .txn_markers import MarkerWriter
 from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
@@ -84,6 +86,7 @@ class MiniBroker:
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
+        self.txn_coordinator: TransactionCoordinator = None  # type: ignore[assignment]
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
         self._server: SocketServer | None = None    # the first listener's
@@ -190,6 +193,10 @@ class MiniBroker:
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
+        self.txn_coordinator = TransactionCoordinator(
+            self.log_dir / "__transaction_coordinator", self.node_id,
+            cfg.coordinator_properties(), self.producer_ids.next_id, MarkerWriter(self.cluster))
+        self.txn_coordinator.start()
         for server in self._servers:
             server.start()
         if self.zookeeper_connect:
@@ -240,6 +247,9 @@ class MiniBroker:
         if self.scheduler is not None:
             self.scheduler.close()
             self.scheduler = None  # type: ignore[assignment]  # until the next start()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.close()
+            self.txn_coordinator = None  # type: ignore[assignment]  # until the next start()
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None  # type: ignore[assignment]  # until the next start()

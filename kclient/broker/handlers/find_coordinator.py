@@ -1,4 +1,5 @@
-"""FindCoordinator (key 10) v0-v3: tell a client which broker coordinates its group."""
+"""FindCoordinator (key 10) v0-v3: tell a client which broker coordinates its group
+(key type 0) or its transactional id (key type 1); both hash over the live brokers."""
 from __future__ import annotations
 
 from kclient.protocol import errors as E
@@ -19,13 +20,10 @@ def _error(code: int, message: str) -> dict:
 
 @handles(FIND_COORDINATOR, "0-3")
 def handle(broker: Broker, request: Request) -> dict:
-    """Answer with the coordinator of a group; transactions are not supported."""
+    """Answer with the coordinator of a group or a transactional id."""
     body = body_of(request)
     key_type = getattr(body, "key_type", GROUP_KEY)
-    if key_type == TRANSACTION_KEY:
-        return _error(E.CoordinatorNotAvailableError.errno,
-                      "transactions are not supported by this broker")
-    if key_type != GROUP_KEY:
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
     node_id, host, port = broker.coordinator_for(body.key, request.listener)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,

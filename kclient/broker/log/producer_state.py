@@ -33,7 +33,7 @@ import logging
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -370,9 +370,11 @@ def read_snapshot(path: Path) -> list[ProducerEntry]:
 
 
 def replay(state: ProducerStateManager, segments: Sequence[LogSegment],
-           from_offset: int) -> list[CompletedTxn]:
+           from_offset: int, on_complete: Callable[[CompletedTxn], None] | None = None
+           ) -> list[CompletedTxn]:
     """Rebuild ``state`` from the batch headers of ``segments`` at and after ``from_offset``;
-    the transactions ended on the way (the aborted ones rebuild the ``.txnindex``)."""
+    the transactions ended on the way (the aborted ones rebuild the ``.txnindex``), each also
+    handed to ``on_complete`` as it ends (the state then is that of the log at its marker)."""
     completed: list[CompletedTxn] = []
     for i, seg in enumerate(segments):
         if i + 1 < len(segments) and segments[i + 1].base_offset <= from_offset:
@@ -389,7 +391,11 @@ def replay(state: ProducerStateManager, segments: Sequence[LogSegment],
                 if header.control:
                     kind = control_type(os.pread(fd, info.size, info.position))
                     markers = {header.base_offset: kind}
-                completed += state.update([header], markers)
+                done = state.update([header], markers)
+                completed += done
+                if on_complete is not None:
+                    for txn in done:
+                        on_complete(txn)
         finally:
             os.close(fd)
     return completed
