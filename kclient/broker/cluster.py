@@ -35,8 +35,8 @@ from .log import LogConfig, LogManager
 if TYPE_CHECKING:
     from .zk import ZkRegistry
 
-__all__ = ["EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST", "ClusterMember", "ClusterView",
-           "validate_topic_name"]
+__all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST",
+           "ClusterMember", "ClusterView", "validate_topic_name"]
 
 log = logging.getLogger("kclient.broker.cluster")
 
@@ -46,6 +46,8 @@ MAX_TOPIC_NAME = 249
 #: request may create; more is POLICY_VIOLATION with Kafka's message.
 MAX_PARTITIONS_PER_REQUEST = 10000
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+#: The same limit on CreatePartitions, over the partitions a request adds (Kafka 4.4.0's message).
+EXCESSIVE_ADDITIONAL = "Excessively large number of additional partitions per request."
 
 
 def validate_topic_name(name: str) -> None:
@@ -260,6 +262,8 @@ class ClusterView:
                                              f"partition(s); {count} would not be an increase.")
             if count == current:
                 raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+            if count - current > MAX_PARTITIONS_PER_REQUEST:
+                raise PolicyViolationError(EXCESSIVE_ADDITIONAL)
             ids = sorted(self.live)
             if not ids:
                 raise LeaderNotAvailableError("no live broker to lead the partitions")
