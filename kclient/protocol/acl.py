@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 __all__ = ["AclOperation", "ResourceType", "PatternType", "AclPermissionType", "AclBinding",
            "AclBindingFilter", "SUPPORTED_OPERATIONS", "NOT_REQUESTED", "WILDCARD",
            "CLUSTER_NAME", "operations_field", "operations_of", "all_supported", "implied_by",
-           "invalid_binding", "binding_of", "filter_of"]
+           "invalid_binding", "binding_of", "filter_of", "make_binding"]
 
 #: The bit field's value when the request did not ask for authorized operations.
 NOT_REQUESTED = -2147483648
@@ -225,15 +225,21 @@ def _member(kind: type[_E], code: int) -> _E:
         return kind(0)
 
 
+def make_binding(resource_type: int, name: str, pattern_type: int, principal: str, host: str,
+                 operation: int, permission: int) -> AclBinding:
+    """A binding from wire codes (codes this version does not know read as UNKNOWN)."""
+    return AclBinding(_member(ResourceType, resource_type), name,
+                      _member(PatternType, pattern_type), principal, host,
+                      _member(AclOperation, operation), _member(AclPermissionType, permission))
+
+
 def binding_of(entry: Any) -> AclBinding:
-    """The binding a CreateAcls creation (or a described/deleted ACL entry) carries."""
+    """The binding a CreateAcls creation (or a DeleteAcls matching entry) carries."""
     field = "resource_pattern_type" if hasattr(entry, "resource_pattern_type") \
         else "pattern_type"
     pattern: int = getattr(entry, field, PatternType.LITERAL)
-    return AclBinding(_member(ResourceType, entry.resource_type), entry.resource_name,
-                      _member(PatternType, pattern), entry.principal, entry.host,
-                      _member(AclOperation, entry.operation),
-                      _member(AclPermissionType, entry.permission_type))
+    return make_binding(entry.resource_type, entry.resource_name, pattern, entry.principal,
+                        entry.host, entry.operation, entry.permission_type)
 
 
 def filter_of(entry: Any) -> AclBindingFilter:
