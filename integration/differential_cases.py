@@ -151,6 +151,9 @@ FIXED: list[tuple[str, str, str]] = [
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),
+    ("transactions", "FindCoordinator answered a found coordinator with a null error message "
+     "(Kafka: \"NONE\"); AddPartitionsToTxn listed an unknown topic in request order (Kafka: "
+     "the unknown partitions first)", "8fbd1de"),
 ]
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker
