@@ -30,10 +30,17 @@ def _exists(broker: Broker, tp: TopicPartition) -> bool:
 
 
 def _results(topics: Any, codes: dict[TopicPartition, int]) -> list[dict]:
-    """Per-topic, per-partition results in request order."""
-    return [{"name": t.name, "results_by_partition": [
-        {"partition_index": p, "partition_error_code": codes[(t.name, p)]}
-        for p in t.partitions]} for t in topics]
+    """Per-topic, per-partition results: as Kafka's, the partitions refused as unknown first,
+    then the others, each in request order."""
+    out: dict[str, list[dict]] = {}
+    unknown = E.UnknownTopicOrPartitionError.errno
+    for first in (True, False):
+        for t in topics:
+            for p in t.partitions:
+                if (codes[(t.name, p)] == unknown) == first:
+                    out.setdefault(t.name, []).append(
+                        {"partition_index": p, "partition_error_code": codes[(t.name, p)]})
+    return [{"name": name, "results_by_partition": parts} for name, parts in out.items()]
 
 
 def _refusals(broker: Broker, request: Request, tid: str, topics: Any

@@ -34,5 +34,6 @@ def handle(broker: Broker, request: Request) -> dict:
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
     node_id, host, port = broker.coordinator_for(body.key, request.listener)
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+    # Kafka answers a found coordinator with the message of Errors.NONE, "NONE" (v1+)
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "NONE",
             "node_id": node_id, "host": host, "port": port}
