@@ -9,7 +9,8 @@ from time import sleep as _yield
 cimport cython
 from cpython.object cimport PyObject
 
-from kclient.producer.data_methods import describe, equal, get_extra, set_extra
+from kclient.producer.data_methods import NO as _NO
+from kclient.producer.data_methods import describe, equal, get_extra, set_extra, wrong_call
 
 
 cdef extern from *:
@@ -140,9 +141,14 @@ cdef class FastSend:
         self.pd, self.check, self.slow, self.many = pd, check, slow, many
         self.__doc__ = doc
 
-    def __call__(self, data):
+    def __call__(self, data, value=_NO, key=_NO, partition=_NO, headers=_NO, timestamp=_NO,
+                 timestamp_ms=_NO, on_delivery=_NO):
         cdef ProducerData d
         cdef Py_ssize_t n
+        if value is not _NO or key is not _NO or partition is not _NO or headers is not _NO \
+                or timestamp is not _NO or timestamp_ms is not _NO or on_delivery is not _NO:
+            raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
+                             on_delivery)
         if type(data) is self.pd:
             d = <ProducerData>data
             v = d.value

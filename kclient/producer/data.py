@@ -30,16 +30,16 @@ Entry = tuple[Any, ...]
 def _extra_field(index: int) -> property:
     """A property reading and writing one of the optional fields packed in ``_extra``."""
 
-    def get(self: _PyProducerData) -> Any:
+    def get(self: ProducerData) -> Any:
         return get_extra(self, index)
 
-    def set_(self: _PyProducerData, value: Any) -> None:
+    def set_(self: ProducerData, value: Any) -> None:
         set_extra(self, index, value)
 
     return property(get, set_, doc=f"The message's {FIELDS[index]} (None if not given).")
 
 
-class _PyProducerData:
+class ProducerData:
     """One message to send: ``ProducerData(topic, value, key=None)``.
 
     ``value`` and ``key`` are what the configured encoders accept (bytes for the default
@@ -83,7 +83,9 @@ class _PyProducerData:
         return (_restore, (self.topic, self.value) + (self._extra or ()))
 
 
-_PyProducerData.__name__ = _PyProducerData.__qualname__ = "ProducerData"
+#: the Python class, whichever one ``ProducerData`` names at run time (type checkers and
+#: their messages see this one, under its public name)
+_PyProducerData = ProducerData
 
 
 def _restore(*args: Any) -> ProducerData:
@@ -104,9 +106,7 @@ def _load_speedups() -> Any:
 #: the C speed-ups when built (see kclient/producer/_speedups.pyx), else None
 speedups = _load_speedups()
 
-if TYPE_CHECKING or speedups is None:
-    ProducerData = _PyProducerData
-else:
+if not TYPE_CHECKING and speedups is not None:
     ProducerData = speedups.ProducerData
 
 

@@ -46,6 +46,7 @@ from .data import (
     to_entries,
     to_entry,
 )
+from .data_methods import NO, wrong_call, wrong_send
 from .event_handler import DefaultEventHandler
 from .send_thread import Chunk, ProducerSendThread
 
@@ -155,7 +156,15 @@ class Producer:
                 speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
             return fast
 
-        def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
+        def send(data: ProducerData | list[ProducerData], value: Any = NO, key: Any = NO,
+                 partition: Any = NO, headers: Any = NO, timestamp: Any = NO,
+                 timestamp_ms: Any = NO, on_delivery: Any = NO) -> list[DeliveryReport] | None:
+            # (the catch-all parameters make a kafka-python style call a clear error, at no
+            # cost per call, where **kwargs would build a dict each time)
+            if not (value is key is partition is headers is timestamp is timestamp_ms
+                    is on_delivery is NO):
+                raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
+                                 on_delivery)
             if type(data) is pd:
                 v = data.value
                 x = data._extra
@@ -302,13 +311,16 @@ class Producer:
             raise
         return None
 
-    def _send_hooked(self, data: ProducerData | list[ProducerData]) -> None:
+    def _send_hooked(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                     **wrong_kw: Any) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         cb = self.callbacks
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         for d in items:
             if type(d) is not ProducerData:
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             if "before_enqueue" in self._hooks:
                 d = cb.before_enqueue(d)
                 if d is None:
@@ -328,8 +340,11 @@ class Producer:
                 t.wake()
         return None
 
-    def _send_sync(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport]:
+    def _send_sync(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                   **wrong_kw: Any) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         self._check_open()
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
@@ -367,9 +382,9 @@ class Producer:
         """
         if isinstance(data, ProducerData):
             return [data], None
-        if not isinstance(data, (list, tuple)):
-            raise TypeError("send() takes a ProducerData or a list of them, got "
-                            f"{type(data).__name__}")
+        if not isinstance(data, (list, tuple)) or (
+                type(data) is tuple and data and isinstance(data[0], str)):
+            raise wrong_send(data if type(data) is tuple else (data,), {})
         items = data if type(data) is list else list(data)
         n = len(items)
         if not n:
@@ -388,7 +403,7 @@ class Producer:
                 return items, (topic, values, lengths)
         for d in items:
             if not isinstance(d, ProducerData):
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             v = d.value
             if type(v) is not bytes or len(v) > limit or d._extra is not None:
                 self._check_size(d)
@@ -519,8 +534,8 @@ class Producer:
         if not isinstance(handler, DefaultEventHandler):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
-        kb = self.context.key_encoder.to_message(key) if hasattr(
-            self.context.key_encoder, "to_message") else key
+        encoder = self.context.key_encoder
+        kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]
 
@@ -542,6 +557,16 @@ def _prime_allocator() -> None:
     if not _PRIMED:
         _PRIMED = True
         bytearray(8 << 20)  # allocated (mapped) and freed at once
+
+
+def _not_data(d: Any) -> TypeError:
+    """The error of a list item that is not a ProducerData (a tuple shows the call meant)."""
+    if type(d) is tuple and d and isinstance(d[0], str):
+        args = ", ".join(repr(x) for x in d)
+        return TypeError(f"send() takes ProducerData objects, not the tuple ({args}): write "
+                         f"ProducerData({args})")
+    return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
+                     "ProducerData(topic, value, key=None)")
 
 
 def _size(x: Any) -> int:
