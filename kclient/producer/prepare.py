@@ -43,7 +43,7 @@ def retriable(exc: BaseException) -> bool:
 
 def _column(entries: list[Entry], index: int) -> list[Any] | None:
     """One optional field (2 key .. 5 headers) of every entry, or None when none sets it."""
-    col = [e[index] if len(e) > 2 else None for e in entries]
+    col = [e[index] if len(e) > 3 else None for e in entries]  # (3: topic, value, future)
     return None if col.count(None) == len(col) else col
 
 
@@ -192,7 +192,8 @@ class Preparer:
         n = len(evs)
         values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
                                       self._raw_values, "value")
-        if list(map(len, evs)).count(2) == n:
+        lens = list(map(len, evs))
+        if lens.count(2) == n or lens.count(3) + lens.count(2) == n:
             keys = pins = stamps = headers = None
         else:
             keys, pins = _column(evs, 2), _column(evs, 3)

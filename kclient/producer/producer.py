@@ -20,7 +20,7 @@ import atexit
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from time import sleep as _yield
 from types import TracebackType
 from typing import Any
@@ -40,6 +40,7 @@ from .context import ProducerContext, build_context
 from .data import (
     DeliveryReport,
     Entry,
+    Header,
     ProducerData,
     from_entries,
     speedups,
@@ -48,6 +49,8 @@ from .data import (
 )
 from .data_methods import NO, wrong_call, wrong_send
 from .event_handler import DefaultEventHandler
+from .future import DeliveryCallback, DeliveryFuture
+from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
 
 __all__ = ["Producer"]
@@ -93,8 +96,11 @@ class Producer:
         self.sync = cfg["producer.type"] == "sync"
         self._sync_lock = threading.Lock()
         self._thread: ProducerSendThread | None = None
+        #: set once produce() queued a message: then delivery looks for futures in reports
+        self._futures = False
         if self.sync:
             self.send = self._send_sync  # type: ignore[method-assign]
+            self.produce = self._produce_sync  # type: ignore[method-assign]
         else:
             self._thread = t = ProducerSendThread(
                 self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
@@ -109,6 +115,7 @@ class Producer:
                 self.send = self._send_hooked  # type: ignore[method-assign]
             else:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
+            self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
         _LIVE.add(self)
 
@@ -188,6 +195,96 @@ class Producer:
             return many(data)
         send.__doc__ = Producer.send.__doc__
         return send
+
+    def produce(self, topic: str, value: Any = None, key: Any = None,
+                partition: int | None = None, headers: Sequence[Header] | None = None,
+                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                ) -> DeliveryFuture:
+        """Send one message; returns its :class:`DeliveryFuture` (replaced per instance).
+
+        The future resolves to a RecordMetadata (topic, partition, offset, timestamp) or raises
+        the message's delivery error; ``on_delivery(error, metadata)`` is called once with the
+        outcome (async: on the send thread; keep it quick).  Sync mode returns a resolved future.
+        As with send(), a message over ``message.max.bytes`` or a full queue raise here.
+        """
+        raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
+
+    def _fast_produce(self) -> Callable[..., DeliveryFuture]:
+        """The async ``produce``: send()'s fast path with a future on the queue entry."""
+        if self._hooks & {"before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
+                          "before_sending_data"}:
+            return self._produce_hooked
+        q, t, limit = self._queue, self._sender, self._fast_limit
+        slow, check, new = self._enqueue_slow, self._check_size, DeliveryFuture
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[..., DeliveryFuture] = speedups.FastSend(
+                q, t, limit, ProducerData, check, slow, None, Producer.produce.__doc__,
+                new).produce
+            return self._first_produce(fast)
+
+        def produce(topic: str, value: Any = None, key: Any = None,
+                    partition: int | None = None, headers: Sequence[Header] | None = None,
+                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                    ) -> DeliveryFuture:
+            entry: Entry
+            if key is None and partition is None and timestamp is None and headers is None:
+                f = new(on_delivery)
+                if type(value) is not bytes or len(value) > limit:
+                    check(ProducerData(topic, value))
+                entry = (topic, value, f)
+            else:
+                f = new(on_delivery, timestamp)
+                check(ProducerData(topic, value, key))
+                entry = (topic, value, key, partition, timestamp, headers, f)
+            n = len(q)
+            if n >= t.limit:
+                slow([entry])
+                return f
+            q.append(entry)
+            if n >= t.wake_at:
+                t.wake()
+            elif not n & 1023:
+                _yield(0)
+            return f
+        produce.__doc__ = Producer.produce.__doc__
+        return self._first_produce(produce)
+
+    def _first_produce(self, produce: Callable[..., DeliveryFuture]
+                       ) -> Callable[..., DeliveryFuture]:
+        """``produce`` behind a first call that switches future resolution on: a producer
+        that only send()s never looks for futures in its reports."""
+        def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            self._futures = True
+            self.produce = produce  # type: ignore[method-assign]
+            return produce(*args, **kwargs)
+        first_produce.__doc__ = Producer.produce.__doc__
+        return first_produce
+
+    def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
+                        partition: int | None = None, headers: Sequence[Header] | None = None,
+                        timestamp: int | None = None,
+                        on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """produce() with a CallbackHandler's queue hooks, which take and give ProducerData
+        (they may change or drop messages): not supported."""
+        raise IllegalStateError(
+            "produce() does not run with a CallbackHandler's enqueue/dequeue hooks; use send()")
+
+    def _produce_sync(self, topic: str, value: Any = None, key: Any = None,
+                      partition: int | None = None, headers: Sequence[Header] | None = None,
+                      timestamp: int | None = None,
+                      on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """Sync produce(): send now and return the resolved future."""
+        f = DeliveryFuture(on_delivery, timestamp)
+        d = ProducerData(topic, value, key, partition, timestamp, headers)
+        self._check_open()
+        self._check_size(d)
+        reports = self._sync_reports([d])
+        mine = next((r for r in reports if len(r)), None)
+        if mine is None:
+            mine = DeliveryReport(topic, -1, [d], -1, IllegalStateError(
+                "a CallbackHandler's before_sending_data dropped the message"))
+        f._set(mine, 0)
+        return f
 
     def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
         """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
@@ -349,6 +446,19 @@ class Producer:
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
             self._check_size(data)
+        reports = self._sync_reports(items)
+        failed = [pair for r in reports if r.error is not None for pair in r.failed]
+        if failed:
+            refused = failed[0][1]
+            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+                raise refused from FailedToSendMessageError(failed)
+            raise FailedToSendMessageError(failed)
+        return reports
+
+    def _sync_reports(self, items: list[ProducerData]) -> list[DeliveryReport]:
+        """Sync: run before_sending_data, send, wait, deliver; the reports (never raises for
+        a failed message)."""
         cb = self.callbacks
         if "before_sending_data" in self._hooks:
             items = list(cb.before_sending_data(items) or ())
@@ -362,13 +472,6 @@ class Producer:
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
         self._deliver(reports, keep_failures=False)
-        failed = [pair for r in reports if r.error is not None for pair in r.failed]
-        if failed:
-            refused = failed[0][1]
-            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
-                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
-                raise refused from FailedToSendMessageError(failed)
-            raise FailedToSendMessageError(failed)
         return reports
 
     def _as_list(self, data: object
@@ -434,7 +537,10 @@ class Producer:
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, reports: list[DeliveryReport], keep_failures: bool = True) -> None:
-        """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
+        """Book-keep reports, resolve produce() futures, pass each report to the hooks
+        (exceptions in hooks and callbacks are logged)."""
+        if self._futures:
+            (_py_resolve if speedups is None else speedups.resolve)(reports)
         acked = failed = 0
         kept: list[tuple[ProducerData, BaseException]] = []
         for r in reports:

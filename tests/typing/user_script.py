@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from kclient import DeliveryReport, Producer, ProducerData, consumer
+from kclient import DeliveryReport, Producer, ProducerData, RecordMetadata, consumer
 from kclient.consumer import MessageAndMetadata
 
 
@@ -16,7 +16,11 @@ def main(bootstrap: str) -> int:
                   on_delivery=report, value_serializer=lambda v: json.dumps(v).encode()) as p:
         p.send(ProducerData("events", {"n": 1}, key=b"k"))
         p.send([ProducerData("events", {"n": i}) for i in range(3)])
+        fut = p.produce("events", {"n": 4}, key=b"k",
+                        on_delivery=lambda err, md: print(err, md.offset))
         p.flush(timeout=10.0)
+        md: RecordMetadata = fut.result(timeout=1.0)
+        print(md.topic, md.partition, md.offset, md.timestamp)
         part: int = p.partition_for("events", b"k")
     conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": "g"})
     streams = conn.create_message_streams({"events": 1})
