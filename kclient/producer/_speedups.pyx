@@ -151,8 +151,9 @@ cdef class FastSend:
                 timestamp=None, on_delivery=None):
         """The async ``produce()`` (Producer._fast_produce's closure is its Python twin)."""
         cdef Py_ssize_t n
+        cdef FutureCore f = FutureCore.__new__(self.new_future)
+        f._on_delivery = on_delivery
         if key is None and partition is None and timestamp is None and headers is None:
-            f = self.new_future(on_delivery)
             if type(value) is bytes and len(<bytes>value) <= self.limit:
                 entry = (topic, value, f)
                 # neither can be in a reference cycle (a future keeps no reference to its
@@ -162,7 +163,7 @@ cdef class FastSend:
                 self.check(self.pd(topic, value))
                 entry = (topic, value, f)
         else:
-            f = self.new_future(on_delivery, timestamp)
+            f._ts = timestamp
             self.check(self.pd(topic, value, key))
             entry = (topic, value, key, partition, timestamp, headers, f)
         if on_delivery is None:
@@ -209,11 +210,23 @@ cdef class FastSend:
         return self.many(data)
 
 
+cdef class FutureCore:
+    """The fields of kclient.producer.future.DeliveryFuture (its Python twin has them as
+    slots): C fields are set and read without Python code on both hot paths."""
+    cdef public object _outcome, _on_delivery, _ts, _cond
+    cdef public Py_ssize_t _index
+
+    def __init__(self, on_delivery=None, timestamp=None):
+        self._on_delivery = on_delivery
+        self._ts = timestamp
+
+
 def resolve(list reports):
     """Resolve produce()'s futures in delivery reports (kclient.producer.future.resolve is the
     Python twin)."""
     cdef Py_ssize_t i, n
     cdef tuple e
+    cdef FutureCore f
     for r in reports:
         es = r._entries
         if es is None:

@@ -19,9 +19,9 @@ import concurrent.futures as cf
 import logging
 import threading
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .data import DeliveryReport, RecordMetadata
+from .data import DeliveryReport, RecordMetadata, speedups
 
 __all__ = ["DeliveryFuture", "DeliveryCallback"]
 
@@ -37,20 +37,16 @@ Outcome = tuple[str, int, int, "BaseException | None", int, int]
 _MAKE = threading.Lock()   # makes one future's condition (rare: only when someone waits)
 
 
-class DeliveryFuture(cf.Future[RecordMetadata]):
-    """Where one produced message landed, or why it failed (see the module docstring)."""
+class _FutureMethods(cf.Future[RecordMetadata]):
+    """What a DeliveryFuture does; its fields come from the class below it (Python slots, or
+    the C speed-ups' FutureCore)."""
 
-    __slots__ = ("_outcome", "_index", "_on_delivery", "_ts", "_cond", "_listeners",
-                 "_cf_waiters")
-
-    def __init__(self, on_delivery: DeliveryCallback | None = None,
-                 timestamp: int | None = None) -> None:
-        # the base class's __init__ is not run: its lock and lists are made when needed
-        #: (topic, partition, base_offset, error, log_append_time, create_time) once resolved
-        self._outcome: Outcome | None = None
-        self._on_delivery = on_delivery
-        self._ts = timestamp
-        self._cond: threading.Condition | None = None
+    __slots__ = ()
+    _outcome: Outcome | None
+    _index: int
+    _on_delivery: DeliveryCallback | None
+    _ts: int | None
+    _cond: threading.Condition | None
 
     # ------------------------------------------------------------------ resolving (send thread)
     def _finish(self) -> None:
@@ -204,6 +200,32 @@ class DeliveryFuture(cf.Future[RecordMetadata]):
             if getattr(self, "_cf_waiters", None) is None:
                 self._cf_waiters: list[Any] = []
             return self._cf_waiters
+
+
+class DeliveryFuture(_FutureMethods):
+    """Where one produced message landed, or why it failed (see the module docstring)."""
+
+    __slots__ = ("_outcome", "_index", "_on_delivery", "_ts", "_cond", "_listeners",
+                 "_cf_waiters")
+
+    def __init__(self, on_delivery: DeliveryCallback | None = None,
+                 timestamp: int | None = None) -> None:
+        # the base class's __init__ is not run: its lock and lists are made when needed
+        #: (topic, partition, base_offset, error, log_append_time, create_time) once resolved
+        self._outcome = None
+        self._on_delivery = on_delivery
+        self._ts = timestamp
+        self._cond = None
+
+
+#: the Python class, whichever one ``DeliveryFuture`` names at run time
+_PyDeliveryFuture = DeliveryFuture
+
+if not TYPE_CHECKING and speedups is not None:
+    class DeliveryFuture(speedups.FutureCore, _FutureMethods):
+        # the fields in C: made without running Python code, resolved by C stores
+        __slots__ = ("_listeners", "_cf_waiters")
+        __doc__ = _PyDeliveryFuture.__doc__
 
 
 def outcome(r: DeliveryReport) -> Outcome:
