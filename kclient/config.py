@@ -647,6 +647,11 @@ KEYS: tuple[ConfigKey, ...] = (
          Choice(("smallest", "largest", "none"), {"earliest": "smallest", "latest": "largest"}),
          _C, "No or out-of-range offset: smallest, largest, or none (raise).",
          "autooffset.reset"),
+    _key("isolation.level", "read_uncommitted",
+         Choice(("read_uncommitted", "read_committed")), _C,
+         "read_committed: fetch only up to the last stable offset and leave out aborted "
+         "transactions' messages; read_uncommitted: everything (transaction markers are never "
+         "delivered either way).", differs="no such key (0.8 has no transactions)"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
     _key("consumer.skip.corrupt", False, Bool(), _C,
