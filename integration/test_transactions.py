@@ -182,3 +182,77 @@ def test_send_outside_a_transaction_is_refused(kafka4):
 def _simple(kafka4, topic, partition=0, **options) -> SimpleConsumer:
     host, port = leader_address(kafka4, topic, partition)
     return SimpleConsumer(host, port, so_timeout=15000, **options)
+
+
+def _end_offset(kafka4, topic, partition, isolation="read_uncommitted") -> int:
+    with _simple(kafka4, topic, partition, isolation_level=isolation) as c:
+        return c.get_offsets_before(topic, partition, -1)[0]
+
+
+def test_simple_consumer_read_committed(kafka4):
+    topic = new_topic(kafka4)
+    with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(_values(topic, "c", 10))
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(_values(topic, "a", 5))
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(_values(topic, "open", 3))
+        p.flush()                                  # written, not yet committed
+        with _simple(kafka4, topic, isolation_level="read_committed") as c:
+            assert [m.message.value for m in c.iter_messages(topic, 0)] == \
+                [f"c-{i}".encode() for i in range(10)]
+        with _simple(kafka4, topic) as c:
+            assert [m.message.value for m in c.iter_messages(topic, 0)] == \
+                [f"{t}-{i}".encode() for t, n in (("c", 10), ("a", 5), ("open", 3))
+                 for i in range(n)]
+        # offsets 0-9 data, 10 commit marker, 11-15 aborted data, 16 abort marker, 17-19 open
+        assert _end_offset(kafka4, topic, 0, "read_committed") == 17     # last stable offset
+        assert _end_offset(kafka4, topic, 0) == 20
+        p.commit_transaction()
+    with _simple(kafka4, topic, isolation_level="read_committed") as c:
+        got = list(c.iter_messages(topic, 0))
+        assert [m.message.value for m in got] == \
+            [f"c-{i}".encode() for i in range(10)] + [f"open-{i}".encode() for i in range(3)]
+        assert [m.offset for m in got] == list(range(10)) + [17, 18, 19]
+        ms = c.fetch((topic, 0, 20, 1 << 20))    # only the last commit marker is there
+        assert list(ms) == [] and ms.next_offset == 21
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_group_connector_isolation_and_lag_zero_past_markers(kafka4, isolation):
+    from kclient import consumer
+    from kclient.errors import ConsumerTimeoutError
+    topic = new_topic(kafka4, partitions=2)
+    with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        for tag, n, commit in (("c1", 20, True), ("ab", 10, False), ("c2", 6, True)):
+            p.begin_transaction()
+            p.send(_values(topic, tag, n, 2))
+            p.commit_transaction() if commit else p.abort_transaction()
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": group,
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1500,
+            "auto.commit.enable": False, "isolation.level": isolation}
+    want = [f"c1-{i}" for i in range(20)] + [f"c2-{i}" for i in range(6)]
+    if isolation == "read_uncommitted":
+        want += [f"ab-{i}" for i in range(10)]
+    got: list[str] = []
+    with consumer.create(conf) as c:
+        (stream,) = c.create_message_streams({topic: 1})[topic]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                for m in stream:
+                    got.append(m.message.decode())
+            except ConsumerTimeoutError:
+                if len(got) >= len(want):
+                    break
+        c.commit_offsets()
+    assert sorted(got) == sorted(want)
+    committed = committed_offsets(kafka4, group, topic, 2)
+    ends = {part: _end_offset(kafka4, topic, part) for part in range(2)}
+    assert committed == ends                     # lag 0: the position passed every marker
