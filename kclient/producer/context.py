@@ -76,7 +76,8 @@ def connection_settings(config: Mapping[str, Any]) -> ConnectionSettings:
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
     """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
     zk = zkutils.make_client(connect, config["zookeeper.session.timeout.ms"],
-                             config["zookeeper.connection.timeout.ms"])
+                             config["zookeeper.connection.timeout.ms"],
+                             zkutils.kazoo_options(config))
     try:
         with zkutils.zk_errors(connect, "reading /brokers/ids"):
             return list(zkutils.get_all_brokers(zk).values())

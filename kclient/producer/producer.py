@@ -33,7 +33,12 @@ from kclient.errors import (
     KafkaTimeoutError,
     QueueFullError,
 )
-from kclient.protocol.error_codes import MessageSizeTooLargeError
+from kclient.protocol.error_codes import (
+    ClusterAuthorizationFailedError,
+    MessageSizeTooLargeError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
@@ -58,6 +63,11 @@ log = logging.getLogger(__name__)
 MAX_KEPT_FAILURES = 100_000
 
 _LIVE: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+#: Broker refusals a retry cannot cure, raised as they are when every message met one.
+_AUTHORIZATION = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError,
+                  TransactionalIdAuthorizationFailedError)
 
 
 class Producer:
@@ -378,6 +388,8 @@ class Producer:
             if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
                     exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
                 raise refused from FailedToSendMessageError(failed)
+            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
+                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
             raise FailedToSendMessageError(failed)
         return reports
 
