@@ -45,6 +45,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
+* ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 """
 
 from __future__ import annotations
