@@ -95,6 +95,10 @@ SAMPLES = {
     "TxnOffsetCommit": lambda v, g, n: {
         "transactional_id": g, "group_id": "committed", "producer_id": 5, "producer_epoch": 0,
         "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1}]}]},
+    # markers carry their broker's clock: into t-1, which no sample fetches
+    "WriteTxnMarkers": lambda v, g, n: {"markers": [
+        {"producer_id": 5, "producer_epoch": 0, "transaction_result": False,
+         "topics": [{"name": "t", "partition_indexes": [1]}], "coordinator_epoch": 0}]},
 }
 TXN_APIS = ("AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
 
