@@ -45,6 +45,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
+* ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 """
 
 from __future__ import annotations
@@ -672,6 +673,11 @@ KEYS: tuple[ConfigKey, ...] = (
          Choice(("smallest", "largest", "none"), {"earliest": "smallest", "latest": "largest"}),
          _C, "No or out-of-range offset: smallest, largest, or none (raise).",
          "autooffset.reset"),
+    _key("isolation.level", "read_uncommitted",
+         Choice(("read_uncommitted", "read_committed")), _C,
+         "read_committed: fetch only up to the last stable offset and leave out aborted "
+         "transactions' messages; read_uncommitted: everything (transaction markers are never "
+         "delivered either way).", differs="no such key (0.8 has no transactions)"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
     _key("consumer.skip.corrupt", False, Bool(), _C,
