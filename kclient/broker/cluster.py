@@ -33,6 +33,7 @@ from .config import TOPIC_LEVEL_KEYS, closest_key
 from .log import LogConfig, LogManager
 
 if TYPE_CHECKING:
+    from .authorizer import AclStore
     from .zk import ZkRegistry
 
 __all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST",
@@ -95,6 +96,7 @@ class ClusterView:
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.deleted: set[str] = set()   # deleted while some broker was down
+        self.acls: AclStore | None = None  # the cluster's ACLs, opened by the first broker
 
     # ------------------------------------------------------------------ brokers
     def add_broker(self, broker: ClusterMember) -> None:

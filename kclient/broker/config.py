@@ -49,6 +49,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "sasl.enabled.mechanisms": (_LIST, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"),
     "sasl.credentials.file": (_STR, None),
     "connections.max.reauth.ms": (_INT, "0"),
+    # authorization (authorizer.py): "" is none; Kafka's authorizer class names or "kclient"
+    "authorizer.class.name": (_STR, ""),
+    "super.users": (_STR, None),
+    "allow.everyone.if.no.acl.found": (_BOOL, "false"),
     # network
     "num.network.threads": (_INT, "3"),
     "num.io.threads": (_INT, "8"),

@@ -14,6 +14,7 @@ from kclient.protocol.schema import Struct
 from .cluster import ClusterMember
 
 if TYPE_CHECKING:
+    from .authorizer import Authorizer
     from .cluster import ClusterView
     from .config import BrokerConfig
     from .coordinator import GroupCoordinator
@@ -36,6 +37,7 @@ class Broker(ClusterMember, Protocol):
     txn_coordinator: TransactionCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
+    authorizer: Authorizer | None
 
     def ensure_topic(self, name: str) -> bool:
         """Auto-create an unknown topic if allowed; True if it exists now."""

@@ -27,6 +27,7 @@ from kclient.protocol.errors import (
 from kclient.protocol.framing import Request
 from kclient.protocol.zookeeper import registration_version
 
+from .authorizer import ACL_DIR, AclStore, Authorizer, authorizer_enabled, authorizer_from_config
 from .cluster import ClusterView
 from .config import BrokerConfig
 from .connection_quotas import ConnectionQuotas, parse_overrides
@@ -90,6 +91,8 @@ class MiniBroker:
         self.txn_coordinator: TransactionCoordinator = None  # type: ignore[assignment]
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
+        self.authorizer: Authorizer | None = None
+        self._authorizing = authorizer_enabled(cfg)   # an unknown class fails now
         self._server: SocketServer | None = None    # the first listener's
         self._servers: list[SocketServer] = []
         self.running = False
@@ -175,6 +178,7 @@ class MiniBroker:
             cleaner_config=cfg)
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
+        self._open_authorizer()
         self._servers = []
         pool, quotas = _request_pool(cfg), _connection_quotas(cfg)   # shared by the listeners
         for i, listener in enumerate(self.listeners):
@@ -202,6 +206,22 @@ class MiniBroker:
             server.start()
         if self.zookeeper_connect:
             self._register_zk()
+
+    def _open_authorizer(self) -> None:
+        """The authorizer, when ``authorizer.class.name`` asks for one; the ACLs are the
+        cluster's (the first broker of a MiniCluster opens them under its log dir)."""
+        if not self._authorizing:
+            return
+        if self.cluster.acls is None:
+            self.cluster.acls = AclStore(self.log_dir / ACL_DIR, self.config)
+        self.authorizer = authorizer_from_config(self.config, self.cluster.acls)
+
+    def _close_authorizer(self) -> None:
+        """The last broker of the cluster to stop closes the ACL store."""
+        self.authorizer = None
+        if self._authorizing and not self.cluster.live and self.cluster.acls is not None:
+            self.cluster.acls.close()
+            self.cluster.acls = None
 
     def _sessions(self, listener: Listener) -> Callable[[Any, str], Session]:
         """The factory of each connection's security state on ``listener``."""
@@ -258,6 +278,7 @@ class MiniBroker:
             self.log_manager.close()
         elif self.log_manager is not None:
             _abandon(self.log_manager)
+        self._close_authorizer()
         log.info("broker %d %s", self.node_id, "stopped" if clean else "killed")
 
     def close(self) -> None:

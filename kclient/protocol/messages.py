@@ -158,6 +158,19 @@ __all__ = [
     "TxnOffsetCommitResponsePartition",
     "TxnOffsetCommitResponseTopic",
     "TxnOffsetCommitResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponseAcl",
+    "DescribeAclsResponseResource",
+    "DescribeAclsResponse",
+    "CreateAclsRequestCreation",
+    "CreateAclsRequest",
+    "CreateAclsResponseResult",
+    "CreateAclsResponse",
+    "DeleteAclsRequestFilter",
+    "DeleteAclsRequest",
+    "DeleteAclsResponseMatchingAcl",
+    "DeleteAclsResponseFilterResult",
+    "DeleteAclsResponse",
 ]
 
 
@@ -1220,3 +1233,108 @@ class TxnOffsetCommitResponse(Message, Protocol):
     """TxnOffsetCommit response (key 28, v0-v5)."""
     throttle_time_ms: int                       # v0+
     topics: list[TxnOffsetCommitResponseTopic]  # v0+
+
+
+class DescribeAclsRequest(Message, Protocol):
+    """DescribeAcls request (key 29, v0-v3)."""
+    resource_type_filter: int         # v0+
+    resource_name_filter: str | None  # v0+
+    pattern_type_filter: int          # v1+
+    principal_filter: str | None      # v0+
+    host_filter: str | None           # v0+
+    operation: int                    # v0+
+    permission_type: int              # v0+
+
+
+class DescribeAclsResponseAcl(Message, Protocol):
+    """An element of DescribeAclsResponseResource.acls."""
+    principal: str        # v0+
+    host: str             # v0+
+    operation: int        # v0+
+    permission_type: int  # v0+
+
+
+class DescribeAclsResponseResource(Message, Protocol):
+    """An element of DescribeAclsResponse.resources."""
+    resource_type: int                   # v0+
+    resource_name: str                   # v0+
+    pattern_type: int                    # v1+
+    acls: list[DescribeAclsResponseAcl]  # v0+
+
+
+class DescribeAclsResponse(Message, Protocol):
+    """DescribeAcls response (key 29, v0-v3)."""
+    throttle_time_ms: int                          # v0+
+    error_code: int                                # v0+
+    error_message: str | None                      # v0+
+    resources: list[DescribeAclsResponseResource]  # v0+
+
+
+class CreateAclsRequestCreation(Message, Protocol):
+    """An element of CreateAclsRequest.creations."""
+    resource_type: int          # v0+
+    resource_name: str          # v0+
+    resource_pattern_type: int  # v1+
+    principal: str              # v0+
+    host: str                   # v0+
+    operation: int              # v0+
+    permission_type: int        # v0+
+
+
+class CreateAclsRequest(Message, Protocol):
+    """CreateAcls request (key 30, v0-v3)."""
+    creations: list[CreateAclsRequestCreation]  # v0+
+
+
+class CreateAclsResponseResult(Message, Protocol):
+    """An element of CreateAclsResponse.results."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+
+
+class CreateAclsResponse(Message, Protocol):
+    """CreateAcls response (key 30, v0-v3)."""
+    throttle_time_ms: int                    # v0+
+    results: list[CreateAclsResponseResult]  # v0+
+
+
+class DeleteAclsRequestFilter(Message, Protocol):
+    """An element of DeleteAclsRequest.filters."""
+    resource_type_filter: int         # v0+
+    resource_name_filter: str | None  # v0+
+    pattern_type_filter: int          # v1+
+    principal_filter: str | None      # v0+
+    host_filter: str | None           # v0+
+    operation: int                    # v0+
+    permission_type: int              # v0+
+
+
+class DeleteAclsRequest(Message, Protocol):
+    """DeleteAcls request (key 31, v0-v3)."""
+    filters: list[DeleteAclsRequestFilter]  # v0+
+
+
+class DeleteAclsResponseMatchingAcl(Message, Protocol):
+    """An element of DeleteAclsResponseFilterResult.matching_acls."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+    resource_type: int         # v0+
+    resource_name: str         # v0+
+    pattern_type: int          # v1+
+    principal: str             # v0+
+    host: str                  # v0+
+    operation: int             # v0+
+    permission_type: int       # v0+
+
+
+class DeleteAclsResponseFilterResult(Message, Protocol):
+    """An element of DeleteAclsResponse.filter_results."""
+    error_code: int                                     # v0+
+    error_message: str | None                           # v0+
+    matching_acls: list[DeleteAclsResponseMatchingAcl]  # v0+
+
+
+class DeleteAclsResponse(Message, Protocol):
+    """DeleteAcls response (key 31, v0-v3)."""
+    throttle_time_ms: int                                 # v0+
+    filter_results: list[DeleteAclsResponseFilterResult]  # v0+

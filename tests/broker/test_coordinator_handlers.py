@@ -70,7 +70,7 @@ def test_find_coordinator(broker, version):
     if version >= 1:
         r = call(broker, find_coordinator, apis.FIND_COORDINATOR, version,
                  {"key": "tx", "key_type": 1})       # a transactional id: same hashing
-        assert (r.error_code, r.node_id, r.port) == (0, 0, 9092)
+        assert (r.error_code, r.error_message, r.node_id, r.port) == (0, "NONE", 0, 9092)
         r = call(broker, find_coordinator, apis.FIND_COORDINATOR, version,
                  {"key": "remote-tx", "key_type": 1})
         assert (r.error_code, r.node_id, r.port) == (0, 7, 9999)

@@ -244,3 +244,29 @@ def test_prepared_transaction_is_completed_at_start(tmp_path):
         assert values(fetch(b, "t", 0).records) == [b"v"]
     finally:
         b.close()
+
+
+def test_write_txn_markers_ends_a_hanging_transaction(broker):
+    """As kafka-transactions.sh abort does: a marker sent straight to the partition leader."""
+    r = init(broker, "tx")
+    pid = r.producer_id
+    add_partitions(broker, "tx", pid, 0, [("t", 0)])
+    produce(broker, "t", 0, [b"hanging"], pid=pid, epoch=0, seq=0, tid="tx")
+
+    def markers(epoch, topics):
+        r = call(broker, apis.WRITE_TXN_MARKERS, 1, {"markers": [
+            {"producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
+             "topics": topics, "coordinator_epoch": 0}]})
+        return {(t.name, p.partition_index): p.error_code
+                for t in r.markers[0].topics for p in t.partitions}
+
+    assert markers(0, [{"name": "t", "partition_indexes": [0, 7]},
+                       {"name": "nope", "partition_indexes": [0]}]) == {
+        ("t", 0): 0, ("t", 7): E.UnknownTopicOrPartitionError.errno,
+        ("nope", 0): E.UnknownTopicOrPartitionError.errno}
+    f = fetch(broker, "t", 0)
+    assert (f.last_stable_offset, [a.first_offset for a in f.aborted_transactions]) == (2, [0])
+    init(broker, "tx")                     # the transaction is Ongoing at the coordinator:
+    init(broker, "tx")                     # it aborts it (epoch 1), then bumps to 2
+    assert markers(0, [{"name": "t", "partition_indexes": [0]}]) == {
+        ("t", 0): E.InvalidProducerEpochError.errno}      # older than the partition's epoch

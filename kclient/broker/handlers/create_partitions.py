@@ -11,15 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import CREATE_PARTITIONS
 from kclient.protocol.errors import (
     BrokerResponseError,
     InvalidRequestError,
     PolicyViolationError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..cluster import EXCESSIVE_ADDITIONAL, MAX_PARTITIONS_PER_REQUEST
 from ..interface import Broker, body_of
 from .registry import handles
@@ -61,6 +64,10 @@ def handle(broker: Broker, request: Request) -> dict:
         if counts[topic.name] > 1:
             results.append({"name": topic.name, "error_code": InvalidRequestError.errno,
                             "error_message": f"Duplicate topic {topic.name} in request."})
+        elif not allowed(broker, request, AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+            results.append({"name": topic.name,
+                            "error_code": TopicAuthorizationFailedError.errno,
+                            "error_message": "Authorization failed."})
         else:
             results.append(_create(broker, topic, bool(body.validate_only)))
     return {"throttle_time_ms": 0, "results": results}

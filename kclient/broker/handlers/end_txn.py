@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import END_TXN
-from kclient.protocol.error_codes import NotCoordinatorError
+from kclient.protocol.error_codes import (
+    NotCoordinatorError,
+    TransactionalIdAuthorizationFailedError,
+)
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of, is_local_coordinator
 from ..txn_coordinator import old_fenced
 from .registry import handles
@@ -21,7 +26,11 @@ from .registry import handles
 def handle(broker: Broker, request: Request) -> dict:
     """Commit or abort."""
     body: Any = body_of(request)
-    if not is_local_coordinator(broker, body.transactional_id) or broker.txn_coordinator is None:
+    if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                   body.transactional_id):
+        code = TransactionalIdAuthorizationFailedError.errno
+    elif not is_local_coordinator(broker, body.transactional_id) \
+            or broker.txn_coordinator is None:
         code = NotCoordinatorError.errno
     else:
         code = broker.txn_coordinator.end_txn(body.transactional_id, body.producer_id,

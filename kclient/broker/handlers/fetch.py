@@ -19,11 +19,13 @@ from concurrent.futures import InvalidStateError
 from typing import Any
 
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import FETCH
 from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records
 
+from ..authorizer import allowed
 from ..delayed import DelayedResponse
 from ..interface import Broker, body_of
 from .registry import handles
@@ -31,6 +33,7 @@ from .registry import handles
 OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
 UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
 KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
 _HEAD = struct.Struct(">qi")
 
 
@@ -133,14 +136,21 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
                             lso if version >= 4 else hw)
 
 
-def read_all(broker: Broker, body: Any, version: int) -> tuple[dict, int, bool]:
-    """Read every requested partition: (response body, bytes read, any partition error)."""
+def read_all(broker: Broker, body: Any, version: int, denied: frozenset[str] = frozenset()
+             ) -> tuple[dict, int, bool]:
+    """Read every requested partition: (response body, bytes read, any partition error); the
+    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
     committed = version >= 4 and body.isolation_level == 1
     total, failed, responses = 0, False, []
     for topic in body.topics:
         parts = []
         for req in topic.partitions:
+            if topic.topic in denied:
+                parts.append(_partition_entry(req.partition, TOPIC_AUTHORIZATION_FAILED,
+                                              aborted=[]))
+                failed = True
+                continue
             limit = min(req.partition_max_bytes, budget - total)
             entry = _read_partition(broker, topic.topic, req, version, limit,
                                     whole_first=version >= 3 and total == 0,
@@ -236,7 +246,9 @@ def _high_watermarks(body: dict) -> dict:
 def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
     body, version = body_of(request), request.header.api_version
-    response, total, failed = read_all(broker, body, version)
+    denied = frozenset(t.topic for t in body.topics if not allowed(
+        broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic))
+    response, total, failed = read_all(broker, body, version, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not body.topics:
         return response
     delayed = DelayedFetch(broker, body, version, total)

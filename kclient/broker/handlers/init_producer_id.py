@@ -10,13 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kclient.protocol.apis import INIT_PRODUCER_ID
-from kclient.protocol.error_codes import NotCoordinatorError
+from kclient.protocol.error_codes import (
+    ClusterAuthorizationFailedError,
+    NotCoordinatorError,
+    TransactionalIdAuthorizationFailedError,
+)
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed, allowed_any
 from ..interface import Broker, body_of, is_local_coordinator
 from ..txn_coordinator import old_fenced
 from .registry import handles
+
+
+def _may_write(broker: Broker, request: Request) -> bool:
+    """An idempotent producer needs IdempotentWrite on the cluster or Write on some topic
+    (KIP-679)."""
+    return allowed(broker, request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
+                   CLUSTER_NAME) or allowed_any(broker, request, AclOperation.WRITE,
+                                                ResourceType.TOPIC)
 
 
 def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict:
@@ -30,7 +44,11 @@ def handle(broker: Broker, request: Request) -> dict:
     body: Any = body_of(request)
     tid = body.transactional_id
     if tid is None:
+        if not _may_write(broker, request):
+            return _answer(ClusterAuthorizationFailedError.errno)
         return _answer(0, broker.producer_ids.next_id(), 0)
+    if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return _answer(TransactionalIdAuthorizationFailedError.errno)
     if not is_local_coordinator(broker, tid) or broker.txn_coordinator is None:
         return _answer(NotCoordinatorError.errno)
     code, pid, epoch = broker.txn_coordinator.init_producer_id(

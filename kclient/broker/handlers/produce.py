@@ -19,6 +19,7 @@ from typing import Any
 from kclient.broker.log.compact import keyless_records
 from kclient.broker.log.producer_state import parse_header
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.error_codes import InvalidRecordError
 from kclient.protocol.errors import (
@@ -32,6 +33,7 @@ from kclient.protocol.records import LOG_OVERHEAD, convert_records, validate_rec
 from kclient.protocol.records.common import TRANSACTIONAL_MASK
 from kclient.protocol.records.v2_check import check_client_batch
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -44,6 +46,8 @@ INVALID_REQUIRED_ACKS = E.InvalidRequiredAcksError.errno
 UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
 KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
 INVALID_RECORD = E.InvalidRecordError.errno
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = E.TransactionalIdAuthorizationFailedError.errno
 
 
 class _Refused(Exception):
@@ -176,10 +180,14 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     return _result(index, 0, info.first_offset, info.log_append_time, log_.log_start_offset)
 
 
-def _topic(broker: Broker, topic: Any, acks_ok: bool, transactional_id: str | None) -> dict:
-    """Append every partition of one topic; an unknown topic is not created."""
+def _topic(broker: Broker, request: Request, topic: Any, refused: int,
+           transactional_id: str | None) -> dict:
+    """Append every partition of one topic (without Write on it: TOPIC_AUTHORIZATION_FAILED);
+    an unknown topic is not created."""
     name = topic.name
-    code = 0 if acks_ok else INVALID_REQUIRED_ACKS
+    code = refused
+    if not code and not allowed(broker, request, AclOperation.WRITE, ResourceType.TOPIC, name):
+        code = TOPIC_AUTHORIZATION_FAILED
     if not code and broker.cluster.partitions(name) is None:
         code = UNKNOWN_TOPIC_OR_PARTITION    # as Kafka: only Metadata creates topics
     if code:
@@ -194,9 +202,12 @@ def _topic(broker: Broker, topic: Any, acks_ok: bool, transactional_id: str | No
 def handle(broker: Broker, request: Request) -> dict | None:
     """Append the records; acks=0 gets no response at all."""
     body = body_of(request)
-    acks_ok = body.acks in (0, 1, -1)
+    refused = 0 if body.acks in (0, 1, -1) else INVALID_REQUIRED_ACKS
     tid = getattr(body, "transactional_id", None)
-    responses = [_topic(broker, t, acks_ok, tid) for t in body.topic_data]
+    if not refused and tid is not None and not allowed(
+            broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        refused = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    responses = [_topic(broker, request, t, refused, tid) for t in body.topic_data]
     if body.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}

@@ -12,9 +12,11 @@ import time
 from typing import Any
 
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import TXN_OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
 from ..txn_coordinator import NONE, old_fenced
@@ -62,12 +64,30 @@ def _entries(broker: Broker, body: Any) -> tuple[dict[TopicPartition, OffsetEntr
     return entries, errors
 
 
+def _refusal(broker: Broker, request: Request, body: Any) -> int:
+    """Write on the transactional id and Read on the group, or Kafka's error (0: allowed)."""
+    if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                   body.transactional_id):
+        return E.TransactionalIdAuthorizationFailedError.errno
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return E.GroupAuthorizationFailedError.errno
+    return 0
+
+
 @handles(TXN_OFFSET_COMMIT, "0-5")
 def handle(broker: Broker, request: Request) -> dict:
     """Stage the offsets; every partition gets its own error code."""
     body: Any = body_of(request)
     version = request.header.api_version
+    refused = _refusal(broker, request, body)
+    if refused:
+        return _answer(body, {(t.name, p.partition_index): refused
+                              for t in body.topics for p in t.partitions})
     entries, errors = _entries(broker, body)
+    for tp in [tp for tp in entries if not allowed(broker, request, AclOperation.READ,
+                                                   ResourceType.TOPIC, tp[0])]:
+        del entries[tp]
+        errors[tp] = E.TopicAuthorizationFailedError.errno
     if not is_local_coordinator(broker, body.group_id):
         code = E.NotCoordinatorError.errno
     else:
@@ -77,6 +97,11 @@ def handle(broker: Broker, request: Request) -> dict:
             body.group_id, body.generation_id, body.member_id or "", body.producer_id,
             body.producer_epoch, entries)
     errors.update(dict.fromkeys(entries, code))
+    return _answer(body, errors)
+
+
+def _answer(body: Any, errors: dict[TopicPartition, int]) -> dict:
+    """Every partition's error code, in request order."""
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index,

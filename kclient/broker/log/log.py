@@ -40,6 +40,7 @@ from kclient.broker.log.producer_state import (
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
 from kclient.broker.log.txn_index import AbortedTxn
+from kclient.protocol.error_codes import InvalidProducerEpochError
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
 from kclient.protocol.records import build_marker_batch
 from kclient.protocol.records.ops import EntryInfo
@@ -279,9 +280,15 @@ class Log:
     def append_marker(self, producer_id: int, epoch: int, commit: bool,
                       coordinator_epoch: int = 0, leader_epoch: int | None = None) -> int:
         """Write a transaction marker (control batch) ending ``producer_id``'s transaction on
-        this partition, as the coordinator does; its offset.  Aborts go to the ``.txnindex``."""
+        this partition, as the coordinator does; its offset.  Aborts go to the ``.txnindex``.
+        A marker older than the producer's epoch here is refused (INVALID_PRODUCER_EPOCH)."""
         with self._lock:
             self._check_open()
+            known = self.producer_state.producers.get(producer_id)
+            if known is not None and epoch < known.epoch:
+                raise InvalidProducerEpochError(
+                    f"{self.directory.name}: marker epoch {epoch} of producer {producer_id} is "
+                    f"below its epoch {known.epoch}")
             batch = build_marker_batch(producer_id, epoch, commit, coordinator_epoch)
             prep = prepare(batch, 2, self.log_end_offset, log_append_time=None,
                            max_message_bytes=1 << 30, partition_leader_epoch=leader_epoch)

@@ -8,11 +8,14 @@ from .add_offsets_to_txn import ADD_OFFSETS_TO_TXN
 from .add_partitions_to_txn import ADD_PARTITIONS_TO_TXN
 from .alter_configs import ALTER_CONFIGS
 from .api_versions import API_VERSIONS
+from .create_acls import CREATE_ACLS
 from .create_partitions import CREATE_PARTITIONS
 from .create_topics import CREATE_TOPICS
+from .delete_acls import DELETE_ACLS
 from .delete_groups import DELETE_GROUPS
 from .delete_records import DELETE_RECORDS
 from .delete_topics import DELETE_TOPICS
+from .describe_acls import DESCRIBE_ACLS
 from .describe_cluster import DESCRIBE_CLUSTER
 from .describe_configs import DESCRIBE_CONFIGS
 from .describe_groups import DESCRIBE_GROUPS
@@ -44,6 +47,7 @@ ALL_APIS: tuple[Api[Any, Any], ...] = (
     OFFSET_DELETE, DELETE_RECORDS, CREATE_PARTITIONS, ALTER_CONFIGS, DELETE_GROUPS,
     INCREMENTAL_ALTER_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE, ADD_PARTITIONS_TO_TXN,
     ADD_OFFSETS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT,
+    DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
 )
 APIS: dict[int, Api[Any, Any]] = {api.key: api for api in ALL_APIS}
 APIS_BY_NAME: dict[str, Api[Any, Any]] = {api.name: api for api in ALL_APIS}
@@ -56,4 +60,5 @@ __all__ = [
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "DELETE_RECORDS", "CREATE_PARTITIONS", "ALTER_CONFIGS",
     "DELETE_GROUPS", "INCREMENTAL_ALTER_CONFIGS", "SASL_HANDSHAKE", "SASL_AUTHENTICATE",
     "ADD_PARTITIONS_TO_TXN", "ADD_OFFSETS_TO_TXN", "END_TXN", "WRITE_TXN_MARKERS", "TXN_OFFSET_COMMIT",
+    "DESCRIBE_ACLS", "CREATE_ACLS", "DELETE_ACLS",
 ]
