@@ -136,6 +136,8 @@ class Twin:
     major: int = 4
     found: dict[str, list[tuple[str, Any, Any]]] = field(default_factory=dict)
     case: str = ""
+    #: the last request's raw answers, by side ("real", "mini")
+    last: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.real = self._connect(self.real_address)
@@ -171,9 +173,14 @@ class Twin:
                 view: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
         """Send to both; record the differences under the case; both normalised responses.
         ``order_by`` {list field: key} sorts lists whose order Kafka leaves to a hash map;
-        ``view`` narrows both responses to the part this case is about."""
-        real = _ordered(normalise(self._ask("real", api, body, version)), order_by or {})
-        mini = _ordered(normalise(self._ask("mini", api, body, version)), order_by or {})
+        ``view`` narrows both responses to the part this case is about.  A callable ``body``
+        is called with "real" or "mini" for each side's body (ids that differ by nature, such
+        as a producer id, then go to the broker that handed them out)."""
+        bodies = {side: body(side) if callable(body) else body for side in ("real", "mini")}
+        self.last = {side: self._ask(side, api, bodies[side], version)
+                     for side in ("real", "mini")}
+        real = _ordered(normalise(self.last["real"]), order_by or {})
+        mini = _ordered(normalise(self.last["mini"]), order_by or {})
         if view is not None:
             real, mini = view(real), view(mini)
         where = f"{api.name} v{version}" + (f" {label}" if label else "")

@@ -55,6 +55,13 @@ CASES: dict[str, str] = {
         "offset, past the end, to the high watermark, unknown partition and topic) and "
         "ListOffsets earliest after it; DeleteGroups v0-v2 of a group with a member, an unknown "
         "one, an Empty one (then OffsetFetch and DeleteGroups again)",
+    "transactions": "FindCoordinator for a transactional id; InitProducerId v4 (new id, epoch "
+        "bump, a timeout above transaction.max.timeout.ms, a stale epoch at v3 and v4); "
+        "AddPartitionsToTxn v1-v3 (fenced epoch, unknown topic, two partitions); transactional "
+        "Produce v7 to a partition in and one not in the transaction; Fetch v4 and v11 "
+        "read_committed and read_uncommitted while open, after an abort and after a commit "
+        "(last stable offset, aborted transactions, markers); EndTxn v1-v3 (abort, commit, "
+        "retried, the other outcome, no transaction)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
@@ -144,6 +151,9 @@ FIXED: list[tuple[str, str, str]] = [
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),
+    ("transactions", "FindCoordinator answered a found coordinator with a null error message "
+     "(Kafka: \"NONE\"); AddPartitionsToTxn listed an unknown topic in request order (Kafka: "
+     "the unknown partitions first)", "8fbd1de"),
 ]
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker

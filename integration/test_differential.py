@@ -17,6 +17,7 @@ import pytest
 
 from kclient.broker import MiniBroker
 from kclient.protocol.apis import (
+    ADD_PARTITIONS_TO_TXN,
     ALTER_CONFIGS,
     API_VERSIONS,
     CREATE_PARTITIONS,
@@ -27,6 +28,7 @@ from kclient.protocol.apis import (
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
+    END_TXN,
     FETCH,
     FIND_COORDINATOR,
     HEARTBEAT,
@@ -607,3 +609,104 @@ def test_admin_client_apis(twin4):
     twin4.request(OFFSET_FETCH, 7, {"group_id": "adm2-empty", "topics": None}, "deleted")
     twin4.request(DELETE_GROUPS, 2, {"groups_names": ["adm2-empty"]}, "deleted again")
     check(ADMIN2, twin4)
+
+
+# --- Transactions ----------------------------------------------------------------------------
+
+def _quiet_markers(response: Any) -> Any:
+    """A Fetch answer with the time of each transaction marker blanked: the coordinator stamps
+    a marker with its own clock (a marker: a batch with a producer epoch and no sequence)."""
+    if not isinstance(response, dict):
+        return response
+    for topic in response.get("responses", []):
+        for part in topic["partitions"]:
+            for b in part["records"].get("batches", []):
+                if b["base_sequence"] == -1 and b["producer_epoch"] >= 0:
+                    b["max_timestamp"] = "<marker time>"
+                    b["records"] = [(o, "<marker time>", k, v, h)
+                                    for o, _, k, v, h in b["records"]]
+    return response
+
+
+def _txn_fetch(twin: Twin, label: str) -> None:
+    """Both partitions of "txn", read_committed and read_uncommitted, at v4 and v11."""
+    for version in (4, 11):
+        for isolation in (1, 0):
+            body = fetch_body("txn")
+            body["isolation_level"] = isolation
+            body["topics"][0]["partitions"].append(
+                dict(body["topics"][0]["partitions"][0], partition=1))
+            twin.request(FETCH, version, body, f"{label} isolation {isolation}",
+                         view=_quiet_markers)
+
+
+def test_transactions(twin4):
+    twin = twin4
+    twin.case = "transactions"
+    tid = "diff-tx"
+    create(twin, "txn", partitions=2)
+    wait_transaction_coordinator(twin)
+    deadline = time.monotonic() + 60        # Kafka loads the id's __transaction_state partition
+    while twin.real.request(FIND_COORDINATOR, {"key": tid, "key_type": 1}, 3).error_code:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    twin.request(FIND_COORDINATOR, 3, {"key": tid, "key_type": 1}, "transactional id")
+    init = {"transactional_id": tid, "transaction_timeout_ms": 60000}
+    twin.request(INIT_PRODUCER_ID, 4, dict(init, transaction_timeout_ms=900001), "timeout")
+    twin.request(INIT_PRODUCER_ID, 4, init, "new id")
+    pid = {side: twin.last[side].producer_id for side in ("real", "mini")}
+    twin.request(INIT_PRODUCER_ID, 4, init, "epoch bump")
+    for version in (3, 4):
+        twin.request(INIT_PRODUCER_ID, version, lambda s: dict(
+            init, producer_id=pid[s], producer_epoch=5), "stale epoch")
+
+    def add(epoch: int, topics: list, version: int = 3, label: str = "") -> None:
+        twin.request(ADD_PARTITIONS_TO_TXN, version, lambda s: {
+            "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid[s],
+            "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": topics}, label)
+
+    def produce(partition: int, start: int, seq: int, label: str) -> None:
+        records = {s: build_batch([b"t%d" % (start + i) for i in range(2)], None,
+                                  [T0 + i for i in range(2)], producer_id=pid[s],
+                                  producer_epoch=1, base_sequence=seq, is_transactional=True)
+                   for s in pid}
+        twin.request(PRODUCE, 7, lambda s: dict(
+            produce_body("txn", records[s], acks=-1, partition=partition), transactional_id=tid),
+            label)
+
+    def end(commit: bool, label: str, version: int = 3, epoch: int = 1) -> None:
+        body = {s: {"transactional_id": tid, "producer_id": pid[s], "producer_epoch": epoch,
+                    "committed": commit} for s in pid}
+        twin.request(END_TXN, version, body.__getitem__, label)
+        # Kafka answers once PrepareCommit/PrepareAbort is written and writes the markers
+        # afterwards (a retry meanwhile: CONCURRENT_TRANSACTIONS); the mini-broker answers
+        # once they are written. Wait for Kafka's to be written too.
+        deadline = time.monotonic() + 30
+        while twin.real.request(END_TXN, body["real"], version).error_code == 51:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+    both = [{"name": "txn", "partitions": [0, 1]}]
+    end(True, "no transaction")
+    for version in (1, 2, 3):
+        add(0, both, version, "fenced epoch")
+    add(1, [{"name": "txn", "partitions": [0]}, {"name": "txn-missing", "partitions": [0]}],
+        label="unknown topic")
+    add(1, [{"name": "txn", "partitions": [0]}], label="first partition")
+    produce(1, 0, 0, "partition not in the transaction")
+    produce(0, 0, 0, "first")
+    twin.request(PRODUCE, 7, produce_body("txn", batch(1, 100)), "plain, after the txn start")
+    _txn_fetch(twin, "open")
+    end(False, "abort")
+    end(False, "abort retried")
+    end(True, "commit after abort")
+    end(False, "fenced abort", epoch=0, version=1)
+    _txn_fetch(twin, "aborted")
+    add(1, both, label="both partitions")
+    produce(0, 2, 2, "second")
+    produce(1, 4, 0, "other partition")
+    _txn_fetch(twin, "open again")
+    end(True, "commit")
+    end(True, "commit retried", version=2)
+    _txn_fetch(twin, "committed")
+    check("transactions", twin)

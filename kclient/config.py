@@ -48,6 +48,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
+* ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 """
 
 from __future__ import annotations
@@ -499,6 +500,31 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("zookeeper.connection.timeout.ms", Derived(
         lambda c: c["zookeeper.session.timeout.ms"], "zookeeper.session.timeout.ms"), _POS, _BOTH,
          "Longest wait to establish a ZooKeeper connection.", "zk.connectiontimeout.ms"),
+    # ZooKeeper security (kclient.zkutils.kazoo_options): Kafka's zookeeper.ssl.* (KIP-515) and
+    # zookeeper.set.acl names; digest credentials as ZooKeeper's "addauth digest user:password"
+    _key("zookeeper.ssl.client.enable", False, Bool(), _BOTH,
+         "Connect to ZooKeeper over TLS (its secureClientPort)."),
+    _key("zookeeper.ssl.truststore.location", None, Str(), _BOTH,
+         "CA certificates (PEM) the ZooKeeper server certificate must chain to; unset: the "
+         "system's trust store."),
+    _key("zookeeper.ssl.truststore.type", "PEM", _PEM, _BOTH,
+         "Format of zookeeper.ssl.truststore.location: PEM only."),
+    _key("zookeeper.ssl.keystore.location", None, Str(), _BOTH,
+         "Client certificate and private key (one PEM file) for a ZooKeeper that asks for "
+         "client certificates."),
+    _key("zookeeper.ssl.keystore.password", None, Str(), _BOTH,
+         "Password of an encrypted private key in zookeeper.ssl.keystore.location."),
+    _key("zookeeper.ssl.keystore.type", "PEM", _PEM, _BOTH,
+         "Format of zookeeper.ssl.keystore.location: PEM only."),
+    _key("zookeeper.ssl.endpoint.identification.algorithm", "https",
+         Choice(("https", "none"), {"": "none", "HTTPS": "https"}), _BOTH,
+         "https: the ZooKeeper certificate must name the host connected to; none: any name."),
+    _key("zookeeper.digest", None, Str(), _BOTH,
+         "user:password authenticating to ZooKeeper with its digest scheme (as zkCli's "
+         "addauth digest).", "zookeeper.auth.digest"),
+    _key("zookeeper.set.acl", False, Bool(), _BOTH,
+         "Create znodes with Kafka's secure ACLs: all rights for the creator (needs "
+         "zookeeper.digest), read for everyone."),
     _key("client.id", Derived(lambda c: c.get("group.id") or "", "group.id (consumer), empty"),
          Str(), _BOTH, "Client name sent with every request (logs, quotas)."),
     _key("socket.timeout.ms", 30000, _POS, _BOTH, "Network request timeout."),
@@ -663,6 +689,11 @@ KEYS: tuple[ConfigKey, ...] = (
          Choice(("smallest", "largest", "none"), {"earliest": "smallest", "latest": "largest"}),
          _C, "No or out-of-range offset: smallest, largest, or none (raise).",
          "autooffset.reset"),
+    _key("isolation.level", "read_uncommitted",
+         Choice(("read_uncommitted", "read_committed")), _C,
+         "read_committed: fetch only up to the last stable offset and leave out aborted "
+         "transactions' messages; read_uncommitted: everything (transaction markers are never "
+         "delivered either way).", differs="no such key (0.8 has no transactions)"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
     _key("consumer.skip.corrupt", False, Bool(), _C,

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -20,8 +21,9 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
-from kclient.errors import ZooKeeperError
+from kclient.errors import InvalidConfigError, ZooKeeperError
 from kclient.protocol.zookeeper import (
     BROKER_IDS_PATH,
     BROKER_TOPICS_PATH,
@@ -47,7 +49,7 @@ __all__ = [
     "create_ephemeral_expect_conflict", "update_persistent", "read_data", "get_all_brokers",
     "parse_broker", "partitions_for_topics", "leader_for_partition", "get_all_topics",
     "consumers_in_group", "register_broker", "register_topic",
-    "make_client", "zk_errors", "ZK_FAILURES",
+    "make_client", "kazoo_options", "zk_errors", "ZK_FAILURES",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,13 +119,40 @@ def zk_errors(connect: str, what: str) -> Iterator[None]:
         raise ZooKeeperError(connect, f"{what} failed: {type(exc).__name__}: {detail}") from exc
 
 
-def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int
-                ) -> KazooClient:
-    """A started kazoo client (``connect`` may end with a chroot path).
+def kazoo_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """KazooClient arguments for the ``zookeeper.ssl.*``, ``zookeeper.digest`` and
+    ``zookeeper.set.acl`` keys (none set: none)."""
+    options: dict[str, Any] = {}
+    if config.get("zookeeper.ssl.client.enable"):
+        keystore = config.get("zookeeper.ssl.keystore.location")
+        options.update(
+            use_ssl=True, ca=config.get("zookeeper.ssl.truststore.location"),
+            certfile=keystore, keyfile=keystore,
+            keyfile_password=config.get("zookeeper.ssl.keystore.password"), verify_certs=True,
+            check_hostname=config.get("zookeeper.ssl.endpoint.identification.algorithm",
+                                      "https") == "https")
+    digest = config.get("zookeeper.digest")
+    if digest:
+        if ":" not in digest:
+            raise InvalidConfigError("zookeeper.digest: expected user:password")
+        options["auth_data"] = [("digest", digest)]
+    if config.get("zookeeper.set.acl"):
+        if not digest and not options.get("certfile"):
+            raise InvalidConfigError(
+                "zookeeper.set.acl needs an identity: zookeeper.digest, or "
+                "zookeeper.ssl.keystore.location with zookeeper.ssl.client.enable")
+        options["default_acl"] = list(CREATOR_ALL_ACL) + list(READ_ACL_UNSAFE)
+    return options
+
+
+def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int,
+                options: Mapping[str, Any] | None = None) -> KazooClient:
+    """A started kazoo client (``connect`` may end with a chroot path); ``options`` are
+    :func:`kazoo_options` (TLS, digest credentials, ACLs of created znodes).
 
     Raises :class:`ZooKeeperError` naming ``connect`` when no server answers within
     ``connection_timeout_ms``."""
-    zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
+    zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0, **(options or {}))
     wait = max(1.0, connection_timeout_ms / 1000.0)
     try:
         with zk_errors(connect, f"connecting (zookeeper.connection.timeout.ms {wait * 1000:.0f})"):

@@ -135,3 +135,34 @@ def encode_with_unknown_tags(codec, value) -> bytes:
     out: list = []
     write(codec, value, out)
     return b"".join(out)
+
+
+class CliRunner:
+    """Runs ``python -m kclient.cli`` as a subprocess with KCLIENT_BOOTSTRAP set."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+
+    def __call__(self, *args, input=None, check=None, env=None, timeout=60):
+        """The CompletedProcess (bytes); ``check``: the exit code it must end with."""
+        import os
+        import subprocess
+        import sys
+        environ = dict(os.environ, KCLIENT_BOOTSTRAP=self.bootstrap or "", **(env or {}))
+        if self.bootstrap is None:
+            environ.pop("KCLIENT_BOOTSTRAP")
+        done = subprocess.run([sys.executable, "-m", "kclient.cli", *map(str, args)],
+                              input=input, capture_output=True, env=environ, timeout=timeout)
+        if check is not None:
+            assert done.returncode == check, (done.returncode, done.stdout, done.stderr)
+        return done
+
+    def out(self, *args, **kwargs) -> str:
+        """stdout of a run that must succeed, as text."""
+        return self(*args, check=0, **kwargs).stdout.decode()
+
+
+@pytest.fixture
+def cli(mini_broker):
+    """Run the ``kclient`` command against a fresh mini-broker (``cli("topics", "list")``)."""
+    return CliRunner(mini_broker.bootstrap)

@@ -14,6 +14,7 @@ from kclient import Producer, ProducerData
 from kclient.cluster import Cluster
 from kclient.consumer import create as create_consumer
 from kclient.errors import (
+    ConsumerTimeoutError,
     FailedToSendMessageError,
     KafkaConnectionError,
     KafkaError,
@@ -68,7 +69,7 @@ def test_sync_producer(hostile, mode):
     assert took < 2 * (TIMEOUT_MS / 1000 + 1) + 1.5, took
 
 
-@pytest.mark.parametrize("mode", ["trickle", "garbage", "wrong_corr"])
+@pytest.mark.parametrize("mode", BAD)
 def test_async_producer(hostile, mode):
     hostile.arm(mode, {PRODUCE.key})
     p = Producer({"metadata.broker.list": hostile.bootstrap, "producer.type": "async",
@@ -139,7 +140,7 @@ def test_connect_when_every_answer_is_bad(hostile, mode):
     assert hostile.bootstrap in str(info.value) + str(cause)
 
 
-@pytest.mark.parametrize("mode", ["trickle", "garbage"])
+@pytest.mark.parametrize("mode", ["trickle", "long", "short", "wrong_corr", "garbage"])
 def test_group_connector(hostile, mode):
     hostile.arm(mode, {JOIN_GROUP.key})
     conn = create_consumer({"metadata.broker.list": hostile.bootstrap, "group.id": "g",
@@ -157,3 +158,56 @@ def test_group_connector(hostile, mode):
     # JoinGroup's deadline: two sessions plus 5 s (the coordinator may hold it that long)
     assert took < 2 * 6 + 5 + 3, took
     assert time.monotonic() - start - took < 5
+
+
+def _consume_under_bad_fetches(hostile, mode: str, config: dict) -> None:
+    """Streams read what is there; then every Fetch answer is bad and five more records wait:
+    iteration ends with ConsumerTimeoutError within consumer.timeout.ms (nothing bogus is
+    delivered), and shutdown within its bound."""
+    conn = create_consumer({"socket.timeout.ms": TIMEOUT_MS, "fetch.wait.max.ms": 100,
+                            "consumer.timeout.ms": 3000, "auto.offset.reset": "smallest",
+                            "auto.commit.enable": False, "refresh.leader.backoff.ms": 50,
+                            "retry.backoff.ms": 50, **config})
+    try:
+        [stream] = conn.create_message_streams({"t": 1})["t"]
+        assert len([m for _, m in zip(range(20), stream)]) == 20
+        hostile.arm(mode, {FETCH.key})
+        with Producer({"metadata.broker.list": hostile.bootstrap}) as p:
+            p.send([ProducerData("t", b"unreachable") for _ in range(5)])
+        start = time.monotonic()
+        with pytest.raises(ConsumerTimeoutError):
+            next(iter(stream))
+        assert time.monotonic() - start < 3 + 1.5
+        assert hostile.mangled > 0, "no Fetch answer was mangled"
+    finally:
+        start = time.monotonic()
+        conn.shutdown()
+        hostile.arm("pass")
+    assert time.monotonic() - start < 2 * TIMEOUT_MS / 1000 + 3
+
+
+@pytest.mark.parametrize("mode", BAD)
+def test_group_connector_fetch(hostile, mode):
+    _consume_under_bad_fetches(hostile, mode, {
+        "metadata.broker.list": hostile.bootstrap, "group.id": f"gf-{mode}",
+        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+
+
+@pytest.fixture
+def hostile_zk(tmp_path, zookeeper):
+    """A hostile broker registered in ZooKeeper (its advertised address is the proxy's)."""
+    with hostile_pair(tmp_path / "broker", **{"zookeeper.connect": zookeeper.connect}) \
+            as (proxy, broker):
+        broker.create_topic("t", 1)
+        with Producer({"metadata.broker.list": proxy.bootstrap}) as p:
+            p.send([ProducerData("t", f"m{i}".encode()) for i in range(20)])
+        yield proxy
+
+
+@pytest.mark.zookeeper
+@pytest.mark.parametrize("mode", BAD)
+def test_zookeeper_connector_fetch(hostile_zk, zookeeper, mode):
+    _consume_under_bad_fetches(hostile_zk, mode, {
+        "zookeeper.connect": zookeeper.connect, "group.id": f"gz-{mode}",
+        "zookeeper.session.timeout.ms": 4000, "rebalance.backoff.ms": 300,
+        "rebalance.max.retries": 4})

@@ -1,9 +1,18 @@
-"""The admin client: topics, configs, groups, offsets, lag, records and the cluster.
+"""The admin client: topics, configs, groups, offsets, lag, records, the cluster and ACLs.
 
     from kclient.admin import AdminClient, NewTopic
     with AdminClient("127.0.0.1:9092") as admin:
         admin.create_topics([NewTopic("events", 3)])
 """
+from kclient.protocol.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+
 from .client import AdminClient
 from .groups import RESET_STRATEGIES
 from .types import (
@@ -33,7 +42,8 @@ from .types import (
 )
 
 __all__ = [
-    "AdminClient", "RESET_STRATEGIES", "AlterConfigOp", "AlterConfigOpType", "ClusterBroker",
+    "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType", "PatternType",
+    "ResourceType", "AdminClient", "RESET_STRATEGIES", "AlterConfigOp", "AlterConfigOpType", "ClusterBroker",
     "ClusterDescription", "ConfigEntry", "ConfigResource", "ConfigResourceType", "CreatedTopic",
     "GroupDescription", "GroupLag", "GroupListing", "ListOffsetsResult", "MemberDescription",
     "NewPartitions", "NewTopic", "OffsetAndMetadata", "OffsetReset", "OffsetSpec",

@@ -38,13 +38,16 @@ class AdminBase:
 
     def __init__(self, bootstrap: str | Iterable[str], *, client_id: str = "kclient-admin",
                  request_timeout_ms: int = 30000, zookeeper_connect: str | None = None,
-                 settings: ConnectionSettings | None = None) -> None:
+                 settings: ConnectionSettings | None = None,
+                 zookeeper_config: Mapping[str, Any] | None = None) -> None:
         """Connect lazily to ``bootstrap``; ``zookeeper_connect`` enables the 0.8 groups whose
-        offsets live in ZooKeeper (``/consumers/<group>/offsets``)."""
+        offsets live in ZooKeeper (``/consumers/<group>/offsets``), ``zookeeper_config`` its
+        ``zookeeper.ssl.*`` / ``zookeeper.digest`` / ``zookeeper.set.acl`` keys."""
         settings = settings or ConnectionSettings(client_id=client_id,
                                                   request_timeout_ms=request_timeout_ms)
         self.cluster = Cluster(bootstrap, settings)
         self.zookeeper_connect = zookeeper_connect
+        self.zookeeper_config = dict(zookeeper_config or {})
         self._zk: KazooClient | None = None
 
     def __enter__(self) -> AdminBase:
@@ -110,8 +113,9 @@ class AdminBase:
         if self._zk is None:
             if not self.zookeeper_connect:
                 raise KafkaError("ZooKeeper-stored offsets need zookeeper_connect")
-            from kclient.zkutils import make_client
-            self._zk = make_client(self.zookeeper_connect, 30000, 10000)
+            from kclient.zkutils import kazoo_options, make_client
+            self._zk = make_client(self.zookeeper_connect, 30000, 10000,
+                                   kazoo_options(self.zookeeper_config))
         return self._zk
 
 

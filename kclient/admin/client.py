@@ -1,14 +1,15 @@
 """AdminClient: Kafka's Admin API operations, snake_cased, returning plain data classes."""
 from __future__ import annotations
 
+from .acls import AclAdmin
 from .groups import GroupAdmin
 
 __all__ = ["AdminClient"]
 
 
-class AdminClient(GroupAdmin):
+class AdminClient(GroupAdmin, AclAdmin):
     """Administer a Kafka-protocol cluster: topics, partitions, configs, groups, offsets, lag,
-    records and the cluster description.
+    records, the cluster description and ACLs.
 
         with AdminClient("127.0.0.1:9092") as admin:
             admin.create_topic("events", num_partitions=3)
@@ -16,7 +17,8 @@ class AdminClient(GroupAdmin):
 
     Every call raises the typed error of the broker's answer (``kclient.errors``), e.g.
     TopicAlreadyExistsError, UnknownTopicOrPartitionError, InvalidPartitionsError,
-    InvalidConfigurationError, NonEmptyGroupError, GroupIdNotFoundError.
+    InvalidConfigurationError, NonEmptyGroupError, GroupIdNotFoundError,
+    ClusterAuthorizationFailedError, SecurityDisabledError.
     """
 
     def __enter__(self) -> AdminClient:

@@ -184,10 +184,9 @@ def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n:
              args: argparse.Namespace, round_no: int) -> dict[str, dict]:
     """Create a topic, produce into it, fetch it all back, delete it; one row per phase."""
     from kclient.cluster import Cluster
-    topic = f"bench-{name}-{size}-{partitions}-{uuid.uuid4().hex[:8]}"
-    with Cluster(bootstrap) as c:
-        c.create_topic(topic, partitions)
-    time.sleep(0.2)
+    from kclient.testing import create_ready_topic
+    topic = create_ready_topic(bootstrap, f"bench-{name}-{size}-{partitions}-{uuid.uuid4().hex[:8]}",
+                               partitions)
     out = {}
     try:
         for phase in PHASES:

@@ -126,10 +126,8 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
     """Write ``count`` values of ``size`` bytes to partition 0 with confluent-kafka."""
     import confluent_kafka
 
-    from kclient.cluster import Cluster
-    with Cluster(bootstrap) as cluster:
-        cluster.refresh([])
-        cluster.create_topic(topic, 1)
+    from kclient.testing import create_ready_topic
+    create_ready_topic(bootstrap, topic, 1)
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
                                          "queue.buffering.max.kbytes": 1048576,
                                          "queue.buffering.max.messages": 1000000})

@@ -203,15 +203,14 @@ def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
 
 def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
     """Run every client ``args.repeat`` times, interleaved; keep each client's best run."""
-    from kclient.cluster import Cluster
+    from kclient.testing import create_ready_topic
     results: dict = {}
     runs: dict = {client: [] for client in args.clients}
     print(f"\n== broker: {name} ({bootstrap}) ==", flush=True)
     for round_no in range(args.repeat):
         for client in args.clients:
             topic = f"bench-{client.replace('+', '-')}-{round_no}-{int(time.time() * 1000) % 10**9}"
-            with Cluster(bootstrap) as c:
-                c.create_topic(topic, args.partitions)
+            create_ready_topic(bootstrap, topic, args.partitions)
             n = args.kafka_python_messages if client == "kafka-python" else args.messages
             r = _run_client(client, bootstrap, topic, n, args.value_size, args.timeout,
                             args.list_size)

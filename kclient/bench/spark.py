@@ -35,10 +35,8 @@ from kclient.testing import MiniBrokerProcess
 
 def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
     from kclient import Producer, ProducerData
-    from kclient.cluster import Cluster
-    with Cluster(bootstrap) as cluster:
-        cluster.refresh([])
-        cluster.create_topic(topic, partitions)
+    from kclient.testing import create_ready_topic
+    create_ready_topic(bootstrap, topic, partitions)
     value = b"x" * size
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
         for start in range(0, n, 10000):

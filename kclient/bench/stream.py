@@ -169,9 +169,8 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
         else:
             from kclient.testing import TansuServer
             bootstrap = stack.enter_context(TansuServer()).bootstrap
-        from kclient.cluster import Cluster
-        with Cluster(bootstrap) as cl:
-            cl.create_topic("bench", partitions=args.partitions)
+        from kclient.testing import create_ready_topic
+        create_ready_topic(bootstrap, "bench", args.partitions)
         _fill(bootstrap, "bench", args.messages, args.value_size, args.partitions)
         print(f"{args.messages} messages of {args.value_size} bytes in {args.partitions} "
               f"partitions on {args.broker}; load average {_load()}")

@@ -33,10 +33,11 @@ from .config import TOPIC_LEVEL_KEYS, closest_key
 from .log import LogConfig, LogManager
 
 if TYPE_CHECKING:
+    from .authorizer import AclStore
     from .zk import ZkRegistry
 
-__all__ = ["EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST", "ClusterMember", "ClusterView",
-           "validate_topic_name"]
+__all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST",
+           "ClusterMember", "ClusterView", "validate_topic_name"]
 
 log = logging.getLogger("kclient.broker.cluster")
 
@@ -46,6 +47,8 @@ MAX_TOPIC_NAME = 249
 #: request may create; more is POLICY_VIOLATION with Kafka's message.
 MAX_PARTITIONS_PER_REQUEST = 10000
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+#: The same limit on CreatePartitions, over the partitions a request adds (Kafka 4.4.0's message).
+EXCESSIVE_ADDITIONAL = "Excessively large number of additional partitions per request."
 
 
 def validate_topic_name(name: str) -> None:
@@ -93,6 +96,7 @@ class ClusterView:
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.deleted: set[str] = set()   # deleted while some broker was down
+        self.acls: AclStore | None = None  # the cluster's ACLs, opened by the first broker
 
     # ------------------------------------------------------------------ brokers
     def add_broker(self, broker: ClusterMember) -> None:
@@ -260,6 +264,8 @@ class ClusterView:
                                              f"partition(s); {count} would not be an increase.")
             if count == current:
                 raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
+            if count - current > MAX_PARTITIONS_PER_REQUEST:
+                raise PolicyViolationError(EXCESSIVE_ADDITIONAL)
             ids = sorted(self.live)
             if not ids:
                 raise LeaderNotAvailableError("no live broker to lead the partitions")

@@ -49,6 +49,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "sasl.enabled.mechanisms": (_LIST, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"),
     "sasl.credentials.file": (_STR, None),
     "connections.max.reauth.ms": (_INT, "0"),
+    # authorization (authorizer.py): "" is none; Kafka's authorizer class names or "kclient"
+    "authorizer.class.name": (_STR, ""),
+    "super.users": (_STR, None),
+    "allow.everyone.if.no.acl.found": (_BOOL, "false"),
     # network
     "num.network.threads": (_INT, "3"),
     "num.io.threads": (_INT, "8"),
@@ -127,6 +131,10 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "offset.metadata.max.bytes": (_INT, "4096"),
     "transaction.state.log.replication.factor": (_INT, "1"),
     "transaction.state.log.min.isr": (_INT, "1"),
+    "transaction.state.log.num.partitions": (_INT, "50"),
+    "transaction.state.log.segment.bytes": (_INT, "104857600"),
+    "transaction.max.timeout.ms": (_INT, "900000"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_INT, "10000"),
 }
 
 DEFAULTS: dict[str, str] = {k: d for k, (_, d) in _TABLE.items() if d is not None}

@@ -10,16 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, TOPIC_RESOURCE
 from kclient.protocol.errors import (
     BrokerResponseError,
+    ClusterAuthorizationFailedError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
+from kclient.protocol.framing import Request
 
+from .authorizer import allowed
 from .interface import Broker
 
-__all__ = ["alter_resources", "current_overrides"]
+__all__ = ["alter_resources", "current_overrides", "config_refusal"]
 
 #: (broker, topic, current overrides) -> the new overrides, or an exception with Kafka's code.
 Change = Callable[[Broker, str, dict[str, str]], dict[str, str]]
@@ -60,11 +65,31 @@ def _alter_broker(broker: Broker, res: Any) -> dict:
                    f"Cannot update these configs dynamically: Set({keys})")
 
 
-def alter_resources(broker: Broker, body: Any, change_for: Callable[[Any], Change]) -> dict:
-    """The response body of an alter request: ``change_for(resource)`` says what to do to it."""
+def config_refusal(broker: Broker, request: Request, resource_type: int, name: str,
+                   operation: AclOperation) -> int:
+    """The error code when the principal may not perform ``operation`` (DescribeConfigs,
+    AlterConfigs) on a config resource (a topic, or a broker: the cluster), else 0."""
+    if resource_type == TOPIC_RESOURCE:
+        ok = allowed(broker, request, operation, ResourceType.TOPIC, name)
+        return 0 if ok else TopicAuthorizationFailedError.errno
+    if resource_type == BROKER_RESOURCE:
+        ok = allowed(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+        return 0 if ok else ClusterAuthorizationFailedError.errno
+    return 0
+
+
+def alter_resources(broker: Broker, request: Request, change_for: Callable[[Any], Change]
+                    ) -> dict:
+    """The response body of an alter request: ``change_for(resource)`` says what to do to it
+    (without AlterConfigs on it: Kafka's authorization error)."""
+    body: Any = request.body
     responses = []
     for res in body.resources:
-        if res.resource_type == TOPIC_RESOURCE:
+        refusal = config_refusal(broker, request, res.resource_type, res.resource_name,
+                                 AclOperation.ALTER_CONFIGS)
+        if refusal:
+            responses.append(_result(res, refusal, "Authorization failed."))
+        elif res.resource_type == TOPIC_RESOURCE:
             responses.append(_alter_topic(broker, res, change_for(res), bool(body.validate_only)))
         elif res.resource_type == BROKER_RESOURCE:
             responses.append(_alter_broker(broker, res))

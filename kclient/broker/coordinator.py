@@ -27,6 +27,7 @@ from .group import (
     DEAD,
     EMPTY,
     GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,
     INVALID_GROUP_ID,
     INVALID_SESSION_TIMEOUT,
@@ -415,6 +416,27 @@ class GroupCoordinator:
             self.offsets.commit(group_id, offsets)
         except (OSError, RuntimeError) as exc:
             log.error("group %s: storing offsets failed: %s", group_id, exc)
+            return COORDINATOR_NOT_AVAILABLE
+        return NONE
+
+    def txn_commit_offsets(self, group_id: str, generation_id: int, member_id: str,
+                           producer_id: int, epoch: int,
+                           offsets: Mapping[TopicPartition, OffsetEntry]) -> int:
+        """TxnOffsetCommit: stage offsets in a transaction (Kafka's handleTxnCommitOffsets:
+        a given member must belong to the group, a given generation must be current)."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            code = NOT_COORDINATOR if self._closed else NONE
+            if not code and group is not None and member_id and member_id not in group.members:
+                code = UNKNOWN_MEMBER_ID
+            elif not code and group is not None and 0 <= generation_id != group.generation_id:
+                code = ILLEGAL_GENERATION
+        if code:
+            return code
+        try:
+            self.offsets.txn_commit(group_id, producer_id, epoch, offsets)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.error("group %s: staging transactional offsets failed: %s", group_id, exc)
             return COORDINATOR_NOT_AVAILABLE
         return NONE
 

@@ -14,12 +14,14 @@ from kclient.protocol.schema import Struct
 from .cluster import ClusterMember
 
 if TYPE_CHECKING:
+    from .authorizer import Authorizer
     from .cluster import ClusterView
     from .config import BrokerConfig
     from .coordinator import GroupCoordinator
     from .delayed import AppendWatchers, Scheduler
     from .log import Log
     from .producer_ids import ProducerIdManager
+    from .txn_coordinator import TransactionCoordinator
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
 
@@ -32,8 +34,10 @@ class Broker(ClusterMember, Protocol):
     cluster: ClusterView
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
+    txn_coordinator: TransactionCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
+    authorizer: Authorizer | None
 
     def ensure_topic(self, name: str) -> bool:
         """Auto-create an unknown topic if allowed; True if it exists now."""

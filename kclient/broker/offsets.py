@@ -76,6 +76,8 @@ class OffsetManager:
             codec=int(config.get("offsets.topic.compression.codec", 0)))
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, OffsetEntry]] = {}
+        #: TxnOffsetCommit offsets per producer id, visible once its transaction commits
+        self._pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self._open = False
 
     @property
@@ -96,7 +98,7 @@ class OffsetManager:
             if self._open:
                 return
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            self.store.open(self._apply)
+            self.store.open(self._apply, self._replay_txn)
             self._open = True
             self._import_legacy()
 
@@ -171,6 +173,52 @@ class OffsetManager:
         if entry.expire_ms >= 0:
             return now_ms >= entry.expire_ms
         return self.retention_ms >= 0 and now_ms >= entry.commit_ms + self.retention_ms
+
+    def txn_commit(self, group: str, producer_id: int, epoch: int,
+                   offsets: Mapping[TopicPartition, OffsetEntry]) -> None:
+        """TxnOffsetCommit: store offsets as part of ``producer_id``'s transaction (durable,
+        visible only once :meth:`end_txn` commits it; discarded if it aborts)."""
+        if not offsets:
+            return
+        keys = [encode_key(group, tp) for tp in offsets]
+        values: list[bytes | None] = [entry.to_value() for entry in offsets.values()]
+        with self._lock:
+            if not self._open:
+                raise RuntimeError("OffsetManager is not started (or already closed)")
+            self.store.append(keys, values, producer_id=producer_id, epoch=epoch)
+            self._pending.setdefault(producer_id, []).extend(zip(keys, values))
+
+    def end_txn(self, producer_id: int, epoch: int, commit: bool) -> bool:
+        """The transaction marker for ``producer_id``: its pending offsets become visible
+        (commit) or are dropped (abort); False when it had none here."""
+        with self._lock:
+            if not self._open or producer_id not in self._pending:
+                return False
+            self.store.end_txn(producer_id, epoch, commit)
+            self._replay_txn(producer_id, None, commit)
+            return True
+
+    def pending(self, producer_id: int) -> dict[str, dict[TopicPartition, OffsetEntry]]:
+        """The offsets ``producer_id``'s open transaction would commit, by group."""
+        out: dict[str, dict[TopicPartition, OffsetEntry]] = {}
+        with self._lock:
+            for key, value in self._pending.get(producer_id, ()):
+                parsed = decode_key(key)
+                if parsed is not None and value is not None:
+                    out.setdefault(parsed[0], {})[parsed[1]] = OffsetEntry.from_value(value)
+        return out
+
+    def _replay_txn(self, producer_id: int, key: bytes | None, value: bytes | bool | None
+                    ) -> None:
+        """A transactional record (held pending) or marker (``key`` None: apply or drop)."""
+        if key is not None:
+            self._pending.setdefault(producer_id, []).append(
+                (key, value if isinstance(value, bytes) else None))
+            return
+        held = self._pending.pop(producer_id, [])
+        if value is True:
+            for k, v in held:
+                self._apply(k, v)
 
     def compact(self) -> None:
         """Roll the log and clean it now, whatever its dirty ratio (tests, tools)."""

@@ -10,6 +10,7 @@ import argparse
 import logging
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -26,6 +27,7 @@ from kclient.protocol.errors import (
 from kclient.protocol.framing import Request
 from kclient.protocol.zookeeper import registration_version
 
+from .authorizer import ACL_DIR, AclStore, Authorizer, authorizer_enabled, authorizer_from_config
 from .cluster import ClusterView
 from .config import BrokerConfig
 from .connection_quotas import ConnectionQuotas, parse_overrides
@@ -48,6 +50,8 @@ from .producer_ids import ProducerIdManager
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import SaslSettings, tls_principal
+from .txn_coordinator import TransactionCoordinator
+from .txn_markers import MarkerWriter
 from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
@@ -84,8 +88,11 @@ class MiniBroker:
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
+        self.txn_coordinator: TransactionCoordinator = None  # type: ignore[assignment]
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
+        self.authorizer: Authorizer | None = None
+        self._authorizing = authorizer_enabled(cfg)   # an unknown class fails now
         self._server: SocketServer | None = None    # the first listener's
         self._servers: list[SocketServer] = []
         self.running = False
@@ -171,6 +178,7 @@ class MiniBroker:
             cleaner_config=cfg)
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
+        self._open_authorizer()
         self._servers = []
         pool, quotas = _request_pool(cfg), _connection_quotas(cfg)   # shared by the listeners
         for i, listener in enumerate(self.listeners):
@@ -190,10 +198,30 @@ class MiniBroker:
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
+        self.txn_coordinator = TransactionCoordinator(
+            self.log_dir / "__transaction_coordinator", self.node_id,
+            cfg.coordinator_properties(), self.producer_ids.next_id, MarkerWriter(self.cluster))
+        self.txn_coordinator.start()
         for server in self._servers:
             server.start()
         if self.zookeeper_connect:
             self._register_zk()
+
+    def _open_authorizer(self) -> None:
+        """The authorizer, when ``authorizer.class.name`` asks for one; the ACLs are the
+        cluster's (the first broker of a MiniCluster opens them under its log dir)."""
+        if not self._authorizing:
+            return
+        if self.cluster.acls is None:
+            self.cluster.acls = AclStore(self.log_dir / ACL_DIR, self.config)
+        self.authorizer = authorizer_from_config(self.config, self.cluster.acls)
+
+    def _close_authorizer(self) -> None:
+        """The last broker of the cluster to stop closes the ACL store."""
+        self.authorizer = None
+        if self._authorizing and not self.cluster.live and self.cluster.acls is not None:
+            self.cluster.acls.close()
+            self.cluster.acls = None
 
     def _sessions(self, listener: Listener) -> Callable[[Any, str], Session]:
         """The factory of each connection's security state on ``listener``."""
@@ -240,6 +268,9 @@ class MiniBroker:
         if self.scheduler is not None:
             self.scheduler.close()
             self.scheduler = None  # type: ignore[assignment]  # until the next start()
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.close()
+            self.txn_coordinator = None  # type: ignore[assignment]  # until the next start()
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None  # type: ignore[assignment]  # until the next start()
@@ -247,6 +278,7 @@ class MiniBroker:
             self.log_manager.close()
         elif self.log_manager is not None:
             _abandon(self.log_manager)
+        self._close_authorizer()
         log.info("broker %d %s", self.node_id, "stopped" if clean else "killed")
 
     def close(self) -> None:
@@ -473,6 +505,12 @@ def _config_pairs(items: list[str]) -> dict[str, str]:
     return config
 
 
+def _os_reason(exc: OSError) -> str:
+    """An OSError as one line: its reason and the file it was about."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
     args = _parse_args(argv)
@@ -491,12 +529,22 @@ def main(argv: list[str] | None = None) -> int:
                             config=_config_pairs(args.config), host=args.host,
                             sasl_users=users)
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
-        print(f"kclient broker: {exc}")
+        print(f"kclient broker: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:          # the log dir cannot be made or written
+        print(f"kclient broker: cannot use log dir {args.log_dir}: {_os_reason(exc)}",
+              file=sys.stderr)
+        return 1
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    broker.start()
+    try:
+        broker.start()
+    except OSError as exc:          # the address is taken, or the log dir is not writable
+        what = f"use log dir {args.log_dir}" if exc.filename else \
+            f"listen on {args.host}:{args.port}"
+        print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
+        return 1
     print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
     while not done.wait(0.5):
         pass

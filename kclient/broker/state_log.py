@@ -12,17 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kclient.broker.log import FileRegion, Log, LogConfig
 from kclient.broker.log.cleaner import LogCleaner
 from kclient.broker.log.config import INT64_MAX
-from kclient.protocol.records import Record, RecordsReader, build_batch
+from kclient.protocol.records import (
+    Record,
+    RecordsReader,
+    build_batch,
+    parse_end_txn_marker,
+)
 
 _READ_BYTES = 1 << 20
+#: (producer id, key, value) of a transactional record; (producer id, None, commit) of a marker
+TxnApply = Callable[[int, "bytes | None", "bytes | bool | None"], None]
 
 
 def read_log(each: Log) -> Iterator[Record]:
     """Every data record of a log, oldest first (control batches skipped)."""
+    for batch in read_batches(each):
+        if not batch.is_control:
+            yield from batch.records
+
+
+def read_batches(each: Log) -> Iterator[Any]:
+    """Every batch of a log, oldest first (transaction markers included)."""
     offset, size = each.log_start_offset, _READ_BYTES
     while offset < each.log_end_offset:
         region = each.read(offset, size)
@@ -33,9 +48,7 @@ def read_log(each: Log) -> Iterator[Record]:
                 return
             size *= 2           # one entry larger than the read
             continue
-        for batch in batches:
-            if not batch.is_control:
-                yield from batch.records
+        yield from batches
         offset = batches[-1].last_offset + 1
 
 
@@ -62,19 +75,45 @@ class StateLog:
         """What the cleaner looks after."""
         return [self.log] if self.log is not None else []
 
-    def open(self, apply: Callable[[bytes | None, bytes | None], None]) -> None:
-        """Open the log, hand every record's ``(key, value)`` to ``apply``, start cleaning."""
+    def open(self, apply: Callable[[bytes | None, bytes | None], None],
+             transactional: TxnApply | None = None) -> None:
+        """Open the log, hand every record's ``(key, value)`` to ``apply``, start cleaning.
+
+        With ``transactional``, the records of transactional batches go to it instead, as
+        ``(producer id, key, value)``, and each transaction marker as ``(producer id, None,
+        commit)``: the caller applies a transaction's records once it is committed."""
         self.log = Log(self.directory, self.config)
-        for record in read_log(self.log):
-            apply(record.key, record.value)
+        for batch in read_batches(self.log):
+            if transactional is not None and batch.is_transactional:
+                if batch.is_control:
+                    record = batch.records[0]
+                    marker = parse_end_txn_marker(record.key, record.value)
+                    transactional(batch.producer_id, None, marker.committed)
+                else:
+                    for record in batch.records:
+                        transactional(batch.producer_id, record.key, record.value)
+            elif not batch.is_control:
+                for record in batch.records:
+                    apply(record.key, record.value)
         if self.cleaner is not None:
             self.cleaner.start()
 
-    def append(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
-        """Append one batch of keyed records (None values are tombstones)."""
+    def append(self, keys: Sequence[bytes], values: Sequence[bytes | None], *,
+               producer_id: int = -1, epoch: int = -1) -> None:
+        """Append one batch of keyed records (None values are tombstones); with a
+        ``producer_id``, as a transactional batch of that producer (its coordinator's write:
+        no sequence), which a marker (:meth:`end_txn`) later commits or aborts."""
         if self.log is None:
             raise RuntimeError(f"state log {self.directory.name} is not open")
-        self.log.append(build_batch(list(values), list(keys), codec=self.codec), magic=2)
+        batch = build_batch(list(values), list(keys), codec=self.codec, producer_id=producer_id,
+                            producer_epoch=epoch, is_transactional=producer_id >= 0)
+        self.log.append(batch, magic=2, coordinator=producer_id >= 0)
+
+    def end_txn(self, producer_id: int, epoch: int, commit: bool) -> None:
+        """Write the marker ending ``producer_id``'s transaction in this log."""
+        if self.log is None:
+            raise RuntimeError(f"state log {self.directory.name} is not open")
+        self.log.append_marker(producer_id, epoch, commit)
 
     def flush(self) -> None:
         """fsync everything appended so far."""
@@ -101,4 +140,4 @@ class StateLog:
             self.log = None
 
 
-__all__ = ["StateLog", "read_log"]
+__all__ = ["StateLog", "TxnApply", "read_batches", "read_log"]

@@ -56,7 +56,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         c = self.config
         self.dirs = zku.GroupDirs(self.group)
         self.zk = zku.make_client(c["zookeeper.connect"], c["zookeeper.session.timeout.ms"],
-                                  c["zookeeper.connection.timeout.ms"])
+                                  c["zookeeper.connection.timeout.ms"], zku.kazoo_options(c))
         self._session_id = self.zk.client_id[0]
         self._registered_session: int | None = None
         self._registered_at = int(time.time() * 1000)

@@ -37,6 +37,9 @@ class ProducerContext:
     partitioner: Any
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     zookeeper_connect: str | None = None
+    #: the transactional producer's state (kclient.producer.transactions), shared with the
+    #: EventHandler; None for other producers
+    transaction_manager: Any = None
 
     def rediscover(self) -> bool:
         """Re-read the broker list from ZooKeeper (if configured); True if it changed."""
@@ -73,7 +76,8 @@ def connection_settings(config: Mapping[str, Any]) -> ConnectionSettings:
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
     """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
     zk = zkutils.make_client(connect, config["zookeeper.session.timeout.ms"],
-                             config["zookeeper.connection.timeout.ms"])
+                             config["zookeeper.connection.timeout.ms"],
+                             zkutils.kazoo_options(config))
     try:
         with zkutils.zk_errors(connect, "reading /brokers/ids"):
             return list(zkutils.get_all_brokers(zk).values())

@@ -33,7 +33,12 @@ from kclient.errors import (
     KafkaTimeoutError,
     QueueFullError,
 )
-from kclient.protocol.error_codes import MessageSizeTooLargeError
+from kclient.protocol.error_codes import (
+    ClusterAuthorizationFailedError,
+    MessageSizeTooLargeError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
 
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
@@ -52,6 +57,7 @@ from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
+from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
 
 __all__ = ["Producer"]
 
@@ -61,6 +67,11 @@ log = logging.getLogger(__name__)
 MAX_KEPT_FAILURES = 100_000
 
 _LIVE: weakref.WeakSet[Producer] = weakref.WeakSet()
+
+
+#: Broker refusals a retry cannot cure, raised as they are when every message met one.
+_AUTHORIZATION = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError,
+                  TransactionalIdAuthorizationFailedError)
 
 
 class Producer:
@@ -83,6 +94,12 @@ class Producer:
         self._stats_lock = threading.Lock()
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
         self.context: ProducerContext = build_context(cfg)
+        self._txn: Transactions | None = None
+        if cfg["transactional.id"]:
+            cluster = self.context.cluster
+            self._txn = Transactions(cfg["transactional.id"], cfg["transaction.timeout.ms"],
+                                     cluster.bootstrap, cluster.settings, cfg["retry.backoff.ms"])
+            self.context.transaction_manager = self._txn
         self.callbacks = _instance(cfg["callback.handler"])
         self._hooks = overridden_hooks(self.callbacks)
         if self.callbacks is not None and callable(getattr(self.callbacks, "init", None)):
@@ -117,7 +134,34 @@ class Producer:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
             self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
+        if self._txn is not None:
+            self._guard_sends(self._txn)
         _LIVE.add(self)
+
+    def _guard_sends(self, txn: Transactions) -> None:
+        """A transactional producer sends only inside a transaction it began."""
+        send, send_values, produce = self.send, self.send_values, self.produce
+
+        def guarded_send(data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+                         ) -> list[DeliveryReport] | None:
+            if wrong or wrong_kw:
+                raise wrong_send((data, *wrong), wrong_kw)
+            txn.check_send()
+            return send(data)
+
+        def guarded_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            txn.check_send()
+            return produce(*args, **kwargs)
+
+        def guarded_send_values(topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
+            txn.check_send()
+            return send_values(topic, values)
+        guarded_send.__doc__ = Producer.send.__doc__
+        guarded_send_values.__doc__ = Producer.send_values.__doc__
+        self.send = guarded_send  # type: ignore[method-assign]
+        self.send_values = guarded_send_values  # type: ignore[method-assign]
+        guarded_produce.__doc__ = Producer.produce.__doc__
+        self.produce = guarded_produce  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Producer:
@@ -255,7 +299,8 @@ class Producer:
         that only send()s never looks for futures in its reports."""
         def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
             self._futures = True
-            self.produce = produce  # type: ignore[method-assign]
+            if self._txn is None:       # (a transactional producer's guard stays in front)
+                self.produce = produce  # type: ignore[method-assign]
             return produce(*args, **kwargs)
         first_produce.__doc__ = Producer.produce.__doc__
         return first_produce
@@ -453,6 +498,8 @@ class Producer:
             if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
                     exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
                 raise refused from FailedToSendMessageError(failed)
+            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
+                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
             raise FailedToSendMessageError(failed)
         return reports
 
@@ -628,11 +675,80 @@ class Producer:
                 self.event_handler.close()
             finally:
                 self.context.cluster.close()
+                if self._txn is not None:
+                    self._txn.close()
         self._raise_failures()
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    # ------------------------------------------------------------------ transactions
+    @property
+    def _transactions(self) -> Transactions:
+        if self._txn is None:
+            raise IllegalStateError("transactions need the transactional.id config key")
+        self._check_open()
+        return self._txn
+
+    def init_transactions(self) -> None:
+        """Register ``transactional.id`` with its coordinator: get the producer id and epoch,
+        fence older producers with this id and end the transaction they left open."""
+        self._transactions.init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is sent until commit or abort belongs to it."""
+        self._transactions.begin()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any) -> None:
+        """Commit a consumer group's ``offsets`` as part of the transaction (visible to the
+        group only if it commits): consume-transform-produce.
+
+        ``offsets`` maps ``(topic, partition)`` (or a TopicAndPartition) to the next offset to
+        consume, an int or an object with ``offset`` and ``metadata``; ``group`` is the group id
+        or an object with ``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``
+        (Java's ConsumerGroupMetadata) so that a zombie member's commit is refused.
+        """
+        self._transactions.send_offsets(_offsets(offsets), group)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything queued, then commit.  A send that failed raises
+        TransactionAbortableError (call abort_transaction()), or ProducerFencedError when a
+        newer producer with this transactional.id took over (only close() is left)."""
+        txn = self._transactions
+        txn.check(IN_TRANSACTION)
+        try:
+            self.flush(timeout)
+        except FailedToSendMessageError as exc:
+            txn.record_failure(exc)             # state is abortable, or fatal if fenced
+            txn.check(IN_TRANSACTION)           # raises the state's error
+            raise
+        txn.end(commit=True)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Wait for what was sent (its failures are expected and dropped), then abort: a
+        read_committed consumer never sees the transaction's messages or offsets."""
+        txn = self._transactions
+        txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
+        try:
+            self.flush(timeout)
+        except FailedToSendMessageError as exc:
+            log.info("aborting transaction of %r: %s", txn.tid, exc)
+        txn.end(commit=False)
+
+    def resume_transaction(self, producer_id: int, epoch: int) -> None:
+        """Take over the open transaction another producer with this ``transactional.id``
+        wrote as ``producer_id`` / ``epoch`` (see :attr:`producer_id_and_epoch`), to commit or
+        abort it; instead of init_transactions(), which would abort it.  Contract in
+        docs/producer.md ("Resuming a transaction")."""
+        self._transactions.resume(producer_id, epoch)
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
+        txn = self._txn if self._txn is not None else getattr(
+            self.event_handler, "txn", None)
+        return (-1, -1) if txn is None else (txn.producer_id, txn.epoch)
 
     def partition_for(self, topic: str, key: Any) -> int:
         """The partition a message with ``key`` goes to (murmur2 by default), as send() picks."""
@@ -673,6 +789,18 @@ def _not_data(d: Any) -> TypeError:
                          f"ProducerData({args})")
     return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
                      "ProducerData(topic, value, key=None)")
+
+
+def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:
+    """``{(topic, partition): (offset, metadata)}`` from the forms send_offsets accepts."""
+    out = {}
+    for tp, value in offsets.items():
+        topic, partition = (tp.topic, tp.partition) if hasattr(tp, "topic") else tp
+        if isinstance(value, int):
+            out[(topic, int(partition))] = (value, "")
+        else:
+            out[(topic, int(partition))] = (int(value.offset), getattr(value, "metadata", "") or "")
+    return out
 
 
 def _size(x: Any) -> int:

@@ -131,6 +131,46 @@ __all__ = [
     "SaslHandshakeResponse",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
+    "AddPartitionsToTxnRequestTopic",
+    "AddPartitionsToTxnRequestTransaction",
+    "AddPartitionsToTxnRequestV3AndBelowTopic",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponseResultsByPartition",
+    "AddPartitionsToTxnResponseTopicResult",
+    "AddPartitionsToTxnResponseResultsByTransaction",
+    "AddPartitionsToTxnResponseResultsByTopicV3AndBelowResultsByPartition",
+    "AddPartitionsToTxnResponseResultsByTopicV3AndBelow",
+    "AddPartitionsToTxnResponse",
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
+    "WriteTxnMarkersRequestTopic",
+    "WriteTxnMarkersRequestMarker",
+    "WriteTxnMarkersRequest",
+    "WriteTxnMarkersResponsePartition",
+    "WriteTxnMarkersResponseTopic",
+    "WriteTxnMarkersResponseMarker",
+    "WriteTxnMarkersResponse",
+    "TxnOffsetCommitRequestPartition",
+    "TxnOffsetCommitRequestTopic",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponsePartition",
+    "TxnOffsetCommitResponseTopic",
+    "TxnOffsetCommitResponse",
+    "DescribeAclsRequest",
+    "DescribeAclsResponseAcl",
+    "DescribeAclsResponseResource",
+    "DescribeAclsResponse",
+    "CreateAclsRequestCreation",
+    "CreateAclsRequest",
+    "CreateAclsResponseResult",
+    "CreateAclsResponse",
+    "DeleteAclsRequestFilter",
+    "DeleteAclsRequest",
+    "DeleteAclsResponseMatchingAcl",
+    "DeleteAclsResponseFilterResult",
+    "DeleteAclsResponse",
 ]
 
 
@@ -1007,3 +1047,294 @@ class SaslAuthenticateResponse(Message, Protocol):
     error_message: str | None  # v0+
     auth_bytes: bytes          # v0+
     session_lifetime_ms: int   # v1+
+
+
+class AddPartitionsToTxnRequestTopic(Message, Protocol):
+    """An element of AddPartitionsToTxnRequestTransaction.topics."""
+    name: str              # v0+
+    partitions: list[int]  # v0+
+
+
+class AddPartitionsToTxnRequestTransaction(Message, Protocol):
+    """An element of AddPartitionsToTxnRequest.transactions."""
+    transactional_id: str                         # v0+
+    producer_id: int                              # v0+
+    producer_epoch: int                           # v0+
+    verify_only: bool                             # v0+
+    topics: list[AddPartitionsToTxnRequestTopic]  # v0+
+
+
+class AddPartitionsToTxnRequestV3AndBelowTopic(Message, Protocol):
+    """An element of AddPartitionsToTxnRequest.v3_and_below_topics."""
+    name: str              # v0+
+    partitions: list[int]  # v0+
+
+
+class AddPartitionsToTxnRequest(Message, Protocol):
+    """AddPartitionsToTxn request (key 24, v0-v5)."""
+    transactions: list[AddPartitionsToTxnRequestTransaction]             # v4+
+    v3_and_below_transactional_id: str                                   # v0-v3
+    v3_and_below_producer_id: int                                        # v0-v3
+    v3_and_below_producer_epoch: int                                     # v0-v3
+    v3_and_below_topics: list[AddPartitionsToTxnRequestV3AndBelowTopic]  # v0-v3
+
+
+class AddPartitionsToTxnResponseResultsByPartition(Message, Protocol):
+    """An element of AddPartitionsToTxnResponseTopicResult.results_by_partition."""
+    partition_index: int       # v0+
+    partition_error_code: int  # v0+
+
+
+class AddPartitionsToTxnResponseTopicResult(Message, Protocol):
+    """An element of AddPartitionsToTxnResponseResultsByTransaction.topic_results."""
+    name: str                                                                 # v0+
+    results_by_partition: list[AddPartitionsToTxnResponseResultsByPartition]  # v0+
+
+
+class AddPartitionsToTxnResponseResultsByTransaction(Message, Protocol):
+    """An element of AddPartitionsToTxnResponse.results_by_transaction."""
+    transactional_id: str                                       # v0+
+    topic_results: list[AddPartitionsToTxnResponseTopicResult]  # v0+
+
+
+class AddPartitionsToTxnResponseResultsByTopicV3AndBelowResultsByPartition(Message, Protocol):
+    """An element of AddPartitionsToTxnResponseResultsByTopicV3AndBelow.results_by_partition."""
+    partition_index: int       # v0+
+    partition_error_code: int  # v0+
+
+
+class AddPartitionsToTxnResponseResultsByTopicV3AndBelow(Message, Protocol):
+    """An element of AddPartitionsToTxnResponse.results_by_topic_v3_and_below."""
+    name: str                                                                                         # v0+
+    results_by_partition: list[AddPartitionsToTxnResponseResultsByTopicV3AndBelowResultsByPartition]  # v0+
+
+
+class AddPartitionsToTxnResponse(Message, Protocol):
+    """AddPartitionsToTxn response (key 24, v0-v5)."""
+    throttle_time_ms: int                                                                    # v0+
+    error_code: int                                                                          # v4+
+    results_by_transaction: list[AddPartitionsToTxnResponseResultsByTransaction]             # v4+
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseResultsByTopicV3AndBelow]  # v0-v3
+
+
+class AddOffsetsToTxnRequest(Message, Protocol):
+    """AddOffsetsToTxn request (key 25, v0-v4)."""
+    transactional_id: str  # v0+
+    producer_id: int       # v0+
+    producer_epoch: int    # v0+
+    group_id: str          # v0+
+
+
+class AddOffsetsToTxnResponse(Message, Protocol):
+    """AddOffsetsToTxn response (key 25, v0-v4)."""
+    throttle_time_ms: int  # v0+
+    error_code: int        # v0+
+
+
+class EndTxnRequest(Message, Protocol):
+    """EndTxn request (key 26, v0-v5)."""
+    transactional_id: str  # v0+
+    producer_id: int       # v0+
+    producer_epoch: int    # v0+
+    committed: bool        # v0+
+
+
+class EndTxnResponse(Message, Protocol):
+    """EndTxn response (key 26, v0-v5)."""
+    throttle_time_ms: int  # v0+
+    error_code: int        # v0+
+    producer_id: int       # v5+
+    producer_epoch: int    # v5+
+
+
+class WriteTxnMarkersRequestTopic(Message, Protocol):
+    """An element of WriteTxnMarkersRequestMarker.topics."""
+    name: str                     # v0+
+    partition_indexes: list[int]  # v0+
+
+
+class WriteTxnMarkersRequestMarker(Message, Protocol):
+    """An element of WriteTxnMarkersRequest.markers."""
+    producer_id: int                           # v0+
+    producer_epoch: int                        # v0+
+    transaction_result: bool                   # v0+
+    topics: list[WriteTxnMarkersRequestTopic]  # v0+
+    coordinator_epoch: int                     # v0+
+    transaction_version: int                   # v2+
+
+
+class WriteTxnMarkersRequest(Message, Protocol):
+    """WriteTxnMarkers request (key 27, v1-v2)."""
+    markers: list[WriteTxnMarkersRequestMarker]  # v0+
+
+
+class WriteTxnMarkersResponsePartition(Message, Protocol):
+    """An element of WriteTxnMarkersResponseTopic.partitions."""
+    partition_index: int  # v0+
+    error_code: int       # v0+
+
+
+class WriteTxnMarkersResponseTopic(Message, Protocol):
+    """An element of WriteTxnMarkersResponseMarker.topics."""
+    name: str                                           # v0+
+    partitions: list[WriteTxnMarkersResponsePartition]  # v0+
+
+
+class WriteTxnMarkersResponseMarker(Message, Protocol):
+    """An element of WriteTxnMarkersResponse.markers."""
+    producer_id: int                            # v0+
+    topics: list[WriteTxnMarkersResponseTopic]  # v0+
+
+
+class WriteTxnMarkersResponse(Message, Protocol):
+    """WriteTxnMarkers response (key 27, v1-v2)."""
+    markers: list[WriteTxnMarkersResponseMarker]  # v0+
+
+
+class TxnOffsetCommitRequestPartition(Message, Protocol):
+    """An element of TxnOffsetCommitRequestTopic.partitions."""
+    partition_index: int            # v0+
+    committed_offset: int           # v0+
+    committed_leader_epoch: int     # v2+
+    committed_metadata: str | None  # v0+
+
+
+class TxnOffsetCommitRequestTopic(Message, Protocol):
+    """An element of TxnOffsetCommitRequest.topics."""
+    name: str                                          # v0+
+    partitions: list[TxnOffsetCommitRequestPartition]  # v0+
+
+
+class TxnOffsetCommitRequest(Message, Protocol):
+    """TxnOffsetCommit request (key 28, v0-v5)."""
+    transactional_id: str                      # v0+
+    group_id: str                              # v0+
+    producer_id: int                           # v0+
+    producer_epoch: int                        # v0+
+    generation_id: int                         # v3+
+    member_id: str                             # v3+
+    group_instance_id: str | None              # v3+
+    topics: list[TxnOffsetCommitRequestTopic]  # v0+
+
+
+class TxnOffsetCommitResponsePartition(Message, Protocol):
+    """An element of TxnOffsetCommitResponseTopic.partitions."""
+    partition_index: int  # v0+
+    error_code: int       # v0+
+
+
+class TxnOffsetCommitResponseTopic(Message, Protocol):
+    """An element of TxnOffsetCommitResponse.topics."""
+    name: str                                           # v0+
+    partitions: list[TxnOffsetCommitResponsePartition]  # v0+
+
+
+class TxnOffsetCommitResponse(Message, Protocol):
+    """TxnOffsetCommit response (key 28, v0-v5)."""
+    throttle_time_ms: int                       # v0+
+    topics: list[TxnOffsetCommitResponseTopic]  # v0+
+
+
+class DescribeAclsRequest(Message, Protocol):
+    """DescribeAcls request (key 29, v0-v3)."""
+    resource_type_filter: int         # v0+
+    resource_name_filter: str | None  # v0+
+    pattern_type_filter: int          # v1+
+    principal_filter: str | None      # v0+
+    host_filter: str | None           # v0+
+    operation: int                    # v0+
+    permission_type: int              # v0+
+
+
+class DescribeAclsResponseAcl(Message, Protocol):
+    """An element of DescribeAclsResponseResource.acls."""
+    principal: str        # v0+
+    host: str             # v0+
+    operation: int        # v0+
+    permission_type: int  # v0+
+
+
+class DescribeAclsResponseResource(Message, Protocol):
+    """An element of DescribeAclsResponse.resources."""
+    resource_type: int                   # v0+
+    resource_name: str                   # v0+
+    pattern_type: int                    # v1+
+    acls: list[DescribeAclsResponseAcl]  # v0+
+
+
+class DescribeAclsResponse(Message, Protocol):
+    """DescribeAcls response (key 29, v0-v3)."""
+    throttle_time_ms: int                          # v0+
+    error_code: int                                # v0+
+    error_message: str | None                      # v0+
+    resources: list[DescribeAclsResponseResource]  # v0+
+
+
+class CreateAclsRequestCreation(Message, Protocol):
+    """An element of CreateAclsRequest.creations."""
+    resource_type: int          # v0+
+    resource_name: str          # v0+
+    resource_pattern_type: int  # v1+
+    principal: str              # v0+
+    host: str                   # v0+
+    operation: int              # v0+
+    permission_type: int        # v0+
+
+
+class CreateAclsRequest(Message, Protocol):
+    """CreateAcls request (key 30, v0-v3)."""
+    creations: list[CreateAclsRequestCreation]  # v0+
+
+
+class CreateAclsResponseResult(Message, Protocol):
+    """An element of CreateAclsResponse.results."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+
+
+class CreateAclsResponse(Message, Protocol):
+    """CreateAcls response (key 30, v0-v3)."""
+    throttle_time_ms: int                    # v0+
+    results: list[CreateAclsResponseResult]  # v0+
+
+
+class DeleteAclsRequestFilter(Message, Protocol):
+    """An element of DeleteAclsRequest.filters."""
+    resource_type_filter: int         # v0+
+    resource_name_filter: str | None  # v0+
+    pattern_type_filter: int          # v1+
+    principal_filter: str | None      # v0+
+    host_filter: str | None           # v0+
+    operation: int                    # v0+
+    permission_type: int              # v0+
+
+
+class DeleteAclsRequest(Message, Protocol):
+    """DeleteAcls request (key 31, v0-v3)."""
+    filters: list[DeleteAclsRequestFilter]  # v0+
+
+
+class DeleteAclsResponseMatchingAcl(Message, Protocol):
+    """An element of DeleteAclsResponseFilterResult.matching_acls."""
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+    resource_type: int         # v0+
+    resource_name: str         # v0+
+    pattern_type: int          # v1+
+    principal: str             # v0+
+    host: str                  # v0+
+    operation: int             # v0+
+    permission_type: int       # v0+
+
+
+class DeleteAclsResponseFilterResult(Message, Protocol):
+    """An element of DeleteAclsResponse.filter_results."""
+    error_code: int                                     # v0+
+    error_message: str | None                           # v0+
+    matching_acls: list[DeleteAclsResponseMatchingAcl]  # v0+
+
+
+class DeleteAclsResponse(Message, Protocol):
+    """DeleteAcls response (key 31, v0-v3)."""
+    throttle_time_ms: int                                 # v0+
+    filter_results: list[DeleteAclsResponseFilterResult]  # v0+

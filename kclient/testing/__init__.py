@@ -24,8 +24,10 @@ from .servers import (
                          wait_for_port,
                          zookeeper_available,
 )
+from .topics import create_ready_topic, wait_until_served
 
 __all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
            "MiniBrokerProcess", "zookeeper_available", "KafkaServer", "KafkaNode", "kafka_cache",
            "kafka_versions", "kafka_version", "kafka_problem", "kafka_java", "run_kafka_tool",
-           "start_kafka_tool", "tool_class", "KafkaTools", "java_clients_problem"]
+           "start_kafka_tool", "tool_class", "KafkaTools", "java_clients_problem",
+           "create_ready_topic", "wait_until_served"]

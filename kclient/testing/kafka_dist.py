@@ -27,10 +27,11 @@ TOOLS = {
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "storage": "kafka.tools.StorageTool",
+    "acls": "org.apache.kafka.tools.AclCommand",
 }
 #: Where 3.x still kept a tool in the Scala core.
 TOOLS_3 = {"console-producer": "kafka.tools.ConsoleProducer",
-           "dump-log": "kafka.tools.DumpLogSegments"}
+           "dump-log": "kafka.tools.DumpLogSegments", "acls": "kafka.admin.AclCommand"}
 
 
 def kafka_cache() -> Path:

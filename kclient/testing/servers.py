@@ -116,10 +116,18 @@ def zookeeper_available() -> bool:
 
 
 class ZooKeeperServer(_Process):
-    """A standalone ZooKeeper (Debian's package) on a free port; ``connect`` is "127.0.0.1:PORT"."""
+    """A standalone ZooKeeper (Debian's package) on a free port; ``connect`` is "127.0.0.1:PORT".
 
-    def __init__(self, tick_ms: int = 200):
+    With ``tls=(keystore, truststore)`` (PEM files: the server's key and certificate, and the
+    CA of client certificates) it also serves TLS on ``secure_port`` (``secure_connect``)
+    through Netty, as ZooKeeper's secureClientPort; ``client_auth`` is ssl.clientAuth."""
+
+    def __init__(self, tick_ms: int = 200, tls: tuple[str, str] | None = None,
+                 client_auth: str = "none"):
         self.tick_ms = tick_ms
+        self.tls = tls
+        self.client_auth = client_auth
+        self.secure_port = 0
 
     def __enter__(self) -> ZooKeeperServer:
         if not zookeeper_available():
@@ -127,19 +135,37 @@ class ZooKeeperServer(_Process):
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-zk-"))
         self.port = free_port()
         cfg = self.workdir / "zoo.cfg"
-        cfg.write_text(f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
-                       f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                       "admin.enableServer=false\nmaxClientCnxns=0\n"
-                       f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n")
+        text = (f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
+                f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+                "admin.enableServer=false\nmaxClientCnxns=0\n"
+                f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n")
+        classpath = f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}"
+        if self.tls is not None:
+            self.secure_port = free_port()
+            keystore, truststore = self.tls
+            text += (f"secureClientPort={self.secure_port}\n"
+                     "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+                     f"ssl.keyStore.location={keystore}\nssl.keyStore.type=PEM\n"
+                     f"ssl.trustStore.location={truststore}\nssl.trustStore.type=PEM\n"
+                     f"ssl.clientAuth={self.client_auth}\n")
+            # Debian's zookeeper.jar manifest leaves out two jars Netty's TLS needs
+            classpath += ":/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar"
+        cfg.write_text(text)
         argv = ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.workdir),
-                "-cp", f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}",
-                "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
+                "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
         self._spawn(argv, self.workdir / "zookeeper.log")
+        if self.secure_port:
+            wait_for_port(self.secure_port, proc=self.proc)
         return self
 
     @property
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def secure_connect(self) -> str:
+        """"127.0.0.1:SECURE_PORT" (TLS only)."""
+        return f"127.0.0.1:{self.secure_port}"
 
 
 class MiniBrokerProcess(_Process):

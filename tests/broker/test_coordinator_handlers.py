@@ -26,7 +26,7 @@ WAIT = 5
 class FakeBroker(SimpleNamespace):
     """The attributes of a broker the handlers use."""
 
-    def coordinator_for(self, group_id):
+    def coordinator_for(self, group_id, listener=""):
         if group_id.startswith("remote"):
             return (7, "otherhost", 9999)
         return (self.node_id, self.host, self.port)
@@ -69,8 +69,11 @@ def test_find_coordinator(broker, version):
     assert (r.node_id, r.host, r.port) == (7, "otherhost", 9999)
     if version >= 1:
         r = call(broker, find_coordinator, apis.FIND_COORDINATOR, version,
-                 {"key": "tx", "key_type": 1})
-        assert r.error_code == E.CoordinatorNotAvailableError.errno and r.node_id == -1
+                 {"key": "tx", "key_type": 1})       # a transactional id: same hashing
+        assert (r.error_code, r.error_message, r.node_id, r.port) == (0, "NONE", 0, 9092)
+        r = call(broker, find_coordinator, apis.FIND_COORDINATOR, version,
+                 {"key": "remote-tx", "key_type": 1})
+        assert (r.error_code, r.node_id, r.port) == (0, 7, 9999)
         r = call(broker, find_coordinator, apis.FIND_COORDINATOR, version,
                  {"key": "tx", "key_type": 5})
         assert r.error_code == E.InvalidRequestError.errno

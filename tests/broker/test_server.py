@@ -58,10 +58,14 @@ def test_api_versions_lists_every_api_with_our_ranges(mini_broker, raw_client):
         assert resp.error_code == 0
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         assert set(ranges) == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-                               22, 32, 33, 36, 37, 42, 44, 47, 60}
+                               22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 36, 37, 42, 44, 47,
+                               60}
         assert ranges[0] == (PRODUCE.min_version, PRODUCE.max_version)
         assert ranges[1] == (FETCH.min_version, FETCH.max_version)
         assert ranges[3] == (0, 12) and ranges[60] == (0, 1)
+        # transactions; EndTxn v5 (transaction version 2: an epoch per transaction) is not served
+        assert (ranges[24], ranges[25], ranges[26], ranges[28]) == ((0, 5), (0, 4), (0, 4),
+                                                                     (0, 5))
 
 
 def _raw_header(api_key, version, corr, client_id=b"raw"):

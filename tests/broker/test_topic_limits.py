@@ -1,17 +1,18 @@
-"""CreateTopics within Kafka 4's per-request limits (checked against Kafka 4.4.0: more than
-10,000 partitions per request, or more than 10,000 metadata records, fail every topic with
-POLICY_VIOLATION and these messages), and topic creation all or nothing when the broker runs out
-of file descriptors midway."""
+"""CreateTopics and CreatePartitions within Kafka 4's per-request limits (checked against Kafka
+4.4.0: more than 10,000 partitions created or added per request, or more than 10,000 metadata
+records, fail every topic with POLICY_VIOLATION and these messages), and topic creation all or
+nothing when the broker runs out of file descriptors midway."""
 import pytest
 
 from kclient.broker import MiniBroker
-from kclient.protocol.apis import CREATE_TOPICS, METADATA
+from kclient.protocol.apis import CREATE_PARTITIONS, CREATE_TOPICS, METADATA
 from kclient.protocol.errors import PolicyViolationError
 
 from .limits_support import BrokerChild
 
 EXCESSIVE = "Excessively large number of partitions per request."
 TOO_LARGE = "Unable to perform excessively large batch operation."
+ADDITIONAL = "Excessively large number of additional partitions per request."
 
 
 def create(client, topics, validate_only=True):
@@ -37,6 +38,31 @@ def test_create_topics_partition_limits_as_kafka(mini_broker, raw_client):
     assert mini_broker.cluster.topic_names() == ["small"]
     with pytest.raises(PolicyViolationError):
         mini_broker.create_topic("huge", 10001)
+
+
+def grow(client, topics, validate_only=True):
+    """CreatePartitions v3 for (name, new count) entries: [(code, message)]."""
+    body = {"topics": [{"name": n, "count": k, "assignments": None} for n, k in topics],
+            "timeout_ms": 30000, "validate_only": validate_only}
+    return [(r.error_code, r.error_message)
+            for r in client.request(CREATE_PARTITIONS, 3, body).results]
+
+
+def test_create_partitions_limit_as_kafka(mini_broker, raw_client):
+    """Kafka 4.4.0 answers exactly these (a, b, c start with one partition each)."""
+    client = raw_client(mini_broker.bootstrap)
+    for name in "abc":
+        mini_broker.create_topic(name, 1)
+    assert grow(client, [("a", 2**31 - 1)], validate_only=False) == [(44, ADDITIONAL)]
+    assert grow(client, [("a", 4001), ("b", 4001), ("c", 4001)]) == [(44, ADDITIONAL)] * 3
+    assert grow(client, [("a", 5001), ("b", 5001)]) == [(0, None), (0, None)]
+    assert grow(client, [("a", 10001)]) == [(0, None)]
+    assert grow(client, [("a", 10002)]) == [(44, ADDITIONAL)]
+    assert grow(client, [("a", 3)], validate_only=False) == [(0, None)]
+    assert len(mini_broker.cluster.partitions("a")) == 3
+    with pytest.raises(PolicyViolationError):
+        mini_broker.cluster.create_partitions("b", 10002)
+    assert len(mini_broker.cluster.partitions("b")) == 1
 
 
 def _topics(client):

@@ -183,3 +183,21 @@ def test_the_python_resolver_matches_the_c_one():
         resolve([r])
         assert [f.result(0) for f in fs] == [RecordMetadata("t", 2, 11), RecordMetadata("t", 2, 12)]
         assert [f.result(0).timestamp for f in fs] == [99, 5]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_transactional_produce(mini_broker, mode):
+    mini_broker.create_topic("ptx", partitions=1)
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": mode,
+                   "transactional.id": f"ptx-{mode}", "request.required.acks": -1}) as p:
+        with pytest.raises(IllegalStateError):
+            p.produce("ptx", b"outside a transaction")
+        with pytest.raises(TypeError, match=r"p\.produce\('ptx', b'v'\)"):
+            p.send("ptx", b"v")
+        p.init_transactions()
+        p.begin_transaction()
+        futs = [p.produce("ptx", b"%d" % i) for i in range(3)]
+        p.commit_transaction()
+        assert [f.result(5).offset for f in futs] == [0, 1, 2]
+        with pytest.raises(IllegalStateError):
+            p.produce("ptx", b"after the commit")

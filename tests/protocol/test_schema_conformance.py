@@ -147,9 +147,13 @@ def sample(typ, seed=None):
     return n % 120
 
 
+# kafka-python's DescribeAcls v2 classes say "Enable flexible version" but reuse v1's
+# non-flexible schema; Kafka's JSON (flexibleVersions 2+) checks that version above
+LEGACY_WRONG = {("DescribeAcls", 2)}
 LEGACY_CASES = [(api, side, v) for api in ALL_APIS for side in ("Request", "Response")
                 for v in range(api.min_version, api.max_version + 1)
-                if v < len(LEGACY.get((api.name, side), []))]
+                if v < len(LEGACY.get((api.name, side), []))
+                and (api.name, v) not in LEGACY_WRONG]
 
 
 @pytest.mark.parametrize("api,side,version", LEGACY_CASES,

@@ -58,3 +58,29 @@ def sasl_client(certs, protocol, mechanism, user="alice", password=None, **extra
     if protocol == "SASL_SSL":
         keys["ssl.ca.location"] = str(certs.ca)
     return keys
+
+
+ACL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def acl_config(**extra):
+    """A SASL_PLAINTEXT listener, the authorizer on, admin a super user."""
+    return {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin",
+            **FAST_GROUPS, **extra}
+
+
+@pytest.fixture
+def acl_broker(tmp_path):
+    """A broker enforcing ACLs (users alice, bob and the super user admin); topic "orders"."""
+    with MiniBroker(log_dir=tmp_path / "acl-broker", config=acl_config(),
+                    sasl_users=ACL_USERS) as b:
+        b.create_topic("orders", partitions=1)
+        yield b
+
+
+def acl_keys(user):
+    """Client keys of ``user`` for the ACL broker (SCRAM-SHA-256)."""
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user, "sasl.password": ACL_USERS[user]}

@@ -8,16 +8,22 @@ module, so :data:`HANDLERS` (and the ApiVersions answer derived from it) is comp
 from __future__ import annotations
 
 from . import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -35,6 +41,8 @@ from . import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from .registry import HANDLERS, Handler, Registration, handles, served_versions
 
@@ -43,9 +51,11 @@ __all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
 
 #: Every handler module (importing one registers its handler).
 HANDLER_MODULES = (
+    add_offsets_to_txn, add_partitions_to_txn, end_txn, txn_offset_commit, write_txn_markers,
     alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
     incremental_alter_configs, delete_topics, describe_cluster, describe_configs,
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
-    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group,
+    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group, create_acls,
+    delete_acls, describe_acls,
 )

@@ -7,7 +7,7 @@ from kclient.protocol.apis import ALTER_CONFIGS
 from kclient.protocol.framing import Request
 
 from ..config_changes import Change, alter_resources
-from ..interface import Broker, body_of
+from ..interface import Broker
 from .registry import handles
 
 
@@ -20,4 +20,4 @@ def _replace(res: Any) -> Change:
 @handles(ALTER_CONFIGS, "0-2")
 def handle(broker: Broker, request: Request) -> dict:
     """Replace each resource's configs."""
-    return alter_resources(broker, body_of(request), _replace)
+    return alter_resources(broker, request, _replace)

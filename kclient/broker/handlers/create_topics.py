@@ -15,10 +15,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kclient.protocol.apis import CREATE_TOPICS
-from kclient.protocol.errors import BrokerResponseError, InvalidRequestError, PolicyViolationError
+from kclient.protocol.errors import (
+    BrokerResponseError,
+    InvalidRequestError,
+    PolicyViolationError,
+    TopicAuthorizationFailedError,
+)
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..cluster import EXCESSIVE_PARTITIONS, MAX_PARTITIONS_PER_REQUEST
 from ..interface import Broker, body_of
 from .registry import handles
@@ -41,6 +48,7 @@ def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
             "num_partitions": len(leaders), "replication_factor": 1, "configs": []}
 
 
+TOPIC_AUTHORIZATION_FAILED = TopicAuthorizationFailedError.errno
 #: Kafka's controller limit on the records one request may write (MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_REQUEST = 10000
 EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
@@ -84,10 +92,15 @@ def handle(broker: Broker, request: Request) -> dict:
         refused = PolicyViolationError(limit)
         return {"throttle_time_ms": 0, "topics": [_failed(t.name, refused) for t in body.topics]}
     results = []
+    anywhere = allowed(broker, request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     for topic in body.topics:
         if counts[topic.name] > 1:
             results.append({"name": topic.name, "error_code": InvalidRequestError.errno,
                             "error_message": "topic named more than once in the request"})
-            continue
-        results.append(_create(broker, topic, validate_only))
+        elif not anywhere and not allowed(broker, request, AclOperation.CREATE,
+                                          ResourceType.TOPIC, topic.name):
+            results.append({"name": topic.name, "error_code": TOPIC_AUTHORIZATION_FAILED,
+                            "error_message": "Authorization failed."})
+        else:
+            results.append(_create(broker, topic, validate_only))
     return {"throttle_time_ms": 0, "topics": results}

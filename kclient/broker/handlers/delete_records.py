@@ -8,19 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DELETE_RECORDS
 from kclient.protocol.apis.delete_records import HIGH_WATERMARK
-from kclient.protocol.errors import OffsetOutOfRangeError
+from kclient.protocol.errors import OffsetOutOfRangeError, TopicAuthorizationFailedError
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _delete(broker: Broker, topic: str, part: Any) -> dict:
-    """One partition's result."""
+def _delete(broker: Broker, topic: str, part: Any, permitted: bool) -> dict:
+    """One partition's result (without Delete on the topic, TOPIC_AUTHORIZATION_FAILED)."""
     entry = {"partition_index": part.partition_index, "low_watermark": -1, "error_code": 0}
-    log_, code = broker.partition_log(topic, part.partition_index)
+    log_, code = broker.partition_log(topic, part.partition_index) if permitted \
+        else (None, TopicAuthorizationFailedError.errno)
     if log_ is None:
         return dict(entry, error_code=code)
     offset = log_.log_end_offset if part.offset == HIGH_WATERMARK else part.offset
@@ -34,6 +37,9 @@ def _delete(broker: Broker, topic: str, part: Any) -> dict:
 @handles(DELETE_RECORDS, "0-2")
 def handle(broker: Broker, request: Request) -> dict:
     """Delete records before the given offset of every requested partition."""
-    topics = [{"name": t.name, "partitions": [_delete(broker, t.name, p) for p in t.partitions]}
-              for t in body_of(request).topics]
+    topics = []
+    for t in body_of(request).topics:
+        permitted = allowed(broker, request, AclOperation.DELETE, ResourceType.TOPIC, t.name)
+        topics.append({"name": t.name, "partitions": [
+            _delete(broker, t.name, p, permitted) for p in t.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}

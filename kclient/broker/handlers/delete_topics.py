@@ -1,16 +1,26 @@
 """DeleteTopics (key 20): delete topics by name, with a per-topic error code."""
 from __future__ import annotations
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DELETE_TOPICS
-from kclient.protocol.errors import BrokerResponseError, TopicDeletionDisabledError
+from kclient.protocol.errors import (
+    BrokerResponseError,
+    TopicAuthorizationFailedError,
+    TopicDeletionDisabledError,
+)
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _delete(broker: Broker, name: str) -> dict:
-    """Delete one topic; returns its response entry."""
+def _delete(broker: Broker, request: Request, name: str) -> dict:
+    """Delete one topic (without Delete on it: TOPIC_AUTHORIZATION_FAILED and its files kept);
+    returns its response entry."""
+    if not allowed(broker, request, AclOperation.DELETE, ResourceType.TOPIC, name):
+        return {"name": name, "error_code": TopicAuthorizationFailedError.errno,
+                "error_message": "Authorization failed."}
     if not broker.config.get_bool("delete.topic.enable"):
         return {"name": name, "error_code": TopicDeletionDisabledError.errno,
                 "error_message": "delete.topic.enable is false"}
@@ -25,4 +35,4 @@ def _delete(broker: Broker, name: str) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Delete every named topic."""
     return {"throttle_time_ms": 0,
-            "responses": [_delete(broker, name) for name in body_of(request).topic_names]}
+            "responses": [_delete(broker, request, name) for name in body_of(request).topic_names]}

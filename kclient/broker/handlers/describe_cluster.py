@@ -7,11 +7,12 @@ MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE, as Kafka ans
 from __future__ import annotations
 
 from kclient.protocol import error_codes as E
-from kclient.protocol.acl import NOT_REQUESTED, ResourceType, all_supported
+from kclient.protocol.acl import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType
 from kclient.protocol.apis import DESCRIBE_CLUSTER
 from kclient.protocol.apis.describe_cluster import BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed, authorized_operations
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -37,8 +38,11 @@ def handle(broker: Broker, request: Request) -> dict:
     brokers = [{"broker_id": b.node_id, "host": host, "port": port, "rack": b.rack}
                for b in broker.cluster.live_brokers()
                for host, port in [b.endpoint(request.listener)]]
-    operations = all_supported(ResourceType.CLUSTER) \
-        if body.include_cluster_authorized_operations else NOT_REQUESTED
+    operations = NOT_REQUESTED
+    if body.include_cluster_authorized_operations:    # 0 without Describe, as Kafka
+        operations = authorized_operations(broker, request, ResourceType.CLUSTER, CLUSTER_NAME) \
+            if allowed(broker, request, AclOperation.DESCRIBE, ResourceType.CLUSTER,
+                       CLUSTER_NAME) else 0
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "endpoint_type": BROKERS_ENDPOINT, "cluster_id": broker.config.get("cluster.id"),
             "controller_id": broker.cluster.controller_id(), "brokers": brokers,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation
 from kclient.protocol.apis import DESCRIBE_CONFIGS
 from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, TOPIC_RESOURCE
 from kclient.protocol.error_codes import InvalidRequestError, UnknownTopicOrPartitionError
 from kclient.protocol.framing import Request
 
 from ..config import KINDS
+from ..config_changes import config_refusal
 from ..interface import Broker, body_of
 from ..log.config import INT64_MAX, LogConfig
 from .registry import handles
@@ -127,7 +129,12 @@ def handle(broker: Broker, request: Request) -> dict:
     results = []
     for res in body.resources:
         keys = list(res.configuration_keys) if res.configuration_keys is not None else None
-        if res.resource_type == TOPIC_RESOURCE:
+        refusal = config_refusal(broker, request, res.resource_type, res.resource_name,
+                                 AclOperation.DESCRIBE_CONFIGS)
+        if refusal:
+            result = {"error_code": refusal, "configs": [],
+                      "error_message": "Authorization failed."}
+        elif res.resource_type == TOPIC_RESOURCE:
             result = _topic(broker, res.resource_name, keys, synonyms)
         elif res.resource_type == BROKER_RESOURCE:
             result = _broker(broker, res.resource_name, keys, synonyms)

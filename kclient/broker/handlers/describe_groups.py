@@ -6,11 +6,12 @@ operations (v3+, when asked) are the group's every operation, as Kafka with no a
 """
 from __future__ import annotations
 
-from kclient.protocol.acl import ResourceType, all_supported
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DESCRIBE_GROUPS
-from kclient.protocol.error_codes import GroupIdNotFoundError
+from kclient.protocol.error_codes import GroupAuthorizationFailedError, GroupIdNotFoundError
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed, authorized_operations
 from ..group import DEAD, NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
@@ -24,8 +25,10 @@ def _unknown(group_id: str, code: int, message: str | None) -> dict:
             "group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
 
 
-def _describe(broker: Broker, group_id: str, version: int) -> dict:
-    """One group's entry."""
+def _describe(broker: Broker, request: Request, group_id: str, version: int) -> dict:
+    """One group's entry (GROUP_AUTHORIZATION_FAILED without Describe on it)."""
+    if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return _unknown(group_id, GroupAuthorizationFailedError.errno, None)
     if not is_local_coordinator(broker, group_id):
         return _unknown(group_id, NOT_COORDINATOR, None)
     summary = broker.coordinator.group_summary(group_id)
@@ -40,9 +43,10 @@ def _describe(broker: Broker, group_id: str, version: int) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Describe every requested group."""
     version, body = request.header.api_version, body_of(request)
-    groups = [_describe(broker, g, version) for g in body.groups]
+    groups = [_describe(broker, request, g, version) for g in body.groups]
     if body.include_authorized_operations:
         for group in groups:
             if group["error_code"] == 0:
-                group["authorized_operations"] = all_supported(ResourceType.GROUP)
+                group["authorized_operations"] = authorized_operations(
+                    broker, request, ResourceType.GROUP, group["group_id"])
     return {"throttle_time_ms": 0, "groups": groups}

@@ -6,6 +6,9 @@ response with fewer than ``min_bytes`` waits (a Future) until appends to the fet
 bring enough or ``max_wait_ms`` passes; if its connection closes first, the parked fetch lets go of
 its watchers and timer at once.  From v3 the total ``max_bytes`` is honoured, and the first
 entry of the first non-empty partition is returned whole even when larger (KIP-74).
+Every v4+ answer carries the partition's last stable offset; a read_committed fetch
+(isolation_level 1) reads only below it and gets the aborted transactions overlapping what it
+read (an empty list when none).  Down-converted data leaves control batches (markers) out.
 """
 from __future__ import annotations
 
@@ -16,11 +19,13 @@ from concurrent.futures import InvalidStateError
 from typing import Any
 
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import FETCH
 from kclient.protocol.errors import OffsetOutOfRangeError, UnsupportedCodecError
 from kclient.protocol.framing import Request
 from kclient.protocol.records import convert_records
 
+from ..authorizer import allowed
 from ..delayed import DelayedResponse
 from ..interface import Broker, body_of
 from .registry import handles
@@ -28,6 +33,7 @@ from .registry import handles
 OFFSET_OUT_OF_RANGE = OffsetOutOfRangeError.errno
 UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
 KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
 _HEAD = struct.Struct(">qi")
 
 
@@ -37,7 +43,7 @@ def max_magic(version: int) -> int:
 
 
 def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
-                     records: Any = b"", aborted: list | None = None) -> dict:
+                     records: Any = b"", aborted: list | None = None, lso: int = -1) -> dict:
     """One partition's response entry; an error one carries -1 offsets, as Kafka's (and, for
     a partition refused before any read, an empty aborted transactions list, not null)."""
     if code:
@@ -46,8 +52,8 @@ def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
                 "aborted_transactions": aborted, "preferred_read_replica": -1,
                 "records": records}
     return {"partition_index": index, "error_code": code, "high_watermark": hw,
-            "last_stable_offset": hw, "log_start_offset": start, "aborted_transactions": None,
-            "preferred_read_replica": -1, "records": records}
+            "last_stable_offset": lso, "log_start_offset": start,
+            "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records}
 
 
 def _head(data: Any) -> bytes:
@@ -64,17 +70,19 @@ def _first_entry_size(data: Any) -> int | None:
     return 12 + _HEAD.unpack(_head(data))[1]
 
 
-def _read(log_: Any, offset: int, limit: int, whole_first: bool) -> Any:
-    """Read up to ``limit`` bytes; with ``whole_first``, at least the first entry complete."""
-    data = log_.read(offset, limit)
+def _read(log_: Any, offset: int, limit: int, whole_first: bool,
+          max_offset: int | None = None) -> Any:
+    """Read up to ``limit`` bytes (below ``max_offset``, when given); with ``whole_first``,
+    at least the first entry complete."""
+    data = log_.read(offset, limit, max_offset)
     if not whole_first or not data:
         return data
     need = _first_entry_size(data)
     if need is None or need > len(data):
-        data = log_.read(offset, max(need or 0, limit, 12))
+        data = log_.read(offset, max(need or 0, limit, 12), max_offset)
         need = _first_entry_size(data)
         if need is not None and need > len(data):
-            data = log_.read(offset, need)
+            data = log_.read(offset, need, max_offset)
     return data
 
 
@@ -84,7 +92,8 @@ def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
     raw = data.read() if hasattr(data, "read") else bytes(data)
     converted = convert_records(raw, magic)
     if not converted:
-        return raw
+        whole = _first_entry_size(raw)
+        return b"" if whole is not None and whole <= len(raw) else raw  # markers only
     pos = 0
     while pos + 12 <= len(converted):
         last_offset, size = _HEAD.unpack_from(converted, pos)
@@ -94,17 +103,26 @@ def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
     return converted[pos:]
 
 
+def _aborted(log_: Any, fetch_offset: int, lso: int) -> list[dict]:
+    """The aborted transactions a read_committed consumer needs for a read from
+    ``fetch_offset`` (bounded by the last stable offset)."""
+    return [{"producer_id": t.producer_id, "first_offset": t.first_offset}
+            for t in log_.aborted_transactions(fetch_offset, lso)]
+
+
 def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: int,
-                    whole_first: bool) -> dict:
-    """One partition's response entry."""
+                    whole_first: bool, committed: bool = False) -> dict:
+    """One partition's response entry (``committed``: isolation read_committed)."""
     index = req.partition
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
         return _partition_entry(index, code, aborted=[])
+    lso = log_.last_stable_offset
     hw, start = log_.log_end_offset, log_.log_start_offset
+    bound = lso if committed else None
     try:
-        data = _read(log_, req.fetch_offset, limit, whole_first) if limit > 0 or whole_first \
-            else b""
+        data = _read(log_, req.fetch_offset, limit, whole_first, bound) \
+            if limit > 0 or whole_first else b""
         if data and log_.config.message_format_version > max_magic(version):
             data = _convert(data, max_magic(version), req.fetch_offset)
     except OffsetOutOfRangeError:
@@ -113,19 +131,30 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
         return _partition_entry(index, UNSUPPORTED_COMPRESSION_TYPE)
     except OSError:
         return _partition_entry(index, KAFKA_STORAGE_ERROR)
-    return _partition_entry(index, 0, hw, start, data if data is not None else b"")
+    aborted = _aborted(log_, req.fetch_offset, lso) if committed else None
+    return _partition_entry(index, 0, hw, start, data if data is not None else b"", aborted,
+                            lso if version >= 4 else hw)
 
 
-def read_all(broker: Broker, body: Any, version: int) -> tuple[dict, int, bool]:
-    """Read every requested partition: (response body, bytes read, any partition error)."""
+def read_all(broker: Broker, body: Any, version: int, denied: frozenset[str] = frozenset()
+             ) -> tuple[dict, int, bool]:
+    """Read every requested partition: (response body, bytes read, any partition error); the
+    partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
+    committed = version >= 4 and body.isolation_level == 1
     total, failed, responses = 0, False, []
     for topic in body.topics:
         parts = []
         for req in topic.partitions:
+            if topic.topic in denied:
+                parts.append(_partition_entry(req.partition, TOPIC_AUTHORIZATION_FAILED,
+                                              aborted=[]))
+                failed = True
+                continue
             limit = min(req.partition_max_bytes, budget - total)
             entry = _read_partition(broker, topic.topic, req, version, limit,
-                                    whole_first=version >= 3 and total == 0)
+                                    whole_first=version >= 3 and total == 0,
+                                    committed=committed)
             total += len(entry["records"])
             failed = failed or entry["error_code"] != 0
             parts.append(entry)
@@ -217,7 +246,9 @@ def _high_watermarks(body: dict) -> dict:
 def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
     body, version = body_of(request), request.header.api_version
-    response, total, failed = read_all(broker, body, version)
+    denied = frozenset(t.topic for t in body.topics if not allowed(
+        broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic))
+    response, total, failed = read_all(broker, body, version, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not body.topics:
         return response
     delayed = DelayedFetch(broker, body, version, total)

@@ -15,7 +15,7 @@ from kclient.protocol.errors import InvalidConfigurationError, InvalidRequestErr
 from kclient.protocol.framing import Request
 
 from ..config_changes import Change, alter_resources
-from ..interface import Broker, body_of
+from ..interface import Broker
 from .describe_configs import LIST, TOPIC_CONFIGS, effective_value
 from .registry import handles
 
@@ -61,4 +61,4 @@ def _incremental(res: Any) -> Change:
 @handles(INCREMENTAL_ALTER_CONFIGS, "0-1")
 def handle(broker: Broker, request: Request) -> dict:
     """Apply each resource's operations."""
-    return alter_resources(broker, body_of(request), _incremental)
+    return alter_resources(broker, request, _incremental)

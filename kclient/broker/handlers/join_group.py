@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import JOIN_GROUP
+from kclient.protocol.errors import GroupAuthorizationFailedError
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..coordinator import then
 from ..group import NOT_COORDINATOR, JoinRequest, join_error
 from ..interface import Broker, body_of, is_local_coordinator
@@ -27,6 +30,8 @@ def handle(broker: Broker, request: Request) -> Any:
     """Join the group on the coordinator; returns a Future while the rebalance is under way."""
     body, version = body_of(request), request.header.api_version
     adapt = _for_version(version)
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return adapt(join_error(GroupAuthorizationFailedError.errno, body.member_id))
     if not is_local_coordinator(broker, body.group_id):
         return adapt(join_error(NOT_COORDINATOR, body.member_id))
     req = JoinRequest(

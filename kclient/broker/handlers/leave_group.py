@@ -1,9 +1,12 @@
 """LeaveGroup (key 13) v0-v4: members leave (one in v0-v2, a batch from v3), a rebalance follows."""
 from __future__ import annotations
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import LEAVE_GROUP
+from kclient.protocol.errors import GroupAuthorizationFailedError
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..group import NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
@@ -18,6 +21,9 @@ def handle(broker: Broker, request: Request) -> dict:
         member_ids = [m.member_id for m in members]
     else:
         members, member_ids = [], [body.member_id]
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return {"throttle_time_ms": 0, "error_code": GroupAuthorizationFailedError.errno,
+                "members": []}
     if not is_local_coordinator(broker, body.group_id):
         return {"throttle_time_ms": 0, "error_code": NOT_COORDINATOR, "members": []}
     top, codes = broker.coordinator.leave_group(body.group_id, member_ids)

@@ -4,9 +4,11 @@ Every group here is a classic group; the filters match case-insensitively, as Ka
 """
 from __future__ import annotations
 
+from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kclient.protocol.apis import LIST_GROUPS
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -15,14 +17,17 @@ CLASSIC = "classic"
 
 @handles(LIST_GROUPS, "0-5")
 def handle(broker: Broker, request: Request) -> dict:
-    """List the coordinator's groups that pass the state and type filters."""
+    """List the coordinator's groups that pass the state and type filters (without Describe on
+    the cluster, only those the principal may Describe)."""
     body = body_of(request)
+    every = allowed(broker, request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     states = {s.lower() for s in getattr(body, "states_filter", None) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", None) or ()}
     groups = []
     if not types or CLASSIC in types:
         for group_id, protocol_type, state in broker.coordinator.list_groups():
-            if not states or state.lower() in states:
+            if (not states or state.lower() in states) and (every or allowed(
+                    broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
                 groups.append({"group_id": group_id, "protocol_type": protocol_type,
                                "group_state": state, "group_type": CLASSIC})
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

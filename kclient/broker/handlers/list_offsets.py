@@ -8,13 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import LIST_OFFSETS
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
 LATEST, EARLIEST = -1, -2
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
 
 
 def _v0(log_: Any, req: Any) -> dict:
@@ -34,9 +38,11 @@ def _v1(log_: Any, req: Any) -> dict:
             "offset": offset, "leader_epoch": -1}
 
 
-def _partition(broker: Broker, topic: str, req: Any, version: int) -> dict:
-    """One partition's answer (or its error)."""
-    log_, code = broker.partition_log(topic, req.partition_index)
+def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bool) -> dict:
+    """One partition's answer (or its error; without Describe on the topic,
+    TOPIC_AUTHORIZATION_FAILED)."""
+    log_, code = broker.partition_log(topic, req.partition_index) if permitted \
+        else (None, TOPIC_AUTHORIZATION_FAILED)
     if log_ is None:
         return {"partition_index": req.partition_index, "error_code": code,
                 "old_style_offsets": [], "timestamp": -1, "offset": -1}
@@ -50,7 +56,9 @@ def _partition(broker: Broker, topic: str, req: Any, version: int) -> dict:
 def handle(broker: Broker, request: Request) -> dict:
     """Look up offsets for every requested partition."""
     version = request.header.api_version
-    topics = [{"name": t.name,
-               "partitions": [_partition(broker, t.name, p, version) for p in t.partitions]}
-              for t in body_of(request).topics]
+    topics = []
+    for t in body_of(request).topics:
+        permitted = allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+        topics.append({"name": t.name, "partitions": [
+            _partition(broker, t.name, p, version, permitted) for p in t.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -11,9 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from kclient.protocol import errors as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import OFFSET_COMMIT
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..group import NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
@@ -21,6 +23,8 @@ from .registry import handles
 
 UNKNOWN_TOPIC_OR_PARTITION = E.UnknownTopicOrPartitionError.errno
 OFFSET_METADATA_TOO_LARGE = E.OffsetMetadataTooLargeError.errno
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
+GROUP_AUTHORIZATION_FAILED = E.GroupAuthorizationFailedError.errno
 
 
 def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
@@ -42,10 +46,13 @@ def _entries(broker: Broker, request: Request
     entries: dict[TopicPartition, OffsetEntry] = {}
     errors: dict[TopicPartition, int] = {}
     for topic in body.topics:
+        readable = allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if not exists(topic.name, p.partition_index):
+            if not readable:
+                errors[tp] = TOPIC_AUTHORIZATION_FAILED
+            elif not exists(topic.name, p.partition_index):
                 errors[tp] = UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > max_meta:
                 errors[tp] = OFFSET_METADATA_TOO_LARGE
@@ -75,10 +82,16 @@ def _response(request: Request, errors: dict[TopicPartition, int],
 
 @handles(OFFSET_COMMIT, "0-8")
 def handle(broker: Broker, request: Request) -> dict:
-    """Validate and store the offsets; every partition gets its own error code."""
+    """Validate and store the offsets; every partition gets its own error code (all of them
+    GROUP_AUTHORIZATION_FAILED without Read on the group)."""
     body, version = body_of(request), request.header.api_version
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        every = {(t.name, p.partition_index): GROUP_AUTHORIZATION_FAILED
+                 for t in body.topics for p in t.partitions}
+        return _response(request, every, set())
     entries, errors = _entries(broker, request)
-    unknown = {tp for tp, code in errors.items() if code == UNKNOWN_TOPIC_OR_PARTITION}
+    unknown = {tp for tp, code in errors.items()
+               if code in (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED)}
     if not is_local_coordinator(broker, body.group_id):
         errors.update({(t.name, p.partition_index): NOT_COORDINATOR
                        for t in body.topics for p in t.partitions

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import OFFSET_DELETE
 from kclient.protocol.error_codes import (
+    GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     NonEmptyGroupError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..group import EMPTY, NOT_COORDINATOR
 from ..interface import Broker, is_local_coordinator
 from .registry import handles
@@ -41,6 +45,8 @@ def handle(broker: Broker, request: Request) -> dict:
     """Delete what may be deleted; report every partition."""
     body: Any = request.body
     group = body.group_id
+    if not allowed(broker, request, AclOperation.DELETE, ResourceType.GROUP, group):
+        return _answer(GroupAuthorizationFailedError.errno)
     if not is_local_coordinator(broker, group):
         return _answer(NOT_COORDINATOR)
     summary = broker.coordinator.group_summary(group)
@@ -49,8 +55,11 @@ def handle(broker: Broker, request: Request) -> dict:
     if summary["protocol_type"] not in ("consumer", "") and summary["group_state"] != EMPTY:
         return _answer(NonEmptyGroupError.errno)
     subscribed = broker.coordinator.subscriptions(group)
+    readable = {t.name: allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, t.name)
+                for t in body.topics}
     codes = {(t.name, p.partition_index): _partition_code(broker, subscribed, t.name,
                                                           p.partition_index)
+             if readable[t.name] else TopicAuthorizationFailedError.errno
              for t in body.topics for p in t.partitions}
     doomed = [tp for tp, code in codes.items() if not code]
     if doomed:
@@ -66,7 +75,9 @@ def _ordered(body: Any, codes: dict[tuple[str, int], int]) -> list[dict]:
         for t in body.topics:
             for p in t.partitions:
                 code = codes[(t.name, p.partition_index)]
-                if (code == UnknownTopicOrPartitionError.errno) == unknown_first:
+                refused = code in (UnknownTopicOrPartitionError.errno,
+                                   TopicAuthorizationFailedError.errno)
+                if refused == unknown_first:
                     topics.setdefault(t.name, []).append(
                         {"partition_index": p.partition_index, "error_code": code})
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]

@@ -5,9 +5,12 @@ commit answer offset -1 with no error, as Kafka does.
 """
 from __future__ import annotations
 
+from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import OFFSET_FETCH
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..group import NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
@@ -39,21 +42,37 @@ def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict:
             "error_code": error}
 
 
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
+GROUP_AUTHORIZATION_FAILED = E.GroupAuthorizationFailedError.errno
+
+
 @handles(OFFSET_FETCH, "0-7")
 def handle(broker: Broker, request: Request) -> dict:
     """Look the group's offsets up; NOT_COORDINATOR is top-level from v2, per partition before."""
-    body, version = body_of(request), request.header.api_version
+    body = body_of(request)
+    if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, body.group_id):
+        return _refused(request, GROUP_AUTHORIZATION_FAILED)
     if not is_local_coordinator(broker, body.group_id):
-        if version >= 2:
-            return {"throttle_time_ms": 0, "topics": [], "error_code": NOT_COORDINATOR}
-        topics = _requested(request, {})
-        return {"topics": [{"name": name, "partitions": [
-            _partition(p, None, NOT_COORDINATOR) for p in parts]}
-            for name, parts in topics.items()]}
+        return _refused(request, NOT_COORDINATOR)
     wanted = None if body.topics is None else [
         (t.name, p) for t in body.topics for p in t.partition_indexes]
     committed = broker.coordinator.fetch_offsets(body.group_id, wanted)
     topics = _requested(request, committed)
+    described = {name: allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                 for name in topics}
+    if body.topics is None:     # all committed: the topics it may not Describe left out
+        topics = {name: parts for name, parts in topics.items() if described[name]}
     return {"throttle_time_ms": 0, "error_code": 0, "topics": [
-        {"name": name, "partitions": [_partition(p, committed.get((name, p))) for p in parts]}
+        {"name": name, "partitions": [
+            _partition(p, committed.get((name, p))) if described[name]
+            else _partition(p, None, TOPIC_AUTHORIZATION_FAILED) for p in parts]}
         for name, parts in topics.items()]}
+
+
+def _refused(request: Request, code: int) -> dict:
+    """The whole request refused: top-level from v2, per partition before."""
+    if request.header.api_version >= 2:
+        return {"throttle_time_ms": 0, "topics": [], "error_code": code}
+    topics = _requested(request, {})
+    return {"topics": [{"name": name, "partitions": [_partition(p, None, code) for p in parts]}
+                       for name, parts in topics.items()]}

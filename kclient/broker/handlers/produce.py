@@ -6,7 +6,9 @@ every v2 batch's records decoded and matching its header (INVALID_RECORD, as Kaf
 LogValidator; a payload that does not decompress: CORRUPT_MESSAGE),
 no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE), and on a compacted
 topic no record without a key (INVALID_RECORD, with per-record errors from v8).  An unknown
-topic is auto-created when auto.create.topics.enable is on.
+topic is auto-created when auto.create.topics.enable is on.  Transactional batches are verified
+with the transaction coordinator (KIP-890): the partition must be in the producer's Ongoing
+transaction (else INVALID_TXN_STATE), and the epoch current (else INVALID_PRODUCER_EPOCH).
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import time
 from typing import Any
 
 from kclient.broker.log.compact import keyless_records
+from kclient.broker.log.producer_state import parse_header
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.error_codes import InvalidRecordError
 from kclient.protocol.errors import (
@@ -26,8 +30,10 @@ from kclient.protocol.errors import (
 )
 from kclient.protocol.framing import Request
 from kclient.protocol.records import LOG_OVERHEAD, convert_records, validate_records
+from kclient.protocol.records.common import TRANSACTIONAL_MASK
 from kclient.protocol.records.v2_check import check_client_batch
 
+from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -40,6 +46,8 @@ INVALID_REQUIRED_ACKS = E.InvalidRequiredAcksError.errno
 UNSUPPORTED_COMPRESSION_TYPE = E.UnsupportedCompressionTypeError.errno
 KAFKA_STORAGE_ERROR = E.KafkaStorageError.errno
 INVALID_RECORD = E.InvalidRecordError.errno
+TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = E.TransactionalIdAuthorizationFailedError.errno
 
 
 class _Refused(Exception):
@@ -122,11 +130,34 @@ def _check_contents(records: Any, infos: list) -> None:
             raise _Refused(CORRUPT_MESSAGE, str(exc.args[0]), validation=True) from None
 
 
-def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
+def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: int,
+               records: Any) -> int:
+    """The coordinator's verdict on a transactional batch (0 for others, or when the
+    coordinator is down: the log's own epoch checks still apply)."""
+    if len(records) < 23 or records[16] != 2 or not records[22] & TRANSACTIONAL_MASK:
+        return 0
+    header = parse_header(records, 0)
+    if transactional_id is None:
+        return E.InvalidTxnStateError.errno
+    owner: Any = broker.cluster.live.get(broker.coordinator_for(transactional_id)[0])
+    coordinator = getattr(owner, "txn_coordinator", None)
+    if coordinator is None:
+        return 0
+    return int(coordinator.verify(transactional_id, header.producer_id, header.epoch,
+                                  (topic, index)))
+
+
+def _append(broker: Broker, topic: str, index: int, records: Any,
+            transactional_id: str | None = None) -> dict:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
         return _result(index, code)
+    if records:
+        code = _txn_error(broker, transactional_id, topic, index, records)
+        if code:
+            return _result(index, code, message=f"transactional produce to {topic}-{index} "
+                           "refused by the transaction coordinator")
     try:
         data, magic, entries = _prepare(records, log_.config)
         if log_.config.compact:
@@ -149,16 +180,21 @@ def _append(broker: Broker, topic: str, index: int, records: Any) -> dict:
     return _result(index, 0, info.first_offset, info.log_append_time, log_.log_start_offset)
 
 
-def _topic(broker: Broker, topic: Any, acks_ok: bool) -> dict:
-    """Append every partition of one topic; an unknown topic is not created."""
+def _topic(broker: Broker, request: Request, topic: Any, refused: int,
+           transactional_id: str | None) -> dict:
+    """Append every partition of one topic (without Write on it: TOPIC_AUTHORIZATION_FAILED);
+    an unknown topic is not created."""
     name = topic.name
-    code = 0 if acks_ok else INVALID_REQUIRED_ACKS
+    code = refused
+    if not code and not allowed(broker, request, AclOperation.WRITE, ResourceType.TOPIC, name):
+        code = TOPIC_AUTHORIZATION_FAILED
     if not code and broker.cluster.partitions(name) is None:
         code = UNKNOWN_TOPIC_OR_PARTITION    # as Kafka: only Metadata creates topics
     if code:
         parts = [_result(p.index, code) for p in topic.partition_data]
     else:
-        parts = [_append(broker, name, p.index, p.records) for p in topic.partition_data]
+        parts = [_append(broker, name, p.index, p.records, transactional_id)
+                 for p in topic.partition_data]
     return {"name": name, "partition_responses": parts}
 
 
@@ -166,8 +202,12 @@ def _topic(broker: Broker, topic: Any, acks_ok: bool) -> dict:
 def handle(broker: Broker, request: Request) -> dict | None:
     """Append the records; acks=0 gets no response at all."""
     body = body_of(request)
-    acks_ok = body.acks in (0, 1, -1)
-    responses = [_topic(broker, t, acks_ok) for t in body.topic_data]
+    refused = 0 if body.acks in (0, 1, -1) else INVALID_REQUIRED_ACKS
+    tid = getattr(body, "transactional_id", None)
+    if not refused and tid is not None and not allowed(
+            broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        refused = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    responses = [_topic(broker, request, t, refused, tid) for t in body.topic_data]
     if body.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}

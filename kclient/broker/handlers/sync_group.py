@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import SYNC_GROUP
+from kclient.protocol.errors import GroupAuthorizationFailedError
 from kclient.protocol.framing import Request
 
+from ..authorizer import allowed
 from ..coordinator import then
 from ..group import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR, sync_result
 from ..interface import Broker, body_of, is_local_coordinator
@@ -25,6 +28,8 @@ def handle(broker: Broker, request: Request) -> Any:
     if version >= 5 and (body.protocol_type is None or body.protocol_name is None):
         # mandatory from v5: Kafka refuses before looking at the group
         return _with_throttle(sync_result(INCONSISTENT_GROUP_PROTOCOL))
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return _with_throttle(sync_result(GroupAuthorizationFailedError.errno))
     if not is_local_coordinator(broker, body.group_id):
         return _with_throttle(sync_result(NOT_COORDINATOR))
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments or ()}

@@ -31,10 +31,18 @@ from pathlib import Path
 from kclient.broker.log import swap
 from kclient.broker.log.assign import prepare
 from kclient.broker.log.config import INT32_MAX, LogConfig
-from kclient.broker.log.producer_state import ProducerStateManager, batch_headers, replay
+from kclient.broker.log.producer_state import (
+    CompletedTxn,
+    ProducerStateManager,
+    batch_headers,
+    replay,
+)
 from kclient.broker.log.region import FileRegion
 from kclient.broker.log.segment import LogSegment
+from kclient.broker.log.txn_index import AbortedTxn
+from kclient.protocol.error_codes import InvalidProducerEpochError
 from kclient.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+from kclient.protocol.records import build_marker_batch
 from kclient.protocol.records.ops import EntryInfo
 
 log = logging.getLogger(__name__)
@@ -134,8 +142,21 @@ class Log:
         state = self.producer_state
         snapshot = state.load_snapshot(self.log_end_offset)
         start = max(snapshot if snapshot is not None else 0, self.log_start_offset)
+        segments = self._view[0]
+        for seg in segments:        # aborts at or after ``start`` are replayed below
+            seg.txn_index.truncate_from(start)
         if start < self.log_end_offset:
-            replay(state, self._view[0], start)
+            replay(state, segments, start, self._index_abort)
+
+    def _index_abort(self, done: CompletedTxn) -> None:
+        """Record an aborted transaction in the ``.txnindex`` of its marker's segment."""
+        if not done.aborted:
+            return
+        segments, bases = self._view
+        seg = segments[max(bisect_right(bases, done.last_offset) - 1, 0)]
+        lso = self.producer_state.first_unstable_offset()
+        seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                        done.last_offset + 1 if lso is None else lso))
 
     def _segment_bases(self) -> list[int]:
         """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
@@ -219,12 +240,14 @@ class Log:
     def append(self, records: bytes, *, magic: int,
                log_append_time: int | None = None,
                entries: Sequence[EntryInfo] | None = None,
-               leader_epoch: int | None = None) -> AppendInfo:
+               leader_epoch: int | None = None, coordinator: bool = False) -> AppendInfo:
         """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
 
         ``entries``: the result of ``validate_records(records)`` when the caller already
         validated these exact bytes (they are then not validated again). ``leader_epoch`` is
         written into v2 batches (their partitionLeaderEpoch), as Kafka's leader does.
+        ``coordinator``: a coordinator's own write (Kafka's AppendOrigin.COORDINATOR), whose
+        batches carry no sequence and are not checked against the producer state.
         """
         with self._lock:
             self._check_open()
@@ -236,7 +259,7 @@ class Log:
                     f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
             headers = batch_headers(prep.data, (e[0] for e in prep.entries)) \
                 if magic == 2 else []
-            if headers:
+            if headers and not coordinator:
                 dup = self.producer_state.check(headers)
                 if dup is not None:
                     return AppendInfo(dup.first_offset, dup.last_offset, -1, dup.timestamp, 0,
@@ -253,6 +276,52 @@ class Log:
         lat = log_append_time if (log_append_time is not None and magic > 0) else -1
         return AppendInfo(prep.first_offset, prep.last_offset, lat, prep.max_timestamp,
                           len(prep.data))
+
+    def append_marker(self, producer_id: int, epoch: int, commit: bool,
+                      coordinator_epoch: int = 0, leader_epoch: int | None = None) -> int:
+        """Write a transaction marker (control batch) ending ``producer_id``'s transaction on
+        this partition, as the coordinator does; its offset.  Aborts go to the ``.txnindex``.
+        A marker older than the producer's epoch here is refused (INVALID_PRODUCER_EPOCH)."""
+        with self._lock:
+            self._check_open()
+            known = self.producer_state.producers.get(producer_id)
+            if known is not None and epoch < known.epoch:
+                raise InvalidProducerEpochError(
+                    f"{self.directory.name}: marker epoch {epoch} of producer {producer_id} is "
+                    f"below its epoch {known.epoch}")
+            batch = build_marker_batch(producer_id, epoch, commit, coordinator_epoch)
+            prep = prepare(batch, 2, self.log_end_offset, log_append_time=None,
+                           max_message_bytes=1 << 30, partition_leader_epoch=leader_epoch)
+            now = now_ms()
+            seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
+            seg.append(bytes(prep.data), prep.entries, prep.last_offset + 1, prep.max_timestamp,
+                       now)
+            self.log_end_offset = prep.last_offset + 1
+            headers = batch_headers(prep.data, [0])
+            for done in self.producer_state.update(headers, {prep.first_offset: int(commit)}):
+                self._index_abort(done)
+            self._flush_locked(now)
+            return prep.first_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, else the log end (Kafka's LSO:
+        read_committed consumers read below it)."""
+        first = self.producer_state.first_unstable_offset()
+        end = self.log_end_offset
+        return end if first is None else min(first, end)
+
+    def aborted_transactions(self, fetch_offset: int, upper: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[fetch_offset, upper)`` (Kafka's
+        collectAbortedTransactions: the segment of ``fetch_offset`` and those after it)."""
+        segments, bases = self._view
+        out: list[AbortedTxn] = []
+        for seg in segments[max(bisect_right(bases, fetch_offset) - 1, 0):]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper)
+            out += found
+            if complete:
+                break
+        return out
 
     def _check_open(self) -> None:
         """Refuse writes to a closed log."""
@@ -293,8 +362,11 @@ class Log:
         return new
 
     # ------------------------------------------------------------------ read
-    def read(self, offset: int, max_bytes: int) -> FileRegion | bytes | None:
-        """Up to ``max_bytes`` from the entry containing ``offset`` (lock-free)."""
+    def read(self, offset: int, max_bytes: int,
+             max_offset: int | None = None) -> FileRegion | bytes | None:
+        """Up to ``max_bytes`` from the entry containing ``offset`` (lock-free); with
+        ``max_offset`` (the last stable offset of a read_committed fetch) no batch at or
+        beyond it."""
         if self._closed:
             raise ValueError(f"log {self.directory.name} is closed")
         start, end = self.log_start_offset, self.log_end_offset
@@ -302,7 +374,7 @@ class Log:
             return b""
         if not start <= offset < end:
             raise self._out_of_range(offset, start, end)
-        if max_bytes <= 0:
+        if max_bytes <= 0 or (max_offset is not None and offset >= max_offset):
             return b""
         segments, bases = self._view
         i = bisect_right(bases, offset) - 1
@@ -311,6 +383,10 @@ class Log:
         for seg in segments[i:]:
             region = seg.read(offset, max_bytes)
             if region is not None:
+                if max_offset is not None and max_offset < seg.next_offset:
+                    stop = seg.find_position(max_offset, seg.size)
+                    if stop is not None and stop < region.position + region.size:
+                        region.size = max(stop - region.position, 0)
                 return region
         return b""
 

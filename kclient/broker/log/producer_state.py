@@ -33,7 +33,7 @@ import logging
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -189,6 +189,9 @@ class ProducerStateManager:
         self.directory = Path(directory)
         self.name = name
         self.producers: dict[int, ProducerEntry] = {}
+        #: producer id -> first offset of its open transaction (kept beside the entries so the
+        #: last stable offset, asked on every fetch, costs nothing without transactions)
+        self.ongoing: dict[int, int] = {}
         #: snapshot offsets known to be on disk, ascending (None: not listed yet)
         self._snapshots: list[int] | None = None
 
@@ -257,22 +260,21 @@ class ProducerStateManager:
                     completed.append(CompletedTxn(h.producer_id, entry.txn_first_offset,
                                                   h.base_offset, kind == CONTROL_ABORT))
                 entry.txn_first_offset = -1
+                self.ongoing.pop(h.producer_id, None)
                 continue
             if h.transactional and entry.txn_first_offset < 0:
-                entry.txn_first_offset = h.base_offset
+                entry.txn_first_offset = self.ongoing[h.producer_id] = h.base_offset
             entry.batches.append(BatchMetadata(h.last_seq, h.last_offset, h.last_offset_delta,
                                                h.max_timestamp))
         return completed
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the oldest open transaction (None: none open)."""
-        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
-        return min(firsts) if firsts else None
+        return min(self.ongoing.values()) if self.ongoing else None
 
     def open_transactions(self) -> dict[int, int]:
         """Producer id -> first offset of every open transaction."""
-        return {pid: e.txn_first_offset for pid, e in self.producers.items()
-                if e.txn_first_offset >= 0}
+        return dict(self.ongoing)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot_path(self, offset: int) -> Path:
@@ -319,6 +321,7 @@ class ProducerStateManager:
         ones are deleted.
         """
         self.producers.clear()
+        self.ongoing.clear()
         for offset in reversed(self.list_snapshots()):
             path = self.snapshot_path(offset)
             if offset > log_end:
@@ -332,6 +335,8 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)
                 continue
             self.producers = {e.producer_id: e for e in entries}
+            self.ongoing = {e.producer_id: e.txn_first_offset for e in entries
+                            if e.txn_first_offset >= 0}
             return offset
         return None
 
@@ -370,9 +375,11 @@ def read_snapshot(path: Path) -> list[ProducerEntry]:
 
 
 def replay(state: ProducerStateManager, segments: Sequence[LogSegment],
-           from_offset: int) -> list[CompletedTxn]:
+           from_offset: int, on_complete: Callable[[CompletedTxn], None] | None = None
+           ) -> list[CompletedTxn]:
     """Rebuild ``state`` from the batch headers of ``segments`` at and after ``from_offset``;
-    the transactions ended on the way (the aborted ones rebuild the ``.txnindex``)."""
+    the transactions ended on the way (the aborted ones rebuild the ``.txnindex``), each also
+    handed to ``on_complete`` as it ends (the state then is that of the log at its marker)."""
     completed: list[CompletedTxn] = []
     for i, seg in enumerate(segments):
         if i + 1 < len(segments) and segments[i + 1].base_offset <= from_offset:
@@ -389,7 +396,11 @@ def replay(state: ProducerStateManager, segments: Sequence[LogSegment],
                 if header.control:
                     kind = control_type(os.pread(fd, info.size, info.position))
                     markers = {header.base_offset: kind}
-                completed += state.update([header], markers)
+                done = state.update([header], markers)
+                completed += done
+                if on_complete is not None:
+                    for txn in done:
+                        on_complete(txn)
         finally:
             os.close(fd)
     return completed

@@ -1,4 +1,4 @@
-"""One log segment: ``<20-digit base offset>.log`` plus its ``.index``.
+"""One log segment: ``<20-digit base offset>.log`` plus its ``.index`` and ``.txnindex``.
 
 Appends go through :meth:`LogSegment.append` under the owning log's lock: the bytes are written
 with ``pwrite`` first and only then is ``size`` raised, so a reader that snapshots ``size`` sees
@@ -16,6 +16,7 @@ from kclient.broker.log.config import INT32_MAX
 from kclient.broker.log.entries import EntryInfo, EntryWalk, crc_ok
 from kclient.broker.log.index import ENTRY_SIZE, OffsetIndex
 from kclient.broker.log.region import FileHandle, FileRegion, pread_exact
+from kclient.broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import LOG_OVERHEAD
 
@@ -40,6 +41,7 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self._handle = FileHandle(self.log_path)
         self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
+        self.txn_index = TransactionIndex(directory / segment_name(base_offset, TXN_INDEX_SUFFIX))
         self.size = os.fstat(self._handle.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp: int | None = None  # None: not known until scanned
@@ -264,9 +266,10 @@ class LogSegment:
         self.index.close()
 
     def delete(self) -> None:
-        """Unlink both files; an open region keeps reading the unlinked data until released."""
+        """Unlink the files; an open region keeps reading the unlinked data until released."""
         self.index.close()
         self.index.delete()
+        self.txn_index.delete()
         try:
             self.log_path.unlink()
         except FileNotFoundError:

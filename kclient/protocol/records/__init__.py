@@ -43,6 +43,18 @@ from kclient.protocol.records.common import (
     Record,
     make_records,
 )
+from kclient.protocol.records.control import (
+    ABORT,
+    COMMIT,
+    ControlKey,
+    EndTxnMarker,
+    build_marker_batch,
+    committed_entries,
+    encode_control_key,
+    encode_end_txn_marker,
+    parse_control_key,
+    parse_end_txn_marker,
+)
 from kclient.protocol.records.legacy import build_message_set, encode_message
 from kclient.protocol.records.ops import (
     AssignedRecords,
@@ -71,6 +83,9 @@ from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_
 from kclient.protocol.records.v2_uniform import encode_v2_uniform
 
 __all__ = [
+    "ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch", "committed_entries",
+    "encode_control_key",
+    "encode_end_txn_marker", "parse_control_key", "parse_end_txn_marker",
     "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD",
     "BATCH_HEADER_SIZE", "CONTROL_MASK", "CREATE_TIME", "LOG_APPEND_TIME", "LOG_OVERHEAD",
     "MAGIC_OFFSET", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "RECORD_OVERHEAD_V0",

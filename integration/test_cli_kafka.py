@@ -1,0 +1,42 @@
+"""The ``kclient`` command against real Kafka 4.x: ``dump-log`` agrees with Kafka's
+DumpLogSegments on Kafka's own segment, ``groups describe`` with kafka-consumer-groups."""
+import time
+
+from tests.conftest import CliRunner
+
+
+def _rows(text, group):
+    return [line.split() for line in text.splitlines() if line.startswith(group + " ")]
+
+
+def test_dump_log_agrees_with_dump_log_segments_on_a_kafka_segment(kafka4):
+    cli = CliRunner(kafka4.bootstrap)
+    cli("topics", "create", "cli-dump", "-p", "1", "--config", "index.interval.bytes=1", check=0)
+    for codec in ("none", "gzip", "lz4", "zstd", "snappy"):
+        cli("produce", "cli-dump", "-K", ":", "-H", "h=1", "--codec", codec,
+            input=b"".join(b"k%d:%s-%d\n" % (i, codec.encode(), i) for i in range(4)), check=0)
+    (segment,) = (kafka4.nodes[0].data / "cli-dump-0").glob("*.log")
+    theirs = kafka4.run_tool("dump-log", "--files", str(segment), "--deep-iteration",
+                             "--print-data-log").stdout.decode()
+    ours = cli.out("dump-log", segment, "--deep", "--print-data")
+
+    def batches(text):
+        return [line for line in text.splitlines() if line.startswith(("baseOffset", "| "))]
+    assert batches(ours) == batches(theirs) and len(batches(ours)) == 5 + 20
+    assert "00000000000000000000.index: 4 entries ok" in ours     # Kafka's preallocated index
+
+
+def test_groups_describe_lag_equals_kafka_consumer_groups(kafka4):
+    cli = CliRunner(kafka4.bootstrap)
+    cli("topics", "create", "cli-lag", "-p", "3", check=0)
+    cli("produce", "cli-lag", input=b"".join(b"m%d\n" % i for i in range(60)), check=0)
+    cli("consume", "cli-lag", "-G", "cli-lag-g", "-o", "earliest", "-c", "25", check=0)
+    cli("produce", "cli-lag", "-p", "2", input=b"x\ny\n", check=0)
+    time.sleep(0.5)
+    theirs = kafka4.run_tool("consumer-groups", "--bootstrap-server", kafka4.bootstrap,
+                             "--describe", "--group", "cli-lag-g").stdout.decode()
+    ours = cli.out("groups", "describe", "cli-lag-g")
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG (the member columns are "-")
+    assert sorted(r[:6] for r in _rows(ours, "cli-lag-g")) == \
+        sorted(r[:6] for r in _rows(theirs, "cli-lag-g"))
+    assert sum(int(r[5]) for r in _rows(ours, "cli-lag-g")) == 62 - 25

@@ -1,0 +1,38 @@
+"""EndTxn (key 26) v0-v4: commit or abort a producer's transaction.
+
+The coordinator writes PrepareCommit/PrepareAbort, the markers to every partition of the
+transaction, then CompleteCommit/CompleteAbort.  v5 belongs to transaction version 2 (a new
+epoch per transaction), which this coordinator does not implement, so it is not served.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.acl import AclOperation, ResourceType
+from kclient.protocol.apis import END_TXN
+from kclient.protocol.error_codes import (
+    NotCoordinatorError,
+    TransactionalIdAuthorizationFailedError,
+)
+from kclient.protocol.framing import Request
+
+from ..authorizer import allowed
+from ..interface import Broker, body_of, is_local_coordinator
+from ..txn_coordinator import old_fenced
+from .registry import handles
+
+
+@handles(END_TXN, "0-4")
+def handle(broker: Broker, request: Request) -> dict:
+    """Commit or abort."""
+    body: Any = body_of(request)
+    if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                   body.transactional_id):
+        code = TransactionalIdAuthorizationFailedError.errno
+    elif not is_local_coordinator(broker, body.transactional_id) \
+            or broker.txn_coordinator is None:
+        code = NotCoordinatorError.errno
+    else:
+        code = broker.txn_coordinator.end_txn(body.transactional_id, body.producer_id,
+                                              body.producer_epoch, bool(body.committed))
+    return {"throttle_time_ms": 0, "error_code": old_fenced(code, request.header.api_version, 2)}

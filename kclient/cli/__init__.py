@@ -1,0 +1,74 @@
+"""The ``kclient`` command: one module per subcommand, exit codes 0 ok, 1 failure, 2 usage."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .common import FAILED, OK, USAGE, UsageError
+
+__all__ = ["main", "build_parser"]
+
+#: subcommand modules of this package, in the order ``kclient --help`` lists them
+MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "perf",
+           "passthrough")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    from kclient import __version__
+    parser = argparse.ArgumentParser(
+        prog="kclient", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Kafka from the command line: topics, groups, offsets, console produce "
+                    "and consume, log dumps, performance tests and a mini-broker.",
+        epilog="example:\n  kclient topics list -b 127.0.0.1:9092\n"
+               "  export KCLIENT_BOOTSTRAP=127.0.0.1:9092; kclient groups describe g1")
+    parser.add_argument("--version", action="version", version=f"kclient {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in MODULES:
+        importlib.import_module(f"kclient.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the subcommand; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    from .passthrough import PASSTHROUGH
+    if args_list and args_list[0] in PASSTHROUGH:
+        return PASSTHROUGH[args_list[0]](args_list[1:])
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:           # --help, --version, or an argparse usage error
+        return int(exc.code or 0)
+    run: Callable[[argparse.Namespace], int | None] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr if args_list else sys.stdout)
+        return USAGE
+    return _run(" ".join(filter(None, (args.command, getattr(args, "action", None)))),
+                run, args)
+
+
+def _run(command: str, run: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
+    """Run one subcommand, turning its errors into one line on stderr and an exit code."""
+    from kclient.errors import InvalidConfigError
+    try:
+        return int(run(args) or OK)
+    except (UsageError, InvalidConfigError) as exc:     # bad flags, -X keys or their files
+        print(f"kclient {command}: {exc}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:             # `kclient consume ... | head`
+        sys.stderr.close()
+        return OK
+    except Exception as exc:            # a broker's error, a refused connection, a bad file
+        name = type(exc).__name__
+        print(f"kclient {command}: {name}: {exc}", file=sys.stderr)
+        return FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

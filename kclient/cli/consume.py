@@ -1,0 +1,179 @@
+"""``kclient consume TOPIC``: read partitions from an offset (or as a group member) and print
+each message raw, as JSON with its metadata, or through a kcat-style ``-f`` format string."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Generator
+from typing import Any
+
+from .common import UsageError, add_connection_options, admin_client, client_config, subcommand
+from .encoding import BINARY_FORMATS
+from .outputs import Formatter
+
+__all__ = ["register", "read_partitions"]
+
+#: how long ``-e`` waits for more data before a group member's stream counts as at its end
+GROUP_END_MS = 2000
+
+
+def _start_offset(spec: str, earliest: int, latest: int, by_time: int | None) -> int:
+    """Where a partition starts for ``-o``: earliest, latest, N, -N (from the end), @ms."""
+    if spec == "earliest" or spec == "beginning":
+        return earliest
+    if spec == "latest" or spec == "end":
+        return latest
+    if spec.startswith("@"):
+        return by_time if by_time is not None and by_time >= 0 else latest
+    n = int(spec)
+    return max(earliest, latest + n) if n < 0 else n
+
+
+def _check_offset(spec: str) -> str:
+    """argparse type of -o."""
+    if spec in ("earliest", "beginning", "latest", "end"):
+        return spec
+    try:
+        int(spec[1:] if spec.startswith("@") else spec)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: expected earliest, latest, N, -N or @timestamp_ms") from None
+    return spec
+
+
+def _security(cfg: Any) -> dict[str, Any]:
+    """The security keys given, for the SimpleConsumers."""
+    return {k: cfg[k] for k in cfg if cfg.is_set(k) and
+            k.startswith(("security.", "ssl.", "sasl."))}
+
+
+def _positions(args: argparse.Namespace, admin: Any) -> dict[int, int]:
+    """Partition -> the offset reading starts at."""
+    from kclient.admin import OffsetSpec, TopicPartition
+    parts = args.partition or admin.cluster.partitions_for(args.topic)
+    tps = [TopicPartition(args.topic, p) for p in parts]
+    lo = admin.list_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
+    hi = admin.list_offsets({tp: OffsetSpec.LATEST for tp in tps})
+    at = admin.list_offsets({tp: int(args.offset[1:]) for tp in tps}) \
+        if args.offset.startswith("@") else {}
+    return {tp.partition: _start_offset(args.offset, lo[tp].offset, hi[tp].offset,
+                                        at[tp].offset if tp in at else None) for tp in tps}
+
+
+def read_partitions(args: argparse.Namespace, exit_at_end: bool
+                    ) -> Generator[tuple[int, Any], None, None]:
+    """(partition, MessageAndOffset) from the ``-o`` positions of ``args.partition`` (all by
+    default), fetching from each leader; ends at the high watermarks with ``exit_at_end``."""
+    from kclient.simple import FetchRequest, SimpleConsumer
+    cfg = client_config(args)
+    with admin_client(args) as admin:
+        pos = _positions(args, admin)
+        leaders = {p: admin.cluster.leader_for(args.topic, p) for p in pos}
+    consumers: dict[int, Any] = {}
+    done: set[int] = set()
+    try:
+        while done < set(pos):
+            for node in sorted({b.node_id for b in leaders.values()}):
+                parts = [p for p in sorted(pos) if leaders[p].node_id == node and p not in done]
+                if not parts:
+                    continue
+                if node not in consumers:
+                    b = leaders[parts[0]]
+                    consumers[node] = SimpleConsumer(b.host, b.port, client_id="kclient-cli",
+                                                     max_wait_ms=500, buffer_size=None,
+                                                     security=_security(cfg))
+                resp = consumers[node].multifetch(
+                    [FetchRequest(args.topic, p, pos[p], 1 << 20) for p in parts])
+                for p in parts:
+                    ms = resp.message_set(args.topic, p)
+                    if ms.error is not None:
+                        raise ms.error
+                    for mo in ms:
+                        if mo.offset >= pos[p]:
+                            pos[p] = mo.offset + 1
+                            yield p, mo
+                    pos[p] = max(pos[p], ms.next_offset)
+                    if exit_at_end and pos[p] >= ms.high_watermark:
+                        done.add(p)
+    finally:
+        for c in consumers.values():
+            c.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Formatter(args)
+    if args.group:
+        return _run_group(args, out)
+    count = 0
+    messages = read_partitions(args, args.exit_at_end)
+    try:
+        for p, mo in messages:
+            m = mo.message
+            out.write(args.topic, p, mo.offset, m.key, m.value, m.timestamp, m.headers)
+            count += 1
+            if args.count and count >= args.count:
+                break
+    finally:
+        messages.close()
+        out.flush()
+    return 0
+
+
+def _run_group(args: argparse.Namespace, out: Formatter) -> int:
+    """As a member of ``-G`` group, committing what was printed."""
+    from kclient import consumer
+    from kclient.errors import ConsumerTimeoutError
+    if args.partition:
+        raise UsageError("-p and -G do not go together: the group assigns partitions")
+    reset = {"earliest": "smallest", "beginning": "smallest"}.get(args.offset, "largest")
+    cfg = client_config(args, "consumer", **{
+        "group.id": args.group, "auto.offset.reset": reset, "auto.commit.enable": False,
+        "consumer.timeout.ms": GROUP_END_MS if args.exit_at_end else -1})
+    conn = consumer.create(cfg)
+    count = 0
+    try:
+        stream = conn.create_message_streams({args.topic: 1})[args.topic][0]
+        try:
+            for m in stream:
+                out.write(m.topic, m.partition, m.offset, m.key, m.message, m.timestamp,
+                          m.headers)
+                count += 1
+                if args.count and count >= args.count:
+                    break
+        except ConsumerTimeoutError:
+            pass
+        conn.commit_offsets()
+    finally:
+        out.flush()
+        conn.shutdown()
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``consume``."""
+    p = subcommand(subparsers, "consume", "print messages of a topic",
+                   "kclient consume events -o earliest -e\n"
+                   "kclient consume events -p 0 -o -10 -c 10 --format json\n"
+                   "kclient consume events -G my-group -e -f '%p/%o %k=%s\\n'\n"
+                   "kclient consume blobs -o earliest -e --binary base64 | base64 -d")
+    p.add_argument("topic")
+    p.add_argument("-p", "--partition", type=int, action="append", metavar="P",
+                   help="read only this partition (repeatable; default: all)")
+    p.add_argument("-o", "--offset", default="latest", type=_check_offset,
+                   help="earliest, latest (default), N, -N (N before the end), @timestamp_ms")
+    p.add_argument("-G", "--group", help="consume as a member of this group (commits at exit)")
+    p.add_argument("-c", "--count", type=int, help="exit after this many messages")
+    p.add_argument("-e", "--exit-at-end", action="store_true",
+                   help="exit at the end of every partition (with -G: after "
+                        f"{GROUP_END_MS} ms without data)")
+    p.add_argument("--format", default="raw", choices=("raw", "json"),
+                   help="raw: the value (-K: key SEP value); json: one object with metadata")
+    p.add_argument("-f", "--fmt", metavar="FORMAT",
+                   help="kcat-style: %%t topic %%p partition %%o offset %%k key %%s value "
+                        "%%h headers %%T timestamp %%S value size, \\n \\t")
+    p.add_argument("-K", "--key-separator", metavar="SEP", help="raw: print key SEP value")
+    p.add_argument("--binary", choices=BINARY_FORMATS,
+                   help="print keys, values and header values as base64 or hex")
+    add_connection_options(p)
+    p.set_defaults(run=_run)
+
+
