@@ -256,3 +256,61 @@ def test_group_connector_isolation_and_lag_zero_past_markers(kafka4, isolation):
     committed = committed_offsets(kafka4, group, topic, 2)
     ends = {part: _end_offset(kafka4, topic, part) for part in range(2)}
     assert committed == ends                     # lag 0: the position passed every marker
+
+
+def test_java_console_consumer_read_committed_reads_kclient_transactions(kafka4):
+    from .helpers import java_consume
+    topic = new_topic(kafka4)
+    with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
+            p.begin_transaction()
+            p.send([ProducerData(topic, f"{tag}-{i}".encode(), key=b"k") for i in range(5)])
+            p.commit_transaction() if commit else p.abort_transaction()
+    lines = java_consume(kafka4, topic, 10, "--command-property",
+                         "isolation.level=read_committed", timeout_ms=20000)
+    assert lines == [f"k\t{t}-{i}" for t in ("c1", "c2") for i in range(5)]
+
+
+def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
+    """The ZooKeeper-coordinated mode (Kafka 3.x in ZooKeeper mode) with isolation.level."""
+    from kclient import consumer
+    from kclient.errors import ConsumerTimeoutError
+    topic = new_topic(kafka3_cluster, partitions=2)
+    with _producer(kafka3_cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
+            p.begin_transaction()
+            p.send(_values(topic, tag, 8, 2))
+            p.commit_transaction() if commit else p.abort_transaction()
+    group = f"zk-{uuid.uuid4().hex[:8]}"
+    conf = {"zookeeper.connect": kafka3_cluster.zookeeper_connect, "group.id": group,
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1500,
+            "auto.commit.enable": False, "offsets.storage": "zookeeper",
+            "isolation.level": "read_committed"}
+    got: list[bytes] = []
+    with consumer.create(conf) as c:
+        (stream,) = c.create_message_streams({topic: 1})[topic]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                for m in stream:
+                    got.append(m.message)
+            except ConsumerTimeoutError:
+                if len(got) >= 16:
+                    break
+        c.commit_offsets()
+    assert sorted(got) == sorted(f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(8))
+    from kazoo.client import KazooClient
+    zk = KazooClient(hosts=kafka3_cluster.zookeeper_connect)
+    zk.start()
+    try:
+        in_zk = {p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in range(2)}
+    finally:
+        zk.stop()
+        zk.close()
+    ends = {}
+    for part in range(2):
+        with _simple(kafka3_cluster, topic, part) as s:
+            ends[part] = s.get_offsets_before(topic, part, -1)[0]
+    assert in_zk == ends                          # lag 0 past the markers

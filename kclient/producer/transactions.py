@@ -61,6 +61,9 @@ _Resp = TypeVar("_Resp")
 #: transaction version 2 (KIP-890), where the broker adds partitions and bumps epochs itself
 _TV1_MAX = {ADD_PARTITIONS_TO_TXN.key: 3, END_TXN.key: 4, ADD_OFFSETS_TO_TXN.key: 3,
             TXN_OFFSET_COMMIT.key: 3, INIT_PRODUCER_ID.key: 5}
+#: first and largest pause (s) after CONCURRENT_TRANSACTIONS: the coordinator is writing the
+#: last transaction's markers, which takes milliseconds (Java waits 20 ms at once)
+_BUSY_FIRST, _BUSY_MAX = 0.002, 0.05
 #: errors that make a coordinator request find the coordinator again before its retry
 _FIND_AGAIN = (NotCoordinatorError, CoordinatorNotAvailableError, KafkaConnectionError,
                KafkaTimeoutError)
@@ -170,6 +173,7 @@ class Transactions(TransactionManager):
         a response error other than those retried is raised."""
         coord = coordinator or self.coordinator
         deadline = time.monotonic() + self.max_block
+        busy = _BUSY_FIRST
         while True:
             try:
                 conn = coord.connection()
@@ -187,7 +191,9 @@ class Transactions(TransactionManager):
                                             f"max.block.ms: {exc}") from exc
                 if isinstance(exc, _FIND_AGAIN):
                     coord.reset()
-                pause = 0.02 if isinstance(exc, ConcurrentTransactionsError) else self.backoff
+                pause = self.backoff
+                if isinstance(exc, ConcurrentTransactionsError):    # markers being written:
+                    pause, busy = busy, min(busy * 2, _BUSY_MAX)    # back soon, then slower
                 log.debug("%s for %r: %s; retrying", api.name, self.tid, exc)
                 time.sleep(pause)
 
