@@ -30,6 +30,7 @@ from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     QueueFullError,
 )
@@ -650,11 +651,14 @@ class Producer:
                                     "message(s) undelivered")
         self._raise_failures()
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = None, *, abort_transaction: bool = True) -> None:
         """Drain the queue, send the last batch, release connections.
 
         After ``timeout`` seconds what is still undelivered is reported failed.  Raises
         FailedToSendMessageError if messages failed since the last flush.  Idempotent.
+        A transaction still open is aborted, as Java's producer does, so read_committed
+        consumers need not wait for its timeout; ``abort_transaction=False`` leaves it open
+        for another process to resume (docs/producer.md, "Resuming a transaction").
         """
         if self._closed:
             return
@@ -666,6 +670,8 @@ class Producer:
                 self._thread.close(timeout)
                 self._thread.fail_leftovers()
         finally:
+            if self._txn is not None and abort_transaction:
+                self._abort_open_transaction(self._txn)
             if self.callbacks is not None and "close" in self._hooks:
                 try:
                     self.callbacks.close()
@@ -682,6 +688,18 @@ class Producer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @staticmethod
+    def _abort_open_transaction(txn: Transactions) -> None:
+        """close(): abort what is open (a failure is logged; closing goes on)."""
+        if txn.state not in (IN_TRANSACTION, ABORTABLE_ERROR):
+            return
+        try:
+            log.info("closing transactional producer %r: aborting its open transaction",
+                     txn.tid)
+            txn.end(commit=False)
+        except KafkaError as exc:
+            log.warning("closing %r: could not abort its transaction: %s", txn.tid, exc)
 
     # ------------------------------------------------------------------ transactions
     @property
