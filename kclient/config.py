@@ -547,6 +547,12 @@ KEYS: tuple[ConfigKey, ...] = (
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    _key("statistics.interval.ms", 0, _MS, _BOTH,
+         "Every this many ms, call stats.cb with the client's metrics() as JSON (0: never), "
+         "as librdkafka does.", differs="no such key; librdkafka's"),
+    _key("stats.cb", None, ClassRef("__call__"), _BOTH,
+         "Callable(json_text) called every statistics.interval.ms with metrics() as JSON "
+         "(confluent-kafka's stats_cb).", "stats_cb", differs="no such key"),
     # ---- security (docs/security.md): Java's and librdkafka's names
     _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
          _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
