@@ -29,6 +29,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``batch.size`` is bytes, as in every current client (Java, librdkafka, kafka-python), not 0.7's
   message count (that is ``batch.num.messages``): both limits apply to a partition batch.  The
   default 1000000 is librdkafka's.
+* ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
+  the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2

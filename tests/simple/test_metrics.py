@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from kclient import Producer, ProducerData
 from kclient.simple import FetchRequest, SimpleConsumer
@@ -19,6 +20,9 @@ def test_fetch_counts_and_lag(mini_broker):
         assert [m.offset for m in ms][:1] == [10]
         c.multifetch([FetchRequest("sm", 0, 25, 1 << 20), FetchRequest("nope", 0, 0, 1024)])
         m = c.metrics()
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.01)
     (broker,) = m["brokers"].values()
     assert broker["requests_by_api"]["Fetch"] == 2
     assert broker["requests"] == broker["responses"] == sum(broker["requests_by_api"].values())
