@@ -157,7 +157,7 @@ def test_another_process_commits_a_resumed_transaction(kafka4):
     writer.send(_values(topic, "resumed", 12, 2))
     writer.flush()
     pid, epoch = writer.producer_id_and_epoch
-    writer.close()                           # leaves the transaction open
+    writer.close(abort_transaction=False)    # leaves the transaction open
     with _producer(kafka4, tid, "sync") as committer:
         committer.resume_transaction(pid, epoch)
         with pytest.raises(IllegalStateError):

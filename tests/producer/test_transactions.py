@@ -89,3 +89,24 @@ def test_error_classes():
     assert is_abortable(TimeoutError("a batch timed out"))
     assert not is_abortable(ProducerFencedError("f"))
     assert not is_abortable(TransactionalIdAuthorizationFailedError("t"))
+
+
+def _ends(broker, topic):
+    """(last stable offset, high watermark) as a read_committed fetch reports them."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port), isolation_level="read_committed") as c:
+        ms = c.fetch((topic, 0, 0, 1 << 16))
+        return [ms.last_stable_offset, ms.high_watermark]
+
+
+@pytest.mark.parametrize("abort", [True, False])
+def test_close_aborts_an_open_transaction_unless_told_not_to(mini_broker, abort):
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    p = _producer(mini_broker, f"tx-close-{abort}", "async")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send([ProducerData(topic, b"v%d" % i, partition=0) for i in range(3)])
+    p.flush()
+    p.close(abort_transaction=abort)
+    # aborted: an abort marker at 3, stable to the end; left open: stable offset stays at 0
+    assert _ends(mini_broker, topic) == ([4, 4] if abort else [0, 3])
