@@ -40,3 +40,31 @@ def test_groups_describe_lag_equals_kafka_consumer_groups(kafka4):
     assert sorted(r[:6] for r in _rows(ours, "cli-lag-g")) == \
         sorted(r[:6] for r in _rows(theirs, "cli-lag-g"))
     assert sum(int(r[5]) for r in _rows(ours, "cli-lag-g")) == 62 - 25
+
+
+def test_every_subcommand_against_kafka(kafka4):
+    import base64
+    import os
+    cli = CliRunner(kafka4.bootstrap)
+    cli("topics", "create", "cli-all", "-p", "2", "--config", "retention.ms=3600000", check=0)
+    assert b"TopicAlreadyExistsError" in cli("topics", "create", "cli-all", check=1).stderr
+    assert "cli-all" in cli.out("topics", "list").split()
+    cli("topics", "alter", "cli-all", "-p", "3", "--config", "cleanup.policy=compact", check=0)
+    described = cli.out("topics", "describe", "cli-all")
+    assert "PartitionCount: 3" in described and "cleanup.policy=compact" in described
+    blobs = [os.urandom(n) for n in (1, 50, 3000)] + [b"\n\r\x00"]
+    lines = b"".join(base64.b64encode(b"k") + b" " + base64.b64encode(b) + b"\n" for b in blobs)
+    cli("produce", "cli-all", "-p", "1", "-K", " ", "--binary", "base64", "--codec", "zstd",
+        input=lines, check=0)
+    out = cli("consume", "cli-all", "-p", "1", "-o", "earliest", "-e", "--binary", "base64",
+              check=0).stdout
+    assert [base64.b64decode(line) for line in out.splitlines()] == blobs
+    assert cli.out("offsets", "cli-all", "-p", "1").split() == ["cli-all:1:4"]
+    assert cli.out("consume", "cli-all", "-G", "cli-all-g", "-o", "earliest", "-c", "2",
+                   "-f", "%o\\n").split() == ["0", "1"]
+    plan = cli.out("groups", "reset-offsets", "cli-all-g", "--topic", "cli-all:1",
+                   "--to-latest", "--execute")
+    assert _rows(plan, "cli-all-g") == [["cli-all-g", "cli-all", "1", "2", "4"]]
+    assert "cli-all-g" in cli.out("groups", "list").split()
+    cli("groups", "delete", "cli-all-g", check=0)
+    cli("topics", "delete", "cli-all", check=0)

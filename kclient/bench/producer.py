@@ -12,6 +12,9 @@ acknowledged; then the harness checks the topic holds N records (the high waterm
 in its own subprocess, one after the other, against the same broker started once:
 
 * ``kclient-send``: ``Producer.send(ProducerData(...))`` once per message;
+* ``kclient-produce-future``: ``Producer.produce(topic, value)`` once per message, a
+  DeliveryFuture each (the per-message outcome API); the last future's ``result()`` is checked
+  after the flush (target: >= 0.8x ``kclient-send``);
 * ``kclient-list``: ``Producer.send([...])`` with lists of ``--list-size`` (1,000) ProducerData
   that exist before the clock starts (what the list API is for: the application already holds
   the messages);
@@ -21,7 +24,12 @@ in its own subprocess, one after the other, against the same broker started once
   ``batch_size`` 1 MiB, its best settings here); it is slow, so it sends fewer messages
   (``--kafka-python-messages``) and its rate is per second like the others;
 * ``java``: Kafka's ProducerPerformance tool (the Java producer: ``linger.ms`` 5, 1 MiB batches,
-  idempotence off), its own records/s figure (default with ``--broker kafka``).
+  idempotence off), its own records/s figure (default with ``--broker kafka``);
+* ``kclient-txn`` / ``confluent-kafka-txn`` (only when named in ``--clients``): transactional
+  producers (acks=all), ``--txn-size`` (1,000) messages per transaction, each
+  ``begin_transaction`` / sends / ``commit_transaction`` (kclient: one list ``send`` per
+  transaction; confluent-kafka: ``produce`` per message); verified as N records plus one commit
+  marker per transaction and partition.
 
 Each client runs ``--repeat`` times (interleaved, so load from other processes hits all alike)
 and its best run is reported.  Printed: records/s, the client process's CPU time per message
@@ -38,9 +46,12 @@ import subprocess
 import sys
 import time
 
-CLIENTS = ("kclient-send", "kclient-list", "kclient-list+build", "confluent-kafka",
-           "kafka-python", "java")
+CLIENTS = ("kclient-send", "kclient-produce-future", "kclient-list", "kclient-list+build",
+           "confluent-kafka", "kafka-python", "java", "kclient-txn", "confluent-kafka-txn")
+#: run only when named in --clients
+OPT_IN = ("kclient-txn", "confluent-kafka-txn")
 TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
+    ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "kafka-python", 8.0),
     ("kclient-send", "confluent-kafka", 0.6),
     ("kclient-list", "confluent-kafka", 1.1),
@@ -48,12 +59,14 @@ TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
 ]
 #: on real Kafka (spec section 10), with the Java producer's ratio beside
 KAFKA_TARGETS = [
+    ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "confluent-kafka", 1.0),
     ("kclient-list", "confluent-kafka", 1.5),
     ("kclient-list+build", "confluent-kafka", 1.5),
     ("kclient-send", "java", None),
     ("kclient-list", "java", None),
     ("kclient-list+build", "java", None),
+    ("kclient-txn", "confluent-kafka-txn", None),
 ]
 
 
@@ -64,10 +77,60 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _txn_worker(client: str, bootstrap: str, topic: str, n: int, value: bytes,
+                txn_size: int) -> tuple[float, float, bool, int]:
+    """Transactions of ``txn_size`` messages: (seconds, CPU start, ok, transactions), a
+    100-message transaction (not timed) first."""
+    tid = f"bench-{client}-{os.getpid()}-{time.time_ns()}"
+    sizes = [100] + [min(txn_size, n - 100 - i) for i in range(0, n - 100, txn_size)]
+    if client == "kclient-txn":
+        from kclient.producer import Producer, ProducerData
+        p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
+                      "transactional.id": tid, "request.required.acks": -1,
+                      "compression.codec": "none"})
+        p.init_transactions()
+        begin, commit = p.begin_transaction, p.commit_transaction
+        send = p.send
+        start = cpu = 0.0
+        for k, size in enumerate(sizes):
+            if k == 1:
+                start, cpu = time.perf_counter(), _cpu()
+            begin()
+            send([ProducerData(topic, value) for _ in range(size)])
+            commit()
+        elapsed = time.perf_counter() - start
+        stats = dict(p.stats)
+        p.close()
+        return elapsed, cpu, stats["acknowledged"] == n and stats["failed"] == 0, len(sizes)
+    import confluent_kafka
+    cp = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
+                                   "linger.ms": 5, "compression.codec": "none"})
+    cp.init_transactions(60)
+    produce, poll = cp.produce, cp.poll
+    for k, size in enumerate(sizes):
+        if k == 1:
+            start, cpu = time.perf_counter(), _cpu()
+        cp.begin_transaction()
+        for _ in range(size):
+            try:
+                produce(topic, value)
+            except BufferError:
+                poll(0.001)
+                produce(topic, value)
+        cp.commit_transaction(60)
+    elapsed = time.perf_counter() - start
+    return elapsed, cpu, cp.flush(10) == 0, len(sizes)
+
+
 def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
-            list_size: int = 1000) -> dict:
+            list_size: int = 1000, txn_size: int = 1000) -> dict:
     value = b"x" * size
-    if client.startswith("kclient"):
+    transactions = 0
+    if client in OPT_IN:
+        elapsed, cpu, ok, transactions = _txn_worker(client, bootstrap, topic, n, value,
+                                                     txn_size)
+        n -= 100
+    elif client.startswith("kclient"):
         from kclient.producer import Producer, ProducerData
         p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
                       "request.required.acks": 1, "compression.codec": "none"})
@@ -76,10 +139,17 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         n -= 100
         start, cpu = time.perf_counter(), _cpu()
         chunk = list_size
+        last = None
         if client == "kclient-send":
             send = p.send
             for _ in range(n):
                 send(ProducerData(topic, value))
+        elif client == "kclient-produce-future":
+            p.produce(topic, value).result()        # (the first call switches futures on)
+            n -= 1
+            produce = p.produce
+            for _ in range(n):
+                last = produce(topic, value)
         elif client == "kclient-list+build":
             for i in range(0, n, chunk):
                 p.send([ProducerData(topic, value) for _ in range(min(chunk, n - i))])
@@ -94,7 +164,12 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         elapsed = time.perf_counter() - start
         stats = dict(p.stats)
         p.close()
-        ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
+        if last is not None:
+            n_sent = n + 101
+            ok = last.result(0).offset >= 0 and stats["acknowledged"] == n_sent \
+                and stats["failed"] == 0
+        else:
+            ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
     elif client == "confluent-kafka":
         import confluent_kafka
         p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,
@@ -138,7 +213,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         raise SystemExit(f"unknown client {client}")
     cpu = _cpu() - cpu
     return {"client": client, "messages": n, "seconds": elapsed, "rate": n / elapsed,
-            "cpu_us_per_msg": cpu / n * 1e6, "ok": ok,
+            "cpu_us_per_msg": cpu / n * 1e6, "ok": ok, "transactions": transactions,
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -160,7 +235,7 @@ def _stored_records(bootstrap: str, topic: str) -> int:
 
 
 def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
-                timeout: float, list_size: int = 1000) -> dict | None:
+                timeout: float, list_size: int = 1000, txn_size: int = 1000) -> dict | None:
     if client == "java":
         from kclient.bench.kafka import java_producer_rate
         try:
@@ -172,7 +247,8 @@ def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
                 "max_rss_mb": 0.0}
     cmd = [sys.executable, "-m", "kclient.bench.producer", "--worker", client,
            "--bootstrap", bootstrap, "--topic", topic, "--messages", str(n),
-           "--value-size", str(size), "--list-size", str(list_size)]
+           "--value-size", str(size), "--list-size", str(list_size),
+           "--txn-size", str(txn_size)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -196,11 +272,12 @@ def _bench_broker(name: str, bootstrap: str, args: argparse.Namespace) -> dict:
             create_ready_topic(bootstrap, topic, args.partitions)
             n = args.kafka_python_messages if client == "kafka-python" else args.messages
             r = _run_client(client, bootstrap, topic, n, args.value_size, args.timeout,
-                            args.list_size)
+                            args.list_size, args.txn_size)
             if r is None:
                 continue
             stored = _stored_records(bootstrap, topic)
-            r["verified"] = bool(r["ok"]) and stored == n
+            markers = r.get("transactions", 0) * args.partitions   # one per partition
+            r["verified"] = bool(r["ok"]) and stored == n + markers
             if not r["verified"]:
                 print(f"  {client}: NOT VERIFIED (stored {stored} of {n})", flush=True)
                 continue
@@ -239,6 +316,8 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--list-size", type=int, default=1000,
                     help="ProducerData per send() call for the kclient-list clients")
     ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--txn-size", type=int, default=1000,
+                    help="messages per transaction for the -txn clients")
     ap.add_argument("--timeout", type=float, default=300.0, help="per client, seconds")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per client, interleaved; the best is reported")
@@ -249,10 +328,11 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.clients is None:
-        args.clients = [c for c in CLIENTS if c != "java" or args.broker == "kafka"]
+        args.clients = [c for c in CLIENTS if c not in OPT_IN
+                        and (c != "java" or args.broker == "kafka")]
     if args.worker:
         print(json.dumps(_worker(args.worker, args.bootstrap, args.topic, args.messages,
-                                 args.value_size, args.list_size)))
+                                 args.value_size, args.list_size, args.txn_size)))
         return 0
     print(f"producer benchmark: {args.messages:,} x {args.value_size} B values, acks=1, "
           f"no compression, {args.partitions} partition(s); load average "

@@ -10,6 +10,7 @@ import argparse
 import logging
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -504,6 +505,12 @@ def _config_pairs(items: list[str]) -> dict[str, str]:
     return config
 
 
+def _os_reason(exc: OSError) -> str:
+    """An OSError as one line: its reason and the file it was about."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
     args = _parse_args(argv)
@@ -522,12 +529,22 @@ def main(argv: list[str] | None = None) -> int:
                             config=_config_pairs(args.config), host=args.host,
                             sasl_users=users)
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
-        print(f"kclient broker: {exc}")
+        print(f"kclient broker: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:          # the log dir cannot be made or written
+        print(f"kclient broker: cannot use log dir {args.log_dir}: {_os_reason(exc)}",
+              file=sys.stderr)
+        return 1
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    broker.start()
+    try:
+        broker.start()
+    except OSError as exc:          # the address is taken, or the log dir is not writable
+        what = f"use log dir {args.log_dir}" if exc.filename else \
+            f"listen on {args.host}:{args.port}"
+        print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
+        return 1
     print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
     while not done.wait(0.5):
         pass

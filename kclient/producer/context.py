@@ -37,6 +37,9 @@ class ProducerContext:
     partitioner: Any
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     zookeeper_connect: str | None = None
+    #: the transactional producer's state (kclient.producer.transactions), shared with the
+    #: EventHandler; None for other producers
+    transaction_manager: Any = None
 
     def rediscover(self) -> bool:
         """Re-read the broker list from ZooKeeper (if configured); True if it changed."""

@@ -119,6 +119,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         interval = cfg["topic.metadata.refresh.interval.ms"]
         self.refresh_interval = interval / 1000.0 if interval >= 0 else None
         self.max_message_bytes = cfg["message.max.bytes"]
+        self.batch_bytes = cfg.get("batch.size", self.batch_bytes)
         self.codec = CODEC_IDS[cfg["compression.codec"]]  # a name the config already checked
         self.compressed_topics = frozenset(cfg["compressed.topics"])
         self.max_in_flight = max(1, int(getattr(context, "max_in_flight", 5)))
@@ -328,6 +329,8 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _send(self, batches: list[PartitionBatch]) -> None:
         if self.txn is not None:
+            if self.txn.transactional_id is not None:
+                batches = self._add_to_transaction(batches)
             batches = self._sequence(batches)
         by_node: dict[int, list[PartitionBatch]] = {}
         for b in batches:
@@ -372,7 +375,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             sent[(b.topic, b.partition)] = b
         if not sent:
             return
-        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
+        tid = self.txn.transactional_id if self.txn is not None else None
+        body = {"transactional_id": tid, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
                 "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
         self._wait_window(conn)
         for b in sent.values():
@@ -476,7 +480,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
-        if self.txn is not None and b.base_sequence >= 0:
+        if self.txn is not None and self.txn.transactional_id is not None:
+            self.txn.record_failure(exc, b.base_sequence >= 0)   # the transaction must abort
+        elif self.txn is not None and b.base_sequence >= 0:
             self.txn.bump_requested = True     # its sequences would be a gap: KIP-360 bump
         self._reports.append(b.report(-1, exc))
 
@@ -542,6 +548,19 @@ class DefaultEventHandler(Preparer, EventHandler):
             out.append(b)
         return out
 
+    def _add_to_transaction(self, batches: list[PartitionBatch]) -> list[PartitionBatch]:
+        """AddPartitionsToTxn for partitions new to the transaction, before their first batch;
+        when it fails the batches are retried (a retriable error) or fail."""
+        txn = self.txn
+        assert txn is not None
+        try:
+            txn.add_partitions({(b.topic, b.partition) for b in batches})
+        except KafkaError as exc:
+            for b in batches:
+                self._retry_later(b, exc, sent=False)
+            return []
+        return batches
+
     def _hold(self, b: PartitionBatch, due: float) -> None:
         """Keep a batch back (no attempt counted) until ``due`` or its partition is free."""
         b.due = due
@@ -579,6 +598,9 @@ class DefaultEventHandler(Preparer, EventHandler):
             return
         if not needs_bump(error):
             self._retry_later(b, error)
+            return
+        if txn.transactional_id is not None:   # Java: abortable, the epoch bumped on abort
+            self._fail(b, error)
             return
         if self._first_unacked(b):
             log.warning("%s: %s for the next expected batch: bumping the epoch", b, error)

@@ -103,6 +103,10 @@ class MultiFetchResponse(list[ByteBufferMessageSet]):
         return any(ms.error is not None for ms in self)
 
 
+#: isolation_level argument -> the Fetch / ListOffsets isolation_level field
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+
+
 class SimpleConsumer:
     """A consumer of one broker: ``fetch``, ``multifetch``, ``get_offsets_before``, offsets.
 
@@ -114,7 +118,10 @@ class SimpleConsumer:
     message may grow a fetch to), ``prefetch`` (pipeline the next fetch), ``fetch_version``
     (cap the Fetch version), ``validate_crc``, ``api_version_request`` /
     ``broker_version_fallback`` (for brokers older than 0.10, as librdkafka names them),
-    ``security`` (Kafka's ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys, as a dict).
+    ``security`` (Kafka's ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys, as a dict),
+    ``isolation_level`` (``"read_uncommitted"``, the default, or ``"read_committed"``: fetches
+    stop at the last stable offset and leave out aborted transactions; the latest offset is
+    the last stable offset).
 
     Not for concurrent use from several threads (calls are serialised by a lock).
     """
@@ -128,8 +135,13 @@ class SimpleConsumer:
                  api_version_request: bool = True,
                  broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
                  connect_timeout_ms: int = 10000,
-                 security: Mapping[str, Any] | None = None) -> None:
+                 security: Mapping[str, Any] | None = None,
+                 isolation_level: str = "read_uncommitted") -> None:
         self.host, self.port = host, int(port)
+        if isolation_level not in _ISOLATION:
+            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, "
+                             f"not {isolation_level!r}")
+        self.isolation_level = _ISOLATION[isolation_level]
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
         self.settings = ConnectionSettings(
             client_id=client_id or "kclient", request_timeout_ms=so_timeout,
@@ -141,7 +153,7 @@ class SimpleConsumer:
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
-                                prefetch=prefetch)
+                                prefetch=prefetch, isolation_level=self.isolation_level)
         self._coordinators: dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -247,11 +259,11 @@ class SimpleConsumer:
                       max_size: int = 1 << 20, end_offset: int | None = None
                       ) -> Iterator[MessageAndOffset]:
         """Every message from ``offset`` up to ``end_offset`` (default: the high watermark the
-        first fetch reports), fetching as it goes."""
+        first fetch reports; read_committed: its last stable offset), fetching as it goes."""
         while True:
             ms = self.fetch(FetchRequest(topic, partition, offset, max_size))
             if end_offset is None:
-                end_offset = ms.high_watermark
+                end_offset = self._fetcher.end_of(ms)
             for mo in ms:
                 if mo[0] >= end_offset:
                     return
@@ -334,7 +346,7 @@ class SimpleConsumer:
         def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
-            body = {"replica_id": -1, "isolation_level": 0, "topics": [
+            body = {"replica_id": -1, "isolation_level": self.isolation_level, "topics": [
                 {"name": topic, "partitions": [{"partition_index": partition, "timestamp": time,
                                                 "max_num_offsets": max_num_offsets}]}]}
             return v, conn.request(LIST_OFFSETS, body, v)

@@ -86,3 +86,16 @@ def test_broker_command_serves_kafka_clients_and_stops_on_sigterm(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_broker_errors_are_one_line(tmp_path, mini_broker):
+    busy = mini_broker.bootstrap.rsplit(":", 1)[1]
+    for args, expected in (
+            (["--log-dir", tmp_path / "b", "--port", busy], "cannot listen on 127.0.0.1:"),
+            (["--log-dir", tmp_path / "file" / "x", "--port", 0], "cannot use log dir")):
+        (tmp_path / "file").write_text("not a directory")
+        done = subprocess.run([sys.executable, "-m", "kclient.cli", "broker", *map(str, args)],
+                              capture_output=True, timeout=30)
+        assert done.returncode == 1
+        last = done.stderr.decode().strip().splitlines()[-1]
+        assert last.startswith("kclient broker: " + expected) and b"Traceback" not in done.stderr

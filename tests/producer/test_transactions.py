@@ -1,0 +1,112 @@
+"""The transactional producer against the mini-broker's transaction coordinator: commit visible
+and abort invisible to a read_committed SimpleConsumer, the state machine's refusals, fencing
+(real-Kafka counterparts: integration/test_transactions.py)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kclient import Producer, ProducerData
+from kclient.errors import IllegalStateError, ProducerFencedError
+from kclient.producer.transactions import fenced, is_abortable
+from kclient.protocol.error_codes import (
+    InvalidProducerEpochError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
+from kclient.simple import SimpleConsumer
+
+
+def _producer(broker, tid, mode="sync"):
+    return Producer({"metadata.broker.list": broker.bootstrap, "producer.type": mode,
+                     "transactional.id": tid, "request.required.acks": -1})
+
+
+def _read(broker, topic, isolation):
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port), so_timeout=10000, isolation_level=isolation) as c:
+        return [m.message.value for m in c.iter_messages(topic, 0)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_commit_visible_abort_invisible(mini_broker, mode):
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    with _producer(mini_broker, f"tx-{mode}", mode) as p:
+        p.init_transactions()
+        for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
+            p.begin_transaction()
+            p.send([ProducerData(topic, f"{tag}-{i}".encode(), partition=0) for i in range(4)])
+            p.commit_transaction() if commit else p.abort_transaction()
+    want = [f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(4)]
+    assert _read(mini_broker, topic, "read_committed") == want
+    assert sorted(_read(mini_broker, topic, "read_uncommitted")) == sorted(
+        want + [f"ab-{i}".encode() for i in range(4)])
+
+
+def test_state_machine_refusals(mini_broker):
+    with _producer(mini_broker, "tx-states") as p:
+        with pytest.raises(IllegalStateError):
+            p.begin_transaction()
+        p.init_transactions()
+        with pytest.raises(IllegalStateError):
+            p.send(ProducerData("t", b"x"))
+        with pytest.raises(IllegalStateError):
+            p.commit_transaction()
+        p.begin_transaction()
+        with pytest.raises(IllegalStateError):
+            p.begin_transaction()
+        p.abort_transaction()                  # nothing sent: no EndTxn, back to READY
+        p.begin_transaction()
+        p.commit_transaction()
+
+
+def test_no_transactions_without_transactional_id(mini_broker):
+    with Producer({"metadata.broker.list": mini_broker.bootstrap}) as p:
+        with pytest.raises(IllegalStateError, match="transactional.id"):
+            p.init_transactions()
+
+
+def test_zombie_fenced(mini_broker):
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    zombie = _producer(mini_broker, "tx-zombie")
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.send(ProducerData(topic, b"zombie", partition=0))
+    with _producer(mini_broker, "tx-zombie") as fresh:
+        fresh.init_transactions()
+        with pytest.raises(ProducerFencedError):
+            zombie.commit_transaction()
+        with pytest.raises(ProducerFencedError):
+            zombie.begin_transaction()
+    zombie.close()
+    assert _read(mini_broker, topic, "read_committed") == []
+
+
+def test_error_classes():
+    assert isinstance(fenced(InvalidProducerEpochError("x")), ProducerFencedError)
+    assert is_abortable(TopicAuthorizationFailedError("t"))
+    assert is_abortable(TimeoutError("a batch timed out"))
+    assert not is_abortable(ProducerFencedError("f"))
+    assert not is_abortable(TransactionalIdAuthorizationFailedError("t"))
+
+
+def _ends(broker, topic):
+    """(last stable offset, high watermark) as a read_committed fetch reports them."""
+    host, port = broker.bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port), isolation_level="read_committed") as c:
+        ms = c.fetch((topic, 0, 0, 1 << 16))
+        return [ms.last_stable_offset, ms.high_watermark]
+
+
+@pytest.mark.parametrize("abort", [True, False])
+def test_close_aborts_an_open_transaction_unless_told_not_to(mini_broker, abort):
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    p = _producer(mini_broker, f"tx-close-{abort}", "async")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send([ProducerData(topic, b"v%d" % i, partition=0) for i in range(3)])
+    p.flush()
+    p.close(abort_transaction=abort)
+    # aborted: an abort marker at 3, stable to the end; left open: stable offset stays at 0
+    assert _ends(mini_broker, topic) == ([4, 4] if abort else [0, 3])
