@@ -35,13 +35,22 @@ from .errors import (
                        QueueFullError,
 )
 from .partitioner import DefaultPartitioner, JavaHashPartitioner, Partitioner, RoundRobinPartitioner
-from .producer import CallbackHandler, DeliveryReport, EventHandler, Producer, ProducerData
+from .producer import (
+                       CallbackHandler,
+                       DeliveryFuture,
+                       DeliveryReport,
+                       EventHandler,
+                       Producer,
+                       ProducerData,
+                       RecordMetadata,
+)
 from .simple import FetchRequest, OffsetRequest, SimpleConsumer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Producer", "ProducerData", "DeliveryReport", "CallbackHandler", "EventHandler",
+    "Producer", "ProducerData", "DeliveryReport", "DeliveryFuture", "RecordMetadata",
+    "CallbackHandler", "EventHandler",
     "SimpleConsumer", "FetchRequest", "OffsetRequest",
     "consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
     "Whitelist", "Blacklist",

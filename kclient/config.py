@@ -2,7 +2,7 @@
 
 Keys are the Kafka 0.8.2 client's (``metadata.broker.list``, ``producer.type``,
 ``queue.buffering.max.ms``, ``group.id``, ``auto.offset.reset``, ...), with their 0.7 names and
-the newer Java/librdkafka names as aliases (``queue.time``, ``batch.size``, ``zk.connect``,
+the newer Java/librdkafka names as aliases (``queue.time``, ``zk.connect``,
 ``bootstrap.servers``, ``acks``, ``retries``, ``linger.ms``, ``enable.auto.commit``, ...).
 
 ``load_config(role, config, **overrides)`` returns a read-only ``Config`` mapping of canonical
@@ -26,6 +26,9 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   request/response services; 5 ms is librdkafka's linger and still fills batches under load.
 * ``batch.num.messages`` 10000 (0.8.2: 200).  Small records are cheap; bigger batches are what
   make throughput (librdkafka's default is also 10000).
+* ``batch.size`` is bytes, as in every current client (Java, librdkafka, kafka-python), not 0.7's
+  message count (that is ``batch.num.messages``): both limits apply to a partition batch.  The
+  default 1000000 is librdkafka's.
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
@@ -375,19 +378,25 @@ class ClassRef:
 
     method: str | None = None
     shortcuts: Mapping[str, str] = field(default_factory=dict)
+    #: a plain callable (a function, a lambda, ``json.dumps``) stands in for an object with
+    #: ``method``, as kafka-python and confluent-kafka take serializers
+    plain_callable: bool = False
 
     def allowed(self) -> str:
         """Human description."""
         need = f" with a {self.method}() method" if self.method else ""
         names = [k for k in self.shortcuts if "." not in k]
         short = f", or one of {', '.join(names)}" if names else ""
-        return f"a class or object{need}, or a dotted path to one{short}"
+        plain = ", or a plain callable" if self.plain_callable else ""
+        return f"a class or object{need}, or a dotted path to one{short}{plain}"
 
     def coerce(self, value: Any) -> Any:
         """The imported class, or the object as given; its interface checked."""
         if isinstance(value, str):
             value = _import(self.shortcuts.get(value.strip(), value.strip()), self.allowed())
         if self.method and not callable(getattr(value, self.method, None)):
+            if self.plain_callable and callable(value) and not isinstance(value, type):
+                return value
             raise _Bad(self.allowed(), f"{value!r} has no {self.method}() method")
         return value
 
@@ -467,6 +476,8 @@ def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *alias
 
 
 _MS = Int(min=0)
+_SER = ClassRef("to_message", _ENCODERS, plain_callable=True)
+_DESER = ClassRef("from_message", _DECODERS, plain_callable=True)
 _POS = Int(min=1)
 _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snappy, lz4, zstd
 _CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
@@ -601,10 +612,12 @@ KEYS: tuple[ConfigKey, ...] = (
          "unacknowledged then fails with KafkaTimeoutError. At least queue.buffering.max.ms + "
          "request.timeout.ms.",
          differs="no such key; KIP-91's (Java 2.1) default"),
-    _key("serializer.class", "kclient.encoders.DefaultEncoder", ClassRef("to_message", _ENCODERS),
-         _P, "Encoder for message values.", "value.serializer"),
+    _key("serializer.class", "kclient.encoders.DefaultEncoder", _SER, _P,
+         "Encoder for message values: an Encoder, or a plain callable (value -> bytes).",
+         "value.serializer"),
     _key("key.serializer.class", Derived(lambda c: c["serializer.class"], "serializer.class"),
-         ClassRef("to_message", _ENCODERS), _P, "Encoder for keys.", "key.serializer"),
+         _SER, _P, "Encoder for keys: an Encoder, or a plain callable (key -> bytes).",
+         "key.serializer"),
     _key("partitioner.class", "kclient.partitioner.DefaultPartitioner",
          ClassRef("partition", _PARTITIONERS), _P, "Partitioner for keyed messages.",
          "partitioner", differs="abs(key.hashCode) % n (JavaHashPartitioner)"),
@@ -645,8 +658,11 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("queue.enqueue.timeout.ms", -1, Int(min=-1), _P,
          "Async, queue full: -1 block, 0 raise QueueFullError at once, >0 wait then raise."),
     _key("batch.num.messages", 10000, _POS, _P,
-         "Async: most messages in one batch (a count, as 0.7's batch.size; not bytes).",
-         "batch.size", differs="200"),
+         "Most messages in one batch (a count; 0.7 called it batch.size).", differs="200"),
+    _key("batch.size", 1000000, _POS, _P,
+         "Most bytes of records in one partition batch (keys and values plus ~12 bytes each; "
+         "a larger record goes alone), as in Java and librdkafka; batch.num.messages also "
+         "applies.", differs="no such key (0.7: a message count, now batch.num.messages)"),
     _key("message.max.bytes", 1000012, _POS, _P,
          "Largest message accepted by send(); larger ones fail before queueing.",
          "max.message.size", differs="no such check; 1000012 is the broker's default"),
@@ -716,9 +732,11 @@ KEYS: tuple[ConfigKey, ...] = (
          "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
          differs="no such key; Java consumer 0.9's default"),
     _key("key.decoder.class", "kclient.encoders.DefaultDecoder",
-         ClassRef("from_message", _DECODERS), _C, "Decoder for keys.", "key.deserializer"),
+         _DESER, _C, "Decoder for keys: a Decoder, or a plain callable (bytes -> key).",
+         "key.deserializer"),
     _key("value.decoder.class", "kclient.encoders.DefaultDecoder",
-         ClassRef("from_message", _DECODERS), _C, "Decoder for values.", "value.deserializer"),
+         _DESER, _C, "Decoder for values: a Decoder, or a plain callable (bytes -> value).",
+         "value.deserializer"),
 )
 
 _BY_NAME: dict[str, ConfigKey] = {k.name: k for k in KEYS}

@@ -12,6 +12,9 @@ acknowledged; then the harness checks the topic holds N records (the high waterm
 in its own subprocess, one after the other, against the same broker started once:
 
 * ``kclient-send``: ``Producer.send(ProducerData(...))`` once per message;
+* ``kclient-produce-future``: ``Producer.produce(topic, value)`` once per message, a
+  DeliveryFuture each (the per-message outcome API); the last future's ``result()`` is checked
+  after the flush (target: >= 0.8x ``kclient-send``);
 * ``kclient-list``: ``Producer.send([...])`` with lists of ``--list-size`` (1,000) ProducerData
   that exist before the clock starts (what the list API is for: the application already holds
   the messages);
@@ -43,11 +46,12 @@ import subprocess
 import sys
 import time
 
-CLIENTS = ("kclient-send", "kclient-list", "kclient-list+build", "confluent-kafka",
-           "kafka-python", "java", "kclient-txn", "confluent-kafka-txn")
+CLIENTS = ("kclient-send", "kclient-produce-future", "kclient-list", "kclient-list+build",
+           "confluent-kafka", "kafka-python", "java", "kclient-txn", "confluent-kafka-txn")
 #: run only when named in --clients
 OPT_IN = ("kclient-txn", "confluent-kafka-txn")
 TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
+    ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "kafka-python", 8.0),
     ("kclient-send", "confluent-kafka", 0.6),
     ("kclient-list", "confluent-kafka", 1.1),
@@ -55,6 +59,7 @@ TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
 ]
 #: on real Kafka (spec section 10), with the Java producer's ratio beside
 KAFKA_TARGETS = [
+    ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "confluent-kafka", 1.0),
     ("kclient-list", "confluent-kafka", 1.5),
     ("kclient-list+build", "confluent-kafka", 1.5),
@@ -134,10 +139,17 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         n -= 100
         start, cpu = time.perf_counter(), _cpu()
         chunk = list_size
+        last = None
         if client == "kclient-send":
             send = p.send
             for _ in range(n):
                 send(ProducerData(topic, value))
+        elif client == "kclient-produce-future":
+            p.produce(topic, value).result()        # (the first call switches futures on)
+            n -= 1
+            produce = p.produce
+            for _ in range(n):
+                last = produce(topic, value)
         elif client == "kclient-list+build":
             for i in range(0, n, chunk):
                 p.send([ProducerData(topic, value) for _ in range(min(chunk, n - i))])
@@ -152,7 +164,12 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
         elapsed = time.perf_counter() - start
         stats = dict(p.stats)
         p.close()
-        ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
+        if last is not None:
+            n_sent = n + 101
+            ok = last.result(0).offset >= 0 and stats["acknowledged"] == n_sent \
+                and stats["failed"] == 0
+        else:
+            ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
     elif client == "confluent-kafka":
         import confluent_kafka
         p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,

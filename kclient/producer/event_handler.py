@@ -119,6 +119,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         interval = cfg["topic.metadata.refresh.interval.ms"]
         self.refresh_interval = interval / 1000.0 if interval >= 0 else None
         self.max_message_bytes = cfg["message.max.bytes"]
+        self.batch_bytes = cfg.get("batch.size", self.batch_bytes)
         self.codec = CODEC_IDS[cfg["compression.codec"]]  # a name the config already checked
         self.compressed_topics = frozenset(cfg["compressed.topics"])
         self.max_in_flight = max(1, int(getattr(context, "max_in_flight", 5)))

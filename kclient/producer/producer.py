@@ -20,7 +20,7 @@ import atexit
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from time import sleep as _yield
 from types import TracebackType
 from typing import Any
@@ -46,13 +46,17 @@ from .context import ProducerContext, build_context
 from .data import (
     DeliveryReport,
     Entry,
+    Header,
     ProducerData,
     from_entries,
     speedups,
     to_entries,
     to_entry,
 )
+from .data_methods import NO, wrong_call, wrong_send
 from .event_handler import DefaultEventHandler
+from .future import DeliveryCallback, DeliveryFuture
+from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
 from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
 
@@ -110,8 +114,11 @@ class Producer:
         self.sync = cfg["producer.type"] == "sync"
         self._sync_lock = threading.Lock()
         self._thread: ProducerSendThread | None = None
+        #: set once produce() queued a message: then delivery looks for futures in reports
+        self._futures = False
         if self.sync:
             self.send = self._send_sync  # type: ignore[method-assign]
+            self.produce = self._produce_sync  # type: ignore[method-assign]
         else:
             self._thread = t = ProducerSendThread(
                 self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
@@ -126,6 +133,7 @@ class Producer:
                 self.send = self._send_hooked  # type: ignore[method-assign]
             else:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
+            self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
         if self._txn is not None:
             self._guard_sends(self._txn)
@@ -133,11 +141,18 @@ class Producer:
 
     def _guard_sends(self, txn: Transactions) -> None:
         """A transactional producer sends only inside a transaction it began."""
-        send, send_values = self.send, self.send_values
+        send, send_values, produce = self.send, self.send_values, self.produce
 
-        def guarded_send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
+        def guarded_send(data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+                         ) -> list[DeliveryReport] | None:
+            if wrong or wrong_kw:
+                raise wrong_send((data, *wrong), wrong_kw)
             txn.check_send()
             return send(data)
+
+        def guarded_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            txn.check_send()
+            return produce(*args, **kwargs)
 
         def guarded_send_values(topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
             txn.check_send()
@@ -146,6 +161,8 @@ class Producer:
         guarded_send_values.__doc__ = Producer.send_values.__doc__
         self.send = guarded_send  # type: ignore[method-assign]
         self.send_values = guarded_send_values  # type: ignore[method-assign]
+        guarded_produce.__doc__ = Producer.produce.__doc__
+        self.produce = guarded_produce  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Producer:
@@ -191,7 +208,15 @@ class Producer:
                 speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
             return fast
 
-        def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
+        def send(data: ProducerData | list[ProducerData], value: Any = NO, key: Any = NO,
+                 partition: Any = NO, headers: Any = NO, timestamp: Any = NO,
+                 timestamp_ms: Any = NO, on_delivery: Any = NO) -> list[DeliveryReport] | None:
+            # (the catch-all parameters make a kafka-python style call a clear error, at no
+            # cost per call, where **kwargs would build a dict each time)
+            if not (value is key is partition is headers is timestamp is timestamp_ms
+                    is on_delivery is NO):
+                raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
+                                 on_delivery)
             if type(data) is pd:
                 v = data.value
                 x = data._extra
@@ -215,6 +240,97 @@ class Producer:
             return many(data)
         send.__doc__ = Producer.send.__doc__
         return send
+
+    def produce(self, topic: str, value: Any = None, key: Any = None,
+                partition: int | None = None, headers: Sequence[Header] | None = None,
+                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                ) -> DeliveryFuture:
+        """Send one message; returns its :class:`DeliveryFuture` (replaced per instance).
+
+        The future resolves to a RecordMetadata (topic, partition, offset, timestamp) or raises
+        the message's delivery error; ``on_delivery(error, metadata)`` is called once with the
+        outcome (async: on the send thread; keep it quick).  Sync mode returns a resolved future.
+        As with send(), a message over ``message.max.bytes`` or a full queue raise here.
+        """
+        raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
+
+    def _fast_produce(self) -> Callable[..., DeliveryFuture]:
+        """The async ``produce``: send()'s fast path with a future on the queue entry."""
+        if self._hooks & {"before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
+                          "before_sending_data"}:
+            return self._produce_hooked
+        q, t, limit = self._queue, self._sender, self._fast_limit
+        slow, check, new = self._enqueue_slow, self._check_size, DeliveryFuture
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[..., DeliveryFuture] = speedups.FastSend(
+                q, t, limit, ProducerData, check, slow, None, Producer.produce.__doc__,
+                new).produce
+            return self._first_produce(fast)
+
+        def produce(topic: str, value: Any = None, key: Any = None,
+                    partition: int | None = None, headers: Sequence[Header] | None = None,
+                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                    ) -> DeliveryFuture:
+            entry: Entry
+            if key is None and partition is None and timestamp is None and headers is None:
+                f = new(on_delivery)
+                if type(value) is not bytes or len(value) > limit:
+                    check(ProducerData(topic, value))
+                entry = (topic, value, f)
+            else:
+                f = new(on_delivery, timestamp)
+                check(ProducerData(topic, value, key))
+                entry = (topic, value, key, partition, timestamp, headers, f)
+            n = len(q)
+            if n >= t.limit:
+                slow([entry])
+                return f
+            q.append(entry)
+            if n >= t.wake_at:
+                t.wake()
+            elif not n & 1023:
+                _yield(0)
+            return f
+        produce.__doc__ = Producer.produce.__doc__
+        return self._first_produce(produce)
+
+    def _first_produce(self, produce: Callable[..., DeliveryFuture]
+                       ) -> Callable[..., DeliveryFuture]:
+        """``produce`` behind a first call that switches future resolution on: a producer
+        that only send()s never looks for futures in its reports."""
+        def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            self._futures = True
+            if self._txn is None:       # (a transactional producer's guard stays in front)
+                self.produce = produce  # type: ignore[method-assign]
+            return produce(*args, **kwargs)
+        first_produce.__doc__ = Producer.produce.__doc__
+        return first_produce
+
+    def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
+                        partition: int | None = None, headers: Sequence[Header] | None = None,
+                        timestamp: int | None = None,
+                        on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """produce() with a CallbackHandler's queue hooks, which take and give ProducerData
+        (they may change or drop messages): not supported."""
+        raise IllegalStateError(
+            "produce() does not run with a CallbackHandler's enqueue/dequeue hooks; use send()")
+
+    def _produce_sync(self, topic: str, value: Any = None, key: Any = None,
+                      partition: int | None = None, headers: Sequence[Header] | None = None,
+                      timestamp: int | None = None,
+                      on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """Sync produce(): send now and return the resolved future."""
+        f = DeliveryFuture(on_delivery, timestamp)
+        d = ProducerData(topic, value, key, partition, timestamp, headers)
+        self._check_open()
+        self._check_size(d)
+        reports = self._sync_reports([d])
+        mine = next((r for r in reports if len(r)), None)
+        if mine is None:
+            mine = DeliveryReport(topic, -1, [d], -1, IllegalStateError(
+                "a CallbackHandler's before_sending_data dropped the message"))
+        f._set(mine, 0)
+        return f
 
     def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
         """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
@@ -338,13 +454,16 @@ class Producer:
             raise
         return None
 
-    def _send_hooked(self, data: ProducerData | list[ProducerData]) -> None:
+    def _send_hooked(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                     **wrong_kw: Any) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         cb = self.callbacks
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         for d in items:
             if type(d) is not ProducerData:
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             if "before_enqueue" in self._hooks:
                 d = cb.before_enqueue(d)
                 if d is None:
@@ -364,12 +483,30 @@ class Producer:
                 t.wake()
         return None
 
-    def _send_sync(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport]:
+    def _send_sync(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                   **wrong_kw: Any) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         self._check_open()
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
             self._check_size(data)
+        reports = self._sync_reports(items)
+        failed = [pair for r in reports if r.error is not None for pair in r.failed]
+        if failed:
+            refused = failed[0][1]
+            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+                raise refused from FailedToSendMessageError(failed)
+            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
+                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
+            raise FailedToSendMessageError(failed)
+        return reports
+
+    def _sync_reports(self, items: list[ProducerData]) -> list[DeliveryReport]:
+        """Sync: run before_sending_data, send, wait, deliver; the reports (never raises for
+        a failed message)."""
         cb = self.callbacks
         if "before_sending_data" in self._hooks:
             items = list(cb.before_sending_data(items) or ())
@@ -383,15 +520,6 @@ class Producer:
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
         self._deliver(reports, keep_failures=False)
-        failed = [pair for r in reports if r.error is not None for pair in r.failed]
-        if failed:
-            refused = failed[0][1]
-            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
-                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
-                raise refused from FailedToSendMessageError(failed)
-            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
-                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
-            raise FailedToSendMessageError(failed)
         return reports
 
     def _as_list(self, data: object
@@ -405,9 +533,9 @@ class Producer:
         """
         if isinstance(data, ProducerData):
             return [data], None
-        if not isinstance(data, (list, tuple)):
-            raise TypeError("send() takes a ProducerData or a list of them, got "
-                            f"{type(data).__name__}")
+        if not isinstance(data, (list, tuple)) or (
+                type(data) is tuple and data and isinstance(data[0], str)):
+            raise wrong_send(data if type(data) is tuple else (data,), {})
         items = data if type(data) is list else list(data)
         n = len(items)
         if not n:
@@ -426,7 +554,7 @@ class Producer:
                 return items, (topic, values, lengths)
         for d in items:
             if not isinstance(d, ProducerData):
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             v = d.value
             if type(v) is not bytes or len(v) > limit or d._extra is not None:
                 self._check_size(d)
@@ -457,7 +585,10 @@ class Producer:
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, reports: list[DeliveryReport], keep_failures: bool = True) -> None:
-        """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
+        """Book-keep reports, resolve produce() futures, pass each report to the hooks
+        (exceptions in hooks and callbacks are logged)."""
+        if self._futures:
+            (_py_resolve if speedups is None else speedups.resolve)(reports)
         acked = failed = 0
         kept: list[tuple[ProducerData, BaseException]] = []
         for r in reports:
@@ -643,8 +774,8 @@ class Producer:
         if not isinstance(handler, DefaultEventHandler):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
-        kb = self.context.key_encoder.to_message(key) if hasattr(
-            self.context.key_encoder, "to_message") else key
+        encoder = self.context.key_encoder
+        kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]
 
@@ -666,6 +797,16 @@ def _prime_allocator() -> None:
     if not _PRIMED:
         _PRIMED = True
         bytearray(8 << 20)  # allocated (mapped) and freed at once
+
+
+def _not_data(d: Any) -> TypeError:
+    """The error of a list item that is not a ProducerData (a tuple shows the call meant)."""
+    if type(d) is tuple and d and isinstance(d[0], str):
+        args = ", ".join(repr(x) for x in d)
+        return TypeError(f"send() takes ProducerData objects, not the tuple ({args}): write "
+                         f"ProducerData({args})")
+    return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
+                     "ProducerData(topic, value, key=None)")
 
 
 def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:

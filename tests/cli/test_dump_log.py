@@ -27,7 +27,8 @@ def segment(cli, mini_broker, tmp_path):
 
 
 def _batches(text):
-    return [line for line in text.splitlines() if line.startswith(("baseOffset", "| offset"))]
+    return [line for line in text.splitlines()
+            if line.startswith(("baseOffset", "| offset", "offset: "))]
 
 
 def test_batches_records_and_index(cli, segment):
@@ -78,3 +79,18 @@ def test_a_bad_index_entry_is_reported(cli, segment):
     out = cli("dump-log", segment, check=1).stdout.decode()
     assert "entry 0: index offset 5 at position" in out and "no batch starts there" in out
     assert b"not a .log" in cli("dump-log", segment.with_suffix(".txt"), check=1).stdout
+
+
+@pytest.mark.skipif(kafka_problem("4") is not None, reason=str(kafka_problem("4")))
+@pytest.mark.parametrize("version", ["0.8.2", "0.10.0"])
+def test_agrees_with_dump_log_segments_on_message_formats_v0_v1(cli, mini_broker, version):
+    from kclient.testing.kafka_dist import run_kafka_tool
+    cli("topics", "create", "old", "-p", "1", "--config", f"message.format.version={version}",
+        check=0)
+    cli("produce", "old", "-K", ":", input=b"a:1\nb:\n", check=0)
+    cli("produce", "old", "-K", ":", "--codec", "gzip", input=b"c:3\nd:4\n", check=0)
+    segment = mini_broker.log_dir / "old-0" / f"{SEGMENT}.log"
+    ours = cli.out("dump-log", segment, "--deep", "--print-data")
+    theirs = run_kafka_tool("4", "dump-log", "--files", str(segment), "--deep-iteration",
+                            "--print-data-log").stdout.decode()
+    assert _batches(ours) == _batches(theirs) and len(_batches(ours)) == 3 + 4

@@ -168,3 +168,14 @@ def test_streams_are_created_once_and_unreachable_brokers_fail_clearly(mini_brok
                                                               "retry.backoff.ms": 10}))
     with pytest.raises(ConsumerRebalanceFailedError, match="can't rebalance"):
         dead.create_message_streams({"once": 1})
+
+
+def test_plain_callables_as_deserializers(mini_broker, connectors):
+    # kafka-python's value_deserializer=json.loads (issue 15): no Decoder class needed
+    import json
+    mini_broker.create_topic("js", partitions=1)
+    produce(mini_broker.bootstrap, "js", [b'{"n": 1}', b'{"n": 2}'])
+    c = connectors(group_config(mini_broker.bootstrap, "gjs"), value_deserializer=json.loads,
+                   key_deserializer=lambda b: b)
+    stream = c.create_message_streams({"js": 1})["js"][0]
+    assert [m.message for m in drain(stream, 2)] == [{"n": 1}, {"n": 2}]

@@ -233,3 +233,19 @@ def test_producer_ids_need_write_somewhere_or_on_the_transactional_id(acl_broker
                             pattern=P.PREFIXED))
     assert _init_producer_id(acl_broker, "bob", "tx-1") != \
         E.TransactionalIdAuthorizationFailedError.errno
+
+
+def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
+    import time
+
+    from kclient import consumer
+    grant(acl_broker, allow("orders", Op.READ))
+    started = time.monotonic()
+    with pytest.raises(GroupAuthorizationFailedError):
+        conn = consumer.create({"bootstrap.servers": acl_broker.bootstrap, "group.id": "g",
+                                "consumer.timeout.ms": 2000, **keys("alice")})
+        try:
+            list(conn.create_message_streams({"orders": 1})["orders"][0])
+        finally:
+            conn.shutdown()
+    assert time.monotonic() - started < 3          # not retried rebalance.max.retries times
