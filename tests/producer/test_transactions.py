@@ -127,20 +127,21 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
         p.send([ProducerData(source, b"m%05d" % i, partition=0) for i in range(n)])
     tid, group = f"ctp-{uuid.uuid4().hex[:8]}", f"ctp-{uuid.uuid4().hex[:8]}"
     cmd = [sys.executable, "-m", "tests.producer.txn_worker", bootstrap, host, str(port),
-           source, sink, group, tid, "5"]
+           source, sink, group, tid, "10", "0.02"]
     root = Path(__file__).resolve().parents[2]
     rng = random.Random(12)
     hit = 0
     for _ in range(kills):
         proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(1.5, 3.0))
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.2, 1.5))
         if proc.poll() is None:
             proc.kill()                           # SIGKILL: no close, no abort
             hit += 1
         proc.wait()
     final = subprocess.run(cmd, cwd=root, capture_output=True, timeout=300)
     assert final.returncode == 0 and b"done" in final.stdout, final.stderr[-2000:]
-    assert hit >= 3                                # the kills hit the worker mid-run
+    assert hit == kills                            # every kill hit the worker mid-run
     for isolation in ("read_committed", "read_uncommitted"):
         with SimpleConsumer(host, int(port), so_timeout=15000, isolation_level=isolation) as c:
             got = [m.message.value for m in c.iter_messages(sink, 0)]
