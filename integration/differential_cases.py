@@ -60,7 +60,8 @@ CASES: dict[str, str] = {
         "AddPartitionsToTxn v1-v3 (fenced epoch, unknown topic, two partitions); transactional "
         "Produce v7 to a partition in and one not in the transaction; Fetch v4 and v11 "
         "read_committed and read_uncommitted while open, after an abort and after a commit "
-        "(last stable offset, aborted transactions, markers); EndTxn v1-v3 (abort, commit, "
+        "(last stable offset, aborted transactions, markers) and ListOffsets v5 latest and "
+        "earliest at both levels; EndTxn v1-v3 (abort, commit, "
         "retried, the other outcome, no transaction)",
 }
 

@@ -46,10 +46,11 @@ from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .memory_pool import MemoryPool, pool_for
 from .network import DropConnection, SocketServer
+from .principal import NoMatchingRule, PrincipalMapper
 from .producer_ids import ProducerIdManager
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
-from .sasl.session import SaslSettings, tls_principal
+from .sasl.session import RefusedSession, SaslSettings, tls_principal
 from .txn_coordinator import TransactionCoordinator
 from .txn_markers import MarkerWriter
 from .zk import ZkRegistry
@@ -76,6 +77,7 @@ class MiniBroker:
         self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
         inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
         self.sasl = _sasl_settings(cfg, self.listeners, sasl_users)
+        self.principal_mapper = PrincipalMapper(cfg["ssl.principal.mapping.rules"])
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
@@ -228,7 +230,15 @@ class MiniBroker:
         sasl, name = self.sasl, listener.name
         if listener.uses_sasl and sasl is not None:
             return lambda sock, peer: SaslSession(sasl, name, peer)
-        return lambda sock, peer: Session(tls_principal(sock), name)
+        mapper = self.principal_mapper
+
+        def transport_session(sock: Any, peer: str) -> Session:
+            """The certificate's principal (mapped), or a refusal when no rule matches."""
+            try:
+                return Session(tls_principal(sock, mapper), name)
+            except NoMatchingRule as exc:
+                return RefusedSession(str(exc), name)
+        return transport_session
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""

@@ -249,3 +249,45 @@ def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
         finally:
             conn.shutdown()
     assert time.monotonic() - started < 3          # not retried rebalance.max.retries times
+
+
+def test_certificate_principals_with_mapping_rules(tmp_path, certs):
+    from .conftest import ssl_client, tls_broker_config
+    config = tls_broker_config(certs, **{
+        "ssl.client.auth": "required", "authorizer.class.name": "kclient",
+        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+)$/svc-$1/L,DEFAULT",
+        "super.users": "User:ANONYMOUS"})           # the PLAINTEXT listener administers
+    with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
+        b.create_topic("orders")
+        mtls = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
+        address = b.bootstrap_of("SSL")
+
+        def produce_over_tls():
+            with Producer({"bootstrap.servers": address, "message.send.max.retries": 1,
+                           "retry.backoff.ms": 10, **mtls}) as p:
+                p.send([ProducerData("orders", b"v")])
+        with pytest.raises(TopicAuthorizationFailedError):
+            produce_over_tls()
+        assert b.authorizer is not None
+        b.authorizer.store.add([binding_of_user("User:svc-client")])
+        produce_over_tls()
+
+
+def binding_of_user(principal):
+    from kclient.protocol.acl import AclBinding
+    return AclBinding(R.TOPIC, "orders", P.LITERAL, principal, "*", Op.WRITE, Perm.ALLOW)
+
+
+def test_a_certificate_no_rule_maps_is_refused(tmp_path, certs):
+    from kclient.errors import KafkaError
+
+    from .conftest import ssl_client, tls_broker_config
+    config = tls_broker_config(certs, **{"ssl.client.auth": "required",
+                                         "ssl.principal.mapping.rules": "RULE:^CN=(ops)$/$1/"})
+    with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
+        host, port = b.bootstrap_of("SSL").rsplit(":", 1)
+        keys = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
+        settings = ConnectionSettings(security=SecuritySettings.from_keys(keys))
+        with pytest.raises(KafkaError):
+            with BrokerConnection(host, int(port), settings).connect() as conn:
+                conn.request(METADATA, {"topics": None})
