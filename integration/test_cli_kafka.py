@@ -24,6 +24,14 @@ def test_dump_log_agrees_with_dump_log_segments_on_a_kafka_segment(kafka4):
         return [line for line in text.splitlines() if line.startswith(("baseOffset", "| "))]
     assert batches(ours) == batches(theirs) and len(batches(ours)) == 5 + 20
     assert "00000000000000000000.index: 4 entries ok" in ours     # Kafka's preallocated index
+    assert "00000000000000000000.timeindex: " in ours
+    for index, prefix in ((".index", "offset: "), (".timeindex", "timestamp: ")):
+        path = str(segment.with_suffix(index))
+        theirs = kafka4.run_tool("dump-log", "--files", path).stdout.decode()
+        ours = cli.out("dump-log", path)
+
+        mine = [line for line in ours.splitlines() if line.startswith(prefix)]
+        assert mine and mine == [line for line in theirs.splitlines() if line.startswith(prefix)]
 
 
 def test_groups_describe_lag_equals_kafka_consumer_groups(kafka4):

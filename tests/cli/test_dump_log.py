@@ -94,3 +94,17 @@ def test_agrees_with_dump_log_segments_on_message_formats_v0_v1(cli, mini_broker
     theirs = run_kafka_tool("4", "dump-log", "--files", str(segment), "--deep-iteration",
                             "--print-data-log").stdout.decode()
     assert _batches(ours) == _batches(theirs) and len(_batches(ours)) == 3 + 4
+
+
+def test_time_index_order_is_checked(cli, segment):
+    import struct
+    timeindex = segment.with_suffix(".timeindex")
+    entries = [(1000, 0), (2000, 5), (0, 0), (0, 0)]        # Kafka preallocates zero entries
+    timeindex.write_bytes(b"".join(struct.pack(">qi", *e) for e in entries))
+    assert "00000000000000000000.timeindex: 2 entries ok" in cli.out("dump-log", segment)
+    assert "timestamp: 2000 offset: 5" in cli.out("dump-log", timeindex)
+    timeindex.write_bytes(struct.pack(">qi", 2000, 0) + struct.pack(">qi", 1000, 5))
+    out = cli("dump-log", segment, check=1).stdout.decode()
+    assert "entry 1 (timestamp 1000, offset 5) out of order" in out
+    timeindex.write_bytes(b"\x00" * 13)
+    assert "13 bytes, not a multiple of 12" in cli("dump-log", segment, check=1).stdout.decode()
