@@ -314,3 +314,13 @@ def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
         with _simple(kafka3_cluster, topic, part) as s:
             ends[part] = s.get_offsets_before(topic, part, -1)[0]
     assert in_zk == ends                          # lag 0 past the markers
+
+
+def test_consume_transform_produce_exactly_once_across_kill_9(kafka4):
+    """A worker reading A in a group and writing B transactionally, killed with -9 five times
+    at random points and restarted with the same transactional.id: a read_committed reader of
+    B sees every input exactly once, in order (tests/producer/txn_worker.py)."""
+    from tests.producer.test_transactions import consume_transform_produce_chaos
+    source, sink = new_topic(kafka4), new_topic(kafka4)
+    host, port = leader_address(kafka4, source, 0)      # one node: it leads both
+    consume_transform_produce_chaos(kafka4.bootstrap, source, sink, host, port)

@@ -110,3 +110,47 @@ def test_close_aborts_an_open_transaction_unless_told_not_to(mini_broker, abort)
     p.close(abort_transaction=abort)
     # aborted: an abort marker at 3, stable to the end; left open: stable offset stays at 0
     assert _ends(mini_broker, topic) == ([4, 4] if abort else [0, 3])
+
+
+def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host: str,
+                                    port: int, n: int = 3000, kills: int = 5) -> None:
+    """Run tests/producer/txn_worker.py from ``source`` to ``sink``, kill it with -9 ``kills``
+    times at random points, let a last run finish; the sink must hold, read_committed, every
+    input exactly once and in order, and (read_uncommitted) the killed runs' aborted data."""
+    import random
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
+        p.send([ProducerData(source, b"m%05d" % i, partition=0) for i in range(n)])
+    tid, group = f"ctp-{uuid.uuid4().hex[:8]}", f"ctp-{uuid.uuid4().hex[:8]}"
+    cmd = [sys.executable, "-m", "tests.producer.txn_worker", bootstrap, host, str(port),
+           source, sink, group, tid, "10", "0.02"]
+    root = Path(__file__).resolve().parents[2]
+    rng = random.Random(12)
+    hit = 0
+    for _ in range(kills):
+        proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.2, 1.5))
+        if proc.poll() is None:
+            proc.kill()                           # SIGKILL: no close, no abort
+            hit += 1
+        proc.wait()
+    final = subprocess.run(cmd, cwd=root, capture_output=True, timeout=300)
+    assert final.returncode == 0 and b"done" in final.stdout, final.stderr[-2000:]
+    assert hit == kills                            # every kill hit the worker mid-run
+    for isolation in ("read_committed", "read_uncommitted"):
+        with SimpleConsumer(host, int(port), so_timeout=15000, isolation_level=isolation) as c:
+            got = [m.message.value for m in c.iter_messages(sink, 0)]
+        if isolation == "read_committed":
+            assert got == [b"M%05d" % i for i in range(n)]
+        else:
+            assert len(got) > n, "no killed run left aborted data: the test proved nothing"
+
+
+def test_consume_transform_produce_exactly_once_across_kill_9(mini_broker):
+    host, port = mini_broker.bootstrap.rsplit(":", 1)
+    consume_transform_produce_chaos(mini_broker.bootstrap, "ctp-in", "ctp-out", host, int(port))
