@@ -124,6 +124,9 @@ def _run_group(args: argparse.Namespace, out: Formatter) -> int:
     from kclient.errors import ConsumerTimeoutError
     if args.partition:
         raise UsageError("-p and -G do not go together: the group assigns partitions")
+    if args.offset not in ("earliest", "beginning", "latest", "end"):
+        raise UsageError("with -G, -o is earliest or latest (where a group without committed "
+                         "offsets starts); move a group with `kclient groups reset-offsets`")
     reset = {"earliest": "smallest", "beginning": "smallest"}.get(args.offset, "largest")
     cfg = client_config(args, "consumer", **{
         "group.id": args.group, "auto.offset.reset": reset, "auto.commit.enable": False,

@@ -291,3 +291,24 @@ def test_a_certificate_no_rule_maps_is_refused(tmp_path, certs):
         with pytest.raises(KafkaError):
             with BrokerConnection(host, int(port), settings).connect() as conn:
                 conn.request(METADATA, {"topics": None})
+
+
+def test_groups_are_listed_and_described_only_with_describe(acl_broker):
+    from kclient.protocol.apis import DESCRIBE_GROUPS, LIST_GROUPS
+    host, port = acl_broker.bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port), security=keys("admin")) as c:
+        for group in ("seen", "unseen"):
+            c.commit_offsets(group, {("orders", 0): 1})
+    grant(acl_broker, allow("seen", Op.DESCRIBE, rtype=R.GROUP))
+    with connect(acl_broker, "alice") as conn:
+        listed = conn.request(LIST_GROUPS, {}).groups
+        described = conn.request(DESCRIBE_GROUPS, {"groups": ["seen", "unseen"],
+                                                   "include_authorized_operations": True})
+    assert [g.group_id for g in listed] == ["seen"]
+    codes = {g.group_id: g.error_code for g in described.groups}
+    assert codes == {"seen": 0, "unseen": E.GroupAuthorizationFailedError.errno}
+    seen = next(g for g in described.groups if g.group_id == "seen")
+    assert seen.authorized_operations == 1 << Op.DESCRIBE     # only what the ACL grants
+    with connect(acl_broker, "admin") as conn:                # super user: every group
+        assert sorted(g.group_id for g in conn.request(LIST_GROUPS, {}).groups) == [
+            "seen", "unseen"]
