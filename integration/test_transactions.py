@@ -324,3 +324,19 @@ def test_consume_transform_produce_exactly_once_across_kill_9(kafka4):
     source, sink = new_topic(kafka4), new_topic(kafka4)
     host, port = leader_address(kafka4, source, 0)      # one node: it leads both
     consume_transform_produce_chaos(kafka4.bootstrap, source, sink, host, port)
+
+
+def test_spark_reader_read_committed_plans_to_the_last_stable_offset(kafka4):
+    """kclient's Spark source tasks (no Spark): with kafka.isolation.level=read_committed the
+    planned end is the last stable offset, before a transaction still open."""
+    from tests.spark.test_read_task import _transactions, read_values
+    topic = new_topic(kafka4)
+    p = _transactions(kafka4.bootstrap, topic, open_one=True)
+    try:
+        values, plan = read_values(kafka4.bootstrap, topic, "read_committed")
+        assert values == [b"c%d" % i for i in range(5)] + [b"d%d" % i for i in range(5)]
+        assert plan == [(0, 18)]                   # the open transaction starts at 18
+        values, plan = read_values(kafka4.bootstrap, topic, "read_uncommitted")
+        assert len(values) == 18 and plan == [(0, 21)]
+    finally:
+        p.close()                                  # aborts the open transaction

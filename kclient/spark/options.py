@@ -312,9 +312,12 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
             continue
         name = key[len("kafka."):]
         if name == "isolation.level":
-            if value.strip().lower() != "read_uncommitted":
-                raise ValueError("kafka.isolation.level=read_committed needs Kafka transactions "
-                                 "in kclient, which are not built yet; use read_uncommitted")
+            level = value.strip().lower()
+            if level not in ("read_uncommitted", "read_committed"):
+                raise ValueError(f"kafka.isolation.level must be read_uncommitted or "
+                                 f"read_committed, not {value!r}")
+            if level == "read_committed":     # latest = last stable offset, aborted left out
+                kwargs["isolation_level"] = level
             continue
         if name in IGNORED_CONSUMER_KEYS:
             log.debug("kclient source: ignoring kafka.%s (no consumer group is used)", name)
