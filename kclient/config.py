@@ -29,6 +29,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``batch.size`` is bytes, as in every current client (Java, librdkafka, kafka-python), not 0.7's
   message count (that is ``batch.num.messages``): both limits apply to a partition batch.  The
   default 1000000 is librdkafka's.
+* ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
+  the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
@@ -547,6 +549,12 @@ KEYS: tuple[ConfigKey, ...] = (
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    _key("statistics.interval.ms", 0, _MS, _BOTH,
+         "Every this many ms, call stats.cb with the client's metrics() as JSON (0: never), "
+         "as librdkafka does.", differs="no such key; librdkafka's"),
+    _key("stats.cb", None, ClassRef("__call__"), _BOTH,
+         "Callable(json_text) called every statistics.interval.ms with metrics() as JSON "
+         "(confluent-kafka's stats_cb).", "stats_cb", differs="no such key"),
     # ---- security (docs/security.md): Java's and librdkafka's names
     _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
          _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),

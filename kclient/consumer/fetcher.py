@@ -184,6 +184,8 @@ class ConsumerFetcherThread(threading.Thread):
     def _process(self, info: PartitionTopicInfo, ms: ByteBufferMessageSet) -> None:
         """Queue the messages of one partition's message set as one chunk (columns)."""
         fetch_offset = info.fetched_offset
+        if ms.high_watermark >= 0:
+            info.high_watermark = ms.high_watermark
         offsets: list[int] = []
         values: list[bytes | None] = []
         keys: list[bytes | None] | None = None
@@ -268,6 +270,9 @@ class ConsumerFetcherThread(threading.Thread):
         self._reset_offset(info)
 
     def _error(self, info: PartitionTopicInfo, exc: BaseException) -> None:
+        metrics = self.conn.settings.metrics
+        if metrics is not None:
+            metrics.error(exc)
         with self._lock:
             self.partitions.pop((info.topic, info.partition), None)
         self._put(info, ErrorChunk(exc))

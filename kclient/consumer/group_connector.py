@@ -187,6 +187,7 @@ class GroupConsumerConnector(ConsumerConnector):
                               max(self.config["rebalance.max.retries"], 1),
                               min(self.config["rebalance.backoff.ms"], 1000), self._shutting_down)
         if ok:
+            self._metrics.rebalanced()
             self.rebalance_error = None
             self._stable.set()
 

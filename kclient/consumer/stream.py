@@ -112,7 +112,7 @@ class PartitionTopicInfo:
     """
 
     __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
-                 "fetch_size", "client_id", "thread_id")
+                 "fetch_size", "client_id", "thread_id", "high_watermark")
 
     _cursor: _ChunkState | None
 
@@ -122,6 +122,8 @@ class PartitionTopicInfo:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
         self._consumed, self._cursor, self.fetched_offset = consumed_offset, None, fetched_offset
         self.fetch_size, self.client_id, self.thread_id = fetch_size, client_id, thread_id
+        #: the partition's high watermark in its last fetch response (-1: none yet; metrics)
+        self.high_watermark = -1
 
     @property
     def consumed_offset(self) -> int:

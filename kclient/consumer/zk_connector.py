@@ -197,6 +197,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
                               self.config["rebalance.max.retries"],
                               self.config["rebalance.backoff.ms"], self._shutting_down)
         if ok:
+            self._metrics.rebalanced()
             self.rebalance_error = None
 
     def _refresh_bootstrap(self) -> dict[int, tuple[str, int]]:

@@ -86,9 +86,10 @@ def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str
         zk.close()
 
 
-def build_context(config: Mapping[str, Any]) -> ProducerContext:
-    """Create the cluster view, encoders and partitioner that ``config`` names."""
-    settings = connection_settings(config)
+def build_context(config: Mapping[str, Any], metrics: Any = None) -> ProducerContext:
+    """Create the cluster view, encoders and partitioner that ``config`` names (``metrics``: the
+    producer's ClientMetrics, which every connection reports to)."""
+    settings = connection_settings(config).replace(metrics=metrics)
     zk = None
     if config["metadata.broker.list"]:
         bootstrap = [f"{h}:{p}" for h, p in config["metadata.broker.list"]]

@@ -35,6 +35,7 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
+from kclient.metrics import ClientMetrics
 from kclient.protocol.apis import INIT_PRODUCER_ID, METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
 from kclient.protocol.error_base import error_for_code
@@ -97,6 +98,10 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._rr: dict[str, int] = {}
         self._topics: set[str] = set()
         self._stale = False
+        self.metrics: ClientMetrics | None = None
+        #: (topic, partition) -> [batches sent, messages sent, record bytes sent]; written by
+        #: the send thread only, read by Producer.metrics()
+        self.partition_stats: dict[tuple[str, int], list[int]] = {}
         if context is not None:
             self.init(context)
 
@@ -107,6 +112,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         self.config = cfg
         self.cluster = context.cluster
         self.encoder = context.encoder
+        self.metrics = getattr(self.cluster.settings, "metrics", None)
         self.key_encoder = context.key_encoder
         self.partitioner = context.partitioner
         self.acks = cfg["request.required.acks"]
@@ -225,6 +231,16 @@ class DefaultEventHandler(Preparer, EventHandler):
             batches += self._prepare(p.events, p.attempts)
         self._send(due + batches)
 
+    def in_flight_by_partition(self) -> dict[tuple[str, int], int]:
+        """Messages sent and not yet acknowledged, or waiting for a retry, per partition (read
+        from any thread: a snapshot)."""
+        out: dict[tuple[str, int], int] = {}
+        batches = [b for e in list(self._inflight) for b in list(e.batches.values())]
+        for b in batches + list(self._retry):
+            key = (b.topic, b.partition)
+            out[key] = out.get(key, 0) + len(b)
+        return out
+
     def abort(self, error: BaseException) -> None:
         """Fail everything still outstanding with ``error`` (used when close times out)."""
         while self._inflight:
@@ -301,6 +317,8 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None:
         attempts += 1
+        if self.metrics is not None:
+            self.metrics.error(exc)
         if not _retriable(exc) or attempts > self.max_retries:
             self._fail_events(events, exc, attempts)
             return
@@ -309,6 +327,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._fail_events(events, self._expired(exc, attempts), attempts)
             return
         self._stale = True
+        if self.metrics is not None:
+            self.metrics.retry()
         self._parked.append(_Parked(events, attempts, due, exc, self._deadline))
 
     # ------------------------------------------------------------------ send
@@ -372,7 +392,14 @@ class DefaultEventHandler(Preparer, EventHandler):
                 self._fail(b, exc)
                 continue
             topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
-            sent[(b.topic, b.partition)] = b
+            key = (b.topic, b.partition)
+            sent[key] = b
+            ps = self.partition_stats.get(key)
+            if ps is None:
+                ps = self.partition_stats[key] = [0, 0, 0]
+            ps[0] += 1
+            ps[1] += len(b)
+            ps[2] += len(records)
         if not sent:
             return
         tid = self.txn.transactional_id if self.txn is not None else None
@@ -462,6 +489,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not sent:
             b.attempts += 1
         b.error = exc
+        m = self.metrics
+        if m is not None:
+            m.error(exc)
         if not (force_retriable or _retriable(exc)) or b.attempts > self.max_retries:
             self._fail(b, exc)
             return
@@ -473,6 +503,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._fail(b, self._expired(exc, b.attempts))
             return
         log.debug("retrying %r after %s", b, exc)
+        if m is not None:
+            m.retry()
         self._retry.append(b)
 
     # ------------------------------------------------------------------ reports
@@ -492,6 +524,8 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
                       attempts: int) -> None:
         for i, exc in sorted(bad.items()):
+            if self.metrics is not None:
+                self.metrics.error(exc)
             self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
                                                 entries=[evs[i]]))
 

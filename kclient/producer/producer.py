@@ -34,6 +34,7 @@ from kclient.errors import (
     KafkaTimeoutError,
     QueueFullError,
 )
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.error_codes import (
     ClusterAuthorizationFailedError,
     MessageSizeTooLargeError,
@@ -94,7 +95,8 @@ class Producer:
         self._failure_count = 0
         self._stats_lock = threading.Lock()
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
-        self.context: ProducerContext = build_context(cfg)
+        self._metrics = ClientMetrics()
+        self.context: ProducerContext = build_context(cfg, self._metrics)
         self._txn: Transactions | None = None
         if cfg["transactional.id"]:
             cluster = self.context.cluster
@@ -137,6 +139,8 @@ class Producer:
             t.start()
         if self._txn is not None:
             self._guard_sends(self._txn)
+        self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
+                                        self.metrics)
         _LIVE.add(self)
 
     def _guard_sends(self, txn: Transactions) -> None:
@@ -632,6 +636,29 @@ class Producer:
             raise FailedToSendMessageError(
                 failures, f"failed to send {count} message(s){more}")
 
+    # ------------------------------------------------------------------ metrics
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
+        p50/p99 (ms), bytes out and in, connection state; per partition batches, messages and
+        bytes sent, average batch size and messages in flight; the queue depth, retries, errors
+        by code and the delivery counts of ``stats``."""
+        with self._stats_lock:
+            stats = dict(self.stats)
+        handler = self.event_handler
+        sent: dict[tuple[str, int], list[int]] = dict(getattr(handler, "partition_stats", {}))
+        flying = handler.in_flight_by_partition() if isinstance(
+            handler, DefaultEventHandler) else {}
+        partitions = {}
+        for (topic, part), (batches, msgs, nbytes) in sorted(sent.items()):
+            partitions[f"{topic}/{part}"] = {
+                "topic": topic, "partition": part, "batches": batches, "messages": msgs,
+                "bytes": nbytes, "avg_batch_messages": msgs / batches if batches else 0.0,
+                "avg_batch_bytes": nbytes / batches if batches else 0.0,
+                "in_flight": flying.get((topic, part), 0)}
+        return self._metrics.snapshot(
+            type="producer", client_id=self.config["client.id"], queue_depth=self.queued,
+            delivery=stats, partitions=partitions)
+
     # ------------------------------------------------------------------ flush / close
     @property
     def queued(self) -> int:
@@ -664,6 +691,8 @@ class Producer:
             return
         self._closed = True
         _LIVE.discard(self)
+        if self._reporter is not None:
+            self._reporter.stop()
         try:
             if self._thread is not None:
                 self._thread.refuse()  # any later send() takes the slow path and is refused

@@ -27,6 +27,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.apis import (
     FIND_COORDINATOR,
     LIST_OFFSETS,
@@ -136,7 +137,9 @@ class SimpleConsumer:
                  broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
                  connect_timeout_ms: int = 10000,
                  security: Mapping[str, Any] | None = None,
-                 isolation_level: str = "read_uncommitted") -> None:
+                 isolation_level: str = "read_uncommitted",
+                 stats_cb: Callable[[str], Any] | None = None,
+                 statistics_interval_ms: int = 0) -> None:
         self.host, self.port = host, int(port)
         if isolation_level not in _ISOLATION:
             raise ValueError(f"isolation_level must be read_uncommitted or read_committed, "
@@ -148,7 +151,10 @@ class SimpleConsumer:
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None,
-            security=SecuritySettings.from_keys(security))
+            security=SecuritySettings.from_keys(security), metrics=ClientMetrics())
+        self._metrics: ClientMetrics = self.settings.metrics
+        #: (topic, partition) -> (requested offset, high watermark) of its last fetch
+        self._positions: dict[tuple[str, int], tuple[int, int]] = {}
         self._conn = BrokerConnection(self.host, self.port, self.settings)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
@@ -157,6 +163,7 @@ class SimpleConsumer:
         self._coordinators: dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._reporter = start_reporter(statistics_interval_ms, stats_cb, self.metrics)
 
     def __repr__(self) -> str:
         return f"SimpleConsumer({self.host}:{self.port}, client_id={self.client_id!r})"
@@ -184,6 +191,8 @@ class SimpleConsumer:
         Does not wait for a call in progress on another thread: its socket is closed first,
         so that call fails at once (KafkaConnectionError) instead of at its deadline."""
         self._closed = True
+        if self._reporter is not None:
+            self._reporter.stop()
         self._conn.close("the SimpleConsumer is closed")
         for conn in list(self._coordinators.values()):
             conn.close("the SimpleConsumer is closed")
@@ -250,10 +259,25 @@ class SimpleConsumer:
         wanted = [PartitionFetch(r[0], r[1], r[2], r[3] if len(r) > 3 else 1 << 20)
                   for r in requests]
         results = self._call(lambda conn: self._fetcher.fetch(wanted))
+        for w, ms in zip(wanted, results):
+            if ms.error is not None:
+                self._metrics.error(ms.error)
+            elif ms.high_watermark >= 0:
+                self._positions[(w[0], w[1])] = (w[2], ms.high_watermark)
         leader_errors = [ms for ms in results if isinstance(ms.error, _LEADER_ERRORS)]
         if leader_errors:
             self._name_leaders(leader_errors)
         return MultiFetchResponse(results)
+
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
+        p50/p99 (ms), bytes out and in, connection state; per partition fetched the offset of
+        the last fetch, the high watermark and the lag between them; errors by code."""
+        partitions = {f"{t}/{p}": {"topic": t, "partition": p, "fetch_offset": off,
+                                    "high_watermark": hw, "lag": max(0, hw - off)}
+                      for (t, p), (off, hw) in sorted(self._positions.items())}
+        return self._metrics.snapshot(type="simple_consumer", client_id=self.client_id,
+                                      partitions=partitions)
 
     def iter_messages(self, topic: str, partition: int, offset: int = 0,
                       max_size: int = 1 << 20, end_offset: int | None = None

@@ -179,3 +179,31 @@ def test_plain_callables_as_deserializers(mini_broker, connectors):
                    key_deserializer=lambda b: b)
     stream = c.create_message_streams({"js": 1})["js"][0]
     assert [m.message for m in drain(stream, 2)] == [{"n": 1}, {"n": 2}]
+
+
+def test_metrics_lag_and_rebalances(mini_broker, connectors):
+    # issue 15: known traffic -> counts (20 messages, 15 consumed: lag 5; one rebalance)
+    import json
+    mini_broker.create_topic("lagt", partitions=2)
+    produce(mini_broker.bootstrap, "lagt", [b"a%d" % i for i in range(10)], partition=0)
+    produce(mini_broker.bootstrap, "lagt", [b"b%d" % i for i in range(10)], partition=1)
+    got: list = []
+    c = connectors(group_config(mini_broker.bootstrap, "glag", **{"consumer.id": "only"}),
+                   statistics_interval_ms=50, stats_cb=got.append)
+    stream = c.create_message_streams({"lagt": 1})["lagt"][0]
+    it = iter(stream)
+    assert len([next(it) for _ in range(15)]) == 15
+
+    def lag():
+        m = c.metrics()
+        parts = m["partitions"]
+        return sum(p["lag"] or 0 for p in parts.values()), m
+    wait_for(lambda: lag()[0] == 5, message="lag of 5")
+    total, m = lag()
+    assert {p["high_watermark"] for p in m["partitions"].values()} == {10}
+    assert sum(p["consumed_offset"] for p in m["partitions"].values()) == 15
+    assert m["rebalances"] == 1 and m["group_id"] == "glag"
+    apis = {k: v for b in m["brokers"].values() for k, v in b["requests_by_api"].items()}
+    assert apis["JoinGroup"] >= 1 and apis["SyncGroup"] >= 1 and apis["Fetch"] >= 1
+    wait_for(lambda: len(got) >= 1, message="stats_cb")
+    assert json.loads(got[-1])["type"] == "consumer"
