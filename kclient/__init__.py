@@ -5,13 +5,16 @@
     from kclient.broker import MiniBroker, MiniCluster
 """
 from . import consumer, errors, simple
-from .admin import AdminClient, NewTopic
+from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
 from .consumer import (
                        Blacklist,
+                       Consumer,
                        ConsumerConnector,
+                       ConsumerRebalanceListener,
+                       ConsumerRecord,
                        KafkaStream,
                        MessageAndMetadata,
                        TopicFilter,
@@ -54,6 +57,7 @@ __all__ = [
     "SimpleConsumer", "FetchRequest", "OffsetRequest",
     "consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
     "Whitelist", "Blacklist",
+    "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "TopicPartition",
     "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
     "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
     "JsonEncoder", "JsonDecoder",
