@@ -180,13 +180,13 @@ def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
             r = best[client]
             rows.append({"broker": name, "size": size, "count": count, "client": client,
                          "rate": r["records"] / r["seconds"], "seconds": r["seconds"],
-                         "cpu": r["cpu"]})
+                         "cpu": r["cpu"]})   # of the fastest run (client process, all threads)
     return rows
 
 
 def report(rows: list[dict]) -> str:
     lines = [f"{'broker':6} {'value':>6} {'client':16} {'records/s':>11} {'MB/s':>8} "
-             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13}"]
+             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13} {'CPU us/rec':>10}"]
     groups: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         groups.setdefault((r["broker"], r["size"]), {})[r["client"]] = r
@@ -200,7 +200,7 @@ def report(rows: list[dict]) -> str:
             label = f"{size // 1000} KB" if size >= 1000 else f"{size} B"
             lines.append(f"{broker:6} {label:>6} {client:16} {r['rate']:>11,.0f} "
                          f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_kp:>15} "
-                         f"{vs_ck:>13}")
+                         f"{vs_ck:>13} {r['cpu'] / r['count'] * 1e6:>10.2f}")
     return "\n".join(lines)
 
 
