@@ -340,3 +340,11 @@ def test_spark_reader_read_committed_plans_to_the_last_stable_offset(kafka4):
         assert len(values) == 18 and plan == [(0, 21)]
     finally:
         p.close()                                  # aborts the open transaction
+
+
+def test_group_connector_offsets_committed_in_a_transaction(kafka4):
+    """consumed_offsets() and group_metadata() of a broker-coordinated connector go into
+    send_offsets_to_transaction: committed only with the transaction (generation checked)."""
+    from tests.producer.test_transactions import group_transform
+    group_transform(kafka4.bootstrap, new_topic(kafka4), new_topic(kafka4),
+                    f"gt-{uuid.uuid4().hex[:8]}")

@@ -495,12 +495,20 @@ def _abandon(manager: Any) -> None:
 # ---------------------------------------------------------------------- command line
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     """``kclient broker`` options."""
-    parser = argparse.ArgumentParser(prog="kclient broker",
-                                     description="Run the kclient mini-broker.")
+    parser = argparse.ArgumentParser(
+        prog="kclient broker", description="Run the kclient mini-broker.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  kclient broker --log-dir /tmp/kdata --port 9092 "
+               "--config num.partitions=3\n"
+               "  kclient broker --log-dir /tmp/kdata --config "
+               "listeners=SASL_PLAINTEXT://127.0.0.1:9093 --sasl-user alice:secret")
     parser.add_argument("--log-dir", required=True, help="directory for the partition logs")
-    parser.add_argument("--port", type=int, default=9092, help="port to listen on (0: any)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--broker-id", type=int, default=0)
+    parser.add_argument("--port", type=int, default=9092,
+                        help="port to listen on (0: any; default 9092)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--broker-id", type=int, default=0,
+                        help="this broker's id, Kafka's broker.id (default 0)")
     parser.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
                         help="register in ZooKeeper (Kafka 0.8 layout)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -519,7 +527,8 @@ def _config_pairs(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--config expects KEY=VALUE, got {item!r}")
+            print(f"kclient broker: --config expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            raise SystemExit(2)
         config[key.strip()] = value.strip()
     return config
 

@@ -4,6 +4,7 @@ corrupt position.  It reads with kclient's own record and log readers."""
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
     from kclient.broker.log.entries import crc_ok
     from kclient.protocol.records import scan_entries
     from kclient.protocol.records.reader import read_entry
-    buf = path.read_bytes()
+    buf = _map(path)
     scan = scan_entries(buf)
     lines = [f"Dumping {path}", f"Log starting offset: {_base_offset(path)}"]
     starts: dict[int, int] = {}
@@ -119,6 +120,15 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
         return lines, starts, (f"first corrupt position {scan.valid_bytes}: partial entry "
                                f"({len(buf) - scan.valid_bytes} trailing bytes)")
     return lines, starts, None
+
+
+def _map(path: Path) -> Any:
+    """The file's bytes, memory-mapped read-only (a 1 GB segment is not read into memory)."""
+    import mmap
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _base_offset(path: Path) -> int:

@@ -15,6 +15,8 @@ from kclient.producer.data_methods import describe, equal, get_extra, set_extra,
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+    void PyObject_GC_Track(void *op)
+    int PyObject_GC_IsTracked(object op)
 
 
 cdef extern from *:
@@ -156,8 +158,9 @@ cdef class FastSend:
         if key is None and partition is None and timestamp is None and headers is None:
             if type(value) is bytes and len(<bytes>value) <= self.limit:
                 entry = (topic, value, f)
-                # neither can be in a reference cycle (a future keeps no reference to its
-                # report): out of the cycle collector, which otherwise cost more than the rest
+                # neither can be in a reference cycle while the message is delivered (a
+                # future keeps no reference to its report): out of the cycle collector, which
+                # otherwise cost more than the rest; resolve() puts them back on an error
                 PyObject_GC_UnTrack(<void *>entry)
             else:
                 self.check(self.pd(topic, value))
@@ -231,7 +234,8 @@ def resolve(list reports):
         es = r._entries
         if es is None:
             continue
-        o = (r.topic, r.partition, r.base_offset, r.error, r.timestamp, r.create_time)
+        error = r.error
+        o = (r.topic, r.partition, r.base_offset, error, r.timestamp, r.create_time)
         i = 0
         for e in es:
             n = len(e)
@@ -239,6 +243,13 @@ def resolve(list reports):
                 f = e[n - 1]
                 f._index = i
                 f._outcome = o
+                if error is not None:
+                    # an error's traceback can lead back to this entry (a frame holding the
+                    # batch): the collector must see the future and its entry again
+                    if not PyObject_GC_IsTracked(f):
+                        PyObject_GC_Track(<void *>f)
+                    if not PyObject_GC_IsTracked(e):
+                        PyObject_GC_Track(<void *>e)
                 if f._cond is not None or f._on_delivery is not None:
                     f._finish()
             i += 1

@@ -65,9 +65,11 @@ def wrong_send(args: tuple[Any, ...], kwargs: dict[str, Any]) -> TypeError:
         kwargs["timestamp"] = kwargs.pop("timestamp_ms")
     shown = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
     inner = ", ".join(shown) or "topic, value"
+    data = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()
+                                                  if k != "on_delivery"]) or "topic, value"
     return TypeError(
         f"send() takes one ProducerData or a list of them, not send({inner}): write "
-        f"p.send(ProducerData({inner})), or p.produce({inner}) for a future per message "
+        f"p.send(ProducerData({data})), or p.produce({inner}) for a future per message "
         "(kafka-python's send(topic, value) and confluent-kafka's produce(topic, value))")
 
 

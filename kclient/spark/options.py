@@ -80,9 +80,10 @@ IGNORED_CONSUMER_KEYS = {
     "client.dns.lookup", "send.buffer.bytes", "allow.auto.create.topics", "client.rack",
     "metrics.recording.level", "group.instance.id", "exclude.internal.topics",
 }
-#: Java producer keys with no kclient meaning (kclient's batches count messages, not bytes).
+#: Java producer keys with no kclient meaning (batch.size, bytes per partition batch as in
+#: Java, passes through).
 IGNORED_PRODUCER_KEYS = {
-    "batch.size", "buffer.memory", "max.block.ms", "delivery.timeout.ms", "enable.idempotence",
+    "buffer.memory", "max.block.ms", "delivery.timeout.ms", "enable.idempotence",
     "client.dns.lookup", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
     "metrics.recording.level", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
 }

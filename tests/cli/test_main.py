@@ -35,14 +35,14 @@ def test_every_subcommand_has_help_with_an_example(capsys):
     assert {("topics", "create"), ("groups", "reset-offsets"), ("produce",), ("consume",),
             ("offsets",), ("bench",), ("broker",)} <= set(paths)
     for path in paths:
-        if path in (("broker",), ("demo",)):
-            continue                    # their own parsers, checked below
         assert main([*path, "--help"]) == 0, path
         out = capsys.readouterr().out
         example = out.split("example:\n", 1)[1]
         assert f"kclient {path[0]}" in example, path
     assert main(["bench", "--help"]) == 0
     assert "records" in capsys.readouterr().out
+    assert main(["broker", "--log-dir", "x", "--config", "oops"]) == 2
+    assert "expects KEY=VALUE" in capsys.readouterr().err
 
 
 def test_missing_bootstrap_is_a_usage_error_and_a_dead_broker_a_failure():

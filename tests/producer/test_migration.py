@@ -65,6 +65,8 @@ WRONG = [
                       "p.produce('t', b'v')"),
     (("t",), {"value": b"v", "key": b"k"}, "ProducerData('t', b'v', key=b'k')"),
     ((("t", b"v"),), {}, "p.send(ProducerData('t', b'v'))"),
+    (("t", b"v"), {"on_delivery": print},
+     "write p.send(ProducerData('t', b'v')), or p.produce('t', b'v', on_delivery="),
 ]
 
 

@@ -201,3 +201,33 @@ def test_transactional_produce(mini_broker, mode):
         assert [f.result(5).offset for f in futs] == [0, 1, 2]
         with pytest.raises(IllegalStateError):
             p.produce("ptx", b"after the commit")
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["async-c", "async-python"])
+def test_failed_futures_are_collected(mini_broker, monkeypatch, pure):
+    # an error's traceback can lead back to the batch and its futures: that cycle must stay
+    # visible to the cycle collector (the C path takes futures out of it while they wait)
+    import logging
+    import weakref
+    # (pytest keeps log records, whose arguments hold the errors: keep kclient's out of it)
+    monkeypatch.setattr(logging.getLogger("kclient"), "propagate", False)
+    if pure:
+        monkeypatch.setattr(producer, "speedups", None)
+    elif data.speedups is None:
+        pytest.skip("C speed-ups not built")
+    mini_broker.create_topic("pg", partitions=1)
+    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
+                  "message.send.max.retries": 0, "connect.timeout.ms": 300})
+    p.produce("pg", b"warm").result(5)
+    mini_broker.stop()
+    futs = [p.produce("pg", b"x") for _ in range(20)]
+    assert all(f.exception(10) is not None for f in futs)
+    refs = [weakref.ref(f) for f in futs]
+    del futs
+    try:
+        p.close()
+    except FailedToSendMessageError:
+        pass
+    del p
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 0

@@ -133,7 +133,8 @@ def test_kafka_options_reach_the_clients():
     cfg = w.producer_config()
     assert w.topic == "out" and cfg["request.required.acks"] == "1"
     assert cfg["metadata.broker.list"] == "127.0.0.1:9092" and cfg["linger.ms"] == "20"
-    assert cfg["message.max.bytes"] == "2000000" and "batch.size" not in cfg
+    assert cfg["message.max.bytes"] == "2000000"
+    assert cfg["batch.size"] == "16384", "bytes per partition batch, as Java's (issue 15)"
 
 
 def test_offset_json_round_trips_as_sparks():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kclient import DeliveryReport, Producer, ProducerData, RecordMetadata, consumer
 from kclient.consumer import MessageAndMetadata
@@ -21,6 +22,8 @@ def main(bootstrap: str) -> int:
         p.flush(timeout=10.0)
         md: RecordMetadata = fut.result(timeout=1.0)
         print(md.topic, md.partition, md.offset, md.timestamp)
+        stats: dict[str, Any] = p.metrics()
+        print(stats["brokers"], stats["partitions"])
         part: int = p.partition_for("events", b"k")
     conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": "g"})
     streams = conn.create_message_streams({"events": 1})
