@@ -12,6 +12,7 @@ from .connection import BrokerConnection
 from .consumer import (
                        Blacklist,
                        ConsumerConnector,
+                       ConsumerGroupMetadata,
                        KafkaStream,
                        MessageAndMetadata,
                        TopicFilter,
@@ -52,8 +53,8 @@ __all__ = [
     "Producer", "ProducerData", "DeliveryReport", "DeliveryFuture", "RecordMetadata",
     "CallbackHandler", "EventHandler",
     "SimpleConsumer", "FetchRequest", "OffsetRequest",
-    "consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
-    "Whitelist", "Blacklist",
+    "consumer", "ConsumerConnector", "ConsumerGroupMetadata", "KafkaStream", "MessageAndMetadata",
+    "TopicFilter", "Whitelist", "Blacklist",
     "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
     "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
     "JsonEncoder", "JsonDecoder",

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 from kclient.zkutils import kafka_json
 
 from .assignment import assign
-from .connector import ConsumerConnector
+from .connector import ConsumerConnector, ConsumerGroupMetadata
 from .membership import topic_thread_ids
 from .offsets import Coordinator, KafkaOffsetStore
 from .rebalance import RebalanceExecutor, synced_rebalance
@@ -168,6 +168,10 @@ class GroupConsumerConnector(ConsumerConnector):
 
     def _generation(self) -> tuple[int, str]:
         return self.generation_id, self.member_id
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id with this member's current generation and member id."""
+        return ConsumerGroupMetadata(self.group, self.generation_id, self.member_id)
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
