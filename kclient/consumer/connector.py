@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kclient.cluster import Cluster
 from kclient.config import Config, load_config
@@ -75,6 +75,16 @@ class _ReleaseListener(Protocol):
 
 #: What ``set_consumer_rebalance_listener`` takes: a listener object or a plain callable.
 RebalanceListener = _ReleaseListener | Callable[[dict[str, set[int]]], None]
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """Who commits a group's offsets (Java's ConsumerGroupMetadata): what
+    ``Producer.send_offsets_to_transaction`` needs so that a fenced member's commit fails."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
 
 
 class ConsumerConnector:
@@ -168,13 +178,23 @@ class ConsumerConnector:
         self._start()
         return streams
 
+    def consumed_offsets(self) -> dict[tuple[str, int], int]:
+        """The consumed offset (the next offset to read) of every owned partition that has
+        one: what ``commit_offsets`` commits, for ``Producer.send_offsets_to_transaction``."""
+        with self._offsets_lock:
+            return {tp: info.consumed_offset for tp, info in self.registry.items()
+                    if info.consumed_offset >= 0}
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation and member id (ZooKeeper groups: the id only)."""
+        return ConsumerGroupMetadata(self.group)
+
     def commit_offsets(self) -> None:
         """Commit the consumed offset of every owned partition (the next offset to read)."""
         with self._offsets_lock:
             if self.offset_store is None:
                 return
-            offsets = {tp: info.consumed_offset for tp, info in self.registry.items()
-                       if info.consumed_offset >= 0}
+            offsets = self.consumed_offsets()
             if offsets:
                 self.offset_store.commit(offsets)
 

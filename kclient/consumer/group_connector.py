@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 
 from .assignment import assign
-from .connector import ConsumerConnector
+from .connector import ConsumerConnector, ConsumerGroupMetadata
 from .group_protocol import (
     REJOIN,
     GroupMembership,
@@ -108,6 +108,10 @@ class GroupConsumerConnector(ConsumerConnector):
     @member_id.setter
     def member_id(self, value: str) -> None:
         self.membership.member_id = value
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id with this member's current generation and member id."""
+        return ConsumerGroupMetadata(self.group, self.generation_id, self.member_id)
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:

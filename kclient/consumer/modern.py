@@ -41,7 +41,7 @@ from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFF
 from kclient.simple.fetcher import Fetcher, PartitionFetch
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
-from .connector import connection_settings, generate_consumer_id
+from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
     REJOIN,
     GroupMembership,
@@ -465,6 +465,14 @@ class Consumer:
             if error is not None:
                 raise error
         return self._async.submit(run)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Group id, generation and member id: what Producer.send_offsets_to_transaction
+        takes."""
+        if self.group is None or self.membership is None:
+            raise IllegalStateError("group_metadata() needs group.id")
+        return ConsumerGroupMetadata(self.group, self.membership.generation_id,
+                                     self.membership.member_id)
 
     def committed(self, partition: TopicPartition) -> int | None:
         """The committed offset of ``partition`` in the group, or None."""

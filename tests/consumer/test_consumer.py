@@ -180,6 +180,8 @@ def test_listener_order_over_a_two_member_rebalance(mini_broker, consumers):
     wait_for(lambda: a.poll(100) is not None and len(a.assignment()) == 4, timeout=20,
              message="a owns every partition")
     assert log == [("a", "assigned", [0, 1, 2, 3])]
+    meta = a.group_metadata()
+    assert meta.group_id == group and meta.generation_id >= 1 and meta.member_id
     b = consumers(conf(mini_broker, group))
     b.subscribe(pattern=topic.replace("-", "."), listener=Recorder("b", log))
     stop = threading.Event()

@@ -154,3 +154,52 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
 def test_consume_transform_produce_exactly_once_across_kill_9(mini_broker):
     host, port = mini_broker.bootstrap.rsplit(":", 1)
     consume_transform_produce_chaos(mini_broker.bootstrap, "ctp-in", "ctp-out", host, int(port))
+
+
+def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int = 40) -> None:
+    """A group ConsumerConnector reads ``source`` (n messages, written here); a transactional
+    producer writes them upper-cased to ``sink`` and commits the connector's consumed offsets
+    with its group metadata in the same transaction; a first transaction is aborted.  After the
+    commit the group's committed offset is the source's end, and read_committed ``sink`` holds
+    every message once."""
+    from kclient import consumer
+    from kclient.errors import ConsumerTimeoutError
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync"}) as plain:
+        plain.send([ProducerData(source, b"g%03d" % i, partition=0) for i in range(n)])
+    conf = {"metadata.broker.list": bootstrap, "group.id": group, "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 1000, "auto.commit.enable": False}
+    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
+                  "transactional.id": f"gt-{group}", "request.required.acks": -1})
+    with p, consumer.create(conf) as c:
+        (stream,) = c.create_message_streams({source: 1})[source]
+        got = []
+        try:
+            for m in stream:
+                got.append(m.message)
+                if len(got) == n:
+                    break
+        except ConsumerTimeoutError:
+            pass
+        assert len(got) == n
+        meta = c.group_metadata()
+        assert meta.group_id == group
+        p.init_transactions()
+        p.begin_transaction()                              # aborted: offsets not committed
+        p.send([ProducerData(sink, v.upper(), partition=0) for v in got])
+        p.send_offsets_to_transaction(c.consumed_offsets(), meta)
+        p.abort_transaction()
+        assert c.offset_store is not None
+        assert c.offset_store.fetch([(source, 0)]) == {(source, 0): -1}
+        p.begin_transaction()
+        p.send([ProducerData(sink, v.upper(), partition=0) for v in got])
+        p.send_offsets_to_transaction(c.consumed_offsets(), meta)
+        p.commit_transaction()
+        assert c.offset_store.fetch([(source, 0)]) == {(source, 0): n}
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with SimpleConsumer(host, int(port), isolation_level="read_committed") as s:
+        assert [m.message.value for m in s.iter_messages(sink, 0)] == \
+            [b"G%03d" % i for i in range(n)]
+
+
+def test_group_connector_offsets_committed_in_a_transaction(mini_broker):
+    group_transform(mini_broker.bootstrap, "gt-in", "gt-out", "gt-group")
