@@ -227,3 +227,33 @@ def test_fenced_member_reports_lost(mini_broker, consumers):
              message="a rejoined")
     assert log[:3] == [("a", "assigned", [0, 1]), ("a", "lost", [0, 1]),
                        ("a", "assigned", [0, 1])]
+
+
+def test_shares_a_group_with_the_group_connector(mini_broker, consumers):
+    """Same group protocol as GroupConsumerConnector: both members split the partitions."""
+    from kclient import consumer as legacy
+    topic, group = name("t"), name("g")
+    mini_broker.create_topic(topic, partitions=4)
+    conn = legacy.create({"metadata.broker.list": mini_broker.bootstrap, "group.id": group,
+                          "consumer.id": "old", "session.timeout.ms": 6000,
+                          "heartbeat.interval.ms": 200, "rebalance.backoff.ms": 200,
+                          "rebalance.max.retries": 10, "auto.commit.enable": False})
+    try:
+        conn.create_message_streams({topic: 1})
+        assert len(conn.owned_partitions()) == 4
+        c = consumers(topic, **conf(mini_broker, group))
+        stop = threading.Event()
+        t = threading.Thread(target=lambda: [c.poll(100) for _ in iter(stop.is_set, True)],
+                             daemon=True)
+        t.start()
+        try:
+            wait_for(lambda: len(c.assignment()) == 2 and len(conn.owned_partitions()) == 2,
+                     timeout=30, message="two and two")
+        finally:
+            stop.set()
+            t.join(10)
+        mine = {(tp.topic, tp.partition) for tp in c.assignment()}
+        assert not mine & set(conn.owned_partitions())
+        assert mine | set(conn.owned_partitions()) == {(topic, p) for p in range(4)}
+    finally:
+        conn.shutdown()
