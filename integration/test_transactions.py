@@ -348,3 +348,41 @@ def test_group_connector_offsets_committed_in_a_transaction(kafka4):
     from tests.producer.test_transactions import group_transform
     group_transform(kafka4.bootstrap, new_topic(kafka4), new_topic(kafka4),
                     f"gt-{uuid.uuid4().hex[:8]}")
+
+
+def test_stale_generation_offsets_are_refused_and_abortable(kafka4):
+    """TxnOffsetCommit with a generation the group has moved past fails (ILLEGAL_GENERATION);
+    the transaction is abortable: commit raises, abort works, the next one commits."""
+    from kclient import consumer
+    from kclient.errors import ConsumerTimeoutError, IllegalGenerationError
+    from kclient.protocol.error_codes import TransactionAbortableError
+    source, sink = new_topic(kafka4), new_topic(kafka4)
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"}) as plain:
+        plain.send([ProducerData(source, b"s%d" % i, partition=0) for i in range(5)])
+    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"sg-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1000,
+            "auto.commit.enable": False}
+    with consumer.create(conf) as c, _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
+        (stream,) = c.create_message_streams({source: 1})[source]
+        try:
+            for _ in stream:
+                pass
+        except ConsumerTimeoutError:
+            pass
+        meta = c.group_metadata()
+        assert meta.generation_id >= 1 and meta.member_id
+        stale = meta._replace(generation_id=meta.generation_id + 7)
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(ProducerData(sink, b"lost", partition=0))
+        with pytest.raises(IllegalGenerationError):
+            p.send_offsets_to_transaction(c.consumed_offsets(), stale)
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(ProducerData(sink, b"kept", partition=0))
+        p.send_offsets_to_transaction(c.consumed_offsets(), meta)
+        p.commit_transaction()
+    assert confluent_read(kafka4, sink, "read_committed", expect=1) == [b"kept"]
+    assert committed_offsets(kafka4, conf["group.id"], source, 1) == {0: 5}

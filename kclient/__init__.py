@@ -5,14 +5,17 @@
     from kclient.broker import MiniBroker, MiniCluster
 """
 from . import consumer, errors, simple
-from .admin import AdminClient, NewTopic
+from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
 from .consumer import (
                        Blacklist,
+                       Consumer,
                        ConsumerConnector,
                        ConsumerGroupMetadata,
+                       ConsumerRebalanceListener,
+                       ConsumerRecord,
                        KafkaStream,
                        MessageAndMetadata,
                        TopicFilter,
@@ -55,6 +58,7 @@ __all__ = [
     "SimpleConsumer", "FetchRequest", "OffsetRequest",
     "consumer", "ConsumerConnector", "ConsumerGroupMetadata", "KafkaStream", "MessageAndMetadata",
     "TopicFilter", "Whitelist", "Blacklist",
+    "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "TopicPartition",
     "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
     "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
     "JsonEncoder", "JsonDecoder",

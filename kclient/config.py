@@ -51,6 +51,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
+* ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
 """
 
 from __future__ import annotations
@@ -702,6 +703,9 @@ KEYS: tuple[ConfigKey, ...] = (
          "read_committed: fetch only up to the last stable offset and leave out aborted "
          "transactions' messages; read_uncommitted: everything (transaction markers are never "
          "delivered either way).", differs="no such key (0.8 has no transactions)"),
+    _key("max.poll.records", 500, _POS, _C,
+         "kclient.Consumer: most records one poll() returns.",
+         differs="no such key (Java consumer 0.10's)"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
     _key("consumer.skip.corrupt", False, Bool(), _C,

@@ -248,12 +248,21 @@ class MiniBroker:
             connect, self.node_id, self.advertised_host, self.advertised_port,
             cfg.get_int("zookeeper.session.timeout.ms", 18000),
             cfg.get_int("zookeeper.connection.timeout.ms"), rack=self.rack,
-            version=registration_version(cfg.get("inter.broker.protocol.version")))
+            version=registration_version(cfg.get("inter.broker.protocol.version")),
+            listeners=self._zk_endpoints())
         self.zk.start()
         for topic in self.log_manager.topics():
             leaders = self.cluster.partitions(topic) or {}
             epochs = {p: self.cluster.leader_epoch(topic, p) for p in leaders}
             self.zk.register_topic(topic, leaders, self.cluster.configs.get(topic), epochs)
+
+    def _zk_endpoints(self) -> list[tuple[str, str, str, int]]:
+        """Every listener's advertised (name, protocol, host, port) for the registration, so
+        ZooKeeper clients of a secured listener find it; empty with one PLAINTEXT listener."""
+        if [each.security_protocol for each in self.listeners] == ["PLAINTEXT"]:
+            return []
+        return [(each.name, each.security_protocol, *self.endpoint(each.name))
+                for each in self.listeners]
 
     def stop(self) -> None:
         """Clean shutdown: leave ZooKeeper and the cluster, close connections, flush the logs."""

@@ -80,7 +80,8 @@ def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str
                              zkutils.kazoo_options(config))
     try:
         with zkutils.zk_errors(connect, "reading /brokers/ids"):
-            return list(zkutils.get_all_brokers(zk).values())
+            protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
+            return list(zkutils.get_all_brokers(zk, security_protocol=protocol).values())
     finally:
         zk.stop()
         zk.close()
