@@ -257,3 +257,30 @@ def test_shares_a_group_with_the_group_connector(mini_broker, consumers):
         assert mine | set(conn.owned_partitions()) == {(topic, p) for p in range(4)}
     finally:
         conn.shutdown()
+
+
+def test_pattern_subscription_picks_up_new_topics_and_metrics(mini_broker, consumers):
+    prefix, group = name("pat"), name("g")
+    mini_broker.create_topic(f"{prefix}-a", partitions=1)
+    produce(mini_broker.bootstrap, f"{prefix}-a", ["a0"], partition=0)
+    log = []
+    c = consumers(conf(mini_broker, group), value_deserializer=bytes.decode)
+    c.subscribe(pattern=f"{prefix}-.*", listener=Recorder("c", log))
+    assert [r.value for r in poll_values(c, 1)] == ["a0"]
+    assert c.subscription() == {f"{prefix}-a"}
+    c.commit()                      # else the rejoin reads a0 again (no committed offset)
+    mini_broker.create_topic(f"{prefix}-b", partitions=2)
+    produce(mini_broker.bootstrap, f"{prefix}-b", ["b0"], partition=1)
+    got = poll_values(c, 1, timeout=20)
+    assert [(r.topic, r.value) for r in got] == [(f"{prefix}-b", "b0")]
+    assert c.assignment() == {TopicPartition(f"{prefix}-a", 0), TopicPartition(f"{prefix}-b", 0),
+                              TopicPartition(f"{prefix}-b", 1)}
+    assert [e[1] for e in log] == ["assigned", "revoked", "assigned"]
+    m = c.metrics()
+    assert m["rebalances"] == 2
+    part = m["partitions"][f"{prefix}-b-1"]
+    assert part["position"] == 1 and part["high_watermark"] == 1 and part["lag"] == 0
+    c.unsubscribe()
+    assert c.assignment() == set() and log[-1][1] == "revoked"
+    with pytest.raises(IllegalStateError):
+        c.poll(0)
