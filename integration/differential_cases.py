@@ -17,7 +17,9 @@ CASES: dict[str, str] = {
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
     "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, by "
-                                 "timestamp (exact, between, after all records)",
+                                 "timestamp (exact, between, after all records); by timestamp "
+                                 "(v1+) over 8 batches whose timestamps step back, with "
+                                 "index.interval.bytes=1 (a time-index entry per batch)",
     "Metadata: missing topic, auto-create": "Metadata v4-v9 for a missing topic without "
                                             "auto-create; v4 with auto-create, then v9",
     "authorized operations, DescribeCluster": "Metadata v8-v12 for a topic and a missing one, "
@@ -60,7 +62,8 @@ CASES: dict[str, str] = {
         "AddPartitionsToTxn v1-v3 (fenced epoch, unknown topic, two partitions); transactional "
         "Produce v7 to a partition in and one not in the transaction; Fetch v4 and v11 "
         "read_committed and read_uncommitted while open, after an abort and after a commit "
-        "(last stable offset, aborted transactions, markers); EndTxn v1-v3 (abort, commit, "
+        "(last stable offset, aborted transactions, markers) and ListOffsets v5 latest and "
+        "earliest at both levels; EndTxn v1-v3 (abort, commit, "
         "retried, the other outcome, no transaction)",
 }
 

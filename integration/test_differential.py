@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kclient.broker import MiniBroker
+from kclient.broker.txn_log import partition_for
 from kclient.protocol.apis import (
     ADD_PARTITIONS_TO_TXN,
     ALTER_CONFIGS,
@@ -283,7 +284,33 @@ def test_list_offsets_every_version(twin4, twin3):
             twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
                                                  "topics": [{"name": "offsets",
                                                              "partitions": [part]}]}, label)
+    _list_offsets_with_a_time_index(twin4)
     check("ListOffsets every version", twin4, twin3)
+
+
+#: per batch, record timestamps in seconds after T0: they step back within and across batches
+STEPPING = [[10, 12], [11, 11], [20], [15, 25], [25], [18, 30], [30, 29], [40]]
+
+
+def _list_offsets_with_a_time_index(twin: Twin) -> None:
+    """A time-index entry per batch (index.interval.bytes=1) over timestamps that step back:
+    the lookups that binary-search the mini-broker's .timeindex answer as Kafka's do."""
+    create(twin, "offsets-indexed", index_interval_bytes="1")
+    start = 0
+    for stamps in STEPPING:
+        records = build_batch([b"v%d" % (start + i) for i in range(len(stamps))], None,
+                              [T0 + 1000 * s for s in stamps])
+        twin.request(PRODUCE, 7, produce_body("offsets-indexed", records), "indexed batch")
+        start += len(stamps)
+    for version in range(1, LIST_OFFSETS.max_version + 1):
+        if not twin.supports(LIST_OFFSETS, version):
+            continue
+        for seconds in (9, 11, 12, 13, 20, 21, 25, 26, 30, 31, 40, 41):
+            part = {"partition_index": 0, "timestamp": T0 + 1000 * seconds}
+            twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
+                                                 "topics": [{"name": "offsets-indexed",
+                                                             "partitions": [part]}]},
+                         f"indexed at {seconds}")
 
 
 # --- Metadata --------------------------------------------------------------------------------
@@ -638,6 +665,13 @@ def _txn_fetch(twin: Twin, label: str) -> None:
                 dict(body["topics"][0]["partitions"][0], partition=1))
             twin.request(FETCH, version, body, f"{label} isolation {isolation}",
                          view=_quiet_markers)
+    for isolation in (1, 0):
+        for t in (-1, -2):
+            twin.request(LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": isolation,
+                                           "topics": [{"name": "txn", "partitions": [
+                                               {"partition_index": p, "timestamp": t}
+                                               for p in (0, 1)]}]},
+                         f"{label} isolation {isolation} at {t}")
 
 
 def test_transactions(twin4):
@@ -646,8 +680,14 @@ def test_transactions(twin4):
     tid = "diff-tx"
     create(twin, "txn", partitions=2)
     wait_transaction_coordinator(twin)
-    deadline = time.monotonic() + 60        # Kafka loads the id's __transaction_state partition
-    while twin.real.request(FIND_COORDINATOR, {"key": tid, "key_type": 1}, 3).error_code:
+    # Kafka loads the id's __transaction_state partition: wait until an id of the same
+    # partition (kclient.testing runs Kafka with 4 of them) gets a producer id
+    warm = next(f"warm-{i}" for i in range(10_000)
+                if partition_for(f"warm-{i}", 4) == partition_for(tid, 4))
+    deadline = time.monotonic() + 60
+    while twin.real.request(FIND_COORDINATOR, {"key": tid, "key_type": 1}, 3).error_code or \
+            twin.real.request(INIT_PRODUCER_ID, {"transactional_id": warm,
+                                                 "transaction_timeout_ms": 60000}, 4).error_code:
         assert time.monotonic() < deadline
         time.sleep(0.2)
     twin.request(FIND_COORDINATOR, 3, {"key": tid, "key_type": 1}, "transactional id")

@@ -5,13 +5,17 @@
     from kclient.broker import MiniBroker, MiniCluster
 """
 from . import consumer, errors, simple
-from .admin import AdminClient, NewTopic
+from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
 from .consumer import (
                        Blacklist,
+                       Consumer,
                        ConsumerConnector,
+                       ConsumerGroupMetadata,
+                       ConsumerRebalanceListener,
+                       ConsumerRecord,
                        KafkaStream,
                        MessageAndMetadata,
                        TopicFilter,
@@ -35,16 +39,26 @@ from .errors import (
                        QueueFullError,
 )
 from .partitioner import DefaultPartitioner, JavaHashPartitioner, Partitioner, RoundRobinPartitioner
-from .producer import CallbackHandler, DeliveryReport, EventHandler, Producer, ProducerData
+from .producer import (
+                       CallbackHandler,
+                       DeliveryFuture,
+                       DeliveryReport,
+                       EventHandler,
+                       Producer,
+                       ProducerData,
+                       RecordMetadata,
+)
 from .simple import FetchRequest, OffsetRequest, SimpleConsumer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Producer", "ProducerData", "DeliveryReport", "CallbackHandler", "EventHandler",
+    "Producer", "ProducerData", "DeliveryReport", "DeliveryFuture", "RecordMetadata",
+    "CallbackHandler", "EventHandler",
     "SimpleConsumer", "FetchRequest", "OffsetRequest",
-    "consumer", "ConsumerConnector", "KafkaStream", "MessageAndMetadata", "TopicFilter",
-    "Whitelist", "Blacklist",
+    "consumer", "ConsumerConnector", "ConsumerGroupMetadata", "KafkaStream", "MessageAndMetadata",
+    "TopicFilter", "Whitelist", "Blacklist",
+    "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "TopicPartition",
     "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
     "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
     "JsonEncoder", "JsonDecoder",

@@ -2,7 +2,7 @@
 
 Keys are the Kafka 0.8.2 client's (``metadata.broker.list``, ``producer.type``,
 ``queue.buffering.max.ms``, ``group.id``, ``auto.offset.reset``, ...), with their 0.7 names and
-the newer Java/librdkafka names as aliases (``queue.time``, ``batch.size``, ``zk.connect``,
+the newer Java/librdkafka names as aliases (``queue.time``, ``zk.connect``,
 ``bootstrap.servers``, ``acks``, ``retries``, ``linger.ms``, ``enable.auto.commit``, ...).
 
 ``load_config(role, config, **overrides)`` returns a read-only ``Config`` mapping of canonical
@@ -26,6 +26,11 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   request/response services; 5 ms is librdkafka's linger and still fills batches under load.
 * ``batch.num.messages`` 10000 (0.8.2: 200).  Small records are cheap; bigger batches are what
   make throughput (librdkafka's default is also 10000).
+* ``batch.size`` is bytes, as in every current client (Java, librdkafka, kafka-python), not 0.7's
+  message count (that is ``batch.num.messages``): both limits apply to a partition batch.  The
+  default 1000000 is librdkafka's.
+* ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
+  the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
@@ -45,6 +50,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``enable.idempotence`` false (Java 3.0+: true): off as the 0.8 API has it, since it needs
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
+* ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
+* ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
 """
 
 from __future__ import annotations
@@ -374,19 +381,25 @@ class ClassRef:
 
     method: str | None = None
     shortcuts: Mapping[str, str] = field(default_factory=dict)
+    #: a plain callable (a function, a lambda, ``json.dumps``) stands in for an object with
+    #: ``method``, as kafka-python and confluent-kafka take serializers
+    plain_callable: bool = False
 
     def allowed(self) -> str:
         """Human description."""
         need = f" with a {self.method}() method" if self.method else ""
         names = [k for k in self.shortcuts if "." not in k]
         short = f", or one of {', '.join(names)}" if names else ""
-        return f"a class or object{need}, or a dotted path to one{short}"
+        plain = ", or a plain callable" if self.plain_callable else ""
+        return f"a class or object{need}, or a dotted path to one{short}{plain}"
 
     def coerce(self, value: Any) -> Any:
         """The imported class, or the object as given; its interface checked."""
         if isinstance(value, str):
             value = _import(self.shortcuts.get(value.strip(), value.strip()), self.allowed())
         if self.method and not callable(getattr(value, self.method, None)):
+            if self.plain_callable and callable(value) and not isinstance(value, type):
+                return value
             raise _Bad(self.allowed(), f"{value!r} has no {self.method}() method")
         return value
 
@@ -466,6 +479,8 @@ def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *alias
 
 
 _MS = Int(min=0)
+_SER = ClassRef("to_message", _ENCODERS, plain_callable=True)
+_DESER = ClassRef("from_message", _DECODERS, plain_callable=True)
 _POS = Int(min=1)
 _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snappy, lz4, zstd
 _CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
@@ -535,6 +550,12 @@ KEYS: tuple[ConfigKey, ...] = (
          differs="no such key; librdkafka's default"),
     _key("serializer.encoding", "utf-8", Encoding(), _BOTH,
          "Text encoding of StringEncoder/StringDecoder (0.8's UTF8)."),
+    _key("statistics.interval.ms", 0, _MS, _BOTH,
+         "Every this many ms, call stats.cb with the client's metrics() as JSON (0: never), "
+         "as librdkafka does.", differs="no such key; librdkafka's"),
+    _key("stats.cb", None, ClassRef("__call__"), _BOTH,
+         "Callable(json_text) called every statistics.interval.ms with metrics() as JSON "
+         "(confluent-kafka's stats_cb).", "stats_cb", differs="no such key"),
     # ---- security (docs/security.md): Java's and librdkafka's names
     _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
          _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
@@ -600,10 +621,12 @@ KEYS: tuple[ConfigKey, ...] = (
          "unacknowledged then fails with KafkaTimeoutError. At least queue.buffering.max.ms + "
          "request.timeout.ms.",
          differs="no such key; KIP-91's (Java 2.1) default"),
-    _key("serializer.class", "kclient.encoders.DefaultEncoder", ClassRef("to_message", _ENCODERS),
-         _P, "Encoder for message values.", "value.serializer"),
+    _key("serializer.class", "kclient.encoders.DefaultEncoder", _SER, _P,
+         "Encoder for message values: an Encoder, or a plain callable (value -> bytes).",
+         "value.serializer"),
     _key("key.serializer.class", Derived(lambda c: c["serializer.class"], "serializer.class"),
-         ClassRef("to_message", _ENCODERS), _P, "Encoder for keys.", "key.serializer"),
+         _SER, _P, "Encoder for keys: an Encoder, or a plain callable (key -> bytes).",
+         "key.serializer"),
     _key("partitioner.class", "kclient.partitioner.DefaultPartitioner",
          ClassRef("partition", _PARTITIONERS), _P, "Partitioner for keyed messages.",
          "partitioner", differs="abs(key.hashCode) % n (JavaHashPartitioner)"),
@@ -644,8 +667,11 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("queue.enqueue.timeout.ms", -1, Int(min=-1), _P,
          "Async, queue full: -1 block, 0 raise QueueFullError at once, >0 wait then raise."),
     _key("batch.num.messages", 10000, _POS, _P,
-         "Async: most messages in one batch (a count, as 0.7's batch.size; not bytes).",
-         "batch.size", differs="200"),
+         "Most messages in one batch (a count; 0.7 called it batch.size).", differs="200"),
+    _key("batch.size", 1000000, _POS, _P,
+         "Most bytes of records in one partition batch (keys and values plus ~12 bytes each; "
+         "a larger record goes alone), as in Java and librdkafka; batch.num.messages also "
+         "applies.", differs="no such key (0.7: a message count, now batch.num.messages)"),
     _key("message.max.bytes", 1000012, _POS, _P,
          "Largest message accepted by send(); larger ones fail before queueing.",
          "max.message.size", differs="no such check; 1000012 is the broker's default"),
@@ -672,6 +698,14 @@ KEYS: tuple[ConfigKey, ...] = (
          Choice(("smallest", "largest", "none"), {"earliest": "smallest", "latest": "largest"}),
          _C, "No or out-of-range offset: smallest, largest, or none (raise).",
          "autooffset.reset"),
+    _key("isolation.level", "read_uncommitted",
+         Choice(("read_uncommitted", "read_committed")), _C,
+         "read_committed: fetch only up to the last stable offset and leave out aborted "
+         "transactions' messages; read_uncommitted: everything (transaction markers are never "
+         "delivered either way).", differs="no such key (0.8 has no transactions)"),
+    _key("max.poll.records", 500, _POS, _C,
+         "kclient.Consumer: most records one poll() returns.",
+         differs="no such key (Java consumer 0.10's)"),
     _key("consumer.timeout.ms", -1, Int(min=-1), _C,
          "-1 iteration blocks; else raise ConsumerTimeoutError after this long without data."),
     _key("consumer.skip.corrupt", False, Bool(), _C,
@@ -710,9 +744,11 @@ KEYS: tuple[ConfigKey, ...] = (
          "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
          differs="no such key; Java consumer 0.9's default"),
     _key("key.decoder.class", "kclient.encoders.DefaultDecoder",
-         ClassRef("from_message", _DECODERS), _C, "Decoder for keys.", "key.deserializer"),
+         _DESER, _C, "Decoder for keys: a Decoder, or a plain callable (bytes -> key).",
+         "key.deserializer"),
     _key("value.decoder.class", "kclient.encoders.DefaultDecoder",
-         ClassRef("from_message", _DECODERS), _C, "Decoder for values.", "value.deserializer"),
+         _DESER, _C, "Decoder for values: a Decoder, or a plain callable (bytes -> value).",
+         "value.deserializer"),
 )
 
 _BY_NAME: dict[str, ConfigKey] = {k.name: k for k in KEYS}

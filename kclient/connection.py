@@ -29,6 +29,7 @@ from .errors import (
     SslAuthenticationError,
     UnsupportedVersionError,
 )
+from .metrics import ConnectionStats
 from .protocol.apis import API_VERSIONS
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
@@ -67,6 +68,8 @@ class ConnectionSettings:
     send_buffer_bytes: int | None = None
     receive_buffer_bytes: int | None = None
     security: SecuritySettings = SecuritySettings()
+    #: the client's :class:`~kclient.metrics.ClientMetrics`: each connection registers its stats
+    metrics: Any = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], **overrides: Any) -> ConnectionSettings:
@@ -121,6 +124,10 @@ class BrokerConnection:
         self._head = bytearray(4)
         self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
+        #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
+        self.stats = ConnectionStats(f"{self.host}:{self.port}", node_id)
+        if settings.metrics is not None:
+            settings.metrics.register(self.stats)
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -150,6 +157,8 @@ class BrokerConnection:
         self._open()
         self._versions()
         self._authenticate()
+        self.stats.connects += 1
+        self.stats.state = "UP"
         return self
 
     def _authenticate(self) -> None:
@@ -213,6 +222,8 @@ class BrokerConnection:
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as exc:
+            self.stats.errors += 1
+            self.stats.state = "DOWN"
             raise KafkaConnectionError(
                 self.host, self.port,
                 f"cannot connect within {self.connect_timeout:.1f}s: {exc}") from exc
@@ -254,6 +265,9 @@ class BrokerConnection:
         sock, self._sock = self._sock, None
         if sock is not None:
             self._closed_reason = reason
+            if self.stats.state == "UP":
+                self.stats.disconnects += 1
+            self.stats.state = "DOWN"
             try:    # shutdown wakes a thread blocked reading this socket; close alone does not
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -282,6 +296,12 @@ class BrokerConnection:
             try:
                 sock.settimeout(self.request_timeout)   # a receive may have left less
                 sock.sendall(frame)
+                st = self.stats
+                st.requests += 1
+                st.by_api[api.name] += 1
+                st.bytes_out += len(frame)
+                if expect_response:
+                    st.sent_at[corr] = time.monotonic()
             except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
                 self._tls_failed(_pending_alert(sock) or exc)
             except OSError as exc:
@@ -337,7 +357,14 @@ class BrokerConnection:
         frame = bytearray(n)
         self._fill(sock, memoryview(frame), corr, deadline)
         try:
-            return self._protocol.decode_frame(frame)
+            rcorr, resp = self._protocol.decode_frame(frame)
+            st = self.stats
+            st.responses += 1
+            st.bytes_in += n + 4
+            sent = st.sent_at.pop(rcorr, None)
+            if sent is not None:
+                st.rtts.append((time.monotonic() - sent) * 1000.0)
+            return rcorr, resp
         except KafkaError as exc:
             self._fail(f"bad response: {exc}", cause=exc)
         except Exception as exc:    # a decoder tripping over garbage is still a bad response
@@ -391,6 +418,7 @@ class BrokerConnection:
     def _fail(self, reason: str, timeout: bool = False, cause: BaseException | None = None,
               closed_by_peer: bool = False) -> NoReturn:
         """Close the connection and raise why (the error names this broker)."""
+        self.stats.errors += 1
         self.close(reason)
         err: KafkaError
         if timeout:

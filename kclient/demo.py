@@ -84,7 +84,9 @@ def _group_read(bootstrap: str, expected: int) -> Counter:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns 0 when every message produced was read back."""
-    parser = argparse.ArgumentParser(prog="kclient demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="kclient demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="example:\n  kclient demo --messages 1000")
     parser.add_argument("--messages", type=int, default=20000, help="async burst size")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kclient-demo-") as log_dir:

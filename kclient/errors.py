@@ -30,6 +30,7 @@ __all__ = list(_protocol_errors.__all__) + [
     "QueueFullError",
     "ConsumerTimeoutError",
     "ConsumerRebalanceFailedError",
+    "NoOffsetForPartitionError",
     "IllegalStateError",
     "AuthenticationError",
     "SslAuthenticationError",
@@ -182,6 +183,10 @@ class ConsumerTimeoutError(KafkaError):
 
 class ConsumerRebalanceFailedError(KafkaError):
     """A consumer rebalance still failed after ``rebalance.max.retries`` attempts."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no committed offset and ``auto.offset.reset`` is none."""
 
 
 class IllegalStateError(KafkaError):

@@ -165,13 +165,19 @@ def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: in
 
 
 # -- brokers and topics ------------------------------------------------------------------------
-def get_all_brokers(zk: KazooClient, watch=None) -> dict[int, tuple[str, int]]:
-    """``{broker id: (host, port)}`` of every registered broker."""
+def get_all_brokers(zk: KazooClient, watch=None,
+                    security_protocol: str = "PLAINTEXT") -> dict[int, tuple[str, int]]:
+    """``{broker id: (host, port)}`` of every registered broker, at its endpoint for
+    ``security_protocol`` (the client's ``security.protocol``); a broker without one is left
+    out (logged)."""
     out: dict[int, tuple[str, int]] = {}
     for child in get_children(zk, BROKER_IDS_PATH, watch):
         data = read_data(zk, f"{BROKER_IDS_PATH}/{child}")
         if data:
-            out[int(child)] = parse_broker(data)
+            try:
+                out[int(child)] = parse_broker(data, security_protocol)
+            except ValueError as exc:
+                log.warning("broker %s left out: %s", child, exc)
     return dict(sorted(out.items()))
 
 

@@ -41,6 +41,7 @@ class HostileBroker:
         self.mode = "pass"
         self.apis: frozenset[int] | None = None
         self.mangled = 0
+        self.accepted = 0                            # client connections so far
         self._rng = random.Random(14)
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._stop = threading.Event()
@@ -85,6 +86,7 @@ class HostileBroker:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            self.accepted += 1
             try:
                 up = socket.create_connection(self.upstream, timeout=5)
             except OSError:

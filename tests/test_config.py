@@ -147,7 +147,6 @@ def test_offsets_storage_follows_zookeeper_presence():
     [
         ("producer", "queue.time", "50", "queue.buffering.max.ms", 50),
         ("producer", "linger.ms", 7, "queue.buffering.max.ms", 7),
-        ("producer", "batch.size", "500", "batch.num.messages", 500),
         ("producer", "zk.connect", "zk1:2181", "zookeeper.connect", "zk1:2181"),
         ("producer", "broker.list", "0:h1:9092,1:h2:9093", "metadata.broker.list",
          (("h1", 9092), ("h2", 9093))),
@@ -531,7 +530,7 @@ def test_all_spec_keys_are_known():
     """.split()
     known = {k.name for k in kc.KEYS}
     assert not [k for k in spec_keys if k not in known]
-    assert {"queue.time", "batch.size", "bootstrap.servers", "broker.list", "zk.connect"} <= set(
+    assert {"queue.time", "bootstrap.servers", "broker.list", "zk.connect"} <= set(
         kc._ALIASES
     )
 
@@ -539,3 +538,30 @@ def test_all_spec_keys_are_known():
 @pytest.mark.parametrize("role", ["common", "producer", "consumer"])
 def test_docs_tables_are_generated_from_the_key_table(role):
     assert keys_markdown(role) in DOCS.read_text()
+
+
+# ---------------------------------------------------------------- migration traps (issue 15)
+
+
+def test_batch_size_is_bytes_and_batch_num_messages_a_count():
+    cfg = load_config("producer", {"batch.size": 16384})
+    assert cfg["batch.size"] == 16384, "bytes, as in Java, librdkafka and kafka-python"
+    assert cfg["batch.num.messages"] == 10000, "the 0.8 count is its own key"
+    assert load_config("producer")["batch.size"] == 1000000
+
+
+def test_plain_callables_are_serializers_and_deserializers():
+    import json
+
+    def enc(v):
+        return json.dumps(v).encode()
+
+    cfg = load_config("producer", value_serializer=enc, key_serializer=str.encode)
+    assert cfg["serializer.class"] is enc and cfg["key.serializer.class"] is str.encode
+    cfg = load_config("consumer", {"group.id": "g", "value.deserializer": json.loads,
+                                   "key.deserializer": lambda b: b.decode()})
+    assert cfg["value.decoder.class"] is json.loads
+    with pytest.raises(InvalidConfigError, match="plain callable"):
+        load_config("producer", {"value.serializer": 42})
+    with pytest.raises(InvalidConfigError, match="to_message"):
+        load_config("producer", {"value.serializer": bytes})  # a class without to_message

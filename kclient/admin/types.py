@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from kclient.structs import OffsetAndMetadata, TopicPartition
+
 __all__ = [
     "TopicPartition", "NewTopic", "CreatedTopic", "TopicListing", "PartitionDescription",
     "TopicDescription", "NewPartitions", "ConfigResourceType", "ConfigResource", "ConfigEntry",
@@ -11,17 +13,6 @@ __all__ = [
     "GroupDescription", "OffsetAndMetadata", "OffsetSpec", "ListOffsetsResult", "PartitionLag",
     "GroupLag", "OffsetReset", "ClusterBroker", "ClusterDescription",
 ]
-
-
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    """A partition of a topic."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True)
@@ -162,15 +153,6 @@ class GroupDescription:
     members: tuple[MemberDescription, ...]
     coordinator: int
     storage: str = "kafka"
-
-
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    """A committed offset (the next offset to consume) and its metadata string."""
-
-    offset: int
-    metadata: str = ""
-    leader_epoch: int = -1
 
 
 class OffsetSpec:

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 
+from kclient.bench import security
 from kclient.testing import MiniBrokerProcess
 
 CLIENTS = ["kclient", "kafka-python", "confluent", "confluent-tuned"]
@@ -38,11 +39,12 @@ KAFKA_CLIENTS = [*CLIENTS, "java"]
 
 
 # ----------------------------------------------------------------------------- workers
-def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int) -> int:
+def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int,
+                     keys: dict) -> int:
     from kclient.simple import FetchRequest, SimpleConsumer
     got = 0
     with SimpleConsumer(host, port, so_timeout=30000, buffer_size=None,
-                        client_id="bench") as c:
+                        client_id="bench", security=keys) as c:
         offset = 0
         while got < n:
             ms = c.fetch(FetchRequest(topic, 0, offset, fetch_size))
@@ -53,11 +55,12 @@ def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int) 
     return got
 
 
-def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: int) -> int:
+def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: int,
+                          keys: dict) -> int:
     import kafka
     consumer = kafka.KafkaConsumer(bootstrap_servers=f"{host}:{port}", group_id=None,
                                    enable_auto_commit=False,
-                                   max_partition_fetch_bytes=fetch_size)
+                                   max_partition_fetch_bytes=fetch_size, **keys)
     tp = kafka.TopicPartition(topic, 0)
     consumer.assign([tp])
     consumer.seek(tp, 0)
@@ -72,10 +75,10 @@ def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: 
 
 
 def _consume_confluent(host: str, port: int, topic: str, n: int, fetch_size: int,
-                       tuned: bool) -> int:
+                       tuned: bool, keys: dict) -> int:
     import confluent_kafka
     conf = {"bootstrap.servers": f"{host}:{port}", "group.id": "bench",
-            "enable.auto.commit": False, "max.partition.fetch.bytes": fetch_size}
+            "enable.auto.commit": False, "max.partition.fetch.bytes": fetch_size, **keys}
     if tuned:  # keep fetching: a deeper prefetch queue and no pause when it is full
         conf.update({"queued.min.messages": 1000000, "fetch.queue.backoff.ms": 1})
     consumer = confluent_kafka.Consumer(conf)
@@ -94,27 +97,31 @@ def worker(args: argparse.Namespace) -> None:
     client, host, port = args.worker, args.host, args.port
     t0 = time.perf_counter()
     c0 = time.process_time()
+    ca = args.ca or None
     if client == "kclient":
-        got = _consume_kclient(host, port, args.topic, args.count, args.fetch_size)
+        got = _consume_kclient(host, port, args.topic, args.count, args.fetch_size,
+                               security.client_keys(args.security, ca))
     elif client == "kafka-python":
-        got = _consume_kafka_python(host, port, args.topic, args.count, args.fetch_size)
+        got = _consume_kafka_python(host, port, args.topic, args.count, args.fetch_size,
+                                    security.kafka_python_keys(args.security, ca))
     else:
         got = _consume_confluent(host, port, args.topic, args.count, args.fetch_size,
-                                 tuned=client == "confluent-tuned")
+                                 client == "confluent-tuned",
+                                 security.client_keys(args.security, ca))
     wall = time.perf_counter() - t0
     print(json.dumps({"client": client, "records": got, "seconds": wall,
                       "cpu": time.process_time() - c0}))
 
 
 def run_worker(client: str, host: str, port: int, topic: str, count: int,
-               fetch_size: int) -> dict:
+               fetch_size: int, sec: tuple[str, str | None] = ("plaintext", None)) -> dict:
     if client == "java":
         from kclient.bench.kafka import java_consumer_rate
         rate = java_consumer_rate(f"{host}:{port}", topic, count, fetch_size)
         return {"client": client, "records": count, "seconds": count / rate, "cpu": 0.0}
     cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
            "--port", str(port), "--topic", topic, "--count", str(count),
-           "--fetch-size", str(fetch_size)]
+           "--fetch-size", str(fetch_size), "--security", sec[0], "--ca", sec[1] or ""]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"{client} failed:\n{proc.stderr[-3000:]}")
@@ -151,8 +158,11 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
 
 # ----------------------------------------------------------------------------- driver
 def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
-                 fetch_size: int, clients: list[str]) -> list[dict]:
-    host, port = bootstrap.rsplit(":", 1)
+                 fetch_size: int, clients: list[str], secured: str | None = None,
+                 sec: tuple[str, str | None] = ("plaintext", None)) -> list[dict]:
+    """Preload through ``bootstrap``; the clients read from ``secured`` (``sec``: security,
+    CA file) if given."""
+    host, port = (secured or bootstrap).rsplit(":", 1)
     rows = []
     for count, size in sizes:
         topic = f"bench-{size}-{os.getpid()}"
@@ -163,20 +173,20 @@ def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
         best: dict[str, dict] = {}
         for _ in range(repeat):
             for client in clients:  # interleaved, so load changes hit every client alike
-                r = run_worker(client, host, int(port), topic, count, fetch_size)
+                r = run_worker(client, host, int(port), topic, count, fetch_size, sec)
                 if client not in best or r["seconds"] < best[client]["seconds"]:
                     best[client] = r
         for client in clients:
             r = best[client]
             rows.append({"broker": name, "size": size, "count": count, "client": client,
                          "rate": r["records"] / r["seconds"], "seconds": r["seconds"],
-                         "cpu": r["cpu"]})
+                         "cpu": r["cpu"]})   # of the fastest run (client process, all threads)
     return rows
 
 
 def report(rows: list[dict]) -> str:
     lines = [f"{'broker':6} {'value':>6} {'client':16} {'records/s':>11} {'MB/s':>8} "
-             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13}"]
+             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13} {'CPU us/rec':>10}"]
     groups: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         groups.setdefault((r["broker"], r["size"]), {})[r["client"]] = r
@@ -190,8 +200,26 @@ def report(rows: list[dict]) -> str:
             label = f"{size // 1000} KB" if size >= 1000 else f"{size} B"
             lines.append(f"{broker:6} {label:>6} {client:16} {r['rate']:>11,.0f} "
                          f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_kp:>15} "
-                         f"{vs_ck:>13}")
+                         f"{vs_ck:>13} {r['cpu'] / r['count'] * 1e6:>10.2f}")
     return "\n".join(lines)
+
+
+def _bench_secured_mini(args: argparse.Namespace, sizes: list[tuple],
+                        clients: list[str]) -> list[dict]:
+    """The mini-broker process with a PLAINTEXT listener and an SSL (SASL_SSL) one."""
+    from pathlib import Path
+
+    from kclient.testing.servers import free_port, wait_for_port
+    ca, keystore = security.make_ca_and_keystore()
+    secured_port = free_port()
+    config = {"log.segment.bytes": "1073741824",
+              **security.broker_config(args.security, keystore, secured_port)}
+    if args.security == "sasl_ssl":
+        config["sasl.credentials.file"] = security.write_credentials(Path(ca).parent)
+    with MiniBrokerProcess(config) as server:
+        wait_for_port(secured_port)
+        return bench_broker("mini", server.bootstrap, sizes, args.repeat, args.fetch_size,
+                            clients, f"127.0.0.1:{secured_port}", (args.security, ca))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fetch-size", type=int, default=1 << 20)
     p.add_argument("--clients", default=None,
                    help=f"default {','.join(CLIENTS)} (and java with --broker kafka)")
-    p.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    p.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                   help="write the best rate of each client to PATH (kclient bench charts); "
+                        "without PATH print the rows as JSON")
+    p.add_argument("--security", choices=security.CHOICES, default="plaintext",
+                   help="ssl / sasl_ssl (PLAIN): the clients read from the mini-broker's SSL "
+                        "(SASL_SSL) listener, certificates from kclient.testing.certs; mini only")
+    p.add_argument("--ca", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--host", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -222,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     rows: list[dict] = []
     kinds = ["tansu", "mini"] if args.broker == "both" else [args.broker]
+    if args.security != "plaintext" and kinds != ["mini"]:
+        raise SystemExit("--security needs --broker mini")
     for kind in kinds:
         if kind == "tansu":
             from kclient.testing import TansuServer
@@ -233,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             with kafka_broker() as kafka:
                 rows += bench_broker("kafka", kafka.bootstrap, sizes, args.repeat,
                                      args.fetch_size, clients)
+        elif kind == "mini" and args.security != "plaintext":
+            rows += _bench_secured_mini(args, sizes, clients)
         elif kind == "mini":
             with MiniBrokerProcess({"log.segment.bytes": "1073741824"}) as server:
                 rows += bench_broker("mini", server.bootstrap, sizes, args.repeat,
@@ -242,9 +280,15 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     print(report(rows))
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
-          f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}")
-    if args.json:
+          f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}; "
+          f"{args.security}")
+    if args.json == "-":
         print(json.dumps(rows))
+    elif args.json:
+        from kclient.bench.results import row, write_results
+        write_results(args.json, "consumer", "kclient",
+                      [row(r["broker"], f"{r['size']} B values", r["client"], r["rate"])
+                       for r in rows], argv)
     return 0
 
 

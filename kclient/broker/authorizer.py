@@ -136,9 +136,10 @@ class AclStore:
             out = list(acls.get((resource_type, PatternType.LITERAL, name), ()))
             if name != WILDCARD:
                 out += acls.get((resource_type, PatternType.LITERAL, WILDCARD), ())
-            for (rtype, pattern, prefix), slot in acls.items():
-                if rtype == resource_type and pattern == PatternType.PREFIXED \
-                        and name.startswith(prefix):
+            prefixed = PatternType.PREFIXED
+            for end in range(1, len(name) + 1):     # each prefix once: no scan of every ACL
+                slot = acls.get((resource_type, prefixed, name[:end]))
+                if slot:
                     out += slot
             return out
 

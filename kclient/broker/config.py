@@ -45,6 +45,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "ssl.enabled.protocols": (_STR, "TLSv1.2,TLSv1.3"),
     "ssl.cipher.suites": (_STR, None),
     "ssl.endpoint.identification.algorithm": (_STR, "https"),
+    "ssl.principal.mapping.rules": (_STR, "DEFAULT"),
     # SASL (sasl/): users from sasl.credentials.file (salted) or kclient broker --sasl-user
     "sasl.enabled.mechanisms": (_LIST, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"),
     "sasl.credentials.file": (_STR, None),

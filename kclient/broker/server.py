@@ -10,6 +10,7 @@ import argparse
 import logging
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -45,10 +46,11 @@ from .log import Log, LogConfig, LogManager
 from .log.log import CLEAN_SHUTDOWN
 from .memory_pool import MemoryPool, pool_for
 from .network import DropConnection, SocketServer
+from .principal import NoMatchingRule, PrincipalMapper
 from .producer_ids import ProducerIdManager
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
-from .sasl.session import SaslSettings, tls_principal
+from .sasl.session import RefusedSession, SaslSettings, tls_principal
 from .txn_coordinator import TransactionCoordinator
 from .txn_markers import MarkerWriter
 from .zk import ZkRegistry
@@ -75,6 +77,7 @@ class MiniBroker:
         self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
         inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
         self.sasl = _sasl_settings(cfg, self.listeners, sasl_users)
+        self.principal_mapper = PrincipalMapper(cfg["ssl.principal.mapping.rules"])
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
@@ -227,7 +230,15 @@ class MiniBroker:
         sasl, name = self.sasl, listener.name
         if listener.uses_sasl and sasl is not None:
             return lambda sock, peer: SaslSession(sasl, name, peer)
-        return lambda sock, peer: Session(tls_principal(sock), name)
+        mapper = self.principal_mapper
+
+        def transport_session(sock: Any, peer: str) -> Session:
+            """The certificate's principal (mapped), or a refusal when no rule matches."""
+            try:
+                return Session(tls_principal(sock, mapper), name)
+            except NoMatchingRule as exc:
+                return RefusedSession(str(exc), name)
+        return transport_session
 
     def _register_zk(self) -> None:
         """Register this broker and the partitions it leads in ZooKeeper."""
@@ -237,12 +248,21 @@ class MiniBroker:
             connect, self.node_id, self.advertised_host, self.advertised_port,
             cfg.get_int("zookeeper.session.timeout.ms", 18000),
             cfg.get_int("zookeeper.connection.timeout.ms"), rack=self.rack,
-            version=registration_version(cfg.get("inter.broker.protocol.version")))
+            version=registration_version(cfg.get("inter.broker.protocol.version")),
+            listeners=self._zk_endpoints())
         self.zk.start()
         for topic in self.log_manager.topics():
             leaders = self.cluster.partitions(topic) or {}
             epochs = {p: self.cluster.leader_epoch(topic, p) for p in leaders}
             self.zk.register_topic(topic, leaders, self.cluster.configs.get(topic), epochs)
+
+    def _zk_endpoints(self) -> list[tuple[str, str, str, int]]:
+        """Every listener's advertised (name, protocol, host, port) for the registration, so
+        ZooKeeper clients of a secured listener find it; empty with one PLAINTEXT listener."""
+        if [each.security_protocol for each in self.listeners] == ["PLAINTEXT"]:
+            return []
+        return [(each.name, each.security_protocol, *self.endpoint(each.name))
+                for each in self.listeners]
 
     def stop(self) -> None:
         """Clean shutdown: leave ZooKeeper and the cluster, close connections, flush the logs."""
@@ -475,12 +495,20 @@ def _abandon(manager: Any) -> None:
 # ---------------------------------------------------------------------- command line
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     """``kclient broker`` options."""
-    parser = argparse.ArgumentParser(prog="kclient broker",
-                                     description="Run the kclient mini-broker.")
+    parser = argparse.ArgumentParser(
+        prog="kclient broker", description="Run the kclient mini-broker.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  kclient broker --log-dir /tmp/kdata --port 9092 "
+               "--config num.partitions=3\n"
+               "  kclient broker --log-dir /tmp/kdata --config "
+               "listeners=SASL_PLAINTEXT://127.0.0.1:9093 --sasl-user alice:secret")
     parser.add_argument("--log-dir", required=True, help="directory for the partition logs")
-    parser.add_argument("--port", type=int, default=9092, help="port to listen on (0: any)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--broker-id", type=int, default=0)
+    parser.add_argument("--port", type=int, default=9092,
+                        help="port to listen on (0: any; default 9092)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--broker-id", type=int, default=0,
+                        help="this broker's id, Kafka's broker.id (default 0)")
     parser.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
                         help="register in ZooKeeper (Kafka 0.8 layout)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -499,9 +527,16 @@ def _config_pairs(items: list[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--config expects KEY=VALUE, got {item!r}")
+            print(f"kclient broker: --config expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            raise SystemExit(2)
         config[key.strip()] = value.strip()
     return config
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OSError as one line: its reason and the file it was about."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -522,12 +557,22 @@ def main(argv: list[str] | None = None) -> int:
                             config=_config_pairs(args.config), host=args.host,
                             sasl_users=users)
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
-        print(f"kclient broker: {exc}")
+        print(f"kclient broker: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:          # the log dir cannot be made or written
+        print(f"kclient broker: cannot use log dir {args.log_dir}: {_os_reason(exc)}",
+              file=sys.stderr)
+        return 1
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
-    broker.start()
+    try:
+        broker.start()
+    except OSError as exc:          # the address is taken, or the log dir is not writable
+        what = f"use log dir {args.log_dir}" if exc.filename else \
+            f"listen on {args.host}:{args.port}"
+        print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
+        return 1
     print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
     while not done.wait(0.5):
         pass

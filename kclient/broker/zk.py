@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -45,13 +45,17 @@ class ZkRegistry:
 
     def __init__(self, connect: str, broker_id: int, host: str, port: int,
                  session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None, *,
-                 rack: str | None = None, version: int = REGISTRATION_VERSION):
-        """``host``/``port`` are the advertised address; ``version`` the registration's."""
+                 rack: str | None = None, version: int = REGISTRATION_VERSION,
+                 listeners: Sequence[tuple[str, str, str, int]] = ()):
+        """``host``/``port`` are the advertised address; ``version`` the registration's;
+        ``listeners`` every advertised (name, security protocol, host, port) when not only
+        PLAINTEXT."""
         self.broker_id = broker_id
         self.host = host
         self.port = port
         self.rack = rack
         self.version = version
+        self.listeners = tuple(listeners)
         self.zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
         self._connect_timeout = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self._lost = False
@@ -81,7 +85,7 @@ class ZkRegistry:
     def register_broker(self) -> None:
         """Create the ephemeral ``/brokers/ids/[id]`` (replacing a dead session's leftover)."""
         data = broker_registration(self.host, self.port, _now_ms(), version=self.version,
-                                   rack=self.rack)
+                                   rack=self.rack, listeners=self.listeners)
         try:
             self.zk.create(self.id_path, data, ephemeral=True, makepath=True)
         except NodeExistsError:

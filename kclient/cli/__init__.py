@@ -12,7 +12,8 @@ from .common import FAILED, OK, USAGE, UsageError
 __all__ = ["main", "build_parser"]
 
 #: subcommand modules of this package, in the order ``kclient --help`` lists them
-MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "passthrough")
+MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "perf", "acls",
+           "passthrough")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     from .passthrough import PASSTHROUGH
     if args_list and args_list[0] in PASSTHROUGH:
-        return PASSTHROUGH[args_list[0]](args_list[1:])
+        try:
+            return PASSTHROUGH[args_list[0]](args_list[1:])
+        except SystemExit as exc:       # their own parsers: --help, usage errors
+            return exc.code if isinstance(exc.code, int) else FAILED
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)

@@ -3,13 +3,14 @@ each message raw, as JSON with its metadata, or through a kcat-style ``-f`` form
 from __future__ import annotations
 
 import argparse
+from collections.abc import Generator
 from typing import Any
 
 from .common import UsageError, add_connection_options, admin_client, client_config, subcommand
 from .encoding import BINARY_FORMATS
 from .outputs import Formatter
 
-__all__ = ["register"]
+__all__ = ["register", "read_partitions"]
 
 #: how long ``-e`` waits for more data before a group member's stream counts as at its end
 GROUP_END_MS = 2000
@@ -58,10 +59,10 @@ def _positions(args: argparse.Namespace, admin: Any) -> dict[int, int]:
                                         at[tp].offset if tp in at else None) for tp in tps}
 
 
-def _run(args: argparse.Namespace) -> int:
-    out = Formatter(args)
-    if args.group:
-        return _run_group(args, out)
+def read_partitions(args: argparse.Namespace, exit_at_end: bool
+                    ) -> Generator[tuple[int, Any], None, None]:
+    """(partition, MessageAndOffset) from the ``-o`` positions of ``args.partition`` (all by
+    default), fetching from each leader; ends at the high watermarks with ``exit_at_end``."""
     from kclient.simple import FetchRequest, SimpleConsumer
     cfg = client_config(args)
     with admin_client(args) as admin:
@@ -69,9 +70,8 @@ def _run(args: argparse.Namespace) -> int:
         leaders = {p: admin.cluster.leader_for(args.topic, p) for p in pos}
     consumers: dict[int, Any] = {}
     done: set[int] = set()
-    count = 0
     try:
-        while True:
+        while done < set(pos):
             for node in sorted({b.node_id for b in leaders.values()}):
                 parts = [p for p in sorted(pos) if leaders[p].node_id == node and p not in done]
                 if not parts:
@@ -88,23 +88,34 @@ def _run(args: argparse.Namespace) -> int:
                     if ms.error is not None:
                         raise ms.error
                     for mo in ms:
-                        if mo.offset < pos[p]:
-                            continue
-                        out.write(args.topic, p, mo.offset, mo.message.key, mo.message.value,
-                                  mo.message.timestamp, mo.message.headers)
-                        count += 1
-                        pos[p] = mo.offset + 1
-                        if args.count and count >= args.count:
-                            return 0
+                        if mo.offset >= pos[p]:
+                            pos[p] = mo.offset + 1
+                            yield p, mo
                     pos[p] = max(pos[p], ms.next_offset)
-                    if args.exit_at_end and pos[p] >= ms.high_watermark:
+                    if exit_at_end and pos[p] >= ms.high_watermark:
                         done.add(p)
-            if done >= set(pos):
-                return 0
     finally:
         for c in consumers.values():
             c.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = Formatter(args)
+    if args.group:
+        return _run_group(args, out)
+    count = 0
+    messages = read_partitions(args, args.exit_at_end)
+    try:
+        for p, mo in messages:
+            m = mo.message
+            out.write(args.topic, p, mo.offset, m.key, m.value, m.timestamp, m.headers)
+            count += 1
+            if args.count and count >= args.count:
+                break
+    finally:
+        messages.close()
         out.flush()
+    return 0
 
 
 def _run_group(args: argparse.Namespace, out: Formatter) -> int:
@@ -113,6 +124,9 @@ def _run_group(args: argparse.Namespace, out: Formatter) -> int:
     from kclient.errors import ConsumerTimeoutError
     if args.partition:
         raise UsageError("-p and -G do not go together: the group assigns partitions")
+    if args.offset not in ("earliest", "beginning", "latest", "end"):
+        raise UsageError("with -G, -o is earliest or latest (where a group without committed "
+                         "offsets starts); move a group with `kclient groups reset-offsets`")
     reset = {"earliest": "smallest", "beginning": "smallest"}.get(args.offset, "largest")
     cfg = client_config(args, "consumer", **{
         "group.id": args.group, "auto.offset.reset": reset, "auto.commit.enable": False,

@@ -4,6 +4,7 @@ corrupt position.  It reads with kclient's own record and log readers."""
 from __future__ import annotations
 
 import argparse
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,12 @@ def _batch_line(b: Any, valid: bool, buf: bytes) -> str:
     """One batch as DumpLogSegments prints it."""
     from kclient.protocol.compression import CODEC_NAMES
     from kclient.protocol.records import TIMESTAMP_TYPE_NAMES
+    ts_name = TIMESTAMP_TYPE_NAMES.get(b.timestamp_type, "NoTimestampType")
+    if b.magic < 2:             # a v0/v1 message or compressed wrapper
+        return (f"offset: {b.last_offset} position: {b.position} {ts_name}: {b.max_timestamp} "
+                f"size: {b.size} magic: {b.magic} compresscodec: "
+                f"{CODEC_NAMES.get(b.codec, b.codec)} crc: {b.crc & 0xFFFFFFFF} "
+                f"isvalid: {_bool(valid)}")
     return (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
             f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} "
             f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
@@ -42,14 +49,33 @@ def _batch_line(b: Any, valid: bool, buf: bytes) -> str:
             f"isvalid: {_bool(valid)}")
 
 
-def _record_line(r: Any, b: Any, data: bool) -> str:
-    """One record of --deep."""
+def _inner_crcs(buf: bytes, b: Any, valid: bool) -> list[tuple[int, bool]]:
+    """(stored CRC, valid) of each message of a v0/v1 entry: the entry's own when plain, the
+    inner messages' when it is a compressed wrapper."""
+    from kclient.broker.log.entries import crc_ok
+    from kclient.protocol.compression import decompress
+    from kclient.protocol.records import LOG_OVERHEAD, scan_entries
+    from kclient.protocol.records.legacy import parse_message
+    if not b.codec:
+        return [(b.crc & 0xFFFFFFFF, valid)]
+    value = parse_message(buf, b.position, b.size - LOG_OVERHEAD, False)[5]
+    data = decompress(b.codec, value, b.magic)
+    return [(parse_message(data, s.position, s.size - LOG_OVERHEAD, False)[6],
+             crc_ok(data, s.position, s.size, s.magic)) for s in scan_entries(data).entries]
+
+
+def _record_line(r: Any, b: Any, data: bool, crc: tuple[int, bool] | None = None) -> str:
+    """One record of --deep (``crc``: a v0/v1 message's stored CRC and validity)."""
     from kclient.protocol.records import TIMESTAMP_TYPE_NAMES
-    seq = (b.base_sequence + r.offset - b.base_offset) if b.base_sequence >= 0 else -1
-    line = (f"| offset: {r.offset} {TIMESTAMP_TYPE_NAMES.get(r.timestamp_type, 'CreateTime')}: "
+    line = (f"| offset: {r.offset} "
+            f"{TIMESTAMP_TYPE_NAMES.get(r.timestamp_type, 'NoTimestampType')}: "
             f"{r.timestamp} keySize: {len(r.key) if r.key is not None else -1} "
-            f"valueSize: {len(r.value) if r.value is not None else -1} sequence: {seq} "
-            f"headerKeys: [{','.join(k for k, _ in r.headers)}]")
+            f"valueSize: {len(r.value) if r.value is not None else -1}")
+    if crc is not None:
+        line += f" isValid: {_bool(crc[1])} crc: {crc[0]}"
+    else:
+        seq = (b.base_sequence + r.offset - b.base_offset) if b.base_sequence >= 0 else -1
+        line += f" sequence: {seq} headerKeys: [{','.join(k for k, _ in r.headers)}]"
     if data and r.key is not None:
         line += f" key: {r.key.decode('utf-8', 'backslashreplace')}"
     if data and r.value is not None:
@@ -64,7 +90,7 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
     from kclient.broker.log.entries import crc_ok
     from kclient.protocol.records import scan_entries
     from kclient.protocol.records.reader import read_entry
-    buf = path.read_bytes()
+    buf = _map(path)
     scan = scan_entries(buf)
     lines = [f"Dumping {path}", f"Log starting offset: {_base_offset(path)}"]
     starts: dict[int, int] = {}
@@ -83,7 +109,10 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
                                    f"{batch.last_offset} below {expected}, out of sequence")
         expected = batch.last_offset + 1
         starts[span.position] = batch.last_offset
-        if deep:
+        if deep and batch.magic < 2:
+            lines += [_record_line(r, batch, data, crc) for r, crc in
+                      zip(batch.records, _inner_crcs(buf, batch, valid))]
+        elif deep:
             lines += [_record_line(r, batch, data) for r in batch.records]
     if scan.error is not None:
         return lines, starts, f"first corrupt position {scan.valid_bytes}: {scan.error}"
@@ -91,6 +120,15 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
         return lines, starts, (f"first corrupt position {scan.valid_bytes}: partial entry "
                                f"({len(buf) - scan.valid_bytes} trailing bytes)")
     return lines, starts, None
+
+
+def _map(path: Path) -> Any:
+    """The file's bytes, memory-mapped read-only (a 1 GB segment is not read into memory)."""
+    import mmap
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _base_offset(path: Path) -> int:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 
-from .common import UsageError
-
 __all__ = ["BINARY_FORMATS", "decode_field", "encode_field"]
 
 BINARY_FORMATS = ("base64", "hex")
@@ -34,9 +32,3 @@ def encode_field(data: bytes | None, binary: str | None) -> str | None:
         return data.hex()
     return data.decode("utf-8", errors="backslashreplace")
 
-
-def check_binary(name: str | None) -> str | None:
-    """Validate a --binary choice (argparse does, this is for -X style callers)."""
-    if name is not None and name not in BINARY_FORMATS:
-        raise UsageError(f"--binary must be one of {', '.join(BINARY_FORMATS)}")
-    return name

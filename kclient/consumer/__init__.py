@@ -19,15 +19,18 @@ from typing import Any
 from kclient.config import load_config
 
 from .assignment import range_assign, roundrobin_assign
-from .connector import ConsumerConnector, generate_consumer_id
+from .connector import ConsumerConnector, ConsumerGroupMetadata, generate_consumer_id
 from .group_connector import GroupConsumerConnector
+from .modern import Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndTimestamp
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
 from .zk_connector import ZookeeperConsumerConnector
 
-__all__ = ["create", "ConsumerConnector", "ZookeeperConsumerConnector", "GroupConsumerConnector",
+__all__ = ["create", "ConsumerConnector", "ConsumerGroupMetadata", "ZookeeperConsumerConnector",
+           "GroupConsumerConnector",
            "KafkaStream", "MessageAndMetadata", "TopicFilter", "Whitelist", "Blacklist",
-           "range_assign", "roundrobin_assign", "generate_consumer_id"]
+           "range_assign", "roundrobin_assign", "generate_consumer_id",
+           "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "OffsetAndTimestamp"]
 
 
 def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:

@@ -21,12 +21,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kclient.cluster import Cluster
 from kclient.config import Config, load_config
 from kclient.connection import ConnectionSettings
 from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
+from kclient.metrics import ClientMetrics, start_reporter
 
 from .assignment import thread_ids
 from .fetcher import ConsumerFetcherManager
@@ -76,6 +77,16 @@ class _ReleaseListener(Protocol):
 RebalanceListener = _ReleaseListener | Callable[[dict[str, set[int]]], None]
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """Who commits a group's offsets (Java's ConsumerGroupMetadata): what
+    ``Producer.send_offsets_to_transaction`` needs so that a fenced member's commit fails."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
 class ConsumerConnector:
     """Base of both connectors: streams, owned partitions, fetchers, offsets, auto commit."""
 
@@ -91,7 +102,8 @@ class ConsumerConnector:
         self.group = conf["group.id"]
         self.consumer_id = generate_consumer_id(self.group, conf["consumer.id"])
         self.client_id = conf["client.id"] or self.group
-        self.settings = connection_settings(conf)
+        self._metrics = ClientMetrics()
+        self.settings = connection_settings(conf).replace(metrics=self._metrics)
         self.key_decoder = conf.create("key.decoder.class")
         self.value_decoder = conf.create("value.decoder.class")
         self.strategy = conf["partition.assignment.strategy"]
@@ -114,6 +126,8 @@ class ConsumerConnector:
         self._closed = False
         self._auto_commit: threading.Thread | None = None
         self._rebalance_listener: RebalanceListener | None = None
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -164,13 +178,23 @@ class ConsumerConnector:
         self._start()
         return streams
 
+    def consumed_offsets(self) -> dict[tuple[str, int], int]:
+        """The consumed offset (the next offset to read) of every owned partition that has
+        one: what ``commit_offsets`` commits, for ``Producer.send_offsets_to_transaction``."""
+        with self._offsets_lock:
+            return {tp: info.consumed_offset for tp, info in self.registry.items()
+                    if info.consumed_offset >= 0}
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation and member id (ZooKeeper groups: the id only)."""
+        return ConsumerGroupMetadata(self.group)
+
     def commit_offsets(self) -> None:
         """Commit the consumed offset of every owned partition (the next offset to read)."""
         with self._offsets_lock:
             if self.offset_store is None:
                 return
-            offsets = {tp: info.consumed_offset for tp, info in self.registry.items()
-                       if info.consumed_offset >= 0}
+            offsets = self.consumed_offsets()
             if offsets:
                 self.offset_store.commit(offsets)
 
@@ -200,12 +224,33 @@ class ConsumerConnector:
         """``{(topic, partition): thread id}`` this consumer owns now."""
         return {tp: info.thread_id for tp, info in sorted(self.registry.items())}
 
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
+        p50/p99 (ms), bytes out and in, connection state; per owned partition the consumed and
+        fetched offsets, the high watermark and the lag (high watermark - consumed offset);
+        rebalances and errors by code."""
+        with self._offsets_lock:
+            infos = list(self.registry.values())
+        partitions = {}
+        for info in sorted(infos, key=lambda i: (i.topic, i.partition)):
+            consumed, hw = info.consumed_offset, info.high_watermark
+            partitions[f"{info.topic}/{info.partition}"] = {
+                "topic": info.topic, "partition": info.partition, "consumed_offset": consumed,
+                "fetched_offset": info.fetched_offset, "high_watermark": hw,
+                "lag": max(0, hw - consumed) if hw >= 0 and consumed >= 0 else None,
+                "stream_queued_chunks": info.queue.qsize()}
+        return self._metrics.snapshot(type="consumer", client_id=self.client_id,
+                                      group_id=self.group, consumer_id=self.consumer_id,
+                                      partitions=partitions)
+
     def shutdown(self) -> None:
         """Stop fetching, commit (auto-commit), release ownership, end every stream."""
         if self._closed:
             return
         self._closed = True
         self._shutting_down.set()
+        if self._reporter is not None:
+            self._reporter.stop()
         try:
             self._stop_coordination()
             if self.fetcher is not None:

@@ -51,6 +51,8 @@ __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "
 #: kclient.simple's Fetcher does) up to this bound; past it the stream raises
 #: MessageSizeTooLargeError.
 MAX_BUFFER_SIZE = 64 * 1024 * 1024
+#: isolation.level -> the Fetch request's isolation_level
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,9 @@ class ConsumerFetcherThread(threading.Thread):
         self.fetcher = _Fetcher(self.conn, max_wait_ms=c["fetch.wait.max.ms"],
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
-                                prefetch=True)
+                                prefetch=True,
+                                isolation_level=_ISOLATION[c.get("isolation.level",
+                                                                 "read_uncommitted")])
         self.reset = c["auto.offset.reset"]
         self.partitions: dict[tuple[str, int], PartitionTopicInfo] = {}
         self._lock = threading.Lock()
@@ -180,6 +184,8 @@ class ConsumerFetcherThread(threading.Thread):
     def _process(self, info: PartitionTopicInfo, ms: ByteBufferMessageSet) -> None:
         """Queue the messages of one partition's message set as one chunk (columns)."""
         fetch_offset = info.fetched_offset
+        if ms.high_watermark >= 0:
+            info.high_watermark = ms.high_watermark
         offsets: list[int] = []
         values: list[bytes | None] = []
         keys: list[bytes | None] | None = None
@@ -189,7 +195,7 @@ class ConsumerFetcherThread(threading.Thread):
         try:
             if ms.error is not None and not ms.entries:
                 raise ms.error
-            for b in decode_entries(ms.buffer, ms.entries, _columns, start_offset=fetch_offset,
+            for b in decode_entries(ms.buffer, ms.visible, _columns, start_offset=fetch_offset,
                                     validate_crc=False, max_decompressed=ms.max_decompressed,
                                     error=ms.error, context=ms.context):
                 b_offsets, stamps, ts_types, b_keys, b_values, headers = b
@@ -211,9 +217,13 @@ class ConsumerFetcherThread(threading.Thread):
         if offsets:
             info.fetched_offset = max(ms.next_offset, offsets[-1] + 1)
             self._put(info, FetchedDataChunk.from_columns(offsets, keys, values, blocks, info,
-                                                          fetch_offset))
+                                                          fetch_offset, ms.next_offset))
         elif error is None and ms.next_offset > fetch_offset:
-            info.fetched_offset = ms.next_offset   # only control batches / skipped records
+            # only transaction markers, aborted or skipped records: no message, but the
+            # consumed position moves past them (an empty chunk), so lag can reach 0
+            info.fetched_offset = ms.next_offset
+            self._put(info, FetchedDataChunk.from_columns([], None, [], [], info, fetch_offset,
+                                                          ms.next_offset))
         if isinstance(error, CorruptRecordError):
             self._corrupt(info, ms, error)
         elif error is not None:
@@ -260,6 +270,9 @@ class ConsumerFetcherThread(threading.Thread):
         self._reset_offset(info)
 
     def _error(self, info: PartitionTopicInfo, exc: BaseException) -> None:
+        metrics = self.conn.settings.metrics
+        if metrics is not None:
+            metrics.error(exc)
         with self._lock:
             self.partitions.pop((info.topic, info.partition), None)
         self._put(info, ErrorChunk(exc))

@@ -22,31 +22,37 @@ the cluster's topics every second and rejoins when the set of matching topics ch
 """
 from __future__ import annotations
 
-import json
 import logging
-import struct
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.errors import (
     IllegalGenerationError,
     KafkaError,
-    MemberIdRequiredError,
     RebalanceInProgressError,
     UnknownMemberIdError,
     error_for_code,
 )
-from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
-from kclient.zkutils import kafka_json
 
 from .assignment import assign
-from .connector import ConsumerConnector
+from .connector import ConsumerConnector, ConsumerGroupMetadata
+from .group_protocol import (
+    REJOIN,
+    GroupMembership,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    leader_assignment,
+    parse_json,
+    registration,
+)
 from .membership import topic_thread_ids
 from .offsets import Coordinator, KafkaOffsetStore
 from .rebalance import RebalanceExecutor, synced_rebalance
@@ -55,84 +61,6 @@ __all__ = ["GroupConsumerConnector", "encode_subscription", "decode_subscription
            "encode_assignment", "decode_assignment"]
 
 log = logging.getLogger(__name__)
-
-_REJOIN = (RebalanceInProgressError.errno, IllegalGenerationError.errno,
-           UnknownMemberIdError.errno)
-
-
-# -- consumer protocol (version 0) --------------------------------------------------------------
-def _str(s: str) -> bytes:
-    b = s.encode("utf-8")
-    return struct.pack(">h", len(b)) + b
-
-
-def _bytes(b: bytes) -> bytes:
-    return struct.pack(">i", len(b)) + b
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = bytes(data), 0
-
-    def unpack(self, fmt: str) -> int:
-        v: tuple[int, ...] = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return v[0]
-
-    def string(self) -> str:
-        n = self.unpack(">h")
-        s = self.data[self.pos:self.pos + n].decode("utf-8")
-        self.pos += n
-        return s
-
-    def bytes(self) -> bytes:
-        n = self.unpack(">i")
-        if n < 0:
-            return b""
-        b = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-
-def encode_subscription(topics: Sequence[str], user_data: bytes) -> bytes:
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_str(t) for t in topics)
-            + _bytes(user_data))
-
-
-def decode_subscription(data: bytes) -> tuple[list[str], bytes]:
-    r = _Reader(data)
-    r.unpack(">h")
-    topics = [r.string() for _ in range(r.unpack(">i"))]
-    return topics, r.bytes()
-
-
-def encode_assignment(partitions: dict[str, list[int]], user_data: bytes) -> bytes:
-    out = [struct.pack(">hi", 0, len(partitions))]
-    for t, ps in sorted(partitions.items()):
-        out.append(_str(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p)
-                                                                   for p in sorted(ps)))
-    out.append(_bytes(user_data))
-    return b"".join(out)
-
-
-def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
-    if not data:
-        return {}, b""
-    r = _Reader(data)
-    r.unpack(">h")
-    parts: dict[str, list[int]] = {}
-    for _ in range(r.unpack(">i")):
-        t = r.string()
-        parts[t] = [r.unpack(">i") for _ in range(r.unpack(">i"))]
-    return parts, r.bytes()
-
-
-def _json(data: bytes) -> Any:
-    """Parsed JSON user data, or None (empty, or not JSON: written by another client)."""
-    try:
-        return json.loads(data) if data else None
-    except ValueError:
-        return None
 
 
 class GroupConsumerConnector(ConsumerConnector):
@@ -153,7 +81,7 @@ class GroupConsumerConnector(ConsumerConnector):
             self.settings.request_timeout_ms, 2 * self.session_timeout + 5000))
         self.coordinator = Coordinator(self.cluster, self.group, c["retry.backoff.ms"],
                                        c["offsets.commit.max.retries"], coord_settings)
-        self.generation_id, self.member_id = -1, ""
+        self.membership = GroupMembership(self.coordinator, self.group, self.session_timeout)
         self.offset_store = KafkaOffsetStore(self.coordinator, self.group, self._generation,
                                              c["offsets.commit.max.retries"],
                                              c["offsets.channel.backoff.ms"])
@@ -167,7 +95,23 @@ class GroupConsumerConnector(ConsumerConnector):
         self._heartbeat: threading.Thread | None = None
 
     def _generation(self) -> tuple[int, str]:
-        return self.generation_id, self.member_id
+        return self.membership.generation()
+
+    @property
+    def generation_id(self) -> int:
+        return self.membership.generation_id
+
+    @property
+    def member_id(self) -> str:
+        return self.membership.member_id
+
+    @member_id.setter
+    def member_id(self, value: str) -> None:
+        self.membership.member_id = value
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id with this member's current generation and member id."""
+        return ConsumerGroupMetadata(self.group, self.generation_id, self.member_id)
 
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -187,6 +131,7 @@ class GroupConsumerConnector(ConsumerConnector):
                               max(self.config["rebalance.max.retries"], 1),
                               min(self.config["rebalance.backoff.ms"], 1000), self._shutting_down)
         if ok:
+            self._metrics.rebalanced()
             self.rebalance_error = None
             self._stable.set()
 
@@ -210,28 +155,18 @@ class GroupConsumerConnector(ConsumerConnector):
         with self._offsets_lock:
             self.registry = {}
         pattern, subscription = self.subscription
-        user = kafka_json({"version": 1, "consumer_id": self.consumer_id,
-                           "subscription": subscription, "pattern": pattern,
-                           "timestamp": str(int(time.time() * 1000))}).encode()
+        user = registration(self.consumer_id, pattern, subscription)
         meta = encode_subscription(self._my_topics(), user)
         resp = self._join(meta)
         if resp is None:
             return False
-        self.generation_id, self.member_id = resp.generation_id, resp.member_id
         assignments = []
         if resp.leader == resp.member_id:
             assignments = self._leader_assign(resp.members)
-        body = {"group_id": self.group, "generation_id": self.generation_id,
-                "member_id": self.member_id, "protocol_type": "consumer",
-                "protocol_name": self.strategy, "assignments": assignments}
-        sync = self.coordinator.request(SYNC_GROUP, body, check=lambda r: r.error_code)
-        if sync.error_code in _REJOIN:
-            if sync.error_code == UnknownMemberIdError.errno:
-                self.member_id = ""
+        data = self.membership.sync(self.strategy, assignments)
+        if data is None:
             return False
-        if sync.error_code:
-            raise error_for_code(sync.error_code)(f"SyncGroup of {self.group!r}")
-        mine = self._owned(*decode_assignment(sync.assignment))
+        mine = self._owned(*decode_assignment(data))
         self._warn_missing_topics()
         offsets = self.offset_store.fetch(mine) if mine else {}
         if self._shutting_down.is_set():
@@ -243,24 +178,7 @@ class GroupConsumerConnector(ConsumerConnector):
         return True
 
     def _join(self, meta: bytes) -> JoinGroupResponse | None:
-        for _ in range(3):
-            body = {"group_id": self.group, "session_timeout_ms": self.session_timeout,
-                    "rebalance_timeout_ms": self.session_timeout, "member_id": self.member_id,
-                    "group_instance_id": None, "protocol_type": "consumer",
-                    "protocols": [{"name": self.strategy, "metadata": meta}]}
-            resp = self.coordinator.request(JOIN_GROUP, body, check=lambda r: r.error_code)
-            if resp.error_code == MemberIdRequiredError.errno:
-                self.member_id = resp.member_id
-                continue
-            if resp.error_code == UnknownMemberIdError.errno:
-                self.member_id = ""
-                continue
-            if resp.error_code == RebalanceInProgressError.errno:
-                continue
-            if resp.error_code:
-                raise error_for_code(resp.error_code)(f"JoinGroup of {self.group!r}")
-            return resp
-        return None
+        return self.membership.join(self.strategy, meta)
 
     def _warn_missing_topics(self) -> None:
         """Warn, once per topic, about subscribed topics the cluster does not have (a group
@@ -285,41 +203,15 @@ class GroupConsumerConnector(ConsumerConnector):
                        ) -> list[dict[str, Any]]:
         """The leader's job: the group's assignment over every member's thread ids."""
         all_topics = self._all_topics()
-        consumers: dict[str, list[str]] = {}
-        member_of: dict[str, str] = {}
-        for m in members:
-            topics, user = decode_subscription(m.metadata)
-            reg = _json(user)
-            if isinstance(reg, dict) and "consumer_id" in reg and "subscription" in reg:
-                cid = reg["consumer_id"]
-                wanted = topic_thread_ids(cid, reg.get("pattern", "static"), reg["subscription"],
-                                          all_topics, self.exclude_internal)
-            else:   # another client (the Java consumer): one thread, the topics it listed
-                cid = m.member_id
-                wanted = {t: [f"{cid}-0"] for t in topics if t in all_topics}
-            member_of[cid] = m.member_id
-            for topic, threads in wanted.items():
-                consumers.setdefault(topic, []).extend(threads)
-        consumers = {t: sorted(ts) for t, ts in consumers.items()}
-        partitions = {t: sorted(self.cluster.topics[t].partitions)
-                      for t in consumers if t in self.cluster.topics}
-        decision = assign(self.strategy, consumers, partitions)
-        per_member: dict[str, dict[str, dict[str, str]]] = {m.member_id: {} for m in members}
-        for (t, p), th in decision.items():
-            member = member_of[th.rpartition("-")[0]]
-            per_member[member].setdefault(t, {})[str(p)] = th
-        out = []
-        for member, owned in per_member.items():
-            parts = {t: [int(p) for p in ps] for t, ps in owned.items()}
-            out.append({"member_id": member,
-                        "assignment": encode_assignment(parts, kafka_json(owned).encode())})
-        return out
+        partitions = {t: self.cluster.topics[t].partitions for t in all_topics}
+        return leader_assignment(self.strategy, members, all_topics, partitions,
+                                 self.exclude_internal)
 
     def _owned(self, partitions: dict[str, list[int]], user_data: bytes
                ) -> dict[tuple[str, int], str]:
         """Our partitions and the thread of each: as a kclient leader wrote them in the user
         data, or, from another client's leader (Java's assignors), spread over our threads."""
-        owned = _json(user_data)
+        owned = parse_json(user_data)
         if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()):
             return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
         pattern, subscription = self.subscription
@@ -357,14 +249,10 @@ class GroupConsumerConnector(ConsumerConnector):
             if not self._stable.is_set():
                 continue
             try:
-                body = {"group_id": self.group, "generation_id": self.generation_id,
-                        "member_id": self.member_id, "group_instance_id": None}
-                resp = self.coordinator.request(HEARTBEAT, body, check=lambda r: r.error_code)
-                if resp.error_code in _REJOIN:
-                    if resp.error_code == UnknownMemberIdError.errno:
-                        self.member_id = ""
+                code = self.membership.heartbeat()
+                if code in REJOIN:
                     log.info("%s: heartbeat says %s; rejoining", self.consumer_id,
-                             error_for_code(resp.error_code).__name__)
+                             error_for_code(code).__name__)
                     self._stable.clear()
                     self.executor.trigger("group rebalancing")
                     continue
@@ -405,15 +293,10 @@ class GroupConsumerConnector(ConsumerConnector):
     def _release(self) -> None:
         with self._offsets_lock:
             self.registry = {}
-        if not self.member_id:
-            return
-        body = {"group_id": self.group, "member_id": self.member_id,
-                "members": [{"member_id": self.member_id, "group_instance_id": None}]}
         try:
-            self.coordinator.request(LEAVE_GROUP, body, retries=0)
+            self.membership.leave()
         except KafkaError as exc:
             log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
-        self.member_id, self.generation_id = "", -1
 
     def _close_resources(self) -> None:
         self.coordinator.close()

@@ -95,11 +95,15 @@ class ZkOffsetStore(OffsetStore):
 
 
 class Coordinator:
-    """The group coordinator broker: found with FindCoordinator, rediscovered when it moves."""
+    """The group coordinator broker: found with FindCoordinator, rediscovered when it moves.
+
+    ``key_type`` 1 finds a transactional id's transaction coordinator instead (``group`` is
+    then the transactional id)."""
 
     def __init__(self, cluster: Cluster, group: str, backoff_ms: int = 1000,
-                 retries: int = 5, settings: ConnectionSettings | None = None) -> None:
-        self.cluster, self.group = cluster, group
+                 retries: int = 5, settings: ConnectionSettings | None = None,
+                 key_type: int = 0) -> None:
+        self.cluster, self.group, self.key_type = cluster, group, key_type
         self.backoff = backoff_ms / 1000.0
         self.retries = retries
         self.settings = settings or cluster.settings
@@ -114,7 +118,7 @@ class Coordinator:
             if self._conn is not None and self._conn.connected:
                 return self._conn
             resp = self.cluster.any_connection().request(
-                FIND_COORDINATOR, {"key": self.group, "key_type": 0})
+                FIND_COORDINATOR, {"key": self.group, "key_type": self.key_type})
             if resp.error_code:
                 raise error_for_code(resp.error_code)(f"finding the coordinator of {self.group!r}")
             conn = BrokerConnection(resp.host, resp.port, self.settings, node_id=resp.node_id)

@@ -4,7 +4,8 @@
 attempts; after a failed attempt (an attempt returns False when an owner znode still belonged to
 someone else, or raised because ZooKeeper changed under it) the fetchers are stopped and the
 queues cleared again, then it waits ``rebalance.backoff.ms``.  When every attempt failed it raises
-``ConsumerRebalanceFailedError``.
+``ConsumerRebalanceFailedError``; an authorization failure (no ACL lets this principal use the
+group or topic) is not retried: it is raised as it is, since another attempt cannot cure it.
 
 ``RebalanceExecutor`` is the ``watcher executor`` thread: ZooKeeper callbacks only ``trigger()``
 it, so they never block kazoo's event thread; several triggers while a rebalance runs fold into
@@ -18,11 +19,20 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kclient.errors import ConsumerRebalanceFailedError
+from kclient.errors import (
+    ClusterAuthorizationFailedError,
+    ConsumerRebalanceFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+)
 
 __all__ = ["synced_rebalance", "RebalanceExecutor"]
 
 log = logging.getLogger(__name__)
+
+#: Refusals a retry cannot cure: raised at once.
+_NOT_RETRIED = (GroupAuthorizationFailedError, TopicAuthorizationFailedError,
+                ClusterAuthorizationFailedError)
 
 
 def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: Callable[[], None],
@@ -43,6 +53,9 @@ def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: C
             # another rebalance is on its way; retry.
             log.info("exception during rebalance of %s: %r", name, exc)
             last = exc
+            if isinstance(exc, _NOT_RETRIED):
+                after_failure()
+                raise
         if stopping.is_set():
             return False
         after_failure()

@@ -112,7 +112,7 @@ class PartitionTopicInfo:
     """
 
     __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
-                 "fetch_size", "client_id", "thread_id")
+                 "fetch_size", "client_id", "thread_id", "high_watermark")
 
     _cursor: _ChunkState | None
 
@@ -122,12 +122,16 @@ class PartitionTopicInfo:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
         self._consumed, self._cursor, self.fetched_offset = consumed_offset, None, fetched_offset
         self.fetch_size, self.client_id, self.thread_id = fetch_size, client_id, thread_id
+        #: the partition's high watermark in its last fetch response (-1: none yet; metrics)
+        self.high_watermark = -1
 
     @property
     def consumed_offset(self) -> int:
         c = self._cursor
         if c is not None:
             k = c.n - c.oit.__length_hint__()
+            if k >= c.n and c.end > self._consumed:    # all handed out: past markers too
+                return c.end
             if k > 0:
                 return c.offsets[k - 1] + 1
         return self._consumed
@@ -194,7 +198,8 @@ class FetchedDataChunk:
     :meth:`from_columns`.
     """
 
-    __slots__ = ("offsets", "keys", "values", "blocks", "starts", "info", "fetch_offset")
+    __slots__ = ("offsets", "keys", "values", "blocks", "starts", "info", "fetch_offset",
+                 "end_offset")
 
     def __init__(self, records: Sequence[Any], info: PartitionTopicInfo, fetch_offset: int):
         records = list(records)
@@ -206,16 +211,19 @@ class FetchedDataChunk:
         self.blocks = [_Block(0, n, [r[3] for r in records], [r[4] for r in records],
                               [r[5] for r in records])]
         self.starts = [0]
-        self.info, self.fetch_offset = info, fetch_offset
+        self.info, self.fetch_offset, self.end_offset = info, fetch_offset, -1
 
     @classmethod
     def from_columns(cls, offsets: list[int], keys: list[bytes | None] | None,
                      values: list[bytes | None], blocks: list[_Block], info: PartitionTopicInfo,
-                     fetch_offset: int) -> FetchedDataChunk:
+                     fetch_offset: int, end_offset: int = -1) -> FetchedDataChunk:
+        """A chunk of decoded columns; ``end_offset`` is where the fetch goes on (past
+        transaction markers and aborted records), the consumed position once every message
+        of the chunk was handed out (-1: one past the last message)."""
         self = cls.__new__(cls)
         self.offsets, self.keys, self.values, self.blocks = offsets, keys, values, blocks
         self.starts = [b.start for b in blocks]
-        self.info, self.fetch_offset = info, fetch_offset
+        self.info, self.fetch_offset, self.end_offset = info, fetch_offset, end_offset
         return self
 
     def __len__(self) -> int:
@@ -268,12 +276,13 @@ class _ChunkState:
     (``map(tuple.__new__, repeat(cls), zip(...))``) as they are asked for; ``oit`` is the
     offsets iterator inside it, whose remaining length tells how many were handed out."""
 
-    __slots__ = ("it", "oit", "offsets", "n", "info")
+    __slots__ = ("it", "oit", "offsets", "n", "info", "end")
 
     def __init__(self, it: Iterator[MessageAndMetadata] = _NO_ITEMS,
                  oit: _HintedIterator[int] = _NO_ITEMS, offsets: Sequence[int] = (),
-                 info: PartitionTopicInfo | None = None) -> None:
+                 info: PartitionTopicInfo | None = None, end: int = -1) -> None:
         self.it, self.oit, self.offsets, self.n, self.info = it, oit, offsets, len(offsets), info
+        self.end = end
 
 
 _EMPTY = _ChunkState()
@@ -401,7 +410,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         it = map(tuple.__new__, repeat(MessageAndMetadata),
                  zip(repeat(info.topic), repeat(info.partition), oit, kit, vit,
                      repeat(chunk)))
-        return _ChunkState(it, oit, offsets, info)
+        return _ChunkState(it, oit, offsets, info, chunk.end_offset)
 
     # -- used by the connector ------------------------------------------------------------------
     def clear(self) -> None:

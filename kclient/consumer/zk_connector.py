@@ -197,10 +197,11 @@ class ZookeeperConsumerConnector(ConsumerConnector):
                               self.config["rebalance.max.retries"],
                               self.config["rebalance.backoff.ms"], self._shutting_down)
         if ok:
+            self._metrics.rebalanced()
             self.rebalance_error = None
 
     def _refresh_bootstrap(self) -> dict[int, tuple[str, int]]:
-        brokers = zku.get_all_brokers(self.zk)
+        brokers = zku.get_all_brokers(self.zk, security_protocol=self.settings.security.protocol)
         extra = list(self.config["metadata.broker.list"] or ())
         self.cluster.bootstrap = list(brokers.values()) + [tuple(x) for x in extra]
         return brokers

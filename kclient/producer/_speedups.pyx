@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Optional C versions of the producer's two per-message steps: building a ProducerData and the
-async ``send()`` of one message.  Built from this file by Cython when kclient is installed; where
+"""Optional C versions of the producer's per-message steps: building a ProducerData, the async
+``send()`` and ``produce()`` of one message, and resolving produce()'s futures.  Built from this file by Cython when kclient is installed; where
 it is not built (or ``KCLIENT_PURE_PYTHON=1``), :mod:`kclient.producer.data` and
 :mod:`kclient.producer.producer` run the same logic in Python.  Each Python twin is the
 reference: keep the two in step (tests/producer/test_speedups.py compares them)."""
@@ -9,7 +9,14 @@ from time import sleep as _yield
 cimport cython
 from cpython.object cimport PyObject
 
-from kclient.producer.data_methods import describe, equal, get_extra, set_extra
+from kclient.producer.data_methods import NO as _NO
+from kclient.producer.data_methods import describe, equal, get_extra, set_extra, wrong_call
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+    void PyObject_GC_Track(void *op)
+    int PyObject_GC_IsTracked(object op)
 
 
 cdef extern from *:
@@ -131,18 +138,59 @@ _slot_members()
 
 cdef class FastSend:
     """The async ``send()`` (see Producer._fast_send, its Python twin, for the why of each step)."""
-    cdef object q, append, t, pd, check, slow, many
+    cdef object q, append, t, pd, check, slow, many, new_future
     cdef Py_ssize_t limit
     cdef public object __doc__
 
-    def __init__(self, q, t, Py_ssize_t limit, pd, check, slow, many, doc=None):
+    def __init__(self, q, t, Py_ssize_t limit, pd, check, slow, many, doc=None,
+                 new_future=None):
         self.q, self.append, self.t, self.limit = q, q.append, t, limit
         self.pd, self.check, self.slow, self.many = pd, check, slow, many
+        self.new_future = new_future
         self.__doc__ = doc
 
-    def __call__(self, data):
+    def produce(self, topic, value=None, key=None, partition=None, headers=None,
+                timestamp=None, on_delivery=None):
+        """The async ``produce()`` (Producer._fast_produce's closure is its Python twin)."""
+        cdef Py_ssize_t n
+        cdef FutureCore f = FutureCore.__new__(self.new_future)
+        f._on_delivery = on_delivery
+        if key is None and partition is None and timestamp is None and headers is None:
+            if type(value) is bytes and len(<bytes>value) <= self.limit:
+                entry = (topic, value, f)
+                # neither can be in a reference cycle while the message is delivered (a
+                # future keeps no reference to its report): out of the cycle collector, which
+                # otherwise cost more than the rest; resolve() puts them back on an error
+                PyObject_GC_UnTrack(<void *>entry)
+            else:
+                self.check(self.pd(topic, value))
+                entry = (topic, value, f)
+        else:
+            f._ts = timestamp
+            self.check(self.pd(topic, value, key))
+            entry = (topic, value, key, partition, timestamp, headers, f)
+        if on_delivery is None:
+            PyObject_GC_UnTrack(<void *>f)
+        t = self.t
+        n = len(self.q)
+        if n >= t.limit:
+            self.slow([entry])
+            return f
+        self.append(entry)
+        if n >= t.wake_at:
+            t.wake()
+        elif not n & 1023:
+            _yield(0)
+        return f
+
+    def __call__(self, data, value=_NO, key=_NO, partition=_NO, headers=_NO, timestamp=_NO,
+                 timestamp_ms=_NO, on_delivery=_NO):
         cdef ProducerData d
         cdef Py_ssize_t n
+        if value is not _NO or key is not _NO or partition is not _NO or headers is not _NO \
+                or timestamp is not _NO or timestamp_ms is not _NO or on_delivery is not _NO:
+            raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
+                             on_delivery)
         if type(data) is self.pd:
             d = <ProducerData>data
             v = d.value
@@ -163,3 +211,45 @@ cdef class FastSend:
                 _yield(0)
             return None
         return self.many(data)
+
+
+cdef class FutureCore:
+    """The fields of kclient.producer.future.DeliveryFuture (its Python twin has them as
+    slots): C fields are set and read without Python code on both hot paths."""
+    cdef public object _outcome, _on_delivery, _ts, _cond
+    cdef public Py_ssize_t _index
+
+    def __init__(self, on_delivery=None, timestamp=None):
+        self._on_delivery = on_delivery
+        self._ts = timestamp
+
+
+def resolve(list reports):
+    """Resolve produce()'s futures in delivery reports (kclient.producer.future.resolve is the
+    Python twin)."""
+    cdef Py_ssize_t i, n
+    cdef tuple e
+    cdef FutureCore f
+    for r in reports:
+        es = r._entries
+        if es is None:
+            continue
+        error = r.error
+        o = (r.topic, r.partition, r.base_offset, error, r.timestamp, r.create_time)
+        i = 0
+        for e in es:
+            n = len(e)
+            if n == 3 or n == 7:
+                f = e[n - 1]
+                f._index = i
+                f._outcome = o
+                if error is not None:
+                    # an error's traceback can lead back to this entry (a frame holding the
+                    # batch): the collector must see the future and its entry again
+                    if not PyObject_GC_IsTracked(f):
+                        PyObject_GC_Track(<void *>f)
+                    if not PyObject_GC_IsTracked(e):
+                        PyObject_GC_Track(<void *>e)
+                if f._cond is not None or f._on_delivery is not None:
+                    f._finish()
+            i += 1

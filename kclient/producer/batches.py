@@ -169,10 +169,13 @@ class PartitionBatch:
         """The DeliveryReport of this batch."""
         self._encoded = None
         if self.entries is not None:
-            return DeliveryReport(self.topic, self.partition, None, base_offset, error,
-                                  timestamp, self.attempts, entries=self.entries)
-        return DeliveryReport(self.topic, self.partition, None, base_offset, error, timestamp,
-                              self.attempts, values=self.values)
+            r = DeliveryReport(self.topic, self.partition, None, base_offset, error,
+                               timestamp, self.attempts, entries=self.entries)
+        else:
+            r = DeliveryReport(self.topic, self.partition, None, base_offset, error, timestamp,
+                               self.attempts, values=self.values)
+        r.create_time = self.created
+        return r
 
     def __repr__(self) -> str:
         return (f"PartitionBatch({self.topic!r}, {self.partition}, {len(self.values)} messages, "

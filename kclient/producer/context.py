@@ -37,6 +37,9 @@ class ProducerContext:
     partitioner: Any
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     zookeeper_connect: str | None = None
+    #: the transactional producer's state (kclient.producer.transactions), shared with the
+    #: EventHandler; None for other producers
+    transaction_manager: Any = None
 
     def rediscover(self) -> bool:
         """Re-read the broker list from ZooKeeper (if configured); True if it changed."""
@@ -77,15 +80,17 @@ def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str
                              zkutils.kazoo_options(config))
     try:
         with zkutils.zk_errors(connect, "reading /brokers/ids"):
-            return list(zkutils.get_all_brokers(zk).values())
+            protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
+            return list(zkutils.get_all_brokers(zk, security_protocol=protocol).values())
     finally:
         zk.stop()
         zk.close()
 
 
-def build_context(config: Mapping[str, Any]) -> ProducerContext:
-    """Create the cluster view, encoders and partitioner that ``config`` names."""
-    settings = connection_settings(config)
+def build_context(config: Mapping[str, Any], metrics: Any = None) -> ProducerContext:
+    """Create the cluster view, encoders and partitioner that ``config`` names (``metrics``: the
+    producer's ClientMetrics, which every connection reports to)."""
+    settings = connection_settings(config).replace(metrics=metrics)
     zk = None
     if config["metadata.broker.list"]:
         bootstrap = [f"{h}:{p}" for h, p in config["metadata.broker.list"]]

@@ -30,16 +30,16 @@ Entry = tuple[Any, ...]
 def _extra_field(index: int) -> property:
     """A property reading and writing one of the optional fields packed in ``_extra``."""
 
-    def get(self: _PyProducerData) -> Any:
+    def get(self: ProducerData) -> Any:
         return get_extra(self, index)
 
-    def set_(self: _PyProducerData, value: Any) -> None:
+    def set_(self: ProducerData, value: Any) -> None:
         set_extra(self, index, value)
 
     return property(get, set_, doc=f"The message's {FIELDS[index]} (None if not given).")
 
 
-class _PyProducerData:
+class ProducerData:
     """One message to send: ``ProducerData(topic, value, key=None)``.
 
     ``value`` and ``key`` are what the configured encoders accept (bytes for the default
@@ -83,7 +83,9 @@ class _PyProducerData:
         return (_restore, (self.topic, self.value) + (self._extra or ()))
 
 
-_PyProducerData.__name__ = _PyProducerData.__qualname__ = "ProducerData"
+#: the Python class, whichever one ``ProducerData`` names at run time (type checkers and
+#: their messages see this one, under its public name)
+_PyProducerData = ProducerData
 
 
 def _restore(*args: Any) -> ProducerData:
@@ -104,9 +106,7 @@ def _load_speedups() -> Any:
 #: the C speed-ups when built (see kclient/producer/_speedups.pyx), else None
 speedups = _load_speedups()
 
-if TYPE_CHECKING or speedups is None:
-    ProducerData = _PyProducerData
-else:
+if not TYPE_CHECKING and speedups is not None:
     ProducerData = speedups.ProducerData
 
 
@@ -146,7 +146,7 @@ class DeliveryReport:
     """
 
     __slots__ = ("topic", "partition", "base_offset", "error", "timestamp", "attempts",
-                 "_messages", "_entries", "_values")
+                 "create_time", "_messages", "_entries", "_values")
 
     def __init__(self, topic: str, partition: int, messages: Sequence[ProducerData] | None = None,
                  base_offset: int = -1, error: BaseException | None = None,
@@ -158,6 +158,8 @@ class DeliveryReport:
         self.error = error
         self.timestamp = timestamp
         self.attempts = attempts
+        #: the CreateTime given to records without their own timestamp (-1: unknown)
+        self.create_time = -1
         #: exactly one of: ProducerData objects, queue entries (tuples), bare values of `topic`
         self._messages = messages
         self._entries = entries
@@ -169,7 +171,7 @@ class DeliveryReport:
         msgs = self._messages
         if msgs is None:
             if self._entries is not None:
-                msgs = [ProducerData(*e) for e in self._entries]
+                msgs = from_entries(self._entries)
             else:
                 topic = self.topic
                 msgs = [ProducerData(topic, v) for v in self._values or ()]
@@ -205,7 +207,19 @@ class DeliveryReport:
         if self.error is not None:
             return []
         offsets = self.offsets or [-1] * len(self)
-        return [RecordMetadata(self.topic, self.partition, off, self.timestamp) for off in offsets]
+        return [RecordMetadata(self.topic, self.partition, off, self.record_timestamp(i))
+                for i, off in enumerate(offsets)]
+
+    def record_timestamp(self, index: int) -> int:
+        """The timestamp message ``index`` has in the log: the broker's LogAppendTime if the
+        topic uses it, else its own timestamp or the batch's CreateTime (-1 if unknown)."""
+        if self.timestamp >= 0:
+            return self.timestamp
+        es = self._entries
+        own = es[index][4] if es is not None and len(es[index]) > 5 else None
+        if own is None and self._messages is not None and es is None:
+            own = self._messages[index].timestamp
+        return int(own) if own is not None else self.create_time
 
     @property
     def failed(self) -> list[tuple[ProducerData, BaseException]]:
@@ -223,7 +237,9 @@ class DeliveryReport:
 
 # ----------------------------------------------------------------------------- queue entries
 # Inside the producer a message travels as a plain tuple, ``(topic, value)`` or
-# ``(topic, value, key, partition, timestamp, headers)``: a tuple of str and bytes is dropped by
+# ``(topic, value, key, partition, timestamp, headers)``; a message of ``Producer.produce`` has
+# its DeliveryFuture as a last field: ``(topic, value, future)`` or ``(topic, value, key,
+# partition, timestamp, headers, future)``.  A tuple of str and bytes is dropped by
 # Python's garbage collector from its lists at its first collection, so a queue of 100,000
 # entries costs the collector nothing, while 100,000 queued objects would be traversed again
 # and again (a third of the producer's time in measurements).
@@ -241,8 +257,9 @@ def to_entries(items: Sequence[ProducerData]) -> list[Entry]:
 
 
 def from_entries(entries: Sequence[Entry]) -> list[ProducerData]:
-    """ProducerData objects of queue entries."""
-    return [ProducerData(*e) for e in entries]
+    """ProducerData objects of queue entries (a ``produce()`` entry's future left out)."""
+    return [ProducerData(*e) if len(e) != 3 and len(e) != 7 else ProducerData(*e[:len(e) - 1])
+            for e in entries]
 
 
 def failure_reports(entries: Sequence[Entry], error: BaseException,

@@ -35,6 +35,7 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
+from kclient.metrics import ClientMetrics
 from kclient.protocol.apis import INIT_PRODUCER_ID, METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
 from kclient.protocol.error_base import error_for_code
@@ -97,6 +98,10 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._rr: dict[str, int] = {}
         self._topics: set[str] = set()
         self._stale = False
+        self.metrics: ClientMetrics | None = None
+        #: (topic, partition) -> [batches sent, messages sent, record bytes sent]; written by
+        #: the send thread only, read by Producer.metrics()
+        self.partition_stats: dict[tuple[str, int], list[int]] = {}
         if context is not None:
             self.init(context)
 
@@ -107,6 +112,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         self.config = cfg
         self.cluster = context.cluster
         self.encoder = context.encoder
+        self.metrics = getattr(self.cluster.settings, "metrics", None)
         self.key_encoder = context.key_encoder
         self.partitioner = context.partitioner
         self.acks = cfg["request.required.acks"]
@@ -119,6 +125,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         interval = cfg["topic.metadata.refresh.interval.ms"]
         self.refresh_interval = interval / 1000.0 if interval >= 0 else None
         self.max_message_bytes = cfg["message.max.bytes"]
+        self.batch_bytes = cfg.get("batch.size", self.batch_bytes)
         self.codec = CODEC_IDS[cfg["compression.codec"]]  # a name the config already checked
         self.compressed_topics = frozenset(cfg["compressed.topics"])
         self.max_in_flight = max(1, int(getattr(context, "max_in_flight", 5)))
@@ -224,6 +231,16 @@ class DefaultEventHandler(Preparer, EventHandler):
             batches += self._prepare(p.events, p.attempts)
         self._send(due + batches)
 
+    def in_flight_by_partition(self) -> dict[tuple[str, int], int]:
+        """Messages sent and not yet acknowledged, or waiting for a retry, per partition (read
+        from any thread: a snapshot)."""
+        out: dict[tuple[str, int], int] = {}
+        batches = [b for e in list(self._inflight) for b in list(e.batches.values())]
+        for b in batches + list(self._retry):
+            key = (b.topic, b.partition)
+            out[key] = out.get(key, 0) + len(b)
+        return out
+
     def abort(self, error: BaseException) -> None:
         """Fail everything still outstanding with ``error`` (used when close times out)."""
         while self._inflight:
@@ -300,6 +317,8 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None:
         attempts += 1
+        if self.metrics is not None:
+            self.metrics.error(exc)
         if not _retriable(exc) or attempts > self.max_retries:
             self._fail_events(events, exc, attempts)
             return
@@ -308,6 +327,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._fail_events(events, self._expired(exc, attempts), attempts)
             return
         self._stale = True
+        if self.metrics is not None:
+            self.metrics.retry()
         self._parked.append(_Parked(events, attempts, due, exc, self._deadline))
 
     # ------------------------------------------------------------------ send
@@ -328,6 +349,8 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _send(self, batches: list[PartitionBatch]) -> None:
         if self.txn is not None:
+            if self.txn.transactional_id is not None:
+                batches = self._add_to_transaction(batches)
             batches = self._sequence(batches)
         by_node: dict[int, list[PartitionBatch]] = {}
         for b in batches:
@@ -369,10 +392,18 @@ class DefaultEventHandler(Preparer, EventHandler):
                 self._fail(b, exc)
                 continue
             topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
-            sent[(b.topic, b.partition)] = b
+            key = (b.topic, b.partition)
+            sent[key] = b
+            ps = self.partition_stats.get(key)
+            if ps is None:
+                ps = self.partition_stats[key] = [0, 0, 0]
+            ps[0] += 1
+            ps[1] += len(b)
+            ps[2] += len(records)
         if not sent:
             return
-        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
+        tid = self.txn.transactional_id if self.txn is not None else None
+        body = {"transactional_id": tid, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
                 "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
         self._wait_window(conn)
         for b in sent.values():
@@ -458,6 +489,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not sent:
             b.attempts += 1
         b.error = exc
+        m = self.metrics
+        if m is not None:
+            m.error(exc)
         if not (force_retriable or _retriable(exc)) or b.attempts > self.max_retries:
             self._fail(b, exc)
             return
@@ -469,6 +503,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._fail(b, self._expired(exc, b.attempts))
             return
         log.debug("retrying %r after %s", b, exc)
+        if m is not None:
+            m.retry()
         self._retry.append(b)
 
     # ------------------------------------------------------------------ reports
@@ -476,7 +512,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
-        if self.txn is not None and b.base_sequence >= 0:
+        if self.txn is not None and self.txn.transactional_id is not None:
+            self.txn.record_failure(exc, b.base_sequence >= 0)   # the transaction must abort
+        elif self.txn is not None and b.base_sequence >= 0:
             self.txn.bump_requested = True     # its sequences would be a gap: KIP-360 bump
         self._reports.append(b.report(-1, exc))
 
@@ -486,6 +524,8 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
                       attempts: int) -> None:
         for i, exc in sorted(bad.items()):
+            if self.metrics is not None:
+                self.metrics.error(exc)
             self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
                                                 entries=[evs[i]]))
 
@@ -542,6 +582,19 @@ class DefaultEventHandler(Preparer, EventHandler):
             out.append(b)
         return out
 
+    def _add_to_transaction(self, batches: list[PartitionBatch]) -> list[PartitionBatch]:
+        """AddPartitionsToTxn for partitions new to the transaction, before their first batch;
+        when it fails the batches are retried (a retriable error) or fail."""
+        txn = self.txn
+        assert txn is not None
+        try:
+            txn.add_partitions({(b.topic, b.partition) for b in batches})
+        except KafkaError as exc:
+            for b in batches:
+                self._retry_later(b, exc, sent=False)
+            return []
+        return batches
+
     def _hold(self, b: PartitionBatch, due: float) -> None:
         """Keep a batch back (no attempt counted) until ``due`` or its partition is free."""
         b.due = due
@@ -579,6 +632,9 @@ class DefaultEventHandler(Preparer, EventHandler):
             return
         if not needs_bump(error):
             self._retry_later(b, error)
+            return
+        if txn.transactional_id is not None:   # Java: abortable, the epoch bumped on abort
+            self._fail(b, error)
             return
         if self._first_unacked(b):
             log.warning("%s: %s for the next expected batch: bumping the epoch", b, error)

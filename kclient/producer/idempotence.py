@@ -67,6 +67,12 @@ class TransactionManager:
         self._next_seq.clear()
         self.bump_requested = False
 
+    def add_partitions(self, tps: set[tuple[str, int]]) -> None:
+        """Transactional producers add partitions to their transaction here (idempotent: no-op)."""
+
+    def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
+        """A batch failed for good: transactional producers must abort (idempotent: no-op)."""
+
     def next_sequence(self, topic: str, partition: int) -> int:
         """The sequence the partition's next new batch gets."""
         return self._next_seq.get((topic, partition), 0)

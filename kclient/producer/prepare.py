@@ -4,8 +4,9 @@
 are serialized column by column (bytes with the default encoder are only type-checked), the
 partition is the pinned one, the partitioner's choice for a keyed message, or for keyless
 messages one partition with a leader per batch, rotating batch by batch; batches are cut below
-``MAX_BATCH_BYTES``.  A message that cannot be serialized or is too large gets a failed report
-on its own; a topic whose metadata is missing waits (``_park``) and is retried like a send.
+``batch.size`` bytes (the send thread already cut them at ``batch.num.messages``).  A message
+that cannot be serialized or is too large gets a failed report on its own; a topic whose
+metadata is missing waits (``_park``) and is retried like a send.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def retriable(exc: BaseException) -> bool:
 
 def _column(entries: list[Entry], index: int) -> list[Any] | None:
     """One optional field (2 key .. 5 headers) of every entry, or None when none sets it."""
-    col = [e[index] if len(e) > 2 else None for e in entries]
+    col = [e[index] if len(e) > 3 else None for e in entries]  # (3: topic, value, future)
     return None if col.count(None) == len(col) else col
 
 
@@ -61,6 +62,8 @@ class Preparer:
     _raw_keys: bool
     _topics: set[str]
     _rr: dict[str, int]
+    #: most bytes of records in one partition batch (``batch.size``)
+    batch_bytes: int = MAX_BATCH_BYTES
     #: why the last metadata refresh failed (None after a success)
     _refresh_error: KafkaError | None = None
     #: when the delivery time of the messages being prepared runs out (monotonic)
@@ -189,7 +192,8 @@ class Preparer:
         n = len(evs)
         values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
                                       self._raw_values, "value")
-        if list(map(len, evs)).count(2) == n:
+        lens = list(map(len, evs))
+        if lens.count(2) == n or lens.count(3) + lens.count(2) == n:
             keys = pins = stamps = headers = None
         else:
             keys, pins = _column(evs, 2), _column(evs, 3)
@@ -265,17 +269,19 @@ class Preparer:
     def _split(self, topic: str, partition: int, evs: list[Entry] | None, values: list[Any],
                keys: list[Any] | None, stamps: list[Any] | None, headers: list[Any] | None,
                codec: int, lengths: list[int] | None, sizes: list[int]) -> list[PartitionBatch]:
-        """One or more batches for a partition, each under MAX_BATCH_BYTES."""
+        """One or more batches for a partition, each under ``batch.size`` bytes (a record
+        larger than that goes alone)."""
         if keys is not None and all(k is None for k in keys):
             keys = None
         if stamps is not None and all(t is None for t in stamps):
             stamps = None
         if headers is not None and not any(headers):
             headers = None
-        if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= MAX_BATCH_BYTES:
+        limit = self.batch_bytes
+        if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= limit:
             return [PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec,
                                    lengths)]
-        bounds = [0] + split_by_size(sizes, MAX_BATCH_BYTES) + [len(values)]
+        bounds = [0] + split_by_size(sizes, limit) + [len(values)]
         out = []
         for a, b in zip(bounds, bounds[1:]):
             def cut(col: list[Any] | None, a: int = a, b: int = b) -> list[Any] | None:

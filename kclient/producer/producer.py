@@ -20,7 +20,7 @@ import atexit
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from time import sleep as _yield
 from types import TracebackType
 from typing import Any
@@ -30,9 +30,11 @@ from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     QueueFullError,
 )
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.error_codes import (
     ClusterAuthorizationFailedError,
     MessageSizeTooLargeError,
@@ -45,14 +47,19 @@ from .context import ProducerContext, build_context
 from .data import (
     DeliveryReport,
     Entry,
+    Header,
     ProducerData,
     from_entries,
     speedups,
     to_entries,
     to_entry,
 )
+from .data_methods import NO, wrong_call, wrong_send
 from .event_handler import DefaultEventHandler
+from .future import DeliveryCallback, DeliveryFuture
+from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
+from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
 
 __all__ = ["Producer"]
 
@@ -88,7 +95,14 @@ class Producer:
         self._failure_count = 0
         self._stats_lock = threading.Lock()
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
-        self.context: ProducerContext = build_context(cfg)
+        self._metrics = ClientMetrics()
+        self.context: ProducerContext = build_context(cfg, self._metrics)
+        self._txn: Transactions | None = None
+        if cfg["transactional.id"]:
+            cluster = self.context.cluster
+            self._txn = Transactions(cfg["transactional.id"], cfg["transaction.timeout.ms"],
+                                     cluster.bootstrap, cluster.settings, cfg["retry.backoff.ms"])
+            self.context.transaction_manager = self._txn
         self.callbacks = _instance(cfg["callback.handler"])
         self._hooks = overridden_hooks(self.callbacks)
         if self.callbacks is not None and callable(getattr(self.callbacks, "init", None)):
@@ -102,8 +116,11 @@ class Producer:
         self.sync = cfg["producer.type"] == "sync"
         self._sync_lock = threading.Lock()
         self._thread: ProducerSendThread | None = None
+        #: set once produce() queued a message: then delivery looks for futures in reports
+        self._futures = False
         if self.sync:
             self.send = self._send_sync  # type: ignore[method-assign]
+            self.produce = self._produce_sync  # type: ignore[method-assign]
         else:
             self._thread = t = ProducerSendThread(
                 self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
@@ -118,8 +135,38 @@ class Producer:
                 self.send = self._send_hooked  # type: ignore[method-assign]
             else:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
+            self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
+        if self._txn is not None:
+            self._guard_sends(self._txn)
+        self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
+                                        self.metrics)
         _LIVE.add(self)
+
+    def _guard_sends(self, txn: Transactions) -> None:
+        """A transactional producer sends only inside a transaction it began."""
+        send, send_values, produce = self.send, self.send_values, self.produce
+
+        def guarded_send(data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+                         ) -> list[DeliveryReport] | None:
+            if wrong or wrong_kw:
+                raise wrong_send((data, *wrong), wrong_kw)
+            txn.check_send()
+            return send(data)
+
+        def guarded_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            txn.check_send()
+            return produce(*args, **kwargs)
+
+        def guarded_send_values(topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
+            txn.check_send()
+            return send_values(topic, values)
+        guarded_send.__doc__ = Producer.send.__doc__
+        guarded_send_values.__doc__ = Producer.send_values.__doc__
+        self.send = guarded_send  # type: ignore[method-assign]
+        self.send_values = guarded_send_values  # type: ignore[method-assign]
+        guarded_produce.__doc__ = Producer.produce.__doc__
+        self.produce = guarded_produce  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Producer:
@@ -165,7 +212,15 @@ class Producer:
                 speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
             return fast
 
-        def send(data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
+        def send(data: ProducerData | list[ProducerData], value: Any = NO, key: Any = NO,
+                 partition: Any = NO, headers: Any = NO, timestamp: Any = NO,
+                 timestamp_ms: Any = NO, on_delivery: Any = NO) -> list[DeliveryReport] | None:
+            # (the catch-all parameters make a kafka-python style call a clear error, at no
+            # cost per call, where **kwargs would build a dict each time)
+            if not (value is key is partition is headers is timestamp is timestamp_ms
+                    is on_delivery is NO):
+                raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
+                                 on_delivery)
             if type(data) is pd:
                 v = data.value
                 x = data._extra
@@ -189,6 +244,97 @@ class Producer:
             return many(data)
         send.__doc__ = Producer.send.__doc__
         return send
+
+    def produce(self, topic: str, value: Any = None, key: Any = None,
+                partition: int | None = None, headers: Sequence[Header] | None = None,
+                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                ) -> DeliveryFuture:
+        """Send one message; returns its :class:`DeliveryFuture` (replaced per instance).
+
+        The future resolves to a RecordMetadata (topic, partition, offset, timestamp) or raises
+        the message's delivery error; ``on_delivery(error, metadata)`` is called once with the
+        outcome (async: on the send thread; keep it quick).  Sync mode returns a resolved future.
+        As with send(), a message over ``message.max.bytes`` or a full queue raise here.
+        """
+        raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
+
+    def _fast_produce(self) -> Callable[..., DeliveryFuture]:
+        """The async ``produce``: send()'s fast path with a future on the queue entry."""
+        if self._hooks & {"before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
+                          "before_sending_data"}:
+            return self._produce_hooked
+        q, t, limit = self._queue, self._sender, self._fast_limit
+        slow, check, new = self._enqueue_slow, self._check_size, DeliveryFuture
+        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
+            fast: Callable[..., DeliveryFuture] = speedups.FastSend(
+                q, t, limit, ProducerData, check, slow, None, Producer.produce.__doc__,
+                new).produce
+            return self._first_produce(fast)
+
+        def produce(topic: str, value: Any = None, key: Any = None,
+                    partition: int | None = None, headers: Sequence[Header] | None = None,
+                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                    ) -> DeliveryFuture:
+            entry: Entry
+            if key is None and partition is None and timestamp is None and headers is None:
+                f = new(on_delivery)
+                if type(value) is not bytes or len(value) > limit:
+                    check(ProducerData(topic, value))
+                entry = (topic, value, f)
+            else:
+                f = new(on_delivery, timestamp)
+                check(ProducerData(topic, value, key))
+                entry = (topic, value, key, partition, timestamp, headers, f)
+            n = len(q)
+            if n >= t.limit:
+                slow([entry])
+                return f
+            q.append(entry)
+            if n >= t.wake_at:
+                t.wake()
+            elif not n & 1023:
+                _yield(0)
+            return f
+        produce.__doc__ = Producer.produce.__doc__
+        return self._first_produce(produce)
+
+    def _first_produce(self, produce: Callable[..., DeliveryFuture]
+                       ) -> Callable[..., DeliveryFuture]:
+        """``produce`` behind a first call that switches future resolution on: a producer
+        that only send()s never looks for futures in its reports."""
+        def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
+            self._futures = True
+            if self._txn is None:       # (a transactional producer's guard stays in front)
+                self.produce = produce  # type: ignore[method-assign]
+            return produce(*args, **kwargs)
+        first_produce.__doc__ = Producer.produce.__doc__
+        return first_produce
+
+    def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
+                        partition: int | None = None, headers: Sequence[Header] | None = None,
+                        timestamp: int | None = None,
+                        on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """produce() with a CallbackHandler's queue hooks, which take and give ProducerData
+        (they may change or drop messages): not supported."""
+        raise IllegalStateError(
+            "produce() does not run with a CallbackHandler's enqueue/dequeue hooks; use send()")
+
+    def _produce_sync(self, topic: str, value: Any = None, key: Any = None,
+                      partition: int | None = None, headers: Sequence[Header] | None = None,
+                      timestamp: int | None = None,
+                      on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+        """Sync produce(): send now and return the resolved future."""
+        f = DeliveryFuture(on_delivery, timestamp)
+        d = ProducerData(topic, value, key, partition, timestamp, headers)
+        self._check_open()
+        self._check_size(d)
+        reports = self._sync_reports([d])
+        mine = next((r for r in reports if len(r)), None)
+        if mine is None:
+            mine = DeliveryReport(topic, -1, [d], -1, IllegalStateError(
+                "a CallbackHandler's before_sending_data dropped the message"))
+        f._set(mine, 0)
+        return f
 
     def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
         """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
@@ -312,13 +458,16 @@ class Producer:
             raise
         return None
 
-    def _send_hooked(self, data: ProducerData | list[ProducerData]) -> None:
+    def _send_hooked(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                     **wrong_kw: Any) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         cb = self.callbacks
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         for d in items:
             if type(d) is not ProducerData:
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             if "before_enqueue" in self._hooks:
                 d = cb.before_enqueue(d)
                 if d is None:
@@ -338,12 +487,30 @@ class Producer:
                 t.wake()
         return None
 
-    def _send_sync(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport]:
+    def _send_sync(self, data: ProducerData | list[ProducerData], *wrong: Any,
+                   **wrong_kw: Any) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
+        if wrong or wrong_kw:
+            raise wrong_send((data, *wrong), wrong_kw)
         self._check_open()
         items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
             self._check_size(data)
+        reports = self._sync_reports(items)
+        failed = [pair for r in reports if r.error is not None for pair in r.failed]
+        if failed:
+            refused = failed[0][1]
+            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+                raise refused from FailedToSendMessageError(failed)
+            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
+                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
+            raise FailedToSendMessageError(failed)
+        return reports
+
+    def _sync_reports(self, items: list[ProducerData]) -> list[DeliveryReport]:
+        """Sync: run before_sending_data, send, wait, deliver; the reports (never raises for
+        a failed message)."""
         cb = self.callbacks
         if "before_sending_data" in self._hooks:
             items = list(cb.before_sending_data(items) or ())
@@ -357,15 +524,6 @@ class Producer:
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
         self._deliver(reports, keep_failures=False)
-        failed = [pair for r in reports if r.error is not None for pair in r.failed]
-        if failed:
-            refused = failed[0][1]
-            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
-                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
-                raise refused from FailedToSendMessageError(failed)
-            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
-                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
-            raise FailedToSendMessageError(failed)
         return reports
 
     def _as_list(self, data: object
@@ -379,9 +537,9 @@ class Producer:
         """
         if isinstance(data, ProducerData):
             return [data], None
-        if not isinstance(data, (list, tuple)):
-            raise TypeError("send() takes a ProducerData or a list of them, got "
-                            f"{type(data).__name__}")
+        if not isinstance(data, (list, tuple)) or (
+                type(data) is tuple and data and isinstance(data[0], str)):
+            raise wrong_send(data if type(data) is tuple else (data,), {})
         items = data if type(data) is list else list(data)
         n = len(items)
         if not n:
@@ -400,7 +558,7 @@ class Producer:
                 return items, (topic, values, lengths)
         for d in items:
             if not isinstance(d, ProducerData):
-                raise TypeError(f"send() takes ProducerData objects, got {type(d).__name__}")
+                raise _not_data(d)
             v = d.value
             if type(v) is not bytes or len(v) > limit or d._extra is not None:
                 self._check_size(d)
@@ -431,7 +589,10 @@ class Producer:
 
     # ------------------------------------------------------------------ delivery
     def _deliver(self, reports: list[DeliveryReport], keep_failures: bool = True) -> None:
-        """Book-keep reports and pass each to the hooks (exceptions in hooks are logged)."""
+        """Book-keep reports, resolve produce() futures, pass each report to the hooks
+        (exceptions in hooks and callbacks are logged)."""
+        if self._futures:
+            (_py_resolve if speedups is None else speedups.resolve)(reports)
         acked = failed = 0
         kept: list[tuple[ProducerData, BaseException]] = []
         for r in reports:
@@ -475,6 +636,29 @@ class Producer:
             raise FailedToSendMessageError(
                 failures, f"failed to send {count} message(s){more}")
 
+    # ------------------------------------------------------------------ metrics
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
+        p50/p99 (ms), bytes out and in, connection state; per partition batches, messages and
+        bytes sent, average batch size and messages in flight; the queue depth, retries, errors
+        by code and the delivery counts of ``stats``."""
+        with self._stats_lock:
+            stats = dict(self.stats)
+        handler = self.event_handler
+        sent: dict[tuple[str, int], list[int]] = dict(getattr(handler, "partition_stats", {}))
+        flying = handler.in_flight_by_partition() if isinstance(
+            handler, DefaultEventHandler) else {}
+        partitions = {}
+        for (topic, part), (batches, msgs, nbytes) in sorted(sent.items()):
+            partitions[f"{topic}/{part}"] = {
+                "topic": topic, "partition": part, "batches": batches, "messages": msgs,
+                "bytes": nbytes, "avg_batch_messages": msgs / batches if batches else 0.0,
+                "avg_batch_bytes": nbytes / batches if batches else 0.0,
+                "in_flight": flying.get((topic, part), 0)}
+        return self._metrics.snapshot(
+            type="producer", client_id=self.config["client.id"], queue_depth=self.queued,
+            delivery=stats, partitions=partitions)
+
     # ------------------------------------------------------------------ flush / close
     @property
     def queued(self) -> int:
@@ -494,22 +678,29 @@ class Producer:
                                     "message(s) undelivered")
         self._raise_failures()
 
-    def close(self, timeout: float | None = None) -> None:
+    def close(self, timeout: float | None = None, *, abort_transaction: bool = True) -> None:
         """Drain the queue, send the last batch, release connections.
 
         After ``timeout`` seconds what is still undelivered is reported failed.  Raises
         FailedToSendMessageError if messages failed since the last flush.  Idempotent.
+        A transaction still open is aborted, as Java's producer does, so read_committed
+        consumers need not wait for its timeout; ``abort_transaction=False`` leaves it open
+        for another process to resume (docs/producer.md, "Resuming a transaction").
         """
         if self._closed:
             return
         self._closed = True
         _LIVE.discard(self)
+        if self._reporter is not None:
+            self._reporter.stop()
         try:
             if self._thread is not None:
                 self._thread.refuse()  # any later send() takes the slow path and is refused
                 self._thread.close(timeout)
                 self._thread.fail_leftovers()
         finally:
+            if self._txn is not None and abort_transaction:
+                self._abort_open_transaction(self._txn)
             if self.callbacks is not None and "close" in self._hooks:
                 try:
                     self.callbacks.close()
@@ -519,11 +710,92 @@ class Producer:
                 self.event_handler.close()
             finally:
                 self.context.cluster.close()
+                if self._txn is not None:
+                    self._txn.close()
         self._raise_failures()
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @staticmethod
+    def _abort_open_transaction(txn: Transactions) -> None:
+        """close(): abort what is open (a failure is logged; closing goes on)."""
+        if txn.state not in (IN_TRANSACTION, ABORTABLE_ERROR):
+            return
+        try:
+            log.info("closing transactional producer %r: aborting its open transaction",
+                     txn.tid)
+            txn.end(commit=False)
+        except KafkaError as exc:
+            log.warning("closing %r: could not abort its transaction: %s", txn.tid, exc)
+
+    # ------------------------------------------------------------------ transactions
+    @property
+    def _transactions(self) -> Transactions:
+        if self._txn is None:
+            raise IllegalStateError("transactions need the transactional.id config key")
+        self._check_open()
+        return self._txn
+
+    def init_transactions(self) -> None:
+        """Register ``transactional.id`` with its coordinator: get the producer id and epoch,
+        fence older producers with this id and end the transaction they left open."""
+        self._transactions.init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is sent until commit or abort belongs to it."""
+        self._transactions.begin()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any) -> None:
+        """Commit a consumer group's ``offsets`` as part of the transaction (visible to the
+        group only if it commits): consume-transform-produce.
+
+        ``offsets`` maps ``(topic, partition)`` (or a TopicAndPartition) to the next offset to
+        consume, an int or an object with ``offset`` and ``metadata``; ``group`` is the group id
+        or an object with ``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``
+        (Java's ConsumerGroupMetadata) so that a zombie member's commit is refused.
+        """
+        self._transactions.send_offsets(_offsets(offsets), group)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything queued, then commit.  A send that failed raises
+        TransactionAbortableError (call abort_transaction()), or ProducerFencedError when a
+        newer producer with this transactional.id took over (only close() is left)."""
+        txn = self._transactions
+        txn.check(IN_TRANSACTION)
+        try:
+            self.flush(timeout)
+        except FailedToSendMessageError as exc:
+            txn.record_failure(exc)             # state is abortable, or fatal if fenced
+            txn.check(IN_TRANSACTION)           # raises the state's error
+            raise
+        txn.end(commit=True)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Wait for what was sent (its failures are expected and dropped), then abort: a
+        read_committed consumer never sees the transaction's messages or offsets."""
+        txn = self._transactions
+        txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
+        try:
+            self.flush(timeout)
+        except FailedToSendMessageError as exc:
+            log.info("aborting transaction of %r: %s", txn.tid, exc)
+        txn.end(commit=False)
+
+    def resume_transaction(self, producer_id: int, epoch: int) -> None:
+        """Take over the open transaction another producer with this ``transactional.id``
+        wrote as ``producer_id`` / ``epoch`` (see :attr:`producer_id_and_epoch`), to commit or
+        abort it; instead of init_transactions(), which would abort it.  Contract in
+        docs/producer.md ("Resuming a transaction")."""
+        self._transactions.resume(producer_id, epoch)
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
+        txn = self._txn if self._txn is not None else getattr(
+            self.event_handler, "txn", None)
+        return (-1, -1) if txn is None else (txn.producer_id, txn.epoch)
 
     def partition_for(self, topic: str, key: Any) -> int:
         """The partition a message with ``key`` goes to (murmur2 by default), as send() picks."""
@@ -531,8 +803,8 @@ class Producer:
         if not isinstance(handler, DefaultEventHandler):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
-        kb = self.context.key_encoder.to_message(key) if hasattr(
-            self.context.key_encoder, "to_message") else key
+        encoder = self.context.key_encoder
+        kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]
 
@@ -554,6 +826,28 @@ def _prime_allocator() -> None:
     if not _PRIMED:
         _PRIMED = True
         bytearray(8 << 20)  # allocated (mapped) and freed at once
+
+
+def _not_data(d: Any) -> TypeError:
+    """The error of a list item that is not a ProducerData (a tuple shows the call meant)."""
+    if type(d) is tuple and d and isinstance(d[0], str):
+        args = ", ".join(repr(x) for x in d)
+        return TypeError(f"send() takes ProducerData objects, not the tuple ({args}): write "
+                         f"ProducerData({args})")
+    return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
+                     "ProducerData(topic, value, key=None)")
+
+
+def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:
+    """``{(topic, partition): (offset, metadata)}`` from the forms send_offsets accepts."""
+    out = {}
+    for tp, value in offsets.items():
+        topic, partition = (tp.topic, tp.partition) if hasattr(tp, "topic") else tp
+        if isinstance(value, int):
+            out[(topic, int(partition))] = (value, "")
+        else:
+            out[(topic, int(partition))] = (int(value.offset), getattr(value, "metadata", "") or "")
+    return out
 
 
 def _size(x: Any) -> int:

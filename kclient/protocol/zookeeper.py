@@ -137,49 +137,61 @@ def registration_version(inter_broker_protocol_version: str | None) -> int:
 
 def broker_registration(host: str, port: int, timestamp_ms: int, *,
                         version: int = REGISTRATION_VERSION, listener: str = "PLAINTEXT",
-                        rack: str | None = None, jmx_port: int = -1) -> bytes:
-    """``/brokers/ids/[id]`` as Kafka writes it for one PLAINTEXT listener (version 2, 4 or 5;
-    the rack from version 3), keys in the order Kafka 3.9 writes them."""
+                        rack: str | None = None, jmx_port: int = -1,
+                        listeners: Sequence[tuple[str, str, str, int]] = ()) -> bytes:
+    """``/brokers/ids/[id]`` as Kafka writes it (version 2, 4 or 5; the rack from version 3),
+    keys in the order Kafka 3.9 writes them: one PLAINTEXT listener at host:port, or every
+    ``listeners`` entry (name, security protocol, host, port), the top-level host and port then
+    the PLAINTEXT one's (null and -1 without one), as Kafka's ``BrokerInfo``."""
     if version < 2:
         raise ValueError("Kafka brokers since 0.9 write registration version 2 or later")
+    entries = list(listeners) or [(listener, "PLAINTEXT", host, port)]
+    top: tuple[str | None, int] = next(
+        ((h, p) for _, sp, h, p in entries if sp == "PLAINTEXT"), (None, -1))
     out: dict[str, Any] = {}
     if version >= 5:
         out["features"] = {}
     if version >= 4:
-        out["listener_security_protocol_map"] = {listener: "PLAINTEXT"}
-    out["endpoints"] = [f"{listener}://{host}:{port}"]
+        out["listener_security_protocol_map"] = {name: sp for name, sp, _, _ in entries}
+    out["endpoints"] = [f"{name}://{h}:{p}" for name, _, h, p in entries]
     if rack is not None and version >= 3:
         out["rack"] = rack
-    out.update({"jmx_port": jmx_port, "port": port, "host": host, "version": version,
+    out.update({"jmx_port": jmx_port, "port": top[1], "host": top[0], "version": version,
                 "timestamp": str(timestamp_ms)})
     return jackson_json(out)
 
 
-def parse_broker_registration(data: bytes | str) -> BrokerRegistration:
-    """Decode any registration version (1: host/port; 2+: endpoints, PLAINTEXT preferred)."""
+def parse_broker_registration(data: bytes | str,
+                              security_protocol: str = "PLAINTEXT") -> BrokerRegistration:
+    """Decode any registration version (1: host/port; 2+: endpoints); host and port are those of
+    the endpoint serving ``security_protocol`` (a client's ``security.protocol``)."""
     obj = json.loads(data)
     version = int(obj.get("version", 1))
     endpoints = tuple(obj.get("endpoints") or ())
     host, port = obj.get("host"), obj.get("port", -1)
-    if not host or port is None or int(port) < 0:
-        host, port = _plaintext_endpoint(obj, endpoints)
+    if security_protocol != "PLAINTEXT" or not host or port is None or int(port) < 0:
+        host, port = _endpoint_of(obj, endpoints, security_protocol)
     return BrokerRegistration(version, host, int(port), endpoints, obj.get("rack"))
 
 
-def _plaintext_endpoint(obj: Mapping[str, Any], endpoints: Sequence[str]) -> tuple[str, int]:
-    """(host, port) of the PLAINTEXT endpoint (or the only one) of a registration."""
+def _endpoint_of(obj: Mapping[str, Any], endpoints: Sequence[str],
+                 security_protocol: str) -> tuple[str, int]:
+    """(host, port) of the endpoint serving ``security_protocol`` (for PLAINTEXT also the only
+    one) of a registration; before version 4 a listener's name is its protocol."""
     protocols = obj.get("listener_security_protocol_map") or {}
     for endpoint in endpoints:
         listener, _, address = endpoint.partition("://")
-        if protocols.get(listener, listener) in ("PLAINTEXT", "") or len(endpoints) == 1:
+        served = protocols.get(listener, listener) or "PLAINTEXT"
+        if served == security_protocol or (security_protocol == "PLAINTEXT"
+                                           and len(endpoints) == 1):
             host, _, port = address.rpartition(":")
             return host.strip("[]"), int(port)
-    raise ValueError(f"broker registration without a PLAINTEXT address: {obj!r}")
+    raise ValueError(f"broker registration without a {security_protocol} address: {obj!r}")
 
 
-def parse_broker(data: bytes | str) -> tuple[str, int]:
-    """``(host, port)`` a client connects to, from any registration version."""
-    registration = parse_broker_registration(data)
+def parse_broker(data: bytes | str, security_protocol: str = "PLAINTEXT") -> tuple[str, int]:
+    """``(host, port)`` a client of ``security_protocol`` connects to, from any registration."""
+    registration = parse_broker_registration(data, security_protocol)
     return registration.host, registration.port
 
 

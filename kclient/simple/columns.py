@@ -40,6 +40,9 @@ class FetchedSet(Protocol):
     def entries(self) -> Sequence[EntrySpan]: ...
 
     @property
+    def visible(self) -> Sequence[EntrySpan]: ...
+
+    @property
     def context(self) -> str: ...
 
 
@@ -132,7 +135,7 @@ def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageCol
     cols.high_watermark, cols.log_start_offset = ms.high_watermark, ms.log_start_offset
     if ms.error is not None and not ms.entries:
         raise ms.error
-    entries = decode_entries(ms.buffer, ms.entries, _entry_columns,
+    entries = decode_entries(ms.buffer, ms.visible, _entry_columns,
                              start_offset=ms.fetch_offset, validate_crc=False,
                              max_decompressed=ms.max_decompressed, context=ms.context)
     try:

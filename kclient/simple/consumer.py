@@ -27,6 +27,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.apis import (
     FIND_COORDINATOR,
     LIST_OFFSETS,
@@ -103,6 +104,10 @@ class MultiFetchResponse(list[ByteBufferMessageSet]):
         return any(ms.error is not None for ms in self)
 
 
+#: isolation_level argument -> the Fetch / ListOffsets isolation_level field
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+
+
 class SimpleConsumer:
     """A consumer of one broker: ``fetch``, ``multifetch``, ``get_offsets_before``, offsets.
 
@@ -114,7 +119,10 @@ class SimpleConsumer:
     message may grow a fetch to), ``prefetch`` (pipeline the next fetch), ``fetch_version``
     (cap the Fetch version), ``validate_crc``, ``api_version_request`` /
     ``broker_version_fallback`` (for brokers older than 0.10, as librdkafka names them),
-    ``security`` (Kafka's ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys, as a dict).
+    ``security`` (Kafka's ``security.protocol``, ``ssl.*`` and ``sasl.*`` keys, as a dict),
+    ``isolation_level`` (``"read_uncommitted"``, the default, or ``"read_committed"``: fetches
+    stop at the last stable offset and leave out aborted transactions; the latest offset is
+    the last stable offset).
 
     Not for concurrent use from several threads (calls are serialised by a lock).
     """
@@ -128,23 +136,34 @@ class SimpleConsumer:
                  api_version_request: bool = True,
                  broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
                  connect_timeout_ms: int = 10000,
-                 security: Mapping[str, Any] | None = None) -> None:
+                 security: Mapping[str, Any] | None = None,
+                 isolation_level: str = "read_uncommitted",
+                 stats_cb: Callable[[str], Any] | None = None,
+                 statistics_interval_ms: int = 0) -> None:
         self.host, self.port = host, int(port)
+        if isolation_level not in _ISOLATION:
+            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, "
+                             f"not {isolation_level!r}")
+        self.isolation_level = _ISOLATION[isolation_level]
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
         self.settings = ConnectionSettings(
             client_id=client_id or "kclient", request_timeout_ms=so_timeout,
             connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None,
-            security=SecuritySettings.from_keys(security))
+            security=SecuritySettings.from_keys(security), metrics=ClientMetrics())
+        self._metrics: ClientMetrics = self.settings.metrics
+        #: (topic, partition) -> (requested offset, high watermark) of its last fetch
+        self._positions: dict[tuple[str, int], tuple[int, int]] = {}
         self._conn = BrokerConnection(self.host, self.port, self.settings)
         self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                                 max_buffer_size=max_buffer_size, version=fetch_version,
                                 validate_crc=validate_crc, max_decompressed=max_decompressed,
-                                prefetch=prefetch)
+                                prefetch=prefetch, isolation_level=self.isolation_level)
         self._coordinators: dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._reporter = start_reporter(statistics_interval_ms, stats_cb, self.metrics)
 
     def __repr__(self) -> str:
         return f"SimpleConsumer({self.host}:{self.port}, client_id={self.client_id!r})"
@@ -172,6 +191,8 @@ class SimpleConsumer:
         Does not wait for a call in progress on another thread: its socket is closed first,
         so that call fails at once (KafkaConnectionError) instead of at its deadline."""
         self._closed = True
+        if self._reporter is not None:
+            self._reporter.stop()
         self._conn.close("the SimpleConsumer is closed")
         for conn in list(self._coordinators.values()):
             conn.close("the SimpleConsumer is closed")
@@ -238,20 +259,35 @@ class SimpleConsumer:
         wanted = [PartitionFetch(r[0], r[1], r[2], r[3] if len(r) > 3 else 1 << 20)
                   for r in requests]
         results = self._call(lambda conn: self._fetcher.fetch(wanted))
+        for w, ms in zip(wanted, results):
+            if ms.error is not None:
+                self._metrics.error(ms.error)
+            elif ms.high_watermark >= 0:
+                self._positions[(w[0], w[1])] = (w[2], ms.high_watermark)
         leader_errors = [ms for ms in results if isinstance(ms.error, _LEADER_ERRORS)]
         if leader_errors:
             self._name_leaders(leader_errors)
         return MultiFetchResponse(results)
 
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
+        p50/p99 (ms), bytes out and in, connection state; per partition fetched the offset of
+        the last fetch, the high watermark and the lag between them; errors by code."""
+        partitions = {f"{t}/{p}": {"topic": t, "partition": p, "fetch_offset": off,
+                                    "high_watermark": hw, "lag": max(0, hw - off)}
+                      for (t, p), (off, hw) in sorted(self._positions.items())}
+        return self._metrics.snapshot(type="simple_consumer", client_id=self.client_id,
+                                      partitions=partitions)
+
     def iter_messages(self, topic: str, partition: int, offset: int = 0,
                       max_size: int = 1 << 20, end_offset: int | None = None
                       ) -> Iterator[MessageAndOffset]:
         """Every message from ``offset`` up to ``end_offset`` (default: the high watermark the
-        first fetch reports), fetching as it goes."""
+        first fetch reports; read_committed: its last stable offset), fetching as it goes."""
         while True:
             ms = self.fetch(FetchRequest(topic, partition, offset, max_size))
             if end_offset is None:
-                end_offset = ms.high_watermark
+                end_offset = self._fetcher.end_of(ms)
             for mo in ms:
                 if mo[0] >= end_offset:
                     return
@@ -334,7 +370,7 @@ class SimpleConsumer:
         def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
-            body = {"replica_id": -1, "isolation_level": 0, "topics": [
+            body = {"replica_id": -1, "isolation_level": self.isolation_level, "topics": [
                 {"name": topic, "partitions": [{"partition_index": partition, "timestamp": time,
                                                 "max_num_offsets": max_num_offsets}]}]}
             return v, conn.request(LIST_OFFSETS, body, v)

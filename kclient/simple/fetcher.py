@@ -77,15 +77,19 @@ class Fetcher:
 
     ``max_wait_ms`` / ``min_bytes`` are the Fetch long-poll settings (by default the broker
     answers as soon as it has a byte, or after 100 ms);
-    ``version`` caps the Fetch version (default: the highest both sides support).  Thread-safe:
-    one fetch at a time.
+    ``version`` caps the Fetch version (default: the highest both sides support);
+    ``isolation_level`` 1 (read_committed) reads only up to the last stable offset and leaves
+    out aborted transactions (see :class:`ByteBufferMessageSet`).  Thread-safe: one fetch at
+    a time.
     """
 
     def __init__(self, conn: BrokerConnection, *, max_wait_ms: int = 100, min_bytes: int = 1,
                  max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: int | None = None,
                  validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                 prefetch: bool = True, prefetch_max_age_ms: int = 1000) -> None:
+                 prefetch: bool = True, prefetch_max_age_ms: int = 1000,
+                 isolation_level: int = 0) -> None:
         self.conn = conn
+        self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_buffer_size = max_buffer_size
@@ -120,7 +124,7 @@ class Fetcher:
         version = self.conn.version(FETCH, self.version)
         body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms, "min_bytes": self.min_bytes,
                 "max_bytes": min(sum(r.max_bytes for r in requests), _INT32_MAX),
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "isolation_level": self.isolation_level, "session_id": 0, "session_epoch": -1,
                 "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
                 "forgotten_topics_data": [], "rack_id": ""}
         corr = self.conn.send(FETCH, body, version)
@@ -136,6 +140,7 @@ class Fetcher:
                 by_partition[(t.topic, p.partition_index)] = p
         out: list[ByteBufferMessageSet] = []
         top_error = resp.get("error_code", 0)
+        committed = self.isolation_level == 1
         err: BrokerResponseError | None
         for r in pending.requests:
             part = by_partition.get((r.topic, r.partition))
@@ -155,7 +160,11 @@ class Fetcher:
                 part.records or b"", r.offset, topic=r.topic, partition=r.partition,
                 high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
                 log_start_offset=part.log_start_offset, error=err,
-                validate_crc=self.validate_crc, max_decompressed=self.max_decompressed))
+                validate_crc=self.validate_crc, max_decompressed=self.max_decompressed,
+                read_committed=committed,
+                aborted_transactions=[(a.producer_id, a.first_offset)
+                                      for a in part.aborted_transactions or ()]
+                if committed else None))
         return out
 
     # -- the full fetch ----------------------------------------------------------------------
@@ -172,6 +181,13 @@ class Fetcher:
             if self.prefetch:
                 self._speculate(requests, results)
             return results
+
+    def end_of(self, ms: ByteBufferMessageSet) -> int:
+        """Where readable data ends: the high watermark, or with read_committed the last
+        stable offset (when the broker sent one)."""
+        if self.isolation_level == 1 and ms.last_stable_offset >= 0:
+            return ms.last_stable_offset
+        return ms.high_watermark
 
     def discard_prefetch(self) -> None:
         """Read and drop a speculative response still on the wire (before other use)."""
@@ -206,7 +222,7 @@ class Fetcher:
                    results: list[ByteBufferMessageSet]) -> None:
         nxt: list[PartitionFetch] = []
         for r, ms in zip(requests, results):
-            if ms.error is not None or not ms.entries or ms.next_offset >= ms.high_watermark:
+            if ms.error is not None or not ms.entries or ms.next_offset >= self.end_of(ms):
                 return  # only when every partition has more data waiting at the broker
             nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
         try:
@@ -233,7 +249,7 @@ class Fetcher:
                                                _too_large(r, first, bound, delivered=True),
                                                ms.high_watermark)
                     continue
-                if not ms.buffer and not 0 <= r.offset < ms.high_watermark:
+                if not ms.buffer and not 0 <= r.offset < self.end_of(ms):
                     continue  # nothing there (yet); below the high watermark an empty answer
                     # means the first message did not fit (Fetch v0-v2, or not the first
                     # partition of a v3+ answer): grow as for a partial one

@@ -14,10 +14,11 @@ in front of it, or for a broker error, iteration raises at once.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import BrokerResponseError, CorruptRecordError, KafkaError
+from kclient.protocol.records.control import committed_entries
 from kclient.protocol.records.reader import (
     EntrySpan,
     check_crcs,
@@ -42,17 +43,24 @@ class ByteBufferMessageSet:
     ``valid_bytes``, ``size_in_bytes``, ``incomplete_size`` (how big the partial trailing entry
     is, when its header arrived), ``next_offset`` (where the next fetch continues) and
     ``error`` (an exception, or None).
+
+    ``read_committed`` (isolation.level): entries at or past the last stable offset are left
+    out, and ``visible`` (the entries decoded) also leaves out the batches of the
+    ``aborted_transactions`` (``(producer_id, first_offset)`` pairs the broker listed);
+    transaction markers are never delivered, but ``next_offset`` moves past them.
     """
 
     __slots__ = ("topic", "partition", "fetch_offset", "high_watermark", "last_stable_offset",
                  "log_start_offset", "buffer", "entries", "valid_bytes", "incomplete_size",
-                 "truncated", "next_offset", "error", "max_decompressed", "__weakref__")
+                 "truncated", "next_offset", "error", "max_decompressed", "visible",
+                 "__weakref__")
 
     def __init__(self, buffer: Buffer | None = b"", fetch_offset: int = 0, *, topic: str | None = None,
                  partition: int | None = None, high_watermark: int = -1,
                  last_stable_offset: int = -1, log_start_offset: int = -1,
                  error: BaseException | None = None, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
+                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, read_committed: bool = False,
+                 aborted_transactions: Iterable[tuple[int, int]] | None = None) -> None:
         buf = buffer if isinstance(buffer, bytes) else bytes(buffer or b"")
         self.topic, self.partition = topic, partition
         self.fetch_offset = fetch_offset
@@ -68,7 +76,15 @@ class ByteBufferMessageSet:
             good, crc_error = check_crcs(buf, spans)
             if crc_error is not None:
                 spans, problem = spans[:good], crc_error
+        if read_committed and last_stable_offset >= 0 and spans \
+                and spans[-1].offset >= last_stable_offset:
+            spans = [e for e in spans if e.offset < last_stable_offset]   # not stable yet
+            scan = scan._replace(incomplete_size=None, truncated=False)
+            buf = buf[:spans[-1].position + spans[-1].size] if spans else b""
+            self.buffer = buf
         self.entries = spans
+        self.visible = committed_entries(buf, spans, aborted_transactions or ()) \
+            if read_committed else spans
         self.valid_bytes = spans[-1].position + spans[-1].size if spans else 0
         self.incomplete_size = scan.incomplete_size if problem is None else None
         self.truncated = scan.truncated and problem is None
@@ -125,7 +141,7 @@ class ByteBufferMessageSet:
         """Yield every message at or after ``fetch_offset``; raise ``error`` at the end."""
         if self.error is not None and not self.entries:
             raise self.error
-        return decode_entries(self.buffer, self.entries, messages_from_columns,
+        return decode_entries(self.buffer, self.visible, messages_from_columns,
                               start_offset=self.fetch_offset, validate_crc=False,
                               max_decompressed=self.max_decompressed, error=self.error,
                               context=self.context)

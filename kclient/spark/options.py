@@ -80,9 +80,10 @@ IGNORED_CONSUMER_KEYS = {
     "client.dns.lookup", "send.buffer.bytes", "allow.auto.create.topics", "client.rack",
     "metrics.recording.level", "group.instance.id", "exclude.internal.topics",
 }
-#: Java producer keys with no kclient meaning (kclient's batches count messages, not bytes).
+#: Java producer keys with no kclient meaning (batch.size, bytes per partition batch as in
+#: Java, passes through).
 IGNORED_PRODUCER_KEYS = {
-    "batch.size", "buffer.memory", "max.block.ms", "delivery.timeout.ms", "enable.idempotence",
+    "buffer.memory", "max.block.ms", "delivery.timeout.ms", "enable.idempotence",
     "client.dns.lookup", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
     "metrics.recording.level", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
 }
@@ -153,6 +154,14 @@ class WriteOptions:
     topic: str | None
     producer: tuple[tuple[str, str], ...] = field(default=())
     exactly_once: bool = False
+    #: exactlyOnce: transactional ids are ``<prefix>-<task partition>`` (default from the query id)
+    txn_prefix: str | None = None
+    #: exactlyOnce: the topic whose partition 0 keys the sink's commit records (default: topic)
+    state_topic: str | None = None
+    #: test hook: ``before`` / ``after:N`` make the driver's commit raise there (a driver crash)
+    fail_commit: str | None = None
+    #: test hook: ``raise`` / ``kill`` the first attempt of task 0 after it flushed its rows
+    fail_task: str | None = None
 
     def producer_config(self) -> dict[str, str]:
         return dict(self.producer)
@@ -312,9 +321,12 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
             continue
         name = key[len("kafka."):]
         if name == "isolation.level":
-            if value.strip().lower() != "read_uncommitted":
-                raise ValueError("kafka.isolation.level=read_committed needs Kafka transactions "
-                                 "in kclient, which are not built yet; use read_uncommitted")
+            level = value.strip().lower()
+            if level not in ("read_uncommitted", "read_committed"):
+                raise ValueError(f"kafka.isolation.level must be read_uncommitted or "
+                                 f"read_committed, not {value!r}")
+            if level == "read_committed":     # latest = last stable offset, aborted left out
+                kwargs["isolation_level"] = level
             continue
         if name in IGNORED_CONSUMER_KEYS:
             log.debug("kclient source: ignoring kafka.%s (no consumer group is used)", name)
@@ -401,6 +413,19 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     config = producer_config(opts)
     from kclient.config import load_config
     load_config("producer", config)  # unknown keys and bad values fail here, on the driver
+    exactly_once = _bool(opts, "exactlyOnce", False)
+    if "kafka.transactional.id" in opts:
+        raise ValueError("Kafka option 'transactional.id' is not supported: with "
+                         "exactlyOnce=true the sink derives one per task from the "
+                         "transactionalIdPrefix option")
+    state_topic = opts.get("transactionstatetopic") or (topic.strip() if topic else None)
+    if exactly_once and not state_topic:
+        raise ValueError("exactlyOnce=true needs the topic option or transactionStateTopic (an "
+                         "existing topic that keys the sink's commit records)")
     return WriteOptions(topic=topic.strip() if topic else None,
                         producer=tuple(sorted(config.items())),
-                        exactly_once=_bool(opts, "exactlyOnce", False))
+                        exactly_once=exactly_once,
+                        txn_prefix=opts.get("transactionalidprefix") or None,
+                        state_topic=state_topic,
+                        fail_commit=opts.get("exactlyonce.failcommit") or None,
+                        fail_task=opts.get("exactlyonce.failtask") or None)

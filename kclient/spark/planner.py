@@ -68,7 +68,9 @@ class Planner:
         if c is None:
             host, port = leader.rsplit(":", 1)
             c = SimpleConsumer(host, int(port), so_timeout=self.settings.request_timeout_ms,
-                               buffer_size=None, client_id=self.settings.client_id)
+                               buffer_size=None, client_id=self.settings.client_id,
+                               isolation_level=self.opts.consumer_kwargs().get(
+                                   "isolation_level", "read_uncommitted"))
             self._consumers[leader] = c
         return c
 

@@ -61,6 +61,7 @@ class KafkaNode:
         self.properties = self.dir / "server.properties"
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None
+        self.extra_ports: dict[str, int] = {}     # listener name -> port (secured listeners)
 
     @property
     def address(self) -> str:
@@ -101,14 +102,18 @@ class KafkaServer:
     """Apache Kafka ``version`` ("4", "3" or exact) with ``num_brokers`` nodes on loopback.
 
     ``mode`` is "kraft" (default) or "zookeeper" (3.x only; a ZooKeeperServer is started unless
-    ``zookeeper_connect`` is given). ``config`` adds or overrides server.properties settings.
+    ``zookeeper_connect`` is given). ``config`` adds or overrides server.properties settings;
+    ``listeners`` adds named listeners next to PLAINTEXT (``{"SASL_SSL": "SASL_SSL"}``: name ->
+    security protocol; ``bootstrap_for(name)``), ``format_args`` goes to the storage format
+    (KRaft), e.g. ``--add-scram SCRAM-SHA-512=[name=alice,password=secret]``.
     ``bootstrap`` lists every broker; ``kill``/``stop_node``/``start_node`` move leadership.
     Data is deleted on exit; the logs stay when ``keep_logs`` is set (a failing test sets it).
     """
 
     def __init__(self, version: str = "4", num_brokers: int = 1, mode: str | None = None,
                  config: dict[str, str] | None = None, zookeeper_connect: str | None = None,
-                 heap: str = "512m", start_timeout: float = 120.0):
+                 heap: str = "512m", start_timeout: float = 120.0,
+                 listeners: dict[str, str] | None = None, format_args: list[str] | None = None):
         self.version = _exact(version)
         self.major = _key(self.version)[0]
         self.mode = mode or "kraft"
@@ -122,6 +127,8 @@ class KafkaServer:
         self.heap = heap
         self.start_timeout = start_timeout
         self.keep_logs = False
+        self.listeners = dict(listeners or {})
+        self.format_args = list(format_args or [])
         self.nodes: list[KafkaNode] = []
         self.workdir: Path | None = None
         self._zookeeper: ZooKeeperServer | None = None
@@ -155,6 +162,7 @@ class KafkaServer:
             self._log_config = log_config(self.version, self.workdir / "log.properties")
             for node in self.nodes:
                 node.dir.mkdir(parents=True)
+                node.extra_ports = {name: free_port() for name in self.listeners}
                 node.properties.write_text(self._properties(node))
             if self.mode == "kraft":
                 self._format()
@@ -205,6 +213,11 @@ class KafkaServer:
                           "zookeeper.connect": str(self.zookeeper_connect),
                           "zookeeper.session.timeout.ms": "18000",
                           "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
+        for name, protocol in self.listeners.items():
+            where = f"{name}://127.0.0.1:{node.extra_ports[name]}"
+            props["listeners"] += "," + where
+            props["advertised.listeners"] += "," + where
+            props["listener.security.protocol.map"] += f",{name}:{protocol}"
         props.update(self.config)
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -212,7 +225,8 @@ class KafkaServer:
         """Format every node's storage with one cluster id (Kafka's StorageTool, in parallel)."""
         cluster_id = _random_cluster_id()
         procs = [subprocess.Popen(kafka_java(self.version, "kafka.tools.StorageTool",
-                                             ["format", "-t", cluster_id, "-c", str(n.properties)]),
+                                             ["format", "-t", cluster_id, "-c", str(n.properties),
+                                              *self.format_args]),
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for n in self.nodes]
         for proc, node in zip(procs, self.nodes):
@@ -279,6 +293,10 @@ class KafkaServer:
     # -- facts for tests ---------------------------------------------------------------------
     def bootstrap_of(self, node_ids: set[int] | list[int]) -> str:
         return ",".join(self.node(i).address for i in sorted(node_ids))
+
+    def bootstrap_for(self, listener: str) -> str:
+        """Every node's address on one of the ``listeners`` added at construction."""
+        return ",".join(f"127.0.0.1:{n.extra_ports[listener]}" for n in self.nodes)
 
     @property
     def bootstrap(self) -> str:

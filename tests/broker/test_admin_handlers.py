@@ -27,9 +27,10 @@ def test_init_producer_id_hands_out_fresh_ids_that_survive_a_restart(tmp_path, r
             seen.add(r.producer_id)
         txn = c.request(INIT_PRODUCER_ID, 4, {"transactional_id": "tx",
                                               "transaction_timeout_ms": 60000})
-        assert (txn.error_code, txn.producer_id) == (15, -1)   # COORDINATOR_NOT_AVAILABLE
+        assert (txn.error_code, txn.producer_epoch) == (0, 0)  # transactional: coordinated
+        seen.add(txn.producer_id)
         port = broker.port
-    assert len(seen) == INIT_PRODUCER_ID.max_version + 1 and min(seen) >= 0
+    assert len(seen) == INIT_PRODUCER_ID.max_version + 2 and min(seen) >= 0
     with MiniBroker(log_dir=tmp_path / "b", port=port) as broker:
         r = raw_client(broker.bootstrap).request(INIT_PRODUCER_ID, 0, {
             "transactional_id": None, "transaction_timeout_ms": 1})

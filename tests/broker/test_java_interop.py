@@ -166,3 +166,21 @@ def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
     rows = [line.split() for line in tools.consumer_groups("--describe", "--all-groups")
             .splitlines() if line[:2] in ("ga", "gb", "gc")]
     assert len(rows) == 18 and all(row[5] == "0" for row in rows)      # no lag anywhere
+
+
+def test_java_transactional_producer_and_read_committed_console_consumer(mini_broker, tools):
+    """Kafka's ProducerPerformance with a transactional id (a transaction every 100 ms) and
+    the console consumer at read_committed."""
+    mini_broker.create_topic("jtx", partitions=2)
+    out = tools.run("producer-perf-test", "--topic", "jtx", "--num-records", "2000",
+                    "--record-size", "50", "--throughput", "-1", "--transactional-id", "perf-tx",
+                    "--transaction-duration-ms", "100")
+    assert "2000 records sent" in out
+    meta = mini_broker.txn_coordinator.get("perf-tx")
+    assert meta is not None and meta.state.name == "COMPLETE_COMMIT"
+    logs = [mini_broker.log_manager.get_log("jtx", p) for p in (0, 1)]
+    assert all(log.last_stable_offset == log.log_end_offset for log in logs)
+    assert sum(log.log_end_offset for log in logs) > 2000          # data and commit markers
+    lines = tools.consume_lines("jtx", 2000, "--consumer-property",
+                                "isolation.level=read_committed")
+    assert len([line for line in lines if len(line) == 50]) == 2000

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kclient.broker import MiniBroker
+from kclient.protocol import apis
 from kclient.protocol.records import RecordsReader
 
-from .txn_support import TXN_CONFIG, add_partitions, end_txn, fetch, init, produce, values
+from .txn_support import TXN_CONFIG, add_partitions, call, end_txn, fetch, init, produce, values
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +63,13 @@ def test_old_versions_get_messages_without_markers(broker, version):
     assert [r.offset for r in RecordsReader(bytes(fetch(broker, "t", 0, offset=2,
                                                           version=version).records))] == \
         [3, 5, 6]
+
+
+@pytest.mark.parametrize("version", [2, 5])
+def test_list_offsets_read_committed_latest_is_the_lso(broker, version):
+    def latest(isolation, timestamp=-1):
+        r = call(broker, apis.LIST_OFFSETS, version, {
+            "replica_id": -1, "isolation_level": isolation, "topics": [
+                {"name": "t", "partitions": [{"partition_index": 0, "timestamp": timestamp}]}]})
+        return r.topics[0].partitions[0].offset
+    assert (latest(1), latest(0), latest(1, -2)) == (6, 7, 0)

@@ -153,3 +153,26 @@ def test_confluent_consume_transform_produce_commits_offsets_in_the_transaction(
         got, _, _ = consume_all(broker.bootstrap, "out", 2, "read_committed", 20)
         assert sum(map(len, got.values())) == 20
         assert all(v.startswith(b"M") for vs in got.values() for v in vs)
+
+
+def test_confluent_transactions_read_by_kclient_read_committed(tmp_path):
+    """confluent-kafka writes committed and aborted transactions; kclient's SimpleConsumer at
+    read_committed gets the committed messages only and its position reaches the log end."""
+    from kclient.simple import FetchRequest, SimpleConsumer
+    with MiniBroker(log_dir=tmp_path / "b", config=TXN_CONFIG) as broker:
+        broker.create_topic("ck-kc", 2)
+        run_transactions(broker.bootstrap, "ck-kc", 2)
+        got: dict[int, list[bytes]] = {}
+        with SimpleConsumer(broker.host, broker.port, isolation_level="read_committed") as c:
+            for p in (0, 1):
+                offset, values = 0, []
+                end = broker.log_manager.get_log("ck-kc", p).log_end_offset
+                deadline = time.time() + TIMEOUT
+                while offset < end:
+                    assert time.time() < deadline
+                    cols = c.fetch_columns(FetchRequest("ck-kc", p, offset))
+                    values += cols.values
+                    offset = cols.next_offset
+                got[p] = values
+                assert offset == end                    # past the last marker: lag 0
+        assert got == expected(2, [range(30), range(60, 90)])

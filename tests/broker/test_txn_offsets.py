@@ -102,3 +102,38 @@ def test_pending_and_committed_offsets_survive_restarts(tmp_path):
         assert committed(b) == {0: 7, 1: 3} and b.coordinator.offsets.pending(pid) == {}
     finally:
         b.close()
+
+
+def test_compaction_drops_aborted_offsets_and_keeps_the_committed_ones(tmp_path):
+    """An aborted TxnOffsetCommit is the latest record of its key: the cleaner must not let it
+    shadow the committed one (Kafka's cleaner removes aborted transactions first)."""
+    from kclient.broker.offsets import OffsetEntry, OffsetManager
+    m = OffsetManager(tmp_path, {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "60000"})
+    m.start()
+    try:
+        m.txn_commit("g", 7, 0, {("in", 0): OffsetEntry(5)})
+        m.end_txn(7, 0, commit=True)
+        m.txn_commit("g", 7, 0, {("in", 0): OffsetEntry(9)})
+        m.end_txn(7, 0, commit=False)
+        m.txn_commit("g", 8, 0, {("in", 1): OffsetEntry(3)})      # still open: not cleanable
+        m.commit("g", {("in", 2): OffsetEntry(1)})
+        m.compact()
+        assert {tp: e.offset for tp, e in m.fetch("g").items()} == {("in", 0): 5, ("in", 2): 1}
+        values = [r.value for r in _records(m.log)]
+        assert OffsetEntry(9).to_value() not in values              # the aborted one is gone
+        assert OffsetEntry(3).to_value() in values                  # the open one is not
+    finally:
+        m.close()
+    m = OffsetManager(tmp_path, {"log.cleaner.enable": "false"})
+    m.start()
+    try:
+        assert {tp: e.offset for tp, e in m.fetch("g").items()} == {("in", 0): 5, ("in", 2): 1}
+        m.end_txn(8, 0, commit=True)
+        assert m.fetch("g")[("in", 1)].offset == 3
+    finally:
+        m.close()
+
+
+def _records(log):
+    from kclient.broker.state_log import read_batches
+    return [r for b in read_batches(log) if not b.is_control for r in b.records]

@@ -27,7 +27,8 @@ def segment(cli, mini_broker, tmp_path):
 
 
 def _batches(text):
-    return [line for line in text.splitlines() if line.startswith(("baseOffset", "| offset"))]
+    return [line for line in text.splitlines()
+            if line.startswith(("baseOffset", "| offset", "offset: "))]
 
 
 def test_batches_records_and_index(cli, segment):
@@ -78,3 +79,47 @@ def test_a_bad_index_entry_is_reported(cli, segment):
     out = cli("dump-log", segment, check=1).stdout.decode()
     assert "entry 0: index offset 5 at position" in out and "no batch starts there" in out
     assert b"not a .log" in cli("dump-log", segment.with_suffix(".txt"), check=1).stdout
+
+
+@pytest.mark.skipif(kafka_problem("4") is not None, reason=str(kafka_problem("4")))
+@pytest.mark.parametrize("version", ["0.8.2", "0.10.0"])
+def test_agrees_with_dump_log_segments_on_message_formats_v0_v1(cli, mini_broker, version):
+    from kclient.testing.kafka_dist import run_kafka_tool
+    cli("topics", "create", "old", "-p", "1", "--config", f"message.format.version={version}",
+        check=0)
+    cli("produce", "old", "-K", ":", input=b"a:1\nb:\n", check=0)
+    cli("produce", "old", "-K", ":", "--codec", "gzip", input=b"c:3\nd:4\n", check=0)
+    segment = mini_broker.log_dir / "old-0" / f"{SEGMENT}.log"
+    ours = cli.out("dump-log", segment, "--deep", "--print-data")
+    theirs = run_kafka_tool("4", "dump-log", "--files", str(segment), "--deep-iteration",
+                            "--print-data-log").stdout.decode()
+    assert _batches(ours) == _batches(theirs) and len(_batches(ours)) == 3 + 4
+
+
+def test_time_index_order_is_checked(cli, segment):
+    import struct
+    timeindex = segment.with_suffix(".timeindex")
+    entries = [(1000, 0), (2000, 5), (0, 0), (0, 0)]        # Kafka preallocates zero entries
+    timeindex.write_bytes(b"".join(struct.pack(">qi", *e) for e in entries))
+    assert "00000000000000000000.timeindex: 2 entries ok" in cli.out("dump-log", segment)
+    assert "timestamp: 2000 offset: 5" in cli.out("dump-log", timeindex)
+    timeindex.write_bytes(struct.pack(">qi", 2000, 0) + struct.pack(">qi", 1000, 5))
+    out = cli("dump-log", segment, check=1).stdout.decode()
+    assert "entry 1 (timestamp 1000, offset 5) out of order" in out
+    timeindex.write_bytes(b"\x00" * 13)
+    assert "13 bytes, not a multiple of 12" in cli("dump-log", segment, check=1).stdout.decode()
+
+
+def test_the_mini_brokers_own_time_index_is_validated(cli, segment):
+    """The mini-broker writes a Kafka-format .timeindex (an entry per batch here, as
+    index.interval.bytes=1); dump-log lists and checks it, and reports it when broken."""
+    import struct
+    timeindex = segment.with_suffix(".timeindex")
+    entries = list(struct.iter_unpack(">qi", timeindex.read_bytes()))
+    assert len(entries) >= 2 and [t for t, _ in entries] == sorted({t for t, _ in entries})
+    assert f"{SEGMENT}.timeindex: {len(entries)} entries ok" in cli.out("dump-log", segment)
+    listed = cli.out("dump-log", timeindex)
+    assert all(f"timestamp: {t} offset: {o}" in listed for t, o in entries)
+    timeindex.write_bytes(b"".join(struct.pack(">qi", *e) for e in reversed(entries)))
+    out = cli("dump-log", segment, check=1).stdout.decode()
+    assert f"entry 1 (timestamp {entries[-2][0]}, offset {entries[-2][1]}) out of order" in out

@@ -35,14 +35,14 @@ def test_every_subcommand_has_help_with_an_example(capsys):
     assert {("topics", "create"), ("groups", "reset-offsets"), ("produce",), ("consume",),
             ("offsets",), ("bench",), ("broker",)} <= set(paths)
     for path in paths:
-        if path in (("broker",), ("demo",)):
-            continue                    # their own parsers, checked below
         assert main([*path, "--help"]) == 0, path
         out = capsys.readouterr().out
         example = out.split("example:\n", 1)[1]
         assert f"kclient {path[0]}" in example, path
     assert main(["bench", "--help"]) == 0
     assert "records" in capsys.readouterr().out
+    assert main(["broker", "--log-dir", "x", "--config", "oops"]) == 2
+    assert "expects KEY=VALUE" in capsys.readouterr().err
 
 
 def test_missing_bootstrap_is_a_usage_error_and_a_dead_broker_a_failure():
@@ -86,3 +86,16 @@ def test_broker_command_serves_kafka_clients_and_stops_on_sigterm(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_broker_errors_are_one_line(tmp_path, mini_broker):
+    busy = mini_broker.bootstrap.rsplit(":", 1)[1]
+    for args, expected in (
+            (["--log-dir", tmp_path / "b", "--port", busy], "cannot listen on 127.0.0.1:"),
+            (["--log-dir", tmp_path / "file" / "x", "--port", 0], "cannot use log dir")):
+        (tmp_path / "file").write_text("not a directory")
+        done = subprocess.run([sys.executable, "-m", "kclient.cli", "broker", *map(str, args)],
+                              capture_output=True, timeout=30)
+        assert done.returncode == 1
+        last = done.stderr.decode().strip().splitlines()[-1]
+        assert last.startswith("kclient broker: " + expected) and b"Traceback" not in done.stderr

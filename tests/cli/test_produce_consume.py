@@ -66,3 +66,19 @@ def test_produce_from_a_file_and_a_group_consumer_commits(cli, tmp_path):
     out = cli.out("consume", "f", "-G", "fg", "-o", "earliest", "-e")
     assert sorted(out.split()) == sorted(f"m{i}" for i in range(50))
     assert cli.out("consume", "f", "-G", "fg", "-o", "earliest", "-e") == ""
+
+
+def test_consume_reads_every_leader_of_a_cluster(mini_cluster):
+    from tests.conftest import CliRunner
+    cli = CliRunner(mini_cluster.bootstrap)
+    cli("topics", "create", "spread", "-p", "6", check=0)
+    leaders = {row.split()[2] for row in cli.out("topics", "describe", "spread").splitlines()[2:]}
+    assert len(leaders) == 3
+    lines = b"".join(b"k%d:v%d\n" % (i, i) for i in range(60))
+    cli("produce", "spread", "-K", ":", input=lines, check=0)
+    out = cli.out("consume", "spread", "-o", "earliest", "-e", "-f", "%p %s\\n")
+    assert sorted(line.split()[1] for line in out.splitlines()) == \
+        sorted(f"v{i}" for i in range(60))
+    assert len({line.split()[0] for line in out.splitlines()}) > 1
+    assert b"with -G, -o is earliest or latest" in cli("consume", "spread", "-G", "x", "-o", "5",
+                                                       check=2).stderr

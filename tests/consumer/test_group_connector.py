@@ -168,3 +168,42 @@ def test_streams_are_created_once_and_unreachable_brokers_fail_clearly(mini_brok
                                                               "retry.backoff.ms": 10}))
     with pytest.raises(ConsumerRebalanceFailedError, match="can't rebalance"):
         dead.create_message_streams({"once": 1})
+
+
+def test_plain_callables_as_deserializers(mini_broker, connectors):
+    # kafka-python's value_deserializer=json.loads (issue 15): no Decoder class needed
+    import json
+    mini_broker.create_topic("js", partitions=1)
+    produce(mini_broker.bootstrap, "js", [b'{"n": 1}', b'{"n": 2}'])
+    c = connectors(group_config(mini_broker.bootstrap, "gjs"), value_deserializer=json.loads,
+                   key_deserializer=lambda b: b)
+    stream = c.create_message_streams({"js": 1})["js"][0]
+    assert [m.message for m in drain(stream, 2)] == [{"n": 1}, {"n": 2}]
+
+
+def test_metrics_lag_and_rebalances(mini_broker, connectors):
+    # issue 15: known traffic -> counts (20 messages, 15 consumed: lag 5; one rebalance)
+    import json
+    mini_broker.create_topic("lagt", partitions=2)
+    produce(mini_broker.bootstrap, "lagt", [b"a%d" % i for i in range(10)], partition=0)
+    produce(mini_broker.bootstrap, "lagt", [b"b%d" % i for i in range(10)], partition=1)
+    got: list = []
+    c = connectors(group_config(mini_broker.bootstrap, "glag", **{"consumer.id": "only"}),
+                   statistics_interval_ms=50, stats_cb=got.append)
+    stream = c.create_message_streams({"lagt": 1})["lagt"][0]
+    it = iter(stream)
+    assert len([next(it) for _ in range(15)]) == 15
+
+    def lag():
+        m = c.metrics()
+        parts = m["partitions"]
+        return sum(p["lag"] or 0 for p in parts.values()), m
+    wait_for(lambda: lag()[0] == 5, message="lag of 5")
+    total, m = lag()
+    assert {p["high_watermark"] for p in m["partitions"].values()} == {10}
+    assert sum(p["consumed_offset"] for p in m["partitions"].values()) == 15
+    assert m["rebalances"] == 1 and m["group_id"] == "glag"
+    apis = {k: v for b in m["brokers"].values() for k, v in b["requests_by_api"].items()}
+    assert apis["JoinGroup"] >= 1 and apis["SyncGroup"] >= 1 and apis["Fetch"] >= 1
+    wait_for(lambda: len(got) >= 1, message="stats_cb")
+    assert json.loads(got[-1])["type"] == "consumer"

@@ -101,3 +101,48 @@ def test_a_consumer_over_tls_to_zookeeper(tls_zookeeper, tmp_path):
     foreign = {**tls, "zookeeper.ssl.truststore.location": str(certs.other_ca)}
     with pytest.raises(ZooKeeperError, match=zk.secure_connect):
         make_client(zk.secure_connect, 4000, 2000, kazoo_options(foreign))
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
+def test_a_zookeeper_consumer_fetches_from_a_secured_listener(zookeeper, tmp_path, unique,
+                                                              protocol):
+    """The broker registers every listener; the connector picks the one of its
+    security.protocol and its fetchers and offset requests use the security keys."""
+    pytest.importorskip("cryptography")
+    from kazoo.client import KazooClient
+
+    from kclient.broker import MiniBroker
+    from kclient.protocol.zookeeper import parse_broker
+    from kclient.testing.certs import make_certificates
+    certs = make_certificates(tmp_path / "certs")
+    config = {"group.initial.rebalance.delay.ms": "0",
+              "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
+              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_pem)}
+    keys = {"security.protocol": protocol, "ssl.ca.location": str(certs.ca)}
+    if protocol == "SASL_SSL":
+        keys.update({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+                     "sasl.password": "alice-secret"})
+    t = unique("t")
+    with MiniBroker(log_dir=tmp_path / "b", broker_id=7, zookeeper_connect=zookeeper.connect,
+                    config=config, sasl_users={"alice": "alice-secret"}) as broker:
+        zk = KazooClient(hosts=zookeeper.connect)
+        zk.start()
+        try:
+            data, _ = zk.get(f"/brokers/ids/{broker.node_id}")
+        finally:
+            zk.stop()
+            zk.close()
+        secured = broker.bootstrap_of(protocol)
+        assert "{}:{}".format(*parse_broker(data, protocol)) == secured
+        broker.create_topic(t)
+        produce_spread(broker.bootstrap, t, 1, 3)
+        c = consumer.create({**zk_config(zookeeper, f"g-{protocol}"), **keys,
+                             "offsets.storage": "kafka"})
+        try:
+            got = drain(c.create_message_streams({t: 1})[t][0], 3)
+            assert sorted(m.message for m in got) == [b"m-0-0", b"m-0-1", b"m-0-2"]
+            host, port = secured.rsplit(":", 1)
+            assert c.cluster.bootstrap == [(host, int(port))]
+            c.commit_offsets()
+        finally:
+            c.shutdown()

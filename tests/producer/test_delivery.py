@@ -246,9 +246,10 @@ def test_config_errors_at_construction():
 def test_overrides_and_aliases(mini_broker):
     mini_broker.create_topic("d-alias", 1)
     with Producer({"bootstrap.servers": mini_broker.bootstrap}, producer_type="async",
-                  queue_time=1, batch_size=10) as p:
+                  queue_time=1, batch_num_messages=10, batch_size=4096) as p:
         assert p.config["queue.buffering.max.ms"] == 1
         assert p.config["batch.num.messages"] == 10
+        assert p.config["batch.size"] == 4096, "bytes, no longer 0.7's count (issue 15)"
         assert not p.sync
         p.send([ProducerData("d-alias", b"%d" % i) for i in range(25)])
     assert len(read_partition(mini_broker.bootstrap, "d-alias", 0)) == 25

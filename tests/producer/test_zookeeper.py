@@ -41,3 +41,28 @@ def test_registration_formats():
     assert parse_broker(json.dumps(reg).encode()) == ("p", 9092)
     with pytest.raises(ValueError):
         parse_broker(b"not json")
+
+
+@pytest.mark.zookeeper
+def test_discovery_through_zookeeper_of_a_secured_listener(zookeeper, tmp_path):
+    """With security.protocol=SSL the producer takes each broker's SSL endpoint from its
+    registration (a broker registers every listener), not the PLAINTEXT one."""
+    pytest.importorskip("cryptography")
+    from kclient.broker import MiniBroker
+    from kclient.simple import FetchRequest, SimpleConsumer
+    from kclient.testing.certs import make_certificates
+    certs = make_certificates(tmp_path / "certs")
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_pem)}
+    keys = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca)}
+    with MiniBroker(log_dir=tmp_path / "b", broker_id=9, zookeeper_connect=zookeeper.connect,
+                    config=config) as broker:
+        broker.create_topic("zk-ssl")
+        host, port = broker.bootstrap_of("SSL").rsplit(":", 1)
+        with Producer({"zookeeper.connect": zookeeper.connect, **keys}) as p:
+            assert (host, int(port)) in p.context.cluster.bootstrap
+            assert (broker.host, broker.port) not in p.context.cluster.bootstrap
+            p.send(ProducerData("zk-ssl", b"over-tls"))
+        with SimpleConsumer(host, int(port), security=keys) as c:
+            assert [m.message.value for m in c.fetch(FetchRequest("zk-ssl", 0, 0, 1 << 16))] \
+                == [b"over-tls"]

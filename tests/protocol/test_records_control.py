@@ -64,3 +64,40 @@ def test_kafka_python_reads_our_marker():
     [rec] = list(batch)
     assert rec.abort and not rec.commit and rec.offset == 10
     assert rec.value == encode_end_txn_marker(3)
+
+
+def _txn(pid, values, base, epoch=0):
+    return build_batch(values, base_offset=base, producer_id=pid, producer_epoch=epoch,
+                       base_sequence=base, is_transactional=True)
+
+
+def _values_of(buf, spans):
+    from kclient.protocol.records import decode_entries
+    return [r.value for r in decode_entries(buf, spans)]
+
+
+def test_committed_entries_drop_aborted_transactions_up_to_their_abort_marker():
+    from kclient.protocol.records import committed_entries, scan_entries
+    # pid 1 aborts [a0 a1], pid 2 commits [b0] interleaved, pid 1 then commits [a2],
+    # a non-transactional batch from pid 1's id space is kept regardless
+    buf = b"".join([
+        _txn(1, [b"a0"], 0), _txn(2, [b"b0"], 1), _txn(1, [b"a1"], 2),
+        build_marker_batch(1, 0, False, 0, base_offset=3),
+        build_batch([b"plain"], base_offset=4, producer_id=1),
+        build_marker_batch(2, 0, True, 0, base_offset=5),
+        _txn(1, [b"a2"], 6), build_marker_batch(1, 0, True, 0, base_offset=7),
+    ])
+    spans = scan_entries(buf).entries
+    kept = committed_entries(buf, spans, [(1, 0)])
+    assert _values_of(buf, kept) == [b"b0", b"plain", b"a2"]
+    assert len(kept) == len(spans) - 2                   # markers stay (they move offsets)
+    assert _values_of(buf, committed_entries(buf, spans, [])) == \
+        [b"a0", b"b0", b"a1", b"plain", b"a2"]
+
+
+def test_an_aborted_transaction_starting_later_in_the_buffer_drops_only_its_own_batches():
+    from kclient.protocol.records import committed_entries, scan_entries
+    buf = b"".join([_txn(1, [b"c0", b"c1"], 0), build_marker_batch(1, 0, True, 0, base_offset=2),
+                    _txn(1, [b"x0"], 3), build_marker_batch(1, 0, False, 0, base_offset=4)])
+    spans = scan_entries(buf).entries
+    assert _values_of(buf, committed_entries(buf, spans, [(1, 3)])) == [b"c0", b"c1"]

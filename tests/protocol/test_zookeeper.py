@@ -69,6 +69,26 @@ def test_every_registration_version_parses():
     assert z.parse_broker(json.dumps(named)) == ("c", 9092)
 
 
+def test_a_registration_of_several_listeners_serves_each_protocol():
+    data = z.broker_registration("ignored", 0, STAMP, listeners=[
+        ("SSL", "SSL", "h", 9093), ("PLAINTEXT", "PLAINTEXT", "h", 9092),
+        ("SECURE", "SASL_SSL", "h", 9094)])
+    obj = json.loads(data)
+    assert obj["listener_security_protocol_map"] == {
+        "SSL": "SSL", "PLAINTEXT": "PLAINTEXT", "SECURE": "SASL_SSL"}
+    assert obj["endpoints"] == ["SSL://h:9093", "PLAINTEXT://h:9092", "SECURE://h:9094"]
+    assert (obj["host"], obj["port"]) == ("h", 9092)      # the PLAINTEXT one, as Kafka
+    assert z.parse_broker(data) == ("h", 9092)
+    assert z.parse_broker(data, "SSL") == ("h", 9093)
+    assert z.parse_broker(data, "SASL_SSL") == ("h", 9094)
+    with pytest.raises(ValueError, match="without a SASL_PLAINTEXT address"):
+        z.parse_broker(data, "SASL_PLAINTEXT")
+    secured_only = json.loads(z.broker_registration("x", 0, STAMP,
+                                                    listeners=[("SSL", "SSL", "h", 9093)]))
+    assert (secured_only["host"], secured_only["port"]) == (None, -1)
+    assert z.parse_broker(json.dumps(secured_only), "SSL") == ("h", 9093)
+
+
 def test_topic_znodes_parse_back():
     assert z.parse_topic_assignment(KAFKA_TOPIC) == {0: [1], 1: [1]}
     assert z.parse_topic_assignment(b'{"version":1,"partitions":{"0":[0,1]}}') == {0: [0, 1]}

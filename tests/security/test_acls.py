@@ -233,3 +233,82 @@ def test_producer_ids_need_write_somewhere_or_on_the_transactional_id(acl_broker
                             pattern=P.PREFIXED))
     assert _init_producer_id(acl_broker, "bob", "tx-1") != \
         E.TransactionalIdAuthorizationFailedError.errno
+
+
+def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
+    import time
+
+    from kclient import consumer
+    grant(acl_broker, allow("orders", Op.READ))
+    started = time.monotonic()
+    with pytest.raises(GroupAuthorizationFailedError):
+        conn = consumer.create({"bootstrap.servers": acl_broker.bootstrap, "group.id": "g",
+                                "consumer.timeout.ms": 2000, **keys("alice")})
+        try:
+            list(conn.create_message_streams({"orders": 1})["orders"][0])
+        finally:
+            conn.shutdown()
+    assert time.monotonic() - started < 3          # not retried rebalance.max.retries times
+
+
+def test_certificate_principals_with_mapping_rules(tmp_path, certs):
+    from .conftest import ssl_client, tls_broker_config
+    config = tls_broker_config(certs, **{
+        "ssl.client.auth": "required", "authorizer.class.name": "kclient",
+        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+)$/svc-$1/L,DEFAULT",
+        "super.users": "User:ANONYMOUS"})           # the PLAINTEXT listener administers
+    with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
+        b.create_topic("orders")
+        mtls = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
+        address = b.bootstrap_of("SSL")
+
+        def produce_over_tls():
+            with Producer({"bootstrap.servers": address, "message.send.max.retries": 1,
+                           "retry.backoff.ms": 10, **mtls}) as p:
+                p.send([ProducerData("orders", b"v")])
+        with pytest.raises(TopicAuthorizationFailedError):
+            produce_over_tls()
+        assert b.authorizer is not None
+        b.authorizer.store.add([binding_of_user("User:svc-client")])
+        produce_over_tls()
+
+
+def binding_of_user(principal):
+    from kclient.protocol.acl import AclBinding
+    return AclBinding(R.TOPIC, "orders", P.LITERAL, principal, "*", Op.WRITE, Perm.ALLOW)
+
+
+def test_a_certificate_no_rule_maps_is_refused(tmp_path, certs):
+    from kclient.errors import KafkaError
+
+    from .conftest import ssl_client, tls_broker_config
+    config = tls_broker_config(certs, **{"ssl.client.auth": "required",
+                                         "ssl.principal.mapping.rules": "RULE:^CN=(ops)$/$1/"})
+    with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
+        host, port = b.bootstrap_of("SSL").rsplit(":", 1)
+        keys = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
+        settings = ConnectionSettings(security=SecuritySettings.from_keys(keys))
+        with pytest.raises(KafkaError):
+            with BrokerConnection(host, int(port), settings).connect() as conn:
+                conn.request(METADATA, {"topics": None})
+
+
+def test_groups_are_listed_and_described_only_with_describe(acl_broker):
+    from kclient.protocol.apis import DESCRIBE_GROUPS, LIST_GROUPS
+    host, port = acl_broker.bootstrap.rsplit(":", 1)
+    with SimpleConsumer(host, int(port), security=keys("admin")) as c:
+        for group in ("seen", "unseen"):
+            c.commit_offsets(group, {("orders", 0): 1})
+    grant(acl_broker, allow("seen", Op.DESCRIBE, rtype=R.GROUP))
+    with connect(acl_broker, "alice") as conn:
+        listed = conn.request(LIST_GROUPS, {}).groups
+        described = conn.request(DESCRIBE_GROUPS, {"groups": ["seen", "unseen"],
+                                                   "include_authorized_operations": True})
+    assert [g.group_id for g in listed] == ["seen"]
+    codes = {g.group_id: g.error_code for g in described.groups}
+    assert codes == {"seen": 0, "unseen": E.GroupAuthorizationFailedError.errno}
+    seen = next(g for g in described.groups if g.group_id == "seen")
+    assert seen.authorized_operations == 1 << Op.DESCRIBE     # only what the ACL grants
+    with connect(acl_broker, "admin") as conn:                # super user: every group
+        assert sorted(g.group_id for g in conn.request(LIST_GROUPS, {}).groups) == [
+            "seen", "unseen"]

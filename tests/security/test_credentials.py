@@ -2,6 +2,9 @@
 iterations), never the password, from a file or ``kclient broker --sasl-user``."""
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import subprocess
 import sys
@@ -35,6 +38,17 @@ def test_the_file_holds_salted_keys_not_passwords(tmp_path):
     assert set(entry) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
     assert set(entry["SCRAM-SHA-512"]) == {"salt", "stored_key", "server_key", "iterations"}
     assert entry["SCRAM-SHA-512"]["iterations"] >= 4096
+    for mechanism, name in (("SCRAM-SHA-256", "sha256"), ("SCRAM-SHA-512", "sha512")):
+        # Kafka's ScramCredential (RFC 5802): stored key H(HMAC(salted, "Client Key")), server
+        # key HMAC(salted, "Server Key"), salted = PBKDF2(password, salt, iterations)
+        each = {k: entry[mechanism][k] for k in ("salt", "stored_key", "server_key")}
+        salt, stored, server = (base64.b64decode(each[k]) for k in each)
+        assert len(salt) >= 16 and b"correct horse" not in salt + stored + server
+        salted = hashlib.pbkdf2_hmac(name, b"correct horse", salt,
+                                     entry[mechanism]["iterations"])
+        client_key = hmac.new(salted, b"Client Key", name).digest()
+        assert stored == hashlib.new(name, client_key).digest()
+        assert server == hmac.new(salted, b"Server Key", name).digest()
     assert path.stat().st_mode & 0o077 == 0
     loaded = CredentialStore.load(path)
     assert loaded.check_plain("alice", "correct horse")

@@ -45,7 +45,7 @@ def test_the_command_line_refuses_an_ssl_listener_without_a_keystore(tmp_path, c
     code = broker_main(["--log-dir", str(tmp_path), "--port", "0",
                         "--config", "listeners=SSL://127.0.0.1:0"])
     assert code == 2
-    assert "ssl.keystore.location is not set" in capsys.readouterr().out
+    assert "ssl.keystore.location is not set" in capsys.readouterr().err   # stderr since 828ed52
 
 
 def test_the_command_line_serves_tls(tmp_path, certs):

@@ -22,6 +22,7 @@ from kclient.protocol.apis import METADATA
 from kclient.security import SecuritySettings
 from kclient.simple import FetchRequest, SimpleConsumer
 
+from ..hostile import HostileBroker
 from .conftest import SASL_LISTENERS, sasl_client, tls_broker_config
 
 COMBINATIONS = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "PLAIN"),
@@ -109,6 +110,29 @@ def test_after_a_failure_the_broker_is_not_retried_within_the_backoff(sasl_broke
     with pytest.raises(SaslAuthenticationError) as second:
         conn.connect()
     assert second.value is first.value
+
+
+def test_a_wrong_password_is_not_retried_in_a_storm(sasl_broker, certs):
+    # every TCP connection the clients open is counted by a relay in front of the listener
+    host, port = sasl_broker.bootstrap_of("SASL_PLAINTEXT").rsplit(":", 1)
+    bad = sasl_client(certs, "SASL_PLAINTEXT", "SCRAM-SHA-256", password="wrong",
+                      **{"reconnect.backoff.max.ms": 3000})
+    with HostileBroker((host, int(port))) as relay:
+        with pytest.raises(SaslAuthenticationError, match=f"SCRAM-SHA-256.*{relay.bootstrap}"):
+            with Producer({"bootstrap.servers": relay.bootstrap, "message.send.max.retries": 5,
+                           "retry.backoff.ms": 10, **bad}) as p:
+                p.send(ProducerData("t", b"x"))
+        assert relay.accepted == 1          # not one per retry
+        with SimpleConsumer("127.0.0.1", relay.port, security=bad) as c:
+            for _ in range(5):
+                with pytest.raises(SaslAuthenticationError):
+                    c.fetch(FetchRequest("t", 0, 0, 1024))
+            assert relay.accepted == 2      # a second client: one attempt for five fetches
+            time.sleep(3.2)                 # after the backoff: one new attempt, not a burst
+            for _ in range(5):
+                with pytest.raises(SaslAuthenticationError):
+                    c.fetch(FetchRequest("t", 0, 0, 1024))
+            assert relay.accepted == 3
 
 
 def test_jaas_config_is_read_as_java_reads_it(sasl_broker, certs):

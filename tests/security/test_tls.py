@@ -3,7 +3,9 @@ named for what it is (expired, unknown CA, wrong host, plaintext on TLS and the 
 required client certificate missing), with certificates generated at test time."""
 from __future__ import annotations
 
+import shutil
 import ssl
+import subprocess
 
 import pytest
 
@@ -82,6 +84,23 @@ def test_client_certificate_required_and_given(tmp_path, certs):
         with pytest.raises((SslAuthenticationError, SecurityProtocolError)) as info:
             _produce(ssl_addr, ssl_client(certs))
         assert "certificate" in str(info.value)
+
+
+def test_a_ca_directory_as_openssl_hashes_it(tls_broker, certs, tmp_path):
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl not installed")
+    subject_hash = subprocess.run([openssl, "x509", "-hash", "-noout", "-in", str(certs.ca)],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+    ca_dir = tmp_path / "cas"
+    ca_dir.mkdir()
+    shutil.copy(certs.ca, ca_dir / f"{subject_hash}.0")
+    keys = {"security.protocol": "SSL", "ssl.ca.location": str(ca_dir)}
+    _produce(tls_broker.bootstrap_of("SSL"), keys, [b"dir"])
+    assert _fetch_all(tls_broker.bootstrap_of("SSL"), keys) == [b"dir"]
+    (ca_dir / f"{subject_hash}.0").unlink()          # an empty directory trusts nobody
+    with pytest.raises(SslAuthenticationError, match="certificate not accepted"):
+        _produce(tls_broker.bootstrap_of("SSL"), keys)
 
 
 def test_a_wrong_key_password_is_a_config_error(certs):

@@ -97,3 +97,26 @@ def test_reads_what_kcat_wrote_through_the_old_protocol(mini, codec, old_reader)
     if codec != "none":
         assert {m.message.compression_codec for m in got} == {["none", "gzip", "snappy",
                                                                "lz4"].index(codec)}
+
+
+def test_read_committed_reads_confluent_kafka_transactions_on_the_mini_broker(mini):
+    """confluent-kafka's transactional producer writes (commit, abort, commit); a
+    read_committed SimpleConsumer sees the committed messages only, and reads past the
+    markers to the log end."""
+    topic = mini.topic()
+    p = confluent_kafka.Producer({"bootstrap.servers": mini.bootstrap,
+                                  "transactional.id": f"ck-{topic}", "linger.ms": 5})
+    p.init_transactions(30)
+    for tag, commit in (("c", True), ("a", False), ("d", True)):
+        p.begin_transaction()
+        for i in range(20):
+            p.produce(topic, b"%s%d" % (tag.encode(), i), partition=0)
+        p.flush(30)                    # written before an abort (librdkafka drops unsent ones)
+        p.commit_transaction(30) if commit else p.abort_transaction(30)
+    with SimpleConsumer(mini.host, mini.port, so_timeout=10000,
+                        isolation_level="read_committed") as c:
+        got = [m.message.value for m in c.iter_messages(topic, 0)]
+        end = c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME)[0]
+        last = c.fetch(FetchRequest(topic, 0, end - 1, 4096))      # the last commit marker
+    assert got == [b"c%d" % i for i in range(20)] + [b"d%d" % i for i in range(20)]
+    assert list(last) == [] and last.next_offset == end == 63        # 60 records, 3 markers

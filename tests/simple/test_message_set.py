@@ -240,3 +240,34 @@ def test_random_values_decode_as_written():
         base = rng.randint(0, 10 ** 9)
         buf = build_batch(vals, base_offset=base, timestamp=5)
         assert decoded(buf) == [(base + i, None, v, 5, 0, ()) for i, v in enumerate(vals)]
+
+
+def _txn_log():
+    """pid 7 commits x0-x1 (marker 2), pid 8 aborts y0 (marker 4), pid 7 opens z0 at 5."""
+    from kclient.protocol.records import build_marker_batch
+    def txn(pid, values, base):
+        return build_batch(values, base_offset=base, producer_id=pid, producer_epoch=0,
+                           base_sequence=base, is_transactional=True)
+    return b"".join([txn(7, [b"x0", b"x1"], 0), build_marker_batch(7, 0, True, 0, base_offset=2),
+                     txn(8, [b"y0"], 3), build_marker_batch(8, 0, False, 0, base_offset=4),
+                     txn(7, [b"z0"], 5)])
+
+
+def test_read_committed_stops_at_the_last_stable_offset_and_drops_aborted():
+    buf = _txn_log()
+    ms = ByteBufferMessageSet(buf, 0, high_watermark=6, last_stable_offset=5,
+                              read_committed=True, aborted_transactions=[(8, 3)])
+    assert [m.message.value for m in ms] == [b"x0", b"x1"]
+    assert ms.next_offset == 5                       # past both markers, not into z0
+    assert [c for c in ms.columns().values] == [b"x0", b"x1"]
+    plain = ByteBufferMessageSet(buf, 0, high_watermark=6, last_stable_offset=5)
+    assert [m.message.value for m in plain] == [b"x0", b"x1", b"y0", b"z0"]
+    assert plain.next_offset == 6
+
+
+def test_read_committed_with_nothing_stable_yet_is_empty_and_stays_put():
+    buf = _txn_log()[-len(build_batch([b"z0"], base_offset=5, producer_id=7, producer_epoch=0,
+                                      base_sequence=5, is_transactional=True)):]
+    ms = ByteBufferMessageSet(buf, 5, high_watermark=6, last_stable_offset=5,
+                              read_committed=True)
+    assert list(ms) == [] and ms.next_offset == 5 and ms.buffer == b"" and not ms.entries

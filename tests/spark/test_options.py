@@ -122,14 +122,19 @@ def test_kafka_options_reach_the_clients():
         read(subscribe="t", **{"kafka.fetch.bogus": "1"})
     with pytest.raises(ValueError, match="PLAINTEXT only"):
         read(subscribe="t", **{"kafka.security.protocol": "SASL_SSL"})
-    with pytest.raises(ValueError, match="read_committed needs Kafka transactions"):
-        read(subscribe="t", **{"kafka.isolation.level": "read_committed"})
+    assert read(subscribe="t", **{"kafka.isolation.level": "read_committed"}
+                ).consumer_kwargs() == {"isolation_level": "read_committed"}
+    assert read(subscribe="t", **{"kafka.isolation.level": "read_uncommitted"}
+                ).consumer_kwargs() == {}
+    with pytest.raises(ValueError, match="must be read_uncommitted or read_committed"):
+        read(subscribe="t", **{"kafka.isolation.level": "serializable"})
     w = parse_write_options({**BOOT, "topic": " out ", "kafka.acks": "1", "kafka.linger.ms": "20",
                              "kafka.batch.size": "16384", "kafka.max.request.size": "2000000"})
     cfg = w.producer_config()
     assert w.topic == "out" and cfg["request.required.acks"] == "1"
     assert cfg["metadata.broker.list"] == "127.0.0.1:9092" and cfg["linger.ms"] == "20"
-    assert cfg["message.max.bytes"] == "2000000" and "batch.size" not in cfg
+    assert cfg["message.max.bytes"] == "2000000"
+    assert cfg["batch.size"] == "16384", "bytes per partition batch, as Java's (issue 15)"
 
 
 def test_offset_json_round_trips_as_sparks():

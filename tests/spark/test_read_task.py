@@ -37,3 +37,41 @@ def test_a_leader_moving_mid_read_loses_and_repeats_nothing(mini_cluster):
     assert rest  # the move happened in the middle of the range
     values = [v for b in [first, *rest] for v in b.column("value").to_pylist()]
     assert values == [b"v%03d" % i for i in range(300)]
+
+
+def _transactions(bootstrap, topic, open_one=False):
+    """Committed c0-c4, aborted a0-a4, committed d0-d4; with ``open_one`` a producer left
+    holding an open transaction (o0-o2, flushed), returned to be closed by the caller."""
+    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
+                  "transactional.id": f"spark-{topic}", "request.required.acks": -1})
+    p.init_transactions()
+    for tag, commit in (("c", True), ("a", False), ("d", True)):
+        p.begin_transaction()
+        p.send([ProducerData(topic, b"%s%d" % (tag.encode(), i), partition=0) for i in range(5)])
+        p.commit_transaction() if commit else p.abort_transaction()
+    if open_one:
+        p.begin_transaction()
+        p.send([ProducerData(topic, b"o%d" % i, partition=0) for i in range(3)])
+        p.flush()
+        return p
+    p.close()
+    return None
+
+
+def read_values(bootstrap, topic, isolation):
+    """Plan a batch read with kafka.isolation.level and run its tasks (no Spark)."""
+    from kclient.spark.reader import plan_batch
+    opts = parse_read_options({"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                               "kafka.isolation.level": isolation}, streaming=False)
+    ranges = plan_batch(opts)
+    values = [v for r in ranges for b in read_range(r, opts) for v in b.column("value").to_pylist()]
+    return values, [(r.start, r.end) for r in ranges]
+
+
+def test_read_committed_leaves_out_aborted_transactions(mini_broker):
+    _transactions(mini_broker.bootstrap, "txn-read")
+    committed = [b"c%d" % i for i in range(5)] + [b"d%d" % i for i in range(5)]
+    values, plan = read_values(mini_broker.bootstrap, "txn-read", "read_committed")
+    assert values == committed and plan == [(0, 18)]   # 15 records and 3 markers
+    values, _ = read_values(mini_broker.bootstrap, "txn-read", "read_uncommitted")
+    assert sorted(values) == sorted(committed + [b"a%d" % i for i in range(5)])

@@ -2,7 +2,9 @@
 
 v0 returns up to ``max_num_offsets`` offsets before a time, descending (segment base offsets and
 the log end), as the 0.8 offset API did; v1+ returns the first offset whose timestamp is at or
-after the requested one (-1 latest, -2 earliest).
+after the requested one (-1 latest, -2 earliest).  As Kafka's, a read_committed request
+(v2+ ``isolation_level`` 1) is answered below the last stable offset: latest is the LSO, and an
+offset found by timestamp at or past it is not found.
 """
 from __future__ import annotations
 
@@ -28,9 +30,15 @@ def _v0(log_: Any, req: Any) -> dict:
             "old_style_offsets": offsets}
 
 
-def _v1(log_: Any, req: Any) -> dict:
+def _v1(log_: Any, req: Any, committed: bool = False) -> dict:
     """New-style answer: one (timestamp, offset) pair; -1/-1 when nothing is that new."""
     found = log_.offset_for_timestamp(req.timestamp)
+    if committed:
+        lso = log_.last_stable_offset
+        if req.timestamp == LATEST:
+            found = (lso, -1)
+        elif req.timestamp != EARLIEST and found is not None and found[0] >= lso:
+            found = None
     timestamp, offset = (-1, -1) if found is None else (found[1], found[0])
     if req.timestamp in (LATEST, EARLIEST):
         timestamp = -1
@@ -38,7 +46,8 @@ def _v1(log_: Any, req: Any) -> dict:
             "offset": offset, "leader_epoch": -1}
 
 
-def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bool) -> dict:
+def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bool,
+               committed: bool = False) -> dict:
     """One partition's answer (or its error; without Describe on the topic,
     TOPIC_AUTHORIZATION_FAILED)."""
     log_, code = broker.partition_log(topic, req.partition_index) if permitted \
@@ -46,7 +55,7 @@ def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bo
     if log_ is None:
         return {"partition_index": req.partition_index, "error_code": code,
                 "old_style_offsets": [], "timestamp": -1, "offset": -1}
-    entry = _v0(log_, req) if version == 0 else _v1(log_, req)
+    entry = _v0(log_, req) if version == 0 else _v1(log_, req, committed)
     if version >= 4 and entry["offset"] != -1:    # no offset found: no epoch (-1), as Kafka
         entry["leader_epoch"] = broker.cluster.leader_epoch(topic, req.partition_index)
     return entry
@@ -56,9 +65,12 @@ def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bo
 def handle(broker: Broker, request: Request) -> dict:
     """Look up offsets for every requested partition."""
     version = request.header.api_version
+    body: Any = body_of(request)
+    committed = version >= 2 and body.isolation_level == 1
     topics = []
-    for t in body_of(request).topics:
+    for t in body.topics:
         permitted = allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
         topics.append({"name": t.name, "partitions": [
-            _partition(broker, t.name, p, version, permitted) for p in t.partitions]})
+            _partition(broker, t.name, p, version, permitted, committed)
+            for p in t.partitions]})
     return {"throttle_time_ms": 0, "topics": topics}

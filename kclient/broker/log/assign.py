@@ -26,7 +26,7 @@ class Prepared(NamedTuple):
     last_offset: int
     max_timestamp: int
     record_count: int
-    entries: list[tuple[int, int, int]]  # (position in data, size, largest offset) per entry
+    entries: list[tuple[int, int, int, int]]  # (position, size, last offset, max timestamp)
 
 
 def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: int | None,
@@ -54,7 +54,7 @@ def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: in
         if info.size > max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"entry of {info.size} bytes exceeds max.message.bytes={max_message_bytes}")
-        index_entries.append((info.position, info.size, info.last_offset))
+        index_entries.append((info.position, info.size, info.last_offset, info.max_timestamp))
         max_ts = max(max_ts, info.max_timestamp)
     last = assigned.next_offset - 1
     return Prepared(assigned.data, next_offset, last, max_ts, last - next_offset + 1,

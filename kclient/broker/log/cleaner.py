@@ -110,6 +110,11 @@ class LogCleaner:
                 best = target
         return best
 
+    def caught_up(self) -> bool:
+        """True when no compacted log needs a round now (what the thread was given is done)."""
+        with self._lock:
+            return self.filthiest(now_ms()) is None
+
     def clean_once(self, now: int | None = None) -> Cleanable | None:
         """Clean the filthiest log once; what was cleaned, or None when nothing needed it."""
         now = now_ms() if now is None else now

@@ -9,6 +9,11 @@
    kept) and swap it in (:meth:`Log.replace_segments`).
 
 The round returns the offset up to which the log is now clean (the next first dirty offset).
+
+Transactions, as Kafka's cleaner: nothing at or past the first unstable offset (the oldest open
+transaction) is cleanable, and the records of aborted transactions (the ``.txnindex`` entries)
+are removed first: they neither enter the offset map nor survive the rewrite, so an aborted
+value never shadows a committed one.  Markers are kept.
 """
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ from kclient.broker.log.config import INT32_MAX
 from kclient.broker.log.entries import head_info
 from kclient.broker.log.index import ENTRY
 from kclient.broker.log.log import Log
+from kclient.broker.log.producer_state import parse_header
 from kclient.broker.log.segment import LogSegment
+from kclient.protocol.records.common import MAGIC_OFFSET
 
 
 class CleaningAborted(Exception):
@@ -66,6 +73,9 @@ def cleanable(log: Log, checkpoint: int, now: int) -> Cleanable:
                 and seg.known_max_timestamp() > now - lag:
             uncleanable = seg.base_offset
             break
+    unstable = log.producer_state.first_unstable_offset()
+    if unstable is not None:
+        uncleanable = min(uncleanable, unstable)
     uncleanable = max(uncleanable, first_dirty)
     clean = dirty = 0
     for i, seg in enumerate(segments):
@@ -103,6 +113,22 @@ class LogCleaning:
         self.target, self.log, self.now = target, target.log, now
         self.map = OffsetMap(map_slots)
         self.throttle, self.stop = throttle, stop
+        #: producer id -> (first offset, marker offset) of each aborted transaction
+        self.aborted: dict[int, list[tuple[int, int]]] = {}
+        for seg in self.log.segments:
+            for txn in seg.txn_index.entries:
+                self.aborted.setdefault(txn.producer_id, []).append(
+                    (txn.first_offset, txn.last_offset))
+
+    def is_aborted(self, data: bytes) -> bool:
+        """Whether the entry is a data batch of an aborted transaction."""
+        if not self.aborted or data[MAGIC_OFFSET] != 2:
+            return False
+        h = parse_header(data, 0)
+        if not h.transactional or h.control:
+            return False
+        return any(first <= h.base_offset <= last
+                   for first, last in self.aborted.get(h.producer_id, ()))
 
     def check(self) -> None:
         """Raise CleaningAborted when the cleaner stops or the log went away."""
@@ -147,7 +173,8 @@ class LogCleaning:
                 self.check()
                 data = seg.read_entry(info)
                 self.throttle(len(data))
-                keys = [(o, k) for o, k in entry_keys(data) if start <= o < stop]
+                keys = [] if self.is_aborted(data) else \
+                    [(o, k) for o, k in entry_keys(data) if start <= o < stop]
                 if not self.map.room_for(len(keys)):
                     return self.map.latest_offset >= 0
                 for offset, key in keys:
@@ -190,7 +217,7 @@ class LogCleaning:
             for info in seg.entries():
                 self.check()
                 data = seg.read_entry(info)
-                kept = filt.filter(data)
+                kept = None if self.is_aborted(data) else filt.filter(data)
                 self.throttle(len(data))
                 if kept is None:
                     continue

@@ -542,6 +542,7 @@ class Log:
                 seg.delete()
             swap.crash_point("deleted")
             group[0].close()
+            group[0].time_index.delete()    # rebuilt for the cleaned segment when it loads
             swap.finish(self.directory, base)
             new = LogSegment(self.directory, base, self.config.index_interval_bytes)
             next_base = segments[i + len(group)].base_offset

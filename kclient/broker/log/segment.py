@@ -1,4 +1,5 @@
-"""One log segment: ``<20-digit base offset>.log`` plus its ``.index`` and ``.txnindex``.
+"""One log segment: ``<20-digit base offset>.log`` plus its ``.index``, ``.timeindex`` and
+``.txnindex``.
 
 Appends go through :meth:`LogSegment.append` under the owning log's lock: the bytes are written
 with ``pwrite`` first and only then is ``size`` raised, so a reader that snapshots ``size`` sees
@@ -16,6 +17,7 @@ from kclient.broker.log.config import INT32_MAX
 from kclient.broker.log.entries import EntryInfo, EntryWalk, crc_ok
 from kclient.broker.log.index import ENTRY_SIZE, OffsetIndex
 from kclient.broker.log.region import FileHandle, FileRegion, pread_exact
+from kclient.broker.log.time_index import TIME_INDEX_SUFFIX, TimeIndex
 from kclient.broker.log.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kclient.protocol.records import legacy, v2
 from kclient.protocol.records.common import LOG_OVERHEAD
@@ -41,10 +43,13 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self._handle = FileHandle(self.log_path)
         self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
+        self.time_index = TimeIndex(directory / segment_name(base_offset, TIME_INDEX_SUFFIX),
+                                    base_offset)
         self.txn_index = TransactionIndex(directory / segment_name(base_offset, TXN_INDEX_SUFFIX))
         self.size = os.fstat(self._handle.fd).st_size
         self.next_offset = base_offset
         self.max_timestamp: int | None = None  # None: not known until scanned
+        self.offset_of_max_timestamp = base_offset - 1  # last offset of the entry holding it
         self.first_append_ms: int | None = None if self.size == 0 else self.last_modified_ms()
         self._bytes_since_index = 0
         self._dirty = False
@@ -65,7 +70,7 @@ class LogSegment:
         """Kafka's ``LogSegment.recover``: validate every entry (size, CRC, offset order and
         range; dense offsets in the ``active`` segment), truncate after the last valid one.
 
-        Rebuilds the index; returns the number of bytes cut off (``recovery_error`` says why).
+        Rebuilds both indexes; returns the bytes cut off (``recovery_error`` says why).
         """
         walk = EntryWalk(self._handle.fd, 0, self.size, validate=True,
                          min_offset=self.base_offset, max_offset=self.max_offset(next_base),
@@ -92,7 +97,17 @@ class LogSegment:
         if problem is not None:
             return f"corrupt index {self.index.path.name}: {problem}"
         top = self.max_offset(next_base)
-        return self._check_all(top) if active else self._check_tail(top)
+        problem = self._check_all(top) if active else self._check_tail(top)
+        if problem is not None:
+            return problem
+        if self.time_index.missing and self.size:   # Kafka rebuilds a missing index
+            log.info("%s: no time index, rebuilding it", self.log_path)
+            self._reindex(self.entries(), offsets=False)
+            return None
+        problem = self.time_index.load(self.next_offset)
+        if problem is not None:
+            return f"corrupt time index {self.time_index.path.name}: {problem}"
+        return None
 
     def _check_tail(self, top: int) -> str | None:
         """Walk from the last index entry: it must point at an entry ending at its offset."""
@@ -117,7 +132,7 @@ class LogSegment:
         pairs = self.index.entries()
         walk = EntryWalk(self._handle.fd, 0, self.size, min_offset=self.base_offset,
                          max_offset=top, dense=True)
-        j, last, max_ts = 0, None, -1
+        j, last, max_ts, max_at = 0, None, -1, -1
         for info in walk:
             if j < len(pairs) and pairs[j][1] <= info.position:
                 offset, position = pairs[j]
@@ -126,7 +141,9 @@ class LogSegment:
                             f"{j * ENTRY_SIZE} says offset {offset} at byte {position}, the "
                             f"entry at byte {info.position} ends at {info.last_offset}")
                 j += 1
-            last, max_ts = info, max(max_ts, info.max_timestamp)
+            if info.max_timestamp > max_ts:
+                max_ts, max_at = info.max_timestamp, info.last_offset
+            last = info
         if walk.error is not None:
             return f"{self.log_path.name}: {walk.error}"
         if last is not None:
@@ -134,41 +151,54 @@ class LogSegment:
                 return f"{self.log_path.name}: CRC mismatch at position {last.position}"
             self.next_offset = last.last_offset + 1
         self.max_timestamp = max_ts
+        if max_ts >= 0:
+            self.offset_of_max_timestamp = max_at
         self._bytes_since_index = self.size - self.index.last_position()
         return None
 
-    def _reindex(self, walk: Iterable[EntryInfo]) -> None:
-        """Rebuild the index, next offset and max timestamp from a walk over all entries."""
-        pairs = []
-        since, max_ts = 0, -1
+    def _reindex(self, walk: Iterable[EntryInfo], offsets: bool = True) -> None:
+        """Rebuild the time index (and with ``offsets`` the offset index, next offset and
+        bytes since the last index entry) from a walk over all entries, as appends build them;
+        the time index ends with the segment's largest timestamp."""
+        pairs, times = [], []
+        since, max_ts, max_at = 0, -1, self.base_offset - 1
         for info in walk:
+            if info.max_timestamp > max_ts:
+                max_ts, max_at = info.max_timestamp, info.last_offset
             if since >= self.index_interval_bytes:
                 pairs.append((info.last_offset, info.position))
+                times.append((max_ts, max_at))
                 since = 0
             since += info.size
-            max_ts = max(max_ts, info.max_timestamp)
-            self.next_offset = info.last_offset + 1
-        self.index.rebuild(pairs)
-        self.max_timestamp = max_ts
-        self._bytes_since_index = since
+            if offsets:
+                self.next_offset = info.last_offset + 1
+        if offsets:
+            self.index.rebuild(pairs)
+            self._bytes_since_index = since
+        self.time_index.rebuild(times + [(max_ts, max_at)])
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_at
 
     # ------------------------------------------------------------------ writing
-    def append(self, data: bytes, entries: Iterable[tuple[int, int, int]], next_offset: int,
-               max_timestamp: int, now_ms: int) -> None:
-        """Write prepared entries at the end, then publish the new size, index and offsets."""
+    def append(self, data: bytes, entries: Iterable[tuple[int, int, int, int]],
+               next_offset: int, max_timestamp: int, now_ms: int) -> None:
+        """Write prepared entries ``(position, size, last offset, max timestamp)`` at the end,
+        then publish the new size, indexes and offsets (Kafka's LogSegment.append)."""
         fd, position = self._handle.fd, self.size
         view, written = memoryview(data), 0
         while written < len(data):
             written += os.pwrite(fd, view[written:], position + written)
         self.size = position + len(data)
-        for rel, size, last_offset in entries:
+        max_ts = self.known_max_timestamp()
+        for rel, size, last_offset, entry_ts in entries:
+            if entry_ts > max_ts:
+                max_ts, self.offset_of_max_timestamp = entry_ts, last_offset
             if self._bytes_since_index >= self.index_interval_bytes:
                 self.index.append(last_offset, position + rel)
+                self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
                 self._bytes_since_index = 0
             self._bytes_since_index += size
         self.next_offset = next_offset
-        if self.max_timestamp is not None:
-            self.max_timestamp = max(self.max_timestamp, max_timestamp)
+        self.max_timestamp = max_ts
         if self.first_append_ms is None:
             self.first_append_ms = now_ms
         self._dirty = True
@@ -179,11 +209,16 @@ class LogSegment:
             os.fsync(self._handle.fd)
             self._dirty = False
         self.index.flush()
+        self.time_index.flush()
 
     def seal(self) -> None:
-        """Flush and close the index file of a segment that will not be written again."""
+        """Add the largest timestamp to the time index (Kafka's onBecomeInactiveSegment), then
+        flush and close the index files of a segment that will not be written again."""
+        if self.max_timestamp is not None and self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.flush()
         self.index.close()
+        self.time_index.close()
 
     # ------------------------------------------------------------------ reading
     def find_position(self, offset: int, limit: int) -> int | None:
@@ -225,21 +260,32 @@ class LogSegment:
         return EntryWalk(self._handle.fd, start, self.size)
 
     def known_max_timestamp(self) -> int:
-        """Largest record timestamp in the segment (computed by one header walk, then kept)."""
+        """Largest record timestamp in the segment: kept while appending; for a segment loaded
+        sealed, the last time-index entry (seal writes it), else one header walk."""
         if self.max_timestamp is None:
-            self.max_timestamp = max((i.max_timestamp for i in self.entries()), default=-1)
+            max_ts, max_at = self.time_index.last_timestamp(), self.base_offset - 1
+            if max_ts < 0:
+                for info in self.entries():
+                    if info.max_timestamp > max_ts:
+                        max_ts, max_at = info.max_timestamp, info.last_offset
+            self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_at
         return self.max_timestamp
 
     def find_timestamp(self, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after ``min_offset`` stamped at or
-        after ``timestamp``, or None."""
+        after ``timestamp``, or None: the time index (binary search) names the last offset
+        that cannot match, the offset index its position; entries are scanned from there."""
         if self.known_max_timestamp() < timestamp:
             return None
-        for info in self.entries():
-            if info.max_timestamp < timestamp or info.last_offset < min_offset:
+        start = max(self.time_index.offset_below(timestamp) + 1, min_offset)
+        position = self.find_position(start, self.size)
+        if position is None:
+            return None
+        for info in self.entries(position):
+            if info.max_timestamp < timestamp or info.last_offset < start:
                 continue
             for record in self._decode(info):
-                if record.timestamp >= timestamp and record.offset >= min_offset:
+                if record.timestamp >= timestamp and record.offset >= start:
                     return record.offset, record.timestamp
         return None
 
@@ -262,13 +308,15 @@ class LogSegment:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Close the index; the data file closes once no snapshot or region references it."""
+        """Close the indexes; the data file closes once no snapshot or region references it."""
         self.index.close()
+        self.time_index.close()
 
     def delete(self) -> None:
         """Unlink the files; an open region keeps reading the unlinked data until released."""
         self.index.close()
         self.index.delete()
+        self.time_index.delete()
         self.txn_index.delete()
         try:
             self.log_path.unlink()

@@ -28,7 +28,7 @@ CLEANED, SWAP = ".cleaned", ".swap"
 #: step of a cleaning: "cleaned" (files written), "swap" (committed), "deleted" (old gone).
 CRASH_ENV = "KCLIENT_CLEANER_CRASH_AT"
 _SWAP_FILE = re.compile(r"^(\d{20})\.log\.swap$")
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
 def paths(directory: Path, base: int, suffix: str) -> tuple[Path, Path]:

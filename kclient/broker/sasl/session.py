@@ -23,10 +23,12 @@ from typing import Any
 from kclient.protocol import error_codes as E
 from kclient.protocol.framing import API_VERSIONS_KEY, Request
 
+from ..principal import PrincipalMapper
 from .credentials import CredentialStore
 from .mechanisms import SaslFailed, ServerMechanism, server_mechanism
 
-__all__ = ["Session", "SaslSession", "SaslSettings", "ANONYMOUS", "tls_principal"]
+__all__ = ["Session", "SaslSession", "SaslSettings", "RefusedSession", "ANONYMOUS",
+           "tls_principal"]
 
 log = logging.getLogger("kclient.broker.sasl")
 
@@ -34,9 +36,9 @@ ANONYMOUS = "User:ANONYMOUS"
 SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY = 17, 36
 
 
-def tls_principal(sock: Any) -> str:
+def tls_principal(sock: Any, mapper: PrincipalMapper | None = None) -> str:
     """``User:<subject DN>`` of a verified client certificate (Kafka's default SSL principal,
-    e.g. ``User:CN=client``), else ANONYMOUS."""
+    e.g. ``User:CN=client``), mapped by ``ssl.principal.mapping.rules``; else ANONYMOUS."""
     if not isinstance(sock, ssl.SSLSocket):
         return ANONYMOUS
     cert = sock.getpeercert()
@@ -44,7 +46,10 @@ def tls_principal(sock: Any) -> str:
         return ANONYMOUS
     parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(cert.get("subject", ()))
              for k, v in rdn]
-    return "User:" + ",".join(parts) if parts else ANONYMOUS
+    if not parts:
+        return ANONYMOUS
+    dn = ",".join(parts)
+    return "User:" + (mapper.name(dn) if mapper is not None else dn)
 
 
 _SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
@@ -73,6 +78,18 @@ class Session:
         return {"error_code": E.IllegalSaslStateError.errno,
                 "error_message": "SASL is not enabled on this listener", "auth_bytes": b"",
                 "session_lifetime_ms": 0}
+
+
+class RefusedSession(Session):
+    """A connection whose peer got no principal (no ssl.principal.mapping.rules rule matched
+    its certificate): its first request closes it, saying why."""
+
+    def __init__(self, reason: str, listener: str) -> None:
+        super().__init__(ANONYMOUS, listener)
+        self.reason = reason
+
+    def admit(self, request: Request) -> str | None:
+        return f"authentication failed: {self.reason}"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from kclient.protocol.records.control import (
     ControlKey,
     EndTxnMarker,
     build_marker_batch,
+    committed_entries,
     encode_control_key,
     encode_end_txn_marker,
     parse_control_key,
@@ -82,7 +83,8 @@ from kclient.protocol.records.v2 import RecordBatchBuilder, build_batch, encode_
 from kclient.protocol.records.v2_uniform import encode_v2_uniform
 
 __all__ = [
-    "ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch", "encode_control_key",
+    "ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch", "committed_entries",
+    "encode_control_key",
     "encode_end_txn_marker", "parse_control_key", "parse_end_txn_marker",
     "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD",
     "BATCH_HEADER_SIZE", "CONTROL_MASK", "CREATE_TIME", "LOG_APPEND_TIME", "LOG_OVERHEAD",

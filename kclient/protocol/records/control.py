@@ -8,8 +8,11 @@ builds markers with them, consumers read them.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from .common import CONTROL_MASK, TRANSACTIONAL_MASK, make_records
+from .reader import EntrySpan, decode_entries, entry_next_offset
 from .v2_build import build_batch
 
 ABORT = 0
@@ -75,6 +78,52 @@ def build_marker_batch(producer_id: int, producer_epoch: int, committed: bool,
                        is_control=True, partition_leader_epoch=partition_leader_epoch)
 
 
-__all__ = ["ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch",
+_ATTRIBUTES = struct.Struct(">h")      # at batch position 21
+_PRODUCER_ID = struct.Struct(">q")     # at batch position 43
+
+
+def _is_abort_marker(buf: bytes, span: EntrySpan) -> bool:
+    """Whether a control batch is an ABORT marker (its first record's key type is 0)."""
+    try:
+        for rec in decode_entries(buf, [span], make_records, skip_control=False,
+                                  validate_crc=False):
+            return parse_control_key(rec.key).type == ABORT
+    except ValueError:
+        return False
+    return False
+
+
+def committed_entries(buf: bytes, spans: Sequence[EntrySpan],
+                      aborted: Iterable[tuple[int, int]]) -> list[EntrySpan]:
+    """The entries a read_committed consumer decodes: those of ``spans`` that are not data of
+    an aborted transaction.
+
+    ``aborted`` is a fetch response's aborted-transactions list, ``(producer_id, first_offset)``
+    pairs.  As Java's consumer does: a producer's transactional batches are aborted from its
+    listed first offset up to its next ABORT marker.  Control batches stay in the result
+    (decoding skips them; they still move the next fetch offset).
+    """
+    pending = sorted(((off, pid) for pid, off in aborted), reverse=True)
+    open_aborts: set[int] = set()
+    out = []
+    for span in spans:
+        if span.magic != 2:
+            out.append(span)
+            continue
+        last = entry_next_offset(buf, span) - 1
+        while pending and pending[-1][0] <= last:
+            open_aborts.add(pending.pop()[1])
+        attrs = _ATTRIBUTES.unpack_from(buf, span.position + 21)[0]
+        pid = _PRODUCER_ID.unpack_from(buf, span.position + 43)[0]
+        if attrs & CONTROL_MASK:
+            if pid in open_aborts and _is_abort_marker(buf, span):
+                open_aborts.discard(pid)
+            out.append(span)
+        elif not (attrs & TRANSACTIONAL_MASK and pid in open_aborts):
+            out.append(span)
+    return out
+
+
+__all__ = ["committed_entries", "ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch",
            "encode_control_key", "encode_end_txn_marker", "parse_control_key",
            "parse_end_txn_marker"]

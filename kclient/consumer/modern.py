@@ -1,0 +1,690 @@
+"""kclient.Consumer: a poll-loop consumer in the style of kafka-python's KafkaConsumer / Java's.
+
+    c = Consumer("events", bootstrap_servers="127.0.0.1:9092", group_id="g1",
+                 auto_offset_reset="earliest")
+    for record in c:
+        record.topic, record.partition, record.offset, record.key, record.value
+
+It runs on the broker-coordinated connector's machinery: the group protocol of
+:mod:`kclient.consumer.group_protocol` (so it shares a group with GroupConsumerConnector members
+and Java consumers), the range / roundrobin assignors, :class:`KafkaOffsetStore`, and
+:class:`kclient.simple.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
+inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A rebalance (seen
+by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
+does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
+was fenced: unknown member id or illegal generation), ``on_partitions_assigned`` after.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, NamedTuple, Protocol
+
+from kclient.cluster import Cluster
+from kclient.config import Config, load_config
+from kclient.connection import BrokerConnection
+from kclient.errors import (
+    IllegalGenerationError,
+    IllegalStateError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    UnknownMemberIdError,
+    error_for_code,
+)
+from kclient.metrics import ClientMetrics, start_reporter
+from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
+from kclient.simple.fetcher import Fetcher, PartitionFetch
+from kclient.structs import OffsetAndMetadata, TopicPartition
+
+from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
+from .group_protocol import (
+    REJOIN,
+    GroupMembership,
+    decode_assignment,
+    encode_subscription,
+    leader_assignment,
+    registration,
+)
+from .offsets import Coordinator, KafkaOffsetStore
+
+__all__ = ["Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "OffsetAndTimestamp"]
+
+log = logging.getLogger(__name__)
+
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+_LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
+
+
+class ConsumerRecord(NamedTuple):
+    """One consumed record, as kafka-python's ConsumerRecord."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    headers: list[tuple[str, bytes | None]]
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """What offsets_for_times finds: the first offset at or after a timestamp, and its time."""
+
+    offset: int
+    timestamp: int
+
+
+class ConsumerRebalanceListener(Protocol):
+    """Java's ConsumerRebalanceListener; each method takes a set of TopicPartition."""
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
+
+
+def _deserializer(conf: Config, key: str) -> Callable[[bytes | None], Any]:
+    """The configured Decoder (or plain callable), passing None through."""
+    dec = conf.create(key)
+
+    def decode(b: bytes | None) -> Any:
+        return None if b is None else dec(b)
+    return decode
+
+
+class Consumer:
+    """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
+
+    def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
+        given: Mapping[str, Any] | None = None
+        if topics and isinstance(topics[0], Mapping):
+            given, topics = topics[0], topics[1:]
+        conf = load_config("consumer", given, **config)
+        conf.require("metadata.broker.list")
+        self.config = conf
+        self.group: str | None = conf["group.id"] or None
+        self.consumer_id = generate_consumer_id(self.group or "kclient", conf["consumer.id"])
+        self._metrics = ClientMetrics()
+        self.settings = connection_settings(conf).replace(metrics=self._metrics)
+        self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
+                               self.settings)
+        self._key = _deserializer(conf, "key.decoder.class")
+        self._value = _deserializer(conf, "value.decoder.class")
+        self.strategy = conf["partition.assignment.strategy"]
+        self.membership: GroupMembership | None = None
+        self.offset_store: KafkaOffsetStore | None = None
+        if self.group:
+            session = conf["session.timeout.ms"]
+            coord = Coordinator(self.cluster, self.group, conf["retry.backoff.ms"],
+                                conf["offsets.commit.max.retries"], self.settings.replace(
+                                    request_timeout_ms=max(self.settings.request_timeout_ms,
+                                                           2 * session + 5000)))
+            self.membership = GroupMembership(coord, self.group, session)
+            self.offset_store = KafkaOffsetStore(coord, self.group, self.membership.generation,
+                                                 conf["offsets.commit.max.retries"],
+                                                 conf["offsets.channel.backoff.ms"])
+        self._topics: list[str] = []
+        self._pattern: re.Pattern[str] | None = None
+        self._listener: Any = None
+        self._subscribed_topics: list[str] = []
+        self._manual = False
+        self._assignment: list[TopicPartition] = []
+        self._positions: dict[TopicPartition, int] = {}
+        self._paused: set[TopicPartition] = set()
+        self._buffer: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        self._fetchers: dict[int, Fetcher] = {}
+        self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
+        self._joined = threading.Event()
+        self._closed = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
+        self._async: ThreadPoolExecutor | None = None
+        self._high_watermarks: dict[TopicPartition, int] = {}
+        self._next_topic_check = 0.0
+        self._partition_counts: dict[str, int] | None = None
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
+        if topics:
+            self.subscribe([str(t) for t in topics])
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Consumer(group={self.group!r}, assignment={sorted(self._assignment)!r})"
+
+    # -- subscription ---------------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
+                  listener: Any = None) -> None:
+        """Join the group for ``topics`` (or every topic matching the regex ``pattern``);
+        ``listener`` gets on_partitions_revoked / _assigned / _lost calls from poll()."""
+        if self.membership is None:
+            raise IllegalStateError("subscribe() needs group.id; use assign() without a group")
+        if self._manual:
+            raise IllegalStateError("subscribe() after assign(): unsubscribe() first")
+        if (topics is None) == (pattern is None):
+            raise TypeError("subscribe() takes topics or pattern, not both or neither")
+        if isinstance(topics, str):
+            topics = [topics]
+        self._topics = sorted(set(topics or ()))
+        self._pattern = re.compile(pattern) if pattern is not None else None
+        self._listener = listener
+        self._rejoin = "revoke"
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                               name=f"{self.consumer_id}-heartbeat")
+            self._heartbeat.start()
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (a pattern's: those it matched at the last join)."""
+        return set(self._subscribed_topics if self._pattern else self._topics)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly ``partitions``, without group membership (offsets still commit to
+        group.id when set)."""
+        if self._topics or self._pattern:
+            raise IllegalStateError("assign() after subscribe(): unsubscribe() first")
+        self._manual = True
+        self._set_assignment(list(partitions))
+
+    def unsubscribe(self) -> None:
+        """Drop the subscription or assignment (revoking through the listener, leaving the
+        group)."""
+        if self._topics or self._pattern:
+            self._revoke("revoke")
+            self._leave()
+        self._topics, self._pattern, self._manual = [], None, False
+        self._set_assignment([])
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now."""
+        return set(self._assignment)
+
+    def _set_assignment(self, partitions: list[TopicPartition]) -> None:
+        self._assignment = sorted(set(partitions))
+        keep = set(self._assignment)
+        for d in (self._positions, self._buffer):
+            for tp in [tp for tp in d if tp not in keep]:
+                del d[tp]
+        self._paused &= keep
+
+    # -- the group ----------------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        interval = self.config["heartbeat.interval.ms"] / 1000.0
+        while not self._closed.wait(interval):
+            if not self._joined.is_set() or self.membership is None:
+                continue
+            try:
+                code = self.membership.heartbeat()
+            except KafkaError as exc:
+                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
+                continue
+            if code in REJOIN and self._joined.is_set():
+                log.info("%s: heartbeat says %s; rejoining at the next poll", self.consumer_id,
+                         error_for_code(code).__name__)
+                self._joined.clear()
+                self._rejoin = "lost" if code in _LOST else "revoke"
+
+    def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
+        fn = getattr(self._listener, name, None)
+        if fn is None and name == "on_partitions_lost":    # Java's default: revoked
+            fn = getattr(self._listener, "on_partitions_revoked", None)
+        if fn is not None:
+            try:
+                fn(partitions)
+            except Exception:
+                log.exception("%s: rebalance listener %s failed", self.consumer_id, name)
+
+    def _revoke(self, how: str) -> None:
+        """Give up the assignment before rejoining: commit (auto-commit) and revoke, or, when
+        fenced, report the partitions lost without committing."""
+        owned = set(self._assignment)
+        self._joined.clear()
+        if how == "lost":
+            self._call_listener("on_partitions_lost", owned)
+        else:
+            if self.config["auto.commit.enable"] and owned:
+                self._try_commit("before rebalance")
+            self._call_listener("on_partitions_revoked", owned)
+        self._set_assignment([])
+
+    def _wanted_topics(self) -> list[str]:
+        if self._pattern is None:
+            return self._topics
+        self.cluster.refresh(None, allow_auto_create=False)
+        return sorted(t for t, i in self.cluster.topics.items()
+                      if not i.error_code and not (i.is_internal
+                                                   and self.config["exclude.internal.topics"])
+                      and self._pattern.fullmatch(t))
+
+    def _rebalance(self) -> bool:
+        """Revoke, JoinGroup, SyncGroup (assigning when leader), then on_partitions_assigned."""
+        how = self._rejoin or "revoke"
+        try:
+            return self._rebalance_once(how)
+        except BaseException:
+            if self._rejoin is None:
+                self._rejoin = "revoke"        # the next poll tries again
+            raise
+
+    def _rebalance_once(self, how: str) -> bool:
+        assert self.membership is not None
+        self._rejoin = None
+        if self._assignment or how == "lost":
+            self._revoke(how)
+        topics = self._subscribed_topics = self._wanted_topics()
+        meta = encode_subscription(topics, registration(self.consumer_id, "static",
+                                                        {t: 1 for t in topics}))
+        attempts = max(self.config["rebalance.max.retries"], 1)
+        for _ in range(attempts):
+            resp = self.membership.join(self.strategy, meta)
+            if resp is None:
+                continue
+            assignments = []
+            if resp.leader == resp.member_id:
+                self.cluster.refresh(None, allow_auto_create=False)
+                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
+                parts = {t: self.cluster.topics[t].partitions for t in all_topics}
+                assignments = leader_assignment(self.strategy, resp.members, all_topics, parts,
+                                                self.config["exclude.internal.topics"])
+            data = self.membership.sync(self.strategy, assignments)
+            if data is None:
+                continue
+            mine, _ = decode_assignment(data)
+            self._set_assignment([TopicPartition(t, p) for t, ps in mine.items() for p in ps])
+            self._joined.set()
+            self._metrics.rebalanced()
+            self._partition_counts = None
+            self._next_topic_check = time.monotonic() + self._topic_check_interval()
+            log.info("%s (generation %d) assigned %s", self.consumer_id,
+                     self.membership.generation_id, sorted(self._assignment))
+            self._call_listener("on_partitions_assigned", set(self._assignment))
+            return True
+        self._rejoin = how
+        return False
+
+    def _topic_check_interval(self) -> float:
+        return 1.0 if self._pattern is not None else 5.0
+
+    def _check_topics(self) -> None:
+        """Rejoin when a pattern matches other topics or a subscribed topic's partition count
+        changed (as the connector checks: every second with a pattern, else every 5 s)."""
+        if not self._joined.is_set() or time.monotonic() < self._next_topic_check:
+            return
+        self._next_topic_check = time.monotonic() + self._topic_check_interval()
+        try:
+            topics = self._wanted_topics()
+            if self._pattern is None and topics:
+                self.cluster.refresh(topics, allow_auto_create=False)
+        except KafkaError as exc:
+            log.info("%s: topic check failed: %s", self.consumer_id, exc)
+            return
+        counts = {t: len(self.cluster.topics[t].partitions) for t in topics
+                  if t in self.cluster.topics}
+        before, self._partition_counts = self._partition_counts, counts
+        if topics != self._subscribed_topics or (before is not None and before != counts):
+            log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
+            self._rejoin = "revoke"
+
+    def _leave(self) -> None:
+        self._joined.clear()
+        if self.membership is not None:
+            try:
+                self.membership.leave()
+            except KafkaError as exc:
+                log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
+
+    # -- positions ------------------------------------------------------------------------------
+    def _check(self, tp: TopicPartition) -> None:
+        if tp not in self._assignment:
+            raise IllegalStateError(f"{tp} is not assigned to this consumer")
+
+    def _resolve_positions(self) -> None:
+        """Positions of partitions that have none: the committed offset, else the reset."""
+        missing = [tp for tp in self._assignment if tp not in self._positions]
+        if not missing:
+            return
+        committed: dict[tuple[str, int], int] = {}
+        if self.offset_store is not None:
+            committed = self.offset_store.fetch((tp.topic, tp.partition) for tp in missing)
+        for tp in missing:
+            off = committed.get((tp.topic, tp.partition), -1)
+            self._positions[tp] = off if off >= 0 else self._reset_offset(tp)
+
+    def _reset_offset(self, tp: TopicPartition) -> int:
+        reset = self.config["auto.offset.reset"]
+        if reset == "none":
+            raise NoOffsetForPartitionError(f"{tp} has no committed offset and "
+                                            "auto.offset.reset is none")
+        ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
+        return self._list_offsets({tp: ts})[tp][0]
+
+    def _list_offsets(self, query: Mapping[TopicPartition, int]
+                      ) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none)."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in query:
+            by_leader.setdefault(self.cluster.leader_for(tp.topic, tp.partition).node_id,
+                                 []).append(tp)
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for node, tps in by_leader.items():
+            conn = self.cluster.connection(node)
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp in tps:
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": query[tp],
+                     "max_num_offsets": 1})
+            version = conn.version(LIST_OFFSETS)
+            body = {"replica_id": -1, "isolation_level": _ISOLATION[
+                self.config["isolation.level"]],
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            resp = conn.request(LIST_OFFSETS, body, version)
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise error_for_code(p.error_code)(f"offsets of {t.name}-"
+                                                           f"{p.partition_index}")
+                    if version == 0:
+                        off = p.old_style_offsets[0] if p.old_style_offsets else -1
+                        out[TopicPartition(t.name, p.partition_index)] = (off, -1)
+                    else:
+                        out[TopicPartition(t.name, p.partition_index)] = (p.offset, p.timestamp)
+        return out
+
+    def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record poll() returns for ``partition``."""
+        self._check(partition)
+        self._resolve_positions()
+        return self._positions[partition]
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset`` at the next poll()."""
+        self._check(partition)
+        if offset < 0:
+            raise ValueError(f"offset {offset} is negative")
+        self._positions[partition] = offset
+        self._buffer.pop(partition, None)
+
+    def _seek_to(self, partitions: Iterable[TopicPartition], ts: int) -> None:
+        tps = list(partitions) or list(self._assignment)
+        for tp in tps:
+            self._check(tp)
+        for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
+            self.seek(tp, off)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Seek to the first offset of ``partitions`` (default: all assigned)."""
+        self._seek_to(partitions, EARLIEST_TIMESTAMP)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Seek past the last offset of ``partitions`` (default: all assigned)."""
+        self._seek_to(partitions, LATEST_TIMESTAMP)
+
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """The first offset of each partition."""
+        return {tp: o for tp, (o, _) in self._list_offsets(
+            {tp: EARLIEST_TIMESTAMP for tp in partitions}).items()}
+
+    def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record of each partition (the high watermark)."""
+        return {tp: o for tp, (o, _) in self._list_offsets(
+            {tp: LATEST_TIMESTAMP for tp in partitions}).items()}
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The first offset whose timestamp is at or after each given time (ms), or None."""
+        found = self._list_offsets(timestamps)
+        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
+                for tp in timestamps}
+
+    # -- pause / resume ---------------------------------------------------------------------------
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop returning and fetching records of ``partitions`` until resume()."""
+        for tp in partitions:
+            self._check(tp)
+            self._paused.add(tp)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Undo pause() for ``partitions``."""
+        self._paused.difference_update(partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        """The paused partitions."""
+        return set(self._paused)
+
+    # -- commit ------------------------------------------------------------------------------------
+    def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+                           ) -> dict[tuple[str, int], int]:
+        if self.offset_store is None:
+            raise IllegalStateError("committing offsets needs group.id")
+        if offsets is None:
+            return {(tp.topic, tp.partition): off for tp, off in self._positions.items()}
+        return {(tp.topic, tp.partition): (o.offset if isinstance(o, OffsetAndMetadata) else o)
+                for tp, o in offsets.items()}
+
+    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
+               ) -> None:
+        """Commit ``offsets`` (the next offset to read per partition), by default the position
+        of every assigned partition; a fenced member's commit raises and rejoins at next poll."""
+        todo = self._offsets_to_commit(offsets)
+        assert self.offset_store is not None
+        try:
+            self.offset_store.commit(todo)
+        except KafkaError as exc:
+            if getattr(exc, "errno", None) in REJOIN and not self._manual:
+                self._joined.clear()
+                self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
+            raise
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+                     callback: Callable[[dict[TopicPartition, int], BaseException | None], Any]
+                     | None = None) -> Future[None]:
+        """commit() in a background thread; ``callback(offsets, exception or None)`` after."""
+        todo = self._offsets_to_commit(offsets)
+        if self._async is None:
+            self._async = ThreadPoolExecutor(1, thread_name_prefix=f"{self.consumer_id}-commit")
+        given = {TopicPartition(t, p): o for (t, p), o in todo.items()}
+
+        def run() -> None:
+            error: BaseException | None = None
+            try:
+                assert self.offset_store is not None
+                self.offset_store.commit(todo)
+            except BaseException as exc:
+                error = exc
+            if callback is not None:
+                callback(given, error)
+            if error is not None:
+                raise error
+        return self._async.submit(run)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Group id, generation and member id: what Producer.send_offsets_to_transaction
+        takes."""
+        if self.group is None or self.membership is None:
+            raise IllegalStateError("group_metadata() needs group.id")
+        return ConsumerGroupMetadata(self.group, self.membership.generation_id,
+                                     self.membership.member_id)
+
+    def committed(self, partition: TopicPartition) -> int | None:
+        """The committed offset of ``partition`` in the group, or None."""
+        if self.offset_store is None:
+            raise IllegalStateError("committed() needs group.id")
+        off = self.offset_store.fetch([(partition.topic, partition.partition)])
+        value = off.get((partition.topic, partition.partition), -1)
+        return value if value >= 0 else None
+
+    def _try_commit(self, why: str) -> None:
+        try:
+            self.commit()
+        except KafkaError as exc:
+            log.info("%s: auto commit (%s) failed: %s", self.consumer_id, why, exc)
+
+    def _auto_commit(self) -> None:
+        if not (self.config["auto.commit.enable"] and self.offset_store is not None
+                and self._positions) or time.monotonic() < self._next_commit:
+            return
+        self._next_commit = time.monotonic() + self.config["auto.commit.interval.ms"] / 1000.0
+        self._try_commit("interval")
+
+    # -- poll -------------------------------------------------------------------------------------
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None
+             ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched within ``timeout_ms``: ``{TopicPartition: [ConsumerRecord]}``, at most
+        ``max_records`` (default max.poll.records) in all."""
+        if self._closed.is_set():
+            raise IllegalStateError("poll() on a closed consumer")
+        if not (self._topics or self._pattern or self._manual):
+            raise IllegalStateError("poll() needs subscribe() or assign() first")
+        limit = max_records or self.config["max.poll.records"]
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            if (self._topics or self._pattern) and self._rejoin is not None \
+                    and not self._rebalance():
+                if time.monotonic() >= deadline:
+                    return {}
+                time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
+                continue
+            if self._topics or self._pattern:
+                self._check_topics()
+            self._auto_commit()
+            self._resolve_positions()
+            out = self._drain(limit)
+            if out:
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and timeout_ms >= 0:
+                return {}
+            self._fetch(max(0, min(int(remaining * 1000), self.config["fetch.wait.max.ms"])))
+
+    def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        for tp in self._assignment:
+            buf = self._buffer.get(tp)
+            if not buf or tp in self._paused or limit <= 0:
+                continue
+            take = [buf.popleft() for _ in range(min(limit, len(buf)))]
+            limit -= len(take)
+            out[tp] = take
+            self._positions[tp] = take[-1].offset + 1
+        return out
+
+    def _fetcher(self, node: int) -> Fetcher:
+        f = self._fetchers.get(node)
+        if f is None or not f.conn.connected:
+            b = self.cluster.brokers[node]
+            conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
+            conn.connect()
+            f = self._fetchers[node] = Fetcher(
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=False,
+                isolation_level=_ISOLATION[self.config["isolation.level"]])
+        return f
+
+    def _fetch(self, wait_ms: int) -> None:
+        """One Fetch per leader of the fetchable partitions; records go to the buffer."""
+        by_leader: dict[int, list[PartitionFetch]] = {}
+        for tp in self._assignment:
+            if tp in self._paused or self._buffer.get(tp):
+                continue
+            node = self.cluster.leader_for(tp.topic, tp.partition).node_id
+            by_leader.setdefault(node, []).append(PartitionFetch(
+                tp.topic, tp.partition, self._positions[tp],
+                self.config["fetch.message.max.bytes"]))
+        if not by_leader:
+            time.sleep(wait_ms / 1000.0)
+            return
+        for node, reqs in by_leader.items():
+            fetcher = self._fetcher(node)
+            fetcher.max_wait_ms = wait_ms if len(by_leader) == 1 else 0
+            try:
+                sets = fetcher.fetch(reqs)
+            except KafkaError as exc:
+                log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)
+                self._metrics.error(exc)
+                self._fetchers.pop(node, None)
+                self.cluster.refresh([r.topic for r in reqs], allow_auto_create=False)
+                continue
+            for req, ms in zip(reqs, sets):
+                self._take(TopicPartition(req.topic, req.partition), req.offset, ms)
+
+    def _take(self, tp: TopicPartition, offset: int, ms: Any) -> None:
+        if ms.error is not None and isinstance(ms.error, OffsetOutOfRangeError):
+            if self.config["auto.offset.reset"] == "none":
+                raise ms.error
+            self._positions[tp] = self._reset_offset(tp)
+            return
+        if ms.error is not None and not ms.entries:
+            self._metrics.error(ms.error)
+            log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
+            self.cluster.refresh([tp.topic], allow_auto_create=False)
+            return
+        if ms.high_watermark >= 0:
+            self._high_watermarks[tp] = ms.high_watermark
+        if self._positions.get(tp) != offset:          # seeked while fetching
+            return
+        k, v = self._key, self._value
+        records = deque(ConsumerRecord(tp.topic, tp.partition, m.offset, m.timestamp,
+                                       m.timestamp_type, k(m.key), v(m.value), m.headers)
+                        for m in ms if m.offset >= offset)
+        if records:
+            self._buffer[tp] = records
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
+        iteration after that long without a record."""
+        idle = self.config["consumer.timeout.ms"]
+        while not self._closed.is_set():
+            batch = self.poll(idle if idle >= 0 else 1000)
+            if not batch and idle >= 0:
+                return
+            for records in batch.values():
+                yield from records
+
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round trips,
+        bytes and connection state; per assigned partition the position, the high watermark
+        of the last fetch, the lag, records buffered and whether paused; rebalances."""
+        partitions = {}
+        for tp in self._assignment:
+            pos, hw = self._positions.get(tp, -1), self._high_watermarks.get(tp, -1)
+            partitions[f"{tp.topic}/{tp.partition}"] = {
+                "topic": tp.topic, "partition": tp.partition, "position": pos,
+                "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
+                "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group, consumer_id=self.consumer_id,
+                                      partitions=partitions)
+
+    # -- close --------------------------------------------------------------------------------------
+    def close(self, autocommit: bool = True) -> None:
+        """Commit (with auto-commit on), leave the group, close connections."""
+        if self._closed.is_set():
+            return
+        if autocommit and self.config["auto.commit.enable"] and self.offset_store is not None \
+                and self._positions and (self._joined.is_set() or self._manual):
+            self._try_commit("close")
+        self._closed.set()
+        if self._reporter is not None:
+            self._reporter.stop()
+        if self._topics or self._pattern:
+            self._leave()
+        if self._heartbeat is not None:
+            self._heartbeat.join(10)
+        if self._async is not None:
+            self._async.shutdown(wait=True)
+        for f in self._fetchers.values():
+            f.conn.close()
+        self._fetchers.clear()
+        if self.membership is not None:
+            self.membership.coordinator.close()
+        self.cluster.close()

@@ -1,0 +1,35 @@
+"""A user script typed against kclient's public API (tests/test_typing.py runs mypy --strict on it)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kclient import DeliveryReport, Producer, ProducerData, RecordMetadata, consumer
+from kclient.consumer import MessageAndMetadata
+
+
+def report(r: DeliveryReport) -> None:
+    print(r.topic, r.partition, list(r.offsets), r.error)
+
+
+def main(bootstrap: str) -> int:
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"},
+                  on_delivery=report, value_serializer=lambda v: json.dumps(v).encode()) as p:
+        p.send(ProducerData("events", {"n": 1}, key=b"k"))
+        p.send([ProducerData("events", {"n": i}) for i in range(3)])
+        fut = p.produce("events", {"n": 4}, key=b"k",
+                        on_delivery=lambda err, md: print(err, md.offset))
+        p.flush(timeout=10.0)
+        md: RecordMetadata = fut.result(timeout=1.0)
+        print(md.topic, md.partition, md.offset, md.timestamp)
+        stats: dict[str, Any] = p.metrics()
+        print(stats["brokers"], stats["partitions"])
+        part: int = p.partition_for("events", b"k")
+    conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": "g"})
+    streams = conn.create_message_streams({"events": 1})
+    m: MessageAndMetadata
+    for m in streams["events"][0]:
+        print(m.topic, m.partition, m.offset, m.key, m.message)
+        break
+    conn.shutdown()
+    return part
