@@ -55,6 +55,11 @@ CASES: dict[str, str] = {
         "offset, past the end, to the high watermark, unknown partition and topic) and "
         "ListOffsets earliest after it; DeleteGroups v0-v2 of a group with a member, an unknown "
         "one, an Empty one (then OffsetFetch and DeleteGroups again)",
+    "idempotent produce: duplicate and out-of-order sequences": "InitProducerId v4 without a "
+        "transactional id; idempotent Produce v7 (acks -1): first batch, the same batch again "
+        "(duplicate), a sequence gap, the next batch, five more and then the first again "
+        "(older than the last five), an unknown producer id at sequence 7; InitProducerId "
+        "epoch bump, then the old epoch, the new epoch at sequence 3 and at 0; Fetch v11",
     "transactions": "FindCoordinator for a transactional id; InitProducerId v4 (new id, epoch "
         "bump, a timeout above transaction.max.timeout.ms, a stale epoch at v3 and v4); "
         "AddPartitionsToTxn v1-v3 (fenced epoch, unknown topic, two partitions); transactional "
