@@ -541,7 +541,8 @@ class DefaultEventHandler(Preparer, EventHandler):
                 for b in batches:
                     self._hold(b, time.monotonic())
                 return []
-            batches, self._retry = batches + self._retry, []
+            # the batches kept back came first: new ones keep their arrival order
+            batches, self._retry = self._retry + batches, []
             batches = _in_sequence_order(batches)
             if txn.bump_epoch():
                 log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
