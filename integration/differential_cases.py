@@ -157,6 +157,9 @@ FIXED: list[tuple[str, str, str]] = [
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),
+    ("idempotent produce: duplicate and out-of-order sequences", "a duplicate batch was "
+     "answered log_append_time_ms -1 (Kafka: the batch's max timestamp) and "
+     "OUT_OF_ORDER_SEQUENCE_NUMBER log_start_offset -1 (Kafka: the log's)", "b0ee272"),
     ("transactions", "FindCoordinator answered a found coordinator with a null error message "
      "(Kafka: \"NONE\"); AddPartitionsToTxn listed an unknown topic in request order (Kafka: "
      "the unknown partitions first)", "8fbd1de"),
