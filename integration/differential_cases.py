@@ -17,7 +17,9 @@ CASES: dict[str, str] = {
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
     "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, by "
-                                 "timestamp (exact, between, after all records)",
+                                 "timestamp (exact, between, after all records); by timestamp "
+                                 "(v1+) over 8 batches whose timestamps step back, with "
+                                 "index.interval.bytes=1 (a time-index entry per batch)",
     "Metadata: missing topic, auto-create": "Metadata v4-v9 for a missing topic without "
                                             "auto-create; v4 with auto-create, then v9",
     "authorized operations, DescribeCluster": "Metadata v8-v12 for a topic and a missing one, "

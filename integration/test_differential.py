@@ -284,7 +284,33 @@ def test_list_offsets_every_version(twin4, twin3):
             twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
                                                  "topics": [{"name": "offsets",
                                                              "partitions": [part]}]}, label)
+    _list_offsets_with_a_time_index(twin4)
     check("ListOffsets every version", twin4, twin3)
+
+
+#: per batch, record timestamps in seconds after T0: they step back within and across batches
+STEPPING = [[10, 12], [11, 11], [20], [15, 25], [25], [18, 30], [30, 29], [40]]
+
+
+def _list_offsets_with_a_time_index(twin: Twin) -> None:
+    """A time-index entry per batch (index.interval.bytes=1) over timestamps that step back:
+    the lookups that binary-search the mini-broker's .timeindex answer as Kafka's do."""
+    create(twin, "offsets-indexed", index_interval_bytes="1")
+    start = 0
+    for stamps in STEPPING:
+        records = build_batch([b"v%d" % (start + i) for i in range(len(stamps))], None,
+                              [T0 + 1000 * s for s in stamps])
+        twin.request(PRODUCE, 7, produce_body("offsets-indexed", records), "indexed batch")
+        start += len(stamps)
+    for version in range(1, LIST_OFFSETS.max_version + 1):
+        if not twin.supports(LIST_OFFSETS, version):
+            continue
+        for seconds in (9, 11, 12, 13, 20, 21, 25, 26, 30, 31, 40, 41):
+            part = {"partition_index": 0, "timestamp": T0 + 1000 * seconds}
+            twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
+                                                 "topics": [{"name": "offsets-indexed",
+                                                             "partitions": [part]}]},
+                         f"indexed at {seconds}")
 
 
 # --- Metadata --------------------------------------------------------------------------------

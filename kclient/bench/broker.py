@@ -308,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--brokers", nargs="+", default=DEFAULT_BROKERS, choices=BROKERS,
                     help="default: mini tansu; kafka adds Apache Kafka 4.x (mini/kafka ratio)")
     ap.add_argument("--py-spy", metavar="DIR", help="profile the mini-broker's phases into DIR")
+    ap.add_argument("--json", metavar="PATH", dest="json_path",
+                    help="write the best rate of each broker to PATH (kclient bench charts)")
     args = ap.parse_args(argv)
     if args.py_spy:
         os.makedirs(args.py_spy, exist_ok=True)
@@ -318,6 +320,12 @@ def main(argv: list[str] | None = None) -> int:
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     rows = run(args)
     _print_table(rows)
+    if args.json_path:
+        from kclient.bench.results import row, write_results
+        write_results(args.json_path, "broker", "mini",
+                      [row("confluent-kafka clients", f"{r['phase']} {r['size']} B, "
+                           f"{r['partitions']}p", name, r[name]["rate"])
+                       for r in rows for name in BROKERS if name in r], argv)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -234,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fetch-size", type=int, default=1 << 20)
     p.add_argument("--clients", default=None,
                    help=f"default {','.join(CLIENTS)} (and java with --broker kafka)")
-    p.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    p.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                   help="write the best rate of each client to PATH (kclient bench charts); "
+                        "without PATH print the rows as JSON")
     p.add_argument("--security", choices=security.CHOICES, default="plaintext",
                    help="ssl / sasl_ssl (PLAIN): the clients read from the mini-broker's SSL "
                         "(SASL_SSL) listener, certificates from kclient.testing.certs; mini only")
@@ -280,8 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
           f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}; "
           f"{args.security}")
-    if args.json:
+    if args.json == "-":
         print(json.dumps(rows))
+    elif args.json:
+        from kclient.bench.results import row, write_results
+        write_results(args.json, "consumer", "kclient",
+                      [row(r["broker"], f"{r['size']} B values", r["client"], r["rate"])
+                       for r in rows], argv)
     return 0
 
 

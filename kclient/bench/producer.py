@@ -352,6 +352,8 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--security", choices=security.CHOICES, default="plaintext",
                     help="ssl / sasl_ssl (PLAIN): clients use the mini-broker's SSL or SASL_SSL "
                          "listener (certificates from kclient.testing.certs); mini-broker only")
+    ap.add_argument("--json", metavar="PATH", dest="json_path",
+                    help="write the best rate of each client to PATH (kclient bench charts)")
     ap.add_argument("--ca", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -367,30 +369,38 @@ def main(argv: list | None = None) -> int:
         return 0
     if args.security != "plaintext" and args.broker != "mini":
         raise SystemExit("--security needs --broker mini")
+    found: dict[str, dict] = {}
     print(f"producer benchmark: {args.messages:,} x {args.value_size} B values, acks=1, "
           f"no compression, {args.partitions} partition(s), {args.security}; load average "
           f"{os.getloadavg()[0]:.2f}", flush=True)
     if args.broker in ("tansu", "both"):
         from kclient.testing import TansuServer
         with TansuServer() as server:
-            _bench_broker("tansu", server.bootstrap, args)
+            found["tansu"] = _bench_broker("tansu", server.bootstrap, args)
     if args.broker in ("mini", "both"):
         from kclient.broker import MiniBroker
         sec = security
         if args.security == "plaintext":
             with MiniBroker() as broker:
-                _bench_broker("mini-broker", broker.bootstrap, args)
+                found["mini-broker"] = _bench_broker("mini-broker", broker.bootstrap, args)
         else:
             args.ca, keystore = sec.make_ca_and_keystore()
             with MiniBroker(config=sec.broker_config(args.security, keystore),
                             sasl_users=sec.broker_users(args.security)) as broker:
-                _bench_broker("mini-broker", broker.bootstrap, args,
-                              broker.bootstrap_of(sec.listener(args.security)))
+                found["mini-broker"] = _bench_broker(
+                    "mini-broker", broker.bootstrap, args,
+                    broker.bootstrap_of(sec.listener(args.security)))
     if args.broker == "kafka":
         from kclient.bench.kafka import kafka_broker
         with kafka_broker() as kafka:
-            _bench_broker("kafka", kafka.bootstrap, args)
+            found["kafka"] = _bench_broker("kafka", kafka.bootstrap, args)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.json_path:
+        from kclient.bench.results import row, write_results
+        case = f"{args.value_size} B values, {args.partitions}p, {args.security}"
+        write_results(args.json_path, "producer", "kclient-send",
+                      [row(broker, case, client, r["rate"])
+                       for broker, by in found.items() for client, r in by.items()], argv)
     return 0
 
 

@@ -152,6 +152,8 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
                     help="default kclient,kafka-python,confluent (and java with --broker kafka)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds; clients run interleaved, the best round of each is kept")
+    ap.add_argument("--json", metavar="PATH", dest="json_path",
+                    help="write the best rate of each client to PATH (kclient bench charts)")
     args = ap.parse_args(argv)
     runners = {"kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
                "kafka-python": bench_kafka_python, "confluent": bench_confluent,
@@ -188,6 +190,12 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
         for other in ("kafka-python", "confluent", "java"):
             if other in rates:
                 print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
+    if args.json_path:
+        from kclient.bench.results import row, write_results
+        case = f"{args.value_size} B values, {args.partitions}p, {args.streams} stream(s)"
+        write_results(args.json_path, "stream", "kclient",
+                      [row(args.broker, case, name, rate) for name, rate in rates.items()],
+                      argv)
     return rates
 
 

@@ -9,7 +9,7 @@ from .common import subcommand
 
 __all__ = ["register", "PASSTHROUGH", "BENCHMARKS"]
 
-BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak")
+BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak", "charts")
 
 
 def _broker(rest: list[str]) -> int:

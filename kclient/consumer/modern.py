@@ -37,6 +37,7 @@ from kclient.errors import (
     UnknownMemberIdError,
     error_for_code,
 )
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.simple.fetcher import Fetcher, PartitionFetch
 from kclient.structs import OffsetAndMetadata, TopicPartition
@@ -109,7 +110,8 @@ class Consumer:
         self.config = conf
         self.group: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group or "kclient", conf["consumer.id"])
-        self.settings = connection_settings(conf)
+        self._metrics = ClientMetrics()
+        self.settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                self.settings)
         self._key = _deserializer(conf, "key.decoder.class")
@@ -143,6 +145,11 @@ class Consumer:
         self._heartbeat: threading.Thread | None = None
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
         self._async: ThreadPoolExecutor | None = None
+        self._high_watermarks: dict[TopicPartition, int] = {}
+        self._next_topic_check = 0.0
+        self._partition_counts: dict[str, int] | None = None
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
         if topics:
             self.subscribe([str(t) for t in topics])
 
@@ -261,8 +268,17 @@ class Consumer:
 
     def _rebalance(self) -> bool:
         """Revoke, JoinGroup, SyncGroup (assigning when leader), then on_partitions_assigned."""
+        how = self._rejoin or "revoke"
+        try:
+            return self._rebalance_once(how)
+        except BaseException:
+            if self._rejoin is None:
+                self._rejoin = "revoke"        # the next poll tries again
+            raise
+
+    def _rebalance_once(self, how: str) -> bool:
         assert self.membership is not None
-        how, self._rejoin = self._rejoin or "revoke", None
+        self._rejoin = None
         if self._assignment or how == "lost":
             self._revoke(how)
         topics = self._subscribed_topics = self._wanted_topics()
@@ -286,12 +302,38 @@ class Consumer:
             mine, _ = decode_assignment(data)
             self._set_assignment([TopicPartition(t, p) for t, ps in mine.items() for p in ps])
             self._joined.set()
+            self._metrics.rebalanced()
+            self._partition_counts = None
+            self._next_topic_check = time.monotonic() + self._topic_check_interval()
             log.info("%s (generation %d) assigned %s", self.consumer_id,
                      self.membership.generation_id, sorted(self._assignment))
             self._call_listener("on_partitions_assigned", set(self._assignment))
             return True
         self._rejoin = how
         return False
+
+    def _topic_check_interval(self) -> float:
+        return 1.0 if self._pattern is not None else 5.0
+
+    def _check_topics(self) -> None:
+        """Rejoin when a pattern matches other topics or a subscribed topic's partition count
+        changed (as the connector checks: every second with a pattern, else every 5 s)."""
+        if not self._joined.is_set() or time.monotonic() < self._next_topic_check:
+            return
+        self._next_topic_check = time.monotonic() + self._topic_check_interval()
+        try:
+            topics = self._wanted_topics()
+            if self._pattern is None and topics:
+                self.cluster.refresh(topics, allow_auto_create=False)
+        except KafkaError as exc:
+            log.info("%s: topic check failed: %s", self.consumer_id, exc)
+            return
+        counts = {t: len(self.cluster.topics[t].partitions) for t in topics
+                  if t in self.cluster.topics}
+        before, self._partition_counts = self._partition_counts, counts
+        if topics != self._subscribed_topics or (before is not None and before != counts):
+            log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
+            self._rejoin = "revoke"
 
     def _leave(self) -> None:
         self._joined.clear()
@@ -513,6 +555,8 @@ class Consumer:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
                 continue
+            if self._topics or self._pattern:
+                self._check_topics()
             self._auto_commit()
             self._resolve_positions()
             out = self._drain(limit)
@@ -566,6 +610,7 @@ class Consumer:
                 sets = fetcher.fetch(reqs)
             except KafkaError as exc:
                 log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)
+                self._metrics.error(exc)
                 self._fetchers.pop(node, None)
                 self.cluster.refresh([r.topic for r in reqs], allow_auto_create=False)
                 continue
@@ -579,9 +624,12 @@ class Consumer:
             self._positions[tp] = self._reset_offset(tp)
             return
         if ms.error is not None and not ms.entries:
+            self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self.cluster.refresh([tp.topic], allow_auto_create=False)
             return
+        if ms.high_watermark >= 0:
+            self._high_watermarks[tp] = ms.high_watermark
         if self._positions.get(tp) != offset:          # seeked while fetching
             return
         k, v = self._key, self._value
@@ -602,6 +650,21 @@ class Consumer:
             for records in batch.values():
                 yield from records
 
+    def metrics(self) -> dict[str, Any]:
+        """Counts since creation (docs/metrics.md): per broker requests, errors, round trips,
+        bytes and connection state; per assigned partition the position, the high watermark
+        of the last fetch, the lag, records buffered and whether paused; rebalances."""
+        partitions = {}
+        for tp in self._assignment:
+            pos, hw = self._positions.get(tp, -1), self._high_watermarks.get(tp, -1)
+            partitions[f"{tp.topic}/{tp.partition}"] = {
+                "topic": tp.topic, "partition": tp.partition, "position": pos,
+                "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
+                "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group, consumer_id=self.consumer_id,
+                                      partitions=partitions)
+
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
         """Commit (with auto-commit on), leave the group, close connections."""
@@ -611,6 +674,8 @@ class Consumer:
                 and self._positions and (self._joined.is_set() or self._manual):
             self._try_commit("close")
         self._closed.set()
+        if self._reporter is not None:
+            self._reporter.stop()
         if self._topics or self._pattern:
             self._leave()
         if self._heartbeat is not None:

@@ -154,6 +154,14 @@ class WriteOptions:
     topic: str | None
     producer: tuple[tuple[str, str], ...] = field(default=())
     exactly_once: bool = False
+    #: exactlyOnce: transactional ids are ``<prefix>-<task partition>`` (default from the query id)
+    txn_prefix: str | None = None
+    #: exactlyOnce: the topic whose partition 0 keys the sink's commit records (default: topic)
+    state_topic: str | None = None
+    #: test hook: ``before`` / ``after:N`` make the driver's commit raise there (a driver crash)
+    fail_commit: str | None = None
+    #: test hook: ``raise`` / ``kill`` the first attempt of task 0 after it flushed its rows
+    fail_task: str | None = None
 
     def producer_config(self) -> dict[str, str]:
         return dict(self.producer)
@@ -405,6 +413,19 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     config = producer_config(opts)
     from kclient.config import load_config
     load_config("producer", config)  # unknown keys and bad values fail here, on the driver
+    exactly_once = _bool(opts, "exactlyOnce", False)
+    if "kafka.transactional.id" in opts:
+        raise ValueError("Kafka option 'transactional.id' is not supported: with "
+                         "exactlyOnce=true the sink derives one per task from the "
+                         "transactionalIdPrefix option")
+    state_topic = opts.get("transactionstatetopic") or (topic.strip() if topic else None)
+    if exactly_once and not state_topic:
+        raise ValueError("exactlyOnce=true needs the topic option or transactionStateTopic (an "
+                         "existing topic that keys the sink's commit records)")
     return WriteOptions(topic=topic.strip() if topic else None,
                         producer=tuple(sorted(config.items())),
-                        exactly_once=_bool(opts, "exactlyOnce", False))
+                        exactly_once=exactly_once,
+                        txn_prefix=opts.get("transactionalidprefix") or None,
+                        state_topic=state_topic,
+                        fail_commit=opts.get("exactlyonce.failcommit") or None,
+                        fail_task=opts.get("exactlyonce.failtask") or None)

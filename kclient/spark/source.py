@@ -19,6 +19,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .arrow import kafka_schema
+from .exactly_once import KClientExactlyOnceWriter
 from .options import lower_keys, parse_read_options, parse_write_options
 from .reader import KClientBatchReader
 from .stream import KClientStreamReader
@@ -58,9 +59,7 @@ class KClientDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = self._write_options(schema, False)
         if opts.exactly_once:
-            raise NotImplementedError(
-                "exactlyOnce=true needs Kafka transactions in kclient, which are not built "
-                "yet; the sink is at-least-once (see docs/spark.md)")
+            return KClientExactlyOnceWriter(opts)
         return KClientStreamArrowWriter(opts)
 
 

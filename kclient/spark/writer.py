@@ -33,7 +33,7 @@ from kclient.producer import Producer, ProducerData
 from . import pool
 from .options import WriteOptions
 
-__all__ = ["KClientArrowWriter", "KClientStreamArrowWriter", "SentMessages", "send_arrow",
+__all__ = ["KClientArrowWriter", "KClientStreamArrowWriter", "SentMessages", "send_arrow", "send_batch",
            "validate_write_schema"]
 
 
@@ -97,7 +97,7 @@ def _topics(col: pa.Array | None, default: str | None) -> str | list[Any]:
     return str(unique[0].as_py()) if len(unique) == 1 else col.to_pylist()
 
 
-def _send_batch(producer: Producer, batch: pa.RecordBatch, default_topic: str | None) -> None:
+def send_batch(producer: Producer, batch: pa.RecordBatch, default_topic: str | None) -> None:
     """Queue every row of ``batch``: plain values of one topic as they are, others as one
     ProducerData per row."""
     names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
@@ -138,7 +138,7 @@ def send_arrow(batches: Iterable[pa.RecordBatch], opts: WriteOptions) -> int:
     count = 0
     for batch in batches:
         if batch.num_rows:
-            _send_batch(producer, batch, opts.topic)
+            send_batch(producer, batch, opts.topic)
             count += batch.num_rows
     producer.flush()
     return count
@@ -157,8 +157,7 @@ class KClientArrowWriter(DataSourceArrowWriter):
 class KClientStreamArrowWriter(DataSourceStreamArrowWriter):
     """``writeStream.format("kclient")``: at-least-once, like Spark's Kafka sink.
 
-    The exactly-once variant (``exactlyOnce=true``: tasks write in Kafka transactions that the
-    driver's ``commit(batchId)`` commits) plugs in here once kclient has transactions.
+    The exactly-once variant (``exactlyOnce=true``) is :mod:`kclient.spark.exactly_once`.
     """
 
     def __init__(self, opts: WriteOptions) -> None:

@@ -227,3 +227,82 @@ def test_fenced_member_reports_lost(mini_broker, consumers):
              message="a rejoined")
     assert log[:3] == [("a", "assigned", [0, 1]), ("a", "lost", [0, 1]),
                        ("a", "assigned", [0, 1])]
+
+
+def test_shares_a_group_with_the_group_connector(mini_broker, consumers):
+    """Same group protocol as GroupConsumerConnector: both members split the partitions."""
+    from kclient import consumer as legacy
+    topic, group = name("t"), name("g")
+    mini_broker.create_topic(topic, partitions=4)
+    conn = legacy.create({"metadata.broker.list": mini_broker.bootstrap, "group.id": group,
+                          "consumer.id": "old", "session.timeout.ms": 6000,
+                          "heartbeat.interval.ms": 200, "rebalance.backoff.ms": 200,
+                          "rebalance.max.retries": 10, "auto.commit.enable": False})
+    try:
+        conn.create_message_streams({topic: 1})
+        assert len(conn.owned_partitions()) == 4
+        c = consumers(topic, **conf(mini_broker, group))
+        stop = threading.Event()
+        t = threading.Thread(target=lambda: [c.poll(100) for _ in iter(stop.is_set, True)],
+                             daemon=True)
+        t.start()
+        try:
+            wait_for(lambda: len(c.assignment()) == 2 and len(conn.owned_partitions()) == 2,
+                     timeout=30, message="two and two")
+        finally:
+            stop.set()
+            t.join(10)
+        mine = {(tp.topic, tp.partition) for tp in c.assignment()}
+        assert not mine & set(conn.owned_partitions())
+        assert mine | set(conn.owned_partitions()) == {(topic, p) for p in range(4)}
+    finally:
+        conn.shutdown()
+
+
+def test_pattern_subscription_picks_up_new_topics_and_metrics(mini_broker, consumers):
+    prefix, group = name("pat"), name("g")
+    mini_broker.create_topic(f"{prefix}-a", partitions=1)
+    produce(mini_broker.bootstrap, f"{prefix}-a", ["a0"], partition=0)
+    log = []
+    c = consumers(conf(mini_broker, group), value_deserializer=bytes.decode)
+    c.subscribe(pattern=f"{prefix}-.*", listener=Recorder("c", log))
+    assert [r.value for r in poll_values(c, 1)] == ["a0"]
+    assert c.subscription() == {f"{prefix}-a"}
+    c.commit()                      # else the rejoin reads a0 again (no committed offset)
+    mini_broker.create_topic(f"{prefix}-b", partitions=2)
+    produce(mini_broker.bootstrap, f"{prefix}-b", ["b0"], partition=1)
+    got = poll_values(c, 1, timeout=20)
+    assert [(r.topic, r.value) for r in got] == [(f"{prefix}-b", "b0")]
+    assert c.assignment() == {TopicPartition(f"{prefix}-a", 0), TopicPartition(f"{prefix}-b", 0),
+                              TopicPartition(f"{prefix}-b", 1)}
+    assert [e[1] for e in log] == ["assigned", "revoked", "assigned"]
+    m = c.metrics()
+    assert m["rebalances"] == 2
+    part = m["partitions"][f"{prefix}-b/1"]
+    assert part["position"] == 1 and part["high_watermark"] == 1 and part["lag"] == 0
+    c.unsubscribe()
+    assert c.assignment() == set() and log[-1][1] == "revoked"
+    with pytest.raises(IllegalStateError):
+        c.poll(0)
+
+
+def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consumers):
+    topic, group = name("t"), name("g")
+    mini_broker.create_topic(topic, partitions=1)
+    produce(mini_broker.bootstrap, topic, [f"v{i}" for i in range(6)], partition=0)
+    tp = TopicPartition(topic, 0)
+    c = consumers(topic, **conf(mini_broker, group, **{"enable.auto.commit": True,
+                                                       "auto.commit.interval.ms": 600000}))
+    assert [r.offset for r in poll_values(c, 4)][:4] == [0, 1, 2, 3]
+    c.seek(tp, 4)
+    c.close()                                    # auto-commit: the position, 4
+    d = consumers(topic, **conf(mini_broker, group))
+    assert [r.offset for r in poll_values(d, 2)] == [4, 5]
+    assert d.committed(tp) == 4
+    d.membership.member_id = "fenced"            # as if the coordinator forgot us
+    seen = []
+    fut = d.commit_async(callback=lambda offsets, exc: seen.append((offsets, exc)))
+    with pytest.raises(Exception) as info:
+        fut.result(10)
+    assert seen and seen[0][0] == {tp: 6} and seen[0][1] is info.value
+    assert d.committed(tp) == 4

@@ -86,12 +86,6 @@ def test_stream_write_copies_a_topic(spark, kafka, tmp_path):
         (b"k%d" % i, b"m%d" % i) for i in range(500))
 
 
-def test_exactly_once_is_not_offered_yet(spark, kafka, tmp_path):
-    df = spark.readStream.format("rate").load().selectExpr("CAST(value AS STRING) value")
-    with pytest.raises(FAILED, match="exactlyOnce=true needs Kafka transactions"):
-        (df.writeStream.format("kclient").options(**kafka.options(topic="x", exactlyOnce="true"))
-         .option("checkpointLocation", str(tmp_path / "cp")).start()).awaitTermination(30)
-
 
 def test_foreach_partition_writer(spark, kafka):
     t, u = kafka.topic(2), kafka.topic(1)
