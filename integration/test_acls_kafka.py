@@ -153,3 +153,48 @@ def test_apache_kafka_answers_the_scenario_so(acl_kafka):
 
 def test_the_mini_broker_answers_it_as_kafka(acl_mini):
     assert scenario(acl_mini, "-m") == EXPECTED
+
+
+def test_kclient_acls_command_against_kafka(acl_kafka):
+    """``kclient acls add|list|remove`` as a subprocess against Kafka's StandardAuthorizer:
+    what it adds is listed and enforced, what it removes is no longer (exit codes 0/1/2)."""
+    import time
+
+    from tests.conftest import CliRunner
+
+    def as_(user):
+        return ["--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "SCRAM-SHA-256",
+                "--sasl-username", user, "--sasl-password", USERS[user]]
+
+    def rows(text):
+        return [line.split() for line in text.splitlines() if line.startswith(("TOPIC ", "GROUP "))]
+
+    def produce_exit(want):     # Kafka applies ACL changes through its metadata log
+        deadline = time.monotonic() + 20
+        while True:
+            code = cli("produce", "cli-orders", *as_("alice"), input=b"x\n").returncode
+            if code == want or time.monotonic() > deadline:
+                return code
+            time.sleep(0.3)
+
+    cli = CliRunner(acl_kafka)
+    admin = as_("admin")
+    cli("topics", "create", "cli-orders", *admin, check=0)
+    assert produce_exit(1) == 1
+    assert cli.out("acls", "add", "--allow-principal", "User:alice", "--operation", "Write",
+                   "--operation", "describe", "--topic", "cli-orders", *admin) == \
+        "added 2 ACL(s)\n"
+    cli("acls", "add", "--deny-principal", "User:bob", "--operation", "All", "--group",
+        "cli-g", "--resource-pattern-type", "prefixed", *admin, check=0)
+    assert produce_exit(0) == 0
+    listed = rows(cli.out("acls", "list", *admin))
+    assert ["TOPIC", "cli-orders", "LITERAL", "User:alice", "*", "WRITE", "ALLOW"] in listed
+    assert ["TOPIC", "cli-orders", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW"] in listed
+    assert rows(cli.out("acls", "list", "--principal", "User:bob", *admin)) == [
+        ["GROUP", "cli-g", "PREFIXED", "User:bob", "*", "ALL", "DENY"]]
+    assert cli.out("acls", "remove", "--allow-principal", "User:alice", "--operation", "Write",
+                   "--topic", "cli-orders", *admin) == "removed 1 ACL(s)\n"
+    assert produce_exit(1) == 1
+    assert b"ClusterAuthorizationFailedError" in cli("acls", "list", *as_("alice"),
+                                                     check=1).stderr
+    assert b"--operation" in cli("acls", "add", "--topic", "t", *admin, check=2).stderr

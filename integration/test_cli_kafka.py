@@ -76,3 +76,21 @@ def test_every_subcommand_against_kafka(kafka4):
     assert "cli-all-g" in cli.out("groups", "list").split()
     cli("groups", "delete", "cli-all-g", check=0)
     cli("topics", "delete", "cli-all", check=0)
+
+
+def test_perf_produce_and_consume_against_kafka(kafka4):
+    import re
+    cli = CliRunner(kafka4.bootstrap)
+    cli("topics", "create", "cli-perf", "-p", "2", check=0)
+    done = cli("perf", "produce", "cli-perf", "-n", "4000", "-s", "64", "--acks", "all",
+               check=0)
+    m = re.fullmatch(r"4000 records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms "
+                     r"avg latency, ([\d.]+) ms max latency, ([\d.]+) ms 50th, ([\d.]+) ms 95th, "
+                     r"([\d.]+) ms 99th, ([\d.]+) ms 99.9th\.", done.stdout.decode().strip())
+    assert m, done.stdout
+    p50, p95, p99, mx = (float(m.group(i)) for i in (5, 6, 7, 4))
+    assert float(m.group(1)) > 0 and 0 < p50 <= p95 <= p99 <= mx
+    assert b"4000/4000" in done.stderr
+    assert sorted(cli.out("offsets", "cli-perf").split()) == ["cli-perf:0:2000",
+                                                             "cli-perf:1:2000"]
+    assert cli.out("perf", "consume", "cli-perf").startswith("4000 records consumed, 0.26 MB, ")

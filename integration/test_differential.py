@@ -284,7 +284,33 @@ def test_list_offsets_every_version(twin4, twin3):
             twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
                                                  "topics": [{"name": "offsets",
                                                              "partitions": [part]}]}, label)
+    _list_offsets_with_a_time_index(twin4)
     check("ListOffsets every version", twin4, twin3)
+
+
+#: per batch, record timestamps in seconds after T0: they step back within and across batches
+STEPPING = [[10, 12], [11, 11], [20], [15, 25], [25], [18, 30], [30, 29], [40]]
+
+
+def _list_offsets_with_a_time_index(twin: Twin) -> None:
+    """A time-index entry per batch (index.interval.bytes=1) over timestamps that step back:
+    the lookups that binary-search the mini-broker's .timeindex answer as Kafka's do."""
+    create(twin, "offsets-indexed", index_interval_bytes="1")
+    start = 0
+    for stamps in STEPPING:
+        records = build_batch([b"v%d" % (start + i) for i in range(len(stamps))], None,
+                              [T0 + 1000 * s for s in stamps])
+        twin.request(PRODUCE, 7, produce_body("offsets-indexed", records), "indexed batch")
+        start += len(stamps)
+    for version in range(1, LIST_OFFSETS.max_version + 1):
+        if not twin.supports(LIST_OFFSETS, version):
+            continue
+        for seconds in (9, 11, 12, 13, 20, 21, 25, 26, 30, 31, 40, 41):
+            part = {"partition_index": 0, "timestamp": T0 + 1000 * seconds}
+            twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
+                                                 "topics": [{"name": "offsets-indexed",
+                                                             "partitions": [part]}]},
+                         f"indexed at {seconds}")
 
 
 # --- Metadata --------------------------------------------------------------------------------
@@ -610,6 +636,41 @@ def test_admin_client_apis(twin4):
     twin4.request(OFFSET_FETCH, 7, {"group_id": "adm2-empty", "topics": None}, "deleted")
     twin4.request(DELETE_GROUPS, 2, {"groups_names": ["adm2-empty"]}, "deleted again")
     check(ADMIN2, twin4)
+
+
+# --- Idempotent produce ----------------------------------------------------------------------
+
+def test_idempotent_produce_sequences(twin4):
+    twin = twin4
+    twin.case = "idempotent produce: duplicate and out-of-order sequences"
+    create(twin, "idem")
+    wait_transaction_coordinator(twin)
+    init = {"transactional_id": None, "transaction_timeout_ms": 60000}
+    twin.request(INIT_PRODUCER_ID, 4, init, "idempotent")
+    pid = {side: twin.last[side].producer_id for side in ("real", "mini")}
+
+    def produce(seq: int, label: str, epoch: int = 0, n: int = 3, unknown: bool = False) -> None:
+        records = {s: build_batch([b"i%d" % (seq + i) for i in range(n)], None,
+                                  [T0 + i for i in range(n)],
+                                  producer_id=pid[s] + (1000 if unknown else 0),
+                                  producer_epoch=epoch, base_sequence=seq) for s in pid}
+        twin.request(PRODUCE, 7, lambda s: produce_body("idem", records[s], acks=-1), label)
+
+    produce(0, "first")
+    produce(0, "duplicate")
+    produce(6, "gap")
+    produce(3, "next")
+    for i in range(5):
+        produce(6 + 3 * i, f"more {i}")
+    produce(0, "first again, older than the last five")
+    produce(7, "unknown producer id", unknown=True)
+    twin.request(INIT_PRODUCER_ID, 4, lambda s: dict(init, producer_id=pid[s], producer_epoch=0),
+                 "epoch bump")
+    produce(21, "old epoch")
+    produce(3, "new epoch, not at 0", epoch=1)
+    produce(0, "new epoch at 0", epoch=1)
+    twin.request(FETCH, 11, fetch_body("idem"), "idem")
+    check("idempotent produce: duplicate and out-of-order sequences", twin)
 
 
 # --- Transactions ----------------------------------------------------------------------------

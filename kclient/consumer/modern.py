@@ -657,7 +657,7 @@ class Consumer:
         partitions = {}
         for tp in self._assignment:
             pos, hw = self._positions.get(tp, -1), self._high_watermarks.get(tp, -1)
-            partitions[str(tp)] = {
+            partitions[f"{tp.topic}/{tp.partition}"] = {
                 "topic": tp.topic, "partition": tp.partition, "position": pos,
                 "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
                 "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}

@@ -278,9 +278,31 @@ def test_pattern_subscription_picks_up_new_topics_and_metrics(mini_broker, consu
     assert [e[1] for e in log] == ["assigned", "revoked", "assigned"]
     m = c.metrics()
     assert m["rebalances"] == 2
-    part = m["partitions"][f"{prefix}-b-1"]
+    part = m["partitions"][f"{prefix}-b/1"]
     assert part["position"] == 1 and part["high_watermark"] == 1 and part["lag"] == 0
     c.unsubscribe()
     assert c.assignment() == set() and log[-1][1] == "revoked"
     with pytest.raises(IllegalStateError):
         c.poll(0)
+
+
+def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consumers):
+    topic, group = name("t"), name("g")
+    mini_broker.create_topic(topic, partitions=1)
+    produce(mini_broker.bootstrap, topic, [f"v{i}" for i in range(6)], partition=0)
+    tp = TopicPartition(topic, 0)
+    c = consumers(topic, **conf(mini_broker, group, **{"enable.auto.commit": True,
+                                                       "auto.commit.interval.ms": 600000}))
+    assert [r.offset for r in poll_values(c, 4)][:4] == [0, 1, 2, 3]
+    c.seek(tp, 4)
+    c.close()                                    # auto-commit: the position, 4
+    d = consumers(topic, **conf(mini_broker, group))
+    assert [r.offset for r in poll_values(d, 2)] == [4, 5]
+    assert d.committed(tp) == 4
+    d.membership.member_id = "fenced"            # as if the coordinator forgot us
+    seen = []
+    fut = d.commit_async(callback=lambda offsets, exc: seen.append((offsets, exc)))
+    with pytest.raises(Exception) as info:
+        fut.result(10)
+    assert seen and seen[0][0] == {tp: 6} and seen[0][1] is info.value
+    assert d.committed(tp) == 4
