@@ -57,6 +57,11 @@ CASES: dict[str, str] = {
         "offset, past the end, to the high watermark, unknown partition and topic) and "
         "ListOffsets earliest after it; DeleteGroups v0-v2 of a group with a member, an unknown "
         "one, an Empty one (then OffsetFetch and DeleteGroups again)",
+    "idempotent produce: duplicate and out-of-order sequences": "InitProducerId v4 without a "
+        "transactional id; idempotent Produce v7 (acks -1): first batch, the same batch again "
+        "(duplicate), a sequence gap, the next batch, five more and then the first again "
+        "(older than the last five), an unknown producer id at sequence 7; InitProducerId "
+        "epoch bump, then the old epoch, the new epoch at sequence 3 and at 0; Fetch v11",
     "transactions": "FindCoordinator for a transactional id; InitProducerId v4 (new id, epoch "
         "bump, a timeout above transaction.max.timeout.ms, a stale epoch at v3 and v4); "
         "AddPartitionsToTxn v1-v3 (fenced epoch, unknown topic, two partitions); transactional "
@@ -154,6 +159,9 @@ FIXED: list[tuple[str, str, str]] = [
     ("JoinGroup/SyncGroup/Heartbeat/LeaveGroup error paths", "SyncGroup v5+ without protocol "
      "type/name was checked against the group (Kafka: INCONSISTENT_GROUP_PROTOCOL first)",
      "aef3a41"),
+    ("idempotent produce: duplicate and out-of-order sequences", "a duplicate batch was "
+     "answered log_append_time_ms -1 (Kafka: the batch's max timestamp) and "
+     "OUT_OF_ORDER_SEQUENCE_NUMBER log_start_offset -1 (Kafka: the log's)", "b0ee272"),
     ("transactions", "FindCoordinator answered a found coordinator with a null error message "
      "(Kafka: \"NONE\"); AddPartitionsToTxn listed an unknown topic in request order (Kafka: "
      "the unknown partitions first)", "8fbd1de"),

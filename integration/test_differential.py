@@ -638,6 +638,41 @@ def test_admin_client_apis(twin4):
     check(ADMIN2, twin4)
 
 
+# --- Idempotent produce ----------------------------------------------------------------------
+
+def test_idempotent_produce_sequences(twin4):
+    twin = twin4
+    twin.case = "idempotent produce: duplicate and out-of-order sequences"
+    create(twin, "idem")
+    wait_transaction_coordinator(twin)
+    init = {"transactional_id": None, "transaction_timeout_ms": 60000}
+    twin.request(INIT_PRODUCER_ID, 4, init, "idempotent")
+    pid = {side: twin.last[side].producer_id for side in ("real", "mini")}
+
+    def produce(seq: int, label: str, epoch: int = 0, n: int = 3, unknown: bool = False) -> None:
+        records = {s: build_batch([b"i%d" % (seq + i) for i in range(n)], None,
+                                  [T0 + i for i in range(n)],
+                                  producer_id=pid[s] + (1000 if unknown else 0),
+                                  producer_epoch=epoch, base_sequence=seq) for s in pid}
+        twin.request(PRODUCE, 7, lambda s: produce_body("idem", records[s], acks=-1), label)
+
+    produce(0, "first")
+    produce(0, "duplicate")
+    produce(6, "gap")
+    produce(3, "next")
+    for i in range(5):
+        produce(6 + 3 * i, f"more {i}")
+    produce(0, "first again, older than the last five")
+    produce(7, "unknown producer id", unknown=True)
+    twin.request(INIT_PRODUCER_ID, 4, lambda s: dict(init, producer_id=pid[s], producer_epoch=0),
+                 "epoch bump")
+    produce(21, "old epoch")
+    produce(3, "new epoch, not at 0", epoch=1)
+    produce(0, "new epoch at 0", epoch=1)
+    twin.request(FETCH, 11, fetch_body("idem"), "idem")
+    check("idempotent produce: duplicate and out-of-order sequences", twin)
+
+
 # --- Transactions ----------------------------------------------------------------------------
 
 def _quiet_markers(response: Any) -> Any:

@@ -20,6 +20,10 @@ in its own subprocess, one after the other, against the same broker started once
   the messages);
 * ``kclient-list+build``: the same, with building the ProducerData lists inside the timed loop;
 * ``confluent-kafka``: ``Producer.produce(topic, value)`` once per message (``linger.ms`` 5);
+* ``kclient-send-idem`` / ``confluent-kafka-idem`` (only when named in ``--clients``): the same
+  as ``kclient-send`` / ``confluent-kafka`` with ``enable.idempotence=true`` (so acks=all, at
+  most 5 requests in flight); targets: >= 0.9x ``kclient-send`` and >= 1.0x
+  ``confluent-kafka-idem``;
 * ``kafka-python``: ``KafkaProducer.send(topic, value)`` once per message (``linger_ms`` 5,
   ``batch_size`` 1 MiB, its best settings here); it is slow, so it sends fewer messages
   (``--kafka-python-messages``) and its rate is per second like the others;
@@ -51,10 +55,15 @@ import time
 from kclient.bench import security
 
 CLIENTS = ("kclient-send", "kclient-produce-future", "kclient-list", "kclient-list+build",
-           "confluent-kafka", "kafka-python", "java", "kclient-txn", "confluent-kafka-txn")
+           "confluent-kafka", "kafka-python", "java", "kclient-txn", "confluent-kafka-txn",
+           "kclient-send-idem", "confluent-kafka-idem")
 #: run only when named in --clients
-OPT_IN = ("kclient-txn", "confluent-kafka-txn")
+OPT_IN = ("kclient-txn", "confluent-kafka-txn", "kclient-send-idem", "confluent-kafka-idem")
+TXN = ("kclient-txn", "confluent-kafka-txn")
+IDEM_TARGETS = [("kclient-send-idem", "kclient-send", 0.9),
+                ("kclient-send-idem", "confluent-kafka-idem", 1.0)]
 TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
+    *IDEM_TARGETS,
     ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "kafka-python", 8.0),
     ("kclient-send", "confluent-kafka", 0.6),
@@ -63,6 +72,7 @@ TARGETS = [  # (numerator, denominator, target ratio; None: reported only)
 ]
 #: on real Kafka (spec section 10), with the Java producer's ratio beside
 KAFKA_TARGETS = [
+    *IDEM_TARGETS,
     ("kclient-produce-future", "kclient-send", 0.8),
     ("kclient-send", "confluent-kafka", 1.0),
     ("kclient-list", "confluent-kafka", 1.5),
@@ -133,14 +143,17 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
     value = b"x" * size
     keys = client_keys(security, ca)
     transactions = 0
-    if client in OPT_IN:
+    idem = client.endswith("-idem")
+    client = client.removesuffix("-idem")
+    if client in TXN:
         elapsed, cpu, ok, transactions = _txn_worker(client, bootstrap, topic, n, value,
                                                      txn_size)
         n -= 100
     elif client.startswith("kclient"):
         from kclient.producer import Producer, ProducerData
         p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                      "request.required.acks": 1, "compression.codec": "none", **keys})
+                      "request.required.acks": -1 if idem else 1, "compression.codec": "none",
+                      "enable.idempotence": idem, **keys})
         p.send([ProducerData(topic, value) for _ in range(100)])  # metadata + connection
         p.flush()
         n -= 100
@@ -179,8 +192,9 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
             ok = stats["acknowledged"] == n + 100 and stats["failed"] == 0
     elif client == "confluent-kafka":
         import confluent_kafka
-        p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,
-                                      "linger.ms": 5, "compression.codec": "none", **keys})
+        p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": -1 if idem else 1,
+                                      "enable.idempotence": idem, "linger.ms": 5,
+                                      "compression.codec": "none", **keys})
         for _ in range(100):
             p.produce(topic, value)
         p.flush()
@@ -220,6 +234,7 @@ def _worker(client: str, bootstrap: str, topic: str, n: int, size: int,
     else:
         raise SystemExit(f"unknown client {client}")
     cpu = _cpu() - cpu
+    client += "-idem" if idem else ""
     return {"client": client, "messages": n, "seconds": elapsed, "rate": n / elapsed,
             "cpu_us_per_msg": cpu / n * 1e6, "ok": ok, "transactions": transactions,
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

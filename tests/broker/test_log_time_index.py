@@ -126,3 +126,28 @@ def test_no_entry_below_zero(tmp_path, stamp):
     assert entries == ([] if stamp < 0 else [(0, 0)])
     assert log.offset_for_timestamp(0) == (None if stamp < 0 else (0, 0))
     log.close()
+
+
+def test_a_cleaned_segment_gets_a_time_index_of_what_it_kept(tmp_path):
+    """Compaction swaps in one segment for several: its .timeindex is rebuilt from the
+    records kept, the replaced segments' files go, and lookups match a scan of what is left."""
+    from kclient.broker.log.cleaner import LogCleaner
+    now = 1_700_000_000_000
+    log = Log(tmp_path / "c-0", LogConfig(segment_bytes=1000, index_interval_bytes=100,
+                                          cleanup_policy=("compact",)))
+    for i in range(100):
+        key = b"u%d" % i if i % 3 == 0 else b"k%d" % (i % 5)   # every third one survives
+        log.append(build_batch([b"v%d" % i], [key], timestamps=[now - 1000 + i]), magic=2)
+    sizes = [s.size for s in log.segments]
+    assert LogCleaner(lambda: [log], tmp_path).clean_once(now) is not None
+    assert [s.size for s in log.segments] != sizes and log.segments[0].size > 0
+    names = {p.name for p in log.directory.glob("*.timeindex")}
+    assert names == {f"{s.base_offset:020d}.timeindex" for s in log.segments}
+    kept = [(r.offset, r.timestamp) for s in log.segments for info in s.entries()
+            for r in s._decode(info)]
+    cleaned = log.segments[0]
+    assert _entries(cleaned.time_index.path)[-1][0] == \
+        max(t for o, t in kept if o < cleaned.next_offset)
+    answers = {t: log.offset_for_timestamp(t) for t in range(now - 1001, now - 895, 3)}
+    assert answers == {t: _expected(kept, t) for t in answers}
+    log.close()

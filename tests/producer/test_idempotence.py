@@ -17,6 +17,7 @@ from .conftest import read_partition
 
 PRODUCE = 0
 NOT_LEADER = 6
+OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID = 45, 46, 59
 
 
 def _cfg(bootstrap: str, mode: str = "async", **extra) -> dict:
@@ -105,6 +106,64 @@ def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker
     assert sum(len(r) for r in reports) == len(values)
     stored = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)]
     assert stored == values
+
+
+def _wait_stored(mini_broker, topic: str, n: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(read_partition(mini_broker.bootstrap, topic, 0)) < n:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def _epochs(mini_broker, topic: str) -> list[int]:
+    log, _ = mini_broker.partition_log(topic, 0)
+    data = b"".join(seg.read_entry(info) for seg in log.segments for info in seg.entries())
+    return [b.producer_epoch for b in iter_batches(data)]
+
+
+def test_kip360_errors_bump_the_epoch_and_lose_nothing(mini_broker):
+    """OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID (answered without writing; the
+    requests behind get real sequence gaps): the producer bumps its epoch, restarts sequences
+    and resends, in order, losing nothing."""
+    topic = "idem-kip360"
+    mini_broker.create_topic(topic, 1)
+    values = _values("e", 2400)
+    faults = mini_broker.faults
+
+    def arm(i: int) -> None:
+        if i == 1:  # the broker knows the producer first (a real one accepts an unknown
+            _wait_stored(mini_broker, topic, 1)   # producer's batch at any sequence)
+        elif i >= 4 and i % 4 == 0:
+            faults.inject(PRODUCE, error=OUT_OF_ORDER_SEQUENCE_NUMBER, count=1)
+        elif i >= 4 and i % 4 == 2:
+            faults.inject(PRODUCE, error=UNKNOWN_PRODUCER_ID, count=1)
+    reports = _produce_with(mini_broker, topic, values, arm)
+    assert len(faults.fired) >= 20
+    assert all(r.error is None for r in reports), [r.error for r in reports if r.error][:3]
+    assert sum(len(r) for r in reports) == len(values)
+    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)] == values
+    epochs = _epochs(mini_broker, topic)
+    assert epochs == sorted(epochs) and epochs[-1] >= 10, epochs
+
+
+def test_duplicate_sequence_number_counts_as_sent(mini_broker):
+    """A written batch whose acknowledgement was lost, retried and answered
+    DUPLICATE_SEQUENCE_NUMBER (older brokers' answer): delivered, not written again."""
+    topic = "idem-dup"
+    mini_broker.create_topic(topic, 1)
+    values = _values("d", 600)
+
+    def arm(i: int) -> None:
+        if i in (2, 6):
+            _wait_stored(mini_broker, topic, 50 * i)    # nothing else in flight
+            mini_broker.faults.lose_response(PRODUCE, count=1)          # written, ack lost
+            mini_broker.faults.inject(PRODUCE, error=DUPLICATE_SEQUENCE_NUMBER, count=1)
+    reports = _produce_with(mini_broker, topic, values, arm)
+    assert [kind for _, kind in mini_broker.faults.fired] == ["lose", "error"] * 2
+    assert all(r.error is None for r in reports), [r.error for r in reports if r.error][:3]
+    assert sum(len(r) for r in reports) == len(values)
+    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)] == values
+    assert set(_epochs(mini_broker, topic)) == {0}
 
 
 def test_without_idempotence_lost_acks_duplicate(mini_broker):

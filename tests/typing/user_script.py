@@ -4,7 +4,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kclient import DeliveryReport, Producer, ProducerData, RecordMetadata, consumer
+from kclient import (
+    Consumer,
+    ConsumerRecord,
+    DeliveryReport,
+    Producer,
+    ProducerData,
+    RecordMetadata,
+    TopicPartition,
+    consumer,
+)
 from kclient.consumer import MessageAndMetadata
 
 
@@ -32,4 +41,13 @@ def main(bootstrap: str) -> int:
         print(m.topic, m.partition, m.offset, m.key, m.message)
         break
     conn.shutdown()
+    with Consumer("events", bootstrap_servers=bootstrap, group_id="g2",
+                  value_deserializer=bytes.decode) as c:
+        batch: dict[TopicPartition, list[ConsumerRecord]] = c.poll(timeout_ms=1000,
+                                                                   max_records=10)
+        for tp, records in batch.items():
+            c.commit({tp: records[-1].offset + 1})
+        committed: int | None = c.committed(TopicPartition("events", 0))
+        c.seek_to_beginning()
+        print(committed, c.position(TopicPartition("events", 0)), c.assignment())
     return part

@@ -21,7 +21,7 @@ from kclient.broker.log.producer_state import parse_header
 from kclient.protocol import error_codes as E
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import PRODUCE
-from kclient.protocol.error_codes import InvalidRecordError
+from kclient.protocol.error_codes import InvalidRecordError, OutOfOrderSequenceNumberError
 from kclient.protocol.errors import (
     BrokerResponseError,
     CorruptRecordError,
@@ -169,6 +169,8 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
         start = log_.log_start_offset if exc.validation else -1
         return _result(index, exc.code, start=start, message=str(exc),
                        record_errors=exc.record_errors)
+    except OutOfOrderSequenceNumberError as exc:    # with the log start offset, as Kafka
+        return _result(index, exc.errno, start=log_.log_start_offset, message=str(exc))
     except BrokerResponseError as exc:
         return _result(index, exc.errno, message=str(exc))
     except (KafkaError, ValueError) as exc:

@@ -262,8 +262,9 @@ class Log:
             if headers and not coordinator:
                 dup = self.producer_state.check(headers)
                 if dup is not None:
-                    return AppendInfo(dup.first_offset, dup.last_offset, -1, dup.timestamp, 0,
-                                      duplicate=True)
+                    # Kafka answers a duplicate's max timestamp as its log append time
+                    return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
+                                      dup.timestamp, 0, duplicate=True)
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
             seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
