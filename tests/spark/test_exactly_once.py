@@ -88,3 +88,7 @@ def test_exactly_once_options_are_checked(spark, kafka, tmp_path):
         df.writeStream.format("kclient").options(**kafka.options(
             topic="x", exactlyOnce="true", **{"kafka.transactional.id": "t"})).option(
             "checkpointLocation", str(tmp_path / "cp")).start().awaitTermination(30)
+    batch = spark.createDataFrame([("v",)], "value STRING")
+    with pytest.raises(FAILED, match="exactlyOnce=true is for writeStream"):
+        batch.write.format("kclient").options(**kafka.options(
+            topic="x", exactlyOnce="true")).mode("append").save()
