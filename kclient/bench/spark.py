@@ -1,7 +1,8 @@
 """Spark benchmark: the ``kclient`` data source, and Spark's own Kafka connector beside it.
 
 Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
-[--master local[2]] [--broker mini|kafka] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]``
+[--master local[2]] [--broker mini|kafka] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]
+[--stream-sink [--max-offsets-per-trigger N]]``
 
 Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
 4 partitions) with kclient's Producer, and times in one ``local[2]`` session (worker reuse on):
@@ -13,6 +14,9 @@ Starts the mini-broker in its own process, preloads one topic (default 1,000,000
   micro-batch (rows / the batch's triggerExecution time) and for the whole query;
 * ``foreach_partition_writer`` against an empty ``foreachPartition`` function over the same
   DataFrame (kclient only; Spark's connector has no such helper).
+
+``--stream-sink`` times only the streaming sink instead: a ``readStream`` copy of the topic
+through ``writeStream.format("kclient")``, at-least-once against ``exactlyOnce=true``.
 
 F is ``kclient`` and, unless ``--no-spark-kafka``, ``kafka`` (Spark's connector, resolved from
 Maven Central as ``spark-sql-kafka-0-10_2.13:<pyspark version>`` into the Ivy cache).  Each
@@ -116,6 +120,51 @@ def _read_stream(spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
     return per_batch, rows / whole
 
 
+def _stream_write(spark: Any, bootstrap: str, topic: str, workdir: str, exactly_once: bool,
+                  per_trigger: int | None) -> tuple[float, float]:
+    """A streaming copy of ``topic`` through ``writeStream.format("kclient")`` (at-least-once
+    or exactlyOnce=true): (best per-micro-batch rows/s, whole-query rows/s)."""
+    cp = os.path.join(workdir, f"cp-sink-{exactly_once}-{time.monotonic_ns()}")
+    df = (spark.readStream.format("kclient").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).option("startingOffsets", "earliest"))
+    if per_trigger:
+        df = df.option("maxOffsetsPerTrigger", str(per_trigger))
+    out = f"bench-sink-{'eos' if exactly_once else 'alo'}"
+    t0 = time.perf_counter()
+    q = (df.load().select("value").writeStream.format("kclient")
+         .option("kafka.bootstrap.servers", bootstrap).option("topic", out)
+         .option("exactlyOnce", str(exactly_once).lower())
+         .option("checkpointLocation", cp).trigger(availableNow=True).start())
+    q.awaitTermination()
+    whole = time.perf_counter() - t0
+    batches = [p for p in q.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in batches)
+    per_batch = max(p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000)
+                    for p in batches)
+    return per_batch, rows / whole
+
+
+def _stream_sinks(spark: Any, bootstrap: str, workdir: str, repeat: int,
+                  per_trigger: int | None) -> int:
+    """``--stream-sink``: the at-least-once and the exactly-once streaming sink, alternately."""
+    from kclient.testing import create_ready_topic
+    for name in ("bench-sink-alo", "bench-sink-eos"):
+        create_ready_topic(bootstrap, name, 4)
+    _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
+    best: dict[bool, tuple[float, float]] = {False: (0.0, 0.0), True: (0.0, 0.0)}
+    for _ in range(repeat):
+        for eos in (False, True):
+            best[eos] = max(best[eos], _stream_write(spark, bootstrap, "bench-in", workdir,
+                                                     eos, per_trigger))
+    print("\n| streaming sink | rows/s per micro-batch | rows/s whole query |")
+    print("|---|---|---|")
+    for eos, name in ((False, "at-least-once"), (True, "exactlyOnce=true")):
+        print(f"| {name} | {best[eos][0] / 1e6:.2f}M | {best[eos][1] / 1e6:.2f}M |")
+    print(f"| exactly-once / at-least-once | {best[True][0] / best[False][0]:.2f}x | "
+          f"{best[True][1] / best[False][1]:.2f}x |")
+    return 0
+
+
 def _broker(kind: str) -> Any:
     """The broker to run against (a context manager with ``bootstrap``)."""
     if kind == "kafka":
@@ -143,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-spark-kafka", action="store_true")
     parser.add_argument("--spark-kafka-version", default=None,
                         help="connector version to resolve (default: the installed PySpark's)")
+    parser.add_argument("--stream-sink", action="store_true",
+                        help="only the streaming sink: at-least-once against exactlyOnce=true")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                        help="with --stream-sink: micro-batch size (default: one batch)")
     args = parser.parse_args(argv)
     n, size, parts = args.messages, args.value_size, args.partitions
     print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
@@ -152,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     with _broker(args.broker) as broker:
         bootstrap = broker.bootstrap
         _preload(bootstrap, "bench-in", n, size, parts)
+        if args.stream_sink:
+            spark, _ = _session(args.master, False)
+            try:
+                return _stream_sinks(spark, bootstrap, workdir, args.repeat,
+                                     args.max_offsets_per_trigger)
+            finally:
+                spark.stop()
+                shutil.rmtree(workdir, ignore_errors=True)
         spark, has_kafka = _session(args.master, not args.no_spark_kafka,
                                     args.spark_kafka_version)
         formats = ["kclient"] + (["kafka"] if has_kafka else [])

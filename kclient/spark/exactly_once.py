@@ -51,6 +51,7 @@ class PreparedTransaction(WriterCommitMessage):
     batch_id: int
     count: int
     prefix: str
+    query: str
     skipped: bool = False
 
 
@@ -70,12 +71,14 @@ class SinkState:
             return -1, ""
         return got.offset - 1, got.metadata
 
-    def decided(self, prefix: str) -> int:
-        """The last batch decided committed (-1: none)."""
-        return self._read(prefix)[0]
+    def decided(self, prefix: str, query: str) -> int:
+        """The last batch query ``query`` decided committed (-1: none; a decision of another
+        query that used the same prefix, with its own batch ids, does not count)."""
+        batch, meta = self._read(prefix)
+        return batch if meta == f"committed:{query}" else -1
 
-    def decide(self, prefix: str, batch_id: int) -> None:
-        self.consumer.commit_offsets(prefix, {self.key: (batch_id + 1, "committed")})
+    def decide(self, prefix: str, query: str, batch_id: int) -> None:
+        self.consumer.commit_offsets(prefix, {self.key: (batch_id + 1, f"committed:{query}")})
 
     def prepared(self, tid: str) -> tuple[int, int, int]:
         """(batch id, producer id, epoch) of the last transaction ``tid`` prepared."""
@@ -141,12 +144,13 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         tid = f"{prefix}-{partition}"
         state = SinkState(self.opts)
         try:
-            if state.decided(prefix) >= batch_id:
+            if state.decided(prefix, query) >= batch_id:
                 for _ in iterator:      # Spark expects the input consumed
                     pass
                 self._recover(state, tid, batch_id)
-                return PreparedTransaction(tid, -1, -1, batch_id, 0, prefix, skipped=True)
-            return self._write(state, iterator, tid, batch_id, prefix)
+                return PreparedTransaction(tid, -1, -1, batch_id, 0, prefix, query,
+                                           skipped=True)
+            return self._write(state, iterator, tid, batch_id, prefix, query)
         finally:
             state.close()
 
@@ -160,12 +164,12 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         end_transaction(self.opts.producer_config(), tid, pid, epoch, commit=True)
 
     def _write(self, state: SinkState, iterator: Iterator[pa.RecordBatch], tid: str,
-               batch_id: int, prefix: str) -> PreparedTransaction:
+               batch_id: int, prefix: str, query: str) -> PreparedTransaction:
         """Phase one: write every row in a transaction, flush, record it prepared."""
         batches = (b for b in iterator if b.num_rows)
         first = next(batches, None)
         if first is None:
-            return PreparedTransaction(None, -1, -1, batch_id, 0, prefix)
+            return PreparedTransaction(None, -1, -1, batch_id, 0, prefix, query)
         producer = Producer({**self.opts.producer_config(), "transactional.id": tid})
         try:
             producer.init_transactions()        # fences and aborts an earlier attempt
@@ -183,7 +187,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             producer.close()                    # aborts the open transaction
             raise
         producer.close(abort_transaction=False)  # left open for the driver's commit
-        return PreparedTransaction(tid, pid, epoch, batch_id, count, prefix)
+        return PreparedTransaction(tid, pid, epoch, batch_id, count, prefix, query)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Phase two: record the decision, then commit every task's transaction."""
@@ -195,7 +199,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             raise RuntimeError("exactlyOnce.failCommit=before: test hook")
         state = SinkState(self.opts)
         try:
-            state.decide(prepared[0].prefix, batchId)
+            state.decide(prepared[0].prefix, prepared[0].query, batchId)
         finally:
             state.close()
         for i, m in enumerate(prepared):
@@ -213,7 +217,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             return
         state = SinkState(self.opts)
         try:
-            if state.decided(prepared[0].prefix) >= batchId:
+            if state.decided(prepared[0].prefix, prepared[0].query) >= batchId:
                 log.warning("kclient exactly-once sink: batch %d was decided committed; its "
                             "transactions are left for the restart to commit", batchId)
                 return

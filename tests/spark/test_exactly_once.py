@@ -45,6 +45,9 @@ def test_rows_are_written_once_in_committed_transactions(spark, kafka, tmp_path)
     assert copy(spark, kafka, src, dst, tmp_path / "cp") is None
     assert sorted(read(kafka, dst)) == want
     assert sorted(read(kafka, dst, committed=False)) == want   # nothing aborted either
+    back = spark.read.format("kclient").options(**kafka.options(
+        subscribe=dst, **{"kafka.isolation.level": "read_committed"})).load()
+    assert sorted(bytes(r.value) for r in back.collect()) == want   # the kclient source too
     kafka.produce(src, [b"late"])
     assert copy(spark, kafka, src, dst, tmp_path / "cp") is None  # the next batch only
     assert sorted(read(kafka, dst)) == sorted(want + [b"late"])
