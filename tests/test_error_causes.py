@@ -112,3 +112,28 @@ def test_producer_and_zk_consumer_wrap_zookeeper_errors():
     with pytest.raises(ZooKeeperError, match=connect):
         create_consumer({"zookeeper.connect": connect, "group.id": "g",
                          "zookeeper.connection.timeout.ms": 1000})
+
+
+class _ExpiredSession:
+    """A kazoo client whose session has just expired: every call raises kazoo's own
+    SessionExpiredError (as a real client does between the expiry and its new session; the
+    soak met it in a commit)."""
+
+    hosts = "127.0.0.1:2181/kc"
+
+    def _expired(self, *args, **kwargs):
+        from kazoo.exceptions import SessionExpiredError
+        raise SessionExpiredError()
+
+    get = set = create = exists = ensure_path = _expired
+
+
+def test_zookeeper_offset_commit_and_fetch_wrap_an_expired_session():
+    from kclient.consumer.offsets import ZkOffsetStore
+    store = ZkOffsetStore(_ExpiredSession(), "g", "127.0.0.1:2181/kc")
+    with pytest.raises(ZooKeeperError, match="committing offsets of group g") as info:
+        store.commit({("t", 0): 5})
+    assert info.value.connect == "127.0.0.1:2181/kc"
+    assert type(info.value.__cause__).__name__ == "SessionExpiredError"
+    with pytest.raises(ZooKeeperError, match="fetching offsets of group g"):
+        store.fetch([("t", 0)])

@@ -130,12 +130,12 @@ class Soak:
         ghost.close()
         deadline = time.monotonic() + 60
         new = status["session"]
-        while new == status["session"] and time.monotonic() < deadline:
-            time.sleep(0.5)
+        while new in (None, status["session"]) and time.monotonic() < deadline:
+            time.sleep(0.5)                      # None: the connector is between sessions
             new = json.loads((self.workdir / f"{name}.status").read_text()).get("session")
         self.note(f"consumer {name}: ZooKeeper session expired",
                   old=hex(status["session"]), new=hex(new) if new else None,
-                  renewed=new != status["session"])
+                  renewed=new not in (None, status["session"]))
 
     def sample(self) -> None:
         """RSS (MB) of every process and the load average, now."""

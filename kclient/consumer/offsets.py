@@ -34,7 +34,7 @@ from kclient.errors import (
 )
 from kclient.protocol.apis import FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH
 from kclient.protocol.schema import Api
-from kclient.zkutils import GroupDirs, read_data, update_persistent
+from kclient.zkutils import GroupDirs, read_data, update_persistent, zk_errors
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import OffsetCommitResponse, OffsetFetchResponse
@@ -67,27 +67,31 @@ class OffsetStore:
 
 
 class ZkOffsetStore(OffsetStore):
-    """Offsets in ZooKeeper, Kafka 0.8's layout."""
+    """Offsets in ZooKeeper, Kafka 0.8's layout.  A lost connection or an expired session
+    raises :class:`ZooKeeperError` naming ``connect`` (kazoo's error chained), not kazoo's own."""
 
-    def __init__(self, zk: KazooClient, group: str) -> None:
-        self.zk, self.dirs = zk, GroupDirs(group)
+    def __init__(self, zk: KazooClient, group: str, connect: str = "") -> None:
+        self.zk, self.dirs, self.group = zk, GroupDirs(group), group
+        self.connect = connect or str(getattr(zk, "hosts", "")) or "ZooKeeper"
         self._checkpointed: dict[TP, int] = {}
 
     def fetch(self, tps: Iterable[TP]) -> dict[TP, int]:
         out: dict[TP, int] = {}
-        for t, p in tps:
-            data = read_data(self.zk, self.dirs.offset(t, p))
-            out[(t, p)] = int(data) if data and data.strip().lstrip("-").isdigit() else -1
-            if out[(t, p)] >= 0:
-                self._checkpointed[(t, p)] = out[(t, p)]
+        with zk_errors(self.connect, f"fetching offsets of group {self.group}"):
+            for t, p in tps:
+                data = read_data(self.zk, self.dirs.offset(t, p))
+                out[(t, p)] = int(data) if data and data.strip().lstrip("-").isdigit() else -1
+                if out[(t, p)] >= 0:
+                    self._checkpointed[(t, p)] = out[(t, p)]
         return out
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
-        for (t, p), off in offsets.items():
-            if off < 0 or self._checkpointed.get((t, p)) == off:
-                continue
-            update_persistent(self.zk, self.dirs.offset(t, p), str(off))
-            self._checkpointed[(t, p)] = off
+        with zk_errors(self.connect, f"committing offsets of group {self.group}"):
+            for (t, p), off in offsets.items():
+                if off < 0 or self._checkpointed.get((t, p)) == off:
+                    continue
+                update_persistent(self.zk, self.dirs.offset(t, p), str(off))
+                self._checkpointed[(t, p)] = off
 
 
 class Coordinator:
@@ -257,7 +261,7 @@ def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | N
     if config["offsets.storage"] == "zookeeper":
         if zk is None:
             raise KafkaError("offsets.storage=zookeeper needs zookeeper.connect")
-        return ZkOffsetStore(zk, group)
+        return ZkOffsetStore(zk, group, config.get("zookeeper.connect") or "")
     if cluster is None:
         raise KafkaError("offsets.storage=kafka needs brokers")
     coord = Coordinator(cluster, group, config["offsets.channel.backoff.ms"],
@@ -265,5 +269,6 @@ def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | N
     kafka = KafkaOffsetStore(coord, group, generation, config["offsets.commit.max.retries"],
                              config["offsets.channel.backoff.ms"])
     if config["dual.commit.enabled"] and zk is not None:
-        return DualOffsetStore(kafka, ZkOffsetStore(zk, group))
+        return DualOffsetStore(kafka, ZkOffsetStore(zk, group,
+                                                    config.get("zookeeper.connect") or ""))
     return kafka

@@ -13,7 +13,9 @@ pytestmark = [pytest.mark.zookeeper,
 def test_soak_smoke(tmp_path):
     report = run(minutes=0.5, kill_every=10, sample_every=10, rate=20, workdir=tmp_path,
                  log=lambda *_: None)
-    text = summary(report)
+    text = summary(report) + f"\nevents {report['events']}\n" + "\n".join(
+        f"--- {out.name}\n" + out.read_text(errors="replace")[-1500:]
+        for out in sorted(tmp_path.glob("*.out")) if out.name != "broker.out")
     assert report["lost"] == 0, text
     assert report["acked"] > 500, text
     assert report["log_duplicates_by_producer"].get("p-idem", 0) == 0, text
