@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -118,6 +119,19 @@ def _task_hook(how: str) -> None:
     raise RuntimeError(f"exactlyOnce.failTask={how}: test hook")
 
 
+def _kill_driver() -> None:
+    """Test hook: SIGKILL the driver's JVM (the nearest ``java`` ancestor of this process)."""
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"java" in f.read().split(b"\0")[0]:
+                os.kill(pid, signal.SIGKILL)
+                os._exit(17)
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    raise RuntimeError("exactlyOnce.failCommit=kill: no JVM among this process's ancestors")
+
+
 def end_transaction(config: dict[str, str], tid: str, pid: int, epoch: int,
                     commit: bool) -> None:
     """Resume ``tid``'s open transaction (``pid`` / ``epoch``) and commit or abort it."""
@@ -205,6 +219,8 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         for i, m in enumerate(prepared):
             if hook == f"after:{i}":
                 raise RuntimeError(f"exactlyOnce.failCommit={hook}: test hook")
+            if hook == f"kill:{i}":
+                _kill_driver()
             assert m.transactional_id is not None
             end_transaction(self.opts.producer_config(), m.transactional_id, m.producer_id,
                             m.epoch, commit=True)
