@@ -123,3 +123,21 @@ def test_a_killed_driver_is_recovered_by_the_restart(spark, kafka, tmp_path):
     assert copy(spark, kafka, src, dst, tmp_path / "cp") is None  # this driver replays it
     assert sorted(read(kafka, dst)) == want
     assert sorted(read(kafka, dst, committed=False)) == want
+
+
+def test_a_decision_names_its_query(kafka):
+    """A new query reusing a transactionalIdPrefix (batch ids from 0 again) is not taken for
+    one already done: the decision record counts for its own query only."""
+    from kclient.spark.exactly_once import SinkState
+    from kclient.spark.options import parse_write_options
+    t = kafka.topic(1)
+    state = SinkState(parse_write_options(kafka.options(topic=t, exactlyOnce="true")))
+    try:
+        assert state.decided("p", "q1") == -1 and state.prepared("p-0") == (-1, -1, -1)
+        state.decide("p", "q1", 7)
+        state.prepare("p-0", 7, 1234, 5)
+        assert state.decided("p", "q1") == 7
+        assert state.decided("p", "q2") == -1
+        assert state.prepared("p-0") == (7, 1234, 5)
+    finally:
+        state.close()
