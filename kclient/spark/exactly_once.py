@@ -21,7 +21,9 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +40,9 @@ from .writer import send_batch
 __all__ = ["KClientExactlyOnceWriter", "PreparedTransaction", "SinkState"]
 
 log = logging.getLogger(__name__)
+
+#: transactions the driver commits at once (each one a Producer and a coordinator round trip)
+_COMMIT_THREADS = 8
 
 
 @dataclass
@@ -116,6 +121,19 @@ def _task_hook(how: str) -> None:
     if how == "kill":
         os._exit(17)
     raise RuntimeError(f"exactlyOnce.failTask={how}: test hook")
+
+
+def _kill_driver() -> None:
+    """Test hook: SIGKILL the driver's JVM (the nearest ``java`` ancestor of this process)."""
+    pid = os.getppid()
+    while pid > 1:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"java" in f.read().split(b"\0")[0]:
+                os.kill(pid, signal.SIGKILL)
+                os._exit(17)
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    raise RuntimeError("exactlyOnce.failCommit=kill: no JVM among this process's ancestors")
 
 
 def end_transaction(config: dict[str, str], tid: str, pid: int, epoch: int,
@@ -202,12 +220,22 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             state.decide(prepared[0].prefix, prepared[0].query, batchId)
         finally:
             state.close()
-        for i, m in enumerate(prepared):
-            if hook == f"after:{i}":
-                raise RuntimeError(f"exactlyOnce.failCommit={hook}: test hook")
-            assert m.transactional_id is not None
-            end_transaction(self.opts.producer_config(), m.transactional_id, m.producer_id,
-                            m.epoch, commit=True)
+        if hook:
+            for i, m in enumerate(prepared):   # one by one, to stop between two commits
+                if hook == f"after:{i}":
+                    raise RuntimeError(f"exactlyOnce.failCommit={hook}: test hook")
+                if hook == f"kill:{i}":
+                    _kill_driver()
+                self._end(m, commit=True)
+            return
+        with ThreadPoolExecutor(min(len(prepared), _COMMIT_THREADS)) as pool:
+            for done in [pool.submit(self._end, m, True) for m in prepared]:
+                done.result()                   # the first failure fails the commit
+
+    def _end(self, m: PreparedTransaction, commit: bool) -> None:
+        assert m.transactional_id is not None
+        end_transaction(self.opts.producer_config(), m.transactional_id, m.producer_id,
+                        m.epoch, commit=commit)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Abort every task's transaction - unless the batch was decided committed, when the

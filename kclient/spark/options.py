@@ -158,7 +158,8 @@ class WriteOptions:
     txn_prefix: str | None = None
     #: exactlyOnce: the topic whose partition 0 keys the sink's commit records (default: topic)
     state_topic: str | None = None
-    #: test hook: ``before`` / ``after:N`` make the driver's commit raise there (a driver crash)
+    #: test hook: ``before`` / ``after:N`` make the driver's commit raise there, ``kill:N``
+    #: SIGKILLs the driver's JVM after N of the task transactions were committed
     fail_commit: str | None = None
     #: test hook: ``raise`` / ``kill`` the first attempt of task 0 after it flushed its rows
     fail_task: str | None = None

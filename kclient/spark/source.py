@@ -54,7 +54,11 @@ class KClientDataSource(DataSource):
         return opts
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return KClientArrowWriter(self._write_options(schema, overwrite))
+        opts = self._write_options(schema, overwrite)
+        if opts.exactly_once:
+            raise ValueError("exactlyOnce=true is for writeStream (micro-batch ids key its "
+                             "transactions); df.write is at-least-once")
+        return KClientArrowWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = self._write_options(schema, False)

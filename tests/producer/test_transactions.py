@@ -116,7 +116,9 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
                                     port: int, n: int = 3000, kills: int = 5) -> None:
     """Run tests/producer/txn_worker.py from ``source`` to ``sink``, kill it with -9 ``kills``
     times at random points, let a last run finish; the sink must hold, read_committed, every
-    input exactly once and in order, and (read_uncommitted) the killed runs' aborted data."""
+    input exactly once and in order, and (read_uncommitted) the killed runs' aborted data.  A
+    zombie holding the id's previous epoch, with a transaction open, is fenced by the last run
+    and its record is not visible."""
     import random
     import subprocess
     import sys
@@ -139,9 +141,17 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
             proc.kill()                           # SIGKILL: no close, no abort
             hit += 1
         proc.wait()
+    zombie = Producer({"metadata.broker.list": bootstrap, "transactional.id": tid,
+                       "request.required.acks": -1})
+    zombie.init_transactions()           # a process with the id and the epoch before the last
+    zombie.begin_transaction()
+    zombie.send(ProducerData(sink, b"ZOMBIE", partition=0))
     final = subprocess.run(cmd, cwd=root, capture_output=True, timeout=300)
     assert final.returncode == 0 and b"done" in final.stdout, final.stderr[-2000:]
     assert hit == kills                            # every kill hit the worker mid-run
+    with pytest.raises(ProducerFencedError):       # the last run fenced the zombie's epoch
+        zombie.commit_transaction()
+    zombie.close()
     for isolation in ("read_committed", "read_uncommitted"):
         with SimpleConsumer(host, int(port), so_timeout=15000, isolation_level=isolation) as c:
             got = [m.message.value for m in c.iter_messages(sink, 0)]

@@ -1,5 +1,8 @@
 """writeStream.format("kclient").option("exactlyOnce", "true"): read_committed readers see each
 input row once, across aborts, task failures and a driver restart in the middle of a commit."""
+import subprocess
+import sys
+
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -88,3 +91,53 @@ def test_exactly_once_options_are_checked(spark, kafka, tmp_path):
         df.writeStream.format("kclient").options(**kafka.options(
             topic="x", exactlyOnce="true", **{"kafka.transactional.id": "t"})).option(
             "checkpointLocation", str(tmp_path / "cp")).start().awaitTermination(30)
+    batch = spark.createDataFrame([("v",)], "value STRING")
+    with pytest.raises(FAILED, match="exactlyOnce=true is for writeStream"):
+        batch.write.format("kclient").options(**kafka.options(
+            topic="x", exactlyOnce="true")).mode("append").save()
+
+
+DRIVER = """
+import sys
+from kclient.testing.spark import local_spark
+boot, src, dst, cp = sys.argv[1:]
+with local_spark("local[2]") as spark:
+    q = (spark.readStream.format("kclient").option("kafka.bootstrap.servers", boot)
+         .option("subscribe", src).option("startingOffsets", "earliest").load()
+         .select("key", "value").writeStream.format("kclient")
+         .option("kafka.bootstrap.servers", boot).option("topic", dst)
+         .option("exactlyOnce", "true").option("exactlyOnce.failCommit", "kill:1")
+         .option("checkpointLocation", cp).trigger(availableNow=True).start())
+    q.awaitTermination(180)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook walks /proc")
+def test_a_killed_driver_is_recovered_by_the_restart(spark, kafka, tmp_path):
+    src, dst, want = source(kafka)
+    # another driver process: its JVM is SIGKILLed after one of two transactions committed
+    run = subprocess.run([sys.executable, "-c", DRIVER, kafka.bootstrap, src, dst,
+                          str(tmp_path / "cp")], capture_output=True, timeout=300)
+    assert run.returncode != 0
+    assert 0 < len(read(kafka, dst)) < len(want)              # half committed
+    assert copy(spark, kafka, src, dst, tmp_path / "cp") is None  # this driver replays it
+    assert sorted(read(kafka, dst)) == want
+    assert sorted(read(kafka, dst, committed=False)) == want
+
+
+def test_a_decision_names_its_query(kafka):
+    """A new query reusing a transactionalIdPrefix (batch ids from 0 again) is not taken for
+    one already done: the decision record counts for its own query only."""
+    from kclient.spark.exactly_once import SinkState
+    from kclient.spark.options import parse_write_options
+    t = kafka.topic(1)
+    state = SinkState(parse_write_options(kafka.options(topic=t, exactlyOnce="true")))
+    try:
+        assert state.decided("p", "q1") == -1 and state.prepared("p-0") == (-1, -1, -1)
+        state.decide("p", "q1", 7)
+        state.prepare("p-0", 7, 1234, 5)
+        assert state.decided("p", "q1") == 7
+        assert state.decided("p", "q2") == -1
+        assert state.prepared("p-0") == (7, 1234, 5)
+    finally:
+        state.close()

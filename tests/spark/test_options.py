@@ -69,6 +69,24 @@ def test_rejected_producer_options():
         parse_write_options({**BOOT, "kafka.queue.tme": "5"})
 
 
+def test_exactly_once_options():
+    assert parse_write_options({**BOOT, "topic": "t"}).exactly_once is False
+    opts = parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "TRUE",
+                                "transactionalIdPrefix": "sink-a"})
+    assert (opts.exactly_once, opts.txn_prefix, opts.state_topic) == (True, "sink-a", "t")
+    with pytest.raises(ValueError, match="needs the topic option or transactionStateTopic"):
+        parse_write_options({**BOOT, "exactlyOnce": "true"})
+    opts = parse_write_options({**BOOT, "exactlyOnce": "true", "transactionStateTopic": "s"})
+    assert (opts.topic, opts.state_topic) == (None, "s")
+    with pytest.raises(ValueError, match="'transactional.id' is not supported"):
+        parse_write_options({**BOOT, "topic": "t", "kafka.transactional.id": "x"})
+    with pytest.raises(ValueError, match="must be true or false"):
+        parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "yes"})
+    timeout = parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "true",
+                                   "kafka.transaction.timeout.ms": "900000"})
+    assert timeout.producer_config()["transaction.timeout.ms"] == "900000"
+
+
 def test_starting_and_ending_offsets():
     opts = read(subscribe="t")
     assert opts.starting == OffsetSpec("earliest") and opts.ending == OffsetSpec("latest")
