@@ -52,8 +52,11 @@ def test_describe_lag_reset_and_delete(cli):
 def test_describe_shows_a_live_member_and_delete_refuses_its_group(cli):
     _setup(cli)
     env = dict(os.environ, KCLIENT_BOOTSTRAP=cli.bootstrap)
+    # Ctrl-C as a terminal sends it: a suite started in the background by a non-interactive
+    # shell ignores SIGINT, its children inherit that, and Python then installs no handler
     member = subprocess.Popen([sys.executable, "-m", "kclient.cli", "consume", "gt", "-G", "live",
-                               "-o", "earliest", "-f", "%o\\n"], stdout=subprocess.PIPE, env=env)
+                               "-o", "earliest", "-f", "%o\\n"], stdout=subprocess.PIPE, env=env,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert member.stdout.readline().strip() in (b"0", b"4")
         out = cli.out("groups", "describe", "live")
