@@ -565,9 +565,19 @@ CONFIG_KEYS = ["cleanup.policy", "retention.ms", "segment.bytes"]
 
 
 def _configs(twin: Twin, topic: str, label: str) -> None:
-    twin.request(DESCRIBE_CONFIGS, 4, {"resources": [
-        {"resource_type": 2, "resource_name": topic, "configuration_keys": CONFIG_KEYS}]},
-        label, order_by={"configs": "name"})
+    body = {"resources": [
+        {"resource_type": 2, "resource_name": topic, "configuration_keys": CONFIG_KEYS}]}
+
+    def values(conn: Any) -> dict[str, tuple[Any, int]]:
+        (res,) = conn.request(DESCRIBE_CONFIGS, body, 4).results
+        return {c.name: (c.value, c.config_source) for c in res.configs}
+
+    # Kafka applies a config change through its metadata log, a moment after answering the
+    # alter (seen: the old value in the next DescribeConfigs on a busy machine)
+    deadline = time.monotonic() + 10
+    while values(twin.real) != values(twin.mini) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    twin.request(DESCRIBE_CONFIGS, 4, body, label, order_by={"configs": "name"})
 
 
 def _alter(twin: Twin, version: int, topic: str, label: str, *ops: tuple[str, int, Any]) -> None:

@@ -281,6 +281,7 @@ class KafkaServer:
                              connect_timeout_ms=2000) as cluster:
                     cluster.refresh([])
                     if set(cluster.brokers) >= live() and cluster.controller_id >= 0:
+                        self._each_answers(live())
                         return
                     problem = f"metadata lists brokers {sorted(cluster.brokers)}"
             except Exception as exc:  # not listening yet, not ready: try again
@@ -289,6 +290,17 @@ class KafkaServer:
         self.keep_logs = True
         raise RuntimeError(f"Kafka {self.version} ({self.mode}) not ready: {problem}\n"
                            + self.tails())
+
+    def _each_answers(self, node_ids: set[int]) -> None:
+        """Raise unless every node answers Metadata itself: in ZooKeeper mode the others list
+        a broker once it registers, a moment before its own socket server accepts."""
+        from ..connection import BrokerConnection
+        from ..protocol.apis import METADATA
+        for node_id in sorted(node_ids):
+            host, port = self.node(node_id).address.rsplit(":", 1)
+            with BrokerConnection(host, int(port), connect_timeout_ms=2000,
+                                  request_timeout_ms=5000) as conn:
+                conn.request(METADATA, {"topics": [], "allow_auto_topic_creation": False})
 
     # -- facts for tests ---------------------------------------------------------------------
     def bootstrap_of(self, node_ids: set[int] | list[int]) -> str:
