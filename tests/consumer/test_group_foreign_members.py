@@ -25,6 +25,10 @@ class PythonMember(threading.Thread):
         self.consumer = kafka.KafkaConsumer(
             topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
             heartbeat_interval_ms=200, session_timeout_ms=6000,
+            # kafka-python assigns nothing for a topic missing from its metadata when it leads
+            # ("No partition metadata for topic", seen once in a full run) and rejoins only when
+            # a metadata refresh shows the topic: refresh every second, not every 5 minutes
+            metadata_max_age_ms=1000,
             partition_assignment_strategy=[kafka.coordinator.assignors.range.RangePartitionAssignor])
         self.values: list[tuple[int, bytes]] = []
         self.stop = threading.Event()
