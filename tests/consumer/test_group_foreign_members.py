@@ -32,6 +32,9 @@ class PythonMember(threading.Thread):
             partition_assignment_strategy=[kafka.coordinator.assignors.range.RangePartitionAssignor])
         self.values: list[tuple[int, bytes]] = []
         self.stop = threading.Event()
+        # have the topic's metadata before the first poll joins: a kafka-python leader without
+        # it assigns nothing and may not rejoin in time (failed 2 of 2 full runs)
+        _wait(lambda: self.consumer.partitions_for_topic(topic), "kafka-python's metadata")
 
     def run(self) -> None:
         while not self.stop.is_set():
