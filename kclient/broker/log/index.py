@@ -22,7 +22,30 @@ ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size
 
 
-class OffsetIndex:
+class IndexFile:
+    """File handling shared by the offset and time indexes: fsync, close, delete."""
+
+    path: Path
+    _handle: FileHandle
+    _dirty: bool
+
+    def flush(self) -> None:
+        """fsync the file if entries were added since the last flush."""
+        if self._dirty and not self._handle.closed:
+            os.fsync(self._handle.fd)
+            self._dirty = False
+
+    def close(self) -> None:
+        """Close the file (the in-memory arrays stay usable)."""
+        self._handle.close()
+
+    def delete(self) -> None:
+        """Remove the file from the directory."""
+        self._handle.close()
+        self.path.unlink(missing_ok=True)
+
+
+class OffsetIndex(IndexFile):
     """Sparse offset -> position index of one segment, kept in memory and in ``<base>.index``."""
 
     def __init__(self, path: Path, base_offset: int) -> None:
@@ -114,22 +137,6 @@ class OffsetIndex:
         """Position of the last indexed entry (0 when the index is empty)."""
         return self.last_entry()[1]
 
-    def flush(self) -> None:
-        """fsync the index file if pairs were added since the last flush."""
-        if self._dirty and not self._handle.closed:
-            os.fsync(self._handle.fd)
-            self._dirty = False
-
-    def close(self) -> None:
-        """Close the file (the in-memory arrays stay usable)."""
-        self._handle.close()
-
-    def delete(self) -> None:
-        """Remove the file from the directory (the descriptor closes when unreferenced)."""
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
 
 
-__all__ = ["OffsetIndex", "ENTRY_SIZE"]
+__all__ = ["IndexFile", "OffsetIndex", "ENTRY_SIZE"]

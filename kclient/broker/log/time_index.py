@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from pathlib import Path
 
+from kclient.broker.log.index import IndexFile
 from kclient.broker.log.region import FileHandle, pread_exact
 
 TIME_ENTRY = struct.Struct(">qi")
@@ -25,7 +26,7 @@ TIME_ENTRY_SIZE = TIME_ENTRY.size
 TIME_INDEX_SUFFIX = ".timeindex"
 
 
-class TimeIndex:
+class TimeIndex(IndexFile):
     """Sparse timestamp -> offset index of one segment, in memory and in ``<base>.timeindex``."""
 
     def __init__(self, path: Path, base_offset: int) -> None:
@@ -99,20 +100,6 @@ class TimeIndex:
         """Timestamp of the last entry (-1 when empty): a sealed segment's largest."""
         return self._timestamps[-1] if self._timestamps else -1
 
-    def flush(self) -> None:
-        """fsync the file if entries were added since the last flush."""
-        if self._dirty and not self._handle.closed:
-            os.fsync(self._handle.fd)
-            self._dirty = False
-
-    def close(self) -> None:
-        """Close the file (the in-memory arrays stay usable)."""
-        self._handle.close()
-
-    def delete(self) -> None:
-        """Remove the file from the directory."""
-        self._handle.close()
-        self.path.unlink(missing_ok=True)
 
 
 __all__ = ["TimeIndex", "TIME_ENTRY", "TIME_ENTRY_SIZE", "TIME_INDEX_SUFFIX"]
