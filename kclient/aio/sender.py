@@ -13,31 +13,45 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
+from kclient.metrics import ClientMetrics
 from kclient.producer.data import RecordMetadata
 from kclient.producer.prepare import retriable
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.schema import Struct
 
-from .accumulator import AIOBatch
+from .accumulator import Accumulator, AIOBatch
+from .cluster import AIOCluster
 from .connection import AIOConnection
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import ProduceResponse
-
-    from .producer import AIOProducer
 
 __all__ = ["Sender"]
 
 log = logging.getLogger(__name__)
 
 
+class Owner(Protocol):
+    """What the sender needs of its producer (AIOProducer)."""
+
+    acc: Accumulator
+    cluster: AIOCluster
+    _metrics: ClientMetrics
+
+    def released(self, n: int) -> None: ...
+
+    def batch_left(self, topic: str, partition: int) -> None: ...
+
+    def forget_topic(self, topic: str) -> None: ...
+
+
 class Sender:
     """Drives the accumulator of one AIOProducer (see the module docstring)."""
 
-    def __init__(self, producer: AIOProducer, acks: int, ack_timeout_ms: int, max_in_flight: int,
+    def __init__(self, producer: Owner, acks: int, ack_timeout_ms: int, max_in_flight: int,
                  retries: int, backoff: float, codec_of: Callable[[str], int]) -> None:
         self.producer, self.acc, self.cluster = producer, producer.acc, producer.cluster
         self.acks, self.ack_timeout_ms = acks, ack_timeout_ms
