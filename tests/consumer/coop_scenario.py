@@ -159,3 +159,67 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
     offsets = {p: sorted(o for m in (a, b) for o, _ in m.arrivals.get(p, ()))
                for p in range(partitions)}
     return Handover(events, kept, moved, end - start, gap, sent, offsets)
+
+
+@dataclass
+class StaticRestart:
+    """What the static-restart run saw."""
+
+    events: list[tuple[float, str, str, list[int]]]
+    generation_before: int
+    generation_after: int
+    moved_back: set[int]
+    committed: dict[int, int]
+    first_offsets: dict[int, int]
+    fenced_error: BaseException | None
+
+
+def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any],
+                       produce: Any) -> StaticRestart:
+    """Dynamic member b (the leader) and static member a ("inst-a") share ``topic``; a closes
+    and a new consumer with a's group.instance.id rejoins within the session timeout; then a
+    third one with the same id fences the second."""
+    group = f"static-{uuid.uuid4().hex[:8]}"
+    conf = dict(conf, **{"group.id": group})
+    events: list = []
+    b = member("b", conf, events)
+    b.start(topic)
+    wait_for(lambda: len(b.partitions()) == partitions, timeout=60, message="b owns all")
+    static = dict(conf, **{"group.instance.id": "inst-a"})
+    a = member("a", static, events)
+    a.start(topic)
+    half = partitions // 2
+    try:
+        wait_for(lambda: len(a.partitions()) == half and len(b.partitions()) == half,
+                 timeout=60, message="a and b share the partitions")
+        produce(10)
+        wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values())
+                 >= 10 * partitions, timeout=60, message="the first records consumed")
+        a_parts = a.partitions()
+        a.stop(close=False)
+        a.consumer.commit()
+        committed = {tp.partition: a.consumer.committed(tp) for tp in a.consumer.assignment()}
+        a.consumer.close()                   # static: no LeaveGroup
+        gen = b.consumer.group_metadata().generation_id
+        b_events = [e for e in events if e[1] == "b"]
+        produce(10)
+        a2 = member("a2", static, events)
+        a2.start(topic)
+        wait_for(lambda: a2.partitions() == a_parts and all(
+            a2.arrivals.get(p) for p in a_parts), timeout=30, message="a2 took a's place")
+        time.sleep(1.0)                     # b would have heard of a rebalance by now
+        assert [e for e in events if e[1] == "b"] == b_events, "b's listener was called"
+        gen_after = b.consumer.group_metadata().generation_id
+        first = {p: a2.arrivals[p][0][0] for p in a_parts}
+        # a third process with the same instance id fences a2
+        a3 = member("a3", static, events)
+        a3.start(topic)
+        wait_for(lambda: bool(a2.errors), timeout=30, message="a2 fenced")
+        fenced = a2.errors[0]
+        a3.stop()
+        a2.stop()
+        return StaticRestart(events, gen, gen_after, a_parts, committed, first, fenced)
+    finally:
+        for m in (a, b):
+            m.stop_event.set()
+        b.stop()

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from .coop_scenario import run_handover
+from .coop_scenario import run_handover, run_static_restart
 
 
 def conf(broker, strategy):
@@ -60,3 +60,23 @@ def test_eager_handover_for_comparison(mini_broker, strategy):
     assert ("revoked", [0, 1, 2, 3]) in a
     print(f"eager: rebalance {run.rebalance_s:.3f}s, kept max gap {run.kept_max_gap_s:.3f}s")
     check_once_each(run)
+
+
+def test_static_member_restart_without_a_rebalance(mini_broker):
+    from kclient.errors import FencedInstanceIdError
+
+    from .helpers import produce_spread
+    topic = f"static-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    rounds = iter(range(100))
+
+    def produce(n):
+        produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
+    c = dict(conf(mini_broker, "range"), **{"enable.auto.commit": False})
+    run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce)
+    assert run.generation_after == run.generation_before
+    assert run.first_offsets == run.committed            # resumed at the committed offsets
+    a2 = [(kind, ps) for _, who, kind, ps in run.events if who == "a2"]
+    assert a2[0] == ("assigned", sorted(run.moved_back))
+    assert isinstance(run.fenced_error, FencedInstanceIdError)
+    assert "group.instance.id 'inst-a'" in str(run.fenced_error)
