@@ -766,7 +766,7 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("group.instance.id", None, Str(), _C,
          "Static membership (KIP-345, broker-coordinated groups): a stable id per consumer "
          "process; a restart within session.timeout.ms rejoins without a rebalance, and "
-         "close() does not leave the group.", differs="no such key (Java 2.3+'s)"),
+         "close() does not leave the group."),
     _key("offsets.storage", Derived(lambda c: "zookeeper" if c["zookeeper.connect"] else "kafka",
                                     "zookeeper if zookeeper.connect is set, else kafka"),
          Choice(("zookeeper", "kafka")), _C, "Where offsets are committed.",
