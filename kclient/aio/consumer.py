@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 #: getone() gives the event loop a turn when it has run this long (seconds) without one
 _SLICE = 0.005
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+_make = ConsumerRecord._make
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
                                      "(bootstrap.servers)"}
@@ -317,11 +318,11 @@ class AIOConsumer:
                 values = cols.values[i:j]
                 hdrs = [h or [] for h in cols.headers[i:j]] if cols.headers is not None \
                     else repeat([], n)
-                recs = list(map(ConsumerRecord, repeat(tp.topic, n), repeat(tp.partition, n),
-                                cols.offsets[i:j], cols.timestamps[i:j],
-                                cols.timestamp_types[i:j],
-                                keys if k is None else map(k, keys),
-                                values if v is None else map(v, values), hdrs))
+                recs = list(map(_make, zip(repeat(tp.topic, n), repeat(tp.partition, n),
+                                           cols.offsets[i:j], cols.timestamps[i:j],
+                                           cols.timestamp_types[i:j],
+                                           keys if k is None else map(k, keys),
+                                           values if v is None else map(v, values), hdrs)))
                 out.setdefault(tp, []).extend(recs)
                 limit -= n
                 st.buffered -= n
