@@ -6,6 +6,7 @@ streams: no thread per call, nothing blocking in the event loop.
 """
 from __future__ import annotations
 
+from .consumer import AIOConsumer, ConsumerRecord
 from .producer import AIOProducer
 
-__all__ = ["AIOProducer"]
+__all__ = ["AIOProducer", "AIOConsumer", "ConsumerRecord"]

@@ -49,6 +49,8 @@ from .sender import Sender
 __all__ = ["AIOProducer"]
 
 log = logging.getLogger(__name__)
+#: enqueue() gives the event loop a turn when it has run this long (seconds) without one
+_SLICE = 0.005
 
 #: keys of the sync producer's machinery that have no meaning for the asyncio producer
 _UNSUPPORTED = {
@@ -94,6 +96,7 @@ class AIOProducer:
         self._room: asyncio.Event | None = None
         self._closed = False
         self._started = False
+        self._slice = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -172,6 +175,11 @@ class AIOProducer:
         acc = self.acc
         if acc.pending >= self.capacity:
             await self._wait_room()
+        if time.monotonic() - self._slice > _SLICE:
+            # a tight send loop would otherwise hold the event loop (no await of send() ever
+            # suspends while the queue has room): let the sender and others run
+            await asyncio.sleep(0)
+            self._slice = time.monotonic()
         v = value if type(value) is bytes and self._value_enc is None else \
             _encode(self._value_enc, value)
         k = key if key is None or (type(key) is bytes and self._key_enc is None) else \

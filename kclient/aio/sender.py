@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["Sender"]
 
 log = logging.getLogger(__name__)
+#: longest one callback resolves futures before it leaves the rest to the next (seconds)
+_SLICE = 0.005
 
 
 class Owner(Protocol):
@@ -130,6 +132,7 @@ class Sender:
             ready = self._expire(ready, now)
             if ready:
                 await self._dispatch(ready)
+                await asyncio.sleep(0)        # one round per loop turn: others run between
                 continue
             self._check_flushed()
             self._wake.clear()
@@ -271,20 +274,32 @@ class Sender:
         self.wake()
 
     # -- outcomes -------------------------------------------------------------------------------
-    def _succeed(self, b: AIOBatch, base: int, append_time: int) -> None:
+    def _succeed(self, b: AIOBatch, base: int, append_time: int, start: int = 0) -> None:
+        """Resolve the batch's futures; a slice at a time (each resolution wakes a waiter), so
+        a large batch does not hold the event loop: the rest goes on in a later callback."""
         topic, partition = b.topic, b.partition
-        ts = b.timestamps
-        created = b.created_ms
-        for i, f in enumerate(b.futures):
-            if f.done():
-                continue
-            t = created
-            if append_time != -1:
-                t = append_time
-            elif ts is not None:
-                t = ts[i] or created
-            f.set_result(RecordMetadata(topic, partition, base + i if base >= 0 else -1, t))
-        self.producer.released(len(b.futures))
+        ts, futures, created = b.timestamps, b.futures, b.created_ms
+        n = len(futures)
+        stop = time.monotonic() + _SLICE
+        i = start
+        while i < n:
+            end = min(n, i + 128)
+            for j in range(i, end):
+                f = futures[j]
+                if f.done():
+                    continue
+                t = created
+                if append_time != -1:
+                    t = append_time
+                elif ts is not None:
+                    t = ts[j] or created
+                f.set_result(RecordMetadata(topic, partition, base + j if base >= 0 else -1, t))
+            i = end
+            if i < n and time.monotonic() > stop:
+                self.loop.call_soon(self._succeed, b, base, append_time, i)
+                return
+        self.producer.released(n)
+        self._check_flushed()
 
     def _fail(self, b: AIOBatch, exc: BaseException) -> None:
         self.metrics.error(exc)
