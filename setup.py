@@ -1,4 +1,5 @@
-"""Builds kclient's optional C speed-ups (kclient/producer/_speedups.pyx) with Cython.
+"""Builds kclient's optional C speed-ups (kclient/producer/_speedups.pyx, the v2 record walker
+kclient/protocol/records/_walk.pyx) with Cython.
 
 Everything else is in pyproject.toml.  The extension is optional: without a C compiler the
 install still succeeds and kclient runs its pure-Python twins of the same code.
@@ -12,6 +13,8 @@ except ImportError:  # building without Cython (e.g. a plain sdist install): pur
 else:
     ext_modules = cythonize(
         [Extension("kclient.producer._speedups", ["kclient/producer/_speedups.pyx"],
+                   optional=True),
+         Extension("kclient.protocol.records._walk", ["kclient/protocol/records/_walk.pyx"],
                    optional=True)],
         compiler_directives={"language_level": "3"}, quiet=True)
 

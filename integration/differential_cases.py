@@ -16,7 +16,8 @@ CASES: dict[str, str] = {
     "fetch v2 data at old versions": "a v2 batch fetched at v0-v3 (down-conversion)",
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
-    "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, by "
+    "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, a "
+                                 "partition named twice, by "
                                  "timestamp (exact, between, after all records); by timestamp "
                                  "(v1+) over 8 batches whose timestamps step back, with "
                                  "index.interval.bytes=1 (a time-index entry per batch)",

@@ -284,6 +284,10 @@ def test_list_offsets_every_version(twin4, twin3):
             twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0,
                                                  "topics": [{"name": "offsets",
                                                              "partitions": [part]}]}, label)
+        # a partition named twice (v1+: Kafka answers INVALID_REQUEST for each naming)
+        dup = [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}] * 2
+        twin.request(LIST_OFFSETS, version, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "offsets", "partitions": dup}]}, "a partition named twice")
     _list_offsets_with_a_time_index(twin4)
     check("ListOffsets every version", twin4, twin3)
 

@@ -4,6 +4,8 @@
     from kclient.simple import SimpleConsumer, FetchRequest, OffsetRequest
     from kclient.broker import MiniBroker, MiniCluster
 """
+from typing import TYPE_CHECKING, Any
+
 from . import consumer, errors, simple
 from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
@@ -52,6 +54,20 @@ from .simple import FetchRequest, OffsetRequest, SimpleConsumer
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from .aio import AIOConsumer, AIOProducer
+
+_LAZY = ("AIOProducer", "AIOConsumer")
+
+
+def __getattr__(name: str) -> Any:
+    """AIOProducer and AIOConsumer import kclient.aio (and asyncio) on first use only."""
+    if name in _LAZY:
+        from . import aio
+        return getattr(aio, name)
+    raise AttributeError(f"module 'kclient' has no attribute {name!r}")
+
+
 __all__ = [
     "Producer", "ProducerData", "DeliveryReport", "DeliveryFuture", "RecordMetadata",
     "CallbackHandler", "EventHandler",
@@ -65,4 +81,5 @@ __all__ = [
     "KafkaError", "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
     "ConsumerTimeoutError", "errors", "simple",
     "Cluster", "BrokerConnection", "load_config", "__version__", "AdminClient", "NewTopic",
+    "AIOProducer", "AIOConsumer",
 ]

@@ -216,6 +216,44 @@ class StrList:
         return tuple(v.strip() for v in value if v.strip())
 
 
+_STRATEGY_NAMES = {
+    "range": "range", "roundrobin": "roundrobin", "round-robin": "roundrobin",
+    "cooperative-sticky": "cooperative-sticky",
+    "org.apache.kafka.clients.consumer.rangeassignor": "range",
+    "org.apache.kafka.clients.consumer.roundrobinassignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.cooperativestickyassignor": "cooperative-sticky",
+}
+
+
+@dataclass(frozen=True)
+class Strategies:
+    """``partition.assignment.strategy``: one assignor or a preference list (comma-separated
+    or a Python list) of range / roundrobin / cooperative-sticky, or Java's class names of
+    them; stored as the comma-joined protocol names."""
+
+    def allowed(self) -> str:
+        """Human description."""
+        return ("range, roundrobin or cooperative-sticky (or Java's RangeAssignor / "
+                "RoundRobinAssignor / CooperativeStickyAssignor class names), or a "
+                "comma-separated preference list of them")
+
+    def coerce(self, value: Any) -> str:
+        """The canonical comma-joined protocol names."""
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+            raise _Bad(self.allowed())
+        names: list[str] = []
+        for item in (v.strip().lower() for v in items if v.strip()):
+            name = _STRATEGY_NAMES.get(item)
+            if name is None:
+                raise _Bad(self.allowed())
+            if name not in names:
+                names.append(name)
+        if not names:
+            raise _Bad(self.allowed())
+        return ",".join(names)
+
+
 @dataclass(frozen=True)
 class Encoding:
     """A Python codec name (the 0.8 ``serializer.encoding``, e.g. UTF8)."""
@@ -721,8 +759,14 @@ KEYS: tuple[ConfigKey, ...] = (
          "Pause before looking for a new leader of a partition."),
     _key("exclude.internal.topics", True, Bool(), _C,
          "Keep internal topics (__consumer_offsets) out of wildcard subscriptions."),
-    _key("partition.assignment.strategy", "range", Choice(("range", "roundrobin")), _C,
-         "How partitions are spread over the group's streams."),
+    _key("partition.assignment.strategy", "range", Strategies(), _C,
+         "How partitions are spread over the group's streams: range, roundrobin or "
+         "cooperative-sticky (incremental rebalances, KIP-429; broker-coordinated groups), "
+         "or a preference list."),
+    _key("group.instance.id", None, Str(), _C,
+         "Static membership (KIP-345, broker-coordinated groups): a stable id per consumer "
+         "process; a restart within session.timeout.ms rejoins without a rebalance, and "
+         "close() does not leave the group."),
     _key("offsets.storage", Derived(lambda c: "zookeeper" if c["zookeeper.connect"] else "kafka",
                                     "zookeeper if zookeeper.connect is set, else kafka"),
          Choice(("zookeeper", "kafka")), _C, "Where offsets are committed.",

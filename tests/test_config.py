@@ -331,7 +331,8 @@ def test_booleans(value, expected):
          ["'begin'", "smallest, largest, none, earliest (= smallest), latest (= largest)"]),
         ("consumer", "auto.commit.enable", "maybe", ["'maybe'", "true or false"]),
         ("consumer", "offsets.storage", "redis", ["one of zookeeper, kafka"]),
-        ("consumer", "partition.assignment.strategy", "sticky", ["one of range, roundrobin"]),
+        ("consumer", "partition.assignment.strategy", "sticky",
+         ["range, roundrobin or cooperative-sticky"]),
         ("consumer", "consumer.timeout.ms", "-2", ["an integer >= -1"]),
     ],
 )

@@ -26,6 +26,7 @@ from .group import (
     COORDINATOR_NOT_AVAILABLE,
     DEAD,
     EMPTY,
+    FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
     ILLEGAL_GENERATION,
     INCONSISTENT_GROUP_PROTOCOL,
@@ -153,6 +154,8 @@ class GroupCoordinator:
             code = self._check_join(req)
             if code:
                 self._reply(future, join_error(code, req.member_id))
+            elif req.group_instance_id is not None:
+                self._join_static(self._group(req.group_id), req, future)
             elif not req.member_id:
                 self._join_new(self._group(req.group_id), req, future)
             else:
@@ -220,6 +223,75 @@ class GroupCoordinator:
             member.touch()
             self._reply(future, group.join_result(member.member_id))
 
+    # -- static membership (KIP-345) ---------------------------------------------------------
+
+    def _join_static(self, group: Group, req: JoinRequest, future: Future) -> None:
+        """A member with group.instance.id: new, a restart taking its instance's place (new
+        member id, the old one fenced), or a rejoin under its current id."""
+        iid = req.group_instance_id
+        assert iid is not None
+        current = group.static_members.get(iid)
+        if current is not None and current not in group.members:
+            del group.static_members[iid]
+            current = None
+        if not req.member_id:
+            if current is None:
+                self._join_new(group, req, future)
+            else:
+                self._replace_static(group, group.members[current], req, future)
+        elif current is None:
+            self._reply(future, join_error(UNKNOWN_MEMBER_ID, req.member_id))
+        elif current != req.member_id:
+            self._reply(future, join_error(FENCED_INSTANCE_ID, req.member_id))
+        else:
+            self._join_known(group, req, future)
+
+    def _replace_static(self, group: Group, member: Member, req: JoinRequest,
+                        future: Future) -> None:
+        """Give a restarted static member a new member id in place of the old (whose waiting
+        requests, and any later ones, get FENCED_INSTANCE_ID).  In a Stable group with the same
+        subscription it takes over the current assignment without a rebalance (Kafka also
+        rebalances when it is the leader, which JoinGroup before v9 cannot skip)."""
+        old_id, new_id = member.member_id, f"{req.client_id}-{uuid.uuid4()}"
+        self._fail_waiters(member, FENCED_INSTANCE_ID)
+        del group.members[old_id]
+        member.member_id, member.client_id, member.client_host = (
+            new_id, req.client_id, req.client_host)
+        group.members[new_id] = member
+        assert req.group_instance_id is not None
+        group.static_members[req.group_instance_id] = new_id
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        log.info("group %s: static member %s replaced %s with %s", group.group_id,
+                 req.group_instance_id, old_id, new_id)
+        if group.state == STABLE and new_id != group.leader_id \
+                and self._same_subscription(group, member, req):
+            member.protocols = list(req.protocols)
+            member.session_timeout_ms = req.session_timeout_ms
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+            member.touch()
+            self._reply(future, group.join_result(new_id))
+            return
+        self._update_member(member, req, future)
+        if group.state == PREPARING_REBALANCE:
+            self._try_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
+
+    @staticmethod
+    def _same_subscription(group: Group, member: Member, req: JoinRequest) -> bool:
+        """The group's protocol stays selectable and the member subscribes to the same
+        topics with it (owned partitions and user data may differ after a restart)."""
+        protocol = group.protocol_name
+        new = dict(req.protocols)
+        if protocol not in new:
+            return False
+        old_meta, new_meta = member.metadata(protocol), new[protocol]
+        old_topics, new_topics = subscribed_topics(old_meta), subscribed_topics(new_meta)
+        if group.protocol_type != "consumer" or old_topics is None or new_topics is None:
+            return old_meta == new_meta
+        return old_topics == new_topics
+
     def _add_member(self, group: Group, member_id: str, req: JoinRequest,
                     future: Future) -> None:
         """Add a member awaiting its join reply, then start or advance the rebalance."""
@@ -228,6 +300,8 @@ class GroupCoordinator:
         member.join_future = future
         member.touch()
         group.members[member_id] = member
+        if req.group_instance_id is not None:
+            group.static_members[req.group_instance_id] = member_id
         if group.leader_id is None:
             group.leader_id = member_id
         if group.protocol_type is None:
@@ -305,6 +379,9 @@ class GroupCoordinator:
     def _drop(self, group: Group, member: Member) -> None:
         """Remove a member without triggering anything; its waiting requests get an error."""
         group.members.pop(member.member_id, None)
+        iid = member.group_instance_id
+        if iid is not None and group.static_members.get(iid) == member.member_id:
+            del group.static_members[iid]
         self._fail_waiters(member, UNKNOWN_MEMBER_ID)
         if group.leader_id == member.member_id:
             group.leader_id = next(iter(group.members), None)
@@ -329,13 +406,15 @@ class GroupCoordinator:
     def sync_group(self, group_id: str, generation_id: int, member_id: str,
                    assignments: Mapping[str, bytes] | None = None, *,
                    protocol_type: str | None = None,
-                   protocol_name: str | None = None) -> Future:
+                   protocol_name: str | None = None,
+                   group_instance_id: str | None = None) -> Future:
         """Wait for (leader: hand out) this generation's assignment."""
         future: Future = Future()
         with self._critical():
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else Group.sync_error(
-                group, generation_id, member_id, protocol_type, protocol_name)
+                group, generation_id, member_id, protocol_type, protocol_name,
+                group_instance_id)
             if code:
                 self._reply(future, sync_result(code))
             else:
@@ -364,31 +443,44 @@ class GroupCoordinator:
 
     # -- Heartbeat and LeaveGroup ------------------------------------------------------------
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> int:
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None = None) -> int:
         """Keep a member's session alive; the error code tells it to rejoin when needed."""
         with self._critical():
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else Group.member_error(
-                group, generation_id, member_id)
+                group, generation_id, member_id, group_instance_id)
             if code:
                 return code
             group.members[member_id].touch()
             return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
 
-    def leave_group(self, group_id: str, member_ids: Iterable[str]) -> tuple[int, list[int]]:
-        """Remove members; returns a group-level error and one error per member."""
+    def leave_group(self, group_id: str, members: Iterable[str | tuple[str, str | None]]
+                    ) -> tuple[int, list[int]]:
+        """Remove members (ids, or (member id, group instance id) pairs: LeaveGroup v3+ may
+        name a static member by its instance id alone); a group-level error and one per
+        member."""
         with self._critical():
             if self._closed:
                 return NOT_COORDINATOR, []
             group = self._groups.get(group_id)
-            codes = [self._leave_one(group, mid) for mid in member_ids]
+            codes = [self._leave_one(group, *((m, None) if isinstance(m, str) else m))
+                     for m in members]
             self._kick.set()
             return NONE, codes
 
-    def _leave_one(self, group: Group | None, member_id: str) -> int:
+    def _leave_one(self, group: Group | None, member_id: str,
+                   instance_id: str | None = None) -> int:
         """Remove one member (or a handed-out pending id) from the group."""
         if group is None:
             return UNKNOWN_MEMBER_ID
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return UNKNOWN_MEMBER_ID
+            if member_id and member_id != current:
+                return FENCED_INSTANCE_ID
+            member_id = current
         if member_id in group.pending:
             del group.pending[member_id]
             self._try_complete_join(group)
@@ -403,13 +495,14 @@ class GroupCoordinator:
 
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        offsets: Mapping[TopicPartition, OffsetEntry], *,
-                       check_membership: bool = True) -> int:
+                       check_membership: bool = True,
+                       group_instance_id: str | None = None) -> int:
         """Store offsets if the committer may (generation -1 is a simple commit when Empty)."""
         with self._lock:
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else NONE
             if not code and check_membership:
-                code = Group.commit_error(group, generation_id, member_id)
+                code = Group.commit_error(group, generation_id, member_id, group_instance_id)
         if code:
             return code
         try:

@@ -30,6 +30,7 @@ INVALID_SESSION_TIMEOUT = E.InvalidSessionTimeoutError.errno
 REBALANCE_IN_PROGRESS = E.RebalanceInProgressError.errno
 MEMBER_ID_REQUIRED = E.MemberIdRequiredError.errno
 GROUP_MAX_SIZE_REACHED = E.GroupMaxSizeReachedError.errno
+FENCED_INSTANCE_ID = E.FencedInstanceIdError.errno
 
 
 def subscribed_topics(metadata: bytes) -> set[str] | None:
@@ -110,6 +111,14 @@ class Group:
     pending: dict[str, float] = field(default_factory=dict)  # member id -> deadline
     join_deadline: float = 0.0
     delay_deadline: float | None = None
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+
+    def fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """KIP-345: a request naming a static instance whose current member id is another."""
+        if instance_id is None:
+            return False
+        current = self.static_members.get(instance_id)
+        return current is not None and current != member_id
 
     def supported_protocols(self, exclude: str | None = None) -> set[str] | None:
         """Protocols every member (but ``exclude``) supports; None when there are none such."""
@@ -168,8 +177,12 @@ class Group:
                 "members": members}
 
     @staticmethod
-    def member_error(group: Group | None, generation_id: int, member_id: str) -> int:
-        """Heartbeat/SyncGroup checks: is this a member of the group's current generation."""
+    def member_error(group: Group | None, generation_id: int, member_id: str,
+                     instance_id: str | None = None) -> int:
+        """Heartbeat/SyncGroup checks: is this a member of the group's current generation
+        (a replaced static member is FENCED_INSTANCE_ID)."""
+        if group is not None and group.fenced(instance_id, member_id):
+            return FENCED_INSTANCE_ID
         if group is None or group.state == EMPTY or member_id not in group.members:
             return UNKNOWN_MEMBER_ID
         if group.state == DEAD:
@@ -180,9 +193,10 @@ class Group:
 
     @staticmethod
     def sync_error(group: Group | None, generation_id: int, member_id: str,
-                   protocol_type: str | None, protocol_name: str | None) -> int:
+                   protocol_type: str | None, protocol_name: str | None,
+                   instance_id: str | None = None) -> int:
         """SyncGroup checks: membership, the protocol (v5+), no rebalance in its join phase."""
-        code = Group.member_error(group, generation_id, member_id)
+        code = Group.member_error(group, generation_id, member_id, instance_id)
         if code:
             return code
         if protocol_type is not None and protocol_type != group.protocol_type:
@@ -194,10 +208,13 @@ class Group:
         return NONE
 
     @staticmethod
-    def commit_error(group: Group | None, generation_id: int, member_id: str) -> int:
+    def commit_error(group: Group | None, generation_id: int, member_id: str,
+                     instance_id: str | None = None) -> int:
         """Kafka's rules for who may commit offsets; a valid member's session is refreshed."""
         if group is None:
             return NONE if generation_id < 0 else ILLEGAL_GENERATION
+        if group.fenced(instance_id, member_id):
+            return FENCED_INSTANCE_ID
         if group.state == DEAD:
             return COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.state == EMPTY:

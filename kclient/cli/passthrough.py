@@ -9,7 +9,8 @@ from .common import subcommand
 
 __all__ = ["register", "PASSTHROUGH", "BENCHMARKS"]
 
-BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak", "charts")
+BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak", "charts",
+              "aio")
 
 
 def _broker(rest: list[str]) -> int:

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kclient.partitioner import java_string_hashcode
 
+from .sticky import sticky_assign
+
 __all__ = ["thread_ids", "consumer_of", "range_assign", "roundrobin_assign", "assign",
            "ASSIGNORS", "AssignmentError"]
 
@@ -83,14 +85,24 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Sequence[str]],
     return {tp: ordered[i % len(ordered)] for i, tp in enumerate(all_tps)}
 
 
-ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign}
+def sticky_balanced_assign(consumers_for_topic: Mapping[str, Sequence[str]],
+                           partitions_for_topic: Mapping[str, Iterable[int]],
+                           ) -> dict[tuple[str, int], str]:
+    """cooperative-sticky without ownership data (the ZooKeeper connector's rebalance, where
+    every member computes it): a balanced, deterministic assignment (:mod:`.sticky`)."""
+    return sticky_assign(consumers_for_topic, partitions_for_topic)
+
+
+ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign,
+             "cooperative-sticky": sticky_balanced_assign}
 
 
 def assign(strategy: str, consumers_for_topic: Mapping[str, Sequence[str]],
            partitions_for_topic: Mapping[str, Iterable[int]]) -> dict[tuple[str, int], str]:
-    """The group's assignment by ``strategy`` ("range" or "roundrobin")."""
+    """The group's assignment by ``strategy`` ("range", "roundrobin", "cooperative-sticky";
+    of a preference list, the first)."""
     try:
-        fn = ASSIGNORS[strategy]
+        fn = ASSIGNORS[strategy.split(",")[0].strip()]
     except KeyError:
         raise ValueError(f"unknown partition.assignment.strategy {strategy!r}; "
                          f"expected one of {sorted(ASSIGNORS)}") from None

@@ -363,8 +363,11 @@ class ConsumerConnector:
             self.commit_offsets()
 
     def _clear_queues(self) -> None:
+        """Drop fetched data; keep shutdown and the latest surfaced rebalance failure, so a
+        retry that clears the queues soon after cannot hide the failure from the stream."""
         for q in self._all_queues():
             kept: list[Chunk] = []
+            error: Chunk | None = None
             while True:
                 try:
                     item = q.get_nowait()
@@ -372,6 +375,11 @@ class ConsumerConnector:
                     break
                 if item is SHUTDOWN:
                     kept.append(item)
+                elif isinstance(item, ErrorChunk) \
+                        and isinstance(item.error, ConsumerRebalanceFailedError):
+                    error = item
+            if error is not None:
+                kept.insert(0, error)
             for item in kept:
                 q.put_nowait(item)
         for s in self.streams:

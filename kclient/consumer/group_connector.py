@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.errors import (
+    FencedInstanceIdError,
     IllegalGenerationError,
     KafkaError,
     RebalanceInProgressError,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 from .assignment import assign
 from .connector import ConsumerConnector, ConsumerGroupMetadata
 from .group_protocol import (
+    COOPERATIVE,
     REJOIN,
     GroupMembership,
     decode_assignment,
@@ -50,8 +52,10 @@ from .group_protocol import (
     encode_assignment,
     encode_subscription,
     leader_assignment,
+    member_user_data,
     parse_json,
     registration,
+    strategies_of,
 )
 from .membership import topic_thread_ids
 from .offsets import Coordinator, KafkaOffsetStore
@@ -81,10 +85,17 @@ class GroupConsumerConnector(ConsumerConnector):
             self.settings.request_timeout_ms, 2 * self.session_timeout + 5000))
         self.coordinator = Coordinator(self.cluster, self.group, c["retry.backoff.ms"],
                                        c["offsets.commit.max.retries"], coord_settings)
-        self.membership = GroupMembership(self.coordinator, self.group, self.session_timeout)
+        self.group_instance_id: str | None = c["group.instance.id"] or None
+        self.membership = GroupMembership(self.coordinator, self.group, self.session_timeout,
+                                          self.group_instance_id)
         self.offset_store = KafkaOffsetStore(self.coordinator, self.group, self._generation,
                                              c["offsets.commit.max.retries"],
                                              c["offsets.channel.backoff.ms"])
+        self.offset_store.group_instance_id = self.group_instance_id
+        self.strategies = strategies_of(self.strategy)
+        #: the partitions owned after the last rebalance and its generation (cooperative)
+        self._owned: set[tuple[str, int]] = set()
+        self._owned_generation = -1
         self._stable = threading.Event()
         self._topics_seen: list[str] | None = None
         self._warned_missing: set[str] = set()
@@ -156,17 +167,18 @@ class GroupConsumerConnector(ConsumerConnector):
             self.registry = {}
         pattern, subscription = self.subscription
         user = registration(self.consumer_id, pattern, subscription)
-        meta = encode_subscription(self._my_topics(), user)
-        resp = self._join(meta)
+        topics = self._my_topics()
+        resp = self._join(encode_subscription(topics, user), self._protocols(topics, user))
         if resp is None:
             return False
         assignments = []
-        if resp.leader == resp.member_id:
+        if resp.leader == resp.member_id and resp.members:
             assignments = self._leader_assign(resp.members)
         data = self.membership.sync(self.strategy, assignments)
         if data is None:
             return False
-        mine = self._owned(*decode_assignment(data))
+        mine = self._owned_threads(*decode_assignment(data))
+        self._after_cooperative_sync(set(mine))
         self._warn_missing_topics()
         offsets = self.offset_store.fetch(mine) if mine else {}
         if self._shutting_down.is_set():
@@ -177,8 +189,37 @@ class GroupConsumerConnector(ConsumerConnector):
         self._start_fetchers()
         return True
 
-    def _join(self, meta: bytes) -> JoinGroupResponse | None:
-        return self.membership.join(self.strategy, meta)
+    def _protocols(self, topics: list[str], user: bytes) -> list[tuple[str, bytes]]:
+        """One protocol per configured strategy; cooperative-sticky's Subscription (v3) lists
+        the partitions owned after the last rebalance and its generation."""
+        out = []
+        for name in self.strategies:
+            if name == COOPERATIVE:
+                owned: dict[str, list[int]] = {}
+                for t, p in sorted(self._owned):
+                    owned.setdefault(t, []).append(p)
+                gen = self._owned_generation if owned else -1
+                out.append((name, encode_subscription(topics, member_user_data(name, user, gen),
+                                                      owned, gen)))
+            else:
+                out.append((name, encode_subscription(topics, user)))
+        return out
+
+    def _join(self, meta: bytes, protocols: list[tuple[str, bytes]] | None = None
+              ) -> JoinGroupResponse | None:
+        return self.membership.join(self.strategy, meta, protocols)
+
+    def _after_cooperative_sync(self, mine: set[tuple[str, int]]) -> None:
+        """cooperative-sticky: partitions that left this member were withheld from their new
+        owner; rejoin at once so that it gets them in the follow-up rebalance.  (The
+        connector stops every fetcher around a rebalance, as in eager mode, and reports the
+        partitions it owned, so the leader keeps them here.)"""
+        lost = self._owned - mine
+        self._owned, self._owned_generation = mine, self.generation_id
+        if lost and self.membership.protocol == COOPERATIVE:
+            log.info("%s: gave up %s; rejoining for the follow-up rebalance", self.consumer_id,
+                     sorted(lost))
+            self.executor.trigger("cooperative follow-up rebalance")
 
     def _warn_missing_topics(self) -> None:
         """Warn, once per topic, about subscribed topics the cluster does not have (a group
@@ -207,12 +248,15 @@ class GroupConsumerConnector(ConsumerConnector):
         return leader_assignment(self.strategy, members, all_topics, partitions,
                                  self.exclude_internal)
 
-    def _owned(self, partitions: dict[str, list[int]], user_data: bytes
-               ) -> dict[tuple[str, int], str]:
+    def _owned_threads(self, partitions: dict[str, list[int]], user_data: bytes
+                       ) -> dict[tuple[str, int], str]:
         """Our partitions and the thread of each: as a kclient leader wrote them in the user
         data, or, from another client's leader (Java's assignors), spread over our threads."""
         owned = parse_json(user_data)
-        if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()):
+        mine_prefix = f"{self.consumer_id}-"
+        if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()) and all(
+                str(th).startswith(mine_prefix) for parts in owned.values()
+                for th in parts.values()):
             return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
         pattern, subscription = self.subscription
         threads = topic_thread_ids(self.consumer_id, pattern, subscription, list(partitions),
@@ -250,6 +294,14 @@ class GroupConsumerConnector(ConsumerConnector):
                 continue
             try:
                 code = self.membership.heartbeat()
+            except FencedInstanceIdError as exc:
+                self._stable.clear()
+                self._surface(exc)
+                continue
+            except KafkaError as exc:
+                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
+                continue
+            try:
                 if code in REJOIN:
                     log.info("%s: heartbeat says %s; rejoining", self.consumer_id,
                              error_for_code(code).__name__)
@@ -293,6 +345,9 @@ class GroupConsumerConnector(ConsumerConnector):
     def _release(self) -> None:
         with self._offsets_lock:
             self.registry = {}
+        if self.group_instance_id is not None:
+            self.membership.forget()       # static: no LeaveGroup (KIP-345), as Java
+            return
         try:
             self.membership.leave()
         except KafkaError as exc:

@@ -13,6 +13,19 @@ inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A 
 by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
 does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
 was fenced: unknown member id or illegal generation), ``on_partitions_assigned`` after.
+
+With ``partition.assignment.strategy=cooperative-sticky`` (KIP-429) the rebalance is
+incremental: the JoinGroup / SyncGroup run in a background thread while ``poll()`` keeps
+fetching and returning every owned partition; the Subscription lists the owned partitions and
+their generation.  When the new assignment arrives, ``poll()`` revokes only the partitions that
+left (commit, ``on_partitions_revoked(those)``) and, if there were any, rejoins at once so their
+new owner gets them in the follow-up rebalance; then ``on_partitions_assigned(added ones)``
+(called after every rebalance, possibly with an empty set, as Java).
+
+With ``group.instance.id`` (KIP-345) the member is static: close() sends no LeaveGroup, so a
+consumer restarted with the same id within ``session.timeout.ms`` takes its place (and its
+assignment) without a rebalance; a member fenced by another process using its instance id gets
+:class:`FencedInstanceIdError` from ``poll()``.
 """
 from __future__ import annotations
 
@@ -29,6 +42,7 @@ from kclient.cluster import Cluster
 from kclient.config import Config, load_config
 from kclient.connection import BrokerConnection
 from kclient.errors import (
+    FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
     KafkaError,
@@ -44,12 +58,16 @@ from kclient.structs import OffsetAndMetadata, TopicPartition
 
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
+    COOPERATIVE,
     REJOIN,
     GroupMembership,
     decode_assignment,
     encode_subscription,
+    is_cooperative,
     leader_assignment,
+    member_user_data,
     registration,
+    strategies_of,
 )
 from .offsets import Coordinator, KafkaOffsetStore
 
@@ -117,6 +135,9 @@ class Consumer:
         self._key = _deserializer(conf, "key.decoder.class")
         self._value = _deserializer(conf, "value.decoder.class")
         self.strategy = conf["partition.assignment.strategy"]
+        self.strategies = strategies_of(self.strategy)
+        self.cooperative = is_cooperative(self.strategies)
+        self.group_instance_id: str | None = conf["group.instance.id"] or None
         self.membership: GroupMembership | None = None
         self.offset_store: KafkaOffsetStore | None = None
         if self.group:
@@ -125,10 +146,12 @@ class Consumer:
                                 conf["offsets.commit.max.retries"], self.settings.replace(
                                     request_timeout_ms=max(self.settings.request_timeout_ms,
                                                            2 * session + 5000)))
-            self.membership = GroupMembership(coord, self.group, session)
+            self.membership = GroupMembership(coord, self.group, session,
+                                              self.group_instance_id)
             self.offset_store = KafkaOffsetStore(coord, self.group, self.membership.generation,
                                                  conf["offsets.commit.max.retries"],
                                                  conf["offsets.channel.backoff.ms"])
+            self.offset_store.group_instance_id = self.group_instance_id
         self._topics: list[str] = []
         self._pattern: re.Pattern[str] | None = None
         self._listener: Any = None
@@ -141,6 +164,10 @@ class Consumer:
         self._fetchers: dict[int, Fetcher] = {}
         self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
+        self._owned_generation = -1            # the generation of the current assignment
+        self._joining: Future[bytes | None] | None = None   # a cooperative join under way
+        self._group_pool: ThreadPoolExecutor | None = None
+        self._fatal: KafkaError | None = None  # FENCED_INSTANCE_ID: poll() raises it
         self._closed = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
@@ -225,6 +252,11 @@ class Consumer:
                 continue
             try:
                 code = self.membership.heartbeat()
+            except FencedInstanceIdError as exc:
+                log.error("%s: %s", self.consumer_id, exc)
+                self._fatal = exc
+                self._joined.clear()
+                continue
             except KafkaError as exc:
                 log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
                 continue
@@ -249,6 +281,7 @@ class Consumer:
         fenced, report the partitions lost without committing."""
         owned = set(self._assignment)
         self._joined.clear()
+        self._owned_generation = -1
         if how == "lost":
             self._call_listener("on_partitions_lost", owned)
         else:
@@ -276,41 +309,125 @@ class Consumer:
                 self._rejoin = "revoke"        # the next poll tries again
             raise
 
+    def _protocols(self, topics: list[str]) -> list[tuple[str, bytes]]:
+        """JoinGroup's protocols: one per configured strategy; cooperative-sticky's
+        Subscription (v3) lists the partitions owned now and their generation."""
+        reg = registration(self.consumer_id, "static", {t: 1 for t in topics})
+        out = []
+        for name in self.strategies:
+            if name == COOPERATIVE:
+                owned: dict[str, list[int]] = {}
+                for tp in self._assignment:
+                    owned.setdefault(tp.topic, []).append(tp.partition)
+                gen = self._owned_generation if owned else -1
+                out.append((name, encode_subscription(
+                    topics, member_user_data(name, reg, gen), owned, gen)))
+            else:
+                out.append((name, encode_subscription(topics, reg)))
+        return out
+
+    def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
+                       ) -> bytes | None:
+        """JoinGroup, SyncGroup (assigning when leader): this member's Assignment, or None."""
+        assert self.membership is not None
+        attempts = max(self.config["rebalance.max.retries"], 1)
+        for _ in range(attempts):
+            if self._closed.is_set():
+                return None
+            resp = self.membership.join(self.strategies[0], b"", protocols)
+            if resp is None:
+                continue
+            assignments = []
+            chosen = self.membership.protocol or self.strategies[0]
+            if resp.leader == resp.member_id and resp.members:
+                self.cluster.refresh(None, allow_auto_create=False)
+                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
+                parts = {t: self.cluster.topics[t].partitions for t in all_topics}
+                assignments = leader_assignment(chosen, resp.members, all_topics, parts,
+                                                self.config["exclude.internal.topics"])
+            data = self.membership.sync(chosen, assignments)
+            if data is not None:
+                self._joined.set()
+                return data
+        return None
+
     def _rebalance_once(self, how: str) -> bool:
+        """The eager rebalance (and any rebalance after the member lost its generation)."""
         assert self.membership is not None
         self._rejoin = None
         if self._assignment or how == "lost":
             self._revoke(how)
         topics = self._subscribed_topics = self._wanted_topics()
-        meta = encode_subscription(topics, registration(self.consumer_id, "static",
-                                                        {t: 1 for t in topics}))
-        attempts = max(self.config["rebalance.max.retries"], 1)
-        for _ in range(attempts):
-            resp = self.membership.join(self.strategy, meta)
-            if resp is None:
-                continue
-            assignments = []
-            if resp.leader == resp.member_id:
-                self.cluster.refresh(None, allow_auto_create=False)
-                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
-                parts = {t: self.cluster.topics[t].partitions for t in all_topics}
-                assignments = leader_assignment(self.strategy, resp.members, all_topics, parts,
-                                                self.config["exclude.internal.topics"])
-            data = self.membership.sync(self.strategy, assignments)
-            if data is None:
-                continue
-            mine, _ = decode_assignment(data)
-            self._set_assignment([TopicPartition(t, p) for t, ps in mine.items() for p in ps])
-            self._joined.set()
-            self._metrics.rebalanced()
-            self._partition_counts = None
-            self._next_topic_check = time.monotonic() + self._topic_check_interval()
-            log.info("%s (generation %d) assigned %s", self.consumer_id,
-                     self.membership.generation_id, sorted(self._assignment))
-            self._call_listener("on_partitions_assigned", set(self._assignment))
-            return True
-        self._rejoin = how
-        return False
+        data = self._join_and_sync(topics, self._protocols(topics))
+        if data is None:
+            self._rejoin = how
+            return False
+        self._apply_assignment(data)
+        return True
+
+    def _start_cooperative_join(self) -> None:
+        """Rejoin in the background, keeping (and fetching) every owned partition meanwhile;
+        partitions of topics no longer subscribed are revoked first."""
+        self._rejoin = None
+        topics = self._subscribed_topics = self._wanted_topics()
+        gone = {tp for tp in self._assignment if tp.topic not in topics}
+        if gone:
+            self._revoke_some(gone)
+        protocols = self._protocols(topics)
+        self._joined.clear()
+        if self._group_pool is None:
+            self._group_pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.consumer_id}-join")
+        self._joining = self._group_pool.submit(self._join_and_sync, topics, protocols)
+
+    def _finish_cooperative_join(self) -> None:
+        """Apply a background join's result (raises what it raised)."""
+        future, self._joining = self._joining, None
+        assert future is not None
+        try:
+            data = future.result()
+        except BaseException:
+            self._rejoin = self._rejoin or "revoke"
+            raise
+        if data is None:
+            self._rejoin = self._rejoin or "revoke"
+            return
+        self._apply_assignment(data)
+
+    def _revoke_some(self, revoked: set[TopicPartition]) -> None:
+        """Cooperative revocation of some partitions: commit them (auto-commit), tell the
+        listener (only those), stop reading them."""
+        if self.config["auto.commit.enable"] and self.offset_store is not None:
+            todo = {tp: off for tp, off in self._positions.items() if tp in revoked}
+            if todo:
+                try:
+                    self.offset_store.commit({(tp.topic, tp.partition): o
+                                              for tp, o in todo.items()})
+                except KafkaError as exc:
+                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
+                             exc)
+        self._call_listener("on_partitions_revoked", set(revoked))
+        self._set_assignment([tp for tp in self._assignment if tp not in revoked])
+
+    def _apply_assignment(self, data: bytes) -> None:
+        """Take a new assignment: revoke what is gone (cooperative: then rejoin so that its new
+        owner gets it), keep the rest running, report only the added partitions."""
+        assert self.membership is not None
+        mine, _ = decode_assignment(data)
+        new = {TopicPartition(t, p) for t, ps in mine.items() for p in ps}
+        revoked = set(self._assignment) - new
+        added = new - set(self._assignment)
+        if revoked:
+            self._revoke_some(revoked)
+            if self.membership.protocol == COOPERATIVE:
+                self._rejoin = "revoke"        # KIP-429: the follow-up rebalance
+        self._set_assignment(sorted(new))
+        self._owned_generation = self.membership.generation_id
+        self._metrics.rebalanced()
+        self._partition_counts = None
+        self._next_topic_check = time.monotonic() + self._topic_check_interval()
+        log.info("%s (generation %d) assigned %s", self.consumer_id,
+                 self.membership.generation_id, sorted(self._assignment))
+        self._call_listener("on_partitions_assigned", added)
 
     def _topic_check_interval(self) -> float:
         return 1.0 if self._pattern is not None else 5.0
@@ -337,6 +454,9 @@ class Consumer:
 
     def _leave(self) -> None:
         self._joined.clear()
+        if self.membership is not None and self.group_instance_id is not None:
+            self.membership.forget()       # static: the session keeps the place (KIP-345)
+            return
         if self.membership is not None:
             try:
                 self.membership.leave()
@@ -481,7 +601,8 @@ class Consumer:
         try:
             self.offset_store.commit(todo)
         except KafkaError as exc:
-            if getattr(exc, "errno", None) in REJOIN and not self._manual:
+            if getattr(exc, "errno", None) in REJOIN and not self._manual \
+                    and self._joining is None:
                 self._joined.clear()
                 self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
             raise
@@ -532,7 +653,8 @@ class Consumer:
 
     def _auto_commit(self) -> None:
         if not (self.config["auto.commit.enable"] and self.offset_store is not None
-                and self._positions) or time.monotonic() < self._next_commit:
+                and self._positions) or time.monotonic() < self._next_commit \
+                or self._joining is not None:
             return
         self._next_commit = time.monotonic() + self.config["auto.commit.interval.ms"] / 1000.0
         self._try_commit("interval")
@@ -549,8 +671,16 @@ class Consumer:
         limit = max_records or self.config["max.poll.records"]
         deadline = time.monotonic() + timeout_ms / 1000.0
         while True:
+            if self._fatal is not None:
+                raise self._fatal
+            if self._joining is not None and self._joining.done():
+                self._finish_cooperative_join()
             if (self._topics or self._pattern) and self._rejoin is not None \
-                    and not self._rebalance():
+                    and self._joining is None and self.cooperative and self._rejoin != "lost" \
+                    and self._assignment:
+                self._start_cooperative_join()
+            elif (self._topics or self._pattern) and self._rejoin is not None \
+                    and self._joining is None and not self._rebalance():
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
@@ -676,12 +806,17 @@ class Consumer:
         self._closed.set()
         if self._reporter is not None:
             self._reporter.stop()
+        if self._joining is not None and self.membership is not None:
+            self.membership.coordinator.interrupt("consumer closed during a rebalance")
+        if self._group_pool is not None:
+            self._group_pool.shutdown(wait=True)
         if self._topics or self._pattern:
             self._leave()
         if self._heartbeat is not None:
             self._heartbeat.join(10)
         if self._async is not None:
             self._async.shutdown(wait=True)
+
         for f in self._fetchers.values():
             f.conn.close()
         self._fetchers.clear()

@@ -193,6 +193,8 @@ class KafkaOffsetStore(OffsetStore):
         self.coordinator, self.group = coordinator, group
         self.generation = generation
         self.retries, self.backoff = retries, backoff_ms / 1000.0
+        #: a static member's group.instance.id, sent with commits (OffsetCommit v7+)
+        self.group_instance_id: str | None = None
 
     def fetch(self, tps: Iterable[TP]) -> dict[TP, int]:
         by_topic: dict[str, list[int]] = {}
@@ -224,6 +226,7 @@ class KafkaOffsetStore(OffsetStore):
             generation, member = self.generation()
             body = {"group_id": self.group, "generation_id_or_member_epoch": generation,
                     "member_id": member, "retention_time_ms": -1,
+                    "group_instance_id": self.group_instance_id if member else None,
                     "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
             resp = self.coordinator.request(OFFSET_COMMIT, body, check=_first_error)
             code = _first_error(resp)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from kclient.errors import (
     ClusterAuthorizationFailedError,
     ConsumerRebalanceFailedError,
+    FencedInstanceIdError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
 )
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 #: Refusals a retry cannot cure: raised at once.
 _NOT_RETRIED = (GroupAuthorizationFailedError, TopicAuthorizationFailedError,
-                ClusterAuthorizationFailedError)
+                ClusterAuthorizationFailedError, FencedInstanceIdError)
 
 
 def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: Callable[[], None],

@@ -84,6 +84,15 @@ class KafkaTools:
                                f"{proc.stderr.decode(errors='replace')[-3000:]}")
         return proc.stdout.decode().splitlines()
 
+    def start_java_clients(self, *args: str) -> subprocess.Popen[str]:
+        """Start JavaClients in the background (stdin and stdout piped as text, stderr
+        discarded): the ``member`` mode runs until its stdin is closed."""
+        argv = kafka_java(self.version, "JavaClients", args)
+        cp = argv.index("-cp") + 1
+        argv[cp] += ":" + str(self._compiled())
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, bufsize=1)
+
     def _compiled(self) -> Path:
         """Compile JavaClients.java once per version into the jar cache (then reused)."""
         if self._classes is None:

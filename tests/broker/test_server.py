@@ -287,6 +287,13 @@ def test_list_offsets_v0_and_v1(mini_broker, raw_client):
     assert (v1(-1).offset, v1(-2).offset) == (2, 0)
     assert v1(0).offset == 0
     assert v1(int(time.time() * 1000) + 3600_000).offset == -1
+    # a partition named twice: v1+ answers it once with INVALID_REQUEST, v0 answers each
+    twice = {"replica_id": -1, "topics": [{"name": "lo", "partitions": [
+        {"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}] * 2}]}
+    parts = c.request(LIST_OFFSETS, 1, twice).topics[0].partitions
+    assert [(p.partition_index, p.error_code) for p in parts] == [(0, 42)]
+    parts = c.request(LIST_OFFSETS, 0, twice).topics[0].partitions
+    assert [p.old_style_offsets for p in parts] == [[2], [2]]
 
 
 # ------------------------------------------------------------------ CreateTopics / DeleteTopics

@@ -297,6 +297,22 @@ def test_failure_while_running_reaches_the_stream_then_heals(zookeeper, zk_clust
     wait_for(lambda: c.rebalance_error is None)
 
 
+def test_surfaced_failure_survives_the_retry_that_clears_queues(zookeeper, zk_cluster, unique,
+                                                                connectors):
+    """The executor retries a failed rebalance about a second later, clearing the queues: the
+    failure surfaced before must still reach a stream that was not polling meanwhile."""
+    g, t = unique("g"), unique("t")
+    zk_cluster.create_topic(t, partitions=1)
+    c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c"}))
+    s = c.create_message_streams({t: 1})[t][0]
+    c._surface(ConsumerRebalanceFailedError("first"))
+    c._surface(ConsumerRebalanceFailedError("second"))
+    c._close_fetchers(commit=False)                    # what the retry does first
+    with pytest.raises(ConsumerRebalanceFailedError, match="second"):
+        next(s)
+    assert _try_next(s) is None                        # reported once, then the stream goes on
+
+
 def test_session_expiry_reregisters_and_reowns(zookeeper, zk_cluster, zk, unique, connectors):
     from kazoo.client import KazooClient
     g, t = unique("g"), unique("t")

@@ -20,5 +20,6 @@ def handle(broker: Broker, request: Request) -> dict:
         return {"throttle_time_ms": 0, "error_code": GroupAuthorizationFailedError.errno}
     if not is_local_coordinator(broker, body.group_id):
         return {"throttle_time_ms": 0, "error_code": NOT_COORDINATOR}
-    code = broker.coordinator.heartbeat(body.group_id, body.generation_id, body.member_id)
+    code = broker.coordinator.heartbeat(body.group_id, body.generation_id, body.member_id,
+                                        getattr(body, "group_instance_id", None))
     return {"throttle_time_ms": 0, "error_code": code}

@@ -18,7 +18,8 @@ def handle(broker: Broker, request: Request) -> dict:
     body, version = body_of(request), request.header.api_version
     if version >= 3:
         members = list(body.members or ())
-        member_ids = [m.member_id for m in members]
+        member_ids: list[str | tuple[str, str | None]] = [
+            (m.member_id, m.group_instance_id) for m in members]
     else:
         members, member_ids = [], [body.member_id]
     if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):

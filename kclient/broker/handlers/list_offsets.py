@@ -8,6 +8,7 @@ offset found by timestamp at or past it is not found.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kclient.protocol import error_codes as E
@@ -21,6 +22,7 @@ from .registry import handles
 
 LATEST, EARLIEST = -1, -2
 TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
+INVALID_REQUEST = E.InvalidRequestError.errno
 
 
 def _v0(log_: Any, req: Any) -> dict:
@@ -61,16 +63,31 @@ def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bo
     return entry
 
 
+def _duplicate(req: Any) -> dict:
+    """A partition named more than once in one request (v1+): answered once, INVALID_REQUEST,
+    as Kafka does."""
+    return {"partition_index": req.partition_index, "error_code": INVALID_REQUEST,
+            "old_style_offsets": [], "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+
 @handles(LIST_OFFSETS, "0-5")
 def handle(broker: Broker, request: Request) -> dict:
     """Look up offsets for every requested partition."""
     version = request.header.api_version
     body: Any = body_of(request)
     committed = version >= 2 and body.isolation_level == 1
+    named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+    answered: set[tuple[str, int]] = set()
     topics = []
     for t in body.topics:
         permitted = allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
-        topics.append({"name": t.name, "partitions": [
-            _partition(broker, t.name, p, version, permitted, committed)
-            for p in t.partitions]})
+        partitions = []
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if version == 0 or named[tp] == 1:
+                partitions.append(_partition(broker, t.name, p, version, permitted, committed))
+            elif tp not in answered:                # v1+: one INVALID_REQUEST per named twice
+                answered.add(tp)
+                partitions.append(_duplicate(p))
+        topics.append({"name": t.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

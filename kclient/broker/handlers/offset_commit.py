@@ -100,6 +100,7 @@ def handle(broker: Broker, request: Request) -> dict:
     if entries:
         code = broker.coordinator.commit_offsets(
             body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
-            check_membership=version >= 1)
+            check_membership=version >= 1,
+            group_instance_id=body.group_instance_id if version >= 7 else None)
         errors.update({tp: code for tp in entries})
     return _response(request, errors, unknown)

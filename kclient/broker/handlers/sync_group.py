@@ -36,5 +36,6 @@ def handle(broker: Broker, request: Request) -> Any:
     future = broker.coordinator.sync_group(
         body.group_id, body.generation_id, body.member_id, assignments,
         protocol_type=body.protocol_type if version >= 5 else None,
-        protocol_name=body.protocol_name if version >= 5 else None)
+        protocol_name=body.protocol_name if version >= 5 else None,
+        group_instance_id=body.group_instance_id if version >= 3 else None)
     return then(future, _with_throttle)

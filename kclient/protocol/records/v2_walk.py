@@ -47,6 +47,12 @@ _CACHES: dict[tuple[int, int, int], dict[bytes, tuple[int, int]]] = {}
 Column = list[Any]
 
 
+try:  # the C twin of the common case (kclient/protocol/records/_walk.pyx), when built
+    from kclient.protocol.records._walk import walk_plain as _walk_plain
+except ImportError:  # pragma: no cover - no compiler at install time
+    _walk_plain = None
+
+
 class Unusual(Exception):
     """A record the fast walkers do not handle (keys, headers, null values, long varints)."""
 
@@ -332,6 +338,13 @@ def decode_columns(buf: bytes, start: int, end: int, count: int, base_offset: in
     """
     if count < 0 or count > (end - start) // MIN_RECORD_SIZE:
         raise corrupt(base_offset, f"record count {count} does not fit in {end - start} bytes")
+    if sequential and _walk_plain is not None:
+        try:
+            fast = _walk_plain(buf, start, end, count)
+        except (ValueError, IndexError, TypeError, BufferError):
+            fast = None                 # damage or an odd buffer: the walkers below say which
+        if fast is not None:
+            return None, fast[0], fast[1], fast[2], None
     if sequential:
         vals: Column = []
         tss: Column = []

@@ -1,0 +1,150 @@
+"""The asyncio producer's record accumulator: open batches per partition, without I/O.
+
+Each partition has a queue of :class:`AIOBatch`; messages go to the last one until it holds
+``batch.num.messages`` messages or ``batch.size`` bytes.  A batch is *ready* when it is full
+(another batch follows it), when its first message has waited ``linger``, or at once while a
+flush or close waits.  Ready batches leave in order; a batch that must be retried goes back to
+the front of its partition's queue, so a partition's batches are sent in order.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from kclient.producer.batches import RECORD_OVERHEAD, PartitionBatch
+
+__all__ = ["AIOBatch", "Accumulator"]
+
+Headers = list[tuple[str, bytes | None]]
+
+
+class AIOBatch:
+    """Messages for one topic partition as columns, with one future per message."""
+
+    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
+                 "size", "created", "attempts", "deadline", "created_ms")
+
+    def __init__(self, topic: str, partition: int, created: float, deadline: float) -> None:
+        self.topic, self.partition = topic, partition
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] | None = None
+        self.timestamps: list[int | None] | None = None
+        self.headers: list[Headers | None] | None = None
+        self.futures: list[asyncio.Future[Any]] = []
+        self.size = 0
+        self.created = created
+        self.attempts = 0
+        self.deadline = deadline
+        self.created_ms = -1
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return f"AIOBatch({self.topic!r}, {self.partition}, {len(self.values)} messages)"
+
+    def append(self, value: bytes | None, key: bytes | None, timestamp: int | None,
+               headers: Headers | None, size: int, fut: asyncio.Future[Any]) -> None:
+        """Add one message; the optional columns appear (back-filled with None) when first used."""
+        n = len(self.values)
+        self.values.append(value)
+        self.futures.append(fut)
+        self.size += size
+        if key is not None or self.keys is not None:
+            if self.keys is None:
+                self.keys = [None] * n
+            self.keys.append(key)
+        if timestamp is not None or self.timestamps is not None:
+            if self.timestamps is None:
+                self.timestamps = [None] * n
+            self.timestamps.append(timestamp)
+        if headers is not None or self.headers is not None:
+            if self.headers is None:
+                self.headers = [None] * n
+            self.headers.append(headers)
+
+    def drop_cancelled(self) -> None:
+        """Leave out messages whose futures were cancelled before the batch was sent."""
+        keep = [i for i, f in enumerate(self.futures) if not f.cancelled()]
+        if len(keep) == len(self.futures):
+            return
+        self.values = [self.values[i] for i in keep]
+        self.futures = [self.futures[i] for i in keep]
+        if self.keys is not None:
+            self.keys = [self.keys[i] for i in keep]
+        if self.timestamps is not None:
+            self.timestamps = [self.timestamps[i] for i in keep]
+        if self.headers is not None:
+            self.headers = [self.headers[i] for i in keep]
+
+    def to_partition_batch(self, codec: int, created_ms: int) -> PartitionBatch:
+        """The sync producer's PartitionBatch over these columns (encoding with C speed-ups)."""
+        self.created_ms = created_ms
+        b = PartitionBatch(self.topic, self.partition, None, self.values, self.keys,
+                           self.timestamps, self.headers, codec)
+        b.created = created_ms
+        return b
+
+
+class Accumulator:
+    """Per-partition batch queues with the batch limits and the linger rule."""
+
+    def __init__(self, batch_messages: int, batch_bytes: int, linger: float,
+                 delivery_timeout: float) -> None:
+        self.batch_messages, self.batch_bytes = batch_messages, batch_bytes
+        self.linger, self.delivery_timeout = linger, delivery_timeout
+        self.queues: dict[tuple[str, int], deque[AIOBatch]] = {}
+        #: messages held in batches not yet acknowledged or failed (queued or in flight)
+        self.pending = 0
+
+    def batch_for(self, topic: str, partition: int, size: int, now: float
+                  ) -> tuple[AIOBatch, bool]:
+        """The open batch a message of ``size`` bytes joins, and whether it was just made."""
+        key = (topic, partition)
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = deque()
+        elif q:
+            last = q[-1]
+            if len(last.values) < self.batch_messages and \
+                    (last.size + size + RECORD_OVERHEAD <= self.batch_bytes or not last.values):
+                return last, False
+        b = AIOBatch(topic, partition, now, now + self.delivery_timeout)
+        q.append(b)
+        return b, True
+
+    def ready(self, now: float, all_: bool) -> tuple[list[AIOBatch], float | None]:
+        """Pop the batches ready to send; also when the next one comes due (None: none)."""
+        out: list[AIOBatch] = []
+        due: float | None = None
+        linger = self.linger
+        for q in self.queues.values():
+            while q:
+                b = q[0]
+                if all_ or len(q) > 1 or now - b.created >= linger or \
+                        len(b.values) >= self.batch_messages:
+                    out.append(q.popleft())
+                    continue
+                at = b.created + linger
+                due = at if due is None or at < due else due
+                break
+        return out, due
+
+    def requeue(self, b: AIOBatch) -> None:
+        """Put a batch to retry back at the front of its partition's queue."""
+        key = (b.topic, b.partition)
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = deque()
+        q.appendleft(b)
+
+    def queued(self) -> int:
+        """Batches waiting in the queues."""
+        return sum(len(q) for q in self.queues.values())
+
+    def take_all(self) -> list[AIOBatch]:
+        """Empty every queue (close without flush, fatal errors)."""
+        out = [b for q in self.queues.values() for b in q]
+        self.queues.clear()
+        return out

@@ -1,0 +1,184 @@
+"""Brokers and topic metadata for the asyncio clients, with one connection per broker.
+
+The asyncio counterpart of :class:`kclient.cluster.Cluster`, sharing its record types
+(:class:`BrokerInfo`, :class:`TopicInfo`, :class:`PartitionInfo`).  Connections are opened on
+first use; a connection that failed is replaced by the next :meth:`connection` call.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kclient.cluster import BrokerInfo, PartitionInfo, TopicInfo, parse_bootstrap
+from kclient.connection import ConnectionSettings
+from kclient.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    LeaderNotAvailableError,
+    NoBrokersAvailableError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from kclient.protocol.apis import METADATA
+
+from .connection import AIOConnection
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import MetadataResponse
+
+__all__ = ["AIOCluster"]
+
+log = logging.getLogger(__name__)
+
+
+class AIOCluster:
+    """Known brokers and topics; ``await refresh()`` asks any broker for metadata."""
+
+    def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap)
+        self.settings = settings
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.last_refresh = 0.0
+        self._conns: dict[int | str, AIOConnection] = {}
+        self._opening: dict[int | str, asyncio.Future[AIOConnection]] = {}
+
+    async def connection(self, node_id: int) -> AIOConnection:
+        """The connection to broker ``node_id`` (opened, or reopened after a failure)."""
+        info = self.brokers.get(node_id)
+        if info is None:
+            raise KafkaConnectionError("?", -1, f"broker {node_id} is not in the metadata")
+        return await self._connect(node_id, info.host, info.port)
+
+    async def _connect(self, key: int | str, host: str, port: int) -> AIOConnection:
+        conn = self._conns.get(key)
+        if conn is not None and conn.connected and (conn.host, conn.port) == (host, port):
+            return conn
+        opening = self._opening.get(key)
+        if opening is not None:                  # another task is connecting: share it
+            return await asyncio.shield(opening)
+        fut: asyncio.Future[AIOConnection] = asyncio.get_running_loop().create_future()
+        self._opening[key] = fut
+        try:
+            conn = AIOConnection(host, port, self.settings,
+                                 node_id=key if isinstance(key, int) else None)
+            await conn.connect()
+            self._conns[key] = conn
+            fut.set_result(conn)
+            return conn
+        except BaseException as exc:
+            fut.set_exception(exc if isinstance(exc, Exception) else KafkaConnectionError(
+                host, port, "connect cancelled"))
+            fut.exception()
+            raise
+        finally:
+            del self._opening[key]
+
+    async def any_connection(self) -> AIOConnection:
+        """A connection to some broker: a known one first, then the bootstrap servers."""
+        for conn in self._conns.values():
+            if conn.connected:
+                return conn
+        candidates: list[tuple[int | str, str, int]] = [
+            (b.node_id, b.host, b.port) for b in self.brokers.values()]
+        candidates += [(f"{h}:{p}", h, p) for h, p in self.bootstrap]
+        errors = []
+        for key, host, port in candidates:
+            try:
+                return await self._connect(key, host, port)
+            except KafkaConnectionError as exc:
+                if not exc.retriable:
+                    raise
+                errors.append(str(exc))
+        raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
+
+    async def refresh(self, topics: Iterable[str] | None = None,
+                      allow_auto_create: bool = True) -> MetadataResponse:
+        """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
+        names = None if topics is None else sorted(set(topics))
+        for attempt in range(3):
+            conn = await self.any_connection()
+            version = conn.version(METADATA)
+            body_topics: Any = None if names is None else [{"name": n} for n in names]
+            if names is None and version == 0:
+                body_topics = []
+            try:
+                resp: MetadataResponse = await conn.request(
+                    METADATA, {"topics": body_topics,
+                               "allow_auto_topic_creation": allow_auto_create}, version)
+            except KafkaConnectionError:
+                if attempt == 2:
+                    raise
+                continue
+            self._apply(resp, names is None)
+            return resp
+        raise AssertionError("unreachable")
+
+    def _apply(self, resp: MetadataResponse, full: bool) -> None:
+        self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
+                        for b in resp.brokers}
+        topics = {} if full else dict(self.topics)
+        for t in resp.topics:
+            if t.name is None:
+                continue
+            info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+            for p in t.partitions:
+                info.partitions[p.partition_index] = PartitionInfo(
+                    t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
+                    tuple(p.isr_nodes), p.error_code)
+            topics[t.name] = info
+        self.topics = topics
+        self.last_refresh = time.monotonic()
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic`` (metadata fetched if unknown); raises the topic's
+        error (UnknownTopicOrPartitionError, TopicAuthorizationFailedError, ...)."""
+        info = self.topics.get(topic)
+        if info is None or not info.partitions:
+            await self.refresh([topic])
+            info = self.topics.get(topic)
+        if info is None or info.error_code or not info.partitions:
+            code = info.error_code if info is not None else 0
+            raise error_for_code(code or UnknownTopicOrPartitionError.errno)(f"topic {topic!r}")
+        return sorted(info.partitions)
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The leader's node id from what is known now (None: unknown or no leader)."""
+        info = self.topics.get(topic)
+        part = info.partitions.get(partition) if info is not None else None
+        if part is None or part.leader < 0 or part.leader not in self.brokers:
+            return None
+        return part.leader
+
+    async def leader_for(self, topic: str, partition: int) -> int:
+        """The leader's node id, refreshing metadata once when unknown."""
+        node = self.leader(topic, partition)
+        if node is None:
+            await self.refresh([topic], allow_auto_create=False)
+            node = self.leader(topic, partition)
+        if node is None:
+            if self.topics.get(topic) is None or partition not in self.topics[topic].partitions:
+                raise UnknownTopicOrPartitionError(f"{topic}/{partition}")
+            raise LeaderNotAvailableError(f"{topic}/{partition} has no leader")
+        return node
+
+    def drop(self, conn: AIOConnection, reason: str) -> None:
+        """Forget a failed connection (closed if still open)."""
+        conn.close(reason)
+        for key, c in list(self._conns.items()):
+            if c is conn:
+                del self._conns[key]
+
+    async def close(self) -> None:
+        """Close every connection."""
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            await conn.wait_closed()
+
+
+def topic_error(exc: BaseException) -> bool:
+    """True for errors about the topic itself (not a broken connection)."""
+    return isinstance(exc, KafkaError) and not isinstance(exc, KafkaConnectionError)

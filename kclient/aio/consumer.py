@@ -1,0 +1,629 @@
+"""AIOConsumer: an asyncio consumer with ``async for``, group membership, commit and seek.
+
+    async with AIOConsumer("events", bootstrap_servers="127.0.0.1:9092", group_id="g1",
+                           auto_offset_reset="earliest") as c:
+        async for record in c:
+            ...
+        batch = await c.getmany(timeout_ms=500)      # {TopicPartition: [ConsumerRecord]}
+        record = await c.getone()
+        await c.commit()
+
+Theory of operation: the fetch task (:mod:`kclient.aio.fetcher`) keeps the buffers of the
+assigned partitions filled; ``getmany``/``getone`` hand records out and advance the positions.
+With a ``group.id`` and ``subscribe``, a heartbeat task keeps the membership alive and flags a
+rebalance when the coordinator asks for one; the next ``getmany``/``getone`` carries it out in
+the caller's task, as kclient.Consumer's poll does: commit (auto-commit), revoke, JoinGroup,
+SyncGroup (assigning as leader with range or roundrobin), then positions from the committed
+offsets, else ``auto.offset.reset``.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
+from typing import Any
+
+from kclient.config import load_config
+from kclient.consumer.connector import connection_settings, generate_consumer_id
+from kclient.consumer.modern import ConsumerRecord
+from kclient.encoders import DefaultDecoder
+from kclient.errors import (
+    IllegalGenerationError,
+    IllegalStateError,
+    InvalidConfigError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    error_for_code,
+)
+from kclient.metrics import ClientMetrics
+from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
+from kclient.structs import OffsetAndMetadata, TopicPartition
+
+from .cluster import AIOCluster
+from .fetcher import AIOFetcher, PartitionState
+from .group import REJOIN, AIOGroup
+
+__all__ = ["AIOConsumer", "ConsumerRecord"]
+
+log = logging.getLogger(__name__)
+#: getone() gives the event loop a turn when it has run this long (seconds) without one
+_SLICE = 0.005
+_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
+#: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
+_new = tuple.__new__
+_LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
+_UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
+                                     "(bootstrap.servers)"}
+
+
+class AIOConsumer:
+    """An asyncio consumer: subscribe (group) or assign, getmany/getone/async for, commit, seek."""
+
+    def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
+        given: Mapping[str, Any] | None = None
+        if topics and isinstance(topics[0], Mapping):
+            given, topics = topics[0], topics[1:]
+        conf = load_config("consumer", given, **config)
+        for key, why in _UNSUPPORTED.items():
+            if conf.is_set(key) and conf[key]:
+                raise InvalidConfigError(f"{key}: {why}", key, conf[key])
+        conf.require("metadata.broker.list")
+        self.config = conf
+        self.group_id: str | None = conf["group.id"] or None
+        self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
+        self._metrics = ClientMetrics()
+        settings = connection_settings(conf).replace(metrics=self._metrics)
+        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
+                                  settings)
+        self._key = _decoder(conf.create("key.decoder.class"))
+        self._value = _decoder(conf.create("value.decoder.class"))
+        self._group: AIOGroup | None = None
+        if self.group_id:
+            self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
+                                   conf["partition.assignment.strategy"],
+                                   conf["session.timeout.ms"], conf["retry.backoff.ms"],
+                                   conf["offsets.commit.max.retries"],
+                                   conf["exclude.internal.topics"])
+        self._topics: list[str] = [str(t) for t in topics]
+        self._manual = False
+        self._listener: Any = None
+        self._states: dict[TopicPartition, PartitionState] = {}
+        self._pending: deque[ConsumerRecord] = deque()    # drained for getone / async for
+        self._rejoin: str | None = "revoke" if self._topics else None
+        self._data: asyncio.Event | None = None
+        self._needs_reset: asyncio.Event | None = None
+        self._fetcher: AIOFetcher | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+        self._started = self._closed = False
+        self._auto_commit = bool(conf["auto.commit.enable"]) and self._group is not None
+        self._commit_every = conf["auto.commit.interval.ms"] / 1000.0
+        self._next_commit = 0.0
+        self._slice = 0.0
+        self._last: ConsumerRecord | None = None       # see _settle
+        if self._topics and self._group is None:
+            raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
+                                     "group.id")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect, start the fetch (and heartbeat) tasks; the first getmany joins the group."""
+        if self._closed:
+            raise IllegalStateError("start() on a closed AIOConsumer")
+        if self._started:
+            return
+        self._started = True
+        await self.cluster.refresh(self._topics or [], allow_auto_create=False)
+        conf = self.config
+        self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
+            asyncio.Lock()
+        self._fetcher = AIOFetcher(
+            self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
+            min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
+            isolation_level=_ISOLATION[conf["isolation.level"]],
+            buffer_records=max(conf["max.poll.records"], 2000),
+            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset)
+        self._fetcher.start()
+        self._next_commit = time.monotonic() + self._commit_every
+        if self._group is not None:
+            self._heartbeat = asyncio.get_running_loop().create_task(
+                self._heartbeat_loop(), name="kclient-aio-heartbeat")
+
+    async def __aenter__(self) -> AIOConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self, autocommit: bool = True) -> None:
+        """Commit (auto-commit), leave the group, stop the tasks and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+        if self._fetcher is not None:
+            await self._fetcher.stop()
+        if self._group is not None:
+            if autocommit and self._auto_commit and self._states and self._rejoin is None:
+                await self._try_commit("close")
+            try:
+                await self._group.leave()
+            except KafkaError as exc:
+                log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
+            self._group.close()
+        await self.cluster.close()
+
+    stop = close
+
+    # -- subscription ---------------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str], listener: Any = None) -> None:
+        """Join the group for ``topics``; ``listener`` has on_partitions_revoked / _assigned
+        (plain or async methods), called around each rebalance."""
+        if self._group is None:
+            raise InvalidConfigError("subscribe() needs a group.id (or use assign())",
+                                     "group.id")
+        self._topics = sorted(set(topics))
+        self._listener, self._manual = listener, False
+        self._rejoin = self._rejoin or "revoke"
+        self._kick()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read exactly ``partitions`` (no group membership); positions come from the
+        committed offsets (with a group.id), else auto.offset.reset."""
+        self._topics, self._manual, self._rejoin = [], True, None
+        self._set_assignment(list(partitions))
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions assigned now."""
+        return set(self._states)
+
+    def _set_assignment(self, tps: list[TopicPartition]) -> None:
+        self._settle()
+        old = self._states
+        new = {tp: old.get(tp) or PartitionState(tp) for tp in tps}
+        old.clear()
+        old.update(new)
+        keep = set(new)
+        self._filter_pending(lambda tp: tp in keep)
+        if self._needs_reset is not None:
+            self._needs_reset.set()
+        if self._fetcher is not None:
+            self._fetcher.wake()
+
+    def _filter_pending(self, keep: Callable[[TopicPartition], bool]) -> None:
+        """Keep the drained-but-unreturned records whose partition ``keep`` accepts (in place:
+        getone holds the deque)."""
+        pending = self._pending
+        if pending:
+            kept = [r for r in pending if keep(TopicPartition(r.topic, r.partition))]
+            pending.clear()
+            pending.extend(kept)
+
+    def _kick(self) -> None:
+        if self._data is not None:
+            self._data.set()
+
+    # -- reading --------------------------------------------------------------------------------
+    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
+                      max_records: int | None = None) -> dict[TopicPartition,
+                                                              list[ConsumerRecord]]:
+        """Records available within ``timeout_ms`` (of ``partitions``, default all assigned):
+        ``{TopicPartition: [ConsumerRecord]}``, at most ``max_records`` (max.poll.records)."""
+        limit = max_records or self.config["max.poll.records"]
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        only = set(partitions) if partitions else None
+        while True:
+            await self._ready()
+            out: dict[TopicPartition, list[ConsumerRecord]] = {}
+            if self._pending:
+                self._take_pending(out, limit, only)
+            if limit - sum(map(len, out.values())) > 0:
+                self._drain(out, limit - sum(map(len, out.values())), only, True)
+            if out:
+                return out
+            if not await self._wait(deadline):
+                return {}
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+        """The next record (of ``partitions``, default all assigned), waiting as long as it takes."""
+        pending = self._pending
+        if time.monotonic() - self._slice > _SLICE:
+            # records already buffered return without suspending: let the loop run between
+            await asyncio.sleep(0)
+            self._slice = time.monotonic()
+        while True:
+            if pending and not partitions:
+                rec = pending.popleft()
+                last = self._last
+                if last is not None and (last[1] != rec[1] or last[0] != rec[0]):
+                    self._settle()
+                self._last = rec
+                return rec
+            if partitions:
+                got = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
+                for recs in got.values():
+                    return recs[0]
+                continue
+            await self._ready()
+            out: dict[TopicPartition, list[ConsumerRecord]] = {}
+            self._drain(out, self.config["max.poll.records"], None, False)
+            for recs in out.values():
+                pending.extend(recs)
+            if not pending:
+                await self._wait(time.monotonic() + 1.0)
+
+    def __aiter__(self) -> AIOConsumer:
+        return self
+
+    async def __anext__(self) -> ConsumerRecord:
+        """``async for record in consumer``: records one by one until the consumer is closed."""
+        if self._closed:
+            raise StopAsyncIteration
+        pending = self._pending
+        if pending and time.monotonic() - self._slice <= _SLICE:     # getone's fast path
+            rec = pending.popleft()
+            last = self._last
+            if last is not None and (last[1] != rec[1] or last[0] != rec[0]):
+                self._settle()
+            self._last = rec
+            return rec
+        return await self.getone()
+
+    def _settle(self) -> None:
+        """Move the position past the last record getone returned.  getone only remembers
+        that record (a position update per record would cost a TopicPartition each); this runs
+        when the partition changes and before anything reads or sets positions."""
+        last, self._last = self._last, None
+        if last is not None:
+            st = self._states.get(TopicPartition(last.topic, last.partition))
+            if st is not None and st.position <= last.offset:
+                st.position = last.offset + 1
+
+    async def _wait(self, deadline: float) -> bool:
+        """Wait for fetched data (or a rebalance) until ``deadline``; False once it passed."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        data = self._data
+        assert data is not None
+        data.clear()
+        try:
+            await asyncio.wait_for(data.wait(), remaining)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def _take_pending(self, out: dict[TopicPartition, list[ConsumerRecord]], limit: int,
+                      only: set[TopicPartition] | None) -> None:
+        self._settle()
+        keep: deque[ConsumerRecord] = deque()
+        while self._pending:
+            rec = self._pending.popleft()
+            tp = TopicPartition(rec.topic, rec.partition)
+            if limit <= 0 or (only is not None and tp not in only):
+                keep.append(rec)
+                continue
+            out.setdefault(tp, []).append(rec)
+            st = self._states.get(tp)
+            if st is not None:
+                st.position = rec.offset + 1
+            limit -= 1
+        self._pending.extend(keep)
+
+    def _drain(self, out: dict[TopicPartition, list[ConsumerRecord]], limit: int,
+               only: set[TopicPartition] | None, advance: bool) -> None:
+        """Build records from the buffered columns (``advance``: move positions past them)."""
+        k, v = self._key, self._value
+        drained = False
+        for tp, st in self._states.items():
+            if limit <= 0:
+                break
+            if not st.chunks or st.paused or (only is not None and tp not in only):
+                if st.error is not None and (only is None or tp in only):
+                    err, st.error = st.error, None
+                    raise err
+                continue
+            while st.chunks and limit > 0:
+                chunk = st.chunks[0]
+                cols, i = chunk
+                j = min(len(cols.offsets), i + limit)
+                n = j - i
+                keys = cols.keys[i:j] if cols.keys is not None else repeat(None, n)
+                values = cols.values[i:j]
+                hdrs = [h or [] for h in cols.headers[i:j]] if cols.headers is not None \
+                    else repeat([], n)
+                # the records of a batch are built with the cyclic collector paused: it would
+                # otherwise scan the batch being built again every 700 allocations (more than
+                # half the cost); they are reference-counted, nothing is left for it to free
+                paused = gc.isenabled()
+                if paused:
+                    gc.disable()
+                try:
+                    recs = list(map(_new, repeat(ConsumerRecord, n),
+                                    zip(repeat(tp.topic, n), repeat(tp.partition, n),
+                                        cols.offsets[i:j], cols.timestamps[i:j],
+                                        cols.timestamp_types[i:j],
+                                        keys if k is None else map(k, keys),
+                                        values if v is None else map(v, values), hdrs)))
+                finally:
+                    if paused:
+                        gc.enable()
+                out.setdefault(tp, []).extend(recs)
+                limit -= n
+                st.buffered -= n
+                drained = True
+                if j >= len(cols.offsets):
+                    st.chunks.popleft()
+                    if advance:
+                        st.position = max(cols.next_offset, cols.offsets[-1] + 1)
+                else:
+                    chunk[1] = j
+                    if advance:
+                        st.position = cols.offsets[j - 1] + 1
+        if drained and self._fetcher is not None:
+            self._fetcher.wake()
+
+    # -- group and positions --------------------------------------------------------------------
+    async def _ready(self) -> None:
+        """Start if needed, carry out a pending rebalance, resolve unknown positions, and
+        auto-commit when due."""
+        if self._closed:
+            raise IllegalStateError("the AIOConsumer is closed")
+        if not self._started:
+            await self.start()
+        if not (self._topics or self._manual):
+            raise IllegalStateError("getmany()/getone() need subscribe() or assign() first")
+        lock = self._lock
+        assert lock is not None and self._needs_reset is not None
+        if self._rejoin is not None and self._topics:
+            async with lock:
+                if self._rejoin is not None:
+                    await self._rebalance(self._rejoin)
+        if self._needs_reset.is_set():
+            self._needs_reset.clear()
+            async with lock:
+                await self._resolve_positions()
+        if self._auto_commit and time.monotonic() >= self._next_commit and self._states:
+            self._next_commit = time.monotonic() + self._commit_every
+            await self._try_commit("auto-commit")
+
+    async def _rebalance(self, how: str) -> None:
+        group = self._group
+        assert group is not None
+        if self._states:
+            if how == "revoke" and self._auto_commit:
+                await self._try_commit("revoke")
+            await self._call_listener("on_partitions_revoked", set(self._states))
+        self._set_assignment([])
+        self._pending.clear()
+        self._rejoin = None
+        try:
+            tps = await group.join(self._topics, self.config["rebalance.max.retries"])
+        except BaseException:
+            self._rejoin = "revoke"
+            raise
+        if tps is None:
+            self._rejoin = "revoke"
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            return
+        self._set_assignment(tps)
+        self._metrics.rebalanced()
+        log.info("%s (generation %d) assigned %s", self.consumer_id, group.generation_id, tps)
+        await self._resolve_positions()
+        await self._call_listener("on_partitions_assigned", set(tps))
+
+    async def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
+        fn = getattr(self._listener, name, None)
+        if fn is None:
+            return
+        result = fn(partitions)
+        if inspect.isawaitable(result):
+            await result
+
+    async def _heartbeat_loop(self) -> None:
+        group = self._group
+        assert group is not None
+        every = self.config["heartbeat.interval.ms"] / 1000.0
+        while True:
+            await asyncio.sleep(every)
+            if not group.member_id or self._rejoin is not None or self._manual:
+                continue
+            try:
+                code = await group.heartbeat()
+            except KafkaError as exc:
+                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
+                continue
+            if code in REJOIN and self._rejoin is None:
+                self._rejoin = "lost" if code in _LOST else "revoke"
+                self._kick()
+            elif code:
+                log.info("%s: heartbeat error %d", self.consumer_id, code)
+
+    async def _resolve_positions(self) -> None:
+        missing = [tp for tp, st in self._states.items() if st.fetch_offset < 0]
+        if not missing:
+            return
+        committed: dict[TopicPartition, int] = {}
+        if self._group is not None:
+            committed = await self._group.committed(
+                [tp for tp in missing if self._states[tp].position < 0])
+        to_reset: list[TopicPartition] = []
+        for tp in missing:
+            st = self._states[tp]
+            off = committed.get(tp, -1)
+            if off >= 0:
+                st.reset_to(off)
+            else:
+                to_reset.append(tp)
+        if to_reset:
+            reset = self.config["auto.offset.reset"]
+            if reset == "none":
+                raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
+                                                "auto.offset.reset is none")
+            ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
+            found = await self._list_offsets({tp: ts for tp in to_reset})
+            for tp, off in found.items():
+                if tp in self._states:
+                    self._states[tp].reset_to(off)
+        if self._fetcher is not None:
+            self._fetcher.wake()
+
+    async def _list_offsets(self, query: Mapping[TopicPartition, int]
+                            ) -> dict[TopicPartition, int]:
+        """ListOffsets at each leader: ``{tp: offset}``."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in query:
+            node = await self.cluster.leader_for(tp.topic, tp.partition)
+            by_leader.setdefault(node, []).append(tp)
+        out: dict[TopicPartition, int] = {}
+        for node, tps in by_leader.items():
+            conn = await self.cluster.connection(node)
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp in tps:
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": query[tp],
+                     "max_num_offsets": 1})
+            version = conn.version(LIST_OFFSETS)
+            body = {"replica_id": -1, "isolation_level": _ISOLATION[
+                self.config["isolation.level"]],
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            resp = await conn.request(LIST_OFFSETS, body, version)
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise error_for_code(p.error_code)(
+                            f"offsets of {t.name}-{p.partition_index}")
+                    off = (p.old_style_offsets[0] if p.old_style_offsets else -1) \
+                        if version == 0 else p.offset
+                    out[TopicPartition(t.name, p.partition_index)] = off
+        return out
+
+    # -- positions, seek, commit ----------------------------------------------------------------
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        st = self._states.get(tp)
+        if st is None:
+            raise IllegalStateError(f"{tp} is not assigned to this consumer")
+        return st
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset`` next (buffered records of it are dropped)."""
+        if offset < 0:
+            raise ValueError(f"seek offset must be >= 0, got {offset}")
+        self._settle()
+        self._state(partition).reset_to(offset)
+        self._filter_pending(lambda tp: tp != partition)
+        if self._fetcher is not None:
+            self._fetcher.wake()
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        """Seek to the first offset still in the log (all assigned partitions by default)."""
+        await self._seek_to(partitions or tuple(self._states), EARLIEST_TIMESTAMP)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        """Seek past the last message (all assigned partitions by default)."""
+        await self._seek_to(partitions or tuple(self._states), LATEST_TIMESTAMP)
+
+    async def _seek_to(self, partitions: tuple[TopicPartition, ...], ts: int) -> None:
+        if not self._started:
+            await self.start()
+        for tp in partitions:
+            self._state(tp)
+        for tp, off in (await self._list_offsets({tp: ts for tp in partitions})).items():
+            self.seek(tp, off)
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record returned for ``partition``."""
+        self._settle()
+        st = self._state(partition)
+        if st.position < 0:
+            await self._ready()
+        return st.position
+
+    def highwater(self, partition: TopicPartition) -> int:
+        """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
+        return self._state(partition).high_watermark
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset of ``partition`` (None: none)."""
+        if self._group is None:
+            raise IllegalStateError("committed() needs a group.id")
+        if not self._started:
+            await self.start()
+        off = (await self._group.committed([partition]))[partition]
+        return off if off >= 0 else None
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+                     = None) -> None:
+        """Commit ``offsets`` (the next offsets to read), by default every assigned
+        partition's position; raises the commit's error (a generation error means the group
+        rebalanced: the next getmany rejoins)."""
+        if self._group is None:
+            raise IllegalStateError("commit() needs a group.id")
+        if not self._started:
+            await self.start()
+        self._settle()
+        if offsets is None:
+            todo = {tp: st.position for tp, st in self._states.items() if st.position >= 0}
+        else:
+            todo = {tp: o.offset if isinstance(o, OffsetAndMetadata) else int(o)
+                    for tp, o in offsets.items()}
+        try:
+            await self._group.commit(todo)
+        except KafkaError as exc:
+            if isinstance(exc, (IllegalGenerationError, UnknownMemberIdError,
+                                RebalanceInProgressError)) and not self._manual:
+                self._rejoin = self._rejoin or "revoke"
+            raise
+
+    async def _try_commit(self, why: str) -> None:
+        try:
+            await self.commit()
+        except KafkaError as exc:
+            log.info("%s: %s commit failed: %s", self.consumer_id, why, exc)
+            self._metrics.error(exc)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop fetching and returning ``partitions`` until resume()."""
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        """Fetch and return ``partitions`` again."""
+        for tp in partitions:
+            self._state(tp).paused = False
+        if self._fetcher is not None:
+            self._fetcher.wake()
+
+    def metrics(self) -> dict[str, Any]:
+        """Per-broker counts (docs/metrics.md), per-partition position, lag and buffer."""
+        self._settle()
+        parts = {f"{tp.topic}/{tp.partition}": {
+            "position": st.position, "high_watermark": st.high_watermark,
+            "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
+            and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
+            for tp, st in self._states.items()}
+        return self._metrics.snapshot(partitions=parts)
+
+    def __repr__(self) -> str:
+        return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"
+
+
+def _decoder(dec: Any) -> Any:
+    """The decoder's function, None passed through; None for DefaultDecoder (bytes as they are)."""
+    if type(dec) is DefaultDecoder:
+        return None
+    fn = getattr(dec, "from_message", dec)
+
+    def decode(b: bytes | None) -> Any:
+        return None if b is None else fn(b)
+    return decode

@@ -1,0 +1,246 @@
+"""AIOConsumer's fetch task: one Fetch in flight per leader, decoded into per-partition columns.
+
+Theory of operation: every assigned, unpaused partition whose position is known and whose
+buffer holds fewer than ``buffer_records`` records is fetched from its ``fetch_offset`` (where
+the buffered data ends).  The task writes one Fetch request per leader broker without waiting
+for another, then sleeps until a response, a drained buffer or a seek wakes it.  A response is
+handled in a done-callback: each partition's records are decoded into
+:class:`~kclient.simple.columns.MessageColumns` (the C speed-ups of the record layer) and queued
+on the partition's :class:`PartitionState`; the consumer builds ConsumerRecords only for what it
+returns.  Data for a partition that was seeked, revoked or reset while the request was out is
+dropped (its ``epoch`` changed).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from kclient.errors import KafkaError, OffsetOutOfRangeError, error_for_code
+from kclient.protocol.apis import FETCH
+from kclient.protocol.schema import Struct
+from kclient.simple.columns import MessageColumns
+from kclient.simple.message_set import ByteBufferMessageSet
+from kclient.structs import TopicPartition
+
+from .cluster import AIOCluster
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import FetchResponse
+
+__all__ = ["PartitionState", "AIOFetcher"]
+
+log = logging.getLogger(__name__)
+_INT32_MAX = 0x7FFFFFFF
+#: decoding one response yields to the loop between partitions after this long (seconds)
+_SLICE = 0.005
+
+
+class PartitionState:
+    """One assigned partition: the consumer's position, where fetching continues, the buffer."""
+
+    __slots__ = ("tp", "position", "fetch_offset", "chunks", "buffered", "high_watermark",
+                 "paused", "epoch", "error")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        #: the next offset handed to the application (-1: not known yet)
+        self.position = -1
+        #: the next offset to fetch (the end of the buffered data)
+        self.fetch_offset = -1
+        #: decoded fetches not yet handed out, each with the index of its next record
+        self.chunks: deque[list[Any]] = deque()
+        self.buffered = 0
+        self.high_watermark = -1
+        self.paused = False
+        self.epoch = 0
+        #: an error to raise to the application (offset out of range with reset "none", ...)
+        self.error: BaseException | None = None
+
+    def reset_to(self, offset: int) -> None:
+        """Drop the buffer and continue from ``offset`` (seek, reset, new assignment)."""
+        self.position = self.fetch_offset = offset
+        self.chunks.clear()
+        self.buffered = 0
+        self.epoch += 1
+        self.error = None
+
+
+class AIOFetcher:
+    """The fetch task of one AIOConsumer (see the module docstring)."""
+
+    def __init__(self, cluster: AIOCluster, states: dict[TopicPartition, PartitionState], *,
+                 max_partition_bytes: int, min_bytes: int, max_wait_ms: int,
+                 isolation_level: int, buffer_records: int, backoff_ms: int,
+                 data: asyncio.Event, needs_reset: asyncio.Event) -> None:
+        self.cluster, self.states = cluster, states
+        self.max_partition_bytes, self.min_bytes = max_partition_bytes, min_bytes
+        self.max_wait_ms, self.isolation_level = max_wait_ms, isolation_level
+        self.buffer_records, self.backoff = buffer_records, backoff_ms / 1000.0
+        self.data, self.needs_reset = data, needs_reset
+        self._wake = asyncio.Event()
+        self._inflight: dict[int, asyncio.Future[Struct]] = {}
+        self._stale = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the task (once)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(),
+                                                                 name="kclient-aio-fetcher")
+
+    def wake(self) -> None:
+        """Look for partitions to fetch now (buffers drained, seek, new assignment)."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Cancel the task and forget the requests in flight."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        self._inflight.clear()
+
+    async def _run(self) -> None:
+        while True:
+            if self._stale:
+                self._stale = False
+                try:
+                    await self.cluster.refresh(sorted({tp.topic for tp in self.states}),
+                                               allow_auto_create=False)
+                except KafkaError as exc:
+                    log.info("metadata refresh failed: %s", exc)
+                    await asyncio.sleep(self.backoff)
+            self._wake.clear()
+            await self._send_fetches()
+            await self._wake.wait()
+
+    def _fetchable(self) -> dict[int, list[PartitionState]]:
+        by_node: dict[int, list[PartitionState]] = {}
+        limit = self.buffer_records
+        for st in self.states.values():
+            if st.paused or st.fetch_offset < 0 or st.buffered >= limit or st.error is not None:
+                continue
+            node = self.cluster.leader(st.tp.topic, st.tp.partition)
+            if node is None:
+                self._stale = True
+                continue
+            if node not in self._inflight:
+                by_node.setdefault(node, []).append(st)
+        return by_node
+
+    async def _send_fetches(self) -> None:
+        for node, sts in self._fetchable().items():
+            try:
+                conn = await self.cluster.connection(node)
+            except KafkaError as exc:
+                log.info("cannot reach broker %d: %s", node, exc)
+                self._stale = True
+                asyncio.get_running_loop().call_later(self.backoff, self.wake)
+                continue
+            sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
+            if not sts or node in self._inflight:
+                continue
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for st in sts:
+                topics.setdefault(st.tp.topic, []).append(
+                    {"partition": st.tp.partition, "fetch_offset": st.fetch_offset,
+                     "partition_max_bytes": min(self.max_partition_bytes, _INT32_MAX)})
+            body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms,
+                    "min_bytes": self.min_bytes,
+                    "max_bytes": min(self.max_partition_bytes * len(sts), _INT32_MAX),
+                    "isolation_level": self.isolation_level, "session_id": 0,
+                    "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+            try:
+                fut = conn.send(FETCH, body)
+            except KafkaError as exc:
+                self.cluster.drop(conn, str(exc))
+                self._stale = True
+                continue
+            assert fut is not None
+            asked = [(st, st.fetch_offset, st.epoch) for st in sts]
+            self._inflight[node] = fut
+            fut.add_done_callback(lambda f, node=node, asked=asked, conn=conn:  # type: ignore[misc]
+                                  self._done(node, conn, asked, f))
+
+    def _done(self, node: int, conn: Any, asked: list[tuple[PartitionState, int, int]],
+              fut: asyncio.Future[Struct]) -> None:
+        if self._inflight.get(node) is fut:
+            del self._inflight[node]
+        self.wake()
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            log.info("fetch from broker %d failed: %s", node, exc)
+            self.cluster.drop(conn, str(exc))
+            self._stale = True
+            return
+        resp: FetchResponse = fut.result()
+        parts = {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
+        self._take_all(asked, parts, 0)
+
+    def _take_all(self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any],
+                  start: int) -> None:
+        """Decode the partitions of one response from ``start`` on; when decoding has taken a
+        time slice, the rest continues in a later callback (the loop runs in between)."""
+        stop = time.monotonic() + _SLICE
+        got = False
+        for i in range(start, len(asked)):
+            if i > start and time.monotonic() > stop:
+                asyncio.get_running_loop().call_soon(self._take_all, asked, parts, i)
+                break
+            st, offset, epoch = asked[i]
+            if st.epoch != epoch or st.fetch_offset != offset or \
+                    self.states.get(st.tp) is not st:
+                continue                      # seeked, reset or revoked meanwhile
+            part = parts.get((st.tp.topic, st.tp.partition))
+            if part is None:
+                continue
+            got |= self._take(st, offset, part)
+        if got:
+            self.data.set()
+
+    def _take(self, st: PartitionState, offset: int, part: Any) -> bool:
+        tp = st.tp
+        if part.error_code:
+            err = error_for_code(part.error_code)(f"{tp.topic}-{tp.partition} at offset {offset}")
+            if isinstance(err, OffsetOutOfRangeError):
+                st.fetch_offset = -1            # the consumer resets it
+                st.epoch += 1
+                self.needs_reset.set()
+                return True
+            log.info("fetching %s: %s", tp, err)
+            self._stale = True
+            return False
+        if part.high_watermark >= 0:
+            st.high_watermark = part.high_watermark
+        ms = ByteBufferMessageSet(
+            part.records or b"", offset, topic=tp.topic, partition=tp.partition,
+            high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
+            log_start_offset=part.log_start_offset,
+            read_committed=self.isolation_level == 1,
+            aborted_transactions=[(a.producer_id, a.first_offset)
+                                  for a in part.aborted_transactions or ()]
+            if self.isolation_level == 1 else None)
+        try:
+            cols: MessageColumns = ms.columns()
+        except KafkaError as exc:             # a corrupt first entry
+            st.error = exc
+            return True
+        if cols.next_offset > offset:
+            st.fetch_offset = cols.next_offset
+        if cols.offsets:
+            st.chunks.append([cols, 0])
+            st.buffered += len(cols.offsets)
+            return True
+        if cols.error is not None:
+            st.error = cols.error
+            return True
+        return False

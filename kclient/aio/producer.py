@@ -1,0 +1,295 @@
+"""AIOProducer: ``await producer.send(topic, value)`` returns the message's RecordMetadata.
+
+    async with AIOProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as p:
+        md = await p.send("events", b"hello", key=b"k")
+        futs = [await p.enqueue("events", v) for v in values]   # many in flight
+        await p.flush()
+
+Theory of operation: ``send``/``enqueue`` serialize and partition the message in the caller's
+task and append it to an open batch of the :class:`Accumulator`, with an ``asyncio.Future``
+for its outcome.  One sender task takes the ready batches (full, lingered, or all while a flush
+waits), groups them by partition leader and writes one Produce request per broker through
+:class:`AIOConnection` (up to ``max.in.flight.requests.per.connection`` per broker).  Responses
+resolve the futures in a done-callback: offsets per message, or the partition's error for that
+batch only; retriable errors put the batch back at the front of its partition's queue.
+
+Cancellation: a request frame is written whole by a synchronous call, so cancelling a task
+never tears a frame.  Cancelling ``await send()`` cancels that message's future; if its batch
+has not been written yet the message is left out, otherwise it is delivered (its outcome is
+then not reported).  Cancelling ``flush()`` stops only the waiting; the sender carries on.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from kclient.config import load_config
+from kclient.encoders import DefaultEncoder
+from kclient.errors import (
+    IllegalStateError,
+    InvalidConfigError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    QueueFullError,
+    UnknownTopicOrPartitionError,
+)
+from kclient.metrics import ClientMetrics
+from kclient.producer.batches import RECORD_OVERHEAD
+from kclient.producer.context import _create_encoder, connection_settings
+from kclient.producer.data import RecordMetadata
+from kclient.protocol.compression import CODEC_IDS, NONE
+
+from .accumulator import Accumulator, Headers
+from .cluster import AIOCluster
+from .sender import Sender
+
+__all__ = ["AIOProducer"]
+
+log = logging.getLogger(__name__)
+#: enqueue() gives the event loop a turn when it has run this long (seconds) without one
+_SLICE = 0.005
+
+#: keys of the sync producer's machinery that have no meaning for the asyncio producer
+_UNSUPPORTED = {
+    "enable.idempotence": "idempotence is not implemented in kclient.aio yet; use "
+                          "kclient.Producer",
+    "transactional.id": "transactions are not implemented in kclient.aio yet; use "
+                        "kclient.Producer",
+    "event.handler": "AIOProducer has its own sender task, no EventHandler",
+    "callback.handler": "AIOProducer reports through futures, no CallbackHandler",
+    "zookeeper.connect": "AIOProducer finds brokers with bootstrap.servers only",
+}
+
+
+class AIOProducer:
+    """An asyncio producer: batching per partition, per-message futures, flush and close."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        conf = load_config("producer", config, **overrides)
+        for key, why in _UNSUPPORTED.items():
+            if conf.is_set(key) and conf[key]:
+                raise InvalidConfigError(f"{key}: {why}", key, conf[key])
+        conf.require("metadata.broker.list")
+        self.config = conf
+        self._metrics = ClientMetrics()
+        settings = connection_settings(conf).replace(metrics=self._metrics)
+        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
+                                  settings)
+        self._value_enc = _encoder(conf, "serializer.class")
+        self._key_enc = _encoder(conf, "key.serializer.class")
+        self._partitioner = conf.create("partitioner.class")
+        self.max_message_bytes: int = conf["message.max.bytes"]
+        self.capacity: int = conf["queue.buffering.max.messages"]
+        self.enqueue_timeout_ms: int = conf["queue.enqueue.timeout.ms"]
+        codec = CODEC_IDS[conf["compression.codec"]]
+        only = set(conf["compressed.topics"])
+        self._codec_of = (lambda t: codec if t in only else NONE) if only else (lambda t: codec)
+        self.acc = Accumulator(conf["batch.num.messages"], conf["batch.size"],
+                               conf["queue.buffering.max.ms"] / 1000.0,
+                               conf["delivery.timeout.ms"] / 1000.0)
+        self._partitions: dict[str, int] = {}
+        self._sticky: dict[str, int] = {}
+        self._sender: Sender | None = None
+        self._room: asyncio.Event | None = None
+        self._closed = False
+        self._started = False
+        self._slice = 0.0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect to a bootstrap broker and start the sender task (also done by the first send)."""
+        if self._closed:
+            raise IllegalStateError("start() on a closed AIOProducer")
+        if self._started:
+            return
+        self._started = True
+        await self.cluster.refresh([], allow_auto_create=False)
+        conf = self.config
+        self._room = asyncio.Event()
+        self._sender = Sender(self, conf["request.required.acks"], conf["request.timeout.ms"],
+                              conf["max.in.flight.requests.per.connection"],
+                              conf["message.send.max.retries"], conf["retry.backoff.ms"] / 1000.0,
+                              self._codec_of)
+
+    async def __aenter__(self) -> AIOProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send every queued message now and wait until each is acknowledged or failed."""
+        if self._sender is None:
+            return
+        await self._sender.flush(timeout)
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Flush (within ``timeout`` seconds, None: no limit), stop the sender, close sockets.
+
+        Messages still unsent when the timeout runs out fail with KafkaTimeoutError."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._sender is not None:
+            try:
+                await self._sender.flush(timeout)
+            except (asyncio.TimeoutError, KafkaTimeoutError):
+                pass
+            await self._sender.stop(KafkaTimeoutError("the producer was closed before the "
+                                                      "message was sent"))
+        await self.cluster.close()
+
+    # -- sending --------------------------------------------------------------------------------
+    async def send(self, topic: str, value: Any = None, key: Any = None,
+                   partition: int | None = None, timestamp_ms: int | None = None,
+                   headers: Iterable[tuple[str, bytes | None]] | None = None) -> RecordMetadata:
+        """Send one message and wait for its acknowledgement: its RecordMetadata, or its error
+        raised (this message's alone: an unknown partition, a message over message.max.bytes,
+        a topic authorization failure, ...)."""
+        fut = await self.enqueue(topic, value, key, partition, timestamp_ms, headers)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if self._sender is not None:
+                self._sender.cancelled = True
+            raise
+
+    async def enqueue(self, topic: str, value: Any = None, key: Any = None,
+                      partition: int | None = None, timestamp_ms: int | None = None,
+                      headers: Iterable[tuple[str, bytes | None]] | None = None
+                      ) -> asyncio.Future[RecordMetadata]:
+        """Queue one message; returns its future at once (waits only while the queue is full,
+        ``queue.buffering.max.messages``). Per-message errors are raised here or set on the
+        future; ``await fut`` gives the RecordMetadata."""
+        if not self._started:
+            await self.start()
+        if self._closed:
+            raise IllegalStateError("send() on a closed AIOProducer")
+        if type(topic) is not str or not topic:
+            raise TypeError(f"send() needs a topic name (str) first, got {topic!r}; "
+                            "e.g. await producer.send('events', b'value', key=b'k')")
+        acc = self.acc
+        if acc.pending >= self.capacity:
+            await self._wait_room()
+        if time.monotonic() - self._slice > _SLICE:
+            # a tight send loop would otherwise hold the event loop (no await of send() ever
+            # suspends while the queue has room): let the sender and others run
+            await asyncio.sleep(0)
+            self._slice = time.monotonic()
+        v = value if type(value) is bytes and self._value_enc is None else \
+            _encode(self._value_enc, value)
+        k = key if key is None or (type(key) is bytes and self._key_enc is None) else \
+            _encode(self._key_enc, key)
+        size = (len(v) if v is not None else 0) + (len(k) if k is not None else 0)
+        hdrs: Headers | None = None
+        if headers is not None:
+            hdrs = [(str(h), None if hv is None else bytes(hv)) for h, hv in headers]
+            size += sum(len(h) + (len(hv) if hv is not None else 0) for h, hv in hdrs)
+        if size + RECORD_OVERHEAD > self.max_message_bytes:
+            raise MessageSizeTooLargeError(
+                f"message of {size} bytes for topic {topic!r} exceeds message.max.bytes "
+                f"({self.max_message_bytes})")
+        n = self._partitions.get(topic)
+        if n is None:
+            n = len(await self.cluster.partitions_for(topic))
+            self._partitions[topic] = n
+        if partition is None:
+            if k is None:
+                partition = self._sticky.get(topic)
+                if partition is None or partition >= n:
+                    partition = self._sticky[topic] = self._partitioner(None, n)
+            else:
+                partition = self._partitioner(k, n)
+        elif not 0 <= partition < n:
+            n = self._partitions[topic] = len(await self.cluster.partitions_for(topic))
+            if not 0 <= partition < n:
+                raise UnknownTopicOrPartitionError(
+                    f"topic {topic!r} has partitions 0..{n - 1}, not {partition}")
+        sender = self._sender
+        assert sender is not None
+        fut: asyncio.Future[RecordMetadata] = sender.loop.create_future()
+        batch, new = acc.batch_for(topic, partition, size, sender.loop.time())
+        batch.append(v, k, timestamp_ms, hdrs, size + RECORD_OVERHEAD, fut)
+        acc.pending += 1
+        if new or len(batch.values) >= acc.batch_messages or batch.size >= acc.batch_bytes:
+            if new and len(acc.queues[(topic, partition)]) > 1:
+                self.batch_left(topic, partition)     # the one before is full
+            sender.wake()
+        return fut
+
+    async def _wait_room(self) -> None:
+        """Wait until the queue has room (queue.enqueue.timeout.ms: -1 forever, 0 not at all)."""
+        t = self.enqueue_timeout_ms
+        if t == 0:
+            raise QueueFullError(f"the queue holds queue.buffering.max.messages "
+                                 f"({self.capacity}) messages")
+        room = self._room
+        assert room is not None
+        deadline = None if t < 0 else time.monotonic() + t / 1000.0
+        while self.acc.pending >= self.capacity:
+            room.clear()
+            if self._sender is not None:
+                self._sender.wake()
+            if deadline is None:
+                await room.wait()
+                continue
+            try:
+                await asyncio.wait_for(room.wait(), max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                raise QueueFullError(f"the queue stayed full (queue.buffering.max.messages "
+                                     f"{self.capacity}) for queue.enqueue.timeout.ms "
+                                     f"({t} ms)") from None
+
+    def released(self, n: int) -> None:
+        """``n`` messages left the queue (acknowledged or failed): wake senders waiting for room."""
+        acc = self.acc
+        acc.pending -= n
+        room = self._room
+        if room is not None and acc.pending < self.capacity:
+            room.set()
+
+    def batch_left(self, topic: str, partition: int) -> None:
+        """A batch of ``topic``/``partition`` is full or sent: keyless messages move on to the
+        next partition (the sticky partitioner of KIP-480)."""
+        if self._sticky.get(topic) == partition:
+            self._sticky[topic] = (partition + 1) % max(1, self._partitions.get(topic, 1))
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop the cached partition count of ``topic`` (its metadata changed)."""
+        self._partitions.pop(topic, None)
+
+    def metrics(self) -> dict[str, Any]:
+        """Per-broker counts (docs/metrics.md) plus queued batches and messages pending."""
+        out = self._metrics.snapshot()
+        out["queued_batches"] = self.acc.queued()
+        out["pending_messages"] = self.acc.pending
+        return out
+
+    def __repr__(self) -> str:
+        return f"AIOProducer({self.cluster.bootstrap}, pending={self.acc.pending})"
+
+
+def _encoder(conf: Any, key: str) -> Any:
+    """The configured serializer's function; None for DefaultEncoder (bytes pass through)."""
+    enc = _create_encoder(conf, key)
+    if type(enc) is DefaultEncoder:
+        return None
+    return getattr(enc, "to_message", enc)
+
+
+def _encode(fn: Any, value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if fn is None:
+        return DefaultEncoder().to_message(value)
+    out = fn(value)
+    if out is not None and type(out) is not bytes:
+        if not isinstance(out, (bytearray, memoryview)):
+            raise TypeError(f"the serializer returned {type(out).__name__}, not bytes")
+        out = bytes(out)
+    return cast("bytes | None", out)
+

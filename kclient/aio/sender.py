@@ -1,0 +1,329 @@
+"""The asyncio producer's sender task: ready batches to Produce requests, responses to futures.
+
+One task loops: it takes the accumulator's ready batches, groups them by partition leader and
+writes one Produce request per broker (one batch per partition per request), keeping at most
+``max_in_flight`` requests per connection.  Responses are handled in a done-callback, never by
+awaiting them one by one: each partition's batch resolves its futures with consecutive offsets,
+or fails them with the partition's error; retriable errors (and broken connections) put the
+batch back at the front of its partition's queue after ``retry.backoff.ms``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
+from kclient.metrics import ClientMetrics
+from kclient.producer.data import RecordMetadata
+from kclient.producer.prepare import retriable
+from kclient.protocol.apis import PRODUCE
+from kclient.protocol.schema import Struct
+
+from .accumulator import Accumulator, AIOBatch
+from .cluster import AIOCluster
+from .connection import AIOConnection
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import ProduceResponse
+
+__all__ = ["Sender"]
+
+log = logging.getLogger(__name__)
+#: longest one callback resolves futures before it leaves the rest to the next (seconds)
+_SLICE = 0.005
+
+
+class Owner(Protocol):
+    """What the sender needs of its producer (AIOProducer)."""
+
+    acc: Accumulator
+    cluster: AIOCluster
+    _metrics: ClientMetrics
+
+    def released(self, n: int) -> None: ...
+
+    def batch_left(self, topic: str, partition: int) -> None: ...
+
+    def forget_topic(self, topic: str) -> None: ...
+
+
+class Sender:
+    """Drives the accumulator of one AIOProducer (see the module docstring)."""
+
+    def __init__(self, producer: Owner, acks: int, ack_timeout_ms: int, max_in_flight: int,
+                 retries: int, backoff: float, codec_of: Callable[[str], int]) -> None:
+        self.producer, self.acc, self.cluster = producer, producer.acc, producer.cluster
+        self.acks, self.ack_timeout_ms = acks, ack_timeout_ms
+        self.max_in_flight, self.retries, self.backoff = max_in_flight, retries, backoff
+        self.codec_of = codec_of
+        self.loop = asyncio.get_running_loop()
+        self.metrics = producer._metrics
+        self._wake = asyncio.Event()
+        self._flushing = 0
+        self._stopping = False
+        #: a send() was cancelled: drop cancelled messages from batches before writing them
+        self.cancelled = False
+        self._inflight: dict[AIOConnection, set[asyncio.Future[Struct]]] = {}
+        self._waiting: set[asyncio.Future[None]] = set()  # flush() waiters
+        self._stale = False
+        self._task = self.loop.create_task(self._run(), name="kclient-aio-sender")
+
+    def wake(self) -> None:
+        """Ask the task to look at the queues now."""
+        self._wake.set()
+
+    # -- flush / stop ---------------------------------------------------------------------------
+    def _idle(self) -> bool:
+        return self.acc.pending == 0
+
+    async def flush(self, timeout: float | None) -> None:
+        """Wait until every message queued so far is acknowledged or failed."""
+        if self._idle():
+            return
+        done: asyncio.Future[None] = self.loop.create_future()
+        self._waiting.add(done)
+        self._flushing += 1
+        self.wake()
+        try:
+            await asyncio.wait_for(asyncio.shield(done), timeout)
+        except asyncio.TimeoutError:
+            raise KafkaTimeoutError(f"flush did not finish within {timeout} s") from None
+        finally:
+            self._flushing -= 1
+            self._waiting.discard(done)
+
+    def _check_flushed(self) -> None:
+        if self._waiting and self._idle():
+            for w in self._waiting:
+                if not w.done():
+                    w.set_result(None)
+
+    async def stop(self, error: BaseException) -> None:
+        """Stop the task; messages still queued or in flight fail with ``error``."""
+        self._stopping = True
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        for b in self.acc.take_all():
+            self._fail(b, error)
+        for futs in self._inflight.values():
+            for f in futs:
+                f.cancel()
+
+    # -- the loop -------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        acc, loop = self.acc, self.loop
+        while True:
+            if self._stale:
+                self._stale = False
+                try:
+                    await self.cluster.refresh(
+                        sorted({t for t, _ in acc.queues}), allow_auto_create=False)
+                except KafkaError as exc:
+                    log.info("metadata refresh failed: %s", exc)
+                    await asyncio.sleep(self.backoff)
+            now = loop.time()
+            ready, due = acc.ready(now, self._flushing > 0)
+            ready = self._expire(ready, now)
+            if ready:
+                await self._dispatch(ready)
+                await asyncio.sleep(0)        # one round per loop turn: others run between
+                continue
+            self._check_flushed()
+            self._wake.clear()
+            timer = loop.call_at(due, self._wake.set) if due is not None else None
+            await self._wake.wait()
+            if timer is not None:
+                timer.cancel()
+
+    def _expire(self, ready: list[AIOBatch], now: float) -> list[AIOBatch]:
+        out = []
+        for b in ready:
+            if now >= b.deadline:
+                self._fail(b, KafkaTimeoutError(f"delivery.timeout.ms expired after "
+                                                f"{b.attempts} attempt(s)"))
+            else:
+                out.append(b)
+        return out
+
+    async def _dispatch(self, ready: list[AIOBatch]) -> None:
+        if self.cancelled:
+            self.cancelled = False
+            for b in ready:
+                before = len(b.futures)
+                b.drop_cancelled()
+                if len(b.futures) != before:
+                    self.producer.released(before - len(b.futures))
+            ready = [b for b in ready if b.futures]
+        moved = self.producer.batch_left
+        for b in ready:
+            moved(b.topic, b.partition)
+        by_node: dict[int, list[AIOBatch]] = {}
+        later: list[AIOBatch] = []
+        for b in ready:
+            node = self.cluster.leader(b.topic, b.partition)
+            if node is None:
+                later.append(b)
+            else:
+                by_node.setdefault(node, []).append(b)
+        for b in later:
+            self._retry(b, KafkaError(f"no leader known for {b.topic}/{b.partition}"),
+                        sent=False)
+        for node, batches in by_node.items():
+            try:
+                conn = await self.cluster.connection(node)
+            except KafkaError as exc:
+                for b in batches:
+                    self._retry(b, exc, sent=False)
+                continue
+            inflight = self._inflight.setdefault(conn, set())
+            while len(inflight) >= self.max_in_flight and conn.connected:
+                await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED)
+            seen: set[tuple[str, int]] = set()
+            now: list[AIOBatch] = []
+            for b in batches:
+                key = (b.topic, b.partition)
+                if key in seen:
+                    self.acc.requeue(b)       # the next request takes it, in order
+                else:
+                    seen.add(key)
+                    now.append(b)
+            self._send(conn, now)
+            await conn.drain()
+
+    def _send(self, conn: AIOConnection, batches: list[AIOBatch]) -> None:
+        """Write one Produce request with ``batches`` (all the writing is synchronous)."""
+        try:
+            version = conn.version(PRODUCE)
+        except KafkaError as exc:
+            for b in batches:
+                self._fail(b, exc)
+            return
+        magic = 2 if version >= 3 else (1 if version == 2 else 0)
+        created_ms = int(time.time() * 1000)
+        topic_data: dict[str, list[dict[str, Any]]] = {}
+        sent: dict[tuple[str, int], AIOBatch] = {}
+        for b in batches:
+            try:
+                records = b.to_partition_batch(self.codec_of(b.topic), created_ms).encode(magic)
+            except Exception as exc:    # headers on an old broker, a bad codec, ...
+                self._fail(b, exc)
+                continue
+            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
+            sent[(b.topic, b.partition)] = b
+            b.attempts += 1
+        if not sent:
+            return
+        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
+                "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+        try:
+            fut = conn.send(PRODUCE, body, version, expect_response=self.acks != 0)
+        except KafkaError as exc:
+            self.cluster.drop(conn, str(exc))
+            for b in sent.values():
+                self._retry(b, exc)
+            return
+        if fut is None:                   # acks=0: written is all we learn
+            for b in sent.values():
+                self._succeed(b, -1, -1)
+            return
+        inflight = self._inflight.setdefault(conn, set())
+        inflight.add(fut)
+        node = conn.node_id if conn.node_id is not None else -1
+
+        def done(f: asyncio.Future[Struct]) -> None:
+            inflight.discard(f)
+            self._complete(conn, node, sent, f)
+        fut.add_done_callback(done)
+
+    def _complete(self, conn: AIOConnection, node: int, batches: dict[tuple[str, int], AIOBatch],
+                  fut: asyncio.Future[Struct]) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self.cluster.drop(conn, str(exc))
+            self._stale = True
+            for b in batches.values():
+                self._retry(b, exc)
+            self.wake()
+            return
+        resp: ProduceResponse = fut.result()
+        for topic in resp.responses:
+            for pr in topic.partition_responses:
+                b = batches.pop((topic.name, pr.index), None)  # type: ignore[arg-type]
+                if b is None:
+                    continue
+                if pr.error_code == 0:
+                    self._succeed(b, pr.base_offset, pr.log_append_time_ms)
+                    continue
+                msg = pr.get("error_message")
+                err = error_for_code(pr.error_code)(
+                    f"topic {topic.name!r} partition {pr.index} on broker {node}"
+                    + (f": {msg}" if msg else ""))
+                self._retry(b, err)
+        for b in batches.values():
+            self._retry(b, KafkaError(f"broker {node} did not answer for {b.topic}/"
+                                      f"{b.partition}"), force=True)
+        self._check_flushed()
+        self.wake()
+
+    # -- outcomes -------------------------------------------------------------------------------
+    def _succeed(self, b: AIOBatch, base: int, append_time: int, start: int = 0) -> None:
+        """Resolve the batch's futures; a slice at a time (each resolution wakes a waiter), so
+        a large batch does not hold the event loop: the rest goes on in a later callback."""
+        topic, partition = b.topic, b.partition
+        ts, futures, created = b.timestamps, b.futures, b.created_ms
+        n = len(futures)
+        stop = time.monotonic() + _SLICE
+        i = start
+        while i < n:
+            end = min(n, i + 128)
+            for j in range(i, end):
+                f = futures[j]
+                if f.done():
+                    continue
+                t = created
+                if append_time != -1:
+                    t = append_time
+                elif ts is not None:
+                    t = ts[j] or created
+                f.set_result(RecordMetadata(topic, partition, base + j if base >= 0 else -1, t))
+            i = end
+            if i < n and time.monotonic() > stop:
+                self.loop.call_soon(self._succeed, b, base, append_time, i)
+                return
+        self.producer.released(n)
+        self._check_flushed()
+
+    def _fail(self, b: AIOBatch, exc: BaseException) -> None:
+        self.metrics.error(exc)
+        for f in b.futures:
+            if not f.done():
+                f.set_exception(exc)
+        self.producer.released(len(b.futures))
+        self._check_flushed()
+
+    def _retry(self, b: AIOBatch, exc: BaseException, sent: bool = True,
+               force: bool = False) -> None:
+        if not sent:
+            b.attempts += 1
+        if not (force or retriable(exc)) or b.attempts > self.retries:
+            self._fail(b, exc)
+            return
+        if getattr(exc, "invalid_metadata", False) or not sent or \
+                isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+            self._stale = True
+            self.producer.forget_topic(b.topic)
+        self.metrics.retry()
+        log.debug("retrying %r after %s", b, exc)
+
+        def again() -> None:
+            self.acc.requeue(b)
+            self.wake()
+        self.loop.call_later(self.backoff, again)

@@ -1,0 +1,80 @@
+# cython: boundscheck=False, wraparound=False, language_level=3
+"""C twin of the common case of :func:`kclient.protocol.records.v2_walk.decode_columns`: a v2
+batch's records section with offset deltas 0..n-1 and no headers, decoded into timestamp
+deltas, keys and values in one pass.  Returns None for anything else (headers, offset deltas
+out of order, leftover bytes) and raises ValueError/IndexError on damage; the caller then
+decodes with the pure-Python walkers, which are the reference and report what is wrong
+(tests/protocol compare the two)."""
+from cpython.bytes cimport PyBytes_FromStringAndSize
+
+
+cdef inline long long _varint(const unsigned char[:] buf, Py_ssize_t *pos,
+                              Py_ssize_t end) except? -1:
+    cdef unsigned long long result = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    while True:
+        if pos[0] >= end:
+            raise IndexError("varint runs past the record")
+        b = buf[pos[0]]
+        pos[0] += 1
+        result |= (<unsigned long long>(b & 0x7F)) << shift
+        if b < 128:
+            break
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+    return <long long>((result >> 1) ^ (0 - (result & 1)))
+
+
+def walk_plain(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count):
+    """``(timestamp deltas, keys or None, values)`` of ``count`` records in
+    ``buf[start:end]``, or None when a record has headers or an offset delta other than its
+    index, or bytes are left over."""
+    cdef Py_ssize_t pos = start, rec_end, i
+    cdef long long length, tsd, od, klen, vlen, hcount
+    cdef list tss = [], vals = []
+    cdef object keys = None, key, value
+    if end > buf.shape[0] or start < 0:
+        raise IndexError("records section outside the buffer")
+    for i in range(count):
+        length = _varint(buf, &pos, end)
+        if length < 0 or pos + length > end:
+            raise ValueError("record length outside the batch")
+        rec_end = pos + <Py_ssize_t>length
+        pos += 1                                    # attributes
+        tsd = _varint(buf, &pos, rec_end)
+        od = _varint(buf, &pos, rec_end)
+        if od != i:
+            return None
+        klen = _varint(buf, &pos, rec_end)
+        if klen >= 0:
+            if pos + klen > rec_end:
+                raise ValueError("key runs past the record")
+            key = PyBytes_FromStringAndSize(<const char *>&buf[pos], <Py_ssize_t>klen) \
+                if klen else b""
+            pos += <Py_ssize_t>klen
+            if keys is None:
+                keys = [None] * i
+            keys.append(key)
+        elif keys is not None:
+            keys.append(None)
+        vlen = _varint(buf, &pos, rec_end)
+        if vlen >= 0:
+            if pos + vlen > rec_end:
+                raise ValueError("value runs past the record")
+            value = PyBytes_FromStringAndSize(<const char *>&buf[pos], <Py_ssize_t>vlen) \
+                if vlen else b""
+            pos += <Py_ssize_t>vlen
+        else:
+            value = None
+        hcount = _varint(buf, &pos, rec_end)
+        if hcount != 0:
+            return None
+        if pos != rec_end:
+            raise ValueError("bytes left in a record")
+        tss.append(tsd)
+        vals.append(value)
+    if pos != end:
+        return None
+    return tss, keys, vals

@@ -1,0 +1,170 @@
+"""AIOConsumer against the mini-broker: async for, getmany/getone, group membership with two
+members splitting partitions, commit then resume, seek, pause, config errors."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kclient.aio import AIOConsumer, AIOProducer
+from kclient.errors import IllegalStateError, InvalidConfigError
+from kclient.structs import TopicPartition as TP
+
+
+async def produce(bootstrap: str, topic: str, n: int, partitions: int, prefix: str = "m",
+                  start: int = 0) -> None:
+    async with AIOProducer(bootstrap_servers=bootstrap) as p:
+        for i in range(start, start + n):
+            await p.enqueue(topic, f"{prefix}{i}".encode(), partition=i % partitions)
+        await p.flush()
+
+
+def test_async_for_getmany_getone(mini_broker):
+    mini_broker.create_topic("r1", partitions=3)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        await produce(bs, "r1", 300, 3)
+        async with AIOConsumer("r1", bootstrap_servers=bs, group_id="g-r1",
+                               auto_offset_reset="earliest", value_deserializer=bytes.decode,
+                               enable_auto_commit=False) as c:
+            seen = []
+            async for rec in c:
+                seen.append(rec)
+                if len(seen) == 100:
+                    break
+            one = await c.getone()
+            rest = []
+            while len(seen) + 1 + len(rest) < 300:
+                got = await c.getmany(timeout_ms=2000, max_records=50)
+                assert sum(map(len, got.values())) <= 50
+                for recs in got.values():
+                    rest += recs
+            every = seen + [one] + rest
+            assert sorted(r.value for r in every) == sorted(f"m{i}" for i in range(300))
+            for p in range(3):       # in order within a partition, dense offsets
+                offs = [r.offset for r in every if r.partition == p]
+                assert offs == list(range(100))
+            assert await c.position(TP("r1", 0)) == 100
+            assert await c.getmany(timeout_ms=200) == {}
+            assert c.metrics()["partitions"]["r1/0"]["lag"] == 0
+
+    asyncio.run(main())
+
+
+def test_two_members_split_partitions_then_one_takes_all(mini_broker):
+    mini_broker.create_topic("r2", partitions=4)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        await produce(bs, "r2", 400, 4)
+        conf = dict(bootstrap_servers=bs, group_id="g-r2", auto_offset_reset="earliest",
+                    heartbeat_interval_ms=100, session_timeout_ms=6000)
+        a, b = AIOConsumer("r2", **conf), AIOConsumer("r2", **conf)
+        got: dict[str, list] = {"a": [], "b": []}
+
+        async def run(name: str, c: AIOConsumer, stop: asyncio.Event) -> None:
+            while not stop.is_set():
+                for recs in (await c.getmany(timeout_ms=100)).values():
+                    got[name] += recs
+
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(run("a", a, stop)), asyncio.create_task(run("b", b, stop))]
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if len(a.assignment()) == 2 and len(b.assignment()) == 2 and \
+                    len(got["a"]) + len(got["b"]) >= 400:
+                break
+        stop.set()
+        await asyncio.gather(*tasks)
+        assert a.assignment() | b.assignment() == {TP("r2", p) for p in range(4)}
+        assert not a.assignment() & b.assignment()
+        for name, c in (("a", a), ("b", b)):
+            mine = {(r.topic, r.partition) for r in got[name][-50:]}
+            assert mine <= {(tp.topic, tp.partition) for tp in c.assignment()}
+        values = sorted(r.value for r in got["a"] + got["b"])
+        assert set(values) == {b"m%d" % i for i in range(400)}
+        await a.commit()
+        await b.close()                  # b leaves: a gets every partition
+        await produce(bs, "r2", 40, 4, start=400)
+        more: list = []
+        for _ in range(100):
+            for recs in (await a.getmany(timeout_ms=100)).values():
+                more += recs
+            if len(a.assignment()) == 4 and len(more) >= 40:
+                break
+        assert a.assignment() == {TP("r2", p) for p in range(4)}
+        assert {r.value for r in more} >= {b"m%d" % i for i in range(400, 440)}
+        await a.close()
+
+    asyncio.run(main())
+
+
+def test_commit_then_new_consumer_resumes(mini_broker):
+    mini_broker.create_topic("r3", partitions=2)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        await produce(bs, "r3", 100, 2)
+        conf = dict(bootstrap_servers=bs, group_id="g-r3", auto_offset_reset="earliest",
+                    enable_auto_commit=False)
+        async with AIOConsumer("r3", **conf) as c:
+            n = 0
+            async for _ in c:
+                n += 1
+                if n == 60:
+                    break
+            positions = {tp: await c.position(tp) for tp in c.assignment()}
+            await c.commit()
+            for tp, pos in positions.items():
+                assert await c.committed(tp) == pos
+        async with AIOConsumer("r3", **conf) as c2:
+            rest = []
+            while len(rest) < 40:
+                for recs in (await c2.getmany(timeout_ms=2000)).values():
+                    rest += recs
+            assert sum(positions.values()) == 60
+            for tp, pos in positions.items():
+                offs = [r.offset for r in rest if r.partition == tp.partition]
+                assert offs == list(range(pos, 50))        # from the committed offset on
+            assert len(rest) == 40
+
+    asyncio.run(main())
+
+
+def test_assign_seek_pause(mini_broker):
+    mini_broker.create_topic("r4", partitions=2)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        await produce(bs, "r4", 100, 2)
+        async with AIOConsumer(bootstrap_servers=bs, auto_offset_reset="latest") as c:
+            c.assign([TP("r4", 0), TP("r4", 1)])
+            assert await c.position(TP("r4", 0)) == 50      # latest
+            c.seek(TP("r4", 0), 45)
+            c.pause(TP("r4", 1))
+            await c.seek_to_beginning(TP("r4", 1))
+            got = await c.getmany(timeout_ms=2000)
+            assert list(got) == [TP("r4", 0)]
+            assert [r.offset for r in got[TP("r4", 0)]] == [45, 46, 47, 48, 49]
+            c.resume(TP("r4", 1))
+            r = await c.getone()
+            assert (r.partition, r.offset) == (1, 0)
+            c.seek(TP("r4", 1), 49)      # drops what was buffered past it
+            r = await c.getone(TP("r4", 1))
+            assert (r.partition, r.offset, r.value) == (1, 49, b"m99")
+            await c.seek_to_end()
+            assert await c.getmany(timeout_ms=200) == {}
+            with pytest.raises(IllegalStateError):
+                await c.commit()
+
+    asyncio.run(main())
+
+
+def test_consumer_config_errors():
+    with pytest.raises(InvalidConfigError, match="group.id"):
+        AIOConsumer("t", bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(InvalidConfigError, match="auto.offset.reset"):
+        AIOConsumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="oldest")
+    with pytest.raises(InvalidConfigError, match="session.timeout"):
+        AIOConsumer(bootstrap_servers="127.0.0.1:1", sesion_timeout_ms=5)

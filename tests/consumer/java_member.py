@@ -1,0 +1,130 @@
+"""A Java KafkaConsumer group member (JavaClients ``member`` mode) beside kclient members, and
+the mixed-group scenario the mini-broker and real-Kafka tests share."""
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kclient.testing.java_tools import KafkaTools
+
+from .coop_scenario import Member, member
+from .helpers import wait_for
+
+JAVA_COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+
+
+class JavaMember:
+    """JavaClients member: its current partitions, the records it read, its listener calls."""
+
+    def __init__(self, tools: KafkaTools, topic: str, group: str,
+                 strategy: str = JAVA_COOPERATIVE, instance_id: str | None = None) -> None:
+        args = ["member", tools.bootstrap, topic, group, strategy]
+        if instance_id:
+            args.append(instance_id)
+        self.proc = tools.start_java_clients(*args)
+        self.owned: set[int] = set()
+        self.records: list[tuple[int, int, str]] = []
+        self.events: list[tuple[str, list[int]]] = []
+        self.lines: list[str] = []
+        self.closed = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            self.lines.append(line)
+            kind, _, rest = line.partition(" ")
+            if kind == "record":
+                p, off, value = rest.split(" ", 2)
+                self.records.append((int(p), int(off), value))
+            elif kind in ("assigned", "revoked", "lost"):
+                parts = [int(p) for p in rest.split(",") if p]
+                self.events.append((kind, parts))
+                if kind == "assigned":
+                    self.owned |= set(parts)
+                else:
+                    self.owned -= set(parts)
+            elif kind == "closed":
+                self.closed.set()
+        self.closed.set()
+
+    def close(self, timeout: float = 60) -> None:
+        """Close stdin: the member commits, leaves and exits."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.closed.wait(timeout)
+        try:
+            self.proc.wait(timeout)
+        except Exception:
+            self.proc.kill()
+            raise
+
+
+def run_mixed_java_group(tools: KafkaTools, topic: str, partitions: int,
+                         conf: dict[str, Any], produce: Callable[[int], None]
+                         ) -> dict[str, Any]:
+    """A Java member alone (it leads), a kclient Consumer joins (cooperative-sticky both),
+    the Java member leaves, a second Java member joins (the kclient member leads now).
+    Records, per phase, each side's partitions; returns what was consumed."""
+    group = f"mixed-{uuid.uuid4().hex[:8]}"
+    conf = dict(conf, **{"group.id": group})
+    events: list = []
+    sent = 0
+    java: list[JavaMember] = []
+    a: Member | None = None
+    phases: dict[str, tuple[set[int], set[int]]] = {}
+
+    def consumed() -> int:
+        n = sum(len(j.records) for j in java)
+        return n + (sum(len(v) for v in a.arrivals.values()) if a else 0)
+
+    def write(n: int) -> None:
+        nonlocal sent
+        produce(n)
+        sent += n * partitions
+        wait_for(lambda: consumed() >= sent, timeout=60,
+                 message=f"{sent} records consumed (have {consumed()})")
+
+    try:
+        j1 = JavaMember(tools, topic, group)
+        java.append(j1)
+        wait_for(lambda: len(j1.owned) == partitions, timeout=90, message="java owns all")
+        write(5)
+        a = member("kclient", conf, events)
+        a.start(topic)
+        half = partitions // 2
+        wait_for(lambda: len(a.partitions()) == half and len(j1.owned) == partitions - half,
+                 timeout=60, message="java (leader) split the partitions with kclient")
+        phases["java leads"] = (set(a.partitions()), set(j1.owned))
+        write(5)
+        j1.close()
+        wait_for(lambda: len(a.partitions()) == partitions, timeout=60,
+                 message="kclient took over every partition")
+        write(5)
+        j2 = JavaMember(tools, topic, group)
+        java.append(j2)
+        wait_for(lambda: len(a.partitions()) == half and len(j2.owned) == partitions - half,
+                 timeout=90, message="kclient (leader) split the partitions with java")
+        phases["kclient leads"] = (set(a.partitions()), set(j2.owned))
+        write(5)
+        assert not a.errors, a.errors
+    finally:
+        for j in java:
+            j.close()
+        if a is not None:
+            a.stop()
+    offsets: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    for j in java:
+        for p, off, _ in j.records:
+            offsets[p].append(off)
+    assert a is not None
+    for p, arrivals in a.arrivals.items():
+        offsets[p].extend(off for off, _ in arrivals)
+    return {"phases": phases, "offsets": {p: sorted(o) for p, o in offsets.items()},
+            "sent": sent, "kclient_events": [(k, ps) for _, _, k, ps in events],
+            "java_events": [j.events for j in java]}
+

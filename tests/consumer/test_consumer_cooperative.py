@@ -1,0 +1,82 @@
+"""kclient.Consumer with cooperative-sticky on the mini-broker: an incremental rebalance where
+the member that keeps partitions never stops consuming them."""
+import uuid
+
+import pytest
+
+from .coop_scenario import run_handover, run_static_restart
+
+
+def conf(broker, strategy):
+    return {"bootstrap.servers": broker.bootstrap, "auto.offset.reset": "earliest",
+            "enable.auto.commit": True, "auto.commit.interval.ms": 500,
+            "session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
+            "rebalance.backoff.ms": 100, "fetch.wait.max.ms": 50,
+            "partition.assignment.strategy": strategy}
+
+
+def check_once_each(run):
+    """Every record produced was delivered exactly once (the moved partitions resumed at the
+    offset committed when they were revoked)."""
+    total = sum(len(v) for v in run.offsets.values())
+    assert total == run.sent
+    for p, offs in run.offsets.items():
+        assert offs == list(range(len(offs))), f"partition {p}: duplicates or a gap"
+
+
+def test_cooperative_handover_keeps_consuming_kept_partitions(mini_broker):
+    topic = f"coop-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, "cooperative-sticky"))
+    a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
+    b = [(kind, ps) for _, who, kind, ps in run.events if who == "b"]
+    # a: everything, then only the moved ones revoked, never a kept one; nothing lost
+    assert a[0] == ("assigned", [0, 1, 2, 3])
+    revoked = [ps for kind, ps in a if kind == "revoked"]
+    assert revoked == [sorted(run.moved)]
+    assert not any(kind == "lost" for kind, _ in a)
+    assert all(not (set(ps) & run.kept) for kind, ps in a[1:] if kind == "assigned")
+    # b: nothing while a still owned them, then the moved partitions; never revoked
+    assert [k for k, _ in b if k != "assigned"] == []
+    assert sorted(p for _, ps in b for p in ps) == sorted(run.moved)
+    # listener order over a's revocation: revoked (the moved ones) before b gets them
+    t_revoked = next(t for t, who, kind, _ in run.events if who == "a" and kind == "revoked")
+    t_b_gets = next(t for t, who, kind, ps in run.events if who == "b" and ps)
+    assert t_revoked < t_b_gets
+    # a's kept partitions flowed throughout: their longest gap is a fraction of the rebalance
+    print(f"cooperative: rebalance {run.rebalance_s:.3f}s, kept max gap "
+          f"{run.kept_max_gap_s:.3f}s")
+    assert run.kept_max_gap_s < max(0.25, run.rebalance_s / 3), run
+    check_once_each(run)
+
+
+@pytest.mark.parametrize("strategy", ["range"])
+def test_eager_handover_for_comparison(mini_broker, strategy):
+    topic = f"eager-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, strategy))
+    a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
+    # eager: a revokes everything, kept partitions included, before rejoining
+    assert ("revoked", [0, 1, 2, 3]) in a
+    print(f"eager: rebalance {run.rebalance_s:.3f}s, kept max gap {run.kept_max_gap_s:.3f}s")
+    check_once_each(run)
+
+
+def test_static_member_restart_without_a_rebalance(mini_broker):
+    from kclient.errors import FencedInstanceIdError
+
+    from .helpers import produce_spread
+    topic = f"static-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    rounds = iter(range(100))
+
+    def produce(n):
+        produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
+    c = dict(conf(mini_broker, "range"), **{"enable.auto.commit": False})
+    run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce)
+    assert run.generation_after == run.generation_before
+    assert run.first_offsets == run.committed            # resumed at the committed offsets
+    a2 = [(kind, ps) for _, who, kind, ps in run.events if who == "a2"]
+    assert a2[0] == ("assigned", sorted(run.moved_back))
+    assert isinstance(run.fenced_error, FencedInstanceIdError)
+    assert "group.instance.id 'inst-a'" in str(run.fenced_error)
