@@ -69,3 +69,11 @@ def test_mixed_group_with_the_java_consumer_on_kafka4(kafka4):
     run = run_mixed_java_group(KafkaTools(kafka4.bootstrap), topic, 4,
                                kclient_conf(kafka4.bootstrap), _producer(kafka4, topic))
     check_mixed(run)
+
+
+def test_mixed_group_with_confluent_kafka_on_kafka4(kafka4):
+    from tests.consumer.java_member import ConfluentMember, run_mixed_group
+    topic = new_topic(kafka4, partitions=4)
+    run = run_mixed_group(lambda group: ConfluentMember(kafka4.bootstrap, topic, group), topic,
+                          4, kclient_conf(kafka4.bootstrap), _producer(kafka4, topic))
+    check_mixed(run)

@@ -490,12 +490,34 @@ class Consumer:
 
     def _list_offsets(self, query: Mapping[TopicPartition, int]
                       ) -> dict[TopicPartition, tuple[int, int]]:
-        """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none)."""
+        """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none).
+        Retriable errors (a leader that moved or is not known yet, as right after a topic's
+        creation) refresh the metadata and retry, up to ``offsets.commit.max.retries``."""
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        todo = dict(query)
+        attempts = 1 + max(self.config["offsets.commit.max.retries"], 0)
+        for attempt in range(attempts):
+            retry = self._list_offsets_once(todo, out)
+            if not retry:
+                return out
+            if attempt + 1 == attempts:
+                raise next(iter(retry.values()))
+            log.info("%s: ListOffsets of %s: %s; refreshing metadata and retrying",
+                     self.consumer_id, sorted(retry), next(iter(retry.values())))
+            time.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            self.cluster.refresh(sorted({tp.topic for tp in retry}), allow_auto_create=False)
+            todo = {tp: query[tp] for tp in retry}
+        return out
+
+    def _list_offsets_once(self, query: Mapping[TopicPartition, int],
+                           out: dict[TopicPartition, tuple[int, int]]
+                           ) -> dict[TopicPartition, KafkaError]:
+        """One round of ListOffsets into ``out``; the retriable failures per partition."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in query:
             by_leader.setdefault(self.cluster.leader_for(tp.topic, tp.partition).node_id,
                                  []).append(tp)
-        out: dict[TopicPartition, tuple[int, int]] = {}
+        retry: dict[TopicPartition, KafkaError] = {}
         for node, tps in by_leader.items():
             conn = self.cluster.connection(node)
             topics: dict[str, list[dict[str, Any]]] = {}
@@ -510,15 +532,18 @@ class Consumer:
             resp = conn.request(LIST_OFFSETS, body, version)
             for t in resp.topics:
                 for p in t.partitions:
+                    tp = TopicPartition(t.name, p.partition_index)
                     if p.error_code:
-                        raise error_for_code(p.error_code)(f"offsets of {t.name}-"
+                        exc = error_for_code(p.error_code)(f"offsets of {t.name}-"
                                                            f"{p.partition_index}")
-                    if version == 0:
-                        off = p.old_style_offsets[0] if p.old_style_offsets else -1
-                        out[TopicPartition(t.name, p.partition_index)] = (off, -1)
+                        if not getattr(exc, "retriable", False):
+                            raise exc
+                        retry[tp] = exc
+                    elif version == 0:
+                        out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
                     else:
-                        out[TopicPartition(t.name, p.partition_index)] = (p.offset, p.timestamp)
-        return out
+                        out[tp] = (p.offset, p.timestamp)
+        return retry
 
     def position(self, partition: TopicPartition) -> int:
         """The offset of the next record poll() returns for ``partition``."""
@@ -674,13 +699,13 @@ class Consumer:
             if self._fatal is not None:
                 raise self._fatal
             if self._joining is not None and self._joining.done():
-                self._finish_cooperative_join()
+                self._retriable(self._finish_cooperative_join)
             if (self._topics or self._pattern) and self._rejoin is not None \
                     and self._joining is None and self.cooperative and self._rejoin != "lost" \
                     and self._assignment:
                 self._start_cooperative_join()
             elif (self._topics or self._pattern) and self._rejoin is not None \
-                    and self._joining is None and not self._rebalance():
+                    and self._joining is None and not self._retriable(self._rebalance):
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
@@ -696,6 +721,18 @@ class Consumer:
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
             self._fetch(max(0, min(int(remaining * 1000), self.config["fetch.wait.max.ms"])))
+
+    def _retriable(self, step: Callable[[], Any]) -> bool:
+        """Run a group step; a retriable error (the coordinator not ready yet, as on a fresh
+        cluster, or moving) is logged and the next poll() tries again, as Java's poll does."""
+        try:
+            return bool(step())
+        except KafkaError as exc:
+            if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
+                raise
+            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            self._rejoin = self._rejoin or "revoke"
+            return False
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}

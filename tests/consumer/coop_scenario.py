@@ -134,16 +134,27 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
     b = member("b", conf, events)
     try:
         a.start(topic)
-        wait_for(lambda: len(a.partitions()) == partitions and all(
-            a.arrivals.get(p) for p in range(partitions)), timeout=60,
-            message="a owns and reads every partition")
+        try:
+            wait_for(lambda: len(a.partitions()) == partitions and all(
+                a.arrivals.get(p) for p in range(partitions)), timeout=60,
+                message="a owns and reads every partition")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; a owns {a.partitions()}, read "
+                                 f"{ {p: len(v) for p, v in a.arrivals.items()} }, errors "
+                                 f"{a.errors}, sent {writer.sent}") from None
         time.sleep(0.5)
         start = time.monotonic()
         b.start(topic)
         half = partitions // 2
-        wait_for(lambda: len(b.partitions()) == half and len(a.partitions()) == partitions - half
-                 and all(b.arrivals.get(p) for p in b.partitions()), timeout=60,
-                 message="a and b share the partitions")
+        try:
+            wait_for(lambda: len(b.partitions()) == half
+                     and len(a.partitions()) == partitions - half
+                     and all(b.arrivals.get(p) for p in b.partitions()), timeout=60,
+                     message="a and b share the partitions")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
+                                 f"errors {a.errors} {b.errors}, listener calls "
+                                 f"{[e[1:] for e in events]}") from None
         end = time.monotonic()
         time.sleep(0.5)
         kept, moved = a.partitions(), b.partitions()
@@ -190,8 +201,13 @@ def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[s
     a.start(topic)
     half = partitions // 2
     try:
-        wait_for(lambda: len(a.partitions()) == half and len(b.partitions()) == half,
-                 timeout=60, message="a and b share the partitions")
+        try:
+            wait_for(lambda: len(a.partitions()) == half and len(b.partitions()) == half,
+                     timeout=60, message="static a and b share the partitions")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
+                                 f"errors {a.errors} {b.errors}, listener calls "
+                                 f"{[e[1:] for e in events]}") from None
         produce(10)
         wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values())
                  >= 10 * partitions, timeout=60, message="the first records consumed")

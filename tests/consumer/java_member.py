@@ -64,17 +64,82 @@ class JavaMember:
             raise
 
 
+class ConfluentMember:
+    """A confluent-kafka (librdkafka) Consumer with ``cooperative-sticky`` polling in a thread,
+    with the same view as :class:`JavaMember`."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        from confluent_kafka import Consumer as RdKafkaConsumer
+        self.consumer = RdKafkaConsumer({
+            "bootstrap.servers": bootstrap, "group.id": group,
+            "partition.assignment.strategy": "cooperative-sticky",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 300})
+        self.owned: set[int] = set()
+        self.records: list[tuple[int, int, str]] = []
+        self.events: list[tuple[str, list[int]]] = []
+        self.closed = threading.Event()
+        self._stop = threading.Event()
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked,
+                                on_lost=self._lost)
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _assigned(self, consumer: Any, parts: list[Any]) -> None:
+        ps = sorted(p.partition for p in parts)
+        self.events.append(("assigned", ps))
+        self.owned |= set(ps)
+
+    def _revoked(self, consumer: Any, parts: list[Any]) -> None:
+        ps = sorted(p.partition for p in parts)
+        if self.records:
+            try:
+                consumer.commit(asynchronous=False)
+            except Exception:               # nothing consumed since the last commit
+                pass
+        self.events.append(("revoked", ps))
+        self.owned -= set(ps)
+
+    def _lost(self, consumer: Any, parts: list[Any]) -> None:
+        ps = sorted(p.partition for p in parts)
+        self.events.append(("lost", ps))
+        self.owned -= set(ps)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            msgs = self.consumer.consume(100, 0.2)
+            got = [m for m in msgs if m.error() is None]
+            for m in got:
+                self.records.append((m.partition(), m.offset(), (m.value() or b"").decode()))
+            if got:
+                self.consumer.commit(asynchronous=False)
+        self.consumer.close()
+        self.closed.set()
+
+    def close(self, timeout: float = 60) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+
 def run_mixed_java_group(tools: KafkaTools, topic: str, partitions: int,
                          conf: dict[str, Any], produce: Callable[[int], None]
                          ) -> dict[str, Any]:
     """A Java member alone (it leads), a kclient Consumer joins (cooperative-sticky both),
-    the Java member leaves, a second Java member joins (the kclient member leads now).
-    Records, per phase, each side's partitions; returns what was consumed."""
+    the Java member leaves, a second Java member joins (the kclient member leads now)."""
+    return run_mixed_group(lambda group: JavaMember(tools, topic, group), topic, partitions,
+                           conf, produce)
+
+
+def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
+                    conf: dict[str, Any], produce: Callable[[int], None]) -> dict[str, Any]:
+    """Another client's member alone (it leads), a kclient Consumer joins, the other member
+    leaves, a second one of it joins (the kclient member leads now).  Records, per phase,
+    each side's partitions; returns what was consumed."""
     group = f"mixed-{uuid.uuid4().hex[:8]}"
     conf = dict(conf, **{"group.id": group})
     events: list = []
     sent = 0
-    java: list[JavaMember] = []
+    java: list[Any] = []
     a: Member | None = None
     phases: dict[str, tuple[set[int], set[int]]] = {}
 
@@ -90,25 +155,25 @@ def run_mixed_java_group(tools: KafkaTools, topic: str, partitions: int,
                  message=f"{sent} records consumed (have {consumed()})")
 
     try:
-        j1 = JavaMember(tools, topic, group)
+        j1 = peer(group)
         java.append(j1)
-        wait_for(lambda: len(j1.owned) == partitions, timeout=90, message="java owns all")
+        wait_for(lambda: len(j1.owned) == partitions, timeout=90, message="the other client owns all")
         write(5)
         a = member("kclient", conf, events)
         a.start(topic)
         half = partitions // 2
         wait_for(lambda: len(a.partitions()) == half and len(j1.owned) == partitions - half,
-                 timeout=60, message="java (leader) split the partitions with kclient")
-        phases["java leads"] = (set(a.partitions()), set(j1.owned))
+                 timeout=60, message="the other client (leader) split the partitions with kclient")
+        phases["other client leads"] = (set(a.partitions()), set(j1.owned))
         write(5)
         j1.close()
         wait_for(lambda: len(a.partitions()) == partitions, timeout=60,
                  message="kclient took over every partition")
         write(5)
-        j2 = JavaMember(tools, topic, group)
+        j2 = peer(group)
         java.append(j2)
         wait_for(lambda: len(a.partitions()) == half and len(j2.owned) == partitions - half,
-                 timeout=90, message="kclient (leader) split the partitions with java")
+                 timeout=90, message="kclient (leader) split the partitions with the other client")
         phases["kclient leads"] = (set(a.partitions()), set(j2.owned))
         write(5)
         assert not a.errors, a.errors

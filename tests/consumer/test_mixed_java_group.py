@@ -8,7 +8,7 @@ import pytest
 from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
 
 from .helpers import produce_spread
-from .java_member import run_mixed_java_group
+from .java_member import ConfluentMember, run_mixed_group, run_mixed_java_group
 
 pytestmark = pytest.mark.kafka
 
@@ -44,4 +44,16 @@ def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
     run = run_mixed_java_group(KafkaTools(mini_broker.bootstrap), topic, 4,
                                kclient_conf(mini_broker.bootstrap), produce)
+    check_mixed(run)
+
+
+def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker):
+    topic = f"mixed-rdk-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    rounds = iter(range(100))
+
+    def produce(n):
+        produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
+    run = run_mixed_group(lambda group: ConfluentMember(mini_broker.bootstrap, topic, group),
+                          topic, 4, kclient_conf(mini_broker.bootstrap), produce)
     check_mixed(run)
