@@ -60,7 +60,9 @@ _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _new = tuple.__new__
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
-                                     "(bootstrap.servers)"}
+                                     "(bootstrap.servers)",
+                "group.instance.id": "static membership is not implemented in kclient.aio yet "
+                                     "(kclient.Consumer has it)"}
 
 
 class AIOConsumer:
@@ -75,6 +77,12 @@ class AIOConsumer:
             if conf.is_set(key) and conf[key]:
                 raise InvalidConfigError(f"{key}: {why}", key, conf[key])
         conf.require("metadata.broker.list")
+        strategy = conf["partition.assignment.strategy"]
+        if strategy not in ("range", "roundrobin"):
+            raise InvalidConfigError(
+                f"partition.assignment.strategy: AIOConsumer runs eager rebalances with range or "
+                f"roundrobin; {strategy!r} is not implemented in kclient.aio yet (kclient.Consumer "
+                f"has it)", "partition.assignment.strategy", strategy, ("range", "roundrobin"))
         self.config = conf
         self.group_id: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
