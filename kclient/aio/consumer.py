@@ -136,7 +136,7 @@ class AIOConsumer:
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
             isolation_level=_ISOLATION[conf["isolation.level"]],
-            buffer_records=max(conf["max.poll.records"], 2000),
+            buffer_chunks=conf["queued.max.message.chunks"],
             backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset)
         self._fetcher.start()
         self._next_commit = time.monotonic() + self._commit_every
