@@ -23,7 +23,7 @@ class AIOBatch:
     """Messages for one topic partition as columns, with one future per message."""
 
     __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
-                 "size", "created", "attempts", "deadline", "created_ms")
+                 "size", "created", "attempts", "deadline", "created_ms", "sealed")
 
     def __init__(self, topic: str, partition: int, created: float, deadline: float) -> None:
         self.topic, self.partition = topic, partition
@@ -37,6 +37,8 @@ class AIOBatch:
         self.attempts = 0
         self.deadline = deadline
         self.created_ms = -1
+        #: taken by the sender: nothing may be appended any more
+        self.sealed = False
 
     def __len__(self) -> int:
         return len(self.values)
@@ -124,7 +126,9 @@ class Accumulator:
                 b = q[0]
                 if all_ or len(q) > 1 or now - b.created >= linger or \
                         len(b.values) >= self.batch_messages:
-                    out.append(q.popleft())
+                    b = q.popleft()
+                    b.sealed = True
+                    out.append(b)
                     continue
                 at = b.created + linger
                 due = at if due is None or at < due else due
@@ -146,5 +150,7 @@ class Accumulator:
     def take_all(self) -> list[AIOBatch]:
         """Empty every queue (close without flush, fatal errors)."""
         out = [b for q in self.queues.values() for b in q]
+        for b in out:
+            b.sealed = True
         self.queues.clear()
         return out

@@ -21,9 +21,10 @@ then not reported).  Cancelling ``flush()`` stops only the waiting; the sender c
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from kclient.config import load_config
@@ -42,7 +43,7 @@ from kclient.producer.context import _create_encoder, connection_settings
 from kclient.producer.data import RecordMetadata
 from kclient.protocol.compression import CODEC_IDS, NONE
 
-from .accumulator import Accumulator, Headers
+from .accumulator import Accumulator, AIOBatch, Headers
 from .cluster import AIOCluster
 from .sender import Sender
 
@@ -97,6 +98,11 @@ class AIOProducer:
         self._closed = False
         self._started = False
         self._slice = 0.0
+        #: per topic, the open batch of its sticky partition (enqueue's fast path)
+        self._plain: dict[str, AIOBatch] = {}
+        self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = \
+            lambda: asyncio.get_running_loop().create_future()
+        self._wake: Callable[[], None] = lambda: None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -109,10 +115,13 @@ class AIOProducer:
         await self.cluster.refresh([], allow_auto_create=False)
         conf = self.config
         self._room = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._new_future = functools.partial(asyncio.Future, loop=loop)
         self._sender = Sender(self, conf["request.required.acks"], conf["request.timeout.ms"],
                               conf["max.in.flight.requests.per.connection"],
                               conf["message.send.max.retries"], conf["retry.backoff.ms"] / 1000.0,
                               self._codec_of)
+        self._wake = self._sender.wake
 
     async def __aenter__(self) -> AIOProducer:
         await self.start()
@@ -165,6 +174,28 @@ class AIOProducer:
         """Queue one message; returns its future at once (waits only while the queue is full,
         ``queue.buffering.max.messages``). Per-message errors are raised here or set on the
         future; ``await fut`` gives the RecordMetadata."""
+        if key is None and partition is None and timestamp_ms is None and headers is None \
+                and type(value) is bytes:
+            # the common case - a bytes value to the topic's open sticky batch - in a few lines
+            b = self._plain.get(topic)
+            acc = self.acc
+            if b is not None and not b.sealed and b.keys is None and b.timestamps is None \
+                    and b.headers is None and len(b.values) < acc.batch_messages \
+                    and acc.pending < self.capacity and not self._closed \
+                    and self._value_enc is None:
+                size = len(value) + RECORD_OVERHEAD
+                if b.size + size <= acc.batch_bytes and size <= self.max_message_bytes:
+                    fut: asyncio.Future[RecordMetadata] = self._new_future()
+                    b.values.append(value)
+                    b.futures.append(fut)
+                    b.size += size
+                    acc.pending += 1
+                    if len(b.values) >= acc.batch_messages:
+                        self._wake()
+                    if time.monotonic() - self._slice > _SLICE:
+                        await asyncio.sleep(0)
+                        self._slice = time.monotonic()
+                    return fut
         if not self._started:
             await self.start()
         if self._closed:
@@ -211,10 +242,12 @@ class AIOProducer:
                     f"topic {topic!r} has partitions 0..{n - 1}, not {partition}")
         sender = self._sender
         assert sender is not None
-        fut: asyncio.Future[RecordMetadata] = sender.loop.create_future()
+        fut = sender.loop.create_future()
         batch, new = acc.batch_for(topic, partition, size, sender.loop.time())
         batch.append(v, k, timestamp_ms, hdrs, size + RECORD_OVERHEAD, fut)
         acc.pending += 1
+        if key is None and self._sticky.get(topic) == partition:
+            self._plain[topic] = batch          # the fast path above appends to it next
         if new or len(batch.values) >= acc.batch_messages or batch.size >= acc.batch_bytes:
             if new and len(acc.queues[(topic, partition)]) > 1:
                 self.batch_left(topic, partition)     # the one before is full

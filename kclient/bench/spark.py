@@ -2,7 +2,7 @@
 
 Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
 [--master local[2]] [--broker mini|kafka] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]
-[--stream-sink [--max-offsets-per-trigger N]]``
+[--stream-sink [--max-offsets-per-trigger N]] [--foreach-only]``
 
 Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
 4 partitions) with kclient's Producer, and times in one ``local[2]`` session (worker reuse on):
@@ -15,6 +15,8 @@ Starts the mini-broker in its own process, preloads one topic (default 1,000,000
 * ``foreach_partition_writer`` against an empty ``foreachPartition`` function over the same
   DataFrame (kclient only; Spark's connector has no such helper).
 
+``--foreach-only`` times only the ``foreach_partition_writer`` comparison: the empty function and
+the writer run alternately (``--repeat`` rounds) and the writer's output topic is counted after.
 ``--stream-sink`` times only the streaming sink instead: a ``readStream`` copy of the topic
 through ``writeStream.format("kclient")``, at-least-once against ``exactlyOnce=true``.
 
@@ -165,6 +167,41 @@ def _stream_sinks(spark: Any, bootstrap: str, workdir: str, repeat: int,
     return 0
 
 
+def _topic_size(bootstrap: str, topic: str) -> int:
+    """Messages in ``topic`` (latest minus earliest offsets, over its partitions)."""
+    from kclient.spark.options import parse_read_options
+    from kclient.spark.planner import Planner
+    planner = Planner(parse_read_options({"kafka.bootstrap.servers": bootstrap,
+                                          "subscribe": topic}, streaming=False))
+    try:
+        parts = planner.partitions()
+        end = planner.offsets_at(parts, -1)
+        start = planner.offsets_at(parts, -2)
+        return sum(end[tp] - start[tp] for tp in parts)
+    finally:
+        planner.close()
+
+
+def _foreach(spark: Any, src: Any, bootstrap: str, n: int, repeat: int) -> tuple[float, float]:
+    """(empty foreachPartition rows/s, foreach_partition_writer rows/s), best of ``repeat``
+    alternating rounds; raises unless the writer delivered every row of every round."""
+    from kclient.spark import foreach_partition_writer
+    from kclient.testing import create_ready_topic
+    topic = "bench-foreach"
+    create_ready_topic(bootstrap, topic, 4)
+    writer = foreach_partition_writer({"kafka.bootstrap.servers": bootstrap, "topic": topic})
+    before = _topic_size(bootstrap, topic)
+    empty = helper = float("inf")
+    for _ in range(repeat):
+        empty = min(empty, _timed(lambda: src.foreachPartition(_empty_partition)))
+        helper = min(helper, _timed(lambda: src.foreachPartition(writer)))
+    delivered = _topic_size(bootstrap, topic) - before
+    if delivered != n * repeat:
+        raise RuntimeError(f"foreach_partition_writer delivered {delivered:,} of "
+                           f"{n * repeat:,} rows")
+    return n / empty, n / helper
+
+
 def _broker(kind: str) -> Any:
     """The broker to run against (a context manager with ``bootstrap``)."""
     if kind == "kafka":
@@ -194,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="connector version to resolve (default: the installed PySpark's)")
     parser.add_argument("--stream-sink", action="store_true",
                         help="only the streaming sink: at-least-once against exactlyOnce=true")
+    parser.add_argument("--foreach-only", action="store_true",
+                        help="only foreach_partition_writer against an empty foreachPartition")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="with --stream-sink: micro-batch size (default: one batch)")
     args = parser.parse_args(argv)
@@ -201,7 +240,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
           f"{args.master}, broker {args.broker}")
     workdir = tempfile.mkdtemp(prefix="kclient-bench-spark-")
-    from kclient.spark import foreach_partition_writer
     with _broker(args.broker) as broker:
         bootstrap = broker.bootstrap
         _preload(bootstrap, "bench-in", n, size, parts)
@@ -213,6 +251,21 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 spark.stop()
                 shutil.rmtree(workdir, ignore_errors=True)
+        if args.foreach_only:
+            spark, _ = _session(args.master, False)
+            try:
+                src = _source_df(spark, n, size, parts)
+                src.count()
+                src.foreachPartition(_empty_partition)  # start the Python workers
+                empty, helper = _foreach(spark, src, bootstrap, n, args.repeat)
+            finally:
+                spark.stop()
+                shutil.rmtree(workdir, ignore_errors=True)
+            print(f"load average {os.getloadavg()[0]:.1f} after")
+            print(f"\n| empty foreachPartition | {empty / 1e6:.2f}M |")
+            print(f"| foreach_partition_writer | {helper / 1e6:.2f}M ({helper / empty:.2f}x "
+                  "of empty) |")
+            return 0
         spark, has_kafka = _session(args.master, not args.no_spark_kafka,
                                     args.spark_kafka_version)
         formats = ["kclient"] + (["kafka"] if has_kafka else [])
@@ -231,11 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                                    for _ in range(args.repeat))
             r["streaming read, per micro-batch"], r["streaming read, whole query"] = \
                 per_batch, whole
-        writer = foreach_partition_writer({"kafka.bootstrap.servers": bootstrap,
-                                           "topic": "bench-foreach"})
-        empty = n / _best(args.repeat, lambda: _timed(
-            lambda: src.foreachPartition(_empty_partition)))
-        helper = n / _best(args.repeat, lambda: _timed(lambda: src.foreachPartition(writer)))
+        empty, helper = _foreach(spark, src, bootstrap, n, args.repeat)
         spark.stop()
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"\n| path | kclient rows/s | {'Spark Kafka rows/s | ratio |' if has_kafka else ''}")

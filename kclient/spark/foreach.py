@@ -14,7 +14,7 @@ the task fails and Spark retries it (at-least-once).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 from typing import Any
 
 from kclient.producer import Producer, ProducerData
@@ -74,10 +74,15 @@ class PartitionWriter:
         return fields.get("value")
 
     def _send_values(self, producer: Producer, iv: int, rows: Iterable[Any]) -> None:
+        """Send field ``iv`` of each row, CHUNK values at a time.
+
+        No Python code runs per row: ``tuple.__getitem__`` is mapped over the rows (``Row``'s
+        own ``__getitem__`` is a Python method) and each row is dropped once its value is out,
+        so no list of Rows is kept for the garbage collector to walk."""
         topic = self.opts.topic
         assert topic is not None
-        for chunk in _chunks(rows):
-            values = [r[iv] for r in chunk]
+        it = map(tuple.__getitem__, rows, repeat(iv))
+        while values := list(islice(it, CHUNK)):
             types = set(map(type, values))
             if types == {bytearray}:  # Spark hands BinaryType to Python as bytearray
                 values = list(map(bytes, values))

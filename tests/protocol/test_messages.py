@@ -13,14 +13,27 @@ import pytest
 from kclient.protocol import apis as apis_package
 from kclient.protocol import messages
 from kclient.protocol.apis import ALL_APIS, METADATA
-from kclient.protocol.codegen import MESSAGES_PATH, class_names, render_messages
+from kclient.protocol.codegen import MESSAGES_DIR, class_names, family, render_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_generated_messages_module_is_current():
-    assert MESSAGES_PATH.read_text(encoding="utf-8") == render_messages(), \
+def test_generated_messages_package_is_current():
+    modules = render_modules()
+    assert sorted(p.name for p in MESSAGES_DIR.glob("*.py")) == sorted(modules), \
         "stale: run python -m kclient.protocol.codegen"
+    for name, text in modules.items():
+        assert (MESSAGES_DIR / name).read_text(encoding="utf-8") == text, \
+            f"{name} is stale: run python -m kclient.protocol.codegen"
+
+
+def test_family_modules_stay_small_and_each_view_is_in_its_apis_family():
+    for path in MESSAGES_DIR.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) < 600, path.name
+    for api in ALL_APIS:
+        module = importlib.import_module(f"{messages.__name__}.{family(api)}")
+        for view in class_names(api):
+            assert getattr(messages, view) is getattr(module, view)
 
 
 def _api_modules():
@@ -104,8 +117,8 @@ def test_mypy_types_decoded_messages(tmp_path):
     _, out = _mypy(tmp_path, str(script))
     revealed = [line.split("Revealed type is ")[1].replace("builtins.", "")
                 for line in out.splitlines() if "Revealed type is" in line]
-    assert revealed == ['"kclient.protocol.messages.MetadataResponse"', '"int"',
+    assert revealed == ['"kclient.protocol.messages.core.MetadataResponse"', '"int"',
                         '"int"',
-                        '"list[kclient.protocol.messages.FetchRequestPartition]"']
+                        '"list[kclient.protocol.messages.core.FetchRequestPartition]"']
     assert '"MetadataResponse" has no attribute "no_such_field"' in out
     assert out.count("error:") == 1, out

@@ -11,6 +11,7 @@ from kclient.protocol import compression
 from kclient.protocol.error_codes import CorruptRecordError, InvalidRecordError
 from kclient.protocol.records.common import CODEC_MASK, CONTROL_MASK, TRANSACTIONAL_MASK
 from kclient.protocol.records.v2 import HEADER, records_section
+from kclient.protocol.records.v2_stride import check_strided
 from kclient.protocol.records.v2_walk import decode_columns
 
 __all__ = ["check_client_batch"]
@@ -44,11 +45,15 @@ def check_client_batch(buf: bytes, pos: int, size: int,
     Raises InvalidRecordError when the header contradicts itself or its records (count, offset
     range and deltas, record lengths, bytes after the last record, the control bit), and
     CorruptRecordError when a compressed payload does not decompress within the bound.
+    Runs of same-sized records are checked by :func:`~.v2_stride.check_strided`; anything
+    else (or damage) is decoded by the walkers, which name what is wrong.
     """
     (base, _, _, _, _, attrs, last_delta, _, _, pid, _, seq, count) = HEADER.unpack_from(buf, pos)
     _check_header(attrs, last_delta, count, pid, seq)
     data, start, end = records_section(buf, pos, size, base, attrs & CODEC_MASK,
                                        max_decompressed)
+    if check_strided(data, start, end, count):
+        return                                    # runs of same-sized records, all sound
     try:
         ods = decode_columns(data, start, end, count, base, True)[0]
     except CorruptRecordError as exc:
