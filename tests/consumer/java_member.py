@@ -131,7 +131,8 @@ def run_mixed_java_group(tools: KafkaTools, topic: str, partitions: int,
 
 
 def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
-                    conf: dict[str, Any], produce: Callable[[int], None]) -> dict[str, Any]:
+                    conf: dict[str, Any], produce: Callable[[int], None],
+                    on_phase: Callable[[str, str, Any], None] | None = None) -> dict[str, Any]:
     """Another client's member alone (it leads), a kclient Consumer joins, the other member
     leaves, a second one of it joins (the kclient member leads now).  Records, per phase,
     each side's partitions; returns what was consumed."""
@@ -165,6 +166,8 @@ def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
         wait_for(lambda: len(a.partitions()) == half and len(j1.owned) == partitions - half,
                  timeout=60, message="the other client (leader) split the partitions with kclient")
         phases["other client leads"] = (set(a.partitions()), set(j1.owned))
+        if on_phase is not None:
+            on_phase("other client leads", group, j1)
         write(5)
         j1.close()
         wait_for(lambda: len(a.partitions()) == partitions, timeout=60,

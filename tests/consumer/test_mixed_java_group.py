@@ -1,14 +1,17 @@
 """A mixed group on the mini-broker: kclient.Consumer and Java's KafkaConsumer, both with the
 cooperative-sticky assignor; each leads once.  Partitions split without overlap and every
 record is consumed exactly once."""
+import struct
+import time
 import uuid
 
 import pytest
 
+from kclient.consumer.group_protocol import decode_subscription_full
 from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
 
 from .helpers import produce_spread
-from .java_member import ConfluentMember, run_mixed_group, run_mixed_java_group
+from .java_member import ConfluentMember, JavaMember, run_mixed_group
 
 pytestmark = pytest.mark.kafka
 
@@ -42,9 +45,26 @@ def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker):
 
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
-    run = run_mixed_java_group(KafkaTools(mini_broker.bootstrap), topic, 4,
-                               kclient_conf(mini_broker.bootstrap), produce)
+    seen = []
+
+    def java_subscription(phase, group, java):
+        """The Java member's Subscription as the coordinator holds it: Java 4 writes v3 with
+        its owned partitions and generation, and the generation again as its user data."""
+        summary = mini_broker.coordinator.group_summary(group)
+        for m in summary["members"]:
+            sub = decode_subscription_full(m["member_metadata"])
+            if not sub.user_data.startswith(b"\x00\x00\x00") or len(sub.user_data) != 4:
+                continue                                   # kclient's (generation + JSON)
+            seen.append(sub)
+            assert sub.version == 3 and sub.topics == [topic]
+            assert sub.owned_partitions == {topic: sorted(java.owned)}
+            assert sub.generation_id >= 1
+            assert sub.user_data == struct.pack(">i", sub.generation_id)
+    tools = KafkaTools(mini_broker.bootstrap)
+    run = run_mixed_group(lambda group: JavaMember(tools, topic, group), topic, 4,
+                          kclient_conf(mini_broker.bootstrap), produce, java_subscription)
     check_mixed(run)
+    assert len(seen) == 1
 
 
 def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker):
@@ -57,3 +77,52 @@ def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker):
     run = run_mixed_group(lambda group: ConfluentMember(mini_broker.bootstrap, topic, group),
                           topic, 4, kclient_conf(mini_broker.bootstrap), produce)
     check_mixed(run)
+
+
+def test_java_static_member_restarts_without_a_rebalance(mini_broker):
+    """The mini-broker's static membership with Java's consumer: a static Java member closes
+    (no LeaveGroup) and a new one with its group.instance.id takes its place; the kclient
+    member (the leader) hears nothing and keeps its generation."""
+    from kclient import Consumer
+
+    from .coop_scenario import Member
+    from .helpers import wait_for
+    JAVA_RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
+    problem = kafka_problem("4") or java_clients_problem()
+    if problem:
+        pytest.skip(problem)
+    topic = f"static-j-{uuid.uuid4().hex[:6]}"
+    group = f"static-j-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    produce_spread(mini_broker.bootstrap, topic, 4, 5)
+    tools = KafkaTools(mini_broker.bootstrap)
+    events: list = []
+    k = Member("k", Consumer(dict(kclient_conf(mini_broker.bootstrap), **{
+        "group.id": group, "partition.assignment.strategy": "range"})), events)
+    k.start(topic)
+    j1 = j2 = None
+    try:
+        wait_for(lambda: len(k.partitions()) == 4, timeout=30, message="kclient owns all")
+        j1 = JavaMember(tools, topic, group, JAVA_RANGE, instance_id="java-1")
+        try:
+            wait_for(lambda: len(j1.owned) == 2 and len(k.partitions()) == 2, timeout=60,
+                     message="java and kclient share")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: java {j1.lines[-20:]}, kclient {k.partitions()} "
+                                 f"{events} {k.errors}") from None
+        owned, gen = set(j1.owned), k.consumer.group_metadata().generation_id
+        k_events = list(events)
+        j1.close()
+        j2 = JavaMember(tools, topic, group, JAVA_RANGE, instance_id="java-1")
+        wait_for(lambda: j2.owned == owned, timeout=60, message="java restarted in place")
+        gen_lines = [line for line in j2.lines if line.startswith("generation ")]
+        time.sleep(1.0)
+        assert events == k_events, "the kclient member's listener was called"
+        assert k.consumer.group_metadata().generation_id == gen
+        assert gen_lines == [f"generation {gen}"]
+        assert not k.errors
+    finally:
+        for j in (j1, j2):
+            if j is not None:
+                j.close()
+        k.stop()
