@@ -116,6 +116,7 @@ class Handover:
     moved: set[int]
     rebalance_s: float
     kept_max_gap_s: float
+    kept_records_during: int
     sent: int
     offsets: dict[int, list[int]]
 
@@ -159,6 +160,8 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
         time.sleep(0.5)
         kept, moved = a.partitions(), b.partitions()
         gap = max(a.max_gap(p, start, end) for p in kept)
+        during = min(sum(1 for _, t in a.arrivals.get(p, ()) if start <= t <= end)
+                     for p in kept)
         sent = writer.stop()
         wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values()) >= sent,
                  timeout=60, message="every record consumed")
@@ -169,7 +172,7 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
         b.stop()
     offsets = {p: sorted(o for m in (a, b) for o, _ in m.arrivals.get(p, ()))
                for p in range(partitions)}
-    return Handover(events, kept, moved, end - start, gap, sent, offsets)
+    return Handover(events, kept, moved, end - start, gap, during, sent, offsets)
 
 
 @dataclass
