@@ -116,6 +116,7 @@ class AIOConsumer:
         self._next_commit = 0.0
         self._slice = 0.0
         self._last: ConsumerRecord | None = None       # see _settle
+        self._joining = False
         if self._topics and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
@@ -415,11 +416,14 @@ class AIOConsumer:
         self._set_assignment([])
         self._pending.clear()
         self._rejoin = None
+        self._joining = True                 # no heartbeats while JoinGroup/SyncGroup run
         try:
             tps = await group.join(self._topics, self.config["rebalance.max.retries"])
         except BaseException:
             self._rejoin = "revoke"
             raise
+        finally:
+            self._joining = False
         if tps is None:
             self._rejoin = "revoke"
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
@@ -444,13 +448,17 @@ class AIOConsumer:
         every = self.config["heartbeat.interval.ms"] / 1000.0
         while True:
             await asyncio.sleep(every)
-            if not group.member_id or self._rejoin is not None or self._manual:
+            if not group.member_id or self._rejoin is not None or self._manual or \
+                    self._joining:
                 continue
+            generation = group.generation_id
             try:
                 code = await group.heartbeat()
             except KafkaError as exc:
                 log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
                 continue
+            if self._joining or group.generation_id != generation:
+                continue                     # answered about a generation already left
             if code in REJOIN and self._rejoin is None:
                 self._rejoin = "lost" if code in _LOST else "revoke"
                 self._kick()
