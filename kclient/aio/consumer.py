@@ -60,7 +60,9 @@ _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _new = tuple.__new__
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
-                                     "(bootstrap.servers)"}
+                                     "(bootstrap.servers)",
+                "group.instance.id": "static membership is not implemented in kclient.aio yet "
+                                     "(kclient.Consumer has it)"}
 
 
 class AIOConsumer:
@@ -75,6 +77,12 @@ class AIOConsumer:
             if conf.is_set(key) and conf[key]:
                 raise InvalidConfigError(f"{key}: {why}", key, conf[key])
         conf.require("metadata.broker.list")
+        strategy = conf["partition.assignment.strategy"]
+        if strategy not in ("range", "roundrobin"):
+            raise InvalidConfigError(
+                f"partition.assignment.strategy: AIOConsumer runs eager rebalances with range or "
+                f"roundrobin; {strategy!r} is not implemented in kclient.aio yet (kclient.Consumer "
+                f"has it)", "partition.assignment.strategy", strategy, ("range", "roundrobin"))
         self.config = conf
         self.group_id: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
@@ -128,7 +136,7 @@ class AIOConsumer:
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
             isolation_level=_ISOLATION[conf["isolation.level"]],
-            buffer_records=max(conf["max.poll.records"], 2000),
+            buffer_chunks=conf["queued.max.message.chunks"],
             backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset)
         self._fetcher.start()
         self._next_commit = time.monotonic() + self._commit_every

@@ -1,11 +1,14 @@
 """AIOConsumer's fetch task: one Fetch in flight per leader, decoded into per-partition columns.
 
 Theory of operation: every assigned, unpaused partition whose position is known and whose
-buffer holds fewer than ``buffer_records`` records is fetched from its ``fetch_offset`` (where
-the buffered data ends).  The task writes one Fetch request per leader broker without waiting
-for another, then sleeps until a response, a drained buffer or a seek wakes it.  A response is
-handled in a done-callback: each partition's records are decoded into
-:class:`~kclient.simple.columns.MessageColumns` (the C speed-ups of the record layer) and queued
+buffer holds fewer than ``buffer_chunks`` decoded fetches (``queued.max.message.chunks``, the
+classic consumer's memory bound: at most that many times ``fetch.message.max.bytes`` per
+partition) is fetched from its ``fetch_offset`` (where the buffered data ends), so the next
+fetch is on the wire while the application works through the last one.  The task writes one
+Fetch request per leader broker without waiting for another, then sleeps until a response, a
+drained buffer or a seek wakes it.  A response is handled in a done-callback: each partition's
+records are decoded into :class:`~kclient.simple.columns.MessageColumns` (the C record walker
+of the record layer) and queued
 on the partition's :class:`PartitionState`; the consumer builds ConsumerRecords only for what it
 returns.  Data for a partition that was seeked, revoked or reset while the request was out is
 dropped (its ``epoch`` changed).
@@ -73,12 +76,12 @@ class AIOFetcher:
 
     def __init__(self, cluster: AIOCluster, states: dict[TopicPartition, PartitionState], *,
                  max_partition_bytes: int, min_bytes: int, max_wait_ms: int,
-                 isolation_level: int, buffer_records: int, backoff_ms: int,
+                 isolation_level: int, buffer_chunks: int, backoff_ms: int,
                  data: asyncio.Event, needs_reset: asyncio.Event) -> None:
         self.cluster, self.states = cluster, states
         self.max_partition_bytes, self.min_bytes = max_partition_bytes, min_bytes
         self.max_wait_ms, self.isolation_level = max_wait_ms, isolation_level
-        self.buffer_records, self.backoff = buffer_records, backoff_ms / 1000.0
+        self.buffer_chunks, self.backoff = buffer_chunks, backoff_ms / 1000.0
         self.data, self.needs_reset = data, needs_reset
         self._wake = asyncio.Event()
         self._inflight: dict[int, asyncio.Future[Struct]] = {}
@@ -122,9 +125,10 @@ class AIOFetcher:
 
     def _fetchable(self) -> dict[int, list[PartitionState]]:
         by_node: dict[int, list[PartitionState]] = {}
-        limit = self.buffer_records
+        limit = self.buffer_chunks
         for st in self.states.values():
-            if st.paused or st.fetch_offset < 0 or st.buffered >= limit or st.error is not None:
+            if st.paused or st.fetch_offset < 0 or len(st.chunks) >= limit or \
+                    st.error is not None:
                 continue
             node = self.cluster.leader(st.tp.topic, st.tp.partition)
             if node is None:

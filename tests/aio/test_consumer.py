@@ -166,5 +166,10 @@ def test_consumer_config_errors():
         AIOConsumer("t", bootstrap_servers="127.0.0.1:1")
     with pytest.raises(InvalidConfigError, match="auto.offset.reset"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="oldest")
+    with pytest.raises(InvalidConfigError, match="cooperative-sticky"):
+        AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g",
+                    partition_assignment_strategy="cooperative-sticky")
+    with pytest.raises(InvalidConfigError, match="group.instance.id"):
+        AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="i1")
     with pytest.raises(InvalidConfigError, match="session.timeout"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", sesion_timeout_ms=5)
