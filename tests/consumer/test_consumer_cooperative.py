@@ -82,3 +82,47 @@ def test_static_member_restart_without_a_rebalance(mini_broker):
     assert a2[0] == ("assigned", sorted(run.moved_back))
     assert isinstance(run.fenced_error, FencedInstanceIdError)
     assert "group.instance.id 'inst-a'" in str(run.fenced_error)
+
+
+def test_kept_partitions_flow_while_a_slow_member_holds_the_rebalance(mini_broker):
+    """A member that does not rejoin holds the join phase until its rebalance timeout; the
+    cooperative member keeps reading its partitions all along, and close() does not wait."""
+    import time
+
+    from kclient.broker.group import JoinRequest
+    from kclient.consumer.group_protocol import encode_subscription
+
+    from .coop_scenario import Writer, member
+    from .helpers import wait_for
+    topic, group = f"slow-{uuid.uuid4().hex[:6]}", f"slow-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=2)
+    writer = Writer(mini_broker.bootstrap, topic, 2)
+    writer.start()
+    events: list = []
+    a = member("a", dict(conf(mini_broker, "cooperative-sticky"), **{"group.id": group}), events)
+    try:
+        a.start(topic)
+        wait_for(lambda: len(a.partitions()) == 2 and all(a.arrivals.get(p) for p in (0, 1)),
+                 timeout=30, message="a reads both partitions")
+        # a raw member joins once and never again: it holds every later join phase for 8 s
+        meta = encode_subscription([topic], b"", {}, -1)
+        mini_broker.coordinator.join_group(JoinRequest(
+            group, "", "consumer", [("cooperative-sticky", meta)], 30000, 8000, "slow"))
+        wait_for(lambda: any(kind == "revoked" for _, _, kind, _ in events), timeout=30,
+                 message="a gave one partition up for the slow member")
+        kept = a.partitions()
+        assert len(kept) == 1
+        # a's follow-up join is now held by the slow member; a keeps reading its partition
+        time.sleep(2.0)
+        now = time.monotonic()
+        (p,) = kept
+        assert a.max_gap(p, now - 2.0, now) < 0.5
+        assert a.consumer._joining is not None and not a.consumer._joining.done()
+        a.stop_event.set()
+        a.thread.join(10)
+        t0 = time.monotonic()
+        a.consumer.close()
+        assert time.monotonic() - t0 < 5.0, "close() waited for the held rebalance"
+    finally:
+        writer.stop()
+        a.stop_event.set()
