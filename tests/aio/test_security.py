@@ -10,15 +10,7 @@ from kclient.aio import AIOConsumer, AIOProducer
 from kclient.errors import SaslAuthenticationError, TopicAuthorizationFailedError
 from kclient.protocol.acl import AclOperation as Op
 from kclient.structs import TopicPartition as TP
-from tests.security.conftest import (  # noqa: F401  (fixtures)
-    acl_broker,
-    acl_keys,
-    certs,
-    sasl_broker,
-    sasl_client,
-    ssl_client,
-    tls_broker,
-)
+from tests.security.conftest import acl_keys, sasl_client, ssl_client
 from tests.security.test_acls import allow, grant
 
 
