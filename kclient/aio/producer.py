@@ -296,8 +296,13 @@ class AIOProducer:
         self._partitions.pop(topic, None)
 
     def metrics(self) -> dict[str, Any]:
-        """Per-broker counts (docs/metrics.md) plus queued batches and messages pending."""
-        out = self._metrics.snapshot()
+        """Per-broker counts (docs/metrics.md), per partition the batches and messages queued
+        and the open batch's bytes, and the messages pending (queued or in flight)."""
+        parts = {f"{t}/{p}": {"queued_batches": len(q),
+                              "queued_messages": sum(len(b) for b in q),
+                              "open_batch_bytes": q[-1].size if q else 0}
+                 for (t, p), q in self.acc.queues.items()}
+        out = self._metrics.snapshot(partitions=parts)
         out["queued_batches"] = self.acc.queued()
         out["pending_messages"] = self.acc.pending
         return out
