@@ -9,20 +9,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import BrokerInfo, PartitionInfo, TopicInfo, parse_bootstrap
 from kclient.connection import ConnectionSettings
 from kclient.errors import (
     KafkaConnectionError,
-    KafkaError,
     LeaderNotAvailableError,
     NoBrokersAvailableError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
-from kclient.protocol.apis import METADATA
+from kclient.protocol.apis import LIST_OFFSETS, METADATA
+from kclient.structs import TopicPartition
 
 from .connection import AIOConnection
 
@@ -165,6 +165,36 @@ class AIOCluster:
             raise LeaderNotAvailableError(f"{topic}/{partition} has no leader")
         return node
 
+    async def list_offsets(self, query: Mapping[TopicPartition, int], isolation_level: int = 0
+                           ) -> dict[TopicPartition, int]:
+        """ListOffsets at each leader: ``{tp: offset}`` for ``{tp: timestamp}`` (-2 earliest,
+        -1 latest); raises a partition's error."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in query:
+            node = await self.leader_for(tp.topic, tp.partition)
+            by_leader.setdefault(node, []).append(tp)
+        out: dict[TopicPartition, int] = {}
+        for node, tps in by_leader.items():
+            conn = await self.connection(node)
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for tp in tps:
+                topics.setdefault(tp.topic, []).append(
+                    {"partition_index": tp.partition, "timestamp": query[tp],
+                     "max_num_offsets": 1})
+            version = conn.version(LIST_OFFSETS)
+            body = {"replica_id": -1, "isolation_level": isolation_level,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            resp = await conn.request(LIST_OFFSETS, body, version)
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise error_for_code(p.error_code)(
+                            f"offsets of {t.name}-{p.partition_index}")
+                    off = (p.old_style_offsets[0] if p.old_style_offsets else -1) \
+                        if version == 0 else p.offset
+                    out[TopicPartition(t.name, p.partition_index)] = off
+        return out
+
     def drop(self, conn: AIOConnection, reason: str) -> None:
         """Forget a failed connection (closed if still open)."""
         conn.close(reason)
@@ -178,7 +208,3 @@ class AIOCluster:
         for conn in conns:
             await conn.wait_closed()
 
-
-def topic_error(exc: BaseException) -> bool:
-    """True for errors about the topic itself (not a broken connection)."""
-    return isinstance(exc, KafkaError) and not isinstance(exc, KafkaConnectionError)

@@ -19,19 +19,16 @@ offsets, else ``auto.offset.reset``.
 from __future__ import annotations
 
 import asyncio
-import gc
 import inspect
 import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from itertools import repeat
 from typing import Any
 
 from kclient.config import load_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
 from kclient.consumer.modern import ConsumerRecord
-from kclient.encoders import DefaultDecoder
 from kclient.errors import (
     IllegalGenerationError,
     IllegalStateError,
@@ -40,15 +37,15 @@ from kclient.errors import (
     NoOffsetForPartitionError,
     RebalanceInProgressError,
     UnknownMemberIdError,
-    error_for_code,
 )
 from kclient.metrics import ClientMetrics
-from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
+from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
 from .fetcher import AIOFetcher, PartitionState
 from .group import REJOIN, AIOGroup
+from .records import build_records, decoder
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -84,14 +81,15 @@ class AIOConsumer:
                 f"roundrobin; {strategy!r} is not implemented in kclient.aio yet (kclient.Consumer "
                 f"has it)", "partition.assignment.strategy", strategy, ("range", "roundrobin"))
         self.config = conf
+        self._isolation = _ISOLATION[conf["isolation.level"]]
         self.group_id: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
         self._metrics = ClientMetrics()
         settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                   settings)
-        self._key = _decoder(conf.create("key.decoder.class"))
-        self._value = _decoder(conf.create("value.decoder.class"))
+        self._key = decoder(conf.create("key.decoder.class"))
+        self._value = decoder(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
@@ -116,6 +114,7 @@ class AIOConsumer:
         self._next_commit = 0.0
         self._slice = 0.0
         self._last: ConsumerRecord | None = None       # see _settle
+        self._joining = False
         if self._topics and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
@@ -346,26 +345,7 @@ class AIOConsumer:
                 cols, i = chunk
                 j = min(len(cols.offsets), i + limit)
                 n = j - i
-                keys = cols.keys[i:j] if cols.keys is not None else repeat(None, n)
-                values = cols.values[i:j]
-                hdrs = [h or [] for h in cols.headers[i:j]] if cols.headers is not None \
-                    else repeat([], n)
-                # the records of a batch are built with the cyclic collector paused: it would
-                # otherwise scan the batch being built again every 700 allocations (more than
-                # half the cost); they are reference-counted, nothing is left for it to free
-                paused = gc.isenabled()
-                if paused:
-                    gc.disable()
-                try:
-                    recs = list(map(_new, repeat(ConsumerRecord, n),
-                                    zip(repeat(tp.topic, n), repeat(tp.partition, n),
-                                        cols.offsets[i:j], cols.timestamps[i:j],
-                                        cols.timestamp_types[i:j],
-                                        keys if k is None else map(k, keys),
-                                        values if v is None else map(v, values), hdrs)))
-                finally:
-                    if paused:
-                        gc.enable()
+                recs = build_records(tp, cols, i, j, k, v)
                 out.setdefault(tp, []).extend(recs)
                 limit -= n
                 st.buffered -= n
@@ -415,11 +395,14 @@ class AIOConsumer:
         self._set_assignment([])
         self._pending.clear()
         self._rejoin = None
+        self._joining = True                 # no heartbeats while JoinGroup/SyncGroup run
         try:
             tps = await group.join(self._topics, self.config["rebalance.max.retries"])
         except BaseException:
             self._rejoin = "revoke"
             raise
+        finally:
+            self._joining = False
         if tps is None:
             self._rejoin = "revoke"
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
@@ -444,13 +427,17 @@ class AIOConsumer:
         every = self.config["heartbeat.interval.ms"] / 1000.0
         while True:
             await asyncio.sleep(every)
-            if not group.member_id or self._rejoin is not None or self._manual:
+            if not group.member_id or self._rejoin is not None or self._manual or \
+                    self._joining:
                 continue
+            generation = group.generation_id
             try:
                 code = await group.heartbeat()
             except KafkaError as exc:
                 log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
                 continue
+            if self._joining or group.generation_id != generation:
+                continue                     # answered about a generation already left
             if code in REJOIN and self._rejoin is None:
                 self._rejoin = "lost" if code in _LOST else "revoke"
                 self._kick()
@@ -479,42 +466,13 @@ class AIOConsumer:
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self._list_offsets({tp: ts for tp in to_reset})
+            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+                                                   self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
                     self._states[tp].reset_to(off)
         if self._fetcher is not None:
             self._fetcher.wake()
-
-    async def _list_offsets(self, query: Mapping[TopicPartition, int]
-                            ) -> dict[TopicPartition, int]:
-        """ListOffsets at each leader: ``{tp: offset}``."""
-        by_leader: dict[int, list[TopicPartition]] = {}
-        for tp in query:
-            node = await self.cluster.leader_for(tp.topic, tp.partition)
-            by_leader.setdefault(node, []).append(tp)
-        out: dict[TopicPartition, int] = {}
-        for node, tps in by_leader.items():
-            conn = await self.cluster.connection(node)
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for tp in tps:
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "timestamp": query[tp],
-                     "max_num_offsets": 1})
-            version = conn.version(LIST_OFFSETS)
-            body = {"replica_id": -1, "isolation_level": _ISOLATION[
-                self.config["isolation.level"]],
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-            resp = await conn.request(LIST_OFFSETS, body, version)
-            for t in resp.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        raise error_for_code(p.error_code)(
-                            f"offsets of {t.name}-{p.partition_index}")
-                    off = (p.old_style_offsets[0] if p.old_style_offsets else -1) \
-                        if version == 0 else p.offset
-                    out[TopicPartition(t.name, p.partition_index)] = off
-        return out
 
     # -- positions, seek, commit ----------------------------------------------------------------
     def _state(self, tp: TopicPartition) -> PartitionState:
@@ -546,7 +504,8 @@ class AIOConsumer:
             await self.start()
         for tp in partitions:
             self._state(tp)
-        for tp, off in (await self._list_offsets({tp: ts for tp in partitions})).items():
+        for tp, off in (await self.cluster.list_offsets(
+                {tp: ts for tp in partitions}, self._isolation)).items():
             self.seek(tp, off)
 
     async def position(self, partition: TopicPartition) -> int:
@@ -625,13 +584,3 @@ class AIOConsumer:
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"
 
-
-def _decoder(dec: Any) -> Any:
-    """The decoder's function, None passed through; None for DefaultDecoder (bytes as they are)."""
-    if type(dec) is DefaultDecoder:
-        return None
-    fn = getattr(dec, "from_message", dec)
-
-    def decode(b: bytes | None) -> Any:
-        return None if b is None else fn(b)
-    return decode

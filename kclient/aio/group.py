@@ -92,8 +92,12 @@ class AIOGroup:
             if resp.error_code:
                 raise error_for_code(resp.error_code)(f"finding the coordinator of "
                                                       f"{self.group!r}")
-            self._conn = AIOConnection(resp.host, resp.port, self.cluster.settings,
-                                       node_id=resp.node_id)
+            # the coordinator may hold a JoinGroup for a whole rebalance (up to the session
+            # timeout): its connection waits longer than the others
+            settings = self.cluster.settings
+            settings = settings.replace(request_timeout_ms=max(
+                settings.request_timeout_ms, 2 * self.session_timeout + 5000))
+            self._conn = AIOConnection(resp.host, resp.port, settings, node_id=resp.node_id)
             await self._conn.connect()
             return self._conn
 

@@ -173,3 +173,27 @@ def test_consumer_config_errors():
         AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="i1")
     with pytest.raises(InvalidConfigError, match="session.timeout"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", sesion_timeout_ms=5)
+
+
+def test_keys_headers_and_decoders(mini_broker):
+    mini_broker.create_topic("r5", partitions=1)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        async with AIOProducer(bootstrap_servers=bs) as p:
+            await p.send("r5", b"plain-1")
+            await p.send("r5", b"plain-2")
+            await p.send("r5", b"with", key=b"k", headers=[("h", b"x"), ("n", None)])
+        async with AIOConsumer(bootstrap_servers=bs, auto_offset_reset="earliest",
+                               key_deserializer=bytes.decode,
+                               value_deserializer=lambda b: b.upper()) as c:
+            c.assign([TP("r5", 0)])
+            recs = []
+            while len(recs) < 3:
+                for got in (await c.getmany(timeout_ms=2000)).values():
+                    recs += got
+            assert [(r.key, r.value, r.headers) for r in recs] == [
+                (None, b"PLAIN-1", ()), (None, b"PLAIN-2", ()),
+                ("k", b"WITH", [("h", b"x"), ("n", None)])]     # () when none, as aiokafka's
+
+    asyncio.run(main())
