@@ -126,3 +126,52 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker):
             if j is not None:
                 j.close()
         k.stop()
+
+
+def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
+    """A two-stream GroupConsumerConnector (cooperative-sticky, the leader) and a Java member:
+    the connector keeps three partitions, hands one over in two phases; records read once."""
+    from kclient import consumer
+
+    from .helpers import drain, wait_for
+    from .test_group_connector import group_config
+    problem = kafka_problem("4") or java_clients_problem()
+    if problem:
+        pytest.skip(problem)
+    topic, group = f"cj-{uuid.uuid4().hex[:6]}", f"cj-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="first")
+    conn = consumer.create(group_config(mini_broker.bootstrap, group, **{
+        "consumer.id": "a", "partition.assignment.strategy": "cooperative-sticky"}))
+    java = None
+    try:
+        streams = conn.create_message_streams({topic: 2})[topic]
+        first = drain(streams[0], 10) + drain(streams[1], 10)
+        assert len(first) == 20
+        conn.commit_offsets()
+        before = set(conn.owned_partitions())
+        java = JavaMember(KafkaTools(mini_broker.bootstrap), topic, group)
+        wait_for(lambda: len(java.owned) == 1 and len(conn.owned_partitions()) == 3,
+                 timeout=60, message="the connector handed one partition to java")
+        mine = {p for _, p in conn.owned_partitions()}
+        assert set(conn.owned_partitions()) <= before and not mine & java.owned
+        # java got the partition only in the follow-up rebalance (generation 3: 1 was the
+        # connector alone, 2 the round where the connector still owned it and revoked it)
+        at = next(i for i, line in enumerate(java.lines)
+                     if line.startswith("assigned ") and line != "assigned ")
+        assert java.lines[at + 1] == "generation 3", java.lines
+        produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="second")
+        later: list = []
+        deadline = time.monotonic() + 30
+        while len(later) < 15 and time.monotonic() < deadline:
+            for stream in streams:
+                later += drain(stream)
+        wait_for(lambda: len(java.records) >= 5, timeout=30, message="java read its share")
+        assert sorted(m.partition for m in later) == sorted(p for p in mine for _ in range(5))
+        assert {m.offset for m in later} == set(range(5, 10))
+        (jp,) = java.owned
+        assert sorted((p, o) for p, o, _ in java.records) == [(jp, o) for o in range(5, 10)]
+    finally:
+        if java is not None:
+            java.close()
+        conn.shutdown()
