@@ -152,6 +152,8 @@ class AIOProducer:
                                                       "message was sent"))
         await self.cluster.close()
 
+    stop = close           # aiokafka's name
+
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
@@ -166,6 +168,9 @@ class AIOProducer:
             if self._sender is not None:
                 self._sender.cancelled = True
             raise
+
+    #: aiokafka's name for the same call
+    send_and_wait = send
 
     async def enqueue(self, topic: str, value: Any = None, key: Any = None,
                       partition: int | None = None, timestamp_ms: int | None = None,
@@ -296,8 +301,13 @@ class AIOProducer:
         self._partitions.pop(topic, None)
 
     def metrics(self) -> dict[str, Any]:
-        """Per-broker counts (docs/metrics.md) plus queued batches and messages pending."""
-        out = self._metrics.snapshot()
+        """Per-broker counts (docs/metrics.md), per partition the batches and messages queued
+        and the open batch's bytes, and the messages pending (queued or in flight)."""
+        parts = {f"{t}/{p}": {"queued_batches": len(q),
+                              "queued_messages": sum(len(b) for b in q),
+                              "open_batch_bytes": q[-1].size if q else 0}
+                 for (t, p), q in self.acc.queues.items()}
+        out = self._metrics.snapshot(partitions=parts)
         out["queued_batches"] = self.acc.queued()
         out["pending_messages"] = self.acc.pending
         return out

@@ -69,6 +69,9 @@ class Sender:
         self._inflight: dict[AIOConnection, set[asyncio.Future[Struct]]] = {}
         self._waiting: set[asyncio.Future[None]] = set()  # flush() waiters
         self._stale = False
+        #: batches waiting out retry.backoff.ms before they go back to their queue
+        self._retrying: dict[asyncio.TimerHandle, AIOBatch] = {}
+        self._stop_error: BaseException | None = None
         self._task = self.loop.create_task(self._run(), name="kclient-aio-sender")
 
     def wake(self) -> None:
@@ -109,11 +112,17 @@ class Sender:
             await self._task
         except asyncio.CancelledError:
             pass
+        self._stop_error = error
         for b in self.acc.take_all():
             self._fail(b, error)
+        for handle, b in list(self._retrying.items()):
+            handle.cancel()
+            self._fail(b, error)
+        self._retrying.clear()
         for futs in self._inflight.values():
-            for f in futs:
-                f.cancel()
+            for f in list(futs):
+                f.cancel()                # _complete fails their batches with ``error``
+        await asyncio.sleep(0)
 
     # -- the loop -------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -244,6 +253,8 @@ class Sender:
     def _complete(self, conn: AIOConnection, node: int, batches: dict[tuple[str, int], AIOBatch],
                   fut: asyncio.Future[Struct]) -> None:
         if fut.cancelled():
+            for b in batches.values():
+                self._fail(b, self._stop_error or KafkaError("the request was cancelled"))
             return
         exc = fut.exception()
         if exc is not None:
@@ -324,6 +335,8 @@ class Sender:
         log.debug("retrying %r after %s", b, exc)
 
         def again() -> None:
+            self._retrying.pop(handle, None)
             self.acc.requeue(b)
             self.wake()
-        self.loop.call_later(self.backoff, again)
+        handle = self.loop.call_later(self.backoff, again)
+        self._retrying[handle] = b

@@ -138,3 +138,44 @@ def test_send_after_close_and_callable_serializer(mini_broker):
 
     asyncio.run(main())
     assert read_back(mini_broker.bootstrap, "a6", 1, 1)[0][3] == b"42"
+
+
+def test_close_with_the_broker_gone_fails_what_is_left(mini_broker):
+    """Messages queued, in flight or waiting to retry when close(timeout) runs out fail with
+    an error: none is left pending forever."""
+    mini_broker.create_topic("a7", partitions=1)
+
+    async def main() -> None:
+        p = AIOProducer(bootstrap_servers=mini_broker.bootstrap, retries=1000,
+                        retry_backoff_ms=50, request_timeout_ms=1000)
+        assert (await p.send("a7", b"first")).offset == 0
+        mini_broker.stop()
+        futs = [await p.enqueue("a7", b"m%d" % i) for i in range(50)]
+        await asyncio.sleep(0.3)
+        await asyncio.wait_for(p.close(timeout=0.5), 10)
+        assert all(f.done() for f in futs)
+        assert all(f.exception() is not None for f in futs)
+
+    asyncio.run(main())
+
+
+def test_metrics_count_the_traffic(mini_broker):
+    mini_broker.create_topic("a8", partitions=2)
+
+    async def main() -> dict:
+        async with AIOProducer(bootstrap_servers=mini_broker.bootstrap, linger_ms=1000) as p:
+            for i in range(30):
+                await p.enqueue("a8", b"x" * 10, partition=i % 2)
+            m = p.metrics()
+            assert m["pending_messages"] == 30
+            assert m["partitions"]["a8/0"]["queued_messages"] == 15
+            assert m["partitions"]["a8/1"]["open_batch_bytes"] == 15 * (10 + 12)
+            await p.flush()
+            return p.metrics()
+
+    m = asyncio.run(main())
+    assert m["pending_messages"] == 0 and m["queued_batches"] == 0
+    assert m["totals"]["requests"] >= 3          # metadata, ApiVersions, Produce
+    assert m["totals"]["errors"] == 0
+    assert sum(b["requests_by_api"].get("Produce", 0) for b in m["brokers"].values()) >= 1
+    assert all(b["rtt_ms"]["samples"] > 0 for b in m["brokers"].values())
