@@ -379,8 +379,12 @@ class AIOConsumer:
                     await self._rebalance(self._rejoin)
         if self._needs_reset.is_set():
             self._needs_reset.clear()
-            async with lock:
-                await self._resolve_positions()
+            try:
+                async with lock:
+                    await self._resolve_positions()
+            except BaseException:            # cancelled or failed: the next call tries again
+                self._needs_reset.set()
+                raise
         if self._auto_commit and time.monotonic() >= self._next_commit and self._states:
             self._next_commit = time.monotonic() + self._commit_every
             await self._try_commit("auto-commit")

@@ -152,6 +152,8 @@ class AIOProducer:
                                                       "message was sent"))
         await self.cluster.close()
 
+    stop = close           # aiokafka's name
+
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
@@ -166,6 +168,9 @@ class AIOProducer:
             if self._sender is not None:
                 self._sender.cancelled = True
             raise
+
+    #: aiokafka's name for the same call
+    send_and_wait = send
 
     async def enqueue(self, topic: str, value: Any = None, key: Any = None,
                       partition: int | None = None, timestamp_ms: int | None = None,

@@ -192,6 +192,8 @@ class GroupConsumerConnector(ConsumerConnector):
     def _protocols(self, topics: list[str], user: bytes) -> list[tuple[str, bytes]]:
         """One protocol per configured strategy; cooperative-sticky's Subscription (v3) lists
         the partitions owned after the last rebalance and its generation."""
+        if not self.membership.member_id:      # fenced or new: it owns nothing (as Java)
+            self._owned, self._owned_generation = set(), -1
         out = []
         for name in self.strategies:
             if name == COOPERATIVE:

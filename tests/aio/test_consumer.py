@@ -197,3 +197,52 @@ def test_keys_headers_and_decoders(mini_broker):
                 ("k", b"WITH", [("h", b"x"), ("n", None)])]     # () when none, as aiokafka's
 
     asyncio.run(main())
+
+
+def test_rebalance_listener_order_plain_and_async(mini_broker):
+    """on_partitions_revoked before each rejoin, on_partitions_assigned after; async listener
+    methods are awaited."""
+    mini_broker.create_topic("r6", partitions=2)
+    bs = mini_broker.bootstrap
+    events: list[tuple[str, str, list[int]]] = []
+
+    class Listener:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def on_partitions_revoked(self, tps: set) -> None:
+            events.append((self.name, "revoked", sorted(tp.partition for tp in tps)))
+
+        async def on_partitions_assigned(self, tps: set) -> None:
+            await asyncio.sleep(0)
+            events.append((self.name, "assigned", sorted(tp.partition for tp in tps)))
+
+    async def main() -> None:
+        conf = dict(bootstrap_servers=bs, group_id="g-r6", heartbeat_interval_ms=100,
+                    session_timeout_ms=6000)
+        a, b = AIOConsumer(**conf), AIOConsumer(**conf)
+        a.subscribe(["r6"], listener=Listener("a"))
+        await a.getmany(timeout_ms=200)
+        assert events == [("a", "assigned", [0, 1])]
+        b.subscribe(["r6"], listener=Listener("b"))
+        stop = asyncio.Event()
+
+        async def run(c: AIOConsumer) -> None:
+            while not stop.is_set():
+                await c.getmany(timeout_ms=100)
+
+        tasks = [asyncio.create_task(run(a)), asyncio.create_task(run(b))]
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if len(a.assignment()) == 1 and len(b.assignment()) == 1:
+                break
+        stop.set()
+        await asyncio.gather(*tasks)
+        a_events = [e[1:] for e in events if e[0] == "a"]
+        assert a_events[:2] == [("assigned", [0, 1]), ("revoked", [0, 1])]
+        assert a_events[-1][0] == "assigned" and len(a_events[-1][1]) == 1
+        assert [e[1] for e in events if e[0] == "b"][-1] == "assigned"
+        await a.close()
+        await b.close()
+
+    asyncio.run(main())

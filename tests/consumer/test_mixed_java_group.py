@@ -115,8 +115,8 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker):
         j1.close()
         j2 = JavaMember(tools, topic, group, JAVA_RANGE, instance_id="java-1")
         wait_for(lambda: j2.owned == owned, timeout=60, message="java restarted in place")
-        gen_lines = [line for line in j2.lines if line.startswith("generation ")]
         time.sleep(1.0)
+        gen_lines = [line for line in j2.lines if line.startswith("generation ")]
         assert events == k_events, "the kclient member's listener was called"
         assert k.consumer.group_metadata().generation_id == gen
         assert gen_lines == [f"generation {gen}"]
@@ -159,6 +159,7 @@ def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
         # connector alone, 2 the round where the connector still owned it and revoked it)
         at = next(i for i, line in enumerate(java.lines)
                      if line.startswith("assigned ") and line != "assigned ")
+        wait_for(lambda: len(java.lines) > at + 1, message="java's generation line")
         assert java.lines[at + 1] == "generation 3", java.lines
         produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="second")
         later: list = []
