@@ -64,7 +64,8 @@ def test_eager_handover_for_comparison(mini_broker, strategy):
     check_once_each(run)
 
 
-def test_static_member_restart_without_a_rebalance(mini_broker):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_static_member_restart_without_a_rebalance(mini_broker, strategy):
     from kclient.errors import FencedInstanceIdError
 
     from .helpers import produce_spread
@@ -74,7 +75,7 @@ def test_static_member_restart_without_a_rebalance(mini_broker):
 
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
-    c = dict(conf(mini_broker, "range"), **{"enable.auto.commit": False})
+    c = dict(conf(mini_broker, strategy), **{"enable.auto.commit": False})
     run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce)
     assert run.generation_after == run.generation_before
     assert run.first_offsets == run.committed            # resumed at the committed offsets
