@@ -7,9 +7,13 @@ one would be measured wrong or refused.  Anything else goes through the configur
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["plain_lengths", "is_plain"]
+__all__ = ["plain_lengths", "is_plain", "BytesLike"]
+
+#: what ``Producer.send_values`` takes without a copy (memoryviews: byte-shaped ones)
+BytesLike = bytes | bytearray | memoryview
 
 _BYTES, _BYTEARRAY, _VIEW = bytes, bytearray, memoryview
 
@@ -19,7 +23,7 @@ def _byte_shaped(v: memoryview) -> bool:
     return v.c_contiguous and v.ndim == 1 and v.itemsize == 1
 
 
-def plain_lengths(values: list[Any]) -> list[int] | None:
+def plain_lengths(values: Sequence[Any]) -> list[int] | None:
     """The byte lengths of ``values`` when each is bytes, bytearray or a byte-shaped
     memoryview; None otherwise (None values included)."""
     types = list(map(type, values))
@@ -34,7 +38,7 @@ def plain_lengths(values: list[Any]) -> list[int] | None:
     return list(map(len, values))
 
 
-def is_plain(column: list[Any]) -> bool:
+def is_plain(column: Sequence[Any]) -> bool:
     """True when every item is None or taken as it is (see :func:`plain_lengths`)."""
     types = list(map(type, column))
     n = len(types)

@@ -42,7 +42,7 @@ from kclient.protocol.error_codes import (
     TransactionalIdAuthorizationFailedError,
 )
 
-from .buffers import plain_lengths
+from .buffers import BytesLike, plain_lengths
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
 from .data import (
@@ -159,7 +159,8 @@ class Producer:
             txn.check_send()
             return produce(*args, **kwargs)
 
-        def guarded_send_values(topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
+        def guarded_send_values(topic: str, values: Sequence[BytesLike]
+                                ) -> list[DeliveryReport] | None:
             txn.check_send()
             return send_values(topic, values)
         guarded_send.__doc__ = Producer.send.__doc__
@@ -337,8 +338,9 @@ class Producer:
         f._set(mine, 0)
         return f
 
-    def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
-        """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
+    def send_values(self, topic: str, values: Sequence[BytesLike]
+                    ) -> list[DeliveryReport] | None:
+        """Send ``values`` (bytes-like, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
         without building a ProducerData per value (columnar callers such as the Spark sink).
 
         Values may be ``bytes``, ``bytearray`` or byte-shaped ``memoryview`` (Spark's
@@ -361,8 +363,8 @@ class Producer:
         self._queue_plain(topic, values, lengths)
         return None
 
-    def _queue_plain(self, topic: str, values: list[bytes], lengths: list[int]) -> None:
-        """Queue checked bytes values of one topic as chunks of a batch each."""
+    def _queue_plain(self, topic: str, values: list[Any], lengths: list[int]) -> None:
+        """Queue checked bytes-like values of one topic as chunks of a batch each."""
         t = self._sender
         step = self._batch_size
         if len(values) <= step:
