@@ -52,9 +52,10 @@ def test_cooperative_handover_on_kafka4(kafka4):
     check_once_each(run)
 
 
-def test_static_member_restart_on_kafka4(kafka4):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_static_member_restart_on_kafka4(kafka4, strategy):
     topic = new_topic(kafka4, partitions=4)
-    run = run_static_restart(kafka4.bootstrap, topic, 4, _conf(kafka4, "range", False),
+    run = run_static_restart(kafka4.bootstrap, topic, 4, _conf(kafka4, strategy, False),
                              _producer(kafka4, topic))
     assert run.generation_after == run.generation_before
     assert run.first_offsets == run.committed

@@ -25,6 +25,7 @@ from kclient.protocol.error_codes import (
 )
 
 from .batches import MAX_BATCH_BYTES, RECORD_OVERHEAD, PartitionBatch, split_by_size
+from .buffers import is_plain
 from .data import Entry
 
 __all__ = ["Preparer", "retriable"]
@@ -154,6 +155,10 @@ class Preparer:
             types = list(map(type, column))
             ok = types.count(bytes)
             if ok == len(types) or ok + types.count(_NONE) == len(types):
+                return column, {}
+            if what == "value" and is_plain(column):
+                # bytearray / memoryview values go as they are (copied when encoded); keys
+                # become bytes: partitioners hash them, and custom ones may expect bytes
                 return column, {}
         if raw:
             enc = encoder.to_message

@@ -42,6 +42,7 @@ from kclient.protocol.error_codes import (
     TransactionalIdAuthorizationFailedError,
 )
 
+from .buffers import BytesLike, plain_lengths
 from .callback import overridden_hooks
 from .context import ProducerContext, build_context
 from .data import (
@@ -158,7 +159,8 @@ class Producer:
             txn.check_send()
             return produce(*args, **kwargs)
 
-        def guarded_send_values(topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
+        def guarded_send_values(topic: str, values: Sequence[BytesLike]
+                                ) -> list[DeliveryReport] | None:
             txn.check_send()
             return send_values(topic, values)
         guarded_send.__doc__ = Producer.send.__doc__
@@ -336,28 +338,33 @@ class Producer:
         f._set(mine, 0)
         return f
 
-    def send_values(self, topic: str, values: list[bytes]) -> list[DeliveryReport] | None:
-        """Send ``values`` (bytes, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
+    def send_values(self, topic: str, values: Sequence[BytesLike]
+                    ) -> list[DeliveryReport] | None:
+        """Send ``values`` (bytes-like, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
         without building a ProducerData per value (columnar callers such as the Spark sink).
 
+        Values may be ``bytes``, ``bytearray`` or byte-shaped ``memoryview`` (Spark's
+        BinaryType), taken without a copy: the producer keeps a reference until the value's
+        batch is encoded (then copied into it; retries resend that copy), so change or reuse
+        a buffer only after its delivery report or ``flush()``.
         Async: the list is checked once and queued in chunks; sync mode, callback hooks on
-        enqueue, or values that are not all bytes within ``message.max.bytes`` take ``send``.
+        enqueue, or other values (None, str, ...) or values over ``message.max.bytes`` take
+        ``send``, which serializes them with the configured encoder or refuses them.
         """
         values = values if type(values) is list else list(values)
         if not values:
             return None
-        if self.sync or self._hooks & {"before_enqueue", "after_enqueue"} or \
-                list(map(type, values)).count(bytes) != len(values):
+        if self.sync or self._hooks & {"before_enqueue", "after_enqueue"}:
             return self.send([ProducerData(topic, v) for v in values])
-        lengths = list(map(len, values))
-        if max(lengths) > self.max_message_bytes:
+        lengths = plain_lengths(values)
+        if lengths is None or max(lengths) > self.max_message_bytes:
             return self.send([ProducerData(topic, v) for v in values])
         self._check_open()
         self._queue_plain(topic, values, lengths)
         return None
 
-    def _queue_plain(self, topic: str, values: list[bytes], lengths: list[int]) -> None:
-        """Queue checked bytes values of one topic as chunks of a batch each."""
+    def _queue_plain(self, topic: str, values: list[Any], lengths: list[int]) -> None:
+        """Queue checked bytes-like values of one topic as chunks of a batch each."""
         t = self._sender
         step = self._batch_size
         if len(values) <= step:
@@ -530,7 +537,7 @@ class Producer:
                  ) -> tuple[list[ProducerData], tuple[str, list[bytes], list[int]] | None]:
         """Check a list send: ``(items, (topic, values, lengths) or None)``.
 
-        The second item is given when the list is plain (bytes values, nothing but topic and
+        The second item is given when the list is plain (bytes-like values, nothing but topic and
         value set, one topic object): then the send thread need not look at each message
         again.  Raises TypeError for an item that is not a ProducerData,
         MessageSizeTooLargeError for a message over ``message.max.bytes``.
@@ -551,10 +558,9 @@ class Producer:
             values = [d.value for d in items if d._extra is None and d.topic is topic]
         except AttributeError:
             values = None
-        if values is not None and len(values) == n \
-                and list(map(type, values)).count(bytes) == n:
-            lengths = list(map(len, values))
-            if max(lengths) <= limit:
+        if values is not None and len(values) == n:
+            lengths = plain_lengths(values)    # bytes, bytearray, byte-shaped memoryview
+            if lengths is not None and max(lengths) <= limit:
                 return items, (topic, values, lengths)
         for d in items:
             if not isinstance(d, ProducerData):
@@ -853,8 +859,10 @@ def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str
 def _size(x: Any) -> int:
     if x is None:
         return 0
-    if type(x) is bytes or isinstance(x, (bytearray, memoryview)):
+    if type(x) is bytes or isinstance(x, bytearray):
         return len(x)
+    if isinstance(x, memoryview):
+        return x.nbytes
     if isinstance(x, str):
         return len(x) if x.isascii() else len(x.encode("utf-8", "replace"))
     return 0  # other objects are checked after serialization (reported failed)

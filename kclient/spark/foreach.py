@@ -25,6 +25,8 @@ from .options import WriteOptions, parse_write_options
 __all__ = ["foreach_partition_writer", "PartitionWriter"]
 
 CHUNK = 10_000
+#: value types Producer.send_values takes without a copy
+_PLAIN = {bytes, bytearray}
 
 
 def _chunks(rows: Iterable[Any]) -> Iterator[list[Any]]:
@@ -83,10 +85,9 @@ class PartitionWriter:
         assert topic is not None
         it = map(tuple.__getitem__, rows, repeat(iv))
         while values := list(islice(it, CHUNK)):
-            types = set(map(type, values))
-            if types == {bytearray}:  # Spark hands BinaryType to Python as bytearray
-                values = list(map(bytes, values))
-            elif types != {bytes}:
+            # Spark hands BinaryType to Python as bytearray: send_values takes it as it is
+            # (Spark does not touch a row's bytearray after handing it over)
+            if not set(map(type, values)) <= _PLAIN:
                 values = [_bytes(v) for v in values]
             producer.send_values(topic, values)
 

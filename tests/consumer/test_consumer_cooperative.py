@@ -64,7 +64,8 @@ def test_eager_handover_for_comparison(mini_broker, strategy):
     check_once_each(run)
 
 
-def test_static_member_restart_without_a_rebalance(mini_broker):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_static_member_restart_without_a_rebalance(mini_broker, strategy):
     from kclient.errors import FencedInstanceIdError
 
     from .helpers import produce_spread
@@ -74,7 +75,7 @@ def test_static_member_restart_without_a_rebalance(mini_broker):
 
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
-    c = dict(conf(mini_broker, "range"), **{"enable.auto.commit": False})
+    c = dict(conf(mini_broker, strategy), **{"enable.auto.commit": False})
     run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce)
     assert run.generation_after == run.generation_before
     assert run.first_offsets == run.committed            # resumed at the committed offsets
@@ -126,3 +127,42 @@ def test_kept_partitions_flow_while_a_slow_member_holds_the_rebalance(mini_broke
     finally:
         writer.stop()
         a.stop_event.set()
+
+
+def test_upgrade_path_mixed_eager_and_cooperative_members(mini_broker):
+    """Kafka's rolling upgrade: a member with "cooperative-sticky,range" (eager: not every
+    listed assignor is cooperative) beside one with only cooperative-sticky; the group picks
+    cooperative-sticky, the eager member revokes everything before rejoining, the cooperative
+    one only what moves."""
+    from kclient import Consumer
+
+    from .coop_scenario import Member
+    from .helpers import wait_for
+    topic, group = f"upg-{uuid.uuid4().hex[:6]}", f"upg-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    events: list = []
+    eager = Member("eager", Consumer(dict(conf(mini_broker, "cooperative-sticky,range"),
+                                          **{"group.id": group})), events)
+    coop = Member("coop", Consumer(dict(conf(mini_broker, "cooperative-sticky"),
+                                        **{"group.id": group})), events)
+    try:
+        assert not eager.consumer.cooperative and coop.consumer.cooperative
+        coop.start(topic)
+        wait_for(lambda: len(coop.partitions()) == 4, timeout=30, message="coop owns all")
+        eager.start(topic)
+        wait_for(lambda: len(coop.partitions()) == 2 and len(eager.partitions()) == 2,
+                 timeout=30, message="two each")
+        assert coop.consumer.membership.protocol == "cooperative-sticky"
+        assert eager.consumer.membership.protocol == "cooperative-sticky"
+        c = [(k, ps) for _, who, k, ps in events if who == "coop"]
+        assert ("revoked", sorted(eager.partitions())) in c
+        assert ("revoked", [0, 1, 2, 3]) not in c
+        # the eager member's next rebalance revokes all it owns first
+        kept = sorted(eager.partitions())
+        coop.stop()
+        wait_for(lambda: len(eager.partitions()) == 4, timeout=30, message="eager owns all")
+        e = [(k, ps) for _, who, k, ps in events if who == "eager"]
+        assert ("revoked", kept) in e and e[-1] == ("assigned", [0, 1, 2, 3])
+    finally:
+        eager.stop()
+        coop.stop()

@@ -197,3 +197,32 @@ def test_leader_ignores_stale_generation_claims():
     assert got["a"] in ({"t": [0]}, {"t": [1]}) or got["a"] == {"t": [0, 1]}
     assert not (set(got["a"].get("t", [])) & set(got["b"].get("t", [])))
     assert 0 in got["a"]["t"]                     # stays with its current-generation owner
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_sticky_random_groups_keep_invariants(seed):
+    """Random members, subscriptions and prior ownership: every partition assigned once to an
+    eligible unit; equal subscriptions balanced within one; a unit at or under its fair share
+    keeps everything it owned."""
+    import random
+    rnd = random.Random(seed)
+    topics = {f"t{i}": rnd.randint(1, 9) for i in range(rnd.randint(1, 4))}
+    units = [f"m{i}-0" for i in range(rnd.randint(1, 6))]
+    equal = rnd.random() < 0.5
+    subs = {t: sorted(u for u in units if equal or rnd.random() < 0.7) or [units[0]]
+            for t in topics}
+    all_tps = [(t, p) for t, n in topics.items() for p in range(n)]
+    owned: dict[str, list] = {}
+    for tp in all_tps:
+        if rnd.random() < 0.6:
+            owned.setdefault(rnd.choice(units), []).append(tp)
+    d = sticky_assign(subs, {t: range(n) for t, n in topics.items()}, owned)
+    assert sorted(d) == sorted(all_tps)
+    assert all(u in subs[t] for (t, _), u in d.items())
+    counts = _counts(d, units)
+    if equal:
+        assert max(counts.values()) - min(counts.values()) <= 1
+        fair = -(-len(all_tps) // len(units))
+        for u, tps in owned.items():
+            if len(tps) <= fair - 1:
+                assert all(d[tp] == u for tp in tps), (u, tps)
