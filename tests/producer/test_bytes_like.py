@@ -187,3 +187,16 @@ def test_single_bytearray_sends_take_the_fast_path(mini_broker, mode, monkeypatc
         assert f.result(timeout=10).offset == 1
     assert checked == [memoryview]
     assert _log(mini_broker.bootstrap, topic) == [b"one", b"two", b"three"]
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+@pytest.mark.parametrize("codec", [compression.NONE, compression.GZIP, compression.SNAPPY,
+                                   compression.LZ4, compression.ZSTD])
+def test_every_format_and_codec_encodes_bytes_likes_as_their_bytes(magic, codec):
+    if codec == compression.ZSTD and magic < 2:
+        pytest.skip("zstd needs message format v2")
+    for want in (_values(200), _values(200, 64)):       # mixed lengths and the uniform path
+        sent = [memoryview(v) if i % 2 else bytearray(v) for i, v in enumerate(want)]
+        batch = PartitionBatch("t", 0, None, sent, codec=codec, lengths=list(map(len, sent)))
+        got = list(RecordsReader(bytes(batch.encode(magic))))
+        assert [bytes(r.value) for r in got] == want
