@@ -156,7 +156,8 @@ cdef class FastSend:
         cdef FutureCore f = FutureCore.__new__(self.new_future)
         f._on_delivery = on_delivery
         if key is None and partition is None and timestamp is None and headers is None:
-            if type(value) is bytes and len(<bytes>value) <= self.limit:
+            if (type(value) is bytes and len(<bytes>value) <= self.limit) or \
+                    (type(value) is bytearray and len(<bytearray>value) <= self.limit):
                 entry = (topic, value, f)
                 # neither can be in a reference cycle while the message is delivered (a
                 # future keeps no reference to its report): out of the cycle collector, which
@@ -195,7 +196,8 @@ cdef class FastSend:
             d = <ProducerData>data
             v = d.value
             x = d._extra
-            if x is None and type(v) is bytes and len(<bytes>v) <= self.limit:
+            if x is None and ((type(v) is bytes and len(<bytes>v) <= self.limit) or
+                              (type(v) is bytearray and len(<bytearray>v) <= self.limit)):
                 entry = (d.topic, v)
             else:
                 self.check(data)

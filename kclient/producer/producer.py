@@ -227,7 +227,7 @@ class Producer:
                 v = data.value
                 x = data._extra
                 entry: Entry
-                if x is None and type(v) is bytes and len(v) <= limit:
+                if x is None and (type(v) is bytes or type(v) is bytearray) and len(v) <= limit:
                     entry = (data.topic, v)
                 else:
                     check(data)
@@ -280,7 +280,8 @@ class Producer:
             entry: Entry
             if key is None and partition is None and timestamp is None and headers is None:
                 f = new(on_delivery)
-                if type(value) is not bytes or len(value) > limit:
+                if (type(value) is not bytes and type(value) is not bytearray) or \
+                        len(value) > limit:
                     check(ProducerData(topic, value))
                 entry = (topic, value, f)
             else:

@@ -40,7 +40,8 @@ def _chunks(rows: Iterable[Any]) -> Iterator[list[Any]]:
 
 
 def _bytes(v: Any) -> Any:
-    if v is None or type(v) is bytes:
+    """A row field as the producer takes it: bytes and bytearray as they are, str as UTF-8."""
+    if v is None or type(v) is bytes or type(v) is bytearray:
         return v
     if isinstance(v, str):
         return v.encode("utf-8")

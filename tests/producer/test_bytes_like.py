@@ -165,3 +165,38 @@ def test_wrong_value_types_are_refused_by_name(mini_broker, mode):
         assert "int" in text and "str" in text and "DefaultEncoder" in text
         assert sorted(repr(m.value) for m, _ in err.value.failed) == ["'text'", "42"]
     assert sorted(_log(mini_broker.bootstrap, topic)) == [b"ok", b"ok"]
+
+
+def test_single_bytearray_sends_take_the_fast_path(mini_broker, mode, monkeypatch):
+    """send() and produce() of one bytearray value queue it without the size check's Python
+    call (C speed-ups and their Python twins alike); other bytes-likes are checked."""
+    if mode == "sync":
+        pytest.skip("the fast path is the async producer's")
+    checked: list = []
+    real = Producer._check_size
+    monkeypatch.setattr(Producer, "_check_size",
+                        lambda self, d: (checked.append(type(d.value)), real(self, d))[1])
+    topic = "ba-fast"
+    mini_broker.create_topic(topic, 1)
+    with Producer({"metadata.broker.list": mini_broker.bootstrap,
+                   "producer.type": "async"}) as p:
+        p.send(producer.ProducerData(topic, bytearray(b"one")))
+        f = p.produce(topic, bytearray(b"two"))
+        p.send(producer.ProducerData(topic, memoryview(b"three")))
+        p.flush()
+        assert f.result(timeout=10).offset == 1
+    assert checked == [memoryview]
+    assert _log(mini_broker.bootstrap, topic) == [b"one", b"two", b"three"]
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+@pytest.mark.parametrize("codec", [compression.NONE, compression.GZIP, compression.SNAPPY,
+                                   compression.LZ4, compression.ZSTD])
+def test_every_format_and_codec_encodes_bytes_likes_as_their_bytes(magic, codec):
+    if codec == compression.ZSTD and magic < 2:
+        pytest.skip("zstd needs message format v2")
+    for want in (_values(200), _values(200, 64)):       # mixed lengths and the uniform path
+        sent = [memoryview(v) if i % 2 else bytearray(v) for i, v in enumerate(want)]
+        batch = PartitionBatch("t", 0, None, sent, codec=codec, lengths=list(map(len, sent)))
+        got = list(RecordsReader(bytes(batch.encode(magic))))
+        assert [bytes(r.value) for r in got] == want

@@ -117,3 +117,19 @@ def test_foreach_partition_writer_sends_the_value_column_of_rows_as_given(kafka)
     mixed = [Row(id=0, value=None), Row(id=1, value="s\u00e9"), Row(id=2, value=b"raw")]
     foreach_partition_writer(kafka.options(topic=u))(iter(mixed))
     assert [v for *_, v in kafka.read_all(u)] == [None, "s\u00e9".encode(), b"raw"]
+
+
+def test_foreach_partition_writer_keyed_rows_of_bytearray(kafka):
+    """Rows with a key (the ProducerData path): BinaryType key and value arrive as bytearray
+    and are sent as they are; the partition follows the key's bytes."""
+    from pyspark.sql import Row
+
+    from kclient import Producer
+    t = kafka.topic(3)
+    rows = [Row(key=bytearray(b"k%d" % (i % 5)), value=bytearray(b"v%d" % i)) for i in range(300)]
+    foreach_partition_writer(kafka.options(topic=t))(iter(rows))
+    got = kafka.read_all(t)
+    assert sorted((k, v) for _, _, k, v in got) == sorted(
+        (b"k%d" % (i % 5), b"v%d" % i) for i in range(300))
+    with Producer({"metadata.broker.list": kafka.bootstrap}) as p:
+        assert all(p.partition_for(t, k) == part for part, _, k, _ in got)
