@@ -9,7 +9,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,11 +23,13 @@ from .errors import (
     error_for_code,
 )
 from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
+from .structs import TopicPartition
 
 if TYPE_CHECKING:
     from .protocol.messages import MetadataResponse
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap"]
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap",
+           "topics_from_metadata", "list_offsets_body", "list_offsets_answers"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -77,6 +79,47 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     if not out:
         raise ValueError("no bootstrap servers given (metadata.broker.list / bootstrap.servers)")
     return out
+
+
+def topics_from_metadata(resp: MetadataResponse, known: Mapping[str, TopicInfo] | None
+                         ) -> dict[str, TopicInfo]:
+    """The topics a Metadata answer describes, over ``known`` (None: the answer is complete)."""
+    topics = dict(known or {})
+    for t in resp.topics:
+        if t.name is None:               # only a lookup by topic id (v12) answers without one
+            continue
+        info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
+        for p in t.partitions:
+            info.partitions[p.partition_index] = PartitionInfo(
+                t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
+                tuple(p.isr_nodes), p.error_code)
+        topics[t.name] = info
+    return topics
+
+
+def list_offsets_body(query: Mapping[TopicPartition, int], isolation_level: int = 0
+                      ) -> dict[str, Any]:
+    """A ListOffsets request body asking for ``{tp: timestamp}`` (-2 earliest, -1 latest)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, timestamp in query.items():
+        topics.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "timestamp": timestamp, "max_num_offsets": 1})
+    return {"replica_id": -1, "isolation_level": isolation_level,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+
+
+def list_offsets_answers(resp: Any, version: int
+                         ) -> Iterator[tuple[TopicPartition, int, int, int]]:
+    """``(tp, error code, offset, timestamp)`` per partition of a ListOffsets answer (v0: its
+    first old-style offset, timestamp -1)."""
+    for t in resp.topics:
+        for p in t.partitions:
+            if version == 0:
+                offset = p.old_style_offsets[0] if p.old_style_offsets else -1
+                yield TopicPartition(t.name, p.partition_index), p.error_code, offset, -1
+            else:
+                yield TopicPartition(t.name, p.partition_index), p.error_code, p.offset, \
+                    p.timestamp
 
 
 class Cluster:
@@ -209,17 +252,7 @@ class Cluster:
                             for b in resp.brokers}
             self.controller_id = resp.controller_id
             self.cluster_id = resp.cluster_id
-            topics = {} if full else dict(self.topics)
-            for t in resp.topics:
-                if t.name is None:       # only a lookup by topic id (v12) answers without one
-                    continue
-                info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
-                for p in t.partitions:
-                    info.partitions[p.partition_index] = PartitionInfo(
-                        t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
-                        tuple(p.isr_nodes), p.error_code)
-                topics[t.name] = info
-            self.topics = topics
+            self.topics = topics_from_metadata(resp, None if full else self.topics)
             self.last_refresh = time.monotonic()
 
     def partitions_for(self, topic: str, refresh: bool = True) -> list[int]:

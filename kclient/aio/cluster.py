@@ -12,7 +12,14 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kclient.cluster import BrokerInfo, PartitionInfo, TopicInfo, parse_bootstrap
+from kclient.cluster import (
+    BrokerInfo,
+    TopicInfo,
+    list_offsets_answers,
+    list_offsets_body,
+    parse_bootstrap,
+    topics_from_metadata,
+)
 from kclient.connection import ConnectionSettings
 from kclient.errors import (
     KafkaConnectionError,
@@ -120,17 +127,7 @@ class AIOCluster:
     def _apply(self, resp: MetadataResponse, full: bool) -> None:
         self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
                         for b in resp.brokers}
-        topics = {} if full else dict(self.topics)
-        for t in resp.topics:
-            if t.name is None:
-                continue
-            info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
-            for p in t.partitions:
-                info.partitions[p.partition_index] = PartitionInfo(
-                    t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
-                    tuple(p.isr_nodes), p.error_code)
-            topics[t.name] = info
-        self.topics = topics
+        self.topics = topics_from_metadata(resp, None if full else self.topics)
         self.last_refresh = time.monotonic()
 
     async def partitions_for(self, topic: str) -> list[int]:
@@ -176,23 +173,13 @@ class AIOCluster:
         out: dict[TopicPartition, int] = {}
         for node, tps in by_leader.items():
             conn = await self.connection(node)
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for tp in tps:
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "timestamp": query[tp],
-                     "max_num_offsets": 1})
             version = conn.version(LIST_OFFSETS)
-            body = {"replica_id": -1, "isolation_level": isolation_level,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            body = list_offsets_body({tp: query[tp] for tp in tps}, isolation_level)
             resp = await conn.request(LIST_OFFSETS, body, version)
-            for t in resp.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        raise error_for_code(p.error_code)(
-                            f"offsets of {t.name}-{p.partition_index}")
-                    off = (p.old_style_offsets[0] if p.old_style_offsets else -1) \
-                        if version == 0 else p.offset
-                    out[TopicPartition(t.name, p.partition_index)] = off
+            for tp, code, offset, _ in list_offsets_answers(resp, version):
+                if code:
+                    raise error_for_code(code)(f"offsets of {tp.topic}-{tp.partition}")
+                out[tp] = offset
         return out
 
     def drop(self, conn: AIOConnection, reason: str) -> None:

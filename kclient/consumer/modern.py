@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple, Protocol
 
-from kclient.cluster import Cluster
+from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
 from kclient.config import Config, load_config
 from kclient.connection import BrokerConnection
 from kclient.errors import (
@@ -520,29 +520,18 @@ class Consumer:
         retry: dict[TopicPartition, KafkaError] = {}
         for node, tps in by_leader.items():
             conn = self.cluster.connection(node)
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for tp in tps:
-                topics.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "timestamp": query[tp],
-                     "max_num_offsets": 1})
             version = conn.version(LIST_OFFSETS)
-            body = {"replica_id": -1, "isolation_level": _ISOLATION[
-                self.config["isolation.level"]],
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            body = list_offsets_body({tp: query[tp] for tp in tps},
+                                     _ISOLATION[self.config["isolation.level"]])
             resp = conn.request(LIST_OFFSETS, body, version)
-            for t in resp.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.name, p.partition_index)
-                    if p.error_code:
-                        exc = error_for_code(p.error_code)(f"offsets of {t.name}-"
-                                                           f"{p.partition_index}")
-                        if not getattr(exc, "retriable", False):
-                            raise exc
-                        retry[tp] = exc
-                    elif version == 0:
-                        out[tp] = (p.old_style_offsets[0] if p.old_style_offsets else -1, -1)
-                    else:
-                        out[tp] = (p.offset, p.timestamp)
+            for tp, code, offset, timestamp in list_offsets_answers(resp, version):
+                if code:
+                    exc = error_for_code(code)(f"offsets of {tp.topic}-{tp.partition}")
+                    if not getattr(exc, "retriable", False):
+                        raise exc
+                    retry[tp] = exc
+                else:
+                    out[tp] = (offset, timestamp)
         return retry
 
     def position(self, partition: TopicPartition) -> int:
