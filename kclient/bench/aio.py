@@ -57,23 +57,28 @@ async def _produce_aiokafka(bootstrap: str, topic: str, n: int, value: bytes) ->
         await p.stop()
 
 
+async def _drain(c: Any, n: int, iterate: bool) -> int:
+    """Read ``n`` records from either client (same API): ``async for``, or ``getmany``."""
+    got = 0
+    if iterate:
+        async for _ in c:
+            got += 1
+            if got >= n:
+                break
+    else:
+        while got < n:
+            for recs in (await c.getmany(timeout_ms=1000, max_records=10000)).values():
+                got += len(recs)
+    return got
+
+
 async def _consume_kclient(bootstrap: str, topic: str, n: int, partitions: int,
                            iterate: bool) -> int:
     from kclient.aio import AIOConsumer
     from kclient.structs import TopicPartition
-    got = 0
     async with AIOConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as c:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
-        if iterate:
-            async for _ in c:
-                got += 1
-                if got >= n:
-                    break
-        else:
-            while got < n:
-                for recs in (await c.getmany(timeout_ms=1000, max_records=10000)).values():
-                    got += len(recs)
-    return got
+        return await _drain(c, n, iterate)
 
 
 async def _consume_aiokafka(bootstrap: str, topic: str, n: int, partitions: int,
@@ -83,21 +88,11 @@ async def _consume_aiokafka(bootstrap: str, topic: str, n: int, partitions: int,
     c = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                          enable_auto_commit=False, group_id=None)
     await c.start()
-    got = 0
     try:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
-        if iterate:
-            async for _ in c:
-                got += 1
-                if got >= n:
-                    break
-        else:
-            while got < n:
-                for recs in (await c.getmany(timeout_ms=1000, max_records=10000)).values():
-                    got += len(recs)
+        return await _drain(c, n, iterate)
     finally:
         await c.stop()
-    return got
 
 
 def _worker(client: str, mode: str, bootstrap: str, topic: str, n: int, size: int,
