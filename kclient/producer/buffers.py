@@ -23,29 +23,26 @@ def _byte_shaped(v: memoryview) -> bool:
     return v.c_contiguous and v.ndim == 1 and v.itemsize == 1
 
 
+def _all_taken(values: Sequence[Any], none_ok: bool) -> bool:
+    """Each item is bytes, bytearray or a byte-shaped memoryview (or None, if ``none_ok``)."""
+    types = list(map(type, values))
+    n = len(types)
+    plain = types.count(_BYTES) + (types.count(type(None)) if none_ok else 0)
+    if plain == n:
+        return True
+    plain += types.count(_BYTEARRAY)
+    if plain == n:
+        return True
+    views = [v for v, t in zip(values, types) if t is _VIEW]
+    return plain + len(views) == n and all(map(_byte_shaped, views))
+
+
 def plain_lengths(values: Sequence[Any]) -> list[int] | None:
     """The byte lengths of ``values`` when each is bytes, bytearray or a byte-shaped
     memoryview; None otherwise (None values included)."""
-    types = list(map(type, values))
-    n = len(types)
-    plain = types.count(_BYTES)
-    if plain != n:
-        plain += types.count(_BYTEARRAY)
-        if plain != n:
-            views = [v for v, t in zip(values, types) if t is _VIEW]
-            if plain + len(views) != n or not all(map(_byte_shaped, views)):
-                return None
-    return list(map(len, values))
+    return list(map(len, values)) if _all_taken(values, False) else None
 
 
 def is_plain(column: Sequence[Any]) -> bool:
     """True when every item is None or taken as it is (see :func:`plain_lengths`)."""
-    types = list(map(type, column))
-    n = len(types)
-    plain = types.count(_BYTES) + types.count(type(None))
-    if plain != n:
-        plain += types.count(_BYTEARRAY)
-        if plain != n:
-            views = [v for v, t in zip(column, types) if t is _VIEW]
-            return plain + len(views) == n and all(map(_byte_shaped, views))
-    return True
+    return _all_taken(column, True)
