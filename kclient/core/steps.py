@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from kclient.protocol.schema import Api, Struct
 
@@ -57,6 +57,6 @@ class Sleep:
     seconds: float
 
 
-Step = Union[Request, Gather, Sleep]
+Step = Request | Gather | Sleep
 Conversation = Generator[Step, Any, T]
 Response = Struct
