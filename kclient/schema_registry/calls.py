@@ -39,13 +39,23 @@ class HttpResponse:
     body: Any
 
 
-Call = Generator[HttpRequest, HttpResponse, T]
+@dataclass(frozen=True)
+class Sleep:
+    """Wait this long, then go on (a retry's backoff); the driver sends back None."""
+
+    seconds: float
+
+
+#: a call yields requests (answered with HttpResponse) and sleeps (answered with None)
+Call = Generator["HttpRequest | Sleep", Any, T]
+#: status of an HttpResponse standing for "no URL could be reached" (its body says why)
+UNREACHABLE = -1
 
 
 def retry_delay(attempt: int, status: int, wait_ms: int, max_wait_ms: int) -> float | None:
     """Seconds to wait before retrying after ``status`` on ``attempt`` (0-based), or None when
     the status is final: exponential backoff with full jitter, capped at ``max_wait_ms``."""
-    if status not in RETRIABLE:
+    if status not in RETRIABLE and status != UNREACHABLE:
         return None
     ceiling = min(max_wait_ms, wait_ms * (1 << min(attempt, 20)))
     return random.uniform(0, ceiling) / 1000.0
@@ -56,12 +66,32 @@ def _q(name: str) -> str:
     return quote(name, safe="")
 
 
+@dataclass(frozen=True)
+class Retries:
+    """``max.retries``, ``retries.wait.ms`` and ``retries.max.wait.ms``."""
+
+    max_retries: int = 3
+    wait_ms: int = 1000
+    max_wait_ms: int = 20000
+
+
 def request(method: str, path: str, query: Mapping[str, Any] | None = None,
-            body: Any = None) -> Call[Any]:
-    """One request; the answer's JSON, or SchemaRegistryError."""
+            body: Any = None, retries: Retries = Retries()) -> Call[Any]:
+    """One request, retried with backoff on 408/429/5xx and unreachable URLs; the answer's
+    JSON, or SchemaRegistryError (ConnectionError when no URL answered)."""
     query = {k: (str(v).lower() if isinstance(v, bool) else v)
              for k, v in (query or {}).items() if v is not None}
-    response = yield HttpRequest(method, path, query, body)
+    attempt = 0
+    while True:
+        response = yield HttpRequest(method, path, query, body)
+        delay = retry_delay(attempt, response.status, retries.wait_ms, retries.max_wait_ms)
+        if delay is None or attempt >= retries.max_retries:
+            break
+        yield Sleep(delay)
+        attempt += 1
+    if response.status == UNREACHABLE:
+        raise ConnectionError(f"schema registry unreachable after {attempt + 1} attempts: "
+                              f"{response.body}")
     if response.status >= 400:
         body = response.body if isinstance(response.body, dict) else {}
         raise SchemaRegistryError(response.status, int(body.get("error_code", response.status)),
@@ -72,13 +102,19 @@ def request(method: str, path: str, query: Mapping[str, Any] | None = None,
 class RegistryCalls:
     """Every registry operation as a generator, with the caches they share."""
 
-    def __init__(self, latest_ttl: float = -1.0) -> None:
+    def __init__(self, latest_ttl: float = -1.0, retries: Retries = Retries()) -> None:
         """``latest_ttl``: seconds a subject's latest version is cached (-1: until cleared)."""
         self.latest_ttl = latest_ttl
+        self.retries = retries
         self.by_id: dict[int, Schema] = {}
         self.by_guid: dict[str, Schema] = {}
         self.ids: dict[tuple[str, str], RegisteredSchema] = {}
         self.latest: dict[tuple[str, str], tuple[float, RegisteredSchema]] = {}
+
+    def _request(self, method: str, path: str, query: Mapping[str, Any] | None = None,
+                 body: Any = None) -> Call[Any]:
+        """:func:`request` with this client's retries."""
+        return request(method, path, query, body, self.retries)
 
     def clear_caches(self) -> None:
         """Forget everything cached."""
@@ -99,7 +135,7 @@ class RegistryCalls:
         found = self.ids.get(key)
         if found is not None:
             return found
-        answer = yield from request("POST", f"subjects/{_q(subject)}/versions",
+        answer = yield from self._request("POST", f"subjects/{_q(subject)}/versions",
                                     {"normalize": normalize}, schema.to_dict())
         registered = RegisteredSchema(int(answer["id"]), schema, subject,
                                       answer.get("version"), answer.get("guid"))
@@ -119,7 +155,7 @@ class RegistryCalls:
         found = self.by_id.get(schema_id) if fmt is None else None
         if found is not None:
             return found
-        answer = yield from request("GET", f"schemas/ids/{int(schema_id)}",
+        answer = yield from self._request("GET", f"schemas/ids/{int(schema_id)}",
                                     {"subject": subject, "format": fmt})
         schema = Schema.from_answer(answer)
         if fmt is None:
@@ -131,7 +167,7 @@ class RegistryCalls:
         found = self.by_guid.get(guid) if fmt is None else None
         if found is not None:
             return found
-        answer = yield from request("GET", f"schemas/guids/{_q(guid)}", {"format": fmt})
+        answer = yield from self._request("GET", f"schemas/guids/{_q(guid)}", {"format": fmt})
         schema = Schema.from_answer(answer)
         if fmt is None:
             self.by_guid[guid] = schema
@@ -144,7 +180,7 @@ class RegistryCalls:
         found = self.ids.get(key)
         if found is not None and found.version is not None:
             return found
-        answer = yield from request("POST", f"subjects/{_q(subject)}",
+        answer = yield from self._request("POST", f"subjects/{_q(subject)}",
                                     {"normalize": normalize, "deleted": deleted},
                                     schema.to_dict())
         registered = RegisteredSchema(int(answer["id"]), schema, answer.get("subject"),
@@ -154,36 +190,36 @@ class RegistryCalls:
 
     def get_schema_types(self) -> Call[list[str]]:
         """The schema types the registry knows."""
-        return (yield from request("GET", "schemas/types"))
+        return (yield from self._request("GET", "schemas/types"))
 
     def get_subjects_by_schema_id(self, schema_id: int, deleted: bool = False
                                   ) -> Call[list[str]]:
         """Subjects registered with ``schema_id``."""
-        return (yield from request("GET", f"schemas/ids/{int(schema_id)}/subjects",
+        return (yield from self._request("GET", f"schemas/ids/{int(schema_id)}/subjects",
                                    {"deleted": deleted}))
 
     def get_schema_versions(self, schema_id: int, deleted: bool = False
                             ) -> Call[list[dict[str, Any]]]:
         """(subject, version) pairs registered with ``schema_id``."""
-        return (yield from request("GET", f"schemas/ids/{int(schema_id)}/versions",
+        return (yield from self._request("GET", f"schemas/ids/{int(schema_id)}/versions",
                                    {"deleted": deleted}))
 
     # ------------------------------------------------------------------ subjects
     def get_subjects(self, subject_prefix: str | None = None, deleted: bool = False
                      ) -> Call[list[str]]:
         """Every subject (with a prefix; soft-deleted ones too with ``deleted``)."""
-        return (yield from request("GET", "subjects",
+        return (yield from self._request("GET", "subjects",
                                    {"subjectPrefix": subject_prefix, "deleted": deleted}))
 
     def get_versions(self, subject: str, deleted: bool = False) -> Call[list[int]]:
         """A subject's version numbers."""
-        return (yield from request("GET", f"subjects/{_q(subject)}/versions",
+        return (yield from self._request("GET", f"subjects/{_q(subject)}/versions",
                                    {"deleted": deleted}))
 
     def get_version(self, subject: str, version: int | str = "latest",
                     deleted: bool = False) -> Call[RegisteredSchema]:
         """One version of a subject (``latest`` by default)."""
-        answer = yield from request("GET", f"subjects/{_q(subject)}/versions/{version}",
+        answer = yield from self._request("GET", f"subjects/{_q(subject)}/versions/{version}",
                                     {"deleted": deleted})
         registered = RegisteredSchema.from_answer(answer)
         self.by_id.setdefault(registered.schema_id, registered.schema)
@@ -203,7 +239,7 @@ class RegistryCalls:
 
     def _metadata(self, subject: str, query: dict[str, Any]) -> Call[RegisteredSchema]:
         """GET subjects/{subject}/metadata."""
-        answer = yield from request("GET", f"subjects/{_q(subject)}/metadata", query)
+        answer = yield from self._request("GET", f"subjects/{_q(subject)}/metadata", query)
         registered = RegisteredSchema.from_answer(answer)
         self.by_id.setdefault(registered.schema_id, registered.schema)
         return registered
@@ -222,20 +258,20 @@ class RegistryCalls:
 
     def get_referenced_by(self, subject: str, version: int | str) -> Call[list[int]]:
         """Ids of the schemas referencing this subject version."""
-        return (yield from request("GET",
+        return (yield from self._request("GET",
                                    f"subjects/{_q(subject)}/versions/{version}/referencedby"))
 
     def delete_subject(self, subject: str, permanent: bool = False) -> Call[list[int]]:
         """Soft-delete a subject (``permanent``: remove a soft-deleted one); its versions."""
         self.latest = {k: v for k, v in self.latest.items() if k[0] != subject}
-        return (yield from request("DELETE", f"subjects/{_q(subject)}",
+        return (yield from self._request("DELETE", f"subjects/{_q(subject)}",
                                    {"permanent": permanent or None}))
 
     def delete_version(self, subject: str, version: int | str,
                        permanent: bool = False) -> Call[int]:
         """Soft-delete (or remove) one version."""
         self.latest = {k: v for k, v in self.latest.items() if k[0] != subject}
-        return (yield from request("DELETE", f"subjects/{_q(subject)}/versions/{version}",
+        return (yield from self._request("DELETE", f"subjects/{_q(subject)}/versions/{version}",
                                    {"permanent": permanent or None}))
 
     # ------------------------------------------------------------------ compatibility
@@ -243,7 +279,7 @@ class RegistryCalls:
                            verbose: bool = False) -> Call[Any]:
         """Whether ``schema`` is compatible with a version (``verbose``: the answer with its
         messages)."""
-        answer = yield from request("POST", f"compatibility/subjects/{_q(subject)}/versions/"
+        answer = yield from self._request("POST", f"compatibility/subjects/{_q(subject)}/versions/"
                                     f"{version}", {"verbose": verbose or None},
                                     schema.to_dict())
         return answer if verbose else bool(answer["is_compatible"])
@@ -251,7 +287,7 @@ class RegistryCalls:
     def test_compatibility_all_versions(self, subject: str, schema: Schema,
                                         verbose: bool = False) -> Call[Any]:
         """Whether ``schema`` may be registered under ``subject`` (the level's versions)."""
-        answer = yield from request("POST", f"compatibility/subjects/{_q(subject)}/versions",
+        answer = yield from self._request("POST", f"compatibility/subjects/{_q(subject)}/versions",
                                     {"verbose": verbose or None}, schema.to_dict())
         return answer if verbose else bool(answer["is_compatible"])
 
@@ -261,36 +297,36 @@ class RegistryCalls:
         if str(level).upper() not in LEVELS:
             raise ValueError(f"compatibility level {level!r}: one of {', '.join(LEVELS)}")
         path = "config" if subject is None else f"config/{_q(subject)}"
-        answer = yield from request("PUT", path, None, {"compatibility": level.upper()})
+        answer = yield from self._request("PUT", path, None, {"compatibility": level.upper()})
         return str(answer["compatibility"])
 
     def get_compatibility(self, subject: str | None = None,
                           default_to_global: bool = False) -> Call[str]:
         """The global (or a subject's) compatibility level."""
         path = "config" if subject is None else f"config/{_q(subject)}"
-        answer = yield from request("GET", path, {"defaultToGlobal": default_to_global or None})
+        answer = yield from self._request("GET", path, {"defaultToGlobal": default_to_global or None})
         return str(answer["compatibilityLevel"])
 
     def delete_compatibility(self, subject: str) -> Call[str]:
         """Remove a subject's level (the global one applies again); the removed level."""
-        answer = yield from request("DELETE", f"config/{_q(subject)}")
+        answer = yield from self._request("DELETE", f"config/{_q(subject)}")
         return str(answer["compatibilityLevel"])
 
     # ------------------------------------------------------------------ modes
     def get_mode(self, subject: str | None = None) -> Call[str]:
         """The global (or a subject's) mode: READWRITE, READONLY or IMPORT."""
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        return str((yield from request("GET", path))["mode"])
+        return str((yield from self._request("GET", path))["mode"])
 
     def set_mode(self, mode: str, subject: str | None = None, force: bool = False) -> Call[str]:
         """Set the global (or a subject's) mode."""
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        answer = yield from request("PUT", path, {"force": force or None}, {"mode": mode})
+        answer = yield from self._request("PUT", path, {"force": force or None}, {"mode": mode})
         return str(answer["mode"])
 
     def delete_mode(self, subject: str) -> Call[str]:
         """Remove a subject's mode."""
-        return str((yield from request("DELETE", f"mode/{_q(subject)}"))["mode"])
+        return str((yield from self._request("DELETE", f"mode/{_q(subject)}"))["mode"])
 
 
 #: the operations both clients offer, each driving one RegistryCalls generator
@@ -298,5 +334,5 @@ OPERATIONS = tuple(name for name in vars(RegistryCalls)
                    if not name.startswith("_") and name not in ("clear_caches",
                                                                 "clear_latest_caches"))
 
-__all__ = ["OPERATIONS", "Call", "HttpRequest", "HttpResponse", "RegistryCalls", "request",
-           "retry_delay"]
+__all__ = ["OPERATIONS", "UNREACHABLE", "Call", "HttpRequest", "HttpResponse", "RegistryCalls",
+           "Retries", "Sleep", "request", "retry_delay"]

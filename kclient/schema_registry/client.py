@@ -20,7 +20,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .calls import OPERATIONS, Call, HttpRequest, HttpResponse, RegistryCalls, retry_delay
+from .calls import (
+    OPERATIONS,
+    UNREACHABLE,
+    Call,
+    HttpRequest,
+    HttpResponse,
+    RegistryCalls,
+    Retries,
+    Sleep,
+)
 
 KNOWN = frozenset({
     "url", "basic.auth.user.info", "basic.auth.credentials.source", "bearer.auth.token",
@@ -137,16 +146,22 @@ class _Driver:
 
     def __init__(self, conf: Mapping[str, Any] | str) -> None:
         self.settings = _Settings(conf)
-        self.calls = RegistryCalls(self.settings.latest_ttl)
+        s = self.settings
+        self.calls = RegistryCalls(s.latest_ttl, Retries(s.max_retries, s.wait_ms,
+                                                         s.max_wait_ms))
         self.url = self.settings.urls[0]
 
-    def _next_url(self, attempt: int, exc: Exception) -> None:
-        """After a transport failure: on to the next URL, or raise ``exc`` once every URL
-        failed on every retry."""
-        s = self.settings
-        if attempt >= s.max_retries + len(s.urls) - 1:
-            raise exc
-        self.url = s.urls[(s.urls.index(self.url) + 1) % len(s.urls)]
+    def _urls(self) -> list[str]:
+        """The URLs, starting with the one that answered last."""
+        urls = self.settings.urls
+        start = urls.index(self.url)
+        return urls[start:] + urls[:start]
+
+    def _failed(self, url: str, exc: Exception) -> HttpResponse:
+        """``url`` could not be reached: the next one is tried first from now on."""
+        urls = self.settings.urls
+        self.url = urls[(urls.index(url) + 1) % len(urls)]
+        return HttpResponse(UNREACHABLE, f"{url}: {type(exc).__name__}: {exc}")
 
     def clear_caches(self) -> None:
         """Forget every cached schema, id and latest version."""
@@ -167,31 +182,28 @@ class SchemaRegistryClient(_Driver):
         self._http = _httpx().Client(**self.settings.client_args())
 
     def run(self, call: Call[Any]) -> Any:
-        """Drive one call to its end over HTTP."""
+        """Drive one call to its end: requests over HTTP, sleeps on this thread."""
         try:
-            req = next(call)
+            step = next(call)
             while True:
-                req = call.send(self._send(req))
+                if isinstance(step, Sleep):
+                    time.sleep(step.seconds)
+                    step = call.send(None)
+                else:
+                    step = call.send(self._send(step))
         except StopIteration as done:
             return done.value
 
     def _send(self, req: HttpRequest) -> HttpResponse:
-        """One request, with retries on 408/429/5xx and failover between URLs."""
-        httpx, s = _httpx(), self.settings
-        attempt = 0
-        while True:
+        """One request, each URL tried in turn until one answers."""
+        failure = HttpResponse(UNREACHABLE, "no URL")
+        for url in self._urls():
             try:
-                response = _answer(self._http.request(req.method, f"{self.url}/{req.path}",
-                                                      params=req.query, json=req.body))
-            except httpx.TransportError as exc:
-                self._next_url(attempt, exc)
-                attempt += 1
-                continue
-            delay = retry_delay(attempt, response.status, s.wait_ms, s.max_wait_ms)
-            if delay is None or attempt >= s.max_retries:
-                return response
-            time.sleep(delay)
-            attempt += 1
+                return _answer(self._http.request(req.method, f"{url}/{req.path}",
+                                                  params=req.query, json=req.body))
+            except _httpx().TransportError as exc:
+                failure = self._failed(url, exc)
+        return failure
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -214,31 +226,28 @@ class AsyncSchemaRegistryClient(_Driver):
         self._http = _httpx().AsyncClient(**self.settings.client_args())
 
     async def run(self, call: Call[Any]) -> Any:
-        """Drive one call to its end over HTTP."""
+        """Drive one call to its end: requests over HTTP, sleeps on the event loop."""
         try:
-            req = next(call)
+            step = next(call)
             while True:
-                req = call.send(await self._send(req))
+                if isinstance(step, Sleep):
+                    await asyncio.sleep(step.seconds)
+                    step = call.send(None)
+                else:
+                    step = call.send(await self._send(step))
         except StopIteration as done:
             return done.value
 
     async def _send(self, req: HttpRequest) -> HttpResponse:
-        """One request, with retries on 408/429/5xx and failover between URLs."""
-        httpx, s = _httpx(), self.settings
-        attempt = 0
-        while True:
+        """One request, each URL tried in turn until one answers."""
+        failure = HttpResponse(UNREACHABLE, "no URL")
+        for url in self._urls():
             try:
-                response = _answer(await self._http.request(
-                    req.method, f"{self.url}/{req.path}", params=req.query, json=req.body))
-            except httpx.TransportError as exc:
-                self._next_url(attempt, exc)
-                attempt += 1
-                continue
-            delay = retry_delay(attempt, response.status, s.wait_ms, s.max_wait_ms)
-            if delay is None or attempt >= s.max_retries:
-                return response
-            await asyncio.sleep(delay)
-            attempt += 1
+                return _answer(await self._http.request(req.method, f"{url}/{req.path}",
+                                                        params=req.query, json=req.body))
+            except _httpx().TransportError as exc:
+                failure = self._failed(url, exc)
+        return failure
 
     async def close(self) -> None:
         """Close the connection pool."""

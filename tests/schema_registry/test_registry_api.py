@@ -108,3 +108,22 @@ def test_kclient_client_api(clients):
         ours.get_version("k", 7)
     assert (err.value.status, err.value.error_code) == (404, 40402)
     assert ours.delete_subject("k") == [1] and ours.get_subjects(deleted=True) == ["k"]
+
+
+def test_failover_and_unreachable(registry):
+    import socket
+
+    from kclient.schema_registry import Schema as KSchema
+    from kclient.schema_registry import SchemaRegistryClient as Ours
+    with socket.socket() as probe:          # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with Ours({"url": f"{dead},{registry.schema_registry_url}",
+               "retries.wait.ms": 1}) as client:
+        assert client.register_schema("f", KSchema(V1)) == 1
+        assert client.url == registry.schema_registry_url     # the live one is kept first
+    with Ours({"url": dead, "max.retries": 2, "retries.wait.ms": 1}) as client:
+        with pytest.raises(ConnectionError, match="after 3 attempts"):
+            client.get_subjects()
+    with pytest.raises(ValueError, match="unknown schema registry settings: nope"):
+        Ours({"url": dead, "nope": 1})
