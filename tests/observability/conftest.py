@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk", reason="the otel extra (opentelemetry-sdk) is needed")
-
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
-    InMemorySpanExporter,
-)
+from tests.needs import need_module
 
 
 class Traces:
-    """A provider and what it exported."""
+    """A provider and what it exported (and the API's SpanKind / StatusCode)."""
 
     def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        sdk = need_module("opentelemetry.sdk.trace")
+        export = need_module("opentelemetry.sdk.trace.export")
+        memory = need_module("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+        api = need_module("opentelemetry.trace")
+        self.SpanKind, self.StatusCode = api.SpanKind, api.StatusCode
+        self.exporter = memory.InMemorySpanExporter()
+        self.provider = sdk.TracerProvider()
+        self.provider.add_span_processor(export.SimpleSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("test")
 
     def spans(self, name_prefix: str = "") -> list:

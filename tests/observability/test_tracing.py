@@ -10,11 +10,9 @@ import time
 import uuid
 
 import pytest
-from opentelemetry.trace import SpanKind, StatusCode
 
 from kclient import Consumer, Producer, TopicPartition
 from kclient.aio import AIOConsumer, AIOProducer
-from kclient.observability.tracing import extract
 
 
 def topic_name(prefix: str) -> str:
@@ -56,7 +54,7 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
     assert len(sends) == 2
     trace_id = request.get_span_context().trace_id
     for s in sends:
-        assert s.kind is SpanKind.PRODUCER and s.name == f"send {topic}"
+        assert s.kind is traces.SpanKind.PRODUCER and s.name == f"send {topic}"
         assert s.context.trace_id == trace_id and s.parent.span_id == request.context.span_id
         a = s.attributes
         assert a["messaging.system"] == "kafka"
@@ -87,7 +85,7 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
     assert len(processes) == 2
     for s in processes:
         a = s.attributes
-        assert s.kind is SpanKind.CONSUMER and s.name == f"process {topic}"
+        assert s.kind is traces.SpanKind.CONSUMER and s.name == f"process {topic}"
         producer_span = send_of[a["messaging.kafka.message.key"]]
         assert s.parent.span_id == producer_span.context.span_id
         assert s.context.trace_id == trace_id, "producer and consumer share one trace"
@@ -106,7 +104,7 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
     linked = {ln.context.span_id for s in polls for ln in s.links}
     assert linked == {s.context.span_id for s in sends}
     for s in polls:
-        assert s.kind is SpanKind.CLIENT
+        assert s.kind is traces.SpanKind.CLIENT
         assert s.attributes["messaging.operation.type"] == "receive"
         assert s.attributes["messaging.batch.message_count"] == len(s.links)
 
@@ -139,7 +137,7 @@ def test_asyncio_produce_and_consume_is_one_trace(mini_broker, traces):
     sends = traces.spans("send ")
     assert len(sends) == 3
     for s, md in zip(sorted(sends, key=lambda s: s.attributes["messaging.kafka.offset"]), mds):
-        assert s.kind is SpanKind.PRODUCER and s.parent.span_id == handler.context.span_id
+        assert s.kind is traces.SpanKind.PRODUCER and s.parent.span_id == handler.context.span_id
         assert s.attributes["messaging.kafka.offset"] == md.offset
         assert s.attributes["messaging.destination.partition.id"] == "0"
         assert s.attributes["messaging.client.id"] == "aio-api"
@@ -182,7 +180,7 @@ def test_old_and_duplicated_attribute_names(mini_broker, traces, monkeypatch):
     (proc,) = traces.spans(f"{topic} process")
     assert proc.attributes["messaging.kafka.consumer.group"] == f"g-{topic}"
     (poll,) = traces.spans(f"{topic} receive")
-    assert poll.kind is SpanKind.CONSUMER and poll.attributes["messaging.operation"] == "receive"
+    assert poll.kind is traces.SpanKind.CONSUMER and poll.attributes["messaging.operation"] == "receive"
 
 
 def test_failed_delivery_ends_the_span_with_error_type(mini_broker, traces):
@@ -196,7 +194,7 @@ def test_failed_delivery_ends_the_span_with_error_type(mini_broker, traces):
         with pytest.raises(Exception):
             p.flush(10)
     (s,) = traces.spans("send ")
-    assert s.status.status_code is StatusCode.ERROR
+    assert s.status.status_code is traces.StatusCode.ERROR
     assert s.attributes["error.type"] == type(info.value).__name__ or \
         s.attributes["error.type"].isupper()
     assert "messaging.kafka.offset" not in s.attributes
@@ -232,8 +230,10 @@ def test_opentelemetry_absent_is_no_tracing():
     assert out.stdout.strip() == "ok", out.stderr
 
 
-def test_extract_reads_headers_with_none_values():
+def test_extract_reads_headers_with_none_values(traces):
     from opentelemetry import trace
+
+    from kclient.observability.tracing import extract
     ctx = extract([("traceparent", None), ("x", b"1")])
     assert not trace.get_current_span(ctx).get_span_context().is_valid
 
