@@ -53,6 +53,7 @@ from kclient.errors import (
 )
 from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
@@ -177,6 +178,10 @@ class Consumer:
         self._partition_counts: dict[str, int] | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics)
+        tracing = tracing_for(conf, self.group)
+        if tracing is not None:
+            from kclient.observability.clients import trace_consumer
+            trace_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 

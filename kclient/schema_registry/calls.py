@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from kclient.core.steps import Sleep
+
 from .model import RegisteredSchema, Schema, SchemaRegistryError
 
 T = TypeVar("T")
@@ -37,13 +39,6 @@ class HttpResponse:
 
     status: int
     body: Any
-
-
-@dataclass(frozen=True)
-class Sleep:
-    """Wait this long, then go on (a retry's backoff); the driver sends back None."""
-
-    seconds: float
 
 
 #: a call yields requests (answered with HttpResponse) and sleeps (answered with None)
