@@ -13,9 +13,9 @@ from kclient.consumer.stream import (
     MessageAndMetadata,
     PartitionTopicInfo,
 )
+from kclient.core.messages import Message, MessageAndOffset
 from kclient.encoders import StringDecoder
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
-from kclient.simple.messages import Message, MessageAndOffset
 from tests.waiting import wait_until
 
 
