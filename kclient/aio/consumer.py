@@ -47,7 +47,7 @@ from kclient.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
@@ -124,7 +124,9 @@ class AIOConsumer(ConsumerMembership):
         if self._sub.active and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
-        tracing = tracing_for(conf, self.group_id)
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
+        tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
             trace_aio_consumer(self, tracing)
@@ -165,6 +167,7 @@ class AIOConsumer(ConsumerMembership):
         if self._closed:
             return
         self._closed = True
+        self._reporter.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -367,6 +370,7 @@ class AIOConsumer(ConsumerMembership):
                 continue
             for cols, i, j in take(st, limit, advance):
                 out.setdefault(tp, []).extend(build_records(tp, cols, i, j, k, v))
+                self._metrics.messages[tp] += j - i
                 limit -= j - i
                 drained = True
         if drained and self._fetcher is not None:
@@ -548,7 +552,9 @@ class AIOConsumer(ConsumerMembership):
             "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
             and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
             for tp, st in self._states.items()}
-        return self._metrics.snapshot(partitions=parts)
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group_id,
+                                      partitions=self._metrics.with_messages(parts, "consumed"))
 
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"

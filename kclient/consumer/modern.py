@@ -153,7 +153,7 @@ class Consumer:
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics)
-        tracing = tracing_for(conf, self.group)
+        tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
             trace_consumer(self, tracing)
@@ -687,6 +687,7 @@ class Consumer:
             for cols, i, j in take(st, limit):
                 got += build_records(tp, cols, i, j, k, v, empty_lists=True)
             limit -= len(got)
+            self._metrics.messages[tp] += len(got)
             out[tp] = got
             self._positions[tp] = st.position
         return out
@@ -777,7 +778,8 @@ class Consumer:
                 "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                                      partitions=self._metrics.with_messages(partitions,
+                                                                             "consumed"))
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
