@@ -49,6 +49,9 @@ def files(sub: str):
 RULES = [
     ("protocol", ("kclient.protocol",)),
     ("broker", ("kclient.protocol", "kclient.broker")),
+    # the sans-IO core: the wire, plain structures and errors, the sans-IO SASL mechanisms
+    ("core", ("kclient.protocol", "kclient.core", "kclient.errors", "kclient.structs",
+              "kclient.security.sasl")),
     ("partitioner.py", ()),
     ("encoders.py", ()),
 ]

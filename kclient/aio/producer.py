@@ -39,6 +39,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
 )
 from kclient.metrics import ClientMetrics
+from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
 from kclient.producer.context import _create_encoder, connection_settings
 from kclient.producer.data import RecordMetadata
@@ -108,6 +109,10 @@ class AIOProducer:
         self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = \
             lambda: asyncio.get_running_loop().create_future()
         self._wake: Callable[[], None] = lambda: None
+        tracing = tracing_for(conf)
+        if tracing is not None:
+            from kclient.observability.clients import trace_aio_producer
+            trace_aio_producer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -8,7 +8,7 @@
 It runs on the broker-coordinated connector's machinery: the group protocol of
 :mod:`kclient.consumer.group_protocol` (so it shares a group with GroupConsumerConnector members
 and Java consumers), the range / roundrobin assignors, :class:`KafkaOffsetStore`, and
-:class:`kclient.simple.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
+:class:`kclient.io.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
 inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A rebalance (seen
 by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
 does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 import time
 from collections import deque
@@ -50,6 +49,8 @@ from kclient._args import (
 from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
 from kclient.config import Config, load_config
 from kclient.connection import BrokerConnection
+from kclient.core import group as core_group
+from kclient.core.subscription import Subscription
 from kclient.errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
@@ -60,24 +61,22 @@ from kclient.errors import (
     UnknownMemberIdError,
     error_for_code,
 )
+from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.simple.fetcher import Fetcher, PartitionFetch
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
 from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
-    COOPERATIVE,
     REJOIN,
     GroupMembership,
     decode_assignment,
-    encode_subscription,
     is_cooperative,
-    leader_assignment,
-    member_user_data,
     registration,
     strategies_of,
+    subscription_protocols,
 )
 from .offsets import Coordinator, KafkaOffsetStore
 
@@ -162,10 +161,8 @@ class Consumer(ConsumerCompat):
                                                  conf["offsets.commit.max.retries"],
                                                  conf["offsets.channel.backoff.ms"])
             self.offset_store.group_instance_id = self.group_instance_id
-        self._topics: list[str] = []
-        self._pattern: re.Pattern[str] | None = None
+        self._sub = Subscription()
         self._listener: Any = None
-        self._subscribed_topics: list[str] = []
         self._manual = False
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
@@ -174,7 +171,6 @@ class Consumer(ConsumerCompat):
         self._fetchers: dict[int, Fetcher] = {}
         self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
-        self._owned_generation = -1            # the generation of the current assignment
         self._joining: Future[bytes | None] | None = None   # a cooperative join under way
         self._group_pool: ThreadPoolExecutor | None = None
         self._fatal: KafkaError | None = None  # FENCED_INSTANCE_ID: poll() raises it
@@ -183,12 +179,14 @@ class Consumer(ConsumerCompat):
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
-        self._next_topic_check = 0.0
-        self._partition_counts: dict[str, int] | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics)
         self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
                                  conf["socket.timeout.ms"])
+        tracing = tracing_for(conf, self.group)
+        if tracing is not None:
+            from kclient.observability.clients import trace_consumer
+            trace_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 
@@ -210,12 +208,7 @@ class Consumer(ConsumerCompat):
             raise IllegalStateError("subscribe() needs group.id; use assign() without a group")
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): unsubscribe() first")
-        if (topics is None) == (pattern is None):
-            raise TypeError("subscribe() takes topics or pattern, not both or neither")
-        if isinstance(topics, str):
-            topics = [topics]
-        self._topics = sorted(set(topics or ()))
-        self._pattern = re.compile(pattern) if pattern is not None else None
+        self._sub.subscribe(topics, pattern)
         self._listener = listener
         self._rejoin = "revoke"
         if self._heartbeat is None:
@@ -225,12 +218,12 @@ class Consumer(ConsumerCompat):
 
     def subscription(self) -> set[str]:
         """The topics subscribed to (a pattern's: those it matched at the last join)."""
-        return set(self._subscribed_topics if self._pattern else self._topics)
+        return self._sub.subscription()
 
     def assign(self, partitions: PartitionsArg) -> None:
         """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one
         or a list), without group membership (offsets still commit to group.id when set)."""
-        if self._topics or self._pattern:
+        if self._sub.active:
             raise IllegalStateError("assign() after subscribe(): unsubscribe() first")
         tps = topic_partitions([partitions], "assign()")
         self._manual = True
@@ -239,10 +232,11 @@ class Consumer(ConsumerCompat):
     def unsubscribe(self) -> None:
         """Drop the subscription or assignment (revoking through the listener, leaving the
         group)."""
-        if self._topics or self._pattern:
+        if self._sub.active:
             self._revoke("revoke")
             self._leave()
-        self._topics, self._pattern, self._manual = [], None, False
+        self._sub.clear()
+        self._manual = False
         self._set_assignment([])
 
     def assignment(self) -> set[TopicPartition]:
@@ -259,25 +253,19 @@ class Consumer(ConsumerCompat):
 
     # -- the group ----------------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
-        interval = self.config["heartbeat.interval.ms"] / 1000.0
-        while not self._closed.wait(interval):
-            if not self._joined.is_set() or self.membership is None:
-                continue
-            try:
-                code = self.membership.heartbeat()
-            except FencedInstanceIdError as exc:
-                log.error("%s: %s", self.consumer_id, exc)
-                self._fatal = exc
+        """The core's heartbeat loop on this thread, while joined."""
+        assert self.membership is not None
+
+        def rejoin(how: str, code: int) -> None:
+            if self._joined.is_set():
                 self._joined.clear()
-                continue
-            except KafkaError as exc:
-                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
-                continue
-            if code in REJOIN and self._joined.is_set():
-                log.info("%s: heartbeat says %s; rejoining at the next poll", self.consumer_id,
-                         error_for_code(code).__name__)
-                self._joined.clear()
-                self._rejoin = "lost" if code in _LOST else "revoke"
+                self._rejoin = how
+
+        def fenced(exc: FencedInstanceIdError) -> None:
+            self._fatal = exc
+            self._joined.clear()
+        self.membership.heartbeats(self.config["heartbeat.interval.ms"] / 1000.0,
+                                   self._joined.is_set, rejoin, fenced, self._closed.is_set)
 
     def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
         fn = getattr(self._listener, name, None)
@@ -294,7 +282,8 @@ class Consumer(ConsumerCompat):
         fenced, report the partitions lost without committing."""
         owned = set(self._assignment)
         self._joined.clear()
-        self._owned_generation = -1
+        if self.membership is not None:
+            core_group.give_up(self.membership.state)
         if how == "lost":
             self._call_listener("on_partitions_lost", owned)
         else:
@@ -304,13 +293,10 @@ class Consumer(ConsumerCompat):
         self._set_assignment([])
 
     def _wanted_topics(self) -> list[str]:
-        if self._pattern is None:
-            return self._topics
+        if self._sub.pattern is None:
+            return self._sub.topics
         self.cluster.refresh(None, allow_auto_create=False)
-        return sorted(t for t, i in self.cluster.topics.items()
-                      if not i.error_code and not (i.is_internal
-                                                   and self.config["exclude.internal.topics"])
-                      and self._pattern.fullmatch(t))
+        return self._sub.matching(self.cluster.topics, self.config["exclude.internal.topics"])
 
     def _rebalance(self) -> bool:
         """Revoke, JoinGroup, SyncGroup (assigning when leader), then on_partitions_assigned."""
@@ -325,44 +311,23 @@ class Consumer(ConsumerCompat):
     def _protocols(self, topics: list[str]) -> list[tuple[str, bytes]]:
         """JoinGroup's protocols: one per configured strategy; cooperative-sticky's
         Subscription (v3) lists the partitions owned now and their generation."""
-        reg = registration(self.consumer_id, "static", {t: 1 for t in topics})
-        out = []
-        for name in self.strategies:
-            if name == COOPERATIVE:
-                owned: dict[str, list[int]] = {}
-                for tp in self._assignment:
-                    owned.setdefault(tp.topic, []).append(tp.partition)
-                gen = self._owned_generation if owned else -1
-                out.append((name, encode_subscription(
-                    topics, member_user_data(name, reg, gen), owned, gen)))
-            else:
-                out.append((name, encode_subscription(topics, reg)))
-        return out
+        assert self.membership is not None
+        state = self.membership.state
+        return subscription_protocols(self.strategies, topics,
+                                      registration(self.consumer_id, "static",
+                                                   {t: 1 for t in topics}),
+                                      state.owned, state.owned_generation)
 
     def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
                        ) -> bytes | None:
         """JoinGroup, SyncGroup (assigning when leader): this member's Assignment, or None."""
         assert self.membership is not None
-        attempts = max(self.config["rebalance.max.retries"], 1)
-        for _ in range(attempts):
-            if self._closed.is_set():
-                return None
-            resp = self.membership.join(self.strategies[0], b"", protocols)
-            if resp is None:
-                continue
-            assignments = []
-            chosen = self.membership.protocol or self.strategies[0]
-            if resp.leader == resp.member_id and resp.members:
-                self.cluster.refresh(None, allow_auto_create=False)
-                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
-                parts = {t: self.cluster.topics[t].partitions for t in all_topics}
-                assignments = leader_assignment(chosen, resp.members, all_topics, parts,
-                                                self.config["exclude.internal.topics"])
-            data = self.membership.sync(chosen, assignments)
-            if data is not None:
-                self._joined.set()
-                return data
-        return None
+        data = self.membership.join_and_sync(protocols, self.config["rebalance.max.retries"],
+                                             self.config["exclude.internal.topics"],
+                                             self._closed.is_set)
+        if data is not None:
+            self._joined.set()
+        return data
 
     def _rebalance_once(self, how: str) -> bool:
         """The eager rebalance (and any rebalance after the member lost its generation)."""
@@ -370,7 +335,8 @@ class Consumer(ConsumerCompat):
         self._rejoin = None
         if self._assignment or how == "lost":
             self._revoke(how)
-        topics = self._subscribed_topics = self._wanted_topics()
+        topics = self._wanted_topics()
+        self._sub.joined(topics)
         data = self._join_and_sync(topics, self._protocols(topics))
         if data is None:
             self._rejoin = how
@@ -382,7 +348,8 @@ class Consumer(ConsumerCompat):
         """Rejoin in the background, keeping (and fetching) every owned partition meanwhile;
         partitions of topics no longer subscribed are revoked first."""
         self._rejoin = None
-        topics = self._subscribed_topics = self._wanted_topics()
+        topics = self._wanted_topics()
+        self._sub.joined(topics)
         gone = {tp for tp in self._assignment if tp.topic not in topics}
         if gone:
             self._revoke_some(gone)
@@ -419,49 +386,48 @@ class Consumer(ConsumerCompat):
                     log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
                              exc)
         self._call_listener("on_partitions_revoked", set(revoked))
+        if self.membership is not None:
+            core_group.give_up_some(self.membership.state,
+                                    ((tp.topic, tp.partition) for tp in revoked))
         self._set_assignment([tp for tp in self._assignment if tp not in revoked])
 
     def _apply_assignment(self, data: bytes) -> None:
-        """Take a new assignment: revoke what is gone (cooperative: then rejoin so that its new
-        owner gets it), keep the rest running, report only the added partitions."""
+        """Take a new assignment in the core's order: revoke what is gone (cooperative: then
+        rejoin so that its new owner gets it), keep the rest running, report only the added
+        partitions."""
         assert self.membership is not None
         mine, _ = decode_assignment(data)
-        new = {TopicPartition(t, p) for t, ps in mine.items() for p in ps}
-        revoked = set(self._assignment) - new
-        added = new - set(self._assignment)
-        if revoked:
-            self._revoke_some(revoked)
-            if self.membership.protocol == COOPERATIVE:
-                self._rejoin = "revoke"        # KIP-429: the follow-up rebalance
-        self._set_assignment(sorted(new))
-        self._owned_generation = self.membership.generation_id
+        state = self.membership.state
+        state.owned = frozenset((tp.topic, tp.partition) for tp in self._assignment)
+        change = core_group.take_assignment(state, ((t, p) for t, ps in mine.items()
+                                                    for p in ps))
+        if change.revoked:
+            self._revoke_some({TopicPartition(t, p) for t, p in change.revoked})
+        if change.rejoin:
+            self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
+        self._set_assignment(sorted(TopicPartition(t, p) for t, p in change.assignment))
         self._metrics.rebalanced()
-        self._partition_counts = None
-        self._next_topic_check = time.monotonic() + self._topic_check_interval()
+        self._sub.assigned(time.monotonic())
         log.info("%s (generation %d) assigned %s", self.consumer_id,
                  self.membership.generation_id, sorted(self._assignment))
-        self._call_listener("on_partitions_assigned", added)
-
-    def _topic_check_interval(self) -> float:
-        return 1.0 if self._pattern is not None else 5.0
+        self._call_listener("on_partitions_assigned",
+                            {TopicPartition(t, p) for t, p in change.added})
 
     def _check_topics(self) -> None:
         """Rejoin when a pattern matches other topics or a subscribed topic's partition count
         changed (as the connector checks: every second with a pattern, else every 5 s)."""
-        if not self._joined.is_set() or time.monotonic() < self._next_topic_check:
+        if not self._joined.is_set() or not self._sub.due(time.monotonic()):
             return
-        self._next_topic_check = time.monotonic() + self._topic_check_interval()
         try:
             topics = self._wanted_topics()
-            if self._pattern is None and topics:
+            if self._sub.pattern is None and topics:
                 self.cluster.refresh(topics, allow_auto_create=False)
         except KafkaError as exc:
             log.info("%s: topic check failed: %s", self.consumer_id, exc)
             return
         counts = {t: len(self.cluster.topics[t].partitions) for t in topics
                   if t in self.cluster.topics}
-        before, self._partition_counts = self._partition_counts, counts
-        if topics != self._subscribed_topics or (before is not None and before != counts):
+        if self._sub.changed(topics, counts):
             log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
             self._rejoin = "revoke"
 
@@ -725,7 +691,7 @@ class Consumer(ConsumerCompat):
         no broker could be reached for request.timeout.ms or until this poll's deadline."""
         if self._closed.is_set():
             raise IllegalStateError("poll() on a closed consumer")
-        if not (self._topics or self._pattern or self._manual):
+        if not (self._sub.active or self._manual):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
         timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
         limit = max_records or self.config["max.poll.records"]
@@ -735,18 +701,18 @@ class Consumer(ConsumerCompat):
                 raise self._fatal
             if self._joining is not None and self._joining.done():
                 self._retriable(self._finish_cooperative_join)
-            if (self._topics or self._pattern) and self._rejoin is not None \
+            if self._sub.active and self._rejoin is not None \
                     and self._joining is None and self.cooperative and self._rejoin != "lost" \
                     and self._assignment:
                 self._start_cooperative_join()
-            elif (self._topics or self._pattern) and self._rejoin is not None \
+            elif self._sub.active and self._rejoin is not None \
                     and self._joining is None and not self._retriable(self._rebalance):
                 self._down.check(deadline)
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
                 continue
-            if self._topics or self._pattern:
+            if self._sub.active:
                 self._check_topics()
             self._auto_commit()
             self._resolve_positions()
@@ -880,13 +846,15 @@ class Consumer(ConsumerCompat):
                 and self._positions and (self._joined.is_set() or self._manual):
             self._try_commit("close")
         self._closed.set()
+        if self.membership is not None:
+            self.membership.coordinator.transport.wake()      # the heartbeat loop's sleep
         if self._reporter is not None:
             self._reporter.stop()
         if self._joining is not None and self.membership is not None:
             self.membership.coordinator.interrupt("consumer closed during a rebalance")
         if self._group_pool is not None:
             self._group_pool.shutdown(wait=True)
-        if self._topics or self._pattern:
+        if self._sub.active:
             self._leave()
         if self._heartbeat is not None:
             self._heartbeat.join(10)

@@ -1,0 +1,74 @@
+"""Drive a :mod:`kclient.core` conversation to its end on the running event loop."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol, TypeVar
+
+from kclient.core.steps import Conversation, Gather, Request, Sleep
+
+__all__ = ["AsyncTransport", "ConnectionTransport", "run"]
+
+T = TypeVar("T")
+
+
+class AsyncTransport(Protocol):
+    """Where an asyncio conversation's requests go: one connection, a cluster, a coordinator."""
+
+    async def request(self, request: Request) -> Any:
+        """Send the request and return its response (None when no response comes)."""
+
+
+class _Connection(Protocol):
+    """What :class:`ConnectionTransport` needs of a connection (kclient.aio.connection's)."""
+
+    def send(self, api: Any, body: Any, version: int | None = None,
+             expect_response: bool = True) -> Any: ...
+
+    async def request(self, api: Any, body: Any, version: int | None = None) -> Any: ...
+
+
+class ConnectionTransport:
+    """A conversation bound to one broker connection (``Request.node`` None)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: _Connection) -> None:
+        self.conn = conn
+
+    async def request(self, request: Request) -> Any:
+        if not request.expect_response:
+            self.conn.send(request.api, request.body, request.version, expect_response=False)
+            return None
+        return await self.conn.request(request.api, request.body, request.version)
+
+
+async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
+    """Answer each step with the transport and the loop's clock until the conversation returns.
+
+    Cancelling the task cancels the pending request or sleep and closes the conversation
+    (its ``finally`` blocks run), so nothing it started is left half done.
+    """
+    answer: Any = None
+    failure: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = (conversation.throw(failure) if failure is not None
+                        else conversation.send(answer))
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer, failure = None, None
+            if isinstance(step, Request):
+                try:
+                    answer = await transport.request(step)
+                except Exception as exc:  # noqa: BLE001 - handed to the conversation
+                    failure = exc
+            elif isinstance(step, Gather):
+                answer = await asyncio.gather(*(transport.request(r) for r in step.requests),
+                                              return_exceptions=True)
+            elif isinstance(step, Sleep):
+                await asyncio.sleep(max(0.0, step.seconds))
+            else:
+                failure = TypeError(f"a conversation yielded {step!r}, not a kclient.core step")
+    finally:
+        conversation.close()

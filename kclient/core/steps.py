@@ -1,0 +1,62 @@
+"""What a sans-IO conversation asks of its driver: send a request, send several, or wait.
+
+A conversation is ``Generator[Step, Any, T]``.  The driver resumes it with the decoded response
+of a :class:`Request`, the list of responses (or exceptions) of a :class:`Gather`, or ``None``
+after a :class:`Sleep`; a failed request is thrown into the generator, so retry and error
+handling live in the conversation and are the same for both drivers.
+"""
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kclient.protocol.schema import Api, Struct
+
+__all__ = ["Request", "Gather", "Sleep", "Step", "Conversation", "ANY_NODE", "COORDINATOR"]
+
+T = TypeVar("T")
+
+#: ``Request.node`` values that are not node ids.
+ANY_NODE = "any"            # the least loaded known broker (bootstrap before the first metadata)
+COORDINATOR = "coordinator"  # the coordinator the conversation's transport is bound to
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Send ``body`` as ``api`` and resume with the decoded response.
+
+    ``version`` None means the highest both sides support; ``node`` None means the transport's
+    own connection (a handshake, a coordinator-bound conversation), else a node id or one of
+    :data:`ANY_NODE` / :data:`COORDINATOR`.  ``expect_response`` False (Produce acks=0) resumes
+    with None once the frame is written.
+    """
+
+    api: Api[Any, Any]
+    body: Mapping[str, Any] | Any
+    version: int | None = None
+    node: int | str | None = None
+    expect_response: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """Send every request before waiting for any; resume with their answers in order.
+
+    An answer is the response, or the exception that request failed with (not thrown), so one
+    broker's failure does not hide the others' results (a fetch or produce to several leaders).
+    """
+
+    requests: tuple[Request, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Resume after ``seconds`` (a backoff, a heartbeat interval); the driver decides how to wait."""
+
+    seconds: float
+
+
+Step = Request | Gather | Sleep
+Conversation = Generator[Step, Any, T]
+Response = Struct

@@ -1,0 +1,35 @@
+"""Fixtures of tests/core: ``drive`` runs a conversation through either driver, so every core test
+is a test of both (parametrized as ``threaded`` and ``asyncio``)."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kclient.aio import driver as aio_run
+from kclient.aio.connection import AIOConnection
+from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.io import driver as io_run
+
+
+@pytest.fixture(params=["threaded", "asyncio"])
+def drive(request, mini_broker):
+    """``drive(conversation_factory)`` -> its result, run on a fresh connection to the
+    mini-broker by the driver of this parameter."""
+    host, port = mini_broker.bootstrap.split(":")
+    settings = ConnectionSettings(client_id="core-test")
+
+    def threaded(factory):
+        with BrokerConnection(host, int(port), settings) as conn:
+            return io_run.run(factory(), io_run.ConnectionTransport(conn))
+
+    def in_loop(factory):
+        async def main():
+            conn = await AIOConnection(host, int(port), settings).connect()
+            try:
+                return await aio_run.run(factory(), aio_run.ConnectionTransport(conn))
+            finally:
+                conn.close()
+        return asyncio.run(main())
+
+    return threaded if request.param == "threaded" else in_loop
