@@ -183,7 +183,7 @@ class Consumer(ConsumerCompat):
                                         self.metrics)
         self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
                                  conf["socket.timeout.ms"])
-        tracing = tracing_for(conf, self.group)
+        tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
             trace_consumer(self, tracing)
@@ -747,6 +747,7 @@ class Consumer(ConsumerCompat):
                 continue
             take = [buf.popleft() for _ in range(min(limit, len(buf)))]
             limit -= len(take)
+            self._metrics.messages[tp] += len(take)
             out[tp] = take
             self._positions[tp] = take[-1].offset + 1
         return out
@@ -835,7 +836,8 @@ class Consumer(ConsumerCompat):
                 "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                                      partitions=self._metrics.with_messages(partitions,
+                                                                             "consumed"))
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
