@@ -54,6 +54,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   as in Java.
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 * ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
+* ``socket.receive.buffer.bytes`` 0: the kernel's auto-tuned receive buffer, as librdkafka
+  (0.8 and Java: 65536, which caps a fetch's TCP window and splits it into many small reads).
 """
 
 from __future__ import annotations
@@ -197,8 +199,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("socket.timeout.ms", 30000, _POS, _BOTH, "Network request timeout."),
     _key("connect.timeout.ms", 10000, _POS, _BOTH, "Longest wait for a TCP connection.",
          differs="no such key (0.7: 5000)"),
-    _key("socket.receive.buffer.bytes", 65536, _POS, _BOTH,
-         "TCP receive buffer (SO_RCVBUF).", "socket.buffersize", "receive.buffer.bytes"),
+    _key("socket.receive.buffer.bytes", 0, Int(min=0), _BOTH,
+         "TCP receive buffer (SO_RCVBUF); 0 leaves the kernel's auto-tuning, which lets a large "
+         "fetch arrive in fewer, larger reads.", "socket.buffersize", "receive.buffer.bytes",
+         differs="65536 (0 is the kernel's default here, as librdkafka's)"),
     _key("socket.send.buffer.bytes", 102400, _POS, _BOTH,
          "TCP send buffer (SO_SNDBUF).", "send.buffer.bytes", "buffer.size"),
     _key("retry.backoff.ms", 100, _MS, _BOTH, "Pause before retrying after a failure, before "
