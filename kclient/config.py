@@ -53,6 +53,7 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
+* ``fetch.max.bytes`` 50 MiB, as in Java (KIP-74; 0.8 bounded fetches per partition only).
 * ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
 * ``socket.receive.buffer.bytes`` 0: the kernel's auto-tuned receive buffer, as librdkafka
   (0.8 and Java: 65536, which caps a fetch's TCP window and splits it into many small reads).
@@ -357,6 +358,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("fetch.message.max.bytes", 1048576, _POS, _C,
          "Bytes fetched per partition per request; bounds the largest readable message.",
          "fetch.size", "max.partition.fetch.bytes"),
+    _key("fetch.max.bytes", 52428800, _POS, _C,
+         "Most bytes one Fetch response carries over all its partitions (Fetch v3+; the first "
+         "record batch is returned whole even if larger).",
+         differs="no such key (Java consumer 0.10.1's, KIP-74)"),
     _key("fetch.min.bytes", 1, _MS, _C, "Least data the broker returns for a fetch."),
     _key("fetch.wait.max.ms", 100, _MS, _C,
          "Longest the broker blocks a fetch waiting for fetch.min.bytes.", "fetch.max.wait.ms"),

@@ -306,3 +306,21 @@ def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consume
         fut.result(10)
     assert seen and seen[0][0] == {tp: 6} and seen[0][1] is info.value
     assert d.committed(tp) == 4
+
+
+def test_fetch_max_bytes_bounds_each_fetch_and_everything_still_arrives(mini_broker, consumers):
+    # twelve batches of one 1000-byte record each; a 2500-byte response holds at most two
+    topic = name("fmb")
+    mini_broker.create_topic(topic, partitions=1)
+    for i in range(12):
+        produce(mini_broker.bootstrap, topic, [b"%04d" % i + b"x" * 996], partition=0)
+    c = consumers(conf(mini_broker, **{"fetch.max.bytes": 2500}))
+    c.assign([TopicPartition(topic, 0)])
+    sizes, got = [], []
+    deadline = time.monotonic() + 20
+    while len(got) < 12 and time.monotonic() < deadline:
+        for records in c.poll(200, max_records=100).values():
+            sizes.append(len(records))
+            got += [r.value[:4] for r in records]
+    assert got == [b"%04d" % i for i in range(12)]
+    assert max(sizes) <= 2 and len(sizes) >= 6, sizes
