@@ -105,7 +105,7 @@ class AIOProducer:
             lambda: asyncio.get_running_loop().create_future()
         self._wake: Callable[[], None] = lambda: None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer

@@ -170,7 +170,7 @@ class Consumer:
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
