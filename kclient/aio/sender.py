@@ -314,7 +314,11 @@ class Sender:
         self._check_flushed()
 
     def _fail(self, b: AIOBatch, exc: BaseException) -> None:
+        """Set ``exc`` on the batch's futures and log it at WARNING (a failure nobody awaits
+        is still seen: the same rule as kclient.Producer's, docs/producer.md)."""
         self.metrics.error(exc)
+        log.warning("failed to deliver %d message(s) to %s/%s: %s", len(b.futures), b.topic,
+                    b.partition, exc)
         for f in b.futures:
             if not f.done():
                 f.set_exception(exc)

@@ -30,13 +30,22 @@ assignment) without a rebalance; a member fenced by another process using its in
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
+)
 from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
 from kclient.config import Config, load_config
 from kclient.connection import BrokerConnection
@@ -58,6 +67,7 @@ from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
+from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
     REJOIN,
@@ -115,7 +125,7 @@ def _deserializer(conf: Config, key: str) -> Callable[[bytes | None], Any]:
     return decode
 
 
-class Consumer:
+class Consumer(ConsumerCompat):
     """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -171,6 +181,8 @@ class Consumer:
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics, conf["statistics.format"])
+        self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
+                                 conf["socket.timeout.ms"])
         tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
@@ -208,13 +220,14 @@ class Consumer:
         """The topics subscribed to (a pattern's: those it matched at the last join)."""
         return self._sub.subscription()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions``, without group membership (offsets still commit to
-        group.id when set)."""
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one
+        or a list), without group membership (offsets still commit to group.id when set)."""
         if self._sub.active:
             raise IllegalStateError("assign() after subscribe(): unsubscribe() first")
+        tps = topic_partitions([partitions], "assign()")
         self._manual = True
-        self._set_assignment(list(partitions))
+        self._set_assignment(tps)
 
     def unsubscribe(self) -> None:
         """Drop the subscription or assignment (revoking through the listener, leaving the
@@ -500,32 +513,36 @@ class Consumer:
                     out[tp] = (offset, timestamp)
         return retry
 
-    def position(self, partition: TopicPartition) -> int:
+    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record poll() returns for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._check(partition)
         self._resolve_positions()
         return self._positions[partition]
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` at the next poll()."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` at
+        the next poll()."""
+        partition = topic_partition(partition, "seek()")
         self._check(partition)
         if offset < 0:
             raise ValueError(f"offset {offset} is negative")
         self._positions[partition] = offset
         self._buffer.pop(partition, None)
 
-    def _seek_to(self, partitions: Iterable[TopicPartition], ts: int) -> None:
-        tps = list(partitions) or list(self._assignment)
+    def _seek_to(self, partitions: Iterable[Any], ts: int) -> None:
+        tps = topic_partitions(partitions, "seek_to_beginning()/seek_to_end()") \
+            or list(self._assignment)
         for tp in tps:
             self._check(tp)
         for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
             self.seek(tp, off)
 
-    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, EARLIEST_TIMESTAMP)
 
-    def seek_to_end(self, *partitions: TopicPartition) -> None:
+    def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, LATEST_TIMESTAMP)
 
@@ -548,15 +565,17 @@ class Consumer:
                 for tp in timestamps}
 
     # -- pause / resume ---------------------------------------------------------------------------
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop returning and fetching records of ``partitions`` until resume()."""
-        for tp in partitions:
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop returning and fetching records of ``partitions`` (TopicPartitions or
+        ``(topic, partition)`` tuples, or lists of them) until resume()."""
+        tps = topic_partitions(partitions, "pause()")
+        for tp in tps:
             self._check(tp)
-            self._paused.add(tp)
+        self._paused.update(tps)
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Undo pause() for ``partitions``."""
-        self._paused.difference_update(partitions)
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Undo pause() for ``partitions`` (the forms pause() takes)."""
+        self._paused.difference_update(topic_partitions(partitions, "resume()"))
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""
@@ -569,13 +588,21 @@ class Consumer:
             raise IllegalStateError("committing offsets needs group.id")
         if offsets is None:
             return {(tp.topic, tp.partition): off for tp, off in self._positions.items()}
-        return {(tp.topic, tp.partition): (o.offset if isinstance(o, OffsetAndMetadata) else o)
-                for tp, o in offsets.items()}
+        return commit_offsets(offsets)
 
-    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-               ) -> None:
+    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
+               asynchronous: bool = False, *, message: Any = None) -> Future[None] | None:
         """Commit ``offsets`` (the next offset to read per partition), by default the position
-        of every assigned partition; a fenced member's commit raises and rejoins at next poll."""
+        of every assigned partition; a fenced member's commit raises and rejoins at next poll.
+
+        confluent-kafka's forms: ``message=record`` commits past that record,
+        ``asynchronous=True`` is commit_async() (returns its Future; the default False waits)."""
+        if message is not None:
+            if offsets is not None:
+                raise TypeError("commit() takes offsets or message, not both")
+            offsets = {(message.topic, message.partition): message.offset + 1}
+        if asynchronous:
+            return self.commit_async(offsets)
         todo = self._offsets_to_commit(offsets)
         assert self.offset_store is not None
         try:
@@ -586,8 +613,9 @@ class Consumer:
                 self._joined.clear()
                 self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
             raise
+        return None
 
-    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+    def commit_async(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
                      callback: Callable[[dict[TopicPartition, int], BaseException | None], Any]
                      | None = None) -> Future[None]:
         """commit() in a background thread; ``callback(offsets, exception or None)`` after."""
@@ -617,13 +645,25 @@ class Consumer:
         return ConsumerGroupMetadata(self.group, self.membership.generation_id,
                                      self.membership.member_id)
 
-    def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset of ``partition`` in the group, or None."""
+    @overload
+    def committed(self, partitions: TopicPartition | tuple[str, int],
+                  timeout: float | None = None) -> int | None: ...
+
+    @overload
+    def committed(self, partitions: Iterable[Any], timeout: float | None = None
+                  ) -> dict[TopicPartition, int | None]: ...
+
+    def committed(self, partitions: PartitionsArg, timeout: float | None = None
+                  ) -> int | None | dict[TopicPartition, int | None]:
+        """The committed offset of a partition in the group (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self.offset_store is None:
             raise IllegalStateError("committed() needs group.id")
-        off = self.offset_store.fetch([(partition.topic, partition.partition)])
-        value = off.get((partition.topic, partition.partition), -1)
-        return value if value >= 0 else None
+        tps, one = partition_list(partitions, "committed()")
+        off = self.offset_store.fetch([(tp.topic, tp.partition) for tp in tps])
+        found = {tp: (v if (v := off.get((tp.topic, tp.partition), -1)) >= 0 else None)
+                 for tp in tps}
+        return found[tps[0]] if one else found
 
     def _try_commit(self, why: str) -> None:
         try:
@@ -640,16 +680,22 @@ class Consumer:
         self._try_commit("interval")
 
     # -- poll -------------------------------------------------------------------------------------
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None
-             ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Records fetched within ``timeout_ms``: ``{TopicPartition: [ConsumerRecord]}``, at most
-        ``max_records`` (default max.poll.records) in all."""
+    def poll(self, *args: int, timeout_ms: int | None = None, max_records: int | None = None,
+             timeout: float | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched within ``timeout_ms`` (kafka-python: ``poll(500)``,
+        ``poll(timeout_ms=500)``) or ``timeout`` seconds (confluent-kafka: ``poll(timeout=0.5)``;
+        negative or None: no limit): ``{TopicPartition: [ConsumerRecord]}``, at most
+        ``max_records`` (default max.poll.records) in all.  A positional float is refused.
+
+        Raises BrokersUnreachableError (a KafkaConnectionError naming the brokers tried) when
+        no broker could be reached for request.timeout.ms or until this poll's deadline."""
         if self._closed.is_set():
             raise IllegalStateError("poll() on a closed consumer")
         if not (self._sub.active or self._manual):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
+        timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms >= 0 else math.inf
         while True:
             if self._fatal is not None:
                 raise self._fatal
@@ -661,6 +707,7 @@ class Consumer:
                 self._start_cooperative_join()
             elif self._sub.active and self._rejoin is not None \
                     and self._joining is None and not self._retriable(self._rebalance):
+                self._down.check(deadline)
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
@@ -675,19 +722,22 @@ class Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
-            self._fetch(max(0, min(int(remaining * 1000), self.config["fetch.wait.max.ms"])))
+            self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
 
     def _retriable(self, step: Callable[[], Any]) -> bool:
         """Run a group step; a retriable error (the coordinator not ready yet, as on a fresh
         cluster, or moving) is logged and the next poll() tries again, as Java's poll does."""
         try:
-            return bool(step())
+            done = bool(step())
         except KafkaError as exc:
             if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
                 raise
-            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            if not self._down.failed(exc):
+                log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
             self._rejoin = self._rejoin or "revoke"
             return False
+        self._down.reached()
+        return done
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
