@@ -210,3 +210,9 @@ def _broker_name(broker: Any) -> str:
     if isinstance(broker, tuple) and len(broker) == 2:
         return f"{broker[0]}:{broker[1]}"
     return str(broker)
+
+
+def error_name(exc: BaseException) -> str:
+    """Kafka's name of a broker error code (UNKNOWN_TOPIC_OR_PARTITION), else the class name."""
+    name = getattr(type(exc), "message", None) if hasattr(exc, "errno") else None
+    return name if isinstance(name, str) else type(exc).__name__

@@ -44,7 +44,7 @@ from kclient.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kclient.structs import OffsetAndMetadata, TopicPartition
@@ -122,7 +122,9 @@ class AIOConsumer(ConsumerMembership):
         if self._sub.active and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
-        tracing = tracing_for(conf, self.group_id)
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
+        tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
             trace_aio_consumer(self, tracing)
@@ -163,6 +165,7 @@ class AIOConsumer(ConsumerMembership):
         if self._closed:
             return
         self._closed = True
+        self._reporter.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -370,6 +373,7 @@ class AIOConsumer(ConsumerMembership):
                 n = j - i
                 recs = build_records(tp, cols, i, j, k, v)
                 out.setdefault(tp, []).extend(recs)
+                self._metrics.messages[tp] += n
                 limit -= n
                 st.buffered -= n
                 drained = True
@@ -560,7 +564,9 @@ class AIOConsumer(ConsumerMembership):
             "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
             and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
             for tp, st in self._states.items()}
-        return self._metrics.snapshot(partitions=parts)
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group_id,
+                                      partitions=self._metrics.with_messages(parts, "consumed"))
 
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"

@@ -37,7 +37,7 @@ from kclient.errors import (
     QueueFullError,
     UnknownTopicOrPartitionError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
 from kclient.producer.context import _create_encoder, connection_settings
@@ -104,6 +104,8 @@ class AIOProducer:
         self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = \
             lambda: asyncio.get_running_loop().create_future()
         self._wake: Callable[[], None] = lambda: None
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer
@@ -148,6 +150,7 @@ class AIOProducer:
         if self._closed:
             return
         self._closed = True
+        self._reporter.stop()
         if self._sender is not None:
             try:
                 await self._sender.flush(timeout)
@@ -312,7 +315,9 @@ class AIOProducer:
                               "queued_messages": sum(len(b) for b in q),
                               "open_batch_bytes": q[-1].size if q else 0}
                  for (t, p), q in self.acc.queues.items()}
-        out = self._metrics.snapshot(partitions=parts)
+        out = self._metrics.snapshot(type="producer", client_id=self.config["client.id"],
+                                     partitions=self._metrics.with_messages(parts, "messages"),
+                                     queue_depth=self.acc.pending)
         out["queued_batches"] = self.acc.queued()
         out["pending_messages"] = self.acc.pending
         return out

@@ -309,6 +309,7 @@ class Sender:
             if i < n and time.monotonic() > stop:
                 self.loop.call_soon(self._succeed, b, base, append_time, i)
                 return
+        self.metrics.messages[(topic, partition)] += n
         self.producer.released(n)
         self._check_flushed()
 

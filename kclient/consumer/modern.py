@@ -171,7 +171,7 @@ class Consumer:
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics)
-        tracing = tracing_for(conf, self.group)
+        tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
             trace_consumer(self, tracing)
@@ -697,6 +697,7 @@ class Consumer:
                 continue
             take = [buf.popleft() for _ in range(min(limit, len(buf)))]
             limit -= len(take)
+            self._metrics.messages[tp] += len(take)
             out[tp] = take
             self._positions[tp] = take[-1].offset + 1
         return out
@@ -785,7 +786,8 @@ class Consumer:
                 "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                                      partitions=self._metrics.with_messages(partitions,
+                                                                             "consumed"))
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
