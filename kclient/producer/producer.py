@@ -60,7 +60,7 @@ from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
-from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
+from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions, offsets_to_commit
 
 __all__ = ["Producer"]
 
@@ -763,7 +763,7 @@ class Producer:
         or an object with ``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``
         (Java's ConsumerGroupMetadata) so that a zombie member's commit is refused.
         """
-        self._transactions.send_offsets(_offsets(offsets), group)
+        self._transactions.send_offsets(offsets_to_commit(offsets), group)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything queued, then commit.  A send that failed raises
@@ -843,18 +843,6 @@ def _not_data(d: Any) -> TypeError:
                          f"ProducerData({args})")
     return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
                      "ProducerData(topic, value, key=None)")
-
-
-def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:
-    """``{(topic, partition): (offset, metadata)}`` from the forms send_offsets accepts."""
-    out = {}
-    for tp, value in offsets.items():
-        topic, partition = (tp.topic, tp.partition) if hasattr(tp, "topic") else tp
-        if isinstance(value, int):
-            out[(topic, int(partition))] = (value, "")
-        else:
-            out[(topic, int(partition))] = (int(value.offset), getattr(value, "metadata", "") or "")
-    return out
 
 
 def _size(x: Any) -> int:

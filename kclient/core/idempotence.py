@@ -1,4 +1,4 @@
-"""Idempotent producer state on the client: producer id, epoch and sequence numbers.
+"""The idempotent producer's state (producer id, epoch, sequences) and what a sequence error means.
 
 Theory of operation (the Java producer's, KIP-98 and KIP-360).  The producer gets an id and an
 epoch from InitProducerId.  A batch is given its partition's next sequence the first time it is
@@ -18,23 +18,45 @@ original offsets instead of writing it twice.  Ordering across up to 5 requests 
 A bump (once nothing is in flight) raises the epoch by one locally, as Java's idempotent producer
 does, and restarts every partition's sequences at 0; the batches not yet acknowledged get new
 sequences in their old order.  Nothing is dropped silently: every batch still ends in a delivery
-report, acknowledged or failed.
+report, acknowledged or failed.  Both producers (threaded and asyncio) keep this state and ask
+:func:`sequence_outcome` what a produce error of a sequenced batch means.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
+from kclient.errors import error_for_code
+from kclient.protocol.apis import INIT_PRODUCER_ID
 from kclient.protocol.error_codes import (
+    DuplicateSequenceNumberError,
     OutOfOrderSequenceNumberError,
     UnknownProducerIdError,
 )
 
-from .batches import PartitionBatch
+from .steps import ANY_NODE, Conversation, Request
 
-__all__ = ["TransactionManager", "MAX_IN_FLIGHT_IDEMPOTENT", "needs_bump"]
+__all__ = ["IdempotentState", "MAX_IN_FLIGHT_IDEMPOTENT", "needs_bump", "sequence_outcome",
+           "init_idempotent", "SENT", "RETRY", "RESEND", "BUMP_AND_RESEND", "FAIL"]
 
 #: Largest max.in.flight.requests.per.connection with idempotence (what a broker remembers).
 MAX_IN_FLIGHT_IDEMPOTENT = 5
 _SEQ_MOD = 1 << 31
 _EPOCH_MAX = 32767
+
+#: what :func:`sequence_outcome` says to do with a sequenced batch's produce error
+SENT, RETRY, RESEND, BUMP_AND_RESEND, FAIL = "sent", "retry", "resend", "bump_and_resend", "fail"
+
+
+class Sequenced(Protocol):
+    """A batch the state stamps: its partition, length and the stamp itself."""
+
+    topic: str
+    partition: int
+
+    def __len__(self) -> int: ...
+
+    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
+                     transactional: bool = False) -> None: ...
 
 
 def needs_bump(error: BaseException) -> bool:
@@ -42,7 +64,23 @@ def needs_bump(error: BaseException) -> bool:
     return isinstance(error, (OutOfOrderSequenceNumberError, UnknownProducerIdError))
 
 
-class TransactionManager:
+def sequence_outcome(error: BaseException, transactional: bool, first_unacked: bool) -> str:
+    """What a produce error of a sequenced batch means (KIP-360, as Java's producer decides):
+    :data:`SENT` (a 0.11 broker's "already have it"); :data:`RETRY` (an ordinary error: retried
+    as any batch is); :data:`RESEND` (a sequence error behind an earlier batch that failed: sent
+    again after it, at no cost in attempts); :data:`BUMP_AND_RESEND` (the sequence error of the
+    next expected batch: the broker lost what came before, so bump the epoch, then resend); or
+    :data:`FAIL` (a transactional producer's sequence error: abortable, bumped on abort)."""
+    if isinstance(error, DuplicateSequenceNumberError):
+        return SENT
+    if not needs_bump(error):
+        return RETRY
+    if transactional:
+        return FAIL
+    return BUMP_AND_RESEND if first_unacked else RESEND
+
+
+class IdempotentState:
     """Producer id, epoch and next sequence per partition of one idempotent producer."""
 
     def __init__(self, transactional_id: str | None = None,
@@ -67,17 +105,17 @@ class TransactionManager:
         self._next_seq.clear()
         self.bump_requested = False
 
-    def add_partitions(self, tps: set[tuple[str, int]]) -> None:
-        """Transactional producers add partitions to their transaction here (idempotent: no-op)."""
-
     def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
-        """A batch failed for good: transactional producers must abort (idempotent: no-op)."""
+        """A batch failed for good: its sequences leave a gap, so bump before the next send
+        (transactional producers override: the transaction must abort)."""
+        if sequenced:
+            self.bump_requested = True
 
     def next_sequence(self, topic: str, partition: int) -> int:
         """The sequence the partition's next new batch gets."""
         return self._next_seq.get((topic, partition), 0)
 
-    def assign(self, batch: PartitionBatch) -> None:
+    def assign(self, batch: Sequenced) -> None:
         """Give a new batch its partition's next sequences (and this producer's id/epoch)."""
         key = (batch.topic, batch.partition)
         seq = self._next_seq.get(key, 0)
@@ -95,3 +133,15 @@ class TransactionManager:
             return False
         self.epoch += 1
         return True
+
+
+def init_idempotent(state: IdempotentState, node: int | str | None = ANY_NODE
+                    ) -> Conversation[None]:
+    """InitProducerId without a transactional id (any broker answers): the idempotent
+    producer's id and epoch, adopted by ``state``; an error code is raised."""
+    body = {"transactional_id": None, "transaction_timeout_ms": state.transaction_timeout_ms,
+            "producer_id": -1, "producer_epoch": -1}
+    resp = yield Request(INIT_PRODUCER_ID, body, node=node)
+    if resp.error_code:
+        raise error_for_code(resp.error_code)("InitProducerId")
+    state.set_producer_id(resp.producer_id, resp.producer_epoch)
