@@ -13,10 +13,11 @@ import pytest
 from kclient import Producer, ProducerData
 from kclient.errors import IllegalStateError, ProducerFencedError
 from kclient.simple import SimpleConsumer
+from tests.needs import need_module
 
 from .helpers import leader_address, new_topic
 
-confluent = pytest.importorskip("confluent_kafka")
+confluent = need_module("confluent_kafka")
 
 
 def _producer(server, tid: str, mode: str = "async", **extra) -> Producer:

@@ -23,6 +23,7 @@ from kclient.partitioner import (
     murmur2,
     to_positive,
 )
+from tests.needs import need_module
 
 # Kafka's own test vectors: clients/src/test/.../common/utils/UtilsTest.java, testMurmur2.
 KAFKA_UTILS_TEST = [
@@ -149,7 +150,7 @@ def test_murmur2_random_bytes_match_reference(data):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_murmur2_matches_kafka_python(data):
-    other = pytest.importorskip("kafka.partitioner.default")
+    other = need_module("kafka.partitioner.default")
     assert murmur2(data) & 0xFFFFFFFF == other.murmur2(data) & 0xFFFFFFFF
 
 

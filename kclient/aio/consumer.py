@@ -39,6 +39,7 @@ from kclient.errors import (
     UnknownMemberIdError,
 )
 from kclient.metrics import ClientMetrics
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
@@ -118,6 +119,10 @@ class AIOConsumer:
         if self._topics and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
+        tracing = tracing_for(conf, self.group_id)
+        if tracing is not None:
+            from kclient.observability.clients import trace_aio_consumer
+            trace_aio_consumer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:

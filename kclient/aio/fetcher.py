@@ -7,7 +7,7 @@ partition) is fetched from its ``fetch_offset`` (where the buffered data ends), 
 fetch is on the wire while the application works through the last one.  The task writes one
 Fetch request per leader broker without waiting for another, then sleeps until a response, a
 drained buffer or a seek wakes it.  A response is handled in a done-callback: each partition's
-records are decoded into :class:`~kclient.simple.columns.MessageColumns` (the C record walker
+records are decoded into :class:`~kclient.core.columns.MessageColumns` (the C record walker
 of the record layer) and queued
 on the partition's :class:`PartitionState`; the consumer builds ConsumerRecords only for what it
 returns.  Data for a partition that was seeked, revoked or reset while the request was out is
@@ -21,11 +21,18 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from kclient.errors import KafkaError, OffsetOutOfRangeError, error_for_code
+from kclient.core.columns import MessageColumns
+from kclient.core.fetch import (
+    FetchSettings,
+    PartitionFetch,
+    fetch_body,
+    message_set,
+    needs_reset,
+    partitions_of,
+)
+from kclient.errors import KafkaError, error_for_code
 from kclient.protocol.apis import FETCH
 from kclient.protocol.schema import Struct
-from kclient.simple.columns import MessageColumns
-from kclient.simple.message_set import ByteBufferMessageSet
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
@@ -36,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["PartitionState", "AIOFetcher"]
 
 log = logging.getLogger(__name__)
-_INT32_MAX = 0x7FFFFFFF
 #: decoding one response yields to the loop between partitions after this long (seconds)
 _SLICE = 0.005
 
@@ -79,8 +85,9 @@ class AIOFetcher:
                  isolation_level: int, buffer_chunks: int, backoff_ms: int,
                  data: asyncio.Event, needs_reset: asyncio.Event) -> None:
         self.cluster, self.states = cluster, states
-        self.max_partition_bytes, self.min_bytes = max_partition_bytes, min_bytes
-        self.max_wait_ms, self.isolation_level = max_wait_ms, isolation_level
+        self.max_partition_bytes = max_partition_bytes
+        self.isolation_level = isolation_level
+        self.settings = FetchSettings(max_wait_ms, min_bytes, None, isolation_level)
         self.buffer_chunks, self.backoff = buffer_chunks, backoff_ms / 1000.0
         self.data, self.needs_reset = data, needs_reset
         self._wake = asyncio.Event()
@@ -150,17 +157,9 @@ class AIOFetcher:
             sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
             if not sts or node in self._inflight:
                 continue
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for st in sts:
-                topics.setdefault(st.tp.topic, []).append(
-                    {"partition": st.tp.partition, "fetch_offset": st.fetch_offset,
-                     "partition_max_bytes": min(self.max_partition_bytes, _INT32_MAX)})
-            body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms,
-                    "min_bytes": self.min_bytes,
-                    "max_bytes": min(self.max_partition_bytes * len(sts), _INT32_MAX),
-                    "isolation_level": self.isolation_level, "session_id": 0,
-                    "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+            body = fetch_body([PartitionFetch(st.tp.topic, st.tp.partition, st.fetch_offset,
+                                              self.max_partition_bytes) for st in sts],
+                              self.settings)
             try:
                 fut = conn.send(FETCH, body)
             except KafkaError as exc:
@@ -187,7 +186,7 @@ class AIOFetcher:
             self._stale = True
             return
         resp: FetchResponse = fut.result()
-        parts = {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
+        parts = partitions_of(resp)
         self._take_all(asked, parts, 0)
 
     def _take_all(self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any],
@@ -215,7 +214,7 @@ class AIOFetcher:
         tp = st.tp
         if part.error_code:
             err = error_for_code(part.error_code)(f"{tp.topic}-{tp.partition} at offset {offset}")
-            if isinstance(err, OffsetOutOfRangeError):
+            if needs_reset(err):
                 st.fetch_offset = -1            # the consumer resets it
                 st.epoch += 1
                 self.needs_reset.set()
@@ -225,14 +224,7 @@ class AIOFetcher:
             return False
         if part.high_watermark >= 0:
             st.high_watermark = part.high_watermark
-        ms = ByteBufferMessageSet(
-            part.records or b"", offset, topic=tp.topic, partition=tp.partition,
-            high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
-            log_start_offset=part.log_start_offset,
-            read_committed=self.isolation_level == 1,
-            aborted_transactions=[(a.producer_id, a.first_offset)
-                                  for a in part.aborted_transactions or ()]
-            if self.isolation_level == 1 else None)
+        ms = message_set(part, tp.topic, tp.partition, offset, self.settings)
         try:
             cols: MessageColumns = ms.columns()
         except KafkaError as exc:             # a corrupt first entry

@@ -49,6 +49,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
 )
 from kclient.metrics import ClientMetrics
+from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
 from kclient.producer.context import _create_encoder, connection_settings
 from kclient.producer.data import RecordMetadata
@@ -123,6 +124,10 @@ class AIOProducer:
             self._idem = IdempotentState()
         self._transport = ClusterTransport(self.cluster)
         self._txn_lock: asyncio.Lock | None = None
+        tracing = tracing_for(conf)
+        if tracing is not None:
+            from kclient.observability.clients import trace_aio_producer
+            trace_aio_producer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -7,8 +7,8 @@ from itertools import repeat
 from typing import Any
 
 from kclient.consumer.modern import ConsumerRecord
+from kclient.core.columns import MessageColumns
 from kclient.encoders import DefaultDecoder
-from kclient.simple.columns import MessageColumns
 from kclient.structs import TopicPartition
 
 __all__ = ["build_records", "decoder"]

@@ -24,13 +24,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kclient.core.idempotence import (
-    BUMP_AND_RESEND,
     FAIL,
-    RETRY,
+    RESEND,
     SENT,
     IdempotentState,
     init_idempotent,
-    sequence_outcome,
 )
 from kclient.core.produce import (
     magic_for,
@@ -236,31 +234,21 @@ class Sender:
             return []
         return ready
 
-    def _first_unacked(self, b: AIOBatch) -> bool:
-        """Whether no earlier batch of ``b``'s partition is still unacknowledged."""
-        key, seq = (b.topic, b.partition), b.base_sequence
-        others = [*self._unacked.get(key, ()), *self.acc.queues.get(key, ()),
-                  *(x for x in self._retrying.values() if (x.topic, x.partition) == key)]
-        return not any(0 <= x.base_sequence < seq and x.producer_epoch == b.producer_epoch
-                       for x in others)
-
     def _sequence_error(self, b: AIOBatch, err: KafkaError, base: int, append_time: int
                         ) -> None:
         """A produce error of a sequenced batch, as the core says (KIP-360)."""
         assert self.idem is not None
-        needs = sequence_outcome(err, self.tid is not None, self._first_unacked(b))
+        key = (b.topic, b.partition)
+        needs = self.idem.sequence_error(b, err, [
+            *self._unacked.get(key, ()), *self.acc.queues.get(key, ()), *self._retrying.values()])
         if needs == SENT:
             self._succeed(b, base, append_time)
         elif needs == FAIL:
             self._fail(b, err)
-        elif needs == RETRY:
-            self._retry(b, err)
         else:
-            if needs == BUMP_AND_RESEND:
-                log.warning("%r: %s for the next expected batch: bumping the epoch", b, err)
-                self.idem.bump_requested = True
-            b.attempts -= 1                    # waiting for an earlier batch costs no retry
-            self._retry(b, err, force=True)
+            if needs == RESEND:                # waiting for an earlier batch costs no retry
+                b.attempts -= 1
+            self._retry(b, err, force=needs == RESEND)
 
     async def _dispatch(self, ready: list[AIOBatch]) -> None:
         if self.idem is not None:

@@ -28,6 +28,7 @@ from kclient.config import Config, load_config
 from kclient.connection import ConnectionSettings
 from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 
 from .assignment import thread_ids
 from .fetcher import ConsumerFetcherManager
@@ -308,10 +309,16 @@ class ConsumerConnector:
 
     def _new_stream(self, q: ChunkQueue, key_decoder: Decoder | None,
                     value_decoder: Decoder | None) -> KafkaStream:
-        s = KafkaStream(q, self.config["consumer.timeout.ms"],
-                        key_decoder if key_decoder is not None else self.key_decoder,
-                        value_decoder if value_decoder is not None else self.value_decoder,
-                        self.client_id)
+        args = (q, self.config["consumer.timeout.ms"],
+                key_decoder if key_decoder is not None else self.key_decoder,
+                value_decoder if value_decoder is not None else self.value_decoder,
+                self.client_id)
+        tracing = tracing_for(self.config, self.config["group.id"])
+        if tracing is None:
+            s = KafkaStream(*args)
+        else:
+            from kclient.observability.clients import traced_stream
+            s = traced_stream(KafkaStream, tracing, *args)
         self.streams.append(s)
         return s
 

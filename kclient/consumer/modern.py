@@ -8,7 +8,7 @@
 It runs on the broker-coordinated connector's machinery: the group protocol of
 :mod:`kclient.consumer.group_protocol` (so it shares a group with GroupConsumerConnector members
 and Java consumers), the range / roundrobin assignors, :class:`KafkaOffsetStore`, and
-:class:`kclient.simple.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
+:class:`kclient.io.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
 inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A rebalance (seen
 by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
 does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
@@ -51,9 +51,10 @@ from kclient.errors import (
     UnknownMemberIdError,
     error_for_code,
 )
+from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.simple.fetcher import Fetcher, PartitionFetch
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
@@ -177,6 +178,10 @@ class Consumer:
         self._partition_counts: dict[str, int] | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
                                         self.metrics)
+        tracing = tracing_for(conf, self.group)
+        if tracing is not None:
+            from kclient.observability.clients import trace_consumer
+            trace_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 

@@ -23,6 +23,8 @@ report, acknowledged or failed.  Both producers (threaded and asyncio) keep this
 """
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from typing import Protocol
 
 from kclient.errors import error_for_code
@@ -36,7 +38,9 @@ from kclient.protocol.error_codes import (
 from .steps import ANY_NODE, Conversation, Request
 
 __all__ = ["IdempotentState", "MAX_IN_FLIGHT_IDEMPOTENT", "needs_bump", "sequence_outcome",
-           "init_idempotent", "SENT", "RETRY", "RESEND", "BUMP_AND_RESEND", "FAIL"]
+           "init_idempotent", "first_unacked", "SENT", "RETRY", "RESEND", "BUMP_AND_RESEND", "FAIL"]
+
+log = logging.getLogger("kclient.producer")
 
 #: Largest max.in.flight.requests.per.connection with idempotence (what a broker remembers).
 MAX_IN_FLIGHT_IDEMPOTENT = 5
@@ -52,6 +56,8 @@ class Sequenced(Protocol):
 
     topic: str
     partition: int
+    base_sequence: int
+    producer_epoch: int
 
     def __len__(self) -> int: ...
 
@@ -62,6 +68,14 @@ class Sequenced(Protocol):
 def needs_bump(error: BaseException) -> bool:
     """Whether a produce error is one of the sequence errors KIP-360 handles by a bump."""
     return isinstance(error, (OutOfOrderSequenceNumberError, UnknownProducerIdError))
+
+
+def first_unacked(batch: Sequenced, others: Iterable[Sequenced]) -> bool:
+    """Whether none of ``others`` (the unacknowledged batches: in flight, waiting to retry) is
+    an earlier batch of ``batch``'s partition in the same epoch."""
+    key, seq, epoch = (batch.topic, batch.partition), batch.base_sequence, batch.producer_epoch
+    return not any((x.topic, x.partition) == key and 0 <= x.base_sequence < seq
+                   and x.producer_epoch == epoch for x in others)
 
 
 def sequence_outcome(error: BaseException, transactional: bool, first_unacked: bool) -> str:
@@ -122,6 +136,20 @@ class IdempotentState:
         self._next_seq[key] = (seq + len(batch)) % _SEQ_MOD
         batch.set_sequence(self.producer_id, self.epoch, seq,
                            transactional=self.transactional_id is not None)
+
+    def sequence_error(self, batch: Sequenced, error: BaseException,
+                       others: Iterable[Sequenced]) -> str:
+        """What to do with a sequenced batch that failed with ``error`` (``others``: the
+        unacknowledged batches): :data:`SENT`, :data:`RETRY`, :data:`RESEND` (a bump is
+        requested first when the broker lost what came before) or :data:`FAIL`."""
+        needs = sequence_outcome(error, self.transactional_id is not None,
+                                 first_unacked(batch, others))
+        if needs == BUMP_AND_RESEND:
+            log.warning("%s/%s: %s for the next expected batch: bumping the epoch",
+                        batch.topic, batch.partition, error)
+            self.bump_requested = True
+            return RESEND
+        return needs
 
     def bump_epoch(self) -> bool:
         """Raise the epoch locally and restart sequences; False when the epoch is exhausted

@@ -29,13 +29,11 @@ import tenacity
 
 from kclient.connection import BrokerConnection
 from kclient.core.idempotence import (
-    BUMP_AND_RESEND,
     FAIL,
-    RETRY,
+    RESEND,
     SENT,
     IdempotentState,
     init_idempotent,
-    sequence_outcome,
 )
 from kclient.core.produce import (
     magic_for,
@@ -644,27 +642,16 @@ class DefaultEventHandler(Preparer, EventHandler):
         """A produce error of a sequenced batch, handled as Java's producer does (KIP-360)."""
         txn = self.txn
         assert txn is not None
-        needs = sequence_outcome(error, txn.transactional_id is not None,
-                                 self._first_unacked(b))
+        others = [x for e in self._inflight for x in e.batches.values()] + self._retry
+        needs = txn.sequence_error(b, error, others)
         if needs == SENT:                      # a 0.11 broker's "already have it"
             self._succeed(b, base_offset, append_time)
         elif needs == FAIL:                    # Java: abortable, the epoch bumped on abort
             self._fail(b, error)
-        elif needs == RETRY:
-            self._retry_later(b, error)
         else:
-            if needs == BUMP_AND_RESEND:
-                log.warning("%s: %s for the next expected batch: bumping the epoch", b, error)
-                txn.bump_requested = True
-            b.attempts -= 1                    # waiting for an earlier batch costs no retry
-            self._retry_later(b, error, force_retriable=True)
-
-    def _first_unacked(self, b: PartitionBatch) -> bool:
-        """Whether no earlier batch of ``b``'s partition is still unacknowledged."""
-        key, seq = (b.topic, b.partition), b.base_sequence
-        others = [x for e in self._inflight for x in e.batches.values()] + self._retry
-        return not any((x.topic, x.partition) == key and 0 <= x.base_sequence < seq
-                       and x.producer_epoch == b.producer_epoch for x in others)
+            if needs == RESEND:                # waiting for an earlier batch costs no retry
+                b.attempts -= 1
+            self._retry_later(b, error, force_retriable=needs == RESEND)
 
 
 def _in_sequence_order(batches: list[PartitionBatch]) -> list[PartitionBatch]:

@@ -35,6 +35,7 @@ from kclient.errors import (
     QueueFullError,
 )
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.error_codes import (
     ClusterAuthorizationFailedError,
     MessageSizeTooLargeError,
@@ -98,6 +99,11 @@ class Producer:
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
         self._metrics = ClientMetrics()
         self.context: ProducerContext = build_context(cfg, self._metrics)
+        self._tracing = tracing_for(cfg)
+        if self._tracing is not None:     # the send spans end at delivery: wrap it first
+            from kclient.observability.clients import ProducerSpans
+            self._spans = ProducerSpans(self._tracing)
+            self._deliver = self._spans.wrap_deliver(self._deliver)  # type: ignore[method-assign]
         self._txn: Transactions | None = None
         if cfg["transactional.id"]:
             cluster = self.context.cluster
@@ -138,6 +144,9 @@ class Producer:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
             self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
+        if self._tracing is not None:
+            from kclient.observability.clients import trace_producer
+            trace_producer(self, self._spans, ProducerData)
         if self._txn is not None:
             self._guard_sends(self._txn)
         self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
@@ -307,7 +316,7 @@ class Producer:
         that only send()s never looks for futures in its reports."""
         def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
             self._futures = True
-            if self._txn is None:       # (a transactional producer's guard stays in front)
+            if self._txn is None and self._tracing is None:   # (a guard or tracing stays)
                 self.produce = produce  # type: ignore[method-assign]
             return produce(*args, **kwargs)
         first_produce.__doc__ = Producer.produce.__doc__

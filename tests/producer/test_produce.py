@@ -14,6 +14,7 @@ from kclient.errors import FailedToSendMessageError, IllegalStateError
 from kclient.producer import CallbackHandler, data, future, producer
 from kclient.producer.data import _PyProducerData
 from kclient.protocol.error_codes import MessageSizeTooLargeError, UnknownTopicOrPartitionError
+from tests.needs import need_c
 
 from .conftest import read_partition
 
@@ -27,8 +28,8 @@ def make(request, mini_broker, monkeypatch):
     if mode == "async-python":
         monkeypatch.setattr(producer, "speedups", None)
         monkeypatch.setattr(producer, "ProducerData", _PyProducerData)
-    elif mode == "async-c" and data.speedups is None:
-        pytest.skip("C speed-ups not built")
+    elif mode == "async-c":
+        need_c(data.speedups)
     made = []
 
     def new(**cfg):
@@ -173,8 +174,7 @@ def test_queue_hooks_refuse_produce(mini_broker):
 
 
 def test_the_python_resolver_matches_the_c_one():
-    if data.speedups is None:
-        pytest.skip("C speed-ups not built")
+    need_c(data.speedups)
     for resolve in (future.resolve, data.speedups.resolve):
         fs = [DeliveryFuture(), DeliveryFuture(timestamp=5)]
         es = [("t", b"a"), ("t", b"b", fs[0]), ("t", b"c", None, None, 5, None, fs[1])]
@@ -213,8 +213,8 @@ def test_failed_futures_are_collected(mini_broker, monkeypatch, pure):
     monkeypatch.setattr(logging.getLogger("kclient"), "propagate", False)
     if pure:
         monkeypatch.setattr(producer, "speedups", None)
-    elif data.speedups is None:
-        pytest.skip("C speed-ups not built")
+    else:
+        need_c(data.speedups)
     mini_broker.create_topic("pg", partitions=1)
     p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
                   "message.send.max.retries": 0, "connect.timeout.ms": 300})
