@@ -31,8 +31,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   default 1000000 is librdkafka's.
 * ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
   the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
-* ``tracer.provider`` and ``meter.provider`` (unset: OpenTelemetry's global providers when
-  set) give a client its own OpenTelemetry providers (docs/observability.md).
+* ``tracer.provider`` (unset: OpenTelemetry's global provider when set) gives a client its own
+  OpenTelemetry tracer provider (docs/observability.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
@@ -225,9 +225,6 @@ KEYS: tuple[ConfigKey, ...] = (
          "global one when set; a NoOpTracerProvider switches tracing off); see "
          "docs/observability.md.",
          differs="no such key"),
-    _key("meter.provider", None, ClassRef("get_meter"), _BOTH,
-         "OpenTelemetry MeterProvider for this client's messaging metrics (unset: the global "
-         "one when set); see docs/observability.md.", differs="no such key"),
     # ---- security (docs/security.md): Java's and librdkafka's names
     _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
          _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
+from kclient._args import one_of, record_headers
 from kclient.config import load_config
 from kclient.core import transactions as txn_core
 from kclient.core.idempotence import IdempotentState
@@ -48,11 +49,12 @@ from kclient.errors import (
     QueueFullError,
     UnknownTopicOrPartitionError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
 from kclient.producer.context import _create_encoder, connection_settings
 from kclient.producer.data import RecordMetadata
+from kclient.producer.future import DeliveryCallback
 from kclient.protocol.compression import CODEC_IDS, NONE
 
 from .accumulator import Accumulator, AIOBatch, Headers
@@ -61,6 +63,9 @@ from .driver import ClusterTransport, run
 from .sender import Sender
 
 __all__ = ["AIOProducer"]
+
+#: headers as send() takes them: a list of (name, value) pairs or a dict; str values UTF-8
+HeadersArg = Iterable[tuple[str, Any]] | Mapping[str, Any] | None
 
 log = logging.getLogger(__name__)
 #: enqueue() gives the event loop a turn when it has run this long (seconds) without one
@@ -124,6 +129,8 @@ class AIOProducer:
             self._idem = IdempotentState()
         self._transport = ClusterTransport(self.cluster)
         self._txn_lock: asyncio.Lock | None = None
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics)
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer
@@ -173,6 +180,7 @@ class AIOProducer:
             except KafkaError as exc:
                 log.warning("closing %r: could not abort its transaction: %s", self, exc)
         self._closed = True
+        self._reporter.stop()
         if self._sender is not None:
             try:
                 await self._sender.flush(timeout)
@@ -248,11 +256,14 @@ class AIOProducer:
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
-                   headers: Iterable[tuple[str, bytes | None]] | None = None) -> RecordMetadata:
+                   headers: HeadersArg = None, *, timestamp: int | None = None,
+                   on_delivery: DeliveryCallback | None = None,
+                   callback: DeliveryCallback | None = None) -> RecordMetadata:
         """Send one message and wait for its acknowledgement: its RecordMetadata, or its error
         raised (this message's alone: an unknown partition, a message over message.max.bytes,
-        a topic authorization failure, ...)."""
-        fut = await self.enqueue(topic, value, key, partition, timestamp_ms, headers)
+        a topic authorization failure, ...).  Arguments as enqueue()."""
+        fut = await self.enqueue(topic, value, key, partition, timestamp_ms, headers,
+                                 timestamp=timestamp, on_delivery=on_delivery, callback=callback)
         try:
             return await fut
         except asyncio.CancelledError:
@@ -265,13 +276,26 @@ class AIOProducer:
 
     async def enqueue(self, topic: str, value: Any = None, key: Any = None,
                       partition: int | None = None, timestamp_ms: int | None = None,
-                      headers: Iterable[tuple[str, bytes | None]] | None = None
+                      headers: HeadersArg = None, *, timestamp: int | None = None,
+                      on_delivery: DeliveryCallback | None = None,
+                      callback: DeliveryCallback | None = None
                       ) -> asyncio.Future[RecordMetadata]:
         """Queue one message; returns its future at once (waits only while the queue is full,
         ``queue.buffering.max.messages``). Per-message errors are raised here or set on the
-        future; ``await fut`` gives the RecordMetadata."""
+        future (and logged at WARNING); ``await fut`` gives the RecordMetadata.
+
+        As kclient.Producer.produce: ``timestamp`` is an alias of ``timestamp_ms``, ``headers``
+        a list of pairs or a dict (str values sent as UTF-8), ``on_delivery(err, metadata)``
+        (alias ``callback``) is called once with the outcome."""
         if self._txn is not None:
             self._txn.check_send()          # inside a transaction this producer began
+        if timestamp is not None or on_delivery is not None or callback is not None:
+            queued = await self.enqueue(topic, value, key, partition, one_of(
+                "send()", timestamp_ms=timestamp_ms, timestamp=timestamp), headers)
+            report = one_of("send()", on_delivery=on_delivery, callback=callback)
+            if report is not None:
+                queued.add_done_callback(functools.partial(_report, report, topic))
+            return queued
         if key is None and partition is None and timestamp_ms is None and headers is None \
                 and type(value) is bytes:
             # the common case - a bytes value to the topic's open sticky batch - in a few lines
@@ -316,8 +340,9 @@ class AIOProducer:
         size = (len(v) if v is not None else 0) + (len(k) if k is not None else 0)
         hdrs: Headers | None = None
         if headers is not None:
-            hdrs = [(str(h), None if hv is None else bytes(hv)) for h, hv in headers]
-            size += sum(len(h) + (len(hv) if hv is not None else 0) for h, hv in hdrs)
+            pairs = record_headers(headers, "send()") or []
+            size += sum(len(h) + (len(hv) if hv is not None else 0) for h, hv in pairs)
+            hdrs = pairs
         if size + RECORD_OVERHEAD > self.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"message of {size} bytes for topic {topic!r} exceeds message.max.bytes "
@@ -400,13 +425,28 @@ class AIOProducer:
                               "queued_messages": sum(len(b) for b in q),
                               "open_batch_bytes": q[-1].size if q else 0}
                  for (t, p), q in self.acc.queues.items()}
-        out = self._metrics.snapshot(partitions=parts)
+        out = self._metrics.snapshot(type="producer", client_id=self.config["client.id"],
+                                     partitions=self._metrics.with_messages(parts, "messages"),
+                                     queue_depth=self.acc.pending)
         out["queued_batches"] = self.acc.queued()
         out["pending_messages"] = self.acc.pending
         return out
 
     def __repr__(self) -> str:
         return f"AIOProducer({self.cluster.bootstrap}, pending={self.acc.pending})"
+
+
+def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMetadata]
+            ) -> None:
+    """Call ``on_delivery(err, metadata)`` with a send's outcome (exceptions are logged)."""
+    if fut.cancelled():
+        return
+    err = fut.exception()
+    md = fut.result() if err is None else RecordMetadata(topic, -1, -1)
+    try:
+        callback(err, md)
+    except Exception:
+        log.exception("on_delivery callback raised")
 
 
 def _encoder(conf: Any, key: str) -> Any:

@@ -409,13 +409,18 @@ class Sender:
             if i < n and time.monotonic() > stop:
                 self.loop.call_soon(self._succeed, b, base, append_time, i)
                 return
+        self.metrics.messages[(topic, partition)] += n
         self.producer.released(n)
         self._check_flushed()
 
     def _fail(self, b: AIOBatch, exc: BaseException) -> None:
+        """Set ``exc`` on the batch's futures and log it at WARNING (a failure nobody awaits
+        is still seen: the same rule as kclient.Producer's, docs/producer.md)."""
         if self.idem is not None:   # a gap in its sequences: bump (KIP-360), or must abort
             self.idem.record_failure(exc, b.base_sequence >= 0)
         self.metrics.error(exc)
+        log.warning("failed to deliver %d message(s) to %s/%s: %s", len(b.futures), b.topic,
+                    b.partition, exc)
         for f in b.futures:
             if not f.done():
                 f.set_exception(exc)

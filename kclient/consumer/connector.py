@@ -313,7 +313,7 @@ class ConsumerConnector:
                 key_decoder if key_decoder is not None else self.key_decoder,
                 value_decoder if value_decoder is not None else self.value_decoder,
                 self.client_id)
-        tracing = tracing_for(self.config, self.config["group.id"])
+        tracing = tracing_for(self.config, self.config["group.id"], self._metrics)
         if tracing is None:
             s = KafkaStream(*args)
         else:

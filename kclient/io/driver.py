@@ -25,6 +25,9 @@ class Transport(Protocol):
     def receive(self, handle: Any) -> Any:
         """Wait for the response of a handle :meth:`send` returned."""
 
+    # optional: ``sleep(seconds)``, a wait that the transport's owner can cut short (shutdown);
+    # without it a Sleep is time.sleep
+
 
 class _Connection(Protocol):
     """What :class:`ConnectionTransport` needs of a connection (kclient.connection's)."""
@@ -115,6 +118,7 @@ def run(conversation: Conversation[T], transport: Transport) -> T:
 
 
 def _drive(conversation: Conversation[T], transport: Transport) -> T:
+    sleep = getattr(transport, "sleep", time.sleep)
     answer: Any = None
     failure: BaseException | None = None
     while True:
@@ -132,7 +136,7 @@ def _drive(conversation: Conversation[T], transport: Transport) -> T:
         elif isinstance(step, Gather):
             answer = _gather(step, transport)
         elif isinstance(step, Sleep):
-            time.sleep(max(0.0, step.seconds))
+            sleep(max(0.0, step.seconds))
         else:
             failure = TypeError(f"a conversation yielded {step!r}, not a kclient.core step")
 

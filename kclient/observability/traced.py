@@ -47,7 +47,7 @@ class TracedAsync:
     ended when the next record is asked for, or at close)."""
 
     _tracing: Tracing
-    _processing: tuple[Any, Any] | None = None
+    _processing: tuple[Any, Any, float] | None = None
 
     async def getmany(self, *partitions: Any, timeout_ms: int = 0,
                       max_records: int | None = None) -> Any:
@@ -76,7 +76,7 @@ class TracedStream:
     """KafkaStream: a ``process`` span per message handed out."""
 
     _tracing: Tracing
-    _span: tuple[Any, Any] | None = None
+    _span: tuple[Any, Any, float] | None = None
 
     def __iter__(self) -> Iterator[Any]:
         self._span = self._tracing.end_open(self._span)
