@@ -10,7 +10,9 @@ key to typed value.  Rules:
 
 * Values may be strings (as read from a ``.properties`` file) and are coerced to the key's type;
   a bad value raises ``InvalidConfigError`` naming the key, the value and what is allowed.
-* An unknown key raises ``InvalidConfigError`` naming the closest known key; a key of the other
+* An unknown key raises ``InvalidConfigError`` naming the closest known key, except a
+  kafka-python / confluent-kafka key kclient does not take (``config_foreign.py``), refused as
+  "not supported by kclient; see docs/migrating.md"; a key of the other
   role (``group.id`` given to a producer) raises naming the role it belongs to.
 * ``overrides`` spell dots as underscores (``producer_type="async"``) and are applied after
   ``config``: a later layer wins.  Within one layer an alias and its canonical key (or two aliases)
@@ -65,6 +67,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from kclient.config_foreign import foreign_message
 from kclient.config_types import (
     DECODERS,
     ENCODERS,
@@ -580,6 +583,9 @@ def _spec_for(role: str, key: Any) -> ConfigKey:
         raise InvalidConfigError(f"config keys must be strings, got {key!r}", str(key))
     spec = _BY_NAME.get(_ALIASES.get(key, key))
     if spec is None:
+        foreign = foreign_message(role, key)
+        if foreign is not None:
+            raise InvalidConfigError(foreign, key)
         raise InvalidConfigError(_unknown_message(role, key), key, None, _suggest(role, key))
     if role not in spec.roles:
         owner = next(iter(spec.roles))
