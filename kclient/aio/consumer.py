@@ -134,7 +134,7 @@ class AIOConsumer(ConsumerMembership):
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer

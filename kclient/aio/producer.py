@@ -130,7 +130,7 @@ class AIOProducer:
         self._transport = ClusterTransport(self.cluster)
         self._txn_lock: asyncio.Lock | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer

@@ -162,7 +162,7 @@ class Consumer(ConsumerCompat):
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
                                  conf["socket.timeout.ms"])
         tracing = tracing_for(conf, self.group, self._metrics)

@@ -156,7 +156,7 @@ class Producer(ProducerCompat):
         if self._txn is not None:
             self._guard_sends(self._txn)
         self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, cfg["statistics.format"])
         _LIVE.add(self)
 
     def _guard_sends(self, txn: Transactions) -> None:
