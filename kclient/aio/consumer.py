@@ -25,16 +25,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
+)
 from kclient.config import load_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
-from kclient.consumer.modern import ConsumerRecord, OffsetAndTimestamp
+from kclient.consumer.modern import OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take
 from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
     IllegalGenerationError,
     IllegalStateError,
@@ -47,12 +59,11 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
-from .fetcher import AIOFetcher, PartitionState
+from .fetcher import AIOFetcher
 from .group import AIOGroup, ConsumerMembership
-from .records import build_records, decoder
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -89,8 +100,8 @@ class AIOConsumer(ConsumerMembership):
         settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                   settings)
-        self._key = decoder(conf.create("key.decoder.class"))
-        self._value = decoder(conf.create("value.decoder.class"))
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
@@ -123,7 +134,7 @@ class AIOConsumer(ConsumerMembership):
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
@@ -205,12 +216,14 @@ class AIOConsumer(ConsumerMembership):
         self._rejoin = self._rejoin or "revoke"
         self._kick()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions`` (no group membership); positions come from the
-        committed offsets (with a group.id), else auto.offset.reset."""
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one or
+        a list; no group membership); positions come from the committed offsets (with a
+        group.id), else auto.offset.reset."""
+        tps = topic_partitions([partitions], "assign()")
         self._sub.clear()
         self._manual, self._rejoin = True, None
-        self._set_assignment(list(partitions))
+        self._set_assignment(tps)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned now."""
@@ -247,14 +260,16 @@ class AIOConsumer(ConsumerMembership):
             self._data.set()
 
     # -- reading --------------------------------------------------------------------------------
-    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
-                      max_records: int | None = None) -> dict[TopicPartition,
-                                                              list[ConsumerRecord]]:
-        """Records available within ``timeout_ms`` (of ``partitions``, default all assigned):
+    async def getmany(self, *partitions: PartitionsArg, timeout_ms: int | None = None,
+                      max_records: int | None = None, timeout: float | None = None
+                      ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records available within ``timeout_ms`` (or ``timeout`` seconds, as kclient.Consumer's
+        poll takes them) of ``partitions`` (default all assigned):
         ``{TopicPartition: [ConsumerRecord]}``, at most ``max_records`` (max.poll.records)."""
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        only = set(partitions) if partitions else None
+        wait_ms = poll_timeout_ms((), timeout, timeout_ms, "getmany()")
+        deadline = time.monotonic() + wait_ms / 1000.0 if wait_ms >= 0 else math.inf
+        only = set(topic_partitions(partitions, "getmany()")) if partitions else None
         while True:
             await self._ready()
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -267,7 +282,7 @@ class AIOConsumer(ConsumerMembership):
             if not await self._wait(deadline):
                 return {}
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: PartitionsArg) -> ConsumerRecord:
         """The next record (of ``partitions``, default all assigned), waiting as long as it takes."""
         pending = self._pending
         if time.monotonic() - self._slice > _SLICE:
@@ -283,6 +298,7 @@ class AIOConsumer(ConsumerMembership):
                 self._last = rec
                 return rec
             if partitions:
+                partitions = tuple(topic_partitions(partitions, "getone()"))
                 got = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
                 for recs in got.values():
                     return recs[0]
@@ -331,7 +347,7 @@ class AIOConsumer(ConsumerMembership):
         assert data is not None
         data.clear()
         try:
-            await asyncio.wait_for(data.wait(), remaining)
+            await asyncio.wait_for(data.wait(), None if remaining == math.inf else remaining)
         except asyncio.TimeoutError:
             return False
         return True
@@ -366,25 +382,11 @@ class AIOConsumer(ConsumerMembership):
                     err, st.error = st.error, None
                     raise err
                 continue
-            while st.chunks and limit > 0:
-                chunk = st.chunks[0]
-                cols, i = chunk
-                j = min(len(cols.offsets), i + limit)
-                n = j - i
-                recs = build_records(tp, cols, i, j, k, v)
-                out.setdefault(tp, []).extend(recs)
-                self._metrics.messages[tp] += n
-                limit -= n
-                st.buffered -= n
+            for cols, i, j in take(st, limit, advance):
+                out.setdefault(tp, []).extend(build_records(tp, cols, i, j, k, v))
+                self._metrics.messages[tp] += j - i
+                limit -= j - i
                 drained = True
-                if j >= len(cols.offsets):
-                    st.chunks.popleft()
-                    if advance:
-                        st.position = max(cols.next_offset, cols.offsets[-1] + 1)
-                else:
-                    chunk[1] = j
-                    if advance:
-                        st.position = cols.offsets[j - 1] + 1
         if drained and self._fetcher is not None:
             self._fetcher.wake()
 
@@ -456,8 +458,10 @@ class AIOConsumer(ConsumerMembership):
             raise IllegalStateError(f"{tp} is not assigned to this consumer")
         return st
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` next (buffered records of it are dropped)."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` next
+        (buffered records of it are dropped)."""
+        partition = topic_partition(partition, "seek()")
         if offset < 0:
             raise ValueError(f"seek offset must be >= 0, got {offset}")
         self._settle()
@@ -466,13 +470,15 @@ class AIOConsumer(ConsumerMembership):
         if self._fetcher is not None:
             self._fetcher.wake()
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    async def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset still in the log (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), EARLIEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_beginning()"))
+        await self._seek_to(tps or tuple(self._states), EARLIEST_TIMESTAMP)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+    async def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last message (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), LATEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_end()"))
+        await self._seek_to(tps or tuple(self._states), LATEST_TIMESTAMP)
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], ts: int) -> None:
         if not self._started:
@@ -492,29 +498,40 @@ class AIOConsumer(ConsumerMembership):
         return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
                 for tp in timestamps}
 
-    async def position(self, partition: TopicPartition) -> int:
+    async def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record returned for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._settle()
         st = self._state(partition)
         if st.position < 0:
             await self._ready()
         return st.position
 
-    def highwater(self, partition: TopicPartition) -> int:
+    def highwater(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
-        return self._state(partition).high_watermark
+        return self._state(topic_partition(partition, "highwater()")).high_watermark
 
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None: none)."""
+    @overload
+    async def committed(self, partitions: TopicPartition | tuple[str, int]) -> int | None: ...
+
+    @overload
+    async def committed(self, partitions: Iterable[Any]) -> dict[TopicPartition, int | None]: ...
+
+    async def committed(self, partitions: PartitionsArg
+                        ) -> int | None | dict[TopicPartition, int | None]:
+        """The group's committed offset of a partition (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self._group is None:
             raise IllegalStateError("committed() needs a group.id")
+        tps, one = partition_list(partitions, "committed()")
         if not self._started:
             await self.start()
-        off = (await self._group.committed([partition]))[partition]
-        return off if off >= 0 else None
+        offs = await self._group.committed(tps)
+        found = {tp: (o if (o := offs.get(tp, -1)) >= 0 else None) for tp in tps}
+        return found[tps[0]] if one else found
 
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
-                     = None) -> None:
+    async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None
+                     ) -> None:
         """Commit ``offsets`` (the next offsets to read), by default every assigned
         partition's position; raises the commit's error (a generation error means the group
         rebalanced: the next getmany rejoins)."""
@@ -526,8 +543,7 @@ class AIOConsumer(ConsumerMembership):
         if offsets is None:
             todo = {tp: st.position for tp, st in self._states.items() if st.position >= 0}
         else:
-            todo = {tp: o.offset if isinstance(o, OffsetAndMetadata) else int(o)
-                    for tp, o in offsets.items()}
+            todo = {TopicPartition(*k): o for k, o in commit_offsets(offsets).items()}
         try:
             await self._group.commit(todo)
         except KafkaError as exc:
@@ -544,15 +560,18 @@ class AIOConsumer(ConsumerMembership):
             log.info("%s: %s commit failed: %s", self.consumer_id, why, exc)
             self._metrics.error(exc)
 
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop fetching and returning ``partitions`` until resume()."""
-        for tp in partitions:
-            self._state(tp).paused = True
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop fetching and returning ``partitions`` (TopicPartitions or ``(topic, partition)``
+        tuples, or lists of them) until resume()."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "pause()")]
+        for st in states:
+            st.paused = True
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Fetch and return ``partitions`` again."""
-        for tp in partitions:
-            self._state(tp).paused = False
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Fetch and return ``partitions`` (the forms pause() takes) again."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "resume()")]
+        for st in states:
+            st.paused = False
         if self._fetcher is not None:
             self._fetcher.wake()
 

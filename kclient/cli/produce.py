@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         if report.error is None:
             partitions[report.partition] = partitions.get(report.partition, 0) + len(report)
 
-    producer = Producer(cfg, on_delivery=delivered)
+    producer = Producer(cfg, on_report=delivered)
     try:
         for number, line in enumerate(_lines(stream), 1):
             try:

@@ -128,7 +128,7 @@ class ConsumerConnector:
         self._auto_commit: threading.Thread | None = None
         self._rebalance_listener: RebalanceListener | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
 
     def __enter__(self) -> ConsumerConnector:
         return self
