@@ -434,7 +434,7 @@ class BrokerConnection:
             return rcorr, resp
         except KafkaError as exc:
             self._fail(f"bad response: {exc}", cause=exc)
-        except Exception as exc:    # a decoder tripping over garbage is still a bad response
+        except Exception as exc:  # noqa: BLE001 - a decoder tripping over garbage is still a bad response
             self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
     def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:

@@ -239,7 +239,7 @@ class AIOConnection:
                         entry[0].set_result(resp)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # OSError, a bad frame, TLS errors
+        except Exception as exc:  # noqa: BLE001 - OSError, a bad frame, TLS errors
             self._fail(f"receive failed: {exc!r}")
 
     def _fail(self, reason: str, timeout: bool = False) -> None:
