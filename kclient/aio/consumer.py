@@ -443,7 +443,7 @@ class AIOConsumer(ConsumerMembership):
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -486,7 +486,7 @@ class AIOConsumer(ConsumerMembership):
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
