@@ -134,7 +134,7 @@ class AIOConsumer(ConsumerMembership):
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
@@ -444,7 +444,7 @@ class AIOConsumer(ConsumerMembership):
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -487,7 +487,7 @@ class AIOConsumer(ConsumerMembership):
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]

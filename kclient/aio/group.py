@@ -62,7 +62,7 @@ class AIOGroup:
         state = self.state
         protocols = subscription_protocols(
             self.strategies, topics,
-            registration(self.consumer_id, "static", {t: 1 for t in topics}),
+            registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
             state.owned, state.owned_generation)
         return await self.coordinator.run(core_group.join_and_sync(
             state, self.coordinator.state, protocols,
