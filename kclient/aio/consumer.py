@@ -31,7 +31,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kclient.config import load_config
-from kclient.consumer.connector import connection_settings, generate_consumer_id
+from kclient.consumer.connector import (
+    ConsumerGroupMetadata,
+    connection_settings,
+    generate_consumer_id,
+)
 from kclient.consumer.modern import ConsumerRecord, OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
 from kclient.core.subscription import Subscription
@@ -166,27 +170,31 @@ class AIOConsumer(ConsumerMembership):
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
-        joining, self._join_task = self._join_task, None
-        if joining is not None and self._group is not None:
-            # the coordinator may hold that JoinGroup for a whole rebalance: drop its
-            # connection (LeaveGroup reconnects) instead of waiting behind it
-            joining.cancel()
-            self._group.coordinator.close("consumer closed during a rebalance")
-            await asyncio.gather(joining, return_exceptions=True)
+        joining = await self._cancel_join()
         if self._fetcher is not None:
             await self._fetcher.stop()
         if self._group is not None:
             if autocommit and self._auto_commit and self._states and self._rejoin is None \
-                    and joining is None:
+                    and not joining:
                 await self._try_commit("close")
-            try:
-                await self._group.leave()
-            except KafkaError as exc:
-                log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
+            await self._leave()
             self._group.close()
         await self.cluster.close()
 
     stop = close
+
+    async def _cancel_join(self) -> bool:
+        """Stop a cooperative join under way; whether there was one.  The coordinator may hold
+        that JoinGroup for a whole rebalance: its connection is dropped (LeaveGroup
+        reconnects) instead of waiting behind it."""
+        joining, self._join_task = self._join_task, None
+        if joining is None or self._group is None:
+            return False
+        joining.cancel()
+        self._group.coordinator.close("consumer closed during a rebalance")
+        await asyncio.gather(joining, return_exceptions=True)
+        self._joining = False
+        return True
 
     # -- subscription ---------------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
@@ -201,6 +209,19 @@ class AIOConsumer(ConsumerMembership):
         self._listener, self._manual = listener, False
         self._rejoin = self._rejoin or "revoke"
         self._kick()
+
+    async def unsubscribe(self) -> None:
+        """Drop the subscription (revoking through the listener and leaving the group) or the
+        assignment."""
+        if self._sub.active and self._group is not None:
+            await self._cancel_join()
+            if self._started:
+                await self._revoke_all("revoke")
+                await self._leave()
+        self._sub.clear()
+        self._manual, self._rejoin = False, None
+        self._set_assignment([])
+        self._pending.clear()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read exactly ``partitions`` (no group membership); positions come from the
@@ -478,6 +499,15 @@ class AIOConsumer(ConsumerMembership):
         for tp, off in (await self.cluster.list_offsets(
                 {tp: ts for tp in partitions}, self._isolation)).items():
             self.seek(tp, off)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Group id, generation, member id and instance id: what
+        Producer.send_offsets_to_transaction takes."""
+        if self._group is None:
+            raise IllegalStateError("group_metadata() needs a group.id")
+        state = self._group.state
+        return ConsumerGroupMetadata(state.group, state.generation_id, state.member_id,
+                                     state.instance_id)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                                 ) -> dict[TopicPartition, OffsetAndTimestamp | None]:

@@ -142,17 +142,26 @@ class ConsumerMembership:
     async def _group_step(self) -> None:
         """Finish a cooperative join that ended, start the rebalance that is due (cooperative:
         in a task, keeping the owned partitions; eager: here), or check the topics."""
-        task = self._join_task
-        if task is not None and task.done():
-            self._join_task = None
-            await self._finish_join(task)
-        if self._rejoin is not None and self._join_task is None:
-            if self.cooperative and self._rejoin != "lost" and self._states:
-                await self._start_cooperative_join()
-            else:
-                await self._rebalance(self._rejoin)
-        elif self._rejoin is None and self._join_task is None:
-            await self._check_topics()
+        try:
+            task = self._join_task
+            if task is not None and task.done():
+                self._join_task = None
+                await self._finish_join(task)
+            if self._rejoin is not None and self._join_task is None:
+                if self.cooperative and self._rejoin != "lost" and self._states:
+                    await self._start_cooperative_join()
+                else:
+                    await self._rebalance(self._rejoin)
+            elif self._rejoin is None and self._join_task is None:
+                await self._check_topics()
+        except KafkaError as exc:
+            # the coordinator not ready yet (a fresh cluster) or moving: the next getmany
+            # tries again, as Java's poll (and kclient.Consumer's) does
+            if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
+                raise
+            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            self._rejoin = self._rejoin or "revoke"
+            await asyncio.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
 
     async def _rebalance(self, how: str) -> None:
         """The eager rebalance (and any rebalance after the member lost its generation):
@@ -193,6 +202,14 @@ class ConsumerMembership:
         if self._auto_commit:
             await self._try_commit("revoke")
         await self._call_listener("on_partitions_revoked", owned)
+
+    async def _leave(self) -> None:
+        """LeaveGroup (a static member's: none); a failure is logged, not raised."""
+        assert self._group is not None
+        try:
+            await self._group.leave()
+        except KafkaError as exc:
+            log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
 
     async def _start_cooperative_join(self) -> None:
         """Rejoin in a task, keeping (and returning) every owned partition meanwhile; the
