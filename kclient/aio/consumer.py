@@ -143,6 +143,8 @@ class AIOConsumer(ConsumerMembership):
         conf = self.config
         self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
             asyncio.Lock()
+        if self._states:                    # assign() before start(): positions to resolve
+            self._needs_reset.set()
         self._fetcher = AIOFetcher(
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],

@@ -327,3 +327,25 @@ def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consume
         fut.result(10)
     assert seen and seen[0][0] == {tp: 6} and seen[0][1] is info.value
     assert d.committed(tp) == 4
+
+
+def test_read_committed_leaves_out_aborted_transactions(mini_broker, both):
+    from kclient import Producer, ProducerData
+    topic = name("tx")
+    mini_broker.create_topic(topic, partitions=1)
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "sync",
+                   "transactional.id": name("tid"), "request.required.acks": -1}) as p:
+        p.init_transactions()
+        for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
+            p.begin_transaction()
+            p.send([ProducerData(topic, f"{tag}-{i}".encode(), partition=0) for i in range(3)])
+            p.commit_transaction() if commit else p.abort_transaction()
+    want = [f"{t}-{i}" for t in ("c1", "c2") for i in range(3)]
+    c = both(conf(mini_broker, **{"isolation.level": "read_committed"}),
+             value_deserializer=bytes.decode)
+    c.assign([TopicPartition(topic, 0)])
+    assert [r.value for r in poll_values(c, len(want))] == want
+    u = both(conf(mini_broker), value_deserializer=bytes.decode)
+    u.assign([TopicPartition(topic, 0)])
+    assert sorted(r.value for r in poll_values(u, 9)) == sorted(
+        want + [f"ab-{i}" for i in range(3)])
