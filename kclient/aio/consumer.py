@@ -25,20 +25,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
-from kclient.config import load_config
-from kclient.consumer.connector import (
-    ConsumerGroupMetadata,
-    connection_settings,
-    generate_consumer_id,
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
 )
-from kclient.consumer.modern import ConsumerRecord, OffsetAndTimestamp
+from kclient.config import load_config
+from kclient.consumer.connector import connection_settings, generate_consumer_id
+from kclient.consumer.modern import OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take
 from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
     IllegalGenerationError,
     IllegalStateError,
@@ -48,15 +56,14 @@ from kclient.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
-from .fetcher import AIOFetcher, PartitionState
+from .fetcher import AIOFetcher
 from .group import AIOGroup, ConsumerMembership
-from .records import build_records, decoder
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -93,8 +100,8 @@ class AIOConsumer(ConsumerMembership):
         settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                   settings)
-        self._key = decoder(conf.create("key.decoder.class"))
-        self._value = decoder(conf.create("value.decoder.class"))
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
@@ -126,7 +133,9 @@ class AIOConsumer(ConsumerMembership):
         if self._sub.active and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
-        tracing = tracing_for(conf, self.group_id)
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics, conf["statistics.format"])
+        tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
             trace_aio_consumer(self, tracing)
@@ -169,6 +178,7 @@ class AIOConsumer(ConsumerMembership):
         if self._closed:
             return
         self._closed = True
+        self._reporter.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
@@ -184,19 +194,6 @@ class AIOConsumer(ConsumerMembership):
         await self.cluster.close()
 
     stop = close
-
-    async def _cancel_join(self) -> bool:
-        """Stop a cooperative join under way; whether there was one.  The coordinator may hold
-        that JoinGroup for a whole rebalance: its connection is dropped (LeaveGroup
-        reconnects) instead of waiting behind it."""
-        joining, self._join_task = self._join_task, None
-        if joining is None or self._group is None:
-            return False
-        joining.cancel()
-        self._group.coordinator.close("consumer closed during a rebalance")
-        await asyncio.gather(joining, return_exceptions=True)
-        self._joining = False
-        return True
 
     # -- subscription ---------------------------------------------------------------------------
     def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
@@ -225,12 +222,14 @@ class AIOConsumer(ConsumerMembership):
         self._set_assignment([])
         self._pending.clear()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions`` (no group membership); positions come from the
-        committed offsets (with a group.id), else auto.offset.reset."""
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one or
+        a list; no group membership); positions come from the committed offsets (with a
+        group.id), else auto.offset.reset."""
+        tps = topic_partitions([partitions], "assign()")
         self._sub.clear()
         self._manual, self._rejoin = True, None
-        self._set_assignment(list(partitions))
+        self._set_assignment(tps)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned now."""
@@ -267,14 +266,16 @@ class AIOConsumer(ConsumerMembership):
             self._data.set()
 
     # -- reading --------------------------------------------------------------------------------
-    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
-                      max_records: int | None = None) -> dict[TopicPartition,
-                                                              list[ConsumerRecord]]:
-        """Records available within ``timeout_ms`` (of ``partitions``, default all assigned):
+    async def getmany(self, *partitions: PartitionsArg, timeout_ms: int | None = None,
+                      max_records: int | None = None, timeout: float | None = None
+                      ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records available within ``timeout_ms`` (or ``timeout`` seconds, as kclient.Consumer's
+        poll takes them) of ``partitions`` (default all assigned):
         ``{TopicPartition: [ConsumerRecord]}``, at most ``max_records`` (max.poll.records)."""
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        only = set(partitions) if partitions else None
+        wait_ms = poll_timeout_ms((), timeout, timeout_ms, "getmany()")
+        deadline = time.monotonic() + wait_ms / 1000.0 if wait_ms >= 0 else math.inf
+        only = set(topic_partitions(partitions, "getmany()")) if partitions else None
         while True:
             await self._ready()
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -287,7 +288,7 @@ class AIOConsumer(ConsumerMembership):
             if not await self._wait(deadline):
                 return {}
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: PartitionsArg) -> ConsumerRecord:
         """The next record (of ``partitions``, default all assigned), waiting as long as it takes."""
         pending = self._pending
         if time.monotonic() - self._slice > _SLICE:
@@ -303,6 +304,7 @@ class AIOConsumer(ConsumerMembership):
                 self._last = rec
                 return rec
             if partitions:
+                partitions = tuple(topic_partitions(partitions, "getone()"))
                 got = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
                 for recs in got.values():
                     return recs[0]
@@ -351,7 +353,7 @@ class AIOConsumer(ConsumerMembership):
         assert data is not None
         data.clear()
         try:
-            await asyncio.wait_for(data.wait(), remaining)
+            await asyncio.wait_for(data.wait(), None if remaining == math.inf else remaining)
         except asyncio.TimeoutError:
             return False
         return True
@@ -386,24 +388,11 @@ class AIOConsumer(ConsumerMembership):
                     err, st.error = st.error, None
                     raise err
                 continue
-            while st.chunks and limit > 0:
-                chunk = st.chunks[0]
-                cols, i = chunk
-                j = min(len(cols.offsets), i + limit)
-                n = j - i
-                recs = build_records(tp, cols, i, j, k, v)
-                out.setdefault(tp, []).extend(recs)
-                limit -= n
-                st.buffered -= n
+            for cols, i, j in take(st, limit, advance):
+                out.setdefault(tp, []).extend(build_records(tp, cols, i, j, k, v))
+                self._metrics.messages[tp] += j - i
+                limit -= j - i
                 drained = True
-                if j >= len(cols.offsets):
-                    st.chunks.popleft()
-                    if advance:
-                        st.position = max(cols.next_offset, cols.offsets[-1] + 1)
-                else:
-                    chunk[1] = j
-                    if advance:
-                        st.position = cols.offsets[j - 1] + 1
         if drained and self._fetcher is not None:
             self._fetcher.wake()
 
@@ -460,7 +449,7 @@ class AIOConsumer(ConsumerMembership):
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -475,8 +464,10 @@ class AIOConsumer(ConsumerMembership):
             raise IllegalStateError(f"{tp} is not assigned to this consumer")
         return st
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` next (buffered records of it are dropped)."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` next
+        (buffered records of it are dropped)."""
+        partition = topic_partition(partition, "seek()")
         if offset < 0:
             raise ValueError(f"seek offset must be >= 0, got {offset}")
         self._settle()
@@ -485,13 +476,15 @@ class AIOConsumer(ConsumerMembership):
         if self._fetcher is not None:
             self._fetcher.wake()
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    async def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset still in the log (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), EARLIEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_beginning()"))
+        await self._seek_to(tps or tuple(self._states), EARLIEST_TIMESTAMP)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+    async def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last message (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), LATEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_end()"))
+        await self._seek_to(tps or tuple(self._states), LATEST_TIMESTAMP)
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], ts: int) -> None:
         if not self._started:
@@ -499,17 +492,8 @@ class AIOConsumer(ConsumerMembership):
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
-
-    def group_metadata(self) -> ConsumerGroupMetadata:
-        """Group id, generation, member id and instance id: what
-        Producer.send_offsets_to_transaction takes."""
-        if self._group is None:
-            raise IllegalStateError("group_metadata() needs a group.id")
-        state = self._group.state
-        return ConsumerGroupMetadata(state.group, state.generation_id, state.member_id,
-                                     state.instance_id)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                                 ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -520,29 +504,40 @@ class AIOConsumer(ConsumerMembership):
         return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
                 for tp in timestamps}
 
-    async def position(self, partition: TopicPartition) -> int:
+    async def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record returned for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._settle()
         st = self._state(partition)
         if st.position < 0:
             await self._ready()
         return st.position
 
-    def highwater(self, partition: TopicPartition) -> int:
+    def highwater(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
-        return self._state(partition).high_watermark
+        return self._state(topic_partition(partition, "highwater()")).high_watermark
 
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None: none)."""
+    @overload
+    async def committed(self, partitions: TopicPartition | tuple[str, int]) -> int | None: ...
+
+    @overload
+    async def committed(self, partitions: Iterable[Any]) -> dict[TopicPartition, int | None]: ...
+
+    async def committed(self, partitions: PartitionsArg
+                        ) -> int | None | dict[TopicPartition, int | None]:
+        """The group's committed offset of a partition (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self._group is None:
             raise IllegalStateError("committed() needs a group.id")
+        tps, one = partition_list(partitions, "committed()")
         if not self._started:
             await self.start()
-        off = (await self._group.committed([partition]))[partition]
-        return off if off >= 0 else None
+        offs = await self._group.committed(tps)
+        found = {tp: (o if (o := offs.get(tp, -1)) >= 0 else None) for tp in tps}
+        return found[tps[0]] if one else found
 
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
-                     = None) -> None:
+    async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None
+                     ) -> None:
         """Commit ``offsets`` (the next offsets to read), by default every assigned
         partition's position; raises the commit's error (a generation error means the group
         rebalanced: the next getmany rejoins)."""
@@ -554,8 +549,7 @@ class AIOConsumer(ConsumerMembership):
         if offsets is None:
             todo = {tp: st.position for tp, st in self._states.items() if st.position >= 0}
         else:
-            todo = {tp: o.offset if isinstance(o, OffsetAndMetadata) else int(o)
-                    for tp, o in offsets.items()}
+            todo = {TopicPartition(*k): o for k, o in commit_offsets(offsets).items()}
         try:
             await self._group.commit(todo)
         except KafkaError as exc:
@@ -572,15 +566,18 @@ class AIOConsumer(ConsumerMembership):
             log.info("%s: %s commit failed: %s", self.consumer_id, why, exc)
             self._metrics.error(exc)
 
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop fetching and returning ``partitions`` until resume()."""
-        for tp in partitions:
-            self._state(tp).paused = True
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop fetching and returning ``partitions`` (TopicPartitions or ``(topic, partition)``
+        tuples, or lists of them) until resume()."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "pause()")]
+        for st in states:
+            st.paused = True
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Fetch and return ``partitions`` again."""
-        for tp in partitions:
-            self._state(tp).paused = False
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Fetch and return ``partitions`` (the forms pause() takes) again."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "resume()")]
+        for st in states:
+            st.paused = False
         if self._fetcher is not None:
             self._fetcher.wake()
 
@@ -592,7 +589,9 @@ class AIOConsumer(ConsumerMembership):
             "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
             and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
             for tp, st in self._states.items()}
-        return self._metrics.snapshot(partitions=parts)
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group_id,
+                                      partitions=self._metrics.with_messages(parts, "consumed"))
 
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"

@@ -17,19 +17,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from kclient.consumer.connector import ConsumerGroupMetadata
 from kclient.consumer.group_protocol import leader_assignment, registration
 from kclient.core import group as core_group
 from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
 from kclient.core.group import MemberState
 from kclient.core.offsets import commit_offsets, fetch_offsets
+from kclient.core.prefetch import PartitionState
 from kclient.core.subscription import Subscription
-from kclient.errors import FencedInstanceIdError, KafkaError
+from kclient.errors import FencedInstanceIdError, IllegalStateError, KafkaError
 from kclient.metrics import ClientMetrics
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
 from .coordinator import AIOCoordinator
-from .fetcher import PartitionState
 
 __all__ = ["AIOGroup", "ConsumerMembership"]
 
@@ -62,7 +63,7 @@ class AIOGroup:
         state = self.state
         protocols = subscription_protocols(
             self.strategies, topics,
-            registration(self.consumer_id, "static", {t: 1 for t in topics}),
+            registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
             state.owned, state.owned_generation)
         return await self.coordinator.run(core_group.join_and_sync(
             state, self.coordinator.state, protocols,
@@ -138,6 +139,28 @@ class ConsumerMembership:
     _kick: Callable[[], None]
     _try_commit: Callable[[str], Awaitable[None]]
     _resolve_positions: Callable[[], Awaitable[None]]
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Group id, generation, member id and instance id: what
+        Producer.send_offsets_to_transaction takes."""
+        if self._group is None:
+            raise IllegalStateError("group_metadata() needs a group.id")
+        state = self._group.state
+        return ConsumerGroupMetadata(state.group, state.generation_id, state.member_id,
+                                     state.instance_id)
+
+    async def _cancel_join(self) -> bool:
+        """Stop a cooperative join under way; whether there was one.  The coordinator may hold
+        that JoinGroup for a whole rebalance: its connection is dropped (LeaveGroup
+        reconnects) instead of waiting behind it."""
+        joining, self._join_task = self._join_task, None
+        if joining is None or self._group is None:
+            return False
+        joining.cancel()
+        self._group.coordinator.close("consumer closed during a rebalance")
+        await asyncio.gather(joining, return_exceptions=True)
+        self._joining = False
+        return True
 
     async def _group_step(self) -> None:
         """Finish a cooperative join that ended, start the rebalance that is due (cooperative:

@@ -402,7 +402,7 @@ class MiniBroker:
             """Answer the request now that the delay is over."""
             try:
                 _chain(handler(self, request), future)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed on to the waiting request
                 future.set_exception(exc)
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future

@@ -30,19 +30,31 @@ assignment) without a rebalance; a member fenced by another process using its in
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
+)
 from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
-from kclient.config import Config, load_config
+from kclient.config import load_config
 from kclient.connection import BrokerConnection
 from kclient.core import group as core_group
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take, take_answer
 from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
+    CorruptRecordError,
     FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
@@ -56,8 +68,9 @@ from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
+from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
     REJOIN,
@@ -78,19 +91,6 @@ _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 
 
-class ConsumerRecord(NamedTuple):
-    """One consumed record, as kafka-python's ConsumerRecord."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    headers: list[tuple[str, bytes | None]]
-
-
 class OffsetAndTimestamp(NamedTuple):
     """What offsets_for_times finds: the first offset at or after a timestamp, and its time."""
 
@@ -106,16 +106,7 @@ class ConsumerRebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
 
 
-def _deserializer(conf: Config, key: str) -> Callable[[bytes | None], Any]:
-    """The configured Decoder (or plain callable), passing None through."""
-    dec = conf.create(key)
-
-    def decode(b: bytes | None) -> Any:
-        return None if b is None else dec(b)
-    return decode
-
-
-class Consumer:
+class Consumer(ConsumerCompat):
     """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -131,8 +122,8 @@ class Consumer:
         self.settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                self.settings)
-        self._key = _deserializer(conf, "key.decoder.class")
-        self._value = _deserializer(conf, "value.decoder.class")
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self.strategy = conf["partition.assignment.strategy"]
         self.strategies = strategies_of(self.strategy)
         self.cooperative = is_cooperative(self.strategies)
@@ -157,7 +148,8 @@ class Consumer:
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
-        self._buffer: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        #: fetched records not handed out yet (their columns; records are built by poll)
+        self._buffer: dict[TopicPartition, PartitionState] = {}
         self._fetchers: dict[int, Fetcher] = {}
         self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
@@ -170,8 +162,10 @@ class Consumer:
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
-        tracing = tracing_for(conf, self.group)
+                                        self.metrics, conf["statistics.format"])
+        self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
+                                 conf["socket.timeout.ms"])
+        tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
             trace_consumer(self, tracing)
@@ -208,13 +202,14 @@ class Consumer:
         """The topics subscribed to (a pattern's: those it matched at the last join)."""
         return self._sub.subscription()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions``, without group membership (offsets still commit to
-        group.id when set)."""
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one
+        or a list), without group membership (offsets still commit to group.id when set)."""
         if self._sub.active:
             raise IllegalStateError("assign() after subscribe(): unsubscribe() first")
+        tps = topic_partitions([partitions], "assign()")
         self._manual = True
-        self._set_assignment(list(partitions))
+        self._set_assignment(tps)
 
     def unsubscribe(self) -> None:
         """Drop the subscription or assignment (revoking through the listener, leaving the
@@ -302,7 +297,7 @@ class Consumer:
         state = self.membership.state
         return subscription_protocols(self.strategies, topics,
                                       registration(self.consumer_id, "static",
-                                                   {t: 1 for t in topics}),
+                                                   dict.fromkeys(topics, 1)),
                                       state.owned, state.owned_generation)
 
     def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
@@ -500,32 +495,36 @@ class Consumer:
                     out[tp] = (offset, timestamp)
         return retry
 
-    def position(self, partition: TopicPartition) -> int:
+    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record poll() returns for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._check(partition)
         self._resolve_positions()
         return self._positions[partition]
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` at the next poll()."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` at
+        the next poll()."""
+        partition = topic_partition(partition, "seek()")
         self._check(partition)
         if offset < 0:
             raise ValueError(f"offset {offset} is negative")
         self._positions[partition] = offset
         self._buffer.pop(partition, None)
 
-    def _seek_to(self, partitions: Iterable[TopicPartition], ts: int) -> None:
-        tps = list(partitions) or list(self._assignment)
+    def _seek_to(self, partitions: Iterable[Any], ts: int) -> None:
+        tps = topic_partitions(partitions, "seek_to_beginning()/seek_to_end()") \
+            or list(self._assignment)
         for tp in tps:
             self._check(tp)
-        for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
+        for tp, (off, _) in self._list_offsets(dict.fromkeys(tps, ts)).items():
             self.seek(tp, off)
 
-    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, EARLIEST_TIMESTAMP)
 
-    def seek_to_end(self, *partitions: TopicPartition) -> None:
+    def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, LATEST_TIMESTAMP)
 
@@ -533,12 +532,12 @@ class Consumer:
                           ) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: EARLIEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, EARLIEST_TIMESTAMP)).items()}
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition (the high watermark)."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: LATEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, LATEST_TIMESTAMP)).items()}
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -548,15 +547,17 @@ class Consumer:
                 for tp in timestamps}
 
     # -- pause / resume ---------------------------------------------------------------------------
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop returning and fetching records of ``partitions`` until resume()."""
-        for tp in partitions:
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop returning and fetching records of ``partitions`` (TopicPartitions or
+        ``(topic, partition)`` tuples, or lists of them) until resume()."""
+        tps = topic_partitions(partitions, "pause()")
+        for tp in tps:
             self._check(tp)
-            self._paused.add(tp)
+        self._paused.update(tps)
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Undo pause() for ``partitions``."""
-        self._paused.difference_update(partitions)
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Undo pause() for ``partitions`` (the forms pause() takes)."""
+        self._paused.difference_update(topic_partitions(partitions, "resume()"))
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""
@@ -569,13 +570,21 @@ class Consumer:
             raise IllegalStateError("committing offsets needs group.id")
         if offsets is None:
             return {(tp.topic, tp.partition): off for tp, off in self._positions.items()}
-        return {(tp.topic, tp.partition): (o.offset if isinstance(o, OffsetAndMetadata) else o)
-                for tp, o in offsets.items()}
+        return commit_offsets(offsets)
 
-    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-               ) -> None:
+    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
+               asynchronous: bool = False, *, message: Any = None) -> Future[None] | None:
         """Commit ``offsets`` (the next offset to read per partition), by default the position
-        of every assigned partition; a fenced member's commit raises and rejoins at next poll."""
+        of every assigned partition; a fenced member's commit raises and rejoins at next poll.
+
+        confluent-kafka's forms: ``message=record`` commits past that record,
+        ``asynchronous=True`` is commit_async() (returns its Future; the default False waits)."""
+        if message is not None:
+            if offsets is not None:
+                raise TypeError("commit() takes offsets or message, not both")
+            offsets = {(message.topic, message.partition): message.offset + 1}
+        if asynchronous:
+            return self.commit_async(offsets)
         todo = self._offsets_to_commit(offsets)
         assert self.offset_store is not None
         try:
@@ -586,8 +595,9 @@ class Consumer:
                 self._joined.clear()
                 self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
             raise
+        return None
 
-    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+    def commit_async(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
                      callback: Callable[[dict[TopicPartition, int], BaseException | None], Any]
                      | None = None) -> Future[None]:
         """commit() in a background thread; ``callback(offsets, exception or None)`` after."""
@@ -601,7 +611,7 @@ class Consumer:
             try:
                 assert self.offset_store is not None
                 self.offset_store.commit(todo)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the commit callback
                 error = exc
             if callback is not None:
                 callback(given, error)
@@ -617,13 +627,25 @@ class Consumer:
         return ConsumerGroupMetadata(self.group, self.membership.generation_id,
                                      self.membership.member_id)
 
-    def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset of ``partition`` in the group, or None."""
+    @overload
+    def committed(self, partitions: TopicPartition | tuple[str, int],
+                  timeout: float | None = None) -> int | None: ...
+
+    @overload
+    def committed(self, partitions: Iterable[Any], timeout: float | None = None
+                  ) -> dict[TopicPartition, int | None]: ...
+
+    def committed(self, partitions: PartitionsArg, timeout: float | None = None
+                  ) -> int | None | dict[TopicPartition, int | None]:
+        """The committed offset of a partition in the group (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self.offset_store is None:
             raise IllegalStateError("committed() needs group.id")
-        off = self.offset_store.fetch([(partition.topic, partition.partition)])
-        value = off.get((partition.topic, partition.partition), -1)
-        return value if value >= 0 else None
+        tps, one = partition_list(partitions, "committed()")
+        off = self.offset_store.fetch([(tp.topic, tp.partition) for tp in tps])
+        found = {tp: (v if (v := off.get((tp.topic, tp.partition), -1)) >= 0 else None)
+                 for tp in tps}
+        return found[tps[0]] if one else found
 
     def _try_commit(self, why: str) -> None:
         try:
@@ -640,16 +662,22 @@ class Consumer:
         self._try_commit("interval")
 
     # -- poll -------------------------------------------------------------------------------------
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None
-             ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Records fetched within ``timeout_ms``: ``{TopicPartition: [ConsumerRecord]}``, at most
-        ``max_records`` (default max.poll.records) in all."""
+    def poll(self, *args: int, timeout_ms: int | None = None, max_records: int | None = None,
+             timeout: float | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched within ``timeout_ms`` (kafka-python: ``poll(500)``,
+        ``poll(timeout_ms=500)``) or ``timeout`` seconds (confluent-kafka: ``poll(timeout=0.5)``;
+        negative or None: no limit): ``{TopicPartition: [ConsumerRecord]}``, at most
+        ``max_records`` (default max.poll.records) in all.  A positional float is refused.
+
+        Raises BrokersUnreachableError (a KafkaConnectionError naming the brokers tried) when
+        no broker could be reached for request.timeout.ms or until this poll's deadline."""
         if self._closed.is_set():
             raise IllegalStateError("poll() on a closed consumer")
         if not (self._sub.active or self._manual):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
+        timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms >= 0 else math.inf
         while True:
             if self._fatal is not None:
                 raise self._fatal
@@ -661,6 +689,7 @@ class Consumer:
                 self._start_cooperative_join()
             elif self._sub.active and self._rejoin is not None \
                     and self._joining is None and not self._retriable(self._rebalance):
+                self._down.check(deadline)
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
@@ -675,30 +704,42 @@ class Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
-            self._fetch(max(0, min(int(remaining * 1000), self.config["fetch.wait.max.ms"])))
+            self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
 
     def _retriable(self, step: Callable[[], Any]) -> bool:
         """Run a group step; a retriable error (the coordinator not ready yet, as on a fresh
         cluster, or moving) is logged and the next poll() tries again, as Java's poll does."""
         try:
-            return bool(step())
+            done = bool(step())
         except KafkaError as exc:
             if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
                 raise
-            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            if not self._down.failed(exc):
+                log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
             self._rejoin = self._rejoin or "revoke"
             return False
+        self._down.reached()
+        return done
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        k, v = self._key, self._value
         for tp in self._assignment:
-            buf = self._buffer.get(tp)
-            if not buf or tp in self._paused or limit <= 0:
+            st = self._buffer.get(tp)
+            if st is None or tp in self._paused or limit <= 0:
                 continue
-            take = [buf.popleft() for _ in range(min(limit, len(buf)))]
-            limit -= len(take)
-            out[tp] = take
-            self._positions[tp] = take[-1].offset + 1
+            if not st.chunks:
+                if st.error is not None:      # a corrupt entry, after the records before it
+                    del self._buffer[tp]
+                    raise st.error
+                continue
+            got: list[ConsumerRecord] = []
+            for cols, i, j in take(st, limit):
+                got += build_records(tp, cols, i, j, k, v, empty_lists=True)
+            limit -= len(got)
+            self._metrics.messages[tp] += len(got)
+            out[tp] = got
+            self._positions[tp] = st.position
         return out
 
     def _fetcher(self, node: int) -> Fetcher:
@@ -708,7 +749,7 @@ class Consumer:
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=False,
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
                 isolation_level=_ISOLATION[self.config["isolation.level"]])
         return f
 
@@ -716,7 +757,8 @@ class Consumer:
         """One Fetch per leader of the fetchable partitions; records go to the buffer."""
         by_leader: dict[int, list[PartitionFetch]] = {}
         for tp in self._assignment:
-            if tp in self._paused or self._buffer.get(tp):
+            st = self._buffer.get(tp)
+            if tp in self._paused or (st is not None and (st.chunks or st.error)):
                 continue
             node = self.cluster.leader_for(tp.topic, tp.partition).node_id
             by_leader.setdefault(node, []).append(PartitionFetch(
@@ -745,7 +787,8 @@ class Consumer:
                 raise ms.error
             self._positions[tp] = self._reset_offset(tp)
             return
-        if ms.error is not None and not ms.entries:
+        if ms.error is not None and not ms.entries \
+                and not isinstance(ms.error, CorruptRecordError):   # that one poll raises
             self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self.cluster.refresh([tp.topic], allow_auto_create=False)
@@ -754,12 +797,11 @@ class Consumer:
             self._high_watermarks[tp] = ms.high_watermark
         if self._positions.get(tp) != offset:          # seeked while fetching
             return
-        k, v = self._key, self._value
-        records = deque(ConsumerRecord(tp.topic, tp.partition, m.offset, m.timestamp,
-                                       m.timestamp_type, k(m.key), v(m.value), m.headers)
-                        for m in ms if m.offset >= offset)
-        if records:
-            self._buffer[tp] = records
+        st = self._buffer[tp] = PartitionState(tp)
+        st.reset_to(offset)
+        take_answer(st, offset, st.epoch, ms)
+        if not st.chunks and st.fetch_offset > offset:
+            self._positions[tp] = st.fetch_offset   # only markers or aborted records: past them
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
@@ -782,10 +824,12 @@ class Consumer:
             partitions[f"{tp.topic}/{tp.partition}"] = {
                 "topic": tp.topic, "partition": tp.partition, "position": pos,
                 "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
-                "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
+                "buffered": self._buffer[tp].buffered if tp in self._buffer else 0,
+                "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                                      partitions=self._metrics.with_messages(partitions,
+                                                                             "consumed"))
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
