@@ -41,9 +41,12 @@ from kclient._args import (
 )
 from kclient.config import load_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
-from kclient.consumer.modern import ConsumerRecord, OffsetAndTimestamp
+from kclient.consumer.modern import OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take
 from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
     IllegalGenerationError,
     IllegalStateError,
@@ -56,12 +59,11 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
-from .fetcher import AIOFetcher, PartitionState
+from .fetcher import AIOFetcher
 from .group import AIOGroup, ConsumerMembership
-from .records import build_records, decoder
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -98,8 +100,8 @@ class AIOConsumer(ConsumerMembership):
         settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                   settings)
-        self._key = decoder(conf.create("key.decoder.class"))
-        self._value = decoder(conf.create("value.decoder.class"))
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
@@ -132,7 +134,7 @@ class AIOConsumer(ConsumerMembership):
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
@@ -380,25 +382,11 @@ class AIOConsumer(ConsumerMembership):
                     err, st.error = st.error, None
                     raise err
                 continue
-            while st.chunks and limit > 0:
-                chunk = st.chunks[0]
-                cols, i = chunk
-                j = min(len(cols.offsets), i + limit)
-                n = j - i
-                recs = build_records(tp, cols, i, j, k, v)
-                out.setdefault(tp, []).extend(recs)
-                self._metrics.messages[tp] += n
-                limit -= n
-                st.buffered -= n
+            for cols, i, j in take(st, limit, advance):
+                out.setdefault(tp, []).extend(build_records(tp, cols, i, j, k, v))
+                self._metrics.messages[tp] += j - i
+                limit -= j - i
                 drained = True
-                if j >= len(cols.offsets):
-                    st.chunks.popleft()
-                    if advance:
-                        st.position = max(cols.next_offset, cols.offsets[-1] + 1)
-                else:
-                    chunk[1] = j
-                    if advance:
-                        st.position = cols.offsets[j - 1] + 1
         if drained and self._fetcher is not None:
             self._fetcher.wake()
 
@@ -455,7 +443,7 @@ class AIOConsumer(ConsumerMembership):
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -498,7 +486,7 @@ class AIOConsumer(ConsumerMembership):
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]

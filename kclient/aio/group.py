@@ -22,6 +22,7 @@ from kclient.core import group as core_group
 from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
 from kclient.core.group import MemberState
 from kclient.core.offsets import commit_offsets, fetch_offsets
+from kclient.core.prefetch import PartitionState
 from kclient.core.subscription import Subscription
 from kclient.errors import FencedInstanceIdError, KafkaError
 from kclient.metrics import ClientMetrics
@@ -29,7 +30,6 @@ from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
 from .coordinator import AIOCoordinator
-from .fetcher import PartitionState
 
 __all__ = ["AIOGroup", "ConsumerMembership"]
 
@@ -62,7 +62,7 @@ class AIOGroup:
         state = self.state
         protocols = subscription_protocols(
             self.strategies, topics,
-            registration(self.consumer_id, "static", {t: 1 for t in topics}),
+            registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
             state.owned, state.owned_generation)
         return await self.coordinator.run(core_group.join_and_sync(
             state, self.coordinator.state, protocols,

@@ -33,7 +33,6 @@ import logging
 import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple, Protocol, overload
@@ -47,11 +46,15 @@ from kclient._args import (
     topic_partitions,
 )
 from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
-from kclient.config import Config, load_config
+from kclient.config import load_config
 from kclient.connection import BrokerConnection
 from kclient.core import group as core_group
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take, take_answer
 from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
+    CorruptRecordError,
     FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
@@ -65,7 +68,7 @@ from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
@@ -88,19 +91,6 @@ _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 
 
-class ConsumerRecord(NamedTuple):
-    """One consumed record, as kafka-python's ConsumerRecord."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    headers: list[tuple[str, bytes | None]]
-
-
 class OffsetAndTimestamp(NamedTuple):
     """What offsets_for_times finds: the first offset at or after a timestamp, and its time."""
 
@@ -114,15 +104,6 @@ class ConsumerRebalanceListener(Protocol):
     def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
 
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
-
-
-def _deserializer(conf: Config, key: str) -> Callable[[bytes | None], Any]:
-    """The configured Decoder (or plain callable), passing None through."""
-    dec = conf.create(key)
-
-    def decode(b: bytes | None) -> Any:
-        return None if b is None else dec(b)
-    return decode
 
 
 class Consumer(ConsumerCompat):
@@ -141,8 +122,8 @@ class Consumer(ConsumerCompat):
         self.settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                self.settings)
-        self._key = _deserializer(conf, "key.decoder.class")
-        self._value = _deserializer(conf, "value.decoder.class")
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self.strategy = conf["partition.assignment.strategy"]
         self.strategies = strategies_of(self.strategy)
         self.cooperative = is_cooperative(self.strategies)
@@ -167,7 +148,8 @@ class Consumer(ConsumerCompat):
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
-        self._buffer: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        #: fetched records not handed out yet (their columns; records are built by poll)
+        self._buffer: dict[TopicPartition, PartitionState] = {}
         self._fetchers: dict[int, Fetcher] = {}
         self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
@@ -180,7 +162,7 @@ class Consumer(ConsumerCompat):
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
                                  conf["socket.timeout.ms"])
         tracing = tracing_for(conf, self.group, self._metrics)
@@ -315,7 +297,7 @@ class Consumer(ConsumerCompat):
         state = self.membership.state
         return subscription_protocols(self.strategies, topics,
                                       registration(self.consumer_id, "static",
-                                                   {t: 1 for t in topics}),
+                                                   dict.fromkeys(topics, 1)),
                                       state.owned, state.owned_generation)
 
     def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
@@ -535,7 +517,7 @@ class Consumer(ConsumerCompat):
             or list(self._assignment)
         for tp in tps:
             self._check(tp)
-        for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
+        for tp, (off, _) in self._list_offsets(dict.fromkeys(tps, ts)).items():
             self.seek(tp, off)
 
     def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
@@ -550,12 +532,12 @@ class Consumer(ConsumerCompat):
                           ) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: EARLIEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, EARLIEST_TIMESTAMP)).items()}
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition (the high watermark)."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: LATEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, LATEST_TIMESTAMP)).items()}
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -629,7 +611,7 @@ class Consumer(ConsumerCompat):
             try:
                 assert self.offset_store is not None
                 self.offset_store.commit(todo)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the commit callback
                 error = exc
             if callback is not None:
                 callback(given, error)
@@ -741,15 +723,23 @@ class Consumer(ConsumerCompat):
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        k, v = self._key, self._value
         for tp in self._assignment:
-            buf = self._buffer.get(tp)
-            if not buf or tp in self._paused or limit <= 0:
+            st = self._buffer.get(tp)
+            if st is None or tp in self._paused or limit <= 0:
                 continue
-            take = [buf.popleft() for _ in range(min(limit, len(buf)))]
-            limit -= len(take)
-            self._metrics.messages[tp] += len(take)
-            out[tp] = take
-            self._positions[tp] = take[-1].offset + 1
+            if not st.chunks:
+                if st.error is not None:      # a corrupt entry, after the records before it
+                    del self._buffer[tp]
+                    raise st.error
+                continue
+            got: list[ConsumerRecord] = []
+            for cols, i, j in take(st, limit):
+                got += build_records(tp, cols, i, j, k, v, empty_lists=True)
+            limit -= len(got)
+            self._metrics.messages[tp] += len(got)
+            out[tp] = got
+            self._positions[tp] = st.position
         return out
 
     def _fetcher(self, node: int) -> Fetcher:
@@ -759,7 +749,7 @@ class Consumer(ConsumerCompat):
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=False,
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
                 isolation_level=_ISOLATION[self.config["isolation.level"]])
         return f
 
@@ -767,7 +757,8 @@ class Consumer(ConsumerCompat):
         """One Fetch per leader of the fetchable partitions; records go to the buffer."""
         by_leader: dict[int, list[PartitionFetch]] = {}
         for tp in self._assignment:
-            if tp in self._paused or self._buffer.get(tp):
+            st = self._buffer.get(tp)
+            if tp in self._paused or (st is not None and (st.chunks or st.error)):
                 continue
             node = self.cluster.leader_for(tp.topic, tp.partition).node_id
             by_leader.setdefault(node, []).append(PartitionFetch(
@@ -796,7 +787,8 @@ class Consumer(ConsumerCompat):
                 raise ms.error
             self._positions[tp] = self._reset_offset(tp)
             return
-        if ms.error is not None and not ms.entries:
+        if ms.error is not None and not ms.entries \
+                and not isinstance(ms.error, CorruptRecordError):   # that one poll raises
             self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self.cluster.refresh([tp.topic], allow_auto_create=False)
@@ -805,12 +797,11 @@ class Consumer(ConsumerCompat):
             self._high_watermarks[tp] = ms.high_watermark
         if self._positions.get(tp) != offset:          # seeked while fetching
             return
-        k, v = self._key, self._value
-        records = deque(ConsumerRecord(tp.topic, tp.partition, m.offset, m.timestamp,
-                                       m.timestamp_type, k(m.key), v(m.value), m.headers)
-                        for m in ms if m.offset >= offset)
-        if records:
-            self._buffer[tp] = records
+        st = self._buffer[tp] = PartitionState(tp)
+        st.reset_to(offset)
+        take_answer(st, offset, st.epoch, ms)
+        if not st.chunks and st.fetch_offset > offset:
+            self._positions[tp] = st.fetch_offset   # only markers or aborted records: past them
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
@@ -833,7 +824,8 @@ class Consumer(ConsumerCompat):
             partitions[f"{tp.topic}/{tp.partition}"] = {
                 "topic": tp.topic, "partition": tp.partition, "position": pos,
                 "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
-                "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
+                "buffered": self._buffer[tp].buffered if tp in self._buffer else 0,
+                "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
                                       partitions=self._metrics.with_messages(partitions,
