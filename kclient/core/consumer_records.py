@@ -28,7 +28,7 @@ class NoHeaders(list):  # type: ignore[type-arg]
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("a record's empty headers are shared and cannot be changed")
 
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore
 
 
