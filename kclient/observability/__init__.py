@@ -32,9 +32,11 @@ def provider_from(given: Any) -> Any:
     return provider
 
 
-def tracing_for(config: Mapping[str, Any], group: str | None = None) -> Tracing | None:
+def tracing_for(config: Mapping[str, Any], group: str | None = None,
+                metrics: Any = None) -> Tracing | None:
     """The client's :class:`~kclient.observability.tracing.Tracing`, or None when it must not
-    trace (see the module docstring).  ``config`` is the client's loaded Config."""
+    trace (see the module docstring).  ``config`` is the client's loaded Config; ``metrics``
+    its ClientMetrics (a consumer's: process durations are counted there)."""
     provider = provider_from(config.get("tracer.provider"))
     if provider is None:
         return None
@@ -45,4 +47,4 @@ def tracing_for(config: Mapping[str, Any], group: str | None = None) -> Tracing 
     from .semconv import names
     from .tracing import Tracing
     return Tracing(provider, names(), config.get("client.id"),
-                   config.get("metadata.broker.list") or (), group)
+                   config.get("metadata.broker.list") or (), group, metrics)

@@ -31,10 +31,10 @@ class TracedPoll:
 
     _tracing: Tracing
 
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
         """(traced) see Consumer.poll."""
         start = now_ns()
-        out = super().poll(timeout_ms, max_records)  # type: ignore[misc]
+        out = super().poll(*args, **kwargs)  # type: ignore[misc]
         self._tracing.received_batches(out, start)
         return out
 
@@ -47,14 +47,12 @@ class TracedAsync:
     ended when the next record is asked for, or at close)."""
 
     _tracing: Tracing
-    _processing: tuple[Any, Any] | None = None
+    _processing: tuple[Any, Any, float] | None = None
 
-    async def getmany(self, *partitions: Any, timeout_ms: int = 0,
-                      max_records: int | None = None) -> Any:
+    async def getmany(self, *partitions: Any, **kwargs: Any) -> Any:
         """(traced) see AIOConsumer.getmany."""
         start = now_ns()
-        out = await super().getmany(  # type: ignore[misc]
-            *partitions, timeout_ms=timeout_ms, max_records=max_records)
+        out = await super().getmany(*partitions, **kwargs)  # type: ignore[misc]
         self._tracing.received_batches(out, start)
         return out
 
@@ -76,7 +74,7 @@ class TracedStream:
     """KafkaStream: a ``process`` span per message handed out."""
 
     _tracing: Tracing
-    _span: tuple[Any, Any] | None = None
+    _span: tuple[Any, Any, float] | None = None
 
     def __iter__(self) -> Iterator[Any]:
         self._span = self._tracing.end_open(self._span)

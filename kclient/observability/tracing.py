@@ -25,6 +25,8 @@ from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from kclient.errors import error_name
+
 from .semconv import SYSTEM, Names
 
 __all__ = ["Tracing", "HeaderGetter", "inject", "extract"]
@@ -47,11 +49,13 @@ class HeaderGetter(Getter[Headers]):
 _GETTER = HeaderGetter()
 
 
-def inject(headers: Headers | None, ctx: Any) -> list[tuple[str, Any]]:
-    """``headers`` plus the propagation fields of ``ctx`` (replacing ones already there)."""
+def inject(headers: Headers | Mapping[str, Any] | None, ctx: Any) -> list[tuple[str, Any]]:
+    """``headers`` (pairs, or a dict) plus the propagation fields of ``ctx`` (replacing ones
+    already there)."""
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=ctx)
-    kept = [(k, v) for k, v in headers or () if k not in carrier]
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    kept = [(k, v) for k, v in pairs if k not in carrier]
     return kept + [(k, v.encode()) for k, v in carrier.items()]
 
 
@@ -71,7 +75,6 @@ def key_text(key: Any) -> str | None:
 
 def error_type(exc: BaseException) -> str:
     """``error.type``: Kafka's error name when it has one, else the exception's class."""
-    from kclient.metrics import error_name
     return error_name(exc)
 
 
@@ -79,10 +82,13 @@ class Tracing:
     """One client's tracer, the names it writes and the attributes every span of it has."""
 
     def __init__(self, provider: Any, names: Names, client_id: str | None,
-                 servers: Sequence[tuple[str, int]], group: str | None = None) -> None:
+                 servers: Sequence[tuple[str, int]], group: str | None = None,
+                 metrics: Any = None) -> None:
         self.tracer = provider.get_tracer("kclient", _version())
         self.names = names
         self.group = group or None
+        #: the client's ClientMetrics: process spans' durations go to its histogram
+        self.metrics = metrics
         host, port = servers[0] if servers else (None, None)
         self.common = {"messaging.system": SYSTEM, "messaging.client.id": client_id or None,
                        "server.address": host, "server.port": port}
@@ -109,7 +115,8 @@ class Tracing:
 
     # -- producing --------------------------------------------------------------------------------
     def start_send(self, topic: str, key: Any, partition: int | None,
-                   headers: Headers | None) -> tuple[Any, list[tuple[str, Any]]]:
+                   headers: Headers | Mapping[str, Any] | None
+                   ) -> tuple[Any, list[tuple[str, Any]]]:
         """A started ``send`` span and the headers carrying its context."""
         span = self.tracer.start_span(
             self.span_name("send", topic), kind=SpanKind.PRODUCER,
@@ -158,9 +165,9 @@ class Tracing:
         if batches:
             self.received((r for rs in batches.values() for r in rs), start_ns)
 
-    def start_process(self, record: Any) -> tuple[Any, Any]:
+    def start_process(self, record: Any) -> tuple[Any, Any, float]:
         """A ``process`` span for ``record`` (a child of its producer span), made current;
-        returns ``(span, token)`` for :meth:`end_process`."""
+        returns ``(span, token, start)`` for :meth:`end_process`."""
         parent = extract(record.headers)
         span = self.tracer.start_span(
             self.span_name("process", record.topic), context=parent, kind=SpanKind.CONSUMER,
@@ -169,11 +176,12 @@ class Tracing:
                 **{"messaging.kafka.offset": record.offset,
                    "messaging.kafka.message.key": key_text(record.key),
                    "messaging.consumer.group.name": self.group}))
-        return span, otel_context.attach(trace.set_span_in_context(span))
+        return span, otel_context.attach(trace.set_span_in_context(span)), time.monotonic()
 
-    @staticmethod
-    def end_process(span: Any, token: Any, error: BaseException | None = None) -> None:
-        """Detach and end a ``process`` span (recording ``error`` if processing raised)."""
+    def end_process(self, span: Any, token: Any, start: float,
+                    error: BaseException | None = None) -> None:
+        """Detach and end a ``process`` span (recording ``error`` if processing raised), and
+        count its duration in the client's messaging.process.duration histogram."""
         try:
             otel_context.detach(token)
         finally:
@@ -182,8 +190,12 @@ class Tracing:
                 span.record_exception(error)
                 span.set_status(Status(StatusCode.ERROR, str(error)))
             span.end()
+            if self.metrics is not None:
+                topic = span.attributes.get("messaging.destination.name") if hasattr(
+                    span, "attributes") else None
+                self.metrics.processed(topic or "", time.monotonic() - start)
 
-    def end_open(self, started: tuple[Any, Any] | None) -> tuple[Any, Any] | None:
+    def end_open(self, started: tuple[Any, Any, float] | None) -> tuple[Any, Any, float] | None:
         """End a ``(span, token)`` of :meth:`start_process` if there is one; returns None (for
         ``self._open = tracing.end_open(self._open)``)."""
         if started is not None:
@@ -193,7 +205,7 @@ class Tracing:
     @contextmanager
     def process(self, record: Any) -> Iterator[Any]:
         """``with tracing.process(record):`` the record's ``process`` span around a block."""
-        span, token = self.start_process(record)
+        span, token, start = self.start_process(record)
         error: BaseException | None = None
         try:
             yield span
@@ -201,17 +213,17 @@ class Tracing:
             error = exc
             raise
         finally:
-            self.end_process(span, token, error)
+            self.end_process(span, token, start, error)
 
     def each(self, records: Iterable[Any]) -> Iterator[Any]:
         """Yield ``records``, each inside its ``process`` span (ended when the next is asked
         for, or when the iteration stops)."""
         for r in records:
-            span, token = self.start_process(r)
+            started = self.start_process(r)
             try:
                 yield r
             finally:
-                self.end_process(span, token)
+                self.end_process(*started)
 
 
 def _version() -> str | None:
