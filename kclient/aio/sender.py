@@ -318,7 +318,7 @@ class Sender:
                 idem.assign(b)
             try:
                 records = b.to_partition_batch(self.codec_of(b.topic), created_ms).encode(magic)
-            except Exception as exc:    # headers on an old broker, a bad codec, ...
+            except Exception as exc:  # noqa: BLE001 - headers on an old broker, a bad codec, ...
                 self._fail(b, exc)
                 continue
             topic_data.setdefault(b.topic, []).append((b.partition, records))

@@ -13,7 +13,7 @@ __all__ = ["main", "build_parser"]
 
 #: subcommand modules of this package, in the order ``kclient --help`` lists them
 MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "perf", "acls",
-           "passthrough")
+           "schemas", "passthrough")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +67,7 @@ def _run(command: str, run: Callable[[argparse.Namespace], Any], args: argparse.
     except BrokenPipeError:             # `kclient consume ... | head`
         sys.stderr.close()
         return OK
-    except Exception as exc:            # a broker's error, a refused connection, a bad file
+    except Exception as exc:  # noqa: BLE001 - a broker's error, a refused connection, a bad file
         name = type(exc).__name__
         print(f"kclient {command}: {name}: {exc}", file=sys.stderr)
         return FAILED

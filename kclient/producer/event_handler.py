@@ -402,7 +402,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         for b in batches:
             try:
                 records = b.encode(magic)
-            except Exception as exc:  # headers on an old broker, zstd with magic < 2, ...
+            except Exception as exc:  # noqa: BLE001 - headers on an old broker, zstd with magic < 2, ...
                 self._fail(b, exc)
                 continue
             topic_data.setdefault(b.topic, []).append((b.partition, records))

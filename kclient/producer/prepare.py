@@ -162,14 +162,14 @@ class Preparer:
             enc = getattr(encoder, "to_message", encoder)
         try:
             return list(map(enc, column)), {}
-        except Exception:
+        except Exception:  # noqa: BLE001 - retried per value below to find the bad ones
             pass
         out: list[Any] = []
         bad: dict[int, BaseException] = {}
         for i, v in enumerate(column):
             try:
                 out.append(enc(v))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a user encoder's failure fails that message only
                 bad[i] = exc
                 out.append(None)
         return out, bad

@@ -162,7 +162,7 @@ class Producer(ProducerCompat):
             return
         try:
             self.close()
-        except Exception as err:  # do not hide the exception that is propagating
+        except Exception as err:  # noqa: BLE001 - do not hide the exception that is propagating
             log.error("closing the producer after %s: %s", exc_type.__name__, err)
 
     def __repr__(self) -> str:
@@ -428,7 +428,7 @@ class Producer(ProducerCompat):
         with self._sync_lock:
             try:
                 reports = self.event_handler.handle(items)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a handler's failure fails these messages only
                 reports = [DeliveryReport(d.topic, -1, [d], -1, exc) for d in items]
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
@@ -771,5 +771,5 @@ def _close_all() -> None:
     for producer in list(_LIVE):
         try:
             producer.close(timeout=60)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one producer's failure must not stop the others
             log.error("closing %r at exit: %s", producer, exc)
