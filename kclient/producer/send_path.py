@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from time import sleep as _yield
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient._args import one_of
 
@@ -35,7 +35,8 @@ from .future import DeliveryCallback, DeliveryFuture
 
 if TYPE_CHECKING:
     from .buffers import BytesLike
-    from .producer import Producer
+    from .send_thread import ProducerSendThread
+    from .transactions import Transactions
 
 __all__ = ["bind", "choose", "fast_send", "fast_produce"]
 
@@ -46,6 +47,43 @@ ENQUEUE_HOOKS = frozenset({"before_enqueue", "after_enqueue"})
 
 SendFn = Callable[..., "list[DeliveryReport] | None"]
 ProduceFn = Callable[..., DeliveryFuture]
+
+
+class Producer(Protocol):
+    """What the choice reads of a :class:`kclient.producer.producer.Producer` (the Producer
+    module imports this one, so not the class itself)."""
+
+    sync: bool
+    _hooks: Any
+    _queue: Any
+    _fast_limit: int
+    _tracing: Any
+    _spans: Any
+    _txn: Transactions | None
+    _futures: bool
+
+    def send(self, *args: Any, **kwargs: Any) -> list[DeliveryReport] | None: ...
+
+    def produce(self, *args: Any, **kwargs: Any) -> DeliveryFuture: ...
+
+    def send_values(self, *args: Any, **kwargs: Any) -> list[DeliveryReport] | None: ...
+
+    def _send_sync(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _produce_sync(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _send_hooked(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _produce_hooked(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def _check_size(self, d: ProducerData) -> None: ...
+
+    def _enqueue_slow(self, entries: list[Entry]) -> None: ...
+
+    def _send_many(self, data: Any) -> None: ...
+
+    @property
+    def _sender(self) -> ProducerSendThread: ...
 
 
 def choose(p: Producer) -> tuple[str, SendFn, ProduceFn]:
