@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kclient.testing import KafkaServer, kafka_problem
+from tests.needs import missing
 from tests.spark.conftest import spark  # noqa: F401  (the one local Spark session fixture)
 
 #: Kafka 3.x in ZooKeeper mode speaks the old message formats only below IBP 3.0 (KIP-724).
@@ -15,7 +16,7 @@ OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.versi
 def _server(version: str, **options) -> KafkaServer:
     problem = kafka_problem(version)
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     return KafkaServer(version, **options)
 
 

@@ -23,6 +23,7 @@ from kclient.protocol.apis import DELETE_TOPICS, METADATA
 from kclient.security import SecuritySettings
 from kclient.simple import SimpleConsumer
 from kclient.testing import KafkaServer, kafka_problem
+from tests.needs import missing
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -35,7 +36,7 @@ def acl_kafka():
     PLAINTEXT listener (controller, inter-broker, readiness checks) is a super user."""
     problem = kafka_problem("4")
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     config = {"authorizer.class.name": STANDARD, "super.users": "User:admin;User:ANONYMOUS",
               "sasl.enabled.mechanisms": "SCRAM-SHA-256",
               "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,

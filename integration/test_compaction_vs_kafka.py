@@ -21,10 +21,11 @@ from kclient.broker.log.compact import DELETE_HORIZON_MASK
 from kclient.connection import BrokerConnection
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.records import RecordsReader, build_batch
+from tests.needs import need_module
 
 from .conftest import OLD_FORMATS, _server
 
-confluent_admin = pytest.importorskip("confluent_kafka.admin")
+confluent_admin = need_module("confluent_kafka.admin")
 
 RETENTION_MS = 3000
 TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "2000",

@@ -12,6 +12,7 @@ from tests.consumer.helpers import produce_spread
 from tests.consumer.java_member import run_mixed_java_group
 from tests.consumer.test_consumer_cooperative import check_once_each
 from tests.consumer.test_mixed_java_group import check_mixed, kclient_conf
+from tests.needs import missing
 
 from .helpers import new_topic
 
@@ -67,7 +68,7 @@ def test_static_member_restart_on_kafka4(kafka4, strategy):
 def test_mixed_group_with_the_java_consumer_on_kafka4(kafka4):
     problem = java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     topic = new_topic(kafka4, partitions=4)
     run = run_mixed_java_group(KafkaTools(kafka4.bootstrap), topic, 4,
                                kclient_conf(kafka4.bootstrap), _producer(kafka4, topic))

@@ -17,6 +17,7 @@ from kclient.errors import (
 from kclient.simple import FetchRequest, SimpleConsumer
 from kclient.testing import KafkaServer, kafka_problem
 from tests.consumer.helpers import wait_for
+from tests.needs import missing
 
 from .helpers import new_topic
 
@@ -28,7 +29,7 @@ def kafka_cluster():
     """Three Kafka 4.x nodes; internal topics replicated on all three."""
     problem = kafka_problem("4")
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     with KafkaServer("4", num_brokers=3, config={"transaction.state.log.replication.factor": "3",
                                                  "transaction.state.log.min.isr": "2"}) as server:
         yield server
@@ -156,7 +157,7 @@ def kafka3_zk_cluster():
     """Three Kafka 3.x brokers in ZooKeeper mode."""
     problem = kafka_problem("3")
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     with KafkaServer("3", num_brokers=3, mode="zookeeper") as server:
         yield server
 

@@ -10,6 +10,7 @@ from kclient import Producer, ProducerData, consumer
 from kclient.errors import SaslAuthenticationError, SslAuthenticationError
 from kclient.simple import FetchRequest, SimpleConsumer
 from kclient.testing import KafkaServer, kafka_problem
+from tests.needs import missing, need_module
 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -23,8 +24,8 @@ def secured_kafka(tmp_path_factory):
     """Kafka 4 with PLAINTEXT, SSL, SASL_SSL and SASL_PLAINTEXT listeners (user alice)."""
     problem = kafka_problem("4")
     if problem:
-        pytest.skip(problem)
-    pytest.importorskip("cryptography")
+        missing(problem)
+    need_module("cryptography")
     from kclient.testing.certs import make_certificates
     certs = make_certificates(tmp_path_factory.mktemp("kafka-certs"))
     config = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_pem),

@@ -10,7 +10,9 @@ key to typed value.  Rules:
 
 * Values may be strings (as read from a ``.properties`` file) and are coerced to the key's type;
   a bad value raises ``InvalidConfigError`` naming the key, the value and what is allowed.
-* An unknown key raises ``InvalidConfigError`` naming the closest known key; a key of the other
+* An unknown key raises ``InvalidConfigError`` naming the closest known key, except a
+  kafka-python / confluent-kafka key kclient does not take (``config_foreign.py``), refused as
+  "not supported by kclient; see docs/migrating.md"; a key of the other
   role (``group.id`` given to a producer) raises naming the role it belongs to.
 * ``overrides`` spell dots as underscores (``producer_type="async"``) and are applied after
   ``config``: a later layer wins.  Within one layer an alias and its canonical key (or two aliases)
@@ -31,6 +33,10 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   default 1000000 is librdkafka's.
 * ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
   the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
+* ``statistics.format`` ``kclient`` (the metrics() layout); ``librdkafka`` gives stats_cb
+  librdkafka's STATISTICS.md layout, for dashboards built on confluent-kafka's stats.
+* ``tracer.provider`` (unset: OpenTelemetry's global provider when set) gives a client its own
+  OpenTelemetry tracer provider (docs/observability.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
   batches while one is in flight (librdkafka's value).
 * ``partitioner.class`` murmur2 (0.8.2: ``abs(key.hashCode) % n`` on the JVM key object).  murmur2
@@ -63,6 +69,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from kclient.config_foreign import foreign_message
 from kclient.config_types import (
     DECODERS,
     ENCODERS,
@@ -218,6 +225,15 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("stats.cb", None, ClassRef("__call__"), _BOTH,
          "Callable(json_text) called every statistics.interval.ms with metrics() as JSON "
          "(confluent-kafka's stats_cb).", "stats_cb", differs="no such key"),
+    _key("statistics.format", "kclient", Choice(("kclient", "librdkafka")), _BOTH,
+         "Layout of the stats_cb JSON: kclient's metrics() (docs/metrics.md), or librdkafka's "
+         "STATISTICS.md for the fields kclient has (docs/observability.md).",
+         differs="no such key"),
+    _key("tracer.provider", None, ClassRef("get_tracer"), _BOTH,
+         "OpenTelemetry TracerProvider whose tracer makes this client's spans (unset: the "
+         "global one when set; a NoOpTracerProvider switches tracing off); see "
+         "docs/observability.md.",
+         differs="no such key"),
     # ---- security (docs/security.md): Java's and librdkafka's names
     _key("security.protocol", "PLAINTEXT", Choice(_PROTOCOLS, {p.lower(): p for p in _PROTOCOLS}),
          _BOTH, "Transport to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
@@ -573,6 +589,9 @@ def _spec_for(role: str, key: Any) -> ConfigKey:
         raise InvalidConfigError(f"config keys must be strings, got {key!r}", str(key))
     spec = _BY_NAME.get(_ALIASES.get(key, key))
     if spec is None:
+        foreign = foreign_message(role, key)
+        if foreign is not None:
+            raise InvalidConfigError(foreign, key)
         raise InvalidConfigError(_unknown_message(role, key), key, None, _suggest(role, key))
     if role not in spec.roles:
         owner = next(iter(spec.roles))

@@ -301,7 +301,7 @@ class BrokerConnection:
                 st.by_api[api.name] += 1
                 st.bytes_out += len(frame)
                 if expect_response:
-                    st.sent_at[corr] = time.monotonic()
+                    st.sent_at[corr] = (time.monotonic(), api.name)
             except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
                 self._tls_failed(_pending_alert(sock) or exc)
             except OSError as exc:
@@ -361,13 +361,11 @@ class BrokerConnection:
             st = self.stats
             st.responses += 1
             st.bytes_in += n + 4
-            sent = st.sent_at.pop(rcorr, None)
-            if sent is not None:
-                st.rtts.append((time.monotonic() - sent) * 1000.0)
+            st.answered(rcorr)
             return rcorr, resp
         except KafkaError as exc:
             self._fail(f"bad response: {exc}", cause=exc)
-        except Exception as exc:    # a decoder tripping over garbage is still a bad response
+        except Exception as exc:  # noqa: BLE001 - a decoder tripping over garbage is still a bad response
             self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
     def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:

@@ -35,7 +35,7 @@ def _produce(bootstrap: str, count: int) -> None:
     reports = []
     start = time.perf_counter()
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                   "compression.codec": "lz4"}, on_delivery=reports.append) as p:
+                   "compression.codec": "lz4"}, on_report=reports.append) as p:
         p.send([ProducerData(TOPIC, b"event %d" % i, key=b"k%d" % (i % 50)) for i in range(count)])
         p.flush()
     took = time.perf_counter() - start

@@ -22,6 +22,7 @@ __all__ = [
     "StringDecoder",
     "JsonEncoder",
     "JsonDecoder",
+    "decode_function",
 ]
 
 
@@ -157,3 +158,15 @@ class JsonDecoder(Decoder):
             return self._decoder.decode(str(b, "utf-8"))
         except ValueError as exc:
             raise ValueError(f"JsonDecoder: invalid JSON message {bytes(b[:60])!r}: {exc}") from exc
+
+
+def decode_function(dec: Any) -> Callable[[Any], Any] | None:
+    """A decoder (or plain callable) as one function passing None through; None for
+    DefaultDecoder, whose bytes a consumer hands out as they are (no call per record)."""
+    if type(dec) is DefaultDecoder:
+        return None
+    fn = getattr(dec, "from_message", dec)
+
+    def decode(b: bytes | None) -> Any:
+        return None if b is None else fn(b)
+    return decode

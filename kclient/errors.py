@@ -24,6 +24,7 @@ __all__ = list(_protocol_errors.__all__) + [
     "KafkaConnectionError",
     "KafkaTimeoutError",
     "NoBrokersAvailableError",
+    "BrokersUnreachableError",
     "ZooKeeperError",
     "InvalidConfigError",
     "FailedToSendMessageError",
@@ -113,6 +114,25 @@ class NoBrokersAvailableError(KafkaError):
         if self.brokers:
             text += " (tried " + ", ".join(_broker_name(b) for b in self.brokers) + ")"
         return text
+
+
+class BrokersUnreachableError(NoBrokersAvailableError, KafkaConnectionError):
+    """No broker could be reached for a client's whole timeout: raised to the caller (a consumer's
+    poll) instead of empty answers for ever.  Both a NoBrokersAvailableError (``brokers``: what
+    was tried) and a KafkaConnectionError (``host``/``port``: the first of them)."""
+
+    retriable = True
+
+    def __init__(self, message: str = "", brokers: Iterable[Any] = ()) -> None:
+        """Keep the message and the brokers tried."""
+        KafkaError.__init__(self, message)
+        self.brokers = tuple(brokers)
+        first = self.brokers[0] if self.brokers else ("", 0)
+        host, port = first if isinstance(first, tuple) else (str(first), 0)
+        self.host, self.port, self.reason = host, port, message
+        self.closed_by_peer = False
+
+    __str__ = NoBrokersAvailableError.__str__
 
 
 class ZooKeeperError(KafkaError):
@@ -210,3 +230,9 @@ def _broker_name(broker: Any) -> str:
     if isinstance(broker, tuple) and len(broker) == 2:
         return f"{broker[0]}:{broker[1]}"
     return str(broker)
+
+
+def error_name(exc: BaseException) -> str:
+    """Kafka's name of a broker error code (UNKNOWN_TOPIC_OR_PARTITION), else the class name."""
+    name = getattr(type(exc), "message", None) if hasattr(exc, "errno") else None
+    return name if isinstance(name, str) else type(exc).__name__

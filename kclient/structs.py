@@ -1,9 +1,10 @@
-"""Plain data classes shared by the admin client and the consumer (one definition each)."""
+"""Plain data classes shared by the admin client and the consumers (one definition each)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndMetadata"]
+__all__ = ["TopicPartition", "OffsetAndMetadata", "ConsumerRecord"]
 
 
 @dataclass(frozen=True, order=True)
@@ -24,3 +25,16 @@ class OffsetAndMetadata:
     offset: int
     metadata: str = ""
     leader_epoch: int = -1
+
+
+class ConsumerRecord(NamedTuple):
+    """One consumed record, as kafka-python's ConsumerRecord (kclient.Consumer, AIOConsumer)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    headers: list[tuple[str, bytes | None]]

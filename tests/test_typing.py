@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.needs import need_module
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = Path(__file__).with_name("typing") / "user_script.py"
@@ -15,7 +15,7 @@ EXAMPLE = Path(__file__).with_name("typing") / "user_script.py"
 def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
     """mypy --strict on ``source`` as a user script, kclient seen as an installed package (its
     own findings silenced, as mypy treats site-packages)."""
-    pytest.importorskip("mypy")
+    need_module("mypy")
     (tmp_path / "mypy.ini").write_text("[mypy]\nstrict = True\n"
                                        "[mypy-kclient.*]\nfollow_imports = silent\n")
     (tmp_path / "user.py").write_text(source)

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
+from kclient.config import load_config
 from kclient.connection import BrokerConnection, ConnectionSettings
-from kclient.errors import KafkaError, NoBrokersAvailableError, error_for_code
+from kclient.errors import InvalidConfigError, KafkaError, NoBrokersAvailableError, error_for_code
 
 from .types import TopicPartition
 
@@ -33,16 +34,48 @@ def topic_id_text(raw: Any) -> str | None:
     return base64.urlsafe_b64encode(value).decode("ascii").rstrip("=")
 
 
+def admin_config(given: Any, overrides: Mapping[str, Any], settings: ConnectionSettings | None,
+                 client_id: str, request_timeout_ms: int
+                 ) -> tuple[list[str], ConnectionSettings]:
+    """Bootstrap list and connection settings from the config forms every client takes: a
+    dict with dotted keys and/or snake_case keywords (validated as a client's keys are)."""
+    layer: dict[str, Any] = {}
+    if isinstance(given, Mapping):
+        layer.update(given)
+    elif given is not None:
+        layer["metadata.broker.list"] = given
+    try:
+        conf = load_config("consumer", layer, **overrides)
+        conf.require("metadata.broker.list")
+    except InvalidConfigError as exc:
+        text = str(exc).replace("consumer config", "AdminClient config").replace(
+            "the consumer does not", "the AdminClient does not")
+        raise InvalidConfigError(text, exc.key, exc.value, exc.allowed) from None
+    if settings is None:
+        settings = ConnectionSettings.from_config(
+            conf, client_id=conf["client.id"] or client_id,
+            request_timeout_ms=max(request_timeout_ms, conf["socket.timeout.ms"])
+            if conf.is_set("socket.timeout.ms") else request_timeout_ms)
+    return [f"{h}:{p}" for h, p in conf["metadata.broker.list"]], settings
+
+
 class AdminBase:
     """Holds the cluster connection and the optional ZooKeeper client of an AdminClient."""
 
-    def __init__(self, bootstrap: str | Iterable[str], *, client_id: str = "kclient-admin",
-                 request_timeout_ms: int = 30000, zookeeper_connect: str | None = None,
+    def __init__(self, bootstrap: str | Iterable[str] | Mapping[str, Any] | None = None, *,
+                 client_id: str = "kclient-admin", request_timeout_ms: int = 30000,
+                 zookeeper_connect: str | None = None,
                  settings: ConnectionSettings | None = None,
-                 zookeeper_config: Mapping[str, Any] | None = None) -> None:
-        """Connect lazily to ``bootstrap``; ``zookeeper_connect`` enables the 0.8 groups whose
-        offsets live in ZooKeeper (``/consumers/<group>/offsets``), ``zookeeper_config`` its
-        ``zookeeper.ssl.*`` / ``zookeeper.digest`` / ``zookeeper.set.acl`` keys."""
+                 zookeeper_config: Mapping[str, Any] | None = None, **config: Any) -> None:
+        """Connect lazily to ``bootstrap``: ``"host:port,..."``, or a config dict with dotted
+        keys (``{"bootstrap.servers": ...}``, security keys, as every kclient client takes),
+        and/or the same keys as ``snake_case`` keywords (``bootstrap_servers=...``).
+        ``zookeeper_connect`` enables the 0.8 groups whose offsets live in ZooKeeper
+        (``/consumers/<group>/offsets``), ``zookeeper_config`` its ``zookeeper.ssl.*`` /
+        ``zookeeper.digest`` / ``zookeeper.set.acl`` keys."""
+        if isinstance(bootstrap, Mapping) or config or bootstrap is None:
+            bootstrap, settings = admin_config(bootstrap, config, settings, client_id,
+                                               request_timeout_ms)
         settings = settings or ConnectionSettings(client_id=client_id,
                                                   request_timeout_ms=request_timeout_ms)
         self.cluster = Cluster(bootstrap, settings)

@@ -166,20 +166,28 @@ class AIOCluster:
                            ) -> dict[TopicPartition, int]:
         """ListOffsets at each leader: ``{tp: offset}`` for ``{tp: timestamp}`` (-2 earliest,
         -1 latest); raises a partition's error."""
+        found = await self.list_offset_times(query, isolation_level)
+        return {tp: offset for tp, (offset, _) in found.items()}
+
+    async def list_offset_times(self, query: Mapping[TopicPartition, int],
+                                isolation_level: int = 0
+                                ) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none at or
+        after that time); raises a partition's error."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in query:
             node = await self.leader_for(tp.topic, tp.partition)
             by_leader.setdefault(node, []).append(tp)
-        out: dict[TopicPartition, int] = {}
+        out: dict[TopicPartition, tuple[int, int]] = {}
         for node, tps in by_leader.items():
             conn = await self.connection(node)
             version = conn.version(LIST_OFFSETS)
             body = list_offsets_body({tp: query[tp] for tp in tps}, isolation_level)
             resp = await conn.request(LIST_OFFSETS, body, version)
-            for tp, code, offset, _ in list_offsets_answers(resp, version):
+            for tp, code, offset, timestamp in list_offsets_answers(resp, version):
                 if code:
                     raise error_for_code(code)(f"offsets of {tp.topic}-{tp.partition}")
-                out[tp] = offset
+                out[tp] = (offset, timestamp)
         return out
 
     def drop(self, conn: AIOConnection, reason: str) -> None:

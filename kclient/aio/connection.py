@@ -176,7 +176,7 @@ class AIOConnection:
         fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
         now = time.monotonic()
         self._waiters[corr] = (fut, now)
-        st.sent_at[corr] = now
+        st.sent_at[corr] = (now, api.name)
         if self._timer is None:
             self._arm_timer()
         return fut
@@ -225,15 +225,13 @@ class AIOConnection:
                 st.bytes_in += len(data)
                 for corr, resp in proto.receive_bytes(data):
                     entry = waiters.pop(corr, None)
-                    sent = st.sent_at.pop(corr, None)
                     st.responses += 1
-                    if sent is not None:
-                        st.rtts.append((time.monotonic() - sent) * 1000.0)
+                    st.answered(corr)
                     if entry is not None and not entry[0].done():
                         entry[0].set_result(resp)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # OSError, a bad frame, TLS errors
+        except Exception as exc:  # noqa: BLE001 - OSError, a bad frame, TLS errors
             self._fail(f"receive failed: {exc!r}")
 
     def _fail(self, reason: str, timeout: bool = False) -> None:

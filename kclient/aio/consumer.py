@@ -13,22 +13,40 @@ assigned partitions filled; ``getmany``/``getone`` hand records out and advance 
 With a ``group.id`` and ``subscribe``, a heartbeat task keeps the membership alive and flags a
 rebalance when the coordinator asks for one; the next ``getmany``/``getone`` carries it out in
 the caller's task, as kclient.Consumer's poll does: commit (auto-commit), revoke, JoinGroup,
-SyncGroup (assigning as leader with range or roundrobin), then positions from the committed
-offsets, else ``auto.offset.reset``.
+SyncGroup (assigning as leader), then positions from the committed offsets, else
+``auto.offset.reset``.  The membership is the core's (:mod:`kclient.core.group`, through
+:mod:`kclient.aio.group`), so it behaves as kclient.Consumer's: range, roundrobin and
+cooperative-sticky (KIP-429: the join runs in a task while every owned partition keeps being
+returned; only the partitions that move are revoked, then the member rejoins), static
+membership with ``group.instance.id`` (KIP-345: no LeaveGroup on close; fenced is fatal), and
+pattern subscriptions re-matched against the metadata every second.
 """
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
+)
 from kclient.config import load_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
-from kclient.consumer.modern import ConsumerRecord
+from kclient.consumer.modern import OffsetAndTimestamp
+from kclient.core.consumer_protocol import is_cooperative, strategies_of
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take
+from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
     IllegalGenerationError,
     IllegalStateError,
@@ -38,14 +56,14 @@ from kclient.errors import (
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
-from kclient.metrics import ClientMetrics
+from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
-from .fetcher import AIOFetcher, PartitionState
-from .group import REJOIN, AIOGroup
-from .records import build_records, decoder
+from .fetcher import AIOFetcher
+from .group import AIOGroup, ConsumerMembership
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -55,14 +73,11 @@ _SLICE = 0.005
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
-_LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
-                                     "(bootstrap.servers)",
-                "group.instance.id": "static membership is not implemented in kclient.aio yet "
-                                     "(kclient.Consumer has it)"}
+                                     "(bootstrap.servers)"}
 
 
-class AIOConsumer:
+class AIOConsumer(ConsumerMembership):
     """An asyncio consumer: subscribe (group) or assign, getmany/getone/async for, commit, seek."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -74,13 +89,10 @@ class AIOConsumer:
             if conf.is_set(key) and conf[key]:
                 raise InvalidConfigError(f"{key}: {why}", key, conf[key])
         conf.require("metadata.broker.list")
-        strategy = conf["partition.assignment.strategy"]
-        if strategy not in ("range", "roundrobin"):
-            raise InvalidConfigError(
-                f"partition.assignment.strategy: AIOConsumer runs eager rebalances with range or "
-                f"roundrobin; {strategy!r} is not implemented in kclient.aio yet (kclient.Consumer "
-                f"has it)", "partition.assignment.strategy", strategy, ("range", "roundrobin"))
         self.config = conf
+        self.strategies = strategies_of(conf["partition.assignment.strategy"])
+        self.cooperative = is_cooperative(self.strategies)
+        self.group_instance_id: str | None = conf["group.instance.id"] or None
         self._isolation = _ISOLATION[conf["isolation.level"]]
         self.group_id: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
@@ -88,21 +100,24 @@ class AIOConsumer:
         settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                   settings)
-        self._key = decoder(conf.create("key.decoder.class"))
-        self._value = decoder(conf.create("value.decoder.class"))
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
-                                   conf["partition.assignment.strategy"],
-                                   conf["session.timeout.ms"], conf["retry.backoff.ms"],
-                                   conf["offsets.commit.max.retries"],
-                                   conf["exclude.internal.topics"])
-        self._topics: list[str] = [str(t) for t in topics]
+                                   self.strategies, conf["session.timeout.ms"],
+                                   conf["retry.backoff.ms"], conf["offsets.commit.max.retries"],
+                                   conf["exclude.internal.topics"], self.group_instance_id)
+        self._sub = Subscription()
+        if topics:
+            self._sub.subscribe([str(t) for t in topics], None)
+        self._join_task: asyncio.Task[bytes | None] | None = None   # a cooperative join
+        self._fatal: KafkaError | None = None      # FENCED_INSTANCE_ID: getmany raises it
         self._manual = False
         self._listener: Any = None
         self._states: dict[TopicPartition, PartitionState] = {}
         self._pending: deque[ConsumerRecord] = deque()    # drained for getone / async for
-        self._rejoin: str | None = "revoke" if self._topics else None
+        self._rejoin: str | None = "revoke" if self._sub.active else None
         self._data: asyncio.Event | None = None
         self._needs_reset: asyncio.Event | None = None
         self._fetcher: AIOFetcher | None = None
@@ -115,9 +130,15 @@ class AIOConsumer:
         self._slice = 0.0
         self._last: ConsumerRecord | None = None       # see _settle
         self._joining = False
-        if self._topics and self._group is None:
+        if self._sub.active and self._group is None:
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
+        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
+                                        self.metrics, conf["statistics.format"])
+        tracing = tracing_for(conf, self.group_id, self._metrics)
+        if tracing is not None:
+            from kclient.observability.clients import trace_aio_consumer
+            trace_aio_consumer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -127,7 +148,7 @@ class AIOConsumer:
         if self._started:
             return
         self._started = True
-        await self.cluster.refresh(self._topics or [], allow_auto_create=False)
+        await self.cluster.refresh(self._sub.topics, allow_auto_create=False)
         conf = self.config
         self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
             asyncio.Lock()
@@ -155,13 +176,22 @@ class AIOConsumer:
         if self._closed:
             return
         self._closed = True
+        self._reporter.stop()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
+        joining, self._join_task = self._join_task, None
+        if joining is not None and self._group is not None:
+            # the coordinator may hold that JoinGroup for a whole rebalance: drop its
+            # connection (LeaveGroup reconnects) instead of waiting behind it
+            joining.cancel()
+            self._group.coordinator.close("consumer closed during a rebalance")
+            await asyncio.gather(joining, return_exceptions=True)
         if self._fetcher is not None:
             await self._fetcher.stop()
         if self._group is not None:
-            if autocommit and self._auto_commit and self._states and self._rejoin is None:
+            if autocommit and self._auto_commit and self._states and self._rejoin is None \
+                    and joining is None:
                 await self._try_commit("close")
             try:
                 await self._group.leave()
@@ -173,26 +203,35 @@ class AIOConsumer:
     stop = close
 
     # -- subscription ---------------------------------------------------------------------------
-    def subscribe(self, topics: Iterable[str], listener: Any = None) -> None:
-        """Join the group for ``topics``; ``listener`` has on_partitions_revoked / _assigned
+    def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
+                  listener: Any = None) -> None:
+        """Join the group for ``topics`` (or every topic matching the regex ``pattern``,
+        re-matched every second); ``listener`` has on_partitions_revoked / _assigned / _lost
         (plain or async methods), called around each rebalance."""
         if self._group is None:
             raise InvalidConfigError("subscribe() needs a group.id (or use assign())",
                                      "group.id")
-        self._topics = sorted(set(topics))
+        self._sub.subscribe(topics, pattern)
         self._listener, self._manual = listener, False
         self._rejoin = self._rejoin or "revoke"
         self._kick()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions`` (no group membership); positions come from the
-        committed offsets (with a group.id), else auto.offset.reset."""
-        self._topics, self._manual, self._rejoin = [], True, None
-        self._set_assignment(list(partitions))
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one or
+        a list; no group membership); positions come from the committed offsets (with a
+        group.id), else auto.offset.reset."""
+        tps = topic_partitions([partitions], "assign()")
+        self._sub.clear()
+        self._manual, self._rejoin = True, None
+        self._set_assignment(tps)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions assigned now."""
         return set(self._states)
+
+    def subscription(self) -> set[str]:
+        """The topics subscribed to (a pattern's: those it matched at the last join)."""
+        return self._sub.subscription()
 
     def _set_assignment(self, tps: list[TopicPartition]) -> None:
         self._settle()
@@ -221,14 +260,16 @@ class AIOConsumer:
             self._data.set()
 
     # -- reading --------------------------------------------------------------------------------
-    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
-                      max_records: int | None = None) -> dict[TopicPartition,
-                                                              list[ConsumerRecord]]:
-        """Records available within ``timeout_ms`` (of ``partitions``, default all assigned):
+    async def getmany(self, *partitions: PartitionsArg, timeout_ms: int | None = None,
+                      max_records: int | None = None, timeout: float | None = None
+                      ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records available within ``timeout_ms`` (or ``timeout`` seconds, as kclient.Consumer's
+        poll takes them) of ``partitions`` (default all assigned):
         ``{TopicPartition: [ConsumerRecord]}``, at most ``max_records`` (max.poll.records)."""
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        only = set(partitions) if partitions else None
+        wait_ms = poll_timeout_ms((), timeout, timeout_ms, "getmany()")
+        deadline = time.monotonic() + wait_ms / 1000.0 if wait_ms >= 0 else math.inf
+        only = set(topic_partitions(partitions, "getmany()")) if partitions else None
         while True:
             await self._ready()
             out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -241,7 +282,7 @@ class AIOConsumer:
             if not await self._wait(deadline):
                 return {}
 
-    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+    async def getone(self, *partitions: PartitionsArg) -> ConsumerRecord:
         """The next record (of ``partitions``, default all assigned), waiting as long as it takes."""
         pending = self._pending
         if time.monotonic() - self._slice > _SLICE:
@@ -257,6 +298,7 @@ class AIOConsumer:
                 self._last = rec
                 return rec
             if partitions:
+                partitions = tuple(topic_partitions(partitions, "getone()"))
                 got = await self.getmany(*partitions, timeout_ms=1000, max_records=1)
                 for recs in got.values():
                     return recs[0]
@@ -305,7 +347,7 @@ class AIOConsumer:
         assert data is not None
         data.clear()
         try:
-            await asyncio.wait_for(data.wait(), remaining)
+            await asyncio.wait_for(data.wait(), None if remaining == math.inf else remaining)
         except asyncio.TimeoutError:
             return False
         return True
@@ -340,24 +382,11 @@ class AIOConsumer:
                     err, st.error = st.error, None
                     raise err
                 continue
-            while st.chunks and limit > 0:
-                chunk = st.chunks[0]
-                cols, i = chunk
-                j = min(len(cols.offsets), i + limit)
-                n = j - i
-                recs = build_records(tp, cols, i, j, k, v)
-                out.setdefault(tp, []).extend(recs)
-                limit -= n
-                st.buffered -= n
+            for cols, i, j in take(st, limit, advance):
+                out.setdefault(tp, []).extend(build_records(tp, cols, i, j, k, v))
+                self._metrics.messages[tp] += j - i
+                limit -= j - i
                 drained = True
-                if j >= len(cols.offsets):
-                    st.chunks.popleft()
-                    if advance:
-                        st.position = max(cols.next_offset, cols.offsets[-1] + 1)
-                else:
-                    chunk[1] = j
-                    if advance:
-                        st.position = cols.offsets[j - 1] + 1
         if drained and self._fetcher is not None:
             self._fetcher.wake()
 
@@ -369,14 +398,16 @@ class AIOConsumer:
             raise IllegalStateError("the AIOConsumer is closed")
         if not self._started:
             await self.start()
-        if not (self._topics or self._manual):
+        if self._fatal is not None:
+            raise self._fatal
+        if not (self._sub.active or self._manual):
             raise IllegalStateError("getmany()/getone() need subscribe() or assign() first")
         lock = self._lock
         assert lock is not None and self._needs_reset is not None
-        if self._rejoin is not None and self._topics:
+        if self._sub.active and (self._rejoin is not None or self._join_task is not None
+                                 or time.monotonic() >= self._sub.next_check):
             async with lock:
-                if self._rejoin is not None:
-                    await self._rebalance(self._rejoin)
+                await self._group_step()
         if self._needs_reset.is_set():
             self._needs_reset.clear()
             try:
@@ -385,68 +416,10 @@ class AIOConsumer:
             except BaseException:            # cancelled or failed: the next call tries again
                 self._needs_reset.set()
                 raise
-        if self._auto_commit and time.monotonic() >= self._next_commit and self._states:
+        if self._auto_commit and time.monotonic() >= self._next_commit and self._states \
+                and self._join_task is None:
             self._next_commit = time.monotonic() + self._commit_every
             await self._try_commit("auto-commit")
-
-    async def _rebalance(self, how: str) -> None:
-        group = self._group
-        assert group is not None
-        if self._states:
-            if how == "revoke" and self._auto_commit:
-                await self._try_commit("revoke")
-            await self._call_listener("on_partitions_revoked", set(self._states))
-        self._set_assignment([])
-        self._pending.clear()
-        self._rejoin = None
-        self._joining = True                 # no heartbeats while JoinGroup/SyncGroup run
-        try:
-            tps = await group.join(self._topics, self.config["rebalance.max.retries"])
-        except BaseException:
-            self._rejoin = "revoke"
-            raise
-        finally:
-            self._joining = False
-        if tps is None:
-            self._rejoin = "revoke"
-            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
-            return
-        self._set_assignment(tps)
-        self._metrics.rebalanced()
-        log.info("%s (generation %d) assigned %s", self.consumer_id, group.generation_id, tps)
-        await self._resolve_positions()
-        await self._call_listener("on_partitions_assigned", set(tps))
-
-    async def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
-        fn = getattr(self._listener, name, None)
-        if fn is None:
-            return
-        result = fn(partitions)
-        if inspect.isawaitable(result):
-            await result
-
-    async def _heartbeat_loop(self) -> None:
-        group = self._group
-        assert group is not None
-        every = self.config["heartbeat.interval.ms"] / 1000.0
-        while True:
-            await asyncio.sleep(every)
-            if not group.member_id or self._rejoin is not None or self._manual or \
-                    self._joining:
-                continue
-            generation = group.generation_id
-            try:
-                code = await group.heartbeat()
-            except KafkaError as exc:
-                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
-                continue
-            if self._joining or group.generation_id != generation:
-                continue                     # answered about a generation already left
-            if code in REJOIN and self._rejoin is None:
-                self._rejoin = "lost" if code in _LOST else "revoke"
-                self._kick()
-            elif code:
-                log.info("%s: heartbeat error %d", self.consumer_id, code)
 
     async def _resolve_positions(self) -> None:
         missing = [tp for tp, st in self._states.items() if st.fetch_offset < 0]
@@ -470,7 +443,7 @@ class AIOConsumer:
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -485,8 +458,10 @@ class AIOConsumer:
             raise IllegalStateError(f"{tp} is not assigned to this consumer")
         return st
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` next (buffered records of it are dropped)."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` next
+        (buffered records of it are dropped)."""
+        partition = topic_partition(partition, "seek()")
         if offset < 0:
             raise ValueError(f"seek offset must be >= 0, got {offset}")
         self._settle()
@@ -495,13 +470,15 @@ class AIOConsumer:
         if self._fetcher is not None:
             self._fetcher.wake()
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    async def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset still in the log (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), EARLIEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_beginning()"))
+        await self._seek_to(tps or tuple(self._states), EARLIEST_TIMESTAMP)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+    async def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last message (all assigned partitions by default)."""
-        await self._seek_to(partitions or tuple(self._states), LATEST_TIMESTAMP)
+        tps = tuple(topic_partitions(partitions, "seek_to_end()"))
+        await self._seek_to(tps or tuple(self._states), LATEST_TIMESTAMP)
 
     async def _seek_to(self, partitions: tuple[TopicPartition, ...], ts: int) -> None:
         if not self._started:
@@ -509,32 +486,52 @@ class AIOConsumer:
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
 
-    async def position(self, partition: TopicPartition) -> int:
+    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The first offset whose timestamp is at or after each given time (ms), or None."""
+        if not self._started:
+            await self.start()
+        found = await self.cluster.list_offset_times(dict(timestamps), self._isolation)
+        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
+                for tp in timestamps}
+
+    async def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record returned for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._settle()
         st = self._state(partition)
         if st.position < 0:
             await self._ready()
         return st.position
 
-    def highwater(self, partition: TopicPartition) -> int:
+    def highwater(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The high watermark seen in the last fetch of ``partition`` (-1: none yet)."""
-        return self._state(partition).high_watermark
+        return self._state(topic_partition(partition, "highwater()")).high_watermark
 
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset of ``partition`` (None: none)."""
+    @overload
+    async def committed(self, partitions: TopicPartition | tuple[str, int]) -> int | None: ...
+
+    @overload
+    async def committed(self, partitions: Iterable[Any]) -> dict[TopicPartition, int | None]: ...
+
+    async def committed(self, partitions: PartitionsArg
+                        ) -> int | None | dict[TopicPartition, int | None]:
+        """The group's committed offset of a partition (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self._group is None:
             raise IllegalStateError("committed() needs a group.id")
+        tps, one = partition_list(partitions, "committed()")
         if not self._started:
             await self.start()
-        off = (await self._group.committed([partition]))[partition]
-        return off if off >= 0 else None
+        offs = await self._group.committed(tps)
+        found = {tp: (o if (o := offs.get(tp, -1)) >= 0 else None) for tp in tps}
+        return found[tps[0]] if one else found
 
-    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
-                     = None) -> None:
+    async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None
+                     ) -> None:
         """Commit ``offsets`` (the next offsets to read), by default every assigned
         partition's position; raises the commit's error (a generation error means the group
         rebalanced: the next getmany rejoins)."""
@@ -546,13 +543,13 @@ class AIOConsumer:
         if offsets is None:
             todo = {tp: st.position for tp, st in self._states.items() if st.position >= 0}
         else:
-            todo = {tp: o.offset if isinstance(o, OffsetAndMetadata) else int(o)
-                    for tp, o in offsets.items()}
+            todo = {TopicPartition(*k): o for k, o in commit_offsets(offsets).items()}
         try:
             await self._group.commit(todo)
         except KafkaError as exc:
             if isinstance(exc, (IllegalGenerationError, UnknownMemberIdError,
-                                RebalanceInProgressError)) and not self._manual:
+                                RebalanceInProgressError)) and not self._manual \
+                    and self._join_task is None:
                 self._rejoin = self._rejoin or "revoke"
             raise
 
@@ -563,15 +560,18 @@ class AIOConsumer:
             log.info("%s: %s commit failed: %s", self.consumer_id, why, exc)
             self._metrics.error(exc)
 
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop fetching and returning ``partitions`` until resume()."""
-        for tp in partitions:
-            self._state(tp).paused = True
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop fetching and returning ``partitions`` (TopicPartitions or ``(topic, partition)``
+        tuples, or lists of them) until resume()."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "pause()")]
+        for st in states:
+            st.paused = True
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Fetch and return ``partitions`` again."""
-        for tp in partitions:
-            self._state(tp).paused = False
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Fetch and return ``partitions`` (the forms pause() takes) again."""
+        states = [self._state(tp) for tp in topic_partitions(partitions, "resume()")]
+        for st in states:
+            st.paused = False
         if self._fetcher is not None:
             self._fetcher.wake()
 
@@ -583,7 +583,9 @@ class AIOConsumer:
             "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
             and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
             for tp, st in self._states.items()}
-        return self._metrics.snapshot(partitions=parts)
+        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
+                                      group_id=self.group_id,
+                                      partitions=self._metrics.with_messages(parts, "consumed"))
 
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"

@@ -7,9 +7,10 @@ partition) is fetched from its ``fetch_offset`` (where the buffered data ends), 
 fetch is on the wire while the application works through the last one.  The task writes one
 Fetch request per leader broker without waiting for another, then sleeps until a response, a
 drained buffer or a seek wakes it.  A response is handled in a done-callback: each partition's
-records are decoded into :class:`~kclient.simple.columns.MessageColumns` (the C record walker
-of the record layer) and queued
-on the partition's :class:`PartitionState`; the consumer builds ConsumerRecords only for what it
+records are decoded into :class:`~kclient.core.columns.MessageColumns` (the C record walker
+of the record layer) and queued on the partition's :class:`~kclient.core.prefetch.PartitionState`
+(:func:`~kclient.core.prefetch.take_answer`, which also bounds the queue in bytes: at most
+``buffer_chunks`` times the fetch size); the consumer builds ConsumerRecords only for what it
 returns.  Data for a partition that was seeked, revoked or reset while the request was out is
 dropped (its ``epoch`` changed).
 """
@@ -18,14 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from kclient.errors import KafkaError, OffsetOutOfRangeError, error_for_code
+from kclient.core.fetch import (
+    FetchSettings,
+    PartitionFetch,
+    fetch_body,
+    message_set,
+    partitions_of,
+)
+from kclient.core.prefetch import DATA, REFRESH, RESET, PartitionState, take_answer
+from kclient.errors import KafkaError, error_for_code
 from kclient.protocol.apis import FETCH
 from kclient.protocol.schema import Struct
-from kclient.simple.columns import MessageColumns
-from kclient.simple.message_set import ByteBufferMessageSet
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
@@ -33,42 +39,11 @@ from .cluster import AIOCluster
 if TYPE_CHECKING:
     from kclient.protocol.messages import FetchResponse
 
-__all__ = ["PartitionState", "AIOFetcher"]
+__all__ = ["AIOFetcher"]
 
 log = logging.getLogger(__name__)
-_INT32_MAX = 0x7FFFFFFF
 #: decoding one response yields to the loop between partitions after this long (seconds)
 _SLICE = 0.005
-
-
-class PartitionState:
-    """One assigned partition: the consumer's position, where fetching continues, the buffer."""
-
-    __slots__ = ("tp", "position", "fetch_offset", "chunks", "buffered", "high_watermark",
-                 "paused", "epoch", "error")
-
-    def __init__(self, tp: TopicPartition) -> None:
-        self.tp = tp
-        #: the next offset handed to the application (-1: not known yet)
-        self.position = -1
-        #: the next offset to fetch (the end of the buffered data)
-        self.fetch_offset = -1
-        #: decoded fetches not yet handed out, each with the index of its next record
-        self.chunks: deque[list[Any]] = deque()
-        self.buffered = 0
-        self.high_watermark = -1
-        self.paused = False
-        self.epoch = 0
-        #: an error to raise to the application (offset out of range with reset "none", ...)
-        self.error: BaseException | None = None
-
-    def reset_to(self, offset: int) -> None:
-        """Drop the buffer and continue from ``offset`` (seek, reset, new assignment)."""
-        self.position = self.fetch_offset = offset
-        self.chunks.clear()
-        self.buffered = 0
-        self.epoch += 1
-        self.error = None
 
 
 class AIOFetcher:
@@ -79,9 +54,12 @@ class AIOFetcher:
                  isolation_level: int, buffer_chunks: int, backoff_ms: int,
                  data: asyncio.Event, needs_reset: asyncio.Event) -> None:
         self.cluster, self.states = cluster, states
-        self.max_partition_bytes, self.min_bytes = max_partition_bytes, min_bytes
-        self.max_wait_ms, self.isolation_level = max_wait_ms, isolation_level
+        self.max_partition_bytes = max_partition_bytes
+        self.isolation_level = isolation_level
+        self.settings = FetchSettings(max_wait_ms, min_bytes, None, isolation_level)
         self.buffer_chunks, self.backoff = buffer_chunks, backoff_ms / 1000.0
+        #: bytes of answers queued per partition before it is fetched again
+        self.buffer_bytes = max(buffer_chunks, 1) * max_partition_bytes
         self.data, self.needs_reset = data, needs_reset
         self._wake = asyncio.Event()
         self._inflight: dict[int, asyncio.Future[Struct]] = {}
@@ -127,8 +105,7 @@ class AIOFetcher:
         by_node: dict[int, list[PartitionState]] = {}
         limit = self.buffer_chunks
         for st in self.states.values():
-            if st.paused or st.fetch_offset < 0 or len(st.chunks) >= limit or \
-                    st.error is not None:
+            if not st.fetchable(limit, self.buffer_bytes):
                 continue
             node = self.cluster.leader(st.tp.topic, st.tp.partition)
             if node is None:
@@ -150,17 +127,9 @@ class AIOFetcher:
             sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
             if not sts or node in self._inflight:
                 continue
-            topics: dict[str, list[dict[str, Any]]] = {}
-            for st in sts:
-                topics.setdefault(st.tp.topic, []).append(
-                    {"partition": st.tp.partition, "fetch_offset": st.fetch_offset,
-                     "partition_max_bytes": min(self.max_partition_bytes, _INT32_MAX)})
-            body = {"replica_id": -1, "max_wait_ms": self.max_wait_ms,
-                    "min_bytes": self.min_bytes,
-                    "max_bytes": min(self.max_partition_bytes * len(sts), _INT32_MAX),
-                    "isolation_level": self.isolation_level, "session_id": 0,
-                    "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+            body = fetch_body([PartitionFetch(st.tp.topic, st.tp.partition, st.fetch_offset,
+                                              self.max_partition_bytes) for st in sts],
+                              self.settings)
             try:
                 fut = conn.send(FETCH, body)
             except KafkaError as exc:
@@ -187,7 +156,7 @@ class AIOFetcher:
             self._stale = True
             return
         resp: FetchResponse = fut.result()
-        parts = {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
+        parts = partitions_of(resp)
         self._take_all(asked, parts, 0)
 
     def _take_all(self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any],
@@ -212,39 +181,11 @@ class AIOFetcher:
             self.data.set()
 
     def _take(self, st: PartitionState, offset: int, part: Any) -> bool:
-        tp = st.tp
-        if part.error_code:
-            err = error_for_code(part.error_code)(f"{tp.topic}-{tp.partition} at offset {offset}")
-            if isinstance(err, OffsetOutOfRangeError):
-                st.fetch_offset = -1            # the consumer resets it
-                st.epoch += 1
-                self.needs_reset.set()
-                return True
-            log.info("fetching %s: %s", tp, err)
+        what = take_answer(st, offset, st.epoch,
+                           message_set(part, st.tp.topic, st.tp.partition, offset, self.settings))
+        if what == RESET:
+            self.needs_reset.set()             # the consumer resets it
+        elif what == REFRESH:
+            log.info("fetching %s: %s", st.tp, error_for_code(part.error_code).__name__)
             self._stale = True
-            return False
-        if part.high_watermark >= 0:
-            st.high_watermark = part.high_watermark
-        ms = ByteBufferMessageSet(
-            part.records or b"", offset, topic=tp.topic, partition=tp.partition,
-            high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
-            log_start_offset=part.log_start_offset,
-            read_committed=self.isolation_level == 1,
-            aborted_transactions=[(a.producer_id, a.first_offset)
-                                  for a in part.aborted_transactions or ()]
-            if self.isolation_level == 1 else None)
-        try:
-            cols: MessageColumns = ms.columns()
-        except KafkaError as exc:             # a corrupt first entry
-            st.error = exc
-            return True
-        if cols.next_offset > offset:
-            st.fetch_offset = cols.next_offset
-        if cols.offsets:
-            st.chunks.append([cols, 0])
-            st.buffered += len(cols.offsets)
-            return True
-        if cols.error is not None:
-            st.error = cols.error
-            return True
-        return False
+        return what in (DATA, RESET)

@@ -1,258 +1,323 @@
-"""The broker-coordinated group for AIOConsumer: coordinator, membership, committed offsets.
+"""AIOConsumer's group member: the core's membership and offset conversations on asyncio.
 
-The wire formats and the leader's assignment are the sans-IO pieces of
-:mod:`kclient.consumer.group_protocol` (so AIOConsumer members share groups with kclient.Consumer,
-the GroupConsumerConnector and Java consumers); this module only does their I/O on asyncio:
-FindCoordinator, JoinGroup (with the member id the coordinator asks for), SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit and OffsetFetch, rediscovering the coordinator when it moves.
+Everything the member says to the coordinator is :mod:`kclient.core.group` and
+:mod:`kclient.core.offsets` (the same conversations kclient.Consumer and the
+GroupConsumerConnector run on threads), over :class:`~kclient.aio.coordinator.AIOCoordinator`.
+This adapter only binds them to one member: its subscription's protocols (one per configured
+assignor; cooperative-sticky's with the partitions owned), the leader's assignor, and
+TopicPartition keys for the offsets.
 """
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
 
-from kclient.consumer.group_protocol import (
-    REJOIN,
-    decode_assignment,
-    encode_subscription,
-    leader_assignment,
-    registration,
-)
-from kclient.errors import (
-    CoordinatorLoadInProgressError,
-    CoordinatorNotAvailableError,
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    MemberIdRequiredError,
-    NotCoordinatorError,
-    RebalanceInProgressError,
-    UnknownMemberIdError,
-    error_for_code,
-)
-from kclient.protocol.apis import (
-    FIND_COORDINATOR,
-    HEARTBEAT,
-    JOIN_GROUP,
-    LEAVE_GROUP,
-    OFFSET_COMMIT,
-    OFFSET_FETCH,
-    SYNC_GROUP,
-)
-from kclient.protocol.schema import Api
+from kclient.consumer.group_protocol import leader_assignment, registration
+from kclient.core import group as core_group
+from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
+from kclient.core.group import MemberState
+from kclient.core.offsets import commit_offsets, fetch_offsets
+from kclient.core.prefetch import PartitionState
+from kclient.core.subscription import Subscription
+from kclient.errors import FencedInstanceIdError, KafkaError
+from kclient.metrics import ClientMetrics
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
-from .connection import AIOConnection
+from .coordinator import AIOCoordinator
 
-__all__ = ["AIOGroup", "REJOIN"]
+__all__ = ["AIOGroup", "ConsumerMembership"]
 
 log = logging.getLogger(__name__)
-_Resp = TypeVar("_Resp")
-_COORD = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
-          CoordinatorLoadInProgressError.errno)
-#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
-_GENERATION = (22, 25, 27)
-
-
-def _first_error(resp: Any) -> int:
-    for t in resp.topics:
-        for p in t.partitions:
-            if p.error_code:
-                return int(p.error_code)
-    return int(resp.get("error_code", 0) or 0)
 
 
 class AIOGroup:
     """One member of a consumer group (see the module docstring)."""
 
-    def __init__(self, cluster: AIOCluster, group: str, consumer_id: str, strategy: str,
-                 session_timeout_ms: int, backoff_ms: int, retries: int,
-                 exclude_internal: bool = True) -> None:
-        self.cluster, self.group, self.consumer_id = cluster, group, consumer_id
-        self.strategy, self.session_timeout = strategy, session_timeout_ms
-        self.backoff, self.retries = backoff_ms / 1000.0, retries
+    def __init__(self, cluster: AIOCluster, group: str, consumer_id: str,
+                 strategies: Sequence[str], session_timeout_ms: int, backoff_ms: int,
+                 retries: int, exclude_internal: bool = True,
+                 instance_id: str | None = None) -> None:
+        self.group, self.consumer_id = group, consumer_id
+        self.strategies = list(strategies)
+        self.retries, self.backoff = retries, backoff_ms / 1000.0
         self.exclude_internal = exclude_internal
-        self.generation_id, self.member_id = -1, ""
-        self._conn: AIOConnection | None = None
-        self._finding: asyncio.Lock | None = None
+        # the coordinator may hold a JoinGroup for a whole rebalance (up to the session
+        # timeout): its connection waits longer than the others
+        settings = cluster.settings
+        settings = settings.replace(request_timeout_ms=max(settings.request_timeout_ms,
+                                                           2 * session_timeout_ms + 5000))
+        self.coordinator = AIOCoordinator(cluster, group, backoff_ms, retries, settings)
+        self.state = MemberState(group, session_timeout_ms, instance_id or None)
 
-    async def coordinator(self) -> AIOConnection:
-        """The coordinator's connection (found with FindCoordinator, then connected)."""
-        if self._conn is not None and self._conn.connected:
-            return self._conn
-        if self._finding is None:
-            self._finding = asyncio.Lock()
-        async with self._finding:
-            if self._conn is not None and self._conn.connected:
-                return self._conn
-            conn = await self.cluster.any_connection()
-            resp = await conn.request(FIND_COORDINATOR, {"key": self.group, "key_type": 0})
-            if resp.error_code:
-                raise error_for_code(resp.error_code)(f"finding the coordinator of "
-                                                      f"{self.group!r}")
-            # the coordinator may hold a JoinGroup for a whole rebalance (up to the session
-            # timeout): its connection waits longer than the others
-            settings = self.cluster.settings
-            settings = settings.replace(request_timeout_ms=max(
-                settings.request_timeout_ms, 2 * self.session_timeout + 5000))
-            self._conn = AIOConnection(resp.host, resp.port, settings, node_id=resp.node_id)
-            await self._conn.connect()
-            return self._conn
+    async def join(self, topics: list[str], attempts: int,
+                   cancelled: Callable[[], bool] = lambda: False) -> bytes | None:
+        """JoinGroup, the leader's assignment, SyncGroup: this member's Assignment bytes
+        (None: the group kept moving for ``attempts`` rounds)."""
+        state = self.state
+        protocols = subscription_protocols(
+            self.strategies, topics,
+            registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
+            state.owned, state.owned_generation)
+        return await self.coordinator.run(core_group.join_and_sync(
+            state, self.coordinator.state, protocols,
+            partial(leader_assignment, exclude_internal=self.exclude_internal), attempts,
+            cancelled))
 
-    async def request(self, api: Api[Any, _Resp], body: Mapping[str, Any],
-                      check: Callable[[Any], int] = lambda r: int(r.error_code),
-                      retries: int | None = None) -> _Resp:
-        """Send to the coordinator; rediscover it and retry on coordinator/connection errors."""
-        attempts = 1 + (self.retries if retries is None else retries)
-        last: BaseException | None = None
-        for attempt in range(attempts):
-            try:
-                conn = await self.coordinator()
-                resp: _Resp = await conn.request(api, body)
-                code = check(resp)
-                if code in _COORD:
-                    raise error_for_code(code)(f"group {self.group!r}")
-                return resp
-            except (KafkaConnectionError, KafkaTimeoutError, NotCoordinatorError,
-                    CoordinatorNotAvailableError, CoordinatorLoadInProgressError) as exc:
-                last = exc
-                log.info("coordinator request %s failed (%s); retrying", api.name, exc)
-                if self._conn is not None:
-                    self._conn.close(f"failed: {exc}")
-                    self._conn = None
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(self.backoff)
-        assert last is not None
-        raise last
-
-    # -- membership -----------------------------------------------------------------------------
-    async def join(self, topics: list[str], attempts: int) -> list[TopicPartition] | None:
-        """JoinGroup, the leader's assignment, SyncGroup: this member's partitions (None: the
-        group kept moving for ``attempts`` rounds)."""
-        meta = encode_subscription(topics, registration(self.consumer_id, "static",
-                                                        {t: 1 for t in topics}))
-        for _ in range(max(1, attempts)):
-            resp = await self._join_once(meta)
-            if resp is None:
-                continue
-            assignments: list[dict[str, Any]] = []
-            if resp.leader == resp.member_id:
-                await self.cluster.refresh(None, allow_auto_create=False)
-                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
-                parts = {t: list(self.cluster.topics[t].partitions) for t in all_topics}
-                assignments = leader_assignment(self.strategy, resp.members, all_topics, parts,
-                                                self.exclude_internal)
-            data = await self._sync(assignments)
-            if data is None:
-                continue
-            mine, _ = decode_assignment(data)
-            return sorted(TopicPartition(t, p) for t, ps in mine.items() for p in ps)
-        return None
-
-    async def _join_once(self, meta: bytes) -> Any:
-        for _ in range(3):
-            body = {"group_id": self.group, "session_timeout_ms": self.session_timeout,
-                    "rebalance_timeout_ms": self.session_timeout, "member_id": self.member_id,
-                    "group_instance_id": None, "protocol_type": "consumer",
-                    "protocols": [{"name": self.strategy, "metadata": meta}]}
-            resp = await self.request(JOIN_GROUP, body)
-            if resp.error_code == MemberIdRequiredError.errno:
-                self.member_id = resp.member_id
-                continue
-            if resp.error_code == UnknownMemberIdError.errno:
-                self.member_id = ""
-                continue
-            if resp.error_code == RebalanceInProgressError.errno:
-                continue
-            if resp.error_code:
-                raise error_for_code(resp.error_code)(f"JoinGroup of {self.group!r}")
-            self.generation_id, self.member_id = resp.generation_id, resp.member_id
-            return resp
-        return None
-
-    async def _sync(self, assignments: list[dict[str, Any]]) -> bytes | None:
-        body = {"group_id": self.group, "generation_id": self.generation_id,
-                "member_id": self.member_id, "protocol_type": "consumer",
-                "protocol_name": self.strategy, "assignments": assignments}
-        sync = await self.request(SYNC_GROUP, body)
-        if sync.error_code in REJOIN:
-            if sync.error_code == UnknownMemberIdError.errno:
-                self.member_id = ""
-            return None
-        if sync.error_code:
-            raise error_for_code(sync.error_code)(f"SyncGroup of {self.group!r}")
-        return bytes(sync.assignment)
+    async def heartbeats(self, interval_s: float, active: Callable[[], bool],
+                         on_rejoin: Callable[[str, int], None],
+                         on_fenced: Callable[[FencedInstanceIdError], None]) -> None:
+        """The heartbeat loop (:func:`kclient.core.group.heartbeats`) until cancelled."""
+        await self.coordinator.run(core_group.heartbeats(
+            self.state, self.coordinator.state, interval_s, active, on_rejoin, on_fenced))
 
     async def heartbeat(self) -> int:
-        """One Heartbeat; its error code (UNKNOWN_MEMBER_ID also forgets the member id)."""
-        body = {"group_id": self.group, "generation_id": self.generation_id,
-                "member_id": self.member_id, "group_instance_id": None}
-        resp = await self.request(HEARTBEAT, body, retries=0)
-        code = int(resp.error_code)
-        if code == UnknownMemberIdError.errno:
-            self.member_id = ""
-        return code
+        """One Heartbeat; its error code."""
+        return await self.coordinator.run(core_group.heartbeat(self.state,
+                                                               self.coordinator.state))
 
     async def leave(self) -> None:
-        """LeaveGroup (no retries), then forget the member id and generation."""
-        if not self.member_id:
+        """LeaveGroup (a static member: none, its session keeps the place), then forget the
+        member id and generation."""
+        if self.state.instance_id is not None:
+            self.state.forget()
             return
-        body = {"group_id": self.group, "member_id": self.member_id,
-                "members": [{"member_id": self.member_id, "group_instance_id": None}]}
-        try:
-            await self.request(LEAVE_GROUP, body, retries=0)
-        finally:
-            self.member_id, self.generation_id = "", -1
+        await self.coordinator.run(core_group.leave(self.state, self.coordinator.state))
 
-    # -- offsets --------------------------------------------------------------------------------
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetFetch: the committed offset of each partition (-1: none)."""
-        by_topic: dict[str, list[int]] = {}
-        for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        if not by_topic:
-            return {}
-        body = {"group_id": self.group, "require_stable": False,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
-        resp = await self.request(OFFSET_FETCH, body, check=_first_error)
-        out = {TopicPartition(t, p): -1 for t, ps in by_topic.items() for p in ps}
-        for topic in resp.topics:
-            for part in topic.partitions:
-                if part.error_code and part.error_code != 3:     # 3: unknown -> none
-                    raise error_for_code(part.error_code)(
-                        f"fetching the offset of {topic.name}/{part.partition_index}")
-                out[TopicPartition(topic.name, part.partition_index)] = part.committed_offset
-        return out
+        found = await self.coordinator.run(fetch_offsets(
+            self.coordinator.state, self.group, [(tp.topic, tp.partition) for tp in tps]))
+        return {TopicPartition(t, p): off for (t, p), off in found.items()}
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """OffsetCommit with this member's generation; retriable errors are retried, a
-        generation error (the group moved on) is raised at once."""
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, off in offsets.items():
-            if off >= 0:
-                by_topic.setdefault(tp.topic, []).append(
-                    {"partition_index": tp.partition, "committed_offset": off,
-                     "committed_metadata": ""})
-        if not by_topic:
-            return
-        for attempt in range(1 + self.retries):
-            body = {"group_id": self.group, "generation_id_or_member_epoch": self.generation_id,
-                    "member_id": self.member_id, "retention_time_ms": -1,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-            resp = await self.request(OFFSET_COMMIT, body, check=_first_error)
-            code = _first_error(resp)
-            if code == 0:
-                return
-            err = error_for_code(code)(f"committing offsets of group {self.group!r}")
-            if code in _GENERATION or not getattr(err, "retriable", False) \
-                    or attempt == self.retries:
-                raise err
-            await asyncio.sleep(self.backoff)
+        """OffsetCommit with this member's generation (see :func:`commit_offsets`)."""
+        await self.coordinator.run(commit_offsets(
+            self.coordinator.state, self.group,
+            {(tp.topic, tp.partition): off for tp, off in offsets.items()},
+            self.state.generation, self.state.instance_id, self.retries, self.backoff))
 
     def close(self) -> None:
         """Close the coordinator connection."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self.coordinator.close()
+
+
+class ConsumerMembership:
+    """AIOConsumer's rebalances over :class:`AIOGroup`, in the core's listener order: eager
+    (revoke everything, join, assign) or cooperative (join in a task while the owned
+    partitions keep being returned; revoke only those that moved, then rejoin), the heartbeat
+    task, and the topic check of pattern subscriptions."""
+
+    # the consumer's state these methods work on (set by AIOConsumer.__init__)
+    config: Any
+    cluster: AIOCluster
+    consumer_id: str
+    cooperative: bool
+    _group: AIOGroup | None
+    _states: dict[TopicPartition, PartitionState]
+    _pending: Any
+    _listener: Any
+    _metrics: ClientMetrics
+    _sub: Subscription
+    _rejoin: str | None
+    _join_task: asyncio.Task[bytes | None] | None
+    _joining: bool
+    _closed: bool
+    _manual: bool
+    _auto_commit: bool
+    _fatal: KafkaError | None
+
+    # and its methods these call
+    _set_assignment: Callable[[list[TopicPartition]], None]
+    _settle: Callable[[], None]
+    _kick: Callable[[], None]
+    _try_commit: Callable[[str], Awaitable[None]]
+    _resolve_positions: Callable[[], Awaitable[None]]
+
+    async def _group_step(self) -> None:
+        """Finish a cooperative join that ended, start the rebalance that is due (cooperative:
+        in a task, keeping the owned partitions; eager: here), or check the topics."""
+        task = self._join_task
+        if task is not None and task.done():
+            self._join_task = None
+            await self._finish_join(task)
+        if self._rejoin is not None and self._join_task is None:
+            if self.cooperative and self._rejoin != "lost" and self._states:
+                await self._start_cooperative_join()
+            else:
+                await self._rebalance(self._rejoin)
+        elif self._rejoin is None and self._join_task is None:
+            await self._check_topics()
+
+    async def _rebalance(self, how: str) -> None:
+        """The eager rebalance (and any rebalance after the member lost its generation):
+        revoke everything (or report it lost), JoinGroup, SyncGroup, assign."""
+        group = self._group
+        assert group is not None
+        if self._states:
+            await self._revoke_all(how)
+        self._set_assignment([])
+        self._pending.clear()
+        self._rejoin = None
+        topics = await self._wanted_topics()
+        self._sub.joined(topics)
+        self._joining = True                 # no heartbeats while JoinGroup/SyncGroup run
+        try:
+            data = await group.join(topics, self.config["rebalance.max.retries"],
+                                    lambda: self._closed)
+        except BaseException:
+            self._rejoin = "revoke"
+            raise
+        finally:
+            self._joining = False
+        if data is None:
+            self._rejoin = "revoke"
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            return
+        await self._apply_assignment(data)
+
+    async def _revoke_all(self, how: str) -> None:
+        """Before an eager rejoin: commit (auto-commit) and revoke every partition, or, when
+        the generation was lost, report them lost without committing."""
+        assert self._group is not None
+        owned = set(self._states)
+        core_group.give_up(self._group.state)
+        if how == "lost":
+            await self._call_listener("on_partitions_lost", owned)
+            return
+        if self._auto_commit:
+            await self._try_commit("revoke")
+        await self._call_listener("on_partitions_revoked", owned)
+
+    async def _start_cooperative_join(self) -> None:
+        """Rejoin in a task, keeping (and returning) every owned partition meanwhile; the
+        partitions of topics no longer subscribed are revoked first."""
+        assert self._group is not None
+        self._rejoin = None
+        topics = await self._wanted_topics()
+        self._sub.joined(topics)
+        gone = {tp for tp in self._states if tp.topic not in topics}
+        if gone:
+            await self._revoke_some(gone)
+        self._joining = True
+        self._join_task = asyncio.get_running_loop().create_task(
+            self._join(topics), name="kclient-aio-join")
+
+    async def _join(self, topics: list[str]) -> bytes | None:
+        assert self._group is not None
+        try:
+            return await self._group.join(topics, self.config["rebalance.max.retries"],
+                                          lambda: self._closed)
+        finally:
+            self._joining = False
+            self._kick()                     # the caller's getmany applies the result
+
+    async def _finish_join(self, task: asyncio.Task[bytes | None]) -> None:
+        data = None
+        try:
+            data = task.result()                # raises what the join raised
+        finally:
+            if data is None:                    # failed, or the group kept moving: again
+                self._rejoin = self._rejoin or "revoke"
+        if data is not None:
+            await self._apply_assignment(data)
+
+    async def _revoke_some(self, revoked: set[TopicPartition]) -> None:
+        """Cooperative revocation of some partitions: commit them (auto-commit), tell the
+        listener (only those), stop reading them."""
+        assert self._group is not None
+        self._settle()
+        if self._auto_commit:
+            todo = {tp: self._states[tp].position for tp in revoked
+                    if tp in self._states and self._states[tp].position >= 0}
+            if todo:
+                try:
+                    await self._group.commit(todo)
+                except KafkaError as exc:
+                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
+                             exc)
+        await self._call_listener("on_partitions_revoked", set(revoked))
+        core_group.give_up_some(self._group.state, ((tp.topic, tp.partition) for tp in revoked))
+        self._set_assignment([tp for tp in self._states if tp not in revoked])
+
+    async def _apply_assignment(self, data: bytes) -> None:
+        """Take a new assignment in the core's order: revoke what is gone (cooperative: then
+        rejoin so that its new owner gets it), keep the rest, report the added partitions."""
+        group = self._group
+        assert group is not None
+        mine, _ = decode_assignment(data)
+        group.state.owned = frozenset((tp.topic, tp.partition) for tp in self._states)
+        change = core_group.take_assignment(group.state, ((t, p) for t, ps in mine.items()
+                                                          for p in ps))
+        if change.revoked:
+            await self._revoke_some({TopicPartition(t, p) for t, p in change.revoked})
+        if change.rejoin:
+            self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
+        tps = sorted(TopicPartition(t, p) for t, p in change.assignment)
+        self._set_assignment(tps)
+        self._metrics.rebalanced()
+        self._sub.assigned(time.monotonic())
+        log.info("%s (generation %d) assigned %s", self.consumer_id, group.state.generation_id,
+                 tps)
+        await self._resolve_positions()
+        await self._call_listener("on_partitions_assigned",
+                                  {TopicPartition(t, p) for t, p in change.added})
+
+    async def _wanted_topics(self) -> list[str]:
+        if self._sub.pattern is None:
+            return self._sub.topics
+        await self.cluster.refresh(None, allow_auto_create=False)
+        return self._sub.matching(self.cluster.topics, self.config["exclude.internal.topics"])
+
+    async def _check_topics(self) -> None:
+        """Rejoin when a pattern matches other topics or a subscribed topic's partition count
+        changed (every second with a pattern, else every 5 s), as kclient.Consumer does."""
+        if self._group is None or not self._group.state.member_id \
+                or not self._sub.due(time.monotonic()):
+            return
+        try:
+            topics = await self._wanted_topics()
+            if self._sub.pattern is None and topics:
+                await self.cluster.refresh(topics, allow_auto_create=False)
+        except KafkaError as exc:
+            log.info("%s: topic check failed: %s", self.consumer_id, exc)
+            return
+        if self._sub.changed(topics, {t: len(self.cluster.topics[t].partitions)
+                                      for t in topics if t in self.cluster.topics}):
+            log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
+            self._rejoin = "revoke"
+
+    async def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
+        fn = getattr(self._listener, name, None)
+        if fn is None and name == "on_partitions_lost":    # Java's default: revoked
+            fn = getattr(self._listener, "on_partitions_revoked", None)
+        if fn is None:
+            return
+        result = fn(partitions)
+        if inspect.isawaitable(result):
+            await result
+
+    async def _heartbeat_loop(self) -> None:
+        """The core's heartbeat loop while a member; it flags a rebalance (the next getmany
+        carries it out) or a fatal fencing."""
+        group = self._group
+        assert group is not None
+
+        def active() -> bool:
+            return self._rejoin is None and not self._manual and not self._joining
+
+        def rejoin(how: str, code: int) -> None:
+            if not self._joining and self._rejoin is None:
+                self._rejoin = how
+                self._kick()
+
+        def fenced(exc: FencedInstanceIdError) -> None:
+            self._fatal = exc
+            self._kick()
+        await group.heartbeats(self.config["heartbeat.interval.ms"] / 1000.0, active, rejoin,
+                               fenced)

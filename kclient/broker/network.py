@@ -302,7 +302,7 @@ class _Processor(threading.Thread):
                 conn.pending.extend(conn.reader.take())   # cannot see
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
-        except Exception as exc:  # any decoding failure: this connection's bytes are bad
+        except Exception as exc:  # noqa: BLE001 - any decoding failure: this connection's bytes are bad
             self._close(conn, f"bad request frame: {exc!r}")
             return
         if conn.reader.starved:
@@ -420,7 +420,7 @@ class _Processor(threading.Thread):
         except DropConnection as exc:
             self._close(conn, f"dropped on request ({exc or 'fault injection'})")
             return False
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one request's failure closes its connection only
             log.error("delayed %s failed: %r", _describe(request), exc)
             self._close(conn, f"handler error: {exc!r}")
             return False

@@ -48,6 +48,7 @@ from .memory_pool import MemoryPool, pool_for
 from .network import DropConnection, SocketServer
 from .principal import NoMatchingRule, PrincipalMapper
 from .producer_ids import ProducerIdManager
+from .registry.server import RegistryServer
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import RefusedSession, SaslSettings, tls_principal
@@ -66,7 +67,10 @@ class MiniBroker:
     def __init__(self, log_dir: str | Path | None = None, port: int = 0, broker_id: int = 0,
                  zookeeper_connect: str | None = None, config: Mapping | None = None,
                  host: str = "127.0.0.1", *, cluster: ClusterView | None = None,
-                 sasl_users: Mapping[str, str] | None = None):
+                 sasl_users: Mapping[str, str] | None = None,
+                 schema_registry: bool | int = False):
+        """``schema_registry``: also serve a Schema Registry (True: on any free port; a
+        number: on that port), its schemas in the compacted ``_schemas`` topic."""
         self.config = BrokerConfig(config)
         cfg = self.config
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
@@ -96,6 +100,8 @@ class MiniBroker:
         self.authorizer: Authorizer | None = None
         self._authorizing = authorizer_enabled(cfg)   # an unknown class fails now
         self._server: SocketServer | None = None    # the first listener's
+        self.registry = None if schema_registry is False else RegistryServer(
+            self, 0 if schema_registry is True else int(schema_registry), self.host)
         self._servers: list[SocketServer] = []
         self.running = False
 
@@ -142,6 +148,13 @@ class MiniBroker:
                 return f"{each.host}:{each.port}"
         raise KeyError(f"broker {self.node_id} has no listener {listener!r} "
                        f"({', '.join(e.name for e in self.listeners)})")
+
+    @property
+    def schema_registry_url(self) -> str:
+        """``http://127.0.0.1:PORT`` of this broker's Schema Registry."""
+        if self.registry is None:
+            raise RuntimeError("this broker serves no schema registry (schema_registry=True)")
+        return self.registry.url
 
     @property
     def rack(self) -> str | None:
@@ -206,6 +219,8 @@ class MiniBroker:
         self.txn_coordinator.start()
         for server in self._servers:
             server.start()
+        if self.registry is not None:
+            self.registry.start()
         if self.zookeeper_connect:
             self._register_zk()
 
@@ -280,6 +295,8 @@ class MiniBroker:
         if self.zk is not None:
             self.zk.close()
             self.zk = None
+        if self.registry is not None:
+            self.registry.stop()
         self.cluster.remove_broker(self.node_id)
         for server in self._servers:
             server.stop()
@@ -385,7 +402,7 @@ class MiniBroker:
             """Answer the request now that the delay is over."""
             try:
                 _chain(handler(self, request), future)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed on to the waiting request
                 future.set_exception(exc)
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future
@@ -515,6 +532,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a server.properties setting (repeatable)")
     parser.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD",
                         help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
+    parser.add_argument("--schema-registry", type=int, default=None, metavar="PORT",
+                        help="also serve a Schema Registry on PORT (0: any)")
     parser.add_argument("--write-credentials", metavar="FILE", default=None,
                         help="write the --sasl-user users (salted) to FILE for "
                              "sasl.credentials.file, and exit")
@@ -555,7 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
                             zookeeper_connect=args.zookeeper,
                             config=_config_pairs(args.config), host=args.host,
-                            sasl_users=users)
+                            sasl_users=users,
+                            schema_registry=False if args.schema_registry is None
+                            else args.schema_registry)
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
         print(f"kclient broker: {exc}", file=sys.stderr)
         return 2
@@ -574,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
         return 1
     print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
+    if broker.registry is not None:
+        print(f"schema registry listening on {broker.schema_registry_url}", flush=True)
     while not done.wait(0.5):
         pass
     broker.stop()

@@ -69,7 +69,7 @@ def _produce(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     with _progress(n, "produce") as bar:
         task = bar.add_task("produce", total=n, rate="")
-        producer = Producer(cfg, on_delivery=delivered)
+        producer = Producer(cfg, on_report=delivered)
         try:
             for i in range(n):
                 p = partitions[i % parts]

@@ -86,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         if report.error is None:
             partitions[report.partition] = partitions.get(report.partition, 0) + len(report)
 
-    producer = Producer(cfg, on_delivery=delivered)
+    producer = Producer(cfg, on_report=delivered)
     try:
         for number, line in enumerate(_lines(stream), 1):
             try:
@@ -112,7 +112,7 @@ def _close(producer: Any) -> BaseException | None:
     """Flush and close; the failure (if any) rather than raising it."""
     try:
         producer.close()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - returned to the caller, who reports it
         return exc
     return None
 

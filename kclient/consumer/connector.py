@@ -28,6 +28,7 @@ from kclient.config import Config, load_config
 from kclient.connection import ConnectionSettings
 from kclient.errors import ConsumerRebalanceFailedError, IllegalStateError, InvalidConfigError
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 
 from .assignment import thread_ids
 from .fetcher import ConsumerFetcherManager
@@ -127,7 +128,7 @@ class ConsumerConnector:
         self._auto_commit: threading.Thread | None = None
         self._rebalance_listener: RebalanceListener | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -259,7 +260,7 @@ class ConsumerConnector:
             if self.config["auto.commit.enable"]:
                 try:
                     self.commit_offsets()
-                except Exception as exc:               # shutting down: report, go on
+                except Exception as exc:  # noqa: BLE001 - shutting down: report, go on
                     log.warning("%s: final offset commit failed: %s", self.consumer_id, exc)
             self._release()
         finally:
@@ -308,10 +309,16 @@ class ConsumerConnector:
 
     def _new_stream(self, q: ChunkQueue, key_decoder: Decoder | None,
                     value_decoder: Decoder | None) -> KafkaStream:
-        s = KafkaStream(q, self.config["consumer.timeout.ms"],
-                        key_decoder if key_decoder is not None else self.key_decoder,
-                        value_decoder if value_decoder is not None else self.value_decoder,
-                        self.client_id)
+        args = (q, self.config["consumer.timeout.ms"],
+                key_decoder if key_decoder is not None else self.key_decoder,
+                value_decoder if value_decoder is not None else self.value_decoder,
+                self.client_id)
+        tracing = tracing_for(self.config, self.config["group.id"], self._metrics)
+        if tracing is None:
+            s = KafkaStream(*args)
+        else:
+            from kclient.observability.clients import traced_stream
+            s = traced_stream(KafkaStream, tracing, *args)
         self.streams.append(s)
         return s
 
@@ -411,7 +418,7 @@ class ConsumerConnector:
             while not self._shutting_down.wait(interval):
                 try:
                     self.commit_offsets()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a failed auto commit is retried next interval
                     log.warning("%s: auto commit failed: %s", self.consumer_id, exc)
 
         self._auto_commit = threading.Thread(target=loop, daemon=True,

@@ -4,7 +4,7 @@
 this consumer, finds each one's leader from cluster metadata (a leader-finder thread, retrying
 every ``refresh.leader.backoff.ms``), and hands it to the ``ConsumerFetcherThread`` for that
 broker.  A fetcher thread fetches all its partitions in one request through
-:class:`kclient.simple.fetcher.Fetcher` (which decodes every message format, grows the fetch size
+:class:`kclient.io.fetcher.Fetcher` (which decodes every message format, grows the fetch size
 around an oversized first message and keeps the next request in flight while this one is
 decoded), turns each partition's messages into a :class:`FetchedDataChunk` and puts it on the
 partition's stream queue, blocking
@@ -29,6 +29,7 @@ from typing import Any
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.core.message_set import ByteBufferMessageSet
 from kclient.errors import (
     CorruptRecordError,
     KafkaError,
@@ -36,12 +37,11 @@ from kclient.errors import (
     OffsetOutOfRangeError,
     error_for_code,
 )
+from kclient.io.fetcher import Fetcher as _Fetcher
+from kclient.io.fetcher import PartitionFetch
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
 from kclient.protocol.records import decode_entries
 from kclient.protocol.records.common import BatchInfo, Header
-from kclient.simple.fetcher import Fetcher as _Fetcher
-from kclient.simple.fetcher import PartitionFetch
-from kclient.simple.message_set import ByteBufferMessageSet
 
 from .stream import Chunk, ErrorChunk, FetchedDataChunk, PartitionTopicInfo, _Block
 

@@ -25,37 +25,31 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from kclient.cluster import Cluster
+from kclient.core import group as core_group
 from kclient.errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
     KafkaError,
     RebalanceInProgressError,
     UnknownMemberIdError,
-    error_for_code,
 )
-
-if TYPE_CHECKING:
-    from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 
 from .assignment import assign
 from .connector import ConsumerConnector, ConsumerGroupMetadata
 from .group_protocol import (
-    COOPERATIVE,
-    REJOIN,
     GroupMembership,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
-    leader_assignment,
-    member_user_data,
     parse_json,
     registration,
     strategies_of,
+    subscription_protocols,
 )
 from .membership import topic_thread_ids
 from .offsets import Coordinator, KafkaOffsetStore
@@ -93,9 +87,6 @@ class GroupConsumerConnector(ConsumerConnector):
                                              c["offsets.channel.backoff.ms"])
         self.offset_store.group_instance_id = self.group_instance_id
         self.strategies = strategies_of(self.strategy)
-        #: the partitions owned after the last rebalance and its generation (cooperative)
-        self._owned: set[tuple[str, int]] = set()
-        self._owned_generation = -1
         self._stable = threading.Event()
         self._topics_seen: list[str] | None = None
         self._warned_missing: set[str] = set()
@@ -168,13 +159,8 @@ class GroupConsumerConnector(ConsumerConnector):
         pattern, subscription = self.subscription
         user = registration(self.consumer_id, pattern, subscription)
         topics = self._my_topics()
-        resp = self._join(encode_subscription(topics, user), self._protocols(topics, user))
-        if resp is None:
-            return False
-        assignments = []
-        if resp.leader == resp.member_id and resp.members:
-            assignments = self._leader_assign(resp.members)
-        data = self.membership.sync(self.strategy, assignments)
+        data = self.membership.join_and_sync(self._protocols(topics, user), 1,
+                                             self.exclude_internal, self._shutting_down.is_set)
         if data is None:
             return False
         mine = self._owned_threads(*decode_assignment(data))
@@ -192,35 +178,21 @@ class GroupConsumerConnector(ConsumerConnector):
     def _protocols(self, topics: list[str], user: bytes) -> list[tuple[str, bytes]]:
         """One protocol per configured strategy; cooperative-sticky's Subscription (v3) lists
         the partitions owned after the last rebalance and its generation."""
-        if not self.membership.member_id:      # fenced or new: it owns nothing (as Java)
-            self._owned, self._owned_generation = set(), -1
-        out = []
-        for name in self.strategies:
-            if name == COOPERATIVE:
-                owned: dict[str, list[int]] = {}
-                for t, p in sorted(self._owned):
-                    owned.setdefault(t, []).append(p)
-                gen = self._owned_generation if owned else -1
-                out.append((name, encode_subscription(topics, member_user_data(name, user, gen),
-                                                      owned, gen)))
-            else:
-                out.append((name, encode_subscription(topics, user)))
-        return out
-
-    def _join(self, meta: bytes, protocols: list[tuple[str, bytes]] | None = None
-              ) -> JoinGroupResponse | None:
-        return self.membership.join(self.strategy, meta, protocols)
+        state = self.membership.state
+        if not state.member_id:                # fenced or new: it owns nothing (as Java)
+            core_group.give_up(state)
+        return subscription_protocols(self.strategies, topics, user, state.owned,
+                                      state.owned_generation)
 
     def _after_cooperative_sync(self, mine: set[tuple[str, int]]) -> None:
         """cooperative-sticky: partitions that left this member were withheld from their new
         owner; rejoin at once so that it gets them in the follow-up rebalance.  (The
         connector stops every fetcher around a rebalance, as in eager mode, and reports the
         partitions it owned, so the leader keeps them here.)"""
-        lost = self._owned - mine
-        self._owned, self._owned_generation = mine, self.generation_id
-        if lost and self.membership.protocol == COOPERATIVE:
+        change = core_group.take_assignment(self.membership.state, mine)
+        if change.rejoin:
             log.info("%s: gave up %s; rejoining for the follow-up rebalance", self.consumer_id,
-                     sorted(lost))
+                     sorted(change.revoked))
             self.executor.trigger("cooperative follow-up rebalance")
 
     def _warn_missing_topics(self) -> None:
@@ -241,14 +213,6 @@ class GroupConsumerConnector(ConsumerConnector):
                 log.warning("%s: subscribed topic %r does not exist on the cluster (%s); no "
                             "messages until it is created", self.consumer_id, topic,
                             ", ".join(f"{h}:{p}" for h, p in self.cluster.bootstrap))
-
-    def _leader_assign(self, members: Iterable[JoinGroupResponseMember]
-                       ) -> list[dict[str, Any]]:
-        """The leader's job: the group's assignment over every member's thread ids."""
-        all_topics = self._all_topics()
-        partitions = {t: self.cluster.topics[t].partitions for t in all_topics}
-        return leader_assignment(self.strategy, members, all_topics, partitions,
-                                 self.exclude_internal)
 
     def _owned_threads(self, partitions: dict[str, list[int]], user_data: bytes
                        ) -> dict[tuple[str, int], str]:
@@ -290,33 +254,34 @@ class GroupConsumerConnector(ConsumerConnector):
 
     # -- heartbeats and topic changes ------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
+        """The core's heartbeat loop while the group is stable; a rebalance or fencing the
+        beats report triggers the executor; between beats, the topic check."""
         last_topic_check = time.monotonic()
-        while not self._shutting_down.wait(self.heartbeat_interval):
+
+        def active() -> bool:
+            nonlocal last_topic_check
             if not self._stable.is_set():
-                continue
-            try:
-                code = self.membership.heartbeat()
-            except FencedInstanceIdError as exc:
-                self._stable.clear()
-                self._surface(exc)
-                continue
-            except KafkaError as exc:
-                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
-                continue
-            try:
-                if code in REJOIN:
-                    log.info("%s: heartbeat says %s; rejoining", self.consumer_id,
-                             error_for_code(code).__name__)
-                    self._stable.clear()
-                    self.executor.trigger("group rebalancing")
-                    continue
-                if time.monotonic() - last_topic_check >= self._topic_check_interval():
-                    last_topic_check = time.monotonic()
+                return False
+            if time.monotonic() - last_topic_check >= self._topic_check_interval():
+                last_topic_check = time.monotonic()
+                try:
                     if self._topics_changed():
                         self._stable.clear()
                         self.executor.trigger("subscribed topics changed")
-            except KafkaError as exc:
-                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
+                        return False
+                except KafkaError as exc:
+                    log.info("%s: topic check failed: %s", self.consumer_id, exc)
+            return True
+
+        def rejoin(how: str, code: int) -> None:
+            self._stable.clear()
+            self.executor.trigger("group rebalancing")
+
+        def fenced(exc: FencedInstanceIdError) -> None:
+            self._stable.clear()
+            self._surface(exc)
+        self.membership.heartbeats(self.heartbeat_interval, active, rejoin, fenced,
+                                   self._shutting_down.is_set)
 
     def _topic_check_interval(self) -> float:
         return 1.0 if self.topic_filter is not None else 5.0
@@ -337,7 +302,7 @@ class GroupConsumerConnector(ConsumerConnector):
     def _stop_coordination(self) -> None:
         # a JoinGroup in flight would hold the connection (and LeaveGroup behind it) for up to
         # a rebalance: fail it now; commit and LeaveGroup then use a fresh connection
-        self.coordinator.interrupt()
+        self.coordinator.interrupt()          # also wakes the heartbeat loop's sleep
         self.executor.stop()
         if self.executor.is_alive():
             self.executor.join(30)

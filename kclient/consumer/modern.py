@@ -8,7 +8,7 @@
 It runs on the broker-coordinated connector's machinery: the group protocol of
 :mod:`kclient.consumer.group_protocol` (so it shares a group with GroupConsumerConnector members
 and Java consumers), the range / roundrobin assignors, :class:`KafkaOffsetStore`, and
-:class:`kclient.simple.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
+:class:`kclient.io.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
 inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A rebalance (seen
 by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
 does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
@@ -30,18 +30,31 @@ assignment) without a rebalance; a member fenced by another process using its in
 from __future__ import annotations
 
 import logging
-import re
+import math
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
+from kclient._args import (
+    PartitionsArg,
+    commit_offsets,
+    partition_list,
+    poll_timeout_ms,
+    topic_partition,
+    topic_partitions,
+)
 from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
-from kclient.config import Config, load_config
+from kclient.config import load_config
 from kclient.connection import BrokerConnection
+from kclient.core import group as core_group
+from kclient.core.consumer_records import build_records
+from kclient.core.prefetch import PartitionState, take, take_answer
+from kclient.core.subscription import Subscription
+from kclient.encoders import decode_function
 from kclient.errors import (
+    CorruptRecordError,
     FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
@@ -51,23 +64,22 @@ from kclient.errors import (
     UnknownMemberIdError,
     error_for_code,
 )
+from kclient.io.fetcher import Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LIST_OFFSETS
-from kclient.simple.fetcher import Fetcher, PartitionFetch
-from kclient.structs import OffsetAndMetadata, TopicPartition
+from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
+from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
 from .group_protocol import (
-    COOPERATIVE,
     REJOIN,
     GroupMembership,
     decode_assignment,
-    encode_subscription,
     is_cooperative,
-    leader_assignment,
-    member_user_data,
     registration,
     strategies_of,
+    subscription_protocols,
 )
 from .offsets import Coordinator, KafkaOffsetStore
 
@@ -77,19 +89,6 @@ log = logging.getLogger(__name__)
 
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
-
-
-class ConsumerRecord(NamedTuple):
-    """One consumed record, as kafka-python's ConsumerRecord."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    headers: list[tuple[str, bytes | None]]
 
 
 class OffsetAndTimestamp(NamedTuple):
@@ -107,16 +106,7 @@ class ConsumerRebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
 
 
-def _deserializer(conf: Config, key: str) -> Callable[[bytes | None], Any]:
-    """The configured Decoder (or plain callable), passing None through."""
-    dec = conf.create(key)
-
-    def decode(b: bytes | None) -> Any:
-        return None if b is None else dec(b)
-    return decode
-
-
-class Consumer:
+class Consumer(ConsumerCompat):
     """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -132,8 +122,8 @@ class Consumer:
         self.settings = connection_settings(conf).replace(metrics=self._metrics)
         self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
                                self.settings)
-        self._key = _deserializer(conf, "key.decoder.class")
-        self._value = _deserializer(conf, "value.decoder.class")
+        self._key = decode_function(conf.create("key.decoder.class"))
+        self._value = decode_function(conf.create("value.decoder.class"))
         self.strategy = conf["partition.assignment.strategy"]
         self.strategies = strategies_of(self.strategy)
         self.cooperative = is_cooperative(self.strategies)
@@ -152,19 +142,17 @@ class Consumer:
                                                  conf["offsets.commit.max.retries"],
                                                  conf["offsets.channel.backoff.ms"])
             self.offset_store.group_instance_id = self.group_instance_id
-        self._topics: list[str] = []
-        self._pattern: re.Pattern[str] | None = None
+        self._sub = Subscription()
         self._listener: Any = None
-        self._subscribed_topics: list[str] = []
         self._manual = False
         self._assignment: list[TopicPartition] = []
         self._positions: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
-        self._buffer: dict[TopicPartition, deque[ConsumerRecord]] = {}
+        #: fetched records not handed out yet (their columns; records are built by poll)
+        self._buffer: dict[TopicPartition, PartitionState] = {}
         self._fetchers: dict[int, Fetcher] = {}
         self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
-        self._owned_generation = -1            # the generation of the current assignment
         self._joining: Future[bytes | None] | None = None   # a cooperative join under way
         self._group_pool: ThreadPoolExecutor | None = None
         self._fatal: KafkaError | None = None  # FENCED_INSTANCE_ID: poll() raises it
@@ -173,10 +161,14 @@ class Consumer:
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
-        self._next_topic_check = 0.0
-        self._partition_counts: dict[str, int] | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
+        self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
+                                 conf["socket.timeout.ms"])
+        tracing = tracing_for(conf, self.group, self._metrics)
+        if tracing is not None:
+            from kclient.observability.clients import trace_consumer
+            trace_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 
@@ -198,12 +190,7 @@ class Consumer:
             raise IllegalStateError("subscribe() needs group.id; use assign() without a group")
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): unsubscribe() first")
-        if (topics is None) == (pattern is None):
-            raise TypeError("subscribe() takes topics or pattern, not both or neither")
-        if isinstance(topics, str):
-            topics = [topics]
-        self._topics = sorted(set(topics or ()))
-        self._pattern = re.compile(pattern) if pattern is not None else None
+        self._sub.subscribe(topics, pattern)
         self._listener = listener
         self._rejoin = "revoke"
         if self._heartbeat is None:
@@ -213,23 +200,25 @@ class Consumer:
 
     def subscription(self) -> set[str]:
         """The topics subscribed to (a pattern's: those it matched at the last join)."""
-        return set(self._subscribed_topics if self._pattern else self._topics)
+        return self._sub.subscription()
 
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Read exactly ``partitions``, without group membership (offsets still commit to
-        group.id when set)."""
-        if self._topics or self._pattern:
+    def assign(self, partitions: PartitionsArg) -> None:
+        """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one
+        or a list), without group membership (offsets still commit to group.id when set)."""
+        if self._sub.active:
             raise IllegalStateError("assign() after subscribe(): unsubscribe() first")
+        tps = topic_partitions([partitions], "assign()")
         self._manual = True
-        self._set_assignment(list(partitions))
+        self._set_assignment(tps)
 
     def unsubscribe(self) -> None:
         """Drop the subscription or assignment (revoking through the listener, leaving the
         group)."""
-        if self._topics or self._pattern:
+        if self._sub.active:
             self._revoke("revoke")
             self._leave()
-        self._topics, self._pattern, self._manual = [], None, False
+        self._sub.clear()
+        self._manual = False
         self._set_assignment([])
 
     def assignment(self) -> set[TopicPartition]:
@@ -246,25 +235,19 @@ class Consumer:
 
     # -- the group ----------------------------------------------------------------------------
     def _heartbeat_loop(self) -> None:
-        interval = self.config["heartbeat.interval.ms"] / 1000.0
-        while not self._closed.wait(interval):
-            if not self._joined.is_set() or self.membership is None:
-                continue
-            try:
-                code = self.membership.heartbeat()
-            except FencedInstanceIdError as exc:
-                log.error("%s: %s", self.consumer_id, exc)
-                self._fatal = exc
+        """The core's heartbeat loop on this thread, while joined."""
+        assert self.membership is not None
+
+        def rejoin(how: str, code: int) -> None:
+            if self._joined.is_set():
                 self._joined.clear()
-                continue
-            except KafkaError as exc:
-                log.info("%s: heartbeat failed: %s", self.consumer_id, exc)
-                continue
-            if code in REJOIN and self._joined.is_set():
-                log.info("%s: heartbeat says %s; rejoining at the next poll", self.consumer_id,
-                         error_for_code(code).__name__)
-                self._joined.clear()
-                self._rejoin = "lost" if code in _LOST else "revoke"
+                self._rejoin = how
+
+        def fenced(exc: FencedInstanceIdError) -> None:
+            self._fatal = exc
+            self._joined.clear()
+        self.membership.heartbeats(self.config["heartbeat.interval.ms"] / 1000.0,
+                                   self._joined.is_set, rejoin, fenced, self._closed.is_set)
 
     def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
         fn = getattr(self._listener, name, None)
@@ -281,7 +264,8 @@ class Consumer:
         fenced, report the partitions lost without committing."""
         owned = set(self._assignment)
         self._joined.clear()
-        self._owned_generation = -1
+        if self.membership is not None:
+            core_group.give_up(self.membership.state)
         if how == "lost":
             self._call_listener("on_partitions_lost", owned)
         else:
@@ -291,13 +275,10 @@ class Consumer:
         self._set_assignment([])
 
     def _wanted_topics(self) -> list[str]:
-        if self._pattern is None:
-            return self._topics
+        if self._sub.pattern is None:
+            return self._sub.topics
         self.cluster.refresh(None, allow_auto_create=False)
-        return sorted(t for t, i in self.cluster.topics.items()
-                      if not i.error_code and not (i.is_internal
-                                                   and self.config["exclude.internal.topics"])
-                      and self._pattern.fullmatch(t))
+        return self._sub.matching(self.cluster.topics, self.config["exclude.internal.topics"])
 
     def _rebalance(self) -> bool:
         """Revoke, JoinGroup, SyncGroup (assigning when leader), then on_partitions_assigned."""
@@ -312,44 +293,23 @@ class Consumer:
     def _protocols(self, topics: list[str]) -> list[tuple[str, bytes]]:
         """JoinGroup's protocols: one per configured strategy; cooperative-sticky's
         Subscription (v3) lists the partitions owned now and their generation."""
-        reg = registration(self.consumer_id, "static", {t: 1 for t in topics})
-        out = []
-        for name in self.strategies:
-            if name == COOPERATIVE:
-                owned: dict[str, list[int]] = {}
-                for tp in self._assignment:
-                    owned.setdefault(tp.topic, []).append(tp.partition)
-                gen = self._owned_generation if owned else -1
-                out.append((name, encode_subscription(
-                    topics, member_user_data(name, reg, gen), owned, gen)))
-            else:
-                out.append((name, encode_subscription(topics, reg)))
-        return out
+        assert self.membership is not None
+        state = self.membership.state
+        return subscription_protocols(self.strategies, topics,
+                                      registration(self.consumer_id, "static",
+                                                   dict.fromkeys(topics, 1)),
+                                      state.owned, state.owned_generation)
 
     def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
                        ) -> bytes | None:
         """JoinGroup, SyncGroup (assigning when leader): this member's Assignment, or None."""
         assert self.membership is not None
-        attempts = max(self.config["rebalance.max.retries"], 1)
-        for _ in range(attempts):
-            if self._closed.is_set():
-                return None
-            resp = self.membership.join(self.strategies[0], b"", protocols)
-            if resp is None:
-                continue
-            assignments = []
-            chosen = self.membership.protocol or self.strategies[0]
-            if resp.leader == resp.member_id and resp.members:
-                self.cluster.refresh(None, allow_auto_create=False)
-                all_topics = sorted(t for t, i in self.cluster.topics.items() if not i.error_code)
-                parts = {t: self.cluster.topics[t].partitions for t in all_topics}
-                assignments = leader_assignment(chosen, resp.members, all_topics, parts,
-                                                self.config["exclude.internal.topics"])
-            data = self.membership.sync(chosen, assignments)
-            if data is not None:
-                self._joined.set()
-                return data
-        return None
+        data = self.membership.join_and_sync(protocols, self.config["rebalance.max.retries"],
+                                             self.config["exclude.internal.topics"],
+                                             self._closed.is_set)
+        if data is not None:
+            self._joined.set()
+        return data
 
     def _rebalance_once(self, how: str) -> bool:
         """The eager rebalance (and any rebalance after the member lost its generation)."""
@@ -357,7 +317,8 @@ class Consumer:
         self._rejoin = None
         if self._assignment or how == "lost":
             self._revoke(how)
-        topics = self._subscribed_topics = self._wanted_topics()
+        topics = self._wanted_topics()
+        self._sub.joined(topics)
         data = self._join_and_sync(topics, self._protocols(topics))
         if data is None:
             self._rejoin = how
@@ -369,7 +330,8 @@ class Consumer:
         """Rejoin in the background, keeping (and fetching) every owned partition meanwhile;
         partitions of topics no longer subscribed are revoked first."""
         self._rejoin = None
-        topics = self._subscribed_topics = self._wanted_topics()
+        topics = self._wanted_topics()
+        self._sub.joined(topics)
         gone = {tp for tp in self._assignment if tp.topic not in topics}
         if gone:
             self._revoke_some(gone)
@@ -406,49 +368,48 @@ class Consumer:
                     log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
                              exc)
         self._call_listener("on_partitions_revoked", set(revoked))
+        if self.membership is not None:
+            core_group.give_up_some(self.membership.state,
+                                    ((tp.topic, tp.partition) for tp in revoked))
         self._set_assignment([tp for tp in self._assignment if tp not in revoked])
 
     def _apply_assignment(self, data: bytes) -> None:
-        """Take a new assignment: revoke what is gone (cooperative: then rejoin so that its new
-        owner gets it), keep the rest running, report only the added partitions."""
+        """Take a new assignment in the core's order: revoke what is gone (cooperative: then
+        rejoin so that its new owner gets it), keep the rest running, report only the added
+        partitions."""
         assert self.membership is not None
         mine, _ = decode_assignment(data)
-        new = {TopicPartition(t, p) for t, ps in mine.items() for p in ps}
-        revoked = set(self._assignment) - new
-        added = new - set(self._assignment)
-        if revoked:
-            self._revoke_some(revoked)
-            if self.membership.protocol == COOPERATIVE:
-                self._rejoin = "revoke"        # KIP-429: the follow-up rebalance
-        self._set_assignment(sorted(new))
-        self._owned_generation = self.membership.generation_id
+        state = self.membership.state
+        state.owned = frozenset((tp.topic, tp.partition) for tp in self._assignment)
+        change = core_group.take_assignment(state, ((t, p) for t, ps in mine.items()
+                                                    for p in ps))
+        if change.revoked:
+            self._revoke_some({TopicPartition(t, p) for t, p in change.revoked})
+        if change.rejoin:
+            self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
+        self._set_assignment(sorted(TopicPartition(t, p) for t, p in change.assignment))
         self._metrics.rebalanced()
-        self._partition_counts = None
-        self._next_topic_check = time.monotonic() + self._topic_check_interval()
+        self._sub.assigned(time.monotonic())
         log.info("%s (generation %d) assigned %s", self.consumer_id,
                  self.membership.generation_id, sorted(self._assignment))
-        self._call_listener("on_partitions_assigned", added)
-
-    def _topic_check_interval(self) -> float:
-        return 1.0 if self._pattern is not None else 5.0
+        self._call_listener("on_partitions_assigned",
+                            {TopicPartition(t, p) for t, p in change.added})
 
     def _check_topics(self) -> None:
         """Rejoin when a pattern matches other topics or a subscribed topic's partition count
         changed (as the connector checks: every second with a pattern, else every 5 s)."""
-        if not self._joined.is_set() or time.monotonic() < self._next_topic_check:
+        if not self._joined.is_set() or not self._sub.due(time.monotonic()):
             return
-        self._next_topic_check = time.monotonic() + self._topic_check_interval()
         try:
             topics = self._wanted_topics()
-            if self._pattern is None and topics:
+            if self._sub.pattern is None and topics:
                 self.cluster.refresh(topics, allow_auto_create=False)
         except KafkaError as exc:
             log.info("%s: topic check failed: %s", self.consumer_id, exc)
             return
         counts = {t: len(self.cluster.topics[t].partitions) for t in topics
                   if t in self.cluster.topics}
-        before, self._partition_counts = self._partition_counts, counts
-        if topics != self._subscribed_topics or (before is not None and before != counts):
+        if self._sub.changed(topics, counts):
             log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
             self._rejoin = "revoke"
 
@@ -534,32 +495,36 @@ class Consumer:
                     out[tp] = (offset, timestamp)
         return retry
 
-    def position(self, partition: TopicPartition) -> int:
+    def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record poll() returns for ``partition``."""
+        partition = topic_partition(partition, "position()")
         self._check(partition)
         self._resolve_positions()
         return self._positions[partition]
 
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """Read ``partition`` from ``offset`` at the next poll()."""
+    def seek(self, partition: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Read ``partition`` (a TopicPartition or ``(topic, partition)``) from ``offset`` at
+        the next poll()."""
+        partition = topic_partition(partition, "seek()")
         self._check(partition)
         if offset < 0:
             raise ValueError(f"offset {offset} is negative")
         self._positions[partition] = offset
         self._buffer.pop(partition, None)
 
-    def _seek_to(self, partitions: Iterable[TopicPartition], ts: int) -> None:
-        tps = list(partitions) or list(self._assignment)
+    def _seek_to(self, partitions: Iterable[Any], ts: int) -> None:
+        tps = topic_partitions(partitions, "seek_to_beginning()/seek_to_end()") \
+            or list(self._assignment)
         for tp in tps:
             self._check(tp)
-        for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
+        for tp, (off, _) in self._list_offsets(dict.fromkeys(tps, ts)).items():
             self.seek(tp, off)
 
-    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+    def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
         """Seek to the first offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, EARLIEST_TIMESTAMP)
 
-    def seek_to_end(self, *partitions: TopicPartition) -> None:
+    def seek_to_end(self, *partitions: PartitionsArg) -> None:
         """Seek past the last offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, LATEST_TIMESTAMP)
 
@@ -567,12 +532,12 @@ class Consumer:
                           ) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: EARLIEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, EARLIEST_TIMESTAMP)).items()}
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition (the high watermark)."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: LATEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, LATEST_TIMESTAMP)).items()}
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -582,15 +547,17 @@ class Consumer:
                 for tp in timestamps}
 
     # -- pause / resume ---------------------------------------------------------------------------
-    def pause(self, *partitions: TopicPartition) -> None:
-        """Stop returning and fetching records of ``partitions`` until resume()."""
-        for tp in partitions:
+    def pause(self, *partitions: PartitionsArg) -> None:
+        """Stop returning and fetching records of ``partitions`` (TopicPartitions or
+        ``(topic, partition)`` tuples, or lists of them) until resume()."""
+        tps = topic_partitions(partitions, "pause()")
+        for tp in tps:
             self._check(tp)
-            self._paused.add(tp)
+        self._paused.update(tps)
 
-    def resume(self, *partitions: TopicPartition) -> None:
-        """Undo pause() for ``partitions``."""
-        self._paused.difference_update(partitions)
+    def resume(self, *partitions: PartitionsArg) -> None:
+        """Undo pause() for ``partitions`` (the forms pause() takes)."""
+        self._paused.difference_update(topic_partitions(partitions, "resume()"))
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""
@@ -603,13 +570,21 @@ class Consumer:
             raise IllegalStateError("committing offsets needs group.id")
         if offsets is None:
             return {(tp.topic, tp.partition): off for tp, off in self._positions.items()}
-        return {(tp.topic, tp.partition): (o.offset if isinstance(o, OffsetAndMetadata) else o)
-                for tp, o in offsets.items()}
+        return commit_offsets(offsets)
 
-    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None
-               ) -> None:
+    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
+               asynchronous: bool = False, *, message: Any = None) -> Future[None] | None:
         """Commit ``offsets`` (the next offset to read per partition), by default the position
-        of every assigned partition; a fenced member's commit raises and rejoins at next poll."""
+        of every assigned partition; a fenced member's commit raises and rejoins at next poll.
+
+        confluent-kafka's forms: ``message=record`` commits past that record,
+        ``asynchronous=True`` is commit_async() (returns its Future; the default False waits)."""
+        if message is not None:
+            if offsets is not None:
+                raise TypeError("commit() takes offsets or message, not both")
+            offsets = {(message.topic, message.partition): message.offset + 1}
+        if asynchronous:
+            return self.commit_async(offsets)
         todo = self._offsets_to_commit(offsets)
         assert self.offset_store is not None
         try:
@@ -620,8 +595,9 @@ class Consumer:
                 self._joined.clear()
                 self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
             raise
+        return None
 
-    def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
+    def commit_async(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
                      callback: Callable[[dict[TopicPartition, int], BaseException | None], Any]
                      | None = None) -> Future[None]:
         """commit() in a background thread; ``callback(offsets, exception or None)`` after."""
@@ -635,7 +611,7 @@ class Consumer:
             try:
                 assert self.offset_store is not None
                 self.offset_store.commit(todo)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the commit callback
                 error = exc
             if callback is not None:
                 callback(given, error)
@@ -651,13 +627,25 @@ class Consumer:
         return ConsumerGroupMetadata(self.group, self.membership.generation_id,
                                      self.membership.member_id)
 
-    def committed(self, partition: TopicPartition) -> int | None:
-        """The committed offset of ``partition`` in the group, or None."""
+    @overload
+    def committed(self, partitions: TopicPartition | tuple[str, int],
+                  timeout: float | None = None) -> int | None: ...
+
+    @overload
+    def committed(self, partitions: Iterable[Any], timeout: float | None = None
+                  ) -> dict[TopicPartition, int | None]: ...
+
+    def committed(self, partitions: PartitionsArg, timeout: float | None = None
+                  ) -> int | None | dict[TopicPartition, int | None]:
+        """The committed offset of a partition in the group (None: none); given a list of
+        partitions, ``{TopicPartition: offset or None}``."""
         if self.offset_store is None:
             raise IllegalStateError("committed() needs group.id")
-        off = self.offset_store.fetch([(partition.topic, partition.partition)])
-        value = off.get((partition.topic, partition.partition), -1)
-        return value if value >= 0 else None
+        tps, one = partition_list(partitions, "committed()")
+        off = self.offset_store.fetch([(tp.topic, tp.partition) for tp in tps])
+        found = {tp: (v if (v := off.get((tp.topic, tp.partition), -1)) >= 0 else None)
+                 for tp in tps}
+        return found[tps[0]] if one else found
 
     def _try_commit(self, why: str) -> None:
         try:
@@ -674,32 +662,39 @@ class Consumer:
         self._try_commit("interval")
 
     # -- poll -------------------------------------------------------------------------------------
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None
-             ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """Records fetched within ``timeout_ms``: ``{TopicPartition: [ConsumerRecord]}``, at most
-        ``max_records`` (default max.poll.records) in all."""
+    def poll(self, *args: int, timeout_ms: int | None = None, max_records: int | None = None,
+             timeout: float | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records fetched within ``timeout_ms`` (kafka-python: ``poll(500)``,
+        ``poll(timeout_ms=500)``) or ``timeout`` seconds (confluent-kafka: ``poll(timeout=0.5)``;
+        negative or None: no limit): ``{TopicPartition: [ConsumerRecord]}``, at most
+        ``max_records`` (default max.poll.records) in all.  A positional float is refused.
+
+        Raises BrokersUnreachableError (a KafkaConnectionError naming the brokers tried) when
+        no broker could be reached for request.timeout.ms or until this poll's deadline."""
         if self._closed.is_set():
             raise IllegalStateError("poll() on a closed consumer")
-        if not (self._topics or self._pattern or self._manual):
+        if not (self._sub.active or self._manual):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
+        timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
         limit = max_records or self.config["max.poll.records"]
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms >= 0 else math.inf
         while True:
             if self._fatal is not None:
                 raise self._fatal
             if self._joining is not None and self._joining.done():
                 self._retriable(self._finish_cooperative_join)
-            if (self._topics or self._pattern) and self._rejoin is not None \
+            if self._sub.active and self._rejoin is not None \
                     and self._joining is None and self.cooperative and self._rejoin != "lost" \
                     and self._assignment:
                 self._start_cooperative_join()
-            elif (self._topics or self._pattern) and self._rejoin is not None \
+            elif self._sub.active and self._rejoin is not None \
                     and self._joining is None and not self._retriable(self._rebalance):
+                self._down.check(deadline)
                 if time.monotonic() >= deadline:
                     return {}
                 time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
                 continue
-            if self._topics or self._pattern:
+            if self._sub.active:
                 self._check_topics()
             self._auto_commit()
             self._resolve_positions()
@@ -709,30 +704,42 @@ class Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
-            self._fetch(max(0, min(int(remaining * 1000), self.config["fetch.wait.max.ms"])))
+            self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
 
     def _retriable(self, step: Callable[[], Any]) -> bool:
         """Run a group step; a retriable error (the coordinator not ready yet, as on a fresh
         cluster, or moving) is logged and the next poll() tries again, as Java's poll does."""
         try:
-            return bool(step())
+            done = bool(step())
         except KafkaError as exc:
             if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
                 raise
-            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            if not self._down.failed(exc):
+                log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
             self._rejoin = self._rejoin or "revoke"
             return False
+        self._down.reached()
+        return done
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        k, v = self._key, self._value
         for tp in self._assignment:
-            buf = self._buffer.get(tp)
-            if not buf or tp in self._paused or limit <= 0:
+            st = self._buffer.get(tp)
+            if st is None or tp in self._paused or limit <= 0:
                 continue
-            take = [buf.popleft() for _ in range(min(limit, len(buf)))]
-            limit -= len(take)
-            out[tp] = take
-            self._positions[tp] = take[-1].offset + 1
+            if not st.chunks:
+                if st.error is not None:      # a corrupt entry, after the records before it
+                    del self._buffer[tp]
+                    raise st.error
+                continue
+            got: list[ConsumerRecord] = []
+            for cols, i, j in take(st, limit):
+                got += build_records(tp, cols, i, j, k, v, empty_lists=True)
+            limit -= len(got)
+            self._metrics.messages[tp] += len(got)
+            out[tp] = got
+            self._positions[tp] = st.position
         return out
 
     def _fetcher(self, node: int) -> Fetcher:
@@ -742,7 +749,7 @@ class Consumer:
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=False,
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
                 isolation_level=_ISOLATION[self.config["isolation.level"]])
         return f
 
@@ -750,7 +757,8 @@ class Consumer:
         """One Fetch per leader of the fetchable partitions; records go to the buffer."""
         by_leader: dict[int, list[PartitionFetch]] = {}
         for tp in self._assignment:
-            if tp in self._paused or self._buffer.get(tp):
+            st = self._buffer.get(tp)
+            if tp in self._paused or (st is not None and (st.chunks or st.error)):
                 continue
             node = self.cluster.leader_for(tp.topic, tp.partition).node_id
             by_leader.setdefault(node, []).append(PartitionFetch(
@@ -779,7 +787,8 @@ class Consumer:
                 raise ms.error
             self._positions[tp] = self._reset_offset(tp)
             return
-        if ms.error is not None and not ms.entries:
+        if ms.error is not None and not ms.entries \
+                and not isinstance(ms.error, CorruptRecordError):   # that one poll raises
             self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self.cluster.refresh([tp.topic], allow_auto_create=False)
@@ -788,12 +797,11 @@ class Consumer:
             self._high_watermarks[tp] = ms.high_watermark
         if self._positions.get(tp) != offset:          # seeked while fetching
             return
-        k, v = self._key, self._value
-        records = deque(ConsumerRecord(tp.topic, tp.partition, m.offset, m.timestamp,
-                                       m.timestamp_type, k(m.key), v(m.value), m.headers)
-                        for m in ms if m.offset >= offset)
-        if records:
-            self._buffer[tp] = records
+        st = self._buffer[tp] = PartitionState(tp)
+        st.reset_to(offset)
+        take_answer(st, offset, st.epoch, ms)
+        if not st.chunks and st.fetch_offset > offset:
+            self._positions[tp] = st.fetch_offset   # only markers or aborted records: past them
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
@@ -816,10 +824,12 @@ class Consumer:
             partitions[f"{tp.topic}/{tp.partition}"] = {
                 "topic": tp.topic, "partition": tp.partition, "position": pos,
                 "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
-                "buffered": len(self._buffer.get(tp, ())), "paused": tp in self._paused}
+                "buffered": self._buffer[tp].buffered if tp in self._buffer else 0,
+                "paused": tp in self._paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                                      partitions=self._metrics.with_messages(partitions,
+                                                                             "consumed"))
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
@@ -830,13 +840,15 @@ class Consumer:
                 and self._positions and (self._joined.is_set() or self._manual):
             self._try_commit("close")
         self._closed.set()
+        if self.membership is not None:
+            self.membership.coordinator.transport.wake()      # the heartbeat loop's sleep
         if self._reporter is not None:
             self._reporter.stop()
         if self._joining is not None and self.membership is not None:
             self.membership.coordinator.interrupt("consumer closed during a rebalance")
         if self._group_pool is not None:
             self._group_pool.shutdown(wait=True)
-        if self._topics or self._pattern:
+        if self._sub.active:
             self._leave()
         if self._heartbeat is not None:
             self._heartbeat.join(10)

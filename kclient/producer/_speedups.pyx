@@ -9,6 +9,7 @@ from time import sleep as _yield
 cimport cython
 from cpython.object cimport PyObject
 
+from kclient._args import one_of
 from kclient.producer.data_methods import NO as _NO
 from kclient.producer.data_methods import describe, equal, get_extra, set_extra, wrong_call
 
@@ -150,10 +151,13 @@ cdef class FastSend:
         self.__doc__ = doc
 
     def produce(self, topic, value=None, key=None, partition=None, headers=None,
-                timestamp=None, on_delivery=None):
+                timestamp=None, on_delivery=None, callback=None, timestamp_ms=None):
         """The async ``produce()`` (Producer._fast_produce's closure is its Python twin)."""
         cdef Py_ssize_t n
         cdef FutureCore f = FutureCore.__new__(self.new_future)
+        if callback is not None or timestamp_ms is not None:
+            on_delivery = one_of("produce()", on_delivery=on_delivery, callback=callback)
+            timestamp = one_of("produce()", timestamp=timestamp, timestamp_ms=timestamp_ms)
         f._on_delivery = on_delivery
         if key is None and partition is None and timestamp is None and headers is None:
             if (type(value) is bytes and len(<bytes>value) <= self.limit) or \

@@ -25,6 +25,7 @@ from time import sleep as _yield
 from types import TracebackType
 from typing import Any
 
+from kclient._args import one_of
 from kclient.config import load_config
 from kclient.errors import (
     FailedToSendMessageError,
@@ -35,6 +36,7 @@ from kclient.errors import (
     QueueFullError,
 )
 from kclient.metrics import ClientMetrics, start_reporter
+from kclient.observability import tracing_for
 from kclient.protocol.error_codes import (
     ClusterAuthorizationFailedError,
     MessageSizeTooLargeError,
@@ -44,6 +46,7 @@ from kclient.protocol.error_codes import (
 
 from .buffers import BytesLike, plain_lengths
 from .callback import overridden_hooks
+from .compat import ProducerCompat, delivery_callbacks
 from .context import ProducerContext, build_context
 from .data import (
     DeliveryReport,
@@ -60,7 +63,7 @@ from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
-from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
+from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions, offsets_to_commit
 
 __all__ = ["Producer"]
 
@@ -77,20 +80,24 @@ _AUTHORIZATION = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError
                   TransactionalIdAuthorizationFailedError)
 
 
-class Producer:
+class Producer(ProducerCompat):
     """Send messages to Kafka; ``producer.type`` chooses sync or async (see module docstring).
 
     ``config`` holds producer keys (``metadata.broker.list``, ``producer.type``, ...); keyword
-    ``overrides`` spell dots as underscores (``producer_type="async"``).  ``on_delivery`` is
-    called with each :class:`DeliveryReport` (async: on the send thread; keep it quick).
+    ``overrides`` spell dots as underscores (``producer_type="async"``).  ``on_delivery(err,
+    metadata)`` is called once per message, as produce()'s is; ``on_report`` once per partition
+    batch with its :class:`DeliveryReport` (async: both on the send thread; keep them quick).
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, *,
-                 on_delivery: Callable[[DeliveryReport], Any] | None = None,
+                 on_delivery: DeliveryCallback | None = None,
+                 on_report: Callable[[DeliveryReport], Any] | None = None,
                  **overrides: Any) -> None:
         self.config = cfg = load_config("producer", config, **overrides)
         _prime_allocator()
-        self.on_delivery = on_delivery
+        #: what _deliver calls with each DeliveryReport (on_delivery's per-message calls too)
+        self.on_delivery: Callable[[DeliveryReport], Any] | None = \
+            delivery_callbacks(on_delivery, on_report)
         self._closed = False
         self._failures: list[tuple[ProducerData, BaseException]] = []
         self._failure_count = 0
@@ -98,6 +105,11 @@ class Producer:
         self.stats = {"acknowledged": 0, "failed": 0, "batches": 0}
         self._metrics = ClientMetrics()
         self.context: ProducerContext = build_context(cfg, self._metrics)
+        self._tracing = tracing_for(cfg)
+        if self._tracing is not None:     # the send spans end at delivery: wrap it first
+            from kclient.observability.clients import ProducerSpans
+            self._spans = ProducerSpans(self._tracing)
+            self._deliver = self._spans.wrap_deliver(self._deliver)  # type: ignore[method-assign]
         self._txn: Transactions | None = None
         if cfg["transactional.id"]:
             cluster = self.context.cluster
@@ -138,10 +150,13 @@ class Producer:
                 self.send = self._fast_send()  # type: ignore[method-assign,assignment]
             self.produce = self._fast_produce()  # type: ignore[method-assign]
             t.start()
+        if self._tracing is not None:
+            from kclient.observability.clients import trace_producer
+            trace_producer(self, self._spans, ProducerData)
         if self._txn is not None:
             self._guard_sends(self._txn)
         self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, cfg["statistics.format"])
         _LIVE.add(self)
 
     def _guard_sends(self, txn: Transactions) -> None:
@@ -181,7 +196,7 @@ class Producer:
             return
         try:
             self.close()
-        except Exception as err:  # do not hide the exception that is propagating
+        except Exception as err:  # noqa: BLE001 - do not hide the exception that is propagating
             log.error("closing the producer after %s: %s", exc_type.__name__, err)
 
     def __repr__(self) -> str:
@@ -249,13 +264,18 @@ class Producer:
 
     def produce(self, topic: str, value: Any = None, key: Any = None,
                 partition: int | None = None, headers: Sequence[Header] | None = None,
-                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
+                callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
                 ) -> DeliveryFuture:
         """Send one message; returns its :class:`DeliveryFuture` (replaced per instance).
 
         The future resolves to a RecordMetadata (topic, partition, offset, timestamp) or raises
-        the message's delivery error; ``on_delivery(error, metadata)`` is called once with the
-        outcome (async: on the send thread; keep it quick).  Sync mode returns a resolved future.
+        the message's delivery error; ``on_delivery(error, metadata)`` (alias ``callback``, as
+        confluent-kafka's) is called once with the outcome (async: on the send thread; keep it
+        quick).  ``headers``: a list of ``(name, value)`` pairs or a dict, str values sent as
+        UTF-8; ``timestamp`` (alias ``timestamp_ms``): create time in ms.  Sync mode raises a
+        failed message's error (what its future holds) and otherwise returns a resolved future;
+        async failures are set on the future and logged at WARNING (docs/producer.md).
         As with send(), a message over ``message.max.bytes`` or a full queue raise here.
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
@@ -275,9 +295,13 @@ class Producer:
 
         def produce(topic: str, value: Any = None, key: Any = None,
                     partition: int | None = None, headers: Sequence[Header] | None = None,
-                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None
+                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
+                    callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
                     ) -> DeliveryFuture:
             entry: Entry
+            if callback is not None or timestamp_ms is not None:
+                on_delivery = one_of("produce()", on_delivery=on_delivery, callback=callback)
+                timestamp = one_of("produce()", timestamp=timestamp, timestamp_ms=timestamp_ms)
             if key is None and partition is None and timestamp is None and headers is None:
                 f = new(on_delivery)
                 if (type(value) is not bytes and type(value) is not bytearray) or \
@@ -307,7 +331,7 @@ class Producer:
         that only send()s never looks for futures in its reports."""
         def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
             self._futures = True
-            if self._txn is None:       # (a transactional producer's guard stays in front)
+            if self._txn is None and self._tracing is None:   # (a guard or tracing stays)
                 self.produce = produce  # type: ignore[method-assign]
             return produce(*args, **kwargs)
         first_produce.__doc__ = Producer.produce.__doc__
@@ -316,7 +340,9 @@ class Producer:
     def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
                         partition: int | None = None, headers: Sequence[Header] | None = None,
                         timestamp: int | None = None,
-                        on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
+                        on_delivery: DeliveryCallback | None = None,
+                        callback: DeliveryCallback | None = None,
+                        timestamp_ms: int | None = None) -> DeliveryFuture:
         """produce() with a CallbackHandler's queue hooks, which take and give ProducerData
         (they may change or drop messages): not supported."""
         raise IllegalStateError(
@@ -325,8 +351,14 @@ class Producer:
     def _produce_sync(self, topic: str, value: Any = None, key: Any = None,
                       partition: int | None = None, headers: Sequence[Header] | None = None,
                       timestamp: int | None = None,
-                      on_delivery: DeliveryCallback | None = None) -> DeliveryFuture:
-        """Sync produce(): send now and return the resolved future."""
+                      on_delivery: DeliveryCallback | None = None,
+                      callback: DeliveryCallback | None = None,
+                      timestamp_ms: int | None = None) -> DeliveryFuture:
+        """Sync produce(): send now and return the resolved future; a failed message raises
+        its error (the one its future holds) after on_delivery got it."""
+        if callback is not None or timestamp_ms is not None:
+            on_delivery = one_of("produce()", on_delivery=on_delivery, callback=callback)
+            timestamp = one_of("produce()", timestamp=timestamp, timestamp_ms=timestamp_ms)
         f = DeliveryFuture(on_delivery, timestamp)
         d = ProducerData(topic, value, key, partition, timestamp, headers)
         self._check_open()
@@ -337,6 +369,8 @@ class Producer:
             mine = DeliveryReport(topic, -1, [d], -1, IllegalStateError(
                 "a CallbackHandler's before_sending_data dropped the message"))
         f._set(mine, 0)
+        if mine.error is not None:
+            raise mine.error        # what f.result() would raise (on_delivery got it first)
         return f
 
     def send_values(self, topic: str, values: Sequence[BytesLike]
@@ -507,14 +541,20 @@ class Producer:
         reports = self._sync_reports(items)
         failed = [pair for r in reports if r.error is not None for pair in r.failed]
         if failed:
-            refused = failed[0][1]
-            if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
-                    exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
-                raise refused from FailedToSendMessageError(failed)
-            if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
-                raise refused from FailedToSendMessageError(failed)   # no ACL: say so
-            raise FailedToSendMessageError(failed)
+            self._raise_sync(failed)
         return reports
+
+    @staticmethod
+    def _raise_sync(failed: list[tuple[ProducerData, BaseException]]) -> None:
+        """Sync mode: raise for the failed messages (FailedToSendMessageError, or a TLS / SASL /
+        authorization refusal as it is)."""
+        refused = failed[0][1]
+        if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
+                exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+            raise refused from FailedToSendMessageError(failed)
+        if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
+            raise refused from FailedToSendMessageError(failed)   # no ACL: say so
+        raise FailedToSendMessageError(failed)
 
     def _sync_reports(self, items: list[ProducerData]) -> list[DeliveryReport]:
         """Sync: run before_sending_data, send, wait, deliver; the reports (never raises for
@@ -527,7 +567,7 @@ class Producer:
         with self._sync_lock:
             try:
                 reports = self.event_handler.handle(items)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a handler's failure fails these messages only
                 reports = [DeliveryReport(d.topic, -1, [d], -1, exc) for d in items]
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
@@ -763,7 +803,7 @@ class Producer:
         or an object with ``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``
         (Java's ConsumerGroupMetadata) so that a zombie member's commit is refused.
         """
-        self._transactions.send_offsets(_offsets(offsets), group)
+        self._transactions.send_offsets(offsets_to_commit(offsets), group)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything queued, then commit.  A send that failed raises
@@ -845,18 +885,6 @@ def _not_data(d: Any) -> TypeError:
                      "ProducerData(topic, value, key=None)")
 
 
-def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:
-    """``{(topic, partition): (offset, metadata)}`` from the forms send_offsets accepts."""
-    out = {}
-    for tp, value in offsets.items():
-        topic, partition = (tp.topic, tp.partition) if hasattr(tp, "topic") else tp
-        if isinstance(value, int):
-            out[(topic, int(partition))] = (value, "")
-        else:
-            out[(topic, int(partition))] = (int(value.offset), getattr(value, "metadata", "") or "")
-    return out
-
-
 def _size(x: Any) -> int:
     if x is None:
         return 0
@@ -882,5 +910,5 @@ def _close_all() -> None:
     for producer in list(_LIVE):
         try:
             producer.close(timeout=60)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one producer's failure must not stop the others
             log.error("closing %r at exit: %s", producer, exc)

@@ -12,10 +12,15 @@
         cols = c.fetch_columns(FetchRequest("events", 0, offset=0), end_offset=1000)
         cols.offsets, cols.values, cols.keys, cols.timestamps, cols.next_offset
 
-:class:`~kclient.simple.fetcher.Fetcher` is the reusable fetch path under it (partitions at
-offsets from one connection -> decoded messages, per-partition errors, high watermarks).
+:class:`~kclient.io.fetcher.Fetcher` (the threaded driver of :mod:`kclient.core.fetch`) is the
+fetch path under it (partitions at offsets from one connection -> decoded messages,
+per-partition errors, high watermarks).
 """
-from .columns import MessageColumns, message_columns
+from kclient.core.columns import MessageColumns, message_columns
+from kclient.core.message_set import ByteBufferMessageSet, MessageSet
+from kclient.core.messages import BatchInfo, Message, MessageAndOffset
+from kclient.io.fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch, PendingFetch
+
 from .consumer import (
                        FetchRequest,
                        MultiFetchResponse,
@@ -23,9 +28,6 @@ from .consumer import (
                        OffsetRequest,
                        SimpleConsumer,
 )
-from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch, PendingFetch
-from .message_set import ByteBufferMessageSet, MessageSet
-from .messages import BatchInfo, Message, MessageAndOffset
 
 __all__ = [
     "SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse", "OffsetAndMetadata",

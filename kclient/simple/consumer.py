@@ -1,7 +1,7 @@
 """SimpleConsumer: the low-level, stateless consumer that talks to one broker.
 
 Every request carries its offset; nothing is remembered between calls (the only hidden state is
-an optional speculative prefetch, see :mod:`kclient.simple.fetcher`).  The calls map one to one
+an optional speculative prefetch, see :mod:`kclient.io.fetcher`).  The calls map one to one
 onto the wire: ``fetch`` / ``multifetch`` are Fetch requests, ``get_offsets_before`` is
 ListOffsets, ``commit_offsets`` / ``fetch_offsets`` are OffsetCommit / OffsetFetch sent to the
 group's coordinator (found with FindCoordinator, as the Scala simple consumer does).
@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.core.columns import MessageColumns, message_columns
+from kclient.core.message_set import ByteBufferMessageSet
+from kclient.core.messages import MessageAndOffset
 from kclient.errors import (
     BrokerResponseError,
     CoordinatorLoadInProgressError,
@@ -27,6 +30,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from kclient.io.fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.apis import (
     FIND_COORDINATOR,
@@ -38,11 +42,6 @@ from kclient.protocol.apis import (
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 from kclient.security import SecuritySettings
-
-from .columns import MessageColumns, message_columns
-from .fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
-from .message_set import ByteBufferMessageSet
-from .messages import MessageAndOffset
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import (
@@ -244,7 +243,7 @@ class SimpleConsumer:
         """Fetch one partition and decode it into columns (no object per message).
 
         The messages from ``request.offset`` below ``end_offset`` (default: all that arrived) as
-        :class:`~kclient.simple.columns.MessageColumns`: lists of offsets, timestamps,
+        :class:`~kclient.core.columns.MessageColumns`: lists of offsets, timestamps,
         timestamp types, keys, values and headers, plus ``next_offset`` and the high watermark.
         Raises like :meth:`fetch`.
         """

@@ -180,9 +180,9 @@ def test_consumer_config_errors():
         AIOConsumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="oldest")
     with pytest.raises(InvalidConfigError, match="cooperative-sticky"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g",
-                    partition_assignment_strategy="cooperative-sticky")
-    with pytest.raises(InvalidConfigError, match="group.instance.id"):
-        AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="i1")
+                    partition_assignment_strategy="cooperative-stiky")
+    with pytest.raises(InvalidConfigError, match="zookeeper.connect"):
+        AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", zookeeper_connect="zk:2181")
     with pytest.raises(InvalidConfigError, match="session.timeout"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", sesion_timeout_ms=5)
 

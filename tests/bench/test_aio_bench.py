@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from kclient.cli import main
+from tests.needs import need_module
 
-pytest.importorskip("aiokafka")
+need_module("aiokafka")
 
 
 def test_bench_aio_tiny(tmp_path, capsys):

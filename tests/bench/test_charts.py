@@ -10,8 +10,9 @@ import pytest
 
 from kclient.bench.charts import render_all
 from kclient.bench.results import read_results, row, write_results
+from tests.needs import need_module
 
-pytest.importorskip("matplotlib")
+need_module("matplotlib")
 ROOT = Path(__file__).resolve().parents[2]
 IMG = ROOT / "docs" / "img"
 

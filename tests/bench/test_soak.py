@@ -5,9 +5,10 @@ import pytest
 
 from kclient.bench.soak import run, summary
 from kclient.testing import zookeeper_available
+from tests.needs import requires
 
-pytestmark = [pytest.mark.zookeeper,
-              pytest.mark.skipif(not zookeeper_available(), reason="needs ZooKeeper")]
+_NO_ZK = "ZooKeeper not installed (apt-get install zookeeper)"
+pytestmark = [pytest.mark.zookeeper, requires(None if zookeeper_available() else _NO_ZK)]
 
 
 def test_soak_smoke(tmp_path):

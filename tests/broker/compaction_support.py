@@ -10,13 +10,12 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from kclient.simple import SimpleConsumer
 from kclient.testing import free_port, wait_for_port
+from tests.needs import need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-confluent_admin = pytest.importorskip("confluent_kafka.admin")
+confluent_kafka = need_module("confluent_kafka")
+confluent_admin = need_module("confluent_kafka.admin")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "compacted"

@@ -9,9 +9,10 @@ import subprocess
 import pytest
 
 from kclient.broker import MiniCluster
+from tests.needs import missing, need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-kafka = pytest.importorskip("kafka")
+confluent_kafka = need_module("confluent_kafka")
+kafka = need_module("kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
@@ -84,7 +85,7 @@ def test_kafka_python_admin_lists_and_describes(cluster):
 
 def test_kcat_lists_brokers_and_topics(cluster):
     if not shutil.which(KCAT):
-        pytest.skip("kcat not installed (apt-get install kcat)")
+        missing("kcat not installed (apt-get install kcat)")
     listing = subprocess.run([KCAT, "-b", cluster.bootstrap, "-L"], capture_output=True,
                              timeout=30, check=True).stdout.decode()
     assert " 3 brokers:" in listing

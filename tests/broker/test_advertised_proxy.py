@@ -18,8 +18,9 @@ from kclient import Producer, ProducerData, consumer
 from kclient.broker import MiniBroker
 from kclient.broker.cluster import ClusterView
 from kclient.errors import ConsumerTimeoutError
+from tests.needs import need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
 N, SIZE = 100, 2000     # 200 kB each way: far beyond what bootstrap metadata needs

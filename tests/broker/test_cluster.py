@@ -1,13 +1,12 @@
 """MiniCluster: leadership spread over three brokers, a shared cluster view, leader moves."""
 import time
 
-import pytest
-
 from kclient.broker import MiniCluster
 from kclient.protocol.apis import FETCH, METADATA, PRODUCE
 from kclient.protocol.records import RecordsReader, build_batch
+from tests.needs import need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 
 
 def _produce(client, topic, partition, values):

@@ -7,6 +7,7 @@ import pytest
 
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, PRODUCE
 from kclient.protocol.records import RecordsReader, build_batch
+from tests.needs import need_module
 
 TOPIC = "cfetch"
 
@@ -19,7 +20,7 @@ def _produce(client, records) -> None:
 
 def _confluent_read(bootstrap: str, with_timestamps: bool = False) -> list[tuple]:
     """confluent-kafka's view of the partition from offset 0 to its end."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+    confluent_kafka = need_module("confluent_kafka")
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
                                          "enable.partition.eof": True})
     consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, 0)])
@@ -114,7 +115,7 @@ def test_peer_clients_read_batches_with_a_delete_horizon(mini_broker, raw_client
 def test_old_message_formats_compact_end_to_end(mini_broker, fmt, codec):
     """confluent-kafka writes, the broker stores format v0 / v1 / v2 (converting), cleans it,
     and confluent-kafka reads the latest value per key back at its offset."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+    confluent_kafka = need_module("confluent_kafka")
     mini_broker.create_topic(TOPIC, config={"cleanup.policy": "compact",
                                             "message.format.version": fmt})
     producer = confluent_kafka.Producer({"bootstrap.servers": mini_broker.bootstrap,

@@ -6,9 +6,10 @@ import pytest
 
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.records import build_batch, build_message_set
+from tests.needs import need_module
 
 INVALID_RECORD = 87
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 
 
 def _body(topic: str, records) -> dict:

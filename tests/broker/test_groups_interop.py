@@ -11,8 +11,10 @@ import uuid
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-kafka = pytest.importorskip("kafka")
+from tests.needs import need_module
+
+confluent_kafka = need_module("confluent_kafka")
+kafka = need_module("kafka")
 
 PARTITIONS = 4
 DEADLINE = 60

@@ -5,12 +5,14 @@ import time
 
 import pytest
 
+from tests.needs import missing, need_module
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 200
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-kafka = pytest.importorskip("kafka")
+confluent_kafka = need_module("confluent_kafka")
+kafka = need_module("kafka")
 
 
 def _expected(codec):
@@ -124,7 +126,7 @@ LEGACY = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.8.
 
 def _kcat(args, stdin=None, timeout=60):
     if not shutil.which(KCAT):
-        pytest.skip("kcat not installed (apt-get install kcat)")
+        missing("kcat not installed (apt-get install kcat)")
     proc = subprocess.run([KCAT, *args], input=stdin, capture_output=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     return proc.stdout

@@ -15,6 +15,7 @@ from kclient.partitioner import DefaultPartitioner
 from kclient.protocol.apis import FETCH
 from kclient.protocol.records import RecordsReader
 from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
+from tests.needs import missing
 
 pytestmark = pytest.mark.kafka
 
@@ -24,7 +25,7 @@ def tools(mini_broker):
     """Kafka 4.x's tools and Java clients pointed at a fresh mini-broker."""
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     return KafkaTools(mini_broker.bootstrap)
 
 
@@ -151,7 +152,7 @@ def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
     (ListGroups goes to each broker) and described (DescribeGroups to each coordinator)."""
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     tools = KafkaTools(mini_cluster.bootstrap)
     tools.topics("--create", "--topic", "mc", "--partitions", "6")
     leaders = [line.split("\t")[3] for line in

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from kclient.broker.log import LogConfig, LogManager, parse_format_version
+from kclient.broker.log.checkpoint import RECOVERY_POINT_CHECKPOINT, read_checkpoint
 from kclient.broker.log.log import CLEAN_SHUTDOWN
 from kclient.protocol.records import build_batch, build_message_set
 
@@ -175,7 +176,20 @@ def test_retention_timer_and_cleanup(tmp_path):
 
 def test_flush_all_and_close_are_idempotent(tmp_path):
     m = manager(tmp_path)
-    m.create_log("t", 0).append(build_batch([b"x"]), magic=2)
+    log = m.create_log("t", 0)
+    log.append(build_batch([b"x", b"y"]), magic=2)
+    assert log.recovery_point == 0
     m.flush_all()
+    assert log.recovery_point == log.log_end_offset == 2      # flushed: on disk up to the end
+    m.flush_all()
+    assert log.recovery_point == 2
     m.close()
-    m.close()
+    marker = tmp_path / "logs" / "t-0" / CLEAN_SHUTDOWN
+    checkpoint = tmp_path / "logs" / RECOVERY_POINT_CHECKPOINT
+    assert marker.exists() and read_checkpoint(checkpoint) == {("t", 0): 2}
+    assert m.logs() == []
+    m.close()                                                  # a second close changes nothing
+    assert marker.exists() and read_checkpoint(checkpoint) == {("t", 0): 2}
+    again = manager(tmp_path)                                  # and the data is all there
+    assert again.get_log("t", 0).log_end_offset == 2
+    again.close()

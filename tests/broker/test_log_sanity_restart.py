@@ -9,11 +9,12 @@ import pytest
 
 from kclient.protocol.records import scan_entries
 from kclient.testing import free_port
+from tests.needs import need_module
 
 from .compaction_support import read_confluent
 from .test_server_crash import BrokerProcess
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 
 TOPIC = "sanity"
 COUNT = 60

@@ -347,10 +347,26 @@ def test_assign_offsets_with_and_without_entries_gives_identical_bytes(buf, lat,
     assert offsets == list(range(1000, given.next_offset))
 
 
-def test_assign_offsets_copies_v2_input_once_into_the_returned_bytearray():
-    buf = build_batch([b"v" * 1000] * 10, timestamp=1)
-    result = assign_offsets(buf, 5, entries=validate_records(buf))
-    assert isinstance(result.data, bytearray)
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
+def test_assign_offsets_copies_v2_input_once_into_the_returned_bytearray(wrap):
+    import tracemalloc
+    raw = b"".join(build_batch([bytes([i]) * 1000] * 100, timestamp=1) for i in range(20))
+    source = wrap(bytearray(raw)) if wrap is memoryview else wrap(raw)
+    entries = validate_records(source)
+    tracemalloc.start()
+    try:
+        result = assign_offsets(source, 5, entries=entries)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(result.data, bytearray) and len(result.data) == len(raw)
+    # one copy of the ~2 MB input at most alive at once (two would need twice as much)
+    assert len(raw) <= peak < 1.25 * len(raw), (peak, len(raw))
+    assert bytes(source) == raw                     # the input is left alone ...
+    if wrap is not bytes:
+        source[:1] = b"\xff"                        # ... and the result does not share it
+        assert result.data[0] == raw[0]
+    assert [b.base_offset for b in RecordsReader(bytes(result.data)).batches()][:2] == [5, 105]
 
 
 def test_log_append_with_validated_entries_writes_the_same_segment(tmp_path):

@@ -17,6 +17,7 @@ from kclient.protocol.error_codes import (
     OutOfOrderSequenceNumberError,
 )
 from kclient.protocol.records import RecordsReader, build_batch
+from tests.needs import need_module
 
 PID = 4242
 OUT_OF_ORDER, INVALID_EPOCH = 45, 47
@@ -228,7 +229,7 @@ def test_wire_duplicates_gaps_and_fencing(tmp_path):
 
 def test_kafka_python_producer_with_defaults(tmp_path):
     """kafka-python 3 turns idempotence on by default: every send succeeds, once each."""
-    kafka = pytest.importorskip("kafka")
+    kafka = need_module("kafka")
     with MiniBroker(log_dir=tmp_path / "b") as b:
         b.create_topic("t", partitions=1)
         producer = kafka.KafkaProducer(bootstrap_servers=b.bootstrap)

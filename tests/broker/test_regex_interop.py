@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-kafka = pytest.importorskip("kafka")
+from tests.needs import missing, need_module
+
+confluent_kafka = need_module("confluent_kafka")
+kafka = need_module("kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
@@ -111,7 +113,7 @@ def test_kafka_python_admin_and_regex_subscription(broker):
 
 def test_kcat_list_and_regex_group(broker):
     if not shutil.which(KCAT):
-        pytest.skip("kcat not installed (apt-get install kcat)")
+        missing("kcat not installed (apt-get install kcat)")
     listing = subprocess.run([KCAT, "-b", broker.bootstrap, "-L"], capture_output=True,
                              timeout=30, check=True).stdout.decode()
     assert 'topic "prefix-a" with 2 partitions' in listing

@@ -14,6 +14,7 @@ from kclient.broker import MiniBroker
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.framing import ClientProtocol
 from kclient.protocol.records import build_batch
+from tests.needs import not_applicable
 
 from .limits_support import (
     BrokerChild,
@@ -27,8 +28,8 @@ from .limits_support import (
 
 MB = 1 << 20
 
-pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"),
-                                reason="needs Linux /proc")
+if not hasattr(__import__("os"), "sched_getaffinity"):
+    not_applicable("needs Linux /proc")
 
 
 @pytest.fixture

@@ -13,10 +13,11 @@ import pytest
 
 from kclient.protocol.records import build_batch, scan_entries, scan_log
 from kclient.testing import free_port, wait_for_port
+from tests.needs import need_module
 
 from .compaction_support import read_confluent
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "crash"

@@ -7,10 +7,11 @@ import time
 import pytest
 
 from kclient.broker import MiniBroker, MiniCluster
+from tests.needs import need_module
 
 from .txn_support import TXN_CONFIG
 
-ck = pytest.importorskip("confluent_kafka")
+ck = need_module("confluent_kafka")
 TopicPartition = ck.TopicPartition
 TIMEOUT = 30
 

@@ -6,8 +6,9 @@ import uuid
 import pytest
 
 from kclient.broker import MiniBroker, MiniCluster
+from tests.needs import need_module
 
-kazoo_client = pytest.importorskip("kazoo.client")
+kazoo_client = need_module("kazoo.client")
 
 pytestmark = pytest.mark.zookeeper
 

@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from kclient.testing import kafka_problem
+from tests.needs import requires
 
 SEGMENT = "00000000000000000000"
 
@@ -46,7 +47,7 @@ def test_batches_records_and_index(cli, segment):
     assert "offset: 5 position: " in idx
 
 
-@pytest.mark.skipif(kafka_problem("4") is not None, reason=str(kafka_problem("4")))
+@requires(kafka_problem("4"))
 def test_agrees_with_kafkas_dump_log_segments(cli, segment):
     from kclient.testing.kafka_dist import run_kafka_tool
     theirs = run_kafka_tool("4", "dump-log", "--files", str(segment), "--deep-iteration",
@@ -81,7 +82,7 @@ def test_a_bad_index_entry_is_reported(cli, segment):
     assert b"not a .log" in cli("dump-log", segment.with_suffix(".txt"), check=1).stdout
 
 
-@pytest.mark.skipif(kafka_problem("4") is not None, reason=str(kafka_problem("4")))
+@requires(kafka_problem("4"))
 @pytest.mark.parametrize("version", ["0.8.2", "0.10.0"])
 def test_agrees_with_dump_log_segments_on_message_formats_v0_v1(cli, mini_broker, version):
     from kclient.testing.kafka_dist import run_kafka_tool

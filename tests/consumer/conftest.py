@@ -46,11 +46,14 @@ def connectors():
         return c
 
     yield make
-    for c in made:
+    failed = []
+    for c in made:                      # shut every one down, then report what failed
         try:
             c.shutdown()
-        except Exception:
-            pass
+        except Exception as exc:        # noqa: BLE001 - re-raised below, after the others
+            failed.append(exc)
+    if failed:
+        raise failed[0]
 
 
 def zk_config(zookeeper, group, **extra):

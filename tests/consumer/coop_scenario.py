@@ -78,7 +78,7 @@ class Member:
         while not self.stop_event.is_set():
             try:
                 batch = self.consumer.poll(50)
-            except BaseException as exc:       # surfaced by the test
+            except BaseException as exc:  # noqa: BLE001 - surfaced by the test
                 self.errors.append(exc)
                 return
             now = time.monotonic()

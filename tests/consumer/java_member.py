@@ -95,8 +95,9 @@ class ConfluentMember:
         if self.records:
             try:
                 consumer.commit(asynchronous=False)
-            except Exception:               # nothing consumed since the last commit
-                pass
+            except Exception as exc:
+                if "NO_OFFSET" not in str(exc):   # nothing consumed since the last commit
+                    raise
         self.events.append(("revoked", ps))
         self.owned -= set(ps)
 

@@ -94,3 +94,54 @@ def test_simple_consumer_names_where_to_go_on(corrupt_log):
         assert again.value.next_offset == 30
         rest = [m.offset for m in c.fetch(FetchRequest("c", 0, err.next_offset, 1 << 20))]
         assert rest == list(range(30, 50))
+
+
+def _poll_threaded(broker, steps):
+    """Run ``steps(poll, seek)`` on a kclient.Consumer assigned partition c-0."""
+    from kclient import Consumer
+    from kclient.structs import TopicPartition
+    tp = TopicPartition("c", 0)
+    with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([tp])
+        return steps(lambda: c.poll(2000).get(tp, []), lambda off: c.seek(tp, off))
+
+
+def _poll_asyncio(broker, steps):
+    """The same with AIOConsumer, each poll a getmany run to completion on one loop."""
+    import asyncio
+
+    from kclient.aio import AIOConsumer
+    from kclient.structs import TopicPartition
+    tp = TopicPartition("c", 0)
+    loop = asyncio.new_event_loop()
+    c = AIOConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest")
+    try:
+        loop.run_until_complete(c.start())
+        c.assign([tp])
+        return steps(lambda: loop.run_until_complete(c.getmany(timeout_ms=2000)).get(tp, []),
+                     lambda off: c.seek(tp, off))
+    finally:
+        loop.run_until_complete(c.stop())
+        loop.close()
+
+
+@pytest.mark.parametrize("poller", [_poll_threaded, _poll_asyncio], ids=["threaded", "asyncio"])
+def test_poll_delivers_the_records_before_a_corrupt_entry_then_names_it(corrupt_log, poller):
+    def steps(poll, seek):
+        got: list[int] = []
+        with pytest.raises(CorruptRecordError) as info:
+            for _ in range(20):
+                got += [r.offset for r in poll()]
+        err = info.value
+        seek(err.next_offset)
+        rest: list[int] = []
+        while len(rest) < 20:
+            batch = poll()
+            assert batch, "nothing after the corrupt entry"
+            rest += [r.offset for r in batch]
+        return got, err, rest
+
+    got, err, rest = poller(corrupt_log, steps)
+    assert got == list(range(20))
+    assert (err.topic, err.partition, err.offset, err.next_offset) == ("c", 0, 20, 30)
+    assert rest == list(range(30, 50))

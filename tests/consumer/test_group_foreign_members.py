@@ -11,8 +11,9 @@ import pytest
 
 from kclient import Producer, ProducerData, consumer
 from kclient.errors import ConsumerTimeoutError
+from tests.needs import need_module
 
-kafka = pytest.importorskip("kafka")
+kafka = need_module("kafka")
 
 PARTITIONS = 4
 

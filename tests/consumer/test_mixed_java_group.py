@@ -9,6 +9,7 @@ import pytest
 
 from kclient.consumer.group_protocol import decode_subscription_full
 from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
+from tests.needs import missing
 
 from .helpers import produce_spread
 from .java_member import ConfluentMember, JavaMember, run_mixed_group
@@ -38,7 +39,7 @@ def check_mixed(run):
 def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker):
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     topic = f"mixed-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
     rounds = iter(range(100))
@@ -90,7 +91,7 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker):
     JAVA_RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     topic = f"static-j-{uuid.uuid4().hex[:6]}"
     group = f"static-j-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
@@ -137,7 +138,7 @@ def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
     from .test_group_connector import group_config
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     topic, group = f"cj-{uuid.uuid4().hex[:6]}", f"cj-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
     produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="first")

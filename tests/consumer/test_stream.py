@@ -13,9 +13,10 @@ from kclient.consumer.stream import (
     MessageAndMetadata,
     PartitionTopicInfo,
 )
+from kclient.core.messages import Message, MessageAndOffset
 from kclient.encoders import StringDecoder
 from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
-from kclient.simple.messages import Message, MessageAndOffset
+from tests.waiting import wait_until
 
 
 def chunk(info, offsets, fetch_offset=None):
@@ -94,14 +95,26 @@ def test_error_chunk_raises_then_continues():
 def test_shutdown_ends_blocked_iteration():
     q, info, s = setup(timeout_ms=-1)
     out = []
-    th = threading.Thread(target=lambda: out.extend(s))
+
+    def read():
+        for m in s:
+            out.append(m.offset)
+    th = threading.Thread(target=read)
     th.start()
     q.put(chunk(info, [0, 1]))
-    time.sleep(0.1)
+    wait_until(lambda: out == [0, 1] and q.empty(), 10, "both messages handed out")
+    assert th.is_alive() and not s.done        # blocked on the empty queue (timeout -1)
     s.shutdown()
-    th.join(5)
-    assert not th.is_alive() and [m.offset for m in out] == [0, 1]
-    assert s.done
+    th.join(10)
+    assert not th.is_alive() and out == [0, 1]
+    assert s.done and q.empty()                # the SHUTDOWN marker it put was consumed
     with pytest.raises(StopIteration):
         next(s)
-    assert SHUTDOWN is not None
+
+
+def test_shutdown_puts_the_end_marker_after_queued_chunks():
+    q, info, s = setup()
+    q.put(chunk(info, [4]))
+    s.shutdown()
+    assert list(q.queue)[-1] is SHUTDOWN
+    assert [m.offset for m in s] == [4] and s.done

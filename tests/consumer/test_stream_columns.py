@@ -4,11 +4,11 @@ from types import SimpleNamespace
 
 from kclient.consumer.fetcher import ConsumerFetcherThread
 from kclient.consumer.stream import ErrorChunk, FetchedDataChunk, KafkaStream, PartitionTopicInfo
+from kclient.core.message_set import ByteBufferMessageSet
+from kclient.core.messages import Message, MessageAndOffset
 from kclient.encoders import StringDecoder
 from kclient.errors import CorruptRecordError
 from kclient.protocol.records import build_batch, build_message_set
-from kclient.simple.message_set import ByteBufferMessageSet
-from kclient.simple.messages import Message, MessageAndOffset
 
 
 def process(info, buf, fetch_offset):

@@ -8,6 +8,7 @@ from kazoo.security import Permissions
 from kclient import consumer
 from kclient.errors import InvalidConfigError
 from kclient.zkutils import kazoo_options, make_client
+from tests.needs import missing, need_module
 
 from .conftest import zk_config
 from .helpers import drain, produce_spread, znode
@@ -64,11 +65,11 @@ def test_kazoo_options_from_kafkas_keys(tmp_path):
 @pytest.fixture(scope="module")
 def tls_zookeeper(tmp_path_factory):
     """A ZooKeeper serving TLS (test CA) next to its plaintext port."""
-    pytest.importorskip("cryptography")
+    need_module("cryptography")
     from kclient.testing import ZooKeeperServer, zookeeper_available
     from kclient.testing.certs import make_certificates
     if not zookeeper_available():
-        pytest.skip("ZooKeeper not installed")
+        missing("ZooKeeper not installed")
     certs = make_certificates(tmp_path_factory.mktemp("zk-certs"))
     with ZooKeeperServer(tls=(str(certs.server_pem), str(certs.ca))) as zk:
         zk.certs = certs
@@ -108,7 +109,7 @@ def test_a_zookeeper_consumer_fetches_from_a_secured_listener(zookeeper, tmp_pat
                                                               protocol):
     """The broker registers every listener; the connector picks the one of its
     security.protocol and its fetchers and offset requests use the security keys."""
-    pytest.importorskip("cryptography")
+    need_module("cryptography")
     from kazoo.client import KazooClient
 
     from kclient.broker import MiniBroker

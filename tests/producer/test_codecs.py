@@ -11,8 +11,9 @@ from kclient.producer import Producer, ProducerData
 from kclient.producer.event_handler import DefaultEventHandler
 from kclient.protocol.apis import FETCH, PRODUCE
 from kclient.protocol.records import RecordsReader
+from tests.needs import need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_kafka = need_module("confluent_kafka")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 # how the producer is told which Produce version the broker speaks -> message format written

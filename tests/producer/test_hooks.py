@@ -14,7 +14,7 @@ from kclient.producer import (
     ProducerData,
 )
 
-from .conftest import Recorder, assert_reports_match_log, read_partition
+from .conftest import assert_reports_match_log, read_partition
 
 
 def _async(broker, **kw):
@@ -227,5 +227,26 @@ def test_default_event_handler_is_used():
     p.close()
 
 
-def test_recorder_fixture_type(recorder):
-    assert isinstance(recorder, Recorder)
+def test_init_gets_the_resolved_config_once_before_any_other_hook(mini_broker):
+    seen = []
+
+    class Seen(CallbackHandler):
+        def init(self, config):
+            seen.append(("init", dict(config)))
+
+        def before_enqueue(self, data):
+            seen.append(("before_enqueue", data.value))
+            return data
+
+    mini_broker.create_topic("hinit", partitions=1)
+    with Producer({"bootstrap.servers": mini_broker.bootstrap, "producer.type": "async",
+                   "queue.time": 7, "callback.handler": Seen()}) as p:
+        p.send(ProducerData("hinit", b"a"))
+        p.send(ProducerData("hinit", b"b"))
+    assert [s[0] for s in seen] == ["init", "before_enqueue", "before_enqueue"]
+    config = seen[0][1]        # aliases resolved to Kafka's names, defaults filled in
+    host, port = mini_broker.bootstrap.rsplit(":", 1)
+    assert tuple(config["metadata.broker.list"]) == ((host, int(port)),)
+    assert config["queue.buffering.max.ms"] == 7 and config["producer.type"] == "async"
+    assert config["batch.num.messages"] > 0 and "queue.time" not in config
+    assert [m.value for m in read_partition(mini_broker.bootstrap, "hinit", 0)] == [b"a", b"b"]

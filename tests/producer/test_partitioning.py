@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from kclient.producer import Producer, ProducerData
+from tests.needs import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = [b"", b"a", b"key", b"user-1", b"user-42", b"\x00\xff\x10", "ключ".encode(),
@@ -25,7 +24,7 @@ def _kclient_partitions(bootstrap, topic):
 
 def test_partitions_match_librdkafka_murmur2(mini_broker):
     """librdkafka's ``murmur2_random`` partitioner is the Java client's murmur2."""
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+    confluent_kafka = need_module("confluent_kafka")
     mini_broker.create_topic("keys-ck", 12)
     ours = _kclient_partitions(mini_broker.bootstrap, "keys-ck")
     theirs = {}
@@ -43,7 +42,7 @@ def test_partitions_match_librdkafka_murmur2(mini_broker):
 
 
 def test_partitions_match_kafka_python():
-    pytest.importorskip("kafka")
+    need_module("kafka")
     from kafka.partitioner.default import murmur2 as their_murmur2
 
     from kclient.partitioner import DefaultPartitioner

@@ -12,13 +12,13 @@ import pytest
 from kclient.errors import IllegalStateError, MessageSizeTooLargeError
 from kclient.producer import Producer, data, producer
 from kclient.producer.data import _PyProducerData
+from tests.needs import c_twin
 
 from .conftest import read_partition
 
 C = data.speedups.ProducerData if data.speedups is not None else None
 #: The C half of a twin test; test_the_speedups_are_built_here fails when a normal run lacks it.
-needs_c = pytest.mark.skipif(C is None and os.environ.get("KCLIENT_PURE_PYTHON") == "1",
-                             reason="KCLIENT_PURE_PYTHON=1 leaves the C speed-ups out")
+needs_c = c_twin(C)
 BOTH = [pytest.param(_PyProducerData, id="python"), pytest.param(C, id="c", marks=needs_c)]
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from kclient.producer import Producer, ProducerData
 from kclient.zkutils import parse_broker
+from tests.needs import need_module
 
 from .conftest import assert_reports_match_log
 
@@ -47,7 +48,7 @@ def test_registration_formats():
 def test_discovery_through_zookeeper_of_a_secured_listener(zookeeper, tmp_path):
     """With security.protocol=SSL the producer takes each broker's SSL endpoint from its
     registration (a broker registers every listener), not the PLAINTEXT one."""
-    pytest.importorskip("cryptography")
+    need_module("cryptography")
     from kclient.broker import MiniBroker
     from kclient.simple import FetchRequest, SimpleConsumer
     from kclient.testing.certs import make_certificates

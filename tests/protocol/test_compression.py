@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kclient.protocol import compression as c
 from kclient.protocol.errors import KafkaError, ProtocolDecodeError, UnsupportedCodecError
+from tests.needs import need_module
 
 DATA = b"".join(b"message %d with some repetitive payload; " % i for i in range(3000))
 CODECS = [c.NONE, c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]
@@ -96,7 +97,7 @@ def test_snappy_reads_xerial_with_little_endian_version_fields():
 
 
 def test_snappy_reads_kafka_python_output():
-    codec = pytest.importorskip("kafka.codec")
+    codec = need_module("kafka.codec")
     assert c.decompress(c.SNAPPY, codec.snappy_encode(DATA)) == DATA
     assert c.decompress(c.SNAPPY, codec.snappy_encode(DATA, xerial_compatible=False)) == DATA
     assert codec.snappy_decode(c.compress(c.SNAPPY, DATA)) == DATA
@@ -168,7 +169,7 @@ class _XXHashShim:
 
 
 def test_lz4_magic_0_interoperates_with_kafka_python(monkeypatch):
-    codec = pytest.importorskip("kafka.codec")
+    codec = need_module("kafka.codec")
     monkeypatch.setattr(codec, "xxhash", _XXHashShim)
     theirs = codec.lz4_encode_old_kafka(DATA)
     assert c.decompress(c.LZ4, theirs, 0) == DATA

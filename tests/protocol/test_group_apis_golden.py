@@ -21,6 +21,7 @@ from kclient.protocol.apis.leave_group import LEAVE_GROUP
 from kclient.protocol.apis.offset_commit import OFFSET_COMMIT
 from kclient.protocol.apis.offset_fetch import OFFSET_FETCH
 from kclient.protocol.apis.sync_group import SYNC_GROUP
+from tests.needs import requires
 
 # --- hand-rolled wire primitives (deliberately independent of kclient.protocol.types) ---
 
@@ -531,7 +532,7 @@ else:
         LEAVE_GROUP: kp_old_group, CREATE_TOPICS: kp_old_admin, DELETE_TOPICS: kp_old_admin,
     }
 
-requires_kafka_python = pytest.mark.skipif(not KP_NEW, reason="kafka-python not installed")
+requires_kafka_python = requires(None if KP_NEW else "kafka-python not installed (pip install -e '.[test]')")
 
 
 def _old_class(api, kind, version):

@@ -14,6 +14,7 @@ from kclient.protocol import apis as apis_package
 from kclient.protocol import messages
 from kclient.protocol.apis import ALL_APIS, METADATA
 from kclient.protocol.codegen import MESSAGES_DIR, class_names, family, render_modules
+from tests.needs import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ def test_decoded_messages_stay_structs():
 
 def _mypy(tmp_path, *args):
     if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("mypy not installed (pip install -e '.[test]')")
+        missing("mypy not installed (pip install -e '.[test]')")
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"),
          "--follow-imports=silent", "--no-error-summary", *args],

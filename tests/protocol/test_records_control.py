@@ -17,6 +17,7 @@ from kclient.protocol.records import (
     parse_control_key,
     parse_end_txn_marker,
 )
+from tests.needs import need_module
 
 
 def test_key_and_value_bytes_are_kafkas_layout():
@@ -57,7 +58,7 @@ def test_malformed_markers_are_refused(key, value):
 
 
 def test_kafka_python_reads_our_marker():
-    default_records = pytest.importorskip("kafka.record.default_records")
+    default_records = need_module("kafka.record.default_records")
     raw = build_marker_batch(99, 1, False, 3, base_offset=10)
     batch = default_records.DefaultRecordBatch(raw)
     assert batch.is_control_batch and batch.is_transactional

@@ -9,8 +9,9 @@ import pytest
 
 from kclient.protocol import compression as c
 from kclient.protocol.records import RecordsReader, build_batch, build_message_set
+from tests.needs import need_module
 
-kafka_record = pytest.importorskip("kafka.record")
+kafka_record = need_module("kafka.record")
 from kafka import codec as kp_codec  # noqa: E402
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder  # noqa: E402
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder  # noqa: E402

@@ -16,6 +16,7 @@ from kclient.protocol.records import (
     scan_log,
     validate_records,
 )
+from tests.needs import need_module
 from tests.protocol.test_compression import _XXHashShim
 
 TS = 1_650_000_000_000
@@ -86,7 +87,7 @@ def test_assign_offsets_with_log_append_time():
         (TS + 1000, 1)}
     assert [r.timestamp_type for r in recs].count(-1) == 3     # v0 has no timestamps
     assert [e.max_timestamp for e in result.entries] == [TS + 1000] * 3 + [-1, -1, TS + 1000]
-    kp = pytest.importorskip("kafka.record.memory_records")
+    kp = need_module("kafka.record.memory_records")
     for batch in kp.MemoryRecords(result.data):
         assert batch.validate_crc()
 
@@ -139,8 +140,8 @@ def test_convert_records_keeps_offsets_keys_values(target, monkeypatch):
     assert [g[:3] for g in got] == [s[:3] for s in src]
     if target == 2:
         assert [g[4] for g in got] == [s[4] for s in src]
-    kp = pytest.importorskip("kafka.record.memory_records")
-    monkeypatch.setattr(pytest.importorskip("kafka.codec"), "xxhash", _XXHashShim)
+    kp = need_module("kafka.record.memory_records")
+    monkeypatch.setattr(need_module("kafka.codec"), "xxhash", _XXHashShim)
     assert [r.offset for b in kp.MemoryRecords(out) for r in b] == list(range(50, 60))
 
 

@@ -9,8 +9,13 @@ import struct
 import pytest
 
 from kclient.protocol.records import build_batch, v2_walk
+from tests.needs import c_twin
 
-walk = pytest.importorskip("kclient.protocol.records._walk")
+try:
+    from kclient.protocol.records import _walk as walk
+except ImportError:
+    walk = None
+pytestmark = c_twin(walk, "the C record walker")
 
 HEADER = 61          # v2 batch header; the records section follows
 

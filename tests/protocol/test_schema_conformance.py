@@ -12,8 +12,9 @@ import pytest
 from kclient.protocol.apis import ALL_APIS
 from kclient.protocol.schema import parse_versions
 from kclient.protocol.types import ArrayOf, Type
+from tests.needs import need_module
 
-kafka_protocol = pytest.importorskip("kafka.protocol")
+kafka_protocol = need_module("kafka.protocol")
 RESOURCES = Path(kafka_protocol.__file__).parent / "schemas" / "resources"
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from kclient.broker import MiniBroker
 from kclient.testing.certs import make_certificates
+from tests.needs import need_module
 
 FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -13,7 +14,7 @@ FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory):
     """CA, broker, client, expired, wrong-host and foreign-CA certificates (PEM)."""
-    pytest.importorskip("cryptography")
+    need_module("cryptography")
     return make_certificates(tmp_path_factory.mktemp("certs"))
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from kclient.errors import TopicAuthorizationFailedError
 from kclient.testing import KafkaTools, kafka_problem
+from tests.needs import missing, need_module
 
 from .conftest import ACL_USERS as USERS
 from .test_acls import produce
@@ -18,8 +19,8 @@ def _librdkafka(broker, user):
 
 
 def test_confluent_admin_client_creates_describes_and_deletes_acls(acl_broker):
-    ck = pytest.importorskip("confluent_kafka")
-    admin_mod = pytest.importorskip("confluent_kafka.admin")
+    ck = need_module("confluent_kafka")
+    admin_mod = need_module("confluent_kafka.admin")
     admin = admin_mod.AdminClient(_librdkafka(acl_broker, "admin"))
     binding = admin_mod.AclBinding(
         admin_mod.ResourceType.TOPIC, "orders", admin_mod.ResourcePatternType.LITERAL,
@@ -56,7 +57,7 @@ def test_confluent_admin_client_creates_describes_and_deletes_acls(acl_broker):
 def test_kafka_acls_tool(acl_broker, tmp_path, version):
     problem = kafka_problem(version)
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     config = tmp_path / "admin.properties"
     config.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"

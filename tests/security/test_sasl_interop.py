@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from kclient import Producer, ProducerData
+from tests.needs import missing, need_module
 
 from .conftest import USERS, sasl_client
 
@@ -33,7 +34,7 @@ def _librdkafka_conf(broker, certs, protocol, mechanism, password=None):
 
 @pytest.mark.parametrize("protocol,mechanism", COMBINATIONS)
 def test_confluent_kafka(sasl_broker, certs, protocol, mechanism):
-    ck = pytest.importorskip("confluent_kafka")
+    ck = need_module("confluent_kafka")
     topic = f"ck-{mechanism}"
     _kclient_produce(sasl_broker, certs, protocol, mechanism, topic)
     conf = _librdkafka_conf(sasl_broker, certs, protocol, mechanism)
@@ -62,7 +63,7 @@ def test_confluent_kafka(sasl_broker, certs, protocol, mechanism):
 
 @pytest.mark.parametrize("protocol,mechanism", COMBINATIONS)
 def test_kafka_python(sasl_broker, certs, protocol, mechanism):
-    kafka = pytest.importorskip("kafka")
+    kafka = need_module("kafka")
     topic = f"kp-{mechanism}"
     _kclient_produce(sasl_broker, certs, protocol, mechanism, topic)
     bootstrap = sasl_broker.bootstrap_of(protocol)
@@ -91,7 +92,7 @@ def test_kafka_python(sasl_broker, certs, protocol, mechanism):
 def test_kcat(sasl_broker, certs, protocol, mechanism):
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
-        pytest.skip("kcat not installed")
+        missing("kcat not installed")
     topic = f"kc-{mechanism}"
     _kclient_produce(sasl_broker, certs, protocol, mechanism, topic)
     conf = _librdkafka_conf(sasl_broker, certs, protocol, mechanism)

@@ -20,6 +20,7 @@ from kclient.errors import (
 )
 from kclient.security import SecuritySettings
 from kclient.simple import FetchRequest, SimpleConsumer
+from tests.needs import missing
 
 from .conftest import ssl_client, tls_broker_config
 
@@ -89,7 +90,7 @@ def test_client_certificate_required_and_given(tmp_path, certs):
 def test_a_ca_directory_as_openssl_hashes_it(tls_broker, certs, tmp_path):
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.skip("openssl not installed")
+        missing("openssl not installed")
     subject_hash = subprocess.run([openssl, "x509", "-hash", "-noout", "-in", str(certs.ca)],
                                   capture_output=True, text=True, check=True).stdout.strip()
     ca_dir = tmp_path / "cas"

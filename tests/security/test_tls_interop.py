@@ -5,9 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import pytest
-
 from kclient import Producer, ProducerData
+from tests.needs import missing, need_module
 
 from .conftest import ssl_client
 
@@ -18,7 +17,7 @@ def _kclient_produce(bootstrap, certs, topic, values):
 
 
 def test_confluent_kafka_over_tls(tls_broker, certs):
-    ck = pytest.importorskip("confluent_kafka")
+    ck = need_module("confluent_kafka")
     bootstrap = tls_broker.bootstrap_of("SSL")
     conf = {"bootstrap.servers": bootstrap, "security.protocol": "SSL",
             "ssl.ca.location": str(certs.ca)}
@@ -42,7 +41,7 @@ def test_confluent_kafka_over_tls(tls_broker, certs):
 
 
 def test_kafka_python_over_tls(tls_broker, certs):
-    kafka = pytest.importorskip("kafka")
+    kafka = need_module("kafka")
     bootstrap = tls_broker.bootstrap_of("SSL")
     tls = {"security_protocol": "SSL", "ssl_cafile": str(certs.ca)}
     _kclient_produce(bootstrap, certs, "kp", [b"from-kclient"])
@@ -63,7 +62,7 @@ def test_kafka_python_over_tls(tls_broker, certs):
 def test_kcat_over_tls(tls_broker, certs):
     kcat = shutil.which("kcat") or shutil.which("kafkacat")
     if kcat is None:
-        pytest.skip("kcat not installed")
+        missing("kcat not installed")
     bootstrap = tls_broker.bootstrap_of("SSL")
     tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs.ca}"]
     _kclient_produce(bootstrap, certs, "kc", [b"from-kclient"])

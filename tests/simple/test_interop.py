@@ -10,9 +10,10 @@ import subprocess
 import pytest
 
 from kclient.simple import FetchRequest, OffsetRequest, SimpleConsumer
+from tests.needs import missing, need_module
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
-kafka = pytest.importorskip("kafka")
+confluent_kafka = need_module("confluent_kafka")
+kafka = need_module("kafka")
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 300
@@ -74,7 +75,7 @@ def test_reads_what_kafka_python_wrote(target, codec):
 
 def kcat(args, stdin=None):
     if not shutil.which("kcat"):
-        pytest.skip("kcat not installed (apt-get install kcat)")
+        missing("kcat not installed (apt-get install kcat)")
     proc = subprocess.run(["kcat", *args], input=stdin, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kclient.errors import CorruptRecordError, UnsupportedCodecError
 from kclient.protocol.records import build_batch, build_message_set, v2_walk
 from kclient.simple import ByteBufferMessageSet, Message, MessageAndOffset
+from tests.needs import need_module
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -22,7 +23,7 @@ CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 @pytest.fixture(autouse=True)
 def _xxhash_for_kafka_python(monkeypatch):
     """kafka-python needs the xxhash package for magic-0 LZ4; give it kclient's xxh32."""
-    kp_codec = pytest.importorskip("kafka.codec")
+    kp_codec = need_module("kafka.codec")
     from tests.protocol.test_compression import _XXHashShim
     monkeypatch.setattr(kp_codec, "xxhash", _XXHashShim)
 
@@ -260,7 +261,7 @@ def test_read_committed_stops_at_the_last_stable_offset_and_drops_aborted():
                               read_committed=True, aborted_transactions=[(8, 3)])
     assert [m.message.value for m in ms] == [b"x0", b"x1"]
     assert ms.next_offset == 5                       # past both markers, not into z0
-    assert [c for c in ms.columns().values] == [b"x0", b"x1"]
+    assert list(ms.columns().values) == [b"x0", b"x1"]
     plain = ByteBufferMessageSet(buf, 0, high_watermark=6, last_stable_offset=5)
     assert [m.message.value for m in plain] == [b"x0", b"x1", b"y0", b"z0"]
     assert plain.next_offset == 6

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from tests.conftest import FAST_GROUPS
+from tests.needs import missing
 
 _names = itertools.count()
 
@@ -22,7 +23,7 @@ def spark():
     from kclient.testing.spark import local_spark, spark_problem
     problem = spark_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
     with local_spark("local[2,3]", {"spark.sql.shuffle.partitions": "2"}) as session:
         yield session
 

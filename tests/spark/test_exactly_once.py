@@ -7,6 +7,8 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
+from tests.needs import not_applicable
+
 FAILED = (Py4JJavaError, PySparkException)
 
 
@@ -112,8 +114,9 @@ with local_spark("local[2]") as spark:
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hook walks /proc")
 def test_a_killed_driver_is_recovered_by_the_restart(spark, kafka, tmp_path):
+    if not sys.platform.startswith("linux"):
+        not_applicable("the hook walks /proc")
     src, dst, want = source(kafka)
     # another driver process: its JVM is SIGKILLed after one of two transactions committed
     run = subprocess.run([sys.executable, "-c", DRIVER, kafka.bootstrap, src, dst,

@@ -23,7 +23,7 @@ def report(r: DeliveryReport) -> None:
 
 def main(bootstrap: str) -> int:
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"},
-                  on_delivery=report, value_serializer=lambda v: json.dumps(v).encode()) as p:
+                  on_report=report, value_serializer=lambda v: json.dumps(v).encode()) as p:
         p.send(ProducerData("events", {"n": 1}, key=b"k"))
         p.send([ProducerData("events", {"n": i}) for i in range(3)])
         fut = p.produce("events", {"n": 4}, key=b"k",

@@ -223,7 +223,10 @@ class LogManager:
             each.flush()
 
     def close(self) -> None:
-        """Stop the timers, then flush and close every log (clean-shutdown markers written)."""
+        """Stop the timers, then flush and close every log (clean-shutdown markers written).
+        A second call does nothing (it must not checkpoint an empty set over the real one)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self.cleaner is not None:
             self.cleaner.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any, cast
 
@@ -44,21 +44,35 @@ def _varint(n: int) -> bytes:
     return _UV[n << 1] if 0 <= n < _HALF else encode_varint(n)
 
 
-def encode_headers(headers: RecordHeaders | None) -> bytes:
-    """Encode a record's headers: count, then (utf-8 key, nullable value) pairs."""
+def encode_headers(headers: RecordHeaders | Mapping[str, Any] | None) -> bytes:
+    """Encode a record's headers: count, then (utf-8 key, nullable value) pairs.  Headers may
+    be a list of pairs or a mapping; str values are encoded as UTF-8."""
     if not headers:
         return b"\x00"
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
     parts = [_varint(len(headers))]
-    for key, value in headers:
+    for key, value in pairs:
         kb = key.encode("utf-8") if isinstance(key, str) else bytes(key)
         parts.append(_varint(len(kb)))
         parts.append(kb)
         if value is None:
             parts.append(b"\x01")
         else:
+            if type(value) is not bytes:
+                value = _header_value(key, value)
             parts.append(_varint(len(value)))
             parts.append(value)
     return b"".join(parts)
+
+
+def _header_value(key: Any, value: Any) -> bytes:
+    """A header value as bytes: str as UTF-8, bytes-like copied; anything else a TypeError."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"header {key!r} has a {type(value).__name__} value; header values are "
+                    "bytes, str (sent as UTF-8) or None")
 
 
 def _encode_values_only(values: Iterable[bytes | None], head: bytes) -> list[bytes]:

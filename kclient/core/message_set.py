@@ -149,7 +149,7 @@ class ByteBufferMessageSet:
     iterator = __iter__
 
     def columns(self, end_offset: int | None = None) -> MessageColumns:
-        """The messages as columns (see :func:`~kclient.simple.columns.message_columns`)."""
+        """The messages as columns (see :func:`~kclient.core.columns.message_columns`)."""
         return message_columns(self, end_offset)
 
     def messages(self) -> list[MessageAndOffset]:

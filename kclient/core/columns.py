@@ -1,6 +1,6 @@
 """A fetch's messages as columns: the columnar read path (no Python object per message).
 
-:func:`message_columns` decodes a :class:`~kclient.simple.message_set.ByteBufferMessageSet`
+:func:`message_columns` decodes a :class:`~kclient.core.message_set.ByteBufferMessageSet`
 into one list per field (offsets, timestamps, timestamp types, keys, values, headers), extended
 entry by entry straight from the record decoder's columns, so the cost per message is a few list
 appends done in C.  Columnar consumers (Arrow, the Spark reader, NumPy) build their arrays from

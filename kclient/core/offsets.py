@@ -1,0 +1,87 @@
+"""A group's committed offsets at its coordinator: OffsetFetch and OffsetCommit (v1+), sans-IO.
+
+Offsets map ``(topic, partition)`` to the next offset to consume; -1 means none committed.
+A commit carries the member's generation (and static instance id); a generation error
+(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS) is raised at once (the group
+moved on: rejoin, do not retry), other retriable errors are retried after the backoff.
+(The classic API's ZooKeeper offsets sit behind the same interface in
+:mod:`kclient.consumer.offsets`.)
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kclient.errors import error_for_code
+from kclient.protocol.apis import OFFSET_COMMIT, OFFSET_FETCH
+
+from .coordinator import CoordinatorState, coordinated
+from .steps import Conversation, Sleep
+
+__all__ = ["fetch_offsets", "commit_offsets", "first_error", "GENERATION_ERRORS"]
+
+TP = tuple[str, int]
+#: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
+GENERATION_ERRORS = (22, 25, 27)
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def first_error(resp: Any) -> int:
+    """The first partition error of an OffsetFetch / OffsetCommit answer, else the top-level
+    one (OffsetFetch v2+), else 0."""
+    for t in resp.topics:
+        for p in t.partitions:
+            if p.error_code:
+                return int(p.error_code)
+    return int(resp.get("error_code", 0) or 0)
+
+
+def fetch_offsets(coord: CoordinatorState, group: str, tps: Iterable[TP]
+                  ) -> Conversation[dict[TP, int]]:
+    """OffsetFetch: the committed offset of each partition (-1: none)."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    if not by_topic:
+        return {}
+    body = {"group_id": group, "require_stable": False,
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+    resp = yield from coordinated(coord, OFFSET_FETCH, body, first_error)
+    out = {(t, p): -1 for t, ps in by_topic.items() for p in ps}
+    for topic in resp.topics:
+        for part in topic.partitions:
+            if part.error_code and part.error_code != _UNKNOWN_TOPIC_OR_PARTITION:
+                raise error_for_code(part.error_code)(
+                    f"fetching offset of {topic.name}/{part.partition_index}")
+            out[(topic.name, part.partition_index)] = part.committed_offset
+    return out
+
+
+def commit_offsets(coord: CoordinatorState, group: str, offsets: Mapping[TP, int],
+                   generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
+                   instance_id: str | None = None, retries: int = 5, backoff_s: float = 1.0
+                   ) -> Conversation[None]:
+    """OffsetCommit of the non-negative ``offsets`` with the member's current
+    ``generation()`` (generation id, member id)."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (t, p), off in offsets.items():
+        if off >= 0:
+            by_topic.setdefault(t, []).append(
+                {"partition_index": p, "committed_offset": off, "committed_metadata": ""})
+    if not by_topic:
+        return
+    for attempt in range(1 + retries):
+        generation_id, member_id = generation()
+        body = {"group_id": group, "generation_id_or_member_epoch": generation_id,
+                "member_id": member_id, "retention_time_ms": -1,
+                "group_instance_id": instance_id if member_id else None,
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        resp = yield from coordinated(coord, OFFSET_COMMIT, body, first_error)
+        code = first_error(resp)
+        if code == 0:
+            return
+        err = error_for_code(code)(f"committing offsets of group {group!r}")
+        if code in GENERATION_ERRORS or not getattr(err, "retriable", False) \
+                or attempt == retries:
+            raise err
+        yield Sleep(backoff_s)

@@ -1,0 +1,204 @@
+"""Fetch partitions at offsets over one broker connection: the threaded driver of the fetch
+pipeline (:mod:`kclient.core.fetch`).
+
+:class:`Fetcher` turns a list of :class:`PartitionFetch` (topic, partition, offset, max bytes)
+into one Fetch request and its response into one :class:`ByteBufferMessageSet` per partition,
+in request order, each carrying the decoded messages (lazily), the high watermark and the
+partition's error, if any.  SimpleConsumer, the ConsumerConnector's fetcher threads,
+kclient.Consumer and the Spark reader all read through it; what a request asks and what an
+answer means is the core's (:func:`~kclient.core.fetch.fetch_body`,
+:func:`~kclient.core.fetch.read_response`, :func:`~kclient.core.fetch.grow_oversized`).
+
+What it adds to the core:
+
+* **Pipelining.**  ``send()`` / ``receive()`` split the round trip, and with ``prefetch`` the
+  fetcher sends the natural next request (every partition at its ``next_offset``) as soon as a
+  response with data arrived, so the broker works while the caller decodes.  The speculative
+  response is used only when the next ``fetch()`` asks exactly for it, and only while younger
+  than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
+  watermark does not change, so a used speculative response equals a fresh one except that its
+  high watermark may be that much older.
+* **Oversized messages** are fetched again with the size doubled (the core decides which and
+  how far) up to ``max_buffer_size``; past that bound they fail with
+  ``MessageSizeTooLargeError``.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+from kclient.connection import BrokerConnection
+from kclient.core.fetch import (
+    DEFAULT_MAX_BUFFER_SIZE,
+    FetchSettings,
+    PartitionFetch,
+    end_of,
+    fetch_body,
+    partition_fetches,
+    read_response,
+    refetch_oversized,
+)
+from kclient.core.message_set import ByteBufferMessageSet
+from kclient.core.steps import Request
+from kclient.protocol.apis import FETCH
+from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
+from kclient.protocol.errors import KafkaError
+
+from .driver import ConnectionTransport, run
+
+__all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
+
+
+class PendingFetch:
+    """A Fetch request on the wire: its correlation id, what it asked for and when."""
+
+    __slots__ = ("corr", "requests", "version", "sent_at", "key", "settings")
+
+    def __init__(self, corr: int, requests: tuple[PartitionFetch, ...], version: int,
+                 settings: FetchSettings) -> None:
+        self.corr, self.requests, self.version = corr, requests, version
+        self.sent_at = time.monotonic()
+        self.key = requests
+        self.settings = settings
+
+
+class Fetcher:
+    """Fetch partitions from one connected :class:`~kclient.connection.BrokerConnection`.
+
+    ``max_wait_ms`` / ``min_bytes`` are the Fetch long-poll settings (by default the broker
+    answers as soon as it has a byte, or after 100 ms); ``max_bytes`` bounds a response
+    (``fetch.max.bytes``; default the sum of the partitions' sizes);
+    ``version`` caps the Fetch version (default: the highest both sides support);
+    ``isolation_level`` 1 (read_committed) reads only up to the last stable offset and leaves
+    out aborted transactions (see :class:`ByteBufferMessageSet`).  Thread-safe: one fetch at
+    a time.
+    """
+
+    def __init__(self, conn: BrokerConnection, *, max_wait_ms: int = 100, min_bytes: int = 1,
+                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: int | None = None,
+                 validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+                 prefetch: bool = True, prefetch_max_age_ms: int = 1000,
+                 isolation_level: int = 0, max_bytes: int | None = None) -> None:
+        self.conn = conn
+        self.isolation_level = isolation_level
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.max_buffer_size = max_buffer_size
+        self.version = version
+        self.validate_crc = validate_crc
+        self.max_decompressed = max_decompressed
+        self.prefetch = prefetch
+        self.prefetch_max_age = prefetch_max_age_ms / 1000.0
+        self._speculative: PendingFetch | None = None
+        self._lock = threading.RLock()
+        #: Fetch requests written, and speculative responses used / dropped (tests, tuning).
+        self.requests_sent = 0
+        self.prefetch_hits = 0
+        self.prefetch_misses = 0
+
+    @property
+    def settings(self) -> FetchSettings:
+        """The core's settings from this fetcher's attributes (which callers may change)."""
+        return FetchSettings(self.max_wait_ms, self.min_bytes, self.max_bytes,
+                             self.isolation_level, self.validate_crc, self.max_decompressed,
+                             self.max_buffer_size)
+
+    # -- one round trip ----------------------------------------------------------------------
+    def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
+        """Write one Fetch request for ``requests``; returns the handle to :meth:`receive`."""
+        asked = partition_fetches(requests)
+        settings = self.settings
+        version = self.conn.version(FETCH, self.version)
+        corr = self.conn.send(FETCH, fetch_body(asked, settings), version)
+        self.requests_sent += 1
+        return PendingFetch(corr, asked, version, settings)
+
+    def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
+        """Wait for the response to ``pending``: one message set per request, in order."""
+        return read_response(self.conn.receive(pending.corr),  # type: ignore[arg-type]
+                             pending.requests, pending.settings)
+
+    # -- the full fetch ----------------------------------------------------------------------
+    def fetch(self, requests: Sequence[PartitionFetch]) -> list[ByteBufferMessageSet]:
+        """Fetch ``requests`` in one round trip (plus retries for oversized messages)."""
+        asked = tuple(PartitionFetch(*r) for r in requests)
+        if not asked:
+            return []
+        with self._lock:
+            results = self._take_speculative(asked)
+            if results is None:
+                results = self.receive(self.send(asked))
+            results = self._grow_oversized(asked, results)
+            if self.prefetch:
+                self._speculate(asked, results)
+            return results
+
+    def end_of(self, ms: ByteBufferMessageSet) -> int:
+        """Where readable data ends: the high watermark, or with read_committed the last
+        stable offset (when the broker sent one)."""
+        return end_of(ms, self.isolation_level)
+
+    def discard_prefetch(self) -> None:
+        """Read and drop a speculative response still on the wire (before other use)."""
+        with self._lock:
+            pending, self._speculative = self._speculative, None
+            if pending is not None:
+                self._drop(pending)
+
+    def reset(self) -> None:
+        """Forget a speculative request without reading it (the connection was replaced)."""
+        self._speculative = None
+
+    def _drop(self, pending: PendingFetch) -> None:
+        self.prefetch_misses += 1
+        try:
+            self.conn.receive(pending.corr)
+        except KafkaError:
+            pass  # the caller's own request will meet the same broken connection
+
+    def _take_speculative(self, requests: tuple[PartitionFetch, ...]
+                          ) -> list[ByteBufferMessageSet] | None:
+        pending, self._speculative = self._speculative, None
+        if pending is None:
+            return None
+        if pending.key == requests and time.monotonic() - pending.sent_at <= self.prefetch_max_age:
+            self.prefetch_hits += 1
+            return self.receive(pending)
+        self._drop(pending)
+        return None
+
+    def _speculate(self, requests: Iterable[PartitionFetch],
+                   results: list[ByteBufferMessageSet]) -> None:
+        nxt: list[PartitionFetch] = []
+        for r, ms in zip(requests, results):
+            if ms.error is not None or not ms.entries or ms.next_offset >= self.end_of(ms):
+                return  # only when every partition has more data waiting at the broker
+            nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
+        try:
+            self._speculative = self.send(nxt)
+        except KafkaError:
+            self._speculative = None
+
+    def _grow_oversized(self, requests: Sequence[PartitionFetch],
+                        results: list[ByteBufferMessageSet]
+                        ) -> list[ByteBufferMessageSet]:
+        """Refetch partitions whose first message did not fit, doubling their size."""
+        version = self.conn.version(FETCH, self.version)
+        return run(refetch_oversized(requests, results, self.settings, version=version),
+                   _Counted(self))
+
+
+class _Counted(ConnectionTransport):
+    """The fetcher's connection, counting the requests written in ``requests_sent``."""
+
+    __slots__ = ("fetcher",)
+
+    def __init__(self, fetcher: Fetcher) -> None:
+        super().__init__(fetcher.conn)
+        self.fetcher = fetcher
+
+    def send(self, request: Request) -> int | None:
+        self.fetcher.requests_sent += 1
+        return super().send(request)

@@ -1,0 +1,50 @@
+"""Observability built in: OpenTelemetry tracing, metrics and a Prometheus endpoint.
+
+Every client asks :func:`tracing_for` once, at construction, whether to trace.  The answer is
+None - and the client keeps its untraced code paths, paying nothing per record - unless
+``opentelemetry-api`` is installed and a real tracer provider is set (the ``tracer.provider``
+config key, else OpenTelemetry's global one).  A client made before the global provider was
+set stays untraced.  docs/observability.md has the set-up.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .tracing import Tracing
+
+__all__ = ["tracing_for", "provider_from"]
+
+
+def provider_from(given: Any) -> Any:
+    """The tracer provider to use: ``given``, else the global one if it is a real one, else
+    None (opentelemetry-api absent, or no provider set)."""
+    if given is not None:
+        return given
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
+    return provider
+
+
+def tracing_for(config: Mapping[str, Any], group: str | None = None,
+                metrics: Any = None) -> Tracing | None:
+    """The client's :class:`~kclient.observability.tracing.Tracing`, or None when it must not
+    trace (see the module docstring).  ``config`` is the client's loaded Config; ``metrics``
+    its ClientMetrics (a consumer's: process durations are counted there)."""
+    provider = provider_from(config.get("tracer.provider"))
+    if provider is None:
+        return None
+    from opentelemetry import trace
+
+    if isinstance(provider, trace.NoOpTracerProvider):
+        return None          # given explicitly to switch tracing off
+    from .semconv import names
+    from .tracing import Tracing
+    return Tracing(provider, names(), config.get("client.id"),
+                   config.get("metadata.broker.list") or (), group, metrics)
