@@ -88,8 +88,9 @@ class AIOConnection:
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1
             self.stats.state = "DOWN"
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"cannot connect within {timeout:.1f}s: {exc!r}") from exc
+            why = f"no answer within {timeout:.1f}s (connect.timeout.ms)" \
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else str(exc)
+            raise KafkaConnectionError(self.host, self.port, why) from exc
         self._proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         self._closed = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())

@@ -6,7 +6,16 @@ import argparse
 from collections.abc import Generator
 from typing import Any
 
-from .common import UsageError, add_connection_options, admin_client, client_config, subcommand
+from .common import (
+    CommandError,
+    UsageError,
+    add_connection_options,
+    add_topic_argument,
+    admin_client,
+    client_config,
+    subcommand,
+    topic_of,
+)
 from .encoding import BINARY_FORMATS
 from .outputs import Formatter
 
@@ -99,8 +108,29 @@ def read_partitions(args: argparse.Namespace, exit_at_end: bool
             c.close()
 
 
+def _settle_args(args: argparse.Namespace) -> None:
+    """-t TOPIC or TOPIC; --from-beginning as -o earliest (kafka-console-consumer's flag)."""
+    args.topic = topic_of(args)
+    if args.from_beginning and args.offset not in (None, "earliest", "beginning"):
+        raise UsageError(f"--from-beginning and -o {args.offset} disagree; give one")
+    args.offset = args.offset or ("earliest" if args.from_beginning else "latest")
+
+
+def _check_topic(args: argparse.Namespace) -> None:
+    """A missing topic is an error naming it: consume never creates one (a typo would)."""
+    with admin_client(args) as admin:
+        admin.cluster.refresh([args.topic], allow_auto_create=False)
+        info = admin.cluster.topics.get(args.topic)
+    if info is None or info.error_code:
+        raise CommandError(
+            f"topic {args.topic!r} does not exist (consume never creates topics; "
+            f"`kclient topics create {args.topic}` does)")
+
+
 def _run(args: argparse.Namespace) -> int:
+    _settle_args(args)
     out = Formatter(args)
+    _check_topic(args)
     if args.group:
         return _run_group(args, out)
     count = 0
@@ -158,18 +188,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient consume events -p 0 -o -10 -c 10 --format json\n"
                    "kclient consume events -G my-group -e -f '%p/%o %k=%s\\n'\n"
                    "kclient consume blobs -o earliest -e --binary base64 | base64 -d")
-    p.add_argument("topic")
+    add_topic_argument(p)
     p.add_argument("-p", "--partition", type=int, action="append", metavar="P",
                    help="read only this partition (repeatable; default: all)")
-    p.add_argument("-o", "--offset", default="latest", type=_check_offset,
+    p.add_argument("-o", "--offset", type=_check_offset,
                    help="earliest, latest (default), N, -N (N before the end), @timestamp_ms")
+    p.add_argument("--from-beginning", action="store_true",
+                   help="-o earliest (kafka-console-consumer's flag)")
     p.add_argument("-G", "--group", help="consume as a member of this group (commits at exit)")
     p.add_argument("-c", "--count", type=int, help="exit after this many messages")
     p.add_argument("-e", "--exit-at-end", action="store_true",
                    help="exit at the end of every partition (with -G: after "
                         f"{GROUP_END_MS} ms without data)")
     p.add_argument("--format", default="raw", choices=("raw", "json"),
-                   help="raw: the value (-K: key SEP value); json: one object with metadata")
+                   help="raw: the value (-K: key SEP value); json: one object with metadata, "
+                        "its \"encoding\" saying how key, value and header values are "
+                        "written (utf-8, or base64 when one is not UTF-8 text)")
     p.add_argument("-f", "--fmt", metavar="FORMAT",
                    help="kcat-style: %%t topic %%p partition %%o offset %%k key %%s value "
                         "%%h headers %%T timestamp %%S value size, \\n \\t")

@@ -9,7 +9,14 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from .common import UsageError, add_connection_options, client_config, subcommand
+from .common import (
+    UsageError,
+    add_connection_options,
+    add_topic_argument,
+    client_config,
+    subcommand,
+    topic_of,
+)
 from .encoding import BINARY_FORMATS, decode_field
 
 __all__ = ["register", "parse_line"]
@@ -86,7 +93,13 @@ def _run(args: argparse.Namespace) -> int:
         if report.error is None:
             partitions[report.partition] = partitions.get(report.partition, 0) + len(report)
 
+    args.topic = topic_of(args)
     producer = Producer(cfg, on_report=delivered)
+    try:
+        producer.context.cluster.any_connection()   # a dead cluster: one line, at once
+    except BaseException:
+        producer.close()
+        raise
     try:
         for number, line in enumerate(_lines(stream), 1):
             try:
@@ -137,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient produce events --format json --file msgs.jsonl --codec zstd\n"
                    "  (a JSON line: {\"key\": \"k1\", \"value\": \"v\", \"headers\": {\"h\": \"x\"}})\n"
                    "base64 < blobs.txt | kclient produce blobs --binary base64")
-    p.add_argument("topic")
+    add_topic_argument(p)
     p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     p.add_argument("-K", "--key-separator", metavar="SEP", help="split each line into key SEP value")
     p.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE",
