@@ -92,7 +92,7 @@ def test_group_split_commit_resume(kafka4):
         assert not a.assignment() & b.assignment()
         assert {r.value for r in got["a"] + got["b"]} == {b"m%d" % i for i in range(400)}
         for c in (a, b):                     # commit 60 of each owned partition's 100
-            await c.commit({tp: 60 for tp in c.assignment()})
+            await c.commit(dict.fromkeys(c.assignment(), 60))
         await a.close()
         await b.close()
         async with AIOConsumer(topic, **_conf(bs, group)) as c:

@@ -67,7 +67,7 @@ def test_modern_consumer_on_kafka4(kafka4):
         assert len(_poll(a, 5)) == 5
         stamps = a.offsets_for_times({tps[0]: 1_700_000_002_500, tps[1]: 1_800_000_000_000})
         assert stamps[tps[0]] == (3, 1_700_000_003_000) and stamps[tps[1]] is None
-        assert a.end_offsets(tps) == {tp: 5 for tp in tps}
+        assert a.end_offsets(tps) == dict.fromkeys(tps, 5)
         # a second member: Kafka's coordinator rebalances; Java's listener order
         b.subscribe([topic], listener=Recorder("b", log))
         stop = threading.Event()

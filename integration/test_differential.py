@@ -250,7 +250,7 @@ def test_fetch_v2_data_at_old_versions(twin3):
     twin3.case = "fetch v2 data at old versions"
     create(twin3, "new-format")
     twin3.request(PRODUCE, 3, produce_body("new-format", batch(5)))
-    for version in range(0, 4):
+    for version in range(4):
         twin3.request(FETCH, version, fetch_body("new-format"), "from 0")
         twin3.request(FETCH, version, fetch_body("new-format", 2), "from 2")
     check("fetch v2 data at old versions", twin3)

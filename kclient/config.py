@@ -33,6 +33,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   default 1000000 is librdkafka's.
 * ``statistics.interval.ms`` (0: off) and ``stats.cb`` (alias ``stats_cb``) are librdkafka's:
   the client's ``metrics()`` as JSON to the callback every interval (docs/metrics.md).
+* ``statistics.format`` ``kclient`` (the metrics() layout); ``librdkafka`` gives stats_cb
+  librdkafka's STATISTICS.md layout, for dashboards built on confluent-kafka's stats.
 * ``tracer.provider`` (unset: OpenTelemetry's global provider when set) gives a client its own
   OpenTelemetry tracer provider (docs/observability.md).
 * ``queue.buffering.max.messages`` 100000 (0.8.2: 10000), so the queue holds several full
@@ -223,6 +225,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("stats.cb", None, ClassRef("__call__"), _BOTH,
          "Callable(json_text) called every statistics.interval.ms with metrics() as JSON "
          "(confluent-kafka's stats_cb).", "stats_cb", differs="no such key"),
+    _key("statistics.format", "kclient", Choice(("kclient", "librdkafka")), _BOTH,
+         "Layout of the stats_cb JSON: kclient's metrics() (docs/metrics.md), or librdkafka's "
+         "STATISTICS.md for the fields kclient has (docs/observability.md).",
+         differs="no such key"),
     _key("tracer.provider", None, ClassRef("get_tracer"), _BOTH,
          "OpenTelemetry TracerProvider whose tracer makes this client's spans (unset: the "
          "global one when set; a NoOpTracerProvider switches tracing off); see "

@@ -7,6 +7,14 @@ disconnects into clear errors that fail every request still waiting.
 ``request_timeout_ms`` bounds a whole response, not each socket read: :meth:`receive` sets one
 deadline when it starts waiting and every partial read gets only what is left of it, so a broker
 that trickles a response byte by byte (or lies about its length) cannot hold the caller longer.
+
+:meth:`BrokerConnection.close` may come from any thread and always wakes a thread waiting on the
+socket: it shuts the socket down (a blocked ``recv``/``sendall`` returns at once) but releases the
+file descriptor only when no thread is inside a socket call any more.  Closing the descriptor
+under a reader let the kernel hand its number to the next socket opened, and a reader that had
+taken the number but not yet entered ``poll`` then waited on that stranger's socket for the whole
+request timeout.  A close that lands while :meth:`connect` is opening the socket cancels that
+connect instead of being lost.
 """
 from __future__ import annotations
 
@@ -116,6 +124,12 @@ class BrokerConnection:
         self._bufsizes = (settings.send_buffer_bytes, settings.receive_buffer_bytes)
         self.versions: dict[int, tuple[int, int]] = {}
         self._sock: socket.socket | None = None
+        #: guards _sock, _users and _closes: close() may come from any thread
+        self._state = threading.Lock()
+        #: threads inside a call on each socket; close() leaves the descriptor to the last one
+        self._users: dict[socket.socket, int] = {}
+        #: count of close() calls: a connect() that sees it change was cancelled
+        self._closes = 0
         self._protocol = ClientProtocol(self.client_id, self.max_frame)
         self._responses: dict[int, Struct] = {}
         self._send_lock = threading.Lock()
@@ -154,8 +168,9 @@ class BrokerConnection:
         failed = self._auth_failure
         if failed is not None and time.monotonic() < failed[0]:
             raise failed[1]
-        self._open()
-        self._versions()
+        closes = self._closes
+        self._open(closes)
+        self._versions(closes)
         self._authenticate()
         self.stats.connects += 1
         self.stats.state = "UP"
@@ -173,28 +188,31 @@ class BrokerConnection:
             if isinstance(exc, AuthenticationError):
                 backoff = self.settings.security.auth_backoff_ms / 1000.0
                 self._auth_failure = (time.monotonic() + backoff, exc)
-            self.close(f"authentication failed: {exc}")
+            self._drop(f"authentication failed: {exc}")
             raise
         self._auth_failure = None
         self._reauth_at = reauth_due(lifetime)
 
     def raw_exchange(self, token: bytes) -> bytes:
         """One bare size-prefixed SASL token each way (SaslHandshake v0's exchange)."""
-        sock = self._require_socket()
+        sock = self._enter()
         try:
-            sock.sendall(_SIZE.pack(len(token)) + token)
-        except OSError as exc:
-            self._fail(f"send failed: {exc}", cause=exc, closed_by_peer=True)
-        deadline = time.monotonic() + self.request_timeout
-        self._fill(sock, memoryview(self._head), -1, deadline)
-        n = _SIZE.unpack(self._head)[0]
-        if n < 0 or n > self.max_frame:
-            self._fail(f"bad SASL token: size {n}")
-        answer = bytearray(n)
-        self._fill(sock, memoryview(answer), -1, deadline)
-        return bytes(answer)
+            try:
+                sock.sendall(_SIZE.pack(len(token)) + token)
+            except OSError as exc:
+                self._fail(f"send failed: {exc}", cause=exc, closed_by_peer=True)
+            deadline = time.monotonic() + self.request_timeout
+            self._fill(sock, memoryview(self._head), -1, deadline)
+            n = _SIZE.unpack(self._head)[0]
+            if n < 0 or n > self.max_frame:
+                self._fail(f"bad SASL token: size {n}")
+            answer = bytearray(n)
+            self._fill(sock, memoryview(answer), -1, deadline)
+            return bytes(answer)
+        finally:
+            self._leave(sock)
 
-    def _versions(self) -> None:
+    def _versions(self, closes: int) -> None:
         """Ask the broker for its API versions (or assume them: old brokers)."""
         if not self.api_version_request:
             self.versions = dict(fallback_versions(self.broker_version_fallback))
@@ -214,11 +232,12 @@ class BrokerConnection:
                                            f"ApiVersions exchange failed: {exc.reason}") from exc
             log.info("%s closed on ApiVersions; assuming broker %s", self.address,
                      self.broker_version_fallback)
-            self._open()
+            self._open(closes)
             self.versions = dict(fallback_versions(self.broker_version_fallback))
 
-    def _open(self) -> None:
-        self.close()
+    def _open(self, closes: int) -> None:
+        """Open a new socket; a :meth:`close` since ``closes`` was counted cancels it."""
+        self._drop("reconnecting")
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
         except OSError as exc:
@@ -240,10 +259,17 @@ class BrokerConnection:
             raise KafkaConnectionError(self.host, self.port,
                                        f"TLS handshake failed: {exc!r}") from exc
         sock.settimeout(self.request_timeout)
-        self._sock = sock
-        self._protocol = ClientProtocol(self.client_id, self.max_frame)
-        self._responses.clear()
-        self._closed_reason = None
+        with self._state:
+            cancelled = self._closes != closes
+            if not cancelled:
+                self._sock = sock
+                self._protocol = ClientProtocol(self.client_id, self.max_frame)
+                self._responses.clear()
+                self._closed_reason = None
+        if cancelled:       # close() came while we connected: it wins
+            sock.close()
+            raise KafkaConnectionError(self.host, self.port,
+                                       f"closed while connecting: {self._closed_reason}")
 
     def _negotiate(self) -> dict[int, tuple[int, int]]:
         version = API_VERSIONS.max_version
@@ -261,21 +287,54 @@ class BrokerConnection:
         raise KafkaConnectionError(self.host, self.port, "every ApiVersions version was rejected")
 
     def close(self, reason: str = "closed by the client") -> None:
-        """Close the socket; requests still waiting fail with ``reason``."""
-        sock, self._sock = self._sock, None
-        if sock is not None:
+        """Close the connection from any thread: requests still waiting fail with ``reason``
+        at once, and a :meth:`connect` under way fails instead of opening a socket."""
+        with self._state:
+            self._closes += 1
+            if self._sock is None:
+                self._closed_reason = reason
+        self._drop(reason)
+
+    def _drop(self, reason: str) -> None:
+        """Shut the socket down (waking whoever waits on it); its descriptor is released now
+        if no thread is inside a call on it, else by the last one to leave (:meth:`_leave`)."""
+        with self._state:
+            sock, self._sock = self._sock, None
+            if sock is None:
+                return
             self._closed_reason = reason
-            if self.stats.state == "UP":
-                self.stats.disconnects += 1
-            self.stats.state = "DOWN"
-            try:    # shutdown wakes a thread blocked reading this socket; close alone does not
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            try:
-                sock.close()
-            except OSError:
-                pass
+            busy = sock in self._users
+        if self.stats.state == "UP":
+            self.stats.disconnects += 1
+        self.stats.state = "DOWN"
+        try:    # a blocked recv or sendall returns now, and every later call fails
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if not busy:
+            _release(sock)
+
+    def _enter(self) -> socket.socket:
+        """The socket, counted as in use until :meth:`_leave` (so close keeps its descriptor)."""
+        with self._state:
+            sock = self._sock
+            if sock is None:
+                raise KafkaConnectionError(self.host, self.port,
+                                           self._closed_reason or "not connected")
+            self._users[sock] = self._users.get(sock, 0) + 1
+        return sock
+
+    def _leave(self, sock: socket.socket) -> None:
+        """Done with ``sock``; the last thread out of a closed socket releases it."""
+        with self._state:
+            left = self._users[sock] - 1
+            if left:
+                self._users[sock] = left
+                return
+            del self._users[sock]
+            closed = sock is not self._sock
+        if closed:
+            _release(sock)
 
     # -- requests ----------------------------------------------------------------------------
     def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
@@ -291,28 +350,36 @@ class BrokerConnection:
         if version is None:
             version = self.version(api)
         with self._send_lock:
-            sock = self._require_socket()
-            corr, frame = self._protocol.send_request(api, version, body, expect_response)
+            sock = self._enter()
             try:
-                sock.settimeout(self.request_timeout)   # a receive may have left less
-                sock.sendall(frame)
-                st = self.stats
-                st.requests += 1
-                st.by_api[api.name] += 1
-                st.bytes_out += len(frame)
-                if expect_response:
-                    st.sent_at[corr] = (time.monotonic(), api.name)
-            except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
-                self._tls_failed(_pending_alert(sock) or exc)
-            except OSError as exc:
-                if self._sock is None:                  # closed by another thread of ours
-                    self._fail(self._closed_reason or "closed by the client", cause=exc)
-                self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError),
-                           cause=exc)
-            except BaseException as exc:    # KeyboardInterrupt mid-frame: the stream is torn
-                self.close(f"interrupted while sending: {type(exc).__name__}")
-                raise
+                corr, frame = self._protocol.send_request(api, version, body, expect_response)
+                self._write(sock, api, frame, corr, expect_response)
+            finally:
+                self._leave(sock)
         return corr
+
+    def _write(self, sock: socket.socket, api: Api[Any, Any], frame: bytes, corr: int,
+               expect_response: bool) -> None:
+        """Write one whole frame (the caller holds the send lock and ``sock``)."""
+        try:
+            sock.settimeout(self.request_timeout)   # a receive may have left less
+            sock.sendall(frame)
+            st = self.stats
+            st.requests += 1
+            st.by_api[api.name] += 1
+            st.bytes_out += len(frame)
+            if expect_response:
+                st.sent_at[corr] = (time.monotonic(), api.name)
+        except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
+            self._tls_failed(_pending_alert(sock) or exc)
+        except OSError as exc:
+            if self._sock is None:                  # closed by another thread of ours
+                self._fail(self._closed_reason or "closed by the client", cause=exc)
+            self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError),
+                       cause=exc)
+        except BaseException as exc:    # KeyboardInterrupt mid-frame: the stream is torn
+            self._drop(f"interrupted while sending: {type(exc).__name__}")
+            raise
 
     def receive(self, corr: int) -> Struct:
         """Block until the response to ``corr`` arrives; earlier ones are kept for their waiters.
@@ -323,14 +390,17 @@ class BrokerConnection:
             if corr in responses:
                 return responses.pop(corr)
             deadline = time.monotonic() + self.request_timeout
+            sock = self._enter()
             try:
                 while corr not in responses:
-                    rcorr, resp = self._read_frame(corr, deadline)
+                    rcorr, resp = self._read_frame(sock, corr, deadline)
                     responses[rcorr] = resp
             except BaseException as exc:
                 if not isinstance(exc, KafkaError):   # KeyboardInterrupt mid-frame, ...
-                    self.close(f"interrupted while reading: {type(exc).__name__}")
+                    self._drop(f"interrupted while reading: {type(exc).__name__}")
                 raise
+            finally:
+                self._leave(sock)
             return responses.pop(corr)
 
     def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
@@ -338,17 +408,16 @@ class BrokerConnection:
         """Send a request and wait for its response (typed as ``api``'s response view)."""
         return cast(_Resp, self.receive(self.send(api, body, version)))
 
-    def _read_frame(self, corr: int, deadline: float) -> tuple[int, Struct]:
+    def _read_frame(self, sock: socket.socket, corr: int, deadline: float) -> tuple[int, Struct]:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
         buffer of exactly that size, decoded in place (Records fields stay views of it) - one
         copy out of the kernel for megabyte Fetch responses."""
-        sock = self._require_socket()
         head = self._head
         self._fill(sock, memoryview(head), corr, deadline)
         n = _SIZE.unpack(head)[0]
         if n < 4 or n > self.max_frame:
             if looks_like_tls(head) and not self.settings.security.uses_tls:
-                self.close("the broker answered in TLS")
+                self._drop("the broker answered in TLS")
                 raise SecurityProtocolError(
                     self.host, self.port, "the broker answered in TLS: this is an SSL or "
                     "SASL_SSL listener, but security.protocol is "
@@ -365,7 +434,7 @@ class BrokerConnection:
             return rcorr, resp
         except KafkaError as exc:
             self._fail(f"bad response: {exc}", cause=exc)
-        except Exception as exc:    # a decoder tripping over garbage is still a bad response
+        except Exception as exc:  # noqa: BLE001 - a decoder tripping over garbage is still a bad response
             self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
     def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:
@@ -401,23 +470,16 @@ class BrokerConnection:
     def _tls_failed(self, exc: ssl.SSLError) -> NoReturn:
         """Close and raise why the broker ended TLS after the handshake (TLS 1.3 refuses a
         client certificate only then)."""
-        self.close(f"TLS error: {exc}")
+        self._drop(f"TLS error: {exc}")
         raise SslAuthenticationError(
             self.host, self.port, f"the broker ended TLS: {exc.reason or exc} (does it require "
             "a client certificate: ssl.certificate.location?)") from exc
-
-    def _require_socket(self) -> socket.socket:
-        sock = self._sock
-        if sock is None:
-            reason = self._closed_reason or "not connected"
-            raise KafkaConnectionError(self.host, self.port, reason)
-        return sock
 
     def _fail(self, reason: str, timeout: bool = False, cause: BaseException | None = None,
               closed_by_peer: bool = False) -> NoReturn:
         """Close the connection and raise why (the error names this broker)."""
         self.stats.errors += 1
-        self.close(reason)
+        self._drop(reason)
         err: KafkaError
         if timeout:
             err = KafkaTimeoutError(f"{self.address}: {reason}")
@@ -428,6 +490,14 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return self._protocol.in_flight
+
+
+def _release(sock: socket.socket) -> None:
+    """Release a shut-down socket's descriptor."""
+    try:
+        sock.close()
+    except OSError:
+        pass
 
 
 def _pending_alert(sock: socket.socket) -> ssl.SSLError | None:

@@ -168,7 +168,10 @@ class ClientMetrics:
             b["requests_by_api"] = dict(b["requests_by_api"])
             samples = rtts[address]
             b["rtt_ms"] = {"p50": percentile(samples, 0.5), "p99": percentile(samples, 0.99),
-                           "samples": len(samples)}
+                           "samples": len(samples),
+                           **{f"p{int(q * 100)}": percentile(samples, q) for q in (.75, .9, .95)},
+                           "min": min(samples, default=None), "max": max(samples, default=None),
+                           "avg": sum(samples) / len(samples) if samples else None}
         return out
 
     def snapshot(self, **extra: Any) -> dict[str, Any]:
@@ -219,15 +222,25 @@ class StatsReporter(threading.Thread):
     ``statistics.interval.ms``)."""
 
     def __init__(self, snapshot: Callable[[], dict[str, Any]], stats_cb: Callable[[str], Any],
-                 interval_ms: int, name: str = "kclient-stats") -> None:
+                 interval_ms: int, name: str = "kclient-stats", fmt: str = "kclient") -> None:
         super().__init__(name=name, daemon=True)
         self.snapshot, self.stats_cb, self.interval = snapshot, stats_cb, interval_ms / 1000.0
         self._stop_event = threading.Event()
+        #: ``statistics.format``: kclient's metrics() as is, or librdkafka's STATISTICS.md layout
+        self.fmt = fmt
+        self.started = time.monotonic()
+
+    def stats(self) -> dict[str, Any]:
+        """One statistics document in the chosen layout."""
+        if self.fmt == "librdkafka":
+            from kclient.observability.librdkafka import librdkafka_stats
+            return librdkafka_stats(self.snapshot(), self.started)
+        return self.snapshot()
 
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
             try:
-                self.stats_cb(json.dumps(self.snapshot(), default=str))
+                self.stats_cb(json.dumps(self.stats(), default=str))
             except Exception:
                 log.exception("stats_cb raised")
 
@@ -278,12 +291,13 @@ def live_snapshots() -> list[dict[str, Any]]:
 
 
 def start_reporter(interval_ms: int, stats_cb: Callable[[str], Any] | None,
-                   snapshot: Callable[[], dict[str, Any]]) -> Registration:
+                   snapshot: Callable[[], dict[str, Any]], fmt: str = "kclient") -> Registration:
     """Register a client's ``metrics()`` (``snapshot``) in the live registry, with a running
-    StatsReporter when both ``statistics.interval.ms`` and ``stats_cb`` are set."""
+    StatsReporter when both ``statistics.interval.ms`` and ``stats_cb`` are set (``fmt``:
+    ``statistics.format``)."""
     r = None
     if interval_ms and stats_cb is not None:
-        r = StatsReporter(snapshot, stats_cb, interval_ms)
+        r = StatsReporter(snapshot, stats_cb, interval_ms, fmt=fmt)
         r.start()
     return Registration(snapshot, r)
 

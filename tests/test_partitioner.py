@@ -135,7 +135,7 @@ def test_partition_formula_uses_sign_bit_mask_not_abs():
     assert (h & 0x7FFFFFFF) % 1000 != abs(h) % 1000
 
 
-@pytest.mark.parametrize("length", list(range(0, 140)))
+@pytest.mark.parametrize("length", list(range(140)))
 def test_murmur2_every_length_matches_reference(length):
     data = bytes((i * 37 + length) & 0xFF for i in range(length))
     assert murmur2(data) == reference_murmur2(data)

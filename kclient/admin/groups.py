@@ -237,7 +237,7 @@ class GroupAdmin(TopicAdmin):
         wanted = list(partitions)
         if not wanted:
             return {}
-        found = self.list_offsets({tp: OffsetSpec.LATEST for tp in wanted})
+        found = self.list_offsets(dict.fromkeys(wanted, OffsetSpec.LATEST))
         return {tp: r.offset for tp, r in found.items()}
 
     def consumer_group_lag(self, group: str, storage: str = "kafka") -> GroupLag:
@@ -314,14 +314,14 @@ class GroupAdmin(TopicAdmin):
         if not partitions:
             return []
         earliest = {tp: r.offset for tp, r in
-                    self.list_offsets({tp: OffsetSpec.EARLIEST for tp in partitions}).items()}
+                    self.list_offsets(dict.fromkeys(partitions, OffsetSpec.EARLIEST)).items()}
         latest = {tp: r.offset for tp, r in
-                  self.list_offsets({tp: OffsetSpec.LATEST for tp in partitions}).items()}
+                  self.list_offsets(dict.fromkeys(partitions, OffsetSpec.LATEST)).items()}
         by_time: dict[TopicPartition, int] = {}
         if strategy == "timestamp":
             assert value is not None
             by_time = {tp: r.offset for tp, r in
-                       self.list_offsets({tp: value for tp in partitions}).items()}
+                       self.list_offsets(dict.fromkeys(partitions, value)).items()}
         plan = []
         for tp in partitions:
             current = committed[tp].offset if tp in committed else -1

@@ -4,7 +4,8 @@ Each partition has a queue of :class:`AIOBatch`; messages go to the last one unt
 ``batch.num.messages`` messages or ``batch.size`` bytes.  A batch is *ready* when it is full
 (another batch follows it), when its first message has waited ``linger``, or at once while a
 flush or close waits.  Ready batches leave in order; a batch that must be retried goes back to
-the front of its partition's queue, so a partition's batches are sent in order.
+the front of its partition's queue (behind the retries with lower sequence numbers, when the
+producer is idempotent), so a partition's batches are sent in order.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ class AIOBatch:
     """Messages for one topic partition as columns, with one future per message."""
 
     __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
-                 "size", "created", "attempts", "deadline", "created_ms", "sealed")
+                 "size", "created", "attempts", "deadline", "created_ms", "sealed",
+                 "producer_id", "producer_epoch", "base_sequence", "transactional")
 
     def __init__(self, topic: str, partition: int, created: float, deadline: float) -> None:
         self.topic, self.partition = topic, partition
@@ -39,6 +41,9 @@ class AIOBatch:
         self.created_ms = -1
         #: taken by the sender: nothing may be appended any more
         self.sealed = False
+        #: the idempotence stamp (kclient.core.idempotence), kept across retries
+        self.producer_id = self.producer_epoch = self.base_sequence = -1
+        self.transactional = False
 
     def __len__(self) -> int:
         return len(self.values)
@@ -66,8 +71,17 @@ class AIOBatch:
                 self.headers = [None] * n
             self.headers.append(headers)
 
+    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
+                     transactional: bool = False) -> None:
+        """Stamp the batch (idempotent producer); ``base_sequence`` -1 clears the stamp."""
+        self.producer_id, self.producer_epoch = producer_id, epoch
+        self.base_sequence, self.transactional = base_sequence, transactional
+
     def drop_cancelled(self) -> None:
-        """Leave out messages whose futures were cancelled before the batch was sent."""
+        """Leave out messages whose futures were cancelled before the batch was sent (not
+        from a sequenced batch: its retry must carry the same records)."""
+        if self.base_sequence >= 0:
+            return
         keep = [i for i, f in enumerate(self.futures) if not f.cancelled()]
         if len(keep) == len(self.futures):
             return
@@ -86,6 +100,9 @@ class AIOBatch:
         b = PartitionBatch(self.topic, self.partition, None, self.values, self.keys,
                            self.timestamps, self.headers, codec)
         b.created = created_ms
+        if self.base_sequence >= 0:
+            b.set_sequence(self.producer_id, self.producer_epoch, self.base_sequence,
+                           self.transactional)
         return b
 
 
@@ -116,12 +133,16 @@ class Accumulator:
         q.append(b)
         return b, True
 
-    def ready(self, now: float, all_: bool) -> tuple[list[AIOBatch], float | None]:
-        """Pop the batches ready to send; also when the next one comes due (None: none)."""
+    def ready(self, now: float, all_: bool, hold: set[tuple[str, int]] | None = None
+              ) -> tuple[list[AIOBatch], float | None]:
+        """Pop the batches ready to send (none of the partitions in ``hold``); also when the
+        next one comes due (None: none)."""
         out: list[AIOBatch] = []
         due: float | None = None
         linger = self.linger
-        for q in self.queues.values():
+        for key, q in self.queues.items():
+            if hold and key in hold:
+                continue
             while q:
                 b = q[0]
                 if all_ or len(q) > 1 or now - b.created >= linger or \
@@ -136,12 +157,17 @@ class Accumulator:
         return out, due
 
     def requeue(self, b: AIOBatch) -> None:
-        """Put a batch to retry back at the front of its partition's queue."""
+        """Put a batch to retry back at the front of its partition's queue (a sequenced one
+        behind the retries with lower sequences: the broker takes them in sequence order)."""
         key = (b.topic, b.partition)
         q = self.queues.get(key)
         if q is None:
             q = self.queues[key] = deque()
-        q.appendleft(b)
+        seq, i = b.base_sequence, 0
+        if seq >= 0:
+            while i < len(q) and 0 <= q[i].base_sequence < seq:
+                i += 1
+        q.insert(i, b)
 
     def queued(self) -> int:
         """Batches waiting in the queues."""

@@ -59,6 +59,8 @@ class AIOConnection:
         self._read_task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closed: str | None = "not connected"
+        #: count of close() calls: a connect() that sees it change was cancelled
+        self._closes = 0
         self.stats = ConnectionStats(f"{self.host}:{self.port}", node_id)
         if settings.metrics is not None:
             settings.metrics.register(self.stats)
@@ -80,8 +82,9 @@ class AIOConnection:
         """Open the stream (TLS if configured), negotiate API versions, authenticate (SASL)."""
         security = self.settings.security
         timeout = self.settings.connect_timeout_ms / 1000.0
+        closes = self._closes
         try:
-            self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
                 self.host, self.port, ssl=security.ssl_context, limit=_READ,
                 server_hostname=self.host if security.ssl_context is not None else None),
                 timeout)
@@ -91,6 +94,11 @@ class AIOConnection:
             why = f"no answer within {timeout:.1f}s (connect.timeout.ms)" \
                 if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else str(exc)
             raise KafkaConnectionError(self.host, self.port, why) from exc
+        if self._closes != closes:          # close() came while we connected: it wins
+            writer.transport.abort()
+            raise KafkaConnectionError(self.host, self.port,
+                                       f"closed while connecting: {self._closed}")
+        self._reader, self._writer = reader, writer
         self._proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         self._closed = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
@@ -232,7 +240,7 @@ class AIOConnection:
                         entry[0].set_result(resp)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # OSError, a bad frame, TLS errors
+        except Exception as exc:  # noqa: BLE001 - OSError, a bad frame, TLS errors
             self._fail(f"receive failed: {exc!r}")
 
     def _fail(self, reason: str, timeout: bool = False) -> None:
@@ -249,8 +257,12 @@ class AIOConnection:
                 fut.set_exception(exc)
 
     def close(self, reason: str = "closed by the client") -> None:
-        """Close the stream; requests still waiting fail with ``reason``."""
+        """Close the stream; requests still waiting fail with ``reason``, and a :meth:`connect`
+        under way fails instead of opening the stream."""
+        self._closes += 1
         if self._closed is not None:
+            if self._writer is None:        # not connected (yet): say why a connect fails
+                self._closed = reason
             return
         self._closed = reason
         if self.stats.state == "UP":
@@ -263,7 +275,11 @@ class AIOConnection:
         if task is not None and task is not asyncio.current_task():
             task.cancel()
         if self._writer is not None:
-            self._writer.close()
+            transport = self._writer.transport
+            if transport.get_write_buffer_size():   # bytes the broker is not reading: a
+                transport.abort()                   # drain() or wait_closed() waits on them
+            else:
+                self._writer.close()
         for fut, _ in self._waiters.values():
             if not fut.done():
                 fut.set_exception(KafkaConnectionError(self.host, self.port, reason))

@@ -134,7 +134,7 @@ class AIOConsumer(ConsumerMembership):
             raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
                                      "group.id")
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
@@ -152,6 +152,8 @@ class AIOConsumer(ConsumerMembership):
         conf = self.config
         self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
             asyncio.Lock()
+        if self._states:                    # assign() before start(): positions to resolve
+            self._needs_reset.set()
         self._fetcher = AIOFetcher(
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
@@ -180,23 +182,14 @@ class AIOConsumer(ConsumerMembership):
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
-        joining, self._join_task = self._join_task, None
-        if joining is not None and self._group is not None:
-            # the coordinator may hold that JoinGroup for a whole rebalance: drop its
-            # connection (LeaveGroup reconnects) instead of waiting behind it
-            joining.cancel()
-            self._group.coordinator.close("consumer closed during a rebalance")
-            await asyncio.gather(joining, return_exceptions=True)
+        joining = await self._cancel_join()
         if self._fetcher is not None:
             await self._fetcher.stop()
         if self._group is not None:
             if autocommit and self._auto_commit and self._states and self._rejoin is None \
-                    and joining is None:
+                    and not joining:
                 await self._try_commit("close")
-            try:
-                await self._group.leave()
-            except KafkaError as exc:
-                log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
+            await self._leave()
             self._group.close()
         await self.cluster.close()
 
@@ -215,6 +208,19 @@ class AIOConsumer(ConsumerMembership):
         self._listener, self._manual = listener, False
         self._rejoin = self._rejoin or "revoke"
         self._kick()
+
+    async def unsubscribe(self) -> None:
+        """Drop the subscription (revoking through the listener and leaving the group) or the
+        assignment."""
+        if self._sub.active and self._group is not None:
+            await self._cancel_join()
+            if self._started:
+                await self._revoke_all("revoke")
+                await self._leave()
+        self._sub.clear()
+        self._manual, self._rejoin = False, None
+        self._set_assignment([])
+        self._pending.clear()
 
     def assign(self, partitions: PartitionsArg) -> None:
         """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one or
@@ -443,7 +449,7 @@ class AIOConsumer(ConsumerMembership):
                 raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
                                                 "auto.offset.reset is none")
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets({tp: ts for tp in to_reset},
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
                                                    self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
@@ -486,7 +492,7 @@ class AIOConsumer(ConsumerMembership):
         for tp in partitions:
             self._state(tp)
         for tp, off in (await self.cluster.list_offsets(
-                {tp: ts for tp in partitions}, self._isolation)).items():
+                dict.fromkeys(partitions, ts), self._isolation)).items():
             self.seek(tp, off)
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]

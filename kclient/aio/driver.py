@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from kclient.core.steps import Conversation, Gather, Request, Sleep
+from kclient.core.steps import ANY_NODE, Conversation, Gather, Request, Sleep
+from kclient.errors import KafkaConnectionError, KafkaTimeoutError
 
-__all__ = ["AsyncTransport", "ConnectionTransport", "run"]
+if TYPE_CHECKING:
+    from kclient.aio.cluster import AIOCluster
+
+__all__ = ["AsyncTransport", "ConnectionTransport", "ClusterTransport", "run"]
 
 T = TypeVar("T")
 
@@ -26,6 +30,15 @@ class _Connection(Protocol):
 
     async def request(self, api: Any, body: Any, version: int | None = None) -> Any: ...
 
+    def version(self, api: Any, highest: int | None = None) -> int: ...
+
+
+def version_of(request: Request, conn: _Connection) -> int | None:
+    """The version to send ``request`` at on ``conn`` (None: the connection's highest)."""
+    if request.version is None and request.max_version is not None:
+        return conn.version(request.api, request.max_version)
+    return request.version
+
 
 class ConnectionTransport:
     """A conversation bound to one broker connection (``Request.node`` None)."""
@@ -36,10 +49,38 @@ class ConnectionTransport:
         self.conn = conn
 
     async def request(self, request: Request) -> Any:
+        version = version_of(request, self.conn)
         if not request.expect_response:
-            self.conn.send(request.api, request.body, request.version, expect_response=False)
+            self.conn.send(request.api, request.body, version, expect_response=False)
             return None
-        return await self.conn.request(request.api, request.body, request.version)
+        return await self.conn.request(request.api, request.body, version)
+
+
+class ClusterTransport:
+    """Requests to the brokers of an :class:`kclient.aio.cluster.AIOCluster`: ``Request.node``
+    a node id (metadata refreshed once when the node is not known yet) or :data:`ANY_NODE`.
+    A connection that fails or times out is dropped, so the next request reconnects."""
+
+    __slots__ = ("cluster",)
+
+    def __init__(self, cluster: AIOCluster) -> None:
+        self.cluster = cluster
+
+    async def request(self, request: Request) -> Any:
+        node = request.node
+        if node is None or node == ANY_NODE:
+            conn = await self.cluster.any_connection()
+        elif isinstance(node, int):
+            if node not in self.cluster.brokers:
+                await self.cluster.refresh([], allow_auto_create=False)
+            conn = await self.cluster.connection(node)
+        else:
+            raise ValueError(f"a cluster transport sends to a node id or ANY_NODE, not {node!r}")
+        try:
+            return await ConnectionTransport(conn).request(request)
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            self.cluster.drop(conn, f"failed: {exc}")
+            raise
 
 
 async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:

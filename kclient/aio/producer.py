@@ -13,6 +13,12 @@ waits), groups them by partition leader and writes one Produce request per broke
 resolve the futures in a done-callback: offsets per message, or the partition's error for that
 batch only; retriable errors put the batch back at the front of its partition's queue.
 
+Idempotence and transactions (``enable.idempotence``, ``transactional.id``) are the core's
+(:mod:`kclient.core.idempotence`, :mod:`kclient.core.transactions`), as for the threaded
+producer: ``await init_transactions()``, ``begin_transaction()``, sends,
+``send_offsets_to_transaction()``, ``commit_transaction()`` / ``abort_transaction()``; a newer
+instance with the same ``transactional.id`` fences this one (ProducerFencedError).
+
 Cancellation: a request frame is written whole by a synchronous call, so cancelling a task
 never tears a frame.  Cancelling ``await send()`` cancels that message's future; if its batch
 has not been written yet the message is left out, otherwise it is delivered (its outcome is
@@ -25,14 +31,19 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from kclient._args import one_of, record_headers
 from kclient.config import load_config
+from kclient.core import transactions as txn_core
+from kclient.core.idempotence import IdempotentState
+from kclient.core.steps import Conversation
+from kclient.core.transactions import ABORTABLE_ERROR, IN_TRANSACTION, TxnState
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
     IllegalStateError,
     InvalidConfigError,
+    KafkaError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     QueueFullError,
@@ -48,6 +59,7 @@ from kclient.protocol.compression import CODEC_IDS, NONE
 
 from .accumulator import Accumulator, AIOBatch, Headers
 from .cluster import AIOCluster
+from .driver import ClusterTransport, run
 from .sender import Sender
 
 __all__ = ["AIOProducer"]
@@ -58,13 +70,10 @@ HeadersArg = Iterable[tuple[str, Any]] | Mapping[str, Any] | None
 log = logging.getLogger(__name__)
 #: enqueue() gives the event loop a turn when it has run this long (seconds) without one
 _SLICE = 0.005
+_T = TypeVar("_T")
 
 #: keys of the sync producer's machinery that have no meaning for the asyncio producer
 _UNSUPPORTED = {
-    "enable.idempotence": "idempotence is not implemented in kclient.aio yet; use "
-                          "kclient.Producer",
-    "transactional.id": "transactions are not implemented in kclient.aio yet; use "
-                        "kclient.Producer",
     "event.handler": "AIOProducer has its own sender task, no EventHandler",
     "callback.handler": "AIOProducer reports through futures, no CallbackHandler",
     "zookeeper.connect": "AIOProducer finds brokers with bootstrap.servers only",
@@ -109,8 +118,19 @@ class AIOProducer:
         self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = \
             lambda: asyncio.get_running_loop().create_future()
         self._wake: Callable[[], None] = lambda: None
+        #: idempotence / transactions state (the core's); None when neither is on
+        self._txn: TxnState | None = None
+        self._idem: IdempotentState | None = None
+        if conf["transactional.id"]:
+            self._idem = self._txn = TxnState(
+                conf["transactional.id"], conf["transaction.timeout.ms"],
+                conf["retry.backoff.ms"] / 1000.0)
+        elif conf["enable.idempotence"]:
+            self._idem = IdempotentState()
+        self._transport = ClusterTransport(self.cluster)
+        self._txn_lock: asyncio.Lock | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer
@@ -132,7 +152,7 @@ class AIOProducer:
         self._sender = Sender(self, conf["request.required.acks"], conf["request.timeout.ms"],
                               conf["max.in.flight.requests.per.connection"],
                               conf["message.send.max.retries"], conf["retry.backoff.ms"] / 1000.0,
-                              self._codec_of)
+                              self._codec_of, self._idem)
         self._wake = self._sender.wake
 
     async def __aenter__(self) -> AIOProducer:
@@ -154,6 +174,11 @@ class AIOProducer:
         Messages still unsent when the timeout runs out fail with KafkaTimeoutError."""
         if self._closed:
             return
+        if self._txn is not None and self._txn.state in (IN_TRANSACTION, ABORTABLE_ERROR):
+            try:            # as Java's producer: read_committed readers need not wait for it
+                await self.abort_transaction(timeout)
+            except KafkaError as exc:
+                log.warning("closing %r: could not abort its transaction: %s", self, exc)
         self._closed = True
         self._reporter.stop()
         if self._sender is not None:
@@ -166,6 +191,67 @@ class AIOProducer:
         await self.cluster.close()
 
     stop = close           # aiokafka's name
+
+    # -- transactions ---------------------------------------------------------------------------
+    async def run(self, conversation: Conversation[_T]) -> _T:
+        """Run a core conversation on this producer's brokers, one at a time (the sender's
+        InitProducerId and AddPartitionsToTxn, the transaction calls)."""
+        if self._txn_lock is None:
+            self._txn_lock = asyncio.Lock()
+        async with self._txn_lock:
+            return await run(conversation, self._transport)
+
+    def _transactions(self) -> TxnState:
+        if self._txn is None:
+            raise IllegalStateError("transactions need the transactional.id config key")
+        if self._closed:
+            raise IllegalStateError("the AIOProducer is closed")
+        return self._txn
+
+    async def init_transactions(self) -> None:
+        """Register ``transactional.id`` with its coordinator: get the producer id and epoch,
+        fence older producers with this id and end the transaction they left open."""
+        txn = self._transactions()
+        if not self._started:
+            await self.start()
+        await self.run(txn_core.init_transactions(txn))
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: what is sent until commit or abort belongs to it."""
+        self._transactions().begin()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any
+                                          ) -> None:
+        """Commit a consumer group's ``offsets`` (``{(topic, partition): next offset}``, or
+        TopicPartition keys, OffsetAndMetadata values) as part of the transaction: the group
+        sees them only if it commits.  ``group``: the group id, or an object with Java's
+        ConsumerGroupMetadata fields, so that a zombie member's commit is refused."""
+        txn = self._transactions()
+        await self.run(txn_core.send_offsets(txn, txn_core.offsets_to_commit(offsets), group))
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send everything queued, then commit.  A send that failed raises
+        TransactionAbortableError (call abort_transaction()), or ProducerFencedError when a
+        newer producer with this transactional.id took over (only close() is left)."""
+        txn = self._transactions()
+        txn.check(IN_TRANSACTION)
+        await self.flush(timeout)
+        txn.check(IN_TRANSACTION)           # a failed send made it abortable (or fatal)
+        await self.run(txn_core.end_transaction(txn, commit=True))
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Wait for what was sent (its failures are expected), then abort: a read_committed
+        consumer never sees the transaction's messages or offsets."""
+        txn = self._transactions()
+        txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
+        await self.flush(timeout)
+        await self.run(txn_core.end_transaction(txn, commit=False))
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
+        idem = self._idem
+        return (-1, -1) if idem is None else (idem.producer_id, idem.epoch)
 
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,
@@ -201,6 +287,8 @@ class AIOProducer:
         As kclient.Producer.produce: ``timestamp`` is an alias of ``timestamp_ms``, ``headers``
         a list of pairs or a dict (str values sent as UTF-8), ``on_delivery(err, metadata)``
         (alias ``callback``) is called once with the outcome."""
+        if self._txn is not None:
+            self._txn.check_send()          # inside a transaction this producer began
         if timestamp is not None or on_delivery is not None or callback is not None:
             queued = await self.enqueue(topic, value, key, partition, one_of(
                 "send()", timestamp_ms=timestamp_ms, timestamp=timestamp), headers)

@@ -6,19 +6,43 @@ writes one Produce request per broker (one batch per partition per request), kee
 awaiting them one by one: each partition's batch resolves its futures with consecutive offsets,
 or fails them with the partition's error; retriable errors (and broken connections) put the
 batch back at the front of its partition's queue after ``retry.backoff.ms``.
+
+Idempotent and transactional producers (``idem``, an :class:`kclient.core.idempotence.
+IdempotentState`): a batch gets its sequences when first written and keeps them across retries;
+a partition is held back while it has ``max_in_flight`` batches unacknowledged, a batch waiting
+out its backoff, or a retry at its head with batches still in flight (the broker must see the
+sequences in order); a bump (KIP-360) waits until nothing is in flight.  What a sequence error
+means is :func:`kclient.core.idempotence.sequence_outcome`'s; a transactional producer adds
+new partitions to its transaction (:func:`kclient.core.transactions.add_partitions`) first.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
+from kclient.core.idempotence import (
+    FAIL,
+    RESEND,
+    SENT,
+    IdempotentState,
+    init_idempotent,
+)
+from kclient.core.produce import (
+    magic_for,
+    partition_results,
+    produce_body,
+    refreshes_metadata,
+    retriable,
+    unanswered,
+)
+from kclient.core.steps import Conversation
+from kclient.core.transactions import TxnState, add_partitions
+from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.metrics import ClientMetrics
 from kclient.producer.data import RecordMetadata
-from kclient.producer.prepare import retriable
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.schema import Struct
 
@@ -30,6 +54,9 @@ if TYPE_CHECKING:
     from kclient.protocol.messages import ProduceResponse
 
 __all__ = ["Sender"]
+
+_T = TypeVar("_T")
+TP = tuple[str, int]
 
 log = logging.getLogger(__name__)
 #: longest one callback resolves futures before it leaves the rest to the next (seconds)
@@ -49,12 +76,15 @@ class Owner(Protocol):
 
     def forget_topic(self, topic: str) -> None: ...
 
+    def run(self, conversation: Conversation[_T]) -> Awaitable[_T]: ...
+
 
 class Sender:
     """Drives the accumulator of one AIOProducer (see the module docstring)."""
 
     def __init__(self, producer: Owner, acks: int, ack_timeout_ms: int, max_in_flight: int,
-                 retries: int, backoff: float, codec_of: Callable[[str], int]) -> None:
+                 retries: int, backoff: float, codec_of: Callable[[str], int],
+                 idem: IdempotentState | None = None) -> None:
         self.producer, self.acc, self.cluster = producer, producer.acc, producer.cluster
         self.acks, self.ack_timeout_ms = acks, ack_timeout_ms
         self.max_in_flight, self.retries, self.backoff = max_in_flight, retries, backoff
@@ -66,6 +96,10 @@ class Sender:
         self._stopping = False
         #: a send() was cancelled: drop cancelled messages from batches before writing them
         self.cancelled = False
+        self.idem = idem
+        self.tid = idem.transactional_id if idem is not None else None
+        #: idempotence: per partition, the batches written and not yet answered
+        self._unacked: dict[TP, list[AIOBatch]] = {}
         self._inflight: dict[AIOConnection, set[asyncio.Future[Struct]]] = {}
         self._waiting: set[asyncio.Future[None]] = set()  # flush() waiters
         self._stale = False
@@ -137,7 +171,8 @@ class Sender:
                     log.info("metadata refresh failed: %s", exc)
                     await asyncio.sleep(self.backoff)
             now = loop.time()
-            ready, due = acc.ready(now, self._flushing > 0)
+            ready, due = acc.ready(now, self._flushing > 0,
+                                   self._held() if self.idem is not None else None)
             ready = self._expire(ready, now)
             if ready:
                 await self._dispatch(ready)
@@ -160,7 +195,64 @@ class Sender:
                 out.append(b)
         return out
 
+    # -- idempotence ----------------------------------------------------------------------------
+    def _held(self) -> set[TP]:
+        """The partitions no batch may leave now (see the module docstring)."""
+        idem, unacked, limit = self.idem, self._unacked, self.max_in_flight
+        assert idem is not None
+        if idem.bump_requested and any(unacked.values()):
+            return set(self.acc.queues)
+        held = {(b.topic, b.partition) for b in self._retrying.values()}
+        for key, q in self.acc.queues.items():
+            out = len(unacked.get(key, ()))
+            if out >= limit or (out and q and q[0].attempts > 0):
+                held.add(key)
+        return held
+
+    async def _sequence(self, ready: list[AIOBatch]) -> list[AIOBatch]:
+        """Bump when due, get a producer id when there is none, add the partitions new to the
+        transaction; the batches that may be written now (the others are retried)."""
+        idem = self.idem
+        assert idem is not None
+        try:
+            if idem.bump_requested:
+                waiting = ready + [b for q in self.acc.queues.values() for b in q] + \
+                    list(self._retrying.values())
+                if idem.bump_epoch():
+                    log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
+                             idem.producer_id, idem.epoch)
+                for b in waiting:
+                    b.set_sequence(-1, -1, -1)
+            if not idem.has_producer_id:
+                await self.producer.run(init_idempotent(idem))
+            if isinstance(idem, TxnState):
+                await self.producer.run(add_partitions(
+                    idem, {(b.topic, b.partition) for b in ready}))
+        except KafkaError as exc:
+            for b in ready:
+                self._retry(b, exc, sent=False)
+            return []
+        return ready
+
+    def _sequence_error(self, b: AIOBatch, err: KafkaError, base: int, append_time: int
+                        ) -> None:
+        """A produce error of a sequenced batch, as the core says (KIP-360)."""
+        assert self.idem is not None
+        key = (b.topic, b.partition)
+        needs = self.idem.sequence_error(b, err, [
+            *self._unacked.get(key, ()), *self.acc.queues.get(key, ()), *self._retrying.values()])
+        if needs == SENT:
+            self._succeed(b, base, append_time)
+        elif needs == FAIL:
+            self._fail(b, err)
+        else:
+            if needs == RESEND:                # waiting for an earlier batch costs no retry
+                b.attempts -= 1
+            self._retry(b, err, force=needs == RESEND)
+
     async def _dispatch(self, ready: list[AIOBatch]) -> None:
+        if self.idem is not None:
+            ready = await self._sequence(ready)
         if self.cancelled:
             self.cancelled = False
             for b in ready:
@@ -195,13 +287,16 @@ class Sender:
                 await asyncio.wait(list(inflight), return_when=asyncio.FIRST_COMPLETED)
             seen: set[tuple[str, int]] = set()
             now: list[AIOBatch] = []
+            extra: list[AIOBatch] = []
             for b in batches:
                 key = (b.topic, b.partition)
                 if key in seen:
-                    self.acc.requeue(b)       # the next request takes it, in order
+                    extra.append(b)
                 else:
                     seen.add(key)
                     now.append(b)
+            for b in reversed(extra):         # the next request takes them, in order
+                self.acc.requeue(b)
             self._send(conn, now)
             await conn.drain()
 
@@ -213,23 +308,27 @@ class Sender:
             for b in batches:
                 self._fail(b, exc)
             return
-        magic = 2 if version >= 3 else (1 if version == 2 else 0)
+        magic = magic_for(version)
         created_ms = int(time.time() * 1000)
-        topic_data: dict[str, list[dict[str, Any]]] = {}
+        topic_data: dict[str, list[tuple[int, Any]]] = {}
         sent: dict[tuple[str, int], AIOBatch] = {}
+        idem = self.idem
         for b in batches:
+            if idem is not None and b.base_sequence < 0:
+                idem.assign(b)
             try:
                 records = b.to_partition_batch(self.codec_of(b.topic), created_ms).encode(magic)
-            except Exception as exc:    # headers on an old broker, a bad codec, ...
+            except Exception as exc:  # noqa: BLE001 - headers on an old broker, a bad codec, ...
                 self._fail(b, exc)
                 continue
-            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
+            topic_data.setdefault(b.topic, []).append((b.partition, records))
             sent[(b.topic, b.partition)] = b
             b.attempts += 1
+            if idem is not None:
+                self._unacked.setdefault((b.topic, b.partition), []).append(b)
         if not sent:
             return
-        body = {"transactional_id": None, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
-                "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+        body = produce_body(self.tid, self.acks, self.ack_timeout_ms, topic_data)
         try:
             fut = conn.send(PRODUCE, body, version, expect_response=self.acks != 0)
         except KafkaError as exc:
@@ -252,6 +351,11 @@ class Sender:
 
     def _complete(self, conn: AIOConnection, node: int, batches: dict[tuple[str, int], AIOBatch],
                   fut: asyncio.Future[Struct]) -> None:
+        if self.idem is not None:
+            for b in batches.values():
+                out = self._unacked.get((b.topic, b.partition))
+                if out is not None and b in out:
+                    out.remove(b)
         if fut.cancelled():
             for b in batches.values():
                 self._fail(b, self._stop_error or KafkaError("the request was cancelled"))
@@ -265,22 +369,18 @@ class Sender:
             self.wake()
             return
         resp: ProduceResponse = fut.result()
-        for topic in resp.responses:
-            for pr in topic.partition_responses:
-                b = batches.pop((topic.name, pr.index), None)  # type: ignore[arg-type]
-                if b is None:
-                    continue
-                if pr.error_code == 0:
-                    self._succeed(b, pr.base_offset, pr.log_append_time_ms)
-                    continue
-                msg = pr.get("error_message")
-                err = error_for_code(pr.error_code)(
-                    f"topic {topic.name!r} partition {pr.index} on broker {node}"
-                    + (f": {msg}" if msg else ""))
-                self._retry(b, err)
+        for topic, partition, err, base, append_time in partition_results(resp, node):
+            done = batches.pop((topic, partition), None)
+            if done is None:
+                continue
+            if err is None:
+                self._succeed(done, base, append_time)
+            elif self.idem is not None and done.base_sequence >= 0:
+                self._sequence_error(done, err, base, append_time)
+            else:
+                self._retry(done, err)
         for b in batches.values():
-            self._retry(b, KafkaError(f"broker {node} did not answer for {b.topic}/"
-                                      f"{b.partition}"), force=True)
+            self._retry(b, unanswered(node, b.topic, b.partition), force=True)
         self._check_flushed()
         self.wake()
 
@@ -316,6 +416,8 @@ class Sender:
     def _fail(self, b: AIOBatch, exc: BaseException) -> None:
         """Set ``exc`` on the batch's futures and log it at WARNING (a failure nobody awaits
         is still seen: the same rule as kclient.Producer's, docs/producer.md)."""
+        if self.idem is not None:   # a gap in its sequences: bump (KIP-360), or must abort
+            self.idem.record_failure(exc, b.base_sequence >= 0)
         self.metrics.error(exc)
         log.warning("failed to deliver %d message(s) to %s/%s: %s", len(b.futures), b.topic,
                     b.partition, exc)
@@ -332,8 +434,7 @@ class Sender:
         if not (force or retriable(exc)) or b.attempts > self.retries:
             self._fail(b, exc)
             return
-        if getattr(exc, "invalid_metadata", False) or not sent or \
-                isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+        if refreshes_metadata(exc, sent):
             self._stale = True
             self.producer.forget_topic(b.topic)
         self.metrics.retry()

@@ -212,7 +212,7 @@ def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n:
         try:
             with Cluster(bootstrap) as c:
                 c.delete_topic(topic)
-        except Exception as exc:            # memory/disk only; not part of the measurement
+        except Exception as exc:  # noqa: BLE001 - memory/disk only; not part of the measurement
             print(f"    (could not delete {topic} on {name}: {exc})", flush=True)
     return out
 

@@ -264,7 +264,7 @@ def _run_client(client: str, bootstrap: str, topic: str, n: int, size: int,
         from kclient.bench.kafka import java_producer_rate
         try:
             rate = java_producer_rate(bootstrap, topic, n, size)
-        except Exception as exc:  # any failure: report it, keep benchmarking
+        except Exception as exc:  # noqa: BLE001 - any failure: report it, keep benchmarking
             print(f"  java: failed: {exc}", flush=True)
             return None
         return {"client": "java", "messages": n, "seconds": n / rate, "rate": rate, "ok": True,

@@ -67,7 +67,7 @@ def then(future: Future, fn: Callable[[Any], Any]) -> Any:
     def relay(done: Future) -> None:
         try:
             chained.set_result(fn(done.result()))
-        except BaseException as exc:  # surface the failure to whoever waits on the response
+        except BaseException as exc:  # noqa: BLE001 - surface the failure to whoever waits on the response
             chained.set_exception(exc)
     future.add_done_callback(relay)
     return chained

@@ -49,6 +49,7 @@ from .network import DropConnection, SocketServer
 from .principal import NoMatchingRule, PrincipalMapper
 from .producer_ids import ProducerIdManager
 from .registry.server import RegistryServer
+from .request_stats import RequestStats
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import RefusedSession, SaslSettings, tls_principal
@@ -103,6 +104,8 @@ class MiniBroker:
         self.registry = None if schema_registry is False else RegistryServer(
             self, 0 if schema_registry is True else int(schema_registry), self.host)
         self._servers: list[SocketServer] = []
+        #: per API requests, errors, bytes and latency; connections (metrics())
+        self.request_stats = RequestStats()
         self.running = False
 
     # ------------------------------------------------------------------ identity
@@ -110,6 +113,11 @@ class MiniBroker:
     def broker_id(self) -> int:
         """Kafka's name for the node id."""
         return self.node_id
+
+    def metrics(self) -> dict[str, Any]:
+        """Request metrics: per API requests answered, answers with an error code, bytes in
+        and out, latency histogram; connections open and accepted (docs/observability.md)."""
+        return self.request_stats.snapshot(self.node_id)
 
     @property
     def bootstrap(self) -> str:
@@ -202,7 +210,8 @@ class MiniBroker:
                 num_processors=cfg.get_int("num.network.threads", 3),
                 max_request_size=cfg.int_setting("socket.request.max.bytes"),
                 max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener,
-                pool=pool, quotas=quotas, sessions=self._sessions(listener))
+                pool=pool, quotas=quotas, sessions=self._sessions(listener),
+                stats=self.request_stats)
             self._servers.append(server)
             server.bind()
             self.listeners[i] = listener.with_port(server.port)
@@ -402,7 +411,7 @@ class MiniBroker:
             """Answer the request now that the delay is over."""
             try:
                 _chain(handler(self, request), future)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed on to the waiting request
                 future.set_exception(exc)
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future
@@ -534,6 +543,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
     parser.add_argument("--schema-registry", type=int, default=None, metavar="PORT",
                         help="also serve a Schema Registry on PORT (0: any)")
+    parser.add_argument("--prometheus-port", type=int, default=None, metavar="PORT",
+                        help="serve the broker's request metrics for Prometheus on PORT "
+                             "(0: any) at /metrics (needs prometheus_client)")
     parser.add_argument("--write-credentials", metavar="FILE", default=None,
                         help="write the --sasl-user users (salted) to FILE for "
                              "sasl.credentials.file, and exit")
@@ -562,9 +574,16 @@ def _os_reason(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+def main(argv: list[str] | None = None,
+         expose: Callable[[MiniBroker, int, str], str] | None = None) -> int:
+    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly.  ``expose(broker,
+    port, host)`` serves its metrics for ``--prometheus-port`` and returns the URL (``kclient
+    broker`` gives it: the broker itself knows nothing of the exporters)."""
     args = _parse_args(argv)
+    if args.prometheus_port is not None and expose is None:
+        print("kclient broker: --prometheus-port needs the kclient command (kclient broker ...)",
+              file=sys.stderr)
+        return 2
     users = dict(u.partition(":")[::2] for u in args.sasl_user)
     if args.write_credentials:
         store = CredentialStore()
@@ -607,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
           f"--config {_REBALANCE_DELAY}=3000 to match it)", flush=True)
     if broker.registry is not None:
         print(f"schema registry listening on {broker.schema_registry_url}", flush=True)
+    if args.prometheus_port is not None and expose is not None:
+        print(f"metrics for Prometheus at {expose(broker, args.prometheus_port, args.host)}",
+              flush=True)
     while not done.wait(0.5):
         pass
     broker.stop()

@@ -87,7 +87,7 @@ def _run(command: str, run: Callable[[argparse.Namespace], Any], args: argparse.
     except BrokenPipeError:             # `kclient consume ... | head`
         sys.stderr.close()
         return OK
-    except Exception as exc:            # a broker's error, a refused connection, a bad file
+    except Exception as exc:  # noqa: BLE001 - a broker's error, a refused connection, a bad file
         name = type(exc).__name__
         print(f"kclient {command}: {name}: {exc}", file=sys.stderr)
         return FAILED

@@ -60,8 +60,8 @@ def _positions(args: argparse.Namespace, admin: Any) -> dict[int, int]:
     from kclient.admin import OffsetSpec, TopicPartition
     parts = args.partition or admin.cluster.partitions_for(args.topic)
     tps = [TopicPartition(args.topic, p) for p in parts]
-    lo = admin.list_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
-    hi = admin.list_offsets({tp: OffsetSpec.LATEST for tp in tps})
+    lo = admin.list_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))
+    hi = admin.list_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
     at = admin.list_offsets({tp: int(args.offset[1:]) for tp in tps}) \
         if args.offset.startswith("@") else {}
     return {tp.partition: _start_offset(args.offset, lo[tp].offset, hi[tp].offset,

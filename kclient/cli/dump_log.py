@@ -99,7 +99,7 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
         valid = crc_ok(buf, span.position, span.size, span.magic)
         try:
             batch = read_entry(buf, span, validate_crc=False)
-        except Exception as exc:        # a damaged body: decoding it fails
+        except Exception as exc:  # noqa: BLE001 - a damaged body: decoding it fails
             return lines, starts, f"first corrupt position {span.position}: {exc}"
         lines.append(_batch_line(batch, valid, buf))
         if not valid:

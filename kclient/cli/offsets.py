@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
         parts = [TopicPartition(t, d.partition) for t in topics
                  for d in sorted(described[t].partitions, key=lambda d: d.partition)
                  if not args.partitions or d.partition in args.partitions]
-        found = admin.list_offsets({tp: spec for tp in parts})
+        found = admin.list_offsets(dict.fromkeys(parts, spec))
     for tp in parts:
         r = found[tp]
         print(f"{tp.topic}:{tp.partition}:{r.offset if r.offset >= 0 else ''}")

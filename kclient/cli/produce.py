@@ -125,7 +125,7 @@ def _close(producer: Any) -> BaseException | None:
     """Flush and close; the failure (if any) rather than raising it."""
     try:
         producer.close()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - returned to the caller, who reports it
         return exc
     return None
 

@@ -128,7 +128,7 @@ class ConsumerConnector:
         self._auto_commit: threading.Thread | None = None
         self._rebalance_listener: RebalanceListener | None = None
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -260,7 +260,7 @@ class ConsumerConnector:
             if self.config["auto.commit.enable"]:
                 try:
                     self.commit_offsets()
-                except Exception as exc:               # shutting down: report, go on
+                except Exception as exc:  # noqa: BLE001 - shutting down: report, go on
                     log.warning("%s: final offset commit failed: %s", self.consumer_id, exc)
             self._release()
         finally:
@@ -418,7 +418,7 @@ class ConsumerConnector:
             while not self._shutting_down.wait(interval):
                 try:
                     self.commit_offsets()
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a failed auto commit is retried next interval
                     log.warning("%s: auto commit failed: %s", self.consumer_id, exc)
 
         self._auto_commit = threading.Thread(target=loop, daemon=True,

@@ -51,8 +51,6 @@ __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "
 #: kclient.simple's Fetcher does) up to this bound; past it the stream raises
 #: MessageSizeTooLargeError.
 MAX_BUFFER_SIZE = 64 * 1024 * 1024
-#: how long stop_connections waits for fetcher threads (a stopped one hands out nothing more)
-STOP_WAIT_S = 2.0
 #: isolation.level -> the Fetch request's isolation_level
 _ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 
@@ -328,12 +326,8 @@ class ConsumerFetcherManager:
             f.stop()
         if finder is not None and finder is not threading.current_thread():
             finder.join()
-        deadline = time.monotonic() + STOP_WAIT_S
-        for f in fetchers:
-            f.join(max(0.0, deadline - time.monotonic()))
-            if f.is_alive():    # stopped, so it hands out nothing more; do not hold the caller
-                log.warning("fetcher %s did not stop within %.0f s; going on without it",
-                            f.name, STOP_WAIT_S)
+        for f in fetchers:      # stop() closed its connection, which wakes any wait on it
+            f.join()
 
     def partitions_failed(self, infos: list[PartitionTopicInfo], reason: str) -> None:
         log.info("partitions %s need a new leader (%s)",
@@ -391,4 +385,6 @@ class ConsumerFetcherManager:
                         f.start()
                     if self._no_leader.get(tp) is info:
                         del self._no_leader[tp]
-            time.sleep(self.backoff)
+                pause_until = time.monotonic() + self.backoff   # stop_connections wakes it
+                while self._running and (left := pause_until - time.monotonic()) > 0:
+                    self._cond.wait(left)

@@ -162,7 +162,7 @@ class Consumer(ConsumerCompat):
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, conf["statistics.format"])
         self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
                                  conf["socket.timeout.ms"])
         tracing = tracing_for(conf, self.group, self._metrics)
@@ -297,7 +297,7 @@ class Consumer(ConsumerCompat):
         state = self.membership.state
         return subscription_protocols(self.strategies, topics,
                                       registration(self.consumer_id, "static",
-                                                   {t: 1 for t in topics}),
+                                                   dict.fromkeys(topics, 1)),
                                       state.owned, state.owned_generation)
 
     def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
@@ -517,7 +517,7 @@ class Consumer(ConsumerCompat):
             or list(self._assignment)
         for tp in tps:
             self._check(tp)
-        for tp, (off, _) in self._list_offsets({tp: ts for tp in tps}).items():
+        for tp, (off, _) in self._list_offsets(dict.fromkeys(tps, ts)).items():
             self.seek(tp, off)
 
     def seek_to_beginning(self, *partitions: PartitionsArg) -> None:
@@ -532,12 +532,12 @@ class Consumer(ConsumerCompat):
                           ) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: EARLIEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, EARLIEST_TIMESTAMP)).items()}
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition (the high watermark)."""
         return {tp: o for tp, (o, _) in self._list_offsets(
-            {tp: LATEST_TIMESTAMP for tp in partitions}).items()}
+            dict.fromkeys(partitions, LATEST_TIMESTAMP)).items()}
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -611,7 +611,7 @@ class Consumer(ConsumerCompat):
             try:
                 assert self.offset_store is not None
                 self.offset_store.commit(todo)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - handed to the commit callback
                 error = exc
             if callback is not None:
                 callback(given, error)

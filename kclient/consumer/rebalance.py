@@ -129,7 +129,7 @@ class RebalanceExecutor(threading.Thread):
             try:
                 self._rebalance()
                 self.rebalances += 1
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - reported to the streams, retried
                 if self._stopping.is_set():
                     return
                 self._on_failure(exc)

@@ -338,7 +338,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
                 self._advance()
             except StopIteration:
                 return
-            except Exception as exc:           # timeout, error chunk: raise, stay resumable
+            except Exception as exc:  # noqa: BLE001 - timeout, error chunk: raise, stay resumable
                 yield _raising(exc)
 
     def __next__(self) -> MessageAndMetadata:

@@ -284,7 +284,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         try:
             try:
                 self.zk.delete(self.dirs.consumer(self.consumer_id))
-            except Exception:
+            except Exception:  # noqa: BLE001 - best effort: the ephemeral node goes anyway
                 pass
             self.zk.stop()
             self.zk.close()

@@ -29,7 +29,8 @@ class Request:
     ``version`` None means the highest both sides support; ``node`` None means the transport's
     own connection (a handshake, a coordinator-bound conversation), else a node id or one of
     :data:`ANY_NODE` / :data:`COORDINATOR`.  ``expect_response`` False (Produce acks=0) resumes
-    with None once the frame is written.
+    with None once the frame is written.  ``max_version`` caps the negotiated version when
+    ``version`` is None (a body written for the versions up to it).
     """
 
     api: Api[Any, Any]
@@ -37,6 +38,7 @@ class Request:
     version: int | None = None
     node: int | str | None = None
     expect_response: bool = True
+    max_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from kclient.core.steps import Conversation, Gather, Request, Sleep
+from kclient.core.steps import ANY_NODE, Conversation, Gather, Request, Sleep
+from kclient.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 
-__all__ = ["Transport", "ConnectionTransport", "run"]
+if TYPE_CHECKING:
+    from kclient.cluster import Cluster
+    from kclient.connection import BrokerConnection
+
+__all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run", "version_of"]
 
 T = TypeVar("T")
 
@@ -32,6 +37,15 @@ class _Connection(Protocol):
 
     def receive(self, corr: int) -> Any: ...
 
+    def version(self, api: Any, highest: int | None = None) -> int: ...
+
+
+def version_of(request: Request, conn: _Connection) -> int | None:
+    """The version to send ``request`` at on ``conn`` (None: the connection's highest)."""
+    if request.version is None and request.max_version is not None:
+        return conn.version(request.api, request.max_version)
+    return request.version
+
 
 class ConnectionTransport:
     """A conversation bound to one broker connection (``Request.node`` None): a handshake,
@@ -43,12 +57,53 @@ class ConnectionTransport:
         self.conn = conn
 
     def send(self, request: Request) -> int | None:
-        corr = self.conn.send(request.api, request.body, request.version,
+        corr = self.conn.send(request.api, request.body, version_of(request, self.conn),
                               request.expect_response)
         return corr if request.expect_response else None
 
     def receive(self, handle: Any) -> Any:
         return self.conn.receive(handle)
+
+
+class ClusterTransport:
+    """Requests to the brokers of a :class:`kclient.cluster.Cluster`: ``Request.node`` a node id
+    (metadata refreshed once when the node is not known yet) or :data:`ANY_NODE`.  A connection
+    that fails or times out is closed, so the next request to that node reconnects."""
+
+    __slots__ = ("cluster",)
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def _connection(self, node: int | str | None) -> BrokerConnection:
+        if node is None or node == ANY_NODE:
+            return self.cluster.any_connection()
+        if not isinstance(node, int):
+            raise ValueError(f"a cluster transport sends to a node id or ANY_NODE, not {node!r}")
+        if node not in self.cluster.brokers:
+            self.cluster.refresh([], allow_auto_create=False)
+        try:
+            return self.cluster.connection(node)
+        except NoBrokersAvailableError as exc:
+            raise KafkaConnectionError("?", -1, f"broker {node} is not in the metadata") from exc
+
+    def send(self, request: Request) -> tuple[BrokerConnection, int] | None:
+        conn = self._connection(request.node)
+        try:
+            corr = conn.send(request.api, request.body, version_of(request, conn),
+                             request.expect_response)
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            conn.close(f"failed: {exc}")
+            raise
+        return (conn, corr) if request.expect_response else None
+
+    def receive(self, handle: tuple[BrokerConnection, int]) -> Any:
+        conn, corr = handle
+        try:
+            return conn.receive(corr)
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            conn.close(f"failed: {exc}")
+            raise
 
 
 def run(conversation: Conversation[T], transport: Transport) -> T:

@@ -126,10 +126,10 @@ def trace_aio_producer(p: Any, tracing: Tracing) -> None:
 
     async def enqueue_traced(topic: str, value: Any = None, key: Any = None,
                              partition: int | None = None, timestamp_ms: int | None = None,
-                             headers: Any = None) -> Any:
+                             headers: Any = None, **more: Any) -> Any:
         span, h = tracing.start_send(topic, key, partition, headers)
         try:
-            fut = await enqueue(topic, value, key, partition, timestamp_ms, h)
+            fut = await enqueue(topic, value, key, partition, timestamp_ms, h, **more)
         except BaseException as exc:
             tracing.end_send(span, -1, -1, exc)
             raise

@@ -31,10 +31,10 @@ class TracedPoll:
 
     _tracing: Tracing
 
-    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> Any:
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
         """(traced) see Consumer.poll."""
         start = now_ns()
-        out = super().poll(timeout_ms, max_records)  # type: ignore[misc]
+        out = super().poll(*args, **kwargs)  # type: ignore[misc]
         self._tracing.received_batches(out, start)
         return out
 
@@ -49,12 +49,10 @@ class TracedAsync:
     _tracing: Tracing
     _processing: tuple[Any, Any, float] | None = None
 
-    async def getmany(self, *partitions: Any, timeout_ms: int = 0,
-                      max_records: int | None = None) -> Any:
+    async def getmany(self, *partitions: Any, **kwargs: Any) -> Any:
         """(traced) see AIOConsumer.getmany."""
         start = now_ns()
-        out = await super().getmany(  # type: ignore[misc]
-            *partitions, timeout_ms=timeout_ms, max_records=max_records)
+        out = await super().getmany(*partitions, **kwargs)  # type: ignore[misc]
         self._tracing.received_batches(out, start)
         return out
 

@@ -49,11 +49,13 @@ class HeaderGetter(Getter[Headers]):
 _GETTER = HeaderGetter()
 
 
-def inject(headers: Headers | None, ctx: Any) -> list[tuple[str, Any]]:
-    """``headers`` plus the propagation fields of ``ctx`` (replacing ones already there)."""
+def inject(headers: Headers | Mapping[str, Any] | None, ctx: Any) -> list[tuple[str, Any]]:
+    """``headers`` (pairs, or a dict) plus the propagation fields of ``ctx`` (replacing ones
+    already there)."""
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=ctx)
-    kept = [(k, v) for k, v in headers or () if k not in carrier]
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    kept = [(k, v) for k, v in pairs if k not in carrier]
     return kept + [(k, v.encode()) for k, v in carrier.items()]
 
 
@@ -113,7 +115,8 @@ class Tracing:
 
     # -- producing --------------------------------------------------------------------------------
     def start_send(self, topic: str, key: Any, partition: int | None,
-                   headers: Headers | None) -> tuple[Any, list[tuple[str, Any]]]:
+                   headers: Headers | Mapping[str, Any] | None
+                   ) -> tuple[Any, list[tuple[str, Any]]]:
         """A started ``send`` span and the headers carrying its context."""
         span = self.tracer.start_span(
             self.span_name("send", topic), kind=SpanKind.PRODUCER,

@@ -47,7 +47,7 @@ class ProducerContext:
             return False
         try:
             brokers = zookeeper_brokers(self.zookeeper_connect, self.config)
-        except Exception as exc:  # ZooKeeperError, or a registration that does not parse
+        except Exception as exc:  # noqa: BLE001 - ZooKeeperError, or a registration that does not parse
             log.warning("cannot read brokers from ZooKeeper %s: %s", self.zookeeper_connect, exc)
             return False
         new = [(h, p) for h, p in brokers]

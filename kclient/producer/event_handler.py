@@ -28,6 +28,21 @@ from typing import Any, cast
 import tenacity
 
 from kclient.connection import BrokerConnection
+from kclient.core.idempotence import (
+    FAIL,
+    RESEND,
+    SENT,
+    IdempotentState,
+    init_idempotent,
+)
+from kclient.core.produce import (
+    magic_for,
+    partition_results,
+    produce_body,
+    refreshes_metadata,
+    unanswered,
+)
+from kclient.core.produce import retriable as _retriable
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
     KafkaConnectionError,
@@ -35,18 +50,17 @@ from kclient.errors import (
     KafkaTimeoutError,
     NoBrokersAvailableError,
 )
+from kclient.io.driver import ConnectionTransport, run
 from kclient.metrics import ClientMetrics
-from kclient.protocol.apis import INIT_PRODUCER_ID, METADATA, PRODUCE
+from kclient.protocol.apis import METADATA, PRODUCE
 from kclient.protocol.compression import CODEC_IDS
-from kclient.protocol.error_base import error_for_code
-from kclient.protocol.error_codes import DuplicateSequenceNumberError, LeaderNotAvailableError
+from kclient.protocol.error_codes import LeaderNotAvailableError
 
 from .batches import PartitionBatch
 from .callback import EventHandler
 from .data import DeliveryReport, Entry, ProducerData, failure_reports, to_entries
-from .idempotence import TransactionManager, needs_bump
 from .prepare import Preparer
-from .prepare import retriable as _retriable
+from .transactions import Transactions
 
 __all__ = ["DefaultEventHandler"]
 
@@ -134,9 +148,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._raw_values = type(self.encoder) is DefaultEncoder
         self._raw_keys = type(self.key_encoder) is DefaultEncoder
         #: idempotence (and transactions): producer id, epoch, sequences; None when off
-        self.txn: TransactionManager | None = getattr(context, "transaction_manager", None)
+        self.txn: IdempotentState | None = getattr(context, "transaction_manager", None)
         if self.txn is None and cfg.get("enable.idempotence"):
-            self.txn = TransactionManager()
+            self.txn = IdempotentState()
 
     # ------------------------------------------------------------------ blocking API
     def handle(self, events: Sequence[ProducerData]) -> list[DeliveryReport]:
@@ -382,16 +396,16 @@ class DefaultEventHandler(Preparer, EventHandler):
             for b in batches:
                 self._retry_later(b, exc, sent=False)
             return
-        magic = 2 if version >= 3 else (1 if version == 2 else 0)
-        topic_data: dict[str, list[dict[str, Any]]] = {}
+        magic = magic_for(version)
+        topic_data: dict[str, list[tuple[int, Any]]] = {}
         sent: dict[tuple[str, int], PartitionBatch] = {}
         for b in batches:
             try:
                 records = b.encode(magic)
-            except Exception as exc:  # headers on an old broker, zstd with magic < 2, ...
+            except Exception as exc:  # noqa: BLE001 - headers on an old broker, zstd with magic < 2, ...
                 self._fail(b, exc)
                 continue
-            topic_data.setdefault(b.topic, []).append({"index": b.partition, "records": records})
+            topic_data.setdefault(b.topic, []).append((b.partition, records))
             key = (b.topic, b.partition)
             sent[key] = b
             ps = self.partition_stats.get(key)
@@ -403,8 +417,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not sent:
             return
         tid = self.txn.transactional_id if self.txn is not None else None
-        body = {"transactional_id": tid, "acks": self.acks, "timeout_ms": self.ack_timeout_ms,
-                "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+        body = produce_body(tid, self.acks, self.ack_timeout_ms, topic_data)
         self._wait_window(conn)
         for b in sent.values():
             b.attempts += 1
@@ -440,26 +453,20 @@ class DefaultEventHandler(Preparer, EventHandler):
                 self._retry_later(b, exc)
             return
         batches = entry.batches
-        for topic in resp.responses:
-            for pr in topic.partition_responses:
-                done = batches.pop((topic.name, pr.index), None)
-                if done is None:
-                    continue
-                if pr.error_code == 0:
-                    self._succeed(done, pr.base_offset, pr.log_append_time_ms)
-                else:
-                    msg = pr.get("error_message")
-                    error = error_for_code(pr.error_code)(
-                        f"topic {topic.name!r} partition {pr.index} on broker {entry.node}"
-                        + (f": {msg}" if msg else ""))
-                    if self.txn is not None and done.base_sequence >= 0:
-                        self._sequence_error(done, error, pr.base_offset, pr.log_append_time_ms)
-                    else:
-                        self._retry_later(done, error)
+        for topic, partition, error, base_offset, append_time in partition_results(
+                resp, entry.node):
+            done = batches.pop((topic, partition), None)
+            if done is None:
+                continue
+            if error is None:
+                self._succeed(done, base_offset, append_time)
+            elif self.txn is not None and done.base_sequence >= 0:
+                self._sequence_error(done, error, base_offset, append_time)
+            else:
+                self._retry_later(done, error)
         for b in batches.values():
-            self._retry_later(b, KafkaError(
-                f"broker {entry.node} did not answer for topic {b.topic!r} partition "
-                f"{b.partition}"), force_retriable=True)
+            self._retry_later(b, unanswered(entry.node, b.topic, b.partition),
+                              force_retriable=True)
 
     def _connection_failed(self, conn: BrokerConnection, exc: BaseException) -> None:
         """Close ``conn`` and retry every other request that was in flight on it."""
@@ -495,8 +502,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not (force_retriable or _retriable(exc)) or b.attempts > self.max_retries:
             self._fail(b, exc)
             return
-        if getattr(exc, "invalid_metadata", False) or isinstance(
-                exc, (KafkaConnectionError, KafkaTimeoutError)) or not sent:
+        if refreshes_metadata(exc, sent):
             self._stale = True
         b.due = time.monotonic() + self._backoff(b.attempts)
         if b.due >= b.deadline:
@@ -512,10 +518,8 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
-        if self.txn is not None and self.txn.transactional_id is not None:
-            self.txn.record_failure(exc, b.base_sequence >= 0)   # the transaction must abort
-        elif self.txn is not None and b.base_sequence >= 0:
-            self.txn.bump_requested = True     # its sequences would be a gap: KIP-360 bump
+        if self.txn is not None:    # a gap in its sequences: bump (KIP-360), or must abort
+            self.txn.record_failure(exc, b.base_sequence >= 0)
         self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:
@@ -602,7 +606,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         """AddPartitionsToTxn for partitions new to the transaction, before their first batch;
         when it fails the batches are retried (a retriable error) or fail."""
         txn = self.txn
-        assert txn is not None
+        assert isinstance(txn, Transactions)
         try:
             txn.add_partitions({(b.topic, b.partition) for b in batches})
         except KafkaError as exc:
@@ -626,44 +630,28 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not nodes:
             raise NoBrokersAvailableError("no broker known for InitProducerId")
         conn = self._connection(nodes[0])
-        body = {"transactional_id": None, "transaction_timeout_ms": txn.transaction_timeout_ms,
-                "producer_id": -1, "producer_epoch": -1}
         try:
-            resp = conn.request(INIT_PRODUCER_ID, body, conn.version(INIT_PRODUCER_ID))
-        except KafkaError as exc:
+            run(init_idempotent(txn, None), ConnectionTransport(conn))
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
             self._connection_failed(conn, exc)
             raise
-        if resp.error_code:
-            raise error_for_code(resp.error_code)(f"InitProducerId on broker {nodes[0]}")
-        txn.set_producer_id(resp.producer_id, resp.producer_epoch)
-        log.info("idempotent producer: id %d epoch %d", resp.producer_id, resp.producer_epoch)
+        log.info("idempotent producer: id %d epoch %d", txn.producer_id, txn.epoch)
 
     def _sequence_error(self, b: PartitionBatch, error: BaseException, base_offset: int,
                         append_time: int) -> None:
         """A produce error of a sequenced batch, handled as Java's producer does (KIP-360)."""
         txn = self.txn
         assert txn is not None
-        if isinstance(error, DuplicateSequenceNumberError):    # a 0.11 broker's "already have it"
-            self._succeed(b, base_offset, append_time)
-            return
-        if not needs_bump(error):
-            self._retry_later(b, error)
-            return
-        if txn.transactional_id is not None:   # Java: abortable, the epoch bumped on abort
-            self._fail(b, error)
-            return
-        if self._first_unacked(b):
-            log.warning("%s: %s for the next expected batch: bumping the epoch", b, error)
-            txn.bump_requested = True
-        b.attempts -= 1                        # waiting for an earlier batch costs no retry
-        self._retry_later(b, error, force_retriable=True)
-
-    def _first_unacked(self, b: PartitionBatch) -> bool:
-        """Whether no earlier batch of ``b``'s partition is still unacknowledged."""
-        key, seq = (b.topic, b.partition), b.base_sequence
         others = [x for e in self._inflight for x in e.batches.values()] + self._retry
-        return not any((x.topic, x.partition) == key and 0 <= x.base_sequence < seq
-                       and x.producer_epoch == b.producer_epoch for x in others)
+        needs = txn.sequence_error(b, error, others)
+        if needs == SENT:                      # a 0.11 broker's "already have it"
+            self._succeed(b, base_offset, append_time)
+        elif needs == FAIL:                    # Java: abortable, the epoch bumped on abort
+            self._fail(b, error)
+        else:
+            if needs == RESEND:                # waiting for an earlier batch costs no retry
+                b.attempts -= 1
+            self._retry_later(b, error, force_retriable=needs == RESEND)
 
 
 def _in_sequence_order(batches: list[PartitionBatch]) -> list[PartitionBatch]:

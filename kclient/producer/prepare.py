@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
+from kclient.core.produce import retriable
 from kclient.errors import KafkaConnectionError, KafkaError, NoBrokersAvailableError
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import (
@@ -35,11 +36,6 @@ log = logging.getLogger("kclient.producer.event_handler")
 _topic = itemgetter(0)   # queue entries: (topic, value[, key, partition, timestamp, headers])
 _value = itemgetter(1)
 _NONE = type(None)
-
-
-def retriable(exc: BaseException) -> bool:
-    """Whether a retry may cure ``exc`` (broker error codes and connection errors)."""
-    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
 def _column(entries: list[Entry], index: int) -> list[Any] | None:
@@ -166,14 +162,14 @@ class Preparer:
             enc = getattr(encoder, "to_message", encoder)
         try:
             return list(map(enc, column)), {}
-        except Exception:
+        except Exception:  # noqa: BLE001 - retried per value below to find the bad ones
             pass
         out: list[Any] = []
         bad: dict[int, BaseException] = {}
         for i, v in enumerate(column):
             try:
                 out.append(enc(v))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a user encoder's failure fails that message only
                 bad[i] = exc
                 out.append(None)
         return out, bad

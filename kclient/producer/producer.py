@@ -63,7 +63,7 @@ from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
-from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions
+from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions, offsets_to_commit
 
 __all__ = ["Producer"]
 
@@ -156,7 +156,7 @@ class Producer(ProducerCompat):
         if self._txn is not None:
             self._guard_sends(self._txn)
         self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
-                                        self.metrics)
+                                        self.metrics, cfg["statistics.format"])
         _LIVE.add(self)
 
     def _guard_sends(self, txn: Transactions) -> None:
@@ -196,7 +196,7 @@ class Producer(ProducerCompat):
             return
         try:
             self.close()
-        except Exception as err:  # do not hide the exception that is propagating
+        except Exception as err:  # noqa: BLE001 - do not hide the exception that is propagating
             log.error("closing the producer after %s: %s", exc_type.__name__, err)
 
     def __repr__(self) -> str:
@@ -567,7 +567,7 @@ class Producer(ProducerCompat):
         with self._sync_lock:
             try:
                 reports = self.event_handler.handle(items)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a handler's failure fails these messages only
                 reports = [DeliveryReport(d.topic, -1, [d], -1, exc) for d in items]
         if reports is None:
             reports = [DeliveryReport(d.topic, -1, [d]) for d in items]
@@ -803,7 +803,7 @@ class Producer(ProducerCompat):
         or an object with ``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``
         (Java's ConsumerGroupMetadata) so that a zombie member's commit is refused.
         """
-        self._transactions.send_offsets(_offsets(offsets), group)
+        self._transactions.send_offsets(offsets_to_commit(offsets), group)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Send everything queued, then commit.  A send that failed raises
@@ -885,18 +885,6 @@ def _not_data(d: Any) -> TypeError:
                      "ProducerData(topic, value, key=None)")
 
 
-def _offsets(offsets: Mapping[Any, Any]) -> dict[tuple[str, int], tuple[int, str]]:
-    """``{(topic, partition): (offset, metadata)}`` from the forms send_offsets accepts."""
-    out = {}
-    for tp, value in offsets.items():
-        topic, partition = (tp.topic, tp.partition) if hasattr(tp, "topic") else tp
-        if isinstance(value, int):
-            out[(topic, int(partition))] = (value, "")
-        else:
-            out[(topic, int(partition))] = (int(value.offset), getattr(value, "metadata", "") or "")
-    return out
-
-
 def _size(x: Any) -> int:
     if x is None:
         return 0
@@ -922,5 +910,5 @@ def _close_all() -> None:
     for producer in list(_LIVE):
         try:
             producer.close(timeout=60)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one producer's failure must not stop the others
             log.error("closing %r at exit: %s", producer, exc)

@@ -352,7 +352,7 @@ class ProducerSendThread(threading.Thread):
         msgs = from_entries(entries)
         try:
             reports = h.handle(msgs)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a handler's failure fails this batch only
             log.warning("EventHandler failed a batch of %d messages: %s", len(entries), exc)
             reports = failure_reports(entries, exc)
         if reports is None:  # a handler that reports nothing: delivered, offsets unknown

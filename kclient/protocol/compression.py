@@ -189,7 +189,7 @@ def _snappy_block(block: bytes, budget: int) -> bytes:
         raise ProtocolDecodeError("snappy data decompresses to more than the allowed size")
     try:
         return bytes(_snappy.decompress(block))
-    except Exception as exc:  # python-snappy/cramjam raise their own error types
+    except Exception as exc:  # noqa: BLE001 - python-snappy/cramjam raise their own error types
         raise ProtocolDecodeError(f"invalid snappy data: {exc}") from None
 
 
@@ -249,7 +249,7 @@ def _lz4_decompress(data: Buffer, max_size: int) -> bytes:
     d = _lz4f.LZ4FrameDecompressor()
     try:
         out: bytes = d.decompress(data, max_length=max_size + 1)
-    except Exception as exc:  # lz4 raises RuntimeError/ValueError on bad frames
+    except Exception as exc:  # noqa: BLE001 - lz4 raises RuntimeError/ValueError on bad frames
         raise ProtocolDecodeError(f"invalid lz4 data: {exc}") from None
     if len(out) > max_size:
         raise ProtocolDecodeError(f"lz4 data decompresses to more than {max_size} bytes")
@@ -279,7 +279,7 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
                 parts.append(chunk)
     except ProtocolDecodeError:
         raise
-    except Exception as exc:  # zstandard.ZstdError and friends
+    except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and friends
         raise ProtocolDecodeError(f"invalid zstd data: {exc}") from None
     return b"".join(parts)
 

@@ -284,7 +284,7 @@ class KafkaServer:
                         self._each_answers(live())
                         return
                     problem = f"metadata lists brokers {sorted(cluster.brokers)}"
-            except Exception as exc:  # not listening yet, not ready: try again
+            except Exception as exc:  # noqa: BLE001 - not listening yet, not ready: try again
                 problem = f"{type(exc).__name__}: {exc}"
             time.sleep(0.2)
         self.keep_logs = True

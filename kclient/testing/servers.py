@@ -71,7 +71,7 @@ class _Process:
                                      env={**os.environ, **(env or {})}, start_new_session=True)
         try:
             wait_for_port(self.port, proc=self.proc)
-        except Exception:
+        except Exception:  # noqa: BLE001 - re-raised with the server's log
             self.stop()
             raise RuntimeError(
                 f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}") from None

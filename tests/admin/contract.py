@@ -76,7 +76,7 @@ def topic_with_data(admin: AdminClient, bootstrap: str, partitions: int = 2,
     topic = name("adm")
     admin.create_topic(topic, partitions, 1)
     wait_topic(admin, topic, partitions)
-    produce(bootstrap, topic, {p: per_partition for p in range(partitions)})
+    produce(bootstrap, topic, dict.fromkeys(range(partitions), per_partition))
     return topic
 
 

@@ -117,7 +117,7 @@ def test_config_errors_name_the_key():
         AIOProducer(bootstrap_servers="127.0.0.1:1", lingerms=5)
     with pytest.raises(InvalidConfigError, match="enable.idempotence"):
         AIOProducer(bootstrap_servers="127.0.0.1:1", enable_idempotence=True,
-                    acks="all")
+                    acks=1)          # idempotence needs acks=all, as the threaded producer
     with pytest.raises(InvalidConfigError, match="batch.size"):
         AIOProducer(bootstrap_servers="127.0.0.1:1", batch_size=-1)
     with pytest.raises(InvalidConfigError, match="metadata.broker.list"):

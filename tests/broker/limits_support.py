@@ -119,7 +119,7 @@ def push(socks: list[socket.socket], nbytes: int, deadline: float) -> int:
     """Send up to ``nbytes`` to each socket without blocking past ``deadline``; returns the
     bytes the kernel took in total."""
     chunk = b"\0" * 65536
-    left = {s: nbytes for s in socks}
+    left = dict.fromkeys(socks, nbytes)
     for s in socks:
         s.setblocking(False)
     sent = 0

@@ -39,8 +39,8 @@ def broker(tmp_path):
     coord.start()
     topics = {"t": [0, 1, 2]}
     yield FakeBroker(node_id=0, host="127.0.0.1", port=9092, coordinator=coord,
-                     cluster=SimpleNamespace(partitions=lambda name: {
-                         p: 0 for p in topics[name]} if name in topics else None))
+                     cluster=SimpleNamespace(partitions=lambda name: dict.fromkeys(
+                         topics[name], 0) if name in topics else None))
     coord.close()
 
 

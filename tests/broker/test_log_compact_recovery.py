@@ -81,7 +81,7 @@ def test_interrupted_cleaning_recovers(tmp_path, reference, monkeypatch, step):
         assert any(n.endswith(".log.swap") for n in names)
     if step == "index-renamed":
         base = next(int(n[:20]) for n in names if n.endswith(".log.swap"))
-        os.replace(*[p for p in (work / f"{base:020d}.index.swap", work / f"{base:020d}.index")])
+        os.replace(*[work / f"{base:020d}.index.swap", work / f"{base:020d}.index"])
     monkeypatch.undo()
     reopened = Log(work, _config())                         # no clean-shutdown marker: a crash
     assert not [n for n in os.listdir(work) if n.endswith((".cleaned", ".swap"))]

@@ -214,7 +214,7 @@ def test_index_lookups_and_fetch_into_gaps_after_cleaning(tmp_path):
     kept = [o for o, _, _ in _read_all(log)]
     assert len(kept) < 300
     assert any(len(s.index) for s in log.segments[:-1]), "cleaned segments are indexed"
-    for offset in range(0, log.log_end_offset):
+    for offset in range(log.log_end_offset):
         region = log.read(offset, 100_000)
         data = region.read() if isinstance(region, FileRegion) else region
         first = next(r.offset for b in _batches(data) for r in b.records if r.offset >= offset)

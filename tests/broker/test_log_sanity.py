@@ -231,7 +231,7 @@ def sweep_dir(tmp_path: Path) -> Iterator[Path]:
 
 #: Byte positions, in a v2 batch, of partitionLeaderEpoch and of the header outside the CRC.
 LEADER_EPOCH = range(12, 16)
-OUTSIDE_CRC = set(range(0, 12)) | {16}
+OUTSIDE_CRC = set(range(12)) | {16}
 SWEEP_BATCHES = [[b"s%d-%d" % (i, j) for j in range(1 + i % 3)] for i in range(8)]
 
 

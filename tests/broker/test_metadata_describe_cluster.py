@@ -21,7 +21,7 @@ def cluster(tmp_path_factory):
         yield c
 
 
-@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("version", range(13))
 def test_metadata_every_version(cluster, raw_client, version):
     client = raw_client(cluster.bootstrap)
     absent = f"absent-{version}"

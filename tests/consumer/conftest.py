@@ -61,7 +61,7 @@ def zk_config(zookeeper, group, **extra):
             "zookeeper.session.timeout.ms": 4000, "zookeeper.connection.timeout.ms": 20000,
             "consumer.timeout.ms": 300,
             "auto.offset.reset": "smallest", "auto.commit.enable": False,
-            "rebalance.backoff.ms": 300, "rebalance.max.retries": 30,
+            "rebalance.backoff.ms": 300, "rebalance.max.retries": 10,
             "refresh.leader.backoff.ms": 50, "zookeeper.sync.time.ms": 200}
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     return conf

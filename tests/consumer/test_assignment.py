@@ -81,7 +81,7 @@ def test_range_is_per_topic_and_two_consumers_agree():
 
 
 def test_range_every_partition_exactly_once():
-    for n_parts in range(0, 20):
+    for n_parts in range(20):
         for n_threads in range(1, 8):
             threads = [f"g_c-{i}" for i in range(n_threads)]
             d = range_assign({"t": threads}, {"t": list(range(n_parts))})

@@ -163,7 +163,7 @@ def _member(member_id, topics, owned=None, generation=-1, consumer_id=None):
     user = b""
     if consumer_id:
         user = member_user_data(COOPERATIVE, registration(consumer_id, "static",
-                                                          {t: 1 for t in topics}), generation)
+                                                          dict.fromkeys(topics, 1)), generation)
     meta = encode_subscription(topics, user, owned or {}, generation)
     return SimpleNamespace(member_id=member_id, group_instance_id=None, metadata=meta)
 

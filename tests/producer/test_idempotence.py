@@ -1,13 +1,16 @@
 """The idempotent producer (enable.idempotence) under faults: lost acks, connections dropped
 mid-request, NOT_LEADER answers and a broker killed with -9 and restarted, with 5 requests in
-flight. The log must hold every message exactly once, in send order."""
+flight. The log must hold every message exactly once, in send order.  The fault tests run the
+threaded Producer and AIOProducer (``driver``): both keep the core's idempotent state."""
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import pytest
 
+from kclient.aio import AIOProducer
 from kclient.errors import InvalidConfigError
 from kclient.producer import Producer, ProducerData
 from kclient.protocol.records import iter_batches
@@ -55,12 +58,19 @@ def test_default_is_off_and_batches_carry_no_producer_id(mini_broker):
     assert log is not None and log.producer_state.producers == {}
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "asyncio"])
 def test_batches_carry_producer_id_epoch_and_sequences(mini_broker, mode):
     mini_broker.create_topic("seq", 2)
-    with Producer(_cfg(mini_broker.bootstrap, mode)) as p:
-        for i in range(200):
-            p.send(ProducerData("seq", b"v%d" % i, key=b"k%d" % (i % 7)))
+    if mode == "asyncio":
+        async def main():
+            async with AIOProducer(_cfg(mini_broker.bootstrap, "async")) as p:
+                for i in range(200):
+                    await p.enqueue("seq", b"v%d" % i, key=b"k%d" % (i % 7))
+        asyncio.run(main())
+    else:
+        with Producer(_cfg(mini_broker.bootstrap, mode)) as p:
+            for i in range(200):
+                p.send(ProducerData("seq", b"v%d" % i, key=b"k%d" % (i % 7)))
     for partition in (0, 1):
         log, _ = mini_broker.partition_log("seq", partition)
         data = b"".join(seg.read_entry(info) for seg in log.segments for info in seg.entries())
@@ -72,20 +82,42 @@ def test_batches_carry_producer_id_epoch_and_sequences(mini_broker, mode):
             expected += b.record_count
 
 
-def _produce_with(mini_broker, topic: str, values: list[bytes], arm, **extra) -> list:
-    """Send ``values`` in chunks from an async idempotent producer, calling ``arm(i)`` before
-    chunk ``i``; returns the delivery reports."""
+DRIVERS = ["threaded", "asyncio"]
+
+
+def _produce_with(mini_broker, topic: str, values: list[bytes], arm, driver: str = "threaded",
+                  **extra) -> list[BaseException | None]:
+    """Send ``values`` in chunks from an idempotent producer (the threaded async one, or
+    AIOProducer), calling ``arm(i)`` before chunk ``i``; returns each message's error (None:
+    acknowledged)."""
+    cfg = _cfg(mini_broker.bootstrap, **extra)
+    if driver == "asyncio":
+        return asyncio.run(_aio_produce_with(cfg, topic, values, arm))
     reports: list = []
-    with Producer(_cfg(mini_broker.bootstrap, **extra), on_delivery=reports.append) as p:
+    with Producer(cfg, on_delivery=reports.append) as p:
         for i in range(0, len(values), 50):
             arm(i // 50)
             p.send([ProducerData(topic, v, partition=0) for v in values[i:i + 50]])
             time.sleep(0.002)
         p.flush()
-    return reports
+    return [r.error for r in reports for _ in range(len(r))]
 
 
-def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker):
+async def _aio_produce_with(cfg: dict, topic: str, values: list[bytes], arm
+                            ) -> list[BaseException | None]:
+    cfg = {k: v for k, v in cfg.items() if k != "producer.type"}
+    futs = []
+    async with AIOProducer(cfg) as p:
+        for i in range(0, len(values), 50):
+            await asyncio.to_thread(arm, i // 50)
+            futs += [await p.enqueue(topic, v, partition=0) for v in values[i:i + 50]]
+            await asyncio.sleep(0.002)
+        await p.flush()
+    return [f.exception() for f in futs]
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker, driver):
     topic = "idem-faults"
     mini_broker.create_topic(topic, 1)
     values = _values("f", 3000)
@@ -99,11 +131,10 @@ def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker
             faults.drop_connection(PRODUCE, count=1)        # disconnect mid-request
         elif kind == 2:
             faults.inject(PRODUCE, error=NOT_LEADER, count=2)
-    reports = _produce_with(mini_broker, topic, values, arm)
+    errors = _produce_with(mini_broker, topic, values, arm, driver)
     fired = {kind for _, kind in faults.fired}
     assert fired >= {"lose", "drop", "error"}, fired
-    assert all(r.error is None for r in reports), [r.error for r in reports if r.error][:3]
-    assert sum(len(r) for r in reports) == len(values)
+    assert errors == [None] * len(values), [e for e in errors if e][:3]
     stored = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)]
     assert stored == values
 
@@ -121,7 +152,8 @@ def _epochs(mini_broker, topic: str) -> list[int]:
     return [b.producer_epoch for b in iter_batches(data)]
 
 
-def test_kip360_errors_bump_the_epoch_and_lose_nothing(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_kip360_errors_bump_the_epoch_and_lose_nothing(mini_broker, driver):
     """OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID (answered without writing; the
     requests behind get real sequence gaps): the producer bumps its epoch, restarts sequences
     and resends, in order, losing nothing."""
@@ -137,16 +169,16 @@ def test_kip360_errors_bump_the_epoch_and_lose_nothing(mini_broker):
             faults.inject(PRODUCE, error=OUT_OF_ORDER_SEQUENCE_NUMBER, count=1)
         elif i >= 4 and i % 4 == 2:
             faults.inject(PRODUCE, error=UNKNOWN_PRODUCER_ID, count=1)
-    reports = _produce_with(mini_broker, topic, values, arm)
+    errors = _produce_with(mini_broker, topic, values, arm, driver)
     assert len(faults.fired) >= 20
-    assert all(r.error is None for r in reports), [r.error for r in reports if r.error][:3]
-    assert sum(len(r) for r in reports) == len(values)
+    assert errors == [None] * len(values), [e for e in errors if e][:3]
     assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)] == values
     epochs = _epochs(mini_broker, topic)
     assert epochs == sorted(epochs) and epochs[-1] >= 10, epochs
 
 
-def test_duplicate_sequence_number_counts_as_sent(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_duplicate_sequence_number_counts_as_sent(mini_broker, driver):
     """A written batch whose acknowledgement was lost, retried and answered
     DUPLICATE_SEQUENCE_NUMBER (older brokers' answer): delivered, not written again."""
     topic = "idem-dup"
@@ -158,15 +190,15 @@ def test_duplicate_sequence_number_counts_as_sent(mini_broker):
             _wait_stored(mini_broker, topic, 50 * i)    # nothing else in flight
             mini_broker.faults.lose_response(PRODUCE, count=1)          # written, ack lost
             mini_broker.faults.inject(PRODUCE, error=DUPLICATE_SEQUENCE_NUMBER, count=1)
-    reports = _produce_with(mini_broker, topic, values, arm)
+    errors = _produce_with(mini_broker, topic, values, arm, driver)
     assert [kind for _, kind in mini_broker.faults.fired] == ["lose", "error"] * 2
-    assert all(r.error is None for r in reports), [r.error for r in reports if r.error][:3]
-    assert sum(len(r) for r in reports) == len(values)
+    assert errors == [None] * len(values), [e for e in errors if e][:3]
     assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)] == values
     assert set(_epochs(mini_broker, topic)) == {0}
 
 
-def test_without_idempotence_lost_acks_duplicate(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_without_idempotence_lost_acks_duplicate(mini_broker, driver):
     """The same lost acknowledgements without idempotence write messages twice: what the test
     above guards against."""
     topic = "plain-faults"
@@ -176,7 +208,7 @@ def test_without_idempotence_lost_acks_duplicate(mini_broker):
     def arm(i: int) -> None:
         if i % 2 == 0:
             mini_broker.faults.lose_response(PRODUCE, count=1)
-    _produce_with(mini_broker, topic, values, arm, **{
+    _produce_with(mini_broker, topic, values, arm, driver, **{
         "enable.idempotence": False, "max.in.flight.requests.per.connection": 1})
     stored = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)]
     assert len(stored) > len(values) and set(stored) == set(values)

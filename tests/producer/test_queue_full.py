@@ -149,7 +149,7 @@ def test_blocked_sender_is_released_by_close():
     def blocked():
         try:
             p.send(ProducerData("t", b"waiting"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - asserted by the test
             errors.append(exc)
     t = threading.Thread(target=blocked)
     t.start()

@@ -27,7 +27,7 @@ def main(bootstrap: str, host: str, port: str, source: str, sink: str, group: st
         end = c.get_offsets_before(source, 0, -1)[0]
         while offset < end:
             ms = c.fetch(FetchRequest(source, 0, offset, 1 << 20))
-            taken = [m for m in ms][:batch]
+            taken = list(ms)[:batch]
             producer.begin_transaction()
             producer.send([ProducerData(sink, m.message.value.upper(), partition=0)
                            for m in taken])

@@ -261,7 +261,7 @@ def test_read_committed_stops_at_the_last_stable_offset_and_drops_aborted():
                               read_committed=True, aborted_transactions=[(8, 3)])
     assert [m.message.value for m in ms] == [b"x0", b"x1"]
     assert ms.next_offset == 5                       # past both markers, not into z0
-    assert [c for c in ms.columns().values] == [b"x0", b"x1"]
+    assert list(ms.columns().values) == [b"x0", b"x1"]
     plain = ByteBufferMessageSet(buf, 0, high_watermark=6, last_stable_offset=5)
     assert [m.message.value for m in plain] == [b"x0", b"x1", b"y0", b"z0"]
     assert plain.next_offset == 6

@@ -66,7 +66,7 @@ def _one(broker: Broker, request: Request, tid: str, pid: int, epoch: int, topic
     if refusals is not None:
         return _results(topics, refusals)
     if not is_local_coordinator(broker, tid) or broker.txn_coordinator is None:
-        return _results(topics, {tp: E.NotCoordinatorError.errno for tp in wanted})
+        return _results(topics, dict.fromkeys(wanted, E.NotCoordinatorError.errno))
     unknown = {tp for tp in wanted if not _exists(broker, tp)}
     if unknown:
         return _results(topics, {tp: E.UnknownTopicOrPartitionError.errno if tp in unknown

@@ -225,7 +225,7 @@ class DelayedFetch:
         error: Exception | None = None
         try:
             result = read_all(self.broker, self.body, self.version)[0]
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handed on to the waiting request
             result, error = None, exc
         try:
             if error is None:

@@ -102,5 +102,5 @@ def handle(broker: Broker, request: Request) -> dict:
             body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
             check_membership=version >= 1,
             group_instance_id=body.group_instance_id if version >= 7 else None)
-        errors.update({tp: code for tp in entries})
+        errors.update(dict.fromkeys(entries, code))
     return _response(request, errors, unknown)

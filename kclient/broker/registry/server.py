@@ -68,7 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests go to the debug log, not stderr."""
-        log.debug("%s " + format, self.address_string(), *args)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s", self.address_string(), format % args)
 
 
 class _HttpServer(ThreadingHTTPServer):

@@ -1,0 +1,121 @@
+"""AIOProducer's transactions against real Kafka 4.x, as integration/test_transactions.py runs
+the threaded producer's: commit visible and abort invisible to confluent-kafka's read_committed
+consumer, offsets sent in a transaction the group's only on commit, a zombie fenced by a newer
+instance (at commit, and at its next send)."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kclient.aio import AIOProducer
+from kclient.errors import ProducerFencedError
+
+from .helpers import new_topic
+from .test_transactions import committed_offsets, confluent_read
+
+pytestmark = pytest.mark.kafka
+
+
+def _producer(server, tid: str) -> AIOProducer:
+    return AIOProducer(bootstrap_servers=server.bootstrap, transactional_id=tid, acks="all",
+                       linger_ms=2)
+
+
+async def _send(p: AIOProducer, topic: str, tag: str, n: int, partitions: int = 1) -> None:
+    futs = [await p.enqueue(topic, f"{tag}-{i}".encode(), partition=i % partitions)
+            for i in range(n)]
+    await p.flush()
+    for f in futs:
+        f.result()
+
+
+def test_commit_is_visible_abort_is_not_to_confluent_read_committed(kafka4):
+    topic = new_topic(kafka4, partitions=2)
+
+    async def main() -> None:
+        async with _producer(kafka4, f"atx-{uuid.uuid4().hex[:8]}") as p:
+            await p.init_transactions()
+            await p.begin_transaction()
+            await _send(p, topic, "committed", 30, 2)
+            await p.commit_transaction()
+            await p.begin_transaction()
+            await _send(p, topic, "aborted", 20, 2)
+            await p.abort_transaction()
+            await p.begin_transaction()
+            await _send(p, topic, "second", 10, 2)
+            await p.commit_transaction()
+    asyncio.run(main())
+    expected = sorted([f"committed-{i}".encode() for i in range(30)]
+                      + [f"second-{i}".encode() for i in range(10)])
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=40)) == expected
+    uncommitted = confluent_read(kafka4, topic, "read_uncommitted", expect=60)
+    assert sorted(uncommitted) == sorted(expected + [f"aborted-{i}".encode() for i in range(20)])
+
+
+def test_send_offsets_visible_only_after_commit(kafka4):
+    topic = new_topic(kafka4, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        async with _producer(kafka4, f"atx-{uuid.uuid4().hex[:8]}") as p:
+            await p.init_transactions()
+            await p.begin_transaction()
+            await _send(p, topic, "out", 4, 2)
+            await p.send_offsets_to_transaction({(topic, 0): 11, (topic, 1): 7}, group)
+            await p.abort_transaction()
+            assert await asyncio.to_thread(committed_offsets, kafka4, group, topic, 2) == \
+                {0: -1001, 1: -1001}
+            await p.begin_transaction()
+            await _send(p, topic, "out", 4, 2)
+            await p.send_offsets_to_transaction({(topic, 0): 12, (topic, 1): 8}, group)
+            await p.commit_transaction()
+    asyncio.run(main())
+    assert committed_offsets(kafka4, group, topic, 2) == {0: 12, 1: 8}
+
+
+def test_zombie_is_fenced_and_its_transaction_aborted(kafka4):
+    topic = new_topic(kafka4)
+    tid = f"atx-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        zombie = _producer(kafka4, tid)
+        await zombie.init_transactions()
+        await zombie.begin_transaction()
+        await _send(zombie, topic, "zombie", 5)
+        async with _producer(kafka4, tid) as fresh:
+            await fresh.init_transactions()     # fences the zombie, aborts its transaction
+            assert fresh.producer_id_and_epoch[1] > zombie.producer_id_and_epoch[1]
+            with pytest.raises(ProducerFencedError):
+                await zombie.commit_transaction()
+            with pytest.raises(ProducerFencedError):   # fatal: every later call raises it
+                await zombie.begin_transaction()
+            await fresh.begin_transaction()
+            await _send(fresh, topic, "fresh", 3)
+            await fresh.commit_transaction()
+        await zombie.close()
+    asyncio.run(main())
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=3)) == \
+        [f"fresh-{i}".encode() for i in range(3)]
+
+
+def test_zombie_send_is_fenced(kafka4):
+    topic = new_topic(kafka4)
+    tid = f"atx-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        zombie = _producer(kafka4, tid)
+        await zombie.init_transactions()
+        await zombie.begin_transaction()
+        await _send(zombie, topic, "zombie-1", 2)
+        async with _producer(kafka4, tid) as fresh:
+            await fresh.init_transactions()
+            futs = [await zombie.enqueue(topic, b"zombie-2", partition=0)]
+            await zombie.flush()
+            assert futs[0].exception() is not None
+            with pytest.raises(ProducerFencedError):
+                await zombie.commit_transaction()
+        await zombie.close()
+    asyncio.run(main())
+    assert confluent_read(kafka4, topic, "read_committed", idle_s=1.0) == []

@@ -1,0 +1,72 @@
+"""Produce requests and responses, written once for both producers.
+
+Both senders (the threaded producer's event handler and AIOProducer's sender task) keep their
+own pipelines, which are their hot paths; what a Produce request holds and what each partition's
+answer means is here:
+
+* :func:`magic_for` — the record format a Produce version carries;
+* :func:`produce_body` — the request body from ``{topic: [(partition, records)]}``;
+* :func:`partition_results` — per partition of a response: its error (None when written), base
+  offset and log-append time;
+* :func:`retriable` / :func:`refreshes_metadata` — whether a failed batch is retried, and
+  whether the retry must wait for fresh metadata (the leader moved, the connection broke, the
+  partition had no leader known).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
+
+__all__ = ["magic_for", "produce_body", "partition_results", "retriable", "refreshes_metadata",
+           "unanswered"]
+
+
+def magic_for(version: int) -> int:
+    """The message format of Produce ``version``: v2 batches from v3, v1 messages at v2, else v0."""
+    return 2 if version >= 3 else (1 if version == 2 else 0)
+
+
+def produce_body(transactional_id: str | None, acks: int, timeout_ms: int,
+                 topic_data: Mapping[str, Sequence[tuple[int, Any]]]) -> dict[str, Any]:
+    """A Produce request body: ``topic_data`` maps a topic to ``(partition, records)`` pairs."""
+    return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": timeout_ms,
+            "topic_data": [{"name": t, "partition_data": [{"index": p, "records": r}
+                                                          for p, r in parts]}
+                           for t, parts in topic_data.items()]}
+
+
+def partition_results(resp: Any, node: int
+                      ) -> Iterator[tuple[str, int, KafkaError | None, int, int]]:
+    """``(topic, partition, error or None, base offset, log-append time)`` per partition of a
+    Produce response; the error names the partition, the broker and the broker's message."""
+    for topic in resp.responses:
+        name = topic.name
+        for pr in topic.partition_responses:
+            code = pr.error_code
+            if not code:
+                yield name, pr.index, None, pr.base_offset, pr.log_append_time_ms
+                continue
+            msg = pr.get("error_message")
+            error = error_for_code(code)(f"topic {name!r} partition {pr.index} on broker {node}"
+                                         + (f": {msg}" if msg else ""))
+            yield name, pr.index, error, pr.base_offset, pr.log_append_time_ms
+
+
+def unanswered(node: int, topic: str, partition: int) -> KafkaError:
+    """The (retriable) error of a partition a Produce response left out."""
+    return KafkaError(f"broker {node} did not answer for topic {topic!r} partition {partition}")
+
+
+def retriable(exc: BaseException) -> bool:
+    """Whether a retry may cure ``exc`` (broker error codes and connection errors)."""
+    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
+
+
+def refreshes_metadata(exc: BaseException, sent: bool = True) -> bool:
+    """Whether a batch retried after ``exc`` waits for a metadata refresh first: the leader
+    moved (an invalid-metadata error), the connection broke or timed out, or the batch was
+    never sent (no leader known, no connection)."""
+    return not sent or bool(getattr(exc, "invalid_metadata", False)) or \
+        isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))

@@ -1,0 +1,147 @@
+"""The producer's core through both drivers against the mini-broker: the idempotent producer's
+InitProducerId, the transaction state machine's conversations (init, AddPartitionsToTxn,
+AddOffsetsToTxn + TxnOffsetCommit, EndTxn), fencing of an older instance, and what a sequence
+error of a batch means (KIP-360)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kclient.core import transactions as txn_core
+from kclient.core.idempotence import (
+    BUMP_AND_RESEND,
+    FAIL,
+    RESEND,
+    RETRY,
+    SENT,
+    IdempotentState,
+    init_idempotent,
+    sequence_outcome,
+)
+from kclient.core.produce import magic_for, partition_results, produce_body
+from kclient.core.steps import Request
+from kclient.core.transactions import (
+    ABORTABLE_ERROR,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+    READY,
+    TxnState,
+)
+from kclient.errors import (
+    IllegalStateError,
+    NotLeaderForPartitionError,
+    ProducerFencedError,
+    TransactionAbortableError,
+)
+from kclient.protocol.apis import METADATA, PRODUCE
+from kclient.protocol.error_codes import (
+    DuplicateSequenceNumberError,
+    OutOfOrderSequenceNumberError,
+    UnknownProducerIdError,
+)
+from kclient.protocol.records import build_batch
+
+
+def _tid() -> str:
+    return f"tx-{uuid.uuid4().hex[:8]}"
+
+
+def _create(topic):
+    """Metadata with auto-creation: the topic exists after this step."""
+    yield Request(METADATA, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+
+
+def test_idempotent_init_gives_an_id_and_epoch(drive):
+    state = IdempotentState()
+    drive(lambda: init_idempotent(state))
+    assert state.has_producer_id and state.epoch == 0
+
+
+def test_transaction_commit_then_abort_walks_the_states(drive):
+    txn = TxnState(_tid(), max_block=10)
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+
+    def conversation():
+        yield from _create(topic)
+        yield from txn_core.init_transactions(txn)
+        states = [txn.state]
+        txn.begin()
+        yield from txn_core.add_partitions(txn, [(topic, 0)])
+        yield from txn_core.add_partitions(txn, [(topic, 0)])     # known: nothing sent
+        states.append((txn.state, set(txn.partitions)))
+        yield from txn_core.end_transaction(txn, commit=True)
+        states.append(txn.state)
+        txn.begin()
+        yield from txn_core.send_offsets(txn, {(topic, 0): (5, "m")}, "g-core")
+        assert txn.has_offsets
+        yield from txn_core.end_transaction(txn, commit=False)
+        states.append(txn.state)
+        return states
+
+    states = drive(conversation)
+    assert states == [READY, (IN_TRANSACTION, {(topic, 0)}), READY, READY]
+    assert txn.producer_id >= 0 and txn.epoch >= 0
+
+
+def test_a_second_instance_fences_the_first(drive):
+    tid = _tid()
+    old, new = TxnState(tid, max_block=10), TxnState(tid, max_block=10)
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+
+    def conversation():
+        yield from _create(topic)
+        yield from txn_core.init_transactions(old)
+        old.begin()
+        yield from txn_core.add_partitions(old, [(topic, 0)])
+        yield from txn_core.init_transactions(new)     # fences ``old``, aborts its transaction
+        try:
+            yield from txn_core.end_transaction(old, commit=True)
+        except ProducerFencedError as exc:
+            return exc
+        return None
+
+    err = drive(conversation)
+    assert isinstance(err, ProducerFencedError)
+    assert old.state == FATAL_ERROR and new.state == READY
+    assert new.epoch > old.epoch or new.producer_id != old.producer_id
+    with pytest.raises(ProducerFencedError):
+        old.check(READY)
+
+
+def test_state_machine_refusals_and_abortable_errors():
+    txn = TxnState("tx-local")
+    with pytest.raises(IllegalStateError):
+        txn.begin()
+    txn.state = READY
+    txn.begin()
+    txn.record_failure(NotLeaderForPartitionError("lost"), sequenced=True)
+    assert txn.state == ABORTABLE_ERROR and txn.bump_after_abort
+    with pytest.raises(TransactionAbortableError):
+        txn.check_send()
+    txn.record_failure(ProducerFencedError("newer"))
+    assert txn.state == FATAL_ERROR
+
+
+def test_sequence_outcomes_follow_kip_360():
+    assert sequence_outcome(DuplicateSequenceNumberError("dup"), False, True) == SENT
+    assert sequence_outcome(NotLeaderForPartitionError("x"), False, True) == RETRY
+    assert sequence_outcome(OutOfOrderSequenceNumberError("x"), False, True) == BUMP_AND_RESEND
+    assert sequence_outcome(OutOfOrderSequenceNumberError("x"), False, False) == RESEND
+    assert sequence_outcome(UnknownProducerIdError("x"), True, True) == FAIL
+
+
+def test_produce_body_and_results_round_trip(drive):
+    """A Produce request built by the core is answered per partition, with the offsets."""
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    records = build_batch([b"a", b"b"])
+
+    def conversation():
+        yield from _create(topic)
+        body = produce_body(None, -1, 5000, {topic: [(0, records)]})
+        resp = yield Request(PRODUCE, body, max_version=9)
+        return list(partition_results(resp, 0))
+
+    (name, partition, error, base, _), = drive(conversation)
+    assert (name, partition, error, base) == (topic, 0, None, 0)
+    assert magic_for(3) == 2 and magic_for(2) == 1 and magic_for(1) == 0
