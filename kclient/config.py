@@ -141,7 +141,7 @@ class ConfigKey:
         return "common" if self.roles == _BOTH else next(iter(self.roles))
 
 
-def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *aliases: str,
+def _key(name: str, default: Any, type_: Any, roles: frozenset[str], doc: str, *aliases: str,
          differs: str = "") -> ConfigKey:
     """Shorthand for one table row."""
     return ConfigKey(name, default, type_, roles, doc, tuple(aliases), differs)
