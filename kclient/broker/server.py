@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.protocol.apis import METADATA
 from kclient.protocol.errors import (
@@ -55,7 +55,9 @@ from .sasl.mechanisms import SUPPORTED
 from .sasl.session import RefusedSession, SaslSettings, tls_principal
 from .txn_coordinator import TransactionCoordinator
 from .txn_markers import MarkerWriter
-from .zk import ZkRegistry
+
+if TYPE_CHECKING:
+    from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
 
@@ -265,6 +267,7 @@ class MiniBroker:
         return transport_session
 
     def _register_zk(self) -> None:
+        from .zk import ZkRegistry  # kazoo is needed only for a broker registered in ZooKeeper
         """Register this broker and the partitions it leads in ZooKeeper."""
         cfg, connect = self.config, self.zookeeper_connect
         assert connect, "only called with zookeeper.connect set"

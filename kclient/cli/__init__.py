@@ -13,7 +13,7 @@ __all__ = ["main", "build_parser"]
 
 #: subcommand modules of this package, in the order ``kclient --help`` lists them
 MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "perf", "acls",
-           "passthrough")
+           "schemas", "passthrough")
 
 
 def build_parser() -> argparse.ArgumentParser:

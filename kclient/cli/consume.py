@@ -3,12 +3,14 @@ each message raw, as JSON with its metadata, or through a kcat-style ``-f`` form
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Generator
 from typing import Any
 
 from .common import UsageError, add_connection_options, admin_client, client_config, subcommand
 from .encoding import BINARY_FORMATS
 from .outputs import Formatter
+from .registry import add_registry_options, decoders, registry_client
 
 __all__ = ["register", "read_partitions"]
 
@@ -99,8 +101,46 @@ def read_partitions(args: argparse.Namespace, exit_at_end: bool
             c.close()
 
 
+def _decoding(args: argparse.Namespace, out: Formatter) -> Formatter:
+    """``out`` with keys / values of a registry format printed as JSON."""
+    if not (args.key_format or args.value_format):
+        return out
+    return _Decoding(args, decoders(args, registry_client(args)))
+
+
+class _Decoding(Formatter):
+    """A Formatter that decodes registry-encoded keys and values first; a message that does
+    not decode is named on stderr and skipped (the exit code is then 1)."""
+
+    def __init__(self, args: argparse.Namespace, decode: dict[str, Any]) -> None:
+        super().__init__(args)
+        self.decode, self.failed = decode, 0
+
+    def write(self, topic: str, partition: int, offset: int, key: bytes | None,
+              value: bytes | None, timestamp: int, headers: list[tuple[str, bytes | None]]
+              ) -> None:
+        from kclient.schema_registry import SerializationError
+        headers = list(headers)
+        try:
+            if "key" in self.decode:
+                key = self.decode["key"](key, topic, headers)
+            if "value" in self.decode:
+                value = self.decode["value"](value, topic, headers)
+        except SerializationError as exc:
+            print(f"{topic}/{partition}/{offset}: skipped: {exc}", file=sys.stderr)
+            self.failed += 1
+            return
+        super().write(topic, partition, offset, key, value, timestamp, headers)
+
+
 def _run(args: argparse.Namespace) -> int:
-    out = Formatter(args)
+    out = _decoding(args, Formatter(args))
+    code = _run_formatted(args, out)
+    return 1 if getattr(out, "failed", 0) else code
+
+
+def _run_formatted(args: argparse.Namespace, out: Formatter) -> int:
+    """Read and print through ``out``."""
     if args.group:
         return _run_group(args, out)
     count = 0
@@ -157,7 +197,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient consume events -o earliest -e\n"
                    "kclient consume events -p 0 -o -10 -c 10 --format json\n"
                    "kclient consume events -G my-group -e -f '%p/%o %k=%s\\n'\n"
-                   "kclient consume blobs -o earliest -e --binary base64 | base64 -d")
+                   "kclient consume blobs -o earliest -e --binary base64 | base64 -d\n"
+                   "kclient consume users -o earliest -e --value-format avro "
+                   "-r http://127.0.0.1:8081")
     p.add_argument("topic")
     p.add_argument("-p", "--partition", type=int, action="append", metavar="P",
                    help="read only this partition (repeatable; default: all)")
@@ -176,6 +218,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("-K", "--key-separator", metavar="SEP", help="raw: print key SEP value")
     p.add_argument("--binary", choices=BINARY_FORMATS,
                    help="print keys, values and header values as base64 or hex")
+    add_registry_options(p, produce=False)
     add_connection_options(p)
     p.set_defaults(run=_run)
 
