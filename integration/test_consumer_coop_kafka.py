@@ -7,7 +7,7 @@ import pytest
 
 from kclient.errors import FencedInstanceIdError
 from kclient.testing import KafkaTools, java_clients_problem
-from tests.consumer.coop_scenario import run_handover, run_static_restart
+from tests.consumer.coop_scenario import DRIVERS, members, run_handover, run_static_restart
 from tests.consumer.helpers import produce_spread
 from tests.consumer.java_member import run_mixed_java_group
 from tests.consumer.test_consumer_cooperative import check_once_each
@@ -35,9 +35,11 @@ def _producer(server, topic: str):
     return produce
 
 
-def test_cooperative_handover_on_kafka4(kafka4):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_cooperative_handover_on_kafka4(kafka4, driver):
     topic = new_topic(kafka4, partitions=4)
-    run = run_handover(kafka4.bootstrap, topic, 4, _conf(kafka4, "cooperative-sticky"))
+    run = run_handover(kafka4.bootstrap, topic, 4, _conf(kafka4, "cooperative-sticky"),
+                       members(driver))
     a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
     b = [(kind, ps) for _, who, kind, ps in run.events if who == "b"]
     assert a[0] == ("assigned", [0, 1, 2, 3])
@@ -53,11 +55,12 @@ def test_cooperative_handover_on_kafka4(kafka4):
     check_once_each(run)
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_static_member_restart_on_kafka4(kafka4, strategy):
+def test_static_member_restart_on_kafka4(kafka4, strategy, driver):
     topic = new_topic(kafka4, partitions=4)
     run = run_static_restart(kafka4.bootstrap, topic, 4, _conf(kafka4, strategy, False),
-                             _producer(kafka4, topic))
+                             _producer(kafka4, topic), members(driver))
     assert run.generation_after == run.generation_before
     assert run.first_offsets == run.committed
     a2 = [(kind, ps) for _, who, kind, ps in run.events if who == "a2"]
@@ -65,27 +68,32 @@ def test_static_member_restart_on_kafka4(kafka4, strategy):
     assert isinstance(run.fenced_error, FencedInstanceIdError)
 
 
-def test_mixed_group_with_the_java_consumer_on_kafka4(kafka4):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_mixed_group_with_the_java_consumer_on_kafka4(kafka4, driver):
     problem = java_clients_problem()
     if problem:
         missing(problem)
     topic = new_topic(kafka4, partitions=4)
     run = run_mixed_java_group(KafkaTools(kafka4.bootstrap), topic, 4,
-                               kclient_conf(kafka4.bootstrap), _producer(kafka4, topic))
+                               kclient_conf(kafka4.bootstrap), _producer(kafka4, topic),
+                               members(driver))
     check_mixed(run)
 
 
-def test_mixed_group_with_confluent_kafka_on_kafka4(kafka4):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_mixed_group_with_confluent_kafka_on_kafka4(kafka4, driver):
     from tests.consumer.java_member import ConfluentMember, run_mixed_group
     topic = new_topic(kafka4, partitions=4)
     run = run_mixed_group(lambda group: ConfluentMember(kafka4.bootstrap, topic, group), topic,
-                          4, kclient_conf(kafka4.bootstrap), _producer(kafka4, topic))
+                          4, kclient_conf(kafka4.bootstrap), _producer(kafka4, topic),
+                          make=members(driver))
     check_mixed(run)
 
 
-def test_eager_handover_on_kafka4_for_comparison(kafka4):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_eager_handover_on_kafka4_for_comparison(kafka4, driver):
     topic = new_topic(kafka4, partitions=4)
-    run = run_handover(kafka4.bootstrap, topic, 4, _conf(kafka4, "range"))
+    run = run_handover(kafka4.bootstrap, topic, 4, _conf(kafka4, "range"), members(driver))
     a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
     assert ("revoked", [0, 1, 2, 3]) in a          # eager: the kept partitions too
     print(f"kafka4 eager: rebalance {run.rebalance_s:.3f}s, kept max gap "

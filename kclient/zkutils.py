@@ -10,18 +10,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
-
-from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    ConnectionLoss,
-    NodeExistsError,
-    NoNodeError,
-    OperationTimeoutError,
-    SessionExpiredError,
-)
-from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+from typing import TYPE_CHECKING, Any
 
 from kclient.errors import InvalidConfigError, ZooKeeperError
 from kclient.protocol.zookeeper import (
@@ -42,6 +31,45 @@ from kclient.protocol.zookeeper import (
     topic_assignment,
     topic_path,
 )
+
+#: why kazoo could not be imported (None when it is installed): kclient works without it
+KAZOO_MISSING: ImportError | None = None
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import (
+        ConnectionLoss,
+        NodeExistsError,
+        NoNodeError,
+        NotEmptyError,
+        OperationTimeoutError,
+        SessionExpiredError,
+    )
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+else:
+    try:
+        from kazoo.client import KazooClient
+        from kazoo.exceptions import (
+            ConnectionLoss,
+            NodeExistsError,
+            NoNodeError,
+            NotEmptyError,
+            OperationTimeoutError,
+            SessionExpiredError,
+        )
+        from kazoo.handlers.threading import KazooTimeoutError
+        from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
+    except ImportError as _missing:  # kclient works without kazoo; only ZooKeeper needs it
+        KAZOO_MISSING = _missing
+
+        class _NeverRaised(Exception):
+            """Stands in for kazoo's errors in except clauses: without kazoo none is raised."""
+
+        KazooClient = None
+        ConnectionLoss = NodeExistsError = NoNodeError = NotEmptyError = _NeverRaised
+        OperationTimeoutError = SessionExpiredError = KazooTimeoutError = _NeverRaised
+        CREATOR_ALL_ACL = READ_ACL_UNSAFE = []
 
 __all__ = [
     "BROKER_IDS_PATH", "BROKER_TOPICS_PATH", "CONSUMERS_PATH", "kafka_json", "GroupDirs",
@@ -152,6 +180,9 @@ def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: in
 
     Raises :class:`ZooKeeperError` naming ``connect`` when no server answers within
     ``connection_timeout_ms``."""
+    if KAZOO_MISSING is not None:
+        raise ImportError("ZooKeeper coordination needs kazoo (pip install kazoo): "
+                          f"{KAZOO_MISSING}") from KAZOO_MISSING
     zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0, **(options or {}))
     wait = max(1.0, connection_timeout_ms / 1000.0)
     try:

@@ -7,10 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kazoo.exceptions import NoNodeError, NotEmptyError
-
 from kclient.errors import GroupIdNotFoundError, NonEmptyGroupError
-from kclient.zkutils import CONSUMERS_PATH, GroupDirs, get_children, read_data, update_persistent
+from kclient.zkutils import (
+    CONSUMERS_PATH,
+    GroupDirs,
+    NoNodeError,
+    NotEmptyError,
+    get_children,
+    read_data,
+    update_persistent,
+)
 
 from .types import (
     GroupDescription,

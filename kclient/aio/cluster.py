@@ -23,6 +23,7 @@ from kclient.cluster import (
 from kclient.connection import ConnectionSettings
 from kclient.errors import (
     KafkaConnectionError,
+    KafkaError,
     LeaderNotAvailableError,
     NoBrokersAvailableError,
     UnknownTopicOrPartitionError,
@@ -170,25 +171,52 @@ class AIOCluster:
         return {tp: offset for tp, (offset, _) in found.items()}
 
     async def list_offset_times(self, query: Mapping[TopicPartition, int],
-                                isolation_level: int = 0
+                                isolation_level: int = 0, attempts: int = 6,
+                                backoff_s: float = 0.2
                                 ) -> dict[TopicPartition, tuple[int, int]]:
         """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none at or
-        after that time); raises a partition's error."""
+        after that time).  A retriable partition error (a leader not known yet, as right
+        after the topic's creation, or moved) refreshes the metadata and asks again, up to
+        ``attempts`` rounds; other errors, and the last round's, are raised."""
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        pending = dict(query)
+        while True:
+            attempts -= 1
+            failed = await self._list_offsets_round(pending, isolation_level, out)
+            if not failed:
+                return out
+            if attempts <= 0:
+                raise next(iter(failed.values()))
+            log.info("ListOffsets of %s: %s; asking again", sorted(failed),
+                     next(iter(failed.values())))
+            await asyncio.sleep(backoff_s)
+            await self.refresh(sorted({tp.topic for tp in failed}), allow_auto_create=False)
+            pending = {tp: query[tp] for tp in failed}
+
+    async def _list_offsets_round(self, query: Mapping[TopicPartition, int],
+                                  isolation_level: int,
+                                  out: dict[TopicPartition, tuple[int, int]]
+                                  ) -> dict[TopicPartition, KafkaError]:
+        """One ListOffsets per leader into ``out``; the retriable failures by partition."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in query:
             node = await self.leader_for(tp.topic, tp.partition)
             by_leader.setdefault(node, []).append(tp)
-        out: dict[TopicPartition, tuple[int, int]] = {}
+        failed: dict[TopicPartition, KafkaError] = {}
         for node, tps in by_leader.items():
             conn = await self.connection(node)
             version = conn.version(LIST_OFFSETS)
             body = list_offsets_body({tp: query[tp] for tp in tps}, isolation_level)
             resp = await conn.request(LIST_OFFSETS, body, version)
             for tp, code, offset, timestamp in list_offsets_answers(resp, version):
-                if code:
-                    raise error_for_code(code)(f"offsets of {tp.topic}-{tp.partition}")
-                out[tp] = (offset, timestamp)
-        return out
+                if not code:
+                    out[tp] = (offset, timestamp)
+                    continue
+                err = error_for_code(code)(f"offsets of {tp.topic}-{tp.partition}")
+                if not getattr(err, "retriable", False):
+                    raise err
+                failed[tp] = err
+        return failed
 
     def drop(self, conn: AIOConnection, reason: str) -> None:
         """Forget a failed connection (closed if still open)."""

@@ -152,12 +152,15 @@ class AIOConsumer(ConsumerMembership):
         conf = self.config
         self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
             asyncio.Lock()
+        if self._states:                    # assign() before start(): positions to resolve
+            self._needs_reset.set()
         self._fetcher = AIOFetcher(
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
             isolation_level=_ISOLATION[conf["isolation.level"]],
             buffer_chunks=conf["queued.max.message.chunks"],
-            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset)
+            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset,
+            max_bytes=conf["fetch.max.bytes"])
         self._fetcher.start()
         self._next_commit = time.monotonic() + self._commit_every
         if self._group is not None:
@@ -180,23 +183,14 @@ class AIOConsumer(ConsumerMembership):
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
-        joining, self._join_task = self._join_task, None
-        if joining is not None and self._group is not None:
-            # the coordinator may hold that JoinGroup for a whole rebalance: drop its
-            # connection (LeaveGroup reconnects) instead of waiting behind it
-            joining.cancel()
-            self._group.coordinator.close("consumer closed during a rebalance")
-            await asyncio.gather(joining, return_exceptions=True)
+        joining = await self._cancel_join()
         if self._fetcher is not None:
             await self._fetcher.stop()
         if self._group is not None:
             if autocommit and self._auto_commit and self._states and self._rejoin is None \
-                    and joining is None:
+                    and not joining:
                 await self._try_commit("close")
-            try:
-                await self._group.leave()
-            except KafkaError as exc:
-                log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
+            await self._leave()
             self._group.close()
         await self.cluster.close()
 
@@ -215,6 +209,19 @@ class AIOConsumer(ConsumerMembership):
         self._listener, self._manual = listener, False
         self._rejoin = self._rejoin or "revoke"
         self._kick()
+
+    async def unsubscribe(self) -> None:
+        """Drop the subscription (revoking through the listener and leaving the group) or the
+        assignment."""
+        if self._sub.active and self._group is not None:
+            await self._cancel_join()
+            if self._started:
+                await self._revoke_all("revoke")
+                await self._leave()
+        self._sub.clear()
+        self._manual, self._rejoin = False, None
+        self._set_assignment([])
+        self._pending.clear()
 
     def assign(self, partitions: PartitionsArg) -> None:
         """Read exactly ``partitions`` (TopicPartitions or ``(topic, partition)`` tuples, one or

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from kclient.consumer.connector import ConsumerGroupMetadata
 from kclient.consumer.group_protocol import leader_assignment, registration
 from kclient.core import group as core_group
 from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
@@ -24,7 +25,7 @@ from kclient.core.group import MemberState
 from kclient.core.offsets import commit_offsets, fetch_offsets
 from kclient.core.prefetch import PartitionState
 from kclient.core.subscription import Subscription
-from kclient.errors import FencedInstanceIdError, KafkaError
+from kclient.errors import FencedInstanceIdError, IllegalStateError, KafkaError
 from kclient.metrics import ClientMetrics
 from kclient.structs import TopicPartition
 
@@ -139,20 +140,51 @@ class ConsumerMembership:
     _try_commit: Callable[[str], Awaitable[None]]
     _resolve_positions: Callable[[], Awaitable[None]]
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """Group id, generation, member id and instance id: what
+        Producer.send_offsets_to_transaction takes."""
+        if self._group is None:
+            raise IllegalStateError("group_metadata() needs a group.id")
+        state = self._group.state
+        return ConsumerGroupMetadata(state.group, state.generation_id, state.member_id,
+                                     state.instance_id)
+
+    async def _cancel_join(self) -> bool:
+        """Stop a cooperative join under way; whether there was one.  The coordinator may hold
+        that JoinGroup for a whole rebalance: its connection is dropped (LeaveGroup
+        reconnects) instead of waiting behind it."""
+        joining, self._join_task = self._join_task, None
+        if joining is None or self._group is None:
+            return False
+        joining.cancel()
+        self._group.coordinator.close("consumer closed during a rebalance")
+        await asyncio.gather(joining, return_exceptions=True)
+        self._joining = False
+        return True
+
     async def _group_step(self) -> None:
         """Finish a cooperative join that ended, start the rebalance that is due (cooperative:
         in a task, keeping the owned partitions; eager: here), or check the topics."""
-        task = self._join_task
-        if task is not None and task.done():
-            self._join_task = None
-            await self._finish_join(task)
-        if self._rejoin is not None and self._join_task is None:
-            if self.cooperative and self._rejoin != "lost" and self._states:
-                await self._start_cooperative_join()
-            else:
-                await self._rebalance(self._rejoin)
-        elif self._rejoin is None and self._join_task is None:
-            await self._check_topics()
+        try:
+            task = self._join_task
+            if task is not None and task.done():
+                self._join_task = None
+                await self._finish_join(task)
+            if self._rejoin is not None and self._join_task is None:
+                if self.cooperative and self._rejoin != "lost" and self._states:
+                    await self._start_cooperative_join()
+                else:
+                    await self._rebalance(self._rejoin)
+            elif self._rejoin is None and self._join_task is None:
+                await self._check_topics()
+        except KafkaError as exc:
+            # the coordinator not ready yet (a fresh cluster) or moving: the next getmany
+            # tries again, as Java's poll (and kclient.Consumer's) does
+            if not getattr(exc, "retriable", False) or isinstance(exc, FencedInstanceIdError):
+                raise
+            log.info("%s: rebalance not done yet: %s; retrying", self.consumer_id, exc)
+            self._rejoin = self._rejoin or "revoke"
+            await asyncio.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
 
     async def _rebalance(self, how: str) -> None:
         """The eager rebalance (and any rebalance after the member lost its generation):
@@ -193,6 +225,14 @@ class ConsumerMembership:
         if self._auto_commit:
             await self._try_commit("revoke")
         await self._call_listener("on_partitions_revoked", owned)
+
+    async def _leave(self) -> None:
+        """LeaveGroup (a static member's: none); a failure is logged, not raised."""
+        assert self._group is not None
+        try:
+            await self._group.leave()
+        except KafkaError as exc:
+            log.info("%s: LeaveGroup failed: %s", self.consumer_id, exc)
 
     async def _start_cooperative_join(self) -> None:
         """Rejoin in a task, keeping (and returning) every owned partition meanwhile; the

@@ -39,6 +39,7 @@ from .delayed import DelayedResponse
 from .frames import FrameReader
 from .listeners import Listener
 from .memory_pool import MemoryPool
+from .request_stats import RequestStats
 
 __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
@@ -221,6 +222,7 @@ class _Processor(threading.Thread):
                              self.server.pool)
                 conn.last_active = time.monotonic()
                 self.conns.add(conn)
+                self.server.stats.connected()
                 if not conn.handshaking:
                     self._open_session(conn)
                 self._update_interest(conn)
@@ -349,6 +351,7 @@ class _Processor(threading.Thread):
                 continue
             request.client_host = conn.peer.rpartition(":")[0]
             request.listener = self.server.listener.name
+            request.received = time.monotonic()
             if conn.session is not None:
                 refusal = conn.session.admit(request)
                 if refusal is not None:
@@ -429,7 +432,10 @@ class _Processor(threading.Thread):
 
     def _respond(self, conn: _Conn, request: Request, body: Any) -> None:
         """Encode a response body (None: no response) and queue its parts."""
+        stats, api = self.server.stats, request.api
         if body is None:
+            if api is not None:
+                stats.answered(api.name, request.received, request.size, 0, False)
             return
         try:
             if isinstance(body, _UnsupportedApiVersions):
@@ -440,9 +446,14 @@ class _Processor(threading.Thread):
             log.exception("cannot encode the response to %s", _describe(request))
             self._close(conn, f"response encoding failed: {exc!r}")
             return
+        before = conn.out_bytes
         for part in _coalesce(parts):
             conn.out.append(part)
             conn.out_bytes += part.remaining if isinstance(part, _Region) else len(part)
+        stats.answered(api.name if api is not None else "ApiVersions", request.received,
+                       request.size, conn.out_bytes - before,
+                       bool(body.get("error_code") if isinstance(body, dict)
+                            else getattr(body, "error_code", 0)))
 
     # -------------------------------------------------------------- writing
     def _write(self, conn: _Conn) -> None:
@@ -537,6 +548,7 @@ class _Processor(threading.Thread):
         if conn.closed:
             return
         conn.closed = True
+        self.server.stats.closed()
         if reason:
             log.warning("closing connection from %s: %s", conn.peer, reason)
         if conn.interest:
@@ -608,13 +620,16 @@ class SocketServer:
                  max_request_size: int = 104857600, max_idle_ms: int = 600000,
                  pool: MemoryPool | None = None, quotas: ConnectionQuotas | None = None,
                  listener: Listener | None = None,
-                 sessions: Callable[[socket.socket, str], Any] | None = None):
+                 sessions: Callable[[socket.socket, str], Any] | None = None,
+                 stats: RequestStats | None = None):
         self.host = host
         self.port = port
         self.listener = listener or Listener("PLAINTEXT", host, port, "PLAINTEXT")
         self.tls = self.listener.ssl_context if self.listener.uses_tls else None
         self.sessions = sessions    # (socket, peer) -> the connection's security state
         self.handler = handler
+        #: request metrics (MiniBroker.metrics()); listeners of one broker share one
+        self.stats = stats if stats is not None else RequestStats()
         self.served: Served = served if served is not None else {
             a: (a.min_version, a.max_version) for a in APIS.values()}
         self.apis = {a.key: a for a in self.served}

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.protocol.apis import METADATA
 from kclient.protocol.errors import (
@@ -49,12 +49,15 @@ from .network import DropConnection, SocketServer
 from .principal import NoMatchingRule, PrincipalMapper
 from .producer_ids import ProducerIdManager
 from .registry.server import RegistryServer
+from .request_stats import RequestStats
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import RefusedSession, SaslSettings, tls_principal
 from .txn_coordinator import TransactionCoordinator
 from .txn_markers import MarkerWriter
-from .zk import ZkRegistry
+
+if TYPE_CHECKING:
+    from .zk import ZkRegistry
 
 __all__ = ["MiniBroker", "main"]
 
@@ -103,6 +106,8 @@ class MiniBroker:
         self.registry = None if schema_registry is False else RegistryServer(
             self, 0 if schema_registry is True else int(schema_registry), self.host)
         self._servers: list[SocketServer] = []
+        #: per API requests, errors, bytes and latency; connections (metrics())
+        self.request_stats = RequestStats()
         self.running = False
 
     # ------------------------------------------------------------------ identity
@@ -110,6 +115,11 @@ class MiniBroker:
     def broker_id(self) -> int:
         """Kafka's name for the node id."""
         return self.node_id
+
+    def metrics(self) -> dict[str, Any]:
+        """Request metrics: per API requests answered, answers with an error code, bytes in
+        and out, latency histogram; connections open and accepted (docs/observability.md)."""
+        return self.request_stats.snapshot(self.node_id)
 
     @property
     def bootstrap(self) -> str:
@@ -202,7 +212,8 @@ class MiniBroker:
                 num_processors=cfg.get_int("num.network.threads", 3),
                 max_request_size=cfg.int_setting("socket.request.max.bytes"),
                 max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener,
-                pool=pool, quotas=quotas, sessions=self._sessions(listener))
+                pool=pool, quotas=quotas, sessions=self._sessions(listener),
+                stats=self.request_stats)
             self._servers.append(server)
             server.bind()
             self.listeners[i] = listener.with_port(server.port)
@@ -256,6 +267,7 @@ class MiniBroker:
         return transport_session
 
     def _register_zk(self) -> None:
+        from .zk import ZkRegistry  # kazoo is needed only for a broker registered in ZooKeeper
         """Register this broker and the partitions it leads in ZooKeeper."""
         cfg, connect = self.config, self.zookeeper_connect
         assert connect, "only called with zookeeper.connect set"
@@ -534,10 +546,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
     parser.add_argument("--schema-registry", type=int, default=None, metavar="PORT",
                         help="also serve a Schema Registry on PORT (0: any)")
+    parser.add_argument("--prometheus-port", type=int, default=None, metavar="PORT",
+                        help="serve the broker's request metrics for Prometheus on PORT "
+                             "(0: any) at /metrics (needs prometheus_client)")
     parser.add_argument("--write-credentials", metavar="FILE", default=None,
                         help="write the --sasl-user users (salted) to FILE for "
                              "sasl.credentials.file, and exit")
     return parser.parse_args(argv)
+
+
+#: what ``kclient broker`` sets to 0 unless --config says otherwise
+_REBALANCE_DELAY = "group.initial.rebalance.delay.ms"
 
 
 def _config_pairs(items: list[str]) -> dict[str, str]:
@@ -558,9 +577,16 @@ def _os_reason(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly."""
+def main(argv: list[str] | None = None,
+         expose: Callable[[MiniBroker, int, str], str] | None = None) -> int:
+    """Run a broker until SIGTERM or SIGINT, then shut it down cleanly.  ``expose(broker,
+    port, host)`` serves its metrics for ``--prometheus-port`` and returns the URL (``kclient
+    broker`` gives it: the broker itself knows nothing of the exporters)."""
     args = _parse_args(argv)
+    if args.prometheus_port is not None and expose is None:
+        print("kclient broker: --prometheus-port needs the kclient command (kclient broker ...)",
+              file=sys.stderr)
+        return 2
     users = dict(u.partition(":")[::2] for u in args.sasl_user)
     if args.write_credentials:
         store = CredentialStore()
@@ -570,10 +596,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(store)} SASL users to {args.write_credentials}")
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = _config_pairs(args.config)
+    # local development: a new group's first member starts at once instead of after Kafka's
+    # 3 s wait for more members (say so in the banner; --config overrides it)
+    config.setdefault(_REBALANCE_DELAY, "0")
     try:
         broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
                             zookeeper_connect=args.zookeeper,
-                            config=_config_pairs(args.config), host=args.host,
+                            config=config, host=args.host,
                             sasl_users=users,
                             schema_registry=False if args.schema_registry is None
                             else args.schema_registry)
@@ -594,9 +624,14 @@ def main(argv: list[str] | None = None) -> int:
             f"listen on {args.host}:{args.port}"
         print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
         return 1
-    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
+    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap} "
+          f"({_REBALANCE_DELAY}={config[_REBALANCE_DELAY]}; Kafka's default is 3000, "
+          f"--config {_REBALANCE_DELAY}=3000 to match it)", flush=True)
     if broker.registry is not None:
         print(f"schema registry listening on {broker.schema_registry_url}", flush=True)
+    if args.prometheus_port is not None and expose is not None:
+        print(f"metrics for Prometheus at {expose(broker, args.prometheus_port, args.host)}",
+              flush=True)
     while not done.wait(0.5):
         pass
     broker.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from .common import subcommand
 
@@ -16,7 +17,15 @@ BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "s
 def _broker(rest: list[str]) -> int:
     """``kclient broker``: the mini-broker's own parser (``kclient broker --help``)."""
     from kclient.broker.server import main
-    return main(rest) or 0
+    return main(rest, expose=_expose_broker) or 0
+
+
+def _expose_broker(broker: Any, port: int, host: str) -> str:
+    """``--prometheus-port``: the broker's metrics in the live registry, served."""
+    from kclient.metrics import serve_prometheus, start_reporter
+    start_reporter(0, None, broker.metrics)
+    server = serve_prometheus(port, host)
+    return f"http://{host}:{server.server_port}/metrics"
 
 
 def _demo(rest: list[str]) -> int:

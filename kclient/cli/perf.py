@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from .common import add_connection_options, admin_client, client_config, subcommand
@@ -128,6 +129,22 @@ def _consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exposed(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``run`` with ``--prometheus-port``: the client's metrics served while it runs."""
+    def exposed(args: argparse.Namespace) -> int:
+        if args.prometheus_port is None:
+            return run(args)
+        from kclient.metrics import serve_prometheus
+        server = serve_prometheus(args.prometheus_port)
+        print(f"metrics for Prometheus at http://127.0.0.1:{server.server_port}/metrics",
+              file=sys.stderr, flush=True)
+        try:
+            return run(args)
+        finally:
+            server.shutdown()
+    return exposed
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``perf`` with produce and consume."""
     top = subcommand(subparsers, "perf", "producer and consumer performance tests",
@@ -145,13 +162,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("-z", "--codec", default="none",
                    choices=("none", "gzip", "snappy", "lz4", "zstd"))
     p.add_argument("--acks", default="1", choices=("0", "1", "-1", "all"))
-    p.set_defaults(run=_produce)
+    p.set_defaults(run=_exposed(_produce))
     p = subcommand(actions, "consume", "read a topic from the start, report throughput",
                    "kclient perf consume t --messages 200000")
     p.add_argument("topic")
     p.add_argument("-n", "--messages", type=int, help="stop after this many (default: the end)")
-    p.set_defaults(run=_consume)
+    p.set_defaults(run=_exposed(_consume))
     for parser in actions.choices.values():
         add_connection_options(parser)
+        parser.add_argument("--prometheus-port", type=int, default=None, metavar="PORT",
+                            help="serve the client's metrics for Prometheus on PORT (0: any) "
+                                 "at /metrics while the test runs (needs prometheus_client)")
 
 

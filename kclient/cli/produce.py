@@ -9,8 +9,16 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from .common import UsageError, add_connection_options, client_config, subcommand
+from .common import (
+    UsageError,
+    add_connection_options,
+    add_topic_argument,
+    client_config,
+    subcommand,
+    topic_of,
+)
 from .encoding import BINARY_FORMATS, decode_field
+from .registry import add_registry_options, encoders, registry_client
 
 __all__ = ["register", "parse_line"]
 
@@ -86,16 +94,25 @@ def _run(args: argparse.Namespace) -> int:
         if report.error is None:
             partitions[report.partition] = partitions.get(report.partition, 0) + len(report)
 
+    args.topic = topic_of(args)
+    encode = encoders(args, registry_client(args)) \
+        if args.key_format or args.value_format else {}
     producer = Producer(cfg, on_report=delivered)
+    try:
+        producer.context.cluster.any_connection()   # a dead cluster: one line, at once
+    except BaseException:
+        producer.close()
+        raise
     try:
         for number, line in enumerate(_lines(stream), 1):
             try:
                 key, value, headers, partition = parse_line(line, args)
+                headers = fixed_headers + headers
+                key, value = _encoded(encode, args.topic, key, value, headers)
             except ValueError as exc:
                 print(f"line {number}: skipped: {exc}", file=sys.stderr)
                 bad += 1
                 continue
-            headers = fixed_headers + headers
             producer.send(ProducerData(
                 args.topic, value, key=key,
                 partition=args.partition if partition is None else partition,
@@ -106,6 +123,20 @@ def _run(args: argparse.Namespace) -> int:
             stream.close()
         failure = _close(producer)
     return _summary(args.topic, sent, bad, partitions, failure, time.perf_counter() - start)
+
+
+def _encoded(encode: dict[str, Any], topic: str, key: bytes | None, value: bytes | None,
+             headers: list[Header]) -> tuple[bytes | None, bytes | None]:
+    """Key and value through their registry formats (a bad value is a ValueError)."""
+    from kclient.schema_registry import SerializationError
+    try:
+        if "key" in encode:
+            key = encode["key"](key, topic, headers)
+        if "value" in encode:
+            value = encode["value"](value, topic, headers)
+    except SerializationError as exc:
+        raise ValueError(str(exc)) from None
+    return key, value
 
 
 def _close(producer: Any) -> BaseException | None:
@@ -136,8 +167,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "printf 'k1:hello\\nk2:world\\n' | kclient produce events -K :\n"
                    "kclient produce events --format json --file msgs.jsonl --codec zstd\n"
                    "  (a JSON line: {\"key\": \"k1\", \"value\": \"v\", \"headers\": {\"h\": \"x\"}})\n"
-                   "base64 < blobs.txt | kclient produce blobs --binary base64")
-    p.add_argument("topic")
+                   "base64 < blobs.txt | kclient produce blobs --binary base64\n"
+                   "echo '{\"name\": \"ann\"}' | kclient produce users --value-format avro "
+                   "--value-schema @user.avsc -r http://127.0.0.1:8081")
+    add_topic_argument(p)
     p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     p.add_argument("-K", "--key-separator", metavar="SEP", help="split each line into key SEP value")
     p.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE",
@@ -150,5 +183,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="line: the value (and -K key); json: key/value/headers/partition")
     p.add_argument("--binary", choices=BINARY_FORMATS,
                    help="keys, values and header values are base64 or hex text")
+    add_registry_options(p, produce=True)
     add_connection_options(p)
     p.set_defaults(run=_run)

@@ -14,7 +14,7 @@ With ``zookeeper.connect`` the group coordinates through ZooKeeper in Kafka 0.8'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.config import load_config
 
@@ -24,7 +24,9 @@ from .group_connector import GroupConsumerConnector
 from .modern import Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndTimestamp
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
-from .zk_connector import ZookeeperConsumerConnector
+
+if TYPE_CHECKING:
+    from .zk_connector import ZookeeperConsumerConnector
 
 __all__ = ["create", "ConsumerConnector", "ConsumerGroupMetadata", "ZookeeperConsumerConnector",
            "GroupConsumerConnector",
@@ -39,5 +41,14 @@ def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> Consume
     conf = load_config("consumer", config, **overrides)
     conf.require_one_of("zookeeper.connect", "metadata.broker.list")
     if conf["zookeeper.connect"]:
+        from .zk_connector import ZookeeperConsumerConnector
         return ZookeeperConsumerConnector(conf)
     return GroupConsumerConnector(conf)
+
+
+def __getattr__(name: str) -> Any:
+    """ZookeeperConsumerConnector is imported when first named: kclient works without kazoo."""
+    if name == "ZookeeperConsumerConnector":
+        from .zk_connector import ZookeeperConsumerConnector
+        return ZookeeperConsumerConnector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
 
 from kclient.zkutils import (
     GroupDirs,
@@ -12,6 +11,9 @@ from kclient.zkutils import (
     parse_registration,
     read_data,
 )
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 from .assignment import thread_ids
 from .topic_filter import filter_for_pattern

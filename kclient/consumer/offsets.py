@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.connection import ConnectionSettings
@@ -25,6 +23,9 @@ from kclient.core.offsets import commit_offsets, fetch_offsets
 from kclient.errors import KafkaError
 from kclient.io.coordinator import Coordinator
 from kclient.zkutils import GroupDirs, read_data, update_persistent, zk_errors
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 __all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
            "make_offset_store"]

@@ -50,6 +50,7 @@ class Request:
     client_host: str = ""       # the peer's address, set by the server (group member hosts)
     listener: str = ""          # the name of the listener it came in on, set by the server
     session: Any = None         # the connection's security state (principal, SASL), ditto
+    received: float = 0.0       # monotonic time the server read it (its request metrics)
 
 
 def _encode_request_header(api: Api[Any, Any], version: int, corr: int,

@@ -147,3 +147,66 @@ class ProtobufDeserializer(SchemaDeserializer):
 
 
 __all__ = ["ProtobufDeserializer", "ProtobufSerializer", "file_schema_text", "index_path"]
+
+
+def _file_proto(name: str, schema: Schema) -> Any:
+    """A registered Protobuf schema as a FileDescriptorProto named ``name``."""
+    from google.protobuf import descriptor_pb2
+    text = schema.schema_str.strip()
+    try:
+        proto = descriptor_pb2.FileDescriptorProto.FromString(
+            base64.b64decode(text, validate=True))
+    except Exception as exc:    # binascii.Error, DecodeError
+        raise SerializationError(
+            "only Protobuf schemas registered as a serialized FileDescriptorProto (the form "
+            "confluent-kafka and kclient register) can be used without generated classes; "
+            f".proto text needs protoc ({exc})") from exc
+    proto.name = name
+    return proto
+
+
+def _add_file(pool: Any, name: str, schema: Schema, references: Mapping[str, Schema]) -> None:
+    """Add a file and, first, the files it imports (well-known ones from protobuf itself)."""
+    from google.protobuf import descriptor_pool
+    try:
+        pool.FindFileByName(name)
+        return
+    except KeyError:
+        pass
+    proto = _file_proto(name, schema)
+    for dep in proto.dependency:
+        if dep in references:
+            _add_file(pool, dep, references[dep], references)
+        else:
+            try:
+                known = descriptor_pool.Default().FindFileByName(dep)
+            except KeyError:
+                raise SerializationError(f"Protobuf import {dep} is neither a reference nor "
+                                         "a well-known type") from None
+            pool.AddSerializedFile(known.serialized_pb)
+    pool.Add(proto)
+
+
+def message_class(schema: Schema, references: Mapping[str, Schema],
+                  indexes: list[int] | None = None, name: str | None = None
+                  ) -> tuple[Any, list[int]]:
+    """A message class built from a registered schema (no generated code), chosen by message
+    indexes or full name (default: the file's first message); with its indexes."""
+    from google.protobuf import descriptor_pool, message_factory
+    pool = descriptor_pool.DescriptorPool()
+    _add_file(pool, "__schema__.proto", schema, references)
+    file = pool.FindFileByName("__schema__.proto")
+    if name is not None:
+        try:
+            descriptor = pool.FindMessageTypeByName(name)
+        except KeyError:
+            raise SerializationError(f"no message {name} in the schema") from None
+    else:
+        path = indexes or [0]
+        try:
+            descriptor = list(file.message_types_by_name.values())[path[0]]
+            for index in path[1:]:
+                descriptor = list(descriptor.nested_types)[index]
+        except IndexError:
+            raise SerializationError(f"message indexes {path} name no message") from None
+    return message_factory.GetMessageClass(descriptor), index_path(descriptor)

@@ -107,6 +107,19 @@ def member(name: str, conf: dict[str, Any], events: list) -> Member:
     return Member(name, Consumer(conf), events)
 
 
+def members(driver: str) -> Any:
+    """The member factory of a driver: "threaded" (kclient.Consumer) or "asyncio"
+    (AIOConsumer), both with the same view."""
+    if driver == "asyncio":
+        from .aio_member import aio_member
+        return aio_member
+    return member
+
+
+#: the drivers every group scenario runs on
+DRIVERS = ["threaded", "asyncio"]
+
+
 @dataclass
 class Handover:
     """What the cooperative (or eager) handover run measured."""
@@ -121,8 +134,8 @@ class Handover:
     offsets: dict[int, list[int]]
 
 
-def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any]
-                 ) -> Handover:
+def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any],
+                 make: Any = member) -> Handover:
     """Member a owns every partition of ``topic`` while a producer writes; member b joins.
     Measures the rebalance (b's subscribe until both hold their final share) and the longest
     gap in a's deliveries of the partitions it keeps."""
@@ -131,8 +144,8 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
     events: list = []
     writer = Writer(bootstrap, topic, partitions)
     writer.start()
-    a = member("a", conf, events)
-    b = member("b", conf, events)
+    a = make("a", conf, events)
+    b = make("b", conf, events)
     try:
         a.start(topic)
         try:
@@ -189,18 +202,18 @@ class StaticRestart:
 
 
 def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any],
-                       produce: Any) -> StaticRestart:
+                       produce: Any, make: Any = member) -> StaticRestart:
     """Dynamic member b (the leader) and static member a ("inst-a") share ``topic``; a closes
     and a new consumer with a's group.instance.id rejoins within the session timeout; then a
     third one with the same id fences the second."""
     group = f"static-{uuid.uuid4().hex[:8]}"
     conf = dict(conf, **{"group.id": group})
     events: list = []
-    b = member("b", conf, events)
+    b = make("b", conf, events)
     b.start(topic)
     wait_for(lambda: len(b.partitions()) == partitions, timeout=60, message="b owns all")
     static = dict(conf, **{"group.instance.id": "inst-a"})
-    a = member("a", static, events)
+    a = make("a", static, events)
     a.start(topic)
     half = partitions // 2
     try:
@@ -222,7 +235,7 @@ def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[s
         gen = b.consumer.group_metadata().generation_id
         b_events = [e for e in events if e[1] == "b"]
         produce(10)
-        a2 = member("a2", static, events)
+        a2 = make("a2", static, events)
         a2.start(topic)
         wait_for(lambda: a2.partitions() == a_parts and all(
             a2.arrivals.get(p) for p in a_parts), timeout=30, message="a2 took a's place")
@@ -231,7 +244,7 @@ def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[s
         gen_after = b.consumer.group_metadata().generation_id
         first = {p: a2.arrivals[p][0][0] for p in a_parts}
         # a third process with the same instance id fences a2
-        a3 = member("a3", static, events)
+        a3 = make("a3", static, events)
         a3.start(topic)
         wait_for(lambda: bool(a2.errors), timeout=30, message="a2 fenced")
         fenced = a2.errors[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 from kclient.testing.java_tools import KafkaTools
 
-from .coop_scenario import Member, member
+from .coop_scenario import member
 from .helpers import wait_for
 
 JAVA_COOPERATIVE = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
@@ -123,17 +123,18 @@ class ConfluentMember:
 
 
 def run_mixed_java_group(tools: KafkaTools, topic: str, partitions: int,
-                         conf: dict[str, Any], produce: Callable[[int], None]
-                         ) -> dict[str, Any]:
+                         conf: dict[str, Any], produce: Callable[[int], None],
+                         make: Any = member) -> dict[str, Any]:
     """A Java member alone (it leads), a kclient Consumer joins (cooperative-sticky both),
     the Java member leaves, a second Java member joins (the kclient member leads now)."""
     return run_mixed_group(lambda group: JavaMember(tools, topic, group), topic, partitions,
-                           conf, produce)
+                           conf, produce, make=make)
 
 
 def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
                     conf: dict[str, Any], produce: Callable[[int], None],
-                    on_phase: Callable[[str, str, Any], None] | None = None) -> dict[str, Any]:
+                    on_phase: Callable[[str, str, Any], None] | None = None,
+                    make: Any = member) -> dict[str, Any]:
     """Another client's member alone (it leads), a kclient Consumer joins, the other member
     leaves, a second one of it joins (the kclient member leads now).  Records, per phase,
     each side's partitions; returns what was consumed."""
@@ -142,7 +143,7 @@ def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
     events: list = []
     sent = 0
     java: list[Any] = []
-    a: Member | None = None
+    a: Any = None
     phases: dict[str, tuple[set[int], set[int]]] = {}
 
     def consumed() -> int:
@@ -161,7 +162,7 @@ def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
         java.append(j1)
         wait_for(lambda: len(j1.owned) == partitions, timeout=90, message="the other client owns all")
         write(5)
-        a = member("kclient", conf, events)
+        a = make("kclient", conf, events)
         a.start(topic)
         half = partitions // 2
         wait_for(lambda: len(a.partitions()) == half and len(j1.owned) == partitions - half,

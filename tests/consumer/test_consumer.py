@@ -35,17 +35,38 @@ def poll_values(c, want, timeout=20.0):
     return got
 
 
-@pytest.fixture
-def consumers():
+def closing(kind):
+    """A factory of ``kind`` consumers, each closed (without committing) afterwards."""
     made = []
 
     def make(*args, **kw):
-        c = Consumer(*args, **kw)
+        c = kind(*args, **kw)
         made.append(c)
         return c
     yield make
     for c in made:
         c.close(autocommit=False)
+
+
+@pytest.fixture
+def consumers():
+    yield from closing(Consumer)
+
+
+@pytest.fixture(params=["threaded", "asyncio"])
+def both(request):
+    """Consumers of either driver: kclient.Consumer, or AIOConsumer driven from this thread
+    (poll is getmany), for the behaviour both expose."""
+    from .aio_member import BlockingAIOConsumer
+    yield from closing(Consumer if request.param == "threaded" else BlockingAIOConsumer)
+
+
+def set_member_id(c, member_id):
+    """As if the coordinator forgot the member (its session expired)."""
+    if isinstance(c, Consumer):
+        c.membership.member_id = member_id
+    else:
+        c.aio._group.state.member_id = member_id
 
 
 def test_assign_without_group_and_poll_max_records(mini_broker, consumers):
@@ -129,7 +150,7 @@ def test_per_partition_commit_and_committed(mini_broker, consumers):
     assert [r.offset for r in poll_values(d, 3)] == [1, 2, 3]
 
 
-def test_offsets_for_times(mini_broker, consumers):
+def test_offsets_for_times(mini_broker, both):
     from confluent_kafka import Producer
     topic = name("t")
     mini_broker.create_topic(topic, partitions=1)
@@ -138,7 +159,7 @@ def test_offsets_for_times(mini_broker, consumers):
     for i in range(5):
         p.produce(topic, value=f"v{i}".encode(), partition=0, timestamp=base + 1000 * i)
     assert p.flush(10) == 0
-    c = consumers(conf(mini_broker))
+    c = both(conf(mini_broker))
     tp = TopicPartition(topic, 0)
     found = c.offsets_for_times({tp: base + 2500})
     assert found[tp] is not None and found[tp].offset == 3 and found[tp].timestamp == base + 3000
@@ -171,18 +192,18 @@ class Recorder:
         self.log.append((self.who, "lost", sorted(p.partition for p in partitions)))
 
 
-def test_listener_order_over_a_two_member_rebalance(mini_broker, consumers):
+def test_listener_order_over_a_two_member_rebalance(mini_broker, both):
     topic, group = name("t"), name("g")
     mini_broker.create_topic(topic, partitions=4)
     log = []
-    a = consumers(conf(mini_broker, group))
+    a = both(conf(mini_broker, group))
     a.subscribe([topic], listener=Recorder("a", log))
     wait_for(lambda: a.poll(100) is not None and len(a.assignment()) == 4, timeout=20,
              message="a owns every partition")
     assert log == [("a", "assigned", [0, 1, 2, 3])]
     meta = a.group_metadata()
     assert meta.group_id == group and meta.generation_id >= 1 and meta.member_id
-    b = consumers(conf(mini_broker, group))
+    b = both(conf(mini_broker, group))
     b.subscribe(pattern=topic.replace("-", "."), listener=Recorder("b", log))
     stop = threading.Event()
 
@@ -214,15 +235,15 @@ def test_listener_order_over_a_two_member_rebalance(mini_broker, consumers):
     assert log[-2:] == [("a", "revoked", sorted(log[-2][2])), ("a", "assigned", [0, 1, 2, 3])]
 
 
-def test_fenced_member_reports_lost(mini_broker, consumers):
+def test_fenced_member_reports_lost(mini_broker, both):
     topic, group = name("t"), name("g")
     mini_broker.create_topic(topic, partitions=2)
     log = []
-    a = consumers(conf(mini_broker, group))
+    a = both(conf(mini_broker, group))
     a.subscribe([topic], listener=Recorder("a", log))
     wait_for(lambda: a.poll(100) is not None and len(a.assignment()) == 2, timeout=20,
              message="a assigned")
-    a.membership.member_id = "not-a-member"      # as after the session expired
+    set_member_id(a, "not-a-member")
     wait_for(lambda: a.poll(100) is not None and len(log) >= 3, timeout=20,
              message="a rejoined")
     assert log[:3] == [("a", "assigned", [0, 1]), ("a", "lost", [0, 1]),
@@ -259,12 +280,12 @@ def test_shares_a_group_with_the_group_connector(mini_broker, consumers):
         conn.shutdown()
 
 
-def test_pattern_subscription_picks_up_new_topics_and_metrics(mini_broker, consumers):
+def test_pattern_subscription_picks_up_new_topics_and_metrics(mini_broker, both):
     prefix, group = name("pat"), name("g")
     mini_broker.create_topic(f"{prefix}-a", partitions=1)
     produce(mini_broker.bootstrap, f"{prefix}-a", ["a0"], partition=0)
     log = []
-    c = consumers(conf(mini_broker, group), value_deserializer=bytes.decode)
+    c = both(conf(mini_broker, group), value_deserializer=bytes.decode)
     c.subscribe(pattern=f"{prefix}-.*", listener=Recorder("c", log))
     assert [r.value for r in poll_values(c, 1)] == ["a0"]
     assert c.subscription() == {f"{prefix}-a"}
@@ -306,3 +327,44 @@ def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consume
         fut.result(10)
     assert seen and seen[0][0] == {tp: 6} and seen[0][1] is info.value
     assert d.committed(tp) == 4
+
+
+def test_fetch_max_bytes_bounds_each_fetch_and_everything_still_arrives(mini_broker, both):
+    # twelve batches of one 1000-byte record each; a 2500-byte response holds at most two, and
+    # with one chunk queued (AIOConsumer prefetches) a poll returns at most one response's
+    topic = name("fmb")
+    mini_broker.create_topic(topic, partitions=1)
+    for i in range(12):
+        produce(mini_broker.bootstrap, topic, [b"%04d" % i + b"x" * 996], partition=0)
+    c = both(conf(mini_broker, **{"fetch.max.bytes": 2500, "queued.max.message.chunks": 1}))
+    c.assign([TopicPartition(topic, 0)])
+    sizes, got = [], []
+    deadline = time.monotonic() + 20
+    while len(got) < 12 and time.monotonic() < deadline:
+        for records in c.poll(200, max_records=100).values():
+            sizes.append(len(records))
+            got += [r.value[:4] for r in records]
+    assert got == [b"%04d" % i for i in range(12)]
+    assert max(sizes) <= 2 and len(sizes) >= 6, sizes
+
+
+def test_read_committed_leaves_out_aborted_transactions(mini_broker, both):
+    from kclient import Producer, ProducerData
+    topic = name("tx")
+    mini_broker.create_topic(topic, partitions=1)
+    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "sync",
+                   "transactional.id": name("tid"), "request.required.acks": -1}) as p:
+        p.init_transactions()
+        for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
+            p.begin_transaction()
+            p.send([ProducerData(topic, f"{tag}-{i}".encode(), partition=0) for i in range(3)])
+            p.commit_transaction() if commit else p.abort_transaction()
+    want = [f"{t}-{i}" for t in ("c1", "c2") for i in range(3)]
+    c = both(conf(mini_broker, **{"isolation.level": "read_committed"}),
+             value_deserializer=bytes.decode)
+    c.assign([TopicPartition(topic, 0)])
+    assert [r.value for r in poll_values(c, len(want))] == want
+    u = both(conf(mini_broker), value_deserializer=bytes.decode)
+    u.assign([TopicPartition(topic, 0)])
+    assert sorted(r.value for r in poll_values(u, 9)) == sorted(
+        want + [f"ab-{i}" for i in range(3)])

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from .coop_scenario import run_handover, run_static_restart
+from .coop_scenario import DRIVERS, members, run_handover, run_static_restart
 
 
 def conf(broker, strategy):
@@ -24,10 +24,12 @@ def check_once_each(run):
         assert offs == list(range(len(offs))), f"partition {p}: duplicates or a gap"
 
 
-def test_cooperative_handover_keeps_consuming_kept_partitions(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_cooperative_handover_keeps_consuming_kept_partitions(mini_broker, driver):
     topic = f"coop-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
-    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, "cooperative-sticky"))
+    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, "cooperative-sticky"),
+                       members(driver))
     a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
     b = [(kind, ps) for _, who, kind, ps in run.events if who == "b"]
     # a: everything, then only the moved ones revoked, never a kept one; nothing lost
@@ -52,11 +54,13 @@ def test_cooperative_handover_keeps_consuming_kept_partitions(mini_broker):
     check_once_each(run)
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("strategy", ["range"])
-def test_eager_handover_for_comparison(mini_broker, strategy):
+def test_eager_handover_for_comparison(mini_broker, strategy, driver):
     topic = f"eager-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
-    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, strategy))
+    run = run_handover(mini_broker.bootstrap, topic, 4, conf(mini_broker, strategy),
+                       members(driver))
     a = [(kind, ps) for _, who, kind, ps in run.events if who == "a"]
     # eager: a revokes everything, kept partitions included, before rejoining
     assert ("revoked", [0, 1, 2, 3]) in a
@@ -64,8 +68,9 @@ def test_eager_handover_for_comparison(mini_broker, strategy):
     check_once_each(run)
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_static_member_restart_without_a_rebalance(mini_broker, strategy):
+def test_static_member_restart_without_a_rebalance(mini_broker, strategy, driver):
     from kclient.errors import FencedInstanceIdError
 
     from .helpers import produce_spread
@@ -76,7 +81,7 @@ def test_static_member_restart_without_a_rebalance(mini_broker, strategy):
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
     c = dict(conf(mini_broker, strategy), **{"enable.auto.commit": False})
-    run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce)
+    run = run_static_restart(mini_broker.bootstrap, topic, 4, c, produce, members(driver))
     assert run.generation_after == run.generation_before
     assert run.first_offsets == run.committed            # resumed at the committed offsets
     a2 = [(kind, ps) for _, who, kind, ps in run.events if who == "a2"]

@@ -11,6 +11,7 @@ from kclient.consumer.group_protocol import decode_subscription_full
 from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
 from tests.needs import missing
 
+from .coop_scenario import DRIVERS, members
 from .helpers import produce_spread
 from .java_member import ConfluentMember, JavaMember, run_mixed_group
 
@@ -36,7 +37,8 @@ def check_mixed(run):
     assert "lost" not in kinds
 
 
-def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker, driver):
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
         missing(problem)
@@ -63,12 +65,14 @@ def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker):
             assert sub.user_data == struct.pack(">i", sub.generation_id)
     tools = KafkaTools(mini_broker.bootstrap)
     run = run_mixed_group(lambda group: JavaMember(tools, topic, group), topic, 4,
-                          kclient_conf(mini_broker.bootstrap), produce, java_subscription)
+                          kclient_conf(mini_broker.bootstrap), produce, java_subscription,
+                          make=members(driver))
     check_mixed(run)
     assert len(seen) == 1
 
 
-def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker, driver):
     topic = f"mixed-rdk-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
     rounds = iter(range(100))
@@ -76,17 +80,17 @@ def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker):
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
     run = run_mixed_group(lambda group: ConfluentMember(mini_broker.bootstrap, topic, group),
-                          topic, 4, kclient_conf(mini_broker.bootstrap), produce)
+                          topic, 4, kclient_conf(mini_broker.bootstrap), produce,
+                          make=members(driver))
     check_mixed(run)
 
 
-def test_java_static_member_restarts_without_a_rebalance(mini_broker):
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_java_static_member_restarts_without_a_rebalance(mini_broker, driver):
     """The mini-broker's static membership with Java's consumer: a static Java member closes
     (no LeaveGroup) and a new one with its group.instance.id takes its place; the kclient
     member (the leader) hears nothing and keeps its generation."""
-    from kclient import Consumer
 
-    from .coop_scenario import Member
     from .helpers import wait_for
     JAVA_RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
     problem = kafka_problem("4") or java_clients_problem()
@@ -98,8 +102,8 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker):
     produce_spread(mini_broker.bootstrap, topic, 4, 5)
     tools = KafkaTools(mini_broker.bootstrap)
     events: list = []
-    k = Member("k", Consumer(dict(kclient_conf(mini_broker.bootstrap), **{
-        "group.id": group, "partition.assignment.strategy": "range"})), events)
+    k = members(driver)("k", dict(kclient_conf(mini_broker.bootstrap), **{
+        "group.id": group, "partition.assignment.strategy": "range"}), events)
     k.start(topic)
     j1 = j2 = None
     try:

@@ -136,3 +136,24 @@ def test_listener_order_eager_and_cooperative():
     assert coop.owned == {("t", 1), ("t", 2)} and coop.owned_generation == 5
     assert g.give_up_some(coop, [("t", 2), ("u", 0)]) == {("t", 2)}
     assert g.rejoin_reason(0) is None
+
+
+def test_the_heartbeat_loop_beats_until_the_coordinator_asks_for_a_rebalance(drive,
+                                                                              mini_broker):
+    topic, group = names()
+    mini_broker.create_topic(topic, partitions=2)
+    member, coord = g.MemberState(group, 10000), CoordinatorState(group)
+    drive(lambda: g.join_and_sync(member, coord, protocols(topic), ASSIGN))
+    rejoins: list[tuple[str, int]] = []
+    beats = {"n": 0}
+
+    def active():
+        beats["n"] += 1
+        if beats["n"] == 3:          # two quiet beats, then another member joins
+            mini_broker.coordinator.join_group(JoinRequest(
+                group, "", "consumer", protocols(topic), 10000, 10000))
+        return True
+
+    drive(lambda: g.heartbeats(member, coord, 0.02, active, lambda how, code: rejoins.append(
+        (how, code)), pytest.fail, stopped=lambda: bool(rejoins) or beats["n"] > 50))
+    assert rejoins == [("revoke", 27)] and beats["n"] >= 3
