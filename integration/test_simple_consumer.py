@@ -10,6 +10,7 @@ from kclient import Producer, ProducerData
 from kclient.errors import KafkaError, OffsetOutOfRangeError, UnsupportedCompressionTypeError
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, PRODUCE
 from kclient.simple import FetchRequest, OffsetRequest, SimpleConsumer
+from tests.waiting import next_millisecond
 
 from .helpers import fetch_all, leader_address, new_topic
 
@@ -150,9 +151,8 @@ def test_kafka4_offsets_by_timestamp(kafka4):
     """ListOffsets by time: the first offset whose timestamp is at or after the time."""
     topic = new_topic(kafka4, 1)
     produce(kafka4, topic, 30, partitions=1)
-    time.sleep(0.05)
-    middle = int(time.time() * 1000)
-    time.sleep(0.05)
+    middle = next_millisecond()          # after every earlier record's timestamp ...
+    next_millisecond(middle)             # ... and before every later one's
     produce(kafka4, topic, 20, partitions=1)
     host, port = leader_address(kafka4, topic, 0)
     with SimpleConsumer(host, port, so_timeout=15000) as c:

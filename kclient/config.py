@@ -57,7 +57,10 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
   acks=all and a 0.11+ broker; ``transactional.id`` unset and ``transaction.timeout.ms`` 60000
   as in Java.
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
+* ``fetch.max.bytes`` 50 MiB, as in Java (KIP-74; 0.8 bounded fetches per partition only).
 * ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
+* ``socket.receive.buffer.bytes`` 0: the kernel's auto-tuned receive buffer, as librdkafka
+  (0.8 and Java: 65536, which caps a fetch's TCP window and splits it into many small reads).
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ class ConfigKey:
         return "common" if self.roles == _BOTH else next(iter(self.roles))
 
 
-def _key(name: str, default: Any, type_: Any, roles: frozenset, doc: str, *aliases: str,
+def _key(name: str, default: Any, type_: Any, roles: frozenset[str], doc: str, *aliases: str,
          differs: str = "") -> ConfigKey:
     """Shorthand for one table row."""
     return ConfigKey(name, default, type_, roles, doc, tuple(aliases), differs)
@@ -202,8 +205,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("socket.timeout.ms", 30000, _POS, _BOTH, "Network request timeout."),
     _key("connect.timeout.ms", 10000, _POS, _BOTH, "Longest wait for a TCP connection.",
          differs="no such key (0.7: 5000)"),
-    _key("socket.receive.buffer.bytes", 65536, _POS, _BOTH,
-         "TCP receive buffer (SO_RCVBUF).", "socket.buffersize", "receive.buffer.bytes"),
+    _key("socket.receive.buffer.bytes", 0, Int(min=0), _BOTH,
+         "TCP receive buffer (SO_RCVBUF); 0 leaves the kernel's auto-tuning, which lets a large "
+         "fetch arrive in fewer, larger reads.", "socket.buffersize", "receive.buffer.bytes",
+         differs="65536 (0 is the kernel's default here, as librdkafka's)"),
     _key("socket.send.buffer.bytes", 102400, _POS, _BOTH,
          "TCP send buffer (SO_SNDBUF).", "send.buffer.bytes", "buffer.size"),
     _key("retry.backoff.ms", 100, _MS, _BOTH, "Pause before retrying after a failure, before "
@@ -362,6 +367,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("fetch.message.max.bytes", 1048576, _POS, _C,
          "Bytes fetched per partition per request; bounds the largest readable message.",
          "fetch.size", "max.partition.fetch.bytes"),
+    _key("fetch.max.bytes", 52428800, _POS, _C,
+         "Most bytes one Fetch response carries over all its partitions (Fetch v3+; the first "
+         "record batch is returned whole even if larger).",
+         differs="no such key (Java consumer 0.10.1's, KIP-74)"),
     _key("fetch.min.bytes", 1, _MS, _C, "Least data the broker returns for a fetch."),
     _key("fetch.wait.max.ms", 100, _MS, _C,
          "Longest the broker blocks a fetch waiting for fetch.min.bytes.", "fetch.max.wait.ms"),

@@ -26,8 +26,6 @@ FOREIGN: dict[str, str] = {
     "dr.cb": _ON_DELIVERY,
     "dr.msg.cb": _ON_DELIVERY,
     # consumer
-    "fetch.max.bytes": "the fetch size is per partition: 'fetch.message.max.bytes' "
-                       "(alias 'max.partition.fetch.bytes')",
     "max.poll.interval.ms": "kclient.Consumer keeps its session with a heartbeat thread; "
                             "there is no poll-interval deadline",
     "enable.partition.eof": "",

@@ -113,7 +113,7 @@ class Str:
 class Choice:
     """One of fixed values (case-insensitive), with value aliases (``all`` -> -1)."""
 
-    values: tuple
+    values: tuple[Any, ...]
     aliases: Mapping[Any, Any] = field(default_factory=dict)
 
     def allowed(self) -> str:

@@ -243,9 +243,9 @@ class BrokerConnection:
         except OSError as exc:
             self.stats.errors += 1
             self.stats.state = "DOWN"
-            raise KafkaConnectionError(
-                self.host, self.port,
-                f"cannot connect within {self.connect_timeout:.1f}s: {exc}") from exc
+            why = f"no answer within {self.connect_timeout:.1f}s (connect.timeout.ms)" \
+                if isinstance(exc, TimeoutError) else str(exc)
+            raise KafkaConnectionError(self.host, self.port, why) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         snd, rcv = self._bufsizes
         if snd:

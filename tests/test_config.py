@@ -73,7 +73,7 @@ def test_producer_class_defaults_are_imported_classes():
         ("group.id", None),
         ("consumer.id", None),
         ("socket.timeout.ms", 30000),
-        ("socket.receive.buffer.bytes", 65536),
+        ("socket.receive.buffer.bytes", 0),
         ("fetch.message.max.bytes", 1048576),
         ("num.consumer.fetchers", 1),
         ("auto.commit.enable", True),

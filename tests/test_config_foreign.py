@@ -16,7 +16,7 @@ MIGRATING = pathlib.Path(__file__).parent.parent / "docs" / "migrating.md"
 @pytest.mark.parametrize("role, given, key, instead", [
     ("producer", {"buffer_memory": 33554432}, "buffer.memory", "queue.buffering.max.messages"),
     ("consumer", {"max_poll_interval_ms": 300000}, "max.poll.interval.ms", "heartbeat"),
-    ("consumer", {"fetch.max.bytes": 1 << 20}, "fetch.max.bytes", "fetch.message.max.bytes"),
+    ("consumer", {"check.crcs": False}, "check.crcs", "CRCs are always checked"),
     ("producer", {"max.block.ms": 100}, "max.block.ms", "queue.enqueue.timeout.ms"),
     ("producer", {"error_cb": print}, "error.cb", "logging"),
 ])

@@ -51,3 +51,17 @@ def still(predicate: Callable[[], object], duration: float, what: str = "",
     while time.monotonic() < deadline:
         assert predicate(), f"{what or predicate} stopped holding before {duration} s"
         time.sleep(interval)
+
+
+#: Seconds of scheduling delay an upper time bound allows for on a loaded machine (2 cores,
+#: load 6): a bound is what the code promises plus LOAD_SLACK, and must stay below what the bug
+#: it guards against would take (a full timeout, a hang).
+LOAD_SLACK = 8.0
+
+
+def next_millisecond(after: int | None = None) -> int:
+    """Wait until the wall clock's millisecond (a record timestamp) is past ``after`` (default:
+    now) and return it: records written before and after it get different timestamps."""
+    start = int(time.time() * 1000) if after is None else after
+    return wait_until(lambda: (now := int(time.time() * 1000)) > start and now, 5,
+                      "the next millisecond")

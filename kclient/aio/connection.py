@@ -91,8 +91,9 @@ class AIOConnection:
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1
             self.stats.state = "DOWN"
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"cannot connect within {timeout:.1f}s: {exc!r}") from exc
+            why = f"no answer within {timeout:.1f}s (connect.timeout.ms)" \
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else str(exc)
+            raise KafkaConnectionError(self.host, self.port, why) from exc
         if self._closes != closes:          # close() came while we connected: it wins
             writer.transport.abort()
             raise KafkaConnectionError(self.host, self.port,

@@ -159,7 +159,8 @@ class AIOConsumer(ConsumerMembership):
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
             isolation_level=_ISOLATION[conf["isolation.level"]],
             buffer_chunks=conf["queued.max.message.chunks"],
-            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset)
+            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset,
+            max_bytes=conf["fetch.max.bytes"])
         self._fetcher.start()
         self._next_commit = time.monotonic() + self._commit_every
         if self._group is not None:

@@ -52,11 +52,12 @@ class AIOFetcher:
     def __init__(self, cluster: AIOCluster, states: dict[TopicPartition, PartitionState], *,
                  max_partition_bytes: int, min_bytes: int, max_wait_ms: int,
                  isolation_level: int, buffer_chunks: int, backoff_ms: int,
-                 data: asyncio.Event, needs_reset: asyncio.Event) -> None:
+                 data: asyncio.Event, needs_reset: asyncio.Event,
+                 max_bytes: int | None = None) -> None:
         self.cluster, self.states = cluster, states
         self.max_partition_bytes = max_partition_bytes
         self.isolation_level = isolation_level
-        self.settings = FetchSettings(max_wait_ms, min_bytes, None, isolation_level)
+        self.settings = FetchSettings(max_wait_ms, min_bytes, max_bytes, isolation_level)
         self.buffer_chunks, self.backoff = buffer_chunks, backoff_ms / 1000.0
         #: bytes of answers queued per partition before it is fetched again
         self.buffer_bytes = max(buffer_chunks, 1) * max_partition_bytes

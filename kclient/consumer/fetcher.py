@@ -99,7 +99,7 @@ class ConsumerFetcherThread(threading.Thread):
         self.fetcher = _Fetcher(self.conn, max_wait_ms=c["fetch.wait.max.ms"],
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
-                                prefetch=True,
+                                prefetch=True, max_bytes=c.get("fetch.max.bytes"),
                                 isolation_level=_ISOLATION[c.get("isolation.level",
                                                                  "read_uncommitted")])
         self.reset = c["auto.offset.reset"]

@@ -750,6 +750,7 @@ class Consumer(ConsumerCompat):
             conn.connect()
             f = self._fetchers[node] = Fetcher(
                 conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
+                max_bytes=self.config["fetch.max.bytes"],
                 isolation_level=_ISOLATION[self.config["isolation.level"]])
         return f
 

@@ -11,12 +11,29 @@ from kclient.structs import ConsumerRecord, TopicPartition
 
 from .columns import MessageColumns
 
-__all__ = ["build_records"]
+__all__ = ["build_records", "NO_HEADERS"]
 
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
 Decode = Callable[[Any], Any]
 _NONE: Any = ()
+
+
+class NoHeaders(list):  # type: ignore[type-arg]
+    """The headers of a record that has none: an empty list (``== []``, as kafka-python's)
+    that refuses changes, so every such record shares one (no list per record)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a record's empty headers are shared and cannot be changed")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore
+
+
+#: the headers of every record without any (kclient.Consumer)
+NO_HEADERS = NoHeaders()
 
 
 def build_records(tp: TopicPartition, cols: MessageColumns, i: int, j: int,
@@ -28,7 +45,8 @@ def build_records(tp: TopicPartition, cols: MessageColumns, i: int, j: int,
     built again every 700 allocations (more than half the cost). They are reference-counted;
     nothing is left for it to free.  A record's headers are a list of its own, or when it has
     none the empty tuple (as aiokafka's; immutable, so one can be shared), or with
-    ``empty_lists`` an empty list of its own (as kafka-python's)."""
+    ``empty_lists`` :data:`NO_HEADERS`, an empty list that refuses changes (as kafka-python's
+    ``[]``, shared as well)."""
     n = j - i
     keys = cols.keys[i:j] if cols.keys is not None else repeat(None, n)
     values = cols.values[i:j]
@@ -36,13 +54,9 @@ def build_records(tp: TopicPartition, cols: MessageColumns, i: int, j: int,
     if paused:
         gc.disable()
     try:
-        hdrs: Any
-        if empty_lists:
-            hdrs = [list(h) if h else [] for h in cols.headers[i:j]] \
-                if cols.headers is not None else [[] for _ in range(n)]
-        else:
-            hdrs = [list(h) if h else _NONE for h in cols.headers[i:j]] \
-                if cols.headers is not None else repeat(_NONE, n)
+        empty = NO_HEADERS if empty_lists else _NONE
+        hdrs = [list(h) if h else empty for h in cols.headers[i:j]] \
+            if cols.headers is not None else repeat(empty, n)
         return list(map(_new, repeat(ConsumerRecord, n),
                         zip(repeat(tp.topic, n), repeat(tp.partition, n),
                             cols.offsets[i:j], cols.timestamps[i:j],

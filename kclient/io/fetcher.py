@@ -117,7 +117,7 @@ class Fetcher:
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
-        return read_response(self.conn.receive(pending.corr),  # type: ignore[arg-type]
+        return read_response(self.conn.receive(pending.corr),
                              pending.requests, pending.settings)
 
     # -- the full fetch ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from kclient.errors import (
 )
 from kclient.partitioner import DefaultPartitioner
 from kclient.producer.data import RecordMetadata
+from tests.waiting import async_wait_until
 
 from .helpers import read_back
 
@@ -151,7 +152,9 @@ def test_close_with_the_broker_gone_fails_what_is_left(mini_broker):
         assert (await p.send("a7", b"first")).offset == 0
         mini_broker.stop()
         futs = [await p.enqueue("a7", b"m%d" % i) for i in range(50)]
-        await asyncio.sleep(0.3)
+        await async_wait_until(lambda: any(b["errors"] or b["disconnects"] for b in
+                                           p.metrics()["brokers"].values()), 20,
+                               "the sender failing against the stopped broker")
         await asyncio.wait_for(p.close(timeout=0.5), 10)
         assert all(f.done() for f in futs)
         assert all(f.exception() is not None for f in futs)

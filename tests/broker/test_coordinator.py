@@ -15,6 +15,7 @@ from kclient.broker.group import (
 )
 from kclient.broker.offsets import OffsetEntry
 from kclient.protocol import errors as E
+from tests.waiting import wait_until
 
 ILLEGAL_GENERATION = E.IllegalGenerationError.errno
 UNKNOWN_MEMBER_ID = E.UnknownMemberIdError.errno
@@ -135,7 +136,8 @@ def test_member_id_required_two_step_join(coord):
 def test_pending_member_id_expires(tmp_path):
     with GroupCoordinator(tmp_path, 0, CONFIG) as coord:
         first = join(coord, v4=True, session=100).result(WAIT)
-        time.sleep(0.4)
+        wait_until(lambda: first["member_id"] not in getattr(coord._groups.get("g"), "pending",
+                                                             {}), 10, "the pending id expired")
         late = join(coord, first["member_id"], v4=True, session=100).result(WAIT)
         assert late["error_code"] == UNKNOWN_MEMBER_ID
 

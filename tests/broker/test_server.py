@@ -17,6 +17,7 @@ from kclient.protocol.apis import (
     PRODUCE,
 )
 from kclient.protocol.records import RecordsReader, build_batch, build_message_set
+from tests.waiting import LOAD_SLACK, wait_until
 
 
 def produce(client, topic, values, version=3, partition=0, acks=1, records=None, keys=None):
@@ -229,11 +230,11 @@ def test_fetch_waits_for_data_and_is_woken_by_an_append(mini_broker, raw_client)
                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
     start = time.monotonic()
     corr = waiter.send(FETCH, 4, body)
-    time.sleep(0.3)
+    wait_until(lambda: mini_broker.watchers.count() == 1, 10, "the fetch parked on 'w'")
     produce(writer, "w", [b"wake up"])
     got, resp = waiter.receive()
     elapsed = time.monotonic() - start
-    assert got == corr and 0.25 < elapsed < 5
+    assert got == corr and elapsed < LOAD_SLACK        # woken by the append, not the 10 s wait
     assert values_of(resp.responses[0].partitions[0].records) == [b"wake up"]
 
 
@@ -242,7 +243,7 @@ def test_fetch_returns_empty_after_max_wait(mini_broker, raw_client):
     c = raw_client(mini_broker.bootstrap)
     start = time.monotonic()
     part = fetch(c, "idle", 0, max_wait_ms=400)
-    assert 0.35 < time.monotonic() - start < 3
+    assert 0.35 < time.monotonic() - start < 0.4 + LOAD_SLACK
     assert part.error_code == 0 and not part.records
 
 

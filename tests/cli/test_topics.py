@@ -1,5 +1,5 @@
 """``kclient topics`` and ``kclient offsets`` as subprocesses against the mini-broker."""
-import time
+from tests.waiting import next_millisecond
 
 
 def test_topic_lifecycle(cli):
@@ -31,8 +31,8 @@ def test_topic_lifecycle(cli):
 def test_offsets_earliest_latest_and_by_time(cli, mini_broker):
     cli("topics", "create", "o", "-p", "2", check=0)
     cli("produce", "o", "-p", "1", input=b"a\nb\nc\n", check=0)
-    middle = int(time.time() * 1000)
-    time.sleep(0.02)
+    middle = next_millisecond()          # after a, b, c's timestamps
+    next_millisecond(middle)             # and before d's
     cli("produce", "o", "-p", "1", input=b"d\n", check=0)
     assert cli.out("offsets", "o").split() == ["o:0:0", "o:1:4"]
     assert cli.out("offsets", "o", "--time", "earliest", "-p", "1").split() == ["o:1:0"]

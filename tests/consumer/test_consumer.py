@@ -329,6 +329,25 @@ def test_close_auto_commits_and_commit_async_reports_errors(mini_broker, consume
     assert d.committed(tp) == 4
 
 
+def test_fetch_max_bytes_bounds_each_fetch_and_everything_still_arrives(mini_broker, both):
+    # twelve batches of one 1000-byte record each; a 2500-byte response holds at most two, and
+    # with one chunk queued (AIOConsumer prefetches) a poll returns at most one response's
+    topic = name("fmb")
+    mini_broker.create_topic(topic, partitions=1)
+    for i in range(12):
+        produce(mini_broker.bootstrap, topic, [b"%04d" % i + b"x" * 996], partition=0)
+    c = both(conf(mini_broker, **{"fetch.max.bytes": 2500, "queued.max.message.chunks": 1}))
+    c.assign([TopicPartition(topic, 0)])
+    sizes, got = [], []
+    deadline = time.monotonic() + 20
+    while len(got) < 12 and time.monotonic() < deadline:
+        for records in c.poll(200, max_records=100).values():
+            sizes.append(len(records))
+            got += [r.value[:4] for r in records]
+    assert got == [b"%04d" % i for i in range(12)]
+    assert max(sizes) <= 2 and len(sizes) >= 6, sizes
+
+
 def test_read_committed_leaves_out_aborted_transactions(mini_broker, both):
     from kclient import Producer, ProducerData
     topic = name("tx")

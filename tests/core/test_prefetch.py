@@ -87,3 +87,17 @@ def test_good_records_before_a_corrupt_entry_come_first_then_its_error():
     assert take_answer(st, 2, st.epoch, answer(2, None, raw=bytes(bad))) == DATA
     assert isinstance(st.error, CorruptRecordError) and st.error.offset == 2
     assert not st.fetchable(2, 1 << 20)
+
+
+def test_records_without_headers_share_one_empty_list_that_refuses_changes():
+    import pytest
+    st = state(0)
+    take_answer(st, 0, st.epoch, answer(0, [b"a", b"b"]))
+    (cols, i, j), = take(st, 5)
+    a, b = build_records(TP, cols, i, j, None, None, empty_lists=True)
+    assert a.headers == [] and isinstance(a.headers, list) and a.headers is b.headers
+    with pytest.raises(TypeError, match="shared"):
+        a.headers.append(("k", b"v"))
+    assert b.headers == []
+    c, _ = build_records(TP, cols, i, j, None, None)
+    assert c.headers == ()                     # AIOConsumer's: the empty tuple, as aiokafka's

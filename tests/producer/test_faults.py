@@ -13,6 +13,7 @@ from kclient.errors import (
 )
 from kclient.producer import Producer, ProducerData
 
+from ..waiting import wait_until
 from .conftest import assert_reports_match_log, read_partition
 
 PRODUCE = 0
@@ -84,9 +85,9 @@ def test_late_response_is_retried_and_reports_the_retry(mini_broker):
         p.send(sent)
     _every_message_reported_once(sent, reports)
     assert reports[0].attempts == 2
-    time.sleep(1.5)  # the late append lands too: at least once, never lost
-    log = read_partition(mini_broker.bootstrap, topic, 0)
-    assert len(log) in (10, 20)
+    # the delayed first attempt is appended when its delay ends: at least once, never lost
+    wait_until(lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) == 20, 20,
+               "the delayed first attempt appended after the retry")
     assert assert_reports_match_log(mini_broker.bootstrap, reports) == 10
 
 
@@ -170,11 +171,12 @@ def test_broker_restarted_within_retry_budget(mini_broker, how):
             time.sleep(0.005)
     t = threading.Thread(target=produce)
     t.start()
-    time.sleep(0.3)
+    wait_until(lambda: len(reports) >= 2, 20, "acknowledged batches before the bounce")
     getattr(mini_broker, how)()
-    time.sleep(0.7)
+    wait_until(lambda: p.metrics()["retries"] > 0, 20, "the producer retrying while it is down")
     mini_broker.start()
-    time.sleep(0.3)
+    before = len(reports)
+    wait_until(lambda: len(reports) > before + 2, 30, "batches acknowledged after the restart")
     stop.set()
     t.join()
     p.close()
@@ -203,7 +205,8 @@ def test_periodic_metadata_refresh_finds_a_moved_leader(mini_cluster):
                        **{"topic.metadata.refresh.interval.ms": 100})) as p:
         assert p.send(ProducerData(topic, b"before"))[0].attempts == 1
         mini_cluster.move_leader(topic, 0, (leaders[0] + 1) % 3)
-        time.sleep(0.3)
+        cluster = p.event_handler.cluster        # the refresh is due before the next send
+        wait_until(lambda: time.monotonic() - cluster.last_refresh >= 0.1, 10, "refresh due")
         report = p.send(ProducerData(topic, b"after"))[0]
         assert report.ok and report.attempts == 1 and report.base_offset == 1
     other = "faults-norefresh"
@@ -211,7 +214,6 @@ def test_periodic_metadata_refresh_finds_a_moved_leader(mini_cluster):
     with Producer(_cfg(mini_cluster.bootstrap, "sync",
                        **{"topic.metadata.refresh.interval.ms": -1})) as p:
         assert p.send(ProducerData(other, b"x"))[0].attempts == 1
-        mini_cluster.move_leader(other, 0, (leaders[0] + 1) % 3)
-        time.sleep(0.3)
+        mini_cluster.move_leader(other, 0, (leaders[0] + 1) % 3)   # synchronous
         report = p.send(ProducerData(other, b"y"))[0]
         assert report.ok and report.attempts == 2  # learned from NOT_LEADER, then refreshed

@@ -15,6 +15,7 @@ from kclient.errors import InvalidConfigError
 from kclient.producer import Producer, ProducerData
 from kclient.protocol.records import iter_batches
 from kclient.testing import free_port
+from tests.waiting import wait_until
 
 from .conftest import read_partition
 
@@ -94,7 +95,7 @@ def _produce_with(mini_broker, topic: str, values: list[bytes], arm, driver: str
     if driver == "asyncio":
         return asyncio.run(_aio_produce_with(cfg, topic, values, arm))
     reports: list = []
-    with Producer(cfg, on_delivery=reports.append) as p:
+    with Producer(cfg, on_report=reports.append) as p:
         for i in range(0, len(values), 50):
             arm(i // 50)
             p.send([ProducerData(topic, v, partition=0) for v in values[i:i + 50]])
@@ -140,10 +141,8 @@ def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker
 
 
 def _wait_stored(mini_broker, topic: str, n: int) -> None:
-    deadline = time.monotonic() + 10
-    while len(read_partition(mini_broker.bootstrap, topic, 0)) < n:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_until(lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) >= n, 10,
+               f"{n} records stored in {topic}")
 
 
 def _epochs(mini_broker, topic: str) -> list[int]:
@@ -231,10 +230,12 @@ def test_broker_killed_and_restarted(tmp_path):
             p.send([ProducerData("crash", v, partition=0) for v in values[:100]])
             p.flush()
 
-            def kill_and_restart() -> None:
-                time.sleep(0.3)
+            acked = len(reports)
+
+            def kill_and_restart() -> None:   # mid-stream: after more batches were acknowledged
+                wait_until(lambda: len(reports) > acked + 2, 30, "batches acknowledged")
                 broker.kill9()
-                time.sleep(1.0)
+                wait_until(lambda: p.metrics()["retries"] > 0, 30, "retries while it is down")
                 broker.start()
             killer = threading.Thread(target=kill_and_restart)
             killer.start()

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kclient.errors import IllegalStateError, MessageSizeTooLargeError
-from kclient.producer import Producer, data, producer
+from kclient.producer import Producer, data, producer, send_path
 from kclient.producer.data import _PyProducerData
 from tests.needs import c_twin
 
@@ -73,8 +73,10 @@ def test_pickles_load_in_either_build(dump, load_pure, monkeypatch):
 def _send_mix(bootstrap: str, topic: str, pure: bool, monkeypatch) -> list:
     """Send one of each kind of message with one send() each; the stored (key, value) pairs."""
     monkeypatch.setattr(producer, "speedups", None if pure else data.speedups)
+    monkeypatch.setattr(send_path, "speedups", None if pure else data.speedups)
     cls = _PyProducerData if pure else C
     monkeypatch.setattr(producer, "ProducerData", cls)
+    monkeypatch.setattr(send_path, "ProducerData", cls)
     p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
                   "message.max.bytes": 1000, "batch.num.messages": 7})
     assert (type(p.send).__name__ == "FastSend") is not pure

@@ -6,6 +6,7 @@ import pytest
 from kclient.connection import BrokerConnection
 from kclient.errors import OffsetOutOfRangeError
 from kclient.simple import Fetcher, PartitionFetch
+from tests.waiting import wait_until
 
 VALUES = [b"v%03d" % i for i in range(120)]
 
@@ -64,7 +65,9 @@ def test_speculative_fetch_used_only_when_asked_for_and_fresh(loaded):
     assert 0 < nxt < 40
     second = f.fetch([PartitionFetch(topic, 0, nxt, 100)])[0]
     assert f.prefetch_hits == 1 and [m.offset for m in second][0] == nxt
-    time.sleep(0.1)  # the speculative fetch for the third step is now too old
+    pending = f._speculative        # the speculative fetch for the third step, until too old
+    assert pending is not None
+    wait_until(lambda: time.monotonic() - pending.sent_at > f.prefetch_max_age, 5, "stale")
     third = f.fetch([PartitionFetch(topic, 0, second.next_offset, 100)])[0]
     assert f.prefetch_hits == 1 and f.prefetch_misses == 1
     assert [m.offset for m in third][0] == second.next_offset

@@ -7,6 +7,7 @@ import pytest
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.records import build_message_set
 from kclient.spark.arrow import SCHEMA_DDL, arrow_schema, kafka_schema
+from tests.waiting import next_millisecond
 
 
 def load(spark, kafka, **opts):
@@ -69,9 +70,8 @@ def test_assign_with_specific_offsets(spark, kafka):
 def test_starting_timestamp(spark, kafka):
     t = kafka.topic(1)
     kafka.produce(t, [b"old"] * 10)
-    time.sleep(0.05)
-    cut = int(time.time() * 1000)
-    time.sleep(0.05)
+    cut = next_millisecond()             # after every "old" timestamp ...
+    next_millisecond(cut)                # ... and before every "new" one
     kafka.produce(t, [b"new"] * 7)
     rows = load(spark, kafka, subscribe=t, startingTimestamp=str(cut)).collect()
     assert [bytes(r.value) for r in rows] == [b"new"] * 7

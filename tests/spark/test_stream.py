@@ -10,6 +10,7 @@ from kclient.spark.offsets import from_json_dict
 from kclient.spark.options import parse_read_options
 from kclient.spark.reader import DataLossError
 from kclient.spark.stream import KClientStreamReader
+from tests.waiting import wait_until
 
 
 def stream(spark, kafka, **opts):
@@ -64,9 +65,11 @@ def test_min_offsets_per_trigger_waits_until_max_trigger_delay(kafka):
         start = r.initialOffset()
         assert start == {t: {"0": 0}}
         kafka.produce(t, [b"x"] * 10)
+        waited = time.monotonic()
         assert r.latestOffset(start, ReadAllAvailable()) == start  # 10 < 50: wait
-        time.sleep(0.35)
-        assert r.latestOffset(start, ReadAllAvailable()) == {t: {"0": 10}}  # delay passed
+        wait_until(lambda: r.latestOffset(start, ReadAllAvailable()) == {t: {"0": 10}}, 10,
+                   "the trigger after maxTriggerDelay")
+        assert time.monotonic() - waited >= 0.25                   # not before the delay
         kafka.produce(t, [b"x"] * 60)
         assert r.latestOffset({t: {"0": 10}}, ReadMaxRows(25)) == {t: {"0": 35}}
     finally:
