@@ -42,3 +42,15 @@ def test_a_wrong_send_call_fails_mypy(tmp_path):
     assert out.returncode == 1
     assert 'Too many arguments for "send" of "Producer"' in out.stdout, out.stdout
     assert "_Py" not in out.stdout, "messages name the public class"
+
+
+def test_a_misspelt_request_body_key_fails_mypy(tmp_path):
+    # the generated typed request bodies (kclient.protocol.messages.bodies) catch before run
+    # time what the encoder refuses at run time
+    source = ("from kclient.protocol.messages import JoinGroupRequestBody\n"
+              "ok: JoinGroupRequestBody = {'group_id': 'g', 'group_instance_id': None}\n"
+              "bad: JoinGroupRequestBody = {'group_id': 'g', 'group_instace_id': 'x'}\n")
+    out = _mypy(tmp_path, source)
+    assert out.returncode == 1
+    assert 'user.py:3: error: Extra key "group_instace_id" for TypedDict' in out.stdout, out.stdout
+    assert "user.py:2" not in out.stdout, out.stdout

@@ -96,14 +96,15 @@ class Faults:
 def _partitions_error(request: Request, code: int, topics: str, tname: str, parts: str,
                       pname: str, out_topics: str, out_name: str, out_parts: str,
                       extra: dict) -> dict:
-    """Mirror a request's topic/partition lists into a response with ``code`` everywhere."""
+    """Mirror a request's topic/partition lists into a response with ``code`` everywhere (the
+    response names a partition ``index`` in Produce, ``partition_index`` elsewhere)."""
+    out_index = "index" if out_parts == "partition_responses" else "partition_index"
     result = []
     for t in getattr(request.body, topics) or []:
         plist = []
         for p in getattr(t, parts):
             index = getattr(p, pname) if not isinstance(p, int) else p
-            plist.append({"partition_index": index, "index": index, "partition": index,
-                          "error_code": code, **extra})
+            plist.append({out_index: index, "error_code": code, **extra})
         result.append({out_name: getattr(t, tname), out_parts: plist})
     return {out_topics: result}
 

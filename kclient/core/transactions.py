@@ -8,11 +8,11 @@ A failure nothing cures (fencing by a newer instance, PRODUCER_FENCED or INVALID
 raised as ProducerFencedError; a refused transactional id; an invalid transaction state) moves
 it to FATAL_ERROR: every later call raises it again and only close() is left.
 
-Coordinator requests find their coordinator with FindCoordinator (key type 1 for the
-transactional id, 0 for a consumer group) and retry NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE
-and broken connections (finding the coordinator again), COORDINATOR_LOAD_IN_PROGRESS and
-CONCURRENT_TRANSACTIONS (the previous transaction's markers are still being written) until
-``max.block.ms`` (60 s) has passed.
+Coordinator requests find their coordinator with :func:`kclient.core.coordinator.
+find_coordinator` (key type 1 for the transactional id, 0 for a consumer group) and retry
+NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and broken connections (finding the coordinator
+again), COORDINATOR_LOAD_IN_PROGRESS and CONCURRENT_TRANSACTIONS (the previous transaction's
+markers are still being written) until ``max.block.ms`` (60 s) has passed.
 
 :class:`TxnState` is plain state (no I/O, no lock); the conversations (:func:`init_transactions`,
 :func:`add_partitions`, :func:`send_offsets`, :func:`end_transaction`) read and update it.  The
@@ -43,19 +43,19 @@ from kclient.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     END_TXN,
-    FIND_COORDINATOR,
     INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
 )
 from kclient.protocol.schema import Api
 
+from .coordinator import CoordinatorState, find_coordinator
 from .idempotence import IdempotentState
-from .steps import ANY_NODE, Conversation, Request, Sleep
+from .steps import Conversation, Request, Sleep
 
 __all__ = ["TxnState", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
-           "FATAL_ERROR", "TP", "fenced", "is_abortable", "find_coordinator",
-           "coordinator_request", "init_transactions", "add_partitions", "send_offsets",
-           "end_transaction", "group_fields", "offsets_to_commit"]
+           "FATAL_ERROR", "TP", "fenced", "is_abortable", "coordinator_request",
+           "init_transactions", "add_partitions", "send_offsets", "end_transaction",
+           "group_fields", "offsets_to_commit"]
 
 log = logging.getLogger("kclient.producer.transactions")
 
@@ -119,8 +119,16 @@ class TxnState(IdempotentState):
         self.resumed = False
         self.bump_after_abort = False
         self.backoff, self.max_block = backoff, max_block
-        #: (key type, key) -> the coordinator's node id, forgotten when it moves
-        self.coordinators: dict[tuple[int, str], int] = {}
+        #: (key type, key) -> where that coordinator is (found again when it moves)
+        self.coordinators: dict[tuple[int, str], CoordinatorState] = {}
+
+    def coordinator(self, key_type: int, key: str) -> CoordinatorState:
+        """The coordinator of the transactional id (``key_type`` 1) or a group (0)."""
+        state = self.coordinators.get((key_type, key))
+        if state is None:
+            state = self.coordinators[(key_type, key)] = CoordinatorState(
+                key, key_type, backoff_s=self.backoff)
+        return state
 
     # -- checks ---------------------------------------------------------------------------------
     def check(self, *allowed: str) -> None:
@@ -188,29 +196,21 @@ class TxnState(IdempotentState):
 
 
 # -- conversations ------------------------------------------------------------------------------
-def find_coordinator(txn: TxnState, key: str, key_type: int) -> Conversation[int]:
-    """FindCoordinator on any broker: the node id of ``key``'s coordinator (remembered)."""
-    resp = yield Request(FIND_COORDINATOR, {"key": key, "key_type": key_type}, node=ANY_NODE)
-    if resp.error_code:
-        raise error_for_code(resp.error_code)(f"finding the coordinator of {key!r}")
-    txn.coordinators[(key_type, key)] = resp.node_id
-    return int(resp.node_id)
-
-
 def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, Any],
                         code_of: Callable[[Any], int], key: str | None = None,
                         key_type: int = TXN_KEY) -> Conversation[Any]:
     """One request to the transaction coordinator (or ``key``'s group coordinator), retried as
     the module says; a response error other than those retried is raised."""
-    coord = (key_type, txn.tid if key is None else key)
+    coord = txn.coordinator(key_type, txn.tid if key is None else key)
     deadline = time.monotonic() + txn.max_block
     busy = _BUSY_FIRST
     while True:
         try:
-            node = txn.coordinators.get(coord)
-            if node is None:
-                node = yield from find_coordinator(txn, coord[1], key_type)
-            resp = yield Request(api, body, node=node, max_version=_TV1_MAX.get(api.key))
+            address = coord.address
+            if address is None:
+                address = yield from find_coordinator(coord)
+            resp = yield Request(api, body, node=address.node_id,
+                                 max_version=_TV1_MAX.get(api.key))
             code = code_of(resp)
             if code:
                 raise error_for_code(code)(f"{api.name} for {txn.tid!r}")
@@ -222,7 +222,7 @@ def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, An
                 raise KafkaTimeoutError(f"{api.name} for {txn.tid!r}: gave up after "
                                         f"max.block.ms: {exc}") from exc
             if isinstance(exc, _FIND_AGAIN):
-                txn.coordinators.pop(coord, None)
+                coord.forget()
             pause = txn.backoff
             if isinstance(exc, ConcurrentTransactionsError):    # markers being written:
                 pause, busy = busy, min(busy * 2, _BUSY_MAX)    # back soon, then slower

@@ -27,6 +27,7 @@ from typing import Any
 
 from kclient._args import one_of
 from kclient.config import load_config
+from kclient.encoders import for_topic
 from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
@@ -44,6 +45,7 @@ from kclient.protocol.error_codes import (
     TransactionalIdAuthorizationFailedError,
 )
 
+from . import send_path
 from .buffers import BytesLike, plain_lengths
 from .callback import overridden_hooks
 from .compat import ProducerCompat, delivery_callbacks
@@ -58,7 +60,7 @@ from .data import (
     to_entries,
     to_entry,
 )
-from .data_methods import NO, wrong_call, wrong_send
+from .data_methods import wrong_send
 from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
@@ -131,10 +133,8 @@ class Producer(ProducerCompat):
         self._thread: ProducerSendThread | None = None
         #: set once produce() queued a message: then delivery looks for futures in reports
         self._futures = False
-        if self.sync:
-            self.send = self._send_sync  # type: ignore[method-assign]
-            self.produce = self._produce_sync  # type: ignore[method-assign]
-        else:
+        t: ProducerSendThread | None = None
+        if not self.sync:
             self._thread = t = ProducerSendThread(
                 self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
                 linger_ms=cfg["queue.buffering.max.ms"],
@@ -144,46 +144,13 @@ class Producer(ProducerCompat):
             self._batch_size = cfg["batch.num.messages"]
             # the fast path checks values of bytes below this size without computing exactly
             self._fast_limit = self.max_message_bytes
-            if self._hooks & {"before_enqueue", "after_enqueue"}:
-                self.send = self._send_hooked  # type: ignore[method-assign]
-            else:
-                self.send = self._fast_send()  # type: ignore[method-assign,assignment]
-            self.produce = self._fast_produce()  # type: ignore[method-assign]
+        #: which send/produce this instance runs (kclient/producer/send_path.py's table)
+        self.send_path = send_path.bind(self)
+        if t is not None:
             t.start()
-        if self._tracing is not None:
-            from kclient.observability.clients import trace_producer
-            trace_producer(self, self._spans, ProducerData)
-        if self._txn is not None:
-            self._guard_sends(self._txn)
         self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
                                         self.metrics, cfg["statistics.format"])
         _LIVE.add(self)
-
-    def _guard_sends(self, txn: Transactions) -> None:
-        """A transactional producer sends only inside a transaction it began."""
-        send, send_values, produce = self.send, self.send_values, self.produce
-
-        def guarded_send(data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
-                         ) -> list[DeliveryReport] | None:
-            if wrong or wrong_kw:
-                raise wrong_send((data, *wrong), wrong_kw)
-            txn.check_send()
-            return send(data)
-
-        def guarded_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
-            txn.check_send()
-            return produce(*args, **kwargs)
-
-        def guarded_send_values(topic: str, values: Sequence[BytesLike]
-                                ) -> list[DeliveryReport] | None:
-            txn.check_send()
-            return send_values(topic, values)
-        guarded_send.__doc__ = Producer.send.__doc__
-        guarded_send_values.__doc__ = Producer.send_values.__doc__
-        self.send = guarded_send  # type: ignore[method-assign]
-        self.send_values = guarded_send_values  # type: ignore[method-assign]
-        guarded_produce.__doc__ = Producer.produce.__doc__
-        self.produce = guarded_produce  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Producer:
@@ -206,68 +173,20 @@ class Producer(ProducerCompat):
 
     # ------------------------------------------------------------------ sending
     def send(self, data: ProducerData | list[ProducerData]) -> list[DeliveryReport] | None:
-        """Send one ProducerData or a list of them (replaced per instance by the mode's path).
+        """Send one ProducerData or a list of them (replaced per instance: send_path.py).
 
         Sync: returns the delivery reports once acknowledged; raises FailedToSendMessageError.
         Async: queues and returns None; a full queue follows ``queue.enqueue.timeout.ms``.
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
-    def _fast_send(self) -> Callable[[ProducerData | list[ProducerData]],
-                                     list[DeliveryReport] | None]:
-        """The async ``send``: a closure over its state, a few checks and a deque append.
-
-        The queue gets a tuple ``(topic, value)`` (plus key, partition, timestamp, headers when
-        set), not the ProducerData: see :mod:`kclient.producer.data` for why.  ``t.limit`` (not
-        a constant) is read so that close() can make every later call take the slow path and be
-        refused, even through a saved reference to ``send``.
-        """
-        q, t, limit = self._queue, self._sender, self._fast_limit
-        check, slow, many, pd = self._check_size, self._enqueue_slow, self._send_many, ProducerData
-        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
-            fast: Callable[[ProducerData | list[ProducerData]], list[DeliveryReport] | None] = \
-                speedups.FastSend(q, t, limit, pd, check, slow, many, Producer.send.__doc__)
-            return fast
-
-        def send(data: ProducerData | list[ProducerData], value: Any = NO, key: Any = NO,
-                 partition: Any = NO, headers: Any = NO, timestamp: Any = NO,
-                 timestamp_ms: Any = NO, on_delivery: Any = NO) -> list[DeliveryReport] | None:
-            # (the catch-all parameters make a kafka-python style call a clear error, at no
-            # cost per call, where **kwargs would build a dict each time)
-            if not (value is key is partition is headers is timestamp is timestamp_ms
-                    is on_delivery is NO):
-                raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
-                                 on_delivery)
-            if type(data) is pd:
-                v = data.value
-                x = data._extra
-                entry: Entry
-                if x is None and (type(v) is bytes or type(v) is bytearray) and len(v) <= limit:
-                    entry = (data.topic, v)
-                else:
-                    check(data)
-                    entry = (data.topic, v) if x is None else (data.topic, v) + x
-                n = len(q)
-                if n >= t.limit:
-                    return slow([entry])
-                q.append(entry)
-                if n >= t.wake_at:
-                    t.wake()
-                elif not n & 1023:
-                    # let the send thread have the GIL if it waits for it (it does after every
-                    # socket call); without this it waits for the 5 ms switch interval
-                    _yield(0)
-                return None
-            return many(data)
-        send.__doc__ = Producer.send.__doc__
-        return send
-
     def produce(self, topic: str, value: Any = None, key: Any = None,
                 partition: int | None = None, headers: Sequence[Header] | None = None,
                 timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
                 callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
                 ) -> DeliveryFuture:
-        """Send one message; returns its :class:`DeliveryFuture` (replaced per instance).
+        """Send one message; returns its :class:`DeliveryFuture` (replaced per instance:
+        send_path.py).
 
         The future resolves to a RecordMetadata (topic, partition, offset, timestamp) or raises
         the message's delivery error; ``on_delivery(error, metadata)`` (alias ``callback``, as
@@ -279,63 +198,6 @@ class Producer(ProducerCompat):
         As with send(), a message over ``message.max.bytes`` or a full queue raise here.
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
-
-    def _fast_produce(self) -> Callable[..., DeliveryFuture]:
-        """The async ``produce``: send()'s fast path with a future on the queue entry."""
-        if self._hooks & {"before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
-                          "before_sending_data"}:
-            return self._produce_hooked
-        q, t, limit = self._queue, self._sender, self._fast_limit
-        slow, check, new = self._enqueue_slow, self._check_size, DeliveryFuture
-        if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
-            fast: Callable[..., DeliveryFuture] = speedups.FastSend(
-                q, t, limit, ProducerData, check, slow, None, Producer.produce.__doc__,
-                new).produce
-            return self._first_produce(fast)
-
-        def produce(topic: str, value: Any = None, key: Any = None,
-                    partition: int | None = None, headers: Sequence[Header] | None = None,
-                    timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
-                    callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
-                    ) -> DeliveryFuture:
-            entry: Entry
-            if callback is not None or timestamp_ms is not None:
-                on_delivery = one_of("produce()", on_delivery=on_delivery, callback=callback)
-                timestamp = one_of("produce()", timestamp=timestamp, timestamp_ms=timestamp_ms)
-            if key is None and partition is None and timestamp is None and headers is None:
-                f = new(on_delivery)
-                if (type(value) is not bytes and type(value) is not bytearray) or \
-                        len(value) > limit:
-                    check(ProducerData(topic, value))
-                entry = (topic, value, f)
-            else:
-                f = new(on_delivery, timestamp)
-                check(ProducerData(topic, value, key))
-                entry = (topic, value, key, partition, timestamp, headers, f)
-            n = len(q)
-            if n >= t.limit:
-                slow([entry])
-                return f
-            q.append(entry)
-            if n >= t.wake_at:
-                t.wake()
-            elif not n & 1023:
-                _yield(0)
-            return f
-        produce.__doc__ = Producer.produce.__doc__
-        return self._first_produce(produce)
-
-    def _first_produce(self, produce: Callable[..., DeliveryFuture]
-                       ) -> Callable[..., DeliveryFuture]:
-        """``produce`` behind a first call that switches future resolution on: a producer
-        that only send()s never looks for futures in its reports."""
-        def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
-            self._futures = True
-            if self._txn is None and self._tracing is None:   # (a guard or tracing stays)
-                self.produce = produce  # type: ignore[method-assign]
-            return produce(*args, **kwargs)
-        first_produce.__doc__ = Producer.produce.__doc__
-        return first_produce
 
     def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
                         partition: int | None = None, headers: Sequence[Header] | None = None,
@@ -851,6 +713,7 @@ class Producer(ProducerCompat):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
         encoder = self.context.key_encoder
+        encoder = for_topic(encoder, topic)
         kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]

@@ -10,6 +10,7 @@ when it is stale.
 """
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -204,6 +205,53 @@ def _render_family(name: str, apis: Sequence[Api[Any, Any]]) -> str:
     return "".join(out)
 
 
+BODIES_HEADER = '''"""Typed request bodies: what a caller may put in a request dict, checked by mypy.
+
+``body: JoinGroupRequestBody = {{"group_id": g, ...}}`` makes a misspelt key a type error; at run
+time the encoder refuses it too (:meth:`kclient.protocol.schema.Api.encode_request`).  Every
+field is optional: one a version does not carry, or left out, encodes as its default.
+
+{do_not_edit}
+"""
+from __future__ import annotations
+
+from typing import TypedDict
+
+__all__ = [
+{names}
+]
+'''
+
+
+def _render_bodies(apis: Sequence[Api[Any, Any]]) -> tuple[str, list[str]]:
+    """The source of ``bodies.py`` (a TypedDict per request and nested element) and its names."""
+    classes = []
+    for api in apis:
+        builder = _Builder()
+        root = f"{api.name}Request"
+        builder.add(root, root, f"{api.name} request body (key {api.key}).", api.request_fields)
+        classes += [(f"{n}Body", doc, [(f, _body_type(t), v) for f, t, v in rows])
+                    for n, doc, rows in builder.classes]
+    names = [c[0] for c in classes]
+    listed = textwrap.fill(", ".join(f'"{n}"' for n in names), 96, initial_indent="    ",
+                           subsequent_indent="    ")
+    out = [BODIES_HEADER.format(do_not_edit=_DO_NOT_EDIT, names=listed + ",")]
+    for name, doc, rows in classes:
+        out.append(f"\n\nclass {name}(TypedDict, total=False):\n    \"\"\"{doc}\"\"\"\n")
+        width = max(len(f"{n}: {t}") for n, t, _ in rows) if rows else 0
+        for field_name, typ, versions in rows:
+            decl = f"{field_name}: {typ}"
+            out.append(f"    {decl.ljust(width)}  # {versions}\n")
+        if not rows:
+            out.append("\n")
+    return "".join(out).replace("\n\n\n\n", "\n\n\n"), names
+
+
+def _body_type(typ: str) -> str:
+    """A view's field type as a body's: nested elements are their Body TypedDicts."""
+    return re.sub(r"list\[([A-Z]\w*)\]", r"list[\1Body]", typ)
+
+
 def render_modules(apis: Sequence[Api[Any, Any]] = ALL_APIS) -> dict[str, str]:
     """File name -> source of each module of kclient/protocol/messages/."""
     groups: dict[str, list[Api[Any, Any]]] = {f: [] for f in FAMILIES}
@@ -217,6 +265,10 @@ def render_modules(apis: Sequence[Api[Any, Any]] = ALL_APIS) -> dict[str, str]:
         views = [c[0] for api in groups[f] for c in _api_classes(api)]
         names += views
         imports[f] = f"from .{f} import (\n" + "".join(f"    {v},\n" for v in sorted(views)) + ")"
+    modules["bodies.py"], bodies = _render_bodies(apis)
+    names += bodies
+    imports["bodies"] = ("from .bodies import (\n" + "".join(f"    {v},\n" for v in sorted(bodies))
+                         + ")")
     families = textwrap.fill(f"The classes live in one module per API family "
                              f"({', '.join(used)}); all are importable from here.", 96)
     modules["__init__.py"] = INIT.format(do_not_edit=_DO_NOT_EDIT, families=families,

@@ -124,6 +124,9 @@ class StructType(Type):
         self._codecs = [(f.name, _resolve(f, version, flexible)) for f in fields if f.active(version)]
         self._absent = [(f.name, f) for f in fields if not f.active(version)]
         self._defaults = {f.name: f for f in fields}
+        #: every name a value may carry: the fields of all versions (one absent at this version
+        #: is dropped, as Kafka drops it) and the tagged-field section a decoded Struct carries
+        self._known = frozenset(self._defaults) | {"_tagged_fields"}
 
     def read(self, buf: Buffer, pos: int) -> tuple[Struct, int]:
         values: dict[str, Any] = {}
@@ -141,6 +144,10 @@ class StructType(Type):
 
     def write(self, value: Any, out: Parts) -> None:
         defaults = self._defaults
+        if isinstance(value, Mapping) and not self._known.issuperset(value):
+            unknown = sorted(k for k in value if k not in self._known)
+            raise ValueError(f"unknown field {unknown[0]!r} (not in any version; known: "
+                             f"{', '.join(sorted(defaults))})")
         for name, typ in self._codecs:
             v = _get(value, name, ...)
             if v is ...:
@@ -220,15 +227,24 @@ class Api(Generic[ReqT, RespT]):
         return self._response_codec(version)
 
     def encode_request(self, version: int, body: ReqT | Mapping[str, Any]) -> Parts:
-        """The request body's wire parts (a dict, a Struct or any object with the fields)."""
+        """The request body's wire parts (a dict, a Struct or any object with the fields).
+
+        A dict key that no version of the API declares is refused (ValueError naming the API
+        and the field), so a misspelt field cannot silently encode as its default."""
         out: Parts = []
-        self._request_codec(version).write(body, out)
+        try:
+            self._request_codec(version).write(body, out)
+        except ValueError as exc:
+            raise ValueError(f"{self.name} v{version} request: {exc}") from None
         return out
 
     def encode_response(self, version: int, body: RespT | Mapping[str, Any]) -> Parts:
         """The response body's wire parts, as :meth:`encode_request`."""
         out: Parts = []
-        self._response_codec(version).write(body, out)
+        try:
+            self._response_codec(version).write(body, out)
+        except ValueError as exc:
+            raise ValueError(f"{self.name} v{version} response: {exc}") from None
         return out
 
     def decode_request(self, version: int, buf: Buffer, pos: int = 0, *,

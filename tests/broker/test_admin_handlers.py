@@ -52,7 +52,7 @@ def groups(mini_broker, raw_client):
         "assignments": [{"member_id": join.member_id, "assignment": b"assigned"}]})
     assert sync.error_code == 0
     commit = c.request(OFFSET_COMMIT, 2, {
-        "group_id": "offsets", "generation_id": -1, "member_id": "", "retention_time_ms": -1,
+        "group_id": "offsets", "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
         "topics": [{"name": "t", "partitions": [{"partition_index": 0,
                                                   "committed_offset": 5}]}]})
     assert commit.topics[0].partitions[0].error_code == 0

@@ -10,7 +10,7 @@ import pytest
 
 from kclient import Producer
 from kclient.errors import FailedToSendMessageError
-from kclient.producer import producer
+from kclient.producer import producer, send_path
 from kclient.producer.batches import PartitionBatch, n_uniform
 from kclient.producer.buffers import is_plain, plain_lengths
 from kclient.producer.data import _PyProducerData
@@ -42,7 +42,9 @@ def _mode(name: str, monkeypatch) -> str:
     """Producer mode; async-python runs the Python twins of the C speed-ups."""
     if name == "async-python":
         monkeypatch.setattr(producer, "speedups", None)
+        monkeypatch.setattr(send_path, "speedups", None)
         monkeypatch.setattr(producer, "ProducerData", _PyProducerData)
+        monkeypatch.setattr(send_path, "ProducerData", _PyProducerData)
     return name.split("-")[0]
 
 

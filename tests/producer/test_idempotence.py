@@ -95,7 +95,7 @@ def _produce_with(mini_broker, topic: str, values: list[bytes], arm, driver: str
     if driver == "asyncio":
         return asyncio.run(_aio_produce_with(cfg, topic, values, arm))
     reports: list = []
-    with Producer(cfg, on_delivery=reports.append) as p:
+    with Producer(cfg, on_report=reports.append) as p:
         for i in range(0, len(values), 50):
             arm(i // 50)
             p.send([ProducerData(topic, v, partition=0) for v in values[i:i + 50]])

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kclient import Producer, ProducerData
-from kclient.producer import data, producer
+from kclient.producer import data, producer, send_path
 from kclient.producer.data import _PyProducerData
 from tests.needs import need_c
 
@@ -77,7 +77,9 @@ def test_a_wrong_send_call_shows_the_right_one(mini_broker, monkeypatch, mode, a
                                                shown):
     if mode == "async-python":
         monkeypatch.setattr(producer, "speedups", None)
+        monkeypatch.setattr(send_path, "speedups", None)
         monkeypatch.setattr(producer, "ProducerData", _PyProducerData)
+        monkeypatch.setattr(send_path, "ProducerData", _PyProducerData)
     elif mode == "async-c":
         need_c(data.speedups)
     with Producer({"metadata.broker.list": mini_broker.bootstrap,

@@ -11,7 +11,7 @@ import pytest
 
 from kclient import DeliveryFuture, Producer, RecordMetadata
 from kclient.errors import FailedToSendMessageError, IllegalStateError
-from kclient.producer import CallbackHandler, data, future, producer
+from kclient.producer import CallbackHandler, data, future, producer, send_path
 from kclient.producer.data import _PyProducerData
 from kclient.protocol.error_codes import MessageSizeTooLargeError, UnknownTopicOrPartitionError
 from tests.needs import need_c
@@ -27,7 +27,9 @@ def make(request, mini_broker, monkeypatch):
     mode = request.param
     if mode == "async-python":
         monkeypatch.setattr(producer, "speedups", None)
+        monkeypatch.setattr(send_path, "speedups", None)
         monkeypatch.setattr(producer, "ProducerData", _PyProducerData)
+        monkeypatch.setattr(send_path, "ProducerData", _PyProducerData)
     elif mode == "async-c":
         need_c(data.speedups)
     made = []
@@ -220,6 +222,7 @@ def test_failed_futures_are_collected(mini_broker, monkeypatch, pure):
     monkeypatch.setattr(logging.getLogger("kclient"), "propagate", False)
     if pure:
         monkeypatch.setattr(producer, "speedups", None)
+        monkeypatch.setattr(send_path, "speedups", None)
     else:
         need_c(data.speedups)
     mini_broker.create_topic("pg", partitions=1)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kclient.errors import IllegalStateError, MessageSizeTooLargeError
-from kclient.producer import Producer, data, producer
+from kclient.producer import Producer, data, producer, send_path
 from kclient.producer.data import _PyProducerData
 from tests.needs import c_twin
 
@@ -24,12 +24,15 @@ BOTH = [pytest.param(_PyProducerData, id="python"), pytest.param(C, id="c", mark
 
 def test_the_speedups_are_built_here():
     # the benchmarks and docs assume them; a build without a compiler falls back silently
+    from kclient.protocol.records import v2_walk
     if os.environ.get("KCLIENT_PURE_PYTHON") == "1":
         assert data.speedups is None and data.ProducerData is _PyProducerData
+        assert v2_walk._walk_plain is None            # the record walker's Python twin too
     else:
         assert data.speedups is not None, \
             "kclient/producer/_speedups.pyx is not built: run scripts/setup (pip install -e .)"
         assert data.ProducerData is C
+        assert v2_walk._walk_plain is not None, "kclient/protocol/records/_walk.pyx is not built"
 
 
 @pytest.mark.parametrize("cls", BOTH)
@@ -73,8 +76,10 @@ def test_pickles_load_in_either_build(dump, load_pure, monkeypatch):
 def _send_mix(bootstrap: str, topic: str, pure: bool, monkeypatch) -> list:
     """Send one of each kind of message with one send() each; the stored (key, value) pairs."""
     monkeypatch.setattr(producer, "speedups", None if pure else data.speedups)
+    monkeypatch.setattr(send_path, "speedups", None if pure else data.speedups)
     cls = _PyProducerData if pure else C
     monkeypatch.setattr(producer, "ProducerData", cls)
+    monkeypatch.setattr(send_path, "ProducerData", cls)
     p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
                   "message.max.bytes": 1000, "batch.num.messages": 7})
     assert (type(p.send).__name__ == "FastSend") is not pure
