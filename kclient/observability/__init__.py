@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .tracing import Tracing
 
-__all__ = ["tracing_for", "provider_from"]
+__all__ = ["tracing_for", "provider_from", "task_tracing"]
 
 
 def provider_from(given: Any) -> Any:
@@ -48,3 +48,18 @@ def tracing_for(config: Mapping[str, Any], group: str | None = None,
     from .tracing import Tracing
     return Tracing(provider, names(), config.get("client.id"),
                    config.get("metadata.broker.list") or (), group, metrics)
+
+
+def task_tracing(bootstrap: str, client_id: str | None = None) -> Tracing | None:
+    """Tracing for a Spark task (sink or source) on an executor: the global provider's, or
+    None when there is none (an executor traces only when it was set up to)."""
+    provider = provider_from(None)
+    if provider is None:
+        return None
+    from .semconv import names
+    from .tracing import Tracing
+    servers = []
+    for hp in bootstrap.split(","):
+        host, _, port = hp.strip().rpartition(":")
+        servers.append((host, int(port) if port.isdigit() else 0))
+    return Tracing(provider, names(), client_id, servers)

@@ -215,6 +215,33 @@ class Tracing:
         finally:
             self.end_process(span, token, start, error)
 
+    @contextmanager
+    def task(self, operation: str, topic: str | None, partition: int | None = None,
+             **attrs: Any) -> Iterator[dict[str, Any]]:
+        """A span around one Spark task (``send`` for the sink: current while it runs, so the
+        messages' spans are its children; ``receive`` for the source: not made current, as it
+        spans a generator); set ``count`` in the yielded dict to record
+        ``messaging.batch.message_count``."""
+        sink = operation == "send"
+        span = self.tracer.start_span(
+            self.span_name(operation, topic), kind=SpanKind.PRODUCER if sink else SpanKind.CONSUMER,
+            attributes=self.attributes(operation, "send" if sink else "receive", topic, partition,
+                                       **attrs))
+        token = otel_context.attach(trace.set_span_in_context(span)) if sink else None
+        done: dict[str, Any] = {"count": None}
+        try:
+            yield done
+        except BaseException as exc:
+            span.set_attribute("error.type", error_type(exc))
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            raise
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+            if done["count"] is not None:
+                span.set_attribute("messaging.batch.message_count", done["count"])
+            span.end()
+
     def each(self, records: Iterable[Any]) -> Iterator[Any]:
         """Yield ``records``, each inside its ``process`` span (ended when the next is asked
         for, or when the iteration stops)."""

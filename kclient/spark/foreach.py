@@ -56,6 +56,13 @@ class PartitionWriter:
 
     def __call__(self, rows: Iterable[Any]) -> None:
         producer = pool.producer(self.opts.producer_config())
+        tracing = producer._tracing          # a span per task when the executor traces
+        if tracing is None:
+            return self._write(producer, rows)
+        with tracing.task("send", self.opts.topic):
+            return self._write(producer, rows)
+
+    def _write(self, producer: Producer, rows: Iterable[Any]) -> None:
         it = iter(rows)
         first = next(it, None)
         if first is None:

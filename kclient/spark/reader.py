@@ -14,6 +14,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kclient.errors import KafkaConnectionError
+from kclient.observability import task_tracing
 from kclient.protocol.error_codes import NotLeaderForPartitionError, OffsetOutOfRangeError
 from kclient.simple import FetchRequest, OffsetRequest, SimpleConsumer
 
@@ -102,7 +103,22 @@ def _fetch_leader(r: OffsetRange, opts: ReadOptions, leader: str, exc: Exception
 
 
 def read_range(r: OffsetRange, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
-    """Fetch ``r`` and yield Arrow batches of the read schema (one per fetch)."""
+    """Fetch ``r`` and yield Arrow batches of the read schema (one per fetch); a ``receive``
+    span per task when the executor traces."""
+    tracing = task_tracing(opts.bootstrap)
+    if tracing is None:
+        yield from _read_range(r, opts)
+        return
+    with tracing.task("receive", r.topic, r.partition,
+                      **{"messaging.kafka.offset": r.start}) as done:
+        n = 0
+        for batch in _read_range(r, opts):
+            n += batch.num_rows
+            yield batch
+        done["count"] = n
+
+
+def _read_range(r: OffsetRange, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     kwargs: dict[str, Any] = opts.consumer_kwargs()
     leader = r.leader or opts.bootstrap.split(",")[0].strip()
     offset, empty, retries = r.start, 0, 0

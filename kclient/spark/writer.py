@@ -135,6 +135,15 @@ def send_arrow(batches: Iterable[pa.RecordBatch], opts: WriteOptions) -> int:
     """Send every row of ``batches``, flush, and return the count; raises when any message
     was not delivered (``FailedToSendMessageError``)."""
     producer = pool.producer(opts.producer_config())
+    tracing = producer._tracing          # a span per task when the executor traces
+    if tracing is None:
+        return _send_all(producer, batches, opts)
+    with tracing.task("send", opts.topic) as done:
+        done["count"] = _send_all(producer, batches, opts)
+    return int(done["count"])
+
+
+def _send_all(producer: Producer, batches: Iterable[pa.RecordBatch], opts: WriteOptions) -> int:
     count = 0
     for batch in batches:
         if batch.num_rows:
