@@ -248,6 +248,12 @@ class AIOProducer:
         await self.run(txn_core.end_transaction(txn, commit=False))
 
     @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        return None if self._txn is None else self._txn.transaction_version
+
+    @property
     def producer_id_and_epoch(self) -> tuple[int, int]:
         """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
         idem = self._idem
