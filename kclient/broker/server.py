@@ -555,6 +555,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+#: what ``kclient broker`` sets to 0 unless --config says otherwise
+_REBALANCE_DELAY = "group.initial.rebalance.delay.ms"
+
+
 def _config_pairs(items: list[str]) -> dict[str, str]:
     """Parse KEY=VALUE options."""
     config = {}
@@ -592,10 +596,14 @@ def main(argv: list[str] | None = None,
         print(f"wrote {len(store)} SASL users to {args.write_credentials}")
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = _config_pairs(args.config)
+    # local development: a new group's first member starts at once instead of after Kafka's
+    # 3 s wait for more members (say so in the banner; --config overrides it)
+    config.setdefault(_REBALANCE_DELAY, "0")
     try:
         broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
                             zookeeper_connect=args.zookeeper,
-                            config=_config_pairs(args.config), host=args.host,
+                            config=config, host=args.host,
                             sasl_users=users,
                             schema_registry=False if args.schema_registry is None
                             else args.schema_registry)
@@ -616,7 +624,9 @@ def main(argv: list[str] | None = None,
             f"listen on {args.host}:{args.port}"
         print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
         return 1
-    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap}", flush=True)
+    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap} "
+          f"({_REBALANCE_DELAY}={config[_REBALANCE_DELAY]}; Kafka's default is 3000, "
+          f"--config {_REBALANCE_DELAY}=3000 to match it)", flush=True)
     if broker.registry is not None:
         print(f"schema registry listening on {broker.schema_registry_url}", flush=True)
     if args.prometheus_port is not None and expose is not None:

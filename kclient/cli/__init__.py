@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .common import FAILED, OK, USAGE, UsageError
+from .common import FAILED, OK, USAGE, CommandError, UsageError
 
 __all__ = ["main", "build_parser"]
 
@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  kclient topics list -b 127.0.0.1:9092\n"
                "  export KCLIENT_BOOTSTRAP=127.0.0.1:9092; kclient groups describe g1")
     parser.add_argument("--version", action="version", version=f"kclient {__version__}")
+    parser.add_argument("-b", "--bootstrap", "--bootstrap-server", dest="global_bootstrap",
+                        metavar="HOST:PORT[,...]",
+                        help="brokers for every command (default: $KCLIENT_BOOTSTRAP)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in MODULES:
         importlib.import_module(f"kclient.cli.{name}").register(subparsers)
@@ -43,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
             return exc.code if isinstance(exc.code, int) else FAILED
     parser = build_parser()
     try:
-        args = parser.parse_args(args_list)
+        args, unknown = parser.parse_known_args(args_list)
+        if unknown:                     # the command's own usage, not the top level's
+            _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:           # --help, --version, or an argparse usage error
         return int(exc.code or 0)
     run: Callable[[argparse.Namespace], int | None] | None = getattr(args, "run", None)
@@ -54,6 +59,18 @@ def main(argv: list[str] | None = None) -> int:
                 run, args)
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace
+                    ) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` ran: ``kclient topics list``'s, say."""
+    for name in ("command", "action"):
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, name, None)
+        if not actions or chosen is None or chosen not in actions[0].choices:
+            break
+        parser = actions[0].choices[chosen]
+    return parser
+
+
 def _run(command: str, run: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
     """Run one subcommand, turning its errors into one line on stderr and an exit code."""
     from kclient.errors import InvalidConfigError
@@ -62,6 +79,9 @@ def _run(command: str, run: Callable[[argparse.Namespace], Any], args: argparse.
     except (UsageError, InvalidConfigError) as exc:     # bad flags, -X keys or their files
         print(f"kclient {command}: {exc}", file=sys.stderr)
         return USAGE
+    except CommandError as exc:         # a failure the command words itself
+        print(f"kclient {command}: {exc}", file=sys.stderr)
+        return FAILED
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:             # `kclient consume ... | head`

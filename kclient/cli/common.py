@@ -14,8 +14,9 @@ from kclient.errors import InvalidConfigError
 if TYPE_CHECKING:
     from kclient.admin import AdminClient
 
-__all__ = ["OK", "FAILED", "USAGE", "UsageError", "add_connection_options", "client_config",
-           "admin_client", "print_table", "subcommand", "bootstrap_of", "parse_time"]
+__all__ = ["OK", "FAILED", "USAGE", "UsageError", "CommandError", "add_connection_options", "client_config",
+           "admin_client", "print_table", "subcommand", "bootstrap_of", "parse_time",
+           "add_topic_argument", "topic_of"]
 
 #: exit codes, by the usual convention: success, a runtime failure, a usage error
 OK, FAILED, USAGE = 0, 1, 2
@@ -23,6 +24,10 @@ OK, FAILED, USAGE = 0, 1, 2
 
 class UsageError(Exception):
     """Arguments that parse but do not make sense together (exit code 2)."""
+
+
+class CommandError(Exception):
+    """A failure the command explains in its own words (exit code 1, no exception name)."""
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -41,9 +46,9 @@ def subcommand(subparsers: Any, name: str, help_: str, example: str,
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     """--bootstrap (env KCLIENT_BOOTSTRAP), the security options and -X key=value."""
     group = parser.add_argument_group("connection")
-    group.add_argument("-b", "--bootstrap", default=os.environ.get("KCLIENT_BOOTSTRAP"),
-                       metavar="HOST:PORT[,...]",
-                       help="brokers to bootstrap from (default: $KCLIENT_BOOTSTRAP)")
+    group.add_argument("-b", "--bootstrap", "--bootstrap-server", metavar="HOST:PORT[,...]",
+                       help="brokers to bootstrap from (also before the command: kclient -b "
+                            "HOST:PORT topics list; default: $KCLIENT_BOOTSTRAP)")
     group.add_argument("--security-protocol", metavar="P",
                        help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     group.add_argument("--sasl-mechanism", metavar="M",
@@ -61,12 +66,33 @@ _FLAGS = {"security_protocol": "security.protocol", "sasl_mechanism": "sasl.mech
 
 
 def bootstrap_of(args: argparse.Namespace) -> str:
-    """The bootstrap list, or a usage error naming both ways to give it."""
+    """The bootstrap list: the command's -b, then the global -b (before the command), then
+    -X bootstrap.servers, then $KCLIENT_BOOTSTRAP; else a usage error naming the ways."""
     extra = _extra_pairs(args.extra)
-    boot = args.bootstrap or extra.get("bootstrap.servers") or extra.get("metadata.broker.list")
+    boot = args.bootstrap or getattr(args, "global_bootstrap", None) or \
+        extra.get("bootstrap.servers") or extra.get("metadata.broker.list") or \
+        os.environ.get("KCLIENT_BOOTSTRAP")
     if not boot:
-        raise UsageError("no brokers: give --bootstrap HOST:PORT or set KCLIENT_BOOTSTRAP")
+        raise UsageError("no brokers: give -b / --bootstrap-server HOST:PORT or set "
+                         "KCLIENT_BOOTSTRAP")
     return str(boot)
+
+
+def add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    """TOPIC as a positional argument or kcat's / Kafka's ``-t`` / ``--topic``."""
+    parser.add_argument("topic", nargs="?", help="the topic (or -t TOPIC)")
+    parser.add_argument("-t", "--topic", dest="topic_flag", metavar="TOPIC",
+                        help="the topic, as kcat and Kafka's console tools take it")
+
+
+def topic_of(args: argparse.Namespace) -> str:
+    """The topic given positionally or with -t; a usage error when neither or two differ."""
+    given = [t for t in (args.topic, args.topic_flag) if t]
+    if not given:
+        raise UsageError("no topic: give TOPIC or -t TOPIC")
+    if len(set(given)) > 1:
+        raise UsageError(f"two topics given: {given[0]!r} and -t {given[1]!r}")
+    return given[0]
 
 
 def _extra_pairs(items: Sequence[str]) -> dict[str, str]:

@@ -7,7 +7,16 @@ import sys
 from collections.abc import Generator
 from typing import Any
 
-from .common import UsageError, add_connection_options, admin_client, client_config, subcommand
+from .common import (
+    CommandError,
+    UsageError,
+    add_connection_options,
+    add_topic_argument,
+    admin_client,
+    client_config,
+    subcommand,
+    topic_of,
+)
 from .encoding import BINARY_FORMATS
 from .outputs import Formatter
 from .registry import add_registry_options, decoders, registry_client
@@ -101,6 +110,25 @@ def read_partitions(args: argparse.Namespace, exit_at_end: bool
             c.close()
 
 
+def _settle_args(args: argparse.Namespace) -> None:
+    """-t TOPIC or TOPIC; --from-beginning as -o earliest (kafka-console-consumer's flag)."""
+    args.topic = topic_of(args)
+    if args.from_beginning and args.offset not in (None, "earliest", "beginning"):
+        raise UsageError(f"--from-beginning and -o {args.offset} disagree; give one")
+    args.offset = args.offset or ("earliest" if args.from_beginning else "latest")
+
+
+def _check_topic(args: argparse.Namespace) -> None:
+    """A missing topic is an error naming it: consume never creates one (a typo would)."""
+    with admin_client(args) as admin:
+        admin.cluster.refresh([args.topic], allow_auto_create=False)
+        info = admin.cluster.topics.get(args.topic)
+    if info is None or info.error_code:
+        raise CommandError(
+            f"topic {args.topic!r} does not exist (consume never creates topics; "
+            f"`kclient topics create {args.topic}` does)")
+
+
 def _decoding(args: argparse.Namespace, out: Formatter) -> Formatter:
     """``out`` with keys / values of a registry format printed as JSON."""
     if not (args.key_format or args.value_format):
@@ -134,7 +162,9 @@ class _Decoding(Formatter):
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = _decoding(args, Formatter(args))
+    _settle_args(args)
+    out = _decoding(args, Formatter(args))    # usage errors first, then the network
+    _check_topic(args)
     code = _run_formatted(args, out)
     return 1 if getattr(out, "failed", 0) else code
 
@@ -200,18 +230,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient consume blobs -o earliest -e --binary base64 | base64 -d\n"
                    "kclient consume users -o earliest -e --value-format avro "
                    "-r http://127.0.0.1:8081")
-    p.add_argument("topic")
+    add_topic_argument(p)
     p.add_argument("-p", "--partition", type=int, action="append", metavar="P",
                    help="read only this partition (repeatable; default: all)")
-    p.add_argument("-o", "--offset", default="latest", type=_check_offset,
+    p.add_argument("-o", "--offset", type=_check_offset,
                    help="earliest, latest (default), N, -N (N before the end), @timestamp_ms")
+    p.add_argument("--from-beginning", action="store_true",
+                   help="-o earliest (kafka-console-consumer's flag)")
     p.add_argument("-G", "--group", help="consume as a member of this group (commits at exit)")
     p.add_argument("-c", "--count", type=int, help="exit after this many messages")
     p.add_argument("-e", "--exit-at-end", action="store_true",
                    help="exit at the end of every partition (with -G: after "
                         f"{GROUP_END_MS} ms without data)")
     p.add_argument("--format", default="raw", choices=("raw", "json"),
-                   help="raw: the value (-K: key SEP value); json: one object with metadata")
+                   help="raw: the value (-K: key SEP value); json: one object with metadata, "
+                        "its \"encoding\" saying how key, value and header values are "
+                        "written (utf-8, or base64 when one is not UTF-8 text)")
     p.add_argument("-f", "--fmt", metavar="FORMAT",
                    help="kcat-style: %%t topic %%p partition %%o offset %%k key %%s value "
                         "%%h headers %%T timestamp %%S value size, \\n \\t")

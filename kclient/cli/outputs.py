@@ -9,7 +9,7 @@ from typing import IO
 
 from .encoding import encode_field
 
-__all__ = ["Formatter", "render_format"]
+__all__ = ["Formatter", "render_format", "json_encoding"]
 
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 _TOKEN = re.compile(r"%[tpokshTSK%]|\\[ntr0\\]")
@@ -38,6 +38,19 @@ def render_format(fmt: str, topic: str, partition: int, offset: int, key: bytes 
     return _TOKEN.sub(expand, fmt)
 
 
+def json_encoding(key: bytes | None, value: bytes | None,
+                  headers: list[tuple[str, bytes | None]]) -> str | None:
+    """None when key, value and header values are all UTF-8 text (written as they are), else
+    "base64" for all of them: JSON has no bytes, and a lossy escape would be ambiguous."""
+    try:
+        for data in (key, value, *(v for _, v in headers)):
+            if data is not None:
+                data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64"
+    return None
+
+
 class Formatter:
     """Writes each consumed message to stdout in the chosen output format."""
 
@@ -55,10 +68,11 @@ class Formatter:
                                  list(headers), a.binary)
             self.out.write(text.encode("utf-8", errors="surrogateescape"))
         elif a.format == "json":
+            binary = a.binary or json_encoding(key, value, headers)
             obj = {"topic": topic, "partition": partition, "offset": offset,
-                   "timestamp": timestamp, "key": encode_field(key, a.binary),
-                   "value": encode_field(value, a.binary),
-                   "headers": [[k, encode_field(v, a.binary)] for k, v in headers]}
+                   "timestamp": timestamp, "encoding": binary or "utf-8",
+                   "key": encode_field(key, binary), "value": encode_field(value, binary),
+                   "headers": [[k, encode_field(v, binary)] for k, v in headers]}
             self.out.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
         else:
             self.out.write(self._raw(key, value) + b"\n")

@@ -9,7 +9,14 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from .common import UsageError, add_connection_options, client_config, subcommand
+from .common import (
+    UsageError,
+    add_connection_options,
+    add_topic_argument,
+    client_config,
+    subcommand,
+    topic_of,
+)
 from .encoding import BINARY_FORMATS, decode_field
 from .registry import add_registry_options, encoders, registry_client
 
@@ -87,9 +94,15 @@ def _run(args: argparse.Namespace) -> int:
         if report.error is None:
             partitions[report.partition] = partitions.get(report.partition, 0) + len(report)
 
+    args.topic = topic_of(args)
     encode = encoders(args, registry_client(args)) \
         if args.key_format or args.value_format else {}
     producer = Producer(cfg, on_report=delivered)
+    try:
+        producer.context.cluster.any_connection()   # a dead cluster: one line, at once
+    except BaseException:
+        producer.close()
+        raise
     try:
         for number, line in enumerate(_lines(stream), 1):
             try:
@@ -157,7 +170,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "base64 < blobs.txt | kclient produce blobs --binary base64\n"
                    "echo '{\"name\": \"ann\"}' | kclient produce users --value-format avro "
                    "--value-schema @user.avsc -r http://127.0.0.1:8081")
-    p.add_argument("topic")
+    add_topic_argument(p)
     p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     p.add_argument("-K", "--key-separator", metavar="SEP", help="split each line into key SEP value")
     p.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE",

@@ -81,13 +81,18 @@ def _alter(args: argparse.Namespace) -> int:
         raise UsageError("nothing to alter: give --partitions, --config or --delete-config")
     ops = [AlterConfigOp(k, v) for k, v in _pairs(args.config, "--config").items()]
     ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in args.delete_config]
+    resource = ConfigResource(ConfigResourceType.TOPIC, args.topic)
     with admin_client(args) as admin:
+        # every change is validated by the broker first: a bad one changes nothing
+        if args.partitions is not None:
+            admin.create_partitions({args.topic: args.partitions}, validate_only=True)
+        if ops:
+            admin.incremental_alter_configs({resource: ops}, validate_only=True)
         if args.partitions is not None:
             admin.create_partitions({args.topic: args.partitions})
             print(f"topic {args.topic} now has {args.partitions} partitions")
         if ops:
-            admin.incremental_alter_configs(
-                {ConfigResource(ConfigResourceType.TOPIC, args.topic): ops})
+            admin.incremental_alter_configs({resource: ops})
             for op in ops:
                 print(f"topic {args.topic}: {op.op.name.lower()} {op.name}"
                       + (f"={op.value}" if op.value is not None else ""))
@@ -121,7 +126,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient topics describe events")
     p.add_argument("topics", nargs="*", metavar="TOPIC", help="default: every topic")
     p.set_defaults(run=_describe)
-    p = subcommand(actions, "alter", "add partitions or change topic configs",
+    p = subcommand(actions, "alter", "add partitions or change topic configs (all validated "
+                   "first: a bad one changes nothing)",
                    "kclient topics alter events --partitions 6 --config retention.ms=3600000")
     p.add_argument("topic")
     p.add_argument("-p", "--partitions", type=int, help="new total partition count")

@@ -27,6 +27,7 @@ from typing import Any
 
 from kclient._args import one_of
 from kclient.config import load_config
+from kclient.encoders import for_topic
 from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
@@ -699,6 +700,12 @@ class Producer(ProducerCompat):
         self._transactions.resume(producer_id, epoch)
 
     @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        return None if self._txn is None else self._txn.transaction_version
+
+    @property
     def producer_id_and_epoch(self) -> tuple[int, int]:
         """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
         txn = self._txn if self._txn is not None else getattr(
@@ -712,6 +719,7 @@ class Producer(ProducerCompat):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
         encoder = self.context.key_encoder
+        encoder = for_topic(encoder, topic)
         kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]
