@@ -52,7 +52,7 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
-from kclient.producer.context import create_encoder, connection_settings
+from kclient.producer.context import connection_settings, create_encoder
 from kclient.producer.data import RecordMetadata
 from kclient.producer.future import DeliveryCallback
 from kclient.protocol.compression import CODEC_IDS, NONE
