@@ -72,6 +72,9 @@ class ConnectionSettings:
     send_buffer_bytes: int | None = None
     receive_buffer_bytes: int | None = None
     security: SecuritySettings = SecuritySettings()
+    #: KIP-899 / KIP-1102: go back to the bootstrap list when no known broker gives metadata
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300000
     #: the client's :class:`~kclient.metrics.ClientMetrics`: each connection registers its stats
     metrics: Any = dataclasses.field(default=None, compare=False)
 
@@ -86,7 +89,10 @@ class ConnectionSettings:
             broker_version_fallback=str(config["broker.version.fallback"]),
             send_buffer_bytes=config["socket.send.buffer.bytes"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
-            security=SecuritySettings.from_config(config))
+            security=SecuritySettings.from_config(config),
+            metadata_recovery_strategy=config.get("metadata.recovery.strategy", "rebootstrap"),
+            metadata_recovery_rebootstrap_trigger_ms=config.get(
+                "metadata.recovery.rebootstrap.trigger.ms", 300000))
         return settings.replace(**overrides) if overrides else settings
 
     def replace(self, **changes: Any) -> ConnectionSettings:
