@@ -7,6 +7,7 @@
 from typing import TYPE_CHECKING, Any
 
 from . import consumer, errors, simple
+from ._version import __version__
 from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
 from .config import load_config
@@ -51,8 +52,6 @@ from .producer import (
                        RecordMetadata,
 )
 from .simple import FetchRequest, OffsetRequest, SimpleConsumer
-
-__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .aio import AIOConsumer, AIOProducer

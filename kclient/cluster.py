@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .connection import BrokerConnection, ConnectionSettings
+from .core.metadata_recovery import Candidate, MetadataRecovery
 from .errors import (
     KafkaConnectionError,
     KafkaError,
@@ -138,6 +139,8 @@ class Cluster:
         self.controller_id = -1
         self.cluster_id: str | None = None
         self.last_refresh = 0.0
+        self.recovery = MetadataRecovery(self.settings.metadata_recovery_strategy,
+                                         self.settings.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
 
@@ -168,19 +171,21 @@ class Cluster:
             conn.connect()
         return conn
 
-    def _candidates(self) -> list[tuple[int | str, str, int]]:
-        """Known brokers (shuffled) then the bootstrap list, each address once."""
-        candidates: list[tuple[int | str, str, int]] = [
-            (b.node_id, b.host, b.port) for b in self.brokers.values()]
-        random.shuffle(candidates)
-        candidates += [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
-        seen: set[tuple[str, int]] = set()
-        out = []
-        for key, host, port in candidates:
-            if (host, port) not in seen:
-                seen.add((host, port))
-                out.append((key, host, port))
-        return out
+    def _known(self) -> list[Candidate]:
+        """The brokers the last metadata named (shuffled)."""
+        known: list[Candidate] = [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+        random.shuffle(known)
+        return known
+
+    def _candidates(self, known: list[Candidate]) -> list[Candidate]:
+        """Whom to ask, in order, as :class:`MetadataRecovery` plans it (the known brokers,
+        then the bootstrap list unless metadata.recovery.strategy=none), each address once."""
+        bootstrap: list[Candidate] = [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
+        plan = self.recovery.plan(known, bootstrap, time.monotonic())
+        if plan.rebootstrap:
+            log.warning("no metadata from the known brokers for %.0f s: rebootstrapping from %s",
+                        self.recovery.trigger_s, self.bootstrap)
+        return plan.candidates
 
     def any_connection(self) -> BrokerConnection:
         """A connection to some live broker: known brokers first, then the bootstrap list.
@@ -195,20 +200,27 @@ class Cluster:
         errors: list[str] = []
         tried: list[tuple[str, int]] = []
         last: KafkaError | None = None
-        for key, host, port in self._candidates():
+        known = self._known()
+        for key, host, port in self._candidates(known):
             tried.append((host, port))
             try:
                 with self._lock:
                     conn = self._connect(key, host, port)
-                return call(conn)
+                result = call(conn)
             except KafkaError as exc:   # connection, timeout, broken answer, ...
                 failed = self._conns.get(key)
                 if failed is not None:
                     failed.close(f"failed: {exc}")
                 if isinstance(exc, KafkaConnectionError) and not exc.retriable:
                     raise   # TLS or SASL refused us: every broker would, say so now
+                self.recovery.failed((key, host, port), known, time.monotonic())
                 errors.append(str(exc))
                 last = exc
+                continue
+            if self.recovery.answered((key, host, port), known, time.monotonic()):
+                log.warning("rebootstrapped: %s:%s from the bootstrap list answered after every "
+                            "known broker failed", host, port)
+            return result
         raise NoBrokersAvailableError(
             f"could not {what}: " + "; ".join(errors), tried) from last
 

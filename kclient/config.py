@@ -59,6 +59,9 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 * ``fetch.max.bytes`` 50 MiB, as in Java (KIP-74; 0.8 bounded fetches per partition only).
 * ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
+* ``metadata.recovery.strategy`` rebootstrap and ``metadata.recovery.rebootstrap.trigger.ms``
+  300000, as in Kafka 4's Java client (KIP-899, KIP-1102; 0.8 never went back to the bootstrap
+  list).
 * ``socket.receive.buffer.bytes`` 0: the kernel's auto-tuned receive buffer, as librdkafka
   (0.8 and Java: 65536, which caps a fetch's TCP window and splits it into many small reads).
 """
@@ -216,6 +219,12 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("topic.metadata.refresh.interval.ms", 600000, Int(), _BOTH,
          "Periodic metadata refresh (also refreshed on errors); negative: only on errors.",
          "metadata.max.age.ms"),
+    _key("metadata.recovery.strategy", "rebootstrap", Choice(("none", "rebootstrap")), _BOTH,
+         "When no known broker gives metadata: rebootstrap asks metadata.broker.list again "
+         "(KIP-899); none keeps to the known brokers.", differs="no such key; Kafka 4's default"),
+    _key("metadata.recovery.rebootstrap.trigger.ms", 300000, _MS, _BOTH,
+         "With rebootstrap: go back to metadata.broker.list once no known broker has given "
+         "metadata for this long (KIP-1102).", differs="no such key; Kafka 4's default"),
     _key("api.version.request", True, Bool(), _BOTH,
          "Ask the broker for its API versions on connect (false for 0.8/0.9 brokers).",
          differs="no such key; librdkafka's default"),

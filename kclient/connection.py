@@ -27,29 +27,25 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
+from ._version import __version__
+from .core.handshake import HandshakeConfig, api_versions, authenticate, reauth_due
 from .errors import (
     AuthenticationError,
     KafkaConnectionError,
     KafkaTimeoutError,
     SecurityProtocolError,
     SslAuthenticationError,
-    UnsupportedVersionError,
 )
+from .io.driver import ConnectionTransport, run
 from .metrics import ConnectionStats
-from .protocol.apis import API_VERSIONS
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
 from .protocol.schema import Api, Struct
-from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions, pick_version
+from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, pick_version
 from .security import SecuritySettings
-from .security.sasl import authenticate as sasl_authenticate
-from .security.sasl import reauth_due
 from .security.tls import looks_like_tls
-
-if TYPE_CHECKING:
-    from .protocol.messages import ApiVersionsResponse
 
 __all__ = ["BrokerConnection", "ConnectionSettings"]
 
@@ -76,6 +72,9 @@ class ConnectionSettings:
     send_buffer_bytes: int | None = None
     receive_buffer_bytes: int | None = None
     security: SecuritySettings = SecuritySettings()
+    #: KIP-899 / KIP-1102: go back to the bootstrap list when no known broker gives metadata
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300000
     #: the client's :class:`~kclient.metrics.ClientMetrics`: each connection registers its stats
     metrics: Any = dataclasses.field(default=None, compare=False)
 
@@ -90,12 +89,27 @@ class ConnectionSettings:
             broker_version_fallback=str(config["broker.version.fallback"]),
             send_buffer_bytes=config["socket.send.buffer.bytes"],
             receive_buffer_bytes=config["socket.receive.buffer.bytes"],
-            security=SecuritySettings.from_config(config))
+            security=SecuritySettings.from_config(config),
+            metadata_recovery_strategy=config.get("metadata.recovery.strategy", "rebootstrap"),
+            metadata_recovery_rebootstrap_trigger_ms=config.get(
+                "metadata.recovery.rebootstrap.trigger.ms", 300000))
         return settings.replace(**overrides) if overrides else settings
 
     def replace(self, **changes: Any) -> ConnectionSettings:
         """A copy with ``changes`` (field names) applied."""
         return dataclasses.replace(self, **changes)
+
+    def connection_stats(self, host: str, port: int, node_id: int | None) -> ConnectionStats:
+        """The stats of a new connection to host:port, registered with the client's metrics."""
+        stats = ConnectionStats(f"{host}:{port}", node_id)
+        if self.metrics is not None:
+            self.metrics.register(stats)
+        return stats
+
+    def handshake(self, host: str, port: int) -> HandshakeConfig:
+        """What the core's handshake conversations need to open a connection to host:port."""
+        return HandshakeConfig(host, port, __version__, self.api_version_request,
+                               self.broker_version_fallback, self.security.sasl)
 
 
 _DEFAULT_SETTINGS = ConnectionSettings()
@@ -121,6 +135,7 @@ class BrokerConnection:
         self.api_version_request = settings.api_version_request
         self.broker_version_fallback = settings.broker_version_fallback
         self.max_frame = settings.max_frame
+        self._handshake = settings.handshake(self.host, self.port)
         self._bufsizes = (settings.send_buffer_bytes, settings.receive_buffer_bytes)
         self.versions: dict[int, tuple[int, int]] = {}
         self._sock: socket.socket | None = None
@@ -139,9 +154,7 @@ class BrokerConnection:
         self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
-        self.stats = ConnectionStats(f"{self.host}:{self.port}", node_id)
-        if settings.metrics is not None:
-            settings.metrics.register(self.stats)
+        self.stats = settings.connection_stats(self.host, self.port, node_id)
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -169,8 +182,12 @@ class BrokerConnection:
         if failed is not None and time.monotonic() < failed[0]:
             raise failed[1]
         closes = self._closes
+        self._reauth_at = None          # a new session: the last one's schedule is void
         self._open(closes)
-        self._versions(closes)
+        negotiated = run(api_versions(self._handshake), ConnectionTransport(self))
+        if negotiated.reopen:           # an old broker closed on ApiVersions
+            self._open(closes)
+        self.versions = negotiated.versions
         self._authenticate()
         self.stats.connects += 1
         self.stats.state = "UP"
@@ -183,7 +200,7 @@ class BrokerConnection:
             return
         self._reauth_at = None
         try:
-            lifetime = sasl_authenticate(self, sasl)
+            lifetime = run(authenticate(self._handshake, self.versions), ConnectionTransport(self))
         except KafkaConnectionError as exc:
             if isinstance(exc, AuthenticationError):
                 backoff = self.settings.security.auth_backoff_ms / 1000.0
@@ -191,7 +208,7 @@ class BrokerConnection:
             self._drop(f"authentication failed: {exc}")
             raise
         self._auth_failure = None
-        self._reauth_at = reauth_due(lifetime)
+        self._reauth_at = reauth_due(lifetime, time.monotonic())
 
     def raw_exchange(self, token: bytes) -> bytes:
         """One bare size-prefixed SASL token each way (SaslHandshake v0's exchange)."""
@@ -211,29 +228,6 @@ class BrokerConnection:
             return bytes(answer)
         finally:
             self._leave(sock)
-
-    def _versions(self, closes: int) -> None:
-        """Ask the broker for its API versions (or assume them: old brokers)."""
-        if not self.api_version_request:
-            self.versions = dict(fallback_versions(self.broker_version_fallback))
-            return
-        try:
-            self.versions = self._negotiate()
-        except KafkaTimeoutError as exc:
-            raise KafkaTimeoutError(f"{self.address}: ApiVersions exchange failed: "
-                                    f"{str(exc).removeprefix(self.address + ': ')}") from exc
-        except KafkaConnectionError as exc:
-            if not exc.retriable:       # TLS expected, SASL refused: as it is
-                raise
-            # brokers before 0.10 close the connection on an unknown API key; an answer that
-            # is garbage is not a sign of an old broker
-            if not exc.closed_by_peer:
-                raise KafkaConnectionError(self.host, self.port,
-                                           f"ApiVersions exchange failed: {exc.reason}") from exc
-            log.info("%s closed on ApiVersions; assuming broker %s", self.address,
-                     self.broker_version_fallback)
-            self._open(closes)
-            self.versions = dict(fallback_versions(self.broker_version_fallback))
 
     def _open(self, closes: int) -> None:
         """Open a new socket; a :meth:`close` since ``closes`` was counted cancels it."""
@@ -270,21 +264,6 @@ class BrokerConnection:
             sock.close()
             raise KafkaConnectionError(self.host, self.port,
                                        f"closed while connecting: {self._closed_reason}")
-
-    def _negotiate(self) -> dict[int, tuple[int, int]]:
-        version = API_VERSIONS.max_version
-        for _ in range(2):
-            body = {"client_software_name": "kclient", "client_software_version": "0.1.0"}
-            resp: ApiVersionsResponse = self.receive(self.send(API_VERSIONS, body, version=version))
-            ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            if resp.error_code == 0:
-                return ranges
-            if resp.error_code == UnsupportedVersionError.errno and API_VERSIONS.key in ranges:
-                version = min(ranges[API_VERSIONS.key][1], version - 1)
-                continue
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"ApiVersions failed with error {resp.error_code}")
-        raise KafkaConnectionError(self.host, self.port, "every ApiVersions version was rejected")
 
     def close(self, reason: str = "closed by the client") -> None:
         """Close the connection from any thread: requests still waiting fail with ``reason``

@@ -23,6 +23,7 @@ __all__ = [
     "JsonEncoder",
     "JsonDecoder",
     "decode_function",
+    "for_topic",
 ]
 
 
@@ -158,6 +159,14 @@ class JsonDecoder(Decoder):
             return self._decoder.decode(str(b, "utf-8"))
         except ValueError as exc:
             raise ValueError(f"JsonDecoder: invalid JSON message {bytes(b[:60])!r}: {exc}") from exc
+
+
+def for_topic(encoder: Any, topic: str) -> Any:
+    """The encoder to use for ``topic``: ``encoder.for_topic(topic)`` when it has one (an
+    encoder whose bytes depend on the topic, e.g. a Schema Registry serializer, which names
+    its subject after it), else ``encoder`` itself.  Producers call this once per topic."""
+    bind = getattr(encoder, "for_topic", None)
+    return bind(topic) if bind is not None else encoder
 
 
 def decode_function(dec: Any) -> Callable[[Any], Any] | None:

@@ -21,6 +21,7 @@ from kclient.cluster import (
     topics_from_metadata,
 )
 from kclient.connection import ConnectionSettings
+from kclient.core.metadata_recovery import Candidate, MetadataRecovery
 from kclient.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -51,6 +52,8 @@ class AIOCluster:
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.last_refresh = 0.0
+        self.recovery = MetadataRecovery(settings.metadata_recovery_strategy,
+                                         settings.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[int | str, AIOConnection] = {}
         self._opening: dict[int | str, asyncio.Future[AIOConnection]] = {}
 
@@ -85,21 +88,30 @@ class AIOCluster:
         finally:
             del self._opening[key]
 
+    def _known(self) -> list[Candidate]:
+        """The brokers the last metadata named."""
+        return [(b.node_id, b.host, b.port) for b in self.brokers.values()]
+
     async def any_connection(self) -> AIOConnection:
-        """A connection to some broker: a known one first, then the bootstrap servers."""
+        """A connection to some broker: an open one, else as :class:`MetadataRecovery` plans it
+        (the known brokers, then the bootstrap servers unless metadata.recovery.strategy=none)."""
+        plan = self.recovery.plan(self._known(), [(f"{h}:{p}", h, p) for h, p in self.bootstrap],
+                                  time.monotonic())
+        allowed = {(host, port) for _, host, port in plan.candidates}
         for conn in self._conns.values():
-            if conn.connected:
+            if conn.connected and (conn.host, conn.port) in allowed:
                 return conn
-        candidates: list[tuple[int | str, str, int]] = [
-            (b.node_id, b.host, b.port) for b in self.brokers.values()]
-        candidates += [(f"{h}:{p}", h, p) for h, p in self.bootstrap]
+        if plan.rebootstrap:
+            log.warning("no metadata from the known brokers for %.0f s: rebootstrapping from %s",
+                        self.recovery.trigger_s, self.bootstrap)
         errors = []
-        for key, host, port in candidates:
+        for key, host, port in plan.candidates:
             try:
                 return await self._connect(key, host, port)
             except KafkaConnectionError as exc:
                 if not exc.retriable:
                     raise
+                self.recovery.failed((key, host, port), self._known(), time.monotonic())
                 errors.append(str(exc))
         raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
 
@@ -109,6 +121,8 @@ class AIOCluster:
         names = None if topics is None else sorted(set(topics))
         for attempt in range(3):
             conn = await self.any_connection()
+            asked: Candidate = (conn.node_id if conn.node_id is not None
+                                else f"{conn.host}:{conn.port}", conn.host, conn.port)
             version = conn.version(METADATA)
             body_topics: Any = None if names is None else [{"name": n} for n in names]
             if names is None and version == 0:
@@ -118,9 +132,13 @@ class AIOCluster:
                     METADATA, {"topics": body_topics,
                                "allow_auto_topic_creation": allow_auto_create}, version)
             except KafkaConnectionError:
+                self.recovery.failed(asked, self._known(), time.monotonic())
                 if attempt == 2:
                     raise
                 continue
+            if self.recovery.answered(asked, self._known(), time.monotonic()):
+                log.warning("rebootstrapped: %s:%s from the bootstrap list answered after every "
+                            "known broker failed", conn.host, conn.port)
             self._apply(resp, names is None)
             return resp
         raise AssertionError("unreachable")

@@ -8,9 +8,10 @@ When the stream breaks (or a request times out) every waiting future fails with
 :class:`KafkaConnectionError` and the connection is closed; the owner opens a new one.
 Nothing here blocks the event loop or starts a thread.
 
-TLS comes from the config's ``ssl.SSLContext`` (``asyncio.open_connection(ssl=...)``); SASL
-(PLAIN, SCRAM, OAUTHBEARER over SaslHandshake v1 + SaslAuthenticate) reuses the sans-IO
-mechanisms of :mod:`kclient.security.sasl`.
+TLS comes from the config's ``ssl.SSLContext`` (``asyncio.open_connection(ssl=...)``).  The
+handshake (ApiVersions, the old-broker fallback, SASL over SaslHandshake v0 or v1 +
+SaslAuthenticate) is the core's (:mod:`kclient.core.handshake`), run by the asyncio driver;
+re-authentication (KIP-368) holds the frames other tasks send meanwhile and writes them after.
 """
 from __future__ import annotations
 
@@ -21,20 +22,13 @@ from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 from kclient.connection import ConnectionSettings
-from kclient.errors import (
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    SaslAuthenticationError,
-    SecurityProtocolError,
-    UnsupportedVersionError,
-)
-from kclient.metrics import ConnectionStats
-from kclient.protocol import error_codes as E
-from kclient.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
-from kclient.protocol.framing import ClientProtocol
+from kclient.core.handshake import api_versions, authenticate, reauth_due
+from kclient.errors import KafkaConnectionError, KafkaTimeoutError
+from kclient.protocol.framing import RAW_CORR, ClientProtocol
 from kclient.protocol.schema import Api, Struct
-from kclient.protocol.versions import fallback_versions, pick_version
-from kclient.security.sasl import SaslConfig, _mechanism
+from kclient.protocol.versions import pick_version
+
+from .driver import ConnectionTransport, run
 
 __all__ = ["AIOConnection"]
 
@@ -61,9 +55,11 @@ class AIOConnection:
         self._closed: str | None = "not connected"
         #: count of close() calls: a connect() that sees it change was cancelled
         self._closes = 0
-        self.stats = ConnectionStats(f"{self.host}:{self.port}", node_id)
-        if settings.metrics is not None:
-            settings.metrics.register(self.stats)
+        self._handshake = settings.handshake(self.host, self.port)
+        self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
+        #: frames sent while re-authenticating, written once it is done (None: not holding)
+        self._held: list[bytes] | None = None
+        self.stats = settings.connection_stats(self.host, self.port, node_id)
 
     def __repr__(self) -> str:
         return f"AIOConnection({self.host}:{self.port}, node={self.node_id})"
@@ -80,9 +76,27 @@ class AIOConnection:
 
     async def connect(self) -> AIOConnection:
         """Open the stream (TLS if configured), negotiate API versions, authenticate (SASL)."""
+        closes = self._closes
+        self._reauth_at = None
+        await self._open(closes)
+        try:
+            negotiated = await run(api_versions(self._handshake),
+                                   ConnectionTransport(_Direct(self)))
+            if negotiated.reopen:           # an old broker closed on ApiVersions
+                await self._open(closes)
+            self.versions = negotiated.versions
+            await self._authenticate()
+        except BaseException:
+            self._shut("connect failed")
+            raise
+        self.stats.connects += 1
+        self.stats.state = "UP"
+        return self
+
+    async def _open(self, closes: int) -> None:
+        """Open the stream and start its reader; a :meth:`close` since ``closes`` cancels it."""
         security = self.settings.security
         timeout = self.settings.connect_timeout_ms / 1000.0
-        closes = self._closes
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(
                 self.host, self.port, ssl=security.ssl_context, limit=_READ,
@@ -102,63 +116,35 @@ class AIOConnection:
         self._proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         self._closed = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        try:
-            await self._negotiate()
-            if security.sasl is not None:
-                await self._authenticate(security.sasl)
-        except BaseException:
-            self.close("connect failed")
-            raise
-        self.stats.connects += 1
-        self.stats.state = "UP"
-        return self
 
-    async def _negotiate(self) -> None:
-        if not self.settings.api_version_request:
-            self.versions = dict(fallback_versions(self.settings.broker_version_fallback))
+    async def _authenticate(self) -> None:
+        """The SASL exchange, if configured; its lifetime schedules re-authentication."""
+        if self._handshake.sasl is None:
             return
-        version = API_VERSIONS.max_version
-        body = {"client_software_name": "kclient", "client_software_version": "0.1.0"}
-        for _ in range(2):
-            resp = await self.request(API_VERSIONS, body, version)
-            ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-            if resp.error_code == 0:
-                self.versions = ranges
-                return
-            if resp.error_code == UnsupportedVersionError.errno and API_VERSIONS.key in ranges:
-                version = min(ranges[API_VERSIONS.key][1], version - 1)
-                continue
-            break
-        raise KafkaConnectionError(self.host, self.port, "ApiVersions exchange failed")
+        lifetime = await run(authenticate(self._handshake, self.versions),
+                             ConnectionTransport(_Direct(self)))
+        self._reauth_at = reauth_due(lifetime, time.monotonic())
 
-    async def _authenticate(self, cfg: SaslConfig) -> None:
-        """SaslHandshake v1 + SaslAuthenticate rounds with the sans-IO mechanism."""
-        def fail(reason: str) -> SaslAuthenticationError:
-            return SaslAuthenticationError(self.host, self.port, reason, mechanism=cfg.mechanism)
-
-        if SASL_AUTHENTICATE.key not in self.versions:
-            raise fail("the asyncio client needs SaslAuthenticate (Kafka 1.0+); this broker "
-                       "only has SaslHandshake v0")
-        resp = await self.request(SASL_HANDSHAKE, {"mechanism": cfg.mechanism}, 1)
-        if resp.error_code == E.IllegalSaslStateError.errno:
-            raise SecurityProtocolError(self.host, self.port, "the listener does not use SASL; "
-                                        "set security.protocol to match it")
-        if resp.error_code:
-            raise fail(f"SaslHandshake failed with error {resp.error_code} (the broker "
-                       f"enables {', '.join(resp.mechanisms) or 'none'})")
-        mech = _mechanism(cfg)
-        token: bytes | None = mech.first()
-        version = min(2, self.versions[SASL_AUTHENTICATE.key][1])
+    async def _reauthenticate(self) -> None:
+        """KIP-368 on this connection: frames other tasks send meanwhile wait in ``_held``."""
+        self._reauth_at, self._held = None, []
         try:
-            while token is not None:
-                answer = await self.request(SASL_AUTHENTICATE, {"auth_bytes": token}, version)
-                if answer.error_code:
-                    raise fail(answer.error_message or f"error {answer.error_code}")
-                token = mech.step(bytes(answer.auth_bytes))
-        except Exception as exc:
-            if isinstance(exc, (SaslAuthenticationError, KafkaConnectionError)):
-                raise
-            raise fail(f"the broker's answer does not verify: {exc}") from exc
+            await self._authenticate()
+        except BaseException as exc:
+            self._fail(f"re-authentication failed: {exc}")
+            raise
+        finally:
+            held, self._held = self._held, None
+            if self._writer is not None and self._closed is None:
+                for frame in held:
+                    self._writer.write(frame)
+
+    async def raw_exchange(self, token: bytes) -> bytes:
+        """One bare size-prefixed token each way (the SASL exchange after SaslHandshake v0)."""
+        writer = self._require_writer()
+        fut = self._expect(RAW_CORR, "SaslToken")
+        writer.write(self._proto.send_raw(token))
+        return cast(bytes, await fut)
 
     def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
         """The highest version of ``api`` both sides support."""
@@ -167,32 +153,50 @@ class AIOConnection:
     def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any],
              version: int | None = None, expect_response: bool = True
              ) -> asyncio.Future[Struct] | None:
-        """Write one request now (whole, synchronously); the future of its response."""
-        if self._closed is not None:
-            raise KafkaConnectionError(self.host, self.port, self._closed)
-        writer = self._writer
-        assert writer is not None
+        """Write one request now (whole, synchronously); the future of its response.  While
+        the connection re-authenticates the frame waits and is written after, in order."""
+        return self._send(api, body, version, expect_response, self._held)
+
+    def _send(self, api: Api[Any, Any], body: Any, version: int | None,
+              expect_response: bool, held: list[bytes] | None
+              ) -> asyncio.Future[Struct] | None:
+        """Encode and write (or add to ``held``) one request frame."""
+        writer = self._require_writer()
         if version is None:
             version = self.version(api)
         corr, frame = self._proto.send_request(api, version, body, expect_response)
-        writer.write(frame)
+        if held is not None:
+            held.append(frame)
+        else:
+            writer.write(frame)
         st = self.stats
         st.requests += 1
         st.by_api[api.name] += 1
         st.bytes_out += len(frame)
-        if not expect_response:
-            return None
-        fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
+        return self._expect(corr, api.name) if expect_response else None
+
+    def _require_writer(self) -> asyncio.StreamWriter:
+        if self._closed is not None or self._writer is None:
+            raise KafkaConnectionError(self.host, self.port, self._closed or "not connected")
+        return self._writer
+
+    def _expect(self, corr: int, name: str) -> asyncio.Future[Any]:
+        """The future of the answer to ``corr``, under the request timeout."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         now = time.monotonic()
         self._waiters[corr] = (fut, now)
-        st.sent_at[corr] = (now, api.name)
+        self.stats.sent_at[corr] = (now, name)
         if self._timer is None:
             self._arm_timer()
         return fut
 
     async def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
                       version: int | None = None) -> _Resp:
-        """Send a request and await its response (typed as ``api``'s response view)."""
+        """Send a request and await its response (typed as ``api``'s response view); first
+        re-authenticate when the SASL session is due and nothing is in flight (KIP-368)."""
+        due = self._reauth_at
+        if due is not None and not self._waiters and time.monotonic() >= due:
+            await self._reauthenticate()
         fut = self.send(api, body, version)
         assert fut is not None
         return cast(_Resp, await fut)
@@ -229,7 +233,7 @@ class AIOConnection:
             while True:
                 data = await reader.read(max(_READ, proto.bytes_needed()))
                 if not data:
-                    self._fail("closed by the broker")
+                    self._fail("closed by the broker", closed_by_peer=True)
                     return
                 st.bytes_in += len(data)
                 for corr, resp in proto.receive_bytes(data):
@@ -243,26 +247,30 @@ class AIOConnection:
         except Exception as exc:  # noqa: BLE001 - OSError, a bad frame, TLS errors
             self._fail(f"receive failed: {exc!r}")
 
-    def _fail(self, reason: str, timeout: bool = False) -> None:
+    def _fail(self, reason: str, timeout: bool = False, closed_by_peer: bool = False) -> None:
         """Close and fail every waiting request with the reason."""
         if self._closed is None:
             self.stats.errors += 1
-        waiters = list(self._waiters.values())
-        self.close(reason)
-        for fut, _ in waiters:
+        for fut, _ in self._waiters.values():     # before _shut fails them more plainly
             if not fut.done():
                 exc: Exception = (KafkaTimeoutError(f"{self.host}:{self.port}: {reason}")
-                                  if timeout else KafkaConnectionError(self.host, self.port,
-                                                                       reason))
+                                  if timeout else KafkaConnectionError(
+                                      self.host, self.port, reason,
+                                      closed_by_peer=closed_by_peer))
                 fut.set_exception(exc)
+        self._shut(reason)
 
     def close(self, reason: str = "closed by the client") -> None:
         """Close the stream; requests still waiting fail with ``reason``, and a :meth:`connect`
         under way fails instead of opening the stream."""
         self._closes += 1
+        if self._closed is not None and self._writer is None:
+            self._closed = reason           # not connected (yet): say why a connect fails
+        self._shut(reason)
+
+    def _shut(self, reason: str) -> None:
+        """Close the stream (the connection's own failures: a connect under way goes on)."""
         if self._closed is not None:
-            if self._writer is None:        # not connected (yet): say why a connect fails
-                self._closed = reason
             return
         self._closed = reason
         if self.stats.state == "UP":
@@ -295,3 +303,28 @@ class AIOConnection:
                 await self._writer.wait_closed()
             except (OSError, RuntimeError):
                 pass
+
+
+class _Direct:
+    """The connection as the handshake's transport sees it: frames written at once, never
+    held (re-authentication runs while other tasks' frames wait)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: AIOConnection) -> None:
+        self.conn = conn
+
+    def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
+        return self.conn.version(api, highest)
+
+    def send(self, api: Api[Any, Any], body: Any, version: int | None = None,
+             expect_response: bool = True) -> asyncio.Future[Struct] | None:
+        return self.conn._send(api, body, version, expect_response, None)
+
+    async def request(self, api: Api[Any, Any], body: Any, version: int | None = None) -> Any:
+        fut = self.send(api, body, version)
+        assert fut is not None
+        return await fut
+
+    async def raw_exchange(self, token: bytes) -> bytes:
+        return await self.conn.raw_exchange(token)

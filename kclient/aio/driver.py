@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
-from kclient.core.steps import ANY_NODE, Conversation, Gather, Request, Sleep
+from kclient.core.steps import ANY_NODE, Conversation, Gather, RawExchange, Request, Sleep
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
-
-if TYPE_CHECKING:
-    from kclient.aio.cluster import AIOCluster
 
 __all__ = ["AsyncTransport", "ConnectionTransport", "ClusterTransport", "run"]
 
@@ -30,7 +28,25 @@ class _Connection(Protocol):
 
     async def request(self, api: Any, body: Any, version: int | None = None) -> Any: ...
 
+    async def raw_exchange(self, token: bytes) -> bytes: ...
+
     def version(self, api: Any, highest: int | None = None) -> int: ...
+
+
+class _Cluster(Protocol):
+    """What :class:`ClusterTransport` needs of a cluster (kclient.aio.cluster's ``AIOCluster``)."""
+
+    @property
+    def brokers(self) -> Mapping[int, Any]: ...
+
+    async def any_connection(self) -> Any: ...
+
+    async def connection(self, node_id: int) -> Any: ...
+
+    async def refresh(self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...
+                      ) -> Any: ...
+
+    def drop(self, conn: Any, reason: str) -> None: ...
 
 
 def version_of(request: Request, conn: _Connection) -> int | None:
@@ -55,6 +71,9 @@ class ConnectionTransport:
             return None
         return await self.conn.request(request.api, request.body, version)
 
+    async def exchange(self, token: bytes) -> bytes:
+        return await self.conn.raw_exchange(token)
+
 
 class ClusterTransport:
     """Requests to the brokers of an :class:`kclient.aio.cluster.AIOCluster`: ``Request.node``
@@ -63,7 +82,7 @@ class ClusterTransport:
 
     __slots__ = ("cluster",)
 
-    def __init__(self, cluster: AIOCluster) -> None:
+    def __init__(self, cluster: _Cluster) -> None:
         self.cluster = cluster
 
     async def request(self, request: Request) -> Any:
@@ -109,6 +128,11 @@ async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
                                               return_exceptions=True)
             elif isinstance(step, Sleep):
                 await asyncio.sleep(max(0.0, step.seconds))
+            elif isinstance(step, RawExchange):
+                try:
+                    answer = await step.through(transport)
+                except Exception as exc:  # noqa: BLE001 - handed to the conversation
+                    failure = exc
             else:
                 failure = TypeError(f"a conversation yielded {step!r}, not a kclient.core step")
     finally:

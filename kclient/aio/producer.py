@@ -39,7 +39,7 @@ from kclient.core import transactions as txn_core
 from kclient.core.idempotence import IdempotentState
 from kclient.core.steps import Conversation
 from kclient.core.transactions import ABORTABLE_ERROR, IN_TRANSACTION, TxnState
-from kclient.encoders import DefaultEncoder
+from kclient.encoders import DefaultEncoder, for_topic
 from kclient.errors import (
     IllegalStateError,
     InvalidConfigError,
@@ -334,9 +334,9 @@ class AIOProducer:
             await asyncio.sleep(0)
             self._slice = time.monotonic()
         v = value if type(value) is bytes and self._value_enc is None else \
-            _encode(self._value_enc, value)
+            _encode(self._value_enc, value, topic)
         k = key if key is None or (type(key) is bytes and self._key_enc is None) else \
-            _encode(self._key_enc, key)
+            _encode(self._key_enc, key, topic)
         size = (len(v) if v is not None else 0) + (len(k) if k is not None else 0)
         hdrs: Headers | None = None
         if headers is not None:
@@ -454,15 +454,17 @@ def _encoder(conf: Any, key: str) -> Any:
     enc = _create_encoder(conf, key)
     if type(enc) is DefaultEncoder:
         return None
+    if hasattr(enc, "for_topic"):       # bound to each topic at send (kclient.encoders)
+        return enc
     return getattr(enc, "to_message", enc)
 
 
-def _encode(fn: Any, value: Any) -> bytes | None:
+def _encode(fn: Any, value: Any, topic: str) -> bytes | None:
     if value is None:
         return None
     if fn is None:
         return DefaultEncoder().to_message(value)
-    out = fn(value)
+    out = fn(value) if not hasattr(fn, "for_topic") else for_topic(fn, topic).to_message(value)
     if out is not None and type(out) is not bytes:
         if not isinstance(out, (bytearray, memoryview)):
             raise TypeError(f"the serializer returned {type(out).__name__}, not bytes")

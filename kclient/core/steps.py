@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from kclient.protocol.schema import Api, Struct
 
-__all__ = ["Request", "Gather", "Sleep", "Step", "Conversation", "ANY_NODE", "COORDINATOR"]
+__all__ = ["Request", "Gather", "Sleep", "RawExchange", "Step", "Conversation", "ANY_NODE",
+           "COORDINATOR", "exchange_of"]
 
 T = TypeVar("T")
 
@@ -59,6 +60,30 @@ class Sleep:
     seconds: float
 
 
-Step = Request | Gather | Sleep
+@dataclass(frozen=True, slots=True)
+class RawExchange:
+    """Write ``token`` as one bare size-prefixed frame on the transport's own connection and
+    resume with the broker's bare answer: the SASL exchange after SaslHandshake v0, which has
+    no request header.  Only a transport bound to one connection can answer it."""
+
+    token: bytes
+
+    def through(self, transport: Any) -> Any:
+        """Hand the token to a driver's transport (its ``exchange``): the answer, or for the
+        asyncio driver the awaitable of it; a TypeError when the transport has none."""
+        return exchange_of(transport)(self.token)
+
+
+Step = Request | Gather | Sleep | RawExchange
+
+
+def exchange_of(transport: Any) -> Any:
+    """A driver's transport's ``exchange`` (which answers a :class:`RawExchange`); a TypeError
+    naming the transport when it has none."""
+    exchange = getattr(transport, "exchange", None)
+    if exchange is None:
+        raise TypeError(f"{type(transport).__name__} is not bound to one connection: it "
+                        "cannot answer a RawExchange")
+    return exchange
 Conversation = Generator[Step, Any, T]
 Response = Struct

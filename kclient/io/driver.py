@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
-from kclient.core.steps import ANY_NODE, Conversation, Gather, Request, Sleep
+from kclient.core.steps import ANY_NODE, Conversation, Gather, RawExchange, Request, Sleep
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
-
-if TYPE_CHECKING:
-    from kclient.cluster import Cluster
-    from kclient.connection import BrokerConnection
 
 __all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run", "version_of"]
 
@@ -26,7 +23,8 @@ class Transport(Protocol):
         """Wait for the response of a handle :meth:`send` returned."""
 
     # optional: ``sleep(seconds)``, a wait that the transport's owner can cut short (shutdown);
-    # without it a Sleep is time.sleep
+    # without it a Sleep is time.sleep.  Optional: ``exchange(token) -> bytes``, a RawExchange
+    # (a transport bound to one connection)
 
 
 class _Connection(Protocol):
@@ -37,7 +35,25 @@ class _Connection(Protocol):
 
     def receive(self, corr: int) -> Any: ...
 
+    def raw_exchange(self, token: bytes) -> bytes: ...
+
     def version(self, api: Any, highest: int | None = None) -> int: ...
+
+    def close(self, reason: str = ...) -> None: ...
+
+
+class _Cluster(Protocol):
+    """What :class:`ClusterTransport` needs of a cluster (kclient.cluster's ``Cluster``)."""
+
+    @property
+    def brokers(self) -> Mapping[int, Any]: ...
+
+    def any_connection(self) -> _Connection: ...
+
+    def connection(self, node_id: int) -> _Connection: ...
+
+    def refresh(self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...
+                ) -> Any: ...
 
 
 def version_of(request: Request, conn: _Connection) -> int | None:
@@ -64,6 +80,9 @@ class ConnectionTransport:
     def receive(self, handle: Any) -> Any:
         return self.conn.receive(handle)
 
+    def exchange(self, token: bytes) -> bytes:
+        return self.conn.raw_exchange(token)
+
 
 class ClusterTransport:
     """Requests to the brokers of a :class:`kclient.cluster.Cluster`: ``Request.node`` a node id
@@ -72,10 +91,10 @@ class ClusterTransport:
 
     __slots__ = ("cluster",)
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: _Cluster) -> None:
         self.cluster = cluster
 
-    def _connection(self, node: int | str | None) -> BrokerConnection:
+    def _connection(self, node: int | str | None) -> _Connection:
         if node is None or node == ANY_NODE:
             return self.cluster.any_connection()
         if not isinstance(node, int):
@@ -87,7 +106,7 @@ class ClusterTransport:
         except NoBrokersAvailableError as exc:
             raise KafkaConnectionError("?", -1, f"broker {node} is not in the metadata") from exc
 
-    def send(self, request: Request) -> tuple[BrokerConnection, int] | None:
+    def send(self, request: Request) -> tuple[_Connection, int] | None:
         conn = self._connection(request.node)
         try:
             corr = conn.send(request.api, request.body, version_of(request, conn),
@@ -97,7 +116,7 @@ class ClusterTransport:
             raise
         return (conn, corr) if request.expect_response else None
 
-    def receive(self, handle: tuple[BrokerConnection, int]) -> Any:
+    def receive(self, handle: tuple[_Connection, int]) -> Any:
         conn, corr = handle
         try:
             return conn.receive(corr)
@@ -137,6 +156,11 @@ def _drive(conversation: Conversation[T], transport: Transport) -> T:
             answer = _gather(step, transport)
         elif isinstance(step, Sleep):
             sleep(max(0.0, step.seconds))
+        elif isinstance(step, RawExchange):
+            try:
+                answer = step.through(transport)
+            except Exception as exc:  # noqa: BLE001 - handed to the conversation, which decides
+                failure = exc
         else:
             failure = TypeError(f"a conversation yielded {step!r}, not a kclient.core step")
 

@@ -10,10 +10,10 @@ it to get ``(message, offset)`` pairs when you need them.
 """
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
+from kclient.protocol.speedups import load_speedup
 
 from .data_methods import FIELDS, describe, equal, get_extra, set_extra
 
@@ -93,18 +93,9 @@ def _restore(*args: Any) -> ProducerData:
     return ProducerData(*args)
 
 
-def _load_speedups() -> Any:
-    """The built ``_speedups`` extension, or None (not built, or ``KCLIENT_PURE_PYTHON=1``)."""
-    if os.environ.get("KCLIENT_PURE_PYTHON") == "1":
-        return None
-    try:
-        return importlib.import_module("kclient.producer._speedups")
-    except ImportError:
-        return None
-
-
-#: the C speed-ups when built (see kclient/producer/_speedups.pyx), else None
-speedups = _load_speedups()
+#: the C speed-ups when built (see kclient/producer/_speedups.pyx), else None (not built, or
+#: ``KCLIENT_PURE_PYTHON=1``: kclient.protocol.speedups)
+speedups: Any = load_speedup("kclient.producer._speedups")
 
 if not TYPE_CHECKING and speedups is not None:
     ProducerData = speedups.ProducerData

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kclient.cluster import Cluster
 from kclient.core.produce import retriable
+from kclient.encoders import for_topic
 from kclient.errors import KafkaConnectionError, KafkaError, NoBrokersAvailableError
 from kclient.protocol.error_base import error_for_code
 from kclient.protocol.error_codes import (
@@ -191,7 +192,8 @@ class Preparer:
         parts, avail = self._partitions(topic)
         codec = self._codec(topic)
         n = len(evs)
-        values, bad = self._serialize(evs, list(map(_value, evs)), self.encoder,
+        values, bad = self._serialize(evs, list(map(_value, evs)),
+                                      for_topic(self.encoder, topic),
                                       self._raw_values, "value")
         lens = list(map(len, evs))
         if lens.count(2) == n or lens.count(3) + lens.count(2) == n:
@@ -200,7 +202,8 @@ class Preparer:
             keys, pins = _column(evs, 2), _column(evs, 3)
             stamps, headers = _column(evs, 4), _column(evs, 5)
             if keys is not None:
-                keys, bad_keys = self._serialize(evs, keys, self.key_encoder, self._raw_keys,
+                keys, bad_keys = self._serialize(evs, keys, for_topic(self.key_encoder, topic),
+                                                 self._raw_keys,
                                                  "key")
                 bad.update(bad_keys)
         try:

@@ -27,6 +27,7 @@ from typing import Any
 
 from kclient._args import one_of
 from kclient.config import load_config
+from kclient.encoders import for_topic
 from kclient.errors import (
     FailedToSendMessageError,
     IllegalStateError,
@@ -712,6 +713,7 @@ class Producer(ProducerCompat):
             raise TypeError("partition_for needs the DefaultEventHandler")
         parts, _ = handler._partitions(topic)
         encoder = self.context.key_encoder
+        encoder = for_topic(encoder, topic)
         kb = getattr(encoder, "to_message", encoder)(key)  # an Encoder or a plain callable
         index: int = self.context.partitioner.partition(kb, len(parts))
         return parts[index]

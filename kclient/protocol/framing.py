@@ -18,7 +18,7 @@ from .types import NULLABLE_STRING, Parts, read_tagged_fields
 from .varint import Buffer
 
 __all__ = ["RequestHeader", "Request", "ClientProtocol", "ServerProtocol", "API_VERSIONS_KEY",
-           "DEFAULT_MAX_FRAME"]
+           "DEFAULT_MAX_FRAME", "RAW_CORR"]
 
 API_VERSIONS_KEY = 18
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024
@@ -105,6 +105,10 @@ class _Framer:
         return len(self._buf)
 
 
+#: The correlation id :meth:`ClientProtocol.receive_bytes` gives a bare answer (no header).
+RAW_CORR = -1
+
+
 class ClientProtocol:
     """Client side: frame requests with correlation ids, match responses back to them."""
 
@@ -113,6 +117,7 @@ class ClientProtocol:
         self._next_corr = 0
         self._pending: OrderedDict[int, tuple[Api[Any, Any], int]] = OrderedDict()
         self._framer = _Framer(max_frame)
+        self._raw = 0       # bare frames expected next (send_raw), before any response
 
     @property
     def in_flight(self) -> int:
@@ -133,9 +138,23 @@ class ClientProtocol:
             self._pending[corr] = (api, version)
         return corr, _frame(parts)
 
-    def receive_bytes(self, data: Buffer) -> list[tuple[int, Struct]]:
-        """Feed received bytes; returns the responses they completed, in order."""
-        return [self.decode_frame(f) for f in self._framer.feed(data)]
+    def send_raw(self, token: bytes) -> bytes:
+        """Frame a bare token (SASL after SaslHandshake v0: no header); its answer comes back
+        from :meth:`receive_bytes` as ``(RAW_CORR, bytes)``."""
+        self._raw += 1
+        return _SIZE.pack(len(token)) + token
+
+    def receive_bytes(self, data: Buffer) -> list[tuple[int, Any]]:
+        """Feed received bytes; returns the responses they completed, in order (a bare answer
+        to :meth:`send_raw` as ``(RAW_CORR, bytes)``)."""
+        out: list[tuple[int, Any]] = []
+        for frame in self._framer.feed(data):
+            if self._raw:
+                self._raw -= 1
+                out.append((RAW_CORR, frame))
+            else:
+                out.append(self.decode_frame(frame))
+        return out
 
     def bytes_needed(self) -> int:
         return self._framer.bytes_needed()

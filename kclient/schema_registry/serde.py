@@ -15,12 +15,13 @@ Serializer settings (confluent-kafka's names): ``auto.register.schemas`` (True),
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from .calls import Call
 from .model import RegisteredSchema, Schema, SerializationError
-from .wire import SerializationContext, add_header, prefix, schema_ref
+from .wire import MessageField, SerializationContext, add_header, prefix, schema_ref
 
 Strategy = Callable[[SerializationContext, "str | None"], "str | None"]
 
@@ -120,8 +121,27 @@ class _Serde:
         return None
 
 
+class TopicEncoder:
+    """A serializer bound to one topic and field: the Encoder a producer uses for it."""
+
+    def __init__(self, serializer: SchemaSerializer, topic: str, field: str) -> None:
+        self.serializer = serializer
+        self.ctx = SerializationContext(topic, field)
+
+    def to_message(self, data: Any) -> bytes | None:
+        """``data`` serialized for this topic (no headers: the prefix carries the id)."""
+        return self.serializer(data, self.ctx)
+
+    __call__ = to_message
+
+
 class SchemaSerializer(_Serde):
-    """Base of the serializers: finds the schema id, frames what ``encode`` returns."""
+    """Base of the serializers: finds the schema id, frames what ``encode`` returns.
+
+    As a producer's ``serializer.class`` (or ``key.serializer.class`` after :meth:`as_key`)
+    it is bound to each topic by :meth:`for_topic` (kclient.encoders.for_topic)."""
+
+    field = MessageField.VALUE
 
     def __init__(self, client: Any, schema: str | Schema | None, conf: Mapping[str, Any] | None,
                  extra: Mapping[str, Any],
@@ -145,6 +165,27 @@ class SchemaSerializer(_Serde):
     def record_name(self, obj: Any) -> str | None:
         """The name the record strategies use (subclasses)."""
         return None
+
+    def for_topic(self, topic: str) -> TopicEncoder:
+        """This serializer as the Encoder of ``topic`` (its key or value, see as_key)."""
+        bound = self.__dict__.setdefault("_bound", {})
+        found = bound.get(topic)
+        if found is None:
+            found = bound[topic] = TopicEncoder(self, topic, self.field)
+        return found
+
+    def as_key(self) -> SchemaSerializer:
+        """A twin serializing keys (subject ``<topic>-key``), for ``key.serializer.class``."""
+        twin = copy.copy(self)
+        twin.field = MessageField.KEY
+        twin.__dict__["_bound"] = {}
+        return twin
+
+    def to_message(self, data: Any) -> bytes | None:
+        """Refused: the subject needs a topic (producers bind one through for_topic)."""
+        raise SerializationError("a schema registry serializer needs the topic: call it as "
+                                 "serializer(obj, SerializationContext(topic)), or give it to a "
+                                 "producer as serializer.class (bound per topic)")
 
     def encode(self, parsed: Any, obj: Any, head: bytes) -> bytes:
         """``head`` followed by ``obj`` encoded with ``parsed`` (subclasses)."""
@@ -205,6 +246,10 @@ class SchemaSerializer(_Serde):
         subject = self._subject(obj, ctx)
         entry = self._writers.get(subject)
         if entry is None:
+            if getattr(self.client, "is_async", False):
+                raise SerializationError("with an AsyncSchemaRegistryClient, await "
+                                         "serialize_async(obj, ctx) (or use a "
+                                         "SchemaRegistryClient)")
             entry = self.client.run(self._writer(subject))
         return self._finish(obj, ctx, entry)
 
@@ -238,6 +283,11 @@ class SchemaDeserializer(_Serde):
         """The value at ``data[start:]`` (subclasses)."""
         raise NotImplementedError
 
+    def from_message(self, b: bytes | None) -> Any:
+        """As a consumer's ``value.decoder.class`` / ``key.decoder.class`` (the prefix names
+        the schema, so no topic is needed)."""
+        return self(b)
+
     def _schemas(self, ref: int | str, ctx: SerializationContext | None
                  ) -> Generator[Any, Any, tuple[Any, Any]]:
         """Parsed writer schema of an id or GUID, and the reader schema if one is set."""
@@ -268,6 +318,10 @@ class SchemaDeserializer(_Serde):
         ref, start = schema_ref(data, ctx)
         entry = self._readers.get(ref)
         if entry is None:
+            if getattr(self.client, "is_async", False):
+                raise SerializationError("with an AsyncSchemaRegistryClient, await "
+                                         "deserialize_async(data, ctx) (or use a "
+                                         "SchemaRegistryClient)")
             entry = self.client.run(self._schemas(ref, ctx))
         value = self.decode(entry[0], entry[1], data, start)
         return value if self.from_dict is None else self.from_dict(value, ctx)

@@ -1,34 +1,25 @@
-"""Client SASL: the mechanisms (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER) and the exchange with a
-broker, over SaslHandshake v1 + SaslAuthenticate (KIP-152) or, for brokers without
-SaslAuthenticate, SaslHandshake v0 followed by bare size-prefixed tokens.
+"""Client SASL: the settings and the sans-IO mechanisms (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER).
+The exchange with a broker (SaslHandshake v0 or v1 + SaslAuthenticate) is the core's
+:func:`kclient.core.handshake.authenticate`, run by both drivers.
 
 SCRAM goes through ``scramp`` (RFC 5802/7677 with SASLprep, nonce and proof checks, including
 verifying the server's signature: a well-kept library rather than hand-rolled crypto).
 GSSAPI (Kerberos) is refused at construction: no maintained pure-Python Kerberos client can be
-tested here.  :func:`authenticate` returns the session lifetime the broker granted (KIP-368) so
-the connection can re-authenticate before it runs out.
+tested here.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from scramp import ScramClient, ScramException
+from scramp import ScramClient
 
-from kclient.errors import (
-    InvalidConfigError,
-    KafkaConnectionError,
-    SaslAuthenticationError,
-    SecurityProtocolError,
-)
-from kclient.protocol import error_codes as E
-from kclient.protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from kclient.errors import InvalidConfigError
 
 from .jaas import parse_jaas
 
-__all__ = ["SaslConfig", "authenticate", "MECHANISMS"]
+__all__ = ["SaslConfig", "Mechanism", "mechanism", "MECHANISMS"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 _JAAS_MODULES = {
@@ -90,7 +81,7 @@ class SaslConfig:
                    config["sasl.oauthbearer.config"] or "")
 
 
-class _Mechanism(Protocol):
+class Mechanism(Protocol):
     """The client side of one exchange: the first token, then an answer to each challenge
     (None once done)."""
 
@@ -146,76 +137,10 @@ class _OAuthBearer:
         return None
 
 
-def _mechanism(cfg: SaslConfig) -> _Mechanism:
+def mechanism(cfg: SaslConfig) -> Mechanism:
+    """The client side of ``cfg``'s mechanism, fresh for one exchange."""
     if cfg.mechanism == "PLAIN":
         return _Plain(cfg)
     if cfg.mechanism == "OAUTHBEARER":
         return _OAuthBearer(cfg)
     return _Scram(cfg)
-
-
-class Channel(Protocol):
-    """What :func:`authenticate` needs of a connection."""
-
-    host: str
-    port: int
-    versions: dict[int, tuple[int, int]]
-
-    def request(self, api: Any, body: Any, version: int | None = None) -> Any: ...
-
-    def raw_exchange(self, token: bytes) -> bytes: ...
-
-
-def authenticate(conn: Channel, cfg: SaslConfig) -> float | None:
-    """Run the SASL exchange on a fresh (or idle) connection; returns the session lifetime in
-    seconds (None: unlimited).  Raises SaslAuthenticationError naming mechanism and broker."""
-    def fail(reason: str) -> SaslAuthenticationError:
-        return SaslAuthenticationError(conn.host, conn.port, reason, mechanism=cfg.mechanism)
-
-    framed = SASL_AUTHENTICATE.key in conn.versions
-    hs_range = conn.versions.get(SASL_HANDSHAKE.key, (0, 0))
-    resp = conn.request(SASL_HANDSHAKE, {"mechanism": cfg.mechanism},
-                        version=min(1 if framed else 0, hs_range[1]))
-    if resp.error_code == E.IllegalSaslStateError.errno:
-        raise SecurityProtocolError(conn.host, conn.port, "the listener does not use SASL "
-                                    "(SaslHandshake: ILLEGAL_SASL_STATE): a PLAINTEXT or SSL "
-                                    "listener? set security.protocol to match it")
-    if resp.error_code == E.UnsupportedSaslMechanismError.errno:
-        raise fail(f"the broker does not enable {cfg.mechanism}; it enables "
-                   f"{', '.join(resp.mechanisms) or 'none'}")
-    if resp.error_code:
-        raise fail(f"SaslHandshake failed with error {resp.error_code}")
-    mech = _mechanism(cfg)
-    token: bytes | None = mech.first()
-    lifetime_ms = 0
-    auth_version = min(2, conn.versions.get(SASL_AUTHENTICATE.key, (0, 0))[1])
-    try:
-        while token is not None:
-            if framed:
-                answer = conn.request(SASL_AUTHENTICATE, {"auth_bytes": token},
-                                      version=auth_version)
-                if answer.error_code:
-                    detail = getattr(mech, "error", None)
-                    raise fail(f"{answer.error_message or f'error {answer.error_code}'}"
-                               + (f" ({detail})" if detail else ""))
-                challenge = bytes(answer.auth_bytes)
-                lifetime_ms = getattr(answer, "session_lifetime_ms", 0) or 0
-            else:
-                try:
-                    challenge = conn.raw_exchange(token)
-                except KafkaConnectionError as exc:   # v0 has no error message: it closes
-                    raise fail("the broker closed the connection during the SaslHandshake v0 "
-                               f"exchange (wrong credentials?): {exc.reason}") from exc
-            token = mech.step(challenge)
-    except ScramException as exc:
-        raise fail(f"the broker's SCRAM answer does not verify: {exc}") from exc
-    return lifetime_ms / 1000.0 if lifetime_ms > 0 else None
-
-
-def reauth_due(lifetime_s: float | None, now: float | None = None,
-               fraction: float = 0.9) -> float | None:
-    """When to re-authenticate (monotonic seconds): at ``fraction`` of the lifetime, as the
-    Java client does at 85-95 % (KIP-368)."""
-    if lifetime_s is None:
-        return None
-    return (time.monotonic() if now is None else now) + lifetime_s * fraction

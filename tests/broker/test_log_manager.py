@@ -51,6 +51,8 @@ def test_retention_ms_beats_minutes_beats_hours():
 @pytest.mark.parametrize("value,magic", [
     ("0", 0), ("1", 1), ("2", 2), ("0.8.0", 0), ("0.8.2", 0), ("0.9.0", 0), ("0.10.0", 1),
     ("0.10.0-IV1", 1), ("0.10.2", 1), ("0.11.0", 2), ("1.0", 2), ("2.0", 2), ("3.7-IV4", 2),
+    ("0.10.0.0", 1), ("0.10.0-IV0", 1), ("0.8.2.2", 0), ("0.9.0.1", 0), ("0.10.2.1", 1),
+    ("0.11.0.3", 2), ("2.8.1", 2), ("3.9.0", 2),   # Kafka's full release numbers
 ])
 def test_message_format_version_names(value, magic):
     assert parse_format_version("message.format.version", value) == magic

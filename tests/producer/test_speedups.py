@@ -24,12 +24,15 @@ BOTH = [pytest.param(_PyProducerData, id="python"), pytest.param(C, id="c", mark
 
 def test_the_speedups_are_built_here():
     # the benchmarks and docs assume them; a build without a compiler falls back silently
+    from kclient.protocol.records import v2_walk
     if os.environ.get("KCLIENT_PURE_PYTHON") == "1":
         assert data.speedups is None and data.ProducerData is _PyProducerData
+        assert v2_walk._walk_plain is None            # the record walker's Python twin too
     else:
         assert data.speedups is not None, \
             "kclient/producer/_speedups.pyx is not built: run scripts/setup (pip install -e .)"
         assert data.ProducerData is C
+        assert v2_walk._walk_plain is not None, "kclient/protocol/records/_walk.pyx is not built"
 
 
 @pytest.mark.parametrize("cls", BOTH)

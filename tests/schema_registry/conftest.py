@@ -7,7 +7,8 @@ from kclient.broker import MiniBroker
 @pytest.fixture
 def registry(tmp_path):
     """A running MiniBroker with schema_registry=True (its logs under tmp_path)."""
-    with MiniBroker(log_dir=tmp_path / "broker", schema_registry=True) as broker:
+    with MiniBroker(log_dir=tmp_path / "broker", schema_registry=True,
+                    config={"group.initial.rebalance.delay.ms": "0"}) as broker:
         yield broker
 
 

@@ -67,10 +67,15 @@ class LogConfig:
 
 
 def parse_format_version(key: str, value: str) -> int:
-    """Message format (magic) from "0"/"1"/"2" or a Kafka release name ("0.10.0", "2.0")."""
+    """Message format (magic) from "0"/"1"/"2" or a Kafka release name ("0.10.0", "2.0").
+
+    Release names are read as Kafka 3.x reads them (``MetadataVersion.fromVersionString``):
+    only the first three dot-separated parts of a 0.x name and the first two of a later one
+    count, so "0.10.0.0" is "0.10.0" and "2.8.1" is "2.8"."""
     if value in ("0", "1", "2"):
         return int(value)
-    match = _RELEASE.fullmatch(value)
+    parts = value.split(".")
+    match = _RELEASE.fullmatch(".".join(parts[:3 if value.startswith("0.") else 2]))
     if not match:
         raise ValueError(f"invalid value {value!r} for {key}: expected 0, 1, 2 or a Kafka "
                          f"release such as 0.8.2, 0.10.0, 0.11.0, 2.0")

@@ -30,6 +30,7 @@ from typing import Any
 
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.records.common import corrupt
+from kclient.protocol.speedups import load_speedup
 from kclient.protocol.varint import ZIGZAG_DECODE, decode_varint
 
 #: Smallest possible encoded record (length, attributes, ts delta, offset delta, key length,
@@ -47,10 +48,9 @@ _CACHES: dict[tuple[int, int, int], dict[bytes, tuple[int, int]]] = {}
 Column = list[Any]
 
 
-try:  # the C twin of the common case (kclient/protocol/records/_walk.pyx), when built
-    from kclient.protocol.records._walk import walk_plain as _walk_plain
-except ImportError:  # pragma: no cover - no compiler at install time
-    _walk_plain = None
+#: the C twin of the common case (kclient/protocol/records/_walk.pyx), when built and wanted
+_walk = load_speedup("kclient.protocol.records._walk")
+_walk_plain = None if _walk is None else _walk.walk_plain
 
 
 class Unusual(Exception):
