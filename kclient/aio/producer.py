@@ -52,7 +52,7 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
-from kclient.producer.context import _create_encoder, connection_settings
+from kclient.producer.context import connection_settings, create_encoder
 from kclient.producer.data import RecordMetadata
 from kclient.producer.future import DeliveryCallback
 from kclient.protocol.compression import CODEC_IDS, NONE
@@ -246,6 +246,12 @@ class AIOProducer:
         txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
         await self.flush(timeout)
         await self.run(txn_core.end_transaction(txn, commit=False))
+
+    @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        return None if self._txn is None else self._txn.transaction_version
 
     @property
     def producer_id_and_epoch(self) -> tuple[int, int]:
@@ -451,7 +457,7 @@ def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMe
 
 def _encoder(conf: Any, key: str) -> Any:
     """The configured serializer's function; None for DefaultEncoder (bytes pass through)."""
-    enc = _create_encoder(conf, key)
+    enc = create_encoder(conf, key)
     if type(enc) is DefaultEncoder:
         return None
     if hasattr(enc, "for_topic"):       # bound to each topic at send (kclient.encoders)

@@ -556,8 +556,12 @@ class Consumer(ConsumerCompat):
         self._paused.update(tps)
 
     def resume(self, *partitions: PartitionsArg) -> None:
-        """Undo pause() for ``partitions`` (the forms pause() takes)."""
-        self._paused.difference_update(topic_partitions(partitions, "resume()"))
+        """Undo pause() for ``partitions`` (the forms pause() takes; as pause() and
+        AIOConsumer.resume(), a partition not assigned is an IllegalStateError)."""
+        tps = topic_partitions(partitions, "resume()")
+        for tp in tps:
+            self._check(tp)
+        self._paused.difference_update(tps)
 
     def paused(self) -> set[TopicPartition]:
         """The paused partitions."""

@@ -700,6 +700,12 @@ class Producer(ProducerCompat):
         self._transactions.resume(producer_id, epoch)
 
     @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        return None if self._txn is None else self._txn.transaction_version
+
+    @property
     def producer_id_and_epoch(self) -> tuple[int, int]:
         """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
         txn = self._txn if self._txn is not None else getattr(

@@ -266,3 +266,29 @@ def test_kafka_stream_records_are_processed_in_their_producer_trace(mini_broker,
         producer_span = sends[s.attributes["messaging.kafka.offset"]]
         assert s.parent.span_id == producer_span.context.span_id
         assert s.attributes["messaging.consumer.group.name"] == "gs"
+
+
+def test_processing_in_a_poll_loop(mini_broker, traces):
+    from kclient.observability import processing
+    topic = topic_name("pl")
+    mini_broker.create_topic(topic, partitions=1)
+    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
+                  tracer_provider=traces.provider) as p:
+        p.produce(topic, b"v")
+    (send,) = traces.spans("send ")
+    with Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest",
+                  tracer_provider=traces.provider) as c, \
+            Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as off:
+        for consumer in (c, off):
+            consumer.assign([TopicPartition(topic, 0)])
+            recs, deadline = [], time.monotonic() + 10
+            while not recs and time.monotonic() < deadline:
+                recs = [r for rs in consumer.poll(200).values() for r in rs]
+            with processing(consumer, recs[0]) as span:
+                assert (span is None) == (consumer is off)
+            with pytest.raises(ValueError), processing(consumer, recs[0]):
+                raise ValueError("bad record")
+    ok, failed = traces.spans("process ")
+    assert ok.parent.span_id == failed.parent.span_id == send.context.span_id
+    assert failed.status.status_code is traces.StatusCode.ERROR
+    assert failed.attributes["error.type"] == "ValueError"
