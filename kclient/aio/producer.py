@@ -57,7 +57,7 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
-from kclient.producer.context import _create_encoder, connection_settings
+from kclient.producer.context import connection_settings, create_encoder
 from kclient.producer.data import RecordMetadata
 from kclient.producer.future import DeliveryCallback
 from kclient.protocol.compression import CODEC_IDS, NONE
@@ -453,7 +453,7 @@ def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMe
 
 def _encoder(conf: Any, key: str) -> Any:
     """The configured serializer's function; None for DefaultEncoder (bytes pass through)."""
-    enc = _create_encoder(conf, key)
+    enc = create_encoder(conf, key)
     if type(enc) is DefaultEncoder:
         return None
     if hasattr(enc, "for_topic"):       # bound to each topic at send (kclient.encoders)
