@@ -119,3 +119,45 @@ def test_zombie_send_is_fenced(kafka4):
         await zombie.close()
     asyncio.run(main())
     assert confluent_read(kafka4, topic, "read_committed", idle_s=1.0) == []
+
+
+def test_transactions_v2_bump_the_epoch_at_every_commit(kafka4):
+    """Kafka 4 finalizes transaction.version 2: both producers negotiate it (KIP-890), add
+    partitions with Produce v12 instead of AddPartitionsToTxn, and take the epoch EndTxn v5
+    bumped for the next transaction; what they commit is read back, what they abort is not."""
+    topic = new_topic(kafka4, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def aio() -> list[tuple[int, int]]:
+        seen = []
+        async with _producer(kafka4, f"atx-{uuid.uuid4().hex[:8]}") as p:
+            await p.init_transactions()
+            assert p.transaction_version == 2
+            for tag, commit in (("a1", True), ("a2", False), ("a3", True)):
+                seen.append(p.producer_id_and_epoch)
+                await p.begin_transaction()
+                await _send(p, topic, tag, 6, 2)
+                await p.send_offsets_to_transaction({(topic, 0): len(seen)}, group)
+                await p.commit_transaction() if commit else await p.abort_transaction()
+            seen.append(p.producer_id_and_epoch)
+        return seen
+
+    seen = asyncio.run(aio())
+    assert len({pid for pid, _ in seen}) == 1
+    assert [e - seen[0][1] for _, e in seen] == [0, 1, 2, 3], seen
+
+    from kclient import Producer, ProducerData
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "async",
+                   "transactional.id": f"tx-{uuid.uuid4().hex[:8]}", "acks": "all"}) as p:
+        p.init_transactions()
+        assert p.transaction_version == 2
+        first = p.producer_id_and_epoch
+        p.begin_transaction()
+        p.send([ProducerData(topic, b"t-%d" % i, partition=i % 2) for i in range(4)])
+        p.commit_transaction()
+        assert p.producer_id_and_epoch == (first[0], first[1] + 1)
+    expected = sorted([f"{t}-{i}".encode() for t in ("a1", "a3") for i in range(6)]
+                      + [b"t-%d" % i for i in range(4)])
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=len(expected))) == \
+        expected
+    assert committed_offsets(kafka4, group, topic, 1) == {0: 3}

@@ -48,6 +48,9 @@ def topic_partitions(args: Iterable[Any], call: str = "this call") -> list[Topic
     ``pause([tp1, tp2])``, ``pause(("t", 0))`` all mean the same."""
     out: list[TopicPartition] = []
     for a in args:
+        if isinstance(a, (int, float)) and not isinstance(a, bool):
+            raise TypeError(f"{call} got {a!r} where partitions go: a wait is timeout={a!r} "
+                            f"(seconds) or timeout_ms={_ms_hint(a)} (milliseconds)")
         if type(a) is TopicPartition or _is_pair(a) or hasattr(a, "partition"):
             out.append(topic_partition(a, call))
         elif isinstance(a, (str, bytes, Mapping)):

@@ -1,8 +1,8 @@
 """``kclient demo``: an embedded mini-broker, a producer and two consumers, narrated.
 
-It starts a MiniBroker in a temporary directory, sends keyed messages synchronously and a burst
-asynchronously, reads them back with the SimpleConsumer and with a consumer group, and shows the
-segment files the broker wrote.
+It starts a MiniBroker in a temporary directory, sends keyed messages with ``produce()`` (a
+future each) and a burst asynchronously, reads them back with ``kclient.Consumer``'s poll loop,
+the SimpleConsumer and a consumer group's stream, and shows the segment files the broker wrote.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 from collections import Counter
 
 from kclient.broker import MiniBroker
+from kclient.consumer import Consumer
 from kclient.consumer import create as create_connector
 from kclient.errors import ConsumerTimeoutError
 from kclient.producer import Producer, ProducerData
@@ -26,12 +27,10 @@ def _say(text: str) -> None:
 
 
 def _produce(bootstrap: str, count: int) -> None:
-    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync",
-                   "serializer.class": "string"}) as p:
+    with Producer(bootstrap_servers=bootstrap, value_serializer=str.encode) as p:
         for user in ("alice", "bob", "carol"):
-            (report,) = p.send(ProducerData(TOPIC, f"{user} signed up", key=user))
-            _say(f"  sync  key={user!r:8} -> partition {report.partition} offset "
-                 f"{report.base_offset}")
+            md = p.produce(TOPIC, f"{user} signed up", key=user).result(timeout=10)
+            _say(f"  produce key={user!r:8} -> partition {md.partition} offset {md.offset}")
     reports = []
     start = time.perf_counter()
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
@@ -43,6 +42,17 @@ def _produce(bootstrap: str, count: int) -> None:
     failed = sum(len(r) for r in reports if r.error is not None)
     _say(f"  async {count} messages (lz4) in {took * 1000:.0f} ms: {acked} acknowledged, "
          f"{failed} failed, in {len(reports)} delivery reports")
+
+
+def _poll_read(bootstrap: str, expected: int) -> int:
+    """kclient.Consumer's poll loop, as the README's first example reads."""
+    total = 0
+    with Consumer(TOPIC, bootstrap_servers=bootstrap, group_id="demo-poll",
+                  auto_offset_reset="earliest") as c:
+        deadline = time.monotonic() + 30
+        while total < expected and time.monotonic() < deadline:
+            total += sum(len(records) for records in c.poll(timeout=1.0).values())
+    return total
 
 
 def _simple_read(host: str, port: int, partitions: int) -> int:
@@ -98,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"created topic {TOPIC!r} with 3 partitions\nproducing:")
             _produce(broker.bootstrap, args.messages)
             expected = args.messages + 3
+            _say("reading back with kclient.Consumer (poll loop):")
+            polled = _poll_read(broker.bootstrap, expected)
+            _say(f"  {polled} of {expected} messages polled")
             host, port = broker.bootstrap.rsplit(":", 1)
             _say("reading back with SimpleConsumer:")
             read = _simple_read(host, int(port), 3)
@@ -112,6 +125,6 @@ def main(argv: list[str] | None = None) -> int:
                     if name.endswith((".log", ".index")):
                         size = os.path.getsize(os.path.join(d, name))
                         _say(f"  {TOPIC}-{p}/{name}  {size} bytes")
-    ok = read == expected and sum(seen.values()) == expected
+    ok = polled == read == expected and sum(seen.values()) == expected
     _say("demo " + ("succeeded: every message was read back" if ok else "FAILED: messages missing"))
     return 0 if ok else 1

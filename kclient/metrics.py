@@ -110,6 +110,8 @@ class ClientMetrics:
         self.process: dict[str, list[float]] = {}
         #: see ConnectionStats.sink (instrument_meter() sets it for later clients)
         self.sink: Callable[[str, str, float], Any] | None = _SINK
+        #: called with (topic, seconds) per ended process span (instrument_meter)
+        self.process_sink: Callable[[str, float], Any] | None = _PROCESS_SINK
 
     def register(self, stats: ConnectionStats) -> None:
         """A new connection of this client."""
@@ -124,6 +126,8 @@ class ClientMetrics:
             h = self.process[topic] = [0.0] * (len(LATENCY_BUCKETS) + 2)
         h[bisect_left(LATENCY_BUCKETS, secs)] += 1
         h[-1] += secs
+        if self.process_sink is not None:
+            self.process_sink(topic, secs)
 
     def error(self, exc: BaseException, n: int = 1) -> None:
         """Count an error by its code name (UNKNOWN_TOPIC_OR_PARTITION, KafkaConnectionError)."""
@@ -303,18 +307,19 @@ def start_reporter(interval_ms: int, stats_cb: Callable[[str], Any] | None,
 
 
 _SINK: Callable[[str, str, float], Any] | None = None
+_PROCESS_SINK: Callable[[str, float], Any] | None = None
 
 
 def instrument_meter(meter_provider: Any = None) -> None:
     """Export kclient's metrics through OpenTelemetry: observable instruments over every live
     client, and messaging.client.operation.duration recorded per request by clients made
     from now on.  ``meter_provider``: default OpenTelemetry's global one."""
-    global _SINK
+    global _SINK, _PROCESS_SINK
     from kclient.observability.meters import instrument
     if meter_provider is None:
         from opentelemetry import metrics
         meter_provider = metrics.get_meter_provider()
-    _SINK = instrument(meter_provider, live_snapshots, LATENCY_BUCKETS)
+    _SINK, _PROCESS_SINK = instrument(meter_provider, live_snapshots, LATENCY_BUCKETS)
 
 
 def serve_prometheus(port: int = 0, addr: str = "127.0.0.1") -> Any:

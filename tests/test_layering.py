@@ -49,6 +49,7 @@ def files(sub: str):
 RULES = [
     ("protocol", ("kclient.protocol",)),
     ("broker", ("kclient.protocol", "kclient.broker")),
+    ("schema_registry", ("kclient.schema_registry", "kclient.core.steps")),
     # the sans-IO core: the wire, plain structures and errors, the sans-IO SASL mechanisms
     ("core", ("kclient.protocol", "kclient.core", "kclient.errors", "kclient.structs",
               "kclient.security.sasl")),
@@ -165,3 +166,27 @@ def test_importing_a_submodule_initialises_its_package_first(tmp_path):
     assert graph["kclient.x"] == {"kclient.a", "kclient.a.b"}
     assert graph["kclient.a.b"] == {"kclient.a.c"}     # its own package is no new import
     assert import_cycles(graph) == [["kclient.a", "kclient.x"]]
+
+
+def test_no_module_imports_another_packages_private_names():
+    """A leading underscore means 'this package's own': another package importing it couples
+    to what may change without notice (issue 22). Dunder names (``__version__``) are public."""
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "kclient":
+                continue
+            private = [a.name for a in node.names
+                       if a.name.startswith("_") and not a.name.startswith("__")]
+            if private and target.split(".")[:2] != name.split(".")[:2]:
+                bad.append(f"{path.relative_to(ROOT.parent)}: {target} {private}")
+    assert not bad, bad

@@ -583,13 +583,20 @@ class AIOConsumer(ConsumerMembership):
             self._fetcher.wake()
 
     def metrics(self) -> dict[str, Any]:
-        """Per-broker counts (docs/metrics.md), per-partition position, lag and buffer."""
-        self._settle()
-        parts = {f"{tp.topic}/{tp.partition}": {
-            "position": st.position, "high_watermark": st.high_watermark,
-            "lag": max(0, st.high_watermark - st.position) if st.high_watermark >= 0
-            and st.position >= 0 else None, "buffered": st.buffered, "paused": st.paused}
-            for tp, st in self._states.items()}
+        """Per-broker counts (docs/metrics.md), per-partition position, lag and buffer.
+
+        Read-only (the stats_cb thread and a Prometheus scrape call it off the event loop):
+        the record getone() handed out last counts as consumed without settling it here."""
+        last = self._last
+        parts = {}
+        for tp, st in list(self._states.items()):
+            pos = st.position
+            if last is not None and last.topic == tp.topic and last.partition == tp.partition:
+                pos = max(pos, last.offset + 1)
+            parts[f"{tp.topic}/{tp.partition}"] = {
+                "position": pos, "high_watermark": st.high_watermark,
+                "lag": max(0, st.high_watermark - pos) if st.high_watermark >= 0 and pos >= 0
+                else None, "buffered": st.buffered, "paused": st.paused}
         return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
                                       group_id=self.group_id,
                                       partitions=self._metrics.with_messages(parts, "consumed"))

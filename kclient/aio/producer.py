@@ -38,7 +38,12 @@ from kclient.config import load_config
 from kclient.core import transactions as txn_core
 from kclient.core.idempotence import IdempotentState
 from kclient.core.steps import Conversation
-from kclient.core.transactions import ABORTABLE_ERROR, IN_TRANSACTION, TxnState
+from kclient.core.transactions import (
+    ABORTABLE_ERROR,
+    IN_TRANSACTION,
+    ProducerIdentity,
+    TxnState,
+)
 from kclient.encoders import DefaultEncoder, for_topic
 from kclient.errors import (
     IllegalStateError,
@@ -52,7 +57,7 @@ from kclient.errors import (
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.observability import tracing_for
 from kclient.producer.batches import RECORD_OVERHEAD
-from kclient.producer.context import _create_encoder, connection_settings
+from kclient.producer.context import connection_settings, create_encoder
 from kclient.producer.data import RecordMetadata
 from kclient.producer.future import DeliveryCallback
 from kclient.protocol.compression import CODEC_IDS, NONE
@@ -80,7 +85,7 @@ _UNSUPPORTED = {
 }
 
 
-class AIOProducer:
+class AIOProducer(ProducerIdentity):
     """An asyncio producer: batching per partition, per-message futures, flush and close."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
@@ -247,11 +252,8 @@ class AIOProducer:
         await self.flush(timeout)
         await self.run(txn_core.end_transaction(txn, commit=False))
 
-    @property
-    def producer_id_and_epoch(self) -> tuple[int, int]:
-        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
-        idem = self._idem
-        return (-1, -1) if idem is None else (idem.producer_id, idem.epoch)
+    def _identity(self) -> IdempotentState | None:
+        return self._idem
 
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,
@@ -451,7 +453,7 @@ def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMe
 
 def _encoder(conf: Any, key: str) -> Any:
     """The configured serializer's function; None for DefaultEncoder (bytes pass through)."""
-    enc = _create_encoder(conf, key)
+    enc = create_encoder(conf, key)
     if type(enc) is DefaultEncoder:
         return None
     if hasattr(enc, "for_topic"):       # bound to each topic at send (kclient.encoders)

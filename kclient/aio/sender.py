@@ -303,7 +303,8 @@ class Sender:
     def _send(self, conn: AIOConnection, batches: list[AIOBatch]) -> None:
         """Write one Produce request with ``batches`` (all the writing is synchronous)."""
         try:
-            version = conn.version(PRODUCE)
+            version = conn.version(PRODUCE, None if self.idem is None
+                                   else self.idem.produce_max_version())
         except KafkaError as exc:
             for b in batches:
                 self._fail(b, exc)

@@ -14,7 +14,7 @@ import re
 import threading
 import zlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient.protocol.errors import (
     InvalidConfigurationError,
@@ -160,8 +160,8 @@ class ClusterView:
         """How often leadership of this partition has moved (0 at creation)."""
         return self.epochs.get((topic, partition), 0)
 
-    def create_topic(self, name: str, partitions: int = 1, config: Mapping | None = None, *,
-                     replication_factor: int = -1, assignment: Mapping | None = None,
+    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, Any] | None = None, *,
+                     replication_factor: int = -1, assignment: Mapping[str, Any] | None = None,
                      validate_only: bool = False) -> dict[int, int]:
         """Create a topic on the leaders of its partitions; returns partition -> leader id."""
         config = {str(k): str(v) for k, v in (config or {}).items()}
@@ -204,7 +204,7 @@ class ClusterView:
         raise KafkaStorageError(f"{failure}; nothing of the topic was kept")
 
     def _assign(self, partitions: int, replication_factor: int,
-                assignment: Mapping | None) -> dict[int, int]:
+                assignment: Mapping[str, Any] | None) -> dict[int, int]:
         """Leaders: the manual assignment's first replica, else round-robin over live ids."""
         ids = sorted(self.live)
         if not ids:
@@ -222,7 +222,7 @@ class ClusterView:
         return {p: ids[p % len(ids)] for p in range(partitions)}
 
     @staticmethod
-    def _manual(assignment: Mapping, ids: list[int]) -> dict[int, int]:
+    def _manual(assignment: Mapping[Any, Any], ids: list[int]) -> dict[int, int]:
         """Validate a partition -> [broker ids] assignment; leader = first replica."""
         if len(assignment) > MAX_PARTITIONS_PER_REQUEST:
             raise PolicyViolationError(EXCESSIVE_PARTITIONS)

@@ -9,8 +9,8 @@ closest known key).  ``log.*`` keys are handed to the storage layer's ``LogConfi
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from typing import overload
+from collections.abc import Iterable, Mapping
+from typing import Any, overload
 
 __all__ = ["BrokerConfig", "DEFAULTS", "KINDS", "LOG_KEYS", "TOPIC_LEVEL_KEYS", "closest_key"]
 
@@ -159,7 +159,7 @@ TOPIC_LEVEL_KEYS = frozenset({
 })
 
 
-def closest_key(key: str, known) -> str | None:
+def closest_key(key: str, known: Iterable[str]) -> str | None:
     """The known key most like ``key`` (for "did you mean" messages), or None."""
     match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.5)
     return match[0] if match else None
@@ -180,7 +180,7 @@ def _check_value(key: str, kind: str, value: object) -> str:
     return text
 
 
-class BrokerConfig(dict):
+class BrokerConfig(dict[str, Any]):
     """Every broker setting by its server.properties name, as strings; ``explicit`` = user-set."""
 
     def __init__(self, values: Mapping[str, object] | None = None):
@@ -219,7 +219,7 @@ class BrokerConfig(dict):
 
     def get_bool(self, key: str) -> bool:
         """A boolean setting."""
-        return self.get(key, "false") == "true"
+        return str(self.get(key, "false")) == "true"
 
     def log_properties(self) -> dict[str, str]:
         """The explicitly set ``log.*`` keys, for ``LogConfig.from_properties``."""

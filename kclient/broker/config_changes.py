@@ -37,12 +37,12 @@ def current_overrides(broker: Broker, topic: str) -> dict[str, str]:
     return overrides
 
 
-def _result(res: Any, code: int = 0, message: str | None = None) -> dict:
+def _result(res: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "resource_type": res.resource_type,
             "resource_name": res.resource_name}
 
 
-def _alter_topic(broker: Broker, res: Any, change: Change, validate_only: bool) -> dict:
+def _alter_topic(broker: Broker, res: Any, change: Change, validate_only: bool) -> dict[str, Any]:
     """Apply ``change`` to one topic."""
     try:
         if broker.cluster.partitions(res.resource_name) is None:
@@ -54,7 +54,7 @@ def _alter_topic(broker: Broker, res: Any, change: Change, validate_only: bool) 
     return _result(res)
 
 
-def _alter_broker(broker: Broker, res: Any) -> dict:
+def _alter_broker(broker: Broker, res: Any) -> dict[str, Any]:
     """Broker configs are static here, as Kafka answers for a non-dynamic key."""
     if res.resource_name not in ("", str(broker.node_id)):
         return _result(res, InvalidRequestError.errno,
@@ -79,7 +79,7 @@ def config_refusal(broker: Broker, request: Request, resource_type: int, name: s
 
 
 def alter_resources(broker: Broker, request: Request, change_for: Callable[[Any], Change]
-                    ) -> dict:
+                    ) -> dict[str, Any]:
     """The response body of an alter request: ``change_for(resource)`` says what to do to it
     (without AlterConfigs on it: Kafka's authorization error)."""
     body: Any = request.body

@@ -58,13 +58,13 @@ NON_EMPTY_GROUP = NonEmptyGroupError.errno
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
 
 
-def then(future: Future, fn: Callable[[Any], Any]) -> Any:
+def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to a future's result: directly when done, else as a chained future."""
     if future.done():
         return fn(future.result())
-    chained: Future = Future()
+    chained: Future[Any] = Future()
 
-    def relay(done: Future) -> None:
+    def relay(done: Future[Any]) -> None:
         try:
             chained.set_result(fn(done.result()))
         except BaseException as exc:  # noqa: BLE001 - surface the failure to whoever waits on the response
@@ -90,7 +90,7 @@ class GroupCoordinator:
         self._groups: dict[str, Group] = {}
         self._lock = threading.Lock()
         self._kick = threading.Event()
-        self._ready: list[tuple[Future, dict]] = []
+        self._ready: list[tuple[Future[Any], dict[str, Any]]] = []
         self._closed = False
         self._thread: threading.Thread | None = None
         self._next_retention = 0.0
@@ -123,7 +123,7 @@ class GroupCoordinator:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager
@@ -138,16 +138,16 @@ class GroupCoordinator:
             if not future.done():
                 future.set_result(body)
 
-    def _reply(self, future: Future | None, body: dict) -> None:
+    def _reply(self, future: Future[Any] | None, body: dict[str, Any]) -> None:
         """Queue a response to be delivered once the lock is released."""
         if future is not None:
             self._ready.append((future, body))
 
     # -- JoinGroup ---------------------------------------------------------------------------
 
-    def join_group(self, req: JoinRequest) -> Future:
+    def join_group(self, req: JoinRequest) -> Future[Any]:
         """Join (or rejoin) a group; the future resolves when the rebalance completes."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         if req.rebalance_timeout_ms < 0:
             req.rebalance_timeout_ms = req.session_timeout_ms
         with self._critical():
@@ -190,7 +190,7 @@ class GroupCoordinator:
             group = self._groups[group_id] = Group(group_id)
         return group
 
-    def _join_new(self, group: Group, req: JoinRequest, future: Future) -> None:
+    def _join_new(self, group: Group, req: JoinRequest, future: Future[Any]) -> None:
         """A member without an id: give it one (first, for v4+) and add it to the group."""
         if len(group.members) + len(group.pending) >= self.max_group_size:
             self._reply(future, join_error(GROUP_MAX_SIZE_REACHED))
@@ -202,7 +202,7 @@ class GroupCoordinator:
             return
         self._add_member(group, member_id, req, future)
 
-    def _join_known(self, group: Group, req: JoinRequest, future: Future) -> None:
+    def _join_known(self, group: Group, req: JoinRequest, future: Future[Any]) -> None:
         """A member with an id: a pending id completes its join, a member rejoins."""
         if req.member_id in group.pending:
             del group.pending[req.member_id]
@@ -225,7 +225,7 @@ class GroupCoordinator:
 
     # -- static membership (KIP-345) ---------------------------------------------------------
 
-    def _join_static(self, group: Group, req: JoinRequest, future: Future) -> None:
+    def _join_static(self, group: Group, req: JoinRequest, future: Future[Any]) -> None:
         """A member with group.instance.id: new, a restart taking its instance's place (new
         member id, the old one fenced), or a rejoin under its current id."""
         iid = req.group_instance_id
@@ -247,7 +247,7 @@ class GroupCoordinator:
             self._join_known(group, req, future)
 
     def _replace_static(self, group: Group, member: Member, req: JoinRequest,
-                        future: Future) -> None:
+                        future: Future[Any]) -> None:
         """Give a restarted static member a new member id in place of the old (whose waiting
         requests, and any later ones, get FENCED_INSTANCE_ID).  In a Stable group with the same
         subscription it takes over the current assignment without a rebalance (Kafka also
@@ -293,7 +293,7 @@ class GroupCoordinator:
         return old_topics == new_topics
 
     def _add_member(self, group: Group, member_id: str, req: JoinRequest,
-                    future: Future) -> None:
+                    future: Future[Any]) -> None:
         """Add a member awaiting its join reply, then start or advance the rebalance."""
         member = Member(member_id, req.client_id, req.client_host, req.group_instance_id,
                         req.session_timeout_ms, req.rebalance_timeout_ms, list(req.protocols))
@@ -312,7 +312,7 @@ class GroupCoordinator:
         else:
             self._prepare_rebalance(group, f"new member {member_id} joined")
 
-    def _update_member(self, member: Member, req: JoinRequest, future: Future) -> None:
+    def _update_member(self, member: Member, req: JoinRequest, future: Future[Any]) -> None:
         """Record a rejoin's protocols and timeouts; it now awaits the join reply."""
         if member.join_future is not None:
             self._reply(member.join_future, join_error(REBALANCE_IN_PROGRESS, member.member_id))
@@ -407,21 +407,21 @@ class GroupCoordinator:
                    assignments: Mapping[str, bytes] | None = None, *,
                    protocol_type: str | None = None,
                    protocol_name: str | None = None,
-                   group_instance_id: str | None = None) -> Future:
+                   group_instance_id: str | None = None) -> Future[Any]:
         """Wait for (leader: hand out) this generation's assignment."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         with self._critical():
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else Group.sync_error(
                 group, generation_id, member_id, protocol_type, protocol_name,
                 group_instance_id)
-            if code:
+            if code or group is None:
                 self._reply(future, sync_result(code))
             else:
                 self._sync_member(group, group.members[member_id], future, assignments or {})
         return future
 
-    def _sync_member(self, group: Group, member: Member, future: Future,
+    def _sync_member(self, group: Group, member: Member, future: Future[Any],
                      assignments: Mapping[str, bytes]) -> None:
         """Answer now when Stable; otherwise wait, and the leader's sync releases everyone."""
         member.touch()
@@ -450,7 +450,7 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else Group.member_error(
                 group, generation_id, member_id, group_instance_id)
-            if code:
+            if code or group is None:
                 return code
             group.members[member_id].touch()
             return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
@@ -546,13 +546,13 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             return group.state if group else DEAD
 
-    def describe_group(self, group_id: str) -> dict | None:
+    def describe_group(self, group_id: str) -> dict[str, Any] | None:
         """A snapshot of a group: state, generation, protocol, leader and member ids."""
         with self._lock:
             group = self._groups.get(group_id)
             return group.describe() if group else None
 
-    def group_summary(self, group_id: str) -> dict | None:
+    def group_summary(self, group_id: str) -> dict[str, Any] | None:
         """DescribeGroups' view of a group (Empty when it only has offsets), None if unknown."""
         with self._lock:
             group = self._groups.get(group_id)

@@ -21,7 +21,7 @@ __all__ = ["AppendWatchers", "DelayedResponse", "Scheduler"]
 _COMPACT_AT = 1024   # cancelled timer entries tolerated before the heap is rebuilt
 
 
-class DelayedResponse(Future):
+class DelayedResponse(Future[Any]):
     """A Future response parked on timers or watchers; :meth:`abandon` (its connection closed)
     cancels it and runs the operation's release callbacks."""
 
@@ -46,7 +46,7 @@ class Scheduler:
     """A timer thread: ``call_later(seconds, fn)`` runs ``fn`` once unless cancelled first."""
 
     def __init__(self, name: str = "kclient-broker-timer"):
-        self._heap: list = []
+        self._heap: list[Any] = []
         self._cond = threading.Condition()
         self._seq = itertools.count()
         self._cancelled = 0
@@ -54,7 +54,7 @@ class Scheduler:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list:
+    def call_later(self, seconds: float, fn: Callable[[], Any]) -> list[Any]:
         """Schedule ``fn``; returns a handle for :meth:`cancel`."""
         entry = [time.monotonic() + max(0.0, seconds), next(self._seq), fn]
         with self._cond:
@@ -62,7 +62,7 @@ class Scheduler:
             self._cond.notify()
         return entry
 
-    def cancel(self, entry: list) -> None:
+    def cancel(self, entry: list[Any]) -> None:
         """Cancel a scheduled call (harmless if it already ran)."""
         with self._cond:
             if entry[2] is None:
@@ -113,7 +113,7 @@ class AppendWatchers:
         self._lock = threading.Lock()
         self._by_tp: dict[tuple[str, int], set[Callable[[int], None]]] = {}
 
-    def watch(self, keys: Iterable[tuple[str, int]], callback: Callable[[int], None]) -> list:
+    def watch(self, keys: Iterable[tuple[str, int]], callback: Callable[[int], None]) -> list[Any]:
         """Call ``callback(nbytes)`` on every append to one of ``keys``; returns a token."""
         keys = list(keys)
         with self._lock:
@@ -121,7 +121,7 @@ class AppendWatchers:
                 self._by_tp.setdefault(key, set()).add(callback)
         return [keys, callback]
 
-    def unwatch(self, token: list) -> None:
+    def unwatch(self, token: list[Any]) -> None:
         """Stop calling a watcher."""
         keys, callback = token
         with self._lock:

@@ -95,7 +95,7 @@ class Faults:
 
 def _partitions_error(request: Request, code: int, topics: str, tname: str, parts: str,
                       pname: str, out_topics: str, out_name: str, out_parts: str,
-                      extra: dict) -> dict:
+                      extra: dict[str, Any]) -> dict[str, Any]:
     """Mirror a request's topic/partition lists into a response with ``code`` everywhere (the
     response names a partition ``index`` in Produce, ``partition_index`` elsewhere)."""
     out_index = "index" if out_parts == "partition_responses" else "partition_index"
@@ -109,32 +109,32 @@ def _partitions_error(request: Request, code: int, topics: str, tname: str, part
     return {out_topics: result}
 
 
-def _produce(request: Request, code: int) -> dict:
+def _produce(request: Request, code: int) -> dict[str, Any]:
     """Produce: the error on every partition."""
     return _partitions_error(request, code, "topic_data", "name", "partition_data", "index",
                              "responses", "name", "partition_responses", {"base_offset": -1})
 
 
-def _fetch(request: Request, code: int) -> dict:
+def _fetch(request: Request, code: int) -> dict[str, Any]:
     """Fetch: the error on every partition, no records."""
     return _partitions_error(request, code, "topics", "topic", "partitions", "partition",
                              "responses", "topic", "partitions",
                              {"high_watermark": -1, "records": b""})
 
 
-def _list_offsets(request: Request, code: int) -> dict:
+def _list_offsets(request: Request, code: int) -> dict[str, Any]:
     """ListOffsets: the error on every partition."""
     return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
                              "topics", "name", "partitions", {})
 
 
-def _offset_commit(request: Request, code: int) -> dict:
+def _offset_commit(request: Request, code: int) -> dict[str, Any]:
     """OffsetCommit: the error on every partition."""
     return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
                              "topics", "name", "partitions", {})
 
 
-def _offset_fetch(request: Request, code: int) -> dict:
+def _offset_fetch(request: Request, code: int) -> dict[str, Any]:
     """OffsetFetch: the error on every partition and at the top (v2+)."""
     body = _partitions_error(request, code, "topics", "name", "partition_indexes", "",
                              "topics", "name", "partitions", {"committed_offset": -1})
@@ -142,22 +142,22 @@ def _offset_fetch(request: Request, code: int) -> dict:
     return body
 
 
-def _create_topics(request: Request, code: int) -> dict:
+def _create_topics(request: Request, code: int) -> dict[str, Any]:
     """CreateTopics: the error on every topic."""
     return {"topics": [{"name": t.name, "error_code": code} for t in body_of(request).topics]}
 
 
-def _delete_topics(request: Request, code: int) -> dict:
+def _delete_topics(request: Request, code: int) -> dict[str, Any]:
     """DeleteTopics: the error on every topic."""
     return {"responses": [{"name": n, "error_code": code} for n in body_of(request).topic_names]}
 
 
-def _top_level(request: Request, code: int) -> dict:
+def _top_level(request: Request, code: int) -> dict[str, Any]:
     """APIs with one top-level error code (group APIs, ApiVersions, FindCoordinator)."""
     return {"error_code": code}
 
 
-_BUILDERS: dict[int, Callable[[Request, int], dict]] = {
+_BUILDERS: dict[int, Callable[[Request, int], dict[str, Any]]] = {
     0: _produce, 1: _fetch, 2: _list_offsets, 8: _offset_commit, 9: _offset_fetch,
     19: _create_topics, 20: _delete_topics,
 }
@@ -168,7 +168,7 @@ def error_body(request: Request, code: int) -> Any:
     return _BUILDERS.get(request.header.api_key, _top_level)(request, code)
 
 
-def stamp_metadata_error(body: dict, code: int) -> dict:
+def stamp_metadata_error(body: dict[str, Any], code: int) -> dict[str, Any]:
     """Put ``code`` on every topic of a Metadata response body (Metadata's fault answer)."""
     for topic in body.get("topics", []):
         topic["error_code"] = code

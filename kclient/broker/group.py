@@ -9,6 +9,7 @@ import struct
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from kclient.protocol import errors as E
 
@@ -75,8 +76,8 @@ class Member:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     protocols: list[tuple[str, bytes]]
-    join_future: Future | None = None
-    sync_future: Future | None = None
+    join_future: Future[Any] | None = None
+    sync_future: Future[Any] | None = None
     assignment: bytes = b""
     session_deadline: float = 0.0
 
@@ -139,12 +140,13 @@ class Group:
 
     def select_protocol(self) -> str:
         """The first protocol, in the leader's preference order, that every member supports."""
+        assert self.leader_id is not None, "a protocol is selected once a leader joined"
         leader = self.members[self.leader_id]
         common = self.supported_protocols() or set()
         return next((p for p in leader.protocol_names() if p in common),
                     leader.protocol_names()[0])
 
-    def join_result(self, member_id: str) -> dict:
+    def join_result(self, member_id: str) -> dict[str, Any]:
         """The JoinGroup response for a member; the leader also gets everyone's metadata."""
         members = []
         if member_id == self.leader_id:
@@ -156,14 +158,14 @@ class Group:
                 "leader": self.leader_id or "", "member_id": member_id, "members": members}
 
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A snapshot: state, generation, protocol, leader and member ids."""
         return {"group_id": self.group_id, "state": self.state,
                 "generation_id": self.generation_id, "protocol_type": self.protocol_type,
                 "protocol_name": self.protocol_name, "leader": self.leader_id,
                 "members": list(self.members)}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """DescribeGroups' view, as Kafka's: member metadata and assignments only when Stable."""
         stable = self.state == STABLE
         protocol = self.protocol_name if stable else None
@@ -197,7 +199,7 @@ class Group:
                    instance_id: str | None = None) -> int:
         """SyncGroup checks: membership, the protocol (v5+), no rebalance in its join phase."""
         code = Group.member_error(group, generation_id, member_id, instance_id)
-        if code:
+        if code or group is None:
             return code
         if protocol_type is not None and protocol_type != group.protocol_type:
             return INCONSISTENT_GROUP_PROTOCOL
@@ -230,13 +232,13 @@ class Group:
         return NONE
 
 
-def join_error(code: int, member_id: str = "") -> dict:
+def join_error(code: int, member_id: str = "") -> dict[str, Any]:
     """A JoinGroup response body carrying only an error."""
     return {"error_code": code, "generation_id": -1, "protocol_type": None,
             "protocol_name": None, "leader": "", "member_id": member_id, "members": []}
 
 
-def sync_result(code: int, group: Group | None = None, assignment: bytes = b"") -> dict:
+def sync_result(code: int, group: Group | None = None, assignment: bytes = b"") -> dict[str, Any]:
     """A SyncGroup response body."""
     return {"error_code": code, "assignment": assignment,
             "protocol_type": group.protocol_type if group and not code else None,

@@ -23,7 +23,7 @@ class MiniCluster:
     """N in-process brokers (ids 0..N-1) on free loopback ports sharing one ClusterView."""
 
     def __init__(self, num_brokers: int = 3, log_dir: str | Path | None = None,
-                 zookeeper_connect: str | None = None, config: Mapping | None = None,
+                 zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
                  host: str = "127.0.0.1", *, racks: Sequence[str | None] | None = None):
         """``racks[i]`` is broker i's ``broker.rack`` (None: no rack); ``config`` is shared."""
         if racks is not None and len(racks) != num_brokers:
@@ -73,7 +73,7 @@ class MiniCluster:
         return self.brokers[i]
 
     def create_topic(self, name: str, partitions: int = 1,
-                     config: Mapping | None = None) -> dict[int, int]:
+                     config: Mapping[str, Any] | None = None) -> dict[int, int]:
         """Create a topic, leaders spread round-robin over the live brokers."""
         return self.view.create_topic(name, partitions, config)
 
@@ -124,7 +124,7 @@ class MiniCluster:
         self.view.set_leader(topic, partition, to_broker)
 
 
-def _with_rack(config: Mapping | None, rack: str | None) -> Mapping | None:
+def _with_rack(config: Mapping[str, Any] | None, rack: str | None) -> Mapping[str, Any] | None:
     """The shared config, plus ``broker.rack`` when this broker has a rack."""
     if rack is None:
         return config

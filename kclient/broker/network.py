@@ -57,10 +57,10 @@ class DropConnection(Exception):
 
 
 #: API definition -> (min, max) version served.
-Served = Mapping[Api, tuple[int, int]]
+Served = Mapping[Api[Any, Any], tuple[int, int]]
 
 
-def api_versions_body(served: Served, error_code: int = 0) -> dict:
+def api_versions_body(served: Served, error_code: int = 0) -> dict[str, Any]:
     """An ApiVersions response body listing the served version ranges, by API key."""
     return {"error_code": error_code, "throttle_time_ms": 0,
             "api_keys": [{"api_key": a.key, "min_version": lo, "max_version": hi}
@@ -91,7 +91,7 @@ class _Conn:
                  "out_bytes", "closed", "last_active", "interest", "held_back", "tls",
                  "handshaking", "hs_write", "session")
 
-    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api], max_frame: int,
+    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api[Any, Any]], max_frame: int,
                  pool: MemoryPool | None = None):
         self.sock = sock
         self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
@@ -102,7 +102,7 @@ class _Conn:
         self.reader = FrameReader(self._decode, max_frame, pool)
         self.pending: deque[Request | _RawToken] = deque()
         self.busy, self.out_bytes = False, 0
-        self.waiting: Future | None = None  # the delayed response of the request in progress
+        self.waiting: Future[Any] | None = None  # the delayed response of the request in progress
         self.held_back = False               # bytes arrived behind a parked response
         self.out: deque[Any] = deque()       # bytes and file regions (_Region) to send
         self.closed, self.last_active, self.interest = False, 0.0, 0
@@ -129,10 +129,10 @@ def _is_bytes(part: Any) -> bool:
     return isinstance(part, (bytes, bytearray, memoryview))
 
 
-def _coalesce(parts: list) -> list:
+def _coalesce(parts: list[Any]) -> list[Any]:
     """Join runs of small byte parts so a response goes out in few syscalls."""
-    out: list = []
-    run: list = []
+    out: list[Any] = []
+    run: list[Any] = []
     for part in parts:
         if _is_bytes(part) and len(part) < _JOIN_LIMIT:
             run.append(part)
@@ -153,7 +153,7 @@ class _Processor(threading.Thread):
         super().__init__(name=f"kclient-broker-network-{server.port}-{index}", daemon=True)
         self.server = server
         self.sel = selectors.DefaultSelector()
-        self.inbox: deque = deque()
+        self.inbox: deque[Any] = deque()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
@@ -403,12 +403,12 @@ class _Processor(threading.Thread):
             raise DropConnection(f"{_describe(request)}: {error}")
         return self.server.handler(request)
 
-    def _post_completion(self, conn: _Conn, request: Request, future: Future) -> None:
+    def _post_completion(self, conn: _Conn, request: Request, future: Future[Any]) -> None:
         """Future callback (any thread): queue the completion for this processor."""
         self.inbox.append(("done", conn, request, future))
         self.wake()
 
-    def _complete(self, conn: _Conn, request: Request, future: Future) -> None:
+    def _complete(self, conn: _Conn, request: Request, future: Future[Any]) -> None:
         """A delayed response is ready: send it and continue with the queued requests."""
         conn.busy, conn.waiting, conn.held_back = False, None, False
         if conn.closed:
@@ -416,7 +416,7 @@ class _Processor(threading.Thread):
         if self._respond_future(conn, request, future):
             self._pump(conn)
 
-    def _respond_future(self, conn: _Conn, request: Request, future: Future) -> bool:
+    def _respond_future(self, conn: _Conn, request: Request, future: Future[Any]) -> bool:
         """Respond with a finished Future's body; False (connection closed) if it failed."""
         try:
             body = future.result()

@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kclient.broker.log import Log
 from kclient.broker.log.cleaner import LogCleaner
@@ -113,7 +114,7 @@ class OffsetManager:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- reads -------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ class OffsetManager:
         log.info("imported the offsets of %d groups from %s", len(old), legacy)
 
 
-def decode_legacy(buf: bytes) -> list[dict]:
+def decode_legacy(buf: bytes) -> list[dict[str, Any]]:
     """The whole valid records of an older version's file: ``[length][crc32][JSON]``."""
     out, pos = [], 0
     while pos + _FRAME.size <= len(buf):

@@ -68,7 +68,7 @@ class MiniBroker:
     """One broker: ``with MiniBroker() as b: b.bootstrap``; stop()/start() keep port and data."""
 
     def __init__(self, log_dir: str | Path | None = None, port: int = 0, broker_id: int = 0,
-                 zookeeper_connect: str | None = None, config: Mapping | None = None,
+                 zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
                  host: str = "127.0.0.1", *, cluster: ClusterView | None = None,
                  sasl_users: Mapping[str, str] | None = None,
                  schema_registry: bool | int = False):
@@ -343,7 +343,7 @@ class MiniBroker:
 
     # ------------------------------------------------------------------ topics and partitions
     def create_topic(self, name: str, partitions: int = 1,
-                     config: Mapping | None = None) -> dict[int, int]:
+                     config: Mapping[str, Any] | None = None) -> dict[int, int]:
         """Create a topic (leaders spread over the cluster's live brokers)."""
         return self.cluster.create_topic(name, partitions, config)
 
@@ -397,7 +397,7 @@ class MiniBroker:
             return self._apply_fault(fault, request, registration.handle)
         return registration.handle(self, request)
 
-    def _apply_fault(self, fault: Fault, request: Request, handler: Callable) -> Any:
+    def _apply_fault(self, fault: Fault, request: Request, handler: Callable[..., Any]) -> Any:
         """Turn an armed fault into an error answer, a delayed answer or a dropped connection."""
         if fault.kind == "drop":
             raise DropConnection("fault injection")
@@ -408,7 +408,7 @@ class MiniBroker:
             if request.api is METADATA:
                 return stamp_metadata_error(_resolve(handler(self, request)), fault.error)
             return error_body(request, fault.error)
-        future: Future = Future()
+        future: Future[Any] = Future()
 
         def run() -> None:
             """Answer the request now that the delay is over."""
@@ -493,13 +493,13 @@ def _resolve(result: Any) -> Any:
     return result.result(30) if isinstance(result, Future) else result
 
 
-def _chain(result: Any, future: Future) -> None:
+def _chain(result: Any, future: Future[Any]) -> None:
     """Complete ``future`` with ``result`` (itself possibly a Future)."""
     if not isinstance(result, Future):
         future.set_result(result)
         return
 
-    def relay(done: Future) -> None:
+    def relay(done: Future[Any]) -> None:
         """Copy the inner future's outcome."""
         exc = done.exception()
         if exc is not None:

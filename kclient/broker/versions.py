@@ -6,6 +6,7 @@ test keeps that file current and checks each listed version's lenient decoding o
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from kclient.protocol.schema import Api
 
@@ -16,7 +17,7 @@ __all__ = ["accepted_versions", "versions_markdown"]
 LENIENCY_TEST = "tests/broker/test_request_leniency.py"
 
 
-def accepted_versions() -> list[tuple[Api, int]]:
+def accepted_versions() -> list[tuple[Api[Any, Any], int]]:
     """(API, version) for every request version the broker serves, by API key then version."""
     return [(api, v) for api, (lo, hi) in served_versions().items() for v in range(lo, hi + 1)]
 

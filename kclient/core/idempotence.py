@@ -119,6 +119,11 @@ class IdempotentState:
         self._next_seq.clear()
         self.bump_requested = False
 
+    def produce_max_version(self) -> int | None:
+        """The highest Produce version this producer may send (None: no cap; transactional
+        producers override: v12 means transactions v2)."""
+        return None
+
     def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
         """A batch failed for good: its sequences leave a gap, so bump before the next send
         (transactional producers override: the transaction must abort)."""

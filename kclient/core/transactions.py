@@ -8,6 +8,14 @@ A failure nothing cures (fencing by a newer instance, PRODUCER_FENCED or INVALID
 raised as ProducerFencedError; a refused transactional id; an invalid transaction state) moves
 it to FATAL_ERROR: every later call raises it again and only close() is left.
 
+Transactions v2 (KIP-890), negotiated as Java does: when the cluster finalized the
+``transaction.version`` feature at 2 or more and the coordinator serves EndTxn v5 and Produce v12
+(asked once with ApiVersions, after InitProducerId), partitions join the transaction with their
+first Produce (v12; no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
+AddOffsetsToTxn), and EndTxn v5 answers with the epoch bumped for the next transaction, so a
+zombie of the previous transaction is fenced by every commit.  Otherwise transactions v1 (older
+brokers, the mini-broker): AddPartitionsToTxn / AddOffsetsToTxn, EndTxn v4, Produce at most v11.
+
 Coordinator requests find their coordinator with :func:`kclient.core.coordinator.
 find_coordinator` (key type 1 for the transactional id, 0 for a consumer group) and retry
 NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE and broken connections (finding the coordinator
@@ -42,19 +50,22 @@ from kclient.errors import (
 from kclient.protocol.apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
+    API_VERSIONS,
     END_TXN,
     INIT_PRODUCER_ID,
+    PRODUCE,
     TXN_OFFSET_COMMIT,
 )
+from kclient.protocol.apis.api_versions import finalized_features
 from kclient.protocol.schema import Api
 
 from .coordinator import CoordinatorState, find_coordinator
 from .idempotence import IdempotentState
 from .steps import Conversation, Request, Sleep
 
-__all__ = ["TxnState", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
+__all__ = ["TxnState", "ProducerIdentity", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
            "FATAL_ERROR", "TP", "fenced", "is_abortable", "coordinator_request",
-           "init_transactions", "add_partitions", "send_offsets", "end_transaction",
+           "negotiate", "init_transactions", "add_partitions", "send_offsets", "end_transaction",
            "group_fields", "offsets_to_commit"]
 
 log = logging.getLogger("kclient.producer.transactions")
@@ -68,7 +79,9 @@ GROUP_KEY, TXN_KEY = 0, 1
 #: versions of transaction version 1 (KIP-98): v5 of EndTxn / v4+ of AddPartitionsToTxn are
 #: transaction version 2 (KIP-890), where the broker adds partitions and bumps epochs itself
 _TV1_MAX = {ADD_PARTITIONS_TO_TXN.key: 3, END_TXN.key: 4, ADD_OFFSETS_TO_TXN.key: 3,
-            TXN_OFFSET_COMMIT.key: 3, INIT_PRODUCER_ID.key: 5}
+            TXN_OFFSET_COMMIT.key: 3, INIT_PRODUCER_ID.key: 5, PRODUCE.key: 11}
+#: ... and of transaction version 2 (v6 of InitProducerId is KIP-939's two-phase commit)
+_TV2_MAX = {END_TXN.key: 5, TXN_OFFSET_COMMIT.key: 5, INIT_PRODUCER_ID.key: 5, PRODUCE.key: 12}
 #: first and largest pause (s) after CONCURRENT_TRANSACTIONS: the coordinator is writing the
 #: last transaction's markers, which takes milliseconds (Java waits 20 ms at once)
 _BUSY_FIRST, _BUSY_MAX = 0.002, 0.05
@@ -119,6 +132,8 @@ class TxnState(IdempotentState):
         self.resumed = False
         self.bump_after_abort = False
         self.backoff, self.max_block = backoff, max_block
+        #: transactions v2 (KIP-890) with this coordinator; None until asked (see the module)
+        self.tv2: bool | None = None
         #: (key type, key) -> where that coordinator is (found again when it moves)
         self.coordinators: dict[tuple[int, str], CoordinatorState] = {}
 
@@ -186,6 +201,19 @@ class TxnState(IdempotentState):
         self.partitions, self.has_offsets = set(), False
         self.state, self.resumed = IN_TRANSACTION, True
 
+    @property
+    def transaction_version(self) -> int | None:
+        """2 (KIP-890) or 1, as negotiated with the coordinator; None before that."""
+        return None if self.tv2 is None else 2 if self.tv2 else 1
+
+    def max_version(self, api: Api[Any, Any]) -> int | None:
+        """The highest version of ``api`` this transaction version may send (None: no cap)."""
+        return (_TV2_MAX if self.tv2 else _TV1_MAX).get(api.key)
+
+    def produce_max_version(self) -> int | None:
+        """Produce inside a transaction: v12 is transactions v2, so v11 at most for v1."""
+        return self.max_version(PRODUCE)
+
     def raise_classified(self, exc: BaseException) -> None:
         """Record a coordinator error as abortable or fatal and raise it (fenced: see
         :func:`fenced`); a timeout or a retriable error changes no state."""
@@ -193,6 +221,28 @@ class TxnState(IdempotentState):
             raise exc
         self.record_failure(exc)
         raise fenced(exc)
+
+
+class ProducerIdentity:
+    """What both producers show of their core state: producer id, epoch, transaction version
+    (a face mixes this in and says where its state is)."""
+
+    def _identity(self) -> IdempotentState | None:
+        """This producer's idempotent or transactional state; None when neither is on."""
+        raise NotImplementedError
+
+    @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        state = self._identity()
+        return state.transaction_version if isinstance(state, TxnState) else None
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
+        state = self._identity()
+        return (-1, -1) if state is None else (state.producer_id, state.epoch)
 
 
 # -- conversations ------------------------------------------------------------------------------
@@ -210,7 +260,7 @@ def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, An
             if address is None:
                 address = yield from find_coordinator(coord)
             resp = yield Request(api, body, node=address.node_id,
-                                 max_version=_TV1_MAX.get(api.key))
+                                 max_version=txn.max_version(api))
             code = code_of(resp)
             if code:
                 raise error_for_code(code)(f"{api.name} for {txn.tid!r}")
@@ -245,11 +295,36 @@ def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversati
              resp.producer_epoch)
 
 
+def negotiate(txn: TxnState) -> Conversation[bool]:
+    """ApiVersions at the transaction coordinator: whether transactions v2 apply (see the
+    module docstring); remembered in ``txn.tv2``.  A coordinator that does not answer leaves
+    v1, which every broker since 0.11 takes."""
+    coord = txn.coordinator(TXN_KEY, txn.tid)
+    try:
+        address = coord.address
+        if address is None:
+            address = yield from find_coordinator(coord)
+        resp = yield Request(API_VERSIONS, {}, node=address.node_id)
+    except KafkaError as exc:
+        log.warning("transactional producer %r: ApiVersions at the coordinator failed (%s); "
+                    "using transactions v1", txn.tid, exc)
+        txn.tv2 = False
+        return False
+    served = {k.api_key: k.max_version for k in resp.api_keys}
+    txn.tv2 = finalized_features(resp).get("transaction.version", 0) >= 2 \
+        and served.get(END_TXN.key, -1) >= 5 and served.get(PRODUCE.key, -1) >= 12 \
+        and PRODUCE.max_version >= 12
+    log.info("transactional producer %r: transactions v%d", txn.tid, 2 if txn.tv2 else 1)
+    return txn.tv2
+
+
 def init_transactions(txn: TxnState) -> Conversation[None]:
     """Get this transactional id's producer id and epoch: fences older instances and aborts
-    (or completes) the transaction they left open."""
+    (or completes) the transaction they left open; then which transaction version applies."""
     txn.check(UNINITIALIZED, READY)
     yield from _init_producer_id(txn, -1, -1)
+    if txn.tv2 is None:
+        yield from negotiate(txn)
     txn.state = READY
 
 
@@ -260,6 +335,9 @@ def add_partitions(txn: TxnState, tps: Iterable[TP]) -> Conversation[None]:
     if not new:
         return
     txn.check(IN_TRANSACTION)
+    if txn.tv2:                      # v2: the first Produce adds the partition
+        txn.partitions.update(new)
+        return
     by_topic: dict[str, list[int]] = {}
     for t, p in new:
         by_topic.setdefault(t, []).append(p)
@@ -283,7 +361,9 @@ def send_offsets(txn: TxnState, offsets: Mapping[TP, tuple[int, str]], group: An
     body = {"transactional_id": txn.tid, "producer_id": txn.producer_id,
             "producer_epoch": txn.epoch, "group_id": group_id}
     try:
-        yield from coordinator_request(txn, ADD_OFFSETS_TO_TXN, body, lambda r: r.error_code)
+        if not txn.tv2:              # v2: TxnOffsetCommit adds the offsets itself
+            yield from coordinator_request(txn, ADD_OFFSETS_TO_TXN, body,
+                                           lambda r: r.error_code)
         txn.has_offsets = True
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), (off, meta) in sorted(offsets.items()):
@@ -309,14 +389,19 @@ def end_transaction(txn: TxnState, commit: bool) -> Conversation[None]:
     else:
         txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
     if txn.partitions or txn.has_offsets or txn.resumed:
+        if txn.tv2 is None:          # a resumed transaction: not negotiated yet
+            yield from negotiate(txn)
         body = {"transactional_id": txn.tid, "producer_id": txn.producer_id,
                 "producer_epoch": txn.epoch, "committed": commit}
         try:
-            yield from coordinator_request(txn, END_TXN, body, lambda r: r.error_code)
+            resp = yield from coordinator_request(txn, END_TXN, body, lambda r: r.error_code)
         except KafkaError as exc:
             if isinstance(exc, KafkaTimeoutError):
                 raise
             raise txn.fatal(fenced(exc)) from exc
+        if txn.tv2 and resp.producer_id >= 0:     # v2: the coordinator bumped the epoch
+            txn.set_producer_id(resp.producer_id, resp.producer_epoch)
+            txn.bump_after_abort = False
     txn.partitions, txn.has_offsets = set(), False
     txn.state, txn.error, txn.resumed = READY, None, False
     if not commit and txn.bump_after_abort:

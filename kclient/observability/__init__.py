@@ -8,13 +8,14 @@ set stays untraced.  docs/observability.md has the set-up.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .tracing import Tracing
 
-__all__ = ["tracing_for", "provider_from", "task_tracing"]
+__all__ = ["tracing_for", "provider_from", "task_tracing", "processing"]
 
 
 def provider_from(given: Any) -> Any:
@@ -63,3 +64,16 @@ def task_tracing(bootstrap: str, client_id: str | None = None) -> Tracing | None
         host, _, port = hp.strip().rpartition(":")
         servers.append((host, int(port) if port.isdigit() else 0))
     return Tracing(provider, names(), client_id, servers)
+
+
+@contextmanager
+def processing(consumer: Any, record: Any) -> Iterator[Any]:
+    """``with processing(consumer, record):`` the record's ``process`` span around a block,
+    for a ``poll()`` loop (iteration makes these spans by itself); yields the span, or None
+    when the consumer does not trace (then it costs one attribute lookup)."""
+    tracing = getattr(consumer, "_tracing", None)
+    if tracing is None:
+        yield None
+        return
+    with tracing.process(record) as span:
+        yield span

@@ -21,6 +21,14 @@ __all__ = ["ProducerSpans", "trace_producer", "trace_consumer", "trace_aio_produ
            "trace_aio_consumer", "traced_stream"]
 
 
+#: open send spans kept at most per producer (the queue holds 100,000 messages by default)
+MAX_OPEN = 1_000_000
+
+
+class _NoReport(Exception):
+    """``error.type`` of a send span ended without its delivery report."""
+
+
 class ProducerSpans:
     """The open ``send`` spans of a threaded Producer, found again by their message's headers
     list (the producer keeps that very list object from ``send()`` to the delivery report)."""
@@ -34,8 +42,15 @@ class ProducerSpans:
               headers: Sequence[tuple[str, Any]] | None) -> list[tuple[str, Any]]:
         """Start a message's span; the headers to send it with."""
         span, out = self.tracing.start_send(topic, key, partition, headers)
+        stale = None
         with self._lock:
             self._open[id(out)] = (span, out)
+            if len(self._open) > MAX_OPEN:     # a hook dropped messages: no report will come
+                stale = self._open.pop(next(iter(self._open)))
+        if stale is not None:
+            self.tracing.end_send(stale[0], -1, -1, _NoReport(
+                f"more than {MAX_OPEN} messages awaited their delivery report; the oldest "
+                "span was ended without one"))
         return out
 
     def fail(self, headers: list[Any], error: BaseException) -> None:

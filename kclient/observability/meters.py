@@ -17,10 +17,10 @@ Source = Callable[[], Iterable[dict[str, Any]]]
 
 
 def instrument(provider: Any, source: Source, buckets: Iterable[float]
-               ) -> Callable[[str, str, float], None]:
+               ) -> tuple[Callable[[str, str, float], None], Callable[[str, float], None]]:
     """Register kclient's instruments with ``provider``'s meter; returns the request sink
-    (``(api, "host:port", seconds)``) that records messaging.client.operation.duration with
-    bucket bounds ``buckets``."""
+    (``(api, "host:port", seconds)``, messaging.client.operation.duration) and the process
+    sink (``(topic, seconds)``, messaging.process.duration), with bucket bounds ``buckets``."""
     meter = provider.get_meter("kclient")
     kinds = {"counter": meter.create_observable_counter,
              "gauge": meter.create_observable_gauge}
@@ -32,13 +32,20 @@ def instrument(provider: Any, source: Source, buckets: Iterable[float]
         "messaging.client.operation.duration", unit="s",
         description="Duration of each request a client made to a broker",
         explicit_bucket_boundaries_advisory=list(buckets))
+    process = meter.create_histogram(
+        "messaging.process.duration", unit="s",
+        description="Time the application spent on a record (process spans)",
+        explicit_bucket_boundaries_advisory=list(buckets))
+
+    def processed(topic: str, secs: float) -> None:
+        process.record(secs, {"messaging.system": "kafka", "messaging.destination.name": topic})
 
     def sink(api: str, address: str, secs: float) -> None:
         host, _, port = address.rpartition(":")
         hist.record(secs, {"messaging.system": "kafka", "server.address": host,
                            "server.port": int(port) if port.isdigit() else port,
                            "messaging.operation.name": OPERATION_NAMES.get(api, api)})
-    return sink
+    return sink, processed
 
 
 def _callback(name: str, source: Source) -> Callable[[Any], list[Any]]:

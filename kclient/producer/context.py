@@ -18,7 +18,8 @@ from kclient.connection import ConnectionSettings
 from kclient.encoders import StringEncoder
 from kclient.errors import InvalidConfigError, NoBrokersAvailableError
 
-__all__ = ["ProducerContext", "connection_settings", "zookeeper_brokers", "build_context"]
+__all__ = ["ProducerContext", "connection_settings", "zookeeper_brokers", "build_context",
+           "create_encoder"]
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +106,15 @@ def build_context(config: Mapping[str, Any], metrics: Any = None) -> ProducerCon
             "'zookeeper.connect' to find brokers", "metadata.broker.list")
     cluster = Cluster(bootstrap, settings)
     return ProducerContext(config=config, cluster=cluster,
-                           encoder=_create_encoder(config, "serializer.class"),
-                           key_encoder=_create_encoder(config, "key.serializer.class"),
+                           encoder=create_encoder(config, "serializer.class"),
+                           key_encoder=create_encoder(config, "key.serializer.class"),
                            partitioner=config.create("partitioner.class")
                            if hasattr(config, "create") else config["partitioner.class"],
                            max_in_flight=config["max.in.flight.requests.per.connection"],
                            zookeeper_connect=zk)
 
 
-def _create_encoder(config: Mapping[str, Any], key: str) -> Any:
+def create_encoder(config: Mapping[str, Any], key: str) -> Any:
     value = config[key]
     if isinstance(value, type):
         if issubclass(value, StringEncoder):

@@ -390,7 +390,8 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _send_request(self, node: int, batches: list[PartitionBatch]) -> None:
         try:
             conn = self._connection(node)
-            version = conn.version(PRODUCE)
+            version = conn.version(PRODUCE, None if self.txn is None
+                                   else self.txn.produce_max_version())
         except KafkaError as exc:
             self._stale = True
             for b in batches:

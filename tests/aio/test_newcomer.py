@@ -92,3 +92,37 @@ def test_aio_failed_delivery_raises_and_logs_a_warning(mini_broker, caplog):
     assert errors == [None]
     assert any(r.levelno == logging.WARNING and "failed to deliver 1 message(s) to f/0"
                in r.getMessage() for r in caplog.records)
+
+
+def test_a_number_where_partitions_go_names_the_timeout_keywords(mini_broker):
+    async def main() -> None:
+        async with AIOConsumer(bootstrap_servers=mini_broker.bootstrap) as c:
+            c.assign(("x", 0))
+            with pytest.raises(TypeError, match=r"timeout=1\.0 \(seconds\) or timeout_ms=1000"):
+                await c.getmany(1.0)
+    mini_broker.create_topic("x", partitions=1)
+    asyncio.run(main())
+
+
+def test_record_headers_without_any_are_the_documented_empty_shapes(mini_broker):
+    """Row 16: an empty list in kclient.Consumer (kafka-python's), the shared empty tuple in
+    AIOConsumer (aiokafka's); both falsy, as docs/migrating.md's traps table says."""
+    import pathlib
+
+    from kclient import Consumer
+    mini_broker.create_topic("nh", partitions=1)
+
+    async def main() -> tuple:
+        async with AIOProducer(bootstrap_servers=mini_broker.bootstrap) as p:
+            await p.send("nh", b"v")
+        async with AIOConsumer(bootstrap_servers=mini_broker.bootstrap,
+                               auto_offset_reset="earliest") as c:
+            c.assign(("nh", 0))
+            return (await c.getmany(timeout=5.0))[TP("nh", 0)][0].headers
+    aio_headers = asyncio.run(main())
+    with Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as c:
+        c.assign(("nh", 0))
+        threaded = c.consume(1, timeout=5.0)[0].headers
+    assert aio_headers == () and threaded == [] and not aio_headers and not threaded
+    traps = (pathlib.Path(__file__).parents[2] / "docs" / "migrating.md").read_text()
+    assert "`[]` in `kclient.Consumer`, `()` in `AIOConsumer`" in traps

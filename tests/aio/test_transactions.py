@@ -44,9 +44,10 @@ def test_commit_visible_abort_invisible(mini_broker):
                         for i in range(4)]
                 await p.commit_transaction() if commit else await p.abort_transaction()
                 assert all(f.done() and not f.exception() for f in futs)
-            return p.producer_id_and_epoch
-    pid, epoch = asyncio.run(main())
+            return p.producer_id_and_epoch, p.transaction_version
+    (pid, epoch), version = asyncio.run(main())
     assert pid >= 0 and epoch >= 0
+    assert version == 1         # the mini-broker finalizes no transaction.version: v1
     want = [f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(4)]
     assert _read(mini_broker, topic, "read_committed") == want
     assert sorted(_read(mini_broker, topic, "read_uncommitted")) == sorted(

@@ -7,7 +7,12 @@ import time
 import pytest
 
 from kclient import Consumer, Producer, TopicPartition
-from kclient.errors import BrokersUnreachableError, KafkaConnectionError, NoBrokersAvailableError
+from kclient.errors import (
+    BrokersUnreachableError,
+    IllegalStateError,
+    KafkaConnectionError,
+    NoBrokersAvailableError,
+)
 from tests.waiting import LOAD_SLACK
 
 
@@ -88,6 +93,8 @@ def test_partition_arguments_take_tuples_and_lists(loaded):
         assert c.committed(TopicPartition("kp", 1)) == 1
         with pytest.raises(TypeError, match=r"TopicPartition or a \(topic, partition\) tuple"):
             c.pause("kp")
+        with pytest.raises(IllegalStateError, match="not assigned"):
+            c.resume(("other", 0))
 
 
 def test_consume_and_list_topics(loaded):

@@ -19,7 +19,7 @@ def reader():
     provider = sdk.MeterProvider(metric_readers=[r])
     km.instrument_meter(provider)
     yield r
-    km._SINK = None            # later clients of this process record nothing
+    km._SINK = km._PROCESS_SINK = None     # later clients of this process record nothing
     provider.shutdown()
 
 
@@ -68,3 +68,6 @@ def test_semantic_convention_metrics(mini_broker, reader, traces):
     assert [d.value for d in lag] == [0]
     assert snap["process_seconds"][topic]["count"] == 5, \
         "leaving the loop ended the last record's process span"
+    (proc,) = [d for d in points(reader)["messaging.process.duration"]
+               if d.attributes["messaging.destination.name"] == topic]
+    assert proc.count == 5 and proc.sum == pytest.approx(snap["process_seconds"][topic]["sum"])

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from kclient import Consumer, Producer, TopicPartition
+from kclient import Consumer, Producer, ProducerData, TopicPartition
 from kclient.aio import AIOConsumer, AIOProducer
 
 
@@ -47,7 +47,6 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
                       client_id="orders-api", tracer_provider=traces.provider) as p:
             f = p.produce(topic, b"order-1", key=b"user-1", headers=[("h", b"x")])
             assert f.result(10).offset == 0 or f.result(10).offset >= 0
-            from kclient import ProducerData
             p.send(ProducerData(topic, b"order-2", key=b"user-2"))
             p.flush(10)
     sends = traces.spans("send ")
@@ -266,3 +265,47 @@ def test_kafka_stream_records_are_processed_in_their_producer_trace(mini_broker,
         producer_span = sends[s.attributes["messaging.kafka.offset"]]
         assert s.parent.span_id == producer_span.context.span_id
         assert s.attributes["messaging.consumer.group.name"] == "gs"
+
+
+def test_processing_in_a_poll_loop(mini_broker, traces):
+    from kclient.observability import processing
+    topic = topic_name("pl")
+    mini_broker.create_topic(topic, partitions=1)
+    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
+                  tracer_provider=traces.provider) as p:
+        p.produce(topic, b"v")
+    (send,) = traces.spans("send ")
+    with Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest",
+                  tracer_provider=traces.provider) as c, \
+            Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as off:
+        for consumer in (c, off):
+            consumer.assign([TopicPartition(topic, 0)])
+            recs, deadline = [], time.monotonic() + 10
+            while not recs and time.monotonic() < deadline:
+                recs = [r for rs in consumer.poll(200).values() for r in rs]
+            with processing(consumer, recs[0]) as span:
+                assert (span is None) == (consumer is off)
+            with pytest.raises(ValueError), processing(consumer, recs[0]):
+                raise ValueError("bad record")
+    ok, failed = traces.spans("process ")
+    assert ok.parent.span_id == failed.parent.span_id == send.context.span_id
+    assert failed.status.status_code is traces.StatusCode.ERROR
+    assert failed.attributes["error.type"] == "ValueError"
+
+
+def test_spans_of_messages_a_hook_dropped_are_ended(mini_broker, traces, monkeypatch):
+    from kclient import CallbackHandler
+    from kclient.observability import clients
+
+    class DropAll(CallbackHandler):
+        def before_sending_data(self, messages):
+            return []
+
+    monkeypatch.setattr(clients, "MAX_OPEN", 2)
+    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
+                  callback_handler=DropAll(), tracer_provider=traces.provider) as p:
+        for i in range(3):
+            p.send(ProducerData(topic_name("drop"), f"v{i}".encode()))
+    (ended,) = traces.spans("send ")
+    assert ended.attributes["error.type"] == "_NoReport"
+    assert ended.status.status_code is traces.StatusCode.ERROR

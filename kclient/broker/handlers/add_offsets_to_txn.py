@@ -24,7 +24,7 @@ from .registry import handles
 
 
 @handles(ADD_OFFSETS_TO_TXN, "0-4")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Add the group's offsets partition to the transaction."""
     body: Any = body_of(request)
     if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,

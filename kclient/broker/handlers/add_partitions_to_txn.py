@@ -29,10 +29,10 @@ def _exists(broker: Broker, tp: TopicPartition) -> bool:
     return tp[0] == OFFSETS_TOPIC or tp[1] in (broker.cluster.partitions(tp[0]) or ())
 
 
-def _results(topics: Any, codes: dict[TopicPartition, int]) -> list[dict]:
+def _results(topics: Any, codes: dict[TopicPartition, int]) -> list[dict[str, Any]]:
     """Per-topic, per-partition results: as Kafka's, the partitions refused as unknown first,
     then the others, each in request order."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     unknown = E.UnknownTopicOrPartitionError.errno
     for first in (True, False):
         for t in topics:
@@ -59,7 +59,7 @@ def _refusals(broker: Broker, request: Request, tid: str, topics: Any
 
 
 def _one(broker: Broker, request: Request, tid: str, pid: int, epoch: int, topics: Any,
-         version: int, verify_only: bool = False) -> list[dict]:
+         version: int, verify_only: bool = False) -> list[dict[str, Any]]:
     """Add (or verify) one transaction's partitions; the per-topic results."""
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     refusals = _refusals(broker, request, tid, topics)
@@ -79,7 +79,7 @@ def _one(broker: Broker, request: Request, tid: str, pid: int, epoch: int, topic
 
 
 @handles(ADD_PARTITIONS_TO_TXN, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Answer each partition of each transaction."""
     body: Any = body_of(request)
     version = request.header.api_version

@@ -18,6 +18,6 @@ def _replace(res: Any) -> Change:
 
 
 @handles(ALTER_CONFIGS, "0-2")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Replace each resource's configs."""
     return alter_resources(broker, request, _replace)

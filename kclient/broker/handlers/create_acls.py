@@ -24,16 +24,16 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _result(code: int = 0, message: str | None = None) -> dict:
+def _result(code: int = 0, message: str | None = None) -> dict[str, Any]:
     return {"error_code": code, "error_message": message}
 
 
 @handles(CREATE_ACLS, "0-3")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Validate each creation and store the valid ones in one batch."""
     body: Any = body_of(request)
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)
-    refusal: dict | None = None
+    refusal: dict[str, Any] | None = None
     if authorizer is None:
         refusal = _result(E.SecurityDisabledError.errno, "No Authorizer is configured.")
     elif not allowed(broker, request, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):

@@ -28,7 +28,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
+def _create(broker: Broker, topic: Any, validate_only: bool) -> dict[str, Any]:
     """Add one topic's partitions; its result entry."""
     assignment = None if topic.assignments is None else \
         [list(a.broker_ids) for a in topic.assignments]
@@ -40,7 +40,7 @@ def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
     return {"name": topic.name, "error_code": 0, "error_message": None}
 
 
-def _additional(broker: Broker, topics: list) -> int:
+def _additional(broker: Broker, topics: list[Any]) -> int:
     """Partitions the request would add to the existing topics it names (Kafka's count)."""
     total = 0
     for topic in topics:
@@ -51,7 +51,7 @@ def _additional(broker: Broker, topics: list) -> int:
 
 
 @handles(CREATE_PARTITIONS, "0-3")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Grow every topic of the request (or only validate)."""
     body = body_of(request)
     counts = Counter(t.name for t in body.topics)

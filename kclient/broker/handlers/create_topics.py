@@ -31,7 +31,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _create(broker: Broker, topic: Any, validate_only: bool) -> dict:
+def _create(broker: Broker, topic: Any, validate_only: bool) -> dict[str, Any]:
     """Create one topic; returns its response entry."""
     partitions = topic.num_partitions
     if partitions == -1 and not topic.assignments:
@@ -54,7 +54,7 @@ MAX_RECORDS_PER_REQUEST = 10000
 EXCESSIVE_BATCH = "Unable to perform excessively large batch operation."
 
 
-def _failed(name: str, exc: BrokerResponseError) -> dict:
+def _failed(name: str, exc: BrokerResponseError) -> dict[str, Any]:
     """A topic's error entry; the message is the error's own text, as Kafka's."""
     message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
     return {"name": name, "error_code": exc.errno, "error_message": message}
@@ -67,10 +67,10 @@ def _partition_count(broker: Broker, topic: Any) -> int:
         return len(topic.assignments)
     if topic.num_partitions == -1:
         return broker.config.get_int("num.partitions", 1)
-    return max(0, topic.num_partitions)
+    return max(0, int(topic.num_partitions))
 
 
-def _request_limit(broker: Broker, topics: list) -> str | None:
+def _request_limit(broker: Broker, topics: list[Any]) -> str | None:
     """Kafka's per-request limits: the message every topic fails with, or None."""
     partitions = sum(_partition_count(broker, t) for t in topics)
     if partitions > MAX_PARTITIONS_PER_REQUEST:
@@ -82,7 +82,7 @@ def _request_limit(broker: Broker, topics: list) -> str | None:
 
 
 @handles(CREATE_TOPICS, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Create every topic of the request (or only validate, v1+)."""
     body = body_of(request)
     counts = Counter(t.name for t in body.topics)

@@ -17,7 +17,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _matching(acl: AclBinding) -> dict:
+def _matching(acl: AclBinding) -> dict[str, Any]:
     """One removed binding's entry."""
     return {"error_code": 0, "error_message": None, "resource_type": int(acl.resource_type),
             "resource_name": acl.name, "pattern_type": int(acl.pattern_type),
@@ -25,12 +25,12 @@ def _matching(acl: AclBinding) -> dict:
             "permission_type": int(acl.permission)}
 
 
-def _failed(code: int, message: str) -> dict:
+def _failed(code: int, message: str) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "matching_acls": []}
 
 
 @handles(DELETE_ACLS, "0-3")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete what every valid filter matches (one durable batch)."""
     body: Any = body_of(request)
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)

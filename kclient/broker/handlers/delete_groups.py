@@ -5,6 +5,8 @@ GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; the rest are deleted.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DELETE_GROUPS
 from kclient.protocol.error_codes import GroupAuthorizationFailedError
@@ -27,7 +29,7 @@ def _delete(broker: Broker, request: Request, group_id: str) -> int:
 
 
 @handles(DELETE_GROUPS, "0-2")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete each named group, one result per name."""
     names = list(dict.fromkeys(body_of(request).groups_names))
     return {"throttle_time_ms": 0,

@@ -19,7 +19,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _delete(broker: Broker, topic: str, part: Any, permitted: bool) -> dict:
+def _delete(broker: Broker, topic: str, part: Any, permitted: bool) -> dict[str, Any]:
     """One partition's result (without Delete on the topic, TOPIC_AUTHORIZATION_FAILED)."""
     entry = {"partition_index": part.partition_index, "low_watermark": -1, "error_code": 0}
     log_, code = broker.partition_log(topic, part.partition_index) if permitted \
@@ -35,7 +35,7 @@ def _delete(broker: Broker, topic: str, part: Any, permitted: bool) -> dict:
 
 
 @handles(DELETE_RECORDS, "0-2")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete records before the given offset of every requested partition."""
     topics = []
     for t in body_of(request).topics:

@@ -1,6 +1,8 @@
 """DeleteTopics (key 20): delete topics by name, with a per-topic error code."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DELETE_TOPICS
 from kclient.protocol.errors import (
@@ -15,7 +17,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _delete(broker: Broker, request: Request, name: str) -> dict:
+def _delete(broker: Broker, request: Request, name: str) -> dict[str, Any]:
     """Delete one topic (without Delete on it: TOPIC_AUTHORIZATION_FAILED and its files kept);
     returns its response entry."""
     if not allowed(broker, request, AclOperation.DELETE, ResourceType.TOPIC, name):
@@ -32,7 +34,7 @@ def _delete(broker: Broker, request: Request, name: str) -> dict:
 
 
 @handles(DELETE_TOPICS, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete every named topic."""
     return {"throttle_time_ms": 0,
             "responses": [_delete(broker, request, name) for name in body_of(request).topic_names]}

@@ -18,14 +18,14 @@ from .registry import handles
 
 
 def _answer(code: int = 0, message: str | None = None,
-            resources: list[dict] | None = None) -> dict:
+            resources: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
             "resources": resources or []}
 
 
-def _grouped(acls: list[AclBinding]) -> list[dict]:
+def _grouped(acls: list[AclBinding]) -> list[dict[str, Any]]:
     """One entry per resource pattern, its ACEs inside."""
-    out: dict[tuple[int, str, int], list[dict]] = {}
+    out: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
     for acl in sorted(acls, key=lambda a: (a.resource_type, a.name, a.pattern_type,
                                            a.principal, a.host, a.operation, a.permission)):
         key = (int(acl.resource_type), acl.name, int(acl.pattern_type))
@@ -37,7 +37,7 @@ def _grouped(acls: list[AclBinding]) -> list[dict]:
 
 
 @handles(DESCRIBE_ACLS, "0-3")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe the ACLs the filter selects."""
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)
     if authorizer is None:

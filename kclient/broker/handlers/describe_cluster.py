@@ -6,6 +6,8 @@ MISMATCHED_ENDPOINT_TYPE, any other type UNSUPPORTED_ENDPOINT_TYPE, as Kafka ans
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol import error_codes as E
 from kclient.protocol.acl import CLUSTER_NAME, NOT_REQUESTED, AclOperation, ResourceType
 from kclient.protocol.apis import DESCRIBE_CLUSTER
@@ -17,7 +19,7 @@ from ..interface import Broker, body_of
 from .registry import handles
 
 
-def _error(code: int, message: str) -> dict:
+def _error(code: int, message: str) -> dict[str, Any]:
     """An answer carrying only an error (from a broker's endpoint, as Kafka's says)."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
             "endpoint_type": BROKERS_ENDPOINT, "cluster_id": "", "controller_id": -1,
@@ -25,7 +27,7 @@ def _error(code: int, message: str) -> dict:
 
 
 @handles(DESCRIBE_CLUSTER, "0-1")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe the live brokers of the cluster this broker belongs to."""
     body = body_of(request)
     if body.endpoint_type == CONTROLLERS_ENDPOINT:

@@ -60,7 +60,7 @@ def _text(value: Any) -> str:
 
 
 def _entry(name: str, value: str | None, source: int, kind: int, read_only: bool,
-           synonyms: list[dict]) -> dict:
+           synonyms: list[dict[str, Any]]) -> dict[str, Any]:
     return {"name": name, "value": value, "read_only": read_only,
             "is_default": source == DEFAULT_CONFIG, "config_source": source,
             "is_sensitive": False, "synonyms": synonyms, "config_type": kind,
@@ -68,7 +68,7 @@ def _entry(name: str, value: str | None, source: int, kind: int, read_only: bool
 
 
 def _topic_entry(broker: Broker, name: str, overrides: dict[str, str], effective: LogConfig,
-                 synonyms: bool) -> dict:
+                 synonyms: bool) -> dict[str, Any]:
     """One topic-level setting with where its value came from."""
     attr, broker_keys, kind = TOPIC_CONFIGS[name]
     cfg = broker.config
@@ -85,7 +85,7 @@ def _topic_entry(broker: Broker, name: str, overrides: dict[str, str], effective
     return _entry(name, value, source, kind, False, chain if synonyms else [])
 
 
-def _topic(broker: Broker, topic: str, keys: list[str] | None, synonyms: bool) -> dict:
+def _topic(broker: Broker, topic: str, keys: list[str] | None, synonyms: bool) -> dict[str, Any]:
     if broker.cluster.partitions(topic) is None:
         return {"error_code": UnknownTopicOrPartitionError.errno,
                 "error_message": f"Topic {topic} does not exist.", "configs": []}
@@ -103,7 +103,7 @@ def effective_value(broker: Broker, topic: str, name: str) -> str | None:
     return configs[0]["value"] if configs else None
 
 
-def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> dict:
+def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> dict[str, Any]:
     if name != "" and name != str(broker.node_id):
         return {"error_code": InvalidRequestError.errno,
                 "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
@@ -122,7 +122,7 @@ def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -
 
 
 @handles(DESCRIBE_CONFIGS, "0-4")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe each requested resource; other resource types get INVALID_REQUEST."""
     body: Any = body_of(request)
     synonyms = bool(getattr(body, "include_synonyms", False))

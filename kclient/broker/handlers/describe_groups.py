@@ -6,6 +6,8 @@ operations (v3+, when asked) are the group's every operation, as Kafka with no a
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import DESCRIBE_GROUPS
 from kclient.protocol.error_codes import GroupAuthorizationFailedError, GroupIdNotFoundError
@@ -19,13 +21,13 @@ from .registry import handles
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
 
 
-def _unknown(group_id: str, code: int, message: str | None) -> dict:
+def _unknown(group_id: str, code: int, message: str | None) -> dict[str, Any]:
     """A Dead group without members (unknown here, or coordinated elsewhere)."""
     return {"error_code": code, "error_message": message, "group_id": group_id,
             "group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
 
 
-def _describe(broker: Broker, request: Request, group_id: str, version: int) -> dict:
+def _describe(broker: Broker, request: Request, group_id: str, version: int) -> dict[str, Any]:
     """One group's entry (GROUP_AUTHORIZATION_FAILED without Describe on it)."""
     if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return _unknown(group_id, GroupAuthorizationFailedError.errno, None)
@@ -40,7 +42,7 @@ def _describe(broker: Broker, request: Request, group_id: str, version: int) -> 
 
 
 @handles(DESCRIBE_GROUPS, "0-6")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe every requested group."""
     version, body = request.header.api_version, body_of(request)
     groups = [_describe(broker, request, g, version) for g in body.groups]

@@ -23,7 +23,7 @@ from .registry import handles
 
 
 @handles(END_TXN, "0-4")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Commit or abort."""
     body: Any = body_of(request)
     if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,

@@ -43,7 +43,7 @@ def max_magic(version: int) -> int:
 
 
 def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
-                     records: Any = b"", aborted: list | None = None, lso: int = -1) -> dict:
+                     records: Any = b"", aborted: list[Any] | None = None, lso: int = -1) -> dict[str, Any]:
     """One partition's response entry; an error one carries -1 offsets, as Kafka's (and, for
     a partition refused before any read, an empty aborted transactions list, not null)."""
     if code:
@@ -67,7 +67,8 @@ def _first_entry_size(data: Any) -> int | None:
     """Total size of the first entry in ``data`` (None if not even its header is there)."""
     if len(data) < 12:
         return None
-    return 12 + _HEAD.unpack(_head(data))[1]
+    size: int = _HEAD.unpack(_head(data))[1]
+    return 12 + size
 
 
 def _read(log_: Any, offset: int, limit: int, whole_first: bool,
@@ -103,7 +104,7 @@ def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
     return converted[pos:]
 
 
-def _aborted(log_: Any, fetch_offset: int, lso: int) -> list[dict]:
+def _aborted(log_: Any, fetch_offset: int, lso: int) -> list[dict[str, Any]]:
     """The aborted transactions a read_committed consumer needs for a read from
     ``fetch_offset`` (bounded by the last stable offset)."""
     return [{"producer_id": t.producer_id, "first_offset": t.first_offset}
@@ -111,7 +112,7 @@ def _aborted(log_: Any, fetch_offset: int, lso: int) -> list[dict]:
 
 
 def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: int,
-                    whole_first: bool, committed: bool = False) -> dict:
+                    whole_first: bool, committed: bool = False) -> dict[str, Any]:
     """One partition's response entry (``committed``: isolation read_committed)."""
     index = req.partition
     log_, code = broker.partition_log(topic, index)
@@ -137,7 +138,7 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
 
 
 def read_all(broker: Broker, body: Any, version: int, denied: frozenset[str] = frozenset()
-             ) -> tuple[dict, int, bool]:
+             ) -> tuple[dict[str, Any], int, bool]:
     """Read every requested partition: (response body, bytes read, any partition error); the
     partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
@@ -209,7 +210,7 @@ class DelayedFetch:
         self.broker.watchers.unwatch(self._token)
         self.broker.scheduler.cancel(self._timer)
 
-    def recheck(self, seen: dict) -> None:
+    def recheck(self, seen: dict[tuple[str, int], int]) -> None:
         """Catch appends that landed between the first read and the watch registration."""
         for key, end in seen.items():
             log_, code = self.broker.partition_log(*key)
@@ -236,7 +237,7 @@ class DelayedFetch:
             pass  # abandoned while it was being read
 
 
-def _high_watermarks(body: dict) -> dict:
+def _high_watermarks(body: dict[str, Any]) -> dict[tuple[str, int], int]:
     """(topic, partition) -> high watermark seen in a response body."""
     return {(t["topic"], p["partition_index"]): p["high_watermark"]
             for t in body["responses"] for p in t["partitions"]}

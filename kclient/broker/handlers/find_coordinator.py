@@ -2,6 +2,8 @@
 (key type 0) or its transactional id (key type 1); both hash over the live brokers."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol import errors as E
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import FIND_COORDINATOR
@@ -14,14 +16,14 @@ from .registry import handles
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
-def _error(code: int, message: str) -> dict:
+def _error(code: int, message: str) -> dict[str, Any]:
     """A response carrying an error and no coordinator."""
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
             "node_id": -1, "host": "", "port": -1}
 
 
 @handles(FIND_COORDINATOR, "0-3")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Answer with the coordinator of a group or a transactional id."""
     body = body_of(request)
     key_type = getattr(body, "key_type", GROUP_KEY)

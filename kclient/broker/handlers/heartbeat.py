@@ -1,6 +1,8 @@
 """Heartbeat (key 12) v0-v4: keep a member alive; errors tell it to rejoin."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import HEARTBEAT
 from kclient.protocol.errors import GroupAuthorizationFailedError
@@ -13,7 +15,7 @@ from .registry import handles
 
 
 @handles(HEARTBEAT, "0-4")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Refresh the member's session; REBALANCE_IN_PROGRESS asks it to rejoin."""
     body = body_of(request)
     if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):

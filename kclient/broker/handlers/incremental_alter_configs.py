@@ -59,6 +59,6 @@ def _incremental(res: Any) -> Change:
 
 
 @handles(INCREMENTAL_ALTER_CONFIGS, "0-1")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Apply each resource's operations."""
     return alter_resources(broker, request, _incremental)

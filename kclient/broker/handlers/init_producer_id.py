@@ -33,13 +33,13 @@ def _may_write(broker: Broker, request: Request) -> bool:
                                                 ResourceType.TOPIC)
 
 
-def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict:
+def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": producer_id,
             "producer_epoch": epoch}
 
 
 @handles(INIT_PRODUCER_ID, "0-6")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Allocate a producer id (epoch 0), or (re)initialize a transactional producer."""
     body: Any = body_of(request)
     tid = body.transactional_id

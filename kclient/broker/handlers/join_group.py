@@ -1,6 +1,7 @@
 """JoinGroup (key 11) v0-v7: enter a group's rebalance; answered once the join phase ends."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kclient.protocol.acl import AclOperation, ResourceType
@@ -15,9 +16,9 @@ from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
-def _for_version(version: int):
+def _for_version(version: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Fit a coordinator reply to a version (protocol_name is only nullable from v7)."""
-    def adapt(body: dict) -> dict:
+    def adapt(body: dict[str, Any]) -> dict[str, Any]:
         body = dict(body, throttle_time_ms=0)
         if version < 7 and body["protocol_name"] is None:
             body["protocol_name"] = ""

@@ -1,6 +1,8 @@
 """LeaveGroup (key 13) v0-v4: members leave (one in v0-v2, a batch from v3), a rebalance follows."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import LEAVE_GROUP
 from kclient.protocol.errors import GroupAuthorizationFailedError
@@ -13,7 +15,7 @@ from .registry import handles
 
 
 @handles(LEAVE_GROUP, "0-4")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Remove the members; v3+ reports an error per member."""
     body, version = body_of(request), request.header.api_version
     if version >= 3:

@@ -4,6 +4,8 @@ Every group here is a classic group; the filters match case-insensitively, as Ka
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kclient.protocol.apis import LIST_GROUPS
 from kclient.protocol.framing import Request
@@ -16,7 +18,7 @@ CLASSIC = "classic"
 
 
 @handles(LIST_GROUPS, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """List the coordinator's groups that pass the state and type filters (without Describe on
     the cluster, only those the principal may Describe)."""
     body = body_of(request)

@@ -25,14 +25,14 @@ TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
 INVALID_REQUEST = E.InvalidRequestError.errno
 
 
-def _v0(log_: Any, req: Any) -> dict:
+def _v0(log_: Any, req: Any) -> dict[str, Any]:
     """Old-style answer: a list of offsets."""
     offsets = log_.offsets_before(req.timestamp, req.max_num_offsets)
     return {"partition_index": req.partition_index, "error_code": 0,
             "old_style_offsets": offsets}
 
 
-def _v1(log_: Any, req: Any, committed: bool = False) -> dict:
+def _v1(log_: Any, req: Any, committed: bool = False) -> dict[str, Any]:
     """New-style answer: one (timestamp, offset) pair; -1/-1 when nothing is that new."""
     found = log_.offset_for_timestamp(req.timestamp)
     if committed:
@@ -49,7 +49,7 @@ def _v1(log_: Any, req: Any, committed: bool = False) -> dict:
 
 
 def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bool,
-               committed: bool = False) -> dict:
+               committed: bool = False) -> dict[str, Any]:
     """One partition's answer (or its error; without Describe on the topic,
     TOPIC_AUTHORIZATION_FAILED)."""
     log_, code = broker.partition_log(topic, req.partition_index) if permitted \
@@ -63,7 +63,7 @@ def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bo
     return entry
 
 
-def _duplicate(req: Any) -> dict:
+def _duplicate(req: Any) -> dict[str, Any]:
     """A partition named more than once in one request (v1+): answered once, INVALID_REQUEST,
     as Kafka does."""
     return {"partition_index": req.partition_index, "error_code": INVALID_REQUEST,
@@ -71,7 +71,7 @@ def _duplicate(req: Any) -> dict:
 
 
 @handles(LIST_OFFSETS, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Look up offsets for every requested partition."""
     version = request.header.api_version
     body: Any = body_of(request)

@@ -41,7 +41,7 @@ def _requested(broker: Broker, request: Request) -> list[Any]:
     return [t.name if t.name is not None else bytes(t.topic_id) for t in topics]
 
 
-def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict:
+def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict[str, Any]:
     """One partition's entry: leader, replicas, ISR (no replication: just the leader)."""
     leader = broker.cluster.leader(topic, index)
     epoch = broker.cluster.leader_epoch(topic, index)
@@ -55,14 +55,14 @@ def _partition(broker: Broker, topic: str, index: int, assigned: int) -> dict:
             "offline_replicas": []}
 
 
-def _entry(code: int, name: str | None, parts: list[dict] | None = None,
-           topic_id: bytes = ZERO_UUID) -> dict:
+def _entry(code: int, name: str | None, parts: list[dict[str, Any]] | None = None,
+           topic_id: bytes = ZERO_UUID) -> dict[str, Any]:
     """One topic's entry."""
     return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False,
             "partitions": parts or []}
 
 
-def _topic(broker: Broker, request: Request, name: str | bytes, auto_create: bool) -> dict:
+def _topic(broker: Broker, request: Request, name: str | bytes, auto_create: bool) -> dict[str, Any]:
     """One topic's entry, auto-creating it if allowed."""
     if isinstance(name, bytes):                 # v12 lookup by id: no topic has one here
         return _entry(UNKNOWN_TOPIC_ID, None, topic_id=name)
@@ -89,7 +89,7 @@ def _may_create(broker: Broker, request: Request, name: str) -> bool:
 
 
 @handles(METADATA, "0-12")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe the brokers and the requested topics."""
     body = body_of(request)
     auto = body.allow_auto_topic_creation and broker.config.get_bool("auto.create.topics.enable")

@@ -64,11 +64,11 @@ def _entries(broker: Broker, request: Request
 
 
 def _response(request: Request, errors: dict[TopicPartition, int],
-              unknown: set[TopicPartition]) -> dict:
+              unknown: set[TopicPartition]) -> dict[str, Any]:
     """Per-partition error codes, ordered as Kafka's: the partitions refused as unknown first
     (in request order), then those the coordinator answered, merged into their topics."""
     body: Any = body_of(request)
-    topics: dict[str, list[dict]] = {}
+    topics: dict[str, list[dict[str, Any]]] = {}
     for first in (True, False):
         for t in body.topics:
             for p in t.partitions:
@@ -81,7 +81,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
 
 
 @handles(OFFSET_COMMIT, "0-8")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Validate and store the offsets; every partition gets its own error code (all of them
     GROUP_AUTHORIZATION_FAILED without Read on the group)."""
     body, version = body_of(request), request.header.api_version

@@ -26,7 +26,7 @@ from ..interface import Broker, is_local_coordinator
 from .registry import handles
 
 
-def _answer(code: int, topics: list[dict] | None = None) -> dict:
+def _answer(code: int, topics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"error_code": code, "throttle_time_ms": 0, "topics": topics or []}
 
 
@@ -41,7 +41,7 @@ def _partition_code(broker: Broker, subscribed: set[str] | None, topic: str,
 
 
 @handles(OFFSET_DELETE, "0")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete what may be deleted; report every partition."""
     body: Any = request.body
     group = body.group_id
@@ -67,10 +67,10 @@ def handle(broker: Broker, request: Request) -> dict:
     return _answer(0, _ordered(body, codes))
 
 
-def _ordered(body: Any, codes: dict[tuple[str, int], int]) -> list[dict]:
+def _ordered(body: Any, codes: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
     """Kafka's order: partitions refused as unknown first (in request order), then the rest,
     each topic once."""
-    topics: dict[str, list[dict]] = {}
+    topics: dict[str, list[dict[str, Any]]] = {}
     for unknown_first in (True, False):
         for t in body.topics:
             for p in t.partitions:

@@ -5,6 +5,8 @@ commit answer offset -1 with no error, as Kafka does.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol import error_codes as E
 from kclient.protocol.acl import AclOperation, ResourceType
 from kclient.protocol.apis import OFFSET_FETCH
@@ -32,7 +34,7 @@ def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
     return out
 
 
-def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict:
+def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict[str, Any]:
     """One partition's answer: the committed offset or -1."""
     if entry is None:
         return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
@@ -47,7 +49,7 @@ GROUP_AUTHORIZATION_FAILED = E.GroupAuthorizationFailedError.errno
 
 
 @handles(OFFSET_FETCH, "0-7")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Look the group's offsets up; NOT_COORDINATOR is top-level from v2, per partition before."""
     body = body_of(request)
     if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, body.group_id):
@@ -69,7 +71,7 @@ def handle(broker: Broker, request: Request) -> dict:
         for name, parts in topics.items()]}
 
 
-def _refused(request: Request, code: int) -> dict:
+def _refused(request: Request, code: int) -> dict[str, Any]:
     """The whole request refused: top-level from v2, per partition before."""
     if request.header.api_version >= 2:
         return {"throttle_time_ms": 0, "topics": [], "error_code": code}

@@ -53,7 +53,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = E.TransactionalIdAuthorizationFailedErro
 class _Refused(Exception):
     """A partition's records were refused with a Kafka error code (and per-record errors)."""
 
-    def __init__(self, code: int, message: str, record_errors: list | None = None,
+    def __init__(self, code: int, message: str, record_errors: list[Any] | None = None,
                  validation: bool = False):
         super().__init__(message)
         self.code = code
@@ -64,7 +64,7 @@ class _Refused(Exception):
 
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
             start: int = -1, message: str | None = None,
-            record_errors: list | None = None) -> dict:
+            record_errors: list[Any] | None = None) -> dict[str, Any]:
     """One partition's response entry."""
     return {"index": index, "error_code": code, "base_offset": base_offset,
             "log_append_time_ms": append_time, "log_start_offset": start,
@@ -84,7 +84,7 @@ def _check_keys(records: Any, topic: str, index: int) -> None:
                    f"errors at most: [{shown}]", errors, validation=True)
 
 
-def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
+def _prepare(records: Any, config: Any) -> tuple[Any, int, list[Any] | None]:
     """Validate records; return them in the log's format, with that format's magic and the
     entries found by validation (None when the records were converted), which the log then
     uses instead of validating the same bytes again."""
@@ -107,11 +107,11 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list | None]:
             records = convert_records(records, magic)
         except UnsupportedCodecError as exc:
             raise _Refused(UNSUPPORTED_COMPRESSION_TYPE, str(exc)) from None
-        infos = None
+        return records, magic, None
     return records, magic, infos
 
 
-def _check_contents(records: Any, infos: list) -> None:
+def _check_contents(records: Any, infos: list[Any]) -> None:
     """Every v2 batch decoded record by record (Kafka's LogValidator): the header's count and
     offset range must be the records', their lengths must add up, no control batch."""
     data = None
@@ -148,7 +148,7 @@ def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: 
 
 
 def _append(broker: Broker, topic: str, index: int, records: Any,
-            transactional_id: str | None = None) -> dict:
+            transactional_id: str | None = None) -> dict[str, Any]:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
@@ -183,7 +183,7 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
 
 
 def _topic(broker: Broker, request: Request, topic: Any, refused: int,
-           transactional_id: str | None) -> dict:
+           transactional_id: str | None) -> dict[str, Any]:
     """Append every partition of one topic (without Write on it: TOPIC_AUTHORIZATION_FAILED);
     an unknown topic is not created."""
     name = topic.name
@@ -201,7 +201,7 @@ def _topic(broker: Broker, request: Request, topic: Any, refused: int,
 
 
 @handles(PRODUCE, "0-9")
-def handle(broker: Broker, request: Request) -> dict | None:
+def handle(broker: Broker, request: Request) -> dict[str, Any] | None:
     """Append the records; acks=0 gets no response at all."""
     body = body_of(request)
     refused = 0 if body.acks in (0, 1, -1) else INVALID_REQUIRED_ACKS

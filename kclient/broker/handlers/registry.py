@@ -30,7 +30,7 @@ H = TypeVar("H", bound=Handler)
 class Registration:
     """One served API: its definition, the version range this broker serves, the handler."""
 
-    api: Api
+    api: Api[Any, Any]
     min_version: int
     max_version: int
     handle: Handler
@@ -41,10 +41,10 @@ class Registration:
 
 
 #: Api definition -> its registration, for every imported handler module.
-HANDLERS: dict[Api, Registration] = {}
+HANDLERS: dict[Api[Any, Any], Registration] = {}
 
 
-def handles(api: Api, versions: str) -> Callable[[H], H]:
+def handles(api: Api[Any, Any], versions: str) -> Callable[[H], H]:
     """Register the decorated function as the handler of ``api`` for ``versions`` ("0-9")."""
     lo, hi = parse_versions(versions)
     if not api.min_version <= lo <= hi <= api.max_version:
@@ -61,7 +61,7 @@ def handles(api: Api, versions: str) -> Callable[[H], H]:
     return register
 
 
-def served_versions() -> dict[Api, tuple[int, int]]:
+def served_versions() -> dict[Api[Any, Any], tuple[int, int]]:
     """Api definition -> (min, max) served version, ordered by API key."""
     return {r.api: (r.min_version, r.max_version)
             for r in sorted(HANDLERS.values(), key=lambda r: r.api.key)}

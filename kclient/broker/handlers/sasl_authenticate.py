@@ -3,6 +3,8 @@ SASL_AUTHENTICATION_FAILED with Kafka's message, success carries the session lif
 KIP-368)."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.apis import SASL_AUTHENTICATE
 from kclient.protocol.framing import Request
 
@@ -12,7 +14,7 @@ from .registry import handles
 
 
 @handles(SASL_AUTHENTICATE, "0-2")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """The mechanism's answer to the client's token."""
     session = request.session if isinstance(request.session, Session) else Session()
     return session.authenticate(body_of(request).auth_bytes, request.header.api_version)

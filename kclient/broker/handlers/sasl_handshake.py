@@ -2,6 +2,8 @@
 state); a listener without SASL answers ILLEGAL_SASL_STATE, as Kafka does."""
 from __future__ import annotations
 
+from typing import Any
+
 from kclient.protocol.apis import SASL_HANDSHAKE
 from kclient.protocol.framing import Request
 
@@ -11,7 +13,7 @@ from .registry import handles
 
 
 @handles(SASL_HANDSHAKE, "0-1")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """The enabled mechanisms, and whether the asked one is among them."""
     session = request.session if isinstance(request.session, Session) else Session()
     return session.handshake(body_of(request).mechanism, request.header.api_version)

@@ -15,7 +15,7 @@ from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
-def _with_throttle(body: dict) -> dict:
+def _with_throttle(body: dict[str, Any]) -> dict[str, Any]:
     """Add the throttle time every version from v1 carries."""
     return dict(body, throttle_time_ms=0)
 

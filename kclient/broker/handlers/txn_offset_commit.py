@@ -35,7 +35,7 @@ def _producer_error(broker: Broker, body: Any) -> int:
     code, meta = coordinator.check_producer(body.transactional_id, body.producer_id,
                                             body.producer_epoch)
     if code:
-        return code
+        return int(code)
     tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50)
     if meta is None or meta.state != TxnState.ONGOING or tp not in meta.partitions:
         return E.InvalidTxnStateError.errno
@@ -75,7 +75,7 @@ def _refusal(broker: Broker, request: Request, body: Any) -> int:
 
 
 @handles(TXN_OFFSET_COMMIT, "0-5")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Stage the offsets; every partition gets its own error code."""
     body: Any = body_of(request)
     version = request.header.api_version
@@ -100,7 +100,7 @@ def handle(broker: Broker, request: Request) -> dict:
     return _answer(body, errors)
 
 
-def _answer(body: Any, errors: dict[TopicPartition, int]) -> dict:
+def _answer(body: Any, errors: dict[TopicPartition, int]) -> dict[str, Any]:
     """Every partition's error code, in request order."""
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [

@@ -47,7 +47,7 @@ def _write(broker: Broker, marker: Any, topic: str, partition: int) -> int:
 
 
 @handles(WRITE_TXN_MARKERS, "1-2")
-def handle(broker: Broker, request: Request) -> dict:
+def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Write every marker to every partition named; per-partition error codes."""
     body: Any = body_of(request)
     permitted = allowed(broker, request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,

@@ -10,7 +10,6 @@ its offsets and is then written).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
 from kclient.protocol.errors import CorruptRecordError, MessageSizeTooLargeError
@@ -31,7 +30,7 @@ class Prepared(NamedTuple):
 
 def prepare(records: bytes, magic: int, next_offset: int, *, log_append_time: int | None,
             max_message_bytes: int,
-            entries: Sequence[EntryInfo] | None = None,
+            entries: list[EntryInfo] | None = None,
             partition_leader_epoch: int | None = None) -> Prepared:
     """Assign offsets from ``next_offset`` (and LogAppendTime) to a records buffer of ``magic``.
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kclient.broker.log import swap
 from kclient.broker.log.compact import EntryFilter, OffsetMap, entry_keys
@@ -208,7 +209,7 @@ class LogCleaning:
         return self.log.replace_segments(tuple(group))
 
     def _rewrite(self, group: list[LogSegment], filt: EntryFilter, legacy_horizon: int,
-                 out) -> list[tuple[int, int]]:
+                 out: Any) -> list[tuple[int, int]]:
         """Write the retained entries of ``group`` to ``out``; the index pairs to write."""
         interval = self.log.config.index_interval_bytes
         pairs, position, since = [], 0, 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from itertools import compress
+from typing import Any
 
 from crc32c import crc32c
 
@@ -64,7 +65,8 @@ class OffsetMap:
         return self._offsets.get(key, -1)
 
 
-def _rows(offsets, stamps, ts_types, keys, values, headers, infos) -> list[tuple]:
+def _rows(offsets: Any, stamps: Any, ts_types: Any, keys: Any, values: Any, headers: Any,
+          infos: Any) -> list[tuple[Any, ...]]:
     """Record factory for the decoders: ``(offset, timestamp, key, value, headers)`` rows."""
     n = len(values)
     keys = [None] * n if keys is None else keys
@@ -155,7 +157,7 @@ class EntryFilter:
             timestamp_type=LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else 0)
 
 
-def rebuild_batch(data: bytes, kept: Iterable[tuple], horizon: int | None) -> bytes:
+def rebuild_batch(data: bytes, kept: Iterable[tuple[Any, ...]], horizon: int | None) -> bytes:
     """Re-encode batch ``data`` with only the ``kept`` rows: same baseOffset, lastOffsetDelta,
     producer fields, leader epoch and codec; baseTimestamp is the delete horizon when set."""
     (base, _, epoch, _, _, attrs, last_delta, _, max_ts, pid, pepoch, bseq,

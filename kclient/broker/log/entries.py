@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
@@ -52,7 +52,7 @@ class EntryInfo(NamedTuple):
     max_timestamp: int  # -1 for v0
 
 
-def head_info(buf, rel: int, position: int, size: int) -> EntryInfo:
+def head_info(buf: Any, rel: int, position: int, size: int) -> EntryInfo:
     """Parse offsets and max timestamp from the header of the entry at ``buf[rel:]``."""
     magic = buf[rel + MAGIC_OFFSET]
     offset = _INT64.unpack_from(buf, rel)[0]
@@ -66,21 +66,22 @@ def head_info(buf, rel: int, position: int, size: int) -> EntryInfo:
     return EntryInfo(position, size, magic, last, max_ts)
 
 
-def crc_ok(buf, rel: int, total: int, magic: int) -> bool:
+def crc_ok(buf: Any, rel: int, total: int, magic: int) -> bool:
     """True if the stored CRC of the complete entry at ``buf[rel:rel+total]`` matches."""
     view = memoryview(buf)
     if magic == 2:
-        stored = _UINT32.unpack_from(buf, rel + 17)[0]
+        stored: int = _UINT32.unpack_from(buf, rel + 17)[0]
         return crc32c(view[rel + V2_CRC_START:rel + total]) == stored
     stored = _UINT32.unpack_from(buf, rel + 12)[0]
     return zlib.crc32(view[rel + MAGIC_OFFSET:rel + total]) == stored
 
 
-def first_offset_of(buf, rel: int) -> int | None:
+def first_offset_of(buf: Any, rel: int) -> int | None:
     """The entry's first offset when its header tells it (v2, uncompressed v0/v1), else None."""
     magic = buf[rel + MAGIC_OFFSET]
     if magic == 2 or not buf[rel + MAGIC_OFFSET + 1] & 0x07:
-        return _INT64.unpack_from(buf, rel)[0]
+        first: int = _INT64.unpack_from(buf, rel)[0]
+        return first
     return None
 
 
@@ -106,7 +107,7 @@ class EntryWalk:
         self.error = f"{reason} at position {self.valid_end}"
         return None
 
-    def _check(self, buf, rel: int, size: int) -> str | None:
+    def _check(self, buf: Any, rel: int, size: int) -> str | None:
         """Why the complete-enough entry at ``buf[rel:]`` is invalid, or None."""
         magic = buf[rel + MAGIC_OFFSET]
         if magic not in MIN_ENTRY_SIZE:
@@ -130,18 +131,25 @@ class EntryWalk:
         """(index in buffer, total size) of a plausible entry at ``pos``; None after _stop."""
         rel = self._window(pos, LOG_OVERHEAD)
         if rel is None:
-            return self._stop("partial entry header")
+            self._stop("partial entry header")
+            return None
         size = _INT32.unpack_from(self._buf, rel + 8)[0]
         total = LOG_OVERHEAD + size
         if size < RECORD_OVERHEAD_V0:
-            return self._stop(f"invalid entry size {size}")
+            self._stop(f"invalid entry size {size}")
+            return None
         if pos + total > self.end:
-            return self._stop(f"partial entry of {total} bytes")
+            self._stop(f"partial entry of {total} bytes")
+            return None
         rel = self._window(pos, total if self.validate else min(total, HEAD_SIZE))
         if rel is None:
-            return self._stop("file shorter than expected")
+            self._stop("file shorter than expected")
+            return None
         reason = self._check(self._buf, rel, size)
-        return self._stop(reason) if reason else (rel, total)
+        if reason:
+            self._stop(reason)
+            return None
+        return rel, total
 
     def __iter__(self) -> Iterator[EntryInfo]:
         """Yield each valid entry in file order."""

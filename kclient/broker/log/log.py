@@ -24,7 +24,6 @@ import shutil
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,7 +238,7 @@ class Log:
     # ------------------------------------------------------------------ append
     def append(self, records: bytes, *, magic: int,
                log_append_time: int | None = None,
-               entries: Sequence[EntryInfo] | None = None,
+               entries: list[EntryInfo] | None = None,
                leader_epoch: int | None = None, coordinator: bool = False) -> AppendInfo:
         """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
 

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from kclient.broker.log.config import INT32_MAX
 from kclient.broker.log.entries import EntryInfo, EntryWalk, crc_ok
@@ -179,7 +180,7 @@ class LogSegment:
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_at
 
     # ------------------------------------------------------------------ writing
-    def append(self, data: bytes, entries: Iterable[tuple[int, int, int, int]],
+    def append(self, data: bytes | bytearray, entries: Iterable[tuple[int, int, int, int]],
                next_offset: int, max_timestamp: int, now_ms: int) -> None:
         """Write prepared entries ``(position, size, last offset, max timestamp)`` at the end,
         then publish the new size, indexes and offsets (Kafka's LogSegment.append)."""
@@ -293,7 +294,7 @@ class LogSegment:
         """The bytes of one entry found by a walk over this segment."""
         return pread_exact(self._handle.fd, info.size, info.position)
 
-    def _decode(self, info: EntryInfo) -> list:
+    def _decode(self, info: EntryInfo) -> list[Any]:
         """The records of one entry (decompressed, absolute offsets)."""
         data = self.read_entry(info)
         if info.magic == 2:

@@ -116,14 +116,14 @@ class _Resolver:
             return self._enum(writer, reader, path)
         return self._record(writer, reader, path)
 
-    def _enum(self, writer: dict, reader: dict, path: str) -> bool:
+    def _enum(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> bool:
         """Every writer symbol is a reader symbol, unless the reader has a default."""
         missing = [s for s in writer["symbols"] if s not in reader["symbols"]]
         if missing and reader.get("default") is None:
             return self._fail(f"{path}/symbols", f"reader lacks symbols {missing}")
         return True
 
-    def _record(self, writer: dict, reader: dict, path: str) -> bool:
+    def _record(self, writer: dict[str, Any], reader: dict[str, Any], path: str) -> bool:
         """Each reader field is in the writer (by name or alias) or has a default."""
         written = {f["name"]: f for f in writer.get("fields", [])}
         ok = True
@@ -159,7 +159,7 @@ def _short(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-def _aliased(writer: dict, reader: dict) -> bool:
+def _aliased(writer: dict[str, Any], reader: dict[str, Any]) -> bool:
     """The reader names the writer's type among its aliases."""
     aliases = reader.get("aliases") or []
     return writer["name"] in aliases or _short(writer["name"]) in {_short(a) for a in aliases}

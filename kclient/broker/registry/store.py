@@ -362,7 +362,7 @@ class SchemaStore:
         with self.lock:
             self._write([(_key("CONFIG", subject),
                           json.dumps({"compatibilityLevel": level}).encode())])
-        return level
+        return str(level)
 
     def clear_level(self, subject: str | None) -> str:
         """Remove a subject's level (the global one goes back to BACKWARD); the old one."""
@@ -386,7 +386,7 @@ class SchemaStore:
                     self.subject_names(subject) and subject in self.subjects):
                 raise RegistryError(422, 42205, "Cannot import since found existing subjects")
             self._write([(_key("MODE", subject), json.dumps({"mode": mode}).encode())])
-        return mode
+        return str(mode)
 
     def clear_mode(self, subject: str | None) -> str:
         """Remove a subject's mode; the old one."""

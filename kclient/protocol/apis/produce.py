@@ -1,4 +1,8 @@
-"""Produce (key 0): v0-v2 carry message sets (magic 0/1), v3+ record batches (magic 2)."""
+"""Produce (key 0): v0-v2 carry message sets (magic 0/1), v3+ record batches (magic 2).
+
+v10-v12 add only tagged fields and error codes (TRANSACTION_ABORTABLE at v11); v12 inside a
+transaction means transactions v2 (KIP-890): the broker adds the partition to it.
+"""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +15,7 @@ if TYPE_CHECKING:
     from ..messages import ProduceRequest, ProduceResponse
 
 PRODUCE: Api[ProduceRequest, ProduceResponse] = Api(
-    0, "Produce", "0-9", flexible=9,
+    0, "Produce", "0-12", flexible=9,
     request=[
         F("transactional_id", NULLABLE_STRING, "3+"),
         F("acks", INT16, default=1),

@@ -68,7 +68,7 @@ class ProduceRequestTopicData(Message, Protocol):
 
 
 class ProduceRequest(Message, Protocol):
-    """Produce request (key 0, v0-v9)."""
+    """Produce request (key 0, v0-v12)."""
     transactional_id: str | None               # v3+
     acks: int                                  # v0+
     timeout_ms: int                            # v0+
@@ -99,7 +99,7 @@ class ProduceResponseResponse(Message, Protocol):
 
 
 class ProduceResponse(Message, Protocol):
-    """Produce response (key 0, v0-v9)."""
+    """Produce response (key 0, v0-v12)."""
     responses: list[ProduceResponseResponse]  # v0+
     throttle_time_ms: int                     # v1+
 
