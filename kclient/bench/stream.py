@@ -1,7 +1,8 @@
 """KafkaStream iteration throughput beside kafka-python's and confluent-kafka's group consumers.
 
 Run: ``python -m kclient.bench.stream [--messages N] [--value-size B] [--partitions P]
-[--broker mini|tansu|kafka] [--clients kclient,kafka-python,confluent] [--streams S]``
+[--broker mini|tansu|kafka] [--clients kclient,kafka-python,confluent,confluent-tuned]
+[--streams S]``
 
 One broker (the mini-broker in its own process by default, tansu, or real Apache Kafka 4.x with
 ``kafka``) and one topic filled once
@@ -9,9 +10,12 @@ with N records of B bytes (produced with confluent-kafka).  Each client then rea
 topic from the start as a fresh group member (broker-coordinated groups for all three;
 kclient's connector runs without ZooKeeper) and touches every value.  The rate is measured
 from the first message to the last, so the group join is left out; the join time is printed
-separately (the Java consumer, Kafka's ConsumerPerformance with ``--broker kafka``, reports
-its rate without the join).  Clients run interleaved for ``--repeat`` rounds and the best round of each is
-reported, so that load from other jobs on the machine hits all of them alike.
+separately; ``confluent-tuned`` is confluent-kafka with the keys every benchmark's tuned peer
+uses (librdkafka's default pauses fetching for ``fetch.queue.backoff.ms``, 1 s, each time its
+prefetch queue fills), ``confluent`` its defaults.  The Java consumer (Kafka's
+ConsumerPerformance, with ``--broker kafka``) reports its rate without the join.  Clients run
+interleaved for ``--repeat`` rounds and the best round of each is reported, so that load from
+other jobs on the machine hits all of them alike.
 """
 from __future__ import annotations
 
@@ -104,11 +108,18 @@ def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float
         c.close()
 
 
-def bench_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+def bench_confluent(bootstrap: str, topic: str, n: int, tuned: bool = False
+                    ) -> tuple[float, float]:
+    """confluent-kafka's group consumer; ``tuned`` as every benchmark's tuned peer
+    (:data:`kclient.bench.consumer_clients.CONFLUENT_TUNED`: no pause when its prefetch queue
+    fills)."""
     from confluent_kafka import Consumer
+
+    from kclient.bench.consumer_clients import CONFLUENT_TUNED
     t0 = time.perf_counter()
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ck-{uuid.uuid4()}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  **(CONFLUENT_TUNED if tuned else {})})
     try:
         c.subscribe([topic])
         count, first = 0, None
@@ -149,7 +160,8 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--broker", choices=("mini", "tansu", "kafka"), default="mini")
     ap.add_argument("--clients", default=None,
-                    help="default kclient,kafka-python,confluent (and java with --broker kafka)")
+                    help="default kclient,kafka-python,confluent,confluent-tuned (and java with "
+                         "--broker kafka)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="rounds; clients run interleaved, the best round of each is kept")
     ap.add_argument("--json", metavar="PATH", dest="json_path",
@@ -157,8 +169,9 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
     args = ap.parse_args(argv)
     runners = {"kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
                "kafka-python": bench_kafka_python, "confluent": bench_confluent,
+               "confluent-tuned": lambda b, t, n: bench_confluent(b, t, n, tuned=True),
                "java": bench_java}
-    names = args.clients or ("kclient,kafka-python,confluent"
+    names = args.clients or ("kclient,kafka-python,confluent,confluent-tuned"
                              + (",java" if args.broker == "kafka" else ""))
     clients = [c.strip() for c in names.split(",") if c.strip()]
     rates: dict[str, float] = {}
@@ -184,10 +197,10 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
                     rates[name], joins[name] = rate, join
         for name in clients:
             rate, mb = rates[name], rates[name] * args.value_size / 1e6
-            print(f"  {name:13s} {rate:12,.0f} msg/s  {mb:8.1f} MB/s   (join {joins[name]:.2f} s)")
+            print(f"  {name:15s} {rate:12,.0f} msg/s  {mb:8.1f} MB/s   (join {joins[name]:.2f} s)")
         print(f"  load average after: {_load()}")
     if "kclient" in rates:
-        for other in ("kafka-python", "confluent", "java"):
+        for other in ("kafka-python", "confluent", "confluent-tuned", "java"):
             if other in rates:
                 print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
     if args.json_path:

@@ -9,7 +9,11 @@ It runs on the broker-coordinated connector's machinery: the group protocol of
 :mod:`kclient.consumer.group_protocol` (so it shares a group with GroupConsumerConnector members
 and Java consumers), the range / roundrobin assignors, :class:`KafkaOffsetStore`, and
 :class:`kclient.io.fetcher.Fetcher` for Fetch requests and record decoding.  Fetches happen
-inside ``poll()`` in the caller's thread; heartbeats in a background thread.  A rebalance (seen
+inside ``poll()`` in the caller's thread, pipelined: an answer with more data waiting at the
+broker puts the next Fetch on the wire at once (the fetcher's prefetch), so the broker works
+while the application handles the records; the answer is queued as decoded columns
+(:mod:`kclient.core.prefetch`) and records are built only for what a poll returns.
+Heartbeats run in a background thread.  A rebalance (seen
 by the heartbeat) is carried out by the next ``poll()``, which calls the listener there as Java
 does: ``on_partitions_revoked`` before rejoining (``on_partitions_lost`` instead when the member
 was fenced: unknown member id or illegal generation), ``on_partitions_assigned`` after.
@@ -45,11 +49,12 @@ from kclient._args import (
     topic_partition,
     topic_partitions,
 )
-from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
+from kclient.cluster import Cluster
 from kclient.config import load_config
 from kclient.connection import BrokerConnection
 from kclient.core import group as core_group
 from kclient.core.consumer_records import build_records
+from kclient.core.metadata import list_offsets_answers, list_offsets_body
 from kclient.core.prefetch import PartitionState, take, take_answer
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function

@@ -69,40 +69,58 @@ def _frame(parts: Parts) -> bytes:
 
 
 class _Framer:
-    """Accumulates received bytes and cuts them into complete frames."""
+    """Cuts received bytes into complete frames, copying each frame's bytes once.
+
+    The pieces of a frame are kept as they arrived (views of the received ``bytes``, no copy)
+    and joined once it is complete: one copy per byte, where growing a buffer and slicing
+    frames out of it took three (what a 10 KB-value fetch costs the asyncio consumer)."""
 
     def __init__(self, max_frame: int):
-        self._buf = bytearray()
         self.max_frame = max_frame
+        self._head = b""                      # the size prefix, while incomplete
+        self._need = -1                       # the frame's size, once its prefix is in
+        self._parts: list[memoryview] = []    # what arrived of it
+        self._have = 0
 
     def feed(self, data: Buffer) -> list[bytes]:
-        buf = self._buf
-        buf += data
-        frames = []
-        pos = 0
-        while len(buf) - pos >= 4:
-            n = _SIZE.unpack_from(buf, pos)[0]
-            if n < 0 or n > self.max_frame:
-                raise ProtocolDecodeError(
-                    f"frame size {n} is outside 0..{self.max_frame} (max frame size)")
-            if len(buf) - pos - 4 < n:
-                break
-            frames.append(bytes(buf[pos + 4:pos + 4 + n]))
-            pos += 4 + n
-        if pos:
-            del buf[:pos]
+        if not isinstance(data, bytes):
+            data = bytes(data)                # the pieces must not change under us
+        frames: list[bytes] = []
+        view = memoryview(data)
+        pos, end = 0, len(data)
+        while pos < end:
+            if self._need < 0:
+                take = min(4 - len(self._head), end - pos)
+                self._head += data[pos:pos + take]
+                pos += take
+                if len(self._head) < 4:
+                    break
+                n = _SIZE.unpack(self._head)[0]
+                self._head = b""
+                if n < 0 or n > self.max_frame:
+                    raise ProtocolDecodeError(
+                        f"frame size {n} is outside 0..{self.max_frame} (max frame size)")
+                self._need = n
+            take = min(self._need - self._have, end - pos)
+            if take:
+                self._parts.append(view[pos:pos + take])
+                self._have += take
+                pos += take
+            if self._have == self._need:
+                parts = self._parts
+                frames.append(b"".join(parts) if len(parts) != 1 else parts[0].tobytes())
+                self._parts, self._have, self._need = [], 0, -1
         return frames
 
     def bytes_needed(self) -> int:
         """How many more bytes complete the frame being received (4 when between frames)."""
-        if len(self._buf) < 4:
-            return 4 - len(self._buf)
-        size: int = _SIZE.unpack_from(self._buf, 0)[0]
-        return size + 4 - len(self._buf)
+        if self._need < 0:
+            return 4 - len(self._head)
+        return self._need - self._have
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._head) if self._need < 0 else 4 + self._have
 
 
 #: The correlation id :meth:`ClientProtocol.receive_bytes` gives a bare answer (no header).

@@ -22,6 +22,14 @@ from .arrow import kafka_schema
 from .exactly_once import KClientExactlyOnceWriter
 from .options import lower_keys, parse_read_options, parse_write_options
 from .reader import KClientBatchReader
+from .registry import (
+    RegistryFormat,
+    TypedArrowWriter,
+    TypedBatchReader,
+    binary_value,
+    registry_format,
+    typed_schema,
+)
 from .stream import KClientStreamReader
 from .writer import KClientArrowWriter, KClientStreamArrowWriter, validate_write_schema
 
@@ -37,10 +45,22 @@ class KClientDataSource(DataSource):
 
     def schema(self) -> StructType:
         opts = lower_keys(self.options)
-        return kafka_schema(opts.get("includeheaders", "false").strip().lower() == "true")
+        base = kafka_schema(opts.get("includeheaders", "false").strip().lower() == "true")
+        fmt = self._registry(opts.get("subscribe"))
+        return base if fmt is None else typed_schema(base, fmt)
+
+    def _registry(self, topic: str | None) -> RegistryFormat | None:
+        """``valueFormat`` settings (resolved once: the latest schema is asked for here)."""
+        if "_fmt" not in self.__dict__:
+            one = topic.strip() if topic and "," not in topic else None
+            self.__dict__["_fmt"] = registry_format(self.options, one)
+        found: RegistryFormat | None = self.__dict__["_fmt"]
+        return found
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KClientBatchReader(parse_read_options(self.options, streaming=False))
+        opts = parse_read_options(self.options, streaming=False)
+        fmt = self._registry(lower_keys(self.options).get("subscribe"))
+        return KClientBatchReader(opts) if fmt is None else TypedBatchReader(opts, fmt)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KClientStreamReader(parse_read_options(self.options, streaming=True))
@@ -50,7 +70,7 @@ class KClientDataSource(DataSource):
             raise ValueError("the kclient sink appends only (as Spark's Kafka sink): use "
                              "mode('append')")
         opts = parse_write_options(self.options)
-        validate_write_schema(schema, opts.topic)
+        validate_write_schema(binary_value(schema), opts.topic)
         return opts
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
@@ -58,7 +78,8 @@ class KClientDataSource(DataSource):
         if opts.exactly_once:
             raise ValueError("exactlyOnce=true is for writeStream (micro-batch ids key its "
                              "transactions); df.write is at-least-once")
-        return KClientArrowWriter(opts)
+        fmt = self._registry(opts.topic)
+        return KClientArrowWriter(opts) if fmt is None else TypedArrowWriter(opts, fmt)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = self._write_options(schema, False)

@@ -152,3 +152,18 @@ def test_server_tolerates_trailing_bytes_and_unknown_tags_in_requests():
                                      + frame)
     assert a.body == b.body == c.body and a.error is b.error is c.error is None
     assert a.body.topics[0].name == "t"
+
+
+def test_frames_cut_from_pieces_of_any_size_and_reused_buffers():
+    from kclient.protocol.framing import _Framer
+    frames = [bytes(range(256)) * 40, b"", b"x" * 3, bytes(5000)]
+    wire = b"".join(len(f).to_bytes(4, "big") + f for f in frames)
+    for step in (1, 3, 4, 7, 4096, len(wire)):
+        framer, got = _Framer(1 << 20), []
+        buf = bytearray(step)
+        for i in range(0, len(wire), step):
+            piece = wire[i:i + step]
+            buf[:len(piece)] = piece              # a receive buffer the caller reuses
+            got += framer.feed(memoryview(buf)[:len(piece)])
+            assert framer.buffered + sum(len(f) + 4 for f in got) == i + len(piece)
+        assert got == frames and framer.bytes_needed() == 4, step

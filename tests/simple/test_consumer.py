@@ -316,3 +316,17 @@ def test_reconnects_once_after_the_broker_restarts(mini):
         mini.broker.start()
         assert [m.offset for m in c.fetch(FetchRequest(topic, 0, 10))] == list(range(10, 20))
         assert c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME) == [20]
+
+
+def test_iterating_an_offset_range_keeps_one_fetch_ahead(target):
+    # ten batches of ten; a 200-byte fetch size reads about one batch per round trip (tansu
+    # sends more), and while the caller works through one the next is already on the wire:
+    # every fetch but the first (and the one beyond the range) is a prefetch hit
+    topic = target.topic()
+    target.produce_values(topic, 0, VALUES[:100], batch=10)
+    with consumer(target) as c:
+        got = [(m.offset, m.value) for m in c.iter_messages(topic, 0, 5, max_size=200,
+                                                              end_offset=75)]
+        hits, sent = c.fetcher.prefetch_hits, c.fetcher.requests_sent
+    assert got == [(i, VALUES[i]) for i in range(5, 75)]
+    assert hits >= 2 and hits >= sent - 2, (hits, sent)
