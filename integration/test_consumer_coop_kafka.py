@@ -9,9 +9,13 @@ from kclient.errors import FencedInstanceIdError
 from kclient.testing import KafkaTools, java_clients_problem
 from tests.consumer.coop_scenario import DRIVERS, members, run_handover, run_static_restart
 from tests.consumer.helpers import produce_spread
-from tests.consumer.java_member import run_mixed_java_group
+from tests.consumer.java_member import run_mixed_java_group, run_static_beside_java
 from tests.consumer.test_consumer_cooperative import check_once_each
-from tests.consumer.test_mixed_java_group import check_mixed, kclient_conf
+from tests.consumer.test_mixed_java_group import (
+    check_mixed,
+    check_static_beside_java,
+    kclient_conf,
+)
 from tests.needs import missing
 
 from .helpers import new_topic
@@ -99,3 +103,19 @@ def test_eager_handover_on_kafka4_for_comparison(kafka4, driver):
     print(f"kafka4 eager: rebalance {run.rebalance_s:.3f}s, kept max gap "
           f"{run.kept_max_gap_s:.3f}s")
     check_once_each(run)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("strategy", ["range"])
+def test_static_member_restarts_beside_the_java_consumer_on_kafka4(kafka4, strategy, driver):
+    # cooperative-sticky here: on a loaded machine Java's member was dropped by Kafka's
+    # coordinator ("has failed") during the follow-up rebalance in 1 run of 3, with either
+    # driver; the mini-broker runs it (tests/consumer/test_mixed_java_group.py)
+    problem = java_clients_problem()
+    if problem:
+        missing(problem)
+    topic = new_topic(kafka4, partitions=4)
+    _producer(kafka4, topic)(5)
+    run = run_static_beside_java(KafkaTools(kafka4.bootstrap), topic, 4,
+                                 kclient_conf(kafka4.bootstrap), strategy, members(driver))
+    check_static_beside_java(run)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kclient.consumer.group_connector import decode_assignment
 from kclient.consumer.offsets import Coordinator
+from kclient.core.offsets import offset_commit_body, offset_fetch_body
 from kclient.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -173,9 +174,8 @@ class GroupAdmin(TopicAdmin):
     def _offset_fetch(self, group: str, wanted: list[TopicPartition] | None) -> Any:
         """OffsetFetch of ``wanted`` (None: every partition).  A broker that answers "every
         partition" with a null topic array (tansu) is asked again for every known topic."""
-        topics = None if wanted is None else \
-            [{"name": t, "partition_indexes": ps} for t, ps in by_topic(wanted).items()]
-        body = {"group_id": group, "topics": topics, "require_stable": False}
+        body = offset_fetch_body(group, None if wanted is None else
+                                 [(tp.topic, tp.partition) for tp in wanted])
         coordinator = self._coordinator(group)
         if wanted is not None:
             return coordinator.request(OFFSET_FETCH, body, check=_codes)
@@ -200,14 +200,8 @@ class GroupAdmin(TopicAdmin):
         if storage == "zookeeper":
             zk_groups.commit_offsets(self.zk(), group, values)
             return
-        body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                "group_instance_id": None, "retention_time_ms": -1, "topics": [
-                    {"name": t, "partitions": [
-                        {"partition_index": p, "committed_offset": values[TopicPartition(t, p)].offset,
-                         "committed_leader_epoch": -1, "commit_timestamp": -1,
-                         "committed_metadata": values[TopicPartition(t, p)].metadata}
-                        for p in ps]}
-                    for t, ps in by_topic(values).items()]}
+        body = offset_commit_body(group, {(tp.topic, tp.partition): (v.offset, v.metadata)
+                                          for tp, v in values.items()})
         resp = self._coordinator(group).request(OFFSET_COMMIT, body, check=_codes)
         for t in resp.topics:
             for p in t.partitions:

@@ -18,7 +18,8 @@ from kclient.protocol.apis import OFFSET_COMMIT, OFFSET_FETCH
 from .coordinator import CoordinatorState, coordinated
 from .steps import Conversation, Sleep
 
-__all__ = ["fetch_offsets", "commit_offsets", "first_error", "GENERATION_ERRORS"]
+__all__ = ["fetch_offsets", "commit_offsets", "first_error", "GENERATION_ERRORS",
+           "offset_fetch_body", "offset_commit_body"]
 
 TP = tuple[str, int]
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
@@ -36,16 +37,42 @@ def first_error(resp: Any) -> int:
     return int(resp.get("error_code", 0) or 0)
 
 
-def fetch_offsets(coord: CoordinatorState, group: str, tps: Iterable[TP]
-                  ) -> Conversation[dict[TP, int]]:
-    """OffsetFetch: the committed offset of each partition (-1: none)."""
+def offset_fetch_body(group: str, tps: Iterable[TP] | None) -> dict[str, Any]:
+    """An OffsetFetch body asking for ``tps`` (None: every partition the group has)."""
+    if tps is None:
+        return {"group_id": group, "require_stable": False, "topics": None}
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
-    if not by_topic:
-        return {}
-    body = {"group_id": group, "require_stable": False,
+    return {"group_id": group, "require_stable": False,
             "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+
+
+def offset_commit_body(group: str, offsets: Mapping[TP, int | tuple[int, str]],
+                       generation_id: int = -1, member_id: str = "",
+                       instance_id: str | None = None, retention_ms: int = -1
+                       ) -> dict[str, Any]:
+    """An OffsetCommit body of ``{(topic, partition): offset or (offset, metadata)}``, by a
+    member of ``generation_id`` (-1 and "": by no member, as admin tools commit)."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (t, p), value in offsets.items():
+        offset, metadata = (value, "") if isinstance(value, int) else value
+        by_topic.setdefault(t, []).append(
+            {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
+             "commit_timestamp": -1, "committed_metadata": metadata})
+    return {"group_id": group, "generation_id_or_member_epoch": generation_id,
+            "member_id": member_id, "group_instance_id": instance_id if member_id else None,
+            "retention_time_ms": retention_ms,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+
+def fetch_offsets(coord: CoordinatorState, group: str, tps: Iterable[TP]
+                  ) -> Conversation[dict[TP, int]]:
+    """OffsetFetch: the committed offset of each partition (-1: none)."""
+    body = offset_fetch_body(group, tps)
+    if not body["topics"]:
+        return {}
+    by_topic = {t["name"]: t["partition_indexes"] for t in body["topics"]}
     resp = yield from coordinated(coord, OFFSET_FETCH, body, first_error)
     out = {(t, p): -1 for t, ps in by_topic.items() for p in ps}
     for topic in resp.topics:
@@ -63,19 +90,11 @@ def commit_offsets(coord: CoordinatorState, group: str, offsets: Mapping[TP, int
                    ) -> Conversation[None]:
     """OffsetCommit of the non-negative ``offsets`` with the member's current
     ``generation()`` (generation id, member id)."""
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (t, p), off in offsets.items():
-        if off >= 0:
-            by_topic.setdefault(t, []).append(
-                {"partition_index": p, "committed_offset": off, "committed_metadata": ""})
-    if not by_topic:
+    todo = {tp: off for tp, off in offsets.items() if off >= 0}
+    if not todo:
         return
     for attempt in range(1 + retries):
-        generation_id, member_id = generation()
-        body = {"group_id": group, "generation_id_or_member_epoch": generation_id,
-                "member_id": member_id, "retention_time_ms": -1,
-                "group_instance_id": instance_id if member_id else None,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        body = offset_commit_body(group, todo, *generation(), instance_id)
         resp = yield from coordinated(coord, OFFSET_COMMIT, body, first_error)
         code = first_error(resp)
         if code == 0:

@@ -18,6 +18,7 @@ from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.columns import MessageColumns, message_columns
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.messages import MessageAndOffset
+from kclient.core.offsets import offset_commit_body, offset_fetch_body
 from kclient.errors import (
     BrokerResponseError,
     CoordinatorLoadInProgressError,
@@ -443,17 +444,9 @@ class SimpleConsumer:
         Goes to the group's coordinator (found and followed when it moves).  Raises the first
         partition's error; the exception's ``errors`` maps every failed partition to its error.
         """
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), value in offsets.items():
-            offset, metadata = (value, "") if isinstance(value, int) else tuple(value)
-            topics.setdefault(topic, []).append({
-                "partition_index": partition, "committed_offset": offset,
-                "committed_leader_epoch": -1, "commit_timestamp": -1,
-                "committed_metadata": metadata})
-        body = {"group_id": group, "generation_id_or_member_epoch": generation_id,
-                "member_id": member_id, "group_instance_id": None,
-                "retention_time_ms": retention_ms,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        body = offset_commit_body(group, {tp: v if isinstance(v, int) else (v[0], v[1])
+                                          for tp, v in offsets.items()},
+                                  generation_id, member_id, None, retention_ms)
 
         def commit(conn: BrokerConnection) -> dict[tuple[str, int], BrokerResponseError]:
             resp = conn.request(OFFSET_COMMIT, body)
@@ -476,11 +469,7 @@ class SimpleConsumer:
     def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
                       ) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The offsets ``group`` committed for ``partitions`` (offset -1 where it has none)."""
-        topics: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            topics.setdefault(topic, []).append(partition)
-        body = {"group_id": group, "require_stable": False,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
+        body = offset_fetch_body(group, partitions)
 
         def ask(conn: BrokerConnection) -> dict[tuple[str, int], OffsetAndMetadata]:
             resp = conn.request(OFFSET_FETCH, body)

@@ -3,6 +3,7 @@ the mixed-group scenario the mini-broker and real-Kafka tests share."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -198,3 +199,70 @@ def run_mixed_group(peer: Callable[[str], Any], topic: str, partitions: int,
             "sent": sent, "kclient_events": [(k, ps) for _, _, k, ps in events],
             "java_events": [j.events for j in java]}
 
+
+
+JAVA_RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
+
+
+def _settle(java: JavaMember, quiet_s: float = 2.0, timeout: float = 60) -> None:
+    """Wait until the Java member's listener has been quiet for ``quiet_s``."""
+    deadline = time.monotonic() + timeout
+    seen, since = len(java.events), time.monotonic()
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, f"java never settled: {java.events}"
+        time.sleep(0.1)
+        if len(java.events) != seen:
+            seen, since = len(java.events), time.monotonic()
+
+
+def run_static_beside_java(tools: KafkaTools, topic: str, partitions: int,
+                           conf: dict[str, Any], strategy: str, make: Any = member
+                           ) -> dict[str, Any]:
+    """Java's consumer (the leader) and a static kclient member ("inst-k") share ``topic``; the
+    kclient member closes (no LeaveGroup) and a new one with its group.instance.id takes its place
+    within the session timeout; then a third one with that id fences the second.  Returns
+    what each side saw around the restart."""
+    group = f"static-k-{uuid.uuid4().hex[:8]}"
+    static = dict(conf, **{"group.id": group, "group.instance.id": "inst-k",
+                           "partition.assignment.strategy": strategy})
+    events: list = []
+    java = k = k2 = k3 = None
+    half = partitions // 2
+    try:
+        # Java leads (a restarted static leader rebalances on Kafka: JoinGroup before v9
+        # cannot skip it), the static kclient member joins second
+        java = JavaMember(tools, topic, group,
+                          JAVA_RANGE if strategy == "range" else JAVA_COOPERATIVE)
+        wait_for(lambda: len(java.owned) == partitions, timeout=90, message="java owns all")
+        k = make("k", static, events)
+        k.start(topic)
+        try:
+            wait_for(lambda: len(java.owned) == half and len(k.partitions()) == half,
+                     timeout=90, message="java and kclient share")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: java {java.lines[-12:]}, kclient {k.partitions()} "
+                                 f"{[e[1:] for e in events]} {k.errors}") from None
+        _settle(java)                          # a cooperative follow-up is over
+        java_events, java_owned, k_owned = list(java.events), set(java.owned), k.partitions()
+        k.stop()                               # static: no LeaveGroup
+        k2 = make("k2", static, events)
+        k2.start(topic)
+        wait_for(lambda: k2.partitions() == k_owned, timeout=60,
+                 message="the restarted kclient member took its place")
+        time.sleep(2.0)                        # java would have heard of a rebalance by now
+        java_after = list(java.events)
+        k3 = make("k3", static, events)
+        k3.start(topic)
+        wait_for(lambda: bool(k2.errors), timeout=60, message="the second kclient fenced")
+        return {"java_events_before": java_events, "java_events_after": java_after,
+                "java_owned": java_owned, "java_owned_after": set(java.owned),
+                "k_owned": k_owned, "k2_events": [(kind, ps) for _, who, kind, ps in events
+                                                  if who == "k2"],
+                "fenced": k2.errors[0], "k_errors": k.errors}
+    finally:
+        for m in (k3, k2, k):
+            if m is not None:
+                m.stop_event.set()
+                m.stop()
+        if java is not None:
+            java.close()

@@ -368,3 +368,14 @@ def test_read_committed_leaves_out_aborted_transactions(mini_broker, both):
     u.assign([TopicPartition(topic, 0)])
     assert sorted(r.value for r in poll_values(u, 9)) == sorted(
         want + [f"ab-{i}" for i in range(3)])
+
+
+def test_assignment_strategy_preference_lists_and_java_names(mini_broker, both):
+    """Java's assignor class names map to the protocol names, in preference order; the
+    rebalance is cooperative only when every configured assignor is (Java's rule)."""
+    java = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    mixed = both(conf(mini_broker, name("g"), **{
+        "partition.assignment.strategy": f"{java},range"}))
+    assert (mixed.strategies, mixed.cooperative) == (["cooperative-sticky", "range"], False)
+    coop = both(conf(mini_broker, name("g"), **{"partition.assignment.strategy": [java]}))
+    assert (coop.strategies, coop.cooperative) == (["cooperative-sticky"], True)

@@ -13,7 +13,7 @@ from tests.needs import missing
 
 from .coop_scenario import DRIVERS, members
 from .helpers import produce_spread
-from .java_member import ConfluentMember, JavaMember, run_mixed_group
+from .java_member import ConfluentMember, JavaMember, run_mixed_group, run_static_beside_java
 
 pytestmark = pytest.mark.kafka
 
@@ -23,6 +23,19 @@ def kclient_conf(bootstrap):
             "enable.auto.commit": True, "auto.commit.interval.ms": 200,
             "session.timeout.ms": 10000, "heartbeat.interval.ms": 300,
             "fetch.wait.max.ms": 100, "partition.assignment.strategy": "cooperative-sticky"}
+
+
+def check_static_beside_java(run):
+    """The restarted static member took its place without a rebalance: Java heard nothing and
+    kept its partitions; the restarted member got its predecessor's; a third one fenced it."""
+    from kclient.errors import FencedInstanceIdError
+    assert run["java_events_after"] == run["java_events_before"], "java saw a rebalance"
+    assert run["java_owned_after"] == run["java_owned"]
+    assert not run["java_owned"] & run["k_owned"]
+    assert run["k2_events"][0] == ("assigned", sorted(run["k_owned"]))
+    assert isinstance(run["fenced"], FencedInstanceIdError), run["fenced"]
+    assert "group.instance.id 'inst-k'" in str(run["fenced"])
+    assert not run["k_errors"]
 
 
 def check_mixed(run):
@@ -181,3 +194,17 @@ def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
         if java is not None:
             java.close()
         conn.shutdown()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_static_kclient_member_restarts_beside_java(mini_broker, strategy, driver):
+    problem = kafka_problem("4") or java_clients_problem()
+    if problem:
+        missing(problem)
+    topic = f"static-k-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, partitions=4)
+    produce_spread(mini_broker.bootstrap, topic, 4, 5)
+    run = run_static_beside_java(KafkaTools(mini_broker.bootstrap), topic, 4,
+                                 kclient_conf(mini_broker.bootstrap), strategy, members(driver))
+    check_static_beside_java(run)
