@@ -9,22 +9,24 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .connection import BrokerConnection, ConnectionSettings
-from .core.metadata_recovery import Candidate, MetadataRecovery
-from .errors import (
-    KafkaConnectionError,
-    KafkaError,
-    LeaderNotAvailableError,
-    NoBrokersAvailableError,
-    UnknownTopicOrPartitionError,
-    error_for_code,
+from .core.metadata import (
+    BrokerInfo,
+    ClusterState,
+    PartitionInfo,
+    TopicInfo,
+    list_offsets_answers,
+    list_offsets_body,
+    refresh_metadata,
+    topics_from_metadata,
 )
-from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS, METADATA
-from .structs import TopicPartition
+from .core.metadata_recovery import Candidate, MetadataRecovery
+from .errors import KafkaConnectionError, KafkaError, NoBrokersAvailableError, error_for_code
+from .io.driver import ConnectionTransport, run
+from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS
 
 if TYPE_CHECKING:
     from .protocol.messages import MetadataResponse
@@ -34,36 +36,6 @@ __all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstr
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    topic: str
-    partition: int
-    leader: int
-    replicas: tuple[int, ...] = ()
-    isr: tuple[int, ...] = ()
-    error_code: int = 0
-
-
-@dataclass
-class TopicInfo:
-    name: str
-    error_code: int = 0
-    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
-    is_internal: bool = False
 
 
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
@@ -82,48 +54,7 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
     return out
 
 
-def topics_from_metadata(resp: MetadataResponse, known: Mapping[str, TopicInfo] | None
-                         ) -> dict[str, TopicInfo]:
-    """The topics a Metadata answer describes, over ``known`` (None: the answer is complete)."""
-    topics = dict(known or {})
-    for t in resp.topics:
-        if t.name is None:               # only a lookup by topic id (v12) answers without one
-            continue
-        info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
-        for p in t.partitions:
-            info.partitions[p.partition_index] = PartitionInfo(
-                t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
-                tuple(p.isr_nodes), p.error_code)
-        topics[t.name] = info
-    return topics
-
-
-def list_offsets_body(query: Mapping[TopicPartition, int], isolation_level: int = 0
-                      ) -> dict[str, Any]:
-    """A ListOffsets request body asking for ``{tp: timestamp}`` (-2 earliest, -1 latest)."""
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp, timestamp in query.items():
-        topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "timestamp": timestamp, "max_num_offsets": 1})
-    return {"replica_id": -1, "isolation_level": isolation_level,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-
-
-def list_offsets_answers(resp: Any, version: int
-                         ) -> Iterator[tuple[TopicPartition, int, int, int]]:
-    """``(tp, error code, offset, timestamp)`` per partition of a ListOffsets answer (v0: its
-    first old-style offset, timestamp -1)."""
-    for t in resp.topics:
-        for p in t.partitions:
-            if version == 0:
-                offset = p.old_style_offsets[0] if p.old_style_offsets else -1
-                yield TopicPartition(t.name, p.partition_index), p.error_code, offset, -1
-            else:
-                yield TopicPartition(t.name, p.partition_index), p.error_code, p.offset, \
-                    p.timestamp
-
-
-class Cluster:
+class Cluster(ClusterState):
     """Known brokers and topic metadata, with one pooled connection per broker.
 
     Every connection uses ``settings`` (with keyword ``overrides`` of its fields applied).
@@ -131,14 +62,10 @@ class Cluster:
 
     def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings | None = None,
                  **overrides: Any):
+        super().__init__()
         self.bootstrap = parse_bootstrap(bootstrap)
         settings = settings or ConnectionSettings()
         self.settings = settings.replace(**overrides) if overrides else settings
-        self.brokers: dict[int, BrokerInfo] = {}
-        self.topics: dict[str, TopicInfo] = {}
-        self.controller_id = -1
-        self.cluster_id: str | None = None
-        self.last_refresh = 0.0
         self.recovery = MetadataRecovery(self.settings.metadata_recovery_strategy,
                                          self.settings.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[int | str, BrokerConnection] = {}
@@ -243,53 +170,31 @@ class Cluster:
         names = None if topics is None else sorted(set(topics))
 
         def ask(conn: BrokerConnection) -> MetadataResponse:
-            version = conn.version(METADATA)
-            body_topics: Any
-            if names is None and version == 0:
-                body_topics = []  # v0: an empty list means all topics
-            else:
-                body_topics = None if names is None else [{"name": n} for n in names]
-            return conn.request(METADATA, {"topics": body_topics,
-                                           "allow_auto_topic_creation": allow_auto_create})
+            return run(refresh_metadata(names, allow_auto_create), ConnectionTransport(conn))
 
         what = "fetch metadata" + (f" of {', '.join(names)}" if names else "") + \
             " from any broker"
         resp = self._on_any_broker(ask, what)
-        self._apply(resp, full=names is None)
-        return resp
-
-    def _apply(self, resp: MetadataResponse, full: bool) -> None:
         with self._lock:
-            self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
-                            for b in resp.brokers}
-            self.controller_id = resp.controller_id
-            self.cluster_id = resp.cluster_id
-            self.topics = topics_from_metadata(resp, None if full else self.topics)
-            self.last_refresh = time.monotonic()
+            self.apply(resp, names is None, time.monotonic())
+        return resp
 
     def partitions_for(self, topic: str, refresh: bool = True) -> list[int]:
         """The partition ids of ``topic``; raises UnknownTopicOrPartitionError."""
         info = self.topics.get(topic)
         if (info is None or not info.partitions) and refresh:
             self.refresh([topic])
-            info = self.topics.get(topic)
-        if info is None or info.error_code or not info.partitions:
-            code = info.error_code if info is not None else UnknownTopicOrPartitionError.errno
-            raise error_for_code(code or UnknownTopicOrPartitionError.errno)(f"topic {topic!r}")
-        return sorted(info.partitions)
+        return self.partition_ids(topic)
 
     def leader_for(self, topic: str, partition: int, refresh: bool = True) -> BrokerInfo:
         """The broker leading ``topic``/``partition``, refreshing metadata once if unknown."""
-        for attempt in (0, 1):
-            info = self.topics.get(topic)
-            part = info.partitions.get(partition) if info else None
-            if part is not None and part.leader >= 0 and part.leader in self.brokers:
-                return self.brokers[part.leader]
-            if attempt == 0 and refresh:
-                self.refresh([topic])
-        if part is None:
-            raise UnknownTopicOrPartitionError(f"{topic}/{partition}")
-        raise LeaderNotAvailableError(f"{topic}/{partition} has no leader (leader id {part.leader})")
+        node = self.leader(topic, partition)
+        if node is None and refresh:
+            self.refresh([topic])
+            node = self.leader(topic, partition)
+        if node is None:
+            raise self.no_leader(topic, partition)
+        return self.brokers[node]
 
     # -- admin -------------------------------------------------------------------------------
     def _controller(self) -> BrokerConnection:

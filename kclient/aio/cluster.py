@@ -1,8 +1,8 @@
 """Brokers and topic metadata for the asyncio clients, with one connection per broker.
 
-The asyncio counterpart of :class:`kclient.cluster.Cluster`, sharing its record types
-(:class:`BrokerInfo`, :class:`TopicInfo`, :class:`PartitionInfo`).  Connections are opened on
-first use; a connection that failed is replaced by the next :meth:`connection` call.
+The asyncio counterpart of :class:`kclient.cluster.Cluster`: the same state and Metadata
+conversation (:mod:`kclient.core.metadata`), run by the asyncio driver.  Connections are opened
+on first use; a connection that failed is replaced by the next :meth:`connection` call.
 """
 from __future__ import annotations
 
@@ -10,30 +10,23 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kclient.cluster import (
-    BrokerInfo,
-    TopicInfo,
+from kclient.cluster import parse_bootstrap
+from kclient.connection import ConnectionSettings
+from kclient.core.metadata import (
+    ClusterState,
     list_offsets_answers,
     list_offsets_body,
-    parse_bootstrap,
-    topics_from_metadata,
+    refresh_metadata,
 )
-from kclient.connection import ConnectionSettings
 from kclient.core.metadata_recovery import Candidate, MetadataRecovery
-from kclient.errors import (
-    KafkaConnectionError,
-    KafkaError,
-    LeaderNotAvailableError,
-    NoBrokersAvailableError,
-    UnknownTopicOrPartitionError,
-    error_for_code,
-)
-from kclient.protocol.apis import LIST_OFFSETS, METADATA
+from kclient.errors import KafkaConnectionError, KafkaError, NoBrokersAvailableError, error_for_code
+from kclient.protocol.apis import LIST_OFFSETS
 from kclient.structs import TopicPartition
 
 from .connection import AIOConnection
+from .driver import ConnectionTransport, run
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import MetadataResponse
@@ -43,15 +36,13 @@ __all__ = ["AIOCluster"]
 log = logging.getLogger(__name__)
 
 
-class AIOCluster:
+class AIOCluster(ClusterState):
     """Known brokers and topics; ``await refresh()`` asks any broker for metadata."""
 
     def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings) -> None:
+        super().__init__()
         self.bootstrap = parse_bootstrap(bootstrap)
         self.settings = settings
-        self.brokers: dict[int, BrokerInfo] = {}
-        self.topics: dict[str, TopicInfo] = {}
-        self.last_refresh = 0.0
         self.recovery = MetadataRecovery(settings.metadata_recovery_strategy,
                                          settings.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[int | str, AIOConnection] = {}
@@ -123,14 +114,9 @@ class AIOCluster:
             conn = await self.any_connection()
             asked: Candidate = (conn.node_id if conn.node_id is not None
                                 else f"{conn.host}:{conn.port}", conn.host, conn.port)
-            version = conn.version(METADATA)
-            body_topics: Any = None if names is None else [{"name": n} for n in names]
-            if names is None and version == 0:
-                body_topics = []
             try:
-                resp: MetadataResponse = await conn.request(
-                    METADATA, {"topics": body_topics,
-                               "allow_auto_topic_creation": allow_auto_create}, version)
+                resp = await run(refresh_metadata(names, allow_auto_create),
+                                 ConnectionTransport(conn))
             except KafkaConnectionError:
                 self.recovery.failed(asked, self._known(), time.monotonic())
                 if attempt == 2:
@@ -139,15 +125,9 @@ class AIOCluster:
             if self.recovery.answered(asked, self._known(), time.monotonic()):
                 log.warning("rebootstrapped: %s:%s from the bootstrap list answered after every "
                             "known broker failed", conn.host, conn.port)
-            self._apply(resp, names is None)
+            self.apply(resp, names is None, time.monotonic())
             return resp
         raise AssertionError("unreachable")
-
-    def _apply(self, resp: MetadataResponse, full: bool) -> None:
-        self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
-                        for b in resp.brokers}
-        self.topics = topics_from_metadata(resp, None if full else self.topics)
-        self.last_refresh = time.monotonic()
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (metadata fetched if unknown); raises the topic's
@@ -155,19 +135,7 @@ class AIOCluster:
         info = self.topics.get(topic)
         if info is None or not info.partitions:
             await self.refresh([topic])
-            info = self.topics.get(topic)
-        if info is None or info.error_code or not info.partitions:
-            code = info.error_code if info is not None else 0
-            raise error_for_code(code or UnknownTopicOrPartitionError.errno)(f"topic {topic!r}")
-        return sorted(info.partitions)
-
-    def leader(self, topic: str, partition: int) -> int | None:
-        """The leader's node id from what is known now (None: unknown or no leader)."""
-        info = self.topics.get(topic)
-        part = info.partitions.get(partition) if info is not None else None
-        if part is None or part.leader < 0 or part.leader not in self.brokers:
-            return None
-        return part.leader
+        return self.partition_ids(topic)
 
     async def leader_for(self, topic: str, partition: int) -> int:
         """The leader's node id, refreshing metadata once when unknown."""
@@ -176,9 +144,7 @@ class AIOCluster:
             await self.refresh([topic], allow_auto_create=False)
             node = self.leader(topic, partition)
         if node is None:
-            if self.topics.get(topic) is None or partition not in self.topics[topic].partitions:
-                raise UnknownTopicOrPartitionError(f"{topic}/{partition}")
-            raise LeaderNotAvailableError(f"{topic}/{partition} has no leader")
+            raise self.no_leader(topic, partition)
         return node
 
     async def list_offsets(self, query: Mapping[TopicPartition, int], isolation_level: int = 0

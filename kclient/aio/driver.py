@@ -5,7 +5,8 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from kclient.core.steps import ANY_NODE, Conversation, Gather, RawExchange, Request, Sleep
+from kclient.core import steps
+from kclient.core.steps import Conversation, Gather, RawExchange, Request, Sleep
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
 
 __all__ = ["AsyncTransport", "ConnectionTransport", "ClusterTransport", "run"]
@@ -49,13 +50,6 @@ class _Cluster(Protocol):
     def drop(self, conn: Any, reason: str) -> None: ...
 
 
-def version_of(request: Request, conn: _Connection) -> int | None:
-    """The version to send ``request`` at on ``conn`` (None: the connection's highest)."""
-    if request.version is None and request.max_version is not None:
-        return conn.version(request.api, request.max_version)
-    return request.version
-
-
 class ConnectionTransport:
     """A conversation bound to one broker connection (``Request.node`` None)."""
 
@@ -65,11 +59,11 @@ class ConnectionTransport:
         self.conn = conn
 
     async def request(self, request: Request) -> Any:
-        version = version_of(request, self.conn)
+        version, body = steps.version_and_body(request, self.conn)
         if not request.expect_response:
-            self.conn.send(request.api, request.body, version, expect_response=False)
+            self.conn.send(request.api, body, version, expect_response=False)
             return None
-        return await self.conn.request(request.api, request.body, version)
+        return await self.conn.request(request.api, body, version)
 
     async def exchange(self, token: bytes) -> bytes:
         return await self.conn.raw_exchange(token)
@@ -87,7 +81,7 @@ class ClusterTransport:
 
     async def request(self, request: Request) -> Any:
         node = request.node
-        if node is None or node == ANY_NODE:
+        if node is None or node == steps.ANY_NODE:
             conn = await self.cluster.any_connection()
         elif isinstance(node, int):
             if node not in self.cluster.brokers:

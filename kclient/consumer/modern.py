@@ -49,11 +49,12 @@ from kclient._args import (
     topic_partition,
     topic_partitions,
 )
-from kclient.cluster import Cluster, list_offsets_answers, list_offsets_body
+from kclient.cluster import Cluster
 from kclient.config import load_config
 from kclient.connection import BrokerConnection
 from kclient.core import group as core_group
 from kclient.core.consumer_records import build_records
+from kclient.core.metadata import list_offsets_answers, list_offsets_body
 from kclient.core.prefetch import PartitionState, take, take_answer
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function

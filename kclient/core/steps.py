@@ -7,14 +7,14 @@ handling live in the conversation and are the same for both drivers.
 """
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kclient.protocol.schema import Api, Struct
 
 __all__ = ["Request", "Gather", "Sleep", "RawExchange", "Step", "Conversation", "ANY_NODE",
-           "COORDINATOR", "exchange_of"]
+           "COORDINATOR", "BodyFor", "exchange_of", "version_and_body"]
 
 T = TypeVar("T")
 
@@ -31,7 +31,9 @@ class Request:
     own connection (a handshake, a coordinator-bound conversation), else a node id or one of
     :data:`ANY_NODE` / :data:`COORDINATOR`.  ``expect_response`` False (Produce acks=0) resumes
     with None once the frame is written.  ``max_version`` caps the negotiated version when
-    ``version`` is None (a body written for the versions up to it).
+    ``version`` is None (a body written for the versions up to it).  ``body`` may be a function
+    of the version (:data:`BodyFor`) when what to ask depends on it: the driver calls it with
+    the version it sends.
     """
 
     api: Api[Any, Any]
@@ -75,6 +77,26 @@ class RawExchange:
 
 
 Step = Request | Gather | Sleep | RawExchange
+
+
+#: A request body written for the version the driver picks: ``body(version)``.
+BodyFor = Callable[[int], Mapping[str, Any]]
+
+
+class _Versioned(Protocol):
+    def version(self, api: Any, highest: int | None = None) -> int: ...
+
+
+def version_and_body(request: Request, conn: _Versioned) -> tuple[int | None, Any]:
+    """The version to send ``request`` at on ``conn`` (None: the connection's highest) and the
+    body for it (a :data:`BodyFor` called with that version)."""
+    version = request.version
+    body = request.body
+    if version is None and (request.max_version is not None or callable(body)):
+        version = conn.version(request.api, request.max_version)
+    if callable(body):
+        body = body(version)
+    return version, body
 
 
 def exchange_of(transport: Any) -> Any:

@@ -5,10 +5,18 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from kclient.core.steps import ANY_NODE, Conversation, Gather, RawExchange, Request, Sleep
+from kclient.core.steps import (
+    ANY_NODE,
+    Conversation,
+    Gather,
+    RawExchange,
+    Request,
+    Sleep,
+    version_and_body,
+)
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 
-__all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run", "version_of"]
+__all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run"]
 
 T = TypeVar("T")
 
@@ -56,13 +64,6 @@ class _Cluster(Protocol):
                 ) -> Any: ...
 
 
-def version_of(request: Request, conn: _Connection) -> int | None:
-    """The version to send ``request`` at on ``conn`` (None: the connection's highest)."""
-    if request.version is None and request.max_version is not None:
-        return conn.version(request.api, request.max_version)
-    return request.version
-
-
 class ConnectionTransport:
     """A conversation bound to one broker connection (``Request.node`` None): a handshake,
     a coordinator's requests."""
@@ -73,8 +74,8 @@ class ConnectionTransport:
         self.conn = conn
 
     def send(self, request: Request) -> int | None:
-        corr = self.conn.send(request.api, request.body, version_of(request, self.conn),
-                              request.expect_response)
+        version, body = version_and_body(request, self.conn)
+        corr = self.conn.send(request.api, body, version, request.expect_response)
         return corr if request.expect_response else None
 
     def receive(self, handle: Any) -> Any:
@@ -109,8 +110,8 @@ class ClusterTransport:
     def send(self, request: Request) -> tuple[_Connection, int] | None:
         conn = self._connection(request.node)
         try:
-            corr = conn.send(request.api, request.body, version_of(request, conn),
-                             request.expect_response)
+            version, body = version_and_body(request, conn)
+            corr = conn.send(request.api, body, version, request.expect_response)
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             conn.close(f"failed: {exc}")
             raise
