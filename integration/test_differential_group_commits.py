@@ -7,8 +7,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH
-from kclient.protocol.apis import SYNC_GROUP
+from kclient.protocol.apis import (
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
 
 from .differential import Twin
 from .test_differential import LONG_MS, check, create, twin4, wait_coordinator  # noqa: F401
@@ -67,7 +73,7 @@ def test_offset_commit_while_rebalancing(twin4):  # noqa: F811
     _commit(twin4, a, 1, "PreparingRebalance, current generation", 11)
     _commit(twin4, a, 0, "PreparingRebalance, old generation", 12)
     _commit(twin4, a, 2, "PreparingRebalance, next generation", 13)
-    _commit(twin4, {s: "stranger" for s in SIDES}, 1, "PreparingRebalance, unknown member", 14)
+    _commit(twin4, dict.fromkeys(SIDES, "stranger"), 1, "PreparingRebalance, unknown member", 14)
     _commit(twin4, a, 1, "PreparingRebalance, unknown instance id", 15, instance="nobody")
     # the first rejoins: generation 2 is formed and awaits the leader's SyncGroup
     twin4.request(JOIN_GROUP, 5, lambda s: _join_body(a[s]), "rejoin",
@@ -75,7 +81,7 @@ def test_offset_commit_while_rebalancing(twin4):  # noqa: F811
     b = {side: r.member_id for side, r in _member_ids(twin4, pending).items()}
     _commit(twin4, a, 2, "CompletingRebalance, current generation", 16)
     _commit(twin4, a, 1, "CompletingRebalance, old generation", 17)
-    _commit(twin4, {s: "stranger" for s in SIDES}, 2, "CompletingRebalance, unknown member", 18)
+    _commit(twin4, dict.fromkeys(SIDES, "stranger"), 2, "CompletingRebalance, unknown member", 18)
     twin4.request(SYNC_GROUP, 3, lambda s: {
         "group_id": GROUP, "generation_id": 2, "member_id": a[s],
         "assignments": [{"member_id": a[s], "assignment": b"A"},
