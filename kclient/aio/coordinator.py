@@ -16,7 +16,7 @@ from kclient.core.steps import ANY_NODE, COORDINATOR, Conversation, Request
 
 from .cluster import AIOCluster
 from .connection import AIOConnection
-from .driver import run
+from .driver import ConnectionTransport, run
 
 __all__ = ["AIOCoordinator"]
 
@@ -69,10 +69,7 @@ class AIOCoordinator:
             conn = await self.cluster.connection(node)
         else:
             raise ValueError(f"unknown request destination {node!r}")
-        if not request.expect_response:
-            conn.send(request.api, request.body, request.version, expect_response=False)
-            return None
-        return await conn.request(request.api, request.body, request.version)
+        return await ConnectionTransport(conn).request(request)
 
     def close(self, reason: str = "closed by the client") -> None:
         """Close the coordinator connection (requests on it fail; later ones reconnect)."""
