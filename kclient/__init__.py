@@ -55,15 +55,19 @@ from .simple import FetchRequest, OffsetRequest, SimpleConsumer
 
 if TYPE_CHECKING:
     from .aio import AIOConsumer, AIOProducer
+    from .schema_registry import AsyncSchemaRegistryClient, SchemaRegistryClient
 
-_LAZY = ("AIOProducer", "AIOConsumer")
+#: name -> the module it is imported from on first use
+_LAZY = {"AIOProducer": "aio", "AIOConsumer": "aio", "SchemaRegistryClient": "schema_registry",
+         "AsyncSchemaRegistryClient": "schema_registry"}
 
 
 def __getattr__(name: str) -> Any:
-    """AIOProducer and AIOConsumer import kclient.aio (and asyncio) on first use only."""
+    """AIOProducer and AIOConsumer import kclient.aio (and asyncio), the registry clients
+    kclient.schema_registry, on first use only."""
     if name in _LAZY:
-        from . import aio
-        return getattr(aio, name)
+        import importlib
+        return getattr(importlib.import_module(f"kclient.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'kclient' has no attribute {name!r}")
 
 
@@ -80,5 +84,5 @@ __all__ = [
     "KafkaError", "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
     "ConsumerTimeoutError", "errors", "simple",
     "Cluster", "BrokerConnection", "load_config", "__version__", "AdminClient", "NewTopic",
-    "AIOProducer", "AIOConsumer",
+    "AIOProducer", "AIOConsumer", "SchemaRegistryClient", "AsyncSchemaRegistryClient",
 ]

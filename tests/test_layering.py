@@ -49,6 +49,7 @@ def files(sub: str):
 RULES = [
     ("protocol", ("kclient.protocol",)),
     ("broker", ("kclient.protocol", "kclient.broker")),
+    ("schema_registry", ("kclient.schema_registry", "kclient.core.steps")),
     # the sans-IO core: the wire, plain structures and errors, the sans-IO SASL mechanisms
     ("core", ("kclient.protocol", "kclient.core", "kclient.errors", "kclient.structs",
               "kclient.security.sasl")),

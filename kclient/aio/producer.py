@@ -38,7 +38,12 @@ from kclient.config import load_config
 from kclient.core import transactions as txn_core
 from kclient.core.idempotence import IdempotentState
 from kclient.core.steps import Conversation
-from kclient.core.transactions import ABORTABLE_ERROR, IN_TRANSACTION, TxnState
+from kclient.core.transactions import (
+    ABORTABLE_ERROR,
+    IN_TRANSACTION,
+    ProducerIdentity,
+    TxnState,
+)
 from kclient.encoders import DefaultEncoder, for_topic
 from kclient.errors import (
     IllegalStateError,
@@ -80,7 +85,7 @@ _UNSUPPORTED = {
 }
 
 
-class AIOProducer:
+class AIOProducer(ProducerIdentity):
     """An asyncio producer: batching per partition, per-message futures, flush and close."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
@@ -247,17 +252,8 @@ class AIOProducer:
         await self.flush(timeout)
         await self.run(txn_core.end_transaction(txn, commit=False))
 
-    @property
-    def transaction_version(self) -> int | None:
-        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
-        None before init_transactions() (or without transactional.id)."""
-        return None if self._txn is None else self._txn.transaction_version
-
-    @property
-    def producer_id_and_epoch(self) -> tuple[int, int]:
-        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
-        idem = self._idem
-        return (-1, -1) if idem is None else (idem.producer_id, idem.epoch)
+    def _identity(self) -> IdempotentState | None:
+        return self._idem
 
     # -- sending --------------------------------------------------------------------------------
     async def send(self, topic: str, value: Any = None, key: Any = None,

@@ -17,15 +17,17 @@ from kclient.bench.records import _best_rates
 SCHEMA = json.dumps({"type": "record", "name": "Order", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
     {"name": "amount", "type": "double"}, {"name": "currency", "type": "string"},
-    {"name": "paid", "type": "boolean"},
+    {"name": "paid", "type": "boolean"}, {"name": "address", "type": "string"},
     {"name": "note", "type": ["null", "string"], "default": None},
     {"name": "items", "type": {"type": "array", "items": "string"}}]})
 
 
 def records(n: int) -> list[dict[str, Any]]:
     """``n`` records of about 100 bytes encoded."""
-    return [{"id": i, "customer": f"customer-{i % 997:05d}", "amount": i * 0.25,
-             "currency": "EUR", "paid": i % 2 == 0, "note": None if i % 3 else "gift wrap",
+    return [{"id": i, "customer": f"customer-{i % 997:05d}@example.org", "amount": i * 0.25,
+             "currency": "EUR", "paid": i % 2 == 0,
+             "address": f"Storgata {i % 90 + 1}, {i % 9000 + 1000:04d} Oslo",
+             "note": None if i % 3 else "gift wrap",
              "items": [f"sku-{i % 50:04d}", f"sku-{(i * 7) % 50:04d}"]} for i in range(n)]
 
 

@@ -63,7 +63,7 @@ from .coordinator import CoordinatorState, find_coordinator
 from .idempotence import IdempotentState
 from .steps import Conversation, Request, Sleep
 
-__all__ = ["TxnState", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
+__all__ = ["TxnState", "ProducerIdentity", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
            "FATAL_ERROR", "TP", "fenced", "is_abortable", "coordinator_request",
            "negotiate", "init_transactions", "add_partitions", "send_offsets", "end_transaction",
            "group_fields", "offsets_to_commit"]
@@ -221,6 +221,28 @@ class TxnState(IdempotentState):
             raise exc
         self.record_failure(exc)
         raise fenced(exc)
+
+
+class ProducerIdentity:
+    """What both producers show of their core state: producer id, epoch, transaction version
+    (a face mixes this in and says where its state is)."""
+
+    def _identity(self) -> IdempotentState | None:
+        """This producer's idempotent or transactional state; None when neither is on."""
+        raise NotImplementedError
+
+    @property
+    def transaction_version(self) -> int | None:
+        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
+        None before init_transactions() (or without transactional.id)."""
+        state = self._identity()
+        return state.transaction_version if isinstance(state, TxnState) else None
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
+        state = self._identity()
+        return (-1, -1) if state is None else (state.producer_id, state.epoch)
 
 
 # -- conversations ------------------------------------------------------------------------------

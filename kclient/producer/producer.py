@@ -27,6 +27,7 @@ from typing import Any
 
 from kclient._args import one_of
 from kclient.config import load_config
+from kclient.core.idempotence import IdempotentState
 from kclient.encoders import for_topic
 from kclient.errors import (
     FailedToSendMessageError,
@@ -65,7 +66,13 @@ from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 from .future import resolve as _py_resolve
 from .send_thread import Chunk, ProducerSendThread
-from .transactions import ABORTABLE_ERROR, IN_TRANSACTION, Transactions, offsets_to_commit
+from .transactions import (
+    ABORTABLE_ERROR,
+    IN_TRANSACTION,
+    ProducerIdentity,
+    Transactions,
+    offsets_to_commit,
+)
 
 __all__ = ["Producer"]
 
@@ -82,7 +89,7 @@ _AUTHORIZATION = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError
                   TransactionalIdAuthorizationFailedError)
 
 
-class Producer(ProducerCompat):
+class Producer(ProducerCompat, ProducerIdentity):
     """Send messages to Kafka; ``producer.type`` chooses sync or async (see module docstring).
 
     ``config`` holds producer keys (``metadata.broker.list``, ``producer.type``, ...); keyword
@@ -699,18 +706,11 @@ class Producer(ProducerCompat):
         docs/producer.md ("Resuming a transaction")."""
         self._transactions.resume(producer_id, epoch)
 
-    @property
-    def transaction_version(self) -> int | None:
-        """2 when transactions v2 (KIP-890) were negotiated with the coordinator, 1 for v1;
-        None before init_transactions() (or without transactional.id)."""
-        return None if self._txn is None else self._txn.transaction_version
-
-    @property
-    def producer_id_and_epoch(self) -> tuple[int, int]:
-        """This producer's id and epoch ((-1, -1) before the first InitProducerId)."""
-        txn = self._txn if self._txn is not None else getattr(
-            self.event_handler, "txn", None)
-        return (-1, -1) if txn is None else (txn.producer_id, txn.epoch)
+    def _identity(self) -> IdempotentState | None:
+        if self._txn is not None:
+            return self._txn
+        txn: IdempotentState | None = getattr(self.event_handler, "txn", None)
+        return txn
 
     def partition_for(self, topic: str, key: Any) -> int:
         """The partition a message with ``key`` goes to (murmur2 by default), as send() picks."""

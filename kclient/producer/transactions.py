@@ -22,6 +22,7 @@ from kclient.core.transactions import (
     READY,
     TP,
     UNINITIALIZED,
+    ProducerIdentity,
     TxnState,
     fenced,
     is_abortable,
@@ -30,7 +31,7 @@ from kclient.core.transactions import (
 from kclient.io.driver import ClusterTransport, run
 
 __all__ = ["Transactions", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
-           "FATAL_ERROR", "TP", "fenced", "is_abortable", "offsets_to_commit"]
+           "FATAL_ERROR", "TP", "ProducerIdentity", "fenced", "is_abortable", "offsets_to_commit"]
 
 _T = TypeVar("_T")
 

@@ -161,6 +161,11 @@ class SchemaSerializer(_Serde):
         self.header_ids = self.conf["schema.id.serializer"] == "header"
         #: subject -> (schema id, GUID, parsed schema, the bytes that start every payload)
         self._writers: dict[str, tuple[int, str | None, Any, bytes]] = {}
+        #: (topic, field) -> (parsed, head) once known, when nothing else varies per record
+        #: (a built-in strategy, prefix ids, no to_dict): the steady state is one dict lookup
+        self._fast: dict[tuple[str, str], tuple[Any, bytes]] | None = \
+            {} if self.strategy in STRATEGIES.values() and not self.header_ids \
+            and to_dict is None else None
 
     def record_name(self, obj: Any) -> str | None:
         """The name the record strategies use (subclasses)."""
@@ -243,6 +248,11 @@ class SchemaSerializer(_Serde):
             return None
         if ctx is None:
             raise SerializationError("a SerializationContext (topic, field) is needed")
+        fast = self._fast
+        if fast is not None:
+            hit = fast.get((ctx.topic, ctx.field))
+            if hit is not None:
+                return self.encode(hit[0], obj, hit[1])
         subject = self._subject(obj, ctx)
         entry = self._writers.get(subject)
         if entry is None:
@@ -251,6 +261,8 @@ class SchemaSerializer(_Serde):
                                          "serialize_async(obj, ctx) (or use a "
                                          "SchemaRegistryClient)")
             entry = self.client.run(self._writer(subject))
+        if fast is not None and subject in self._writers:
+            fast[(ctx.topic, ctx.field)] = (entry[2], entry[3])
         return self._finish(obj, ctx, entry)
 
     async def serialize_async(self, obj: Any, ctx: SerializationContext) -> bytes | None:
