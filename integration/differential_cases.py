@@ -71,6 +71,12 @@ CASES: dict[str, str] = {
         "(last stable offset, aborted transactions, markers) and ListOffsets v5 latest and "
         "earliest at both levels; EndTxn v1-v3 (abort, commit, "
         "retried, the other outcome, no transaction)",
+    "OffsetCommit while the group rebalances": "a classic group (JoinGroup v5, SyncGroup v3) "
+        "of one member, then a second joining: OffsetCommit v7 of the current, an old and the "
+        "next generation, an unknown member and an unknown instance id while the group is "
+        "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
+        "Stable again; OffsetFetch of what was stored "
+        "(integration/test_differential_group_commits.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
@@ -166,6 +172,10 @@ FIXED: list[tuple[str, str, str]] = [
     ("transactions", "FindCoordinator answered a found coordinator with a null error message "
      "(Kafka: \"NONE\"); AddPartitionsToTxn listed an unknown topic in request order (Kafka: "
      "the unknown partitions first)", "8fbd1de"),
+    ("OffsetCommit while the group rebalances", "CompletingRebalance answered "
+     "REBALANCE_IN_PROGRESS before checking member and generation (Kafka: ILLEGAL_GENERATION "
+     "for an old generation, UNKNOWN_MEMBER_ID for a stranger); an unknown instance id was "
+     "not refused (Kafka: UNKNOWN_MEMBER_ID)", "7dc85bb"),
 ]
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker

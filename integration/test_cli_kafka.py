@@ -1,8 +1,8 @@
 """The ``kclient`` command against real Kafka 4.x: ``dump-log`` agrees with Kafka's
 DumpLogSegments on Kafka's own segment, ``groups describe`` with kafka-consumer-groups."""
-import time
 
 from tests.conftest import CliRunner
+from tests.waiting import wait_until
 
 
 def _rows(text, group):
@@ -40,7 +40,9 @@ def test_groups_describe_lag_equals_kafka_consumer_groups(kafka4):
     cli("produce", "cli-lag", input=b"".join(b"m%d\n" % i for i in range(60)), check=0)
     cli("consume", "cli-lag", "-G", "cli-lag-g", "-o", "earliest", "-c", "25", check=0)
     cli("produce", "cli-lag", "-p", "2", input=b"x\ny\n", check=0)
-    time.sleep(0.5)
+    wait_until(lambda: sum(int(r[5]) for r in _rows(cli.out("groups", "describe", "cli-lag-g"),
+                                                    "cli-lag-g")) == 62 - 25, 30,
+               "the group's lag counting the two new records")
     theirs = kafka4.run_tool("consumer-groups", "--bootstrap-server", kafka4.bootstrap,
                              "--describe", "--group", "cli-lag-g").stdout.decode()
     ours = cli.out("groups", "describe", "cli-lag-g")

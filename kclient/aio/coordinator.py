@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from kclient.connection import ConnectionSettings
 from kclient.core.coordinator import CoordinatorState
-from kclient.core.steps import ANY_NODE, COORDINATOR, Conversation, Request
+from kclient.core.steps import ANY_NODE, COORDINATOR, Conversation, Request, version_and_body
 
 from .cluster import AIOCluster
 from .connection import AIOConnection
@@ -69,10 +69,11 @@ class AIOCoordinator:
             conn = await self.cluster.connection(node)
         else:
             raise ValueError(f"unknown request destination {node!r}")
+        version, body = version_and_body(request, conn)
         if not request.expect_response:
-            conn.send(request.api, request.body, request.version, expect_response=False)
+            conn.send(request.api, body, version, expect_response=False)
             return None
-        return await conn.request(request.api, request.body, request.version)
+        return await conn.request(request.api, body, version)
 
     def close(self, reason: str = "closed by the client") -> None:
         """Close the coordinator connection (requests on it fail; later ones reconnect)."""

@@ -249,10 +249,13 @@ class GroupCoordinator:
     def _replace_static(self, group: Group, member: Member, req: JoinRequest,
                         future: Future[Any]) -> None:
         """Give a restarted static member a new member id in place of the old (whose waiting
-        requests, and any later ones, get FENCED_INSTANCE_ID).  In a Stable group with the same
-        subscription it takes over the current assignment without a rebalance (Kafka also
-        rebalances when it is the leader, which JoinGroup before v9 cannot skip)."""
+        requests, and any later ones, get FENCED_INSTANCE_ID), as Kafka's
+        updateStaticMemberAndRebalance: Stable with the group's protocol still selected, it
+        takes over the current assignment and generation, no rebalance, even as the leader
+        (JoinGroup before v9 answers the previous leader id, so it runs no assignment);
+        CompletingRebalance rebalances; PreparingRebalance waits for the join phase."""
         old_id, new_id = member.member_id, f"{req.client_id}-{uuid.uuid4()}"
+        previous_leader = group.leader_id
         self._fail_waiters(member, FENCED_INSTANCE_ID)
         del group.members[old_id]
         member.member_id, member.client_id, member.client_host = (
@@ -264,33 +267,15 @@ class GroupCoordinator:
             group.leader_id = new_id
         log.info("group %s: static member %s replaced %s with %s", group.group_id,
                  req.group_instance_id, old_id, new_id)
-        if group.state == STABLE and new_id != group.leader_id \
-                and self._same_subscription(group, member, req):
-            member.protocols = list(req.protocols)
-            member.session_timeout_ms = req.session_timeout_ms
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-            member.touch()
-            self._reply(future, group.join_result(new_id))
-            return
         self._update_member(member, req, future)
-        if group.state == PREPARING_REBALANCE:
+        if group.state == STABLE and group.select_protocol() == group.protocol_name:
+            member.join_future = None
+            self._reply(future, dict(group.join_result(new_id), members=[],
+                                     leader=previous_leader or ""))
+        elif group.state == PREPARING_REBALANCE:
             self._try_complete_join(group)
         else:
             self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
-
-    @staticmethod
-    def _same_subscription(group: Group, member: Member, req: JoinRequest) -> bool:
-        """The group's protocol stays selectable and the member subscribes to the same
-        topics with it (owned partitions and user data may differ after a restart)."""
-        protocol = group.protocol_name
-        new = dict(req.protocols)
-        if protocol not in new:
-            return False
-        old_meta, new_meta = member.metadata(protocol), new[protocol]
-        old_topics, new_topics = subscribed_topics(old_meta), subscribed_topics(new_meta)
-        if group.protocol_type != "consumer" or old_topics is None or new_topics is None:
-            return old_meta == new_meta
-        return old_topics == new_topics
 
     def _add_member(self, group: Group, member_id: str, req: JoinRequest,
                     future: Future[Any]) -> None:

@@ -212,24 +212,40 @@ class Group:
     @staticmethod
     def commit_error(group: Group | None, generation_id: int, member_id: str,
                      instance_id: str | None = None) -> int:
-        """Kafka's rules for who may commit offsets; a valid member's session is refreshed."""
+        """Kafka's ClassicGroup.validateOffsetCommit: a member of the current generation may
+        commit while the group is Stable or still preparing a rebalance; REBALANCE_IN_PROGRESS
+        only once the new generation is completing, after the member and generation checks.
+        A valid member's session is refreshed."""
         if group is None:
             return NONE if generation_id < 0 else ILLEGAL_GENERATION
-        if group.fenced(instance_id, member_id):
-            return FENCED_INSTANCE_ID
         if group.state == DEAD:
             return COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.state == EMPTY:
             return NONE
+        member = group.members.get(member_id)
+        if generation_id >= 0 or member_id or instance_id is not None:
+            code = group.static_error(instance_id, member_id)
+            if code or member is None:
+                return code or UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ILLEGAL_GENERATION
+        elif group.state != EMPTY:
+            return UNKNOWN_MEMBER_ID
         if group.state == COMPLETING_REBALANCE:
             return REBALANCE_IN_PROGRESS
-        member = group.members.get(member_id)
-        if member is None:
-            return UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION
-        member.touch()
+        if member is not None:
+            member.touch()
         return NONE
+
+    def static_error(self, instance_id: str | None, member_id: str) -> int:
+        """Kafka's validateMember for a named instance: unknown instance UNKNOWN_MEMBER_ID,
+        another member id now holding it FENCED_INSTANCE_ID."""
+        if instance_id is None:
+            return NONE
+        current = self.static_members.get(instance_id)
+        if current is None:
+            return UNKNOWN_MEMBER_ID
+        return FENCED_INSTANCE_ID if current != member_id else NONE
 
 
 def join_error(code: int, member_id: str = "") -> dict[str, Any]:

@@ -71,9 +71,11 @@ class MiniBroker:
                  zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
                  host: str = "127.0.0.1", *, cluster: ClusterView | None = None,
                  sasl_users: Mapping[str, str] | None = None,
-                 schema_registry: bool | int = False):
+                 schema_registry: bool | int = False,
+                 schema_registry_users: Mapping[str, str] | None = None):
         """``schema_registry``: also serve a Schema Registry (True: on any free port; a
-        number: on that port), its schemas in the compacted ``_schemas`` topic."""
+        number: on that port), its schemas in the compacted ``_schemas`` topic; with
+        ``schema_registry_users`` (name -> password) it asks for HTTP basic auth."""
         self.config = BrokerConfig(config)
         cfg = self.config
         self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
@@ -104,7 +106,8 @@ class MiniBroker:
         self._authorizing = authorizer_enabled(cfg)   # an unknown class fails now
         self._server: SocketServer | None = None    # the first listener's
         self.registry = None if schema_registry is False else RegistryServer(
-            self, 0 if schema_registry is True else int(schema_registry), self.host)
+            self, 0 if schema_registry is True else int(schema_registry), self.host,
+            schema_registry_users)
         self._servers: list[SocketServer] = []
         #: per API requests, errors, bytes and latency; connections (metrics())
         self.request_stats = RequestStats()
@@ -546,6 +549,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
     parser.add_argument("--schema-registry", type=int, default=None, metavar="PORT",
                         help="also serve a Schema Registry on PORT (0: any)")
+    parser.add_argument("--schema-registry-user", action="append", default=[],
+                        metavar="NAME:PASSWORD",
+                        help="the registry asks for HTTP basic auth of these users")
     parser.add_argument("--prometheus-port", type=int, default=None, metavar="PORT",
                         help="serve the broker's request metrics for Prometheus on PORT "
                              "(0: any) at /metrics (needs prometheus_client)")
@@ -606,7 +612,9 @@ def main(argv: list[str] | None = None,
                             config=config, host=args.host,
                             sasl_users=users,
                             schema_registry=False if args.schema_registry is None
-                            else args.schema_registry)
+                            else args.schema_registry,
+                            schema_registry_users=dict(u.partition(":")[::2]
+                                                       for u in args.schema_registry_user))
     except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
         print(f"kclient broker: {exc}", file=sys.stderr)
         return 2

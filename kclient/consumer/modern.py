@@ -777,19 +777,28 @@ class Consumer(ConsumerCompat):
         if not by_leader:
             time.sleep(wait_ms / 1000.0)
             return
+        started = []                 # every leader's request on the wire before any wait
         for node, reqs in by_leader.items():
             fetcher = self._fetcher(node)
             fetcher.max_wait_ms = wait_ms if len(by_leader) == 1 else 0
             try:
-                sets = fetcher.fetch(reqs)
+                started.append((node, reqs, fetcher, fetcher.begin(reqs)))
             except KafkaError as exc:
-                log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)
-                self._metrics.error(exc)
-                self._fetchers.pop(node, None)
-                self.cluster.refresh([r.topic for r in reqs], allow_auto_create=False)
+                self._fetch_failed(node, reqs, exc)
+        for node, reqs, fetcher, handle in started:
+            try:
+                sets = fetcher.complete(handle)
+            except KafkaError as exc:
+                self._fetch_failed(node, reqs, exc)
                 continue
             for req, ms in zip(reqs, sets):
                 self._take(TopicPartition(req.topic, req.partition), req.offset, ms)
+
+    def _fetch_failed(self, node: int, reqs: list[PartitionFetch], exc: KafkaError) -> None:
+        log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)
+        self._metrics.error(exc)
+        self._fetchers.pop(node, None)
+        self.cluster.refresh([r.topic for r in reqs], allow_auto_create=False)
 
     def _take(self, tp: TopicPartition, offset: int, ms: Any) -> None:
         if ms.error is not None and isinstance(ms.error, OffsetOutOfRangeError):

@@ -36,11 +36,12 @@ from kclient.errors import (
     UnknownMemberIdError,
     error_for_code,
 )
-from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, METADATA, SYNC_GROUP
+from kclient.protocol.apis import HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP
 
 from .consumer_protocol import COOPERATIVE
 from .coordinator import CoordinatorState, coordinated
-from .steps import ANY_NODE, Conversation, Request, Sleep
+from .metadata import refresh_metadata
+from .steps import Conversation, Sleep
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
@@ -157,8 +158,7 @@ def sync(member: MemberState, coord: CoordinatorState, assignments: list[dict[st
 def cluster_partitions() -> Conversation[tuple[list[str], dict[str, list[int]]]]:
     """Every topic of the cluster (that answered without error) and its partitions, from a
     Metadata request to any broker: what the leader assigns over."""
-    resp = yield Request(METADATA, {"topics": None, "allow_auto_topic_creation": False},
-                         node=ANY_NODE)
+    resp = yield from refresh_metadata(None, allow_auto_create=False)
     parts = {t.name: sorted(p.partition_index for p in t.partitions)
              for t in resp.topics if t.name is not None and not t.error_code}
     return sorted(parts), parts

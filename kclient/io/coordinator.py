@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.coordinator import CoordinatorState, coordinated, find_coordinator
-from kclient.core.steps import ANY_NODE, COORDINATOR, Conversation, Request
+from kclient.core.steps import ANY_NODE, COORDINATOR, Conversation, Request, version_and_body
 from kclient.protocol.schema import Api
 
 from .driver import run
@@ -67,7 +67,8 @@ class CoordinatorTransport:
 
     def send(self, request: Request) -> Any:
         conn = self._connection(request.node)
-        corr = conn.send(request.api, request.body, request.version, request.expect_response)
+        version, body = version_and_body(request, conn)
+        corr = conn.send(request.api, body, version, request.expect_response)
         return (conn, corr) if request.expect_response else None
 
     def receive(self, handle: Any) -> Any:

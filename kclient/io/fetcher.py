@@ -123,14 +123,27 @@ class Fetcher:
     # -- the full fetch ----------------------------------------------------------------------
     def fetch(self, requests: Sequence[PartitionFetch]) -> list[ByteBufferMessageSet]:
         """Fetch ``requests`` in one round trip (plus retries for oversized messages)."""
-        asked = tuple(PartitionFetch(*r) for r in requests)
-        if not asked:
+        if not requests:
             return []
+        return self.complete(self.begin(requests))
+
+    def begin(self, requests: Sequence[PartitionFetch]) -> tuple[tuple[PartitionFetch, ...],
+                                                                 PendingFetch]:
+        """The first half of :meth:`fetch`: the request on the wire (the speculative one when
+        it asked exactly this), so a caller with several brokers sends to all before it waits
+        for any; :meth:`complete` finishes it."""
+        asked = tuple(PartitionFetch(*r) for r in requests)
         with self._lock:
-            results = self._take_speculative(asked)
-            if results is None:
-                results = self.receive(self.send(asked))
-            results = self._grow_oversized(asked, results)
+            pending = self._take_speculative(asked)
+            return asked, pending if pending is not None else self.send(asked)
+
+    def complete(self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
+                 ) -> list[ByteBufferMessageSet]:
+        """The second half of :meth:`fetch`: the answer, oversized entries grown, and with
+        ``prefetch`` the next request sent."""
+        asked, pending = started
+        with self._lock:
+            results = self._grow_oversized(asked, self.receive(pending))
             if self.prefetch:
                 self._speculate(asked, results)
             return results
@@ -158,14 +171,13 @@ class Fetcher:
         except KafkaError:
             pass  # the caller's own request will meet the same broken connection
 
-    def _take_speculative(self, requests: tuple[PartitionFetch, ...]
-                          ) -> list[ByteBufferMessageSet] | None:
+    def _take_speculative(self, requests: tuple[PartitionFetch, ...]) -> PendingFetch | None:
         pending, self._speculative = self._speculative, None
         if pending is None:
             return None
         if pending.key == requests and time.monotonic() - pending.sent_at <= self.prefetch_max_age:
             self.prefetch_hits += 1
-            return self.receive(pending)
+            return pending
         self._drop(pending)
         return None
 

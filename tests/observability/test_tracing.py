@@ -309,3 +309,18 @@ def test_spans_of_messages_a_hook_dropped_are_ended(mini_broker, traces, monkeyp
     (ended,) = traces.spans("send ")
     assert ended.attributes["error.type"] == "_NoReport"
     assert ended.status.status_code is traces.StatusCode.ERROR
+
+
+def test_opt_in_values():
+    from kclient.observability.semconv import Names, mode_from_env
+    assert mode_from_env(None) == mode_from_env("") == mode_from_env("http,database") == "new"
+    assert mode_from_env("messaging") == "new"
+    assert mode_from_env(" http/dup , messaging/dup") == "dup"
+    assert mode_from_env("messaging/old") == "old"
+    assert mode_from_env("messaging/old,messaging/dup") == "dup", "dup keeps both"
+    with pytest.raises(ValueError, match="new, dup or old"):
+        Names("both")
+    old = Names("old").attributes({"messaging.operation.type": "send", "messaging.kafka.offset": 3,
+                                   "messaging.destination.partition.id": "2", "x": None})
+    assert old == {"messaging.operation": "publish", "messaging.kafka.message.offset": 3,
+                   "messaging.kafka.destination.partition": 2}

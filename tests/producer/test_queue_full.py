@@ -395,7 +395,7 @@ def test_a_list_waiting_for_room_is_queued_as_a_chunk():
     blocked = threading.Thread(target=p.send, args=([ProducerData("t", b"late%d" % i)
                                                      for i in range(5)],))
     blocked.start()
-    time.sleep(0.2)
+    wait_until(lambda: t.full_waiters == 1, 10, "the list send waiting for room")
     assert blocked.is_alive(), "the queue is full: the list send waits"
     h.permits.release()          # the first batch is done, the next chunk goes to the handler
     blocked.join(5)

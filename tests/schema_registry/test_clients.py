@@ -97,3 +97,23 @@ def test_unbound_use_is_refused(registry):
     aio = AsyncSchemaRegistryClient(registry.schema_registry_url)
     with pytest.raises(SerializationError, match="serialize_async"):
         AvroSerializer(aio, EVENT)({"id": 1, "what": ""}, SerializationContext("t"))
+
+
+def test_connector_streams_decode(registry):
+    from kclient import consumer
+    sr = SchemaRegistryClient(registry.schema_registry_url)
+    registry.create_topic("d")
+    events = [{"id": i, "what": "s"} for i in range(6)]
+    with Producer(bootstrap_servers=registry.bootstrap,
+                  value_serializer=AvroSerializer(sr, EVENT)) as p:
+        for e in events:
+            p.produce("d", e)
+    conn = consumer.create({"metadata.broker.list": registry.bootstrap, "group.id": "g3",
+                            "auto.offset.reset": "smallest", "consumer.timeout.ms": 5000,
+                            "value.decoder.class": AvroDeserializer(sr)})
+    try:
+        stream = conn.create_message_streams({"d": 1})["d"][0]
+        got = [next(iter(stream)).message for _ in events]
+    finally:
+        conn.shutdown()
+    assert got == events

@@ -127,3 +127,24 @@ def test_failover_and_unreachable(registry):
             client.get_subjects()
     with pytest.raises(ValueError, match="unknown schema registry settings: nope"):
         Ours({"url": dead, "nope": 1})
+
+
+def test_basic_auth(tmp_path):
+    from kclient.schema_registry import Schema as KSchema
+    from kclient.schema_registry import SchemaRegistryClient as Ours
+    from kclient.schema_registry import SchemaRegistryError as KError
+    with MiniBroker(log_dir=tmp_path / "b", schema_registry=True,
+                    schema_registry_users={"alice": "s3cret"}) as broker:
+        url = broker.schema_registry_url
+        theirs = SchemaRegistryClient({"url": url, "basic.auth.user.info": "alice:s3cret"})
+        assert theirs.register_schema("a", Schema(V1, "AVRO")) == 1
+        assert code(lambda: SchemaRegistryClient({"url": url}).get_subjects())[0] == 401
+        host = url.removeprefix("http://")
+        with Ours(f"http://alice:s3cret@{host}") as ours:
+            assert ours.get_subjects() == ["a"]
+        with Ours({"url": url, "basic.auth.user.info": "alice:s3cret"}) as ours:
+            assert ours.register_schema("b", KSchema(V2)) == 2
+        with Ours({"url": url, "basic.auth.user.info": "alice:wrong"}) as ours:
+            with pytest.raises(KError) as err:
+                ours.get_subjects()
+        assert err.value.status == 401

@@ -239,16 +239,19 @@ def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
     import time
 
     from kclient import consumer
+    from tests.waiting import LOAD_SLACK
     grant(acl_broker, allow("orders", Op.READ))
     started = time.monotonic()
     with pytest.raises(GroupAuthorizationFailedError):
         conn = consumer.create({"bootstrap.servers": acl_broker.bootstrap, "group.id": "g",
-                                "consumer.timeout.ms": 2000, **keys("alice")})
+                                "consumer.timeout.ms": 2000, "rebalance.max.retries": 10,
+                                "rebalance.backoff.ms": 2000, **keys("alice")})
         try:
             list(conn.create_message_streams({"orders": 1})["orders"][0])
         finally:
             conn.shutdown()
-    assert time.monotonic() - started < 3          # not retried rebalance.max.retries times
+    # not retried rebalance.max.retries times (10 x 2 s)
+    assert time.monotonic() - started < LOAD_SLACK
 
 
 def test_certificate_principals_with_mapping_rules(tmp_path, certs):

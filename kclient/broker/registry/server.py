@@ -8,10 +8,12 @@ partition leader's log, so ``kclient consume _schemas`` shows them as Confluent'
 """
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -34,6 +36,31 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
     protocol_version = "HTTP/1.1"
 
+    def _allowed(self) -> bool:
+        """HTTP basic authentication, when the server has users."""
+        users = self.server.users
+        if not users:
+            return True
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        try:
+            user, _, password = base64.b64decode(token).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        known = users.get(user)
+        return scheme.lower() == "basic" and known is not None and \
+            hmac.compare_digest(known.encode(), password.encode())
+
+    def _answer(self, status: int, answer: Any, *headers: tuple[str, str]) -> None:
+        """Send one JSON answer."""
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
     def _serve(self, method: str) -> None:
         """Parse, dispatch to api.handle, answer."""
         url = urlsplit(self.path)
@@ -41,18 +68,17 @@ class _Handler(BaseHTTPRequestHandler):
                                  for k, v in parse_qs(url.query).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if not self._allowed():
+            self._answer(401, {"error_code": 401, "message": "Unauthorized"},
+                         ("WWW-Authenticate", 'Basic realm="SchemaRegistry"'))
+            return
         try:
             body = json.loads(raw) if raw.strip() else None
         except ValueError:
             status, answer = 400, {"error_code": 400, "message": "Unrecognized JSON body"}
         else:
             status, answer = handle(self.server.store, method, url.path, query, body)
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._answer(status, answer)
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's names)
         self._serve("GET")
@@ -75,13 +101,17 @@ class _Handler(BaseHTTPRequestHandler):
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     store: SchemaStore
+    users: Mapping[str, str]
 
 
 class RegistryServer:
     """The registry of one broker: its store, journal and HTTP listener."""
 
-    def __init__(self, broker: Any, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, broker: Any, port: int = 0, host: str = "127.0.0.1",
+                 users: Mapping[str, str] | None = None) -> None:
+        """``users``: name -> password; when given, requests need HTTP basic auth."""
         self.broker = broker
+        self.users = dict(users or {})
         self.host, self.port = host, port
         self.store = SchemaStore(self._journal)
         self._http: _HttpServer | None = None
@@ -121,6 +151,7 @@ class RegistryServer:
             self.store.apply(record.key, record.value)
         self._http = _HttpServer((self.host, self.port), _Handler)
         self._http.store = self.store
+        self._http.users = self.users
         self.port = self._http.server_address[1]
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True,
                                         name=f"kclient-schema-registry-{self.port}")
