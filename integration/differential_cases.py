@@ -75,8 +75,8 @@ CASES: dict[str, str] = {
         "of one member, then a second joining: OffsetCommit v7 of the current, an old and the "
         "next generation, an unknown member and an unknown instance id while the group is "
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
-        "Stable again; OffsetFetch of what was stored "
-        "(integration/test_differential_group_commits.py)",
+        "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
+        "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
