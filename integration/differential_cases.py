@@ -176,6 +176,8 @@ FIXED: list[tuple[str, str, str]] = [
      "REBALANCE_IN_PROGRESS before checking member and generation (Kafka: ILLEGAL_GENERATION "
      "for an old generation, UNKNOWN_MEMBER_ID for a stranger); an unknown instance id was "
      "not refused (Kafka: UNKNOWN_MEMBER_ID)", "7dc85bb"),
+    ("OffsetCommit while the group rebalances", "ListGroups and DescribeGroups gave an Empty "
+     "group (its members gone) an empty protocol type (Kafka keeps the group's)", "04cb1b7"),
 ]
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker
