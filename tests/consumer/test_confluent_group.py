@@ -5,11 +5,11 @@ rebalance succeeds (the same scenarios run against Kafka 4 in
 integration/test_confluent_group_kafka.py)."""
 from __future__ import annotations
 
-import pytest
+from tests.needs import need_module
 
 from .confluent_group import new_topic, run_commit_while_preparing, run_static_restart
 
-pytest.importorskip("confluent_kafka", reason="confluent-kafka not installed")
+need_module("confluent_kafka")
 
 
 def check_static_restart(results: list[dict]) -> None:
