@@ -35,9 +35,11 @@ from pyspark.sql.types import (
 
 from .options import lower_keys
 from .reader import KClientBatchReader
-from .writer import KClientArrowWriter, SentMessages, send_arrow
+from .stream import KClientStreamReader
+from .writer import KClientArrowWriter, KClientStreamArrowWriter, SentMessages, send_arrow
 
-__all__ = ["RegistryFormat", "TypedArrowWriter", "TypedBatchReader", "avro_to_spark",
+__all__ = ["RegistryFormat", "TypedArrowWriter", "TypedBatchReader", "TypedStreamReader",
+           "TypedStreamWriter", "avro_to_spark",
            "binary_value", "decode_values", "encode_values", "registry_format", "typed_schema"]
 
 PRIMITIVE: dict[str, DataType] = {
@@ -232,6 +234,33 @@ class TypedBatchReader(KClientBatchReader):
 
 class TypedArrowWriter(KClientArrowWriter):
     """The batch writer, its struct values encoded first."""
+
+    def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
+        super().__init__(opts)
+        self.fmt = fmt
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
+        return SentMessages(send_arrow(encode_values(iterator, self.fmt, self.opts.topic),
+                                       self.opts))
+
+
+class TypedStreamReader(KClientStreamReader):
+    """The stream reader, its values decoded into typed columns."""
+
+    def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
+        super().__init__(opts)
+        self.fmt = fmt
+
+    def __getstate__(self) -> dict[str, object]:
+        """The tasks' state, with the format."""
+        return dict(super().__getstate__(), fmt=self.fmt)
+
+    def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
+        return decode_values(iter(super().read(partition)), self.fmt)
+
+
+class TypedStreamWriter(KClientStreamArrowWriter):
+    """The at-least-once stream writer, its struct values encoded first."""
 
     def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
         super().__init__(opts)

@@ -26,6 +26,8 @@ from .registry import (
     RegistryFormat,
     TypedArrowWriter,
     TypedBatchReader,
+    TypedStreamReader,
+    TypedStreamWriter,
     binary_value,
     registry_format,
     typed_schema,
@@ -63,7 +65,9 @@ class KClientDataSource(DataSource):
         return KClientBatchReader(opts) if fmt is None else TypedBatchReader(opts, fmt)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KClientStreamReader(parse_read_options(self.options, streaming=True))
+        opts = parse_read_options(self.options, streaming=True)
+        fmt = self._registry(lower_keys(self.options).get("subscribe"))
+        return KClientStreamReader(opts) if fmt is None else TypedStreamReader(opts, fmt)
 
     def _write_options(self, schema: StructType, overwrite: bool) -> Any:
         if overwrite:
@@ -83,9 +87,13 @@ class KClientDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = self._write_options(schema, False)
+        fmt = self._registry(opts.topic)
         if opts.exactly_once:
+            if fmt is not None:
+                raise ValueError("valueFormat with exactlyOnce=true is not supported yet: "
+                                 "encode the value first (or write at-least-once)")
             return KClientExactlyOnceWriter(opts)
-        return KClientStreamArrowWriter(opts)
+        return KClientStreamArrowWriter(opts) if fmt is None else TypedStreamWriter(opts, fmt)
 
 
 def register(spark: Any) -> None:

@@ -94,3 +94,39 @@ def test_bad_options_are_named(spark, registry_broker):
         spark.read.format("kclient").options(**opts).load()
     with pytest.raises(Exception, match="typed columns are made for avro"):
         spark.read.format("kclient").options(**dict(opts, valueFormat="protobuf")).load()
+
+
+def test_stream_typed_read_and_write(spark, registry_broker, tmp_path):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from kclient import Producer
+    from kclient.schema_registry import SchemaRegistryClient as Ours
+    from kclient.schema_registry.avro import AvroSerializer
+    from kclient.simple import SimpleConsumer
+    b, url = registry_broker, registry_broker.schema_registry_url
+    b.create_topic("s-in", 2)
+    b.create_topic("s-out", 1)
+    orders = [order(i) for i in range(60)]
+    with Producer(bootstrap_servers=b.bootstrap,
+                  value_serializer=AvroSerializer(Ours(url), json.dumps(AVRO))) as p:
+        for o in orders:
+            p.produce("s-in", o, partition=o["id"] % 2)
+    df = (spark.readStream.format("kclient").option("kafka.bootstrap.servers", b.bootstrap)
+          .option("subscribe", "s-in").option("startingOffsets", "earliest")
+          .option("valueFormat", "avro").option("schema.registry.url", url).load())
+    q = (df.select("value").writeStream.format("kclient")
+         .option("kafka.bootstrap.servers", b.bootstrap).option("topic", "s-out")
+         .option("valueFormat", "avro").option("schema.registry.url", url)
+         .option("valueSubject", "s-in-value")
+         .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert not q.isActive and q.exception() is None, q.exception()
+    host, port = b.bootstrap.split(":")
+    with SimpleConsumer(host, int(port)) as c:
+        copied = [mo.message.value for mo in c.iter_messages("s-out", 0, 0)]
+    de = AvroDeserializer(SchemaRegistryClient({"url": url}))
+    back = sorted((de(v, SerializationContext("s-out", MessageField.VALUE)) for v in copied),
+                  key=lambda d: d["id"])
+    assert back == orders
