@@ -41,7 +41,7 @@ from kclient._args import (
 )
 from kclient.config import load_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
-from kclient.consumer.modern import OffsetAndTimestamp
+from kclient.consumer.kafka_consumer import OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
 from kclient.core.consumer_records import build_records
 from kclient.core.prefetch import PartitionState, take

@@ -21,7 +21,7 @@ from kclient.config import load_config
 from .assignment import range_assign, roundrobin_assign
 from .connector import ConsumerConnector, ConsumerGroupMetadata, generate_consumer_id
 from .group_connector import GroupConsumerConnector
-from .modern import Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndTimestamp
+from .kafka_consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndTimestamp
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
 
