@@ -75,8 +75,8 @@ CASES: dict[str, str] = {
         "of one member, then a second joining: OffsetCommit v7 of the current, an old and the "
         "next generation, an unknown member and an unknown instance id while the group is "
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
-        "Stable again; OffsetFetch of what was stored "
-        "(integration/test_differential_group_commits.py)",
+        "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
+        "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
@@ -176,6 +176,8 @@ FIXED: list[tuple[str, str, str]] = [
      "REBALANCE_IN_PROGRESS before checking member and generation (Kafka: ILLEGAL_GENERATION "
      "for an old generation, UNKNOWN_MEMBER_ID for a stranger); an unknown instance id was "
      "not refused (Kafka: UNKNOWN_MEMBER_ID)", "7dc85bb"),
+    ("OffsetCommit while the group rebalances", "ListGroups and DescribeGroups gave an Empty "
+     "group (its members gone) an empty protocol type (Kafka keeps the group's)", "04cb1b7"),
 ]
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker

@@ -8,9 +8,11 @@ import time
 from typing import Any
 
 from kclient.protocol.apis import (
+    DESCRIBE_GROUPS,
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
+    LIST_GROUPS,
     OFFSET_COMMIT,
     OFFSET_FETCH,
     SYNC_GROUP,
@@ -93,4 +95,9 @@ def test_offset_commit_while_rebalancing(twin4):  # noqa: F811
         {"member_id": a[s]}, {"member_id": b[s]}]}, "both leave")
     for conn in others.values():
         conn.close()
+    # the group is Empty now; Kafka keeps its protocol type
+    twin4.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []}, "after leaving",
+                  view=lambda r: [g for g in r["groups"] if g["group_id"] == GROUP])
+    twin4.request(DESCRIBE_GROUPS, 5, {"groups": [GROUP],
+                                       "include_authorized_operations": False}, "Empty")
     check(CASE, twin4)

@@ -289,7 +289,7 @@ class GroupCoordinator:
             group.static_members[req.group_instance_id] = member_id
         if group.leader_id is None:
             group.leader_id = member_id
-        if group.protocol_type is None:
+        if len(group.members) == 1:      # the first member sets the type (Kafka's add)
             group.protocol_type = req.protocol_type
         if group.state == PREPARING_REBALANCE:
             self._extend_initial_delay(group)
@@ -347,7 +347,8 @@ class GroupCoordinator:
             self._drop(group, member)
         group.generation_id += 1
         if not group.members:
-            group.state, group.protocol_name, group.protocol_type = EMPTY, None, None
+            # Kafka keeps the protocol type of an Empty group (ListGroups, DescribeGroups)
+            group.state, group.protocol_name = EMPTY, None
             log.info("group %s: generation %d is empty", group.group_id, group.generation_id)
             return
         if group.leader_id not in group.members:

@@ -84,6 +84,7 @@ class RebalanceExecutor(threading.Thread):
         self._triggered = False
         self._events: list[str] = []
         self.rebalances = 0              # completed runs, for tests and metrics
+        self._running = False
 
     def trigger(self, reason: str = "") -> None:
         with self._cond:
@@ -102,6 +103,12 @@ class RebalanceExecutor(threading.Thread):
         with self._cond:
             self._cond.notify_all()
 
+    @property
+    def idle(self) -> bool:
+        """Nothing triggered, queued or running (the counts are final until a new trigger)."""
+        with self._cond:
+            return not (self._running or self._triggered or self._events)
+
     def run(self) -> None:
         retry_at: float | None = None
         while not self._stopping.is_set():
@@ -115,25 +122,34 @@ class RebalanceExecutor(threading.Thread):
                     self._triggered, retry_at = True, None
                 events, self._events = self._events, []
                 run, self._triggered = self._triggered, False
-            if self._stopping.is_set():
-                return
-            for ev in events:
-                try:
-                    if self._on_event is not None:
-                        self._on_event(ev)
-                except Exception:
-                    log.exception("%s: handling %s failed", self.name, ev)
-                    run = True
-            if not run:
-                continue
+                self._running = bool(events) or run
             try:
-                self._rebalance()
-                self.rebalances += 1
-            except Exception as exc:  # noqa: BLE001 - reported to the streams, retried
                 if self._stopping.is_set():
                     return
+                retry_at = self._handle(events, run, retry_at)
+            finally:
+                with self._cond:
+                    self._running = False
+
+    def _handle(self, events: list[str], run: bool, retry_at: float | None) -> float | None:
+        """Handle the queued events, then rebalance if asked; returns when to retry."""
+        for ev in events:
+            try:
+                if self._on_event is not None:
+                    self._on_event(ev)
+            except Exception:
+                log.exception("%s: handling %s failed", self.name, ev)
+                run = True
+        if not run:
+            return retry_at
+        try:
+            self._rebalance()
+            self.rebalances += 1
+        except Exception as exc:  # noqa: BLE001 - reported to the streams, retried
+            if not self._stopping.is_set():
                 self._on_failure(exc)
-                retry_at = _now() + self._retry_after
+                return _now() + self._retry_after
+        return retry_at
 
 
 def _now() -> float:

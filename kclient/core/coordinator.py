@@ -10,7 +10,7 @@ A request begun before an interrupt (shutdown) fails at once instead of retrying
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -18,6 +18,7 @@ from kclient.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
     NotCoordinatorError,
     error_for_code,
@@ -25,10 +26,10 @@ from kclient.errors import (
 from kclient.protocol.apis import FIND_COORDINATOR
 from kclient.protocol.schema import Api
 
-from .steps import ANY_NODE, COORDINATOR, Conversation, Request, Sleep
+from .steps import ANY_NODE, COORDINATOR, Conversation, Gather, Request, Sleep
 
-__all__ = ["CoordinatorState", "CoordinatorAddress", "find_coordinator", "coordinated",
-           "error_code", "COORDINATOR_ERRORS"]
+__all__ = ["CoordinatorState", "CoordinatorAddress", "find_coordinator", "find_coordinators",
+           "coordinated", "error_code", "COORDINATOR_ERRORS"]
 
 _Resp = TypeVar("_Resp")
 log = logging.getLogger(__name__)
@@ -90,12 +91,52 @@ def error_code(resp: Any) -> int:
 
 def find_coordinator(state: CoordinatorState) -> Conversation[CoordinatorAddress]:
     """FindCoordinator at any broker; the address is kept in ``state``."""
-    resp = yield Request(FIND_COORDINATOR, {"key": state.key, "key_type": state.key_type},
-                         node=ANY_NODE)
-    if resp.error_code:
-        raise error_for_code(resp.error_code)(f"finding the coordinator of {state.key!r}")
-    state.address = CoordinatorAddress(resp.node_id, resp.host, resp.port)
-    return state.address
+    found = (yield from find_coordinators([state.key], state.key_type))[state.key]
+    if isinstance(found, BaseException):
+        raise found
+    state.address = found
+    return found
+
+
+def find_coordinators(keys: Sequence[str], key_type: int = 0
+                      ) -> Conversation[dict[str, CoordinatorAddress | KafkaError]]:
+    """The coordinators of ``keys`` (group ids; ``key_type`` 1: transactional ids), each an
+    address or the error that hides it.  FindCoordinator v4+ (KIP-699) asks for every key in
+    one request; an older broker is asked for the first key, then for the others together
+    (one request each, all in flight at once)."""
+    if not keys:
+        return {}
+    sent_at: list[int] = []       # the version the driver picked, as the body saw it
+
+    def body(version: int) -> dict[str, Any]:
+        sent_at.append(version)
+        if version >= 4:
+            return {"coordinator_keys": list(keys), "key_type": key_type}
+        return {"key": keys[0], "key_type": key_type}
+    first = yield Request(FIND_COORDINATOR, body, node=ANY_NODE)
+    if sent_at[-1] >= 4:
+        return {c.key: _address(c, c.key) for c in first.coordinators}
+    found = {keys[0]: _address(first, keys[0])}
+    if len(keys) > 1:
+        rest = list(keys[1:])
+        answers = yield Gather(tuple(
+            Request(FIND_COORDINATOR, {"key": key, "key_type": key_type}, node=ANY_NODE,
+                    max_version=3) for key in rest))
+        for key, answer in zip(rest, answers):
+            if isinstance(answer, KafkaError):          # that key's broker failed
+                found[key] = answer
+            elif isinstance(answer, BaseException):     # not the broker's: a bug, say so
+                raise answer
+            else:
+                found[key] = _address(answer, key)
+    return found
+
+
+def _address(answer: Any, key: str) -> CoordinatorAddress | KafkaError:
+    """One key's coordinator from its answer (a v0-v3 response or a v4 entry), or its error."""
+    if answer.error_code:
+        return error_for_code(answer.error_code)(f"finding the coordinator of {key!r}")
+    return CoordinatorAddress(answer.node_id, answer.host, answer.port)
 
 
 def coordinated(state: CoordinatorState, api: Api[Any, _Resp], body: Mapping[str, Any],

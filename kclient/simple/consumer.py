@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.columns import MessageColumns, message_columns
+from kclient.core.coordinator import CoordinatorAddress, find_coordinators
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.messages import MessageAndOffset
 from kclient.core.offsets import offset_commit_body, offset_fetch_body
@@ -31,10 +32,10 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from kclient.io.driver import ConnectionTransport, run
 from kclient.io.fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch
 from kclient.metrics import ClientMetrics, start_reporter
 from kclient.protocol.apis import (
-    FIND_COORDINATOR,
     LIST_OFFSETS,
     METADATA,
     OFFSET_COMMIT,
@@ -46,7 +47,6 @@ from kclient.security import SecuritySettings
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import (
-        FindCoordinatorResponse,
         ListOffsetsResponse,
         MetadataResponse,
     )
@@ -395,13 +395,13 @@ class SimpleConsumer:
 
     def find_coordinator(self, group: str) -> BrokerInfo:
         """The broker coordinating ``group`` (its offset manager)."""
-        def ask(conn: BrokerConnection) -> FindCoordinatorResponse:
+        def ask(conn: BrokerConnection) -> CoordinatorAddress | KafkaError:
             self._fetcher.discard_prefetch()
-            return conn.request(FIND_COORDINATOR, {"key": group, "key_type": 0})
-        resp = self._call(ask)
-        if resp.error_code:
-            raise error_for_code(resp.error_code)(f"finding the coordinator of group {group!r}")
-        return BrokerInfo(resp.node_id, resp.host, resp.port)
+            return run(find_coordinators([group]), ConnectionTransport(conn))[group]
+        found = self._call(ask)
+        if isinstance(found, KafkaError):
+            raise found
+        return BrokerInfo(found.node_id, found.host, found.port)
 
     def _coordinator(self, group: str, refresh: bool = False) -> BrokerConnection:
         with self._lock:

@@ -208,6 +208,12 @@ def test_leave_triggers_rebalance_and_new_leader(coord):
     assert coord.leave_group("g", [follower["member_id"]]) == (0, [0])
     assert coord.group_state("g") == EMPTY
     assert coord.describe_group("g")["generation_id"] == 4
+    # as Kafka, the Empty group keeps its protocol type (ListGroups, DescribeGroups)
+    assert ("g", "consumer", EMPTY) in coord.list_groups()
+    assert coord.group_summary("g")["protocol_type"] == "consumer"
+    # and the next first member sets it anew
+    r = coord.join_group(JoinRequest("g", "", "connect", [("x", b"")], 10_000)).result(WAIT)
+    assert r["error_code"] == 0 and r["protocol_type"] == "connect"
 
 
 def test_leave_while_others_wait_completes_their_join(coord):

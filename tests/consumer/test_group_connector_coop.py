@@ -50,7 +50,7 @@ def test_connector_static_member_restart(mini_broker, connectors):
     s.create_message_streams({"st": 1})
     wait_for(lambda: len(s.owned_partitions()) == 1 and len(dyn.owned_partitions()) == 1,
              message="one each")
-    time.sleep(0.5)                              # the executor counts once its run returned
+    wait_for(lambda: dyn.executor.idle, message="d's rebalance run returned (and counted)")
     gen, rebalances = dyn.generation_id, dyn.executor.rebalances
     s_parts = set(s.owned_partitions())
     s.shutdown()                                 # static: no LeaveGroup

@@ -12,12 +12,10 @@ from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.io import driver as io_run
 
 
-@pytest.fixture(params=["threaded", "asyncio"])
-def drive(request, mini_broker):
-    """``drive(conversation_factory)`` -> its result, run on a fresh connection to the
-    mini-broker by the driver of this parameter."""
-    host, port = mini_broker.bootstrap.split(":")
-    settings = ConnectionSettings(client_id="core-test")
+def driver(kind: str, address: str, settings: ConnectionSettings):
+    """``run(conversation_factory)`` -> its result, on a fresh connection to ``address`` with
+    ``settings``, by the ``threaded`` or ``asyncio`` driver."""
+    host, port = address.rsplit(":", 1)
 
     def threaded(factory):
         with BrokerConnection(host, int(port), settings) as conn:
@@ -32,4 +30,11 @@ def drive(request, mini_broker):
                 conn.close()
         return asyncio.run(main())
 
-    return threaded if request.param == "threaded" else in_loop
+    return threaded if kind == "threaded" else in_loop
+
+
+@pytest.fixture(params=["threaded", "asyncio"])
+def drive(request, mini_broker):
+    """``drive(conversation_factory)`` -> its result, run on a fresh connection to the
+    mini-broker by the driver of this parameter."""
+    return driver(request.param, mini_broker.bootstrap, ConnectionSettings(client_id="core-test"))

@@ -34,7 +34,8 @@ from kclient.errors import (
     ProducerFencedError,
     TransactionAbortableError,
 )
-from kclient.protocol.apis import METADATA, PRODUCE
+from kclient.protocol.apis import END_TXN, METADATA, PRODUCE
+from kclient.protocol.apis.api_versions import finalized_features
 from kclient.protocol.error_codes import (
     DuplicateSequenceNumberError,
     OutOfOrderSequenceNumberError,
@@ -145,3 +146,33 @@ def test_produce_body_and_results_round_trip(drive):
     (name, partition, error, base, _), = drive(conversation)
     assert (name, partition, error, base) == (topic, 0, None, 0)
     assert magic_for(3) == 2 and magic_for(2) == 1 and magic_for(1) == 0
+
+
+def test_the_mini_broker_negotiates_transactions_v1(drive):
+    """negotiate(): the mini-broker finalizes no transaction.version, so v1 (Produce capped at
+    v11 inside a transaction, EndTxn v4, AddPartitionsToTxn v3)."""
+    txn = TxnState(_tid(), max_block=10)
+    assert drive(lambda: txn_core.negotiate(txn)) is False
+    assert txn.transaction_version == 1 and txn.produce_max_version() == 11
+    assert txn.max_version(END_TXN) == 4
+
+
+def test_finalized_features_are_read_from_the_tagged_fields():
+    """ApiVersions v3's FinalizedFeatures (tag 2) as Kafka 4 writes it: a compact array of
+    (name, max level, min level, tagged fields)."""
+    from kclient.protocol.schema import Struct
+
+    def entry(name: bytes, max_level: int, min_level: int) -> bytes:
+        return bytes([len(name) + 1]) + name + max_level.to_bytes(2, "big") + \
+            min_level.to_bytes(2, "big") + b"\x00"
+    raw = bytes([3]) + entry(b"metadata.version", 27, 27) + entry(b"transaction.version", 2, 2)
+    resp = Struct()
+    resp.__dict__ = {"_tagged_fields": {2: raw}}
+    assert finalized_features(resp) == {"metadata.version": 27, "transaction.version": 2}
+    empty = Struct()
+    empty.__dict__ = {}
+    assert finalized_features(empty) == {}
+    txn = TxnState("tx-v2")
+    txn.tv2 = True
+    assert txn.transaction_version == 2 and txn.produce_max_version() == 12
+    assert txn.max_version(END_TXN) == 5

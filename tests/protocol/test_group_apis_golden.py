@@ -88,11 +88,15 @@ TAG = b"\x00"  # empty tagged-field section
 
 # --- values (supersets: fields not in a version are ignored by the encoder) ---
 
-FC_REQ = {"key": "grp", "key_type": 0}
+FC_REQ = {"key": "grp", "key_type": 0, "coordinator_keys": ["grp", "g2"]}
 FC_RESP = {"throttle_time_ms": 7, "error_code": 0, "error_message": None, "node_id": 3,
-           "host": "broker-3", "port": 9092}
+           "host": "broker-3", "port": 9092, "coordinators": [
+               {"key": "grp", "node_id": 3, "host": "broker-3", "port": 9092, "error_code": 0,
+                "error_message": None}]}
 FC_RESP_ERR = {"throttle_time_ms": 0, "error_code": 15, "error_message": "not available",
-               "node_id": -1, "host": "", "port": -1}
+               "node_id": -1, "host": "", "port": -1, "coordinators": [
+                   {"key": "g2", "node_id": -1, "host": "", "port": -1, "error_code": 15,
+                    "error_message": "not available"}]}
 
 OC_REQ = {
     "group_id": "g1", "generation_id_or_member_epoch": 5, "member_id": "m-1",
@@ -194,6 +198,14 @@ GOLDEN = [
      i32(0) + i16(15) + s("not available") + i32(-1) + s("") + i32(-1)),
     (FIND_COORDINATOR, "response", 3, FC_RESP,
      i32(7) + i16(0) + cs(None) + i32(3) + cs("broker-3") + i32(9092) + TAG),
+    # v4 (KIP-699): batched keys, one coordinator entry per key
+    (FIND_COORDINATOR, "request", 4, FC_REQ, i8(0) + carr(cs("grp"), cs("g2")) + TAG),
+    (FIND_COORDINATOR, "response", 4, FC_RESP,
+     i32(7) + carr(cs("grp") + i32(3) + cs("broker-3") + i32(9092) + i16(0) + cs(None) + TAG)
+     + TAG),
+    (FIND_COORDINATOR, "response", 4, FC_RESP_ERR,
+     i32(0) + carr(cs("g2") + i32(-1) + cs("") + i32(-1) + i16(15) + cs("not available") + TAG)
+     + TAG),
 
     # OffsetCommit
     (OFFSET_COMMIT, "request", 0, OC_REQ,
@@ -399,7 +411,7 @@ def test_covers_low_and_high_versions():
 
 def test_version_ranges():
     expected = {
-        FIND_COORDINATOR: (10, 0, 3, 3), OFFSET_COMMIT: (8, 0, 8, 8),
+        FIND_COORDINATOR: (10, 0, 4, 3), OFFSET_COMMIT: (8, 0, 8, 8),
         OFFSET_FETCH: (9, 0, 7, 6), JOIN_GROUP: (11, 0, 7, 6), SYNC_GROUP: (14, 0, 5, 4),
         HEARTBEAT: (12, 0, 4, 4), LEAVE_GROUP: (13, 0, 4, 4), CREATE_TOPICS: (19, 0, 5, 5),
         DELETE_TOPICS: (20, 0, 5, 4),

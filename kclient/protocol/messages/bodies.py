@@ -177,8 +177,9 @@ class OffsetFetchRequestBody(TypedDict, total=False):
 
 class FindCoordinatorRequestBody(TypedDict, total=False):
     """FindCoordinator request body (key 10)."""
-    key: str       # v0+
-    key_type: int  # v1+
+    key: str                     # v0-v3
+    key_type: int                # v1+
+    coordinator_keys: list[str]  # v4+
 
 
 class JoinGroupRequestProtocolBody(TypedDict, total=False):

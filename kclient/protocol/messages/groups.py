@@ -24,6 +24,7 @@ __all__ = [
     "OffsetFetchResponseTopic",
     "OffsetFetchResponse",
     "FindCoordinatorRequest",
+    "FindCoordinatorResponseCoordinator",
     "FindCoordinatorResponse",
     "JoinGroupRequestProtocol",
     "JoinGroupRequest",
@@ -136,19 +137,31 @@ class OffsetFetchResponse(Message, Protocol):
 
 
 class FindCoordinatorRequest(Message, Protocol):
-    """FindCoordinator request (key 10, v0-v3)."""
-    key: str       # v0+
-    key_type: int  # v1+
+    """FindCoordinator request (key 10, v0-v4)."""
+    key: str                     # v0-v3
+    key_type: int                # v1+
+    coordinator_keys: list[str]  # v4+
 
 
-class FindCoordinatorResponse(Message, Protocol):
-    """FindCoordinator response (key 10, v0-v3)."""
-    throttle_time_ms: int      # v1+
-    error_code: int            # v0+
-    error_message: str | None  # v1+
+class FindCoordinatorResponseCoordinator(Message, Protocol):
+    """An element of FindCoordinatorResponse.coordinators."""
+    key: str                   # v0+
     node_id: int               # v0+
     host: str                  # v0+
     port: int                  # v0+
+    error_code: int            # v0+
+    error_message: str | None  # v0+
+
+
+class FindCoordinatorResponse(Message, Protocol):
+    """FindCoordinator response (key 10, v0-v4)."""
+    throttle_time_ms: int                                   # v1+
+    error_code: int                                         # v0-v3
+    error_message: str | None                               # v1-v3
+    node_id: int                                            # v0-v3
+    host: str                                               # v0-v3
+    port: int                                               # v0-v3
+    coordinators: list[FindCoordinatorResponseCoordinator]  # v4+
 
 
 class JoinGroupRequestProtocol(Message, Protocol):
