@@ -77,6 +77,13 @@ def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any],
     return known
 
 
+def _refuse_async(client: Any, instead: str) -> None:
+    """A blocking call cannot drive an asyncio client: say what to await instead."""
+    if getattr(client, "is_async", False):
+        raise SerializationError(f"with an AsyncSchemaRegistryClient, await {instead} (or use "
+                                 "a SchemaRegistryClient)")
+
+
 class _Serde:
     """Client, settings and parsed-schema cache of one serializer or deserializer."""
 
@@ -256,10 +263,7 @@ class SchemaSerializer(_Serde):
         subject = self._subject(obj, ctx)
         entry = self._writers.get(subject)
         if entry is None:
-            if getattr(self.client, "is_async", False):
-                raise SerializationError("with an AsyncSchemaRegistryClient, await "
-                                         "serialize_async(obj, ctx) (or use a "
-                                         "SchemaRegistryClient)")
+            _refuse_async(self.client, "serialize_async(obj, ctx)")
             entry = self.client.run(self._writer(subject))
         if fast is not None and subject in self._writers:
             fast[(ctx.topic, ctx.field)] = (entry[2], entry[3])
@@ -330,10 +334,7 @@ class SchemaDeserializer(_Serde):
         ref, start = schema_ref(data, ctx)
         entry = self._readers.get(ref)
         if entry is None:
-            if getattr(self.client, "is_async", False):
-                raise SerializationError("with an AsyncSchemaRegistryClient, await "
-                                         "deserialize_async(data, ctx) (or use a "
-                                         "SchemaRegistryClient)")
+            _refuse_async(self.client, "deserialize_async(data, ctx)")
             entry = self.client.run(self._schemas(ref, ctx))
         value = self.decode(entry[0], entry[1], data, start)
         return value if self.from_dict is None else self.from_dict(value, ctx)

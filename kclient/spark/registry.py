@@ -163,6 +163,7 @@ def _serde(fmt: RegistryFormat, kind: str) -> Any:
     found = _SERDES.get(key)
     if found is None:
         from kclient.schema_registry.avro import AvroDeserializer, AvroSerializer
+        serde: Any
         if kind == "read":
             serde = AvroDeserializer(fmt.client(), fmt.schema)
         else:
@@ -221,51 +222,46 @@ def binary_value(schema: StructType) -> StructType:
                        and isinstance(f.dataType, StructType) else f for f in schema.fields])
 
 
-class TypedBatchReader(KClientBatchReader):
-    """The batch reader, its values decoded into typed columns."""
+class _Typed:
+    """What the typed readers and writers add to the binary ones: the format."""
+
+    opts: Any
 
     def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
-        super().__init__(opts)
+        super().__init__(opts)  # type: ignore[call-arg]  # the reader's or writer's
         self.fmt = fmt
+
+
+class _Decoding(_Typed):
+    """Reads decode each batch's values."""
 
     def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
-        return decode_values(iter(super().read(partition)), self.fmt)
+        return decode_values(iter(super().read(partition)), self.fmt)  # type: ignore[misc]
 
 
-class TypedArrowWriter(KClientArrowWriter):
-    """The batch writer, its struct values encoded first."""
-
-    def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
-        super().__init__(opts)
-        self.fmt = fmt
+class _Encoding(_Typed):
+    """Writes encode each batch's struct values before sending."""
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
         return SentMessages(send_arrow(encode_values(iterator, self.fmt, self.opts.topic),
                                        self.opts))
 
 
-class TypedStreamReader(KClientStreamReader):
-    """The stream reader, its values decoded into typed columns."""
+class TypedBatchReader(_Decoding, KClientBatchReader):
+    """The batch reader, its values decoded into typed columns."""
 
-    def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
-        super().__init__(opts)
-        self.fmt = fmt
+
+class TypedArrowWriter(_Encoding, KClientArrowWriter):
+    """The batch writer, its struct values encoded first."""
+
+
+class TypedStreamReader(_Decoding, KClientStreamReader):
+    """The stream reader, its values decoded into typed columns."""
 
     def __getstate__(self) -> dict[str, object]:
         """The tasks' state, with the format."""
         return dict(super().__getstate__(), fmt=self.fmt)
 
-    def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
-        return decode_values(iter(super().read(partition)), self.fmt)
 
-
-class TypedStreamWriter(KClientStreamArrowWriter):
+class TypedStreamWriter(_Encoding, KClientStreamArrowWriter):
     """The at-least-once stream writer, its struct values encoded first."""
-
-    def __init__(self, opts: Any, fmt: RegistryFormat) -> None:
-        super().__init__(opts)
-        self.fmt = fmt
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
-        return SentMessages(send_arrow(encode_values(iterator, self.fmt, self.opts.topic),
-                                       self.opts))
