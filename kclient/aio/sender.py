@@ -23,21 +23,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from kclient.core.idempotence import (
-    FAIL,
-    RESEND,
-    SENT,
-    IdempotentState,
-    init_idempotent,
-)
-from kclient.core.produce import (
-    magic_for,
-    partition_results,
-    produce_body,
-    refreshes_metadata,
-    retriable,
-    unanswered,
-)
+from kclient.core.idempotence import IdempotentState, init_idempotent
+from kclient.core.produce import magic_for, produce_body, refreshes_metadata, retriable, settle
 from kclient.core.steps import Conversation
 from kclient.core.transactions import TxnState, add_partitions
 from kclient.errors import KafkaError, KafkaTimeoutError
@@ -234,21 +221,11 @@ class Sender:
             return []
         return ready
 
-    def _sequence_error(self, b: AIOBatch, err: KafkaError, base: int, append_time: int
-                        ) -> None:
-        """A produce error of a sequenced batch, as the core says (KIP-360)."""
-        assert self.idem is not None
+    def _others(self, b: AIOBatch) -> list[AIOBatch]:
+        """The batches not yet acknowledged beside ``b``: its partition's, and all retrying."""
         key = (b.topic, b.partition)
-        needs = self.idem.sequence_error(b, err, [
-            *self._unacked.get(key, ()), *self.acc.queues.get(key, ()), *self._retrying.values()])
-        if needs == SENT:
-            self._succeed(b, base, append_time)
-        elif needs == FAIL:
-            self._fail(b, err)
-        else:
-            if needs == RESEND:                # waiting for an earlier batch costs no retry
-                b.attempts -= 1
-            self._retry(b, err, force=needs == RESEND)
+        return [*self._unacked.get(key, ()), *self.acc.queues.get(key, ()),
+                *self._retrying.values()]
 
     async def _dispatch(self, ready: list[AIOBatch]) -> None:
         if self.idem is not None:
@@ -370,18 +347,8 @@ class Sender:
             self.wake()
             return
         resp: ProduceResponse = fut.result()
-        for topic, partition, err, base, append_time in partition_results(resp, node):
-            done = batches.pop((topic, partition), None)
-            if done is None:
-                continue
-            if err is None:
-                self._succeed(done, base, append_time)
-            elif self.idem is not None and done.base_sequence >= 0:
-                self._sequence_error(done, err, base, append_time)
-            else:
-                self._retry(done, err)
-        for b in batches.values():
-            self._retry(b, unanswered(node, b.topic, b.partition), force=True)
+        settle(resp, node, batches, self.idem, self._others, self._succeed, self._fail,
+               self._retry_forced)
         self._check_flushed()
         self.wake()
 
@@ -427,6 +394,9 @@ class Sender:
                 f.set_exception(exc)
         self.producer.released(len(b.futures))
         self._check_flushed()
+
+    def _retry_forced(self, b: AIOBatch, exc: BaseException, force: bool) -> None:
+        self._retry(b, exc, force=force)
 
     def _retry(self, b: AIOBatch, exc: BaseException, sent: bool = True,
                force: bool = False) -> None:

@@ -10,17 +10,21 @@ answer means is here:
   offset and log-append time;
 * :func:`retriable` / :func:`refreshes_metadata` — whether a failed batch is retried, and
   whether the retry must wait for fresh metadata (the leader moved, the connection broke, the
-  partition had no leader known).
+  partition had no leader known);
+* :func:`settle` — each partition's answer routed to its batch's outcome (written, failed,
+  retried), sequence errors of idempotent batches as :mod:`kclient.core.idempotence` says.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
 
+from .idempotence import FAIL, RESEND, SENT, IdempotentState, Sequenced
+
 __all__ = ["magic_for", "produce_body", "partition_results", "retriable", "refreshes_metadata",
-           "unanswered"]
+           "unanswered", "settle"]
 
 
 def magic_for(version: int) -> int:
@@ -70,3 +74,46 @@ def refreshes_metadata(exc: BaseException, sent: bool = True) -> bool:
     never sent (no leader known, no connection)."""
     return not sent or bool(getattr(exc, "invalid_metadata", False)) or \
         isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))
+
+
+class Retried(Sequenced, Protocol):
+    """A batch a sender retries: a sequenced batch that counts its attempts."""
+
+    attempts: int
+
+
+_B = TypeVar("_B", bound=Retried)
+
+
+def settle(resp: Any, node: int, batches: dict[tuple[str, int], _B],
+           idem: IdempotentState | None, others: Callable[[_B], Iterable[Sequenced]],
+           succeed: Callable[[_B, int, int], None], fail: Callable[[_B, BaseException], None],
+           retry: Callable[[_B, BaseException, bool], None]) -> None:
+    """Route a Produce response's per-partition answers to the batches sent (``batches``: the
+    answered ones are taken out): ``succeed(b, base, append_time)``, ``fail(b, exc)`` or
+    ``retry(b, exc, force)``.
+
+    An error of a sequenced batch goes by ``idem.sequence_error`` (``others(b)``: the batches
+    still unacknowledged): waiting on an earlier batch (RESEND) is a forced retry that costs no
+    attempt.  A partition the response left out is a forced retry (it is retriable), so both
+    producers give every batch exactly one outcome per response.
+    """
+    for topic, partition, err, base, append_time in partition_results(resp, node):
+        b = batches.pop((topic, partition), None)
+        if b is None:
+            continue
+        if err is None:
+            succeed(b, base, append_time)
+            continue
+        needs = "" if idem is None or b.base_sequence < 0 else \
+            idem.sequence_error(b, err, others(b))
+        if needs == SENT:                      # a 0.11 broker's "already have it"
+            succeed(b, base, append_time)
+        elif needs == FAIL:                    # Java: abortable, the epoch bumped on abort
+            fail(b, err)
+        else:
+            if needs == RESEND:                # waiting for an earlier batch costs no retry
+                b.attempts -= 1
+            retry(b, err, needs == RESEND)
+    for b in batches.values():
+        retry(b, unanswered(node, b.topic, b.partition), True)

@@ -28,20 +28,8 @@ from typing import Any, cast
 import tenacity
 
 from kclient.connection import BrokerConnection
-from kclient.core.idempotence import (
-    FAIL,
-    RESEND,
-    SENT,
-    IdempotentState,
-    init_idempotent,
-)
-from kclient.core.produce import (
-    magic_for,
-    partition_results,
-    produce_body,
-    refreshes_metadata,
-    unanswered,
-)
+from kclient.core.idempotence import IdempotentState, init_idempotent
+from kclient.core.produce import magic_for, produce_body, refreshes_metadata, settle
 from kclient.core.produce import retriable as _retriable
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
@@ -453,21 +441,8 @@ class DefaultEventHandler(Preparer, EventHandler):
             for b in entry.batches.values():
                 self._retry_later(b, exc)
             return
-        batches = entry.batches
-        for topic, partition, error, base_offset, append_time in partition_results(
-                resp, entry.node):
-            done = batches.pop((topic, partition), None)
-            if done is None:
-                continue
-            if error is None:
-                self._succeed(done, base_offset, append_time)
-            elif self.txn is not None and done.base_sequence >= 0:
-                self._sequence_error(done, error, base_offset, append_time)
-            else:
-                self._retry_later(done, error)
-        for b in batches.values():
-            self._retry_later(b, unanswered(entry.node, b.topic, b.partition),
-                              force_retriable=True)
+        settle(resp, entry.node, entry.batches, self.txn, self._others, self._succeed,
+               self._fail, self._retry_forced)
 
     def _connection_failed(self, conn: BrokerConnection, exc: BaseException) -> None:
         """Close ``conn`` and retry every other request that was in flight on it."""
@@ -491,6 +466,9 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _backoff(self, attempts: int) -> float:
         return float(self.wait(cast(tenacity.RetryCallState, _Attempt(attempts))))
+
+    def _retry_forced(self, b: PartitionBatch, exc: BaseException, force: bool) -> None:
+        self._retry_later(b, exc, force_retriable=force)
 
     def _retry_later(self, b: PartitionBatch, exc: BaseException, sent: bool = True,
                      force_retriable: bool = False) -> None:
@@ -638,21 +616,9 @@ class DefaultEventHandler(Preparer, EventHandler):
             raise
         log.info("idempotent producer: id %d epoch %d", txn.producer_id, txn.epoch)
 
-    def _sequence_error(self, b: PartitionBatch, error: BaseException, base_offset: int,
-                        append_time: int) -> None:
-        """A produce error of a sequenced batch, handled as Java's producer does (KIP-360)."""
-        txn = self.txn
-        assert txn is not None
-        others = [x for e in self._inflight for x in e.batches.values()] + self._retry
-        needs = txn.sequence_error(b, error, others)
-        if needs == SENT:                      # a 0.11 broker's "already have it"
-            self._succeed(b, base_offset, append_time)
-        elif needs == FAIL:                    # Java: abortable, the epoch bumped on abort
-            self._fail(b, error)
-        else:
-            if needs == RESEND:                # waiting for an earlier batch costs no retry
-                b.attempts -= 1
-            self._retry_later(b, error, force_retriable=needs == RESEND)
+    def _others(self, b: PartitionBatch) -> list[PartitionBatch]:
+        """The batches not yet acknowledged: those in flight, and those waiting to retry."""
+        return [x for e in self._inflight for x in e.batches.values()] + self._retry
 
 
 def _in_sequence_order(batches: list[PartitionBatch]) -> list[PartitionBatch]:

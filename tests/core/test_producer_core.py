@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from kclient.aio.accumulator import AIOBatch
 from kclient.core import transactions as txn_core
 from kclient.core.idempotence import (
     BUMP_AND_RESEND,
@@ -19,7 +20,7 @@ from kclient.core.idempotence import (
     init_idempotent,
     sequence_outcome,
 )
-from kclient.core.produce import magic_for, partition_results, produce_body
+from kclient.core.produce import magic_for, partition_results, produce_body, settle
 from kclient.core.steps import Request
 from kclient.core.transactions import (
     ABORTABLE_ERROR,
@@ -42,6 +43,7 @@ from kclient.protocol.error_codes import (
     UnknownProducerIdError,
 )
 from kclient.protocol.records import build_batch
+from kclient.protocol.schema import Struct
 
 
 def _tid() -> str:
@@ -176,3 +178,50 @@ def test_finalized_features_are_read_from_the_tagged_fields():
     txn.tv2 = True
     assert txn.transaction_version == 2 and txn.produce_max_version() == 12
     assert txn.max_version(END_TXN) == 5
+
+
+def _answer(index: int, code: int) -> Struct:
+    return Struct(index=index, error_code=code, base_offset=10 * index if not code else -1,
+                  log_append_time_ms=-1, error_message=None)
+
+
+def test_settle_gives_every_batch_sent_one_outcome():
+    """Each partition's answer goes to its batch: written, a sequence error as KIP-360 says
+    (a duplicate is written; out of order behind an earlier batch is resent at no cost), an
+    ordinary error retried; a partition left out of the answer is a forced retry."""
+    idem = IdempotentState()
+    idem.set_producer_id(7, 0)
+    b = {p: AIOBatch("t", p, 0.0, 1e9) for p in range(6)}
+    for p in (1, 3, 5):
+        b[p].set_sequence(7, 0, 4 if p == 3 else 0)
+        b[p].attempts = 1
+    earlier = AIOBatch("t", 3, 0.0, 1e9)
+    earlier.set_sequence(7, 0, 0)
+    resp = Struct(responses=[Struct(name="t", partition_responses=[
+        _answer(0, 0), _answer(1, 46), _answer(2, 6), _answer(3, 45), _answer(5, 6)])])
+    got: list[tuple] = []
+    batches = {(b[p].topic, p): b[p] for p in range(6)}
+    settle(resp, 1, batches, idem, lambda x: [earlier],
+           lambda x, base, t: got.append(("ok", x.partition, base)),
+           lambda x, e: got.append(("fail", x.partition, type(e).__name__)),
+           lambda x, e, force: got.append(("retry", x.partition, type(e).__name__, force)))
+    assert got == [("ok", 0, 0), ("ok", 1, -1), ("retry", 2, "NotLeaderForPartitionError", False),
+                   ("retry", 3, "OutOfOrderSequenceNumberError", True),
+                   ("retry", 5, "NotLeaderForPartitionError", False),
+                   ("retry", 4, "KafkaError", True)]
+    assert list(batches) == [("t", 4)] and b[3].attempts == 0 and b[5].attempts == 1
+    assert not idem.bump_requested
+
+
+def test_settle_fails_a_transactional_sequence_error():
+    """A transactional producer's sequence error fails the batch (abortable), not a retry."""
+    txn = TxnState("tx-settle")
+    txn.set_producer_id(7, 0)
+    batch = AIOBatch("t", 0, 0.0, 1e9)
+    batch.set_sequence(7, 0, 0, transactional=True)
+    resp = Struct(responses=[Struct(name="t", partition_responses=[_answer(0, 45)])])
+    got: list[tuple] = []
+    settle(resp, 1, {("t", 0): batch}, txn, lambda x: [],
+           lambda x, base, t: got.append(("ok",)), lambda x, e: got.append(("fail",)),
+           lambda x, e, force: got.append(("retry",)))
+    assert got == [("fail",)]
