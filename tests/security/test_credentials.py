@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import subprocess
 import sys
 
@@ -86,7 +87,7 @@ def test_the_command_line_writes_and_serves_users(tmp_path):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
-        address = line.rsplit(" ", 1)[-1].strip()
+        address = re.search(r"listening on (\S+)", line).group(1)
         _login(address, "SCRAM-SHA-512", "eve", "pw-e")
     finally:
         proc.terminate()
