@@ -98,7 +98,7 @@ from kclient.errors import InvalidConfigError
 from kclient.protocol.compression import CODEC_NAMES
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
-__all__ = ["Config", "ConfigKey", "load_config", "describe_keys", "keys_markdown", "ROLES"]
+__all__ = ["Config", "ConfigKey", "load_config", "consumer_config", "describe_keys", "keys_markdown", "ROLES"]
 
 ROLES = ("producer", "consumer")
 _BOTH = frozenset(ROLES)
@@ -582,6 +582,22 @@ def load_config(role: str, config: Mapping[str, Any] | None = None, **overrides:
     _cross_checks(role, values)
     order = [k.name for k in KEYS if k.name in values]
     return Config(role, {name: values[name] for name in order}, frozenset(given))
+
+
+def consumer_config(topics: tuple[Any, ...], config: Mapping[str, Any],
+                    refused: Mapping[str, str] | None = None) -> tuple[Config, tuple[Any, ...]]:
+    """A consumer's Config and topics from its ``(*topics, **config)`` arguments (a leading
+    mapping is the configuration); a key in ``refused`` that is set raises with its reason,
+    then ``metadata.broker.list`` is required."""
+    given: Mapping[str, Any] | None = None
+    if topics and isinstance(topics[0], Mapping):
+        given, topics = topics[0], topics[1:]
+    conf = load_config("consumer", given, **config)
+    for key, why in (refused or {}).items():
+        if conf.is_set(key) and conf[key]:
+            raise InvalidConfigError(f"{key}: {why}", key, conf[key])
+    conf.require("metadata.broker.list")
+    return conf, topics
 
 
 def _layer(role: str, layer: Mapping[str, Any]) -> dict[str, Any]:

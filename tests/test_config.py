@@ -566,3 +566,17 @@ def test_plain_callables_are_serializers_and_deserializers():
         load_config("producer", {"value.serializer": 42})
     with pytest.raises(InvalidConfigError, match="to_message"):
         load_config("producer", {"value.serializer": bytes})  # a class without to_message
+
+
+def test_consumer_config_reads_the_consumers_arguments():
+    """A leading mapping is the configuration, the rest are topics; a refused key raises with
+    its reason before the bootstrap list is asked for, which is then required."""
+    conf, topics = kc.consumer_config(({"group.id": "g"}, "a", "b"),
+                                      {"bootstrap_servers": "127.0.0.1:9092"})
+    assert topics == ("a", "b") and conf["group.id"] == "g"
+    assert list(conf["metadata.broker.list"]) == [("127.0.0.1", 9092)]
+    with pytest.raises(InvalidConfigError, match="zookeeper.connect: not here"):
+        kc.consumer_config((), {"zookeeper.connect": "127.0.0.1:2181"},
+                           {"zookeeper.connect": "not here"})
+    with pytest.raises(InvalidConfigError, match="metadata.broker.list"):
+        kc.consumer_config(("a",), {})

@@ -39,11 +39,12 @@ from kclient._args import (
     topic_partition,
     topic_partitions,
 )
-from kclient.config import load_config
+from kclient.config import consumer_config
 from kclient.consumer.connector import connection_settings, generate_consumer_id
 from kclient.consumer.kafka_consumer import OffsetAndTimestamp
 from kclient.core.consumer_protocol import is_cooperative, strategies_of
 from kclient.core.consumer_records import build_records
+from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.prefetch import PartitionState, take
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function
@@ -70,7 +71,6 @@ __all__ = ["AIOConsumer", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 #: getone() gives the event loop a turn when it has run this long (seconds) without one
 _SLICE = 0.005
-_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
 _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
@@ -81,19 +81,12 @@ class AIOConsumer(ConsumerMembership):
     """An asyncio consumer: subscribe (group) or assign, getmany/getone/async for, commit, seek."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
-        given: Mapping[str, Any] | None = None
-        if topics and isinstance(topics[0], Mapping):
-            given, topics = topics[0], topics[1:]
-        conf = load_config("consumer", given, **config)
-        for key, why in _UNSUPPORTED.items():
-            if conf.is_set(key) and conf[key]:
-                raise InvalidConfigError(f"{key}: {why}", key, conf[key])
-        conf.require("metadata.broker.list")
+        conf, topics = consumer_config(topics, config, _UNSUPPORTED)
         self.config = conf
         self.strategies = strategies_of(conf["partition.assignment.strategy"])
         self.cooperative = is_cooperative(self.strategies)
         self.group_instance_id: str | None = conf["group.instance.id"] or None
-        self._isolation = _ISOLATION[conf["isolation.level"]]
+        self._isolation = ISOLATION_LEVELS[conf["isolation.level"]]
         self.group_id: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
         self._metrics = ClientMetrics()
@@ -157,7 +150,7 @@ class AIOConsumer(ConsumerMembership):
         self._fetcher = AIOFetcher(
             self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
             min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
-            isolation_level=_ISOLATION[conf["isolation.level"]],
+            isolation_level=ISOLATION_LEVELS[conf["isolation.level"]],
             buffer_chunks=conf["queued.max.message.chunks"],
             backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset,
             max_bytes=conf["fetch.max.bytes"])

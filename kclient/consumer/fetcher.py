@@ -29,6 +29,7 @@ from typing import Any
 
 from kclient.cluster import BrokerInfo, Cluster
 from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.errors import (
     CorruptRecordError,
@@ -52,7 +53,6 @@ __all__ = ["ConsumerFetcherManager", "ConsumerFetcherThread", "offset_before", "
 #: MessageSizeTooLargeError.
 MAX_BUFFER_SIZE = 64 * 1024 * 1024
 #: isolation.level -> the Fetch request's isolation_level
-_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class ConsumerFetcherThread(threading.Thread):
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
                                 prefetch=True, max_bytes=c.get("fetch.max.bytes"),
-                                isolation_level=_ISOLATION[c.get("isolation.level",
+                                isolation_level=ISOLATION_LEVELS[c.get("isolation.level",
                                                                  "read_uncommitted")])
         self.reset = c["auto.offset.reset"]
         self.partitions: dict[tuple[str, int], PartitionTopicInfo] = {}

@@ -50,10 +50,11 @@ from kclient._args import (
     topic_partitions,
 )
 from kclient.cluster import Cluster
-from kclient.config import load_config
+from kclient.config import consumer_config
 from kclient.connection import BrokerConnection
 from kclient.core import group as core_group
 from kclient.core.consumer_records import build_records
+from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.metadata import list_offsets_answers, list_offsets_body
 from kclient.core.prefetch import PartitionState, take, take_answer
 from kclient.core.subscription import Subscription
@@ -92,7 +93,6 @@ __all__ = ["Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "OffsetAnd
 
 log = logging.getLogger(__name__)
 
-_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 _LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 
 
@@ -115,11 +115,7 @@ class Consumer(ConsumerCompat):
     """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
-        given: Mapping[str, Any] | None = None
-        if topics and isinstance(topics[0], Mapping):
-            given, topics = topics[0], topics[1:]
-        conf = load_config("consumer", given, **config)
-        conf.require("metadata.broker.list")
+        conf, topics = consumer_config(topics, config)
         self.config = conf
         self.group: str | None = conf["group.id"] or None
         self.consumer_id = generate_consumer_id(self.group or "kclient", conf["consumer.id"])
@@ -488,7 +484,7 @@ class Consumer(ConsumerCompat):
             conn = self.cluster.connection(node)
             version = conn.version(LIST_OFFSETS)
             body = list_offsets_body({tp: query[tp] for tp in tps},
-                                     _ISOLATION[self.config["isolation.level"]])
+                                     ISOLATION_LEVELS[self.config["isolation.level"]])
             resp = conn.request(LIST_OFFSETS, body, version)
             for tp, code, offset, timestamp in list_offsets_answers(resp, version):
                 if code:
@@ -760,7 +756,7 @@ class Consumer(ConsumerCompat):
             f = self._fetchers[node] = Fetcher(
                 conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
                 max_bytes=self.config["fetch.max.bytes"],
-                isolation_level=_ISOLATION[self.config["isolation.level"]])
+                isolation_level=ISOLATION_LEVELS[self.config["isolation.level"]])
         return f
 
     def _fetch(self, wait_ms: int) -> None:

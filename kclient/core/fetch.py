@@ -41,7 +41,11 @@ if TYPE_CHECKING:
     from kclient.protocol.messages import FetchResponse, FetchResponsePartition
 
 __all__ = ["PartitionFetch", "FetchSettings", "fetch_body", "read_response", "message_set",
-           "end_of", "grow_oversized", "fetch", "refetch_oversized", "needs_reset", "DEFAULT_MAX_BUFFER_SIZE"]
+           "end_of", "grow_oversized", "fetch", "refetch_oversized", "needs_reset",
+           "DEFAULT_MAX_BUFFER_SIZE", "ISOLATION_LEVELS"]
+
+#: ``isolation.level`` to the Fetch request's isolation_level (1: read_committed, KIP-98)
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 #: Default bound for growing a fetch size around an oversized message.
 DEFAULT_MAX_BUFFER_SIZE = 64 * 1024 * 1024

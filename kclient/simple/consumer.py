@@ -17,6 +17,7 @@ from kclient.cluster import BrokerInfo
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.columns import MessageColumns, message_columns
 from kclient.core.coordinator import CoordinatorAddress, find_coordinators
+from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.messages import MessageAndOffset
 from kclient.core.offsets import offset_commit_body, offset_fetch_body
@@ -105,7 +106,6 @@ class MultiFetchResponse(list[ByteBufferMessageSet]):
 
 
 #: isolation_level argument -> the Fetch / ListOffsets isolation_level field
-_ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 
 
 class SimpleConsumer:
@@ -141,10 +141,10 @@ class SimpleConsumer:
                  stats_cb: Callable[[str], Any] | None = None,
                  statistics_interval_ms: int = 0) -> None:
         self.host, self.port = host, int(port)
-        if isolation_level not in _ISOLATION:
+        if isolation_level not in ISOLATION_LEVELS:
             raise ValueError(f"isolation_level must be read_uncommitted or read_committed, "
                              f"not {isolation_level!r}")
-        self.isolation_level = _ISOLATION[isolation_level]
+        self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
         self.settings = ConnectionSettings(
             client_id=client_id or "kclient", request_timeout_ms=so_timeout,
