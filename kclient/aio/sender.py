@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kclient.core.idempotence import IdempotentState, init_idempotent
-from kclient.core.produce import magic_for, produce_body, refreshes_metadata, retriable, settle
+from kclient.core.produce import magic_for, produce_body, retry_verdict, settle
 from kclient.core.steps import Conversation
 from kclient.core.transactions import TxnState, add_partitions
 from kclient.errors import KafkaError, KafkaTimeoutError
@@ -400,12 +400,11 @@ class Sender:
 
     def _retry(self, b: AIOBatch, exc: BaseException, sent: bool = True,
                force: bool = False) -> None:
-        if not sent:
-            b.attempts += 1
-        if not (force or retriable(exc)) or b.attempts > self.retries:
+        give_up, refresh = retry_verdict(b, exc, sent, force, self.retries)
+        if give_up:
             self._fail(b, exc)
             return
-        if refreshes_metadata(exc, sent):
+        if refresh:
             self._stale = True
             self.producer.forget_topic(b.topic)
         self.metrics.retry()

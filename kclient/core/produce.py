@@ -24,7 +24,7 @@ from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, 
 from .idempotence import FAIL, RESEND, SENT, IdempotentState, Sequenced
 
 __all__ = ["magic_for", "produce_body", "partition_results", "retriable", "refreshes_metadata",
-           "unanswered", "settle"]
+           "unanswered", "settle", "retry_verdict"]
 
 
 def magic_for(version: int) -> int:
@@ -74,6 +74,24 @@ def refreshes_metadata(exc: BaseException, sent: bool = True) -> bool:
     never sent (no leader known, no connection)."""
     return not sent or bool(getattr(exc, "invalid_metadata", False)) or \
         isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))
+
+
+class Counted(Protocol):
+    """A batch that counts its send attempts."""
+
+    attempts: int
+
+
+def retry_verdict(batch: Counted, exc: BaseException, sent: bool, force: bool,
+                  retries: int) -> tuple[bool, bool]:
+    """``(give up, refresh metadata first)`` for a batch that failed with ``exc``: a batch
+    never sent counts an attempt here; it gives up when ``exc`` is not retriable (unless
+    ``force``) or its attempts exceed ``retries``."""
+    if not sent:
+        batch.attempts += 1
+    if not (force or retriable(exc)) or batch.attempts > retries:
+        return True, False
+    return False, refreshes_metadata(exc, sent)
 
 
 class Retried(Sequenced, Protocol):

@@ -29,7 +29,7 @@ import tenacity
 
 from kclient.connection import BrokerConnection
 from kclient.core.idempotence import IdempotentState, init_idempotent
-from kclient.core.produce import magic_for, produce_body, refreshes_metadata, settle
+from kclient.core.produce import magic_for, produce_body, retry_verdict, settle
 from kclient.core.produce import retriable as _retriable
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
@@ -472,16 +472,15 @@ class DefaultEventHandler(Preparer, EventHandler):
 
     def _retry_later(self, b: PartitionBatch, exc: BaseException, sent: bool = True,
                      force_retriable: bool = False) -> None:
-        if not sent:
-            b.attempts += 1
+        give_up, refresh = retry_verdict(b, exc, sent, force_retriable, self.max_retries)
         b.error = exc
         m = self.metrics
         if m is not None:
             m.error(exc)
-        if not (force_retriable or _retriable(exc)) or b.attempts > self.max_retries:
+        if give_up:
             self._fail(b, exc)
             return
-        if refreshes_metadata(exc, sent):
+        if refresh:
             self._stale = True
         b.due = time.monotonic() + self._backoff(b.attempts)
         if b.due >= b.deadline:

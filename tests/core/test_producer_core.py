@@ -20,7 +20,13 @@ from kclient.core.idempotence import (
     init_idempotent,
     sequence_outcome,
 )
-from kclient.core.produce import magic_for, partition_results, produce_body, settle
+from kclient.core.produce import (
+    magic_for,
+    partition_results,
+    produce_body,
+    retry_verdict,
+    settle,
+)
 from kclient.core.steps import Request
 from kclient.core.transactions import (
     ABORTABLE_ERROR,
@@ -31,6 +37,7 @@ from kclient.core.transactions import (
 )
 from kclient.errors import (
     IllegalStateError,
+    KafkaError,
     NotLeaderForPartitionError,
     ProducerFencedError,
     TransactionAbortableError,
@@ -225,3 +232,16 @@ def test_settle_fails_a_transactional_sequence_error():
            lambda x, base, t: got.append(("ok",)), lambda x, e: got.append(("fail",)),
            lambda x, e, force: got.append(("retry",)))
     assert got == [("fail",)]
+
+
+def test_retry_verdict_counts_unsent_attempts_and_gives_up():
+    """A batch never sent counts an attempt; a non-retriable error gives up unless forced;
+    a moved leader (or an unsent batch) refreshes metadata first; past the retries it gives up."""
+    b = AIOBatch("t", 0, 0.0, 1e9)
+    assert retry_verdict(b, NotLeaderForPartitionError("x"), True, False, 2) == (False, True)
+    assert retry_verdict(b, KafkaError("no leader"), False, True, 2) == (False, True)
+    assert b.attempts == 1
+    assert retry_verdict(b, ProducerFencedError("x"), True, False, 2) == (True, False)
+    assert retry_verdict(b, DuplicateSequenceNumberError("x"), True, True, 2) == (False, False)
+    b.attempts = 3
+    assert retry_verdict(b, NotLeaderForPartitionError("x"), True, False, 2) == (True, False)
