@@ -205,11 +205,7 @@ class Sender:
             if idem.bump_requested:
                 waiting = ready + [b for q in self.acc.queues.values() for b in q] + \
                     list(self._retrying.values())
-                if idem.bump_epoch():
-                    log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
-                             idem.producer_id, idem.epoch)
-                for b in waiting:
-                    b.set_sequence(-1, -1, -1)
+                idem.bump_and_restamp(waiting)
             if not idem.has_producer_id:
                 await self.producer.run(init_idempotent(idem))
             if isinstance(idem, TxnState):

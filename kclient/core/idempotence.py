@@ -156,6 +156,15 @@ class IdempotentState:
             return RESEND
         return needs
 
+    def bump_and_restamp(self, waiting: Iterable[Sequenced]) -> None:
+        """Bump the epoch (KIP-360) and clear the stamps of the batches ``waiting`` to be
+        written, so each is stamped again, in the new epoch, when it goes out."""
+        if self.bump_epoch():
+            log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
+                     self.producer_id, self.epoch)
+        for b in waiting:
+            b.set_sequence(-1, -1, -1)
+
     def bump_epoch(self) -> bool:
         """Raise the epoch locally and restart sequences; False when the epoch is exhausted
         (a new producer id is needed: the caller asks InitProducerId again)."""

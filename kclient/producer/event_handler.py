@@ -526,11 +526,7 @@ class DefaultEventHandler(Preparer, EventHandler):
             # the batches kept back came first: new ones keep their arrival order
             batches, self._retry = self._retry + batches, []
             batches = _in_sequence_order(batches)
-            if txn.bump_epoch():
-                log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
-                         txn.producer_id, txn.epoch)
-            for b in batches:
-                b.set_sequence(-1, -1, -1)
+            txn.bump_and_restamp(batches)
         if not txn.has_producer_id:
             try:
                 self._init_producer_id()

@@ -245,3 +245,16 @@ def test_retry_verdict_counts_unsent_attempts_and_gives_up():
     assert retry_verdict(b, DuplicateSequenceNumberError("x"), True, True, 2) == (False, False)
     b.attempts = 3
     assert retry_verdict(b, NotLeaderForPartitionError("x"), True, False, 2) == (True, False)
+
+
+def test_bump_and_restamp_raises_the_epoch_and_clears_the_waiting_stamps():
+    """KIP-360: after a bump every waiting batch is stamped again in the new epoch."""
+    idem = IdempotentState()
+    idem.set_producer_id(7, 3)
+    waiting = [AIOBatch("t", p, 0.0, 1e9) for p in range(2)]
+    for b in waiting:
+        b.set_sequence(7, 3, 5)
+    idem.bump_requested = True
+    idem.bump_and_restamp(waiting)
+    assert (idem.producer_id, idem.epoch, idem.bump_requested) == (7, 4, False)
+    assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in waiting] == [(-1, -1, -1)] * 2
