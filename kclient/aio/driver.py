@@ -1,4 +1,5 @@
 """Drive a :mod:`kclient.core` conversation to its end on the running event loop."""
+
 from __future__ import annotations
 
 import asyncio
@@ -24,8 +25,9 @@ class AsyncTransport(Protocol):
 class _Connection(Protocol):
     """What :class:`ConnectionTransport` needs of a connection (kclient.aio.connection's)."""
 
-    def send(self, api: Any, body: Any, version: int | None = None,
-             expect_response: bool = True) -> Any: ...
+    def send(
+        self, api: Any, body: Any, version: int | None = None, expect_response: bool = True
+    ) -> Any: ...
 
     async def request(self, api: Any, body: Any, version: int | None = None) -> Any: ...
 
@@ -44,8 +46,9 @@ class _Cluster(Protocol):
 
     async def connection(self, node_id: int) -> Any: ...
 
-    async def refresh(self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...
-                      ) -> Any: ...
+    async def refresh(
+        self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...
+    ) -> Any: ...
 
     def drop(self, conn: Any, reason: str) -> None: ...
 
@@ -107,8 +110,11 @@ async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
     try:
         while True:
             try:
-                step = (conversation.throw(failure) if failure is not None
-                        else conversation.send(answer))
+                step = (
+                    conversation.throw(failure)
+                    if failure is not None
+                    else conversation.send(answer)
+                )
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
             answer, failure = None, None
@@ -118,8 +124,9 @@ async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
                 except Exception as exc:  # noqa: BLE001 - handed to the conversation
                     failure = exc
             elif isinstance(step, Gather):
-                answer = await asyncio.gather(*(transport.request(r) for r in step.requests),
-                                              return_exceptions=True)
+                answer = await asyncio.gather(
+                    *(transport.request(r) for r in step.requests), return_exceptions=True
+                )
             elif isinstance(step, Sleep):
                 await asyncio.sleep(max(0.0, step.seconds))
             elif isinstance(step, RawExchange):

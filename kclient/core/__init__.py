@@ -5,6 +5,7 @@ and is resumed with the answer (a response, or an exception thrown in).  It does
 thread and knows nothing of asyncio, so the threaded driver (:func:`kclient.io.driver.run`) and the
 asyncio driver (:func:`kclient.aio.driver.run`) run the same code.  See DESIGN.md.
 """
+
 from .steps import Conversation, Gather, RawExchange, Request, Sleep, Step
 
 __all__ = ["Conversation", "Gather", "RawExchange", "Request", "Sleep", "Step"]

@@ -6,6 +6,7 @@ entry by entry straight from the record decoder's columns, so the cost per messa
 appends done in C.  Columnar consumers (Arrow, the Spark reader, NumPy) build their arrays from
 these lists; ``SimpleConsumer.fetch_columns`` is the call that fetches and decodes this way.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -59,9 +60,21 @@ class MessageColumns:
     corrupt entry met after the delivered messages.
     """
 
-    __slots__ = ("topic", "partition", "fetch_offset", "offsets", "timestamps",
-                 "timestamp_types", "keys", "values", "headers", "next_offset",
-                 "high_watermark", "log_start_offset", "error")
+    __slots__ = (
+        "topic",
+        "partition",
+        "fetch_offset",
+        "offsets",
+        "timestamps",
+        "timestamp_types",
+        "keys",
+        "values",
+        "headers",
+        "next_offset",
+        "high_watermark",
+        "log_start_offset",
+        "error",
+    )
 
     def __init__(self, topic: str | None, partition: int | None, fetch_offset: int) -> None:
         self.topic, self.partition, self.fetch_offset = topic, partition, fetch_offset
@@ -80,8 +93,10 @@ class MessageColumns:
         return len(self.values)
 
     def __repr__(self) -> str:
-        return (f"MessageColumns({self.topic}-{self.partition}, fetch_offset={self.fetch_offset},"
-                f" messages={len(self)}, next_offset={self.next_offset})")
+        return (
+            f"MessageColumns({self.topic}-{self.partition}, fetch_offset={self.fetch_offset},"
+            f" messages={len(self)}, next_offset={self.next_offset})"
+        )
 
     def _add(self, entry: _EntryColumns) -> None:
         """Append one decoded entry's columns."""
@@ -108,17 +123,28 @@ class MessageColumns:
         """Drop the messages at or after ``end_offset`` (next_offset becomes ``end_offset``)."""
         if self.offsets and self.offsets[-1] >= end_offset:
             k = bisect_left(self.offsets, end_offset)
-            for column in (self.offsets, self.timestamps, self.timestamp_types, self.values,
-                           self.keys, self.headers):
+            for column in (
+                self.offsets,
+                self.timestamps,
+                self.timestamp_types,
+                self.values,
+                self.keys,
+                self.headers,
+            ):
                 if column is not None:
                     del column[k:]
         self.next_offset = min(self.next_offset, end_offset)
 
 
-def _entry_columns(offsets: Iterable[int], timestamps: Iterable[int],
-                   timestamp_types: Iterable[int], keys: Iterable[bytes | None] | None,
-                   values: list[bytes | None], headers: Iterable[list[Header] | None] | None,
-                   infos: Iterable[Any]) -> tuple[_EntryColumns]:
+def _entry_columns(
+    offsets: Iterable[int],
+    timestamps: Iterable[int],
+    timestamp_types: Iterable[int],
+    keys: Iterable[bytes | None] | None,
+    values: list[bytes | None],
+    headers: Iterable[list[Header] | None] | None,
+    infos: Iterable[Any],
+) -> tuple[_EntryColumns]:
     """Record factory for ``decode_entries``: hands one entry's columns over unchanged."""
     return ((offsets, timestamps, timestamp_types, keys, values, headers),)
 
@@ -135,9 +161,15 @@ def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageCol
     cols.high_watermark, cols.log_start_offset = ms.high_watermark, ms.log_start_offset
     if ms.error is not None and not ms.entries:
         raise ms.error
-    entries = decode_entries(ms.buffer, ms.visible, _entry_columns,
-                             start_offset=ms.fetch_offset, validate_crc=False,
-                             max_decompressed=ms.max_decompressed, context=ms.context)
+    entries = decode_entries(
+        ms.buffer,
+        ms.visible,
+        _entry_columns,
+        start_offset=ms.fetch_offset,
+        validate_crc=False,
+        max_decompressed=ms.max_decompressed,
+        context=ms.context,
+    )
     try:
         for entry in entries:
             cols._add(entry)

@@ -5,16 +5,28 @@ in SyncGroup: the same bytes for kclient's members, Java's and librdkafka's, so 
 :func:`subscription_protocols` builds a member's JoinGroup protocols, one per configured
 assignor; cooperative-sticky's Subscription lists the partitions owned and their generation.
 """
+
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-__all__ = ["COOPERATIVE", "Subscription", "SUBSCRIPTION_VERSION", "encode_subscription",
-           "decode_subscription", "decode_subscription_full", "encode_assignment",
-           "decode_assignment", "strategies_of", "is_cooperative", "member_user_data",
-           "subscription_generation", "subscription_protocols"]
+__all__ = [
+    "COOPERATIVE",
+    "Subscription",
+    "SUBSCRIPTION_VERSION",
+    "encode_subscription",
+    "decode_subscription",
+    "decode_subscription_full",
+    "encode_assignment",
+    "decode_assignment",
+    "strategies_of",
+    "is_cooperative",
+    "member_user_data",
+    "subscription_generation",
+    "subscription_protocols",
+]
 
 #: the cooperative-sticky protocol name (KIP-429)
 COOPERATIVE = "cooperative-sticky"
@@ -40,7 +52,7 @@ class _Reader:
 
     def string(self) -> str:
         n = self.unpack(">h")
-        s = self.data[self.pos:self.pos + n].decode("utf-8")
+        s = self.data[self.pos : self.pos + n].decode("utf-8")
         self.pos += n
         return s
 
@@ -51,7 +63,7 @@ class _Reader:
         n = self.unpack(">h")
         if n < 0:
             return None
-        s = self.data[self.pos:self.pos + n].decode("utf-8")
+        s = self.data[self.pos : self.pos + n].decode("utf-8")
         self.pos += n
         return s
 
@@ -59,7 +71,7 @@ class _Reader:
         n = self.unpack(">i")
         if n < 0:
             return b""
-        b = self.data[self.pos:self.pos + n]
+        b = self.data[self.pos : self.pos + n]
         self.pos += n
         return b
 
@@ -83,20 +95,28 @@ def _partition_lists(parts: Mapping[str, Iterable[int]]) -> bytes:
     out = [struct.pack(">i", len(parts))]
     for t, ps in sorted(parts.items()):
         ps = sorted(ps)
-        out.append(_str(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p)
-                                                                   for p in ps))
+        out.append(
+            _str(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+        )
     return b"".join(out)
 
 
-def encode_subscription(topics: Sequence[str], user_data: bytes | None,
-                        owned: Mapping[str, Iterable[int]] | None = None,
-                        generation_id: int = -1, version: int | None = None) -> bytes:
+def encode_subscription(
+    topics: Sequence[str],
+    user_data: bytes | None,
+    owned: Mapping[str, Iterable[int]] | None = None,
+    generation_id: int = -1,
+    version: int | None = None,
+) -> bytes:
     """ConsumerProtocolSubscription: v0 (topics, user data) unless ``owned`` is given, then
     v3 (owned partitions, generation id, null rack id) or the ``version`` asked for."""
     if version is None:
         version = 0 if owned is None else SUBSCRIPTION_VERSION
-    out = [struct.pack(">hi", version, len(topics)), *(_str(t) for t in topics),
-           struct.pack(">i", -1) if user_data is None else _bytes(user_data)]
+    out = [
+        struct.pack(">hi", version, len(topics)),
+        *(_str(t) for t in topics),
+        struct.pack(">i", -1) if user_data is None else _bytes(user_data),
+    ]
     if version >= 1:
         out.append(_partition_lists(owned or {}))
     if version >= 2:
@@ -133,11 +153,15 @@ def decode_subscription(data: bytes) -> tuple[list[str], bytes]:
     return sub.topics, sub.user_data
 
 
-def encode_assignment(partitions: Mapping[str, Iterable[int]], user_data: bytes | None,
-                      version: int = 0) -> bytes:
+def encode_assignment(
+    partitions: Mapping[str, Iterable[int]], user_data: bytes | None, version: int = 0
+) -> bytes:
     """ConsumerProtocolAssignment (the layout is the same in v0-v3)."""
-    return (struct.pack(">h", version) + _partition_lists(partitions)
-            + (struct.pack(">i", -1) if user_data is None else _bytes(user_data)))
+    return (
+        struct.pack(">h", version)
+        + _partition_lists(partitions)
+        + (struct.pack(">i", -1) if user_data is None else _bytes(user_data))
+    )
 
 
 def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes]:
@@ -182,9 +206,13 @@ def subscription_generation(sub: Subscription) -> int:
     return -1
 
 
-def subscription_protocols(strategies: Sequence[str], topics: Sequence[str], user: bytes,
-                           owned: Iterable[tuple[str, int]] = (), owned_generation: int = -1
-                           ) -> list[tuple[str, bytes]]:
+def subscription_protocols(
+    strategies: Sequence[str],
+    topics: Sequence[str],
+    user: bytes,
+    owned: Iterable[tuple[str, int]] = (),
+    owned_generation: int = -1,
+) -> list[tuple[str, bytes]]:
     """JoinGroup's (name, metadata) protocols, one per configured strategy in preference order;
     cooperative-sticky's Subscription (v3) lists ``owned`` and the generation they came from."""
     out = []
@@ -194,8 +222,12 @@ def subscription_protocols(strategies: Sequence[str], topics: Sequence[str], use
             for t, p in sorted(owned):
                 by_topic.setdefault(t, []).append(p)
             gen = owned_generation if by_topic else -1
-            out.append((name, encode_subscription(topics, member_user_data(name, user, gen),
-                                                  by_topic, gen)))
+            out.append(
+                (
+                    name,
+                    encode_subscription(topics, member_user_data(name, user, gen), by_topic, gen),
+                )
+            )
         else:
             out.append((name, encode_subscription(topics, user)))
     return out

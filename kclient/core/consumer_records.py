@@ -1,5 +1,6 @@
 """ConsumerRecords from decoded columns: built in C calls, a fetched slice at a time, only for
 what a consumer hands out (kclient.Consumer and AIOConsumer alike)."""
+
 from __future__ import annotations
 
 import gc
@@ -36,9 +37,15 @@ class NoHeaders(list):  # type: ignore[type-arg]
 NO_HEADERS = NoHeaders()
 
 
-def build_records(tp: TopicPartition, cols: MessageColumns, i: int, j: int,
-                  key: Decode | None, value: Decode | None, empty_lists: bool = False
-                  ) -> list[ConsumerRecord]:
+def build_records(
+    tp: TopicPartition,
+    cols: MessageColumns,
+    i: int,
+    j: int,
+    key: Decode | None,
+    value: Decode | None,
+    empty_lists: bool = False,
+) -> list[ConsumerRecord]:
     """The records ``i:j`` of ``cols`` (``key``/``value``: decoders, None for bytes as they are).
 
     They are built with the cyclic collector paused: it would otherwise scan the batch being
@@ -55,14 +62,27 @@ def build_records(tp: TopicPartition, cols: MessageColumns, i: int, j: int,
         gc.disable()
     try:
         empty = NO_HEADERS if empty_lists else _NONE
-        hdrs = [list(h) if h else empty for h in cols.headers[i:j]] \
-            if cols.headers is not None else repeat(empty, n)
-        return list(map(_new, repeat(ConsumerRecord, n),
-                        zip(repeat(tp.topic, n), repeat(tp.partition, n),
-                            cols.offsets[i:j], cols.timestamps[i:j],
-                            cols.timestamp_types[i:j],
-                            keys if key is None else map(key, keys),
-                            values if value is None else map(value, values), hdrs)))
+        hdrs = (
+            [list(h) if h else empty for h in cols.headers[i:j]]
+            if cols.headers is not None
+            else repeat(empty, n)
+        )
+        return list(
+            map(
+                _new,
+                repeat(ConsumerRecord, n),
+                zip(
+                    repeat(tp.topic, n),
+                    repeat(tp.partition, n),
+                    cols.offsets[i:j],
+                    cols.timestamps[i:j],
+                    cols.timestamp_types[i:j],
+                    keys if key is None else map(key, keys),
+                    values if value is None else map(value, values),
+                    hdrs,
+                ),
+            )
+        )
     finally:
         if paused:
             gc.enable()

@@ -7,6 +7,7 @@ the address the state holds) and retries after a connection failure, a timeout o
 "not the coordinator" answer: it forgets the address, waits the backoff and looks it up again.
 A request begun before an interrupt (shutdown) fails at once instead of retrying.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,17 +29,32 @@ from kclient.protocol.schema import Api
 
 from .steps import ANY_NODE, COORDINATOR, Conversation, Gather, Request, Sleep
 
-__all__ = ["CoordinatorState", "CoordinatorAddress", "find_coordinator", "find_coordinators",
-           "coordinated", "error_code", "COORDINATOR_ERRORS"]
+__all__ = [
+    "CoordinatorState",
+    "CoordinatorAddress",
+    "find_coordinator",
+    "find_coordinators",
+    "coordinated",
+    "error_code",
+    "COORDINATOR_ERRORS",
+]
 
 _Resp = TypeVar("_Resp")
 log = logging.getLogger(__name__)
 
 #: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: ask again elsewhere
-COORDINATOR_ERRORS = (NotCoordinatorError.errno, CoordinatorNotAvailableError.errno,
-                      CoordinatorLoadInProgressError.errno)
-_RETRIED = (KafkaConnectionError, KafkaTimeoutError, NotCoordinatorError,
-            CoordinatorNotAvailableError, CoordinatorLoadInProgressError)
+COORDINATOR_ERRORS = (
+    NotCoordinatorError.errno,
+    CoordinatorNotAvailableError.errno,
+    CoordinatorLoadInProgressError.errno,
+)
+_RETRIED = (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +67,12 @@ class CoordinatorAddress:
 
     def serves(self, conn: Any) -> bool:
         """Whether ``conn`` (a driver's connection) is an open one to this address."""
-        return conn is not None and conn.connected and conn.node_id == self.node_id \
+        return (
+            conn is not None
+            and conn.connected
+            and conn.node_id == self.node_id
             and (conn.host, conn.port) == (self.host, self.port)
+        )
 
 
 @dataclass
@@ -75,8 +95,7 @@ class CoordinatorState:
         """The address to connect to; a connection error when it is not known (the
         conversation looks it up and retries)."""
         if self.address is None:
-            raise KafkaConnectionError("?", -1, f"the coordinator of {self.key!r} is not "
-                                       "known yet")
+            raise KafkaConnectionError("?", -1, f"the coordinator of {self.key!r} is not known yet")
         return self.address
 
     def forget(self) -> None:
@@ -98,34 +117,44 @@ def find_coordinator(state: CoordinatorState) -> Conversation[CoordinatorAddress
     return found
 
 
-def find_coordinators(keys: Sequence[str], key_type: int = 0
-                      ) -> Conversation[dict[str, CoordinatorAddress | KafkaError]]:
+def find_coordinators(
+    keys: Sequence[str], key_type: int = 0
+) -> Conversation[dict[str, CoordinatorAddress | KafkaError]]:
     """The coordinators of ``keys`` (group ids; ``key_type`` 1: transactional ids), each an
     address or the error that hides it.  FindCoordinator v4+ (KIP-699) asks for every key in
     one request; an older broker is asked for the first key, then for the others together
     (one request each, all in flight at once)."""
     if not keys:
         return {}
-    sent_at: list[int] = []       # the version the driver picked, as the body saw it
+    sent_at: list[int] = []  # the version the driver picked, as the body saw it
 
     def body(version: int) -> dict[str, Any]:
         sent_at.append(version)
         if version >= 4:
             return {"coordinator_keys": list(keys), "key_type": key_type}
         return {"key": keys[0], "key_type": key_type}
+
     first = yield Request(FIND_COORDINATOR, body, node=ANY_NODE)
     if sent_at[-1] >= 4:
         return {c.key: _address(c, c.key) for c in first.coordinators}
     found = {keys[0]: _address(first, keys[0])}
     if len(keys) > 1:
         rest = list(keys[1:])
-        answers = yield Gather(tuple(
-            Request(FIND_COORDINATOR, {"key": key, "key_type": key_type}, node=ANY_NODE,
-                    max_version=3) for key in rest))
+        answers = yield Gather(
+            tuple(
+                Request(
+                    FIND_COORDINATOR,
+                    {"key": key, "key_type": key_type},
+                    node=ANY_NODE,
+                    max_version=3,
+                )
+                for key in rest
+            )
+        )
         for key, answer in zip(rest, answers):
-            if isinstance(answer, KafkaError):          # that key's broker failed
+            if isinstance(answer, KafkaError):  # that key's broker failed
                 found[key] = answer
-            elif isinstance(answer, BaseException):     # not the broker's: a bug, say so
+            elif isinstance(answer, BaseException):  # not the broker's: a bug, say so
                 raise answer
             else:
                 found[key] = _address(answer, key)
@@ -139,9 +168,13 @@ def _address(answer: Any, key: str) -> CoordinatorAddress | KafkaError:
     return CoordinatorAddress(answer.node_id, answer.host, answer.port)
 
 
-def coordinated(state: CoordinatorState, api: Api[Any, _Resp], body: Mapping[str, Any],
-                check: Callable[[Any], int] = error_code, retries: int | None = None
-                ) -> Conversation[_Resp]:
+def coordinated(
+    state: CoordinatorState,
+    api: Api[Any, _Resp],
+    body: Mapping[str, Any],
+    check: Callable[[Any], int] = error_code,
+    retries: int | None = None,
+) -> Conversation[_Resp]:
     """Send ``body`` to the coordinator; rediscover and retry on coordinator and connection
     errors (``check(resp)`` finds the response's error code; 0 is success)."""
     attempts = 1 + (state.retries if retries is None else retries)
@@ -157,7 +190,7 @@ def coordinated(state: CoordinatorState, api: Api[Any, _Resp], body: Mapping[str
                 raise error_for_code(code)(f"group {state.key!r}")
             return resp
         except _RETRIED as exc:
-            if state.epoch != epoch:             # interrupted (shutdown): do not retry
+            if state.epoch != epoch:  # interrupted (shutdown): do not retry
                 raise
             last = exc
             log.info("coordinator request %s failed (%s); retrying", api.name, exc)

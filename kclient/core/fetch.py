@@ -19,6 +19,7 @@ written once:
 The drivers move the bytes: ``kclient.io.fetcher.Fetcher`` on a connection (and keeps the next
 request on the wire while the caller decodes), ``kclient.aio.fetcher`` as a task.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -40,9 +41,20 @@ from .steps import Conversation, Request
 if TYPE_CHECKING:
     from kclient.protocol.messages import FetchResponse, FetchResponsePartition
 
-__all__ = ["PartitionFetch", "FetchSettings", "fetch_body", "read_response", "message_set",
-           "end_of", "grow_oversized", "fetch", "refetch_oversized", "needs_reset",
-           "DEFAULT_MAX_BUFFER_SIZE", "ISOLATION_LEVELS"]
+__all__ = [
+    "PartitionFetch",
+    "FetchSettings",
+    "fetch_body",
+    "read_response",
+    "message_set",
+    "end_of",
+    "grow_oversized",
+    "fetch",
+    "refetch_oversized",
+    "needs_reset",
+    "DEFAULT_MAX_BUFFER_SIZE",
+    "ISOLATION_LEVELS",
+]
 
 #: ``isolation.level`` to the Fetch request's isolation_level (1: read_committed, KIP-98)
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
@@ -90,8 +102,9 @@ def partition_fetches(requests: Sequence[Any]) -> tuple[PartitionFetch, ...]:
             raise ValueError(f"{r.topic}-{r.partition} is listed twice in one fetch")
         seen.add((r.topic, r.partition))
         if r.max_bytes <= 0:
-            raise ValueError(f"fetch size {r.max_bytes} for {r.topic}-{r.partition} "
-                             "is not positive")
+            raise ValueError(
+                f"fetch size {r.max_bytes} for {r.topic}-{r.partition} is not positive"
+            )
     return out
 
 
@@ -103,13 +116,21 @@ def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> d
         size = min(r.max_bytes, _INT32_MAX)
         total += size
         topics.setdefault(r.topic, []).append(
-            {"partition": r.partition, "fetch_offset": r.offset, "partition_max_bytes": size})
+            {"partition": r.partition, "fetch_offset": r.offset, "partition_max_bytes": size}
+        )
     limit = settings.max_bytes if settings.max_bytes is not None else total
-    return {"replica_id": -1, "max_wait_ms": settings.max_wait_ms,
-            "min_bytes": settings.min_bytes, "max_bytes": min(limit, _INT32_MAX),
-            "isolation_level": settings.isolation_level, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            "forgotten_topics_data": [], "rack_id": ""}
+    return {
+        "replica_id": -1,
+        "max_wait_ms": settings.max_wait_ms,
+        "min_bytes": settings.min_bytes,
+        "max_bytes": min(limit, _INT32_MAX),
+        "isolation_level": settings.isolation_level,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
 
 
 def partitions_of(resp: FetchResponse) -> dict[tuple[str, int], FetchResponsePartition]:
@@ -117,8 +138,9 @@ def partitions_of(resp: FetchResponse) -> dict[tuple[str, int], FetchResponsePar
     return {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
 
 
-def message_set(part: FetchResponsePartition, topic: str, partition: int, offset: int,
-                settings: FetchSettings) -> ByteBufferMessageSet:
+def message_set(
+    part: FetchResponsePartition, topic: str, partition: int, offset: int, settings: FetchSettings
+) -> ByteBufferMessageSet:
     """One partition's answer (fetched from ``offset``) as a message set, its error named."""
     err: BrokerResponseError | None = None
     if part.error_code:
@@ -126,17 +148,28 @@ def message_set(part: FetchResponsePartition, topic: str, partition: int, offset
         err.topic, err.partition, err.offset = topic, partition, offset
     committed = settings.read_committed
     return ByteBufferMessageSet(
-        part.records or b"", offset, topic=topic, partition=partition,
-        high_watermark=part.high_watermark, last_stable_offset=part.last_stable_offset,
-        log_start_offset=part.log_start_offset, error=err,
-        validate_crc=settings.validate_crc, max_decompressed=settings.max_decompressed,
+        part.records or b"",
+        offset,
+        topic=topic,
+        partition=partition,
+        high_watermark=part.high_watermark,
+        last_stable_offset=part.last_stable_offset,
+        log_start_offset=part.log_start_offset,
+        error=err,
+        validate_crc=settings.validate_crc,
+        max_decompressed=settings.max_decompressed,
         read_committed=committed,
-        aborted_transactions=[(a.producer_id, a.first_offset)
-                              for a in part.aborted_transactions or ()] if committed else None)
+        aborted_transactions=[
+            (a.producer_id, a.first_offset) for a in part.aborted_transactions or ()
+        ]
+        if committed
+        else None,
+    )
 
 
-def read_response(resp: FetchResponse, requests: Sequence[PartitionFetch],
-                  settings: FetchSettings) -> list[ByteBufferMessageSet]:
+def read_response(
+    resp: FetchResponse, requests: Sequence[PartitionFetch], settings: FetchSettings
+) -> list[ByteBufferMessageSet]:
     """One message set per request, in order; a partition left out of the answer gets the
     request-level error, or nothing (some brokers, e.g. tansu at max_wait_ms=0, leave out
     partitions with nothing to return yet)."""
@@ -148,10 +181,14 @@ def read_response(resp: FetchResponse, requests: Sequence[PartitionFetch],
         if part is not None:
             out.append(message_set(part, r.topic, r.partition, r.offset, settings))
             continue
-        err = error_for_code(top_error)(f"{r.topic}-{r.partition} at offset {r.offset}") \
-            if top_error else None
-        out.append(ByteBufferMessageSet(b"", r.offset, topic=r.topic, partition=r.partition,
-                                        error=err))
+        err = (
+            error_for_code(top_error)(f"{r.topic}-{r.partition} at offset {r.offset}")
+            if top_error
+            else None
+        )
+        out.append(
+            ByteBufferMessageSet(b"", r.offset, topic=r.topic, partition=r.partition, error=err)
+        )
     return out
 
 
@@ -168,8 +205,12 @@ def needs_reset(error: BaseException | None) -> bool:
     return isinstance(error, OffsetOutOfRangeError)
 
 
-def grow_oversized(requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet],
-                   sizes: dict[int, int], settings: FetchSettings) -> list[int]:
+def grow_oversized(
+    requests: Sequence[PartitionFetch],
+    results: list[ByteBufferMessageSet],
+    sizes: dict[int, int],
+    settings: FetchSettings,
+) -> list[int]:
     """Indexes of ``requests`` to fetch again at ``sizes[i]`` (doubled, as often as needed to
     cover the entry's size when its header arrived) because their first entry did not fit;
     ``results[i]`` becomes a MessageSizeTooLargeError once that would pass
@@ -184,17 +225,22 @@ def grow_oversized(requests: Sequence[PartitionFetch], results: list[ByteBufferM
         if ms.entries:
             first = ms.entries[0].size
             if first > bound and first > sizes[i]:
-                results[i] = error_set(r.topic, r.partition, r.offset,
-                                       _too_large(r, first, bound, delivered=True),
-                                       ms.high_watermark)
+                results[i] = error_set(
+                    r.topic,
+                    r.partition,
+                    r.offset,
+                    _too_large(r, first, bound, delivered=True),
+                    ms.high_watermark,
+                )
             continue
         if not ms.buffer and not 0 <= r.offset < end_of(ms, settings.isolation_level):
             continue  # nothing there (yet)
         needed = ms.incomplete_size
         size = sizes[i]
         if size >= bound or (needed is not None and needed > bound):
-            results[i] = error_set(r.topic, r.partition, r.offset,
-                                   _too_large(r, needed, bound), ms.high_watermark)
+            results[i] = error_set(
+                r.topic, r.partition, r.offset, _too_large(r, needed, bound), ms.high_watermark
+            )
             continue
         size *= 2
         while needed is not None and size < needed:
@@ -204,8 +250,13 @@ def grow_oversized(requests: Sequence[PartitionFetch], results: list[ByteBufferM
     return retry
 
 
-def fetch(requests: Sequence[Any], settings: FetchSettings, *, version: int | None = None,
-          node: int | str | None = None) -> Conversation[list[ByteBufferMessageSet]]:
+def fetch(
+    requests: Sequence[Any],
+    settings: FetchSettings,
+    *,
+    version: int | None = None,
+    node: int | str | None = None,
+) -> Conversation[list[ByteBufferMessageSet]]:
     """Fetch ``requests`` in one round trip, plus one per growth of an oversized first entry."""
     asked = partition_fetches(requests)
     if not asked:
@@ -215,10 +266,14 @@ def fetch(requests: Sequence[Any], settings: FetchSettings, *, version: int | No
     return (yield from refetch_oversized(asked, results, settings, version=version, node=node))
 
 
-def refetch_oversized(asked: Sequence[PartitionFetch], results: list[ByteBufferMessageSet],
-                      settings: FetchSettings, *, version: int | None = None,
-                      node: int | str | None = None
-                      ) -> Conversation[list[ByteBufferMessageSet]]:
+def refetch_oversized(
+    asked: Sequence[PartitionFetch],
+    results: list[ByteBufferMessageSet],
+    settings: FetchSettings,
+    *,
+    version: int | None = None,
+    node: int | str | None = None,
+) -> Conversation[list[ByteBufferMessageSet]]:
     """``results`` with each partition whose first entry did not fit fetched again, its size
     doubled until the entry fits or :func:`grow_oversized` gives up."""
     results = list(results)
@@ -231,14 +286,18 @@ def refetch_oversized(asked: Sequence[PartitionFetch], results: list[ByteBufferM
     return results
 
 
-def _too_large(r: PartitionFetch, needed: int | None, bound: int,
-               delivered: bool = False) -> MessageSizeTooLargeError:
+def _too_large(
+    r: PartitionFetch, needed: int | None, bound: int, delivered: bool = False
+) -> MessageSizeTooLargeError:
     size = f"{needed} bytes" if needed is not None else "more than the bound"
-    how = ("the broker returned it whole" if delivered
-           else f"fetch size started at {r.max_bytes} and doubled up to the bound")
+    how = (
+        "the broker returned it whole"
+        if delivered
+        else f"fetch size started at {r.max_bytes} and doubled up to the bound"
+    )
     err = MessageSizeTooLargeError(
         f"{r.topic}-{r.partition} at offset {r.offset}: the message there needs {size}, "
-        f"over max_buffer_size={bound} ({how})")
+        f"over max_buffer_size={bound} ({how})"
+    )
     err.topic, err.partition, err.offset, err.size = r.topic, r.partition, r.offset, needed
     return err
-

@@ -20,6 +20,7 @@ before joining) and :func:`take_assignment` (what a new assignment revokes, then
 whether a cooperative member must rejoin at once so the revoked partitions reach their new
 owner, KIP-429).  The face calls the user's listener in that order.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,26 +47,40 @@ from .steps import Conversation, Sleep
 if TYPE_CHECKING:
     from kclient.protocol.messages import JoinGroupResponse, JoinGroupResponseMember
 
-__all__ = ["MemberState", "Change", "Assignor", "REJOIN", "LOST", "join", "sync",
-           "join_and_sync", "heartbeat", "heartbeats", "leave", "give_up", "give_up_some",
-           "take_assignment",
-           "cluster_partitions", "rejoin_reason"]
+__all__ = [
+    "MemberState",
+    "Change",
+    "Assignor",
+    "REJOIN",
+    "LOST",
+    "join",
+    "sync",
+    "join_and_sync",
+    "heartbeat",
+    "heartbeats",
+    "leave",
+    "give_up",
+    "give_up_some",
+    "take_assignment",
+    "cluster_partitions",
+    "rejoin_reason",
+]
 
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 #: error codes after which a member joins again (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION,
 #: UNKNOWN_MEMBER_ID)
-REJOIN = (RebalanceInProgressError.errno, IllegalGenerationError.errno,
-          UnknownMemberIdError.errno)
+REJOIN = (RebalanceInProgressError.errno, IllegalGenerationError.errno, UnknownMemberIdError.errno)
 #: of those, the ones that mean the member lost its generation (its partitions are lost, not
 #: revoked: nothing may be committed for them)
 LOST = (IllegalGenerationError.errno, UnknownMemberIdError.errno)
 
 #: the leader's job: (protocol, members, all topics, {topic: partitions}) -> SyncGroup's
 #: ``assignments`` ([{"member_id", "assignment"}])
-Assignor = Callable[[str, "list[JoinGroupResponseMember]", list[str], dict[str, list[int]]],
-                    list[dict[str, Any]]]
+Assignor = Callable[
+    [str, "list[JoinGroupResponseMember]", list[str], dict[str, list[int]]], list[dict[str, Any]]
+]
 
 
 @dataclass
@@ -75,7 +90,7 @@ class MemberState:
     group: str
     session_timeout_ms: int
     instance_id: str | None = None
-    rebalance_timeout_ms: int | None = None        # None: the session timeout
+    rebalance_timeout_ms: int | None = None  # None: the session timeout
     member_id: str = ""
     generation_id: int = -1
     #: the protocol (assignor) the coordinator chose at the last join
@@ -98,23 +113,29 @@ class MemberState:
             f"{what} of group {self.group!r}: group.instance.id {self.instance_id!r} is "
             f"now used by another member (member id {self.member_id!r} was fenced); this "
             "consumer cannot continue: close it, and give each live consumer its own "
-            "group.instance.id")
+            "group.instance.id"
+        )
 
 
 def _any_code(resp: Any) -> int:
     return int(resp.error_code)
 
 
-def join(member: MemberState, coord: CoordinatorState, protocols: Sequence[tuple[str, bytes]]
-         ) -> Conversation[JoinGroupResponse | None]:
+def join(
+    member: MemberState, coord: CoordinatorState, protocols: Sequence[tuple[str, bytes]]
+) -> Conversation[JoinGroupResponse | None]:
     """JoinGroup offering ``protocols`` ((name, metadata), preferred first); None: the group
     kept moving for three answers (try again later)."""
     for _ in range(3):
-        body = {"group_id": member.group, "session_timeout_ms": member.session_timeout_ms,
-                "rebalance_timeout_ms": member.rebalance_timeout_ms or member.session_timeout_ms,
-                "member_id": member.member_id, "group_instance_id": member.instance_id,
-                "protocol_type": "consumer",
-                "protocols": [{"name": n, "metadata": m} for n, m in protocols]}
+        body = {
+            "group_id": member.group,
+            "session_timeout_ms": member.session_timeout_ms,
+            "rebalance_timeout_ms": member.rebalance_timeout_ms or member.session_timeout_ms,
+            "member_id": member.member_id,
+            "group_instance_id": member.instance_id,
+            "protocol_type": "consumer",
+            "protocols": [{"name": n, "metadata": m} for n, m in protocols],
+        }
         resp = yield from coordinated(coord, JOIN_GROUP, body, _any_code)
         code = resp.error_code
         if code == MemberIdRequiredError.errno:
@@ -135,13 +156,19 @@ def join(member: MemberState, coord: CoordinatorState, protocols: Sequence[tuple
     return None
 
 
-def sync(member: MemberState, coord: CoordinatorState, assignments: list[dict[str, Any]]
-         ) -> Conversation[bytes | None]:
+def sync(
+    member: MemberState, coord: CoordinatorState, assignments: list[dict[str, Any]]
+) -> Conversation[bytes | None]:
     """SyncGroup: this member's Assignment bytes; None: the group moved on (join again)."""
-    body = {"group_id": member.group, "generation_id": member.generation_id,
-            "member_id": member.member_id, "group_instance_id": member.instance_id,
-            "protocol_type": "consumer", "protocol_name": member.protocol,
-            "assignments": assignments}
+    body = {
+        "group_id": member.group,
+        "generation_id": member.generation_id,
+        "member_id": member.member_id,
+        "group_instance_id": member.instance_id,
+        "protocol_type": "consumer",
+        "protocol_name": member.protocol,
+        "assignments": assignments,
+    }
     resp = yield from coordinated(coord, SYNC_GROUP, body, _any_code)
     code = resp.error_code
     if code in REJOIN:
@@ -159,15 +186,22 @@ def cluster_partitions() -> Conversation[tuple[list[str], dict[str, list[int]]]]
     """Every topic of the cluster (that answered without error) and its partitions, from a
     Metadata request to any broker: what the leader assigns over."""
     resp = yield from refresh_metadata(None, allow_auto_create=False)
-    parts = {t.name: sorted(p.partition_index for p in t.partitions)
-             for t in resp.topics if t.name is not None and not t.error_code}
+    parts = {
+        t.name: sorted(p.partition_index for p in t.partitions)
+        for t in resp.topics
+        if t.name is not None and not t.error_code
+    }
     return sorted(parts), parts
 
 
-def join_and_sync(member: MemberState, coord: CoordinatorState,
-                  protocols: Sequence[tuple[str, bytes]], assignor: Assignor,
-                  attempts: int = 1, cancelled: Callable[[], bool] = lambda: False
-                  ) -> Conversation[bytes | None]:
+def join_and_sync(
+    member: MemberState,
+    coord: CoordinatorState,
+    protocols: Sequence[tuple[str, bytes]],
+    assignor: Assignor,
+    attempts: int = 1,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> Conversation[bytes | None]:
     """JoinGroup, SyncGroup (the leader assigning with ``assignor``), up to ``attempts``
     rounds: this member's Assignment bytes, or None (the group kept moving, or cancelled)."""
     for _ in range(max(1, attempts)):
@@ -179,8 +213,9 @@ def join_and_sync(member: MemberState, coord: CoordinatorState,
         assignments: list[dict[str, Any]] = []
         if resp.leader == resp.member_id and resp.members:
             topics, parts = yield from cluster_partitions()
-            assignments = assignor(member.protocol or protocols[0][0], list(resp.members),
-                                   topics, parts)
+            assignments = assignor(
+                member.protocol or protocols[0][0], list(resp.members), topics, parts
+            )
         data = yield from sync(member, coord, assignments)
         if data is not None:
             return data
@@ -190,8 +225,12 @@ def join_and_sync(member: MemberState, coord: CoordinatorState,
 def heartbeat(member: MemberState, coord: CoordinatorState) -> Conversation[int]:
     """One Heartbeat; its error code (UNKNOWN_MEMBER_ID also forgets the member id;
     FENCED_INSTANCE_ID raises)."""
-    body = {"group_id": member.group, "generation_id": member.generation_id,
-            "member_id": member.member_id, "group_instance_id": member.instance_id}
+    body = {
+        "group_id": member.group,
+        "generation_id": member.generation_id,
+        "member_id": member.member_id,
+        "group_instance_id": member.instance_id,
+    }
     resp = yield from coordinated(coord, HEARTBEAT, body, _any_code)
     code = int(resp.error_code)
     if code == UnknownMemberIdError.errno:
@@ -209,10 +248,15 @@ def rejoin_reason(code: int) -> str | None:
     return "revoke" if code in REJOIN else None
 
 
-def heartbeats(member: MemberState, coord: CoordinatorState, interval_s: float,
-               active: Callable[[], bool], on_rejoin: Callable[[str, int], None],
-               on_fenced: Callable[[FencedInstanceIdError], None],
-               stopped: Callable[[], bool] = lambda: False) -> Conversation[None]:
+def heartbeats(
+    member: MemberState,
+    coord: CoordinatorState,
+    interval_s: float,
+    active: Callable[[], bool],
+    on_rejoin: Callable[[str, int], None],
+    on_fenced: Callable[[FencedInstanceIdError], None],
+    stopped: Callable[[], bool] = lambda: False,
+) -> Conversation[None]:
     """The heartbeat loop: every ``interval_s`` while ``active()``, one beat; a rebalance or a
     lost generation calls ``on_rejoin(how, code)`` (unless a join started meanwhile), fencing
     ``on_fenced``; other failures are logged and the next beat tries again."""
@@ -232,8 +276,9 @@ def heartbeats(member: MemberState, coord: CoordinatorState, interval_s: float,
             continue
         how = rejoin_reason(code)
         if how is not None and member.generation_id in (generation, -1):
-            log.info("%s: heartbeat says %s; rejoining", member.group,
-                     error_for_code(code).__name__)
+            log.info(
+                "%s: heartbeat says %s; rejoining", member.group, error_for_code(code).__name__
+            )
             on_rejoin(how, code)
         elif code and how is None:
             log.info("%s: heartbeat error %d", member.group, code)
@@ -243,9 +288,11 @@ def leave(member: MemberState, coord: CoordinatorState) -> Conversation[None]:
     """LeaveGroup (no retries), then forget the member id and generation."""
     if not member.member_id:
         return
-    body = {"group_id": member.group, "member_id": member.member_id,
-            "members": [{"member_id": member.member_id,
-                         "group_instance_id": member.instance_id}]}
+    body = {
+        "group_id": member.group,
+        "member_id": member.member_id,
+        "members": [{"member_id": member.member_id, "group_instance_id": member.instance_id}],
+    }
     try:
         yield from coordinated(coord, LEAVE_GROUP, body, _any_code, retries=0)
     finally:

@@ -10,6 +10,7 @@ connection on ApiVersions (brokers before 0.10; the driver then opens a new conn
 tokens (:class:`~kclient.core.steps.RawExchange`).  It returns the session lifetime the broker
 granted; :func:`reauth_due` says when to authenticate again on the same connection (KIP-368).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,14 @@ from kclient.security.sasl import SaslConfig, mechanism
 
 from .steps import Conversation, RawExchange, Request
 
-__all__ = ["HandshakeConfig", "Negotiated", "api_versions", "authenticate", "reauth_due",
-           "REAUTH_FRACTION"]
+__all__ = [
+    "HandshakeConfig",
+    "Negotiated",
+    "api_versions",
+    "authenticate",
+    "reauth_due",
+    "REAUTH_FRACTION",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,25 +80,33 @@ def api_versions(cfg: HandshakeConfig) -> Conversation[Negotiated]:
     """Ask the broker for its API versions, or assume ``broker.version.fallback``'s."""
     if not cfg.api_version_request:
         return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)))
-    body = {"client_software_name": cfg.software_name,
-            "client_software_version": cfg.software_version}
+    body = {
+        "client_software_name": cfg.software_name,
+        "client_software_version": cfg.software_version,
+    }
     version = API_VERSIONS.max_version
     for _ in range(2):
         try:
             resp = yield Request(API_VERSIONS, body, version)
         except KafkaTimeoutError as exc:
-            raise KafkaTimeoutError(f"{cfg.address}: ApiVersions exchange failed: "
-                                    f"{str(exc).removeprefix(cfg.address + ': ')}") from exc
+            raise KafkaTimeoutError(
+                f"{cfg.address}: ApiVersions exchange failed: "
+                f"{str(exc).removeprefix(cfg.address + ': ')}"
+            ) from exc
         except KafkaConnectionError as exc:
-            if not exc.retriable:       # TLS expected, SASL refused: as it is
+            if not exc.retriable:  # TLS expected, SASL refused: as it is
                 raise
             # brokers before 0.10 close the connection on an unknown API key; an answer that
             # is garbage is not a sign of an old broker
             if not exc.closed_by_peer:
-                raise KafkaConnectionError(cfg.host, cfg.port,
-                                           f"ApiVersions exchange failed: {exc.reason}") from exc
-            log.info("%s closed on ApiVersions; assuming broker %s", cfg.address,
-                     cfg.broker_version_fallback)
+                raise KafkaConnectionError(
+                    cfg.host, cfg.port, f"ApiVersions exchange failed: {exc.reason}"
+                ) from exc
+            log.info(
+                "%s closed on ApiVersions; assuming broker %s",
+                cfg.address,
+                cfg.broker_version_fallback,
+            )
             return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)), reopen=True)
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         if resp.error_code == 0:
@@ -99,14 +114,17 @@ def api_versions(cfg: HandshakeConfig) -> Conversation[Negotiated]:
         if resp.error_code == UnsupportedVersionError.errno and API_VERSIONS.key in ranges:
             version = min(ranges[API_VERSIONS.key][1], version - 1)
             continue
-        raise KafkaConnectionError(cfg.host, cfg.port, "ApiVersions exchange failed: error "
-                                   f"{resp.error_code}")
-    raise KafkaConnectionError(cfg.host, cfg.port, "ApiVersions exchange failed: every "
-                               "ApiVersions version was rejected")
+        raise KafkaConnectionError(
+            cfg.host, cfg.port, f"ApiVersions exchange failed: error {resp.error_code}"
+        )
+    raise KafkaConnectionError(
+        cfg.host, cfg.port, "ApiVersions exchange failed: every ApiVersions version was rejected"
+    )
 
 
-def authenticate(cfg: HandshakeConfig, versions: Mapping[int, tuple[int, int]]
-                 ) -> Conversation[float | None]:
+def authenticate(
+    cfg: HandshakeConfig, versions: Mapping[int, tuple[int, int]]
+) -> Conversation[float | None]:
     """The SASL exchange on a fresh (or idle) connection; returns the session lifetime in
     seconds (None: unlimited).  Raises SaslAuthenticationError naming mechanism and broker."""
     sasl = cfg.sasl
@@ -117,8 +135,9 @@ def authenticate(cfg: HandshakeConfig, versions: Mapping[int, tuple[int, int]]
 
     framed = SASL_AUTHENTICATE.key in versions
     hs_top = versions.get(SASL_HANDSHAKE.key, (0, 0))[1]
-    resp = yield Request(SASL_HANDSHAKE, {"mechanism": sasl.mechanism},
-                         min(1 if framed else 0, hs_top))
+    resp = yield Request(
+        SASL_HANDSHAKE, {"mechanism": sasl.mechanism}, min(1 if framed else 0, hs_top)
+    )
     _check_handshake(cfg, resp, fail)
     mech = mechanism(sasl)
     token: bytes | None = mech.first()
@@ -130,16 +149,20 @@ def authenticate(cfg: HandshakeConfig, versions: Mapping[int, tuple[int, int]]
                 answer = yield Request(SASL_AUTHENTICATE, {"auth_bytes": token}, auth_version)
                 if answer.error_code:
                     detail = getattr(mech, "error", None)
-                    raise fail(f"{answer.error_message or f'error {answer.error_code}'}"
-                               + (f" ({detail})" if detail else ""))
+                    raise fail(
+                        f"{answer.error_message or f'error {answer.error_code}'}"
+                        + (f" ({detail})" if detail else "")
+                    )
                 challenge = bytes(answer.auth_bytes)
                 lifetime_ms = getattr(answer, "session_lifetime_ms", 0) or 0
             else:
                 try:
                     challenge = yield RawExchange(token)
-                except KafkaConnectionError as exc:   # v0 has no error message: it closes
-                    raise fail("the broker closed the connection during the SaslHandshake v0 "
-                               f"exchange (wrong credentials?): {exc.reason}") from exc
+                except KafkaConnectionError as exc:  # v0 has no error message: it closes
+                    raise fail(
+                        "the broker closed the connection during the SaslHandshake v0 "
+                        f"exchange (wrong credentials?): {exc.reason}"
+                    ) from exc
             token = mech.step(challenge)
     except ScramException as exc:
         raise fail(f"the broker's SCRAM answer does not verify: {exc}") from exc
@@ -149,12 +172,18 @@ def authenticate(cfg: HandshakeConfig, versions: Mapping[int, tuple[int, int]]
 def _check_handshake(cfg: HandshakeConfig, resp: Any, fail: Any) -> None:
     """Raise what a SaslHandshake error means (a non-SASL listener, a mechanism not enabled)."""
     if resp.error_code == E.IllegalSaslStateError.errno:
-        raise SecurityProtocolError(cfg.host, cfg.port, "the listener does not use SASL "
-                                    "(SaslHandshake: ILLEGAL_SASL_STATE): a PLAINTEXT or SSL "
-                                    "listener? set security.protocol to match it")
+        raise SecurityProtocolError(
+            cfg.host,
+            cfg.port,
+            "the listener does not use SASL "
+            "(SaslHandshake: ILLEGAL_SASL_STATE): a PLAINTEXT or SSL "
+            "listener? set security.protocol to match it",
+        )
     if resp.error_code == E.UnsupportedSaslMechanismError.errno:
-        raise fail(f"the broker does not enable {cfg.sasl.mechanism if cfg.sasl else '?'}; it "
-                   f"enables {', '.join(resp.mechanisms) or 'none'}")
+        raise fail(
+            f"the broker does not enable {cfg.sasl.mechanism if cfg.sasl else '?'}; it "
+            f"enables {', '.join(resp.mechanisms) or 'none'}"
+        )
     if resp.error_code:
         raise fail(f"SaslHandshake failed with error {resp.error_code}")
 

@@ -21,6 +21,7 @@ sequences in their old order.  Nothing is dropped silently: every batch still en
 report, acknowledged or failed.  Both producers (threaded and asyncio) keep this state and ask
 :func:`sequence_outcome` what a produce error of a sequenced batch means.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,8 +38,19 @@ from kclient.protocol.error_codes import (
 
 from .steps import ANY_NODE, Conversation, Request
 
-__all__ = ["IdempotentState", "MAX_IN_FLIGHT_IDEMPOTENT", "needs_bump", "sequence_outcome",
-           "init_idempotent", "first_unacked", "SENT", "RETRY", "RESEND", "BUMP_AND_RESEND", "FAIL"]
+__all__ = [
+    "IdempotentState",
+    "MAX_IN_FLIGHT_IDEMPOTENT",
+    "needs_bump",
+    "sequence_outcome",
+    "init_idempotent",
+    "first_unacked",
+    "SENT",
+    "RETRY",
+    "RESEND",
+    "BUMP_AND_RESEND",
+    "FAIL",
+]
 
 log = logging.getLogger("kclient.producer")
 
@@ -61,8 +73,9 @@ class Sequenced(Protocol):
 
     def __len__(self) -> int: ...
 
-    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
-                     transactional: bool = False) -> None: ...
+    def set_sequence(
+        self, producer_id: int, epoch: int, base_sequence: int, transactional: bool = False
+    ) -> None: ...
 
 
 def needs_bump(error: BaseException) -> bool:
@@ -74,8 +87,10 @@ def first_unacked(batch: Sequenced, others: Iterable[Sequenced]) -> bool:
     """Whether none of ``others`` (the unacknowledged batches: in flight, waiting to retry) is
     an earlier batch of ``batch``'s partition in the same epoch."""
     key, seq, epoch = (batch.topic, batch.partition), batch.base_sequence, batch.producer_epoch
-    return not any((x.topic, x.partition) == key and 0 <= x.base_sequence < seq
-                   and x.producer_epoch == epoch for x in others)
+    return not any(
+        (x.topic, x.partition) == key and 0 <= x.base_sequence < seq and x.producer_epoch == epoch
+        for x in others
+    )
 
 
 def sequence_outcome(error: BaseException, transactional: bool, first_unacked: bool) -> str:
@@ -97,8 +112,9 @@ def sequence_outcome(error: BaseException, transactional: bool, first_unacked: b
 class IdempotentState:
     """Producer id, epoch and next sequence per partition of one idempotent producer."""
 
-    def __init__(self, transactional_id: str | None = None,
-                 transaction_timeout_ms: int = 60000) -> None:
+    def __init__(
+        self, transactional_id: str | None = None, transaction_timeout_ms: int = 60000
+    ) -> None:
         """No id yet: :meth:`set_producer_id` once InitProducerId answered."""
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
@@ -139,19 +155,26 @@ class IdempotentState:
         key = (batch.topic, batch.partition)
         seq = self._next_seq.get(key, 0)
         self._next_seq[key] = (seq + len(batch)) % _SEQ_MOD
-        batch.set_sequence(self.producer_id, self.epoch, seq,
-                           transactional=self.transactional_id is not None)
+        batch.set_sequence(
+            self.producer_id, self.epoch, seq, transactional=self.transactional_id is not None
+        )
 
-    def sequence_error(self, batch: Sequenced, error: BaseException,
-                       others: Iterable[Sequenced]) -> str:
+    def sequence_error(
+        self, batch: Sequenced, error: BaseException, others: Iterable[Sequenced]
+    ) -> str:
         """What to do with a sequenced batch that failed with ``error`` (``others``: the
         unacknowledged batches): :data:`SENT`, :data:`RETRY`, :data:`RESEND` (a bump is
         requested first when the broker lost what came before) or :data:`FAIL`."""
-        needs = sequence_outcome(error, self.transactional_id is not None,
-                                 first_unacked(batch, others))
+        needs = sequence_outcome(
+            error, self.transactional_id is not None, first_unacked(batch, others)
+        )
         if needs == BUMP_AND_RESEND:
-            log.warning("%s/%s: %s for the next expected batch: bumping the epoch",
-                        batch.topic, batch.partition, error)
+            log.warning(
+                "%s/%s: %s for the next expected batch: bumping the epoch",
+                batch.topic,
+                batch.partition,
+                error,
+            )
             self.bump_requested = True
             return RESEND
         return needs
@@ -160,8 +183,11 @@ class IdempotentState:
         """Bump the epoch (KIP-360) and clear the stamps of the batches ``waiting`` to be
         written, so each is stamped again, in the new epoch, when it goes out."""
         if self.bump_epoch():
-            log.info("idempotent producer %d: epoch bumped to %d, sequences reset",
-                     self.producer_id, self.epoch)
+            log.info(
+                "idempotent producer %d: epoch bumped to %d, sequences reset",
+                self.producer_id,
+                self.epoch,
+            )
         for b in waiting:
             b.set_sequence(-1, -1, -1)
 
@@ -177,12 +203,17 @@ class IdempotentState:
         return True
 
 
-def init_idempotent(state: IdempotentState, node: int | str | None = ANY_NODE
-                    ) -> Conversation[None]:
+def init_idempotent(
+    state: IdempotentState, node: int | str | None = ANY_NODE
+) -> Conversation[None]:
     """InitProducerId without a transactional id (any broker answers): the idempotent
     producer's id and epoch, adopted by ``state``; an error code is raised."""
-    body = {"transactional_id": None, "transaction_timeout_ms": state.transaction_timeout_ms,
-            "producer_id": -1, "producer_epoch": -1}
+    body = {
+        "transactional_id": None,
+        "transaction_timeout_ms": state.transaction_timeout_ms,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
     resp = yield Request(INIT_PRODUCER_ID, body, node=node)
     if resp.error_code:
         raise error_for_code(resp.error_code)("InitProducerId")

@@ -12,6 +12,7 @@ then raises the ``CorruptRecordError`` (its ``offset`` names the entry, ``topic`
 ``partition`` the partition, ``next_offset`` where a fetch reads on past it); with nothing good
 in front of it, or for a broker error, iteration raises at once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -50,17 +51,41 @@ class ByteBufferMessageSet:
     transaction markers are never delivered, but ``next_offset`` moves past them.
     """
 
-    __slots__ = ("topic", "partition", "fetch_offset", "high_watermark", "last_stable_offset",
-                 "log_start_offset", "buffer", "entries", "valid_bytes", "incomplete_size",
-                 "truncated", "next_offset", "error", "max_decompressed", "visible",
-                 "__weakref__")
+    __slots__ = (
+        "topic",
+        "partition",
+        "fetch_offset",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "buffer",
+        "entries",
+        "valid_bytes",
+        "incomplete_size",
+        "truncated",
+        "next_offset",
+        "error",
+        "max_decompressed",
+        "visible",
+        "__weakref__",
+    )
 
-    def __init__(self, buffer: Buffer | None = b"", fetch_offset: int = 0, *, topic: str | None = None,
-                 partition: int | None = None, high_watermark: int = -1,
-                 last_stable_offset: int = -1, log_start_offset: int = -1,
-                 error: BaseException | None = None, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED, read_committed: bool = False,
-                 aborted_transactions: Iterable[tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        buffer: Buffer | None = b"",
+        fetch_offset: int = 0,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        high_watermark: int = -1,
+        last_stable_offset: int = -1,
+        log_start_offset: int = -1,
+        error: BaseException | None = None,
+        validate_crc: bool = True,
+        max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+        read_committed: bool = False,
+        aborted_transactions: Iterable[tuple[int, int]] | None = None,
+    ) -> None:
         buf = buffer if isinstance(buffer, bytes) else bytes(buffer or b"")
         self.topic, self.partition = topic, partition
         self.fetch_offset = fetch_offset
@@ -76,20 +101,26 @@ class ByteBufferMessageSet:
             good, crc_error = check_crcs(buf, spans)
             if crc_error is not None:
                 spans, problem = spans[:good], crc_error
-        if read_committed and last_stable_offset >= 0 and spans \
-                and spans[-1].offset >= last_stable_offset:
-            spans = [e for e in spans if e.offset < last_stable_offset]   # not stable yet
+        if (
+            read_committed
+            and last_stable_offset >= 0
+            and spans
+            and spans[-1].offset >= last_stable_offset
+        ):
+            spans = [e for e in spans if e.offset < last_stable_offset]  # not stable yet
             scan = scan._replace(incomplete_size=None, truncated=False)
-            buf = buf[:spans[-1].position + spans[-1].size] if spans else b""
+            buf = buf[: spans[-1].position + spans[-1].size] if spans else b""
             self.buffer = buf
         self.entries = spans
-        self.visible = committed_entries(buf, spans, aborted_transactions or ()) \
-            if read_committed else spans
+        self.visible = (
+            committed_entries(buf, spans, aborted_transactions or ()) if read_committed else spans
+        )
         self.valid_bytes = spans[-1].position + spans[-1].size if spans else 0
         self.incomplete_size = scan.incomplete_size if problem is None else None
         self.truncated = scan.truncated and problem is None
-        self.next_offset = max(fetch_offset, entry_next_offset(buf, spans[-1])) if spans \
-            else fetch_offset
+        self.next_offset = (
+            max(fetch_offset, entry_next_offset(buf, spans[-1])) if spans else fetch_offset
+        )
         if problem is not None and error is None:
             bad = CorruptRecordError(f"{self.context}: {problem.context}", offset=problem.offset)
             self.name_corrupt(bad)
@@ -141,10 +172,16 @@ class ByteBufferMessageSet:
         """Yield every message at or after ``fetch_offset``; raise ``error`` at the end."""
         if self.error is not None and not self.entries:
             raise self.error
-        return decode_entries(self.buffer, self.visible, messages_from_columns,
-                              start_offset=self.fetch_offset, validate_crc=False,
-                              max_decompressed=self.max_decompressed, error=self.error,
-                              context=self.context)
+        return decode_entries(
+            self.buffer,
+            self.visible,
+            messages_from_columns,
+            start_offset=self.fetch_offset,
+            validate_crc=False,
+            max_decompressed=self.max_decompressed,
+            error=self.error,
+            context=self.context,
+        )
 
     iterator = __iter__
 
@@ -158,10 +195,12 @@ class ByteBufferMessageSet:
 
     def __repr__(self) -> str:
         err = f", error={self.error!r}" if self.error is not None else ""
-        return (f"ByteBufferMessageSet({self.context}, fetch_offset={self.fetch_offset}, "
-                f"entries={len(self.entries)}, valid_bytes={self.valid_bytes}, "
-                f"size={len(self.buffer)}, next_offset={self.next_offset}, "
-                f"high_watermark={self.high_watermark}{err})")
+        return (
+            f"ByteBufferMessageSet({self.context}, fetch_offset={self.fetch_offset}, "
+            f"entries={len(self.entries)}, valid_bytes={self.valid_bytes}, "
+            f"size={len(self.buffer)}, next_offset={self.next_offset}, "
+            f"high_watermark={self.high_watermark}{err})"
+        )
 
 
 #: The shorter name.
@@ -186,7 +225,7 @@ def resume_offset(buf: bytes, fetch_offset: int, bad_offset: int | None) -> int:
         if span.offset != bad_offset:
             continue
         if span.magic != 2:
-            return floor                  # a v0/v1 entry's offset is its last one
+            return floor  # a v0/v1 entry's offset is its last one
         if i + 1 < len(spans) and spans[i + 1].magic == 2 and spans[i + 1].offset > bad_offset:
             return max(floor, spans[i + 1].offset)
         end = entry_next_offset(buf, span)
@@ -196,8 +235,15 @@ def resume_offset(buf: bytes, fetch_offset: int, bad_offset: int | None) -> int:
     return floor
 
 
-def error_set(topic: str, partition: int, fetch_offset: int, error: KafkaError,
-              high_watermark: int = -1) -> ByteBufferMessageSet:
+def error_set(
+    topic: str, partition: int, fetch_offset: int, error: KafkaError, high_watermark: int = -1
+) -> ByteBufferMessageSet:
     """An empty message set that carries only ``error``."""
-    return ByteBufferMessageSet(b"", fetch_offset, topic=topic, partition=partition,
-                                high_watermark=high_watermark, error=error)
+    return ByteBufferMessageSet(
+        b"",
+        fetch_offset,
+        topic=topic,
+        partition=partition,
+        high_watermark=high_watermark,
+        error=error,
+    )

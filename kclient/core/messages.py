@@ -19,6 +19,7 @@ Decoding is ``kclient.protocol.records``' (:func:`~kclient.protocol.records.deco
 it hands each log entry's records over column by column, and :func:`messages_from_columns`, the
 factory this package gives it, zips the columns into MessageAndOffset tuples.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -39,8 +40,17 @@ from kclient.protocol.records.common import (
     TIMESTAMP_TYPE_NAMES as _TS_NAMES,
 )
 
-__all__ = ["BatchInfo", "Message", "MessageAndOffset", "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE",
-           "CREATE_TIME", "LOG_APPEND_TIME", "LEGACY_INFO", "messages_from_columns"]
+__all__ = [
+    "BatchInfo",
+    "Message",
+    "MessageAndOffset",
+    "NO_TIMESTAMP",
+    "NO_TIMESTAMP_TYPE",
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
+    "LEGACY_INFO",
+    "messages_from_columns",
+]
 
 _CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _STANDALONE = BatchInfo(2)
@@ -61,14 +71,21 @@ class Message(tuple[int, bytes | None, bytes | None, int, int, tuple[Header, ...
     __slots__ = ()
 
     @classmethod
-    def create(cls: type[_M], key: bytes | None = None, value: bytes | None = None,
-               timestamp: int = NO_TIMESTAMP, timestamp_type: int = NO_TIMESTAMP_TYPE,
-               headers: Iterable[Header] = (), offset: int = -1,
-               info: BatchInfo = _STANDALONE) -> _M:
+    def create(
+        cls: type[_M],
+        key: bytes | None = None,
+        value: bytes | None = None,
+        timestamp: int = NO_TIMESTAMP,
+        timestamp_type: int = NO_TIMESTAMP_TYPE,
+        headers: Iterable[Header] = (),
+        offset: int = -1,
+        info: BatchInfo = _STANDALONE,
+    ) -> _M:
         """Build a message by hand (decoding builds them in bulk, without this call)."""
         return cls((offset, key, value, timestamp, timestamp_type, tuple(headers), info))
 
-    if TYPE_CHECKING:   # what the itemgetter properties below return
+    if TYPE_CHECKING:  # what the itemgetter properties below return
+
         @property
         def key(self) -> bytes | None: ...
         @property
@@ -144,6 +161,7 @@ class MessageAndOffset(Message):
         return cls((offset,) + tuple(message)[1:])
 
     if TYPE_CHECKING:
+
         @property
         def offset(self) -> int: ...
     else:
@@ -166,16 +184,29 @@ def _header_tuple(headers: list[Header] | None) -> tuple[Header, ...]:
     return tuple(headers) if headers else ()
 
 
-def messages_from_columns(offsets: Iterable[int], timestamps: Iterable[int],
-                          timestamp_types: Iterable[int], keys: Sequence[bytes | None] | None,
-                          values: list[bytes | None],
-                          headers: Iterable[list[Header] | None] | None,
-                          infos: Iterable[BatchInfo]) -> Iterable[MessageAndOffset]:
+def messages_from_columns(
+    offsets: Iterable[int],
+    timestamps: Iterable[int],
+    timestamp_types: Iterable[int],
+    keys: Sequence[bytes | None] | None,
+    values: list[bytes | None],
+    headers: Iterable[list[Header] | None] | None,
+    infos: Iterable[BatchInfo],
+) -> Iterable[MessageAndOffset]:
     """Record factory for ``kclient.protocol.records.decode_entries``: one entry's records as
     MessageAndOffset tuples, built in C (``map`` over ``zip``) while the caller iterates."""
-    return map(MessageAndOffset, zip(
-        offsets, repeat(None) if keys is None else keys, values, timestamps, timestamp_types,
-        repeat(()) if headers is None else map(_header_tuple, headers), infos))
+    return map(
+        MessageAndOffset,
+        zip(
+            offsets,
+            repeat(None) if keys is None else keys,
+            values,
+            timestamps,
+            timestamp_types,
+            repeat(()) if headers is None else map(_header_tuple, headers),
+            infos,
+        ),
+    )
 
 
 def _short(b: bytes | None, limit: int = 40) -> str:

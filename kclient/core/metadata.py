@@ -6,6 +6,7 @@ that the clusters and consumers build on it.
 :class:`kclient.aio.cluster.AIOCluster`) are: the known brokers and topics, updated by
 :meth:`ClusterState.apply` from the answer of the :func:`refresh_metadata` conversation.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,9 +22,17 @@ from .steps import ANY_NODE, Conversation, Request
 if TYPE_CHECKING:
     from kclient.protocol.messages import MetadataResponse
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterState", "metadata_body",
-           "refresh_metadata", "topics_from_metadata", "list_offsets_body",
-           "list_offsets_answers"]
+__all__ = [
+    "BrokerInfo",
+    "PartitionInfo",
+    "TopicInfo",
+    "ClusterState",
+    "metadata_body",
+    "refresh_metadata",
+    "topics_from_metadata",
+    "list_offsets_body",
+    "list_offsets_answers",
+]
 
 
 @dataclass(frozen=True)
@@ -56,8 +65,7 @@ class TopicInfo:
     is_internal: bool = False
 
 
-def metadata_body(names: list[str] | None, allow_auto_create: bool, version: int
-                  ) -> dict[str, Any]:
+def metadata_body(names: list[str] | None, allow_auto_create: bool, version: int) -> dict[str, Any]:
     """A Metadata request for ``names`` (None: every topic; v0 says that with an empty list)."""
     topics: Any
     if names is None:
@@ -67,28 +75,35 @@ def metadata_body(names: list[str] | None, allow_auto_create: bool, version: int
     return {"topics": topics, "allow_auto_topic_creation": allow_auto_create}
 
 
-def refresh_metadata(topics: Iterable[str] | None = None, allow_auto_create: bool = True
-                     ) -> Conversation[MetadataResponse]:
+def refresh_metadata(
+    topics: Iterable[str] | None = None, allow_auto_create: bool = True
+) -> Conversation[MetadataResponse]:
     """Ask any broker for the metadata of ``topics`` (None: all topics)."""
     names = None if topics is None else sorted(set(topics))
     resp: MetadataResponse = yield Request(
-        METADATA, lambda version: metadata_body(names, allow_auto_create, version),
-        node=ANY_NODE)
+        METADATA, lambda version: metadata_body(names, allow_auto_create, version), node=ANY_NODE
+    )
     return resp
 
 
-def topics_from_metadata(resp: MetadataResponse, known: Mapping[str, TopicInfo] | None
-                         ) -> dict[str, TopicInfo]:
+def topics_from_metadata(
+    resp: MetadataResponse, known: Mapping[str, TopicInfo] | None
+) -> dict[str, TopicInfo]:
     """The topics a Metadata answer describes, over ``known`` (None: the answer is complete)."""
     topics = dict(known or {})
     for t in resp.topics:
-        if t.name is None:               # only a lookup by topic id (v12) answers without one
+        if t.name is None:  # only a lookup by topic id (v12) answers without one
             continue
         info = TopicInfo(t.name, t.error_code, is_internal=t.is_internal)
         for p in t.partitions:
             info.partitions[p.partition_index] = PartitionInfo(
-                t.name, p.partition_index, p.leader_id, tuple(p.replica_nodes),
-                tuple(p.isr_nodes), p.error_code)
+                t.name,
+                p.partition_index,
+                p.leader_id,
+                tuple(p.replica_nodes),
+                tuple(p.isr_nodes),
+                p.error_code,
+            )
         topics[t.name] = info
     return topics
 
@@ -105,8 +120,9 @@ class ClusterState:
 
     def apply(self, resp: MetadataResponse, full: bool, now: float) -> None:
         """Take a Metadata answer (``full``: it names every topic) received at ``now``."""
-        self.brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack)
-                        for b in resp.brokers}
+        self.brokers = {
+            b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in resp.brokers
+        }
         self.controller_id = resp.controller_id
         self.cluster_id = resp.cluster_id
         self.topics = topics_from_metadata(resp, None if full else self.topics)
@@ -126,8 +142,9 @@ class ClusterState:
         part = info.partitions.get(partition) if info is not None else None
         if part is None:
             return UnknownTopicOrPartitionError(f"{topic}/{partition}")
-        return LeaderNotAvailableError(f"{topic}/{partition} has no leader (leader id "
-                                       f"{part.leader})")
+        return LeaderNotAvailableError(
+            f"{topic}/{partition} has no leader (leader id {part.leader})"
+        )
 
     def partition_ids(self, topic: str) -> list[int]:
         """The partition ids of ``topic``; raises the topic's error (unknown: UNKNOWN_TOPIC)."""
@@ -138,19 +155,23 @@ class ClusterState:
         return sorted(info.partitions)
 
 
-def list_offsets_body(query: Mapping[TopicPartition, int], isolation_level: int = 0
-                      ) -> dict[str, Any]:
+def list_offsets_body(
+    query: Mapping[TopicPartition, int], isolation_level: int = 0
+) -> dict[str, Any]:
     """A ListOffsets request body asking for ``{tp: timestamp}`` (-2 earliest, -1 latest)."""
     topics: dict[str, list[dict[str, Any]]] = {}
     for tp, timestamp in query.items():
         topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "timestamp": timestamp, "max_num_offsets": 1})
-    return {"replica_id": -1, "isolation_level": isolation_level,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            {"partition_index": tp.partition, "timestamp": timestamp, "max_num_offsets": 1}
+        )
+    return {
+        "replica_id": -1,
+        "isolation_level": isolation_level,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
 
 
-def list_offsets_answers(resp: Any, version: int
-                         ) -> Iterator[tuple[TopicPartition, int, int, int]]:
+def list_offsets_answers(resp: Any, version: int) -> Iterator[tuple[TopicPartition, int, int, int]]:
     """``(tp, error code, offset, timestamp)`` per partition of a ListOffsets answer (v0: its
     first old-style offset, timestamp -1)."""
     for t in resp.topics:
@@ -159,5 +180,4 @@ def list_offsets_answers(resp: Any, version: int
                 offset = p.old_style_offsets[0] if p.old_style_offsets else -1
                 yield TopicPartition(t.name, p.partition_index), p.error_code, offset, -1
             else:
-                yield TopicPartition(t.name, p.partition_index), p.error_code, p.offset, \
-                    p.timestamp
+                yield TopicPartition(t.name, p.partition_index), p.error_code, p.offset, p.timestamp

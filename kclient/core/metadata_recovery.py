@@ -11,6 +11,7 @@ it keeps to the brokers it knows and reports them unreachable.
 :class:`MetadataRecovery` holds no I/O and no clock: the drivers pass ``now`` (monotonic seconds)
 and report what happened (:meth:`answered`, :meth:`failed`); :meth:`plan` says whom to ask next.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,11 +38,14 @@ class MetadataRecovery:
 
     def __init__(self, strategy: str = REBOOTSTRAP, trigger_ms: int = 300_000) -> None:
         if strategy not in STRATEGIES:
-            raise ValueError(f"metadata.recovery.strategy must be one of {', '.join(STRATEGIES)},"
-                             f" not {strategy!r}")
+            raise ValueError(
+                f"metadata.recovery.strategy must be one of {', '.join(STRATEGIES)},"
+                f" not {strategy!r}"
+            )
         if trigger_ms < 0:
-            raise ValueError(f"metadata.recovery.rebootstrap.trigger.ms must be >= 0, "
-                             f"not {trigger_ms}")
+            raise ValueError(
+                f"metadata.recovery.rebootstrap.trigger.ms must be >= 0, not {trigger_ms}"
+            )
         self.strategy = strategy
         self.trigger_s = trigger_ms / 1000.0
         #: when the known brokers started failing to give metadata (None: they answer)
@@ -65,8 +69,11 @@ class MetadataRecovery:
         """``candidate`` gave metadata at ``now``; True when that was a rebootstrap (a bootstrap
         address answered after every known broker had failed)."""
         del now
-        rebootstrapped = bool(known) and self.failing_since is not None and \
-            not any(candidate[1:] == k[1:] for k in known)
+        rebootstrapped = (
+            bool(known)
+            and self.failing_since is not None
+            and not any(candidate[1:] == k[1:] for k in known)
+        )
         self.failing_since = None
         if rebootstrapped:
             self.rebootstraps += 1

@@ -7,6 +7,7 @@ moved on: rejoin, do not retry), other retriable errors are retried after the ba
 (The classic API's ZooKeeper offsets sit behind the same interface in
 :mod:`kclient.consumer.offsets`.)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -18,8 +19,14 @@ from kclient.protocol.apis import OFFSET_COMMIT, OFFSET_FETCH
 from .coordinator import CoordinatorState, coordinated
 from .steps import Conversation, Sleep
 
-__all__ = ["fetch_offsets", "commit_offsets", "first_error", "GENERATION_ERRORS",
-           "offset_fetch_body", "offset_commit_body"]
+__all__ = [
+    "fetch_offsets",
+    "commit_offsets",
+    "first_error",
+    "GENERATION_ERRORS",
+    "offset_fetch_body",
+    "offset_commit_body",
+]
 
 TP = tuple[str, int]
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
@@ -44,30 +51,48 @@ def offset_fetch_body(group: str, tps: Iterable[TP] | None) -> dict[str, Any]:
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
-    return {"group_id": group, "require_stable": False,
-            "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+    return {
+        "group_id": group,
+        "require_stable": False,
+        "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
+    }
 
 
-def offset_commit_body(group: str, offsets: Mapping[TP, int | tuple[int, str]],
-                       generation_id: int = -1, member_id: str = "",
-                       instance_id: str | None = None, retention_ms: int = -1
-                       ) -> dict[str, Any]:
+def offset_commit_body(
+    group: str,
+    offsets: Mapping[TP, int | tuple[int, str]],
+    generation_id: int = -1,
+    member_id: str = "",
+    instance_id: str | None = None,
+    retention_ms: int = -1,
+) -> dict[str, Any]:
     """An OffsetCommit body of ``{(topic, partition): offset or (offset, metadata)}``, by a
     member of ``generation_id`` (-1 and "": by no member, as admin tools commit)."""
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (t, p), value in offsets.items():
         offset, metadata = (value, "") if isinstance(value, int) else value
         by_topic.setdefault(t, []).append(
-            {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
-             "commit_timestamp": -1, "committed_metadata": metadata})
-    return {"group_id": group, "generation_id_or_member_epoch": generation_id,
-            "member_id": member_id, "group_instance_id": instance_id if member_id else None,
-            "retention_time_ms": retention_ms,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+            {
+                "partition_index": p,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "commit_timestamp": -1,
+                "committed_metadata": metadata,
+            }
+        )
+    return {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation_id,
+        "member_id": member_id,
+        "group_instance_id": instance_id if member_id else None,
+        "retention_time_ms": retention_ms,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
 
 
-def fetch_offsets(coord: CoordinatorState, group: str, tps: Iterable[TP]
-                  ) -> Conversation[dict[TP, int]]:
+def fetch_offsets(
+    coord: CoordinatorState, group: str, tps: Iterable[TP]
+) -> Conversation[dict[TP, int]]:
     """OffsetFetch: the committed offset of each partition (-1: none)."""
     body = offset_fetch_body(group, tps)
     if not body["topics"]:
@@ -79,15 +104,21 @@ def fetch_offsets(coord: CoordinatorState, group: str, tps: Iterable[TP]
         for part in topic.partitions:
             if part.error_code and part.error_code != _UNKNOWN_TOPIC_OR_PARTITION:
                 raise error_for_code(part.error_code)(
-                    f"fetching offset of {topic.name}/{part.partition_index}")
+                    f"fetching offset of {topic.name}/{part.partition_index}"
+                )
             out[(topic.name, part.partition_index)] = part.committed_offset
     return out
 
 
-def commit_offsets(coord: CoordinatorState, group: str, offsets: Mapping[TP, int],
-                   generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
-                   instance_id: str | None = None, retries: int = 5, backoff_s: float = 1.0
-                   ) -> Conversation[None]:
+def commit_offsets(
+    coord: CoordinatorState,
+    group: str,
+    offsets: Mapping[TP, int],
+    generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
+    instance_id: str | None = None,
+    retries: int = 5,
+    backoff_s: float = 1.0,
+) -> Conversation[None]:
     """OffsetCommit of the non-negative ``offsets`` with the member's current
     ``generation()`` (generation id, member id)."""
     todo = {tp: off for tp, off in offsets.items() if off >= 0}
@@ -100,7 +131,6 @@ def commit_offsets(coord: CoordinatorState, group: str, offsets: Mapping[TP, int
         if code == 0:
             return
         err = error_for_code(code)(f"committing offsets of group {group!r}")
-        if code in GENERATION_ERRORS or not getattr(err, "retriable", False) \
-                or attempt == retries:
+        if code in GENERATION_ERRORS or not getattr(err, "retriable", False) or attempt == retries:
             raise err
         yield Sleep(backoff_s)

@@ -13,6 +13,7 @@ request sent before it is dropped when it arrives (:func:`take_answer` compares 
 the offset asked for); a revoked partition's state is dropped whole.  Pausing keeps the queue
 (the position does not move) and only stops fetching and delivery.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -29,17 +30,27 @@ from .message_set import ByteBufferMessageSet
 __all__ = ["PartitionState", "take_answer", "take", "DATA", "RESET", "REFRESH", "NOTHING"]
 
 #: what an answer meant for its partition (:func:`take_answer`)
-DATA = "data"          # records (or an error to raise) queued: wake the application
-RESET = "reset"        # offset out of range: auto.offset.reset picks the position
-REFRESH = "refresh"    # the leader moved or is unknown: refresh metadata, fetch again
-NOTHING = ""           # nothing new (no records yet, or a stale answer)
+DATA = "data"  # records (or an error to raise) queued: wake the application
+RESET = "reset"  # offset out of range: auto.offset.reset picks the position
+REFRESH = "refresh"  # the leader moved or is unknown: refresh metadata, fetch again
+NOTHING = ""  # nothing new (no records yet, or a stale answer)
 
 
 class PartitionState:
     """One assigned partition: the consumer's position, where fetching continues, the queue."""
 
-    __slots__ = ("tp", "position", "fetch_offset", "chunks", "buffered", "bytes",
-                 "high_watermark", "paused", "epoch", "error")
+    __slots__ = (
+        "tp",
+        "position",
+        "fetch_offset",
+        "chunks",
+        "buffered",
+        "bytes",
+        "high_watermark",
+        "paused",
+        "epoch",
+        "error",
+    )
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
@@ -69,8 +80,13 @@ class PartitionState:
     def fetchable(self, max_chunks: int, max_bytes: int) -> bool:
         """Whether to fetch this partition now: not paused, its offset known, no error waiting,
         fewer than ``max_chunks`` chunks and ``max_bytes`` bytes queued."""
-        return not self.paused and self.fetch_offset >= 0 and self.error is None \
-            and len(self.chunks) < max_chunks and self.bytes < max_bytes
+        return (
+            not self.paused
+            and self.fetch_offset >= 0
+            and self.error is None
+            and len(self.chunks) < max_chunks
+            and self.bytes < max_bytes
+        )
 
 
 def take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet) -> str:
@@ -107,8 +123,9 @@ def take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessa
     return NOTHING
 
 
-def take(st: PartitionState, limit: int, advance: bool = True
-         ) -> Iterator[tuple[MessageColumns, int, int]]:
+def take(
+    st: PartitionState, limit: int, advance: bool = True
+) -> Iterator[tuple[MessageColumns, int, int]]:
     """Up to ``limit`` queued records as ``(columns, i, j)`` slices, oldest first, removed from
     the queue; ``advance`` moves the position past them."""
     chunks = st.chunks
@@ -129,4 +146,3 @@ def take(st: PartitionState, limit: int, advance: bool = True
             if advance:
                 st.position = cols.offsets[j - 1] + 1
         yield cols, i, j
-

@@ -14,6 +14,7 @@ answer means is here:
 * :func:`settle` — each partition's answer routed to its batch's outcome (written, failed,
   retried), sequence errors of idempotent batches as :mod:`kclient.core.idempotence` says.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,8 +24,16 @@ from kclient.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, 
 
 from .idempotence import FAIL, RESEND, SENT, IdempotentState, Sequenced
 
-__all__ = ["magic_for", "produce_body", "partition_results", "retriable", "refreshes_metadata",
-           "unanswered", "settle", "retry_verdict"]
+__all__ = [
+    "magic_for",
+    "produce_body",
+    "partition_results",
+    "retriable",
+    "refreshes_metadata",
+    "unanswered",
+    "settle",
+    "retry_verdict",
+]
 
 
 def magic_for(version: int) -> int:
@@ -32,17 +41,27 @@ def magic_for(version: int) -> int:
     return 2 if version >= 3 else (1 if version == 2 else 0)
 
 
-def produce_body(transactional_id: str | None, acks: int, timeout_ms: int,
-                 topic_data: Mapping[str, Sequence[tuple[int, Any]]]) -> dict[str, Any]:
+def produce_body(
+    transactional_id: str | None,
+    acks: int,
+    timeout_ms: int,
+    topic_data: Mapping[str, Sequence[tuple[int, Any]]],
+) -> dict[str, Any]:
     """A Produce request body: ``topic_data`` maps a topic to ``(partition, records)`` pairs."""
-    return {"transactional_id": transactional_id, "acks": acks, "timeout_ms": timeout_ms,
-            "topic_data": [{"name": t, "partition_data": [{"index": p, "records": r}
-                                                          for p, r in parts]}
-                           for t, parts in topic_data.items()]}
+    return {
+        "transactional_id": transactional_id,
+        "acks": acks,
+        "timeout_ms": timeout_ms,
+        "topic_data": [
+            {"name": t, "partition_data": [{"index": p, "records": r} for p, r in parts]}
+            for t, parts in topic_data.items()
+        ],
+    }
 
 
-def partition_results(resp: Any, node: int
-                      ) -> Iterator[tuple[str, int, KafkaError | None, int, int]]:
+def partition_results(
+    resp: Any, node: int
+) -> Iterator[tuple[str, int, KafkaError | None, int, int]]:
     """``(topic, partition, error or None, base offset, log-append time)`` per partition of a
     Produce response; the error names the partition, the broker and the broker's message."""
     for topic in resp.responses:
@@ -53,8 +72,10 @@ def partition_results(resp: Any, node: int
                 yield name, pr.index, None, pr.base_offset, pr.log_append_time_ms
                 continue
             msg = pr.get("error_message")
-            error = error_for_code(code)(f"topic {name!r} partition {pr.index} on broker {node}"
-                                         + (f": {msg}" if msg else ""))
+            error = error_for_code(code)(
+                f"topic {name!r} partition {pr.index} on broker {node}"
+                + (f": {msg}" if msg else "")
+            )
             yield name, pr.index, error, pr.base_offset, pr.log_append_time_ms
 
 
@@ -72,8 +93,11 @@ def refreshes_metadata(exc: BaseException, sent: bool = True) -> bool:
     """Whether a batch retried after ``exc`` waits for a metadata refresh first: the leader
     moved (an invalid-metadata error), the connection broke or timed out, or the batch was
     never sent (no leader known, no connection)."""
-    return not sent or bool(getattr(exc, "invalid_metadata", False)) or \
-        isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))
+    return (
+        not sent
+        or bool(getattr(exc, "invalid_metadata", False))
+        or isinstance(exc, (KafkaConnectionError, KafkaTimeoutError))
+    )
 
 
 class Counted(Protocol):
@@ -82,8 +106,9 @@ class Counted(Protocol):
     attempts: int
 
 
-def retry_verdict(batch: Counted, exc: BaseException, sent: bool, force: bool,
-                  retries: int) -> tuple[bool, bool]:
+def retry_verdict(
+    batch: Counted, exc: BaseException, sent: bool, force: bool, retries: int
+) -> tuple[bool, bool]:
     """``(give up, refresh metadata first)`` for a batch that failed with ``exc``: a batch
     never sent counts an attempt here; it gives up when ``exc`` is not retriable (unless
     ``force``) or its attempts exceed ``retries``."""
@@ -103,10 +128,16 @@ class Retried(Sequenced, Protocol):
 _B = TypeVar("_B", bound=Retried)
 
 
-def settle(resp: Any, node: int, batches: dict[tuple[str, int], _B],
-           idem: IdempotentState | None, others: Callable[[_B], Iterable[Sequenced]],
-           succeed: Callable[[_B, int, int], None], fail: Callable[[_B, BaseException], None],
-           retry: Callable[[_B, BaseException, bool], None]) -> None:
+def settle(
+    resp: Any,
+    node: int,
+    batches: dict[tuple[str, int], _B],
+    idem: IdempotentState | None,
+    others: Callable[[_B], Iterable[Sequenced]],
+    succeed: Callable[[_B, int, int], None],
+    fail: Callable[[_B, BaseException], None],
+    retry: Callable[[_B, BaseException, bool], None],
+) -> None:
     """Route a Produce response's per-partition answers to the batches sent (``batches``: the
     answered ones are taken out): ``succeed(b, base, append_time)``, ``fail(b, exc)`` or
     ``retry(b, exc, force)``.
@@ -123,14 +154,15 @@ def settle(resp: Any, node: int, batches: dict[tuple[str, int], _B],
         if err is None:
             succeed(b, base, append_time)
             continue
-        needs = "" if idem is None or b.base_sequence < 0 else \
-            idem.sequence_error(b, err, others(b))
-        if needs == SENT:                      # a 0.11 broker's "already have it"
+        needs = (
+            "" if idem is None or b.base_sequence < 0 else idem.sequence_error(b, err, others(b))
+        )
+        if needs == SENT:  # a 0.11 broker's "already have it"
             succeed(b, base, append_time)
-        elif needs == FAIL:                    # Java: abortable, the epoch bumped on abort
+        elif needs == FAIL:  # Java: abortable, the epoch bumped on abort
             fail(b, err)
         else:
-            if needs == RESEND:                # waiting for an earlier batch costs no retry
+            if needs == RESEND:  # waiting for an earlier batch costs no retry
                 b.attempts -= 1
             retry(b, err, needs == RESEND)
     for b in batches.values():

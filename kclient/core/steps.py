@@ -5,6 +5,7 @@ of a :class:`Request`, the list of responses (or exceptions) of a :class:`Gather
 after a :class:`Sleep`; a failed request is thrown into the generator, so retry and error
 handling live in the conversation and are the same for both drivers.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
@@ -13,13 +14,24 @@ from typing import Any, Protocol, TypeVar
 
 from kclient.protocol.schema import Api, Struct
 
-__all__ = ["Request", "Gather", "Sleep", "RawExchange", "Step", "Conversation", "ANY_NODE",
-           "COORDINATOR", "BodyFor", "exchange_of", "version_and_body"]
+__all__ = [
+    "Request",
+    "Gather",
+    "Sleep",
+    "RawExchange",
+    "Step",
+    "Conversation",
+    "ANY_NODE",
+    "COORDINATOR",
+    "BodyFor",
+    "exchange_of",
+    "version_and_body",
+]
 
 T = TypeVar("T")
 
 #: ``Request.node`` values that are not node ids.
-ANY_NODE = "any"            # the least loaded known broker (bootstrap before the first metadata)
+ANY_NODE = "any"  # the least loaded known broker (bootstrap before the first metadata)
 COORDINATOR = "coordinator"  # the coordinator the conversation's transport is bound to
 
 
@@ -104,8 +116,12 @@ def exchange_of(transport: Any) -> Any:
     naming the transport when it has none."""
     exchange = getattr(transport, "exchange", None)
     if exchange is None:
-        raise TypeError(f"{type(transport).__name__} is not bound to one connection: it "
-                        "cannot answer a RawExchange")
+        raise TypeError(
+            f"{type(transport).__name__} is not bound to one connection: it "
+            "cannot answer a RawExchange"
+        )
     return exchange
+
+
 Conversation = Generator[Step, Any, T]
 Response = Struct

@@ -7,6 +7,7 @@ of a Metadata answer it wants (:meth:`Subscription.matching`), whether a topic c
 what the check saw means a rejoin (:meth:`Subscription.changed`: other matching topics, or a
 subscribed topic whose partition count changed).
 """
+
 from __future__ import annotations
 
 import re
@@ -53,9 +54,13 @@ class Subscription:
         """The pattern's topics among a Metadata answer's ``{name: TopicInfo}`` (without
         error; internal ones only when not excluded)."""
         assert self.pattern is not None
-        return sorted(t for t, i in topics.items()
-                      if not i.error_code and not (i.is_internal and exclude_internal)
-                      and self.pattern.fullmatch(t))
+        return sorted(
+            t
+            for t, i in topics.items()
+            if not i.error_code
+            and not (i.is_internal and exclude_internal)
+            and self.pattern.fullmatch(t)
+        )
 
     @property
     def interval(self) -> float:

@@ -27,6 +27,7 @@ markers are still being written) until ``max.block.ms`` (60 s) has passed.
 threaded producer runs them with :func:`kclient.io.driver.run` under its lock, AIOProducer with
 :func:`kclient.aio.driver.run` under an asyncio lock; both on a cluster transport.
 """
+
 from __future__ import annotations
 
 import logging
@@ -63,10 +64,26 @@ from .coordinator import CoordinatorState, find_coordinator
 from .idempotence import IdempotentState
 from .steps import Conversation, Request, Sleep
 
-__all__ = ["TxnState", "ProducerIdentity", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
-           "FATAL_ERROR", "TP", "fenced", "is_abortable", "coordinator_request",
-           "negotiate", "init_transactions", "add_partitions", "send_offsets", "end_transaction",
-           "group_fields", "offsets_to_commit"]
+__all__ = [
+    "TxnState",
+    "ProducerIdentity",
+    "UNINITIALIZED",
+    "READY",
+    "IN_TRANSACTION",
+    "ABORTABLE_ERROR",
+    "FATAL_ERROR",
+    "TP",
+    "fenced",
+    "is_abortable",
+    "coordinator_request",
+    "negotiate",
+    "init_transactions",
+    "add_partitions",
+    "send_offsets",
+    "end_transaction",
+    "group_fields",
+    "offsets_to_commit",
+]
 
 log = logging.getLogger("kclient.producer.transactions")
 
@@ -78,16 +95,26 @@ GROUP_KEY, TXN_KEY = 0, 1
 
 #: versions of transaction version 1 (KIP-98): v5 of EndTxn / v4+ of AddPartitionsToTxn are
 #: transaction version 2 (KIP-890), where the broker adds partitions and bumps epochs itself
-_TV1_MAX = {ADD_PARTITIONS_TO_TXN.key: 3, END_TXN.key: 4, ADD_OFFSETS_TO_TXN.key: 3,
-            TXN_OFFSET_COMMIT.key: 3, INIT_PRODUCER_ID.key: 5, PRODUCE.key: 11}
+_TV1_MAX = {
+    ADD_PARTITIONS_TO_TXN.key: 3,
+    END_TXN.key: 4,
+    ADD_OFFSETS_TO_TXN.key: 3,
+    TXN_OFFSET_COMMIT.key: 3,
+    INIT_PRODUCER_ID.key: 5,
+    PRODUCE.key: 11,
+}
 #: ... and of transaction version 2 (v6 of InitProducerId is KIP-939's two-phase commit)
 _TV2_MAX = {END_TXN.key: 5, TXN_OFFSET_COMMIT.key: 5, INIT_PRODUCER_ID.key: 5, PRODUCE.key: 12}
 #: first and largest pause (s) after CONCURRENT_TRANSACTIONS: the coordinator is writing the
 #: last transaction's markers, which takes milliseconds (Java waits 20 ms at once)
 _BUSY_FIRST, _BUSY_MAX = 0.002, 0.05
 #: errors that make a coordinator request find the coordinator again before its retry
-_FIND_AGAIN = (NotCoordinatorError, CoordinatorNotAvailableError, KafkaConnectionError,
-               KafkaTimeoutError)
+_FIND_AGAIN = (
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+)
 #: error codes fatal to the producer (Java's fatal class); every other failure inside a
 #: transaction is abortable: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH,
 #: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, INVALID_TXN_STATE,
@@ -103,8 +130,9 @@ def fenced(error: BaseException) -> BaseException:
     """PRODUCER_FENCED stays; INVALID_PRODUCER_EPOCH becomes ProducerFencedError (Java's
     mapping: both mean a newer instance with this transactional.id took over)."""
     if isinstance(error, InvalidProducerEpochError):
-        err = ProducerFencedError(f"fenced by a newer producer with this transactional.id "
-                                  f"({error})")
+        err = ProducerFencedError(
+            f"fenced by a newer producer with this transactional.id ({error})"
+        )
         err.__cause__ = error
         return err
     return error
@@ -120,8 +148,13 @@ def is_abortable(error: BaseException) -> bool:
 class TxnState(IdempotentState):
     """Producer id, epoch, sequences and the transaction state of one transactional producer."""
 
-    def __init__(self, transactional_id: str, transaction_timeout_ms: int = 60000,
-                 backoff: float = 0.1, max_block: float = 60.0) -> None:
+    def __init__(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int = 60000,
+        backoff: float = 0.1,
+        max_block: float = 60.0,
+    ) -> None:
         """Nothing is sent until :func:`init_transactions` (or :meth:`resume`)."""
         super().__init__(transactional_id, transaction_timeout_ms)
         self.tid = transactional_id
@@ -142,7 +175,8 @@ class TxnState(IdempotentState):
         state = self.coordinators.get((key_type, key))
         if state is None:
             state = self.coordinators[(key_type, key)] = CoordinatorState(
-                key, key_type, backoff_s=self.backoff)
+                key, key_type, backoff_s=self.backoff
+            )
         return state
 
     # -- checks ---------------------------------------------------------------------------------
@@ -153,10 +187,13 @@ class TxnState(IdempotentState):
             raise self.error
         if self.state == ABORTABLE_ERROR and ABORTABLE_ERROR not in allowed:
             raise TransactionAbortableError(
-                f"transaction of {self.tid!r} must be aborted: {self.error}") from self.error
+                f"transaction of {self.tid!r} must be aborted: {self.error}"
+            ) from self.error
         if self.state not in allowed:
-            raise IllegalStateError(f"transactional producer {self.tid!r} is {self.state}; "
-                                    f"this needs {' or '.join(allowed)}")
+            raise IllegalStateError(
+                f"transactional producer {self.tid!r} is {self.state}; "
+                f"this needs {' or '.join(allowed)}"
+            )
 
     def check_send(self) -> None:
         """Sends belong to a transaction begun here (a resumed one only commits or aborts)."""
@@ -164,7 +201,8 @@ class TxnState(IdempotentState):
         if self.resumed:
             raise IllegalStateError(
                 "a resumed transaction can only be committed or aborted: its writer's sequence "
-                "numbers are unknown here")
+                "numbers are unknown here"
+            )
 
     # -- transitions without a request ----------------------------------------------------------
     def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
@@ -246,9 +284,14 @@ class ProducerIdentity:
 
 
 # -- conversations ------------------------------------------------------------------------------
-def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, Any],
-                        code_of: Callable[[Any], int], key: str | None = None,
-                        key_type: int = TXN_KEY) -> Conversation[Any]:
+def coordinator_request(
+    txn: TxnState,
+    api: Api[Any, Any],
+    body: Mapping[str, Any],
+    code_of: Callable[[Any], int],
+    key: str | None = None,
+    key_type: int = TXN_KEY,
+) -> Conversation[Any]:
     """One request to the transaction coordinator (or ``key``'s group coordinator), retried as
     the module says; a response error other than those retried is raised."""
     coord = txn.coordinator(key_type, txn.tid if key is None else key)
@@ -259,8 +302,7 @@ def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, An
             address = coord.address
             if address is None:
                 address = yield from find_coordinator(coord)
-            resp = yield Request(api, body, node=address.node_id,
-                                 max_version=txn.max_version(api))
+            resp = yield Request(api, body, node=address.node_id, max_version=txn.max_version(api))
             code = code_of(resp)
             if code:
                 raise error_for_code(code)(f"{api.name} for {txn.tid!r}")
@@ -269,30 +311,35 @@ def coordinator_request(txn: TxnState, api: Api[Any, Any], body: Mapping[str, An
             if not getattr(exc, "retriable", False) and not isinstance(exc, _FIND_AGAIN):
                 raise
             if time.monotonic() + txn.backoff >= deadline:
-                raise KafkaTimeoutError(f"{api.name} for {txn.tid!r}: gave up after "
-                                        f"max.block.ms: {exc}") from exc
+                raise KafkaTimeoutError(
+                    f"{api.name} for {txn.tid!r}: gave up after max.block.ms: {exc}"
+                ) from exc
             if isinstance(exc, _FIND_AGAIN):
                 coord.forget()
             pause = txn.backoff
-            if isinstance(exc, ConcurrentTransactionsError):    # markers being written:
-                pause, busy = busy, min(busy * 2, _BUSY_MAX)    # back soon, then slower
+            if isinstance(exc, ConcurrentTransactionsError):  # markers being written:
+                pause, busy = busy, min(busy * 2, _BUSY_MAX)  # back soon, then slower
             log.debug("%s for %r: %s; retrying", api.name, txn.tid, exc)
         yield Sleep(pause)
 
 
 def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversation[None]:
-    body = {"transactional_id": txn.tid, "transaction_timeout_ms": txn.transaction_timeout_ms,
-            "producer_id": producer_id, "producer_epoch": epoch}
+    body = {
+        "transactional_id": txn.tid,
+        "transaction_timeout_ms": txn.transaction_timeout_ms,
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+    }
     try:
-        resp = yield from coordinator_request(txn, INIT_PRODUCER_ID, body,
-                                              lambda r: r.error_code)
+        resp = yield from coordinator_request(txn, INIT_PRODUCER_ID, body, lambda r: r.error_code)
     except KafkaError as exc:
         if isinstance(exc, KafkaTimeoutError):
             raise
         raise txn.fatal(fenced(exc)) from exc
     txn.set_producer_id(resp.producer_id, resp.producer_epoch)
-    log.info("transactional producer %r: id %d epoch %d", txn.tid, resp.producer_id,
-             resp.producer_epoch)
+    log.info(
+        "transactional producer %r: id %d epoch %d", txn.tid, resp.producer_id, resp.producer_epoch
+    )
 
 
 def negotiate(txn: TxnState) -> Conversation[bool]:
@@ -306,14 +353,21 @@ def negotiate(txn: TxnState) -> Conversation[bool]:
             address = yield from find_coordinator(coord)
         resp = yield Request(API_VERSIONS, {}, node=address.node_id)
     except KafkaError as exc:
-        log.warning("transactional producer %r: ApiVersions at the coordinator failed (%s); "
-                    "using transactions v1", txn.tid, exc)
+        log.warning(
+            "transactional producer %r: ApiVersions at the coordinator failed (%s); "
+            "using transactions v1",
+            txn.tid,
+            exc,
+        )
         txn.tv2 = False
         return False
     served = {k.api_key: k.max_version for k in resp.api_keys}
-    txn.tv2 = finalized_features(resp).get("transaction.version", 0) >= 2 \
-        and served.get(END_TXN.key, -1) >= 5 and served.get(PRODUCE.key, -1) >= 12 \
+    txn.tv2 = (
+        finalized_features(resp).get("transaction.version", 0) >= 2
+        and served.get(END_TXN.key, -1) >= 5
+        and served.get(PRODUCE.key, -1) >= 12
         and PRODUCE.max_version >= 12
+    )
     log.info("transactional producer %r: transactions v%d", txn.tid, 2 if txn.tv2 else 1)
     return txn.tv2
 
@@ -335,16 +389,18 @@ def add_partitions(txn: TxnState, tps: Iterable[TP]) -> Conversation[None]:
     if not new:
         return
     txn.check(IN_TRANSACTION)
-    if txn.tv2:                      # v2: the first Produce adds the partition
+    if txn.tv2:  # v2: the first Produce adds the partition
         txn.partitions.update(new)
         return
     by_topic: dict[str, list[int]] = {}
     for t, p in new:
         by_topic.setdefault(t, []).append(p)
-    body = {"v3_and_below_transactional_id": txn.tid,
-            "v3_and_below_producer_id": txn.producer_id,
-            "v3_and_below_producer_epoch": txn.epoch,
-            "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    body = {
+        "v3_and_below_transactional_id": txn.tid,
+        "v3_and_below_producer_id": txn.producer_id,
+        "v3_and_below_producer_epoch": txn.epoch,
+        "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
     try:
         yield from coordinator_request(txn, ADD_PARTITIONS_TO_TXN, body, _partition_error)
     except KafkaError as exc:
@@ -352,31 +408,46 @@ def add_partitions(txn: TxnState, tps: Iterable[TP]) -> Conversation[None]:
     txn.partitions.update(new)
 
 
-def send_offsets(txn: TxnState, offsets: Mapping[TP, tuple[int, str]], group: Any
-                 ) -> Conversation[None]:
+def send_offsets(
+    txn: TxnState, offsets: Mapping[TP, tuple[int, str]], group: Any
+) -> Conversation[None]:
     """AddOffsetsToTxn at the transaction coordinator, then TxnOffsetCommit at the group's:
     the offsets become the group's committed offsets only if the transaction commits."""
     group_id, generation, member, instance = group_fields(group)
     txn.check_send()
-    body = {"transactional_id": txn.tid, "producer_id": txn.producer_id,
-            "producer_epoch": txn.epoch, "group_id": group_id}
+    body = {
+        "transactional_id": txn.tid,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.epoch,
+        "group_id": group_id,
+    }
     try:
-        if not txn.tv2:              # v2: TxnOffsetCommit adds the offsets itself
-            yield from coordinator_request(txn, ADD_OFFSETS_TO_TXN, body,
-                                           lambda r: r.error_code)
+        if not txn.tv2:  # v2: TxnOffsetCommit adds the offsets itself
+            yield from coordinator_request(txn, ADD_OFFSETS_TO_TXN, body, lambda r: r.error_code)
         txn.has_offsets = True
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (t, p), (off, meta) in sorted(offsets.items()):
             by_topic.setdefault(t, []).append(
-                {"partition_index": p, "committed_offset": off,
-                 "committed_leader_epoch": -1, "committed_metadata": meta})
-        commit = {"transactional_id": txn.tid, "group_id": group_id,
-                  "producer_id": txn.producer_id, "producer_epoch": txn.epoch,
-                  "generation_id": generation, "member_id": member,
-                  "group_instance_id": instance,
-                  "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-        yield from coordinator_request(txn, TXN_OFFSET_COMMIT, commit, _topic_error,
-                                       key=group_id, key_type=GROUP_KEY)
+                {
+                    "partition_index": p,
+                    "committed_offset": off,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": meta,
+                }
+            )
+        commit = {
+            "transactional_id": txn.tid,
+            "group_id": group_id,
+            "producer_id": txn.producer_id,
+            "producer_epoch": txn.epoch,
+            "generation_id": generation,
+            "member_id": member,
+            "group_instance_id": instance,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        yield from coordinator_request(
+            txn, TXN_OFFSET_COMMIT, commit, _topic_error, key=group_id, key_type=GROUP_KEY
+        )
     except KafkaError as exc:
         txn.raise_classified(exc)
 
@@ -389,30 +460,38 @@ def end_transaction(txn: TxnState, commit: bool) -> Conversation[None]:
     else:
         txn.check(IN_TRANSACTION, ABORTABLE_ERROR)
     if txn.partitions or txn.has_offsets or txn.resumed:
-        if txn.tv2 is None:          # a resumed transaction: not negotiated yet
+        if txn.tv2 is None:  # a resumed transaction: not negotiated yet
             yield from negotiate(txn)
-        body = {"transactional_id": txn.tid, "producer_id": txn.producer_id,
-                "producer_epoch": txn.epoch, "committed": commit}
+        body = {
+            "transactional_id": txn.tid,
+            "producer_id": txn.producer_id,
+            "producer_epoch": txn.epoch,
+            "committed": commit,
+        }
         try:
             resp = yield from coordinator_request(txn, END_TXN, body, lambda r: r.error_code)
         except KafkaError as exc:
             if isinstance(exc, KafkaTimeoutError):
                 raise
             raise txn.fatal(fenced(exc)) from exc
-        if txn.tv2 and resp.producer_id >= 0:     # v2: the coordinator bumped the epoch
+        if txn.tv2 and resp.producer_id >= 0:  # v2: the coordinator bumped the epoch
             txn.set_producer_id(resp.producer_id, resp.producer_epoch)
             txn.bump_after_abort = False
     txn.partitions, txn.has_offsets = set(), False
     txn.state, txn.error, txn.resumed = READY, None, False
     if not commit and txn.bump_after_abort:
         txn.bump_after_abort = False
-        yield from _init_producer_id(txn, txn.producer_id, txn.epoch)   # KIP-360 epoch bump
+        yield from _init_producer_id(txn, txn.producer_id, txn.epoch)  # KIP-360 epoch bump
 
 
 def _partition_error(resp: Any) -> int:
     """The first error of an AddPartitionsToTxn response (OPERATION_NOT_ATTEMPTED last)."""
-    codes = [p.partition_error_code for t in resp.results_by_topic_v3_and_below
-             for p in t.results_by_partition if p.partition_error_code]
+    codes = [
+        p.partition_error_code
+        for t in resp.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+        if p.partition_error_code
+    ]
     real = [c for c in codes if c != 55]
     return int((real or codes or [0])[0])
 
@@ -446,5 +525,9 @@ def group_fields(group: Any) -> tuple[str, int, str, str | None]:
     ``group_instance_id``)."""
     if isinstance(group, str):
         return group, -1, "", None
-    return (group.group_id, getattr(group, "generation_id", -1),
-            getattr(group, "member_id", "") or "", getattr(group, "group_instance_id", None))
+    return (
+        group.group_id,
+        getattr(group, "generation_id", -1),
+        getattr(group, "member_id", "") or "",
+        getattr(group, "group_instance_id", None),
+    )

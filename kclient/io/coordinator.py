@@ -6,6 +6,7 @@ The retries, rediscovery and error handling are the core's (:mod:`kclient.core.c
 request to any broker (FindCoordinator, the leader's Metadata) through the cluster, and sleeps
 until woken by :meth:`CoordinatorTransport.interrupt` or the wait is over.
 """
+
 from __future__ import annotations
 
 import threading
@@ -32,8 +33,9 @@ class CoordinatorTransport:
     """Requests of a coordinator conversation: ``COORDINATOR`` (or None) to the coordinator the
     state names, ``ANY_NODE`` to any broker, a node id to that broker."""
 
-    def __init__(self, cluster: Cluster, state: CoordinatorState,
-                 settings: ConnectionSettings | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, state: CoordinatorState, settings: ConnectionSettings | None = None
+    ) -> None:
         self.cluster, self.state = cluster, state
         self.settings = settings or cluster.settings
         self._conn: BrokerConnection | None = None
@@ -49,8 +51,9 @@ class CoordinatorTransport:
                 return conn
             if conn is not None:
                 conn.close("the coordinator moved")
-            conn = BrokerConnection(address.host, address.port, self.settings,
-                                    node_id=address.node_id)
+            conn = BrokerConnection(
+                address.host, address.port, self.settings, node_id=address.node_id
+            )
             self._conn = None
             conn.connect()
             self._conn = conn
@@ -110,9 +113,15 @@ class Coordinator:
     """The group (``key_type`` 0) or transaction (1) coordinator of ``group``, for threads:
     the core's conversations run on :class:`CoordinatorTransport`."""
 
-    def __init__(self, cluster: Cluster, group: str, backoff_ms: int = 1000,
-                 retries: int = 5, settings: ConnectionSettings | None = None,
-                 key_type: int = 0) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        group: str,
+        backoff_ms: int = 1000,
+        retries: int = 5,
+        settings: ConnectionSettings | None = None,
+        key_type: int = 0,
+    ) -> None:
         self.cluster, self.group, self.key_type = cluster, group, key_type
         self.state = CoordinatorState(group, key_type, retries, backoff_ms / 1000.0)
         self.transport = CoordinatorTransport(cluster, self.state, settings)
@@ -145,13 +154,20 @@ class Coordinator:
     def _stale(self) -> bool:
         return not self.transport.connected()
 
-    def request(self, api: Api[Any, _Resp], body: Any | Mapping[str, Any],
-                check: Callable[[_Resp], int] | None = None, retries: int | None = None
-                ) -> _Resp:
+    def request(
+        self,
+        api: Api[Any, _Resp],
+        body: Any | Mapping[str, Any],
+        check: Callable[[_Resp], int] | None = None,
+        retries: int | None = None,
+    ) -> _Resp:
         """Send to the coordinator; rediscover and retry on coordinator and connection errors.
         ``check(resp)`` returns an error code (0 for success) found in the response."""
-        return self.run(coordinated(self.state, api, body,
-                                    check if check is not None else (lambda r: 0), retries))
+        return self.run(
+            coordinated(
+                self.state, api, body, check if check is not None else (lambda r: 0), retries
+            )
+        )
 
     def reset(self) -> None:
         """Forget the coordinator and close its connection."""
@@ -164,4 +180,3 @@ class Coordinator:
 
     def close(self) -> None:
         self.reset()
-

@@ -1,4 +1,5 @@
 """Drive a :mod:`kclient.core` conversation to its end on the calling thread."""
+
 from __future__ import annotations
 
 import time
@@ -38,8 +39,9 @@ class Transport(Protocol):
 class _Connection(Protocol):
     """What :class:`ConnectionTransport` needs of a connection (kclient.connection's)."""
 
-    def send(self, api: Any, body: Any, version: int | None = None,
-             expect_response: bool = True) -> int: ...
+    def send(
+        self, api: Any, body: Any, version: int | None = None, expect_response: bool = True
+    ) -> int: ...
 
     def receive(self, corr: int) -> Any: ...
 
@@ -60,8 +62,7 @@ class _Cluster(Protocol):
 
     def connection(self, node_id: int) -> _Connection: ...
 
-    def refresh(self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...
-                ) -> Any: ...
+    def refresh(self, topics: Iterable[str] | None = ..., allow_auto_create: bool = ...) -> Any: ...
 
 
 class ConnectionTransport:

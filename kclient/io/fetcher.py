@@ -22,6 +22,7 @@ What it adds to the core:
   how far) up to ``max_buffer_size``; past that bound they fail with
   ``MessageSizeTooLargeError``.
 """
+
 from __future__ import annotations
 
 import threading
@@ -55,8 +56,9 @@ class PendingFetch:
 
     __slots__ = ("corr", "requests", "version", "sent_at", "key", "settings")
 
-    def __init__(self, corr: int, requests: tuple[PartitionFetch, ...], version: int,
-                 settings: FetchSettings) -> None:
+    def __init__(
+        self, corr: int, requests: tuple[PartitionFetch, ...], version: int, settings: FetchSettings
+    ) -> None:
         self.corr, self.requests, self.version = corr, requests, version
         self.sent_at = time.monotonic()
         self.key = requests
@@ -75,11 +77,21 @@ class Fetcher:
     a time.
     """
 
-    def __init__(self, conn: BrokerConnection, *, max_wait_ms: int = 100, min_bytes: int = 1,
-                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, version: int | None = None,
-                 validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                 prefetch: bool = True, prefetch_max_age_ms: int = 1000,
-                 isolation_level: int = 0, max_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        conn: BrokerConnection,
+        *,
+        max_wait_ms: int = 100,
+        min_bytes: int = 1,
+        max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+        version: int | None = None,
+        validate_crc: bool = True,
+        max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+        prefetch: bool = True,
+        prefetch_max_age_ms: int = 1000,
+        isolation_level: int = 0,
+        max_bytes: int | None = None,
+    ) -> None:
         self.conn = conn
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
@@ -101,9 +113,15 @@ class Fetcher:
     @property
     def settings(self) -> FetchSettings:
         """The core's settings from this fetcher's attributes (which callers may change)."""
-        return FetchSettings(self.max_wait_ms, self.min_bytes, self.max_bytes,
-                             self.isolation_level, self.validate_crc, self.max_decompressed,
-                             self.max_buffer_size)
+        return FetchSettings(
+            self.max_wait_ms,
+            self.min_bytes,
+            self.max_bytes,
+            self.isolation_level,
+            self.validate_crc,
+            self.max_decompressed,
+            self.max_buffer_size,
+        )
 
     # -- one round trip ----------------------------------------------------------------------
     def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
@@ -117,8 +135,7 @@ class Fetcher:
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
-        return read_response(self.conn.receive(pending.corr),
-                             pending.requests, pending.settings)
+        return read_response(self.conn.receive(pending.corr), pending.requests, pending.settings)
 
     # -- the full fetch ----------------------------------------------------------------------
     def fetch(self, requests: Sequence[PartitionFetch]) -> list[ByteBufferMessageSet]:
@@ -127,8 +144,9 @@ class Fetcher:
             return []
         return self.complete(self.begin(requests))
 
-    def begin(self, requests: Sequence[PartitionFetch]) -> tuple[tuple[PartitionFetch, ...],
-                                                                 PendingFetch]:
+    def begin(
+        self, requests: Sequence[PartitionFetch]
+    ) -> tuple[tuple[PartitionFetch, ...], PendingFetch]:
         """The first half of :meth:`fetch`: the request on the wire (the speculative one when
         it asked exactly this), so a caller with several brokers sends to all before it waits
         for any; :meth:`complete` finishes it."""
@@ -137,8 +155,9 @@ class Fetcher:
             pending = self._take_speculative(asked)
             return asked, pending if pending is not None else self.send(asked)
 
-    def complete(self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
-                 ) -> list[ByteBufferMessageSet]:
+    def complete(
+        self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
+    ) -> list[ByteBufferMessageSet]:
         """The second half of :meth:`fetch`: the answer, oversized entries grown, and with
         ``prefetch`` the next request sent."""
         asked, pending = started
@@ -181,8 +200,9 @@ class Fetcher:
         self._drop(pending)
         return None
 
-    def _speculate(self, requests: Iterable[PartitionFetch],
-                   results: list[ByteBufferMessageSet]) -> None:
+    def _speculate(
+        self, requests: Iterable[PartitionFetch], results: list[ByteBufferMessageSet]
+    ) -> None:
         nxt: list[PartitionFetch] = []
         for r, ms in zip(requests, results):
             if ms.error is not None or not ms.entries or ms.next_offset >= self.end_of(ms):
@@ -193,13 +213,14 @@ class Fetcher:
         except KafkaError:
             self._speculative = None
 
-    def _grow_oversized(self, requests: Sequence[PartitionFetch],
-                        results: list[ByteBufferMessageSet]
-                        ) -> list[ByteBufferMessageSet]:
+    def _grow_oversized(
+        self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
+    ) -> list[ByteBufferMessageSet]:
         """Refetch partitions whose first message did not fit, doubling their size."""
         version = self.conn.version(FETCH, self.version)
-        return run(refetch_oversized(requests, results, self.settings, version=version),
-                   _Counted(self))
+        return run(
+            refetch_oversized(requests, results, self.settings, version=version), _Counted(self)
+        )
 
 
 class _Counted(ConnectionTransport):

@@ -1,5 +1,6 @@
 """Fixtures of tests/core: ``drive`` runs a conversation through either driver, so every core test
 is a test of both (parametrized as ``threaded`` and ``asyncio``)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,6 +29,7 @@ def driver(kind: str, address: str, settings: ConnectionSettings):
                 return await aio_run.run(factory(), aio_run.ConnectionTransport(conn))
             finally:
                 conn.close()
+
         return asyncio.run(main())
 
     return threaded if kind == "threaded" else in_loop

@@ -1,6 +1,7 @@
 """Coordinator lookup written once (kclient.core.coordinator.find_coordinators), run by both
 drivers: FindCoordinator v4+ asks for every key in one request (KIP-699); an older broker is
 asked for one key per request, the others all in flight at once; each key's error is its own."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,10 @@ def test_every_key_in_one_request_on_a_v4_broker(drive):
 
 def test_each_key_has_its_own_error(drive):
     found = drive(lambda: find_coordinators(["a", "b"], key_type=7))
-    assert all(isinstance(e, InvalidRequestError) and "finding the coordinator" in str(e)
-               for e in found.values())
+    assert all(
+        isinstance(e, InvalidRequestError) and "finding the coordinator" in str(e)
+        for e in found.values()
+    )
     assert drive(lambda: find_coordinators([])) == {}
 
 
@@ -62,8 +65,9 @@ def test_the_single_key_lookup_keeps_the_address(drive):
 @pytest.fixture(params=["threaded", "asyncio"])
 def old_broker_drive(request, mini_broker):
     """Like ``drive``, on a connection that assumes a broker of 0.10.0 (FindCoordinator v0)."""
-    settings = ConnectionSettings(client_id="old", api_version_request=False,
-                                  broker_version_fallback="0.10.0")
+    settings = ConnectionSettings(
+        client_id="old", api_version_request=False, broker_version_fallback="0.10.0"
+    )
     return driver(request.param, mini_broker.bootstrap, settings)
 
 

@@ -1,6 +1,7 @@
 """The fetch pipeline's conversation (kclient.core.fetch) through both drivers, on the mini-broker:
 partitions at offsets decoded in request order, an oversized first entry grown and bounded,
 an offset out of range and an unknown partition reported by name, bad requests refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,9 +17,16 @@ VALUES = [b"v%03d" % i for i in range(60)]
 
 def produce(topic, partition, values):
     """A conversation step writing ``values`` as one v2 batch; returns the base offset."""
-    body = {"acks": -1, "timeout_ms": 10000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": partition,
-                                            "records": build_batch(values)}]}]}
+    body = {
+        "acks": -1,
+        "timeout_ms": 10000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": partition, "records": build_batch(values)}],
+            }
+        ],
+    }
     resp = yield Request(PRODUCE, body)
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == 0, part
@@ -31,14 +39,20 @@ def topic(mini_broker):
     return "fetched"
 
 
-def produce_then_fetch(topic, partitions, settings, batches=((0, VALUES[:30]), (1, VALUES[30:])),
-                       version=None, sent=None):
+def produce_then_fetch(
+    topic,
+    partitions,
+    settings,
+    batches=((0, VALUES[:30]), (1, VALUES[30:])),
+    version=None,
+    sent=None,
+):
     for p, values in batches:
         yield from produce(topic, p, values)
     conversation = fetch(partitions, settings, version=version)
     answer = None
     try:
-        while True:                       # pass the fetch's steps through, counting them
+        while True:  # pass the fetch's steps through, counting them
             step = conversation.send(answer)
             if sent is not None:
                 sent.append(step)
@@ -50,8 +64,10 @@ def produce_then_fetch(topic, partitions, settings, batches=((0, VALUES[:30]), (
 def test_partitions_come_back_decoded_in_request_order(drive, topic):
     asked = [PartitionFetch(topic, 1, 5), PartitionFetch(topic, 0, 28)]
     sets = drive(lambda: produce_then_fetch(topic, asked, FetchSettings(max_wait_ms=0)))
-    assert [(s.partition, s.fetch_offset, s.high_watermark, s.error) for s in sets] == \
-        [(1, 5, 30, None), (0, 28, 30, None)]
+    assert [(s.partition, s.fetch_offset, s.high_watermark, s.error) for s in sets] == [
+        (1, 5, 30, None),
+        (0, 28, 30, None),
+    ]
     assert [m.value for m in sets[0]] == VALUES[35:]
     assert [(m.offset, m.value) for m in sets[1]] == [(28, VALUES[28]), (29, VALUES[29])]
     assert [s.next_offset for s in sets] == [30, 30]
@@ -62,8 +78,11 @@ def test_an_oversized_first_entry_is_fetched_again_larger(drive, topic):
     big = [b"x" * 3000]
     asked = [PartitionFetch(topic, 0, 0, 100)]
     sent: list[Request] = []
-    sets = drive(lambda: produce_then_fetch(topic, asked, FetchSettings(max_wait_ms=0),
-                                            ((0, big),), version=2, sent=sent))
+    sets = drive(
+        lambda: produce_then_fetch(
+            topic, asked, FetchSettings(max_wait_ms=0), ((0, big),), version=2, sent=sent
+        )
+    )
     assert [m.value for m in sets[0]] == big
     sizes = [s.body["topics"][0]["partitions"][0]["partition_max_bytes"] for s in sent]
     assert sizes[0] == 100 and len(sizes) >= 2 and sizes[-1] >= 3000
@@ -72,13 +91,14 @@ def test_an_oversized_first_entry_is_fetched_again_larger(drive, topic):
 def test_past_max_buffer_size_the_partition_fails_naming_the_size(drive, topic):
     asked = [PartitionFetch(topic, 0, 0, 100), PartitionFetch(topic, 1, 0)]
     settings = FetchSettings(max_wait_ms=0, max_buffer_size=1000)
-    sets = drive(lambda: produce_then_fetch(topic, asked, settings,
-                                            ((0, [b"x" * 3000]), (1, VALUES[:3]))))
+    sets = drive(
+        lambda: produce_then_fetch(topic, asked, settings, ((0, [b"x" * 3000]), (1, VALUES[:3])))
+    )
     err = sets[0].error
     assert isinstance(err, MessageSizeTooLargeError)
     assert (err.topic, err.partition, err.offset) == (topic, 0, 0)
     assert "max_buffer_size=1000" in str(err)
-    assert [m.value for m in sets[1]] == VALUES[:3]      # the other partition is unharmed
+    assert [m.value for m in sets[1]] == VALUES[:3]  # the other partition is unharmed
 
 
 def test_out_of_range_and_unknown_partitions_name_themselves(drive, topic):
@@ -99,13 +119,25 @@ def test_bad_requests_are_refused_before_anything_is_sent():
 
 
 def test_the_request_carries_the_memory_bounds_and_isolation():
-    body = fetch_body([PartitionFetch("a", 0, 3, 1000), PartitionFetch("a", 1, 4, 2000),
-                       PartitionFetch("b", 0, 5, 500)],
-                      FetchSettings(max_wait_ms=250, min_bytes=10, isolation_level=1))
+    body = fetch_body(
+        [
+            PartitionFetch("a", 0, 3, 1000),
+            PartitionFetch("a", 1, 4, 2000),
+            PartitionFetch("b", 0, 5, 500),
+        ],
+        FetchSettings(max_wait_ms=250, min_bytes=10, isolation_level=1),
+    )
     assert (body["max_wait_ms"], body["min_bytes"], body["isolation_level"]) == (250, 10, 1)
-    assert body["max_bytes"] == 3500         # no fetch.max.bytes: the sum of the partitions'
-    assert [(t["topic"], [(p["partition"], p["fetch_offset"], p["partition_max_bytes"])
-                          for p in t["partitions"]]) for t in body["topics"]] == \
-        [("a", [(0, 3, 1000), (1, 4, 2000)]), ("b", [(0, 5, 500)])]
+    assert body["max_bytes"] == 3500  # no fetch.max.bytes: the sum of the partitions'
+    assert [
+        (
+            t["topic"],
+            [
+                (p["partition"], p["fetch_offset"], p["partition_max_bytes"])
+                for p in t["partitions"]
+            ],
+        )
+        for t in body["topics"]
+    ] == [("a", [(0, 3, 1000), (1, 4, 2000)]), ("b", [(0, 5, 500)])]
     bounded = fetch_body([PartitionFetch("a", 0, 3, 1000)], FetchSettings(max_bytes=600))
     assert bounded["max_bytes"] == 600

@@ -2,6 +2,7 @@
 the mini-broker: JoinGroup with the member id the coordinator asks for, the leader's assignment,
 heartbeats that report a rebalance or a lost generation, static membership and fencing,
 LeaveGroup, OffsetCommit / OffsetFetch with generation checks; and the listener order."""
+
 from __future__ import annotations
 
 import uuid
@@ -29,15 +30,15 @@ def names():
 
 
 def protocols(topic, strategy="range", owned=(), gen=-1):
-    return subscription_protocols([strategy], [topic],
-                                  registration("c1", "static", {topic: 1}), owned, gen)
+    return subscription_protocols(
+        [strategy], [topic], registration("c1", "static", {topic: 1}), owned, gen
+    )
 
 
 ASSIGN = partial(leader_assignment, exclude_internal=True)
 
 
-def test_join_asks_again_with_the_member_id_and_the_leader_assigns_everything(drive,
-                                                                              mini_broker):
+def test_join_asks_again_with_the_member_id_and_the_leader_assigns_everything(drive, mini_broker):
     topic, group = names()
     mini_broker.create_topic(topic, partitions=3)
     member, coord = g.MemberState(group, 10000), CoordinatorState(group)
@@ -60,11 +61,12 @@ def test_heartbeat_reports_a_rebalance_then_a_lost_generation(drive, mini_broker
     member, coord = g.MemberState(group, 10000), CoordinatorState(group)
     drive(lambda: g.join_and_sync(member, coord, protocols(topic), ASSIGN))
     # another member joins (in the broker's process): a rebalance is now under way
-    other = mini_broker.coordinator.join_group(JoinRequest(
-        group, "", "consumer", protocols(topic), 10000, 10000))
+    other = mini_broker.coordinator.join_group(
+        JoinRequest(group, "", "consumer", protocols(topic), 10000, 10000)
+    )
     beat = drive(lambda: g.heartbeat(member, coord))
     assert g.rejoin_reason(beat) == "revoke"
-    member.generation_id += 5                      # as if this member missed generations
+    member.generation_id += 5  # as if this member missed generations
     assert g.rejoin_reason(drive(lambda: g.heartbeat(member, coord))) == "lost"
     other.cancel()
 
@@ -112,14 +114,14 @@ def test_the_cooperative_subscription_carries_owned_partitions(drive, mini_broke
     topic, group = names()
     mini_broker.create_topic(topic, partitions=2)
     member, coord = g.MemberState(group, 10000), CoordinatorState(group)
-    data = drive(lambda: g.join_and_sync(member, coord, protocols(topic, COOPERATIVE),
-                                         ASSIGN))
+    data = drive(lambda: g.join_and_sync(member, coord, protocols(topic, COOPERATIVE), ASSIGN))
     mine, _ = decode_assignment(data)
     change = g.take_assignment(member, ((topic, p) for p in mine[topic]))
     assert change.added == {(topic, 0), (topic, 1)} and not change.revoked
     assert not change.rejoin and member.owned_generation == member.generation_id
-    meta = dict(subscription_protocols([COOPERATIVE], [topic], b"", member.owned,
-                                       member.owned_generation))[COOPERATIVE]
+    meta = dict(
+        subscription_protocols([COOPERATIVE], [topic], b"", member.owned, member.owned_generation)
+    )[COOPERATIVE]
     sub = decode_subscription_full(meta)
     assert sub.owned_partitions == {topic: [0, 1]} and sub.generation_id == 1
 
@@ -138,8 +140,7 @@ def test_listener_order_eager_and_cooperative():
     assert g.rejoin_reason(0) is None
 
 
-def test_the_heartbeat_loop_beats_until_the_coordinator_asks_for_a_rebalance(drive,
-                                                                              mini_broker):
+def test_the_heartbeat_loop_beats_until_the_coordinator_asks_for_a_rebalance(drive, mini_broker):
     topic, group = names()
     mini_broker.create_topic(topic, partitions=2)
     member, coord = g.MemberState(group, 10000), CoordinatorState(group)
@@ -149,11 +150,21 @@ def test_the_heartbeat_loop_beats_until_the_coordinator_asks_for_a_rebalance(dri
 
     def active():
         beats["n"] += 1
-        if beats["n"] == 3:          # two quiet beats, then another member joins
-            mini_broker.coordinator.join_group(JoinRequest(
-                group, "", "consumer", protocols(topic), 10000, 10000))
+        if beats["n"] == 3:  # two quiet beats, then another member joins
+            mini_broker.coordinator.join_group(
+                JoinRequest(group, "", "consumer", protocols(topic), 10000, 10000)
+            )
         return True
 
-    drive(lambda: g.heartbeats(member, coord, 0.02, active, lambda how, code: rejoins.append(
-        (how, code)), pytest.fail, stopped=lambda: bool(rejoins) or beats["n"] > 50))
+    drive(
+        lambda: g.heartbeats(
+            member,
+            coord,
+            0.02,
+            active,
+            lambda how, code: rejoins.append((how, code)),
+            pytest.fail,
+            stopped=lambda: bool(rejoins) or beats["n"] > 50,
+        )
+    )
     assert rejoins == [("revoke", 27)] and beats["n"] >= 3

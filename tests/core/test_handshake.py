@@ -4,6 +4,7 @@ downgrade retry (KIP-511) and the old-broker fallback, every SASL mechanism over
 
 ``open_conn`` opens a connection of either driver (parametrized ``threaded`` / ``asyncio``), so
 each behaviour is checked through both; ``drive`` runs one conversation on the mini-broker."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,6 +35,7 @@ def open_conn(request):
     """``open_conn(address, settings, work)``: connect with this parameter's driver, call
     ``work(request_metadata)`` and return ``(versions, work's result)``; the connection is
     closed after.  ``request_metadata()`` answers a Metadata request on that connection."""
+
     def threaded(address, settings, work=lambda ask: None):
         host, port = address.rsplit(":", 1)
         with BrokerConnection(host, int(port), settings) as conn:
@@ -46,13 +48,16 @@ def open_conn(request):
             conn = await AIOConnection(host, int(port), settings).connect()
             loop = asyncio.get_running_loop()
 
-            def ask():      # work runs in a thread; each request on the connection's loop
+            def ask():  # work runs in a thread; each request on the connection's loop
                 return asyncio.run_coroutine_threadsafe(
-                    conn.request(METADATA, {"topics": []}), loop).result()
+                    conn.request(METADATA, {"topics": []}), loop
+                ).result()
+
             try:
                 return conn.versions, await asyncio.to_thread(work, ask)
             finally:
                 await conn.wait_closed()
+
         return asyncio.run(main())
 
     return threaded if request.param == "threaded" else in_loop
@@ -60,8 +65,9 @@ def open_conn(request):
 
 def _sasl_settings(certs, mechanism, protocol="SASL_PLAINTEXT", **overrides):  # noqa: F811
     keys = sasl_client(certs, protocol, mechanism, **overrides.pop("keys", {}))
-    return ConnectionSettings(client_id="handshake-test",
-                              security=SecuritySettings.from_keys(keys), **overrides)
+    return ConnectionSettings(
+        client_id="handshake-test", security=SecuritySettings.from_keys(keys), **overrides
+    )
 
 
 def test_api_versions_through_both_drivers(drive, mini_broker):
@@ -76,7 +82,7 @@ def test_no_api_version_request_assumes_the_fallback_without_a_request():
     cfg = HandshakeConfig("h", 1, "x", api_version_request=False, broker_version_fallback="0.9.0")
     conversation = api_versions(cfg)
     with pytest.raises(StopIteration) as done:
-        next(conversation)          # returns before yielding any request
+        next(conversation)  # returns before yielding any request
     assert done.value.value.versions[PRODUCE.key] == (0, 1)
 
 
@@ -86,11 +92,11 @@ class _ApiVersionsBroker:
 
     def __init__(self, top: int = 3, close_first: bool = False) -> None:
         self.top, self.close_first = top, close_first
-        self.asked: list[tuple[int, str | None]] = []     # (version, client software version)
+        self.asked: list[tuple[int, str | None]] = []  # (version, client software version)
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
         self.conns: list[socket.socket] = []
-        self.accepted = threading.Semaphore(0)     # released once per connection accepted
+        self.accepted = threading.Semaphore(0)  # released once per connection accepted
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -108,7 +114,7 @@ class _ApiVersionsBroker:
     def _serve(self, c: socket.socket, first: bool) -> None:
         try:
             self._answer(c, first)
-        except OSError:     # closed by close() at the end of the test
+        except OSError:  # closed by close() at the end of the test
             pass
 
     def _answer(self, c: socket.socket, first: bool) -> None:
@@ -119,16 +125,23 @@ class _ApiVersionsBroker:
                 return
             for req in proto.receive_bytes(data):
                 version = req.header.api_version
-                self.asked.append((version, req.body.client_software_version
-                                   if version >= 3 and req.body is not None else None))
+                self.asked.append(
+                    (
+                        version,
+                        req.body.client_software_version
+                        if version >= 3 and req.body is not None
+                        else None,
+                    )
+                )
                 keys = [{"api_key": API_VERSIONS.key, "min_version": 0, "max_version": self.top}]
-                if version > self.top:      # KIP-511: a v0 answer naming what it does support
+                if version > self.top:  # KIP-511: a v0 answer naming what it does support
                     body = {"error_code": 35, "api_keys": keys}
                     c.sendall(proto.encode_response(req.header, body, 0))
                 else:
                     keys.append({"api_key": METADATA.key, "min_version": 0, "max_version": 9})
-                    c.sendall(proto.encode_response(req.header, {"error_code": 0,
-                                                                 "api_keys": keys}))
+                    c.sendall(
+                        proto.encode_response(req.header, {"error_code": 0, "api_keys": keys})
+                    )
 
     def close(self) -> None:
         self.server.close()
@@ -158,10 +171,12 @@ def test_the_client_software_version_is_kclients_one_version(open_conn):
 def test_a_broker_closing_on_api_versions_gets_the_fallback_versions(open_conn):
     broker = _ApiVersionsBroker(close_first=True)
     try:
-        versions, _ = open_conn(f"127.0.0.1:{broker.port}",
-                                ConnectionSettings(broker_version_fallback="0.8.2"))
-        assert broker.accepted.acquire(timeout=30) and broker.accepted.acquire(timeout=30), \
+        versions, _ = open_conn(
+            f"127.0.0.1:{broker.port}", ConnectionSettings(broker_version_fallback="0.8.2")
+        )
+        assert broker.accepted.acquire(timeout=30) and broker.accepted.acquire(timeout=30), (
             "the client opens a new connection after the close"
+        )
     finally:
         broker.close()
     assert versions[PRODUCE.key] == (0, 0)
@@ -172,13 +187,18 @@ def test_every_mechanism_over_sasl_authenticate(open_conn, sasl_broker, certs, m
     keys = {}
     if mechanism == "OAUTHBEARER":
         keys = {"oauth_cb": lambda _: _unsecured_jwt("carol")}
-    settings = _sasl_settings(certs, "PLAIN" if mechanism == "OAUTHBEARER" else mechanism,
-                              keys=keys)
+    settings = _sasl_settings(
+        certs, "PLAIN" if mechanism == "OAUTHBEARER" else mechanism, keys=keys
+    )
     if mechanism == "OAUTHBEARER":
-        settings = settings.replace(security=SecuritySettings.from_keys(
-            {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", **keys}))
-    versions, brokers = open_conn(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), settings,
-                                  lambda ask: ask().brokers)
+        settings = settings.replace(
+            security=SecuritySettings.from_keys(
+                {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", **keys}
+            )
+        )
+    versions, brokers = open_conn(
+        sasl_broker.bootstrap_of("SASL_PLAINTEXT"), settings, lambda ask: ask().brokers
+    )
     assert SASL_AUTHENTICATE.key in versions and brokers
 
 
@@ -189,8 +209,7 @@ def test_the_bare_token_exchange_of_sasl_handshake_v0(open_conn, sasl_broker, ce
     address = sasl_broker.bootstrap_of("SASL_PLAINTEXT")
     versions, brokers = open_conn(address, settings, lambda ask: ask().brokers)
     assert SASL_AUTHENTICATE.key not in versions and brokers
-    bad = _sasl_settings(certs, mechanism, api_version_request=False,
-                         keys={"password": "wrong"})
+    bad = _sasl_settings(certs, mechanism, api_version_request=False, keys={"password": "wrong"})
     with pytest.raises(SaslAuthenticationError, match=f"{mechanism}.*v0 exchange"):
         open_conn(address, bad)
 
@@ -204,17 +223,20 @@ def test_a_wrong_password_names_mechanism_and_broker(open_conn, sasl_broker, cer
 def test_reauthentication_keeps_the_connection_past_its_session(open_conn, tmp_path, certs):  # noqa: F811
     from kclient.broker import MiniBroker
     from tests.security.conftest import SASL_LISTENERS, tls_broker_config
-    config = tls_broker_config(certs, listeners=SASL_LISTENERS,
-                               **{"connections.max.reauth.ms": "1500"})
+
+    config = tls_broker_config(
+        certs, listeners=SASL_LISTENERS, **{"connections.max.reauth.ms": "1500"}
+    )
     with MiniBroker(log_dir=tmp_path / "b", config=config, sasl_users={"alice": "pw"}) as b:
         settings = _sasl_settings(certs, "SCRAM-SHA-512", keys={"password": "pw"})
 
         def across_two_lifetimes(ask):
             answers = []
-            for _ in range(4):              # 3.2 s; the broker cuts a session off at 1.5 s
+            for _ in range(4):  # 3.2 s; the broker cuts a session off at 1.5 s
                 answers.append(bool(ask().brokers))
                 time.sleep(0.8)
             return answers
+
         _, answers = open_conn(b.bootstrap_of("SASL_PLAINTEXT"), settings, across_two_lifetimes)
     assert answers == [True] * 4
 
@@ -247,4 +269,5 @@ def test_a_silent_broker_times_the_handshake_out_naming_api_versions(open_conn):
 def _unsecured_jwt(sub, lifetime_s=3600):
     def part(obj):
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
     return f"{part({'alg': 'none'})}.{part({'sub': sub, 'exp': time.time() + lifetime_s})}."

@@ -1,6 +1,7 @@
 """Metadata written once (kclient.core.metadata), run by both drivers: the refresh conversation
 at every version (v0 asks for all topics with an empty list), the state both clusters keep, and
 a request body written for the version the driver picks."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,6 +34,7 @@ def at_version(version):
     def body(v):
         seen.append(v)
         return metadata_body(None, False, v)
+
     resp = yield Request(METADATA, body, max_version=version)
     return seen, resp
 
@@ -48,8 +50,10 @@ def test_all_topics_at_every_version(drive, mini_broker, version):
 def test_metadata_body_asks_for_all_topics_as_each_version_says():
     assert metadata_body(None, True, 0)["topics"] == []
     assert metadata_body(None, True, 1)["topics"] is None
-    assert metadata_body(["a"], False, 4) == {"topics": [{"name": "a"}],
-                                              "allow_auto_topic_creation": False}
+    assert metadata_body(["a"], False, 4) == {
+        "topics": [{"name": "a"}],
+        "allow_auto_topic_creation": False,
+    }
 
 
 def test_state_errors_name_the_partition(mini_broker):
@@ -70,24 +74,50 @@ def test_both_clusters_keep_the_same_state(mini_broker):
     mini_broker.create_topic("m4", partitions=2)
     with Cluster(mini_broker.bootstrap) as threaded:
         threaded.refresh()
-        threaded_view = (threaded.brokers, threaded.topics["m4"], threaded.controller_id,
-                         threaded.cluster_id)
+        threaded_view = (
+            threaded.brokers,
+            threaded.topics["m4"],
+            threaded.controller_id,
+            threaded.cluster_id,
+        )
 
     async def main():
         cluster = AIOCluster(mini_broker.bootstrap, ConnectionSettings())
         try:
             await cluster.refresh()
-            return (cluster.brokers, cluster.topics["m4"], cluster.controller_id,
-                    cluster.cluster_id)
+            return (
+                cluster.brokers,
+                cluster.topics["m4"],
+                cluster.controller_id,
+                cluster.cluster_id,
+            )
         finally:
             await cluster.close()
+
     assert asyncio.run(main()) == threaded_view
 
 
 def _one_partition_without_leader():
     from kclient.protocol.schema import Struct
-    return Struct(brokers=[Struct(node_id=1, host="h", port=1, rack=None)], controller_id=1,
-                  cluster_id="c", topics=[Struct(
-                      name="x", error_code=0, is_internal=False, partitions=[Struct(
-                          partition_index=0, leader_id=-1, replica_nodes=[1], isr_nodes=[],
-                          error_code=5)])])
+
+    return Struct(
+        brokers=[Struct(node_id=1, host="h", port=1, rack=None)],
+        controller_id=1,
+        cluster_id="c",
+        topics=[
+            Struct(
+                name="x",
+                error_code=0,
+                is_internal=False,
+                partitions=[
+                    Struct(
+                        partition_index=0,
+                        leader_id=-1,
+                        replica_nodes=[1],
+                        isr_nodes=[],
+                        error_code=5,
+                    )
+                ],
+            )
+        ],
+    )

@@ -1,6 +1,7 @@
 """The prefetch queue of kclient.core.prefetch: answers queued per partition and handed out in
 slices, positions advanced, and what seek / reset / corruption / the bounds do to the queue.
 Pure state, no broker: the answers are real record batches wrapped as a fetch would."""
+
 from __future__ import annotations
 
 from kclient.core.consumer_records import build_records
@@ -15,8 +16,7 @@ TP = TopicPartition("t", 0)
 
 def answer(first: int, values, hw=100, error=None, raw=None):
     buf = raw if raw is not None else build_batch(values, base_offset=first)
-    return ByteBufferMessageSet(buf, first, topic="t", partition=0, high_watermark=hw,
-                                error=error)
+    return ByteBufferMessageSet(buf, first, topic="t", partition=0, high_watermark=hw, error=error)
 
 
 def state(at=0):
@@ -42,7 +42,7 @@ def test_a_seek_drops_the_queue_and_answers_to_requests_sent_before_it():
     st = state(0)
     asked_at = st.epoch
     take_answer(st, 0, st.epoch, answer(0, [b"a", b"b"]))
-    st.reset_to(40)                                   # seek
+    st.reset_to(40)  # seek
     assert not st.chunks and st.buffered == 0 and st.bytes == 0
     assert (st.position, st.fetch_offset) == (40, 40)
     # the answer to a request from before the seek arrives late: dropped
@@ -56,10 +56,10 @@ def test_the_queue_bounds_stop_fetching_and_pause_keeps_what_is_queued():
     st = state(0)
     take_answer(st, 0, st.epoch, answer(0, [b"v" * 100] * 5))
     assert st.bytes > 500
-    assert st.fetchable(2, 10_000) and not st.fetchable(1, 10_000)    # chunks
-    assert not st.fetchable(2, 500)                                   # bytes
+    assert st.fetchable(2, 10_000) and not st.fetchable(1, 10_000)  # chunks
+    assert not st.fetchable(2, 500)  # bytes
     st.paused = True
-    assert not st.fetchable(2, 10_000) and st.buffered == 5           # queue kept
+    assert not st.fetchable(2, 10_000) and st.buffered == 5  # queue kept
     st.paused = False
     list(take(st, 5))
     assert st.fetchable(1, 500)
@@ -79,7 +79,7 @@ def test_out_of_range_asks_for_a_reset_and_other_errors_a_refresh():
 def test_good_records_before_a_corrupt_entry_come_first_then_its_error():
     good = build_batch([b"a", b"b"], base_offset=0)
     bad = bytearray(build_batch([b"c"], base_offset=2))
-    bad[-1] ^= 0xFF                                   # the CRC no longer matches
+    bad[-1] ^= 0xFF  # the CRC no longer matches
     st = state(0)
     assert take_answer(st, 0, st.epoch, answer(0, None, raw=good + bytes(bad))) == DATA
     assert [c.values for c, _, _ in take(st, 10)] == [[b"a", b"b"]]
@@ -91,13 +91,14 @@ def test_good_records_before_a_corrupt_entry_come_first_then_its_error():
 
 def test_records_without_headers_share_one_empty_list_that_refuses_changes():
     import pytest
+
     st = state(0)
     take_answer(st, 0, st.epoch, answer(0, [b"a", b"b"]))
-    (cols, i, j), = take(st, 5)
+    ((cols, i, j),) = take(st, 5)
     a, b = build_records(TP, cols, i, j, None, None, empty_lists=True)
     assert a.headers == [] and isinstance(a.headers, list) and a.headers is b.headers
     with pytest.raises(TypeError, match="shared"):
         a.headers.append(("k", b"v"))
     assert b.headers == []
     c, _ = build_records(TP, cols, i, j, None, None)
-    assert c.headers == ()                     # AIOConsumer's: the empty tuple, as aiokafka's
+    assert c.headers == ()  # AIOConsumer's: the empty tuple, as aiokafka's

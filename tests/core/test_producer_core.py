@@ -2,6 +2,7 @@
 InitProducerId, the transaction state machine's conversations (init, AddPartitionsToTxn,
 AddOffsetsToTxn + TxnOffsetCommit, EndTxn), fencing of an older instance, and what a sequence
 error of a batch means (KIP-360)."""
+
 from __future__ import annotations
 
 import uuid
@@ -78,7 +79,7 @@ def test_transaction_commit_then_abort_walks_the_states(drive):
         states = [txn.state]
         txn.begin()
         yield from txn_core.add_partitions(txn, [(topic, 0)])
-        yield from txn_core.add_partitions(txn, [(topic, 0)])     # known: nothing sent
+        yield from txn_core.add_partitions(txn, [(topic, 0)])  # known: nothing sent
         states.append((txn.state, set(txn.partitions)))
         yield from txn_core.end_transaction(txn, commit=True)
         states.append(txn.state)
@@ -104,7 +105,7 @@ def test_a_second_instance_fences_the_first(drive):
         yield from txn_core.init_transactions(old)
         old.begin()
         yield from txn_core.add_partitions(old, [(topic, 0)])
-        yield from txn_core.init_transactions(new)     # fences ``old``, aborts its transaction
+        yield from txn_core.init_transactions(new)  # fences ``old``, aborts its transaction
         try:
             yield from txn_core.end_transaction(old, commit=True)
         except ProducerFencedError as exc:
@@ -152,7 +153,7 @@ def test_produce_body_and_results_round_trip(drive):
         resp = yield Request(PRODUCE, body, max_version=9)
         return list(partition_results(resp, 0))
 
-    (name, partition, error, base, _), = drive(conversation)
+    ((name, partition, error, base, _),) = drive(conversation)
     assert (name, partition, error, base) == (topic, 0, None, 0)
     assert magic_for(3) == 2 and magic_for(2) == 1 and magic_for(1) == 0
 
@@ -172,8 +173,14 @@ def test_finalized_features_are_read_from_the_tagged_fields():
     from kclient.protocol.schema import Struct
 
     def entry(name: bytes, max_level: int, min_level: int) -> bytes:
-        return bytes([len(name) + 1]) + name + max_level.to_bytes(2, "big") + \
-            min_level.to_bytes(2, "big") + b"\x00"
+        return (
+            bytes([len(name) + 1])
+            + name
+            + max_level.to_bytes(2, "big")
+            + min_level.to_bytes(2, "big")
+            + b"\x00"
+        )
+
     raw = bytes([3]) + entry(b"metadata.version", 27, 27) + entry(b"transaction.version", 2, 2)
     resp = Struct()
     resp.__dict__ = {"_tagged_fields": {2: raw}}
@@ -188,8 +195,13 @@ def test_finalized_features_are_read_from_the_tagged_fields():
 
 
 def _answer(index: int, code: int) -> Struct:
-    return Struct(index=index, error_code=code, base_offset=10 * index if not code else -1,
-                  log_append_time_ms=-1, error_message=None)
+    return Struct(
+        index=index,
+        error_code=code,
+        base_offset=10 * index if not code else -1,
+        log_append_time_ms=-1,
+        error_message=None,
+    )
 
 
 def test_settle_gives_every_batch_sent_one_outcome():
@@ -204,18 +216,40 @@ def test_settle_gives_every_batch_sent_one_outcome():
         b[p].attempts = 1
     earlier = AIOBatch("t", 3, 0.0, 1e9)
     earlier.set_sequence(7, 0, 0)
-    resp = Struct(responses=[Struct(name="t", partition_responses=[
-        _answer(0, 0), _answer(1, 46), _answer(2, 6), _answer(3, 45), _answer(5, 6)])])
+    resp = Struct(
+        responses=[
+            Struct(
+                name="t",
+                partition_responses=[
+                    _answer(0, 0),
+                    _answer(1, 46),
+                    _answer(2, 6),
+                    _answer(3, 45),
+                    _answer(5, 6),
+                ],
+            )
+        ]
+    )
     got: list[tuple] = []
     batches = {(b[p].topic, p): b[p] for p in range(6)}
-    settle(resp, 1, batches, idem, lambda x: [earlier],
-           lambda x, base, t: got.append(("ok", x.partition, base)),
-           lambda x, e: got.append(("fail", x.partition, type(e).__name__)),
-           lambda x, e, force: got.append(("retry", x.partition, type(e).__name__, force)))
-    assert got == [("ok", 0, 0), ("ok", 1, -1), ("retry", 2, "NotLeaderForPartitionError", False),
-                   ("retry", 3, "OutOfOrderSequenceNumberError", True),
-                   ("retry", 5, "NotLeaderForPartitionError", False),
-                   ("retry", 4, "KafkaError", True)]
+    settle(
+        resp,
+        1,
+        batches,
+        idem,
+        lambda x: [earlier],
+        lambda x, base, t: got.append(("ok", x.partition, base)),
+        lambda x, e: got.append(("fail", x.partition, type(e).__name__)),
+        lambda x, e, force: got.append(("retry", x.partition, type(e).__name__, force)),
+    )
+    assert got == [
+        ("ok", 0, 0),
+        ("ok", 1, -1),
+        ("retry", 2, "NotLeaderForPartitionError", False),
+        ("retry", 3, "OutOfOrderSequenceNumberError", True),
+        ("retry", 5, "NotLeaderForPartitionError", False),
+        ("retry", 4, "KafkaError", True),
+    ]
     assert list(batches) == [("t", 4)] and b[3].attempts == 0 and b[5].attempts == 1
     assert not idem.bump_requested
 
@@ -228,9 +262,16 @@ def test_settle_fails_a_transactional_sequence_error():
     batch.set_sequence(7, 0, 0, transactional=True)
     resp = Struct(responses=[Struct(name="t", partition_responses=[_answer(0, 45)])])
     got: list[tuple] = []
-    settle(resp, 1, {("t", 0): batch}, txn, lambda x: [],
-           lambda x, base, t: got.append(("ok",)), lambda x, e: got.append(("fail",)),
-           lambda x, e, force: got.append(("retry",)))
+    settle(
+        resp,
+        1,
+        {("t", 0): batch},
+        txn,
+        lambda x: [],
+        lambda x, base, t: got.append(("ok",)),
+        lambda x, e: got.append(("fail",)),
+        lambda x, e, force: got.append(("retry",)),
+    )
     assert got == [("fail",)]
 
 
@@ -257,4 +298,6 @@ def test_bump_and_restamp_raises_the_epoch_and_clears_the_waiting_stamps():
     idem.bump_requested = True
     idem.bump_and_restamp(waiting)
     assert (idem.producer_id, idem.epoch, idem.bump_requested) == (7, 4, False)
-    assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in waiting] == [(-1, -1, -1)] * 2
+    assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in waiting] == [
+        (-1, -1, -1)
+    ] * 2

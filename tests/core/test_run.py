@@ -1,5 +1,6 @@
 """The two drivers run the same conversation to the same result: requests answered, several in
 flight at once, pauses, and failures thrown into the conversation (which may recover)."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,8 +39,7 @@ def test_both_drivers_answer_every_step(drive):
 def failing_gather():
     """One request of a Gather fails before it is sent: its answer is the exception, the other
     request's answer is its response."""
-    answers = yield Gather((Request(METADATA, {"topics": None}, 999),
-                            Request(API_VERSIONS, {}, 0)))
+    answers = yield Gather((Request(METADATA, {"topics": None}, 999), Request(API_VERSIONS, {}, 0)))
     return answers
 
 
