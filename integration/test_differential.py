@@ -195,7 +195,11 @@ def records_for(version: int, n: int, start: int = 0) -> bytes:
 def test_produce_every_version(twin4, twin3):
     for twin in (twin4, twin3):
         twin.case = "produce every version"
-    for version in range(PRODUCE.max_version + 1):
+    # every version the mini-broker serves (v0-v9; the client's v10-v12 are KIP-951's leader
+    # hints and KIP-890's transactions v2, which the mini-broker does not serve yet)
+    lo, hi = twin4.mini.versions[PRODUCE.key]
+    assert (lo, hi) == (0, 9), "the mini-broker's Produce range changed: compare the new ones"
+    for version in range(lo, hi + 1):
         twin = twin4 if twin4.supports(PRODUCE, version) else twin3
         topic = f"produce-v{version}"
         create(twin, topic)
@@ -544,7 +548,6 @@ def test_create_and_delete_topics_error_paths(twin4):
                       "unknown config")
     for version in (1, 3, 4):
         twin4.request(DELETE_TOPICS, version, {"topic_names": ["never-was"],
-                                               "topics": [{"name": "never-was"}],
                                                "timeout_ms": 30000}, "unknown topic")
     check("CreateTopics/DeleteTopics error paths", twin4)
 
