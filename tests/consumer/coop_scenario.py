@@ -179,13 +179,16 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
         wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values()) >= sent,
                  timeout=60, message="every record consumed")
         assert not a.errors and not b.errors, (a.errors, b.errors)
+        # the listener calls of the scenario, not of its teardown: once a stops (it leaves the
+        # group), b may be handed a's partitions before b stops too
+        seen = list(events)
     finally:
         writer.stop()
         a.stop()
         b.stop()
     offsets = {p: sorted(o for m in (a, b) for o, _ in m.arrivals.get(p, ()))
                for p in range(partitions)}
-    return Handover(events, kept, moved, end - start, gap, during, sent, offsets)
+    return Handover(seen, kept, moved, end - start, gap, during, sent, offsets)
 
 
 @dataclass
