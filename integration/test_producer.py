@@ -29,7 +29,7 @@ def test_every_codec_is_acknowledged_and_read_back(kafka4, mode, codec):
     reports = []
     conf = {"metadata.broker.list": kafka4.bootstrap, "producer.type": mode,
             "compression.codec": codec, "request.required.acks": -1}
-    with Producer(conf, on_delivery=reports.append) as p:
+    with Producer(conf, on_report=reports.append) as p:
         p.send(sent[:250])                                # a list, batched
         for m in sent[250:]:                              # one at a time
             p.send(m)
@@ -87,7 +87,7 @@ def test_producer_finds_the_brokers_in_zookeeper(kafka3_cluster, mode):
     topic = new_topic(kafka3_cluster, partitions=4)
     reports = []
     with Producer({"zookeeper.connect": kafka3_cluster.zookeeper_connect, "producer.type": mode,
-                   "request.required.acks": -1}, on_delivery=reports.append) as p:
+                   "request.required.acks": -1}, on_report=reports.append) as p:
         p.send([ProducerData(topic, b"%d" % i, key=b"k%d" % i) for i in range(100)])
         p.flush()
     assert all(r.error is None for r in reports)
@@ -103,7 +103,7 @@ def test_every_acks_level(kafka4, mode, acks):
     topic = new_topic(kafka4, partitions=1)
     reports = []
     with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": mode,
-                   "request.required.acks": acks}, on_delivery=reports.append) as p:
+                   "request.required.acks": acks}, on_report=reports.append) as p:
         for i in range(0, 100, 10):
             p.send([ProducerData(topic, b"%d" % j, partition=0) for j in range(i, i + 10)])
     assert all(r.error is None for r in reports)
@@ -124,7 +124,7 @@ def test_log_append_time_and_headers(kafka4):
     before = int(time.time() * 1000)
     reports = []
     with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"},
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send([ProducerData(topic, b"v%d" % i, timestamp=1_000_000 + i) for i in range(5)])
         p.send([ProducerData(plain, b"h%d" % i, key=b"k", timestamp=2_000_000 + i,
                              headers=[("h", b"x%d" % i), ("empty", b"")]) for i in range(3)])

@@ -30,7 +30,7 @@ def produce(server, topic: str, n: int, codec: str = "none", extra: dict | None 
             "compression.codec": codec, **(extra or {})}
     data = [ProducerData(topic, b"value-%d-" % i + b"x" * (i % 50), key=b"k%d" % i,
                          partition=i % partitions) for i in range(n)]
-    with Producer(conf, on_delivery=reports.append) as p:
+    with Producer(conf, on_report=reports.append) as p:
         p.send(data[: n // 2])
         p.send(data[n // 2:])
     acked: dict[int, list] = {p: [] for p in range(partitions)}

@@ -85,7 +85,7 @@ def test_send_values_bytearray_and_memoryview_read_back(mini_broker, monkeypatch
     reports: list = []
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": mode,
                    "compression.codec": codec, "batch.num.messages": 1000},
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send_values(topic, sent)
         p.flush()
         parts = p.metrics()["partitions"]
@@ -133,7 +133,7 @@ def test_mutation_after_encoding_never_reaches_a_retry(mini_broker, idempotent):
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
                    "retry.backoff.ms": 1500, "enable.idempotence": idempotent,
                    "acks": "all"},
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send_values(topic, sent)
         deadline = time.monotonic() + 10
         while mini_broker.faults.pending(PRODUCE) and time.monotonic() < deadline:

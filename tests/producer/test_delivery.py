@@ -41,7 +41,7 @@ def test_async_reports_cover_every_message(mini_broker):
     reports: list[DeliveryReport] = []
     sent = [ProducerData("d-async", b"v%d" % i, key=b"k%d" % (i % 13)) for i in range(2000)]
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "batch.num.messages": 300}, on_delivery=reports.append) as p:
+                   "batch.num.messages": 300}, on_report=reports.append) as p:
         for m in sent[:1000]:
             p.send(m)
         p.send(sent[1000:])
@@ -83,7 +83,7 @@ def test_close_drains_a_lingering_queue(mini_broker):
     reports = []
     p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
                   "queue.buffering.max.ms": 60000, "batch.num.messages": 100000},
-                 on_delivery=reports.append)
+                 on_report=reports.append)
     for i in range(5000):
         p.send(ProducerData("d-drain", b"%d" % i))
     assert read_partition(mini_broker.bootstrap, "d-drain", 0) == []  # still lingering
@@ -110,7 +110,7 @@ def test_linger_sends_without_flush(mini_broker):
     mini_broker.create_topic("d-linger", 1)
     reports = []
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "queue.buffering.max.ms": 100}, on_delivery=reports.append) as p:
+                   "queue.buffering.max.ms": 100}, on_report=reports.append) as p:
         p.send(ProducerData("d-linger", b"x"))
         deadline = time.monotonic() + 5
         while not reports:
@@ -286,7 +286,7 @@ def test_send_values_queues_plain_values_without_producer_data(mini_broker):
     reports: list[DeliveryReport] = []
     values = [b"v%d" % i for i in range(2500)]
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "batch.num.messages": 1000}, on_delivery=reports.append) as p:
+                   "batch.num.messages": 1000}, on_report=reports.append) as p:
         assert p.send_values("d-values", values) is None
         p.send_values("d-values", [b"tomb", None])  # not all bytes: goes through send()
         p.flush()

@@ -47,7 +47,7 @@ def test_retriable_errors_then_success(mini_broker, mode, code):
     mini_broker.faults.inject(PRODUCE, error=code, count=3)
     reports = []
     sent = _messages(topic, 50)
-    with Producer(_cfg(mini_broker.bootstrap, mode), on_delivery=reports.append) as p:
+    with Producer(_cfg(mini_broker.bootstrap, mode), on_report=reports.append) as p:
         p.send(sent)
         p.flush()
     _every_message_reported_once(sent, reports)
@@ -65,7 +65,7 @@ def test_dropped_connections_then_success(mini_broker, mode):
     mini_broker.faults.drop_connection(PRODUCE, count=2)
     reports = []
     sent = [ProducerData(topic, b"v%d" % i, key=b"k%d" % i) for i in range(40)]
-    with Producer(_cfg(mini_broker.bootstrap, mode), on_delivery=reports.append) as p:
+    with Producer(_cfg(mini_broker.bootstrap, mode), on_report=reports.append) as p:
         p.send(sent)
         p.flush()
     _every_message_reported_once(sent, reports)
@@ -81,7 +81,7 @@ def test_late_response_is_retried_and_reports_the_retry(mini_broker):
     reports = []
     sent = _messages(topic, 10)
     with Producer(_cfg(mini_broker.bootstrap, "sync", **{"socket.timeout.ms": 400}),
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send(sent)
     _every_message_reported_once(sent, reports)
     assert reports[0].attempts == 2
@@ -99,7 +99,7 @@ def test_budget_exhausted_names_the_messages(mini_broker, mode):
     reports = []
     sent = _messages(topic, 3, b"lost")
     p = Producer(_cfg(mini_broker.bootstrap, mode, **{"message.send.max.retries": 2}),
-                 on_delivery=reports.append)
+                 on_report=reports.append)
     with pytest.raises(FailedToSendMessageError) as info:
         p.send(sent)
         p.flush()
@@ -131,7 +131,7 @@ def test_leader_moves_to_another_broker(mini_cluster):
     topic = "faults-move"
     leaders = mini_cluster.create_topic(topic, 3)
     reports = []
-    with Producer(_cfg(mini_cluster.bootstrap, "async"), on_delivery=reports.append) as p:
+    with Producer(_cfg(mini_cluster.bootstrap, "async"), on_report=reports.append) as p:
         first = [ProducerData(topic, b"a%d" % i, partition=i % 3) for i in range(30)]
         p.send(first)
         p.flush()
@@ -158,7 +158,7 @@ def test_broker_restarted_within_retry_budget(mini_broker, how):
     sent = []
     p = Producer(_cfg(mini_broker.bootstrap, "async", **{
         "message.send.max.retries": 60, "retry.backoff.ms": 100,
-        "connect.timeout.ms": 1000, "socket.timeout.ms": 2000}), on_delivery=reports.append)
+        "connect.timeout.ms": 1000, "socket.timeout.ms": 2000}), on_report=reports.append)
     stop = threading.Event()
 
     def produce():

@@ -88,7 +88,7 @@ def test_dequeue_and_before_sending_can_expand_and_filter(mini_broker):
 
     reports = []
     with Producer(_async(mini_broker, **{"callback.handler": Expand()}),
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send([ProducerData("hooks-expand", b"a"), ProducerData("hooks-expand", b"b")])
         p.flush()
     values = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "hooks-expand", 0)]
@@ -114,7 +114,7 @@ def test_hook_exceptions_do_not_kill_delivery(mini_broker, caplog):
 
     seen = []
     with Producer(_async(mini_broker, **{"callback.handler": Bad()}),
-                  on_delivery=seen.append) as p:
+                  on_report=seen.append) as p:
         p.send(ProducerData("hooks-raise", b"x"))
         p.flush()
         p.send(ProducerData("hooks-raise", b"y"))
@@ -196,7 +196,7 @@ def test_event_handler_plugin(mode, by):
     ListEventHandler.instances.clear() if by == "path" else None
     reports = []
     p = Producer({"metadata.broker.list": "127.0.0.1:1", "producer.type": mode,
-                  "event.handler": handler}, on_delivery=reports.append)
+                  "event.handler": handler}, on_report=reports.append)
     eh = p.event_handler
     assert isinstance(eh, ListEventHandler) and eh.context.config is p.config
     p.send([ProducerData("t", b"1"), ProducerData("t", b"2")])
@@ -213,7 +213,7 @@ def test_event_handler_exception_reports_failure():
 
     reports = []
     p = Producer({"metadata.broker.list": "127.0.0.1:1", "producer.type": "async",
-                  "event.handler": Broken()}, on_delivery=reports.append)
+                  "event.handler": Broken()}, on_report=reports.append)
     p.send(ProducerData("t", b"1"))
     with pytest.raises(Exception) as info:
         p.close()

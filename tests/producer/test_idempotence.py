@@ -226,7 +226,7 @@ def test_broker_killed_and_restarted(tmp_path):
         from kclient.broker.server import MiniBroker  # noqa: F401 - same code as the process
         with Producer(_cfg(broker.bootstrap, **{"retry.backoff.ms": 100,
                                                 "delivery.timeout.ms": 120000}),
-                      on_delivery=reports.append) as p:
+                      on_report=reports.append) as p:
             p.send([ProducerData("crash", v, partition=0) for v in values[:100]])
             p.flush()
 

@@ -17,7 +17,7 @@ from .conftest import read_partition
 def _reports(bootstrap: str, **cfg):
     got: list = []
     p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                  "queue.buffering.max.ms": 1000, **cfg}, on_delivery=got.append)
+                  "queue.buffering.max.ms": 1000, **cfg}, on_report=got.append)
     return p, got
 
 

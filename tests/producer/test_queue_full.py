@@ -177,7 +177,7 @@ def test_dead_broker_full_queue_does_not_hang(timeout_ms):
     """Nothing listens: batches fail after their retries, so a blocked send() moves on."""
     reports = []
     p = Producer(_down_config(free_port(), **{"queue.enqueue.timeout.ms": timeout_ms}),
-                 on_delivery=reports.append)
+                 on_report=reports.append)
     start = time.monotonic()
     refused = 0
     for i in range(100):
@@ -239,7 +239,7 @@ def test_hung_broker_times_out_within_budget():
         reports = []
         p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 300,
                                                 "message.send.max.retries": 1}),
-                     on_delivery=reports.append)
+                     on_report=reports.append)
         start = time.monotonic()
         p.send([ProducerData("hung", b"a"), ProducerData("hung", b"b")])
         with pytest.raises(FailedToSendMessageError) as info:
@@ -261,7 +261,7 @@ def test_close_timeout_fails_what_is_left():
         reports = []
         p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 1000,
                                                 "message.send.max.retries": 50}),
-                     on_delivery=reports.append)
+                     on_report=reports.append)
         p.send([ProducerData("hung", b"m%d" % i) for i in range(5)])
         start = time.monotonic()
         with pytest.raises(FailedToSendMessageError):
@@ -324,7 +324,7 @@ def test_multi_topic_list_and_big_list(mini_broker):
     mini_broker.create_topic("mt-b", 1)
     reports = []
     with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "batch.num.messages": 10000}, on_delivery=reports.append) as p:
+                   "batch.num.messages": 10000}, on_report=reports.append) as p:
         p.send([ProducerData("mt-a" if i % 3 else "mt-b", b"%d" % i) for i in range(3000)])
         p.send([ProducerData("mt-a", b"big%d" % i) for i in range(25000)])
         p.flush()
@@ -342,7 +342,7 @@ def test_queue_stays_within_capacity_against_a_slow_broker(mini_broker):
     reports = []
     p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
                   "queue.buffering.max.messages": 500, "batch.num.messages": 100},
-                 on_delivery=reports.append,
+                 on_report=reports.append,
                  max_in_flight_requests_per_connection=2)
     t = p._thread
     peak = [0]

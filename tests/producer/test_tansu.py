@@ -24,7 +24,7 @@ def test_send_and_read_back(tansu, mode):
     reports = []
     sent = [ProducerData(topic, b"value-%d" % i, key=b"k%d" % (i % 17)) for i in range(3000)]
     with Producer({"metadata.broker.list": tansu.bootstrap, "producer.type": mode},
-                  on_delivery=reports.append) as p:
+                  on_report=reports.append) as p:
         p.send(sent[:10])
         for m in sent[10:100]:
             p.send(m)

@@ -19,7 +19,7 @@ def test_discovery_through_zookeeper(zookeeper, tmp_path):
         c.create_topic("zk-topic", 4)
         reports = []
         with Producer({"zookeeper.connect": zookeeper.connect, "producer.type": "async"},
-                      on_delivery=reports.append) as p:
+                      on_report=reports.append) as p:
             assert sorted(p.context.cluster.bootstrap) == sorted(
                 (b.host, b.port) for b in c.brokers)
             p.send([ProducerData("zk-topic", b"%d" % i, key=b"%d" % i) for i in range(200)])
