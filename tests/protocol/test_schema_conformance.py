@@ -5,21 +5,35 @@ every version we support, the non-tagged fields, their order, types and nullabil
 """
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from kclient.protocol.apis import ALL_APIS
-from kclient.protocol.schema import parse_versions
+from kclient.protocol.schema import One, parse_versions
 from kclient.protocol.types import ArrayOf, Type
+from kclient.testing.kafka_dist import kafka_cache, kafka_version
 from tests.needs import need_module
 
 kafka_protocol = need_module("kafka.protocol")
 RESOURCES = Path(kafka_protocol.__file__).parent / "schemas" / "resources"
 
 
+def _kafka_jar_json(name: str) -> str:
+    """A definition kafka-python does not ship (KIP-932's share APIs), from the fetched Kafka
+    4.x clients jar, which carries the same JSON files."""
+    version = kafka_version("4")
+    if version is None:
+        pytest.fail(f"{name}.json: not in kafka-python and no Kafka 4.x in {kafka_cache()}")
+    jar = kafka_cache() / version / "libs" / f"kafka-clients-{version}.jar"
+    with zipfile.ZipFile(jar) as z:
+        return z.read(f"common/message/{name}.json").decode()
+
+
 def load(name: str) -> dict:
-    text = (RESOURCES / f"{name}.json").read_text()
+    path = RESOURCES / f"{name}.json"
+    text = path.read_text() if path.exists() else _kafka_jar_json(name)
     return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
 
 
@@ -68,6 +82,8 @@ def our_fields(fields, v):
         if isinstance(f.type, Type):
             nullable = nullable or bool(getattr(f.type, "nullable", False)) and _kind(f.type) != "records"
             out.append((f.name, _kind(f.type), nullable, None))
+        elif isinstance(f.type, One):
+            out.append((f.name, "struct", nullable, our_fields(f.type.fields, v)))
         else:
             out.append((f.name, "[]struct", nullable, our_fields(f.type, v)))
     return out
@@ -128,12 +144,15 @@ LEGACY = _legacy_classes()
 def sample(typ, seed=None):
     """A value for every field, each distinct, arrays of two elements."""
     from kclient.protocol.schema import StructType
+    from kclient.protocol.schema import _OneStruct as OneStruct
     if seed is None:
         seed = [0]
     seed[0] += 1
     n = seed[0]
     if isinstance(typ, StructType):
         return {name: sample(t) for name, t in typ._codecs}
+    if isinstance(typ, OneStruct):
+        return sample(typ.struct)
     if isinstance(typ, ArrayOf):
         return [sample(typ.element), sample(typ.element)]
     kind = _kind(typ)
