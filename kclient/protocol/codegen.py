@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .apis import ALL_APIS
-from .schema import MAX_VERSION, Api, Field
+from .schema import MAX_VERSION, Api, Field, One
 from .types import BOOLEAN, FLOAT64, UUID, ArrayOf, Type
 
 __all__ = ["render_modules", "class_names", "family", "FAMILIES", "MESSAGES_DIR"]
@@ -113,6 +113,11 @@ def _singular(name: str) -> str:
     return "".join(part.capitalize() for part in f"{head}_{word}".split("_") if part)
 
 
+def _camel(name: str) -> str:
+    """CamelCase of a single-struct field: ``target_assignment`` -> TargetAssignment."""
+    return "".join(part.capitalize() for part in name.split("_") if part)
+
+
 def _versions(field: Field) -> str:
     lo, hi = field.versions
     if lo > hi:
@@ -157,6 +162,11 @@ class _Builder:
         for f in fields:
             if isinstance(f.type, Type):
                 typ = _scalar(f.type)
+            elif isinstance(f.type, One):
+                child = root + _camel(f.name)
+                if child in self.taken:
+                    child = name + _camel(f.name)
+                typ = self.add(root, child, f"{name}.{f.name}.", f.type.fields)
             else:
                 child = root + _singular(f.name)
                 if child in self.taken:
@@ -249,7 +259,7 @@ def _render_bodies(apis: Sequence[Api[Any, Any]]) -> tuple[str, list[str]]:
 
 def _body_type(typ: str) -> str:
     """A view's field type as a body's: nested elements are their Body TypedDicts."""
-    return re.sub(r"list\[([A-Z]\w*)\]", r"list[\1Body]", typ)
+    return re.sub(r"^(list\[)?([A-Z]\w*)(\]?)", r"\1\2Body\3", typ)
 
 
 def render_modules(apis: Sequence[Api[Any, Any]] = ALL_APIS) -> dict[str, str]:
