@@ -95,7 +95,11 @@ def _normalise(fields):
 
 
 def _json_defines(api, side, v):
-    lo, hi = parse_versions(load(api.name + side)["validVersions"])
+    try:
+        spec = load(api.name + side)
+    except KeyError:  # in neither kafka-python's JSON nor Kafka's jar: golden rows are the oracle
+        return False
+    lo, hi = parse_versions(spec["validVersions"])
     return lo <= v <= hi
 
 
@@ -190,8 +194,11 @@ def test_wire_matches_kafka_python_legacy_classes(api, side, version):
     assert decoded.encode() == wire
 
 
-def test_every_supported_version_is_checked_by_one_of_the_two_oracles():
+def test_every_supported_version_is_checked_by_one_of_the_oracles():
+    from tests.protocol.test_consumer_group_apis_golden import GOLDEN
+    golden = {(api, side.capitalize(), v) for api, side, v, _, _ in GOLDEN}
     for api in ALL_APIS:
         for side in ("Request", "Response"):
             for v in range(api.min_version, api.max_version + 1):
-                assert (api, side, v) in CASES or (api, side, v) in LEGACY_CASES, (api, side, v)
+                case = (api, side, v)
+                assert case in CASES or case in LEGACY_CASES or case in golden, case

@@ -20,6 +20,8 @@ __all__ = [
     "SyncGroupRequestAssignmentBody", "SyncGroupRequestBody", "DescribeGroupsRequestBody",
     "ListGroupsRequestBody", "OffsetDeleteRequestPartitionBody", "OffsetDeleteRequestTopicBody",
     "OffsetDeleteRequestBody", "DeleteGroupsRequestBody",
+    "ConsumerGroupHeartbeatRequestTopicPartitionBody", "ConsumerGroupHeartbeatRequestBody",
+    "ConsumerGroupDescribeRequestBody",
 ]
 
 
@@ -155,3 +157,29 @@ class OffsetDeleteRequestBody(TypedDict, total=False):
 class DeleteGroupsRequestBody(TypedDict, total=False):
     """DeleteGroups request body (key 42)."""
     groups_names: list[str]  # v0+
+
+
+class ConsumerGroupHeartbeatRequestTopicPartitionBody(TypedDict, total=False):
+    """An element of ConsumerGroupHeartbeatRequest.topic_partitions."""
+    topic_id: bytes        # v0+
+    partitions: list[int]  # v0+
+
+
+class ConsumerGroupHeartbeatRequestBody(TypedDict, total=False):
+    """ConsumerGroupHeartbeat request body (key 68)."""
+    group_id: str                                                                   # v0+
+    member_id: str                                                                  # v0+
+    member_epoch: int                                                               # v0+
+    instance_id: str | None                                                         # v0+
+    rack_id: str | None                                                             # v0+
+    rebalance_timeout_ms: int                                                       # v0+
+    subscribed_topic_names: list[str] | None                                        # v0+
+    subscribed_topic_regex: str | None                                              # v1+
+    server_assignor: str | None                                                     # v0+
+    topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitionBody] | None  # v0+
+
+
+class ConsumerGroupDescribeRequestBody(TypedDict, total=False):
+    """ConsumerGroupDescribe request body (key 69)."""
+    group_ids: list[str]                 # v0+
+    include_authorized_operations: bool  # v0+
