@@ -77,6 +77,15 @@ CASES: dict[str, str] = {
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
         "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
         "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
+    "ConsumerGroupHeartbeat sequences": "a KIP-848 group driven by ConsumerGroupHeartbeat v1 "
+        "(client-made member ids): a join and its assignment, a second member whose partitions "
+        "come after the first revoked them, fenced (future and old) epochs, an unknown member "
+        "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
+        "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
+        "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
+        "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+        "(-2), its instance rejoining under a new member id with its partitions and the old "
+        "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
