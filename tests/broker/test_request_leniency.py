@@ -78,6 +78,11 @@ SAMPLES = {
         {"resource_type": 4, "resource_name": "0", "configuration_keys": ["log.retention.ms"]}]},
     "DescribeGroups": lambda v, g, n: {"groups": ["committed", "joingroup-0", "missing"]},
     "ListGroups": lambda v, g, n: {},
+    "ConsumerGroupHeartbeat": lambda v, g, n: {
+        "group_id": g, "member_id": f"member-{n}", "member_epoch": 0,
+        "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "topic_partitions": []},
+    "ConsumerGroupDescribe": lambda v, g, n: {
+        "group_ids": ["consumergroupheartbeat-0", "missing"]},
     "OffsetDelete": lambda v, g, n: {"group_id": "committed", "topics": [
         {"name": "t", "partitions": [{"partition_index": 1}]}]},
     "InitProducerId": lambda v, g, n: {"transaction_timeout_ms": 60000},
@@ -167,10 +172,12 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 def normalized(value, port: int):
-    """An answer with what differs between twin brokers (port, generated member ids) masked."""
+    """An answer with what differs between twin brokers (port, generated member ids, topic
+    ids) masked."""
     if isinstance(value, dict):
-        return {k: "<port>" if k == "port" and v == port else normalized(v, port)
-                for k, v in value.items()}
+        return {k: "<port>" if k == "port" and v == port else
+                "<topic id>" if k == "topic_id" and isinstance(v, bytes) and any(v) else
+                normalized(v, port) for k, v in value.items()}
     if isinstance(value, list):
         return [normalized(v, port) for v in value]
     if isinstance(value, str):

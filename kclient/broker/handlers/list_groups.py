@@ -2,7 +2,8 @@
 
 Classic groups (and groups that only have committed offsets) are of type ``classic``, KIP-848
 groups of type ``consumer`` (protocol type ``consumer``, states Empty, Assigning, Reconciling,
-Stable); the filters match case-insensitively, as Kafka's do.
+Stable), share groups of type and protocol type ``share``; the filters match
+case-insensitively, as Kafka's do.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
-CLASSIC, CONSUMER = "classic", "consumer"
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 
 
 @handles(LIST_GROUPS, "0-5")
@@ -34,6 +35,8 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     if not types or CONSUMER in types:
         listed += [(gid, CONSUMER, state, CONSUMER)
                    for gid, state in broker.coordinator.consumer.listing()]
+    if not types or SHARE in types:
+        listed += [(gid, SHARE, state, SHARE) for gid, state in broker.share.list_groups()]
     groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": kind}
               for gid, ptype, state, kind in sorted(listed)
               if (not states or state.lower() in states) and (every or allowed(
