@@ -123,6 +123,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "group.consumer.heartbeat.interval.ms": (_INT, "5000"),
     "group.consumer.session.timeout.ms": (_INT, "45000"),
     "group.consumer.max.size": (_INT, "2147483647"),
+    "group.consumer.assignment.interval.ms": (_INT, "1000"),
     "group.consumer.assignors": (_STR, "uniform,range"),
     "group.consumer.migration.policy": (_STR, "bidirectional"),
     # share groups (KIP-932; share/config.py)

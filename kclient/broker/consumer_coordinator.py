@@ -115,6 +115,9 @@ class ConsumerGroups:
         self.heartbeat_ms = int(config.get("group.consumer.heartbeat.interval.ms", 5000))
         self.session_ms = int(config.get("group.consumer.session.timeout.ms", 45000))
         self.max_size = int(config.get("group.consumer.max.size", 2147483647))
+        #: Kafka 4.x computes a group's target assignment at most once per interval; a change
+        #: within it is assigned by the first heartbeat after the interval
+        self.assign_interval = int(config.get("group.consumer.assignment.interval.ms", 1000)) / 1000
         names = str(config.get("group.consumer.assignors", "uniform,range"))
         self.assignors = [n.strip() for n in names.split(",") if n.strip()]
         unknown = [n for n in self.assignors if n not in ASSIGNORS]
@@ -186,7 +189,9 @@ class ConsumerGroups:
         member = self._member(group, req)
         before = (member.subscription(), {t: set(p) for t, p in member.assigned.items()})
         req.apply_to(member)
-        bump = group.group_epoch == 0 or joining and req.member_id not in group.members \
+        if group.group_epoch == 0:        # a new group: Kafka 4.x starts it at epoch 1
+            group.group_epoch = 1
+        bump = joining and req.member_id not in group.members \
             or before[0] != member.subscription()
         group.members[member.member_id] = member
         self.groups.setdefault(group.group_id, group)
@@ -195,8 +200,7 @@ class ConsumerGroups:
             group.topics = topics
             group.group_epoch += 1
             log.info("group %s: epoch %d", group.group_id, group.group_epoch)
-        if group.group_epoch > group.assignment_epoch:
-            self._assign(group)
+        self._maybe_assign(group, now)
         reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
                   req.owned, group.owner)
         self._revoke_timer(group, member, now)
@@ -399,6 +403,14 @@ class ConsumerGroups:
         asked = Counter(m.assignor for m in group.members.values() if m.assignor)
         return asked.most_common(1)[0][0] if asked else self.assignors[0]
 
+    def _maybe_assign(self, group: ConsumerGroup, now: float) -> None:
+        """Compute the target when the group epoch is ahead of it, unless the last one is
+        younger than the assignment interval (then a later heartbeat does, as Kafka 4.x)."""
+        if group.group_epoch > group.assignment_epoch and \
+                now >= group.assigned_at + self.assign_interval:
+            self._assign(group)
+            group.assigned_at = now
+
     def _assign(self, group: ConsumerGroup) -> None:
         """Compute the target assignment at the group epoch."""
         specs = {mid: MemberSpec(self._member_topics(group, m), group.target.get(mid, {}))
@@ -548,7 +560,7 @@ class ConsumerGroups:
                 "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "member_epoch": m.member_epoch, "client_id": m.client_id,
                 "client_host": m.client_host, "subscribed_topic_names": sorted(m.topic_names),
-                "subscribed_topic_regex": m.topic_regex, "assignment": parts(m.assigned),
+                "subscribed_topic_regex": m.topic_regex or "", "assignment": parts(m.assigned),
                 "target_assignment": parts(group.target.get(m.member_id, {})),
                 "member_type": 1} for m in group.members.values()]
             return {"error_code": 0, "error_message": None, "group_id": group_id,

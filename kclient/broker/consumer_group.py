@@ -98,6 +98,8 @@ class ConsumerGroup:
     topics: dict[str, tuple[bytes, int]] = field(default_factory=dict)
     session_deadlines: dict[str, float] = field(default_factory=dict)
     revoke_deadlines: dict[str, float] = field(default_factory=dict)
+    #: when the target was last computed (the assignment interval counts from it)
+    assigned_at: float = float("-inf")
     #: the records last written, by key, so a change writes only what differs
     persisted: dict[bytes, bytes] = field(default_factory=dict)
 

@@ -22,7 +22,8 @@ from tests.conftest import FAST_GROUPS, RawKafkaClient
 from tests.waiting import wait_until
 
 CONFIG = dict(FAST_GROUPS, **{"group.consumer.heartbeat.interval.ms": "300",
-                              "group.consumer.session.timeout.ms": "3000"})
+                              "group.consumer.session.timeout.ms": "3000",
+                              "group.consumer.assignment.interval.ms": "0"})
 
 
 @pytest.fixture
@@ -70,15 +71,15 @@ def test_join_gets_every_partition_with_topic_ids(broker, client):
     broker.create_topic("t", partitions=4)
     group, a, _ = new_ids()
     r = hb(client, group, a, 0, ["t"])
-    assert r.error_code == 0 and r.member_epoch == 1 and r.heartbeat_interval_ms == 300
+    assert r.error_code == 0 and r.member_epoch == 2 and r.heartbeat_interval_ms == 300
     tid = broker.cluster.topic_id("t")
     assert parts(r) == {tid: [0, 1, 2, 3]}
     meta = client.request(METADATA, 12, {"topics": [{"topic_id": tid, "name": None}],
                                          "allow_auto_topic_creation": False,
                                          "include_topic_authorized_operations": False})
     assert meta.topics[0].name == "t" and bytes(meta.topics[0].topic_id) == tid
-    r = hb(client, group, a, 1, owned=owned(parts(r)))
-    assert r.member_epoch == 1 and r.assignment is None       # nothing changed: no assignment
+    r = hb(client, group, a, 2, owned=owned(parts(r)))
+    assert r.member_epoch == 2 and r.assignment is None       # nothing changed: no assignment
 
 
 def test_second_member_gets_partitions_only_after_revocation(broker, client):
@@ -86,14 +87,14 @@ def test_second_member_gets_partitions_only_after_revocation(broker, client):
     group, a, b = new_ids()
     ra = hb(client, group, a, 0, ["t"])
     rb = hb(client, group, b, 0, ["t"])
-    assert rb.error_code == 0 and rb.member_epoch == 2 and count(parts(rb)) == 0  # a holds all
-    ra2 = hb(client, group, a, 1, owned=owned(parts(ra)))
-    assert ra2.member_epoch == 1 and count(parts(ra2)) == 2        # revoke 2, keep epoch 1
-    rb2 = hb(client, group, b, 2, owned=[])
+    assert rb.error_code == 0 and rb.member_epoch == 3 and count(parts(rb)) == 0  # a holds all
+    ra2 = hb(client, group, a, 2, owned=owned(parts(ra)))
+    assert ra2.member_epoch == 2 and count(parts(ra2)) == 2        # revoke 2, keep epoch 2
+    rb2 = hb(client, group, b, 3, owned=[])
     assert count(parts(rb2)) == 0 if rb2.assignment else True      # a has not revoked yet
-    ra3 = hb(client, group, a, 1, owned=owned(parts(ra2)))         # a acknowledges
-    assert ra3.member_epoch == 2
-    rb3 = hb(client, group, b, 2, owned=[])
+    ra3 = hb(client, group, a, 2, owned=owned(parts(ra2)))         # a acknowledges
+    assert ra3.member_epoch == 3
+    rb3 = hb(client, group, b, 3, owned=[])
     assert count(parts(rb3)) == 2
     assert ra3.assignment is None                                   # unchanged: kept ones
     a_has, b_has = parts(ra2), parts(rb3)
@@ -101,7 +102,7 @@ def test_second_member_gets_partitions_only_after_revocation(broker, client):
         {(t, p) for t, ps in b_has.items() for p in ps}
     described = client.request(CONSUMER_GROUP_DESCRIBE, 1, {
         "group_ids": [group], "include_authorized_operations": False}).groups[0]
-    assert described.group_state == "Stable" and described.group_epoch == 2
+    assert described.group_state == "Stable" and described.group_epoch == 3
     assert described.assignor_name == "uniform"
     assert {m.member_id for m in described.members} == {a, b}
     assert all(m.assignment.topic_partitions[0].topic_name == "t" for m in described.members)
@@ -140,20 +141,20 @@ def test_static_member_restart_gets_its_partitions_back(broker, client):
     group, a, b = new_ids()
     ra = hb(client, group, a, 0, ["t"], instance_id="i1")
     rb = hb(client, group, b, 0, ["t"], instance_id="i2")
-    ra = hb(client, group, a, 1, owned=owned(parts(ra)))          # asked to revoke two
+    ra = hb(client, group, a, 2, owned=owned(parts(ra)))          # asked to revoke two
     mine = parts(ra)
-    assert hb(client, group, a, 1, owned=owned(mine)).member_epoch == 2
-    rb = hb(client, group, b, 2, owned=[])
+    assert hb(client, group, a, 2, owned=owned(mine)).member_epoch == 3
+    rb = hb(client, group, b, 3, owned=[])
     assert count(mine) == 2 and count(parts(rb)) == 2
     assert hb(client, group, a, -2, owned=owned(mine), instance_id="i1").member_epoch == -2
     a2 = str(uuid.uuid4())
     back = hb(client, group, a2, 0, ["t"], instance_id="i1")
-    assert back.error_code == 0 and parts(back) == mine and back.member_epoch == 2
-    other = hb(client, group, b, 2, owned=owned(parts(rb)))
-    assert other.member_epoch == 2 and other.assignment is None     # b heard nothing
+    assert back.error_code == 0 and parts(back) == mine and back.member_epoch == 3
+    other = hb(client, group, b, 3, owned=owned(parts(rb)))
+    assert other.member_epoch == 3 and other.assignment is None     # b heard nothing
     taken = hb(client, group, str(uuid.uuid4()), 0, ["t"], instance_id="i1")
     assert taken.error_code == E.UnreleasedInstanceIdError.errno
-    assert hb(client, group, a, 2, owned=[], instance_id="i1").error_code == \
+    assert hb(client, group, a, 3, owned=[], instance_id="i1").error_code == \
         E.FencedInstanceIdError.errno
 
 
@@ -165,7 +166,7 @@ def test_regex_subscription_follows_created_and_deleted_topics(broker, client):
     assert parts(r) == {broker.cluster.topic_id("rx-1"): [0, 1]}
     broker.create_topic("rx-2", partitions=1)
     r = hb(client, group, a, r.member_epoch, owned=owned(parts(r)))
-    assert r.member_epoch == 2 and count(parts(r)) == 3
+    assert r.member_epoch == 3 and count(parts(r)) == 3
     broker.delete_topic("rx-1")
     r = hb(client, group, a, r.member_epoch, owned=owned(parts(r)))
     assert parts(r) == {broker.cluster.topic_id("rx-2"): [0]}
@@ -212,7 +213,33 @@ def test_restart_keeps_the_group(tmp_path):
         before = parts(r)
     with MiniBroker(log_dir=tmp_path / "r", config=CONFIG) as b:
         c = RawKafkaClient(b.bootstrap)
-        again = hb(c, group, a, 1, owned=owned(before), rebalance_timeout_ms=30000,
+        again = hb(c, group, a, 2, owned=owned(before), rebalance_timeout_ms=30000,
                    subscribed_topic_names=["t"])
         c.close()
-    assert again.error_code == 0 and again.member_epoch == 1 and parts(again) == before
+    assert again.error_code == 0 and again.member_epoch == 2 and parts(again) == before
+
+
+def test_assignment_waits_for_the_assignment_interval(tmp_path):
+    config = dict(CONFIG, **{"group.consumer.assignment.interval.ms": "1500"})
+    with MiniBroker(log_dir=tmp_path / "i", config=config) as b:
+        b.create_topic("t", partitions=2)
+        group, a, m = new_ids()
+        c = RawKafkaClient(b.bootstrap)
+        try:
+            ra = hb(c, group, a, 0, ["t"])
+            rm = hb(c, group, m, 0, ["t"])           # within the interval: the old target
+            assert (ra.member_epoch, rm.member_epoch, count(parts(rm))) == (2, 2, 0)
+
+            def describe():
+                return c.request(CONSUMER_GROUP_DESCRIBE, 1, {
+                    "group_ids": [group], "include_authorized_operations": False}).groups[0]
+            assert describe().group_state == "Assigning"
+
+            def assigned():
+                hb(c, group, m, 2, owned=[])             # a heartbeat after the interval
+                return describe().assignment_epoch == 3
+            wait_until(assigned, timeout=20, interval=0.2,
+                       what="the target assignment computed once the interval passed")
+            assert hb(c, group, a, 2, owned=owned(parts(ra))).member_epoch == 2   # revoking
+        finally:
+            c.close()
