@@ -79,7 +79,7 @@ def _settle(twin: Twin, member: Member) -> None:
     for side in SIDES:
         conn = getattr(twin, side)
 
-        def settled() -> bool:
+        def settled(conn: Any = conn, side: str = side) -> bool:
             answer = conn.request(CONSUMER_GROUP_HEARTBEAT, {
                 "group_id": GROUP, "member_id": member.id, "member_epoch": member.epoch[side],
                 "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
@@ -109,7 +109,7 @@ def _describe(twin: Twin, label: str) -> None:
         return r
     twin.request(CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [GROUP, "g-kip848-none"],
                                               "include_authorized_operations": False},
-                 label, view=view)
+                 label, order_by={"groups": "group_id"}, view=view)
 
 
 def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811

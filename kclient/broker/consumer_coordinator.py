@@ -253,6 +253,15 @@ class ConsumerGroups:
                     f"join the group because the instance id is owned by {existing.member_id} "
                     "member."))
             return self._replace(group, existing, req.member_id)
+        existing = self._static(group, req)
+        self._check_epoch(existing, req)
+        return existing
+
+    @staticmethod
+    def _static(group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerMember:
+        """The static member holding the request's instance id, if the request's member id
+        is the one holding it (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
+        existing = group.static_member(req.instance_id or "")
         if existing is None:
             raise CoordinatorError(E.UnknownMemberIdError,
                                    f"Instance id {req.instance_id} is unknown.")
@@ -260,7 +269,6 @@ class ConsumerGroups:
             raise CoordinatorError(E.FencedInstanceIdError, (
                 f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
                 f"by member {existing.member_id}."))
-        self._check_epoch(existing, req)
         return existing
 
     @staticmethod
@@ -311,15 +319,7 @@ class ConsumerGroups:
                 raise CoordinatorError(E.UnknownMemberIdError, (
                     f"Member {req.member_id} is not a member of group {group.group_id}."))
         else:
-            found = group.static_member(req.instance_id)
-            if found is None:
-                raise CoordinatorError(E.UnknownMemberIdError,
-                                       f"Instance id {req.instance_id} is unknown.")
-            if found.member_id != req.member_id:
-                raise CoordinatorError(E.FencedInstanceIdError, (
-                    f"Static member {req.member_id} with instance id {req.instance_id} was "
-                    f"fenced by member {found.member_id}."))
-            member = found
+            member = self._static(group, req)
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             member.member_epoch = STATIC_LEAVE_EPOCH
             self._persist(group)

@@ -9,9 +9,10 @@ from kclient.protocol.apis import CONSUMER_GROUP_DESCRIBE
 from kclient.protocol.error_codes import GroupAuthorizationFailedError, GroupIdNotFoundError
 from kclient.protocol.framing import Request
 
-from ..authorizer import allowed, authorized_operations
+from ..authorizer import allowed
 from ..group import NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
+from .describe_groups import with_operations
 from .registry import handles
 
 
@@ -44,8 +45,5 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     body = body_of(request)
     groups = [_describe(broker, request, g) for g in body.group_ids]
     if body.include_authorized_operations:
-        for group in groups:
-            if group["error_code"] == 0:
-                group["authorized_operations"] = authorized_operations(
-                    broker, request, ResourceType.GROUP, group["group_id"])
+        with_operations(broker, request, groups)
     return {"throttle_time_ms": 0, "groups": groups}

@@ -54,8 +54,13 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     version, body = request.header.api_version, body_of(request)
     groups = [_describe(broker, request, g, version) for g in body.groups]
     if body.include_authorized_operations:
-        for group in groups:
-            if group["error_code"] == 0:
-                group["authorized_operations"] = authorized_operations(
-                    broker, request, ResourceType.GROUP, group["group_id"])
+        with_operations(broker, request, groups)
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def with_operations(broker: Broker, request: Request, groups: list[dict[str, Any]]) -> None:
+    """Fill in each described group's authorized operations (those without an error)."""
+    for group in groups:
+        if group["error_code"] == 0:
+            group["authorized_operations"] = authorized_operations(
+                broker, request, ResourceType.GROUP, group["group_id"])
