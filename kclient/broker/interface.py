@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .delayed import AppendWatchers, Scheduler
     from .log import Log
     from .producer_ids import ProducerIdManager
+    from .share import ShareCoordinator
     from .txn_coordinator import TransactionCoordinator
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
@@ -35,6 +36,7 @@ class Broker(ClusterMember, Protocol):
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
     txn_coordinator: TransactionCoordinator
+    share: ShareCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
     authorizer: Authorizer | None

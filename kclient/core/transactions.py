@@ -324,6 +324,17 @@ def coordinator_request(
         yield Sleep(pause)
 
 
+def _fatal_on_error(txn: TxnState, api: Any, body: dict[str, Any]) -> Conversation[Any]:
+    """A coordinator request whose non-retriable error makes the producer fatal (fenced when
+    the broker says so); running out of max.block.ms stays a KafkaTimeoutError."""
+    try:
+        return (yield from coordinator_request(txn, api, body, lambda r: r.error_code))
+    except KafkaError as exc:
+        if isinstance(exc, KafkaTimeoutError):
+            raise
+        raise txn.fatal(fenced(exc)) from exc
+
+
 def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversation[None]:
     body = {
         "transactional_id": txn.tid,
@@ -331,12 +342,7 @@ def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversati
         "producer_id": producer_id,
         "producer_epoch": epoch,
     }
-    try:
-        resp = yield from coordinator_request(txn, INIT_PRODUCER_ID, body, lambda r: r.error_code)
-    except KafkaError as exc:
-        if isinstance(exc, KafkaTimeoutError):
-            raise
-        raise txn.fatal(fenced(exc)) from exc
+    resp = yield from _fatal_on_error(txn, INIT_PRODUCER_ID, body)
     txn.set_producer_id(resp.producer_id, resp.producer_epoch)
     log.info(
         "transactional producer %r: id %d epoch %d", txn.tid, resp.producer_id, resp.producer_epoch
@@ -469,12 +475,7 @@ def end_transaction(txn: TxnState, commit: bool) -> Conversation[None]:
             "producer_epoch": txn.epoch,
             "committed": commit,
         }
-        try:
-            resp = yield from coordinator_request(txn, END_TXN, body, lambda r: r.error_code)
-        except KafkaError as exc:
-            if isinstance(exc, KafkaTimeoutError):
-                raise
-            raise txn.fatal(fenced(exc)) from exc
+        resp = yield from _fatal_on_error(txn, END_TXN, body)
         if txn.tv2 and resp.producer_id >= 0:  # v2: the coordinator bumped the epoch
             txn.set_producer_id(resp.producer_id, resp.producer_epoch)
             txn.bump_after_abort = False
