@@ -154,6 +154,8 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "transaction.state.log.segment.bytes": (_INT, "104857600"),
     "transaction.max.timeout.ms": (_INT, "900000"),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_INT, "10000"),
+    # the finalized transaction.version feature (KIP-890: 2 is transactions v2; 0-1 turn it off)
+    "transaction.version": (_INT, "2"),
 }
 
 DEFAULTS: dict[str, str] = {k: d for k, (_, d) in _TABLE.items() if d is not None}
