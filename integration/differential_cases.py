@@ -4,7 +4,7 @@ from __future__ import annotations
 
 #: Case name -> what it sends.
 CASES: dict[str, str] = {
-    "produce every version": "Produce v0-v9 (v0-v2 to Kafka 3.x), two requests per topic, then "
+    "produce every version": "Produce v0-v12 (v0-v2 to Kafka 3.x), two requests per topic, then "
                              "a Fetch of what was stored",
     "produce to an unknown topic or partition": "Produce v7 to a topic and a partition that do "
                                                 "not exist",
@@ -75,6 +75,14 @@ CASES: dict[str, str] = {
         "(last stable offset, aborted transactions, markers) and ListOffsets v5 latest and "
         "earliest at both levels; EndTxn v1-v3 (abort, commit, "
         "retried, the other outcome, no transaction)",
+    "transactions v2": "both brokers finalizing transaction.version 2 (KIP-890): "
+        "InitProducerId v5; Produce v11 to a partition not in the transaction, Produce v12 "
+        "adding two partitions, v11 to one in it; EndTxn v5 commit (the epoch bumped in its "
+        "answer), retried, then abort of it; a zombie Produce v12 at the old epoch, EndTxn v5 "
+        "at an unknown epoch and with nothing open; data and TxnOffsetCommit v5 aborted, an "
+        "abort with nothing open, offsets alone committed; read_committed and "
+        "read_uncommitted Fetch v4 and v11, ListOffsets v5 and OffsetFetch v7 (require_stable) "
+        "between the steps (integration/test_differential_txn_v2.py)",
     "OffsetCommit while the group rebalances": "a classic group (JoinGroup v5, SyncGroup v3) "
         "of one member, then a second joining: OffsetCommit v7 of the current, an old and the "
         "next generation, an unknown member and an unknown instance id while the group is "

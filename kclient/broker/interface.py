@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .fetch_sessions import FetchSessionCache
     from .log import Log
     from .producer_ids import ProducerIdManager
+    from .share import ShareCoordinator
     from .txn_coordinator import TransactionCoordinator
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
@@ -36,6 +37,7 @@ class Broker(ClusterMember, Protocol):
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
     txn_coordinator: TransactionCoordinator
+    share: ShareCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
     fetch_sessions: FetchSessionCache

@@ -167,10 +167,12 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 def normalized(value, port: int):
-    """An answer with what differs between twin brokers (port, generated member ids) masked."""
+    """An answer with what differs between twin brokers (port, generated member ids, topic
+    ids) masked."""
     if isinstance(value, dict):
-        return {k: "<port>" if k == "port" and v == port else normalized(v, port)
-                for k, v in value.items()}
+        return {k: "<port>" if k == "port" and v == port else
+                "<topic id>" if k == "topic_id" and isinstance(v, bytes) and any(v) else
+                normalized(v, port) for k, v in value.items()}
     if isinstance(value, list):
         return [normalized(v, port) for v in value]
     if isinstance(value, str):

@@ -1,6 +1,7 @@
 """ListGroups (key 16) v0-v5: the groups this broker coordinates, with state (v4+) and type (v5+).
 
-Every group here is a classic group; the filters match case-insensitively, as Kafka's do.
+Classic groups and share groups (type and protocol type ``share``); the filters match
+case-insensitively, as Kafka's do.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
-CLASSIC = "classic"
+CLASSIC, SHARE = "classic", "share"
 
 
 @handles(LIST_GROUPS, "0-5")
@@ -32,4 +33,10 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
                     broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
                 groups.append({"group_id": group_id, "protocol_type": protocol_type,
                                "group_state": state, "group_type": CLASSIC})
+    if not types or SHARE in types:
+        for group_id, state in broker.share.list_groups():
+            if (not states or state.lower() in states) and (every or allowed(
+                    broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
+                groups.append({"group_id": group_id, "protocol_type": SHARE,
+                               "group_state": state, "group_type": SHARE})
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}
