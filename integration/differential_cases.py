@@ -89,10 +89,25 @@ CASES: dict[str, str] = {
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
         "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
         "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
+    "ConsumerGroupHeartbeat sequences": "a KIP-848 group driven by ConsumerGroupHeartbeat v1 "
+        "(client-made member ids): a join and its assignment, a second member whose partitions "
+        "come after the first revoked them, fenced (future and old) epochs, an unknown member "
+        "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
+        "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
+        "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
+        "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+        "(-2), its instance rejoining under a new member id with its partitions and the old "
+        "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
 DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
+    "ConsumerGroupHeartbeat sequences": {
+        "OffsetCommit v9 stale epoch: topics[0].partitions[0].error_code":
+            "Kafka 4.4 accepts a commit at an older member epoch for a partition the member "
+            "was assigned at or before that epoch; the mini-broker accepts only the member's "
+            "current epoch (STALE_MEMBER_EPOCH otherwise), as Kafka 4.0 did",
+    },
     "fetch v2 data at old versions": {
         "Fetch v* from 2: responses[0].partitions[0].records.bytes":
             "Kafka's lazy down-conversion sends as many bytes as the stored v2 batch takes and "
