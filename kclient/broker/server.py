@@ -226,6 +226,7 @@ class MiniBroker:
         self.host, self.port = self.listeners[0].host, self.listeners[0].port
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
                                             self.node_id, cfg.coordinator_properties())
+        self.coordinator.consumer.topics = self.cluster.topic_metadata
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
