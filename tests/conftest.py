@@ -139,7 +139,7 @@ def unknown_tag_section(tags=UNKNOWN_TAGS) -> bytes:
 def encode_with_unknown_tags(codec, value) -> bytes:
     """Encode ``value`` with ``codec`` (a flexible StructType), every struct's tagged-field
     section (top level and nested) carrying :data:`UNKNOWN_TAGS`."""
-    from kclient.protocol.schema import StructType
+    from kclient.protocol.schema import StructType, _OneStruct
     from kclient.protocol.types import ArrayOf
     from kclient.protocol.varint import encode_uvarint
     section = unknown_tag_section()
@@ -151,6 +151,10 @@ def encode_with_unknown_tags(codec, value) -> bytes:
                 write(t, typ._defaults[name].default_value() if got is ... else got, out)
             if typ.flexible:
                 out.append(section)
+        elif isinstance(typ, _OneStruct) and v is not None:
+            if typ.nullable:
+                out.append(b"\x01")
+            write(typ.struct, v, out)
         elif isinstance(typ, ArrayOf) and isinstance(typ.element, StructType) and v is not None:
             out.append(encode_uvarint(len(v) + 1) if typ.is_compact
                        else len(v).to_bytes(4, "big", signed=True))

@@ -45,7 +45,7 @@ def test_a_wrong_send_call_fails_mypy(tmp_path):
 
 
 def test_a_misspelt_request_body_key_fails_mypy(tmp_path):
-    # the generated typed request bodies (kclient.protocol.messages.bodies) catch before run
+    # the generated typed request bodies (kclient.protocol.messages.*_bodies) catch before run
     # time what the encoder refuses at run time
     source = ("from kclient.protocol.messages import JoinGroupRequestBody\n"
               "ok: JoinGroupRequestBody = {'group_id': 'g', 'group_instance_id': None}\n"

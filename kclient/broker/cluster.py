@@ -31,6 +31,7 @@ from kclient.protocol.errors import (
 
 from .config import TOPIC_LEVEL_KEYS, closest_key
 from .log import LogConfig, LogManager
+from .topic_ids import ZERO_ID, new_topic_id, read_topic_id, write_topic_id
 
 if TYPE_CHECKING:
     from .authorizer import AclStore
@@ -95,6 +96,7 @@ class ClusterView:
         self.leaders: dict[str, dict[int, int]] = {}
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        self.topic_ids: dict[str, bytes] = {}
         self.deleted: set[str] = set()   # deleted while some broker was down
         self.acls: AclStore | None = None  # the cluster's ACLs, opened by the first broker
 
@@ -111,6 +113,7 @@ class ClusterView:
                 for p in partitions:
                     if leaders.get(p) is None:
                         leaders[p] = broker.node_id
+                self._stamp(topic, broker.log_manager, partitions)
 
     def remove_broker(self, node_id: int) -> None:
         """A broker went down; its partitions stay assigned to it but have no live leader."""
@@ -160,6 +163,34 @@ class ClusterView:
         """How often leadership of this partition has moved (0 at creation)."""
         return self.epochs.get((topic, partition), 0)
 
+    def topic_id(self, topic: str) -> bytes:
+        """A topic's id (the zero id for an unknown topic)."""
+        return self.topic_ids.get(topic, ZERO_ID)
+
+    def topic_metadata(self) -> dict[str, tuple[bytes, int]]:
+        """Every topic's (id, partition count): what consumer groups assign from."""
+        with self.lock:
+            return {name: (self.topic_id(name), len(leaders))
+                    for name, leaders in self.leaders.items()}
+
+    def topic_by_id(self, topic_id: bytes) -> str | None:
+        """The name of the topic with id ``topic_id``, or None."""
+        with self.lock:
+            return next((name for name, tid in self.topic_ids.items() if tid == topic_id), None)
+
+    def _stamp(self, topic: str, logs: LogManager, partitions: Any) -> None:
+        """Give ``topic`` its id (the one on disk, else a new one) and write it into the
+        directories of ``partitions`` on ``logs`` that lack it."""
+        dirs = [each.directory for p in partitions
+                if (each := logs.get_log(topic, p)) is not None]
+        if topic not in self.topic_ids:
+            found = next((tid for d in dirs if (tid := read_topic_id(d)) is not None), None)
+            self.topic_ids[topic] = found or new_topic_id()
+        topic_id = self.topic_ids[topic]
+        for directory in dirs:
+            if read_topic_id(directory) != topic_id:
+                write_topic_id(directory, topic_id)
+
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, Any] | None = None, *,
                      replication_factor: int = -1, assignment: Mapping[str, Any] | None = None,
                      validate_only: bool = False) -> dict[int, int]:
@@ -174,6 +205,9 @@ class ClusterView:
             if validate_only:
                 return leaders
             self._create_logs(name, leaders, config)
+            self.topic_ids[name] = new_topic_id()
+            for leader in set(leaders.values()):
+                self._stamp(name, self.live[leader].log_manager, leaders)
             self.leaders[name] = leaders
             self.configs[name] = config
             self.deleted.discard(name)
@@ -288,6 +322,7 @@ class ClusterView:
             config = self.configs.get(name, {})
             for p, leader in new.items():
                 self.live[leader].log_manager.create_log(name, p, config)
+                self._stamp(name, self.live[leader].log_manager, [p])
                 self.epochs[(name, p)] = 0
             leaders.update(new)
             everything = dict(leaders)
@@ -323,6 +358,7 @@ class ClusterView:
                 raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
             del self.leaders[name]
             self.configs.pop(name, None)
+            self.topic_ids.pop(name, None)
             self.deleted.add(name)
             for key in [k for k in self.epochs if k[0] == name]:
                 del self.epochs[key]

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kclient.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
-from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, TOPIC_RESOURCE
+from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kclient.protocol.errors import (
     BrokerResponseError,
     ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    InvalidConfigurationError,
     InvalidRequestError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -65,6 +67,22 @@ def _alter_broker(broker: Broker, res: Any) -> dict[str, Any]:
                    f"Cannot update these configs dynamically: Set({keys})")
 
 
+def _alter_group(broker: Broker, res: Any, change: Change, validate_only: bool
+                 ) -> dict[str, Any]:
+    """Apply ``change`` to a group's dynamic configuration (its share.* keys)."""
+    try:
+        new = change(broker, "", broker.share.group_config(res.resource_name))
+        if validate_only:
+            broker.share.settings.for_group(new)
+        else:
+            broker.share.set_group_config(res.resource_name, new)
+    except BrokerResponseError as exc:
+        return _result(res, exc.errno, exc.context)
+    except ValueError as exc:
+        return _result(res, InvalidConfigurationError.errno, str(exc))
+    return _result(res)
+
+
 def config_refusal(broker: Broker, request: Request, resource_type: int, name: str,
                    operation: AclOperation) -> int:
     """The error code when the principal may not perform ``operation`` (DescribeConfigs,
@@ -75,6 +93,9 @@ def config_refusal(broker: Broker, request: Request, resource_type: int, name: s
     if resource_type == BROKER_RESOURCE:
         ok = allowed(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
         return 0 if ok else ClusterAuthorizationFailedError.errno
+    if resource_type == GROUP_RESOURCE:
+        ok = allowed(broker, request, operation, ResourceType.GROUP, name)
+        return 0 if ok else GroupAuthorizationFailedError.errno
     return 0
 
 
@@ -93,6 +114,8 @@ def alter_resources(broker: Broker, request: Request, change_for: Callable[[Any]
             responses.append(_alter_topic(broker, res, change_for(res), bool(body.validate_only)))
         elif res.resource_type == BROKER_RESOURCE:
             responses.append(_alter_broker(broker, res))
+        elif res.resource_type == GROUP_RESOURCE:
+            responses.append(_alter_group(broker, res, change_for(res), bool(body.validate_only)))
         else:
             responses.append(_result(res, InvalidRequestError.errno,
                                      f"Unexpected resource type {res.resource_type}"))

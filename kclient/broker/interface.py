@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from .config import BrokerConfig
     from .coordinator import GroupCoordinator
     from .delayed import AppendWatchers, Scheduler
+    from .fetch_sessions import FetchSessionCache
     from .log import Log
     from .producer_ids import ProducerIdManager
+    from .share import ShareCoordinator
     from .txn_coordinator import TransactionCoordinator
 
 __all__ = ["Broker", "body_of", "is_local_coordinator"]
@@ -35,8 +37,10 @@ class Broker(ClusterMember, Protocol):
     coordinator: GroupCoordinator
     producer_ids: ProducerIdManager
     txn_coordinator: TransactionCoordinator
+    share: ShareCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
+    fetch_sessions: FetchSessionCache
     authorizer: Authorizer | None
 
     def ensure_topic(self, name: str) -> bool:

@@ -34,6 +34,7 @@ from .connection_quotas import ConnectionQuotas, parse_overrides
 from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
+from .fetch_sessions import FetchSessionCache
 from .handlers import HANDLERS, served_versions
 from .listeners import (
     Listener,
@@ -53,6 +54,7 @@ from .request_stats import RequestStats
 from .sasl import CredentialStore, SaslSession, Session
 from .sasl.mechanisms import SUPPORTED
 from .sasl.session import RefusedSession, SaslSettings, tls_principal
+from .share import ShareCoordinator
 from .txn_coordinator import TransactionCoordinator
 from .txn_markers import MarkerWriter
 
@@ -96,10 +98,13 @@ class MiniBroker:
         self.cluster = cluster if cluster is not None else ClusterView()
         self.faults = Faults()
         self.watchers = AppendWatchers()
+        self.fetch_sessions = FetchSessionCache(
+            self.config.int_setting("max.incremental.fetch.session.cache.slots"))
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
         self.txn_coordinator: TransactionCoordinator = None  # type: ignore[assignment]
+        self.share: ShareCoordinator = None  # type: ignore[assignment]  # set by start()
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
         self.authorizer: Authorizer | None = None
@@ -224,9 +229,14 @@ class MiniBroker:
         self.host, self.port = self.listeners[0].host, self.listeners[0].port
         self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
                                             self.node_id, cfg.coordinator_properties())
+        self.coordinator.consumer.topics = self.cluster.topic_metadata
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
+        self.share = ShareCoordinator(self.log_dir / "__share_coordinator",
+                                      cfg.coordinator_properties(), self.cluster,
+                                      self.partition_log)
+        self.share.start()
         self.txn_coordinator = TransactionCoordinator(
             self.log_dir / "__transaction_coordinator", self.node_id,
             cfg.coordinator_properties(), self.producer_ids.next_id, MarkerWriter(self.cluster))
@@ -322,6 +332,9 @@ class MiniBroker:
         if self.txn_coordinator is not None:
             self.txn_coordinator.close()
             self.txn_coordinator = None  # type: ignore[assignment]  # until the next start()
+        if self.share is not None:
+            self.share.close()
+            self.share = None  # type: ignore[assignment]  # until the next start()
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None  # type: ignore[assignment]  # until the next start()

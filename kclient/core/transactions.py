@@ -14,7 +14,8 @@ Transactions v2 (KIP-890), negotiated as Java does: when the cluster finalized t
 first Produce (v12; no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
 AddOffsetsToTxn), and EndTxn v5 answers with the epoch bumped for the next transaction, so a
 zombie of the previous transaction is fenced by every commit.  Otherwise transactions v1 (older
-brokers, the mini-broker): AddPartitionsToTxn / AddOffsetsToTxn, EndTxn v4, Produce at most v11.
+brokers, a mini-broker with ``transaction.version=1``): AddPartitionsToTxn / AddOffsetsToTxn,
+EndTxn v4, Produce at most v11.
 
 Coordinator requests find their coordinator with :func:`kclient.core.coordinator.
 find_coordinator` (key type 1 for the transactional id, 0 for a consumer group) and retry
@@ -323,6 +324,17 @@ def coordinator_request(
         yield Sleep(pause)
 
 
+def _fatal_on_error(txn: TxnState, api: Any, body: dict[str, Any]) -> Conversation[Any]:
+    """A coordinator request whose non-retriable error makes the producer fatal (fenced when
+    the broker says so); running out of max.block.ms stays a KafkaTimeoutError."""
+    try:
+        return (yield from coordinator_request(txn, api, body, lambda r: r.error_code))
+    except KafkaError as exc:
+        if isinstance(exc, KafkaTimeoutError):
+            raise
+        raise txn.fatal(fenced(exc)) from exc
+
+
 def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversation[None]:
     body = {
         "transactional_id": txn.tid,
@@ -330,12 +342,7 @@ def _init_producer_id(txn: TxnState, producer_id: int, epoch: int) -> Conversati
         "producer_id": producer_id,
         "producer_epoch": epoch,
     }
-    try:
-        resp = yield from coordinator_request(txn, INIT_PRODUCER_ID, body, lambda r: r.error_code)
-    except KafkaError as exc:
-        if isinstance(exc, KafkaTimeoutError):
-            raise
-        raise txn.fatal(fenced(exc)) from exc
+    resp = yield from _fatal_on_error(txn, INIT_PRODUCER_ID, body)
     txn.set_producer_id(resp.producer_id, resp.producer_epoch)
     log.info(
         "transactional producer %r: id %d epoch %d", txn.tid, resp.producer_id, resp.producer_epoch
@@ -468,12 +475,7 @@ def end_transaction(txn: TxnState, commit: bool) -> Conversation[None]:
             "producer_epoch": txn.epoch,
             "committed": commit,
         }
-        try:
-            resp = yield from coordinator_request(txn, END_TXN, body, lambda r: r.error_code)
-        except KafkaError as exc:
-            if isinstance(exc, KafkaTimeoutError):
-                raise
-            raise txn.fatal(fenced(exc)) from exc
+        resp = yield from _fatal_on_error(txn, END_TXN, body)
         if txn.tv2 and resp.producer_id >= 0:  # v2: the coordinator bumped the epoch
             txn.set_producer_id(resp.producer_id, resp.producer_epoch)
             txn.bump_after_abort = False

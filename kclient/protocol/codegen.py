@@ -3,8 +3,9 @@
 One class per request, response and nested element, its fields those of the :class:`Api`
 definition over all versions (a field absent in a version still decodes, to its default), each
 annotated with the Python type decoding gives.  The classes go into one module per API family
-(:func:`family`: core, groups, transactions, admin, acls) beside ``base`` (the ``Message``
-protocol); the package's ``__init__`` re-exports them all, so ``kclient.protocol.messages.X``
+(:func:`family`: core, groups, transactions, admin, acls, share) beside ``base`` (the
+``Message`` protocol), the typed request bodies of each family in ``{family}_bodies``; the
+package's ``__init__`` re-exports them all, so ``kclient.protocol.messages.X``
 names every view.  ``python -m kclient.protocol.codegen`` rewrites the package; a test fails
 when it is stale.
 """
@@ -13,12 +14,12 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .apis import ALL_APIS
-from .schema import MAX_VERSION, Api, Field
+from .schema import MAX_VERSION, Api, Field, One
 from .types import BOOLEAN, FLOAT64, UUID, ArrayOf, Type
 
 __all__ = ["render_modules", "class_names", "family", "FAMILIES", "MESSAGES_DIR"]
@@ -26,7 +27,7 @@ __all__ = ["render_modules", "class_names", "family", "FAMILIES", "MESSAGES_DIR"
 MESSAGES_DIR = Path(__file__).with_name("messages")
 
 #: The family modules, in the order the package's ``__init__`` imports them.
-FAMILIES = ("core", "groups", "transactions", "admin", "acls")
+FAMILIES = ("core", "groups", "transactions", "admin", "acls", "share")
 _CORE = {"Produce", "Fetch", "ListOffsets", "Metadata", "ApiVersions", "DeleteRecords",
          "SaslHandshake", "SaslAuthenticate"}
 _GROUPS = {"OffsetCommit", "OffsetFetch", "OffsetDelete", "FindCoordinator", "Heartbeat"}
@@ -94,6 +95,8 @@ def family(api: Api[Any, Any]) -> str:
         return "core"
     if "Acl" in name:
         return "acls"
+    if name.startswith("Share") or "ShareGroup" in name:
+        return "share"
     if "Txn" in name or name == "InitProducerId":
         return "transactions"
     if "Group" in name or name in _GROUPS:
@@ -111,6 +114,11 @@ def _singular(name: str) -> str:
     elif word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
     return "".join(part.capitalize() for part in f"{head}_{word}".split("_") if part)
+
+
+def _camel(name: str) -> str:
+    """CamelCase of a single-struct field: ``target_assignment`` -> TargetAssignment."""
+    return "".join(part.capitalize() for part in name.split("_") if part)
 
 
 def _versions(field: Field) -> str:
@@ -157,6 +165,11 @@ class _Builder:
         for f in fields:
             if isinstance(f.type, Type):
                 typ = _scalar(f.type)
+            elif isinstance(f.type, One):
+                child = root + _camel(f.name)
+                if child in self.taken:
+                    child = name + _camel(f.name)
+                typ = self.add(root, child, f"{name}.{f.name}.", f.type.fields)
             else:
                 child = root + _singular(f.name)
                 if child in self.taken:
@@ -224,7 +237,8 @@ __all__ = [
 
 
 def _render_bodies(apis: Sequence[Api[Any, Any]]) -> tuple[str, list[str]]:
-    """The source of ``bodies.py`` (a TypedDict per request and nested element) and its names."""
+    """The source of a family's bodies module (a TypedDict per request and nested element) and
+    its names."""
     classes = []
     for api in apis:
         builder = _Builder()
@@ -249,7 +263,7 @@ def _render_bodies(apis: Sequence[Api[Any, Any]]) -> tuple[str, list[str]]:
 
 def _body_type(typ: str) -> str:
     """A view's field type as a body's: nested elements are their Body TypedDicts."""
-    return re.sub(r"list\[([A-Z]\w*)\]", r"list[\1Body]", typ)
+    return re.sub(r"^(list\[)?([A-Z]\w*)(\]?)", r"\1\2Body\3", typ)
 
 
 def render_modules(apis: Sequence[Api[Any, Any]] = ALL_APIS) -> dict[str, str]:
@@ -264,17 +278,29 @@ def render_modules(apis: Sequence[Api[Any, Any]] = ALL_APIS) -> dict[str, str]:
         modules[f"{f}.py"] = _render_family(f, groups[f])
         views = [c[0] for api in groups[f] for c in _api_classes(api)]
         names += views
-        imports[f] = f"from .{f} import (\n" + "".join(f"    {v},\n" for v in sorted(views)) + ")"
-    modules["bodies.py"], bodies = _render_bodies(apis)
-    names += bodies
-    imports["bodies"] = ("from .bodies import (\n" + "".join(f"    {v},\n" for v in sorted(bodies))
-                         + ")")
+        imports[f] = _import(f, views)
+    for f in used:
+        module = f"{f}_bodies"
+        modules[f"{module}.py"], bodies = _render_bodies(groups[f])
+        names += bodies
+        imports[module] = _import(module, bodies)
     families = textwrap.fill(f"The classes live in one module per API family "
                              f"({', '.join(used)}); all are importable from here.", 96)
     modules["__init__.py"] = INIT.format(do_not_edit=_DO_NOT_EDIT, families=families,
                                          imports="\n".join(imports[k] for k in sorted(imports)),
-                                         names=_names(names))
+                                         names=_filled(f'"{n}",' for n in names))
     return modules
+
+
+def _filled(words: Iterable[str]) -> str:
+    """Words filled into indented lines (the package's ``__init__`` stays short)."""
+    return textwrap.fill(" ".join(words), 96, initial_indent="    ", subsequent_indent="    ",
+                         break_on_hyphens=False)
+
+
+def _import(module: str, names: Sequence[str]) -> str:
+    """``from .module import (...)`` of ``names``, sorted, one a line (isort's layout)."""
+    return f"from .{module} import (\n" + "".join(f"    {v},\n" for v in sorted(names)) + ")"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,10 +14,17 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .errors import ProtocolDecodeError, UnsupportedVersionError
-from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Parts, Type, read_tagged_fields
+from .types import (
+    EMPTY_TAGGED_FIELDS,
+    ArrayOf,
+    Parts,
+    Type,
+    read_tagged_fields,
+    write_tagged_fields,
+)
 from .varint import Buffer
 
-__all__ = ["Field", "Api", "Struct", "StructType", "parse_versions"]
+__all__ = ["Field", "Api", "Struct", "StructType", "One", "parse_versions"]
 
 MAX_VERSION = 0x7FFF
 #: At most one log line per (API, version, side) in this many seconds about ignored trailing bytes.
@@ -84,12 +91,24 @@ def _plain(v: Any) -> Any:
     return v
 
 
+class One:
+    """A field that is one struct, not an array of them (Kafka's ``"type": "Assignment"``).
+
+    Encoded as its fields in place; a nullable one is an int8 first (-1 null, 1 present)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: Sequence[Field]):
+        self.fields = tuple(fields)
+
+
 class Field:
-    """One field: a name, a type (or a list of Fields for an array of structs), its versions."""
+    """One field: a name, a type (a list of Fields for an array of structs, :class:`One` for a
+    single struct), its versions."""
 
     __slots__ = ("name", "type", "versions", "nullable", "default")
 
-    def __init__(self, name: str, type: Type | Sequence[Field], versions: str = "0+",
+    def __init__(self, name: str, type: Type | Sequence[Field] | One, versions: str = "0+",
                  *, nullable: str | None = None, default: Any = ...):
         self.name = name
         self.type = type
@@ -105,6 +124,8 @@ class Field:
             return copy.copy(self.default)
         if isinstance(self.type, Type):
             return copy.copy(self.type.default)
+        if isinstance(self.type, One):
+            return {}
         return []
 
 
@@ -156,14 +177,17 @@ class StructType(Type):
                 typ.write(v, out)
             except (ValueError, TypeError, AttributeError) as exc:
                 raise ValueError(f"field {name!r}: {exc}") from None
-        if self.flexible:
-            out.append(EMPTY_TAGGED_FIELDS)
+        if self.flexible:     # a value's own tags (``_tagged_fields``: {tag: bytes}) or none
+            tags = _get(value, "_tagged_fields", None)
+            out.append(write_tagged_fields(tags) if tags else EMPTY_TAGGED_FIELDS)
 
 
 def _resolve(field: Field, version: int, flexible: bool) -> Type:
     """The concrete wire type of a field at a version: nullability, compactness, nesting."""
     t = field.type
     nullable = field.nullable[0] <= version <= field.nullable[1]
+    if isinstance(t, One):
+        return _OneStruct(StructType(t.fields, version, flexible), nullable)
     if not isinstance(t, Type):
         t = ArrayOf(StructType(t, version, flexible), nullable=nullable)
     elif nullable:
@@ -171,6 +195,41 @@ def _resolve(field: Field, version: int, flexible: bool) -> Type:
     if flexible:
         t = t.compact()
     return t
+
+
+class _OneStruct(Type):
+    """One struct in place; nullable: an int8 marker first (-1 null, 1 present), as Kafka."""
+
+    def __init__(self, struct: StructType, nullable: bool):
+        self.struct = struct
+        self.nullable = nullable
+        self.name = f"{'nullable ' if nullable else ''}struct"
+        self.default = None if nullable else {}
+
+    def compact(self) -> Type:
+        return self
+
+    def read(self, buf: Buffer, pos: int) -> tuple[Struct | None, int]:
+        if self.nullable:
+            if pos >= len(buf):
+                raise ProtocolDecodeError(f"{self.name}: truncated marker at byte {pos}")
+            marker = buf[pos]
+            pos += 1
+            if marker == 0xFF:
+                return None, pos
+            if marker != 1:
+                raise ProtocolDecodeError(f"{self.name}: invalid marker {marker} at byte {pos - 1}")
+        return self.struct.read(buf, pos)
+
+    def write(self, value: Any, out: Parts) -> None:
+        if value is None:
+            if not self.nullable:
+                raise ValueError(f"{self.name} is not nullable")
+            out.append(b"\xff")
+            return
+        if self.nullable:
+            out.append(b"\x01")
+        self.struct.write(value, out)
 
 
 def _nullable(t: Type) -> Type:

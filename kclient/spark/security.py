@@ -172,18 +172,29 @@ def _write(directory: str, name: str, data: bytes) -> str:
     return path
 
 
+def _store(given: dict[str, str], which: str) -> tuple[str, str, bytes | StoreContents] | None:
+    """``ssl.<which>store.location`` as (path, type, PEM bytes or the store read), or None."""
+    path = given.get(f"ssl.{which}store.location")
+    if not path:
+        return None
+    kind = store_type_of(path, given.get(f"ssl.{which}store.type"))
+    if kind == "PEM":
+        with open(path, "rb") as f:
+            return path, kind, f.read()
+    return path, kind, read_store(path, kind, given.get(f"ssl.{which}store.password"),
+                                  given.get("ssl.key.password") if which == "key" else None)
+
+
 def _trusted(given: dict[str, str]) -> StoreContents | None:
     """The truststore's certificates (None: kclient's ssl.ca.location, or the system's)."""
     if given.get("ssl.truststore.certificates"):
         return StoreContents(certificates=given["ssl.truststore.certificates"].encode())
-    path = given.get("ssl.truststore.location")
-    if not path:
+    found = _store(given, "trust")
+    if found is None:
         return None
-    kind = store_type_of(path, given.get("ssl.truststore.type"))
-    if kind == "PEM":
-        with open(path, "rb") as f:
-            return StoreContents(certificates=f.read())
-    got = read_store(path, kind, given.get("ssl.truststore.password"))
+    path, _, got = found
+    if isinstance(got, bytes):
+        return StoreContents(certificates=got)
     if not got.certificates:
         raise ValueError(f"the truststore {path!r} holds no certificate")
     return got
@@ -198,16 +209,12 @@ def _key_store(given: dict[str, str]) -> StoreContents | None:
         return _pem_key(given["ssl.keystore.key"].encode(),
                         given["ssl.keystore.certificate.chain"].encode(),
                         given.get("ssl.key.password"))
-    path = given.get("ssl.keystore.location")
-    if not path:
+    found = _store(given, "key")
+    if found is None:
         return None
-    kind = store_type_of(path, given.get("ssl.keystore.type"))
-    if kind == "PEM":
-        with open(path, "rb") as f:
-            data = f.read()
-        return _pem_key(data, data, given.get("ssl.key.password"))
-    got = read_store(path, kind, given.get("ssl.keystore.password"),
-                     given.get("ssl.key.password"))
+    path, _, got = found
+    if isinstance(got, bytes):
+        return _pem_key(got, got, given.get("ssl.key.password"))
     if not got.key:
         raise ValueError(f"the keystore {path!r} holds no private key")
     return got

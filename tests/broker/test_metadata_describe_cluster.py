@@ -44,8 +44,10 @@ def test_metadata_every_version(cluster, raw_client, version):
         (NOT_REQUESTED, NOT_REQUESTED)   # absent fields decode to Kafka's default
     assert (plain.cluster_authorized_operations, asked.cluster_authorized_operations) == \
         cluster_ops
-    if version >= 10:
-        assert {t.topic_id for t in asked.topics} == {bytes(16)}
+    if version >= 10:       # the topic's own id; an unknown topic's is zero
+        ids = {t.name: t.topic_id for t in asked.topics}
+        assert ids["md"] == cluster.brokers[0].cluster.topic_id("md") != bytes(16)
+        assert all(tid == bytes(16) for name, tid in ids.items() if name != "md")
 
 
 def test_metadata_v12_lookup_by_topic_id_is_unknown(cluster, raw_client):
@@ -55,6 +57,14 @@ def test_metadata_v12_lookup_by_topic_id_is_unknown(cluster, raw_client):
     [topic] = r.topics
     assert (topic.error_code, topic.name, topic.topic_id) == \
         (E.UnknownTopicIdError.errno, None, wanted)
+
+
+def test_metadata_v12_lookup_by_a_known_topic_id(cluster, raw_client):
+    client = raw_client(cluster.bootstrap)
+    wanted = cluster.brokers[0].cluster.topic_id("md")
+    r = client.request(METADATA, 12, {"topics": [{"topic_id": wanted, "name": None}]})
+    [topic] = r.topics
+    assert (topic.error_code, topic.name, topic.topic_id) == (0, "md", wanted)
 
 
 @pytest.mark.parametrize("version", [0, 1])

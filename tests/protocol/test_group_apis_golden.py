@@ -222,8 +222,15 @@ GOLDEN = [
      cs("g1") + i32(5) + cs("m-1") + cs("i-1")
      + carr(cs("t") + carr(i32(0) + i64(42) + i32(3) + cs("md") + TAG,
                            i32(1) + i64(7) + i32(-1) + cs(None) + TAG) + TAG) + TAG),
+    # v9 (KIP-848): v8's layout, the member epoch in generation_id_or_member_epoch
+    (OFFSET_COMMIT, "request", 9, OC_REQ,
+     cs("g1") + i32(5) + cs("m-1") + cs("i-1")
+     + carr(cs("t") + carr(i32(0) + i64(42) + i32(3) + cs("md") + TAG,
+                           i32(1) + i64(7) + i32(-1) + cs(None) + TAG) + TAG) + TAG),
     (OFFSET_COMMIT, "response", 0, OC_RESP,
      arr(s("t") + arr(i32(0) + i16(0), i32(1) + i16(22)))),
+    (OFFSET_COMMIT, "response", 9, OC_RESP,
+     i32(10) + carr(cs("t") + carr(i32(0) + i16(0) + TAG, i32(1) + i16(22) + TAG) + TAG) + TAG),
     (OFFSET_COMMIT, "response", 8, OC_RESP,
      i32(10) + carr(cs("t") + carr(i32(0) + i16(0) + TAG, i32(1) + i16(22) + TAG) + TAG) + TAG),
 
@@ -411,7 +418,7 @@ def test_covers_low_and_high_versions():
 
 def test_version_ranges():
     expected = {
-        FIND_COORDINATOR: (10, 0, 4, 3), OFFSET_COMMIT: (8, 0, 8, 8),
+        FIND_COORDINATOR: (10, 0, 4, 3), OFFSET_COMMIT: (8, 0, 9, 8),
         OFFSET_FETCH: (9, 0, 7, 6), JOIN_GROUP: (11, 0, 7, 6), SYNC_GROUP: (14, 0, 5, 4),
         HEARTBEAT: (12, 0, 4, 4), LEAVE_GROUP: (13, 0, 4, 4), CREATE_TOPICS: (19, 0, 5, 5),
         DELETE_TOPICS: (20, 0, 5, 4),

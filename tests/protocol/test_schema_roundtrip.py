@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kclient.protocol import schema
 from kclient.protocol.apis import ALL_APIS, METADATA
 from kclient.protocol.errors import ProtocolDecodeError
-from kclient.protocol.schema import StructType
+from kclient.protocol.schema import StructType, _OneStruct
 from kclient.protocol.types import (
     BOOLEAN,
     FLOAT64,
@@ -30,6 +30,9 @@ def strategy_for(typ):
     """A hypothesis strategy producing valid values of a compiled wire type."""
     if isinstance(typ, StructType):
         return st.fixed_dictionaries({name: strategy_for(t) for name, t in typ._codecs})
+    if isinstance(typ, _OneStruct):
+        one = strategy_for(typ.struct)
+        return st.one_of(st.none(), one) if typ.nullable else one
     if isinstance(typ, ArrayOf):
         s = st.lists(strategy_for(typ.element), max_size=3)
     elif id(typ) in _INTS:
@@ -54,6 +57,8 @@ def project(typ, value):
     """Keep only the fields a version carries (decode fills the others with defaults)."""
     if isinstance(typ, StructType):
         return {name: project(t, value[name]) for name, t in typ._codecs}
+    if isinstance(typ, _OneStruct):
+        return None if value is None else project(typ.struct, value)
     if isinstance(typ, ArrayOf) and value is not None:
         return [project(typ.element, v) for v in value]
     if isinstance(value, memoryview):

@@ -1,4 +1,5 @@
-"""DeleteGroups (key 42) v0-v2: delete empty groups and their committed offsets.
+"""DeleteGroups (key 42) v0-v2: delete empty groups and their committed offsets (a share
+group: its share-partition state).
 
 As Kafka: a group another broker coordinates is NOT_COORDINATOR, an unknown one
 GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; the rest are deleted.
@@ -25,6 +26,8 @@ def _delete(broker: Broker, request: Request, group_id: str) -> int:
         return GroupAuthorizationFailedError.errno
     if not is_local_coordinator(broker, group_id):
         return NOT_COORDINATOR
+    if broker.share.is_share_group(group_id):
+        return broker.share.delete_group(group_id)
     return broker.coordinator.delete_group(group_id)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kclient.protocol.acl import AclOperation
 from kclient.protocol.apis import DESCRIBE_CONFIGS
-from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, TOPIC_RESOURCE
+from kclient.protocol.apis.describe_configs import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kclient.protocol.error_codes import InvalidRequestError, UnknownTopicOrPartitionError
 from kclient.protocol.framing import Request
 
@@ -19,9 +19,10 @@ from ..config import KINDS
 from ..config_changes import config_refusal
 from ..interface import Broker, body_of
 from ..log.config import INT64_MAX, LogConfig
+from ..share.config import GROUP_CONFIG_KEYS
 from .registry import handles
 
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 4, 5, 8
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 _KIND_TYPES = {"int": LONG, "bool": BOOLEAN, "str": STRING, "list": LIST}
 
@@ -121,6 +122,29 @@ def _broker(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -
     return {"error_code": 0, "error_message": "", "configs": configs}
 
 
+def _group(broker: Broker, group_id: str, keys: list[str] | None, synonyms: bool
+           ) -> dict[str, Any]:
+    """A group's share settings: its own keys (GROUP_CONFIG), else the broker's defaults."""
+    overrides = broker.share.group_config(group_id)
+    settings = broker.share.group_settings(group_id)
+    values = {"share.auto.offset.reset": settings.auto_offset_reset,
+              "share.isolation.level": settings.isolation_level,
+              "share.record.lock.duration.ms": str(settings.lock_ms),
+              "share.session.timeout.ms": str(settings.session_timeout_ms),
+              "share.heartbeat.interval.ms": str(settings.heartbeat_interval_ms),
+              "share.delivery.count.limit": str(settings.delivery_limit),
+              "share.partition.max.record.locks": str(settings.max_locks)}
+    configs = []
+    for name in sorted(GROUP_CONFIG_KEYS):
+        if keys is not None and name not in keys:
+            continue
+        source = GROUP_CONFIG if name in overrides else DEFAULT_CONFIG
+        kind = STRING if name in ("share.auto.offset.reset", "share.isolation.level") else INT
+        chain = [{"name": name, "value": values[name], "source": source}] if synonyms else []
+        configs.append(_entry(name, values[name], source, kind, False, chain))
+    return {"error_code": 0, "error_message": "", "configs": configs}
+
+
 @handles(DESCRIBE_CONFIGS, "0-4")
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe each requested resource; other resource types get INVALID_REQUEST."""
@@ -138,6 +162,8 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
             result = _topic(broker, res.resource_name, keys, synonyms)
         elif res.resource_type == BROKER_RESOURCE:
             result = _broker(broker, res.resource_name, keys, synonyms)
+        elif res.resource_type == GROUP_RESOURCE:
+            result = _group(broker, res.resource_name, keys, synonyms)
         else:
             result = {"error_code": InvalidRequestError.errno, "configs": [],
                       "error_message": f"resource type {res.resource_type} is not supported"}

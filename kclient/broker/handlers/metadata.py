@@ -5,9 +5,8 @@ null list; unknown requested topics are auto-created when the broker allows it (
 request does).  With an authorizer, a request for all topics leaves out those the principal may
 not Describe and a named one answers TOPIC_AUTHORIZATION_FAILED (as does auto-creating without
 Create on the cluster or the topic).  Authorized operations (v8+) are filled in when asked for,
-for the requester (every operation with no authorizer, as Kafka); topic ids (v10+) are all zero
-(the mini-broker keeps none, as a ZooKeeper Kafka before 2.8), so a v12 lookup by id answers
-UNKNOWN_TOPIC_ID.
+for the requester (every operation with no authorizer, as Kafka); topic ids (v10+) are the
+topics' own (``topic_ids.py``), and a v12 lookup by an unknown id answers UNKNOWN_TOPIC_ID.
 """
 from __future__ import annotations
 
@@ -64,8 +63,11 @@ def _entry(code: int, name: str | None, parts: list[dict[str, Any]] | None = Non
 
 def _topic(broker: Broker, request: Request, name: str | bytes, auto_create: bool) -> dict[str, Any]:
     """One topic's entry, auto-creating it if allowed."""
-    if isinstance(name, bytes):                 # v12 lookup by id: no topic has one here
-        return _entry(UNKNOWN_TOPIC_ID, None, topic_id=name)
+    if isinstance(name, bytes):                 # v12 lookup by id
+        known = broker.cluster.topic_by_id(name) if name != ZERO_UUID else None
+        if known is None:
+            return _entry(UNKNOWN_TOPIC_ID, None, topic_id=name)
+        name = known
     if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
         return _entry(TOPIC_AUTHORIZATION_FAILED, name)
     try:
@@ -79,7 +81,8 @@ def _topic(broker: Broker, request: Request, name: str | bytes, auto_create: boo
         leaders = broker.cluster.partitions(name)
     if leaders is None:
         return _entry(UNKNOWN_TOPIC_OR_PARTITION, name)
-    return _entry(0, name, [_partition(broker, name, p, leaders[p]) for p in sorted(leaders)])
+    return _entry(0, name, [_partition(broker, name, p, leaders[p]) for p in sorted(leaders)],
+                  broker.cluster.topic_id(name))
 
 
 def _may_create(broker: Broker, request: Request, name: str) -> bool:

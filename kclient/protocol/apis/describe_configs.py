@@ -8,7 +8,7 @@ from ..schema import Field as F
 from ..types import BOOLEAN, INT8, INT16, INT32, STRING, ArrayOf
 
 #: ConfigResource types.
-TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE = 2, 4, 8
+TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, GROUP_RESOURCE = 2, 4, 8, 32
 
 if TYPE_CHECKING:
     from ..messages import DescribeConfigsRequest, DescribeConfigsResponse

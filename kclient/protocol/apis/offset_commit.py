@@ -1,4 +1,7 @@
-"""OffsetCommit (key 8): store consumed positions for a group in the coordinator."""
+"""OffsetCommit (key 8): store consumed positions for a group in the coordinator.
+
+v9 (KIP-848) is v8's layout: a consumer-protocol member sends its member epoch in
+``generation_id_or_member_epoch`` and may be answered STALE_MEMBER_EPOCH."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +14,7 @@ if TYPE_CHECKING:
     from ..messages import OffsetCommitRequest, OffsetCommitResponse
 
 OFFSET_COMMIT: Api[OffsetCommitRequest, OffsetCommitResponse] = Api(
-    8, "OffsetCommit", "0-8", flexible=8,
+    8, "OffsetCommit", "0-9", flexible=8,
     request=[
         F("group_id", STRING),
         F("generation_id_or_member_epoch", INT32, "1+", default=-1),
