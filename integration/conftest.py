@@ -1,11 +1,14 @@
-"""Real Apache Kafka brokers (kclient.testing.KafkaServer, jars from scripts/fetch-kafka), one per
-kind per test session. Every test here is marked ``kafka``; when one fails, its report carries
-the brokers' log paths and tails, and the logs are kept."""
+"""Real Apache Kafka brokers (kclient.testing.KafkaServer), one per kind per test session: JVM
+processes of the jars from scripts/fetch-kafka, or Kafka's official images through
+testcontainers where a Docker engine answers (``KCLIENT_KAFKA_BACKEND=docker|jvm|auto``, default
+auto; the same tests run on either). Every test here is marked ``kafka``; when one fails, its
+report carries the brokers' log paths (or containers) and tails, and the logs are kept."""
 from pathlib import Path
 
 import pytest
 
 from kclient.testing import KafkaServer, kafka_problem
+from kclient.testing.kafka_docker import choose_backend
 from tests.needs import missing
 from tests.spark.conftest import spark  # noqa: F401  (the one local Spark session fixture)
 
@@ -14,10 +17,12 @@ OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.versi
 
 
 def _server(version: str, **options) -> KafkaServer:
-    problem = kafka_problem(version)
+    """A server of the backend KCLIENT_KAFKA_BACKEND picks (the JVM one needs the jars)."""
+    backend = choose_backend(None, options.get("mode") or "kraft", {}, [])
+    problem = kafka_problem(version) if backend == "jvm" else None
     if problem:
         missing(problem)
-    return KafkaServer(version, **options)
+    return KafkaServer(version, backend=backend, **options)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 #: Case name -> what it sends.
 CASES: dict[str, str] = {
-    "produce every version": "Produce v0-v9 (v0-v2 to Kafka 3.x), two requests per topic, then "
+    "produce every version": "Produce v0-v12 (v0-v2 to Kafka 3.x), two requests per topic, then "
                              "a Fetch of what was stored",
     "produce to an unknown topic or partition": "Produce v7 to a topic and a partition that do "
                                                 "not exist",
@@ -14,6 +14,10 @@ CASES: dict[str, str] = {
     "fetch v0/v1 data at new versions": "topics in message format v0 and v1 (Kafka 3.x), "
                                         "Fetch v4-v12",
     "fetch v2 data at old versions": "a v2 batch fetched at v0-v3 (down-conversion)",
+    "fetch sessions": "Fetch v7 and v12 in a fetch session (KIP-227): full, incremental "
+                      "with a moved partition, a forgotten one, new data on an unlisted one; a "
+                      "wrong epoch, an unknown session, closing with epoch -1 and using it "
+                      "after, a session whose last partition is forgotten",
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
     "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, a "
@@ -71,16 +75,39 @@ CASES: dict[str, str] = {
         "(last stable offset, aborted transactions, markers) and ListOffsets v5 latest and "
         "earliest at both levels; EndTxn v1-v3 (abort, commit, "
         "retried, the other outcome, no transaction)",
+    "transactions v2": "both brokers finalizing transaction.version 2 (KIP-890): "
+        "InitProducerId v5; Produce v11 to a partition not in the transaction, Produce v12 "
+        "adding two partitions, v11 to one in it; EndTxn v5 commit (the epoch bumped in its "
+        "answer), retried, then abort of it; a zombie Produce v12 at the old epoch, EndTxn v5 "
+        "at an unknown epoch and with nothing open; data and TxnOffsetCommit v5 aborted, an "
+        "abort with nothing open, offsets alone committed; read_committed and "
+        "read_uncommitted Fetch v4 and v11, ListOffsets v5 and OffsetFetch v7 (require_stable) "
+        "between the steps (integration/test_differential_txn_v2.py)",
     "OffsetCommit while the group rebalances": "a classic group (JoinGroup v5, SyncGroup v3) "
         "of one member, then a second joining: OffsetCommit v7 of the current, an old and the "
         "next generation, an unknown member and an unknown instance id while the group is "
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
         "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
         "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
+    "ConsumerGroupHeartbeat sequences": "a KIP-848 group driven by ConsumerGroupHeartbeat v1 "
+        "(client-made member ids): a join and its assignment, a second member whose partitions "
+        "come after the first revoked them, fenced (future and old) epochs, an unknown member "
+        "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
+        "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
+        "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
+        "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+        "(-2), its instance rejoining under a new member id with its partitions and the old "
+        "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
 DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
+    "ConsumerGroupHeartbeat sequences": {
+        "OffsetCommit v9 stale epoch: topics[0].partitions[0].error_code":
+            "Kafka 4.4 accepts a commit at an older member epoch for a partition the member "
+            "was assigned at or before that epoch; the mini-broker accepts only the member's "
+            "current epoch (STALE_MEMBER_EPOCH otherwise), as Kafka 4.0 did",
+    },
     "fetch v2 data at old versions": {
         "Fetch v* from 2: responses[0].partitions[0].records.bytes":
             "Kafka's lazy down-conversion sends as many bytes as the stored v2 batch takes and "

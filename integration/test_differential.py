@@ -195,10 +195,10 @@ def records_for(version: int, n: int, start: int = 0) -> bytes:
 def test_produce_every_version(twin4, twin3):
     for twin in (twin4, twin3):
         twin.case = "produce every version"
-    # every version the mini-broker serves (v0-v9; the client's v10-v12 are KIP-951's leader
-    # hints and KIP-890's transactions v2, which the mini-broker does not serve yet)
+    # every version the mini-broker serves (v0-v12; v10-v12 are KIP-951's leader hints and
+    # KIP-890's transactions v2, whose transactional side is the "transactions v2" case)
     lo, hi = twin4.mini.versions[PRODUCE.key]
-    assert (lo, hi) == (0, 9), "the mini-broker's Produce range changed: compare the new ones"
+    assert (lo, hi) == (0, 12), "the mini-broker's Produce range changed: compare the new ones"
     for version in range(lo, hi + 1):
         twin = twin4 if twin4.supports(PRODUCE, version) else twin3
         topic = f"produce-v{version}"
@@ -707,33 +707,11 @@ def _quiet_markers(response: Any) -> Any:
     return response
 
 
-def _txn_fetch(twin: Twin, label: str) -> None:
-    """Both partitions of "txn", read_committed and read_uncommitted, at v4 and v11."""
-    for version in (4, 11):
-        for isolation in (1, 0):
-            body = fetch_body("txn")
-            body["isolation_level"] = isolation
-            body["topics"][0]["partitions"].append(
-                dict(body["topics"][0]["partitions"][0], partition=1))
-            twin.request(FETCH, version, body, f"{label} isolation {isolation}",
-                         view=_quiet_markers)
-    for isolation in (1, 0):
-        for t in (-1, -2):
-            twin.request(LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": isolation,
-                                           "topics": [{"name": "txn", "partitions": [
-                                               {"partition_index": p, "timestamp": t}
-                                               for p in (0, 1)]}]},
-                         f"{label} isolation {isolation} at {t}")
-
-
-def test_transactions(twin4):
-    twin = twin4
-    twin.case = "transactions"
-    tid = "diff-tx"
-    create(twin, "txn", partitions=2)
+def warm_transactional_id(twin: Twin, tid: str) -> None:
+    """Until the real broker coordinates ``tid``: its coordinator hands out producer ids and
+    has loaded the id's __transaction_state partition (an id of the same partition, of the 4
+    kclient.testing runs Kafka with, gets a producer id)."""
     wait_transaction_coordinator(twin)
-    # Kafka loads the id's __transaction_state partition: wait until an id of the same
-    # partition (kclient.testing runs Kafka with 4 of them) gets a producer id
     warm = next(f"warm-{i}" for i in range(10_000)
                 if partition_for(f"warm-{i}", 4) == partition_for(tid, 4))
     deadline = time.monotonic() + 60
@@ -742,6 +720,34 @@ def test_transactions(twin4):
                                                  "transaction_timeout_ms": 60000}, 4).error_code:
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+def _txn_fetch(twin: Twin, label: str, topic: str = "txn") -> None:
+    """Both partitions of ``topic``, read_committed and read_uncommitted, at v4 and v11."""
+    for version in (4, 11):
+        for isolation in (1, 0):
+            body = fetch_body(topic)
+            body["isolation_level"] = isolation
+            body["topics"][0]["partitions"].append(
+                dict(body["topics"][0]["partitions"][0], partition=1))
+            twin.request(FETCH, version, body, f"{label} isolation {isolation}",
+                         view=_quiet_markers)
+    for isolation in (1, 0):
+        for t in (-1, -2):
+            twin.request(LIST_OFFSETS, 5, {"replica_id": -1, "isolation_level": isolation,
+                                           "topics": [{"name": topic, "partitions": [
+                                               {"partition_index": p, "timestamp": t}
+                                               for p in (0, 1)]}]},
+                         f"{label} isolation {isolation} at {t}",
+                         order_by={"partitions": "partition_index"})
+
+
+def test_transactions(twin4):
+    twin = twin4
+    twin.case = "transactions"
+    tid = "diff-tx"
+    create(twin, "txn", partitions=2)
+    warm_transactional_id(twin, tid)
     twin.request(FIND_COORDINATOR, 3, {"key": tid, "key_type": 1}, "transactional id")
     init = {"transactional_id": tid, "transaction_timeout_ms": 60000}
     twin.request(INIT_PRODUCER_ID, 4, dict(init, transaction_timeout_ms=900001), "timeout")

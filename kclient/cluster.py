@@ -70,6 +70,8 @@ class Cluster(ClusterState):
                                          self.settings.metadata_recovery_rebootstrap_trigger_ms)
         self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
+        #: set by :meth:`halt`: no connection opens again, and this says why
+        self._halted: str | None = None
 
     def __enter__(self) -> Cluster:
         return self
@@ -94,6 +96,8 @@ class Cluster(ClusterState):
             conn = BrokerConnection(host, port, self.settings,
                                     node_id=key if isinstance(key, int) else None)
             self._conns[key] = conn
+            if self._halted is not None:     # after the insertion: halt() saw it or we see this
+                conn.shut(self._halted)
         if not conn.connected:
             conn.connect()
         return conn
@@ -156,6 +160,13 @@ class Cluster(ClusterState):
         a request may hold: whoever waits on one fails at once (later use reconnects)."""
         for conn in list(self._conns.values()):
             conn.close(reason)
+
+    def halt(self, reason: str) -> None:
+        """Stop for good, from any thread and without the lock a request may hold: whoever
+        waits on a connection or is connecting fails at once, and nothing connects again."""
+        self._halted = reason
+        for conn in list(self._conns.values()):
+            conn.shut(reason)
 
     def close(self) -> None:
         with self._lock:

@@ -150,6 +150,8 @@ class BrokerConnection:
         self._send_lock = threading.Lock()
         self._recv_lock = threading.Lock()
         self._closed_reason: str | None = None
+        #: set by :meth:`shut`: the connection never opens again, and says why
+        self._shut: str | None = None
         self._head = bytearray(4)
         self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
@@ -181,6 +183,8 @@ class BrokerConnection:
         failed = self._auth_failure
         if failed is not None and time.monotonic() < failed[0]:
             raise failed[1]
+        if self._shut is not None:
+            raise KafkaConnectionError(self.host, self.port, self._shut)
         closes = self._closes
         self._reauth_at = None          # a new session: the last one's schedule is void
         self._open(closes)
@@ -254,7 +258,7 @@ class BrokerConnection:
                                        f"TLS handshake failed: {exc!r}") from exc
         sock.settimeout(self.request_timeout)
         with self._state:
-            cancelled = self._closes != closes
+            cancelled = self._closes != closes or self._shut is not None
             if not cancelled:
                 self._sock = sock
                 self._protocol = ClientProtocol(self.client_id, self.max_frame)
@@ -273,6 +277,13 @@ class BrokerConnection:
             if self._sock is None:
                 self._closed_reason = reason
         self._drop(reason)
+
+    def shut(self, reason: str) -> None:
+        """Close for good, from any thread: as :meth:`close`, and every later or concurrent
+        :meth:`connect` fails with ``reason`` (its owner is stopping, nothing may reopen it)."""
+        with self._state:
+            self._shut = reason
+        self.close(reason)
 
     def _drop(self, reason: str) -> None:
         """Shut the socket down (waking whoever waits on it); its descriptor is released now

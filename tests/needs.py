@@ -7,6 +7,12 @@ skipping what it was meant to run. A test that does not apply here by design (an
 the C speed-ups switched off by ``KCLIENT_PURE_PYTHON=1``) calls :func:`not_applicable`, which
 skips in either mode. ``tests/test_skip_sites.py`` holds every skip in tests/ and integration/
 to these functions.
+
+One exemption: a test that needs a Docker engine itself (the testcontainers backend of
+kclient.testing.KafkaServer, not Kafka: the JVM backend runs the same integration tests without
+Docker) calls :func:`need_docker`, which skips saying why where no engine answers, in either
+mode: Docker is not a component this project's machines declare, so KCLIENT_REQUIRE_ALL=1 does
+not make its absence a failure.
 """
 from __future__ import annotations
 
@@ -61,6 +67,17 @@ def need_c(module: object, what: str = "the C speed-ups") -> None:
 def not_applicable(reason: str) -> NoReturn:
     """Skip a test that does not apply here by design (not a missing component)."""
     pytest.skip(reason)
+
+
+#: Prefix of the skip reason of :func:`need_docker` (counted apart in the session summary).
+NO_DOCKER = "no Docker engine (exempt from KCLIENT_REQUIRE_ALL): "
+
+
+def need_docker(problem: str | None) -> None:
+    """Skip, in either mode, a test that needs a Docker engine itself when ``problem``
+    (``kclient.testing.kafka_docker.docker_problem()``) says none answers (see the module)."""
+    if problem:
+        pytest.skip(NO_DOCKER + problem)
 
 
 def requires(problem: str | None) -> pytest.MarkDecorator:

@@ -31,6 +31,7 @@ from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.metrics import ClientMetrics
 from kclient.producer.data import RecordMetadata
 from kclient.protocol.apis import PRODUCE
+from kclient.protocol.error_codes import LeaderNotAvailableError
 from kclient.protocol.schema import Struct
 
 from .accumulator import Accumulator, AIOBatch
@@ -246,8 +247,10 @@ class Sender:
             else:
                 by_node.setdefault(node, []).append(b)
         for b in later:
-            self._retry(b, KafkaError(f"no leader known for {b.topic}/{b.partition}"),
-                        sent=False)
+            # retriable, as the threaded sender's: it waits for a leader (metadata refreshed)
+            # until delivery.timeout.ms instead of failing at once while one is elected
+            self._retry(b, LeaderNotAvailableError(
+                f"topic {b.topic!r} partition {b.partition} has no known leader"), sent=False)
         for node, batches in by_node.items():
             try:
                 conn = await self.cluster.connection(node)

@@ -24,17 +24,24 @@ class MiniCluster:
 
     def __init__(self, num_brokers: int = 3, log_dir: str | Path | None = None,
                  zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
-                 host: str = "127.0.0.1", *, racks: Sequence[str | None] | None = None):
-        """``racks[i]`` is broker i's ``broker.rack`` (None: no rack); ``config`` is shared."""
+                 host: str = "127.0.0.1", *, racks: Sequence[str | None] | None = None,
+                 per_broker: Sequence[Mapping[str, Any]] | None = None):
+        """``racks[i]`` is broker i's ``broker.rack`` (None: no rack); ``config`` is shared,
+        ``per_broker[i]`` added for broker i (e.g. its ``advertised.port``)."""
         if racks is not None and len(racks) != num_brokers:
             raise ValueError(f"racks names {len(racks)} racks for {num_brokers} brokers")
+        if per_broker is not None and len(per_broker) != num_brokers:
+            raise ValueError(f"per_broker has {len(per_broker)} configs for {num_brokers} "
+                             "brokers")
         self._tmp = log_dir is None
         self.log_dir = Path(tempfile.mkdtemp(prefix="kclient-cluster-") if log_dir is None
                             else log_dir)
         self.view = ClusterView()
         self.brokers = [MiniBroker(log_dir=self.log_dir / f"broker-{i}", port=0, broker_id=i,
                                    zookeeper_connect=zookeeper_connect,
-                                   config=_with_rack(config, racks[i] if racks else None),
+                                   config=_with_rack({**(config or {}),
+                                                      **(per_broker[i] if per_broker else {})},
+                                                     racks[i] if racks else None),
                                    host=host, cluster=self.view)
                         for i in range(num_brokers)]
 

@@ -1,4 +1,4 @@
-"""The transaction coordinator, as Kafka's TransactionCoordinator (transaction version 1).
+"""The transaction coordinator, as Kafka's TransactionCoordinator (transaction versions 1 and 2).
 
 Per transactional id it keeps a :class:`~.txn_schema.TxnMetadata` in ``__transaction_state``
 (:class:`~.txn_log.TransactionLog`) and moves it through Kafka's states: InitProducerId gives
@@ -13,6 +13,16 @@ meanwhile.  The timer also aborts, with an epoch bump, every transaction Ongoing
 its ``transaction.timeout.ms`` (``transaction.abort.timed.out.transaction.cleanup.interval.ms``).
 Errors are returned as Kafka error codes; PRODUCER_FENCED is mapped to INVALID_PRODUCER_EPOCH
 for old request versions by the handlers.
+
+Transactions v2 (KIP-890 part 2), finalized as the ``transaction.version`` feature (broker config
+``transaction.version``, 2 by default; 1 or 0 turn it off, as Kafka's feature levels do): EndTxn
+v5 (:meth:`TransactionCoordinator.end_txn_v2`) bumps the epoch with every commit or abort, writes
+the markers with the bumped epoch (a zombie of the transaction is fenced by every partition) and
+answers with the producer id and epoch for the next transaction (a new producer id once the epoch
+is exhausted); partitions join with the transaction's Produce v12 and TxnOffsetCommit v5 (the
+handlers call :meth:`~TransactionCoordinator.add_partitions`).  Older Produce versions are
+verified (KIP-890 part 1, :meth:`~TransactionCoordinator.verify`, with the leader's mapping of
+:func:`leader_error`).
 """
 from __future__ import annotations
 
@@ -28,7 +38,9 @@ from kclient.protocol import error_codes as E
 from .txn_log import TransactionLog
 from .txn_schema import TxnMetadata, TxnState
 
-__all__ = ["TransactionCoordinator", "MarkerWriter", "TopicPartition", "old_fenced"]
+__all__ = ["TransactionCoordinator", "MarkerWriter", "TopicPartition", "old_fenced",
+           "old_abortable",
+           "leader_error", "transaction_version"]
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +57,59 @@ PRODUCER_FENCED = E.ProducerFencedError.errno
 INVALID_PRODUCER_EPOCH = E.InvalidProducerEpochError.errno
 NOT_COORDINATOR = E.NotCoordinatorError.errno
 COORDINATOR_NOT_AVAILABLE = E.CoordinatorNotAvailableError.errno
+COORDINATOR_LOAD_IN_PROGRESS = E.CoordinatorLoadInProgressError.errno
+TRANSACTION_ABORTABLE = E.TransactionAbortableError.errno
+NOT_ENOUGH_REPLICAS = E.NotEnoughReplicasError.errno
+#: the ``transaction.version`` feature levels a broker supports (Kafka's TransactionVersion)
+TRANSACTION_VERSIONS = (0, 2)
 #: Kafka bumps to a new producer id once the epoch would reach Short.MaxValue
 _MAX_EPOCH = 32767 - 1
 _PREPARED = {TxnState.PREPARE_COMMIT: True, TxnState.PREPARE_ABORT: False}
+_COMPLETE = {TxnState.COMPLETE_COMMIT: True, TxnState.COMPLETE_ABORT: False}
+#: coordinator answers a leader turns into NOT_ENOUGH_REPLICAS, which every producer retries
+#: without a metadata refresh (Kafka's ReplicaManager after a verification)
+_RETRY_LATER = frozenset({CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+                          COORDINATOR_LOAD_IN_PROGRESS})
+
+
+def transaction_version(config: Mapping[str, str]) -> int:
+    """The finalized ``transaction.version`` feature level of a broker's config (default 2)."""
+    raw = config.get("transaction.version", "2")
+    level = int(raw)
+    low, high = TRANSACTION_VERSIONS
+    if not low <= level <= high:
+        raise ValueError(f"broker config 'transaction.version': {raw!r} is not a supported "
+                         f"feature level ({low}-{high})")
+    return level
+
+
+def leader_error(code: int, abortable: bool) -> int:
+    """What a partition leader answers a producer for the coordinator's verdict on its
+    transactional batch (Kafka's AddPartitionsToTxnManager and ReplicaManager):
+    PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE as INVALID_TXN_STATE to
+    requests older than that code (``abortable`` False), a busy or moving coordinator as
+    NOT_ENOUGH_REPLICAS, an unknown producer id as INVALID_TXN_STATE."""
+    if code == PRODUCER_FENCED:
+        return INVALID_PRODUCER_EPOCH
+    if code == TRANSACTION_ABORTABLE and not abortable:
+        return INVALID_TXN_STATE
+    if code in _RETRY_LATER:
+        return NOT_ENOUGH_REPLICAS
+    if code == INVALID_PRODUCER_ID_MAPPING:
+        return INVALID_TXN_STATE
+    return code
 
 
 def old_fenced(code: int, version: int, first: int) -> int:
     """PRODUCER_FENCED as INVALID_PRODUCER_EPOCH for request versions below ``first``
     (KIP-588: older clients do not know the newer code), as Kafka's handlers answer."""
     return INVALID_PRODUCER_EPOCH if code == PRODUCER_FENCED and version < first else code
+
+
+def old_abortable(code: int, version: int, first: int) -> int:
+    """TRANSACTION_ABORTABLE as INVALID_TXN_STATE for request versions below ``first``
+    (KIP-890: older clients do not know the newer code)."""
+    return INVALID_TXN_STATE if code == TRANSACTION_ABORTABLE and version < first else code
 
 
 def now_ms() -> int:
@@ -69,7 +125,10 @@ class TransactionCoordinator:
         """``next_producer_id``: the broker's ProducerIdManager; ``write_markers``: see
         :data:`MarkerWriter`."""
         self.node_id = node_id
+        #: the finalized transaction.version feature level (ApiVersions advertises it)
+        self.version = transaction_version(config)
         self.store = TransactionLog(Path(directory), config)
+        self.store.value_version = 1 if self.version >= 1 else 0
         self.max_timeout_ms = int(config.get("transaction.max.timeout.ms", 900000))
         self.check_s = int(config.get(
             "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000)) / 1000
@@ -210,18 +269,20 @@ class TransactionCoordinator:
 
     def verify(self, transactional_id: str | None, producer_id: int, epoch: int,
                partition: TopicPartition) -> int:
-        """Whether a transactional produce to ``partition`` belongs to an Ongoing transaction
-        that holds it (KIP-890 verification): 0, or INVALID_TXN_STATE / an epoch error."""
+        """Whether a transactional produce to ``partition`` belongs to the producer's Ongoing
+        transaction (KIP-890 verification, Kafka's answer to a verify-only AddPartitionsToTxn):
+        0, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (its markers
+        are being written) or TRANSACTION_ABORTABLE (not in the transaction)."""
         if transactional_id is None:
             return INVALID_TXN_STATE
         with self._lock:
             code, meta = self.check_producer(transactional_id, producer_id, epoch)
-            if code == PRODUCER_FENCED:
-                return INVALID_PRODUCER_EPOCH
             if code or meta is None:
-                return INVALID_TXN_STATE if code == INVALID_PRODUCER_ID_MAPPING else code
+                return code or INVALID_PRODUCER_ID_MAPPING
+            if meta.state in _PREPARED:
+                return CONCURRENT_TRANSACTIONS
             if meta.state != TxnState.ONGOING or partition not in meta.partitions:
-                return INVALID_TXN_STATE
+                return TRANSACTION_ABORTABLE
             return NONE
 
     # ------------------------------------------------------------------ EndTxn
@@ -243,16 +304,75 @@ class TransactionCoordinator:
                 return NONE                              # a retried EndTxn
             return INVALID_TXN_STATE
 
-    def _end(self, meta: TxnMetadata, commit: bool) -> int:
-        """Prepare, write the markers, complete (or stay prepared for the timer to retry)."""
+    def end_txn_v2(self, transactional_id: str, producer_id: int, epoch: int,
+                   commit: bool) -> tuple[int, int, int]:
+        """EndTxn v5 (transactions v2): (error, producer id, epoch for the next transaction).
+        The epoch is bumped with every end; a retry (the epoch one below, or the last epoch of
+        a rotated producer id) gets the answer again; aborting with nothing Ongoing (Empty or
+        complete) still bumps, as Kafka's table in TransactionCoordinator says."""
+        with self._lock:
+            if not self._open:
+                return NOT_COORDINATOR, -1, -1
+            meta = self.store.get(transactional_id)
+            if meta is None:
+                return INVALID_PRODUCER_ID_MAPPING, -1, -1
+            code, retry = self._check_end_v2(meta, producer_id, epoch)
+            if not code:
+                code = self._end_v2(meta, commit, retry)
+            if code:
+                return code, -1, -1
+            meta = self.store.get(transactional_id)
+            assert meta is not None
+            return NONE, meta.producer_id, meta.producer_epoch
+
+    @staticmethod
+    def _check_end_v2(meta: TxnMetadata, producer_id: int, epoch: int) -> tuple[int, bool]:
+        """(error, whether the request is a retry of an EndTxn already done)."""
+        overflow = (meta.previous_producer_id == producer_id and epoch == _MAX_EPOCH
+                    and meta.producer_epoch == 0)
+        if meta.producer_id != producer_id and not overflow:
+            return INVALID_PRODUCER_ID_MAPPING, False
+        bumped = meta.producer_id == producer_id and meta.producer_epoch == epoch + 1
+        if meta.state in _PREPARED:
+            valid = bumped
+        elif meta.state in _COMPLETE:
+            valid = bumped or overflow or epoch == meta.producer_epoch
+        else:
+            valid = epoch == meta.producer_epoch
+        return (NONE if valid else PRODUCER_FENCED), bumped or overflow
+
+    def _end_v2(self, meta: TxnMetadata, commit: bool, retry: bool) -> int:
+        """The state's answer to a valid EndTxn v5 (0 once ended, or an error)."""
+        state = meta.state
+        if state == TxnState.ONGOING:
+            return self._end(meta, commit, bump=True)
+        if state in _PREPARED:
+            return CONCURRENT_TRANSACTIONS if _PREPARED[state] == commit else INVALID_TXN_STATE
+        if state in _COMPLETE and retry:
+            return NONE if _COMPLETE[state] == commit else INVALID_TXN_STATE
+        if not commit and state in (TxnState.EMPTY, *_COMPLETE):
+            return self._end(dataclasses.replace(meta, partitions=set()), False, bump=True)
+        return INVALID_TXN_STATE
+
+    def _end(self, meta: TxnMetadata, commit: bool, bump: bool = False) -> int:
+        """Prepare, write the markers, complete (or stay prepared for the timer to retry);
+        ``bump`` (transactions v2): the prepared state and the markers carry the next epoch,
+        and an exhausted epoch names the producer id the transaction rotates to."""
         prepared = dataclasses.replace(
             meta, state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             partitions=set(meta.partitions), last_update_ms=now_ms())
+        if bump:
+            prepared.producer_epoch, prepared.last_epoch = meta.producer_epoch + 1, \
+                meta.producer_epoch
+            prepared.client_version = 2
+            if meta.producer_epoch >= _MAX_EPOCH:
+                prepared.next_producer_id = self.next_producer_id()
         self.store.write(prepared)
         return NONE if self._finish(prepared) else CONCURRENT_TRANSACTIONS
 
     def _finish(self, meta: TxnMetadata) -> bool:
-        """Write a prepared transaction's markers; once all are written, complete it."""
+        """Write a prepared transaction's markers; once all are written, complete it (a v2
+        transaction whose epoch was exhausted moves to its next producer id, epoch 0)."""
         commit = _PREPARED[meta.state]
         failed = self.write_markers(meta.producer_id, meta.producer_epoch, commit,
                                     sorted(meta.partitions))
@@ -263,9 +383,14 @@ class TransactionCoordinator:
                 meta = dataclasses.replace(meta, partitions=set(failed))
                 self.store.write(meta)
             return False
-        self.store.write(dataclasses.replace(
+        done = dataclasses.replace(
             meta, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
-            partitions=set(), last_update_ms=now_ms()))
+            partitions=set(), last_update_ms=now_ms())
+        if meta.next_producer_id >= 0:
+            done.previous_producer_id, done.producer_id = meta.producer_id, meta.next_producer_id
+            done.producer_epoch, done.last_epoch = 0, meta.producer_epoch
+            done.next_producer_id = -1
+        self.store.write(done)
         return True
 
     def _abort(self, meta: TxnMetadata, fence: bool) -> bool:

@@ -50,6 +50,8 @@ class TransactionLog:
         self.config = {**config, "log.cleaner.enable": "false"}   # one cleaner for all
         self.partitions = int(config.get("transaction.state.log.num.partitions", 50))
         self.segment_bytes = int(config.get("transaction.state.log.segment.bytes", 104857600))
+        #: TransactionLogValue version written: 1 once transaction.version is 1 or more (Kafka)
+        self.value_version = 0
         self.stores: dict[int, StateLog] = {}
         self.txns: dict[str, TxnMetadata] = {}
         self._lock = threading.Lock()
@@ -101,7 +103,8 @@ class TransactionLog:
     def write(self, meta: TxnMetadata) -> None:
         """Durably store an id's new state, then make it the current one."""
         store = self._store(self.partition_of(meta.transactional_id))
-        store.append([encode_key(meta.transactional_id)], [encode_value(meta)])
+        store.append([encode_key(meta.transactional_id)],
+                     [encode_value(meta, self.value_version)])
         self.txns[meta.transactional_id] = meta
 
     def get(self, transactional_id: str) -> TxnMetadata | None:

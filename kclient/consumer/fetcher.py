@@ -15,7 +15,8 @@ Errors: a partition whose leader moved (or any partition error but out-of-range)
 leader finder; out of range is reset per ``auto.offset.reset`` (``smallest`` / ``largest``;
 ``none`` raises ``OffsetOutOfRangeError`` from the stream); a broken connection returns all the
 thread's partitions to the leader finder.  ``stop_connections()`` stops and joins every thread,
-which the rebalance does before it clears the queues.
+which the rebalance does before it clears the queues; the leader finder looks leaders up on
+connections of its own, which that halts, so a lookup waiting on a silent broker ends at once.
 """
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ class ConsumerFetcherThread(threading.Thread):
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
                                 prefetch=True, max_bytes=c.get("fetch.max.bytes"),
+                                session=True,
                                 isolation_level=ISOLATION_LEVELS[c.get("isolation.level",
                                                                  "read_uncommitted")])
         self.reset = c["auto.offset.reset"]
@@ -156,7 +158,7 @@ class ConsumerFetcherThread(threading.Thread):
             log.exception("fetcher %s crashed", self.name)
             self._give_back(list(self.partitions), "fetcher crashed", dead=True)
         finally:
-            self.conn.close()
+            self.fetcher.close()          # ends its fetch session when still connected
 
     def _fetch_once(self, parts: list[PartitionTopicInfo]) -> None:
         for info in parts:
@@ -303,6 +305,7 @@ class ConsumerFetcherManager:
         self._no_leader: dict[tuple[str, int], PartitionTopicInfo] = {}
         self._fetchers: dict[tuple[int, int], ConsumerFetcherThread] = {}
         self._finder: threading.Thread | None = None
+        self._lookup: Cluster | None = None
         self._running = False
 
     def start_connections(self, infos: Iterable[PartitionTopicInfo]) -> None:
@@ -310,8 +313,14 @@ class ConsumerFetcherManager:
         with self._cond:
             self._no_leader = {(i.topic, i.partition): i for i in infos}
             self._running = True
-            self._finder = threading.Thread(target=self._find_leaders, daemon=True,
-                                            name=f"{self.client_id}-leader-finder")
+            # the finder asks for metadata on connections of its own, which stop_connections
+            # halts: a lookup waiting on a silent broker (up to socket.timeout.ms) ends at once
+            # without breaking the requests others run on the shared cluster (heartbeats)
+            self._lookup = Cluster([f"{h}:{p}" for h, p in self.cluster.bootstrap],
+                                   self.cluster.settings)
+            self._lookup.brokers = dict(self.cluster.brokers)
+            self._finder = threading.Thread(target=self._find_leaders, args=(self._lookup,),
+                                            daemon=True, name=f"{self.client_id}-leader-finder")
             self._finder.start()
 
     def stop_connections(self) -> None:
@@ -320,8 +329,11 @@ class ConsumerFetcherManager:
             self._running = False
             self._cond.notify_all()
             finder, self._finder = self._finder, None
+            lookup, self._lookup = self._lookup, None
             fetchers, self._fetchers = list(self._fetchers.values()), {}
             self._no_leader = {}
+        if lookup is not None:      # wakes a finder inside a metadata lookup
+            lookup.halt("the consumer's fetchers were stopped")
         for f in fetchers:
             f.stop()
         if finder is not None and finder is not threading.current_thread():
@@ -346,7 +358,13 @@ class ConsumerFetcherManager:
                 out.extend(f.partitions)
         return sorted(out)
 
-    def _find_leaders(self) -> None:
+    def _find_leaders(self, lookup: Cluster) -> None:
+        try:
+            self._find_leaders_with(lookup)
+        finally:
+            lookup.close()
+
+    def _find_leaders_with(self, lookup: Cluster) -> None:
         while True:
             with self._cond:
                 while self._running and not self._no_leader:
@@ -355,7 +373,7 @@ class ConsumerFetcherManager:
                     return
                 pending = dict(self._no_leader)
             try:
-                self.cluster.refresh(sorted({t for t, _ in pending}), allow_auto_create=False)
+                lookup.refresh(sorted({t for t, _ in pending}), allow_auto_create=False)
             except KafkaError as exc:
                 log.info("leader lookup failed: %s", exc)
                 pending = {}
@@ -363,11 +381,11 @@ class ConsumerFetcherManager:
                 if not self._running:
                     return
                 for tp, info in pending.items():
-                    topic = self.cluster.topics.get(tp[0])
+                    topic = lookup.topics.get(tp[0])
                     part = topic.partitions.get(tp[1]) if topic else None
-                    if part is None or part.leader not in self.cluster.brokers:
+                    if part is None or part.leader not in lookup.brokers:
                         continue
-                    broker = self.cluster.brokers[part.leader]
+                    broker = lookup.brokers[part.leader]
                     key = (broker.node_id, hash(tp) % self.num_fetchers)
                     f = self._fetchers.get(key)
                     if f is None or f.dead or f.broker.address != broker.address \

@@ -442,6 +442,18 @@ class Consumer(ConsumerCompat):
             off = committed.get((tp.topic, tp.partition), -1)
             self._positions[tp] = off if off >= 0 else self._reset_offset(tp)
 
+    def _resolve_positions_quietly(self) -> None:
+        """:meth:`_resolve_positions` for poll(): a retriable failure (a leader or the
+        coordinator away) leaves the partitions without a position unfetched until a later
+        poll resolves them; the others are fetched meanwhile."""
+        try:
+            self._resolve_positions()
+        except KafkaError as exc:
+            if not getattr(exc, "retriable", False):
+                raise
+            log.info("%s: positions of %s not resolved yet: %s", self.consumer_id,
+                     sorted(tp for tp in self._assignment if tp not in self._positions), exc)
+
     def _reset_offset(self, tp: TopicPartition) -> int:
         reset = self.config["auto.offset.reset"]
         if reset == "none":
@@ -702,7 +714,7 @@ class Consumer(ConsumerCompat):
             if self._sub.active:
                 self._check_topics()
             self._auto_commit()
-            self._resolve_positions()
+            self._resolve_positions_quietly()
             out = self._drain(limit)
             if out:
                 return out
@@ -754,7 +766,7 @@ class Consumer(ConsumerCompat):
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True, session=True,
                 max_bytes=self.config["fetch.max.bytes"],
                 isolation_level=ISOLATION_LEVELS[self.config["isolation.level"]])
         return f
@@ -762,22 +774,29 @@ class Consumer(ConsumerCompat):
     def _fetch(self, wait_ms: int) -> None:
         """One Fetch per leader of the fetchable partitions; records go to the buffer."""
         by_leader: dict[int, list[PartitionFetch]] = {}
+        leaderless: set[str] = set()
         for tp in self._assignment:
             st = self._buffer.get(tp)
-            if tp in self._paused or (st is not None and (st.chunks or st.error)):
+            if tp in self._paused or (st is not None and (st.chunks or st.error)) \
+                    or tp not in self._positions:
                 continue
-            node = self.cluster.leader_for(tp.topic, tp.partition).node_id
+            node = self.cluster.leader(tp.topic, tp.partition)
+            if node is None:         # its leader is down or being elected: the others go on
+                leaderless.add(tp.topic)
+                continue
             by_leader.setdefault(node, []).append(PartitionFetch(
                 tp.topic, tp.partition, self._positions[tp],
                 self.config["fetch.message.max.bytes"]))
+        if leaderless:
+            self._refresh(leaderless, "no leader known")
         if not by_leader:
             time.sleep(wait_ms / 1000.0)
             return
         started = []                 # every leader's request on the wire before any wait
         for node, reqs in by_leader.items():
-            fetcher = self._fetcher(node)
-            fetcher.max_wait_ms = wait_ms if len(by_leader) == 1 else 0
             try:
+                fetcher = self._fetcher(node)
+                fetcher.max_wait_ms = wait_ms if len(by_leader) == 1 else 0
                 started.append((node, reqs, fetcher, fetcher.begin(reqs)))
             except KafkaError as exc:
                 self._fetch_failed(node, reqs, exc)
@@ -794,7 +813,18 @@ class Consumer(ConsumerCompat):
         log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)
         self._metrics.error(exc)
         self._fetchers.pop(node, None)
-        self.cluster.refresh([r.topic for r in reqs], allow_auto_create=False)
+        self._refresh({r.topic for r in reqs}, f"fetch from broker {node} failed")
+
+    def _refresh(self, topics: set[str], why: str) -> None:
+        """Metadata of ``topics`` after a fetch found no leader or failed. A retriable failure
+        (every broker down for now) is logged and the next poll tries again: as Java's poll,
+        poll() does not raise for a partition whose leader is away."""
+        try:
+            self.cluster.refresh(sorted(topics), allow_auto_create=False)
+        except KafkaError as exc:
+            if not getattr(exc, "retriable", False):
+                raise
+            log.info("%s: metadata of %s (%s): %s", self.consumer_id, sorted(topics), why, exc)
 
     def _take(self, tp: TopicPartition, offset: int, ms: Any) -> None:
         if ms.error is not None and isinstance(ms.error, OffsetOutOfRangeError):
@@ -806,7 +836,7 @@ class Consumer(ConsumerCompat):
                 and not isinstance(ms.error, CorruptRecordError):   # that one poll raises
             self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
-            self.cluster.refresh([tp.topic], allow_auto_create=False)
+            self._refresh({tp.topic}, str(ms.error))
             return
         if ms.high_watermark >= 0:
             self._high_watermarks[tp] = ms.high_watermark
@@ -871,7 +901,7 @@ class Consumer(ConsumerCompat):
             self._async.shutdown(wait=True)
 
         for f in self._fetchers.values():
-            f.conn.close()
+            f.close()                     # ends its fetch session
         self._fetchers.clear()
         if self.membership is not None:
             self.membership.coordinator.close()

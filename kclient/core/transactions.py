@@ -14,7 +14,8 @@ Transactions v2 (KIP-890), negotiated as Java does: when the cluster finalized t
 first Produce (v12; no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
 AddOffsetsToTxn), and EndTxn v5 answers with the epoch bumped for the next transaction, so a
 zombie of the previous transaction is fenced by every commit.  Otherwise transactions v1 (older
-brokers, the mini-broker): AddPartitionsToTxn / AddOffsetsToTxn, EndTxn v4, Produce at most v11.
+brokers, a mini-broker with ``transaction.version=1``): AddPartitionsToTxn / AddOffsetsToTxn,
+EndTxn v4, Produce at most v11.
 
 Coordinator requests find their coordinator with :func:`kclient.core.coordinator.
 find_coordinator` (key type 1 for the transactional id, 0 for a consumer group) and retry

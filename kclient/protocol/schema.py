@@ -14,7 +14,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .errors import ProtocolDecodeError, UnsupportedVersionError
-from .types import EMPTY_TAGGED_FIELDS, ArrayOf, Parts, Type, read_tagged_fields
+from .types import (
+    EMPTY_TAGGED_FIELDS,
+    ArrayOf,
+    Parts,
+    Type,
+    read_tagged_fields,
+    write_tagged_fields,
+)
 from .varint import Buffer
 
 __all__ = ["Field", "Api", "Struct", "StructType", "One", "parse_versions"]
@@ -170,8 +177,9 @@ class StructType(Type):
                 typ.write(v, out)
             except (ValueError, TypeError, AttributeError) as exc:
                 raise ValueError(f"field {name!r}: {exc}") from None
-        if self.flexible:
-            out.append(EMPTY_TAGGED_FIELDS)
+        if self.flexible:     # a value's own tags (``_tagged_fields``: {tag: bytes}) or none
+            tags = _get(value, "_tagged_fields", None)
+            out.append(write_tagged_fields(tags) if tags else EMPTY_TAGGED_FIELDS)
 
 
 def _resolve(field: Field, version: int, flexible: bool) -> Type:

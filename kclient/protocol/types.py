@@ -16,7 +16,8 @@ __all__ = [
     "Type", "INT8", "INT16", "INT32", "INT64", "UINT16", "FLOAT64", "BOOLEAN", "UUID",
     "STRING", "NULLABLE_STRING", "BYTES", "NULLABLE_BYTES", "RECORDS",
     "COMPACT_STRING", "COMPACT_NULLABLE_STRING", "COMPACT_BYTES", "COMPACT_NULLABLE_BYTES",
-    "COMPACT_RECORDS", "ArrayOf", "read_tagged_fields", "EMPTY_TAGGED_FIELDS", "Parts",
+    "COMPACT_RECORDS", "ArrayOf", "read_tagged_fields", "write_tagged_fields",
+    "EMPTY_TAGGED_FIELDS", "Parts",
 ]
 
 #: What encoders append to: bytes-like parts, and Records values passed through as given (any
@@ -252,4 +253,15 @@ def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
         tags[tag] = bytes(buf[pos:pos + size])
         pos += size
     return tags, pos
+
+
+def write_tagged_fields(tags: dict[int, bytes] | None) -> bytes:
+    """A tagged-field section (KIP-482) holding ``{tag: raw value bytes}``, tags ascending."""
+    if not tags:
+        return EMPTY_TAGGED_FIELDS
+    parts = [encode_uvarint(len(tags))]
+    for tag in sorted(tags):
+        raw = bytes(tags[tag])
+        parts += [encode_uvarint(tag), encode_uvarint(len(raw)), raw]
+    return b"".join(parts)
 

@@ -1,9 +1,12 @@
-"""Real Apache Kafka brokers as JVM processes, for integration tests and benchmarks.
+"""Real Apache Kafka brokers, as JVM processes or containers, for integration tests and
+benchmarks.
 
 ``KafkaServer`` starts one broker or a cluster on free loopback ports with a temporary log dir:
 KRaft (every node a combined broker+controller, one quorum, storage formatted by Kafka's own
-StorageTool) or, for 3.x, ZooKeeper mode against Debian's ZooKeeper. It is ready once Metadata,
-asked through kclient's own connection, lists every broker.
+StorageTool) or, for 3.x, ZooKeeper mode against Debian's ZooKeeper. Its backend is the JVM
+(the fetched jars) or, where a Docker engine answers, testcontainers with Kafka's official
+images (:mod:`.kafka_docker`: ``backend=`` or ``KCLIENT_KAFKA_BACKEND``). It is ready once
+Metadata, asked through kclient's own connection, lists every broker.
 """
 from __future__ import annotations
 
@@ -15,8 +18,18 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
-from .kafka_dist import _exact, _key, kafka_java, log_config, run_kafka_tool, start_kafka_tool
+from .kafka_dist import (
+    _exact,
+    _key,
+    kafka_java,
+    kafka_version,
+    log_config,
+    run_kafka_tool,
+    start_kafka_tool,
+)
+from .kafka_docker import DOCKER_VERSIONS, choose_backend
 from .servers import ZooKeeperServer, die_with_parent, free_port
 
 __all__ = ["KafkaServer", "KafkaNode"]
@@ -114,17 +127,24 @@ class KafkaServer:
     (KRaft), e.g. ``--add-scram SCRAM-SHA-512=[name=alice,password=secret]``.
     ``bootstrap`` lists every broker; ``kill``/``stop_node``/``start_node`` move leadership.
     Data is deleted on exit; the logs stay when ``keep_logs`` is set (a failing test sets it).
+    ``backend`` is "jvm", "docker" or "auto" (default: ``KCLIENT_KAFKA_BACKEND``, else "auto");
+    ``self.backend`` says which one runs (see :mod:`kclient.testing.kafka_docker`).
     """
 
     def __init__(self, version: str = "4", num_brokers: int = 1, mode: str | None = None,
                  config: dict[str, str] | None = None, zookeeper_connect: str | None = None,
                  heap: str = "512m", start_timeout: float = 120.0,
-                 listeners: dict[str, str] | None = None, format_args: list[str] | None = None):
-        self.version = _exact(version)
-        self.major = _key(self.version)[0]
+                 listeners: dict[str, str] | None = None, format_args: list[str] | None = None,
+                 backend: str | None = None):
         self.mode = mode or "kraft"
         if self.mode not in ("kraft", "zookeeper"):
             raise ValueError(f"mode must be 'kraft' or 'zookeeper', not {self.mode!r}")
+        self.backend = choose_backend(backend, self.mode, listeners or {}, format_args or [])
+        if self.backend == "docker":    # the fetched version when there is one, else pinned
+            self.version = kafka_version(version) or DOCKER_VERSIONS.get(version, version)
+        else:
+            self.version = _exact(version)
+        self.major = _key(self.version)[0]
         if self.mode == "zookeeper" and self.major >= 4:
             raise ValueError(f"Kafka {self.version} has no ZooKeeper mode; use a 3.x version")
         self.num_brokers = num_brokers
@@ -135,9 +155,10 @@ class KafkaServer:
         self.keep_logs = False
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args or [])
-        self.nodes: list[KafkaNode] = []
+        self.nodes: list[Any] = []     # KafkaNode, or kafka_docker.DockerNode
         self.workdir: Path | None = None
         self._zookeeper: ZooKeeperServer | None = None
+        self._network: Any = None      # the docker backend's network
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> KafkaServer:
@@ -160,6 +181,9 @@ class KafkaServer:
 
     def _start_once(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix=f"kclient-kafka-{self.version}-"))
+        if self.backend == "docker":
+            self._start_containers()
+            return
         self.nodes = [KafkaNode(i, self.workdir) for i in range(1, self.num_brokers + 1)]
         try:
             if self.mode == "zookeeper" and self.zookeeper_connect is None:
@@ -180,20 +204,55 @@ class KafkaServer:
             self.stop()
             raise
 
+    def _start_containers(self) -> None:
+        """The docker backend: a network, one container per node, then wait until ready."""
+        from testcontainers.core.network import Network
+
+        from .kafka_docker import DockerNode, container_env, container_name, image_for
+        prefix = f"kclient-kafka-{uuid.uuid4().hex[:8]}"
+        ids = list(range(1, self.num_brokers + 1))
+        settings = {**FAST_START, **(KRAFT_4 if self.major >= 4 else {}),
+                    "offsets.topic.replication.factor": str(min(3, self.num_brokers)),
+                    **self.config}
+        cluster_id = _random_cluster_id()
+        self.nodes = []
+        try:
+            self._network = Network().create()
+            for i in ids:
+                port = free_port()
+                self.nodes.append(DockerNode(
+                    i, port, image_for(self.version, kafka_version(self.version)),
+                    container_env(i, port, ids, prefix, cluster_id, settings),
+                    container_name(prefix, i), self._network))
+            for node in self.nodes:
+                node.start()
+            self.wait_ready()
+        except BaseException:
+            self.keep_logs = True
+            self.stop()
+            raise
+
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every node (SIGTERM: controlled shutdown; SIGKILL after ``timeout``), delete the
-        data and, unless ``keep_logs``, the logs."""
+        data and, unless ``keep_logs``, the logs (containers and their network are removed)."""
         for node in self.nodes:
             node.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for node in self.nodes:
             node.wait(deadline)
+        if self.backend == "docker":
+            for node in self.nodes:
+                node.remove()
+            if self._network is not None:
+                self._network.remove()
+                self._network = None
         if self._zookeeper is not None:
             self._zookeeper.__exit__(None, None, None)
             self._zookeeper = None
         if self.workdir is not None:
             for node in self.nodes:
-                shutil.rmtree(node.data, ignore_errors=True)
+                if isinstance(node, KafkaNode):
+                    shutil.rmtree(node.data, ignore_errors=True)
             if not self.keep_logs:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -242,7 +301,7 @@ class KafkaServer:
                 raise RuntimeError(f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}")
 
     # -- nodes -------------------------------------------------------------------------------
-    def node(self, node_id: int) -> KafkaNode:
+    def node(self, node_id: int) -> Any:
         for node in self.nodes:
             if node.node_id == node_id:
                 return node
@@ -252,6 +311,11 @@ class KafkaServer:
         """(Re)start one node with its existing data; ``wait`` until the cluster lists it."""
         node = self.node(node_id)
         if node.alive:
+            return
+        if self.backend == "docker":
+            node.start()
+            if wait:
+                self.wait_ready()
             return
         opts = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
                 "-Dkafka.logs.dir=" + str(node.dir)]
@@ -323,12 +387,13 @@ class KafkaServer:
 
     @property
     def log_paths(self) -> list[Path]:
-        return [n.log_path for n in self.nodes]
+        """The nodes' log files (the JVM backend's; containers keep theirs, see :meth:`tails`)."""
+        return [n.log_path for n in self.nodes if isinstance(n, KafkaNode)]
 
     def tails(self, lines: int = 25) -> str:
-        """The last ``lines`` of every node's log, each under its path."""
-        return "\n".join(f"--- {n.log_path} (last {lines} lines)\n{n.tail(lines)}"
-                         for n in self.nodes)
+        """The last ``lines`` of every node's log, each under its path (or container)."""
+        return "\n".join(f"--- {getattr(n, 'log_path', None) or getattr(n, 'name', '')} "
+                         f"(last {lines} lines)\n{n.tail(lines)}" for n in self.nodes)
 
     def run_tool(self, main: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
         """Run one of Kafka's tool classes (same version as the brokers) to completion."""

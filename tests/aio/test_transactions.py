@@ -47,7 +47,7 @@ def test_commit_visible_abort_invisible(mini_broker):
             return p.producer_id_and_epoch, p.transaction_version
     (pid, epoch), version = asyncio.run(main())
     assert pid >= 0 and epoch >= 0
-    assert version == 1         # the mini-broker finalizes no transaction.version: v1
+    assert version == 2         # the mini-broker finalizes transaction.version 2 (KIP-890)
     want = [f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(4)]
     assert _read(mini_broker, topic, "read_committed") == want
     assert sorted(_read(mini_broker, topic, "read_uncommitted")) == sorted(

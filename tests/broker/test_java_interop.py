@@ -171,7 +171,9 @@ def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
 
 def test_java_transactional_producer_and_read_committed_console_consumer(mini_broker, tools):
     """Kafka's ProducerPerformance with a transactional id (a transaction every 100 ms) and
-    the console consumer at read_committed."""
+    the console consumer at read_committed. The Java producer negotiates transactions v2 from
+    the mini-broker's finalized transaction.version (KIP-890): every commit bumped the epoch,
+    one commit marker per partition of each transaction."""
     mini_broker.create_topic("jtx", partitions=2)
     out = tools.run("producer-perf-test", "--topic", "jtx", "--num-records", "2000",
                     "--record-size", "50", "--throughput", "-1", "--transactional-id", "perf-tx",
@@ -182,6 +184,9 @@ def test_java_transactional_producer_and_read_committed_console_consumer(mini_br
     logs = [mini_broker.log_manager.get_log("jtx", p) for p in (0, 1)]
     assert all(log.last_stable_offset == log.log_end_offset for log in logs)
     assert sum(log.log_end_offset for log in logs) > 2000          # data and commit markers
+    markers = sum(log.log_end_offset for log in logs) - 2000
+    assert meta.client_version == 2 and meta.producer_epoch >= 1
+    assert meta.producer_epoch <= markers <= 2 * meta.producer_epoch, (meta, markers)
     lines = tools.consume_lines("jtx", 2000, "--consumer-property",
                                 "isolation.level=read_committed")
     assert len([line for line in lines if len(line) == 50]) == 2000

@@ -78,6 +78,11 @@ SAMPLES = {
         {"resource_type": 4, "resource_name": "0", "configuration_keys": ["log.retention.ms"]}]},
     "DescribeGroups": lambda v, g, n: {"groups": ["committed", "joingroup-0", "missing"]},
     "ListGroups": lambda v, g, n: {},
+    "ConsumerGroupHeartbeat": lambda v, g, n: {
+        "group_id": g, "member_id": f"member-{n}", "member_epoch": 0,
+        "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "topic_partitions": []},
+    "ConsumerGroupDescribe": lambda v, g, n: {
+        "group_ids": ["consumergroupheartbeat-0", "missing"]},
     "OffsetDelete": lambda v, g, n: {"group_id": "committed", "topics": [
         {"name": "t", "partitions": [{"partition_index": 1}]}]},
     "InitProducerId": lambda v, g, n: {"transaction_timeout_ms": 60000},

@@ -61,13 +61,12 @@ def test_api_versions_lists_every_api_with_our_ranges(mini_broker, raw_client):
         assert set(ranges) == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                                22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 36, 37, 42, 44, 47,
                                60}
-        # Produce v10-v12 (KIP-951's leader hints, KIP-890's implicit AddPartitionsToTxn) are
-        # the client's: the mini-broker's transactions are v1, it serves Produce up to v9
-        assert ranges[0] == (PRODUCE.min_version, 9) and PRODUCE.max_version == 12
+        # Produce v10-v12 (KIP-951's leader hints, KIP-890's implicit AddPartitionsToTxn)
+        assert ranges[0] == (PRODUCE.min_version, 12) and PRODUCE.max_version == 12
         assert ranges[1] == (FETCH.min_version, FETCH.max_version)
         assert ranges[3] == (0, 12) and ranges[60] == (0, 1)
-        # transactions; EndTxn v5 (transaction version 2: an epoch per transaction) is not served
-        assert (ranges[24], ranges[25], ranges[26], ranges[28]) == ((0, 5), (0, 4), (0, 4),
+        # transactions; EndTxn v5 is transaction version 2's (an epoch per transaction)
+        assert (ranges[24], ranges[25], ranges[26], ranges[28]) == ((0, 5), (0, 4), (0, 5),
                                                                      (0, 5))
 
 

@@ -12,11 +12,20 @@ from kclient.broker.txn_schema import TxnState
 from kclient.protocol import apis
 from kclient.protocol import errors as E
 
-from .txn_support import TXN_CONFIG, add_partitions, call, end_txn, fetch, init, produce, values
-
-FENCED, OLD_FENCED = E.ProducerFencedError.errno, E.InvalidProducerEpochError.errno
-CONCURRENT = E.ConcurrentTransactionsError.errno
-INVALID_TXN_STATE = E.InvalidTxnStateError.errno
+from .txn_support import (
+    CONCURRENT,
+    FENCED,
+    INVALID_TXN_STATE,
+    OLD_FENCED,
+    TXN_CONFIG,
+    add_partitions,
+    call,
+    end_txn,
+    fetch,
+    init,
+    produce,
+    values,
+)
 
 
 @pytest.fixture

@@ -5,8 +5,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from kclient.protocol import apis
+from kclient.protocol import errors as E
 from kclient.protocol.framing import Request, RequestHeader
 from kclient.protocol.records import RecordsReader, build_batch
+
+FENCED, OLD_FENCED = E.ProducerFencedError.errno, E.InvalidProducerEpochError.errno
+CONCURRENT = E.ConcurrentTransactionsError.errno
+INVALID_TXN_STATE = E.InvalidTxnStateError.errno
 
 TXN_CONFIG = {"group.initial.rebalance.delay.ms": "0",
               "transaction.state.log.num.partitions": "3",

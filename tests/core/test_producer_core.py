@@ -70,7 +70,10 @@ def test_idempotent_init_gives_an_id_and_epoch(drive):
 
 
 def test_transaction_commit_then_abort_walks_the_states(drive):
+    """Transactions v1's conversations (AddPartitionsToTxn with no Produce after it: in v2 the
+    partition joins only with its Produce, tests/producer/test_txn_versions.py)."""
     txn = TxnState(_tid(), max_block=10)
+    txn.tv2 = False
     topic = f"t-{uuid.uuid4().hex[:6]}"
 
     def conversation():
@@ -158,11 +161,28 @@ def test_produce_body_and_results_round_trip(drive):
     assert magic_for(3) == 2 and magic_for(2) == 1 and magic_for(1) == 0
 
 
-def test_the_mini_broker_negotiates_transactions_v1(drive):
-    """negotiate(): the mini-broker finalizes no transaction.version, so v1 (Produce capped at
-    v11 inside a transaction, EndTxn v4, AddPartitionsToTxn v3)."""
+def test_the_mini_broker_negotiates_transactions_v2(drive):
+    """negotiate(): the mini-broker finalizes transaction.version 2 and serves EndTxn v5 and
+    Produce v12, so v2 (Produce v12 inside a transaction, EndTxn v5)."""
     txn = TxnState(_tid(), max_block=10)
-    assert drive(lambda: txn_core.negotiate(txn)) is False
+    assert drive(lambda: txn_core.negotiate(txn)) is True
+    assert txn.transaction_version == 2 and txn.produce_max_version() == 12
+    assert txn.max_version(END_TXN) == 5
+
+
+@pytest.mark.parametrize("kind", ["threaded", "asyncio"])
+def test_a_broker_finalizing_transaction_version_1_negotiates_v1(kind, tmp_path):
+    """transaction.version=1 on the broker: v1 (Produce capped at v11 inside a transaction,
+    EndTxn v4, AddPartitionsToTxn v3), as against Kafka without the feature."""
+    from kclient.broker import MiniBroker
+    from kclient.connection import ConnectionSettings
+
+    from .conftest import driver
+
+    with MiniBroker(log_dir=tmp_path / "b", config={"transaction.version": "1"}) as b:
+        run = driver(kind, b.bootstrap, ConnectionSettings(client_id="core-test"))
+        txn = TxnState(_tid(), max_block=10)
+        assert run(lambda: txn_core.negotiate(txn)) is False
     assert txn.transaction_version == 1 and txn.produce_max_version() == 11
     assert txn.max_version(END_TXN) == 4
 

@@ -46,8 +46,15 @@ def source(kafka, n=400):
 
 
 def test_rows_are_written_once_in_committed_transactions(spark, kafka, tmp_path):
+    """On transactions v2 (the mini-broker finalizes transaction.version 2, KIP-890): the
+    driver's EndTxn v5 of each task's resumed transaction bumps that task's epoch."""
+    coordinator = kafka.broker.txn_coordinator
+    before = {m.transactional_id for m in coordinator.transactions()}
     src, dst, want = source(kafka)
     assert copy(spark, kafka, src, dst, tmp_path / "cp") is None
+    ended = [m for m in coordinator.transactions() if m.transactional_id not in before
+             and m.state.name == "COMPLETE_COMMIT"]
+    assert ended and all(m.client_version == 2 and m.producer_epoch >= 1 for m in ended), ended
     assert sorted(read(kafka, dst)) == want
     assert sorted(read(kafka, dst, committed=False)) == want   # nothing aborted either
     back = spark.read.format("kclient").options(**kafka.options(

@@ -12,6 +12,8 @@ from . import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -57,5 +59,5 @@ HANDLER_MODULES = (
     describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
     leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
     offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group, create_acls,
-    delete_acls, describe_acls,
+    delete_acls, describe_acls, consumer_group_heartbeat, consumer_group_describe,
 )

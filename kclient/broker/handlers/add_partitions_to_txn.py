@@ -17,7 +17,7 @@ from kclient.protocol.framing import Request
 
 from ..authorizer import allowed
 from ..interface import Broker, body_of, is_local_coordinator
-from ..txn_coordinator import old_fenced
+from ..txn_coordinator import old_abortable, old_fenced
 from ..txn_markers import OFFSETS_TOPIC
 from .registry import handles
 
@@ -72,8 +72,9 @@ def _one(broker: Broker, request: Request, tid: str, pid: int, epoch: int, topic
         return _results(topics, {tp: E.UnknownTopicOrPartitionError.errno if tp in unknown
                                  else E.OperationNotAttemptedError.errno for tp in wanted})
     coordinator = broker.txn_coordinator
-    if verify_only:
-        return _results(topics, {tp: coordinator.verify(tid, pid, epoch, tp) for tp in wanted})
+    if verify_only:     # TRANSACTION_ABORTABLE is v5's (KIP-890): INVALID_TXN_STATE before
+        return _results(topics, {tp: old_abortable(coordinator.verify(tid, pid, epoch, tp),
+                                                   version, 5) for tp in wanted})
     code = old_fenced(coordinator.add_partitions(tid, pid, epoch, wanted), version, 2)
     return _results(topics, dict.fromkeys(wanted, code))
 

@@ -6,9 +6,12 @@ every v2 batch's records decoded and matching its header (INVALID_RECORD, as Kaf
 LogValidator; a payload that does not decompress: CORRUPT_MESSAGE),
 no entry larger than the topic's max.message.bytes (MESSAGE_TOO_LARGE), and on a compacted
 topic no record without a key (INVALID_RECORD, with per-record errors from v8).  An unknown
-topic is auto-created when auto.create.topics.enable is on.  Transactional batches are verified
-with the transaction coordinator (KIP-890): the partition must be in the producer's Ongoing
-transaction (else INVALID_TXN_STATE), and the epoch current (else INVALID_PRODUCER_EPOCH).
+topic is auto-created when auto.create.topics.enable is on.  Transactional batches go past
+the transaction coordinator (KIP-890): from v12 (transactions v2) the partition joins the
+producer's transaction; below, it must already be in its Ongoing transaction (else
+TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before).  Either way the epoch must be current
+(else INVALID_PRODUCER_EPOCH), and a coordinator busy writing markers is NOT_ENOUGH_REPLICAS, which
+producers retry (:func:`~kclient.broker.txn_coordinator.leader_error`).
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from kclient.protocol.records.v2_check import check_client_batch
 
 from ..authorizer import allowed
 from ..interface import Broker, body_of
+from ..txn_coordinator import leader_error
 from .registry import handles
 
 log = logging.getLogger("kclient.broker.produce")
@@ -131,7 +135,7 @@ def _check_contents(records: Any, infos: list[Any]) -> None:
 
 
 def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: int,
-               records: Any) -> int:
+               records: Any, version: int) -> int:
     """The coordinator's verdict on a transactional batch (0 for others, or when the
     coordinator is down: the log's own epoch checks still apply)."""
     if len(records) < 23 or records[16] != 2 or not records[22] & TRANSACTIONAL_MASK:
@@ -143,21 +147,25 @@ def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: 
     coordinator = getattr(owner, "txn_coordinator", None)
     if coordinator is None:
         return 0
-    return int(coordinator.verify(transactional_id, header.producer_id, header.epoch,
-                                  (topic, index)))
+    if version >= 12:       # transactions v2: the partition joins the transaction
+        code = coordinator.add_partitions(transactional_id, header.producer_id, header.epoch,
+                                          [(topic, index)])
+    else:
+        code = coordinator.verify(transactional_id, header.producer_id, header.epoch,
+                                  (topic, index))
+    return leader_error(int(code), abortable=version >= 11)
 
 
 def _append(broker: Broker, topic: str, index: int, records: Any,
-            transactional_id: str | None = None) -> dict[str, Any]:
+            transactional_id: str | None = None, version: int = 9) -> dict[str, Any]:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
         return _result(index, code)
     if records:
-        code = _txn_error(broker, transactional_id, topic, index, records)
-        if code:
-            return _result(index, code, message=f"transactional produce to {topic}-{index} "
-                           "refused by the transaction coordinator")
+        code = _txn_error(broker, transactional_id, topic, index, records, version)
+        if code:                   # as Kafka: the code alone, no error message
+            return _result(index, code)
     try:
         data, magic, entries = _prepare(records, log_.config)
         if log_.config.compact:
@@ -195,12 +203,13 @@ def _topic(broker: Broker, request: Request, topic: Any, refused: int,
     if code:
         parts = [_result(p.index, code) for p in topic.partition_data]
     else:
-        parts = [_append(broker, name, p.index, p.records, transactional_id)
+        version = request.header.api_version
+        parts = [_append(broker, name, p.index, p.records, transactional_id, version)
                  for p in topic.partition_data]
     return {"name": name, "partition_responses": parts}
 
 
-@handles(PRODUCE, "0-9")
+@handles(PRODUCE, "0-12")
 def handle(broker: Broker, request: Request) -> dict[str, Any] | None:
     """Append the records; acks=0 gets no response at all."""
     body = body_of(request)

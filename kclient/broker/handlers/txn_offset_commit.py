@@ -3,7 +3,8 @@
 The group's coordinator answers (NOT_COORDINATOR elsewhere).  The producer must be the
 transactional id's current one (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH before v3) with an
 Ongoing transaction holding the group's offsets partition (AddOffsetsToTxn; else
-INVALID_TXN_STATE).  The offsets are written to the offsets log as the producer's
+TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before); v5 (transactions v2, KIP-890) adds
+that partition to the transaction itself.  The offsets are written to the offsets log as the producer's
 transactional records and become visible when EndTxn commits (dropped on abort).
 """
 from __future__ import annotations
@@ -19,27 +20,25 @@ from kclient.protocol.framing import Request
 from ..authorizer import allowed
 from ..interface import Broker, body_of, is_local_coordinator
 from ..offsets import OffsetEntry, TopicPartition
-from ..txn_coordinator import NONE, old_fenced
+from ..txn_coordinator import old_abortable, old_fenced
 from ..txn_markers import offsets_partition
-from ..txn_schema import TxnState
 from .registry import handles
 
 
-def _producer_error(broker: Broker, body: Any) -> int:
-    """Whether the producer may stage offsets now, asked of its transaction coordinator."""
+def _producer_error(broker: Broker, body: Any, version: int) -> int:
+    """Whether the producer may stage offsets now, asked of its transaction coordinator (v5:
+    which adds the offsets partition to the transaction)."""
     node = broker.coordinator_for(body.transactional_id)[0]
     owner: Any = broker.cluster.live.get(node)
     coordinator = getattr(owner, "txn_coordinator", None)
     if coordinator is None:
         return E.CoordinatorNotAvailableError.errno
-    code, meta = coordinator.check_producer(body.transactional_id, body.producer_id,
-                                            body.producer_epoch)
-    if code:
-        return int(code)
     tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50)
-    if meta is None or meta.state != TxnState.ONGOING or tp not in meta.partitions:
-        return E.InvalidTxnStateError.errno
-    return NONE
+    if version >= 5:
+        return int(coordinator.add_partitions(body.transactional_id, body.producer_id,
+                                              body.producer_epoch, [tp]))
+    code = coordinator.verify(body.transactional_id, body.producer_id, body.producer_epoch, tp)
+    return old_abortable(int(code), version, 4)
 
 
 def _entries(broker: Broker, body: Any) -> tuple[dict[TopicPartition, OffsetEntry],
@@ -91,7 +90,7 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     if not is_local_coordinator(broker, body.group_id):
         code = E.NotCoordinatorError.errno
     else:
-        code = old_fenced(_producer_error(broker, body), version, 3)
+        code = old_fenced(_producer_error(broker, body, version), version, 3)
     if not code and entries:
         code = broker.coordinator.txn_commit_offsets(
             body.group_id, body.generation_id, body.member_id or "", body.producer_id,
