@@ -23,9 +23,8 @@ from kclient.consumer.share_common import (
     share_settings,
     wanted_by_leader,
 )
-from kclient.core.share_fetch import ShareFetchState, share_acknowledge, share_fetch
+from kclient.core.share_fetch import share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
-from kclient.encoders import decode_function
 from kclient.errors import IllegalStateError, KafkaError, WakeupError
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
@@ -36,7 +35,7 @@ from .driver import ClusterTransport, run
 __all__ = ["AIOShareConsumer"]
 
 log = logging.getLogger("kclient.share")
-_ACCEPT, _RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+_ACCEPT = int(AcknowledgeType.ACCEPT)
 
 
 class AIOShareConsumer:
@@ -49,17 +48,12 @@ class AIOShareConsumer:
         self.config = conf
         self.group_id = self.settings.group_id
         settings = connection_settings(conf)
-        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]], settings)
+        self.cluster = AIOCluster(self.settings.bootstrap(), settings)
         self._coordinator = AIOCoordinator(
             self.cluster, self.group_id, conf["retry.backoff.ms"], settings=settings
         )
-        self._member = self.settings.member()
-        self._state = ShareFetchState(
-            self._member,
-            self.settings.fetch,
-            decode_function(conf.create("key.decoder.class")),
-            decode_function(conf.create("value.decoder.class")),
-        )
+        self._state = self.settings.new_state()
+        self._member = self._state.member
         self._callback: AckCallback | None = None
         self._lock: asyncio.Lock | None = None
         self._wakeup = False
@@ -126,14 +120,7 @@ class AIOShareConsumer:
         self._check_open("poll")
         await self.start()
         state = self._state
-        if self.settings.explicit:
-            if state.unsettled():
-                raise IllegalStateError(
-                    f"{state.unsettled()} records of the last poll are not acknowledged "
-                    "(share.acknowledgement.mode=explicit: acknowledge each before polling again)"
-                )
-        else:
-            state.settle_all(_ACCEPT)
+        self.settings.before_poll(state)
         seconds = float("inf") if timeout is None or timeout < 0 else float(timeout)
         deadline = time.monotonic() + seconds
         while True:
@@ -242,8 +229,7 @@ class AIOShareConsumer:
             with contextlib.suppress(asyncio.CancelledError, KafkaError):
                 await task
         state = self._state
-        state.settle_all(_RELEASE if self.settings.explicit else _ACCEPT)
-        state.settle_all(_RELEASE, buffered=True)
+        self.settings.before_close(state)
         try:
             if self._lock is None:
                 self._lock = asyncio.Lock()

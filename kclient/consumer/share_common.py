@@ -10,8 +10,9 @@ from typing import Any
 
 from kclient.config import Config, consumer_config
 from kclient.core.metadata import ClusterState
-from kclient.core.share_fetch import AckOutcome, ShareFetchConfig
+from kclient.core.share_fetch import AckOutcome, ShareFetchConfig, ShareFetchState
 from kclient.core.share_group import ShareMemberState
+from kclient.encoders import decode_function
 from kclient.errors import IllegalStateError, InvalidConfigError, KafkaError
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
@@ -25,6 +26,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("kclient.share")
+
+_ACCEPT, _RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
 
 #: ``callback(offsets by partition, exception or None)``: Java's AcknowledgementCommitCallback
 AckCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], Any]
@@ -61,8 +64,34 @@ class ShareSettings:
         )
         self.backoff_s: float = conf["retry.backoff.ms"] / 1000.0
 
-    def member(self) -> ShareMemberState:
-        return ShareMemberState(self.group_id)
+    def new_state(self) -> ShareFetchState:
+        """A new member's fetch state (its deserializers from the config)."""
+        conf = self.conf
+        return ShareFetchState(
+            ShareMemberState(self.group_id),
+            self.fetch,
+            decode_function(conf.create("key.decoder.class")),
+            decode_function(conf.create("value.decoder.class")),
+        )
+
+    def bootstrap(self) -> list[str]:
+        return [f"{h}:{p}" for h, p in self.conf["metadata.broker.list"]]
+
+    def before_poll(self, state: ShareFetchState) -> None:
+        """Implicit mode accepts the last poll's records; explicit mode requires them settled."""
+        if not self.explicit:
+            state.settle_all(_ACCEPT)
+        elif state.unsettled():
+            raise IllegalStateError(
+                f"{state.unsettled()} records of the last poll are not acknowledged "
+                "(share.acknowledgement.mode=explicit: acknowledge each before polling again)"
+            )
+
+    def before_close(self, state: ShareFetchState) -> None:
+        """What a closing member settles: the delivered records accepted (implicit) or released
+        (explicit), the ones never handed out released."""
+        state.settle_all(_RELEASE if self.explicit else _ACCEPT)
+        state.settle_all(_RELEASE, buffered=True)
 
 
 def share_settings(
@@ -88,9 +117,7 @@ def share_settings(
     for key, value in _JAVA_DEFAULTS.items():
         if key not in given and "fetch.max.wait.ms" not in given:
             given[key] = value
-    conf, _ = consumer_config(
-        (given,), {}, {"group.instance.id": _REFUSED["group.instance.id"]}
-    )
+    conf, _ = consumer_config((given,), {}, {"group.instance.id": _REFUSED["group.instance.id"]})
     if not conf["group.id"]:
         raise InvalidConfigError("a share consumer needs a group.id (its share group)", "group.id")
     mode = 1 if share["share.acquire.mode"] == "record_limit" else 0

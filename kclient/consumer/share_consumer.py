@@ -19,9 +19,8 @@ from typing import Any
 
 from kclient._args import poll_timeout_ms
 from kclient.cluster import Cluster
-from kclient.core.share_fetch import ShareFetchState, share_acknowledge, share_fetch
+from kclient.core.share_fetch import share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
-from kclient.encoders import decode_function
 from kclient.errors import IllegalStateError, KafkaError, WakeupError
 from kclient.io.coordinator import Coordinator
 from kclient.io.driver import ClusterTransport, run
@@ -33,7 +32,7 @@ from .share_common import AckCallback, check_ack_type, report, share_settings, w
 __all__ = ["ShareConsumer"]
 
 log = logging.getLogger("kclient.share")
-_ACCEPT, _RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+_ACCEPT = int(AcknowledgeType.ACCEPT)
 
 
 class ShareConsumer:
@@ -46,17 +45,12 @@ class ShareConsumer:
         self.config = conf
         self.group_id = self.settings.group_id
         conn_settings = connection_settings(conf)
-        self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]], conn_settings)
+        self.cluster = Cluster(self.settings.bootstrap(), conn_settings)
         self._coordinator = Coordinator(
             self.cluster, self.group_id, conf["retry.backoff.ms"], settings=conn_settings
         )
-        self._member = self.settings.member()
-        self._state = ShareFetchState(
-            self._member,
-            self.settings.fetch,
-            decode_function(conf.create("key.decoder.class")),
-            decode_function(conf.create("value.decoder.class")),
-        )
+        self._state = self.settings.new_state()
+        self._member = self._state.member
         self._callback: AckCallback | None = None
         self._lock = threading.RLock()  # one session conversation at a time
         self._wakeup = threading.Event()
@@ -137,14 +131,7 @@ class ShareConsumer:
         ms = poll_timeout_ms((), timeout, timeout_ms, default_ms=-1)
         seconds = float("inf") if ms < 0 else ms / 1000.0
         state = self._state
-        if self.settings.explicit:
-            if state.unsettled():
-                raise IllegalStateError(
-                    f"{state.unsettled()} records of the last poll are not acknowledged "
-                    "(share.acknowledgement.mode=explicit: acknowledge each before polling again)"
-                )
-        else:
-            state.settle_all(_ACCEPT)
+        self.settings.before_poll(state)
         deadline = time.monotonic() + seconds
         while True:
             self._raise_pending()
@@ -237,8 +224,7 @@ class ShareConsumer:
         """Accept (implicit) or release (explicit) what was delivered, release what was not,
         and close the share sessions."""
         state = self._state
-        state.settle_all(_RELEASE if self.settings.explicit else _ACCEPT)
-        state.settle_all(_RELEASE, buffered=True)
+        self.settings.before_close(state)
         try:
             with self._lock:
                 outcomes = run(share_acknowledge(state, final=True), ClusterTransport(self.cluster))
