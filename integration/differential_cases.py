@@ -102,12 +102,6 @@ CASES: dict[str, str] = {
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
 DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
-    "ConsumerGroupHeartbeat sequences": {
-        "OffsetCommit v9 stale epoch: topics[0].partitions[0].error_code":
-            "Kafka 4.4 accepts a commit at an older member epoch for a partition the member "
-            "was assigned at or before that epoch; the mini-broker accepts only the member's "
-            "current epoch (STALE_MEMBER_EPOCH otherwise), as Kafka 4.0 did",
-    },
     "fetch v2 data at old versions": {
         "Fetch v* from 2: responses[0].partitions[0].records.bytes":
             "Kafka's lazy down-conversion sends as many bytes as the stored v2 batch takes and "
