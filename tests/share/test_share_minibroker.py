@@ -21,7 +21,6 @@ from kclient.admin import AdminClient
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     from kclient.broker import MiniBroker
-
     from tests.conftest import FAST_GROUPS
 
     config = dict(FAST_GROUPS, **{"group.share.heartbeat.interval.ms": "1000",
