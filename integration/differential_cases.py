@@ -14,6 +14,10 @@ CASES: dict[str, str] = {
     "fetch v0/v1 data at new versions": "topics in message format v0 and v1 (Kafka 3.x), "
                                         "Fetch v4-v12",
     "fetch v2 data at old versions": "a v2 batch fetched at v0-v3 (down-conversion)",
+    "fetch sessions": "Fetch v7 and v12 in a fetch session (KIP-227): full, incremental "
+                      "with a moved partition, a forgotten one, new data on an unlisted one; a "
+                      "wrong epoch, an unknown session, closing with epoch -1 and using it "
+                      "after, a session whose last partition is forgotten",
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
     "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, a "
@@ -85,6 +89,15 @@ CASES: dict[str, str] = {
         "Stable, PreparingRebalance (new generation not formed) and CompletingRebalance, then "
         "Stable again; OffsetFetch of what was stored; both leave, then ListGroups v5 and "
         "DescribeGroups v5 of the Empty group (integration/test_differential_group_commits.py)",
+    "ConsumerGroupHeartbeat sequences": "a KIP-848 group driven by ConsumerGroupHeartbeat v1 "
+        "(client-made member ids): a join and its assignment, a second member whose partitions "
+        "come after the first revoked them, fenced (future and old) epochs, an unknown member "
+        "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
+        "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
+        "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
+        "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+        "(-2), its instance rejoining under a new member id with its partitions and the old "
+        "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.

@@ -167,6 +167,12 @@ class ClusterView:
         """A topic's id (the zero id for an unknown topic)."""
         return self.topic_ids.get(topic, ZERO_ID)
 
+    def topic_metadata(self) -> dict[str, tuple[bytes, int]]:
+        """Every topic's (id, partition count): what consumer groups assign from."""
+        with self.lock:
+            return {name: (self.topic_id(name), len(leaders))
+                    for name, leaders in self.leaders.items()}
+
     def topic_by_id(self, topic_id: bytes) -> str | None:
         """The name of the topic with id ``topic_id``, or None."""
         with self.lock:

@@ -79,6 +79,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "message.max.bytes": (_INT, "1048588"),
     "replica.fetch.max.bytes": (_INT, "1048576"),
     "fetch.max.bytes": (_INT, "57671680"),
+    "max.incremental.fetch.session.cache.slots": (_INT, "1000"),
     # log (passed to LogConfig / LogManager)
     "log.dir": (_STR, None),
     "log.dirs": (_LIST, None),
@@ -120,6 +121,12 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "group.max.session.timeout.ms": (_INT, "1800000"),
     "group.initial.rebalance.delay.ms": (_INT, "3000"),
     "group.max.size": (_INT, "2147483647"),
+    "group.consumer.heartbeat.interval.ms": (_INT, "5000"),
+    "group.consumer.session.timeout.ms": (_INT, "45000"),
+    "group.consumer.max.size": (_INT, "2147483647"),
+    "group.consumer.assignment.interval.ms": (_INT, "1000"),
+    "group.consumer.assignors": (_STR, "uniform,range"),
+    "group.consumer.migration.policy": (_STR, "bidirectional"),
     # share groups (KIP-932; share/config.py)
     "group.share.record.lock.duration.ms": (_INT, "30000"),
     "group.share.min.record.lock.duration.ms": (_INT, "15000"),

@@ -18,9 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kclient.protocol.error_codes import GroupIdNotFoundError, NonEmptyGroupError
+from kclient.protocol.error_codes import (
+    GroupIdNotFoundError,
+    NonEmptyGroupError,
+    StaleMemberEpochError,
+)
 
 from .config import DEFAULTS
+from .consumer_coordinator import ConsumerGroups
 from .group import (
     COMPLETING_REBALANCE,
     COORDINATOR_NOT_AVAILABLE,
@@ -43,9 +48,9 @@ from .group import (
     JoinRequest,
     Member,
     join_error,
-    subscribed_topics,
     sync_result,
 )
+from .group_views import GroupViews
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
 
 __all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member",
@@ -56,6 +61,7 @@ log = logging.getLogger(__name__)
 _REAPER_MAX_WAIT = 1.0
 NON_EMPTY_GROUP = NonEmptyGroupError.errno
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
+STALE_MEMBER_EPOCH = StaleMemberEpochError.errno
 
 
 def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
@@ -73,7 +79,7 @@ def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
     return chained
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupViews):
     """Coordinates consumer groups on one broker and stores their committed offsets."""
 
     def __init__(self, data_dir: Path | str, node_id: int = 0,
@@ -94,12 +100,17 @@ class GroupCoordinator:
         self._closed = False
         self._thread: threading.Thread | None = None
         self._next_retention = 0.0
+        #: the KIP-848 consumer groups; their records share the offsets log
+        self.consumer = ConsumerGroups(config, self.offsets.append_records)
+        self.offsets.on_group_record = self.consumer.replay
+        self.consumer.classic = self._classic_probe
 
     # -- life cycle --------------------------------------------------------------------------
 
     def start(self) -> None:
         """Load committed offsets and start the reaper thread."""
         self.offsets.start()
+        self.consumer.loaded()
         if self._thread is None:
             self._next_retention = time.monotonic() + self.retention_check_s
             self._thread = threading.Thread(target=self._reaper, daemon=True,
@@ -150,8 +161,9 @@ class GroupCoordinator:
         future: Future[Any] = Future()
         if req.rebalance_timeout_ms < 0:
             req.rebalance_timeout_ms = req.session_timeout_ms
+        other = not self._closed and not self.consumer.give_way(req.group_id)
         with self._critical():
-            code = self._check_join(req)
+            code = INCONSISTENT_GROUP_PROTOCOL if other else self._check_join(req)
             if code:
                 self._reply(future, join_error(code, req.member_id))
             elif req.group_instance_id is not None:
@@ -182,6 +194,18 @@ class GroupCoordinator:
         if others is not None and not others & {name for name, _ in req.protocols}:
             return INCONSISTENT_GROUP_PROTOCOL
         return NONE
+
+    def _classic_probe(self, group_id: str) -> str | None:
+        """For a consumer group heartbeat: None (no classic group), "empty" (dropped: the id
+        becomes a consumer group, its offsets kept) or "active" (has members)."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is None:
+                return None
+            if group.members or group.pending:
+                return "active"
+            del self._groups[group_id]
+            return "empty"
 
     def _group(self, group_id: str) -> Group:
         """The group, created Empty on first use."""
@@ -482,20 +506,31 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        offsets: Mapping[TopicPartition, OffsetEntry], *,
                        check_membership: bool = True,
-                       group_instance_id: str | None = None) -> int:
-        """Store offsets if the committer may (generation -1 is a simple commit when Empty)."""
+                       group_instance_id: str | None = None, api_version: int = 8
+                       ) -> int | dict[TopicPartition, int]:
+        """Store offsets if the committer may (generation -1 is a simple commit when Empty;
+        a consumer group's member commits with its member epoch, OffsetCommit v9+): an error
+        code for all of them, or one per partition when some were refused."""
+        modern = self.consumer.commit_error(group_id, member_id, generation_id, api_version) \
+            if check_membership else None
         with self._lock:
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else NONE
-            if not code and check_membership:
+            if not code and modern is not None:
+                code = modern
+            elif not code and check_membership:
                 code = Group.commit_error(group, generation_id, member_id, group_instance_id)
         if code:
             return code
+        stale = self.consumer.stale_partitions(group_id, member_id, generation_id, offsets) \
+            if modern is not None else set()
         try:
-            self.offsets.commit(group_id, offsets)
+            self.offsets.commit(group_id, {tp: e for tp, e in offsets.items() if tp not in stale})
         except (OSError, RuntimeError) as exc:
             log.error("group %s: storing offsets failed: %s", group_id, exc)
             return COORDINATOR_NOT_AVAILABLE
+        if stale:
+            return {tp: STALE_MEMBER_EPOCH if tp in stale else NONE for tp in offsets}
         return NONE
 
     def txn_commit_offsets(self, group_id: str, generation_id: int, member_id: str,
@@ -503,10 +538,13 @@ class GroupCoordinator:
                            offsets: Mapping[TopicPartition, OffsetEntry]) -> int:
         """TxnOffsetCommit: stage offsets in a transaction (Kafka's handleTxnCommitOffsets:
         a given member must belong to the group, a given generation must be current)."""
+        modern = self.consumer.commit_error(group_id, member_id, generation_id, 0, True)
         with self._lock:
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else NONE
-            if not code and group is not None and member_id and member_id not in group.members:
+            if not code and modern is not None:
+                code = modern
+            elif not code and group is not None and member_id and member_id not in group.members:
                 code = UNKNOWN_MEMBER_ID
             elif not code and group is not None and 0 <= generation_id != group.generation_id:
                 code = ILLEGAL_GENERATION
@@ -524,69 +562,6 @@ class GroupCoordinator:
         """Committed offsets of a group (all of them when partitions is None)."""
         return self.offsets.fetch(group_id, partitions)
 
-    # -- inspection --------------------------------------------------------------------------
-
-    def group_state(self, group_id: str) -> str:
-        """A group's state name (Dead when unknown)."""
-        with self._lock:
-            group = self._groups.get(group_id)
-            return group.state if group else DEAD
-
-    def describe_group(self, group_id: str) -> dict[str, Any] | None:
-        """A snapshot of a group: state, generation, protocol, leader and member ids."""
-        with self._lock:
-            group = self._groups.get(group_id)
-            return group.describe() if group else None
-
-    def group_summary(self, group_id: str) -> dict[str, Any] | None:
-        """DescribeGroups' view of a group (Empty when it only has offsets), None if unknown."""
-        with self._lock:
-            group = self._groups.get(group_id)
-            if group is not None:
-                return group.summary()
-        if group_id in self.offsets.groups():
-            return Group(group_id).summary()
-        return None
-
-    def subscriptions(self, group_id: str) -> set[str] | None:
-        """Topics the group's members subscribe to (none when it has no members); None when
-        unknown (not the consumer protocol, or unparsable), which counts as every topic."""
-        with self._lock:
-            group = self._groups.get(group_id)
-            if group is None or not group.members:
-                return set()
-            if group.protocol_type != "consumer":
-                return None
-            topics: set[str] = set()
-            for member in group.members.values():
-                protocol = group.protocol_name or member.protocol_names()[0]
-                parsed = subscribed_topics(member.metadata(protocol))
-                if parsed is None:
-                    return None
-                topics |= parsed
-            return topics
-
-    def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every group with members or offsets."""
-        with self._lock:
-            out = {gid: (gid, g.protocol_type or "", g.state) for gid, g in self._groups.items()}
-        for gid in self.offsets.groups():
-            out.setdefault(gid, (gid, "", EMPTY))
-        return sorted(out.values())
-
-    def delete_group(self, group_id: str) -> int:
-        """DeleteGroups for one group: an error code (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP) or 0
-        once the group and its committed offsets are gone."""
-        with self._critical():
-            group = self._groups.get(group_id)
-            if group is None and group_id not in self.offsets.groups():
-                return GROUP_ID_NOT_FOUND
-            if group is not None and (group.members or group.state != EMPTY):
-                return NON_EMPTY_GROUP
-            self._groups.pop(group_id, None)
-            self.offsets.delete(group_id)
-            return NONE
-
     # -- reaper ------------------------------------------------------------------------------
 
     def _reaper(self) -> None:
@@ -600,6 +575,7 @@ class GroupCoordinator:
                     wait = self._expire(time.monotonic())
                 except Exception:  # keep expiring other groups whatever one of them did
                     log.exception("group coordinator %d: expiration pass failed", self.node_id)
+            wait = min(wait, max(0.0, self.consumer.expire(time.monotonic()) - time.monotonic()))
             self._kick.wait(timeout=wait)
             self._kick.clear()
             if time.monotonic() >= self._next_retention and not self._closed:
@@ -642,6 +618,7 @@ class GroupCoordinator:
         """Drop offsets past retention for groups that have no members."""
         with self._lock:
             active = {gid for gid, group in self._groups.items() if group.members}
+        active |= self.consumer.active()
         try:
             removed = self.offsets.expire(active.__contains__)
         except (OSError, RuntimeError) as exc:

@@ -80,6 +80,9 @@ class OffsetManager:
         #: TxnOffsetCommit offsets per producer id, visible once its transaction commits
         self._pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self._open = False
+        #: where the records that are not offset commits (the consumer groups' records, Kafka's
+        #: key types 3-8) go when the log is replayed
+        self.on_group_record: Callable[[bytes, bytes | None], None] | None = None
 
     @property
     def log(self) -> Log | None:
@@ -144,6 +147,13 @@ class OffsetManager:
         """Durably store offsets for a group (one atomic batch), then make them visible."""
         if offsets:
             self._append(group, [(tp, entry.to_value()) for tp, entry in offsets.items()])
+
+    def append_records(self, keys: list[bytes], values: list[bytes | None]) -> None:
+        """Durably append a consumer group's records (one atomic batch)."""
+        with self._lock:
+            if not self._open:
+                raise RuntimeError("OffsetManager is not started (or already closed)")
+            self.store.append(keys, values)
 
     def delete(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Remove a group's offsets (all of them when partitions is None) with tombstones."""
@@ -242,6 +252,8 @@ class OffsetManager:
         """Fold one record into the in-memory map (a tombstone removes the key)."""
         parsed = decode_key(key) if key else None
         if parsed is None:
+            if key and self.on_group_record is not None:
+                self.on_group_record(key, value)
             return
         group, tp = parsed
         committed = self._offsets.setdefault(group, {})

@@ -1,6 +1,8 @@
 """ListGroups (key 16) v0-v5: the groups this broker coordinates, with state (v4+) and type (v5+).
 
-Classic groups and share groups (type and protocol type ``share``); the filters match
+Classic groups (and groups that only have committed offsets) are of type ``classic``, KIP-848
+groups of type ``consumer`` (protocol type ``consumer``, states Empty, Assigning, Reconciling,
+Stable), share groups of type and protocol type ``share``; the filters match
 case-insensitively, as Kafka's do.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..authorizer import allowed
 from ..interface import Broker, body_of
 from .registry import handles
 
-CLASSIC, SHARE = "classic", "share"
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 
 
 @handles(LIST_GROUPS, "0-5")
@@ -26,17 +28,17 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     every = allowed(broker, request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
     states = {s.lower() for s in getattr(body, "states_filter", None) or ()}
     types = {t.lower() for t in getattr(body, "types_filter", None) or ()}
-    groups = []
+    listed = []
     if not types or CLASSIC in types:
-        for group_id, protocol_type, state in broker.coordinator.list_groups():
-            if (not states or state.lower() in states) and (every or allowed(
-                    broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
-                groups.append({"group_id": group_id, "protocol_type": protocol_type,
-                               "group_state": state, "group_type": CLASSIC})
+        listed += [(gid, ptype, state, CLASSIC)
+                   for gid, ptype, state in broker.coordinator.list_groups()]
+    if not types or CONSUMER in types:
+        listed += [(gid, CONSUMER, state, CONSUMER)
+                   for gid, state in broker.coordinator.consumer.listing()]
     if not types or SHARE in types:
-        for group_id, state in broker.share.list_groups():
-            if (not states or state.lower() in states) and (every or allowed(
-                    broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)):
-                groups.append({"group_id": group_id, "protocol_type": SHARE,
-                               "group_state": state, "group_type": SHARE})
+        listed += [(gid, SHARE, state, SHARE) for gid, state in broker.share.list_groups()]
+    groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": kind}
+              for gid, ptype, state, kind in sorted(listed)
+              if (not states or state.lower() in states) and (every or allowed(
+                  broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, gid))]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

@@ -1,8 +1,10 @@
-"""OffsetCommit (key 8) v0-v8: store a group's consumed positions durably.
+"""OffsetCommit (key 8) v0-v9: store a group's consumed positions durably.
 
 v0 (the ZooKeeper era, no generation) is a simple commit; v1+ checks the member and
 generation, where generation -1 with no member id is a simple commit into an Empty group.
 v1 may carry per-partition commit timestamps and v2-v4 a retention time, both honoured.
+A KIP-848 consumer group's member commits with v9+ and its member epoch (STALE_MEMBER_EPOCH
+when it is not the member's current one).
 """
 from __future__ import annotations
 
@@ -80,7 +82,7 @@ def _response(request: Request, errors: dict[TopicPartition, int],
             "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
 
 
-@handles(OFFSET_COMMIT, "0-8")
+@handles(OFFSET_COMMIT, "0-9")
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Validate and store the offsets; every partition gets its own error code (all of them
     GROUP_AUTHORIZATION_FAILED without Read on the group)."""
@@ -101,6 +103,7 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         code = broker.coordinator.commit_offsets(
             body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
             check_membership=version >= 1,
-            group_instance_id=body.group_instance_id if version >= 7 else None)
-        errors.update(dict.fromkeys(entries, code))
+            group_instance_id=body.group_instance_id if version >= 7 else None,
+            api_version=version)
+        errors.update(code if isinstance(code, dict) else dict.fromkeys(entries, code))
     return _response(request, errors, unknown)
