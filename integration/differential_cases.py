@@ -14,6 +14,10 @@ CASES: dict[str, str] = {
     "fetch v0/v1 data at new versions": "topics in message format v0 and v1 (Kafka 3.x), "
                                         "Fetch v4-v12",
     "fetch v2 data at old versions": "a v2 batch fetched at v0-v3 (down-conversion)",
+    "fetch sessions": "Fetch v7 and v12 in a fetch session (KIP-227): full, incremental "
+                      "with a moved partition, a forgotten one, new data on an unlisted one; a "
+                      "wrong epoch, an unknown session, closing with epoch -1 and using it "
+                      "after, a session whose last partition is forgotten",
     "offset out of range, unknown topic": "Fetch past and at the end, Fetch and ListOffsets of "
                                           "an unknown topic",
     "ListOffsets every version": "ListOffsets v0-v5 (v0 to Kafka 3.x): latest, earliest, a "
@@ -98,12 +102,6 @@ CASES: dict[str, str] = {
 
 #: Case -> {difference path pattern (``*`` matches anything): why it is intended}.
 DIFFERENT_ON_PURPOSE: dict[str, dict[str, str]] = {
-    "ConsumerGroupHeartbeat sequences": {
-        "OffsetCommit v9 stale epoch: topics[0].partitions[0].error_code":
-            "Kafka 4.4 accepts a commit at an older member epoch for a partition the member "
-            "was assigned at or before that epoch; the mini-broker accepts only the member's "
-            "current epoch (STALE_MEMBER_EPOCH otherwise), as Kafka 4.0 did",
-    },
     "fetch v2 data at old versions": {
         "Fetch v* from 2: responses[0].partitions[0].records.bytes":
             "Kafka's lazy down-conversion sends as many bytes as the stored v2 batch takes and "

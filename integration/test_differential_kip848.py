@@ -137,7 +137,9 @@ def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811
     a.hb("epoch -3", -3, owned=[])
     a.hb("static leave without instance id", -2, owned=[])
     _commit(twin4, a, 0, "current epoch")
-    _commit(twin4, a, -1, "stale epoch")
+    _commit(twin4, a, -1, "an older epoch, partition held since")
+    _commit(twin4, b, -1, "an older epoch, partition assigned since")
+    _commit(twin4, a, 1, "a newer epoch")
     _commit(twin4, a, 0, "unknown member", stranger=True)
     twin4.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]},
                   "consumer groups",

@@ -55,6 +55,11 @@ class AIOCluster(ClusterState):
             raise KafkaConnectionError("?", -1, f"broker {node_id} is not in the metadata")
         return await self._connect(node_id, info.host, info.port)
 
+    def connection_if_open(self, node_id: int) -> AIOConnection | None:
+        """The open connection to broker ``node_id``, or None (nothing is connected)."""
+        conn = self._conns.get(node_id)
+        return conn if conn is not None and conn.connected else None
+
     async def _connect(self, key: int | str, host: str, port: int) -> AIOConnection:
         conn = self._conns.get(key)
         if conn is not None and conn.connected and (conn.host, conn.port) == (host, port):

@@ -12,7 +12,10 @@ of the record layer) and queued on the partition's :class:`~kclient.core.prefetc
 (:func:`~kclient.core.prefetch.take_answer`, which also bounds the queue in bytes: at most
 ``buffer_chunks`` times the fetch size); the consumer builds ConsumerRecords only for what it
 returns.  Data for a partition that was seeked, revoked or reset while the request was out is
-dropped (its ``epoch`` changed).
+dropped (its ``epoch`` changed).  Each leader's requests run in an incremental fetch session
+(KIP-227, :class:`~kclient.core.fetch_session.FetchSession`): after the first, a request lists
+only the partitions whose offset changed; a session error makes the next one full, and
+:meth:`AIOFetcher.stop` ends the sessions.
 """
 from __future__ import annotations
 
@@ -24,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from kclient.core.fetch import (
     FetchSettings,
     PartitionFetch,
-    fetch_body,
     message_set,
     partitions_of,
 )
+from kclient.core.fetch_session import FetchSession
 from kclient.core.prefetch import DATA, REFRESH, RESET, PartitionState, take_answer
 from kclient.errors import KafkaError, error_for_code
 from kclient.protocol.apis import FETCH
@@ -64,6 +67,8 @@ class AIOFetcher:
         self.data, self.needs_reset = data, needs_reset
         self._wake = asyncio.Event()
         self._inflight: dict[int, asyncio.Future[Struct]] = {}
+        #: each leader's fetch session
+        self.sessions: dict[int, FetchSession] = {}
         self._stale = False
         self._task: asyncio.Task[None] | None = None
 
@@ -78,7 +83,7 @@ class AIOFetcher:
         self._wake.set()
 
     async def stop(self) -> None:
-        """Cancel the task and forget the requests in flight."""
+        """Cancel the task, forget the requests in flight and end the fetch sessions."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -87,6 +92,19 @@ class AIOFetcher:
             except asyncio.CancelledError:
                 pass
         self._inflight.clear()
+        closing = []
+        for node, session in self.sessions.items():
+            body = session.close_body(self.settings)
+            conn = self.cluster.connection_if_open(node)
+            if body is not None and conn is not None:
+                closing.append(conn.request(FETCH, body))
+        self.sessions.clear()
+        if closing:                # answered after any fetch still parked at the broker
+            wait = self.settings.max_wait_ms / 1000 + 5
+            try:
+                await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), wait)
+            except asyncio.TimeoutError:
+                log.info("fetch sessions not closed within %.1f s", wait)
 
     async def _run(self) -> None:
         while True:
@@ -128,12 +146,15 @@ class AIOFetcher:
             sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
             if not sts or node in self._inflight:
                 continue
-            body = fetch_body([PartitionFetch(st.tp.topic, st.tp.partition, st.fetch_offset,
-                                              self.max_partition_bytes) for st in sts],
-                              self.settings)
+            session = self.sessions.setdefault(node, FetchSession())
+            version = conn.version(FETCH)
+            body = session.body([PartitionFetch(st.tp.topic, st.tp.partition, st.fetch_offset,
+                                                self.max_partition_bytes) for st in sts],
+                                self.settings, version)
             try:
-                fut = conn.send(FETCH, body)
+                fut = conn.send(FETCH, body, version)
             except KafkaError as exc:
+                session.failed()
                 self.cluster.drop(conn, str(exc))
                 self._stale = True
                 continue
@@ -148,15 +169,19 @@ class AIOFetcher:
         if self._inflight.get(node) is fut:
             del self._inflight[node]
         self.wake()
-        if fut.cancelled():
-            return
-        exc = fut.exception()
-        if exc is not None:
-            log.info("fetch from broker %d failed: %s", node, exc)
-            self.cluster.drop(conn, str(exc))
+        session = self.sessions.get(node)
+        if fut.cancelled() or fut.exception() is not None:
+            if session is not None:
+                session.failed()
+            if fut.cancelled():
+                return
+            log.info("fetch from broker %d failed: %s", node, fut.exception())
+            self.cluster.drop(conn, str(fut.exception()))
             self._stale = True
             return
         resp: FetchResponse = fut.result()
+        if session is not None and not session.answer(resp):
+            return            # a session error: the next request (the task is woken) is full
         parts = partitions_of(resp)
         self._take_all(asked, parts, 0)
 

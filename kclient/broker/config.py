@@ -79,6 +79,7 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "message.max.bytes": (_INT, "1048588"),
     "replica.fetch.max.bytes": (_INT, "1048576"),
     "fetch.max.bytes": (_INT, "57671680"),
+    "max.incremental.fetch.session.cache.slots": (_INT, "1000"),
     # log (passed to LogConfig / LogManager)
     "log.dir": (_STR, None),
     "log.dirs": (_LIST, None),

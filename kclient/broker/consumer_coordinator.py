@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -526,7 +526,7 @@ class ConsumerGroups:
                      transactional: bool = False) -> int | None:
         """Kafka's ConsumerGroup.validateOffsetCommit: None when not a consumer group here;
         else 0, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a consumer-protocol member must use
-        OffsetCommit v9+) or STALE_MEMBER_EPOCH."""
+        OffsetCommit v9+) or STALE_MEMBER_EPOCH (an epoch ahead of the member's)."""
         with self._lock:
             group = self.groups.get(group_id)
             if group is None:
@@ -540,9 +540,23 @@ class ConsumerGroups:
                 return E.UnknownMemberIdError.errno
             if not transactional and version < 9:
                 return E.UnsupportedVersionError.errno
-            if epoch != member.member_epoch:
+            if epoch > member.member_epoch:
                 return E.StaleMemberEpochError.errno
-            return 0
+            return 0          # an older epoch: per partition (stale_partitions)
+
+    def stale_partitions(self, group_id: str, member_id: str, epoch: int,
+                         partitions: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Kafka 4.4's assignment-epoch check of a commit at an older member epoch: a
+        partition must be the member's (assigned or being revoked) since that epoch or
+        before; the others are STALE_MEMBER_EPOCH."""
+        with self._lock:
+            group = self.groups.get(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if member is None or epoch < 0 or epoch >= member.member_epoch:
+                return set()
+            ids = {name: tid for name, (tid, _) in self.topics().items()}
+            return {(t, p) for t, p in partitions
+                    if member.partition_epochs.get((ids.get(t, b""), p), epoch + 1) > epoch}
 
     def describe(self, group_id: str, topic_name: Callable[[bytes], str | None]
                  ) -> dict[str, Any] | None:

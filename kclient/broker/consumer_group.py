@@ -51,6 +51,8 @@ class ConsumerMember:
     state: str = STABLE_MEMBER
     assigned: Assignment = field(default_factory=dict)
     revoking: Assignment = field(default_factory=dict)
+    #: (topic id, partition) -> the member epoch it was assigned at (assigned or revoking)
+    partition_epochs: dict[tuple[bytes, int], int] = field(default_factory=dict)
 
     def subscription(self) -> tuple[Any, ...]:
         """What the group epoch depends on."""
@@ -67,7 +69,9 @@ class ConsumerMember:
         """The ConsumerGroupCurrentMemberAssignment record's content."""
         return {"epoch": self.member_epoch, "previous_epoch": self.previous_epoch,
                 "state": self.state, "assigned": encode_assignment(self.assigned),
-                "revoking": encode_assignment(self.revoking)}
+                "revoking": encode_assignment(self.revoking),
+                "partition_epochs": [[t.hex(), p, e] for (t, p), e in
+                                     sorted(self.partition_epochs.items())]}
 
     def load_metadata(self, value: Mapping[str, Any]) -> None:
         """Replay a ConsumerGroupMemberMetadata record."""
@@ -83,6 +87,8 @@ class ConsumerMember:
         self.state = value["state"]
         self.assigned = decode_assignment(value["assigned"])
         self.revoking = decode_assignment(value["revoking"])
+        self.partition_epochs = {(bytes.fromhex(t), p): e
+                                 for t, p, e in value.get("partition_epochs", ())}
 
 
 @dataclass
@@ -189,6 +195,8 @@ def _next_assignment(member: ConsumerMember, target_epoch: int, target: Assignme
     member.assigned = kept
     member.revoking = {}
     member.state = UNRELEASED if waiting else STABLE_MEMBER
+    member.partition_epochs = {(t, p): member.partition_epochs.get((t, p), target_epoch)
+                               for t, ps in kept.items() for p in ps}
 
 
 # -- records (the offsets log's keys as Kafka's; values JSON) ---------------------------------

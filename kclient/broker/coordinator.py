@@ -18,7 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kclient.protocol.error_codes import GroupIdNotFoundError, NonEmptyGroupError
+from kclient.protocol.error_codes import (
+    GroupIdNotFoundError,
+    NonEmptyGroupError,
+    StaleMemberEpochError,
+)
 
 from .config import DEFAULTS
 from .consumer_coordinator import ConsumerGroups
@@ -57,6 +61,7 @@ log = logging.getLogger(__name__)
 _REAPER_MAX_WAIT = 1.0
 NON_EMPTY_GROUP = NonEmptyGroupError.errno
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
+STALE_MEMBER_EPOCH = StaleMemberEpochError.errno
 
 
 def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
@@ -501,9 +506,11 @@ class GroupCoordinator(GroupViews):
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        offsets: Mapping[TopicPartition, OffsetEntry], *,
                        check_membership: bool = True,
-                       group_instance_id: str | None = None, api_version: int = 8) -> int:
+                       group_instance_id: str | None = None, api_version: int = 8
+                       ) -> int | dict[TopicPartition, int]:
         """Store offsets if the committer may (generation -1 is a simple commit when Empty;
-        a consumer group's member commits with its member epoch, OffsetCommit v9+)."""
+        a consumer group's member commits with its member epoch, OffsetCommit v9+): an error
+        code for all of them, or one per partition when some were refused."""
         modern = self.consumer.commit_error(group_id, member_id, generation_id, api_version) \
             if check_membership else None
         with self._lock:
@@ -515,11 +522,15 @@ class GroupCoordinator(GroupViews):
                 code = Group.commit_error(group, generation_id, member_id, group_instance_id)
         if code:
             return code
+        stale = self.consumer.stale_partitions(group_id, member_id, generation_id, offsets) \
+            if modern is not None else set()
         try:
-            self.offsets.commit(group_id, offsets)
+            self.offsets.commit(group_id, {tp: e for tp, e in offsets.items() if tp not in stale})
         except (OSError, RuntimeError) as exc:
             log.error("group %s: storing offsets failed: %s", group_id, exc)
             return COORDINATOR_NOT_AVAILABLE
+        if stale:
+            return {tp: STALE_MEMBER_EPOCH if tp in stale else NONE for tp in offsets}
         return NONE
 
     def txn_commit_offsets(self, group_id: str, generation_id: int, member_id: str,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .config import BrokerConfig
     from .coordinator import GroupCoordinator
     from .delayed import AppendWatchers, Scheduler
+    from .fetch_sessions import FetchSessionCache
     from .log import Log
     from .producer_ids import ProducerIdManager
     from .share import ShareCoordinator
@@ -39,6 +40,7 @@ class Broker(ClusterMember, Protocol):
     share: ShareCoordinator
     scheduler: Scheduler
     watchers: AppendWatchers
+    fetch_sessions: FetchSessionCache
     authorizer: Authorizer | None
 
     def ensure_topic(self, name: str) -> bool:

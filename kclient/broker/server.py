@@ -34,6 +34,7 @@ from .connection_quotas import ConnectionQuotas, parse_overrides
 from .coordinator import GroupCoordinator
 from .delayed import AppendWatchers, Scheduler
 from .faults import Fault, Faults, error_body, stamp_metadata_error
+from .fetch_sessions import FetchSessionCache
 from .handlers import HANDLERS, served_versions
 from .listeners import (
     Listener,
@@ -97,6 +98,8 @@ class MiniBroker:
         self.cluster = cluster if cluster is not None else ClusterView()
         self.faults = Faults()
         self.watchers = AppendWatchers()
+        self.fetch_sessions = FetchSessionCache(
+            self.config.int_setting("max.incremental.fetch.session.cache.slots"))
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()

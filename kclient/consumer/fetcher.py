@@ -101,6 +101,7 @@ class ConsumerFetcherThread(threading.Thread):
                                 min_bytes=c["fetch.min.bytes"],
                                 max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
                                 prefetch=True, max_bytes=c.get("fetch.max.bytes"),
+                                session=True,
                                 isolation_level=ISOLATION_LEVELS[c.get("isolation.level",
                                                                  "read_uncommitted")])
         self.reset = c["auto.offset.reset"]
@@ -157,7 +158,7 @@ class ConsumerFetcherThread(threading.Thread):
             log.exception("fetcher %s crashed", self.name)
             self._give_back(list(self.partitions), "fetcher crashed", dead=True)
         finally:
-            self.conn.close()
+            self.fetcher.close()          # ends its fetch session when still connected
 
     def _fetch_once(self, parts: list[PartitionTopicInfo]) -> None:
         for info in parts:

@@ -797,7 +797,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True,
+                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True, session=True,
                 max_bytes=self.config["fetch.max.bytes"],
                 isolation_level=ISOLATION_LEVELS[self.config["isolation.level"]])
         return f
@@ -939,7 +939,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             self._async.shutdown(wait=True)
 
         for f in self._fetchers.values():
-            f.conn.close()
+            f.close()                     # ends its fetch session
         self._fetchers.clear()
         if self.membership is not None:
             self.membership.coordinator.close()

@@ -22,9 +22,9 @@ request on the wire while the caller decodes), ``kclient.aio.fetcher`` as a task
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
@@ -45,6 +45,7 @@ __all__ = [
     "PartitionFetch",
     "FetchSettings",
     "fetch_body",
+    "topics_body",
     "read_response",
     "message_set",
     "end_of",
@@ -93,6 +94,20 @@ class FetchSettings:
         return self.isolation_level == 1
 
 
+class FetchSession(Protocol):
+    """What :func:`fetch` needs of a fetch session (:mod:`kclient.core.fetch_session`)."""
+
+    known: dict[tuple[str, int], tuple[int, int, int]]
+
+    def body(
+        self, asked: Sequence[PartitionFetch], settings: FetchSettings, version: int
+    ) -> dict[str, Any]: ...
+
+    def answer(self, resp: FetchResponse) -> bool: ...
+
+    def failed(self) -> None: ...
+
+
 def partition_fetches(requests: Sequence[Any]) -> tuple[PartitionFetch, ...]:
     """``requests`` as PartitionFetch tuples, refusing a partition listed twice or a size <= 0."""
     out = tuple(r if type(r) is PartitionFetch else PartitionFetch(*r) for r in requests)
@@ -108,16 +123,24 @@ def partition_fetches(requests: Sequence[Any]) -> tuple[PartitionFetch, ...]:
     return out
 
 
-def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> dict[str, Any]:
-    """The Fetch request for ``requests`` (checked by :func:`partition_fetches` first)."""
+def topics_body(requests: Sequence[PartitionFetch]) -> list[dict[str, Any]]:
+    """A Fetch request's ``topics``: ``requests`` grouped by topic, in order."""
     topics: dict[str, list[dict[str, Any]]] = {}
-    total = 0
     for r in requests:
-        size = min(r.max_bytes, _INT32_MAX)
-        total += size
         topics.setdefault(r.topic, []).append(
-            {"partition": r.partition, "fetch_offset": r.offset, "partition_max_bytes": size}
+            {
+                "partition": r.partition,
+                "fetch_offset": r.offset,
+                "partition_max_bytes": min(r.max_bytes, _INT32_MAX),
+            }
         )
+    return [{"topic": t, "partitions": ps} for t, ps in topics.items()]
+
+
+def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> dict[str, Any]:
+    """The Fetch request for ``requests`` (checked by :func:`partition_fetches` first),
+    sessionless (a :class:`~kclient.core.fetch_session.FetchSession` makes it a session's)."""
+    total = sum(min(r.max_bytes, _INT32_MAX) for r in requests)
     limit = settings.max_bytes if settings.max_bytes is not None else total
     return {
         "replica_id": -1,
@@ -127,7 +150,7 @@ def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> d
         "isolation_level": settings.isolation_level,
         "session_id": 0,
         "session_epoch": -1,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        "topics": topics_body(requests),
         "forgotten_topics_data": [],
         "rack_id": "",
     }
@@ -168,11 +191,15 @@ def message_set(
 
 
 def read_response(
-    resp: FetchResponse, requests: Sequence[PartitionFetch], settings: FetchSettings
+    resp: FetchResponse,
+    requests: Sequence[PartitionFetch],
+    settings: FetchSettings,
+    known: Mapping[tuple[str, int], tuple[int, int, int]] | None = None,
 ) -> list[ByteBufferMessageSet]:
     """One message set per request, in order; a partition left out of the answer gets the
     request-level error, or nothing (some brokers, e.g. tansu at max_wait_ms=0, leave out
-    partitions with nothing to return yet)."""
+    partitions with nothing to return yet; an incremental fetch session leaves out those with
+    nothing new, and ``known`` gives their offsets as last answered)."""
     parts = partitions_of(resp)
     top_error = resp.get("error_code", 0)
     out: list[ByteBufferMessageSet] = []
@@ -180,6 +207,21 @@ def read_response(
         part = parts.get((r.topic, r.partition))
         if part is not None:
             out.append(message_set(part, r.topic, r.partition, r.offset, settings))
+            continue
+        last = known.get((r.topic, r.partition)) if known and not top_error else None
+        if last is not None:
+            hw, lso, start = last
+            out.append(
+                ByteBufferMessageSet(
+                    b"",
+                    r.offset,
+                    topic=r.topic,
+                    partition=r.partition,
+                    high_watermark=hw,
+                    last_stable_offset=lso,
+                    log_start_offset=start,
+                )
+            )
             continue
         err = (
             error_for_code(top_error)(f"{r.topic}-{r.partition} at offset {r.offset}")
@@ -256,14 +298,42 @@ def fetch(
     *,
     version: int | None = None,
     node: int | str | None = None,
+    session: FetchSession | None = None,
 ) -> Conversation[list[ByteBufferMessageSet]]:
-    """Fetch ``requests`` in one round trip, plus one per growth of an oversized first entry."""
+    """Fetch ``requests`` in one round trip, plus one per growth of an oversized first entry;
+    in ``session`` (KIP-227) when given, asked again in full after a session error."""
     asked = partition_fetches(requests)
     if not asked:
         return []
-    resp = yield Request(FETCH, fetch_body(asked, settings), version, node)
-    results = read_response(resp, asked, settings)
+    if session is None:
+        resp = yield Request(FETCH, fetch_body(asked, settings), version, node)
+        known = None
+    else:
+        resp = yield from _in_session(session, asked, settings, version, node)
+        known = session.known
+    results = read_response(resp, asked, settings, known)
     return (yield from refetch_oversized(asked, results, settings, version=version, node=node))
+
+
+def _in_session(
+    session: FetchSession,
+    asked: Sequence[PartitionFetch],
+    settings: FetchSettings,
+    version: int | None,
+    node: int | str | None,
+) -> Conversation[FetchResponse]:
+    """One Fetch in ``session``; after a session error once more (then full)."""
+    for attempt in range(2):
+        try:
+            resp: FetchResponse = yield Request(
+                FETCH, lambda v: session.body(asked, settings, v), version, node
+            )
+        except BaseException:
+            session.failed()
+            raise
+        if session.answer(resp) or attempt:
+            break
+    return resp
 
 
 def refetch_oversized(

@@ -18,6 +18,9 @@ What it adds to the core:
   than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
   watermark does not change, so a used speculative response equals a fresh one except that its
   high watermark may be that much older.
+* **Fetch sessions** (KIP-227, ``session=True``): requests after the first list only the
+  partitions whose offset changed (:class:`~kclient.core.fetch_session.FetchSession`); a
+  speculative answer dropped unread still moves the session.  :meth:`Fetcher.close` ends it.
 * **Oversized messages** are fetched again with the size doubled (the core decides which and
   how far) up to ``max_buffer_size``; past that bound they fail with
   ``MessageSizeTooLargeError``.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from kclient.connection import BrokerConnection
 from kclient.core.fetch import (
@@ -40,6 +44,7 @@ from kclient.core.fetch import (
     read_response,
     refetch_oversized,
 )
+from kclient.core.fetch_session import FetchSession
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.steps import Request
 from kclient.protocol.apis import FETCH
@@ -47,6 +52,9 @@ from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError
 
 from .driver import ConnectionTransport, run
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import FetchResponse
 
 __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
 
@@ -73,8 +81,9 @@ class Fetcher:
     (``fetch.max.bytes``; default the sum of the partitions' sizes);
     ``version`` caps the Fetch version (default: the highest both sides support);
     ``isolation_level`` 1 (read_committed) reads only up to the last stable offset and leaves
-    out aborted transactions (see :class:`ByteBufferMessageSet`).  Thread-safe: one fetch at
-    a time.
+    out aborted transactions (see :class:`ByteBufferMessageSet`); ``session`` fetches in an
+    incremental fetch session (KIP-227), for readers that fetch the same partitions again and
+    again.  Thread-safe: one fetch at a time.
     """
 
     def __init__(
@@ -91,8 +100,11 @@ class Fetcher:
         prefetch_max_age_ms: int = 1000,
         isolation_level: int = 0,
         max_bytes: int | None = None,
+        session: bool = False,
     ) -> None:
         self.conn = conn
+        #: the fetch session with this broker (None: every request sessionless)
+        self.session = FetchSession() if session else None
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -129,13 +141,55 @@ class Fetcher:
         asked = partition_fetches(requests)
         settings = self.settings
         version = self.conn.version(FETCH, self.version)
-        corr = self.conn.send(FETCH, fetch_body(asked, settings), version)
+        session = self.session
+        body = (
+            fetch_body(asked, settings)
+            if session is None
+            else session.body(asked, settings, version)
+        )
+        try:
+            corr = self.conn.send(FETCH, body, version)
+        except KafkaError:
+            if session is not None:
+                session.failed()
+            raise
         self.requests_sent += 1
         return PendingFetch(corr, asked, version, settings)
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
-        return read_response(self.conn.receive(pending.corr), pending.requests, pending.settings)
+        session = self.session
+        if session is None:
+            return read_response(
+                self.conn.receive(pending.corr), pending.requests, pending.settings
+            )
+        resp = self._answer(pending)
+        if not session.answer(resp):  # a session error: once more, in full
+            resp = self._answer(self.send(pending.requests))
+            session.answer(resp)
+        return read_response(resp, pending.requests, pending.settings, session.known)
+
+    def _answer(self, pending: PendingFetch) -> FetchResponse:
+        try:
+            return cast("FetchResponse", self.conn.receive(pending.corr))
+        except KafkaError:
+            if self.session is not None:
+                self.session.failed()
+            raise
+
+    def close(self) -> None:
+        """End the fetch session (epoch -1) and close the connection."""
+        with self._lock:
+            session = self.session
+            if session is not None and self.conn.connected:
+                try:
+                    self.discard_prefetch()
+                    body = session.close_body(self.settings)
+                    if body is not None:
+                        self.conn.request(FETCH, body, self.conn.version(FETCH, self.version))
+                except KafkaError:
+                    pass  # the broker evicts a session nobody uses
+            self.conn.close()
 
     # -- the full fetch ----------------------------------------------------------------------
     def fetch(self, requests: Sequence[PartitionFetch]) -> list[ByteBufferMessageSet]:
@@ -182,11 +236,15 @@ class Fetcher:
     def reset(self) -> None:
         """Forget a speculative request without reading it (the connection was replaced)."""
         self._speculative = None
+        if self.session is not None:
+            self.session.failed()
 
     def _drop(self, pending: PendingFetch) -> None:
         self.prefetch_misses += 1
         try:
-            self.conn.receive(pending.corr)
+            resp = self._answer(pending)
+            if self.session is not None:
+                self.session.answer(resp)
         except KafkaError:
             pass  # the caller's own request will meet the same broken connection
 

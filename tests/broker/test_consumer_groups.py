@@ -173,19 +173,30 @@ def test_regex_subscription_follows_created_and_deleted_topics(broker, client):
 
 
 def test_offset_commit_checks_member_epoch(broker, client):
-    broker.create_topic("t", partitions=1)
-    group, a, _ = new_ids()
-    r = hb(client, group, a, 0, ["t"])
+    broker.create_topic("t", partitions=2)
+    group, a, b = new_ids()
+    ra = hb(client, group, a, 0, ["t"])
 
-    def commit(version, epoch, member=a):
+    def commit(version, epoch, member=a, partition=0):
         body = {"group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member,
                 "group_instance_id": None, "topics": [{"name": "t", "partitions": [
-                    {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}]}]}
+                    {"partition_index": partition, "committed_offset": 5,
+                     "committed_metadata": ""}]}]}
         return client.request(OFFSET_COMMIT, version, body).topics[0].partitions[0].error_code
-    assert commit(9, r.member_epoch) == 0
-    assert commit(9, r.member_epoch + 1) == E.StaleMemberEpochError.errno
-    assert commit(9, r.member_epoch, member="stranger") == E.UnknownMemberIdError.errno
-    assert commit(8, r.member_epoch) == E.UnsupportedVersionError.errno
+    assert commit(9, 2) == 0
+    assert commit(9, 3) == E.StaleMemberEpochError.errno           # ahead of the member
+    assert commit(9, 2, member="stranger") == E.UnknownMemberIdError.errno
+    assert commit(8, 2) == E.UnsupportedVersionError.errno
+    hb(client, group, b, 0, ["t"])                                  # epoch 3
+    ra = hb(client, group, a, 2, owned=owned(parts(ra)))            # a gives one back
+    assert hb(client, group, a, 2, owned=owned(parts(ra))).member_epoch == 3
+    kept = parts(ra)[broker.cluster.topic_id("t")][0]
+    assert hb(client, group, b, 3, owned=[]).error_code == 0       # b gets the other at 3
+    # an older epoch: only for partitions the member has held since then (Kafka 4.4)
+    assert commit(9, 2, partition=kept) == 0
+    assert commit(9, 2, partition=1 - kept) == E.StaleMemberEpochError.errno
+    assert commit(9, 2, member=b, partition=1 - kept) == E.StaleMemberEpochError.errno
+    assert commit(9, 3, member=b, partition=1 - kept) == 0
 
 
 def test_session_expiry_frees_partitions(broker, client):

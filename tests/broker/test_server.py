@@ -60,7 +60,10 @@ def test_api_versions_lists_every_api_with_our_ranges(mini_broker, raw_client):
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         assert set(ranges) == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
                                22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 36, 37, 42, 44, 47,
-                               60}
+                               60, 68, 69, 76, 77, 78, 79, 90, 91, 92}
+        # share groups (KIP-932): the stable versions of Kafka 4.1+
+        assert (ranges[76], ranges[77], ranges[78], ranges[79]) == ((1, 1), (1, 1), (1, 2),
+                                                                     (1, 2))
         # Produce v10-v12 (KIP-951's leader hints, KIP-890's implicit AddPartitionsToTxn)
         assert ranges[0] == (PRODUCE.min_version, 12) and PRODUCE.max_version == 12
         assert ranges[1] == (FETCH.min_version, FETCH.max_version)

@@ -8,7 +8,7 @@ from kclient.broker import MiniBroker
 from kclient.protocol import apis
 from kclient.protocol.records import RecordsReader
 
-from .txn_support import TXN_CONFIG, add_partitions, call, end_txn, fetch, init, produce, values
+from .txn_support import TXN_CONFIG, call, committed_aborted_open, fetch, values
 
 
 @pytest.fixture(scope="module")
@@ -16,17 +16,7 @@ def broker(tmp_path_factory):
     """t-0: c0 c1 (committed) marker, a0 (aborted) marker, plain, o0 (open)."""
     b = MiniBroker(log_dir=tmp_path_factory.mktemp("txn-fetch"), config=TXN_CONFIG).start()
     b.create_topic("t", 1)
-    r = init(b, "tx")
-    pid = b.pid = r.producer_id
-    seq = 0
-    for vals, commit in (([b"c0", b"c1"], True), ([b"a0"], False), ([b"o0"], None)):
-        add_partitions(b, "tx", pid, 0, [("t", 0)])
-        if commit is None:
-            produce(b, "t", 0, [b"plain"])
-        produce(b, "t", 0, vals, pid=pid, epoch=0, seq=seq, tid="tx")
-        seq += len(vals)
-        if commit is not None:
-            end_txn(b, "tx", pid, 0, commit)
+    b.pid = committed_aborted_open(b, "t", "tx")
     yield b
     b.close()
 

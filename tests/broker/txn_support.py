@@ -83,3 +83,18 @@ def fetch(broker: Any, topic: str, partition: int, offset: int = 0, *, version: 
 def values(records: Any) -> list[bytes]:
     """Record values of a fetched record set (markers skipped)."""
     return [r.value for r in RecordsReader(bytes(records or b""))]
+
+
+def committed_aborted_open(broker: Any, topic: str, tid: str) -> int:
+    """Write partition 0 of ``topic``: c0 c1 (committed) marker, a0 (aborted) marker, plain,
+    o0 (open); returns the transactional producer id."""
+    pid, seq = init(broker, tid).producer_id, 0
+    for vals, commit in (([b"c0", b"c1"], True), ([b"a0"], False), ([b"o0"], None)):
+        add_partitions(broker, tid, pid, 0, [(topic, 0)])
+        if commit is None:
+            produce(broker, topic, 0, [b"plain"])
+        produce(broker, topic, 0, vals, pid=pid, epoch=0, seq=seq, tid=tid)
+        seq += len(vals)
+        if commit is not None:
+            end_txn(broker, tid, pid, 0, commit)
+    return pid

@@ -15,9 +15,9 @@ from kclient.protocol.records import build_batch
 VALUES = [b"v%03d" % i for i in range(60)]
 
 
-def produce(topic, partition, values):
-    """A conversation step writing ``values`` as one v2 batch; returns the base offset."""
-    body = {
+def produce_body(topic, partition, values):
+    """A Produce request (acks -1) writing ``values`` as one v2 batch."""
+    return {
         "acks": -1,
         "timeout_ms": 10000,
         "topic_data": [
@@ -27,7 +27,11 @@ def produce(topic, partition, values):
             }
         ],
     }
-    resp = yield Request(PRODUCE, body)
+
+
+def produce(topic, partition, values):
+    """A conversation step writing ``values`` as one v2 batch; returns the base offset."""
+    resp = yield Request(PRODUCE, produce_body(topic, partition, values))
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == 0, part
     return part.base_offset

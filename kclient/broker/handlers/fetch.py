@@ -9,6 +9,8 @@ entry of the first non-empty partition is returned whole even when larger (KIP-7
 Every v4+ answer carries the partition's last stable offset; a read_committed fetch
 (isolation_level 1) reads only below it and gets the aborted transactions overlapping what it
 read (an empty list when none).  Down-converted data leaves control batches (markers) out.
+Fetch sessions (KIP-227, v7+): ``broker.fetch_sessions`` decides what a fetch in a session
+reads and answers (:mod:`kclient.broker.fetch_sessions`).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from kclient.protocol.records import convert_records
 
 from ..authorizer import allowed
 from ..delayed import DelayedResponse
+from ..fetch_sessions import FetchContext
 from ..interface import Broker, body_of
 from .registry import handles
 
@@ -137,29 +140,29 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
                             lso if version >= 4 else hw)
 
 
-def read_all(broker: Broker, body: Any, version: int, denied: frozenset[str] = frozenset()
-             ) -> tuple[dict[str, Any], int, bool]:
-    """Read every requested partition: (response body, bytes read, any partition error); the
+def read_all(broker: Broker, body: Any, version: int, ctx: FetchContext,
+             denied: frozenset[str] = frozenset()) -> tuple[dict[str, Any], int, bool]:
+    """Read every partition of ``ctx``: (response body, bytes read, any partition error); the
     partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
     committed = version >= 4 and body.isolation_level == 1
     total, failed, responses = 0, False, []
-    for topic in body.topics:
+    for topic, reqs in ctx.topics:
         parts = []
-        for req in topic.partitions:
-            if topic.topic in denied:
+        for req in reqs:
+            if topic in denied:
                 parts.append(_partition_entry(req.partition, TOPIC_AUTHORIZATION_FAILED,
                                               aborted=[]))
                 failed = True
                 continue
             limit = min(req.partition_max_bytes, budget - total)
-            entry = _read_partition(broker, topic.topic, req, version, limit,
+            entry = _read_partition(broker, topic, req, version, limit,
                                     whole_first=version >= 3 and total == 0,
                                     committed=committed)
             total += len(entry["records"])
             failed = failed or entry["error_code"] != 0
             parts.append(entry)
-        responses.append({"topic": topic.topic, "partitions": parts})
+        responses.append({"topic": topic, "partitions": parts})
     body_out = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
     return body_out, total, failed
 
@@ -167,13 +170,13 @@ def read_all(broker: Broker, body: Any, version: int, denied: frozenset[str] = f
 class DelayedFetch:
     """A fetch parked until appends bring ``min_bytes`` or ``max_wait_ms`` runs out."""
 
-    def __init__(self, broker: Broker, body: Any, version: int, have: int):
-        self.broker, self.body, self.version = broker, body, version
+    def __init__(self, broker: Broker, body: Any, version: int, ctx: FetchContext, have: int):
+        self.broker, self.body, self.version, self.ctx = broker, body, version, ctx
         self.future = DelayedResponse()
         self._lock = threading.Lock()
         self._done = False
         self._bytes = have
-        keys = [(t.topic, p.partition) for t in body.topics for p in t.partitions]
+        keys = [(t, p.partition) for t, ps in ctx.topics for p in ps]
         self._token = broker.watchers.watch(keys, self._on_append)
         self._timer = broker.scheduler.call_later(body.max_wait_ms / 1000.0, self._expire)
         self.future.on_abandon(self._abandoned)
@@ -225,7 +228,7 @@ class DelayedFetch:
             return
         error: Exception | None = None
         try:
-            result = read_all(self.broker, self.body, self.version)[0]
+            result = self.ctx.answer(read_all(self.broker, self.body, self.version, self.ctx)[0])
         except Exception as exc:  # noqa: BLE001 - handed on to the waiting request
             result, error = None, exc
         try:
@@ -247,11 +250,12 @@ def _high_watermarks(body: dict[str, Any]) -> dict[tuple[str, int], int]:
 def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
     body, version = body_of(request), request.header.api_version
-    denied = frozenset(t.topic for t in body.topics if not allowed(
-        broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic))
-    response, total, failed = read_all(broker, body, version, denied)
-    if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not body.topics:
-        return response
-    delayed = DelayedFetch(broker, body, version, total)
+    ctx = broker.fetch_sessions.context(body, version)
+    denied = frozenset(t for t, _ in ctx.topics if not allowed(
+        broker, request, AclOperation.READ, ResourceType.TOPIC, t))
+    response, total, failed = read_all(broker, body, version, ctx, denied)
+    if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not ctx.topics:
+        return ctx.answer(response)
+    delayed = DelayedFetch(broker, body, version, ctx, total)
     delayed.recheck(_high_watermarks(response))
     return delayed.future

@@ -105,5 +105,5 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
             check_membership=version >= 1,
             group_instance_id=body.group_instance_id if version >= 7 else None,
             api_version=version)
-        errors.update(dict.fromkeys(entries, code))
+        errors.update(code if isinstance(code, dict) else dict.fromkeys(entries, code))
     return _response(request, errors, unknown)

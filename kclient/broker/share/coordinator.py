@@ -127,7 +127,7 @@ class ShareCoordinator:
                     if now >= member.deadline:
                         log.info("share group %s: member %s session timed out",
                                  group.group_id, member.member_id)
-                        self._remove(group, member)
+                        self._remove(group, member, timed_out=True)
             changed = [key for key, sp in self.partitions.items() if sp.expire(now)]
             self._persist(changed)
 
@@ -204,12 +204,17 @@ class ShareCoordinator:
             group = self.groups[group_id] = ShareGroup(group_id)
         return group
 
-    def _remove(self, group: ShareGroup, member: ShareMember) -> None:
-        """A member leaves: its session closes and every record it holds is released."""
+    def _remove(self, group: ShareGroup, member: ShareMember, timed_out: bool = False) -> None:
+        """A member leaves.  One that stopped heartbeating loses its session and every record
+        it holds is released; one that left (epoch -1) keeps its session until the client
+        closes it, as clients acknowledge what they hold after leaving (records it never
+        acknowledges come back when their locks expire)."""
         del group.members[member.member_id]
-        self.sessions.close(group.group_id, member.member_id)
-        released = [key for key, sp in self.partitions.items()
-                    if key[0] == group.group_id and sp.release_member(member.member_id)]
+        released: list[Key] = []
+        if timed_out:
+            self.sessions.close(group.group_id, member.member_id)
+            released = [key for key, sp in self.partitions.items()
+                        if key[0] == group.group_id and sp.release_member(member.member_id)]
         group.assign(self.topics.partitions)
         group.bump()
         self.store.write(groups={group.group_id: group.epoch})

@@ -7,13 +7,26 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kclient.protocol import error_codes as E
+from kclient.protocol.acl import AclOperation, ResourceType
 
-__all__ = ["Resolved", "ack_batches", "leader", "resolve"]
+from ..authorizer import allowed
+
+__all__ = ["Resolved", "ack_batches", "leader", "refusal", "resolve"]
 
 UNKNOWN_TOPIC_ID = E.UnknownTopicIdError.errno
 TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
 
 TopicPartition = tuple[str, int]
+
+
+def refusal(broker: Any, request: Any, body: Any) -> tuple[int, str | None]:
+    """Whether a share request is refused as a whole: (error code, message), (0, None) if not.
+    Both name a group and a member; without Read on the group, GROUP_AUTHORIZATION_FAILED."""
+    if not body.group_id or not body.member_id:
+        return E.InvalidRequestError.errno, "GroupId and MemberId are required."
+    if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return E.GroupAuthorizationFailedError.errno, None
+    return 0, None
 
 
 class Resolved:

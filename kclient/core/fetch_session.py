@@ -1,0 +1,165 @@
+"""Incremental fetch sessions (KIP-227): the client's half, once for every reader.
+
+Theory of operation: a :class:`FetchSession` is what one broker holds for one reader between
+Fetch requests (v7+).  The first request is *full* (every partition, ``session_epoch`` 0); the
+broker answers with a ``session_id`` (0: it made no session, so the next request is full again)
+and every partition.  From then on each request is *incremental* (``session_id`` and the next
+epoch, 1, 2, ...): it lists only the partitions that are new or whose offset or size changed
+since the last request, and names in ``forgotten_topics_data`` those no longer wanted; the
+broker fetches the others at the offsets it keeps and answers only the partitions with
+something new (records, a changed high watermark, log start or last stable offset, an error).
+A partition left out of an incremental answer had nothing new: :attr:`FetchSession.known` keeps
+the offsets it last reported, so every reader still gets one message set per partition asked.
+
+The session holds exactly one request at a time (the drivers keep one Fetch in flight per
+broker): :meth:`~FetchSession.body` builds it and makes what it asked the session's partitions,
+:meth:`~FetchSession.answer` takes the answer's session fields.  FETCH_SESSION_ID_NOT_FOUND
+(the broker evicted or forgot it) starts a new session, INVALID_FETCH_SESSION_EPOCH closes it
+and starts a new one; both answers carry no data, so the reader asks again, in full.  A lost
+answer (:meth:`~FetchSession.failed`) makes the next request full.  :meth:`~FetchSession.close_body`
+ends the session (epoch -1) when the reader closes.  Oversized-entry refetches stay sessionless
+(``session_epoch`` -1), so they never move the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kclient.protocol.error_codes import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+
+from .fetch import FetchSettings, PartitionFetch, fetch_body, topics_body
+
+if TYPE_CHECKING:
+    from kclient.protocol.messages import FetchResponse
+
+__all__ = ["FetchSession", "MIN_VERSION", "INITIAL_EPOCH", "FINAL_EPOCH", "SESSION_ERRORS"]
+
+#: The first Fetch version with sessions.
+MIN_VERSION = 7
+#: ``session_epoch`` of a full request that opens a session, and of one that closes it.
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+SESSION_NOT_FOUND = FetchSessionIdNotFoundError.errno
+INVALID_EPOCH = InvalidFetchSessionEpochError.errno
+#: Top-level errors that mean "ask again, in full".
+SESSION_ERRORS = frozenset({SESSION_NOT_FOUND, INVALID_EPOCH})
+_INT32_MAX = 0x7FFFFFFF
+
+_Key = tuple[str, int]
+
+
+class FetchSession:
+    """One reader's fetch session with one broker (see the module docstring)."""
+
+    __slots__ = (
+        "id",
+        "epoch",
+        "partitions",
+        "known",
+        "_full",
+        "full_requests",
+        "incremental_requests",
+        "last_partitions",
+    )
+
+    def __init__(self) -> None:
+        #: the broker's session id (0: none yet) and the epoch of the next request
+        self.id = 0
+        self.epoch = INITIAL_EPOCH
+        #: what the broker's session holds: (topic, partition) -> (offset, max bytes)
+        self.partitions: dict[_Key, tuple[int, int]] = {}
+        #: (topic, partition) -> (high watermark, last stable offset, log start) last answered
+        self.known: dict[_Key, tuple[int, int, int]] = {}
+        self._full: bool | None = None
+        #: requests built, full and incremental, and the partitions the last one listed
+        self.full_requests = self.incremental_requests = self.last_partitions = 0
+
+    def body(
+        self, asked: Sequence[PartitionFetch], settings: FetchSettings, version: int
+    ) -> dict[str, Any]:
+        """The Fetch request for ``asked`` at ``version``: full or incremental; sessionless
+        below v7."""
+        body = fetch_body(asked, settings)
+        if version < MIN_VERSION:
+            self._full = None
+            return body
+        want = {(r.topic, r.partition): (r.offset, min(r.max_bytes, _INT32_MAX)) for r in asked}
+        body["session_id"], body["session_epoch"] = self.id, self.epoch
+        if self.epoch == INITIAL_EPOCH:
+            self._full = True
+            self.full_requests += 1
+            self.known = {}
+            self.last_partitions = len(asked)
+        else:
+            self._full = False
+            self.incremental_requests += 1
+            old = self.partitions
+            changed = [
+                r for r in asked if old.get((r.topic, r.partition)) != want[(r.topic, r.partition)]
+            ]
+            gone = [k for k in old if k not in want]
+            for k in gone:
+                self.known.pop(k, None)
+            body["topics"] = topics_body(changed)
+            body["forgotten_topics_data"] = _forgotten(gone)
+            self.last_partitions = len(changed)
+        self.partitions = want
+        return body
+
+    def answer(self, resp: FetchResponse) -> bool:
+        """Take the session fields of the answer to the last :meth:`body`; False for a session
+        error (the answer has no data: ask again, the next request is full)."""
+        full, self._full = self._full, None
+        if full is None:
+            return True
+        code = resp.get("error_code", 0)
+        if code:
+            if code == SESSION_NOT_FOUND:
+                self.id = 0
+            self.epoch = INITIAL_EPOCH
+            return code not in SESSION_ERRORS
+        sid = resp.session_id
+        if sid == 0:
+            self.id, self.epoch = 0, INITIAL_EPOCH
+        elif full:
+            self.id, self.epoch = sid, 1
+        else:
+            self.epoch = 1 if self.epoch >= _INT32_MAX else self.epoch + 1
+        known = self.known
+        for t in resp.responses:
+            for p in t.partitions:
+                known[(t.topic, p.partition_index)] = (
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
+                )
+        return True
+
+    def failed(self) -> None:
+        """The answer to the last request was lost: the next request is full (and, carrying
+        the old id, closes the broker's session before opening a new one)."""
+        self._full = None
+        self.epoch = INITIAL_EPOCH
+
+    def close_body(self, settings: FetchSettings) -> dict[str, Any] | None:
+        """The request ending the session (epoch -1, no partitions), or None without one;
+        the session is new again after it."""
+        if self.id == 0:
+            return None
+        body = fetch_body((), settings)
+        body.update(max_wait_ms=0, session_id=self.id, session_epoch=FINAL_EPOCH, max_bytes=0)
+        self.id, self.epoch, self.partitions, self.known, self._full = (
+            0,
+            INITIAL_EPOCH,
+            {},
+            {},
+            None,
+        )
+        return body
+
+
+def _forgotten(keys: Sequence[_Key]) -> list[dict[str, Any]]:
+    topics: dict[str, list[int]] = {}
+    for t, p in keys:
+        topics.setdefault(t, []).append(p)
+    return [{"topic": t, "partitions": ps} for t, ps in topics.items()]

@@ -1,0 +1,107 @@
+"""Share groups on the mini-broker with other clients: Kafka 4.4's kafka-share-groups and
+kafka-console-share-consumer (Java's KafkaShareConsumer), and confluent-kafka's ShareConsumer,
+each draining a topic with every record delivered once."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from kclient import Producer
+from kclient.broker import MiniBroker
+from kclient.testing import KafkaTools, java_clients_problem, kafka_problem
+from tests.needs import missing, need_module
+from tests.waiting import wait_until
+
+from .share_support import set_group_config
+
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with MiniBroker(log_dir=tmp_path_factory.mktemp("share-interop"),
+                    config={"group.initial.rebalance.delay.ms": "0"}) as b:
+        yield b
+
+
+def produce(broker, topic, count, partitions=2):
+    broker.create_topic(topic, partitions=partitions)
+    with Producer(bootstrap_servers=broker.bootstrap, producer_type="sync") as p:
+        for i in range(count):
+            p.produce(topic, f"m{i}".encode(), partition=i % partitions)
+        p.flush()
+    return {f"m{i}" for i in range(count)}
+
+
+@pytest.fixture(scope="module")
+def tools(broker):
+    problem = kafka_problem("4") or java_clients_problem()
+    if problem:
+        missing(problem)
+    return KafkaTools(broker.bootstrap)
+
+
+@pytest.mark.kafka
+def test_java_and_confluent_share_consumers_split_a_topic(broker, tools, raw_client):
+    """kafka-console-share-consumer (Java's KafkaShareConsumer) and confluent-kafka's
+    ShareConsumer in one share group: every record delivered once between them; then
+    kafka-share-groups describes the group's start offsets."""
+    ck = need_module("confluent_kafka")
+    expected = produce(broker, "mixed", 300)
+    client = raw_client(broker.bootstrap)
+    # at most 100 records in flight per partition: the first to fetch cannot take them all
+    set_group_config(client, "mix", share_auto_offset_reset="earliest",
+                     share_partition_max_record_locks="100")
+    java = tools.start(CONSOLE_SHARE_CONSUMER, "--topic", "mixed", "--group", "mix",
+                       "--timeout-ms", "3000")
+    ck_values: list[str] = []
+    consumer = ck.ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "mix"})
+    try:
+        wait_until(lambda: any(sp.records for (g, _, _), sp in list(broker.share.partitions.items())
+                               if g == "mix"), timeout=60,
+                   what="the Java share consumer to acquire records")
+        consumer.subscribe(["mixed"])
+
+        peak = [0]
+
+        def drained() -> bool:
+            ck_values.extend(m.value().decode() for m in consumer.poll(0.2) if m.error() is None)
+            peak[0] = max(peak[0], len(broker.share.describe("mix").members))
+            starts = broker.share.start_offsets("mix", [("mixed", 0), ("mixed", 1)])
+            return all(start == 150 for start, _ in starts.values())
+        wait_until(drained, timeout=60, what="every record acknowledged")
+        assert peak[0] == 2                      # both in the group at once
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+        java_out = java.communicate(timeout=60)[0]
+    java_values = [line for line in java_out.split() if re.fullmatch(r"m\d+", line)]
+    assert sorted(java_values + ck_values) == sorted(expected)
+    described = tools.run(SHARE_GROUP_COMMAND, "--describe", "--group", "mix")
+    rows = [line.split() for line in described.splitlines() if "mixed" in line]
+    assert sorted((r[0], r[1], r[2], r[3]) for r in rows) == [
+        ("mix", "mixed", "0", "150"), ("mix", "mixed", "1", "150")]
+
+
+def test_confluent_share_consumer_drains(broker, raw_client):
+    ck = need_module("confluent_kafka")
+    expected = produce(broker, "ck-share", 50)
+    set_group_config(raw_client(broker.bootstrap), "ck-g", share_auto_offset_reset="earliest")
+    got: list[str] = []
+    consumer = ck.ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "ck-g"})
+    try:
+        consumer.subscribe(["ck-share"])
+        deadline = time.monotonic() + 30
+        while len(got) < len(expected) and time.monotonic() < deadline:
+            for m in consumer.poll(1.0):
+                if m.error() is None:
+                    got.append(m.value().decode())
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(expected)
+    starts = broker.share.start_offsets("ck-g", [("ck-share", 0), ("ck-share", 1)])
+    assert {p: s for (_, p), (s, _) in starts.items()} == {0: 25, 1: 25}
