@@ -15,6 +15,12 @@ from kclient.protocol.acl import (
 
 from .client import AdminClient
 from .groups import RESET_STRATEGIES
+from .share_groups import (
+    SHARE_RESET_STRATEGIES,
+    ShareGroupDescription,
+    ShareMemberDescription,
+    SharePartitionOffset,
+)
 from .types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -51,4 +57,6 @@ __all__ = [
     "GroupDescription", "GroupLag", "GroupListing", "ListOffsetsResult", "MemberDescription",
     "NewPartitions", "NewTopic", "OffsetAndMetadata", "OffsetReset", "OffsetSpec",
     "PartitionDescription", "PartitionLag", "TopicDescription", "TopicListing", "TopicPartition",
+    "SHARE_RESET_STRATEGIES", "ShareGroupDescription", "ShareMemberDescription",
+    "SharePartitionOffset",
 ]

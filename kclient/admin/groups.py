@@ -99,21 +99,26 @@ class GroupAdmin(TopicAdmin):
         super().close()
 
     # -- groups ------------------------------------------------------------------------------
-    def list_groups(self, storage: str = "kafka") -> list[GroupListing]:
+    def list_groups(self, storage: str = "kafka", types: Iterable[str] | None = None
+                    ) -> list[GroupListing]:
         """Every group: asks each broker (each lists the groups it coordinates); with
-        storage="zookeeper" the 0.8 groups under /consumers, "all" both."""
+        storage="zookeeper" the 0.8 groups under /consumers, "all" both.  ``types`` keeps
+        the groups of those types only (classic, consumer, share, streams; ListGroups v5)."""
+        wanted = sorted({t.lower() for t in types}) if types is not None else []
         out: dict[str, GroupListing] = {}
         if storage in ("kafka", "all"):
             self.cluster.refresh([], allow_auto_create=False)
             for node_id in sorted(self.cluster.brokers):
                 resp = self.cluster.connection(node_id).request(
-                    LIST_GROUPS, {"states_filter": [], "types_filter": []})
+                    LIST_GROUPS, {"states_filter": [], "types_filter": wanted})
                 check(resp.error_code, f"listing the groups of broker {node_id}")
                 for g in resp.groups:
+                    kind = (g.get("group_type") or "classic").lower()
+                    if wanted and kind not in wanted:  # a broker before ListGroups v5
+                        continue
                     out[g.group_id] = GroupListing(g.group_id, g.protocol_type,
-                                                   g.get("group_state") or "",
-                                                   g.get("group_type") or "classic")
-        if storage in ("zookeeper", "all"):
+                                                   g.get("group_state") or "", kind)
+        if storage in ("zookeeper", "all") and not wanted:
             for listing in zk_groups.list_groups(self.zk()):
                 out.setdefault(listing.group_id, listing)
         return [out[g] for g in sorted(out)]

@@ -79,11 +79,13 @@ class ConfigResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32  # a group's own configs (share groups: share.auto.offset.reset, ...)
 
 
 @dataclass(frozen=True)
 class ConfigResource:
-    """A topic (by name) or a broker (by id as a string; "" for the cluster default)."""
+    """A topic (by name), a broker (by id as a string; "" for the cluster default) or a group
+    (by id)."""
 
     type: ConfigResourceType
     name: str

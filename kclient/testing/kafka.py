@@ -57,7 +57,13 @@ KIP848_TEST_SPEED = {"group.consumer.heartbeat.interval.ms": "500",
 KRAFT_4 = {"share.coordinator.state.topic.replication.factor": "1",
            "share.coordinator.state.topic.min.isr": "1",
            "group.consumer.min.heartbeat.interval.ms": "500",
-           "group.consumer.min.session.timeout.ms": "6000", **KIP848_TEST_SPEED}
+           "group.consumer.min.session.timeout.ms": "6000", **KIP848_TEST_SPEED,
+           # a share group's share.record.lock.duration.ms may go down to 1 s (the default
+           # floor is 15 s): lock-expiry tests set 2 s on their own groups; others keep 30 s
+           "group.share.min.record.lock.duration.ms": "1000",
+           # share-group members learn new assignments at their next heartbeat: 1 s, not 5 s
+           "group.share.min.heartbeat.interval.ms": "500",
+           "group.share.heartbeat.interval.ms": "1000"}
 
 
 def _random_cluster_id() -> str:

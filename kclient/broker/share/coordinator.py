@@ -289,7 +289,7 @@ class ShareCoordinator:
         budget, now = max_records, time.monotonic()
         with self.lock:
             changed: list[Key] = []
-            for topic, index in list(session.partitions):
+            for topic, index in session.fetch_order():
                 if budget <= 0:
                     break
                 sp, log_, code = self.partition(session.group_id, topic, index)
