@@ -49,7 +49,8 @@ FAST_START = {
     "log.cleaner.dedupe.buffer.size": str(8 << 20),
     "socket.request.max.bytes": str(100 << 20),
 }
-#: KIP-848 groups at test speed: Kafka's interval (5 s) and session (45 s) made a rebalance take
+#: KIP-848 groups at test speed (heartbeat 500 ms, session 10 s: 6 s let a member starved on a
+#: loaded machine expire): Kafka's interval (5 s) and session (45 s) made a rebalance take
 #: several seconds and a killed member's expiry most of a minute (a mini-broker twin compared
 #: with a Kafka 4.x test broker takes the same values)
 KIP848_TEST_SPEED = {"group.consumer.heartbeat.interval.ms": "500",
