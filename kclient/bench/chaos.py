@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .chaos_history import History, failures
+from .chaos_history import History, decode, failures
 from .chaos_workers import (
     AIOGroupConsumer,
     AIOIdempotentProducer,
@@ -77,6 +77,10 @@ def run(cluster: str = "mini", seconds: float = 180.0, fault_every: float = 15.0
                                       if d.group == g} for g in groups), 90, "groups drained")
         hung += _finish(consumers, 60)
         verdict = history.check(entries)
+        if verdict["lost"]:     # behind a transaction left open (the last stable offset)?
+            dirty = {decode(v) for _, _, v in read_log(target.bootstrap, TOPIC, PARTITIONS,
+                                                       isolation="read_uncommitted")}
+            verdict["lost_but_uncommitted_log_has"] = sum(r in dirty for r in verdict["lost"])
     verdict.update(cluster=cluster, seconds=round(time.monotonic() - t0, 1), faults=n,
                    hung=hung, crashed=[w.label for w in producers + consumers if w.crash],
                    acked=len(history.acked), load=os.getloadavg()[0])

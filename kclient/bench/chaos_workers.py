@@ -274,12 +274,13 @@ class AIOGroupConsumer(Worker):
             await c.close()
 
 
-def read_log(bootstrap: str, topic: str, partitions: int, quiet_polls: int = 6
-             ) -> list[tuple[int, int, bytes | None]]:
-    """Every record of ``topic`` with read_committed, from the start until polls come back
-    empty ``quiet_polls`` times in a row (the producers are closed by then)."""
+def read_log(bootstrap: str, topic: str, partitions: int, quiet_polls: int = 6,
+             isolation: str = "read_committed") -> list[tuple[int, int, bytes | None]]:
+    """Every record of ``topic`` (read_committed unless ``isolation`` says otherwise), from
+    the start until polls come back empty ``quiet_polls`` times in a row (the producers are
+    closed by then)."""
     from kclient.structs import TopicPartition
-    c = Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+    c = Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
                  auto_offset_reset="earliest", **{k.replace(".", "_"): v
                                                   for k, v in CONSUMER.items()})
     try:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kclient.testing.java_tools import KafkaTools
 
+from ..waiting import still
 from .coop_scenario import member
 from .helpers import wait_for
 
@@ -251,7 +252,8 @@ def run_static_beside_java(tools: KafkaTools, topic: str, partitions: int,
         k2.start(topic)
         wait_for(lambda: k2.partitions() == k_owned, timeout=60,
                  message="the restarted kclient member took its place")
-        time.sleep(2.0)                        # java would have heard of a rebalance by now
+        still(lambda: list(java.events) == java_events, 2.0,
+              "java hears of no rebalance (it would have by now)")
         java_after = list(java.events)
         k3 = make("k3", static, events)
         k3.start(topic)
