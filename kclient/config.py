@@ -221,6 +221,11 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("topic.metadata.refresh.interval.ms", 600000, Int(), _BOTH,
          "Periodic metadata refresh (also refreshed on errors); negative: only on errors.",
          "metadata.max.age.ms"),
+    _key("topic.metadata.propagation.max.ms", 30000, _MS, _P,
+         "Longest wait for a topic the metadata does not show yet (being created: "
+         "UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE) before its messages fail; the wait "
+         "does not count against message.send.max.retries (librdkafka's key; Java waits "
+         "max.block.ms)."),
     _key("metadata.recovery.strategy", "rebootstrap", Choice(("none", "rebootstrap")), _BOTH,
          "When no known broker gives metadata: rebootstrap asks metadata.broker.list again "
          "(KIP-899); none keeps to the known brokers.", differs="no such key; Kafka 4's default"),
