@@ -35,6 +35,7 @@ from .chaos_workers import (
     TransactionalProducer,
     Worker,
     read_log,
+    transactions_settled,
 )
 
 __all__ = ["run", "summary", "main"]
@@ -70,6 +71,10 @@ def run(cluster: str = "mini", seconds: float = 180.0, fault_every: float = 15.0
             n += 1
         hung = _finish(producers, 120)
         target.heal()
+        # a transaction its producer left open ends when the coordinator aborts it
+        # (transaction.timeout.ms, 20 s): read_committed reads stop before it until then
+        _wait(lambda: transactions_settled(target.bootstrap, TOPIC, PARTITIONS), 60,
+              "no transaction open")
         entries = read_log(target.bootstrap, TOPIC, PARTITIONS)
         offsets = {(p, o) for p, o, _ in entries}
         groups = {w.group for w in consumers if isinstance(w, (GroupConsumer, AIOGroupConsumer))}
