@@ -111,7 +111,7 @@ def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
     """Partitions led by two brokers: the group config set through one broker applies to
     both, confluent-kafka's ShareConsumer drains both, the coordinator describes both."""
     from kclient.broker import MiniCluster
-    from kclient.protocol.apis import DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR
+    from kclient.protocol.apis import DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR, LIST_GROUPS
     ck = need_module("confluent_kafka")
     with MiniCluster(num_brokers=2, log_dir=tmp_path,
                      config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
@@ -138,3 +138,6 @@ def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
                                                  "partitions": [0, 1]}]}]})
         assert [(p.partition_index, p.start_offset) for p in d.groups[0].topics[0].partitions] \
             == [(0, 20), (1, 20)]
+        listed = [g.group_id for b in cluster.brokers for g in raw_client(b.bootstrap).request(
+            LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]}).groups]
+        assert listed == ["spread-g"]            # by its coordinator only
