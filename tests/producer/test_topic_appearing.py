@@ -14,6 +14,7 @@ from kclient.aio import AIOProducer
 from kclient.broker import MiniBroker
 from kclient.errors import UnknownTopicOrPartitionError
 from kclient.producer import Producer, ProducerData
+
 from .conftest import read_partition
 
 QUICK_RETRIES = {"retry.backoff.ms": 50, "message.send.max.retries": 2}
