@@ -8,7 +8,8 @@ classic cooperative-sticky (KIP-429) and KIP-848 (``group.protocol=consumer``, t
 uniform assignor).
 
     kclient bench rebalance                       # starts Kafka 4.x (KRaft, one node)
-    kclient bench rebalance --bootstrap HOST:PORT --repeat 3
+    kclient bench rebalance --broker mini --repeat 3
+    kclient bench rebalance --bootstrap HOST:PORT --protocols kip848
 """
 from __future__ import annotations
 
@@ -155,7 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run each protocol ``--repeat`` times; print the medians (and write ``--json``)."""
     parser = argparse.ArgumentParser(prog="kclient bench rebalance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", help="a running broker (default: start Kafka 4.x)")
+    parser.add_argument("--bootstrap", help="a running broker (default: start one, --broker)")
+    parser.add_argument("--broker", choices=("kafka", "mini"), default="kafka",
+                        help="what to start without --bootstrap: Kafka 4.x or the mini-broker")
     parser.add_argument("--protocols", default=",".join(PROTOCOLS),
                         help="comma-separated: eager, cooperative, kip848")
     parser.add_argument("--repeat", type=int, default=1)
@@ -167,6 +170,15 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown protocol(s) {unknown}; choose from {', '.join(PROTOCOLS)}")
     if args.bootstrap:
         runs = _runs(args.bootstrap, protocols, args.repeat)
+    elif args.broker == "mini":
+        import tempfile
+
+        from kclient.broker import MiniBroker
+        with tempfile.TemporaryDirectory() as logs, MiniBroker(log_dir=logs, config={
+                "group.initial.rebalance.delay.ms": "0",
+                "group.consumer.heartbeat.interval.ms": KIP848_BROKER[
+                    "group.consumer.heartbeat.interval.ms"]}) as broker:
+            runs = _runs(broker.bootstrap, protocols, args.repeat)
     else:
         from kclient.testing import KafkaServer, kafka_problem
         problem = kafka_problem("4")
