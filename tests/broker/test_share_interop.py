@@ -56,28 +56,32 @@ def test_java_and_confluent_share_consumers_split_a_topic(broker, tools, raw_cli
     set_group_config(client, "mix", share_auto_offset_reset="earliest",
                      share_partition_max_record_locks="100")
     java = tools.start(CONSOLE_SHARE_CONSUMER, "--topic", "mixed", "--group", "mix",
-                       "--timeout-ms", "3000")
+                       "--timeout-ms", "4000")
     ck_values: list[str] = []
     consumer = ck.ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "mix"})
     try:
         wait_until(lambda: any(sp.records for (g, _, _), sp in list(broker.share.partitions.items())
-                               if g == "mix"), timeout=60,
+                               if g == "mix"), timeout=120,
                    what="the Java share consumer to acquire records")
         consumer.subscribe(["mixed"])
 
-        peak = [0]
+        def polled() -> None:
+            ck_values.extend(m.value().decode() for m in consumer.poll(0.2) if m.error() is None)
+
+        def both_members() -> bool:
+            polled()
+            return len(broker.share.describe("mix").members) == 2
 
         def drained() -> bool:
-            ck_values.extend(m.value().decode() for m in consumer.poll(0.2) if m.error() is None)
-            peak[0] = max(peak[0], len(broker.share.describe("mix").members))
+            polled()
             starts = broker.share.start_offsets("mix", [("mixed", 0), ("mixed", 1)])
             return all(start == 150 for start, _ in starts.values())
-        wait_until(drained, timeout=60, what="every record acknowledged")
-        assert peak[0] == 2                      # both in the group at once
+        wait_until(both_members, timeout=120, what="both consumers in the group at once")
+        wait_until(drained, timeout=120, what="every record acknowledged")
         consumer.commit_sync()
     finally:
         consumer.close()
-        java_out = java.communicate(timeout=60)[0]
+        java_out = java.communicate(timeout=120)[0]
     java_values = [line for line in java_out.split() if re.fullmatch(r"m\d+", line)]
     assert sorted(java_values + ck_values) == sorted(expected)
     described = tools.run(SHARE_GROUP_COMMAND, "--describe", "--group", "mix")
