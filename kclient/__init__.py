@@ -13,52 +13,55 @@ from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
 from .consumer import (
-                       Blacklist,
-                       Consumer,
-                       ConsumerConnector,
-                       ConsumerGroupMetadata,
-                       ConsumerRebalanceListener,
-                       ConsumerRecord,
-                       KafkaStream,
-                       MessageAndMetadata,
-                       TopicFilter,
-                       Whitelist,
+    Blacklist,
+    Consumer,
+    ConsumerConnector,
+    ConsumerGroupMetadata,
+    ConsumerRebalanceListener,
+    ConsumerRecord,
+    KafkaStream,
+    MessageAndMetadata,
+    TopicFilter,
+    Whitelist,
 )
+from .consumer.share_consumer import ShareConsumer
 from .encoders import (
-                       Decoder,
-                       DefaultDecoder,
-                       DefaultEncoder,
-                       Encoder,
-                       JsonDecoder,
-                       JsonEncoder,
-                       StringDecoder,
-                       StringEncoder,
+    Decoder,
+    DefaultDecoder,
+    DefaultEncoder,
+    Encoder,
+    JsonDecoder,
+    JsonEncoder,
+    StringDecoder,
+    StringEncoder,
 )
 from .errors import (
-                       ConsumerTimeoutError,
-                       FailedToSendMessageError,
-                       InvalidConfigError,
-                       KafkaError,
-                       QueueFullError,
+    ConsumerTimeoutError,
+    FailedToSendMessageError,
+    InvalidConfigError,
+    KafkaError,
+    QueueFullError,
 )
 from .partitioner import DefaultPartitioner, JavaHashPartitioner, Partitioner, RoundRobinPartitioner
 from .producer import (
-                       CallbackHandler,
-                       DeliveryFuture,
-                       DeliveryReport,
-                       EventHandler,
-                       Producer,
-                       ProducerData,
-                       RecordMetadata,
+    CallbackHandler,
+    DeliveryFuture,
+    DeliveryReport,
+    EventHandler,
+    Producer,
+    ProducerData,
+    RecordMetadata,
 )
 from .simple import FetchRequest, OffsetRequest, SimpleConsumer
+from .structs import AcknowledgeType, ShareConsumerRecord
 
 if TYPE_CHECKING:
-    from .aio import AIOConsumer, AIOProducer
+    from .aio import AIOConsumer, AIOProducer, AIOShareConsumer
     from .schema_registry import AsyncSchemaRegistryClient, SchemaRegistryClient
 
 #: name -> the module it is imported from on first use
-_LAZY = {"AIOProducer": "aio", "AIOConsumer": "aio", "SchemaRegistryClient": "schema_registry",
+_LAZY = {"AIOProducer": "aio", "AIOConsumer": "aio", "AIOShareConsumer": "aio",
+         "SchemaRegistryClient": "schema_registry",
          "AsyncSchemaRegistryClient": "schema_registry"}
 
 
@@ -85,4 +88,5 @@ __all__ = [
     "ConsumerTimeoutError", "errors", "simple",
     "Cluster", "BrokerConnection", "load_config", "__version__", "AdminClient", "NewTopic",
     "AIOProducer", "AIOConsumer", "SchemaRegistryClient", "AsyncSchemaRegistryClient",
+    "ShareConsumer", "ShareConsumerRecord", "AcknowledgeType", "AIOShareConsumer",
 ]

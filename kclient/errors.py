@@ -33,6 +33,7 @@ __all__ = list(_protocol_errors.__all__) + [
     "ConsumerRebalanceFailedError",
     "NoOffsetForPartitionError",
     "IllegalStateError",
+    "WakeupError",
     "AuthenticationError",
     "SslAuthenticationError",
     "SaslAuthenticationError",
@@ -211,6 +212,11 @@ class NoOffsetForPartitionError(KafkaError):
 
 class IllegalStateError(KafkaError):
     """An operation that the object's state does not allow (e.g. send after close)."""
+
+
+class WakeupError(KafkaError):
+    """A blocking call was cut short by ``wakeup()`` from another thread (Java's
+    WakeupException)."""
 
 
 def _short(obj: Any, limit: int = 120) -> str:

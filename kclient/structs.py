@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, NamedTuple
 
-__all__ = ["TopicPartition", "OffsetAndMetadata", "ConsumerRecord"]
+__all__ = [
+    "TopicPartition", "OffsetAndMetadata", "ConsumerRecord", "AcknowledgeType",
+    "ShareConsumerRecord",
+]
 
 
 @dataclass(frozen=True, order=True)
@@ -38,3 +42,29 @@ class ConsumerRecord(NamedTuple):
     key: Any
     value: Any
     headers: list[tuple[str, bytes | None]]
+
+
+class AcknowledgeType(IntEnum):
+    """How a share consumer settles a delivered record (KIP-932; RENEW: KIP-1222), with
+    Kafka's wire values: ACCEPT done, RELEASE for another try, REJECT never again, RENEW keep
+    the lock longer."""
+
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+class ShareConsumerRecord(NamedTuple):
+    """One record a share consumer delivered: a ConsumerRecord's fields and how many times it
+    has been delivered (1 the first time)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: Any
+    value: Any
+    headers: list[tuple[str, bytes | None]]
+    delivery_count: int

@@ -15,6 +15,12 @@ from kclient.protocol.acl import (
 
 from .client import AdminClient
 from .groups import RESET_STRATEGIES
+from .share_groups import (
+    SHARE_RESET_STRATEGIES,
+    ShareGroupDescription,
+    ShareMemberDescription,
+    SharePartitionOffset,
+)
 from .types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -23,6 +29,8 @@ from .types import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    ConsumerGroupDescription,
+    ConsumerGroupMemberDescription,
     CreatedTopic,
     GroupDescription,
     GroupLag,
@@ -45,7 +53,10 @@ __all__ = [
     "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType", "PatternType",
     "ResourceType", "AdminClient", "RESET_STRATEGIES", "AlterConfigOp", "AlterConfigOpType", "ClusterBroker",
     "ClusterDescription", "ConfigEntry", "ConfigResource", "ConfigResourceType", "CreatedTopic",
+    "ConsumerGroupDescription", "ConsumerGroupMemberDescription",
     "GroupDescription", "GroupLag", "GroupListing", "ListOffsetsResult", "MemberDescription",
     "NewPartitions", "NewTopic", "OffsetAndMetadata", "OffsetReset", "OffsetSpec",
     "PartitionDescription", "PartitionLag", "TopicDescription", "TopicListing", "TopicPartition",
+    "SHARE_RESET_STRATEGIES", "ShareGroupDescription", "ShareMemberDescription",
+    "SharePartitionOffset",
 ]

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from .acls import AclAdmin
-from .groups import GroupAdmin
+from .share_groups import ShareGroupAdmin
 
 __all__ = ["AdminClient"]
 
 
-class AdminClient(GroupAdmin, AclAdmin):
-    """Administer a Kafka-protocol cluster: topics, partitions, configs, groups, offsets, lag,
-    records, the cluster description and ACLs.
+class AdminClient(ShareGroupAdmin, AclAdmin):
+    """Administer a Kafka-protocol cluster: topics, partitions, configs, groups (share groups
+    too), offsets, lag, records, the cluster description and ACLs.
 
         with AdminClient("127.0.0.1:9092") as admin:
             admin.create_topic("events", num_partitions=3)

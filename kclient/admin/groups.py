@@ -34,8 +34,10 @@ from kclient.protocol.apis import (
 
 from . import zk_groups
 from .base import as_partition, by_topic, check, offsets_map
+from .consumer_groups import describe_consumer_groups
 from .topics import TopicAdmin
 from .types import (
+    ConsumerGroupDescription,
     GroupDescription,
     GroupLag,
     GroupListing,
@@ -97,21 +99,26 @@ class GroupAdmin(TopicAdmin):
         super().close()
 
     # -- groups ------------------------------------------------------------------------------
-    def list_groups(self, storage: str = "kafka") -> list[GroupListing]:
+    def list_groups(self, storage: str = "kafka", types: Iterable[str] | None = None
+                    ) -> list[GroupListing]:
         """Every group: asks each broker (each lists the groups it coordinates); with
-        storage="zookeeper" the 0.8 groups under /consumers, "all" both."""
+        storage="zookeeper" the 0.8 groups under /consumers, "all" both.  ``types`` keeps
+        the groups of those types only (classic, consumer, share, streams; ListGroups v5)."""
+        wanted = sorted({t.lower() for t in types}) if types is not None else []
         out: dict[str, GroupListing] = {}
         if storage in ("kafka", "all"):
             self.cluster.refresh([], allow_auto_create=False)
             for node_id in sorted(self.cluster.brokers):
                 resp = self.cluster.connection(node_id).request(
-                    LIST_GROUPS, {"states_filter": [], "types_filter": []})
+                    LIST_GROUPS, {"states_filter": [], "types_filter": wanted})
                 check(resp.error_code, f"listing the groups of broker {node_id}")
                 for g in resp.groups:
+                    kind = (g.get("group_type") or "classic").lower()
+                    if wanted and kind not in wanted:  # a broker before ListGroups v5
+                        continue
                     out[g.group_id] = GroupListing(g.group_id, g.protocol_type,
-                                                   g.get("group_state") or "",
-                                                   g.get("group_type") or "classic")
-        if storage in ("zookeeper", "all"):
+                                                   g.get("group_state") or "", kind)
+        if storage in ("zookeeper", "all") and not wanted:
             for listing in zk_groups.list_groups(self.zk()):
                 out.setdefault(listing.group_id, listing)
         return [out[g] for g in sorted(out)]
@@ -138,6 +145,13 @@ class GroupAdmin(TopicAdmin):
                     tuple(_member(m) for m in g.members),
                     -1 if coordinator.node_id is None else coordinator.node_id)
         return out
+
+    def describe_consumer_groups(self, group_ids: Iterable[str]
+                                 ) -> dict[str, ConsumerGroupDescription]:
+        """KIP-848 groups with their group and assignment epochs and each member's epoch,
+        assignment and target assignment (ConsumerGroupDescribe); classic groups as
+        DescribeGroups reports them."""
+        return describe_consumer_groups(self, group_ids)
 
     def delete_groups(self, group_ids: Iterable[str], storage: str = "kafka") -> None:
         """DeleteGroups; NonEmptyGroupError for a group with members, GroupIdNotFoundError for

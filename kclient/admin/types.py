@@ -79,11 +79,13 @@ class ConfigResourceType(IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    GROUP = 32  # a group's own configs (share groups: share.auto.offset.reset, ...)
 
 
 @dataclass(frozen=True)
 class ConfigResource:
-    """A topic (by name) or a broker (by id as a string; "" for the cluster default)."""
+    """A topic (by name), a broker (by id as a string; "" for the cluster default) or a group
+    (by id)."""
 
     type: ConfigResourceType
     name: str
@@ -140,6 +142,41 @@ class MemberDescription:
     host: str
     group_instance_id: str | None
     assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMemberDescription:
+    """A member of describe_consumer_groups: a KIP-848 member carries its member epoch and
+    current and target assignments (a classic member: epoch None, target as current)."""
+
+    member_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None
+    assignment: tuple[TopicPartition, ...]
+    target_assignment: tuple[TopicPartition, ...]
+    member_epoch: int | None = None
+    rack_id: str | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    #: "consumer" (KIP-848), "classic" (a classic member of a consumer group) or None (unknown)
+    member_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    """What describe_consumer_groups reports: a KIP-848 group's epochs and assignor beside
+    the members (a classic group: ``group_type`` classic, the epochs None)."""
+
+    group_id: str
+    state: str
+    group_type: str
+    assignor: str
+    members: tuple[ConsumerGroupMemberDescription, ...]
+    coordinator: int
+    group_epoch: int | None = None
+    #: the epoch of the target assignment (kafka-consumer-groups' TARGET-ASSIGNMENT-EPOCH)
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True)

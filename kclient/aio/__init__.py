@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from .consumer import AIOConsumer, ConsumerRecord
 from .producer import AIOProducer
+from .share_consumer import AIOShareConsumer
 
-__all__ = ["AIOProducer", "AIOConsumer", "ConsumerRecord"]
+__all__ = ["AIOProducer", "AIOConsumer", "ConsumerRecord", "AIOShareConsumer"]

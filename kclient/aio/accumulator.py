@@ -157,16 +157,16 @@ class Accumulator:
         return out, due
 
     def requeue(self, b: AIOBatch) -> None:
-        """Put a batch to retry back at the front of its partition's queue (a sequenced one
-        behind the retries with lower sequences: the broker takes them in sequence order)."""
+        """Put a batch to retry back at the front of its partition's queue, behind the retries
+        created before it: batches go out in the order they were made, so sequences (stamped
+        as they go out, again after a KIP-360 epoch bump cleared them) follow it too."""
         key = (b.topic, b.partition)
         q = self.queues.get(key)
         if q is None:
             q = self.queues[key] = deque()
-        seq, i = b.base_sequence, 0
-        if seq >= 0:
-            while i < len(q) and 0 <= q[i].base_sequence < seq:
-                i += 1
+        i = 0
+        while i < len(q) and q[i].sealed and q[i].created <= b.created:
+            i += 1
         q.insert(i, b)
 
     def queued(self) -> int:

@@ -82,6 +82,10 @@ class AIOConnection:
         try:
             negotiated = await run(api_versions(self._handshake),
                                    ConnectionTransport(_Direct(self)))
+            if negotiated.ask_again:        # closed on ApiVersions: going away, or before 0.10
+                await self._open(closes)
+                negotiated = await run(api_versions(self._handshake, closed_before=True),
+                                       ConnectionTransport(_Direct(self)))
             if negotiated.reopen:           # an old broker closed on ApiVersions
                 await self._open(closes)
             self.versions = negotiated.versions

@@ -12,7 +12,7 @@ from .common import FAILED, OK, USAGE, CommandError, UsageError
 __all__ = ["main", "build_parser"]
 
 #: subcommand modules of this package, in the order ``kclient --help`` lists them
-MODULES = ("topics", "groups", "offsets", "produce", "consume", "dump_log", "perf", "acls",
+MODULES = ("topics", "groups", "share_groups", "offsets", "produce", "consume", "dump_log", "perf", "acls",
            "schemas", "passthrough")
 
 

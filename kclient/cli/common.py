@@ -106,9 +106,8 @@ def _extra_pairs(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def client_config(args: argparse.Namespace, role: str = "consumer",
-                  **defaults: Any) -> Config:
-    """The validated config of ``role`` from the flags: ``defaults`` < -X < named flags."""
+def client_settings(args: argparse.Namespace, **defaults: Any) -> dict[str, Any]:
+    """The config keys the flags give, not validated yet: ``defaults`` < -X < named flags."""
     given: dict[str, Any] = dict(defaults)
     extra = _extra_pairs(args.extra)
     extra.pop("bootstrap.servers", None)
@@ -116,6 +115,13 @@ def client_config(args: argparse.Namespace, role: str = "consumer",
     given.update({key: getattr(args, flag) for flag, key in _FLAGS.items()
                   if getattr(args, flag, None) is not None})
     given["metadata.broker.list"] = bootstrap_of(args)
+    return given
+
+
+def client_config(args: argparse.Namespace, role: str = "consumer",
+                  **defaults: Any) -> Config:
+    """The validated config of ``role`` from the flags: ``defaults`` < -X < named flags."""
+    given = client_settings(args, **defaults)
     try:
         return load_config(role, given)
     except InvalidConfigError as exc:

@@ -14,6 +14,7 @@ from .common import (
     add_topic_argument,
     admin_client,
     client_config,
+    client_settings,
     subcommand,
     topic_of,
 )
@@ -171,6 +172,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_formatted(args: argparse.Namespace, out: Formatter) -> int:
     """Read and print through ``out``."""
+    if args.share_group:
+        return _run_share_group(args, out)
     if args.group:
         return _run_group(args, out)
     count = 0
@@ -221,6 +224,44 @@ def _run_group(args: argparse.Namespace, out: Formatter) -> int:
     return 0
 
 
+def _run_share_group(args: argparse.Namespace, out: Formatter) -> int:
+    """As a member of share group ``--share-group`` (kafka-console-share-consumer): records
+    printed are accepted; with -e, exit after GROUP_END_MS without records."""
+    import time
+
+    from kclient.consumer.share_consumer import ShareConsumer
+    from kclient.errors import InvalidConfigError
+    if args.partition or args.group:
+        raise UsageError("--share-group takes neither -p nor -G: the share group assigns")
+    if args.offset != "latest" or args.from_beginning:
+        raise UsageError("with --share-group, where to start is the group's "
+                         "share.auto.offset.reset config (or kclient share-groups reset-offsets)")
+    given = client_settings(args, **{"group.id": args.share_group})
+    given["share.acknowledgement.mode"] = "explicit"   # past -c, records go back (released)
+    count = 0
+    try:
+        consumer = ShareConsumer(given, args.topic)
+    except InvalidConfigError as exc:
+        raise UsageError(str(exc)) from None
+    with consumer as c:
+        try:
+            quiet_since = time.monotonic()
+            while not args.count or count < args.count:
+                records = c.poll(0.2)
+                if records:
+                    quiet_since = time.monotonic()
+                elif args.exit_at_end and time.monotonic() - quiet_since > GROUP_END_MS / 1000:
+                    break
+                for r in records[: args.count - count if args.count else None]:
+                    out.write(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp, r.headers)
+                    c.acknowledge(r)
+                    count += 1
+                c.commit_sync()
+        finally:
+            out.flush()
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``consume``."""
     p = subcommand(subparsers, "consume", "print messages of a topic",
@@ -238,6 +279,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--from-beginning", action="store_true",
                    help="-o earliest (kafka-console-consumer's flag)")
     p.add_argument("-G", "--group", help="consume as a member of this group (commits at exit)")
+    p.add_argument("--share-group", metavar="G",
+                   help="consume as a member of share group G (records printed are accepted)")
     p.add_argument("-c", "--count", type=int, help="exit after this many messages")
     p.add_argument("-e", "--exit-at-end", action="store_true",
                    help="exit at the end of every partition (with -G: after "

@@ -69,15 +69,22 @@ class HandshakeConfig:
 
 
 class Negotiated(NamedTuple):
-    """The versions to use; ``reopen``: the broker closed the connection on ApiVersions (an
-    old broker), so the driver opens a new one before anything else is sent."""
+    """The versions to use; ``reopen``: the broker closed the connection on ApiVersions, so
+    the driver opens a new one before anything else is sent; ``ask_again``: on that new
+    connection it runs ``api_versions(cfg, closed_before=True)`` for the versions (a broker
+    that was restarting, or a proxy whose backend was away, answers this time; a broker
+    before 0.10 closes again, and then gets the fallback)."""
 
     versions: Versions
     reopen: bool = False
+    ask_again: bool = False
 
 
-def api_versions(cfg: HandshakeConfig) -> Conversation[Negotiated]:
-    """Ask the broker for its API versions, or assume ``broker.version.fallback``'s."""
+def api_versions(cfg: HandshakeConfig, closed_before: bool = False) -> Conversation[Negotiated]:
+    """Ask the broker for its API versions, or assume ``broker.version.fallback``'s: when it
+    is off, or when the broker closed the connection on ApiVersions twice in a row
+    (``closed_before``: the first time; one close alone is a broker going away, not a sign
+    of an old one)."""
     if not cfg.api_version_request:
         return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)))
     body = {
@@ -102,8 +109,11 @@ def api_versions(cfg: HandshakeConfig) -> Conversation[Negotiated]:
                 raise KafkaConnectionError(
                     cfg.host, cfg.port, f"ApiVersions exchange failed: {exc.reason}"
                 ) from exc
+            if not closed_before:
+                log.info("%s closed on ApiVersions; asking again on a new connection", cfg.address)
+                return Negotiated({}, reopen=True, ask_again=True)
             log.info(
-                "%s closed on ApiVersions; assuming broker %s",
+                "%s closed on ApiVersions again; assuming broker %s",
                 cfg.address,
                 cfg.broker_version_fallback,
             )

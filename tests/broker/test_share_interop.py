@@ -105,3 +105,39 @@ def test_confluent_share_consumer_drains(broker, raw_client):
     assert sorted(got) == sorted(expected)
     starts = broker.share.start_offsets("ck-g", [("ck-share", 0), ("ck-share", 1)])
     assert {p: s for (_, p), (s, _) in starts.items()} == {0: 25, 1: 25}
+
+
+def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
+    """Partitions led by two brokers: the group config set through one broker applies to
+    both, confluent-kafka's ShareConsumer drains both, the coordinator describes both."""
+    from kclient.broker import MiniCluster
+    from kclient.protocol.apis import DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR, LIST_GROUPS
+    ck = need_module("confluent_kafka")
+    with MiniCluster(num_brokers=2, log_dir=tmp_path,
+                     config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
+        expected = produce(cluster.brokers[0], "spread", 40)
+        assert set(cluster.brokers[0].cluster.partitions("spread").values()) == {0, 1}
+        set_group_config(raw_client(cluster.brokers[1].bootstrap), "spread-g",
+                         share_auto_offset_reset="earliest")
+        got: list[str] = []
+        consumer = ck.ShareConsumer({"bootstrap.servers": cluster.bootstrap,
+                                     "group.id": "spread-g"})
+        try:
+            consumer.subscribe(["spread"])
+            wait_until(lambda: got.extend(m.value().decode() for m in consumer.poll(0.5)
+                                          if m.error() is None) or len(got) >= 40,
+                       timeout=30, what="40 records from both leaders")
+            consumer.commit_sync()
+        finally:
+            consumer.close()
+        assert sorted(got) == sorted(expected)
+        found = raw_client(cluster.bootstrap).request(FIND_COORDINATOR, 1, {"key": "spread-g"})
+        coordinator = raw_client(f"{found.host}:{found.port}")
+        d = coordinator.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
+            {"group_id": "spread-g", "topics": [{"topic_name": "spread",
+                                                 "partitions": [0, 1]}]}]})
+        assert [(p.partition_index, p.start_offset) for p in d.groups[0].topics[0].partitions] \
+            == [(0, 20), (1, 20)]
+        listed = [g.group_id for b in cluster.brokers for g in raw_client(b.bootstrap).request(
+            LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]}).groups]
+        assert listed == ["spread-g"]            # by its coordinator only

@@ -152,3 +152,13 @@ def test_restored_record_at_the_delivery_limit_is_archived():
     sp.restore(0, [(0, 0, AVAILABLE, 2), (1, 1, ACQUIRED, 1)])
     assert sp.start == 1 and sp.records[1].state == AVAILABLE
     assert ARCHIVED not in {r.state for r in sp.records.values()}
+
+
+def test_a_session_starts_each_fetch_one_partition_further():
+    from kclient.broker.share.sessions import ShareSessions
+    sessions = ShareSessions()
+    code, session, _ = sessions.update("g", "m", 0, [("t", 0), ("t", 1), ("u", 0)], [])
+    assert code == 0 and session is not None
+    orders = [session.fetch_order() for _ in range(4)]
+    assert [o[0] for o in orders] == [("t", 0), ("t", 1), ("u", 0), ("t", 0)]
+    assert all(sorted(o) == sorted(session.partitions) for o in orders)

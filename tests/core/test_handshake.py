@@ -73,8 +73,8 @@ def _sasl_settings(certs, mechanism, protocol="SASL_PLAINTEXT", **overrides):  #
 def test_api_versions_through_both_drivers(drive, mini_broker):
     host, port = mini_broker.bootstrap.split(":")
     cfg = HandshakeConfig(host, int(port), kclient.__version__)
-    versions, reopen = drive(lambda: api_versions(cfg))
-    assert not reopen
+    versions, reopen, ask_again = drive(lambda: api_versions(cfg))
+    assert not reopen and not ask_again
     assert versions[API_VERSIONS.key][1] >= 3 and METADATA.key in versions
 
 
@@ -88,9 +88,10 @@ def test_no_api_version_request_assumes_the_fallback_without_a_request():
 
 class _ApiVersionsBroker:
     """A broker on a thread that answers only ApiVersions, at most ``top`` (an older broker);
-    ``close_first``: it closes the first connection on ApiVersions (a broker before 0.10)."""
+    it closes the first ``close_first`` connections on ApiVersions (a broker before 0.10
+    closes every one; a broker restarting, or a proxy whose backend is away, one)."""
 
-    def __init__(self, top: int = 3, close_first: bool = False) -> None:
+    def __init__(self, top: int = 3, close_first: int = 0) -> None:
         self.top, self.close_first = top, close_first
         self.asked: list[tuple[int, str | None]] = []  # (version, client software version)
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -100,7 +101,7 @@ class _ApiVersionsBroker:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        first = True
+        n = 0
         while True:
             try:
                 c, _ = self.server.accept()
@@ -108,19 +109,21 @@ class _ApiVersionsBroker:
                 return
             self.conns.append(c)
             self.accepted.release()
-            threading.Thread(target=self._serve, args=(c, first), daemon=True).start()
-            first = False
+            threading.Thread(
+                target=self._serve, args=(c, n < self.close_first), daemon=True
+            ).start()
+            n += 1
 
-    def _serve(self, c: socket.socket, first: bool) -> None:
+    def _serve(self, c: socket.socket, close: bool) -> None:
         try:
-            self._answer(c, first)
+            self._answer(c, close)
         except OSError:  # closed by close() at the end of the test
             pass
 
-    def _answer(self, c: socket.socket, first: bool) -> None:
+    def _answer(self, c: socket.socket, close: bool) -> None:
         proto = ServerProtocol({API_VERSIONS.key: API_VERSIONS})
         while data := c.recv(65536):
-            if first and self.close_first:
+            if close:
                 c.close()
                 return
             for req in proto.receive_bytes(data):
@@ -169,17 +172,34 @@ def test_the_client_software_version_is_kclients_one_version(open_conn):
 
 
 def test_a_broker_closing_on_api_versions_gets_the_fallback_versions(open_conn):
-    broker = _ApiVersionsBroker(close_first=True)
+    """A broker before 0.10 closes on every ApiVersions: asked on two connections, then the
+    fallback versions are used on a third."""
+    broker = _ApiVersionsBroker(close_first=1000)
     try:
         versions, _ = open_conn(
             f"127.0.0.1:{broker.port}", ConnectionSettings(broker_version_fallback="0.8.2")
         )
-        assert broker.accepted.acquire(timeout=30) and broker.accepted.acquire(timeout=30), (
-            "the client opens a new connection after the close"
+        assert all(broker.accepted.acquire(timeout=30) for _ in range(3)), (
+            "the client asks again on a new connection, then opens one for the fallback"
         )
     finally:
         broker.close()
     assert versions[PRODUCE.key] == (0, 0)
+
+
+def test_one_close_on_api_versions_is_not_an_old_broker(open_conn):
+    """A broker that closes one connection on ApiVersions (restarting, or behind a proxy
+    whose backend was away) answers on the next: its versions are used, not the fallback
+    (issue 25: the chaos harness's idempotent producers failed with UNSUPPORTED_VERSION on
+    such a connection, taken for a 0.10.0 broker)."""
+    broker = _ApiVersionsBroker(close_first=1)
+    try:
+        versions, _ = open_conn(
+            f"127.0.0.1:{broker.port}", ConnectionSettings(broker_version_fallback="0.10.0")
+        )
+    finally:
+        broker.close()
+    assert versions[API_VERSIONS.key] == (0, 3) and versions[METADATA.key] == (0, 9)
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS + ["OAUTHBEARER"])

@@ -41,7 +41,9 @@ def stay_silent(conn):
 
 
 def test_falls_back_when_the_broker_closes_on_api_versions():
-    stub = Stub(read_then_close, stay_silent)
+    """A broker before 0.10 closes on ApiVersions every time: asked twice, then the
+    fallback versions on a third connection."""
+    stub = Stub(read_then_close, read_then_close, stay_silent)
     try:
         conn = BrokerConnection("127.0.0.1", stub.port, broker_version_fallback="0.8.2")
         conn.connect()

@@ -33,6 +33,18 @@ class ShareSession:
     member_id: str
     epoch: int = 1
     partitions: dict[TopicPartition, None] = field(default_factory=dict)
+    #: where the next acquisition starts in :attr:`partitions` (round-robin, so a partition
+    #: with many records does not starve the others of a fetch's max_records)
+    rotation: int = 0
+
+    def fetch_order(self) -> list[TopicPartition]:
+        """The session's partitions, starting one further along at each call."""
+        parts = list(self.partitions)
+        if not parts:
+            return parts
+        start = self.rotation % len(parts)
+        self.rotation += 1
+        return parts[start:] + parts[:start]
 
 
 class ShareSessions:

@@ -1,0 +1,179 @@
+"""Share-group scenarios (KIP-932) for kclient's ShareConsumer and AIOShareConsumer, written
+once and run against any broker that serves share groups (Kafka 4.x; the mini-broker)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kclient import AcknowledgeType, Producer, ProducerData, ShareConsumer
+from kclient.admin import AdminClient
+from kclient.admin.types import AlterConfigOp, ConfigResource, ConfigResourceType
+from kclient.aio import AIOShareConsumer
+from tests.waiting import wait_until
+
+
+def new_group(bootstrap: str, **configs: str) -> str:
+    """A share group reading from the earliest offset, with ``configs`` (share.* group
+    configs: share.record.lock.duration.ms, share.delivery.count.limit, ...)."""
+    group = f"share-{uuid.uuid4().hex[:10]}"
+    ops = [AlterConfigOp("share.auto.offset.reset", "earliest")]
+    ops += [AlterConfigOp(k.replace("_", "."), v) for k, v in configs.items()]
+    with AdminClient(bootstrap) as admin:
+        admin.incremental_alter_configs({ConfigResource(ConfigResourceType.GROUP, group): ops})
+    return group
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int) -> None:
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync"}) as p:
+        batch = [
+            ProducerData(topic, f"v{i}".encode(), partition=i % partitions) for i in range(count)
+        ]
+        for i in range(0, count, 500):
+            p.send(batch[i : i + 500])
+
+
+def conf(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "group.id": group, **extra}
+
+
+class Tally:
+    """What every consumer accepted, by (partition, offset)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.accepted: Counter[tuple[int, int]] = Counter()
+        self.by: Counter[str] = Counter()
+
+    def add(self, who: str, records: list[Any]) -> None:
+        with self.lock:
+            for r in records:
+                self.accepted[(r.partition, r.offset)] += 1
+            self.by[who] += len(records)
+
+    def total(self) -> int:
+        with self.lock:
+            return sum(self.accepted.values())
+
+
+def run_drain(bootstrap: str, topic: str, count: int, partitions: int) -> Tally:
+    """Three members (threaded implicit, threaded explicit, asyncio) drain ``topic``."""
+    group = new_group(bootstrap)
+    produce(bootstrap, topic, count, partitions)
+    tally = Tally()
+    stop = threading.Event()
+
+    def threaded(who: str, explicit: bool) -> None:
+        mode = "explicit" if explicit else "implicit"
+        with ShareConsumer(conf(bootstrap, group, **{"share.acknowledgement.mode": mode})) as c:
+            c.subscribe([topic])
+            while not stop.is_set():
+                records = c.poll(0.5)
+                if explicit:
+                    for r in records:
+                        c.acknowledge(r, AcknowledgeType.ACCEPT)
+                    c.commit_sync()
+                tally.add(who, records)
+
+    async def aio() -> None:
+        async with AIOShareConsumer(conf(bootstrap, group), topic) as c:
+            while not stop.is_set():
+                tally.add("aio", await c.poll(0.5))
+
+    threads = [
+        threading.Thread(target=threaded, args=("implicit", False)),
+        threading.Thread(target=threaded, args=("explicit", True)),
+        threading.Thread(target=asyncio.run, args=(aio(),)),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: tally.total() >= count, 60, f"{count} records accepted")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    return tally
+
+
+def check_drain(tally: Tally, count: int, partitions: int) -> None:
+    want = {(i % partitions, i // partitions) for i in range(count)}
+    assert set(tally.accepted) == want
+    assert max(tally.accepted.values()) == 1, "a record was accepted twice"
+
+
+def run_release_to_other(bootstrap: str, topic: str) -> tuple[list[Any], list[Any]]:
+    """A releases what it got; B, joining later, gets the same records, delivered twice."""
+    group = new_group(bootstrap)
+    produce(bootstrap, topic, 5, 1)
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(conf(bootstrap, group, **explicit), topic) as a:
+        first: list[Any] = []
+        wait_until(lambda: first.extend(a.poll(0.5)) or len(first) >= 5, 30, "A's records")
+        for r in first:
+            a.acknowledge(r, AcknowledgeType.RELEASE)
+        results = a.commit_sync()
+        assert all(e is None for e in results.values()), results
+        with ShareConsumer(conf(bootstrap, group, **explicit), topic) as b:
+            second: list[Any] = []
+            wait_until(lambda: second.extend(b.poll(0.5)) or len(second) >= 5, 30, "B's records")
+            for r in second:
+                b.acknowledge(r, AcknowledgeType.ACCEPT)
+            b.commit_sync()
+    return first, second
+
+
+def run_reject_and_limit(bootstrap: str, topic: str) -> list[list[tuple[int, int]]]:
+    """Offset 0 rejected, offset 1 released until delivery.count.limit (2): then neither comes
+    back; offset 2 accepted on its second delivery.  Returns (offset, count) per poll."""
+    group = new_group(bootstrap, **{"share.delivery.count.limit": "2"})
+    produce(bootstrap, topic, 3, 1)
+    polls: list[list[tuple[int, int]]] = []
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(conf(bootstrap, group, **explicit), topic) as c:
+        for want in (3, 2):
+            got = _poll_until(c, want)
+            polls.append([(r.offset, r.delivery_count) for r in got])
+            for r in got:
+                kind = {0: AcknowledgeType.REJECT, 1: AcknowledgeType.RELEASE}.get(r.offset)
+                if kind is None:
+                    kind = (
+                        AcknowledgeType.ACCEPT if r.delivery_count > 1 else AcknowledgeType.RELEASE
+                    )
+                c.acknowledge(r, kind)
+            c.commit_sync()
+        later: list[Any] = []
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            later.extend(c.poll(0.3))
+        polls.append([(r.offset, r.delivery_count) for r in later])
+    return polls
+
+
+def _poll_until(c: ShareConsumer, want: int) -> list[Any]:
+    got: list[Any] = []
+    wait_until(lambda: got.extend(c.poll(0.5)) or len(got) >= want, 30, f"{want} records")
+    return got
+
+
+def run_lock_expiry(
+    bootstrap: str, topic: str, kill: Callable[[str, str], list[int]]
+) -> tuple[list[int], list[Any]]:
+    """A member that dies holding records (``kill(group, topic)`` starts it, waits for its
+    records, kills it, returns their offsets): another member gets them after the lock expires."""
+    group = new_group(bootstrap, **{"share.record.lock.duration.ms": "2000"})
+    produce(bootstrap, topic, 4, 1)
+    held = kill(group, topic)
+    got: list[Any] = []
+    with ShareConsumer(conf(bootstrap, group), topic) as c:
+        wait_until(
+            lambda: got.extend(c.poll(0.5)) or {r.offset for r in got} >= set(held),
+            40,
+            "the dead member's records",
+        )
+    return held, got

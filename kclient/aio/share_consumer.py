@@ -1,0 +1,246 @@
+"""``kclient.aio.AIOShareConsumer``: a share-group member (KIP-932) on asyncio.
+
+The same core conversations as the threaded :class:`kclient.ShareConsumer`
+(:mod:`kclient.core.share_group`, :mod:`kclient.core.share_fetch`), driven by the asyncio
+driver: a heartbeat task, and fetching in the task that awaits :meth:`poll` (or iterates
+with ``async for``).  Its configuration is Java's KafkaShareConsumer's, as the threaded one's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+from kclient.consumer.connector import connection_settings
+from kclient.consumer.share_common import (
+    AckCallback,
+    check_ack_type,
+    report,
+    share_settings,
+    wanted_by_leader,
+)
+from kclient.core.share_fetch import share_acknowledge, share_fetch
+from kclient.core.share_group import share_heartbeat, share_leave
+from kclient.errors import IllegalStateError, KafkaError, WakeupError
+from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
+
+from .cluster import AIOCluster
+from .coordinator import AIOCoordinator
+from .driver import ClusterTransport, run
+
+__all__ = ["AIOShareConsumer"]
+
+log = logging.getLogger("kclient.share")
+_ACCEPT = int(AcknowledgeType.ACCEPT)
+
+
+class AIOShareConsumer:
+    """A share-group member for asyncio: ``subscribe``, ``await poll()`` / ``async for``,
+    ``acknowledge``, ``await commit_sync()``, ``await close()``."""
+
+    def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
+        self.settings, topics = share_settings(topics, config)
+        conf = self.settings.conf
+        self.config = conf
+        self.group_id = self.settings.group_id
+        settings = connection_settings(conf)
+        self.cluster = AIOCluster(self.settings.bootstrap(), settings)
+        self._coordinator = AIOCoordinator(
+            self.cluster, self.group_id, conf["retry.backoff.ms"], settings=settings
+        )
+        self._state = self.settings.new_state()
+        self._member = self._state.member
+        self._callback: AckCallback | None = None
+        self._lock: asyncio.Lock | None = None
+        self._wakeup = False
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._beat: asyncio.Event | None = None
+        self._fatal: KafkaError | None = None
+        self._closed = False
+        if topics:
+            self._member.subscribe([str(t) for t in topics])
+
+    async def __aenter__(self) -> AIOShareConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start heartbeating when subscribed (the first poll does it too)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+            self._beat = asyncio.Event()
+        if self._member.subscription and self._heartbeat is None:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._heartbeats())
+
+    # -- membership --------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Join the share group reading ``topics`` (from the next poll)."""
+        self._check_open("subscribe")
+        self._member.subscribe([topics] if isinstance(topics, str) else topics)
+        if self._beat is not None:
+            self._beat.set()
+
+    def subscription(self) -> set[str]:
+        return set(self._member.subscription)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the coordinator assigned to this member."""
+        return self._member.assignment()
+
+    async def _heartbeats(self) -> None:
+        coord = self._coordinator
+        assert self._beat is not None
+        while True:
+            try:
+                await coord.run(share_heartbeat(coord.state, self._member))
+                wait = self._member.heartbeat_interval_s
+            except KafkaError as exc:
+                if not exc.retriable:
+                    self._fatal = exc
+                    log.error("share group %r: heartbeat failed: %s", self.group_id, exc)
+                    return
+                log.info("share group %r: heartbeat failed (%s); retrying", self.group_id, exc)
+                wait = self.settings.backoff_s
+            self._beat.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._beat.wait(), wait)
+
+    # -- consuming ---------------------------------------------------------------------
+    async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:
+        """Records acquired for this member (at most ``max.poll.records``), waiting up to
+        ``timeout`` seconds (None: without limit); settles the previous poll's records as the
+        threaded ShareConsumer does."""
+        self._check_open("poll")
+        await self.start()
+        state = self._state
+        self.settings.before_poll(state)
+        seconds = float("inf") if timeout is None or timeout < 0 else float(timeout)
+        deadline = time.monotonic() + seconds
+        while True:
+            self._raise_pending()
+            if state.buffer:
+                return state.take(self.settings.max_poll_records)
+            await self._round(max(0.0, min(deadline - time.monotonic(), 3600.0)))
+            if not state.buffer and time.monotonic() >= deadline:
+                self._raise_pending()
+                return []
+
+    async def _round(self, remaining: float) -> None:
+        member, state = self._member, self._state
+        wanted, stale = wanted_by_leader(member, self.cluster)
+        if stale and member.subscription:
+            member.learn_topics(
+                await self.cluster.refresh(member.subscription, allow_auto_create=False)
+            )
+            wanted, _ = wanted_by_leader(member, self.cluster)
+        if not wanted and not state.has_pending():
+            await asyncio.sleep(min(remaining, 0.05))
+            return
+        assert self._lock is not None
+        async with self._lock:
+            outcome = await run(
+                share_fetch(state, wanted, int(remaining * 1000)), ClusterTransport(self.cluster)
+            )
+        report(outcome.acks, self._callback)
+        if outcome.refresh:
+            member.learn_topics(
+                await self.cluster.refresh(member.subscription, allow_auto_create=False)
+            )
+        for err in outcome.errors:
+            if not err.retriable:
+                raise err
+            log.info("share fetch: %s; retrying", err)
+        if outcome.errors and not outcome.records:
+            await asyncio.sleep(min(remaining, self.settings.backoff_s))
+
+    def __aiter__(self) -> AsyncIterator[ShareConsumerRecord]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ShareConsumerRecord]:
+        """Every record, one at a time (implicit mode accepts a record when the next is asked
+        for; explicit mode: acknowledge each before the next poll)."""
+        while not self._closed:
+            for record in await self.poll(1.0):
+                yield record
+
+    # -- acknowledging -----------------------------------------------------------------
+    def acknowledge(
+        self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
+    ) -> None:
+        """Settle a delivered record (explicit mode); sent with the next poll or commit."""
+        self._check_open("acknowledge")
+        tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
+        self._state.acknowledge(tp, offset, wire)
+
+    def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
+        """``callback(offsets by partition, exception or None)`` after acknowledgements are
+        applied or fail, in the event loop."""
+        if callback is not None and not callable(callback):
+            raise TypeError("the acknowledgement commit callback must be callable")
+        self._callback = callback
+
+    async def commit_sync(self) -> dict[TopicPartition, KafkaError | None]:
+        """Send the acknowledgements now and wait for each partition's result (None: applied)."""
+        self._check_open("commit_sync")
+        await self.start()
+        if not self.settings.explicit:
+            self._state.settle_all(_ACCEPT)
+        assert self._lock is not None
+        async with self._lock:
+            outcomes = await run(share_acknowledge(self._state), ClusterTransport(self.cluster))
+        return report(outcomes, self._callback)
+
+    def commit_async(self) -> asyncio.Task[dict[TopicPartition, KafkaError | None]]:
+        """Send the acknowledgements in a task (results to the callback, and the task's)."""
+        return asyncio.get_running_loop().create_task(self.commit_sync())
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Make the poll under way (or the next one) raise WakeupError."""
+        self._wakeup = True
+
+    def _raise_pending(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._wakeup:
+            self._wakeup = False
+            raise WakeupError("poll() interrupted by wakeup()")
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise IllegalStateError(f"{what}() on a closed AIOShareConsumer")
+
+    async def close(self) -> None:
+        """Accept (implicit) or release (explicit) what was delivered, release what was not,
+        close the share sessions, leave the group and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        task, self._heartbeat = self._heartbeat, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                await task
+        state = self._state
+        self.settings.before_close(state)
+        try:
+            if self._lock is None:
+                self._lock = asyncio.Lock()
+            async with self._lock:
+                outcomes = await run(
+                    share_acknowledge(state, final=True), ClusterTransport(self.cluster)
+                )
+            report(outcomes, self._callback)
+            await self._coordinator.run(share_leave(self._coordinator.state, self._member))
+        except KafkaError as exc:
+            log.warning("share group %r: closing failed: %s", self.group_id, exc)
+        finally:
+            self._coordinator.close()
+            await self.cluster.close()

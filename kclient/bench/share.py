@@ -1,0 +1,203 @@
+"""Share-group benchmark: kclient's ShareConsumer beside confluent-kafka's on Kafka 4.x.
+
+    kclient bench share --bootstrap 127.0.0.1:9092 --messages 100000
+    kclient bench share --messages 100000      # starts Kafka 4.x (kclient.testing.KafkaServer)
+
+One topic of ``--partitions`` partitions holds ``--messages`` records of ``--value-size``
+bytes.  For each client, acknowledgement mode (implicit: every record of a poll accepted at
+the next; explicit: ``acknowledge(record)`` each, ``commit_sync`` per poll) and member count
+(``--consumers``, each its own Python process), a new share group (``share.auto.offset.reset``
+earliest) drains the topic; records/s is the count over the time from the first record any
+member got to the last.  Every record must be received exactly once (a duplicate or a missing
+record fails the run).  Best of ``--repeat`` rounds; ratios kclient / confluent-kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+__all__ = ["main"]
+
+CLIENTS = ("kclient", "confluent")
+MODES = ("implicit", "explicit")
+IDLE_S = 3.0  # a member stops after this long without records (once it got some)
+
+
+def _worker(client: str, bootstrap: str, group: str, topic: str, mode: str) -> None:
+    """Drain as one member; print {count, first, last, keys} as JSON."""
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": mode}
+    explicit = mode == "explicit"
+    seen: list[str] = []
+    first = last = 0.0
+    if client == "kclient":
+        from kclient import ShareConsumer
+
+        c: Any = ShareConsumer(conf)
+        c.subscribe([topic])
+
+        def batch() -> list[tuple[int, int]]:
+            records = c.poll(0.5)
+            if explicit:
+                ack = c.acknowledge
+                for r in records:
+                    ack(r)
+                if records:
+                    c.commit_sync()
+            return [(r.partition, r.offset) for r in records]
+    else:
+        from confluent_kafka import ShareConsumer as CShare
+
+        c = CShare(conf)
+        c.subscribe([topic])
+
+        def batch() -> list[tuple[int, int]]:
+            out = []
+            records = c.poll(0.5)
+            for m in records:
+                if m.error() is None:
+                    out.append((m.partition(), m.offset()))
+                    if explicit:
+                        c.acknowledge(m)
+            if explicit and out:
+                c.commit_sync()
+            return out
+
+    idle_since = time.monotonic()
+    started = time.monotonic()
+    while True:
+        got = batch()
+        now = time.time()
+        if got:
+            if not first:
+                first = now
+            last = now
+            seen.extend(f"{p}:{o}" for p, o in got)
+            idle_since = time.monotonic()
+        elif (seen and time.monotonic() - idle_since > IDLE_S) or time.monotonic() - started > 120:
+            break
+    c.close()
+    print(json.dumps({"count": len(seen), "first": first, "last": last, "keys": seen}))
+
+
+def _produce(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
+    from kclient import Producer, ProducerData
+    from kclient.admin import AdminClient
+
+    with AdminClient(bootstrap) as admin:
+        admin.create_topic(topic, num_partitions=partitions)
+    value = b"x" * size
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync"}) as p:
+        for start in range(0, n, 2000):
+            p.send(
+                [
+                    ProducerData(topic, value, partition=i % partitions)
+                    for i in range(start, min(n, start + 2000))
+                ]
+            )
+
+
+def _group(bootstrap: str) -> str:
+    from kclient.admin import AdminClient
+    from kclient.admin.types import AlterConfigOp, ConfigResource, ConfigResourceType
+
+    group = f"bench-share-{uuid.uuid4().hex[:8]}"
+    with AdminClient(bootstrap) as admin:
+        admin.incremental_alter_configs(
+            {
+                ConfigResource(ConfigResourceType.GROUP, group): [
+                    AlterConfigOp("share.auto.offset.reset", "earliest")
+                ]
+            }
+        )
+    return group
+
+
+def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: int) -> float:
+    group = _group(bootstrap)
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kclient.bench.share",
+                "--worker",
+                client,
+                bootstrap,
+                group,
+                topic,
+                mode,
+            ],
+            stdout=subprocess.PIPE,
+        )
+        for _ in range(members)
+    ]
+    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    keys = [k for r in results for k in r["keys"]]
+    if len(keys) != n or len(set(keys)) != n:
+        raise SystemExit(
+            f"{client} {mode} x{members}: {len(keys)} records received, {len(set(keys))} "
+            f"distinct, {n} written"
+        )
+    first = min(r["first"] for r in results if r["count"])
+    last = max(r["last"] for r in results if r["count"])
+    return n / max(last - first, 1e-6)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["--worker"]:
+        _worker(*args_list[1:6])
+        return 0
+    ap = argparse.ArgumentParser(
+        prog="kclient bench share",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--bootstrap", help="a running Kafka 4.x (default: start one)")
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--consumers", type=int, nargs="+", default=[1, 3])
+    ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    ap.add_argument("--clients", nargs="+", choices=CLIENTS, default=list(CLIENTS))
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args(args_list)
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            from kclient.testing import KafkaServer
+
+            bootstrap = stack.enter_context(KafkaServer("4")).bootstrap
+        topic = f"bench-share-{uuid.uuid4().hex[:8]}"
+        _produce(bootstrap, topic, args.messages, args.value_size, args.partitions)
+        print(f"{args.messages} records of {args.value_size} B in {args.partitions} partitions")
+        print(
+            f"{'mode':9} {'members':>7} " + " ".join(f"{c:>12}" for c in args.clients) + "   ratio"
+        )
+        for mode in args.modes:
+            for members in args.consumers:
+                best = dict.fromkeys(args.clients, 0.0)
+                for _ in range(args.repeat):
+                    for c in args.clients:
+                        best[c] = max(
+                            best[c], _round(c, bootstrap, topic, mode, members, args.messages)
+                        )
+                row = " ".join(f"{best[c]:>10,.0f}/s" for c in args.clients)
+                ratio = (
+                    f"{best['kclient'] / best['confluent']:.2f}x"
+                    if len(args.clients) == 2 and best["confluent"]
+                    else ""
+                )
+                print(f"{mode:9} {members:>7} {row}   {ratio}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,253 @@
+"""``kclient.ShareConsumer``: a member of a share group (KIP-932, Kafka 4.2+), for threads.
+
+A share group turns topics into a work queue: every member reads every assigned partition,
+each record is handed to one member at a time under a lock, and the member accepts it,
+releases it for another try, or rejects it.  The conversations are the core's
+(:mod:`kclient.core.share_group`, :mod:`kclient.core.share_fetch`); this face runs them on the
+caller's thread (fetching, acknowledging) and a heartbeat thread.  Configuration keys and
+defaults are Java's KafkaShareConsumer's (``share.acknowledgement.mode`` implicit,
+``max.poll.records`` 500, ``fetch.max.wait.ms`` 500, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from kclient._args import poll_timeout_ms
+from kclient.cluster import Cluster
+from kclient.core.share_fetch import share_acknowledge, share_fetch
+from kclient.core.share_group import share_heartbeat, share_leave
+from kclient.errors import IllegalStateError, KafkaError, WakeupError
+from kclient.io.coordinator import Coordinator
+from kclient.io.driver import ClusterTransport, run
+from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
+
+from .connector import connection_settings
+from .share_common import AckCallback, check_ack_type, report, share_settings, wanted_by_leader
+
+__all__ = ["ShareConsumer"]
+
+log = logging.getLogger("kclient.share")
+_ACCEPT = int(AcknowledgeType.ACCEPT)
+
+
+class ShareConsumer:
+    """A share-group member: ``subscribe``, ``poll``, ``acknowledge``, ``commit_sync``,
+    ``close``.  Not for use from several threads at once, except :meth:`wakeup`."""
+
+    def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
+        self.settings, topics = share_settings(topics, config)
+        conf = self.settings.conf
+        self.config = conf
+        self.group_id = self.settings.group_id
+        conn_settings = connection_settings(conf)
+        self.cluster = Cluster(self.settings.bootstrap(), conn_settings)
+        self._coordinator = Coordinator(
+            self.cluster, self.group_id, conf["retry.backoff.ms"], settings=conn_settings
+        )
+        self._state = self.settings.new_state()
+        self._member = self._state.member
+        self._callback: AckCallback | None = None
+        self._lock = threading.RLock()  # one session conversation at a time
+        self._wakeup = threading.Event()
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._fatal: KafkaError | None = None
+        self._closed = False
+        if topics:
+            self.subscribe([str(t) for t in topics])
+
+    # -- membership --------------------------------------------------------------------
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Join the share group reading ``topics`` (replacing an earlier subscription)."""
+        self._check_open("subscribe")
+        if isinstance(topics, str):
+            topics = [topics]
+        self._member.subscribe(topics)
+        if not self._member.subscription:
+            self.unsubscribe()
+            return
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(
+                target=self._heartbeats,
+                name=f"kclient-share-heartbeat-{self.group_id}",
+                daemon=True,
+            )
+            self._heartbeat.start()
+        else:
+            self._coordinator.transport.wake()
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics."""
+        return set(self._member.subscription)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the coordinator assigned to this member."""
+        return self._member.assignment()
+
+    def unsubscribe(self) -> None:
+        """Leave the group (records held are released first)."""
+        self._stop_heartbeats()
+        self._release_and_close_sessions()
+        self._coordinator.run(share_leave(self._coordinator.state, self._member))
+        self._member.subscription = ()
+
+    def _heartbeats(self) -> None:
+        coord = self._coordinator
+        while not self._stop.is_set():
+            try:
+                coord.run(share_heartbeat(coord.state, self._member))
+                wait = self._member.heartbeat_interval_s
+            except KafkaError as exc:
+                if not exc.retriable:
+                    self._fatal = exc
+                    log.error("share group %r: heartbeat failed: %s", self.group_id, exc)
+                    return
+                log.info("share group %r: heartbeat failed (%s); retrying", self.group_id, exc)
+                wait = self.settings.backoff_s
+            coord.transport.sleep(wait)
+
+    def _stop_heartbeats(self) -> None:
+        thread, self._heartbeat = self._heartbeat, None
+        if thread is not None:
+            self._stop.set()
+            self._coordinator.transport.wake()
+            thread.join(30)
+            self._stop = threading.Event()
+
+    # -- consuming ---------------------------------------------------------------------
+    def poll(
+        self, timeout: float | None = None, timeout_ms: int | None = None
+    ) -> list[ShareConsumerRecord]:
+        """Records acquired for this member (at most ``max.poll.records``), waiting up to
+        ``timeout`` seconds (or ``timeout_ms``; neither: without limit) for some.  Implicit
+        mode accepts the records of the previous poll first; explicit mode requires them all
+        acknowledged."""
+        self._check_open("poll")
+        ms = poll_timeout_ms((), timeout, timeout_ms, default_ms=-1)
+        seconds = float("inf") if ms < 0 else ms / 1000.0
+        state = self._state
+        self.settings.before_poll(state)
+        deadline = time.monotonic() + seconds
+        while True:
+            self._raise_pending()
+            if state.buffer:
+                return state.take(self.settings.max_poll_records)
+            remaining = deadline - time.monotonic()
+            self._round(max(0.0, min(remaining, 3600.0)))
+            if not state.buffer and time.monotonic() >= deadline:
+                self._raise_pending()
+                return []
+
+    def _round(self, remaining: float) -> None:
+        """One ShareFetch round (or a short wait when nothing is assigned yet)."""
+        member, state = self._member, self._state
+        wanted, stale = wanted_by_leader(member, self.cluster)
+        if stale and member.subscription:
+            member.learn_topics(self.cluster.refresh(member.subscription, allow_auto_create=False))
+            wanted, _ = wanted_by_leader(member, self.cluster)
+        if not wanted and not state.has_pending():
+            self._wakeup.wait(min(remaining, 0.05))
+            return
+        with self._lock:
+            outcome = run(
+                share_fetch(state, wanted, int(remaining * 1000)), ClusterTransport(self.cluster)
+            )
+        report(outcome.acks, self._callback)
+        if outcome.refresh:
+            member.learn_topics(self.cluster.refresh(member.subscription, allow_auto_create=False))
+        for err in outcome.errors:
+            if not err.retriable:
+                raise err
+            log.info("share fetch: %s; retrying", err)
+        if outcome.errors and not outcome.records:
+            self._wakeup.wait(min(remaining, self.settings.backoff_s))
+
+    def __iter__(self) -> Iterator[ShareConsumerRecord]:
+        """Every record, polling as needed (until close or wakeup)."""
+        while not self._closed:
+            yield from self.poll(1.0)
+
+    # -- acknowledging -----------------------------------------------------------------
+    def acknowledge(
+        self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
+    ) -> None:
+        """Settle a delivered record (explicit mode): ACCEPT, RELEASE (deliver again, maybe to
+        another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
+        with the next poll or commit."""
+        self._check_open("acknowledge")
+        tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
+        self._state.acknowledge(tp, offset, wire)
+
+    def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
+        """``callback(offsets by partition, exception or None)`` after acknowledgements are
+        applied or fail (Java's AcknowledgementCommitCallback), on the polling thread."""
+        if callback is not None and not callable(callback):
+            raise TypeError("the acknowledgement commit callback must be callable")
+        self._callback = callback
+
+    def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Send the acknowledgements now and wait: each partition's result (None: applied).
+        Implicit mode accepts the last poll's records first."""
+        self._check_open("commit_sync")
+        if not self.settings.explicit:
+            self._state.settle_all(_ACCEPT)
+        with self._lock:
+            outcomes = run(share_acknowledge(self._state), ClusterTransport(self.cluster))
+        return report(outcomes, self._callback)
+
+    def commit_async(self) -> None:
+        """Send the acknowledgements now; their results go to the commit callback only."""
+        self.commit_sync()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Make a poll under way (or the next one) raise WakeupError; safe from any thread."""
+        self._wakeup.set()
+
+    def _raise_pending(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._wakeup.is_set():
+            self._wakeup.clear()
+            raise WakeupError("poll() interrupted by wakeup()")
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise IllegalStateError(f"{what}() on a closed ShareConsumer")
+
+    def _release_and_close_sessions(self) -> None:
+        """Accept (implicit) or release (explicit) what was delivered, release what was not,
+        and close the share sessions."""
+        state = self._state
+        self.settings.before_close(state)
+        try:
+            with self._lock:
+                outcomes = run(share_acknowledge(state, final=True), ClusterTransport(self.cluster))
+            report(outcomes, self._callback)
+        except KafkaError as exc:
+            log.warning("share group %r: closing the share sessions failed: %s", self.group_id, exc)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Settle what is held (see :meth:`_release_and_close_sessions`), leave the group and
+        close the connections."""
+        if self._closed:
+            return
+        self._stop_heartbeats()
+        self._release_and_close_sessions()
+        self._closed = True
+        try:
+            self._coordinator.run(share_leave(self._coordinator.state, self._member))
+        finally:
+            self._coordinator.close()
+            self.cluster.close()
+
+    def __enter__(self) -> ShareConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,513 @@
+"""Share fetching (KIP-932), written once for both drivers: share sessions with each leader,
+ShareFetch with the acknowledgements of earlier deliveries riding along, the records it
+acquires (and their delivery counts), and ShareAcknowledge to settle without fetching.
+
+:class:`ShareFetchState` is what a share consumer holds between polls: one
+:class:`ShareSession` per broker, the acquired records not handed out yet, the delivered ones
+not settled yet, and the acknowledgements waiting to be sent.  :func:`share_fetch` and
+:func:`share_acknowledge` are the conversations; they return :class:`AckOutcome` s, one per
+partition and answer, for ``commit_sync`` and the acknowledgement commit callback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kclient.errors import (
+    InvalidShareSessionEpochError,
+    KafkaError,
+    ShareSessionNotFoundError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
+from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
+
+from .message_set import ByteBufferMessageSet
+from .share_group import ShareMemberState
+from .steps import Conversation, Gather, Request
+
+__all__ = [
+    "GAP",
+    "ShareFetchConfig",
+    "ShareSession",
+    "ShareFetchState",
+    "AckOutcome",
+    "FetchOutcome",
+    "ack_batches",
+    "share_fetch",
+    "share_acknowledge",
+]
+
+log = logging.getLogger(__name__)
+
+#: an acquired offset with no record to deliver (a control record, a compacted gap)
+GAP = 0
+_RENEW = int(AcknowledgeType.RENEW)
+#: the session is gone or out of step: open a new one (epoch 0)
+_SESSION_LOST = (ShareSessionNotFoundError.errno, InvalidShareSessionEpochError.errno)
+#: partition errors that call for fresh metadata (the leader moved, the topic changed)
+_REFRESH = frozenset(
+    {3, 6, 74, 100}
+)  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER, FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_ID
+_MAX_EPOCH = 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class ShareFetchConfig:
+    """What a ShareFetch asks for (Java's KafkaShareConsumer settings)."""
+
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 52428800
+    max_records: int = 500
+    batch_size: int = 500
+    acquire_mode: int = 0  # 0 batch_optimized, 1 record_limit (ShareFetch v2)
+    check_crcs: bool = True
+
+
+@dataclass
+class ShareSession:
+    """A share session with one broker: its epoch (0: the next request opens it) and the
+    partitions it holds."""
+
+    epoch: int = 0
+    partitions: set[TopicPartition] = field(default_factory=set)
+
+    def advance(self) -> None:
+        self.epoch = 1 if self.epoch >= _MAX_EPOCH else self.epoch + 1
+
+    def reset(self) -> None:
+        self.epoch = 0
+        self.partitions = set()
+
+
+@dataclass(frozen=True)
+class AckOutcome:
+    """How the acknowledgements of ``offsets`` of ``tp`` ended (``error`` None: applied)."""
+
+    tp: TopicPartition
+    offsets: frozenset[int]
+    error: KafkaError | None
+
+
+@dataclass
+class FetchOutcome:
+    """What one round of share fetches gave: records buffered, acknowledgements settled, and
+    whether metadata is stale."""
+
+    records: int = 0
+    acks: list[AckOutcome] = field(default_factory=list)
+    refresh: bool = False
+    errors: list[KafkaError] = field(default_factory=list)
+
+
+def ack_batches(acks: Mapping[int, int]) -> list[dict[str, Any]]:
+    """Acknowledgement batches for ``{offset: type}``: runs of consecutive offsets, one type
+    for the run when they agree, else one per offset."""
+    batches: list[dict[str, Any]] = []
+    offsets = sorted(acks)
+    i = 0
+    while i < len(offsets):
+        j = i
+        while j + 1 < len(offsets) and offsets[j + 1] == offsets[j] + 1:
+            j += 1
+        types = [acks[o] for o in offsets[i : j + 1]]
+        batches.append(
+            {
+                "first_offset": offsets[i],
+                "last_offset": offsets[j],
+                "acknowledge_types": types[:1] if len(set(types)) == 1 else types,
+            }
+        )
+        i = j + 1
+    return batches
+
+
+class ShareFetchState:
+    """A share consumer's sessions, buffered and delivered records, and pending acks."""
+
+    def __init__(
+        self,
+        member: ShareMemberState,
+        config: ShareFetchConfig | None = None,
+        key: Callable[[Any], Any] | None = None,
+        value: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.member = member
+        self.config = config or ShareFetchConfig()
+        self.key, self.value = key, value
+        self.sessions: dict[int, ShareSession] = {}
+        self.buffer: deque[ShareConsumerRecord] = deque()
+        #: delivered to the application, not settled: tp -> offsets
+        self.delivered: dict[TopicPartition, set[int]] = {}
+        #: settled, not sent: tp -> {offset: type}
+        self.pending: dict[TopicPartition, dict[int, int]] = {}
+        #: the broker whose session acquired a partition's records (its acks go there)
+        self.node_of: dict[TopicPartition, int] = {}
+        self.lock_timeout_ms = -1
+
+    # -- the application's side --------------------------------------------------------
+
+    def take(self, max_records: int) -> list[ShareConsumerRecord]:
+        """Up to ``max_records`` buffered records, now delivered (to be settled)."""
+        buffer = self.buffer
+        n = min(max_records, len(buffer))
+        out = [buffer.popleft() for _ in range(n)]
+        delivered = self.delivered
+        key: tuple[str, int] | None = None
+        held: set[int] = set()
+        for r in out:  # records come in runs of one partition: one set lookup per run
+            if (r.topic, r.partition) != key:
+                key = (r.topic, r.partition)
+                held = delivered.setdefault(TopicPartition(r.topic, r.partition), set())
+            held.add(r.offset)
+        return out
+
+    def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:
+        """Settle a delivered record (RENEW keeps it delivered: it must be settled again)."""
+        held = self.delivered.get(tp)
+        if held is None or offset not in held:
+            raise ValueError(
+                f"{tp} offset {offset} was not delivered by this consumer, or is settled already"
+            )
+        if kind != _RENEW:
+            held.discard(offset)
+            if not held:
+                del self.delivered[tp]
+        self.pending.setdefault(tp, {})[offset] = int(kind)
+
+    def settle_all(self, kind: int, buffered: bool = False) -> None:
+        """Settle every delivered record (and with ``buffered`` the ones not handed out yet)
+        as ``kind``: implicit acceptance, or releasing at close."""
+        for tp, offsets in self.delivered.items():
+            acks = self.pending.setdefault(tp, {})
+            for o in offsets:
+                acks[o] = kind
+        self.delivered.clear()
+        if buffered:
+            while self.buffer:
+                r = self.buffer.popleft()
+                self.pending.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = kind
+
+    def unsettled(self) -> int:
+        """How many delivered records are not settled."""
+        return sum(len(v) for v in self.delivered.values())
+
+    def has_pending(self) -> bool:
+        return any(self.pending.values())
+
+    # -- what goes to each broker ------------------------------------------------------
+
+    def _take_acks(self, node: int) -> dict[TopicPartition, dict[int, int]]:
+        taken = {tp: a for tp, a in self.pending.items() if a and self.node_of.get(tp) == node}
+        for tp in taken:
+            del self.pending[tp]
+        return taken
+
+    def ack_nodes(self) -> set[int]:
+        """The brokers that pending acknowledgements go to."""
+        return {self.node_of[tp] for tp, a in self.pending.items() if a and tp in self.node_of}
+
+    def drop_orphans(self) -> list[AckOutcome]:
+        """Acknowledgements of partitions no broker delivered (cannot be sent) as failures."""
+        out = []
+        for tp in [tp for tp in self.pending if tp not in self.node_of]:
+            out.append(_failed(tp, self.pending.pop(tp), ShareSessionNotFoundError(f"{tp}")))
+        return out
+
+    def _topic(
+        self, tps: Iterable[TopicPartition], acks: Mapping[TopicPartition, Any]
+    ) -> list[dict[str, Any]]:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for tp in sorted(tps):
+            by_topic.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "acknowledgement_batches": ack_batches(acks.get(tp, {})),
+                }
+            )
+        ids = self.member.topic_ids
+        return [{"topic_id": ids[t], "partitions": ps} for t, ps in by_topic.items() if t in ids]
+
+    def fetch_body(
+        self, session: ShareSession, wanted: set[TopicPartition], acks: Mapping[TopicPartition, Any]
+    ) -> tuple[dict[str, Any], set[TopicPartition], set[TopicPartition]]:
+        """A ShareFetch for ``session``: the partitions new to it and those with
+        acknowledgements, the ones it should forget; returns (body, added, forgotten)."""
+        listed = set(acks) | (wanted - session.partitions)
+        forgotten = session.partitions - wanted - set(acks)
+        cfg = self.config
+        body = {
+            "group_id": self.member.group_id,
+            "member_id": self.member.member_id,
+            "share_session_epoch": session.epoch,
+            "max_wait_ms": cfg.max_wait_ms,
+            "min_bytes": cfg.min_bytes,
+            "max_bytes": cfg.max_bytes,
+            "max_records": cfg.max_records,
+            "batch_size": cfg.batch_size,
+            "share_acquire_mode": cfg.acquire_mode,
+            "topics": self._topic(listed, acks),
+            "forgotten_topics_data": [
+                {"topic_id": self.member.topic_ids[t], "partitions": sorted(ps)}
+                for t, ps in _group(forgotten).items()
+                if t in self.member.topic_ids
+            ],
+        }
+        return body, listed, forgotten
+
+    # -- reading answers ---------------------------------------------------------------
+
+    def read_fetch(self, node: int, resp: Any, outcome: FetchOutcome) -> None:
+        """Buffer the records a ShareFetch answer acquired; note ack results and errors."""
+        names = self.member.topic_names
+        for topic in resp.responses:
+            name = names.get(bytes(topic.topic_id))
+            if name is None:
+                outcome.refresh = True
+                continue
+            for p in topic.partitions:
+                tp = TopicPartition(name, p.partition_index)
+                if p.error_code:
+                    outcome.refresh |= p.error_code in _REFRESH
+                    if p.error_code not in _REFRESH:
+                        outcome.errors.append(error_for_code(p.error_code)(f"{tp}: share fetch"))
+                    continue
+                if p.acquired_records:
+                    self.node_of[tp] = node
+                    outcome.records += self._acquire(tp, p)
+
+    def _acquire(self, tp: TopicPartition, p: Any) -> int:
+        """Buffer the acquired records of one partition; offsets with no record are GAPs."""
+        ranges = sorted(
+            (a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records
+        )
+        data = p.records if p.records is not None else b""
+        ms = ByteBufferMessageSet(
+            data,
+            ranges[0][0],
+            topic=tp.topic,
+            partition=tp.partition,
+            validate_crc=self.config.check_crcs,
+        )
+        cols = ms.columns()
+        offsets = cols.offsets
+        key, value = self.key, self.value
+        keys = cols.keys
+        gaps: dict[int, int] = {}
+        n = 0
+        i = 0
+        for first, last, count in ranges:
+            while i < len(offsets) and offsets[i] < first:
+                i += 1
+            expected = first
+            while i < len(offsets) and offsets[i] <= last:
+                o = offsets[i]
+                for g in range(expected, o):
+                    gaps[g] = GAP
+                k = keys[i] if keys is not None else None
+                v = cols.values[i]
+                hdrs = cols.headers[i] if cols.headers is not None else None
+                self.buffer.append(
+                    ShareConsumerRecord(
+                        tp.topic,
+                        tp.partition,
+                        o,
+                        cols.timestamps[i],
+                        cols.timestamp_types[i],
+                        key(k) if key is not None else k,
+                        value(v) if value is not None else v,
+                        list(hdrs) if hdrs else [],
+                        count,
+                    )
+                )
+                n += 1
+                expected = o + 1
+                i += 1
+            for g in range(expected, last + 1):
+                gaps[g] = GAP
+        if gaps:
+            self.pending.setdefault(tp, {}).update(gaps)
+        return n
+
+
+def _group(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in tps:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+def _failed(tp: TopicPartition, acks: Mapping[int, int], error: KafkaError | None) -> AckOutcome:
+    return AckOutcome(tp, frozenset(o for o, t in acks.items() if t != GAP), error)
+
+
+def _ack_outcomes(
+    acks: Mapping[TopicPartition, Mapping[int, int]],
+    resp: Any,
+    names: Mapping[bytes, str],
+    code_of: Callable[[Any], int],
+) -> list[AckOutcome]:
+    """One outcome per acknowledged partition of an answer (a partition it does not name
+    succeeded, as Kafka's client reads it)."""
+    errors: dict[TopicPartition, int] = {}
+    for topic in resp.responses:
+        name = names.get(bytes(topic.topic_id))
+        for p in topic.partitions:
+            if name is not None:
+                errors[TopicPartition(name, p.partition_index)] = code_of(p)
+    out = []
+    for tp, a in acks.items():
+        code = errors.get(tp, 0)
+        err = error_for_code(code)(f"{tp}: acknowledgement") if code else None
+        outcome = _failed(tp, a, err)
+        if outcome.offsets:
+            out.append(outcome)
+    return out
+
+
+def _lost(
+    session: ShareSession, acks: Mapping[TopicPartition, Mapping[int, int]], error: KafkaError
+) -> list[AckOutcome]:
+    session.reset()
+    return [o for tp, a in acks.items() if (o := _failed(tp, a, error)).offsets]
+
+
+def share_fetch(
+    state: ShareFetchState,
+    wanted: Mapping[int, set[TopicPartition]],
+    max_wait_ms: int | None = None,
+) -> Conversation[FetchOutcome]:
+    """One round: a ShareFetch to every broker with partitions to fetch or acknowledgements to
+    send (acknowledgements ride along; a broker with only acknowledgements and a renewal among
+    them gets a ShareAcknowledge), all in flight at once."""
+    outcome = FetchOutcome(acks=state.drop_orphans())
+    requests: list[Request] = []
+    sent: list[
+        tuple[
+            int,
+            ShareSession,
+            dict[TopicPartition, dict[int, int]],
+            set[TopicPartition],
+            set[TopicPartition],
+            bool,
+        ]
+    ] = []
+    for node in sorted(set(wanted) | state.ack_nodes()):
+        session = state.sessions.setdefault(node, ShareSession())
+        acks = state._take_acks(node)
+        if session.epoch == 0 and acks:  # a new session cannot carry acknowledgements
+            outcome.acks += _lost(session, acks, ShareSessionNotFoundError(f"broker {node}"))
+            acks = {}
+        renew = any(_RENEW in a.values() for a in acks.values())
+        if renew or not wanted.get(node):
+            if acks:
+                requests.append(_ack_request(state, session, acks, False, renew, node))
+                sent.append((node, session, acks, set(), set(), True))
+            continue
+        body, added, forgotten = state.fetch_body(session, wanted[node], acks)
+        if max_wait_ms is not None:
+            body["max_wait_ms"] = max(0, min(body["max_wait_ms"], max_wait_ms))
+        requests.append(Request(SHARE_FETCH, body, node=node))
+        sent.append((node, session, acks, added, forgotten, False))
+    if not requests:
+        return outcome
+    answers = yield Gather(tuple(requests))
+    names = state.member.topic_names
+    for (node, session, acks, added, forgotten, ack_only), answer in zip(sent, answers):
+        if isinstance(answer, KafkaError):
+            outcome.errors.append(answer)
+            outcome.acks += _lost(session, acks, answer)
+            continue
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer.error_code:
+            err = error_for_code(answer.error_code)(f"share session with broker {node}")
+            outcome.acks += _lost(session, acks, err)
+            if answer.error_code not in _SESSION_LOST:
+                outcome.errors.append(err)
+            continue
+        session.advance()
+        session.partitions = (session.partitions | added) - forgotten
+        if ack_only:
+            outcome.acks += _ack_outcomes(acks, answer, names, lambda p: p.error_code)
+            continue
+        if answer.acquisition_lock_timeout_ms > 0:
+            state.lock_timeout_ms = answer.acquisition_lock_timeout_ms
+        outcome.acks += _ack_outcomes(acks, answer, names, lambda p: p.acknowledge_error_code)
+        state.read_fetch(node, answer, outcome)
+    return outcome
+
+
+def _ack_request(
+    state: ShareFetchState,
+    session: ShareSession,
+    acks: Mapping[TopicPartition, Mapping[int, int]],
+    final: bool,
+    renew: bool,
+    node: int,
+) -> Request:
+    topics = state._topic(acks, acks)
+    epoch = -1 if final else session.epoch
+
+    def body(version: int) -> dict[str, Any]:
+        if renew and version < 2:
+            raise UnsupportedVersionError(
+                f"renewing an acquisition lock needs ShareAcknowledge v2 (the broker has v{version})"
+            )
+        return {
+            "group_id": state.member.group_id,
+            "member_id": state.member.member_id,
+            "share_session_epoch": epoch,
+            "is_renew_ack": renew,
+            "topics": topics,
+        }
+
+    return Request(SHARE_ACKNOWLEDGE, body, node=node)
+
+
+def share_acknowledge(
+    state: ShareFetchState, final: bool = False
+) -> Conversation[list[AckOutcome]]:
+    """Send the pending acknowledgements now (ShareAcknowledge to each broker, all in flight at
+    once); ``final`` closes every share session as well (epoch -1), as closing a consumer does."""
+    outcomes = state.drop_orphans()
+    requests: list[Request] = []
+    sent: list[tuple[int, ShareSession, dict[TopicPartition, dict[int, int]]]] = []
+    nodes = sorted(state.ack_nodes() | (set(state.sessions) if final else set()))
+    for node in nodes:
+        session = state.sessions.setdefault(node, ShareSession())
+        acks = state._take_acks(node)
+        if session.epoch == 0:
+            outcomes += _lost(session, acks, ShareSessionNotFoundError(f"broker {node}"))
+            continue
+        renew = any(_RENEW in a.values() for a in acks.values())
+        requests.append(_ack_request(state, session, acks, final, renew, node))
+        sent.append((node, session, acks))
+    if not requests:
+        return outcomes
+    answers = yield Gather(tuple(requests))
+    names = state.member.topic_names
+    for (node, session, acks), answer in zip(sent, answers):
+        if isinstance(answer, KafkaError):
+            outcomes += _lost(session, acks, answer)
+            continue
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer.error_code:
+            err = error_for_code(answer.error_code)(f"share session with broker {node}")
+            outcomes += _lost(session, acks, err)
+            continue
+        if final:
+            session.reset()
+        else:
+            session.advance()
+        outcomes += _ack_outcomes(acks, answer, names, lambda p: p.error_code)
+    if final:
+        state.sessions.clear()
+    return outcomes

@@ -1,0 +1,97 @@
+"""The share-fetch core's pure parts: acknowledgement batches, what a ShareFetch asks in a
+share session, and reading acquired records (delivery counts, gaps) from real record batches."""
+
+from __future__ import annotations
+
+import pytest
+
+from kclient.core.share_fetch import GAP, ShareFetchState, ShareSession, ack_batches
+from kclient.core.share_group import ShareMemberState
+from kclient.protocol.records.v2_build import build_batch
+from kclient.protocol.schema import Struct
+from kclient.structs import AcknowledgeType, TopicPartition
+
+TID = bytes(range(16))
+T0, T1 = TopicPartition("jobs", 0), TopicPartition("jobs", 1)
+
+
+def _state():
+    member = ShareMemberState("g")
+    member.topic_ids["jobs"] = TID
+    member.topic_names[TID] = "jobs"
+    return ShareFetchState(member)
+
+
+def test_ack_batches_coalesce_runs_and_keep_mixed_types_per_offset():
+    assert ack_batches({5: 1, 6: 1, 7: 1, 9: 3}) == [
+        {"first_offset": 5, "last_offset": 7, "acknowledge_types": [1]},
+        {"first_offset": 9, "last_offset": 9, "acknowledge_types": [3]},
+    ]
+    assert ack_batches({0: 1, 1: 2, 2: 0}) == [
+        {"first_offset": 0, "last_offset": 2, "acknowledge_types": [1, 2, 0]}
+    ]
+    assert ack_batches({}) == []
+
+
+def test_a_new_session_lists_every_partition_later_ones_only_changes():
+    state = _state()
+    session = ShareSession()
+    body, added, forgotten = state.fetch_body(session, {T0, T1}, {})
+    assert body["share_session_epoch"] == 0 and added == {T0, T1} and not forgotten
+    assert [p["partition_index"] for p in body["topics"][0]["partitions"]] == [0, 1]
+    session.advance()
+    session.partitions = {T0, T1}
+    body, added, forgotten = state.fetch_body(session, {T0}, {T0: {4: 1}})
+    assert body["share_session_epoch"] == 1
+    assert body["topics"] == [
+        {
+            "topic_id": TID,
+            "partitions": [
+                {
+                    "partition_index": 0,
+                    "acknowledgement_batches": [
+                        {"first_offset": 4, "last_offset": 4, "acknowledge_types": [1]}
+                    ],
+                }
+            ],
+        }
+    ]
+    assert body["forgotten_topics_data"] == [{"topic_id": TID, "partitions": [1]}]
+
+
+def _answer(records: bytes, acquired):
+    part = Struct(
+        partition_index=0,
+        error_code=0,
+        acknowledge_error_code=0,
+        records=records,
+        acquired_records=[
+            Struct(first_offset=a, last_offset=b, delivery_count=c) for a, b, c in acquired
+        ],
+    )
+    return Struct(responses=[Struct(topic_id=TID, partitions=[part])])
+
+
+def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_acknowledged():
+    batch = build_batch([b"a", b"b", b"c", b"d"], base_offset=10, offset_deltas=[0, 1, 3, 4])
+    state = _state()
+    from kclient.core.share_fetch import FetchOutcome
+
+    outcome = FetchOutcome()
+    # offsets 10, 11, 13, 14 exist; 12 is a compacted gap; 14 was not acquired
+    state.read_fetch(3, _answer(batch, [(10, 10, 1), (11, 13, 2)]), outcome)
+    assert outcome.records == 3
+    got = state.take(10)
+    assert [(r.offset, r.value, r.delivery_count) for r in got] == [
+        (10, b"a", 1),
+        (11, b"b", 2),
+        (13, b"c", 2),
+    ]
+    assert state.pending == {T0: {12: GAP}} and state.node_of[T0] == 3
+    state.acknowledge(T0, 11, AcknowledgeType.RENEW)
+    assert state.unsettled() == 3  # a renewed record still needs settling
+    state.acknowledge(T0, 11, AcknowledgeType.REJECT)
+    with pytest.raises(ValueError, match="not delivered"):
+        state.acknowledge(T0, 11, AcknowledgeType.ACCEPT)
+    state.settle_all(int(AcknowledgeType.ACCEPT))
+    assert state.pending == {T0: {12: GAP, 11: 3, 10: 1, 13: 1}} and state.unsettled() == 0
