@@ -111,7 +111,13 @@ def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
     """Partitions led by two brokers: the group config set through one broker applies to
     both, confluent-kafka's ShareConsumer drains both, the coordinator describes both."""
     from kclient.broker import MiniCluster
-    from kclient.protocol.apis import DESCRIBE_SHARE_GROUP_OFFSETS, FIND_COORDINATOR, LIST_GROUPS
+    from kclient.protocol.apis import (
+        ALTER_SHARE_GROUP_OFFSETS,
+        DELETE_SHARE_GROUP_OFFSETS,
+        DESCRIBE_SHARE_GROUP_OFFSETS,
+        FIND_COORDINATOR,
+        LIST_GROUPS,
+    )
     ck = need_module("confluent_kafka")
     with MiniCluster(num_brokers=2, log_dir=tmp_path,
                      config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
@@ -138,6 +144,21 @@ def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
                                                  "partitions": [0, 1]}]}]})
         assert [(p.partition_index, p.start_offset) for p in d.groups[0].topics[0].partitions] \
             == [(0, 20), (1, 20)]
+        def starts():
+            d = coordinator.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
+                {"group_id": "spread-g", "topics": [{"topic_name": "spread",
+                                                     "partitions": [0, 1]}]}]})
+            return [p.start_offset for p in d.groups[0].topics[0].partitions]
+        altered = coordinator.request(ALTER_SHARE_GROUP_OFFSETS, 0, {
+            "group_id": "spread-g", "topics": [{"topic_name": "spread", "partitions": [
+                {"partition_index": 0, "start_offset": 5},
+                {"partition_index": 1, "start_offset": 7}]}]})
+        assert [p.error_code for p in altered.responses[0].partitions] == [0, 0]
+        assert starts() == [5, 7]
+        deleted = coordinator.request(DELETE_SHARE_GROUP_OFFSETS, 0, {
+            "group_id": "spread-g", "topics": [{"topic_name": "spread"}]})
+        assert (deleted.error_code, deleted.responses[0].error_code) == (0, 0)
+        assert starts() == [-1, -1]
         listed = [g.group_id for b in cluster.brokers for g in raw_client(b.bootstrap).request(
             LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]}).groups]
         assert listed == ["spread-g"]            # by its coordinator only
