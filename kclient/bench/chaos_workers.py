@@ -274,12 +274,32 @@ class AIOGroupConsumer(Worker):
             await c.close()
 
 
-def read_log(bootstrap: str, topic: str, partitions: int, quiet_polls: int = 6
-             ) -> list[tuple[int, int, bytes | None]]:
-    """Every record of ``topic`` with read_committed, from the start until polls come back
-    empty ``quiet_polls`` times in a row (the producers are closed by then)."""
+def transactions_settled(bootstrap: str, topic: str, partitions: int) -> bool:
+    """Whether every partition's last stable offset reached its high watermark: no
+    transaction is open any more (a producer that died mid-transaction leaves one open until
+    the coordinator aborts it after transaction.timeout.ms; read_committed reads stop there)."""
     from kclient.structs import TopicPartition
-    c = Consumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    ends = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        c = Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                     **{k.replace(".", "_"): v for k, v in CONSUMER.items()})
+        try:
+            ends.append(c.end_offsets(tps))
+        except KafkaError:
+            return False
+        finally:
+            c.close()
+    return ends[0] == ends[1]
+
+
+def read_log(bootstrap: str, topic: str, partitions: int, quiet_polls: int = 6,
+             isolation: str = "read_committed") -> list[tuple[int, int, bytes | None]]:
+    """Every record of ``topic`` (read_committed unless ``isolation`` says otherwise), from
+    the start until polls come back empty ``quiet_polls`` times in a row (the producers are
+    closed by then)."""
+    from kclient.structs import TopicPartition
+    c = Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
                  auto_offset_reset="earliest", **{k.replace(".", "_"): v
                                                   for k, v in CONSUMER.items()})
     try:

@@ -233,7 +233,7 @@ def _run_share_group(args: argparse.Namespace, out: Formatter) -> int:
     from kclient.errors import InvalidConfigError
     if args.partition or args.group:
         raise UsageError("--share-group takes neither -p nor -G: the share group assigns")
-    if args.offset is not None:
+    if args.offset != "latest" or args.from_beginning:
         raise UsageError("with --share-group, where to start is the group's "
                          "share.auto.offset.reset config (or kclient share-groups reset-offsets)")
     given = client_settings(args, **{"group.id": args.share_group})

@@ -93,16 +93,22 @@ class ChaosCluster:
 
 
 class _ProxiedKafka(KafkaServer):
-    """A KafkaServer whose ``CHAOS`` listener is advertised at a proxy port per node."""
+    """A KafkaServer whose ``CHAOS`` listener is advertised at a proxy per node, listening
+    before the node starts (a port merely chosen could be taken by then)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(listeners={LISTENER: "PLAINTEXT"}, **kwargs)
-        self.proxy_ports: dict[int, int] = {}
+        self.proxies: dict[int, HostileBroker] = {}
 
     def _properties(self, node: KafkaNode) -> str:
-        port = self.proxy_ports.setdefault(node.node_id, free_port())
+        upstream = ("127.0.0.1", node.extra_ports[LISTENER])
+        proxy = self.proxies.get(node.node_id)
+        if proxy is None or proxy.upstream != upstream:     # a start tried again: new ports
+            if proxy is not None:
+                proxy.stop()
+            proxy = self.proxies[node.node_id] = HostileBroker(upstream).start()
         real = f"{LISTENER}://127.0.0.1:{node.extra_ports[LISTENER]}"
-        lines = [line.replace(real, f"{LISTENER}://127.0.0.1:{port}")
+        lines = [line.replace(real, f"{LISTENER}://127.0.0.1:{proxy.port}")
                  if line.startswith("advertised.listeners=") else line
                  for line in super()._properties(node).splitlines()]
         return "\n".join(lines) + "\n"
@@ -117,14 +123,11 @@ class KafkaChaos(ChaosCluster):
         super().__init__()
         self.kafka = _ProxiedKafka(version=version, num_brokers=num_brokers,
                                    config=KAFKA_CHAOS, heap="384m")
-        self.kafka.start()
+        self.proxies = self.kafka.proxies
         try:
-            for node in self.kafka.nodes:
-                self.proxies[node.node_id] = HostileBroker(
-                    ("127.0.0.1", node.extra_ports[LISTENER]),
-                    port=self.kafka.proxy_ports[node.node_id]).start()
+            self.kafka.start()
         except BaseException:
-            self.close()
+            super().close()
             raise
 
     def create_topic(self, topic: str, partitions: int) -> None:

@@ -34,6 +34,7 @@ from kclient.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
+from tests.waiting import still
 
 ALL_FEATURES = frozenset({"create_partitions", "alter_configs", "offset_delete",
                           "delete_records", "incremental_alter_configs", "topic_configs",
@@ -102,8 +103,8 @@ def check_topic_lifecycle(admin: AdminClient, features: frozenset[str]) -> None:
 def check_validate_only(admin: AdminClient) -> None:
     topic = name("dry")
     assert admin.create_topics([NewTopic(topic, 2, 1)], validate_only=True)[0].name == topic
-    time.sleep(0.5)
-    assert topic not in [t.name for t in admin.list_topics()]
+    still(lambda: topic not in [t.name for t in admin.list_topics()], 0.5,
+          "validate_only creates no topic")
 
 
 def check_topic_errors(admin: AdminClient, features: frozenset[str]) -> None:

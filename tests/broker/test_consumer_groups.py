@@ -254,3 +254,18 @@ def test_assignment_waits_for_the_assignment_interval(tmp_path):
             assert hb(c, group, a, 2, owned=owned(parts(ra))).member_epoch == 2   # revoking
         finally:
             c.close()
+
+
+def test_member_that_does_not_revoke_in_time_is_fenced(broker, client):
+    broker.create_topic("t", partitions=2)
+    group, a, b = new_ids()
+    ra = hb(client, group, a, 0, ["t"], rebalance_timeout_ms=1000)
+    hb(client, group, b, 0, ["t"])
+    asked = hb(client, group, a, 2, owned=owned(parts(ra)))
+    assert asked.member_epoch == 2 and count(parts(asked)) == 1     # asked to give one back
+    # a keeps reporting both partitions: after its rebalance timeout it is fenced
+    wait_until(lambda: hb(client, group, a, 2, owned=owned(parts(ra))).error_code ==
+               E.UnknownMemberIdError.errno, timeout=20, interval=0.2,
+               what="a fenced after its rebalance timeout")
+    rb = hb(client, group, b, 3, owned=[])
+    assert rb.member_epoch == 4 and count(parts(rb)) == 2

@@ -260,3 +260,15 @@ def test_a_member_whose_session_times_out_loses_its_records(broker, raw_client):
                       what="a's record released at its session timeout") == {0: [(0, 0, 2)]}
     assert list(broker.share.describe(group).members) == ["b"]
     assert a.fetch(tid, [0]).error_code == E.ShareSessionNotFoundError.errno
+
+
+def test_a_consumer_group_id_is_not_a_share_group(broker, raw_client):
+    from kclient.protocol.apis import CONSUMER_GROUP_HEARTBEAT
+    client = raw_client(broker.bootstrap)
+    joined = client.request(CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "kip848", "member_id": "c1", "member_epoch": 0,
+        "rebalance_timeout_ms": 30000, "subscribed_topic_names": [TOPIC], "topic_partitions": []})
+    assert joined.error_code == 0
+    share = ShareMember(client, "kip848", "s1").heartbeat([TOPIC])
+    assert share.error_code == E.GroupIdNotFoundError.errno
+    assert not broker.share.is_share_group("kip848")

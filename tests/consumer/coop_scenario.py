@@ -11,6 +11,7 @@ from typing import Any
 
 from kclient import Consumer, TopicPartition
 
+from ..waiting import still
 from .helpers import wait_for
 
 
@@ -242,7 +243,8 @@ def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[s
         a2.start(topic)
         wait_for(lambda: a2.partitions() == a_parts and all(
             a2.arrivals.get(p) for p in a_parts), timeout=30, message="a2 took a's place")
-        time.sleep(1.0)                     # b would have heard of a rebalance by now
+        still(lambda: [e for e in events if e[1] == "b"] == b_events, 1.0,
+              "b hears of no rebalance (it would have by now)")
         assert [e for e in events if e[1] == "b"] == b_events, "b's listener was called"
         gen_after = b.consumer.group_metadata().generation_id
         first = {p: a2.arrivals[p][0][0] for p in a_parts}

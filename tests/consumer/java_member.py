@@ -10,6 +10,7 @@ from typing import Any
 
 from kclient.testing.java_tools import KafkaTools
 
+from ..waiting import still
 from .coop_scenario import member
 from .helpers import wait_for
 
@@ -66,16 +67,18 @@ class JavaMember:
 
 
 class ConfluentMember:
-    """A confluent-kafka (librdkafka) Consumer with ``cooperative-sticky`` polling in a thread,
-    with the same view as :class:`JavaMember`."""
+    """A confluent-kafka (librdkafka) Consumer with ``cooperative-sticky`` (or, ``protocol``
+    "consumer", KIP-848's group.protocol=consumer) polling in a thread, with the same view as
+    :class:`JavaMember`."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str = "classic") -> None:
         from confluent_kafka import Consumer as RdKafkaConsumer
+        group_conf: dict[str, Any] = {"group.protocol": "consumer"} if protocol == "consumer" \
+            else {"partition.assignment.strategy": "cooperative-sticky",
+                  "session.timeout.ms": 10000, "heartbeat.interval.ms": 300}
         self.consumer = RdKafkaConsumer({
             "bootstrap.servers": bootstrap, "group.id": group,
-            "partition.assignment.strategy": "cooperative-sticky",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 300})
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, **group_conf})
         self.owned: set[int] = set()
         self.records: list[tuple[int, int, str]] = []
         self.events: list[tuple[str, list[int]]] = []
@@ -249,7 +252,8 @@ def run_static_beside_java(tools: KafkaTools, topic: str, partitions: int,
         k2.start(topic)
         wait_for(lambda: k2.partitions() == k_owned, timeout=60,
                  message="the restarted kclient member took its place")
-        time.sleep(2.0)                        # java would have heard of a rebalance by now
+        still(lambda: list(java.events) == java_events, 2.0,
+              "java hears of no rebalance (it would have by now)")
         java_after = list(java.events)
         k3 = make("k3", static, events)
         k3.start(topic)

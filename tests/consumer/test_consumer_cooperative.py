@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from ..waiting import LOAD_SLACK
+from ..waiting import LOAD_SLACK, still
 from .coop_scenario import DRIVERS, members, run_handover, run_static_restart
 
 
@@ -120,7 +120,8 @@ def test_kept_partitions_flow_while_a_slow_member_holds_the_rebalance(mini_broke
         kept = a.partitions()
         assert len(kept) == 1
         # a's follow-up join is now held by the slow member; a keeps reading its partition
-        time.sleep(2.0)
+        still(lambda: a.consumer._joining is not None and not a.consumer._joining.done(), 2.0,
+              "a's follow-up join held by the slow member")
         now = time.monotonic()
         (p,) = kept
         assert a.max_gap(p, now - 2.0, now) < 1.5      # reading stopped: the whole 2 s

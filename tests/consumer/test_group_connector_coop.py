@@ -4,6 +4,7 @@ import time
 
 from kclient import Consumer
 
+from ..waiting import still
 from .helpers import drain, produce_spread, wait_for
 from .test_group_connector import group_config
 
@@ -57,6 +58,6 @@ def test_connector_static_member_restart(mini_broker, connectors):
     s2 = connectors(static)
     s2.create_message_streams({"st": 1})
     wait_for(lambda: set(s2.owned_partitions()) == s_parts, message="s2 took s's place")
-    time.sleep(1.0)
-    assert dyn.generation_id == gen and dyn.executor.rebalances == rebalances
+    still(lambda: dyn.generation_id == gen and dyn.executor.rebalances == rebalances, 1.0,
+          "d neither rejoins nor rebalances for the static member's restart")
     assert s2.generation_id == gen

@@ -125,3 +125,29 @@ def test_a_zombie_is_fenced(broker):
     finally:
         zombie.close()
     assert _read(broker, topic, 0, "read_committed") == [b"fresh"]
+
+
+def test_transactions_v2_on_a_mini_cluster(tmp_path):
+    """Three brokers: each partition's leader adds its partition through the transactional
+    id's coordinator, wherever that is, and EndTxn v5 writes the bumped epoch's markers to
+    every leader; confluent-kafka's read_committed consumer sees the committed records only."""
+    from kclient.broker import MiniCluster
+    from tests.broker.test_txn_interop import consume_all
+    with MiniCluster(3, log_dir=tmp_path / "c",
+                     config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
+        cluster.brokers[0].create_topic("v2c", 6)
+        assert len(set(cluster.leaders("v2c").values())) == 3
+        with Producer({"metadata.broker.list": cluster.bootstrap, "producer.type": "async",
+                       "transactional.id": "v2c-tx", "request.required.acks": -1}) as p:
+            p.init_transactions()
+            assert p.transaction_version == 2
+            pid, epoch = p.producer_id_and_epoch
+            for tag, commit in TAGS:
+                p.begin_transaction()
+                p.send([ProducerData("v2c", f"{tag}-{i}".encode(), partition=i)
+                        for i in range(6)])
+                p.commit_transaction() if commit else p.abort_transaction()
+            assert p.producer_id_and_epoch == (pid, epoch + 3)
+        got, positions, marks = consume_all(cluster.bootstrap, "v2c", 6, "read_committed", 12)
+        assert got == {i: [f"c1-{i}".encode(), f"c2-{i}".encode()] for i in range(6)}
+        assert positions == marks          # every marker read past: nothing left open

@@ -1,7 +1,8 @@
 """ShareGroupHeartbeat (key 76): join, stay in or leave a share group; the coordinator assigns.
 
 As Kafka: without Read on the group GROUP_AUTHORIZATION_FAILED; a group another broker
-coordinates NOT_COORDINATOR; a classic consumer group of the same id GROUP_ID_NOT_FOUND. The
+coordinates NOT_COORDINATOR; a classic or KIP-848 consumer group of the same id
+GROUP_ID_NOT_FOUND. The
 assignment (topic ids and partitions) is sent when it changed since the member was last told.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         return _error(INVALID_REQUEST, "GroupId can't be empty.")
     if not is_local_coordinator(broker, group_id):
         return _error(NOT_COORDINATOR)
-    if broker.coordinator.group_state(group_id) != DEAD:
+    if broker.coordinator.group_state(group_id) != DEAD or broker.coordinator.consumer.has(group_id):
         return _error(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     answer = broker.share.heartbeat(
         group_id, body.member_id, body.member_epoch, body.rack_id,

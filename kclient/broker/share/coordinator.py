@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,7 +51,7 @@ OFFSET_OUT_OF_RANGE = E.OffsetOutOfRangeError.errno
 Acquired = tuple[int, list[AcquiredRange], bytes]
 
 
-def _spans(log_: Log, limit: int, committed: bool, start: int) -> list[Span]:
+def _spans(log_: Log, limit: int, committed: bool, start: int) -> Iterator[Span]:
     """The batches of ``log_`` from ``start`` (a share partition's reader)."""
     return reader.spans(log_, start, limit, committed)
 
@@ -301,7 +301,7 @@ class ShareCoordinator:
                                  functools.partial(_spans, log_, max_bytes, committed))
                 if got:
                     budget -= sum(last - first + 1 for first, last, _ in got)
-                    data = reader.covering(log_, got[0][0], max(r[1] for r in got), max_bytes)
+                    data = reader.covering(log_, got[0][0], max(r[1] for r in got))
                     out[(topic, index)] = (0, got, data)
                     changed.append((session.group_id, topic, index))
             self._persist(changed)
