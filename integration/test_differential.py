@@ -47,6 +47,7 @@ from kclient.protocol.apis import (
     SYNC_GROUP,
 )
 from kclient.protocol.records import build_batch, build_message_set
+from kclient.testing.kafka import KIP848_TEST_SPEED
 from tests.broker.bad_batches import BAD_BATCHES
 
 from .differential import Twin
@@ -56,7 +57,7 @@ from .differential_cases import CASES, DIFFERENT_ON_PURPOSE, render
 #: time-based retention must not delete them).
 T0 = (int(time.time()) - 3600) * 1000
 MINI_CONFIG = {"num.partitions": "1", "auto.create.topics.enable": "true",
-               "group.initial.rebalance.delay.ms": "0"}
+               "group.initial.rebalance.delay.ms": "0", **KIP848_TEST_SPEED}
 
 
 def _twin(request, tmp_path_factory, real, name):

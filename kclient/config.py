@@ -59,6 +59,8 @@ DIFFERENCES from the Kafka 0.8.2 defaults, each chosen because the old value no 
 * ``isolation.level`` read_uncommitted, as in Java (0.8 had no transactions).
 * ``fetch.max.bytes`` 50 MiB, as in Java (KIP-74; 0.8 bounded fetches per partition only).
 * ``max.poll.records`` 500, as in Java (0.8 had no poll loop; only kclient.Consumer reads it).
+* ``group.protocol`` classic, ``group.remote.assignor`` and ``client.rack`` unset, as in Java
+  (KIP-848's consumer protocol is opt-in there too; 0.8 had no broker-coordinated groups).
 * ``metadata.recovery.strategy`` rebootstrap and ``metadata.recovery.rebootstrap.trigger.ms``
   300000, as in Kafka 4's Java client (KIP-899, KIP-1102; 0.8 never went back to the bootstrap
   list).
@@ -219,6 +221,11 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("topic.metadata.refresh.interval.ms", 600000, Int(), _BOTH,
          "Periodic metadata refresh (also refreshed on errors); negative: only on errors.",
          "metadata.max.age.ms"),
+    _key("topic.metadata.propagation.max.ms", 30000, _MS, _P,
+         "Longest wait for a topic the metadata does not show yet (being created: "
+         "UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE) before its messages fail; the wait "
+         "does not count against message.send.max.retries (librdkafka's key; Java waits "
+         "max.block.ms)."),
     _key("metadata.recovery.strategy", "rebootstrap", Choice(("none", "rebootstrap")), _BOTH,
          "When no known broker gives metadata: rebootstrap asks metadata.broker.list again "
          "(KIP-899); none keeps to the known brokers.", differs="no such key; Kafka 4's default"),
@@ -445,6 +452,18 @@ KEYS: tuple[ConfigKey, ...] = (
     _key("heartbeat.interval.ms", 3000, _POS, _C,
          "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
          differs="no such key; Java consumer 0.9's default"),
+    _key("group.protocol", "classic", Choice(("classic", "consumer")), _C,
+         "kclient.Consumer / AIOConsumer groups: classic (JoinGroup / SyncGroup, client-side "
+         "assignors) or consumer (KIP-848: ConsumerGroupHeartbeat, the broker assigns; Kafka "
+         "4.0+). Under consumer, partition.assignment.strategy, session.timeout.ms and "
+         "heartbeat.interval.ms cannot be set, as in Java.",
+         differs="no such key (Java consumer 3.7's)"),
+    _key("group.remote.assignor", None, Str(), _C,
+         "group.protocol=consumer: the broker-side assignor to ask for (uniform, range); "
+         "unset: the broker's default.", differs="no such key (Java consumer 3.7's)"),
+    _key("client.rack", None, Str(), _C,
+         "group.protocol=consumer: this consumer's rack, sent to the coordinator for "
+         "rack-aware assignors.", differs="no such key (Java consumer 2.4's)"),
     _key("key.decoder.class", "kclient.encoders.DefaultDecoder",
          _DESER, _C, "Decoder for keys: a Decoder, or a plain callable (bytes -> key).",
          "key.deserializer"),
@@ -584,6 +603,10 @@ def load_config(role: str, config: Mapping[str, Any] | None = None, **overrides:
     return Config(role, {name: values[name] for name in order}, frozenset(given))
 
 
+#: keys of the classic group protocol only: refused under group.protocol=consumer, in Java's order
+CLASSIC_ONLY = ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms")
+
+
 def consumer_config(topics: tuple[Any, ...], config: Mapping[str, Any],
                     refused: Mapping[str, str] | None = None) -> tuple[Config, tuple[Any, ...]]:
     """A consumer's Config and topics from its ``(*topics, **config)`` arguments (a leading
@@ -593,6 +616,12 @@ def consumer_config(topics: tuple[Any, ...], config: Mapping[str, Any],
     if topics and isinstance(topics[0], Mapping):
         given, topics = topics[0], topics[1:]
     conf = load_config("consumer", given, **config)
+    if conf["group.protocol"] == "consumer":
+        classic_only = [k for k in CLASSIC_ONLY if conf.is_set(k)]
+        if classic_only:  # Java's ConsumerConfig words it so
+            raise InvalidConfigError(
+                f"{', '.join(classic_only)} cannot be set when group.protocol=CONSUMER",
+                classic_only[0], conf[classic_only[0]])
     for key, why in (refused or {}).items():
         if conf.is_set(key) and conf[key]:
             raise InvalidConfigError(f"{key}: {why}", key, conf[key])

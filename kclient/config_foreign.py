@@ -38,10 +38,6 @@ FOREIGN: dict[str, str] = {
     "default.offset.commit.callback": "pass callback= to commit_async()",
     "legacy.iterator": "",
     "allow.auto.create.topics": "consumers never create topics",
-    "group.protocol": "groups use the classic protocol (KIP-848's consumer protocol is not "
-                      "implemented)",
-    "group.remote.assignor": "",
-    "client.rack": "",
     # connections and the rest
     "connections.max.idle.ms": "connections stay open until close()",
     "reconnect.backoff.ms": "use 'reconnect.backoff.max.ms'",

@@ -51,6 +51,10 @@ __all__ = ["BrokerConnection", "ConnectionSettings"]
 
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
+#: how much one recv may read ahead of a response's size prefix
+_READ_AHEAD = 64 * 1024
+#: a socket timeout this close to the one wanted is kept (seconds; see _set_timeout)
+_TIMEOUT_SLACK = 0.05
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
 
@@ -153,6 +157,10 @@ class BrokerConnection:
         #: set by :meth:`shut`: the connection never opens again, and says why
         self._shut: str | None = None
         self._head = bytearray(4)
+        #: bytes read ahead of the response being read: ``_rbuf[_rstart:_rend]`` (one recv
+        #: takes a small response whole, size prefix and all)
+        self._rbuf = bytearray(_READ_AHEAD)
+        self._rstart = self._rend = 0
         self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
@@ -267,6 +275,7 @@ class BrokerConnection:
                 self._sock = sock
                 self._protocol = ClientProtocol(self.client_id, self.max_frame)
                 self._responses.clear()
+                self._rstart = self._rend = 0
                 self._closed_reason = None
         if cancelled:       # close() came while we connected: it wins
             sock.close()
@@ -356,7 +365,7 @@ class BrokerConnection:
                expect_response: bool) -> None:
         """Write one whole frame (the caller holds the send lock and ``sock``)."""
         try:
-            sock.settimeout(self.request_timeout)   # a receive may have left less
+            _set_timeout(sock, self.request_timeout)    # a receive may have left less
             sock.sendall(frame)
             st = self.stats
             st.requests += 1
@@ -406,8 +415,7 @@ class BrokerConnection:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
         buffer of exactly that size, decoded in place (Records fields stay views of it) - one
         copy out of the kernel for megabyte Fetch responses."""
-        head = self._head
-        self._fill(sock, memoryview(head), corr, deadline)
+        head = self._read_ahead(sock, corr, deadline)
         n = _SIZE.unpack(head)[0]
         if n < 4 or n > self.max_frame:
             if looks_like_tls(head) and not self.settings.security.uses_tls:
@@ -417,8 +425,7 @@ class BrokerConnection:
                     "SASL_SSL listener, but security.protocol is "
                     f"{self.settings.security.protocol}")
             self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
-        frame = bytearray(n)
-        self._fill(sock, memoryview(frame), corr, deadline)
+        frame = self._frame(sock, n, corr, deadline)
         try:
             rcorr, resp = self._protocol.decode_frame(frame)
             st = self.stats
@@ -431,35 +438,70 @@ class BrokerConnection:
         except Exception as exc:  # noqa: BLE001 - a decoder tripping over garbage is still a bad response
             self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
-    def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:
-        """Read exactly ``len(view)`` bytes before ``deadline`` (one deadline per response:
-        each partial read waits only for what is left of it)."""
-        got, n = 0, len(view)
-        recv_into, settimeout, now = sock.recv_into, sock.settimeout, time.monotonic
+    def _read_ahead(self, sock: socket.socket, corr: int, deadline: float) -> bytes:
+        """The next 4-byte size prefix, reading ahead as much as one recv brings (a small
+        response comes whole: one system call instead of two)."""
+        buf, start, end = self._rbuf, self._rstart, self._rend
+        if end - start < 4:
+            if start:                           # keep what is left at the front
+                buf[: end - start] = buf[start:end]
+                end, start = end - start, 0
+            view = memoryview(buf)
+            while end < 4:
+                end += self._recv_some(sock, view[end:], corr, deadline, (end, 4, "size prefix"))
+            self._rend = end
+        self._rstart = start + 4
+        return bytes(buf[start : start + 4])
+
+    def _frame(self, sock: socket.socket, n: int, corr: int, deadline: float) -> bytearray:
+        """The ``n`` bytes of a frame: what was read ahead, then the rest read into the frame
+        itself (one copy out of the kernel for a large Fetch response)."""
+        buf, start, end = self._rbuf, self._rstart, self._rend
+        have = end - start
+        if have >= n:
+            self._rstart = start + n
+            return buf[start : start + n]
+        frame = bytearray(n)
+        frame[:have] = buf[start:end]
+        self._rstart = self._rend = 0
+        self._fill(sock, memoryview(frame)[have:], corr, deadline)
+        return frame
+
+    def _recv_some(self, sock: socket.socket, view: memoryview, corr: int, deadline: float,
+                   progress: tuple[int, int, str]) -> int:
+        """One recv into ``view`` before ``deadline``: how many bytes came (never 0);
+        ``progress`` (bytes read, bytes wanted, of what) names how far a failed read got."""
         try:
-            while got < n:
-                left = deadline - now()
-                if left <= 0:
-                    raise TimeoutError
-                settimeout(left)
-                k = recv_into(view[got:], n - got)
-                if not k:
-                    if self._sock is None:          # closed by another thread of ours
-                        self._fail(self._closed_reason or "closed by the client")
-                    self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
-                               "in flight)", closed_by_peer=True)
-                got += k
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            _set_timeout(sock, left)
+            k = sock.recv_into(view, len(view))
         except TimeoutError as exc:
+            got, n, what = progress
             self._fail(f"no complete response within {self.request_timeout:.1f}s "
-                       f"(correlation id {corr}, {got} of {n} bytes of a "
-                       f"{'size prefix' if n == 4 and view.obj is self._head else 'frame'} "
-                       "read)", timeout=True, cause=exc)
+                       f"(correlation id {corr}, {got} of {n} bytes of a {what} read)",
+                       timeout=True, cause=exc)
         except ssl.SSLError as exc:     # TLS 1.3: a refused client certificate shows here
             self._tls_failed(exc)
         except OSError as exc:
             if self._sock is None:
                 self._fail(self._closed_reason or "closed by the client", cause=exc)
             self._fail(f"receive failed: {exc}", cause=exc)
+        if not k:
+            if self._sock is None:              # closed by another thread of ours
+                self._fail(self._closed_reason or "closed by the client")
+            self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
+                       "in flight)", closed_by_peer=True)
+        return k
+
+    def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:
+        """Read exactly ``len(view)`` bytes before ``deadline`` (one deadline per response:
+        each partial read waits only for what is left of it)."""
+        got, n = 0, len(view)
+        what = "size prefix" if n == 4 and view.obj is self._head else "frame"
+        while got < n:
+            got += self._recv_some(sock, view[got:], corr, deadline, (got, n, what))
 
     def _tls_failed(self, exc: ssl.SSLError) -> NoReturn:
         """Close and raise why the broker ended TLS after the handshake (TLS 1.3 refuses a
@@ -484,6 +526,14 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return self._protocol.in_flight
+
+
+def _set_timeout(sock: socket.socket, seconds: float) -> None:
+    """Give ``sock`` the timeout ``seconds`` unless it has one within :data:`_TIMEOUT_SLACK` of
+    it already: each ``settimeout`` is a system call (an ioctl), two per round trip before."""
+    now = sock.gettimeout()
+    if now is None or abs(now - seconds) > _TIMEOUT_SLACK:
+        sock.settimeout(seconds)
 
 
 def _release(sock: socket.socket) -> None:

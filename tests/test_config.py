@@ -580,3 +580,31 @@ def test_consumer_config_reads_the_consumers_arguments():
                            {"zookeeper.connect": "not here"})
     with pytest.raises(InvalidConfigError, match="metadata.broker.list"):
         kc.consumer_config(("a",), {})
+
+
+# ---------------------------------------------------------------- group.protocol (KIP-848)
+
+def test_group_protocol_defaults_to_classic_as_java():
+    assert consumer()["group.protocol"] == "classic"
+    assert consumer({"group.protocol": "consumer"})["group.protocol"] == "consumer"
+    raises_config(consumer, {"group.protocol": "eager"})
+
+
+@pytest.mark.parametrize("given,named", [
+    ({"session.timeout.ms": 10000}, "session.timeout.ms"),
+    ({"heartbeat.interval.ms": 500, "partition.assignment.strategy": "range"},
+     "partition.assignment.strategy, heartbeat.interval.ms"),
+])
+def test_classic_only_keys_are_refused_under_the_consumer_protocol_in_javas_words(given, named):
+    from kclient.aio import AIOConsumer
+    from kclient.consumer import Consumer
+    base = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "group.protocol": "consumer"}
+    for make in (Consumer, AIOConsumer):
+        with pytest.raises(InvalidConfigError) as info:
+            make(dict(base, **given))
+        assert str(info.value).startswith(f"{named} cannot be set when group.protocol=CONSUMER")
+    # the same keys are fine under classic, and the consumer protocol's own keys are taken
+    kc.consumer_config((), dict(base, **given, **{"group.protocol": "classic"}))
+    conf, _ = kc.consumer_config((), dict(base, **{"group.remote.assignor": "range",
+                                                   "client.rack": "r1"}))
+    assert (conf["group.remote.assignor"], conf["client.rack"]) == ("range", "r1")

@@ -34,8 +34,10 @@ from kclient.protocol.apis import (
 
 from . import zk_groups
 from .base import as_partition, by_topic, check, offsets_map
+from .consumer_groups import describe_consumer_groups
 from .topics import TopicAdmin
 from .types import (
+    ConsumerGroupDescription,
     GroupDescription,
     GroupLag,
     GroupListing,
@@ -143,6 +145,13 @@ class GroupAdmin(TopicAdmin):
                     tuple(_member(m) for m in g.members),
                     -1 if coordinator.node_id is None else coordinator.node_id)
         return out
+
+    def describe_consumer_groups(self, group_ids: Iterable[str]
+                                 ) -> dict[str, ConsumerGroupDescription]:
+        """KIP-848 groups with their group and assignment epochs and each member's epoch,
+        assignment and target assignment (ConsumerGroupDescribe); classic groups as
+        DescribeGroups reports them."""
+        return describe_consumer_groups(self, group_ids)
 
     def delete_groups(self, group_ids: Iterable[str], storage: str = "kafka") -> None:
         """DeleteGroups; NonEmptyGroupError for a group with members, GroupIdNotFoundError for

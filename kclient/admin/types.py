@@ -145,6 +145,41 @@ class MemberDescription:
 
 
 @dataclass(frozen=True)
+class ConsumerGroupMemberDescription:
+    """A member of describe_consumer_groups: a KIP-848 member carries its member epoch and
+    current and target assignments (a classic member: epoch None, target as current)."""
+
+    member_id: str
+    client_id: str
+    host: str
+    group_instance_id: str | None
+    assignment: tuple[TopicPartition, ...]
+    target_assignment: tuple[TopicPartition, ...]
+    member_epoch: int | None = None
+    rack_id: str | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    #: "consumer" (KIP-848), "classic" (a classic member of a consumer group) or None (unknown)
+    member_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    """What describe_consumer_groups reports: a KIP-848 group's epochs and assignor beside
+    the members (a classic group: ``group_type`` classic, the epochs None)."""
+
+    group_id: str
+    state: str
+    group_type: str
+    assignor: str
+    members: tuple[ConsumerGroupMemberDescription, ...]
+    coordinator: int
+    group_epoch: int | None = None
+    #: the epoch of the target assignment (kafka-consumer-groups' TARGET-ASSIGNMENT-EPOCH)
+    assignment_epoch: int | None = None
+
+
+@dataclass(frozen=True)
 class GroupDescription:
     """What describe_groups reports of a group."""
 

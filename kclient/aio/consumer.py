@@ -63,8 +63,9 @@ from kclient.protocol.apis import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .cluster import AIOCluster
+from .consumer_group import AIOConsumerGroup, ConsumerProtocolSteps
 from .fetcher import AIOFetcher
-from .group import AIOGroup, ConsumerMembership
+from .group import AIOGroup
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -77,7 +78,7 @@ _UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups
                                      "(bootstrap.servers)"}
 
 
-class AIOConsumer(ConsumerMembership):
+class AIOConsumer(ConsumerProtocolSteps):
     """An asyncio consumer: subscribe (group) or assign, getmany/getone/async for, commit, seek."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -96,7 +97,10 @@ class AIOConsumer(ConsumerMembership):
         self._key = decode_function(conf.create("key.decoder.class"))
         self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
-        if self.group_id:
+        if self.group_id and conf["group.protocol"] == "consumer":
+            self._group = AIOConsumerGroup(self.cluster, self.group_id, self.consumer_id, conf,
+                                           self.group_instance_id)
+        elif self.group_id:
             self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
                                    self.strategies, conf["session.timeout.ms"],
                                    conf["retry.backoff.ms"], conf["offsets.commit.max.retries"],

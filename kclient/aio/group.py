@@ -90,6 +90,10 @@ class AIOGroup:
             return
         await self.coordinator.run(core_group.leave(self.state, self.coordinator.state))
 
+    def generation(self) -> tuple[int, str]:
+        """(generation id, member id): what OffsetCommit sends."""
+        return self.state.generation()
+
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetFetch: the committed offset of each partition (-1: none)."""
         found = await self.coordinator.run(fetch_offsets(
@@ -145,9 +149,9 @@ class ConsumerMembership:
         Producer.send_offsets_to_transaction takes."""
         if self._group is None:
             raise IllegalStateError("group_metadata() needs a group.id")
-        state = self._group.state
-        return ConsumerGroupMetadata(state.group, state.generation_id, state.member_id,
-                                     state.instance_id)
+        generation, member_id = self._group.generation()
+        return ConsumerGroupMetadata(self._group.group, generation, member_id,
+                                     self._group.state.instance_id)
 
     async def _cancel_join(self) -> bool:
         """Stop a cooperative join under way; whether there was one.  The coordinator may hold

@@ -37,6 +37,7 @@ from kclient._args import one_of, record_headers
 from kclient.config import load_config
 from kclient.core import transactions as txn_core
 from kclient.core.idempotence import IdempotentState
+from kclient.core.produce import still_appearing
 from kclient.core.steps import Conversation
 from kclient.core.transactions import (
     ABORTABLE_ERROR,
@@ -256,6 +257,21 @@ class AIOProducer(ProducerIdentity):
         return self._idem
 
     # -- sending --------------------------------------------------------------------------------
+    async def _wait_for_topic(self, topic: str) -> list[int]:
+        """The partition ids of ``topic``; a topic the metadata does not show yet (being
+        created) is asked for again every retry.backoff.ms up to
+        topic.metadata.propagation.max.ms (core.produce.still_appearing)."""
+        started = time.monotonic()
+        limit = self.config["topic.metadata.propagation.max.ms"] / 1000.0
+        while True:
+            try:
+                return await self.cluster.partitions_for(topic)
+            except KafkaError as exc:
+                if not still_appearing(exc, time.monotonic() - started, limit):
+                    raise
+            await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
+            self.cluster.topics.pop(topic, None)
+
     async def send(self, topic: str, value: Any = None, key: Any = None,
                    partition: int | None = None, timestamp_ms: int | None = None,
                    headers: HeadersArg = None, *, timestamp: int | None = None,
@@ -351,8 +367,7 @@ class AIOProducer(ProducerIdentity):
                 f"({self.max_message_bytes})")
         n = self._partitions.get(topic)
         if n is None:
-            n = len(await self.cluster.partitions_for(topic))
-            self._partitions[topic] = n
+            n = self._partitions[topic] = len(await self._wait_for_topic(topic))
         if partition is None:
             if k is None:
                 partition = self._sticky.get(topic)

@@ -8,30 +8,36 @@ bytes.  For each client, acknowledgement mode (implicit: every record of a poll 
 the next; explicit: ``acknowledge(record)`` each, ``commit_sync`` per poll) and member count
 (``--consumers``, each its own Python process), a new share group (``share.auto.offset.reset``
 earliest) drains the topic; records/s is the count over the time from the first record any
-member got to the last.  Every record must be received exactly once (a duplicate or a missing
-record fails the run).  Best of ``--repeat`` rounds; ratios kclient / confluent-kafka.
+member got to the last (members stop once their counts add up).  Every record must be
+received exactly once (a duplicate or a missing record fails the run).  Best of ``--repeat``
+rounds; ratios kclient / confluent-kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 __all__ = ["main"]
 
 CLIENTS = ("kclient", "confluent")
 MODES = ("implicit", "explicit")
-IDLE_S = 3.0  # a member stops after this long without records (once it got some)
 
 
-def _worker(client: str, bootstrap: str, group: str, topic: str, mode: str) -> None:
-    """Drain as one member; print {count, first, last, keys} as JSON."""
+def _worker(
+    client: str, bootstrap: str, group: str, topic: str, mode: str, progress_file: str
+) -> None:
+    """Drain as one member, writing how many records it has into ``progress_file``, until
+    ``<progress_file>.stop`` appears; print {count, first, last, keys} as JSON."""
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": mode}
     explicit = mode == "explicit"
     seen: list[str] = []
@@ -69,9 +75,9 @@ def _worker(client: str, bootstrap: str, group: str, topic: str, mode: str) -> N
                 c.commit_sync()
             return out
 
-    idle_since = time.monotonic()
     started = time.monotonic()
-    while True:
+    progress = Path(progress_file)
+    while not progress.with_suffix(".stop").exists() and time.monotonic() - started < 300:
         got = batch()
         now = time.time()
         if got:
@@ -79,9 +85,7 @@ def _worker(client: str, bootstrap: str, group: str, topic: str, mode: str) -> N
                 first = now
             last = now
             seen.extend(f"{p}:{o}" for p, o in got)
-            idle_since = time.monotonic()
-        elif (seen and time.monotonic() - idle_since > IDLE_S) or time.monotonic() - started > 120:
-            break
+            progress.write_text(str(len(seen)))
     c.close()
     print(json.dumps({"count": len(seen), "first": first, "last": last, "keys": seen}))
 
@@ -119,8 +123,17 @@ def _group(bootstrap: str) -> str:
     return group
 
 
+def _count(path: Path) -> int:
+    try:
+        return int(path.read_text() or 0)
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
 def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: int) -> float:
     group = _group(bootstrap)
+    work = Path(tempfile.mkdtemp(prefix="kclient-bench-share-"))
+    files = [work / f"member-{i}.count" for i in range(members)]
     procs = [
         subprocess.Popen(
             [
@@ -133,12 +146,19 @@ def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: 
                 group,
                 topic,
                 mode,
+                str(f),
             ],
             stdout=subprocess.PIPE,
         )
-        for _ in range(members)
+        for f in files
     ]
-    results = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and sum(_count(f) for f in files) < n:
+        time.sleep(0.05)
+    for f in files:  # every member stops now: the group has drained the topic
+        f.with_suffix(".stop").touch()
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    shutil.rmtree(work, ignore_errors=True)
     keys = [k for r in results for k in r["keys"]]
     if len(keys) != n or len(set(keys)) != n:
         raise SystemExit(
@@ -153,7 +173,7 @@ def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: 
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["--worker"]:
-        _worker(*args_list[1:6])
+        _worker(*args_list[1:7])
         return 0
     ap = argparse.ArgumentParser(
         prog="kclient bench share",

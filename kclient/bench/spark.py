@@ -1,7 +1,8 @@
 """Spark benchmark: the ``kclient`` data source, and Spark's own Kafka connector beside it.
 
 Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
-[--master local[2]] [--broker mini|kafka] [--no-spark-kafka] [--spark-kafka-version V] [--repeat R]
+[--master local[2] | --cluster WORKERS] [--broker mini|kafka] [--no-spark-kafka]
+[--spark-kafka-version V] [--repeat R]
 [--stream-sink [--max-offsets-per-trigger N]] [--foreach-only]``
 
 Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
@@ -52,10 +53,11 @@ def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> 
 
 def _session(master: str, with_kafka: bool, kafka_version: str | None = None
              ) -> tuple[Any, bool]:
-    """A local session; with Spark's Kafka connector on the classpath when it resolves."""
+    """A session on ``master``; with Spark's Kafka connector on the classpath when it resolves
+    (executors run ``KCLIENT_BENCH_PYTHON``, the cluster's venv, when set)."""
     import pyspark
     from pyspark.sql import SparkSession
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = os.environ.get("KCLIENT_BENCH_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     def builder() -> Any:
         return (SparkSession.builder.master(master).appName("kclient-bench")
@@ -216,6 +218,19 @@ def _empty_partition(rows: Any) -> None:
         pass
 
 
+def _without_cluster(argv: list[str]) -> list[str]:
+    """``argv`` less ``--cluster N`` / ``--cluster=N`` and ``--master``."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--cluster", "--master"):
+            skip = True
+        elif not arg.startswith(("--cluster=", "--master=")):
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kclient bench spark", description=__doc__.split(
         "\n")[0])
@@ -223,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
+                        help="run on a Spark standalone cluster of WORKERS one-core workers "
+                             "(kclient.testing.SparkCluster; executors run the wheel venv)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--broker", choices=["mini", "kafka"], default="mini",
                         help="the mini-broker in its own process, or Apache Kafka 4 (JVM)")
@@ -236,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="with --stream-sink: micro-batch size (default: one batch)")
     args = parser.parse_args(argv)
+    if args.cluster:
+        from kclient.testing.spark_cluster import SparkCluster
+        with SparkCluster(workers=args.cluster, cores=1) as cluster:
+            os.environ["KCLIENT_BENCH_PYTHON"] = str(cluster.python)
+            rest = list(argv if argv is not None else sys.argv[1:])
+            return main(_without_cluster(rest) + ["--master", cluster.master_url])
     n, size, parts = args.messages, args.value_size, args.partitions
     print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
           f"{args.master}, broker {args.broker}")

@@ -69,13 +69,18 @@ def _alter_broker(broker: Broker, res: Any) -> dict[str, Any]:
 
 def _alter_group(broker: Broker, res: Any, change: Change, validate_only: bool
                  ) -> dict[str, Any]:
-    """Apply ``change`` to a group's dynamic configuration (its share.* keys)."""
+    """Apply ``change`` to a group's dynamic configuration (its share.* keys), on every live
+    broker (as Kafka's are cluster metadata: any broker takes the request)."""
     try:
         new = change(broker, "", broker.share.group_config(res.resource_name))
         if validate_only:
             broker.share.settings.for_group(new)
-        else:
+        else:       # every live broker's share partitions of the group run with it
             broker.share.set_group_config(res.resource_name, new)
+            for other in broker.cluster.live_brokers():
+                share = getattr(other, "share", None)
+                if other is not broker and share is not None:
+                    share.set_group_config(res.resource_name, new)
     except BrokerResponseError as exc:
         return _result(res, exc.errno, exc.context)
     except ValueError as exc:

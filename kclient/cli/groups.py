@@ -3,6 +3,9 @@ for broker-stored offsets and the ZooKeeper-stored offsets of 0.8 groups (``--zo
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
+
+from kclient.admin.types import ConsumerGroupDescription, TopicPartition
 
 from .common import (
     UsageError,
@@ -39,6 +42,9 @@ def _describe(args: argparse.Namespace) -> int:
     storage = _storage(args)
     with admin_client(args, args.zookeeper) as admin:
         for group in args.groups:
+            if args.members and storage == "kafka":
+                _members(group, admin.describe_consumer_groups([group])[group], args.verbose)
+                continue
             if args.members:
                 d = admin.describe_groups([group], storage)[group]
                 print_table(("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"),
@@ -53,6 +59,39 @@ def _describe(args: argparse.Namespace) -> int:
                  p.log_end_offset, p.lag, p.consumer_id, p.host, p.client_id)
                 for p in lag.partitions])
     return 0
+
+
+def assignment_text(partitions: Iterable[TopicPartition]) -> str:
+    """kafka-consumer-groups' way: ``topic:0,1;other:2`` (topics and partitions sorted), or -."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    text = ";".join(sorted(f"{t}:{','.join(str(p) for p in sorted(ps))}"
+                           for t, ps in by_topic.items()))
+    return text or "-"
+
+
+def _members(group: str, d: ConsumerGroupDescription, verbose: bool) -> None:
+    """The members as ``kafka-consumer-groups --describe --members [--verbose]`` prints them:
+    a KIP-848 group's with their member epoch and current and target assignments."""
+    static = any(m.group_instance_id for m in d.members)
+    columns = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if static else []) + \
+        ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    if verbose:
+        columns += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] \
+            if d.group_type == "consumer" else ["ASSIGNMENT"]
+    rows = []
+    for m in d.members:
+        row: list[object] = [group, m.member_id] + ([m.group_instance_id or "-"] if static
+                                                    else []) + \
+            [m.host, m.client_id, len(m.assignment)]
+        if verbose and d.group_type == "consumer":
+            row += [m.member_epoch, assignment_text(m.assignment), d.assignment_epoch,
+                    assignment_text(m.target_assignment)]
+        elif verbose:
+            row.append(assignment_text(m.assignment))
+        rows.append(tuple(row))
+    print_table(tuple(columns), rows, title=f"{group}: {d.state} ({d.group_type})")
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -129,6 +168,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    "kclient groups describe old-group --zookeeper 127.0.0.1:2181")
     p.add_argument("groups", nargs="+", metavar="GROUP")
     p.add_argument("--members", action="store_true", help="members instead of offsets")
+    p.add_argument("--verbose", action="store_true",
+                   help="with --members: each member's assignment (a KIP-848 group's: member "
+                        "epoch, current and target assignment)")
     p.set_defaults(run=_describe)
     p = subcommand(actions, "delete", "delete inactive groups", "kclient groups delete my-group")
     p.add_argument("groups", nargs="+", metavar="GROUP")

@@ -11,7 +11,7 @@ from .common import subcommand
 __all__ = ["register", "PASSTHROUGH", "BENCHMARKS"]
 
 BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak", "charts",
-              "aio", "serdes", "chaos", "latency", "share")
+              "aio", "serdes", "chaos", "latency", "share", "rebalance")
 
 
 def _broker(rest: list[str]) -> int:

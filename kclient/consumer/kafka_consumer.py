@@ -78,6 +78,7 @@ from kclient.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from .compat import ConsumerCompat, Unreachable
 from .connector import ConsumerGroupMetadata, connection_settings, generate_consumer_id
+from .consumer_group import ConsumerGroupMember, ConsumerProtocolPoll, member_from_config
 from .group_protocol import (
     REJOIN,
     GroupMembership,
@@ -111,7 +112,7 @@ class ConsumerRebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
 
 
-class Consumer(ConsumerCompat):
+class Consumer(ConsumerCompat, ConsumerProtocolPoll):
     """A modern consumer: subscribe or assign, poll, seek, pause, commit per partition."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
@@ -130,6 +131,7 @@ class Consumer(ConsumerCompat):
         self.cooperative = is_cooperative(self.strategies)
         self.group_instance_id: str | None = conf["group.instance.id"] or None
         self.membership: GroupMembership | None = None
+        self._kip848: ConsumerGroupMember | None = None
         self.offset_store: KafkaOffsetStore | None = None
         if self.group:
             session = conf["session.timeout.ms"]
@@ -137,9 +139,17 @@ class Consumer(ConsumerCompat):
                                 conf["offsets.commit.max.retries"], self.settings.replace(
                                     request_timeout_ms=max(self.settings.request_timeout_ms,
                                                            2 * session + 5000)))
-            self.membership = GroupMembership(coord, self.group, session,
-                                              self.group_instance_id)
-            self.offset_store = KafkaOffsetStore(coord, self.group, self.membership.generation,
+            generation: Callable[[], tuple[int, str]]
+            if conf["group.protocol"] == "consumer":
+                self._kip848 = ConsumerGroupMember(
+                    coord, member_from_config(self.group, conf, self.group_instance_id),
+                    self.consumer_id, conf["retry.backoff.ms"] / 1000.0)
+                generation = self._kip848.member.generation
+            else:
+                self.membership = GroupMembership(coord, self.group, session,
+                                                  self.group_instance_id)
+                generation = self.membership.generation
+            self.offset_store = KafkaOffsetStore(coord, self.group, generation,
                                                  conf["offsets.commit.max.retries"],
                                                  conf["offsets.channel.backoff.ms"])
             self.offset_store.group_instance_id = self.group_instance_id
@@ -187,12 +197,15 @@ class Consumer(ConsumerCompat):
                   listener: Any = None) -> None:
         """Join the group for ``topics`` (or every topic matching the regex ``pattern``);
         ``listener`` gets on_partitions_revoked / _assigned / _lost calls from poll()."""
-        if self.membership is None:
+        if self.membership is None and self._kip848 is None:
             raise IllegalStateError("subscribe() needs group.id; use assign() without a group")
         if self._manual:
             raise IllegalStateError("subscribe() after assign(): unsubscribe() first")
         self._sub.subscribe(topics, pattern)
         self._listener = listener
+        if self._kip848 is not None:       # the broker assigns, a regex is matched there too
+            self._kip848.subscribe(None if pattern is not None else self._sub.topics, pattern)
+            return
         self._rejoin = "revoke"
         if self._heartbeat is None:
             self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
@@ -389,12 +402,16 @@ class Consumer(ConsumerCompat):
         if change.rejoin:
             self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
         self._set_assignment(sorted(TopicPartition(t, p) for t, p in change.assignment))
-        self._metrics.rebalanced()
-        self._sub.assigned(time.monotonic())
+        self._assigned()
         log.info("%s (generation %d) assigned %s", self.consumer_id,
                  self.membership.generation_id, sorted(self._assignment))
         self._call_listener("on_partitions_assigned",
                             {TopicPartition(t, p) for t, p in change.added})
+
+    def _assigned(self) -> None:
+        """A rebalance (or a KIP-848 reconciliation) gave this member its assignment."""
+        self._metrics.rebalanced()
+        self._sub.assigned(time.monotonic())
 
     def _check_topics(self) -> None:
         """Rejoin when a pattern matches other topics or a subscribed topic's partition count
@@ -416,6 +433,9 @@ class Consumer(ConsumerCompat):
 
     def _leave(self) -> None:
         self._joined.clear()
+        if self._kip848 is not None:
+            self._kip848.leave()
+            return
         if self.membership is not None and self.group_instance_id is not None:
             self.membership.forget()       # static: the session keeps the place (KIP-345)
             return
@@ -639,10 +659,10 @@ class Consumer(ConsumerCompat):
     def group_metadata(self) -> ConsumerGroupMetadata:
         """Group id, generation and member id: what Producer.send_offsets_to_transaction
         takes."""
-        if self.group is None or self.membership is None:
+        if self.group is None or self.offset_store is None:
             raise IllegalStateError("group_metadata() needs group.id")
-        return ConsumerGroupMetadata(self.group, self.membership.generation_id,
-                                     self.membership.member_id)
+        generation, member_id = self.offset_store.generation()
+        return ConsumerGroupMetadata(self.group, generation, member_id)
 
     @overload
     def committed(self, partitions: TopicPartition | tuple[str, int],
@@ -698,21 +718,13 @@ class Consumer(ConsumerCompat):
         while True:
             if self._fatal is not None:
                 raise self._fatal
-            if self._joining is not None and self._joining.done():
-                self._retriable(self._finish_cooperative_join)
-            if self._sub.active and self._rejoin is not None \
-                    and self._joining is None and self.cooperative and self._rejoin != "lost" \
-                    and self._assignment:
-                self._start_cooperative_join()
-            elif self._sub.active and self._rejoin is not None \
-                    and self._joining is None and not self._retriable(self._rebalance):
-                self._down.check(deadline)
+            if self._kip848 is not None:
+                if self._sub.active:
+                    self._kip848_step()
+            elif not self._classic_group_step(deadline):
                 if time.monotonic() >= deadline:
                     return {}
-                time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
                 continue
-            if self._sub.active:
-                self._check_topics()
             self._auto_commit()
             self._resolve_positions_quietly()
             out = self._drain(limit)
@@ -722,6 +734,25 @@ class Consumer(ConsumerCompat):
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
             self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
+
+    def _classic_group_step(self, deadline: float) -> bool:
+        """The classic protocol's part of a poll: finish or start a rebalance, check the
+        topics; False when a rebalance is still to be done (after a backoff)."""
+        if self._joining is not None and self._joining.done():
+            self._retriable(self._finish_cooperative_join)
+        if self._sub.active and self._rejoin is not None \
+                and self._joining is None and self.cooperative and self._rejoin != "lost" \
+                and self._assignment:
+            self._start_cooperative_join()
+        elif self._sub.active and self._rejoin is not None \
+                and self._joining is None and not self._retriable(self._rebalance):
+            self._down.check(deadline)
+            if time.monotonic() < deadline:
+                time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
+            return False
+        if self._sub.active:
+            self._check_topics()
+        return True
 
     def _retriable(self, step: Callable[[], Any]) -> bool:
         """Run a group step; a retriable error (the coordinator not ready yet, as on a fresh
@@ -894,7 +925,14 @@ class Consumer(ConsumerCompat):
         if self._group_pool is not None:
             self._group_pool.shutdown(wait=True)
         if self._sub.active:
+            if self._kip848 is not None and self._assignment:
+                # Java: on_partitions_revoked before leaving (committed above when asked)
+                self._call_listener("on_partitions_revoked", set(self._assignment))
+                self._set_assignment([])
             self._leave()
+        if self._kip848 is not None:
+            self._kip848.stop()
+            self._kip848.coordinator.close()
         if self._heartbeat is not None:
             self._heartbeat.join(10)
         if self._async is not None:

@@ -1,7 +1,8 @@
 """A group's committed offsets at its coordinator: OffsetFetch and OffsetCommit (v1+), sans-IO.
 
 Offsets map ``(topic, partition)`` to the next offset to consume; -1 means none committed.
-A commit carries the member's generation (and static instance id); a generation error
+A commit carries the member's generation (a KIP-848 member: its member epoch, OffsetCommit v9;
+STALE_MEMBER_EPOCH is retried with the newer epoch) and static instance id; a generation error
 (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS) is raised at once (the group
 moved on: rejoin, do not retry), other retriable errors are retried after the backoff.
 (The classic API's ZooKeeper offsets sit behind the same interface in
@@ -32,6 +33,9 @@ TP = tuple[str, int]
 #: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS
 GENERATION_ERRORS = (22, 25, 27)
 _UNKNOWN_TOPIC_OR_PARTITION = 3
+#: a KIP-848 member's commit with an epoch the coordinator moved past: retried with the
+#: epoch ``generation()`` gives then (the heartbeat brings the new one)
+STALE_MEMBER_EPOCH = 113
 
 
 def first_error(resp: Any) -> int:
@@ -131,6 +135,7 @@ def commit_offsets(
         if code == 0:
             return
         err = error_for_code(code)(f"committing offsets of group {group!r}")
-        if code in GENERATION_ERRORS or not getattr(err, "retriable", False) or attempt == retries:
+        retriable = getattr(err, "retriable", False) or code == STALE_MEMBER_EPOCH
+        if code in GENERATION_ERRORS or not retriable or attempt == retries:
             raise err
         yield Sleep(backoff_s)

@@ -84,6 +84,19 @@ def unanswered(node: int, topic: str, partition: int) -> KafkaError:
     return KafkaError(f"broker {node} did not answer for topic {topic!r} partition {partition}")
 
 
+def still_appearing(exc: BaseException, waited: float, limit: float) -> bool:
+    """Whether a producer keeps waiting for a topic the metadata does not show yet: ``exc``
+    says it is unknown or leaderless (being created: auto-creation, or an admin just made
+    it) and ``waited`` seconds are under ``limit`` (topic.metadata.propagation.max.ms).  Such
+    a wait is not a retry of a send (Java waits max.block.ms for metadata, librdkafka
+    topic.metadata.propagation.max.ms)."""
+    return getattr(exc, "errno", None) in _APPEARING_CODES and waited < limit
+
+
+#: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
+_APPEARING_CODES = frozenset({3, 5})
+
+
 def retriable(exc: BaseException) -> bool:
     """Whether a retry may cure ``exc`` (broker error codes and connection errors)."""
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))

@@ -155,10 +155,17 @@ class ShareFetchState:
 
     def take(self, max_records: int) -> list[ShareConsumerRecord]:
         """Up to ``max_records`` buffered records, now delivered (to be settled)."""
-        n = min(max_records, len(self.buffer))
-        out = [self.buffer.popleft() for _ in range(n)]
-        for r in out:
-            self.delivered.setdefault(TopicPartition(r.topic, r.partition), set()).add(r.offset)
+        buffer = self.buffer
+        n = min(max_records, len(buffer))
+        out = [buffer.popleft() for _ in range(n)]
+        delivered = self.delivered
+        key: tuple[str, int] | None = None
+        held: set[int] = set()
+        for r in out:  # records come in runs of one partition: one set lookup per run
+            if (r.topic, r.partition) != key:
+                key = (r.topic, r.partition)
+                held = delivered.setdefault(TopicPartition(r.topic, r.partition), set())
+            held.add(r.offset)
         return out
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:

@@ -29,7 +29,7 @@ import tenacity
 
 from kclient.connection import BrokerConnection
 from kclient.core.idempotence import IdempotentState, init_idempotent
-from kclient.core.produce import magic_for, produce_body, retry_verdict, settle
+from kclient.core.produce import magic_for, produce_body, retry_verdict, settle, still_appearing
 from kclient.core.produce import retriable as _retriable
 from kclient.encoders import DefaultEncoder
 from kclient.errors import (
@@ -68,12 +68,12 @@ class _InFlight:
 class _Parked:
     """Messages that could not be partitioned yet (topic metadata missing), waiting to retry."""
 
-    __slots__ = ("events", "attempts", "due", "error", "deadline")
+    __slots__ = ("events", "attempts", "due", "error", "deadline", "since")
 
     def __init__(self, events: list[Entry], attempts: int, due: float,
-                 error: BaseException, deadline: float) -> None:
+                 error: BaseException, deadline: float, since: float) -> None:
         self.events, self.attempts, self.due, self.error = events, attempts, due, error
-        self.deadline = deadline
+        self.deadline, self.since = deadline, since
 
 
 class _Attempt:
@@ -95,6 +95,8 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._inflight: deque[_InFlight] = deque()
         self._retry: list[PartitionBatch] = []
         self._parked: list[_Parked] = []
+        #: when the messages being prepared again were first parked (None: new messages)
+        self._parked_since: float | None = None
         self._reports: list[DeliveryReport] = []
         self._conns: dict[int, BrokerConnection] = {}
         self._rr: dict[str, int] = {}
@@ -120,6 +122,8 @@ class DefaultEventHandler(Preparer, EventHandler):
         self.acks = cfg["request.required.acks"]
         self.ack_timeout_ms = cfg["request.timeout.ms"]
         self.max_retries = cfg["message.send.max.retries"]
+        #: seconds a message waits for a topic the metadata does not show yet
+        self.propagation = cfg.get("topic.metadata.propagation.max.ms", 30000) / 1000.0
         delivery = cfg.get("delivery.timeout.ms")
         #: seconds from send() to a message's report at most (KIP-91); None: unbounded
         self.delivery_timeout: float | None = None if delivery is None else delivery / 1000.0
@@ -229,8 +233,9 @@ class DefaultEventHandler(Preparer, EventHandler):
             self._refresh(topics)
         batches = []
         for p in parked:
-            self._deadline = p.deadline
+            self._deadline, self._parked_since = p.deadline, p.since
             batches += self._prepare(p.events, p.attempts)
+        self._parked_since = None
         self._send(due + batches)
 
     def in_flight_by_partition(self) -> dict[tuple[str, int], int]:
@@ -318,10 +323,17 @@ class DefaultEventHandler(Preparer, EventHandler):
                 raise
 
     def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None:
+        """Messages whose topic metadata is not usable yet wait for a refresh.  A topic the
+        metadata does not show yet (being created) is waited for up to
+        topic.metadata.propagation.max.ms, not counted against message.send.max.retries, as
+        Java's max.block.ms metadata wait and librdkafka do."""
         attempts += 1
+        now = time.monotonic()
+        since = now if self._parked_since is None else self._parked_since
         if self.metrics is not None:
             self.metrics.error(exc)
-        if not _retriable(exc) or attempts > self.max_retries:
+        appearing = still_appearing(exc, now - since, self.propagation)
+        if not _retriable(exc) or (attempts > self.max_retries and not appearing):
             self._fail_events(events, exc, attempts)
             return
         due = time.monotonic() + self._backoff(attempts)
@@ -331,7 +343,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._stale = True
         if self.metrics is not None:
             self.metrics.retry()
-        self._parked.append(_Parked(events, attempts, due, exc, self._deadline))
+        self._parked.append(_Parked(events, attempts, due, exc, self._deadline, since))
 
     # ------------------------------------------------------------------ send
     def _connection(self, node: int) -> BrokerConnection:

@@ -33,7 +33,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
             break
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise InvalidConfigError(f"sasl.jaas.config: cannot parse at {text[pos:pos + 20]!r}",
+            raise InvalidConfigError(f"sasl.jaas.config: cannot parse at character {pos} "
+                                     "(the text is not shown: it may hold a secret)",
                                      "sasl.jaas.config")
         kind = m.lastgroup or ""
         value = m.group(kind)
@@ -58,9 +59,10 @@ def parse_jaas(text: str) -> JaasEntry:
     while rest and rest[0][0] != "semi":
         if len(rest) < 3 or rest[0][0] != "word" or rest[1][0] != "eq" or \
                 rest[2][0] not in ("word", "quoted"):
-            raise InvalidConfigError(f"sasl.jaas.config: expected key=value after {module}, "
-                                     f"got {' '.join(t[1] for t in rest[:3])!r}",
-                                     "sasl.jaas.config")
+            after = f" after option {list(options)[-1]!r}" if options else ""
+            raise InvalidConfigError(f"sasl.jaas.config: expected key=value{after} in the "
+                                     f"options of {module} (values are not shown: they may hold "
+                                     "secrets)", "sasl.jaas.config")
         options[rest[0][1]] = rest[2][1]
         rest = rest[3:]
     if not rest:

@@ -18,6 +18,7 @@ from scramp import ScramClient
 from kclient.errors import InvalidConfigError
 
 from .jaas import parse_jaas
+from .unsecured import OAUTHBEARER_MODULE, UnsecuredLogin
 
 __all__ = ["SaslConfig", "Mechanism", "mechanism", "MECHANISMS"]
 
@@ -59,6 +60,7 @@ class SaslConfig:
                 "Kerberos library can be tested with it; use PLAIN, SCRAM-SHA-256/512 or "
                 "OAUTHBEARER", "sasl.mechanism", mechanism)
         username, password = config["sasl.username"], config["sasl.password"]
+        callback = config["sasl.oauthbearer.token.callback"]
         if config["sasl.jaas.config"]:
             entry = parse_jaas(config["sasl.jaas.config"])
             expected = _JAAS_MODULES.get(mechanism)
@@ -68,16 +70,21 @@ class SaslConfig:
                                          "sasl.jaas.config")
             username = username or entry.options.get("username")
             password = password or entry.options.get("password")
+            if mechanism == "OAUTHBEARER" and callback is None and \
+                    entry.module == OAUTHBEARER_MODULE:
+                callback = UnsecuredLogin(entry.options)    # Java's default login
         if mechanism == "OAUTHBEARER":
-            if config["sasl.oauthbearer.token.callback"] is None:
+            if callback is None:
                 raise InvalidConfigError("sasl.mechanism OAUTHBEARER needs "
-                                         "sasl.oauthbearer.token.callback (oauth_cb)",
+                                         "sasl.oauthbearer.token.callback (oauth_cb), or "
+                                         f"sasl.jaas.config naming {OAUTHBEARER_MODULE} with "
+                                         "unsecuredLoginStringClaim_sub",
                                          "sasl.oauthbearer.token.callback")
         elif not username or not password:
             raise InvalidConfigError(f"sasl.mechanism {mechanism} needs sasl.username and "
                                      "sasl.password (or sasl.jaas.config with both)",
                                      "sasl.username")
-        return cls(mechanism, username, password, config["sasl.oauthbearer.token.callback"],
+        return cls(mechanism, username, password, callback,
                    config["sasl.oauthbearer.config"] or "")
 
 

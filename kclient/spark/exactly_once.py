@@ -66,7 +66,8 @@ class SinkState:
     def __init__(self, opts: WriteOptions) -> None:
         brokers = opts.producer_config()["metadata.broker.list"].split(",")
         host, port = brokers[0].strip().rsplit(":", 1)
-        self.consumer = SimpleConsumer(host, int(port), client_id="kclient-spark-eos")
+        self.consumer = SimpleConsumer(host, int(port), client_id="kclient-spark-eos",
+                                       security=opts.security.client_keys() or None)
         assert opts.state_topic is not None  # parse_write_options saw to it
         self.key = (opts.state_topic, 0)
 
@@ -113,18 +114,22 @@ def _task_context() -> tuple[int, int, str]:
 
 
 def _task_hook(how: str) -> None:
-    """Test hook: the first attempt of task 0 dies (``kill``: no abort) or fails here."""
+    """Test hook: the first attempt of task 0 dies (``kill``: no abort), takes its executor's
+    JVM with it (``killExecutor``: SIGKILL) or fails here."""
     from pyspark import TaskContext
     tc = TaskContext.get()
     if tc is None or tc.partitionId() != 0 or tc.attemptNumber() != 0:
         return
     if how == "kill":
         os._exit(17)
+    if how == "killExecutor":
+        _kill_jvm()
     raise RuntimeError(f"exactlyOnce.failTask={how}: test hook")
 
 
-def _kill_driver() -> None:
-    """Test hook: SIGKILL the driver's JVM (the nearest ``java`` ancestor of this process)."""
+def _kill_jvm() -> None:
+    """Test hook: SIGKILL the nearest ``java`` ancestor of this process: the driver's JVM from
+    the driver's commit, the executor's from a task."""
     pid = os.getppid()
     while pid > 1:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -136,7 +141,7 @@ def _kill_driver() -> None:
     raise RuntimeError("exactlyOnce.failCommit=kill: no JVM among this process's ancestors")
 
 
-def end_transaction(config: dict[str, str], tid: str, pid: int, epoch: int,
+def end_transaction(config: dict[str, Any], tid: str, pid: int, epoch: int,
                     commit: bool) -> None:
     """Resume ``tid``'s open transaction (``pid`` / ``epoch``) and commit or abort it."""
     producer = Producer({**config, "transactional.id": tid})
@@ -225,7 +230,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
                 if hook == f"after:{i}":
                     raise RuntimeError(f"exactlyOnce.failCommit={hook}: test hook")
                 if hook == f"kill:{i}":
-                    _kill_driver()
+                    _kill_jvm()
                 self._end(m, commit=True)
             return
         with ThreadPoolExecutor(min(len(prepared), _COMMIT_THREADS)) as pool:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .security import Redacted, SparkSecurity, parse_security
+
 log = logging.getLogger(__name__)
 
 __all__ = ["ReadOptions", "WriteOptions", "OffsetSpec", "Subscription", "parse_read_options",
@@ -141,10 +143,16 @@ class ReadOptions:
     max_trigger_delay_ms: int = 15 * 60 * 1000
     consumer: tuple[tuple[str, Any], ...] = ()
     fetch_size: int = 4 << 20
+    security: SparkSecurity = SparkSecurity()
+    #: commitOffsetsToGroup: the group each finished micro-batch's end offsets are committed to
+    commit_group: str | None = None
 
     def consumer_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of the tasks' SimpleConsumers."""
-        return dict(self.consumer)
+        """Keyword arguments of the tasks' SimpleConsumers (``security``: kclient's keys)."""
+        kwargs = dict(self.consumer)
+        if self.security.secured:
+            kwargs["security"] = self.security.client_keys()
+        return kwargs
 
 
 @dataclass(frozen=True)
@@ -161,11 +169,14 @@ class WriteOptions:
     #: test hook: ``before`` / ``after:N`` make the driver's commit raise there, ``kill:N``
     #: SIGKILLs the driver's JVM after N of the task transactions were committed
     fail_commit: str | None = None
-    #: test hook: ``raise`` / ``kill`` the first attempt of task 0 after it flushed its rows
+    #: test hook: ``raise`` / ``kill`` / ``killExecutor`` the first attempt of task 0 after it
+    #: flushed its rows
     fail_task: str | None = None
+    security: SparkSecurity = SparkSecurity()
 
-    def producer_config(self) -> dict[str, str]:
-        return dict(self.producer)
+    def producer_config(self) -> dict[str, Any]:
+        """The Producer's config (security keys built in this process)."""
+        return Redacted({**dict(self.producer), **self.security.client_keys()})
 
 
 def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
@@ -207,14 +218,6 @@ def _bootstrap(opts: dict[str, str], role: str) -> str:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring "
                          f"Kafka {role}")
     return servers.strip()
-
-
-def _check_security(opts: dict[str, str]) -> None:
-    protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
-    extra = sorted(k for k in opts if k.startswith(("kafka.ssl.", "kafka.sasl.")))
-    if protocol != "PLAINTEXT" or extra:
-        raise ValueError(f"kafka.security.protocol={protocol} {' '.join(extra)}: kclient speaks "
-                         "PLAINTEXT only so far (no SSL or SASL)")
 
 
 def _subscription(opts: dict[str, str]) -> Subscription:
@@ -318,7 +321,8 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
     for key, value in opts.items():
         if not key.startswith("kafka.") or key in ("kafka.bootstrap.servers",
                                                    "kafka.metadata.broker.list",
-                                                   "kafka.security.protocol"):
+                                                   "kafka.security.protocol") or \
+                key.startswith(("kafka.ssl.", "kafka.sasl.")):
             continue
         name = key[len("kafka."):]
         if name == "isolation.level":
@@ -349,6 +353,20 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
     return tuple(sorted(kwargs.items())), fetch_size
 
 
+def _commit_group(opts: dict[str, str], streaming: bool) -> str | None:
+    """commitOffsetsToGroup=true: the ``kafka.group.id`` that shows the query's lag."""
+    if not _bool(opts, "commitOffsetsToGroup", False):
+        return None
+    if not streaming:
+        raise ValueError("commitOffsetsToGroup is for readStream: a batch read has no "
+                         "position to commit")
+    group = opts.get("kafka.group.id", "").strip()
+    if not group:
+        raise ValueError("commitOffsetsToGroup=true needs kafka.group.id (the group whose "
+                         "committed offsets show the query's progress and lag)")
+    return group
+
+
 def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
     """Validate a read's options as Spark's Kafka source does; raises ValueError."""
     opts = lower_keys(options)
@@ -362,7 +380,7 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
             raise ValueError(advice)
     subscription = _subscription(opts)
     bootstrap = _bootstrap(opts, "consumer")
-    _check_security(opts)
+    security = parse_security(opts)
     starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest")
     ending = OffsetSpec("latest") if streaming else _offset_spec(opts, "ending", "latest")
     if not streaming:
@@ -373,6 +391,7 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
         raise ValueError(f"The value of minOffsetPerTrigger({min_per}) is higher than the "
                          f"maxOffsetsPerTrigger({max_per}).")
     consumer, fetch_size = _consumer_settings(opts)
+    commit_group = _commit_group(opts, streaming)
     return ReadOptions(
         bootstrap=bootstrap, subscription=subscription, starting=starting, ending=ending,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
@@ -382,7 +401,7 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
                                             "maxrecordsperpartition"),
         max_offsets_per_trigger=max_per, min_offsets_per_trigger=min_per,
         max_trigger_delay_ms=parse_duration_ms(opts.get("maxtriggerdelay", "15m")),
-        consumer=consumer, fetch_size=fetch_size)
+        consumer=consumer, fetch_size=fetch_size, security=security, commit_group=commit_group)
 
 
 def producer_config(opts: dict[str, str]) -> dict[str, str]:
@@ -390,7 +409,8 @@ def producer_config(opts: dict[str, str]) -> dict[str, str]:
     config = {"request.required.acks": "-1", "producer.type": "async",
               "queue.enqueue.timeout.ms": "-1"}
     for key, value in opts.items():
-        if not key.startswith("kafka.") or key == "kafka.security.protocol":
+        if not key.startswith("kafka.") or key == "kafka.security.protocol" or \
+                key.startswith(("kafka.ssl.", "kafka.sasl.")):
             continue
         name = key[len("kafka."):]
         if name in IGNORED_PRODUCER_KEYS:
@@ -409,7 +429,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         if key in opts:
             raise ValueError(advice)
     _bootstrap(opts, "producer")
-    _check_security(opts)
+    security = parse_security(opts)
     topic = opts.get("topic")
     config = producer_config(opts)
     from kclient.config import load_config
@@ -429,4 +449,5 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
                         txn_prefix=opts.get("transactionalidprefix") or None,
                         state_topic=state_topic,
                         fail_commit=opts.get("exactlyonce.failcommit") or None,
-                        fail_task=opts.get("exactlyonce.failtask") or None)
+                        fail_task=opts.get("exactlyonce.failtask") or None,
+                        security=security)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from kclient.cluster import Cluster
 from kclient.connection import ConnectionSettings
 from kclient.errors import KafkaError
+from kclient.security import SecuritySettings
 from kclient.simple import OffsetRequest, SimpleConsumer
 
 from .offsets import OffsetRange, TopicPartition
@@ -28,7 +29,8 @@ class Planner:
         self.settings = ConnectionSettings(
             client_id=str(kw.get("client_id") or "kclient-spark"),
             request_timeout_ms=int(kw.get("so_timeout", 30000)),
-            connect_timeout_ms=int(kw.get("connect_timeout_ms", 10000)))
+            connect_timeout_ms=int(kw.get("connect_timeout_ms", 10000)),
+            security=SecuritySettings.from_keys(kw.get("security")))
         self.cluster = Cluster(opts.bootstrap, self.settings)
         self._consumers: dict[str, SimpleConsumer] = {}
 
@@ -70,9 +72,21 @@ class Planner:
             c = SimpleConsumer(host, int(port), so_timeout=self.settings.request_timeout_ms,
                                buffer_size=None, client_id=self.settings.client_id,
                                isolation_level=self.opts.consumer_kwargs().get(
-                                   "isolation_level", "read_uncommitted"))
+                                   "isolation_level", "read_uncommitted"),
+                               security=self.opts.security.client_keys() or None)
             self._consumers[leader] = c
         return c
+
+    def group_client(self) -> SimpleConsumer:
+        """A SimpleConsumer for group offset commits (it finds the group's coordinator)."""
+        broker = next(iter(self.cluster.brokers.values()), None)
+        if broker is None:
+            self.cluster.refresh([], allow_auto_create=False)
+            broker = next(iter(self.cluster.brokers.values()))
+        host, port = broker.address.rsplit(":", 1)
+        return SimpleConsumer(host, int(port), so_timeout=self.settings.request_timeout_ms,
+                              buffer_size=None, client_id=self.settings.client_id,
+                              security=self.opts.security.client_keys() or None)
 
     def offsets_at(self, parts: Mapping[TopicPartition, str], time: int
                    ) -> dict[TopicPartition, int]:

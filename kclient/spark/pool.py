@@ -31,9 +31,15 @@ def _check_fork() -> None:
         _pid = os.getpid()
 
 
+def _key(leader: str, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """The cache key of a consumer (the ``security`` dict as its sorted items)."""
+    return (leader, tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                                 for k, v in kwargs.items())))
+
+
 def consumer(leader: str, kwargs: dict[str, Any]) -> SimpleConsumer:
     """The cached SimpleConsumer for broker ``leader`` ("host:port") and these settings."""
-    key = (leader, tuple(sorted(kwargs.items())))
+    key = _key(leader, kwargs)
     with _lock:
         _check_fork()
         c = _consumers.get(key)
@@ -46,14 +52,14 @@ def consumer(leader: str, kwargs: dict[str, Any]) -> SimpleConsumer:
 
 def drop_consumer(leader: str, kwargs: dict[str, Any]) -> None:
     """Close and forget a cached consumer (after it failed)."""
-    key = (leader, tuple(sorted(kwargs.items())))
+    key = _key(leader, kwargs)
     with _lock:
         c = _consumers.pop(key, None)
     if c is not None:
         c.close()
 
 
-def producer(config: dict[str, str]) -> Producer:
+def producer(config: dict[str, Any]) -> Producer:
     """The cached async Producer for ``config`` (one per worker and config)."""
     key = tuple(sorted(config.items()))
     with _lock:

@@ -35,7 +35,13 @@ from .registry import (
 from .stream import KClientStreamReader
 from .writer import KClientArrowWriter, KClientStreamArrowWriter, validate_write_schema
 
-__all__ = ["KClientDataSource", "register"]
+__all__ = ["KClientDataSource", "register", "OVERWRITE_REFUSED"]
+
+#: Spark's Kafka sink refuses Overwrite in these words; PySpark lets a Python data source write
+#: in Append or Overwrite mode only, so Append is the one left (docs/spark.md)
+OVERWRITE_REFUSED = ("Save mode Overwrite not allowed for Kafka. Allowed save mode for the "
+                     "kclient format is Append: use .mode(\"append\") (Kafka topics are only "
+                     "appended to)")
 
 
 class KClientDataSource(DataSource):
@@ -71,8 +77,7 @@ class KClientDataSource(DataSource):
 
     def _write_options(self, schema: StructType, overwrite: bool) -> Any:
         if overwrite:
-            raise ValueError("the kclient sink appends only (as Spark's Kafka sink): use "
-                             "mode('append')")
+            raise ValueError(OVERWRITE_REFUSED)
         opts = parse_write_options(self.options)
         validate_write_schema(binary_value(schema), opts.topic)
         return opts

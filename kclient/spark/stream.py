@@ -21,6 +21,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from kclient.errors import KafkaError
+from kclient.simple import SimpleConsumer
+
 from .offsets import TopicPartition, from_json_dict, rate_limit, split_ranges, to_json_dict
 from .options import EARLIEST, LATEST, ReadOptions
 from .planner import Planner
@@ -42,6 +45,8 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, str] = {}
         self._last_trigger: float | None = None  # set by the first latestOffset
+        self._group_client: SimpleConsumer | None = None   # commitOffsetsToGroup's
+        self._group_offsets: Offsets | None = None           # what the group was last given
 
     @property
     def planner(self) -> Planner:
@@ -52,7 +57,8 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __getstate__(self) -> dict[str, object]:
         """Tasks get the options only (the planner's connections stay on the driver side)."""
         return {"opts": self.opts, "_planner": None, "_target": None, "_latest": {},
-                "_leaders": {}, "_last_trigger": None}
+                "_leaders": {}, "_last_trigger": None, "_group_client": None,
+                "_group_offsets": None}
 
     # -- offsets ------------------------------------------------------------------------------
     def _current(self) -> dict[TopicPartition, int]:
@@ -80,6 +86,7 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         """The end of the next micro-batch: the latest offsets, capped by availableNow's
         target and the read limit; ``start`` again when minOffsetsPerTrigger says wait."""
+        self._commit_to_group(start)     # Spark asks from a batch's end once it committed
         begin = from_json_dict(start)
         latest = dict(self._current())
         if self._target is not None:
@@ -137,9 +144,31 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_range(partition.value, self.opts)
 
     def commit(self, end: Offsets) -> None:
-        """Nothing to do: the position lives in Spark's checkpoint, not in a consumer group."""
+        """A micro-batch ending at ``end`` is done: with commitOffsetsToGroup, tell the group
+        (the position itself lives in Spark's checkpoint)."""
+        self._commit_to_group(end)
+
+    def _commit_to_group(self, end: Offsets) -> None:
+        """Commit ``end`` to ``kafka.group.id`` for Kafka's lag tools; never fails the query."""
+        if self.opts.commit_group is None or end == self._group_offsets:
+            return
+        offsets = {tp: off for tp, off in from_json_dict(end).items() if off >= 0}
+        try:
+            if self._group_client is None:
+                self._group_client = self.planner.group_client()
+            self._group_client.commit_offsets(self.opts.commit_group, offsets)
+            self._group_offsets = end
+        except KafkaError as exc:   # e.g. the group has live members of another application
+            log.warning("commitOffsetsToGroup: committing to group %r failed (the query goes "
+                        "on; its checkpoint holds the position): %s", self.opts.commit_group, exc)
+            if self._group_client is not None:
+                self._group_client.close()
+                self._group_client = None
 
     def stop(self) -> None:
+        if self._group_client is not None:
+            self._group_client.close()
+            self._group_client = None
         if self._planner is not None:
             self._planner.close()
             self._planner = None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TestCertificates", "make_certificates"]
+__all__ = ["TestCertificates", "make_certificates", "JavaStores", "make_java_stores"]
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,56 @@ def make_certificates(directory: str | Path) -> TestCertificates:
         other_ca=write("other-ca.pem", pem_cert(other)),
         other_ca_server_pem=write("other-ca-server.pem", pem_key(foreign_key),
                                   pem_cert(foreign)))
+
+
+@dataclass(frozen=True)
+class JavaStores:
+    """Trust and key stores as Java users have them (made by the JDK's keytool), one password."""
+
+    truststore_jks: Path
+    truststore_p12: Path
+    keystore_jks: Path
+    keystore_p12: Path
+    jceks: Path                     # a type kclient refuses
+    password: str = "store-secret"
+
+
+def make_java_stores(certs: TestCertificates) -> JavaStores:
+    """JKS and PKCS12 stores of ``certs``'s CA and client certificate (needs ``keytool``)."""
+    import shutil
+    import subprocess
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509 import load_pem_x509_certificate
+
+    keytool = shutil.which("keytool")
+    if keytool is None:
+        raise RuntimeError("keytool (the JDK's) is not on PATH")
+    password = JavaStores.password
+    out = certs.directory
+    stores = JavaStores(out / "truststore.jks", out / "truststore.p12", out / "client.jks",
+                        out / "client.p12", out / "truststore.jceks")
+    if all(p.exists() for p in (stores.truststore_jks, stores.truststore_p12,
+                                stores.keystore_jks, stores.keystore_p12, stores.jceks)):
+        return stores               # made before for the same certificates
+    key = serialization.load_pem_private_key(certs.client_key.read_bytes(), None)
+    client = load_pem_x509_certificate(certs.client_cert.read_bytes())
+    ca = load_pem_x509_certificate(certs.ca.read_bytes())
+    p12 = out / "client.p12"
+    p12.write_bytes(pkcs12.serialize_key_and_certificates(
+        b"client", key, client, [ca],  # type: ignore[arg-type]
+        serialization.BestAvailableEncryption(password.encode())))
+    env = {**os.environ, "STOREPASS": password}
+
+    def run(*args: str) -> None:
+        subprocess.run([keytool, *args], env=env, check=True, capture_output=True, timeout=120)
+
+    for kind, name in (("JKS", "truststore.jks"), ("PKCS12", "truststore.p12"),
+                       ("JCEKS", "truststore.jceks")):
+        run("-importcert", "-noprompt", "-alias", "ca", "-file", str(certs.ca),
+            "-keystore", str(out / name), "-storetype", kind, "-storepass:env", "STOREPASS")
+    run("-importkeystore", "-noprompt", "-srckeystore", str(p12), "-srcstoretype", "PKCS12",
+        "-srcstorepass:env", "STOREPASS", "-destkeystore", str(out / "client.jks"),
+        "-deststoretype", "JKS", "-deststorepass:env", "STOREPASS")
+    return stores

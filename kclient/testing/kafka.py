@@ -49,8 +49,16 @@ FAST_START = {
     "log.cleaner.dedupe.buffer.size": str(8 << 20),
     "socket.request.max.bytes": str(100 << 20),
 }
+#: KIP-848 groups at test speed (heartbeat 500 ms, session 10 s: 6 s let a member starved on a
+#: loaded machine expire): Kafka's interval (5 s) and session (45 s) made a rebalance take
+#: several seconds and a killed member's expiry most of a minute (a mini-broker twin compared
+#: with a Kafka 4.x test broker takes the same values)
+KIP848_TEST_SPEED = {"group.consumer.heartbeat.interval.ms": "500",
+                     "group.consumer.session.timeout.ms": "10000"}
 KRAFT_4 = {"share.coordinator.state.topic.replication.factor": "1",
            "share.coordinator.state.topic.min.isr": "1",
+           "group.consumer.min.heartbeat.interval.ms": "500",
+           "group.consumer.min.session.timeout.ms": "6000", **KIP848_TEST_SPEED,
            # a share group's share.record.lock.duration.ms may go down to 1 s (the default
            # floor is 15 s): lock-expiry tests set 2 s on their own groups; others keep 30 s
            "group.share.min.record.lock.duration.ms": "1000",

@@ -67,16 +67,18 @@ class JavaMember:
 
 
 class ConfluentMember:
-    """A confluent-kafka (librdkafka) Consumer with ``cooperative-sticky`` polling in a thread,
-    with the same view as :class:`JavaMember`."""
+    """A confluent-kafka (librdkafka) Consumer with ``cooperative-sticky`` (or, ``protocol``
+    "consumer", KIP-848's group.protocol=consumer) polling in a thread, with the same view as
+    :class:`JavaMember`."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str = "classic") -> None:
         from confluent_kafka import Consumer as RdKafkaConsumer
+        group_conf: dict[str, Any] = {"group.protocol": "consumer"} if protocol == "consumer" \
+            else {"partition.assignment.strategy": "cooperative-sticky",
+                  "session.timeout.ms": 10000, "heartbeat.interval.ms": 300}
         self.consumer = RdKafkaConsumer({
             "bootstrap.servers": bootstrap, "group.id": group,
-            "partition.assignment.strategy": "cooperative-sticky",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 300})
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, **group_conf})
         self.owned: set[int] = set()
         self.records: list[tuple[int, int, str]] = []
         self.events: list[tuple[str, list[int]]] = []

@@ -194,13 +194,16 @@ def test_serialization_error_fails_only_that_message(mini_broker):
     assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "d-ser", 0)] == [b"ok"]
 
 
-def test_unknown_topic_fails_after_retries(tmp_path):
+def test_unknown_topic_fails_after_the_propagation_wait(tmp_path):
     from kclient.broker import MiniBroker
     with MiniBroker(log_dir=tmp_path, config={"auto.create.topics.enable": "false"}) as b:
         with Producer({"metadata.broker.list": b.bootstrap, "retry.backoff.ms": 10,
-                       "message.send.max.retries": 2}) as p:
+                       "message.send.max.retries": 2,
+                       "topic.metadata.propagation.max.ms": 300}) as p:
+            started = time.monotonic()
             with pytest.raises(FailedToSendMessageError) as info:
                 p.send(ProducerData("nope", b"x"))
+            assert time.monotonic() - started >= 0.3   # waited for the topic, beyond 2 retries
             assert isinstance(info.value.failed[0][1], UnknownTopicOrPartitionError)
             assert "nope" in str(info.value)
 

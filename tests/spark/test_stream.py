@@ -172,3 +172,43 @@ def test_checkpointed_offsets_past_the_log_end_follow_fail_on_data_loss(kafka):
         assert r.partitions({t: {"0": 50}}, end) == []
     finally:
         r.stop()
+
+
+def test_commit_offsets_to_group_shows_lag_in_kclient_groups_describe(spark, kafka, tmp_path):
+    from kclient.simple import SimpleConsumer
+    from tests.conftest import CliRunner
+    t = kafka.topic(2)
+    kafka.produce(t, [b"a%d" % i for i in range(40)], partition=lambda i: i % 2)
+    group = f"lag-{t}"
+    q = (stream(spark, kafka, subscribe=t, startingOffsets="earliest", maxOffsetsPerTrigger="15",
+                commitOffsetsToGroup="true", **{"kafka.group.id": group})
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp"))
+         .trigger(processingTime="100 milliseconds").start())
+    host, port = kafka.bootstrap.split(":")
+
+    def committed():
+        with SimpleConsumer(host, int(port)) as c:
+            got = c.fetch_offsets(group, [(t, 0), (t, 1)])
+        return {tp[1]: m.offset for tp, m in got.items()}
+    try:
+        wait_until(lambda: committed() == {0: 20, 1: 20}, 120,
+                   "the group's offsets at the log end")
+    finally:
+        q.stop()
+    assert q.exception() is None
+    kafka.produce(t, [b"b%d" % i for i in range(5)], partition=0)
+    rows = [line.split() for line in CliRunner(kafka.bootstrap).out(
+        "groups", "describe", group).splitlines() if line.startswith(group + " ")]
+    assert sorted((int(r[2]), int(r[3]), int(r[5])) for r in rows) == [(0, 20, 5), (1, 20, 0)]
+
+
+def test_commit_offsets_to_group_needs_a_group_and_a_stream():
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t", "commitOffsetsToGroup": "true"}
+    with pytest.raises(ValueError, match="needs kafka.group.id"):
+        parse_read_options(base, streaming=True)
+    with pytest.raises(ValueError, match="is for readStream"):
+        parse_read_options({**base, "kafka.group.id": "g"}, streaming=False)
+    assert parse_read_options({**base, "kafka.group.id": "g"}, streaming=True
+                              ).commit_group == "g"
+    assert parse_read_options({**base, "commitOffsetsToGroup": "false", "kafka.group.id": "g"},
+                              streaming=True).commit_group is None

@@ -133,3 +133,19 @@ def test_foreach_partition_writer_keyed_rows_of_bytearray(kafka):
         (b"k%d" % (i % 5), b"v%d" % i) for i in range(300))
     with Producer({"metadata.broker.list": kafka.bootstrap}) as p:
         assert all(p.partition_for(t, k) == part for part, _, k, _ in got)
+
+
+def test_save_modes_spark_lets_a_python_source_take(spark, kafka):
+    from kclient.spark.source import OVERWRITE_REFUSED
+    t = kafka.topic()
+    w = spark.createDataFrame([("a",)], "value STRING").write.format("kclient") \
+        .options(**kafka.options(topic=t))
+    with pytest.raises((Py4JJavaError, PySparkException)) as err:
+        w.save()                                            # Spark's default: errorifexists
+    assert 'The data source "kclient" cannot be written in the "ErrorIfExists" mode' in \
+        str(err.value), str(err.value)
+    with pytest.raises((Py4JJavaError, PySparkException)) as err:
+        w.mode("overwrite").save()
+    assert OVERWRITE_REFUSED in str(err.value)
+    w.mode("append").save()
+    assert [v for _, _, _, v in kafka.read_all(t)] == [b"a"]

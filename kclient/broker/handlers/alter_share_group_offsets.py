@@ -2,7 +2,8 @@
 
 Only while the group has no members (NON_EMPTY_GROUP otherwise, as Kafka); every in-flight
 record state of the partition is dropped and delivery starts over at the offset given, which
-must lie within the log (OFFSET_OUT_OF_RANGE otherwise).
+must lie within the log (OFFSET_OUT_OF_RANGE otherwise).  Each partition is reset by its
+leader's share coordinator (a MiniCluster's partitions live on several brokers).
 """
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ from ..authorizer import allowed
 from ..group import NOT_COORDINATOR
 from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
+
+
+def _led_by(broker: Broker, leader: Any, offsets: dict[tuple[str, int], int]
+            ) -> dict[tuple[str, int], int]:
+    """The offsets of the partitions ``leader`` leads (this broker: also those nobody leads,
+    which it answers with the partition's error)."""
+    def leads(tp: tuple[str, int]) -> bool:
+        node = broker.cluster.leader(*tp)
+        return node == leader.node_id or (leader is broker and (node is None or node < 0))
+    return {tp: offset for tp, offset in offsets.items() if leads(tp)}
 
 
 def _top(code: int, message: str | None = None) -> dict[str, Any]:
@@ -39,9 +50,14 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic_name)}
     offsets = {(t.topic_name, p.partition_index): p.start_offset for t in body.topics
                if t.topic_name not in denied for p in t.partitions}
-    code, codes = broker.share.alter_offsets(group_id, offsets)
+    code, codes = broker.share.alter_offsets(group_id, _led_by(broker, broker, offsets))
     if code:
-        return _top(code, f"Group {group_id} is not empty." if code else None)
+        return _top(code, f"Group {group_id} is not empty.")
+    for other in broker.cluster.live_brokers():      # a MiniCluster's other leaders
+        share = getattr(other, "share", None)
+        mine = _led_by(broker, other, offsets)
+        if other is not broker and share is not None and mine:
+            codes.update(share.alter_offsets(group_id, mine)[1])
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
         {"topic_name": t.topic_name, "topic_id": broker.cluster.topic_id(t.topic_name),
          "partitions": [{"partition_index": p.partition_index, "error_message": None,

@@ -1,8 +1,8 @@
 """DescribeShareGroupOffsets (key 90): each share partition's start offset (SPSO) and lag.
 
 Null topics mean every share partition the group has; a partition without state answers
-start offset -1.  Lag (v1) is the records from SPSO to the end of the log not yet
-acknowledged or archived.
+start offset -1.  Each partition's state is asked of its leader's share coordinator.  Lag
+(v1) is the records from SPSO to the end of the log not yet acknowledged or archived.
 """
 from __future__ import annotations
 
@@ -19,6 +19,25 @@ from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
+def _start_offsets(broker: Broker, group_id: str, wanted: list[tuple[str, int]] | None
+                   ) -> dict[tuple[str, int], tuple[int, int]]:
+    """(SPSO, lag) per partition from the share coordinator of each partition's leader (in a
+    MiniCluster the partitions of one group live on several brokers)."""
+    found: dict[tuple[str, int], tuple[int, int]] = {}
+    for other in broker.cluster.live_brokers():
+        share = getattr(other, "share", None)
+        if share is None:
+            continue
+        mine = None if wanted is None else [
+            tp for tp in wanted if broker.cluster.leader(*tp) == other.node_id]
+        for tp, value in share.start_offsets(group_id, mine).items():
+            if value != (-1, -1) or tp not in found:
+                found[tp] = value
+    if wanted is None:
+        return found
+    return {tp: found.get(tp, (-1, -1)) for tp in wanted}
+
+
 def _group(broker: Broker, request: Request, group: Any) -> dict[str, Any]:
     """One group's answer."""
     group_id = group.group_id
@@ -31,7 +50,7 @@ def _group(broker: Broker, request: Request, group: Any) -> dict[str, Any]:
                 "error_message": None}
     wanted = None if group.topics is None else [
         (t.topic_name, p) for t in group.topics for p in t.partitions]
-    offsets = broker.share.start_offsets(group_id, wanted)
+    offsets = _start_offsets(broker, group_id, wanted)
     topics: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), (start, lag) in sorted(offsets.items()) if wanted is None \
             else offsets.items():

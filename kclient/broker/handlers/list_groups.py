@@ -14,7 +14,7 @@ from kclient.protocol.apis import LIST_GROUPS
 from kclient.protocol.framing import Request
 
 from ..authorizer import allowed
-from ..interface import Broker, body_of
+from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
@@ -36,7 +36,8 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         listed += [(gid, CONSUMER, state, CONSUMER)
                    for gid, state in broker.coordinator.consumer.listing()]
     if not types or SHARE in types:
-        listed += [(gid, SHARE, state, SHARE) for gid, state in broker.share.list_groups()]
+        listed += [(gid, SHARE, state, SHARE) for gid, state in broker.share.list_groups()
+                   if is_local_coordinator(broker, gid)]   # not a leader's share partitions
     groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": kind}
               for gid, ptype, state, kind in sorted(listed)
               if (not states or state.lower() in states) and (every or allowed(

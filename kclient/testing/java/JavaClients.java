@@ -6,7 +6,8 @@
 //                                            commitSync; prints "partition offset key value"
 //   member BOOTSTRAP TOPIC GROUP STRATEGY [INSTANCE_ID]
 //                                            a group member with partition.assignment.strategy
-//                                            STRATEGY (e.g. the CooperativeStickyAssignor class)
+//                                            STRATEGY (e.g. the CooperativeStickyAssignor class;
+//                                            "consumer": group.protocol=consumer, KIP-848)
 //                                            until stdin closes; commitSync after each poll;
 //                                            prints "assigned P,..", "revoked P,..", "lost P,..",
 //                                            "record PARTITION OFFSET VALUE", "generation G"
@@ -105,14 +106,19 @@ public class JavaClients {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
-        props.put("partition.assignment.strategy", strategy);
+        if (strategy.equals("consumer")) {
+            // KIP-848: the broker assigns, its interval and session apply
+            props.put("group.protocol", "consumer");
+        } else {
+            props.put("partition.assignment.strategy", strategy);
+            props.put("session.timeout.ms", "10000");
+            props.put("heartbeat.interval.ms", "300");
+        }
         if (instanceId != null) {
             props.put("group.instance.id", instanceId);
         }
         props.put("auto.offset.reset", "earliest");
         props.put("enable.auto.commit", "false");
-        props.put("session.timeout.ms", "10000");
-        props.put("heartbeat.interval.ms", "300");
         props.put("key.deserializer", StringDeserializer.class.getName());
         props.put("value.deserializer", StringDeserializer.class.getName());
         KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props);
