@@ -85,3 +85,29 @@ def test_a_wrong_password_and_an_untrusted_ca_are_refused(secured_kafka):
         with Producer({"bootstrap.servers": secured_kafka.bootstrap_for("SSL"),
                        "message.send.max.retries": 1, **foreign}) as p:
             p.send(ProducerData("t", b"x"))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
+def test_spark_read_write_and_exactly_once_sink(secured_kafka, spark, tmp_path, listener):
+    """The kclient data source with Spark users' options: a JKS truststore (SSL) and SCRAM from
+    Java's JAAS line (SASL_SSL)."""
+    from kclient.cluster import Cluster
+    from kclient.testing.certs import make_java_stores
+    from tests.spark.test_security import roundtrip
+    stores = make_java_stores(secured_kafka.certs)
+    options = {"kafka.bootstrap.servers": secured_kafka.bootstrap_for(listener),
+               "kafka.security.protocol": listener,
+               "kafka.ssl.truststore.location": str(stores.truststore_jks),
+               "kafka.ssl.truststore.password": stores.password}
+    if listener == "SASL_SSL":
+        options.update({"kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config":
+                        'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                        'username="alice" password="alice-secret";'})
+
+    def create(name, partitions):
+        with Cluster(secured_kafka.bootstrap) as cluster:
+            cluster.refresh([])
+            cluster.create_topic(name, partitions)
+
+    roundtrip(spark, create, options, tmp_path, f"spark-{listener.lower()}")

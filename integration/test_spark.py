@@ -77,3 +77,50 @@ def test_exactly_once_sink_recovers_a_half_committed_batch_on_kafka4(kafka4, spa
     assert copy() is None                       # the replay commits the other one
     assert values("read_committed") == sorted(v for _, v in rows)
     assert values("read_uncommitted") == sorted(v for _, v in rows)   # nothing written twice
+
+
+def _lag_rows(kafka4, group):
+    """(partition, current offset, log end, lag) rows of kafka-consumer-groups --describe."""
+    out = kafka4.run_tool("consumer-groups", "--bootstrap-server", kafka4.bootstrap,
+                          "--describe", "--group", group).stdout.decode()
+    rows = [line.split() for line in out.splitlines() if line.startswith(group + " ")]
+    return sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows)
+
+
+def test_commit_offsets_to_group_shows_the_querys_lag_in_kafka_consumer_groups(
+        kafka4, spark, tmp_path):
+    from kclient import Producer, ProducerData
+    from kclient.simple import SimpleConsumer
+    from tests.waiting import wait_until
+    boot = {"kafka.bootstrap.servers": kafka4.bootstrap}
+    with Cluster(kafka4.bootstrap) as cluster:
+        cluster.refresh([])
+        cluster.create_topic("lag-src", 2)
+
+    def produce(n, tag):
+        with Producer({"bootstrap.servers": kafka4.bootstrap, "producer.type": "async"}) as p:
+            p.send([ProducerData("lag-src", f"{tag}{i}".encode(), partition=i % 2)
+                    for i in range(n)])
+            p.flush()
+
+    def committed():
+        host, port = kafka4.bootstrap.split(",")[0].rsplit(":", 1)
+        with SimpleConsumer(host, int(port)) as c:
+            got = c.fetch_offsets("lag-q", [("lag-src", 0), ("lag-src", 1)])
+        return sum(max(0, m.offset) for m in got.values())
+
+    produce(60, "a")
+    q = (spark.readStream.format("kclient")
+         .options(**boot, subscribe="lag-src", startingOffsets="earliest",
+                  maxOffsetsPerTrigger="25", commitOffsetsToGroup="true",
+                  **{"kafka.group.id": "lag-q"}).load()
+         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp"))
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        wait_until(lambda: committed() == 60, 120, "the group's offsets reach the log end")
+    finally:
+        q.stop()
+    assert q.exception() is None
+    assert _lag_rows(kafka4, "lag-q") == [(0, 30, 30, 0), (1, 30, 30, 0)]
+    produce(7, "b")                               # the query is stopped: lag 4 + 3
+    assert _lag_rows(kafka4, "lag-q") == [(0, 30, 34, 4), (1, 30, 33, 3)]
