@@ -721,10 +721,12 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             if self._kip848 is not None:
                 if self._sub.active:
                     self._kip848_step()
-            elif not self._classic_group_step(deadline):
-                if time.monotonic() >= deadline:
+            else:
+                step = self._classic_group_step(deadline)
+                if step is False:                   # a rebalance to do, and no time left
                     return {}
-                continue
+                if step is None:                    # backed off: try the rebalance again
+                    continue
             self._auto_commit()
             self._resolve_positions_quietly()
             out = self._drain(limit)
@@ -735,9 +737,10 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
                 return {}
             self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
 
-    def _classic_group_step(self, deadline: float) -> bool:
+    def _classic_group_step(self, deadline: float) -> bool | None:
         """The classic protocol's part of a poll: finish or start a rebalance, check the
-        topics; False when a rebalance is still to be done (after a backoff)."""
+        topics.  A rebalance still to be done gives False when the poll's time is up (the
+        unreachable-broker check ran first) and None after a backoff, to try again."""
         if self._joining is not None and self._joining.done():
             self._retriable(self._finish_cooperative_join)
         if self._sub.active and self._rejoin is not None \
@@ -747,9 +750,10 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         elif self._sub.active and self._rejoin is not None \
                 and self._joining is None and not self._retriable(self._rebalance):
             self._down.check(deadline)
-            if time.monotonic() < deadline:
-                time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
-            return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
+            return None
         if self._sub.active:
             self._check_topics()
         return True
