@@ -26,7 +26,18 @@ def main(master, bootstrap, work):
         import pyspark_kclient  # noqa: F401  (the wheel's auto-registration module)
         return (kclient.__file__, sys.executable, os.getppid())
 
-    report["executors"] = spark.sparkContext.parallelize(range(4), 4).map(where).collect()
+    # both executors registered before the first job (else the first one up may take all
+    # its tasks): the JVM's executor list holds the driver too
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+    waited = time.monotonic()
+    while status().size() < 3 and time.monotonic() - waited < 120:
+        time.sleep(0.2)
+
+    def where_slowly(i):
+        time.sleep(1)           # a task long enough that one executor cannot take all four
+        return where(i)
+
+    report["executors"] = spark.sparkContext.parallelize(range(4), 4).map(where_slowly).collect()
 
     def rows(tag, n):
         return spark.createDataFrame([(f"k{i % 5}", f"{tag}{i}") for i in range(n)],
