@@ -4,6 +4,7 @@ kclient/protocol/records/_walk.pyx) with Cython.
 Everything else is in pyproject.toml.  The extension is optional: without a C compiler the
 install still succeeds and kclient runs its pure-Python twins of the same code.
 """
+
 from setuptools import Extension, setup
 
 try:
@@ -12,10 +13,18 @@ except ImportError:  # building without Cython (e.g. a plain sdist install): pur
     ext_modules = []
 else:
     ext_modules = cythonize(
-        [Extension("kclient.producer._speedups", ["kclient/producer/_speedups.pyx"],
-                   optional=True),
-         Extension("kclient.protocol.records._walk", ["kclient/protocol/records/_walk.pyx"],
-                   optional=True)],
-        compiler_directives={"language_level": "3"}, quiet=True)
+        [
+            Extension(
+                "kclient.producer._speedups", ["kclient/producer/_speedups.pyx"], optional=True
+            ),
+            Extension(
+                "kclient.protocol.records._walk",
+                ["kclient/protocol/records/_walk.pyx"],
+                optional=True,
+            ),
+        ],
+        compiler_directives={"language_level": "3"},
+        quiet=True,
+    )
 
 setup(ext_modules=ext_modules)

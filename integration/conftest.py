@@ -3,6 +3,7 @@ processes of the jars from scripts/fetch-kafka, or Kafka's official images throu
 testcontainers where a Docker engine answers (``KCLIENT_KAFKA_BACKEND=docker|jvm|auto``, default
 auto; the same tests run on either). Every test here is marked ``kafka``; when one fails, its
 report carries the brokers' log paths (or containers) and tails, and the logs are kept."""
+
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from kclient.testing import KafkaServer, kafka_problem
 from kclient.testing.kafka_docker import choose_backend
 from tests.needs import missing
 from tests.spark.conftest import spark  # noqa: F401  (the one local Spark session fixture)
+
+from .differential_support import twin_pair
 
 #: Kafka 3.x in ZooKeeper mode speaks the old message formats only below IBP 3.0 (KIP-724).
 OLD_FORMATS = {"inter.broker.protocol.version": "2.8", "log.message.format.version": "2.8"}
@@ -73,3 +76,15 @@ def pytest_runtest_makereport(item, call):
         if isinstance(value, KafkaServer):
             value.keep_logs = True
             report.sections.append((f"Kafka {value.version} ({value.mode}) logs", value.tails()))
+
+
+@pytest.fixture(scope="module")
+def twin4(tmp_path_factory, kafka4):
+    """Kafka 4.x and a mini-broker, for the differential tests."""
+    yield from twin_pair(tmp_path_factory, kafka4, "mini4")
+
+
+@pytest.fixture(scope="module")
+def twin3(tmp_path_factory, kafka3):
+    """Kafka 3.x (ZooKeeper mode, old formats possible) and a mini-broker."""
+    yield from twin_pair(tmp_path_factory, kafka3, "mini3")

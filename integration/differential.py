@@ -8,6 +8,7 @@ producer, cluster, topic, session), host and port, throttle times, and free-text
 (compared as present or absent). Record sets are compared decoded (every batch and record field
 but the CRC) and by their byte length.
 """
+
 from __future__ import annotations
 
 import socket
@@ -24,9 +25,24 @@ from kclient.protocol.schema import Api, Struct
 __all__ = ["Twin", "normalise", "differences", "CLOSED", "raw_request"]
 
 #: Fields whose values are ids, addresses or timings: equal by construction after normalising.
-NORMALISED = {"throttle_time_ms", "cluster_id", "node_id", "leader_id", "controller_id", "host",
-              "port", "replica_nodes", "isr_nodes", "producer_id", "member_id", "leader",
-              "topic_id", "session_id", "coordinator_key", "broker_id"}
+NORMALISED = {
+    "throttle_time_ms",
+    "cluster_id",
+    "node_id",
+    "leader_id",
+    "controller_id",
+    "host",
+    "port",
+    "replica_nodes",
+    "isr_nodes",
+    "producer_id",
+    "member_id",
+    "leader",
+    "topic_id",
+    "session_id",
+    "coordinator_key",
+    "broker_id",
+}
 #: Free text: only whether there is one is compared.
 TEXT = {"error_message", "batch_index_error_message"}
 #: API key -> the oldest version Kafka 4.x serves (KIP-896), where it dropped older ones.
@@ -41,7 +57,7 @@ def _records(raw: Any) -> dict:
     batches: list[dict] = []
     try:
         _decode_batches(data, batches)
-    except KafkaError as exc:           # a broker that stored what it should have refused
+    except KafkaError as exc:  # a broker that stored what it should have refused
         return {"bytes": len(data), "batches": batches, "undecodable": type(exc).__name__}
     return {"bytes": len(data), "batches": batches}
 
@@ -50,13 +66,21 @@ def _decode_batches(data: bytes, batches: list[dict]) -> None:
     """Append every batch of ``data`` to ``batches`` as comparable data."""
     reader = RecordsReader(data)
     for b in reader.batches():
-        batches.append({
-            "magic": b.magic, "base_offset": b.base_offset, "last_offset": b.last_offset,
-            "codec": b.codec, "timestamp_type": b.timestamp_type,
-            "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
-            "partition_leader_epoch": b.partition_leader_epoch,
-            "max_timestamp": b.max_timestamp, "size": b.size,
-            "records": [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b.records]})
+        batches.append(
+            {
+                "magic": b.magic,
+                "base_offset": b.base_offset,
+                "last_offset": b.last_offset,
+                "codec": b.codec,
+                "timestamp_type": b.timestamp_type,
+                "producer_epoch": b.producer_epoch,
+                "base_sequence": b.base_sequence,
+                "partition_leader_epoch": b.partition_leader_epoch,
+                "max_timestamp": b.max_timestamp,
+                "size": b.size,
+                "records": [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in b.records],
+            }
+        )
 
 
 def normalise(value: Any, name: str = "") -> Any:
@@ -94,8 +118,11 @@ def differences(real: Any, mini: Any, path: str = "") -> list[tuple[str, Any, An
     if isinstance(real, dict) and isinstance(mini, dict):
         out = []
         for key in list(real) + [k for k in mini if k not in real]:
-            out += differences(real.get(key, "<absent>"), mini.get(key, "<absent>"),
-                               f"{path}.{key}" if path else key)
+            out += differences(
+                real.get(key, "<absent>"),
+                mini.get(key, "<absent>"),
+                f"{path}.{key}" if path else key,
+            )
         return out
     if isinstance(real, list) and isinstance(mini, list) and len(real) == len(mini):
         out = []
@@ -105,14 +132,24 @@ def differences(real: Any, mini: Any, path: str = "") -> list[tuple[str, Any, An
     return [] if real == mini else [(path, real, mini)]
 
 
-def raw_request(address: str, api_key: int, version: int, body: bytes = b"",
-                timeout: float = 10, flexible: bool = False) -> bytes | str:
+def raw_request(
+    address: str,
+    api_key: int,
+    version: int,
+    body: bytes = b"",
+    timeout: float = 10,
+    flexible: bool = False,
+) -> bytes | str:
     """Send one hand-made request (any version, even one no schema knows; ``flexible``: header
     v2, with its empty tag section): the response after its correlation id, or CLOSED."""
     host, port = address.rsplit(":", 1)
     client = b"differential"
-    frame = struct.pack(">hhih", api_key, version, 7, len(client)) + client + \
-        (b"\x00" if flexible else b"") + body
+    frame = (
+        struct.pack(">hhih", api_key, version, 7, len(client))
+        + client
+        + (b"\x00" if flexible else b"")
+        + body
+    )
     with socket.create_connection((host, int(port)), timeout=timeout) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
         data = b""
@@ -168,17 +205,22 @@ class Twin:
             setattr(self, side, self._connect(getattr(self, side + "_address")))
             return CLOSED
 
-    def request(self, api: Api[Any, Any], version: int, body: Any, label: str = "",
-                order_by: dict[str, str] | None = None,
-                view: Callable[[Any], Any] | None = None) -> tuple[Any, Any]:
+    def request(
+        self,
+        api: Api[Any, Any],
+        version: int,
+        body: Any,
+        label: str = "",
+        order_by: dict[str, str] | None = None,
+        view: Callable[[Any], Any] | None = None,
+    ) -> tuple[Any, Any]:
         """Send to both; record the differences under the case; both normalised responses.
         ``order_by`` {list field: key} sorts lists whose order Kafka leaves to a hash map;
         ``view`` narrows both responses to the part this case is about.  A callable ``body``
         is called with "real" or "mini" for each side's body (ids that differ by nature, such
         as a producer id, then go to the broker that handed them out)."""
         bodies = {side: body(side) if callable(body) else body for side in ("real", "mini")}
-        self.last = {side: self._ask(side, api, bodies[side], version)
-                     for side in ("real", "mini")}
+        self.last = {side: self._ask(side, api, bodies[side], version) for side in ("real", "mini")}
         real = _ordered(normalise(self.last["real"]), order_by or {})
         mini = _ordered(normalise(self.last["mini"]), order_by or {})
         if view is not None:
@@ -188,18 +230,22 @@ class Twin:
             self.found.setdefault(self.case, []).append((f"{where}: {path}", r, m))
         return real, mini
 
-    def raw(self, api_key: int, version: int, label: str = "", body: bytes = b"",
-            flexible: bool = False) -> tuple[Any, Any]:
+    def raw(
+        self, api_key: int, version: int, label: str = "", body: bytes = b"", flexible: bool = False
+    ) -> tuple[Any, Any]:
         """A hand-made request (see :func:`raw_request`) to both: whether each answered, and
         for ApiVersions the error code."""
+
         def summary(answer: bytes | str) -> Any:
             if answer == CLOSED:
                 return CLOSED
             code = struct.unpack(">h", answer[:2])[0] if api_key == 18 else None
             return ("answered", code)
+
         real = summary(raw_request(self.real_address, api_key, version, body, flexible=flexible))
         mini = summary(raw_request(self.mini_address, api_key, version, body, flexible=flexible))
         if real != mini:
             self.found.setdefault(self.case, []).append(
-                (f"key {api_key} v{version} {label}".strip(), real, mini))
+                (f"key {api_key} v{version} {label}".strip(), real, mini)
+            )
         return real, mini

@@ -2,6 +2,7 @@
 scenario, run through kclient's clients and AdminClient against both over SASL/SCRAM, must
 give the same outcomes (who may produce, which topics Metadata shows, what DeleteTopics and an
 offset commit without permission answer, who may list ACLs)."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,29 +38,44 @@ def acl_kafka():
     problem = kafka_problem("4")
     if problem:
         missing(problem)
-    config = {"authorizer.class.name": STANDARD, "super.users": "User:admin;User:ANONYMOUS",
-              "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-              "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
-              "auto.create.topics.enable": "false"}
-    users = [arg for name, pw in USERS.items()
-             for arg in ("--add-scram", f"SCRAM-SHA-256=[name={name},password={pw}]")]
-    with KafkaServer("4", config=config, listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
-                     format_args=users) as kafka:
+    config = {
+        "authorizer.class.name": STANDARD,
+        "super.users": "User:admin;User:ANONYMOUS",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+        "auto.create.topics.enable": "false",
+    }
+    users = [
+        arg
+        for name, pw in USERS.items()
+        for arg in ("--add-scram", f"SCRAM-SHA-256=[name={name},password={pw}]")
+    ]
+    with KafkaServer(
+        "4", config=config, listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"}, format_args=users
+    ) as kafka:
         yield kafka.bootstrap_for("SASL_PLAINTEXT")
 
 
 @pytest.fixture
 def acl_mini(tmp_path):
-    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "authorizer.class.name": STANDARD,
-              "super.users": "User:admin", "auto.create.topics.enable": "false",
-              "group.initial.rebalance.delay.ms": "0"}
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "authorizer.class.name": STANDARD,
+        "super.users": "User:admin",
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+    }
     with MiniBroker(log_dir=tmp_path / "b", config=config, sasl_users=USERS) as broker:
         yield broker.bootstrap
 
 
 def _keys(user):
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": USERS[user]}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
 
 
 def _admin(bootstrap, user="admin"):
@@ -83,13 +99,25 @@ def _outcome(fn):
 
 
 def _produce(bootstrap, user, topic):
-    with Producer({"bootstrap.servers": bootstrap, "message.send.max.retries": 1,
-                   "retry.backoff.ms": 50, **_keys(user)}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "message.send.max.retries": 1,
+            "retry.backoff.ms": 50,
+            **_keys(user),
+        }
+    ) as p:
         p.send(ProducerData(topic, b"x"))
 
 
-def _acl(name, op, principal, rtype=ResourceType.TOPIC, pattern=PatternType.LITERAL,
-         permission=AclPermissionType.ALLOW):
+def _acl(
+    name,
+    op,
+    principal,
+    rtype=ResourceType.TOPIC,
+    pattern=PatternType.LITERAL,
+    permission=AclPermissionType.ALLOW,
+):
     return AclBinding(rtype, name, pattern, principal, "*", op, permission)
 
 
@@ -100,26 +128,41 @@ def scenario(bootstrap: str, suffix: str) -> dict[str, object]:
     with _admin(bootstrap) as admin:
         for name in (orders, hidden, sales):
             admin.create_topic(name, num_partitions=1)
-        admin.create_acls([
-            _acl(orders, AclOperation.WRITE, "User:alice"),
-            _acl(orders, AclOperation.READ, "User:alice"),
-            _acl(f"sales{suffix}-", AclOperation.ALL, "User:alice", pattern=PatternType.PREFIXED),
-            _acl(sales, AclOperation.WRITE, "User:alice", permission=AclPermissionType.DENY),
-            _acl(orders, AclOperation.DESCRIBE, "User:bob"),
-            _acl(f"g{suffix}", AclOperation.DESCRIBE, "User:alice", rtype=ResourceType.GROUP),
-        ])
-        mine = admin.describe_acls(AclBindingFilter(
-            resource_type=ResourceType.TOPIC, name=sales, pattern_type=PatternType.MATCH))
+        admin.create_acls(
+            [
+                _acl(orders, AclOperation.WRITE, "User:alice"),
+                _acl(orders, AclOperation.READ, "User:alice"),
+                _acl(
+                    f"sales{suffix}-", AclOperation.ALL, "User:alice", pattern=PatternType.PREFIXED
+                ),
+                _acl(sales, AclOperation.WRITE, "User:alice", permission=AclPermissionType.DENY),
+                _acl(orders, AclOperation.DESCRIBE, "User:bob"),
+                _acl(f"g{suffix}", AclOperation.DESCRIBE, "User:alice", rtype=ResourceType.GROUP),
+            ]
+        )
+        mine = admin.describe_acls(
+            AclBindingFilter(
+                resource_type=ResourceType.TOPIC, name=sales, pattern_type=PatternType.MATCH
+            )
+        )
         out["match filter"] = sorted((a.pattern_type.name, a.permission.name) for a in mine)
     out["alice produces"] = _outcome(lambda: _produce(bootstrap, "alice", orders))
     out["bob produces"] = _outcome(lambda: _produce(bootstrap, "bob", orders))
     out["deny wins"] = _outcome(lambda: _produce(bootstrap, "alice", sales))
     with _connection(bootstrap, "alice") as conn:
         listed = conn.request(METADATA, {"topics": None}).topics
-        out["alice sees"] = sorted(t.name.replace(suffix, "") for t in listed
-                                   if t.name.endswith(suffix) or suffix in t.name)
-        named = conn.request(METADATA, {"topics": [{"name": hidden}, {"name": f"nope{suffix}"}],
-                                        "allow_auto_topic_creation": False}).topics
+        out["alice sees"] = sorted(
+            t.name.replace(suffix, "")
+            for t in listed
+            if t.name.endswith(suffix) or suffix in t.name
+        )
+        named = conn.request(
+            METADATA,
+            {
+                "topics": [{"name": hidden}, {"name": f"nope{suffix}"}],
+                "allow_auto_topic_creation": False,
+            },
+        ).topics
         out["named"] = [t.error_code for t in named]
     with _connection(bootstrap, "bob") as conn:
         deleted = conn.request(DELETE_TOPICS, {"topic_names": [orders], "timeout_ms": 5000})
@@ -164,13 +207,21 @@ def test_kclient_acls_command_against_kafka(acl_kafka):
     from tests.conftest import CliRunner
 
     def as_(user):
-        return ["--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "SCRAM-SHA-256",
-                "--sasl-username", user, "--sasl-password", USERS[user]]
+        return [
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--sasl-mechanism",
+            "SCRAM-SHA-256",
+            "--sasl-username",
+            user,
+            "--sasl-password",
+            USERS[user],
+        ]
 
     def rows(text):
         return [line.split() for line in text.splitlines() if line.startswith(("TOPIC ", "GROUP "))]
 
-    def produce_exit(want):     # Kafka applies ACL changes through its metadata log
+    def produce_exit(want):  # Kafka applies ACL changes through its metadata log
         deadline = time.monotonic() + 20
         while True:
             code = cli("produce", "cli-orders", *as_("alice"), input=b"x\n").returncode
@@ -182,22 +233,59 @@ def test_kclient_acls_command_against_kafka(acl_kafka):
     admin = as_("admin")
     cli("topics", "create", "cli-orders", *admin, check=0)
     assert produce_exit(1) == 1
-    assert cli.out("acls", "add", "--allow-principal", "User:alice", "--operation", "Write",
-                   "--operation", "describe", "--topic", "cli-orders", *admin) == \
-        "added 2 ACL(s)\n"
-    cli("acls", "add", "--deny-principal", "User:bob", "--operation", "All", "--group",
-        "cli-g", "--resource-pattern-type", "prefixed", *admin, check=0)
+    assert (
+        cli.out(
+            "acls",
+            "add",
+            "--allow-principal",
+            "User:alice",
+            "--operation",
+            "Write",
+            "--operation",
+            "describe",
+            "--topic",
+            "cli-orders",
+            *admin,
+        )
+        == "added 2 ACL(s)\n"
+    )
+    cli(
+        "acls",
+        "add",
+        "--deny-principal",
+        "User:bob",
+        "--operation",
+        "All",
+        "--group",
+        "cli-g",
+        "--resource-pattern-type",
+        "prefixed",
+        *admin,
+        check=0,
+    )
     assert produce_exit(0) == 0
     listed = rows(cli.out("acls", "list", *admin))
     assert ["TOPIC", "cli-orders", "LITERAL", "User:alice", "*", "WRITE", "ALLOW"] in listed
     assert ["TOPIC", "cli-orders", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW"] in listed
     bobs = rows(cli.out("acls", "list", "--principal", "User:bob", *admin))
-    assert {r[3] for r in bobs} == {"User:bob"}     # other tests' ACLs of bob on this Kafka too
+    assert {r[3] for r in bobs} == {"User:bob"}  # other tests' ACLs of bob on this Kafka too
     assert [r for r in bobs if r[1].startswith("cli-")] == [
-        ["GROUP", "cli-g", "PREFIXED", "User:bob", "*", "ALL", "DENY"]]
-    assert cli.out("acls", "remove", "--allow-principal", "User:alice", "--operation", "Write",
-                   "--topic", "cli-orders", *admin) == "removed 1 ACL(s)\n"
+        ["GROUP", "cli-g", "PREFIXED", "User:bob", "*", "ALL", "DENY"]
+    ]
+    assert (
+        cli.out(
+            "acls",
+            "remove",
+            "--allow-principal",
+            "User:alice",
+            "--operation",
+            "Write",
+            "--topic",
+            "cli-orders",
+            *admin,
+        )
+        == "removed 1 ACL(s)\n"
+    )
     assert produce_exit(1) == 1
-    assert b"ClusterAuthorizationFailedError" in cli("acls", "list", *as_("alice"),
-                                                     check=1).stderr
+    assert b"ClusterAuthorizationFailedError" in cli("acls", "list", *as_("alice"), check=1).stderr
     assert b"--operation" in cli("acls", "add", "--topic", "t", *admin, check=2).stderr

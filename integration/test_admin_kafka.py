@@ -1,5 +1,6 @@
 """AdminClient against Apache Kafka 4.x: the same contract as the mini-broker's
 (tests/admin/contract.py), every operation and error path."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """kclient.aio against real Kafka 4.x: produce and consume, two AIOConsumers splitting a topic's
 partitions through Kafka's group coordinator, commit then a new member resuming, seek, and a
 per-message error (a message over the topic's max.message.bytes)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,9 +19,14 @@ pytestmark = pytest.mark.kafka
 
 
 def _conf(bootstrap: str, group: str) -> dict:
-    return {"bootstrap_servers": bootstrap, "group_id": group, "auto_offset_reset": "earliest",
-            "enable_auto_commit": False, "session_timeout_ms": 10000,
-            "heartbeat_interval_ms": 300}
+    return {
+        "bootstrap_servers": bootstrap,
+        "group_id": group,
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": 10000,
+        "heartbeat_interval_ms": 300,
+    }
 
 
 async def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
@@ -32,7 +38,7 @@ async def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
             md = f.result()
             assert md.partition == i % partitions
             by_part.setdefault(md.partition, []).append(md.offset)
-        for offs in by_part.values():        # consecutive offsets per partition, in send order
+        for offs in by_part.values():  # consecutive offsets per partition, in send order
             assert offs == list(range(offs[0], offs[0] + len(offs)))
 
 
@@ -48,18 +54,20 @@ def test_produce_consume_and_per_message_error(kafka4):
                 big.result()
             assert small.result().offset == 0
         await _produce(kafka4.bootstrap, topic, 200, 2)
-        async with AIOConsumer(bootstrap_servers=kafka4.bootstrap,
-                               auto_offset_reset="earliest") as c:
+        async with AIOConsumer(
+            bootstrap_servers=kafka4.bootstrap, auto_offset_reset="earliest"
+        ) as c:
             c.assign([TP(topic, 0), TP(topic, 1)])
             got = []
             while len(got) < 201:
                 for recs in (await c.getmany(timeout_ms=5000)).values():
                     got += recs
-            assert sorted(r.value for r in got) == sorted([b"fits"] + [b"m%d" % i
-                                                                       for i in range(200)])
+            assert sorted(r.value for r in got) == sorted(
+                [b"fits"] + [b"m%d" % i for i in range(200)]
+            )
             c.seek(TP(topic, 0), 90)
             r = await c.getone(TP(topic, 0))
-            assert (r.offset, r.value) == (90, b"m180")      # partition 0 holds m0, m2, ...
+            assert (r.offset, r.value) == (90, b"m180")  # partition 0 holds m0, m2, ...
 
     asyncio.run(main())
 
@@ -83,15 +91,18 @@ def test_group_split_commit_resume(kafka4):
         tasks = [asyncio.create_task(run("a", a)), asyncio.create_task(run("b", b))]
         for _ in range(300):
             await asyncio.sleep(0.1)
-            if len(a.assignment()) == 2 and len(b.assignment()) == 2 and \
-                    len(got["a"]) + len(got["b"]) >= 400:
+            if (
+                len(a.assignment()) == 2
+                and len(b.assignment()) == 2
+                and len(got["a"]) + len(got["b"]) >= 400
+            ):
                 break
         stop.set()
         await asyncio.gather(*tasks)
         assert a.assignment() | b.assignment() == {TP(topic, p) for p in range(4)}
         assert not a.assignment() & b.assignment()
         assert {r.value for r in got["a"] + got["b"]} == {b"m%d" % i for i in range(400)}
-        for c in (a, b):                     # commit 60 of each owned partition's 100
+        for c in (a, b):  # commit 60 of each owned partition's 100
             await c.commit(dict.fromkeys(c.assignment(), 60))
         await a.close()
         await b.close()

@@ -2,6 +2,7 @@
 the threaded producer's: commit visible and abort invisible to confluent-kafka's read_committed
 consumer, offsets sent in a transaction the group's only on commit, a zombie fenced by a newer
 instance (at commit, and at its next send)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,13 +20,15 @@ pytestmark = pytest.mark.kafka
 
 
 def _producer(server, tid: str) -> AIOProducer:
-    return AIOProducer(bootstrap_servers=server.bootstrap, transactional_id=tid, acks="all",
-                       linger_ms=2)
+    return AIOProducer(
+        bootstrap_servers=server.bootstrap, transactional_id=tid, acks="all", linger_ms=2
+    )
 
 
 async def _send(p: AIOProducer, topic: str, tag: str, n: int, partitions: int = 1) -> None:
-    futs = [await p.enqueue(topic, f"{tag}-{i}".encode(), partition=i % partitions)
-            for i in range(n)]
+    futs = [
+        await p.enqueue(topic, f"{tag}-{i}".encode(), partition=i % partitions) for i in range(n)
+    ]
     await p.flush()
     for f in futs:
         f.result()
@@ -46,9 +49,11 @@ def test_commit_is_visible_abort_is_not_to_confluent_read_committed(kafka4):
             await p.begin_transaction()
             await _send(p, topic, "second", 10, 2)
             await p.commit_transaction()
+
     asyncio.run(main())
-    expected = sorted([f"committed-{i}".encode() for i in range(30)]
-                      + [f"second-{i}".encode() for i in range(10)])
+    expected = sorted(
+        [f"committed-{i}".encode() for i in range(30)] + [f"second-{i}".encode() for i in range(10)]
+    )
     assert sorted(confluent_read(kafka4, topic, "read_committed", expect=40)) == expected
     uncommitted = confluent_read(kafka4, topic, "read_uncommitted", expect=60)
     assert sorted(uncommitted) == sorted(expected + [f"aborted-{i}".encode() for i in range(20)])
@@ -65,12 +70,15 @@ def test_send_offsets_visible_only_after_commit(kafka4):
             await _send(p, topic, "out", 4, 2)
             await p.send_offsets_to_transaction({(topic, 0): 11, (topic, 1): 7}, group)
             await p.abort_transaction()
-            assert await asyncio.to_thread(committed_offsets, kafka4, group, topic, 2) == \
-                {0: -1001, 1: -1001}
+            assert await asyncio.to_thread(committed_offsets, kafka4, group, topic, 2) == {
+                0: -1001,
+                1: -1001,
+            }
             await p.begin_transaction()
             await _send(p, topic, "out", 4, 2)
             await p.send_offsets_to_transaction({(topic, 0): 12, (topic, 1): 8}, group)
             await p.commit_transaction()
+
     asyncio.run(main())
     assert committed_offsets(kafka4, group, topic, 2) == {0: 12, 1: 8}
 
@@ -85,19 +93,21 @@ def test_zombie_is_fenced_and_its_transaction_aborted(kafka4):
         await zombie.begin_transaction()
         await _send(zombie, topic, "zombie", 5)
         async with _producer(kafka4, tid) as fresh:
-            await fresh.init_transactions()     # fences the zombie, aborts its transaction
+            await fresh.init_transactions()  # fences the zombie, aborts its transaction
             assert fresh.producer_id_and_epoch[1] > zombie.producer_id_and_epoch[1]
             with pytest.raises(ProducerFencedError):
                 await zombie.commit_transaction()
-            with pytest.raises(ProducerFencedError):   # fatal: every later call raises it
+            with pytest.raises(ProducerFencedError):  # fatal: every later call raises it
                 await zombie.begin_transaction()
             await fresh.begin_transaction()
             await _send(fresh, topic, "fresh", 3)
             await fresh.commit_transaction()
         await zombie.close()
+
     asyncio.run(main())
-    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=3)) == \
-        [f"fresh-{i}".encode() for i in range(3)]
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=3)) == [
+        f"fresh-{i}".encode() for i in range(3)
+    ]
 
 
 def test_zombie_send_is_fenced(kafka4):
@@ -117,6 +127,7 @@ def test_zombie_send_is_fenced(kafka4):
             with pytest.raises(ProducerFencedError):
                 await zombie.commit_transaction()
         await zombie.close()
+
     asyncio.run(main())
     assert confluent_read(kafka4, topic, "read_committed", idle_s=1.0) == []
 
@@ -147,8 +158,15 @@ def test_transactions_v2_bump_the_epoch_at_every_commit(kafka4):
     assert [e - seen[0][1] for _, e in seen] == [0, 1, 2, 3], seen
 
     from kclient import Producer, ProducerData
-    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "async",
-                   "transactional.id": f"tx-{uuid.uuid4().hex[:8]}", "acks": "all"}) as p:
+
+    with Producer(
+        {
+            "metadata.broker.list": kafka4.bootstrap,
+            "producer.type": "async",
+            "transactional.id": f"tx-{uuid.uuid4().hex[:8]}",
+            "acks": "all",
+        }
+    ) as p:
         p.init_transactions()
         assert p.transaction_version == 2
         first = p.producer_id_and_epoch
@@ -156,8 +174,9 @@ def test_transactions_v2_bump_the_epoch_at_every_commit(kafka4):
         p.send([ProducerData(topic, b"t-%d" % i, partition=i % 2) for i in range(4)])
         p.commit_transaction()
         assert p.producer_id_and_epoch == (first[0], first[1] + 1)
-    expected = sorted([f"{t}-{i}".encode() for t in ("a1", "a3") for i in range(6)]
-                      + [b"t-%d" % i for i in range(4)])
-    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=len(expected))) == \
-        expected
+    expected = sorted(
+        [f"{t}-{i}".encode() for t in ("a1", "a3") for i in range(6)]
+        + [b"t-%d" % i for i in range(4)]
+    )
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=len(expected))) == expected
     assert committed_offsets(kafka4, group, topic, 1) == {0: 3}

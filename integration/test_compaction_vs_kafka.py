@@ -8,6 +8,7 @@ round the segment files must hold the same batches: base and last offsets kept, 
 records retained, an empty batch where Kafka keeps one, the delete-horizon attribute where
 Kafka sets it.  A keyless record is refused alike (INVALID_RECORD
 with the same per-record errors)."""
+
 from __future__ import annotations
 
 import time
@@ -28,8 +29,12 @@ from .conftest import OLD_FORMATS, _server
 confluent_admin = need_module("confluent_kafka.admin")
 
 RETENTION_MS = 3000
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "2000",
-                "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": str(RETENTION_MS)}
+TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "2000",
+    "min.cleanable.dirty.ratio": "0.01",
+    "delete.retention.ms": str(RETENTION_MS),
+}
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +47,9 @@ def kafka_cleaning():
 @pytest.fixture(scope="module")
 def kafka_cleaning_old_formats():
     """Kafka 3.x in ZooKeeper mode able to keep message formats v0/v1, cleaning every 100 ms."""
-    with _server("3", mode="zookeeper",
-                 config={**OLD_FORMATS, "log.cleaner.backoff.ms": "100"}) as server:
+    with _server(
+        "3", mode="zookeeper", config={**OLD_FORMATS, "log.cleaner.backoff.ms": "100"}
+    ) as server:
         yield server
 
 
@@ -59,8 +65,10 @@ def _batches(codec: int = 0, keyless_tail: bool = True) -> list[bytes]:
         size = 1 + i % 4
         keyless = keyless_tail and i >= 60
         keys = [None if keyless else b"key-%d" % ((n + j) * 7 % 9) for j in range(size)]
-        values = [None if (n + j) % 11 == 5 else b"value-%d-" % (n + j) + b"x" * (n % 13)
-                  for j in range(size)]
+        values = [
+            None if (n + j) % 11 == 5 else b"value-%d-" % (n + j) + b"x" * (n % 13)
+            for j in range(size)
+        ]
         out.append(build_batch(values, keys, timestamp=now + n, codec=codec))
         n += size
     return out
@@ -70,9 +78,12 @@ def _produce(bootstrap: str, topic: str, records: bytes) -> object:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = BrokerConnection(host, int(port)).connect()
     try:
-        body = {"acks": -1, "timeout_ms": 10000, "transactional_id": None,
-                "topic_data": [{"name": topic, "partition_data": [
-                    {"index": 0, "records": records}]}]}
+        body = {
+            "acks": -1,
+            "timeout_ms": 10000,
+            "transactional_id": None,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+        }
         return conn.request(PRODUCE, body).responses[0].partition_responses[0]
     finally:
         conn.close()
@@ -87,9 +98,16 @@ def _shape(directory: Path) -> list[tuple]:
         batches = []
         for b in RecordsReader(path.read_bytes()).batches():
             horizon = b.first_timestamp if _attrs(path, b) & DELETE_HORIZON_MASK else None
-            batches.append((b.base_offset, b.last_offset, b.record_count, b.codec,
-                            horizon is not None,
-                            [(r.offset, r.key, r.value, r.timestamp) for r in b.records]))
+            batches.append(
+                (
+                    b.base_offset,
+                    b.last_offset,
+                    b.record_count,
+                    b.codec,
+                    horizon is not None,
+                    [(r.offset, r.key, r.value, r.timestamp) for r in b.records],
+                )
+            )
         out.append((path.name, batches))
     return out
 
@@ -110,15 +128,19 @@ def _wait_kafka_cleaned(data: Path, topic: str, active: int, timeout: float = 60
     raise AssertionError(f"Kafka did not clean {topic} up to {active}")
 
 
-@pytest.mark.parametrize("fmt,codec", [("2.8", 0), ("2.8", 1), ("2.8", 3), ("2.8", 4),
-                                       ("0.10.0", 0), ("0.8.2", 0)])
+@pytest.mark.parametrize(
+    "fmt,codec", [("2.8", 0), ("2.8", 1), ("2.8", 3), ("2.8", 4), ("0.10.0", 0), ("0.8.2", 0)]
+)
 def test_cleaned_segments_match_kafkas(request, tmp_path, fmt, codec):
     server = "kafka_cleaning" if fmt == "2.8" else "kafka_cleaning_old_formats"
     kafka_cleaning = request.getfixturevalue(server)
     topic = f"compact-{uuid.uuid4().hex[:8]}"
     admin = confluent_admin.AdminClient({"bootstrap.servers": kafka_cleaning.bootstrap})
-    held = {**TOPIC_CONFIG, "cleanup.policy": "delete",      # keyless taken, no cleaning
-            "message.format.version": fmt}
+    held = {
+        **TOPIC_CONFIG,
+        "cleanup.policy": "delete",  # keyless taken, no cleaning
+        "message.format.version": fmt,
+    }
     admin.create_topics([confluent_admin.NewTopic(topic, 1, 1, config=held)])[topic].result(30)
     batches = _batches(codec, keyless_tail=fmt == "2.8")
     with MiniBroker(log_dir=tmp_path / "mini") as mini:
@@ -142,26 +164,38 @@ def test_cleaned_segments_match_kafkas(request, tmp_path, fmt, codec):
             assert any(b[4] for b in flat), "tombstones kept under a delete horizon"
             assert any(r[2] is None for b in flat for r in b[5])
         time.sleep(RETENTION_MS / 1000 + 0.5)
-        _set_policy(admin, topic, mini_log, "delete")        # no cleaning while we write
+        _set_policy(admin, topic, mini_log, "delete")  # no cleaning while we write
         for batch in _batches(codec, keyless_tail=False)[:40]:
             assert _produce(kafka_cleaning.bootstrap, topic, batch).error_code == 0
             assert _produce(mini.bootstrap, topic, batch).error_code == 0
-        assert sorted(p.name for p in kafka_dir.glob("*.log")) == \
-            sorted(p.name for p in mini_log.directory.glob("*.log"))
+        assert sorted(p.name for p in kafka_dir.glob("*.log")) == sorted(
+            p.name for p in mini_log.directory.glob("*.log")
+        )
         _set_policy(admin, topic, mini_log, "compact")
         second = _clean_both(kafka_cleaning, topic, mini, mini_log)
-    old_tombstones = [r for _, bs in second for b in bs for r in b[5]
-                      if r[2] is None and r[0] < int(kafka_files[-1][:20])]
+    old_tombstones = [
+        r
+        for _, bs in second
+        for b in bs
+        for r in b[5]
+        if r[2] is None and r[0] < int(kafka_files[-1][:20])
+    ]
     assert not old_tombstones, "the second round removes the first round's tombstones"
 
 
 def _set_policy(admin, topic: str, mini_log, policy: str) -> None:
     """cleanup.policy of the topic on Kafka (AlterConfigs) and of the mini-broker's log."""
     resource = confluent_admin.ConfigResource(
-        confluent_admin.ResourceType.TOPIC, topic, incremental_configs=[
+        confluent_admin.ResourceType.TOPIC,
+        topic,
+        incremental_configs=[
             confluent_admin.ConfigEntry(
-                "cleanup.policy", policy,
-                incremental_operation=confluent_admin.AlterConfigOpType.SET)])
+                "cleanup.policy",
+                policy,
+                incremental_operation=confluent_admin.AlterConfigOpType.SET,
+            )
+        ],
+    )
     admin.incremental_alter_configs([resource])[resource].result(30)
     mini_log.config.cleanup_policy = (policy,)
 
@@ -182,8 +216,9 @@ def _clean_both(kafka, topic: str, mini: MiniBroker, mini_log) -> list[tuple]:
 def test_keyless_refusal_matches_kafka(kafka_cleaning, tmp_path, version):
     topic = f"keyless-{uuid.uuid4().hex[:8]}"
     admin = confluent_admin.AdminClient({"bootstrap.servers": kafka_cleaning.bootstrap})
-    admin.create_topics([confluent_admin.NewTopic(topic, 1, 1, config=TOPIC_CONFIG)])[topic] \
-        .result(30)
+    admin.create_topics([confluent_admin.NewTopic(topic, 1, 1, config=TOPIC_CONFIG)])[topic].result(
+        30
+    )
     batch = build_batch([b"a", b"b", b"c"], [b"k", None, None])
     answers = []
     with MiniBroker(log_dir=tmp_path / "mini") as mini:
@@ -191,15 +226,22 @@ def test_keyless_refusal_matches_kafka(kafka_cleaning, tmp_path, version):
         for bootstrap in (kafka_cleaning.bootstrap, mini.bootstrap):
             h, p = bootstrap.split(",")[0].rsplit(":", 1)
             conn = BrokerConnection(h, int(p)).connect()
-            body = {"acks": -1, "timeout_ms": 10000, "transactional_id": None,
-                    "topic_data": [{"name": topic, "partition_data": [
-                        {"index": 0, "records": batch}]}]}
-            part = conn.request(PRODUCE, body, version=version) \
-                .responses[0].partition_responses[0]
+            body = {
+                "acks": -1,
+                "timeout_ms": 10000,
+                "transactional_id": None,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            }
+            part = conn.request(PRODUCE, body, version=version).responses[0].partition_responses[0]
             conn.close()
-            answers.append((part.error_code,
-                            [(e.batch_index, e.batch_index_error_message)
-                             for e in part.record_errors] if version >= 8 else None,
-                            part.error_message if version >= 8 else None))
+            answers.append(
+                (
+                    part.error_code,
+                    [(e.batch_index, e.batch_index_error_message) for e in part.record_errors]
+                    if version >= 8
+                    else None,
+                    part.error_message if version >= 8 else None,
+                )
+            )
     assert answers[0][0] == 87
     assert answers[1] == answers[0]

@@ -1,6 +1,7 @@
 """ConsumerConnector against real Kafka: ZooKeeper-coordinated on a 3.x cluster registered in
 ZooKeeper (offsets to ZooKeeper and to Kafka), broker-coordinated on 4.x in one group with Kafka's
 Java console consumer."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,10 @@ def drain(streams, done, timeout: float = 30.0) -> list[list]:
             except ConsumerTimeoutError:
                 if done(sum(map(len, seen))):
                     finished.set()
-    threads = [threading.Thread(target=run, args=(i, s), daemon=True)
-               for i, s in enumerate(streams)]
+
+    threads = [
+        threading.Thread(target=run, args=(i, s), daemon=True) for i, s in enumerate(streams)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -58,9 +61,14 @@ def drain(streams, done, timeout: float = 30.0) -> list[list]:
 
 
 def zk_conf(server, group: str, **extra) -> dict:
-    return {"zookeeper.connect": server.zookeeper_connect, "group.id": group,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 500,
-            "auto.commit.enable": False, **extra}
+    return {
+        "zookeeper.connect": server.zookeeper_connect,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 500,
+        "auto.commit.enable": False,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("storage", ["zookeeper", "kafka"])
@@ -73,12 +81,16 @@ def test_zookeeper_connector_on_kafka3(kafka3_cluster, storage):
     zk = KazooClient(hosts=kafka3_cluster.zookeeper_connect)
     zk.start()
     try:
-        assert sorted(zk.get_children("/brokers/ids")) == ["1", "2"]   # Kafka's registrations
-        leaders = {json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])["leader"]
-                   for p in range(4)}
+        assert sorted(zk.get_children("/brokers/ids")) == ["1", "2"]  # Kafka's registrations
+        leaders = {
+            json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])["leader"]
+            for p in range(4)
+        }
         assert leaders == {1, 2}
-        with consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as a, \
-                consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as b:
+        with (
+            consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as a,
+            consumer.create(zk_conf(kafka3_cluster, group, **offsets)) as b,
+        ):
             sa = a.create_message_streams({topic: 2})[topic]
             sb = b.create_message_streams({topic: 2})[topic]
             _wait_owned(zk, group, topic, 4)
@@ -86,8 +98,10 @@ def test_zookeeper_connector_on_kafka3(kafka3_cluster, storage):
             got_a, got_b = sum(per_stream[:2], []), sum(per_stream[2:], [])
             a.commit_offsets()
             b.commit_offsets()
-            owners = {p: zk.get(f"/consumers/{group}/owners/{topic}/{p}")[0].decode()
-                      for p in zk.get_children(f"/consumers/{group}/owners/{topic}")}
+            owners = {
+                p: zk.get(f"/consumers/{group}/owners/{topic}/{p}")[0].decode()
+                for p in zk.get_children(f"/consumers/{group}/owners/{topic}")
+            }
         parts_a = {m.partition for m in got_a}
         parts_b = {m.partition for m in got_b}
         assert parts_a and parts_b and not parts_a & parts_b
@@ -96,8 +110,9 @@ def test_zookeeper_connector_on_kafka3(kafka3_cluster, storage):
         assert {o.rsplit("-", 1)[0] for o in owners.values()} == {a.consumer_id, b.consumer_id}
         ends = _end_offsets(kafka3_cluster, topic, 4)
         if storage == "zookeeper":
-            committed = {p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0])
-                         for p in range(4)}
+            committed = {
+                p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in range(4)
+            }
         else:
             host, port = leader_address(kafka3_cluster, topic, 0)
             with SimpleConsumer(host, port) as c:
@@ -121,8 +136,9 @@ def _wait_owned(zk, group: str, topic: str, partitions: int, timeout: float = 20
     while time.monotonic() < deadline:
         if zk.exists(path) and len(zk.get_children(path)) == partitions:
             ids = zk.get_children(f"/consumers/{group}/ids")
-            owners = {zk.get(f"{path}/{p}")[0].decode().rsplit("-", 1)[0]
-                      for p in zk.get_children(path)}
+            owners = {
+                zk.get(f"{path}/{p}")[0].decode().rsplit("-", 1)[0] for p in zk.get_children(path)
+            }
             if len(ids) == 2 and len(owners) == 2:
                 return
         time.sleep(0.1)
@@ -131,6 +147,7 @@ def _wait_owned(zk, group: str, topic: str, partitions: int, timeout: float = 20
 
 def _end_offsets(server, topic: str, partitions: int) -> dict[int, int]:
     from kclient.simple import OffsetRequest
+
     out = {}
     for p in range(partitions):
         host, port = leader_address(server, topic, p)
@@ -143,7 +160,9 @@ def test_zookeeper_connector_dual_commit_on_kafka3(kafka3_cluster):
     topic = new_topic(kafka3_cluster, partitions=2)
     produce(kafka3_cluster, topic, [b"a", b"b", b"c", b"d"])
     group = f"dual-{topic}"
-    conf = zk_conf(kafka3_cluster, group, **{"offsets.storage": "kafka", "dual.commit.enabled": True})
+    conf = zk_conf(
+        kafka3_cluster, group, **{"offsets.storage": "kafka", "dual.commit.enabled": True}
+    )
     with consumer.create(conf) as c:
         (got,) = drain(c.create_message_streams({topic: 1})[topic], 4, timeout=15)
         assert len(got) == 4
@@ -158,15 +177,23 @@ def test_zookeeper_connector_dual_commit_on_kafka3(kafka3_cluster):
         zk.close()
     host, port = leader_address(kafka3_cluster, topic, 0)
     with SimpleConsumer(host, port) as s:
-        in_kafka = {p: o.offset for (_, p), o in
-                    s.fetch_offsets(group, [(topic, 0), (topic, 1)]).items()}
+        in_kafka = {
+            p: o.offset for (_, p), o in s.fetch_offsets(group, [(topic, 0), (topic, 1)]).items()
+        }
     assert in_zk == in_kafka == ends
 
 
 # -- broker-coordinated, with the Java consumer --------------------------------------------------
 def _describe(server, group: str, *what: str) -> str:
-    return server.run_tool("consumer-groups", "--bootstrap-server", server.bootstrap,
-                           "--describe", "--group", group, *what).stdout.decode()
+    return server.run_tool(
+        "consumer-groups",
+        "--bootstrap-server",
+        server.bootstrap,
+        "--describe",
+        "--group",
+        group,
+        *what,
+    ).stdout.decode()
 
 
 def _wait_members(server, group: str, n: int, timeout: float = 60) -> None:
@@ -187,12 +214,24 @@ class JavaConsoleConsumer:
 
     def __init__(self, server, topic: str, group: str):
         self.proc = server.start_tool(
-            "console-consumer", "--bootstrap-server", server.bootstrap, "--topic", topic,
-            "--group", group, "--consumer-property", "auto.offset.reset=earliest",
-            "--formatter-property", "print.partition=true",
-            "--formatter-property", "print.key=true",
-            "--consumer-property", "heartbeat.interval.ms=500",
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            "console-consumer",
+            "--bootstrap-server",
+            server.bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--consumer-property",
+            "auto.offset.reset=earliest",
+            "--formatter-property",
+            "print.partition=true",
+            "--formatter-property",
+            "print.key=true",
+            "--consumer-property",
+            "heartbeat.interval.ms=500",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         self.lines: list[list[str]] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -228,9 +267,13 @@ def test_group_connector_shares_a_group_with_the_java_consumer(kafka4, first):
     """Whoever joins first leads the group and assigns (Java's RangeAssignor or kclient's)."""
     topic = new_topic(kafka4, partitions=6)
     group = f"mixed-{topic}"
-    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": group,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
-            "heartbeat.interval.ms": 500}
+    conf = {
+        "metadata.broker.list": kafka4.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 300,
+        "heartbeat.interval.ms": 500,
+    }
     java = None
     try:
         if first == "java":
@@ -274,9 +317,13 @@ def test_filter_consumer_picks_up_new_topics_on_kafka4(kafka4):
     prefix = f"flt{time.time_ns() % 10**9}"
     first = new_topic(kafka4, 2, prefix=prefix)
     produce(kafka4, first, [b"a1", b"a2"])
-    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"g-{prefix}",
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
-            "heartbeat.interval.ms": 300}
+    conf = {
+        "metadata.broker.list": kafka4.bootstrap,
+        "group.id": f"g-{prefix}",
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 300,
+        "heartbeat.interval.ms": 300,
+    }
     with consumer.create(conf) as conn:
         streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*|__.*"), 1)
         (got,) = drain(streams, 2, timeout=20)
@@ -296,22 +343,30 @@ def test_zookeeper_filter_connector_sees_topics_kafka3_creates(kafka3_cluster):
     with consumer.create(zk_conf(kafka3_cluster, f"g-{prefix}")) as conn:
         streams = conn.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*"), 1)
         (got,) = drain(streams, 2, timeout=20)
-        conn.commit_offsets()           # auto-commit is off: else the rebalance re-delivers
+        conn.commit_offsets()  # auto-commit is off: else the rebalance re-delivers
         second = new_topic(kafka3_cluster, 3, prefix=prefix)
         produce(kafka3_cluster, second, [b"b1", b"b2", b"b3"])
         (more,) = drain(streams, 3, timeout=30)
     assert sorted(m.message for m in got) == [b"a1", b"a2"]
-    assert sorted((m.topic, m.message) for m in more) == [(second, b"b1"), (second, b"b2"),
-                                                          (second, b"b3")]
+    assert sorted((m.topic, m.message) for m in more) == [
+        (second, b"b1"),
+        (second, b"b2"),
+        (second, b"b3"),
+    ]
 
 
 def test_group_members_hand_over_on_kafka4(kafka4):
     """Two kclient members split a topic; when one leaves (committing first), the other takes
     over its partitions from the committed offsets: nothing lost, nothing read twice."""
     topic = new_topic(kafka4, partitions=4)
-    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"hand-{topic}",
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 300,
-            "heartbeat.interval.ms": 300, "auto.commit.enable": False}
+    conf = {
+        "metadata.broker.list": kafka4.bootstrap,
+        "group.id": f"hand-{topic}",
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 300,
+        "heartbeat.interval.ms": 300,
+        "auto.commit.enable": False,
+    }
     first = [b"a%03d" % i for i in range(200)]
     second = [b"b%03d" % i for i in range(200)]
     b = consumer.create(conf)
@@ -319,13 +374,14 @@ def test_group_members_hand_over_on_kafka4(kafka4):
         sb = b.create_message_streams({topic: 1})[topic]
         with consumer.create(conf) as a:
             sa = a.create_message_streams({topic: 1})[topic]
-            wait_for(lambda: len(a.registry) == 2 and len(b.registry) == 2, 30, message="a 2/2 split")
+            wait_for(
+                lambda: len(a.registry) == 2 and len(b.registry) == 2, 30, message="a 2/2 split"
+            )
             produce(kafka4, topic, first)
             got_a, got_b = drain(sa + sb, 200)
             a.commit_offsets()
             b.commit_offsets()
-        wait_for(lambda: len(b.registry) == 4, 30,
-                 message="the survivor owning all 4 partitions")
+        wait_for(lambda: len(b.registry) == 4, 30, message="the survivor owning all 4 partitions")
         produce(kafka4, topic, second)
         (rest,) = drain(sb, 200)
     finally:

@@ -3,6 +3,7 @@ tests/consumer/kip848_scenarios.py (the mini-broker runs them too, in
 tests/consumer/test_kip848_members.py).  Kafka 4.x serves the consumer protocol by default;
 kclient.testing's KafkaServer lowers its heartbeat interval (500 ms) and session timeout (10 s)
 to test speed."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 fetch opening one, incremental fetches listing a moved partition, forgetting one, answering
 only partitions with something new, the session errors, closing with epoch -1, and a session
 whose last partition is forgotten."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from kclient.protocol.apis import FETCH, PRODUCE
 
 from .differential import Twin
-from .test_differential import batch, check, create, produce_body, twin4  # noqa: F401
+from .differential_support import batch, check, create, produce_body
 
 CASE = "fetch sessions"
 TOPIC = "fetch-sessions"
@@ -18,15 +19,30 @@ ORDER = {"responses": "topic", "partitions": "partition_index"}
 UNKNOWN_ID = 0x7FFF0001
 
 
-def _body(parts: dict[int, int], sid: int, epoch: int, forget: tuple[int, ...] = ()
-          ) -> dict[str, Any]:
-    return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-            "isolation_level": 0, "session_id": sid, "session_epoch": epoch,
-            "topics": [{"topic": TOPIC, "partitions": [
-                {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 16}
-                for p, o in parts.items()]}] if parts else [],
-            "forgotten_topics_data": [{"topic": TOPIC, "partitions": list(forget)}]
-            if forget else []}
+def _body(
+    parts: dict[int, int], sid: int, epoch: int, forget: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    return {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": sid,
+        "session_epoch": epoch,
+        "topics": [
+            {
+                "topic": TOPIC,
+                "partitions": [
+                    {"partition": p, "fetch_offset": o, "partition_max_bytes": 1 << 16}
+                    for p, o in parts.items()
+                ],
+            }
+        ]
+        if parts
+        else [],
+        "forgotten_topics_data": [{"topic": TOPIC, "partitions": list(forget)}] if forget else [],
+    }
 
 
 class _Sessions:
@@ -35,18 +51,27 @@ class _Sessions:
     def __init__(self, twin: Twin, version: int) -> None:
         self.twin, self.version, self.ids = twin, version, {"real": 0, "mini": 0}
 
-    def fetch(self, label: str, parts: dict[int, int], epoch: int,
-              forget: tuple[int, ...] = (), sid: int | None = None) -> Any:
+    def fetch(
+        self,
+        label: str,
+        parts: dict[int, int],
+        epoch: int,
+        forget: tuple[int, ...] = (),
+        sid: int | None = None,
+    ) -> Any:
         real, _ = self.twin.request(
-            FETCH, self.version,
+            FETCH,
+            self.version,
             lambda side: _body(parts, self.ids[side] if sid is None else sid, epoch, forget),
-            label, order_by=ORDER)
+            label,
+            order_by=ORDER,
+        )
         if epoch == 0:
             self.ids = {side: self.twin.last[side].session_id for side in self.ids}
         return real
 
 
-def test_fetch_sessions(twin4):  # noqa: F811
+def test_fetch_sessions(twin4):
     twin4.case = CASE
     create(twin4, TOPIC, 3)
     for p in (0, 1):

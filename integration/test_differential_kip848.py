@@ -11,6 +11,7 @@ depends on when the last one was computed: those answers are compared by error c
 the case then heartbeats the member that joined (uncompared) until both sides have computed
 the new target (ConsumerGroupDescribe's assignment epoch reaches the group epoch) before the
 heartbeats that are compared whole."""
+
 from __future__ import annotations
 
 import uuid
@@ -26,7 +27,7 @@ from kclient.protocol.apis import (
 from tests.waiting import wait_until
 
 from .differential import Twin
-from .test_differential import check, create, twin4, wait_coordinator  # noqa: F401
+from .differential_support import check, create, wait_coordinator
 
 CASE = "ConsumerGroupHeartbeat sequences"
 GROUP, TOPIC = "g-kip848-diff", "kip848-diff"
@@ -46,23 +47,36 @@ class Member:
         self.epoch = dict.fromkeys(SIDES, 0)
         self.owned: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
 
-    def hb(self, label: str, epoch: int | None = None, *, topics: list[str] | None = None,
-           owned: Any = "mine", whole: bool = True, **extra: Any) -> None:
+    def hb(
+        self,
+        label: str,
+        epoch: int | None = None,
+        *,
+        topics: list[str] | None = None,
+        owned: Any = "mine",
+        whole: bool = True,
+        **extra: Any,
+    ) -> None:
         """ConsumerGroupHeartbeat v1 to both (``epoch`` None: each side's own);
         ``whole=False`` compares the error code only."""
+
         def body(side: str) -> dict[str, Any]:
             e = self.epoch[side] if epoch is None else epoch
             mine = self.owned[side] if owned == "mine" else owned
-            return {"group_id": extra.get("group_id", GROUP), "member_id": self.id,
-                    "member_epoch": e, "instance_id": extra.get("instance_id", self.instance),
-                    "rack_id": None,
-                    "rebalance_timeout_ms": 60000 if e == 0 else -1,
-                    "subscribed_topic_names": topics,
-                    "subscribed_topic_regex": extra.get("regex"),
-                    "server_assignor": extra.get("assignor"),
-                    "topic_partitions": [] if e == 0 and owned == "mine" else mine}
-        self.twin.request(CONSUMER_GROUP_HEARTBEAT, 1, body, label,
-                          view=None if whole else _code)
+            return {
+                "group_id": extra.get("group_id", GROUP),
+                "member_id": self.id,
+                "member_epoch": e,
+                "instance_id": extra.get("instance_id", self.instance),
+                "rack_id": None,
+                "rebalance_timeout_ms": 60000 if e == 0 else -1,
+                "subscribed_topic_names": topics,
+                "subscribed_topic_regex": extra.get("regex"),
+                "server_assignor": extra.get("assignor"),
+                "topic_partitions": [] if e == 0 and owned == "mine" else mine,
+            }
+
+        self.twin.request(CONSUMER_GROUP_HEARTBEAT, 1, body, label, view=None if whole else _code)
         for side in SIDES:
             answer = self.twin.last[side]
             if answer.error_code == 0 and answer.member_epoch >= 0 and epoch is None:
@@ -70,7 +84,8 @@ class Member:
                 if answer.assignment is not None:
                     self.owned[side] = [
                         {"topic_id": bytes(t.topic_id), "partitions": list(t.partitions)}
-                        for t in answer.assignment.topic_partitions]
+                        for t in answer.assignment.topic_partitions
+                    ]
 
 
 def _settle(twin: Twin, member: Member) -> None:
@@ -80,26 +95,56 @@ def _settle(twin: Twin, member: Member) -> None:
         conn = getattr(twin, side)
 
         def settled(conn: Any = conn, side: str = side) -> bool:
-            answer = conn.request(CONSUMER_GROUP_HEARTBEAT, {
-                "group_id": GROUP, "member_id": member.id, "member_epoch": member.epoch[side],
-                "instance_id": None, "rack_id": None, "rebalance_timeout_ms": -1,
-                "subscribed_topic_names": None, "subscribed_topic_regex": None,
-                "server_assignor": None, "topic_partitions": member.owned[side]}, 1)
+            answer = conn.request(
+                CONSUMER_GROUP_HEARTBEAT,
+                {
+                    "group_id": GROUP,
+                    "member_id": member.id,
+                    "member_epoch": member.epoch[side],
+                    "instance_id": None,
+                    "rack_id": None,
+                    "rebalance_timeout_ms": -1,
+                    "subscribed_topic_names": None,
+                    "subscribed_topic_regex": None,
+                    "server_assignor": None,
+                    "topic_partitions": member.owned[side],
+                },
+                1,
+            )
             assert answer.error_code == 0, (side, answer)
             member.epoch[side] = answer.member_epoch
-            g = conn.request(CONSUMER_GROUP_DESCRIBE, {
-                "group_ids": [GROUP], "include_authorized_operations": False}, 1).groups[0]
+            g = conn.request(
+                CONSUMER_GROUP_DESCRIBE,
+                {"group_ids": [GROUP], "include_authorized_operations": False},
+                1,
+            ).groups[0]
             return g.assignment_epoch == g.group_epoch
-        wait_until(settled, timeout=30, what=f"{side}: the target assignment computed",
-                   interval=0.3)
+
+        wait_until(
+            settled, timeout=30, what=f"{side}: the target assignment computed", interval=0.3
+        )
 
 
 def _commit(twin: Twin, member: Member, delta: int, label: str, stranger: bool = False) -> None:
-    twin.request(OFFSET_COMMIT, 9, lambda s: {
-        "group_id": GROUP, "generation_id_or_member_epoch": member.epoch[s] + delta,
-        "member_id": "stranger" if stranger else member.id, "group_instance_id": None,
-        "topics": [{"name": TOPIC, "partitions": [
-            {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]}, label)
+    twin.request(
+        OFFSET_COMMIT,
+        9,
+        lambda s: {
+            "group_id": GROUP,
+            "generation_id_or_member_epoch": member.epoch[s] + delta,
+            "member_id": "stranger" if stranger else member.id,
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": TOPIC,
+                    "partitions": [
+                        {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}
+                    ],
+                }
+            ],
+        },
+        label,
+    )
 
 
 def _describe(twin: Twin, label: str) -> None:
@@ -107,12 +152,18 @@ def _describe(twin: Twin, label: str) -> None:
         for g in r["groups"]:
             g["members"] = sorted(g["members"], key=repr)
         return r
-    twin.request(CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [GROUP, "g-kip848-none"],
-                                              "include_authorized_operations": False},
-                 label, order_by={"groups": "group_id"}, view=view)
+
+    twin.request(
+        CONSUMER_GROUP_DESCRIBE,
+        1,
+        {"group_ids": [GROUP, "g-kip848-none"], "include_authorized_operations": False},
+        label,
+        order_by={"groups": "group_id"},
+        view=view,
+    )
 
 
-def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811
+def test_consumer_group_heartbeat_sequences(twin4):
     twin4.case = CASE
     create(twin4, TOPIC, partitions=4)
     wait_coordinator(twin4, GROUP)
@@ -130,8 +181,12 @@ def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811
     Member(twin4).hb("unknown member", 2, owned=[])
     a.hb("unknown group", 2, owned=[], group_id="g-kip848-none")
     c.hb("join without subscription", 0, owned=[], instance_id=None)
-    c.hb("join owning partitions", 0, topics=[TOPIC],
-         owned=[{"topic_id": bytes(16), "partitions": [0]}])
+    c.hb(
+        "join owning partitions",
+        0,
+        topics=[TOPIC],
+        owned=[{"topic_id": bytes(16), "partitions": [0]}],
+    )
     c.hb("unsupported assignor", 0, topics=[TOPIC], owned=[], assignor="sticky")
     c.hb("invalid regex", 0, owned=[], regex="(")
     a.hb("epoch -3", -3, owned=[])
@@ -141,13 +196,20 @@ def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811
     _commit(twin4, b, -1, "an older epoch, partition assigned since")
     _commit(twin4, a, 1, "a newer epoch")
     _commit(twin4, a, 0, "unknown member", stranger=True)
-    twin4.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]},
-                  "consumer groups",
-                  view=lambda r: [g for g in r["groups"] if g["group_id"] == GROUP])
+    twin4.request(
+        LIST_GROUPS,
+        5,
+        {"states_filter": [], "types_filter": ["consumer"]},
+        "consumer groups",
+        view=lambda r: [g for g in r["groups"] if g["group_id"] == GROUP],
+    )
     for version in (5, 6):
-        twin4.request(DESCRIBE_GROUPS, version, {"groups": [GROUP],
-                                                 "include_authorized_operations": False},
-                      "a consumer group")
+        twin4.request(
+            DESCRIBE_GROUPS,
+            version,
+            {"groups": [GROUP], "include_authorized_operations": False},
+            "a consumer group",
+        )
     _describe(twin4, "two members")
     a.hb("a leaves", -1)
     _settle(twin4, b)
@@ -164,6 +226,11 @@ def test_consumer_group_heartbeat_sequences(twin4):  # noqa: F811
     _describe(twin4, "after the static rejoin")
     b.hb("b leaves", -1)
     c2.hb("c2 leaves", -1)
-    twin4.request(LIST_GROUPS, 5, {"states_filter": ["Empty"], "types_filter": []}, "Empty",
-                  view=lambda r: [g for g in r["groups"] if g["group_id"] == GROUP])
+    twin4.request(
+        LIST_GROUPS,
+        5,
+        {"states_filter": ["Empty"], "types_filter": []},
+        "Empty",
+        view=lambda r: [g for g in r["groups"] if g["group_id"] == GROUP],
+    )
     check(CASE, twin4)

@@ -2,6 +2,7 @@
 drivers (tests/core/fetch_sessions.py's scenarios), and kclient.Consumer and AIOConsumer
 fetching six partitions in a session Kafka made, their requests listing only what moved, the
 session ended on close."""
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,7 @@ def _session_gone(server, sid: int) -> bool:
     """Whether the broker has no fetch session ``sid`` (a request in it is refused)."""
     body = fetch_body([], SETTINGS)
     body.update(session_id=sid, session_epoch=1)
-    resp = driver("threaded", server.bootstrap, ConnectionSettings())(
-        lambda: _ask(body))
+    resp = driver("threaded", server.bootstrap, ConnectionSettings())(lambda: _ask(body))
     return resp.error_code == FetchSessionIdNotFoundError.errno
 
 
@@ -60,8 +60,13 @@ def _check_session(session: FetchSession) -> None:
 def test_consumer_fetches_in_a_session(kafka4):
     topic = new_topic(kafka4, partitions=PARTITIONS)
     _produce(kafka4, topic, 30)
-    c = Consumer({"bootstrap.servers": kafka4.bootstrap, "auto.offset.reset": "earliest",
-                  "fetch.wait.max.ms": 50})
+    c = Consumer(
+        {
+            "bootstrap.servers": kafka4.bootstrap,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+        }
+    )
     try:
         c.assign([TP(topic, p) for p in range(PARTITIONS)])
         got: list = []
@@ -69,7 +74,7 @@ def test_consumer_fetches_in_a_session(kafka4):
             for records in c.poll(5000).values():
                 got += records
         assert [r.value for r in got] == [b"v%d" % i for i in range(30)]
-        for _ in range(3):                       # idle polls: nothing moved
+        for _ in range(3):  # idle polls: nothing moved
             assert c.poll(100) == {}
         (fetcher,) = c._fetchers.values()
         session = fetcher.session
@@ -85,8 +90,11 @@ def test_aio_consumer_fetches_in_a_session(kafka4):
     _produce(kafka4, topic, 30)
 
     async def main():
-        c = AIOConsumer(bootstrap_servers=kafka4.bootstrap, auto_offset_reset="earliest",
-                        **{"fetch.wait.max.ms": 50})
+        c = AIOConsumer(
+            bootstrap_servers=kafka4.bootstrap,
+            auto_offset_reset="earliest",
+            **{"fetch.wait.max.ms": 50},
+        )
         await c.start()
         try:
             c.assign([TP(topic, p) for p in range(PARTITIONS)])

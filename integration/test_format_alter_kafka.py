@@ -2,6 +2,7 @@
 tests/broker/test_format_alter.py: AlterConfigs and IncrementalAlterConfigs of
 message.format.version accept 0.10.0.0, 0.10.0 and 0.10.0-IV1, and later batches are stored in
 message format v1 (issue 25)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The client paths the mini-broker and tansu tests cover, against real Apache Kafka."""
+
 import uuid
 
 import pytest
@@ -27,8 +28,12 @@ def test_broker_coordinated_group_reads_everything(kafka_bootstrap):
     topic = f"it-{uuid.uuid4().hex[:8]}"
     with Producer({"metadata.broker.list": kafka_bootstrap, "producer.type": "sync"}) as p:
         p.send([ProducerData(topic, b"m%d" % i) for i in range(50)])
-    conf = {"metadata.broker.list": kafka_bootstrap, "group.id": topic,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 5000}
+    conf = {
+        "metadata.broker.list": kafka_bootstrap,
+        "group.id": topic,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 5000,
+    }
     seen = []
     with consumer.create(conf) as conn:
         (stream,) = conn.create_message_streams({topic: 1})[topic]
@@ -48,6 +53,7 @@ def test_admin_calls_and_their_errors(kafka_bootstrap):
         TopicAlreadyExistsError,
         UnknownTopicOrPartitionError,
     )
+
     topic = f"it-{uuid.uuid4().hex[:8]}"
     with Cluster(kafka_bootstrap) as cluster:
         cluster.create_topic(topic, partitions=3, config={"retention.ms": "60000"})
@@ -67,5 +73,7 @@ def test_producing_to_a_new_topic_auto_creates_it(kafka_bootstrap):
         p.send([ProducerData(topic, b"first"), ProducerData(topic, b"second")])
     host, port = kafka_bootstrap.rsplit(":", 1)
     with SimpleConsumer(host, int(port)) as c:
-        assert [m.message.value for m in c.fetch(FetchRequest(topic, 0, 0))] == [b"first",
-                                                                                  b"second"]
+        assert [m.message.value for m in c.fetch(FetchRequest(topic, 0, 0))] == [
+            b"first",
+            b"second",
+        ]

@@ -90,8 +90,16 @@ def test_confluent_and_javas_console_share_consumer_share_a_group_with_kclient(k
     bootstrap = kafka4.bootstrap
     topic, group, n = new_topic(kafka4, partitions=3), new_group(kafka4.bootstrap), 300
     java = kafka4.start_tool(
-        "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", bootstrap,
-        "--topic", topic, "--group", group, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     got: dict[str, list[str]] = {"java": [], "confluent": [], "kclient": []}
     stop = threading.Event()
 
@@ -137,7 +145,9 @@ def test_confluent_and_javas_console_share_consumer_share_a_group_with_kclient(k
         for t in threads:
             t.join(30)
     everything = [v for vs in got.values() for v in vs]
-    assert sorted(everything) == sorted(f"v{i}" for i in range(n)), {k: len(v) for k, v in got.items()}
+    assert sorted(everything) == sorted(f"v{i}" for i in range(n)), {
+        k: len(v) for k, v in got.items()
+    }
     described = admin.describe_share_groups([group])[group]
     assert described.group_id == group and described.state in ("Empty", "Stable")
     offsets = admin.list_share_group_offsets(group)

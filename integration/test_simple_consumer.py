@@ -1,5 +1,6 @@
 """SimpleConsumer against real Kafka: 3.x (ZooKeeper mode) at the old API versions over topics
 kept in message format v0, v1 and v2 (down-conversion), and 4.x at its own versions."""
+
 from __future__ import annotations
 
 import time
@@ -21,30 +22,40 @@ OLD_CLIENT = {"api_version_request": False, "broker_version_fallback": "0.8.2"}
 OLD_PRODUCER = {"api.version.request": False, "broker.version.fallback": "0.8.2"}
 
 
-def produce(server, topic: str, n: int, codec: str = "none", extra: dict | None = None,
-            partitions: int = 2) -> dict[int, list[tuple[int, bytes, bytes]]]:
+def produce(
+    server, topic: str, n: int, codec: str = "none", extra: dict | None = None, partitions: int = 2
+) -> dict[int, list[tuple[int, bytes, bytes]]]:
     """Send n keyed messages (partition = i % partitions); the acknowledged (offset, key, value)
     of each partition."""
     reports = []
-    conf = {"metadata.broker.list": server.bootstrap, "producer.type": "sync",
-            "compression.codec": codec, **(extra or {})}
-    data = [ProducerData(topic, b"value-%d-" % i + b"x" * (i % 50), key=b"k%d" % i,
-                         partition=i % partitions) for i in range(n)]
+    conf = {
+        "metadata.broker.list": server.bootstrap,
+        "producer.type": "sync",
+        "compression.codec": codec,
+        **(extra or {}),
+    }
+    data = [
+        ProducerData(
+            topic, b"value-%d-" % i + b"x" * (i % 50), key=b"k%d" % i, partition=i % partitions
+        )
+        for i in range(n)
+    ]
     with Producer(conf, on_report=reports.append) as p:
         p.send(data[: n // 2])
-        p.send(data[n // 2:])
+        p.send(data[n // 2 :])
     acked: dict[int, list] = {p: [] for p in range(partitions)}
     for r in reports:
         assert r.error is None, r.error
-        acked[r.partition] += [(r.base_offset + i, m.key, m.value)
-                               for i, m in enumerate(r.messages)]
+        acked[r.partition] += [
+            (r.base_offset + i, m.key, m.value) for i, m in enumerate(r.messages)
+        ]
     return {p: sorted(v) for p, v in acked.items()}
 
 
 def check_offsets(c: SimpleConsumer, topic: str, partition: int, end: int, old: bool) -> None:
     assert c.get_offsets_before(topic, partition, OffsetRequest.LATEST_TIME, 1) == [end]
     assert c.get_offsets_before(topic, partition, OffsetRequest.EARLIEST_TIME, 1) == [0]
-    if old:   # ListOffsets v0: the log end, then each segment's base offset, newest first
+    if old:  # ListOffsets v0: the log end, then each segment's base offset, newest first
         assert c.get_offsets_before(topic, partition, OffsetRequest.LATEST_TIME, 10) == [end, 0]
         future = int(time.time() * 1000) + 60_000
         assert c.get_offsets_before(topic, partition, future, 10) == [end, 0]
@@ -61,15 +72,18 @@ def test_kafka3_old_api_versions_read_every_format(kafka3, fmt, codec):
         for partition in (0, 1):
             assert fetch_all(c, topic, partition, max_size=4096) == acked[partition]
             check_offsets(c, topic, partition, len(acked[partition]), old=True)
-        sets = c.multifetch([FetchRequest(topic, 1, 7, 1 << 16), FetchRequest(topic, 0, 0, 1 << 16)])
+        sets = c.multifetch(
+            [FetchRequest(topic, 1, 7, 1 << 16), FetchRequest(topic, 0, 0, 1 << 16)]
+        )
         assert [(ms.topic, ms.partition) for ms in sets] == [(topic, 1), (topic, 0)]
-        assert [(mo.offset, mo.message.key) for mo in sets[0] if mo.offset >= 7][0] == \
-            acked[1][7][:2]
+        assert [(mo.offset, mo.message.key) for mo in sets[0] if mo.offset >= 7][0] == acked[1][7][
+            :2
+        ]
         first = [mo.message.value for mo in sets[1]]
-        assert first and first == [v for _, _, v in acked[0]][:len(first)]
+        assert first and first == [v for _, _, v in acked[0]][: len(first)]
         with pytest.raises(OffsetOutOfRangeError):
             c.fetch(FetchRequest(topic, 0, 10_000, 4096))
-    with SimpleConsumer(host, port, so_timeout=15000) as modern:   # Fetch v4+ over old formats
+    with SimpleConsumer(host, port, so_timeout=15000) as modern:  # Fetch v4+ over old formats
         assert modern.connection.version(FETCH) >= 4
         for partition in (0, 1):
             assert fetch_all(modern, topic, partition) == acked[partition]
@@ -102,8 +116,9 @@ def test_kafka3_zstd_cannot_go_down_to_fetch_v0(kafka3):
 
 def test_kafka3_produce_v0_is_what_an_old_producer_sends(kafka3):
     topic = new_topic(kafka3, 1, config={"message.format.version": FORMATS["v0"]})
-    with Producer({"metadata.broker.list": kafka3.bootstrap, "producer.type": "sync",
-                   **OLD_PRODUCER}) as p:
+    with Producer(
+        {"metadata.broker.list": kafka3.bootstrap, "producer.type": "sync", **OLD_PRODUCER}
+    ) as p:
         p.send(ProducerData(topic, b"x", partition=0))
         conn = p.context.cluster.any_connection()
         assert conn.version(PRODUCE) == 0
@@ -151,8 +166,8 @@ def test_kafka4_offsets_by_timestamp(kafka4):
     """ListOffsets by time: the first offset whose timestamp is at or after the time."""
     topic = new_topic(kafka4, 1)
     produce(kafka4, topic, 30, partitions=1)
-    middle = next_millisecond()          # after every earlier record's timestamp ...
-    next_millisecond(middle)             # ... and before every later one's
+    middle = next_millisecond()  # after every earlier record's timestamp ...
+    next_millisecond(middle)  # ... and before every later one's
     produce(kafka4, topic, 20, partitions=1)
     host, port = leader_address(kafka4, topic, 0)
     with SimpleConsumer(host, port, so_timeout=15000) as c:

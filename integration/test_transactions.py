@@ -3,6 +3,7 @@ committed data is visible to read_committed readers and aborted data is not (kcl
 confluent-kafka's), offsets sent in a transaction become the group's only on commit, a zombie
 with an older epoch is fenced, a second process can commit a transaction it resumes, and lag
 reaches 0 past the markers."""
+
 from __future__ import annotations
 
 import time
@@ -21,23 +22,33 @@ confluent = need_module("confluent_kafka")
 
 
 def _producer(server, tid: str, mode: str = "async", **extra) -> Producer:
-    conf = {"metadata.broker.list": server.bootstrap, "producer.type": mode,
-            "transactional.id": tid, "request.required.acks": -1, **extra}
+    conf = {
+        "metadata.broker.list": server.bootstrap,
+        "producer.type": mode,
+        "transactional.id": tid,
+        "request.required.acks": -1,
+        **extra,
+    }
     return Producer(conf)
 
 
 def _values(topic: str, tag: str, n: int, partitions: int = 1) -> list[ProducerData]:
-    return [ProducerData(topic, f"{tag}-{i}".encode(), partition=i % partitions)
-            for i in range(n)]
+    return [ProducerData(topic, f"{tag}-{i}".encode(), partition=i % partitions) for i in range(n)]
 
 
-def confluent_read(server, topic: str, isolation: str, expect: int | None = None,
-                   idle_s: float = 3.0) -> list[bytes]:
+def confluent_read(
+    server, topic: str, isolation: str, expect: int | None = None, idle_s: float = 3.0
+) -> list[bytes]:
     """Every value of ``topic`` as a confluent-kafka consumer with ``isolation`` reads it."""
-    c = confluent.Consumer({"bootstrap.servers": server.bootstrap,
-                            "group.id": f"cf-{uuid.uuid4().hex[:8]}",
-                            "auto.offset.reset": "earliest", "isolation.level": isolation,
-                            "enable.auto.commit": False})
+    c = confluent.Consumer(
+        {
+            "bootstrap.servers": server.bootstrap,
+            "group.id": f"cf-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     out: list[bytes] = []
     idle_until = time.monotonic() + 30
@@ -60,8 +71,9 @@ def confluent_read(server, topic: str, isolation: str, expect: int | None = None
 def committed_offsets(server, group: str, topic: str, partitions: int) -> dict[int, int]:
     c = confluent.Consumer({"bootstrap.servers": server.bootstrap, "group.id": group})
     try:
-        tps = c.committed([confluent.TopicPartition(topic, p) for p in range(partitions)],
-                          timeout=20)
+        tps = c.committed(
+            [confluent.TopicPartition(topic, p) for p in range(partitions)], timeout=20
+        )
     finally:
         c.close()
     return {tp.partition: tp.offset for tp in tps}
@@ -83,8 +95,9 @@ def test_commit_is_visible_abort_is_not_to_confluent_read_committed(kafka4, mode
         p.begin_transaction()
         p.send(_values(topic, "second", 10, 2))
         p.commit_transaction()
-    expected = sorted([f"committed-{i}".encode() for i in range(30)]
-                      + [f"second-{i}".encode() for i in range(10)])
+    expected = sorted(
+        [f"committed-{i}".encode() for i in range(30)] + [f"second-{i}".encode() for i in range(10)]
+    )
     assert sorted(confluent_read(kafka4, topic, "read_committed", expect=40)) == expected
     uncommitted = confluent_read(kafka4, topic, "read_uncommitted", expect=60)
     assert sorted(uncommitted) == sorted(expected + [f"aborted-{i}".encode() for i in range(20)])
@@ -115,18 +128,19 @@ def test_zombie_is_fenced_and_its_transaction_aborted(kafka4):
     zombie.begin_transaction()
     zombie.send(_values(topic, "zombie", 5))
     with _producer(kafka4, tid, "sync") as fresh:
-        fresh.init_transactions()          # fences the zombie, aborts its open transaction
+        fresh.init_transactions()  # fences the zombie, aborts its open transaction
         assert fresh.producer_id_and_epoch[1] > zombie.producer_id_and_epoch[1]
         with pytest.raises(ProducerFencedError):
             zombie.commit_transaction()
-        with pytest.raises(ProducerFencedError):   # fatal: every later call raises it again
+        with pytest.raises(ProducerFencedError):  # fatal: every later call raises it again
             zombie.begin_transaction()
         fresh.begin_transaction()
         fresh.send(_values(topic, "fresh", 3))
         fresh.commit_transaction()
     zombie.close()
-    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=3)) == \
-        [f"fresh-{i}".encode() for i in range(3)]
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=3)) == [
+        f"fresh-{i}".encode() for i in range(3)
+    ]
 
 
 def test_zombie_send_is_fenced(kafka4):
@@ -158,21 +172,22 @@ def test_another_process_commits_a_resumed_transaction(kafka4):
     writer.send(_values(topic, "resumed", 12, 2))
     writer.flush()
     pid, epoch = writer.producer_id_and_epoch
-    writer.close(abort_transaction=False)    # leaves the transaction open
+    writer.close(abort_transaction=False)  # leaves the transaction open
     with _producer(kafka4, tid, "sync") as committer:
         committer.resume_transaction(pid, epoch)
         with pytest.raises(IllegalStateError):
             committer.send(ProducerData(topic, b"not allowed"))
         committer.commit_transaction()
-    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=12)) == \
-        sorted(f"resumed-{i}".encode() for i in range(12))
+    assert sorted(confluent_read(kafka4, topic, "read_committed", expect=12)) == sorted(
+        f"resumed-{i}".encode() for i in range(12)
+    )
 
 
 def test_send_outside_a_transaction_is_refused(kafka4):
     topic = new_topic(kafka4)
     with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
         with pytest.raises(IllegalStateError):
-            p.begin_transaction()              # before init_transactions
+            p.begin_transaction()  # before init_transactions
         p.init_transactions()
         with pytest.raises(IllegalStateError):
             p.send(ProducerData(topic, b"x"))
@@ -202,24 +217,26 @@ def test_simple_consumer_read_committed(kafka4):
         p.abort_transaction()
         p.begin_transaction()
         p.send(_values(topic, "open", 3))
-        p.flush()                                  # written, not yet committed
+        p.flush()  # written, not yet committed
         with _simple(kafka4, topic, isolation_level="read_committed") as c:
-            assert [m.message.value for m in c.iter_messages(topic, 0)] == \
-                [f"c-{i}".encode() for i in range(10)]
+            assert [m.message.value for m in c.iter_messages(topic, 0)] == [
+                f"c-{i}".encode() for i in range(10)
+            ]
         with _simple(kafka4, topic) as c:
-            assert [m.message.value for m in c.iter_messages(topic, 0)] == \
-                [f"{t}-{i}".encode() for t, n in (("c", 10), ("a", 5), ("open", 3))
-                 for i in range(n)]
+            assert [m.message.value for m in c.iter_messages(topic, 0)] == [
+                f"{t}-{i}".encode() for t, n in (("c", 10), ("a", 5), ("open", 3)) for i in range(n)
+            ]
         # offsets 0-9 data, 10 commit marker, 11-15 aborted data, 16 abort marker, 17-19 open
-        assert _end_offset(kafka4, topic, 0, "read_committed") == 17     # last stable offset
+        assert _end_offset(kafka4, topic, 0, "read_committed") == 17  # last stable offset
         assert _end_offset(kafka4, topic, 0) == 20
         p.commit_transaction()
     with _simple(kafka4, topic, isolation_level="read_committed") as c:
         got = list(c.iter_messages(topic, 0))
-        assert [m.message.value for m in got] == \
-            [f"c-{i}".encode() for i in range(10)] + [f"open-{i}".encode() for i in range(3)]
+        assert [m.message.value for m in got] == [f"c-{i}".encode() for i in range(10)] + [
+            f"open-{i}".encode() for i in range(3)
+        ]
         assert [m.offset for m in got] == list(range(10)) + [17, 18, 19]
-        ms = c.fetch((topic, 0, 20, 1 << 20))    # only the last commit marker is there
+        ms = c.fetch((topic, 0, 20, 1 << 20))  # only the last commit marker is there
         assert list(ms) == [] and ms.next_offset == 21
 
 
@@ -227,6 +244,7 @@ def test_simple_consumer_read_committed(kafka4):
 def test_group_connector_isolation_and_lag_zero_past_markers(kafka4, isolation):
     from kclient import consumer
     from kclient.errors import ConsumerTimeoutError
+
     topic = new_topic(kafka4, partitions=2)
     with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
         p.init_transactions()
@@ -235,9 +253,14 @@ def test_group_connector_isolation_and_lag_zero_past_markers(kafka4, isolation):
             p.send(_values(topic, tag, n, 2))
             p.commit_transaction() if commit else p.abort_transaction()
     group = f"g-{uuid.uuid4().hex[:8]}"
-    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": group,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1500,
-            "auto.commit.enable": False, "isolation.level": isolation}
+    conf = {
+        "metadata.broker.list": kafka4.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 1500,
+        "auto.commit.enable": False,
+        "isolation.level": isolation,
+    }
     want = [f"c1-{i}" for i in range(20)] + [f"c2-{i}" for i in range(6)]
     if isolation == "read_uncommitted":
         want += [f"ab-{i}" for i in range(10)]
@@ -256,11 +279,12 @@ def test_group_connector_isolation_and_lag_zero_past_markers(kafka4, isolation):
     assert sorted(got) == sorted(want)
     committed = committed_offsets(kafka4, group, topic, 2)
     ends = {part: _end_offset(kafka4, topic, part) for part in range(2)}
-    assert committed == ends                     # lag 0: the position passed every marker
+    assert committed == ends  # lag 0: the position passed every marker
 
 
 def test_java_console_consumer_read_committed_reads_kclient_transactions(kafka4):
     from .helpers import java_consume
+
     topic = new_topic(kafka4)
     with _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
         p.init_transactions()
@@ -268,8 +292,9 @@ def test_java_console_consumer_read_committed_reads_kclient_transactions(kafka4)
             p.begin_transaction()
             p.send([ProducerData(topic, f"{tag}-{i}".encode(), key=b"k") for i in range(5)])
             p.commit_transaction() if commit else p.abort_transaction()
-    lines = java_consume(kafka4, topic, 10, "--command-property",
-                         "isolation.level=read_committed", timeout_ms=20000)
+    lines = java_consume(
+        kafka4, topic, 10, "--command-property", "isolation.level=read_committed", timeout_ms=20000
+    )
     assert lines == [f"k\t{t}-{i}" for t in ("c1", "c2") for i in range(5)]
 
 
@@ -277,6 +302,7 @@ def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
     """The ZooKeeper-coordinated mode (Kafka 3.x in ZooKeeper mode) with isolation.level."""
     from kclient import consumer
     from kclient.errors import ConsumerTimeoutError
+
     topic = new_topic(kafka3_cluster, partitions=2)
     with _producer(kafka3_cluster, f"tx-{uuid.uuid4().hex[:8]}") as p:
         p.init_transactions()
@@ -285,10 +311,15 @@ def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
             p.send(_values(topic, tag, 8, 2))
             p.commit_transaction() if commit else p.abort_transaction()
     group = f"zk-{uuid.uuid4().hex[:8]}"
-    conf = {"zookeeper.connect": kafka3_cluster.zookeeper_connect, "group.id": group,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1500,
-            "auto.commit.enable": False, "offsets.storage": "zookeeper",
-            "isolation.level": "read_committed"}
+    conf = {
+        "zookeeper.connect": kafka3_cluster.zookeeper_connect,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 1500,
+        "auto.commit.enable": False,
+        "offsets.storage": "zookeeper",
+        "isolation.level": "read_committed",
+    }
     got: list[bytes] = []
     with consumer.create(conf) as c:
         (stream,) = c.create_message_streams({topic: 1})[topic]
@@ -303,6 +334,7 @@ def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
         c.commit_offsets()
     assert sorted(got) == sorted(f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(8))
     from kazoo.client import KazooClient
+
     zk = KazooClient(hosts=kafka3_cluster.zookeeper_connect)
     zk.start()
     try:
@@ -314,7 +346,7 @@ def test_zookeeper_connector_read_committed_on_kafka3(kafka3_cluster):
     for part in range(2):
         with _simple(kafka3_cluster, topic, part) as s:
             ends[part] = s.get_offsets_before(topic, part, -1)[0]
-    assert in_zk == ends                          # lag 0 past the markers
+    assert in_zk == ends  # lag 0 past the markers
 
 
 def test_consume_transform_produce_exactly_once_across_kill_9(kafka4):
@@ -322,8 +354,9 @@ def test_consume_transform_produce_exactly_once_across_kill_9(kafka4):
     at random points and restarted with the same transactional.id: a read_committed reader of
     B sees every input exactly once, in order (tests/producer/txn_worker.py)."""
     from tests.producer.test_transactions import consume_transform_produce_chaos
+
     source, sink = new_topic(kafka4), new_topic(kafka4)
-    host, port = leader_address(kafka4, source, 0)      # one node: it leads both
+    host, port = leader_address(kafka4, source, 0)  # one node: it leads both
     consume_transform_produce_chaos(kafka4.bootstrap, source, sink, host, port)
 
 
@@ -331,24 +364,27 @@ def test_spark_reader_read_committed_plans_to_the_last_stable_offset(kafka4):
     """kclient's Spark source tasks (no Spark): with kafka.isolation.level=read_committed the
     planned end is the last stable offset, before a transaction still open."""
     from tests.spark.test_read_task import _transactions, read_values
+
     topic = new_topic(kafka4)
     p = _transactions(kafka4.bootstrap, topic, open_one=True)
     try:
         values, plan = read_values(kafka4.bootstrap, topic, "read_committed")
         assert values == [b"c%d" % i for i in range(5)] + [b"d%d" % i for i in range(5)]
-        assert plan == [(0, 18)]                   # the open transaction starts at 18
+        assert plan == [(0, 18)]  # the open transaction starts at 18
         values, plan = read_values(kafka4.bootstrap, topic, "read_uncommitted")
         assert len(values) == 18 and plan == [(0, 21)]
     finally:
-        p.close()                                  # aborts the open transaction
+        p.close()  # aborts the open transaction
 
 
 def test_group_connector_offsets_committed_in_a_transaction(kafka4):
     """consumed_offsets() and group_metadata() of a broker-coordinated connector go into
     send_offsets_to_transaction: committed only with the transaction (generation checked)."""
     from tests.producer.test_transactions import group_transform
-    group_transform(kafka4.bootstrap, new_topic(kafka4), new_topic(kafka4),
-                    f"gt-{uuid.uuid4().hex[:8]}")
+
+    group_transform(
+        kafka4.bootstrap, new_topic(kafka4), new_topic(kafka4), f"gt-{uuid.uuid4().hex[:8]}"
+    )
 
 
 def test_stale_generation_offsets_are_refused_and_abortable(kafka4):
@@ -357,12 +393,17 @@ def test_stale_generation_offsets_are_refused_and_abortable(kafka4):
     from kclient import consumer
     from kclient.errors import ConsumerTimeoutError, IllegalGenerationError
     from kclient.protocol.error_codes import TransactionAbortableError
+
     source, sink = new_topic(kafka4), new_topic(kafka4)
     with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"}) as plain:
         plain.send([ProducerData(source, b"s%d" % i, partition=0) for i in range(5)])
-    conf = {"metadata.broker.list": kafka4.bootstrap, "group.id": f"sg-{uuid.uuid4().hex[:8]}",
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 1000,
-            "auto.commit.enable": False}
+    conf = {
+        "metadata.broker.list": kafka4.bootstrap,
+        "group.id": f"sg-{uuid.uuid4().hex[:8]}",
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 1000,
+        "auto.commit.enable": False,
+    }
     with consumer.create(conf) as c, _producer(kafka4, f"tx-{uuid.uuid4().hex[:8]}") as p:
         (stream,) = c.create_message_streams({source: 1})[source]
         try:

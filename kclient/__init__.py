@@ -1,9 +1,10 @@
 """kclient: a Python client SDK for Kafka-protocol clusters (the classic documented Kafka API).
 
-    from kclient import Producer, ProducerData, consumer
-    from kclient.simple import SimpleConsumer, FetchRequest, OffsetRequest
-    from kclient.broker import MiniBroker, MiniCluster
+from kclient import Producer, ProducerData, consumer
+from kclient.simple import SimpleConsumer, FetchRequest, OffsetRequest
+from kclient.broker import MiniBroker, MiniCluster
 """
+
 from typing import TYPE_CHECKING, Any
 
 from . import consumer, errors, simple
@@ -60,9 +61,13 @@ if TYPE_CHECKING:
     from .schema_registry import AsyncSchemaRegistryClient, SchemaRegistryClient
 
 #: name -> the module it is imported from on first use
-_LAZY = {"AIOProducer": "aio", "AIOConsumer": "aio", "AIOShareConsumer": "aio",
-         "SchemaRegistryClient": "schema_registry",
-         "AsyncSchemaRegistryClient": "schema_registry"}
+_LAZY = {
+    "AIOProducer": "aio",
+    "AIOConsumer": "aio",
+    "AIOShareConsumer": "aio",
+    "SchemaRegistryClient": "schema_registry",
+    "AsyncSchemaRegistryClient": "schema_registry",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -70,23 +75,65 @@ def __getattr__(name: str) -> Any:
     kclient.schema_registry, on first use only."""
     if name in _LAZY:
         import importlib
+
         return getattr(importlib.import_module(f"kclient.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'kclient' has no attribute {name!r}")
 
 
 __all__ = [
-    "Producer", "ProducerData", "DeliveryReport", "DeliveryFuture", "RecordMetadata",
-    "CallbackHandler", "EventHandler",
-    "SimpleConsumer", "FetchRequest", "OffsetRequest",
-    "consumer", "ConsumerConnector", "ConsumerGroupMetadata", "KafkaStream", "MessageAndMetadata",
-    "TopicFilter", "Whitelist", "Blacklist",
-    "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "TopicPartition",
-    "Partitioner", "DefaultPartitioner", "JavaHashPartitioner", "RoundRobinPartitioner",
-    "Encoder", "Decoder", "DefaultEncoder", "DefaultDecoder", "StringEncoder", "StringDecoder",
-    "JsonEncoder", "JsonDecoder",
-    "KafkaError", "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
-    "ConsumerTimeoutError", "errors", "simple",
-    "Cluster", "BrokerConnection", "load_config", "__version__", "AdminClient", "NewTopic",
-    "AIOProducer", "AIOConsumer", "SchemaRegistryClient", "AsyncSchemaRegistryClient",
-    "ShareConsumer", "ShareConsumerRecord", "AcknowledgeType", "AIOShareConsumer",
+    "Producer",
+    "ProducerData",
+    "DeliveryReport",
+    "DeliveryFuture",
+    "RecordMetadata",
+    "CallbackHandler",
+    "EventHandler",
+    "SimpleConsumer",
+    "FetchRequest",
+    "OffsetRequest",
+    "consumer",
+    "ConsumerConnector",
+    "ConsumerGroupMetadata",
+    "KafkaStream",
+    "MessageAndMetadata",
+    "TopicFilter",
+    "Whitelist",
+    "Blacklist",
+    "Consumer",
+    "ConsumerRecord",
+    "ConsumerRebalanceListener",
+    "TopicPartition",
+    "Partitioner",
+    "DefaultPartitioner",
+    "JavaHashPartitioner",
+    "RoundRobinPartitioner",
+    "Encoder",
+    "Decoder",
+    "DefaultEncoder",
+    "DefaultDecoder",
+    "StringEncoder",
+    "StringDecoder",
+    "JsonEncoder",
+    "JsonDecoder",
+    "KafkaError",
+    "InvalidConfigError",
+    "FailedToSendMessageError",
+    "QueueFullError",
+    "ConsumerTimeoutError",
+    "errors",
+    "simple",
+    "Cluster",
+    "BrokerConnection",
+    "load_config",
+    "__version__",
+    "AdminClient",
+    "NewTopic",
+    "AIOProducer",
+    "AIOConsumer",
+    "SchemaRegistryClient",
+    "AsyncSchemaRegistryClient",
+    "ShareConsumer",
+    "ShareConsumerRecord",
+    "AcknowledgeType",
+    "AIOShareConsumer",
 ]

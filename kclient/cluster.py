@@ -3,6 +3,7 @@
 A :class:`Cluster` keeps one :class:`BrokerConnection` per broker, answers "who leads this
 partition", and offers the admin calls the tests and tools need (create / delete topics).
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,16 @@ from .protocol.apis import CREATE_TOPICS, DELETE_TOPICS
 if TYPE_CHECKING:
     from .protocol.messages import MetadataResponse
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "Cluster", "parse_bootstrap",
-           "topics_from_metadata", "list_offsets_body", "list_offsets_answers"]
+__all__ = [
+    "BrokerInfo",
+    "PartitionInfo",
+    "TopicInfo",
+    "Cluster",
+    "parse_bootstrap",
+    "topics_from_metadata",
+    "list_offsets_body",
+    "list_offsets_answers",
+]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -60,14 +69,20 @@ class Cluster(ClusterState):
     Every connection uses ``settings`` (with keyword ``overrides`` of its fields applied).
     """
 
-    def __init__(self, bootstrap: str | Iterable[str], settings: ConnectionSettings | None = None,
-                 **overrides: Any):
+    def __init__(
+        self,
+        bootstrap: str | Iterable[str],
+        settings: ConnectionSettings | None = None,
+        **overrides: Any,
+    ):
         super().__init__()
         self.bootstrap = parse_bootstrap(bootstrap)
         settings = settings or ConnectionSettings()
         self.settings = settings.replace(**overrides) if overrides else settings
-        self.recovery = MetadataRecovery(self.settings.metadata_recovery_strategy,
-                                         self.settings.metadata_recovery_rebootstrap_trigger_ms)
+        self.recovery = MetadataRecovery(
+            self.settings.metadata_recovery_strategy,
+            self.settings.metadata_recovery_rebootstrap_trigger_ms,
+        )
         self._conns: dict[int | str, BrokerConnection] = {}
         self._lock = threading.RLock()
         #: set by :meth:`halt`: no connection opens again, and this says why
@@ -93,10 +108,11 @@ class Cluster(ClusterState):
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
                 conn.close()
-            conn = BrokerConnection(host, port, self.settings,
-                                    node_id=key if isinstance(key, int) else None)
+            conn = BrokerConnection(
+                host, port, self.settings, node_id=key if isinstance(key, int) else None
+            )
             self._conns[key] = conn
-            if self._halted is not None:     # after the insertion: halt() saw it or we see this
+            if self._halted is not None:  # after the insertion: halt() saw it or we see this
                 conn.shut(self._halted)
         if not conn.connected:
             conn.connect()
@@ -114,8 +130,11 @@ class Cluster(ClusterState):
         bootstrap: list[Candidate] = [(f"bootstrap-{h}:{p}", h, p) for h, p in self.bootstrap]
         plan = self.recovery.plan(known, bootstrap, time.monotonic())
         if plan.rebootstrap:
-            log.warning("no metadata from the known brokers for %.0f s: rebootstrapping from %s",
-                        self.recovery.trigger_s, self.bootstrap)
+            log.warning(
+                "no metadata from the known brokers for %.0f s: rebootstrapping from %s",
+                self.recovery.trigger_s,
+                self.bootstrap,
+            )
         return plan.candidates
 
     def any_connection(self) -> BrokerConnection:
@@ -138,22 +157,25 @@ class Cluster(ClusterState):
                 with self._lock:
                     conn = self._connect(key, host, port)
                 result = call(conn)
-            except KafkaError as exc:   # connection, timeout, broken answer, ...
+            except KafkaError as exc:  # connection, timeout, broken answer, ...
                 failed = self._conns.get(key)
                 if failed is not None:
                     failed.close(f"failed: {exc}")
                 if isinstance(exc, KafkaConnectionError) and not exc.retriable:
-                    raise   # TLS or SASL refused us: every broker would, say so now
+                    raise  # TLS or SASL refused us: every broker would, say so now
                 self.recovery.failed((key, host, port), known, time.monotonic())
                 errors.append(str(exc))
                 last = exc
                 continue
             if self.recovery.answered((key, host, port), known, time.monotonic()):
-                log.warning("rebootstrapped: %s:%s from the bootstrap list answered after every "
-                            "known broker failed", host, port)
+                log.warning(
+                    "rebootstrapped: %s:%s from the bootstrap list answered after every "
+                    "known broker failed",
+                    host,
+                    port,
+                )
             return result
-        raise NoBrokersAvailableError(
-            f"could not {what}: " + "; ".join(errors), tried) from last
+        raise NoBrokersAvailableError(f"could not {what}: " + "; ".join(errors), tried) from last
 
     def interrupt(self, reason: str = "interrupted") -> None:
         """Close every connection's socket now, from any thread, without waiting for the lock
@@ -175,16 +197,16 @@ class Cluster(ClusterState):
             self._conns.clear()
 
     # -- metadata ----------------------------------------------------------------------------
-    def refresh(self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
-                ) -> MetadataResponse:
+    def refresh(
+        self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
+    ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
 
         def ask(conn: BrokerConnection) -> MetadataResponse:
             return run(refresh_metadata(names, allow_auto_create), ConnectionTransport(conn))
 
-        what = "fetch metadata" + (f" of {', '.join(names)}" if names else "") + \
-            " from any broker"
+        what = "fetch metadata" + (f" of {', '.join(names)}" if names else "") + " from any broker"
         resp = self._on_any_broker(ask, what)
         with self._lock:
             self.apply(resp, names is None, time.monotonic())
@@ -215,24 +237,40 @@ class Cluster(ClusterState):
             return self.connection(self.controller_id)
         return self.any_connection()
 
-    def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: dict[str, str] | None = None, timeout_ms: int = 30000) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: dict[str, str] | None = None,
+        timeout_ms: int = 30000,
+    ) -> None:
         """Create a topic; raises the broker's error (e.g. TopicAlreadyExistsError)."""
-        body = {"topics": [{"name": name, "num_partitions": partitions,
-                            "replication_factor": replication_factor, "assignments": [],
-                            "configs": [{"name": k, "value": str(v)}
-                                        for k, v in (config or {}).items()]}],
-                "timeout_ms": timeout_ms, "validate_only": False}
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": replication_factor,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": str(v)} for k, v in (config or {}).items()],
+                }
+            ],
+            "timeout_ms": timeout_ms,
+            "validate_only": False,
+        }
         resp = self._controller().request(CREATE_TOPICS, body)
         for t in resp.topics:
             if t.error_code:
-                raise error_for_code(t.error_code)(f"creating topic {t.name!r}: "
-                                                   f"{t.get('error_message') or ''}".rstrip(": "))
+                raise error_for_code(t.error_code)(
+                    f"creating topic {t.name!r}: {t.get('error_message') or ''}".rstrip(": ")
+                )
 
     def delete_topic(self, name: str, timeout_ms: int = 30000) -> None:
         """Delete a topic; raises the broker's error."""
-        resp = self._controller().request(DELETE_TOPICS, {"topic_names": [name],
-                                                           "timeout_ms": timeout_ms})
+        resp = self._controller().request(
+            DELETE_TOPICS, {"topic_names": [name], "timeout_ms": timeout_ms}
+        )
         for r in resp.responses:
             if r.error_code:
                 raise error_for_code(r.error_code)(f"deleting topic {r.name!r}")

@@ -3,6 +3,7 @@
 ``list_topics()`` of the producer and the consumer answers a :class:`ClusterMetadata`
 (confluent-kafka's).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ def cluster_metadata(cluster: Cluster, topic: str | None = None) -> ClusterMetad
     """Metadata of every topic (or of ``topic``), asked of the cluster now; never creates a
     topic (a missing one is listed with error code 3, UNKNOWN_TOPIC_OR_PARTITION)."""
     cluster.refresh(None if topic is None else [topic], allow_auto_create=False)
-    topics = dict(cluster.topics) if topic is None else {
-        topic: cluster.topics.get(topic) or TopicInfo(topic, _UNKNOWN_TOPIC)}
-    return ClusterMetadata(cluster.cluster_id, cluster.controller_id, dict(cluster.brokers),
-                           topics)
+    topics = (
+        dict(cluster.topics)
+        if topic is None
+        else {topic: cluster.topics.get(topic) or TopicInfo(topic, _UNKNOWN_TOPIC)}
+    )
+    return ClusterMetadata(cluster.cluster_id, cluster.controller_id, dict(cluster.brokers), topics)

@@ -100,13 +100,20 @@ from kclient.errors import InvalidConfigError
 from kclient.protocol.compression import CODEC_NAMES
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
 
-__all__ = ["Config", "ConfigKey", "load_config", "consumer_config", "describe_keys", "keys_markdown", "ROLES"]
+__all__ = [
+    "Config",
+    "ConfigKey",
+    "load_config",
+    "consumer_config",
+    "describe_keys",
+    "keys_markdown",
+    "ROLES",
+]
 
 ROLES = ("producer", "consumer")
 _BOTH = frozenset(ROLES)
 _P = frozenset({"producer"})
 _C = frozenset({"consumer"})
-
 
 
 # --------------------------------------------------------------------------- the table
@@ -149,8 +156,15 @@ class ConfigKey:
         return "common" if self.roles == _BOTH else next(iter(self.roles))
 
 
-def _key(name: str, default: Any, type_: Any, roles: frozenset[str], doc: str, *aliases: str,
-         differs: str = "") -> ConfigKey:
+def _key(
+    name: str,
+    default: Any,
+    type_: Any,
+    roles: frozenset[str],
+    doc: str,
+    *aliases: str,
+    differs: str = "",
+) -> ConfigKey:
     """Shorthand for one table row."""
     return ConfigKey(name, default, type_, roles, doc, tuple(aliases), differs)
 
@@ -160,13 +174,16 @@ _SER = ClassRef("to_message", ENCODERS, plain_callable=True)
 _DESER = ClassRef("from_message", DECODERS, plain_callable=True)
 _POS = Int(min=1)
 _CODECS = tuple(CODEC_NAMES[i] for i in sorted(CODEC_NAMES))  # none, gzip, snappy, lz4, zstd
-_CODEC_IDS: dict[int | str, str] = {**dict(enumerate(_CODECS)),
-                                    **{str(i): c for i, c in enumerate(_CODECS)}}
+_CODEC_IDS: dict[int | str, str] = {
+    **dict(enumerate(_CODECS)),
+    **{str(i): c for i, c in enumerate(_CODECS)},
+}
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _PEM = Choice(("PEM",), {"pem": "PEM"})
 _SASL = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
+# fmt: off
 KEYS: tuple[ConfigKey, ...] = (
     # ---- common to producer and consumer
     _key("metadata.broker.list", None, HostPorts(), _BOTH,
@@ -471,6 +488,7 @@ KEYS: tuple[ConfigKey, ...] = (
          _DESER, _C, "Decoder for values: a Decoder, or a plain callable (bytes -> value).",
          "value.deserializer"),
 )
+# fmt: on
 
 _BY_NAME: dict[str, ConfigKey] = {k.name: k for k in KEYS}
 _ALIASES: dict[str, str] = {a: k.name for k in KEYS for a in k.aliases}
@@ -483,7 +501,9 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
         if hb >= session:
             raise InvalidConfigError(
                 f"heartbeat.interval.ms ({hb}) must be lower than session.timeout.ms ({session})",
-                "heartbeat.interval.ms", hb, f"less than {session}",
+                "heartbeat.interval.ms",
+                hb,
+                f"less than {session}",
             )
     if role == "producer":
         _check_delivery_timeout(values)
@@ -493,7 +513,9 @@ def _cross_checks(role: str, values: Mapping[str, Any]) -> None:
             raise InvalidConfigError(
                 f"batch.num.messages ({batch}) must not exceed "
                 f"queue.buffering.max.messages ({queue})",
-                "batch.num.messages", batch, f"at most {queue}",
+                "batch.num.messages",
+                batch,
+                f"at most {queue}",
             )
 
 
@@ -506,19 +528,29 @@ def _check_idempotence(values: Mapping[str, Any]) -> None:
     if acks != -1:
         raise InvalidConfigError(
             f"{why} needs request.required.acks (acks) = all (-1), not {acks}: an idempotent "
-            "producer must know the broker kept each batch", "request.required.acks", acks,
-            "all (-1)")
+            "producer must know the broker kept each batch",
+            "request.required.acks",
+            acks,
+            "all (-1)",
+        )
     retries = values["message.send.max.retries"]
     if retries == 0:
         raise InvalidConfigError(
             f"{why} needs message.send.max.retries (retries) > 0: idempotence exists to make "
-            "retries safe", "message.send.max.retries", retries, "at least 1")
+            "retries safe",
+            "message.send.max.retries",
+            retries,
+            "at least 1",
+        )
     inflight = values["max.in.flight.requests.per.connection"]
     if inflight > 5:
         raise InvalidConfigError(
             f"{why} needs max.in.flight.requests.per.connection <= 5 (the batches a broker "
             f"remembers per producer), not {inflight}",
-            "max.in.flight.requests.per.connection", inflight, "1 to 5")
+            "max.in.flight.requests.per.connection",
+            inflight,
+            "1 to 5",
+        )
 
 
 def _check_delivery_timeout(values: Mapping[str, Any]) -> None:
@@ -529,7 +561,11 @@ def _check_delivery_timeout(values: Mapping[str, Any]) -> None:
     if delivery < floor:
         raise InvalidConfigError(
             f"delivery.timeout.ms ({delivery}) must be at least queue.buffering.max.ms + "
-            f"request.timeout.ms ({floor})", "delivery.timeout.ms", delivery, f"at least {floor}")
+            f"request.timeout.ms ({floor})",
+            "delivery.timeout.ms",
+            delivery,
+            f"at least {floor}",
+        )
 
 
 # --------------------------------------------------------------------------- loading
@@ -607,8 +643,9 @@ def load_config(role: str, config: Mapping[str, Any] | None = None, **overrides:
 CLASSIC_ONLY = ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms")
 
 
-def consumer_config(topics: tuple[Any, ...], config: Mapping[str, Any],
-                    refused: Mapping[str, str] | None = None) -> tuple[Config, tuple[Any, ...]]:
+def consumer_config(
+    topics: tuple[Any, ...], config: Mapping[str, Any], refused: Mapping[str, str] | None = None
+) -> tuple[Config, tuple[Any, ...]]:
     """A consumer's Config and topics from its ``(*topics, **config)`` arguments (a leading
     mapping is the configuration); a key in ``refused`` that is set raises with its reason,
     then ``metadata.broker.list`` is required."""
@@ -621,7 +658,9 @@ def consumer_config(topics: tuple[Any, ...], config: Mapping[str, Any],
         if classic_only:  # Java's ConsumerConfig words it so
             raise InvalidConfigError(
                 f"{', '.join(classic_only)} cannot be set when group.protocol=CONSUMER",
-                classic_only[0], conf[classic_only[0]])
+                classic_only[0],
+                conf[classic_only[0]],
+            )
     for key, why in (refused or {}).items():
         if conf.is_set(key) and conf[key]:
             raise InvalidConfigError(f"{key}: {why}", key, conf[key])
@@ -640,7 +679,8 @@ def _layer(role: str, layer: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidConfigError(
                 f"{spelled[spec.name]!r} and {raw_key!r} both set {spec.name!r}, to "
                 f"{out[spec.name]!r} and {value!r}; give only one",
-                spec.name, value,
+                spec.name,
+                value,
             )
         out[spec.name], spelled[spec.name] = value, raw_key
     return out
@@ -659,7 +699,8 @@ def _spec_for(role: str, key: Any) -> ConfigKey:
     if role not in spec.roles:
         owner = next(iter(spec.roles))
         raise InvalidConfigError(
-            f"config {key!r} is a {owner} setting; the {role} does not accept it", key,
+            f"config {key!r} is a {owner} setting; the {role} does not accept it",
+            key,
         )
     return spec
 
@@ -694,7 +735,9 @@ def _coerce(spec: ConfigKey, value: Any, given_as: str) -> Any:
         raise InvalidConfigError(
             f"invalid value {value!r} for config {spec.name!r}{alias}: "
             f"expected {bad.allowed}{detail}",
-            spec.name, value, bad.allowed,
+            spec.name,
+            value,
+            bad.allowed,
         ) from None
 
 

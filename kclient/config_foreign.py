@@ -5,6 +5,7 @@ an unrelated key, so each is refused by name: "not supported by kclient", what t
 when there is an equivalent, and a pointer to docs/migrating.md.  Keys are written with dots;
 a keyword (``buffer_memory=``) or a confluent callback name (``error_cb``) finds its row too.
 """
+
 from __future__ import annotations
 
 __all__ = ["FOREIGN", "foreign_message"]
@@ -17,7 +18,7 @@ FOREIGN: dict[str, str] = {
     # producer
     "buffer.memory": "the queue is bounded in messages: 'queue.buffering.max.messages'",
     "queue.buffering.max.kbytes": "the queue is bounded in messages: "
-                                  "'queue.buffering.max.messages'",
+    "'queue.buffering.max.messages'",
     "max.block.ms": "use 'queue.enqueue.timeout.ms' (-1 block, 0 raise at once, >0 wait)",
     "message.timeout.ms": "use 'delivery.timeout.ms'",
     "sticky.partitioning.linger.ms": "",
@@ -27,7 +28,7 @@ FOREIGN: dict[str, str] = {
     "dr.msg.cb": _ON_DELIVERY,
     # consumer
     "max.poll.interval.ms": "kclient.Consumer keeps its session with a heartbeat thread; "
-                            "there is no poll-interval deadline",
+    "there is no poll-interval deadline",
     "enable.partition.eof": "",
     "enable.auto.offset.store": "",
     "check.crcs": "CRCs are always checked",
@@ -78,5 +79,7 @@ def foreign_message(role: str, key: str) -> str | None:
         return None
     instead = FOREIGN[dotted]
     then = f" ({instead})" if instead else ""
-    return (f"{role} config key {key!r} (kafka-python / confluent-kafka) is not supported by "
-            f"kclient{then}; see docs/migrating.md")
+    return (
+        f"{role} config key {key!r} (kafka-python / confluent-kafka) is not supported by "
+        f"kclient{then}; see docs/migrating.md"
+    )

@@ -14,9 +14,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BadValue", "Int", "Bool", "Str", "Choice", "StrList", "Strategies", "Encoding",
-           "Version", "HostPorts", "ZkConnect", "ClassRef", "Instance", "ENCODERS", "DECODERS",
-           "PARTITIONERS"]
+__all__ = [
+    "BadValue",
+    "Int",
+    "Bool",
+    "Str",
+    "Choice",
+    "StrList",
+    "Strategies",
+    "Encoding",
+    "Version",
+    "HostPorts",
+    "ZkConnect",
+    "ClassRef",
+    "Instance",
+    "ENCODERS",
+    "DECODERS",
+    "PARTITIONERS",
+]
 
 
 class BadValue(ValueError):
@@ -158,7 +173,9 @@ class StrList:
 
 
 _STRATEGY_NAMES = {
-    "range": "range", "roundrobin": "roundrobin", "round-robin": "roundrobin",
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "round-robin": "roundrobin",
     "cooperative-sticky": "cooperative-sticky",
     "org.apache.kafka.clients.consumer.rangeassignor": "range",
     "org.apache.kafka.clients.consumer.roundrobinassignor": "roundrobin",
@@ -174,9 +191,11 @@ class Strategies:
 
     def allowed(self) -> str:
         """Human description."""
-        return ("range, roundrobin or cooperative-sticky (or Java's RangeAssignor / "
-                "RoundRobinAssignor / CooperativeStickyAssignor class names), or a "
-                "comma-separated preference list of them")
+        return (
+            "range, roundrobin or cooperative-sticky (or Java's RangeAssignor / "
+            "RoundRobinAssignor / CooperativeStickyAssignor class names), or a "
+            "comma-separated preference list of them"
+        )
 
     def coerce(self, value: Any) -> str:
         """The canonical comma-joined protocol names."""
@@ -268,7 +287,7 @@ def _blank(item: Any) -> bool:
 def _split_host_port(text: str, default_port: int, allowed: str) -> tuple[str, Any]:
     """Split ``host:port``, ``[v6]:port``, 0.7's ``id:host:port`` and ``plaintext://host:port``."""
     if text.lower().startswith("plaintext://"):
-        text = text[len("plaintext://"):]
+        text = text[len("plaintext://") :]
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         return host, rest[1:] if rest.startswith(":") else default_port
@@ -333,10 +352,10 @@ DECODERS = {
     "json": "kclient.encoders.JsonDecoder",
     "kafka.serializer.DefaultDecoder": "kclient.encoders.DefaultDecoder",
     "kafka.serializer.StringDecoder": "kclient.encoders.StringDecoder",
-    "org.apache.kafka.common.serialization.ByteArrayDeserializer":
-        "kclient.encoders.DefaultDecoder",
+    "org.apache.kafka.common.serialization.ByteArrayDeserializer": "kclient.encoders.DefaultDecoder",
     "org.apache.kafka.common.serialization.StringDeserializer": "kclient.encoders.StringDecoder",
 }
+# fmt: off
 PARTITIONERS = {
     "default": "kclient.partitioner.DefaultPartitioner",
     "murmur2": "kclient.partitioner.DefaultPartitioner",
@@ -348,6 +367,7 @@ PARTITIONERS = {
     "org.apache.kafka.clients.producer.RoundRobinPartitioner":
         "kclient.partitioner.RoundRobinPartitioner",
 }
+# fmt: on
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ taken the number but not yet entered ``poll`` then waited on that stranger's soc
 request timeout.  A close that lands while :meth:`connect` is opening the socket cancels that
 connect instead of being lost.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,7 +97,9 @@ class ConnectionSettings:
             security=SecuritySettings.from_config(config),
             metadata_recovery_strategy=config.get("metadata.recovery.strategy", "rebootstrap"),
             metadata_recovery_rebootstrap_trigger_ms=config.get(
-                "metadata.recovery.rebootstrap.trigger.ms", 300000))
+                "metadata.recovery.rebootstrap.trigger.ms", 300000
+            ),
+        )
         return settings.replace(**overrides) if overrides else settings
 
     def replace(self, **changes: Any) -> ConnectionSettings:
@@ -112,8 +115,14 @@ class ConnectionSettings:
 
     def handshake(self, host: str, port: int) -> HandshakeConfig:
         """What the core's handshake conversations need to open a connection to host:port."""
-        return HandshakeConfig(host, port, __version__, self.api_version_request,
-                               self.broker_version_fallback, self.security.sasl)
+        return HandshakeConfig(
+            host,
+            port,
+            __version__,
+            self.api_version_request,
+            self.broker_version_fallback,
+            self.security.sasl,
+        )
 
 
 _DEFAULT_SETTINGS = ConnectionSettings()
@@ -126,8 +135,15 @@ class BrokerConnection:
     of :class:`ConnectionSettings`) adjust it for this connection alone.
     """
 
-    def __init__(self, host: str, port: int, settings: ConnectionSettings | None = None, *,
-                 node_id: int | None = None, **overrides: Any):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        settings: ConnectionSettings | None = None,
+        *,
+        node_id: int | None = None,
+        **overrides: Any,
+    ):
         settings = settings or _DEFAULT_SETTINGS
         if overrides:
             settings = settings.replace(**overrides)
@@ -161,7 +177,7 @@ class BrokerConnection:
         #: takes a small response whole, size prefix and all)
         self._rbuf = bytearray(_READ_AHEAD)
         self._rstart = self._rend = 0
-        self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
+        self._reauth_at: float | None = None  # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
         self.stats = settings.connection_stats(self.host, self.port, node_id)
@@ -194,14 +210,15 @@ class BrokerConnection:
         if self._shut is not None:
             raise KafkaConnectionError(self.host, self.port, self._shut)
         closes = self._closes
-        self._reauth_at = None          # a new session: the last one's schedule is void
+        self._reauth_at = None  # a new session: the last one's schedule is void
         self._open(closes)
         negotiated = run(api_versions(self._handshake), ConnectionTransport(self))
-        if negotiated.ask_again:        # closed on ApiVersions: going away, or before 0.10
+        if negotiated.ask_again:  # closed on ApiVersions: going away, or before 0.10
             self._open(closes)
-            negotiated = run(api_versions(self._handshake, closed_before=True),
-                             ConnectionTransport(self))
-        if negotiated.reopen:           # an old broker closed on ApiVersions
+            negotiated = run(
+                api_versions(self._handshake, closed_before=True), ConnectionTransport(self)
+            )
+        if negotiated.reopen:  # an old broker closed on ApiVersions
             self._open(closes)
         self.versions = negotiated.versions
         self._authenticate()
@@ -253,8 +270,11 @@ class BrokerConnection:
         except OSError as exc:
             self.stats.errors += 1
             self.stats.state = "DOWN"
-            why = f"no answer within {self.connect_timeout:.1f}s (connect.timeout.ms)" \
-                if isinstance(exc, TimeoutError) else str(exc)
+            why = (
+                f"no answer within {self.connect_timeout:.1f}s (connect.timeout.ms)"
+                if isinstance(exc, TimeoutError)
+                else str(exc)
+            )
             raise KafkaConnectionError(self.host, self.port, why) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         snd, rcv = self._bufsizes
@@ -262,12 +282,13 @@ class BrokerConnection:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, snd)
         if rcv:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcv)
-        try:    # TLS, within the connect timeout
+        try:  # TLS, within the connect timeout
             sock = self.settings.security.secure(sock, self.host, self.port)
         except OSError as exc:
             sock.close()
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"TLS handshake failed: {exc!r}") from exc
+            raise KafkaConnectionError(
+                self.host, self.port, f"TLS handshake failed: {exc!r}"
+            ) from exc
         sock.settimeout(self.request_timeout)
         with self._state:
             cancelled = self._closes != closes or self._shut is not None
@@ -277,10 +298,11 @@ class BrokerConnection:
                 self._responses.clear()
                 self._rstart = self._rend = 0
                 self._closed_reason = None
-        if cancelled:       # close() came while we connected: it wins
+        if cancelled:  # close() came while we connected: it wins
             sock.close()
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"closed while connecting: {self._closed_reason}")
+            raise KafkaConnectionError(
+                self.host, self.port, f"closed while connecting: {self._closed_reason}"
+            )
 
     def close(self, reason: str = "closed by the client") -> None:
         """Close the connection from any thread: requests still waiting fail with ``reason``
@@ -310,7 +332,7 @@ class BrokerConnection:
         if self.stats.state == "UP":
             self.stats.disconnects += 1
         self.stats.state = "DOWN"
-        try:    # a blocked recv or sendall returns now, and every later call fails
+        try:  # a blocked recv or sendall returns now, and every later call fails
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
@@ -322,8 +344,9 @@ class BrokerConnection:
         with self._state:
             sock = self._sock
             if sock is None:
-                raise KafkaConnectionError(self.host, self.port,
-                                           self._closed_reason or "not connected")
+                raise KafkaConnectionError(
+                    self.host, self.port, self._closed_reason or "not connected"
+                )
             self._users[sock] = self._users.get(sock, 0) + 1
         return sock
 
@@ -344,12 +367,20 @@ class BrokerConnection:
         """The version this connection uses for ``api``: the highest both sides support."""
         return pick_version(api, self.versions, highest)
 
-    def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any], version: int | None = None,
-             expect_response: bool = True) -> int:
+    def send(
+        self,
+        api: Api[_Req, Any],
+        body: _Req | Mapping[str, Any],
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> int:
         """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
-        if self._reauth_at is not None and time.monotonic() >= self._reauth_at \
-                and not self.in_flight:
-            self._authenticate()        # KIP-368: before the broker's session runs out
+        if (
+            self._reauth_at is not None
+            and time.monotonic() >= self._reauth_at
+            and not self.in_flight
+        ):
+            self._authenticate()  # KIP-368: before the broker's session runs out
         if version is None:
             version = self.version(api)
         with self._send_lock:
@@ -361,11 +392,17 @@ class BrokerConnection:
                 self._leave(sock)
         return corr
 
-    def _write(self, sock: socket.socket, api: Api[Any, Any], frame: bytes, corr: int,
-               expect_response: bool) -> None:
+    def _write(
+        self,
+        sock: socket.socket,
+        api: Api[Any, Any],
+        frame: bytes,
+        corr: int,
+        expect_response: bool,
+    ) -> None:
         """Write one whole frame (the caller holds the send lock and ``sock``)."""
         try:
-            _set_timeout(sock, self.request_timeout)    # a receive may have left less
+            _set_timeout(sock, self.request_timeout)  # a receive may have left less
             sock.sendall(frame)
             st = self.stats
             st.requests += 1
@@ -373,14 +410,13 @@ class BrokerConnection:
             st.bytes_out += len(frame)
             if expect_response:
                 st.sent_at[corr] = (time.monotonic(), api.name)
-        except ssl.SSLError as exc:     # the broker's alert, if it sent one, says why
+        except ssl.SSLError as exc:  # the broker's alert, if it sent one, says why
             self._tls_failed(_pending_alert(sock) or exc)
         except OSError as exc:
-            if self._sock is None:                  # closed by another thread of ours
+            if self._sock is None:  # closed by another thread of ours
                 self._fail(self._closed_reason or "closed by the client", cause=exc)
-            self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError),
-                       cause=exc)
-        except BaseException as exc:    # KeyboardInterrupt mid-frame: the stream is torn
+            self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError), cause=exc)
+        except BaseException as exc:  # KeyboardInterrupt mid-frame: the stream is torn
             self._drop(f"interrupted while sending: {type(exc).__name__}")
             raise
 
@@ -399,15 +435,16 @@ class BrokerConnection:
                     rcorr, resp = self._read_frame(sock, corr, deadline)
                     responses[rcorr] = resp
             except BaseException as exc:
-                if not isinstance(exc, KafkaError):   # KeyboardInterrupt mid-frame, ...
+                if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
                     self._drop(f"interrupted while reading: {type(exc).__name__}")
                 raise
             finally:
                 self._leave(sock)
             return responses.pop(corr)
 
-    def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
-                version: int | None = None) -> _Resp:
+    def request(
+        self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any], version: int | None = None
+    ) -> _Resp:
         """Send a request and wait for its response (typed as ``api``'s response view)."""
         return cast(_Resp, self.receive(self.send(api, body, version)))
 
@@ -421,9 +458,12 @@ class BrokerConnection:
             if looks_like_tls(head) and not self.settings.security.uses_tls:
                 self._drop("the broker answered in TLS")
                 raise SecurityProtocolError(
-                    self.host, self.port, "the broker answered in TLS: this is an SSL or "
+                    self.host,
+                    self.port,
+                    "the broker answered in TLS: this is an SSL or "
                     "SASL_SSL listener, but security.protocol is "
-                    f"{self.settings.security.protocol}")
+                    f"{self.settings.security.protocol}",
+                )
             self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
         frame = self._frame(sock, n, corr, deadline)
         try:
@@ -443,7 +483,7 @@ class BrokerConnection:
         response comes whole: one system call instead of two)."""
         buf, start, end = self._rbuf, self._rstart, self._rend
         if end - start < 4:
-            if start:                           # keep what is left at the front
+            if start:  # keep what is left at the front
                 buf[: end - start] = buf[start:end]
                 end, start = end - start, 0
             view = memoryview(buf)
@@ -467,8 +507,14 @@ class BrokerConnection:
         self._fill(sock, memoryview(frame)[have:], corr, deadline)
         return frame
 
-    def _recv_some(self, sock: socket.socket, view: memoryview, corr: int, deadline: float,
-                   progress: tuple[int, int, str]) -> int:
+    def _recv_some(
+        self,
+        sock: socket.socket,
+        view: memoryview,
+        corr: int,
+        deadline: float,
+        progress: tuple[int, int, str],
+    ) -> int:
         """One recv into ``view`` before ``deadline``: how many bytes came (never 0);
         ``progress`` (bytes read, bytes wanted, of what) names how far a failed read got."""
         try:
@@ -479,20 +525,25 @@ class BrokerConnection:
             k = sock.recv_into(view, len(view))
         except TimeoutError as exc:
             got, n, what = progress
-            self._fail(f"no complete response within {self.request_timeout:.1f}s "
-                       f"(correlation id {corr}, {got} of {n} bytes of a {what} read)",
-                       timeout=True, cause=exc)
-        except ssl.SSLError as exc:     # TLS 1.3: a refused client certificate shows here
+            self._fail(
+                f"no complete response within {self.request_timeout:.1f}s "
+                f"(correlation id {corr}, {got} of {n} bytes of a {what} read)",
+                timeout=True,
+                cause=exc,
+            )
+        except ssl.SSLError as exc:  # TLS 1.3: a refused client certificate shows here
             self._tls_failed(exc)
         except OSError as exc:
             if self._sock is None:
                 self._fail(self._closed_reason or "closed by the client", cause=exc)
             self._fail(f"receive failed: {exc}", cause=exc)
         if not k:
-            if self._sock is None:              # closed by another thread of ours
+            if self._sock is None:  # closed by another thread of ours
                 self._fail(self._closed_reason or "closed by the client")
-            self._fail(f"closed by the broker ({self._protocol.in_flight} requests "
-                       "in flight)", closed_by_peer=True)
+            self._fail(
+                f"closed by the broker ({self._protocol.in_flight} requests in flight)",
+                closed_by_peer=True,
+            )
         return k
 
     def _fill(self, sock: socket.socket, view: memoryview, corr: int, deadline: float) -> None:
@@ -508,11 +559,19 @@ class BrokerConnection:
         client certificate only then)."""
         self._drop(f"TLS error: {exc}")
         raise SslAuthenticationError(
-            self.host, self.port, f"the broker ended TLS: {exc.reason or exc} (does it require "
-            "a client certificate: ssl.certificate.location?)") from exc
+            self.host,
+            self.port,
+            f"the broker ended TLS: {exc.reason or exc} (does it require "
+            "a client certificate: ssl.certificate.location?)",
+        ) from exc
 
-    def _fail(self, reason: str, timeout: bool = False, cause: BaseException | None = None,
-              closed_by_peer: bool = False) -> NoReturn:
+    def _fail(
+        self,
+        reason: str,
+        timeout: bool = False,
+        cause: BaseException | None = None,
+        closed_by_peer: bool = False,
+    ) -> NoReturn:
         """Close the connection and raise why (the error names this broker)."""
         self.stats.errors += 1
         self._drop(reason)

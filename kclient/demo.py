@@ -4,6 +4,7 @@ It starts a MiniBroker in a temporary directory, sends keyed messages with ``pro
 future each) and a burst asynchronously, reads them back with ``kclient.Consumer``'s poll loop,
 the SimpleConsumer and a consumer group's stream, and shows the segment files the broker wrote.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,22 +34,27 @@ def _produce(bootstrap: str, count: int) -> None:
             _say(f"  produce key={user!r:8} -> partition {md.partition} offset {md.offset}")
     reports = []
     start = time.perf_counter()
-    with Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                   "compression.codec": "lz4"}, on_report=reports.append) as p:
+    with Producer(
+        {"metadata.broker.list": bootstrap, "producer.type": "async", "compression.codec": "lz4"},
+        on_report=reports.append,
+    ) as p:
         p.send([ProducerData(TOPIC, b"event %d" % i, key=b"k%d" % (i % 50)) for i in range(count)])
         p.flush()
     took = time.perf_counter() - start
     acked = sum(len(r) for r in reports if r.error is None)
     failed = sum(len(r) for r in reports if r.error is not None)
-    _say(f"  async {count} messages (lz4) in {took * 1000:.0f} ms: {acked} acknowledged, "
-         f"{failed} failed, in {len(reports)} delivery reports")
+    _say(
+        f"  async {count} messages (lz4) in {took * 1000:.0f} ms: {acked} acknowledged, "
+        f"{failed} failed, in {len(reports)} delivery reports"
+    )
 
 
 def _poll_read(bootstrap: str, expected: int) -> int:
     """kclient.Consumer's poll loop, as the README's first example reads."""
     total = 0
-    with Consumer(TOPIC, bootstrap_servers=bootstrap, group_id="demo-poll",
-                  auto_offset_reset="earliest") as c:
+    with Consumer(
+        TOPIC, bootstrap_servers=bootstrap, group_id="demo-poll", auto_offset_reset="earliest"
+    ) as c:
         deadline = time.monotonic() + 30
         while total < expected and time.monotonic() < deadline:
             total += sum(len(records) for records in c.poll(timeout=1.0).values())
@@ -57,8 +63,7 @@ def _poll_read(bootstrap: str, expected: int) -> int:
 
 def _simple_read(host: str, port: int, partitions: int) -> int:
     total = 0
-    with SimpleConsumer(host, port, so_timeout=10000, buffer_size=1 << 20,
-                        client_id="demo") as c:
+    with SimpleConsumer(host, port, so_timeout=10000, buffer_size=1 << 20, client_id="demo") as c:
         for p in range(partitions):
             (latest,) = c.get_offsets_before(TOPIC, p, OffsetRequest.LATEST_TIME, 1)
             first = None
@@ -76,8 +81,12 @@ def _simple_read(host: str, port: int, partitions: int) -> int:
 
 
 def _group_read(bootstrap: str, expected: int) -> Counter:
-    config = {"metadata.broker.list": bootstrap, "group.id": "demo-group",
-              "auto.offset.reset": "smallest", "consumer.timeout.ms": 2000}
+    config = {
+        "metadata.broker.list": bootstrap,
+        "group.id": "demo-group",
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 2000,
+    }
     seen: Counter = Counter()
     with create_connector(config) as connector:
         (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
@@ -94,15 +103,19 @@ def _group_read(bootstrap: str, expected: int) -> Counter:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; returns 0 when every message produced was read back."""
-    parser = argparse.ArgumentParser(prog="kclient demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="example:\n  kclient demo --messages 1000")
+    parser = argparse.ArgumentParser(
+        prog="kclient demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  kclient demo --messages 1000",
+    )
     parser.add_argument("--messages", type=int, default=20000, help="async burst size")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kclient-demo-") as log_dir:
         # one group member: no need to wait Kafka's 3 s for others before the first rebalance
-        with MiniBroker(log_dir=log_dir,
-                        config={"group.initial.rebalance.delay.ms": "0"}) as broker:
+        with MiniBroker(
+            log_dir=log_dir, config={"group.initial.rebalance.delay.ms": "0"}
+        ) as broker:
             _say(f"mini-broker listening on {broker.bootstrap}, log dir {log_dir}")
             broker.create_topic(TOPIC, partitions=3)
             _say(f"created topic {TOPIC!r} with 3 partitions\nproducing:")

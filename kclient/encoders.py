@@ -178,4 +178,5 @@ def decode_function(dec: Any) -> Callable[[Any], Any] | None:
 
     def decode(b: bytes | None) -> Any:
         return None if b is None else fn(b)
+
     return decode

@@ -15,7 +15,7 @@ from kclient.protocol import errors as _protocol_errors
 from kclient.protocol.errors import *  # noqa: F401,F403  (the re-export is the point)
 from kclient.protocol.errors import BrokerResponseError, KafkaError
 
-if TYPE_CHECKING:   # mypy does not follow protocol.errors' ``__all__ += error_codes.__all__``
+if TYPE_CHECKING:  # mypy does not follow protocol.errors' ``__all__ += error_codes.__all__``
     from kclient.protocol.error_codes import *  # noqa: F401,F403
 
 _MAX_LISTED = 10
@@ -46,8 +46,9 @@ class KafkaConnectionError(KafkaError):
 
     retriable = True
 
-    def __init__(self, host: str, port: int, reason: str = "", *,
-                 closed_by_peer: bool = False) -> None:
+    def __init__(
+        self, host: str, port: int, reason: str = "", *, closed_by_peer: bool = False
+    ) -> None:
         """Keep where we tried to connect and why it failed (``closed_by_peer``: the other
         side closed the connection, rather than answering garbage or not at all)."""
         super().__init__(host, port, reason)
@@ -149,8 +150,11 @@ class ZooKeeperError(KafkaError):
 
     def __str__(self) -> str:
         """``ZooKeeper host:port[/chroot]: reason``."""
-        return f"ZooKeeper {self.connect}: {self.reason}" if self.reason else \
-            f"ZooKeeper {self.connect} failed"
+        return (
+            f"ZooKeeper {self.connect}: {self.reason}"
+            if self.reason
+            else f"ZooKeeper {self.connect} failed"
+        )
 
 
 class InvalidConfigError(KafkaError, ValueError):

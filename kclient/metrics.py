@@ -12,6 +12,7 @@ code, rebalances, and what the client knows per partition.
 :class:`StatsReporter` thread call ``stats_cb(json_text)`` with the same snapshot as JSON, as
 librdkafka and confluent-kafka do.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,19 @@ from typing import Any
 
 from kclient.errors import error_name
 
-__all__ = ["ConnectionStats", "ClientMetrics", "StatsReporter", "Registration", "percentile",
-           "error_name", "start_reporter", "live_snapshots", "serve_prometheus", "instrument_meter",
-           "LATENCY_BUCKETS"]
+__all__ = [
+    "ConnectionStats",
+    "ClientMetrics",
+    "StatsReporter",
+    "Registration",
+    "percentile",
+    "error_name",
+    "start_reporter",
+    "live_snapshots",
+    "serve_prometheus",
+    "instrument_meter",
+    "LATENCY_BUCKETS",
+]
 
 log = logging.getLogger("kclient.metrics")
 
@@ -37,16 +48,29 @@ RTT_SAMPLES = 1024
 
 #: upper bounds (seconds) of the request latency histograms: the OpenTelemetry messaging
 #: conventions' advice for messaging.client.operation.duration
-LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-                   10.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 
 
 class ConnectionStats:
     """One connection's counts (see the module docstring)."""
 
-    __slots__ = ("address", "node_id", "requests", "responses", "errors", "bytes_out",
-                 "bytes_in", "connects", "disconnects", "state", "rtts", "sent_at", "by_api",
-                 "latency", "sink")
+    __slots__ = (
+        "address",
+        "node_id",
+        "requests",
+        "responses",
+        "errors",
+        "bytes_out",
+        "bytes_in",
+        "connects",
+        "disconnects",
+        "state",
+        "rtts",
+        "sent_at",
+        "by_api",
+        "latency",
+        "sink",
+    )
 
     def __init__(self, address: str, node_id: int | None) -> None:
         self.address, self.node_id = address, node_id
@@ -104,7 +128,7 @@ class ClientMetrics:
         self._errors: Counter[str] = Counter()
         #: messages sent (AIOProducer) or consumed (consumers) per (topic, partition), counted
         #: per batch by the one thread (or event loop) that moves them
-        self.messages: Counter[Any] = Counter()   # keys: (topic, partition) or TopicPartition
+        self.messages: Counter[Any] = Counter()  # keys: (topic, partition) or TopicPartition
         #: per topic: process durations per LATENCY_BUCKETS bucket, then their sum (the
         #: ``process`` spans of tracing time them)
         self.process: dict[str, list[float]] = {}
@@ -151,17 +175,33 @@ class ClientMetrics:
         for c in conns:
             b = out.get(c.address)
             if b is None:
-                b = out[c.address] = {"node_id": c.node_id, "state": "INIT", "connections": 0,
-                                      "requests": 0, "responses": 0, "errors": 0,
-                                      "bytes_out": 0, "bytes_in": 0, "connects": 0,
-                                      "disconnects": 0, "requests_by_api": Counter(),
-                                      "latency_by_api": {}}
+                b = out[c.address] = {
+                    "node_id": c.node_id,
+                    "state": "INIT",
+                    "connections": 0,
+                    "requests": 0,
+                    "responses": 0,
+                    "errors": 0,
+                    "bytes_out": 0,
+                    "bytes_in": 0,
+                    "connects": 0,
+                    "disconnects": 0,
+                    "requests_by_api": Counter(),
+                    "latency_by_api": {},
+                }
                 rtts[c.address] = []
             if b["node_id"] is None:
                 b["node_id"] = c.node_id
             b["connections"] += 1
-            for k in ("requests", "responses", "errors", "bytes_out", "bytes_in", "connects",
-                      "disconnects"):
+            for k in (
+                "requests",
+                "responses",
+                "errors",
+                "bytes_out",
+                "bytes_in",
+                "connects",
+                "disconnects",
+            ):
                 b[k] += getattr(c, k)
             if c.state == "UP" or (c.state == "DOWN" and b["state"] == "INIT"):
                 b["state"] = c.state
@@ -171,11 +211,15 @@ class ClientMetrics:
         for address, b in out.items():
             b["requests_by_api"] = dict(b["requests_by_api"])
             samples = rtts[address]
-            b["rtt_ms"] = {"p50": percentile(samples, 0.5), "p99": percentile(samples, 0.99),
-                           "samples": len(samples),
-                           **{f"p{int(q * 100)}": percentile(samples, q) for q in (.75, .9, .95)},
-                           "min": min(samples, default=None), "max": max(samples, default=None),
-                           "avg": sum(samples) / len(samples) if samples else None}
+            b["rtt_ms"] = {
+                "p50": percentile(samples, 0.5),
+                "p99": percentile(samples, 0.99),
+                "samples": len(samples),
+                **{f"p{int(q * 100)}": percentile(samples, q) for q in (0.75, 0.9, 0.95)},
+                "min": min(samples, default=None),
+                "max": max(samples, default=None),
+                "avg": sum(samples) / len(samples) if samples else None,
+            }
         return out
 
     def snapshot(self, **extra: Any) -> dict[str, Any]:
@@ -184,16 +228,26 @@ class ClientMetrics:
         with self._lock:
             errors = dict(self._errors)
             retries, rebalances = self.retries, self.rebalances
-        totals = {k: sum(b[k] for b in brokers.values())
-                  for k in ("requests", "responses", "errors", "bytes_out", "bytes_in")}
-        out = {"time": time.time(), "brokers": brokers, "totals": totals, "retries": retries,
-               "errors_by_code": errors, "rebalances": rebalances, **extra}
+        totals = {
+            k: sum(b[k] for b in brokers.values())
+            for k in ("requests", "responses", "errors", "bytes_out", "bytes_in")
+        }
+        out = {
+            "time": time.time(),
+            "brokers": brokers,
+            "totals": totals,
+            "retries": retries,
+            "errors_by_code": errors,
+            "rebalances": rebalances,
+            **extra,
+        }
         if self.process:
             out["process_seconds"] = _add_histograms({}, self.process)
         return out
 
-    def with_messages(self, partitions: dict[str, dict[str, Any]], key: str
-                      ) -> dict[str, dict[str, Any]]:
+    def with_messages(
+        self, partitions: dict[str, dict[str, Any]], key: str
+    ) -> dict[str, dict[str, Any]]:
         """``partitions`` (keyed ``topic/p``) with this registry's message counts as ``key``
         (``consumed`` or ``messages``), adding the partitions only counted."""
         for tp, n in list(self.messages.items()):
@@ -203,17 +257,21 @@ class ClientMetrics:
         return partitions
 
 
-def _add_histograms(into: dict[str, dict[str, Any]], hists: dict[str, list[float]]
-                    ) -> dict[str, dict[str, Any]]:
+def _add_histograms(
+    into: dict[str, dict[str, Any]], hists: dict[str, list[float]]
+) -> dict[str, dict[str, Any]]:
     """Sum bucket lists into ``{name: {"buckets": [...], "count": n, "sum": s}}`` (buckets
     per LATENCY_BUCKETS bound, then one for above)."""
     for name, h in list(hists.items()):
         h = list(h)
         d = into.get(name)
         if d is None:
-            d = into[name] = {"le": list(LATENCY_BUCKETS),
-                              "buckets": [0] * (len(LATENCY_BUCKETS) + 1), "count": 0,
-                              "sum": 0.0}
+            d = into[name] = {
+                "le": list(LATENCY_BUCKETS),
+                "buckets": [0] * (len(LATENCY_BUCKETS) + 1),
+                "count": 0,
+                "sum": 0.0,
+            }
         for i, n in enumerate(h[:-1]):
             d["buckets"][i] += int(n)
         d["count"] += int(sum(h[:-1]))
@@ -225,8 +283,14 @@ class StatsReporter(threading.Thread):
     """Calls ``stats_cb(json_text)`` every ``interval_ms`` until stopped (librdkafka's
     ``statistics.interval.ms``)."""
 
-    def __init__(self, snapshot: Callable[[], dict[str, Any]], stats_cb: Callable[[str], Any],
-                 interval_ms: int, name: str = "kclient-stats", fmt: str = "kclient") -> None:
+    def __init__(
+        self,
+        snapshot: Callable[[], dict[str, Any]],
+        stats_cb: Callable[[str], Any],
+        interval_ms: int,
+        name: str = "kclient-stats",
+        fmt: str = "kclient",
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.snapshot, self.stats_cb, self.interval = snapshot, stats_cb, interval_ms / 1000.0
         self._stop_event = threading.Event()
@@ -238,6 +302,7 @@ class StatsReporter(threading.Thread):
         """One statistics document in the chosen layout."""
         if self.fmt == "librdkafka":
             from kclient.observability.librdkafka import librdkafka_stats
+
             return librdkafka_stats(self.snapshot(), self.started)
         return self.snapshot()
 
@@ -258,13 +323,17 @@ class Registration:
     """A client's place in the live registry (what Prometheus and OpenTelemetry metrics read),
     and its StatsReporter if ``stats_cb`` is on; ``stop()`` (at the client's close) ends both."""
 
-    def __init__(self, snapshot: Callable[[], dict[str, Any]],
-                 reporter: StatsReporter | None) -> None:
+    def __init__(
+        self, snapshot: Callable[[], dict[str, Any]], reporter: StatsReporter | None
+    ) -> None:
         self.reporter = reporter
         self._key = id(self)
         with _LIVE_LOCK:
-            _LIVE[self._key] = weakref.WeakMethod(snapshot) if hasattr(snapshot, "__self__") \
+            _LIVE[self._key] = (
+                weakref.WeakMethod(snapshot)
+                if hasattr(snapshot, "__self__")
                 else (lambda: snapshot)
+            )
 
     def stop(self) -> None:
         with _LIVE_LOCK:
@@ -294,8 +363,12 @@ def live_snapshots() -> list[dict[str, Any]]:
     return out
 
 
-def start_reporter(interval_ms: int, stats_cb: Callable[[str], Any] | None,
-                   snapshot: Callable[[], dict[str, Any]], fmt: str = "kclient") -> Registration:
+def start_reporter(
+    interval_ms: int,
+    stats_cb: Callable[[str], Any] | None,
+    snapshot: Callable[[], dict[str, Any]],
+    fmt: str = "kclient",
+) -> Registration:
     """Register a client's ``metrics()`` (``snapshot``) in the live registry, with a running
     StatsReporter when both ``statistics.interval.ms`` and ``stats_cb`` are set (``fmt``:
     ``statistics.format``)."""
@@ -316,8 +389,10 @@ def instrument_meter(meter_provider: Any = None) -> None:
     from now on.  ``meter_provider``: default OpenTelemetry's global one."""
     global _SINK, _PROCESS_SINK
     from kclient.observability.meters import instrument
+
     if meter_provider is None:
         from opentelemetry import metrics
+
         meter_provider = metrics.get_meter_provider()
     _SINK, _PROCESS_SINK = instrument(meter_provider, live_snapshots, LATENCY_BUCKETS)
 
@@ -328,4 +403,5 @@ def serve_prometheus(port: int = 0, addr: str = "127.0.0.1") -> Any:
     ``server_port``; ``shutdown()`` stops it).  Needs ``prometheus_client`` (the otel extra);
     docs/observability.md lists the metrics."""
     from kclient.observability.prometheus import serve
+
     return serve(live_snapshots, port, addr)

@@ -1,4 +1,5 @@
 """Plain data classes shared by the admin client and the consumers (one definition each)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,10 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 __all__ = [
-    "TopicPartition", "OffsetAndMetadata", "ConsumerRecord", "AcknowledgeType",
+    "TopicPartition",
+    "OffsetAndMetadata",
+    "ConsumerRecord",
+    "AcknowledgeType",
     "ShareConsumerRecord",
 ]
 

@@ -4,6 +4,7 @@ The layout itself -- paths and the JSON of every znode, byte for byte -- lives i
 :mod:`kclient.protocol.zookeeper`, shared with the mini-broker's registration; this module does
 the kazoo I/O on top of it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,12 +73,29 @@ else:
         CREATOR_ALL_ACL = READ_ACL_UNSAFE = []
 
 __all__ = [
-    "BROKER_IDS_PATH", "BROKER_TOPICS_PATH", "CONSUMERS_PATH", "kafka_json", "GroupDirs",
-    "registration_json", "parse_registration", "get_children",
-    "create_ephemeral_expect_conflict", "update_persistent", "read_data", "get_all_brokers",
-    "parse_broker", "partitions_for_topics", "leader_for_partition", "get_all_topics",
-    "consumers_in_group", "register_broker", "register_topic",
-    "make_client", "kazoo_options", "zk_errors", "ZK_FAILURES",
+    "BROKER_IDS_PATH",
+    "BROKER_TOPICS_PATH",
+    "CONSUMERS_PATH",
+    "kafka_json",
+    "GroupDirs",
+    "registration_json",
+    "parse_registration",
+    "get_children",
+    "create_ephemeral_expect_conflict",
+    "update_persistent",
+    "read_data",
+    "get_all_brokers",
+    "parse_broker",
+    "partitions_for_topics",
+    "leader_for_partition",
+    "get_all_topics",
+    "consumers_in_group",
+    "register_broker",
+    "register_topic",
+    "make_client",
+    "kazoo_options",
+    "zk_errors",
+    "ZK_FAILURES",
 ]
 
 log = logging.getLogger(__name__)
@@ -154,11 +172,15 @@ def kazoo_options(config: Mapping[str, Any]) -> dict[str, Any]:
     if config.get("zookeeper.ssl.client.enable"):
         keystore = config.get("zookeeper.ssl.keystore.location")
         options.update(
-            use_ssl=True, ca=config.get("zookeeper.ssl.truststore.location"),
-            certfile=keystore, keyfile=keystore,
-            keyfile_password=config.get("zookeeper.ssl.keystore.password"), verify_certs=True,
-            check_hostname=config.get("zookeeper.ssl.endpoint.identification.algorithm",
-                                      "https") == "https")
+            use_ssl=True,
+            ca=config.get("zookeeper.ssl.truststore.location"),
+            certfile=keystore,
+            keyfile=keystore,
+            keyfile_password=config.get("zookeeper.ssl.keystore.password"),
+            verify_certs=True,
+            check_hostname=config.get("zookeeper.ssl.endpoint.identification.algorithm", "https")
+            == "https",
+        )
     digest = config.get("zookeeper.digest")
     if digest:
         if ":" not in digest:
@@ -168,21 +190,27 @@ def kazoo_options(config: Mapping[str, Any]) -> dict[str, Any]:
         if not digest and not options.get("certfile"):
             raise InvalidConfigError(
                 "zookeeper.set.acl needs an identity: zookeeper.digest, or "
-                "zookeeper.ssl.keystore.location with zookeeper.ssl.client.enable")
+                "zookeeper.ssl.keystore.location with zookeeper.ssl.client.enable"
+            )
         options["default_acl"] = list(CREATOR_ALL_ACL) + list(READ_ACL_UNSAFE)
     return options
 
 
-def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: int,
-                options: Mapping[str, Any] | None = None) -> KazooClient:
+def make_client(
+    connect: str,
+    session_timeout_ms: int,
+    connection_timeout_ms: int,
+    options: Mapping[str, Any] | None = None,
+) -> KazooClient:
     """A started kazoo client (``connect`` may end with a chroot path); ``options`` are
     :func:`kazoo_options` (TLS, digest credentials, ACLs of created znodes).
 
     Raises :class:`ZooKeeperError` naming ``connect`` when no server answers within
     ``connection_timeout_ms``."""
     if KAZOO_MISSING is not None:
-        raise ImportError("ZooKeeper coordination needs kazoo (pip install kazoo): "
-                          f"{KAZOO_MISSING}") from KAZOO_MISSING
+        raise ImportError(
+            f"ZooKeeper coordination needs kazoo (pip install kazoo): {KAZOO_MISSING}"
+        ) from KAZOO_MISSING
     zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0, **(options or {}))
     wait = max(1.0, connection_timeout_ms / 1000.0)
     try:
@@ -196,8 +224,9 @@ def make_client(connect: str, session_timeout_ms: int, connection_timeout_ms: in
 
 
 # -- brokers and topics ------------------------------------------------------------------------
-def get_all_brokers(zk: KazooClient, watch=None,
-                    security_protocol: str = "PLAINTEXT") -> dict[int, tuple[str, int]]:
+def get_all_brokers(
+    zk: KazooClient, watch=None, security_protocol: str = "PLAINTEXT"
+) -> dict[int, tuple[str, int]]:
     """``{broker id: (host, port)}`` of every registered broker, at its endpoint for
     ``security_protocol`` (the client's ``security.protocol``); a broker without one is left
     out (logged)."""
@@ -237,12 +266,22 @@ def consumers_in_group(zk: KazooClient, group: str, watch=None) -> list[str]:
 
 
 # -- writers for brokers (tests, tools; the mini-broker writes the same through kclient.broker.zk)
-def register_broker(zk: KazooClient, broker_id: int, host: str, port: int,
-                    timestamp_ms: int | None = None, ephemeral: bool = True) -> None:
+def register_broker(
+    zk: KazooClient,
+    broker_id: int,
+    host: str,
+    port: int,
+    timestamp_ms: int | None = None,
+    ephemeral: bool = True,
+) -> None:
     """Write ``/brokers/ids/[id]`` as a Kafka 3.x broker does (host, port and endpoints)."""
     stamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    zk.create(broker_path(broker_id), broker_registration(host, port, stamp),
-              ephemeral=ephemeral, makepath=True)
+    zk.create(
+        broker_path(broker_id),
+        broker_registration(host, port, stamp),
+        ephemeral=ephemeral,
+        makepath=True,
+    )
 
 
 def register_topic(zk: KazooClient, topic: str, replicas: Mapping[int, list[int]]) -> None:

@@ -1,5 +1,6 @@
 """Shared fixtures: real servers on free loopback ports, each cleaned up after itself; the
 ``requires`` / ``c_twin`` marks of tests/needs.py and the session's skip count."""
+
 import pytest
 
 from kclient.testing import TansuServer, ZooKeeperServer, tansu_binary, zookeeper_available
@@ -24,8 +25,9 @@ def pytest_terminal_summary(terminalreporter):
         reasons[reason] = reasons.get(reason, 0) + 1
     lacking = sum(n for r, n in reasons.items() if r.startswith(MISSING))
     mode = "KCLIENT_REQUIRE_ALL=1" if REQUIRE_ALL else "KCLIENT_REQUIRE_ALL unset"
-    terminalreporter.write_sep("-", f"kclient: {len(skipped)} skipped, {lacking} of them for a "
-                                    f"missing component ({mode})")
+    terminalreporter.write_sep(
+        "-", f"kclient: {len(skipped)} skipped, {lacking} of them for a missing component ({mode})"
+    )
     for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{n:5d}  {reason}")
 
@@ -57,6 +59,7 @@ FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
 def mini_broker(tmp_path):
     """A running MiniBroker on a free loopback port with its logs under tmp_path."""
     from kclient.broker import MiniBroker
+
     with MiniBroker(log_dir=tmp_path / "mini-broker", config=FAST_GROUPS) as broker:
         yield broker
 
@@ -65,8 +68,10 @@ def mini_broker(tmp_path):
 def mini_cluster(tmp_path):
     """Three running MiniBrokers (ids 0-2) sharing one cluster view."""
     from kclient.broker import MiniCluster
-    with MiniCluster(num_brokers=3, log_dir=tmp_path / "mini-cluster",
-                     config=FAST_GROUPS) as cluster:
+
+    with MiniCluster(
+        num_brokers=3, log_dir=tmp_path / "mini-cluster", config=FAST_GROUPS
+    ) as cluster:
         yield cluster
 
 
@@ -77,6 +82,7 @@ class RawKafkaClient:
         import socket
 
         from kclient.protocol.framing import ClientProtocol
+
         host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.proto = ClientProtocol(client_id)
@@ -117,6 +123,7 @@ def raw_client():
         client = RawKafkaClient(bootstrap, **kwargs)
         clients.append(client)
         return client
+
     yield connect
     for client in clients:
         client.close()
@@ -130,6 +137,7 @@ UNKNOWN_TAGS = ((10000, b"\x01\x02\x03"), (10001, b""))
 def unknown_tag_section(tags=UNKNOWN_TAGS) -> bytes:
     """A tagged-field section carrying tags no schema declares."""
     from kclient.protocol.varint import encode_uvarint
+
     out = [encode_uvarint(len(tags))]
     for tag, data in tags:
         out += [encode_uvarint(tag), encode_uvarint(len(data)), data]
@@ -142,6 +150,7 @@ def encode_with_unknown_tags(codec, value) -> bytes:
     from kclient.protocol.schema import StructType, _OneStruct
     from kclient.protocol.types import ArrayOf
     from kclient.protocol.varint import encode_uvarint
+
     section = unknown_tag_section()
 
     def write(typ, v, out):
@@ -156,12 +165,16 @@ def encode_with_unknown_tags(codec, value) -> bytes:
                 out.append(b"\x01")
             write(typ.struct, v, out)
         elif isinstance(typ, ArrayOf) and isinstance(typ.element, StructType) and v is not None:
-            out.append(encode_uvarint(len(v) + 1) if typ.is_compact
-                       else len(v).to_bytes(4, "big", signed=True))
+            out.append(
+                encode_uvarint(len(v) + 1)
+                if typ.is_compact
+                else len(v).to_bytes(4, "big", signed=True)
+            )
             for item in v:
                 write(typ.element, item, out)
         else:
             typ.write(v, out)
+
     out: list = []
     write(codec, value, out)
     return b"".join(out)
@@ -178,11 +191,17 @@ class CliRunner:
         import os
         import subprocess
         import sys
+
         environ = dict(os.environ, KCLIENT_BOOTSTRAP=self.bootstrap or "", **(env or {}))
         if self.bootstrap is None:
             environ.pop("KCLIENT_BOOTSTRAP")
-        done = subprocess.run([sys.executable, "-m", "kclient.cli", *map(str, args)],
-                              input=input, capture_output=True, env=environ, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-m", "kclient.cli", *map(str, args)],
+            input=input,
+            capture_output=True,
+            env=environ,
+            timeout=timeout,
+        )
         if check is not None:
             assert done.returncode == check, (done.returncode, done.stdout, done.stderr)
         return done

@@ -14,6 +14,7 @@ Docker) calls :func:`need_docker`, which skips saying why where no engine answer
 mode: Docker is not a component this project's machines declare, so KCLIENT_REQUIRE_ALL=1 does
 not make its absence a failure.
 """
+
 from __future__ import annotations
 
 import importlib

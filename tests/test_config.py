@@ -148,8 +148,13 @@ def test_offsets_storage_follows_zookeeper_presence():
         ("producer", "queue.time", "50", "queue.buffering.max.ms", 50),
         ("producer", "linger.ms", 7, "queue.buffering.max.ms", 7),
         ("producer", "zk.connect", "zk1:2181", "zookeeper.connect", "zk1:2181"),
-        ("producer", "broker.list", "0:h1:9092,1:h2:9093", "metadata.broker.list",
-         (("h1", 9092), ("h2", 9093))),
+        (
+            "producer",
+            "broker.list",
+            "0:h1:9092,1:h2:9093",
+            "metadata.broker.list",
+            (("h1", 9092), ("h2", 9093)),
+        ),
         ("producer", "bootstrap.servers", "h:1", "metadata.broker.list", (("h", 1),)),
         ("producer", "acks", "all", "request.required.acks", -1),
         ("producer", "retries", "0", "message.send.max.retries", 0),
@@ -176,8 +181,11 @@ def test_alias_sets_canonical_key(role, alias, value, canonical, expected):
 
 
 def test_overrides_use_underscores_and_win_over_the_mapping():
-    cfg = producer({"producer.type": "sync", "queue.buffering.max.ms": 100},
-                   producer_type="async", queue_time=3)
+    cfg = producer(
+        {"producer.type": "sync", "queue.buffering.max.ms": 100},
+        producer_type="async",
+        queue_time=3,
+    )
     assert cfg["producer.type"] == "async"
     assert cfg["queue.buffering.max.ms"] == 3
 
@@ -279,16 +287,26 @@ def test_compression_codec_numbers_and_case(value, expected):
     assert producer({"compression.codec": value})["compression.codec"] == expected
 
 
-@pytest.mark.parametrize("value,expected", [("earliest", "smallest"), ("latest", "largest"),
-                                            ("LARGEST", "largest"), ("none", "none")])
+@pytest.mark.parametrize(
+    "value,expected",
+    [("earliest", "smallest"), ("latest", "largest"), ("LARGEST", "largest"), ("none", "none")],
+)
 def test_auto_offset_reset_value_aliases(value, expected):
     assert consumer({"auto.offset.reset": value})["auto.offset.reset"] == expected
 
 
-@pytest.mark.parametrize("value,expected", [
-    ("true", True), ("FALSE", False), ("yes", True), ("off", False), ("1", True), (0, False),
-    (True, True),
-])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ("true", True),
+        ("FALSE", False),
+        ("yes", True),
+        ("off", False),
+        ("1", True),
+        (0, False),
+        (True, True),
+    ],
+)
 def test_booleans(value, expected):
     assert consumer({"auto.commit.enable": value})["auto.commit.enable"] is expected
 
@@ -297,11 +315,19 @@ def test_booleans(value, expected):
     "role,key,value,fragments",
     [
         ("producer", "producer.type", "fast", ["'fast'", "'producer.type'", "one of sync, async"]),
-        ("producer", "acks", 2, ["value 2", "'request.required.acks' (given as 'acks')",
-                                 "one of -1, 0, 1, all (= -1)"]),
+        (
+            "producer",
+            "acks",
+            2,
+            ["value 2", "'request.required.acks' (given as 'acks')", "one of -1, 0, 1, all (= -1)"],
+        ),
         ("producer", "request.required.acks", True, ["one of -1, 0, 1"]),
-        ("producer", "compression.codec", "brotli",
-         ["'brotli'", "none, gzip, snappy, lz4, zstd", "2 (= snappy)"]),
+        (
+            "producer",
+            "compression.codec",
+            "brotli",
+            ["'brotli'", "none, gzip, snappy, lz4, zstd", "2 (= snappy)"],
+        ),
         ("producer", "queue.buffering.max.ms", "soon", ["'soon'", "an integer >= 0"]),
         ("producer", "queue.buffering.max.ms", -5, ["-5", "an integer >= 0"]),
         ("producer", "queue.enqueue.timeout.ms", -2, ["an integer >= -1"]),
@@ -318,21 +344,45 @@ def test_booleans(value, expected):
         ("producer", "client.id", 5, ["a string"]),
         ("producer", "compressed.topics", 5, ["comma-separated list"]),
         ("producer", "serializer.encoding", "klingon", ["text encoding"]),
-        ("producer", "serializer.class", "nope.Missing",
-         ["cannot import 'nope.Missing'", "to_message() method"]),
-        ("producer", "serializer.class", "kclient.encoders.NoSuchEncoder",
-         ["cannot import 'kclient.encoders.NoSuchEncoder'"]),
+        (
+            "producer",
+            "serializer.class",
+            "nope.Missing",
+            ["cannot import 'nope.Missing'", "to_message() method"],
+        ),
+        (
+            "producer",
+            "serializer.class",
+            "kclient.encoders.NoSuchEncoder",
+            ["cannot import 'kclient.encoders.NoSuchEncoder'"],
+        ),
         ("producer", "serializer.class", "Encoder", ["is not a dotted path"]),
-        ("producer", "serializer.class", "kclient.partitioner:DefaultPartitioner",
-         ["has no to_message() method"]),
-        ("producer", "partitioner.class", "kclient.encoders.JsonEncoder",
-         ["has no partition() method", "default, murmur2, roundrobin, javahash"]),
-        ("consumer", "auto.offset.reset", "begin",
-         ["'begin'", "smallest, largest, none, earliest (= smallest), latest (= largest)"]),
+        (
+            "producer",
+            "serializer.class",
+            "kclient.partitioner:DefaultPartitioner",
+            ["has no to_message() method"],
+        ),
+        (
+            "producer",
+            "partitioner.class",
+            "kclient.encoders.JsonEncoder",
+            ["has no partition() method", "default, murmur2, roundrobin, javahash"],
+        ),
+        (
+            "consumer",
+            "auto.offset.reset",
+            "begin",
+            ["'begin'", "smallest, largest, none, earliest (= smallest), latest (= largest)"],
+        ),
         ("consumer", "auto.commit.enable", "maybe", ["'maybe'", "true or false"]),
         ("consumer", "offsets.storage", "redis", ["one of zookeeper, kafka"]),
-        ("consumer", "partition.assignment.strategy", "sticky",
-         ["range, roundrobin or cooperative-sticky"]),
+        (
+            "consumer",
+            "partition.assignment.strategy",
+            "sticky",
+            ["range, roundrobin or cooperative-sticky"],
+        ),
         ("consumer", "consumer.timeout.ms", "-2", ["an integer >= -1"]),
     ],
 )
@@ -531,9 +581,7 @@ def test_all_spec_keys_are_known():
     """.split()
     known = {k.name for k in kc.KEYS}
     assert not [k for k in spec_keys if k not in known]
-    assert {"queue.time", "bootstrap.servers", "broker.list", "zk.connect"} <= set(
-        kc._ALIASES
-    )
+    assert {"queue.time", "bootstrap.servers", "broker.list", "zk.connect"} <= set(kc._ALIASES)
 
 
 @pytest.mark.parametrize("role", ["common", "producer", "consumer"])
@@ -559,8 +607,14 @@ def test_plain_callables_are_serializers_and_deserializers():
 
     cfg = load_config("producer", value_serializer=enc, key_serializer=str.encode)
     assert cfg["serializer.class"] is enc and cfg["key.serializer.class"] is str.encode
-    cfg = load_config("consumer", {"group.id": "g", "value.deserializer": json.loads,
-                                   "key.deserializer": lambda b: b.decode()})
+    cfg = load_config(
+        "consumer",
+        {
+            "group.id": "g",
+            "value.deserializer": json.loads,
+            "key.deserializer": lambda b: b.decode(),
+        },
+    )
     assert cfg["value.decoder.class"] is json.loads
     with pytest.raises(InvalidConfigError, match="plain callable"):
         load_config("producer", {"value.serializer": 42})
@@ -571,18 +625,21 @@ def test_plain_callables_are_serializers_and_deserializers():
 def test_consumer_config_reads_the_consumers_arguments():
     """A leading mapping is the configuration, the rest are topics; a refused key raises with
     its reason before the bootstrap list is asked for, which is then required."""
-    conf, topics = kc.consumer_config(({"group.id": "g"}, "a", "b"),
-                                      {"bootstrap_servers": "127.0.0.1:9092"})
+    conf, topics = kc.consumer_config(
+        ({"group.id": "g"}, "a", "b"), {"bootstrap_servers": "127.0.0.1:9092"}
+    )
     assert topics == ("a", "b") and conf["group.id"] == "g"
     assert list(conf["metadata.broker.list"]) == [("127.0.0.1", 9092)]
     with pytest.raises(InvalidConfigError, match="zookeeper.connect: not here"):
-        kc.consumer_config((), {"zookeeper.connect": "127.0.0.1:2181"},
-                           {"zookeeper.connect": "not here"})
+        kc.consumer_config(
+            (), {"zookeeper.connect": "127.0.0.1:2181"}, {"zookeeper.connect": "not here"}
+        )
     with pytest.raises(InvalidConfigError, match="metadata.broker.list"):
         kc.consumer_config(("a",), {})
 
 
 # ---------------------------------------------------------------- group.protocol (KIP-848)
+
 
 def test_group_protocol_defaults_to_classic_as_java():
     assert consumer()["group.protocol"] == "classic"
@@ -590,14 +647,20 @@ def test_group_protocol_defaults_to_classic_as_java():
     raises_config(consumer, {"group.protocol": "eager"})
 
 
-@pytest.mark.parametrize("given,named", [
-    ({"session.timeout.ms": 10000}, "session.timeout.ms"),
-    ({"heartbeat.interval.ms": 500, "partition.assignment.strategy": "range"},
-     "partition.assignment.strategy, heartbeat.interval.ms"),
-])
+@pytest.mark.parametrize(
+    "given,named",
+    [
+        ({"session.timeout.ms": 10000}, "session.timeout.ms"),
+        (
+            {"heartbeat.interval.ms": 500, "partition.assignment.strategy": "range"},
+            "partition.assignment.strategy, heartbeat.interval.ms",
+        ),
+    ],
+)
 def test_classic_only_keys_are_refused_under_the_consumer_protocol_in_javas_words(given, named):
     from kclient.aio import AIOConsumer
     from kclient.consumer import Consumer
+
     base = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "group.protocol": "consumer"}
     for make in (Consumer, AIOConsumer):
         with pytest.raises(InvalidConfigError) as info:
@@ -605,6 +668,7 @@ def test_classic_only_keys_are_refused_under_the_consumer_protocol_in_javas_word
         assert str(info.value).startswith(f"{named} cannot be set when group.protocol=CONSUMER")
     # the same keys are fine under classic, and the consumer protocol's own keys are taken
     kc.consumer_config((), dict(base, **given, **{"group.protocol": "classic"}))
-    conf, _ = kc.consumer_config((), dict(base, **{"group.remote.assignor": "range",
-                                                   "client.rack": "r1"}))
+    conf, _ = kc.consumer_config(
+        (), dict(base, **{"group.remote.assignor": "range", "client.rack": "r1"})
+    )
     assert (conf["group.remote.assignor"], conf["client.rack"]) == ("range", "r1")

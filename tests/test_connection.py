@@ -1,4 +1,5 @@
 """The connection layer against tansu, a Kafka-compatible broker kclient did not write."""
+
 import socket
 import threading
 
@@ -39,13 +40,33 @@ def test_create_produce_fetch_round_trip_on_tansu(tansu):
         values = [f"value-{i}".encode() for i in range(50)]
         keys = [f"k{i}".encode() if i % 3 else None for i in range(50)]
         batch = build_batch(values, keys, codec=GZIP)
-        resp = conn.request(PRODUCE, {"acks": 1, "timeout_ms": 5000, "topic_data": [
-            {"name": "conn-roundtrip", "partition_data": [{"index": 1, "records": batch}]}]})
+        resp = conn.request(
+            PRODUCE,
+            {
+                "acks": 1,
+                "timeout_ms": 5000,
+                "topic_data": [
+                    {"name": "conn-roundtrip", "partition_data": [{"index": 1, "records": batch}]}
+                ],
+            },
+        )
         part = resp.responses[0].partition_responses[0]
         assert (part.index, part.error_code, part.base_offset) == (1, 0, 0)
-        fetched = conn.request(FETCH, {"max_wait_ms": 100, "min_bytes": 1, "topics": [
-            {"topic": "conn-roundtrip", "partitions": [
-                {"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        fetched = conn.request(
+            FETCH,
+            {
+                "max_wait_ms": 100,
+                "min_bytes": 1,
+                "topics": [
+                    {
+                        "topic": "conn-roundtrip",
+                        "partitions": [
+                            {"partition": 1, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+            },
+        )
         p = fetched.responses[0].partitions[0]
         assert p.error_code == 0 and p.high_watermark == 50
         got = list(RecordsReader(p.records))
@@ -54,8 +75,17 @@ def test_create_produce_fetch_round_trip_on_tansu(tansu):
         assert [r.offset for r in got] == list(range(50))
         # earliest only: tansu 0.6 answers "latest" with the last batch's base offset + 1 and
         # omits v0's offset array (both tansu bugs; the mini-broker's tests cover them)
-        offsets = conn.request(LIST_OFFSETS, {"topics": [{"name": "conn-roundtrip", "partitions": [
-            {"partition_index": 1, "timestamp": -2}]}]})
+        offsets = conn.request(
+            LIST_OFFSETS,
+            {
+                "topics": [
+                    {
+                        "name": "conn-roundtrip",
+                        "partitions": [{"partition_index": 1, "timestamp": -2}],
+                    }
+                ]
+            },
+        )
         assert offsets.topics[0].partitions[0].offset == 0
 
 
@@ -74,12 +104,14 @@ def test_concurrent_threads_share_one_connection(tansu):
     host, port = parse_bootstrap(tansu.bootstrap)[0]
     errors, seen = [], []
     with BrokerConnection(host, port) as conn:
+
         def worker():
             try:
                 for _ in range(20):
                     seen.append(conn.request(METADATA, {"topics": []}).brokers[0].port)
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
+
         threads = [threading.Thread(target=worker) for _ in range(4)]
         for t in threads:
             t.start()
@@ -106,6 +138,7 @@ def _fake_broker(behaviour):
         conn, _ = srv.accept()
         behaviour(conn)
         srv.close()
+
     threading.Thread(target=run, daemon=True).start()
     return srv.getsockname()[1]
 
@@ -132,13 +165,15 @@ def test_silent_broker_times_out_naming_the_request():
 
 def test_old_broker_fallback_uses_old_versions_without_asking():
     port = _fake_broker(lambda c: (c.recv(100), c.close()))
-    conn = BrokerConnection("127.0.0.1", port, api_version_request=False,
-                            broker_version_fallback="0.8.2")
+    conn = BrokerConnection(
+        "127.0.0.1", port, api_version_request=False, broker_version_fallback="0.8.2"
+    )
     conn.connect()
     assert conn.version(PRODUCE) == 0 and conn.version(FETCH) == 0 and conn.version(METADATA) == 0
     with pytest.raises(ValueError, match="0.7.0"):
-        BrokerConnection("127.0.0.1", port, api_version_request=False,
-                         broker_version_fallback="0.7.0").connect()
+        BrokerConnection(
+            "127.0.0.1", port, api_version_request=False, broker_version_fallback="0.7.0"
+        ).connect()
     conn.close()
 
 
@@ -158,6 +193,7 @@ def test_broker_closing_on_api_versions_falls_back():
             if len(accepted) <= 2:
                 c.recv(100)
                 c.close()
+
     threading.Thread(target=run, daemon=True).start()
     conn = BrokerConnection("127.0.0.1", srv.getsockname()[1], broker_version_fallback="0.8.2")
     conn.connect()
@@ -169,9 +205,19 @@ def test_broker_closing_on_api_versions_falls_back():
 def test_connection_settings_follow_the_loaded_config():
     from kclient.config import load_config
     from kclient.producer.context import connection_settings
-    settings = connection_settings(load_config("producer", {
-        "client.id": "svc", "socket.timeout.ms": 1234, "api.version.request": "false",
-        "broker.version.fallback": "0.8.2", "socket.send.buffer.bytes": 4096}))
+
+    settings = connection_settings(
+        load_config(
+            "producer",
+            {
+                "client.id": "svc",
+                "socket.timeout.ms": 1234,
+                "api.version.request": "false",
+                "broker.version.fallback": "0.8.2",
+                "socket.send.buffer.bytes": 4096,
+            },
+        )
+    )
     assert settings.client_id == "svc" and settings.request_timeout_ms == 1234
     assert settings.api_version_request is False and settings.broker_version_fallback == "0.8.2"
     assert settings.send_buffer_bytes == 4096
@@ -183,9 +229,19 @@ def test_connection_settings_follow_the_loaded_config():
 def test_consumer_settings_keep_both_socket_buffers_and_room_for_long_polls():
     from kclient.config import load_config
     from kclient.consumer.connector import connection_settings
-    settings = connection_settings(load_config("consumer", {
-        "group.id": "g", "socket.send.buffer.bytes": 8192, "socket.receive.buffer.bytes": 16384,
-        "socket.timeout.ms": 1000, "fetch.wait.max.ms": 3000}))
+
+    settings = connection_settings(
+        load_config(
+            "consumer",
+            {
+                "group.id": "g",
+                "socket.send.buffer.bytes": 8192,
+                "socket.receive.buffer.bytes": 16384,
+                "socket.timeout.ms": 1000,
+                "fetch.wait.max.ms": 3000,
+            },
+        )
+    )
     assert (settings.send_buffer_bytes, settings.receive_buffer_bytes) == (8192, 16384)
     assert settings.client_id == "g" and settings.request_timeout_ms == 8000
 
@@ -196,6 +252,7 @@ def test_one_broker_version_fallback_default_everywhere():
     from kclient.config import load_config
     from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK
     from kclient.simple import SimpleConsumer
+
     default = inspect.signature(SimpleConsumer).parameters["broker_version_fallback"].default
     assert default == DEFAULT_BROKER_VERSION_FALLBACK
     assert BrokerConnection("127.0.0.1", 1).broker_version_fallback == default

@@ -8,6 +8,7 @@ number go to the next socket opened, so the reader waited on a stranger's socket
 request timeout (a ZooKeeper connector's fetcher held its rebalance that way), and the second
 one was lost: the connection came up after it had been closed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,7 +26,7 @@ from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import KafkaConnectionError
 from kclient.protocol.apis import METADATA
 
-WAIT = 30.0     # a bound for the test's own waits; each one is over as soon as the event fires
+WAIT = 30.0  # a bound for the test's own waits; each one is over as soon as the event fires
 
 
 @pytest.fixture
@@ -54,8 +55,9 @@ def silent_broker():
         accepted.get().close()
 
 
-SETTINGS = ConnectionSettings(client_id="close-test", api_version_request=False,
-                              request_timeout_ms=60000)
+SETTINGS = ConnectionSettings(
+    client_id="close-test", api_version_request=False, request_timeout_ms=60000
+)
 
 
 class _EnteringReader:
@@ -174,8 +176,9 @@ def test_asyncio_close_while_connecting_cancels_the_connect(silent_broker, monke
         await opened.wait()
         conn.close("the consumer was stopped")
         closed.set()
-        with pytest.raises(KafkaConnectionError,
-                           match="closed while connecting: the consumer was stopped"):
+        with pytest.raises(
+            KafkaConnectionError, match="closed while connecting: the consumer was stopped"
+        ):
             await task
         assert not conn.connected
         monkeypatch.undo()
@@ -198,7 +201,7 @@ def test_asyncio_close_wakes_a_drain_the_broker_does_not_read(silent_broker):
     async def main():
         conn = await AIOConnection("127.0.0.1", port, SETTINGS).connect()
         writer = conn._writer
-        while not writer.transport.get_write_buffer_size():   # past the kernel's buffers
+        while not writer.transport.get_write_buffer_size():  # past the kernel's buffers
             writer.write(b"\0" * (1 << 20))
             await asyncio.sleep(0)
         draining = asyncio.ensure_future(conn.drain())

@@ -1,4 +1,5 @@
 """The demo README's first command runs: every message produced is read back three ways."""
+
 import re
 
 from kclient.demo import main

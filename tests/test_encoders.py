@@ -24,7 +24,11 @@ from kclient.encoders import (
 )
 
 ALL = [
-    DefaultEncoder(), DefaultDecoder(), StringEncoder(), StringDecoder(), JsonEncoder(),
+    DefaultEncoder(),
+    DefaultDecoder(),
+    StringEncoder(),
+    StringDecoder(),
+    JsonEncoder(),
     JsonDecoder(),
 ]
 
@@ -128,7 +132,10 @@ def test_json_decoder_object_hook_and_memoryview():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text()
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
     max_leaves=20,

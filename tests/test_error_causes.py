@@ -3,6 +3,7 @@
 No reachable broker is NoBrokersAvailableError (or KafkaConnectionError), never an unknown
 topic; kazoo's errors come wrapped in ZooKeeperError naming the connect string.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,8 +38,14 @@ def _chain(exc: BaseException | None) -> list[BaseException]:
 
 
 def _send_error(bootstrap: str) -> BaseException:
-    with Producer({"metadata.broker.list": bootstrap, "message.send.max.retries": 0,
-                   "request.timeout.ms": 1000, "connect.timeout.ms": 1000}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": bootstrap,
+            "message.send.max.retries": 0,
+            "request.timeout.ms": 1000,
+            "connect.timeout.ms": 1000,
+        }
+    ) as p:
         with pytest.raises(FailedToSendMessageError) as info:
             p.send(ProducerData("t", b"x"))
     return info.value.failed[0][1]
@@ -51,8 +58,9 @@ def test_refused_connection_is_no_brokers_not_unknown_topic():
     assert not isinstance(err, UnknownTopicOrPartitionError)
     assert address in str(err) and "Connection refused" in str(err)
     chain = _chain(err)
-    assert any(isinstance(e, KafkaConnectionError) and f"{e.host}:{e.port}" == address
-               for e in chain)
+    assert any(
+        isinstance(e, KafkaConnectionError) and f"{e.host}:{e.port}" == address for e in chain
+    )
     assert isinstance(chain[-1], ConnectionRefusedError)
 
 
@@ -83,9 +91,16 @@ def test_broken_answer_is_named_and_chained(tmp_path, api):
 
 def test_group_consumer_without_brokers_chains_the_cause():
     address = f"127.0.0.1:{free_port()}"
-    conn = create_consumer({"metadata.broker.list": address, "group.id": "g",
-                            "rebalance.max.retries": 1, "connect.timeout.ms": 1000,
-                            "offsets.commit.max.retries": 0, "offsets.channel.backoff.ms": 10})
+    conn = create_consumer(
+        {
+            "metadata.broker.list": address,
+            "group.id": "g",
+            "rebalance.max.retries": 1,
+            "connect.timeout.ms": 1000,
+            "offsets.commit.max.retries": 0,
+            "offsets.channel.backoff.ms": 10,
+        }
+    )
     try:
         with pytest.raises(ConsumerRebalanceFailedError) as info:
             conn.create_message_streams({"t": 1})
@@ -101,7 +116,7 @@ def test_zookeeper_unreachable_names_the_connect_string():
     start = time.monotonic()
     with pytest.raises(ZooKeeperError) as info:
         make_client(connect, 2000, 1000)
-    assert time.monotonic() - start < 1 + LOAD_SLACK      # the 1 s connection timeout
+    assert time.monotonic() - start < 1 + LOAD_SLACK  # the 1 s connection timeout
     assert info.value.connect == connect and connect in str(info.value)
     assert type(info.value.__cause__).__name__ == "KazooTimeoutError"
 
@@ -111,8 +126,9 @@ def test_producer_and_zk_consumer_wrap_zookeeper_errors():
     with pytest.raises(ZooKeeperError, match=connect):
         Producer({"zookeeper.connect": connect, "zookeeper.connection.timeout.ms": 1000})
     with pytest.raises(ZooKeeperError, match=connect):
-        create_consumer({"zookeeper.connect": connect, "group.id": "g",
-                         "zookeeper.connection.timeout.ms": 1000})
+        create_consumer(
+            {"zookeeper.connect": connect, "group.id": "g", "zookeeper.connection.timeout.ms": 1000}
+        )
 
 
 class _ExpiredSession:
@@ -124,6 +140,7 @@ class _ExpiredSession:
 
     def _expired(self, *args, **kwargs):
         from kazoo.exceptions import SessionExpiredError
+
         raise SessionExpiredError()
 
     get = set = create = exists = ensure_path = _expired
@@ -131,6 +148,7 @@ class _ExpiredSession:
 
 def test_zookeeper_offset_commit_and_fetch_wrap_an_expired_session():
     from kclient.consumer.offsets import ZkOffsetStore
+
     store = ZkOffsetStore(_ExpiredSession(), "g", "127.0.0.1:2181/kc")
     with pytest.raises(ZooKeeperError, match="committing offsets of group g") as info:
         store.commit({("t", 0): 5})

@@ -4,6 +4,7 @@ The broker (tests/hostile.py) is a proxy in front of a real MiniBroker that answ
 API by trickling the response a byte every half second, lying about its length, using another
 correlation id, sending garbage, or not answering.  Timeouts are per request, not per read.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,11 +46,14 @@ def _kclient_error(exc: BaseException, mode: str) -> None:
     assert isinstance(exc, KafkaError)
     if isinstance(exc, FailedToSendMessageError):
         exc = exc.failed[0][1]
-    kinds: tuple[type, ...] = (KafkaTimeoutError,) if mode in ("trickle", "long", "silent") \
+    kinds: tuple[type, ...] = (
+        (KafkaTimeoutError,)
+        if mode in ("trickle", "long", "silent")
         else (KafkaConnectionError, KafkaError)
+    )
     chain = []
     cause: BaseException | None = exc
-    while cause is not None:        # NoBrokersAvailableError chains each broker's failure
+    while cause is not None:  # NoBrokersAvailableError chains each broker's failure
         chain.append(cause)
         cause = cause.__cause__
     assert any(isinstance(e, kinds) for e in chain), repr(chain)
@@ -58,8 +62,14 @@ def _kclient_error(exc: BaseException, mode: str) -> None:
 @pytest.mark.parametrize("mode", BAD)
 def test_sync_producer(hostile, mode):
     hostile.arm(mode, {PRODUCE.key})
-    with Producer({"metadata.broker.list": hostile.bootstrap, "request.timeout.ms": TIMEOUT_MS,
-                   "message.send.max.retries": 1, "retry.backoff.ms": 50}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": hostile.bootstrap,
+            "request.timeout.ms": TIMEOUT_MS,
+            "message.send.max.retries": 1,
+            "retry.backoff.ms": 50,
+        }
+    ) as p:
         start = time.monotonic()
         with pytest.raises(FailedToSendMessageError) as info:
             p.send(ProducerData("t", b"x"))
@@ -73,9 +83,15 @@ def test_sync_producer(hostile, mode):
 @pytest.mark.parametrize("mode", BAD)
 def test_async_producer(hostile, mode):
     hostile.arm(mode, {PRODUCE.key})
-    p = Producer({"metadata.broker.list": hostile.bootstrap, "producer.type": "async",
-                  "request.timeout.ms": TIMEOUT_MS, "message.send.max.retries": 1,
-                  "retry.backoff.ms": 50})
+    p = Producer(
+        {
+            "metadata.broker.list": hostile.bootstrap,
+            "producer.type": "async",
+            "request.timeout.ms": TIMEOUT_MS,
+            "message.send.max.retries": 1,
+            "retry.backoff.ms": 50,
+        }
+    )
     try:
         start = time.monotonic()
         p.send(ProducerData("t", b"x"))
@@ -144,11 +160,20 @@ def test_connect_when_every_answer_is_bad(hostile, mode):
 @pytest.mark.parametrize("mode", ["trickle", "long", "short", "wrong_corr", "garbage"])
 def test_group_connector(hostile, mode):
     hostile.arm(mode, {JOIN_GROUP.key})
-    conn = create_consumer({"metadata.broker.list": hostile.bootstrap, "group.id": "g",
-                            "socket.timeout.ms": TIMEOUT_MS, "fetch.wait.max.ms": 100,
-                            "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-                            "rebalance.max.retries": 1, "offsets.commit.max.retries": 0,
-                            "retry.backoff.ms": 50, "offsets.channel.backoff.ms": 50})
+    conn = create_consumer(
+        {
+            "metadata.broker.list": hostile.bootstrap,
+            "group.id": "g",
+            "socket.timeout.ms": TIMEOUT_MS,
+            "fetch.wait.max.ms": 100,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "rebalance.max.retries": 1,
+            "offsets.commit.max.retries": 0,
+            "retry.backoff.ms": 50,
+            "offsets.channel.backoff.ms": 50,
+        }
+    )
     start = time.monotonic()
     try:
         with pytest.raises(KafkaError):
@@ -165,10 +190,18 @@ def _consume_under_bad_fetches(hostile, mode: str, config: dict) -> None:
     """Streams read what is there; then every Fetch answer is bad and five more records wait:
     iteration ends with ConsumerTimeoutError within consumer.timeout.ms (nothing bogus is
     delivered), and shutdown within its bound."""
-    conn = create_consumer({"socket.timeout.ms": TIMEOUT_MS, "fetch.wait.max.ms": 100,
-                            "consumer.timeout.ms": 3000, "auto.offset.reset": "smallest",
-                            "auto.commit.enable": False, "refresh.leader.backoff.ms": 50,
-                            "retry.backoff.ms": 50, **config})
+    conn = create_consumer(
+        {
+            "socket.timeout.ms": TIMEOUT_MS,
+            "fetch.wait.max.ms": 100,
+            "consumer.timeout.ms": 3000,
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": False,
+            "refresh.leader.backoff.ms": 50,
+            "retry.backoff.ms": 50,
+            **config,
+        }
+    )
     try:
         [stream] = conn.create_message_streams({"t": 1})["t"]
         assert len([m for _, m in zip(range(20), stream)]) == 20
@@ -189,16 +222,25 @@ def _consume_under_bad_fetches(hostile, mode: str, config: dict) -> None:
 
 @pytest.mark.parametrize("mode", BAD)
 def test_group_connector_fetch(hostile, mode):
-    _consume_under_bad_fetches(hostile, mode, {
-        "metadata.broker.list": hostile.bootstrap, "group.id": f"gf-{mode}",
-        "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    _consume_under_bad_fetches(
+        hostile,
+        mode,
+        {
+            "metadata.broker.list": hostile.bootstrap,
+            "group.id": f"gf-{mode}",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        },
+    )
 
 
 @pytest.fixture
 def hostile_zk(tmp_path, zookeeper):
     """A hostile broker registered in ZooKeeper (its advertised address is the proxy's)."""
-    with hostile_pair(tmp_path / "broker", **{"zookeeper.connect": zookeeper.connect}) \
-            as (proxy, broker):
+    with hostile_pair(tmp_path / "broker", **{"zookeeper.connect": zookeeper.connect}) as (
+        proxy,
+        broker,
+    ):
         broker.create_topic("t", 1)
         with Producer({"metadata.broker.list": proxy.bootstrap}) as p:
             p.send([ProducerData("t", f"m{i}".encode()) for i in range(20)])
@@ -208,7 +250,14 @@ def hostile_zk(tmp_path, zookeeper):
 @pytest.mark.zookeeper
 @pytest.mark.parametrize("mode", BAD)
 def test_zookeeper_connector_fetch(hostile_zk, zookeeper, mode):
-    _consume_under_bad_fetches(hostile_zk, mode, {
-        "zookeeper.connect": zookeeper.connect, "group.id": f"gz-{mode}",
-        "zookeeper.session.timeout.ms": 4000, "rebalance.backoff.ms": 300,
-        "rebalance.max.retries": 4})
+    _consume_under_bad_fetches(
+        hostile_zk,
+        mode,
+        {
+            "zookeeper.connect": zookeeper.connect,
+            "group.id": f"gz-{mode}",
+            "zookeeper.session.timeout.ms": 4000,
+            "rebalance.backoff.ms": 300,
+            "rebalance.max.retries": 4,
+        },
+    )

@@ -2,6 +2,7 @@
 server's needs, whether a Docker engine answers) and the containers' settings, built without
 Docker; then one Kafka container brought up through testcontainers, the one test that needs a
 Docker engine itself (it skips where none answers, in either mode: tests/needs.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,23 +30,32 @@ def no_engine() -> str:
 
 def test_env_names_follow_the_images_rule():
     assert env_name("log.dirs") == "KAFKA_LOG_DIRS"
-    assert env_name("transaction.state.log.num.partitions") == \
-        "KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS"
+    assert (
+        env_name("transaction.state.log.num.partitions")
+        == "KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS"
+    )
     assert env_name("a_b.c-d") == "KAFKA_A__B_C___D"
 
 
 def test_container_env_of_a_three_node_quorum():
-    env = container_env(2, 40001, [1, 2, 3], "kk", "cid-1",
-                        {"num.partitions": "3", "transaction.version": "1"})
+    env = container_env(
+        2, 40001, [1, 2, 3], "kk", "cid-1", {"num.partitions": "3", "transaction.version": "1"}
+    )
     assert env["KAFKA_NODE_ID"] == "2" and env["CLUSTER_ID"] == "cid-1"
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
-    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == \
-        f"1@kk-1:{CONTROLLER_PORT},2@kk-2:{CONTROLLER_PORT},3@kk-3:{CONTROLLER_PORT}"
+    assert (
+        env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
+        == f"1@kk-1:{CONTROLLER_PORT},2@kk-2:{CONTROLLER_PORT},3@kk-3:{CONTROLLER_PORT}"
+    )
     # clients: the host port, published as itself; brokers: the container's internal listener
-    assert env["KAFKA_LISTENERS"] == (f"PLAINTEXT://0.0.0.0:40001,INTERNAL://0.0.0.0:"
-                                      f"{INTERNAL_PORT},CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
-    assert env["KAFKA_ADVERTISED_LISTENERS"] == \
-        f"PLAINTEXT://127.0.0.1:40001,INTERNAL://kk-2:{INTERNAL_PORT}"
+    assert env["KAFKA_LISTENERS"] == (
+        f"PLAINTEXT://0.0.0.0:40001,INTERNAL://0.0.0.0:"
+        f"{INTERNAL_PORT},CONTROLLER://0.0.0.0:{CONTROLLER_PORT}"
+    )
+    assert (
+        env["KAFKA_ADVERTISED_LISTENERS"]
+        == f"PLAINTEXT://127.0.0.1:40001,INTERNAL://kk-2:{INTERNAL_PORT}"
+    )
     assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL"
     assert (env["KAFKA_NUM_PARTITIONS"], env["KAFKA_TRANSACTION_VERSION"]) == ("3", "1")
     overridden = container_env(1, 40001, [1], "kk", "c", {"log.dirs": "/elsewhere"})
@@ -77,7 +87,7 @@ def test_choose_backend(monkeypatch):
     assert choose_backend(None, "kraft", {}, [], no_problem) == "jvm"
     monkeypatch.setenv("KCLIENT_KAFKA_BACKEND", "docker")
     assert choose_backend(None, "kraft", {}, [], no_problem) == "docker"
-    assert choose_backend("jvm", "kraft", {}, [], no_problem) == "jvm"   # the argument wins
+    assert choose_backend("jvm", "kraft", {}, [], no_problem) == "jvm"  # the argument wins
 
 
 def test_a_server_here_picks_its_backend_from_the_engine(monkeypatch):
@@ -100,6 +110,7 @@ def test_a_kafka_container_serves_metadata_and_transactions_v2():
     from kclient.connection import BrokerConnection
     from kclient.protocol.apis import API_VERSIONS
     from kclient.protocol.apis.api_versions import finalized_features
+
     with KafkaServer("4", backend="docker") as server:
         host, port = server.bootstrap.rsplit(":", 1)
         with BrokerConnection(host, int(port)) as conn:

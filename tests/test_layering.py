@@ -1,6 +1,7 @@
 """The layering rules hold: protocol imports nothing else of kclient, the broker only protocol,
 and partitioner / encoders stand alone; and no two kclient modules import each other, at module
 level or inside a function (a function-level import that hides a cycle is a cycle)."""
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,9 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def kclient_imports(path: Path, root: Path = ROOT, modules: frozenset[str] = frozenset()
-                    ) -> set[str]:
+def kclient_imports(
+    path: Path, root: Path = ROOT, modules: frozenset[str] = frozenset()
+) -> set[str]:
     """Every kclient module a file imports anywhere in it (function bodies too), relative
     imports made absolute; ``from pkg import sub`` names ``pkg.sub`` when that is a module."""
     name = module_name(path, root)
@@ -30,7 +32,7 @@ def kclient_imports(path: Path, root: Path = ROOT, modules: frozenset[str] = fro
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
@@ -51,8 +53,16 @@ RULES = [
     ("broker", ("kclient.protocol", "kclient.broker")),
     ("schema_registry", ("kclient.schema_registry", "kclient.core.steps")),
     # the sans-IO core: the wire, plain structures and errors, the sans-IO SASL mechanisms
-    ("core", ("kclient.protocol", "kclient.core", "kclient.errors", "kclient.structs",
-              "kclient.security.sasl")),
+    (
+        "core",
+        (
+            "kclient.protocol",
+            "kclient.core",
+            "kclient.errors",
+            "kclient.structs",
+            "kclient.security.sasl",
+        ),
+    ),
     ("partitioner.py", ()),
     ("encoders.py", ()),
 ]
@@ -64,8 +74,11 @@ def test_layer_imports_only_what_it_may(sub, allowed):
     if sub == "protocol":
         assert checked, "kclient/protocol has no modules"
     for path in checked:
-        bad = {m for m in kclient_imports(path)
-               if not any(m == a or m.startswith(a + ".") for a in allowed)}
+        bad = {
+            m
+            for m in kclient_imports(path)
+            if not any(m == a or m.startswith(a + ".") for a in allowed)
+        }
         assert not bad, f"{path.relative_to(ROOT.parent)} imports {sorted(bad)}"
 
 
@@ -86,8 +99,11 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     graph = {}
     for m, p in paths.items():
         own = {m.rsplit(".", i)[0] for i in range(1, m.count(".") + 1)}
-        targets = {t.rsplit(".", i)[0] for t in kclient_imports(p, root, modules)
-                   for i in range(t.count(".") + 1)}
+        targets = {
+            t.rsplit(".", i)[0]
+            for t in kclient_imports(p, root, modules)
+            for i in range(t.count(".") + 1)
+        }
         graph[m] = (targets & modules) - own - {m}
     return graph
 
@@ -164,7 +180,7 @@ def test_importing_a_submodule_initialises_its_package_first(tmp_path):
     (root / "a" / "c.py").write_text("")
     graph = import_graph(root)
     assert graph["kclient.x"] == {"kclient.a", "kclient.a.b"}
-    assert graph["kclient.a.b"] == {"kclient.a.c"}     # its own package is no new import
+    assert graph["kclient.a.b"] == {"kclient.a.c"}  # its own package is no new import
     assert import_cycles(graph) == [["kclient.a", "kclient.x"]]
 
 
@@ -179,14 +195,15 @@ def test_no_module_imports_another_packages_private_names():
             if not isinstance(node, ast.ImportFrom):
                 continue
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
             if target.split(".")[0] != "kclient":
                 continue
-            private = [a.name for a in node.names
-                       if a.name.startswith("_") and not a.name.startswith("__")]
+            private = [
+                a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+            ]
             if private and target.split(".")[:2] != name.split(".")[:2]:
                 bad.append(f"{path.relative_to(ROOT.parent)}: {target} {private}")
     assert not bad, bad

@@ -1,4 +1,5 @@
 """kclient.metrics: the registry's sums and percentiles, the stats_cb thread (issue 15)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,17 @@ def test_connections_sum_per_broker():
     assert brokers["h:1"]["requests"] == 7 and brokers["h:1"]["node_id"] == 3
     assert brokers["h:1"]["state"] == "UP" and brokers["h:2"]["state"] == "INIT"
     assert brokers["h:1"]["requests_by_api"] == {"Produce": 4, "Metadata": 3}
-    assert brokers["h:1"]["rtt_ms"] == {"p50": 2.0, "p75": 3.0, "p90": 3.0, "p95": 3.0, "p99": 3.0,
-                                        "min": 1.0, "max": 3.0, "avg": 2.0, "samples": 3}
+    assert brokers["h:1"]["rtt_ms"] == {
+        "p50": 2.0,
+        "p75": 3.0,
+        "p90": 3.0,
+        "p95": 3.0,
+        "p99": 3.0,
+        "min": 1.0,
+        "max": 3.0,
+        "avg": 2.0,
+        "samples": 3,
+    }
     m.error(UnknownTopicOrPartitionError("x"))
     m.error(KafkaConnectionError("h", 1, "gone"), 2)
     m.retry()
@@ -50,6 +60,7 @@ def test_stats_reporter_calls_back_with_json():
         got.append(json.loads(text))
         if len(got) >= 3:
             ready.set()
+
     r = StatsReporter(lambda: {"n": len(got)}, cb, 10)
     r.start()
     assert ready.wait(5)

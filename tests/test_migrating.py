@@ -1,6 +1,7 @@
 """docs/migrating.md's "A program moved": the kafka-python and confluent-kafka programs run as
 written with their library, then on kclient after the documented changes only (imports, and
 lines marked ``# trap: NAME`` where NAME is a row of the traps table), with the same results."""
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,9 @@ def _moved(program: str, changes: list[tuple[str, str]]) -> str:
             assert tag, f"a changed line that is not an import names its trap: {new!r}"
             assert f"| `{tag.group(1)}" in traps, f"trap {tag.group(1)!r} is not in the table"
         program = program.replace(old + "\n", new)
-    assert "kafka" not in program.replace("kclient", "").split("def run")[0].lower() \
-        .replace("kafkaconsumer", "").replace("kafkaproducer", "")
+    assert "kafka" not in program.replace("kclient", "").split("def run")[0].lower().replace(
+        "kafkaconsumer", ""
+    ).replace("kafkaproducer", "")
     return program
 
 
@@ -64,4 +66,4 @@ def test_the_program_runs_on_both_libraries_with_the_same_results(mini_broker, t
     theirs = _run(program, mini_broker.bootstrap, original_topic)
     ours = _run(_moved(program, changes), mini_broker.bootstrap, moved_topic)
     assert ours == theirs
-    assert len(ours[-1]) == 10          # all ten records were produced and read back
+    assert len(ours[-1]) == 10  # all ten records were produced and read back

@@ -1,5 +1,6 @@
 """Issue 24, row 15: the README's front door is Producer.produce and kclient.Consumer (then the
 asyncio twins, the classic API, ZooKeeper last), and its first example runs as written."""
+
 from __future__ import annotations
 
 import contextlib
@@ -22,7 +23,7 @@ def test_the_front_door_comes_first_and_zookeeper_last():
     assert "AIOProducer" in blocks[1] and "AIOConsumer" in blocks[1]
     zk = [i for i, b in enumerate(blocks) if "zookeeper.connect" in b]
     classic = [i for i, b in enumerate(blocks) if "ProducerData" in b or "SimpleConsumer" in b]
-    assert zk and classic and max(classic) < min(zk) == len(blocks) - 2   # then the mini-broker
+    assert zk and classic and max(classic) < min(zk) == len(blocks) - 2  # then the mini-broker
     text = README.read_text()
     assert "Which to use:" in text and text.index("Which to use:") < text.index("zookeeper.connect")
 

@@ -1,9 +1,10 @@
 """The admin client: topics, configs, groups, offsets, lag, records, the cluster and ACLs.
 
-    from kclient.admin import AdminClient, NewTopic
-    with AdminClient("127.0.0.1:9092") as admin:
-        admin.create_topics([NewTopic("events", 3)])
+from kclient.admin import AdminClient, NewTopic
+with AdminClient("127.0.0.1:9092") as admin:
+    admin.create_topics([NewTopic("events", 3)])
 """
+
 from kclient.protocol.acl import (
     AclBinding,
     AclBindingFilter,
@@ -50,13 +51,41 @@ from .types import (
 )
 
 __all__ = [
-    "AclBinding", "AclBindingFilter", "AclOperation", "AclPermissionType", "PatternType",
-    "ResourceType", "AdminClient", "RESET_STRATEGIES", "AlterConfigOp", "AlterConfigOpType", "ClusterBroker",
-    "ClusterDescription", "ConfigEntry", "ConfigResource", "ConfigResourceType", "CreatedTopic",
-    "ConsumerGroupDescription", "ConsumerGroupMemberDescription",
-    "GroupDescription", "GroupLag", "GroupListing", "ListOffsetsResult", "MemberDescription",
-    "NewPartitions", "NewTopic", "OffsetAndMetadata", "OffsetReset", "OffsetSpec",
-    "PartitionDescription", "PartitionLag", "TopicDescription", "TopicListing", "TopicPartition",
-    "SHARE_RESET_STRATEGIES", "ShareGroupDescription", "ShareMemberDescription",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "PatternType",
+    "ResourceType",
+    "AdminClient",
+    "RESET_STRATEGIES",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "ClusterBroker",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "CreatedTopic",
+    "ConsumerGroupDescription",
+    "ConsumerGroupMemberDescription",
+    "GroupDescription",
+    "GroupLag",
+    "GroupListing",
+    "ListOffsetsResult",
+    "MemberDescription",
+    "NewPartitions",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetReset",
+    "OffsetSpec",
+    "PartitionDescription",
+    "PartitionLag",
+    "TopicDescription",
+    "TopicListing",
+    "TopicPartition",
+    "SHARE_RESET_STRATEGIES",
+    "ShareGroupDescription",
+    "ShareMemberDescription",
     "SharePartitionOffset",
 ]

@@ -1,6 +1,7 @@
 """The ACL side of AdminClient: CreateAcls, DescribeAcls and DeleteAcls (Kafka's Admin
 ``createAcls`` / ``describeAcls`` / ``deleteAcls``), with bindings and filters as
 :mod:`kclient.protocol.acl` defines them."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -16,16 +17,28 @@ __all__ = ["AclAdmin"]
 
 def _filter_body(flt: AclBindingFilter) -> dict[str, Any]:
     """A DescribeAcls request / DeleteAcls filter entry."""
-    return {"resource_type_filter": int(flt.resource_type), "resource_name_filter": flt.name,
-            "pattern_type_filter": int(flt.pattern_type), "principal_filter": flt.principal,
-            "host_filter": flt.host, "operation": int(flt.operation),
-            "permission_type": int(flt.permission)}
+    return {
+        "resource_type_filter": int(flt.resource_type),
+        "resource_name_filter": flt.name,
+        "pattern_type_filter": int(flt.pattern_type),
+        "principal_filter": flt.principal,
+        "host_filter": flt.host,
+        "operation": int(flt.operation),
+        "permission_type": int(flt.permission),
+    }
 
 
 def _described(resource: Any, ace: Any) -> AclBinding:
     """One binding of a DescribeAcls answer."""
-    return make_binding(resource.resource_type, resource.resource_name, resource.pattern_type,
-                        ace.principal, ace.host, ace.operation, ace.permission_type)
+    return make_binding(
+        resource.resource_type,
+        resource.resource_name,
+        resource.pattern_type,
+        ace.principal,
+        ace.host,
+        ace.operation,
+        ace.permission_type,
+    )
 
 
 class AclAdmin(AdminBase):
@@ -38,10 +51,18 @@ class AclAdmin(AdminBase):
         wanted = list(acls)
         if not wanted:
             return
-        creations = [{"resource_type": int(a.resource_type), "resource_name": a.name,
-                      "resource_pattern_type": int(a.pattern_type), "principal": a.principal,
-                      "host": a.host, "operation": int(a.operation),
-                      "permission_type": int(a.permission)} for a in wanted]
+        creations = [
+            {
+                "resource_type": int(a.resource_type),
+                "resource_name": a.name,
+                "resource_pattern_type": int(a.pattern_type),
+                "principal": a.principal,
+                "host": a.host,
+                "operation": int(a.operation),
+                "permission_type": int(a.permission),
+            }
+            for a in wanted
+        ]
         resp = self._controller().request(CREATE_ACLS, {"creations": creations})
         for acl, result in zip(wanted, resp.results):
             check(result.error_code, f"creating ACL {acl}", result.error_message)
@@ -58,7 +79,8 @@ class AclAdmin(AdminBase):
         if not wanted:
             return []
         resp = self._controller().request(
-            DELETE_ACLS, {"filters": [_filter_body(f) for f in wanted]})
+            DELETE_ACLS, {"filters": [_filter_body(f) for f in wanted]}
+        )
         out = []
         for flt, result in zip(wanted, resp.filter_results):
             check(result.error_code, f"deleting ACLs matching {flt}", result.error_message)

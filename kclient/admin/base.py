@@ -1,4 +1,5 @@
 """The connection side of AdminClient: the cluster, which broker to ask, and error raising."""
+
 from __future__ import annotations
 
 import base64
@@ -34,9 +35,13 @@ def topic_id_text(raw: Any) -> str | None:
     return base64.urlsafe_b64encode(value).decode("ascii").rstrip("=")
 
 
-def admin_config(given: Any, overrides: Mapping[str, Any], settings: ConnectionSettings | None,
-                 client_id: str, request_timeout_ms: int
-                 ) -> tuple[list[str], ConnectionSettings]:
+def admin_config(
+    given: Any,
+    overrides: Mapping[str, Any],
+    settings: ConnectionSettings | None,
+    client_id: str,
+    request_timeout_ms: int,
+) -> tuple[list[str], ConnectionSettings]:
     """Bootstrap list and connection settings from the config forms every client takes: a
     dict with dotted keys and/or snake_case keywords (validated as a client's keys are)."""
     layer: dict[str, Any] = {}
@@ -48,25 +53,37 @@ def admin_config(given: Any, overrides: Mapping[str, Any], settings: ConnectionS
         conf = load_config("consumer", layer, **overrides)
         conf.require("metadata.broker.list")
     except InvalidConfigError as exc:
-        text = str(exc).replace("consumer config", "AdminClient config").replace(
-            "the consumer does not", "the AdminClient does not")
+        text = (
+            str(exc)
+            .replace("consumer config", "AdminClient config")
+            .replace("the consumer does not", "the AdminClient does not")
+        )
         raise InvalidConfigError(text, exc.key, exc.value, exc.allowed) from None
     if settings is None:
         settings = ConnectionSettings.from_config(
-            conf, client_id=conf["client.id"] or client_id,
+            conf,
+            client_id=conf["client.id"] or client_id,
             request_timeout_ms=max(request_timeout_ms, conf["socket.timeout.ms"])
-            if conf.is_set("socket.timeout.ms") else request_timeout_ms)
+            if conf.is_set("socket.timeout.ms")
+            else request_timeout_ms,
+        )
     return [f"{h}:{p}" for h, p in conf["metadata.broker.list"]], settings
 
 
 class AdminBase:
     """Holds the cluster connection and the optional ZooKeeper client of an AdminClient."""
 
-    def __init__(self, bootstrap: str | Iterable[str] | Mapping[str, Any] | None = None, *,
-                 client_id: str = "kclient-admin", request_timeout_ms: int = 30000,
-                 zookeeper_connect: str | None = None,
-                 settings: ConnectionSettings | None = None,
-                 zookeeper_config: Mapping[str, Any] | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        bootstrap: str | Iterable[str] | Mapping[str, Any] | None = None,
+        *,
+        client_id: str = "kclient-admin",
+        request_timeout_ms: int = 30000,
+        zookeeper_connect: str | None = None,
+        settings: ConnectionSettings | None = None,
+        zookeeper_config: Mapping[str, Any] | None = None,
+        **config: Any,
+    ) -> None:
         """Connect lazily to ``bootstrap``: ``"host:port,..."``, or a config dict with dotted
         keys (``{"bootstrap.servers": ...}``, security keys, as every kclient client takes),
         and/or the same keys as ``snake_case`` keywords (``bootstrap_servers=...``).
@@ -74,10 +91,12 @@ class AdminBase:
         (``/consumers/<group>/offsets``), ``zookeeper_config`` its ``zookeeper.ssl.*`` /
         ``zookeeper.digest`` / ``zookeeper.set.acl`` keys."""
         if isinstance(bootstrap, Mapping) or config or bootstrap is None:
-            bootstrap, settings = admin_config(bootstrap, config, settings, client_id,
-                                               request_timeout_ms)
-        settings = settings or ConnectionSettings(client_id=client_id,
-                                                  request_timeout_ms=request_timeout_ms)
+            bootstrap, settings = admin_config(
+                bootstrap, config, settings, client_id, request_timeout_ms
+            )
+        settings = settings or ConnectionSettings(
+            client_id=client_id, request_timeout_ms=request_timeout_ms
+        )
         self.cluster = Cluster(bootstrap, settings)
         self.zookeeper_connect = zookeeper_connect
         self.zookeeper_config = dict(zookeeper_config or {})
@@ -121,8 +140,7 @@ class AdminBase:
             raise NoBrokersAvailableError(f"broker {node_id} is not in the cluster metadata")
         return self.cluster.connection(node_id)
 
-    def _by_leader(self, partitions: Iterable[TopicPartition]
-                   ) -> dict[int, list[TopicPartition]]:
+    def _by_leader(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         """Partitions grouped by the id of the broker that leads them."""
         wanted = list(partitions)
         self.cluster.refresh(sorted({tp.topic for tp in wanted}), allow_auto_create=False)
@@ -138,8 +156,11 @@ class AdminBase:
         if not names:
             return []
         self.cluster.refresh(names, allow_auto_create=False)
-        return [TopicPartition(t, p) for t in names
-                for p in self.cluster.partitions_for(t, refresh=False)]
+        return [
+            TopicPartition(t, p)
+            for t in names
+            for p in self.cluster.partitions_for(t, refresh=False)
+        ]
 
     def zk(self) -> KazooClient:
         """The ZooKeeper client (started on first use); KafkaError without zookeeper_connect."""
@@ -147,8 +168,10 @@ class AdminBase:
             if not self.zookeeper_connect:
                 raise KafkaError("ZooKeeper-stored offsets need zookeeper_connect")
             from kclient.zkutils import kazoo_options, make_client
-            self._zk = make_client(self.zookeeper_connect, 30000, 10000,
-                                   kazoo_options(self.zookeeper_config))
+
+            self._zk = make_client(
+                self.zookeeper_connect, 30000, 10000, kazoo_options(self.zookeeper_config)
+            )
         return self._zk
 
 

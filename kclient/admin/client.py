@@ -1,4 +1,5 @@
 """AdminClient: Kafka's Admin API operations, snake_cased, returning plain data classes."""
+
 from __future__ import annotations
 
 from .acls import AclAdmin

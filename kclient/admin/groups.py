@@ -6,6 +6,7 @@ read and written there when ``storage="zookeeper"`` (``zookeeper_connect`` requi
 Kafka's: log end offset minus the committed offset, per partition, None where nothing is
 committed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -74,11 +75,12 @@ def _member(m: Any) -> MemberDescription:
     """A member with its decoded consumer-protocol assignment."""
     try:
         parts, _ = decode_assignment(bytes(m.member_assignment or b""))
-    except Exception:   # noqa: BLE001 - a non-consumer protocol's assignment is opaque
+    except Exception:  # noqa: BLE001 - a non-consumer protocol's assignment is opaque
         parts = {}
     assignment = tuple(TopicPartition(t, p) for t in sorted(parts) for p in sorted(parts[t]))
-    return MemberDescription(m.member_id, m.client_id, m.client_host,
-                             m.get("group_instance_id"), assignment)
+    return MemberDescription(
+        m.member_id, m.client_id, m.client_host, m.get("group_instance_id"), assignment
+    )
 
 
 class GroupAdmin(TopicAdmin):
@@ -99,8 +101,9 @@ class GroupAdmin(TopicAdmin):
         super().close()
 
     # -- groups ------------------------------------------------------------------------------
-    def list_groups(self, storage: str = "kafka", types: Iterable[str] | None = None
-                    ) -> list[GroupListing]:
+    def list_groups(
+        self, storage: str = "kafka", types: Iterable[str] | None = None
+    ) -> list[GroupListing]:
         """Every group: asks each broker (each lists the groups it coordinates); with
         storage="zookeeper" the 0.8 groups under /consumers, "all" both.  ``types`` keeps
         the groups of those types only (classic, consumer, share, streams; ListGroups v5)."""
@@ -110,21 +113,24 @@ class GroupAdmin(TopicAdmin):
             self.cluster.refresh([], allow_auto_create=False)
             for node_id in sorted(self.cluster.brokers):
                 resp = self.cluster.connection(node_id).request(
-                    LIST_GROUPS, {"states_filter": [], "types_filter": wanted})
+                    LIST_GROUPS, {"states_filter": [], "types_filter": wanted}
+                )
                 check(resp.error_code, f"listing the groups of broker {node_id}")
                 for g in resp.groups:
                     kind = (g.get("group_type") or "classic").lower()
                     if wanted and kind not in wanted:  # a broker before ListGroups v5
                         continue
-                    out[g.group_id] = GroupListing(g.group_id, g.protocol_type,
-                                                   g.get("group_state") or "", kind)
+                    out[g.group_id] = GroupListing(
+                        g.group_id, g.protocol_type, g.get("group_state") or "", kind
+                    )
         if storage in ("zookeeper", "all") and not wanted:
             for listing in zk_groups.list_groups(self.zk()):
                 out.setdefault(listing.group_id, listing)
         return [out[g] for g in sorted(out)]
 
-    def describe_groups(self, group_ids: Iterable[str], storage: str = "kafka"
-                        ) -> dict[str, GroupDescription]:
+    def describe_groups(
+        self, group_ids: Iterable[str], storage: str = "kafka"
+    ) -> dict[str, GroupDescription]:
         """State, protocol, members and their assignments; GroupIdNotFoundError for a group
         the coordinator does not know."""
         out = {}
@@ -133,21 +139,28 @@ class GroupAdmin(TopicAdmin):
                 out[group] = zk_groups.describe(self.zk(), group)
                 continue
             coordinator = self._coordinator(group)
-            resp = coordinator.request(DESCRIBE_GROUPS, {"groups": [group],
-                                                         "include_authorized_operations": False},
-                                       check=_codes)
+            resp = coordinator.request(
+                DESCRIBE_GROUPS,
+                {"groups": [group], "include_authorized_operations": False},
+                check=_codes,
+            )
             for g in resp.groups:
                 check(g.error_code, f"group {group!r}", g.get("error_message"))
                 if g.group_state == "Dead":
                     raise GroupIdNotFoundError(f"group {group!r}")
                 out[group] = GroupDescription(
-                    group, g.group_state, g.protocol_type, g.protocol_data,
+                    group,
+                    g.group_state,
+                    g.protocol_type,
+                    g.protocol_data,
                     tuple(_member(m) for m in g.members),
-                    -1 if coordinator.node_id is None else coordinator.node_id)
+                    -1 if coordinator.node_id is None else coordinator.node_id,
+                )
         return out
 
-    def describe_consumer_groups(self, group_ids: Iterable[str]
-                                 ) -> dict[str, ConsumerGroupDescription]:
+    def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription]:
         """KIP-848 groups with their group and assignment epochs and each member's epoch,
         assignment and target assignment (ConsumerGroupDescribe); classic groups as
         DescribeGroups reports them."""
@@ -160,15 +173,16 @@ class GroupAdmin(TopicAdmin):
             if storage == "zookeeper":
                 zk_groups.delete(self.zk(), group)
                 continue
-            resp = self._coordinator(group).request(DELETE_GROUPS, {"groups_names": [group]},
-                                                    check=_codes)
+            resp = self._coordinator(group).request(
+                DELETE_GROUPS, {"groups_names": [group]}, check=_codes
+            )
             for r in resp.results:
                 check(r.error_code, f"deleting group {r.group_id!r}")
 
     # -- offsets -----------------------------------------------------------------------------
-    def list_consumer_group_offsets(self, group: str, partitions: Iterable[Any] | None = None,
-                                    storage: str = "kafka"
-                                    ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def list_consumer_group_offsets(
+        self, group: str, partitions: Iterable[Any] | None = None, storage: str = "kafka"
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
         """A group's committed offsets (all of them, or of ``partitions``); partitions without
         one are left out."""
         wanted = None if partitions is None else [as_partition(p) for p in partitions]
@@ -182,14 +196,16 @@ class GroupAdmin(TopicAdmin):
                 check(p.error_code, f"offset of group {group!r} for {t.name}-{p.partition_index}")
                 if p.committed_offset >= 0:
                     out[TopicPartition(t.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata or "", p.get("committed_leader_epoch", -1))
+                        p.committed_offset, p.metadata or "", p.get("committed_leader_epoch", -1)
+                    )
         return dict(sorted(out.items()))
 
     def _offset_fetch(self, group: str, wanted: list[TopicPartition] | None) -> Any:
         """OffsetFetch of ``wanted`` (None: every partition).  A broker that answers "every
         partition" with a null topic array (tansu) is asked again for every known topic."""
-        body = offset_fetch_body(group, None if wanted is None else
-                                 [(tp.topic, tp.partition) for tp in wanted])
+        body = offset_fetch_body(
+            group, None if wanted is None else [(tp.topic, tp.partition) for tp in wanted]
+        )
         coordinator = self._coordinator(group)
         if wanted is not None:
             return coordinator.request(OFFSET_FETCH, body, check=_codes)
@@ -198,46 +214,59 @@ class GroupAdmin(TopicAdmin):
         except KafkaConnectionError as exc:
             if not isinstance(exc.__cause__, ProtocolDecodeError):
                 return coordinator.request(OFFSET_FETCH, body, check=_codes)
-        except (NotCoordinatorError, CoordinatorLoadInProgressError,
-                CoordinatorNotAvailableError):
+        except (NotCoordinatorError, CoordinatorLoadInProgressError, CoordinatorNotAvailableError):
             return coordinator.request(OFFSET_FETCH, body, check=_codes)
         everything = self._partitions_of(t.name for t in self.list_topics())
-        return self._offset_fetch(group, everything) if everything else \
-            self._coordinator(group).request(OFFSET_FETCH, dict(body, topics=[]), check=_codes)
+        return (
+            self._offset_fetch(group, everything)
+            if everything
+            else self._coordinator(group).request(OFFSET_FETCH, dict(body, topics=[]), check=_codes)
+        )
 
-    def alter_consumer_group_offsets(self, group: str, offsets: Mapping[Any, int | OffsetAndMetadata],
-                                     storage: str = "kafka") -> None:
+    def alter_consumer_group_offsets(
+        self, group: str, offsets: Mapping[Any, int | OffsetAndMetadata], storage: str = "kafka"
+    ) -> None:
         """Commit offsets for a group that has no active members (Kafka refuses a live group
         with UNKNOWN_MEMBER_ID, raised here as NonEmptyGroupError)."""
-        values = {tp: v if isinstance(v, OffsetAndMetadata) else OffsetAndMetadata(int(v))
-                  for tp, v in offsets_map(offsets).items()}
+        values = {
+            tp: v if isinstance(v, OffsetAndMetadata) else OffsetAndMetadata(int(v))
+            for tp, v in offsets_map(offsets).items()
+        }
         if storage == "zookeeper":
             zk_groups.commit_offsets(self.zk(), group, values)
             return
-        body = offset_commit_body(group, {(tp.topic, tp.partition): (v.offset, v.metadata)
-                                          for tp, v in values.items()})
+        body = offset_commit_body(
+            group, {(tp.topic, tp.partition): (v.offset, v.metadata) for tp, v in values.items()}
+        )
         resp = self._coordinator(group).request(OFFSET_COMMIT, body, check=_codes)
         for t in resp.topics:
             for p in t.partitions:
-                if p.error_code == 25:      # UNKNOWN_MEMBER_ID: the group has live members
+                if p.error_code == 25:  # UNKNOWN_MEMBER_ID: the group has live members
                     raise NonEmptyGroupError(
                         f"group {group!r} has active members: its offsets can only be altered "
-                        "while it is inactive")
+                        "while it is inactive"
+                    )
                 check(p.error_code, f"committing {t.name}-{p.partition_index} for {group!r}")
 
     def delete_consumer_group_offsets(self, group: str, partitions: Iterable[Any]) -> None:
         """OffsetDelete: forget a group's offsets of topics it no longer reads
         (GroupSubscribedToTopicError for a topic a member still reads)."""
         wanted = [as_partition(p) for p in partitions]
-        body = {"group_id": group, "topics": [
-            {"name": t, "partitions": [{"partition_index": p} for p in ps]}
-            for t, ps in by_topic(wanted).items()]}
+        body = {
+            "group_id": group,
+            "topics": [
+                {"name": t, "partitions": [{"partition_index": p} for p in ps]}
+                for t, ps in by_topic(wanted).items()
+            ],
+        }
         resp = self._coordinator(group).request(OFFSET_DELETE, body, check=_codes)
         check(resp.error_code, f"deleting offsets of group {group!r}")
         for t in resp.topics:
             for p in t.partitions:
-                check(p.error_code, f"deleting the offset of {t.name}-{p.partition_index} "
-                                    f"for {group!r}")
+                check(
+                    p.error_code,
+                    f"deleting the offset of {t.name}-{p.partition_index} for {group!r}",
+                )
 
     # -- lag ---------------------------------------------------------------------------------
     def _log_ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -262,18 +291,31 @@ class GroupAdmin(TopicAdmin):
             current = committed[tp].offset if tp in committed else -1
             end = ends.get(tp, -1)
             member = owners.get(tp)
-            rows.append(PartitionLag(
-                tp.topic, tp.partition, current, end,
-                max(0, end - current) if current >= 0 and end >= 0 else None,
-                member.member_id if member else "-", member.host if member else "-",
-                member.client_id if member else "-"))
+            rows.append(
+                PartitionLag(
+                    tp.topic,
+                    tp.partition,
+                    current,
+                    end,
+                    max(0, end - current) if current >= 0 and end >= 0 else None,
+                    member.member_id if member else "-",
+                    member.host if member else "-",
+                    member.client_id if member else "-",
+                )
+            )
         return GroupLag(group, description.state, tuple(rows), storage)
 
     # -- reset -------------------------------------------------------------------------------
-    def reset_consumer_group_offsets(self, group: str, topics: Iterable[Any] | None = None, *,
-                                     strategy: str = "earliest", value: int | None = None,
-                                     dry_run: bool = True, storage: str = "kafka"
-                                     ) -> list[OffsetReset]:
+    def reset_consumer_group_offsets(
+        self,
+        group: str,
+        topics: Iterable[Any] | None = None,
+        *,
+        strategy: str = "earliest",
+        value: int | None = None,
+        dry_run: bool = True,
+        storage: str = "kafka",
+    ) -> list[OffsetReset]:
         """Kafka's ``--reset-offsets``: plan (``dry_run``) or commit new offsets for the
         partitions of ``topics`` (topic names or TopicPartitions; None: those the group has
         offsets for).  ``strategy``: earliest, latest, current, offset (``value``), timestamp
@@ -283,19 +325,25 @@ class GroupAdmin(TopicAdmin):
             raise ValueError(f"strategy {strategy!r} is not one of {', '.join(RESET_STRATEGIES)}")
         if strategy in ("offset", "timestamp", "shift") and value is None:
             raise ValueError(f"strategy {strategy!r} needs a value")
-        description = self.describe_groups([group], storage)[group] \
-            if storage == "zookeeper" else self._describe_or_dead(group)
+        description = (
+            self.describe_groups([group], storage)[group]
+            if storage == "zookeeper"
+            else self._describe_or_dead(group)
+        )
         if description.state not in _INACTIVE:
             raise NonEmptyGroupError(
                 f"Assignments can only be reset if the group '{group}' is inactive, but the "
-                f"current state is {description.state}.")
+                f"current state is {description.state}."
+            )
         committed = self.list_consumer_group_offsets(group, storage=storage)
         partitions = self._reset_partitions(topics, committed)
         plan = self._plan(partitions, committed, strategy, value)
         if not dry_run and plan:
             self.alter_consumer_group_offsets(
-                group, {TopicPartition(r.topic, r.partition): r.new_offset for r in plan},
-                storage=storage)
+                group,
+                {TopicPartition(r.topic, r.partition): r.new_offset for r in plan},
+                storage=storage,
+            )
         return plan
 
     def _describe_or_dead(self, group: str) -> GroupDescription:
@@ -305,9 +353,9 @@ class GroupAdmin(TopicAdmin):
         except GroupIdNotFoundError:
             return GroupDescription(group, "Dead", "", "", (), -1)
 
-    def _reset_partitions(self, topics: Iterable[Any] | None,
-                          committed: Mapping[TopicPartition, OffsetAndMetadata]
-                          ) -> list[TopicPartition]:
+    def _reset_partitions(
+        self, topics: Iterable[Any] | None, committed: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> list[TopicPartition]:
         """The partitions a reset covers."""
         if topics is None:
             return sorted(committed)
@@ -315,21 +363,31 @@ class GroupAdmin(TopicAdmin):
         explicit = [as_partition(t) for t in topics if not isinstance(t, str)]
         return sorted(set(self._partitions_of(names)) | set(explicit))
 
-    def _plan(self, partitions: list[TopicPartition],
-              committed: Mapping[TopicPartition, OffsetAndMetadata], strategy: str,
-              value: int | None) -> list[OffsetReset]:
+    def _plan(
+        self,
+        partitions: list[TopicPartition],
+        committed: Mapping[TopicPartition, OffsetAndMetadata],
+        strategy: str,
+        value: int | None,
+    ) -> list[OffsetReset]:
         """The new offset of each partition under ``strategy``."""
         if not partitions:
             return []
-        earliest = {tp: r.offset for tp, r in
-                    self.list_offsets(dict.fromkeys(partitions, OffsetSpec.EARLIEST)).items()}
-        latest = {tp: r.offset for tp, r in
-                  self.list_offsets(dict.fromkeys(partitions, OffsetSpec.LATEST)).items()}
+        earliest = {
+            tp: r.offset
+            for tp, r in self.list_offsets(dict.fromkeys(partitions, OffsetSpec.EARLIEST)).items()
+        }
+        latest = {
+            tp: r.offset
+            for tp, r in self.list_offsets(dict.fromkeys(partitions, OffsetSpec.LATEST)).items()
+        }
         by_time: dict[TopicPartition, int] = {}
         if strategy == "timestamp":
             assert value is not None
-            by_time = {tp: r.offset for tp, r in
-                       self.list_offsets(dict.fromkeys(partitions, value)).items()}
+            by_time = {
+                tp: r.offset
+                for tp, r in self.list_offsets(dict.fromkeys(partitions, value)).items()
+            }
         plan = []
         for tp in partitions:
             current = committed[tp].offset if tp in committed else -1

@@ -1,4 +1,5 @@
 """The plain data classes AdminClient takes and returns, named as Kafka's Admin API names them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,11 +8,29 @@ from enum import IntEnum
 from kclient.structs import OffsetAndMetadata, TopicPartition
 
 __all__ = [
-    "TopicPartition", "NewTopic", "CreatedTopic", "TopicListing", "PartitionDescription",
-    "TopicDescription", "NewPartitions", "ConfigResourceType", "ConfigResource", "ConfigEntry",
-    "AlterConfigOpType", "AlterConfigOp", "GroupListing", "MemberDescription",
-    "GroupDescription", "OffsetAndMetadata", "OffsetSpec", "ListOffsetsResult", "PartitionLag",
-    "GroupLag", "OffsetReset", "ClusterBroker", "ClusterDescription",
+    "TopicPartition",
+    "NewTopic",
+    "CreatedTopic",
+    "TopicListing",
+    "PartitionDescription",
+    "TopicDescription",
+    "NewPartitions",
+    "ConfigResourceType",
+    "ConfigResource",
+    "ConfigEntry",
+    "AlterConfigOpType",
+    "AlterConfigOp",
+    "GroupListing",
+    "MemberDescription",
+    "GroupDescription",
+    "OffsetAndMetadata",
+    "OffsetSpec",
+    "ListOffsetsResult",
+    "PartitionLag",
+    "GroupLag",
+    "OffsetReset",
+    "ClusterBroker",
+    "ClusterDescription",
 ]
 
 

@@ -2,6 +2,7 @@
 under ``.../owners/<topic>/<n>`` (the owning thread id) and offsets under
 ``.../offsets/<topic>/<n>`` (a decimal string), as Kafka 0.8's ZookeeperConsumerConnector
 writes them and ``kafka-consumer-groups --zookeeper`` read them."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -42,8 +43,10 @@ def _state(zk: KazooClient, dirs: GroupDirs) -> str:
 
 def list_groups(zk: KazooClient) -> list[GroupListing]:
     """Every group under /consumers."""
-    return [GroupListing(g, ZK_PROTOCOL, _state(zk, GroupDirs(g)), "zookeeper", "zookeeper")
-            for g in sorted(get_children(zk, CONSUMERS_PATH))]
+    return [
+        GroupListing(g, ZK_PROTOCOL, _state(zk, GroupDirs(g)), "zookeeper", "zookeeper")
+        for g in sorted(get_children(zk, CONSUMERS_PATH))
+    ]
 
 
 def _owners(zk: KazooClient, dirs: GroupDirs) -> dict[TopicPartition, str]:
@@ -65,12 +68,14 @@ def describe(zk: KazooClient, group: str) -> GroupDescription:
     owners = _owners(zk, dirs)
     members = []
     for consumer_id in sorted(get_children(zk, dirs.ids_dir)):
-        owned = tuple(sorted(tp for tp, thread in owners.items()
-                             if thread.rpartition("-")[0] == consumer_id))
+        owned = tuple(
+            sorted(tp for tp, thread in owners.items() if thread.rpartition("-")[0] == consumer_id)
+        )
         host = consumer_id.rsplit("-", 2)[0].rpartition("_")[2] if "_" in consumer_id else "-"
         members.append(MemberDescription(consumer_id, consumer_id, host, None, owned))
-    return GroupDescription(group, _state(zk, dirs), ZK_PROTOCOL, "range", tuple(members), -1,
-                            "zookeeper")
+    return GroupDescription(
+        group, _state(zk, dirs), ZK_PROTOCOL, "range", tuple(members), -1, "zookeeper"
+    )
 
 
 def delete(zk: KazooClient, group: str) -> None:
@@ -86,14 +91,18 @@ def delete(zk: KazooClient, group: str) -> None:
         raise NonEmptyGroupError(f"group {group!r} changed while deleting: {exc}") from exc
 
 
-def fetch_offsets(zk: KazooClient, group: str, partitions: list[TopicPartition] | None
-                  ) -> dict[TopicPartition, OffsetAndMetadata]:
+def fetch_offsets(
+    zk: KazooClient, group: str, partitions: list[TopicPartition] | None
+) -> dict[TopicPartition, OffsetAndMetadata]:
     """The committed offsets (all, or of ``partitions``)."""
     dirs = GroupDirs(group)
     if partitions is None:
-        partitions = [TopicPartition(t, int(p))
-                      for t in get_children(zk, dirs.offsets_dir)
-                      for p in get_children(zk, f"{dirs.offsets_dir}/{t}") if p.isdigit()]
+        partitions = [
+            TopicPartition(t, int(p))
+            for t in get_children(zk, dirs.offsets_dir)
+            for p in get_children(zk, f"{dirs.offsets_dir}/{t}")
+            if p.isdigit()
+        ]
     out = {}
     for tp in partitions:
         data = read_data(zk, dirs.offset(tp.topic, tp.partition))
@@ -102,8 +111,9 @@ def fetch_offsets(zk: KazooClient, group: str, partitions: list[TopicPartition] 
     return dict(sorted(out.items()))
 
 
-def commit_offsets(zk: KazooClient, group: str,
-                   offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+def commit_offsets(
+    zk: KazooClient, group: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+) -> None:
     """Write offsets (refused while consumers are registered: they would overwrite them)."""
     dirs = GroupDirs(group)
     if get_children(zk, dirs.ids_dir):

@@ -4,6 +4,7 @@
 ``AIOConsumer`` (``async for``, group membership, commit, seek, getone/getmany) run on asyncio
 streams: no thread per call, nothing blocking in the event loop.
 """
+
 from __future__ import annotations
 
 from .consumer import AIOConsumer, ConsumerRecord

@@ -7,6 +7,7 @@ flush or close waits.  Ready batches leave in order; a batch that must be retrie
 the front of its partition's queue (behind the retries with lower sequence numbers, when the
 producer is idempotent), so a partition's batches are sent in order.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,9 +24,25 @@ Headers = list[tuple[str, bytes | None]]
 class AIOBatch:
     """Messages for one topic partition as columns, with one future per message."""
 
-    __slots__ = ("topic", "partition", "values", "keys", "timestamps", "headers", "futures",
-                 "size", "created", "attempts", "deadline", "created_ms", "sealed",
-                 "producer_id", "producer_epoch", "base_sequence", "transactional")
+    __slots__ = (
+        "topic",
+        "partition",
+        "values",
+        "keys",
+        "timestamps",
+        "headers",
+        "futures",
+        "size",
+        "created",
+        "attempts",
+        "deadline",
+        "created_ms",
+        "sealed",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "transactional",
+    )
 
     def __init__(self, topic: str, partition: int, created: float, deadline: float) -> None:
         self.topic, self.partition = topic, partition
@@ -51,8 +68,15 @@ class AIOBatch:
     def __repr__(self) -> str:
         return f"AIOBatch({self.topic!r}, {self.partition}, {len(self.values)} messages)"
 
-    def append(self, value: bytes | None, key: bytes | None, timestamp: int | None,
-               headers: Headers | None, size: int, fut: asyncio.Future[Any]) -> None:
+    def append(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        timestamp: int | None,
+        headers: Headers | None,
+        size: int,
+        fut: asyncio.Future[Any],
+    ) -> None:
         """Add one message; the optional columns appear (back-filled with None) when first used."""
         n = len(self.values)
         self.values.append(value)
@@ -71,8 +95,9 @@ class AIOBatch:
                 self.headers = [None] * n
             self.headers.append(headers)
 
-    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
-                     transactional: bool = False) -> None:
+    def set_sequence(
+        self, producer_id: int, epoch: int, base_sequence: int, transactional: bool = False
+    ) -> None:
         """Stamp the batch (idempotent producer); ``base_sequence`` -1 clears the stamp."""
         self.producer_id, self.producer_epoch = producer_id, epoch
         self.base_sequence, self.transactional = base_sequence, transactional
@@ -97,28 +122,37 @@ class AIOBatch:
     def to_partition_batch(self, codec: int, created_ms: int) -> PartitionBatch:
         """The sync producer's PartitionBatch over these columns (encoding with C speed-ups)."""
         self.created_ms = created_ms
-        b = PartitionBatch(self.topic, self.partition, None, self.values, self.keys,
-                           self.timestamps, self.headers, codec)
+        b = PartitionBatch(
+            self.topic,
+            self.partition,
+            None,
+            self.values,
+            self.keys,
+            self.timestamps,
+            self.headers,
+            codec,
+        )
         b.created = created_ms
         if self.base_sequence >= 0:
-            b.set_sequence(self.producer_id, self.producer_epoch, self.base_sequence,
-                           self.transactional)
+            b.set_sequence(
+                self.producer_id, self.producer_epoch, self.base_sequence, self.transactional
+            )
         return b
 
 
 class Accumulator:
     """Per-partition batch queues with the batch limits and the linger rule."""
 
-    def __init__(self, batch_messages: int, batch_bytes: int, linger: float,
-                 delivery_timeout: float) -> None:
+    def __init__(
+        self, batch_messages: int, batch_bytes: int, linger: float, delivery_timeout: float
+    ) -> None:
         self.batch_messages, self.batch_bytes = batch_messages, batch_bytes
         self.linger, self.delivery_timeout = linger, delivery_timeout
         self.queues: dict[tuple[str, int], deque[AIOBatch]] = {}
         #: messages held in batches not yet acknowledged or failed (queued or in flight)
         self.pending = 0
 
-    def batch_for(self, topic: str, partition: int, size: int, now: float
-                  ) -> tuple[AIOBatch, bool]:
+    def batch_for(self, topic: str, partition: int, size: int, now: float) -> tuple[AIOBatch, bool]:
         """The open batch a message of ``size`` bytes joins, and whether it was just made."""
         key = (topic, partition)
         q = self.queues.get(key)
@@ -126,15 +160,17 @@ class Accumulator:
             q = self.queues[key] = deque()
         elif q:
             last = q[-1]
-            if len(last.values) < self.batch_messages and \
-                    (last.size + size + RECORD_OVERHEAD <= self.batch_bytes or not last.values):
+            if len(last.values) < self.batch_messages and (
+                last.size + size + RECORD_OVERHEAD <= self.batch_bytes or not last.values
+            ):
                 return last, False
         b = AIOBatch(topic, partition, now, now + self.delivery_timeout)
         q.append(b)
         return b, True
 
-    def ready(self, now: float, all_: bool, hold: set[tuple[str, int]] | None = None
-              ) -> tuple[list[AIOBatch], float | None]:
+    def ready(
+        self, now: float, all_: bool, hold: set[tuple[str, int]] | None = None
+    ) -> tuple[list[AIOBatch], float | None]:
         """Pop the batches ready to send (none of the partitions in ``hold``); also when the
         next one comes due (None: none)."""
         out: list[AIOBatch] = []
@@ -145,8 +181,12 @@ class Accumulator:
                 continue
             while q:
                 b = q[0]
-                if all_ or len(q) > 1 or now - b.created >= linger or \
-                        len(b.values) >= self.batch_messages:
+                if (
+                    all_
+                    or len(q) > 1
+                    or now - b.created >= linger
+                    or len(b.values) >= self.batch_messages
+                ):
                     b = q.popleft()
                     b.sealed = True
                     out.append(b)

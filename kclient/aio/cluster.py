@@ -4,6 +4,7 @@ The asyncio counterpart of :class:`kclient.cluster.Cluster`: the same state and 
 conversation (:mod:`kclient.core.metadata`), run by the asyncio driver.  Connections are opened
 on first use; a connection that failed is replaced by the next :meth:`connection` call.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,8 +44,9 @@ class AIOCluster(ClusterState):
         super().__init__()
         self.bootstrap = parse_bootstrap(bootstrap)
         self.settings = settings
-        self.recovery = MetadataRecovery(settings.metadata_recovery_strategy,
-                                         settings.metadata_recovery_rebootstrap_trigger_ms)
+        self.recovery = MetadataRecovery(
+            settings.metadata_recovery_strategy, settings.metadata_recovery_rebootstrap_trigger_ms
+        )
         self._conns: dict[int | str, AIOConnection] = {}
         self._opening: dict[int | str, asyncio.Future[AIOConnection]] = {}
 
@@ -65,20 +67,24 @@ class AIOCluster(ClusterState):
         if conn is not None and conn.connected and (conn.host, conn.port) == (host, port):
             return conn
         opening = self._opening.get(key)
-        if opening is not None:                  # another task is connecting: share it
+        if opening is not None:  # another task is connecting: share it
             return await asyncio.shield(opening)
         fut: asyncio.Future[AIOConnection] = asyncio.get_running_loop().create_future()
         self._opening[key] = fut
         try:
-            conn = AIOConnection(host, port, self.settings,
-                                 node_id=key if isinstance(key, int) else None)
+            conn = AIOConnection(
+                host, port, self.settings, node_id=key if isinstance(key, int) else None
+            )
             await conn.connect()
             self._conns[key] = conn
             fut.set_result(conn)
             return conn
         except BaseException as exc:
-            fut.set_exception(exc if isinstance(exc, Exception) else KafkaConnectionError(
-                host, port, "connect cancelled"))
+            fut.set_exception(
+                exc
+                if isinstance(exc, Exception)
+                else KafkaConnectionError(host, port, "connect cancelled")
+            )
             fut.exception()
             raise
         finally:
@@ -91,15 +97,19 @@ class AIOCluster(ClusterState):
     async def any_connection(self) -> AIOConnection:
         """A connection to some broker: an open one, else as :class:`MetadataRecovery` plans it
         (the known brokers, then the bootstrap servers unless metadata.recovery.strategy=none)."""
-        plan = self.recovery.plan(self._known(), [(f"{h}:{p}", h, p) for h, p in self.bootstrap],
-                                  time.monotonic())
+        plan = self.recovery.plan(
+            self._known(), [(f"{h}:{p}", h, p) for h, p in self.bootstrap], time.monotonic()
+        )
         allowed = {(host, port) for _, host, port in plan.candidates}
         for conn in self._conns.values():
             if conn.connected and (conn.host, conn.port) in allowed:
                 return conn
         if plan.rebootstrap:
-            log.warning("no metadata from the known brokers for %.0f s: rebootstrapping from %s",
-                        self.recovery.trigger_s, self.bootstrap)
+            log.warning(
+                "no metadata from the known brokers for %.0f s: rebootstrapping from %s",
+                self.recovery.trigger_s,
+                self.bootstrap,
+            )
         errors = []
         for key, host, port in plan.candidates:
             try:
@@ -111,25 +121,34 @@ class AIOCluster(ClusterState):
                 errors.append(str(exc))
         raise NoBrokersAvailableError("no broker reachable: " + "; ".join(errors))
 
-    async def refresh(self, topics: Iterable[str] | None = None,
-                      allow_auto_create: bool = True) -> MetadataResponse:
+    async def refresh(
+        self, topics: Iterable[str] | None = None, allow_auto_create: bool = True
+    ) -> MetadataResponse:
         """Fetch metadata (all topics when ``topics`` is None) and update what we know."""
         names = None if topics is None else sorted(set(topics))
         for attempt in range(3):
             conn = await self.any_connection()
-            asked: Candidate = (conn.node_id if conn.node_id is not None
-                                else f"{conn.host}:{conn.port}", conn.host, conn.port)
+            asked: Candidate = (
+                conn.node_id if conn.node_id is not None else f"{conn.host}:{conn.port}",
+                conn.host,
+                conn.port,
+            )
             try:
-                resp = await run(refresh_metadata(names, allow_auto_create),
-                                 ConnectionTransport(conn))
+                resp = await run(
+                    refresh_metadata(names, allow_auto_create), ConnectionTransport(conn)
+                )
             except KafkaConnectionError:
                 self.recovery.failed(asked, self._known(), time.monotonic())
                 if attempt == 2:
                     raise
                 continue
             if self.recovery.answered(asked, self._known(), time.monotonic()):
-                log.warning("rebootstrapped: %s:%s from the bootstrap list answered after every "
-                            "known broker failed", conn.host, conn.port)
+                log.warning(
+                    "rebootstrapped: %s:%s from the bootstrap list answered after every "
+                    "known broker failed",
+                    conn.host,
+                    conn.port,
+                )
             self.apply(resp, names is None, time.monotonic())
             return resp
         raise AssertionError("unreachable")
@@ -152,17 +171,21 @@ class AIOCluster(ClusterState):
             raise self.no_leader(topic, partition)
         return node
 
-    async def list_offsets(self, query: Mapping[TopicPartition, int], isolation_level: int = 0
-                           ) -> dict[TopicPartition, int]:
+    async def list_offsets(
+        self, query: Mapping[TopicPartition, int], isolation_level: int = 0
+    ) -> dict[TopicPartition, int]:
         """ListOffsets at each leader: ``{tp: offset}`` for ``{tp: timestamp}`` (-2 earliest,
         -1 latest); raises a partition's error."""
         found = await self.list_offset_times(query, isolation_level)
         return {tp: offset for tp, (offset, _) in found.items()}
 
-    async def list_offset_times(self, query: Mapping[TopicPartition, int],
-                                isolation_level: int = 0, attempts: int = 6,
-                                backoff_s: float = 0.2
-                                ) -> dict[TopicPartition, tuple[int, int]]:
+    async def list_offset_times(
+        self,
+        query: Mapping[TopicPartition, int],
+        isolation_level: int = 0,
+        attempts: int = 6,
+        backoff_s: float = 0.2,
+    ) -> dict[TopicPartition, tuple[int, int]]:
         """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none at or
         after that time).  A retriable partition error (a leader not known yet, as right
         after the topic's creation, or moved) refreshes the metadata and asks again, up to
@@ -176,16 +199,19 @@ class AIOCluster(ClusterState):
                 return out
             if attempts <= 0:
                 raise next(iter(failed.values()))
-            log.info("ListOffsets of %s: %s; asking again", sorted(failed),
-                     next(iter(failed.values())))
+            log.info(
+                "ListOffsets of %s: %s; asking again", sorted(failed), next(iter(failed.values()))
+            )
             await asyncio.sleep(backoff_s)
             await self.refresh(sorted({tp.topic for tp in failed}), allow_auto_create=False)
             pending = {tp: query[tp] for tp in failed}
 
-    async def _list_offsets_round(self, query: Mapping[TopicPartition, int],
-                                  isolation_level: int,
-                                  out: dict[TopicPartition, tuple[int, int]]
-                                  ) -> dict[TopicPartition, KafkaError]:
+    async def _list_offsets_round(
+        self,
+        query: Mapping[TopicPartition, int],
+        isolation_level: int,
+        out: dict[TopicPartition, tuple[int, int]],
+    ) -> dict[TopicPartition, KafkaError]:
         """One ListOffsets per leader into ``out``; the retriable failures by partition."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in query:
@@ -219,4 +245,3 @@ class AIOCluster(ClusterState):
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             await conn.wait_closed()
-

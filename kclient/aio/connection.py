@@ -13,6 +13,7 @@ handshake (ApiVersions, the old-broker fallback, SASL over SaslHandshake v0 or v
 SaslAuthenticate) is the core's (:mod:`kclient.core.handshake`), run by the asyncio driver;
 re-authentication (KIP-368) holds the frames other tasks send meanwhile and writes them after.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,9 @@ _READ = 1 << 18
 class AIOConnection:
     """A connection to one broker: pipelined requests, responses matched by correlation id."""
 
-    def __init__(self, host: str, port: int, settings: ConnectionSettings,
-                 node_id: int | None = None) -> None:
+    def __init__(
+        self, host: str, port: int, settings: ConnectionSettings, node_id: int | None = None
+    ) -> None:
         self.host, self.port, self.node_id = host, int(port), node_id
         self.settings = settings
         self.versions: dict[int, tuple[int, int]] = {}
@@ -56,7 +58,7 @@ class AIOConnection:
         #: count of close() calls: a connect() that sees it change was cancelled
         self._closes = 0
         self._handshake = settings.handshake(self.host, self.port)
-        self._reauth_at: float | None = None     # monotonic time to re-authenticate (SASL)
+        self._reauth_at: float | None = None  # monotonic time to re-authenticate (SASL)
         #: frames sent while re-authenticating, written once it is done (None: not holding)
         self._held: list[bytes] | None = None
         self.stats = settings.connection_stats(self.host, self.port, node_id)
@@ -80,13 +82,16 @@ class AIOConnection:
         self._reauth_at = None
         await self._open(closes)
         try:
-            negotiated = await run(api_versions(self._handshake),
-                                   ConnectionTransport(_Direct(self)))
-            if negotiated.ask_again:        # closed on ApiVersions: going away, or before 0.10
+            negotiated = await run(
+                api_versions(self._handshake), ConnectionTransport(_Direct(self))
+            )
+            if negotiated.ask_again:  # closed on ApiVersions: going away, or before 0.10
                 await self._open(closes)
-                negotiated = await run(api_versions(self._handshake, closed_before=True),
-                                       ConnectionTransport(_Direct(self)))
-            if negotiated.reopen:           # an old broker closed on ApiVersions
+                negotiated = await run(
+                    api_versions(self._handshake, closed_before=True),
+                    ConnectionTransport(_Direct(self)),
+                )
+            if negotiated.reopen:  # an old broker closed on ApiVersions
                 await self._open(closes)
             self.versions = negotiated.versions
             await self._authenticate()
@@ -102,20 +107,30 @@ class AIOConnection:
         security = self.settings.security
         timeout = self.settings.connect_timeout_ms / 1000.0
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(
-                self.host, self.port, ssl=security.ssl_context, limit=_READ,
-                server_hostname=self.host if security.ssl_context is not None else None),
-                timeout)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=security.ssl_context,
+                    limit=_READ,
+                    server_hostname=self.host if security.ssl_context is not None else None,
+                ),
+                timeout,
+            )
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1
             self.stats.state = "DOWN"
-            why = f"no answer within {timeout:.1f}s (connect.timeout.ms)" \
-                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) else str(exc)
+            why = (
+                f"no answer within {timeout:.1f}s (connect.timeout.ms)"
+                if isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+                else str(exc)
+            )
             raise KafkaConnectionError(self.host, self.port, why) from exc
-        if self._closes != closes:          # close() came while we connected: it wins
+        if self._closes != closes:  # close() came while we connected: it wins
             writer.transport.abort()
-            raise KafkaConnectionError(self.host, self.port,
-                                       f"closed while connecting: {self._closed}")
+            raise KafkaConnectionError(
+                self.host, self.port, f"closed while connecting: {self._closed}"
+            )
         self._reader, self._writer = reader, writer
         self._proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         self._closed = None
@@ -125,8 +140,9 @@ class AIOConnection:
         """The SASL exchange, if configured; its lifetime schedules re-authentication."""
         if self._handshake.sasl is None:
             return
-        lifetime = await run(authenticate(self._handshake, self.versions),
-                             ConnectionTransport(_Direct(self)))
+        lifetime = await run(
+            authenticate(self._handshake, self.versions), ConnectionTransport(_Direct(self))
+        )
         self._reauth_at = reauth_due(lifetime, time.monotonic())
 
     async def _reauthenticate(self) -> None:
@@ -154,16 +170,25 @@ class AIOConnection:
         """The highest version of ``api`` both sides support."""
         return pick_version(api, self.versions, highest)
 
-    def send(self, api: Api[_Req, Any], body: _Req | Mapping[str, Any],
-             version: int | None = None, expect_response: bool = True
-             ) -> asyncio.Future[Struct] | None:
+    def send(
+        self,
+        api: Api[_Req, Any],
+        body: _Req | Mapping[str, Any],
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> asyncio.Future[Struct] | None:
         """Write one request now (whole, synchronously); the future of its response.  While
         the connection re-authenticates the frame waits and is written after, in order."""
         return self._send(api, body, version, expect_response, self._held)
 
-    def _send(self, api: Api[Any, Any], body: Any, version: int | None,
-              expect_response: bool, held: list[bytes] | None
-              ) -> asyncio.Future[Struct] | None:
+    def _send(
+        self,
+        api: Api[Any, Any],
+        body: Any,
+        version: int | None,
+        expect_response: bool,
+        held: list[bytes] | None,
+    ) -> asyncio.Future[Struct] | None:
         """Encode and write (or add to ``held``) one request frame."""
         writer = self._require_writer()
         if version is None:
@@ -194,8 +219,9 @@ class AIOConnection:
             self._arm_timer()
         return fut
 
-    async def request(self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any],
-                      version: int | None = None) -> _Resp:
+    async def request(
+        self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any], version: int | None = None
+    ) -> _Resp:
         """Send a request and await its response (typed as ``api``'s response view); first
         re-authenticate when the SASL session is due and nothing is in flight (KIP-368)."""
         due = self._reauth_at
@@ -216,7 +242,9 @@ class AIOConnection:
 
     def _arm_timer(self) -> None:
         timeout = self.settings.request_timeout_ms / 1000.0
-        self._timer = asyncio.get_running_loop().call_later(timeout / 4 + 0.05, self._check_timeouts)
+        self._timer = asyncio.get_running_loop().call_later(
+            timeout / 4 + 0.05, self._check_timeouts
+        )
 
     def _check_timeouts(self) -> None:
         self._timer = None
@@ -255,12 +283,15 @@ class AIOConnection:
         """Close and fail every waiting request with the reason."""
         if self._closed is None:
             self.stats.errors += 1
-        for fut, _ in self._waiters.values():     # before _shut fails them more plainly
+        for fut, _ in self._waiters.values():  # before _shut fails them more plainly
             if not fut.done():
-                exc: Exception = (KafkaTimeoutError(f"{self.host}:{self.port}: {reason}")
-                                  if timeout else KafkaConnectionError(
-                                      self.host, self.port, reason,
-                                      closed_by_peer=closed_by_peer))
+                exc: Exception = (
+                    KafkaTimeoutError(f"{self.host}:{self.port}: {reason}")
+                    if timeout
+                    else KafkaConnectionError(
+                        self.host, self.port, reason, closed_by_peer=closed_by_peer
+                    )
+                )
                 fut.set_exception(exc)
         self._shut(reason)
 
@@ -269,7 +300,7 @@ class AIOConnection:
         under way fails instead of opening the stream."""
         self._closes += 1
         if self._closed is not None and self._writer is None:
-            self._closed = reason           # not connected (yet): say why a connect fails
+            self._closed = reason  # not connected (yet): say why a connect fails
         self._shut(reason)
 
     def _shut(self, reason: str) -> None:
@@ -288,14 +319,14 @@ class AIOConnection:
             task.cancel()
         if self._writer is not None:
             transport = self._writer.transport
-            if transport.get_write_buffer_size():   # bytes the broker is not reading: a
-                transport.abort()                   # drain() or wait_closed() waits on them
+            if transport.get_write_buffer_size():  # bytes the broker is not reading: a
+                transport.abort()  # drain() or wait_closed() waits on them
             else:
                 self._writer.close()
         for fut, _ in self._waiters.values():
             if not fut.done():
                 fut.set_exception(KafkaConnectionError(self.host, self.port, reason))
-                fut.exception()       # mark retrieved: nobody may be waiting any more
+                fut.exception()  # mark retrieved: nobody may be waiting any more
         self._waiters.clear()
         self.stats.sent_at.clear()
 
@@ -321,8 +352,13 @@ class _Direct:
     def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
         return self.conn.version(api, highest)
 
-    def send(self, api: Api[Any, Any], body: Any, version: int | None = None,
-             expect_response: bool = True) -> asyncio.Future[Struct] | None:
+    def send(
+        self,
+        api: Api[Any, Any],
+        body: Any,
+        version: int | None = None,
+        expect_response: bool = True,
+    ) -> asyncio.Future[Struct] | None:
         return self.conn._send(api, body, version, expect_response, None)
 
     async def request(self, api: Api[Any, Any], body: Any, version: int | None = None) -> Any:

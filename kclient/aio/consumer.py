@@ -21,6 +21,7 @@ returned; only the partitions that move are revoked, then the member rejoins), s
 membership with ``group.instance.id`` (KIP-345: no LeaveGroup on close; fenced is fatal), and
 pattern subscriptions re-matched against the metadata every second.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -74,8 +75,9 @@ log = logging.getLogger(__name__)
 _SLICE = 0.005
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
-_UNSUPPORTED = {"zookeeper.connect": "AIOConsumer uses broker-coordinated groups only "
-                                     "(bootstrap.servers)"}
+_UNSUPPORTED = {
+    "zookeeper.connect": "AIOConsumer uses broker-coordinated groups only (bootstrap.servers)"
+}
 
 
 class AIOConsumer(ConsumerProtocolSteps):
@@ -92,28 +94,35 @@ class AIOConsumer(ConsumerProtocolSteps):
         self.consumer_id = generate_consumer_id(self.group_id or "kclient", conf["consumer.id"])
         self._metrics = ClientMetrics()
         settings = connection_settings(conf).replace(metrics=self._metrics)
-        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
-                                  settings)
+        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]], settings)
         self._key = decode_function(conf.create("key.decoder.class"))
         self._value = decode_function(conf.create("value.decoder.class"))
         self._group: AIOGroup | None = None
         if self.group_id and conf["group.protocol"] == "consumer":
-            self._group = AIOConsumerGroup(self.cluster, self.group_id, self.consumer_id, conf,
-                                           self.group_instance_id)
+            self._group = AIOConsumerGroup(
+                self.cluster, self.group_id, self.consumer_id, conf, self.group_instance_id
+            )
         elif self.group_id:
-            self._group = AIOGroup(self.cluster, self.group_id, self.consumer_id,
-                                   self.strategies, conf["session.timeout.ms"],
-                                   conf["retry.backoff.ms"], conf["offsets.commit.max.retries"],
-                                   conf["exclude.internal.topics"], self.group_instance_id)
+            self._group = AIOGroup(
+                self.cluster,
+                self.group_id,
+                self.consumer_id,
+                self.strategies,
+                conf["session.timeout.ms"],
+                conf["retry.backoff.ms"],
+                conf["offsets.commit.max.retries"],
+                conf["exclude.internal.topics"],
+                self.group_instance_id,
+            )
         self._sub = Subscription()
         if topics:
             self._sub.subscribe([str(t) for t in topics], None)
-        self._join_task: asyncio.Task[bytes | None] | None = None   # a cooperative join
-        self._fatal: KafkaError | None = None      # FENCED_INSTANCE_ID: getmany raises it
+        self._join_task: asyncio.Task[bytes | None] | None = None  # a cooperative join
+        self._fatal: KafkaError | None = None  # FENCED_INSTANCE_ID: getmany raises it
         self._manual = False
         self._listener: Any = None
         self._states: dict[TopicPartition, PartitionState] = {}
-        self._pending: deque[ConsumerRecord] = deque()    # drained for getone / async for
+        self._pending: deque[ConsumerRecord] = deque()  # drained for getone / async for
         self._rejoin: str | None = "revoke" if self._sub.active else None
         self._data: asyncio.Event | None = None
         self._needs_reset: asyncio.Event | None = None
@@ -125,16 +134,22 @@ class AIOConsumer(ConsumerProtocolSteps):
         self._commit_every = conf["auto.commit.interval.ms"] / 1000.0
         self._next_commit = 0.0
         self._slice = 0.0
-        self._last: ConsumerRecord | None = None       # see _settle
+        self._last: ConsumerRecord | None = None  # see _settle
         self._joining = False
         if self._sub.active and self._group is None:
-            raise InvalidConfigError("subscribing to topics needs a group.id (or use assign())",
-                                     "group.id")
-        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics, conf["statistics.format"])
+            raise InvalidConfigError(
+                "subscribing to topics needs a group.id (or use assign())", "group.id"
+            )
+        self._reporter = start_reporter(
+            conf["statistics.interval.ms"],
+            conf["stats.cb"],
+            self.metrics,
+            conf["statistics.format"],
+        )
         tracing = tracing_for(conf, self.group_id, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_consumer
+
             trace_aio_consumer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -147,22 +162,28 @@ class AIOConsumer(ConsumerProtocolSteps):
         self._started = True
         await self.cluster.refresh(self._sub.topics, allow_auto_create=False)
         conf = self.config
-        self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), \
-            asyncio.Lock()
-        if self._states:                    # assign() before start(): positions to resolve
+        self._data, self._needs_reset, self._lock = asyncio.Event(), asyncio.Event(), asyncio.Lock()
+        if self._states:  # assign() before start(): positions to resolve
             self._needs_reset.set()
         self._fetcher = AIOFetcher(
-            self.cluster, self._states, max_partition_bytes=conf["fetch.message.max.bytes"],
-            min_bytes=conf["fetch.min.bytes"], max_wait_ms=conf["fetch.wait.max.ms"],
+            self.cluster,
+            self._states,
+            max_partition_bytes=conf["fetch.message.max.bytes"],
+            min_bytes=conf["fetch.min.bytes"],
+            max_wait_ms=conf["fetch.wait.max.ms"],
             isolation_level=ISOLATION_LEVELS[conf["isolation.level"]],
             buffer_chunks=conf["queued.max.message.chunks"],
-            backoff_ms=conf["retry.backoff.ms"], data=self._data, needs_reset=self._needs_reset,
-            max_bytes=conf["fetch.max.bytes"])
+            backoff_ms=conf["retry.backoff.ms"],
+            data=self._data,
+            needs_reset=self._needs_reset,
+            max_bytes=conf["fetch.max.bytes"],
+        )
         self._fetcher.start()
         self._next_commit = time.monotonic() + self._commit_every
         if self._group is not None:
             self._heartbeat = asyncio.get_running_loop().create_task(
-                self._heartbeat_loop(), name="kclient-aio-heartbeat")
+                self._heartbeat_loop(), name="kclient-aio-heartbeat"
+            )
 
     async def __aenter__(self) -> AIOConsumer:
         await self.start()
@@ -184,8 +205,13 @@ class AIOConsumer(ConsumerProtocolSteps):
         if self._fetcher is not None:
             await self._fetcher.stop()
         if self._group is not None:
-            if autocommit and self._auto_commit and self._states and self._rejoin is None \
-                    and not joining:
+            if (
+                autocommit
+                and self._auto_commit
+                and self._states
+                and self._rejoin is None
+                and not joining
+            ):
                 await self._try_commit("close")
             await self._leave()
             self._group.close()
@@ -194,14 +220,14 @@ class AIOConsumer(ConsumerProtocolSteps):
     stop = close
 
     # -- subscription ---------------------------------------------------------------------------
-    def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
-                  listener: Any = None) -> None:
+    def subscribe(
+        self, topics: Iterable[str] | None = None, pattern: str | None = None, listener: Any = None
+    ) -> None:
         """Join the group for ``topics`` (or every topic matching the regex ``pattern``,
         re-matched every second); ``listener`` has on_partitions_revoked / _assigned / _lost
         (plain or async methods), called around each rebalance."""
         if self._group is None:
-            raise InvalidConfigError("subscribe() needs a group.id (or use assign())",
-                                     "group.id")
+            raise InvalidConfigError("subscribe() needs a group.id (or use assign())", "group.id")
         self._sub.subscribe(topics, pattern)
         self._listener, self._manual = listener, False
         self._rejoin = self._rejoin or "revoke"
@@ -264,9 +290,13 @@ class AIOConsumer(ConsumerProtocolSteps):
             self._data.set()
 
     # -- reading --------------------------------------------------------------------------------
-    async def getmany(self, *partitions: PartitionsArg, timeout_ms: int | None = None,
-                      max_records: int | None = None, timeout: float | None = None
-                      ) -> dict[TopicPartition, list[ConsumerRecord]]:
+    async def getmany(
+        self,
+        *partitions: PartitionsArg,
+        timeout_ms: int | None = None,
+        max_records: int | None = None,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records available within ``timeout_ms`` (or ``timeout`` seconds, as kclient.Consumer's
         poll takes them) of ``partitions`` (default all assigned):
         ``{TopicPartition: [ConsumerRecord]}``, at most ``max_records`` (max.poll.records)."""
@@ -323,7 +353,7 @@ class AIOConsumer(ConsumerProtocolSteps):
         if self._closed:
             raise StopAsyncIteration
         pending = self._pending
-        if pending and time.monotonic() - self._slice <= _SLICE:     # getone's fast path
+        if pending and time.monotonic() - self._slice <= _SLICE:  # getone's fast path
             rec = pending.popleft()
             last = self._last
             if last is not None and (last[1] != rec[1] or last[0] != rec[0]):
@@ -356,8 +386,12 @@ class AIOConsumer(ConsumerProtocolSteps):
             return False
         return True
 
-    def _take_pending(self, out: dict[TopicPartition, list[ConsumerRecord]], limit: int,
-                      only: set[TopicPartition] | None) -> None:
+    def _take_pending(
+        self,
+        out: dict[TopicPartition, list[ConsumerRecord]],
+        limit: int,
+        only: set[TopicPartition] | None,
+    ) -> None:
         self._settle()
         keep: deque[ConsumerRecord] = deque()
         while self._pending:
@@ -373,8 +407,13 @@ class AIOConsumer(ConsumerProtocolSteps):
             limit -= 1
         self._pending.extend(keep)
 
-    def _drain(self, out: dict[TopicPartition, list[ConsumerRecord]], limit: int,
-               only: set[TopicPartition] | None, advance: bool) -> None:
+    def _drain(
+        self,
+        out: dict[TopicPartition, list[ConsumerRecord]],
+        limit: int,
+        only: set[TopicPartition] | None,
+        advance: bool,
+    ) -> None:
         """Build records from the buffered columns (``advance``: move positions past them)."""
         k, v = self._key, self._value
         drained = False
@@ -408,8 +447,11 @@ class AIOConsumer(ConsumerProtocolSteps):
             raise IllegalStateError("getmany()/getone() need subscribe() or assign() first")
         lock = self._lock
         assert lock is not None and self._needs_reset is not None
-        if self._sub.active and (self._rejoin is not None or self._join_task is not None
-                                 or time.monotonic() >= self._sub.next_check):
+        if self._sub.active and (
+            self._rejoin is not None
+            or self._join_task is not None
+            or time.monotonic() >= self._sub.next_check
+        ):
             async with lock:
                 await self._group_step()
         if self._needs_reset.is_set():
@@ -417,11 +459,15 @@ class AIOConsumer(ConsumerProtocolSteps):
             try:
                 async with lock:
                     await self._resolve_positions()
-            except BaseException:            # cancelled or failed: the next call tries again
+            except BaseException:  # cancelled or failed: the next call tries again
                 self._needs_reset.set()
                 raise
-        if self._auto_commit and time.monotonic() >= self._next_commit and self._states \
-                and self._join_task is None:
+        if (
+            self._auto_commit
+            and time.monotonic() >= self._next_commit
+            and self._states
+            and self._join_task is None
+        ):
             self._next_commit = time.monotonic() + self._commit_every
             await self._try_commit("auto-commit")
 
@@ -432,7 +478,8 @@ class AIOConsumer(ConsumerProtocolSteps):
         committed: dict[TopicPartition, int] = {}
         if self._group is not None:
             committed = await self._group.committed(
-                [tp for tp in missing if self._states[tp].position < 0])
+                [tp for tp in missing if self._states[tp].position < 0]
+            )
         to_reset: list[TopicPartition] = []
         for tp in missing:
             st = self._states[tp]
@@ -444,11 +491,11 @@ class AIOConsumer(ConsumerProtocolSteps):
         if to_reset:
             reset = self.config["auto.offset.reset"]
             if reset == "none":
-                raise NoOffsetForPartitionError(f"{to_reset} have no committed offset and "
-                                                "auto.offset.reset is none")
+                raise NoOffsetForPartitionError(
+                    f"{to_reset} have no committed offset and auto.offset.reset is none"
+                )
             ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
-            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts),
-                                                   self._isolation)
+            found = await self.cluster.list_offsets(dict.fromkeys(to_reset, ts), self._isolation)
             for tp, off in found.items():
                 if tp in self._states:
                     self._states[tp].reset_to(off)
@@ -489,18 +536,21 @@ class AIOConsumer(ConsumerProtocolSteps):
             await self.start()
         for tp in partitions:
             self._state(tp)
-        for tp, off in (await self.cluster.list_offsets(
-                dict.fromkeys(partitions, ts), self._isolation)).items():
+        for tp, off in (
+            await self.cluster.list_offsets(dict.fromkeys(partitions, ts), self._isolation)
+        ).items():
             self.seek(tp, off)
 
-    async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
-                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The first offset whose timestamp is at or after each given time (ms), or None."""
         if not self._started:
             await self.start()
         found = await self.cluster.list_offset_times(dict(timestamps), self._isolation)
-        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
-                for tp in timestamps}
+        return {
+            tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in timestamps
+        }
 
     async def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         """The offset of the next record returned for ``partition``."""
@@ -521,8 +571,9 @@ class AIOConsumer(ConsumerProtocolSteps):
     @overload
     async def committed(self, partitions: Iterable[Any]) -> dict[TopicPartition, int | None]: ...
 
-    async def committed(self, partitions: PartitionsArg
-                        ) -> int | None | dict[TopicPartition, int | None]:
+    async def committed(
+        self, partitions: PartitionsArg
+    ) -> int | None | dict[TopicPartition, int | None]:
         """The group's committed offset of a partition (None: none); given a list of
         partitions, ``{TopicPartition: offset or None}``."""
         if self._group is None:
@@ -534,8 +585,7 @@ class AIOConsumer(ConsumerProtocolSteps):
         found = {tp: (o if (o := offs.get(tp, -1)) >= 0 else None) for tp in tps}
         return found[tps[0]] if one else found
 
-    async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None
-                     ) -> None:
+    async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None) -> None:
         """Commit ``offsets`` (the next offsets to read), by default every assigned
         partition's position; raises the commit's error (a generation error means the group
         rebalanced: the next getmany rejoins)."""
@@ -551,9 +601,13 @@ class AIOConsumer(ConsumerProtocolSteps):
         try:
             await self._group.commit(todo)
         except KafkaError as exc:
-            if isinstance(exc, (IllegalGenerationError, UnknownMemberIdError,
-                                RebalanceInProgressError)) and not self._manual \
-                    and self._join_task is None:
+            if (
+                isinstance(
+                    exc, (IllegalGenerationError, UnknownMemberIdError, RebalanceInProgressError)
+                )
+                and not self._manual
+                and self._join_task is None
+            ):
                 self._rejoin = self._rejoin or "revoke"
             raise
 
@@ -591,13 +645,20 @@ class AIOConsumer(ConsumerProtocolSteps):
             if last is not None and last.topic == tp.topic and last.partition == tp.partition:
                 pos = max(pos, last.offset + 1)
             parts[f"{tp.topic}/{tp.partition}"] = {
-                "position": pos, "high_watermark": st.high_watermark,
-                "lag": max(0, st.high_watermark - pos) if st.high_watermark >= 0 and pos >= 0
-                else None, "buffered": st.buffered, "paused": st.paused}
-        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
-                                      group_id=self.group_id,
-                                      partitions=self._metrics.with_messages(parts, "consumed"))
+                "position": pos,
+                "high_watermark": st.high_watermark,
+                "lag": max(0, st.high_watermark - pos)
+                if st.high_watermark >= 0 and pos >= 0
+                else None,
+                "buffered": st.buffered,
+                "paused": st.paused,
+            }
+        return self._metrics.snapshot(
+            type="consumer",
+            client_id=self.config["client.id"],
+            group_id=self.group_id,
+            partitions=self._metrics.with_messages(parts, "consumed"),
+        )
 
     def __repr__(self) -> str:
         return f"AIOConsumer({self.consumer_id}, {sorted(self._states)})"
-

@@ -7,6 +7,7 @@ when an assignment or fencing needs the application; the next ``getmany`` / ``ge
 carries it out in Java's order (commit and ``on_partitions_revoked`` for what left, then
 ``on_partitions_assigned`` for what was added, then the acknowledgement).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,11 +34,20 @@ log = logging.getLogger(__name__)
 class AIOConsumerGroup(AIOGroup):
     """An :class:`AIOGroup` whose membership is the consumer protocol's member."""
 
-    def __init__(self, cluster: AIOCluster, group: str, consumer_id: str, conf: Any,
-                 instance_id: str | None) -> None:
-        super().__init__(cluster, group, consumer_id, [], conf["session.timeout.ms"],
-                         conf["retry.backoff.ms"], conf["offsets.commit.max.retries"],
-                         conf["exclude.internal.topics"], instance_id)
+    def __init__(
+        self, cluster: AIOCluster, group: str, consumer_id: str, conf: Any, instance_id: str | None
+    ) -> None:
+        super().__init__(
+            cluster,
+            group,
+            consumer_id,
+            [],
+            conf["session.timeout.ms"],
+            conf["retry.backoff.ms"],
+            conf["offsets.commit.max.retries"],
+            conf["exclude.internal.topics"],
+            instance_id,
+        )
         self.member: ConsumerMember = member_from_config(group, conf, instance_id)
         self.fatal: KafkaError | None = None
         self._poke: asyncio.Event | None = None
@@ -48,10 +58,17 @@ class AIOConsumerGroup(AIOGroup):
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """OffsetCommit with the member epoch (STALE_MEMBER_EPOCH: again with the newer one)."""
-        await self.coordinator.run(commit_offsets(
-            self.coordinator.state, self.group,
-            {(tp.topic, tp.partition): off for tp, off in offsets.items()},
-            self.member.generation, self.member.instance_id, self.retries, self.backoff))
+        await self.coordinator.run(
+            commit_offsets(
+                self.coordinator.state,
+                self.group,
+                {(tp.topic, tp.partition): off for tp, off in offsets.items()},
+                self.member.generation,
+                self.member.instance_id,
+                self.retries,
+                self.backoff,
+            )
+        )
 
     async def heartbeats(self, needs_consumer: Callable[[], None]) -> None:  # type: ignore[override]
         """One heartbeat whenever due, until cancelled; ``needs_consumer()`` when an assignment
@@ -71,7 +88,8 @@ class AIOConsumerGroup(AIOGroup):
             except UnsupportedVersionError as exc:
                 self.fatal = UnsupportedVersionError(
                     f"group.protocol=consumer: the coordinator of {member.group!r} does not "
-                    f"speak ConsumerGroupHeartbeat (Kafka 4.0+ does): {exc}")
+                    f"speak ConsumerGroupHeartbeat (Kafka 4.0+ does): {exc}"
+                )
                 member.state = core.FATAL
             except KafkaError as exc:
                 if member.state != core.FATAL:
@@ -120,16 +138,19 @@ class ConsumerProtocolSteps(ConsumerMembership):
         member = group.member
         regex = None if self._sub.pattern is None else self._sub.pattern.pattern
         topics = None if regex is not None else tuple(sorted(self._sub.topics))
-        if not member.active and member.state != core.FENCED or \
-                (member.topics, member.regex) != (topics, regex):
-            member.subscribe(topics, regex)     # the broker matches a regex
+        if (
+            not member.active
+            and member.state != core.FENCED
+            or (member.topics, member.regex) != (topics, regex)
+        ):
+            member.subscribe(topics, regex)  # the broker matches a regex
             group.wake()
         if member.state == core.FENCED:
             gone = {TopicPartition(t, p) for t, p in member.owned}
             self._set_assignment([])
             self._pending.clear()
             await self._call_listener("on_partitions_lost", gone)  # nothing committed
-            core.lost(member)                                      # then join again
+            core.lost(member)  # then join again
             group.wake()
         await self._reconcile(group)
 
@@ -148,8 +169,9 @@ class ConsumerProtocolSteps(ConsumerMembership):
         self._sub.assigned(time.monotonic())
         log.info("%s (member epoch %d) assigned %s", self.consumer_id, group.member.epoch, tps)
         await self._resolve_positions()
-        await self._call_listener("on_partitions_assigned",
-                                  {TopicPartition(t, p) for t, p in done.added})
+        await self._call_listener(
+            "on_partitions_assigned", {TopicPartition(t, p) for t, p in done.added}
+        )
         core.acknowledge(group.member, done)
         group.wake()
 
@@ -162,6 +184,7 @@ class ConsumerProtocolSteps(ConsumerMembership):
         def needs_consumer() -> None:
             self._rejoin = self._rejoin or "kip848"
             self._kick()
+
         await group.heartbeats(needs_consumer)
 
     async def _leave(self) -> None:
@@ -169,7 +192,7 @@ class ConsumerProtocolSteps(ConsumerMembership):
         if group is None:
             await super()._leave()
             return
-        if self._states:      # Java: on_partitions_revoked before leaving
+        if self._states:  # Java: on_partitions_revoked before leaving
             owned = set(self._states)
             self._set_assignment([])
             await self._call_listener("on_partitions_revoked", owned)

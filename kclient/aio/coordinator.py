@@ -5,6 +5,7 @@ Retries, rediscovery and error handling are the core's (:mod:`kclient.core.coord
 only connects to the address the core's state holds, and sends ``ANY_NODE`` requests
 (FindCoordinator, the leader's Metadata) through the cluster.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,9 +27,15 @@ _T = TypeVar("_T")
 class AIOCoordinator:
     """The coordinator of ``key`` for asyncio: run core conversations with :meth:`run`."""
 
-    def __init__(self, cluster: AIOCluster, key: str, backoff_ms: int = 1000,
-                 retries: int = 5, settings: ConnectionSettings | None = None,
-                 key_type: int = 0) -> None:
+    def __init__(
+        self,
+        cluster: AIOCluster,
+        key: str,
+        backoff_ms: int = 1000,
+        retries: int = 5,
+        settings: ConnectionSettings | None = None,
+        key_type: int = 0,
+    ) -> None:
         self.cluster = cluster
         self.state = CoordinatorState(key, key_type, retries, backoff_ms / 1000.0)
         self.settings = settings or cluster.settings
@@ -51,8 +58,7 @@ class AIOCoordinator:
             if conn is not None:
                 conn.close("the coordinator moved")
             self._conn = None
-            conn = AIOConnection(address.host, address.port, self.settings,
-                                 node_id=address.node_id)
+            conn = AIOConnection(address.host, address.port, self.settings, node_id=address.node_id)
             await conn.connect()
             self._conn = conn
             return conn

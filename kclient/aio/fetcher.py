@@ -17,6 +17,7 @@ dropped (its ``epoch`` changed).  Each leader's requests run in an incremental f
 only the partitions whose offset changed; a session error makes the next one full, and
 :meth:`AIOFetcher.stop` ends the sessions.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,11 +53,21 @@ _SLICE = 0.005
 class AIOFetcher:
     """The fetch task of one AIOConsumer (see the module docstring)."""
 
-    def __init__(self, cluster: AIOCluster, states: dict[TopicPartition, PartitionState], *,
-                 max_partition_bytes: int, min_bytes: int, max_wait_ms: int,
-                 isolation_level: int, buffer_chunks: int, backoff_ms: int,
-                 data: asyncio.Event, needs_reset: asyncio.Event,
-                 max_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        cluster: AIOCluster,
+        states: dict[TopicPartition, PartitionState],
+        *,
+        max_partition_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+        isolation_level: int,
+        buffer_chunks: int,
+        backoff_ms: int,
+        data: asyncio.Event,
+        needs_reset: asyncio.Event,
+        max_bytes: int | None = None,
+    ) -> None:
         self.cluster, self.states = cluster, states
         self.max_partition_bytes = max_partition_bytes
         self.isolation_level = isolation_level
@@ -75,8 +86,9 @@ class AIOFetcher:
     def start(self) -> None:
         """Start the task (once)."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                                 name="kclient-aio-fetcher")
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name="kclient-aio-fetcher"
+            )
 
     def wake(self) -> None:
         """Look for partitions to fetch now (buffers drained, seek, new assignment)."""
@@ -99,7 +111,7 @@ class AIOFetcher:
             if body is not None and conn is not None:
                 closing.append(conn.request(FETCH, body))
         self.sessions.clear()
-        if closing:                # answered after any fetch still parked at the broker
+        if closing:  # answered after any fetch still parked at the broker
             wait = self.settings.max_wait_ms / 1000 + 5
             try:
                 await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), wait)
@@ -111,8 +123,9 @@ class AIOFetcher:
             if self._stale:
                 self._stale = False
                 try:
-                    await self.cluster.refresh(sorted({tp.topic for tp in self.states}),
-                                               allow_auto_create=False)
+                    await self.cluster.refresh(
+                        sorted({tp.topic for tp in self.states}), allow_auto_create=False
+                    )
                 except KafkaError as exc:
                     log.info("metadata refresh failed: %s", exc)
                     await asyncio.sleep(self.backoff)
@@ -148,9 +161,16 @@ class AIOFetcher:
                 continue
             session = self.sessions.setdefault(node, FetchSession())
             version = conn.version(FETCH)
-            body = session.body([PartitionFetch(st.tp.topic, st.tp.partition, st.fetch_offset,
-                                                self.max_partition_bytes) for st in sts],
-                                self.settings, version)
+            body = session.body(
+                [
+                    PartitionFetch(
+                        st.tp.topic, st.tp.partition, st.fetch_offset, self.max_partition_bytes
+                    )
+                    for st in sts
+                ],
+                self.settings,
+                version,
+            )
             try:
                 fut = conn.send(FETCH, body, version)
             except KafkaError as exc:
@@ -161,11 +181,19 @@ class AIOFetcher:
             assert fut is not None
             asked = [(st, st.fetch_offset, st.epoch) for st in sts]
             self._inflight[node] = fut
-            fut.add_done_callback(lambda f, node=node, asked=asked, conn=conn:  # type: ignore[misc]
-                                  self._done(node, conn, asked, f))
+            fut.add_done_callback(
+                lambda f, node=node, asked=asked, conn=conn: (  # type: ignore[misc]
+                    self._done(node, conn, asked, f)
+                )
+            )
 
-    def _done(self, node: int, conn: Any, asked: list[tuple[PartitionState, int, int]],
-              fut: asyncio.Future[Struct]) -> None:
+    def _done(
+        self,
+        node: int,
+        conn: Any,
+        asked: list[tuple[PartitionState, int, int]],
+        fut: asyncio.Future[Struct],
+    ) -> None:
         if self._inflight.get(node) is fut:
             del self._inflight[node]
         self.wake()
@@ -181,12 +209,13 @@ class AIOFetcher:
             return
         resp: FetchResponse = fut.result()
         if session is not None and not session.answer(resp):
-            return            # a session error: the next request (the task is woken) is full
+            return  # a session error: the next request (the task is woken) is full
         parts = partitions_of(resp)
         self._take_all(asked, parts, 0)
 
-    def _take_all(self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any],
-                  start: int) -> None:
+    def _take_all(
+        self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any], start: int
+    ) -> None:
         """Decode the partitions of one response from ``start`` on; when decoding has taken a
         time slice, the rest continues in a later callback (the loop runs in between)."""
         stop = time.monotonic() + _SLICE
@@ -196,9 +225,8 @@ class AIOFetcher:
                 asyncio.get_running_loop().call_soon(self._take_all, asked, parts, i)
                 break
             st, offset, epoch = asked[i]
-            if st.epoch != epoch or st.fetch_offset != offset or \
-                    self.states.get(st.tp) is not st:
-                continue                      # seeked, reset or revoked meanwhile
+            if st.epoch != epoch or st.fetch_offset != offset or self.states.get(st.tp) is not st:
+                continue  # seeked, reset or revoked meanwhile
             part = parts.get((st.tp.topic, st.tp.partition))
             if part is None:
                 continue
@@ -207,10 +235,14 @@ class AIOFetcher:
             self.data.set()
 
     def _take(self, st: PartitionState, offset: int, part: Any) -> bool:
-        what = take_answer(st, offset, st.epoch,
-                           message_set(part, st.tp.topic, st.tp.partition, offset, self.settings))
+        what = take_answer(
+            st,
+            offset,
+            st.epoch,
+            message_set(part, st.tp.topic, st.tp.partition, offset, self.settings),
+        )
         if what == RESET:
-            self.needs_reset.set()             # the consumer resets it
+            self.needs_reset.set()  # the consumer resets it
         elif what == REFRESH:
             log.info("fetching %s: %s", st.tp, error_for_code(part.error_code).__name__)
             self._stale = True

@@ -7,6 +7,7 @@ This adapter only binds them to one member: its subscription's protocols (one pe
 assignor; cooperative-sticky's with the partitions owned), the leader's assignor, and
 TopicPartition keys for the offsets.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,10 +41,18 @@ log = logging.getLogger(__name__)
 class AIOGroup:
     """One member of a consumer group (see the module docstring)."""
 
-    def __init__(self, cluster: AIOCluster, group: str, consumer_id: str,
-                 strategies: Sequence[str], session_timeout_ms: int, backoff_ms: int,
-                 retries: int, exclude_internal: bool = True,
-                 instance_id: str | None = None) -> None:
+    def __init__(
+        self,
+        cluster: AIOCluster,
+        group: str,
+        consumer_id: str,
+        strategies: Sequence[str],
+        session_timeout_ms: int,
+        backoff_ms: int,
+        retries: int,
+        exclude_internal: bool = True,
+        instance_id: str | None = None,
+    ) -> None:
         self.group, self.consumer_id = group, consumer_id
         self.strategies = list(strategies)
         self.retries, self.backoff = retries, backoff_ms / 1000.0
@@ -51,36 +60,53 @@ class AIOGroup:
         # the coordinator may hold a JoinGroup for a whole rebalance (up to the session
         # timeout): its connection waits longer than the others
         settings = cluster.settings
-        settings = settings.replace(request_timeout_ms=max(settings.request_timeout_ms,
-                                                           2 * session_timeout_ms + 5000))
+        settings = settings.replace(
+            request_timeout_ms=max(settings.request_timeout_ms, 2 * session_timeout_ms + 5000)
+        )
         self.coordinator = AIOCoordinator(cluster, group, backoff_ms, retries, settings)
         self.state = MemberState(group, session_timeout_ms, instance_id or None)
 
-    async def join(self, topics: list[str], attempts: int,
-                   cancelled: Callable[[], bool] = lambda: False) -> bytes | None:
+    async def join(
+        self, topics: list[str], attempts: int, cancelled: Callable[[], bool] = lambda: False
+    ) -> bytes | None:
         """JoinGroup, the leader's assignment, SyncGroup: this member's Assignment bytes
         (None: the group kept moving for ``attempts`` rounds)."""
         state = self.state
         protocols = subscription_protocols(
-            self.strategies, topics,
+            self.strategies,
+            topics,
             registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
-            state.owned, state.owned_generation)
-        return await self.coordinator.run(core_group.join_and_sync(
-            state, self.coordinator.state, protocols,
-            partial(leader_assignment, exclude_internal=self.exclude_internal), attempts,
-            cancelled))
+            state.owned,
+            state.owned_generation,
+        )
+        return await self.coordinator.run(
+            core_group.join_and_sync(
+                state,
+                self.coordinator.state,
+                protocols,
+                partial(leader_assignment, exclude_internal=self.exclude_internal),
+                attempts,
+                cancelled,
+            )
+        )
 
-    async def heartbeats(self, interval_s: float, active: Callable[[], bool],
-                         on_rejoin: Callable[[str, int], None],
-                         on_fenced: Callable[[FencedInstanceIdError], None]) -> None:
+    async def heartbeats(
+        self,
+        interval_s: float,
+        active: Callable[[], bool],
+        on_rejoin: Callable[[str, int], None],
+        on_fenced: Callable[[FencedInstanceIdError], None],
+    ) -> None:
         """The heartbeat loop (:func:`kclient.core.group.heartbeats`) until cancelled."""
-        await self.coordinator.run(core_group.heartbeats(
-            self.state, self.coordinator.state, interval_s, active, on_rejoin, on_fenced))
+        await self.coordinator.run(
+            core_group.heartbeats(
+                self.state, self.coordinator.state, interval_s, active, on_rejoin, on_fenced
+            )
+        )
 
     async def heartbeat(self) -> int:
         """One Heartbeat; its error code."""
-        return await self.coordinator.run(core_group.heartbeat(self.state,
-                                                               self.coordinator.state))
+        return await self.coordinator.run(core_group.heartbeat(self.state, self.coordinator.state))
 
     async def leave(self) -> None:
         """LeaveGroup (a static member: none, its session keeps the place), then forget the
@@ -96,16 +122,26 @@ class AIOGroup:
 
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetFetch: the committed offset of each partition (-1: none)."""
-        found = await self.coordinator.run(fetch_offsets(
-            self.coordinator.state, self.group, [(tp.topic, tp.partition) for tp in tps]))
+        found = await self.coordinator.run(
+            fetch_offsets(
+                self.coordinator.state, self.group, [(tp.topic, tp.partition) for tp in tps]
+            )
+        )
         return {TopicPartition(t, p): off for (t, p), off in found.items()}
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """OffsetCommit with this member's generation (see :func:`commit_offsets`)."""
-        await self.coordinator.run(commit_offsets(
-            self.coordinator.state, self.group,
-            {(tp.topic, tp.partition): off for tp, off in offsets.items()},
-            self.state.generation, self.state.instance_id, self.retries, self.backoff))
+        await self.coordinator.run(
+            commit_offsets(
+                self.coordinator.state,
+                self.group,
+                {(tp.topic, tp.partition): off for tp, off in offsets.items()},
+                self.state.generation,
+                self.state.instance_id,
+                self.retries,
+                self.backoff,
+            )
+        )
 
     def close(self) -> None:
         """Close the coordinator connection."""
@@ -150,8 +186,9 @@ class ConsumerMembership:
         if self._group is None:
             raise IllegalStateError("group_metadata() needs a group.id")
         generation, member_id = self._group.generation()
-        return ConsumerGroupMetadata(self._group.group, generation, member_id,
-                                     self._group.state.instance_id)
+        return ConsumerGroupMetadata(
+            self._group.group, generation, member_id, self._group.state.instance_id
+        )
 
     async def _cancel_join(self) -> bool:
         """Stop a cooperative join under way; whether there was one.  The coordinator may hold
@@ -202,10 +239,11 @@ class ConsumerMembership:
         self._rejoin = None
         topics = await self._wanted_topics()
         self._sub.joined(topics)
-        self._joining = True                 # no heartbeats while JoinGroup/SyncGroup run
+        self._joining = True  # no heartbeats while JoinGroup/SyncGroup run
         try:
-            data = await group.join(topics, self.config["rebalance.max.retries"],
-                                    lambda: self._closed)
+            data = await group.join(
+                topics, self.config["rebalance.max.retries"], lambda: self._closed
+            )
         except BaseException:
             self._rejoin = "revoke"
             raise
@@ -250,23 +288,25 @@ class ConsumerMembership:
             await self._revoke_some(gone)
         self._joining = True
         self._join_task = asyncio.get_running_loop().create_task(
-            self._join(topics), name="kclient-aio-join")
+            self._join(topics), name="kclient-aio-join"
+        )
 
     async def _join(self, topics: list[str]) -> bytes | None:
         assert self._group is not None
         try:
-            return await self._group.join(topics, self.config["rebalance.max.retries"],
-                                          lambda: self._closed)
+            return await self._group.join(
+                topics, self.config["rebalance.max.retries"], lambda: self._closed
+            )
         finally:
             self._joining = False
-            self._kick()                     # the caller's getmany applies the result
+            self._kick()  # the caller's getmany applies the result
 
     async def _finish_join(self, task: asyncio.Task[bytes | None]) -> None:
         data = None
         try:
-            data = task.result()                # raises what the join raised
+            data = task.result()  # raises what the join raised
         finally:
-            if data is None:                    # failed, or the group kept moving: again
+            if data is None:  # failed, or the group kept moving: again
                 self._rejoin = self._rejoin or "revoke"
         if data is not None:
             await self._apply_assignment(data)
@@ -277,14 +317,16 @@ class ConsumerMembership:
         assert self._group is not None
         self._settle()
         if self._auto_commit:
-            todo = {tp: self._states[tp].position for tp in revoked
-                    if tp in self._states and self._states[tp].position >= 0}
+            todo = {
+                tp: self._states[tp].position
+                for tp in revoked
+                if tp in self._states and self._states[tp].position >= 0
+            }
             if todo:
                 try:
                     await self._group.commit(todo)
                 except KafkaError as exc:
-                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
-                             exc)
+                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id, exc)
         await self._call_listener("on_partitions_revoked", set(revoked))
         core_group.give_up_some(self._group.state, ((tp.topic, tp.partition) for tp in revoked))
         self._set_assignment([tp for tp in self._states if tp not in revoked])
@@ -296,21 +338,22 @@ class ConsumerMembership:
         assert group is not None
         mine, _ = decode_assignment(data)
         group.state.owned = frozenset((tp.topic, tp.partition) for tp in self._states)
-        change = core_group.take_assignment(group.state, ((t, p) for t, ps in mine.items()
-                                                          for p in ps))
+        change = core_group.take_assignment(
+            group.state, ((t, p) for t, ps in mine.items() for p in ps)
+        )
         if change.revoked:
             await self._revoke_some({TopicPartition(t, p) for t, p in change.revoked})
         if change.rejoin:
-            self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
+            self._rejoin = "revoke"  # KIP-429: the follow-up rebalance
         tps = sorted(TopicPartition(t, p) for t, p in change.assignment)
         self._set_assignment(tps)
         self._metrics.rebalanced()
         self._sub.assigned(time.monotonic())
-        log.info("%s (generation %d) assigned %s", self.consumer_id, group.state.generation_id,
-                 tps)
+        log.info("%s (generation %d) assigned %s", self.consumer_id, group.state.generation_id, tps)
         await self._resolve_positions()
-        await self._call_listener("on_partitions_assigned",
-                                  {TopicPartition(t, p) for t, p in change.added})
+        await self._call_listener(
+            "on_partitions_assigned", {TopicPartition(t, p) for t, p in change.added}
+        )
 
     async def _wanted_topics(self) -> list[str]:
         if self._sub.pattern is None:
@@ -321,8 +364,11 @@ class ConsumerMembership:
     async def _check_topics(self) -> None:
         """Rejoin when a pattern matches other topics or a subscribed topic's partition count
         changed (every second with a pattern, else every 5 s), as kclient.Consumer does."""
-        if self._group is None or not self._group.state.member_id \
-                or not self._sub.due(time.monotonic()):
+        if (
+            self._group is None
+            or not self._group.state.member_id
+            or not self._sub.due(time.monotonic())
+        ):
             return
         try:
             topics = await self._wanted_topics()
@@ -331,14 +377,16 @@ class ConsumerMembership:
         except KafkaError as exc:
             log.info("%s: topic check failed: %s", self.consumer_id, exc)
             return
-        if self._sub.changed(topics, {t: len(self.cluster.topics[t].partitions)
-                                      for t in topics if t in self.cluster.topics}):
+        if self._sub.changed(
+            topics,
+            {t: len(self.cluster.topics[t].partitions) for t in topics if t in self.cluster.topics},
+        ):
             log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
             self._rejoin = "revoke"
 
     async def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
         fn = getattr(self._listener, name, None)
-        if fn is None and name == "on_partitions_lost":    # Java's default: revoked
+        if fn is None and name == "on_partitions_lost":  # Java's default: revoked
             fn = getattr(self._listener, "on_partitions_revoked", None)
         if fn is None:
             return
@@ -363,5 +411,7 @@ class ConsumerMembership:
         def fenced(exc: FencedInstanceIdError) -> None:
             self._fatal = exc
             self._kick()
-        await group.heartbeats(self.config["heartbeat.interval.ms"] / 1000.0, active, rejoin,
-                               fenced)
+
+        await group.heartbeats(
+            self.config["heartbeat.interval.ms"] / 1000.0, active, rejoin, fenced
+        )

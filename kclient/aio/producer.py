@@ -24,6 +24,7 @@ never tears a frame.  Cancelling ``await send()`` cancels that message's future;
 has not been written yet the message is left out, otherwise it is delivered (its outcome is
 then not reported).  Cancelling ``flush()`` stops only the waiting; the sender carries on.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -98,8 +99,7 @@ class AIOProducer(ProducerIdentity):
         self.config = conf
         self._metrics = ClientMetrics()
         settings = connection_settings(conf).replace(metrics=self._metrics)
-        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
-                                  settings)
+        self.cluster = AIOCluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]], settings)
         self._value_enc = _encoder(conf, "serializer.class")
         self._key_enc = _encoder(conf, "key.serializer.class")
         self._partitioner = conf.create("partitioner.class")
@@ -109,9 +109,12 @@ class AIOProducer(ProducerIdentity):
         codec = CODEC_IDS[conf["compression.codec"]]
         only = set(conf["compressed.topics"])
         self._codec_of = (lambda t: codec if t in only else NONE) if only else (lambda t: codec)
-        self.acc = Accumulator(conf["batch.num.messages"], conf["batch.size"],
-                               conf["queue.buffering.max.ms"] / 1000.0,
-                               conf["delivery.timeout.ms"] / 1000.0)
+        self.acc = Accumulator(
+            conf["batch.num.messages"],
+            conf["batch.size"],
+            conf["queue.buffering.max.ms"] / 1000.0,
+            conf["delivery.timeout.ms"] / 1000.0,
+        )
         self._partitions: dict[str, int] = {}
         self._sticky: dict[str, int] = {}
         self._sender: Sender | None = None
@@ -121,25 +124,33 @@ class AIOProducer(ProducerIdentity):
         self._slice = 0.0
         #: per topic, the open batch of its sticky partition (enqueue's fast path)
         self._plain: dict[str, AIOBatch] = {}
-        self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = \
-            lambda: asyncio.get_running_loop().create_future()
+        self._new_future: Callable[[], asyncio.Future[RecordMetadata]] = lambda: (
+            asyncio.get_running_loop().create_future()
+        )
         self._wake: Callable[[], None] = lambda: None
         #: idempotence / transactions state (the core's); None when neither is on
         self._txn: TxnState | None = None
         self._idem: IdempotentState | None = None
         if conf["transactional.id"]:
             self._idem = self._txn = TxnState(
-                conf["transactional.id"], conf["transaction.timeout.ms"],
-                conf["retry.backoff.ms"] / 1000.0)
+                conf["transactional.id"],
+                conf["transaction.timeout.ms"],
+                conf["retry.backoff.ms"] / 1000.0,
+            )
         elif conf["enable.idempotence"]:
             self._idem = IdempotentState()
         self._transport = ClusterTransport(self.cluster)
         self._txn_lock: asyncio.Lock | None = None
-        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics, conf["statistics.format"])
+        self._reporter = start_reporter(
+            conf["statistics.interval.ms"],
+            conf["stats.cb"],
+            self.metrics,
+            conf["statistics.format"],
+        )
         tracing = tracing_for(conf)
         if tracing is not None:
             from kclient.observability.clients import trace_aio_producer
+
             trace_aio_producer(self, tracing)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -155,10 +166,16 @@ class AIOProducer(ProducerIdentity):
         self._room = asyncio.Event()
         loop = asyncio.get_running_loop()
         self._new_future = functools.partial(asyncio.Future, loop=loop)
-        self._sender = Sender(self, conf["request.required.acks"], conf["request.timeout.ms"],
-                              conf["max.in.flight.requests.per.connection"],
-                              conf["message.send.max.retries"], conf["retry.backoff.ms"] / 1000.0,
-                              self._codec_of, self._idem)
+        self._sender = Sender(
+            self,
+            conf["request.required.acks"],
+            conf["request.timeout.ms"],
+            conf["max.in.flight.requests.per.connection"],
+            conf["message.send.max.retries"],
+            conf["retry.backoff.ms"] / 1000.0,
+            self._codec_of,
+            self._idem,
+        )
         self._wake = self._sender.wake
 
     async def __aenter__(self) -> AIOProducer:
@@ -181,7 +198,7 @@ class AIOProducer(ProducerIdentity):
         if self._closed:
             return
         if self._txn is not None and self._txn.state in (IN_TRANSACTION, ABORTABLE_ERROR):
-            try:            # as Java's producer: read_committed readers need not wait for it
+            try:  # as Java's producer: read_committed readers need not wait for it
                 await self.abort_transaction(timeout)
             except KafkaError as exc:
                 log.warning("closing %r: could not abort its transaction: %s", self, exc)
@@ -192,11 +209,12 @@ class AIOProducer(ProducerIdentity):
                 await self._sender.flush(timeout)
             except (asyncio.TimeoutError, KafkaTimeoutError):
                 pass
-            await self._sender.stop(KafkaTimeoutError("the producer was closed before the "
-                                                      "message was sent"))
+            await self._sender.stop(
+                KafkaTimeoutError("the producer was closed before the message was sent")
+            )
         await self.cluster.close()
 
-    stop = close           # aiokafka's name
+    stop = close  # aiokafka's name
 
     # -- transactions ---------------------------------------------------------------------------
     async def run(self, conversation: Conversation[_T]) -> _T:
@@ -226,8 +244,7 @@ class AIOProducer(ProducerIdentity):
         """Start a transaction: what is sent until commit or abort belongs to it."""
         self._transactions().begin()
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any
-                                          ) -> None:
+    async def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group: Any) -> None:
         """Commit a consumer group's ``offsets`` (``{(topic, partition): next offset}``, or
         TopicPartition keys, OffsetAndMetadata values) as part of the transaction: the group
         sees them only if it commits.  ``group``: the group id, or an object with Java's
@@ -242,7 +259,7 @@ class AIOProducer(ProducerIdentity):
         txn = self._transactions()
         txn.check(IN_TRANSACTION)
         await self.flush(timeout)
-        txn.check(IN_TRANSACTION)           # a failed send made it abortable (or fatal)
+        txn.check(IN_TRANSACTION)  # a failed send made it abortable (or fatal)
         await self.run(txn_core.end_transaction(txn, commit=True))
 
     async def abort_transaction(self, timeout: float | None = None) -> None:
@@ -272,16 +289,33 @@ class AIOProducer(ProducerIdentity):
             await asyncio.sleep(self.config["retry.backoff.ms"] / 1000.0)
             self.cluster.topics.pop(topic, None)
 
-    async def send(self, topic: str, value: Any = None, key: Any = None,
-                   partition: int | None = None, timestamp_ms: int | None = None,
-                   headers: HeadersArg = None, *, timestamp: int | None = None,
-                   on_delivery: DeliveryCallback | None = None,
-                   callback: DeliveryCallback | None = None) -> RecordMetadata:
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: HeadersArg = None,
+        *,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+    ) -> RecordMetadata:
         """Send one message and wait for its acknowledgement: its RecordMetadata, or its error
         raised (this message's alone: an unknown partition, a message over message.max.bytes,
         a topic authorization failure, ...).  Arguments as enqueue()."""
-        fut = await self.enqueue(topic, value, key, partition, timestamp_ms, headers,
-                                 timestamp=timestamp, on_delivery=on_delivery, callback=callback)
+        fut = await self.enqueue(
+            topic,
+            value,
+            key,
+            partition,
+            timestamp_ms,
+            headers,
+            timestamp=timestamp,
+            on_delivery=on_delivery,
+            callback=callback,
+        )
         try:
             return await fut
         except asyncio.CancelledError:
@@ -292,12 +326,19 @@ class AIOProducer(ProducerIdentity):
     #: aiokafka's name for the same call
     send_and_wait = send
 
-    async def enqueue(self, topic: str, value: Any = None, key: Any = None,
-                      partition: int | None = None, timestamp_ms: int | None = None,
-                      headers: HeadersArg = None, *, timestamp: int | None = None,
-                      on_delivery: DeliveryCallback | None = None,
-                      callback: DeliveryCallback | None = None
-                      ) -> asyncio.Future[RecordMetadata]:
+    async def enqueue(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: HeadersArg = None,
+        *,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
         """Queue one message; returns its future at once (waits only while the queue is full,
         ``queue.buffering.max.messages``). Per-message errors are raised here or set on the
         future (and logged at WARNING); ``await fut`` gives the RecordMetadata.
@@ -306,23 +347,41 @@ class AIOProducer(ProducerIdentity):
         a list of pairs or a dict (str values sent as UTF-8), ``on_delivery(err, metadata)``
         (alias ``callback``) is called once with the outcome."""
         if self._txn is not None:
-            self._txn.check_send()          # inside a transaction this producer began
+            self._txn.check_send()  # inside a transaction this producer began
         if timestamp is not None or on_delivery is not None or callback is not None:
-            queued = await self.enqueue(topic, value, key, partition, one_of(
-                "send()", timestamp_ms=timestamp_ms, timestamp=timestamp), headers)
+            queued = await self.enqueue(
+                topic,
+                value,
+                key,
+                partition,
+                one_of("send()", timestamp_ms=timestamp_ms, timestamp=timestamp),
+                headers,
+            )
             report = one_of("send()", on_delivery=on_delivery, callback=callback)
             if report is not None:
                 queued.add_done_callback(functools.partial(_report, report, topic))
             return queued
-        if key is None and partition is None and timestamp_ms is None and headers is None \
-                and type(value) is bytes:
+        if (
+            key is None
+            and partition is None
+            and timestamp_ms is None
+            and headers is None
+            and type(value) is bytes
+        ):
             # the common case - a bytes value to the topic's open sticky batch - in a few lines
             b = self._plain.get(topic)
             acc = self.acc
-            if b is not None and not b.sealed and b.keys is None and b.timestamps is None \
-                    and b.headers is None and len(b.values) < acc.batch_messages \
-                    and acc.pending < self.capacity and not self._closed \
-                    and self._value_enc is None:
+            if (
+                b is not None
+                and not b.sealed
+                and b.keys is None
+                and b.timestamps is None
+                and b.headers is None
+                and len(b.values) < acc.batch_messages
+                and acc.pending < self.capacity
+                and not self._closed
+                and self._value_enc is None
+            ):
                 size = len(value) + RECORD_OVERHEAD
                 if b.size + size <= acc.batch_bytes and size <= self.max_message_bytes:
                     fut: asyncio.Future[RecordMetadata] = self._new_future()
@@ -341,8 +400,10 @@ class AIOProducer(ProducerIdentity):
         if self._closed:
             raise IllegalStateError("send() on a closed AIOProducer")
         if type(topic) is not str or not topic:
-            raise TypeError(f"send() needs a topic name (str) first, got {topic!r}; "
-                            "e.g. await producer.send('events', b'value', key=b'k')")
+            raise TypeError(
+                f"send() needs a topic name (str) first, got {topic!r}; "
+                "e.g. await producer.send('events', b'value', key=b'k')"
+            )
         acc = self.acc
         if acc.pending >= self.capacity:
             await self._wait_room()
@@ -351,10 +412,16 @@ class AIOProducer(ProducerIdentity):
             # suspends while the queue has room): let the sender and others run
             await asyncio.sleep(0)
             self._slice = time.monotonic()
-        v = value if type(value) is bytes and self._value_enc is None else \
-            _encode(self._value_enc, value, topic)
-        k = key if key is None or (type(key) is bytes and self._key_enc is None) else \
-            _encode(self._key_enc, key, topic)
+        v = (
+            value
+            if type(value) is bytes and self._value_enc is None
+            else _encode(self._value_enc, value, topic)
+        )
+        k = (
+            key
+            if key is None or (type(key) is bytes and self._key_enc is None)
+            else _encode(self._key_enc, key, topic)
+        )
         size = (len(v) if v is not None else 0) + (len(k) if k is not None else 0)
         hdrs: Headers | None = None
         if headers is not None:
@@ -364,7 +431,8 @@ class AIOProducer(ProducerIdentity):
         if size + RECORD_OVERHEAD > self.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"message of {size} bytes for topic {topic!r} exceeds message.max.bytes "
-                f"({self.max_message_bytes})")
+                f"({self.max_message_bytes})"
+            )
         n = self._partitions.get(topic)
         if n is None:
             n = self._partitions[topic] = len(await self._wait_for_topic(topic))
@@ -379,7 +447,8 @@ class AIOProducer(ProducerIdentity):
             n = self._partitions[topic] = len(await self.cluster.partitions_for(topic))
             if not 0 <= partition < n:
                 raise UnknownTopicOrPartitionError(
-                    f"topic {topic!r} has partitions 0..{n - 1}, not {partition}")
+                    f"topic {topic!r} has partitions 0..{n - 1}, not {partition}"
+                )
         sender = self._sender
         assert sender is not None
         fut = sender.loop.create_future()
@@ -387,10 +456,10 @@ class AIOProducer(ProducerIdentity):
         batch.append(v, k, timestamp_ms, hdrs, size + RECORD_OVERHEAD, fut)
         acc.pending += 1
         if key is None and self._sticky.get(topic) == partition:
-            self._plain[topic] = batch          # the fast path above appends to it next
+            self._plain[topic] = batch  # the fast path above appends to it next
         if new or len(batch.values) >= acc.batch_messages or batch.size >= acc.batch_bytes:
             if new and len(acc.queues[(topic, partition)]) > 1:
-                self.batch_left(topic, partition)     # the one before is full
+                self.batch_left(topic, partition)  # the one before is full
             sender.wake()
         return fut
 
@@ -398,8 +467,9 @@ class AIOProducer(ProducerIdentity):
         """Wait until the queue has room (queue.enqueue.timeout.ms: -1 forever, 0 not at all)."""
         t = self.enqueue_timeout_ms
         if t == 0:
-            raise QueueFullError(f"the queue holds queue.buffering.max.messages "
-                                 f"({self.capacity}) messages")
+            raise QueueFullError(
+                f"the queue holds queue.buffering.max.messages ({self.capacity}) messages"
+            )
         room = self._room
         assert room is not None
         deadline = None if t < 0 else time.monotonic() + t / 1000.0
@@ -413,9 +483,11 @@ class AIOProducer(ProducerIdentity):
             try:
                 await asyncio.wait_for(room.wait(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
-                raise QueueFullError(f"the queue stayed full (queue.buffering.max.messages "
-                                     f"{self.capacity}) for queue.enqueue.timeout.ms "
-                                     f"({t} ms)") from None
+                raise QueueFullError(
+                    f"the queue stayed full (queue.buffering.max.messages "
+                    f"{self.capacity}) for queue.enqueue.timeout.ms "
+                    f"({t} ms)"
+                ) from None
 
     def released(self, n: int) -> None:
         """``n`` messages left the queue (acknowledged or failed): wake senders waiting for room."""
@@ -438,13 +510,20 @@ class AIOProducer(ProducerIdentity):
     def metrics(self) -> dict[str, Any]:
         """Per-broker counts (docs/metrics.md), per partition the batches and messages queued
         and the open batch's bytes, and the messages pending (queued or in flight)."""
-        parts = {f"{t}/{p}": {"queued_batches": len(q),
-                              "queued_messages": sum(len(b) for b in q),
-                              "open_batch_bytes": q[-1].size if q else 0}
-                 for (t, p), q in self.acc.queues.items()}
-        out = self._metrics.snapshot(type="producer", client_id=self.config["client.id"],
-                                     partitions=self._metrics.with_messages(parts, "messages"),
-                                     queue_depth=self.acc.pending)
+        parts = {
+            f"{t}/{p}": {
+                "queued_batches": len(q),
+                "queued_messages": sum(len(b) for b in q),
+                "open_batch_bytes": q[-1].size if q else 0,
+            }
+            for (t, p), q in self.acc.queues.items()
+        }
+        out = self._metrics.snapshot(
+            type="producer",
+            client_id=self.config["client.id"],
+            partitions=self._metrics.with_messages(parts, "messages"),
+            queue_depth=self.acc.pending,
+        )
         out["queued_batches"] = self.acc.queued()
         out["pending_messages"] = self.acc.pending
         return out
@@ -453,8 +532,7 @@ class AIOProducer(ProducerIdentity):
         return f"AIOProducer({self.cluster.bootstrap}, pending={self.acc.pending})"
 
 
-def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMetadata]
-            ) -> None:
+def _report(callback: DeliveryCallback, topic: str, fut: asyncio.Future[RecordMetadata]) -> None:
     """Call ``on_delivery(err, metadata)`` with a send's outcome (exceptions are logged)."""
     if fut.cancelled():
         return
@@ -471,7 +549,7 @@ def _encoder(conf: Any, key: str) -> Any:
     enc = create_encoder(conf, key)
     if type(enc) is DefaultEncoder:
         return None
-    if hasattr(enc, "for_topic"):       # bound to each topic at send (kclient.encoders)
+    if hasattr(enc, "for_topic"):  # bound to each topic at send (kclient.encoders)
         return enc
     return getattr(enc, "to_message", enc)
 
@@ -487,4 +565,3 @@ def _encode(fn: Any, value: Any, topic: str) -> bytes | None:
             raise TypeError(f"the serializer returned {type(out).__name__}, not bytes")
         out = bytes(out)
     return cast("bytes | None", out)
-

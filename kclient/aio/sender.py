@@ -15,6 +15,7 @@ sequences in order); a bump (KIP-360) waits until nothing is in flight.  What a 
 means is :func:`kclient.core.idempotence.sequence_outcome`'s; a transactional producer adds
 new partitions to its transaction (:func:`kclient.core.transactions.add_partitions`) first.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,9 +71,17 @@ class Owner(Protocol):
 class Sender:
     """Drives the accumulator of one AIOProducer (see the module docstring)."""
 
-    def __init__(self, producer: Owner, acks: int, ack_timeout_ms: int, max_in_flight: int,
-                 retries: int, backoff: float, codec_of: Callable[[str], int],
-                 idem: IdempotentState | None = None) -> None:
+    def __init__(
+        self,
+        producer: Owner,
+        acks: int,
+        ack_timeout_ms: int,
+        max_in_flight: int,
+        retries: int,
+        backoff: float,
+        codec_of: Callable[[str], int],
+        idem: IdempotentState | None = None,
+    ) -> None:
         self.producer, self.acc, self.cluster = producer, producer.acc, producer.cluster
         self.acks, self.ack_timeout_ms = acks, ack_timeout_ms
         self.max_in_flight, self.retries, self.backoff = max_in_flight, retries, backoff
@@ -143,7 +152,7 @@ class Sender:
         self._retrying.clear()
         for futs in self._inflight.values():
             for f in list(futs):
-                f.cancel()                # _complete fails their batches with ``error``
+                f.cancel()  # _complete fails their batches with ``error``
         await asyncio.sleep(0)
 
     # -- the loop -------------------------------------------------------------------------------
@@ -154,17 +163,19 @@ class Sender:
                 self._stale = False
                 try:
                     await self.cluster.refresh(
-                        sorted({t for t, _ in acc.queues}), allow_auto_create=False)
+                        sorted({t for t, _ in acc.queues}), allow_auto_create=False
+                    )
                 except KafkaError as exc:
                     log.info("metadata refresh failed: %s", exc)
                     await asyncio.sleep(self.backoff)
             now = loop.time()
-            ready, due = acc.ready(now, self._flushing > 0,
-                                   self._held() if self.idem is not None else None)
+            ready, due = acc.ready(
+                now, self._flushing > 0, self._held() if self.idem is not None else None
+            )
             ready = self._expire(ready, now)
             if ready:
                 await self._dispatch(ready)
-                await asyncio.sleep(0)        # one round per loop turn: others run between
+                await asyncio.sleep(0)  # one round per loop turn: others run between
                 continue
             self._check_flushed()
             self._wake.clear()
@@ -177,8 +188,10 @@ class Sender:
         out = []
         for b in ready:
             if now >= b.deadline:
-                self._fail(b, KafkaTimeoutError(f"delivery.timeout.ms expired after "
-                                                f"{b.attempts} attempt(s)"))
+                self._fail(
+                    b,
+                    KafkaTimeoutError(f"delivery.timeout.ms expired after {b.attempts} attempt(s)"),
+                )
             else:
                 out.append(b)
         return out
@@ -204,14 +217,18 @@ class Sender:
         assert idem is not None
         try:
             if idem.bump_requested:
-                waiting = ready + [b for q in self.acc.queues.values() for b in q] + \
-                    list(self._retrying.values())
+                waiting = (
+                    ready
+                    + [b for q in self.acc.queues.values() for b in q]
+                    + list(self._retrying.values())
+                )
                 idem.bump_and_restamp(waiting)
             if not idem.has_producer_id:
                 await self.producer.run(init_idempotent(idem))
             if isinstance(idem, TxnState):
-                await self.producer.run(add_partitions(
-                    idem, {(b.topic, b.partition) for b in ready}))
+                await self.producer.run(
+                    add_partitions(idem, {(b.topic, b.partition) for b in ready})
+                )
         except KafkaError as exc:
             for b in ready:
                 self._retry(b, exc, sent=False)
@@ -221,8 +238,11 @@ class Sender:
     def _others(self, b: AIOBatch) -> list[AIOBatch]:
         """The batches not yet acknowledged beside ``b``: its partition's, and all retrying."""
         key = (b.topic, b.partition)
-        return [*self._unacked.get(key, ()), *self.acc.queues.get(key, ()),
-                *self._retrying.values()]
+        return [
+            *self._unacked.get(key, ()),
+            *self.acc.queues.get(key, ()),
+            *self._retrying.values(),
+        ]
 
     async def _dispatch(self, ready: list[AIOBatch]) -> None:
         if self.idem is not None:
@@ -249,8 +269,13 @@ class Sender:
         for b in later:
             # retriable, as the threaded sender's: it waits for a leader (metadata refreshed)
             # until delivery.timeout.ms instead of failing at once while one is elected
-            self._retry(b, LeaderNotAvailableError(
-                f"topic {b.topic!r} partition {b.partition} has no known leader"), sent=False)
+            self._retry(
+                b,
+                LeaderNotAvailableError(
+                    f"topic {b.topic!r} partition {b.partition} has no known leader"
+                ),
+                sent=False,
+            )
         for node, batches in by_node.items():
             try:
                 conn = await self.cluster.connection(node)
@@ -271,7 +296,7 @@ class Sender:
                 else:
                     seen.add(key)
                     now.append(b)
-            for b in reversed(extra):         # the next request takes them, in order
+            for b in reversed(extra):  # the next request takes them, in order
                 self.acc.requeue(b)
             self._send(conn, now)
             await conn.drain()
@@ -279,8 +304,9 @@ class Sender:
     def _send(self, conn: AIOConnection, batches: list[AIOBatch]) -> None:
         """Write one Produce request with ``batches`` (all the writing is synchronous)."""
         try:
-            version = conn.version(PRODUCE, None if self.idem is None
-                                   else self.idem.produce_max_version())
+            version = conn.version(
+                PRODUCE, None if self.idem is None else self.idem.produce_max_version()
+            )
         except KafkaError as exc:
             for b in batches:
                 self._fail(b, exc)
@@ -313,7 +339,7 @@ class Sender:
             for b in sent.values():
                 self._retry(b, exc)
             return
-        if fut is None:                   # acks=0: written is all we learn
+        if fut is None:  # acks=0: written is all we learn
             for b in sent.values():
                 self._succeed(b, -1, -1)
             return
@@ -324,10 +350,16 @@ class Sender:
         def done(f: asyncio.Future[Struct]) -> None:
             inflight.discard(f)
             self._complete(conn, node, sent, f)
+
         fut.add_done_callback(done)
 
-    def _complete(self, conn: AIOConnection, node: int, batches: dict[tuple[str, int], AIOBatch],
-                  fut: asyncio.Future[Struct]) -> None:
+    def _complete(
+        self,
+        conn: AIOConnection,
+        node: int,
+        batches: dict[tuple[str, int], AIOBatch],
+        fut: asyncio.Future[Struct],
+    ) -> None:
         if self.idem is not None:
             for b in batches.values():
                 out = self._unacked.get((b.topic, b.partition))
@@ -346,8 +378,16 @@ class Sender:
             self.wake()
             return
         resp: ProduceResponse = fut.result()
-        settle(resp, node, batches, self.idem, self._others, self._succeed, self._fail,
-               self._retry_forced)
+        settle(
+            resp,
+            node,
+            batches,
+            self.idem,
+            self._others,
+            self._succeed,
+            self._fail,
+            self._retry_forced,
+        )
         self._check_flushed()
         self.wake()
 
@@ -383,11 +423,16 @@ class Sender:
     def _fail(self, b: AIOBatch, exc: BaseException) -> None:
         """Set ``exc`` on the batch's futures and log it at WARNING (a failure nobody awaits
         is still seen: the same rule as kclient.Producer's, docs/producer.md)."""
-        if self.idem is not None:   # a gap in its sequences: bump (KIP-360), or must abort
+        if self.idem is not None:  # a gap in its sequences: bump (KIP-360), or must abort
             self.idem.record_failure(exc, b.base_sequence >= 0)
         self.metrics.error(exc)
-        log.warning("failed to deliver %d message(s) to %s/%s: %s", len(b.futures), b.topic,
-                    b.partition, exc)
+        log.warning(
+            "failed to deliver %d message(s) to %s/%s: %s",
+            len(b.futures),
+            b.topic,
+            b.partition,
+            exc,
+        )
         for f in b.futures:
             if not f.done():
                 f.set_exception(exc)
@@ -397,8 +442,9 @@ class Sender:
     def _retry_forced(self, b: AIOBatch, exc: BaseException, force: bool) -> None:
         self._retry(b, exc, force=force)
 
-    def _retry(self, b: AIOBatch, exc: BaseException, sent: bool = True,
-               force: bool = False) -> None:
+    def _retry(
+        self, b: AIOBatch, exc: BaseException, sent: bool = True, force: bool = False
+    ) -> None:
         give_up, refresh = retry_verdict(b, exc, sent, force, self.retries)
         if give_up:
             self._fail(b, exc)
@@ -413,5 +459,6 @@ class Sender:
             self._retrying.pop(handle, None)
             self.acc.requeue(b)
             self.wake()
+
         handle = self.loop.call_later(self.backoff, again)
         self._retrying[handle] = b

@@ -1,4 +1,5 @@
 """Microbenchmarks (run as modules, e.g. ``python -m kclient.bench.records``)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -17,5 +18,6 @@ class BrokerProcess(NamedTuple):
 def mini_broker_process(config: Mapping[str, str] | None = None) -> Iterator[BrokerProcess]:
     """The mini-broker in its own process (see :class:`kclient.testing.MiniBrokerProcess`)."""
     from kclient.testing import MiniBrokerProcess
+
     with MiniBrokerProcess(dict(config or {})) as broker:
         yield BrokerProcess(broker.bootstrap, broker.pid)

@@ -34,6 +34,7 @@ each broker process per phase, and mini-broker / tansu ratios beside SPEC §10's
 writes collapsed stacks (``py-spy record --format raw``) to DIR; sampling costs CPU, so use it
 for profiling runs, not for the figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,7 @@ from kclient.bench import mini_broker_process
 
 BROKERS = ("mini", "tansu", "kafka")
 DEFAULT_BROKERS = ["mini", "tansu"]
-SMALL_LIMIT = 1000                      # sizes below: "100-byte" target, else "10 KB" target
+SMALL_LIMIT = 1000  # sizes below: "100-byte" target, else "10 KB" target
 
 
 def target(size: int) -> float:
@@ -60,14 +61,23 @@ def target(size: int) -> float:
 PHASES = ("produce", "fetch")
 
 PRODUCER_CONFIG = {
-    "acks": 1, "linger.ms": 5, "batch.size": 1_000_000, "batch.num.messages": 100_000,
-    "compression.codec": "none", "enable.idempotence": False,
-    "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+    "acks": 1,
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 100_000,
+    "compression.codec": "none",
+    "enable.idempotence": False,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
 }
 CONSUMER_CONFIG = {
-    "enable.auto.commit": False, "enable.auto.offset.store": False,
-    "fetch.wait.max.ms": 100, "fetch.queue.backoff.ms": 10, "fetch.error.backoff.ms": 10,
-    "queued.max.messages.kbytes": 65_536, "check.crcs": False,
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "fetch.wait.max.ms": 100,
+    "fetch.queue.backoff.ms": 10,
+    "fetch.error.backoff.ms": 10,
+    "queued.max.messages.kbytes": 65_536,
+    "check.crcs": False,
 }
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -90,9 +100,23 @@ class _PySpy:
 
     def __init__(self, pid: int, path: str):
         self.proc = subprocess.Popen(
-            ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-             "--nonblocking", "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)                     # let it attach before the phase starts
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "-o",
+                path,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.5)  # let it attach before the phase starts
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)
@@ -108,11 +132,17 @@ def produce(bootstrap: str, topic: str, n: int, size: int, max_seconds: float) -
     """Send up to ``n`` values of ``size`` bytes (fewer if ``max_seconds`` runs out); timed
     from the first produce() until flush() returns."""
     from confluent_kafka import Producer
+
     failed: list[object] = []
-    p = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG,
-                  "delivery.report.only.error": True,   # callbacks for failures only
-                  "on_delivery": lambda err, msg: failed.append(err)})
-    p.list_topics(topic, timeout=10)        # connection and metadata before the clock starts
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            **PRODUCER_CONFIG,
+            "delivery.report.only.error": True,  # callbacks for failures only
+            "on_delivery": lambda err, msg: failed.append(err),
+        }
+    )
+    p.list_topics(topic, timeout=10)  # connection and metadata before the clock starts
     value = b"x" * size
     chunk = max(100, min(10_000, 5_000_000 // size))
     produce_, poll = p.produce, p.poll
@@ -125,7 +155,7 @@ def produce(bootstrap: str, topic: str, n: int, size: int, max_seconds: float) -
                 try:
                     produce_(topic, value)
                     break
-                except BufferError:         # local queue full: let librdkafka catch up
+                except BufferError:  # local queue full: let librdkafka catch up
                     poll(0.005)
         sent += min(chunk, n - sent)
         poll(0)
@@ -134,19 +164,23 @@ def produce(bootstrap: str, topic: str, n: int, size: int, max_seconds: float) -
     left = p.flush(120)
     elapsed = time.perf_counter() - start
     if left or failed:
-        raise RuntimeError(f"{left} records unacknowledged after flush, {len(failed)} failed "
-                           f"({failed[:1]})")
+        raise RuntimeError(
+            f"{left} records unacknowledged after flush, {len(failed)} failed ({failed[:1]})"
+        )
     return {"records": sent, "seconds": elapsed}
 
 
-def fetch(bootstrap: str, topic: str, partitions: int, n: int, size: int,
-          stall_seconds: float = 30.0) -> dict:
+def fetch(
+    bootstrap: str, topic: str, partitions: int, n: int, size: int, stall_seconds: float = 30.0
+) -> dict:
     """Read ``n`` records from offset 0 of every partition; timed from assign() to the last."""
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
-                  **CONSUMER_CONFIG})
+
+    c = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}", **CONSUMER_CONFIG}
+    )
     try:
-        c.list_topics(topic, timeout=10)    # connection and metadata before the clock starts
+        c.list_topics(topic, timeout=10)  # connection and metadata before the clock starts
         batch = max(100, min(10_000, 5_000_000 // size))
         consume = c.consume
         count = 0
@@ -170,8 +204,12 @@ def fetch(bootstrap: str, topic: str, partitions: int, n: int, size: int,
             if len(m.value()) != size:
                 raise RuntimeError(f"fetched a value of {len(m.value())} bytes, not {size}")
         elapsed = time.perf_counter() - start
-        ends = {tp.partition: max(tp.offset, 0) for tp in   # an unread partition: -1001
-                c.position([TopicPartition(topic, p) for p in range(partitions)])}
+        ends = {
+            tp.partition: max(tp.offset, 0)
+            for tp in c.position(  # an unread partition: -1001
+                [TopicPartition(topic, p) for p in range(partitions)]
+            )
+        }
     finally:
         c.close()
     if count != n or sum(ends.values()) != n:
@@ -180,20 +218,34 @@ def fetch(bootstrap: str, topic: str, partitions: int, n: int, size: int,
     return {"records": count, "seconds": elapsed}
 
 
-def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n: int,
-             args: argparse.Namespace, round_no: int) -> dict[str, dict]:
+def _one_run(
+    name: str,
+    bootstrap: str,
+    pid: int,
+    size: int,
+    partitions: int,
+    n: int,
+    args: argparse.Namespace,
+    round_no: int,
+) -> dict[str, dict]:
     """Create a topic, produce into it, fetch it all back, delete it; one row per phase."""
     from kclient.cluster import Cluster
     from kclient.testing import create_ready_topic
-    topic = create_ready_topic(bootstrap, f"bench-{name}-{size}-{partitions}-{uuid.uuid4().hex[:8]}",
-                               partitions)
+
+    topic = create_ready_topic(
+        bootstrap, f"bench-{name}-{size}-{partitions}-{uuid.uuid4().hex[:8]}", partitions
+    )
     out = {}
     try:
         for phase in PHASES:
             spy = None
             if args.py_spy and name == "mini":
-                spy = _PySpy(pid, os.path.join(
-                    args.py_spy, f"mini-{size}B-{partitions}p-{phase}-r{round_no}.txt"))
+                spy = _PySpy(
+                    pid,
+                    os.path.join(
+                        args.py_spy, f"mini-{size}B-{partitions}p-{phase}-r{round_no}.txt"
+                    ),
+                )
             b0, c0 = _cpu_seconds(pid), _self_cpu()
             try:
                 if phase == "produce":
@@ -221,6 +273,7 @@ def _one_run(name: str, bootstrap: str, pid: int, size: int, partitions: int, n:
 def run(args: argparse.Namespace) -> list[dict]:
     """Run every round; one row per (size, partitions, phase) with the best of each broker."""
     from kclient.testing import TansuServer
+
     best: dict[tuple, dict] = {}
     with ExitStack() as stack:
         procs = {}
@@ -232,6 +285,7 @@ def run(args: argparse.Namespace) -> list[dict]:
             procs["mini"] = (m.bootstrap, m.pid)
         if "kafka" in args.brokers:
             from kclient.bench.kafka import kafka_broker
+
             k = stack.enter_context(kafka_broker())
             procs["kafka"] = (k.bootstrap, k.pid)
         for round_no in range(args.repeat):
@@ -246,11 +300,14 @@ def run(args: argparse.Namespace) -> list[dict]:
                             key = (size, partitions, phase, name)
                             if key not in best or r["rate"] > best[key]["rate"]:
                                 best[key] = r
-                            print(f"  round {round_no + 1} {name:5s} {size:>6} B {partitions}p "
-                                  f"{phase:7s} {r['records']:>8,} rec {r['seconds']:6.2f} s "
-                                  f"{r['rate']:>11,.0f} rec/s {r['rate'] * size / 1e6:7.1f} MB/s"
-                                  f"  broker CPU {r['broker_cpu']:5.2f} s"
-                                  f"  client CPU {r['client_cpu']:5.2f} s", flush=True)
+                            print(
+                                f"  round {round_no + 1} {name:5s} {size:>6} B {partitions}p "
+                                f"{phase:7s} {r['records']:>8,} rec {r['seconds']:6.2f} s "
+                                f"{r['rate']:>11,.0f} rec/s {r['rate'] * size / 1e6:7.1f} MB/s"
+                                f"  broker CPU {r['broker_cpu']:5.2f} s"
+                                f"  client CPU {r['client_cpu']:5.2f} s",
+                                flush=True,
+                            )
     rows = []
     for size in args.sizes:
         for partitions in args.partitions:
@@ -270,62 +327,116 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 def _print_table(rows: list[dict]) -> None:
     """The summary: best rate of each broker, broker CPU in that run, ratio, target, verdict."""
-    print(f"\n{'size':>7} {'parts':>5} {'phase':<8} {'mini rec/s':>11} {'MB/s':>7} {'CPU s':>6} "
-          f"{'tansu rec/s':>12} {'MB/s':>7} {'CPU s':>6} {'kafka rec/s':>12} {'MB/s':>7} "
-          f"{'CPU s':>6} {'ratio':>7} {'target':>7}  result  {'mini/kafka':>10}")
+    print(
+        f"\n{'size':>7} {'parts':>5} {'phase':<8} {'mini rec/s':>11} {'MB/s':>7} {'CPU s':>6} "
+        f"{'tansu rec/s':>12} {'MB/s':>7} {'CPU s':>6} {'kafka rec/s':>12} {'MB/s':>7} "
+        f"{'CPU s':>6} {'ratio':>7} {'target':>7}  result  {'mini/kafka':>10}"
+    )
     for row in rows:
         cells = []
         for name, width in (("mini", 11), ("tansu", 12), ("kafka", 12)):
             r = row.get(name)
-            cells.append(f"{r['rate']:>{width},.0f} {r['rate'] * row['size'] / 1e6:>7.1f} "
-                         f"{r['broker_cpu']:>6.2f}" if r else f"{'-':>{width}} {'-':>7} {'-':>6}")
+            cells.append(
+                f"{r['rate']:>{width},.0f} {r['rate'] * row['size'] / 1e6:>7.1f} "
+                f"{r['broker_cpu']:>6.2f}"
+                if r
+                else f"{'-':>{width}} {'-':>7} {'-':>6}"
+            )
         ratio, target = row.get("ratio"), row.get("target")
-        verdict = "-" if ratio is None or target is None else \
-            ("PASS" if ratio >= target else "FAIL")
+        verdict = (
+            "-" if ratio is None or target is None else ("PASS" if ratio >= target else "FAIL")
+        )
         vs_kafka = row.get("vs_kafka")
-        print(f"{row['size']:>6}B {row['partitions']:>5} {row['phase']:<8} {cells[0]} {cells[1]} "
-              f"{cells[2]} {(f'{ratio:.2f}x' if ratio is not None else '-'):>7} "
-              f"{(f'>={target}x' if target is not None else '-'):>7}  {verdict:6s}  "
-              f"{(f'{vs_kafka:.2f}x' if vs_kafka is not None else '-'):>10}")
+        print(
+            f"{row['size']:>6}B {row['partitions']:>5} {row['phase']:<8} {cells[0]} {cells[1]} "
+            f"{cells[2]} {(f'{ratio:.2f}x' if ratio is not None else '-'):>7} "
+            f"{(f'>={target}x' if target is not None else '-'):>7}  {verdict:6s}  "
+            f"{(f'{vs_kafka:.2f}x' if vs_kafka is not None else '-'):>10}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse options, run the benchmark, print the per-round lines and the summary table.
 
     Returns 0 (an exit code, for ``kclient bench broker``); :func:`run` returns the rows."""
-    ap = argparse.ArgumentParser(prog="python -m kclient.bench.broker",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 10_000],
-                    help="value sizes in bytes (default: 100 10000)")
-    ap.add_argument("--records-small", type=int, default=2_000_000,
-                    help="records per run for sizes under 1000 bytes")
-    ap.add_argument("--records-large", type=int, default=100_000,
-                    help="records per run for sizes of 1000 bytes and more")
+    ap = argparse.ArgumentParser(
+        prog="python -m kclient.bench.broker", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[100, 10_000],
+        help="value sizes in bytes (default: 100 10000)",
+    )
+    ap.add_argument(
+        "--records-small",
+        type=int,
+        default=2_000_000,
+        help="records per run for sizes under 1000 bytes",
+    )
+    ap.add_argument(
+        "--records-large",
+        type=int,
+        default=100_000,
+        help="records per run for sizes of 1000 bytes and more",
+    )
     ap.add_argument("--partitions", type=int, nargs="+", default=[1])
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds; best is kept")
-    ap.add_argument("--max-seconds", type=float, default=20.0,
-                    help="stop producing (and fetch what was sent) after this long")
-    ap.add_argument("--brokers", nargs="+", default=DEFAULT_BROKERS, choices=BROKERS,
-                    help="default: mini tansu; kafka adds Apache Kafka 4.x (mini/kafka ratio)")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=20.0,
+        help="stop producing (and fetch what was sent) after this long",
+    )
+    ap.add_argument(
+        "--brokers",
+        nargs="+",
+        default=DEFAULT_BROKERS,
+        choices=BROKERS,
+        help="default: mini tansu; kafka adds Apache Kafka 4.x (mini/kafka ratio)",
+    )
     ap.add_argument("--py-spy", metavar="DIR", help="profile the mini-broker's phases into DIR")
-    ap.add_argument("--json", metavar="PATH", dest="json_path",
-                    help="write the best rate of each broker to PATH (kclient bench charts)")
+    ap.add_argument(
+        "--json",
+        metavar="PATH",
+        dest="json_path",
+        help="write the best rate of each broker to PATH (kclient bench charts)",
+    )
     args = ap.parse_args(argv)
     if args.py_spy:
         os.makedirs(args.py_spy, exist_ok=True)
     import confluent_kafka
-    print(f"broker benchmark: confluent-kafka {confluent_kafka.version()} "
-          f"(librdkafka {confluent_kafka.libversion()[0]}), sizes {args.sizes} B, "
-          f"partitions {args.partitions}, best of {args.repeat} interleaved rounds; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+
+    print(
+        f"broker benchmark: confluent-kafka {confluent_kafka.version()} "
+        f"(librdkafka {confluent_kafka.libversion()[0]}), sizes {args.sizes} B, "
+        f"partitions {args.partitions}, best of {args.repeat} interleaved rounds; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        flush=True,
+    )
     rows = run(args)
     _print_table(rows)
     if args.json_path:
         from kclient.bench.results import row, write_results
-        write_results(args.json_path, "broker", "mini",
-                      [row("confluent-kafka clients", f"{r['phase']} {r['size']} B, "
-                           f"{r['partitions']}p", name, r[name]["rate"])
-                       for r in rows for name in BROKERS if name in r], argv)
+
+        write_results(
+            args.json_path,
+            "broker",
+            "mini",
+            [
+                row(
+                    "confluent-kafka clients",
+                    f"{r['phase']} {r['size']} B, {r['partitions']}p",
+                    name,
+                    r[name]["rate"],
+                )
+                for r in rows
+                for name in BROKERS
+                if name in r
+            ],
+            argv,
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -15,6 +15,7 @@ was seen, or any order broke. Exit status 1 if so, or if a client hung or crashe
     kclient bench chaos --minutes 3 --cluster kafka
     kclient bench chaos --minutes 3 --cluster mini --json chaos.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,16 +45,24 @@ TOPIC, PARTITIONS = "chaos", 3
 FAULTS = ("kill_leader", "pause", "cut", "restart_all")
 
 
-def run(cluster: str = "mini", seconds: float = 180.0, fault_every: float = 15.0,
-        pause: float | None = None, workdir: Path | None = None,
-        log: Callable[[str], None] = print) -> dict[str, Any]:
+def run(
+    cluster: str = "mini",
+    seconds: float = 180.0,
+    fault_every: float = 15.0,
+    pause: float | None = None,
+    workdir: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """One chaos run against ``cluster`` ("kafka" or "mini"); returns the report."""
     from kclient.testing.chaos_cluster import chaos_cluster
+
     started = time.monotonic()
     with chaos_cluster(cluster, workdir) as target:
         target.create_topic(TOPIC, PARTITIONS)
-        log(f"chaos: {cluster} cluster up in {time.monotonic() - started:.0f} s "
-            f"({target.bootstrap})")
+        log(
+            f"chaos: {cluster} cluster up in {time.monotonic() - started:.0f} s "
+            f"({target.bootstrap})"
+        )
         history = History()
         t0 = time.monotonic()
         producers, consumers = _workers(history, target.bootstrap)
@@ -73,34 +82,61 @@ def run(cluster: str = "mini", seconds: float = 180.0, fault_every: float = 15.0
         target.heal()
         # a transaction its producer left open ends when the coordinator aborts it
         # (transaction.timeout.ms, 20 s): read_committed reads stop before it until then
-        _wait(lambda: transactions_settled(target.bootstrap, TOPIC, PARTITIONS), 60,
-              "no transaction open")
+        _wait(
+            lambda: transactions_settled(target.bootstrap, TOPIC, PARTITIONS),
+            60,
+            "no transaction open",
+        )
         entries = read_log(target.bootstrap, TOPIC, PARTITIONS)
         offsets = {(p, o) for p, o, _ in entries}
         groups = {w.group for w in consumers if isinstance(w, (GroupConsumer, AIOGroupConsumer))}
-        _wait(lambda: all(offsets <= {(d.partition, d.offset) for d in history.deliveries
-                                      if d.group == g} for g in groups), 90, "groups drained")
+        _wait(
+            lambda: all(
+                offsets <= {(d.partition, d.offset) for d in history.deliveries if d.group == g}
+                for g in groups
+            ),
+            90,
+            "groups drained",
+        )
         hung += _finish(consumers, 60)
         verdict = history.check(entries)
-        if verdict["lost"]:     # behind a transaction left open (the last stable offset)?
-            dirty = {decode(v) for _, _, v in read_log(target.bootstrap, TOPIC, PARTITIONS,
-                                                       isolation="read_uncommitted")}
+        if verdict["lost"]:  # behind a transaction left open (the last stable offset)?
+            dirty = {
+                decode(v)
+                for _, _, v in read_log(
+                    target.bootstrap, TOPIC, PARTITIONS, isolation="read_uncommitted"
+                )
+            }
             verdict["lost_but_uncommitted_log_has"] = sum(r in dirty for r in verdict["lost"])
-    verdict.update(cluster=cluster, seconds=round(time.monotonic() - t0, 1), faults=n,
-                   hung=hung, crashed=[w.label for w in producers + consumers if w.crash],
-                   acked=len(history.acked), load=os.getloadavg()[0])
-    verdict["failures"] = failures(verdict) + [f"{w} did not finish" for w in hung] + \
-        [f"{w} crashed" for w in verdict["crashed"]]
+    verdict.update(
+        cluster=cluster,
+        seconds=round(time.monotonic() - t0, 1),
+        faults=n,
+        hung=hung,
+        crashed=[w.label for w in producers + consumers if w.crash],
+        acked=len(history.acked),
+        load=os.getloadavg()[0],
+    )
+    verdict["failures"] = (
+        failures(verdict)
+        + [f"{w} did not finish" for w in hung]
+        + [f"{w} crashed" for w in verdict["crashed"]]
+    )
     return verdict
 
 
 def _workers(history: History, bootstrap: str) -> tuple[list[Worker], list[Worker]]:
     args = (history, bootstrap, TOPIC, PARTITIONS)
-    producers: list[Worker] = [IdempotentProducer("p-idem", *args),
-                               AIOIdempotentProducer("p-aio", *args),
-                               TransactionalProducer("p-txn", *args)]
-    consumers: list[Worker] = [GroupConsumer("c-sync-0", *args), GroupConsumer("c-sync-1", *args),
-                               AIOGroupConsumer("c-aio", *args)]
+    producers: list[Worker] = [
+        IdempotentProducer("p-idem", *args),
+        AIOIdempotentProducer("p-aio", *args),
+        TransactionalProducer("p-txn", *args),
+    ]
+    consumers: list[Worker] = [
+        GroupConsumer("c-sync-0", *args),
+        GroupConsumer("c-sync-1", *args),
+        AIOGroupConsumer("c-aio", *args),
+    ]
     return producers, consumers
 
 
@@ -157,8 +193,10 @@ def _finish(workers: list[Worker], timeout: float) -> list[str]:
 
 def summary(report: dict[str, Any]) -> str:
     """The report in a few lines."""
-    groups = "; ".join(f"{g}: delivered {v['delivered']}, missing {v['missing']}, redelivered "
-                       f"{v['redelivered']}" for g, v in report["groups"].items())
+    groups = "; ".join(
+        f"{g}: delivered {v['delivered']}, missing {v['missing']}, redelivered {v['redelivered']}"
+        for g, v in report["groups"].items()
+    )
     lines = [
         f"cluster {report['cluster']}: {report['seconds']} s, {report['faults']} faults, load "
         f"{report['load']:.2f}",
@@ -172,15 +210,18 @@ def summary(report: dict[str, Any]) -> str:
         f"groups: {groups}",
         f"client errors: {report['errors']}",
         "faults: " + "; ".join(report["events"]),
-        "verdict: " + ("PASS" if not report["failures"] else "FAIL: " +
-                       "; ".join(report["failures"])),
+        "verdict: "
+        + ("PASS" if not report["failures"] else "FAIL: " + "; ".join(report["failures"])),
     ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="kclient bench chaos", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="kclient bench chaos",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--minutes", type=float, default=3.0, help="minutes of faults per cluster")
     p.add_argument("--cluster", choices=("kafka", "mini", "both"), default="both")
     p.add_argument("--fault-every", type=float, default=15.0, help="seconds between faults")

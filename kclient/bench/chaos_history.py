@@ -16,6 +16,7 @@ picks the partition. What is checked, against the log read back at the end with 
 
 Redelivery after a rebalance (at least once) is counted, not an error.
 """
+
 from __future__ import annotations
 
 import threading
@@ -54,14 +55,14 @@ class History:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.acked: dict[tuple[str, int], tuple[int, int]] = {}     # record -> (partition, offset)
-        self.failed: set[tuple[str, int]] = set()                   # sends that reported an error
-        self.committed: set[tuple[str, int]] = set()                # of committed transactions
-        self.aborted: set[tuple[str, int]] = set()                  # of aborted transactions
-        self.in_doubt: set[tuple[str, int]] = set()                 # commit raised: either way
+        self.acked: dict[tuple[str, int], tuple[int, int]] = {}  # record -> (partition, offset)
+        self.failed: set[tuple[str, int]] = set()  # sends that reported an error
+        self.committed: set[tuple[str, int]] = set()  # of committed transactions
+        self.aborted: set[tuple[str, int]] = set()  # of aborted transactions
+        self.in_doubt: set[tuple[str, int]] = set()  # commit raised: either way
         self.deliveries: list[Delivery] = []
         self.events: list[tuple[float, str]] = []
-        self.errors: Counter[str] = Counter()                       # client errors, by kind
+        self.errors: Counter[str] = Counter()  # client errors, by kind
 
     # -- recording ------------------------------------------------------------------------------
     def ack(self, record: tuple[str, int], partition: int, offset: int) -> None:
@@ -76,14 +77,23 @@ class History:
     def transaction(self, records: list[tuple[str, int]], outcome: str) -> None:
         """The end of a transaction: ``committed``, ``aborted`` or ``in_doubt``."""
         with self._lock:
-            {"committed": self.committed, "aborted": self.aborted,
-             "in_doubt": self.in_doubt}[outcome].update(records)
+            {"committed": self.committed, "aborted": self.aborted, "in_doubt": self.in_doubt}[
+                outcome
+            ].update(records)
 
-    def deliver(self, consumer: str, group: str, epoch: int, partition: int, offset: int,
-                value: bytes | None) -> None:
+    def deliver(
+        self,
+        consumer: str,
+        group: str,
+        epoch: int,
+        partition: int,
+        offset: int,
+        value: bytes | None,
+    ) -> None:
         with self._lock:
-            self.deliveries.append(Delivery(consumer, group, epoch, partition, offset,
-                                            decode(value)))
+            self.deliveries.append(
+                Delivery(consumer, group, epoch, partition, offset, decode(value))
+            )
 
     def event(self, at: float, what: str) -> None:
         with self._lock:
@@ -102,7 +112,7 @@ class History:
             out.setdefault(record, None)
         for record in self.aborted | self.in_doubt:
             if record not in self.committed:
-                out.pop(record, None)   # a transactional ack is a promise only after commit
+                out.pop(record, None)  # a transactional ack is a promise only after commit
         return out
 
     def check(self, log: list[tuple[int, int, bytes | None]]) -> dict[str, Any]:
@@ -116,20 +126,34 @@ class History:
                 where[record].append((partition, offset))
         promised = self.promised()
         lost = sorted(r for r in promised if r not in where)
-        misplaced = sorted(r for r, place in promised.items()
-                           if place is not None and r in where and place not in where[r])
+        misplaced = sorted(
+            r
+            for r, place in promised.items()
+            if place is not None and r in where and place not in where[r]
+        )
         duplicates = sorted(r for r, places in where.items() if len(places) > 1)
         aborted = self.aborted - self.committed - self.in_doubt
-        aborted_visible = sorted({r for r in where if r in aborted}
-                                 | {d.record for d in self.deliveries if d.record in aborted})
+        aborted_visible = sorted(
+            {r for r in where if r in aborted}
+            | {d.record for d in self.deliveries if d.record in aborted}
+        )
         return {
-            "promised": len(promised), "log_records": len(log), "lost": lost,
-            "misplaced": misplaced, "duplicates": duplicates, "aborted_visible": aborted_visible,
-            "log_order": _log_order(log), "delivery_order": self._delivery_order(),
-            "phantoms": self._phantoms(at), "groups": self._groups(where),
-            "failed_sends": len(self.failed), "committed": len(self.committed),
-            "aborted": len(aborted), "in_doubt": len(self.in_doubt - self.committed),
-            "errors": dict(self.errors), "events": [what for _, what in self.events],
+            "promised": len(promised),
+            "log_records": len(log),
+            "lost": lost,
+            "misplaced": misplaced,
+            "duplicates": duplicates,
+            "aborted_visible": aborted_visible,
+            "log_order": _log_order(log),
+            "delivery_order": self._delivery_order(),
+            "phantoms": self._phantoms(at),
+            "groups": self._groups(where),
+            "failed_sends": len(self.failed),
+            "committed": len(self.committed),
+            "aborted": len(aborted),
+            "in_doubt": len(self.in_doubt - self.committed),
+            "errors": dict(self.errors),
+            "events": [what for _, what in self.events],
         }
 
     def _delivery_order(self) -> list[str]:
@@ -139,17 +163,22 @@ class History:
         for d in self.deliveries:
             key = (d.consumer, d.epoch, d.partition)
             if key in last and d.offset <= last[key]:
-                bad.append(f"{d.consumer} partition {d.partition}: offset {d.offset} after "
-                           f"{last[key]} (assignment {d.epoch})")
+                bad.append(
+                    f"{d.consumer} partition {d.partition}: offset {d.offset} after "
+                    f"{last[key]} (assignment {d.epoch})"
+                )
             last[key] = d.offset
         return bad
 
     def _phantoms(self, at: dict[tuple[int, int], tuple[str, int] | None]) -> list[str]:
         """Deliveries whose record differs from the log's at that offset (a read_committed
         consumer is never handed what the read_committed log leaves out)."""
-        return [f"{d.consumer} partition {d.partition} offset {d.offset}: {d.record}, the log "
-                f"has {at.get((d.partition, d.offset), 'nothing')}"
-                for d in self.deliveries if at.get((d.partition, d.offset), ()) != d.record]
+        return [
+            f"{d.consumer} partition {d.partition} offset {d.offset}: {d.record}, the log "
+            f"has {at.get((d.partition, d.offset), 'nothing')}"
+            for d in self.deliveries
+            if at.get((d.partition, d.offset), ()) != d.record
+        ]
 
     def _groups(self, where: dict[tuple[str, int], list[tuple[int, int]]]) -> dict[str, Any]:
         """Per group: committed records in the log that no member was handed, redeliveries."""
@@ -160,9 +189,12 @@ class History:
         in_log = {place for places in where.values() for place in places}
         for group, seen in sorted(by_group.items()):
             missing = sorted(in_log - set(seen))
-            out[group] = {"delivered": sum(seen.values()), "missing": len(missing),
-                          "missing_first": missing[:5],
-                          "redelivered": sum(n - 1 for n in seen.values())}
+            out[group] = {
+                "delivered": sum(seen.values()),
+                "missing": len(missing),
+                "missing_first": missing[:5],
+                "redelivered": sum(n - 1 for n in seen.values()),
+            }
         return out
 
 
@@ -177,17 +209,31 @@ def _log_order(log: list[tuple[int, int, bytes | None]]) -> list[str]:
         producer, seq = record
         key = (partition, producer)
         if key in last and seq <= last[key]:
-            bad.append(f"partition {partition} offset {offset}: {producer} seq {seq} after "
-                       f"{last[key]}")
+            bad.append(
+                f"partition {partition} offset {offset}: {producer} seq {seq} after {last[key]}"
+            )
         last[key] = seq
     return bad
 
 
 def failures(verdict: dict[str, Any]) -> list[str]:
     """What in ``verdict`` breaks a promise (empty: the history checks)."""
-    out = [f"{key}: {len(verdict[key])} (first {verdict[key][:3]})"
-           for key in ("lost", "misplaced", "duplicates", "aborted_visible", "log_order",
-                       "delivery_order", "phantoms") if verdict[key]]
-    out += [f"group {g}: {v['missing']} committed records never delivered "
-            f"(first {v['missing_first']})" for g, v in verdict["groups"].items() if v["missing"]]
+    out = [
+        f"{key}: {len(verdict[key])} (first {verdict[key][:3]})"
+        for key in (
+            "lost",
+            "misplaced",
+            "duplicates",
+            "aborted_visible",
+            "log_order",
+            "delivery_order",
+            "phantoms",
+        )
+        if verdict[key]
+    ]
+    out += [
+        f"group {g}: {v['missing']} committed records never delivered (first {v['missing_first']})"
+        for g, v in verdict["groups"].items()
+        if v["missing"]
+    ]
     return out

@@ -2,6 +2,7 @@
 :class:`~kclient.bench.chaos_history.History`: an idempotent ``Producer``, a transactional
 ``Producer`` (every fourth transaction aborted), an idempotent ``AIOProducer``, and read_committed
 group consumers (``kclient.Consumer`` and ``AIOConsumer``, classic group protocol)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,15 @@ from kclient.errors import KafkaError
 
 from .chaos_history import History, encode
 
-__all__ = ["Worker", "IdempotentProducer", "TransactionalProducer", "AIOIdempotentProducer",
-           "GroupConsumer", "AIOGroupConsumer", "read_log"]
+__all__ = [
+    "Worker",
+    "IdempotentProducer",
+    "TransactionalProducer",
+    "AIOIdempotentProducer",
+    "GroupConsumer",
+    "AIOGroupConsumer",
+    "read_log",
+]
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +39,9 @@ CONSUMER = {**CLIENT, "socket.timeout.ms": 5000}
 class Worker(threading.Thread):
     """A client loop on its own thread until :meth:`finish`; a crash is recorded, not raised."""
 
-    def __init__(self, name: str, history: History, bootstrap: str, topic: str,
-                 partitions: int) -> None:
+    def __init__(
+        self, name: str, history: History, bootstrap: str, topic: str, partitions: int
+    ) -> None:
         super().__init__(name=f"chaos-{name}", daemon=True)
         self.label, self.history, self.bootstrap = name, history, bootstrap
         self.topic, self.partitions = topic, partitions
@@ -73,20 +82,32 @@ class IdempotentProducer(Worker):
     rate = 40.0
 
     def loop(self) -> None:
-        p = Producer({"bootstrap.servers": self.bootstrap, "producer.type": "async",
-                      "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                      "delivery.timeout.ms": 60000, **PRODUCER})
+        p = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "producer.type": "async",
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "delivery.timeout.ms": 60000,
+                **PRODUCER,
+            }
+        )
         pacer, seq = _Pacer(self.rate, self.stopping), 0
         try:
             while pacer.wait():
                 record = (self.label, seq)
-                p.produce(self.topic, encode(*record), partition=seq % self.partitions,
-                          on_delivery=self._report(record))
+                p.produce(
+                    self.topic,
+                    encode(*record),
+                    partition=seq % self.partitions,
+                    on_delivery=self._report(record),
+                )
                 seq += 1
             try:
                 p.flush(90)
             except KafkaError:
-                pass                # each failed send is in the history (its delivery report)
+                pass  # each failed send is in the history (its delivery report)
         finally:
             p.close(timeout=30)
 
@@ -96,6 +117,7 @@ class IdempotentProducer(Worker):
                 self.history.ack(record, md.partition, md.offset)
             else:
                 self.history.fail(record, err)
+
         return report
 
 
@@ -122,9 +144,17 @@ class TransactionalProducer(Worker):
             p.close(timeout=30)
 
     def _producer(self) -> Producer | None:
-        p = Producer({"bootstrap.servers": self.bootstrap, "producer.type": "async",
-                      "transactional.id": f"chaos-{self.label}", "acks": "all",
-                      "transaction.timeout.ms": 20000, "linger.ms": 5, **PRODUCER})
+        p = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "producer.type": "async",
+                "transactional.id": f"chaos-{self.label}",
+                "acks": "all",
+                "transaction.timeout.ms": 20000,
+                "linger.ms": 5,
+                **PRODUCER,
+            }
+        )
         try:
             p.init_transactions()
             return p
@@ -134,14 +164,16 @@ class TransactionalProducer(Worker):
             self.stopping.wait(1.0)
             return None
 
-    def _transaction(self, p: Producer, records: list[tuple[str, int]], abort: bool
-                     ) -> Producer | None:
+    def _transaction(
+        self, p: Producer, records: list[tuple[str, int]], abort: bool
+    ) -> Producer | None:
         stage = "begin"
         try:
             p.begin_transaction()
             stage = "send"
-            futures = [p.produce(self.topic, encode(*r), partition=r[1] % self.partitions)
-                       for r in records]
+            futures = [
+                p.produce(self.topic, encode(*r), partition=r[1] % self.partitions) for r in records
+            ]
             if abort:
                 stage = "abort"
                 p.abort_transaction(timeout=60)
@@ -175,8 +207,15 @@ class AIOIdempotentProducer(Worker):
         asyncio.run(self._main())
 
     async def _main(self) -> None:
-        async with AIOProducer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
-                                "acks": "all", "linger.ms": 5, **PRODUCER}) as p:
+        async with AIOProducer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                **PRODUCER,
+            }
+        ) as p:
             pending: set[asyncio.Task[None]] = set()
             seq, period, next_at = 0, 1.0 / self.rate, time.monotonic()
             while not self.stopping.is_set():
@@ -214,10 +253,17 @@ class _Epochs:
 
 
 def _consumer_conf(bootstrap: str, group: str) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest", "enable.auto.commit": True,
-            "auto.commit.interval.ms": 500, "session.timeout.ms": 10000,
-            "heartbeat.interval.ms": 1000, **CONSUMER}
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 500,
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 1000,
+        **CONSUMER,
+    }
 
 
 class GroupConsumer(Worker):
@@ -227,8 +273,12 @@ class GroupConsumer(Worker):
 
     def loop(self) -> None:
         epochs = _Epochs()
-        c = Consumer(**{k.replace(".", "_"): v
-                        for k, v in _consumer_conf(self.bootstrap, self.group).items()})
+        c = Consumer(
+            **{
+                k.replace(".", "_"): v
+                for k, v in _consumer_conf(self.bootstrap, self.group).items()
+            }
+        )
         try:
             c.subscribe([self.topic], listener=epochs)
             while not self.stopping.is_set():
@@ -239,8 +289,9 @@ class GroupConsumer(Worker):
                     continue
                 for tp, records in batch.items():
                     for r in records:
-                        self.history.deliver(self.label, self.group, epochs.epoch, tp.partition,
-                                             r.offset, r.value)
+                        self.history.deliver(
+                            self.label, self.group, epochs.epoch, tp.partition, r.offset, r.value
+                        )
         finally:
             c.close()
 
@@ -255,8 +306,12 @@ class AIOGroupConsumer(Worker):
 
     async def _main(self) -> None:
         epochs = _Epochs()
-        c = AIOConsumer(**{k.replace(".", "_"): v
-                           for k, v in _consumer_conf(self.bootstrap, self.group).items()})
+        c = AIOConsumer(
+            **{
+                k.replace(".", "_"): v
+                for k, v in _consumer_conf(self.bootstrap, self.group).items()
+            }
+        )
         await c.start()
         try:
             c.subscribe([self.topic], listener=epochs)
@@ -268,8 +323,9 @@ class AIOGroupConsumer(Worker):
                     continue
                 for tp, records in batch.items():
                     for r in records:
-                        self.history.deliver(self.label, self.group, epochs.epoch, tp.partition,
-                                             r.offset, r.value)
+                        self.history.deliver(
+                            self.label, self.group, epochs.epoch, tp.partition, r.offset, r.value
+                        )
         finally:
             await c.close()
 
@@ -279,11 +335,15 @@ def transactions_settled(bootstrap: str, topic: str, partitions: int) -> bool:
     transaction is open any more (a producer that died mid-transaction leaves one open until
     the coordinator aborts it after transaction.timeout.ms; read_committed reads stop there)."""
     from kclient.structs import TopicPartition
+
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     ends = []
     for isolation in ("read_committed", "read_uncommitted"):
-        c = Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                     **{k.replace(".", "_"): v for k, v in CONSUMER.items()})
+        c = Consumer(
+            bootstrap_servers=bootstrap,
+            isolation_level=isolation,
+            **{k.replace(".", "_"): v for k, v in CONSUMER.items()},
+        )
         try:
             ends.append(c.end_offsets(tps))
         except KafkaError:
@@ -293,15 +353,24 @@ def transactions_settled(bootstrap: str, topic: str, partitions: int) -> bool:
     return ends[0] == ends[1]
 
 
-def read_log(bootstrap: str, topic: str, partitions: int, quiet_polls: int = 6,
-             isolation: str = "read_committed") -> list[tuple[int, int, bytes | None]]:
+def read_log(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    quiet_polls: int = 6,
+    isolation: str = "read_committed",
+) -> list[tuple[int, int, bytes | None]]:
     """Every record of ``topic`` (read_committed unless ``isolation`` says otherwise), from
     the start until polls come back empty ``quiet_polls`` times in a row (the producers are
     closed by then)."""
     from kclient.structs import TopicPartition
-    c = Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                 auto_offset_reset="earliest", **{k.replace(".", "_"): v
-                                                  for k, v in CONSUMER.items()})
+
+    c = Consumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        auto_offset_reset="earliest",
+        **{k.replace(".", "_"): v for k, v in CONSUMER.items()},
+    )
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)

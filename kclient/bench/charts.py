@@ -5,6 +5,7 @@ per case, one bar per client (kclient's in blue, the peers in grey), each labell
 rate, and every peer's bar also with kclient's ratio to it (``kclient 2.1x``), kclient's entry
 being the one the results file names.  Needs matplotlib (``pip install kclient[docs]``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,12 +40,15 @@ def _rate(value: float) -> str:
 def render(doc: dict[str, Any], broker: str, path: Path) -> Path:
     """Draw one benchmark's results on one broker into ``path`` (PNG, under 100 KB)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     rows = [r for r in doc["results"] if r["broker"] == broker]
     cases = list(dict.fromkeys(r["case"] for r in rows))
-    ours = list(dict.fromkeys(r["client"] for r in rows if _is_kclient(r["client"],
-                                                                       doc["kclient"])))
+    ours = list(
+        dict.fromkeys(r["client"] for r in rows if _is_kclient(r["client"], doc["kclient"]))
+    )
     peers = list(dict.fromkeys(r["client"] for r in rows if r["client"] not in ours))
     clients = ours + peers
     rate = {(r["case"], r["client"]): r["rate"] for r in rows}
@@ -52,10 +56,12 @@ def render(doc: dict[str, Any], broker: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6.0, 1.0 + 0.55 * len(clients) * len(cases)), 3.6))
     top = max(rate.values())
     for k, client in enumerate(clients):
-        colour = KCLIENT_COLOURS[k % 5] if client in ours else \
-            PEER_COLOURS[(k - len(ours)) % 5]
-        xs = [i + (k - (len(clients) - 1) / 2) * width for i, c in enumerate(cases)
-              if (c, client) in rate]
+        colour = KCLIENT_COLOURS[k % 5] if client in ours else PEER_COLOURS[(k - len(ours)) % 5]
+        xs = [
+            i + (k - (len(clients) - 1) / 2) * width
+            for i, c in enumerate(cases)
+            if (c, client) in rate
+        ]
         ys = [rate[(c, client)] for c in cases if (c, client) in rate]
         bars = ax.bar(xs, ys, width * 0.92, label=client, color=colour)
         for bar, case in zip(bars, [c for c in cases if (c, client) in rate]):
@@ -63,9 +69,15 @@ def render(doc: dict[str, Any], broker: str, path: Path) -> Path:
             base = rate.get((case, doc["kclient"]))
             if client in peers and base:
                 label += f"\nkclient is\n{base / rate[(case, client)]:.2f}x"
-            ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=6.5, xytext=(0, 1),
-                        textcoords="offset points")
+            ax.annotate(
+                label,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=6.5,
+                xytext=(0, 1),
+                textcoords="offset points",
+            )
     ax.set_xticks(range(len(cases)), cases, fontsize=8)
     ax.set_ylim(0, top * 1.32)
     ax.set_ylabel("records/s (best run)", fontsize=8)
@@ -89,26 +101,28 @@ def render_all(files: Sequence[str | Path], out: Path) -> list[Path]:
         doc = read_results(file)
         brokers = list(dict.fromkeys(r["broker"] for r in doc["results"]))
         for broker in brokers:
-            name = f"bench-{doc['benchmark']}" + \
-                (f"-{_slug(broker)}.png" if len(brokers) > 1 else ".png")
+            name = f"bench-{doc['benchmark']}" + (
+                f"-{_slug(broker)}.png" if len(brokers) > 1 else ".png"
+            )
             written.append(render(doc, broker, out / name))
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, render, print the files written; 1 without matplotlib."""
-    ap = argparse.ArgumentParser(prog="kclient bench charts",
-                                 description=__doc__.split("\n\n")[0],
-                                 epilog="example: kclient bench charts docs/img/results/*.json "
-                                        "--out docs/img (scripts/charts reruns the benchmarks)")
+    ap = argparse.ArgumentParser(
+        prog="kclient bench charts",
+        description=__doc__.split("\n\n")[0],
+        epilog="example: kclient bench charts docs/img/results/*.json "
+        "--out docs/img (scripts/charts reruns the benchmarks)",
+    )
     ap.add_argument("results", nargs="+", help="results files of kclient bench ... --json PATH")
     ap.add_argument("--out", default="docs/img", help="directory for the PNGs (docs/img)")
     args = ap.parse_args(argv)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print("kclient bench charts needs matplotlib: pip install 'kclient[docs]'",
-              file=sys.stderr)
+        print("kclient bench charts needs matplotlib: pip install 'kclient[docs]'", file=sys.stderr)
         return 1
     for path in render_all(args.results, Path(args.out)):
         print(f"{path} ({path.stat().st_size:,} bytes)")

@@ -21,6 +21,7 @@ Every client runs in a fresh subprocess (no shared threads, caches or GC state);
 the best of ``--repeat`` runs; times include connecting.  All clients use the same fetch size
 per partition (``--fetch-size``, default 1 MiB, librdkafka's and kafka-python's default).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,17 @@ import time
 from kclient.bench import security
 from kclient.testing import MiniBrokerProcess
 
-CLIENTS = ["kclient", "kclient-consumer", "kclient-aio", "kafka-python", "aiokafka",
-           "confluent", "confluent-tuned", "confluent-aio", "confluent-aio-tuned"]
+CLIENTS = [
+    "kclient",
+    "kclient-consumer",
+    "kclient-aio",
+    "kafka-python",
+    "aiokafka",
+    "confluent",
+    "confluent-tuned",
+    "confluent-aio",
+    "confluent-aio-tuned",
+]
 KAFKA_CLIENTS = [*CLIENTS, "java"]
 
 
@@ -42,6 +52,7 @@ KAFKA_CLIENTS = [*CLIENTS, "java"]
 def worker(args: argparse.Namespace) -> None:
     """One timed consumption in this process; prints JSON."""
     from kclient.bench.consumer_clients import READERS
+
     client, host, port = args.worker, args.host, args.port
     ca = args.ca or None
     if client in ("kafka-python", "aiokafka"):
@@ -52,11 +63,21 @@ def worker(args: argparse.Namespace) -> None:
         keys = security.client_keys(args.security, ca)
     t0 = time.perf_counter()
     c0 = time.process_time()
-    got = READERS[client](host, port, args.topic, args.partitions, args.count,
-                          args.fetch_size, keys)
+    got = READERS[client](
+        host, port, args.topic, args.partitions, args.count, args.fetch_size, keys
+    )
     wall = time.perf_counter() - t0
-    print(json.dumps({"client": client, "records": got, "seconds": wall,
-                      "cpu": time.process_time() - c0, "max_rss_kb": _max_rss_kb()}))
+    print(
+        json.dumps(
+            {
+                "client": client,
+                "records": got,
+                "seconds": wall,
+                "cpu": time.process_time() - c0,
+                "max_rss_kb": _max_rss_kb(),
+            }
+        )
+    )
 
 
 def _max_rss_kb() -> int:
@@ -69,17 +90,44 @@ def _max_rss_kb() -> int:
     return 0
 
 
-def run_worker(client: str, host: str, port: int, topic: str, count: int,
-               fetch_size: int, sec: tuple[str, str | None] = ("plaintext", None),
-               partitions: int = 1) -> dict:
+def run_worker(
+    client: str,
+    host: str,
+    port: int,
+    topic: str,
+    count: int,
+    fetch_size: int,
+    sec: tuple[str, str | None] = ("plaintext", None),
+    partitions: int = 1,
+) -> dict:
     if client == "java":
         from kclient.bench.kafka import java_consumer_rate
+
         rate = java_consumer_rate(f"{host}:{port}", topic, count, fetch_size)
         return {"client": client, "records": count, "seconds": count / rate, "cpu": 0.0}
-    cmd = [sys.executable, "-m", "kclient.bench.consumer", "--worker", client, "--host", host,
-           "--port", str(port), "--topic", topic, "--count", str(count),
-           "--fetch-size", str(fetch_size), "--security", sec[0], "--ca", sec[1] or "",
-           "--partitions", str(partitions)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kclient.bench.consumer",
+        "--worker",
+        client,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--topic",
+        topic,
+        "--count",
+        str(count),
+        "--fetch-size",
+        str(fetch_size),
+        "--security",
+        sec[0],
+        "--ca",
+        sec[1] or "",
+        "--partitions",
+        str(partitions),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"{client} failed:\n{proc.stderr[-3000:]}")
@@ -93,10 +141,16 @@ def preload(bootstrap: str, topic: str, count: int, size: int, partitions: int =
     import confluent_kafka
 
     from kclient.testing import create_ready_topic
+
     create_ready_topic(bootstrap, topic, partitions)
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
-                                         "queue.buffering.max.kbytes": 1048576,
-                                         "queue.buffering.max.messages": 1000000})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "queue.buffering.max.kbytes": 1048576,
+            "queue.buffering.max.messages": 1000000,
+        }
+    )
     value = os.urandom(size)
     failed: list[confluent_kafka.KafkaError] = []
 
@@ -107,8 +161,7 @@ def preload(bootstrap: str, topic: str, count: int, size: int, partitions: int =
     for i in range(count):
         while True:
             try:
-                producer.produce(topic, value, partition=i % partitions,
-                                 on_delivery=on_delivery)
+                producer.produce(topic, value, partition=i % partitions, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -117,9 +170,16 @@ def preload(bootstrap: str, topic: str, count: int, size: int, partitions: int =
 
 
 # ----------------------------------------------------------------------------- driver
-def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
-                 fetch_size: int, clients: list[str], secured: str | None = None,
-                 sec: tuple[str, str | None] = ("plaintext", None)) -> list[dict]:
+def bench_broker(
+    name: str,
+    bootstrap: str,
+    sizes: list[tuple],
+    repeat: int,
+    fetch_size: int,
+    clients: list[str],
+    secured: str | None = None,
+    sec: tuple[str, str | None] = ("plaintext", None),
+) -> list[dict]:
     """Preload through ``bootstrap``; the clients read from ``secured`` (``sec``: security,
     CA file) if given."""
     host, port = (secured or bootstrap).rsplit(":", 1)
@@ -128,21 +188,32 @@ def bench_broker(name: str, bootstrap: str, sizes: list[tuple], repeat: int,
         topic = f"bench-{size}-{partitions}-{os.getpid()}"
         t0 = time.perf_counter()
         preload(bootstrap, topic, count, size, partitions)
-        print(f"[{name}] preloaded {count:,} x {size} B over {partitions} partition(s) in "
-              f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        print(
+            f"[{name}] preloaded {count:,} x {size} B over {partitions} partition(s) in "
+            f"{time.perf_counter() - t0:.1f}s",
+            file=sys.stderr,
+        )
         best: dict[str, dict] = {}
         for _ in range(repeat):
             for client in clients:  # interleaved, so load changes hit every client alike
-                r = run_worker(client, host, int(port), topic, count, fetch_size, sec,
-                               partitions)
+                r = run_worker(client, host, int(port), topic, count, fetch_size, sec, partitions)
                 if client not in best or r["seconds"] < best[client]["seconds"]:
                     best[client] = r
         for client in clients:
             r = best[client]
-            rows.append({"broker": name, "size": size, "count": count, "client": client,
-                         "partitions": partitions, "rate": r["records"] / r["seconds"],
-                         "seconds": r["seconds"], "cpu": r["cpu"],   # of the fastest run
-                         "max_rss_kb": r.get("max_rss_kb", 0)})      # (all threads)
+            rows.append(
+                {
+                    "broker": name,
+                    "size": size,
+                    "count": count,
+                    "client": client,
+                    "partitions": partitions,
+                    "rate": r["records"] / r["seconds"],
+                    "seconds": r["seconds"],
+                    "cpu": r["cpu"],  # of the fastest run
+                    "max_rss_kb": r.get("max_rss_kb", 0),
+                }
+            )  # (all threads)
     return rows
 
 
@@ -153,9 +224,11 @@ _SYNC_PEERS = (("confluent", "confluent-tuned"), "kafka-python")
 
 def report(rows: list[dict]) -> str:
     """One line per reader and row: rate, MB/s, ratios to its peers, CPU, peak RSS."""
-    lines = [f"{'broker':6} {'value':>6} {'parts':>5} {'client':20} {'records/s':>11} "
-             f"{'MB/s':>8} {'s':>6} {'vs python':>9} {'vs confluent':>12} {'CPU us/rec':>10} "
-             f"{'RSS MB':>7}"]
+    lines = [
+        f"{'broker':6} {'value':>6} {'parts':>5} {'client':20} {'records/s':>11} "
+        f"{'MB/s':>8} {'s':>6} {'vs python':>9} {'vs confluent':>12} {'CPU us/rec':>10} "
+        f"{'RSS MB':>7}"
+    ]
     groups: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         groups.setdefault((r["broker"], r["size"], r.get("partitions", 1)), {})[r["client"]] = r
@@ -167,52 +240,86 @@ def report(rows: list[dict]) -> str:
             vs_py = f"{r['rate'] / py:.2f}x" if py else "-"
             vs_ck = f"{r['rate'] / ck:.2f}x" if ck else "-"
             label = f"{size // 1000} KB" if size >= 1000 else f"{size} B"
-            lines.append(f"{broker:6} {label:>6} {parts:>5} {client:20} {r['rate']:>11,.0f} "
-                         f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_py:>9} "
-                         f"{vs_ck:>12} {r['cpu'] / r['count'] * 1e6:>10.2f} "
-                         f"{r.get('max_rss_kb', 0) / 1024:>7.0f}")
+            lines.append(
+                f"{broker:6} {label:>6} {parts:>5} {client:20} {r['rate']:>11,.0f} "
+                f"{r['rate'] * size / 1e6:>8.1f} {r['seconds']:>6.2f} {vs_py:>9} "
+                f"{vs_ck:>12} {r['cpu'] / r['count'] * 1e6:>10.2f} "
+                f"{r.get('max_rss_kb', 0) / 1024:>7.0f}"
+            )
     return "\n".join(lines)
 
 
-def _bench_secured_mini(args: argparse.Namespace, sizes: list[tuple],
-                        clients: list[str]) -> list[dict]:
+def _bench_secured_mini(
+    args: argparse.Namespace, sizes: list[tuple], clients: list[str]
+) -> list[dict]:
     """The mini-broker process with a PLAINTEXT listener and an SSL (SASL_SSL) one."""
     from pathlib import Path
 
     from kclient.testing.servers import free_port, wait_for_port
+
     ca, keystore = security.make_ca_and_keystore()
     secured_port = free_port()
-    config = {"log.segment.bytes": "1073741824",
-              **security.broker_config(args.security, keystore, secured_port)}
+    config = {
+        "log.segment.bytes": "1073741824",
+        **security.broker_config(args.security, keystore, secured_port),
+    }
     if args.security == "sasl_ssl":
         config["sasl.credentials.file"] = security.write_credentials(Path(ca).parent)
     with MiniBrokerProcess(config) as server:
         wait_for_port(secured_port)
-        return bench_broker("mini", server.bootstrap, sizes, args.repeat, args.fetch_size,
-                            clients, f"127.0.0.1:{secured_port}", (args.security, ca))
+        return bench_broker(
+            "mini",
+            server.bootstrap,
+            sizes,
+            args.repeat,
+            args.fetch_size,
+            clients,
+            f"127.0.0.1:{secured_port}",
+            (args.security, ca),
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kclient.bench.consumer", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--broker", default="both",
-                   help="tansu, mini, both, kafka (Apache Kafka 4.x), or HOST:PORT of a running "
-                        "broker")
+    p = argparse.ArgumentParser(
+        prog="python -m kclient.bench.consumer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--broker",
+        default="both",
+        help="tansu, mini, both, kafka (Apache Kafka 4.x), or HOST:PORT of a running broker",
+    )
     p.add_argument("--small", type=int, default=300_000, help="number of 100-byte records")
     p.add_argument("--large", type=int, default=20_000, help="number of 10 KB records")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--fetch-size", type=int, default=1 << 20)
-    p.add_argument("--partitions", default="1",
-                   help="partition counts to run, comma-separated (e.g. 1,8); records are "
-                        "spread evenly over them")
-    p.add_argument("--clients", default=None,
-                   help=f"default {','.join(CLIENTS)} (and java with --broker kafka)")
-    p.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                   help="write the best rate of each client to PATH (kclient bench charts); "
-                        "without PATH print the rows as JSON")
-    p.add_argument("--security", choices=security.CHOICES, default="plaintext",
-                   help="ssl / sasl_ssl (PLAIN): the clients read from the mini-broker's SSL "
-                        "(SASL_SSL) listener, certificates from kclient.testing.certs; mini only")
+    p.add_argument(
+        "--partitions",
+        default="1",
+        help="partition counts to run, comma-separated (e.g. 1,8); records are "
+        "spread evenly over them",
+    )
+    p.add_argument(
+        "--clients",
+        default=None,
+        help=f"default {','.join(CLIENTS)} (and java with --broker kafka)",
+    )
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="write the best rate of each client to PATH (kclient bench charts); "
+        "without PATH print the rows as JSON",
+    )
+    p.add_argument(
+        "--security",
+        choices=security.CHOICES,
+        default="plaintext",
+        help="ssl / sasl_ssl (PLAIN): the clients read from the mini-broker's SSL "
+        "(SASL_SSL) listener, certificates from kclient.testing.certs; mini only",
+    )
     p.add_argument("--ca", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--host", help=argparse.SUPPRESS)
@@ -224,8 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         args.partitions = int(args.partitions)
         worker(args)
         return 0
-    sizes = [(n, s, int(parts)) for parts in args.partitions.split(",")
-             for n, s in ((args.small, 100), (args.large, 10_000)) if n > 0]
+    sizes = [
+        (n, s, int(parts))
+        for parts in args.partitions.split(",")
+        for n, s in ((args.small, 100), (args.large, 10_000))
+        if n > 0
+    ]
     names = args.clients or ",".join(KAFKA_CLIENTS if args.broker == "kafka" else CLIENTS)
     clients = [c.strip() for c in names.split(",") if c.strip()]
     load_before = os.getloadavg()
@@ -236,34 +347,46 @@ def main(argv: list[str] | None = None) -> int:
     for kind in kinds:
         if kind == "tansu":
             from kclient.testing import TansuServer
+
             with TansuServer() as server:
-                rows += bench_broker("tansu", server.bootstrap, sizes, args.repeat,
-                                     args.fetch_size, clients)
+                rows += bench_broker(
+                    "tansu", server.bootstrap, sizes, args.repeat, args.fetch_size, clients
+                )
         elif kind == "kafka":
             from kclient.bench.kafka import kafka_broker
+
             with kafka_broker() as kafka:
-                rows += bench_broker("kafka", kafka.bootstrap, sizes, args.repeat,
-                                     args.fetch_size, clients)
+                rows += bench_broker(
+                    "kafka", kafka.bootstrap, sizes, args.repeat, args.fetch_size, clients
+                )
         elif kind == "mini" and args.security != "plaintext":
             rows += _bench_secured_mini(args, sizes, clients)
         elif kind == "mini":
             with MiniBrokerProcess({"log.segment.bytes": "1073741824"}) as server:
-                rows += bench_broker("mini", server.bootstrap, sizes, args.repeat,
-                                     args.fetch_size, clients)
+                rows += bench_broker(
+                    "mini", server.bootstrap, sizes, args.repeat, args.fetch_size, clients
+                )
         else:
             rows += bench_broker(kind, kind, sizes, args.repeat, args.fetch_size, clients)
     load_after = os.getloadavg()
     print(report(rows))
-    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
-          f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}; "
-          f"{args.security}")
+    print(
+        f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
+        f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}; "
+        f"{args.security}"
+    )
     if args.json == "-":
         print(json.dumps(rows))
     elif args.json:
         from kclient.bench.results import row, write_results
-        write_results(args.json, "consumer", "kclient",
-                      [row(r["broker"], f"{r['size']} B values", r["client"], r["rate"])
-                       for r in rows], argv)
+
+        write_results(
+            args.json,
+            "consumer",
+            "kclient",
+            [row(r["broker"], f"{r['size']} B values", r["client"], r["rate"]) for r in rows],
+            argv,
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ one partition), after ``--warmup`` untimed messages:
 
 Each figure is the best (lowest p50) of ``--repeat`` runs; p50 and p99 in microseconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,16 +47,20 @@ def percentile(values: list[float], q: float) -> float:
 # ----------------------------------------------------------------------------- senders
 def _kclient_sender(bootstrap: str) -> tuple[Callable[[str, bytes], None], Callable[[], None]]:
     from kclient import Producer, ProducerData
-    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "sync",
-                  "request.required.acks": 1})
+
+    p = Producer(
+        {"metadata.broker.list": bootstrap, "producer.type": "sync", "request.required.acks": 1}
+    )
 
     def send(topic: str, value: bytes) -> None:
         p.send(ProducerData(topic, value, partition=0))
+
     return send, p.close
 
 
 def _confluent_sender(bootstrap: str) -> tuple[Callable[[str, bytes], None], Callable[[], None]]:
     import confluent_kafka
+
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
     failed: list[Any] = []
 
@@ -68,14 +73,17 @@ def _confluent_sender(bootstrap: str) -> tuple[Callable[[str, bytes], None], Cal
         p.flush()
         if failed:
             raise RuntimeError(f"confluent-kafka failed to send: {failed[0]}")
+
     return send, lambda: None
 
 
 # ----------------------------------------------------------------------------- consumers
-def _kclient_poller(bootstrap: str, topic: str, start: int) -> tuple[Callable[[], int],
-                                                                    Callable[[], None]]:
+def _kclient_poller(
+    bootstrap: str, topic: str, start: int
+) -> tuple[Callable[[], int], Callable[[], None]]:
     from kclient import Consumer
     from kclient.structs import TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap})
     tp = TopicPartition(topic, 0)
     c.assign([tp])
@@ -83,14 +91,18 @@ def _kclient_poller(bootstrap: str, topic: str, start: int) -> tuple[Callable[[]
 
     def poll() -> int:
         return sum(len(rs) for rs in c.poll(200).values())
+
     return poll, c.close
 
 
-def _confluent_poller(bootstrap: str, topic: str, start: int) -> tuple[Callable[[], int],
-                                                                      Callable[[], None]]:
+def _confluent_poller(
+    bootstrap: str, topic: str, start: int
+) -> tuple[Callable[[], int], Callable[[], None]]:
     import confluent_kafka
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "latency-bench",
-                                  "enable.auto.commit": False})
+
+    c = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "latency-bench", "enable.auto.commit": False}
+    )
     c.assign([confluent_kafka.TopicPartition(topic, 0, start)])
 
     def poll() -> int:
@@ -100,6 +112,7 @@ def _confluent_poller(bootstrap: str, topic: str, start: int) -> tuple[Callable[
         if m.error():
             raise RuntimeError(f"confluent-kafka consumer: {m.error()}")
         return 1
+
     return poll, c.close
 
 
@@ -108,8 +121,9 @@ POLLERS = {"kclient": _kclient_poller, "confluent": _confluent_poller}
 
 
 # ----------------------------------------------------------------------------- workers
-def _sync_latencies(client: str, bootstrap: str, topic: str, n: int, warmup: int,
-                    size: int) -> list[float]:
+def _sync_latencies(
+    client: str, bootstrap: str, topic: str, n: int, warmup: int, size: int
+) -> list[float]:
     send, close = SENDERS[client](bootstrap)
     value = os.urandom(size)
     clock = time.perf_counter
@@ -125,8 +139,9 @@ def _sync_latencies(client: str, bootstrap: str, topic: str, n: int, warmup: int
     return out
 
 
-def _e2e_latencies(client: str, bootstrap: str, topic: str, n: int, warmup: int,
-                   size: int, start: int) -> list[float]:
+def _e2e_latencies(
+    client: str, bootstrap: str, topic: str, n: int, warmup: int, size: int, start: int
+) -> list[float]:
     send, close_sender = SENDERS[client](bootstrap)
     poll, close_poller = POLLERS[client](bootstrap, topic, start)
     arrived: queue.SimpleQueue[float] = queue.SimpleQueue()
@@ -147,7 +162,7 @@ def _e2e_latencies(client: str, bootstrap: str, topic: str, n: int, warmup: int,
     value = os.urandom(size)
     out = []
     try:
-        send(topic, value)                       # the consumer has fetched once
+        send(topic, value)  # the consumer has fetched once
         arrived.get(timeout=30)
         for i in range(warmup + n):
             t0 = time.perf_counter()
@@ -169,19 +184,31 @@ def worker(args: argparse.Namespace) -> None:
     """One measure of one client in this process; prints JSON."""
     bootstrap = f"{args.host}:{args.port}"
     if args.worker_measure == "sync":
-        lat = _sync_latencies(args.worker, bootstrap, args.topic, args.messages, args.warmup,
-                              args.size)
+        lat = _sync_latencies(
+            args.worker, bootstrap, args.topic, args.messages, args.warmup, args.size
+        )
     else:
-        lat = _e2e_latencies(args.worker, bootstrap, args.topic, args.messages, args.warmup,
-                             args.size, args.start)
-    print(json.dumps({"client": args.worker, "measure": args.worker_measure,
-                      "p50": percentile(lat, 50), "p99": percentile(lat, 99),
-                      "mean": sum(lat) / len(lat), "n": len(lat)}))
+        lat = _e2e_latencies(
+            args.worker, bootstrap, args.topic, args.messages, args.warmup, args.size, args.start
+        )
+    print(
+        json.dumps(
+            {
+                "client": args.worker,
+                "measure": args.worker_measure,
+                "p50": percentile(lat, 50),
+                "p99": percentile(lat, 99),
+                "mean": sum(lat) / len(lat),
+                "n": len(lat),
+            }
+        )
+    )
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:
     from kclient import Consumer
     from kclient.structs import TopicPartition
+
     c = Consumer({"bootstrap.servers": bootstrap})
     try:
         tp = TopicPartition(topic, 0)
@@ -190,31 +217,53 @@ def _end_offset(bootstrap: str, topic: str) -> int:
         c.close()
 
 
-def run_worker(client: str, measure: str, bootstrap: str, topic: str,
-               args: argparse.Namespace) -> dict[str, Any]:
+def run_worker(
+    client: str, measure: str, bootstrap: str, topic: str, args: argparse.Namespace
+) -> dict[str, Any]:
     host, port = bootstrap.rsplit(":", 1)
     start = _end_offset(bootstrap, topic) if measure == "e2e" else 0
-    cmd = [sys.executable, "-m", "kclient.bench.latency", "--worker", client,
-           "--worker-measure", measure, "--host", host, "--port", port, "--topic", topic,
-           "--messages", str(args.messages), "--warmup", str(args.warmup),
-           "--size", str(args.size), "--start", str(start)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kclient.bench.latency",
+        "--worker",
+        client,
+        "--worker-measure",
+        measure,
+        "--host",
+        host,
+        "--port",
+        port,
+        "--topic",
+        topic,
+        "--messages",
+        str(args.messages),
+        "--warmup",
+        str(args.warmup),
+        "--size",
+        str(args.size),
+        "--start",
+        str(start),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"{client} {measure} failed:\n{proc.stderr[-3000:]}")
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def bench_broker(name: str, bootstrap: str, clients: list[str],
-                 args: argparse.Namespace) -> list[dict[str, Any]]:
+def bench_broker(
+    name: str, bootstrap: str, clients: list[str], args: argparse.Namespace
+) -> list[dict[str, Any]]:
     """Every measure of every client on one broker, best of ``args.repeat``."""
     from kclient.testing import create_ready_topic
+
     rows = []
     for measure in MEASURES:
         topic = f"latency-{measure}-{os.getpid()}"
         create_ready_topic(bootstrap, topic, 1)
         best: dict[str, dict[str, Any]] = {}
         for _ in range(args.repeat):
-            for client in clients:           # interleaved: load changes hit both alike
+            for client in clients:  # interleaved: load changes hit both alike
                 r = run_worker(client, measure, bootstrap, topic, args)
                 if client not in best or r["p50"] < best[client]["p50"]:
                     best[client] = r
@@ -225,24 +274,37 @@ def bench_broker(name: str, bootstrap: str, clients: list[str],
 def report(rows: list[dict[str, Any]]) -> str:
     """One line per broker, measure and client: p50, p99, mean, and p50 / p99 over the
     confluent-kafka row's (below 1: kclient faster)."""
-    lines = [f"{'broker':6} {'measure':10} {'client':10} {'p50 us':>8} {'p99 us':>8} "
-             f"{'mean us':>8} {'p50/peer':>8} {'p99/peer':>8}"]
+    lines = [
+        f"{'broker':6} {'measure':10} {'client':10} {'p50 us':>8} {'p99 us':>8} "
+        f"{'mean us':>8} {'p50/peer':>8} {'p99/peer':>8}"
+    ]
     peers = {(r["broker"], r["measure"]): r for r in rows if r["client"] == "confluent"}
     for r in rows:
         peer = peers.get((r["broker"], r["measure"]))
-        ratio = (f"{r['p50'] / peer['p50']:>7.2f}x {r['p99'] / peer['p99']:>7.2f}x"
-                 if peer else f"{'-':>8} {'-':>8}")
+        ratio = (
+            f"{r['p50'] / peer['p50']:>7.2f}x {r['p99'] / peer['p99']:>7.2f}x"
+            if peer
+            else f"{'-':>8} {'-':>8}"
+        )
         label = "sync send" if r["measure"] == "sync" else "end-to-end"
-        lines.append(f"{r['broker']:6} {label:10} {r['client']:10} {r['p50'] * 1e6:>8.0f} "
-                     f"{r['p99'] * 1e6:>8.0f} {r['mean'] * 1e6:>8.0f} {ratio}")
+        lines.append(
+            f"{r['broker']:6} {label:10} {r['client']:10} {r['p50'] * 1e6:>8.0f} "
+            f"{r['p99'] * 1e6:>8.0f} {r['mean'] * 1e6:>8.0f} {ratio}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="kclient bench latency", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--broker", default="both",
-                   help="mini (its own process), kafka (Apache Kafka 4.x), both, or HOST:PORT")
+    p = argparse.ArgumentParser(
+        prog="kclient bench latency",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--broker",
+        default="both",
+        help="mini (its own process), kafka (Apache Kafka 4.x), both, or HOST:PORT",
+    )
     p.add_argument("--messages", type=int, default=2000, help="timed messages per run")
     p.add_argument("--warmup", type=int, default=200, help="untimed messages first")
     p.add_argument("--size", type=int, default=100, help="value bytes")
@@ -266,22 +328,26 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown client(s) {unknown}: choose from {CLIENTS}")
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
-    for kind in (["mini", "kafka"] if args.broker == "both" else [args.broker]):
+    for kind in ["mini", "kafka"] if args.broker == "both" else [args.broker]:
         if kind == "mini":
             from kclient.testing import MiniBrokerProcess
+
             with MiniBrokerProcess({}) as server:
                 rows += bench_broker("mini", server.bootstrap, clients, args)
         elif kind == "kafka":
             from kclient.bench.kafka import kafka_broker
+
             with kafka_broker() as kafka:
                 rows += bench_broker("kafka", kafka.bootstrap, clients, args)
         else:
             rows += bench_broker(kind, kind, clients, args)
     load_after = os.getloadavg()
     print(report(rows))
-    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
-          f"({os.cpu_count()} CPUs); best p50 of {args.repeat}; {args.messages} messages of "
-          f"{args.size} B after {args.warmup} untimed")
+    print(
+        f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
+        f"({os.cpu_count()} CPUs); best p50 of {args.repeat}; {args.messages} messages of "
+        f"{args.size} B after {args.warmup} untimed"
+    )
     return 0
 
 

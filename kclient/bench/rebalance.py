@@ -11,6 +11,7 @@ uniform assignor).
     kclient bench rebalance --broker mini --repeat 3
     kclient bench rebalance --bootstrap HOST:PORT --protocols kip848
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,17 +27,25 @@ __all__ = ["PROTOCOLS", "run_once", "main"]
 
 #: each protocol's group settings (the classic ones at a test-speed heartbeat)
 PROTOCOLS: dict[str, dict[str, Any]] = {
-    "eager": {"partition.assignment.strategy": "range", "session.timeout.ms": 10000,
-              "heartbeat.interval.ms": 300},
-    "cooperative": {"partition.assignment.strategy": "cooperative-sticky",
-                    "session.timeout.ms": 10000, "heartbeat.interval.ms": 300},
+    "eager": {
+        "partition.assignment.strategy": "range",
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 300,
+    },
+    "cooperative": {
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 300,
+    },
     "kip848": {"group.protocol": "consumer"},
 }
 #: KIP-848 at the same heartbeat pace as the classic members (the broker's settings)
-KIP848_BROKER = {"group.consumer.min.heartbeat.interval.ms": "300",
-                 "group.consumer.heartbeat.interval.ms": "300",
-                 "group.consumer.min.session.timeout.ms": "6000",
-                 "group.consumer.session.timeout.ms": "10000"}
+KIP848_BROKER = {
+    "group.consumer.min.heartbeat.interval.ms": "300",
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.session.timeout.ms": "10000",
+}
 
 
 class _Member(threading.Thread):
@@ -45,6 +54,7 @@ class _Member(threading.Thread):
     def __init__(self, name: str, conf: dict[str, Any], topic: str) -> None:
         super().__init__(daemon=True, name=name)
         from kclient import Consumer
+
         self.consumer = Consumer(conf)
         self.consumer.subscribe([topic])
         self.arrivals: dict[int, list[float]] = {}
@@ -77,8 +87,10 @@ class _Writer(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         super().__init__(daemon=True, name="bench-writer")
         from kclient import Producer
-        self.producer = Producer({"bootstrap.servers": bootstrap, "producer.type": "async",
-                                  "queue.buffering.max.ms": 1})
+
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "producer.type": "async", "queue.buffering.max.ms": 1}
+        )
         self.topic, self.partitions = topic, partitions
         self.stop_event = threading.Event()
 
@@ -109,14 +121,22 @@ def _gap(times: list[float], since: float, until: float) -> float:
     return max(b - a for a, b in zip(marks, marks[1:]))
 
 
-def run_once(bootstrap: str, protocol: str, partitions: int = 12, members: int = 3) -> dict[str, Any]:
+def run_once(
+    bootstrap: str, protocol: str, partitions: int = 12, members: int = 3
+) -> dict[str, Any]:
     """One run: ``members`` share the topic, one more joins; its measurements."""
     from kclient.cluster import Cluster
+
     topic = f"bench-rebalance-{uuid.uuid4().hex[:8]}"
     with Cluster([bootstrap]) as cluster:
         cluster.create_topic(topic, partitions, 1)
-    conf = {"bootstrap.servers": bootstrap, "group.id": f"{topic}-{protocol}",
-            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50, **PROTOCOLS[protocol]}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"{topic}-{protocol}",
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": 50,
+        **PROTOCOLS[protocol],
+    }
     writer = _Writer(bootstrap, topic, partitions)
     writer.start()
     group = [_Member(f"m{i}", conf, topic) for i in range(members)]
@@ -124,9 +144,14 @@ def run_once(bootstrap: str, protocol: str, partitions: int = 12, members: int =
         for m in group:
             m.start()
         share = partitions // members
-        _wait(lambda: all(len(m.owned()) == share for m in group)
-              and all(m.arrivals.get(p) for m in group for p in m.owned()), 120,
-              f"{members} members reading {share} partitions each")
+        _wait(
+            lambda: (
+                all(len(m.owned()) == share for m in group)
+                and all(m.arrivals.get(p) for m in group for p in m.owned())
+            ),
+            120,
+            f"{members} members reading {share} partitions each",
+        )
         before = {p: m.name for m in group for p in m.owned()}
         time.sleep(0.5)
         start = time.monotonic()
@@ -134,9 +159,14 @@ def run_once(bootstrap: str, protocol: str, partitions: int = 12, members: int =
         joiner.start()
         group.append(joiner)
         share = partitions // len(group)
-        _wait(lambda: all(len(m.owned()) == share for m in group)
-              and all(m.arrivals.get(p) for m in group for p in m.owned()), 120,
-              "a stable assignment with the new member")
+        _wait(
+            lambda: (
+                all(len(m.owned()) == share for m in group)
+                and all(m.arrivals.get(p) for m in group for p in m.owned())
+            ),
+            120,
+            "a stable assignment with the new member",
+        )
         stable = time.monotonic() - start
         end = time.monotonic()
         kept = [(m, p) for m in group for p in m.owned() if before.get(p) == m.name]
@@ -144,8 +174,12 @@ def run_once(bootstrap: str, protocol: str, partitions: int = 12, members: int =
         errors = [m.error for m in group if m.error is not None]
         if errors:
             raise RuntimeError(f"a member failed: {errors[0]!r}")
-        return {"protocol": protocol, "stable_s": round(stable, 3), "kept_gap_s": round(gap, 3),
-                "kept_partitions": len(kept)}
+        return {
+            "protocol": protocol,
+            "stable_s": round(stable, 3),
+            "kept_gap_s": round(gap, 3),
+            "kept_partitions": len(kept),
+        }
     finally:
         writer.stop()
         for m in group:
@@ -154,13 +188,23 @@ def run_once(bootstrap: str, protocol: str, partitions: int = 12, members: int =
 
 def main(argv: list[str] | None = None) -> None:
     """Run each protocol ``--repeat`` times; print the medians (and write ``--json``)."""
-    parser = argparse.ArgumentParser(prog="kclient bench rebalance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="kclient bench rebalance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--bootstrap", help="a running broker (default: start one, --broker)")
-    parser.add_argument("--broker", choices=("kafka", "mini"), default="kafka",
-                        help="what to start without --bootstrap: Kafka 4.x or the mini-broker")
-    parser.add_argument("--protocols", default=",".join(PROTOCOLS),
-                        help="comma-separated: eager, cooperative, kip848")
+    parser.add_argument(
+        "--broker",
+        choices=("kafka", "mini"),
+        default="kafka",
+        help="what to start without --bootstrap: Kafka 4.x or the mini-broker",
+    )
+    parser.add_argument(
+        "--protocols",
+        default=",".join(PROTOCOLS),
+        help="comma-separated: eager, cooperative, kip848",
+    )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", help="write the runs here")
     args = parser.parse_args(argv)
@@ -174,13 +218,23 @@ def main(argv: list[str] | None = None) -> None:
         import tempfile
 
         from kclient.broker import MiniBroker
-        with tempfile.TemporaryDirectory() as logs, MiniBroker(log_dir=logs, config={
-                "group.initial.rebalance.delay.ms": "0",
-                "group.consumer.heartbeat.interval.ms": KIP848_BROKER[
-                    "group.consumer.heartbeat.interval.ms"]}) as broker:
+
+        with (
+            tempfile.TemporaryDirectory() as logs,
+            MiniBroker(
+                log_dir=logs,
+                config={
+                    "group.initial.rebalance.delay.ms": "0",
+                    "group.consumer.heartbeat.interval.ms": KIP848_BROKER[
+                        "group.consumer.heartbeat.interval.ms"
+                    ],
+                },
+            ) as broker,
+        ):
             runs = _runs(broker.bootstrap, protocols, args.repeat)
     else:
         from kclient.testing import KafkaServer, kafka_problem
+
         problem = kafka_problem("4")
         if problem:
             raise SystemExit(f"no --bootstrap and no Kafka 4.x: {problem}")
@@ -189,8 +243,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'protocol':<12} {'stable s':>9} {'kept gap s':>11}  (median of {args.repeat})")
     for p in protocols:
         mine = [r for r in runs if r["protocol"] == p]
-        print(f"{p:<12} {statistics.median(r['stable_s'] for r in mine):>9.3f} "
-              f"{statistics.median(r['kept_gap_s'] for r in mine):>11.3f}")
+        print(
+            f"{p:<12} {statistics.median(r['stable_s'] for r in mine):>9.3f} "
+            f"{statistics.median(r['kept_gap_s'] for r in mine):>11.3f}"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(runs, f, indent=1)

@@ -6,6 +6,7 @@ Encode = build one v2 batch of N records (no compression, 100-byte values, null 
 keys) into bytes.  Decode = iterate all records of that batch touching offset, key and value.
 kafka-python (``kafka.record.default_records``) is imported only here, as the reference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,16 @@ def kclient_decode(data: bytes) -> int:
 def kafka_python_encode(values: list[bytes], keys: list[bytes] | None) -> bytes:
     """One v2 batch via kafka-python's DefaultRecordBatchBuilder."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
+
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     keys = keys or [None] * len(values)
     for i, (k, v) in enumerate(zip(keys, values)):
         builder.append(i, timestamp=TIMESTAMP, key=k, value=v, headers=[])
@@ -62,6 +70,7 @@ def kafka_python_encode(values: list[bytes], keys: list[bytes] | None) -> bytes:
 def kafka_python_decode(data: bytes) -> int:
     """Iterate every record of kafka-python's DefaultRecordBatch, touching the same fields."""
     from kafka.record.default_records import DefaultRecordBatch
+
     n = 0
     for rec in DefaultRecordBatch(data):
         _ = rec.offset, rec.key, rec.value
@@ -79,12 +88,18 @@ def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> list[dict]:
         assert kclient_decode(theirs) == n and kafka_python_decode(ours) == n
         gc.collect()
         row = {"case": label}
-        row.update(_best_rates({
-            "kclient_encode": lambda keys=keys: kclient_encode(values, keys),
-            "kafka_python_encode": lambda keys=keys: kafka_python_encode(values, keys),
-            "kclient_decode": lambda ours=ours: kclient_decode(ours),
-            "kafka_python_decode": lambda theirs=theirs: kafka_python_decode(theirs),
-        }, n, repeat))
+        row.update(
+            _best_rates(
+                {
+                    "kclient_encode": lambda keys=keys: kclient_encode(values, keys),
+                    "kafka_python_encode": lambda keys=keys: kafka_python_encode(values, keys),
+                    "kclient_decode": lambda ours=ours: kclient_decode(ours),
+                    "kafka_python_decode": lambda theirs=theirs: kafka_python_decode(theirs),
+                },
+                n,
+                repeat,
+            )
+        )
         row["encode_ratio"] = row["kclient_encode"] / row["kafka_python_encode"]
         row["decode_ratio"] = row["kclient_decode"] / row["kafka_python_decode"]
         rows.append(row)
@@ -98,13 +113,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=9)
     args = ap.parse_args(argv)
-    print(f"v2 batch, {args.records} records, {args.value_size}-byte values, no compression; "
-          f"best of {args.repeat} interleaved runs, records/s")
+    print(
+        f"v2 batch, {args.records} records, {args.value_size}-byte values, no compression; "
+        f"best of {args.repeat} interleaved runs, records/s"
+    )
     print(f"{'case':<11} {'op':<7} {'kclient':>12} {'kafka-python':>13} {'ratio':>7}")
     for row in run(args.records, args.value_size, args.repeat):
         for op in ("encode", "decode"):
-            print(f"{row['case']:<11} {op:<7} {row['kclient_' + op]:>12,.0f} "
-                  f"{row['kafka_python_' + op]:>13,.0f} {row[op + '_ratio']:>6.2f}x")
+            print(
+                f"{row['case']:<11} {op:<7} {row['kclient_' + op]:>12,.0f} "
+                f"{row['kafka_python_' + op]:>13,.0f} {row[op + '_ratio']:>6.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ command line, which entry is kclient's (``kclient``: the client, or for ``broker
 mini-broker, that the peers are compared with) and one row per (broker, case, client) with the
 best rate in records per second.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,18 +23,27 @@ def row(broker: str, case: str, client: str, rate: float) -> dict[str, Any]:
     return {"broker": broker, "case": case, "client": client, "rate": round(float(rate), 1)}
 
 
-def write_results(path: str | os.PathLike[str], benchmark: str, kclient: str,
-                  rows: Iterable[dict[str, Any]], argv: list[str] | None = None) -> Path:
+def write_results(
+    path: str | os.PathLike[str],
+    benchmark: str,
+    kclient: str,
+    rows: Iterable[dict[str, Any]],
+    argv: list[str] | None = None,
+) -> Path:
     """Write the results file (JSON) of one run (``argv``: the benchmark's options)."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"benchmark": benchmark, "kclient": kclient,
-           "command": " ".join(["kclient", "bench", benchmark,
-                                *(sys.argv[1:] if argv is None else argv)]),
-           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "host": f"{platform.python_implementation()} {platform.python_version()}, "
-                   f"{os.cpu_count()} CPUs",
-           "results": list(rows)}
+    doc = {
+        "benchmark": benchmark,
+        "kclient": kclient,
+        "command": " ".join(
+            ["kclient", "bench", benchmark, *(sys.argv[1:] if argv is None else argv)]
+        ),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs",
+        "results": list(rows),
+    }
     out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return out
 

@@ -13,6 +13,7 @@ and flushes.  Two ways, alternating, ``--repeat`` rounds each:
 Printed per way: the best rows/s and the least CPU per row of the sending process (user +
 system, all threads) and of the broker process; the broker's log is checked for N records.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,10 +37,12 @@ def _self_cpu() -> float:
     return t.user + t.system
 
 
-def run(bootstrap: str, broker_pid: int, topic: str, chunks: list[list[bytearray]],
-        way: str) -> tuple[float, float, float]:
+def run(
+    bootstrap: str, broker_pid: int, topic: str, chunks: list[list[bytearray]], way: str
+) -> tuple[float, float, float]:
     """One round: (rows/s, sender CPU us/row, broker CPU us/row)."""
     from kclient import Producer
+
     rows = sum(map(len, chunks))
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
         p.send_values(topic, [b"warm-up"])
@@ -65,12 +68,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ways", default="copy,direct")
     args = ap.parse_args()
-    chunks = [[bytearray(b"%010d" % (i + j)).ljust(args.size, b"x")
-               for j in range(min(CHUNK, args.rows - i))] for i in range(0, args.rows, CHUNK)]
+    chunks = [
+        [
+            bytearray(b"%010d" % (i + j)).ljust(args.size, b"x")
+            for j in range(min(CHUNK, args.rows - i))
+        ]
+        for i in range(0, args.rows, CHUNK)
+    ]
     ways = args.ways.split(",")
     best: dict[str, list[float]] = {}
     from kclient.admin import AdminClient, OffsetSpec
     from kclient.structs import TopicPartition
+
     with mini_broker_process() as broker, AdminClient(broker.bootstrap) as admin:
         for r in range(args.repeat):
             for way in ways:
@@ -78,16 +87,21 @@ def main() -> None:
                 admin.create_topic(topic, 1)
                 got = run(broker.bootstrap, broker.pid, topic, chunks, way)
                 end = admin.list_offsets({TopicPartition(topic, 0): OffsetSpec.LATEST})
-                if next(iter(end.values())).offset != args.rows + 1:   # (+ the warm-up)
+                if next(iter(end.values())).offset != args.rows + 1:  # (+ the warm-up)
                     raise SystemExit(f"{topic}: {end} records, expected {args.rows + 1}")
-                print(f"{way:7s} round {r}: {got[0] / 1e6:.2f}M rows/s, sender "
-                      f"{got[1]:.2f} us/row, broker {got[2]:.2f} us/row", flush=True)
+                print(
+                    f"{way:7s} round {r}: {got[0] / 1e6:.2f}M rows/s, sender "
+                    f"{got[1]:.2f} us/row, broker {got[2]:.2f} us/row",
+                    flush=True,
+                )
                 b = best.setdefault(way, [0.0, float("inf"), float("inf")])
                 best[way] = [max(b[0], got[0]), min(b[1], got[1]), min(b[2], got[2])]
     print(f"load average {os.getloadavg()[0]:.1f}")
     for way, (rate, cpu, bcpu) in best.items():
-        print(f"best {way:7s}: {rate / 1e6:.2f}M rows/s, sender {cpu:.2f} us/row CPU, "
-              f"broker {bcpu:.2f} us/row CPU")
+        print(
+            f"best {way:7s}: {rate / 1e6:.2f}M rows/s, sender {cpu:.2f} us/row CPU, "
+            f"broker {bcpu:.2f} us/row CPU"
+        )
 
 
 if __name__ == "__main__":

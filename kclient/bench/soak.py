@@ -16,6 +16,7 @@ At the end the producers close, the groups drain, and the whole log is read back
 produce latency percentiles are reported.  Prints a summary, writes JSON with ``--json``;
 exit status 1 when anything acknowledged was lost.  Not for CI (minutes of wall time).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,12 @@ from kclient.bench.soak_ledger import audit, percentile, read_events, rss_mb
 
 TOPIC = "soak"
 PRODUCERS = (("p-sync", "sync"), ("p-async", "async"), ("p-idem", "idempotent"))
-CONSUMERS = (("zk0", "zk", "soak-zk"), ("zk1", "zk", "soak-zk"),
-             ("gc0", "group", "soak-group"), ("gc1", "group", "soak-group"))
+CONSUMERS = (
+    ("zk0", "zk", "soak-zk"),
+    ("zk1", "zk", "soak-zk"),
+    ("gc0", "group", "soak-group"),
+    ("gc1", "group", "soak-group"),
+)
 
 
 def _say(line: str) -> None:
@@ -45,9 +50,11 @@ def _say(line: str) -> None:
 def _spawn(argv: list[str], out: Path) -> subprocess.Popen:
     """A child in its own process group (killed as a group), stdout/stderr to ``out``."""
     from kclient.testing.servers import die_with_parent
+
     with open(out, "ab") as f:
-        return subprocess.Popen(die_with_parent(argv), stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            die_with_parent(argv), stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
 def _kill9(proc: subprocess.Popen) -> None:
@@ -87,9 +94,20 @@ class Soak:
 
     def start_broker(self) -> None:
         from kclient.testing import wait_for_port
-        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.workdir / "logs"),
-                "--port", str(self.port), "--zookeeper", self.zk.connect,
-                "--config", "group.initial.rebalance.delay.ms=0"]
+
+        argv = [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--log-dir",
+            str(self.workdir / "logs"),
+            "--port",
+            str(self.port),
+            "--zookeeper",
+            self.zk.connect,
+            "--config",
+            "group.initial.rebalance.delay.ms=0",
+        ]
         self.broker = _spawn(argv, self.workdir / "broker.out")
         wait_for_port(self.port, timeout=60, proc=self.broker)
 
@@ -122,29 +140,41 @@ class Soak:
     def expire_session(self, name: str) -> None:
         """Force the ZooKeeper session of consumer ``name`` to expire (the 'expire' trick)."""
         from kazoo.client import KazooClient
+
         status = json.loads((self.workdir / f"{name}.status").read_text())
-        ghost = KazooClient(hosts=self.zk.connect,
-                            client_id=(status["session"], bytes.fromhex(status["passwd"])))
+        ghost = KazooClient(
+            hosts=self.zk.connect, client_id=(status["session"], bytes.fromhex(status["passwd"]))
+        )
         ghost.start(timeout=30)
         ghost.stop()
         ghost.close()
         deadline = time.monotonic() + 60
         new = status["session"]
         while new in (None, status["session"]) and time.monotonic() < deadline:
-            time.sleep(0.5)                      # None: the connector is between sessions
+            time.sleep(0.5)  # None: the connector is between sessions
             new = json.loads((self.workdir / f"{name}.status").read_text()).get("session")
-        self.note(f"consumer {name}: ZooKeeper session expired",
-                  old=hex(status["session"]), new=hex(new) if new else None,
-                  renewed=new not in (None, status["session"]))
+        self.note(
+            f"consumer {name}: ZooKeeper session expired",
+            old=hex(status["session"]),
+            new=hex(new) if new else None,
+            renewed=new not in (None, status["session"]),
+        )
 
     def sample(self) -> None:
         """RSS (MB) of every process and the load average, now."""
         rss = {"broker": rss_mb(self.broker.pid) if self.broker else None}
         rss.update({name: rss_mb(p.pid) for name, p in self.workers.items()})
-        self.samples.append({"t": self.elapsed(), "load": os.getloadavg()[0],
-                             "rss_mb": {k: round(v, 1) if v else None for k, v in rss.items()}})
-        self.say(f"[{self.elapsed():7.1f}s] sample load {os.getloadavg()[0]:.2f} rss "
-                 + " ".join(f"{k}={v:.0f}" for k, v in rss.items() if v))
+        self.samples.append(
+            {
+                "t": self.elapsed(),
+                "load": os.getloadavg()[0],
+                "rss_mb": {k: round(v, 1) if v else None for k, v in rss.items()},
+            }
+        )
+        self.say(
+            f"[{self.elapsed():7.1f}s] sample load {os.getloadavg()[0]:.2f} rss "
+            + " ".join(f"{k}={v:.0f}" for k, v in rss.items() if v)
+        )
 
     def stop_workers(self, names: list[str], timeout: float) -> None:
         for name in names:
@@ -171,8 +201,11 @@ class Soak:
 def _schedule(duration: float, kill_every: float) -> list[tuple[float, str, str]]:
     """(time, action, target) of every fault, in time order."""
     plan = [(t, "broker", "") for t in _every(kill_every, duration)]
-    plan += [(0.35 * duration, "kill", "gc0"), (0.55 * duration, "kill", "zk1"),
-             (0.75 * duration, "expire", "zk0")]
+    plan += [
+        (0.35 * duration, "kill", "gc0"),
+        (0.55 * duration, "kill", "zk1"),
+        (0.75 * duration, "expire", "zk0"),
+    ]
     return sorted(plan)
 
 
@@ -187,12 +220,15 @@ def _every(step: float, end: float) -> list[float]:
 def _read_log(bootstrap: str) -> list[str]:
     """Every id in the topic's log, partition by partition in offset order."""
     from kclient.simple import SimpleConsumer
+
     host, port = bootstrap.rsplit(":", 1)
     ids: list[str] = []
     with SimpleConsumer(host, int(port), so_timeout=30000) as c:
         for partition in range(4):
-            ids += [(m.message.value or b"").decode()
-                    for m in c.iter_messages(TOPIC, partition, 0, max_size=1 << 20)]
+            ids += [
+                (m.message.value or b"").decode()
+                for m in c.iter_messages(TOPIC, partition, 0, max_size=1 << 20)
+            ]
     return ids
 
 
@@ -208,8 +244,9 @@ def _warm_up(soak: Soak, timeout: float) -> None:
                 pending.discard(name)
         time.sleep(0.5)
     if pending:
-        raise RuntimeError(f"soak: {sorted(pending)} did not start within {timeout} s; see "
-                           f"{soak.workdir}")
+        raise RuntimeError(
+            f"soak: {sorted(pending)} did not start within {timeout} s; see {soak.workdir}"
+        )
 
 
 def _rss_growth(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -219,7 +256,7 @@ def _rss_growth(samples: list[dict[str, Any]]) -> dict[str, Any]:
     names = {n for s in samples for n in s["rss_mb"]}
     for name in sorted(names):
         values = [s["rss_mb"].get(name) for s in samples]
-        seen = [v for v in values if v and v > 5]        # a process just exec'ing: not yet
+        seen = [v for v in values if v and v > 5]  # a process just exec'ing: not yet
         if seen:
             growth[name] = {"first": seen[0], "last": seen[-1], "max": max(seen)}
     return growth
@@ -243,11 +280,18 @@ def _drain(soak: Soak, acked: set[str], timeout: float) -> None:
     soak.note("drain stopped making progress", missing=last)
 
 
-def run(minutes: float, kill_every: float, sample_every: float, rate: float,
-        workdir: Path, log: Any = _say) -> dict[str, Any]:
+def run(
+    minutes: float,
+    kill_every: float,
+    sample_every: float,
+    rate: float,
+    workdir: Path,
+    log: Any = _say,
+) -> dict[str, Any]:
     """One soak run (see the module docstring); the report as a dict."""
     from kclient.cluster import Cluster
     from kclient.testing import ZooKeeperServer, free_port
+
     soak = Soak(workdir, rate, log)
     load_before = os.getloadavg()
     with ZooKeeperServer() as zk:
@@ -294,60 +338,99 @@ def run(minutes: float, kill_every: float, sample_every: float, rate: float,
     return _report(soak, produced, stored, load_before, minutes, kill_every, rate)
 
 
-def _report(soak: Soak, produced: Any, stored: list[str], load_before: tuple, minutes: float,
-            kill_every: float, rate: float) -> dict[str, Any]:
+def _report(
+    soak: Soak,
+    produced: Any,
+    stored: list[str],
+    load_before: tuple,
+    minutes: float,
+    kill_every: float,
+    rate: float,
+) -> dict[str, Any]:
     groups = {g for _, _, g in CONSUMERS}
-    delivered = {g: read_events(soak.workdir / f"{n}.events" for n, _, gg in CONSUMERS
-                                if gg == g).consumed for g in sorted(groups)}
+    delivered = {
+        g: read_events(soak.workdir / f"{n}.events" for n, _, gg in CONSUMERS if gg == g).consumed
+        for g in sorted(groups)
+    }
     result = audit(produced.acked, stored, delivered)
     latency: dict[str, Any] = {}
     for name, mode in PRODUCERS:
         mine = [v for k, v in produced.acked.items() if k.rsplit("-", 1)[0] == name]
         failed = sum(1 for k in produced.failed if k.rsplit("-", 1)[0] == name)
-        latency[name] = {"mode": mode, "acked": len(mine), "failed": failed,
-                         "p50_ms": percentile(mine, 50), "p99_ms": percentile(mine, 99),
-                         "max_ms": max(mine) if mine else None}
+        latency[name] = {
+            "mode": mode,
+            "acked": len(mine),
+            "failed": failed,
+            "p50_ms": percentile(mine, 50),
+            "p99_ms": percentile(mine, 99),
+            "max_ms": max(mine) if mine else None,
+        }
     all_lat = list(produced.acked.values())
-    return {"minutes": minutes, "kill_every_s": kill_every, "rate_per_producer": rate,
-            "load_before": [round(x, 2) for x in load_before],
-            "load_after": [round(x, 2) for x in os.getloadavg()],
-            **result, "failed": len(produced.failed),
-            "latency": {"p50_ms": percentile(all_lat, 50), "p99_ms": percentile(all_lat, 99),
-                        "by_producer": latency},
-            "rss_mb": _rss_growth(soak.samples), "events": soak.events,
-            "samples": soak.samples}
+    return {
+        "minutes": minutes,
+        "kill_every_s": kill_every,
+        "rate_per_producer": rate,
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        **result,
+        "failed": len(produced.failed),
+        "latency": {
+            "p50_ms": percentile(all_lat, 50),
+            "p99_ms": percentile(all_lat, 99),
+            "by_producer": latency,
+        },
+        "rss_mb": _rss_growth(soak.samples),
+        "events": soak.events,
+        "samples": soak.samples,
+    }
 
 
 def summary(report: dict[str, Any]) -> str:
     """The human-readable summary of a report."""
-    lines = [f"soak: {report['minutes']} min, broker kill -9 every {report['kill_every_s']} s, "
-             f"load {report['load_before'][0]} -> {report['load_after'][0]}",
-             f"acked {report['acked']}  failed {report['failed']}  in log {report['stored']}  "
-             f"LOST {report['lost']}  log duplicates {report['log_duplicates']} "
-             f"{report['log_duplicates_by_producer']}"]
+    lines = [
+        f"soak: {report['minutes']} min, broker kill -9 every {report['kill_every_s']} s, "
+        f"load {report['load_before'][0]} -> {report['load_after'][0]}",
+        f"acked {report['acked']}  failed {report['failed']}  in log {report['stored']}  "
+        f"LOST {report['lost']}  log duplicates {report['log_duplicates']} "
+        f"{report['log_duplicates_by_producer']}",
+    ]
     for group, g in report["groups"].items():
-        lines.append(f"group {group}: delivered {g['delivered']} ({g['unique']} unique), "
-                     f"missing {g['missing']}, duplicates {g['duplicates']}")
+        lines.append(
+            f"group {group}: delivered {g['delivered']} ({g['unique']} unique), "
+            f"missing {g['missing']}, duplicates {g['duplicates']}"
+        )
     lat = report["latency"]
     lines.append(f"produce latency p50 {lat['p50_ms']:.1f} ms  p99 {lat['p99_ms']:.1f} ms")
     for name, p in lat["by_producer"].items():
         if p["acked"]:
-            lines.append(f"  {name} ({p['mode']}): acked {p['acked']} failed {p['failed']} "
-                         f"p50 {p['p50_ms']:.1f} p99 {p['p99_ms']:.1f} max {p['max_ms']:.0f} ms")
-    lines.append("RSS MB first -> last (max): " + ", ".join(
-        f"{n} {g['first']:.0f} -> {g['last']:.0f} ({g['max']:.0f})"
-        for n, g in report["rss_mb"].items()))
+            lines.append(
+                f"  {name} ({p['mode']}): acked {p['acked']} failed {p['failed']} "
+                f"p50 {p['p50_ms']:.1f} p99 {p['p99_ms']:.1f} max {p['max_ms']:.0f} ms"
+            )
+    lines.append(
+        "RSS MB first -> last (max): "
+        + ", ".join(
+            f"{n} {g['first']:.0f} -> {g['last']:.0f} ({g['max']:.0f})"
+            for n, g in report["rss_mb"].items()
+        )
+    )
     names = list(report["samples"][0]["rss_mb"]) if report["samples"] else []
     lines.append("RSS MB per sample (t s: " + " ".join(names) + ")")
     for s in report["samples"]:
-        lines.append(f"  {s['t']:6.0f}: " + " ".join(
-            f"{s['rss_mb'].get(n) or '-'}" for n in names) + f"  load {s['load']:.2f}")
+        lines.append(
+            f"  {s['t']:6.0f}: "
+            + " ".join(f"{s['rss_mb'].get(n) or '-'}" for n in names)
+            + f"  load {s['load']:.2f}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="kclient bench soak", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="kclient bench soak",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--minutes", type=float, default=10.0)
     p.add_argument("--kill-every", type=float, default=60.0, help="broker kill -9 period (s)")
     p.add_argument("--sample-every", type=float, default=60.0, help="RSS sampling period (s)")

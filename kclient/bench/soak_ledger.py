@@ -11,6 +11,7 @@ written before it):
 
 An id is ``<producer>-<sequence>``; a producer sends each id once (retries are its own).
 """
+
 from __future__ import annotations
 
 import math
@@ -53,7 +54,7 @@ def read_events(paths: Iterable[Path]) -> Events:
             continue
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.endswith("\n"):          # a last line cut by kill -9 is not an event
+                if line.endswith("\n"):  # a last line cut by kill -9 is not an event
                     events.add_line(line)
     return events
 
@@ -68,8 +69,9 @@ def _by_producer(ids: Iterable[str]) -> dict[str, int]:
     return dict(Counter(i.rsplit("-", 1)[0] for i in ids))
 
 
-def audit(acked: Iterable[str], stored: Iterable[str],
-          delivered: Mapping[str, Iterable[str]]) -> dict[str, Any]:
+def audit(
+    acked: Iterable[str], stored: Iterable[str], delivered: Mapping[str, Iterable[str]]
+) -> dict[str, Any]:
     """Acked ids against the log's ids (``stored``, in log order) and each group's deliveries.
 
     ``lost`` are acked ids the log does not hold: the soak's one hard failure.  ``missing`` of a
@@ -88,15 +90,18 @@ def audit(acked: Iterable[str], stored: Iterable[str],
         "stored_unacked": len(stored_set - acked_set),
         "log_duplicates": sum(n - 1 for n in log_dups.values() if n > 1),
         "log_duplicates_by_producer": _by_producer(
-            i for i, n in log_dups.items() for _ in range(n - 1)),
+            i for i, n in log_dups.items() for _ in range(n - 1)
+        ),
         "groups": {},
     }
     for group, ids in delivered.items():
         got = list(ids)
         got_set = set(got)
         report["groups"][group] = {
-            "delivered": len(got), "unique": len(got_set),
-            "missing": len(acked_set - got_set), "duplicates": duplicates(got),
+            "delivered": len(got),
+            "unique": len(got_set),
+            "missing": len(acked_set - got_set),
+            "duplicates": duplicates(got),
             "not_in_log": len(got_set - stored_set),
         }
     return report

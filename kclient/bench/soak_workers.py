@@ -12,6 +12,7 @@ commits offsets only after the lines they cover are written, so a kill -9 can du
 never skip.  A consumer also keeps OUT.status (its ZooKeeper session, for the forced expiry).
 SIGTERM: stop, close (producers report what is left), write ``DONE`` and exit.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,20 +31,29 @@ from kclient.errors import ConsumerTimeoutError, FailedToSendMessageError, Kafka
 
 def _producer_config(mode: str, bootstrap: str) -> dict[str, Any]:
     """Settings per mode: acks=1 for sync and async, acks=all for the idempotent one."""
-    config: dict[str, Any] = {"metadata.broker.list": bootstrap, "request.required.acks": 1,
-                              "message.send.max.retries": 5, "retry.backoff.ms": 300,
-                              "request.timeout.ms": 5000}
+    config: dict[str, Any] = {
+        "metadata.broker.list": bootstrap,
+        "request.required.acks": 1,
+        "message.send.max.retries": 5,
+        "retry.backoff.ms": 300,
+        "request.timeout.ms": 5000,
+    }
     if mode in ("async", "idempotent"):
-        config.update({"producer.type": "async", "queue.buffering.max.ms": 20,
-                       "delivery.timeout.ms": 60000})
+        config.update(
+            {"producer.type": "async", "queue.buffering.max.ms": 20, "delivery.timeout.ms": 60000}
+        )
     if mode == "idempotent":
-        config.update({"enable.idempotence": True, "request.required.acks": -1,
-                       "message.send.max.retries": 20})
+        config.update(
+            {
+                "enable.idempotence": True,
+                "request.required.acks": -1,
+                "message.send.max.retries": 20,
+            }
+        )
     return config
 
 
-def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float,
-                 out: Path) -> None:
+def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float, out: Path) -> None:
     """Send ids at ``rate`` per second until SIGTERM; one line per outcome."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -57,10 +67,13 @@ def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float,
             for msg in rep.messages:
                 mid = msg.value.decode()
                 t0 = started.pop(mid, now)
-                log.write(f"A {mid} {(now - t0) * 1000:.3f}\n" if rep.error is None
-                          else f"F {mid}\n")
-    producer = Producer(_producer_config(mode, bootstrap),
-                        on_report=None if mode == "sync" else report)
+                log.write(
+                    f"A {mid} {(now - t0) * 1000:.3f}\n" if rep.error is None else f"F {mid}\n"
+                )
+
+    producer = Producer(
+        _producer_config(mode, bootstrap), on_report=None if mode == "sync" else report
+    )
     seq, start = 0, time.monotonic()
     while not stop.is_set():
         mid = f"{name}-{seq}"
@@ -76,7 +89,7 @@ def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float,
             with lock:
                 started.pop(mid, None)
                 log.write(f"F {mid}\n")
-        except KafkaError:                      # a full queue: not sent at all
+        except KafkaError:  # a full queue: not sent at all
             with lock:
                 started.pop(mid, None)
                 log.write(f"F {mid}\n")
@@ -86,22 +99,39 @@ def run_producer(name: str, mode: str, bootstrap: str, topic: str, rate: float,
     try:
         producer.close(timeout=30)
     except KafkaError:
-        pass                                     # failures were reported one by one
+        pass  # failures were reported one by one
     log.write("DONE\n")
 
 
 def _consumer_config(kind: str, group: str, connect: str) -> dict[str, Any]:
     config: dict[str, Any] = {
-        "group.id": group, "consumer.timeout.ms": 500, "auto.offset.reset": "smallest",
-        "auto.commit.enable": False, "rebalance.backoff.ms": 500, "rebalance.max.retries": 60,
-        "refresh.leader.backoff.ms": 200, "socket.timeout.ms": 10000,
-        "offsets.channel.backoff.ms": 500, "retry.backoff.ms": 300}
+        "group.id": group,
+        "consumer.timeout.ms": 500,
+        "auto.offset.reset": "smallest",
+        "auto.commit.enable": False,
+        "rebalance.backoff.ms": 500,
+        "rebalance.max.retries": 60,
+        "refresh.leader.backoff.ms": 200,
+        "socket.timeout.ms": 10000,
+        "offsets.channel.backoff.ms": 500,
+        "retry.backoff.ms": 300,
+    }
     if kind == "zk":
-        config.update({"zookeeper.connect": connect, "zookeeper.session.timeout.ms": 6000,
-                       "zookeeper.connection.timeout.ms": 30000})
+        config.update(
+            {
+                "zookeeper.connect": connect,
+                "zookeeper.session.timeout.ms": 6000,
+                "zookeeper.connection.timeout.ms": 30000,
+            }
+        )
     else:
-        config.update({"metadata.broker.list": connect, "session.timeout.ms": 10000,
-                       "heartbeat.interval.ms": 1000})
+        config.update(
+            {
+                "metadata.broker.list": connect,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+            }
+        )
     return config
 
 
@@ -118,15 +148,15 @@ def _keep_status(conn: Any, path: Path, stop: threading.Event) -> None:
         tmp.replace(path)
 
 
-def run_consumer(name: str, kind: str, group: str, connect: str, topic: str,
-                 out: Path) -> None:
+def run_consumer(name: str, kind: str, group: str, connect: str, topic: str, out: Path) -> None:
     """Consume one stream until SIGTERM; a line per message, commits after the lines."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     log = open(out, "a", buffering=1, encoding="utf-8")
     conn = consumers.create(_consumer_config(kind, group, connect))
-    threading.Thread(target=_keep_status, args=(conn, out.with_suffix(".status"), stop),
-                     daemon=True).start()
+    threading.Thread(
+        target=_keep_status, args=(conn, out.with_suffix(".status"), stop), daemon=True
+    ).start()
     [stream] = conn.create_message_streams({topic: 1})[topic]
     it, last_commit = iter(stream), time.monotonic()
     while not stop.is_set():
@@ -141,7 +171,7 @@ def run_consumer(name: str, kind: str, group: str, connect: str, topic: str,
             last_commit = time.monotonic()
             try:
                 conn.commit_offsets()
-            except KafkaError as exc:           # coordinator moving, broker down: next time
+            except KafkaError as exc:  # coordinator moving, broker down: next time
                 log.write(f"X commit {type(exc).__name__}\n")
     try:
         conn.commit_offsets()

@@ -25,6 +25,7 @@ F is ``kclient`` and, unless ``--no-spark-kafka``, ``kafka`` (Spark's connector,
 Maven Central as ``spark-sql-kafka-0-10_2.13:<pyspark version>`` into the Ivy cache).  Each
 figure is the best of ``--repeat`` runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,6 +44,7 @@ from kclient.testing import MiniBrokerProcess
 def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
     from kclient import Producer, ProducerData
     from kclient.testing import create_ready_topic
+
     create_ready_topic(bootstrap, topic, partitions)
     value = b"x" * size
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
@@ -51,20 +53,25 @@ def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> 
         p.flush()
 
 
-def _session(master: str, with_kafka: bool, kafka_version: str | None = None
-             ) -> tuple[Any, bool]:
+def _session(master: str, with_kafka: bool, kafka_version: str | None = None) -> tuple[Any, bool]:
     """A session on ``master``; with Spark's Kafka connector on the classpath when it resolves
     (executors run ``KCLIENT_BENCH_PYTHON``, the cluster's venv, when set)."""
     import pyspark
     from pyspark.sql import SparkSession
+
     os.environ["PYSPARK_PYTHON"] = os.environ.get("KCLIENT_BENCH_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
     def builder() -> Any:
-        return (SparkSession.builder.master(master).appName("kclient-bench")
-                .config("spark.python.worker.reuse", "true")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.driver.memory", "2g"))
+        return (
+            SparkSession.builder.master(master)
+            .appName("kclient-bench")
+            .config("spark.python.worker.reuse", "true")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "2g")
+        )
+
     if with_kafka:
         version = kafka_version or pyspark.__version__
         package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
@@ -73,8 +80,10 @@ def _session(master: str, with_kafka: bool, kafka_version: str | None = None
             session.sparkContext.setLogLevel("ERROR")
             return session, True
         except Exception as exc:  # noqa: BLE001 - reported, then run without it
-            print(f"Spark's Kafka connector did not resolve from Maven Central ({package}): "
-                  f"{type(exc).__name__}")
+            print(
+                f"Spark's Kafka connector did not resolve from Maven Central ({package}): "
+                f"{type(exc).__name__}"
+            )
     session = builder().config("spark.jars.packages", "").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, False
@@ -91,81 +100,129 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 
 def _read_batch(spark: Any, fmt: str, bootstrap: str, topic: str) -> float:
-    df = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", topic).load())
+    df = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
     return _timed(lambda: df.write.format("noop").mode("overwrite").save())
 
 
 def _source_df(spark: Any, n: int, size: int, partitions: int) -> Any:
-    return spark.range(0, n, 1, partitions).selectExpr(
-        f"CAST(repeat('x', {size}) AS BINARY) AS value").cache()
+    return (
+        spark.range(0, n, 1, partitions)
+        .selectExpr(f"CAST(repeat('x', {size}) AS BINARY) AS value")
+        .cache()
+    )
 
 
 def _write_arrow(df: Any, fmt: str, bootstrap: str, topic: str) -> float:
-    return _timed(lambda: df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-                  .option("topic", topic).mode("append").save())
+    return _timed(
+        lambda: (
+            df.write.format(fmt)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", topic)
+            .mode("append")
+            .save()
+        )
+    )
 
 
-def _read_stream(spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
-                 ) -> tuple[float, float]:
+def _read_stream(
+    spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
+) -> tuple[float, float]:
     """(best per-micro-batch rows/s, whole-query rows/s)."""
     cp = os.path.join(workdir, f"cp-{fmt}-{time.monotonic_ns()}")
-    df = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    df = (
+        spark.readStream.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
     t0 = time.perf_counter()
-    q = (df.writeStream.format("noop").option("checkpointLocation", cp)
-         .trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", cp)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     whole = time.perf_counter() - t0
     batches = [p for p in q.recentProgress if p["numInputRows"]]
     rows = sum(p["numInputRows"] for p in batches)
-    per_batch = max(p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000)
-                    for p in batches)
+    per_batch = max(
+        p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000) for p in batches
+    )
     return per_batch, rows / whole
 
 
-def _stream_write(spark: Any, bootstrap: str, topic: str, workdir: str, exactly_once: bool,
-                  per_trigger: int | None) -> tuple[float, float]:
+def _stream_write(
+    spark: Any,
+    bootstrap: str,
+    topic: str,
+    workdir: str,
+    exactly_once: bool,
+    per_trigger: int | None,
+) -> tuple[float, float]:
     """A streaming copy of ``topic`` through ``writeStream.format("kclient")`` (at-least-once
     or exactlyOnce=true): (best per-micro-batch rows/s, whole-query rows/s)."""
     cp = os.path.join(workdir, f"cp-sink-{exactly_once}-{time.monotonic_ns()}")
-    df = (spark.readStream.format("kclient").option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", topic).option("startingOffsets", "earliest"))
+    df = (
+        spark.readStream.format("kclient")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+    )
     if per_trigger:
         df = df.option("maxOffsetsPerTrigger", str(per_trigger))
     out = f"bench-sink-{'eos' if exactly_once else 'alo'}"
     t0 = time.perf_counter()
-    q = (df.load().select("value").writeStream.format("kclient")
-         .option("kafka.bootstrap.servers", bootstrap).option("topic", out)
-         .option("exactlyOnce", str(exactly_once).lower())
-         .option("checkpointLocation", cp).trigger(availableNow=True).start())
+    q = (
+        df.load()
+        .select("value")
+        .writeStream.format("kclient")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", out)
+        .option("exactlyOnce", str(exactly_once).lower())
+        .option("checkpointLocation", cp)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     whole = time.perf_counter() - t0
     batches = [p for p in q.recentProgress if p["numInputRows"]]
     rows = sum(p["numInputRows"] for p in batches)
-    per_batch = max(p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000)
-                    for p in batches)
+    per_batch = max(
+        p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000) for p in batches
+    )
     return per_batch, rows / whole
 
 
-def _stream_sinks(spark: Any, bootstrap: str, workdir: str, repeat: int,
-                  per_trigger: int | None) -> int:
+def _stream_sinks(
+    spark: Any, bootstrap: str, workdir: str, repeat: int, per_trigger: int | None
+) -> int:
     """``--stream-sink``: the at-least-once and the exactly-once streaming sink, alternately."""
     from kclient.testing import create_ready_topic
+
     for name in ("bench-sink-alo", "bench-sink-eos"):
         create_ready_topic(bootstrap, name, 4)
     _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
     best: dict[bool, tuple[float, float]] = {False: (0.0, 0.0), True: (0.0, 0.0)}
     for _ in range(repeat):
         for eos in (False, True):
-            best[eos] = max(best[eos], _stream_write(spark, bootstrap, "bench-in", workdir,
-                                                     eos, per_trigger))
+            best[eos] = max(
+                best[eos], _stream_write(spark, bootstrap, "bench-in", workdir, eos, per_trigger)
+            )
     print("\n| streaming sink | rows/s per micro-batch | rows/s whole query |")
     print("|---|---|---|")
     for eos, name in ((False, "at-least-once"), (True, "exactlyOnce=true")):
         print(f"| {name} | {best[eos][0] / 1e6:.2f}M | {best[eos][1] / 1e6:.2f}M |")
-    print(f"| exactly-once / at-least-once | {best[True][0] / best[False][0]:.2f}x | "
-          f"{best[True][1] / best[False][1]:.2f}x |")
+    print(
+        f"| exactly-once / at-least-once | {best[True][0] / best[False][0]:.2f}x | "
+        f"{best[True][1] / best[False][1]:.2f}x |"
+    )
     return 0
 
 
@@ -173,8 +230,12 @@ def _topic_size(bootstrap: str, topic: str) -> int:
     """Messages in ``topic`` (latest minus earliest offsets, over its partitions)."""
     from kclient.spark.options import parse_read_options
     from kclient.spark.planner import Planner
-    planner = Planner(parse_read_options({"kafka.bootstrap.servers": bootstrap,
-                                          "subscribe": topic}, streaming=False))
+
+    planner = Planner(
+        parse_read_options(
+            {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False
+        )
+    )
     try:
         parts = planner.partitions()
         end = planner.offsets_at(parts, -1)
@@ -189,6 +250,7 @@ def _foreach(spark: Any, src: Any, bootstrap: str, n: int, repeat: int) -> tuple
     alternating rounds; raises unless the writer delivered every row of every round."""
     from kclient.spark import foreach_partition_writer
     from kclient.testing import create_ready_topic
+
     topic = "bench-foreach"
     create_ready_topic(bootstrap, topic, 4)
     writer = foreach_partition_writer({"kafka.bootstrap.servers": bootstrap, "topic": topic})
@@ -199,8 +261,9 @@ def _foreach(spark: Any, src: Any, bootstrap: str, n: int, repeat: int) -> tuple
         helper = min(helper, _timed(lambda: src.foreachPartition(writer)))
     delivered = _topic_size(bootstrap, topic) - before
     if delivered != n * repeat:
-        raise RuntimeError(f"foreach_partition_writer delivered {delivered:,} of "
-                           f"{n * repeat:,} rows")
+        raise RuntimeError(
+            f"foreach_partition_writer delivered {delivered:,} of {n * repeat:,} rows"
+        )
     return n / empty, n / helper
 
 
@@ -208,8 +271,8 @@ def _broker(kind: str) -> Any:
     """The broker to run against (a context manager with ``bootstrap``)."""
     if kind == "kafka":
         from kclient.testing import KafkaServer
-        return KafkaServer("4", config={"auto.create.topics.enable": "true",
-                                        "num.partitions": "4"})
+
+        return KafkaServer("4", config={"auto.create.topics.enable": "true", "num.partitions": "4"})
     return MiniBrokerProcess()
 
 
@@ -232,37 +295,61 @@ def _without_cluster(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kclient bench spark", description=__doc__.split(
-        "\n")[0])
+    parser = argparse.ArgumentParser(prog="kclient bench spark", description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--cluster", type=int, default=0, metavar="WORKERS",
-                        help="run on a Spark standalone cluster of WORKERS one-core workers "
-                             "(kclient.testing.SparkCluster; executors run the wheel venv)")
+    parser.add_argument(
+        "--cluster",
+        type=int,
+        default=0,
+        metavar="WORKERS",
+        help="run on a Spark standalone cluster of WORKERS one-core workers "
+        "(kclient.testing.SparkCluster; executors run the wheel venv)",
+    )
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--broker", choices=["mini", "kafka"], default="mini",
-                        help="the mini-broker in its own process, or Apache Kafka 4 (JVM)")
+    parser.add_argument(
+        "--broker",
+        choices=["mini", "kafka"],
+        default="mini",
+        help="the mini-broker in its own process, or Apache Kafka 4 (JVM)",
+    )
     parser.add_argument("--no-spark-kafka", action="store_true")
-    parser.add_argument("--spark-kafka-version", default=None,
-                        help="connector version to resolve (default: the installed PySpark's)")
-    parser.add_argument("--stream-sink", action="store_true",
-                        help="only the streaming sink: at-least-once against exactlyOnce=true")
-    parser.add_argument("--foreach-only", action="store_true",
-                        help="only foreach_partition_writer against an empty foreachPartition")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
-                        help="with --stream-sink: micro-batch size (default: one batch)")
+    parser.add_argument(
+        "--spark-kafka-version",
+        default=None,
+        help="connector version to resolve (default: the installed PySpark's)",
+    )
+    parser.add_argument(
+        "--stream-sink",
+        action="store_true",
+        help="only the streaming sink: at-least-once against exactlyOnce=true",
+    )
+    parser.add_argument(
+        "--foreach-only",
+        action="store_true",
+        help="only foreach_partition_writer against an empty foreachPartition",
+    )
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=None,
+        help="with --stream-sink: micro-batch size (default: one batch)",
+    )
     args = parser.parse_args(argv)
     if args.cluster:
         from kclient.testing.spark_cluster import SparkCluster
+
         with SparkCluster(workers=args.cluster, cores=1) as cluster:
             os.environ["KCLIENT_BENCH_PYTHON"] = str(cluster.python)
             rest = list(argv if argv is not None else sys.argv[1:])
             return main(_without_cluster(rest) + ["--master", cluster.master_url])
     n, size, parts = args.messages, args.value_size, args.partitions
-    print(f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
-          f"{args.master}, broker {args.broker}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; {n:,} x {size} B, {parts} partitions, "
+        f"{args.master}, broker {args.broker}"
+    )
     workdir = tempfile.mkdtemp(prefix="kclient-bench-spark-")
     with _broker(args.broker) as broker:
         bootstrap = broker.bootstrap
@@ -270,8 +357,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.stream_sink:
             spark, _ = _session(args.master, False)
             try:
-                return _stream_sinks(spark, bootstrap, workdir, args.repeat,
-                                     args.max_offsets_per_trigger)
+                return _stream_sinks(
+                    spark, bootstrap, workdir, args.repeat, args.max_offsets_per_trigger
+                )
             finally:
                 spark.stop()
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -287,11 +375,12 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(workdir, ignore_errors=True)
             print(f"load average {os.getloadavg()[0]:.1f} after")
             print(f"\n| empty foreachPartition | {empty / 1e6:.2f}M |")
-            print(f"| foreach_partition_writer | {helper / 1e6:.2f}M ({helper / empty:.2f}x "
-                  "of empty) |")
+            print(
+                f"| foreach_partition_writer | {helper / 1e6:.2f}M ({helper / empty:.2f}x "
+                "of empty) |"
+            )
             return 0
-        spark, has_kafka = _session(args.master, not args.no_spark_kafka,
-                                    args.spark_kafka_version)
+        spark, has_kafka = _session(args.master, not args.no_spark_kafka, args.spark_kafka_version)
         formats = ["kclient"] + (["kafka"] if has_kafka else [])
         results: dict[str, dict[str, float]] = {f: {} for f in formats}
         src = _source_df(spark, n, size, parts)
@@ -299,15 +388,19 @@ def main(argv: list[str] | None = None) -> int:
         _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
         for fmt in formats:
             r = results[fmt]
-            r["batch read"] = n / _best(args.repeat, partial(
-                _read_batch, spark, fmt, bootstrap, "bench-in"))
-            r["Arrow writer"] = n / _best(args.repeat, partial(
-                _write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}"))
-            per_batch, whole = max(_read_stream(spark, fmt, bootstrap, "bench-in",
-                                                workdir)
-                                   for _ in range(args.repeat))
-            r["streaming read, per micro-batch"], r["streaming read, whole query"] = \
-                per_batch, whole
+            r["batch read"] = n / _best(
+                args.repeat, partial(_read_batch, spark, fmt, bootstrap, "bench-in")
+            )
+            r["Arrow writer"] = n / _best(
+                args.repeat, partial(_write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}")
+            )
+            per_batch, whole = max(
+                _read_stream(spark, fmt, bootstrap, "bench-in", workdir) for _ in range(args.repeat)
+            )
+            r["streaming read, per micro-batch"], r["streaming read, whole query"] = (
+                per_batch,
+                whole,
+            )
         empty, helper = _foreach(spark, src, bootstrap, n, args.repeat)
         spark.stop()
     shutil.rmtree(workdir, ignore_errors=True)

@@ -17,6 +17,7 @@ ConsumerPerformance, with ``--broker kafka``) reports its rate without the join.
 interleaved for ``--repeat`` rounds and the best round of each is reported, so that load from
 other jobs on the machine hits all of them alike.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,9 +34,17 @@ __all__ = ["main"]
 
 def _fill(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": 1,
-                  "batch.num.messages": 10000, "queue.buffering.max.messages": 200000,
-                  "enable.idempotence": False})
+
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "acks": 1,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 200000,
+            "enable.idempotence": False,
+        }
+    )
     value = b"x" * size
     for i in range(n):
         while True:
@@ -50,10 +59,18 @@ def _fill(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> Non
 
 def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple[float, float]:
     from kclient import consumer
+
     t0 = time.perf_counter()
-    conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": f"kc-{uuid.uuid4()}",
-                            "auto.offset.reset": "smallest", "auto.commit.enable": False,
-                            "consumer.timeout.ms": 10000, "queued.max.message.chunks": 4})
+    conn = consumer.create(
+        {
+            "metadata.broker.list": bootstrap,
+            "group.id": f"kc-{uuid.uuid4()}",
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": False,
+            "consumer.timeout.ms": 10000,
+            "queued.max.message.chunks": 4,
+        }
+    )
     try:
         ss = conn.create_message_streams({topic: streams})[topic]
         join = time.perf_counter() - t0
@@ -75,8 +92,9 @@ def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple
             read(0, ss[0], n)
         else:
             # each stream reads its share (the topic's partitions are spread evenly)
-            threads = [threading.Thread(target=read, args=(i, s, n // len(ss)))
-                       for i, s in enumerate(ss)]
+            threads = [
+                threading.Thread(target=read, args=(i, s, n // len(ss))) for i, s in enumerate(ss)
+            ]
             for th in threads:
                 th.start()
             for th in threads:
@@ -89,9 +107,15 @@ def bench_kclient(bootstrap: str, topic: str, n: int, streams: int = 1) -> tuple
 
 def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     from kafka import KafkaConsumer
+
     t0 = time.perf_counter()
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"kp-{uuid.uuid4()}",
-                      auto_offset_reset="earliest", enable_auto_commit=False)
+    c = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"kp-{uuid.uuid4()}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
     try:
         count, first = 0, None
         for m in c:
@@ -108,18 +132,24 @@ def bench_kafka_python(bootstrap: str, topic: str, n: int) -> tuple[float, float
         c.close()
 
 
-def bench_confluent(bootstrap: str, topic: str, n: int, tuned: bool = False
-                    ) -> tuple[float, float]:
+def bench_confluent(bootstrap: str, topic: str, n: int, tuned: bool = False) -> tuple[float, float]:
     """confluent-kafka's group consumer; ``tuned`` as every benchmark's tuned peer
     (:data:`kclient.bench.consumer_clients.CONFLUENT_TUNED`: no pause when its prefetch queue
     fills)."""
     from confluent_kafka import Consumer
 
     from kclient.bench.consumer_clients import CONFLUENT_TUNED
+
     t0 = time.perf_counter()
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ck-{uuid.uuid4()}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  **(CONFLUENT_TUNED if tuned else {})})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"ck-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **(CONFLUENT_TUNED if tuned else {}),
+        }
+    )
     try:
         c.subscribe([topic])
         count, first = 0, None
@@ -141,13 +171,14 @@ def bench_confluent(bootstrap: str, topic: str, n: int, tuned: bool = False
 def bench_java(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     """Kafka's ConsumerPerformance (the Java consumer in a fresh group), join left out."""
     from kclient.bench.kafka import java_consumer_rate
+
     return java_consumer_rate(bootstrap, topic, n), 0.0
 
 
 def _load() -> str:
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:                                    # pragma: no cover - not on this OS
+    except OSError:  # pragma: no cover - not on this OS
         return "n/a"
 
 
@@ -159,20 +190,36 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--streams", type=int, default=1)
     ap.add_argument("--broker", choices=("mini", "tansu", "kafka"), default="mini")
-    ap.add_argument("--clients", default=None,
-                    help="default kclient,kafka-python,confluent,confluent-tuned (and java with "
-                         "--broker kafka)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds; clients run interleaved, the best round of each is kept")
-    ap.add_argument("--json", metavar="PATH", dest="json_path",
-                    help="write the best rate of each client to PATH (kclient bench charts)")
+    ap.add_argument(
+        "--clients",
+        default=None,
+        help="default kclient,kafka-python,confluent,confluent-tuned (and java with "
+        "--broker kafka)",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds; clients run interleaved, the best round of each is kept",
+    )
+    ap.add_argument(
+        "--json",
+        metavar="PATH",
+        dest="json_path",
+        help="write the best rate of each client to PATH (kclient bench charts)",
+    )
     args = ap.parse_args(argv)
-    runners = {"kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
-               "kafka-python": bench_kafka_python, "confluent": bench_confluent,
-               "confluent-tuned": lambda b, t, n: bench_confluent(b, t, n, tuned=True),
-               "java": bench_java}
-    names = args.clients or ("kclient,kafka-python,confluent,confluent-tuned"
-                             + (",java" if args.broker == "kafka" else ""))
+    runners = {
+        "kclient": lambda b, t, n: bench_kclient(b, t, n, args.streams),
+        "kafka-python": bench_kafka_python,
+        "confluent": bench_confluent,
+        "confluent-tuned": lambda b, t, n: bench_confluent(b, t, n, tuned=True),
+        "java": bench_java,
+    }
+    names = args.clients or (
+        "kclient,kafka-python,confluent,confluent-tuned"
+        + (",java" if args.broker == "kafka" else "")
+    )
     clients = [c.strip() for c in names.split(",") if c.strip()]
     rates: dict[str, float] = {}
     with ExitStack() as stack:
@@ -180,15 +227,20 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
             bootstrap = stack.enter_context(mini_broker_process()).bootstrap
         elif args.broker == "kafka":
             from kclient.bench.kafka import kafka_broker
+
             bootstrap = stack.enter_context(kafka_broker()).bootstrap
         else:
             from kclient.testing import TansuServer
+
             bootstrap = stack.enter_context(TansuServer()).bootstrap
         from kclient.testing import create_ready_topic
+
         create_ready_topic(bootstrap, "bench", args.partitions)
         _fill(bootstrap, "bench", args.messages, args.value_size, args.partitions)
-        print(f"{args.messages} messages of {args.value_size} bytes in {args.partitions} "
-              f"partitions on {args.broker}; load average {_load()}")
+        print(
+            f"{args.messages} messages of {args.value_size} bytes in {args.partitions} "
+            f"partitions on {args.broker}; load average {_load()}"
+        )
         joins: dict[str, float] = {}
         for _ in range(max(1, args.repeat)):
             for name in clients:
@@ -205,10 +257,15 @@ def run(argv: list[str] | None = None) -> dict[str, float]:
                 print(f"  kclient / {other}: {rates['kclient'] / rates[other]:.2f}x")
     if args.json_path:
         from kclient.bench.results import row, write_results
+
         case = f"{args.value_size} B values, {args.partitions}p, {args.streams} stream(s)"
-        write_results(args.json_path, "stream", "kclient",
-                      [row(args.broker, case, name, rate) for name, rate in rates.items()],
-                      argv)
+        write_results(
+            args.json_path,
+            "stream",
+            "kclient",
+            [row(args.broker, case, name, rate) for name, rate in rates.items()],
+            argv,
+        )
     return rates
 
 

@@ -10,6 +10,7 @@ a group iterates them (``process`` spans, children of the ``send`` spans through
 fetched them belongs to its own trace and links to the ``send`` spans: it is drawn below the
 trace, with its links.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-COLORS = {"SERVER": "#8c8c8c", "INTERNAL": "#b07aa1", "PRODUCER": "#4e79a7",
-          "CONSUMER": "#59a14f", "CLIENT": "#f28e2b"}
+COLORS = {
+    "SERVER": "#8c8c8c",
+    "INTERNAL": "#b07aa1",
+    "PRODUCER": "#4e79a7",
+    "CONSUMER": "#59a14f",
+    "CLIENT": "#f28e2b",
+}
 
 
 def capture() -> list[Any]:
@@ -38,16 +44,28 @@ def capture() -> list[Any]:
     tracer = provider.get_tracer("shop")
     with MiniBroker(config={"group.initial.rebalance.delay.ms": "0"}) as broker:
         broker.create_topic("orders", partitions=1)
-        with Producer(bootstrap_servers=broker.bootstrap, producer_type="async",
-                      client_id="orders-api", tracer_provider=provider) as p:
+        with Producer(
+            bootstrap_servers=broker.bootstrap,
+            producer_type="async",
+            client_id="orders-api",
+            tracer_provider=provider,
+        ) as p:
             with tracer.start_as_current_span("POST /orders", kind=SpanKind.SERVER):
-                futures = [p.produce("orders", f"order-{i}".encode(), key=f"user-{i}".encode())
-                           for i in (1, 2)]
+                futures = [
+                    p.produce("orders", f"order-{i}".encode(), key=f"user-{i}".encode())
+                    for i in (1, 2)
+                ]
                 for f in futures:
                     f.result(10)
-        with Consumer("orders", bootstrap_servers=broker.bootstrap, group_id="billing",
-                      client_id="billing-1", auto_offset_reset="earliest",
-                      consumer_timeout_ms=10000, tracer_provider=provider) as c:
+        with Consumer(
+            "orders",
+            bootstrap_servers=broker.bootstrap,
+            group_id="billing",
+            client_id="billing-1",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=10000,
+            tracer_provider=provider,
+        ) as c:
             seen = 0
             for _ in c:
                 with tracer.start_as_current_span("charge card"):
@@ -60,9 +78,13 @@ def capture() -> list[Any]:
 
 
 #: attributes shown beside a span, by a short name
-SHORT = {"messaging.destination.partition.id": "partition", "messaging.kafka.offset": "offset",
-         "messaging.kafka.message.key": "key", "messaging.consumer.group.name": "group",
-         "messaging.batch.message_count": "messages"}
+SHORT = {
+    "messaging.destination.partition.id": "partition",
+    "messaging.kafka.offset": "offset",
+    "messaging.kafka.message.key": "key",
+    "messaging.consumer.group.name": "group",
+    "messaging.batch.message_count": "messages",
+}
 
 
 def _label(s: Any) -> str:
@@ -74,6 +96,7 @@ def _label(s: Any) -> str:
 def draw(spans: list[Any], out: Path) -> None:
     """The waterfall of the trace that holds the request span, and the linked poll span."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -111,15 +134,25 @@ def draw(spans: list[Any], out: Path) -> None:
             target = ypos.get(link.context.span_id)
             if target is not None:
                 x = (s.start_time - t0) / 1e6
-                ax.annotate("", xy=(x, target - 0.3), xytext=(x, ypos[s.context.span_id] + 0.3),
-                            arrowprops={"arrowstyle": "->", "linestyle": "dashed",
-                                        "color": COLORS["CLIENT"]})
+                ax.annotate(
+                    "",
+                    xy=(x, target - 0.3),
+                    xytext=(x, ypos[s.context.span_id] + 0.3),
+                    arrowprops={
+                        "arrowstyle": "->",
+                        "linestyle": "dashed",
+                        "color": COLORS["CLIENT"],
+                    },
+                )
     ax.set_yticks([])
     ax.set_xlabel("ms since the request began")
     trace_id = f"{root.context.trace_id:032x}"
-    ax.set_title(f"trace {trace_id[:8]}..: an HTTP request's messages, sent by kclient.Producer "
-                 "and processed by kclient.Consumer\n(below: the poll span, in its own trace, "
-                 "with its links to the send spans)", fontsize=9)
+    ax.set_title(
+        f"trace {trace_id[:8]}..: an HTTP request's messages, sent by kclient.Producer "
+        "and processed by kclient.Consumer\n(below: the poll span, in its own trace, "
+        "with its links to the send spans)",
+        fontsize=9,
+    )
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLORS.values()]
     ax.legend(handles, list(COLORS), loc="lower right", fontsize=7, ncol=5)
     end = max((s.end_time - t0) / 1e6 for s in rows)
@@ -131,8 +164,9 @@ def draw(spans: list[Any], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kclient.bench.trace_picture",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m kclient.bench.trace_picture", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--out", type=Path, default=Path("docs/img/trace.png"))
     args = parser.parse_args(argv)
     spans = capture()

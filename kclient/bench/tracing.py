@@ -13,6 +13,7 @@ drift of the machine's load hits both.  "absent" blocks opentelemetry with a ``s
 entry of None (an ImportError, as when it is not installed); "sdk" sets a global
 TracerProvider with a BatchSpanProcessor over an exporter that drops the spans.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ from kclient.testing import MiniBrokerProcess
 MODES = ("absent", "no-provider", "sdk")
 
 #: one measurement in a fresh interpreter: argv = mode, kind, bootstrap, topic, records
-WORKER = r'''
+WORKER = r"""
 import json, sys, time
 mode, kind, boot, topic, n = sys.argv[1:6]
 n = int(n)
@@ -70,16 +71,23 @@ else:
     c.close()
     assert got == n, got
 print(json.dumps({"rate": n / secs, "cpu_rate": n / cpu, "kclient": kclient.__file__}))
-'''
+"""
 
 
-def run_one(tree: Path, mode: str, kind: str, bootstrap: str, topic: str, n: int
-            ) -> tuple[float, float]:
+def run_one(
+    tree: Path, mode: str, kind: str, bootstrap: str, topic: str, n: int
+) -> tuple[float, float]:
     """Records per second (wall, and per second of the process's CPU time) of one
     measurement in a fresh interpreter rooted at ``tree``."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run([sys.executable, "-c", WORKER, mode, kind, bootstrap, topic, str(n)],
-                         cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER, mode, kind, bootstrap, topic, str(n)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode:
         raise SystemExit(f"{tree} {mode} {kind} failed:\n{out.stderr}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -90,6 +98,7 @@ def run_one(tree: Path, mode: str, kind: str, bootstrap: str, topic: str, n: int
 
 def preload(bootstrap: str, topic: str, n: int) -> None:
     from kclient import Producer
+
     with Producer(bootstrap_servers=bootstrap, producer_type="async") as p:
         p.send_values(topic, [b"x" * 100] * n)
         p.flush()
@@ -101,51 +110,61 @@ def measure(trees: dict[str, Path], n: int, repeat: int) -> dict[str, dict[str, 
     with MiniBrokerProcess({"num.partitions": "1"}) as broker:
         preload(broker.bootstrap, "bench-consume", n)
         for r in range(repeat):
-            for build, tree in (trees.items() if r % 2 == 0 else reversed(trees.items())):
+            for build, tree in trees.items() if r % 2 == 0 else reversed(trees.items()):
                 for mode in MODES if build == "current" else ("absent", "no-provider"):
                     for kind in ("send", "consume"):
-                        topic = f"bench-send-{build}-{mode}-{r}" if kind == "send" \
-                            else "bench-consume"
+                        topic = (
+                            f"bench-send-{build}-{mode}-{r}" if kind == "send" else "bench-consume"
+                        )
                         # (the SDK's spans cost ~100x more: a tenth of the records is enough)
                         count = n // 10 if mode == "sdk" else n
-                        rate, cpu_rate = run_one(tree, mode, kind, broker.bootstrap, topic,
-                                                 count)
+                        rate, cpu_rate = run_one(tree, mode, kind, broker.bootstrap, topic, count)
                         key = f"{kind} {build} {mode}"
                         best[key] = max(best.get(key, 0.0), rate)
                         best["cpu " + key] = max(best.get("cpu " + key, 0.0), cpu_rate)
-                        print(f"  run {r + 1}: {key}: {rate:,.0f}/s, {cpu_rate:,.0f}/cpu-s",
-                              file=sys.stderr)
+                        print(
+                            f"  run {r + 1}: {key}: {rate:,.0f}/s, {cpu_rate:,.0f}/cpu-s",
+                            file=sys.stderr,
+                        )
     return {"best": best}
 
 
 def report(best: dict[str, float], has_baseline: bool) -> str:
     """A Markdown table: rates per kind and mode (wall clock and per CPU second of the
     client's process), and their ratios to the baseline's (the SDK's: to its no-provider)."""
-    rows = ["| | mode | records/s | vs baseline | records/CPU-s | vs baseline |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| | mode | records/s | vs baseline | records/CPU-s | vs baseline |",
+        "|---|---|---|---|---|---|",
+    ]
     for kind in ("send", "consume"):
         for mode in MODES:
             cells = []
             for prefix in ("", "cpu "):
                 rate = best[f"{prefix}{kind} current {mode}"]
-                base = best.get(f"{prefix}{kind} baseline {mode}",
-                                best.get(f"{prefix}{kind} baseline no-provider"))
+                base = best.get(
+                    f"{prefix}{kind} baseline {mode}",
+                    best.get(f"{prefix}{kind} baseline no-provider"),
+                )
                 cells += [f"{rate:,.0f}", f"{rate / base:.3f}" if has_baseline and base else "-"]
             name = "Producer.send()" if kind == "send" else "Consumer iteration"
             rows.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
         if has_baseline:
             for mode in ("absent", "no-provider"):
-                rows.append(f"| baseline {kind} | {mode} | "
-                            f"{best[f'{kind} baseline {mode}']:,.0f} | 1 | "
-                            f"{best[f'cpu {kind} baseline {mode}']:,.0f} | 1 |")
+                rows.append(
+                    f"| baseline {kind} | {mode} | "
+                    f"{best[f'{kind} baseline {mode}']:,.0f} | 1 | "
+                    f"{best[f'cpu {kind} baseline {mode}']:,.0f} | 1 |"
+                )
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kclient.bench.tracing",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", type=Path, default=None,
-                        help="a kclient tree without the observability hooks")
+    parser = argparse.ArgumentParser(
+        prog="python -m kclient.bench.tracing", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="a kclient tree without the observability hooks"
+    )
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
 """``python -m kclient.broker --log-dir DIR --port P ...`` runs one mini-broker."""
+
 import sys
 
 from .server import main

@@ -12,6 +12,7 @@ partition counts and the previous target assignment; topics are named by their i
 - ``range`` (Kafka's RangeAssignor): per topic, the subscribed members (by member id) get
   contiguous ranges of partitions, the first ``partitions % members`` one more.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -32,12 +33,13 @@ class MemberSpec:
     previous: Assignment = field(default_factory=dict)
 
 
-def uniform_assign(members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
-                   ) -> dict[str, Assignment]:
+def uniform_assign(
+    members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
+) -> dict[str, Assignment]:
     """Sticky, balanced assignment of every subscribed partition (see the module doc)."""
     owned: dict[str, list[Partition]] = {m: [] for m in members}
     taken: set[Partition] = set()
-    for member_id in sorted(members):                   # 1. keep what is still valid
+    for member_id in sorted(members):  # 1. keep what is still valid
         spec = members[member_id]
         for tid, parts in sorted(spec.previous.items()):
             count = partition_counts.get(tid, 0)
@@ -46,17 +48,18 @@ def uniform_assign(members: Mapping[str, MemberSpec], partition_counts: Mapping[
                     owned[member_id].append((tid, p))
                     taken.add((tid, p))
     eligible = _eligible(members, partition_counts)
-    for tp in sorted(eligible):                          # 2. place the free partitions
+    for tp in sorted(eligible):  # 2. place the free partitions
         if tp not in taken:
             target = min(eligible[tp], key=lambda m: (len(owned[m]), m))
             owned[target].append(tp)
             taken.add(tp)
-    _balance(owned, eligible)                            # 3. level the counts
+    _balance(owned, eligible)  # 3. level the counts
     return {m: _as_assignment(tps) for m, tps in owned.items()}
 
 
-def _eligible(members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
-              ) -> dict[Partition, list[str]]:
+def _eligible(
+    members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
+) -> dict[Partition, list[str]]:
     """Every partition of a subscribed topic -> the members subscribed to it (sorted)."""
     out: dict[Partition, list[str]] = {}
     for member_id in sorted(members):
@@ -84,8 +87,9 @@ def _balance(owned: dict[str, list[Partition]], eligible: Mapping[Partition, lis
                 break
 
 
-def range_assign(members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
-                 ) -> dict[str, Assignment]:
+def range_assign(
+    members: Mapping[str, MemberSpec], partition_counts: Mapping[bytes, int]
+) -> dict[str, Assignment]:
     """Per topic, contiguous ranges to the subscribed members in member-id order."""
     out: dict[str, Assignment] = {m: {} for m in members}
     topics = {tid for spec in members.values() for tid in spec.topics}
@@ -113,8 +117,9 @@ def _as_assignment(partitions: list[Partition]) -> Assignment:
 
 
 #: assignor name -> function
-ASSIGNORS: dict[str, Callable[[Mapping[str, MemberSpec], Mapping[bytes, int]],
-                              dict[str, Assignment]]] = {
+ASSIGNORS: dict[
+    str, Callable[[Mapping[str, MemberSpec], Mapping[bytes, int]], dict[str, Assignment]]
+] = {
     "uniform": uniform_assign,
     "range": range_assign,
 }

@@ -12,6 +12,7 @@ ACLs live in a compacted :class:`~kclient.broker.state_log.StateLog` under the l
 KRaft keeps them as records of its metadata log): each binding a keyed record, a deletion its
 tombstone, replayed at start-up.  The brokers of a MiniCluster share one store (ClusterView).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,29 @@ from kclient.protocol.framing import Request
 
 from .state_log import StateLog
 
-__all__ = ["AUTHORIZER_CLASSES", "AclStore", "Authorizer", "authorizer_from_config", "authorizer_enabled",
-           "principal_of", "ACL_DIR", "allowed", "allowed_any", "authorized_operations"]
+__all__ = [
+    "AUTHORIZER_CLASSES",
+    "AclStore",
+    "Authorizer",
+    "authorizer_from_config",
+    "authorizer_enabled",
+    "principal_of",
+    "ACL_DIR",
+    "allowed",
+    "allowed_any",
+    "authorized_operations",
+]
 
 #: ``authorizer.class.name`` values that enable this authorizer.
-AUTHORIZER_CLASSES = frozenset({
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",  # KRaft
-    "kafka.security.authorizer.AclAuthorizer",                  # ZooKeeper-mode Kafka
-    "kafka.security.auth.SimpleAclAuthorizer",                  # before Kafka 2.4
-    "kclient", "kclient.broker.authorizer.Authorizer",
-})
+AUTHORIZER_CLASSES = frozenset(
+    {
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",  # KRaft
+        "kafka.security.authorizer.AclAuthorizer",  # ZooKeeper-mode Kafka
+        "kafka.security.auth.SimpleAclAuthorizer",  # before Kafka 2.4
+        "kclient",
+        "kclient.broker.authorizer.Authorizer",
+    }
+)
 #: The state log's directory under the broker's log dir.
 ACL_DIR = Path("__authorizer") / "__acls-0"
 _ANONYMOUS = "User:ANONYMOUS"
@@ -59,25 +73,42 @@ def principal_of(request: Request) -> str:
 
 def _key(acl: AclBinding) -> bytes:
     """The record key of a binding (its every field, so equal bindings share one record)."""
-    return json.dumps([int(acl.resource_type), acl.name, int(acl.pattern_type), acl.principal,
-                       acl.host, int(acl.operation), int(acl.permission)]).encode()
+    return json.dumps(
+        [
+            int(acl.resource_type),
+            acl.name,
+            int(acl.pattern_type),
+            acl.principal,
+            acl.host,
+            int(acl.operation),
+            int(acl.permission),
+        ]
+    ).encode()
 
 
 def _binding(key: bytes) -> AclBinding:
     """The binding a record key names."""
     rtype, name, pattern, principal, host, op, perm = json.loads(key)
-    return AclBinding(ResourceType(rtype), name, PatternType(pattern), principal, host,
-                      AclOperation(op), AclPermissionType(perm))
+    return AclBinding(
+        ResourceType(rtype),
+        name,
+        PatternType(pattern),
+        principal,
+        host,
+        AclOperation(op),
+        AclPermissionType(perm),
+    )
 
 
 class AclStore:
     """Every ACL binding of a cluster, indexed by resource pattern and kept in a state log."""
 
     def __init__(self, directory: Path, config: Mapping[str, str] | None = None) -> None:
-        props = {"log.cleaner.enable": "false", **{k: v for k, v in (config or {}).items()
-                                                  if k.startswith("log.cleaner.")}}
-        self.log = StateLog(directory, props, segment_bytes=1 << 20,
-                            name="kclient-acl-cleaner")
+        props = {
+            "log.cleaner.enable": "false",
+            **{k: v for k, v in (config or {}).items() if k.startswith("log.cleaner.")},
+        }
+        self.log = StateLog(directory, props, segment_bytes=1 << 20, name="kclient-acl-cleaner")
         self._lock = threading.Lock()
         self._acls: dict[tuple[ResourceType, PatternType, str], set[AclBinding]] = {}
         self.log.open(self._replay)
@@ -137,7 +168,7 @@ class AclStore:
             if name != WILDCARD:
                 out += acls.get((resource_type, PatternType.LITERAL, WILDCARD), ())
             prefixed = PatternType.PREFIXED
-            for end in range(1, len(name) + 1):     # each prefix once: no scan of every ACL
+            for end in range(1, len(name) + 1):  # each prefix once: no scan of every ACL
                 slot = acls.get((resource_type, prefixed, name[:end]))
                 if slot:
                     out += slot
@@ -146,8 +177,12 @@ class AclStore:
     def of_type(self, resource_type: ResourceType) -> list[AclBinding]:
         """Every binding on resources of one type."""
         with self._lock:
-            return [a for (rtype, _, _), slot in self._acls.items() if rtype == resource_type
-                    for a in slot]
+            return [
+                a
+                for (rtype, _, _), slot in self._acls.items()
+                if rtype == resource_type
+                for a in slot
+            ]
 
     def close(self) -> None:
         """Close the state log."""
@@ -157,14 +192,21 @@ class AclStore:
 class Authorizer:
     """Decides whether a principal from a host may perform an operation on a resource."""
 
-    def __init__(self, store: AclStore, super_users: Iterable[str] = (),
-                 allow_if_no_acl: bool = False) -> None:
+    def __init__(
+        self, store: AclStore, super_users: Iterable[str] = (), allow_if_no_acl: bool = False
+    ) -> None:
         self.store = store
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
 
-    def authorize(self, principal: str, host: str, operation: AclOperation,
-                  resource_type: ResourceType, name: str) -> bool:
+    def authorize(
+        self,
+        principal: str,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
         """Kafka's decision for one action."""
         if principal in self.super_users:
             return True
@@ -182,27 +224,36 @@ class Authorizer:
                 allowed = True
         return allowed
 
-    def authorize_any(self, principal: str, host: str, operation: AclOperation,
-                      resource_type: ResourceType) -> bool:
+    def authorize_any(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
         """Whether some resource of the type allows the operation (Kafka's
         ``authorizeByResourceType``, e.g. idempotent producing with Write on any topic)."""
         if principal in self.super_users:
             return True
-        acls = [a for a in self.store.of_type(resource_type)
-                if a.principal in (principal, "User:*") and a.host in (host, WILDCARD)
-                and a.operation in (operation, AclOperation.ALL)]
-        if any(a.permission == _DENY and a.pattern_type == PatternType.LITERAL
-               and a.name == WILDCARD for a in acls):
+        acls = [
+            a
+            for a in self.store.of_type(resource_type)
+            if a.principal in (principal, "User:*")
+            and a.host in (host, WILDCARD)
+            and a.operation in (operation, AclOperation.ALL)
+        ]
+        if any(
+            a.permission == _DENY and a.pattern_type == PatternType.LITERAL and a.name == WILDCARD
+            for a in acls
+        ):
             return False
         if any(a.permission == _ALLOW for a in acls):
             return True
         return self.allow_if_no_acl and not self.store.of_type(resource_type)
 
-    def operations(self, principal: str, host: str, resource_type: ResourceType,
-                   name: str) -> int:
+    def operations(self, principal: str, host: str, resource_type: ResourceType, name: str) -> int:
         """The authorized-operations bit field of one resource (Metadata, DescribeGroups)."""
-        return operations_field(op for op in SUPPORTED_OPERATIONS[resource_type]
-                                if self.authorize(principal, host, op, resource_type, name))
+        return operations_field(
+            op
+            for op in SUPPORTED_OPERATIONS[resource_type]
+            if self.authorize(principal, host, op, resource_type, name)
+        )
 
     def close(self) -> None:
         """Close the ACL store."""
@@ -214,8 +265,10 @@ def authorizer_enabled(config: Mapping[str, Any]) -> bool:
     broker does not have)."""
     name = (config.get("authorizer.class.name") or "").strip()
     if name and name not in AUTHORIZER_CLASSES:
-        raise ValueError(f"authorizer.class.name {name!r} is not supported: use one of "
-                         f"{', '.join(sorted(AUTHORIZER_CLASSES))}")
+        raise ValueError(
+            f"authorizer.class.name {name!r} is not supported: use one of "
+            f"{', '.join(sorted(AUTHORIZER_CLASSES))}"
+        )
     return bool(name)
 
 
@@ -226,33 +279,37 @@ def authorizer_from_config(config: Mapping[str, Any], store: AclStore) -> Author
     return Authorizer(store, supers, allow)
 
 
-def allowed(broker: Any, request: Request, operation: AclOperation,
-            resource_type: ResourceType, name: str) -> bool:
+def allowed(
+    broker: Any, request: Request, operation: AclOperation, resource_type: ResourceType, name: str
+) -> bool:
     """Whether the request's principal may perform ``operation`` on the resource (always, when
     the broker has no authorizer)."""
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)
     if authorizer is None:
         return True
-    return authorizer.authorize(principal_of(request), request.client_host, operation,
-                                resource_type, name)
+    return authorizer.authorize(
+        principal_of(request), request.client_host, operation, resource_type, name
+    )
 
 
-def allowed_any(broker: Any, request: Request, operation: AclOperation,
-                resource_type: ResourceType) -> bool:
+def allowed_any(
+    broker: Any, request: Request, operation: AclOperation, resource_type: ResourceType
+) -> bool:
     """Whether some resource of the type permits ``operation`` (always, with no authorizer)."""
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)
     if authorizer is None:
         return True
-    return authorizer.authorize_any(principal_of(request), request.client_host, operation,
-                                    resource_type)
+    return authorizer.authorize_any(
+        principal_of(request), request.client_host, operation, resource_type
+    )
 
 
-def authorized_operations(broker: Any, request: Request, resource_type: ResourceType,
-                          name: str) -> int:
+def authorized_operations(
+    broker: Any, request: Request, resource_type: ResourceType, name: str
+) -> int:
     """The authorized-operations field of a resource for the requester (every supported
     operation with no authorizer, as Kafka)."""
     authorizer: Authorizer | None = getattr(broker, "authorizer", None)
     if authorizer is None:
         return operations_field(SUPPORTED_OPERATIONS[resource_type])
-    return authorizer.operations(principal_of(request), request.client_host, resource_type,
-                                 name)
+    return authorizer.operations(principal_of(request), request.client_host, resource_type, name)

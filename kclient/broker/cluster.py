@@ -6,6 +6,7 @@ which broker leads each partition.  A lone ClusterMember has a view of its own; 
 no replication: a partition's data lives with its leader.  The view knows its brokers only
 through the small :class:`ClusterMember` protocol, so it imports no server code.
 """
+
 from __future__ import annotations
 
 import gc
@@ -37,8 +38,14 @@ if TYPE_CHECKING:
     from .authorizer import AclStore
     from .zk import ZkRegistry
 
-__all__ = ["EXCESSIVE_ADDITIONAL", "EXCESSIVE_PARTITIONS", "MAX_PARTITIONS_PER_REQUEST",
-           "ClusterMember", "ClusterView", "validate_topic_name"]
+__all__ = [
+    "EXCESSIVE_ADDITIONAL",
+    "EXCESSIVE_PARTITIONS",
+    "MAX_PARTITIONS_PER_REQUEST",
+    "ClusterMember",
+    "ClusterView",
+    "validate_topic_name",
+]
 
 log = logging.getLogger("kclient.broker.cluster")
 
@@ -54,10 +61,11 @@ EXCESSIVE_ADDITIONAL = "Excessively large number of additional partitions per re
 
 def validate_topic_name(name: str) -> None:
     """Raise InvalidTopicError unless ``name`` is a legal Kafka topic name."""
-    if not name or name in (".", "..") or len(name) > MAX_TOPIC_NAME \
-            or not _LEGAL.fullmatch(name):
-        raise InvalidTopicError(f"illegal topic name {name!r}: use 1-{MAX_TOPIC_NAME} of "
-                                "[a-zA-Z0-9._-], not '.' or '..'")
+    if not name or name in (".", "..") or len(name) > MAX_TOPIC_NAME or not _LEGAL.fullmatch(name):
+        raise InvalidTopicError(
+            f"illegal topic name {name!r}: use 1-{MAX_TOPIC_NAME} of "
+            "[a-zA-Z0-9._-], not '.' or '..'"
+        )
 
 
 class ClusterMember(Protocol):
@@ -97,7 +105,7 @@ class ClusterView:
         self.epochs: dict[tuple[str, int], int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.topic_ids: dict[str, bytes] = {}
-        self.deleted: set[str] = set()   # deleted while some broker was down
+        self.deleted: set[str] = set()  # deleted while some broker was down
         self.acls: AclStore | None = None  # the cluster's ACLs, opened by the first broker
 
     # ------------------------------------------------------------------ brokers
@@ -170,8 +178,9 @@ class ClusterView:
     def topic_metadata(self) -> dict[str, tuple[bytes, int]]:
         """Every topic's (id, partition count): what consumer groups assign from."""
         with self.lock:
-            return {name: (self.topic_id(name), len(leaders))
-                    for name, leaders in self.leaders.items()}
+            return {
+                name: (self.topic_id(name), len(leaders)) for name, leaders in self.leaders.items()
+            }
 
     def topic_by_id(self, topic_id: bytes) -> str | None:
         """The name of the topic with id ``topic_id``, or None."""
@@ -181,8 +190,7 @@ class ClusterView:
     def _stamp(self, topic: str, logs: LogManager, partitions: Any) -> None:
         """Give ``topic`` its id (the one on disk, else a new one) and write it into the
         directories of ``partitions`` on ``logs`` that lack it."""
-        dirs = [each.directory for p in partitions
-                if (each := logs.get_log(topic, p)) is not None]
+        dirs = [each.directory for p in partitions if (each := logs.get_log(topic, p)) is not None]
         if topic not in self.topic_ids:
             found = next((tid for d in dirs if (tid := read_topic_id(d)) is not None), None)
             self.topic_ids[topic] = found or new_topic_id()
@@ -191,9 +199,16 @@ class ClusterView:
             if read_topic_id(directory) != topic_id:
                 write_topic_id(directory, topic_id)
 
-    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, Any] | None = None, *,
-                     replication_factor: int = -1, assignment: Mapping[str, Any] | None = None,
-                     validate_only: bool = False) -> dict[int, int]:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        config: Mapping[str, Any] | None = None,
+        *,
+        replication_factor: int = -1,
+        assignment: Mapping[str, Any] | None = None,
+        validate_only: bool = False,
+    ) -> dict[int, int]:
         """Create a topic on the leaders of its partitions; returns partition -> leader id."""
         config = {str(k): str(v) for k, v in (config or {}).items()}
         with self.lock:
@@ -228,7 +243,7 @@ class ClusterView:
             failure = f"cannot create partition {p} of {name!r} on broker {leader}: {exc}"
         if failure is None:
             return
-        gc.collect()   # the failed Log's frames may still hold descriptors the rollback needs
+        gc.collect()  # the failed Log's frames may still hold descriptors the rollback needs
         for broker in {self.live[leader] for leader in leaders.values()}:
             try:
                 broker.log_manager.delete_topic(name)
@@ -237,20 +252,25 @@ class ClusterView:
         log.error("%s; topic creation rolled back", failure)
         raise KafkaStorageError(f"{failure}; nothing of the topic was kept")
 
-    def _assign(self, partitions: int, replication_factor: int,
-                assignment: Mapping[str, Any] | None) -> dict[int, int]:
+    def _assign(
+        self, partitions: int, replication_factor: int, assignment: Mapping[str, Any] | None
+    ) -> dict[int, int]:
         """Leaders: the manual assignment's first replica, else round-robin over live ids."""
         ids = sorted(self.live)
         if not ids:
             raise LeaderNotAvailableError("no live broker to lead the partitions")
-        if replication_factor not in (-1, 1) and (replication_factor < 1
-                                                  or replication_factor > len(ids)):
+        if replication_factor not in (-1, 1) and (
+            replication_factor < 1 or replication_factor > len(ids)
+        ):
             raise InvalidReplicationFactorError(
-                f"replication factor {replication_factor} is not in 1..{len(ids)} (live brokers)")
+                f"replication factor {replication_factor} is not in 1..{len(ids)} (live brokers)"
+            )
         if assignment:
             return self._manual(assignment, ids)
         if partitions < 1:
-            raise InvalidPartitionsError(f"number of partitions must be at least 1, not {partitions}")
+            raise InvalidPartitionsError(
+                f"number of partitions must be at least 1, not {partitions}"
+            )
         if partitions > MAX_PARTITIONS_PER_REQUEST:
             raise PolicyViolationError(EXCESSIVE_PARTITIONS)
         return {p: ids[p % len(ids)] for p in range(partitions)}
@@ -268,7 +288,8 @@ class ClusterView:
             replicas = list(assignment[p] if p in assignment else assignment[str(p)])
             if not replicas or any(r not in ids for r in replicas):
                 raise InvalidReplicaAssignmentError(
-                    f"partition {p}: replicas {replicas} are not live brokers {ids}")
+                    f"partition {p}: replicas {replicas} are not live brokers {ids}"
+                )
             leaders[p] = replicas[0]
         return leaders
 
@@ -278,14 +299,20 @@ class ClusterView:
             if key not in TOPIC_LEVEL_KEYS:
                 hint = closest_key(key, TOPIC_LEVEL_KEYS)
                 raise InvalidConfigurationError(
-                    f"unknown topic config {key!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
+                    f"unknown topic config {key!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+                )
         try:
             LogConfig.from_properties(config, None)
         except (ValueError, TypeError, KeyError) as exc:
             raise InvalidConfigurationError(f"invalid topic config: {exc}") from None
 
-    def create_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None,
-                          validate_only: bool = False) -> dict[int, int]:
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignment: list[list[int]] | None = None,
+        validate_only: bool = False,
+    ) -> dict[int, int]:
         """Raise a topic's partition count to ``count`` (CreatePartitions); ``assignment`` gives
         the replicas of each new partition.  Returns the new partitions' leaders."""
         with self.lock:
@@ -294,8 +321,10 @@ class ClusterView:
                 raise UnknownTopicOrPartitionError(f"The topic '{name}' does not exist.")
             current = len(leaders)
             if count < current:
-                raise InvalidPartitionsError(f"The topic {name} currently has {current} "
-                                             f"partition(s); {count} would not be an increase.")
+                raise InvalidPartitionsError(
+                    f"The topic {name} currently has {current} "
+                    f"partition(s); {count} would not be an increase."
+                )
             if count == current:
                 raise InvalidPartitionsError(f"Topic already has {current} partition(s).")
             if count - current > MAX_PARTITIONS_PER_REQUEST:
@@ -307,13 +336,15 @@ class ClusterView:
                 if len(assignment) != count - current:
                     raise InvalidReplicaAssignmentError(
                         f"Increasing the number of partitions by {count - current} but "
-                        f"{len(assignment)} assignments provided.")
+                        f"{len(assignment)} assignments provided."
+                    )
                 new = {}
                 for i, replicas in enumerate(assignment):
                     if not replicas or any(r not in ids for r in replicas):
                         raise InvalidReplicaAssignmentError(
                             f"partition {current + i}: replicas {replicas} are not live "
-                            f"brokers {ids}")
+                            f"brokers {ids}"
+                        )
                     new[current + i] = replicas[0]
             else:
                 new = {p: ids[p % len(ids)] for p in range(current, count)}
@@ -327,12 +358,14 @@ class ClusterView:
             leaders.update(new)
             everything = dict(leaders)
             epochs = {p: self.epochs.get((name, p), 0) for p in everything}
-        self._zk_call(f"partitions of {name}",
-                      lambda zk: zk.register_topic(name, everything, config, epochs))
+        self._zk_call(
+            f"partitions of {name}", lambda zk: zk.register_topic(name, everything, config, epochs)
+        )
         return new
 
-    def alter_config(self, name: str, config: Mapping[str, str], validate_only: bool = False
-                     ) -> None:
+    def alter_config(
+        self, name: str, config: Mapping[str, str], validate_only: bool = False
+    ) -> None:
         """Replace a topic's config overrides (AlterConfigs / IncrementalAlterConfigs)."""
         config = {str(k): str(v) for k, v in config.items()}
         with self.lock:
@@ -348,8 +381,9 @@ class ClusterView:
                     broker.log_manager.set_topic_overrides(name, config)
             everything = dict(leaders)
             epochs = {p: self.epochs.get((name, p), 0) for p in everything}
-        self._zk_call(f"config of {name}",
-                      lambda zk: zk.register_topic(name, everything, config, epochs))
+        self._zk_call(
+            f"config of {name}", lambda zk: zk.register_topic(name, everything, config, epochs)
+        )
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic's logs on every live broker and forget it."""
@@ -373,8 +407,10 @@ class ClusterView:
             self.leaders[topic][partition] = node_id
             epoch = self.epochs.get((topic, partition), 0) + 1
             self.epochs[(topic, partition)] = epoch
-        self._zk_call(f"leader of {topic}-{partition}",
-                      lambda zk: zk.set_partition_state(topic, partition, node_id, epoch))
+        self._zk_call(
+            f"leader of {topic}-{partition}",
+            lambda zk: zk.set_partition_state(topic, partition, node_id, epoch),
+        )
         return epoch
 
     def _zk_call(self, what: str, update: Callable[[ZkRegistry], None]) -> None:

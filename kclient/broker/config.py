@@ -6,6 +6,7 @@ unknown key or a value of the wrong type raises ValueError naming the key (and, 
 closest known key).  ``log.*`` keys are handed to the storage layer's ``LogConfig`` and
 ``group.*`` / ``offsets.*`` keys to the group coordinator.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -28,7 +29,9 @@ _TABLE: dict[str, tuple[str, str | None]] = {
     "advertised.port": (_INT, None),
     "advertised.listeners": (_LIST, None),
     "listener.security.protocol.map": (
-        _STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+        _STR,
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    ),
     "inter.broker.listener.name": (_STR, None),
     "security.inter.broker.protocol": (_STR, "PLAINTEXT"),
     "broker.rack": (_STR, None),
@@ -164,20 +167,49 @@ DEFAULTS: dict[str, str] = {k: d for k, (_, d) in _TABLE.items() if d is not Non
 KINDS: dict[str, str] = {k: kind for k, (kind, _) in _TABLE.items()}
 
 #: Broker keys that configure the storage layer (LogConfig.from_properties understands them).
-LOG_KEYS = frozenset(k for k in _TABLE if k.startswith("log.") and k not in (
-    "log.dir", "log.dirs", "log.flush.scheduler.interval.ms", "log.retention.check.interval.ms",
-    "log.flush.offset.checkpoint.interval.ms"))
+LOG_KEYS = frozenset(
+    k
+    for k in _TABLE
+    if k.startswith("log.")
+    and k
+    not in (
+        "log.dir",
+        "log.dirs",
+        "log.flush.scheduler.interval.ms",
+        "log.retention.check.interval.ms",
+        "log.flush.offset.checkpoint.interval.ms",
+    )
+)
 
 #: Topic-level names (CreateTopics configs, ``create_topic(config=...)``).
-TOPIC_LEVEL_KEYS = frozenset({
-    "segment.bytes", "segment.ms", "flush.messages", "flush.ms", "retention.ms",
-    "retention.bytes", "index.interval.bytes", "message.format.version",
-    "message.timestamp.type", "max.message.bytes", "cleanup.policy", "segment.index.bytes",
-    "min.insync.replicas", "compression.type", "preallocate", "file.delete.delay.ms",
-    "message.timestamp.difference.max.ms", "unclean.leader.election.enable",
-    "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-    "max.compaction.lag.ms", "segment.jitter.ms", "message.downconversion.enable",
-})
+TOPIC_LEVEL_KEYS = frozenset(
+    {
+        "segment.bytes",
+        "segment.ms",
+        "flush.messages",
+        "flush.ms",
+        "retention.ms",
+        "retention.bytes",
+        "index.interval.bytes",
+        "message.format.version",
+        "message.timestamp.type",
+        "max.message.bytes",
+        "cleanup.policy",
+        "segment.index.bytes",
+        "min.insync.replicas",
+        "compression.type",
+        "preallocate",
+        "file.delete.delay.ms",
+        "message.timestamp.difference.max.ms",
+        "unclean.leader.election.enable",
+        "delete.retention.ms",
+        "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms",
+        "max.compaction.lag.ms",
+        "segment.jitter.ms",
+        "message.downconversion.enable",
+    }
+)
 
 
 def closest_key(key: str, known: Iterable[str]) -> str | None:

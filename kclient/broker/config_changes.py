@@ -5,6 +5,7 @@ validates it (unknown key or bad value: INVALID_CONFIG) and applies it to the op
 once.  Broker resources are refused as Kafka refuses static configs: the mini-broker has no
 dynamic broker configuration.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -40,8 +41,12 @@ def current_overrides(broker: Broker, topic: str) -> dict[str, str]:
 
 
 def _result(res: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "resource_type": res.resource_type,
-            "resource_name": res.resource_name}
+    return {
+        "error_code": code,
+        "error_message": message,
+        "resource_type": res.resource_type,
+        "resource_name": res.resource_name,
+    }
 
 
 def _alter_topic(broker: Broker, res: Any, change: Change, validate_only: bool) -> dict[str, Any]:
@@ -59,23 +64,26 @@ def _alter_topic(broker: Broker, res: Any, change: Change, validate_only: bool) 
 def _alter_broker(broker: Broker, res: Any) -> dict[str, Any]:
     """Broker configs are static here, as Kafka answers for a non-dynamic key."""
     if res.resource_name not in ("", str(broker.node_id)):
-        return _result(res, InvalidRequestError.errno,
-                       f"Unexpected broker id, expected {broker.node_id} or empty string, but "
-                       f"received {res.resource_name}")
+        return _result(
+            res,
+            InvalidRequestError.errno,
+            f"Unexpected broker id, expected {broker.node_id} or empty string, but "
+            f"received {res.resource_name}",
+        )
     keys = ", ".join(c.name for c in res.configs)
-    return _result(res, InvalidRequestError.errno,
-                   f"Cannot update these configs dynamically: Set({keys})")
+    return _result(
+        res, InvalidRequestError.errno, f"Cannot update these configs dynamically: Set({keys})"
+    )
 
 
-def _alter_group(broker: Broker, res: Any, change: Change, validate_only: bool
-                 ) -> dict[str, Any]:
+def _alter_group(broker: Broker, res: Any, change: Change, validate_only: bool) -> dict[str, Any]:
     """Apply ``change`` to a group's dynamic configuration (its share.* keys), on every live
     broker (as Kafka's are cluster metadata: any broker takes the request)."""
     try:
         new = change(broker, "", broker.share.group_config(res.resource_name))
         if validate_only:
             broker.share.settings.for_group(new)
-        else:       # every live broker's share partitions of the group run with it
+        else:  # every live broker's share partitions of the group run with it
             broker.share.set_group_config(res.resource_name, new)
             for other in broker.cluster.live_brokers():
                 share = getattr(other, "share", None)
@@ -88,8 +96,9 @@ def _alter_group(broker: Broker, res: Any, change: Change, validate_only: bool
     return _result(res)
 
 
-def config_refusal(broker: Broker, request: Request, resource_type: int, name: str,
-                   operation: AclOperation) -> int:
+def config_refusal(
+    broker: Broker, request: Request, resource_type: int, name: str, operation: AclOperation
+) -> int:
     """The error code when the principal may not perform ``operation`` (DescribeConfigs,
     AlterConfigs) on a config resource (a topic, or a broker: the cluster), else 0."""
     if resource_type == TOPIC_RESOURCE:
@@ -104,15 +113,17 @@ def config_refusal(broker: Broker, request: Request, resource_type: int, name: s
     return 0
 
 
-def alter_resources(broker: Broker, request: Request, change_for: Callable[[Any], Change]
-                    ) -> dict[str, Any]:
+def alter_resources(
+    broker: Broker, request: Request, change_for: Callable[[Any], Change]
+) -> dict[str, Any]:
     """The response body of an alter request: ``change_for(resource)`` says what to do to it
     (without AlterConfigs on it: Kafka's authorization error)."""
     body: Any = request.body
     responses = []
     for res in body.resources:
-        refusal = config_refusal(broker, request, res.resource_type, res.resource_name,
-                                 AclOperation.ALTER_CONFIGS)
+        refusal = config_refusal(
+            broker, request, res.resource_type, res.resource_name, AclOperation.ALTER_CONFIGS
+        )
         if refusal:
             responses.append(_result(res, refusal, "Authorization failed."))
         elif res.resource_type == TOPIC_RESOURCE:
@@ -122,6 +133,9 @@ def alter_resources(broker: Broker, request: Request, change_for: Callable[[Any]
         elif res.resource_type == GROUP_RESOURCE:
             responses.append(_alter_group(broker, res, change_for(res), bool(body.validate_only)))
         else:
-            responses.append(_result(res, InvalidRequestError.errno,
-                                     f"Unexpected resource type {res.resource_type}"))
+            responses.append(
+                _result(
+                    res, InvalidRequestError.errno, f"Unexpected resource type {res.resource_type}"
+                )
+            )
     return {"throttle_time_ms": 0, "responses": responses}

@@ -11,6 +11,7 @@ Processors call :meth:`ConnectionQuotas.dec` when a connection closes.
 Also here: :class:`RateLimitedLog`, so a condition that repeats (an accept failing while file
 descriptors are exhausted) is logged once per interval with a count, not once per occurrence.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,8 +28,9 @@ class TooManyConnectionsError(Exception):
     """An address already holds its maximum number of connections."""
 
     def __init__(self, address: str, count: int):
-        super().__init__(f"address {address} already has the configured maximum of {count} "
-                         "connections")
+        super().__init__(
+            f"address {address} already has the configured maximum of {count} connections"
+        )
         self.address, self.count = address, count
 
 
@@ -54,8 +56,12 @@ def parse_overrides(value: str) -> dict[str, int]:
 class ConnectionQuotas:
     """Counts open connections per address and in total; thread safe."""
 
-    def __init__(self, max_connections: int = _MAX_INT, max_per_ip: int = _MAX_INT,
-                 overrides: dict[str, int] | None = None):
+    def __init__(
+        self,
+        max_connections: int = _MAX_INT,
+        max_per_ip: int = _MAX_INT,
+        overrides: dict[str, int] | None = None,
+    ):
         if max_connections < 0 or max_per_ip < 0:
             raise ValueError("max.connections and max.connections.per.ip must be >= 0")
         self.max_connections = max_connections

@@ -14,6 +14,7 @@ Regular expressions (``subscribed_topic_regex``) are Python ``re`` patterns matc
 whole topic name (Kafka uses RE2/J; the common syntax is the same) and are resolved at once,
 where Kafka resolves them in the background and bumps the epoch a moment later.
 """
+
 from __future__ import annotations
 
 import base64
@@ -109,8 +110,9 @@ def _invalid(message: str) -> CoordinatorError:
 class ConsumerGroups:
     """Every consumer-protocol group of one coordinator (thread safe)."""
 
-    def __init__(self, config: Mapping[str, str], write: Callable[[list[bytes], list[bytes | None]],
-                                                                   None]) -> None:
+    def __init__(
+        self, config: Mapping[str, str], write: Callable[[list[bytes], list[bytes | None]], None]
+    ) -> None:
         """``write`` appends one batch of records to the offsets log."""
         self.heartbeat_ms = int(config.get("group.consumer.heartbeat.interval.ms", 5000))
         self.session_ms = int(config.get("group.consumer.session.timeout.ms", 45000))
@@ -122,8 +124,10 @@ class ConsumerGroups:
         self.assignors = [n.strip() for n in names.split(",") if n.strip()]
         unknown = [n for n in self.assignors if n not in ASSIGNORS]
         if unknown or not self.assignors:
-            raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; "
-                             f"known: {', '.join(ASSIGNORS)}")
+            raise ValueError(
+                f"group.consumer.assignors: unknown assignor(s) {unknown}; "
+                f"known: {', '.join(ASSIGNORS)}"
+            )
         self.groups: dict[str, ConsumerGroup] = {}
         self.topics: Callable[[], dict[str, tuple[bytes, int]]] = dict
         #: the classic coordinator's answer for a group id: None (no classic group), "empty"
@@ -144,16 +148,25 @@ class ConsumerGroups:
                     return self._leave(req)
                 return self._heartbeat(req, time.monotonic())
         except CoordinatorError as exc:
-            return {"error_code": exc.code, "error_message": exc.message, "member_id": None,
-                    "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+            return {
+                "error_code": exc.code,
+                "error_message": exc.message,
+                "member_id": None,
+                "member_epoch": 0,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            }
 
     def _validate(self, req: HeartbeatRequest) -> None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
         if req.version >= 1 or req.member_epoch > 0 or req.member_epoch == LEAVE_EPOCH:
             if req.member_id == "":
                 raise _invalid("MemberId can't be empty.")
-        for value, what in ((req.group_id, "GroupId"), (req.instance_id, "InstanceId"),
-                            (req.rack_id, "RackId")):
+        for value, what in (
+            (req.group_id, "GroupId"),
+            (req.instance_id, "InstanceId"),
+            (req.rack_id, "RackId"),
+        ):
             if value == "":
                 raise _invalid(f"{what} can't be empty.")
         if req.member_epoch == 0:
@@ -162,37 +175,46 @@ class ConsumerGroups:
             if req.owned is None or req.owned:
                 raise _invalid("TopicPartitions must be empty when (re-)joining.")
             if req.topic_names is None and req.topic_regex is None:
-                raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
-                               "non-null when (re-)joining.")
+                raise _invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                    "non-null when (re-)joining."
+                )
         elif req.member_epoch == STATIC_LEAVE_EPOCH:
             if req.instance_id is None:
                 raise _invalid("InstanceId can't be null.")
         elif req.member_epoch < STATIC_LEAVE_EPOCH:
             raise _invalid("MemberEpoch is invalid.")
         if req.assignor is not None and req.assignor not in self.assignors:
-            raise CoordinatorError(E.UnsupportedAssignorError, (
-                f"ServerAssignor {req.assignor} is not supported. Supported assignors: "
-                f"{', '.join(self.assignors)}."))
+            raise CoordinatorError(
+                E.UnsupportedAssignorError,
+                (
+                    f"ServerAssignor {req.assignor} is not supported. Supported assignors: "
+                    f"{', '.join(self.assignors)}."
+                ),
+            )
 
     def _heartbeat(self, req: HeartbeatRequest, now: float) -> dict[str, Any]:
         """Create or update the member, maybe bump the epoch and assign, then reconcile."""
         joining = req.member_epoch == 0
-        if not req.member_id:             # v0: the coordinator names the member
+        if not req.member_id:  # v0: the coordinator names the member
             req.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         group = self._group(req.group_id, create=joining)
         if len(group.members) >= self.max_size and req.member_id not in group.members:
-            raise CoordinatorError(E.GroupMaxSizeReachedError, (
-                f"The consumer group has reached its maximum capacity of {self.max_size} "
-                "members."))
+            raise CoordinatorError(
+                E.GroupMaxSizeReachedError,
+                (
+                    f"The consumer group has reached its maximum capacity of {self.max_size} "
+                    "members."
+                ),
+            )
         if req.topic_regex:
             self._pattern(req.topic_regex)
         member = self._member(group, req)
         before = (member.subscription(), {t: set(p) for t, p in member.assigned.items()})
         req.apply_to(member)
-        if group.group_epoch == 0:        # a new group: Kafka 4.x starts it at epoch 1
+        if group.group_epoch == 0:  # a new group: Kafka 4.x starts it at epoch 1
             group.group_epoch = 1
-        bump = joining and req.member_id not in group.members \
-            or before[0] != member.subscription()
+        bump = joining and req.member_id not in group.members or before[0] != member.subscription()
         group.members[member.member_id] = member
         self.groups.setdefault(group.group_id, group)
         topics = self._subscribed_topics(group)
@@ -201,21 +223,36 @@ class ConsumerGroups:
             group.group_epoch += 1
             log.info("group %s: epoch %d", group.group_id, group.group_epoch)
         self._maybe_assign(group, now)
-        reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
-                  req.owned, group.owner)
+        reconcile(
+            member,
+            group.assignment_epoch,
+            group.target.get(member.member_id, {}),
+            req.owned,
+            group.owner,
+        )
         self._revoke_timer(group, member, now)
         group.session_deadlines[member.member_id] = now + self.session_ms / 1000
         self._persist(group)
-        full = joining or (req.rebalance_timeout_ms != -1 and req.owned is not None
-                           and (req.topic_names is not None or req.topic_regex is not None))
+        full = joining or (
+            req.rebalance_timeout_ms != -1
+            and req.owned is not None
+            and (req.topic_names is not None or req.topic_regex is not None)
+        )
         body: dict[str, Any] = {
-            "error_code": 0, "error_message": None, "member_id": member.member_id,
-            "member_epoch": member.member_epoch, "heartbeat_interval_ms": self.heartbeat_ms,
-            "assignment": None}
+            "error_code": 0,
+            "error_message": None,
+            "member_id": member.member_id,
+            "member_epoch": member.member_epoch,
+            "heartbeat_interval_ms": self.heartbeat_ms,
+            "assignment": None,
+        }
         if full or before[1] != member.assigned:
-            body["assignment"] = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(member.assigned.items())]}
+            body["assignment"] = {
+                "topic_partitions": [
+                    {"topic_id": t, "partitions": sorted(ps)}
+                    for t, ps in sorted(member.assigned.items())
+                ]
+            }
         return body
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
@@ -225,12 +262,12 @@ class ConsumerGroups:
         if group is not None:
             return group
         if not create:
-            raise CoordinatorError(E.GroupIdNotFoundError,
-                                   f"Consumer group {group_id} not found.")
+            raise CoordinatorError(E.GroupIdNotFoundError, f"Consumer group {group_id} not found.")
         if self.classic(group_id) == "active":
-            raise CoordinatorError(E.GroupIdNotFoundError,
-                                   f"Group {group_id} is not a consumer group")
-        return ConsumerGroup(group_id)       # kept once its first member is in
+            raise CoordinatorError(
+                E.GroupIdNotFoundError, f"Group {group_id} is not a consumer group"
+            )
+        return ConsumerGroup(group_id)  # kept once its first member is in
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerMember:
         """The member the request speaks for (created, or a static member's replacement)."""
@@ -238,8 +275,10 @@ class ConsumerGroups:
             member = group.members.get(req.member_id)
             if member is None:
                 if req.member_epoch != 0:
-                    raise CoordinatorError(E.UnknownMemberIdError, (
-                        f"Member {req.member_id} is not a member of group {group.group_id}."))
+                    raise CoordinatorError(
+                        E.UnknownMemberIdError,
+                        (f"Member {req.member_id} is not a member of group {group.group_id}."),
+                    )
                 return ConsumerMember(req.member_id)
             self._check_epoch(member, req)
             return member
@@ -248,10 +287,14 @@ class ConsumerGroups:
             if existing is None:
                 return group.members.get(req.member_id) or ConsumerMember(req.member_id)
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
-                raise CoordinatorError(E.UnreleasedInstanceIdError, (
-                    f"Static member {req.member_id} with instance id {req.instance_id} cannot "
-                    f"join the group because the instance id is owned by {existing.member_id} "
-                    "member."))
+                raise CoordinatorError(
+                    E.UnreleasedInstanceIdError,
+                    (
+                        f"Static member {req.member_id} with instance id {req.instance_id} cannot "
+                        f"join the group because the instance id is owned by {existing.member_id} "
+                        "member."
+                    ),
+                )
             return self._replace(group, existing, req.member_id)
         existing = self._static(group, req)
         self._check_epoch(existing, req)
@@ -263,12 +306,17 @@ class ConsumerGroups:
         is the one holding it (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)."""
         existing = group.static_member(req.instance_id or "")
         if existing is None:
-            raise CoordinatorError(E.UnknownMemberIdError,
-                                   f"Instance id {req.instance_id} is unknown.")
+            raise CoordinatorError(
+                E.UnknownMemberIdError, f"Instance id {req.instance_id} is unknown."
+            )
         if existing.member_id != req.member_id:
-            raise CoordinatorError(E.FencedInstanceIdError, (
-                f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
-                f"by member {existing.member_id}."))
+            raise CoordinatorError(
+                E.FencedInstanceIdError,
+                (
+                    f"Static member {req.member_id} with instance id {req.instance_id} was fenced "
+                    f"by member {existing.member_id}."
+                ),
+            )
         return existing
 
     @staticmethod
@@ -277,19 +325,29 @@ class ConsumerGroups:
         subset of its partitions (the answer that bumped it may have been lost)."""
         got, known = req.member_epoch, member.member_epoch
         if got > known:
-            raise CoordinatorError(E.FencedMemberEpochError, (
-                f"The consumer group member has a greater member epoch ({got}) than the one "
-                f"known by the group coordinator ({known}). The member must abandon all its "
-                "partitions and rejoin."))
-        if got < known and (got != member.previous_epoch or req.owned is None or any(
-                p not in member.assigned.get(t, ()) for t, ps in req.owned for p in ps)):
-            raise CoordinatorError(E.FencedMemberEpochError, (
-                f"The consumer group member has a smaller member epoch ({got}) than the one "
-                f"known by the group coordinator ({known}). The member must abandon all its "
-                "partitions and rejoin."))
+            raise CoordinatorError(
+                E.FencedMemberEpochError,
+                (
+                    f"The consumer group member has a greater member epoch ({got}) than the one "
+                    f"known by the group coordinator ({known}). The member must abandon all its "
+                    "partitions and rejoin."
+                ),
+            )
+        if got < known and (
+            got != member.previous_epoch
+            or req.owned is None
+            or any(p not in member.assigned.get(t, ()) for t, ps in req.owned for p in ps)
+        ):
+            raise CoordinatorError(
+                E.FencedMemberEpochError,
+                (
+                    f"The consumer group member has a smaller member epoch ({got}) than the one "
+                    f"known by the group coordinator ({known}). The member must abandon all its "
+                    "partitions and rejoin."
+                ),
+            )
 
-    def _replace(self, group: ConsumerGroup, old: ConsumerMember, new_id: str
-                 ) -> ConsumerMember:
+    def _replace(self, group: ConsumerGroup, old: ConsumerMember, new_id: str) -> ConsumerMember:
         """A restarted static member takes its instance's place and assignment under a new
         member id, epoch 0: it gets the same partitions back, the others hear nothing."""
         del group.members[old.member_id]
@@ -300,8 +358,9 @@ class ConsumerGroups:
             group.target[new_id] = target
         old.member_id, old.member_epoch, old.previous_epoch = new_id, 0, 0
         group.members[new_id] = old
-        log.info("group %s: static member %s rejoins as %s", group.group_id, old.instance_id,
-                 new_id)
+        log.info(
+            "group %s: static member %s rejoins as %s", group.group_id, old.instance_id, new_id
+        )
         return old
 
     # -- leave, fence, expire ----------------------------------------------------------------
@@ -311,13 +370,16 @@ class ConsumerGroups:
         partitions kept for it until its session times out."""
         group = self.groups.get(req.group_id)
         if group is None:
-            raise CoordinatorError(E.GroupIdNotFoundError,
-                                   f"Consumer group {req.group_id} not found.")
+            raise CoordinatorError(
+                E.GroupIdNotFoundError, f"Consumer group {req.group_id} not found."
+            )
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
-                raise CoordinatorError(E.UnknownMemberIdError, (
-                    f"Member {req.member_id} is not a member of group {group.group_id}."))
+                raise CoordinatorError(
+                    E.UnknownMemberIdError,
+                    (f"Member {req.member_id} is not a member of group {group.group_id}."),
+                )
         else:
             member = self._static(group, req)
         if req.member_epoch == STATIC_LEAVE_EPOCH:
@@ -325,9 +387,14 @@ class ConsumerGroups:
             self._persist(group)
         else:
             self._fence(group, member, "left the group")
-        return {"error_code": 0, "error_message": None, "member_id": req.member_id,
-                "member_epoch": req.member_epoch, "heartbeat_interval_ms": 0,
-                "assignment": None}
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "member_id": req.member_id,
+            "member_epoch": req.member_epoch,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
 
     def _fence(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
         """Remove a member (its partitions become free) and bump the group epoch."""
@@ -343,8 +410,9 @@ class ConsumerGroups:
     def _revoke_timer(self, group: ConsumerGroup, member: ConsumerMember, now: float) -> None:
         """A member asked to revoke must do so within its rebalance timeout."""
         if member.state == UNREVOKED:
-            group.revoke_deadlines.setdefault(member.member_id,
-                                              now + member.rebalance_timeout_ms / 1000)
+            group.revoke_deadlines.setdefault(
+                member.member_id, now + member.rebalance_timeout_ms / 1000
+            )
         else:
             group.revoke_deadlines.pop(member.member_id, None)
 
@@ -355,11 +423,15 @@ class ConsumerGroups:
             for group in list(self.groups.values()):
                 for member_id in list(group.members):
                     session = group.session_deadlines.setdefault(
-                        member_id, now + self.session_ms / 1000)
+                        member_id, now + self.session_ms / 1000
+                    )
                     revoke = group.revoke_deadlines.get(member_id, float("inf"))
                     if now >= session or now >= revoke:
-                        why = "session timed out" if now >= session else \
-                            "did not revoke its partitions in time"
+                        why = (
+                            "session timed out"
+                            if now >= session
+                            else "did not revoke its partitions in time"
+                        )
                         self._fence(group, group.members[member_id], why)
                     else:
                         upcoming.append(min(session, revoke))
@@ -375,9 +447,10 @@ class ConsumerGroups:
             try:
                 pattern = self._patterns[regex] = re.compile(regex)
             except re.error as exc:
-                raise CoordinatorError(E.InvalidRegularExpressionError, (
-                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
-                    f"{exc}.")) from None
+                raise CoordinatorError(
+                    E.InvalidRegularExpressionError,
+                    (f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc}."),
+                ) from None
         return pattern
 
     def _subscribed_topics(self, group: ConsumerGroup) -> dict[str, tuple[bytes, int]]:
@@ -387,8 +460,10 @@ class ConsumerGroups:
         def resolve(regex: str) -> set[str]:
             pattern = self._pattern(regex)
             return {name for name in everything if pattern.fullmatch(name)}
-        return {name: everything[name] for name in group.subscribed_names(resolve)
-                if name in everything}
+
+        return {
+            name: everything[name] for name in group.subscribed_names(resolve) if name in everything
+        }
 
     def _member_topics(self, group: ConsumerGroup, member: ConsumerMember) -> set[bytes]:
         """The topic ids a member subscribes to."""
@@ -406,15 +481,19 @@ class ConsumerGroups:
     def _maybe_assign(self, group: ConsumerGroup, now: float) -> None:
         """Compute the target when the group epoch is ahead of it, unless the last one is
         younger than the assignment interval (then a later heartbeat does, as Kafka 4.x)."""
-        if group.group_epoch > group.assignment_epoch and \
-                now >= group.assigned_at + self.assign_interval:
+        if (
+            group.group_epoch > group.assignment_epoch
+            and now >= group.assigned_at + self.assign_interval
+        ):
             self._assign(group)
             group.assigned_at = now
 
     def _assign(self, group: ConsumerGroup) -> None:
         """Compute the target assignment at the group epoch."""
-        specs = {mid: MemberSpec(self._member_topics(group, m), group.target.get(mid, {}))
-                 for mid, m in group.members.items()}
+        specs = {
+            mid: MemberSpec(self._member_topics(group, m), group.target.get(mid, {}))
+            for mid, m in group.members.items()
+        }
         counts = dict(group.topics.values())
         group.target = ASSIGNORS[self._assignor(group)](specs, counts)
         group.assignment_epoch = group.group_epoch
@@ -438,15 +517,16 @@ class ConsumerGroups:
         kind, group_id, member_id = parsed
         content = _load(value)
         if content is None and group_id not in self.groups:
-            return                       # the rest of a deleted group's tombstones
+            return  # the rest of a deleted group's tombstones
         group = self.groups.setdefault(group_id, ConsumerGroup(group_id))
         if kind == GROUP_METADATA:
             if content is None:
                 del self.groups[group_id]
                 return
             group.group_epoch = content["epoch"]
-            group.topics = {n: (bytes.fromhex(t), c) for n, (t, c) in
-                            content.get("topics", {}).items()}
+            group.topics = {
+                n: (bytes.fromhex(t), c) for n, (t, c) in content.get("topics", {}).items()
+            }
         elif kind == TARGET_METADATA and content is not None:
             group.assignment_epoch = content["epoch"]
         elif kind == TARGET_MEMBER and member_id is not None:
@@ -458,8 +538,9 @@ class ConsumerGroups:
             self._replay_member(group, kind, member_id, content)
 
     @staticmethod
-    def _replay_member(group: ConsumerGroup, kind: int, member_id: str,
-                       content: dict[str, Any] | None) -> None:
+    def _replay_member(
+        group: ConsumerGroup, kind: int, member_id: str, content: dict[str, Any] | None
+    ) -> None:
         """Member metadata or current assignment (a tombstone removes the member)."""
         if content is None:
             group.members.pop(member_id, None)
@@ -522,8 +603,9 @@ class ConsumerGroups:
         if group.persisted:
             self._write(list(group.persisted), [None] * len(group.persisted))
 
-    def commit_error(self, group_id: str, member_id: str, epoch: int, version: int,
-                     transactional: bool = False) -> int | None:
+    def commit_error(
+        self, group_id: str, member_id: str, epoch: int, version: int, transactional: bool = False
+    ) -> int | None:
         """Kafka's ConsumerGroup.validateOffsetCommit: None when not a consumer group here;
         else 0, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION (a consumer-protocol member must use
         OffsetCommit v9+) or STALE_MEMBER_EPOCH (an epoch ahead of the member's)."""
@@ -542,10 +624,11 @@ class ConsumerGroups:
                 return E.UnsupportedVersionError.errno
             if epoch > member.member_epoch:
                 return E.StaleMemberEpochError.errno
-            return 0          # an older epoch: per partition (stale_partitions)
+            return 0  # an older epoch: per partition (stale_partitions)
 
-    def stale_partitions(self, group_id: str, member_id: str, epoch: int,
-                         partitions: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+    def stale_partitions(
+        self, group_id: str, member_id: str, epoch: int, partitions: Iterable[tuple[str, int]]
+    ) -> set[tuple[str, int]]:
         """Kafka 4.4's assignment-epoch check of a commit at an older member epoch: a
         partition must be the member's (assigned or being revoked) since that epoch or
         before; the others are STALE_MEMBER_EPOCH."""
@@ -555,11 +638,15 @@ class ConsumerGroups:
             if member is None or epoch < 0 or epoch >= member.member_epoch:
                 return set()
             ids = {name: tid for name, (tid, _) in self.topics().items()}
-            return {(t, p) for t, p in partitions
-                    if member.partition_epochs.get((ids.get(t, b""), p), epoch + 1) > epoch}
+            return {
+                (t, p)
+                for t, p in partitions
+                if member.partition_epochs.get((ids.get(t, b""), p), epoch + 1) > epoch
+            }
 
-    def describe(self, group_id: str, topic_name: Callable[[bytes], str | None]
-                 ) -> dict[str, Any] | None:
+    def describe(
+        self, group_id: str, topic_name: Callable[[bytes], str | None]
+    ) -> dict[str, Any] | None:
         """ConsumerGroupDescribe's entry for a group (None: not a consumer group here)."""
         with self._lock:
             group = self.groups.get(group_id)
@@ -567,20 +654,40 @@ class ConsumerGroups:
                 return None
 
             def parts(assignment: Assignment) -> dict[str, Any]:
-                return {"topic_partitions": [
-                    {"topic_id": t, "topic_name": topic_name(t) or "", "partitions": sorted(ps)}
-                    for t, ps in sorted(assignment.items()) if ps]}
-            members = [{
-                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch, "client_id": m.client_id,
-                "client_host": m.client_host, "subscribed_topic_names": sorted(m.topic_names),
-                "subscribed_topic_regex": m.topic_regex or "", "assignment": parts(m.assigned),
-                "target_assignment": parts(group.target.get(m.member_id, {})),
-                "member_type": 1} for m in group.members.values()]
-            return {"error_code": 0, "error_message": None, "group_id": group_id,
-                    "group_state": group.state(), "group_epoch": group.group_epoch,
-                    "assignment_epoch": group.assignment_epoch,
-                    "assignor_name": self._assignor(group), "members": members}
+                return {
+                    "topic_partitions": [
+                        {"topic_id": t, "topic_name": topic_name(t) or "", "partitions": sorted(ps)}
+                        for t, ps in sorted(assignment.items())
+                        if ps
+                    ]
+                }
+
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed_topic_names": sorted(m.topic_names),
+                    "subscribed_topic_regex": m.topic_regex or "",
+                    "assignment": parts(m.assigned),
+                    "target_assignment": parts(group.target.get(m.member_id, {})),
+                    "member_type": 1,
+                }
+                for m in group.members.values()
+            ]
+            return {
+                "error_code": 0,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": group.state(),
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": self._assignor(group),
+                "members": members,
+            }
 
 
 def _load(value: bytes | None) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ asked back first (the member keeps its epoch until it acknowledges, state
 (``UNRELEASED_PARTITIONS``) and handed over at a later heartbeat; otherwise the member reaches
 the target epoch (``STABLE``).  Pure data and functions: :mod:`.consumer_coordinator` drives them.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,31 @@ from typing import Any
 
 from .assignors import Assignment
 
-__all__ = ["ConsumerGroup", "ConsumerMember", "reconcile", "STABLE_MEMBER", "UNREVOKED",
-           "UNRELEASED", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE", "DEAD",
-           "group_records", "record_key", "parse_key"]
+__all__ = [
+    "ConsumerGroup",
+    "ConsumerMember",
+    "reconcile",
+    "STABLE_MEMBER",
+    "UNREVOKED",
+    "UNRELEASED",
+    "EMPTY",
+    "ASSIGNING",
+    "RECONCILING",
+    "STABLE",
+    "DEAD",
+    "group_records",
+    "record_key",
+    "parse_key",
+]
 
 #: Kafka's ConsumerGroupState names (ListGroups, DescribeGroups, ConsumerGroupDescribe)
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = (
-    "Empty", "Assigning", "Reconciling", "Stable", "Dead")
+    "Empty",
+    "Assigning",
+    "Reconciling",
+    "Stable",
+    "Dead",
+)
 #: Kafka's MemberState
 STABLE_MEMBER, UNREVOKED, UNRELEASED = "stable", "unrevoked_partitions", "unreleased_partitions"
 
@@ -60,18 +79,29 @@ class ConsumerMember:
 
     def metadata_value(self) -> dict[str, Any]:
         """The ConsumerGroupMemberMetadata record's content."""
-        return {"instance_id": self.instance_id, "rack_id": self.rack_id,
-                "client_id": self.client_id, "client_host": self.client_host,
-                "topics": sorted(self.topic_names), "regex": self.topic_regex,
-                "assignor": self.assignor, "rebalance_timeout_ms": self.rebalance_timeout_ms}
+        return {
+            "instance_id": self.instance_id,
+            "rack_id": self.rack_id,
+            "client_id": self.client_id,
+            "client_host": self.client_host,
+            "topics": sorted(self.topic_names),
+            "regex": self.topic_regex,
+            "assignor": self.assignor,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+        }
 
     def assignment_value(self) -> dict[str, Any]:
         """The ConsumerGroupCurrentMemberAssignment record's content."""
-        return {"epoch": self.member_epoch, "previous_epoch": self.previous_epoch,
-                "state": self.state, "assigned": encode_assignment(self.assigned),
-                "revoking": encode_assignment(self.revoking),
-                "partition_epochs": [[t.hex(), p, e] for (t, p), e in
-                                     sorted(self.partition_epochs.items())]}
+        return {
+            "epoch": self.member_epoch,
+            "previous_epoch": self.previous_epoch,
+            "state": self.state,
+            "assigned": encode_assignment(self.assigned),
+            "revoking": encode_assignment(self.revoking),
+            "partition_epochs": [
+                [t.hex(), p, e] for (t, p), e in sorted(self.partition_epochs.items())
+            ],
+        }
 
     def load_metadata(self, value: Mapping[str, Any]) -> None:
         """Replay a ConsumerGroupMemberMetadata record."""
@@ -87,8 +117,9 @@ class ConsumerMember:
         self.state = value["state"]
         self.assigned = decode_assignment(value["assigned"])
         self.revoking = decode_assignment(value["revoking"])
-        self.partition_epochs = {(bytes.fromhex(t), p): e
-                                 for t, p, e in value.get("partition_epochs", ())}
+        self.partition_epochs = {
+            (bytes.fromhex(t), p): e for t, p, e in value.get("partition_epochs", ())
+        }
 
 
 @dataclass
@@ -119,16 +150,19 @@ class ConsumerGroup:
             return EMPTY
         if self.assignment_epoch < self.group_epoch:
             return ASSIGNING
-        if any(m.member_epoch != self.assignment_epoch or m.state != STABLE_MEMBER
-               for m in self.members.values()):
+        if any(
+            m.member_epoch != self.assignment_epoch or m.state != STABLE_MEMBER
+            for m in self.members.values()
+        ):
             return RECONCILING
         return STABLE
 
     def owner(self, topic_id: bytes, partition: int) -> str | None:
         """The member that holds a partition (assigned or still to revoke)."""
         for member in self.members.values():
-            if partition in member.assigned.get(topic_id, ()) or \
-                    partition in member.revoking.get(topic_id, ()):
+            if partition in member.assigned.get(topic_id, ()) or partition in member.revoking.get(
+                topic_id, ()
+            ):
                 return member.member_id
         return None
 
@@ -142,9 +176,13 @@ class ConsumerGroup:
         return names
 
 
-def reconcile(member: ConsumerMember, target_epoch: int, target: Assignment,
-              owned: Iterable[tuple[bytes, Iterable[int]]] | None,
-              owner: Callable[[bytes, int], str | None]) -> None:
+def reconcile(
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Assignment,
+    owned: Iterable[tuple[bytes, Iterable[int]]] | None,
+    owner: Callable[[bytes, int], str | None],
+) -> None:
     """Move ``member`` one step towards its target (Kafka's CurrentAssignmentBuilder).
     ``owned``: the partitions the member reports holding, None when it did not say."""
     holds = None if owned is None else {(t, p) for t, parts in owned for p in parts}
@@ -164,9 +202,13 @@ def reconcile(member: ConsumerMember, target_epoch: int, target: Assignment,
         _next_assignment(member, target_epoch, target, still_holds, owner)
 
 
-def _next_assignment(member: ConsumerMember, target_epoch: int, target: Assignment,
-                     still_holds: Callable[[Assignment], bool],
-                     owner: Callable[[bytes, int], str | None]) -> None:
+def _next_assignment(
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Assignment,
+    still_holds: Callable[[Assignment], bool],
+    owner: Callable[[bytes, int], str | None],
+) -> None:
     """computeNextAssignment: keep, revoke, or wait for partitions others still hold."""
     kept: Assignment = {}
     revoke: Assignment = {}
@@ -187,16 +229,22 @@ def _next_assignment(member: ConsumerMember, target_epoch: int, target: Assignme
             revoke[tid] = have - want
     if revoke and still_holds(revoke):
         member.state = UNREVOKED
-        member.assigned = {t: ps & target.get(t, set()) for t, ps in member.assigned.items()
-                           if ps & target.get(t, set())}
+        member.assigned = {
+            t: ps & target.get(t, set())
+            for t, ps in member.assigned.items()
+            if ps & target.get(t, set())
+        }
         member.revoking = revoke
         return
     member.previous_epoch, member.member_epoch = member.member_epoch, target_epoch
     member.assigned = kept
     member.revoking = {}
     member.state = UNRELEASED if waiting else STABLE_MEMBER
-    member.partition_epochs = {(t, p): member.partition_epochs.get((t, p), target_epoch)
-                               for t, ps in kept.items() for p in ps}
+    member.partition_epochs = {
+        (t, p): member.partition_epochs.get((t, p), target_epoch)
+        for t, ps in kept.items()
+        for p in ps
+    }
 
 
 # -- records (the offsets log's keys as Kafka's; values JSON) ---------------------------------
@@ -213,22 +261,30 @@ def _str(text: str) -> bytes:
 
 def record_key(kind: int, group_id: str, member_id: str | None = None) -> bytes:
     """A group record's key: the type, the group id and (member records) the member id."""
-    return struct.pack(">h", kind) + _str(group_id) + (
-        _str(member_id) if member_id is not None else b"")
+    return (
+        struct.pack(">h", kind)
+        + _str(group_id)
+        + (_str(member_id) if member_id is not None else b"")
+    )
 
 
 def parse_key(key: bytes) -> tuple[int, str, str | None] | None:
     """(type, group id, member id or None) of a group record key; None for other keys."""
     (kind,) = struct.unpack_from(">h", key, 0)
-    if kind not in (GROUP_METADATA, MEMBER_METADATA, TARGET_MEMBER, TARGET_METADATA,
-                    CURRENT_ASSIGNMENT):
+    if kind not in (
+        GROUP_METADATA,
+        MEMBER_METADATA,
+        TARGET_MEMBER,
+        TARGET_METADATA,
+        CURRENT_ASSIGNMENT,
+    ):
         return None
     (size,) = struct.unpack_from(">h", key, 2)
-    group_id = key[4:4 + size].decode()
+    group_id = key[4 : 4 + size].decode()
     if kind in (GROUP_METADATA, TARGET_METADATA):
         return kind, group_id, None
     (msize,) = struct.unpack_from(">h", key, 4 + size)
-    return kind, group_id, key[6 + size:6 + size + msize].decode()
+    return kind, group_id, key[6 + size : 6 + size + msize].decode()
 
 
 def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
@@ -237,15 +293,19 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
 
     def value(content: Mapping[str, Any]) -> bytes:
         return json.dumps(content, sort_keys=True).encode()
+
     topics = {n: [t.hex(), c] for n, (t, c) in sorted(group.topics.items())}
-    out = {record_key(GROUP_METADATA, gid): value({"epoch": group.group_epoch, "topics": topics}),
-           record_key(TARGET_METADATA, gid): value({"epoch": group.assignment_epoch})}
+    out = {
+        record_key(GROUP_METADATA, gid): value({"epoch": group.group_epoch, "topics": topics}),
+        record_key(TARGET_METADATA, gid): value({"epoch": group.assignment_epoch}),
+    }
     for member_id, member in group.members.items():
         out[record_key(MEMBER_METADATA, gid, member_id)] = value(member.metadata_value())
         out[record_key(CURRENT_ASSIGNMENT, gid, member_id)] = value(member.assignment_value())
     for member_id, assignment in group.target.items():
         out[record_key(TARGET_MEMBER, gid, member_id)] = value(
-            {"assignment": encode_assignment(assignment)})
+            {"assignment": encode_assignment(assignment)}
+        )
     return out
 
 

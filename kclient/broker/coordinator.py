@@ -6,6 +6,7 @@ the rest of the group. One lock guards all groups; futures that become ready und
 completed only after it is released, so response callbacks never run while it is held. A reaper
 thread expires member sessions, pending member ids, rebalance deadlines and old offsets.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,18 @@ from .group import (
 from .group_views import GroupViews
 from .offsets import OffsetEntry, OffsetManager, TopicPartition
 
-__all__ = ["GroupCoordinator", "JoinRequest", "then", "Group", "Member",
-           "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD"]
+__all__ = [
+    "GroupCoordinator",
+    "JoinRequest",
+    "then",
+    "Group",
+    "Member",
+    "EMPTY",
+    "PREPARING_REBALANCE",
+    "COMPLETING_REBALANCE",
+    "STABLE",
+    "DEAD",
+]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +86,7 @@ def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
             chained.set_result(fn(done.result()))
         except BaseException as exc:  # noqa: BLE001 - surface the failure to whoever waits on the response
             chained.set_exception(exc)
+
     future.add_done_callback(relay)
     return chained
 
@@ -82,9 +94,10 @@ def then(future: Future[Any], fn: Callable[[Any], Any]) -> Any:
 class GroupCoordinator(GroupViews):
     """Coordinates consumer groups on one broker and stores their committed offsets."""
 
-    def __init__(self, data_dir: Path | str, node_id: int = 0,
-                 config: Mapping[str, str] | None = None):
-        config = {**DEFAULTS, **(config or {})}       # Kafka's defaults where not given
+    def __init__(
+        self, data_dir: Path | str, node_id: int = 0, config: Mapping[str, str] | None = None
+    ):
+        config = {**DEFAULTS, **(config or {})}  # Kafka's defaults where not given
         self.node_id = node_id
         self.offsets = OffsetManager(Path(data_dir), config)
         self.initial_delay_ms = int(config["group.initial.rebalance.delay.ms"])
@@ -113,8 +126,9 @@ class GroupCoordinator(GroupViews):
         self.consumer.loaded()
         if self._thread is None:
             self._next_retention = time.monotonic() + self.retention_check_s
-            self._thread = threading.Thread(target=self._reaper, daemon=True,
-                                            name=f"group-coordinator-{self.node_id}")
+            self._thread = threading.Thread(
+                target=self._reaper, daemon=True, name=f"group-coordinator-{self.node_id}"
+            )
             self._thread.start()
 
     def close(self) -> None:
@@ -270,8 +284,9 @@ class GroupCoordinator(GroupViews):
         else:
             self._join_known(group, req, future)
 
-    def _replace_static(self, group: Group, member: Member, req: JoinRequest,
-                        future: Future[Any]) -> None:
+    def _replace_static(
+        self, group: Group, member: Member, req: JoinRequest, future: Future[Any]
+    ) -> None:
         """Give a restarted static member a new member id in place of the old (whose waiting
         requests, and any later ones, get FENCED_INSTANCE_ID), as Kafka's
         updateStaticMemberAndRebalance: Stable with the group's protocol still selected, it
@@ -283,29 +298,46 @@ class GroupCoordinator(GroupViews):
         self._fail_waiters(member, FENCED_INSTANCE_ID)
         del group.members[old_id]
         member.member_id, member.client_id, member.client_host = (
-            new_id, req.client_id, req.client_host)
+            new_id,
+            req.client_id,
+            req.client_host,
+        )
         group.members[new_id] = member
         assert req.group_instance_id is not None
         group.static_members[req.group_instance_id] = new_id
         if group.leader_id == old_id:
             group.leader_id = new_id
-        log.info("group %s: static member %s replaced %s with %s", group.group_id,
-                 req.group_instance_id, old_id, new_id)
+        log.info(
+            "group %s: static member %s replaced %s with %s",
+            group.group_id,
+            req.group_instance_id,
+            old_id,
+            new_id,
+        )
         self._update_member(member, req, future)
         if group.state == STABLE and group.select_protocol() == group.protocol_name:
             member.join_future = None
-            self._reply(future, dict(group.join_result(new_id), members=[],
-                                     leader=previous_leader or ""))
+            self._reply(
+                future, dict(group.join_result(new_id), members=[], leader=previous_leader or "")
+            )
         elif group.state == PREPARING_REBALANCE:
             self._try_complete_join(group)
         else:
             self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
 
-    def _add_member(self, group: Group, member_id: str, req: JoinRequest,
-                    future: Future[Any]) -> None:
+    def _add_member(
+        self, group: Group, member_id: str, req: JoinRequest, future: Future[Any]
+    ) -> None:
         """Add a member awaiting its join reply, then start or advance the rebalance."""
-        member = Member(member_id, req.client_id, req.client_host, req.group_instance_id,
-                        req.session_timeout_ms, req.rebalance_timeout_ms, list(req.protocols))
+        member = Member(
+            member_id,
+            req.client_id,
+            req.client_host,
+            req.group_instance_id,
+            req.session_timeout_ms,
+            req.rebalance_timeout_ms,
+            list(req.protocols),
+        )
         member.join_future = future
         member.touch()
         group.members[member_id] = member
@@ -313,7 +345,7 @@ class GroupCoordinator(GroupViews):
             group.static_members[req.group_instance_id] = member_id
         if group.leader_id is None:
             group.leader_id = member_id
-        if len(group.members) == 1:      # the first member sets the type (Kafka's add)
+        if len(group.members) == 1:  # the first member sets the type (Kafka's add)
             group.protocol_type = req.protocol_type
         if group.state == PREPARING_REBALANCE:
             self._extend_initial_delay(group)
@@ -359,15 +391,17 @@ class GroupCoordinator(GroupViews):
 
     def _try_complete_join(self, group: Group) -> None:
         """Complete the join phase once everyone has rejoined (and any initial delay passed)."""
-        if group.state == PREPARING_REBALANCE and group.delay_deadline is None \
-                and group.all_joined():
+        if (
+            group.state == PREPARING_REBALANCE
+            and group.delay_deadline is None
+            and group.all_joined()
+        ):
             self._complete_join(group)
 
     def _complete_join(self, group: Group) -> None:
         """Drop members that did not rejoin, start the next generation, answer the joins."""
         for member in [m for m in group.members.values() if m.join_future is None]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id,
-                     member.member_id)
+            log.info("group %s: member %s did not rejoin in time", group.group_id, member.member_id)
             self._drop(group, member)
         group.generation_id += 1
         if not group.members:
@@ -379,8 +413,13 @@ class GroupCoordinator(GroupViews):
             group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
-        log.info("group %s: generation %d with %d members, protocol %s", group.group_id,
-                 group.generation_id, len(group.members), group.protocol_name)
+        log.info(
+            "group %s: generation %d with %d members, protocol %s",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+            group.protocol_name,
+        )
         for member in group.members.values():
             self._reply(member.join_future, group.join_result(member.member_id))
             member.join_future = None
@@ -413,26 +452,37 @@ class GroupCoordinator(GroupViews):
 
     # -- SyncGroup ---------------------------------------------------------------------------
 
-    def sync_group(self, group_id: str, generation_id: int, member_id: str,
-                   assignments: Mapping[str, bytes] | None = None, *,
-                   protocol_type: str | None = None,
-                   protocol_name: str | None = None,
-                   group_instance_id: str | None = None) -> Future[Any]:
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        assignments: Mapping[str, bytes] | None = None,
+        *,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        group_instance_id: str | None = None,
+    ) -> Future[Any]:
         """Wait for (leader: hand out) this generation's assignment."""
         future: Future[Any] = Future()
         with self._critical():
             group = self._groups.get(group_id)
-            code = NOT_COORDINATOR if self._closed else Group.sync_error(
-                group, generation_id, member_id, protocol_type, protocol_name,
-                group_instance_id)
+            code = (
+                NOT_COORDINATOR
+                if self._closed
+                else Group.sync_error(
+                    group, generation_id, member_id, protocol_type, protocol_name, group_instance_id
+                )
+            )
             if code or group is None:
                 self._reply(future, sync_result(code))
             else:
                 self._sync_member(group, group.members[member_id], future, assignments or {})
         return future
 
-    def _sync_member(self, group: Group, member: Member, future: Future[Any],
-                     assignments: Mapping[str, bytes]) -> None:
+    def _sync_member(
+        self, group: Group, member: Member, future: Future[Any], assignments: Mapping[str, bytes]
+    ) -> None:
         """Answer now when Stable; otherwise wait, and the leader's sync releases everyone."""
         member.touch()
         if group.state == STABLE:
@@ -453,20 +503,29 @@ class GroupCoordinator(GroupViews):
 
     # -- Heartbeat and LeaveGroup ------------------------------------------------------------
 
-    def heartbeat(self, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None = None) -> int:
+    def heartbeat(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None = None,
+    ) -> int:
         """Keep a member's session alive; the error code tells it to rejoin when needed."""
         with self._critical():
             group = self._groups.get(group_id)
-            code = NOT_COORDINATOR if self._closed else Group.member_error(
-                group, generation_id, member_id, group_instance_id)
+            code = (
+                NOT_COORDINATOR
+                if self._closed
+                else Group.member_error(group, generation_id, member_id, group_instance_id)
+            )
             if code or group is None:
                 return code
             group.members[member_id].touch()
             return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
 
-    def leave_group(self, group_id: str, members: Iterable[str | tuple[str, str | None]]
-                    ) -> tuple[int, list[int]]:
+    def leave_group(
+        self, group_id: str, members: Iterable[str | tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
         """Remove members (ids, or (member id, group instance id) pairs: LeaveGroup v3+ may
         name a static member by its instance id alone); a group-level error and one per
         member."""
@@ -474,13 +533,15 @@ class GroupCoordinator(GroupViews):
             if self._closed:
                 return NOT_COORDINATOR, []
             group = self._groups.get(group_id)
-            codes = [self._leave_one(group, *((m, None) if isinstance(m, str) else m))
-                     for m in members]
+            codes = [
+                self._leave_one(group, *((m, None) if isinstance(m, str) else m)) for m in members
+            ]
             self._kick.set()
             return NONE, codes
 
-    def _leave_one(self, group: Group | None, member_id: str,
-                   instance_id: str | None = None) -> int:
+    def _leave_one(
+        self, group: Group | None, member_id: str, instance_id: str | None = None
+    ) -> int:
         """Remove one member (or a handed-out pending id) from the group."""
         if group is None:
             return UNKNOWN_MEMBER_ID
@@ -503,16 +564,25 @@ class GroupCoordinator(GroupViews):
 
     # -- offsets -----------------------------------------------------------------------------
 
-    def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
-                       offsets: Mapping[TopicPartition, OffsetEntry], *,
-                       check_membership: bool = True,
-                       group_instance_id: str | None = None, api_version: int = 8
-                       ) -> int | dict[TopicPartition, int]:
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        offsets: Mapping[TopicPartition, OffsetEntry],
+        *,
+        check_membership: bool = True,
+        group_instance_id: str | None = None,
+        api_version: int = 8,
+    ) -> int | dict[TopicPartition, int]:
         """Store offsets if the committer may (generation -1 is a simple commit when Empty;
         a consumer group's member commits with its member epoch, OffsetCommit v9+): an error
         code for all of them, or one per partition when some were refused."""
-        modern = self.consumer.commit_error(group_id, member_id, generation_id, api_version) \
-            if check_membership else None
+        modern = (
+            self.consumer.commit_error(group_id, member_id, generation_id, api_version)
+            if check_membership
+            else None
+        )
         with self._lock:
             group = self._groups.get(group_id)
             code = NOT_COORDINATOR if self._closed else NONE
@@ -522,8 +592,11 @@ class GroupCoordinator(GroupViews):
                 code = Group.commit_error(group, generation_id, member_id, group_instance_id)
         if code:
             return code
-        stale = self.consumer.stale_partitions(group_id, member_id, generation_id, offsets) \
-            if modern is not None else set()
+        stale = (
+            self.consumer.stale_partitions(group_id, member_id, generation_id, offsets)
+            if modern is not None
+            else set()
+        )
         try:
             self.offsets.commit(group_id, {tp: e for tp, e in offsets.items() if tp not in stale})
         except (OSError, RuntimeError) as exc:
@@ -533,9 +606,15 @@ class GroupCoordinator(GroupViews):
             return {tp: STALE_MEMBER_EPOCH if tp in stale else NONE for tp in offsets}
         return NONE
 
-    def txn_commit_offsets(self, group_id: str, generation_id: int, member_id: str,
-                           producer_id: int, epoch: int,
-                           offsets: Mapping[TopicPartition, OffsetEntry]) -> int:
+    def txn_commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        producer_id: int,
+        epoch: int,
+        offsets: Mapping[TopicPartition, OffsetEntry],
+    ) -> int:
         """TxnOffsetCommit: stage offsets in a transaction (Kafka's handleTxnCommitOffsets:
         a given member must belong to the group, a given generation must be current)."""
         modern = self.consumer.commit_error(group_id, member_id, generation_id, 0, True)
@@ -557,8 +636,9 @@ class GroupCoordinator(GroupViews):
             return COORDINATOR_NOT_AVAILABLE
         return NONE
 
-    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                      ) -> dict[TopicPartition, OffsetEntry]:
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetEntry]:
         """Committed offsets of a group (all of them when partitions is None)."""
         return self.offsets.fetch(group_id, partitions)
 
@@ -598,8 +678,11 @@ class GroupCoordinator(GroupViews):
                 del group.pending[member_id]
                 self._try_complete_join(group)
         for member in list(group.members.values()):
-            if not member.keep_alive() and now >= member.session_deadline \
-                    and member.member_id in group.members:
+            if (
+                not member.keep_alive()
+                and now >= member.session_deadline
+                and member.member_id in group.members
+            ):
                 self._remove_member(group, member, "session timeout")
         if group.state == PREPARING_REBALANCE:
             self._expire_rebalance(group, now)
@@ -610,8 +693,11 @@ class GroupCoordinator(GroupViews):
         if group.delay_deadline is not None and now >= group.delay_deadline:
             group.delay_deadline = None
             self._try_complete_join(group)
-        if group.state == PREPARING_REBALANCE and group.delay_deadline is None \
-                and now >= group.join_deadline:
+        if (
+            group.state == PREPARING_REBALANCE
+            and group.delay_deadline is None
+            and now >= group.join_deadline
+        ):
             self._complete_join(group)
 
     def _expire_offsets(self) -> None:

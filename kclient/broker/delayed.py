@@ -5,6 +5,7 @@ A response parked on them is a :class:`DelayedResponse`: when its connection clo
 layer abandons it, and the operation lets go of its watchers and timer at once instead of
 holding them until ``max_wait_ms`` (abandoned long polls must cost nothing).  Cancelled timers
 are dropped from the heap once they are the majority, so they do not pile up either."""
+
 from __future__ import annotations
 
 import heapq
@@ -18,7 +19,7 @@ from typing import Any
 
 __all__ = ["AppendWatchers", "DelayedResponse", "Scheduler"]
 
-_COMPACT_AT = 1024   # cancelled timer entries tolerated before the heap is rebuilt
+_COMPACT_AT = 1024  # cancelled timer entries tolerated before the heap is rebuilt
 
 
 class DelayedResponse(Future[Any]):
@@ -38,6 +39,7 @@ class DelayedResponse(Future[Any]):
         if self.cancel():
             for release in self._releases:
                 release()
+
 
 log = logging.getLogger("kclient.broker")
 

@@ -7,6 +7,7 @@ responses back; ``.drop_connection(api_key, count)`` closes the connection inste
 answering (a lost acknowledgement: the work is done, the client cannot know).
 Counts are one-shot (they run down); the broker consults :meth:`Faults.take` before dispatch.
 """
+
 from __future__ import annotations
 
 import threading
@@ -25,7 +26,7 @@ __all__ = ["Faults", "Fault", "error_body"]
 class Fault:
     """One armed fault: what to do and how many more requests it applies to."""
 
-    kind: str            # "error" | "delay" | "drop" | "lose"
+    kind: str  # "error" | "delay" | "drop" | "lose"
     count: int
     error: int = 0
     ms: int = 0
@@ -93,9 +94,18 @@ class Faults:
             return fault
 
 
-def _partitions_error(request: Request, code: int, topics: str, tname: str, parts: str,
-                      pname: str, out_topics: str, out_name: str, out_parts: str,
-                      extra: dict[str, Any]) -> dict[str, Any]:
+def _partitions_error(
+    request: Request,
+    code: int,
+    topics: str,
+    tname: str,
+    parts: str,
+    pname: str,
+    out_topics: str,
+    out_name: str,
+    out_parts: str,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
     """Mirror a request's topic/partition lists into a response with ``code`` everywhere (the
     response names a partition ``index`` in Produce, ``partition_index`` elsewhere)."""
     out_index = "index" if out_parts == "partition_responses" else "partition_index"
@@ -111,33 +121,82 @@ def _partitions_error(request: Request, code: int, topics: str, tname: str, part
 
 def _produce(request: Request, code: int) -> dict[str, Any]:
     """Produce: the error on every partition."""
-    return _partitions_error(request, code, "topic_data", "name", "partition_data", "index",
-                             "responses", "name", "partition_responses", {"base_offset": -1})
+    return _partitions_error(
+        request,
+        code,
+        "topic_data",
+        "name",
+        "partition_data",
+        "index",
+        "responses",
+        "name",
+        "partition_responses",
+        {"base_offset": -1},
+    )
 
 
 def _fetch(request: Request, code: int) -> dict[str, Any]:
     """Fetch: the error on every partition, no records."""
-    return _partitions_error(request, code, "topics", "topic", "partitions", "partition",
-                             "responses", "topic", "partitions",
-                             {"high_watermark": -1, "records": b""})
+    return _partitions_error(
+        request,
+        code,
+        "topics",
+        "topic",
+        "partitions",
+        "partition",
+        "responses",
+        "topic",
+        "partitions",
+        {"high_watermark": -1, "records": b""},
+    )
 
 
 def _list_offsets(request: Request, code: int) -> dict[str, Any]:
     """ListOffsets: the error on every partition."""
-    return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
-                             "topics", "name", "partitions", {})
+    return _partitions_error(
+        request,
+        code,
+        "topics",
+        "name",
+        "partitions",
+        "partition_index",
+        "topics",
+        "name",
+        "partitions",
+        {},
+    )
 
 
 def _offset_commit(request: Request, code: int) -> dict[str, Any]:
     """OffsetCommit: the error on every partition."""
-    return _partitions_error(request, code, "topics", "name", "partitions", "partition_index",
-                             "topics", "name", "partitions", {})
+    return _partitions_error(
+        request,
+        code,
+        "topics",
+        "name",
+        "partitions",
+        "partition_index",
+        "topics",
+        "name",
+        "partitions",
+        {},
+    )
 
 
 def _offset_fetch(request: Request, code: int) -> dict[str, Any]:
     """OffsetFetch: the error on every partition and at the top (v2+)."""
-    body = _partitions_error(request, code, "topics", "name", "partition_indexes", "",
-                             "topics", "name", "partitions", {"committed_offset": -1})
+    body = _partitions_error(
+        request,
+        code,
+        "topics",
+        "name",
+        "partition_indexes",
+        "",
+        "topics",
+        "name",
+        "partitions",
+        {"committed_offset": -1},
+    )
     body["error_code"] = code
     return body
 
@@ -158,8 +217,13 @@ def _top_level(request: Request, code: int) -> dict[str, Any]:
 
 
 _BUILDERS: dict[int, Callable[[Request, int], dict[str, Any]]] = {
-    0: _produce, 1: _fetch, 2: _list_offsets, 8: _offset_commit, 9: _offset_fetch,
-    19: _create_topics, 20: _delete_topics,
+    0: _produce,
+    1: _fetch,
+    2: _list_offsets,
+    8: _offset_commit,
+    9: _offset_fetch,
+    19: _create_topics,
+    20: _delete_topics,
 }
 
 

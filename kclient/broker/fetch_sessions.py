@@ -57,11 +57,20 @@ class PartitionRead(NamedTuple):
 class _Session:
     """One session: its partitions (in read order) with the offsets last answered."""
 
-    __slots__ = ("id", "privileged", "partitions", "answered", "created", "last_used", "epoch",
-                 "size")
+    __slots__ = (
+        "id",
+        "privileged",
+        "partitions",
+        "answered",
+        "created",
+        "last_used",
+        "epoch",
+        "size",
+    )
 
-    def __init__(self, sid: int, privileged: bool, partitions: dict[_Key, PartitionRead],
-                 now: float) -> None:
+    def __init__(
+        self, sid: int, privileged: bool, partitions: dict[_Key, PartitionRead], now: float
+    ) -> None:
         self.id, self.privileged, self.partitions = sid, privileged, partitions
         #: (high watermark, log start offset) last answered per partition
         self.answered: dict[_Key, tuple[int, int]] = {}
@@ -73,9 +82,16 @@ class _Session:
 class FetchContext:
     """What one Fetch reads (:attr:`topics`) and how its answer is shaped (:meth:`answer`)."""
 
-    def __init__(self, cache: FetchSessionCache, topics: list[tuple[str, list[PartitionRead]]],
-                 *, full: bool = False, session: _Session | None = None, error: int = 0,
-                 privileged: bool = False) -> None:
+    def __init__(
+        self,
+        cache: FetchSessionCache,
+        topics: list[tuple[str, list[PartitionRead]]],
+        *,
+        full: bool = False,
+        session: _Session | None = None,
+        error: int = 0,
+        privileged: bool = False,
+    ) -> None:
         self.cache, self.topics, self.full = cache, topics, full
         self.session, self.error, self.privileged = session, error, privileged
         self._epoch = session.epoch if session is not None else 0
@@ -97,8 +113,12 @@ class FetchContext:
 class FetchSessionCache:
     """The broker's fetch sessions (see the module docstring); thread-safe."""
 
-    def __init__(self, slots: int, eviction_ms: int = EVICTION_MS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        slots: int,
+        eviction_ms: int = EVICTION_MS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.slots, self.eviction_s, self.clock = slots, eviction_ms / 1000.0, clock
         self._sessions: dict[int, _Session] = {}
         self._lock = threading.Lock()
@@ -113,8 +133,16 @@ class FetchSessionCache:
 
     def context(self, body: Any, version: int) -> FetchContext:
         """The context of one Fetch request ``body`` at ``version``."""
-        asked = [(t.topic, [PartitionRead(p.partition, p.fetch_offset, p.partition_max_bytes)
-                            for p in t.partitions]) for t in body.topics]
+        asked = [
+            (
+                t.topic,
+                [
+                    PartitionRead(p.partition, p.fetch_offset, p.partition_max_bytes)
+                    for p in t.partitions
+                ],
+            )
+            for t in body.topics
+        ]
         if version < 7:
             return FetchContext(self, asked)
         sid, epoch = body.session_id, body.session_epoch
@@ -139,8 +167,12 @@ class FetchSessionCache:
             session.epoch = 1 if session.epoch >= _INT32_MAX else session.epoch + 1
             return FetchContext(self, _by_topic(session.partitions.items()), session=session)
 
-    def create(self, privileged: bool, topics: list[tuple[str, list[PartitionRead]]],
-               response: dict[str, Any]) -> int:
+    def create(
+        self,
+        privileged: bool,
+        topics: list[tuple[str, list[PartitionRead]]],
+        response: dict[str, Any],
+    ) -> int:
         """A new session over ``topics`` as answered by ``response``; its id, or 0 when the
         cache has no room for it."""
         parts = {(t, p.partition): p for t, ps in topics for p in ps}
@@ -155,19 +187,26 @@ class FetchSessionCache:
             for t in response["responses"]:
                 for p in t["partitions"]:
                     hw = -1 if p["error_code"] else p["high_watermark"]
-                    session.answered[(t["topic"], p["partition_index"])] = \
-                        (hw, p["log_start_offset"])
+                    session.answered[(t["topic"], p["partition_index"])] = (
+                        hw,
+                        p["log_start_offset"],
+                    )
         return sid
 
-    def incremental_answer(self, session: _Session, epoch: int,
-                           response: dict[str, Any]) -> dict[str, Any]:
+    def incremental_answer(
+        self, session: _Session, epoch: int, response: dict[str, Any]
+    ) -> dict[str, Any]:
         """``response`` with only the partitions that have something new, the session's
         record of what it answered updated (INVALID_FETCH_SESSION_EPOCH when another request
         of the session came in between)."""
         with self._lock:
             if session.epoch != epoch:
-                return {**response, "error_code": INVALID_EPOCH, "session_id": session.id,
-                        "responses": []}
+                return {
+                    **response,
+                    "error_code": INVALID_EPOCH,
+                    "session_id": session.id,
+                    "responses": [],
+                }
             out = []
             for t in response["responses"]:
                 keep = []
@@ -175,12 +214,15 @@ class FetchSessionCache:
                     key = (t["topic"], p["partition_index"])
                     hw, start = p["high_watermark"], p["log_start_offset"]
                     if p["error_code"]:
-                        hw = -1          # answered again when the error is gone
-                    if len(p["records"]) or p["error_code"] or \
-                            session.answered.get(key) != (hw, start):
+                        hw = -1  # answered again when the error is gone
+                    if (
+                        len(p["records"])
+                        or p["error_code"]
+                        or session.answered.get(key) != (hw, start)
+                    ):
                         session.answered[key] = (hw, start)
                         keep.append(p)
-                        if key in session.partitions:     # to the end of the read order
+                        if key in session.partitions:  # to the end of the read order
                             session.partitions[key] = session.partitions.pop(key)
                 if keep:
                     out.append({"topic": t["topic"], "partitions": keep})
@@ -192,8 +234,11 @@ class FetchSessionCache:
         stale = min(sessions, key=lambda s: (s.last_used, s.id), default=None)
         if stale is not None and now - stale.last_used > self.eviction_s:
             return self._drop(stale)
-        old = [s for s in sessions if now - s.created > self.eviction_s
-               or (privileged and not s.privileged)]
+        old = [
+            s
+            for s in sessions
+            if now - s.created > self.eviction_s or (privileged and not s.privileged)
+        ]
         first = min(old, key=lambda s: (s.privileged, s.size, s.id), default=None)
         if first is None or (privileged, size, 0) < (first.privileged, first.size, first.id):
             return False
@@ -205,8 +250,9 @@ class FetchSessionCache:
         return True
 
 
-def _update(session: _Session, asked: list[tuple[str, list[PartitionRead]]],
-            forgotten: Iterable[Any]) -> None:
+def _update(
+    session: _Session, asked: list[tuple[str, list[PartitionRead]]], forgotten: Iterable[Any]
+) -> None:
     """Add or update the partitions listed, remove the forgotten ones."""
     for topic, parts in asked:
         for p in parts:
@@ -226,4 +272,3 @@ def _by_topic(parts: Iterable[tuple[_Key, PartitionRead]]) -> list[tuple[str, li
         else:
             out.append((topic, [p]))
     return out
-

@@ -20,6 +20,7 @@ on while large produce requests wait; per connection they are bounded by the rea
 A size outside ``0..max_frame`` (``socket.request.max.bytes``) raises before anything is
 allocated; the caller closes that connection.
 """
+
 from __future__ import annotations
 
 import socket
@@ -33,8 +34,8 @@ from .memory_pool import MemoryPool
 
 __all__ = ["FIRST_ALLOCATION", "HEAD_READ", "FrameReader"]
 
-HEAD_READ = 16 * 1024              # between frames: a size prefix and any small frames after it
-FIRST_ALLOCATION = 64 * 1024       # a large frame's first growth; it doubles as bytes arrive
+HEAD_READ = 16 * 1024  # between frames: a size prefix and any small frames after it
+FIRST_ALLOCATION = 64 * 1024  # a large frame's first growth; it doubles as bytes arrive
 
 _SIZE = struct.Struct(">i")
 
@@ -42,30 +43,41 @@ _SIZE = struct.Struct(">i")
 class FrameReader:
     """One connection's request framing, with pool reservations for its large frames."""
 
-    __slots__ = ("decode", "max_frame", "pool", "chunk", "frame", "got", "need", "reserved",
-                 "held", "starved")
+    __slots__ = (
+        "decode",
+        "max_frame",
+        "pool",
+        "chunk",
+        "frame",
+        "got",
+        "need",
+        "reserved",
+        "held",
+        "starved",
+    )
 
-    def __init__(self, decode: Callable[[Any], Any], max_frame: int,
-                 pool: MemoryPool | None = None):
+    def __init__(
+        self, decode: Callable[[Any], Any], max_frame: int, pool: MemoryPool | None = None
+    ):
         self.decode = decode
         self.max_frame = max_frame
         self.pool = pool
-        self.chunk = b""                    # bytes read between frames, not yet cut
+        self.chunk = b""  # bytes read between frames, not yet cut
         self.frame: bytearray | None = None  # the frame being received (grows to ``need``)
-        self.got = 0                        # bytes of ``frame`` received so far
-        self.need = 0                       # the frame's announced size
-        self.reserved = 0                   # pool bytes held by the frame being received
-        self.held = 0                       # pool bytes held by the last completed frame
-        self.starved = False                # waiting for the pool: read nothing
+        self.got = 0  # bytes of ``frame`` received so far
+        self.need = 0  # the frame's announced size
+        self.reserved = 0  # pool bytes held by the frame being received
+        self.held = 0  # pool bytes held by the last completed frame
+        self.starved = False  # waiting for the pool: read nothing
 
     def fill(self, sock: socket.socket) -> bool:
         """One receive from ``sock``; False at the end of the stream. Socket errors propagate."""
         frame = self.frame
         if frame is not None:
-            if self.got == len(frame):      # full but not complete: grow, up to the frame
+            if self.got == len(frame):  # full but not complete: grow, up to the frame
                 grown = min(self.need, max(FIRST_ALLOCATION, 2 * len(frame)))
                 frame += bytes(grown - len(frame))
-            n = sock.recv_into(memoryview(frame)[self.got:])
+            n = sock.recv_into(memoryview(frame)[self.got :])
             self.got += n
             return n > 0
         data = sock.recv(HEAD_READ)
@@ -94,17 +106,18 @@ class FrameReader:
             n = _SIZE.unpack_from(data, pos)[0]
             if n < 0 or n > self.max_frame:
                 raise ProtocolDecodeError(
-                    f"frame size {n} is outside 0..{self.max_frame} (socket.request.max.bytes)")
+                    f"frame size {n} is outside 0..{self.max_frame} (socket.request.max.bytes)"
+                )
             start = pos + 4
-            if end - start < n:            # the rest goes into a buffer of its own
+            if end - start < n:  # the rest goes into a buffer of its own
                 if not self._start_frame(n, view[start:]):
                     self.chunk = data[pos:]
                     self.starved = True
                 return requests
-            requests.append(self.decode(view[start:start + n]))
+            requests.append(self.decode(view[start : start + n]))
             pos = start + n
         if pos < end:
-            self.chunk = data[pos:]         # part of a size prefix
+            self.chunk = data[pos:]  # part of a size prefix
         return requests
 
     def _start_frame(self, n: int, have: memoryview) -> bool:

@@ -3,6 +3,7 @@
 Plain data plus pure helpers (no locking, no timers); :mod:`.coordinator` drives the state
 machine Empty -> PreparingRebalance -> CompletingRebalance -> Stable (Dead once removed).
 """
+
 from __future__ import annotations
 
 import struct
@@ -13,12 +14,26 @@ from typing import Any
 
 from kclient.protocol import errors as E
 
-__all__ = ["JoinRequest", "Member", "Group", "join_error",
-           "sync_result", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE",
-           "DEAD"]
+__all__ = [
+    "JoinRequest",
+    "Member",
+    "Group",
+    "join_error",
+    "sync_result",
+    "EMPTY",
+    "PREPARING_REBALANCE",
+    "COMPLETING_REBALANCE",
+    "STABLE",
+    "DEAD",
+]
 
 EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD = (
-    "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+)
 
 NONE = 0
 COORDINATOR_NOT_AVAILABLE = E.CoordinatorNotAvailableError.errno
@@ -42,7 +57,7 @@ def subscribed_topics(metadata: bytes) -> set[str] | None:
         pos, topics = 6, set()
         for _ in range(count):
             (size,) = struct.unpack_from(">h", metadata, pos)
-            topics.add(bytes(metadata[pos + 2:pos + 2 + size]).decode())
+            topics.add(bytes(metadata[pos + 2 : pos + 2 + size]).decode())
             pos += 2 + size
         return topics
     except (struct.error, UnicodeDecodeError):
@@ -143,44 +158,69 @@ class Group:
         assert self.leader_id is not None, "a protocol is selected once a leader joined"
         leader = self.members[self.leader_id]
         common = self.supported_protocols() or set()
-        return next((p for p in leader.protocol_names() if p in common),
-                    leader.protocol_names()[0])
+        return next((p for p in leader.protocol_names() if p in common), leader.protocol_names()[0])
 
     def join_result(self, member_id: str) -> dict[str, Any]:
         """The JoinGroup response for a member; the leader also gets everyone's metadata."""
         members = []
         if member_id == self.leader_id:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata(self.protocol_name)}
-                       for m in self.members.values()]
-        return {"error_code": NONE, "generation_id": self.generation_id,
-                "protocol_type": self.protocol_type, "protocol_name": self.protocol_name,
-                "leader": self.leader_id or "", "member_id": member_id, "members": members}
-
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata(self.protocol_name),
+                }
+                for m in self.members.values()
+            ]
+        return {
+            "error_code": NONE,
+            "generation_id": self.generation_id,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader_id or "",
+            "member_id": member_id,
+            "members": members,
+        }
 
     def describe(self) -> dict[str, Any]:
         """A snapshot: state, generation, protocol, leader and member ids."""
-        return {"group_id": self.group_id, "state": self.state,
-                "generation_id": self.generation_id, "protocol_type": self.protocol_type,
-                "protocol_name": self.protocol_name, "leader": self.leader_id,
-                "members": list(self.members)}
+        return {
+            "group_id": self.group_id,
+            "state": self.state,
+            "generation_id": self.generation_id,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader_id,
+            "members": list(self.members),
+        }
 
     def summary(self) -> dict[str, Any]:
         """DescribeGroups' view, as Kafka's: member metadata and assignments only when Stable."""
         stable = self.state == STABLE
         protocol = self.protocol_name if stable else None
-        members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                    "client_id": m.client_id, "client_host": m.client_host,
-                    "member_metadata": m.metadata(protocol) if stable else b"",
-                    "member_assignment": m.assignment if stable else b""}
-                   for m in self.members.values()]
-        return {"group_id": self.group_id, "group_state": self.state,
-                "protocol_type": self.protocol_type or "", "protocol_data": protocol or "",
-                "members": members}
+        members = [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata(protocol) if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in self.members.values()
+        ]
+        return {
+            "group_id": self.group_id,
+            "group_state": self.state,
+            "protocol_type": self.protocol_type or "",
+            "protocol_data": protocol or "",
+            "members": members,
+        }
 
     @staticmethod
-    def member_error(group: Group | None, generation_id: int, member_id: str,
-                     instance_id: str | None = None) -> int:
+    def member_error(
+        group: Group | None, generation_id: int, member_id: str, instance_id: str | None = None
+    ) -> int:
         """Heartbeat/SyncGroup checks: is this a member of the group's current generation
         (a replaced static member is FENCED_INSTANCE_ID)."""
         if group is not None and group.fenced(instance_id, member_id):
@@ -194,9 +234,14 @@ class Group:
         return NONE
 
     @staticmethod
-    def sync_error(group: Group | None, generation_id: int, member_id: str,
-                   protocol_type: str | None, protocol_name: str | None,
-                   instance_id: str | None = None) -> int:
+    def sync_error(
+        group: Group | None,
+        generation_id: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        instance_id: str | None = None,
+    ) -> int:
         """SyncGroup checks: membership, the protocol (v5+), no rebalance in its join phase."""
         code = Group.member_error(group, generation_id, member_id, instance_id)
         if code or group is None:
@@ -210,8 +255,9 @@ class Group:
         return NONE
 
     @staticmethod
-    def commit_error(group: Group | None, generation_id: int, member_id: str,
-                     instance_id: str | None = None) -> int:
+    def commit_error(
+        group: Group | None, generation_id: int, member_id: str, instance_id: str | None = None
+    ) -> int:
         """Kafka's ClassicGroup.validateOffsetCommit: a member of the current generation may
         commit while the group is Stable or still preparing a rebalance; REBALANCE_IN_PROGRESS
         only once the new generation is completing, after the member and generation checks.
@@ -250,12 +296,22 @@ class Group:
 
 def join_error(code: int, member_id: str = "") -> dict[str, Any]:
     """A JoinGroup response body carrying only an error."""
-    return {"error_code": code, "generation_id": -1, "protocol_type": None,
-            "protocol_name": None, "leader": "", "member_id": member_id, "members": []}
+    return {
+        "error_code": code,
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": member_id,
+        "members": [],
+    }
 
 
 def sync_result(code: int, group: Group | None = None, assignment: bytes = b"") -> dict[str, Any]:
     """A SyncGroup response body."""
-    return {"error_code": code, "assignment": assignment,
-            "protocol_type": group.protocol_type if group and not code else None,
-            "protocol_name": group.protocol_name if group and not code else None}
+    return {
+        "error_code": code,
+        "assignment": assignment,
+        "protocol_type": group.protocol_type if group and not code else None,
+        "protocol_name": group.protocol_name if group and not code else None,
+    }

@@ -1,6 +1,7 @@
 """What the group coordinator tells the other APIs about its groups: states, summaries,
 subscriptions, the list of groups and their deletion (a mixin of :class:`.GroupCoordinator`,
 classic groups and KIP-848 consumer groups alike)."""
+
 from __future__ import annotations
 
 import threading

@@ -4,6 +4,7 @@ Handlers are typed against :class:`Broker` instead of the concrete MiniBroker, s
 modules import no server code (no server <-> handlers cycle) and a test can stand in for a broker
 with any object offering these members.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol

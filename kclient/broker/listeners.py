@@ -11,6 +11,7 @@ Fail closed: a listener whose protocol needs TLS without ``ssl.keystore.location
 ValueError naming what is missing; a JKS or PKCS12 store is refused as such rather than read
 as something else.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,11 @@ __all__ = ["Listener", "ListenerError", "parse_listeners", "server_context", "PR
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
-                "required": ssl.CERT_REQUIRED}
+_CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "requested": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
 
 
 class ListenerError(ValueError):
@@ -69,8 +73,9 @@ def split_entries(value: str) -> list[tuple[str, str, int]]:
         try:
             number = int(port or 0)
         except ValueError:
-            raise ListenerError(f"listener {item.strip()!r}: port {port!r} is not a number") \
-                from None
+            raise ListenerError(
+                f"listener {item.strip()!r}: port {port!r} is not a number"
+            ) from None
         entries.append((name.upper() or "PLAINTEXT", host.strip("[]"), number))
     return entries
 
@@ -84,8 +89,10 @@ def protocol_map(cfg: BrokerConfig) -> dict[str, str]:
         name, sep, protocol = item.strip().partition(":")
         protocol = protocol.strip().upper()
         if not sep or protocol not in PROTOCOLS:
-            raise ListenerError(f"listener.security.protocol.map entry {item.strip()!r}: "
-                                f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}")
+            raise ListenerError(
+                f"listener.security.protocol.map entry {item.strip()!r}: "
+                f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}"
+            )
         out[name.strip().upper()] = protocol
     return out
 
@@ -99,14 +106,17 @@ def parse_listeners(cfg: BrokerConfig, host: str, port: int) -> list[Listener]:
     listeners: list[Listener] = []
     for i, (name, lhost, lport) in enumerate(split_entries(cfg["listeners"])):
         if name not in protocols:
-            raise ListenerError(f"listener {name} has no security protocol: add {name}:<protocol> "
-                                "to listener.security.protocol.map")
+            raise ListenerError(
+                f"listener {name} has no security protocol: add {name}:<protocol> "
+                "to listener.security.protocol.map"
+            )
         if any(existing.name == name for existing in listeners):
             raise ListenerError(f"listener name {name} is given twice in listeners")
         protocol = protocols[name]
         ctx = server_context(cfg, name) if protocol in ("SSL", "SASL_SSL") else None
-        listeners.append(Listener(name, lhost or host, port if i == 0 and port else lport,
-                                  protocol, ctx))
+        listeners.append(
+            Listener(name, lhost or host, port if i == 0 and port else lport, protocol, ctx)
+        )
     if not listeners:
         raise ListenerError("listeners is empty")
     return listeners
@@ -120,8 +130,10 @@ def inter_broker_listener(cfg: BrokerConfig, listeners: list[Listener]) -> Liste
         for each in listeners:
             if each.name == wanted.upper():
                 return each
-        raise ListenerError(f"inter.broker.listener.name {wanted} is not among the listeners "
-                            f"({', '.join(e.name for e in listeners)})")
+        raise ListenerError(
+            f"inter.broker.listener.name {wanted} is not among the listeners "
+            f"({', '.join(e.name for e in listeners)})"
+        )
     if "security.inter.broker.protocol" in cfg.explicit:
         protocol = cfg["security.inter.broker.protocol"].upper()
         for each in listeners:
@@ -139,22 +151,31 @@ def server_context(cfg: BrokerConfig, name: str) -> ssl.SSLContext:
     if not keystore:
         raise ListenerError(
             f"listener {name} uses TLS but ssl.keystore.location is not set: give a PEM file "
-            "with the broker's private key and certificate chain (ssl.keystore.type=PEM)")
+            "with the broker's private key and certificate chain (ssl.keystore.type=PEM)"
+        )
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    versions = sorted(_tls_version(v) for v in (cfg.get("ssl.enabled.protocols") or "").split(",")
-                      if v.strip())
+    versions = sorted(
+        _tls_version(v) for v in (cfg.get("ssl.enabled.protocols") or "").split(",") if v.strip()
+    )
     if versions:
         ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
-    _load(ctx.load_cert_chain, "ssl.keystore.location", keystore,
-          keyfile=cfg.get("ssl.key.location"), password=cfg.get("ssl.key.password"))
+    _load(
+        ctx.load_cert_chain,
+        "ssl.keystore.location",
+        keystore,
+        keyfile=cfg.get("ssl.key.location"),
+        password=cfg.get("ssl.key.password"),
+    )
     auth = (cfg.get("ssl.client.auth") or "none").lower()
     if auth not in _CLIENT_AUTH:
         raise ListenerError(f"ssl.client.auth {auth!r}: expected none, requested or required")
     truststore = cfg.get("ssl.truststore.location")
     if auth != "none" and not truststore:
-        raise ListenerError(f"listener {name}: ssl.client.auth={auth} needs "
-                            "ssl.truststore.location (PEM CA certificates client certificates "
-                            "must chain to)")
+        raise ListenerError(
+            f"listener {name}: ssl.client.auth={auth} needs "
+            "ssl.truststore.location (PEM CA certificates client certificates "
+            "must chain to)"
+        )
     if truststore:
         if os.path.isdir(truststore):
             _load(ctx.load_verify_locations, "ssl.truststore.location", None, capath=truststore)
@@ -165,8 +186,9 @@ def server_context(cfg: BrokerConfig, name: str) -> ssl.SSLContext:
         try:
             ctx.set_ciphers(cfg["ssl.cipher.suites"])
         except ssl.SSLError:
-            raise ListenerError(f"ssl.cipher.suites: no cipher matches "
-                                f"{cfg['ssl.cipher.suites']!r}") from None
+            raise ListenerError(
+                f"ssl.cipher.suites: no cipher matches {cfg['ssl.cipher.suites']!r}"
+            ) from None
     return ctx
 
 
@@ -175,16 +197,19 @@ def _tls_version(name: str) -> ssl.TLSVersion:
     try:
         return _TLS_VERSIONS[name.strip()]
     except KeyError:
-        raise ListenerError(f"ssl.enabled.protocols: {name.strip()!r} is not one of "
-                            f"{', '.join(_TLS_VERSIONS)}") from None
+        raise ListenerError(
+            f"ssl.enabled.protocols: {name.strip()!r} is not one of {', '.join(_TLS_VERSIONS)}"
+        ) from None
 
 
 def _require_pem(cfg: BrokerConfig, key: str) -> None:
     """Only PEM stores are read; say so for JKS and PKCS12."""
     kind = (cfg.get(key) or "PEM").upper()
     if kind != "PEM":
-        raise ListenerError(f"{key}={kind} is not supported: the mini-broker reads PEM files "
-                            f"only (set {key}=PEM; convert with keytool/openssl)")
+        raise ListenerError(
+            f"{key}={kind} is not supported: the mini-broker reads PEM files "
+            f"only (set {key}=PEM; convert with keytool/openssl)"
+        )
 
 
 def _load(call: object, key: str, path: str | None, **kwargs: object) -> None:
@@ -193,5 +218,6 @@ def _load(call: object, key: str, path: str | None, **kwargs: object) -> None:
         call(path, **kwargs) if path is not None else call(**kwargs)  # type: ignore[operator]
     except (OSError, ssl.SSLError) as exc:
         where = path or kwargs.get("capath")
-        raise ListenerError(f"{key} {where!r} cannot be loaded: {exc} (a PEM file? the right "
-                            "ssl.key.password?)") from exc
+        raise ListenerError(
+            f"{key} {where!r} cannot be loaded: {exc} (a PEM file? the right ssl.key.password?)"
+        ) from exc

@@ -13,6 +13,7 @@ prefix has been read, but the network layer allocates the bytes only as they arr
 frames in progress is bounded by the pool plus one frame.  ``queued.max.request.bytes`` = -1
 (Kafka's default) means no pool: frames are never muted for memory, only grown as they arrive.
 """
+
 from __future__ import annotations
 
 import threading
@@ -80,5 +81,6 @@ def pool_for(queued_max_request_bytes: int, socket_request_max_bytes: int) -> Me
     if queued_max_request_bytes < socket_request_max_bytes:
         raise ValueError(
             f"queued.max.request.bytes ({queued_max_request_bytes}) must be -1 or at least "
-            f"socket.request.max.bytes ({socket_request_max_bytes})")
+            f"socket.request.max.bytes ({socket_request_max_bytes})"
+        )
     return MemoryPool(queued_max_request_bytes)

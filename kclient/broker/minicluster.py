@@ -3,6 +3,7 @@
 There is no replication: a partition's data lives with its leader, and
 :meth:`MiniCluster.move_leader` moves it by copying the flushed partition directory.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -22,28 +23,43 @@ __all__ = ["MiniCluster"]
 class MiniCluster:
     """N in-process brokers (ids 0..N-1) on free loopback ports sharing one ClusterView."""
 
-    def __init__(self, num_brokers: int = 3, log_dir: str | Path | None = None,
-                 zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
-                 host: str = "127.0.0.1", *, racks: Sequence[str | None] | None = None,
-                 per_broker: Sequence[Mapping[str, Any]] | None = None):
+    def __init__(
+        self,
+        num_brokers: int = 3,
+        log_dir: str | Path | None = None,
+        zookeeper_connect: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        host: str = "127.0.0.1",
+        *,
+        racks: Sequence[str | None] | None = None,
+        per_broker: Sequence[Mapping[str, Any]] | None = None,
+    ):
         """``racks[i]`` is broker i's ``broker.rack`` (None: no rack); ``config`` is shared,
         ``per_broker[i]`` added for broker i (e.g. its ``advertised.port``)."""
         if racks is not None and len(racks) != num_brokers:
             raise ValueError(f"racks names {len(racks)} racks for {num_brokers} brokers")
         if per_broker is not None and len(per_broker) != num_brokers:
-            raise ValueError(f"per_broker has {len(per_broker)} configs for {num_brokers} "
-                             "brokers")
+            raise ValueError(f"per_broker has {len(per_broker)} configs for {num_brokers} brokers")
         self._tmp = log_dir is None
-        self.log_dir = Path(tempfile.mkdtemp(prefix="kclient-cluster-") if log_dir is None
-                            else log_dir)
+        self.log_dir = Path(
+            tempfile.mkdtemp(prefix="kclient-cluster-") if log_dir is None else log_dir
+        )
         self.view = ClusterView()
-        self.brokers = [MiniBroker(log_dir=self.log_dir / f"broker-{i}", port=0, broker_id=i,
-                                   zookeeper_connect=zookeeper_connect,
-                                   config=_with_rack({**(config or {}),
-                                                      **(per_broker[i] if per_broker else {})},
-                                                     racks[i] if racks else None),
-                                   host=host, cluster=self.view)
-                        for i in range(num_brokers)]
+        self.brokers = [
+            MiniBroker(
+                log_dir=self.log_dir / f"broker-{i}",
+                port=0,
+                broker_id=i,
+                zookeeper_connect=zookeeper_connect,
+                config=_with_rack(
+                    {**(config or {}), **(per_broker[i] if per_broker else {})},
+                    racks[i] if racks else None,
+                ),
+                host=host,
+                cluster=self.view,
+            )
+            for i in range(num_brokers)
+        ]
 
     @property
     def bootstrap(self) -> str:
@@ -79,8 +95,9 @@ class MiniCluster:
         """The broker with id ``i``."""
         return self.brokers[i]
 
-    def create_topic(self, name: str, partitions: int = 1,
-                     config: Mapping[str, Any] | None = None) -> dict[int, int]:
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, Any] | None = None
+    ) -> dict[int, int]:
         """Create a topic, leaders spread round-robin over the live brokers."""
         return self.view.create_topic(name, partitions, config)
 
@@ -109,8 +126,10 @@ class MiniCluster:
             return
         source, target = self.brokers[source_id], self.brokers[to_broker]
         if target.running and target.log_manager.get_log(topic, partition) is not None:
-            raise RuntimeError(f"broker {to_broker} already holds an open copy of "
-                               f"{topic}-{partition}; stop it before moving the partition back")
+            raise RuntimeError(
+                f"broker {to_broker} already holds an open copy of "
+                f"{topic}-{partition}; stop it before moving the partition back"
+            )
         config = source.log_manager.topic_overrides(topic) or dict(self.view.configs.get(topic, {}))
         with self.view.lock:
             self.view.leaders[topic][partition] = -2  # nobody serves it while it moves

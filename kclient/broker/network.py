@@ -11,6 +11,7 @@ Requests are read by a :class:`~kclient.broker.frames.FrameReader` (frames.py): 
 as bytes arrive, and large frames reserve their size from the ``queued.max.request.bytes`` pool
 (memory_pool.py); a connection whose frame the pool refuses is muted until memory is released.
 """
+
 from __future__ import annotations
 
 import errno
@@ -45,9 +46,9 @@ __all__ = ["SocketServer", "DropConnection", "api_versions_body"]
 
 log = logging.getLogger("kclient.broker.network")
 
-HIGH_WATER = 4 * 1024 * 1024     # stop reading a connection whose output backs up past this
-_JOIN_LIMIT = 64 * 1024          # coalesce small consecutive byte parts up to this size
-_SLOT_WAIT = 0.05                # at max.connections: how often the acceptor looks for a slot
+HIGH_WATER = 4 * 1024 * 1024  # stop reading a connection whose output backs up past this
+_JOIN_LIMIT = 64 * 1024  # coalesce small consecutive byte parts up to this size
+_SLOT_WAIT = 0.05  # at max.connections: how often the acceptor looks for a slot
 #: accept() errors that mean the process or system is out of descriptors or buffers
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
@@ -62,9 +63,14 @@ Served = Mapping[Api[Any, Any], tuple[int, int]]
 
 def api_versions_body(served: Served, error_code: int = 0) -> dict[str, Any]:
     """An ApiVersions response body listing the served version ranges, by API key."""
-    return {"error_code": error_code, "throttle_time_ms": 0,
-            "api_keys": [{"api_key": a.key, "min_version": lo, "max_version": hi}
-                         for a, (lo, hi) in sorted(served.items(), key=lambda i: i[0].key)]}
+    return {
+        "error_code": error_code,
+        "throttle_time_ms": 0,
+        "api_keys": [
+            {"api_key": a.key, "min_version": lo, "max_version": hi}
+            for a, (lo, hi) in sorted(served.items(), key=lambda i: i[0].key)
+        ],
+    }
 
 
 class _Region:
@@ -87,26 +93,47 @@ class _Region:
 class _Conn:
     """One client connection: its protocol state, queued requests and pending output."""
 
-    __slots__ = ("sock", "peer", "proto", "reader", "pending", "busy", "waiting", "out",
-                 "out_bytes", "closed", "last_active", "interest", "held_back", "tls",
-                 "handshaking", "hs_write", "session")
+    __slots__ = (
+        "sock",
+        "peer",
+        "proto",
+        "reader",
+        "pending",
+        "busy",
+        "waiting",
+        "out",
+        "out_bytes",
+        "closed",
+        "last_active",
+        "interest",
+        "held_back",
+        "tls",
+        "handshaking",
+        "hs_write",
+        "session",
+    )
 
-    def __init__(self, sock: socket.socket, peer: str, apis: Mapping[int, Api[Any, Any]], max_frame: int,
-                 pool: MemoryPool | None = None):
+    def __init__(
+        self,
+        sock: socket.socket,
+        peer: str,
+        apis: Mapping[int, Api[Any, Any]],
+        max_frame: int,
+        pool: MemoryPool | None = None,
+    ):
         self.sock = sock
         self.tls = self.handshaking = isinstance(sock, ssl.SSLSocket)
-        self.hs_write = False                # the TLS handshake waits to write, not to read
-        self.session: Any = None             # security state (principal, SASL), see sasl/
+        self.hs_write = False  # the TLS handshake waits to write, not to read
+        self.session: Any = None  # security state (principal, SASL), see sasl/
         self.peer = peer
         self.proto = ServerProtocol(apis, max_frame)
         self.reader = FrameReader(self._decode, max_frame, pool)
         self.pending: deque[Request | _RawToken] = deque()
         self.busy, self.out_bytes = False, 0
         self.waiting: Future[Any] | None = None  # the delayed response of the request in progress
-        self.held_back = False               # bytes arrived behind a parked response
-        self.out: deque[Any] = deque()       # bytes and file regions (_Region) to send
+        self.held_back = False  # bytes arrived behind a parked response
+        self.out: deque[Any] = deque()  # bytes and file regions (_Region) to send
         self.closed, self.last_active, self.interest = False, 0.0, 0
-
 
     def _decode(self, frame: Any) -> Any:
         """A request, or a bare SASL token while the session is in the v0 exchange."""
@@ -159,7 +186,7 @@ class _Processor(threading.Thread):
         self._wake_w.setblocking(False)
         self.sel.register(self._wake_r, selectors.EVENT_READ, None)
         self.conns: set[_Conn] = set()
-        self.starved: set[_Conn] = set()     # muted until the memory pool has room
+        self.starved: set[_Conn] = set()  # muted until the memory pool has room
         self.running = True
 
     # -------------------------------------------------------------- cross-thread entry points
@@ -218,8 +245,13 @@ class _Processor(threading.Thread):
         while self.inbox:
             item = self.inbox.popleft()
             if item[0] == "conn":
-                conn = _Conn(item[1], item[2], self.server.apis, self.server.max_request_size,
-                             self.server.pool)
+                conn = _Conn(
+                    item[1],
+                    item[2],
+                    self.server.apis,
+                    self.server.max_request_size,
+                    self.server.pool,
+                )
                 conn.last_active = time.monotonic()
                 self.conns.add(conn)
                 self.server.stats.connected()
@@ -285,9 +317,9 @@ class _Processor(threading.Thread):
             data = conn.sock.recv(1, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
             return
-        except ValueError:              # a socket that cannot peek (TLS): stop watching
+        except ValueError:  # a socket that cannot peek (TLS): stop watching
             data = b"?"
-        except OSError:                 # reset: the peer is gone
+        except OSError:  # reset: the peer is gone
             data = b""
         if not data:
             self._close(conn, None)
@@ -300,8 +332,8 @@ class _Processor(threading.Thread):
         try:
             conn.pending.extend(conn.reader.take())
             while more and not conn.reader.starved and _tls_pending(conn.sock):
-                more = conn.reader.fill(conn.sock)   # TLS: decrypted bytes the selector
-                conn.pending.extend(conn.reader.take())   # cannot see
+                more = conn.reader.fill(conn.sock)  # TLS: decrypted bytes the selector
+                conn.pending.extend(conn.reader.take())  # cannot see
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
         except Exception as exc:  # noqa: BLE001 - any decoding failure: this connection's bytes are bad
@@ -325,8 +357,10 @@ class _Processor(threading.Thread):
             if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE"):
                 _send_alert(sock)
                 hint = " (a plaintext client on a TLS listener)"
-            self._close(conn, f"TLS handshake on listener {self.server.listener.name} failed: "
-                        f"{reason}{hint}")
+            self._close(
+                conn,
+                f"TLS handshake on listener {self.server.listener.name} failed: {reason}{hint}",
+            )
             return
         else:
             conn.handshaking = False
@@ -377,7 +411,7 @@ class _Processor(threading.Thread):
             else:
                 self._respond(conn, request, result)
         if not conn.busy and not conn.pending:
-            conn.reader.release_held()   # every request read so far is answered
+            conn.reader.release_held()  # every request read so far is answered
         if not conn.closed:
             self._write(conn)
 
@@ -450,10 +484,15 @@ class _Processor(threading.Thread):
         for part in _coalesce(parts):
             conn.out.append(part)
             conn.out_bytes += part.remaining if isinstance(part, _Region) else len(part)
-        stats.answered(api.name if api is not None else "ApiVersions", request.received,
-                       request.size, conn.out_bytes - before,
-                       bool(body.get("error_code") if isinstance(body, dict)
-                            else getattr(body, "error_code", 0)))
+        stats.answered(
+            api.name if api is not None else "ApiVersions",
+            request.received,
+            request.size,
+            conn.out_bytes - before,
+            bool(
+                body.get("error_code") if isinstance(body, dict) else getattr(body, "error_code", 0)
+            ),
+        )
 
     # -------------------------------------------------------------- writing
     def _write(self, conn: _Conn) -> None:
@@ -522,11 +561,15 @@ class _Processor(threading.Thread):
         mask = 0
         if conn.handshaking:
             mask = selectors.EVENT_WRITE if conn.hs_write else selectors.EVENT_READ
-        elif not conn.busy and not conn.pending and conn.out_bytes < HIGH_WATER \
-                and not conn.reader.starved:
+        elif (
+            not conn.busy
+            and not conn.pending
+            and conn.out_bytes < HIGH_WATER
+            and not conn.reader.starved
+        ):
             mask |= selectors.EVENT_READ
         elif conn.busy and isinstance(conn.waiting, DelayedResponse) and not conn.held_back:
-            mask |= selectors.EVENT_READ      # only to notice the peer hanging up
+            mask |= selectors.EVENT_READ  # only to notice the peer hanging up
         if conn.out and not conn.handshaking:
             mask |= selectors.EVENT_WRITE
         if mask == conn.interest:
@@ -567,7 +610,7 @@ class _Processor(threading.Thread):
         conn.pending.clear()
         conn.reader.close()
         if isinstance(conn.waiting, DelayedResponse):
-            conn.waiting.abandon()   # a parked fetch lets go of its watchers and timer
+            conn.waiting.abandon()  # a parked fetch lets go of its watchers and timer
         conn.waiting = None
         self.starved.discard(conn)
         self.conns.discard(conn)
@@ -615,23 +658,35 @@ def _describe(request: Request) -> str:
 class SocketServer:
     """Acceptor plus processors on ``host:port``; ``handler(request)`` answers each request."""
 
-    def __init__(self, host: str, port: int, handler: Callable[[Request], Any], *,
-                 served: Served | None = None, num_processors: int = 3,
-                 max_request_size: int = 104857600, max_idle_ms: int = 600000,
-                 pool: MemoryPool | None = None, quotas: ConnectionQuotas | None = None,
-                 listener: Listener | None = None,
-                 sessions: Callable[[socket.socket, str], Any] | None = None,
-                 stats: RequestStats | None = None):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: Callable[[Request], Any],
+        *,
+        served: Served | None = None,
+        num_processors: int = 3,
+        max_request_size: int = 104857600,
+        max_idle_ms: int = 600000,
+        pool: MemoryPool | None = None,
+        quotas: ConnectionQuotas | None = None,
+        listener: Listener | None = None,
+        sessions: Callable[[socket.socket, str], Any] | None = None,
+        stats: RequestStats | None = None,
+    ):
         self.host = host
         self.port = port
         self.listener = listener or Listener("PLAINTEXT", host, port, "PLAINTEXT")
         self.tls = self.listener.ssl_context if self.listener.uses_tls else None
-        self.sessions = sessions    # (socket, peer) -> the connection's security state
+        self.sessions = sessions  # (socket, peer) -> the connection's security state
         self.handler = handler
         #: request metrics (MiniBroker.metrics()); listeners of one broker share one
         self.stats = stats if stats is not None else RequestStats()
-        self.served: Served = served if served is not None else {
-            a: (a.min_version, a.max_version) for a in APIS.values()}
+        self.served: Served = (
+            served
+            if served is not None
+            else {a: (a.min_version, a.max_version) for a in APIS.values()}
+        )
         self.apis = {a.key: a for a in self.served}
         self.ranges = {a.key: r for a, r in self.served.items()}
         self.max_request_size = max_request_size
@@ -677,8 +732,9 @@ class SocketServer:
             self.pool.add_listener(self._wake_processors)
         for p in self._processors:
             p.start()
-        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
-                                          name=f"kclient-broker-acceptor-{self.port}")
+        self._acceptor = threading.Thread(
+            target=self._accept_loop, daemon=True, name=f"kclient-broker-acceptor-{self.port}"
+        )
         self._acceptor.start()
 
     def _wake_processors(self) -> None:
@@ -695,7 +751,7 @@ class SocketServer:
         sel = selectors.DefaultSelector()
         sel.register(listener, selectors.EVENT_READ)
         sel.register(stop_r, selectors.EVENT_READ)
-        pause = selectors.DefaultSelector()    # waiting: only the stop pipe wakes us
+        pause = selectors.DefaultSelector()  # waiting: only the stop pipe wakes us
         pause.register(stop_r, selectors.EVENT_READ)
         turn = itertools.cycle(self._processors)
         backoff = 0.0
@@ -710,8 +766,9 @@ class SocketServer:
             sel.close()
             pause.close()
 
-    def _accept_some(self, listener: socket.socket, turn: Iterator[_Processor],
-                     backoff: float) -> float:
+    def _accept_some(
+        self, listener: socket.socket, turn: Iterator[_Processor], backoff: float
+    ) -> float:
         """Accept pending connections while slots last; returns the backoff before the next."""
         while self.quotas.has_slot():
             try:
@@ -721,16 +778,21 @@ class SocketServer:
             except OSError as exc:
                 if exc.errno in _OUT_OF_RESOURCES:
                     backoff = min(max(2 * backoff, 0.01), 1.0)
-                    self._accept_log.warning("accept failed: %s; backing off %.2f s (raise the "
-                                             "open files limit or max.connections)", exc, backoff)
+                    self._accept_log.warning(
+                        "accept failed: %s; backing off %.2f s (raise the "
+                        "open files limit or max.connections)",
+                        exc,
+                        backoff,
+                    )
                     return backoff
                 self._accept_log.warning("accept failed: %s", exc)
                 return 0.0
             self._hand_over(sock, addr[0], addr[1], turn)
         return 0.0
 
-    def _hand_over(self, sock: socket.socket, host: str, port: int,
-                   turn: Iterator[_Processor]) -> None:
+    def _hand_over(
+        self, sock: socket.socket, host: str, port: int, turn: Iterator[_Processor]
+    ) -> None:
         """Count the connection against its address (refused at the limit) and pass it on."""
         try:
             self.quotas.inc(host)
@@ -745,7 +807,7 @@ class SocketServer:
             self.quotas.dec(host)
             sock.close()
             return
-        if self.tls is not None:    # handshake in the processor's loop
+        if self.tls is not None:  # handshake in the processor's loop
             try:
                 sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
             except OSError as exc:

@@ -10,6 +10,7 @@ cleaner thread (``log.cleaner.*`` settings) compacts it, so it stays bounded by 
 segments plus the live offsets.  Commits are fsynced unless ``offsets.commit.required.acks``
 is 1 or 0.  A ``consumer-offsets.log`` written by earlier versions is imported once.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ class OffsetEntry:
 
     def to_value(self) -> bytes:
         """The record value stored in the offsets log."""
-        return encode_value(self.offset, self.metadata, self.leader_epoch, self.commit_ms,
-                            self.expire_ms)
+        return encode_value(
+            self.offset, self.metadata, self.leader_epoch, self.commit_ms, self.expire_ms
+        )
 
     @classmethod
     def from_value(cls, value: bytes) -> OffsetEntry:
@@ -72,9 +74,13 @@ class OffsetManager:
         self.fsync = acks in ("-1", "all")  # acks=1/0: written, not forced to disk
         self.retention_ms = int(config.get("offsets.retention.minutes", 10080)) * 60_000
         self.store = StateLog(
-            self.path, config, fsync=self.fsync, name="kclient-offsets-cleaner",
+            self.path,
+            config,
+            fsync=self.fsync,
+            name="kclient-offsets-cleaner",
             segment_bytes=int(config.get("offsets.topic.segment.bytes", 104857600)),
-            codec=int(config.get("offsets.topic.compression.codec", 0)))
+            codec=int(config.get("offsets.topic.compression.codec", 0)),
+        )
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, OffsetEntry]] = {}
         #: TxnOffsetCommit offsets per producer id, visible once its transaction commits
@@ -122,8 +128,9 @@ class OffsetManager:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def fetch(self, group: str, partitions: Iterable[TopicPartition] | None = None
-              ) -> dict[TopicPartition, OffsetEntry]:
+    def fetch(
+        self, group: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetEntry]:
         """Committed entries of a group: the given partitions that have one, or all of them."""
         with self._lock:
             committed = self._offsets.get(group, {})
@@ -159,8 +166,9 @@ class OffsetManager:
         """Remove a group's offsets (all of them when partitions is None) with tombstones."""
         with self._lock:
             known = self._offsets.get(group, {})
-            doomed: list[TopicPartition] = list(known) if partitions is None else \
-                [(tp[0], tp[1]) for tp in partitions]
+            doomed: list[TopicPartition] = (
+                list(known) if partitions is None else [(tp[0], tp[1]) for tp in partitions]
+            )
         if doomed:
             self._append(group, [(tp, None) for tp in doomed])
 
@@ -185,8 +193,13 @@ class OffsetManager:
             return now_ms >= entry.expire_ms
         return self.retention_ms >= 0 and now_ms >= entry.commit_ms + self.retention_ms
 
-    def txn_commit(self, group: str, producer_id: int, epoch: int,
-                   offsets: Mapping[TopicPartition, OffsetEntry]) -> None:
+    def txn_commit(
+        self,
+        group: str,
+        producer_id: int,
+        epoch: int,
+        offsets: Mapping[TopicPartition, OffsetEntry],
+    ) -> None:
         """TxnOffsetCommit: store offsets as part of ``producer_id``'s transaction (durable,
         visible only once :meth:`end_txn` commits it; discarded if it aborts)."""
         if not offsets:
@@ -219,12 +232,12 @@ class OffsetManager:
                     out.setdefault(parsed[0], {})[parsed[1]] = OffsetEntry.from_value(value)
         return out
 
-    def _replay_txn(self, producer_id: int, key: bytes | None, value: bytes | bool | None
-                    ) -> None:
+    def _replay_txn(self, producer_id: int, key: bytes | None, value: bytes | bool | None) -> None:
         """A transactional record (held pending) or marker (``key`` None: apply or drop)."""
         if key is not None:
             self._pending.setdefault(producer_id, []).append(
-                (key, value if isinstance(value, bytes) else None))
+                (key, value if isinstance(value, bytes) else None)
+            )
             return
         held = self._pending.pop(producer_id, [])
         if value is True:
@@ -272,12 +285,14 @@ class OffsetManager:
         old: dict[str, dict[TopicPartition, OffsetEntry]] = {}
         for payload in decode_legacy(legacy.read_bytes()):
             committed = old.setdefault(payload["g"], {})
-            for topic, partition, offset, epoch, metadata, commit_ms, expire_ms in \
-                    payload.get("c", ()):
-                committed[(topic, partition)] = OffsetEntry(offset, metadata, epoch, commit_ms,
-                                                            expire_ms)
+            for topic, partition, offset, epoch, metadata, commit_ms, expire_ms in payload.get(
+                "c", ()
+            ):
+                committed[(topic, partition)] = OffsetEntry(
+                    offset, metadata, epoch, commit_ms, expire_ms
+                )
             if "d" in payload:
-                for tp in (list(committed) if payload["d"] is None else payload["d"]):
+                for tp in list(committed) if payload["d"] is None else payload["d"]:
                     committed.pop(tuple(tp), None)
         for group, committed in old.items():
             if committed:
@@ -297,7 +312,7 @@ def decode_legacy(buf: bytes) -> list[dict[str, Any]]:
     while pos + _FRAME.size <= len(buf):
         size, crc = _FRAME.unpack_from(buf, pos)
         end = pos + _FRAME.size + size
-        data = buf[pos + _FRAME.size:end]
+        data = buf[pos + _FRAME.size : end]
         if end > len(buf) or zlib.crc32(data) != crc:
             break
         try:

@@ -6,6 +6,7 @@ v1 (used, as by Kafka, when the commit carries an explicit expiry): ``version, o
 metadata, commit_timestamp, expire_timestamp``.  A null value is a tombstone.  Metadata is
 written as a nullable string (length -1 for None) so a null commit metadata reads back as null.
 """
+
 from __future__ import annotations
 
 import struct
@@ -30,7 +31,7 @@ def _read_string(buf: bytes, pos: int) -> tuple[str | None, int]:
     pos += 2
     if size < 0:
         return None, pos
-    return buf[pos:pos + size].decode("utf-8"), pos + size
+    return buf[pos : pos + size].decode("utf-8"), pos + size
 
 
 def encode_key(group: str, tp: TopicPartition) -> bytes:
@@ -47,14 +48,25 @@ def decode_key(key: bytes) -> tuple[str, TopicPartition] | None:
     return group or "", (topic or "", _I32.unpack_from(key, pos)[0])
 
 
-def encode_value(offset: int, metadata: str | None, leader_epoch: int, commit_ms: int,
-                 expire_ms: int) -> bytes:
+def encode_value(
+    offset: int, metadata: str | None, leader_epoch: int, commit_ms: int, expire_ms: int
+) -> bytes:
     """The record value of a commit: v1 with an explicit expiry, else v3."""
     if expire_ms >= 0:
-        return (_I16.pack(1) + _I64.pack(offset) + _string(metadata) + _I64.pack(commit_ms)
-                + _I64.pack(expire_ms))
-    return (_I16.pack(3) + _I64.pack(offset) + _I32.pack(leader_epoch) + _string(metadata)
-            + _I64.pack(commit_ms))
+        return (
+            _I16.pack(1)
+            + _I64.pack(offset)
+            + _string(metadata)
+            + _I64.pack(commit_ms)
+            + _I64.pack(expire_ms)
+        )
+    return (
+        _I16.pack(3)
+        + _I64.pack(offset)
+        + _I32.pack(leader_epoch)
+        + _string(metadata)
+        + _I64.pack(commit_ms)
+    )
 
 
 def decode_value(value: bytes) -> tuple[int, str | None, int, int, int]:

@@ -6,6 +6,7 @@ slash to lower- or upper-case the result) applies when ``pattern`` matches the w
 ``$1``-style groups in ``replacement``; ``DEFAULT`` keeps the DN as it is.  A DN no rule matches
 is refused (the connection gets no principal), as Kafka's ``NoMatchingRule``.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,7 @@ class NoMatchingRule(ValueError):
 
 @dataclass(frozen=True)
 class _Rule:
-    pattern: re.Pattern[str] | None      # None: DEFAULT
+    pattern: re.Pattern[str] | None  # None: DEFAULT
     replacement: str = ""
     case: str = ""
 

@@ -4,6 +4,7 @@ As Kafka's ProducerIdManager, a broker claims ids in blocks and records each cla
 disk before handing out its ids; block ``b`` of node ``n`` is ``[(b * MAX_NODES + n) * BLOCK,
 ... + BLOCK)``, so brokers of one cluster never overlap without talking to each other.
 """
+
 from __future__ import annotations
 
 import os

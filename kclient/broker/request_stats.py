@@ -7,6 +7,7 @@ The network processors call :meth:`RequestStats.answered` once per request and
 ``MiniBroker.metrics()`` returns :meth:`snapshot`, in the shape kclient's Prometheus and
 OpenTelemetry exporters read (``type`` broker; docs/observability.md).
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,8 +18,24 @@ from typing import Any
 __all__ = ["RequestStats", "BROKER_LATENCY_BUCKETS"]
 
 #: upper bounds (seconds): finer than a client's, a local broker answers in well under 1 ms
-BROKER_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                          0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BROKER_LATENCY_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 
 
 class RequestStats:
@@ -39,8 +56,9 @@ class RequestStats:
         with self._lock:
             self.open -= 1
 
-    def answered(self, api: str, received: float, bytes_in: int, bytes_out: int,
-                 error: bool) -> None:
+    def answered(
+        self, api: str, received: float, bytes_in: int, bytes_out: int, error: bool
+    ) -> None:
         """One request of ``api`` read at monotonic ``received`` was answered (or dropped
         without an answer, as acks=0 Produce is)."""
         secs = time.monotonic() - received if received else 0.0
@@ -60,11 +78,25 @@ class RequestStats:
         with self._lock:
             apis = {k: list(v) for k, v in self._apis.items()}
             open_, accepted = self.open, self.accepted
-        return {"type": "broker", "node_id": node_id, "time": time.time(),
-                "connections": open_, "connections_accepted": accepted,
-                "apis": {name: {"requests": int(a[0]), "errors": int(a[1]),
-                                "bytes_in": int(a[2]), "bytes_out": int(a[3]),
-                                "latency": {"le": list(BROKER_LATENCY_BUCKETS),
-                                            "buckets": [int(n) for n in a[5:]],
-                                            "count": int(a[0]), "sum": a[4]}}
-                         for name, a in sorted(apis.items())}}
+        return {
+            "type": "broker",
+            "node_id": node_id,
+            "time": time.time(),
+            "connections": open_,
+            "connections_accepted": accepted,
+            "apis": {
+                name: {
+                    "requests": int(a[0]),
+                    "errors": int(a[1]),
+                    "bytes_in": int(a[2]),
+                    "bytes_out": int(a[3]),
+                    "latency": {
+                        "le": list(BROKER_LATENCY_BUCKETS),
+                        "buckets": [int(n) for n in a[5:]],
+                        "count": int(a[0]),
+                        "sum": a[4],
+                    },
+                }
+                for name, a in sorted(apis.items())
+            },
+        }

@@ -4,6 +4,7 @@ It ties together the socket server (network.py), the request handlers (handlers/
 layer (log/), the group coordinator, fault injection (faults.py), the cluster view it shares
 with other brokers of a MiniCluster (cluster.py) and ZooKeeper registration (zk.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,37 +70,50 @@ log = logging.getLogger("kclient.broker")
 class MiniBroker:
     """One broker: ``with MiniBroker() as b: b.bootstrap``; stop()/start() keep port and data."""
 
-    def __init__(self, log_dir: str | Path | None = None, port: int = 0, broker_id: int = 0,
-                 zookeeper_connect: str | None = None, config: Mapping[str, Any] | None = None,
-                 host: str = "127.0.0.1", *, cluster: ClusterView | None = None,
-                 sasl_users: Mapping[str, str] | None = None,
-                 schema_registry: bool | int = False,
-                 schema_registry_users: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        log_dir: str | Path | None = None,
+        port: int = 0,
+        broker_id: int = 0,
+        zookeeper_connect: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        host: str = "127.0.0.1",
+        *,
+        cluster: ClusterView | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        schema_registry: bool | int = False,
+        schema_registry_users: Mapping[str, str] | None = None,
+    ):
         """``schema_registry``: also serve a Schema Registry (True: on any free port; a
         number: on that port), its schemas in the compacted ``_schemas`` topic; with
         ``schema_registry_users`` (name -> password) it asks for HTTP basic auth."""
         self.config = BrokerConfig(config)
         cfg = self.config
-        self.node_id = broker_id if broker_id or "broker.id" not in cfg.explicit \
-            else int(cfg["broker.id"])
+        self.node_id = (
+            broker_id if broker_id or "broker.id" not in cfg.explicit else int(cfg["broker.id"])
+        )
         self.config.set("broker.id", self.node_id)
-        _request_pool(cfg), _connection_quotas(cfg)   # refuse bad limits before start()
+        _request_pool(cfg), _connection_quotas(cfg)  # refuse bad limits before start()
         self.host, self.port = _listener(cfg, host, port)
         self.listeners: list[Listener] = parse_listeners(cfg, self.host, self.port)
-        inter_broker_listener(cfg, self.listeners)    # a wrong name fails now, not later
+        inter_broker_listener(cfg, self.listeners)  # a wrong name fails now, not later
         self.sasl = _sasl_settings(cfg, self.listeners, sasl_users)
         self.principal_mapper = PrincipalMapper(cfg["ssl.principal.mapping.rules"])
         self.zookeeper_connect = zookeeper_connect or cfg.get("zookeeper.connect")
         self._tmp = log_dir is None and not (cfg.get("log.dirs") or cfg.get("log.dir"))
         if log_dir is None:
-            log_dir = (cfg.get("log.dirs") or "").split(",")[0] or cfg.get("log.dir") \
+            log_dir = (
+                (cfg.get("log.dirs") or "").split(",")[0]
+                or cfg.get("log.dir")
                 or tempfile.mkdtemp(prefix=f"kclient-broker-{self.node_id}-")
+            )
         self.log_dir = Path(log_dir)
         self.cluster = cluster if cluster is not None else ClusterView()
         self.faults = Faults()
         self.watchers = AppendWatchers()
         self.fetch_sessions = FetchSessionCache(
-            self.config.int_setting("max.incremental.fetch.session.cache.slots"))
+            self.config.int_setting("max.incremental.fetch.session.cache.slots")
+        )
         self.log_manager: LogManager = None  # type: ignore[assignment]  # set by start()
         self.coordinator: GroupCoordinator = None  # type: ignore[assignment]  # set by start()
         self.producer_ids: ProducerIdManager = None  # type: ignore[assignment]  # by start()
@@ -108,11 +122,18 @@ class MiniBroker:
         self.scheduler: Scheduler = None  # type: ignore[assignment]  # set by start()
         self.zk: ZkRegistry | None = None
         self.authorizer: Authorizer | None = None
-        self._authorizing = authorizer_enabled(cfg)   # an unknown class fails now
-        self._server: SocketServer | None = None    # the first listener's
-        self.registry = None if schema_registry is False else RegistryServer(
-            self, 0 if schema_registry is True else int(schema_registry), self.host,
-            schema_registry_users)
+        self._authorizing = authorizer_enabled(cfg)  # an unknown class fails now
+        self._server: SocketServer | None = None  # the first listener's
+        self.registry = (
+            None
+            if schema_registry is False
+            else RegistryServer(
+                self,
+                0 if schema_registry is True else int(schema_registry),
+                self.host,
+                schema_registry_users,
+            )
+        )
         self._servers: list[SocketServer] = []
         #: per API requests, errors, bytes and latency; connections (metrics())
         self.request_stats = RequestStats()
@@ -131,7 +152,7 @@ class MiniBroker:
 
     @property
     def bootstrap(self) -> str:
-        """"host:port" for clients."""
+        """ "host:port" for clients."""
         return f"{self.host}:{self.port}"
 
     @property
@@ -149,8 +170,7 @@ class MiniBroker:
         """(host, port) clients of ``listener`` are told (Metadata, FindCoordinator,
         DescribeCluster): its ``advertised.listeners`` entry, else where it is bound; an
         unknown or empty name means the first listener."""
-        chosen = next((each for each in self.listeners if each.name == listener),
-                      self.listeners[0])
+        chosen = next((each for each in self.listeners if each.name == listener), self.listeners[0])
         if chosen is self.listeners[0]:
             return _advertised(self.config, chosen.host, chosen.port)
         if "advertised.listeners" in self.config.explicit:
@@ -160,12 +180,14 @@ class MiniBroker:
         return chosen.host, chosen.port
 
     def bootstrap_of(self, listener: str) -> str:
-        """"host:port" where listener ``listener`` is bound (e.g. ``bootstrap_of("SASL_SSL")``)."""
+        """ "host:port" where listener ``listener`` is bound (e.g. ``bootstrap_of("SASL_SSL")``)."""
         for each in self.listeners:
             if each.name == listener.upper():
                 return f"{each.host}:{each.port}"
-        raise KeyError(f"broker {self.node_id} has no listener {listener!r} "
-                       f"({', '.join(e.name for e in self.listeners)})")
+        raise KeyError(
+            f"broker {self.node_id} has no listener {listener!r} "
+            f"({', '.join(e.name for e in self.listeners)})"
+        )
 
     @property
     def schema_registry_url(self) -> str:
@@ -194,8 +216,9 @@ class MiniBroker:
         except BaseException:
             self._shutdown(clean=True)
             raise
-        log.info("broker %d listening on %s (log dir %s)", self.node_id, self.bootstrap,
-                 self.log_dir)
+        log.info(
+            "broker %d listening on %s (log dir %s)", self.node_id, self.bootstrap, self.log_dir
+        )
         return self
 
     def _start_components(self) -> None:
@@ -204,42 +227,59 @@ class MiniBroker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         defaults = LogConfig.from_properties({k: cfg[k] for k in cfg.explicit})
         self.log_manager = LogManager(
-            self.log_dir, defaults,
+            self.log_dir,
+            defaults,
             flush_check_ms=cfg.get_int("log.flush.scheduler.interval.ms", 1000),
             retention_check_ms=cfg.get_int("log.retention.check.interval.ms", 300000),
             checkpoint_interval_ms=cfg.get_int("log.flush.offset.checkpoint.interval.ms", 60000),
-            cleaner_config=cfg)
+            cleaner_config=cfg,
+        )
         self.log_manager.start()
         self.scheduler = Scheduler(f"kclient-broker-{self.node_id}-timer")
         self._open_authorizer()
         self._servers = []
-        pool, quotas = _request_pool(cfg), _connection_quotas(cfg)   # shared by the listeners
+        pool, quotas = _request_pool(cfg), _connection_quotas(cfg)  # shared by the listeners
         for i, listener in enumerate(self.listeners):
             server = SocketServer(
-                listener.host, listener.port, self.dispatch, served=served_versions(),
+                listener.host,
+                listener.port,
+                self.dispatch,
+                served=served_versions(),
                 num_processors=cfg.get_int("num.network.threads", 3),
                 max_request_size=cfg.int_setting("socket.request.max.bytes"),
-                max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000), listener=listener,
-                pool=pool, quotas=quotas, sessions=self._sessions(listener),
-                stats=self.request_stats)
+                max_idle_ms=cfg.get_int("connections.max.idle.ms", 600000),
+                listener=listener,
+                pool=pool,
+                quotas=quotas,
+                sessions=self._sessions(listener),
+                stats=self.request_stats,
+            )
             self._servers.append(server)
             server.bind()
             self.listeners[i] = listener.with_port(server.port)
         self._server = self._servers[0]
         self.host, self.port = self.listeners[0].host, self.listeners[0].port
-        self.coordinator = GroupCoordinator(self.log_dir / "__group_coordinator",
-                                            self.node_id, cfg.coordinator_properties())
+        self.coordinator = GroupCoordinator(
+            self.log_dir / "__group_coordinator", self.node_id, cfg.coordinator_properties()
+        )
         self.coordinator.consumer.topics = self.cluster.topic_metadata
         self.coordinator.start()
         self.producer_ids = ProducerIdManager(self.log_dir / "producer_id_block", self.node_id)
         self.cluster.add_broker(self)
-        self.share = ShareCoordinator(self.log_dir / "__share_coordinator",
-                                      cfg.coordinator_properties(), self.cluster,
-                                      self.partition_log)
+        self.share = ShareCoordinator(
+            self.log_dir / "__share_coordinator",
+            cfg.coordinator_properties(),
+            self.cluster,
+            self.partition_log,
+        )
         self.share.start()
         self.txn_coordinator = TransactionCoordinator(
-            self.log_dir / "__transaction_coordinator", self.node_id,
-            cfg.coordinator_properties(), self.producer_ids.next_id, MarkerWriter(self.cluster))
+            self.log_dir / "__transaction_coordinator",
+            self.node_id,
+            cfg.coordinator_properties(),
+            self.producer_ids.next_id,
+            MarkerWriter(self.cluster),
+        )
         self.txn_coordinator.start()
         for server in self._servers:
             server.start()
@@ -277,19 +317,26 @@ class MiniBroker:
                 return Session(tls_principal(sock, mapper), name)
             except NoMatchingRule as exc:
                 return RefusedSession(str(exc), name)
+
         return transport_session
 
     def _register_zk(self) -> None:
         from .zk import ZkRegistry  # kazoo is needed only for a broker registered in ZooKeeper
+
         """Register this broker and the partitions it leads in ZooKeeper."""
         cfg, connect = self.config, self.zookeeper_connect
         assert connect, "only called with zookeeper.connect set"
         self.zk = ZkRegistry(
-            connect, self.node_id, self.advertised_host, self.advertised_port,
+            connect,
+            self.node_id,
+            self.advertised_host,
+            self.advertised_port,
             cfg.get_int("zookeeper.session.timeout.ms", 18000),
-            cfg.get_int("zookeeper.connection.timeout.ms"), rack=self.rack,
+            cfg.get_int("zookeeper.connection.timeout.ms"),
+            rack=self.rack,
             version=registration_version(cfg.get("inter.broker.protocol.version")),
-            listeners=self._zk_endpoints())
+            listeners=self._zk_endpoints(),
+        )
         self.zk.start()
         for topic in self.log_manager.topics():
             leaders = self.cluster.partitions(topic) or {}
@@ -301,8 +348,10 @@ class MiniBroker:
         ZooKeeper clients of a secured listener find it; empty with one PLAINTEXT listener."""
         if [each.security_protocol for each in self.listeners] == ["PLAINTEXT"]:
             return []
-        return [(each.name, each.security_protocol, *self.endpoint(each.name))
-                for each in self.listeners]
+        return [
+            (each.name, each.security_protocol, *self.endpoint(each.name))
+            for each in self.listeners
+        ]
 
     def stop(self) -> None:
         """Clean shutdown: leave ZooKeeper and the cluster, close connections, flush the logs."""
@@ -358,8 +407,9 @@ class MiniBroker:
         self.close()
 
     # ------------------------------------------------------------------ topics and partitions
-    def create_topic(self, name: str, partitions: int = 1,
-                     config: Mapping[str, Any] | None = None) -> dict[int, int]:
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, Any] | None = None
+    ) -> dict[int, int]:
         """Create a topic (leaders spread over the cluster's live brokers)."""
         return self.cluster.create_topic(name, partitions, config)
 
@@ -432,45 +482,55 @@ class MiniBroker:
                 _chain(handler(self, request), future)
             except BaseException as exc:  # noqa: BLE001 - handed on to the waiting request
                 future.set_exception(exc)
+
         self.scheduler.call_later(fault.ms / 1000.0, run)
         return future
 
 
-def _sasl_settings(cfg: BrokerConfig, listeners: list[Listener],
-                   users: Mapping[str, str] | None) -> SaslSettings | None:
+def _sasl_settings(
+    cfg: BrokerConfig, listeners: list[Listener], users: Mapping[str, str] | None
+) -> SaslSettings | None:
     """The SASL users and mechanisms, when some listener uses SASL; fail closed: no users for
     a password mechanism, or an unknown mechanism, refuses to start."""
     if not any(each.uses_sasl for each in listeners):
         return None
-    mechanisms = tuple(m.strip().upper() for m in cfg["sasl.enabled.mechanisms"].split(",")
-                       if m.strip())
+    mechanisms = tuple(
+        m.strip().upper() for m in cfg["sasl.enabled.mechanisms"].split(",") if m.strip()
+    )
     unknown = [m for m in mechanisms if m not in SUPPORTED]
     if unknown or not mechanisms:
-        raise ListenerError(f"sasl.enabled.mechanisms: {', '.join(unknown) or 'none given'} "
-                            f"(the mini-broker supports {', '.join(SUPPORTED)}; GSSAPI is not "
-                            "supported)")
+        raise ListenerError(
+            f"sasl.enabled.mechanisms: {', '.join(unknown) or 'none given'} "
+            f"(the mini-broker supports {', '.join(SUPPORTED)}; GSSAPI is not "
+            "supported)"
+        )
     path = cfg.get("sasl.credentials.file")
     store = CredentialStore.load(path) if path else CredentialStore()
     for name, password in (users or {}).items():
         store.add_user(name, password)
     if not len(store) and any(m != "OAUTHBEARER" for m in mechanisms):
         names = ", ".join(e.name for e in listeners if e.uses_sasl)
-        raise ListenerError(f"listener {names} uses SASL but there are no users: set "
-                            "sasl.credentials.file or give kclient broker --sasl-user NAME:PASSWORD")
+        raise ListenerError(
+            f"listener {names} uses SASL but there are no users: set "
+            "sasl.credentials.file or give kclient broker --sasl-user NAME:PASSWORD"
+        )
     return SaslSettings(mechanisms, store, cfg.get_int("connections.max.reauth.ms", 0))
 
 
 def _request_pool(cfg: BrokerConfig) -> MemoryPool | None:
     """The ``queued.max.request.bytes`` pool (None: unbounded, Kafka's default of -1)."""
-    return pool_for(cfg.int_setting("queued.max.request.bytes"),
-                    cfg.int_setting("socket.request.max.bytes"))
+    return pool_for(
+        cfg.int_setting("queued.max.request.bytes"), cfg.int_setting("socket.request.max.bytes")
+    )
 
 
 def _connection_quotas(cfg: BrokerConfig) -> ConnectionQuotas:
     """``max.connections``, ``max.connections.per.ip`` and its overrides."""
-    return ConnectionQuotas(cfg.int_setting("max.connections"),
-                            cfg.int_setting("max.connections.per.ip"),
-                            parse_overrides(cfg.get("max.connections.per.ip.overrides") or ""))
+    return ConnectionQuotas(
+        cfg.int_setting("max.connections"),
+        cfg.int_setting("max.connections.per.ip"),
+        parse_overrides(cfg.get("max.connections.per.ip.overrides") or ""),
+    )
 
 
 def _listener(cfg: BrokerConfig, host: str, port: int) -> tuple[str, int]:
@@ -522,6 +582,7 @@ def _chain(result: Any, future: Future[Any]) -> None:
             future.set_exception(exc)
         else:
             future.set_result(done.result())
+
     result.add_done_callback(relay)
 
 
@@ -541,36 +602,72 @@ def _abandon(manager: Any) -> None:
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     """``kclient broker`` options."""
     parser = argparse.ArgumentParser(
-        prog="kclient broker", description="Run the kclient mini-broker.",
+        prog="kclient broker",
+        description="Run the kclient mini-broker.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  kclient broker --log-dir /tmp/kdata --port 9092 "
-               "--config num.partitions=3\n"
-               "  kclient broker --log-dir /tmp/kdata --config "
-               "listeners=SASL_PLAINTEXT://127.0.0.1:9093 --sasl-user alice:secret")
+        "--config num.partitions=3\n"
+        "  kclient broker --log-dir /tmp/kdata --config "
+        "listeners=SASL_PLAINTEXT://127.0.0.1:9093 --sasl-user alice:secret",
+    )
     parser.add_argument("--log-dir", required=True, help="directory for the partition logs")
-    parser.add_argument("--port", type=int, default=9092,
-                        help="port to listen on (0: any; default 9092)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--broker-id", type=int, default=0,
-                        help="this broker's id, Kafka's broker.id (default 0)")
-    parser.add_argument("--zookeeper", default=None, metavar="HOST:PORT",
-                        help="register in ZooKeeper (Kafka 0.8 layout)")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="a server.properties setting (repeatable)")
-    parser.add_argument("--sasl-user", action="append", default=[], metavar="NAME:PASSWORD",
-                        help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)")
-    parser.add_argument("--schema-registry", type=int, default=None, metavar="PORT",
-                        help="also serve a Schema Registry on PORT (0: any)")
-    parser.add_argument("--schema-registry-user", action="append", default=[],
-                        metavar="NAME:PASSWORD",
-                        help="the registry asks for HTTP basic auth of these users")
-    parser.add_argument("--prometheus-port", type=int, default=None, metavar="PORT",
-                        help="serve the broker's request metrics for Prometheus on PORT "
-                             "(0: any) at /metrics (needs prometheus_client)")
-    parser.add_argument("--write-credentials", metavar="FILE", default=None,
-                        help="write the --sasl-user users (salted) to FILE for "
-                             "sasl.credentials.file, and exit")
+    parser.add_argument(
+        "--port", type=int, default=9092, help="port to listen on (0: any; default 9092)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--broker-id", type=int, default=0, help="this broker's id, Kafka's broker.id (default 0)"
+    )
+    parser.add_argument(
+        "--zookeeper",
+        default=None,
+        metavar="HOST:PORT",
+        help="register in ZooKeeper (Kafka 0.8 layout)",
+    )
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server.properties setting (repeatable)",
+    )
+    parser.add_argument(
+        "--sasl-user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a SASL user (PLAIN and SCRAM; kept salted, repeatable)",
+    )
+    parser.add_argument(
+        "--schema-registry",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also serve a Schema Registry on PORT (0: any)",
+    )
+    parser.add_argument(
+        "--schema-registry-user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="the registry asks for HTTP basic auth of these users",
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the broker's request metrics for Prometheus on PORT "
+        "(0: any) at /metrics (needs prometheus_client)",
+    )
+    parser.add_argument(
+        "--write-credentials",
+        metavar="FILE",
+        default=None,
+        help="write the --sasl-user users (salted) to FILE for sasl.credentials.file, and exit",
+    )
     return parser.parse_args(argv)
 
 
@@ -596,15 +693,18 @@ def _os_reason(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def main(argv: list[str] | None = None,
-         expose: Callable[[MiniBroker, int, str], str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None, expose: Callable[[MiniBroker, int, str], str] | None = None
+) -> int:
     """Run a broker until SIGTERM or SIGINT, then shut it down cleanly.  ``expose(broker,
     port, host)`` serves its metrics for ``--prometheus-port`` and returns the URL (``kclient
     broker`` gives it: the broker itself knows nothing of the exporters)."""
     args = _parse_args(argv)
     if args.prometheus_port is not None and expose is None:
-        print("kclient broker: --prometheus-port needs the kclient command (kclient broker ...)",
-              file=sys.stderr)
+        print(
+            "kclient broker: --prometheus-port needs the kclient command (kclient broker ...)",
+            file=sys.stderr,
+        )
         return 2
     users = dict(u.partition(":")[::2] for u in args.sasl_user)
     if args.write_credentials:
@@ -614,45 +714,57 @@ def main(argv: list[str] | None = None,
         store.save(args.write_credentials)
         print(f"wrote {len(store)} SASL users to {args.write_credentials}")
         return 0
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     config = _config_pairs(args.config)
     # local development: a new group's first member starts at once instead of after Kafka's
     # 3 s wait for more members (say so in the banner; --config overrides it)
     config.setdefault(_REBALANCE_DELAY, "0")
     try:
-        broker = MiniBroker(log_dir=args.log_dir, port=args.port, broker_id=args.broker_id,
-                            zookeeper_connect=args.zookeeper,
-                            config=config, host=args.host,
-                            sasl_users=users,
-                            schema_registry=False if args.schema_registry is None
-                            else args.schema_registry,
-                            schema_registry_users=dict(u.partition(":")[::2]
-                                                       for u in args.schema_registry_user))
-    except ValueError as exc:       # an unknown key, a listener without its TLS material, ...
+        broker = MiniBroker(
+            log_dir=args.log_dir,
+            port=args.port,
+            broker_id=args.broker_id,
+            zookeeper_connect=args.zookeeper,
+            config=config,
+            host=args.host,
+            sasl_users=users,
+            schema_registry=False if args.schema_registry is None else args.schema_registry,
+            schema_registry_users=dict(u.partition(":")[::2] for u in args.schema_registry_user),
+        )
+    except ValueError as exc:  # an unknown key, a listener without its TLS material, ...
         print(f"kclient broker: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:          # the log dir cannot be made or written
-        print(f"kclient broker: cannot use log dir {args.log_dir}: {_os_reason(exc)}",
-              file=sys.stderr)
+    except OSError as exc:  # the log dir cannot be made or written
+        print(
+            f"kclient broker: cannot use log dir {args.log_dir}: {_os_reason(exc)}", file=sys.stderr
+        )
         return 1
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     try:
         broker.start()
-    except OSError as exc:          # the address is taken, or the log dir is not writable
-        what = f"use log dir {args.log_dir}" if exc.filename else \
-            f"listen on {args.host}:{args.port}"
+    except OSError as exc:  # the address is taken, or the log dir is not writable
+        what = (
+            f"use log dir {args.log_dir}" if exc.filename else f"listen on {args.host}:{args.port}"
+        )
         print(f"kclient broker: cannot {what}: {_os_reason(exc)}", file=sys.stderr)
         return 1
-    print(f"kclient broker {broker.node_id} listening on {broker.bootstrap} "
-          f"({_REBALANCE_DELAY}={config[_REBALANCE_DELAY]}; Kafka's default is 3000, "
-          f"--config {_REBALANCE_DELAY}=3000 to match it)", flush=True)
+    print(
+        f"kclient broker {broker.node_id} listening on {broker.bootstrap} "
+        f"({_REBALANCE_DELAY}={config[_REBALANCE_DELAY]}; Kafka's default is 3000, "
+        f"--config {_REBALANCE_DELAY}=3000 to match it)",
+        flush=True,
+    )
     if broker.registry is not None:
         print(f"schema registry listening on {broker.schema_registry_url}", flush=True)
     if args.prometheus_port is not None and expose is not None:
-        print(f"metrics for Prometheus at {expose(broker, args.prometheus_port, args.host)}",
-              flush=True)
+        print(
+            f"metrics for Prometheus at {expose(broker, args.prometheus_port, args.host)}",
+            flush=True,
+        )
     while not done.wait(0.5):
         pass
     broker.stop()

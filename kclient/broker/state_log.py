@@ -8,6 +8,7 @@ partition directory, so several state logs may share a parent), appended to in b
 batch per change, so a change is atomic) and read back in order on :meth:`open`.  The offset
 manager stores commits in one; the group and transaction coordinators can use their own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,7 +47,7 @@ def read_batches(each: Log) -> Iterator[Any]:
         if not batches:
             if not data:
                 return
-            size *= 2           # one entry larger than the read
+            size *= 2  # one entry larger than the read
             continue
         yield from batches
         offset = batches[-1].last_offset + 1
@@ -55,14 +56,24 @@ def read_batches(each: Log) -> Iterator[Any]:
 class StateLog:
     """One compacted, self-cleaning partition log under ``directory`` (see the module doc)."""
 
-    def __init__(self, directory: Path, config: Mapping[str, str], *, segment_bytes: int,
-                 fsync: bool = True, codec: int = 0, name: str = "kclient-state-cleaner"
-                 ) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        config: Mapping[str, str],
+        *,
+        segment_bytes: int,
+        fsync: bool = True,
+        codec: int = 0,
+        name: str = "kclient-state-cleaner",
+    ) -> None:
         """``config``: broker settings (``log.cleaner.*``); ``fsync``: every append forced to
         disk; ``codec``: compression of the appended batches."""
         props = {k: str(v) for k, v in config.items() if k.startswith("log.cleaner.")}
-        base = LogConfig(segment_bytes=segment_bytes, cleanup_policy=("compact",),
-                         flush_interval_messages=1 if fsync else INT64_MAX)
+        base = LogConfig(
+            segment_bytes=segment_bytes,
+            cleanup_policy=("compact",),
+            flush_interval_messages=1 if fsync else INT64_MAX,
+        )
         self.directory = Path(directory)
         self.config = LogConfig.from_properties(props, base)
         self.codec = codec
@@ -75,8 +86,11 @@ class StateLog:
         """What the cleaner looks after."""
         return [self.log] if self.log is not None else []
 
-    def open(self, apply: Callable[[bytes | None, bytes | None], None],
-             transactional: TxnApply | None = None) -> None:
+    def open(
+        self,
+        apply: Callable[[bytes | None, bytes | None], None],
+        transactional: TxnApply | None = None,
+    ) -> None:
         """Open the log, hand every record's ``(key, value)`` to ``apply``, start cleaning.
 
         With ``transactional``, the records of transactional batches go to it instead, as
@@ -98,15 +112,27 @@ class StateLog:
         if self.cleaner is not None:
             self.cleaner.start()
 
-    def append(self, keys: Sequence[bytes], values: Sequence[bytes | None], *,
-               producer_id: int = -1, epoch: int = -1) -> None:
+    def append(
+        self,
+        keys: Sequence[bytes],
+        values: Sequence[bytes | None],
+        *,
+        producer_id: int = -1,
+        epoch: int = -1,
+    ) -> None:
         """Append one batch of keyed records (None values are tombstones); with a
         ``producer_id``, as a transactional batch of that producer (its coordinator's write:
         no sequence), which a marker (:meth:`end_txn`) later commits or aborts."""
         if self.log is None:
             raise RuntimeError(f"state log {self.directory.name} is not open")
-        batch = build_batch(list(values), list(keys), codec=self.codec, producer_id=producer_id,
-                            producer_epoch=epoch, is_transactional=producer_id >= 0)
+        batch = build_batch(
+            list(values),
+            list(keys),
+            codec=self.codec,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            is_transactional=producer_id >= 0,
+        )
         self.log.append(batch, magic=2, coordinator=producer_id >= 0)
 
     def end_txn(self, producer_id: int, epoch: int, commit: bool) -> None:

@@ -5,6 +5,7 @@ mini-broker does the same, so a restarted broker answers the ids it answered bef
 v10+, and the share-group APIs, which name topics by id only).  A partition directory written
 before ids were kept gets one on load.
 """
+
 from __future__ import annotations
 
 import base64

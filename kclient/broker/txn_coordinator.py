@@ -24,6 +24,7 @@ handlers call :meth:`~TransactionCoordinator.add_partitions`).  Older Produce ve
 verified (KIP-890 part 1, :meth:`~TransactionCoordinator.verify`, with the leader's mapping of
 :func:`leader_error`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,9 +39,15 @@ from kclient.protocol import error_codes as E
 from .txn_log import TransactionLog
 from .txn_schema import TxnMetadata, TxnState
 
-__all__ = ["TransactionCoordinator", "MarkerWriter", "TopicPartition", "old_fenced",
-           "old_abortable",
-           "leader_error", "transaction_version"]
+__all__ = [
+    "TransactionCoordinator",
+    "MarkerWriter",
+    "TopicPartition",
+    "old_fenced",
+    "old_abortable",
+    "leader_error",
+    "transaction_version",
+]
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +75,14 @@ _PREPARED = {TxnState.PREPARE_COMMIT: True, TxnState.PREPARE_ABORT: False}
 _COMPLETE = {TxnState.COMPLETE_COMMIT: True, TxnState.COMPLETE_ABORT: False}
 #: coordinator answers a leader turns into NOT_ENOUGH_REPLICAS, which every producer retries
 #: without a metadata refresh (Kafka's ReplicaManager after a verification)
-_RETRY_LATER = frozenset({CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
-                          COORDINATOR_LOAD_IN_PROGRESS})
+_RETRY_LATER = frozenset(
+    {
+        CONCURRENT_TRANSACTIONS,
+        NOT_COORDINATOR,
+        COORDINATOR_NOT_AVAILABLE,
+        COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
 
 
 def transaction_version(config: Mapping[str, str]) -> int:
@@ -78,8 +91,10 @@ def transaction_version(config: Mapping[str, str]) -> int:
     level = int(raw)
     low, high = TRANSACTION_VERSIONS
     if not low <= level <= high:
-        raise ValueError(f"broker config 'transaction.version': {raw!r} is not a supported "
-                         f"feature level ({low}-{high})")
+        raise ValueError(
+            f"broker config 'transaction.version': {raw!r} is not a supported "
+            f"feature level ({low}-{high})"
+        )
     return level
 
 
@@ -120,8 +135,14 @@ def now_ms() -> int:
 class TransactionCoordinator:
     """Transactions of the ids this broker coordinates (see the module docstring)."""
 
-    def __init__(self, directory: Path, node_id: int, config: Mapping[str, str],
-                 next_producer_id: Callable[[], int], write_markers: MarkerWriter) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        node_id: int,
+        config: Mapping[str, str],
+        next_producer_id: Callable[[], int],
+        write_markers: MarkerWriter,
+    ) -> None:
         """``next_producer_id``: the broker's ProducerIdManager; ``write_markers``: see
         :data:`MarkerWriter`."""
         self.node_id = node_id
@@ -130,8 +151,10 @@ class TransactionCoordinator:
         self.store = TransactionLog(Path(directory), config)
         self.store.value_version = 1 if self.version >= 1 else 0
         self.max_timeout_ms = int(config.get("transaction.max.timeout.ms", 900000))
-        self.check_s = int(config.get(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000)) / 1000
+        self.check_s = (
+            int(config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000))
+            / 1000
+        )
         self.next_producer_id = next_producer_id
         self.write_markers = write_markers
         self._lock = threading.RLock()
@@ -147,8 +170,9 @@ class TransactionCoordinator:
             self._open = True
             self._complete_prepared()
         self._stop.clear()
-        self._thread = threading.Thread(target=self._timer, daemon=True,
-                                        name=f"txn-coordinator-{self.node_id}")
+        self._thread = threading.Thread(
+            target=self._timer, daemon=True, name=f"txn-coordinator-{self.node_id}"
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -170,7 +194,7 @@ class TransactionCoordinator:
                 with self._lock:
                     if self._open:
                         self._complete_prepared()
-            except Exception:           # keep the timer alive; the next round retries
+            except Exception:  # keep the timer alive; the next round retries
                 log.exception("transaction coordinator %d: timer failed", self.node_id)
 
     # ------------------------------------------------------------------ reads
@@ -183,12 +207,15 @@ class TransactionCoordinator:
     def transactions(self) -> list[TxnMetadata]:
         """Copies of every id's metadata."""
         with self._lock:
-            return [dataclasses.replace(m, partitions=set(m.partitions))
-                    for m in self.store.txns.values()]
+            return [
+                dataclasses.replace(m, partitions=set(m.partitions))
+                for m in self.store.txns.values()
+            ]
 
     # ------------------------------------------------------------------ InitProducerId
-    def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int = -1,
-                         epoch: int = -1) -> tuple[int, int, int]:
+    def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, producer_id: int = -1, epoch: int = -1
+    ) -> tuple[int, int, int]:
         """(error code, producer id, epoch) for a transactional producer (re)starting."""
         if not 0 < timeout_ms <= self.max_timeout_ms:
             return INVALID_TRANSACTION_TIMEOUT, -1, -1
@@ -197,8 +224,13 @@ class TransactionCoordinator:
                 return NOT_COORDINATOR, -1, -1
             meta = self.store.get(transactional_id)
             if meta is None:
-                meta = TxnMetadata(transactional_id, self.next_producer_id(), 0, timeout_ms,
-                                   last_update_ms=now_ms())
+                meta = TxnMetadata(
+                    transactional_id,
+                    self.next_producer_id(),
+                    0,
+                    timeout_ms,
+                    last_update_ms=now_ms(),
+                )
                 self.store.write(meta)
                 return NONE, meta.producer_id, meta.producer_epoch
             code = self._check_init(meta, producer_id, epoch)
@@ -207,9 +239,12 @@ class TransactionCoordinator:
             if meta.state == TxnState.ONGOING:
                 self._abort(meta, fence=True)
                 return CONCURRENT_TRANSACTIONS, -1, -1
-            if producer_id >= 0 and (producer_id, epoch) == (meta.producer_id, meta.last_epoch) \
-                    and meta.state == TxnState.EMPTY:
-                return NONE, meta.producer_id, meta.producer_epoch   # a retried request
+            if (
+                producer_id >= 0
+                and (producer_id, epoch) == (meta.producer_id, meta.last_epoch)
+                and meta.state == TxnState.EMPTY
+            ):
+                return NONE, meta.producer_id, meta.producer_epoch  # a retried request
             new = self._bumped(meta)
             new.timeout_ms, new.state, new.partitions = timeout_ms, TxnState.EMPTY, set()
             new.start_ms, new.last_update_ms = -1, now_ms()
@@ -221,23 +256,33 @@ class TransactionCoordinator:
         if meta.state in _PREPARED or meta.state == TxnState.PREPARE_EPOCH_FENCE:
             return CONCURRENT_TRANSACTIONS
         if producer_id >= 0 and (producer_id, epoch) not in (
-                (meta.producer_id, meta.producer_epoch), (meta.producer_id, meta.last_epoch)):
+            (meta.producer_id, meta.producer_epoch),
+            (meta.producer_id, meta.last_epoch),
+        ):
             return PRODUCER_FENCED
         return NONE
 
     def _bumped(self, meta: TxnMetadata) -> TxnMetadata:
         """A copy with the next epoch (a new producer id once the epoch is exhausted)."""
         if meta.producer_epoch >= _MAX_EPOCH:
-            return dataclasses.replace(meta, producer_id=self.next_producer_id(),
-                                       producer_epoch=0, last_epoch=-1,
-                                       partitions=set(meta.partitions))
-        return dataclasses.replace(meta, producer_epoch=meta.producer_epoch + 1,
-                                   last_epoch=meta.producer_epoch,
-                                   partitions=set(meta.partitions))
+            return dataclasses.replace(
+                meta,
+                producer_id=self.next_producer_id(),
+                producer_epoch=0,
+                last_epoch=-1,
+                partitions=set(meta.partitions),
+            )
+        return dataclasses.replace(
+            meta,
+            producer_epoch=meta.producer_epoch + 1,
+            last_epoch=meta.producer_epoch,
+            partitions=set(meta.partitions),
+        )
 
     # ------------------------------------------------------------------ AddPartitionsToTxn
-    def check_producer(self, transactional_id: str, producer_id: int, epoch: int
-                       ) -> tuple[int, TxnMetadata | None]:
+    def check_producer(
+        self, transactional_id: str, producer_id: int, epoch: int
+    ) -> tuple[int, TxnMetadata | None]:
         """(error, metadata): the producer must be the id's current one (caller holds lock)."""
         if not self._open:
             return NOT_COORDINATOR, None
@@ -248,8 +293,13 @@ class TransactionCoordinator:
             return PRODUCER_FENCED, meta
         return NONE, meta
 
-    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartition]) -> int:
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> int:
         """Add partitions to the transaction (which becomes Ongoing); an error code."""
         wanted = set(partitions)
         with self._lock:
@@ -260,15 +310,17 @@ class TransactionCoordinator:
                 return CONCURRENT_TRANSACTIONS
             if meta.state == TxnState.ONGOING and wanted <= meta.partitions:
                 return NONE
-            new = dataclasses.replace(meta, partitions=meta.partitions | wanted,
-                                      last_update_ms=now_ms())
+            new = dataclasses.replace(
+                meta, partitions=meta.partitions | wanted, last_update_ms=now_ms()
+            )
             if meta.state != TxnState.ONGOING:
                 new.state, new.start_ms, new.partitions = TxnState.ONGOING, now_ms(), wanted
             self.store.write(new)
             return NONE
 
-    def verify(self, transactional_id: str | None, producer_id: int, epoch: int,
-               partition: TopicPartition) -> int:
+    def verify(
+        self, transactional_id: str | None, producer_id: int, epoch: int, partition: TopicPartition
+    ) -> int:
         """Whether a transactional produce to ``partition`` belongs to the producer's Ongoing
         transaction (KIP-890 verification, Kafka's answer to a verify-only AddPartitionsToTxn):
         0, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS (its markers
@@ -286,8 +338,7 @@ class TransactionCoordinator:
             return NONE
 
     # ------------------------------------------------------------------ EndTxn
-    def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                commit: bool) -> int:
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
         """Commit or abort the Ongoing transaction: markers written, state complete."""
         with self._lock:
             code, meta = self.check_producer(transactional_id, producer_id, epoch)
@@ -297,15 +348,15 @@ class TransactionCoordinator:
             if state == TxnState.ONGOING:
                 return self._end(meta, commit)
             if state in _PREPARED:
-                return CONCURRENT_TRANSACTIONS if _PREPARED[state] == commit else \
-                    INVALID_TXN_STATE
+                return CONCURRENT_TRANSACTIONS if _PREPARED[state] == commit else INVALID_TXN_STATE
             done = {TxnState.COMPLETE_COMMIT: True, TxnState.COMPLETE_ABORT: False}
             if state in done and done[state] == commit:
-                return NONE                              # a retried EndTxn
+                return NONE  # a retried EndTxn
             return INVALID_TXN_STATE
 
-    def end_txn_v2(self, transactional_id: str, producer_id: int, epoch: int,
-                   commit: bool) -> tuple[int, int, int]:
+    def end_txn_v2(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
         """EndTxn v5 (transactions v2): (error, producer id, epoch for the next transaction).
         The epoch is bumped with every end; a retry (the epoch one below, or the last epoch of
         a rotated producer id) gets the answer again; aborting with nothing Ongoing (Empty or
@@ -328,8 +379,11 @@ class TransactionCoordinator:
     @staticmethod
     def _check_end_v2(meta: TxnMetadata, producer_id: int, epoch: int) -> tuple[int, bool]:
         """(error, whether the request is a retry of an EndTxn already done)."""
-        overflow = (meta.previous_producer_id == producer_id and epoch == _MAX_EPOCH
-                    and meta.producer_epoch == 0)
+        overflow = (
+            meta.previous_producer_id == producer_id
+            and epoch == _MAX_EPOCH
+            and meta.producer_epoch == 0
+        )
         if meta.producer_id != producer_id and not overflow:
             return INVALID_PRODUCER_ID_MAPPING, False
         bumped = meta.producer_id == producer_id and meta.producer_epoch == epoch + 1
@@ -359,11 +413,16 @@ class TransactionCoordinator:
         ``bump`` (transactions v2): the prepared state and the markers carry the next epoch,
         and an exhausted epoch names the producer id the transaction rotates to."""
         prepared = dataclasses.replace(
-            meta, state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
-            partitions=set(meta.partitions), last_update_ms=now_ms())
+            meta,
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+            partitions=set(meta.partitions),
+            last_update_ms=now_ms(),
+        )
         if bump:
-            prepared.producer_epoch, prepared.last_epoch = meta.producer_epoch + 1, \
-                meta.producer_epoch
+            prepared.producer_epoch, prepared.last_epoch = (
+                meta.producer_epoch + 1,
+                meta.producer_epoch,
+            )
             prepared.client_version = 2
             if meta.producer_epoch >= _MAX_EPOCH:
                 prepared.next_producer_id = self.next_producer_id()
@@ -374,18 +433,25 @@ class TransactionCoordinator:
         """Write a prepared transaction's markers; once all are written, complete it (a v2
         transaction whose epoch was exhausted moves to its next producer id, epoch 0)."""
         commit = _PREPARED[meta.state]
-        failed = self.write_markers(meta.producer_id, meta.producer_epoch, commit,
-                                    sorted(meta.partitions))
+        failed = self.write_markers(
+            meta.producer_id, meta.producer_epoch, commit, sorted(meta.partitions)
+        )
         if failed:
-            log.warning("transaction %s: markers not written to %s yet",
-                        meta.transactional_id, sorted(failed))
+            log.warning(
+                "transaction %s: markers not written to %s yet",
+                meta.transactional_id,
+                sorted(failed),
+            )
             if failed != meta.partitions:
                 meta = dataclasses.replace(meta, partitions=set(failed))
                 self.store.write(meta)
             return False
         done = dataclasses.replace(
-            meta, state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
-            partitions=set(), last_update_ms=now_ms())
+            meta,
+            state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
+            partitions=set(),
+            last_update_ms=now_ms(),
+        )
         if meta.next_producer_id >= 0:
             done.previous_producer_id, done.producer_id = meta.producer_id, meta.next_producer_id
             done.producer_epoch, done.last_epoch = 0, meta.producer_epoch
@@ -397,7 +463,7 @@ class TransactionCoordinator:
         """Abort an Ongoing transaction, first bumping the epoch when ``fence`` (the old
         producer is fenced: its writes and EndTxn carry the old epoch)."""
         new = self._bumped(meta) if fence else dataclasses.replace(meta)
-        if new.producer_id != meta.producer_id:   # exhausted: abort under the old id
+        if new.producer_id != meta.producer_id:  # exhausted: abort under the old id
             new = dataclasses.replace(meta, partitions=set(meta.partitions))
         new.state, new.last_update_ms = TxnState.PREPARE_ABORT, now_ms()
         self.store.write(new)
@@ -419,8 +485,11 @@ class TransactionCoordinator:
                 return aborted
             for meta in list(self.store.txns.values()):
                 if meta.state == TxnState.ONGOING and now > meta.start_ms + meta.timeout_ms:
-                    log.info("transaction %s timed out after %d ms: aborting",
-                             meta.transactional_id, now - meta.start_ms)
+                    log.info(
+                        "transaction %s timed out after %d ms: aborting",
+                        meta.transactional_id,
+                        now - meta.start_ms,
+                    )
                     self._abort(meta, fence=True)
                     aborted.append(meta.transactional_id)
         return aborted

@@ -7,6 +7,7 @@ coordinator's directory, created on first use, and one log cleaner thread looks 
 them.  Every state change appends the id's record (Kafka's schemas, :mod:`.txn_schema`) and is
 fsynced before it is applied in memory; start-up replays every partition present.
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,7 +34,7 @@ def java_hash(text: str) -> int:
 
 def _utf16_units(text: str) -> list[int]:
     data = text.encode("utf-16-be")
-    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
 def partition_for(transactional_id: str, partitions: int) -> int:
@@ -47,7 +48,7 @@ class TransactionLog:
     def __init__(self, directory: Path, config: Mapping[str, str]) -> None:
         """``config``: broker settings (``transaction.state.log.*``, ``log.cleaner.*``)."""
         self.directory = Path(directory)
-        self.config = {**config, "log.cleaner.enable": "false"}   # one cleaner for all
+        self.config = {**config, "log.cleaner.enable": "false"}  # one cleaner for all
         self.partitions = int(config.get("transaction.state.log.num.partitions", 50))
         self.segment_bytes = int(config.get("transaction.state.log.segment.bytes", 104857600))
         #: TransactionLogValue version written: 1 once transaction.version is 1 or more (Kafka)
@@ -57,8 +58,9 @@ class TransactionLog:
         self._lock = threading.Lock()
         self.cleaner: LogCleaner | None = None
         if str(config.get("log.cleaner.enable", "true")).strip().lower() == "true":
-            self.cleaner = LogCleaner(self._logs, self.directory, config,
-                                      name="kclient-txn-state-cleaner")
+            self.cleaner = LogCleaner(
+                self._logs, self.directory, config, name="kclient-txn-state-cleaner"
+            )
 
     def _logs(self) -> list[Log]:
         """Every open partition log (what the cleaner looks after)."""
@@ -69,7 +71,7 @@ class TransactionLog:
         """Replay every partition present on disk, start the cleaner."""
         self.directory.mkdir(parents=True, exist_ok=True)
         for path in sorted(self.directory.glob(f"{TOPIC}-*")):
-            suffix = path.name[len(TOPIC) + 1:]
+            suffix = path.name[len(TOPIC) + 1 :]
             if path.is_dir() and suffix.isdigit():
                 self._store(int(suffix))
         if self.cleaner is not None:
@@ -79,8 +81,12 @@ class TransactionLog:
         """The partition's state log, opened (and replayed) on first use."""
         store = self.stores.get(partition)
         if store is None:
-            store = StateLog(self.directory / f"{TOPIC}-{partition}", self.config,
-                             segment_bytes=self.segment_bytes, name="kclient-txn-state")
+            store = StateLog(
+                self.directory / f"{TOPIC}-{partition}",
+                self.config,
+                segment_bytes=self.segment_bytes,
+                name="kclient-txn-state",
+            )
             store.open(self._apply)
             with self._lock:
                 self.stores[partition] = store
@@ -103,8 +109,7 @@ class TransactionLog:
     def write(self, meta: TxnMetadata) -> None:
         """Durably store an id's new state, then make it the current one."""
         store = self._store(self.partition_of(meta.transactional_id))
-        store.append([encode_key(meta.transactional_id)],
-                     [encode_value(meta, self.value_version)])
+        store.append([encode_key(meta.transactional_id)], [encode_value(meta, self.value_version)])
         self.txns[meta.transactional_id] = meta
 
     def get(self, transactional_id: str) -> TxnMetadata | None:

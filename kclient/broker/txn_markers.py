@@ -6,6 +6,7 @@ the partition log of its live leader (waking its parked fetches), and for the gr
 partition (``__consumer_offsets``) every live broker's offset manager ends the producer's
 pending TxnOffsetCommit offsets.  A partition whose leader is down cannot take its marker yet.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,9 @@ class MarkerWriter:
     def __init__(self, cluster: ClusterView) -> None:
         self.cluster = cluster
 
-    def __call__(self, producer_id: int, epoch: int, commit: bool,
-                 partitions: Iterable[TopicPartition]) -> set[TopicPartition]:
+    def __call__(
+        self, producer_id: int, epoch: int, commit: bool, partitions: Iterable[TopicPartition]
+    ) -> set[TopicPartition]:
         """Write the markers; the partitions that could not be written."""
         failed = set()
         for tp in partitions:
@@ -59,7 +61,7 @@ class MarkerWriter:
             return True
         leader = self.cluster.leader(topic, partition)
         if leader is None:
-            return True                  # the topic is gone: nothing to end
+            return True  # the topic is gone: nothing to end
         owner: Any = self.cluster.live.get(leader)
         if owner is None:
             return False
@@ -67,8 +69,9 @@ class MarkerWriter:
         if log_ is None:
             return True
         if log_.config.message_format_version < 2:
-            return True                  # no transactional batches in old formats
-        log_.append_marker(producer_id, epoch, commit,
-                           leader_epoch=self.cluster.leader_epoch(topic, partition))
+            return True  # no transactional batches in old formats
+        log_.append_marker(
+            producer_id, epoch, commit, leader_epoch=self.cluster.leader_epoch(topic, partition)
+        )
         owner.notify_append(topic, partition, 1)
         return True

@@ -9,6 +9,7 @@ numbers are Kafka's TransactionState ids.  A null value is a tombstone.  Value v
 writes once ``transaction.version`` is 1 or more) is flexible: compact strings and arrays, and
 tagged fields PreviousProducerId (0), NextProducerId (1) and ClientTransactionVersion (2).
 """
+
 from __future__ import annotations
 
 import struct
@@ -18,8 +19,7 @@ from enum import IntEnum
 from kclient.protocol.types import read_tagged_fields, write_tagged_fields
 from kclient.protocol.varint import decode_uvarint, encode_uvarint
 
-__all__ = ["TxnState", "TxnMetadata", "encode_key", "decode_key", "encode_value",
-           "decode_value"]
+__all__ = ["TxnState", "TxnMetadata", "encode_key", "decode_key", "encode_value", "decode_value"]
 
 _I8, _I16, _I32, _I64 = (struct.Struct(f">{c}") for c in "bhiq")
 _VALUE_HEAD = struct.Struct(">hqhib")
@@ -70,7 +70,7 @@ def _string(text: str) -> bytes:
 def _read_string(buf: bytes, pos: int) -> tuple[str, int]:
     size = _I16.unpack_from(buf, pos)[0]
     pos += 2
-    return buf[pos:pos + max(size, 0)].decode("utf-8"), pos + max(size, 0)
+    return buf[pos : pos + max(size, 0)].decode("utf-8"), pos + max(size, 0)
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -100,8 +100,13 @@ def encode_value(m: TxnMetadata, version: int = 0) -> bytes:
     parts = [encode_uvarint(len(by_topic) + 1)]
     for topic, ids in by_topic.items():
         raw = topic.encode("utf-8")
-        parts += [encode_uvarint(len(raw) + 1), raw, encode_uvarint(len(ids) + 1),
-                  *(_I32.pack(i) for i in ids), b"\x00"]
+        parts += [
+            encode_uvarint(len(raw) + 1),
+            raw,
+            encode_uvarint(len(ids) + 1),
+            *(_I32.pack(i) for i in ids),
+            b"\x00",
+        ]
     tags = {}
     if m.previous_producer_id != -1:
         tags[0] = _I64.pack(m.previous_producer_id)
@@ -127,7 +132,7 @@ def decode_value(transactional_id: str, value: bytes) -> TxnMetadata:
     for _ in range(max(count, 0)):
         if flexible:
             size, pos = decode_uvarint(value, pos)
-            topic, pos = value[pos:pos + size - 1].decode("utf-8"), pos + size - 1
+            topic, pos = value[pos : pos + size - 1].decode("utf-8"), pos + size - 1
             n, pos = decode_uvarint(value, pos)
             n -= 1
         else:
@@ -140,8 +145,9 @@ def decode_value(transactional_id: str, value: bytes) -> TxnMetadata:
         if flexible:
             pos = read_tagged_fields(value, pos)[1]
     last_update, start = _TIMES.unpack_from(value, pos)
-    meta = TxnMetadata(transactional_id, pid, epoch, timeout, TxnState(status), partitions,
-                       last_update, start)
+    meta = TxnMetadata(
+        transactional_id, pid, epoch, timeout, TxnState(status), partitions, last_update, start
+    )
     if flexible:
         tags = read_tagged_fields(value, pos + _TIMES.size)[0]
         meta.previous_producer_id = _I64.unpack(tags[0])[0] if 0 in tags else -1

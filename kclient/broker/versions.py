@@ -3,6 +3,7 @@
 ``python -m kclient.broker.versions [PATH]`` writes (or prints) docs/protocol_versions.md; a
 test keeps that file current and checks each listed version's lenient decoding over a socket.
 """
+
 from __future__ import annotations
 
 import sys
@@ -44,8 +45,9 @@ def versions_markdown() -> str:
     for api, version in accepted:
         flexible = api.is_flexible(version)
         tested = "trailing bytes, unknown tags" if flexible else "trailing bytes"
-        rows.append(f"| {api.name} | {api.key} | {version} | {'yes' if flexible else 'no'} "
-                    f"| {tested} |")
+        rows.append(
+            f"| {api.name} | {api.key} | {version} | {'yes' if flexible else 'no'} | {tested} |"
+        )
     rows += ["", f"{len(accepted)} request versions in all.", ""]
     return "\n".join(rows)
 

@@ -5,6 +5,7 @@ read too): ``/brokers/ids/[id]`` (ephemeral, the registration version Kafka's ``
 picks for ``inter.broker.protocol.version``: 5 by default, as Kafka 3.x), each topic's assignment,
 config and partition states, and ``/controller``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,10 +44,19 @@ def _now_ms() -> int:
 class ZkRegistry:
     """One broker's ZooKeeper session: its ephemeral id node plus the topic znodes it writes."""
 
-    def __init__(self, connect: str, broker_id: int, host: str, port: int,
-                 session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None, *,
-                 rack: str | None = None, version: int = REGISTRATION_VERSION,
-                 listeners: Sequence[tuple[str, str, str, int]] = ()):
+    def __init__(
+        self,
+        connect: str,
+        broker_id: int,
+        host: str,
+        port: int,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+        *,
+        rack: str | None = None,
+        version: int = REGISTRATION_VERSION,
+        listeners: Sequence[tuple[str, str, str, int]] = (),
+    ):
         """``host``/``port`` are the advertised address; ``version`` the registration's;
         ``listeners`` every advertised (name, security protocol, host, port) when not only
         PLAINTEXT."""
@@ -84,8 +94,14 @@ class ZkRegistry:
 
     def register_broker(self) -> None:
         """Create the ephemeral ``/brokers/ids/[id]`` (replacing a dead session's leftover)."""
-        data = broker_registration(self.host, self.port, _now_ms(), version=self.version,
-                                   rack=self.rack, listeners=self.listeners)
+        data = broker_registration(
+            self.host,
+            self.port,
+            _now_ms(),
+            version=self.version,
+            rack=self.rack,
+            listeners=self.listeners,
+        )
         try:
             self.zk.create(self.id_path, data, ephemeral=True, makepath=True)
         except NodeExistsError:
@@ -104,14 +120,17 @@ class ZkRegistry:
         if not data:
             self.zk.set(CONTROLLER_EPOCH_PATH, b"1")
         try:
-            self.zk.create(CONTROLLER_PATH, controller(self.broker_id, _now_ms()),
-                           ephemeral=True)
+            self.zk.create(CONTROLLER_PATH, controller(self.broker_id, _now_ms()), ephemeral=True)
         except NodeExistsError:
             pass
 
-    def register_topic(self, topic: str, leaders: Mapping[int, int],
-                       config: Mapping[str, str] | None = None,
-                       epochs: Mapping[int, int] | None = None) -> None:
+    def register_topic(
+        self,
+        topic: str,
+        leaders: Mapping[int, int],
+        config: Mapping[str, str] | None = None,
+        epochs: Mapping[int, int] | None = None,
+    ) -> None:
         """Write (or overwrite) a topic's assignment, config and partition states."""
         replicas = {p: [leader] for p, leader in leaders.items()}
         self._put(topic_path(topic), topic_assignment(replicas))
@@ -119,8 +138,9 @@ class ZkRegistry:
         for p, leader in leaders.items():
             self.set_partition_state(topic, p, leader, (epochs or {}).get(p, 0))
 
-    def set_partition_state(self, topic: str, partition: int, leader: int,
-                            leader_epoch: int = 0) -> None:
+    def set_partition_state(
+        self, topic: str, partition: int, leader: int, leader_epoch: int = 0
+    ) -> None:
         """Write ``/brokers/topics/[topic]/partitions/[n]/state``."""
         self._put(partition_state_path(topic, partition), partition_state(leader, leader_epoch))
 

@@ -1,4 +1,5 @@
 """``python -m kclient.cli``: the same as the ``kclient`` command."""
+
 import sys
 
 from . import main

@@ -1,5 +1,6 @@
 """``kclient consume TOPIC``: read partitions from an offset (or as a group member) and print
 each message raw, as JSON with its metadata, or through a kcat-style ``-f`` format string."""
+
 from __future__ import annotations
 
 import argparse
@@ -48,34 +49,46 @@ def _check_offset(spec: str) -> str:
         int(spec[1:] if spec.startswith("@") else spec)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{spec!r}: expected earliest, latest, N, -N or @timestamp_ms") from None
+            f"{spec!r}: expected earliest, latest, N, -N or @timestamp_ms"
+        ) from None
     return spec
 
 
 def _security(cfg: Any) -> dict[str, Any]:
     """The security keys given, for the SimpleConsumers."""
-    return {k: cfg[k] for k in cfg if cfg.is_set(k) and
-            k.startswith(("security.", "ssl.", "sasl."))}
+    return {
+        k: cfg[k] for k in cfg if cfg.is_set(k) and k.startswith(("security.", "ssl.", "sasl."))
+    }
 
 
 def _positions(args: argparse.Namespace, admin: Any) -> dict[int, int]:
     """Partition -> the offset reading starts at."""
     from kclient.admin import OffsetSpec, TopicPartition
+
     parts = args.partition or admin.cluster.partitions_for(args.topic)
     tps = [TopicPartition(args.topic, p) for p in parts]
     lo = admin.list_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))
     hi = admin.list_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
-    at = admin.list_offsets({tp: int(args.offset[1:]) for tp in tps}) \
-        if args.offset.startswith("@") else {}
-    return {tp.partition: _start_offset(args.offset, lo[tp].offset, hi[tp].offset,
-                                        at[tp].offset if tp in at else None) for tp in tps}
+    at = (
+        admin.list_offsets({tp: int(args.offset[1:]) for tp in tps})
+        if args.offset.startswith("@")
+        else {}
+    )
+    return {
+        tp.partition: _start_offset(
+            args.offset, lo[tp].offset, hi[tp].offset, at[tp].offset if tp in at else None
+        )
+        for tp in tps
+    }
 
 
-def read_partitions(args: argparse.Namespace, exit_at_end: bool
-                    ) -> Generator[tuple[int, Any], None, None]:
+def read_partitions(
+    args: argparse.Namespace, exit_at_end: bool
+) -> Generator[tuple[int, Any], None, None]:
     """(partition, MessageAndOffset) from the ``-o`` positions of ``args.partition`` (all by
     default), fetching from each leader; ends at the high watermarks with ``exit_at_end``."""
     from kclient.simple import FetchRequest, SimpleConsumer
+
     cfg = client_config(args)
     with admin_client(args) as admin:
         pos = _positions(args, admin)
@@ -90,11 +103,17 @@ def read_partitions(args: argparse.Namespace, exit_at_end: bool
                     continue
                 if node not in consumers:
                     b = leaders[parts[0]]
-                    consumers[node] = SimpleConsumer(b.host, b.port, client_id="kclient-cli",
-                                                     max_wait_ms=500, buffer_size=None,
-                                                     security=_security(cfg))
+                    consumers[node] = SimpleConsumer(
+                        b.host,
+                        b.port,
+                        client_id="kclient-cli",
+                        max_wait_ms=500,
+                        buffer_size=None,
+                        security=_security(cfg),
+                    )
                 resp = consumers[node].multifetch(
-                    [FetchRequest(args.topic, p, pos[p], 1 << 20) for p in parts])
+                    [FetchRequest(args.topic, p, pos[p], 1 << 20) for p in parts]
+                )
                 for p in parts:
                     ms = resp.message_set(args.topic, p)
                     if ms.error is not None:
@@ -127,7 +146,8 @@ def _check_topic(args: argparse.Namespace) -> None:
     if info is None or info.error_code:
         raise CommandError(
             f"topic {args.topic!r} does not exist (consume never creates topics; "
-            f"`kclient topics create {args.topic}` does)")
+            f"`kclient topics create {args.topic}` does)"
+        )
 
 
 def _decoding(args: argparse.Namespace, out: Formatter) -> Formatter:
@@ -145,10 +165,18 @@ class _Decoding(Formatter):
         super().__init__(args)
         self.decode, self.failed = decode, 0
 
-    def write(self, topic: str, partition: int, offset: int, key: bytes | None,
-              value: bytes | None, timestamp: int, headers: list[tuple[str, bytes | None]]
-              ) -> None:
+    def write(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: list[tuple[str, bytes | None]],
+    ) -> None:
         from kclient.schema_registry import SerializationError
+
         headers = list(headers)
         try:
             if "key" in self.decode:
@@ -164,7 +192,7 @@ class _Decoding(Formatter):
 
 def _run(args: argparse.Namespace) -> int:
     _settle_args(args)
-    out = _decoding(args, Formatter(args))    # usage errors first, then the network
+    out = _decoding(args, Formatter(args))  # usage errors first, then the network
     _check_topic(args)
     code = _run_formatted(args, out)
     return 1 if getattr(out, "failed", 0) else code
@@ -195,23 +223,32 @@ def _run_group(args: argparse.Namespace, out: Formatter) -> int:
     """As a member of ``-G`` group, committing what was printed."""
     from kclient import consumer
     from kclient.errors import ConsumerTimeoutError
+
     if args.partition:
         raise UsageError("-p and -G do not go together: the group assigns partitions")
     if args.offset not in ("earliest", "beginning", "latest", "end"):
-        raise UsageError("with -G, -o is earliest or latest (where a group without committed "
-                         "offsets starts); move a group with `kclient groups reset-offsets`")
+        raise UsageError(
+            "with -G, -o is earliest or latest (where a group without committed "
+            "offsets starts); move a group with `kclient groups reset-offsets`"
+        )
     reset = {"earliest": "smallest", "beginning": "smallest"}.get(args.offset, "largest")
-    cfg = client_config(args, "consumer", **{
-        "group.id": args.group, "auto.offset.reset": reset, "auto.commit.enable": False,
-        "consumer.timeout.ms": GROUP_END_MS if args.exit_at_end else -1})
+    cfg = client_config(
+        args,
+        "consumer",
+        **{
+            "group.id": args.group,
+            "auto.offset.reset": reset,
+            "auto.commit.enable": False,
+            "consumer.timeout.ms": GROUP_END_MS if args.exit_at_end else -1,
+        },
+    )
     conn = consumer.create(cfg)
     count = 0
     try:
         stream = conn.create_message_streams({args.topic: 1})[args.topic][0]
         try:
             for m in stream:
-                out.write(m.topic, m.partition, m.offset, m.key, m.message, m.timestamp,
-                          m.headers)
+                out.write(m.topic, m.partition, m.offset, m.key, m.message, m.timestamp, m.headers)
                 count += 1
                 if args.count and count >= args.count:
                     break
@@ -231,13 +268,16 @@ def _run_share_group(args: argparse.Namespace, out: Formatter) -> int:
 
     from kclient.consumer.share_consumer import ShareConsumer
     from kclient.errors import InvalidConfigError
+
     if args.partition or args.group:
         raise UsageError("--share-group takes neither -p nor -G: the share group assigns")
     if args.offset != "latest" or args.from_beginning:
-        raise UsageError("with --share-group, where to start is the group's "
-                         "share.auto.offset.reset config (or kclient share-groups reset-offsets)")
+        raise UsageError(
+            "with --share-group, where to start is the group's "
+            "share.auto.offset.reset config (or kclient share-groups reset-offsets)"
+        )
     given = client_settings(args, **{"group.id": args.share_group})
-    given["share.acknowledgement.mode"] = "explicit"   # past -c, records go back (released)
+    given["share.acknowledgement.mode"] = "explicit"  # past -c, records go back (released)
     count = 0
     try:
         consumer = ShareConsumer(given, args.topic)
@@ -253,7 +293,9 @@ def _run_share_group(args: argparse.Namespace, out: Formatter) -> int:
                 elif args.exit_at_end and time.monotonic() - quiet_since > GROUP_END_MS / 1000:
                     break
                 for r in records[: args.count - count if args.count else None]:
-                    out.write(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp, r.headers)
+                    out.write(
+                        r.topic, r.partition, r.offset, r.key, r.value, r.timestamp, r.headers
+                    )
                     c.acknowledge(r)
                     count += 1
                 c.commit_sync()
@@ -264,39 +306,69 @@ def _run_share_group(args: argparse.Namespace, out: Formatter) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``consume``."""
-    p = subcommand(subparsers, "consume", "print messages of a topic",
-                   "kclient consume events -o earliest -e\n"
-                   "kclient consume events -p 0 -o -10 -c 10 --format json\n"
-                   "kclient consume events -G my-group -e -f '%p/%o %k=%s\\n'\n"
-                   "kclient consume blobs -o earliest -e --binary base64 | base64 -d\n"
-                   "kclient consume users -o earliest -e --value-format avro "
-                   "-r http://127.0.0.1:8081")
+    p = subcommand(
+        subparsers,
+        "consume",
+        "print messages of a topic",
+        "kclient consume events -o earliest -e\n"
+        "kclient consume events -p 0 -o -10 -c 10 --format json\n"
+        "kclient consume events -G my-group -e -f '%p/%o %k=%s\\n'\n"
+        "kclient consume blobs -o earliest -e --binary base64 | base64 -d\n"
+        "kclient consume users -o earliest -e --value-format avro "
+        "-r http://127.0.0.1:8081",
+    )
     add_topic_argument(p)
-    p.add_argument("-p", "--partition", type=int, action="append", metavar="P",
-                   help="read only this partition (repeatable; default: all)")
-    p.add_argument("-o", "--offset", type=_check_offset,
-                   help="earliest, latest (default), N, -N (N before the end), @timestamp_ms")
-    p.add_argument("--from-beginning", action="store_true",
-                   help="-o earliest (kafka-console-consumer's flag)")
+    p.add_argument(
+        "-p",
+        "--partition",
+        type=int,
+        action="append",
+        metavar="P",
+        help="read only this partition (repeatable; default: all)",
+    )
+    p.add_argument(
+        "-o",
+        "--offset",
+        type=_check_offset,
+        help="earliest, latest (default), N, -N (N before the end), @timestamp_ms",
+    )
+    p.add_argument(
+        "--from-beginning", action="store_true", help="-o earliest (kafka-console-consumer's flag)"
+    )
     p.add_argument("-G", "--group", help="consume as a member of this group (commits at exit)")
-    p.add_argument("--share-group", metavar="G",
-                   help="consume as a member of share group G (records printed are accepted)")
+    p.add_argument(
+        "--share-group",
+        metavar="G",
+        help="consume as a member of share group G (records printed are accepted)",
+    )
     p.add_argument("-c", "--count", type=int, help="exit after this many messages")
-    p.add_argument("-e", "--exit-at-end", action="store_true",
-                   help="exit at the end of every partition (with -G: after "
-                        f"{GROUP_END_MS} ms without data)")
-    p.add_argument("--format", default="raw", choices=("raw", "json"),
-                   help="raw: the value (-K: key SEP value); json: one object with metadata, "
-                        "its \"encoding\" saying how key, value and header values are "
-                        "written (utf-8, or base64 when one is not UTF-8 text)")
-    p.add_argument("-f", "--fmt", metavar="FORMAT",
-                   help="kcat-style: %%t topic %%p partition %%o offset %%k key %%s value "
-                        "%%h headers %%T timestamp %%S value size, \\n \\t")
+    p.add_argument(
+        "-e",
+        "--exit-at-end",
+        action="store_true",
+        help=f"exit at the end of every partition (with -G: after {GROUP_END_MS} ms without data)",
+    )
+    p.add_argument(
+        "--format",
+        default="raw",
+        choices=("raw", "json"),
+        help="raw: the value (-K: key SEP value); json: one object with metadata, "
+        'its "encoding" saying how key, value and header values are '
+        "written (utf-8, or base64 when one is not UTF-8 text)",
+    )
+    p.add_argument(
+        "-f",
+        "--fmt",
+        metavar="FORMAT",
+        help="kcat-style: %%t topic %%p partition %%o offset %%k key %%s value "
+        "%%h headers %%T timestamp %%S value size, \\n \\t",
+    )
     p.add_argument("-K", "--key-separator", metavar="SEP", help="raw: print key SEP value")
-    p.add_argument("--binary", choices=BINARY_FORMATS,
-                   help="print keys, values and header values as base64 or hex")
+    p.add_argument(
+        "--binary",
+        choices=BINARY_FORMATS,
+        help="print keys, values and header values as base64 or hex",
+    )
     add_registry_options(p, produce=False)
     add_connection_options(p)
     p.set_defaults(run=_run)
-
-

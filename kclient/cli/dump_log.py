@@ -1,6 +1,7 @@
 """``kclient dump-log SEGMENT...``: Kafka's DumpLogSegments for kclient's and Kafka's segment
 files: batches (``--deep``: records), CRC checks, offset and time index sanity, and the first
 corrupt position.  It reads with kclient's own record and log readers."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,22 +32,27 @@ def _batch_line(b: Any, valid: bool, buf: bytes) -> str:
     """One batch as DumpLogSegments prints it."""
     from kclient.protocol.compression import CODEC_NAMES
     from kclient.protocol.records import TIMESTAMP_TYPE_NAMES
+
     ts_name = TIMESTAMP_TYPE_NAMES.get(b.timestamp_type, "NoTimestampType")
-    if b.magic < 2:             # a v0/v1 message or compressed wrapper
-        return (f"offset: {b.last_offset} position: {b.position} {ts_name}: {b.max_timestamp} "
-                f"size: {b.size} magic: {b.magic} compresscodec: "
-                f"{CODEC_NAMES.get(b.codec, b.codec)} crc: {b.crc & 0xFFFFFFFF} "
-                f"isvalid: {_bool(valid)}")
-    return (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
-            f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} "
-            f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
-            f"partitionLeaderEpoch: {b.partition_leader_epoch} "
-            f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
-            f"deleteHorizonMs: {_delete_horizon(buf, b)} "
-            f"position: {b.position} {TIMESTAMP_TYPE_NAMES.get(b.timestamp_type, 'NoTimestampType')}"
-            f": {b.max_timestamp} size: {b.size} magic: {b.magic} "
-            f"compresscodec: {CODEC_NAMES.get(b.codec, b.codec)} crc: {b.crc & 0xFFFFFFFF} "
-            f"isvalid: {_bool(valid)}")
+    if b.magic < 2:  # a v0/v1 message or compressed wrapper
+        return (
+            f"offset: {b.last_offset} position: {b.position} {ts_name}: {b.max_timestamp} "
+            f"size: {b.size} magic: {b.magic} compresscodec: "
+            f"{CODEC_NAMES.get(b.codec, b.codec)} crc: {b.crc & 0xFFFFFFFF} "
+            f"isvalid: {_bool(valid)}"
+        )
+    return (
+        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
+        f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} "
+        f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
+        f"partitionLeaderEpoch: {b.partition_leader_epoch} "
+        f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+        f"deleteHorizonMs: {_delete_horizon(buf, b)} "
+        f"position: {b.position} {TIMESTAMP_TYPE_NAMES.get(b.timestamp_type, 'NoTimestampType')}"
+        f": {b.max_timestamp} size: {b.size} magic: {b.magic} "
+        f"compresscodec: {CODEC_NAMES.get(b.codec, b.codec)} crc: {b.crc & 0xFFFFFFFF} "
+        f"isvalid: {_bool(valid)}"
+    )
 
 
 def _inner_crcs(buf: bytes, b: Any, valid: bool) -> list[tuple[int, bool]]:
@@ -56,21 +62,30 @@ def _inner_crcs(buf: bytes, b: Any, valid: bool) -> list[tuple[int, bool]]:
     from kclient.protocol.compression import decompress
     from kclient.protocol.records import LOG_OVERHEAD, scan_entries
     from kclient.protocol.records.legacy import parse_message
+
     if not b.codec:
         return [(b.crc & 0xFFFFFFFF, valid)]
     value = parse_message(buf, b.position, b.size - LOG_OVERHEAD, False)[5]
     data = decompress(b.codec, value, b.magic)
-    return [(parse_message(data, s.position, s.size - LOG_OVERHEAD, False)[6],
-             crc_ok(data, s.position, s.size, s.magic)) for s in scan_entries(data).entries]
+    return [
+        (
+            parse_message(data, s.position, s.size - LOG_OVERHEAD, False)[6],
+            crc_ok(data, s.position, s.size, s.magic),
+        )
+        for s in scan_entries(data).entries
+    ]
 
 
 def _record_line(r: Any, b: Any, data: bool, crc: tuple[int, bool] | None = None) -> str:
     """One record of --deep (``crc``: a v0/v1 message's stored CRC and validity)."""
     from kclient.protocol.records import TIMESTAMP_TYPE_NAMES
-    line = (f"| offset: {r.offset} "
-            f"{TIMESTAMP_TYPE_NAMES.get(r.timestamp_type, 'NoTimestampType')}: "
-            f"{r.timestamp} keySize: {len(r.key) if r.key is not None else -1} "
-            f"valueSize: {len(r.value) if r.value is not None else -1}")
+
+    line = (
+        f"| offset: {r.offset} "
+        f"{TIMESTAMP_TYPE_NAMES.get(r.timestamp_type, 'NoTimestampType')}: "
+        f"{r.timestamp} keySize: {len(r.key) if r.key is not None else -1} "
+        f"valueSize: {len(r.value) if r.value is not None else -1}"
+    )
     if crc is not None:
         line += f" isValid: {_bool(crc[1])} crc: {crc[0]}"
     else:
@@ -83,13 +98,15 @@ def _record_line(r: Any, b: Any, data: bool, crc: tuple[int, bool] | None = None
     return line
 
 
-def dump_segment(path: Path, deep: bool = False, data: bool = False
-                 ) -> tuple[list[str], dict[int, int], str | None]:
+def dump_segment(
+    path: Path, deep: bool = False, data: bool = False
+) -> tuple[list[str], dict[int, int], str | None]:
     """The report lines of one .log file, position -> last offset of every valid batch, and
     the first problem ("first corrupt position P: why"), or None."""
     from kclient.broker.log.entries import crc_ok
     from kclient.protocol.records import scan_entries
     from kclient.protocol.records.reader import read_entry
+
     buf = _map(path)
     scan = scan_entries(buf)
     lines = [f"Dumping {path}", f"Log starting offset: {_base_offset(path)}"]
@@ -105,26 +122,41 @@ def dump_segment(path: Path, deep: bool = False, data: bool = False
         if not valid:
             return lines, starts, f"first corrupt position {span.position}: CRC mismatch"
         if batch.last_offset < expected:
-            return lines, starts, (f"first corrupt position {span.position}: offset "
-                                   f"{batch.last_offset} below {expected}, out of sequence")
+            return (
+                lines,
+                starts,
+                (
+                    f"first corrupt position {span.position}: offset "
+                    f"{batch.last_offset} below {expected}, out of sequence"
+                ),
+            )
         expected = batch.last_offset + 1
         starts[span.position] = batch.last_offset
         if deep and batch.magic < 2:
-            lines += [_record_line(r, batch, data, crc) for r, crc in
-                      zip(batch.records, _inner_crcs(buf, batch, valid))]
+            lines += [
+                _record_line(r, batch, data, crc)
+                for r, crc in zip(batch.records, _inner_crcs(buf, batch, valid))
+            ]
         elif deep:
             lines += [_record_line(r, batch, data) for r in batch.records]
     if scan.error is not None:
         return lines, starts, f"first corrupt position {scan.valid_bytes}: {scan.error}"
     if scan.truncated:
-        return lines, starts, (f"first corrupt position {scan.valid_bytes}: partial entry "
-                               f"({len(buf) - scan.valid_bytes} trailing bytes)")
+        return (
+            lines,
+            starts,
+            (
+                f"first corrupt position {scan.valid_bytes}: partial entry "
+                f"({len(buf) - scan.valid_bytes} trailing bytes)"
+            ),
+        )
     return lines, starts, None
 
 
 def _map(path: Path) -> Any:
     """The file's bytes, memory-mapped read-only (a 1 GB segment is not read into memory)."""
     import mmap
+
     with open(path, "rb") as f:
         if not os.fstat(f.fileno()).st_size:
             return b""
@@ -138,17 +170,19 @@ def _base_offset(path: Path) -> int:
 
 def _entries(raw: bytes, entry: struct.Struct) -> list[tuple[int, ...]]:
     """Index entries without the zero entries Kafka preallocates after the last one."""
-    rows = list(entry.iter_unpack(raw[:len(raw) - len(raw) % entry.size]))
+    rows = list(entry.iter_unpack(raw[: len(raw) - len(raw) % entry.size]))
     while rows and not any(rows[-1]):
         rows.pop()
     return rows
 
 
-def check_index(path: Path, starts: dict[int, int], base: int, verbose: bool
-                ) -> tuple[list[str], str | None]:
+def check_index(
+    path: Path, starts: dict[int, int], base: int, verbose: bool
+) -> tuple[list[str], str | None]:
     """Check an offset index against the batches of its segment (Kafka's sanity check, and
     every entry must name the start of a batch holding that last offset)."""
     from kclient.broker.log.index import ENTRY
+
     raw = path.read_bytes()
     if len(raw) % ENTRY.size:
         return [], f"{path}: {len(raw)} bytes, not a multiple of {ENTRY.size}"
@@ -160,15 +194,18 @@ def check_index(path: Path, starts: dict[int, int], base: int, verbose: bool
         if rel <= last[0] or pos <= last[1]:
             return lines, f"{path}: entry {i} ({base + rel}, {pos}) does not increase"
         if starts.get(pos) != base + rel:
-            return lines, (f"{path}: entry {i}: index offset {base + rel} at position {pos}, "
-                           f"log offset {starts.get(pos, 'none (no batch starts there)')}")
+            return lines, (
+                f"{path}: entry {i}: index offset {base + rel} at position {pos}, "
+                f"log offset {starts.get(pos, 'none (no batch starts there)')}"
+            )
         last = (rel, pos)
     lines.append(f"{path}: {len(_entries(raw, ENTRY))} entries ok")
     return lines, None
 
 
-def check_time_index(path: Path, last_offset: int, base: int, verbose: bool
-                     ) -> tuple[list[str], str | None]:
+def check_time_index(
+    path: Path, last_offset: int, base: int, verbose: bool
+) -> tuple[list[str], str | None]:
     """Check a time index: timestamps and offsets never decrease and stay in the segment."""
     raw = path.read_bytes()
     if len(raw) % _TIME_ENTRY.size:
@@ -197,13 +234,20 @@ def _dump(path: Path, args: argparse.Namespace) -> str | None:
     base = _base_offset(log)
     checks = []
     if path.suffix in (".log", ".index") and log.with_suffix(".index").exists() and args.index:
-        checks.append(check_index(log.with_suffix(".index"), starts, base,
-                                  path.suffix == ".index"))
-    if path.suffix in (".log", ".timeindex") and log.with_suffix(".timeindex").exists() \
-            and args.index:
-        checks.append(check_time_index(log.with_suffix(".timeindex"),
-                                       max(starts.values(), default=-1), base,
-                                       path.suffix == ".timeindex"))
+        checks.append(check_index(log.with_suffix(".index"), starts, base, path.suffix == ".index"))
+    if (
+        path.suffix in (".log", ".timeindex")
+        and log.with_suffix(".timeindex").exists()
+        and args.index
+    ):
+        checks.append(
+            check_time_index(
+                log.with_suffix(".timeindex"),
+                max(starts.values(), default=-1),
+                base,
+                path.suffix == ".timeindex",
+            )
+        )
     for out, issue in checks:
         print("\n".join(out if path.suffix != ".log" else out[-1:]))
         if issue:
@@ -228,14 +272,20 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``dump-log``."""
-    p = subcommand(subparsers, "dump-log",
-                   "print and check segment files (.log, .index, .timeindex), as Kafka's "
-                   "DumpLogSegments",
-                   "kclient dump-log /tmp/kdata/events-0/00000000000000000000.log --deep\n"
-                   "kclient dump-log /var/kafka/events-0/*.index")
+    p = subcommand(
+        subparsers,
+        "dump-log",
+        "print and check segment files (.log, .index, .timeindex), as Kafka's DumpLogSegments",
+        "kclient dump-log /tmp/kdata/events-0/00000000000000000000.log --deep\n"
+        "kclient dump-log /var/kafka/events-0/*.index",
+    )
     p.add_argument("files", nargs="+", metavar="SEGMENT")
     p.add_argument("--deep", action="store_true", help="every record of every batch")
     p.add_argument("--print-data", action="store_true", help="with --deep: keys and values")
-    p.add_argument("--no-index", dest="index", action="store_false",
-                   help="do not check the .index and .timeindex beside a .log")
+    p.add_argument(
+        "--no-index",
+        dest="index",
+        action="store_false",
+        help="do not check the .index and .timeindex beside a .log",
+    )
     p.set_defaults(run=_run)

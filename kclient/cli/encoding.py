@@ -1,5 +1,6 @@
 """Bytes on a text line: as they are, base64 or hex (``--binary``), for byte-exact round trips
 between ``kclient produce`` and ``kclient consume``."""
+
 from __future__ import annotations
 
 import base64
@@ -31,4 +32,3 @@ def encode_field(data: bytes | None, binary: str | None) -> str | None:
     if binary == "hex":
         return data.hex()
     return data.decode("utf-8", errors="backslashreplace")
-

@@ -1,4 +1,5 @@
 """Subcommands with their own parsers: ``broker``, ``demo`` and ``bench``."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,19 +11,35 @@ from .common import subcommand
 
 __all__ = ["register", "PASSTHROUGH", "BENCHMARKS"]
 
-BENCHMARKS = ("records", "producer", "consumer", "broker", "stream", "spark", "soak", "charts",
-              "aio", "serdes", "chaos", "latency", "share", "rebalance")
+BENCHMARKS = (
+    "records",
+    "producer",
+    "consumer",
+    "broker",
+    "stream",
+    "spark",
+    "soak",
+    "charts",
+    "aio",
+    "serdes",
+    "chaos",
+    "latency",
+    "share",
+    "rebalance",
+)
 
 
 def _broker(rest: list[str]) -> int:
     """``kclient broker``: the mini-broker's own parser (``kclient broker --help``)."""
     from kclient.broker.server import main
+
     return main(rest, expose=_expose_broker) or 0
 
 
 def _expose_broker(broker: Any, port: int, host: str) -> str:
     """``--prometheus-port``: the broker's metrics in the live registry, served."""
     from kclient.metrics import serve_prometheus, start_reporter
+
     start_reporter(0, None, broker.metrics)
     server = serve_prometheus(port, host)
     return f"http://{host}:{server.server_port}/metrics"
@@ -31,6 +48,7 @@ def _expose_broker(broker: Any, port: int, host: str) -> str:
 def _demo(rest: list[str]) -> int:
     """``kclient demo``: an embedded broker, produce and consume."""
     from kclient.demo import main
+
     return main(rest) or 0
 
 
@@ -46,15 +64,24 @@ def _bench(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add broker, demo (help only: main dispatches them) and bench."""
-    subcommand(subparsers, "broker", "run a mini-broker (kclient broker --help for its flags)",
-               "kclient broker --log-dir /tmp/kdata --port 9092", )
-    subcommand(subparsers, "demo", "start an embedded mini-broker, produce and consume",
-               "kclient demo --messages 1000")
-    p = subcommand(subparsers, "bench", "run a benchmark beside kafka-python and confluent-kafka",
-                   "kclient bench producer --broker mini --messages 100000\n"
-                   "kclient bench records --help")
+    subcommand(
+        subparsers,
+        "broker",
+        "run a mini-broker (kclient broker --help for its flags)",
+        "kclient broker --log-dir /tmp/kdata --port 9092",
+    )
+    subcommand(
+        subparsers,
+        "demo",
+        "start an embedded mini-broker, produce and consume",
+        "kclient demo --messages 1000",
+    )
+    p = subcommand(
+        subparsers,
+        "bench",
+        "run a benchmark beside kafka-python and confluent-kafka",
+        "kclient bench producer --broker mini --messages 100000\nkclient bench records --help",
+    )
     p.add_argument("name", choices=BENCHMARKS, help="which benchmark")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="the benchmark's own arguments")
     p.set_defaults(run=_bench)
-
-

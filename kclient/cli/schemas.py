@@ -1,5 +1,6 @@
 """``kclient schemas list|get|register|compat|delete|config``: a Schema Registry from the
 command line (``-r URL`` or ``KCLIENT_SCHEMA_REGISTRY``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,7 @@ __all__ = ["register"]
 def _schema(args: argparse.Namespace) -> Any:
     """The Schema of ``SCHEMA`` (text or @FILE), ``--type`` and ``--reference``s."""
     from kclient.schema_registry import Schema, SchemaReference
+
     refs = []
     for item in args.reference:
         name, _, rest = item.partition("=")
@@ -32,8 +34,15 @@ def _list(args: argparse.Namespace, sr: Any) -> int:
     rows = []
     for subject in sr.get_subjects(args.prefix, args.deleted):
         latest = sr.get_version(subject, "latest", args.deleted)
-        rows.append((subject, len(sr.get_versions(subject, args.deleted)), latest.version,
-                     latest.schema_id, latest.schema.schema_type))
+        rows.append(
+            (
+                subject,
+                len(sr.get_versions(subject, args.deleted)),
+                latest.version,
+                latest.schema_id,
+                latest.schema.schema_type,
+            )
+        )
     print_table(("SUBJECT", "VERSIONS", "LATEST", "ID", "TYPE"), rows)
     return OK
 
@@ -44,8 +53,10 @@ def _get(args: argparse.Namespace, sr: Any) -> int:
         answer = {"id": args.id}
     elif args.subject:
         found = sr.get_version(args.subject, args.version, args.deleted)
-        schema, answer = found.schema, {"subject": found.subject, "version": found.version,
-                                        "id": found.schema_id}
+        schema, answer = (
+            found.schema,
+            {"subject": found.subject, "version": found.version, "id": found.schema_id},
+        )
     else:
         raise UsageError("give a SUBJECT or --id")
     answer.update(schemaType=schema.schema_type, schema=_pretty(schema.schema_str))
@@ -97,8 +108,14 @@ def _config(args: argparse.Namespace, sr: Any) -> int:
     return OK
 
 
-ACTIONS = {"list": _list, "get": _get, "register": _register, "compat": _compat,
-           "delete": _delete, "config": _config}
+ACTIONS = {
+    "list": _list,
+    "get": _get,
+    "register": _register,
+    "compat": _compat,
+    "delete": _delete,
+    "config": _config,
+}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -110,31 +127,55 @@ def _schema_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("subject")
     p.add_argument("schema", metavar="SCHEMA", help="the schema text, or @FILE")
     p.add_argument("--type", default="AVRO", choices=("AVRO", "JSON", "PROTOBUF"))
-    p.add_argument("--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION",
-                   help="a schema this one imports (repeatable)")
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="NAME=SUBJECT:VERSION",
+        help="a schema this one imports (repeatable)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``schemas``."""
-    p = subcommand(subparsers, "schemas", "list, show, register, test and delete schemas",
-                   "kclient schemas list -r http://127.0.0.1:8081\n"
-                   "kclient schemas register users-value @user.avsc\n"
-                   "kclient schemas compat users-value @user-v2.avsc   # exit 1: incompatible\n"
-                   "kclient schemas get users-value --version 1\n"
-                   "kclient schemas config users-value --set FULL")
+    p = subcommand(
+        subparsers,
+        "schemas",
+        "list, show, register, test and delete schemas",
+        "kclient schemas list -r http://127.0.0.1:8081\n"
+        "kclient schemas register users-value @user.avsc\n"
+        "kclient schemas compat users-value @user-v2.avsc   # exit 1: incompatible\n"
+        "kclient schemas get users-value --version 1\n"
+        "kclient schemas config users-value --set FULL",
+    )
     shared = argparse.ArgumentParser(add_help=False)
-    shared.add_argument("-r", "--schema-registry", metavar="URL",
-                        default=os.environ.get("KCLIENT_SCHEMA_REGISTRY"),
-                        help="Schema Registry URL (default: $KCLIENT_SCHEMA_REGISTRY)")
-    shared.add_argument("--registry-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="a registry client setting, e.g. basic.auth.user.info=u:p")
+    shared.add_argument(
+        "-r",
+        "--schema-registry",
+        metavar="URL",
+        default=os.environ.get("KCLIENT_SCHEMA_REGISTRY"),
+        help="Schema Registry URL (default: $KCLIENT_SCHEMA_REGISTRY)",
+    )
+    shared.add_argument(
+        "--registry-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a registry client setting, e.g. basic.auth.user.info=u:p",
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
     def action(name: str, help_: str, example: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(
-            name, parents=[shared], help=help_, description=help_,
+            name,
+            parents=[shared],
+            help=help_,
+            description=help_,
             formatter_class=argparse.RawDescriptionHelpFormatter,
-            epilog=f"example:\n  kclient schemas {name} {example}")
+            epilog=f"example:\n  kclient schemas {name} {example}",
+        )
         return parser
+
     a = action("list", "subjects with their versions and latest id", "-r http://127.0.0.1:8081")
     a.add_argument("--prefix", default=None)
     a.add_argument("--deleted", action="store_true", help="soft-deleted subjects too")
@@ -148,13 +189,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     a.add_argument("--normalize", action="store_true")
     a = action("compat", "is a schema compatible? (exit 1 when not)", "users-value @user2.avsc")
     _schema_args(a)
-    a.add_argument("--version", default=None,
-                   help="against this version (default: those the level names)")
+    a.add_argument(
+        "--version", default=None, help="against this version (default: those the level names)"
+    )
     a = action("delete", "soft-delete a subject or a version", "users-value --version 1")
     a.add_argument("subject")
     a.add_argument("--version")
-    a.add_argument("--permanent", action="store_true",
-                   help="remove what was soft-deleted before")
+    a.add_argument("--permanent", action="store_true", help="remove what was soft-deleted before")
     a = action("config", "show or --set the compatibility level", "users-value --set FULL")
     a.add_argument("subject", nargs="?")
     a.add_argument("--set", metavar="LEVEL")

@@ -106,13 +106,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     lst = subcommand(actions, "list", "every share group", "kclient share-groups list --state")
     lst.add_argument("--state", action="store_true", help="with its state")
     lst.set_defaults(run=_list)
-    desc = subcommand(actions, "describe", "start offsets and lag, or members",
-                      "kclient share-groups describe jobs\nkclient share-groups describe jobs --members")
+    desc = subcommand(
+        actions,
+        "describe",
+        "start offsets and lag, or members",
+        "kclient share-groups describe jobs\nkclient share-groups describe jobs --members",
+    )
     desc.add_argument("groups", nargs="+", metavar="GROUP")
     desc.add_argument("--members", action="store_true", help="members and their assignment")
     desc.set_defaults(run=_describe)
-    reset = subcommand(actions, "reset-offsets", "move an empty share group's start offsets",
-                       "kclient share-groups reset-offsets jobs -t events --to-earliest --execute")
+    reset = subcommand(
+        actions,
+        "reset-offsets",
+        "move an empty share group's start offsets",
+        "kclient share-groups reset-offsets jobs -t events --to-earliest --execute",
+    )
     reset.add_argument("group")
     reset.add_argument("-t", "--topic", action="append", required=True, help="repeatable")
     reset.add_argument("--to-earliest", action="store_true")
@@ -120,8 +128,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     reset.add_argument("--to-offset", type=int, metavar="N")
     reset.add_argument("--execute", action="store_true", help="do it (default: dry run)")
     reset.set_defaults(run=_reset)
-    delete = subcommand(actions, "delete-offsets", "forget an empty share group's topics",
-                        "kclient share-groups delete-offsets jobs -t events")
+    delete = subcommand(
+        actions,
+        "delete-offsets",
+        "forget an empty share group's topics",
+        "kclient share-groups delete-offsets jobs -t events",
+    )
     delete.add_argument("group")
     delete.add_argument("-t", "--topic", action="append", required=True, help="repeatable")
     delete.set_defaults(run=_delete_offsets)

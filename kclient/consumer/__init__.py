@@ -11,6 +11,7 @@ With ``zookeeper.connect`` the group coordinates through ZooKeeper in Kafka 0.8'
 (:class:`ZookeeperConsumerConnector`); without it, through the broker's group coordinator
 (:class:`GroupConsumerConnector`), with the same API and assignment.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -28,11 +29,25 @@ from .topic_filter import Blacklist, TopicFilter, Whitelist
 if TYPE_CHECKING:
     from .zk_connector import ZookeeperConsumerConnector
 
-__all__ = ["create", "ConsumerConnector", "ConsumerGroupMetadata", "ZookeeperConsumerConnector",
-           "GroupConsumerConnector",
-           "KafkaStream", "MessageAndMetadata", "TopicFilter", "Whitelist", "Blacklist",
-           "range_assign", "roundrobin_assign", "generate_consumer_id",
-           "Consumer", "ConsumerRecord", "ConsumerRebalanceListener", "OffsetAndTimestamp"]
+__all__ = [
+    "create",
+    "ConsumerConnector",
+    "ConsumerGroupMetadata",
+    "ZookeeperConsumerConnector",
+    "GroupConsumerConnector",
+    "KafkaStream",
+    "MessageAndMetadata",
+    "TopicFilter",
+    "Whitelist",
+    "Blacklist",
+    "range_assign",
+    "roundrobin_assign",
+    "generate_consumer_id",
+    "Consumer",
+    "ConsumerRecord",
+    "ConsumerRebalanceListener",
+    "OffsetAndTimestamp",
+]
 
 
 def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:
@@ -42,6 +57,7 @@ def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> Consume
     conf.require_one_of("zookeeper.connect", "metadata.broker.list")
     if conf["zookeeper.connect"]:
         from .zk_connector import ZookeeperConsumerConnector
+
         return ZookeeperConsumerConnector(conf)
     return GroupConsumerConnector(conf)
 
@@ -50,5 +66,6 @@ def __getattr__(name: str) -> Any:
     """ZookeeperConsumerConnector is imported when first named: kclient works without kazoo."""
     if name == "ZookeeperConsumerConnector":
         from .zk_connector import ZookeeperConsumerConnector
+
         return ZookeeperConsumerConnector
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

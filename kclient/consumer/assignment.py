@@ -18,6 +18,7 @@ inputs so that all members agree without talking to each other:
 Inputs are plain data: ``{topic: [thread ids]}`` and ``{topic: [partitions]}``; the output maps
 ``(topic, partition)`` to a thread id, for the whole group (filter by consumer id to get yours).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,8 +27,15 @@ from kclient.partitioner import java_string_hashcode
 
 from .sticky import sticky_assign
 
-__all__ = ["thread_ids", "consumer_of", "range_assign", "roundrobin_assign", "assign",
-           "ASSIGNORS", "AssignmentError"]
+__all__ = [
+    "thread_ids",
+    "consumer_of",
+    "range_assign",
+    "roundrobin_assign",
+    "assign",
+    "ASSIGNORS",
+    "AssignmentError",
+]
 
 
 class AssignmentError(ValueError):
@@ -44,28 +52,30 @@ def consumer_of(thread_id: str) -> str:
     return thread_id.rpartition("-")[0]
 
 
-def range_assign(consumers_for_topic: Mapping[str, Sequence[str]],
-                 partitions_for_topic: Mapping[str, Iterable[int]],
-                 ) -> dict[tuple[str, int], str]:
+def range_assign(
+    consumers_for_topic: Mapping[str, Sequence[str]],
+    partitions_for_topic: Mapping[str, Iterable[int]],
+) -> dict[tuple[str, int], str]:
     """Kafka's range assignment for every topic in ``consumers_for_topic``."""
     decision: dict[tuple[str, int], str] = {}
     for topic, threads in consumers_for_topic.items():
-        threads = sorted(set(threads))                     # strings: "c-10" < "c-2"
+        threads = sorted(set(threads))  # strings: "c-10" < "c-2"
         parts = sorted(int(p) for p in partitions_for_topic.get(topic, ()))
         if not threads or not parts:
             continue
         per_thread, extra = divmod(len(parts), len(threads))
         for i, thread in enumerate(threads):
             start = per_thread * i + min(i, extra)
-            count = per_thread + (1 if i < extra else 0)   # Kafka: 0 if i + 1 > extra else 1
-            for p in parts[start:start + count]:
+            count = per_thread + (1 if i < extra else 0)  # Kafka: 0 if i + 1 > extra else 1
+            for p in parts[start : start + count]:
                 decision[(topic, p)] = thread
     return decision
 
 
-def roundrobin_assign(consumers_for_topic: Mapping[str, Sequence[str]],
-                      partitions_for_topic: Mapping[str, Iterable[int]],
-                      ) -> dict[tuple[str, int], str]:
+def roundrobin_assign(
+    consumers_for_topic: Mapping[str, Sequence[str]],
+    partitions_for_topic: Mapping[str, Iterable[int]],
+) -> dict[tuple[str, int], str]:
     """Kafka 0.8.2's round-robin assignment over all subscribed topic-partitions."""
     if not consumers_for_topic:
         return {}
@@ -76,7 +86,8 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Sequence[str]],
             raise AssignmentError(
                 "round-robin assignment needs every consumer of the group to subscribe to the "
                 "same topics with the same stream count; topic "
-                f"{topic!r} has threads {sorted(threads)} but {head_topic!r} has {sorted(head)}")
+                f"{topic!r} has threads {sorted(threads)} but {head_topic!r} has {sorted(head)}"
+            )
     ordered = sorted(head)
     if not ordered:
         return {}
@@ -85,25 +96,34 @@ def roundrobin_assign(consumers_for_topic: Mapping[str, Sequence[str]],
     return {tp: ordered[i % len(ordered)] for i, tp in enumerate(all_tps)}
 
 
-def sticky_balanced_assign(consumers_for_topic: Mapping[str, Sequence[str]],
-                           partitions_for_topic: Mapping[str, Iterable[int]],
-                           ) -> dict[tuple[str, int], str]:
+def sticky_balanced_assign(
+    consumers_for_topic: Mapping[str, Sequence[str]],
+    partitions_for_topic: Mapping[str, Iterable[int]],
+) -> dict[tuple[str, int], str]:
     """cooperative-sticky without ownership data (the ZooKeeper connector's rebalance, where
     every member computes it): a balanced, deterministic assignment (:mod:`.sticky`)."""
     return sticky_assign(consumers_for_topic, partitions_for_topic)
 
 
-ASSIGNORS = {"range": range_assign, "roundrobin": roundrobin_assign,
-             "cooperative-sticky": sticky_balanced_assign}
+ASSIGNORS = {
+    "range": range_assign,
+    "roundrobin": roundrobin_assign,
+    "cooperative-sticky": sticky_balanced_assign,
+}
 
 
-def assign(strategy: str, consumers_for_topic: Mapping[str, Sequence[str]],
-           partitions_for_topic: Mapping[str, Iterable[int]]) -> dict[tuple[str, int], str]:
+def assign(
+    strategy: str,
+    consumers_for_topic: Mapping[str, Sequence[str]],
+    partitions_for_topic: Mapping[str, Iterable[int]],
+) -> dict[tuple[str, int], str]:
     """The group's assignment by ``strategy`` ("range", "roundrobin", "cooperative-sticky";
     of a preference list, the first)."""
     try:
         fn = ASSIGNORS[strategy.split(",")[0].strip()]
     except KeyError:
-        raise ValueError(f"unknown partition.assignment.strategy {strategy!r}; "
-                         f"expected one of {sorted(ASSIGNORS)}") from None
+        raise ValueError(
+            f"unknown partition.assignment.strategy {strategy!r}; "
+            f"expected one of {sorted(ASSIGNORS)}"
+        ) from None
     return fn(consumers_for_topic, partitions_for_topic)

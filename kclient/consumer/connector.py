@@ -11,6 +11,7 @@ store and the auto-commit thread, and the rebalance safety steps -- stop the fet
 queues and the chunks being iterated, and commit (when auto-commit is on) before ownership is
 released.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,8 +46,7 @@ from .stream import (
 )
 from .topic_filter import TopicFilter
 
-__all__ = ["ConsumerConnector", "generate_consumer_id", "connection_settings",
-           "RebalanceListener"]
+__all__ = ["ConsumerConnector", "generate_consumer_id", "connection_settings", "RebalanceListener"]
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +55,17 @@ def generate_consumer_id(group: str, consumer_id: str | None = None) -> str:
     """``<group>_<hostname>-<time ms>-<8 hex chars of a uuid>``, or ``<group>_<consumer.id>``."""
     if consumer_id:
         return f"{group}_{consumer_id}"
-    return (f"{group}_{socket.gethostname()}-{int(time.time() * 1000)}-"
-            f"{uuid.uuid4().hex[:8]}")
+    return f"{group}_{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
 
 
 def connection_settings(conf: Mapping[str, Any]) -> ConnectionSettings:
     """Every broker connection's settings, from a loaded consumer config: the read timeout
     leaves room for a long-poll fetch (``fetch.wait.max.ms``)."""
     return ConnectionSettings.from_config(
-        conf, client_id=conf["client.id"] or conf["group.id"],
-        request_timeout_ms=max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000))
+        conf,
+        client_id=conf["client.id"] or conf["group.id"],
+        request_timeout_ms=max(conf["socket.timeout.ms"], conf["fetch.wait.max.ms"] + 5000),
+    )
 
 
 @runtime_checkable
@@ -95,8 +96,11 @@ class ConsumerConnector:
     executor: RebalanceExecutor
 
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
-        conf = config if isinstance(config, Config) and not overrides else \
-            load_config("consumer", config, **overrides)
+        conf = (
+            config
+            if isinstance(config, Config) and not overrides
+            else load_config("consumer", config, **overrides)
+        )
         if not conf["group.id"]:
             raise InvalidConfigError("the consumer needs 'group.id'", "group.id")
         self.config = conf
@@ -117,8 +121,8 @@ class ConsumerConnector:
         self.fetcher: ConsumerFetcherManager | None = None
         self.registry: dict[tuple[str, int], PartitionTopicInfo] = {}
         self.streams: list[KafkaStream] = []
-        self.topic_count: dict[str, int] | None = None       # static subscription
-        self.topic_filter: TopicFilter | None = None          # wildcard subscription
+        self.topic_count: dict[str, int] | None = None  # static subscription
+        self.topic_filter: TopicFilter | None = None  # wildcard subscription
         self.num_streams = 0
         self._queues: dict[tuple[str, str], ChunkQueue] = {}
         self._wildcard_queues: list[ChunkQueue] = []
@@ -127,8 +131,12 @@ class ConsumerConnector:
         self._closed = False
         self._auto_commit: threading.Thread | None = None
         self._rebalance_listener: RebalanceListener | None = None
-        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics, conf["statistics.format"])
+        self._reporter = start_reporter(
+            conf["statistics.interval.ms"],
+            conf["stats.cb"],
+            self.metrics,
+            conf["statistics.format"],
+        )
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -140,10 +148,12 @@ class ConsumerConnector:
         return f"{type(self).__name__}(group={self.group!r}, consumer_id={self.consumer_id!r})"
 
     # -- public API ---------------------------------------------------------------------------
-    def create_message_streams(self, topic_count_map: Mapping[str, int],
-                               key_decoder: Decoder | None = None,
-                               value_decoder: Decoder | None = None
-                               ) -> dict[str, list[KafkaStream]]:
+    def create_message_streams(
+        self,
+        topic_count_map: Mapping[str, int],
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+    ) -> dict[str, list[KafkaStream]]:
         """``{topic: [KafkaStream] * n}`` for ``{topic: n}``; once per connector."""
         self._check_first_streams()
         counts = {str(t): int(n) for t, n in topic_count_map.items()}
@@ -160,10 +170,13 @@ class ConsumerConnector:
         self._start()
         return out
 
-    def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1,
-                                         key_decoder: Decoder | None = None,
-                                         value_decoder: Decoder | None = None
-                                         ) -> list[KafkaStream]:
+    def create_message_streams_by_filter(
+        self,
+        topic_filter: TopicFilter,
+        num_streams: int = 1,
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+    ) -> list[KafkaStream]:
         """``num_streams`` streams over every topic ``topic_filter`` allows, now and later."""
         self._check_first_streams()
         if not isinstance(topic_filter, TopicFilter):
@@ -183,8 +196,11 @@ class ConsumerConnector:
         """The consumed offset (the next offset to read) of every owned partition that has
         one: what ``commit_offsets`` commits, for ``Producer.send_offsets_to_transaction``."""
         with self._offsets_lock:
-            return {tp: info.consumed_offset for tp, info in self.registry.items()
-                    if info.consumed_offset >= 0}
+            return {
+                tp: info.consumed_offset
+                for tp, info in self.registry.items()
+                if info.consumed_offset >= 0
+            }
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """This member's group id, generation and member id (ZooKeeper groups: the id only)."""
@@ -236,13 +252,21 @@ class ConsumerConnector:
         for info in sorted(infos, key=lambda i: (i.topic, i.partition)):
             consumed, hw = info.consumed_offset, info.high_watermark
             partitions[f"{info.topic}/{info.partition}"] = {
-                "topic": info.topic, "partition": info.partition, "consumed_offset": consumed,
-                "fetched_offset": info.fetched_offset, "high_watermark": hw,
+                "topic": info.topic,
+                "partition": info.partition,
+                "consumed_offset": consumed,
+                "fetched_offset": info.fetched_offset,
+                "high_watermark": hw,
                 "lag": max(0, hw - consumed) if hw >= 0 and consumed >= 0 else None,
-                "stream_queued_chunks": info.queue.qsize()}
-        return self._metrics.snapshot(type="consumer", client_id=self.client_id,
-                                      group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=partitions)
+                "stream_queued_chunks": info.queue.qsize(),
+            }
+        return self._metrics.snapshot(
+            type="consumer",
+            client_id=self.client_id,
+            group_id=self.group,
+            consumer_id=self.consumer_id,
+            partitions=partitions,
+        )
 
     def shutdown(self) -> None:
         """Stop fetching, commit (auto-commit), release ownership, end every stream."""
@@ -304,20 +328,27 @@ class ConsumerConnector:
         if self._closed:
             raise IllegalStateError("the connector was shut down")
         if self.topic_count is not None or self.topic_filter is not None:
-            raise IllegalStateError("each consumer connector can create message streams by "
-                                    "filter or by topic count map only once")
+            raise IllegalStateError(
+                "each consumer connector can create message streams by "
+                "filter or by topic count map only once"
+            )
 
-    def _new_stream(self, q: ChunkQueue, key_decoder: Decoder | None,
-                    value_decoder: Decoder | None) -> KafkaStream:
-        args = (q, self.config["consumer.timeout.ms"],
-                key_decoder if key_decoder is not None else self.key_decoder,
-                value_decoder if value_decoder is not None else self.value_decoder,
-                self.client_id)
+    def _new_stream(
+        self, q: ChunkQueue, key_decoder: Decoder | None, value_decoder: Decoder | None
+    ) -> KafkaStream:
+        args = (
+            q,
+            self.config["consumer.timeout.ms"],
+            key_decoder if key_decoder is not None else self.key_decoder,
+            value_decoder if value_decoder is not None else self.value_decoder,
+            self.client_id,
+        )
         tracing = tracing_for(self.config, self.config["group.id"], self._metrics)
         if tracing is None:
             s = KafkaStream(*args)
         else:
             from kclient.observability.clients import traced_stream
+
             s = traced_stream(KafkaStream, tracing, *args)
         self.streams.append(s)
         return s
@@ -332,8 +363,10 @@ class ConsumerConnector:
     def my_topic_threads(self, all_topics: Iterable[str]) -> dict[str, list[str]]:
         """``{topic: [my thread ids]}`` (a filter is resolved against ``all_topics``)."""
         if self.topic_filter is not None:
-            return {t: thread_ids(self.consumer_id, self.num_streams)
-                    for t in self.topic_filter.filter(all_topics, self.exclude_internal)}
+            return {
+                t: thread_ids(self.consumer_id, self.num_streams)
+                for t in self.topic_filter.filter(all_topics, self.exclude_internal)
+            }
         return {t: thread_ids(self.consumer_id, n) for t, n in (self.topic_count or {}).items()}
 
     def queue_for(self, topic: str, thread_id: str) -> ChunkQueue:
@@ -344,19 +377,30 @@ class ConsumerConnector:
     def _all_queues(self) -> list[ChunkQueue]:
         return list(self._queues.values()) + list(self._wildcard_queues)
 
-    def _new_registry(self, mine: Mapping[tuple[str, int], str],
-                      offsets: Mapping[tuple[str, int], int]
-                      ) -> dict[tuple[str, int], PartitionTopicInfo]:
+    def _new_registry(
+        self, mine: Mapping[tuple[str, int], str], offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], PartitionTopicInfo]:
         size = self.config["fetch.message.max.bytes"]
-        return {(t, p): PartitionTopicInfo(t, p, self.queue_for(t, th), offsets.get((t, p), -1),
-                                           offsets.get((t, p), -1), size, self.client_id, th)
-                for (t, p), th in sorted(mine.items())}
+        return {
+            (t, p): PartitionTopicInfo(
+                t,
+                p,
+                self.queue_for(t, th),
+                offsets.get((t, p), -1),
+                offsets.get((t, p), -1),
+                size,
+                self.client_id,
+                th,
+            )
+            for (t, p), th in sorted(mine.items())
+        }
 
     def _start_fetchers(self) -> None:
         if self.fetcher is None:
-            assert self.cluster is not None            # both subclasses set it up front
-            self.fetcher = ConsumerFetcherManager(self.cluster, self.config, self.client_id,
-                                                  self.settings)
+            assert self.cluster is not None  # both subclasses set it up front
+            self.fetcher = ConsumerFetcherManager(
+                self.cluster, self.config, self.client_id, self.settings
+            )
         if self.registry and not self._shutting_down.is_set():
             self.fetcher.start_connections(self.registry.values())
 
@@ -382,8 +426,9 @@ class ConsumerConnector:
                     break
                 if item is SHUTDOWN:
                     kept.append(item)
-                elif isinstance(item, ErrorChunk) \
-                        and isinstance(item.error, ConsumerRebalanceFailedError):
+                elif isinstance(item, ErrorChunk) and isinstance(
+                    item.error, ConsumerRebalanceFailedError
+                ):
                     error = item
             if error is not None:
                 kept.insert(0, error)
@@ -406,7 +451,7 @@ class ConsumerConnector:
         if self.on_rebalance_failure is not None:
             try:
                 self.on_rebalance_failure(exc)
-            except Exception:                          # pragma: no cover - user callback
+            except Exception:  # pragma: no cover - user callback
                 log.exception("on_rebalance_failure callback failed")
 
     def _start_auto_commit(self) -> None:
@@ -421,6 +466,7 @@ class ConsumerConnector:
                 except Exception as exc:  # noqa: BLE001 - a failed auto commit is retried next interval
                     log.warning("%s: auto commit failed: %s", self.consumer_id, exc)
 
-        self._auto_commit = threading.Thread(target=loop, daemon=True,
-                                             name=f"{self.client_id}-autocommit-{os.getpid()}")
+        self._auto_commit = threading.Thread(
+            target=loop, daemon=True, name=f"{self.client_id}-autocommit-{os.getpid()}"
+        )
         self._auto_commit.start()

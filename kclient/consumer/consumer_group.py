@@ -8,6 +8,7 @@ partitions) is done by ``poll()`` on the application's thread, as Java does
 (:class:`ConsumerProtocolPoll`); then :meth:`ConsumerGroupMember.acknowledge` wakes the
 heartbeat thread.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,9 @@ def member_from_config(group: str, conf: Any, instance_id: str | None) -> Consum
 class ConsumerGroupMember:
     """The core's :class:`ConsumerMember` with its heartbeat thread."""
 
-    def __init__(self, coordinator: Coordinator, member: ConsumerMember, name: str,
-                 backoff_s: float) -> None:
+    def __init__(
+        self, coordinator: Coordinator, member: ConsumerMember, name: str, backoff_s: float
+    ) -> None:
         self.coordinator, self.member, self.name = coordinator, member, name
         self.backoff_s = backoff_s
         self.fatal: KafkaError | None = None
@@ -54,8 +56,9 @@ class ConsumerGroupMember:
         self.member.subscribe(topics, regex)
         self._poke.set()
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, daemon=True,
-                                            name=f"{self.name}-heartbeat")
+            self._thread = threading.Thread(
+                target=self._loop, daemon=True, name=f"{self.name}-heartbeat"
+            )
             self._thread.start()
 
     def _loop(self) -> None:
@@ -71,7 +74,8 @@ class ConsumerGroupMember:
             except UnsupportedVersionError as exc:
                 self.fatal = UnsupportedVersionError(
                     f"group.protocol=consumer: the coordinator of {self.member.group!r} does not "
-                    f"speak ConsumerGroupHeartbeat (Kafka 4.0+ does): {exc}")
+                    f"speak ConsumerGroupHeartbeat (Kafka 4.0+ does): {exc}"
+                )
                 self.member.state = core.FATAL
             except KafkaError as exc:
                 if self.member.state == core.FATAL:
@@ -148,8 +152,8 @@ class ConsumerProtocolPoll:
             self._joined.clear()
             gone = {TopicPartition(t, p) for t, p in m.member.owned}
             self._set_assignment([])
-            self._call_listener("on_partitions_lost", gone)   # nothing committed
-            m.lost()                                           # then join again
+            self._call_listener("on_partitions_lost", gone)  # nothing committed
+            m.lost()  # then join again
         try:
             done = m.pending()
         except KafkaError as exc:
@@ -164,9 +168,12 @@ class ConsumerProtocolPoll:
             self._revoke_some(revoked)
         self._set_assignment(sorted(TopicPartition(t, p) for t, p in done.assignment))
         self._assigned()
-        log.info("%s (member epoch %d) assigned %s", self.consumer_id, m.member.epoch,
-                 sorted(self._assignment))
-        self._call_listener("on_partitions_assigned",
-                            {TopicPartition(t, p) for t, p in done.added})
+        log.info(
+            "%s (member epoch %d) assigned %s",
+            self.consumer_id,
+            m.member.epoch,
+            sorted(self._assignment),
+        )
+        self._call_listener("on_partitions_assigned", {TopicPartition(t, p) for t, p in done.added})
         m.acknowledge(done)
         self._joined.set()

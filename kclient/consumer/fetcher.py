@@ -18,6 +18,7 @@ thread's partitions to the leader finder.  ``stop_connections()`` stops and join
 which the rebalance does before it clears the queues; the leader finder looks leaders up on
 connections of its own, which that halts, so a lookup waiting on a silent broker ends at once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,14 +61,25 @@ log = logging.getLogger(__name__)
 
 #: One log entry's records as columns: offsets, timestamps, timestamp types, keys (None: all
 #: null), values, headers (None: none at all).
-_Columns = tuple[Iterable[int], Iterable[int], Iterable[int], Sequence[bytes | None] | None,
-                 list[bytes | None], Iterable[list[Header] | None] | None]
+_Columns = tuple[
+    Iterable[int],
+    Iterable[int],
+    Iterable[int],
+    Sequence[bytes | None] | None,
+    list[bytes | None],
+    Iterable[list[Header] | None] | None,
+]
 
 
-def _columns(offsets: Iterable[int], timestamps: Iterable[int], timestamp_types: Iterable[int],
-             keys: Sequence[bytes | None] | None, values: list[bytes | None],
-             headers: Iterable[list[Header] | None] | None, infos: Iterable[BatchInfo]
-             ) -> tuple[_Columns]:
+def _columns(
+    offsets: Iterable[int],
+    timestamps: Iterable[int],
+    timestamp_types: Iterable[int],
+    keys: Sequence[bytes | None] | None,
+    values: list[bytes | None],
+    headers: Iterable[list[Header] | None] | None,
+    infos: Iterable[BatchInfo],
+) -> tuple[_Columns]:
     """Record factory for ``decode_entries``: one entry's columns as they are (no object per
     record); :meth:`ConsumerFetcherThread._process` joins them into one chunk."""
     return ((offsets, timestamps, timestamp_types, keys, values, headers),)
@@ -76,8 +88,18 @@ def _columns(offsets: Iterable[int], timestamps: Iterable[int], timestamp_types:
 def offset_before(conn: BrokerConnection, topic: str, partition: int, timestamp: int) -> int:
     """The earliest (-2) or latest (-1) offset of a partition, with any ListOffsets version."""
     version = conn.version(LIST_OFFSETS)
-    body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
-        {"partition_index": partition, "timestamp": timestamp, "max_num_offsets": 1}]}]}
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": partition, "timestamp": timestamp, "max_num_offsets": 1}
+                ],
+            }
+        ],
+    }
     resp = conn.request(LIST_OFFSETS, body, version)
     p = resp.topics[0].partitions[0]
     if p.error_code:
@@ -91,19 +113,25 @@ class ConsumerFetcherThread(threading.Thread):
     """Fetches every partition this consumer reads from one broker."""
 
     def __init__(self, manager: ConsumerFetcherManager, broker: BrokerInfo, fetcher_id: int):
-        super().__init__(name=f"ConsumerFetcherThread-{manager.client_id}-{fetcher_id}-"
-                              f"{broker.node_id}", daemon=True)
+        super().__init__(
+            name=f"ConsumerFetcherThread-{manager.client_id}-{fetcher_id}-{broker.node_id}",
+            daemon=True,
+        )
         self.manager, self.broker = manager, broker
         c = manager.config
-        self.conn = BrokerConnection(broker.host, broker.port, manager.settings,
-                                     node_id=broker.node_id)
-        self.fetcher = _Fetcher(self.conn, max_wait_ms=c["fetch.wait.max.ms"],
-                                min_bytes=c["fetch.min.bytes"],
-                                max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
-                                prefetch=True, max_bytes=c.get("fetch.max.bytes"),
-                                session=True,
-                                isolation_level=ISOLATION_LEVELS[c.get("isolation.level",
-                                                                 "read_uncommitted")])
+        self.conn = BrokerConnection(
+            broker.host, broker.port, manager.settings, node_id=broker.node_id
+        )
+        self.fetcher = _Fetcher(
+            self.conn,
+            max_wait_ms=c["fetch.wait.max.ms"],
+            min_bytes=c["fetch.min.bytes"],
+            max_buffer_size=max(MAX_BUFFER_SIZE, c["fetch.message.max.bytes"]),
+            prefetch=True,
+            max_bytes=c.get("fetch.max.bytes"),
+            session=True,
+            isolation_level=ISOLATION_LEVELS[c.get("isolation.level", "read_uncommitted")],
+        )
         self.reset = c["auto.offset.reset"]
         self.partitions: dict[tuple[str, int], PartitionTopicInfo] = {}
         self._lock = threading.Lock()
@@ -154,11 +182,11 @@ class ConsumerFetcherThread(threading.Thread):
         except KafkaError as exc:
             log.info("fetcher %s: %s", self.name, exc)
             self._give_back(list(self.partitions), str(exc), dead=True)
-        except Exception:                                    # pragma: no cover - a bug
+        except Exception:  # pragma: no cover - a bug
             log.exception("fetcher %s crashed", self.name)
             self._give_back(list(self.partitions), "fetcher crashed", dead=True)
         finally:
-            self.fetcher.close()          # ends its fetch session when still connected
+            self.fetcher.close()  # ends its fetch session when still connected
 
     def _fetch_once(self, parts: list[PartitionTopicInfo]) -> None:
         for info in parts:
@@ -168,8 +196,9 @@ class ConsumerFetcherThread(threading.Thread):
             parts = [i for i in parts if (i.topic, i.partition) in self.partitions]
         if not parts:
             return
-        results = self.fetcher.fetch([PartitionFetch(i.topic, i.partition, i.fetched_offset,
-                                                     i.fetch_size) for i in parts])
+        results = self.fetcher.fetch(
+            [PartitionFetch(i.topic, i.partition, i.fetched_offset, i.fetch_size) for i in parts]
+        )
         for info, ms in zip(parts, results):
             if self.stopped:
                 return
@@ -197,9 +226,16 @@ class ConsumerFetcherThread(threading.Thread):
         try:
             if ms.error is not None and not ms.entries:
                 raise ms.error
-            for b in decode_entries(ms.buffer, ms.visible, _columns, start_offset=fetch_offset,
-                                    validate_crc=False, max_decompressed=ms.max_decompressed,
-                                    error=ms.error, context=ms.context):
+            for b in decode_entries(
+                ms.buffer,
+                ms.visible,
+                _columns,
+                start_offset=fetch_offset,
+                validate_crc=False,
+                max_decompressed=ms.max_decompressed,
+                error=ms.error,
+                context=ms.context,
+            ):
                 b_offsets, stamps, ts_types, b_keys, b_values, headers = b
                 n = len(b_values)
                 if not n:
@@ -214,25 +250,32 @@ class ConsumerFetcherThread(threading.Thread):
                 elif keys is not None:
                     keys += repeat(None, n)
                 blocks.append(_Block(start, n, stamps, ts_types, headers))
-        except KafkaError as exc:               # good messages in front of a corrupt entry stay
-            error = exc                         # (a bad CRC names its offset)
+        except KafkaError as exc:  # good messages in front of a corrupt entry stay
+            error = exc  # (a bad CRC names its offset)
         if offsets:
             info.fetched_offset = max(ms.next_offset, offsets[-1] + 1)
-            self._put(info, FetchedDataChunk.from_columns(offsets, keys, values, blocks, info,
-                                                          fetch_offset, ms.next_offset))
+            self._put(
+                info,
+                FetchedDataChunk.from_columns(
+                    offsets, keys, values, blocks, info, fetch_offset, ms.next_offset
+                ),
+            )
         elif error is None and ms.next_offset > fetch_offset:
             # only transaction markers, aborted or skipped records: no message, but the
             # consumed position moves past them (an empty chunk), so lag can reach 0
             info.fetched_offset = ms.next_offset
-            self._put(info, FetchedDataChunk.from_columns([], None, [], [], info, fetch_offset,
-                                                          ms.next_offset))
+            self._put(
+                info,
+                FetchedDataChunk.from_columns([], None, [], [], info, fetch_offset, ms.next_offset),
+            )
         if isinstance(error, CorruptRecordError):
             self._corrupt(info, ms, error)
         elif error is not None:
             self._error(info, error)
 
-    def _corrupt(self, info: PartitionTopicInfo, ms: ByteBufferMessageSet,
-                 error: CorruptRecordError) -> None:
+    def _corrupt(
+        self, info: PartitionTopicInfo, ms: ByteBufferMessageSet, error: CorruptRecordError
+    ) -> None:
         """Step over a corrupt entry and go on fetching the partition (the records after it
         are delivered); the stream raises the error first unless ``consumer.skip.corrupt``.
         Each corrupt entry is reported once, however often a fetch meets it."""
@@ -245,8 +288,7 @@ class ConsumerFetcherThread(threading.Thread):
         self._last_corrupt[key] = error.offset
         self.manager.corrupt_entries += 1
         if self.manager.skip_corrupt:
-            log.warning("%s: skipped (consumer.skip.corrupt), resuming at offset %d", error,
-                        resume)
+            log.warning("%s: skipped (consumer.skip.corrupt), resuming at offset %d", error, resume)
             return
         log.error("%s; resuming at offset %d", error, resume)
         self._put(info, ErrorChunk(error))
@@ -254,19 +296,25 @@ class ConsumerFetcherThread(threading.Thread):
     def _reset_offset(self, info: PartitionTopicInfo) -> None:
         if self.reset == "none":
             raise_chunk = OffsetOutOfRangeError(
-                f"{info.topic}/{info.partition}: no committed offset and auto.offset.reset=none")
+                f"{info.topic}/{info.partition}: no committed offset and auto.offset.reset=none"
+            )
             self._error(info, raise_chunk)
             return
         ts = EARLIEST_TIMESTAMP if self.reset == "smallest" else LATEST_TIMESTAMP
         offset = offset_before(self.conn, info.topic, info.partition, ts)
-        log.info("%s/%s: resetting offset to %s (%s)", info.topic, info.partition, offset,
-                 self.reset)
+        log.info(
+            "%s/%s: resetting offset to %s (%s)", info.topic, info.partition, offset, self.reset
+        )
         info.reset_offsets(offset)
 
     def _out_of_range(self, info: PartitionTopicInfo) -> None:
         if self.reset == "none":
-            self._error(info, OffsetOutOfRangeError(
-                f"{info.topic}/{info.partition} offset {info.fetched_offset} is out of range"))
+            self._error(
+                info,
+                OffsetOutOfRangeError(
+                    f"{info.topic}/{info.partition} offset {info.fetched_offset} is out of range"
+                ),
+            )
             return
         info.fetched_offset = -1
         self._reset_offset(info)
@@ -292,8 +340,13 @@ class ConsumerFetcherThread(threading.Thread):
 class ConsumerFetcherManager:
     """Finds leaders for the owned partitions and runs one fetcher thread per broker."""
 
-    def __init__(self, cluster: Cluster, config: Mapping[str, Any], client_id: str = "",
-                 settings: ConnectionSettings | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Mapping[str, Any],
+        client_id: str = "",
+        settings: ConnectionSettings | None = None,
+    ) -> None:
         self.cluster, self.config, self.client_id = cluster, config, client_id
         self.settings = settings or cluster.settings
         self.num_fetchers = config["num.consumer.fetchers"]
@@ -316,11 +369,16 @@ class ConsumerFetcherManager:
             # the finder asks for metadata on connections of its own, which stop_connections
             # halts: a lookup waiting on a silent broker (up to socket.timeout.ms) ends at once
             # without breaking the requests others run on the shared cluster (heartbeats)
-            self._lookup = Cluster([f"{h}:{p}" for h, p in self.cluster.bootstrap],
-                                   self.cluster.settings)
+            self._lookup = Cluster(
+                [f"{h}:{p}" for h, p in self.cluster.bootstrap], self.cluster.settings
+            )
             self._lookup.brokers = dict(self.cluster.brokers)
-            self._finder = threading.Thread(target=self._find_leaders, args=(self._lookup,),
-                                            daemon=True, name=f"{self.client_id}-leader-finder")
+            self._finder = threading.Thread(
+                target=self._find_leaders,
+                args=(self._lookup,),
+                daemon=True,
+                name=f"{self.client_id}-leader-finder",
+            )
             self._finder.start()
 
     def stop_connections(self) -> None:
@@ -332,18 +390,19 @@ class ConsumerFetcherManager:
             lookup, self._lookup = self._lookup, None
             fetchers, self._fetchers = list(self._fetchers.values()), {}
             self._no_leader = {}
-        if lookup is not None:      # wakes a finder inside a metadata lookup
+        if lookup is not None:  # wakes a finder inside a metadata lookup
             lookup.halt("the consumer's fetchers were stopped")
         for f in fetchers:
             f.stop()
         if finder is not None and finder is not threading.current_thread():
             finder.join()
-        for f in fetchers:      # stop() closed its connection, which wakes any wait on it
+        for f in fetchers:  # stop() closed its connection, which wakes any wait on it
             f.join()
 
     def partitions_failed(self, infos: list[PartitionTopicInfo], reason: str) -> None:
-        log.info("partitions %s need a new leader (%s)",
-                 [(i.topic, i.partition) for i in infos], reason)
+        log.info(
+            "partitions %s need a new leader (%s)", [(i.topic, i.partition) for i in infos], reason
+        )
         with self._cond:
             if not self._running:
                 return
@@ -388,8 +447,12 @@ class ConsumerFetcherManager:
                     broker = lookup.brokers[part.leader]
                     key = (broker.node_id, hash(tp) % self.num_fetchers)
                     f = self._fetchers.get(key)
-                    if f is None or f.dead or f.broker.address != broker.address \
-                            or not f.add_partition(info):
+                    if (
+                        f is None
+                        or f.dead
+                        or f.broker.address != broker.address
+                        or not f.add_partition(info)
+                    ):
                         if f is not None:
                             f.stop()
                             with f._lock:
@@ -403,6 +466,6 @@ class ConsumerFetcherManager:
                         f.start()
                     if self._no_leader.get(tp) is info:
                         del self._no_leader[tp]
-                pause_until = time.monotonic() + self.backoff   # stop_connections wakes it
+                pause_until = time.monotonic() + self.backoff  # stop_connections wakes it
                 while self._running and (left := pause_until - time.monotonic()) > 0:
                     self._cond.wait(left)

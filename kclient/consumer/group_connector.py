@@ -20,6 +20,7 @@ are cleared, and offsets are committed when auto-commit is on (with the old gene
 member whose heartbeat says the group is rebalancing rejoins at once.  A filter consumer checks
 the cluster's topics every second and rejoins when the set of matching topics changes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,8 +56,13 @@ from .membership import topic_thread_ids
 from .offsets import Coordinator, KafkaOffsetStore
 from .rebalance import RebalanceExecutor, synced_rebalance
 
-__all__ = ["GroupConsumerConnector", "encode_subscription", "decode_subscription",
-           "encode_assignment", "decode_assignment"]
+__all__ = [
+    "GroupConsumerConnector",
+    "encode_subscription",
+    "decode_subscription",
+    "encode_assignment",
+    "decode_assignment",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +70,7 @@ log = logging.getLogger(__name__)
 class GroupConsumerConnector(ConsumerConnector):
     """A consumer group coordinated by the broker (no ZooKeeper)."""
 
-    cluster: Cluster                    # set up front, unlike the base class's
+    cluster: Cluster  # set up front, unlike the base class's
     offset_store: KafkaOffsetStore
 
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
@@ -75,25 +81,42 @@ class GroupConsumerConnector(ConsumerConnector):
         self.session_timeout = c["session.timeout.ms"]
         self.heartbeat_interval = c["heartbeat.interval.ms"] / 1000.0
         # JoinGroup may be held by the coordinator for up to a rebalance (two sessions)
-        coord_settings = self.settings.replace(request_timeout_ms=max(
-            self.settings.request_timeout_ms, 2 * self.session_timeout + 5000))
-        self.coordinator = Coordinator(self.cluster, self.group, c["retry.backoff.ms"],
-                                       c["offsets.commit.max.retries"], coord_settings)
+        coord_settings = self.settings.replace(
+            request_timeout_ms=max(
+                self.settings.request_timeout_ms, 2 * self.session_timeout + 5000
+            )
+        )
+        self.coordinator = Coordinator(
+            self.cluster,
+            self.group,
+            c["retry.backoff.ms"],
+            c["offsets.commit.max.retries"],
+            coord_settings,
+        )
         self.group_instance_id: str | None = c["group.instance.id"] or None
-        self.membership = GroupMembership(self.coordinator, self.group, self.session_timeout,
-                                          self.group_instance_id)
-        self.offset_store = KafkaOffsetStore(self.coordinator, self.group, self._generation,
-                                             c["offsets.commit.max.retries"],
-                                             c["offsets.channel.backoff.ms"])
+        self.membership = GroupMembership(
+            self.coordinator, self.group, self.session_timeout, self.group_instance_id
+        )
+        self.offset_store = KafkaOffsetStore(
+            self.coordinator,
+            self.group,
+            self._generation,
+            c["offsets.commit.max.retries"],
+            c["offsets.channel.backoff.ms"],
+        )
         self.offset_store.group_instance_id = self.group_instance_id
         self.strategies = strategies_of(self.strategy)
         self._stable = threading.Event()
         self._topics_seen: list[str] | None = None
         self._warned_missing: set[str] = set()
         self._partition_counts: dict[str, int] = {}
-        self.executor = RebalanceExecutor(self.consumer_id, self._synced_rebalance, self._surface,
-                                          self._shutting_down,
-                                          retry_after_failure_s=max(1.0, self.heartbeat_interval))
+        self.executor = RebalanceExecutor(
+            self.consumer_id,
+            self._synced_rebalance,
+            self._surface,
+            self._shutting_down,
+            retry_after_failure_s=max(1.0, self.heartbeat_interval),
+        )
         self._heartbeat: threading.Thread | None = None
 
     def _generation(self) -> tuple[int, str]:
@@ -118,20 +141,25 @@ class GroupConsumerConnector(ConsumerConnector):
     # -- start ------------------------------------------------------------------------------------
     def _start(self) -> None:
         self._first_rebalance()
-        if self._shutting_down.is_set():        # shut down from another thread while joining
+        if self._shutting_down.is_set():  # shut down from another thread while joining
             return
-        heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
-                                     name=f"{self.consumer_id}-heartbeat")
+        heartbeat = threading.Thread(
+            target=self._heartbeat_loop, daemon=True, name=f"{self.consumer_id}-heartbeat"
+        )
         heartbeat.start()
-        self._heartbeat = heartbeat             # only once started: shutdown() joins it
+        self._heartbeat = heartbeat  # only once started: shutdown() joins it
         self._start_auto_commit()
 
     def _synced_rebalance(self) -> None:
         self._stable.clear()
-        ok = synced_rebalance(self.consumer_id, self._rebalance_attempt,
-                              lambda: self._close_fetchers(commit=False),
-                              max(self.config["rebalance.max.retries"], 1),
-                              min(self.config["rebalance.backoff.ms"], 1000), self._shutting_down)
+        ok = synced_rebalance(
+            self.consumer_id,
+            self._rebalance_attempt,
+            lambda: self._close_fetchers(commit=False),
+            max(self.config["rebalance.max.retries"], 1),
+            min(self.config["rebalance.backoff.ms"], 1000),
+            self._shutting_down,
+        )
         if ok:
             self._metrics.rebalanced()
             self.rebalance_error = None
@@ -151,7 +179,7 @@ class GroupConsumerConnector(ConsumerConnector):
     def _rebalance_attempt(self, attempt: int) -> bool:
         try:
             self._close_fetchers(commit=True)
-        except KafkaError as exc:                      # the old generation may be gone already
+        except KafkaError as exc:  # the old generation may be gone already
             log.info("%s: commit before rejoining failed: %s", self.consumer_id, exc)
         self._before_release()
         with self._offsets_lock:
@@ -159,8 +187,9 @@ class GroupConsumerConnector(ConsumerConnector):
         pattern, subscription = self.subscription
         user = registration(self.consumer_id, pattern, subscription)
         topics = self._my_topics()
-        data = self.membership.join_and_sync(self._protocols(topics, user), 1,
-                                             self.exclude_internal, self._shutting_down.is_set)
+        data = self.membership.join_and_sync(
+            self._protocols(topics, user), 1, self.exclude_internal, self._shutting_down.is_set
+        )
         if data is None:
             return False
         mine = self._owned_threads(*decode_assignment(data))
@@ -170,8 +199,12 @@ class GroupConsumerConnector(ConsumerConnector):
         if self._shutting_down.is_set():
             return False
         self.registry = self._new_registry(mine, offsets)
-        log.info("%s (generation %d) owns %s", self.consumer_id, self.generation_id,
-                 {f"{t}/{p}": th for (t, p), th in sorted(mine.items())})
+        log.info(
+            "%s (generation %d) owns %s",
+            self.consumer_id,
+            self.generation_id,
+            {f"{t}/{p}": th for (t, p), th in sorted(mine.items())},
+        )
         self._start_fetchers()
         return True
 
@@ -179,10 +212,11 @@ class GroupConsumerConnector(ConsumerConnector):
         """One protocol per configured strategy; cooperative-sticky's Subscription (v3) lists
         the partitions owned after the last rebalance and its generation."""
         state = self.membership.state
-        if not state.member_id:                # fenced or new: it owns nothing (as Java)
+        if not state.member_id:  # fenced or new: it owns nothing (as Java)
             core_group.give_up(state)
-        return subscription_protocols(self.strategies, topics, user, state.owned,
-                                      state.owned_generation)
+        return subscription_protocols(
+            self.strategies, topics, user, state.owned, state.owned_generation
+        )
 
     def _after_cooperative_sync(self, mine: set[tuple[str, int]]) -> None:
         """cooperative-sticky: partitions that left this member were withheld from their new
@@ -191,8 +225,11 @@ class GroupConsumerConnector(ConsumerConnector):
         partitions it owned, so the leader keeps them here.)"""
         change = core_group.take_assignment(self.membership.state, mine)
         if change.rejoin:
-            log.info("%s: gave up %s; rejoining for the follow-up rebalance", self.consumer_id,
-                     sorted(change.revoked))
+            log.info(
+                "%s: gave up %s; rejoining for the follow-up rebalance",
+                self.consumer_id,
+                sorted(change.revoked),
+            )
             self.executor.trigger("cooperative follow-up rebalance")
 
     def _warn_missing_topics(self) -> None:
@@ -210,28 +247,41 @@ class GroupConsumerConnector(ConsumerConnector):
             info = self.cluster.topics.get(topic)
             if info is None or info.error_code or not info.partitions:
                 self._warned_missing.add(topic)
-                log.warning("%s: subscribed topic %r does not exist on the cluster (%s); no "
-                            "messages until it is created", self.consumer_id, topic,
-                            ", ".join(f"{h}:{p}" for h, p in self.cluster.bootstrap))
+                log.warning(
+                    "%s: subscribed topic %r does not exist on the cluster (%s); no "
+                    "messages until it is created",
+                    self.consumer_id,
+                    topic,
+                    ", ".join(f"{h}:{p}" for h, p in self.cluster.bootstrap),
+                )
 
-    def _owned_threads(self, partitions: dict[str, list[int]], user_data: bytes
-                       ) -> dict[tuple[str, int], str]:
+    def _owned_threads(
+        self, partitions: dict[str, list[int]], user_data: bytes
+    ) -> dict[tuple[str, int], str]:
         """Our partitions and the thread of each: as a kclient leader wrote them in the user
         data, or, from another client's leader (Java's assignors), spread over our threads."""
         owned = parse_json(user_data)
         mine_prefix = f"{self.consumer_id}-"
-        if isinstance(owned, dict) and all(isinstance(v, dict) for v in owned.values()) and all(
-                str(th).startswith(mine_prefix) for parts in owned.values()
-                for th in parts.values()):
+        if (
+            isinstance(owned, dict)
+            and all(isinstance(v, dict) for v in owned.values())
+            and all(
+                str(th).startswith(mine_prefix) for parts in owned.values() for th in parts.values()
+            )
+        ):
             return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
         pattern, subscription = self.subscription
-        threads = topic_thread_ids(self.consumer_id, pattern, subscription, list(partitions),
-                                   self.exclude_internal)
+        threads = topic_thread_ids(
+            self.consumer_id, pattern, subscription, list(partitions), self.exclude_internal
+        )
         mine: dict[tuple[str, int], str] = {}
         for topic, parts in partitions.items():
             if topic not in threads:
-                log.warning("%s: assigned %s, which it did not subscribe to; ignored",
-                            self.consumer_id, topic)
+                log.warning(
+                    "%s: assigned %s, which it did not subscribe to; ignored",
+                    self.consumer_id,
+                    topic,
+                )
                 continue
             mine.update(assign("range", {topic: sorted(threads[topic])}, {topic: parts}))
         return mine
@@ -280,8 +330,10 @@ class GroupConsumerConnector(ConsumerConnector):
         def fenced(exc: FencedInstanceIdError) -> None:
             self._stable.clear()
             self._surface(exc)
-        self.membership.heartbeats(self.heartbeat_interval, active, rejoin, fenced,
-                                   self._shutting_down.is_set)
+
+        self.membership.heartbeats(
+            self.heartbeat_interval, active, rejoin, fenced, self._shutting_down.is_set
+        )
 
     def _topic_check_interval(self) -> float:
         return 1.0 if self.topic_filter is not None else 5.0
@@ -292,8 +344,11 @@ class GroupConsumerConnector(ConsumerConnector):
             now = self.topic_filter.filter(all_topics, self.exclude_internal)
             if now != self._topics_seen:
                 return True
-        counts = {t: len(self.cluster.topics[t].partitions)
-                  for t in (self._topics_seen or self.topic_count or ()) if t in self.cluster.topics}
+        counts = {
+            t: len(self.cluster.topics[t].partitions)
+            for t in (self._topics_seen or self.topic_count or ())
+            if t in self.cluster.topics
+        }
         changed = bool(self._partition_counts) and counts != self._partition_counts
         self._partition_counts = counts
         return changed
@@ -302,7 +357,7 @@ class GroupConsumerConnector(ConsumerConnector):
     def _stop_coordination(self) -> None:
         # a JoinGroup in flight would hold the connection (and LeaveGroup behind it) for up to
         # a rebalance: fail it now; commit and LeaveGroup then use a fresh connection
-        self.coordinator.interrupt()          # also wakes the heartbeat loop's sleep
+        self.coordinator.interrupt()  # also wakes the heartbeat loop's sleep
         self.executor.stop()
         if self.executor.is_alive():
             self.executor.join(30)
@@ -313,7 +368,7 @@ class GroupConsumerConnector(ConsumerConnector):
         with self._offsets_lock:
             self.registry = {}
         if self.group_instance_id is not None:
-            self.membership.forget()       # static: no LeaveGroup (KIP-345), as Java
+            self.membership.forget()  # static: no LeaveGroup (KIP-345), as Java
             return
         try:
             self.membership.leave()

@@ -8,6 +8,7 @@ Assignment user data maps each partition to its thread id (``<consumer_id>-<i>``
 conversations (:mod:`kclient.core.group`) for one member on threads;
 :func:`leader_assignment` is the elected leader's job.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,11 +44,26 @@ from .sticky import resolve_owned, sticky_assign, withhold_transfers
 if TYPE_CHECKING:
     from kclient.protocol.messages import JoinGroupResponseMember
 
-__all__ = ["GroupMembership", "leader_assignment", "registration", "parse_json",
-           "encode_subscription", "decode_subscription", "encode_assignment",
-           "decode_assignment", "REJOIN", "COOPERATIVE", "Subscription",
-           "decode_subscription_full", "strategies_of", "is_cooperative", "member_user_data",
-           "registration_of", "subscription_generation", "subscription_protocols"]
+__all__ = [
+    "GroupMembership",
+    "leader_assignment",
+    "registration",
+    "parse_json",
+    "encode_subscription",
+    "decode_subscription",
+    "encode_assignment",
+    "decode_assignment",
+    "REJOIN",
+    "COOPERATIVE",
+    "Subscription",
+    "decode_subscription_full",
+    "strategies_of",
+    "is_cooperative",
+    "member_user_data",
+    "registration_of",
+    "subscription_generation",
+    "subscription_protocols",
+]
 
 
 def parse_json(data: bytes) -> Any:
@@ -60,8 +76,15 @@ def parse_json(data: bytes) -> Any:
 
 def registration(consumer_id: str, pattern: str, subscription: Mapping[str, int]) -> bytes:
     """A member's Subscription user data: its registration JSON, as written to ZooKeeper."""
-    return kafka_json({"version": 1, "consumer_id": consumer_id, "subscription": subscription,
-                       "pattern": pattern, "timestamp": str(int(time.time() * 1000))}).encode()
+    return kafka_json(
+        {
+            "version": 1,
+            "consumer_id": consumer_id,
+            "subscription": subscription,
+            "pattern": pattern,
+            "timestamp": str(int(time.time() * 1000)),
+        }
+    ).encode()
 
 
 def registration_of(user_data: bytes) -> dict[str, Any] | None:
@@ -75,9 +98,9 @@ def registration_of(user_data: bytes) -> dict[str, Any] | None:
     return None
 
 
-def _member_units(members: list[JoinGroupResponseMember], all_topics: list[str],
-                  exclude_internal: bool
-                  ) -> tuple[dict[str, list[str]], dict[str, str], dict[str, Subscription]]:
+def _member_units(
+    members: list[JoinGroupResponseMember], all_topics: list[str], exclude_internal: bool
+) -> tuple[dict[str, list[str]], dict[str, str], dict[str, Subscription]]:
     """``{topic: thread ids}``, thread consumer id -> member id, and each member's
     decoded Subscription."""
     consumers: dict[str, list[str]] = {}
@@ -88,8 +111,9 @@ def _member_units(members: list[JoinGroupResponseMember], all_topics: list[str],
         reg = registration_of(sub.user_data)
         if reg is not None:
             cid = reg["consumer_id"]
-            wanted = topic_thread_ids(cid, reg.get("pattern", "static"), reg["subscription"],
-                                      all_topics, exclude_internal)
+            wanted = topic_thread_ids(
+                cid, reg.get("pattern", "static"), reg["subscription"], all_topics, exclude_internal
+            )
         else:
             cid = m.member_id
             wanted = {t: [f"{cid}-0"] for t in sub.topics if t in all_topics}
@@ -99,15 +123,21 @@ def _member_units(members: list[JoinGroupResponseMember], all_topics: list[str],
     return {t: sorted(ts) for t, ts in consumers.items()}, member_of, subs
 
 
-def _sticky_decision(consumers: dict[str, list[str]], parts: dict[str, list[int]],
-                     member_of: dict[str, str], subs: dict[str, Subscription]
-                     ) -> dict[tuple[str, int], str]:
+def _sticky_decision(
+    consumers: dict[str, list[str]],
+    parts: dict[str, list[int]],
+    member_of: dict[str, str],
+    subs: dict[str, Subscription],
+) -> dict[tuple[str, int], str]:
     """cooperative-sticky over thread ids: each member's counted owned partitions spread over
     its own threads, kept; the rest balanced; transfers withheld for the next generation."""
-    claims = {mid: [(t, p) for t, ps in sub.owned_partitions.items() for p in ps]
-              for mid, sub in subs.items()}
-    counted = resolve_owned({mid: (subscription_generation(subs[mid]), tps)
-                             for mid, tps in claims.items()})
+    claims = {
+        mid: [(t, p) for t, ps in sub.owned_partitions.items() for p in ps]
+        for mid, sub in subs.items()
+    }
+    counted = resolve_owned(
+        {mid: (subscription_generation(subs[mid]), tps) for mid, tps in claims.items()}
+    )
     threads_of: dict[tuple[str, str], list[str]] = {}
     for topic, threads in consumers.items():
         for th in threads:
@@ -123,13 +153,16 @@ def _sticky_decision(consumers: dict[str, list[str]], parts: dict[str, list[int]
     for tp, th in decision.items():
         by_member[member_of[th.rpartition("-")[0]]].add(tp)
     kept = withhold_transfers(by_member, claims)
-    return {tp: th for tp, th in decision.items()
-            if tp in kept[member_of[th.rpartition("-")[0]]]}
+    return {tp: th for tp, th in decision.items() if tp in kept[member_of[th.rpartition("-")[0]]]}
 
 
-def leader_assignment(strategy: str, members: Iterable[JoinGroupResponseMember],
-                      all_topics: list[str], partitions: Mapping[str, Iterable[int]],
-                      exclude_internal: bool = True) -> list[dict[str, Any]]:
+def leader_assignment(
+    strategy: str,
+    members: Iterable[JoinGroupResponseMember],
+    all_topics: list[str],
+    partitions: Mapping[str, Iterable[int]],
+    exclude_internal: bool = True,
+) -> list[dict[str, Any]]:
     """The leader's job: the group's assignment over every member's thread ids.
 
     A kclient member counts with the threads of its registration; another client's member
@@ -147,8 +180,9 @@ def leader_assignment(strategy: str, members: Iterable[JoinGroupResponseMember],
     out = []
     for member, owned in per_member.items():
         tps = {t: [int(p) for p in ps] for t, ps in owned.items()}
-        out.append({"member_id": member,
-                    "assignment": encode_assignment(tps, kafka_json(owned).encode())})
+        out.append(
+            {"member_id": member, "assignment": encode_assignment(tps, kafka_json(owned).encode())}
+        )
     return out
 
 
@@ -161,8 +195,13 @@ class GroupMembership:
     instance id, and a FENCED_INSTANCE_ID answer (another process took the instance id) raises
     :class:`FencedInstanceIdError`, which the consumers treat as fatal."""
 
-    def __init__(self, coordinator: Coordinator, group: str, session_timeout_ms: int,
-                 group_instance_id: str | None = None) -> None:
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        group: str,
+        session_timeout_ms: int,
+        group_instance_id: str | None = None,
+    ) -> None:
         self.coordinator, self.group = coordinator, group
         self.state = MemberState(group, session_timeout_ms, group_instance_id or None)
 
@@ -195,23 +234,46 @@ class GroupMembership:
         """(generation id, member id): what OffsetCommit sends."""
         return self.state.generation()
 
-    def join_and_sync(self, protocols: Sequence[tuple[str, bytes]], attempts: int,
-                      exclude_internal: bool = True,
-                      cancelled: Callable[[], bool] = lambda: False) -> bytes | None:
+    def join_and_sync(
+        self,
+        protocols: Sequence[tuple[str, bytes]],
+        attempts: int,
+        exclude_internal: bool = True,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> bytes | None:
         """JoinGroup and SyncGroup (assigning with :func:`leader_assignment` when leader):
         this member's Assignment bytes, or None (the group kept moving)."""
-        return self.coordinator.run(core_group.join_and_sync(
-            self.state, self.coordinator.state, protocols,
-            partial(leader_assignment, exclude_internal=exclude_internal), attempts, cancelled))
+        return self.coordinator.run(
+            core_group.join_and_sync(
+                self.state,
+                self.coordinator.state,
+                protocols,
+                partial(leader_assignment, exclude_internal=exclude_internal),
+                attempts,
+                cancelled,
+            )
+        )
 
-    def heartbeats(self, interval_s: float, active: Callable[[], bool],
-                   on_rejoin: Callable[[str, int], None],
-                   on_fenced: Callable[[FencedInstanceIdError], None],
-                   stopped: Callable[[], bool]) -> None:
+    def heartbeats(
+        self,
+        interval_s: float,
+        active: Callable[[], bool],
+        on_rejoin: Callable[[str, int], None],
+        on_fenced: Callable[[FencedInstanceIdError], None],
+        stopped: Callable[[], bool],
+    ) -> None:
         """The heartbeat loop (:func:`kclient.core.group.heartbeats`) on this thread."""
-        self.coordinator.run(core_group.heartbeats(self.state, self.coordinator.state,
-                                                   interval_s, active, on_rejoin, on_fenced,
-                                                   stopped))
+        self.coordinator.run(
+            core_group.heartbeats(
+                self.state,
+                self.coordinator.state,
+                interval_s,
+                active,
+                on_rejoin,
+                on_fenced,
+                stopped,
+            )
+        )
 
     def heartbeat(self) -> int:
         """One Heartbeat; its error code (UNKNOWN_MEMBER_ID also forgets the member id;

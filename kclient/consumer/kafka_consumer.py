@@ -31,6 +31,7 @@ consumer restarted with the same id within ``session.timeout.ms`` takes its plac
 assignment) without a rebalance; a member fenced by another process using its instance id gets
 :class:`FencedInstanceIdError` from ``poll()``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -122,8 +123,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         self.consumer_id = generate_consumer_id(self.group or "kclient", conf["consumer.id"])
         self._metrics = ClientMetrics()
         self.settings = connection_settings(conf).replace(metrics=self._metrics)
-        self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]],
-                               self.settings)
+        self.cluster = Cluster([f"{h}:{p}" for h, p in conf["metadata.broker.list"]], self.settings)
         self._key = decode_function(conf.create("key.decoder.class"))
         self._value = decode_function(conf.create("value.decoder.class"))
         self.strategy = conf["partition.assignment.strategy"]
@@ -135,23 +135,36 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         self.offset_store: KafkaOffsetStore | None = None
         if self.group:
             session = conf["session.timeout.ms"]
-            coord = Coordinator(self.cluster, self.group, conf["retry.backoff.ms"],
-                                conf["offsets.commit.max.retries"], self.settings.replace(
-                                    request_timeout_ms=max(self.settings.request_timeout_ms,
-                                                           2 * session + 5000)))
+            coord = Coordinator(
+                self.cluster,
+                self.group,
+                conf["retry.backoff.ms"],
+                conf["offsets.commit.max.retries"],
+                self.settings.replace(
+                    request_timeout_ms=max(self.settings.request_timeout_ms, 2 * session + 5000)
+                ),
+            )
             generation: Callable[[], tuple[int, str]]
             if conf["group.protocol"] == "consumer":
                 self._kip848 = ConsumerGroupMember(
-                    coord, member_from_config(self.group, conf, self.group_instance_id),
-                    self.consumer_id, conf["retry.backoff.ms"] / 1000.0)
+                    coord,
+                    member_from_config(self.group, conf, self.group_instance_id),
+                    self.consumer_id,
+                    conf["retry.backoff.ms"] / 1000.0,
+                )
                 generation = self._kip848.member.generation
             else:
-                self.membership = GroupMembership(coord, self.group, session,
-                                                  self.group_instance_id)
+                self.membership = GroupMembership(
+                    coord, self.group, session, self.group_instance_id
+                )
                 generation = self.membership.generation
-            self.offset_store = KafkaOffsetStore(coord, self.group, generation,
-                                                 conf["offsets.commit.max.retries"],
-                                                 conf["offsets.channel.backoff.ms"])
+            self.offset_store = KafkaOffsetStore(
+                coord,
+                self.group,
+                generation,
+                conf["offsets.commit.max.retries"],
+                conf["offsets.channel.backoff.ms"],
+            )
             self.offset_store.group_instance_id = self.group_instance_id
         self._sub = Subscription()
         self._listener: Any = None
@@ -162,9 +175,9 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         #: fetched records not handed out yet (their columns; records are built by poll)
         self._buffer: dict[TopicPartition, PartitionState] = {}
         self._fetchers: dict[int, Fetcher] = {}
-        self._rejoin: str | None = None        # "revoke" / "lost": the next poll rejoins
+        self._rejoin: str | None = None  # "revoke" / "lost": the next poll rejoins
         self._joined = threading.Event()
-        self._joining: Future[bytes | None] | None = None   # a cooperative join under way
+        self._joining: Future[bytes | None] | None = None  # a cooperative join under way
         self._group_pool: ThreadPoolExecutor | None = None
         self._fatal: KafkaError | None = None  # FENCED_INSTANCE_ID: poll() raises it
         self._closed = threading.Event()
@@ -172,13 +185,19 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
-        self._reporter = start_reporter(conf["statistics.interval.ms"], conf["stats.cb"],
-                                        self.metrics, conf["statistics.format"])
-        self._down = Unreachable(self.consumer_id, self.cluster.bootstrap,
-                                 conf["socket.timeout.ms"])
+        self._reporter = start_reporter(
+            conf["statistics.interval.ms"],
+            conf["stats.cb"],
+            self.metrics,
+            conf["statistics.format"],
+        )
+        self._down = Unreachable(
+            self.consumer_id, self.cluster.bootstrap, conf["socket.timeout.ms"]
+        )
         tracing = tracing_for(conf, self.group, self._metrics)
         if tracing is not None:
             from kclient.observability.clients import trace_consumer
+
             trace_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
@@ -193,8 +212,9 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         return f"Consumer(group={self.group!r}, assignment={sorted(self._assignment)!r})"
 
     # -- subscription ---------------------------------------------------------------------------
-    def subscribe(self, topics: Iterable[str] | None = None, pattern: str | None = None,
-                  listener: Any = None) -> None:
+    def subscribe(
+        self, topics: Iterable[str] | None = None, pattern: str | None = None, listener: Any = None
+    ) -> None:
         """Join the group for ``topics`` (or every topic matching the regex ``pattern``);
         ``listener`` gets on_partitions_revoked / _assigned / _lost calls from poll()."""
         if self.membership is None and self._kip848 is None:
@@ -203,13 +223,14 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             raise IllegalStateError("subscribe() after assign(): unsubscribe() first")
         self._sub.subscribe(topics, pattern)
         self._listener = listener
-        if self._kip848 is not None:       # the broker assigns, a regex is matched there too
+        if self._kip848 is not None:  # the broker assigns, a regex is matched there too
             self._kip848.subscribe(None if pattern is not None else self._sub.topics, pattern)
             return
         self._rejoin = "revoke"
         if self._heartbeat is None:
-            self._heartbeat = threading.Thread(target=self._heartbeat_loop, daemon=True,
-                                               name=f"{self.consumer_id}-heartbeat")
+            self._heartbeat = threading.Thread(
+                target=self._heartbeat_loop, daemon=True, name=f"{self.consumer_id}-heartbeat"
+            )
             self._heartbeat.start()
 
     def subscription(self) -> set[str]:
@@ -260,12 +281,18 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         def fenced(exc: FencedInstanceIdError) -> None:
             self._fatal = exc
             self._joined.clear()
-        self.membership.heartbeats(self.config["heartbeat.interval.ms"] / 1000.0,
-                                   self._joined.is_set, rejoin, fenced, self._closed.is_set)
+
+        self.membership.heartbeats(
+            self.config["heartbeat.interval.ms"] / 1000.0,
+            self._joined.is_set,
+            rejoin,
+            fenced,
+            self._closed.is_set,
+        )
 
     def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
         fn = getattr(self._listener, name, None)
-        if fn is None and name == "on_partitions_lost":    # Java's default: revoked
+        if fn is None and name == "on_partitions_lost":  # Java's default: revoked
             fn = getattr(self._listener, "on_partitions_revoked", None)
         if fn is not None:
             try:
@@ -301,7 +328,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             return self._rebalance_once(how)
         except BaseException:
             if self._rejoin is None:
-                self._rejoin = "revoke"        # the next poll tries again
+                self._rejoin = "revoke"  # the next poll tries again
             raise
 
     def _protocols(self, topics: list[str]) -> list[tuple[str, bytes]]:
@@ -309,18 +336,23 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         Subscription (v3) lists the partitions owned now and their generation."""
         assert self.membership is not None
         state = self.membership.state
-        return subscription_protocols(self.strategies, topics,
-                                      registration(self.consumer_id, "static",
-                                                   dict.fromkeys(topics, 1)),
-                                      state.owned, state.owned_generation)
+        return subscription_protocols(
+            self.strategies,
+            topics,
+            registration(self.consumer_id, "static", dict.fromkeys(topics, 1)),
+            state.owned,
+            state.owned_generation,
+        )
 
-    def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]
-                       ) -> bytes | None:
+    def _join_and_sync(self, topics: list[str], protocols: list[tuple[str, bytes]]) -> bytes | None:
         """JoinGroup, SyncGroup (assigning when leader): this member's Assignment, or None."""
         assert self.membership is not None
-        data = self.membership.join_and_sync(protocols, self.config["rebalance.max.retries"],
-                                             self.config["exclude.internal.topics"],
-                                             self._closed.is_set)
+        data = self.membership.join_and_sync(
+            protocols,
+            self.config["rebalance.max.retries"],
+            self.config["exclude.internal.topics"],
+            self._closed.is_set,
+        )
         if data is not None:
             self._joined.set()
         return data
@@ -376,15 +408,16 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             todo = {tp: off for tp, off in self._positions.items() if tp in revoked}
             if todo:
                 try:
-                    self.offset_store.commit({(tp.topic, tp.partition): o
-                                              for tp, o in todo.items()})
+                    self.offset_store.commit(
+                        {(tp.topic, tp.partition): o for tp, o in todo.items()}
+                    )
                 except KafkaError as exc:
-                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id,
-                             exc)
+                    log.info("%s: commit of revoked partitions failed: %s", self.consumer_id, exc)
         self._call_listener("on_partitions_revoked", set(revoked))
         if self.membership is not None:
-            core_group.give_up_some(self.membership.state,
-                                    ((tp.topic, tp.partition) for tp in revoked))
+            core_group.give_up_some(
+                self.membership.state, ((tp.topic, tp.partition) for tp in revoked)
+            )
         self._set_assignment([tp for tp in self._assignment if tp not in revoked])
 
     def _apply_assignment(self, data: bytes) -> None:
@@ -395,18 +428,22 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         mine, _ = decode_assignment(data)
         state = self.membership.state
         state.owned = frozenset((tp.topic, tp.partition) for tp in self._assignment)
-        change = core_group.take_assignment(state, ((t, p) for t, ps in mine.items()
-                                                    for p in ps))
+        change = core_group.take_assignment(state, ((t, p) for t, ps in mine.items() for p in ps))
         if change.revoked:
             self._revoke_some({TopicPartition(t, p) for t, p in change.revoked})
         if change.rejoin:
-            self._rejoin = "revoke"            # KIP-429: the follow-up rebalance
+            self._rejoin = "revoke"  # KIP-429: the follow-up rebalance
         self._set_assignment(sorted(TopicPartition(t, p) for t, p in change.assignment))
         self._assigned()
-        log.info("%s (generation %d) assigned %s", self.consumer_id,
-                 self.membership.generation_id, sorted(self._assignment))
-        self._call_listener("on_partitions_assigned",
-                            {TopicPartition(t, p) for t, p in change.added})
+        log.info(
+            "%s (generation %d) assigned %s",
+            self.consumer_id,
+            self.membership.generation_id,
+            sorted(self._assignment),
+        )
+        self._call_listener(
+            "on_partitions_assigned", {TopicPartition(t, p) for t, p in change.added}
+        )
 
     def _assigned(self) -> None:
         """A rebalance (or a KIP-848 reconciliation) gave this member its assignment."""
@@ -425,8 +462,9 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         except KafkaError as exc:
             log.info("%s: topic check failed: %s", self.consumer_id, exc)
             return
-        counts = {t: len(self.cluster.topics[t].partitions) for t in topics
-                  if t in self.cluster.topics}
+        counts = {
+            t: len(self.cluster.topics[t].partitions) for t in topics if t in self.cluster.topics
+        }
         if self._sub.changed(topics, counts):
             log.info("%s: subscribed topics changed; rejoining", self.consumer_id)
             self._rejoin = "revoke"
@@ -437,7 +475,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             self._kip848.leave()
             return
         if self.membership is not None and self.group_instance_id is not None:
-            self.membership.forget()       # static: the session keeps the place (KIP-345)
+            self.membership.forget()  # static: the session keeps the place (KIP-345)
             return
         if self.membership is not None:
             try:
@@ -471,19 +509,25 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         except KafkaError as exc:
             if not getattr(exc, "retriable", False):
                 raise
-            log.info("%s: positions of %s not resolved yet: %s", self.consumer_id,
-                     sorted(tp for tp in self._assignment if tp not in self._positions), exc)
+            log.info(
+                "%s: positions of %s not resolved yet: %s",
+                self.consumer_id,
+                sorted(tp for tp in self._assignment if tp not in self._positions),
+                exc,
+            )
 
     def _reset_offset(self, tp: TopicPartition) -> int:
         reset = self.config["auto.offset.reset"]
         if reset == "none":
-            raise NoOffsetForPartitionError(f"{tp} has no committed offset and "
-                                            "auto.offset.reset is none")
+            raise NoOffsetForPartitionError(
+                f"{tp} has no committed offset and auto.offset.reset is none"
+            )
         ts = EARLIEST_TIMESTAMP if reset == "smallest" else LATEST_TIMESTAMP
         return self._list_offsets({tp: ts})[tp][0]
 
-    def _list_offsets(self, query: Mapping[TopicPartition, int]
-                      ) -> dict[TopicPartition, tuple[int, int]]:
+    def _list_offsets(
+        self, query: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int]]:
         """ListOffsets at each leader: ``{tp: (offset, timestamp)}`` (offset -1: none).
         Retriable errors (a leader that moved or is not known yet, as right after a topic's
         creation) refresh the metadata and retry, up to ``offsets.commit.max.retries``."""
@@ -496,27 +540,33 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
                 return out
             if attempt + 1 == attempts:
                 raise next(iter(retry.values()))
-            log.info("%s: ListOffsets of %s: %s; refreshing metadata and retrying",
-                     self.consumer_id, sorted(retry), next(iter(retry.values())))
+            log.info(
+                "%s: ListOffsets of %s: %s; refreshing metadata and retrying",
+                self.consumer_id,
+                sorted(retry),
+                next(iter(retry.values())),
+            )
             time.sleep(self.config["retry.backoff.ms"] / 1000.0)
             self.cluster.refresh(sorted({tp.topic for tp in retry}), allow_auto_create=False)
             todo = {tp: query[tp] for tp in retry}
         return out
 
-    def _list_offsets_once(self, query: Mapping[TopicPartition, int],
-                           out: dict[TopicPartition, tuple[int, int]]
-                           ) -> dict[TopicPartition, KafkaError]:
+    def _list_offsets_once(
+        self, query: Mapping[TopicPartition, int], out: dict[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, KafkaError]:
         """One round of ListOffsets into ``out``; the retriable failures per partition."""
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in query:
-            by_leader.setdefault(self.cluster.leader_for(tp.topic, tp.partition).node_id,
-                                 []).append(tp)
+            by_leader.setdefault(
+                self.cluster.leader_for(tp.topic, tp.partition).node_id, []
+            ).append(tp)
         retry: dict[TopicPartition, KafkaError] = {}
         for node, tps in by_leader.items():
             conn = self.cluster.connection(node)
             version = conn.version(LIST_OFFSETS)
-            body = list_offsets_body({tp: query[tp] for tp in tps},
-                                     ISOLATION_LEVELS[self.config["isolation.level"]])
+            body = list_offsets_body(
+                {tp: query[tp] for tp in tps}, ISOLATION_LEVELS[self.config["isolation.level"]]
+            )
             resp = conn.request(LIST_OFFSETS, body, version)
             for tp, code, offset, timestamp in list_offsets_answers(resp, version):
                 if code:
@@ -546,8 +596,9 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         self._buffer.pop(partition, None)
 
     def _seek_to(self, partitions: Iterable[Any], ts: int) -> None:
-        tps = topic_partitions(partitions, "seek_to_beginning()/seek_to_end()") \
-            or list(self._assignment)
+        tps = topic_partitions(partitions, "seek_to_beginning()/seek_to_end()") or list(
+            self._assignment
+        )
         for tp in tps:
             self._check(tp)
         for tp, (off, _) in self._list_offsets(dict.fromkeys(tps, ts)).items():
@@ -561,23 +612,32 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         """Seek past the last offset of ``partitions`` (default: all assigned)."""
         self._seek_to(partitions, LATEST_TIMESTAMP)
 
-    def beginning_offsets(self, partitions: Iterable[TopicPartition]
-                          ) -> dict[TopicPartition, int]:
+    def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The first offset of each partition."""
-        return {tp: o for tp, (o, _) in self._list_offsets(
-            dict.fromkeys(partitions, EARLIEST_TIMESTAMP)).items()}
+        return {
+            tp: o
+            for tp, (o, _) in self._list_offsets(
+                dict.fromkeys(partitions, EARLIEST_TIMESTAMP)
+            ).items()
+        }
 
     def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The offset after the last record of each partition (the high watermark)."""
-        return {tp: o for tp, (o, _) in self._list_offsets(
-            dict.fromkeys(partitions, LATEST_TIMESTAMP)).items()}
+        return {
+            tp: o
+            for tp, (o, _) in self._list_offsets(
+                dict.fromkeys(partitions, LATEST_TIMESTAMP)
+            ).items()
+        }
 
-    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
-                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """The first offset whose timestamp is at or after each given time (ms), or None."""
         found = self._list_offsets(timestamps)
-        return {tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None)
-                for tp in timestamps}
+        return {
+            tp: (OffsetAndTimestamp(*found[tp]) if found[tp][0] >= 0 else None) for tp in timestamps
+        }
 
     # -- pause / resume ---------------------------------------------------------------------------
     def pause(self, *partitions: PartitionsArg) -> None:
@@ -601,16 +661,22 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         return set(self._paused)
 
     # -- commit ------------------------------------------------------------------------------------
-    def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
-                           ) -> dict[tuple[str, int], int]:
+    def _offsets_to_commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+    ) -> dict[tuple[str, int], int]:
         if self.offset_store is None:
             raise IllegalStateError("committing offsets needs group.id")
         if offsets is None:
             return {(tp.topic, tp.partition): off for tp, off in self._positions.items()}
         return commit_offsets(offsets)
 
-    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
-               asynchronous: bool = False, *, message: Any = None) -> Future[None] | None:
+    def commit(
+        self,
+        offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
+        asynchronous: bool = False,
+        *,
+        message: Any = None,
+    ) -> Future[None] | None:
         """Commit ``offsets`` (the next offset to read per partition), by default the position
         of every assigned partition; a fenced member's commit raises and rejoins at next poll.
 
@@ -627,16 +693,17 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         try:
             self.offset_store.commit(todo)
         except KafkaError as exc:
-            if getattr(exc, "errno", None) in REJOIN and not self._manual \
-                    and self._joining is None:
+            if getattr(exc, "errno", None) in REJOIN and not self._manual and self._joining is None:
                 self._joined.clear()
                 self._rejoin = "lost" if getattr(exc, "errno", None) in _LOST else "revoke"
             raise
         return None
 
-    def commit_async(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
-                     callback: Callable[[dict[TopicPartition, int], BaseException | None], Any]
-                     | None = None) -> Future[None]:
+    def commit_async(
+        self,
+        offsets: Mapping[Any, int | OffsetAndMetadata] | None = None,
+        callback: Callable[[dict[TopicPartition, int], BaseException | None], Any] | None = None,
+    ) -> Future[None]:
         """commit() in a background thread; ``callback(offsets, exception or None)`` after."""
         todo = self._offsets_to_commit(offsets)
         if self._async is None:
@@ -654,6 +721,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
                 callback(given, error)
             if error is not None:
                 raise error
+
         return self._async.submit(run)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -665,23 +733,27 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         return ConsumerGroupMetadata(self.group, generation, member_id)
 
     @overload
-    def committed(self, partitions: TopicPartition | tuple[str, int],
-                  timeout: float | None = None) -> int | None: ...
+    def committed(
+        self, partitions: TopicPartition | tuple[str, int], timeout: float | None = None
+    ) -> int | None: ...
 
     @overload
-    def committed(self, partitions: Iterable[Any], timeout: float | None = None
-                  ) -> dict[TopicPartition, int | None]: ...
+    def committed(
+        self, partitions: Iterable[Any], timeout: float | None = None
+    ) -> dict[TopicPartition, int | None]: ...
 
-    def committed(self, partitions: PartitionsArg, timeout: float | None = None
-                  ) -> int | None | dict[TopicPartition, int | None]:
+    def committed(
+        self, partitions: PartitionsArg, timeout: float | None = None
+    ) -> int | None | dict[TopicPartition, int | None]:
         """The committed offset of a partition in the group (None: none); given a list of
         partitions, ``{TopicPartition: offset or None}``."""
         if self.offset_store is None:
             raise IllegalStateError("committed() needs group.id")
         tps, one = partition_list(partitions, "committed()")
         off = self.offset_store.fetch([(tp.topic, tp.partition) for tp in tps])
-        found = {tp: (v if (v := off.get((tp.topic, tp.partition), -1)) >= 0 else None)
-                 for tp in tps}
+        found = {
+            tp: (v if (v := off.get((tp.topic, tp.partition), -1)) >= 0 else None) for tp in tps
+        }
         return found[tps[0]] if one else found
 
     def _try_commit(self, why: str) -> None:
@@ -691,16 +763,27 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             log.info("%s: auto commit (%s) failed: %s", self.consumer_id, why, exc)
 
     def _auto_commit(self) -> None:
-        if not (self.config["auto.commit.enable"] and self.offset_store is not None
-                and self._positions) or time.monotonic() < self._next_commit \
-                or self._joining is not None:
+        if (
+            not (
+                self.config["auto.commit.enable"]
+                and self.offset_store is not None
+                and self._positions
+            )
+            or time.monotonic() < self._next_commit
+            or self._joining is not None
+        ):
             return
         self._next_commit = time.monotonic() + self.config["auto.commit.interval.ms"] / 1000.0
         self._try_commit("interval")
 
     # -- poll -------------------------------------------------------------------------------------
-    def poll(self, *args: int, timeout_ms: int | None = None, max_records: int | None = None,
-             timeout: float | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+    def poll(
+        self,
+        *args: int,
+        timeout_ms: int | None = None,
+        max_records: int | None = None,
+        timeout: float | None = None,
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records fetched within ``timeout_ms`` (kafka-python: ``poll(500)``,
         ``poll(timeout_ms=500)``) or ``timeout`` seconds (confluent-kafka: ``poll(timeout=0.5)``;
         negative or None: no limit): ``{TopicPartition: [ConsumerRecord]}``, at most
@@ -723,9 +806,9 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
                     self._kip848_step()
             else:
                 step = self._classic_group_step(deadline)
-                if step is False:                   # a rebalance to do, and no time left
+                if step is False:  # a rebalance to do, and no time left
                     return {}
-                if step is None:                    # backed off: try the rebalance again
+                if step is None:  # backed off: try the rebalance again
                     continue
             self._auto_commit()
             self._resolve_positions_quietly()
@@ -743,12 +826,21 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         unreachable-broker check ran first) and None after a backoff, to try again."""
         if self._joining is not None and self._joining.done():
             self._retriable(self._finish_cooperative_join)
-        if self._sub.active and self._rejoin is not None \
-                and self._joining is None and self.cooperative and self._rejoin != "lost" \
-                and self._assignment:
+        if (
+            self._sub.active
+            and self._rejoin is not None
+            and self._joining is None
+            and self.cooperative
+            and self._rejoin != "lost"
+            and self._assignment
+        ):
             self._start_cooperative_join()
-        elif self._sub.active and self._rejoin is not None \
-                and self._joining is None and not self._retriable(self._rebalance):
+        elif (
+            self._sub.active
+            and self._rejoin is not None
+            and self._joining is None
+            and not self._retriable(self._rebalance)
+        ):
             self._down.check(deadline)
             if time.monotonic() >= deadline:
                 return False
@@ -781,7 +873,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             if st is None or tp in self._paused or limit <= 0:
                 continue
             if not st.chunks:
-                if st.error is not None:      # a corrupt entry, after the records before it
+                if st.error is not None:  # a corrupt entry, after the records before it
                     del self._buffer[tp]
                     raise st.error
                 continue
@@ -801,9 +893,13 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
-                conn, min_bytes=self.config["fetch.min.bytes"], prefetch=True, session=True,
+                conn,
+                min_bytes=self.config["fetch.min.bytes"],
+                prefetch=True,
+                session=True,
                 max_bytes=self.config["fetch.max.bytes"],
-                isolation_level=ISOLATION_LEVELS[self.config["isolation.level"]])
+                isolation_level=ISOLATION_LEVELS[self.config["isolation.level"]],
+            )
         return f
 
     def _fetch(self, wait_ms: int) -> None:
@@ -812,22 +908,30 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         leaderless: set[str] = set()
         for tp in self._assignment:
             st = self._buffer.get(tp)
-            if tp in self._paused or (st is not None and (st.chunks or st.error)) \
-                    or tp not in self._positions:
+            if (
+                tp in self._paused
+                or (st is not None and (st.chunks or st.error))
+                or tp not in self._positions
+            ):
                 continue
             node = self.cluster.leader(tp.topic, tp.partition)
-            if node is None:         # its leader is down or being elected: the others go on
+            if node is None:  # its leader is down or being elected: the others go on
                 leaderless.add(tp.topic)
                 continue
-            by_leader.setdefault(node, []).append(PartitionFetch(
-                tp.topic, tp.partition, self._positions[tp],
-                self.config["fetch.message.max.bytes"]))
+            by_leader.setdefault(node, []).append(
+                PartitionFetch(
+                    tp.topic,
+                    tp.partition,
+                    self._positions[tp],
+                    self.config["fetch.message.max.bytes"],
+                )
+            )
         if leaderless:
             self._refresh(leaderless, "no leader known")
         if not by_leader:
             time.sleep(wait_ms / 1000.0)
             return
-        started = []                 # every leader's request on the wire before any wait
+        started = []  # every leader's request on the wire before any wait
         for node, reqs in by_leader.items():
             try:
                 fetcher = self._fetcher(node)
@@ -867,21 +971,22 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
                 raise ms.error
             self._positions[tp] = self._reset_offset(tp)
             return
-        if ms.error is not None and not ms.entries \
-                and not isinstance(ms.error, CorruptRecordError):   # that one poll raises
+        if (
+            ms.error is not None and not ms.entries and not isinstance(ms.error, CorruptRecordError)
+        ):  # that one poll raises
             self._metrics.error(ms.error)
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self._refresh({tp.topic}, str(ms.error))
             return
         if ms.high_watermark >= 0:
             self._high_watermarks[tp] = ms.high_watermark
-        if self._positions.get(tp) != offset:          # seeked while fetching
+        if self._positions.get(tp) != offset:  # seeked while fetching
             return
         st = self._buffer[tp] = PartitionState(tp)
         st.reset_to(offset)
         take_answer(st, offset, st.epoch, ms)
         if not st.chunks and st.fetch_offset > offset:
-            self._positions[tp] = st.fetch_offset   # only markers or aborted records: past them
+            self._positions[tp] = st.fetch_offset  # only markers or aborted records: past them
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
@@ -902,26 +1007,38 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
         for tp in self._assignment:
             pos, hw = self._positions.get(tp, -1), self._high_watermarks.get(tp, -1)
             partitions[f"{tp.topic}/{tp.partition}"] = {
-                "topic": tp.topic, "partition": tp.partition, "position": pos,
-                "high_watermark": hw, "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "position": pos,
+                "high_watermark": hw,
+                "lag": max(0, hw - pos) if hw >= 0 and pos >= 0 else None,
                 "buffered": self._buffer[tp].buffered if tp in self._buffer else 0,
-                "paused": tp in self._paused}
-        return self._metrics.snapshot(type="consumer", client_id=self.config["client.id"],
-                                      group_id=self.group, consumer_id=self.consumer_id,
-                                      partitions=self._metrics.with_messages(partitions,
-                                                                             "consumed"))
+                "paused": tp in self._paused,
+            }
+        return self._metrics.snapshot(
+            type="consumer",
+            client_id=self.config["client.id"],
+            group_id=self.group,
+            consumer_id=self.consumer_id,
+            partitions=self._metrics.with_messages(partitions, "consumed"),
+        )
 
     # -- close --------------------------------------------------------------------------------------
     def close(self, autocommit: bool = True) -> None:
         """Commit (with auto-commit on), leave the group, close connections."""
         if self._closed.is_set():
             return
-        if autocommit and self.config["auto.commit.enable"] and self.offset_store is not None \
-                and self._positions and (self._joined.is_set() or self._manual):
+        if (
+            autocommit
+            and self.config["auto.commit.enable"]
+            and self.offset_store is not None
+            and self._positions
+            and (self._joined.is_set() or self._manual)
+        ):
             self._try_commit("close")
         self._closed.set()
         if self.membership is not None:
-            self.membership.coordinator.transport.wake()      # the heartbeat loop's sleep
+            self.membership.coordinator.transport.wake()  # the heartbeat loop's sleep
         if self._reporter is not None:
             self._reporter.stop()
         if self._joining is not None and self.membership is not None:
@@ -943,7 +1060,7 @@ class Consumer(ConsumerCompat, ConsumerProtocolPoll):
             self._async.shutdown(wait=True)
 
         for f in self._fetchers.values():
-            f.close()                     # ends its fetch session
+            f.close()  # ends its fetch session
         self._fetchers.clear()
         if self.membership is not None:
             self.membership.coordinator.close()

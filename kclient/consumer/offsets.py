@@ -11,6 +11,7 @@
 
 Every store maps ``(topic, partition)`` to the next offset to consume; -1 means none committed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,8 +28,14 @@ from kclient.zkutils import GroupDirs, read_data, update_persistent, zk_errors
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-__all__ = ["OffsetStore", "ZkOffsetStore", "KafkaOffsetStore", "DualOffsetStore", "Coordinator",
-           "make_offset_store"]
+__all__ = [
+    "OffsetStore",
+    "ZkOffsetStore",
+    "KafkaOffsetStore",
+    "DualOffsetStore",
+    "Coordinator",
+    "make_offset_store",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +86,14 @@ class ZkOffsetStore(OffsetStore):
 class KafkaOffsetStore(OffsetStore):
     """Offsets committed to the group coordinator (the core's OffsetCommit / OffsetFetch)."""
 
-    def __init__(self, coordinator: Coordinator, group: str,
-                 generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
-                 retries: int = 5, backoff_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        group: str,
+        generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
+        retries: int = 5,
+        backoff_ms: int = 1000,
+    ) -> None:
         self.coordinator, self.group = coordinator, group
         self.generation = generation
         self.retries, self.backoff = retries, backoff_ms / 1000.0
@@ -92,9 +104,17 @@ class KafkaOffsetStore(OffsetStore):
         return self.coordinator.run(fetch_offsets(self.coordinator.state, self.group, tps))
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
-        self.coordinator.run(commit_offsets(self.coordinator.state, self.group, offsets,
-                                            self.generation, self.group_instance_id,
-                                            self.retries, self.backoff))
+        self.coordinator.run(
+            commit_offsets(
+                self.coordinator.state,
+                self.group,
+                offsets,
+                self.generation,
+                self.group_instance_id,
+                self.retries,
+                self.backoff,
+            )
+        )
 
 
 class DualOffsetStore(OffsetStore):
@@ -113,10 +133,14 @@ class DualOffsetStore(OffsetStore):
         self.zk.commit(offsets)
 
 
-def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | None = None,
-                      cluster: Cluster | None = None,
-                      generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
-                      settings: ConnectionSettings | None = None) -> OffsetStore:
+def make_offset_store(
+    config: Mapping[str, Any],
+    group: str,
+    zk: KazooClient | None = None,
+    cluster: Cluster | None = None,
+    generation: Callable[[], tuple[int, str]] = lambda: (-1, ""),
+    settings: ConnectionSettings | None = None,
+) -> OffsetStore:
     """The store ``offsets.storage`` / ``dual.commit.enabled`` ask for."""
     if config["offsets.storage"] == "zookeeper":
         if zk is None:
@@ -124,11 +148,22 @@ def make_offset_store(config: Mapping[str, Any], group: str, zk: KazooClient | N
         return ZkOffsetStore(zk, group, config.get("zookeeper.connect") or "")
     if cluster is None:
         raise KafkaError("offsets.storage=kafka needs brokers")
-    coord = Coordinator(cluster, group, config["offsets.channel.backoff.ms"],
-                        config["offsets.commit.max.retries"], settings)
-    kafka = KafkaOffsetStore(coord, group, generation, config["offsets.commit.max.retries"],
-                             config["offsets.channel.backoff.ms"])
+    coord = Coordinator(
+        cluster,
+        group,
+        config["offsets.channel.backoff.ms"],
+        config["offsets.commit.max.retries"],
+        settings,
+    )
+    kafka = KafkaOffsetStore(
+        coord,
+        group,
+        generation,
+        config["offsets.commit.max.retries"],
+        config["offsets.channel.backoff.ms"],
+    )
     if config["dual.commit.enabled"] and zk is not None:
-        return DualOffsetStore(kafka, ZkOffsetStore(zk, group,
-                                                    config.get("zookeeper.connect") or ""))
+        return DualOffsetStore(
+            kafka, ZkOffsetStore(zk, group, config.get("zookeeper.connect") or "")
+        )
     return kafka

@@ -13,6 +13,7 @@ one more rebalance.  A rebalance that failed for good is handed to ``on_failure`
 surfaces it to every stream) and retried later by itself, so a group heals when the cause goes
 away instead of leaving partitions unowned.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,12 +33,22 @@ __all__ = ["synced_rebalance", "RebalanceExecutor"]
 log = logging.getLogger(__name__)
 
 #: Refusals a retry cannot cure: raised at once.
-_NOT_RETRIED = (GroupAuthorizationFailedError, TopicAuthorizationFailedError,
-                ClusterAuthorizationFailedError, FencedInstanceIdError)
+_NOT_RETRIED = (
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    ClusterAuthorizationFailedError,
+    FencedInstanceIdError,
+)
 
 
-def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: Callable[[], None],
-                     retries: int, backoff_ms: int, stopping: threading.Event) -> bool:
+def synced_rebalance(
+    name: str,
+    attempt: Callable[[int], bool],
+    after_failure: Callable[[], None],
+    retries: int,
+    backoff_ms: int,
+    stopping: threading.Event,
+) -> bool:
     """Run ``attempt(i)`` until it returns True; False if shut down; raise after ``retries``."""
     last: BaseException | None = None
     for i in range(max(1, retries)):
@@ -62,19 +73,28 @@ def synced_rebalance(name: str, attempt: Callable[[int], bool], after_failure: C
         after_failure()
         if stopping.wait(backoff_ms / 1000.0):
             return False
-    reason = f": last error {last!r}" if last is not None else \
-        " (partition owner znodes were still held by other consumers)"
+    reason = (
+        f": last error {last!r}"
+        if last is not None
+        else " (partition owner znodes were still held by other consumers)"
+    )
     raise ConsumerRebalanceFailedError(
-        f"{name} can't rebalance after {max(1, retries)} retries{reason}") from last
+        f"{name} can't rebalance after {max(1, retries)} retries{reason}"
+    ) from last
 
 
 class RebalanceExecutor(threading.Thread):
     """Runs ``rebalance()`` whenever triggered; failures go to ``on_failure`` and are retried."""
 
-    def __init__(self, name: str, rebalance: Callable[[], None],
-                 on_failure: Callable[[BaseException], None], stopping: threading.Event,
-                 retry_after_failure_s: float = 10.0, on_event: Callable[[str], None] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        name: str,
+        rebalance: Callable[[], None],
+        on_failure: Callable[[BaseException], None],
+        stopping: threading.Event,
+        retry_after_failure_s: float = 10.0,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
         super().__init__(name=f"{name}_watcher_executor", daemon=True)
         self._rebalance, self._on_failure = rebalance, on_failure
         self._on_event = on_event
@@ -83,7 +103,7 @@ class RebalanceExecutor(threading.Thread):
         self._cond = threading.Condition()
         self._triggered = False
         self._events: list[str] = []
-        self.rebalances = 0              # completed runs, for tests and metrics
+        self.rebalances = 0  # completed runs, for tests and metrics
         self._running = False
 
     def trigger(self, reason: str = "") -> None:
@@ -154,4 +174,5 @@ class RebalanceExecutor(threading.Thread):
 
 def _now() -> float:
     import time
+
     return time.monotonic()

@@ -22,6 +22,7 @@ owns now and (v2+, or in Java's user data) the generation in which it got them. 
 
 Everything is deterministic for the same inputs (sorted ids, ties broken by id).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,9 +44,11 @@ def resolve_owned(claims: Mapping[str, tuple[int, Iterable[TP]]]) -> dict[str, s
     return {m: (counted[m] - shared if m in counted else set()) for m in claims}
 
 
-def sticky_assign(units_for_topic: Mapping[str, Sequence[str]],
-                  partitions_for_topic: Mapping[str, Iterable[int]],
-                  owned: Mapping[str, Iterable[TP]] | None = None) -> dict[TP, str]:
+def sticky_assign(
+    units_for_topic: Mapping[str, Sequence[str]],
+    partitions_for_topic: Mapping[str, Iterable[int]],
+    owned: Mapping[str, Iterable[TP]] | None = None,
+) -> dict[TP, str]:
     """A balanced assignment ``{(topic, partition): unit}`` keeping each unit's ``owned``."""
     eligible: dict[TP, list[str]] = {}
     units: set[str] = set()
@@ -64,8 +67,9 @@ def sticky_assign(units_for_topic: Mapping[str, Sequence[str]],
             if tp in eligible and tp not in owner and unit in eligible[tp]:
                 owner[tp] = unit
                 have[unit].add(tp)
-    todo = sorted((tp for tp in eligible if tp not in owner),
-                  key=lambda tp: (len(eligible[tp]), tp))
+    todo = sorted(
+        (tp for tp in eligible if tp not in owner), key=lambda tp: (len(eligible[tp]), tp)
+    )
     for tp in todo:
         unit = min(eligible[tp], key=lambda u: (len(have[u]), u))
         owner[tp] = unit
@@ -74,8 +78,9 @@ def sticky_assign(units_for_topic: Mapping[str, Sequence[str]],
     return owner
 
 
-def _balance(have: dict[str, set[TP]], owner: dict[TP, str],
-             eligible: Mapping[TP, Sequence[str]]) -> None:
+def _balance(
+    have: dict[str, set[TP]], owner: dict[TP, str], eligible: Mapping[TP, Sequence[str]]
+) -> None:
     """Move partitions from a unit to an eligible one holding at least two fewer, until none
     can move (each move lowers the sum of squared counts, so this ends)."""
     while True:
@@ -97,8 +102,9 @@ def _balance(have: dict[str, set[TP]], owner: dict[TP, str],
             return
 
 
-def withhold_transfers(assignment: Mapping[str, Iterable[TP]],
-                       claims: Mapping[str, Iterable[TP]]) -> dict[str, set[TP]]:
+def withhold_transfers(
+    assignment: Mapping[str, Iterable[TP]], claims: Mapping[str, Iterable[TP]]
+) -> dict[str, set[TP]]:
     """Drop from each member's new assignment the partitions another member still claims
     (they are revoked by their owner first and handed over in the next rebalance)."""
     claimed_by: dict[TP, set[str]] = {}
@@ -107,6 +113,7 @@ def withhold_transfers(assignment: Mapping[str, Iterable[TP]],
             claimed_by.setdefault(tp, set()).add(member)
     out: dict[str, set[TP]] = {}
     for member, tps in assignment.items():
-        out[member] = {tp for tp in tps
-                       if member in claimed_by.get(tp, ()) or not claimed_by.get(tp)}
+        out[member] = {
+            tp for tp in tps if member in claimed_by.get(tp, ()) or not claimed_by.get(tp)
+        }
     return out

@@ -14,6 +14,7 @@ the partition's consumed offset becomes ``offset + 1`` and that is what commits 
 * A rebalance that failed for good is raised from ``next()`` as ``ConsumerRebalanceFailedError``
   (and later calls go on waiting, in case a later rebalance succeeds).
 """
+
 from __future__ import annotations
 
 import queue
@@ -30,8 +31,17 @@ from kclient.encoders import DefaultDecoder
 from kclient.errors import ConsumerTimeoutError
 from kclient.protocol.records.common import Header
 
-__all__ = ["MessageAndMetadata", "FetchedDataChunk", "PartitionTopicInfo", "KafkaStream",
-           "SHUTDOWN", "ErrorChunk", "Chunk", "ChunkQueue", "Decoder"]
+__all__ = [
+    "MessageAndMetadata",
+    "FetchedDataChunk",
+    "PartitionTopicInfo",
+    "KafkaStream",
+    "SHUTDOWN",
+    "ErrorChunk",
+    "Chunk",
+    "ChunkQueue",
+    "Decoder",
+]
 
 _T_co = TypeVar("_T_co", covariant=True)
 
@@ -52,10 +62,19 @@ class MessageAndMetadata(tuple[str, int, int, Any, Any, "FetchedDataChunk"]):
     """
 
     __slots__ = ()
-    _fields = ("topic", "partition", "offset", "key", "message", "timestamp", "headers",
-               "timestamp_type")
+    _fields = (
+        "topic",
+        "partition",
+        "offset",
+        "key",
+        "message",
+        "timestamp",
+        "headers",
+        "timestamp_type",
+    )
 
-    if TYPE_CHECKING:   # what the itemgetter properties below return
+    if TYPE_CHECKING:  # what the itemgetter properties below return
+
         @property
         def topic(self) -> str: ...
         @property
@@ -99,8 +118,11 @@ class MessageAndMetadata(tuple[str, int, int, Any, Any, "FetchedDataChunk"]):
         return {f: getattr(self, f) for f in self._fields}
 
     def __repr__(self) -> str:
-        return ("MessageAndMetadata(" + ", ".join(f"{f}={getattr(self, f)!r}"
-                                                  for f in self._fields) + ")")
+        return (
+            "MessageAndMetadata("
+            + ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+            + ")"
+        )
 
 
 class PartitionTopicInfo:
@@ -111,14 +133,32 @@ class PartitionTopicInfo:
     read from how far its offsets iterator got (``offsets[k - 1] + 1`` after ``k`` messages).
     """
 
-    __slots__ = ("topic", "partition", "queue", "_consumed", "_cursor", "fetched_offset",
-                 "fetch_size", "client_id", "thread_id", "high_watermark")
+    __slots__ = (
+        "topic",
+        "partition",
+        "queue",
+        "_consumed",
+        "_cursor",
+        "fetched_offset",
+        "fetch_size",
+        "client_id",
+        "thread_id",
+        "high_watermark",
+    )
 
     _cursor: _ChunkState | None
 
-    def __init__(self, topic: str, partition: int, chunk_queue: ChunkQueue,
-                 consumed_offset: int, fetched_offset: int, fetch_size: int,
-                 client_id: str = "", thread_id: str = "") -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        chunk_queue: ChunkQueue,
+        consumed_offset: int,
+        fetched_offset: int,
+        fetch_size: int,
+        client_id: str = "",
+        thread_id: str = "",
+    ) -> None:
         self.topic, self.partition, self.queue = topic, partition, chunk_queue
         self._consumed, self._cursor, self.fetched_offset = consumed_offset, None, fetched_offset
         self.fetch_size, self.client_id, self.thread_id = fetch_size, client_id, thread_id
@@ -130,7 +170,7 @@ class PartitionTopicInfo:
         c = self._cursor
         if c is not None:
             k = c.n - c.oit.__length_hint__()
-            if k >= c.n and c.end > self._consumed:    # all handed out: past markers too
+            if k >= c.n and c.end > self._consumed:  # all handed out: past markers too
                 return c.end
             if k > 0:
                 return c.offsets[k - 1] + 1
@@ -151,8 +191,10 @@ class PartitionTopicInfo:
         self.fetched_offset = offset
 
     def __repr__(self) -> str:
-        return (f"PartitionTopicInfo({self.topic}/{self.partition}, consumed="
-                f"{self.consumed_offset}, fetched={self.fetched_offset}, {self.thread_id})")
+        return (
+            f"PartitionTopicInfo({self.topic}/{self.partition}, consumed="
+            f"{self.consumed_offset}, fetched={self.fetched_offset}, {self.thread_id})"
+        )
 
 
 _meta_lock = threading.Lock()
@@ -167,8 +209,15 @@ class _Block:
     cols: tuple[Iterable[int], Iterable[int], Iterable[list[Header] | None] | None] | None
     rows: tuple[list[int], list[int], list[list[Header] | None] | None] | None
 
-    def __init__(self, start: int, n: int, stamps: Iterable[int], ts_types: Iterable[int],
-                 headers: Iterable[list[Header] | None] | None, infos: object = None) -> None:
+    def __init__(
+        self,
+        start: int,
+        n: int,
+        stamps: Iterable[int],
+        ts_types: Iterable[int],
+        headers: Iterable[list[Header] | None] | None,
+        infos: object = None,
+    ) -> None:
         self.start, self.n, self.cols, self.rows = start, n, (stamps, ts_types, headers), None
 
     def row(self, j: int) -> Meta:
@@ -177,11 +226,14 @@ class _Block:
             with _meta_lock:
                 rows = self.rows
                 if rows is None:
-                    assert self.cols is not None       # set until rows are
+                    assert self.cols is not None  # set until rows are
                     stamps, ts_types, headers = self.cols
                     n = self.n
-                    rows = self.rows = (list(islice(stamps, n)), list(islice(ts_types, n)),
-                                        None if headers is None else list(islice(headers, n)))
+                    rows = self.rows = (
+                        list(islice(stamps, n)),
+                        list(islice(ts_types, n)),
+                        None if headers is None else list(islice(headers, n)),
+                    )
                     self.cols = None
         hs = rows[2]
         return rows[0][j], rows[1][j], (hs[j] if hs is not None else None)
@@ -198,8 +250,16 @@ class FetchedDataChunk:
     :meth:`from_columns`.
     """
 
-    __slots__ = ("offsets", "keys", "values", "blocks", "starts", "info", "fetch_offset",
-                 "end_offset")
+    __slots__ = (
+        "offsets",
+        "keys",
+        "values",
+        "blocks",
+        "starts",
+        "info",
+        "fetch_offset",
+        "end_offset",
+    )
 
     def __init__(self, records: Sequence[Any], info: PartitionTopicInfo, fetch_offset: int):
         records = list(records)
@@ -208,15 +268,23 @@ class FetchedDataChunk:
         self.keys = keys if any(k is not None for k in keys) else None
         self.values = [r[2] for r in records]
         n = len(records)
-        self.blocks = [_Block(0, n, [r[3] for r in records], [r[4] for r in records],
-                              [r[5] for r in records])]
+        self.blocks = [
+            _Block(0, n, [r[3] for r in records], [r[4] for r in records], [r[5] for r in records])
+        ]
         self.starts = [0]
         self.info, self.fetch_offset, self.end_offset = info, fetch_offset, -1
 
     @classmethod
-    def from_columns(cls, offsets: list[int], keys: list[bytes | None] | None,
-                     values: list[bytes | None], blocks: list[_Block], info: PartitionTopicInfo,
-                     fetch_offset: int, end_offset: int = -1) -> FetchedDataChunk:
+    def from_columns(
+        cls,
+        offsets: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        blocks: list[_Block],
+        info: PartitionTopicInfo,
+        fetch_offset: int,
+        end_offset: int = -1,
+    ) -> FetchedDataChunk:
         """A chunk of decoded columns; ``end_offset`` is where the fetch goes on (past
         transaction markers and aborted records), the consumed position once every message
         of the chunk was handed out (-1: one past the last message)."""
@@ -264,9 +332,10 @@ class _HintedIterator(Iterator[_T_co], Protocol[_T_co]):
 
 
 if TYPE_CHECKING:
+
     def _iter(items: Sequence[_T_co]) -> _HintedIterator[_T_co]: ...
 else:
-    _iter = iter    # typeshed types iter(list) as a plain Iterator, without __length_hint__
+    _iter = iter  # typeshed types iter(list) as a plain Iterator, without __length_hint__
 
 _NO_ITEMS: _HintedIterator[Any] = _iter(())  # shared: an exhausted empty iterator stays empty
 
@@ -278,9 +347,14 @@ class _ChunkState:
 
     __slots__ = ("it", "oit", "offsets", "n", "info", "end")
 
-    def __init__(self, it: Iterator[MessageAndMetadata] = _NO_ITEMS,
-                 oit: _HintedIterator[int] = _NO_ITEMS, offsets: Sequence[int] = (),
-                 info: PartitionTopicInfo | None = None, end: int = -1) -> None:
+    def __init__(
+        self,
+        it: Iterator[MessageAndMetadata] = _NO_ITEMS,
+        oit: _HintedIterator[int] = _NO_ITEMS,
+        offsets: Sequence[int] = (),
+        info: PartitionTopicInfo | None = None,
+        end: int = -1,
+    ) -> None:
         self.it, self.oit, self.offsets, self.n, self.info = it, oit, offsets, len(offsets), info
         self.end = end
 
@@ -301,22 +375,30 @@ def _raising(exc: BaseException) -> Iterator[NoReturn]:
 class KafkaStream(Iterator[MessageAndMetadata]):
     """An endless iterator of :class:`MessageAndMetadata` over one queue of fetched chunks."""
 
-    def __init__(self, chunk_queue: ChunkQueue, consumer_timeout_ms: int = -1,
-                 key_decoder: Decoder | None = None, value_decoder: Decoder | None = None,
-                 client_id: str = "") -> None:
+    def __init__(
+        self,
+        chunk_queue: ChunkQueue,
+        consumer_timeout_ms: int = -1,
+        key_decoder: Decoder | None = None,
+        value_decoder: Decoder | None = None,
+        client_id: str = "",
+    ) -> None:
         self.queue = chunk_queue
         self.consumer_timeout_ms = consumer_timeout_ms
         self._timeout = None if consumer_timeout_ms < 0 else consumer_timeout_ms / 1000.0
         kd = None if key_decoder is None or type(key_decoder) is DefaultDecoder else key_decoder
-        vd = (None if value_decoder is None or type(value_decoder) is DefaultDecoder
-              else value_decoder)
+        vd = (
+            None
+            if value_decoder is None or type(value_decoder) is DefaultDecoder
+            else value_decoder
+        )
         self._kd, self._vd = kd, vd
         self.client_id = client_id
         self._st = _EMPTY
         #: the current chunk's iterator's __next__
         self._nx: Callable[[], MessageAndMetadata] = _exhausted
         self._done = False
-        self._lock = threading.Lock()          # one reader at a time
+        self._lock = threading.Lock()  # one reader at a time
 
     def __repr__(self) -> str:
         return f"KafkaStream(client_id={self.client_id!r}, done={self._done})"
@@ -332,7 +414,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         while True:
             st = self._st
             if st.oit.__length_hint__():
-                yield st.it                    # walked by chain until exhausted (or cleared)
+                yield st.it  # walked by chain until exhausted (or cleared)
                 continue
             try:
                 self._advance()
@@ -350,7 +432,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
             self._advance()
             try:
                 return self._nx()
-            except StopIteration:              # another reader took the rest meanwhile
+            except StopIteration:  # another reader took the rest meanwhile
                 continue
 
     next = __next__
@@ -368,8 +450,11 @@ class KafkaStream(Iterator[MessageAndMetadata]):
                 if old.info is not None and old.info._cursor is old:
                     old.info._settle()
                 try:
-                    item = self.queue.get(timeout=self._timeout) if self._timeout is not None \
+                    item = (
+                        self.queue.get(timeout=self._timeout)
+                        if self._timeout is not None
                         else self._get_blocking()
+                    )
                 except queue.Empty:
                     raise ConsumerTimeoutError(
                         f"no message within consumer.timeout.ms={self.consumer_timeout_ms}"
@@ -398,7 +483,7 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         info = chunk.info
         offsets, keys, values = chunk.offsets, chunk.keys, chunk.values
         low = max(chunk.fetch_offset, info.consumed_offset)
-        if offsets and offsets[0] < low:       # v0 wrappers, or a chunk older than a reset
+        if offsets and offsets[0] < low:  # v0 wrappers, or a chunk older than a reset
             k = bisect_left(offsets, low)
             offsets, values = offsets[k:], values[k:]
             keys = keys[k:] if keys is not None else None
@@ -407,9 +492,11 @@ class KafkaStream(Iterator[MessageAndMetadata]):
         if self._kd is not None:
             kit = map(self._kd, kit)
         vit: Iterable[Any] = values if self._vd is None else map(self._vd, values)
-        it = map(tuple.__new__, repeat(MessageAndMetadata),
-                 zip(repeat(info.topic), repeat(info.partition), oit, kit, vit,
-                     repeat(chunk)))
+        it = map(
+            tuple.__new__,
+            repeat(MessageAndMetadata),
+            zip(repeat(info.topic), repeat(info.partition), oit, kit, vit, repeat(chunk)),
+        )
         return _ChunkState(it, oit, offsets, info, chunk.end_offset)
 
     # -- used by the connector ------------------------------------------------------------------

@@ -6,6 +6,7 @@ result must be a valid regex and is matched against the *whole* topic name (Java
 ``String.matches``).  Internal topics (``__consumer_offsets``) are left out unless
 ``exclude_internal_topics`` is false.
 """
+
 from __future__ import annotations
 
 import re

@@ -20,6 +20,7 @@ Session expiry: the fetchers stop as soon as the session is lost (our owner znod
 someone else may own those partitions now); on the new session the consumer registers again and
 rebalances.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,15 +49,19 @@ log = logging.getLogger(__name__)
 class ZookeeperConsumerConnector(ConsumerConnector):
     """Kafka 0.8.2's ``ZookeeperConsumerConnector`` (byte-compatible ZooKeeper layout)."""
 
-    cluster: Cluster                    # set up front, unlike the base class's
+    cluster: Cluster  # set up front, unlike the base class's
     offset_store: OffsetStore
 
     def __init__(self, config: Mapping[str, Any] | None = None, **overrides: Any) -> None:
         super().__init__(config, **overrides)
         c = self.config
         self.dirs = zku.GroupDirs(self.group)
-        self.zk = zku.make_client(c["zookeeper.connect"], c["zookeeper.session.timeout.ms"],
-                                  c["zookeeper.connection.timeout.ms"], zku.kazoo_options(c))
+        self.zk = zku.make_client(
+            c["zookeeper.connect"],
+            c["zookeeper.session.timeout.ms"],
+            c["zookeeper.connection.timeout.ms"],
+            zku.kazoo_options(c),
+        )
         self._session_id = self.zk.client_id[0]
         self._registered_session: int | None = None
         self._registered_at = int(time.time() * 1000)
@@ -64,12 +69,17 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         self.cluster = Cluster("127.0.0.1:1", self.settings)
         with zku.zk_errors(c["zookeeper.connect"], "reading the broker registry"):
             self._refresh_bootstrap()
-        self.offset_store = make_offset_store(c, self.group, zk=self.zk, cluster=self.cluster,
-                                              settings=self.settings)
-        self.executor = RebalanceExecutor(self.consumer_id, self._synced_rebalance, self._surface,
-                                          self._shutting_down,
-                                          retry_after_failure_s=self._retry_after(),
-                                          on_event=self._on_event)
+        self.offset_store = make_offset_store(
+            c, self.group, zk=self.zk, cluster=self.cluster, settings=self.settings
+        )
+        self.executor = RebalanceExecutor(
+            self.consumer_id,
+            self._synced_rebalance,
+            self._surface,
+            self._shutting_down,
+            retry_after_failure_s=self._retry_after(),
+            on_event=self._on_event,
+        )
         self._topic_watches: set[str] = set()
         self._watched_topics: list[str] | None = None
         self._known_brokers: list[str] | None = None
@@ -91,7 +101,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
             ChildrenWatch(self.zk, zku.BROKER_IDS_PATH, self._brokers_changed)
             if self.topic_filter is not None:
                 ChildrenWatch(self.zk, zku.BROKER_TOPICS_PATH, self._topics_changed)
-            for topic in (self.topic_count or {}):
+            for topic in self.topic_count or {}:
                 self._watch_topic(topic)
         self._first_rebalance()
         self._start_auto_commit()
@@ -103,14 +113,16 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         deadline = time.monotonic() + self.config["zookeeper.session.timeout.ms"] / 1000.0 + 5
         while True:
             try:
-                zku.create_ephemeral_expect_conflict(self.zk, self.dirs.consumer(self.consumer_id),
-                                                     data)
+                zku.create_ephemeral_expect_conflict(
+                    self.zk, self.dirs.consumer(self.consumer_id), data
+                )
                 break
             except NodeExistsError:
                 if time.monotonic() > deadline:
                     raise
-                log.info("%s: registration node still held by an old session; waiting",
-                         self.consumer_id)
+                log.info(
+                    "%s: registration node still held by an old session; waiting", self.consumer_id
+                )
                 time.sleep(0.2)
         self._registered_session = self.zk.client_id[0]
         log.info("%s registered in group %s: %s", self.consumer_id, self.group, data)
@@ -137,7 +149,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
     def _topics_changed(self, children: list[str]) -> bool | None:
         if self._shutting_down.is_set():
             return False
-        assert self.topic_filter is not None   # watched only for a filter subscription
+        assert self.topic_filter is not None  # watched only for a filter subscription
         allowed = self.topic_filter.filter(children, self.exclude_internal)
         if self._watched_topics is not None and allowed != self._watched_topics:
             log.info("%s: topics matching %s now %s", self.consumer_id, self.topic_filter, allowed)
@@ -181,21 +193,28 @@ class ZookeeperConsumerConnector(ConsumerConnector):
                 self.registry = {}
         elif event == "connected":
             session = self.zk.client_id[0] if self.zk.client_id else None
-            if session is not None and session != self._registered_session \
-                    and self._registered_session is not None:
+            if (
+                session is not None
+                and session != self._registered_session
+                and self._registered_session is not None
+            ):
                 log.info("%s: new ZooKeeper session; registering again", self.consumer_id)
                 self._close_fetchers(commit=False)
-                with self._offsets_lock:               # Kafka's resetState
+                with self._offsets_lock:  # Kafka's resetState
                     self.registry = {}
                 self._register()
                 self.executor.trigger("new session")
 
     # -- rebalance ---------------------------------------------------------------------------------
     def _synced_rebalance(self) -> None:
-        ok = synced_rebalance(self.consumer_id, self._rebalance_attempt,
-                              lambda: self._close_fetchers(commit=True),
-                              self.config["rebalance.max.retries"],
-                              self.config["rebalance.backoff.ms"], self._shutting_down)
+        ok = synced_rebalance(
+            self.consumer_id,
+            self._rebalance_attempt,
+            lambda: self._close_fetchers(commit=True),
+            self.config["rebalance.max.retries"],
+            self.config["rebalance.backoff.ms"],
+            self._shutting_down,
+        )
         if ok:
             self._metrics.rebalanced()
             self.rebalance_error = None
@@ -214,7 +233,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
             log.warning("%s: no brokers found when trying to rebalance", self.consumer_id)
             self._close_fetchers(commit=True)
             self._release()
-            return True                   # the broker watcher triggers us when one registers
+            return True  # the broker watcher triggers us when one registers
         # fetchers must stop first: a released partition may be owned by someone else at once
         self._close_fetchers(commit=True)
         self._before_release()
@@ -230,8 +249,9 @@ class ZookeeperConsumerConnector(ConsumerConnector):
         if not self._reflect_ownership(mine):
             return False
         self.registry = self._new_registry(mine, offsets)
-        log.info("%s owns %s", self.consumer_id,
-                 {f"{t}/{p}": th for (t, p), th in sorted(mine.items())})
+        log.info(
+            "%s owns %s", self.consumer_id, {f"{t}/{p}": th for (t, p), th in sorted(mine.items())}
+        )
         self._start_fetchers()
         return True
 
@@ -247,8 +267,11 @@ class ZookeeperConsumerConnector(ConsumerConnector):
             except NodeExistsError:
                 failed.append(f"{topic}/{partition}")
         if failed:
-            log.info("%s: waiting for the partition ownership to be deleted: %s",
-                     self.consumer_id, failed)
+            log.info(
+                "%s: waiting for the partition ownership to be deleted: %s",
+                self.consumer_id,
+                failed,
+            )
             for path in created:
                 self._delete_owner(path)
             return False
@@ -263,7 +286,7 @@ class ZookeeperConsumerConnector(ConsumerConnector):
     def _release(self) -> None:
         """Delete the owner znodes of every partition in the registry (ours only)."""
         session = self.zk.client_id[0] if self.zk.client_id else None
-        with self._offsets_lock:               # no commit of these partitions from now on
+        with self._offsets_lock:  # no commit of these partitions from now on
             registry, self.registry = self.registry, {}
         for (topic, partition), info in sorted(registry.items()):
             path = self.dirs.owner(topic, partition)

@@ -6,6 +6,7 @@ None - and the client keeps its untraced code paths, paying nothing per record -
 config key, else OpenTelemetry's global one).  A client made before the global provider was
 set stays untraced.  docs/observability.md has the set-up.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -33,8 +34,9 @@ def provider_from(given: Any) -> Any:
     return provider
 
 
-def tracing_for(config: Mapping[str, Any], group: str | None = None,
-                metrics: Any = None) -> Tracing | None:
+def tracing_for(
+    config: Mapping[str, Any], group: str | None = None, metrics: Any = None
+) -> Tracing | None:
     """The client's :class:`~kclient.observability.tracing.Tracing`, or None when it must not
     trace (see the module docstring).  ``config`` is the client's loaded Config; ``metrics``
     its ClientMetrics (a consumer's: process durations are counted there)."""
@@ -44,11 +46,18 @@ def tracing_for(config: Mapping[str, Any], group: str | None = None,
     from opentelemetry import trace
 
     if isinstance(provider, trace.NoOpTracerProvider):
-        return None          # given explicitly to switch tracing off
+        return None  # given explicitly to switch tracing off
     from .semconv import names
     from .tracing import Tracing
-    return Tracing(provider, names(), config.get("client.id"),
-                   config.get("metadata.broker.list") or (), group, metrics)
+
+    return Tracing(
+        provider,
+        names(),
+        config.get("client.id"),
+        config.get("metadata.broker.list") or (),
+        group,
+        metrics,
+    )
 
 
 def task_tracing(bootstrap: str, client_id: str | None = None) -> Tracing | None:
@@ -59,6 +68,7 @@ def task_tracing(bootstrap: str, client_id: str | None = None) -> Tracing | None
         return None
     from .semconv import names
     from .tracing import Tracing
+
     servers = []
     for hp in bootstrap.split(","):
         host, _, port = hp.strip().rpartition(":")

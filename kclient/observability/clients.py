@@ -7,6 +7,7 @@ its own fast paths stay as they are when tracing is off.  Producers: every messa
 (:mod:`.traced`): a ``poll`` span per non-empty poll, a ``process`` span per record handed out
 by iteration; the class switch costs the untraced ones nothing.
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,8 +18,14 @@ from .tracing import Tracing
 
 # (the faces are typed Any here: they import this module, so it must not import them)
 
-__all__ = ["ProducerSpans", "trace_producer", "trace_consumer", "trace_aio_producer",
-           "trace_aio_consumer", "traced_stream"]
+__all__ = [
+    "ProducerSpans",
+    "trace_producer",
+    "trace_consumer",
+    "trace_aio_producer",
+    "trace_aio_consumer",
+    "traced_stream",
+]
 
 
 #: open send spans kept at most per producer (the queue holds 100,000 messages by default)
@@ -38,19 +45,26 @@ class ProducerSpans:
         self._open: dict[int, tuple[Any, list[Any]]] = {}
         self._lock = threading.Lock()
 
-    def start(self, topic: str, key: Any, partition: int | None,
-              headers: Sequence[tuple[str, Any]] | None) -> list[tuple[str, Any]]:
+    def start(
+        self, topic: str, key: Any, partition: int | None, headers: Sequence[tuple[str, Any]] | None
+    ) -> list[tuple[str, Any]]:
         """Start a message's span; the headers to send it with."""
         span, out = self.tracing.start_send(topic, key, partition, headers)
         stale = None
         with self._lock:
             self._open[id(out)] = (span, out)
-            if len(self._open) > MAX_OPEN:     # a hook dropped messages: no report will come
+            if len(self._open) > MAX_OPEN:  # a hook dropped messages: no report will come
                 stale = self._open.pop(next(iter(self._open)))
         if stale is not None:
-            self.tracing.end_send(stale[0], -1, -1, _NoReport(
-                f"more than {MAX_OPEN} messages awaited their delivery report; the oldest "
-                "span was ended without one"))
+            self.tracing.end_send(
+                stale[0],
+                -1,
+                -1,
+                _NoReport(
+                    f"more than {MAX_OPEN} messages awaited their delivery report; the oldest "
+                    "span was ended without one"
+                ),
+            )
         return out
 
     def fail(self, headers: list[Any], error: BaseException) -> None:
@@ -62,9 +76,11 @@ class ProducerSpans:
 
     def wrap_deliver(self, deliver: Callable[..., None]) -> Callable[..., None]:
         """The producer's delivery, ending the reported messages' spans first."""
+
         def deliver_traced(reports: list[Any], keep_failures: bool = True) -> None:
             self.delivered(reports)
             deliver(reports, keep_failures)
+
         return deliver_traced
 
     def delivered(self, reports: list[Any]) -> None:
@@ -88,15 +104,20 @@ def trace_producer(p: Any, spans: ProducerSpans, ProducerData: Any) -> None:  # 
 
     def traced(d: Any) -> Any:
         if not isinstance(d, ProducerData):
-            return d                         # the producer's own check says what is wrong
+            return d  # the producer's own check says what is wrong
         h = spans.start(d.topic, d.key, d.partition, d.headers)
         return ProducerData(d.topic, d.value, d.key, d.partition, d.timestamp, h)
 
     def send_traced(data: Any, *wrong: Any, **wrong_kw: Any) -> Any:
         if wrong or wrong_kw:
             return send(data, *wrong, **wrong_kw)
-        items = [traced(data)] if isinstance(data, ProducerData) else \
-            [traced(d) for d in data] if isinstance(data, (list, tuple)) else None
+        items = (
+            [traced(data)]
+            if isinstance(data, ProducerData)
+            else [traced(d) for d in data]
+            if isinstance(data, (list, tuple))
+            else None
+        )
         if items is None:
             return send(data)
         try:
@@ -107,9 +128,15 @@ def trace_producer(p: Any, spans: ProducerSpans, ProducerData: Any) -> None:  # 
                     spans.fail(d.headers, exc)
             raise
 
-    def produce_traced(topic: str, value: Any = None, key: Any = None,
-                       partition: int | None = None, headers: Any = None,
-                       timestamp: int | None = None, on_delivery: Any = None) -> Any:
+    def produce_traced(
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Any = None,
+        timestamp: int | None = None,
+        on_delivery: Any = None,
+    ) -> Any:
         h = spans.start(topic, key, partition, headers)
         try:
             return produce(topic, value, key, partition, h, timestamp, on_delivery)
@@ -131,6 +158,7 @@ def trace_consumer(c: Any, tracing: Tracing) -> None:
     """Switch a kclient.Consumer to its traced class: a ``poll`` span per poll that returned
     records, a ``process`` span per record of ``for record in c``."""
     from .traced import TracedPoll, traced_class
+
     c._tracing = tracing
     c.__class__ = traced_class(TracedPoll, type(c))
 
@@ -139,9 +167,15 @@ def trace_aio_producer(p: Any, tracing: Tracing) -> None:
     """Wrap ``p.enqueue`` (``send()`` goes through it): the span ends with the future."""
     enqueue = p.enqueue
 
-    async def enqueue_traced(topic: str, value: Any = None, key: Any = None,
-                             partition: int | None = None, timestamp_ms: int | None = None,
-                             headers: Any = None, **more: Any) -> Any:
+    async def enqueue_traced(
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Any = None,
+        **more: Any,
+    ) -> Any:
         span, h = tracing.start_send(topic, key, partition, headers)
         try:
             fut = await enqueue(topic, value, key, partition, timestamp_ms, h, **more)
@@ -173,6 +207,7 @@ def trace_aio_consumer(c: Any, tracing: Tracing) -> None:
     """Switch an AIOConsumer to its traced class (``poll`` spans for getmany, ``process``
     spans for ``async for``)."""
     from .traced import TracedAsync, traced_class
+
     c._tracing = tracing
     c.__class__ = traced_class(TracedAsync, type(c))
 
@@ -181,6 +216,7 @@ def traced_stream(cls: type, tracing: Tracing, *args: Any) -> Any:
     """A traced ``cls(*args)`` (a KafkaStream: a ``process`` span per message it hands out;
     made as such, since a KafkaStream's class cannot be switched)."""
     from .traced import TracedStream, traced_class
+
     s = traced_class(TracedStream, cls)(*args)
     s._tracing = tracing
     return s

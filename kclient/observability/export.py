@@ -9,6 +9,7 @@ otherwise (lag, queue depth, per-broker traffic); a mini-broker's snapshot (``ty
 gives ``kclient.broker.*``.  Samples with equal attributes (two clients with one client.id)
 are summed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -67,34 +68,74 @@ class Family:
 
 
 _SPECS = [
-    ("messaging.client.operation.duration", "histogram", "s",
-     "Duration of each request a client made to a broker, by operation (Kafka API)"),
-    ("messaging.client.sent.messages", "counter", "{message}",
-     "Messages a producer sent to a partition (each attempt)"),
-    ("messaging.client.consumed.messages", "counter", "{message}",
-     "Messages a consumer handed to the application, per partition"),
-    ("messaging.process.duration", "histogram", "s",
-     "Time the application spent on a record (process spans, when tracing is on)"),
-    ("kclient.consumer.lag", "gauge", "{message}",
-     "High watermark minus the consumer's position, per partition"),
-    ("kclient.producer.queue.depth", "gauge", "{message}",
-     "Messages queued in a producer and not yet reported"),
+    (
+        "messaging.client.operation.duration",
+        "histogram",
+        "s",
+        "Duration of each request a client made to a broker, by operation (Kafka API)",
+    ),
+    (
+        "messaging.client.sent.messages",
+        "counter",
+        "{message}",
+        "Messages a producer sent to a partition (each attempt)",
+    ),
+    (
+        "messaging.client.consumed.messages",
+        "counter",
+        "{message}",
+        "Messages a consumer handed to the application, per partition",
+    ),
+    (
+        "messaging.process.duration",
+        "histogram",
+        "s",
+        "Time the application spent on a record (process spans, when tracing is on)",
+    ),
+    (
+        "kclient.consumer.lag",
+        "gauge",
+        "{message}",
+        "High watermark minus the consumer's position, per partition",
+    ),
+    (
+        "kclient.producer.queue.depth",
+        "gauge",
+        "{message}",
+        "Messages queued in a producer and not yet reported",
+    ),
     ("kclient.client.requests", "counter", "{request}", "Requests written, per broker and API"),
-    ("kclient.client.connection.errors", "counter", "{error}",
-     "Connection-level failures per broker"),
+    (
+        "kclient.client.connection.errors",
+        "counter",
+        "{error}",
+        "Connection-level failures per broker",
+    ),
     ("kclient.client.errors", "counter", "{error}", "Errors seen, by Kafka error name"),
     ("kclient.client.sent.bytes", "counter", "By", "Request bytes written, per broker"),
     ("kclient.client.received.bytes", "counter", "By", "Response bytes read, per broker"),
     ("kclient.broker.requests", "counter", "{request}", "Requests a mini-broker answered, per API"),
-    ("kclient.broker.request.errors", "counter", "{request}",
-     "Mini-broker answers carrying an error code, per API"),
-    ("kclient.broker.request.duration", "histogram", "s",
-     "Time a mini-broker took to answer a request, per API"),
+    (
+        "kclient.broker.request.errors",
+        "counter",
+        "{request}",
+        "Mini-broker answers carrying an error code, per API",
+    ),
+    (
+        "kclient.broker.request.duration",
+        "histogram",
+        "s",
+        "Time a mini-broker took to answer a request, per API",
+    ),
     ("kclient.broker.received.bytes", "counter", "By", "Request bytes a mini-broker read"),
     ("kclient.broker.sent.bytes", "counter", "By", "Response bytes a mini-broker wrote"),
     ("kclient.broker.connections", "gauge", "{connection}", "Open client connections"),
-    ("kclient.broker.connections.accepted", "counter", "{connection}",
-     "Client connections accepted"),
+    (
+        "kclient.broker.connections.accepted",
+        "counter",
+        "{connection}",
+        "Client connections accepted",
+    ),
 ]
 
 
@@ -118,7 +159,8 @@ def _client(snap: dict[str, Any], fams: dict[str, Family]) -> None:
         at = {**common, "server.address": host, "server.port": port}
         for api, h in b.get("latency_by_api", {}).items():
             fams["messaging.client.operation.duration"].add(
-                {**at, "messaging.operation.name": OPERATION_NAMES.get(api, api)}, _hist(h))
+                {**at, "messaging.operation.name": OPERATION_NAMES.get(api, api)}, _hist(h)
+            )
         for api, n in b.get("requests_by_api", {}).items():
             fams["kclient.client.requests"].add({**at, "kafka.api": api}, n)
         fams["kclient.client.connection.errors"].add(at, b.get("errors", 0))
@@ -129,8 +171,11 @@ def _client(snap: dict[str, Any], fams: dict[str, Family]) -> None:
     producer = snap.get("type") == "producer"
     for key, p in snap.get("partitions", {}).items():
         topic, _, part = key.rpartition("/")
-        at = {**common, "messaging.destination.name": topic,
-              "messaging.destination.partition.id": part}
+        at = {
+            **common,
+            "messaging.destination.name": topic,
+            "messaging.destination.partition.id": part,
+        }
         if producer and "messages" in p:
             fams["messaging.client.sent.messages"].add(at, p["messages"])
         if not producer:
@@ -141,8 +186,9 @@ def _client(snap: dict[str, Any], fams: dict[str, Family]) -> None:
                 fams["kclient.consumer.lag"].add(at, p["lag"])
     for topic, h in snap.get("process_seconds", {}).items():
         fams["messaging.process.duration"].add(
-            {**common, "messaging.destination.name": topic,
-             "messaging.consumer.group.name": group}, _hist(h))
+            {**common, "messaging.destination.name": topic, "messaging.consumer.group.name": group},
+            _hist(h),
+        )
     if producer and "queue_depth" in snap:
         fams["kclient.producer.queue.depth"].add(common, snap["queue_depth"])
 

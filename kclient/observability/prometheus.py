@@ -9,6 +9,7 @@ need the OpenTelemetry SDK just to serve a scrape.)
 Names follow OpenTelemetry's Prometheus mapping: dots become underscores, ``s`` adds
 ``_seconds``, ``By`` ``_bytes``, counters end in ``_total``; attributes become labels.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -46,41 +47,54 @@ class KclientCollector:
             GaugeMetricFamily,
             HistogramMetricFamily,
         )
-        kinds = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily,
-                 "histogram": HistogramMetricFamily}
+
+        kinds = {
+            "counter": CounterMetricFamily,
+            "gauge": GaugeMetricFamily,
+            "histogram": HistogramMetricFamily,
+        }
         for fam in families(self.source()):
             if not fam.samples:
                 continue
             labels = sorted({k for key in fam.samples for k, _ in key})
-            out = kinds[fam.kind](prometheus_name(fam), fam.help, labels=[_label(k) for k in labels])
+            out = kinds[fam.kind](
+                prometheus_name(fam), fam.help, labels=[_label(k) for k in labels]
+            )
             for key, value in fam.samples.items():
                 given = dict(key)
                 values = [given.get(k, "") for k in labels]
                 if isinstance(value, Histogram):
-                    out.add_metric(values, [(_le(le), n) for le, n in value.cumulative()],
-                                   value.sum)
+                    out.add_metric(
+                        values, [(_le(le), n) for le, n in value.cumulative()], value.sum
+                    )
                 else:
                     out.add_metric(values, value)
             yield out
 
     def describe(self) -> list[Any]:
-        return []       # unknown until scraped: no registration-time check
+        return []  # unknown until scraped: no registration-time check
 
 
 def _le(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(float(bound))
 
 
-def serve(source: Callable[[], Iterable[dict[str, Any]]], port: int = 0,
-          addr: str = "127.0.0.1", registry: Any = None) -> Any:
+def serve(
+    source: Callable[[], Iterable[dict[str, Any]]],
+    port: int = 0,
+    addr: str = "127.0.0.1",
+    registry: Any = None,
+) -> Any:
     """Serve ``source``'s families at ``http://addr:port/metrics`` (a daemon thread); the
     server is returned (``server_port``, ``shutdown()``).  ``registry``: a prometheus_client
     CollectorRegistry to add kclient's collector to (default: a registry of its own)."""
     try:
         from prometheus_client import CollectorRegistry, start_http_server
     except ImportError as exc:
-        raise ImportError("serve_prometheus needs prometheus_client: pip install "
-                          "'kclient[otel]' (or prometheus_client)") from exc
+        raise ImportError(
+            "serve_prometheus needs prometheus_client: pip install "
+            "'kclient[otel]' (or prometheus_client)"
+        ) from exc
     if registry is None:
         registry = CollectorRegistry(auto_describe=False)
     registry.register(KclientCollector(source))

@@ -13,6 +13,7 @@ list, read when a client is made) chooses, as OpenTelemetry's instrumentations d
 
 This module imports nothing of OpenTelemetry: it only maps names.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,7 +73,7 @@ def _old_value(key: str, value: Any) -> Any:
     if key == "messaging.operation.type":
         return _OLD_TYPE.get(value, value)
     if key == "messaging.destination.partition.id":
-        return int(value)       # the old attribute was an int, the new one a string
+        return int(value)  # the old attribute was an int, the new one a string
     return value
 
 

@@ -4,6 +4,7 @@ tracing is on (:mod:`.clients`), to a subclass of its own class with one of thes
 The classes users construct keep their untouched code, and this module imports none of them
 (the faces import the observability package, not the other way round).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -20,8 +21,9 @@ def traced_class(mixin: type, cls: type) -> type:
     """``class Traced<cls>(mixin, cls)``, made once per pair."""
     made = _CLASSES.get((mixin, cls))
     if made is None:
-        made = _CLASSES[(mixin, cls)] = type(f"Traced{cls.__name__}", (mixin, cls),
-                                             {"__doc__": cls.__doc__})
+        made = _CLASSES[(mixin, cls)] = type(
+            f"Traced{cls.__name__}", (mixin, cls), {"__doc__": cls.__doc__}
+        )
     return made
 
 

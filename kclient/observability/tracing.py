@@ -13,6 +13,7 @@ Spans follow the OpenTelemetry messaging semantic conventions for Kafka:
 * ``process {topic}`` (CONSUMER) per record handed out by iteration (or :meth:`process`), a
   child of the record's producer span, so producer and consumer share one trace.
 """
+
 from __future__ import annotations
 
 import time
@@ -38,8 +39,11 @@ class HeaderGetter(Getter[Headers]):
     """Reads a propagation field out of Kafka record headers (a list of ``(str, bytes)``)."""
 
     def get(self, carrier: Headers, key: str) -> list[str] | None:
-        out = [v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
-               for k, v in carrier or () if k == key and v is not None]
+        out = [
+            v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
+            for k, v in carrier or ()
+            if k == key and v is not None
+        ]
         return out or None
 
     def keys(self, carrier: Headers) -> list[str]:
@@ -81,19 +85,28 @@ def error_type(exc: BaseException) -> str:
 class Tracing:
     """One client's tracer, the names it writes and the attributes every span of it has."""
 
-    def __init__(self, provider: Any, names: Names, client_id: str | None,
-                 servers: Sequence[tuple[str, int]], group: str | None = None,
-                 metrics: Any = None) -> None:
+    def __init__(
+        self,
+        provider: Any,
+        names: Names,
+        client_id: str | None,
+        servers: Sequence[tuple[str, int]],
+        group: str | None = None,
+        metrics: Any = None,
+    ) -> None:
         self.tracer = provider.get_tracer("kclient", _version())
         self.names = names
         self.group = group or None
         #: the client's ClientMetrics: process spans' durations go to its histogram
         self.metrics = metrics
         host, port = servers[0] if servers else (None, None)
-        self.common = {"messaging.system": SYSTEM, "messaging.client.id": client_id or None,
-                       "server.address": host, "server.port": port}
-        self.receive_kind = SpanKind.CLIENT if names.receive_kind_is_client() \
-            else SpanKind.CONSUMER
+        self.common = {
+            "messaging.system": SYSTEM,
+            "messaging.client.id": client_id or None,
+            "server.address": host,
+            "server.port": port,
+        }
+        self.receive_kind = SpanKind.CLIENT if names.receive_kind_is_client() else SpanKind.CONSUMER
 
     # -- names ------------------------------------------------------------------------------------
     def span_name(self, operation: str, topic: str | None) -> str:
@@ -103,29 +116,47 @@ class Tracing:
             return f"{topic} {old}" if topic else old
         return f"{operation} {topic}" if topic else operation
 
-    def attributes(self, op_name: str, op_type: str, topic: str | None,
-                   partition: int | None = None, **more: Any) -> dict[str, Any]:
+    def attributes(
+        self,
+        op_name: str,
+        op_type: str,
+        topic: str | None,
+        partition: int | None = None,
+        **more: Any,
+    ) -> dict[str, Any]:
         attrs = dict(self.common)
-        attrs.update({"messaging.operation.name": op_name, "messaging.operation.type": op_type,
-                      "messaging.destination.name": topic,
-                      "messaging.destination.partition.id":
-                          None if partition is None or partition < 0 else str(partition)})
+        attrs.update(
+            {
+                "messaging.operation.name": op_name,
+                "messaging.operation.type": op_type,
+                "messaging.destination.name": topic,
+                "messaging.destination.partition.id": None
+                if partition is None or partition < 0
+                else str(partition),
+            }
+        )
         attrs.update(more)
         return self.names.attributes(attrs)
 
     # -- producing --------------------------------------------------------------------------------
-    def start_send(self, topic: str, key: Any, partition: int | None,
-                   headers: Headers | Mapping[str, Any] | None
-                   ) -> tuple[Any, list[tuple[str, Any]]]:
+    def start_send(
+        self,
+        topic: str,
+        key: Any,
+        partition: int | None,
+        headers: Headers | Mapping[str, Any] | None,
+    ) -> tuple[Any, list[tuple[str, Any]]]:
         """A started ``send`` span and the headers carrying its context."""
         span = self.tracer.start_span(
-            self.span_name("send", topic), kind=SpanKind.PRODUCER,
-            attributes=self.attributes("send", "send", topic, partition,
-                                       **{"messaging.kafka.message.key": key_text(key)}))
+            self.span_name("send", topic),
+            kind=SpanKind.PRODUCER,
+            attributes=self.attributes(
+                "send", "send", topic, partition, **{"messaging.kafka.message.key": key_text(key)}
+            ),
+        )
         return span, inject(headers, trace.set_span_in_context(span))
 
-    def end_send(self, span: Any, partition: int, offset: int,
-                 error: BaseException | None) -> None:
+    def end_send(self, span: Any, partition: int, offset: int, error: BaseException | None) -> None:
         """End a ``send`` span with what its delivery report says."""
         if error is not None:
             span.set_attribute("error.type", error_type(error))
@@ -133,7 +164,8 @@ class Tracing:
         else:
             attrs: dict[str, Any] = {
                 "messaging.destination.partition.id": None if partition < 0 else str(partition),
-                "messaging.kafka.offset": offset if offset >= 0 else None}
+                "messaging.kafka.offset": offset if offset >= 0 else None,
+            }
             span.set_attributes(self.names.attributes(attrs))
         span.end()
 
@@ -154,10 +186,18 @@ class Tracing:
         topic = next(iter(topics)) if len(topics) == 1 else None
         part = next(iter(partitions)) if topic is not None and len(partitions) == 1 else None
         span = self.tracer.start_span(
-            self.span_name("poll", topic), kind=self.receive_kind, start_time=start_ns,
-            links=links, attributes=self.attributes(
-                "poll", "receive", topic, part, **{"messaging.batch.message_count": n,
-                                                   "messaging.consumer.group.name": self.group}))
+            self.span_name("poll", topic),
+            kind=self.receive_kind,
+            start_time=start_ns,
+            links=links,
+            attributes=self.attributes(
+                "poll",
+                "receive",
+                topic,
+                part,
+                **{"messaging.batch.message_count": n, "messaging.consumer.group.name": self.group},
+            ),
+        )
         span.end()
 
     def received_batches(self, batches: Mapping[Any, list[Any]], start_ns: int) -> None:
@@ -170,16 +210,26 @@ class Tracing:
         returns ``(span, token, start)`` for :meth:`end_process`."""
         parent = extract(record.headers)
         span = self.tracer.start_span(
-            self.span_name("process", record.topic), context=parent, kind=SpanKind.CONSUMER,
+            self.span_name("process", record.topic),
+            context=parent,
+            kind=SpanKind.CONSUMER,
             attributes=self.attributes(
-                "process", "process", record.topic, record.partition,
-                **{"messaging.kafka.offset": record.offset,
-                   "messaging.kafka.message.key": key_text(record.key),
-                   "messaging.consumer.group.name": self.group}))
+                "process",
+                "process",
+                record.topic,
+                record.partition,
+                **{
+                    "messaging.kafka.offset": record.offset,
+                    "messaging.kafka.message.key": key_text(record.key),
+                    "messaging.consumer.group.name": self.group,
+                },
+            ),
+        )
         return span, otel_context.attach(trace.set_span_in_context(span)), time.monotonic()
 
-    def end_process(self, span: Any, token: Any, start: float,
-                    error: BaseException | None = None) -> None:
+    def end_process(
+        self, span: Any, token: Any, start: float, error: BaseException | None = None
+    ) -> None:
         """Detach and end a ``process`` span (recording ``error`` if processing raised), and
         count its duration in the client's messaging.process.duration histogram."""
         try:
@@ -191,8 +241,11 @@ class Tracing:
                 span.set_status(Status(StatusCode.ERROR, str(error)))
             span.end()
             if self.metrics is not None:
-                topic = span.attributes.get("messaging.destination.name") if hasattr(
-                    span, "attributes") else None
+                topic = (
+                    span.attributes.get("messaging.destination.name")
+                    if hasattr(span, "attributes")
+                    else None
+                )
                 self.metrics.processed(topic or "", time.monotonic() - start)
 
     def end_open(self, started: tuple[Any, Any, float] | None) -> tuple[Any, Any, float] | None:
@@ -216,17 +269,21 @@ class Tracing:
             self.end_process(span, token, start, error)
 
     @contextmanager
-    def task(self, operation: str, topic: str | None, partition: int | None = None,
-             **attrs: Any) -> Iterator[dict[str, Any]]:
+    def task(
+        self, operation: str, topic: str | None, partition: int | None = None, **attrs: Any
+    ) -> Iterator[dict[str, Any]]:
         """A span around one Spark task (``send`` for the sink: current while it runs, so the
         messages' spans are its children; ``receive`` for the source: not made current, as it
         spans a generator); set ``count`` in the yielded dict to record
         ``messaging.batch.message_count``."""
         sink = operation == "send"
         span = self.tracer.start_span(
-            self.span_name(operation, topic), kind=SpanKind.PRODUCER if sink else SpanKind.CONSUMER,
-            attributes=self.attributes(operation, "send" if sink else "receive", topic, partition,
-                                       **attrs))
+            self.span_name(operation, topic),
+            kind=SpanKind.PRODUCER if sink else SpanKind.CONSUMER,
+            attributes=self.attributes(
+                operation, "send" if sink else "receive", topic, partition, **attrs
+            ),
+        )
         token = otel_context.attach(trace.set_span_in_context(span)) if sink else None
         done: dict[str, Any] = {"count": None}
         try:
@@ -256,6 +313,7 @@ class Tracing:
 def _version() -> str | None:
     """kclient's installed version, for the tracer's instrumentation scope."""
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("kclient")
     except PackageNotFoundError:

@@ -2,6 +2,7 @@
 
 See ``docs/producer.md`` for configuration, delivery reports and hooks.
 """
+
 from .callback import CallbackHandler, EventHandler
 from .data import DeliveryReport, ProducerData, RecordMetadata
 from .event_handler import DefaultEventHandler
@@ -9,6 +10,14 @@ from .future import DeliveryFuture
 from .producer import Producer
 from .send_thread import ProducerSendThread
 
-__all__ = ["Producer", "ProducerData", "DeliveryReport", "RecordMetadata", "DeliveryFuture",
-           "CallbackHandler",
-           "EventHandler", "DefaultEventHandler", "ProducerSendThread"]
+__all__ = [
+    "Producer",
+    "ProducerData",
+    "DeliveryReport",
+    "RecordMetadata",
+    "DeliveryFuture",
+    "CallbackHandler",
+    "EventHandler",
+    "DefaultEventHandler",
+    "ProducerSendThread",
+]

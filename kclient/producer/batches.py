@@ -15,6 +15,7 @@ re-stamps the encoded header; only a retry to a broker of another message format
 and then from the values decoded out of the first encoding, never from the caller's (possibly
 mutated) buffers.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,10 +45,17 @@ MAX_BATCH_BYTES = 1_000_000
 #: Estimated bytes a record adds besides its key and value (varints, attributes, headers count).
 RECORD_OVERHEAD = 12
 
-def encode_records(values: list[Any], keys: list[Any] | None, timestamps: list[Any] | None,
-                   headers: list[Any] | None, magic: int, codec: int,
-                   timestamp: int | None = None,
-                   lengths: list[int] | None = None) -> bytes | bytearray:
+
+def encode_records(
+    values: list[Any],
+    keys: list[Any] | None,
+    timestamps: list[Any] | None,
+    headers: list[Any] | None,
+    magic: int,
+    codec: int,
+    timestamp: int | None = None,
+    lengths: list[int] | None = None,
+) -> bytes | bytearray:
     """Encode one partition's messages in message format ``magic`` with ``codec``."""
     if timestamp is None:
         timestamp = int(time.time() * 1000)
@@ -58,9 +66,11 @@ def encode_records(values: list[Any], keys: list[Any] | None, timestamps: list[A
     if headers is not None:
         raise UnsupportedVersionError(
             f"record headers need message format v2 (Produce v3+, Kafka 0.11+); this broker "
-            f"takes magic {magic}")
-    return build_message_set(values, keys, timestamps, magic=magic, codec=codec,
-                             timestamp=timestamp)
+            f"takes magic {magic}"
+        )
+    return build_message_set(
+        values, keys, timestamps, magic=magic, codec=codec, timestamp=timestamp
+    )
 
 
 #: value types the encoders copy as they are (memoryviews only when byte-shaped: see
@@ -123,15 +133,41 @@ class PartitionBatch:
     both what is sent and what is reported).
     """
 
-    __slots__ = ("topic", "partition", "entries", "values", "keys", "timestamps", "headers",
-                 "codec", "attempts", "error", "due", "lengths", "_encoded", "created",
-                 "deadline", "producer_id", "producer_epoch", "base_sequence", "transactional",
-                 "_stamp")
+    __slots__ = (
+        "topic",
+        "partition",
+        "entries",
+        "values",
+        "keys",
+        "timestamps",
+        "headers",
+        "codec",
+        "attempts",
+        "error",
+        "due",
+        "lengths",
+        "_encoded",
+        "created",
+        "deadline",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "transactional",
+        "_stamp",
+    )
 
-    def __init__(self, topic: str, partition: int, entries: list[Entry] | None,
-                 values: list[Any], keys: list[Any] | None = None,
-                 timestamps: list[Any] | None = None, headers: list[Any] | None = None,
-                 codec: int = compression.NONE, lengths: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        entries: list[Entry] | None,
+        values: list[Any],
+        keys: list[Any] | None = None,
+        timestamps: list[Any] | None = None,
+        headers: list[Any] | None = None,
+        codec: int = compression.NONE,
+        lengths: list[int] | None = None,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.entries = entries
@@ -157,8 +193,9 @@ class PartitionBatch:
         self.base_sequence = -1
         self.transactional = False
 
-    def set_sequence(self, producer_id: int, epoch: int, base_sequence: int,
-                     transactional: bool = False) -> None:
+    def set_sequence(
+        self, producer_id: int, epoch: int, base_sequence: int, transactional: bool = False
+    ) -> None:
         """Stamp the batch (idempotent producer); ``base_sequence`` -1 clears the stamp.
 
         The next :meth:`encode` patches the stamp into the encoding it has (no re-encoding)."""
@@ -171,22 +208,34 @@ class PartitionBatch:
     def encode(self, magic: int) -> bytes | bytearray:
         """The records in format ``magic`` (cached: a retry sends the same records, re-stamped
         when its idempotence stamp changed)."""
-        stamp = (self.producer_id, self.producer_epoch, self.base_sequence,
-                 self.transactional) if self.base_sequence >= 0 else None
+        stamp = (
+            (self.producer_id, self.producer_epoch, self.base_sequence, self.transactional)
+            if self.base_sequence >= 0
+            else None
+        )
         if stamp is not None and magic < 2:
             raise UnsupportedVersionError(
                 "enable.idempotence needs message format v2 (Produce v3+, Kafka 0.11+); "
-                f"this broker takes magic {magic}")
+                f"this broker takes magic {magic}"
+            )
         enc = self._encoded
         if enc is not None and enc[0] == magic:
             if stamp == self._stamp:
                 return enc[1]
             data = enc[1]
         else:
-            if enc is not None:     # another format: the values as first encoded
+            if enc is not None:  # another format: the values as first encoded
                 self._freeze(enc[1])
-            data = encode_records(self.values, self.keys, self.timestamps, self.headers, magic,
-                                  self.codec, self.created, self.lengths)
+            data = encode_records(
+                self.values,
+                self.keys,
+                self.timestamps,
+                self.headers,
+                magic,
+                self.codec,
+                self.created,
+                self.lengths,
+            )
             self._stamp = None
         if stamp != self._stamp:
             data = set_producer_state(data, *(stamp or (-1, -1, -1, False)))
@@ -197,7 +246,8 @@ class PartitionBatch:
     def _freeze(self, encoded: bytes | bytearray) -> None:
         """Replace mutable values and keys by the bytes ``encoded`` holds for them."""
         if all(type(v) is bytes or v is None for v in self.values) and (
-                self.keys is None or all(type(k) is bytes or k is None for k in self.keys)):
+            self.keys is None or all(type(k) is bytes or k is None for k in self.keys)
+        ):
             return
         records = list(RecordsReader(bytes(encoded)))
         self.values = [None if r.value is None else bytes(r.value) for r in records]
@@ -209,19 +259,38 @@ class PartitionBatch:
         """Drop the encoded bytes once acknowledged (they can be large)."""
         self._encoded = self._stamp = None
 
-    def report(self, base_offset: int = -1, error: BaseException | None = None,
-               timestamp: int = -1) -> DeliveryReport:
+    def report(
+        self, base_offset: int = -1, error: BaseException | None = None, timestamp: int = -1
+    ) -> DeliveryReport:
         """The DeliveryReport of this batch."""
         self._encoded = self._stamp = None
         if self.entries is not None:
-            r = DeliveryReport(self.topic, self.partition, None, base_offset, error,
-                               timestamp, self.attempts, entries=self.entries)
+            r = DeliveryReport(
+                self.topic,
+                self.partition,
+                None,
+                base_offset,
+                error,
+                timestamp,
+                self.attempts,
+                entries=self.entries,
+            )
         else:
-            r = DeliveryReport(self.topic, self.partition, None, base_offset, error, timestamp,
-                               self.attempts, values=self.values)
+            r = DeliveryReport(
+                self.topic,
+                self.partition,
+                None,
+                base_offset,
+                error,
+                timestamp,
+                self.attempts,
+                values=self.values,
+            )
         r.create_time = self.created
         return r
 
     def __repr__(self) -> str:
-        return (f"PartitionBatch({self.topic!r}, {self.partition}, {len(self.values)} messages, "
-                f"attempts={self.attempts})")
+        return (
+            f"PartitionBatch({self.topic!r}, {self.partition}, {len(self.values)} messages, "
+            f"attempts={self.attempts})"
+        )

@@ -5,6 +5,7 @@ its byte count (``memoryview(b)``, slices of it, ``.cast("B")``): the encoders m
 with ``len`` and copy them with ``join``, so a view of wider items (``array("i")``) or a strided
 one would be measured wrong or refused.  Anything else goes through the configured encoder.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -21,6 +21,7 @@ partition, group by broker, compress and send with retries.  ``handle(events)`` 
 delivery reports.  The default implementation is
 :class:`kclient.producer.event_handler.DefaultEventHandler`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -30,8 +31,15 @@ from .data import DeliveryReport, ProducerData
 
 __all__ = ["CallbackHandler", "EventHandler", "overridden_hooks", "HOOKS"]
 
-HOOKS = ("before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
-         "before_sending_data", "on_delivery", "last_batch_before_close", "close")
+HOOKS = (
+    "before_enqueue",
+    "after_enqueue",
+    "after_dequeuing_existing_data",
+    "before_sending_data",
+    "on_delivery",
+    "last_batch_before_close",
+    "close",
+)
 
 
 class CallbackHandler:

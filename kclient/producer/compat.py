@@ -2,6 +2,7 @@
 ``list_topics()``), and :func:`delivery_callbacks`, which sorts what ``Producer(on_delivery=...)``
 was given into the one per-message signature ``on_delivery(err, metadata)`` that
 ``produce(on_delivery=)`` uses."""
+
 from __future__ import annotations
 
 import logging
@@ -43,15 +44,17 @@ class ProducerCompat:
         callbacks) since the previous poll(), waiting up to ``timeout`` seconds (None or
         negative: no limit) for one while messages are queued.  kclient calls delivery
         callbacks on its send thread as outcomes arrive, so poll() is never needed for them."""
-        if timeout is not None and (isinstance(timeout, bool)
-                                    or not isinstance(timeout, (int, float))):
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+        ):
             raise TypeError(f"poll() takes timeout in seconds, got {timeout!r}")
         seen = getattr(self, "_polled", 0)
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         now = self._outcomes()
         while now == seen and self.queued and (deadline is None or time.monotonic() < deadline):
-            time.sleep(_TICK if deadline is None else
-                       max(0.0, min(_TICK, deadline - time.monotonic())))
+            time.sleep(
+                _TICK if deadline is None else max(0.0, min(_TICK, deadline - time.monotonic()))
+            )
             now = self._outcomes()
         self._polled = now
         return now - seen
@@ -64,27 +67,34 @@ class ProducerCompat:
         """A producer is true even with nothing queued (``len()`` does not make it false)."""
         return True
 
-    def list_topics(self, topic: str | None = None, timeout: float | None = None
-                    ) -> ClusterMetadata:
+    def list_topics(
+        self, topic: str | None = None, timeout: float | None = None
+    ) -> ClusterMetadata:
         """Brokers and topics (confluent-kafka's ``list_topics``); a missing ``topic`` is not
         created.  ``timeout`` is accepted for compatibility (the request timeout applies)."""
         return cluster_metadata(self.context.cluster, topic)
 
 
-def delivery_callbacks(on_delivery: Callable[..., Any] | None,
-                       on_report: Callable[[Any], Any] | None) -> Callable[[Any], Any] | None:
+def delivery_callbacks(
+    on_delivery: Callable[..., Any] | None, on_report: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
     """One callable taking a DeliveryReport (a partition batch) from the producer's two hooks:
     ``on_delivery(err, metadata)`` once per message, ``on_report(report)`` once per batch.
 
     A one-argument ``on_delivery`` is kclient 0.1's per-batch hook: it still works, as
     ``on_report``, with a DeprecationWarning."""
     if on_delivery is not None and not takes_two_args(on_delivery):
-        warnings.warn("Producer(on_delivery=f) calls f(err, metadata) once per message, as "
-                      "produce(on_delivery=) does; a one-argument f gets DeliveryReports: "
-                      "pass it as on_report=f", DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            "Producer(on_delivery=f) calls f(err, metadata) once per message, as "
+            "produce(on_delivery=) does; a one-argument f gets DeliveryReports: "
+            "pass it as on_report=f",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         if on_report is not None:
-            raise TypeError("Producer() got two per-batch callbacks (on_report and a "
-                            "one-argument on_delivery)")
+            raise TypeError(
+                "Producer() got two per-batch callbacks (on_report and a one-argument on_delivery)"
+            )
         on_delivery, on_report = None, on_delivery
     if on_delivery is None:
         return on_report
@@ -101,4 +111,5 @@ def delivery_callbacks(on_delivery: Callable[..., Any] | None,
                 log.exception("on_delivery callback raised")
         if on_report is not None:
             on_report(r)
+
     return report

@@ -5,6 +5,7 @@ or, with ``zookeeper.connect``, from the broker registry ``/brokers/ids/[id]`` t
 (and the mini-broker) write to ZooKeeper.  The ZooKeeper list is read again whenever none of the
 known brokers answers, so a cluster that moved is found again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,13 @@ from kclient.connection import ConnectionSettings
 from kclient.encoders import StringEncoder
 from kclient.errors import InvalidConfigError, NoBrokersAvailableError
 
-__all__ = ["ProducerContext", "connection_settings", "zookeeper_brokers", "build_context",
-           "create_encoder"]
+__all__ = [
+    "ProducerContext",
+    "connection_settings",
+    "zookeeper_brokers",
+    "build_context",
+    "create_encoder",
+]
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +82,12 @@ def connection_settings(config: Mapping[str, Any]) -> ConnectionSettings:
 
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
     """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
-    zk = zkutils.make_client(connect, config["zookeeper.session.timeout.ms"],
-                             config["zookeeper.connection.timeout.ms"],
-                             zkutils.kazoo_options(config))
+    zk = zkutils.make_client(
+        connect,
+        config["zookeeper.session.timeout.ms"],
+        config["zookeeper.connection.timeout.ms"],
+        zkutils.kazoo_options(config),
+    )
     try:
         with zkutils.zk_errors(connect, "reading /brokers/ids"):
             protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
@@ -103,15 +112,21 @@ def build_context(config: Mapping[str, Any], metrics: Any = None) -> ProducerCon
     else:
         raise InvalidConfigError(
             "the producer needs 'metadata.broker.list' (alias 'bootstrap.servers') or "
-            "'zookeeper.connect' to find brokers", "metadata.broker.list")
+            "'zookeeper.connect' to find brokers",
+            "metadata.broker.list",
+        )
     cluster = Cluster(bootstrap, settings)
-    return ProducerContext(config=config, cluster=cluster,
-                           encoder=create_encoder(config, "serializer.class"),
-                           key_encoder=create_encoder(config, "key.serializer.class"),
-                           partitioner=config.create("partitioner.class")
-                           if hasattr(config, "create") else config["partitioner.class"],
-                           max_in_flight=config["max.in.flight.requests.per.connection"],
-                           zookeeper_connect=zk)
+    return ProducerContext(
+        config=config,
+        cluster=cluster,
+        encoder=create_encoder(config, "serializer.class"),
+        key_encoder=create_encoder(config, "key.serializer.class"),
+        partitioner=config.create("partitioner.class")
+        if hasattr(config, "create")
+        else config["partitioner.class"],
+        max_in_flight=config["max.in.flight.requests.per.connection"],
+        zookeeper_connect=zk,
+    )
 
 
 def create_encoder(config: Mapping[str, Any], key: str) -> Any:

@@ -8,6 +8,7 @@ them were acknowledged together (consecutive offsets from ``base_offset``) or al
 same ``error``.  One report per batch keeps delivery reporting off the per-message path; iterate
 it to get ``(message, offset)`` pairs when you need them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -17,8 +18,18 @@ from kclient.protocol.speedups import load_speedup
 
 from .data_methods import FIELDS, describe, equal, get_extra, set_extra
 
-__all__ = ["ProducerData", "DeliveryReport", "RecordMetadata", "failure_reports", "to_entry",
-           "to_entries", "from_entries", "Entry", "Header", "speedups"]
+__all__ = [
+    "ProducerData",
+    "DeliveryReport",
+    "RecordMetadata",
+    "failure_reports",
+    "to_entry",
+    "to_entries",
+    "from_entries",
+    "Entry",
+    "Header",
+    "speedups",
+]
 
 #: A record header: name and value (None for a null value).
 Header = tuple[str, bytes | None]
@@ -56,8 +67,15 @@ class ProducerData:
 
     __slots__ = ("topic", "value", "_extra")
 
-    def __init__(self, topic: str, value: Any, key: Any = None, partition: int | None = None,
-                 timestamp: int | None = None, headers: Sequence[Header] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        value: Any,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> None:
         self.topic = topic
         self.value = value
         if key is None and partition is None and timestamp is None and headers is None:
@@ -107,15 +125,22 @@ class RecordMetadata:
     __slots__ = ("topic", "partition", "offset", "timestamp")
 
     def __init__(self, topic: str, partition: int, offset: int, timestamp: int = -1) -> None:
-        self.topic, self.partition, self.offset, self.timestamp = topic, partition, offset, timestamp
+        self.topic, self.partition, self.offset, self.timestamp = (
+            topic,
+            partition,
+            offset,
+            timestamp,
+        )
 
     def __repr__(self) -> str:
         return f"RecordMetadata({self.topic!r}, {self.partition}, {self.offset})"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, RecordMetadata) and
-                (self.topic, self.partition, self.offset) ==
-                (other.topic, other.partition, other.offset))
+        return isinstance(other, RecordMetadata) and (self.topic, self.partition, self.offset) == (
+            other.topic,
+            other.partition,
+            other.offset,
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -136,13 +161,32 @@ class DeliveryReport:
     * ``attempts``: how many times the batch was sent.
     """
 
-    __slots__ = ("topic", "partition", "base_offset", "error", "timestamp", "attempts",
-                 "create_time", "_messages", "_entries", "_values")
+    __slots__ = (
+        "topic",
+        "partition",
+        "base_offset",
+        "error",
+        "timestamp",
+        "attempts",
+        "create_time",
+        "_messages",
+        "_entries",
+        "_values",
+    )
 
-    def __init__(self, topic: str, partition: int, messages: Sequence[ProducerData] | None = None,
-                 base_offset: int = -1, error: BaseException | None = None,
-                 timestamp: int = -1, attempts: int = 1, *, entries: list[Entry] | None = None,
-                 values: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        messages: Sequence[ProducerData] | None = None,
+        base_offset: int = -1,
+        error: BaseException | None = None,
+        timestamp: int = -1,
+        attempts: int = 1,
+        *,
+        entries: list[Entry] | None = None,
+        values: list[Any] | None = None,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.base_offset = base_offset
@@ -198,8 +242,10 @@ class DeliveryReport:
         if self.error is not None:
             return []
         offsets = self.offsets or [-1] * len(self)
-        return [RecordMetadata(self.topic, self.partition, off, self.record_timestamp(i))
-                for i, off in enumerate(offsets)]
+        return [
+            RecordMetadata(self.topic, self.partition, off, self.record_timestamp(i))
+            for i, off in enumerate(offsets)
+        ]
 
     def record_timestamp(self, index: int) -> int:
         """The timestamp message ``index`` has in the log: the broker's LogAppendTime if the
@@ -220,10 +266,13 @@ class DeliveryReport:
         return [(m, self.error) for m in self.messages]
 
     def __repr__(self) -> str:
-        outcome = (f"error={self.error!r}" if self.error is not None
-                   else f"base_offset={self.base_offset}")
-        return (f"DeliveryReport({self.topic!r}, partition={self.partition}, "
-                f"messages={len(self)}, {outcome}, attempts={self.attempts})")
+        outcome = (
+            f"error={self.error!r}" if self.error is not None else f"base_offset={self.base_offset}"
+        )
+        return (
+            f"DeliveryReport({self.topic!r}, partition={self.partition}, "
+            f"messages={len(self)}, {outcome}, attempts={self.attempts})"
+        )
 
 
 # ----------------------------------------------------------------------------- queue entries
@@ -235,6 +284,7 @@ class DeliveryReport:
 # entries costs the collector nothing, while 100,000 queued objects would be traversed again
 # and again (a third of the producer's time in measurements).
 
+
 def to_entry(d: ProducerData) -> Entry:
     """The queue entry of a message."""
     x = d._extra
@@ -243,18 +293,22 @@ def to_entry(d: ProducerData) -> Entry:
 
 def to_entries(items: Sequence[ProducerData]) -> list[Entry]:
     """Queue entries of messages."""
-    return [(d.topic, d.value) if d._extra is None else (d.topic, d.value) + d._extra
-            for d in items]
+    return [
+        (d.topic, d.value) if d._extra is None else (d.topic, d.value) + d._extra for d in items
+    ]
 
 
 def from_entries(entries: Sequence[Entry]) -> list[ProducerData]:
     """ProducerData objects of queue entries (a ``produce()`` entry's future left out)."""
-    return [ProducerData(*e) if len(e) != 3 and len(e) != 7 else ProducerData(*e[:len(e) - 1])
-            for e in entries]
+    return [
+        ProducerData(*e) if len(e) != 3 and len(e) != 7 else ProducerData(*e[: len(e) - 1])
+        for e in entries
+    ]
 
 
-def failure_reports(entries: Sequence[Entry], error: BaseException,
-                    attempts: int = 0) -> list[DeliveryReport]:
+def failure_reports(
+    entries: Sequence[Entry], error: BaseException, attempts: int = 0
+) -> list[DeliveryReport]:
     """Failed reports (partition -1) for queue entries that never reached a partition."""
     groups: dict[str, list[Entry]] = {}
     for e in entries:
@@ -262,5 +316,7 @@ def failure_reports(entries: Sequence[Entry], error: BaseException,
         if g is None:
             groups[e[0]] = g = []
         g.append(e)
-    return [DeliveryReport(topic, -1, None, -1, error, -1, attempts, entries=es)
-            for topic, es in groups.items()]
+    return [
+        DeliveryReport(topic, -1, None, -1, error, -1, attempts, entries=es)
+        for topic, es in groups.items()
+    ]

@@ -1,11 +1,20 @@
 """ProducerData's behaviour beyond its slots, written once for both of its classes: the Python
 one in :mod:`kclient.producer.data` and the C one in ``_speedups.pyx`` call these."""
+
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FIELDS", "get_extra", "set_extra", "describe", "equal", "wrong_send", "wrong_call",
-           "NO"]
+__all__ = [
+    "FIELDS",
+    "get_extra",
+    "set_extra",
+    "describe",
+    "equal",
+    "wrong_send",
+    "wrong_call",
+    "NO",
+]
 
 #: the optional fields, in the order ``_extra`` packs them
 FIELDS = ("key", "partition", "timestamp", "headers")
@@ -27,8 +36,11 @@ def set_extra(d: Any, index: int, value: Any) -> None:
 
 def describe(d: Any) -> str:
     """``ProducerData('topic', b'value', key=...)``, long values cut at 40 characters."""
-    extra = "".join(f", {name}={value!r}" for name, value in zip(FIELDS, d._extra or _NONE4)
-                    if value is not None)
+    extra = "".join(
+        f", {name}={value!r}"
+        for name, value in zip(FIELDS, d._extra or _NONE4)
+        if value is not None
+    )
     value = d.value
     if isinstance(value, bytes) and len(value) > 40:
         value = value[:37] + b"..."
@@ -61,16 +73,22 @@ def wrong_send(args: tuple[Any, ...], kwargs: dict[str, Any]) -> TypeError:
     kwargs = dict(kwargs)
     if len(args) == 1 and "value" in kwargs:
         args += (kwargs.pop("value"),)
-    if "timestamp_ms" in kwargs:    # kafka-python's name of ProducerData's timestamp
+    if "timestamp_ms" in kwargs:  # kafka-python's name of ProducerData's timestamp
         kwargs["timestamp"] = kwargs.pop("timestamp_ms")
     shown = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
     inner = ", ".join(shown) or "topic, value"
-    data = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()
-                                                  if k != "on_delivery"]) or "topic, value"
+    data = (
+        ", ".join(
+            [_short(a) for a in args]
+            + [f"{k}={_short(v)}" for k, v in kwargs.items() if k != "on_delivery"]
+        )
+        or "topic, value"
+    )
     return TypeError(
         f"send() takes one ProducerData or a list of them, not send({inner}): write "
         f"p.send(ProducerData({data})), or p.produce({inner}) for a future per message "
-        "(kafka-python's send(topic, value) and confluent-kafka's produce(topic, value))")
+        "(kafka-python's send(topic, value) and confluent-kafka's produce(topic, value))"
+    )
 
 
 def _short(x: Any) -> str:

@@ -17,6 +17,7 @@ Non-retriable errors fail at once.  Every message ends in exactly one report.
 Produce connections are owned here (one per broker, separate from the metadata connection), so
 a broken socket fails exactly the requests that were in flight on it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -55,13 +56,19 @@ __all__ = ["DefaultEventHandler"]
 log = logging.getLogger(__name__)
 INF = float("inf")
 
+
 class _InFlight:
     """One produce request awaiting its response."""
 
     __slots__ = ("conn", "node", "corr", "batches")
 
-    def __init__(self, conn: BrokerConnection, node: int, corr: int,
-                 batches: dict[tuple[str, int], PartitionBatch]) -> None:
+    def __init__(
+        self,
+        conn: BrokerConnection,
+        node: int,
+        corr: int,
+        batches: dict[tuple[str, int], PartitionBatch],
+    ) -> None:
         self.conn, self.node, self.corr, self.batches = conn, node, corr, batches
 
 
@@ -70,8 +77,15 @@ class _Parked:
 
     __slots__ = ("events", "attempts", "due", "error", "deadline", "since")
 
-    def __init__(self, events: list[Entry], attempts: int, due: float,
-                 error: BaseException, deadline: float, since: float) -> None:
+    def __init__(
+        self,
+        events: list[Entry],
+        attempts: int,
+        due: float,
+        error: BaseException,
+        deadline: float,
+        since: float,
+    ) -> None:
         self.events, self.attempts, self.due, self.error = events, attempts, due, error
         self.deadline, self.since = deadline, since
 
@@ -189,8 +203,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         dues = [b.due for b in self._retry] + [p.due for p in self._parked]
         return min(dues) if dues else None
 
-    def submit(self, events: list[Entry], checked: Any = None, since: float | None = None
-               ) -> None:
+    def submit(self, events: list[Entry], checked: Any = None, since: float | None = None) -> None:
         """Serialize, partition and send queue entries; outcomes arrive via :meth:`take_reports`.
 
         ``events`` are tuples ``(topic, value[, key, partition, timestamp, headers])`` (see
@@ -200,8 +213,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         counts from it.
         """
         timeout = self.delivery_timeout
-        self._deadline = INF if timeout is None else \
-            (time.monotonic() if since is None else since) + timeout
+        self._deadline = (
+            INF if timeout is None else (time.monotonic() if since is None else since) + timeout
+        )
         self._maybe_refresh()
         batches = self._prepare(events, 0, checked)
         if batches:
@@ -220,7 +234,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         if not due and not parked:
             self._maybe_refresh()
             return
-        if self.txn is not None:    # a partition's waiting batches go out together, in order
+        if self.txn is not None:  # a partition's waiting batches go out together, in order
             tps = {(b.topic, b.partition) for b in due}
             due = [b for b in self._retry if b.due <= now or (b.topic, b.partition) in tps]
             ids = {id(b) for b in due}
@@ -285,8 +299,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         try:
             conn.request(METADATA, {"topics": [], "allow_auto_topic_creation": False})
         except KafkaError as exc:
-            log.info("%s: no answer before closing (acks=0 requests may be lost): %s",
-                     conn.address, exc)
+            log.info(
+                "%s: no answer before closing (acks=0 requests may be lost): %s", conn.address, exc
+            )
 
     # ------------------------------------------------------------------ metadata
     def _maybe_refresh(self) -> None:
@@ -301,8 +316,11 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _refresh(self, topics: Iterable[str]) -> None:
         """Refresh metadata for ``topics`` (tenacity: one retry after the backoff)."""
         retryer = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(2), wait=self.wait,
-            retry=tenacity.retry_if_exception(_retriable), reraise=True)
+            stop=tenacity.stop_after_attempt(2),
+            wait=self.wait,
+            retry=tenacity.retry_if_exception(_retriable),
+            reraise=True,
+        )
         try:
             retryer(self._refresh_once, sorted(topics))
             self._stale = False
@@ -316,8 +334,11 @@ class DefaultEventHandler(Preparer, EventHandler):
         try:
             self.cluster.refresh(topics)
         except NoBrokersAvailableError:
-            if self.context is not None and getattr(self.context, "rediscover", None) \
-                    and self.context.rediscover():
+            if (
+                self.context is not None
+                and getattr(self.context, "rediscover", None)
+                and self.context.rediscover()
+            ):
                 self.cluster.refresh(topics)
             else:
                 raise
@@ -353,8 +374,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         conn = self._conns.get(node)
         if conn is None or (conn.host, conn.port) != (info.host, info.port):
             if conn is not None:
-                self._connection_failed(conn, KafkaConnectionError(
-                    conn.host, conn.port, "broker moved"))
+                self._connection_failed(
+                    conn, KafkaConnectionError(conn.host, conn.port, "broker moved")
+                )
             conn = BrokerConnection(info.host, info.port, self.cluster.settings, node_id=node)
             self._conns[node] = conn
         if not conn.connected:
@@ -371,8 +393,13 @@ class DefaultEventHandler(Preparer, EventHandler):
             info = self.cluster.topics.get(b.topic)
             part = info.partitions.get(b.partition) if info is not None else None
             if part is None or part.leader not in self.cluster.brokers:
-                self._retry_later(b, LeaderNotAvailableError(
-                    f"topic {b.topic!r} partition {b.partition} has no known leader"), sent=False)
+                self._retry_later(
+                    b,
+                    LeaderNotAvailableError(
+                        f"topic {b.topic!r} partition {b.partition} has no known leader"
+                    ),
+                    sent=False,
+                )
                 continue
             by_node.setdefault(part.leader, []).append(b)
         for node, bs in by_node.items():
@@ -390,8 +417,9 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _send_request(self, node: int, batches: list[PartitionBatch]) -> None:
         try:
             conn = self._connection(node)
-            version = conn.version(PRODUCE, None if self.txn is None
-                                   else self.txn.produce_max_version())
+            version = conn.version(
+                PRODUCE, None if self.txn is None else self.txn.produce_max_version()
+            )
         except KafkaError as exc:
             self._stale = True
             for b in batches:
@@ -453,8 +481,16 @@ class DefaultEventHandler(Preparer, EventHandler):
             for b in entry.batches.values():
                 self._retry_later(b, exc)
             return
-        settle(resp, entry.node, entry.batches, self.txn, self._others, self._succeed,
-               self._fail, self._retry_forced)
+        settle(
+            resp,
+            entry.node,
+            entry.batches,
+            self.txn,
+            self._others,
+            self._succeed,
+            self._fail,
+            self._retry_forced,
+        )
 
     def _connection_failed(self, conn: BrokerConnection, exc: BaseException) -> None:
         """Close ``conn`` and retry every other request that was in flight on it."""
@@ -471,8 +507,9 @@ class DefaultEventHandler(Preparer, EventHandler):
         """The error of messages whose delivery.timeout.ms ran out (``exc``: the last failure,
         chained as the cause)."""
         ms = int((self.delivery_timeout or 0) * 1000)
-        err = KafkaTimeoutError(f"delivery.timeout.ms ({ms} ms) expired after {attempts} "
-                                f"attempt(s); last error: {exc}")
+        err = KafkaTimeoutError(
+            f"delivery.timeout.ms ({ms} ms) expired after {attempts} attempt(s); last error: {exc}"
+        )
         err.__cause__ = exc
         return err
 
@@ -482,8 +519,13 @@ class DefaultEventHandler(Preparer, EventHandler):
     def _retry_forced(self, b: PartitionBatch, exc: BaseException, force: bool) -> None:
         self._retry_later(b, exc, force_retriable=force)
 
-    def _retry_later(self, b: PartitionBatch, exc: BaseException, sent: bool = True,
-                     force_retriable: bool = False) -> None:
+    def _retry_later(
+        self,
+        b: PartitionBatch,
+        exc: BaseException,
+        sent: bool = True,
+        force_retriable: bool = False,
+    ) -> None:
         give_up, refresh = retry_verdict(b, exc, sent, force_retriable, self.max_retries)
         b.error = exc
         m = self.metrics
@@ -508,21 +550,22 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._reports.append(b.report(base_offset, None, log_append_time))
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
-        if self.txn is not None:    # a gap in its sequences: bump (KIP-360), or must abort
+        if self.txn is not None:  # a gap in its sequences: bump (KIP-360), or must abort
             self.txn.record_failure(exc, b.base_sequence >= 0)
         self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:
         self._reports += failure_reports(events, exc, attempts)
 
-    def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
-                      attempts: int) -> None:
+    def _fail_indices(
+        self, topic: str, evs: list[Entry], bad: dict[int, BaseException], attempts: int
+    ) -> None:
         for i, exc in sorted(bad.items()):
             if self.metrics is not None:
                 self.metrics.error(exc)
-            self._reports.append(DeliveryReport(topic, -1, None, -1, exc, -1, attempts,
-                                                entries=[evs[i]]))
-
+            self._reports.append(
+                DeliveryReport(topic, -1, None, -1, exc, -1, attempts, entries=[evs[i]])
+            )
 
     # ------------------------------------------------------------------ idempotence
     def _sequence(self, batches: list[PartitionBatch]) -> list[PartitionBatch]:
@@ -552,14 +595,14 @@ class DefaultEventHandler(Preparer, EventHandler):
             for key in e.batches:
                 inflight[key] = inflight.get(key, 0) + 1
         waiting: dict[tuple[str, int], float] = {}
-        for b in self._retry:               # anything of a partition kept back: new ones wait
+        for b in self._retry:  # anything of a partition kept back: new ones wait
             key = (b.topic, b.partition)
             waiting[key] = min(b.due, waiting.get(key, b.due))
         out = []
         now = time.monotonic()
         for b in _in_sequence_order(batches):
             key = (b.topic, b.partition)
-            if b.base_sequence >= 0:            # a retry: once the partition's pipe is empty
+            if b.base_sequence >= 0:  # a retry: once the partition's pipe is empty
                 if inflight.get(key):
                     waiting[key] = now
                     self._hold(b, now)
@@ -631,6 +674,8 @@ class DefaultEventHandler(Preparer, EventHandler):
 def _in_sequence_order(batches: list[PartitionBatch]) -> list[PartitionBatch]:
     """Sequenced batches by sequence, then new ones in arrival order (per partition this is
     the order they must reach the broker in)."""
-    order = sorted(range(len(batches)), key=lambda i: (
-        batches[i].base_sequence < 0, batches[i].base_sequence, i))
+    order = sorted(
+        range(len(batches)),
+        key=lambda i: (batches[i].base_sequence < 0, batches[i].base_sequence, i),
+    )
     return [batches[i] for i in order]

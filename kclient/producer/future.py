@@ -13,6 +13,7 @@ take futures and their queue entries out of the cycle collector (which otherwise
 everything else in ``produce()``: 0.65 us of 2.2 us per message).  Only a future someone waits
 on, or adds a callback to, gets a ``threading.Condition``.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -34,7 +35,7 @@ DeliveryCallback = Callable[[BaseException | None, RecordMetadata], Any]
 #: (topic, partition, base_offset, error, log_append_time, create_time) of a report
 Outcome = tuple[str, int, int, "BaseException | None", int, int]
 
-_MAKE = threading.Lock()   # makes one future's condition (rare: only when someone waits)
+_MAKE = threading.Lock()  # makes one future's condition (rare: only when someone waits)
 
 
 class _FutureMethods(cf.Future[RecordMetadata]):
@@ -53,7 +54,7 @@ class _FutureMethods(cf.Future[RecordMetadata]):
         """After ``_outcome`` was set: the per-message callback, then waiters and callbacks."""
         cb = self._on_delivery
         if cb is not None:
-            self._on_delivery = None    # (a closure over this future makes no lasting cycle)
+            self._on_delivery = None  # (a closure over this future makes no lasting cycle)
             try:
                 cb(self._error(), self._metadata())
             except Exception:
@@ -87,8 +88,7 @@ class _FutureMethods(cf.Future[RecordMetadata]):
         assert o is not None
         topic, partition, base, error, append_time, create_time = o
         offset = base + self._index if error is None and base >= 0 else -1
-        ts = append_time if append_time >= 0 else self._ts if self._ts is not None \
-            else create_time
+        ts = append_time if append_time >= 0 else self._ts if self._ts is not None else create_time
         return RecordMetadata(topic, partition, offset, ts)
 
     # ------------------------------------------------------------------ waiting (any thread)
@@ -105,7 +105,7 @@ class _FutureMethods(cf.Future[RecordMetadata]):
         o = self._outcome
         if o is None:
             cond = self._condition_()
-            with cond:   # the send thread stores _outcome before it looks for _cond
+            with cond:  # the send thread stores _outcome before it looks for _cond
                 if self._outcome is None:
                     cond.wait(timeout)
             o = self._outcome
@@ -173,6 +173,7 @@ class _FutureMethods(cf.Future[RecordMetadata]):
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         """``await producer.produce(...)`` inside a coroutine (through asyncio.wrap_future)."""
         import asyncio
+
         return asyncio.wrap_future(self).__await__()
 
     def __repr__(self) -> str:
@@ -205,11 +206,11 @@ class _FutureMethods(cf.Future[RecordMetadata]):
 class DeliveryFuture(_FutureMethods):
     """Where one produced message landed, or why it failed (see the module docstring)."""
 
-    __slots__ = ("_outcome", "_index", "_on_delivery", "_ts", "_cond", "_listeners",
-                 "_cf_waiters")
+    __slots__ = ("_outcome", "_index", "_on_delivery", "_ts", "_cond", "_listeners", "_cf_waiters")
 
-    def __init__(self, on_delivery: DeliveryCallback | None = None,
-                 timestamp: int | None = None) -> None:
+    def __init__(
+        self, on_delivery: DeliveryCallback | None = None, timestamp: int | None = None
+    ) -> None:
         # the base class's __init__ is not run: its lock and lists are made when needed
         #: (topic, partition, base_offset, error, log_append_time, create_time) once resolved
         self._outcome = None
@@ -222,6 +223,7 @@ class DeliveryFuture(_FutureMethods):
 _PyDeliveryFuture = DeliveryFuture
 
 if not TYPE_CHECKING and speedups is not None:
+
     class DeliveryFuture(speedups.FutureCore, _FutureMethods):
         # the fields in C: made without running Python code, resolved by C stores
         __slots__ = ("_listeners", "_cf_waiters")

@@ -8,6 +8,7 @@ messages one partition with a leader per batch, rotating batch by batch; batches
 that cannot be serialized or is too large gets a failed report on its own; a topic whose
 metadata is missing waits (``_park``) and is retried like a send.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,7 +35,7 @@ __all__ = ["Preparer", "retriable"]
 
 log = logging.getLogger("kclient.producer.event_handler")
 
-_topic = itemgetter(0)   # queue entries: (topic, value[, key, partition, timestamp, headers])
+_topic = itemgetter(0)  # queue entries: (topic, value[, key, partition, timestamp, headers])
 _value = itemgetter(1)
 _NONE = type(None)
 
@@ -68,12 +69,15 @@ class Preparer:
     _deadline: float = float("inf")
 
     if TYPE_CHECKING:
+
         def _refresh(self, topics: Iterable[str]) -> None: ...
         def _park(self, events: list[Entry], attempts: int, exc: BaseException) -> None: ...
-        def _fail_events(self, events: list[Entry], exc: BaseException,
-                         attempts: int = 0) -> None: ...
-        def _fail_indices(self, topic: str, evs: list[Entry], bad: dict[int, BaseException],
-                          attempts: int) -> None: ...
+        def _fail_events(
+            self, events: list[Entry], exc: BaseException, attempts: int = 0
+        ) -> None: ...
+        def _fail_indices(
+            self, topic: str, evs: list[Entry], bad: dict[int, BaseException], attempts: int
+        ) -> None: ...
 
     def _partitions(self, topic: str) -> tuple[list[int], list[int]]:
         """(all partition ids, ids whose leader is known) of ``topic``; refreshes if unknown."""
@@ -85,10 +89,11 @@ class Preparer:
             failed = self._refresh_error
             if failed is not None and (info is None or not info.partitions):
                 if not failed.retriable and isinstance(failed, KafkaConnectionError):
-                    raise failed    # TLS or SASL refused us: say that, not "no metadata"
+                    raise failed  # TLS or SASL refused us: say that, not "no metadata"
                 # no broker answered: say so, rather than calling the topic unknown
                 raise NoBrokersAvailableError(
-                    f"no metadata for topic {topic!r}: {failed}") from failed
+                    f"no metadata for topic {topic!r}: {failed}"
+                ) from failed
             code = info.error_code if info is not None and info.error_code else 3
             raise error_for_code(code)(f"topic {topic!r}")
         self._topics.add(topic)
@@ -98,8 +103,9 @@ class Preparer:
         return parts, avail
 
     # ------------------------------------------------------------------ prepare
-    def _prepare(self, events: list[Entry] | None, attempts: int,
-                 checked: Any = None) -> list[PartitionBatch]:
+    def _prepare(
+        self, events: list[Entry] | None, attempts: int, checked: Any = None
+    ) -> list[PartitionBatch]:
         """Queue entries (or a checked chunk) to partition batches; failures get reports."""
         if checked is not None:
             if self._raw_values:
@@ -145,8 +151,9 @@ class Preparer:
             b.deadline = deadline
         return batches
 
-    def _serialize(self, evs: list[Entry], column: list[Any], encoder: Any, raw: bool,
-                   what: str) -> tuple[list[Any], dict[int, BaseException]]:
+    def _serialize(
+        self, evs: list[Entry], column: list[Any], encoder: Any, raw: bool, what: str
+    ) -> tuple[list[Any], dict[int, BaseException]]:
         """Encode a column; returns (values, {index: exception}) for messages that failed."""
         if raw:
             types = list(map(type, column))
@@ -176,25 +183,33 @@ class Preparer:
         return out, bad
 
     def _codec(self, topic: str) -> int:
-        return self.codec if (not self.compressed_topics or topic in self.compressed_topics) \
-            else 0
+        return self.codec if (not self.compressed_topics or topic in self.compressed_topics) else 0
 
     def _prepare_checked(self, checked: Any) -> list[PartitionBatch]:
         """Plain bytes values of one topic, checked by the caller: one sticky partition."""
         topic = checked.topic
         _, avail = self._partitions(topic)
         p = self._sticky(topic, avail)
-        return self._split(topic, p, None, checked.values, None, None, None, self._codec(topic),
-                           checked.lengths, checked.lengths)
+        return self._split(
+            topic,
+            p,
+            None,
+            checked.values,
+            None,
+            None,
+            None,
+            self._codec(topic),
+            checked.lengths,
+            checked.lengths,
+        )
 
-    def _prepare_topic(self, topic: str, evs: list[Entry], attempts: int
-                       ) -> list[PartitionBatch]:
+    def _prepare_topic(self, topic: str, evs: list[Entry], attempts: int) -> list[PartitionBatch]:
         parts, avail = self._partitions(topic)
         codec = self._codec(topic)
         n = len(evs)
-        values, bad = self._serialize(evs, list(map(_value, evs)),
-                                      for_topic(self.encoder, topic),
-                                      self._raw_values, "value")
+        values, bad = self._serialize(
+            evs, list(map(_value, evs)), for_topic(self.encoder, topic), self._raw_values, "value"
+        )
         lens = list(map(len, evs))
         if lens.count(2) == n or lens.count(3) + lens.count(2) == n:
             keys = pins = stamps = headers = None
@@ -202,9 +217,9 @@ class Preparer:
             keys, pins = _column(evs, 2), _column(evs, 3)
             stamps, headers = _column(evs, 4), _column(evs, 5)
             if keys is not None:
-                keys, bad_keys = self._serialize(evs, keys, for_topic(self.key_encoder, topic),
-                                                 self._raw_keys,
-                                                 "key")
+                keys, bad_keys = self._serialize(
+                    evs, keys, for_topic(self.key_encoder, topic), self._raw_keys, "key"
+                )
                 bad.update(bad_keys)
         try:
             lengths = list(map(len, values))
@@ -212,21 +227,27 @@ class Preparer:
             lengths = None
         sizes = lengths
         if sizes is None or keys is not None:
-            sizes = [(len(v) if v is not None else 0) + (len(k) if k is not None else 0)
-                     for v, k in zip(values, keys or [None] * n)]
+            sizes = [
+                (len(v) if v is not None else 0) + (len(k) if k is not None else 0)
+                for v, k in zip(values, keys or [None] * n)
+            ]
         if max(sizes) > self.max_message_bytes:
             for i, s in enumerate(sizes):
                 if s > self.max_message_bytes and i not in bad:
                     bad[i] = MessageSizeTooLargeError(
                         f"message of {s} bytes for topic {topic!r} exceeds message.max.bytes "
-                        f"({self.max_message_bytes})")
+                        f"({self.max_message_bytes})"
+                    )
         if bad:
             self._fail_indices(topic, evs, bad, attempts)
             keep = [i for i in range(n) if i not in bad]
             if not keep:
                 return []
-            evs, values, sizes = [evs[i] for i in keep], [values[i] for i in keep], \
-                [sizes[i] for i in keep]
+            evs, values, sizes = (
+                [evs[i] for i in keep],
+                [values[i] for i in keep],
+                [sizes[i] for i in keep],
+            )
             keys = [keys[i] for i in keep] if keys is not None else None
             pins = [pins[i] for i in keep] if pins is not None else None
             stamps = [stamps[i] for i in keep] if stamps is not None else None
@@ -238,8 +259,11 @@ class Preparer:
             return self._split(topic, p, evs, values, None, stamps, headers, codec, lengths, sizes)
         # per-message partitions: pinned, by key, or sticky for null keys
         count = len(parts)
-        choose = self.partitioner.partition if hasattr(self.partitioner, "partition") \
+        choose = (
+            self.partitioner.partition
+            if hasattr(self.partitioner, "partition")
             else self.partitioner
+        )
         sticky: int | None = None
         by_part: dict[int, list[int]] = {}
         partition_set = set(parts)
@@ -254,8 +278,16 @@ class Preparer:
                 else:
                     part = parts[choose(k, count)]
             elif part not in partition_set:
-                self._fail_indices(topic, [evs[i]], {0: UnknownTopicOrPartitionError(
-                    f"partition {part} of topic {topic!r} (it has {count})")}, attempts)
+                self._fail_indices(
+                    topic,
+                    [evs[i]],
+                    {
+                        0: UnknownTopicOrPartitionError(
+                            f"partition {part} of topic {topic!r} (it has {count})"
+                        )
+                    },
+                    attempts,
+                )
                 continue
             idx = by_part.get(part)
             if idx is None:
@@ -263,16 +295,37 @@ class Preparer:
             idx.append(i)
         out: list[PartitionBatch] = []
         for p, idx in by_part.items():
+
             def sub(col: list[Any] | None, idx: list[int] = idx) -> list[Any] | None:
-                return (None if col is None else [col[i] for i in idx])
-            out += self._split(topic, p, [evs[i] for i in idx], [values[i] for i in idx],
-                               sub(keys), sub(stamps), sub(headers), codec, sub(lengths),
-                               [sizes[i] for i in idx])
+                return None if col is None else [col[i] for i in idx]
+
+            out += self._split(
+                topic,
+                p,
+                [evs[i] for i in idx],
+                [values[i] for i in idx],
+                sub(keys),
+                sub(stamps),
+                sub(headers),
+                codec,
+                sub(lengths),
+                [sizes[i] for i in idx],
+            )
         return out
 
-    def _split(self, topic: str, partition: int, evs: list[Entry] | None, values: list[Any],
-               keys: list[Any] | None, stamps: list[Any] | None, headers: list[Any] | None,
-               codec: int, lengths: list[int] | None, sizes: list[int]) -> list[PartitionBatch]:
+    def _split(
+        self,
+        topic: str,
+        partition: int,
+        evs: list[Entry] | None,
+        values: list[Any],
+        keys: list[Any] | None,
+        stamps: list[Any] | None,
+        headers: list[Any] | None,
+        codec: int,
+        lengths: list[int] | None,
+        sizes: list[int],
+    ) -> list[PartitionBatch]:
         """One or more batches for a partition, each under ``batch.size`` bytes (a record
         larger than that goes alone)."""
         if keys is not None and all(k is None for k in keys):
@@ -283,15 +336,29 @@ class Preparer:
             headers = None
         limit = self.batch_bytes
         if sum(sizes) + RECORD_OVERHEAD * len(sizes) <= limit:
-            return [PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec,
-                                   lengths)]
+            return [
+                PartitionBatch(topic, partition, evs, values, keys, stamps, headers, codec, lengths)
+            ]
         bounds = [0] + split_by_size(sizes, limit) + [len(values)]
         out = []
         for a, b in zip(bounds, bounds[1:]):
+
             def cut(col: list[Any] | None, a: int = a, b: int = b) -> list[Any] | None:
-                return (None if col is None else col[a:b])
-            out.append(PartitionBatch(topic, partition, cut(evs), values[a:b], cut(keys),
-                                      cut(stamps), cut(headers), codec, cut(lengths)))
+                return None if col is None else col[a:b]
+
+            out.append(
+                PartitionBatch(
+                    topic,
+                    partition,
+                    cut(evs),
+                    values[a:b],
+                    cut(keys),
+                    cut(stamps),
+                    cut(headers),
+                    codec,
+                    cut(lengths),
+                )
+            )
         return out
 
     def _sticky(self, topic: str, avail: list[int]) -> int:

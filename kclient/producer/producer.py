@@ -14,6 +14,7 @@ CallbackHandler's ``on_delivery`` hook.  In sync mode ``send`` returns the repor
 ``FailedToSendMessageError`` naming the failed messages; in async mode the failures are also kept
 and raised by the next ``flush()`` or ``close()``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -85,8 +86,11 @@ _LIVE: weakref.WeakSet[Producer] = weakref.WeakSet()
 
 
 #: Broker refusals a retry cannot cure, raised as they are when every message met one.
-_AUTHORIZATION = (TopicAuthorizationFailedError, ClusterAuthorizationFailedError,
-                  TransactionalIdAuthorizationFailedError)
+_AUTHORIZATION = (
+    TopicAuthorizationFailedError,
+    ClusterAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
 
 
 class Producer(ProducerCompat, ProducerIdentity):
@@ -98,15 +102,20 @@ class Producer(ProducerCompat, ProducerIdentity):
     batch with its :class:`DeliveryReport` (async: both on the send thread; keep them quick).
     """
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *,
-                 on_delivery: DeliveryCallback | None = None,
-                 on_report: Callable[[DeliveryReport], Any] | None = None,
-                 **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        on_delivery: DeliveryCallback | None = None,
+        on_report: Callable[[DeliveryReport], Any] | None = None,
+        **overrides: Any,
+    ) -> None:
         self.config = cfg = load_config("producer", config, **overrides)
         _prime_allocator()
         #: what _deliver calls with each DeliveryReport (on_delivery's per-message calls too)
-        self.on_delivery: Callable[[DeliveryReport], Any] | None = \
-            delivery_callbacks(on_delivery, on_report)
+        self.on_delivery: Callable[[DeliveryReport], Any] | None = delivery_callbacks(
+            on_delivery, on_report
+        )
         self._closed = False
         self._failures: list[tuple[ProducerData, BaseException]] = []
         self._failure_count = 0
@@ -115,15 +124,21 @@ class Producer(ProducerCompat, ProducerIdentity):
         self._metrics = ClientMetrics()
         self.context: ProducerContext = build_context(cfg, self._metrics)
         self._tracing = tracing_for(cfg)
-        if self._tracing is not None:     # the send spans end at delivery: wrap it first
+        if self._tracing is not None:  # the send spans end at delivery: wrap it first
             from kclient.observability.clients import ProducerSpans
+
             self._spans = ProducerSpans(self._tracing)
             self._deliver = self._spans.wrap_deliver(self._deliver)  # type: ignore[method-assign]
         self._txn: Transactions | None = None
         if cfg["transactional.id"]:
             cluster = self.context.cluster
-            self._txn = Transactions(cfg["transactional.id"], cfg["transaction.timeout.ms"],
-                                     cluster.bootstrap, cluster.settings, cfg["retry.backoff.ms"])
+            self._txn = Transactions(
+                cfg["transactional.id"],
+                cfg["transaction.timeout.ms"],
+                cluster.bootstrap,
+                cluster.settings,
+                cfg["retry.backoff.ms"],
+            )
             self.context.transaction_manager = self._txn
         self.callbacks = _instance(cfg["callback.handler"])
         self._hooks = overridden_hooks(self.callbacks)
@@ -143,9 +158,13 @@ class Producer(ProducerCompat, ProducerIdentity):
         t: ProducerSendThread | None = None
         if not self.sync:
             self._thread = t = ProducerSendThread(
-                self.event_handler, self._deliver, batch_size=cfg["batch.num.messages"],
+                self.event_handler,
+                self._deliver,
+                batch_size=cfg["batch.num.messages"],
                 linger_ms=cfg["queue.buffering.max.ms"],
-                capacity=cfg["queue.buffering.max.messages"], callbacks=self.callbacks)
+                capacity=cfg["queue.buffering.max.messages"],
+                callbacks=self.callbacks,
+            )
             self._queue = t.queue
             self._queue_size = cfg["queue.buffering.max.messages"]
             self._batch_size = cfg["batch.num.messages"]
@@ -155,16 +174,21 @@ class Producer(ProducerCompat, ProducerIdentity):
         self.send_path = send_path.bind(self)
         if t is not None:
             t.start()
-        self._reporter = start_reporter(cfg["statistics.interval.ms"], cfg["stats.cb"],
-                                        self.metrics, cfg["statistics.format"])
+        self._reporter = start_reporter(
+            cfg["statistics.interval.ms"], cfg["stats.cb"], self.metrics, cfg["statistics.format"]
+        )
         _LIVE.add(self)
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Producer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.close()
             return
@@ -187,11 +211,18 @@ class Producer(ProducerCompat, ProducerIdentity):
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
-    def produce(self, topic: str, value: Any = None, key: Any = None,
-                partition: int | None = None, headers: Sequence[Header] | None = None,
-                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
-                callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
-                ) -> DeliveryFuture:
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[Header] | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+        timestamp_ms: int | None = None,
+    ) -> DeliveryFuture:
         """Send one message; returns its :class:`DeliveryFuture` (replaced per instance:
         send_path.py).
 
@@ -206,23 +237,36 @@ class Producer(ProducerCompat, ProducerIdentity):
         """
         raise NotImplementedError  # pragma: no cover - __init__ binds the real implementation
 
-    def _produce_hooked(self, topic: str, value: Any = None, key: Any = None,
-                        partition: int | None = None, headers: Sequence[Header] | None = None,
-                        timestamp: int | None = None,
-                        on_delivery: DeliveryCallback | None = None,
-                        callback: DeliveryCallback | None = None,
-                        timestamp_ms: int | None = None) -> DeliveryFuture:
+    def _produce_hooked(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[Header] | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+        timestamp_ms: int | None = None,
+    ) -> DeliveryFuture:
         """produce() with a CallbackHandler's queue hooks, which take and give ProducerData
         (they may change or drop messages): not supported."""
         raise IllegalStateError(
-            "produce() does not run with a CallbackHandler's enqueue/dequeue hooks; use send()")
+            "produce() does not run with a CallbackHandler's enqueue/dequeue hooks; use send()"
+        )
 
-    def _produce_sync(self, topic: str, value: Any = None, key: Any = None,
-                      partition: int | None = None, headers: Sequence[Header] | None = None,
-                      timestamp: int | None = None,
-                      on_delivery: DeliveryCallback | None = None,
-                      callback: DeliveryCallback | None = None,
-                      timestamp_ms: int | None = None) -> DeliveryFuture:
+    def _produce_sync(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[Header] | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+        timestamp_ms: int | None = None,
+    ) -> DeliveryFuture:
         """Sync produce(): send now and return the resolved future; a failed message raises
         its error (the one its future holds) after on_delivery got it."""
         if callback is not None or timestamp_ms is not None:
@@ -235,15 +279,19 @@ class Producer(ProducerCompat, ProducerIdentity):
         reports = self._sync_reports([d])
         mine = next((r for r in reports if len(r)), None)
         if mine is None:
-            mine = DeliveryReport(topic, -1, [d], -1, IllegalStateError(
-                "a CallbackHandler's before_sending_data dropped the message"))
+            mine = DeliveryReport(
+                topic,
+                -1,
+                [d],
+                -1,
+                IllegalStateError("a CallbackHandler's before_sending_data dropped the message"),
+            )
         f._set(mine, 0)
         if mine.error is not None:
-            raise mine.error        # what f.result() would raise (on_delivery got it first)
+            raise mine.error  # what f.result() would raise (on_delivery got it first)
         return f
 
-    def send_values(self, topic: str, values: Sequence[BytesLike]
-                    ) -> list[DeliveryReport] | None:
+    def send_values(self, topic: str, values: Sequence[BytesLike]) -> list[DeliveryReport] | None:
         """Send ``values`` (bytes-like, no key) to ``topic``: ``send([ProducerData(topic, v) ...])``
         without building a ProducerData per value (columnar callers such as the Spark sink).
 
@@ -274,8 +322,10 @@ class Producer(ProducerCompat, ProducerIdentity):
         if len(values) <= step:
             chunks = [Chunk(topic, values, lengths)]
         else:
-            chunks = [Chunk(topic, values[i:i + step], lengths[i:i + step])
-                      for i in range(0, len(values), step)]
+            chunks = [
+                Chunk(topic, values[i : i + step], lengths[i : i + step])
+                for i in range(0, len(values), step)
+            ]
         if t.put_chunks(chunks, len(values)):
             _yield(0)
             return None
@@ -309,7 +359,8 @@ class Producer(ProducerCompat, ProducerIdentity):
                 if no_wait:
                     raise QueueFullError(
                         f"the producer queue is full ({self._queue_size} messages, "
-                        "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
+                        "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0"
+                    )
                 t.wait_for_room(need, timeout)
                 self._check_open()
         except QueueFullError as exc:
@@ -317,8 +368,10 @@ class Producer(ProducerCompat, ProducerIdentity):
             exc.not_queued = from_entries(left)
             total = sum(map(len, chunks))
             if total > 1:
-                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(left)} of {total} "
-                            "messages were not queued (see .not_queued)",)
+                exc.args = (
+                    f"{exc.args[0] if exc.args else exc}; {len(left)} of {total} "
+                    "messages were not queued (see .not_queued)",
+                )
             raise
 
     def _send_many(self, data: ProducerData | list[ProducerData]) -> None:
@@ -352,11 +405,12 @@ class Producer(ProducerCompat, ProducerIdentity):
                         # (a hook on the send thread must not wait for room only it can make)
                         raise QueueFullError(
                             f"the producer queue is full ({self._queue_size} messages, "
-                            "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0")
+                            "queue.buffering.max.messages) and queue.enqueue.timeout.ms is 0"
+                        )
                     t.wait_for_room(1, timeout)
                     self._check_open()
                     continue
-                part = entries[done:done + room]
+                part = entries[done : done + room]
                 self._queue.extend(part)
                 done += len(part)
                 if len(self._queue) > t.wake_at:
@@ -364,13 +418,16 @@ class Producer(ProducerCompat, ProducerIdentity):
         except QueueFullError as exc:
             exc.not_queued = from_entries(entries[done:])
             if len(entries) > 1:
-                exc.args = (f"{exc.args[0] if exc.args else exc}; {len(entries) - done} of "
-                            f"{len(entries)} messages were not queued (see .not_queued)",)
+                exc.args = (
+                    f"{exc.args[0] if exc.args else exc}; {len(entries) - done} of "
+                    f"{len(entries)} messages were not queued (see .not_queued)",
+                )
             raise
         return None
 
-    def _send_hooked(self, data: ProducerData | list[ProducerData], *wrong: Any,
-                     **wrong_kw: Any) -> None:
+    def _send_hooked(
+        self, data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+    ) -> None:
         """Async path with before_enqueue / after_enqueue hooks, one message at a time."""
         if wrong or wrong_kw:
             raise wrong_send((data, *wrong), wrong_kw)
@@ -387,8 +444,9 @@ class Producer(ProducerCompat, ProducerIdentity):
             added = False
             try:
                 entry = to_entry(d)
-                self._enqueue_slow([entry]) if len(self._queue) >= self._sender.limit else \
-                    self._queue.append(entry)
+                self._enqueue_slow([entry]) if len(
+                    self._queue
+                ) >= self._sender.limit else self._queue.append(entry)
                 added = True
             finally:
                 if "after_enqueue" in self._hooks:
@@ -398,8 +456,9 @@ class Producer(ProducerCompat, ProducerIdentity):
                 t.wake()
         return None
 
-    def _send_sync(self, data: ProducerData | list[ProducerData], *wrong: Any,
-                   **wrong_kw: Any) -> list[DeliveryReport]:
+    def _send_sync(
+        self, data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+    ) -> list[DeliveryReport]:
         """Sync: send now, wait for the acks, raise FailedToSendMessageError for failures."""
         if wrong or wrong_kw:
             raise wrong_send((data, *wrong), wrong_kw)
@@ -418,11 +477,14 @@ class Producer(ProducerCompat, ProducerIdentity):
         """Sync mode: raise for the failed messages (FailedToSendMessageError, or a TLS / SASL /
         authorization refusal as it is)."""
         refused = failed[0][1]
-        if isinstance(refused, KafkaConnectionError) and not refused.retriable and all(
-                exc is refused for _, exc in failed):   # TLS / SASL: raise it as it is
+        if (
+            isinstance(refused, KafkaConnectionError)
+            and not refused.retriable
+            and all(exc is refused for _, exc in failed)
+        ):  # TLS / SASL: raise it as it is
             raise refused from FailedToSendMessageError(failed)
         if all(isinstance(exc, _AUTHORIZATION) for _, exc in failed):
-            raise refused from FailedToSendMessageError(failed)   # no ACL: say so
+            raise refused from FailedToSendMessageError(failed)  # no ACL: say so
         raise FailedToSendMessageError(failed)
 
     def _sync_reports(self, items: list[ProducerData]) -> list[DeliveryReport]:
@@ -443,8 +505,9 @@ class Producer(ProducerCompat, ProducerIdentity):
         self._deliver(reports, keep_failures=False)
         return reports
 
-    def _as_list(self, data: object
-                 ) -> tuple[list[ProducerData], tuple[str, list[bytes], list[int]] | None]:
+    def _as_list(
+        self, data: object
+    ) -> tuple[list[ProducerData], tuple[str, list[bytes], list[int]] | None]:
         """Check a list send: ``(items, (topic, values, lengths) or None)``.
 
         The second item is given when the list is plain (bytes-like values, nothing but topic and
@@ -455,7 +518,8 @@ class Producer(ProducerCompat, ProducerIdentity):
         if isinstance(data, ProducerData):
             return [data], None
         if not isinstance(data, (list, tuple)) or (
-                type(data) is tuple and data and isinstance(data[0], str)):
+            type(data) is tuple and data and isinstance(data[0], str)
+        ):
             raise wrong_send(data if type(data) is tuple else (data,), {})
         items = data if type(data) is list else list(data)
         n = len(items)
@@ -469,7 +533,7 @@ class Producer(ProducerCompat, ProducerIdentity):
         except AttributeError:
             values = None
         if values is not None and len(values) == n:
-            lengths = plain_lengths(values)    # bytes, bytearray, byte-shaped memoryview
+            lengths = plain_lengths(values)  # bytes, bytearray, byte-shaped memoryview
             if lengths is not None and max(lengths) <= limit:
                 return items, (topic, values, lengths)
         for d in items:
@@ -486,7 +550,8 @@ class Producer(ProducerCompat, ProducerIdentity):
         if size > self.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"message of {size} bytes for topic {d.topic!r} exceeds message.max.bytes "
-                f"({self.max_message_bytes}); it was not queued")
+                f"({self.max_message_bytes}); it was not queued"
+            )
 
     @property
     def _sender(self) -> ProducerSendThread:
@@ -519,8 +584,13 @@ class Producer(ProducerCompat, ProducerIdentity):
                 if keep_failures:
                     if len(kept) < MAX_KEPT_FAILURES:
                         kept += r.failed
-                    log.warning("failed to deliver %d message(s) to %s/%s: %s",
-                                len(r), r.topic, r.partition, r.error)
+                    log.warning(
+                        "failed to deliver %d message(s) to %s/%s: %s",
+                        len(r),
+                        r.topic,
+                        r.partition,
+                        r.error,
+                    )
         with self._stats_lock:
             self.stats["acknowledged"] += acked
             self.stats["failed"] += failed
@@ -549,8 +619,7 @@ class Producer(ProducerCompat, ProducerIdentity):
             self._failures, self._failure_count = [], 0
         if count:
             more = f" ({count - len(failures)} more not listed)" if count > len(failures) else ""
-            raise FailedToSendMessageError(
-                failures, f"failed to send {count} message(s){more}")
+            raise FailedToSendMessageError(failures, f"failed to send {count} message(s){more}")
 
     # ------------------------------------------------------------------ metrics
     def metrics(self) -> dict[str, Any]:
@@ -562,18 +631,28 @@ class Producer(ProducerCompat, ProducerIdentity):
             stats = dict(self.stats)
         handler = self.event_handler
         sent: dict[tuple[str, int], list[int]] = dict(getattr(handler, "partition_stats", {}))
-        flying = handler.in_flight_by_partition() if isinstance(
-            handler, DefaultEventHandler) else {}
+        flying = (
+            handler.in_flight_by_partition() if isinstance(handler, DefaultEventHandler) else {}
+        )
         partitions = {}
         for (topic, part), (batches, msgs, nbytes) in sorted(sent.items()):
             partitions[f"{topic}/{part}"] = {
-                "topic": topic, "partition": part, "batches": batches, "messages": msgs,
-                "bytes": nbytes, "avg_batch_messages": msgs / batches if batches else 0.0,
+                "topic": topic,
+                "partition": part,
+                "batches": batches,
+                "messages": msgs,
+                "bytes": nbytes,
+                "avg_batch_messages": msgs / batches if batches else 0.0,
                 "avg_batch_bytes": nbytes / batches if batches else 0.0,
-                "in_flight": flying.get((topic, part), 0)}
+                "in_flight": flying.get((topic, part), 0),
+            }
         return self._metrics.snapshot(
-            type="producer", client_id=self.config["client.id"], queue_depth=self.queued,
-            delivery=stats, partitions=partitions)
+            type="producer",
+            client_id=self.config["client.id"],
+            queue_depth=self.queued,
+            delivery=stats,
+            partitions=partitions,
+        )
 
     # ------------------------------------------------------------------ flush / close
     @property
@@ -590,8 +669,9 @@ class Producer(ProducerCompat, ProducerIdentity):
         """
         t = self._thread
         if t is not None and not t.flush(timeout):
-            raise KafkaTimeoutError(f"flush timed out after {timeout}s with {self.queued} "
-                                    "message(s) undelivered")
+            raise KafkaTimeoutError(
+                f"flush timed out after {timeout}s with {self.queued} message(s) undelivered"
+            )
         self._raise_failures()
 
     def close(self, timeout: float | None = None, *, abort_transaction: bool = True) -> None:
@@ -640,8 +720,7 @@ class Producer(ProducerCompat, ProducerIdentity):
         if txn.state not in (IN_TRANSACTION, ABORTABLE_ERROR):
             return
         try:
-            log.info("closing transactional producer %r: aborting its open transaction",
-                     txn.tid)
+            log.info("closing transactional producer %r: aborting its open transaction", txn.tid)
             txn.end(commit=False)
         except KafkaError as exc:
             log.warning("closing %r: could not abort its transaction: %s", txn.tid, exc)
@@ -683,8 +762,8 @@ class Producer(ProducerCompat, ProducerIdentity):
         try:
             self.flush(timeout)
         except FailedToSendMessageError as exc:
-            txn.record_failure(exc)             # state is abortable, or fatal if fenced
-            txn.check(IN_TRANSACTION)           # raises the state's error
+            txn.record_failure(exc)  # state is abortable, or fatal if fenced
+            txn.check(IN_TRANSACTION)  # raises the state's error
             raise
         txn.end(commit=True)
 
@@ -748,10 +827,13 @@ def _not_data(d: Any) -> TypeError:
     """The error of a list item that is not a ProducerData (a tuple shows the call meant)."""
     if type(d) is tuple and d and isinstance(d[0], str):
         args = ", ".join(repr(x) for x in d)
-        return TypeError(f"send() takes ProducerData objects, not the tuple ({args}): write "
-                         f"ProducerData({args})")
-    return TypeError(f"send() takes ProducerData objects, got {type(d).__name__}: write "
-                     "ProducerData(topic, value, key=None)")
+        return TypeError(
+            f"send() takes ProducerData objects, not the tuple ({args}): write ProducerData({args})"
+        )
+    return TypeError(
+        f"send() takes ProducerData objects, got {type(d).__name__}: write "
+        "ProducerData(topic, value, key=None)"
+    )
 
 
 def _size(x: Any) -> int:

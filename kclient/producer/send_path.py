@@ -21,6 +21,7 @@ of the chosen functions, in this order: tracing (a tracer provider set: a span p
 send checks the transaction state first).  ``Producer.send_path`` names the result, e.g.
 ``"async-c"`` or ``"sync+traced+transactional"``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 __all__ = ["bind", "choose", "fast_send", "fast_produce"]
 
 #: CallbackHandler hooks that take ProducerData off or onto the queue: produce() cannot run them
-QUEUE_HOOKS = frozenset({"before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
-                         "before_sending_data"})
+QUEUE_HOOKS = frozenset(
+    {"before_enqueue", "after_enqueue", "after_dequeuing_existing_data", "before_sending_data"}
+)
 ENQUEUE_HOOKS = frozenset({"before_enqueue", "after_enqueue"})
 
 SendFn = Callable[..., "list[DeliveryReport] | None"]
@@ -105,6 +107,7 @@ def bind(p: Producer) -> str:
     _install(p, send=send, produce=produce)
     if p._tracing is not None:
         from kclient.observability.clients import trace_producer
+
         trace_producer(p, p._spans, ProducerData)
         name += "+traced"
     if p._txn is not None:
@@ -133,15 +136,24 @@ def fast_send(p: Producer) -> SendFn:
         fast: SendFn = speedups.FastSend(q, t, limit, pd, check, slow, many, doc)
         return fast
 
-    def send(data: ProducerData | list[ProducerData], value: Any = NO, key: Any = NO,
-             partition: Any = NO, headers: Any = NO, timestamp: Any = NO,
-             timestamp_ms: Any = NO, on_delivery: Any = NO) -> list[DeliveryReport] | None:
+    def send(
+        data: ProducerData | list[ProducerData],
+        value: Any = NO,
+        key: Any = NO,
+        partition: Any = NO,
+        headers: Any = NO,
+        timestamp: Any = NO,
+        timestamp_ms: Any = NO,
+        on_delivery: Any = NO,
+    ) -> list[DeliveryReport] | None:
         # (the catch-all parameters make a kafka-python style call a clear error, at no
         # cost per call, where **kwargs would build a dict each time)
-        if not (value is key is partition is headers is timestamp is timestamp_ms
-                is on_delivery is NO):
-            raise wrong_call(data, value, key, partition, headers, timestamp, timestamp_ms,
-                             on_delivery)
+        if not (
+            value is key is partition is headers is timestamp is timestamp_ms is on_delivery is NO
+        ):
+            raise wrong_call(
+                data, value, key, partition, headers, timestamp, timestamp_ms, on_delivery
+            )
         if type(data) is pd:
             v = data.value
             x = data._extra
@@ -163,6 +175,7 @@ def fast_send(p: Producer) -> SendFn:
                 _yield(0)
             return None
         return many(data)
+
     send.__doc__ = doc
     return send
 
@@ -173,23 +186,29 @@ def fast_produce(p: Producer) -> ProduceFn:
     slow, check, new = p._enqueue_slow, p._check_size, DeliveryFuture
     doc = type(p).produce.__doc__
     if speedups is not None:  # the same steps in C (kclient/producer/_speedups.pyx)
-        fast: ProduceFn = speedups.FastSend(q, t, limit, ProducerData, check, slow, None, doc,
-                                            new).produce
+        fast: ProduceFn = speedups.FastSend(
+            q, t, limit, ProducerData, check, slow, None, doc, new
+        ).produce
         return fast
 
-    def produce(topic: str, value: Any = None, key: Any = None,
-                partition: int | None = None, headers: Sequence[Header] | None = None,
-                timestamp: int | None = None, on_delivery: DeliveryCallback | None = None,
-                callback: DeliveryCallback | None = None, timestamp_ms: int | None = None
-                ) -> DeliveryFuture:
+    def produce(
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[Header] | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+        callback: DeliveryCallback | None = None,
+        timestamp_ms: int | None = None,
+    ) -> DeliveryFuture:
         entry: Entry
         if callback is not None or timestamp_ms is not None:
             on_delivery = one_of("produce()", on_delivery=on_delivery, callback=callback)
             timestamp = one_of("produce()", timestamp=timestamp, timestamp_ms=timestamp_ms)
         if key is None and partition is None and timestamp is None and headers is None:
             f = new(on_delivery)
-            if (type(value) is not bytes and type(value) is not bytearray) or \
-                    len(value) > limit:
+            if (type(value) is not bytes and type(value) is not bytearray) or len(value) > limit:
                 check(ProducerData(topic, value))
             entry = (topic, value, f)
         else:
@@ -206,6 +225,7 @@ def fast_produce(p: Producer) -> ProduceFn:
         elif not n & 1023:
             _yield(0)
         return f
+
     produce.__doc__ = doc
     return produce
 
@@ -213,11 +233,13 @@ def fast_produce(p: Producer) -> ProduceFn:
 def _first_produce(p: Producer, produce: ProduceFn) -> ProduceFn:
     """``produce`` behind a first call that switches future resolution on: a producer that
     only send()s never looks for futures in its reports."""
+
     def first_produce(*args: Any, **kwargs: Any) -> DeliveryFuture:
         p._futures = True
-        if p._txn is None and p._tracing is None:   # (a guard or tracing stays in front)
+        if p._txn is None and p._tracing is None:  # (a guard or tracing stays in front)
             _install(p, produce=produce)
         return produce(*args, **kwargs)
+
     first_produce.__doc__ = type(p).produce.__doc__
     return first_produce
 
@@ -229,8 +251,9 @@ def _guard(p: Producer) -> None:
     send, send_values, produce = p.send, p.send_values, p.produce
     cls = type(p)
 
-    def guarded_send(data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
-                     ) -> list[DeliveryReport] | None:
+    def guarded_send(
+        data: ProducerData | list[ProducerData], *wrong: Any, **wrong_kw: Any
+    ) -> list[DeliveryReport] | None:
         if wrong or wrong_kw:
             raise wrong_send((data, *wrong), wrong_kw)
         txn.check_send()
@@ -240,10 +263,10 @@ def _guard(p: Producer) -> None:
         txn.check_send()
         return produce(*args, **kwargs)
 
-    def guarded_send_values(topic: str, values: Sequence[BytesLike]
-                            ) -> list[DeliveryReport] | None:
+    def guarded_send_values(topic: str, values: Sequence[BytesLike]) -> list[DeliveryReport] | None:
         txn.check_send()
         return send_values(topic, values)
+
     guarded_send.__doc__ = cls.send.__doc__
     guarded_send_values.__doc__ = cls.send_values.__doc__
     guarded_produce.__doc__ = cls.produce.__doc__

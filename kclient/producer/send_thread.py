@@ -14,6 +14,7 @@ on draining while the broker works; responses are completed when the per-connect
 full or when there is nothing else to do.  Any other EventHandler is called as 0.8 did:
 ``handle(batch)`` blocks until the batch is done.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -62,15 +63,23 @@ class Chunk:
 class ProducerSendThread(threading.Thread):
     """Drains the producer queue into the EventHandler; delivers reports through ``deliver``."""
 
-    def __init__(self, handler: Any, deliver: Callable[[list[DeliveryReport]], None], *,
-                 batch_size: int, linger_ms: int, capacity: int, callbacks: Any = None,
-                 name: str = "kclient-producer-send") -> None:
+    def __init__(
+        self,
+        handler: Any,
+        deliver: Callable[[list[DeliveryReport]], None],
+        *,
+        batch_size: int,
+        linger_ms: int,
+        capacity: int,
+        callbacks: Any = None,
+        name: str = "kclient-producer-send",
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.queue: deque[Entry | Chunk] = deque()
         self.lock = threading.Lock()
-        self.wakeup = threading.Condition(self.lock)     # the thread waits here for work
-        self.not_full = threading.Condition(self.lock)   # callers wait here for room
-        self.drained = threading.Condition(self.lock)    # flush() waits here
+        self.wakeup = threading.Condition(self.lock)  # the thread waits here for work
+        self.not_full = threading.Condition(self.lock)  # callers wait here for room
+        self.drained = threading.Condition(self.lock)  # flush() waits here
         #: queue length (entries) above which a caller must wake the thread; ``wake_msgs`` is
         #: the same in messages (see the module docstring)
         self.wake_at: float = INF
@@ -91,8 +100,10 @@ class ProducerSendThread(threading.Thread):
         #: messages taken off the queue whose reports have not been delivered yet
         self.outstanding = 0
         self.handler = handler
-        self.pipelined = all(callable(getattr(handler, name, None)) for name in
-                             ("submit", "receive_one", "resend_due", "take_reports"))
+        self.pipelined = all(
+            callable(getattr(handler, name, None))
+            for name in ("submit", "receive_one", "resend_due", "take_reports")
+        )
         #: when the thread first saw the batch being handed over queued (delivery.timeout.ms
         #: counts from it; handlers whose submit() takes ``since`` get it)
         self.since: float | None = None
@@ -167,7 +178,8 @@ class ProducerSendThread(threading.Thread):
                     raise QueueFullError(
                         f"the producer queue stayed full ({self.capacity} messages, "
                         f"queue.buffering.max.messages) for {timeout_ms} ms "
-                        "(queue.enqueue.timeout.ms)")
+                        "(queue.enqueue.timeout.ms)"
+                    )
                 self.full_waiters += 1
                 try:
                     self.wakeup.notify()
@@ -184,11 +196,12 @@ class ProducerSendThread(threading.Thread):
         self.join(timeout)
         if self.is_alive():
             self.abort_error = KafkaTimeoutError(
-                f"producer closed before delivery finished (close timeout {timeout}s)")
+                f"producer closed before delivery finished (close timeout {timeout}s)"
+            )
             with self.lock:
                 self.wakeup.notify()
             interrupt = getattr(self.handler, "interrupt", None)
-            if callable(interrupt):     # wake a request waiting on a broker: fail it now
+            if callable(interrupt):  # wake a request waiting on a broker: fail it now
                 try:
                     interrupt()
                 except Exception:
@@ -225,8 +238,12 @@ class ProducerSendThread(threading.Thread):
             if n:
                 if first_seen is None:
                     first_seen = now
-                if (n >= self.batch_size or self.flushing or self.closing
-                        or now - first_seen >= self.linger):
+                if (
+                    n >= self.batch_size
+                    or self.flushing
+                    or self.closing
+                    or now - first_seen >= self.linger
+                ):
                     self.since = first_seen
                     self._process(*self._take(min(n, self.batch_size)))
                     first_seen = now if q else None
@@ -261,8 +278,11 @@ class ProducerSendThread(threading.Thread):
             with self.lock:
                 # flush/close only cancel the linger: with an empty queue we still sleep
                 # (until data, a retry's due time, or a wake-up) rather than spin
-                if (len(q) + self.extra < target and self.abort_error is None
-                        and not (q and (self.flushing or self.closing))):
+                if (
+                    len(q) + self.extra < target
+                    and self.abort_error is None
+                    and not (q and (self.flushing or self.closing))
+                ):
                     self.wake_msgs = target - 1
                     self.wake_at = target - 1 - self.extra
                     if len(q) + self.extra < target:  # again: a send may have seen INF
@@ -404,7 +424,9 @@ class ProducerSendThread(threading.Thread):
     def fail_leftovers(self) -> None:
         """After the thread ended: report messages that raced with close() as failed."""
         if self.queue:
-            self._fail_everything(IllegalStateError("send() raced with close(); the message was not sent"))
+            self._fail_everything(
+                IllegalStateError("send() raced with close(); the message was not sent")
+            )
 
     def _fail_everything(self, error: BaseException) -> None:
         """Report every queued, taken or in-flight message failed with ``error``."""

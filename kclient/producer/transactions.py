@@ -5,6 +5,7 @@ there); this class adds what threads need: one lock that orders the coordinator 
 caller's thread runs them, the send thread adds partitions and records failures) and a cluster
 of its own for the coordinator connections, driven by :func:`kclient.io.driver.run`.
 """
+
 from __future__ import annotations
 
 import threading
@@ -30,8 +31,19 @@ from kclient.core.transactions import (
 )
 from kclient.io.driver import ClusterTransport, run
 
-__all__ = ["Transactions", "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR",
-           "FATAL_ERROR", "TP", "ProducerIdentity", "fenced", "is_abortable", "offsets_to_commit"]
+__all__ = [
+    "Transactions",
+    "UNINITIALIZED",
+    "READY",
+    "IN_TRANSACTION",
+    "ABORTABLE_ERROR",
+    "FATAL_ERROR",
+    "TP",
+    "ProducerIdentity",
+    "fenced",
+    "is_abortable",
+    "offsets_to_commit",
+]
 
 _T = TypeVar("_T")
 
@@ -43,13 +55,19 @@ class Transactions(TxnState):
     caller's thread everything else; one lock orders the coordinator requests.
     """
 
-    def __init__(self, transactional_id: str, transaction_timeout_ms: int,
-                 bootstrap: list[tuple[str, int]],
-                 settings: ConnectionSettings, backoff_ms: int = 100,
-                 max_block_ms: int = 60000) -> None:
+    def __init__(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        bootstrap: list[tuple[str, int]],
+        settings: ConnectionSettings,
+        backoff_ms: int = 100,
+        max_block_ms: int = 60000,
+    ) -> None:
         """Nothing is sent until :meth:`init_transactions` (or :meth:`resume`)."""
-        super().__init__(transactional_id, transaction_timeout_ms, backoff_ms / 1000.0,
-                         max_block_ms / 1000.0)
+        super().__init__(
+            transactional_id, transaction_timeout_ms, backoff_ms / 1000.0, max_block_ms / 1000.0
+        )
         self._lock = threading.RLock()
         self._cluster = Cluster([f"{h}:{p}" for h, p in bootstrap], settings)
         self._transport = ClusterTransport(self._cluster)

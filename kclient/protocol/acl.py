@@ -10,6 +10,7 @@ entry (principal, host, operation, ALLOW or DENY); filters select bindings for D
 DeleteAcls with Kafka's ``AclBindingFilter`` rules.  Which bindings grant what is the broker's
 authorizer (``kclient.broker.authorizer``); the rules both sides share live here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -17,10 +18,26 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, TypeVar
 
-__all__ = ["AclOperation", "ResourceType", "PatternType", "AclPermissionType", "AclBinding",
-           "AclBindingFilter", "SUPPORTED_OPERATIONS", "NOT_REQUESTED", "WILDCARD",
-           "CLUSTER_NAME", "operations_field", "operations_of", "all_supported", "implied_by",
-           "invalid_binding", "binding_of", "filter_of", "make_binding"]
+__all__ = [
+    "AclOperation",
+    "ResourceType",
+    "PatternType",
+    "AclPermissionType",
+    "AclBinding",
+    "AclBindingFilter",
+    "SUPPORTED_OPERATIONS",
+    "NOT_REQUESTED",
+    "WILDCARD",
+    "CLUSTER_NAME",
+    "operations_field",
+    "operations_of",
+    "all_supported",
+    "implied_by",
+    "invalid_binding",
+    "binding_of",
+    "filter_of",
+    "make_binding",
+]
 
 #: The bit field's value when the request did not ask for authorized operations.
 NOT_REQUESTED = -2147483648
@@ -63,8 +80,8 @@ class PatternType(IntEnum):
     """Kafka's ``PatternType``: how a binding's resource name matches (KIP-290)."""
 
     UNKNOWN = 0
-    ANY = 1        # filters only: any pattern type
-    MATCH = 2      # filters only: every pattern that applies to the named resource
+    ANY = 1  # filters only: any pattern type
+    MATCH = 2  # filters only: every pattern that applies to the named resource
     LITERAL = 3
     PREFIXED = 4
 
@@ -86,12 +103,30 @@ CLUSTER_NAME = "kafka-cluster"
 _O = AclOperation
 #: Operations that apply to each resource type.
 SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[AclOperation]] = {
-    ResourceType.TOPIC: frozenset({_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER,
-                                   _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS}),
+    ResourceType.TOPIC: frozenset(
+        {
+            _O.READ,
+            _O.WRITE,
+            _O.CREATE,
+            _O.DESCRIBE,
+            _O.DELETE,
+            _O.ALTER,
+            _O.DESCRIBE_CONFIGS,
+            _O.ALTER_CONFIGS,
+        }
+    ),
     ResourceType.GROUP: frozenset({_O.READ, _O.DESCRIBE, _O.DELETE}),
-    ResourceType.CLUSTER: frozenset({_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS,
-                                     _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE, _O.ALTER,
-                                     _O.DESCRIBE}),
+    ResourceType.CLUSTER: frozenset(
+        {
+            _O.CREATE,
+            _O.CLUSTER_ACTION,
+            _O.DESCRIBE_CONFIGS,
+            _O.ALTER_CONFIGS,
+            _O.IDEMPOTENT_WRITE,
+            _O.ALTER,
+            _O.DESCRIBE,
+        }
+    ),
     ResourceType.TRANSACTIONAL_ID: frozenset({_O.DESCRIBE, _O.WRITE}),
     ResourceType.DELEGATION_TOKEN: frozenset({_O.DESCRIBE}),
     ResourceType.USER: frozenset({_O.CREATE_TOKENS, _O.DESCRIBE_TOKENS}),
@@ -168,12 +203,14 @@ class AclBindingFilter:
 
     def matches(self, acl: AclBinding) -> bool:
         """Kafka's ``AclBindingFilter.matches``."""
-        return (self.resource_type in (ResourceType.ANY, acl.resource_type)
-                and self._pattern_matches(acl)
-                and self.principal in (None, acl.principal)
-                and self.host in (None, acl.host)
-                and self.operation in (AclOperation.ANY, acl.operation)
-                and self.permission in (AclPermissionType.ANY, acl.permission))
+        return (
+            self.resource_type in (ResourceType.ANY, acl.resource_type)
+            and self._pattern_matches(acl)
+            and self.principal in (None, acl.principal)
+            and self.host in (None, acl.host)
+            and self.operation in (AclOperation.ANY, acl.operation)
+            and self.permission in (AclPermissionType.ANY, acl.permission)
+        )
 
     def _pattern_matches(self, acl: AclBinding) -> bool:
         """The resource-pattern half (``ResourcePatternFilter.matches``)."""
@@ -207,8 +244,10 @@ def invalid_binding(acl: AclBinding) -> str | None:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     kind, sep, who = acl.principal.partition(":")
     if not sep or not kind or not who:
-        return f"Could not parse principal from `{acl.principal}` (no colon is present " \
-               "separating the principal type from the principal name)"
+        return (
+            f"Could not parse principal from `{acl.principal}` (no colon is present "
+            "separating the principal type from the principal name)"
+        )
     if not acl.host:
         return "Host should not be empty"
     return None
@@ -225,28 +264,50 @@ def _member(kind: type[_E], code: int) -> _E:
         return kind(0)
 
 
-def make_binding(resource_type: int, name: str, pattern_type: int, principal: str, host: str,
-                 operation: int, permission: int) -> AclBinding:
+def make_binding(
+    resource_type: int,
+    name: str,
+    pattern_type: int,
+    principal: str,
+    host: str,
+    operation: int,
+    permission: int,
+) -> AclBinding:
     """A binding from wire codes (codes this version does not know read as UNKNOWN)."""
-    return AclBinding(_member(ResourceType, resource_type), name,
-                      _member(PatternType, pattern_type), principal, host,
-                      _member(AclOperation, operation), _member(AclPermissionType, permission))
+    return AclBinding(
+        _member(ResourceType, resource_type),
+        name,
+        _member(PatternType, pattern_type),
+        principal,
+        host,
+        _member(AclOperation, operation),
+        _member(AclPermissionType, permission),
+    )
 
 
 def binding_of(entry: Any) -> AclBinding:
     """The binding a CreateAcls creation (or a DeleteAcls matching entry) carries."""
-    field = "resource_pattern_type" if hasattr(entry, "resource_pattern_type") \
-        else "pattern_type"
+    field = "resource_pattern_type" if hasattr(entry, "resource_pattern_type") else "pattern_type"
     pattern: int = getattr(entry, field, PatternType.LITERAL)
-    return make_binding(entry.resource_type, entry.resource_name, pattern, entry.principal,
-                        entry.host, entry.operation, entry.permission_type)
+    return make_binding(
+        entry.resource_type,
+        entry.resource_name,
+        pattern,
+        entry.principal,
+        entry.host,
+        entry.operation,
+        entry.permission_type,
+    )
 
 
 def filter_of(entry: Any) -> AclBindingFilter:
     """The filter a DescribeAcls request (or a DeleteAcls filter) carries."""
-    return AclBindingFilter(_member(ResourceType, entry.resource_type_filter),
-                            entry.resource_name_filter,
-                            _member(PatternType, entry.pattern_type_filter),
-                            entry.principal_filter, entry.host_filter,
-                            _member(AclOperation, entry.operation),
-                            _member(AclPermissionType, entry.permission_type))
+    return AclBindingFilter(
+        _member(ResourceType, entry.resource_type_filter),
+        entry.resource_name_filter,
+        _member(PatternType, entry.pattern_type_filter),
+        entry.principal_filter,
+        entry.host_filter,
+        _member(AclOperation, entry.operation),
+        _member(AclPermissionType, entry.permission_type),
+    )

@@ -15,6 +15,7 @@ Decompressed output is bounded by ``max_size`` so a decompression bomb raises
 :class:`ProtocolDecodeError` instead of allocating gigabytes.  A missing library or an unknown
 codec id raises :class:`UnsupportedCodecError` naming it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -78,8 +79,13 @@ def codec_name(codec: int) -> str:
 
 def available_codecs() -> set[int]:
     """Codec ids whose library is importable here."""
-    libs = {NONE: True, GZIP: True, SNAPPY: _snappy is not None, LZ4: _lz4f is not None,
-            ZSTD: _zstd is not None}
+    libs = {
+        NONE: True,
+        GZIP: True,
+        SNAPPY: _snappy is not None,
+        LZ4: _lz4f is not None,
+        ZSTD: _zstd is not None,
+    }
     return {cid for cid, ok in libs.items() if ok}
 
 
@@ -90,10 +96,12 @@ def _require(codec: int, magic: int) -> None:
         raise UnsupportedCodecError(f"unknown compression codec id {codec!r}")
     if codec not in available_codecs():
         raise UnsupportedCodecError(
-            f"compression codec {name} needs a library that is not installed")
+            f"compression codec {name} needs a library that is not installed"
+        )
     if codec == ZSTD and magic < 2:
         raise UnsupportedCodecError(
-            f"compression codec zstd needs message format v2 (magic {magic})")
+            f"compression codec zstd needs message format v2 (magic {magic})"
+        )
 
 
 # --------------------------------------------------------------------------- xxhash32
@@ -113,7 +121,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
         acc = [(seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed & _M32, (seed - _P1) & _M32]
         while pos + 16 <= n:
             for i in range(4):
-                lane = int.from_bytes(data[pos:pos + 4], "little")
+                lane = int.from_bytes(data[pos : pos + 4], "little")
                 acc[i] = (_rotl((acc[i] + lane * _P2) & _M32, 13) * _P1) & _M32
                 pos += 4
         h = (_rotl(acc[0], 1) + _rotl(acc[1], 7) + _rotl(acc[2], 12) + _rotl(acc[3], 18)) & _M32
@@ -121,7 +129,9 @@ def xxh32(data: bytes, seed: int = 0) -> int:
         h = (seed + _P5) & _M32
     h = (h + n) & _M32
     while pos + 4 <= n:
-        h = (_rotl((h + int.from_bytes(data[pos:pos + 4], "little") * _P3) & _M32, 17) * _P4) & _M32
+        h = (
+            _rotl((h + int.from_bytes(data[pos : pos + 4], "little") * _P3) & _M32, 17) * _P4
+        ) & _M32
         pos += 4
     while pos < n:
         h = (_rotl((h + data[pos] * _P5) & _M32, 11) * _P1) & _M32
@@ -166,7 +176,7 @@ def _snappy_compress(data: Buffer) -> bytes:
     data = bytes(data)
     parts = [XERIAL_HEADER]
     for start in range(0, len(data), XERIAL_BLOCK_SIZE):
-        block = _snappy.compress(data[start:start + XERIAL_BLOCK_SIZE])
+        block = _snappy.compress(data[start : start + XERIAL_BLOCK_SIZE])
         parts.append(_INT32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -205,7 +215,7 @@ def _snappy_decompress(data: Buffer, max_size: int) -> bytes:
         pos += 4
         if size < 0 or pos + size > end:
             raise ProtocolDecodeError("xerial snappy block length exceeds the data")
-        out = _snappy_block(data[pos:pos + size], max_size - total)
+        out = _snappy_block(data[pos : pos + size], max_size - total)
         pos += size
         total += len(out)
         parts.append(out)
@@ -222,13 +232,18 @@ def _lz4_header_len(data: Buffer) -> int:
 
 
 def _lz4_compress(data: Buffer, magic: int, level: int | None) -> bytes:
-    out: bytes = _lz4f.compress(bytes(data), compression_level=level or 0,
-                         block_size=_lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
-                         content_checksum=False, store_size=False)
+    out: bytes = _lz4f.compress(
+        bytes(data),
+        compression_level=level or 0,
+        block_size=_lz4f.BLOCKSIZE_MAX64KB,
+        block_linked=False,
+        content_checksum=False,
+        store_size=False,
+    )
     if magic == 0:  # KAFKA-3160: old brokers checksum magic + descriptor
         hlen = _lz4_header_len(out)
-        broken = (xxh32(out[:hlen - 1]) >> 8) & 0xFF
-        out = out[:hlen - 1] + bytes((broken,)) + out[hlen:]
+        broken = (xxh32(out[: hlen - 1]) >> 8) & 0xFF
+        out = out[: hlen - 1] + bytes((broken,)) + out[hlen:]
     return out
 
 
@@ -237,10 +252,10 @@ def _lz4_fix_header(data: bytes) -> bytes:
     hlen = _lz4_header_len(data)
     if not hlen or len(data) < hlen:
         return data
-    good = (xxh32(data[4:hlen - 1]) >> 8) & 0xFF
+    good = (xxh32(data[4 : hlen - 1]) >> 8) & 0xFF
     hc = data[hlen - 1]
-    if hc != good and hc == (xxh32(data[:hlen - 1]) >> 8) & 0xFF:
-        return data[:hlen - 1] + bytes((good,)) + data[hlen:]
+    if hc != good and hc == (xxh32(data[: hlen - 1]) >> 8) & 0xFF:
+        return data[: hlen - 1] + bytes((good,)) + data[hlen:]
     return data
 
 
@@ -275,7 +290,8 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
                 total += len(chunk)
                 if total > max_size:
                     raise ProtocolDecodeError(
-                        f"zstd data decompresses to more than {max_size} bytes")
+                        f"zstd data decompresses to more than {max_size} bytes"
+                    )
                 parts.append(chunk)
     except ProtocolDecodeError:
         raise
@@ -285,8 +301,7 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
 
 
 # --------------------------------------------------------------------------- public
-def compress(codec: int | str, data: Buffer, magic: int = 2,
-             level: int | None = None) -> bytes:
+def compress(codec: int | str, data: Buffer, magic: int = 2, level: int | None = None) -> bytes:
     """Compress ``data`` with ``codec`` as a Kafka producer of message format ``magic`` does."""
     codec = codec_id(codec)
     if codec == NONE:
@@ -301,8 +316,9 @@ def compress(codec: int | str, data: Buffer, magic: int = 2,
     return _zstd_compress(data, level)
 
 
-def decompress(codec: int | str, data: Buffer, magic: int = 2,
-               max_size: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+def decompress(
+    codec: int | str, data: Buffer, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED
+) -> bytes:
     """Decompress ``data``; raise ProtocolDecodeError if invalid or larger than ``max_size``."""
     codec = codec_id(codec)
     if codec == NONE:
@@ -318,7 +334,20 @@ def decompress(codec: int | str, data: Buffer, magic: int = 2,
 
 
 __all__ = [
-    "NONE", "GZIP", "SNAPPY", "LZ4", "ZSTD", "CODEC_NAMES", "CODEC_IDS", "CODEC_MASK",
-    "DEFAULT_MAX_DECOMPRESSED", "XERIAL_MAGIC", "codec_id", "codec_name", "available_codecs",
-    "compress", "decompress", "xxh32",
+    "NONE",
+    "GZIP",
+    "SNAPPY",
+    "LZ4",
+    "ZSTD",
+    "CODEC_NAMES",
+    "CODEC_IDS",
+    "CODEC_MASK",
+    "DEFAULT_MAX_DECOMPRESSED",
+    "XERIAL_MAGIC",
+    "codec_id",
+    "codec_name",
+    "available_codecs",
+    "compress",
+    "decompress",
+    "xxh32",
 ]

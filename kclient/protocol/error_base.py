@@ -1,4 +1,5 @@
 """Base classes of kclient's errors and the code -> class registry (see :mod:`.errors`)."""
+
 from __future__ import annotations
 
 from typing import Any, ClassVar
@@ -19,7 +20,9 @@ _BY_CODE: dict[int, type[BrokerResponseError]] = {}
 _UNRECOGNIZED: dict[int, type[BrokerResponseError]] = {}
 
 
-def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+def _rebuild(
+    cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]
+) -> BaseException:
     """Recreate an exception without calling __init__, so pickling keeps every attribute."""
     exc = cls.__new__(cls, *args)
     exc.args = args

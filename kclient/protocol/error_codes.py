@@ -1,10 +1,14 @@
 """One exception class per Kafka error code (Kafka's ``Errors`` table, -1 .. 128), and the
 0.8-era alias names; each class registers itself with :mod:`.error_base` by its ``errno``."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from .error_base import BrokerResponseError
+
+# a table, one class per error code, kept one row per class:
+# fmt: off
 
 
 class UnknownServerError(BrokerResponseError, errno=-1, message="UNKNOWN_SERVER_ERROR"):

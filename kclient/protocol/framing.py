@@ -4,6 +4,7 @@
 ``(correlation_id, response)`` pairs; :class:`ServerProtocol` does the reverse for a
 broker. A connection (or the mini-broker) feeds them bytes and writes what they return.
 """
+
 from __future__ import annotations
 
 import struct
@@ -17,8 +18,15 @@ from .schema import Api, ReqT, Struct
 from .types import NULLABLE_STRING, Parts, read_tagged_fields
 from .varint import Buffer
 
-__all__ = ["RequestHeader", "Request", "ClientProtocol", "ServerProtocol", "API_VERSIONS_KEY",
-           "DEFAULT_MAX_FRAME", "RAW_CORR"]
+__all__ = [
+    "RequestHeader",
+    "Request",
+    "ClientProtocol",
+    "ServerProtocol",
+    "API_VERSIONS_KEY",
+    "DEFAULT_MAX_FRAME",
+    "RAW_CORR",
+]
 
 API_VERSIONS_KEY = 18
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024
@@ -47,14 +55,15 @@ class Request:
     api: Api[Any, Any] | None
     error: KafkaError | None = None
     size: int = 0
-    client_host: str = ""       # the peer's address, set by the server (group member hosts)
-    listener: str = ""          # the name of the listener it came in on, set by the server
-    session: Any = None         # the connection's security state (principal, SASL), ditto
-    received: float = 0.0       # monotonic time the server read it (its request metrics)
+    client_host: str = ""  # the peer's address, set by the server (group member hosts)
+    listener: str = ""  # the name of the listener it came in on, set by the server
+    session: Any = None  # the connection's security state (principal, SASL), ditto
+    received: float = 0.0  # monotonic time the server read it (its request metrics)
 
 
-def _encode_request_header(api: Api[Any, Any], version: int, corr: int,
-                           client_id: str | None) -> Parts:
+def _encode_request_header(
+    api: Api[Any, Any], version: int, corr: int, client_id: str | None
+) -> Parts:
     out: Parts = [_HEADER.pack(api.key, version, corr)]
     NULLABLE_STRING.write(client_id, out)
     if api.is_flexible(version):
@@ -77,21 +86,21 @@ class _Framer:
 
     def __init__(self, max_frame: int):
         self.max_frame = max_frame
-        self._head = b""                      # the size prefix, while incomplete
-        self._need = -1                       # the frame's size, once its prefix is in
-        self._parts: list[memoryview] = []    # what arrived of it
+        self._head = b""  # the size prefix, while incomplete
+        self._need = -1  # the frame's size, once its prefix is in
+        self._parts: list[memoryview] = []  # what arrived of it
         self._have = 0
 
     def feed(self, data: Buffer) -> list[bytes]:
         if not isinstance(data, bytes):
-            data = bytes(data)                # the pieces must not change under us
+            data = bytes(data)  # the pieces must not change under us
         frames: list[bytes] = []
         view = memoryview(data)
         pos, end = 0, len(data)
         while pos < end:
             if self._need < 0:
                 take = min(4 - len(self._head), end - pos)
-                self._head += data[pos:pos + take]
+                self._head += data[pos : pos + take]
                 pos += take
                 if len(self._head) < 4:
                     break
@@ -99,11 +108,12 @@ class _Framer:
                 self._head = b""
                 if n < 0 or n > self.max_frame:
                     raise ProtocolDecodeError(
-                        f"frame size {n} is outside 0..{self.max_frame} (max frame size)")
+                        f"frame size {n} is outside 0..{self.max_frame} (max frame size)"
+                    )
                 self._need = n
             take = min(self._need - self._have, end - pos)
             if take:
-                self._parts.append(view[pos:pos + take])
+                self._parts.append(view[pos : pos + take])
                 self._have += take
                 pos += take
             if self._have == self._need:
@@ -135,7 +145,7 @@ class ClientProtocol:
         self._next_corr = 0
         self._pending: OrderedDict[int, tuple[Api[Any, Any], int]] = OrderedDict()
         self._framer = _Framer(max_frame)
-        self._raw = 0       # bare frames expected next (send_raw), before any response
+        self._raw = 0  # bare frames expected next (send_raw), before any response
 
     @property
     def in_flight(self) -> int:
@@ -145,8 +155,13 @@ class ClientProtocol:
     def pending(self) -> list[int]:
         return list(self._pending)
 
-    def send_request(self, api: Api[ReqT, Any], version: int, body: ReqT | Mapping[str, Any],
-                     expect_response: bool = True) -> tuple[int, bytes]:
+    def send_request(
+        self,
+        api: Api[ReqT, Any],
+        version: int,
+        body: ReqT | Mapping[str, Any],
+        expect_response: bool = True,
+    ) -> tuple[int, bytes]:
         """Encode a request; returns its correlation id and the frame to write."""
         corr = self._next_corr
         self._next_corr = (corr + 1) & 0x7FFFFFFF
@@ -197,7 +212,8 @@ class ClientProtocol:
                 # (error UNSUPPORTED_VERSION plus its ranges), as KIP-511 specifies
                 return corr, api.decode_response(0, memoryview(frame), pos)
             raise ProtocolDecodeError(
-                f"{api.name} v{version} response (correlation id {corr}): {exc}") from None
+                f"{api.name} v{version} response (correlation id {corr}): {exc}"
+            ) from None
 
 
 class ServerProtocol:
@@ -221,22 +237,28 @@ class ServerProtocol:
         flexible = api is not None and api.is_flexible(version)
         header = RequestHeader(key, version, corr, client_id, flexible)
         if api is None:
-            return Request(header, None, None, UnsupportedVersionError(f"unknown api key {key}"), len(frame))
+            return Request(
+                header, None, None, UnsupportedVersionError(f"unknown api key {key}"), len(frame)
+            )
         if not api.min_version <= version <= api.max_version:
             err = UnsupportedVersionError(
-                f"{api.name} v{version} is not supported (v{api.min_version}-v{api.max_version})")
+                f"{api.name} v{version} is not supported (v{api.min_version}-v{api.max_version})"
+            )
             return Request(header, None, api, err, len(frame))
         if flexible:
             _, pos = read_tagged_fields(frame, pos)
         body = api.decode_request(version, memoryview(frame), pos)
         return Request(header, body, api, None, len(frame))
 
-    def encode_response(self, header: RequestHeader, body: Any, version: int | None = None) -> bytes:
+    def encode_response(
+        self, header: RequestHeader, body: Any, version: int | None = None
+    ) -> bytes:
         """Encode a response to ``header`` (at ``version``, default the request's) as one frame."""
         return _frame(self._response_parts(header, body, version))
 
-    def encode_response_parts(self, header: RequestHeader, body: Any,
-                              version: int | None = None) -> Parts:
+    def encode_response_parts(
+        self, header: RequestHeader, body: Any, version: int | None = None
+    ) -> Parts:
         """Like encode_response but returns parts (size prefix first), so large Records
         values - any object with a length, such as a file region - are passed through."""
         parts = self._response_parts(header, body, version)

@@ -4,6 +4,7 @@ An :class:`Api` lists request and response :class:`Field` s; encode/decode for a
 supported version are compiled from that one definition (and cached), including the
 flexible versions' compact types and tagged-field sections (KIP-482).
 """
+
 from __future__ import annotations
 
 import copy
@@ -78,6 +79,7 @@ class Struct:
         return {k: _plain(v) for k, v in self.__dict__.items()}
 
     if TYPE_CHECKING:  # fields are dynamic; the typed views are in kclient.protocol.messages
+
         def __getattr__(self, name: str) -> Any: ...
 
 
@@ -108,8 +110,15 @@ class Field:
 
     __slots__ = ("name", "type", "versions", "nullable", "default")
 
-    def __init__(self, name: str, type: Type | Sequence[Field] | One, versions: str = "0+",
-                 *, nullable: str | None = None, default: Any = ...):
+    def __init__(
+        self,
+        name: str,
+        type: Type | Sequence[Field] | One,
+        versions: str = "0+",
+        *,
+        nullable: str | None = None,
+        default: Any = ...,
+    ):
         self.name = name
         self.type = type
         self.versions = parse_versions(versions)
@@ -142,7 +151,9 @@ class StructType(Type):
         self.name = "struct"
         self.fields = tuple(fields)
         self.flexible = flexible
-        self._codecs = [(f.name, _resolve(f, version, flexible)) for f in fields if f.active(version)]
+        self._codecs = [
+            (f.name, _resolve(f, version, flexible)) for f in fields if f.active(version)
+        ]
         self._absent = [(f.name, f) for f in fields if not f.active(version)]
         self._defaults = {f.name: f for f in fields}
         #: every name a value may carry: the fields of all versions (one absent at this version
@@ -167,8 +178,10 @@ class StructType(Type):
         defaults = self._defaults
         if isinstance(value, Mapping) and not self._known.issuperset(value):
             unknown = sorted(k for k in value if k not in self._known)
-            raise ValueError(f"unknown field {unknown[0]!r} (not in any version; known: "
-                             f"{', '.join(sorted(defaults))})")
+            raise ValueError(
+                f"unknown field {unknown[0]!r} (not in any version; known: "
+                f"{', '.join(sorted(defaults))})"
+            )
         for name, typ in self._codecs:
             v = _get(value, name, ...)
             if v is ...:
@@ -177,7 +190,7 @@ class StructType(Type):
                 typ.write(v, out)
             except (ValueError, TypeError, AttributeError) as exc:
                 raise ValueError(f"field {name!r}: {exc}") from None
-        if self.flexible:     # a value's own tags (``_tagged_fields``: {tag: bytes}) or none
+        if self.flexible:  # a value's own tags (``_tagged_fields``: {tag: bytes}) or none
             tags = _get(value, "_tagged_fields", None)
             out.append(write_tagged_fields(tags) if tags else EMPTY_TAGGED_FIELDS)
 
@@ -248,8 +261,16 @@ class Api(Generic[ReqT, RespT]):
     which decoding returns for type checkers; at run time they are :class:`Struct` s.
     """
 
-    def __init__(self, key: int, name: str, versions: str, request: Iterable[Field],
-                 response: Iterable[Field], *, flexible: int | None = None):
+    def __init__(
+        self,
+        key: int,
+        name: str,
+        versions: str,
+        request: Iterable[Field],
+        response: Iterable[Field],
+        *,
+        flexible: int | None = None,
+    ):
         self.key = key
         self.name = name
         self.min_version, self.max_version = parse_versions(versions)
@@ -269,7 +290,8 @@ class Api(Generic[ReqT, RespT]):
         if not self.min_version <= version <= self.max_version:
             raise UnsupportedVersionError(
                 f"{self.name} v{version} is not supported (supported v{self.min_version}-"
-                f"v{self.max_version})")
+                f"v{self.max_version})"
+            )
 
     def _compile_request(self, version: int) -> StructType:
         self.check_version(version)
@@ -306,31 +328,45 @@ class Api(Generic[ReqT, RespT]):
             raise ValueError(f"{self.name} v{version} response: {exc}") from None
         return out
 
-    def decode_request(self, version: int, buf: Buffer, pos: int = 0, *,
-                       strict: bool = False) -> ReqT:
+    def decode_request(
+        self, version: int, buf: Buffer, pos: int = 0, *, strict: bool = False
+    ) -> ReqT:
         """Decode a request body as Kafka does: the declared fields, unknown tags skipped and
         trailing bytes ignored (logged at debug); ``strict`` makes trailing bytes an error."""
-        return cast(ReqT, _decode_all(self, self._request_codec(version), buf, pos, version,
-                                      "request", strict))
+        return cast(
+            ReqT,
+            _decode_all(self, self._request_codec(version), buf, pos, version, "request", strict),
+        )
 
-    def decode_response(self, version: int, buf: Buffer, pos: int = 0, *,
-                        strict: bool = False) -> RespT:
+    def decode_response(
+        self, version: int, buf: Buffer, pos: int = 0, *, strict: bool = False
+    ) -> RespT:
         """Decode a response body, as leniently as :meth:`decode_request`."""
-        return cast(RespT, _decode_all(self, self._response_codec(version), buf, pos, version,
-                                       "response", strict))
+        return cast(
+            RespT,
+            _decode_all(self, self._response_codec(version), buf, pos, version, "response", strict),
+        )
 
 
 _trailing_logged: dict[tuple[str, int, str], float] = {}
 
 
-def _decode_all(api: Api[Any, Any], codec: StructType, buf: Buffer, pos: int, version: int,
-                side: str, strict: bool) -> Struct:
+def _decode_all(
+    api: Api[Any, Any],
+    codec: StructType,
+    buf: Buffer,
+    pos: int,
+    version: int,
+    side: str,
+    strict: bool,
+) -> Struct:
     value, end = codec.read(buf, pos)
     if end != len(buf):
         extra = len(buf) - end
         if strict:
             raise ProtocolDecodeError(
-                f"{api.name} v{version} {side}: {extra} unexpected trailing bytes")
+                f"{api.name} v{version} {side}: {extra} unexpected trailing bytes"
+            )
         _note_trailing(api.name, version, side, extra)
     return value
 
@@ -345,5 +381,11 @@ def _note_trailing(name: str, version: int, side: str, extra: int) -> None:
     if last is not None and now - last < TRAILING_LOG_INTERVAL:
         return
     _trailing_logged[key] = now
-    log.debug("%s v%d %s: ignored %d trailing bytes (as Kafka does; logged at most once "
-              "per %.0f s)", name, version, side, extra, TRAILING_LOG_INTERVAL)
+    log.debug(
+        "%s v%d %s: ignored %d trailing bytes (as Kafka does; logged at most once per %.0f s)",
+        name,
+        version,
+        side,
+        extra,
+        TRAILING_LOG_INTERVAL,
+    )

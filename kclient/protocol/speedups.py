@@ -1,6 +1,7 @@
 """Where kclient's optional C speed-ups are loaded: one switch, ``KCLIENT_PURE_PYTHON=1``, makes
 every one of them (the producer's ``_speedups``, the v2 record walker ``_walk``) fall back to
 its Python twin, so CI can run the same tests over the Python references."""
+
 from __future__ import annotations
 
 import importlib

@@ -4,6 +4,7 @@ Every type offers ``read(buf, pos) -> (value, pos)`` over bytes/memoryview and
 ``write(value, out)`` appending bytes-like parts to a list, so encoders build one
 ``b"".join`` at the end and a Records payload can be passed through untouched.
 """
+
 from __future__ import annotations
 
 import struct
@@ -13,11 +14,30 @@ from .errors import ProtocolDecodeError
 from .varint import Buffer, decode_uvarint, encode_uvarint
 
 __all__ = [
-    "Type", "INT8", "INT16", "INT32", "INT64", "UINT16", "FLOAT64", "BOOLEAN", "UUID",
-    "STRING", "NULLABLE_STRING", "BYTES", "NULLABLE_BYTES", "RECORDS",
-    "COMPACT_STRING", "COMPACT_NULLABLE_STRING", "COMPACT_BYTES", "COMPACT_NULLABLE_BYTES",
-    "COMPACT_RECORDS", "ArrayOf", "read_tagged_fields", "write_tagged_fields",
-    "EMPTY_TAGGED_FIELDS", "Parts",
+    "Type",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "UINT16",
+    "FLOAT64",
+    "BOOLEAN",
+    "UUID",
+    "STRING",
+    "NULLABLE_STRING",
+    "BYTES",
+    "NULLABLE_BYTES",
+    "RECORDS",
+    "COMPACT_STRING",
+    "COMPACT_NULLABLE_STRING",
+    "COMPACT_BYTES",
+    "COMPACT_NULLABLE_BYTES",
+    "COMPACT_RECORDS",
+    "ArrayOf",
+    "read_tagged_fields",
+    "write_tagged_fields",
+    "EMPTY_TAGGED_FIELDS",
+    "Parts",
 ]
 
 #: What encoders append to: bytes-like parts, and Records values passed through as given (any
@@ -98,7 +118,7 @@ class _Uuid(Type):
     def read(self, buf: Buffer, pos: int) -> tuple[bytes, int]:
         if pos + 16 > len(buf):
             raise _truncated("uuid", pos)
-        return bytes(buf[pos:pos + 16]), pos + 16
+        return bytes(buf[pos : pos + 16]), pos + 16
 
     def write(self, value: Any, out: Parts) -> None:
         if len(value) != 16:
@@ -115,8 +135,9 @@ _INT32 = struct.Struct(">i")
 class _Blob(Type):
     """Length-prefixed bytes or string; int16/int32 or (compact) unsigned-varint length+1."""
 
-    def __init__(self, name: str, *, text: bool, nullable: bool, compact: bool = False,
-                 raw: bool = False):
+    def __init__(
+        self, name: str, *, text: bool, nullable: bool, compact: bool = False, raw: bool = False
+    ):
         self.name = name
         self.text = text
         self.nullable = nullable
@@ -125,8 +146,13 @@ class _Blob(Type):
         self.default = None if nullable else ("" if text else b"")
 
     def compact(self) -> _Blob:
-        return _Blob("compact_" + self.name, text=self.text, nullable=self.nullable,
-                     compact=True, raw=self.raw)
+        return _Blob(
+            "compact_" + self.name,
+            text=self.text,
+            nullable=self.nullable,
+            compact=True,
+            raw=self.raw,
+        )
 
     def _read_len(self, buf: Buffer, pos: int) -> tuple[int, int]:
         if self.is_compact:
@@ -149,7 +175,8 @@ class _Blob(Type):
         end = pos + n
         if end > len(buf):
             raise ProtocolDecodeError(
-                f"{self.name}: length {n} at byte {pos} runs past the end ({len(buf)} bytes)")
+                f"{self.name}: length {n} at byte {pos} runs past the end ({len(buf)} bytes)"
+            )
         data = buf[pos:end]
         if self.text:
             try:
@@ -162,7 +189,9 @@ class _Blob(Type):
         if value is None:
             if not self.nullable:
                 raise ValueError(f"{self.name} is not nullable")
-            out.append(b"\x00" if self.is_compact else (b"\xff\xff" if self.text else b"\xff\xff\xff\xff"))
+            out.append(
+                b"\x00" if self.is_compact else (b"\xff\xff" if self.text else b"\xff\xff\xff\xff")
+            )
             return
         if self.text:
             value = value.encode("utf-8") if isinstance(value, str) else bytes(value)
@@ -250,7 +279,7 @@ def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
         size, pos = decode_uvarint(buf, pos)
         if pos + size > len(buf):
             raise _truncated("tagged field", pos)
-        tags[tag] = bytes(buf[pos:pos + size])
+        tags[tag] = bytes(buf[pos : pos + size])
         pos += size
     return tags, pos
 
@@ -264,4 +293,3 @@ def write_tagged_fields(tags: dict[int, bytes] | None) -> bytes:
         raw = bytes(tags[tag])
         parts += [encode_uvarint(tag), encode_uvarint(len(raw)), raw]
     return b"".join(parts)
-

@@ -8,6 +8,7 @@ variant (``0 -> 0, -1 -> 1, 1 -> 2, -2 -> 3 ...``).  Encoders return ``bytes``; 
 Small values come from precomputed tables so the record codecs stay fast; the tables are
 exported (``UVARINT_TABLE``, ``ZIGZAG_DECODE``) for the hot loops in ``kclient.protocol.records``.
 """
+
 from __future__ import annotations
 
 from kclient.protocol.errors import ProtocolDecodeError
@@ -31,8 +32,9 @@ def _build_encode_table(size: int) -> list[bytes]:
     """Encoded unsigned varints for ``0 <= n < size`` (size <= 2**21)."""
     one = [bytes((n,)) for n in range(min(size, 128))]
     two = [bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(128, min(size, 1 << 14))]
-    three = [bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
-             for n in range(1 << 14, size)]
+    three = [
+        bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14)) for n in range(1 << 14, size)
+    ]
     return one + two + three
 
 
@@ -150,7 +152,19 @@ def decode_varint32(buf: Buffer, pos: int = 0) -> tuple[int, int]:
 
 
 __all__ = [
-    "Buffer", "TABLE_SIZE", "DECODE_TABLE_SIZE", "UVARINT_TABLE", "ZIGZAG_DECODE",
-    "zigzag", "unzigzag", "encode_uvarint", "encode_varint", "uvarint_size", "varint_size",
-    "decode_uvarint", "decode_varint", "decode_uvarint32", "decode_varint32",
+    "Buffer",
+    "TABLE_SIZE",
+    "DECODE_TABLE_SIZE",
+    "UVARINT_TABLE",
+    "ZIGZAG_DECODE",
+    "zigzag",
+    "unzigzag",
+    "encode_uvarint",
+    "encode_varint",
+    "uvarint_size",
+    "varint_size",
+    "decode_uvarint",
+    "decode_varint",
+    "decode_uvarint32",
+    "decode_varint32",
 ]

@@ -17,6 +17,7 @@ Every version keeps the top-level ``host`` and ``port`` a version-1 reader (Kafk
 Broker-side znodes are written as Kafka 3.x's Jackson writes them (compact, its key order, ``/``
 not escaped); a consumer registration as Kafka 0.8's ``Json.encode`` (``/`` escaped as ``\\/``).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,34 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "BROKER_IDS_PATH", "BROKER_TOPICS_PATH", "CONSUMERS_PATH", "CONFIG_TOPICS_PATH",
-    "CONTROLLER_PATH", "CONTROLLER_EPOCH_PATH", "COMMON_PATHS", "REGISTRATION_VERSION",
-    "BrokerRegistration", "GroupDirs", "broker_path", "topic_path", "partition_state_path",
-    "topic_config_path", "kafka_json", "jackson_json", "registration_version",
-    "broker_registration", "parse_broker_registration", "parse_broker", "topic_assignment",
-    "parse_topic_assignment", "partition_state", "parse_partition_leader", "topic_config",
-    "controller", "registration_json", "parse_registration",
+    "BROKER_IDS_PATH",
+    "BROKER_TOPICS_PATH",
+    "CONSUMERS_PATH",
+    "CONFIG_TOPICS_PATH",
+    "CONTROLLER_PATH",
+    "CONTROLLER_EPOCH_PATH",
+    "COMMON_PATHS",
+    "REGISTRATION_VERSION",
+    "BrokerRegistration",
+    "GroupDirs",
+    "broker_path",
+    "topic_path",
+    "partition_state_path",
+    "topic_config_path",
+    "kafka_json",
+    "jackson_json",
+    "registration_version",
+    "broker_registration",
+    "parse_broker_registration",
+    "parse_broker",
+    "topic_assignment",
+    "parse_topic_assignment",
+    "partition_state",
+    "parse_partition_leader",
+    "topic_config",
+    "controller",
+    "registration_json",
+    "parse_registration",
 ]
 
 BROKER_IDS_PATH = "/brokers/ids"
@@ -42,8 +64,14 @@ CONTROLLER_PATH = "/controller"
 CONTROLLER_EPOCH_PATH = "/controller_epoch"
 
 #: Persistent paths a broker creates at startup (Kafka's ``ZkUtils.setupCommonPaths``).
-COMMON_PATHS = (CONSUMERS_PATH, BROKER_IDS_PATH, BROKER_TOPICS_PATH, "/config/changes",
-                CONFIG_TOPICS_PATH, "/admin/delete_topics")
+COMMON_PATHS = (
+    CONSUMERS_PATH,
+    BROKER_IDS_PATH,
+    BROKER_TOPICS_PATH,
+    "/config/changes",
+    CONFIG_TOPICS_PATH,
+    "/admin/delete_topics",
+)
 
 #: The registration version Kafka 2.7+ (so 3.x) writes.
 REGISTRATION_VERSION = 5
@@ -70,8 +98,16 @@ def topic_config_path(topic: str) -> str:
 
 
 # ---------------------------------------------------------------------- JSON
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n",
-            "\r": "\\r", "\t": "\\t"}
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "/": "\\/",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
 
 
 def _escape(s: str) -> str:
@@ -98,8 +134,9 @@ def kafka_json(obj: Any) -> str:
     if isinstance(obj, int):
         return str(obj)
     if isinstance(obj, Mapping):
-        return "{" + ",".join(kafka_json(str(k)) + ":" + kafka_json(v)
-                              for k, v in obj.items()) + "}"
+        return (
+            "{" + ",".join(kafka_json(str(k)) + ":" + kafka_json(v) for k, v in obj.items()) + "}"
+        )
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(kafka_json(v) for v in obj) + "]"
     raise TypeError(f"cannot encode {type(obj).__name__} as Kafka JSON")
@@ -135,10 +172,17 @@ def registration_version(inter_broker_protocol_version: str | None) -> int:
     return 4 if (major, minor) > (0, 10) or ((major, minor) == (0, 10) and iv != "IV0") else 2
 
 
-def broker_registration(host: str, port: int, timestamp_ms: int, *,
-                        version: int = REGISTRATION_VERSION, listener: str = "PLAINTEXT",
-                        rack: str | None = None, jmx_port: int = -1,
-                        listeners: Sequence[tuple[str, str, str, int]] = ()) -> bytes:
+def broker_registration(
+    host: str,
+    port: int,
+    timestamp_ms: int,
+    *,
+    version: int = REGISTRATION_VERSION,
+    listener: str = "PLAINTEXT",
+    rack: str | None = None,
+    jmx_port: int = -1,
+    listeners: Sequence[tuple[str, str, str, int]] = (),
+) -> bytes:
     """``/brokers/ids/[id]`` as Kafka writes it (version 2, 4 or 5; the rack from version 3),
     keys in the order Kafka 3.9 writes them: one PLAINTEXT listener at host:port, or every
     ``listeners`` entry (name, security protocol, host, port), the top-level host and port then
@@ -147,7 +191,8 @@ def broker_registration(host: str, port: int, timestamp_ms: int, *,
         raise ValueError("Kafka brokers since 0.9 write registration version 2 or later")
     entries = list(listeners) or [(listener, "PLAINTEXT", host, port)]
     top: tuple[str | None, int] = next(
-        ((h, p) for _, sp, h, p in entries if sp == "PLAINTEXT"), (None, -1))
+        ((h, p) for _, sp, h, p in entries if sp == "PLAINTEXT"), (None, -1)
+    )
     out: dict[str, Any] = {}
     if version >= 5:
         out["features"] = {}
@@ -156,13 +201,21 @@ def broker_registration(host: str, port: int, timestamp_ms: int, *,
     out["endpoints"] = [f"{name}://{h}:{p}" for name, _, h, p in entries]
     if rack is not None and version >= 3:
         out["rack"] = rack
-    out.update({"jmx_port": jmx_port, "port": top[1], "host": top[0], "version": version,
-                "timestamp": str(timestamp_ms)})
+    out.update(
+        {
+            "jmx_port": jmx_port,
+            "port": top[1],
+            "host": top[0],
+            "version": version,
+            "timestamp": str(timestamp_ms),
+        }
+    )
     return jackson_json(out)
 
 
-def parse_broker_registration(data: bytes | str,
-                              security_protocol: str = "PLAINTEXT") -> BrokerRegistration:
+def parse_broker_registration(
+    data: bytes | str, security_protocol: str = "PLAINTEXT"
+) -> BrokerRegistration:
     """Decode any registration version (1: host/port; 2+: endpoints); host and port are those of
     the endpoint serving ``security_protocol`` (a client's ``security.protocol``)."""
     obj = json.loads(data)
@@ -174,16 +227,18 @@ def parse_broker_registration(data: bytes | str,
     return BrokerRegistration(version, host, int(port), endpoints, obj.get("rack"))
 
 
-def _endpoint_of(obj: Mapping[str, Any], endpoints: Sequence[str],
-                 security_protocol: str) -> tuple[str, int]:
+def _endpoint_of(
+    obj: Mapping[str, Any], endpoints: Sequence[str], security_protocol: str
+) -> tuple[str, int]:
     """(host, port) of the endpoint serving ``security_protocol`` (for PLAINTEXT also the only
     one) of a registration; before version 4 a listener's name is its protocol."""
     protocols = obj.get("listener_security_protocol_map") or {}
     for endpoint in endpoints:
         listener, _, address = endpoint.partition("://")
         served = protocols.get(listener, listener) or "PLAINTEXT"
-        if served == security_protocol or (security_protocol == "PLAINTEXT"
-                                           and len(endpoints) == 1):
+        if served == security_protocol or (
+            security_protocol == "PLAINTEXT" and len(endpoints) == 1
+        ):
             host, _, port = address.rpartition(":")
             return host.strip("[]"), int(port)
     raise ValueError(f"broker registration without a {security_protocol} address: {obj!r}")
@@ -199,8 +254,14 @@ def parse_broker(data: bytes | str, security_protocol: str = "PLAINTEXT") -> tup
 def topic_assignment(replicas: Mapping[int, Sequence[int]]) -> bytes:
     """``/brokers/topics/[topic]`` as Kafka 3.x's ``TopicZNode`` writes it (version 3, no
     reassignment in progress, no topic id); a 0.8 reader takes ``partitions`` alone."""
-    return jackson_json({"partitions": {str(p): list(replicas[p]) for p in sorted(replicas)},
-                         "adding_replicas": {}, "removing_replicas": {}, "version": 3})
+    return jackson_json(
+        {
+            "partitions": {str(p): list(replicas[p]) for p in sorted(replicas)},
+            "adding_replicas": {},
+            "removing_replicas": {},
+            "version": 3,
+        }
+    )
 
 
 def parse_topic_assignment(data: bytes | str) -> dict[int, list[int]]:
@@ -209,12 +270,19 @@ def parse_topic_assignment(data: bytes | str) -> dict[int, list[int]]:
     return {int(p): [int(r) for r in rs] for p, rs in (obj.get("partitions") or {}).items()}
 
 
-def partition_state(leader: int, leader_epoch: int = 0, isr: Sequence[int] | None = None,
-                    controller_epoch: int = 1) -> bytes:
+def partition_state(
+    leader: int, leader_epoch: int = 0, isr: Sequence[int] | None = None, controller_epoch: int = 1
+) -> bytes:
     """A partition's leader-and-ISR state (every Kafka version writes this version 1)."""
-    return jackson_json({"controller_epoch": controller_epoch, "leader": leader, "version": 1,
-                         "leader_epoch": leader_epoch,
-                         "isr": list(isr) if isr is not None else [leader]})
+    return jackson_json(
+        {
+            "controller_epoch": controller_epoch,
+            "leader": leader,
+            "version": 1,
+            "leader_epoch": leader_epoch,
+            "isr": list(isr) if isr is not None else [leader],
+        }
+    )
 
 
 def parse_partition_leader(data: bytes | str) -> int | None:
@@ -230,8 +298,14 @@ def topic_config(config: Mapping[str, str]) -> bytes:
 
 def controller(broker_id: int, timestamp_ms: int) -> bytes:
     """``/controller`` as a Kafka 3.x ZooKeeper-mode controller writes it."""
-    return jackson_json({"version": 2, "brokerid": broker_id, "timestamp": str(timestamp_ms),
-                         "kraftControllerEpoch": -1})
+    return jackson_json(
+        {
+            "version": 2,
+            "brokerid": broker_id,
+            "timestamp": str(timestamp_ms),
+            "kraftControllerEpoch": -1,
+        }
+    )
 
 
 # ---------------------------------------------------------------------- consumers
@@ -260,13 +334,19 @@ class GroupDirs:
 
 def registration_json(subscription: Mapping[str, int], pattern: str, timestamp_ms: int) -> str:
     """``{"version":1,"subscription":{...},"pattern":"static","timestamp":"<ms>"}``."""
-    return kafka_json({"version": 1, "subscription": dict(subscription), "pattern": pattern,
-                       "timestamp": str(timestamp_ms)})
+    return kafka_json(
+        {
+            "version": 1,
+            "subscription": dict(subscription),
+            "pattern": pattern,
+            "timestamp": str(timestamp_ms),
+        }
+    )
 
 
 def parse_registration(data: bytes | str) -> tuple[str, dict[str, int]]:
     """``(pattern, subscription)`` of a consumer registration (also the pre-0.8.1 plain map)."""
     obj = json.loads(data)
-    if "subscription" not in obj:              # old format: {"topic": #streams}
+    if "subscription" not in obj:  # old format: {"topic": #streams}
         return "static", {k: int(v) for k, v in obj.items()}
     return obj.get("pattern", "static"), {k: int(v) for k, v in obj["subscription"].items()}

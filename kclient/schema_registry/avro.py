@@ -6,6 +6,7 @@ turns dataclasses or other objects into one); ``AvroDeserializer(client, schema_
 conf, from_dict=None)`` reads with the writer's schema, resolved to ``schema_str`` (or the
 latest version, with ``use.latest.version``) when given.
 """
+
 from __future__ import annotations
 
 import io
@@ -23,8 +24,9 @@ def _fastavro() -> Any:
     try:
         import fastavro
     except ImportError as exc:
-        raise ImportError("Avro serdes need fastavro: pip install 'kclient[schemaregistry]'"
-                          ) from exc
+        raise ImportError(
+            "Avro serdes need fastavro: pip install 'kclient[schemaregistry]'"
+        ) from exc
     return fastavro
 
 
@@ -36,7 +38,7 @@ def parse_avro(schema: Schema, references: Mapping[str, Schema]) -> Any:
         for ref in references.values():
             fastavro.parse_schema(json.loads(ref.schema_str), named_schemas=named)
         return fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
-    except Exception as exc:   # json errors, fastavro's SchemaParseException / UnknownType
+    except Exception as exc:  # json errors, fastavro's SchemaParseException / UnknownType
         raise SerializationError(f"invalid Avro schema: {type(exc).__name__}: {exc}") from exc
 
 
@@ -45,9 +47,13 @@ class AvroSerializer(SchemaSerializer):
 
     schema_type = "AVRO"
 
-    def __init__(self, schema_registry_client: Any, schema_str: str | Schema | None = None,
-                 conf: Mapping[str, Any] | None = None,
-                 to_dict: Callable[[Any, SerializationContext], Any] | None = None) -> None:
+    def __init__(
+        self,
+        schema_registry_client: Any,
+        schema_str: str | Schema | None = None,
+        conf: Mapping[str, Any] | None = None,
+        to_dict: Callable[[Any, SerializationContext], Any] | None = None,
+    ) -> None:
         super().__init__(schema_registry_client, schema_str, conf, {}, to_dict)
         self._writer_fn = _fastavro().schemaless_writer
         self._name: str | None = None
@@ -77,10 +83,14 @@ class AvroDeserializer(SchemaDeserializer):
 
     schema_type = "AVRO"
 
-    def __init__(self, schema_registry_client: Any, schema_str: str | Schema | None = None,
-                 conf: Mapping[str, Any] | None = None,
-                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
-                 return_record_name: bool = False) -> None:
+    def __init__(
+        self,
+        schema_registry_client: Any,
+        schema_str: str | Schema | None = None,
+        conf: Mapping[str, Any] | None = None,
+        from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+        return_record_name: bool = False,
+    ) -> None:
         super().__init__(schema_registry_client, schema_str, conf, {}, from_dict)
         self.return_record_name = return_record_name
         self._reader_fn = _fastavro().schemaless_reader
@@ -93,9 +103,8 @@ class AvroDeserializer(SchemaDeserializer):
         stream.seek(start)
         try:
             return self._reader_fn(stream, writer, reader, self.return_record_name)
-        except Exception as exc:    # truncated data, a schema resolution failure
-            raise SerializationError(f"cannot decode Avro: {type(exc).__name__}: {exc}"
-                                     ) from exc
+        except Exception as exc:  # truncated data, a schema resolution failure
+            raise SerializationError(f"cannot decode Avro: {type(exc).__name__}: {exc}") from exc
 
 
 __all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro"]

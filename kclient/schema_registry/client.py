@@ -11,6 +11,7 @@ URL), ``bearer.auth.token`` (with ``bearer.auth.logical.cluster`` /
 ``retries.wait.ms``, ``retries.max.wait.ms`` (backoff on 408/429/5xx) and
 ``cache.latest.ttl.sec``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,12 +32,27 @@ from .calls import (
     Sleep,
 )
 
-KNOWN = frozenset({
-    "url", "basic.auth.user.info", "basic.auth.credentials.source", "bearer.auth.token",
-    "bearer.auth.credentials.source", "bearer.auth.logical.cluster",
-    "bearer.auth.identity.pool.id", "ssl.ca.location", "ssl.certificate.location",
-    "ssl.key.location", "ssl.key.password", "timeout", "max.retries", "retries.wait.ms",
-    "retries.max.wait.ms", "cache.capacity", "cache.latest.ttl.sec"})
+KNOWN = frozenset(
+    {
+        "url",
+        "basic.auth.user.info",
+        "basic.auth.credentials.source",
+        "bearer.auth.token",
+        "bearer.auth.credentials.source",
+        "bearer.auth.logical.cluster",
+        "bearer.auth.identity.pool.id",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.key.password",
+        "timeout",
+        "max.retries",
+        "retries.wait.ms",
+        "retries.max.wait.ms",
+        "cache.capacity",
+        "cache.latest.ttl.sec",
+    }
+)
 
 
 def _httpx() -> Any:
@@ -44,8 +60,9 @@ def _httpx() -> Any:
     try:
         import httpx
     except ImportError as exc:
-        raise ImportError("the schema registry client needs httpx: "
-                          "pip install 'kclient[schemaregistry]'") from exc
+        raise ImportError(
+            "the schema registry client needs httpx: pip install 'kclient[schemaregistry]'"
+        ) from exc
     return httpx
 
 
@@ -56,10 +73,11 @@ class _Settings:
         conf = {"url": conf} if isinstance(conf, str) else dict(conf)
         unknown = sorted(set(conf) - KNOWN)
         if unknown:
-            raise ValueError(f"unknown schema registry settings: {', '.join(unknown)} "
-                             f"(known: {', '.join(sorted(KNOWN))})")
-        urls = [u.strip().rstrip("/") for u in str(conf.get("url") or "").split(",")
-                if u.strip()]
+            raise ValueError(
+                f"unknown schema registry settings: {', '.join(unknown)} "
+                f"(known: {', '.join(sorted(KNOWN))})"
+            )
+        urls = [u.strip().rstrip("/") for u in str(conf.get("url") or "").split(",") if u.strip()]
         if not urls:
             raise ValueError("schema registry: 'url' is required (http://host:port)")
         self.auth: tuple[str, str] | None = None
@@ -69,14 +87,18 @@ class _Settings:
             if not sep:
                 raise ValueError("basic.auth.user.info must be 'user:password'")
             self.auth = (user, password)
-        self.headers = {"Accept": "application/vnd.schemaregistry.v1+json, "
-                                  "application/vnd.schemaregistry+json, application/json"}
+        self.headers = {
+            "Accept": "application/vnd.schemaregistry.v1+json, "
+            "application/vnd.schemaregistry+json, application/json"
+        }
         if conf.get("bearer.auth.token"):
             if self.auth is not None:
                 raise ValueError("basic.auth.user.info and bearer.auth.token exclude each other")
             self.headers["Authorization"] = f"Bearer {conf['bearer.auth.token']}"
-            for key, header in (("bearer.auth.logical.cluster", "target-sr-cluster"),
-                                ("bearer.auth.identity.pool.id", "Confluent-Identity-Pool-Id")):
+            for key, header in (
+                ("bearer.auth.logical.cluster", "target-sr-cluster"),
+                ("bearer.auth.identity.pool.id", "Confluent-Identity-Pool-Id"),
+            ):
                 if conf.get(key):
                     self.headers[header] = str(conf[key])
         self.timeout = float(conf.get("timeout", 30))
@@ -106,14 +128,21 @@ class _Settings:
         """Verification against ``ssl.ca.location``, client certificate when given."""
         context = ssl.create_default_context(cafile=conf.get("ssl.ca.location"))
         if conf.get("ssl.certificate.location"):
-            context.load_cert_chain(conf["ssl.certificate.location"],
-                                    conf.get("ssl.key.location"), conf.get("ssl.key.password"))
+            context.load_cert_chain(
+                conf["ssl.certificate.location"],
+                conf.get("ssl.key.location"),
+                conf.get("ssl.key.password"),
+            )
         return context
 
     def client_args(self) -> dict[str, Any]:
         """Keyword arguments for httpx.Client / AsyncClient."""
-        return {"auth": self.auth, "headers": self.headers, "timeout": self.timeout,
-                "verify": self.verify}
+        return {
+            "auth": self.auth,
+            "headers": self.headers,
+            "timeout": self.timeout,
+            "verify": self.verify,
+        }
 
 
 def _answer(response: Any) -> HttpResponse:
@@ -127,16 +156,20 @@ def _answer(response: Any) -> HttpResponse:
 
 def _sync(op: Callable[..., Call[Any]]) -> Callable[..., Any]:
     """A blocking method running one RegistryCalls operation."""
+
     def method(self: SchemaRegistryClient, *args: Any, **kwargs: Any) -> Any:
         return self.run(op(self.calls, *args, **kwargs))
+
     method.__name__, method.__doc__ = op.__name__, op.__doc__
     return method
 
 
 def _async(op: Callable[..., Call[Any]]) -> Callable[..., Any]:
     """A coroutine method running one RegistryCalls operation."""
+
     async def method(self: AsyncSchemaRegistryClient, *args: Any, **kwargs: Any) -> Any:
         return await self.run(op(self.calls, *args, **kwargs))
+
     method.__name__, method.__doc__ = op.__name__, op.__doc__
     return method
 
@@ -147,8 +180,7 @@ class _Driver:
     def __init__(self, conf: Mapping[str, Any] | str) -> None:
         self.settings = _Settings(conf)
         s = self.settings
-        self.calls = RegistryCalls(s.latest_ttl, Retries(s.max_retries, s.wait_ms,
-                                                         s.max_wait_ms))
+        self.calls = RegistryCalls(s.latest_ttl, Retries(s.max_retries, s.wait_ms, s.max_wait_ms))
         self.url = self.settings.urls[0]
 
     def _urls(self) -> list[str]:
@@ -199,8 +231,11 @@ class SchemaRegistryClient(_Driver):
         failure = HttpResponse(UNREACHABLE, "no URL")
         for url in self._urls():
             try:
-                return _answer(self._http.request(req.method, f"{url}/{req.path}",
-                                                  params=req.query, json=req.body))
+                return _answer(
+                    self._http.request(
+                        req.method, f"{url}/{req.path}", params=req.query, json=req.body
+                    )
+                )
             except _httpx().TransportError as exc:
                 failure = self._failed(url, exc)
         return failure
@@ -243,8 +278,11 @@ class AsyncSchemaRegistryClient(_Driver):
         failure = HttpResponse(UNREACHABLE, "no URL")
         for url in self._urls():
             try:
-                return _answer(await self._http.request(req.method, f"{url}/{req.path}",
-                                                        params=req.query, json=req.body))
+                return _answer(
+                    await self._http.request(
+                        req.method, f"{url}/{req.path}", params=req.query, json=req.body
+                    )
+                )
             except _httpx().TransportError as exc:
                 failure = self._failed(url, exc)
         return failure

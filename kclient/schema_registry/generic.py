@@ -7,6 +7,7 @@ registered descriptor (as a dict with the proto field names).  :func:`serializer
 the serializer of a format from a schema text, or from the subject's latest version when no
 text is given.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,18 +29,21 @@ Decode = Callable[[bytes, int], Any]
 def _avro_decoder(parsed: Any) -> Decode:
     """Avro payload -> dict."""
     import fastavro
+
     reader = fastavro.schemaless_reader
 
     def decode(data: bytes, start: int) -> Any:
         stream = io.BytesIO(data)
         stream.seek(start)
         return reader(stream, parsed, None)
+
     return decode
 
 
 def _protobuf_decoder(schema: Schema, references: dict[str, Schema]) -> Decode:
     """Protobuf payload (indexes, message) -> dict, one message class per index path."""
     from google.protobuf.json_format import MessageToDict
+
     classes: dict[tuple[int, ...], Any] = {}
 
     def decode(data: bytes, start: int) -> Any:
@@ -50,14 +54,14 @@ def _protobuf_decoder(schema: Schema, references: dict[str, Schema]) -> Decode:
         message = cls()
         message.ParseFromString(memoryview(data)[start:].tobytes())
         return MessageToDict(message, preserving_proto_field_name=True)
+
     return decode
 
 
 class AnyDeserializer(SchemaDeserializer):
     """Any registry-encoded value to plain Python (see the module doc)."""
 
-    def __init__(self, schema_registry_client: Any, conf: Mapping[str, Any] | None = None
-                 ) -> None:
+    def __init__(self, schema_registry_client: Any, conf: Mapping[str, Any] | None = None) -> None:
         super().__init__(schema_registry_client, None, conf, {})
 
     def parse(self, schema: Schema, references: dict[str, Schema]) -> Any:
@@ -72,7 +76,7 @@ class AnyDeserializer(SchemaDeserializer):
             return writer(data, start)
         except SerializationError:
             raise
-        except Exception as exc:     # truncated or corrupt payloads of any format
+        except Exception as exc:  # truncated or corrupt payloads of any format
             raise SerializationError(f"cannot decode: {type(exc).__name__}: {exc}") from exc
 
 
@@ -82,8 +86,12 @@ class DynamicProtobufSerializer(SchemaSerializer):
 
     schema_type = "PROTOBUF"
 
-    def __init__(self, schema_registry_client: Any, conf: Mapping[str, Any] | None = None,
-                 message_name: str | None = None) -> None:
+    def __init__(
+        self,
+        schema_registry_client: Any,
+        conf: Mapping[str, Any] | None = None,
+        message_name: str | None = None,
+    ) -> None:
         conf = dict(conf or {})
         if conf.get("use.schema.id") is None:
             conf.setdefault("use.latest.version", True)
@@ -99,15 +107,20 @@ class DynamicProtobufSerializer(SchemaSerializer):
 
     def encode(self, parsed: Any, obj: Any, head: bytes) -> bytes:
         from google.protobuf.json_format import ParseDict, ParseError
+
         try:
             return head + ParseDict(obj, parsed[0]()).SerializeToString()
         except (ParseError, TypeError, ValueError) as exc:
             raise SerializationError(f"value does not fit the Protobuf message: {exc}") from exc
 
 
-def serializer_for(fmt: str, client: Any, schema_text: str | None = None,
-                   conf: Mapping[str, Any] | None = None,
-                   message_name: str | None = None) -> SchemaSerializer:
+def serializer_for(
+    fmt: str,
+    client: Any,
+    schema_text: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+    message_name: str | None = None,
+) -> SchemaSerializer:
     """The serializer of ``fmt`` (avro, json-schema, protobuf): with ``schema_text`` it is
     registered as needed; without, the subject's latest version is used."""
     if fmt not in FORMATS:
@@ -115,8 +128,10 @@ def serializer_for(fmt: str, client: Any, schema_text: str | None = None,
     conf = dict(conf or {})
     if fmt == "protobuf":
         if schema_text is not None:
-            raise ValueError("protobuf: register the schema first (kclient schemas register "
-                             "... --type PROTOBUF) and produce with the subject's latest")
+            raise ValueError(
+                "protobuf: register the schema first (kclient schemas register "
+                "... --type PROTOBUF) and produce with the subject's latest"
+            )
         return DynamicProtobufSerializer(client, conf, message_name)
     if schema_text is None and conf.get("use.schema.id") is None:
         conf.setdefault("use.latest.version", True)

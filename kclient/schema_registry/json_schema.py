@@ -6,6 +6,7 @@ referenced schemas resolved by their reference names (``referencing``).
 ``JSONDeserializer(schema_str, from_dict=None, schema_registry_client=None, conf=None)`` take
 their arguments in confluent-kafka's order; ``validate`` (default true) turns checking off.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,20 +25,27 @@ def _validator(schema: Schema, references: Mapping[str, Schema]) -> Any:
         from referencing import Registry, Resource
         from referencing.jsonschema import DRAFT202012
     except ImportError as exc:
-        raise ImportError("JSON Schema serdes need jsonschema: "
-                          "pip install 'kclient[schemaregistry]'") from exc
+        raise ImportError(
+            "JSON Schema serdes need jsonschema: pip install 'kclient[schemaregistry]'"
+        ) from exc
     try:
         document = json.loads(schema.schema_str)
         registry: Any = Registry().with_resources(
-            (name, Resource.from_contents(json.loads(ref.schema_str),
-                                          default_specification=DRAFT202012))
-            for name, ref in references.items())
+            (
+                name,
+                Resource.from_contents(
+                    json.loads(ref.schema_str), default_specification=DRAFT202012
+                ),
+            )
+            for name, ref in references.items()
+        )
         cls = validator_for(document)
         cls.check_schema(document)
         return cls(document, registry=registry)
-    except Exception as exc:   # json errors, jsonschema's SchemaError
-        raise SerializationError(f"invalid JSON Schema: {type(exc).__name__}: "
-                                 f"{getattr(exc, 'message', exc)}") from exc
+    except Exception as exc:  # json errors, jsonschema's SchemaError
+        raise SerializationError(
+            f"invalid JSON Schema: {type(exc).__name__}: {getattr(exc, 'message', exc)}"
+        ) from exc
 
 
 def _check(validator: Any, value: Any) -> None:
@@ -45,8 +53,9 @@ def _check(validator: Any, value: Any) -> None:
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "/"
-        raise SerializationError(f"value does not match the JSON Schema at {where}: "
-                                 f"{error.message}")
+        raise SerializationError(
+            f"value does not match the JSON Schema at {where}: {error.message}"
+        )
 
 
 class JSONSerializer(SchemaSerializer):
@@ -54,9 +63,13 @@ class JSONSerializer(SchemaSerializer):
 
     schema_type = "JSON"
 
-    def __init__(self, schema_str: str | Schema | None, schema_registry_client: Any,
-                 to_dict: Callable[[Any, SerializationContext], Any] | None = None,
-                 conf: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        schema_str: str | Schema | None,
+        schema_registry_client: Any,
+        to_dict: Callable[[Any, SerializationContext], Any] | None = None,
+        conf: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(schema_registry_client, schema_str, conf, {"validate": True}, to_dict)
         self.validate = bool(self.conf["validate"])
         self._title: str | None = None
@@ -88,15 +101,20 @@ class JSONDeserializer(SchemaDeserializer):
 
     schema_type = "JSON"
 
-    def __init__(self, schema_str: str | Schema | None = None,
-                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
-                 schema_registry_client: Any = None,
-                 conf: Mapping[str, Any] | None = None) -> None:
-        super().__init__(schema_registry_client, schema_str, conf, {"validate": True},
-                         from_dict)
+    def __init__(
+        self,
+        schema_str: str | Schema | None = None,
+        from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+        schema_registry_client: Any = None,
+        conf: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(schema_registry_client, schema_str, conf, {"validate": True}, from_dict)
         self.validate = bool(self.conf["validate"])
-        self._own = _validator(self.reader_schema, {}) \
-            if self.reader_schema is not None and not self.reader_schema.references else None
+        self._own = (
+            _validator(self.reader_schema, {})
+            if self.reader_schema is not None and not self.reader_schema.references
+            else None
+        )
 
     def parse(self, schema: Schema, references: dict[str, Schema]) -> Any:
         return _validator(schema, references)

@@ -1,4 +1,5 @@
 """What the Schema Registry API talks about: schemas, references, registered versions, errors."""
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,14 @@ class Schema:
         if not isinstance(self.schema_str, str):
             raise TypeError(f"schema_str must be a str, not {type(self.schema_str).__name__}")
         object.__setattr__(self, "schema_type", (self.schema_type or "AVRO").upper())
-        object.__setattr__(self, "references", tuple(
-            r if isinstance(r, SchemaReference) else SchemaReference(**r)
-            for r in self.references))
+        object.__setattr__(
+            self,
+            "references",
+            tuple(
+                r if isinstance(r, SchemaReference) else SchemaReference(**r)
+                for r in self.references
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The REST body registering or looking up this schema."""
@@ -72,10 +78,16 @@ class Schema:
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> Schema:
         """A schema from a registry answer."""
-        return cls(answer["schema"], answer.get("schemaType") or "AVRO",
-                   tuple(SchemaReference(r["name"], r["subject"], int(r["version"]))
-                         for r in answer.get("references") or ()),
-                   answer.get("metadata"), answer.get("ruleSet"))
+        return cls(
+            answer["schema"],
+            answer.get("schemaType") or "AVRO",
+            tuple(
+                SchemaReference(r["name"], r["subject"], int(r["version"]))
+                for r in answer.get("references") or ()
+            ),
+            answer.get("metadata"),
+            answer.get("ruleSet"),
+        )
 
 
 @dataclass(frozen=True)
@@ -92,9 +104,19 @@ class RegisteredSchema:
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> RegisteredSchema:
         """A registered schema from a registry answer."""
-        return cls(int(answer["id"]), Schema.from_answer(answer), answer.get("subject"),
-                   answer.get("version"), answer.get("guid"))
+        return cls(
+            int(answer["id"]),
+            Schema.from_answer(answer),
+            answer.get("subject"),
+            answer.get("version"),
+            answer.get("guid"),
+        )
 
 
-__all__ = ["RegisteredSchema", "Schema", "SchemaReference", "SchemaRegistryError",
-           "SerializationError"]
+__all__ = [
+    "RegisteredSchema",
+    "Schema",
+    "SchemaReference",
+    "SchemaRegistryError",
+    "SerializationError",
+]

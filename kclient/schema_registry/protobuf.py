@@ -7,6 +7,7 @@ confluent-kafka registers); each imported file (other than protobuf's well-known
 registered first under its file name and named as a reference, so both clients resolve the
 same subjects and ids.  ``ProtobufDeserializer(message_type)`` parses into that type.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,20 +47,25 @@ class ProtobufSerializer(SchemaSerializer):
 
     schema_type = "PROTOBUF"
 
-    def __init__(self, msg_type: Any, schema_registry_client: Any,
-                 conf: Mapping[str, Any] | None = None,
-                 to_dict: Callable[[Any, SerializationContext], Any] | None = None) -> None:
+    def __init__(
+        self,
+        msg_type: Any,
+        schema_registry_client: Any,
+        conf: Mapping[str, Any] | None = None,
+        to_dict: Callable[[Any, SerializationContext], Any] | None = None,
+    ) -> None:
         descriptor = getattr(msg_type, "DESCRIPTOR", None)
         if descriptor is None:
             raise TypeError(f"{msg_type!r} is not a generated Protobuf message class")
         self.msg_type = msg_type
         self.indexes = index_path(descriptor)
         schema = Schema(file_schema_text(descriptor.file), "PROTOBUF")
-        super().__init__(schema_registry_client, schema, conf,
-                         {"skip.known.types": True}, to_dict)
+        super().__init__(schema_registry_client, schema, conf, {"skip.known.types": True}, to_dict)
         if self.header_ids:
-            raise ValueError("schema.id.serializer=header is not supported for Protobuf here "
-                             "(the message indexes go with the prefix)")
+            raise ValueError(
+                "schema.id.serializer=header is not supported for Protobuf here "
+                "(the message indexes go with the prefix)"
+            )
         self._name = descriptor.full_name
         self._file = descriptor.file
         self._with_refs: Schema | None = None
@@ -68,7 +74,7 @@ class ProtobufSerializer(SchemaSerializer):
         return self._name
 
     def parse(self, schema: Schema, references: dict[str, Schema]) -> Any:
-        return None     # the generated class encodes itself
+        return None  # the generated class encodes itself
 
     def head(self, schema_id: int, parsed: Any) -> bytes:
         return prefix(schema_id) + encode_indexes(self.indexes)
@@ -82,8 +88,7 @@ class ProtobufSerializer(SchemaSerializer):
         """Register the imported files first, then the message's file naming them."""
         if self._with_refs is None and self.schema is not None:
             refs = yield from self._dependencies(self._file)
-            self.schema = self._with_refs = Schema(self.schema.schema_str, "PROTOBUF",
-                                                   tuple(refs))
+            self.schema = self._with_refs = Schema(self.schema.schema_str, "PROTOBUF", tuple(refs))
         return (yield from super()._writer(subject))
 
     def _dependencies(self, file_descriptor: Any) -> Generator[Any, Any, list[SchemaReference]]:
@@ -95,17 +100,14 @@ class ProtobufSerializer(SchemaSerializer):
             inner = yield from self._dependencies(dep)
             schema = Schema(file_schema_text(dep), "PROTOBUF", tuple(inner))
             if self.conf["auto.register.schemas"]:
-                yield from calls.register_schema(dep.name, schema,
-                                                 self.conf["normalize.schemas"])
-            found = yield from calls.lookup_schema(dep.name, schema,
-                                                   self.conf["normalize.schemas"])
+                yield from calls.register_schema(dep.name, schema, self.conf["normalize.schemas"])
+            found = yield from calls.lookup_schema(dep.name, schema, self.conf["normalize.schemas"])
             out.append(SchemaReference(dep.name, dep.name, int(found.version)))
         return out
 
     def encode(self, parsed: Any, obj: Any, head: bytes) -> bytes:
         if not isinstance(obj, self.msg_type):
-            raise SerializationError(f"expected a {self._name} message, got "
-                                     f"{type(obj).__name__}")
+            raise SerializationError(f"expected a {self._name} message, got {type(obj).__name__}")
         return head + obj.SerializeToString()
 
 
@@ -114,8 +116,12 @@ class ProtobufDeserializer(SchemaDeserializer):
 
     schema_type = "PROTOBUF"
 
-    def __init__(self, message_type: Any, conf: Mapping[str, Any] | None = None,
-                 schema_registry_client: Any = None) -> None:
+    def __init__(
+        self,
+        message_type: Any,
+        conf: Mapping[str, Any] | None = None,
+        schema_registry_client: Any = None,
+    ) -> None:
         if getattr(message_type, "DESCRIPTOR", None) is None:
             raise TypeError(f"{message_type!r} is not a generated Protobuf message class")
         super().__init__(schema_registry_client, None, conf, {})
@@ -135,13 +141,15 @@ class ProtobufDeserializer(SchemaDeserializer):
     def decode(self, writer: Any, reader: Any, data: bytes, start: int) -> Any:
         indexes, start = decode_indexes(data, start)
         if indexes != self.indexes:
-            raise SerializationError(f"message indexes {indexes} do not name "
-                                     f"{self.message_type.DESCRIPTOR.full_name} "
-                                     f"({self.indexes})")
+            raise SerializationError(
+                f"message indexes {indexes} do not name "
+                f"{self.message_type.DESCRIPTOR.full_name} "
+                f"({self.indexes})"
+            )
         message = self.message_type()
         try:
             message.ParseFromString(memoryview(data)[start:].tobytes())
-        except Exception as exc:    # google.protobuf.message.DecodeError
+        except Exception as exc:  # google.protobuf.message.DecodeError
             raise SerializationError(f"cannot decode Protobuf: {exc}") from exc
         return message
 
@@ -152,15 +160,16 @@ __all__ = ["ProtobufDeserializer", "ProtobufSerializer", "file_schema_text", "in
 def _file_proto(name: str, schema: Schema) -> Any:
     """A registered Protobuf schema as a FileDescriptorProto named ``name``."""
     from google.protobuf import descriptor_pb2
+
     text = schema.schema_str.strip()
     try:
-        proto = descriptor_pb2.FileDescriptorProto.FromString(
-            base64.b64decode(text, validate=True))
-    except Exception as exc:    # binascii.Error, DecodeError
+        proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text, validate=True))
+    except Exception as exc:  # binascii.Error, DecodeError
         raise SerializationError(
             "only Protobuf schemas registered as a serialized FileDescriptorProto (the form "
             "confluent-kafka and kclient register) can be used without generated classes; "
-            f".proto text needs protoc ({exc})") from exc
+            f".proto text needs protoc ({exc})"
+        ) from exc
     proto.name = name
     return proto
 
@@ -168,6 +177,7 @@ def _file_proto(name: str, schema: Schema) -> Any:
 def _add_file(pool: Any, name: str, schema: Schema, references: Mapping[str, Schema]) -> None:
     """Add a file and, first, the files it imports (well-known ones from protobuf itself)."""
     from google.protobuf import descriptor_pool
+
     try:
         pool.FindFileByName(name)
         return
@@ -181,18 +191,23 @@ def _add_file(pool: Any, name: str, schema: Schema, references: Mapping[str, Sch
             try:
                 known = descriptor_pool.Default().FindFileByName(dep)
             except KeyError:
-                raise SerializationError(f"Protobuf import {dep} is neither a reference nor "
-                                         "a well-known type") from None
+                raise SerializationError(
+                    f"Protobuf import {dep} is neither a reference nor a well-known type"
+                ) from None
             pool.AddSerializedFile(known.serialized_pb)
     pool.Add(proto)
 
 
-def message_class(schema: Schema, references: Mapping[str, Schema],
-                  indexes: list[int] | None = None, name: str | None = None
-                  ) -> tuple[Any, list[int]]:
+def message_class(
+    schema: Schema,
+    references: Mapping[str, Schema],
+    indexes: list[int] | None = None,
+    name: str | None = None,
+) -> tuple[Any, list[int]]:
     """A message class built from a registered schema (no generated code), chosen by message
     indexes or full name (default: the file's first message); with its indexes."""
     from google.protobuf import descriptor_pool, message_factory
+
     pool = descriptor_pool.DescriptorPool()
     _add_file(pool, "__schema__.proto", schema, references)
     file = pool.FindFileByName("__schema__.proto")

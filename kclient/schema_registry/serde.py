@@ -13,6 +13,7 @@ Serializer settings (confluent-kafka's names): ``auto.register.schemas`` (True),
 (``prefix``, the default, or ``header``).  Deserializers take ``use.latest.version``,
 ``use.latest.with.metadata`` and ``subject.name.strategy`` (to find the reader schema).
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,8 +39,7 @@ def record_subject_name_strategy(ctx: SerializationContext, record_name: str | N
     return record_name
 
 
-def topic_record_subject_name_strategy(ctx: SerializationContext,
-                                       record_name: str | None) -> str:
+def topic_record_subject_name_strategy(ctx: SerializationContext, record_name: str | None) -> str:
     """``<topic>-<record name>``."""
     return f"{ctx.topic}-{record_subject_name_strategy(ctx, record_name)}"
 
@@ -50,29 +50,39 @@ STRATEGIES: dict[str, Strategy] = {
     "topic_record": topic_record_subject_name_strategy,
 }
 SERIALIZER_DEFAULTS: dict[str, Any] = {
-    "auto.register.schemas": True, "normalize.schemas": False, "use.schema.id": None,
-    "use.latest.version": False, "use.latest.with.metadata": None,
-    "subject.name.strategy": "topic", "schema.id.serializer": "prefix"}
+    "auto.register.schemas": True,
+    "normalize.schemas": False,
+    "use.schema.id": None,
+    "use.latest.version": False,
+    "use.latest.with.metadata": None,
+    "subject.name.strategy": "topic",
+    "schema.id.serializer": "prefix",
+}
 DESERIALIZER_DEFAULTS: dict[str, Any] = {
-    "use.latest.version": False, "use.latest.with.metadata": None,
-    "subject.name.strategy": "topic"}
+    "use.latest.version": False,
+    "use.latest.with.metadata": None,
+    "subject.name.strategy": "topic",
+}
 
 
-def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any],
-              extra: Mapping[str, Any]) -> dict[str, Any]:
+def _settings(
+    conf: Mapping[str, Any] | None, defaults: dict[str, Any], extra: Mapping[str, Any]
+) -> dict[str, Any]:
     """``conf`` over the defaults; an unknown key is an error naming the known ones."""
     known = dict(defaults, **extra)
     conf = dict(conf or {})
     unknown = sorted(set(conf) - set(known))
     if unknown:
-        raise ValueError(f"unknown serde settings: {', '.join(unknown)} "
-                         f"(known: {', '.join(sorted(known))})")
+        raise ValueError(
+            f"unknown serde settings: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
     known.update(conf)
     strategy = known["subject.name.strategy"]
     if isinstance(strategy, str):
         if strategy not in STRATEGIES:
-            raise ValueError(f"subject.name.strategy {strategy!r}: one of "
-                             f"{', '.join(STRATEGIES)} or a callable")
+            raise ValueError(
+                f"subject.name.strategy {strategy!r}: one of {', '.join(STRATEGIES)} or a callable"
+            )
         known["subject.name.strategy"] = STRATEGIES[strategy]
     return known
 
@@ -80,8 +90,9 @@ def _settings(conf: Mapping[str, Any] | None, defaults: dict[str, Any],
 def _refuse_async(client: Any, instead: str) -> None:
     """A blocking call cannot drive an asyncio client: say what to await instead."""
     if getattr(client, "is_async", False):
-        raise SerializationError(f"with an AsyncSchemaRegistryClient, await {instead} (or use "
-                                 "a SchemaRegistryClient)")
+        raise SerializationError(
+            f"with an AsyncSchemaRegistryClient, await {instead} (or use a SchemaRegistryClient)"
+        )
 
 
 class _Serde:
@@ -150,19 +161,28 @@ class SchemaSerializer(_Serde):
 
     field = MessageField.VALUE
 
-    def __init__(self, client: Any, schema: str | Schema | None, conf: Mapping[str, Any] | None,
-                 extra: Mapping[str, Any],
-                 to_dict: Callable[[Any, SerializationContext], Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        schema: str | Schema | None,
+        conf: Mapping[str, Any] | None,
+        extra: Mapping[str, Any],
+        to_dict: Callable[[Any, SerializationContext], Any] | None = None,
+    ) -> None:
         super().__init__(client, _settings(conf, SERIALIZER_DEFAULTS, extra))
         self.to_dict = to_dict
         if isinstance(schema, str):
             schema = Schema(schema, self.schema_type)
         self.schema = schema
-        if schema is None and not (self.conf["use.latest.version"] or
-                                   self.conf["use.latest.with.metadata"] or
-                                   self.conf["use.schema.id"] is not None):
-            raise ValueError("a schema is needed unless use.latest.version, "
-                             "use.latest.with.metadata or use.schema.id picks one")
+        if schema is None and not (
+            self.conf["use.latest.version"]
+            or self.conf["use.latest.with.metadata"]
+            or self.conf["use.schema.id"] is not None
+        ):
+            raise ValueError(
+                "a schema is needed unless use.latest.version, "
+                "use.latest.with.metadata or use.schema.id picks one"
+            )
         if self.conf["schema.id.serializer"] not in ("prefix", "header"):
             raise ValueError("schema.id.serializer: 'prefix' or 'header'")
         self.header_ids = self.conf["schema.id.serializer"] == "header"
@@ -170,9 +190,11 @@ class SchemaSerializer(_Serde):
         self._writers: dict[str, tuple[int, str | None, Any, bytes]] = {}
         #: (topic, field) -> (parsed, head) once known, when nothing else varies per record
         #: (a built-in strategy, prefix ids, no to_dict): the steady state is one dict lookup
-        self._fast: dict[tuple[str, str], tuple[Any, bytes]] | None = \
-            {} if self.strategy in STRATEGIES.values() and not self.header_ids \
-            and to_dict is None else None
+        self._fast: dict[tuple[str, str], tuple[Any, bytes]] | None = (
+            {}
+            if self.strategy in STRATEGIES.values() and not self.header_ids and to_dict is None
+            else None
+        )
 
     def record_name(self, obj: Any) -> str | None:
         """The name the record strategies use (subclasses)."""
@@ -195,9 +217,11 @@ class SchemaSerializer(_Serde):
 
     def to_message(self, data: Any) -> bytes | None:
         """Refused: the subject needs a topic (producers bind one through for_topic)."""
-        raise SerializationError("a schema registry serializer needs the topic: call it as "
-                                 "serializer(obj, SerializationContext(topic)), or give it to a "
-                                 "producer as serializer.class (bound per topic)")
+        raise SerializationError(
+            "a schema registry serializer needs the topic: call it as "
+            "serializer(obj, SerializationContext(topic)), or give it to a "
+            "producer as serializer.class (bound per topic)"
+        )
 
     def encode(self, parsed: Any, obj: Any, head: bytes) -> bytes:
         """``head`` followed by ``obj`` encoded with ``parsed`` (subclasses)."""
@@ -215,9 +239,11 @@ class SchemaSerializer(_Serde):
             if latest is None:
                 if self.schema is None:
                     raise SerializationError("no schema to serialize with")
-                found = yield from (calls.register_schema_full_response if
-                                    conf["auto.register.schemas"] else calls.lookup_schema)(
-                    subject, self.schema, conf["normalize.schemas"])
+                found = yield from (
+                    calls.register_schema_full_response
+                    if conf["auto.register.schemas"]
+                    else calls.lookup_schema
+                )(subject, self.schema, conf["normalize.schemas"])
                 latest = found
             schema, schema_id, guid = latest.schema, latest.schema_id, latest.guid
         parsed = yield from self.parsed(schema)
@@ -238,8 +264,9 @@ class SchemaSerializer(_Serde):
             raise SerializationError(f"no subject for {ctx.topic} {ctx.field}")
         return subject
 
-    def _finish(self, obj: Any, ctx: SerializationContext,
-                entry: tuple[int, str | None, Any, bytes]) -> bytes:
+    def _finish(
+        self, obj: Any, ctx: SerializationContext, entry: tuple[int, str | None, Any, bytes]
+    ) -> bytes:
         """Encode ``obj`` (and put the GUID in the headers, in header mode)."""
         if self.header_ids:
             if entry[1] is None:
@@ -283,10 +310,14 @@ class SchemaSerializer(_Serde):
 class SchemaDeserializer(_Serde):
     """Base of the deserializers: reads the schema id, finds writer (and reader) schemas."""
 
-    def __init__(self, client: Any, schema: str | Schema | None, conf: Mapping[str, Any] | None,
-                 extra: Mapping[str, Any],
-                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        client: Any,
+        schema: str | Schema | None,
+        conf: Mapping[str, Any] | None,
+        extra: Mapping[str, Any],
+        from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+    ) -> None:
         super().__init__(client, _settings(conf, DESERIALIZER_DEFAULTS, extra))
         self.from_dict = from_dict
         if isinstance(schema, str):
@@ -304,8 +335,9 @@ class SchemaDeserializer(_Serde):
         the schema, so no topic is needed)."""
         return self(b)
 
-    def _schemas(self, ref: int | str, ctx: SerializationContext | None
-                 ) -> Generator[Any, Any, tuple[Any, Any]]:
+    def _schemas(
+        self, ref: int | str, ctx: SerializationContext | None
+    ) -> Generator[Any, Any, tuple[Any, Any]]:
         """Parsed writer schema of an id or GUID, and the reader schema if one is set."""
         calls = self.client.calls
         if isinstance(ref, int):
@@ -316,8 +348,9 @@ class SchemaDeserializer(_Serde):
         reader = None
         if self.reader_schema is not None:
             reader = yield from self.parsed(self.reader_schema)
-        elif ctx is not None and (self.conf["use.latest.version"] or
-                                  self.conf["use.latest.with.metadata"]):
+        elif ctx is not None and (
+            self.conf["use.latest.version"] or self.conf["use.latest.with.metadata"]
+        ):
             subject = self.strategy(ctx, None)
             latest = (yield from self._latest(subject)) if subject else None
             if latest is not None:
@@ -339,8 +372,9 @@ class SchemaDeserializer(_Serde):
         value = self.decode(entry[0], entry[1], data, start)
         return value if self.from_dict is None else self.from_dict(value, ctx)
 
-    async def deserialize_async(self, data: bytes | None,
-                                ctx: SerializationContext | None = None) -> Any:
+    async def deserialize_async(
+        self, data: bytes | None, ctx: SerializationContext | None = None
+    ) -> Any:
         """The same, through an AsyncSchemaRegistryClient."""
         if data is None:
             return None
@@ -352,5 +386,10 @@ class SchemaDeserializer(_Serde):
         return value if self.from_dict is None else self.from_dict(value, ctx)
 
 
-__all__ = ["SchemaDeserializer", "SchemaSerializer", "record_subject_name_strategy",
-           "topic_record_subject_name_strategy", "topic_subject_name_strategy"]
+__all__ = [
+    "SchemaDeserializer",
+    "SchemaSerializer",
+    "record_subject_name_strategy",
+    "topic_record_subject_name_strategy",
+    "topic_subject_name_strategy",
+]

@@ -2,6 +2,7 @@
 value; Protobuf adds the message indexes (zigzag varints: a count, then each index, with the
 single byte 0 standing for ``[0]``).  Newer clients may put the schema's GUID in a header
 instead (``__key_schema_id`` / ``__value_schema_id``: the byte 1, then 16 GUID bytes)."""
+
 from __future__ import annotations
 
 import struct
@@ -54,8 +55,10 @@ def guid_header(guid: str) -> bytes:
 def add_header(ctx: SerializationContext, guid: str) -> None:
     """Put the schema GUID in the record's headers."""
     if ctx.headers is None:
-        raise SerializationError("schema.id.serializer=header needs the record's headers in "
-                                 "the SerializationContext (a list or a dict)")
+        raise SerializationError(
+            "schema.id.serializer=header needs the record's headers in "
+            "the SerializationContext (a list or a dict)"
+        )
     name, value = header_name(ctx.field), guid_header(guid)
     if isinstance(ctx.headers, dict):
         ctx.headers[name] = value
@@ -77,8 +80,7 @@ def _find_header(ctx: SerializationContext | None) -> bytes | None:
     return None
 
 
-def schema_ref(data: bytes, ctx: SerializationContext | None = None
-               ) -> tuple[int | str, int]:
+def schema_ref(data: bytes, ctx: SerializationContext | None = None) -> tuple[int | str, int]:
     """(schema id or GUID string, where the payload starts): from the header when the
     record has one, else from the 5-byte prefix."""
     header = _find_header(ctx)
@@ -87,14 +89,18 @@ def schema_ref(data: bytes, ctx: SerializationContext | None = None
             return str(uuid.UUID(bytes=header[1:])), 0
         if len(header) == 5 and header[0] == MAGIC:
             return PREFIX.unpack(header)[1], 0
-        raise SerializationError(f"schema id header {header_name(ctx.field)} is malformed "
-                                 f"({len(header)} bytes)")
+        raise SerializationError(
+            f"schema id header {header_name(ctx.field)} is malformed ({len(header)} bytes)"
+        )
     if len(data) < 5:
-        raise SerializationError(f"{len(data)} bytes are too short for the Confluent wire "
-                                 "format (magic byte and 4-byte schema id)")
+        raise SerializationError(
+            f"{len(data)} bytes are too short for the Confluent wire "
+            "format (magic byte and 4-byte schema id)"
+        )
     if data[0] != MAGIC:
-        raise SerializationError(f"unknown magic byte {data[0]}: not in the Confluent wire "
-                                 "format (expected 0)")
+        raise SerializationError(
+            f"unknown magic byte {data[0]}: not in the Confluent wire format (expected 0)"
+        )
     return PREFIX.unpack_from(data)[1], 5
 
 
@@ -148,6 +154,15 @@ def decode_indexes(data: bytes, pos: int) -> tuple[list[int], int]:
     return indexes, pos
 
 
-__all__ = ["KEY_SCHEMA_ID_HEADER", "MessageField", "SerializationContext",
-           "VALUE_SCHEMA_ID_HEADER", "add_header", "decode_indexes", "encode_indexes",
-           "guid_header", "prefix", "schema_ref"]
+__all__ = [
+    "KEY_SCHEMA_ID_HEADER",
+    "MessageField",
+    "SerializationContext",
+    "VALUE_SCHEMA_ID_HEADER",
+    "add_header",
+    "decode_indexes",
+    "encode_indexes",
+    "guid_header",
+    "prefix",
+    "schema_ref",
+]

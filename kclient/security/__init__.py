@@ -3,6 +3,7 @@
 :class:`SecuritySettings` is what ``ConnectionSettings`` carries; the connection calls
 :meth:`SecuritySettings.secure` right after the TCP connect.
 """
+
 from __future__ import annotations
 
 from .settings import SecuritySettings

@@ -7,6 +7,7 @@ verifying the server's signature: a well-kept library rather than hand-rolled cr
 GSSAPI (Kerberos) is refused at construction: no maintained pure-Python Kerberos client can be
 tested here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -53,39 +54,52 @@ class SaslConfig:
         if mechanism is None:
             raise InvalidConfigError(
                 f"security.protocol {config['security.protocol']} needs sasl.mechanism (PLAIN, "
-                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)", "sasl.mechanism")
+                "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)",
+                "sasl.mechanism",
+            )
         if mechanism == "GSSAPI":
             raise InvalidConfigError(
                 "sasl.mechanism GSSAPI (Kerberos) is not supported by kclient: no maintained "
                 "Kerberos library can be tested with it; use PLAIN, SCRAM-SHA-256/512 or "
-                "OAUTHBEARER", "sasl.mechanism", mechanism)
+                "OAUTHBEARER",
+                "sasl.mechanism",
+                mechanism,
+            )
         username, password = config["sasl.username"], config["sasl.password"]
         callback = config["sasl.oauthbearer.token.callback"]
         if config["sasl.jaas.config"]:
             entry = parse_jaas(config["sasl.jaas.config"])
             expected = _JAAS_MODULES.get(mechanism)
             if expected and entry.module != expected:
-                raise InvalidConfigError(f"sasl.jaas.config names {entry.module}, but "
-                                         f"sasl.mechanism {mechanism} needs {expected}",
-                                         "sasl.jaas.config")
+                raise InvalidConfigError(
+                    f"sasl.jaas.config names {entry.module}, but "
+                    f"sasl.mechanism {mechanism} needs {expected}",
+                    "sasl.jaas.config",
+                )
             username = username or entry.options.get("username")
             password = password or entry.options.get("password")
-            if mechanism == "OAUTHBEARER" and callback is None and \
-                    entry.module == OAUTHBEARER_MODULE:
-                callback = UnsecuredLogin(entry.options)    # Java's default login
+            if (
+                mechanism == "OAUTHBEARER"
+                and callback is None
+                and entry.module == OAUTHBEARER_MODULE
+            ):
+                callback = UnsecuredLogin(entry.options)  # Java's default login
         if mechanism == "OAUTHBEARER":
             if callback is None:
-                raise InvalidConfigError("sasl.mechanism OAUTHBEARER needs "
-                                         "sasl.oauthbearer.token.callback (oauth_cb), or "
-                                         f"sasl.jaas.config naming {OAUTHBEARER_MODULE} with "
-                                         "unsecuredLoginStringClaim_sub",
-                                         "sasl.oauthbearer.token.callback")
+                raise InvalidConfigError(
+                    "sasl.mechanism OAUTHBEARER needs "
+                    "sasl.oauthbearer.token.callback (oauth_cb), or "
+                    f"sasl.jaas.config naming {OAUTHBEARER_MODULE} with "
+                    "unsecuredLoginStringClaim_sub",
+                    "sasl.oauthbearer.token.callback",
+                )
         elif not username or not password:
-            raise InvalidConfigError(f"sasl.mechanism {mechanism} needs sasl.username and "
-                                     "sasl.password (or sasl.jaas.config with both)",
-                                     "sasl.username")
-        return cls(mechanism, username, password, callback,
-                   config["sasl.oauthbearer.config"] or "")
+            raise InvalidConfigError(
+                f"sasl.mechanism {mechanism} needs sasl.username and "
+                "sasl.password (or sasl.jaas.config with both)",
+                "sasl.username",
+            )
+        return cls(mechanism, username, password, callback, config["sasl.oauthbearer.config"] or "")
 
 
 class Mechanism(Protocol):
@@ -102,8 +116,9 @@ class _Plain:
         self.cfg = cfg
 
     def first(self) -> bytes:
-        return b"\0" + (self.cfg.username or "").encode() + b"\0" + \
-            (self.cfg.password or "").encode()
+        return (
+            b"\0" + (self.cfg.username or "").encode() + b"\0" + (self.cfg.password or "").encode()
+        )
 
     def step(self, challenge: bytes) -> bytes | None:
         return None
@@ -122,7 +137,7 @@ class _Scram:
         if self.round == 1:
             self.client.set_server_first(challenge.decode())
             return str(self.client.get_client_final()).encode()
-        self.client.set_server_final(challenge.decode())   # checks the server's signature
+        self.client.set_server_final(challenge.decode())  # checks the server's signature
         return None
 
 
@@ -138,7 +153,7 @@ class _OAuthBearer:
         return b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01"
 
     def step(self, challenge: bytes) -> bytes | None:
-        if challenge:            # RFC 7628: an error as JSON; answer %x01, the broker fails
+        if challenge:  # RFC 7628: an error as JSON; answer %x01, the broker fails
             self.error = challenge.decode("utf-8", "replace")
             return b"\x01"
         return None

@@ -1,4 +1,5 @@
 """What a client's connections share for security: the protocol, a TLS context, SASL settings."""
+
 from __future__ import annotations
 
 import socket

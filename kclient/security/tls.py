@@ -6,6 +6,7 @@ A failed handshake raises :class:`SslAuthenticationError` with OpenSSL's verific
 (expired, unknown CA, host name mismatch); a broker that closes the connection during the
 handshake, or that answers in plaintext, is a PLAINTEXT listener: :class:`SecurityProtocolError`.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,15 +26,19 @@ TLS_VERSIONS: dict[str, ssl.TLSVersion] = {
 }
 
 
-def protocol_range(names: tuple[str, ...], key: str = "ssl.enabled.protocols"
-                   ) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+def protocol_range(
+    names: tuple[str, ...], key: str = "ssl.enabled.protocols"
+) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
     """(lowest, highest) TLS version of an ``ssl.enabled.protocols`` list."""
     unknown = [n for n in names if n not in TLS_VERSIONS]
     if unknown or not names:
         raise InvalidConfigError(
             f"{key}: {', '.join(unknown) or 'nothing'} is not a TLS version kclient speaks "
-            f"(TLSv1.0/1.1 are broken; use {' or '.join(TLS_VERSIONS)})", key, names,
-            list(TLS_VERSIONS))
+            f"(TLSv1.0/1.1 are broken; use {' or '.join(TLS_VERSIONS)})",
+            key,
+            names,
+            list(TLS_VERSIONS),
+        )
     versions = sorted(TLS_VERSIONS[n] for n in names)
     return versions[0], versions[-1]
 
@@ -54,16 +59,19 @@ def client_context(config: Mapping[str, Any]) -> ssl.SSLContext:
         else:
             ctx.load_verify_locations(cafile=ca)
     except (OSError, ssl.SSLError) as exc:
-        raise InvalidConfigError(f"ssl.ca.location {ca!r}: cannot load CA certificates: {exc}",
-                                 "ssl.ca.location", ca) from exc
+        raise InvalidConfigError(
+            f"ssl.ca.location {ca!r}: cannot load CA certificates: {exc}", "ssl.ca.location", ca
+        ) from exc
     _load_client_certificate(ctx, config)
     if config["ssl.cipher.suites"]:
         try:
             ctx.set_ciphers(config["ssl.cipher.suites"])
         except ssl.SSLError as exc:
-            raise InvalidConfigError(f"ssl.cipher.suites: no cipher matches "
-                                     f"{config['ssl.cipher.suites']!r}", "ssl.cipher.suites",
-                                     config["ssl.cipher.suites"]) from exc
+            raise InvalidConfigError(
+                f"ssl.cipher.suites: no cipher matches {config['ssl.cipher.suites']!r}",
+                "ssl.cipher.suites",
+                config["ssl.cipher.suites"],
+            ) from exc
     verify = config["enable.ssl.certificate.verification"]
     ctx.check_hostname = verify and config["ssl.endpoint.identification.algorithm"] == "https"
     if not verify:
@@ -76,8 +84,11 @@ def _load_client_certificate(ctx: ssl.SSLContext, config: Mapping[str, Any]) -> 
     cert, key = config["ssl.certificate.location"], config["ssl.key.location"]
     if cert is None:
         if key is not None:
-            raise InvalidConfigError("ssl.key.location is set but ssl.certificate.location is "
-                                     "not: a key needs its certificate", "ssl.certificate.location")
+            raise InvalidConfigError(
+                "ssl.key.location is set but ssl.certificate.location is "
+                "not: a key needs its certificate",
+                "ssl.certificate.location",
+            )
         return
     try:
         ctx.load_cert_chain(cert, key, config["ssl.key.password"])
@@ -85,7 +96,9 @@ def _load_client_certificate(ctx: ssl.SSLContext, config: Mapping[str, Any]) -> 
         raise InvalidConfigError(
             f"cannot load the client certificate {cert!r} (key {key or 'in the same file'}): "
             f"{exc} (a wrong ssl.key.password, or a key that does not match the certificate?)",
-            "ssl.certificate.location", cert) from exc
+            "ssl.certificate.location",
+            cert,
+        ) from exc
 
 
 def handshake(sock: socket.socket, ctx: ssl.SSLContext, host: str, port: int) -> ssl.SSLSocket:
@@ -101,15 +114,21 @@ def handshake(sock: socket.socket, ctx: ssl.SSLContext, host: str, port: int) ->
     except (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError) as exc:
         sock.close()
         raise SecurityProtocolError(
-            host, port, "TLS handshake failed: the broker closed the connection during the "
+            host,
+            port,
+            "TLS handshake failed: the broker closed the connection during the "
             "handshake (a PLAINTEXT or SASL_PLAINTEXT listener? or it refused our client "
-            f"certificate): {exc}") from exc
+            f"certificate): {exc}",
+        ) from exc
     except ssl.SSLError as exc:
         sock.close()
         if exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"):
             raise SecurityProtocolError(
-                host, port, f"TLS handshake failed: the broker did not answer in TLS ({exc.reason})"
-                ": a PLAINTEXT listener? set security.protocol to match it") from exc
+                host,
+                port,
+                f"TLS handshake failed: the broker did not answer in TLS ({exc.reason})"
+                ": a PLAINTEXT listener? set security.protocol to match it",
+            ) from exc
         raise SslAuthenticationError(host, port, f"TLS handshake failed: {exc}") from exc
 
 

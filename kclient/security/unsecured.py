@@ -5,6 +5,7 @@ and ``unsecuredLoginListClaim_<name>`` (the list's first character is its separa
 ``unsecuredLoginPrincipalClaimName`` (default ``sub``) and ``unsecuredLoginLifetimeSeconds``
 (default 3600).  Brokers accept it only with Kafka's unsecured validator: development and tests,
 as in Java."""
+
 from __future__ import annotations
 
 import base64
@@ -38,19 +39,23 @@ class UnsecuredLogin:
                 if key.startswith(f"{_PREFIX}StringClaim_"):
                     self.claims[key.split("_", 1)[1]] = value
                 elif key.startswith(f"{_PREFIX}NumberClaim_"):
-                    self.claims[key.split("_", 1)[1]] = float(value) if "." in value \
-                        else int(value)
+                    self.claims[key.split("_", 1)[1]] = float(value) if "." in value else int(value)
                 elif key.startswith(f"{_PREFIX}ListClaim_"):
-                    self.claims[key.split("_", 1)[1]] = [v for v in value[1:].split(value[:1])
-                                                         if v] if value else []
+                    self.claims[key.split("_", 1)[1]] = (
+                        [v for v in value[1:].split(value[:1]) if v] if value else []
+                    )
         except ValueError as exc:
-            raise InvalidConfigError(f"sasl.jaas.config: an unsecuredLogin number is not a "
-                                     f"number ({exc})", "sasl.jaas.config") from None
+            raise InvalidConfigError(
+                f"sasl.jaas.config: an unsecuredLogin number is not a number ({exc})",
+                "sasl.jaas.config",
+            ) from None
         if not isinstance(self.claims.get(principal), str) or not self.claims[principal]:
             raise InvalidConfigError(
                 f"sasl.jaas.config: {OAUTHBEARER_MODULE} needs the principal claim "
-                f"{_PREFIX}StringClaim_{principal}=\"<name>\" (Java's unsecured login), or set "
-                "sasl.oauthbearer.token.callback", "sasl.jaas.config")
+                f'{_PREFIX}StringClaim_{principal}="<name>" (Java\'s unsecured login), or set '
+                "sasl.oauthbearer.token.callback",
+                "sasl.jaas.config",
+            )
 
     def __call__(self, config: str) -> tuple[str, float]:
         """(token, expiry in seconds since the epoch), a fresh token each time."""

@@ -16,22 +16,35 @@
 fetch path under it (partitions at offsets from one connection -> decoded messages,
 per-partition errors, high watermarks).
 """
+
 from kclient.core.columns import MessageColumns, message_columns
 from kclient.core.message_set import ByteBufferMessageSet, MessageSet
 from kclient.core.messages import BatchInfo, Message, MessageAndOffset
 from kclient.io.fetcher import DEFAULT_MAX_BUFFER_SIZE, Fetcher, PartitionFetch, PendingFetch
 
 from .consumer import (
-                       FetchRequest,
-                       MultiFetchResponse,
-                       OffsetAndMetadata,
-                       OffsetRequest,
-                       SimpleConsumer,
+    FetchRequest,
+    MultiFetchResponse,
+    OffsetAndMetadata,
+    OffsetRequest,
+    SimpleConsumer,
 )
 
 __all__ = [
-    "SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse", "OffsetAndMetadata",
-    "Fetcher", "PartitionFetch", "PendingFetch", "DEFAULT_MAX_BUFFER_SIZE",
-    "ByteBufferMessageSet", "MessageSet", "Message", "MessageAndOffset", "BatchInfo",
-    "MessageColumns", "message_columns",
+    "SimpleConsumer",
+    "FetchRequest",
+    "OffsetRequest",
+    "MultiFetchResponse",
+    "OffsetAndMetadata",
+    "Fetcher",
+    "PartitionFetch",
+    "PendingFetch",
+    "DEFAULT_MAX_BUFFER_SIZE",
+    "ByteBufferMessageSet",
+    "MessageSet",
+    "Message",
+    "MessageAndOffset",
+    "BatchInfo",
+    "MessageColumns",
+    "message_columns",
 ]

@@ -6,6 +6,7 @@ onto the wire: ``fetch`` / ``multifetch`` are Fetch requests, ``get_offsets_befo
 ListOffsets, ``commit_offsets`` / ``fetch_offsets`` are OffsetCommit / OffsetFetch sent to the
 group's coordinator (found with FindCoordinator, as the Scala simple consumer does).
 """
+
 from __future__ import annotations
 
 import threading
@@ -52,14 +53,22 @@ if TYPE_CHECKING:
         MetadataResponse,
     )
 
-__all__ = ["SimpleConsumer", "FetchRequest", "OffsetRequest", "MultiFetchResponse",
-           "OffsetAndMetadata"]
+__all__ = [
+    "SimpleConsumer",
+    "FetchRequest",
+    "OffsetRequest",
+    "MultiFetchResponse",
+    "OffsetAndMetadata",
+]
 
 _R = TypeVar("_R")
 
 _LEADER_ERRORS = (NotLeaderForPartitionError, UnknownTopicOrPartitionError)
-_COORDINATOR_ERRORS = (NotCoordinatorError, CoordinatorNotAvailableError,
-                       CoordinatorLoadInProgressError)
+_COORDINATOR_ERRORS = (
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
+)
 
 
 class FetchRequest(NamedTuple):
@@ -127,39 +136,62 @@ class SimpleConsumer:
     Not for concurrent use from several threads (calls are serialised by a lock).
     """
 
-    def __init__(self, host: str, port: int, so_timeout: int = 30000,
-                 buffer_size: int | None = 65536, client_id: str = "", *,
-                 max_wait_ms: int = 100, min_bytes: int = 1,
-                 max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE, prefetch: bool = True,
-                 fetch_version: int | None = None, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                 api_version_request: bool = True,
-                 broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
-                 connect_timeout_ms: int = 10000,
-                 security: Mapping[str, Any] | None = None,
-                 isolation_level: str = "read_uncommitted",
-                 stats_cb: Callable[[str], Any] | None = None,
-                 statistics_interval_ms: int = 0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        so_timeout: int = 30000,
+        buffer_size: int | None = 65536,
+        client_id: str = "",
+        *,
+        max_wait_ms: int = 100,
+        min_bytes: int = 1,
+        max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+        prefetch: bool = True,
+        fetch_version: int | None = None,
+        validate_crc: bool = True,
+        max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+        api_version_request: bool = True,
+        broker_version_fallback: str = DEFAULT_BROKER_VERSION_FALLBACK,
+        connect_timeout_ms: int = 10000,
+        security: Mapping[str, Any] | None = None,
+        isolation_level: str = "read_uncommitted",
+        stats_cb: Callable[[str], Any] | None = None,
+        statistics_interval_ms: int = 0,
+    ) -> None:
         self.host, self.port = host, int(port)
         if isolation_level not in ISOLATION_LEVELS:
-            raise ValueError(f"isolation_level must be read_uncommitted or read_committed, "
-                             f"not {isolation_level!r}")
+            raise ValueError(
+                f"isolation_level must be read_uncommitted or read_committed, "
+                f"not {isolation_level!r}"
+            )
         self.isolation_level = ISOLATION_LEVELS[isolation_level]
         self.so_timeout, self.buffer_size, self.client_id = so_timeout, buffer_size, client_id
         self.settings = ConnectionSettings(
-            client_id=client_id or "kclient", request_timeout_ms=so_timeout,
-            connect_timeout_ms=connect_timeout_ms, api_version_request=api_version_request,
+            client_id=client_id or "kclient",
+            request_timeout_ms=so_timeout,
+            connect_timeout_ms=connect_timeout_ms,
+            api_version_request=api_version_request,
             broker_version_fallback=broker_version_fallback,
             receive_buffer_bytes=buffer_size or None,
-            security=SecuritySettings.from_keys(security), metrics=ClientMetrics())
+            security=SecuritySettings.from_keys(security),
+            metrics=ClientMetrics(),
+        )
         self._metrics: ClientMetrics = self.settings.metrics
         #: (topic, partition) -> (requested offset, high watermark) of its last fetch
         self._positions: dict[tuple[str, int], tuple[int, int]] = {}
         self._conn = BrokerConnection(self.host, self.port, self.settings)
-        self._fetcher = Fetcher(self._conn, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
-                                max_buffer_size=max_buffer_size, version=fetch_version,
-                                validate_crc=validate_crc, max_decompressed=max_decompressed,
-                                prefetch=prefetch, isolation_level=self.isolation_level)
+        self._fetcher = Fetcher(
+            self._conn,
+            max_wait_ms=max_wait_ms,
+            min_bytes=min_bytes,
+            max_buffer_size=max_buffer_size,
+            version=fetch_version,
+            validate_crc=validate_crc,
+            max_decompressed=max_decompressed,
+            prefetch=prefetch,
+            isolation_level=self.isolation_level,
+        )
         self._coordinators: dict[str, BrokerConnection] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -239,8 +271,7 @@ class SimpleConsumer:
             raise ms.error
         return ms
 
-    def fetch_columns(self, request: FetchRequest, end_offset: int | None = None
-                      ) -> MessageColumns:
+    def fetch_columns(self, request: FetchRequest, end_offset: int | None = None) -> MessageColumns:
         """Fetch one partition and decode it into columns (no object per message).
 
         The messages from ``request.offset`` below ``end_offset`` (default: all that arrived) as
@@ -256,8 +287,9 @@ class SimpleConsumer:
         Errors stay per request (``message_set.error``; iterating it raises), so one bad
         partition does not hide the others' data.
         """
-        wanted = [PartitionFetch(r[0], r[1], r[2], r[3] if len(r) > 3 else 1 << 20)
-                  for r in requests]
+        wanted = [
+            PartitionFetch(r[0], r[1], r[2], r[3] if len(r) > 3 else 1 << 20) for r in requests
+        ]
         results = self._call(lambda conn: self._fetcher.fetch(wanted))
         for w, ms in zip(wanted, results):
             if ms.error is not None:
@@ -273,15 +305,28 @@ class SimpleConsumer:
         """Counts since creation (docs/metrics.md): per broker requests, errors, round-trip
         p50/p99 (ms), bytes out and in, connection state; per partition fetched the offset of
         the last fetch, the high watermark and the lag between them; errors by code."""
-        partitions = {f"{t}/{p}": {"topic": t, "partition": p, "fetch_offset": off,
-                                    "high_watermark": hw, "lag": max(0, hw - off)}
-                      for (t, p), (off, hw) in sorted(self._positions.items())}
-        return self._metrics.snapshot(type="simple_consumer", client_id=self.client_id,
-                                      partitions=partitions)
+        partitions = {
+            f"{t}/{p}": {
+                "topic": t,
+                "partition": p,
+                "fetch_offset": off,
+                "high_watermark": hw,
+                "lag": max(0, hw - off),
+            }
+            for (t, p), (off, hw) in sorted(self._positions.items())
+        }
+        return self._metrics.snapshot(
+            type="simple_consumer", client_id=self.client_id, partitions=partitions
+        )
 
-    def iter_messages(self, topic: str, partition: int, offset: int = 0,
-                      max_size: int = 1 << 20, end_offset: int | None = None
-                      ) -> Iterator[MessageAndOffset]:
+    def iter_messages(
+        self,
+        topic: str,
+        partition: int,
+        offset: int = 0,
+        max_size: int = 1 << 20,
+        end_offset: int | None = None,
+    ) -> Iterator[MessageAndOffset]:
         """Every message from ``offset`` up to ``end_offset`` (default: the high watermark the
         first fetch reports; read_committed: its last stable offset), fetching as it goes."""
         while True:
@@ -306,12 +351,13 @@ class SimpleConsumer:
         for ms in sets:
             topic, partition = ms.topic, ms.partition
             if topic is None or partition is None:
-                continue                               # not fetched by partition: nothing to name
+                continue  # not fetched by partition: nothing to name
             tp = f"{topic}-{partition}"
             err: BrokerResponseError
             if (topic, partition) not in leaders:
-                err = UnknownTopicOrPartitionError(f"{tp}: no such topic or partition "
-                                                   f"(asked {here})")
+                err = UnknownTopicOrPartitionError(
+                    f"{tp}: no such topic or partition (asked {here})"
+                )
             elif leaders[(topic, partition)] < 0:
                 err = LeaderNotAvailableError(f"{tp} has no leader right now (asked {here})")
             else:
@@ -320,31 +366,41 @@ class SimpleConsumer:
                 if info is None or (info.host, info.port) == (self.host, self.port):
                     continue  # leadership is moving to this broker, or unknown: keep the error
                 err = NotLeaderForPartitionError(
-                    f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}")
+                    f"{tp} is led by broker {leader} at {info.host}:{info.port}, not by {here}"
+                )
                 err.leader = info  # type: ignore[attr-defined]  # the 0.8 API's extra attribute
             err.topic, err.partition, err.offset = topic, partition, ms.fetch_offset
             ms.error = err
 
-    def _leaders(self, topics: Iterable[str]
-                 ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
+    def _leaders(
+        self, topics: Iterable[str]
+    ) -> tuple[dict[int, BrokerInfo], dict[tuple[str, int], int]]:
         """This broker's view: brokers by id, and the leader id (-1: none) of each partition."""
+
         def ask(conn: BrokerConnection) -> MetadataResponse:
             self._fetcher.discard_prefetch()
-            return conn.request(METADATA, {"topics": [{"name": t} for t in sorted(topics)],
-                                           "allow_auto_topic_creation": False})
+            return conn.request(
+                METADATA,
+                {
+                    "topics": [{"name": t} for t in sorted(topics)],
+                    "allow_auto_topic_creation": False,
+                },
+            )
+
         resp = self._call(ask)
         brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port) for b in resp.brokers}
         leaders: dict[tuple[str, int], int] = {}
         for t in resp.topics:
-            if t.error_code or t.name is None:   # no name: only a lookup by topic id (v12)
+            if t.error_code or t.name is None:  # no name: only a lookup by topic id (v12)
                 continue
             for p in t.partitions:
                 leaders[(t.name, p.partition_index)] = p.leader_id
         return brokers, leaders
 
     # -- offsets -----------------------------------------------------------------------------
-    def get_offsets_before(self, topic: str, partition: int, time: int,
-                           max_num_offsets: int = 1) -> list[int]:
+    def get_offsets_before(
+        self, topic: str, partition: int, time: int, max_num_offsets: int = 1
+    ) -> list[int]:
         """Valid offsets before ``time`` (ms), at most ``max_num_offsets``, in descending order.
 
         ``OffsetRequest.LATEST_TIME`` (-1) gives the log end offset, ``EARLIEST_TIME`` (-2) the
@@ -365,15 +421,30 @@ class SimpleConsumer:
                 # a broker that announces v0 but cannot answer it (tansu): one offset, newest API
         return self._list_offsets(topic, partition, time, max_num_offsets, None)
 
-    def _list_offsets(self, topic: str, partition: int, time: int, max_num_offsets: int,
-                      version: int | None) -> list[int]:
+    def _list_offsets(
+        self, topic: str, partition: int, time: int, max_num_offsets: int, version: int | None
+    ) -> list[int]:
         def ask(conn: BrokerConnection) -> tuple[int, ListOffsetsResponse]:
             self._fetcher.discard_prefetch()
             v = conn.version(LIST_OFFSETS) if version is None else version
-            body = {"replica_id": -1, "isolation_level": self.isolation_level, "topics": [
-                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": time,
-                                                "max_num_offsets": max_num_offsets}]}]}
+            body = {
+                "replica_id": -1,
+                "isolation_level": self.isolation_level,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": partition,
+                                "timestamp": time,
+                                "max_num_offsets": max_num_offsets,
+                            }
+                        ],
+                    }
+                ],
+            }
             return v, conn.request(LIST_OFFSETS, body, v)
+
         version, resp = self._call(ask)
         for t in resp.topics:
             for p in t.partitions:
@@ -381,10 +452,12 @@ class SimpleConsumer:
                     continue
                 if p.error_code:
                     err: BaseException = error_for_code(p.error_code)(
-                        f"{topic}-{partition}: offsets before {time}")
+                        f"{topic}-{partition}: offsets before {time}"
+                    )
                     if isinstance(err, _LEADER_ERRORS):
-                        probe = ByteBufferMessageSet(b"", -1, topic=topic, partition=partition,
-                                                     error=err)
+                        probe = ByteBufferMessageSet(
+                            b"", -1, topic=topic, partition=partition, error=err
+                        )
                         self._name_leaders([probe])
                         err = probe.error or err
                     raise err
@@ -395,9 +468,11 @@ class SimpleConsumer:
 
     def find_coordinator(self, group: str) -> BrokerInfo:
         """The broker coordinating ``group`` (its offset manager)."""
+
         def ask(conn: BrokerConnection) -> CoordinatorAddress | KafkaError:
             self._fetcher.discard_prefetch()
             return run(find_coordinators([group]), ConnectionTransport(conn))[group]
+
         found = self._call(ask)
         if isinstance(found, KafkaError):
             raise found
@@ -420,8 +495,13 @@ class SimpleConsumer:
             self._coordinators[group] = conn
             return conn
 
-    def _with_coordinator(self, group: str, fn: Callable[[BrokerConnection], _R],
-                          retries: int = 5, backoff: float = 0.1) -> _R:
+    def _with_coordinator(
+        self,
+        group: str,
+        fn: Callable[[BrokerConnection], _R],
+        retries: int = 5,
+        backoff: float = 0.1,
+    ) -> _R:
         """Run ``fn(conn)`` against the group's coordinator, rediscovering it when it moved."""
         refresh = False
         for attempt in range(retries + 1):
@@ -435,18 +515,28 @@ class SimpleConsumer:
                 time.sleep(backoff * (attempt + 1))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def commit_offsets(self, group: str,
-                       offsets: Mapping[tuple[str, int], int | tuple[int, str]], *,
-                       generation_id: int = -1, member_id: str = "",
-                       retention_ms: int = -1) -> None:
+    def commit_offsets(
+        self,
+        group: str,
+        offsets: Mapping[tuple[str, int], int | tuple[int, str]],
+        *,
+        generation_id: int = -1,
+        member_id: str = "",
+        retention_ms: int = -1,
+    ) -> None:
         """Commit ``{(topic, partition): offset or (offset, metadata)}`` for ``group``.
 
         Goes to the group's coordinator (found and followed when it moves).  Raises the first
         partition's error; the exception's ``errors`` maps every failed partition to its error.
         """
-        body = offset_commit_body(group, {tp: v if isinstance(v, int) else (v[0], v[1])
-                                          for tp, v in offsets.items()},
-                                  generation_id, member_id, None, retention_ms)
+        body = offset_commit_body(
+            group,
+            {tp: v if isinstance(v, int) else (v[0], v[1]) for tp, v in offsets.items()},
+            generation_id,
+            member_id,
+            None,
+            retention_ms,
+        )
 
         def commit(conn: BrokerConnection) -> dict[tuple[str, int], BrokerResponseError]:
             resp = conn.request(OFFSET_COMMIT, body)
@@ -455,19 +545,22 @@ class SimpleConsumer:
                 for p in t.partitions:
                     if p.error_code:
                         errors[(t.name, p.partition_index)] = error_for_code(p.error_code)(
-                            f"committing {t.name}-{p.partition_index} for group {group!r}")
+                            f"committing {t.name}-{p.partition_index} for group {group!r}"
+                        )
             first = next(iter(errors.values()), None)
             if isinstance(first, _COORDINATOR_ERRORS):
                 raise first
             return errors
+
         errors = self._with_coordinator(group, commit)
         if errors:
             first = next(iter(errors.values()))
             first.errors = errors  # type: ignore[attr-defined]  # every partition's, for callers
             raise first
 
-    def fetch_offsets(self, group: str, partitions: Iterable[tuple[str, int]]
-                      ) -> dict[tuple[str, int], OffsetAndMetadata]:
+    def fetch_offsets(
+        self, group: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The offsets ``group`` committed for ``partitions`` (offset -1 where it has none)."""
         body = offset_fetch_body(group, partitions)
 
@@ -481,8 +574,11 @@ class SimpleConsumer:
                     if p.error_code:
                         raise error_for_code(p.error_code)(
                             f"fetching the offset of {t.name}-{p.partition_index} "
-                            f"for group {group!r}")
+                            f"for group {group!r}"
+                        )
                     out[(t.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata or "")
+                        p.committed_offset, p.metadata or ""
+                    )
             return out
+
         return self._with_coordinator(group, ask)

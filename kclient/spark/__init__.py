@@ -8,6 +8,7 @@
 
 Same options and rows as Spark's ``format("kafka")``, no JVM jars.  See docs/spark.md.
 """
+
 from .foreach import foreach_partition_writer
 from .source import KClientDataSource, register
 

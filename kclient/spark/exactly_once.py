@@ -16,6 +16,7 @@ half-committed.  A batch not decided is written again after ``init_transactions(
 old attempt.  The records are group offsets (offset = batch id + 1) of the sink's groups
 ``<prefix>`` and ``<prefix>-<partition>``, keyed by partition 0 of the state topic.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -66,8 +67,12 @@ class SinkState:
     def __init__(self, opts: WriteOptions) -> None:
         brokers = opts.producer_config()["metadata.broker.list"].split(",")
         host, port = brokers[0].strip().rsplit(":", 1)
-        self.consumer = SimpleConsumer(host, int(port), client_id="kclient-spark-eos",
-                                       security=opts.security.client_keys() or None)
+        self.consumer = SimpleConsumer(
+            host,
+            int(port),
+            client_id="kclient-spark-eos",
+            security=opts.security.client_keys() or None,
+        )
         assert opts.state_topic is not None  # parse_write_options saw to it
         self.key = (opts.state_topic, 0)
 
@@ -104,12 +109,15 @@ class SinkState:
 def _task_context() -> tuple[int, int, str]:
     """(task partition, micro-batch id, query id) from Spark's task context."""
     from pyspark import TaskContext
+
     tc = TaskContext.get()
     batch = tc.getLocalProperty("streaming.sql.batchId") if tc else None
     query = tc.getLocalProperty("sql.streaming.queryId") if tc else None
     if tc is None or batch is None or query is None:
-        raise RuntimeError("exactlyOnce=true works in streaming queries only (no micro-batch "
-                           "id in the task context)")
+        raise RuntimeError(
+            "exactlyOnce=true works in streaming queries only (no micro-batch "
+            "id in the task context)"
+        )
     return tc.partitionId(), int(batch), query
 
 
@@ -117,6 +125,7 @@ def _task_hook(how: str) -> None:
     """Test hook: the first attempt of task 0 dies (``kill``: no abort), takes its executor's
     JVM with it (``killExecutor``: SIGKILL) or fails here."""
     from pyspark import TaskContext
+
     tc = TaskContext.get()
     if tc is None or tc.partitionId() != 0 or tc.attemptNumber() != 0:
         return
@@ -141,8 +150,7 @@ def _kill_jvm() -> None:
     raise RuntimeError("exactlyOnce.failCommit=kill: no JVM among this process's ancestors")
 
 
-def end_transaction(config: dict[str, Any], tid: str, pid: int, epoch: int,
-                    commit: bool) -> None:
+def end_transaction(config: dict[str, Any], tid: str, pid: int, epoch: int, commit: bool) -> None:
     """Resume ``tid``'s open transaction (``pid`` / ``epoch``) and commit or abort it."""
     producer = Producer({**config, "transactional.id": tid})
     try:
@@ -168,11 +176,10 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         state = SinkState(self.opts)
         try:
             if state.decided(prefix, query) >= batch_id:
-                for _ in iterator:      # Spark expects the input consumed
+                for _ in iterator:  # Spark expects the input consumed
                     pass
                 self._recover(state, tid, batch_id)
-                return PreparedTransaction(tid, -1, -1, batch_id, 0, prefix, query,
-                                           skipped=True)
+                return PreparedTransaction(tid, -1, -1, batch_id, 0, prefix, query, skipped=True)
             return self._write(state, iterator, tid, batch_id, prefix, query)
         finally:
             state.close()
@@ -181,13 +188,26 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         """Commit this task's transaction of a batch decided committed (a restart's replay)."""
         batch, pid, epoch = state.prepared(tid)
         if batch != batch_id:
-            return              # the task had no rows in that batch
-        log.info("kclient exactly-once sink: batch %d was decided committed; committing "
-                 "transaction %r (producer %d epoch %d) again", batch_id, tid, pid, epoch)
+            return  # the task had no rows in that batch
+        log.info(
+            "kclient exactly-once sink: batch %d was decided committed; committing "
+            "transaction %r (producer %d epoch %d) again",
+            batch_id,
+            tid,
+            pid,
+            epoch,
+        )
         end_transaction(self.opts.producer_config(), tid, pid, epoch, commit=True)
 
-    def _write(self, state: SinkState, iterator: Iterator[pa.RecordBatch], tid: str,
-               batch_id: int, prefix: str, query: str) -> PreparedTransaction:
+    def _write(
+        self,
+        state: SinkState,
+        iterator: Iterator[pa.RecordBatch],
+        tid: str,
+        batch_id: int,
+        prefix: str,
+        query: str,
+    ) -> PreparedTransaction:
         """Phase one: write every row in a transaction, flush, record it prepared."""
         batches = (b for b in iterator if b.num_rows)
         first = next(batches, None)
@@ -195,7 +215,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             return PreparedTransaction(None, -1, -1, batch_id, 0, prefix, query)
         producer = Producer({**self.opts.producer_config(), "transactional.id": tid})
         try:
-            producer.init_transactions()        # fences and aborts an earlier attempt
+            producer.init_transactions()  # fences and aborts an earlier attempt
             producer.begin_transaction()
             count = 0
             for b in itertools.chain((first,), batches):
@@ -207,7 +227,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             pid, epoch = producer.producer_id_and_epoch
             state.prepare(tid, batch_id, pid, epoch)
         except BaseException:
-            producer.close()                    # aborts the open transaction
+            producer.close()  # aborts the open transaction
             raise
         producer.close(abort_transaction=False)  # left open for the driver's commit
         return PreparedTransaction(tid, pid, epoch, batch_id, count, prefix, query)
@@ -226,7 +246,7 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         finally:
             state.close()
         if hook:
-            for i, m in enumerate(prepared):   # one by one, to stop between two commits
+            for i, m in enumerate(prepared):  # one by one, to stop between two commits
                 if hook == f"after:{i}":
                     raise RuntimeError(f"exactlyOnce.failCommit={hook}: test hook")
                 if hook == f"kill:{i}":
@@ -235,12 +255,13 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
             return
         with ThreadPoolExecutor(min(len(prepared), _COMMIT_THREADS)) as pool:
             for done in [pool.submit(self._end, m, True) for m in prepared]:
-                done.result()                   # the first failure fails the commit
+                done.result()  # the first failure fails the commit
 
     def _end(self, m: PreparedTransaction, commit: bool) -> None:
         assert m.transactional_id is not None
-        end_transaction(self.opts.producer_config(), m.transactional_id, m.producer_id,
-                        m.epoch, commit=commit)
+        end_transaction(
+            self.opts.producer_config(), m.transactional_id, m.producer_id, m.epoch, commit=commit
+        )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Abort every task's transaction - unless the batch was decided committed, when the
@@ -251,21 +272,32 @@ class KClientExactlyOnceWriter(DataSourceStreamArrowWriter):
         state = SinkState(self.opts)
         try:
             if state.decided(prepared[0].prefix, prepared[0].query) >= batchId:
-                log.warning("kclient exactly-once sink: batch %d was decided committed; its "
-                            "transactions are left for the restart to commit", batchId)
+                log.warning(
+                    "kclient exactly-once sink: batch %d was decided committed; its "
+                    "transactions are left for the restart to commit",
+                    batchId,
+                )
                 return
         finally:
             state.close()
         for m in prepared:
             assert m.transactional_id is not None
             try:
-                end_transaction(self.opts.producer_config(), m.transactional_id,
-                                m.producer_id, m.epoch, commit=False)
-            except KafkaError as exc:   # fenced by a retry, or timed out: aborted anyway
+                end_transaction(
+                    self.opts.producer_config(),
+                    m.transactional_id,
+                    m.producer_id,
+                    m.epoch,
+                    commit=False,
+                )
+            except KafkaError as exc:  # fenced by a retry, or timed out: aborted anyway
                 log.warning("aborting %r: %s", m.transactional_id, exc)
 
 
 def _prepared(messages: list[Any]) -> list[PreparedTransaction]:
     """The messages of tasks that wrote a transaction."""
-    return [m for m in messages if isinstance(m, PreparedTransaction)
-            and m.transactional_id is not None and not m.skipped]
+    return [
+        m
+        for m in messages
+        if isinstance(m, PreparedTransaction) and m.transactional_id is not None and not m.skipped
+    ]

@@ -11,6 +11,7 @@ for ``df.write.format("kclient")``.  Each Python worker keeps one Producer (per 
 function flushes it at the end of the partition and raises if any message was not delivered, so
 the task fails and Spark retries it (at-least-once).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,7 +57,7 @@ class PartitionWriter:
 
     def __call__(self, rows: Iterable[Any]) -> None:
         producer = pool.producer(self.opts.producer_config())
-        tracing = producer._tracing          # a span per task when the executor traces
+        tracing = producer._tracing  # a span per task when the executor traces
         if tracing is None:
             return self._write(producer, rows)
         with tracing.task("send", self.opts.topic):
@@ -107,8 +108,10 @@ class PartitionWriter:
         iv = fields["value"]
         fixed = self.opts.topic
         if fixed is None and "topic" not in fields:
-            raise ValueError("topic option required when no 'topic' attribute is present. "
-                             "Use the topic option for setting a topic.")
+            raise ValueError(
+                "topic option required when no 'topic' attribute is present. "
+                "Use the topic option for setting a topic."
+            )
         it, ik = fields.get("topic"), fields.get("key")
         ip, ih = fields.get("partition"), fields.get("headers")
         if ik is None and ip is None and ih is None and fixed is not None:
@@ -117,17 +120,25 @@ class PartitionWriter:
         def build(r: Any) -> ProducerData:
             topic = fixed if fixed is not None else r[it]
             if topic is None:
-                raise ValueError("null topic present in the data. Use the topic option for "
-                                 "setting a default topic.")
+                raise ValueError(
+                    "null topic present in the data. Use the topic option for "
+                    "setting a default topic."
+                )
             hs = r[ih] if ih is not None else None
-            return ProducerData(topic, _bytes(r[iv]), None if ik is None else _bytes(r[ik]),
-                                None if ip is None else r[ip],
-                                headers=[(h[0], _bytes(h[1])) for h in hs] if hs else None)
+            return ProducerData(
+                topic,
+                _bytes(r[iv]),
+                None if ik is None else _bytes(r[ik]),
+                None if ip is None else r[ip],
+                headers=[(h[0], _bytes(h[1])) for h in hs] if hs else None,
+            )
+
         return build
 
 
-def foreach_partition_writer(options: Mapping[str, str] | None = None, **more: str
-                             ) -> PartitionWriter:
+def foreach_partition_writer(
+    options: Mapping[str, str] | None = None, **more: str
+) -> PartitionWriter:
     """A function for ``df.foreachPartition`` that sends each row to Kafka.
 
     ``options`` (and keyword ``more``) are the sink's options: ``kafka.bootstrap.servers``,

@@ -6,6 +6,7 @@ checkpoint reads the same either way.  Ranges are split the way Spark's
 ``KafkaOffsetRangeCalculator`` splits them: first by ``maxRecordsPerPartition``, then the large
 ranges into pieces until there are ``minPartitions``.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["OffsetRange", "TopicPartition", "to_json_dict", "from_json_dict", "to_json",
-           "from_json", "split_ranges", "rate_limit"]
+__all__ = [
+    "OffsetRange",
+    "TopicPartition",
+    "to_json_dict",
+    "from_json_dict",
+    "to_json",
+    "from_json",
+    "split_ranges",
+    "rate_limit",
+]
 
 TopicPartition = tuple[str, int]
 
@@ -60,17 +69,20 @@ def _split(r: OffsetRange, parts: int) -> list[OffsetRange]:
     """``r`` as ``parts`` consecutive ranges of near-equal size."""
     parts = max(1, min(parts, r.size))
     bounds = [r.start + r.size * i // parts for i in range(parts)] + [r.end]
-    return [OffsetRange(r.topic, r.partition, a, b, r.leader)
-            for a, b in zip(bounds, bounds[1:])]
+    return [OffsetRange(r.topic, r.partition, a, b, r.leader) for a, b in zip(bounds, bounds[1:])]
 
 
-def split_ranges(ranges: list[OffsetRange], min_partitions: int | None = None,
-                 max_records_per_partition: int | None = None) -> list[OffsetRange]:
+def split_ranges(
+    ranges: list[OffsetRange],
+    min_partitions: int | None = None,
+    max_records_per_partition: int | None = None,
+) -> list[OffsetRange]:
     """Non-empty ranges split into read tasks (Spark's KafkaOffsetRangeCalculator rules)."""
     out = [r for r in ranges if r.size > 0]
     if max_records_per_partition:
-        out = [piece for r in out
-               for piece in _split(r, math.ceil(r.size / max_records_per_partition))]
+        out = [
+            piece for r in out for piece in _split(r, math.ceil(r.size / max_records_per_partition))
+        ]
     if not min_partitions or len(out) >= min_partitions:
         return out
     total = sum(r.size for r in out)
@@ -81,8 +93,9 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None = None,
     return result
 
 
-def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
-               limit: int) -> dict[TopicPartition, int]:
+def rate_limit(
+    start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int
+) -> dict[TopicPartition, int]:
     """End offsets reading at most ``limit`` records in all, shared out by each partition's
     backlog (as Spark's Kafka source does for maxOffsetsPerTrigger)."""
     backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}

@@ -5,6 +5,7 @@ defaults and the errors for unsupported ones follow Spark's ``KafkaSourceProvide
 options go to kclient's clients, translated where kclient's names differ (see
 :data:`CONSUMER_KEYS` and :func:`producer_config`).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,17 @@ from .security import Redacted, SparkSecurity, parse_security
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReadOptions", "WriteOptions", "OffsetSpec", "Subscription", "parse_read_options",
-           "parse_write_options", "producer_config", "parse_duration_ms", "lower_keys"]
+__all__ = [
+    "ReadOptions",
+    "WriteOptions",
+    "OffsetSpec",
+    "Subscription",
+    "parse_read_options",
+    "parse_write_options",
+    "producer_config",
+    "parse_duration_ms",
+    "lower_keys",
+]
 
 STRATEGIES = ("subscribe", "subscribepattern", "assign")
 LATEST, EARLIEST = -1, -2
@@ -32,66 +42,103 @@ AUTO_OFFSET_RESET_ADVICE = (
     "data is missed when new topics/partitions are dynamically subscribed. Note that\n"
     "'startingoffsets' only applies when a new Streaming query is started, and\n"
     "that resuming will always pick up from where the query left off. See the docs for more\n"
-    "details.")
+    "details."
+)
 REJECTED_READ = {
     "kafka.auto.offset.reset": AUTO_OFFSET_RESET_ADVICE,
     "kafka.key.deserializer": (
         "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte "
         "arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize "
-        "the keys."),
+        "the keys."
+    ),
     "kafka.value.deserializer": (
         "Kafka option 'value.deserializer' is not supported as values are deserialized as byte "
         "arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize "
-        "the values."),
+        "the values."
+    ),
     "kafka.enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
     "kafka.interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
 REJECTED_WRITE = {
     "kafka.key.serializer": (
         "Kafka option 'key.serializer' is not supported as keys are serialized with "
-        "ByteArraySerializer."),
+        "ByteArraySerializer."
+    ),
     "kafka.value.serializer": (
         "Kafka option 'value.serializer' is not supported as value are serialized with "
-        "ByteArraySerializer."),
+        "ByteArraySerializer."
+    ),
     "kafka.interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
 
 #: ``kafka.*`` consumer keys the reader uses: Java client name -> SimpleConsumer keyword.
 CONSUMER_KEYS = {
     "client.id": "client_id",
-    "request.timeout.ms": "so_timeout", "socket.timeout.ms": "so_timeout",
+    "request.timeout.ms": "so_timeout",
+    "socket.timeout.ms": "so_timeout",
     "default.api.timeout.ms": "so_timeout",
-    "receive.buffer.bytes": "buffer_size", "socket.receive.buffer.bytes": "buffer_size",
-    "fetch.max.wait.ms": "max_wait_ms", "fetch.wait.max.ms": "max_wait_ms",
+    "receive.buffer.bytes": "buffer_size",
+    "socket.receive.buffer.bytes": "buffer_size",
+    "fetch.max.wait.ms": "max_wait_ms",
+    "fetch.wait.max.ms": "max_wait_ms",
     "fetch.min.bytes": "min_bytes",
-    "max.partition.fetch.bytes": "fetch_size", "fetch.message.max.bytes": "fetch_size",
+    "max.partition.fetch.bytes": "fetch_size",
+    "fetch.message.max.bytes": "fetch_size",
     "connect.timeout.ms": "connect_timeout_ms",
     "socket.connection.setup.timeout.ms": "connect_timeout_ms",
     "api.version.request": "api_version_request",
     "broker.version.fallback": "broker_version_fallback",
     "check.crcs": "validate_crc",
 }
-_INT_KEYWORDS = {"so_timeout", "buffer_size", "max_wait_ms", "min_bytes", "fetch_size",
-                 "connect_timeout_ms"}
+_INT_KEYWORDS = {
+    "so_timeout",
+    "buffer_size",
+    "max_wait_ms",
+    "min_bytes",
+    "fetch_size",
+    "connect_timeout_ms",
+}
 _BOOL_KEYWORDS = {"api_version_request", "validate_crc"}
 #: Java consumer keys that mean nothing to a reader that plans its own offsets (no group).
 IGNORED_CONSUMER_KEYS = {
-    "group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records",
-    "max.poll.interval.ms", "fetch.max.bytes", "metadata.max.age.ms", "reconnect.backoff.ms",
-    "reconnect.backoff.max.ms", "retry.backoff.ms", "partition.assignment.strategy",
-    "client.dns.lookup", "send.buffer.bytes", "allow.auto.create.topics", "client.rack",
-    "metrics.recording.level", "group.instance.id", "exclude.internal.topics",
+    "group.id",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.records",
+    "max.poll.interval.ms",
+    "fetch.max.bytes",
+    "metadata.max.age.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "retry.backoff.ms",
+    "partition.assignment.strategy",
+    "client.dns.lookup",
+    "send.buffer.bytes",
+    "allow.auto.create.topics",
+    "client.rack",
+    "metrics.recording.level",
+    "group.instance.id",
+    "exclude.internal.topics",
 }
 #: Java producer keys with no kclient meaning (batch.size, bytes per partition batch as in
 #: Java, passes through).
 IGNORED_PRODUCER_KEYS = {
-    "buffer.memory", "max.block.ms", "delivery.timeout.ms", "enable.idempotence",
-    "client.dns.lookup", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
-    "metrics.recording.level", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
+    "buffer.memory",
+    "max.block.ms",
+    "delivery.timeout.ms",
+    "enable.idempotence",
+    "client.dns.lookup",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "metrics.recording.level",
+    "partitioner.ignore.keys",
+    "partitioner.adaptive.partitioning.enable",
 }
 #: Java producer names kclient spells differently.
-PRODUCER_RENAMES = {"bootstrap.servers": "metadata.broker.list",
-                    "max.request.size": "message.max.bytes"}
+PRODUCER_RENAMES = {
+    "bootstrap.servers": "metadata.broker.list",
+    "max.request.size": "message.max.bytes",
+}
 
 
 @dataclass(frozen=True)
@@ -189,8 +236,9 @@ def parse_duration_ms(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|min|h|d)?\s*", text.lower())
     if m is None:
         raise ValueError(f"Invalid time string {text!r} (e.g. 15m, 30s, 500ms)")
-    unit = {"ms": 1, None: 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000,
-            "d": 86400000}[m.group(2)]
+    unit = {"ms": 1, None: 1, "s": 1000, "m": 60000, "min": 60000, "h": 3600000, "d": 86400000}[
+        m.group(2)
+    ]
     return int(m.group(1)) * unit
 
 
@@ -215,8 +263,9 @@ def _positive(opts: dict[str, str], key: str, name: str) -> int | None:
 def _bootstrap(opts: dict[str, str], role: str) -> str:
     servers = opts.get("kafka.bootstrap.servers") or opts.get("kafka.metadata.broker.list")
     if not servers:
-        raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring "
-                         f"Kafka {role}")
+        raise ValueError(
+            f"Option 'kafka.bootstrap.servers' must be specified for configuring Kafka {role}"
+        )
     return servers.strip()
 
 
@@ -224,28 +273,37 @@ def _subscription(opts: dict[str, str]) -> Subscription:
     given = [k for k in STRATEGIES if k in opts]
     names = ", ".join(("subscribe", "subscribePattern", "assign"))
     if not given:
-        raise ValueError("One of the following options must be specified for Kafka source: "
-                         f"{names}. See the docs for more details.")
+        raise ValueError(
+            "One of the following options must be specified for Kafka source: "
+            f"{names}. See the docs for more details."
+        )
     if len(given) > 1:
-        raise ValueError("Only one of the following options can be specified for Kafka "
-                         f"source: {names}. See the docs for more details.")
+        raise ValueError(
+            "Only one of the following options can be specified for Kafka "
+            f"source: {names}. See the docs for more details."
+        )
     kind, value = given[0], opts[given[0]]
     if kind == "assign":
         if not value.strip().startswith("{"):
-            raise ValueError("No topicpartitions to assign as specified value for option "
-                             f"'assign' is '{value}'")
+            raise ValueError(
+                f"No topicpartitions to assign as specified value for option 'assign' is '{value}'"
+            )
         parsed = _json_object(value, "assign")
-        return Subscription(kind, assigned=tuple(sorted(
-            (str(t), int(p)) for t, ps in parsed.items() for p in ps)))
+        return Subscription(
+            kind, assigned=tuple(sorted((str(t), int(p)) for t, ps in parsed.items() for p in ps))
+        )
     if kind == "subscribe":
         topics = tuple(t.strip() for t in value.split(",") if t.strip())
         if not topics:
-            raise ValueError("No topics to subscribe to as specified value for option "
-                             f"'subscribe' is '{value}'")
+            raise ValueError(
+                f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'"
+            )
         return Subscription(kind, topics=topics)
     if not value.strip():
-        raise ValueError("Pattern to subscribe is empty as specified value for option "
-                         f"'subscribePattern' is '{value}'")
+        raise ValueError(
+            "Pattern to subscribe is empty as specified value for option "
+            f"'subscribePattern' is '{value}'"
+        )
     re.compile(value.strip())
     return Subscription(kind, pattern=value.strip())
 
@@ -265,8 +323,9 @@ def parse_partition_json(text: str, option: str) -> dict[tuple[str, int], int]:
     out = {}
     for topic, parts in _json_object(text, option).items():
         if not isinstance(parts, dict):
-            raise ValueError(f"option '{option}': expected {{\"{topic}\": {{\"0\": offset}}}}, "
-                             f"got {text!r}")
+            raise ValueError(
+                f'option \'{option}\': expected {{"{topic}": {{"0": offset}}}}, got {text!r}'
+            )
         for p, off in parts.items():
             out[(str(topic), int(p))] = int(off)
     return out
@@ -280,8 +339,9 @@ def _offset_spec(opts: dict[str, str], prefix: str, default: str) -> OffsetSpec:
             raise ValueError(f"Expected a single long value, got {text}")
         return OffsetSpec("timestamp", timestamp=int(text))
     if f"{prefix}offsetsbytimestamp" in opts:
-        parsed = parse_partition_json(opts[f"{prefix}offsetsbytimestamp"],
-                                      f"{prefix}OffsetsByTimestamp")
+        parsed = parse_partition_json(
+            opts[f"{prefix}offsetsbytimestamp"], f"{prefix}OffsetsByTimestamp"
+        )
         return OffsetSpec("timestamps", offsets=tuple(sorted(parsed.items())))
     text = opts.get(f"{prefix}offsets", default).strip()
     if text.lower() in ("earliest", "latest"):
@@ -297,21 +357,27 @@ def _check_batch_limits(start: OffsetSpec, end: OffsetSpec) -> None:
         raise ValueError("ending offset can't be earliest for batch queries on Kafka")
     for (t, p), off in start.offsets if start.kind == "offsets" else ():
         if off == LATEST:
-            raise ValueError(f"startingOffsets for {t}-{p} can't be latest for batch queries "
-                             "on Kafka")
+            raise ValueError(
+                f"startingOffsets for {t}-{p} can't be latest for batch queries on Kafka"
+            )
     for (t, p), off in end.offsets if end.kind == "offsets" else ():
         if off == EARLIEST:
-            raise ValueError(f"ending offset for {t}-{p} can't be earliest for batch queries "
-                             "on Kafka")
+            raise ValueError(
+                f"ending offset for {t}-{p} can't be earliest for batch queries on Kafka"
+            )
     if start.kind == end.kind == "offsets":
         s, e = start.as_dict(), end.as_dict()
         if set(s) != set(e):
-            raise ValueError("startingOffsets and endingOffsets name different partitions: "
-                             f"{sorted(s)} vs {sorted(e)}")
+            raise ValueError(
+                "startingOffsets and endingOffsets name different partitions: "
+                f"{sorted(s)} vs {sorted(e)}"
+            )
         for tp, off in s.items():
             if off >= 0 and e[tp] >= 0 and off > e[tp]:
-                raise ValueError(f"The specified starting offset ({off}) is greater than the "
-                                 f"ending offset ({e[tp]}) for topic partition {tp[0]}-{tp[1]}")
+                raise ValueError(
+                    f"The specified starting offset ({off}) is greater than the "
+                    f"ending offset ({e[tp]}) for topic partition {tp[0]}-{tp[1]}"
+                )
 
 
 def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...], int]:
@@ -319,18 +385,22 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
     kwargs: dict[str, Any] = {}
     fetch_size = 4 << 20
     for key, value in opts.items():
-        if not key.startswith("kafka.") or key in ("kafka.bootstrap.servers",
-                                                   "kafka.metadata.broker.list",
-                                                   "kafka.security.protocol") or \
-                key.startswith(("kafka.ssl.", "kafka.sasl.")):
+        if (
+            not key.startswith("kafka.")
+            or key
+            in ("kafka.bootstrap.servers", "kafka.metadata.broker.list", "kafka.security.protocol")
+            or key.startswith(("kafka.ssl.", "kafka.sasl."))
+        ):
             continue
-        name = key[len("kafka."):]
+        name = key[len("kafka.") :]
         if name == "isolation.level":
             level = value.strip().lower()
             if level not in ("read_uncommitted", "read_committed"):
-                raise ValueError(f"kafka.isolation.level must be read_uncommitted or "
-                                 f"read_committed, not {value!r}")
-            if level == "read_committed":     # latest = last stable offset, aborted left out
+                raise ValueError(
+                    f"kafka.isolation.level must be read_uncommitted or "
+                    f"read_committed, not {value!r}"
+                )
+            if level == "read_committed":  # latest = last stable offset, aborted left out
                 kwargs["isolation_level"] = level
             continue
         if name in IGNORED_CONSUMER_KEYS:
@@ -338,8 +408,10 @@ def _consumer_settings(opts: dict[str, str]) -> tuple[tuple[tuple[str, Any], ...
             continue
         keyword = CONSUMER_KEYS.get(name)
         if keyword is None:
-            raise ValueError(f"option {key!r}: kclient's reader has no such consumer setting "
-                             f"(known: {', '.join(sorted(CONSUMER_KEYS))})")
+            raise ValueError(
+                f"option {key!r}: kclient's reader has no such consumer setting "
+                f"(known: {', '.join(sorted(CONSUMER_KEYS))})"
+            )
         if keyword in _INT_KEYWORDS:
             parsed: Any = int(value)
         elif keyword in _BOOL_KEYWORDS:
@@ -358,12 +430,15 @@ def _commit_group(opts: dict[str, str], streaming: bool) -> str | None:
     if not _bool(opts, "commitOffsetsToGroup", False):
         return None
     if not streaming:
-        raise ValueError("commitOffsetsToGroup is for readStream: a batch read has no "
-                         "position to commit")
+        raise ValueError(
+            "commitOffsetsToGroup is for readStream: a batch read has no position to commit"
+        )
     group = opts.get("kafka.group.id", "").strip()
     if not group:
-        raise ValueError("commitOffsetsToGroup=true needs kafka.group.id (the group whose "
-                         "committed offsets show the query's progress and lag)")
+        raise ValueError(
+            "commitOffsetsToGroup=true needs kafka.group.id (the group whose "
+            "committed offsets show the query's progress and lag)"
+        )
     return group
 
 
@@ -388,31 +463,48 @@ def parse_read_options(options: Mapping[str, str], streaming: bool) -> ReadOptio
     max_per = _positive(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
     min_per = _positive(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
     if max_per is not None and min_per is not None and min_per > max_per:
-        raise ValueError(f"The value of minOffsetPerTrigger({min_per}) is higher than the "
-                         f"maxOffsetsPerTrigger({max_per}).")
+        raise ValueError(
+            f"The value of minOffsetPerTrigger({min_per}) is higher than the "
+            f"maxOffsetsPerTrigger({max_per})."
+        )
     consumer, fetch_size = _consumer_settings(opts)
     commit_group = _commit_group(opts, streaming)
     return ReadOptions(
-        bootstrap=bootstrap, subscription=subscription, starting=starting, ending=ending,
+        bootstrap=bootstrap,
+        subscription=subscription,
+        starting=starting,
+        ending=ending,
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         min_partitions=_positive(opts, "minpartitions", "minPartitions"),
-        max_records_per_partition=_positive(opts, "maxrecordsperpartition",
-                                            "maxrecordsperpartition"),
-        max_offsets_per_trigger=max_per, min_offsets_per_trigger=min_per,
+        max_records_per_partition=_positive(
+            opts, "maxrecordsperpartition", "maxrecordsperpartition"
+        ),
+        max_offsets_per_trigger=max_per,
+        min_offsets_per_trigger=min_per,
         max_trigger_delay_ms=parse_duration_ms(opts.get("maxtriggerdelay", "15m")),
-        consumer=consumer, fetch_size=fetch_size, security=security, commit_group=commit_group)
+        consumer=consumer,
+        fetch_size=fetch_size,
+        security=security,
+        commit_group=commit_group,
+    )
 
 
 def producer_config(opts: dict[str, str]) -> dict[str, str]:
     """kclient Producer config from the ``kafka.*`` options (Java names translated)."""
-    config = {"request.required.acks": "-1", "producer.type": "async",
-              "queue.enqueue.timeout.ms": "-1"}
+    config = {
+        "request.required.acks": "-1",
+        "producer.type": "async",
+        "queue.enqueue.timeout.ms": "-1",
+    }
     for key, value in opts.items():
-        if not key.startswith("kafka.") or key == "kafka.security.protocol" or \
-                key.startswith(("kafka.ssl.", "kafka.sasl.")):
+        if (
+            not key.startswith("kafka.")
+            or key == "kafka.security.protocol"
+            or key.startswith(("kafka.ssl.", "kafka.sasl."))
+        ):
             continue
-        name = key[len("kafka."):]
+        name = key[len("kafka.") :]
         if name in IGNORED_PRODUCER_KEYS:
             log.debug("kclient sink: ignoring kafka.%s (no kclient equivalent)", name)
             continue
@@ -433,21 +525,28 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = opts.get("topic")
     config = producer_config(opts)
     from kclient.config import load_config
+
     load_config("producer", config)  # unknown keys and bad values fail here, on the driver
     exactly_once = _bool(opts, "exactlyOnce", False)
     if "kafka.transactional.id" in opts:
-        raise ValueError("Kafka option 'transactional.id' is not supported: with "
-                         "exactlyOnce=true the sink derives one per task from the "
-                         "transactionalIdPrefix option")
+        raise ValueError(
+            "Kafka option 'transactional.id' is not supported: with "
+            "exactlyOnce=true the sink derives one per task from the "
+            "transactionalIdPrefix option"
+        )
     state_topic = opts.get("transactionstatetopic") or (topic.strip() if topic else None)
     if exactly_once and not state_topic:
-        raise ValueError("exactlyOnce=true needs the topic option or transactionStateTopic (an "
-                         "existing topic that keys the sink's commit records)")
-    return WriteOptions(topic=topic.strip() if topic else None,
-                        producer=tuple(sorted(config.items())),
-                        exactly_once=exactly_once,
-                        txn_prefix=opts.get("transactionalidprefix") or None,
-                        state_topic=state_topic,
-                        fail_commit=opts.get("exactlyonce.failcommit") or None,
-                        fail_task=opts.get("exactlyonce.failtask") or None,
-                        security=security)
+        raise ValueError(
+            "exactlyOnce=true needs the topic option or transactionStateTopic (an "
+            "existing topic that keys the sink's commit records)"
+        )
+    return WriteOptions(
+        topic=topic.strip() if topic else None,
+        producer=tuple(sorted(config.items())),
+        exactly_once=exactly_once,
+        txn_prefix=opts.get("transactionalidprefix") or None,
+        state_topic=state_topic,
+        fail_commit=opts.get("exactlyonce.failcommit") or None,
+        fail_task=opts.get("exactlyonce.failtask") or None,
+        security=security,
+    )

@@ -4,6 +4,7 @@ Runs where Spark plans (a short-lived Python worker for batch reads, the long-li
 reader process for streams): metadata through :class:`~kclient.cluster.Cluster`, offsets through
 ListOffsets on each partition's leader (``SimpleConsumer.get_offsets_before``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -30,7 +31,8 @@ class Planner:
             client_id=str(kw.get("client_id") or "kclient-spark"),
             request_timeout_ms=int(kw.get("so_timeout", 30000)),
             connect_timeout_ms=int(kw.get("connect_timeout_ms", 10000)),
-            security=SecuritySettings.from_keys(kw.get("security")))
+            security=SecuritySettings.from_keys(kw.get("security")),
+        )
         self.cluster = Cluster(opts.bootstrap, self.settings)
         self._consumers: dict[str, SimpleConsumer] = {}
 
@@ -69,11 +71,17 @@ class Planner:
         c = self._consumers.get(leader)
         if c is None:
             host, port = leader.rsplit(":", 1)
-            c = SimpleConsumer(host, int(port), so_timeout=self.settings.request_timeout_ms,
-                               buffer_size=None, client_id=self.settings.client_id,
-                               isolation_level=self.opts.consumer_kwargs().get(
-                                   "isolation_level", "read_uncommitted"),
-                               security=self.opts.security.client_keys() or None)
+            c = SimpleConsumer(
+                host,
+                int(port),
+                so_timeout=self.settings.request_timeout_ms,
+                buffer_size=None,
+                client_id=self.settings.client_id,
+                isolation_level=self.opts.consumer_kwargs().get(
+                    "isolation_level", "read_uncommitted"
+                ),
+                security=self.opts.security.client_keys() or None,
+            )
             self._consumers[leader] = c
         return c
 
@@ -84,12 +92,18 @@ class Planner:
             self.cluster.refresh([], allow_auto_create=False)
             broker = next(iter(self.cluster.brokers.values()))
         host, port = broker.address.rsplit(":", 1)
-        return SimpleConsumer(host, int(port), so_timeout=self.settings.request_timeout_ms,
-                              buffer_size=None, client_id=self.settings.client_id,
-                              security=self.opts.security.client_keys() or None)
+        return SimpleConsumer(
+            host,
+            int(port),
+            so_timeout=self.settings.request_timeout_ms,
+            buffer_size=None,
+            client_id=self.settings.client_id,
+            security=self.opts.security.client_keys() or None,
+        )
 
-    def offsets_at(self, parts: Mapping[TopicPartition, str], time: int
-                   ) -> dict[TopicPartition, int]:
+    def offsets_at(
+        self, parts: Mapping[TopicPartition, str], time: int
+    ) -> dict[TopicPartition, int]:
         """Each partition's offset at ``time`` (-2 earliest, -1 latest, else ms)."""
         return {tp: self.offset_at(tp, leader, time) for tp, leader in parts.items()}
 
@@ -106,8 +120,9 @@ class Planner:
                 leader = self.cluster.leader_for(tp[0], tp[1]).address
         raise AssertionError("unreachable")
 
-    def resolve(self, spec: OffsetSpec, parts: Mapping[TopicPartition, str], default: int
-                ) -> dict[TopicPartition, int]:
+    def resolve(
+        self, spec: OffsetSpec, parts: Mapping[TopicPartition, str], default: int
+    ) -> dict[TopicPartition, int]:
         """The offsets ``spec`` names for ``parts``; partitions it does not name get
         ``default`` (-2 earliest, -1 latest)."""
         if spec.kind == "earliest":
@@ -128,9 +143,13 @@ class Planner:
                 out[tp] = value
         return out
 
-    def ranges(self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-               leaders: Mapping[TopicPartition, str], new_partitions_from: int = EARLIEST
-               ) -> list[OffsetRange]:
+    def ranges(
+        self,
+        start: Mapping[TopicPartition, int],
+        end: Mapping[TopicPartition, int],
+        leaders: Mapping[TopicPartition, str],
+        new_partitions_from: int = EARLIEST,
+    ) -> list[OffsetRange]:
         """One range per partition of ``end``; a partition missing from ``start`` (added since)
         starts at ``new_partitions_from``."""
         out = []

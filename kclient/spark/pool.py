@@ -4,6 +4,7 @@ Spark reuses its Python workers (``spark.python.worker.reuse``, the default), an
 imported from the installed package, so these module-level caches live as long as the worker:
 a task finds the connection the previous task opened.  A worker runs one task at a time.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -33,8 +34,15 @@ def _check_fork() -> None:
 
 def _key(leader: str, kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """The cache key of a consumer (the ``security`` dict as its sorted items)."""
-    return (leader, tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
-                                 for k, v in kwargs.items())))
+    return (
+        leader,
+        tuple(
+            sorted(
+                (k, tuple(sorted(v.items())) if isinstance(v, dict) else v)
+                for k, v in kwargs.items()
+            )
+        ),
+    )
 
 
 def consumer(leader: str, kwargs: dict[str, Any]) -> SimpleConsumer:

@@ -4,6 +4,7 @@ The driver plans one :class:`~kclient.spark.offsets.OffsetRange` per partition (
 ``minPartitions`` / ``maxRecordsPerPartition``); each range is one Spark task, which fetches it
 with a pooled SimpleConsumer and yields one Arrow batch per fetch, built from the columns.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,8 @@ DATA_LOSS_ADVICE = (
     "Some data may have been lost because they are not available in Kafka any more; either the "
     "data was aged out by Kafka or the topic may have been deleted before all the data in the "
     "topic was processed. If you don't want your query to fail on such cases, set the source "
-    'option "failOnDataLoss" to "false".')
+    'option "failOnDataLoss" to "false".'
+)
 #: Empty fetches in a row (the broker's long poll each) before a range counts as cut short.
 MAX_EMPTY_FETCHES = 50
 
@@ -46,8 +48,9 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
         leaders = planner.partitions()
         start = planner.resolve(opts.starting, leaders, EARLIEST)
         end = planner.resolve(opts.ending, leaders, LATEST)
-        ranges = [OffsetRange(t, p, start[(t, p)], end[(t, p)], leaders[(t, p)])
-                  for t, p in leaders]
+        ranges = [
+            OffsetRange(t, p, start[(t, p)], end[(t, p)], leaders[(t, p)]) for t, p in leaders
+        ]
     finally:
         planner.close()
     return split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
@@ -69,12 +72,15 @@ class KClientBatchReader(DataSourceReader):
 
 
 def _lost(r: OffsetRange, offset: int, what: str) -> DataLossError:
-    return DataLossError(f"Cannot fetch offset {offset} of {r.topic}-{r.partition} (planned "
-                         f"{r.start} to {r.end}): {what}. {DATA_LOSS_ADVICE}")
+    return DataLossError(
+        f"Cannot fetch offset {offset} of {r.topic}-{r.partition} (planned "
+        f"{r.start} to {r.end}): {what}. {DATA_LOSS_ADVICE}"
+    )
 
 
-def _recover(consumer: SimpleConsumer, r: OffsetRange, offset: int, opts: ReadOptions
-             ) -> int | None:
+def _recover(
+    consumer: SimpleConsumer, r: OffsetRange, offset: int, opts: ReadOptions
+) -> int | None:
     """After offset ``offset`` went missing: where to continue (None: stop), or raise."""
     earliest = consumer.get_offsets_before(r.topic, r.partition, OffsetRequest.EARLIEST_TIME)[0]
     latest = consumer.get_offsets_before(r.topic, r.partition, OffsetRequest.LATEST_TIME)[0]
@@ -109,8 +115,9 @@ def read_range(r: OffsetRange, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     if tracing is None:
         yield from _read_range(r, opts)
         return
-    with tracing.task("receive", r.topic, r.partition,
-                      **{"messaging.kafka.offset": r.start}) as done:
+    with tracing.task(
+        "receive", r.topic, r.partition, **{"messaging.kafka.offset": r.start}
+    ) as done:
         n = 0
         for batch in _read_range(r, opts):
             n += batch.num_rows
@@ -125,8 +132,9 @@ def _read_range(r: OffsetRange, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     while offset < r.end:
         consumer = pool.consumer(leader, kwargs)
         try:
-            cols = consumer.fetch_columns(FetchRequest(r.topic, r.partition, offset,
-                                                       opts.fetch_size), end_offset=r.end)
+            cols = consumer.fetch_columns(
+                FetchRequest(r.topic, r.partition, offset, opts.fetch_size), end_offset=r.end
+            )
         except OffsetOutOfRangeError:
             resumed = _recover(consumer, r, offset, opts)
             if resumed is None:

@@ -7,6 +7,7 @@ The schema is the subject's latest version (``valueSubject``, default ``<topic>-
 ``valueSchema``, resolved once on the driver; reads resolve every writer schema to it (Avro
 schema resolution), so a topic with several versions reads as one typed DataFrame.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,13 +39,29 @@ from .reader import KClientBatchReader
 from .stream import KClientStreamReader
 from .writer import KClientArrowWriter, KClientStreamArrowWriter, SentMessages, send_arrow
 
-__all__ = ["RegistryFormat", "TypedArrowWriter", "TypedBatchReader", "TypedStreamReader",
-           "TypedStreamWriter", "avro_to_spark",
-           "binary_value", "decode_values", "encode_values", "registry_format", "typed_schema"]
+__all__ = [
+    "RegistryFormat",
+    "TypedArrowWriter",
+    "TypedBatchReader",
+    "TypedStreamReader",
+    "TypedStreamWriter",
+    "avro_to_spark",
+    "binary_value",
+    "decode_values",
+    "encode_values",
+    "registry_format",
+    "typed_schema",
+]
 
 PRIMITIVE: dict[str, DataType] = {
-    "boolean": BooleanType(), "int": IntegerType(), "long": LongType(), "float": FloatType(),
-    "double": DoubleType(), "string": StringType(), "bytes": BinaryType()}
+    "boolean": BooleanType(),
+    "int": IntegerType(),
+    "long": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "string": StringType(),
+    "bytes": BinaryType(),
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,7 @@ class RegistryFormat:
         found = _CLIENTS.get(key)
         if found is None:
             from kclient.schema_registry import SchemaRegistryClient
+
             found = _CLIENTS[key] = SchemaRegistryClient(dict(key))
         return found
 
@@ -76,18 +94,23 @@ def registry_format(options: Mapping[str, str], topic: str | None) -> RegistryFo
     if not fmt:
         return None
     if fmt.strip().lower() != "avro":
-        raise ValueError(f"valueFormat {fmt!r}: typed columns are made for avro (decode JSON "
-                         "Schema and Protobuf values with kclient.schema_registry in a UDF)")
-    conf = {k[len("schema.registry."):]: v for k, v in opts.items()
-            if k.startswith("schema.registry.")}
+        raise ValueError(
+            f"valueFormat {fmt!r}: typed columns are made for avro (decode JSON "
+            "Schema and Protobuf values with kclient.schema_registry in a UDF)"
+        )
+    conf = {
+        k[len("schema.registry.") :]: v for k, v in opts.items() if k.startswith("schema.registry.")
+    }
     if not conf.get("url"):
         raise ValueError("valueFormat=avro needs the schema.registry.url option")
     subject = opts.get("valuesubject") or (f"{topic}-value" if topic else "")
     schema = opts.get("valueschema")
     if schema is None:
         if not subject:
-            raise ValueError("valueFormat=avro: give valueSubject (or valueSchema) when the "
-                             "topic is not one name")
+            raise ValueError(
+                "valueFormat=avro: give valueSubject (or valueSchema) when the "
+                "topic is not one name"
+            )
         fmt_ = RegistryFormat(tuple(sorted(conf.items())), "", subject)
         schema = fmt_.client().get_latest_version(subject).schema.schema_str
     return RegistryFormat(tuple(sorted(conf.items())), schema, subject)
@@ -141,19 +164,22 @@ def avro_to_spark(schema: Any, names: dict[str, Any] | None = None) -> tuple[Dat
 
 def _parsed(fmt: RegistryFormat) -> Any:
     import fastavro
+
     return fastavro.parse_schema(json.loads(fmt.schema))
 
 
 def typed_schema(base: StructType, fmt: RegistryFormat) -> StructType:
     """``base`` (the Kafka row schema) with ``value`` typed by the schema."""
     dtype, _ = avro_to_spark(_parsed(fmt))
-    return StructType([StructField("value", dtype, True) if f.name == "value" else f
-                       for f in base.fields])
+    return StructType(
+        [StructField("value", dtype, True) if f.name == "value" else f for f in base.fields]
+    )
 
 
 def _value_type(fmt: RegistryFormat) -> pa.DataType:
     """The Arrow type Spark expects of the typed value column."""
     from pyspark.sql.pandas.types import to_arrow_type
+
     return to_arrow_type(avro_to_spark(_parsed(fmt))[0], timezone="UTC")
 
 
@@ -163,6 +189,7 @@ def _serde(fmt: RegistryFormat, kind: str) -> Any:
     found = _SERDES.get(key)
     if found is None:
         from kclient.schema_registry.avro import AvroDeserializer, AvroSerializer
+
         serde: Any
         if kind == "read":
             serde = AvroDeserializer(fmt.client(), fmt.schema)
@@ -172,16 +199,20 @@ def _serde(fmt: RegistryFormat, kind: str) -> Any:
     return found
 
 
-def decode_values(batches: Iterator[pa.RecordBatch], fmt: RegistryFormat
-                  ) -> Iterator[pa.RecordBatch]:
+def decode_values(
+    batches: Iterator[pa.RecordBatch], fmt: RegistryFormat
+) -> Iterator[pa.RecordBatch]:
     """Each batch with its binary value column decoded into the typed struct column."""
     from kclient.schema_registry import SerializationContext
+
     de, arrow_type = _serde(fmt, "read")
     for batch in batches:
         i = batch.schema.get_field_index("value")
         topics = batch.column(batch.schema.get_field_index("topic")).to_pylist()
-        values = [None if v is None else de(v, SerializationContext(t))
-                  for v, t in zip(batch.column(i).to_pylist(), topics)]
+        values = [
+            None if v is None else de(v, SerializationContext(t))
+            for v, t in zip(batch.column(i).to_pylist(), topics)
+        ]
         column = pa.array(values, type=arrow_type)
         yield batch.set_column(i, pa.field("value", arrow_type), column)
 
@@ -199,10 +230,12 @@ def _maps_as_dicts(value: Any, dtype: DataType) -> Any:
     return value
 
 
-def encode_values(batches: Iterator[pa.RecordBatch], fmt: RegistryFormat, topic: str | None
-                  ) -> Iterator[pa.RecordBatch]:
+def encode_values(
+    batches: Iterator[pa.RecordBatch], fmt: RegistryFormat, topic: str | None
+) -> Iterator[pa.RecordBatch]:
     """Each batch with its struct value column encoded into Confluent-framed Avro."""
     from kclient.schema_registry import SerializationContext
+
     ser, _ = _serde(fmt, "write")
     dtype = avro_to_spark(_parsed(fmt))[0]
     for batch in batches:
@@ -210,16 +243,24 @@ def encode_values(batches: Iterator[pa.RecordBatch], fmt: RegistryFormat, topic:
         t = batch.schema.get_field_index("topic")
         topics = batch.column(t).to_pylist() if t >= 0 else [topic] * batch.num_rows
         rows = [_maps_as_dicts(v, dtype) for v in batch.column(i).to_pylist()]
-        values = [None if v is None else ser(v, SerializationContext(str(tp)))
-                  for v, tp in zip(rows, topics)]
+        values = [
+            None if v is None else ser(v, SerializationContext(str(tp)))
+            for v, tp in zip(rows, topics)
+        ]
         yield batch.set_column(i, pa.field("value", pa.binary()), pa.array(values, pa.binary()))
 
 
 def binary_value(schema: StructType) -> StructType:
     """``schema`` with a struct ``value`` seen as the binary it is encoded to (for the sink's
     schema checks)."""
-    return StructType([StructField("value", BinaryType(), f.nullable) if f.name == "value"
-                       and isinstance(f.dataType, StructType) else f for f in schema.fields])
+    return StructType(
+        [
+            StructField("value", BinaryType(), f.nullable)
+            if f.name == "value" and isinstance(f.dataType, StructType)
+            else f
+            for f in schema.fields
+        ]
+    )
 
 
 class _Typed:
@@ -243,8 +284,9 @@ class _Encoding(_Typed):
     """Writes encode each batch's struct values before sending."""
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SentMessages:
-        return SentMessages(send_arrow(encode_values(iterator, self.fmt, self.opts.topic),
-                                       self.opts))
+        return SentMessages(
+            send_arrow(encode_values(iterator, self.fmt, self.opts.topic), self.opts)
+        )
 
 
 class TypedBatchReader(_Decoding, KClientBatchReader):

@@ -7,6 +7,7 @@ keys, never values).  Each Python process builds its TLS context once (:meth:`cl
 stores are read there, where the files are, and key material written for OpenSSL lives only
 in a private directory removed as soon as the context holds it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,10 +31,17 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: option names whose values are never shown
 SECRET_WORDS = ("password", "jaas", "secret", "ssl.keystore.key", "token", "credential")
 #: Java keys with no meaning for OpenSSL (they pick JSSE implementations): accepted, ignored
-IGNORED = {"ssl.protocol", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-           "ssl.secure.random.implementation", "sasl.login.refresh.window.factor",
-           "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
-           "sasl.login.refresh.buffer.seconds", "sasl.kerberos.service.name"}
+IGNORED = {
+    "ssl.protocol",
+    "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm",
+    "ssl.secure.random.implementation",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.kerberos.service.name",
+}
 #: Java keys that load Java code: refused
 REFUSED = {
     "ssl.provider": "a JSSE provider is Java code",
@@ -46,10 +54,18 @@ REFUSED = {
     "kafka.sasl.oauthbearer.token.callback to a Python function's dotted path",
 }
 #: Java store keys, read here rather than passed on
-STORE_KEYS = {"ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type",
-              "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.password",
-              "ssl.keystore.type", "ssl.keystore.certificate.chain", "ssl.keystore.key",
-              "ssl.key.password"}
+STORE_KEYS = {
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+    "ssl.truststore.certificates",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.key.password",
+}
 _KCLIENT_KEYS = {k.name for k in KEYS} | {a for k in KEYS for a in k.aliases}
 
 
@@ -61,8 +77,13 @@ class Redacted(dict):  # type: ignore[type-arg]
     """A client config whose repr hides secret values (it may end up in a traceback)."""
 
     def __repr__(self) -> str:
-        return "{" + ", ".join(f"{k!r}: '***'" if _secret(str(k)) else f"{k!r}: {v!r}"
-                               for k, v in self.items()) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{k!r}: '***'" if _secret(str(k)) else f"{k!r}: {v!r}" for k, v in self.items()
+            )
+            + "}"
+        )
 
     __str__ = __repr__
 
@@ -104,31 +125,46 @@ def parse_security(opts: dict[str, str]) -> SparkSecurity:
     (stores read, the TLS context built, JAAS parsed) so a mistake fails the query's planning."""
     protocol = opts.get("kafka.security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in PROTOCOLS:
-        raise ValueError(f"kafka.security.protocol must be one of {', '.join(PROTOCOLS)}, not "
-                         f"{protocol!r}")
-    given = {k[len("kafka."):]: v for k, v in opts.items()
-             if k.startswith(("kafka.ssl.", "kafka.sasl."))}
+        raise ValueError(
+            f"kafka.security.protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}"
+        )
+    given = {
+        k[len("kafka.") :]: v
+        for k, v in opts.items()
+        if k.startswith(("kafka.ssl.", "kafka.sasl."))
+    }
     for name in sorted(given):
         if name in REFUSED:
             raise ValueError(f"option 'kafka.{name}' is not supported: {REFUSED[name]}")
         if name.startswith("sasl.kerberos.") and name not in IGNORED:
-            raise ValueError(f"option 'kafka.{name}': GSSAPI (Kerberos) is not supported by "
-                             "kclient; use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER")
+            raise ValueError(
+                f"option 'kafka.{name}': GSSAPI (Kerberos) is not supported by "
+                "kclient; use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
+            )
         if name not in IGNORED and name not in STORE_KEYS and name not in _KCLIENT_KEYS:
-            raise ValueError(f"option 'kafka.{name}' is not a security setting kclient knows "
-                             "(docs/spark.md lists them)")
+            raise ValueError(
+                f"option 'kafka.{name}' is not a security setting kclient knows "
+                "(docs/spark.md lists them)"
+            )
     uses_tls, uses_sasl = protocol in ("SSL", "SASL_SSL"), protocol.startswith("SASL_")
-    stray = sorted(n for n in given if n not in IGNORED and (
-        n.startswith("ssl.") and not uses_tls or n.startswith("sasl.") and not uses_sasl))
+    stray = sorted(
+        n
+        for n in given
+        if n not in IGNORED
+        and (n.startswith("ssl.") and not uses_tls or n.startswith("sasl.") and not uses_sasl)
+    )
     if stray:
-        raise ValueError(f"kafka.security.protocol={protocol} does not use "
-                         f"{', '.join('kafka.' + n for n in stray)}")
-    sec = SparkSecurity(protocol, tuple(sorted((k, v) for k, v in given.items()
-                                               if k not in IGNORED)))
+        raise ValueError(
+            f"kafka.security.protocol={protocol} does not use "
+            f"{', '.join('kafka.' + n for n in stray)}"
+        )
+    sec = SparkSecurity(
+        protocol, tuple(sorted((k, v) for k, v in given.items() if k not in IGNORED))
+    )
     if sec.secured:
         try:
             SecuritySettings.from_keys(sec.client_keys())
-        except InvalidConfigError as exc:      # its .value may be a secret: message only
+        except InvalidConfigError as exc:  # its .value may be a secret: message only
             raise ValueError(str(exc)) from None
         except OSError as exc:
             raise ValueError(f"cannot read {exc.filename!r}: {exc.strerror}") from None
@@ -155,8 +191,9 @@ def _context(given: dict[str, str], tls: dict[str, Any]) -> Any:
         if trust is not None:
             tls["ssl.ca.location"] = _write(tmp, "ca.pem", trust.certificates)
         if key_store is not None:
-            tls["ssl.certificate.location"] = _write(tmp, "client.pem",
-                                                     key_store.key + key_store.chain)
+            tls["ssl.certificate.location"] = _write(
+                tmp, "client.pem", key_store.key + key_store.chain
+            )
             tls.pop("ssl.key.location", None)
             tls.pop("ssl.key.password", None)
         elif given.get("ssl.key.password") and tls.get("ssl.certificate.location"):
@@ -181,8 +218,16 @@ def _store(given: dict[str, str], which: str) -> tuple[str, str, bytes | StoreCo
     if kind == "PEM":
         with open(path, "rb") as f:
             return path, kind, f.read()
-    return path, kind, read_store(path, kind, given.get(f"ssl.{which}store.password"),
-                                  given.get("ssl.key.password") if which == "key" else None)
+    return (
+        path,
+        kind,
+        read_store(
+            path,
+            kind,
+            given.get(f"ssl.{which}store.password"),
+            given.get("ssl.key.password") if which == "key" else None,
+        ),
+    )
 
 
 def _trusted(given: dict[str, str]) -> StoreContents | None:
@@ -204,11 +249,15 @@ def _key_store(given: dict[str, str]) -> StoreContents | None:
     """The client's key and certificate chain (None: no client certificate)."""
     if given.get("ssl.keystore.key") or given.get("ssl.keystore.certificate.chain"):
         if not (given.get("ssl.keystore.key") and given.get("ssl.keystore.certificate.chain")):
-            raise ValueError("kafka.ssl.keystore.key and kafka.ssl.keystore.certificate.chain "
-                             "go together (PEM text)")
-        return _pem_key(given["ssl.keystore.key"].encode(),
-                        given["ssl.keystore.certificate.chain"].encode(),
-                        given.get("ssl.key.password"))
+            raise ValueError(
+                "kafka.ssl.keystore.key and kafka.ssl.keystore.certificate.chain "
+                "go together (PEM text)"
+            )
+        return _pem_key(
+            given["ssl.keystore.key"].encode(),
+            given["ssl.keystore.certificate.chain"].encode(),
+            given.get("ssl.key.password"),
+        )
     found = _store(given, "key")
     if found is None:
         return None
@@ -223,17 +272,21 @@ def _key_store(given: dict[str, str]) -> StoreContents | None:
 def _pem_key(key: bytes, chain: bytes, password: str | None) -> StoreContents:
     """A PEM key (decrypted with ``password`` if encrypted) and its certificate chain."""
     from cryptography.hazmat.primitives import serialization
+
     blocks = _pem_blocks(key, b"PRIVATE KEY")
     if not blocks:
         raise ValueError("the keystore holds no PEM private key")
     try:
         loaded = serialization.load_pem_private_key(
-            blocks[0], password.encode() if password else None)
+            blocks[0], password.encode() if password else None
+        )
     except (ValueError, TypeError):
-        raise ValueError("cannot load the keystore's private key: a wrong or missing "
-                         "kafka.ssl.key.password?") from None
-    plain = loaded.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())
+        raise ValueError(
+            "cannot load the keystore's private key: a wrong or missing kafka.ssl.key.password?"
+        ) from None
+    plain = loaded.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     certs = b"".join(_pem_blocks(chain, b"CERTIFICATE"))
     if not certs:
         raise ValueError("the keystore holds no PEM certificate")
@@ -246,7 +299,7 @@ def _pem_blocks(data: bytes, label: bytes) -> list[bytes]:
     while b"-----BEGIN " in rest:
         start = rest.index(b"-----BEGIN ")
         head_end = rest.index(b"-----", start + 11)
-        name = rest[start + 11:head_end]
+        name = rest[start + 11 : head_end]
         stop = rest.find(b"-----END " + name + b"-----", head_end)
         if stop < 0:
             break

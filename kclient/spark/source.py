@@ -5,6 +5,7 @@ options and give the rows of Spark's ``format("kafka")``.  PySpark finds it by i
 top-level module ``pyspark_kclient`` (installed with ``pip install kclient[spark]``);
 :func:`register` does it explicitly.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,9 +40,11 @@ __all__ = ["KClientDataSource", "register", "OVERWRITE_REFUSED"]
 
 #: Spark's Kafka sink refuses Overwrite in these words; PySpark lets a Python data source write
 #: in Append or Overwrite mode only, so Append is the one left (docs/spark.md)
-OVERWRITE_REFUSED = ("Save mode Overwrite not allowed for Kafka. Allowed save mode for the "
-                     "kclient format is Append: use .mode(\"append\") (Kafka topics are only "
-                     "appended to)")
+OVERWRITE_REFUSED = (
+    "Save mode Overwrite not allowed for Kafka. Allowed save mode for the "
+    'kclient format is Append: use .mode("append") (Kafka topics are only '
+    "appended to)"
+)
 
 
 class KClientDataSource(DataSource):
@@ -85,8 +88,10 @@ class KClientDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._write_options(schema, overwrite)
         if opts.exactly_once:
-            raise ValueError("exactlyOnce=true is for writeStream (micro-batch ids key its "
-                             "transactions); df.write is at-least-once")
+            raise ValueError(
+                "exactlyOnce=true is for writeStream (micro-batch ids key its "
+                "transactions); df.write is at-least-once"
+            )
         fmt = self._registry(opts.topic)
         return KClientArrowWriter(opts) if fmt is None else TypedArrowWriter(opts, fmt)
 
@@ -95,8 +100,10 @@ class KClientDataSource(DataSource):
         fmt = self._registry(opts.topic)
         if opts.exactly_once:
             if fmt is not None:
-                raise ValueError("valueFormat with exactlyOnce=true is not supported yet: "
-                                 "encode the value first (or write at-least-once)")
+                raise ValueError(
+                    "valueFormat with exactlyOnce=true is not supported yet: "
+                    "encode the value first (or write at-least-once)"
+                )
             return KClientExactlyOnceWriter(opts)
         return KClientStreamArrowWriter(opts) if fmt is None else TypedStreamWriter(opts, fmt)
 

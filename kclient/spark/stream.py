@@ -6,6 +6,7 @@ JSON Spark's Kafka source writes, so Spark's checkpoint holds the exact position
 reads exactly what follows it.  Partitions that appear while the query runs (a new topic
 matching ``subscribePattern``, partitions added to a topic) are read from their earliest offset.
 """
+
 from __future__ import annotations
 
 import logging
@@ -45,8 +46,8 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, str] = {}
         self._last_trigger: float | None = None  # set by the first latestOffset
-        self._group_client: SimpleConsumer | None = None   # commitOffsetsToGroup's
-        self._group_offsets: Offsets | None = None           # what the group was last given
+        self._group_client: SimpleConsumer | None = None  # commitOffsetsToGroup's
+        self._group_offsets: Offsets | None = None  # what the group was last given
 
     @property
     def planner(self) -> Planner:
@@ -56,9 +57,16 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __getstate__(self) -> dict[str, object]:
         """Tasks get the options only (the planner's connections stay on the driver side)."""
-        return {"opts": self.opts, "_planner": None, "_target": None, "_latest": {},
-                "_leaders": {}, "_last_trigger": None, "_group_client": None,
-                "_group_offsets": None}
+        return {
+            "opts": self.opts,
+            "_planner": None,
+            "_target": None,
+            "_latest": {},
+            "_leaders": {},
+            "_last_trigger": None,
+            "_group_client": None,
+            "_group_offsets": None,
+        }
 
     # -- offsets ------------------------------------------------------------------------------
     def _current(self) -> dict[TopicPartition, int]:
@@ -86,12 +94,13 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         """The end of the next micro-batch: the latest offsets, capped by availableNow's
         target and the read limit; ``start`` again when minOffsetsPerTrigger says wait."""
-        self._commit_to_group(start)     # Spark asks from a batch's end once it committed
+        self._commit_to_group(start)  # Spark asks from a batch's end once it committed
         begin = from_json_dict(start)
         latest = dict(self._current())
         if self._target is not None:
-            latest = {tp: min(off, self._target[tp]) for tp, off in latest.items()
-                      if tp in self._target}
+            latest = {
+                tp: min(off, self._target[tp]) for tp, off in latest.items() if tp in self._target
+            }
         for tp in latest:
             if tp not in begin:  # a partition added since the last batch: from its start
                 begin[tp] = self.planner.offset_at(tp, self._leaders.get(tp, ""), EARLIEST)
@@ -108,15 +117,20 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _behind(self, tp: TopicPartition, off: int, latest: int) -> None:
         """The log ends before a checkpointed offset: the topic was truncated or recreated."""
-        what = (f"{tp[0]}-{tp[1]}: checkpointed offset {off} is past the log end {latest} "
-                "(topic deleted and recreated, or data lost)")
+        what = (
+            f"{tp[0]}-{tp[1]}: checkpointed offset {off} is past the log end {latest} "
+            "(topic deleted and recreated, or data lost)"
+        )
         if self.opts.fail_on_data_loss:
-            raise DataLossError(what + '; set the source option "failOnDataLoss" to "false" '
-                                       "to continue from the log end")
+            raise DataLossError(
+                what + '; set the source option "failOnDataLoss" to "false" '
+                "to continue from the log end"
+            )
         log.warning("%s; continuing", what)
 
-    def _should_wait(self, begin: dict[TopicPartition, int],
-                     end: dict[TopicPartition, int]) -> bool:
+    def _should_wait(
+        self, begin: dict[TopicPartition, int], end: dict[TopicPartition, int]
+    ) -> bool:
         """minOffsetsPerTrigger: wait for more records, but not past maxTriggerDelay."""
         need = self.opts.min_offsets_per_trigger
         if not need or self._target is not None:
@@ -158,9 +172,13 @@ class KClientStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._group_client = self.planner.group_client()
             self._group_client.commit_offsets(self.opts.commit_group, offsets)
             self._group_offsets = end
-        except KafkaError as exc:   # e.g. the group has live members of another application
-            log.warning("commitOffsetsToGroup: committing to group %r failed (the query goes "
-                        "on; its checkpoint holds the position): %s", self.opts.commit_group, exc)
+        except KafkaError as exc:  # e.g. the group has live members of another application
+            log.warning(
+                "commitOffsetsToGroup: committing to group %r failed (the query goes "
+                "on; its checkpoint holds the position): %s",
+                self.opts.commit_group,
+                exc,
+            )
             if self._group_client is not None:
                 self._group_client.close()
                 self._group_client = None

@@ -6,6 +6,7 @@ Rows follow Spark's Kafka sink: ``value`` (string or binary, required), optional
 async Producer and flushes before it reports success; any undelivered message makes ``flush``
 raise, so the task fails and Spark retries it (a retry may write rows twice: at-least-once).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -33,8 +34,14 @@ from kclient.producer import Producer, ProducerData
 from . import pool
 from .options import WriteOptions
 
-__all__ = ["KClientArrowWriter", "KClientStreamArrowWriter", "SentMessages", "send_arrow", "send_batch",
-           "validate_write_schema"]
+__all__ = [
+    "KClientArrowWriter",
+    "KClientStreamArrowWriter",
+    "SentMessages",
+    "send_arrow",
+    "send_batch",
+    "validate_write_schema",
+]
 
 
 @dataclass
@@ -55,8 +62,10 @@ def validate_write_schema(schema: StructType, topic_option: str | None) -> None:
     """Reject a DataFrame Spark's Kafka sink would reject, with its messages."""
     types = {f.name.lower(): f.dataType for f in schema.fields}
     if "topic" not in types and not topic_option:
-        raise ValueError("topic option required when no 'topic' attribute is present. Use the "
-                         "topic option for setting a topic.")
+        raise ValueError(
+            "topic option required when no 'topic' attribute is present. Use the "
+            "topic option for setting a topic."
+        )
     if "topic" in types and not isinstance(types["topic"], StringType):
         raise ValueError("Topic type must be a String")
     if "value" not in types:
@@ -67,8 +76,7 @@ def validate_write_schema(schema: StructType, topic_option: str | None) -> None:
     if "partition" in types and not isinstance(types["partition"], IntegerType):
         raise ValueError("partition attribute type must be an Int")
     if "headers" in types and not _is_headers(types["headers"]):
-        raise ValueError("headers attribute type must be an array<struct<key:string,"
-                         "value:binary>>")
+        raise ValueError("headers attribute type must be an array<struct<key:string,value:binary>>")
 
 
 def _column(batch: pa.RecordBatch, names: dict[str, int], name: str) -> pa.Array | None:
@@ -91,8 +99,9 @@ def _topics(col: pa.Array | None, default: str | None) -> str | list[Any]:
         return default
     assert col is not None  # validate_write_schema saw to it
     if col.null_count:
-        raise ValueError("null topic present in the data. Use the topic option for setting a "
-                         "default topic.")
+        raise ValueError(
+            "null topic present in the data. Use the topic option for setting a default topic."
+        )
     unique = pc.unique(col)
     return str(unique[0].as_py()) if len(unique) == 1 else col.to_pylist()
 
@@ -103,31 +112,47 @@ def send_batch(producer: Producer, batch: pa.RecordBatch, default_topic: str | N
     names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
     values = _bytes(_column(batch, names, "value")) or []
     key_col = _column(batch, names, "key")
-    keys = _bytes(key_col) if key_col is not None and key_col.null_count < len(key_col) \
-        else None
+    keys = _bytes(key_col) if key_col is not None and key_col.null_count < len(key_col) else None
     topics = _topics(_column(batch, names, "topic"), default_topic)
     parts_col, hdrs_col = _column(batch, names, "partition"), _column(batch, names, "headers")
-    parts = parts_col.to_pylist() if parts_col is not None and parts_col.null_count < len(
-        parts_col) else None
-    headers = hdrs_col.to_pylist() if hdrs_col is not None and hdrs_col.null_count < len(
-        hdrs_col) else None
+    parts = (
+        parts_col.to_pylist()
+        if parts_col is not None and parts_col.null_count < len(parts_col)
+        else None
+    )
+    headers = (
+        hdrs_col.to_pylist()
+        if hdrs_col is not None and hdrs_col.null_count < len(hdrs_col)
+        else None
+    )
     if isinstance(topics, str) and keys is None and parts is None and not headers:
         producer.send_values(topics, values)
     else:
         producer.send(_messages(values, keys, topics, parts, headers))
 
 
-def _messages(values: list[Any], keys: list[Any] | None, topics: str | list[Any],
-              parts: list[Any] | None, headers: list[Any] | None) -> list[ProducerData]:
+def _messages(
+    values: list[Any],
+    keys: list[Any] | None,
+    topics: str | list[Any],
+    parts: list[Any] | None,
+    headers: list[Any] | None,
+) -> list[ProducerData]:
     """One ProducerData per row."""
     n = len(values)
     topic_of = (lambda i: topics) if isinstance(topics, str) else topics.__getitem__
     out = []
     for i in range(n):
         hs = headers[i] if headers else None
-        out.append(ProducerData(topic_of(i), values[i], None if keys is None else keys[i],
-                                None if parts is None else parts[i],
-                                headers=[(h["key"], h["value"]) for h in hs] if hs else None))
+        out.append(
+            ProducerData(
+                topic_of(i),
+                values[i],
+                None if keys is None else keys[i],
+                None if parts is None else parts[i],
+                headers=[(h["key"], h["value"]) for h in hs] if hs else None,
+            )
+        )
     return out
 
 
@@ -135,7 +160,7 @@ def send_arrow(batches: Iterable[pa.RecordBatch], opts: WriteOptions) -> int:
     """Send every row of ``batches``, flush, and return the count; raises when any message
     was not delivered (``FailedToSendMessageError``)."""
     producer = pool.producer(opts.producer_config())
-    tracing = producer._tracing          # a span per task when the executor traces
+    tracing = producer._tracing  # a span per task when the executor traces
     if tracing is None:
         return _send_all(producer, batches, opts)
     with tracing.task("send", opts.topic) as done:

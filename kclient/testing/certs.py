@@ -5,6 +5,7 @@ Needs the ``cryptography`` package (the test extra): X.509 certificates cannot b
 standard library, and shelling out to the openssl CLI would tie the tests to its version's flags.
 Everything is written as PEM into one directory; RSA 2048 keeps generation under a second.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,18 +23,18 @@ class TestCertificates:
     ``ssl.keystore.type=PEM`` takes it)."""
 
     directory: Path
-    ca: Path                # the CA certificate (ssl.ca.location / ssl.truststore.location)
-    server_pem: Path        # broker key + certificate for 127.0.0.1 and localhost
+    ca: Path  # the CA certificate (ssl.ca.location / ssl.truststore.location)
+    server_pem: Path  # broker key + certificate for 127.0.0.1 and localhost
     server_cert: Path
     server_key: Path
-    client_pem: Path        # client key + certificate signed by the CA
+    client_pem: Path  # client key + certificate signed by the CA
     client_cert: Path
     client_key: Path
-    client_key_encrypted: Path   # the client key encrypted with ``key_password``
-    expired_pem: Path       # broker certificate that expired yesterday
-    wrong_host_pem: Path    # broker certificate for wrong.example.com only
-    other_ca: Path          # a CA nobody's certificate chains to
-    other_ca_server_pem: Path    # broker certificate signed by other_ca
+    client_key_encrypted: Path  # the client key encrypted with ``key_password``
+    expired_pem: Path  # broker certificate that expired yesterday
+    wrong_host_pem: Path  # broker certificate for wrong.example.com only
+    other_ca: Path  # a CA nobody's certificate chains to
+    other_ca_server_pem: Path  # broker certificate signed by other_ca
     key_password: str = "key-secret"
 
 
@@ -55,20 +56,34 @@ def make_certificates(directory: str | Path) -> TestCertificates:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
     def ca_cert(cn: str, k: rsa.RSAPrivateKey) -> x509.Certificate:
-        return (x509.CertificateBuilder().subject_name(name(cn)).issuer_name(name(cn))
-                .public_key(k.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(now - dt.timedelta(days=1))
-                .not_valid_after(now + dt.timedelta(days=30))
-                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False,
-                                             False), critical=True)
-                .add_extension(x509.SubjectKeyIdentifier.from_public_key(k.public_key()),
-                               critical=False)
-                .sign(k, hashes.SHA256()))
+        return (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(name(cn))
+            .public_key(k.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(days=1))
+            .not_valid_after(now + dt.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(True, False, False, False, False, True, True, False, False),
+                critical=True,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(k.public_key()), critical=False
+            )
+            .sign(k, hashes.SHA256())
+        )
 
-    def leaf(cn: str, k: rsa.RSAPrivateKey, issuer: x509.Certificate,
-             issuer_key: rsa.RSAPrivateKey, hosts: list[str], server: bool,
-             expired: bool = False) -> x509.Certificate:
+    def leaf(
+        cn: str,
+        k: rsa.RSAPrivateKey,
+        issuer: x509.Certificate,
+        issuer_key: rsa.RSAPrivateKey,
+        hosts: list[str],
+        server: bool,
+        expired: bool = False,
+    ) -> x509.Certificate:
         start = now - dt.timedelta(days=10 if expired else 1)
         end = now - dt.timedelta(days=1) if expired else now + dt.timedelta(days=30)
         sans: list[x509.GeneralName] = []
@@ -78,13 +93,21 @@ def make_certificates(directory: str | Path) -> TestCertificates:
             except ValueError:
                 sans.append(x509.DNSName(host))
         usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
-        builder = (x509.CertificateBuilder().subject_name(name(cn)).issuer_name(issuer.subject)
-                   .public_key(k.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(start).not_valid_after(end)
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
-                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                       issuer_key.public_key()), critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(issuer.subject)
+            .public_key(k.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start)
+            .not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                critical=False,
+            )
+        )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         return builder.sign(issuer_key, hashes.SHA256())
@@ -94,8 +117,10 @@ def make_certificates(directory: str | Path) -> TestCertificates:
 
     def pem_key(k: rsa.RSAPrivateKey, password: str | None = None) -> bytes:
         enc: serialization.KeySerializationEncryption = (
-            serialization.BestAvailableEncryption(password.encode()) if password
-            else serialization.NoEncryption())
+            serialization.BestAvailableEncryption(password.encode())
+            if password
+            else serialization.NoEncryption()
+        )
         return k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, enc)
 
     def write(filename: str, *parts: bytes) -> Path:
@@ -115,7 +140,8 @@ def make_certificates(directory: str | Path) -> TestCertificates:
     foreign = leaf("broker", foreign_key, other, other_key, local, True)
     password = TestCertificates.key_password
     return TestCertificates(
-        directory=out, ca=write("ca.pem", pem_cert(ca)),
+        directory=out,
+        ca=write("ca.pem", pem_cert(ca)),
         server_pem=write("server.pem", pem_key(server_key), pem_cert(server)),
         server_cert=write("server.crt", pem_cert(server)),
         server_key=write("server.key", pem_key(server_key)),
@@ -126,8 +152,8 @@ def make_certificates(directory: str | Path) -> TestCertificates:
         expired_pem=write("expired.pem", pem_key(expired_key), pem_cert(expired)),
         wrong_host_pem=write("wrong-host.pem", pem_key(wrong_key), pem_cert(wrong)),
         other_ca=write("other-ca.pem", pem_cert(other)),
-        other_ca_server_pem=write("other-ca-server.pem", pem_key(foreign_key),
-                                  pem_cert(foreign)))
+        other_ca_server_pem=write("other-ca-server.pem", pem_key(foreign_key), pem_cert(foreign)),
+    )
 
 
 @dataclass(frozen=True)
@@ -138,7 +164,7 @@ class JavaStores:
     truststore_p12: Path
     keystore_jks: Path
     keystore_p12: Path
-    jceks: Path                     # a type kclient refuses
+    jceks: Path  # a type kclient refuses
     password: str = "store-secret"
 
 
@@ -156,28 +182,75 @@ def make_java_stores(certs: TestCertificates) -> JavaStores:
         raise RuntimeError("keytool (the JDK's) is not on PATH")
     password = JavaStores.password
     out = certs.directory
-    stores = JavaStores(out / "truststore.jks", out / "truststore.p12", out / "client.jks",
-                        out / "client.p12", out / "truststore.jceks")
-    if all(p.exists() for p in (stores.truststore_jks, stores.truststore_p12,
-                                stores.keystore_jks, stores.keystore_p12, stores.jceks)):
-        return stores               # made before for the same certificates
+    stores = JavaStores(
+        out / "truststore.jks",
+        out / "truststore.p12",
+        out / "client.jks",
+        out / "client.p12",
+        out / "truststore.jceks",
+    )
+    if all(
+        p.exists()
+        for p in (
+            stores.truststore_jks,
+            stores.truststore_p12,
+            stores.keystore_jks,
+            stores.keystore_p12,
+            stores.jceks,
+        )
+    ):
+        return stores  # made before for the same certificates
     key = serialization.load_pem_private_key(certs.client_key.read_bytes(), None)
     client = load_pem_x509_certificate(certs.client_cert.read_bytes())
     ca = load_pem_x509_certificate(certs.ca.read_bytes())
     p12 = out / "client.p12"
-    p12.write_bytes(pkcs12.serialize_key_and_certificates(
-        b"client", key, client, [ca],  # type: ignore[arg-type]
-        serialization.BestAvailableEncryption(password.encode())))
+    p12.write_bytes(
+        pkcs12.serialize_key_and_certificates(
+            b"client",
+            key,  # type: ignore[arg-type]
+            client,
+            [ca],  # type: ignore[arg-type]
+            serialization.BestAvailableEncryption(password.encode()),
+        )
+    )
     env = {**os.environ, "STOREPASS": password}
 
     def run(*args: str) -> None:
         subprocess.run([keytool, *args], env=env, check=True, capture_output=True, timeout=120)
 
-    for kind, name in (("JKS", "truststore.jks"), ("PKCS12", "truststore.p12"),
-                       ("JCEKS", "truststore.jceks")):
-        run("-importcert", "-noprompt", "-alias", "ca", "-file", str(certs.ca),
-            "-keystore", str(out / name), "-storetype", kind, "-storepass:env", "STOREPASS")
-    run("-importkeystore", "-noprompt", "-srckeystore", str(p12), "-srcstoretype", "PKCS12",
-        "-srcstorepass:env", "STOREPASS", "-destkeystore", str(out / "client.jks"),
-        "-deststoretype", "JKS", "-deststorepass:env", "STOREPASS")
+    for kind, name in (
+        ("JKS", "truststore.jks"),
+        ("PKCS12", "truststore.p12"),
+        ("JCEKS", "truststore.jceks"),
+    ):
+        run(
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "ca",
+            "-file",
+            str(certs.ca),
+            "-keystore",
+            str(out / name),
+            "-storetype",
+            kind,
+            "-storepass:env",
+            "STOREPASS",
+        )
+    run(
+        "-importkeystore",
+        "-noprompt",
+        "-srckeystore",
+        str(p12),
+        "-srcstoretype",
+        "PKCS12",
+        "-srcstorepass:env",
+        "STOREPASS",
+        "-destkeystore",
+        str(out / "client.jks"),
+        "-deststoretype",
+        "JKS",
+        "-deststorepass:env",
+        "STOREPASS",
+    )
     return stores

@@ -13,6 +13,7 @@ goes through one and :meth:`cut` resets them all at once.
   brokers, no replication: a killed leader's partitions wait for its restart). A pause is the
   proxy holding back every answer of that broker (an in-process broker cannot be SIGSTOPped).
 """
+
 from __future__ import annotations
 
 import signal
@@ -30,11 +31,16 @@ LISTENER = "CHAOS"
 
 #: Kafka settings for three replicas that fail over quickly (KRaft fences a silent broker
 #: after broker.session.timeout.ms; a lagging follower leaves the ISR after 5 s)
-KAFKA_CHAOS = {"default.replication.factor": "3", "min.insync.replicas": "2",
-               "transaction.state.log.replication.factor": "3",
-               "transaction.state.log.min.isr": "2", "broker.session.timeout.ms": "4000",
-               "broker.heartbeat.interval.ms": "500", "replica.lag.time.max.ms": "5000",
-               "unclean.leader.election.enable": "false"}
+KAFKA_CHAOS = {
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "broker.session.timeout.ms": "4000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "5000",
+    "unclean.leader.election.enable": "false",
+}
 
 
 class ChaosCluster:
@@ -57,6 +63,7 @@ class ChaosCluster:
     def leader(self, topic: str, partition: int) -> int:
         """The node leading ``topic``/``partition`` now (from metadata)."""
         from kclient.cluster import Cluster
+
         with Cluster(self.bootstrap, request_timeout_ms=5000) as cluster:
             cluster.refresh([topic], allow_auto_create=False)
             return cluster.topics[topic].partitions[partition].leader
@@ -103,14 +110,17 @@ class _ProxiedKafka(KafkaServer):
     def _properties(self, node: KafkaNode) -> str:
         upstream = ("127.0.0.1", node.extra_ports[LISTENER])
         proxy = self.proxies.get(node.node_id)
-        if proxy is None or proxy.upstream != upstream:     # a start tried again: new ports
+        if proxy is None or proxy.upstream != upstream:  # a start tried again: new ports
             if proxy is not None:
                 proxy.stop()
             proxy = self.proxies[node.node_id] = HostileBroker(upstream).start()
         real = f"{LISTENER}://127.0.0.1:{node.extra_ports[LISTENER]}"
-        lines = [line.replace(real, f"{LISTENER}://127.0.0.1:{proxy.port}")
-                 if line.startswith("advertised.listeners=") else line
-                 for line in super()._properties(node).splitlines()]
+        lines = [
+            line.replace(real, f"{LISTENER}://127.0.0.1:{proxy.port}")
+            if line.startswith("advertised.listeners=")
+            else line
+            for line in super()._properties(node).splitlines()
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -121,8 +131,9 @@ class KafkaChaos(ChaosCluster):
 
     def __init__(self, version: str = "4", num_brokers: int = 3) -> None:
         super().__init__()
-        self.kafka = _ProxiedKafka(version=version, num_brokers=num_brokers,
-                                   config=KAFKA_CHAOS, heap="384m")
+        self.kafka = _ProxiedKafka(
+            version=version, num_brokers=num_brokers, config=KAFKA_CHAOS, heap="384m"
+        )
         self.proxies = self.kafka.proxies
         try:
             self.kafka.start()
@@ -132,12 +143,13 @@ class KafkaChaos(ChaosCluster):
 
     def create_topic(self, topic: str, partitions: int) -> None:
         from .topics import create_ready_topic
+
         create_ready_topic(self.kafka.bootstrap, topic, partitions, replication_factor=3)
 
     def kill_and_restart(self, node_id: int) -> str:
         started = time.monotonic()
         self.kafka.kill(node_id)
-        self.kafka.start_node(node_id)        # waits until the cluster lists it again
+        self.kafka.start_node(node_id)  # waits until the cluster lists it again
         return f"node {node_id} killed -9 and restarted ({time.monotonic() - started:.1f} s)"
 
     def pause(self, node_id: int, seconds: float) -> str:
@@ -180,12 +192,15 @@ class MiniChaos(ChaosCluster):
 
     def __init__(self, log_dir: Path | None = None, num_brokers: int = 3) -> None:
         from kclient.broker import MiniCluster
+
         super().__init__()
         ports = [free_port() for _ in range(num_brokers)]
-        self.mini = MiniCluster(num_brokers, log_dir=log_dir,
-                                config={"advertised.host.name": "127.0.0.1",
-                                        "group.initial.rebalance.delay.ms": 0},
-                                per_broker=[{"advertised.port": p} for p in ports])
+        self.mini = MiniCluster(
+            num_brokers,
+            log_dir=log_dir,
+            config={"advertised.host.name": "127.0.0.1", "group.initial.rebalance.delay.ms": 0},
+            per_broker=[{"advertised.port": p} for p in ports],
+        )
         self.mini.start()
         try:
             for i, (broker, port) in enumerate(zip(self.mini.brokers, ports)):
@@ -199,7 +214,7 @@ class MiniChaos(ChaosCluster):
 
     def kill_and_restart(self, node_id: int) -> str:
         self.mini.kill_broker(node_id)
-        time.sleep(1.0)                      # its partitions are unavailable meanwhile
+        time.sleep(1.0)  # its partitions are unavailable meanwhile
         self.mini.start_broker(node_id)
         return f"broker {node_id} killed (no flush) and restarted after 1 s"
 

@@ -15,6 +15,7 @@ through untouched, and each response of an armed API is sent back in one of thes
 listening. The broker must advertise the proxy's address so that every connection a client
 opens after bootstrapping (leaders, coordinators) goes through it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,15 +34,20 @@ MODES = ("pass", "trickle", "long", "short", "wrong_corr", "garbage", "silent")
 class HostileBroker:
     """The proxy (see the module docstring); ``arm(mode, apis)`` picks the misbehaviour."""
 
-    def __init__(self, upstream: tuple[str, int], port: int | None = None,
-                 interval: float = 0.5, extra: int = 1000) -> None:
+    def __init__(
+        self,
+        upstream: tuple[str, int],
+        port: int | None = None,
+        interval: float = 0.5,
+        extra: int = 1000,
+    ) -> None:
         self.upstream = upstream
         self.port = port or free_port()
         self.interval, self.extra = interval, extra
         self.mode = "pass"
         self.apis: frozenset[int] | None = None
         self.mangled = 0
-        self.accepted = 0                            # client connections so far
+        self.accepted = 0  # client connections so far
         self._rng = random.Random(14)
         self._listener = socket.create_server(("127.0.0.1", self.port))
         self._stop = threading.Event()
@@ -101,15 +107,22 @@ class HostileBroker:
             up.settimeout(None)
             with self._lock:
                 self._socks += [client, up]
-            pending: list[tuple[int, int]] = []      # (corr, api key) in request order
+            pending: list[tuple[int, int]] = []  # (corr, api key) in request order
             cond = threading.Condition()
-            threading.Thread(target=self._requests, args=(client, up, pending, cond),
-                             daemon=True).start()
-            threading.Thread(target=self._responses, args=(client, up, pending, cond),
-                             daemon=True).start()
+            threading.Thread(
+                target=self._requests, args=(client, up, pending, cond), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._responses, args=(client, up, pending, cond), daemon=True
+            ).start()
 
-    def _requests(self, client: socket.socket, up: socket.socket,
-                  pending: list[tuple[int, int]], cond: threading.Condition) -> None:
+    def _requests(
+        self,
+        client: socket.socket,
+        up: socket.socket,
+        pending: list[tuple[int, int]],
+        cond: threading.Condition,
+    ) -> None:
         try:
             while True:
                 frame = _read_frame(client)
@@ -121,8 +134,13 @@ class HostileBroker:
         except OSError:
             _close(client, up)
 
-    def _responses(self, client: socket.socket, up: socket.socket,
-                   pending: list[tuple[int, int]], cond: threading.Condition) -> None:
+    def _responses(
+        self,
+        client: socket.socket,
+        up: socket.socket,
+        pending: list[tuple[int, int]],
+        cond: threading.Condition,
+    ) -> None:
         try:
             while True:
                 frame = _read_frame(up)
@@ -144,7 +162,7 @@ class HostileBroker:
             for i in range(len(frame)):
                 if self._stop.wait(self.interval):
                     return
-                client.sendall(frame[i:i + 1])
+                client.sendall(frame[i : i + 1])
         elif mode == "long":
             client.sendall(struct.pack(">i", len(body) + self.extra) + body)
         elif mode == "short":

@@ -2,6 +2,7 @@
 a real Kafka) for interoperability tests. Runs the tool classes of the jars fetched by
 ``scripts/fetch-kafka``; the Java client program is compiled with ``javac`` on first use.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -32,16 +33,30 @@ class KafkaTools:
 
     def run(self, tool: str, *args: str, input: str | None = None, check: bool = True) -> str:
         """Run a tool (a kafka_dist.TOOLS name or a class) to completion; its stdout."""
-        proc = run_kafka_tool(self.version, tool,
-                              "--bootstrap-server", self.bootstrap, *args, timeout=self.timeout,
-                              input=None if input is None else input.encode(), check=check)
+        proc = run_kafka_tool(
+            self.version,
+            tool,
+            "--bootstrap-server",
+            self.bootstrap,
+            *args,
+            timeout=self.timeout,
+            input=None if input is None else input.encode(),
+            check=check,
+        )
         return proc.stdout.decode(errors="replace")
 
     def start(self, tool: str, *args: str) -> subprocess.Popen:
         """Start a tool in the background (stdout piped as text, stderr discarded)."""
-        return start_kafka_tool(self.version, tool,
-                                "--bootstrap-server", self.bootstrap, *args,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return start_kafka_tool(
+            self.version,
+            tool,
+            "--bootstrap-server",
+            self.bootstrap,
+            *args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
 
     # -- the tools ----------------------------------------------------------------------------
     def topics(self, *args: str) -> str:
@@ -50,13 +65,27 @@ class KafkaTools:
 
     def produce_lines(self, topic: str, lines: list[str], *args: str) -> None:
         """kafka-console-producer.sh fed ``lines`` (its defaults: acks=all, idempotence)."""
-        self.run("console-producer", "--topic", topic, *args, input="".join(
-            line + "\n" for line in lines))
+        self.run(
+            "console-producer",
+            "--topic",
+            topic,
+            *args,
+            input="".join(line + "\n" for line in lines),
+        )
 
     def consume_lines(self, topic: str, count: int, *args: str) -> list[str]:
         """kafka-console-consumer.sh until ``count`` messages (from the beginning)."""
-        out = self.run("console-consumer", "--topic", topic, "--from-beginning",
-                       "--max-messages", str(count), "--timeout-ms", "60000", *args)
+        out = self.run(
+            "console-consumer",
+            "--topic",
+            topic,
+            "--from-beginning",
+            "--max-messages",
+            str(count),
+            "--timeout-ms",
+            "60000",
+            *args,
+        )
         return out.splitlines()
 
     def consumer_groups(self, *args: str) -> str:
@@ -80,8 +109,10 @@ class KafkaTools:
         argv[cp] += ":" + str(self._compiled())
         proc = subprocess.run(argv, capture_output=True, timeout=self.timeout)
         if proc.returncode != 0:
-            raise RuntimeError(f"JavaClients {' '.join(args)} exited {proc.returncode}:\n"
-                               f"{proc.stderr.decode(errors='replace')[-3000:]}")
+            raise RuntimeError(
+                f"JavaClients {' '.join(args)} exited {proc.returncode}:\n"
+                f"{proc.stderr.decode(errors='replace')[-3000:]}"
+            )
         return proc.stdout.decode().splitlines()
 
     def start_java_clients(self, *args: str) -> subprocess.Popen[str]:
@@ -90,26 +121,44 @@ class KafkaTools:
         argv = kafka_java(self.version, "JavaClients", args)
         cp = argv.index("-cp") + 1
         argv[cp] += ":" + str(self._compiled())
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
 
     def _compiled(self) -> Path:
         """Compile JavaClients.java once per version into the jar cache (then reused)."""
         if self._classes is None:
             out = kafka_cache() / self.version / "kclient-java"
             source = out / JAVA_CLIENTS_SOURCE.name
-            if not (out / "JavaClients.class").exists() or \
-                    source.read_bytes() != JAVA_CLIENTS_SOURCE.read_bytes():
+            if (
+                not (out / "JavaClients.class").exists()
+                or source.read_bytes() != JAVA_CLIENTS_SOURCE.read_bytes()
+            ):
                 tmp = Path(tempfile.mkdtemp(dir=kafka_cache(), prefix=".javac-"))
-                subprocess.run(["javac", "-nowarn", "-d", str(tmp), "-cp",
-                                f"{kafka_cache() / self.version / 'libs'}/*",
-                                str(JAVA_CLIENTS_SOURCE)], check=True, capture_output=True,
-                               timeout=self.timeout)
+                subprocess.run(
+                    [
+                        "javac",
+                        "-nowarn",
+                        "-d",
+                        str(tmp),
+                        "-cp",
+                        f"{kafka_cache() / self.version / 'libs'}/*",
+                        str(JAVA_CLIENTS_SOURCE),
+                    ],
+                    check=True,
+                    capture_output=True,
+                    timeout=self.timeout,
+                )
                 shutil.copy(JAVA_CLIENTS_SOURCE, tmp / JAVA_CLIENTS_SOURCE.name)
                 shutil.rmtree(out, ignore_errors=True)
                 try:
                     tmp.rename(out)
-                except OSError:         # another process compiled it meanwhile
+                except OSError:  # another process compiled it meanwhile
                     shutil.rmtree(tmp, ignore_errors=True)
             self._classes = out
         return self._classes

@@ -8,6 +8,7 @@ StorageTool) or, for 3.x, ZooKeeper mode against Debian's ZooKeeper. Its backend
 images (:mod:`.kafka_docker`: ``backend=`` or ``KCLIENT_KAFKA_BACKEND``). It is ready once
 Metadata, asked through kclient's own connection, lists every broker.
 """
+
 from __future__ import annotations
 
 import base64
@@ -53,18 +54,23 @@ FAST_START = {
 #: loaded machine expire): Kafka's interval (5 s) and session (45 s) made a rebalance take
 #: several seconds and a killed member's expiry most of a minute (a mini-broker twin compared
 #: with a Kafka 4.x test broker takes the same values)
-KIP848_TEST_SPEED = {"group.consumer.heartbeat.interval.ms": "500",
-                     "group.consumer.session.timeout.ms": "10000"}
-KRAFT_4 = {"share.coordinator.state.topic.replication.factor": "1",
-           "share.coordinator.state.topic.min.isr": "1",
-           "group.consumer.min.heartbeat.interval.ms": "500",
-           "group.consumer.min.session.timeout.ms": "6000", **KIP848_TEST_SPEED,
-           # a share group's share.record.lock.duration.ms may go down to 1 s (the default
-           # floor is 15 s): lock-expiry tests set 2 s on their own groups; others keep 30 s
-           "group.share.min.record.lock.duration.ms": "1000",
-           # share-group members learn new assignments at their next heartbeat: 1 s, not 5 s
-           "group.share.min.heartbeat.interval.ms": "500",
-           "group.share.heartbeat.interval.ms": "1000"}
+KIP848_TEST_SPEED = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "10000",
+}
+KRAFT_4 = {
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.min.session.timeout.ms": "6000",
+    **KIP848_TEST_SPEED,
+    # a share group's share.record.lock.duration.ms may go down to 1 s (the default
+    # floor is 15 s): lock-expiry tests set 2 s on their own groups; others keep 30 s
+    "group.share.min.record.lock.duration.ms": "1000",
+    # share-group members learn new assignments at their next heartbeat: 1 s, not 5 s
+    "group.share.min.heartbeat.interval.ms": "500",
+    "group.share.heartbeat.interval.ms": "1000",
+}
 
 
 def _random_cluster_id() -> str:
@@ -88,7 +94,7 @@ class KafkaNode:
         self.properties = self.dir / "server.properties"
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None
-        self.extra_ports: dict[str, int] = {}     # listener name -> port (secured listeners)
+        self.extra_ports: dict[str, int] = {}  # listener name -> port (secured listeners)
 
     @property
     def address(self) -> str:
@@ -101,8 +107,13 @@ class KafkaNode:
     def start(self, argv: list[str]) -> None:
         """Run ``argv`` (stopped with its parent, see :func:`die_with_parent`)."""
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(die_with_parent(argv), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                die_with_parent(argv),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def signal(self, sig: int) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -139,16 +150,24 @@ class KafkaServer:
     ``self.backend`` says which one runs (see :mod:`kclient.testing.kafka_docker`).
     """
 
-    def __init__(self, version: str = "4", num_brokers: int = 1, mode: str | None = None,
-                 config: dict[str, str] | None = None, zookeeper_connect: str | None = None,
-                 heap: str = "512m", start_timeout: float = 120.0,
-                 listeners: dict[str, str] | None = None, format_args: list[str] | None = None,
-                 backend: str | None = None):
+    def __init__(
+        self,
+        version: str = "4",
+        num_brokers: int = 1,
+        mode: str | None = None,
+        config: dict[str, str] | None = None,
+        zookeeper_connect: str | None = None,
+        heap: str = "512m",
+        start_timeout: float = 120.0,
+        listeners: dict[str, str] | None = None,
+        format_args: list[str] | None = None,
+        backend: str | None = None,
+    ):
         self.mode = mode or "kraft"
         if self.mode not in ("kraft", "zookeeper"):
             raise ValueError(f"mode must be 'kraft' or 'zookeeper', not {self.mode!r}")
         self.backend = choose_backend(backend, self.mode, listeners or {}, format_args or [])
-        if self.backend == "docker":    # the fetched version when there is one, else pinned
+        if self.backend == "docker":  # the fetched version when there is one, else pinned
             self.version = kafka_version(version) or DOCKER_VERSIONS.get(version, version)
         else:
             self.version = _exact(version)
@@ -163,10 +182,10 @@ class KafkaServer:
         self.keep_logs = False
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args or [])
-        self.nodes: list[Any] = []     # KafkaNode, or kafka_docker.DockerNode
+        self.nodes: list[Any] = []  # KafkaNode, or kafka_docker.DockerNode
         self.workdir: Path | None = None
         self._zookeeper: ZooKeeperServer | None = None
-        self._network: Any = None      # the docker backend's network
+        self._network: Any = None  # the docker backend's network
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> KafkaServer:
@@ -217,21 +236,31 @@ class KafkaServer:
         from testcontainers.core.network import Network
 
         from .kafka_docker import DockerNode, container_env, container_name, image_for
+
         prefix = f"kclient-kafka-{uuid.uuid4().hex[:8]}"
         ids = list(range(1, self.num_brokers + 1))
-        settings = {**FAST_START, **(KRAFT_4 if self.major >= 4 else {}),
-                    "offsets.topic.replication.factor": str(min(3, self.num_brokers)),
-                    **self.config}
+        settings = {
+            **FAST_START,
+            **(KRAFT_4 if self.major >= 4 else {}),
+            "offsets.topic.replication.factor": str(min(3, self.num_brokers)),
+            **self.config,
+        }
         cluster_id = _random_cluster_id()
         self.nodes = []
         try:
             self._network = Network().create()
             for i in ids:
                 port = free_port()
-                self.nodes.append(DockerNode(
-                    i, port, image_for(self.version, kafka_version(self.version)),
-                    container_env(i, port, ids, prefix, cluster_id, settings),
-                    container_name(prefix, i), self._network))
+                self.nodes.append(
+                    DockerNode(
+                        i,
+                        port,
+                        image_for(self.version, kafka_version(self.version)),
+                        container_env(i, port, ids, prefix, cluster_id, settings),
+                        container_name(prefix, i),
+                        self._network,
+                    )
+                )
             for node in self.nodes:
                 node.start()
             self.wait_ready()
@@ -268,24 +297,39 @@ class KafkaServer:
     def _properties(self, node: KafkaNode) -> str:
         props = dict(FAST_START)
         replicas = str(min(3, self.num_brokers))
-        props.update({"log.dirs": str(node.data), "offsets.topic.replication.factor": replicas,
-                      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                      "inter.broker.listener.name": "PLAINTEXT",
-                      "advertised.listeners": f"PLAINTEXT://{node.address}"})
+        props.update(
+            {
+                "log.dirs": str(node.data),
+                "offsets.topic.replication.factor": replicas,
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "advertised.listeners": f"PLAINTEXT://{node.address}",
+            }
+        )
         if self.mode == "kraft":
             voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
-            props.update({"process.roles": "broker,controller", "node.id": str(node.node_id),
-                          "controller.quorum.voters": voters,
-                          "controller.listener.names": "CONTROLLER",
-                          "listeners": f"PLAINTEXT://{node.address},"
-                                       f"CONTROLLER://127.0.0.1:{node.controller_port}"})
+            props.update(
+                {
+                    "process.roles": "broker,controller",
+                    "node.id": str(node.node_id),
+                    "controller.quorum.voters": voters,
+                    "controller.listener.names": "CONTROLLER",
+                    "listeners": f"PLAINTEXT://{node.address},"
+                    f"CONTROLLER://127.0.0.1:{node.controller_port}",
+                }
+            )
             if self.major >= 4:
                 props.update(KRAFT_4)
         else:
-            props.update({"broker.id": str(node.node_id), "listeners": f"PLAINTEXT://{node.address}",
-                          "zookeeper.connect": str(self.zookeeper_connect),
-                          "zookeeper.session.timeout.ms": "18000",
-                          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"})
+            props.update(
+                {
+                    "broker.id": str(node.node_id),
+                    "listeners": f"PLAINTEXT://{node.address}",
+                    "zookeeper.connect": str(self.zookeeper_connect),
+                    "zookeeper.session.timeout.ms": "18000",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+                }
+            )
         for name, protocol in self.listeners.items():
             where = f"{name}://127.0.0.1:{node.extra_ports[name]}"
             props["listeners"] += "," + where
@@ -297,16 +341,25 @@ class KafkaServer:
     def _format(self) -> None:
         """Format every node's storage with one cluster id (Kafka's StorageTool, in parallel)."""
         cluster_id = _random_cluster_id()
-        procs = [subprocess.Popen(kafka_java(self.version, "kafka.tools.StorageTool",
-                                             ["format", "-t", cluster_id, "-c", str(n.properties),
-                                              *self.format_args]),
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for n in self.nodes]
+        procs = [
+            subprocess.Popen(
+                kafka_java(
+                    self.version,
+                    "kafka.tools.StorageTool",
+                    ["format", "-t", cluster_id, "-c", str(n.properties), *self.format_args],
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            for n in self.nodes
+        ]
         for proc, node in zip(procs, self.nodes):
             out, _ = proc.communicate(timeout=self.start_timeout)
             (node.dir / "format.log").write_bytes(out)
             if proc.returncode != 0:
-                raise RuntimeError(f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}")
+                raise RuntimeError(
+                    f"formatting node {node.node_id} failed:\n{out.decode()[-3000:]}"
+                )
 
     # -- nodes -------------------------------------------------------------------------------
     def node(self, node_id: int) -> Any:
@@ -325,10 +378,22 @@ class KafkaServer:
             if wait:
                 self.wait_ready()
             return
-        opts = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError",
-                "-Dkafka.logs.dir=" + str(node.dir)]
-        node.start(kafka_java(self.version, "kafka.Kafka", [str(node.properties)], heap=self.heap,
-                              jvm_options=opts, log_file=self._log_config))
+        opts = [
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Dkafka.logs.dir=" + str(node.dir),
+        ]
+        node.start(
+            kafka_java(
+                self.version,
+                "kafka.Kafka",
+                [str(node.properties)],
+                heap=self.heap,
+                jvm_options=opts,
+                log_file=self._log_config,
+            )
+        )
         if wait:
             self.wait_ready()
 
@@ -347,6 +412,7 @@ class KafkaServer:
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until Metadata from kclient's own connection lists every live node."""
         from ..cluster import Cluster
+
         deadline = time.monotonic() + (timeout or self.start_timeout)
         live = lambda: {n.node_id for n in self.nodes if n.alive}  # noqa: E731
         problem = "no answer yet"
@@ -355,8 +421,9 @@ class KafkaServer:
             if dead and not live():
                 break
             try:
-                with Cluster(self.bootstrap_of(live()), request_timeout_ms=5000,
-                             connect_timeout_ms=2000) as cluster:
+                with Cluster(
+                    self.bootstrap_of(live()), request_timeout_ms=5000, connect_timeout_ms=2000
+                ) as cluster:
                     cluster.refresh([])
                     if set(cluster.brokers) >= live() and cluster.controller_id >= 0:
                         self._each_answers(live())
@@ -366,18 +433,21 @@ class KafkaServer:
                 problem = f"{type(exc).__name__}: {exc}"
             time.sleep(0.2)
         self.keep_logs = True
-        raise RuntimeError(f"Kafka {self.version} ({self.mode}) not ready: {problem}\n"
-                           + self.tails())
+        raise RuntimeError(
+            f"Kafka {self.version} ({self.mode}) not ready: {problem}\n" + self.tails()
+        )
 
     def _each_answers(self, node_ids: set[int]) -> None:
         """Raise unless every node answers Metadata itself: in ZooKeeper mode the others list
         a broker once it registers, a moment before its own socket server accepts."""
         from ..connection import BrokerConnection
         from ..protocol.apis import METADATA
+
         for node_id in sorted(node_ids):
             host, port = self.node(node_id).address.rsplit(":", 1)
-            with BrokerConnection(host, int(port), connect_timeout_ms=2000,
-                                  request_timeout_ms=5000) as conn:
+            with BrokerConnection(
+                host, int(port), connect_timeout_ms=2000, request_timeout_ms=5000
+            ) as conn:
                 conn.request(METADATA, {"topics": [], "allow_auto_topic_creation": False})
 
     # -- facts for tests ---------------------------------------------------------------------
@@ -390,7 +460,7 @@ class KafkaServer:
 
     @property
     def bootstrap(self) -> str:
-        """"127.0.0.1:P1,127.0.0.1:P2,..." for every node."""
+        """ "127.0.0.1:P1,127.0.0.1:P2,..." for every node."""
         return ",".join(n.address for n in self.nodes)
 
     @property
@@ -400,8 +470,11 @@ class KafkaServer:
 
     def tails(self, lines: int = 25) -> str:
         """The last ``lines`` of every node's log, each under its path (or container)."""
-        return "\n".join(f"--- {getattr(n, 'log_path', None) or getattr(n, 'name', '')} "
-                         f"(last {lines} lines)\n{n.tail(lines)}" for n in self.nodes)
+        return "\n".join(
+            f"--- {getattr(n, 'log_path', None) or getattr(n, 'name', '')} "
+            f"(last {lines} lines)\n{n.tail(lines)}"
+            for n in self.nodes
+        )
 
     def run_tool(self, main: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
         """Run one of Kafka's tool classes (same version as the brokers) to completion."""

@@ -3,6 +3,7 @@
 Versions sit in ``${KCLIENT_CACHE:-~/.cache/kclient}/kafka/<version>/libs``; a version is usable
 once its ``.complete`` marker exists. "4" or "3" means the newest fetched version of that major.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,17 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["kafka_cache", "kafka_versions", "kafka_version", "kafka_problem", "kafka_java",
-           "run_kafka_tool", "start_kafka_tool", "log_config", "tool_class"]
+__all__ = [
+    "kafka_cache",
+    "kafka_versions",
+    "kafka_version",
+    "kafka_problem",
+    "kafka_java",
+    "run_kafka_tool",
+    "start_kafka_tool",
+    "log_config",
+    "tool_class",
+]
 
 FETCH_HINT = "run scripts/fetch-kafka (needs mvn and Maven Central)"
 
@@ -30,8 +40,11 @@ TOOLS = {
     "acls": "org.apache.kafka.tools.AclCommand",
 }
 #: Where 3.x still kept a tool in the Scala core.
-TOOLS_3 = {"console-producer": "kafka.tools.ConsoleProducer",
-           "dump-log": "kafka.tools.DumpLogSegments", "acls": "kafka.admin.AclCommand"}
+TOOLS_3 = {
+    "console-producer": "kafka.tools.ConsoleProducer",
+    "dump-log": "kafka.tools.DumpLogSegments",
+    "acls": "kafka.admin.AclCommand",
+}
 
 
 def kafka_cache() -> Path:
@@ -90,25 +103,34 @@ def log_config(version: str, path: Path, level: str = "INFO") -> Path:
     """Write a logging config sending everything at ``level`` to stdout; log4j2 for Kafka 4,
     log4j 1 (reload4j) for Kafka 3. Returns ``path``."""
     if _key(_exact(version))[0] >= 4:
-        text = ("status = warn\nappender.out.type = Console\nappender.out.name = out\n"
-                "appender.out.target = SYSTEM_OUT\nappender.out.layout.type = PatternLayout\n"
-                "appender.out.layout.pattern = [%d] %p %m (%c)%n\n"
-                f"rootLogger.level = {level}\nrootLogger.appenderRef.out.ref = out\n"
-                "logger.kafka-request.name = kafka.request.logger\n"
-                "logger.kafka-request.level = WARN\n")
+        text = (
+            "status = warn\nappender.out.type = Console\nappender.out.name = out\n"
+            "appender.out.target = SYSTEM_OUT\nappender.out.layout.type = PatternLayout\n"
+            "appender.out.layout.pattern = [%d] %p %m (%c)%n\n"
+            f"rootLogger.level = {level}\nrootLogger.appenderRef.out.ref = out\n"
+            "logger.kafka-request.name = kafka.request.logger\n"
+            "logger.kafka-request.level = WARN\n"
+        )
     else:
-        text = (f"log4j.rootLogger={level}, out\n"
-                "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
-                "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
-                "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
-                "log4j.logger.kafka.request.logger=WARN\n")
+        text = (
+            f"log4j.rootLogger={level}, out\n"
+            "log4j.appender.out=org.apache.log4j.ConsoleAppender\n"
+            "log4j.appender.out.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.kafka.request.logger=WARN\n"
+        )
     path.write_text(text)
     return path
 
 
-def kafka_java(version: str, main: str, args: list[str] | tuple[str, ...] = (),
-               heap: str = "256m", jvm_options: list[str] | None = None,
-               log_file: Path | None = None) -> list[str]:
+def kafka_java(
+    version: str,
+    main: str,
+    args: list[str] | tuple[str, ...] = (),
+    heap: str = "256m",
+    jvm_options: list[str] | None = None,
+    log_file: Path | None = None,
+) -> list[str]:
     """The ``java`` command line running ``main`` (a tool name or a class in Kafka's jars);
     ``jvm_options`` default to the serial GC (tools are short-lived)."""
     exact = _exact(version)
@@ -117,23 +139,44 @@ def kafka_java(version: str, main: str, args: list[str] | tuple[str, ...] = (),
         log_file = kafka_cache() / exact / "tools-log.properties"
         if not log_file.exists():
             log_config(exact, log_file.with_suffix(".tmp"), level="WARN").replace(log_file)
-    logging = (["-Dlog4j2.configurationFile=" + str(log_file)] if _key(exact)[0] >= 4
-               else ["-Dlog4j.configuration=file:" + str(log_file)])
+    logging = (
+        ["-Dlog4j2.configurationFile=" + str(log_file)]
+        if _key(exact)[0] >= 4
+        else ["-Dlog4j.configuration=file:" + str(log_file)]
+    )
     options = jvm_options if jvm_options is not None else ["-XX:+UseSerialGC"]
-    return ["java", f"-Xmx{heap}", "-Djava.awt.headless=true", *logging, *options,
-            "-cp", f"{libs}/*", tool_class(exact, main), *args]
+    return [
+        "java",
+        f"-Xmx{heap}",
+        "-Djava.awt.headless=true",
+        *logging,
+        *options,
+        "-cp",
+        f"{libs}/*",
+        tool_class(exact, main),
+        *args,
+    ]
 
 
-def run_kafka_tool(version: str, main: str, *args: str, timeout: float = 120,
-                   input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def run_kafka_tool(
+    version: str,
+    main: str,
+    *args: str,
+    timeout: float = 120,
+    input: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """Run one of Kafka's tools (name or class) to completion; stdout and stderr as bytes.
     ``check`` raises with the tool's output when it exits non-zero."""
-    proc = subprocess.run(kafka_java(version, main, args), input=input, capture_output=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        kafka_java(version, main, args), input=input, capture_output=True, timeout=timeout
+    )
     if check and proc.returncode != 0:
-        raise RuntimeError(f"{main} {' '.join(args)} exited {proc.returncode}:\n"
-                           f"{proc.stdout.decode(errors='replace')[-2000:]}\n"
-                           f"{proc.stderr.decode(errors='replace')[-3000:]}")
+        raise RuntimeError(
+            f"{main} {' '.join(args)} exited {proc.returncode}:\n"
+            f"{proc.stdout.decode(errors='replace')[-2000:]}\n"
+            f"{proc.stderr.decode(errors='replace')[-3000:]}"
+        )
     return proc
 
 

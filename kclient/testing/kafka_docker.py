@@ -13,6 +13,7 @@ sides); the brokers reach each other on ``INTERNAL://<container>:19092`` and the
 quorum on ``<container>:9093``. Settings reach the image as its ``KAFKA_*`` environment
 variables (:func:`env_name`); the image formats its storage with ``CLUSTER_ID``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -22,8 +23,18 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BACKENDS", "IMAGE", "DOCKER_VERSIONS", "env_name", "container_env", "image_for",
-           "docker_problem", "choose_backend", "docker_unsuited", "DockerNode"]
+__all__ = [
+    "BACKENDS",
+    "IMAGE",
+    "DOCKER_VERSIONS",
+    "env_name",
+    "container_env",
+    "image_for",
+    "docker_problem",
+    "choose_backend",
+    "docker_unsuited",
+    "DockerNode",
+]
 
 #: Values of ``KCLIENT_KAFKA_BACKEND`` and of KafkaServer's ``backend``.
 BACKENDS = ("auto", "docker", "jvm")
@@ -53,21 +64,30 @@ def container_name(prefix: str, node_id: int) -> str:
     return f"{prefix}-{node_id}"
 
 
-def container_env(node_id: int, port: int, node_ids: list[int], prefix: str, cluster_id: str,
-                  settings: Mapping[str, str]) -> dict[str, str]:
+def container_env(
+    node_id: int,
+    port: int,
+    node_ids: list[int],
+    prefix: str,
+    cluster_id: str,
+    settings: Mapping[str, str],
+) -> dict[str, str]:
     """The environment of node ``node_id``'s container: a combined broker and controller of a
     quorum of ``node_ids``, ``settings`` (server.properties keys) on top."""
     voters = ",".join(f"{n}@{container_name(prefix, n)}:{CONTROLLER_PORT}" for n in node_ids)
     props = {
-        "node.id": str(node_id), "process.roles": "broker,controller",
-        "controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
+        "node.id": str(node_id),
+        "process.roles": "broker,controller",
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
         "listeners": f"PLAINTEXT://0.0.0.0:{port},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
-                     f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+        f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},"
-                                f"INTERNAL://{container_name(prefix, node_id)}:{INTERNAL_PORT}",
+        f"INTERNAL://{container_name(prefix, node_id)}:{INTERNAL_PORT}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,"
-                                          "CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL", "log.dirs": "/var/lib/kafka/data",
+        "CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "log.dirs": "/var/lib/kafka/data",
         **settings,
     }
     env = {env_name(k): str(v) for k, v in props.items()}
@@ -106,14 +126,21 @@ def docker_problem() -> str | None:
     return None
 
 
-def choose_backend(requested: str | None, mode: str, listeners: Mapping[str, str],
-                   format_args: list[str], problem: Any = docker_problem) -> str:
+def choose_backend(
+    requested: str | None,
+    mode: str,
+    listeners: Mapping[str, str],
+    format_args: list[str],
+    problem: Any = docker_problem,
+) -> str:
     """``docker`` or ``jvm`` for a server (see the module docstring); ``problem`` says why
     Docker is unusable (a function, asked only when it matters)."""
     choice = (requested or os.environ.get("KCLIENT_KAFKA_BACKEND") or "auto").strip().lower()
     if choice not in BACKENDS:
-        raise ValueError(f"Kafka backend must be one of {', '.join(BACKENDS)}, not {choice!r} "
-                         "(KafkaServer(backend=...) or KCLIENT_KAFKA_BACKEND)")
+        raise ValueError(
+            f"Kafka backend must be one of {', '.join(BACKENDS)}, not {choice!r} "
+            "(KafkaServer(backend=...) or KCLIENT_KAFKA_BACKEND)"
+        )
     if choice == "jvm":
         return "jvm"
     unsuited = docker_unsuited(mode, listeners, format_args)
@@ -131,13 +158,14 @@ class DockerNode:
     """One Kafka container (the node interface of :class:`~kclient.testing.kafka.KafkaNode`:
     ``start``, ``signal``, ``wait``, ``alive``, ``tail``, ``address``)."""
 
-    def __init__(self, node_id: int, port: int, image: str, env: dict[str, str], name: str,
-                 network: Any) -> None:
+    def __init__(
+        self, node_id: int, port: int, image: str, env: dict[str, str], name: str, network: Any
+    ) -> None:
         self.node_id, self.port, self.image, self.env = node_id, port, image, env
         self.name, self.network = name, network
         self.controller_port = CONTROLLER_PORT
         self.extra_ports: dict[str, int] = {}
-        self.proc: Any = None          # the running testcontainers DockerContainer
+        self.proc: Any = None  # the running testcontainers DockerContainer
         self._logs = ""
 
     @property
@@ -146,6 +174,7 @@ class DockerNode:
 
     def _container(self) -> Any:
         from testcontainers.core.container import DockerContainer
+
         container = DockerContainer(self.image).with_name(self.name)
         # published on loopback only (docker-py takes (host ip, port); with_bind_ports does not)
         container.ports[f"{self.port}/tcp"] = ("127.0.0.1", self.port)

@@ -4,6 +4,7 @@ mini-broker in its own process.
 Each is a context manager that starts the real program on a free loopback port, waits until
 it accepts connections, and stops it (and removes its files) on exit.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["free_port", "wait_for_port", "tansu_binary", "TansuServer", "ZooKeeperServer",
-           "MiniBrokerProcess", "zookeeper_available", "die_with_parent"]
+__all__ = [
+    "free_port",
+    "wait_for_port",
+    "tansu_binary",
+    "TansuServer",
+    "ZooKeeperServer",
+    "MiniBrokerProcess",
+    "zookeeper_available",
+    "die_with_parent",
+]
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 
@@ -42,8 +51,9 @@ def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
 
 
-def wait_for_zookeeper(port: int, timeout: float = 60.0,
-                       proc: subprocess.Popen | None = None) -> None:
+def wait_for_zookeeper(
+    port: int, timeout: float = 60.0, proc: subprocess.Popen | None = None
+) -> None:
     """Block until the ZooKeeper on 127.0.0.1:port serves requests: its client port accepts
     connections before the database is loaded (a session asked for meanwhile is dropped), so
     ask it ``srvr`` until the answer names its mode."""
@@ -61,8 +71,9 @@ def wait_for_zookeeper(port: int, timeout: float = 60.0,
         except OSError:
             pass
         time.sleep(0.1)
-    raise TimeoutError(f"ZooKeeper on 127.0.0.1:{port} did not serve within {timeout}s: "
-                       f"{answer[:200]!r}")
+    raise TimeoutError(
+        f"ZooKeeper on 127.0.0.1:{port} did not serve within {timeout}s: {answer[:200]!r}"
+    )
 
 
 def tansu_binary() -> str | None:
@@ -90,14 +101,20 @@ class _Process:
 
     def _spawn(self, argv: list[str], log_path: Path, env: dict | None = None) -> None:
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(die_with_parent(argv), stdout=self._log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **(env or {})}, start_new_session=True)
+        self.proc = subprocess.Popen(
+            die_with_parent(argv),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
         try:
             wait_for_port(self.port, proc=self.proc)
         except Exception:  # noqa: BLE001 - re-raised with the server's log
             self.stop()
             raise RuntimeError(
-                f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}") from None
+                f"{argv[0]} did not start; log:\n{log_path.read_text()[-2000:]}"
+            ) from None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -125,8 +142,19 @@ class TansuServer(_Process):
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-tansu-"))
         self.port = free_port()
         url = f"tcp://127.0.0.1:{self.port}"
-        self._spawn([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                     "--storage-engine", "memory://tansu/"], self.workdir / "tansu.log")
+        self._spawn(
+            [
+                binary,
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
+            ],
+            self.workdir / "tansu.log",
+        )
         return self
 
     @property
@@ -145,8 +173,9 @@ class ZooKeeperServer(_Process):
     CA of client certificates) it also serves TLS on ``secure_port`` (``secure_connect``)
     through Netty, as ZooKeeper's secureClientPort; ``client_auth`` is ssl.clientAuth."""
 
-    def __init__(self, tick_ms: int = 200, tls: tuple[str, str] | None = None,
-                 client_auth: str = "none"):
+    def __init__(
+        self, tick_ms: int = 200, tls: tuple[str, str] | None = None, client_auth: str = "none"
+    ):
         self.tick_ms = tick_ms
         self.tls = tls
         self.client_auth = client_auth
@@ -158,24 +187,35 @@ class ZooKeeperServer(_Process):
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-zk-"))
         self.port = free_port()
         cfg = self.workdir / "zoo.cfg"
-        text = (f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
-                f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                "admin.enableServer=false\nmaxClientCnxns=0\n4lw.commands.whitelist=srvr\n"
-                f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n")
+        text = (
+            f"tickTime={self.tick_ms}\ndataDir={self.workdir / 'data'}\n"
+            f"clientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\nmaxClientCnxns=0\n4lw.commands.whitelist=srvr\n"
+            f"minSessionTimeout={2 * self.tick_ms}\nmaxSessionTimeout=60000\n"
+        )
         classpath = f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}"
         if self.tls is not None:
             self.secure_port = free_port()
             keystore, truststore = self.tls
-            text += (f"secureClientPort={self.secure_port}\n"
-                     "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
-                     f"ssl.keyStore.location={keystore}\nssl.keyStore.type=PEM\n"
-                     f"ssl.trustStore.location={truststore}\nssl.trustStore.type=PEM\n"
-                     f"ssl.clientAuth={self.client_auth}\n")
+            text += (
+                f"secureClientPort={self.secure_port}\n"
+                "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+                f"ssl.keyStore.location={keystore}\nssl.keyStore.type=PEM\n"
+                f"ssl.trustStore.location={truststore}\nssl.trustStore.type=PEM\n"
+                f"ssl.clientAuth={self.client_auth}\n"
+            )
             # Debian's zookeeper.jar manifest leaves out two jars Netty's TLS needs
             classpath += ":/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar"
         cfg.write_text(text)
-        argv = ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(self.workdir),
-                "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(cfg)]
+        argv = [
+            "java",
+            "-Xmx256m",
+            "-Dzookeeper.log.dir=" + str(self.workdir),
+            "-cp",
+            classpath,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(cfg),
+        ]
         self._spawn(argv, self.workdir / "zookeeper.log")
         try:
             wait_for_zookeeper(self.port, proc=self.proc)
@@ -192,7 +232,7 @@ class ZooKeeperServer(_Process):
 
     @property
     def secure_connect(self) -> str:
-        """"127.0.0.1:SECURE_PORT" (TLS only)."""
+        """ "127.0.0.1:SECURE_PORT" (TLS only)."""
         return f"127.0.0.1:{self.secure_port}"
 
 
@@ -206,8 +246,15 @@ class MiniBrokerProcess(_Process):
     def __enter__(self) -> MiniBrokerProcess:
         self.workdir = Path(tempfile.mkdtemp(prefix="kclient-broker-"))
         self.port = free_port()
-        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.workdir / "logs"),
-                "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--log-dir",
+            str(self.workdir / "logs"),
+            "--port",
+            str(self.port),
+        ]
         for key, value in self.config.items():
             argv += ["--config", f"{key}={value}"]
         self._spawn(argv, self.workdir / "broker.log")

@@ -5,6 +5,7 @@ directory holding ``pyspark_kclient`` is put on ``PYTHONPATH`` so PySpark's data
 finds the ``kclient`` format even from an editable install.  Not imported by
 ``kclient.testing`` itself (PySpark is an optional extra).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,6 +33,7 @@ def spark_problem() -> str | None:
 
 def _prepare_environment() -> None:
     import pyspark_kclient
+
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -42,18 +44,21 @@ def _prepare_environment() -> None:
 
 
 @contextmanager
-def local_spark(master: str = "local[2]", config: Mapping[str, str] | None = None
-                ) -> Iterator[Any]:
+def local_spark(master: str = "local[2]", config: Mapping[str, str] | None = None) -> Iterator[Any]:
     """A SparkSession on ``master`` (worker reuse on, no UI), stopped on exit."""
     _prepare_environment()
     from pyspark.sql import SparkSession
-    builder = (SparkSession.builder.master(master).appName("kclient")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1"))
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kclient")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+    )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

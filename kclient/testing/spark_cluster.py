@@ -9,6 +9,7 @@ through a path entry after the venv's own site-packages, so no package index is 
 run as separate processes (:meth:`SparkCluster.run_driver`), as ``spark-submit`` would start them:
 one SparkContext per process.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,6 +36,7 @@ _EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 def source_root() -> Path:
     """The checkout kclient is imported from (its pyproject.toml beside the package)."""
     import kclient
+
     root = Path(kclient.__file__).resolve().parent.parent
     if not (root / "pyproject.toml").exists():
         raise RuntimeError(f"kclient is not imported from a source checkout ({root})")
@@ -43,8 +45,15 @@ def source_root() -> Path:
 
 def _sources_hash(root: Path) -> str:
     digest = hashlib.sha256()
-    files = sorted([*root.glob("kclient/**/*.py"), *root.glob("kclient/**/*.pyx"),
-                    root / "pyproject.toml", root / "setup.py", root / "pyspark_kclient.py"])
+    files = sorted(
+        [
+            *root.glob("kclient/**/*.py"),
+            *root.glob("kclient/**/*.pyx"),
+            root / "pyproject.toml",
+            root / "setup.py",
+            root / "pyspark_kclient.py",
+        ]
+    )
     for path in files:
         if "__pycache__" not in path.parts and path.exists():
             digest.update(str(path.relative_to(root)).encode())
@@ -68,24 +77,73 @@ def cluster_venv(root: Path | None = None) -> Path:
     shutil.rmtree(venv, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=base) as tmp:
         wheels = Path(tmp) / "wheels"
-        src = Path(tmp) / "src"        # a clean copy: no in-place builds, no other worktree files
-        shutil.copytree(root, src, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "*.so", "tests",
-            "integration", "docs", ".mypy_cache", ".ruff_cache", ".pytest_cache", "*.c"))
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "-q", "-w", str(wheels), str(src)], check=True, capture_output=True,
-                       timeout=600)
+        src = Path(tmp) / "src"  # a clean copy: no in-place builds, no other worktree files
+        shutil.copytree(
+            root,
+            src,
+            ignore=shutil.ignore_patterns(
+                ".git",
+                ".venv",
+                "build",
+                "dist",
+                "*.egg-info",
+                "__pycache__",
+                "*.so",
+                "tests",
+                "integration",
+                "docs",
+                ".mypy_cache",
+                ".ruff_cache",
+                ".pytest_cache",
+                "*.c",
+            ),
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(wheels),
+                str(src),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         wheel = next(wheels.glob("kclient-*.whl"))
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                       timeout=120)
-        subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                        "--no-deps", "--no-index", "-q", str(wheel)], check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+        )
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(python),
+                "install",
+                "--no-deps",
+                "--no-index",
+                "-q",
+                str(wheel),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         shutil.copy(wheel, venv / wheel.name)
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], check=True, capture_output=True, text=True
-                          ).stdout.strip()
-    deps = sysconfig.get_paths()["purelib"]          # pyspark, pyarrow, ... of this interpreter
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    deps = sysconfig.get_paths()["purelib"]  # pyspark, pyarrow, ... of this interpreter
     Path(site, "zz_kclient_dependencies.pth").write_text(deps + "\n")
     (venv / ".complete").write_text("")
     return python
@@ -101,9 +159,16 @@ def _free_port() -> int:
 class SparkCluster:
     """A master and ``workers`` workers (``cores`` each) on 127.0.0.1; a context manager."""
 
-    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g",
-                 work_dir: str | Path | None = None, python: Path | None = None) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        cores: int = 1,
+        memory: str = "1g",
+        work_dir: str | Path | None = None,
+        python: Path | None = None,
+    ) -> None:
         import pyspark
+
         self.spark_home = Path(pyspark.__file__).resolve().parent
         self.workers, self.cores, self.memory = workers, cores, memory
         self._tmp = None if work_dir else tempfile.TemporaryDirectory(prefix="kclient-spark-")
@@ -115,20 +180,33 @@ class SparkCluster:
 
     def env(self) -> dict[str, str]:
         """The environment of the cluster's processes and of drivers."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))
-               and k != "PYTHONPATH"}
-        env.update({"SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-                    "SPARK_LOG_DIR": str(self.work_dir / "logs"),
-                    "PYSPARK_PYTHON": str(self.python),
-                    "PYSPARK_DRIVER_PYTHON": str(self.python)})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYSPARK", "SPARK_")) and k != "PYTHONPATH"
+        }
+        env.update(
+            {
+                "SPARK_HOME": str(self.spark_home),
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "SPARK_LOG_DIR": str(self.work_dir / "logs"),
+                "PYSPARK_PYTHON": str(self.python),
+                "PYSPARK_DRIVER_PYTHON": str(self.python),
+            }
+        )
         return env
 
     def _start(self, name: str, *args: str) -> Path:
         log = self.work_dir / f"{name}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([str(self.spark_home / "bin" / "spark-class"), *args],
-                                    stdout=out, stderr=subprocess.STDOUT, env=self.env(),
-                                    cwd=self.work_dir, start_new_session=True)
+            proc = subprocess.Popen(
+                [str(self.spark_home / "bin" / "spark-class"), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env(),
+                cwd=self.work_dir,
+                start_new_session=True,
+            )
         self._procs.append(proc)
         self._logs.append(log)
         return log
@@ -137,17 +215,40 @@ class SparkCluster:
         """Start the master, then the workers; return once every worker registered."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         port = _free_port()
-        master_log = self._start("master", _MASTER, "--host", "127.0.0.1", "--port", str(port),
-                                 "--webui-port", "0")
+        master_log = self._start(
+            "master", _MASTER, "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"
+        )
         self.master_url = f"spark://127.0.0.1:{port}"
         for i in range(self.workers):
-            self._start(f"worker-{i}", _WORKER, "--host", "127.0.0.1", "--port", "0",
-                        "--webui-port", "0", "--cores", str(self.cores), "--memory",
-                        self.memory, "--work-dir", str(self.work_dir / f"work-{i}"),
-                        self.master_url)
-        self._wait(lambda: len(re.findall(r"Registering worker 127\.0\.0\.1",
-                                          master_log.read_text(errors="replace")))
-                   >= self.workers, 120, f"{self.workers} workers registered with the master")
+            self._start(
+                f"worker-{i}",
+                _WORKER,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--webui-port",
+                "0",
+                "--cores",
+                str(self.cores),
+                "--memory",
+                self.memory,
+                "--work-dir",
+                str(self.work_dir / f"work-{i}"),
+                self.master_url,
+            )
+        self._wait(
+            lambda: (
+                len(
+                    re.findall(
+                        r"Registering worker 127\.0\.0\.1", master_log.read_text(errors="replace")
+                    )
+                )
+                >= self.workers
+            ),
+            120,
+            f"{self.workers} workers registered with the master",
+        )
         return self
 
     def _wait(self, ready: Any, timeout: float, what: str) -> None:
@@ -155,16 +256,19 @@ class SparkCluster:
         while not ready():
             dead = [p for p in self._procs if p.poll() is not None]
             if dead or time.monotonic() > deadline:
-                raise RuntimeError(f"Spark cluster: no {what} "
-                                   f"({'a process exited' if dead else 'timed out'}):\n"
-                                   + self.tails())
+                raise RuntimeError(
+                    f"Spark cluster: no {what} "
+                    f"({'a process exited' if dead else 'timed out'}):\n" + self.tails()
+                )
             time.sleep(0.2)
 
     def tails(self, lines: int = 15) -> str:
         """The end of each process's log."""
-        return "\n".join(f"--- {log.name}\n" + "\n".join(
-            log.read_text(errors="replace").splitlines()[-lines:]) for log in self._logs
-            if log.exists())
+        return "\n".join(
+            f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            for log in self._logs
+            if log.exists()
+        )
 
     def executor_pids(self) -> list[int]:
         """Pids of the running executor JVMs (children of the workers)."""
@@ -181,12 +285,19 @@ class SparkCluster:
                 out.append(int(entry.name))
         return out
 
-    def run_driver(self, script: str | Path, *args: str, timeout: float = 300
-                   ) -> subprocess.CompletedProcess[str]:
+    def run_driver(
+        self, script: str | Path, *args: str, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         """Run a driver program with the cluster's python (``sys.argv[1]`` is the master URL)."""
-        return subprocess.run([str(self.python), str(script), self.master_url, *args],
-                              env=self.env(), cwd=self.work_dir, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            [str(self.python), str(script), self.master_url, *args],
+            env=self.env(),
+            cwd=self.work_dir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def stop(self) -> None:
         """Stop the workers (and their executors), then the master."""
@@ -199,7 +310,7 @@ class SparkCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
-        for pid in self.executor_pids():      # an executor a killed worker left behind
+        for pid in self.executor_pids():  # an executor a killed worker left behind
             os.kill(pid, signal.SIGKILL)
         self._procs.clear()
         if self._tmp is not None:
@@ -220,9 +331,11 @@ class SparkConnectServer:
     """PySpark's Spark Connect server (``sbin/start-connect-server.sh --wait``, in the foreground)
     on 127.0.0.1, its Python workers running the wheel venv; ``url`` is ``sc://127.0.0.1:PORT``."""
 
-    def __init__(self, work_dir: str | Path, master: str = "local[2]",
-                 python: Path | None = None) -> None:
+    def __init__(
+        self, work_dir: str | Path, master: str = "local[2]", python: Path | None = None
+    ) -> None:
         import pyspark
+
         self.spark_home = Path(pyspark.__file__).resolve().parent
         self.work_dir = Path(work_dir)
         self.master = master
@@ -233,31 +346,54 @@ class SparkConnectServer:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))
-               and k != "PYTHONPATH"}
-        env.update({"SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-                    "SPARK_LOG_DIR": str(self.work_dir / "logs"),
-                    "SPARK_PID_DIR": str(self.work_dir), "PYSPARK_PYTHON": str(self.python),
-                    "PYSPARK_DRIVER_PYTHON": str(self.python)})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYSPARK", "SPARK_")) and k != "PYTHONPATH"
+        }
+        env.update(
+            {
+                "SPARK_HOME": str(self.spark_home),
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "SPARK_LOG_DIR": str(self.work_dir / "logs"),
+                "SPARK_PID_DIR": str(self.work_dir),
+                "PYSPARK_PYTHON": str(self.python),
+                "PYSPARK_DRIVER_PYTHON": str(self.python),
+            }
+        )
         return env
 
     def start(self) -> SparkConnectServer:
         """Start the server; return once its gRPC port accepts connections."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
-        conf = {"spark.connect.grpc.binding.address": "127.0.0.1",
-                "spark.connect.grpc.binding.port": str(self.port),
-                "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                "spark.ui.enabled": "false", "spark.python.worker.reuse": "true",
-                "spark.sql.session.timeZone": "UTC", "spark.task.maxFailures": "3"}
-        args = [str(self.spark_home / "sbin" / "start-connect-server.sh"), "--wait",
-                "--master", self.master]
+        conf = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.python.worker.reuse": "true",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.task.maxFailures": "3",
+        }
+        args = [
+            str(self.spark_home / "sbin" / "start-connect-server.sh"),
+            "--wait",
+            "--master",
+            self.master,
+        ]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
         with open(self.log, "wb") as out:
-            self._proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT,
-                                          env=self.env(), cwd=self.work_dir,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen(
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env(),
+                cwd=self.work_dir,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 120
         while True:
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -272,14 +408,24 @@ class SparkConnectServer:
         self.url = f"sc://127.0.0.1:{self.port}"
         return self
 
-    def run_client(self, script: str | Path, *args: str, timeout: float = 300
-                   ) -> subprocess.CompletedProcess[str]:
+    def run_client(
+        self, script: str | Path, *args: str, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         """Run a client program (``sys.argv[1]`` is the server's URL) with the venv's python."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))
-               and k != "PYTHONPATH"}
-        return subprocess.run([str(self.python), str(script), self.url, *args], env=env,
-                              cwd=self.work_dir, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYSPARK", "SPARK_")) and k != "PYTHONPATH"
+        }
+        return subprocess.run(
+            [str(self.python), str(script), self.url, *args],
+            env=env,
+            cwd=self.work_dir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:

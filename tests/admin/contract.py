@@ -4,6 +4,7 @@ run by tests/admin (mini-broker, tansu) and integration/test_admin_kafka.py (Kaf
 ``features`` names the optional APIs a broker offers (tansu lacks CreatePartitions,
 AlterConfigs and OffsetDelete): a missing one must fail as UnsupportedVersionError.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,10 +37,20 @@ from kclient.errors import (
 )
 from tests.waiting import still
 
-ALL_FEATURES = frozenset({"create_partitions", "alter_configs", "offset_delete",
-                          "delete_records", "incremental_alter_configs", "topic_configs",
-                          "validate_only", "timestamp_lookup", "group_assignments",
-                          "group_errors"})
+ALL_FEATURES = frozenset(
+    {
+        "create_partitions",
+        "alter_configs",
+        "offset_delete",
+        "delete_records",
+        "incremental_alter_configs",
+        "topic_configs",
+        "validate_only",
+        "timestamp_lookup",
+        "group_assignments",
+        "group_errors",
+    }
+)
 
 
 def name(prefix: str) -> str:
@@ -64,16 +75,19 @@ def wait_topic(admin: AdminClient, topic: str, partitions: int, timeout: float =
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
     """Write ``n`` records to each listed partition (keys and values tell them apart)."""
-    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync",
-                   "request.required.acks": 1}) as p:
-        for part, n in per_partition.items():   # one record per batch: tansu's ListOffsets
-            for i in range(n):                    # counts a batch as one offset
-                p.send(ProducerData(topic, b"value-%d-%d" % (part, i), key=b"k%d" % i,
-                                    partition=part))
+    with Producer(
+        {"metadata.broker.list": bootstrap, "producer.type": "sync", "request.required.acks": 1}
+    ) as p:
+        for part, n in per_partition.items():  # one record per batch: tansu's ListOffsets
+            for i in range(n):  # counts a batch as one offset
+                p.send(
+                    ProducerData(topic, b"value-%d-%d" % (part, i), key=b"k%d" % i, partition=part)
+                )
 
 
-def topic_with_data(admin: AdminClient, bootstrap: str, partitions: int = 2,
-                    per_partition: int = 10) -> str:
+def topic_with_data(
+    admin: AdminClient, bootstrap: str, partitions: int = 2, per_partition: int = 10
+) -> str:
     topic = name("adm")
     admin.create_topic(topic, partitions, 1)
     wait_topic(admin, topic, partitions)
@@ -103,8 +117,11 @@ def check_topic_lifecycle(admin: AdminClient, features: frozenset[str]) -> None:
 def check_validate_only(admin: AdminClient) -> None:
     topic = name("dry")
     assert admin.create_topics([NewTopic(topic, 2, 1)], validate_only=True)[0].name == topic
-    still(lambda: topic not in [t.name for t in admin.list_topics()], 0.5,
-          "validate_only creates no topic")
+    still(
+        lambda: topic not in [t.name for t in admin.list_topics()],
+        0.5,
+        "validate_only creates no topic",
+    )
 
 
 def check_topic_errors(admin: AdminClient, features: frozenset[str]) -> None:
@@ -133,8 +150,9 @@ def check_create_partitions(admin: AdminClient, features: frozenset[str]) -> Non
     admin.create_partitions({topic: 2}, validate_only=True)
     admin.create_partitions({topic: 3})
     wait_topic(admin, topic, 3)
-    with pytest.raises(InvalidPartitionsError,
-                       match="currently has 3 partition.s.; 2 would not be an increase"):
+    with pytest.raises(
+        InvalidPartitionsError, match="currently has 3 partition.s.; 2 would not be an increase"
+    ):
         admin.create_partitions({topic: 2})
     with pytest.raises(InvalidPartitionsError, match="already has 3 partition"):
         admin.create_partitions({topic: 3})
@@ -162,24 +180,30 @@ def check_configs(admin: AdminClient, features: frozenset[str]) -> None:
     entries = configs_when(admin, res, lambda e: "retention.ms" in e)
     assert entries["retention.ms"].value == "3600000"
     assert entries["retention.ms"].source == "DYNAMIC_TOPIC_CONFIG"
-    admin.incremental_alter_configs({res: [
-        AlterConfigOp("retention.ms", "7200000"),
-        AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.APPEND)]})
+    admin.incremental_alter_configs(
+        {
+            res: [
+                AlterConfigOp("retention.ms", "7200000"),
+                AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.APPEND),
+            ]
+        }
+    )
     entries = configs_when(admin, res, lambda e: e["retention.ms"].value == "7200000")
     assert entries["retention.ms"].value == "7200000"
     assert entries["cleanup.policy"].value == "delete,compact"
-    admin.incremental_alter_configs({res: [AlterConfigOp("retention.ms", None,
-                                                         AlterConfigOpType.DELETE)]})
-    entries = configs_when(admin, res,
-                           lambda e: e["retention.ms"].source != "DYNAMIC_TOPIC_CONFIG")
+    admin.incremental_alter_configs(
+        {res: [AlterConfigOp("retention.ms", None, AlterConfigOpType.DELETE)]}
+    )
+    entries = configs_when(admin, res, lambda e: e["retention.ms"].source != "DYNAMIC_TOPIC_CONFIG")
     assert entries["retention.ms"].source != "DYNAMIC_TOPIC_CONFIG"
     with pytest.raises(InvalidConfigurationError):
         admin.incremental_alter_configs({res: [AlterConfigOp("no.such.config", "1")]})
     with pytest.raises(InvalidConfigurationError):
         admin.incremental_alter_configs({res: [AlterConfigOp("retention.ms", "abc")]})
     with pytest.raises(InvalidConfigurationError):
-        admin.incremental_alter_configs({res: [AlterConfigOp("retention.ms", "1",
-                                                             AlterConfigOpType.APPEND)]})
+        admin.incremental_alter_configs(
+            {res: [AlterConfigOp("retention.ms", "1", AlterConfigOpType.APPEND)]}
+        )
     missing = ConfigResource(ConfigResourceType.TOPIC, name("missing"))
     with pytest.raises(UnknownTopicOrPartitionError):
         admin.describe_configs([missing])
@@ -189,23 +213,23 @@ def check_configs(admin: AdminClient, features: frozenset[str]) -> None:
         admin.alter_configs({res: {"retention.ms": "60000"}})
         entries = configs_when(admin, res, lambda e: e["retention.ms"].value == "60000")
         assert entries["retention.ms"].value == "60000"
-        assert entries["cleanup.policy"].value == "delete"     # replaced, not kept
-    broker = ConfigResource(ConfigResourceType.BROKER,
-                            str(admin.describe_cluster().brokers[0].node_id))
+        assert entries["cleanup.policy"].value == "delete"  # replaced, not kept
+    broker = ConfigResource(
+        ConfigResourceType.BROKER, str(admin.describe_cluster().brokers[0].node_id)
+    )
     names = {e.name for e in admin.describe_configs([broker])[broker]}
     assert "log.segment.bytes" in names or "num.partitions" in names
 
 
 # -- offsets, records, cluster ---------------------------------------------------------------
-def check_offsets_and_records(admin: AdminClient, bootstrap: str,
-                              features: frozenset[str]) -> None:
+def check_offsets_and_records(admin: AdminClient, bootstrap: str, features: frozenset[str]) -> None:
     topic = topic_with_data(admin, bootstrap, partitions=2, per_partition=10)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     ends = admin.list_offsets({tp0: OffsetSpec.LATEST, tp1: OffsetSpec.LATEST})
     assert ends[tp0].offset == 10 and ends[tp1].offset == 10
     assert admin.list_offsets({tp0: OffsetSpec.EARLIEST})[tp0].offset == 0
     future = int(time.time() * 1000) + 3_600_000
-    if "timestamp_lookup" in features:      # tansu answers 0
+    if "timestamp_lookup" in features:  # tansu answers 0
         assert admin.list_offsets({tp0: future})[tp0].offset == -1
     assert admin.list_offsets({tp0: 0})[tp0].offset == 0
     if "delete_records" not in features:
@@ -226,38 +250,44 @@ def check_describe_cluster(admin: AdminClient) -> None:
 
 
 # -- groups ----------------------------------------------------------------------------------
-def check_group_offsets_lag_reset(admin: AdminClient, bootstrap: str,
-                                  features: frozenset[str]) -> None:
+def check_group_offsets_lag_reset(
+    admin: AdminClient, bootstrap: str, features: frozenset[str]
+) -> None:
     topic = topic_with_data(admin, bootstrap, partitions=2, per_partition=10)
     group = name("grp")
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     admin.alter_consumer_group_offsets(group, {tp0: 3, tp1: 7})
-    assert {tp: o.offset for tp, o in admin.list_consumer_group_offsets(group).items()} == \
-        {tp0: 3, tp1: 7}
+    assert {tp: o.offset for tp, o in admin.list_consumer_group_offsets(group).items()} == {
+        tp0: 3,
+        tp1: 7,
+    }
     assert group in [g.group_id for g in admin.list_groups()]
     assert admin.describe_groups([group])[group].state == "Empty"
     lag = admin.consumer_group_lag(group)
-    assert [(p.partition, p.current_offset, p.log_end_offset, p.lag) for p in lag.partitions] \
-        == [(0, 3, 10, 7), (1, 7, 10, 3)]
+    assert [(p.partition, p.current_offset, p.log_end_offset, p.lag) for p in lag.partitions] == [
+        (0, 3, 10, 7),
+        (1, 7, 10, 3),
+    ]
     assert lag.total == 10 and lag.by_topic() == {topic: 10}
     plan = admin.reset_consumer_group_offsets(group, [topic], strategy="earliest")
     assert [(r.current_offset, r.new_offset) for r in plan] == [(3, 0), (7, 0)]
-    assert admin.list_consumer_group_offsets(group)[tp0].offset == 3      # dry run
+    assert admin.list_consumer_group_offsets(group)[tp0].offset == 3  # dry run
     admin.reset_consumer_group_offsets(group, [topic], strategy="shift", value=5, dry_run=False)
-    assert {tp: o.offset for tp, o in admin.list_consumer_group_offsets(group).items()} == \
-        {tp0: 8, tp1: 10}                                                 # clamped to the end
+    assert {tp: o.offset for tp, o in admin.list_consumer_group_offsets(group).items()} == {
+        tp0: 8,
+        tp1: 10,
+    }  # clamped to the end
     admin.reset_consumer_group_offsets(group, [tp0], strategy="offset", value=2, dry_run=False)
     assert admin.list_consumer_group_offsets(group)[tp0].offset == 2
     admin.reset_consumer_group_offsets(group, None, strategy="latest", dry_run=False)
     assert admin.consumer_group_lag(group).total == 0
-    admin.reset_consumer_group_offsets(group, None, strategy="timestamp", value=0,
-                                       dry_run=False)
+    admin.reset_consumer_group_offsets(group, None, strategy="timestamp", value=0, dry_run=False)
     assert admin.list_consumer_group_offsets(group)[tp1].offset == 0
     if "offset_delete" in features:
         admin.delete_consumer_group_offsets(group, [tp1])
         assert set(admin.list_consumer_group_offsets(group)) == {tp0}
     admin.delete_groups([group])
-    if "group_errors" in features:      # tansu answers 0 for an unknown group
+    if "group_errors" in features:  # tansu answers 0 for an unknown group
         with pytest.raises(GroupIdNotFoundError):
             admin.delete_groups([group])
         with pytest.raises(GroupIdNotFoundError):
@@ -268,9 +298,15 @@ def check_live_group(admin: AdminClient, bootstrap: str, features: frozenset[str
     """A group with a live member: described with its assignment, not deletable, not reset."""
     topic = topic_with_data(admin, bootstrap, partitions=2, per_partition=5)
     group = name("live")
-    conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": group,
-                            "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
-                            "auto.commit.enable": False})
+    conn = consumer.create(
+        {
+            "metadata.broker.list": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 200,
+            "auto.commit.enable": False,
+        }
+    )
     try:
         stream = conn.create_message_streams({topic: 1})[topic][0]
         seen = 0
@@ -286,12 +322,13 @@ def check_live_group(admin: AdminClient, bootstrap: str, features: frozenset[str
         assert described.state == "Stable" and len(described.members) == 1
         lag = admin.consumer_group_lag(group)
         assert [(p.current_offset, p.lag) for p in lag.partitions] == [(5, 0), (5, 0)]
-        if "group_assignments" in features:     # tansu describes members without them
-            assert set(described.members[0].assignment) == {TopicPartition(topic, 0),
-                                                            TopicPartition(topic, 1)}
-            assert all(p.consumer_id == described.members[0].member_id
-                       for p in lag.partitions)
-        if "group_assignments" in features:     # tansu deletes a live group
+        if "group_assignments" in features:  # tansu describes members without them
+            assert set(described.members[0].assignment) == {
+                TopicPartition(topic, 0),
+                TopicPartition(topic, 1),
+            }
+            assert all(p.consumer_id == described.members[0].member_id for p in lag.partitions)
+        if "group_assignments" in features:  # tansu deletes a live group
             with pytest.raises(NonEmptyGroupError):
                 admin.delete_groups([group])
         with pytest.raises(NonEmptyGroupError):

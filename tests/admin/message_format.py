@@ -1,6 +1,7 @@
 """A topic's ``message.format.version`` altered to one of Kafka's release names, against any
 broker that keeps old formats (the mini-broker; Kafka 3.x below IBP 3.0): accepted as Kafka 3.x
 accepts it, and later batches are written in the older format (issue 25)."""
+
 from __future__ import annotations
 
 import uuid
@@ -19,14 +20,26 @@ V1_NAMES = ("0.10.0.0", "0.10.0", "0.10.0-IV1")
 
 def stored_magics(bootstrap: str, topic: str) -> list[tuple[int, list[bytes]]]:
     """``(magic, values)`` of every stored batch of partition 0, as a Fetch v4 returns them."""
-    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-            "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+    }
     with Cluster(bootstrap) as cluster:
         leader = cluster.leader_for(topic, 0).node_id
         part = cluster.connection(leader).request(FETCH, body, 4).responses[0].partitions[0]
-    return [(b.magic, [bytes(r.value) for r in b.records])
-            for b in RecordsReader(bytes(part.records or b"")).batches()]
+    return [
+        (b.magic, [bytes(r.value) for r in b.records])
+        for b in RecordsReader(bytes(part.records or b"")).batches()
+    ]
 
 
 def alter_format(admin: AdminClient, topic: str, value: str, incremental: bool) -> None:
@@ -34,13 +47,13 @@ def alter_format(admin: AdminClient, topic: str, value: str, incremental: bool) 
     res = ConfigResource(Kind.TOPIC, topic)
     if incremental:
         admin.incremental_alter_configs(
-            {res: [AlterConfigOp("message.format.version", value, AlterConfigOpType.SET)]})
+            {res: [AlterConfigOp("message.format.version", value, AlterConfigOpType.SET)]}
+        )
     else:
         admin.alter_configs({res: {"message.format.version": value}})
 
 
-def check_format_switch(admin: AdminClient, bootstrap: str, value: str,
-                        incremental: bool) -> int:
+def check_format_switch(admin: AdminClient, bootstrap: str, value: str, incremental: bool) -> int:
     """v2 before the change, v1 for every batch written once it applies; returns how many
     batches were written before it did (1: at once, as on the mini-broker; Kafka 3.x applies a
     topic config change asynchronously, through ZooKeeper)."""
@@ -60,6 +73,7 @@ def check_format_switch(admin: AdminClient, bootstrap: str, value: str,
             sent.append(b"after-%d" % len(sent))
             p.send(ProducerData(topic, sent[-1], partition=0))
             return stored_magics(bootstrap, topic)[-1][0] == 1
+
         wait_until(written_as_v1, 30, "a batch written in message format v1")
     batches = stored_magics(bootstrap, topic)
     assert batches[0] == (2, [b"before"])

@@ -1,4 +1,5 @@
 """AdminClient.create_acls / describe_acls / delete_acls against a mini-broker enforcing ACLs."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,8 +28,12 @@ USERS = {"admin": "admin-pw", "alice": "alice-pw"}
 
 
 def _keys(user):
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-            "sasl.username": user, "sasl.password": USERS[user]}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
 
 
 def _admin(broker, user):
@@ -38,22 +43,28 @@ def _admin(broker, user):
 
 @pytest.fixture
 def broker(tmp_path):
-    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "authorizer.class.name": "kclient",
-              "super.users": "User:admin"}
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "authorizer.class.name": "kclient",
+        "super.users": "User:admin",
+    }
     with MiniBroker(log_dir=tmp_path / "b", config=config, sasl_users=USERS) as b:
         b.create_topic("events")
         yield b
 
 
-def _write(topic, principal="User:alice", permission=AclPermissionType.ALLOW,
-           pattern=PatternType.LITERAL):
-    return AclBinding(ResourceType.TOPIC, topic, pattern, principal, "*", AclOperation.WRITE,
-                      permission)
+def _write(
+    topic, principal="User:alice", permission=AclPermissionType.ALLOW, pattern=PatternType.LITERAL
+):
+    return AclBinding(
+        ResourceType.TOPIC, topic, pattern, principal, "*", AclOperation.WRITE, permission
+    )
 
 
 def _produce(broker, user):
-    with Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 1,
-                   **_keys(user)}) as p:
+    with Producer(
+        {"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 1, **_keys(user)}
+    ) as p:
         p.send(ProducerData("events", b"x"))
 
 
@@ -61,7 +72,9 @@ def test_create_describe_delete(broker):
     with _admin(broker, "admin") as admin:
         admin.create_acls([_write("events"), _write("ev", pattern=PatternType.PREFIXED)])
         assert set(admin.describe_acls()) == {
-            _write("events"), _write("ev", pattern=PatternType.PREFIXED)}
+            _write("events"),
+            _write("ev", pattern=PatternType.PREFIXED),
+        }
         only_prefixed = AclBindingFilter(pattern_type=PatternType.PREFIXED)
         assert admin.describe_acls(only_prefixed) == [_write("ev", pattern=PatternType.PREFIXED)]
         _produce(broker, "alice")

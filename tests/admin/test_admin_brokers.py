@@ -1,5 +1,6 @@
 """AdminClient against the mini-broker (one broker and a three-broker MiniCluster) and tansu:
 every operation and its error paths (tests/admin/contract.py)."""
+
 from __future__ import annotations
 
 import pytest

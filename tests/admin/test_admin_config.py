@@ -1,4 +1,5 @@
 """Issue 24, row 6: AdminClient takes the config forms every kclient client takes."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,12 @@ from kclient import AdminClient, InvalidConfigError
 
 
 def test_admin_client_takes_a_dict_keywords_or_a_bootstrap_string(mini_broker):
-    forms = [lambda: AdminClient({"bootstrap.servers": mini_broker.bootstrap}),
-             lambda: AdminClient(bootstrap_servers=mini_broker.bootstrap),
-             lambda: AdminClient({"metadata.broker.list": mini_broker.bootstrap},
-                                 client_id="ops"),
-             lambda: AdminClient(mini_broker.bootstrap)]
+    forms = [
+        lambda: AdminClient({"bootstrap.servers": mini_broker.bootstrap}),
+        lambda: AdminClient(bootstrap_servers=mini_broker.bootstrap),
+        lambda: AdminClient({"metadata.broker.list": mini_broker.bootstrap}, client_id="ops"),
+        lambda: AdminClient(mini_broker.bootstrap),
+    ]
     for i, make in enumerate(forms):
         with make() as admin:
             admin.create_topic(f"t{i}", num_partitions=1)

@@ -1,5 +1,6 @@
 """AIOConsumer against the mini-broker: async for, getmany/getone, group membership with two
 members splitting partitions, commit then resume, seek, pause, config errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,9 @@ from kclient.errors import IllegalStateError, InvalidConfigError
 from kclient.structs import TopicPartition as TP
 
 
-async def produce(bootstrap: str, topic: str, n: int, partitions: int, prefix: str = "m",
-                  start: int = 0) -> None:
+async def produce(
+    bootstrap: str, topic: str, n: int, partitions: int, prefix: str = "m", start: int = 0
+) -> None:
     async with AIOProducer(bootstrap_servers=bootstrap) as p:
         for i in range(start, start + n):
             await p.enqueue(topic, f"{prefix}{i}".encode(), partition=i % partitions)
@@ -25,9 +27,14 @@ def test_async_for_getmany_getone(mini_broker):
 
     async def main() -> None:
         await produce(bs, "r1", 300, 3)
-        async with AIOConsumer("r1", bootstrap_servers=bs, group_id="g-r1",
-                               auto_offset_reset="earliest", value_deserializer=bytes.decode,
-                               enable_auto_commit=False) as c:
+        async with AIOConsumer(
+            "r1",
+            bootstrap_servers=bs,
+            group_id="g-r1",
+            auto_offset_reset="earliest",
+            value_deserializer=bytes.decode,
+            enable_auto_commit=False,
+        ) as c:
             seen = []
             async for rec in c:
                 seen.append(rec)
@@ -42,7 +49,7 @@ def test_async_for_getmany_getone(mini_broker):
                     rest += recs
             every = seen + [one] + rest
             assert sorted(r.value for r in every) == sorted(f"m{i}" for i in range(300))
-            for p in range(3):       # in order within a partition, dense offsets
+            for p in range(3):  # in order within a partition, dense offsets
                 offs = [r.offset for r in every if r.partition == p]
                 assert offs == list(range(100))
             assert await c.position(TP("r1", 0)) == 100
@@ -58,8 +65,13 @@ def test_two_members_split_partitions_then_one_takes_all(mini_broker):
 
     async def main() -> None:
         await produce(bs, "r2", 400, 4)
-        conf = dict(bootstrap_servers=bs, group_id="g-r2", auto_offset_reset="earliest",
-                    heartbeat_interval_ms=100, session_timeout_ms=6000)
+        conf = dict(
+            bootstrap_servers=bs,
+            group_id="g-r2",
+            auto_offset_reset="earliest",
+            heartbeat_interval_ms=100,
+            session_timeout_ms=6000,
+        )
         a, b = AIOConsumer("r2", **conf), AIOConsumer("r2", **conf)
         got: dict[str, list] = {"a": [], "b": []}
 
@@ -72,8 +84,11 @@ def test_two_members_split_partitions_then_one_takes_all(mini_broker):
         tasks = [asyncio.create_task(run("a", a, stop)), asyncio.create_task(run("b", b, stop))]
         for _ in range(100):
             await asyncio.sleep(0.1)
-            if len(a.assignment()) == 2 and len(b.assignment()) == 2 and \
-                    len(got["a"]) + len(got["b"]) >= 400:
+            if (
+                len(a.assignment()) == 2
+                and len(b.assignment()) == 2
+                and len(got["a"]) + len(got["b"]) >= 400
+            ):
                 break
         stop.set()
         await asyncio.gather(*tasks)
@@ -97,7 +112,7 @@ def test_two_members_split_partitions_then_one_takes_all(mini_broker):
             mine = {TP(r.topic, r.partition) for r in got[name]}
             assert mine <= c.assignment()
         await a.commit()
-        await b.close()                  # b leaves: a gets every partition
+        await b.close()  # b leaves: a gets every partition
         await produce(bs, "r2", 40, 4, start=400)
         more: list = []
         for _ in range(100):
@@ -118,8 +133,12 @@ def test_commit_then_new_consumer_resumes(mini_broker):
 
     async def main() -> None:
         await produce(bs, "r3", 100, 2)
-        conf = dict(bootstrap_servers=bs, group_id="g-r3", auto_offset_reset="earliest",
-                    enable_auto_commit=False)
+        conf = dict(
+            bootstrap_servers=bs,
+            group_id="g-r3",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         async with AIOConsumer("r3", **conf) as c:
             n = 0
             async for _ in c:
@@ -138,7 +157,7 @@ def test_commit_then_new_consumer_resumes(mini_broker):
             assert sum(positions.values()) == 60
             for tp, pos in positions.items():
                 offs = [r.offset for r in rest if r.partition == tp.partition]
-                assert offs == list(range(pos, 50))        # from the committed offset on
+                assert offs == list(range(pos, 50))  # from the committed offset on
             assert len(rest) == 40
 
     asyncio.run(main())
@@ -152,7 +171,7 @@ def test_assign_seek_pause(mini_broker):
         await produce(bs, "r4", 100, 2)
         async with AIOConsumer(bootstrap_servers=bs, auto_offset_reset="latest") as c:
             c.assign([TP("r4", 0), TP("r4", 1)])
-            assert await c.position(TP("r4", 0)) == 50      # latest
+            assert await c.position(TP("r4", 0)) == 50  # latest
             c.seek(TP("r4", 0), 45)
             c.pause(TP("r4", 1))
             await c.seek_to_beginning(TP("r4", 1))
@@ -162,7 +181,7 @@ def test_assign_seek_pause(mini_broker):
             c.resume(TP("r4", 1))
             r = await c.getone()
             assert (r.partition, r.offset) == (1, 0)
-            c.seek(TP("r4", 1), 49)      # drops what was buffered past it
+            c.seek(TP("r4", 1), 49)  # drops what was buffered past it
             r = await c.getone(TP("r4", 1))
             assert (r.partition, r.offset, r.value) == (1, 49, b"m99")
             await c.seek_to_end()
@@ -179,8 +198,11 @@ def test_consumer_config_errors():
     with pytest.raises(InvalidConfigError, match="auto.offset.reset"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="oldest")
     with pytest.raises(InvalidConfigError, match="cooperative-sticky"):
-        AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g",
-                    partition_assignment_strategy="cooperative-stiky")
+        AIOConsumer(
+            bootstrap_servers="127.0.0.1:1",
+            group_id="g",
+            partition_assignment_strategy="cooperative-stiky",
+        )
     with pytest.raises(InvalidConfigError, match="zookeeper.connect"):
         AIOConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", zookeeper_connect="zk:2181")
     with pytest.raises(InvalidConfigError, match="session.timeout"):
@@ -196,17 +218,22 @@ def test_keys_headers_and_decoders(mini_broker):
             await p.send("r5", b"plain-1")
             await p.send("r5", b"plain-2")
             await p.send("r5", b"with", key=b"k", headers=[("h", b"x"), ("n", None)])
-        async with AIOConsumer(bootstrap_servers=bs, auto_offset_reset="earliest",
-                               key_deserializer=bytes.decode,
-                               value_deserializer=lambda b: b.upper()) as c:
+        async with AIOConsumer(
+            bootstrap_servers=bs,
+            auto_offset_reset="earliest",
+            key_deserializer=bytes.decode,
+            value_deserializer=lambda b: b.upper(),
+        ) as c:
             c.assign([TP("r5", 0)])
             recs = []
             while len(recs) < 3:
                 for got in (await c.getmany(timeout_ms=2000)).values():
                     recs += got
             assert [(r.key, r.value, r.headers) for r in recs] == [
-                (None, b"PLAIN-1", ()), (None, b"PLAIN-2", ()),
-                ("k", b"WITH", [("h", b"x"), ("n", None)])]     # () when none, as aiokafka's
+                (None, b"PLAIN-1", ()),
+                (None, b"PLAIN-2", ()),
+                ("k", b"WITH", [("h", b"x"), ("n", None)]),
+            ]  # () when none, as aiokafka's
 
     asyncio.run(main())
 
@@ -230,8 +257,12 @@ def test_rebalance_listener_order_plain_and_async(mini_broker):
             events.append((self.name, "assigned", sorted(tp.partition for tp in tps)))
 
     async def main() -> None:
-        conf = dict(bootstrap_servers=bs, group_id="g-r6", heartbeat_interval_ms=100,
-                    session_timeout_ms=6000)
+        conf = dict(
+            bootstrap_servers=bs,
+            group_id="g-r6",
+            heartbeat_interval_ms=100,
+            session_timeout_ms=6000,
+        )
         a, b = AIOConsumer(**conf), AIOConsumer(**conf)
         a.subscribe(["r6"], listener=Listener("a"))
         await a.getmany(timeout_ms=200)

@@ -6,6 +6,7 @@ above the core count) the OS may deschedule the process mid-callback.  Each call
 time is therefore measured too and must stay under the threshold always; the wall-clock
 warnings are asserted absent whenever the machine was not overloaded during the run.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,13 +45,15 @@ def test_no_slow_callbacks_in_debug_mode(caplog, monkeypatch):
         assert loop.get_debug()
         loop.slow_callback_duration = THRESHOLD
         async with AIOProducer(bootstrap_servers=bs, linger_ms=1) as p:
-            for start in range(0, N // 2, 1000):     # enqueue 1000, then await them
-                futs = [await p.enqueue("dbg", b"v%05d" % i + b"." * 90)
-                        for i in range(start, start + 1000)]
+            for start in range(0, N // 2, 1000):  # enqueue 1000, then await them
+                futs = [
+                    await p.enqueue("dbg", b"v%05d" % i + b"." * 90)
+                    for i in range(start, start + 1000)
+                ]
                 for f in futs:
                     assert (await f).offset >= 0
 
-            async def worker(w: int) -> None:        # awaiting send() one by one
+            async def worker(w: int) -> None:  # awaiting send() one by one
                 for i in range(w, N // 2, 10):
                     md = await p.send("dbg", b"w%05d" % i + b"." * 90, key=b"k%d" % (i % 7))
                     assert md.offset >= 0
@@ -58,8 +61,9 @@ def test_no_slow_callbacks_in_debug_mode(caplog, monkeypatch):
             await asyncio.gather(*(worker(w) for w in range(10)))
             await p.flush()
         got = 0
-        async with AIOConsumer("dbg", bootstrap_servers=bs, group_id="g-dbg",
-                               auto_offset_reset="earliest") as c:
+        async with AIOConsumer(
+            "dbg", bootstrap_servers=bs, group_id="g-dbg", auto_offset_reset="earliest"
+        ) as c:
             async for _ in c:
                 got += 1
                 if got == N // 2:
@@ -70,8 +74,9 @@ def test_no_slow_callbacks_in_debug_mode(caplog, monkeypatch):
             await c.commit()
         return got
 
-    with MiniBrokerProcess({"num.partitions": "3",
-                            "group.initial.rebalance.delay.ms": "0"}) as broker:
+    with MiniBrokerProcess(
+        {"num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
+    ) as broker:
         # the test session's own heap (pytest, earlier tests) would make each full garbage
         # collection inside the run take tens of ms: keep it out of the collector's way
         gc.collect()
@@ -83,9 +88,14 @@ def test_no_slow_callbacks_in_debug_mode(caplog, monkeypatch):
         load = os.getloadavg()[0]
         overloaded = load > (os.cpu_count() or 1)
     assert not cpu_slow, cpu_slow[:5]
-    slow = [r.getMessage()[:300] for r in caplog.records
-            if r.name == "asyncio" and "took" in r.getMessage()]
-    print(f"slow callbacks by wall clock: {len(slow)} (load average {load:.2f}); "
-          f"by CPU time: {len(cpu_slow)}")
+    slow = [
+        r.getMessage()[:300]
+        for r in caplog.records
+        if r.name == "asyncio" and "took" in r.getMessage()
+    ]
+    print(
+        f"slow callbacks by wall clock: {len(slow)} (load average {load:.2f}); "
+        f"by CPU time: {len(cpu_slow)}"
+    )
     if not overloaded:
         assert not slow, slow[:5]

@@ -2,6 +2,7 @@
 its deadline with a kclient error, and cancelling a call stuck on the broker, then closing the
 client, leaves no task pending (issue 25; the threaded clients: tests/test_hostile_broker.py).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,9 +31,14 @@ def _no_task_left(current: asyncio.Task | None) -> None:
 
 
 def _producer(proxy) -> AIOProducer:
-    return AIOProducer(bootstrap_servers=proxy.bootstrap, request_timeout_ms=TIMEOUT_MS,
-                       message_send_max_retries=1, retry_backoff_ms=50,
-                       delivery_timeout_ms=DELIVERY_MS, linger_ms=0)
+    return AIOProducer(
+        bootstrap_servers=proxy.bootstrap,
+        request_timeout_ms=TIMEOUT_MS,
+        message_send_max_retries=1,
+        retry_backoff_ms=50,
+        delivery_timeout_ms=DELIVERY_MS,
+        linger_ms=0,
+    )
 
 
 @pytest.mark.parametrize("mode", BAD)
@@ -61,13 +67,13 @@ def test_aio_producer_send_ends_within_its_deadline(hostile, mode):  # noqa: F81
 @pytest.mark.parametrize("mode", ["trickle", "long", "silent"])
 def test_aio_producer_cancelled_send_leaves_nothing_pending(hostile, mode):  # noqa: F811
     async def main() -> float:
-        p = AIOProducer(bootstrap_servers=hostile.bootstrap, request_timeout_ms=30_000,
-                        linger_ms=0)
+        p = AIOProducer(bootstrap_servers=hostile.bootstrap, request_timeout_ms=30_000, linger_ms=0)
         await p.start()
         hostile.arm(mode, {PRODUCE.key})
         send = asyncio.create_task(p.send("t", b"stuck"))
-        await async_wait_until(lambda: hostile.mangled >= 1 or send.done(),
-                               what="the Produce answer held back")
+        await async_wait_until(
+            lambda: hostile.mangled >= 1 or send.done(), what="the Produce answer held back"
+        )
         assert not send.done()
         send.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -80,14 +86,15 @@ def test_aio_producer_cancelled_send_leaves_nothing_pending(hostile, mode):  # n
         return took
 
     took = asyncio.run(main())
-    assert took < 0.5 + LOAD_SLACK, took      # close(timeout=0.5), not the 30 s request timeout
+    assert took < 0.5 + LOAD_SLACK, took  # close(timeout=0.5), not the 30 s request timeout
 
 
 @pytest.mark.parametrize("mode", BAD)
 def test_aio_cluster_metadata_ends_within_its_deadline(hostile, mode):  # noqa: F811
     async def main() -> tuple[BaseException, float]:
-        cluster = AIOCluster([hostile.bootstrap],
-                             ConnectionSettings().replace(request_timeout_ms=TIMEOUT_MS))
+        cluster = AIOCluster(
+            [hostile.bootstrap], ConnectionSettings().replace(request_timeout_ms=TIMEOUT_MS)
+        )
         hostile.arm(mode, {METADATA.key})
         try:
             start = time.monotonic()
@@ -106,9 +113,13 @@ def test_aio_cluster_metadata_ends_within_its_deadline(hostile, mode):  # noqa: 
 
 
 def _consumer(proxy) -> AIOConsumer:
-    return AIOConsumer(bootstrap_servers=proxy.bootstrap, socket_timeout_ms=TIMEOUT_MS,
-                       fetch_wait_max_ms=100, retry_backoff_ms=50,
-                       auto_offset_reset="earliest")
+    return AIOConsumer(
+        bootstrap_servers=proxy.bootstrap,
+        socket_timeout_ms=TIMEOUT_MS,
+        fetch_wait_max_ms=100,
+        retry_backoff_ms=50,
+        auto_offset_reset="earliest",
+    )
 
 
 async def _read_the_first_twenty(c: AIOConsumer) -> None:
@@ -129,6 +140,7 @@ async def _read_the_first_twenty(c: AIOConsumer) -> None:
 def test_aio_consumer_getmany_ends_within_its_timeout(hostile, mode):  # noqa: F811
     """Every Fetch answer bad and five more records waiting: getmany returns within its
     timeout, delivering nothing bogus; close ends within its bound."""
+
     async def main() -> tuple[float, float, list]:
         c = _consumer(hostile)
         c.assign([TopicPartition("t", 0)])
@@ -146,7 +158,7 @@ def test_aio_consumer_getmany_ends_within_its_timeout(hostile, mode):  # noqa: F
                 for records in (await c.getmany(timeout_ms=1000)).values():
                     delivered += records
             except KafkaError:
-                pass                            # a kclient error is a fine ending too
+                pass  # a kclient error is a fine ending too
             took = time.monotonic() - start
         finally:
             start = time.monotonic()
@@ -185,10 +197,11 @@ def test_aio_consumer_cancelled_getone_leaves_nothing_pending(hostile, mode):  #
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("mode", ["garbage", "silent"])   # broken, none
+@pytest.mark.parametrize("mode", ["garbage", "silent"])  # broken, none
 def test_aio_consumer_recovers_once_the_broker_behaves(hostile, mode):  # noqa: F811
     """A Fetch answer mangled (or never sent) costs at most a request timeout: the records
     produced after the broker behaves again are delivered."""
+
     async def main() -> list[bytes]:
         c = _consumer(hostile)
         c.assign([TopicPartition("t", 0)])

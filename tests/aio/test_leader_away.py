@@ -2,6 +2,7 @@
 the chaos harness): a batch for a partition without a leader failed with a plain, not
 retriable, KafkaError("no leader known ...") on its first try, while the threaded producer
 retried it (LeaderNotAvailableError) until delivery.timeout.ms."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,14 +20,20 @@ def test_send_waits_for_a_leader_being_restarted(tmp_path):
         home = cluster.broker(cluster.leaders("t")[0]).bootstrap
 
         async def main() -> int:
-            async with AIOProducer(bootstrap_servers=home, retry_backoff_ms=50,
-                                   message_send_max_retries=1_000_000,
-                                   delivery_timeout_ms=60_000, linger_ms=0) as p:
+            async with AIOProducer(
+                bootstrap_servers=home,
+                retry_backoff_ms=50,
+                message_send_max_retries=1_000_000,
+                delivery_timeout_ms=60_000,
+                linger_ms=0,
+            ) as p:
                 await p.send("t", b"before", partition=1)
                 cluster.stop_broker(away)
                 pending = asyncio.ensure_future(p.send("t", b"while away", partition=1))
-                await async_wait_until(lambda: p.metrics()["retries"] >= 3 or pending.done(),
-                                       what="the batch retried while the leader is away")
+                await async_wait_until(
+                    lambda: p.metrics()["retries"] >= 3 or pending.done(),
+                    what="the batch retried while the leader is away",
+                )
                 assert not pending.done(), pending
                 cluster.start_broker(away)
                 return (await asyncio.wait_for(pending, 30)).offset

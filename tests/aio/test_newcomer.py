@@ -1,5 +1,6 @@
 """Issue 24, asyncio rows: AIOConsumer takes the partition forms kclient.Consumer takes;
 AIOProducer the headers, timestamp and on_delivery of Producer.produce; failures are logged."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,8 +22,12 @@ def test_aio_partition_arguments_take_tuples_and_lists(mini_broker):
         async with AIOProducer(bootstrap_servers=bs) as p:
             for i in range(4):
                 await p.send("kp", b"v%d" % i, partition=i % 2)
-        async with AIOConsumer(bootstrap_servers=bs, group_id="ga", auto_offset_reset="earliest",
-                               enable_auto_commit=False) as c:
+        async with AIOConsumer(
+            bootstrap_servers=bs,
+            group_id="ga",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        ) as c:
             c.assign([("kp", 0), TP("kp", 1)])
             c.pause([TP("kp", 0), ("kp", 1)])
             assert await c.getmany(timeout=0.3) == {}
@@ -43,6 +48,7 @@ def test_aio_partition_arguments_take_tuples_and_lists(mini_broker):
             assert await c.position(("kp", 1)) == 2
             with pytest.raises(TypeError, match="getmany"):
                 await c.getmany(timeout=1.0, timeout_ms=5)
+
     asyncio.run(main())
 
 
@@ -55,8 +61,13 @@ def test_aio_send_takes_produce_arguments(mini_broker):
 
     async def main() -> None:
         async with AIOProducer(bootstrap_servers=bs) as p:
-            md = await p.send("h", b"v", headers={"a": "é", "b": b"x"}, timestamp=1234,
-                              on_delivery=lambda err, md: seen.append((err, md.offset)))
+            md = await p.send(
+                "h",
+                b"v",
+                headers={"a": "é", "b": b"x"},
+                timestamp=1234,
+                on_delivery=lambda err, md: seen.append((err, md.offset)),
+            )
             fut = await p.enqueue("h", b"w", timestamp_ms=99, callback=lambda e, m: seen.append(m))
             await p.flush()
             assert md.offset == 0 and (await fut).offset == 1
@@ -68,6 +79,7 @@ def test_aio_send_takes_produce_arguments(mini_broker):
             recs = got[TP("h", 0)]
             assert [list(r.headers) for r in recs][0] == [("a", "é".encode()), ("b", b"x")]
             assert [r.timestamp for r in recs] == [1234, 99]
+
     asyncio.run(main())
     assert seen[0] == (None, 0) and seen[1].offset == 1
 
@@ -80,18 +92,22 @@ def test_aio_failed_delivery_raises_and_logs_a_warning(mini_broker, caplog):
 
     async def main() -> None:
         async with AIOProducer(bootstrap_servers=bs, retries=0) as p:
-            fut = await p.enqueue("f", b"v", partition=0,
-                                  on_delivery=lambda err, md: errors.append(err))
+            fut = await p.enqueue(
+                "f", b"v", partition=0, on_delivery=lambda err, md: errors.append(err)
+            )
             await fut
             mini_broker.delete_topic("f")
             fut = await p.enqueue("f", b"v", partition=0)
             with pytest.raises(UnknownTopicOrPartitionError):
                 await asyncio.wait_for(fut, 30)
+
     with caplog.at_level(logging.WARNING, logger="kclient.aio"):
         asyncio.run(main())
     assert errors == [None]
-    assert any(r.levelno == logging.WARNING and "failed to deliver 1 message(s) to f/0"
-               in r.getMessage() for r in caplog.records)
+    assert any(
+        r.levelno == logging.WARNING and "failed to deliver 1 message(s) to f/0" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_a_number_where_partitions_go_names_the_timeout_keywords(mini_broker):
@@ -100,6 +116,7 @@ def test_a_number_where_partitions_go_names_the_timeout_keywords(mini_broker):
             c.assign(("x", 0))
             with pytest.raises(TypeError, match=r"timeout=1\.0 \(seconds\) or timeout_ms=1000"):
                 await c.getmany(1.0)
+
     mini_broker.create_topic("x", partitions=1)
     asyncio.run(main())
 
@@ -110,15 +127,18 @@ def test_record_headers_without_any_are_the_documented_empty_shapes(mini_broker)
     import pathlib
 
     from kclient import Consumer
+
     mini_broker.create_topic("nh", partitions=1)
 
     async def main() -> tuple:
         async with AIOProducer(bootstrap_servers=mini_broker.bootstrap) as p:
             await p.send("nh", b"v")
-        async with AIOConsumer(bootstrap_servers=mini_broker.bootstrap,
-                               auto_offset_reset="earliest") as c:
+        async with AIOConsumer(
+            bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest"
+        ) as c:
             c.assign(("nh", 0))
             return (await c.getmany(timeout=5.0))[TP("nh", 0)][0].headers
+
     aio_headers = asyncio.run(main())
     with Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign(("nh", 0))

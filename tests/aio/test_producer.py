@@ -1,4 +1,5 @@
 """AIOProducer against the mini-broker: offsets, batching, per-message errors, config errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,9 +45,20 @@ def test_keys_partition_as_the_sync_producer_and_headers_timestamps_arrive(mini_
 
     async def main() -> list[RecordMetadata]:
         async with AIOProducer(bootstrap_servers=mini_broker.bootstrap) as p:
-            return list(await asyncio.gather(*(
-                p.send("a2", b"v" + k, key=k, timestamp_ms=1_700_000_000_000,
-                       headers=[("h", b"x")]) for k in keys)))
+            return list(
+                await asyncio.gather(
+                    *(
+                        p.send(
+                            "a2",
+                            b"v" + k,
+                            key=k,
+                            timestamp_ms=1_700_000_000_000,
+                            headers=[("h", b"x")],
+                        )
+                        for k in keys
+                    )
+                )
+            )
 
     mds = asyncio.run(main())
     part = DefaultPartitioner()
@@ -58,15 +70,21 @@ def test_keys_partition_as_the_sync_producer_and_headers_timestamps_arrive(mini_
 
 def test_batch_limits_count_and_bytes(mini_broker):
     """batch.num.messages and batch.size (bytes) both cut batches."""
+
     async def main() -> tuple[int, int]:
-        async with AIOProducer(bootstrap_servers=mini_broker.bootstrap, linger_ms=1000,
-                               batch_num_messages=10, batch_size=100000) as p:
+        async with AIOProducer(
+            bootstrap_servers=mini_broker.bootstrap,
+            linger_ms=1000,
+            batch_num_messages=10,
+            batch_size=100000,
+        ) as p:
             for _ in range(25):
                 await p.enqueue("a3", b"x")
             by_count = p.metrics()["queued_batches"]
             await p.flush()
-        async with AIOProducer(bootstrap_servers=mini_broker.bootstrap, linger_ms=1000,
-                               batch_size=1000) as p:
+        async with AIOProducer(
+            bootstrap_servers=mini_broker.bootstrap, linger_ms=1000, batch_size=1000
+        ) as p:
             for _ in range(10):
                 await p.enqueue("a3", b"y" * 300, partition=0)
             by_bytes = p.metrics()["queued_batches"]
@@ -74,15 +92,16 @@ def test_batch_limits_count_and_bytes(mini_broker):
         return by_count, by_bytes
 
     mini_broker.create_topic("a3", partitions=1)
-    assert asyncio.run(main()) == (3, 4)   # 10+10+5 messages; 3 per 1000 bytes
+    assert asyncio.run(main()) == (3, 4)  # 10+10+5 messages; 3 per 1000 bytes
 
 
 def test_failures_are_per_message(mini_broker):
     mini_broker.create_topic("a4", partitions=2)
 
     async def main() -> None:
-        async with AIOProducer(bootstrap_servers=mini_broker.bootstrap,
-                               message_max_bytes=2000) as p:
+        async with AIOProducer(
+            bootstrap_servers=mini_broker.bootstrap, message_max_bytes=2000
+        ) as p:
             ok1 = await p.enqueue("a4", b"before")
             with pytest.raises(UnknownTopicOrPartitionError, match="partitions 0..1, not 7"):
                 await p.send("a4", b"nowhere", partition=7)
@@ -117,8 +136,9 @@ def test_config_errors_name_the_key():
     with pytest.raises(InvalidConfigError, match="linger"):
         AIOProducer(bootstrap_servers="127.0.0.1:1", lingerms=5)
     with pytest.raises(InvalidConfigError, match="enable.idempotence"):
-        AIOProducer(bootstrap_servers="127.0.0.1:1", enable_idempotence=True,
-                    acks=1)          # idempotence needs acks=all, as the threaded producer
+        AIOProducer(
+            bootstrap_servers="127.0.0.1:1", enable_idempotence=True, acks=1
+        )  # idempotence needs acks=all, as the threaded producer
     with pytest.raises(InvalidConfigError, match="batch.size"):
         AIOProducer(bootstrap_servers="127.0.0.1:1", batch_size=-1)
     with pytest.raises(InvalidConfigError, match="metadata.broker.list"):
@@ -129,8 +149,9 @@ def test_send_after_close_and_callable_serializer(mini_broker):
     mini_broker.create_topic("a6", partitions=1)
 
     async def main() -> None:
-        p = AIOProducer(bootstrap_servers=mini_broker.bootstrap,
-                        value_serializer=lambda v: str(v).encode())
+        p = AIOProducer(
+            bootstrap_servers=mini_broker.bootstrap, value_serializer=lambda v: str(v).encode()
+        )
         md = await p.send("a6", 42)
         assert md.offset == 0
         await p.close()
@@ -147,14 +168,20 @@ def test_close_with_the_broker_gone_fails_what_is_left(mini_broker):
     mini_broker.create_topic("a7", partitions=1)
 
     async def main() -> None:
-        p = AIOProducer(bootstrap_servers=mini_broker.bootstrap, retries=1000,
-                        retry_backoff_ms=50, request_timeout_ms=1000)
+        p = AIOProducer(
+            bootstrap_servers=mini_broker.bootstrap,
+            retries=1000,
+            retry_backoff_ms=50,
+            request_timeout_ms=1000,
+        )
         assert (await p.send("a7", b"first")).offset == 0
         mini_broker.stop()
         futs = [await p.enqueue("a7", b"m%d" % i) for i in range(50)]
-        await async_wait_until(lambda: any(b["errors"] or b["disconnects"] for b in
-                                           p.metrics()["brokers"].values()), 20,
-                               "the sender failing against the stopped broker")
+        await async_wait_until(
+            lambda: any(b["errors"] or b["disconnects"] for b in p.metrics()["brokers"].values()),
+            20,
+            "the sender failing against the stopped broker",
+        )
         await asyncio.wait_for(p.close(timeout=0.5), 10)
         assert all(f.done() for f in futs)
         assert all(f.exception() is not None for f in futs)
@@ -178,7 +205,7 @@ def test_metrics_count_the_traffic(mini_broker):
 
     m = asyncio.run(main())
     assert m["pending_messages"] == 0 and m["queued_batches"] == 0
-    assert m["totals"]["requests"] >= 3          # metadata, ApiVersions, Produce
+    assert m["totals"]["requests"] >= 3  # metadata, ApiVersions, Produce
     assert m["totals"]["errors"] == 0
     assert sum(b["requests_by_api"].get("Produce", 0) for b in m["brokers"].values()) >= 1
     assert all(b["rtt_ms"]["samples"] > 0 for b in m["brokers"].values())

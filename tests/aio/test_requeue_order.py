@@ -2,6 +2,7 @@
 after a KIP-360 epoch bump cleared their sequence stamps, batches retried together were put
 back at the front of the queue one by one, so they went out, were stamped and were written in
 reverse order (an idempotent AIOProducer's records of a partition out of order in the log)."""
+
 from __future__ import annotations
 
 from kclient.aio.accumulator import Accumulator
@@ -12,7 +13,7 @@ def _sent(acc: Accumulator, now: float) -> list:
     made = []
     for i in range(3):
         b = acc.batch_for("t", 0, 10, now + i)[0]
-        b.values.extend([b"m%d" % i] * 100)     # full: batch_for opens another
+        b.values.extend([b"m%d" % i] * 100)  # full: batch_for opens another
         made.append(b)
     out, _ = acc.ready(now + 10, all_=True)
     assert out == made
@@ -22,9 +23,9 @@ def _sent(acc: Accumulator, now: float) -> list:
 def test_batches_retried_together_keep_their_order_without_stamps():
     acc = Accumulator(100, 1 << 20, 0.0, 60.0)
     a, b, c = _sent(acc, 0.0)
-    fresh = acc.batch_for("t", 0, 10, 20.0)[0]          # made after, never sent
+    fresh = acc.batch_for("t", 0, 10, 20.0)[0]  # made after, never sent
     for batch in (a, b, c):
-        batch.base_sequence = -1                        # stamps cleared by an epoch bump
+        batch.base_sequence = -1  # stamps cleared by an epoch bump
         acc.requeue(batch)
     assert list(acc.queues[("t", 0)]) == [a, b, c, fresh]
 

@@ -2,6 +2,7 @@
 integration/test_aio_kafka.py): commit visible and abort invisible to read_committed readers,
 the state machine's refusals, a zombie fenced by a newer instance, offsets sent in a
 transaction committed only with it, close aborting an open transaction."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +17,15 @@ from kclient.structs import TopicPartition
 
 
 def _producer(broker, tid: str, **extra) -> AIOProducer:
-    return AIOProducer({"metadata.broker.list": broker.bootstrap, "transactional.id": tid,
-                        "request.required.acks": -1, "queue.buffering.max.ms": 1, **extra})
+    return AIOProducer(
+        {
+            "metadata.broker.list": broker.bootstrap,
+            "transactional.id": tid,
+            "request.required.acks": -1,
+            "queue.buffering.max.ms": 1,
+            **extra,
+        }
+    )
 
 
 def _read(broker, topic: str, isolation: str, partition: int = 0) -> list[bytes]:
@@ -40,18 +48,21 @@ def test_commit_visible_abort_invisible(mini_broker):
             await p.init_transactions()
             for tag, commit in (("c1", True), ("ab", False), ("c2", True)):
                 await p.begin_transaction()
-                futs = [await p.enqueue(topic, f"{tag}-{i}".encode(), partition=0)
-                        for i in range(4)]
+                futs = [
+                    await p.enqueue(topic, f"{tag}-{i}".encode(), partition=0) for i in range(4)
+                ]
                 await p.commit_transaction() if commit else await p.abort_transaction()
                 assert all(f.done() and not f.exception() for f in futs)
             return p.producer_id_and_epoch, p.transaction_version
+
     (pid, epoch), version = asyncio.run(main())
     assert pid >= 0 and epoch >= 0
-    assert version == 2         # the mini-broker finalizes transaction.version 2 (KIP-890)
+    assert version == 2  # the mini-broker finalizes transaction.version 2 (KIP-890)
     want = [f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(4)]
     assert _read(mini_broker, topic, "read_committed") == want
     assert sorted(_read(mini_broker, topic, "read_uncommitted")) == sorted(
-        want + [f"ab-{i}".encode() for i in range(4)])
+        want + [f"ab-{i}".encode() for i in range(4)]
+    )
 
 
 def test_state_machine_refusals(mini_broker):
@@ -67,12 +78,13 @@ def test_state_machine_refusals(mini_broker):
             await p.begin_transaction()
             with pytest.raises(IllegalStateError):
                 await p.begin_transaction()
-            await p.abort_transaction()          # nothing sent: no EndTxn, back to READY
+            await p.abort_transaction()  # nothing sent: no EndTxn, back to READY
             await p.begin_transaction()
             await p.commit_transaction()
         async with AIOProducer(bootstrap_servers=mini_broker.bootstrap) as plain:
             with pytest.raises(IllegalStateError, match="transactional.id"):
                 await plain.init_transactions()
+
     asyncio.run(main())
 
 
@@ -86,7 +98,7 @@ def test_zombie_fenced(mini_broker):
         await zombie.begin_transaction()
         await zombie.send(topic, b"zombie", partition=0)
         async with _producer(mini_broker, tid) as fresh:
-            await fresh.init_transactions()       # fences the zombie, aborts its transaction
+            await fresh.init_transactions()  # fences the zombie, aborts its transaction
             with pytest.raises(ProducerFencedError):
                 await zombie.commit_transaction()
             with pytest.raises(ProducerFencedError):
@@ -95,6 +107,7 @@ def test_zombie_fenced(mini_broker):
             await fresh.send(topic, b"fresh", partition=0)
             await fresh.commit_transaction()
         await zombie.close()
+
     asyncio.run(main())
     assert _read(mini_broker, topic, "read_committed") == [b"fresh"]
 
@@ -118,6 +131,7 @@ def test_zombie_send_is_fenced_by_the_broker(mini_broker):
             await zombie.commit_transaction()
         await zombie.close()
         return info.value
+
     err = asyncio.run(main())
     assert "fenced" in str(err).lower() or "epoch" in str(err).lower(), err
     assert _read(mini_broker, topic, "read_committed") == []
@@ -135,6 +149,7 @@ def test_send_offsets_to_transaction_count_only_on_commit(mini_broker, commit):
             await p.send(topic, b"out", partition=0)
             await p.send_offsets_to_transaction({TopicPartition(topic, 0): 42}, group)
             await p.commit_transaction() if commit else await p.abort_transaction()
+
     asyncio.run(main())
     c = Consumer(bootstrap_servers=mini_broker.bootstrap, group_id=group)
     try:
@@ -154,6 +169,7 @@ def test_close_aborts_an_open_transaction(mini_broker):
         for i in range(3):
             await p.send(topic, b"v%d" % i, partition=0)
         await p.close()
+
     asyncio.run(main())
     assert _read(mini_broker, topic, "read_committed") == []
     assert len(_read(mini_broker, topic, "read_uncommitted")) == 3

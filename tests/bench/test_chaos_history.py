@@ -1,5 +1,6 @@
 """The chaos harness's history check (kclient.bench.chaos_history): each broken promise is
 found, and a history that keeps them all passes."""
+
 from __future__ import annotations
 
 from kclient.bench.chaos_history import History, decode, encode, failures
@@ -27,8 +28,12 @@ def test_a_history_that_keeps_every_promise_passes():
     verdict = h.check(log)
     assert failures(verdict) == []
     assert verdict["promised"] == 6 and verdict["committed"] == 2 and verdict["aborted"] == 2
-    assert verdict["groups"]["g"] == {"delivered": 6, "missing": 0, "missing_first": [],
-                                      "redelivered": 0}
+    assert verdict["groups"]["g"] == {
+        "delivered": 6,
+        "missing": 0,
+        "missing_first": [],
+        "redelivered": 0,
+    }
 
 
 def test_values_round_trip():
@@ -70,7 +75,7 @@ def test_an_aborted_record_seen_is_reported_in_the_log_and_by_consumers():
     h2.deliver("c0", "g", 1, 1, 3, encode("p-txn", 3))
     verdict = h2.check(log2)
     assert verdict["aborted_visible"] == [("p-txn", 3)]
-    assert verdict["phantoms"]                      # and the log has nothing at that offset
+    assert verdict["phantoms"]  # and the log has nothing at that offset
 
 
 def test_in_doubt_transactions_promise_nothing_either_way():
@@ -90,11 +95,10 @@ def test_a_producers_records_out_of_order_in_a_partition():
 
 def test_a_consumer_going_back_within_one_assignment_breaks_order():
     h, log = _good()
-    h.deliver("c0", "g", 1, 0, 0, encode("p-idem", 0))      # again, same assignment
-    assert h.check(log)["delivery_order"] == [
-        "c0 partition 0: offset 0 after 2 (assignment 1)"]
+    h.deliver("c0", "g", 1, 0, 0, encode("p-idem", 0))  # again, same assignment
+    assert h.check(log)["delivery_order"] == ["c0 partition 0: offset 0 after 2 (assignment 1)"]
     h2, log2 = _good()
-    h2.deliver("c0", "g", 2, 0, 0, encode("p-idem", 0))     # after a rebalance: redelivery
+    h2.deliver("c0", "g", 2, 0, 0, encode("p-idem", 0))  # after a rebalance: redelivery
     verdict = h2.check(log2)
     assert verdict["delivery_order"] == [] and verdict["groups"]["g"]["redelivered"] == 1
 
@@ -103,7 +107,8 @@ def test_a_delivery_of_another_record_than_the_log_holds_is_a_phantom():
     h, log = _good()
     h.deliver("c1", "g2", 1, 0, 0, encode("p-idem", 2))
     assert h.check(log)["phantoms"] == [
-        "c1 partition 0 offset 0: ('p-idem', 2), the log has ('p-idem', 0)"]
+        "c1 partition 0 offset 0: ('p-idem', 2), the log has ('p-idem', 0)"
+    ]
 
 
 def test_a_group_that_never_got_a_committed_record_misses_it():

@@ -1,5 +1,6 @@
 """``kclient bench ... --json PATH`` results and ``kclient bench charts``: a real (tiny) run on
 the mini-broker is written, read back and drawn; the committed charts are small and current."""
+
 import json
 import struct
 import subprocess
@@ -25,10 +26,28 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 def test_stream_bench_writes_results_that_chart(tmp_path):
     out = tmp_path / "stream.json"
-    subprocess.run([sys.executable, "-m", "kclient.cli", "bench", "stream", "--messages",
-                    "2000", "--partitions", "1", "--repeat", "1", "--clients",
-                    "kclient,confluent", "--json", str(out)], check=True, timeout=240,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kclient.cli",
+            "bench",
+            "stream",
+            "--messages",
+            "2000",
+            "--partitions",
+            "1",
+            "--repeat",
+            "1",
+            "--clients",
+            "kclient,confluent",
+            "--json",
+            str(out),
+        ],
+        check=True,
+        timeout=240,
+        capture_output=True,
+    )
     doc = read_results(out)
     assert doc["benchmark"] == "stream" and doc["kclient"] == "kclient"
     assert doc["command"].startswith("kclient bench stream --messages 2000")
@@ -40,8 +59,12 @@ def test_stream_bench_writes_results_that_chart(tmp_path):
 
 
 def test_one_png_per_broker_and_a_ratio_for_each_peer(tmp_path):
-    rows = [row(b, c, client, rate) for b in ("mini", "tansu") for c in ("100 B", "10 KB")
-            for client, rate in (("kclient", 300.0), ("kclient-list", 400.0), ("peer", 100.0))]
+    rows = [
+        row(b, c, client, rate)
+        for b in ("mini", "tansu")
+        for c in ("100 B", "10 KB")
+        for client, rate in (("kclient", 300.0), ("kclient-list", 400.0), ("peer", 100.0))
+    ]
     path = write_results(tmp_path / "p.json", "producer", "kclient", rows, ["--x"])
     assert json.loads(path.read_text())["command"] == "kclient bench producer --x"
     pngs = render_all([path], tmp_path)

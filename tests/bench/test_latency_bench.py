@@ -1,5 +1,6 @@
 """`kclient bench latency` end to end with a tiny count: both clients, both measures, on the
 mini-broker; every message timed, p50 <= p99, and the report's ratios against confluent-kafka."""
+
 from __future__ import annotations
 
 from kclient.bench.latency import main, percentile
@@ -10,8 +11,11 @@ need_module("confluent_kafka")
 
 def test_percentile_is_the_nearest_rank():
     values = [float(v) for v in range(1, 101)]
-    assert (percentile(values, 50), percentile(values, 99), percentile([7.0], 99)) == \
-        (50.0, 99.0, 7.0)
+    assert (percentile(values, 50), percentile(values, 99), percentile([7.0], 99)) == (
+        50.0,
+        99.0,
+        7.0,
+    )
 
 
 def test_bench_latency_tiny(capsys):
@@ -19,8 +23,11 @@ def test_bench_latency_tiny(capsys):
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split() for line in lines[1:5]]
     assert [(r[0], " ".join(r[1:-6]), r[-6]) for r in rows] == [
-        ("mini", "sync send", "kclient"), ("mini", "sync send", "confluent"),
-        ("mini", "end-to-end", "kclient"), ("mini", "end-to-end", "confluent")]
+        ("mini", "sync send", "kclient"),
+        ("mini", "sync send", "confluent"),
+        ("mini", "end-to-end", "kclient"),
+        ("mini", "end-to-end", "confluent"),
+    ]
     for r in rows:
         p50, p99 = float(r[-5]), float(r[-4])
         assert 0 < p50 <= p99, r

@@ -4,6 +4,7 @@ Each builder starts from a valid batch, changes it, and seals it again (CRC-32C 
 only a check deeper than the header and CRC can tell it is wrong. Shared by the mini-broker's
 produce-validation tests and the differential test against real Kafka.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,23 +17,28 @@ from kclient.protocol.records.v2_build import PREFIX, TAIL
 
 __all__ = ["valid", "sealed", "BAD_BATCHES"]
 
-_LENGTH = struct.Struct(">i")           # batchLength at byte 8
-_LAST_DELTA = struct.Struct(">i")       # lastOffsetDelta at byte 23
-_COUNT = struct.Struct(">i")            # recordsCount at byte 57
-_ATTRS = struct.Struct(">h")            # attributes at byte 21
+_LENGTH = struct.Struct(">i")  # batchLength at byte 8
+_LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta at byte 23
+_COUNT = struct.Struct(">i")  # recordsCount at byte 57
+_ATTRS = struct.Struct(">h")  # attributes at byte 21
 T0 = 1_700_000_000_000
 
 
 def valid(n: int = 3, codec: int = 0) -> bytearray:
     """A valid batch of ``n`` keyed records."""
-    return bytearray(build_batch([b"value-%d" % i for i in range(n)],
-                                 [b"key-%d" % i for i in range(n)],
-                                 [T0 + i for i in range(n)], codec=codec))
+    return bytearray(
+        build_batch(
+            [b"value-%d" % i for i in range(n)],
+            [b"key-%d" % i for i in range(n)],
+            [T0 + i for i in range(n)],
+            codec=codec,
+        )
+    )
 
 
 def sealed(buf: bytearray) -> bytes:
     """``buf`` with batchLength left as set and the CRC recomputed over attributes..end."""
-    crc = crc32c(bytes(buf[PREFIX.size:]))
+    crc = crc32c(bytes(buf[PREFIX.size :]))
     struct.pack_into(">I", buf, 17, crc)
     return bytes(buf)
 
@@ -56,7 +62,7 @@ def garbage_payload(codec: int) -> bytes:
     """A compressed batch (``codec`` 1-4) whose records section is random bytes."""
     buf = valid(codec=codec)
     body = os.urandom(64)
-    out = bytearray(buf[:PREFIX.size + TAIL.size]) + body
+    out = bytearray(buf[: PREFIX.size + TAIL.size]) + body
     _LENGTH.pack_into(out, 8, len(out) - 12)
     return sealed(out)
 
@@ -91,8 +97,7 @@ def control_batch() -> bytes:
 
 def offset_deltas_out_of_order() -> bytes:
     """Three records whose offset deltas are 0, 2, 1."""
-    return build_batch([b"a", b"b", b"c"], [b"k0", b"k1", b"k2"], [T0] * 3,
-                       offset_deltas=[0, 2, 1])
+    return build_batch([b"a", b"b", b"c"], [b"k0", b"k1", b"k2"], [T0] * 3, offset_deltas=[0, 2, 1])
 
 
 def trailing_garbage_in_records() -> bytes:

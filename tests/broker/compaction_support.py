@@ -1,5 +1,6 @@
 """Helpers of the compaction process tests: a restartable broker process, a keyed workload with
 tombstones, the cleaner checkpoint, and reading a partition from the start with two clients."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ confluent_admin = need_module("confluent_kafka.admin")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "compacted"
-TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "16384", "segment.ms": "300",
-                "delete.retention.ms": "1000", "min.cleanable.dirty.ratio": "0.01"}
+TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "16384",
+    "segment.ms": "300",
+    "delete.retention.ms": "1000",
+    "min.cleanable.dirty.ratio": "0.01",
+}
 
 
 class BrokerProcess:
@@ -34,15 +40,31 @@ class BrokerProcess:
 
     def start(self, env: dict | None = None, extra: dict | None = None) -> BrokerProcess:
         """Start with the broker's config plus ``extra``, and ``env`` (default: its own)."""
-        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.log_dir),
-                "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--log-dir",
+            str(self.log_dir),
+            "--port",
+            str(self.port),
+        ]
         for key, value in {**self.config, **(extra or {})}.items():
             argv += ["--config", f"{key}={value}"]
-        environ = {**os.environ, **(self.env if env is None else env),
-                   "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        environ = {
+            **os.environ,
+            **(self.env if env is None else env),
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        }
         with open(self.out, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=environ,
-                                         cwd=ROOT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=environ,
+                cwd=ROOT,
+                start_new_session=True,
+            )
         wait_for_port(self.port, timeout=30, proc=self.proc)
         return self
 
@@ -68,8 +90,13 @@ class BrokerProcess:
 
 def create_topic(bootstrap: str, config: dict[str, str] | None = None) -> None:
     admin = confluent_admin.AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([confluent_admin.NewTopic(
-        TOPIC, 1, 1, config=dict(TOPIC_CONFIG if config is None else config))])
+    futures = admin.create_topics(
+        [
+            confluent_admin.NewTopic(
+                TOPIC, 1, 1, config=dict(TOPIC_CONFIG if config is None else config)
+            )
+        ]
+    )
     futures[TOPIC].result(15)
 
 
@@ -89,15 +116,23 @@ def workload(n: int = 10_000, keys: int = 100, seed: int = 7) -> list[tuple]:
 
 def produce(bootstrap: str, records: list[tuple], codec: str = "lz4") -> list[tuple]:
     """Produce in order (acks=all, small batches); (offset, key, value) of each, acknowledged."""
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-        "batch.num.messages": 50, "enable.idempotence": False, "max.in.flight": 1,
-        "compression.type": codec})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "linger.ms": 5,
+            "batch.num.messages": 50,
+            "enable.idempotence": False,
+            "max.in.flight": 1,
+            "compression.type": codec,
+        }
+    )
     acked: list[tuple] = []
 
     def report(err, msg):
         assert err is None, err
         acked.append((msg.offset(), msg.key(), msg.value()))
+
     for key, value in records:
         while True:
             try:
@@ -144,8 +179,10 @@ def wait_cleaned(broker: BrokerProcess, timeout: float = 60) -> int:
         if checkpoint(broker.log_dir) >= active > 0 and not leftovers(broker.partition_dir):
             return active
         time.sleep(0.1)
-    raise AssertionError(f"no cleaning up to {active_base(broker.partition_dir)} "
-                         f"(checkpoint {checkpoint(broker.log_dir)})")
+    raise AssertionError(
+        f"no cleaning up to {active_base(broker.partition_dir)} "
+        f"(checkpoint {checkpoint(broker.log_dir)})"
+    )
 
 
 def leftovers(partition_dir: Path) -> list[str]:
@@ -158,13 +195,19 @@ def read_simple(bootstrap: str) -> list[tuple]:
         return [(m.offset, m.key, m.value) for m in consumer.iter_messages(TOPIC, 0, 0)]
 
 
-def read_confluent(bootstrap: str, topic: str = TOPIC, group: str = "compaction-check"
-                   ) -> tuple[list[tuple], int, int]:
+def read_confluent(
+    bootstrap: str, topic: str = TOPIC, group: str = "compaction-check"
+) -> tuple[list[tuple], int, int]:
     """confluent-kafka's (offset, key, value) of partition 0 from offset 0 to the end, and
     its low / high watermarks."""
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group,
-        "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
     got, deadline = [], time.monotonic() + 60
     while time.monotonic() < deadline:

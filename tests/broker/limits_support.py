@@ -1,5 +1,6 @@
 """A mini-broker in a child process, for tests that measure what it spends (RSS, descriptors,
 log lines) or starve it of descriptors, and raw-socket helpers to talk to it."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,15 @@ class BrokerChild:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> BrokerChild:
-        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.log_dir),
-                "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--log-dir",
+            str(self.log_dir),
+            "--port",
+            str(self.port),
+        ]
         for key, value in self.config.items():
             argv += ["--config", f"{key}={value}"]
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -42,9 +50,17 @@ class BrokerChild:
         def limit() -> None:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         with open(self.out, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                         cwd=ROOT, start_new_session=True, preexec_fn=limit)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+                start_new_session=True,
+                preexec_fn=limit,
+            )
         wait_for_port(self.port, timeout=timeout, proc=self.proc)
         return self
 
@@ -127,7 +143,7 @@ def push(socks: list[socket.socket], nbytes: int, deadline: float) -> int:
         progress = False
         for s in list(left):
             try:
-                n = s.send(chunk[:min(len(chunk), left[s])])
+                n = s.send(chunk[: min(len(chunk), left[s])])
             except (BlockingIOError, InterruptedError):
                 continue
             sent += n

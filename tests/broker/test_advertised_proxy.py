@@ -6,6 +6,7 @@ only the first proxy.  Metadata and FindCoordinator must name the proxies, and t
 flow through them: a client that took a broker's own port after bootstrap would leave the
 proxies with the bootstrap requests alone.
 """
+
 from __future__ import annotations
 
 import socket
@@ -23,7 +24,7 @@ from tests.needs import need_module
 confluent_kafka = need_module("confluent_kafka")
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-N, SIZE = 100, 2000     # 200 kB each way: far beyond what bootstrap metadata needs
+N, SIZE = 100, 2000  # 200 kB each way: far beyond what bootstrap metadata needs
 
 
 class ForwardingProxy:
@@ -33,8 +34,8 @@ class ForwardingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.target: tuple[str, int] | None = None
-        self.upstream_bytes = 0       # client -> broker
-        self.downstream_bytes = 0     # broker -> client
+        self.upstream_bytes = 0  # client -> broker
+        self.downstream_bytes = 0  # broker -> client
         self.connections = 0
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
@@ -52,8 +53,7 @@ class ForwardingProxy:
                 self.connections += 1
                 self._sockets += [client, upstream]
             threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False),
-                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
 
     def _pipe(self, src: socket.socket, dst: socket.socket, up: bool) -> None:
         try:
@@ -84,13 +84,22 @@ def proxied(tmp_path):
     """Two brokers sharing one cluster view, each advertising its own proxy's port."""
     proxies = [ForwardingProxy(), ForwardingProxy()]
     view = ClusterView()
-    brokers = [MiniBroker(log_dir=tmp_path / f"b{i}", broker_id=i, cluster=view, config={
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxies[i].port}",
-        "group.initial.rebalance.delay.ms": "0"}) for i in range(2)]
+    brokers = [
+        MiniBroker(
+            log_dir=tmp_path / f"b{i}",
+            broker_id=i,
+            cluster=view,
+            config={
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxies[i].port}",
+                "group.initial.rebalance.delay.ms": "0",
+            },
+        )
+        for i in range(2)
+    ]
     for proxy, broker in zip(proxies, brokers):
         broker.start()
         proxy.target = ("127.0.0.1", broker.port)
-    brokers[0].create_topic("proxied", partitions=2)     # one partition led by each broker
+    brokers[0].create_topic("proxied", partitions=2)  # one partition led by each broker
     yield proxies, brokers
     for broker in brokers:
         broker.close()
@@ -112,16 +121,18 @@ def test_confluent_kafka_only_through_the_proxies(proxied):
     proxies, brokers = proxied
     bootstrap = f"127.0.0.1:{proxies[0].port}"
     metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
-    assert {(b.id, b.port) for b in metadata.brokers.values()} == \
-        {(i, p.port) for i, p in enumerate(proxies)}
+    assert {(b.id, b.port) for b in metadata.brokers.values()} == {
+        (i, p.port) for i, p in enumerate(proxies)
+    }
     values = _values("rdk")
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i, value in enumerate(values):
         producer.produce("proxied", value, partition=i % 2)
     assert producer.flush(30) == 0
-    consumer_ = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "px",
-                                          "auto.offset.reset": "earliest"})
-    consumer_.subscribe(["proxied"])       # FindCoordinator must name a proxy too
+    consumer_ = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "px", "auto.offset.reset": "earliest"}
+    )
+    consumer_.subscribe(["proxied"])  # FindCoordinator must name a proxy too
     got: list[bytes] = []
     deadline = time.monotonic() + 60
     try:
@@ -142,11 +153,18 @@ def test_kclient_only_through_the_proxies(proxied):
     bootstrap = f"127.0.0.1:{proxies[0].port}"
     values = _values("kc")
     with Producer({"metadata.broker.list": bootstrap, "request.required.acks": 1}) as producer:
-        producer.send([ProducerData("proxied", v, key=str(i).encode())
-                       for i, v in enumerate(values)])
-    conn = consumer.create({"metadata.broker.list": bootstrap, "group.id": "px-kc",
-                            "consumer.timeout.ms": 500, "auto.offset.reset": "smallest",
-                            "session.timeout.ms": 6000})
+        producer.send(
+            [ProducerData("proxied", v, key=str(i).encode()) for i, v in enumerate(values)]
+        )
+    conn = consumer.create(
+        {
+            "metadata.broker.list": bootstrap,
+            "group.id": "px-kc",
+            "consumer.timeout.ms": 500,
+            "auto.offset.reset": "smallest",
+            "session.timeout.ms": 6000,
+        }
+    )
     got: list[bytes] = []
     try:
         stream = conn.create_message_streams({"proxied": 1})["proxied"][0]

@@ -1,4 +1,5 @@
 """The authorizer's decisions (Kafka's ACL semantics) and its durable ACL store."""
+
 from __future__ import annotations
 
 import pytest
@@ -46,12 +47,21 @@ def test_allow_grants_only_its_principal_operation_and_resource(store):
     assert not auth.authorize(ALICE, "10.0.0.1", Op.WRITE, R.GROUP, "orders")
 
 
-@pytest.mark.parametrize("granted,asked,expected", [
-    (Op.READ, Op.DESCRIBE, True), (Op.WRITE, Op.DESCRIBE, True), (Op.DELETE, Op.DESCRIBE, True),
-    (Op.ALTER, Op.DESCRIBE, True), (Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS, True),
-    (Op.ALTER_CONFIGS, Op.DESCRIBE, False), (Op.DESCRIBE, Op.READ, False), (Op.ALL, Op.CREATE, True),
-    (Op.ALL, Op.ALTER_CONFIGS, True), (Op.CREATE, Op.DESCRIBE, False),
-])
+@pytest.mark.parametrize(
+    "granted,asked,expected",
+    [
+        (Op.READ, Op.DESCRIBE, True),
+        (Op.WRITE, Op.DESCRIBE, True),
+        (Op.DELETE, Op.DESCRIBE, True),
+        (Op.ALTER, Op.DESCRIBE, True),
+        (Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS, True),
+        (Op.ALTER_CONFIGS, Op.DESCRIBE, False),
+        (Op.DESCRIBE, Op.READ, False),
+        (Op.ALL, Op.CREATE, True),
+        (Op.ALL, Op.ALTER_CONFIGS, True),
+        (Op.CREATE, Op.DESCRIBE, False),
+    ],
+)
 def test_implied_operations_as_kafka(store, granted, asked, expected):
     # Read/Write/Delete/Alter imply Describe; AlterConfigs implies DescribeConfigs; ALL all
     store.add([acl("t", granted)])
@@ -59,18 +69,27 @@ def test_implied_operations_as_kafka(store, granted, asked, expected):
 
 
 def test_deny_wins_and_a_denied_read_still_describes(store):
-    store.add([acl("t", Op.ALL), acl("t", Op.WRITE, DENY),
-               acl("*", Op.READ, DENY, principal="User:*", host="10.9.9.9")])
+    store.add(
+        [
+            acl("t", Op.ALL),
+            acl("t", Op.WRITE, DENY),
+            acl("*", Op.READ, DENY, principal="User:*", host="10.9.9.9"),
+        ]
+    )
     auth = Authorizer(store)
     assert not auth.authorize(ALICE, "h", Op.WRITE, R.TOPIC, "t")
     assert auth.authorize(ALICE, "h", Op.READ, R.TOPIC, "t")
-    assert not auth.authorize(ALICE, "10.9.9.9", Op.READ, R.TOPIC, "t")    # host-scoped deny
-    assert auth.authorize(ALICE, "10.9.9.9", Op.DESCRIBE, R.TOPIC, "t")   # deny is not implied
+    assert not auth.authorize(ALICE, "10.9.9.9", Op.READ, R.TOPIC, "t")  # host-scoped deny
+    assert auth.authorize(ALICE, "10.9.9.9", Op.DESCRIBE, R.TOPIC, "t")  # deny is not implied
 
 
 def test_prefixed_and_wildcard_patterns(store):
-    store.add([acl("sales-", Op.READ, pattern=P.PREFIXED),
-               acl("*", Op.DESCRIBE, principal="User:*", rtype=R.GROUP)])
+    store.add(
+        [
+            acl("sales-", Op.READ, pattern=P.PREFIXED),
+            acl("*", Op.DESCRIBE, principal="User:*", rtype=R.GROUP),
+        ]
+    )
     auth = Authorizer(store)
     assert auth.authorize(ALICE, "h", Op.READ, R.TOPIC, "sales-eu")
     assert not auth.authorize(ALICE, "h", Op.READ, R.TOPIC, "sale")
@@ -85,8 +104,8 @@ def test_super_users_and_allow_everyone_if_no_acl_found(store):
     auth = authorizer_from_config(config, store)
     assert auth.authorize("User:admin", "h", Op.DELETE, R.TOPIC, "guarded")
     assert auth.authorize("User:CN=ops", "h", Op.ALTER, R.CLUSTER, "kafka-cluster")
-    assert auth.authorize(BOB, "h", Op.WRITE, R.TOPIC, "open")         # no ACL: everyone
-    assert not auth.authorize(BOB, "h", Op.READ, R.TOPIC, "guarded")   # an ACL exists
+    assert auth.authorize(BOB, "h", Op.WRITE, R.TOPIC, "open")  # no ACL: everyone
+    assert not auth.authorize(BOB, "h", Op.READ, R.TOPIC, "guarded")  # an ACL exists
     assert not Authorizer(store).authorize(BOB, "h", Op.WRITE, R.TOPIC, "open")  # default false
 
 
@@ -119,8 +138,11 @@ def test_acls_survive_a_restart_and_deletions_too(tmp_path):
 
 
 def test_filters_as_kafkas_acl_binding_filter(store):
-    lit, pre, star = acl("sales-eu", Op.READ), acl("sales-", Op.READ, pattern=P.PREFIXED), \
-        acl("*", Op.READ, principal=BOB)
+    lit, pre, star = (
+        acl("sales-eu", Op.READ),
+        acl("sales-", Op.READ, pattern=P.PREFIXED),
+        acl("*", Op.READ, principal=BOB),
+    )
     store.add([lit, pre, star])
     find = store.find
     assert set(find(AclBindingFilter(name="sales-eu", pattern_type=P.MATCH))) == {lit, pre, star}
@@ -141,7 +163,8 @@ def test_invalid_bindings_are_named():
 def test_authorizer_class_names():
     assert not authorizer_enabled({"authorizer.class.name": ""})
     assert authorizer_enabled(
-        {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+        {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    )
     assert authorizer_enabled({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
     with pytest.raises(ValueError, match="not supported"):
         authorizer_enabled({"authorizer.class.name": "com.example.Custom"})

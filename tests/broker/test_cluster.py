@@ -1,4 +1,5 @@
 """MiniCluster: leadership spread over three brokers, a shared cluster view, leader moves."""
+
 import time
 
 from kclient.broker import MiniCluster
@@ -10,15 +11,33 @@ confluent_kafka = need_module("confluent_kafka")
 
 
 def _produce(client, topic, partition, values):
-    body = {"acks": 1, "timeout_ms": 5000, "topic_data": [{"name": topic, "partition_data": [
-        {"index": partition, "records": build_batch(values)}]}]}
+    body = {
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": partition, "records": build_batch(values)}],
+            }
+        ],
+    }
     return client.request(PRODUCE, 3, body).responses[0].partition_responses[0]
 
 
 def _fetch_values(client, topic, partition, offset=0):
-    body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
-            "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 20}
+                ],
+            }
+        ],
+    }
     part = client.request(FETCH, 4, body).responses[0].partitions[0]
     return part.error_code, [r.value for r in RecordsReader(bytes(part.records or b""))]
 
@@ -29,8 +48,7 @@ def _leaders(client, topic):
 
 
 def test_leadership_is_spread_and_every_broker_describes_the_cluster(mini_cluster, raw_client):
-    assert mini_cluster.create_topic("spread", partitions=6) == \
-        {0: 0, 1: 1, 2: 2, 3: 0, 4: 1, 5: 2}
+    assert mini_cluster.create_topic("spread", partitions=6) == {0: 0, 1: 1, 2: 2, 3: 0, 4: 1, 5: 2}
     ports = [b.port for b in mini_cluster.brokers]
     assert mini_cluster.bootstrap == ",".join(f"127.0.0.1:{p}" for p in ports)
     for broker in mini_cluster.brokers:
@@ -38,8 +56,9 @@ def test_leadership_is_spread_and_every_broker_describes_the_cluster(mini_cluste
         assert [(b.node_id, b.port) for b in meta.brokers] == list(enumerate(ports))
         assert meta.controller_id == 0
         (topic,) = [t for t in meta.topics if t.name == "spread"]
-        assert [(p.partition_index, p.leader_id) for p in topic.partitions] == \
-            [(i, i % 3) for i in range(6)]
+        assert [(p.partition_index, p.leader_id) for p in topic.partitions] == [
+            (i, i % 3) for i in range(6)
+        ]
     for i, broker in enumerate(mini_cluster.brokers):
         assert sorted(broker.log_manager.topics()["spread"]) == [i, i + 3]
 
@@ -58,21 +77,30 @@ def test_only_the_leader_serves_a_partition(mini_cluster, raw_client):
 
 def test_confluent_kafka_across_three_brokers(mini_cluster):
     mini_cluster.create_topic("across", partitions=6)
-    producer = confluent_kafka.Producer({"bootstrap.servers": mini_cluster.bootstrap,
-                                         "linger.ms": 5, "compression.codec": "lz4"})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": mini_cluster.bootstrap, "linger.ms": 5, "compression.codec": "lz4"}
+    )
     reports = []
     for i in range(600):
-        producer.produce("across", value=b"v%d" % i, key=b"k%d" % i,
-                         callback=lambda err, msg: reports.append((err, msg.partition())))
+        producer.produce(
+            "across",
+            value=b"v%d" % i,
+            key=b"k%d" % i,
+            callback=lambda err, msg: reports.append((err, msg.partition())),
+        )
     assert producer.flush(30) == 0
     assert all(err is None for err, _ in reports)
     assert {p for _, p in reports} == set(range(6))
     for broker in mini_cluster.brokers:
         for p in broker.log_manager.topics()["across"]:
             assert broker.log_manager.get_log("across", p).log_end_offset > 0
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": mini_cluster.bootstrap,
-                                         "group.id": "across-group",
-                                         "auto.offset.reset": "earliest"})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": mini_cluster.bootstrap,
+            "group.id": "across-group",
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe(["across"])
     got, deadline = set(), time.monotonic() + 40
     while len(got) < 600 and time.monotonic() < deadline:
@@ -87,7 +115,9 @@ def test_confluent_kafka_across_three_brokers(mini_cluster):
 def test_groups_are_spread_over_coordinators(mini_cluster):
     coordinators = {mini_cluster.broker(0).coordinator_for(f"group-{i}")[0] for i in range(30)}
     assert coordinators == {0, 1, 2}
-    assert mini_cluster.broker(2).coordinator_for("x") == mini_cluster.broker(0).coordinator_for("x")
+    assert mini_cluster.broker(2).coordinator_for("x") == mini_cluster.broker(0).coordinator_for(
+        "x"
+    )
 
 
 def test_stopped_broker_partitions_are_unavailable_until_it_returns(mini_cluster, raw_client):
@@ -102,8 +132,10 @@ def test_stopped_broker_partitions_are_unavailable_until_it_returns(mini_cluster
     assert _produce(c0, "bounce", 0, [b"still"]).error_code == 0
     mini_cluster.start_broker(1)
     assert _leaders(c0, "bounce")[1] == (1, 0)
-    assert _fetch_values(raw_client(mini_cluster.broker(1).bootstrap), "bounce", 1) == \
-        (0, [b"kept"])
+    assert _fetch_values(raw_client(mini_cluster.broker(1).bootstrap), "bounce", 1) == (
+        0,
+        [b"kept"],
+    )
 
 
 def test_move_leader_of_a_stopped_broker(mini_cluster, raw_client):

@@ -3,6 +3,7 @@ segments; after cleaning, kclient's SimpleConsumer and confluent-kafka read exac
 value of every live key, at its original offset.  A kill -9 at several moments of a cleaning
 (files written, swap committed, old segments deleted, in the middle of a throttled rewrite)
 loses nothing, and the restarted broker completes or discards the interrupted swap."""
+
 from __future__ import annotations
 
 import random
@@ -25,7 +26,7 @@ from .compaction_support import (
 )
 
 BROKER_CONFIG = {"log.cleaner.backoff.ms": "100"}
-UNTHROTTLED = "1.7976931348623157E308"          # Kafka's default: Double.MAX_VALUE
+UNTHROTTLED = "1.7976931348623157E308"  # Kafka's default: Double.MAX_VALUE
 
 
 def _expected(written: list[tuple]) -> list[tuple]:
@@ -40,7 +41,7 @@ def _settle(broker: BrokerProcess, written: list[tuple], rounds: int = 6) -> lis
         wait_cleaned(broker)
         if read_simple(broker.bootstrap) == _expected(written):
             return written
-        time.sleep(1.1)                       # past delete.retention.ms and segment.ms
+        time.sleep(1.1)  # past delete.retention.ms and segment.ms
         written = written + produce(broker.bootstrap, [(b"filler-%d" % i, b"f")])
         deadline = time.monotonic() + 30
         while checkpoint(broker.log_dir) < written[-1][0] and time.monotonic() < deadline:
@@ -62,21 +63,24 @@ def test_compacted_log_reads_latest_value_per_live_key(tmp_path):
         assert read_simple(broker.bootstrap) == expected
         got, low, high = read_confluent(broker.bootstrap)
         assert got == expected
-        assert (low, high) == (0, len(written))            # earliest and latest unchanged
+        assert (low, high) == (0, len(written))  # earliest and latest unchanged
         bytes_after = sum(p.stat().st_size for p in broker.partition_dir.glob("*.log"))
-        print(f"compacted {len(written)} records in {segments_before} segments "
-              f"({bytes_before} bytes) to {len(expected)} records, {bytes_after} bytes")
+        print(
+            f"compacted {len(written)} records in {segments_before} segments "
+            f"({bytes_before} bytes) to {len(expected)} records, {bytes_after} bytes"
+        )
         assert bytes_after < bytes_before / 5
         assert len({k for _, k, _ in expected}) == len(expected) > 80
-        broker.stop()                                       # a clean restart keeps it all
+        broker.stop()  # a clean restart keeps it all
         broker.start()
         assert read_simple(broker.bootstrap) == expected
     finally:
         broker.kill9()
 
 
-@pytest.mark.parametrize("step", ["cleaned", "swap", "deleted", "mid-rewrite-1",
-                                  "mid-rewrite-2", "mid-rewrite-3"])
+@pytest.mark.parametrize(
+    "step", ["cleaned", "swap", "deleted", "mid-rewrite-1", "mid-rewrite-2", "mid-rewrite-3"]
+)
 def test_kill9_during_cleaning_loses_nothing(tmp_path, step):
     config = dict(BROKER_CONFIG)
     env = {}
@@ -91,14 +95,14 @@ def test_kill9_during_cleaning_loses_nothing(tmp_path, step):
         written = produce(broker.bootstrap, workload(seed=len(step)))
         broker.stop()
         if step.startswith("mid-rewrite"):
-            broker.start()                                  # now the cleaner runs
+            broker.start()  # now the cleaner runs
             _kill_while_rewriting(broker, random.Random(step).uniform(0.05, 0.7))
         else:
             try:
-                broker.start()                              # now the cleaner runs
+                broker.start()  # now the cleaner runs
             except RuntimeError:
-                pass        # the crash hook may fire before the port opens (a fast cleaner)
-            broker.proc.wait(60)                            # the crash hook killed it
+                pass  # the crash hook may fire before the port opens (a fast cleaner)
+            broker.proc.wait(60)  # the crash hook killed it
         assert broker.proc.returncode == -9
         left = leftovers(broker.partition_dir)
         assert left, "the kill must interrupt a cleaning"

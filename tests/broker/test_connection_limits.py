@@ -2,6 +2,7 @@
 ``max.connections.per.ip`` and its overrides (excess connections closed at once),
 ``connections.max.idle.ms``, and an accept loop that backs off, logging once in a while, when
 the process runs out of file descriptors."""
+
 import os
 import socket
 import time
@@ -32,7 +33,7 @@ def test_connections_beyond_max_connections_per_ip_are_closed():
         third = connect(broker.bootstrap)
         assert closed_by_peer(third, 5.0), "a third connection from 127.0.0.1 was kept"
         third.close()
-        assert api_versions(first) == 0                   # the others are untouched
+        assert api_versions(first) == 0  # the others are untouched
         first.close()
         assert wait_until(lambda: _serves_new_connection(broker.bootstrap), 10)
         second.close()
@@ -55,14 +56,14 @@ def test_max_connections_waits_for_a_slot():
     with MiniBroker(config={"max.connections": 3}) as broker:
         held = [connect(broker.bootstrap) for _ in range(3)]
         assert all(api_versions(s) == 0 for s in held)
-        waiting = connect(broker.bootstrap)   # the kernel completes it; the broker waits
+        waiting = connect(broker.bootstrap)  # the kernel completes it; the broker waits
         proto = ClientProtocol("waiting")
         _, frame = proto.send_request(API_VERSIONS, 0, {})
         waiting.sendall(frame)
         waiting.settimeout(1.0)
         with pytest.raises(TimeoutError):
             waiting.recv(65536)
-        held.pop().close()                    # a slot frees: the waiting one is served
+        held.pop().close()  # a slot frees: the waiting one is served
         waiting.settimeout(10.0)
         got = []
         while not got:
@@ -92,7 +93,7 @@ def test_accept_backs_off_and_logs_rarely_when_descriptors_run_out(tmp_path):
     socks = []
     try:
         assert _serves_new_connection(broker.bootstrap)
-        for _ in range(110):                  # more than the broker has descriptors for
+        for _ in range(110):  # more than the broker has descriptors for
             s = socket.socket()
             s.setblocking(False)
             s.connect_ex(("127.0.0.1", broker.port))

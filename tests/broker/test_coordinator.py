@@ -1,4 +1,5 @@
 """GroupCoordinator driven directly: joins, syncs, heartbeats, expiry, leaves and commits."""
+
 from __future__ import annotations
 
 import time
@@ -36,12 +37,31 @@ def coord(tmp_path):
         yield c
 
 
-def join(coord, member_id="", *, group="g", protocols=(("range", b"meta"),), session=10_000,
-         rebalance=-1, client="client", v4=False, protocol_type="consumer"):
+def join(
+    coord,
+    member_id="",
+    *,
+    group="g",
+    protocols=(("range", b"meta"),),
+    session=10_000,
+    rebalance=-1,
+    client="client",
+    v4=False,
+    protocol_type="consumer",
+):
     """Send a JoinGroup and return its future."""
-    return coord.join_group(JoinRequest(
-        group, member_id, protocol_type, list(protocols), session, rebalance, client,
-        require_known_member=v4))
+    return coord.join_group(
+        JoinRequest(
+            group,
+            member_id,
+            protocol_type,
+            list(protocols),
+            session,
+            rebalance,
+            client,
+            require_known_member=v4,
+        )
+    )
 
 
 def two_members(coord, **kw):
@@ -70,12 +90,17 @@ def test_single_member_join_sync_heartbeat(coord):
     r = join(coord).result(WAIT)
     assert r["error_code"] == 0 and r["member_id"].startswith("client-")
     assert r["leader"] == r["member_id"] and r["protocol_name"] == "range"
-    assert r["members"] == [{"member_id": r["member_id"], "group_instance_id": None,
-                             "metadata": b"meta"}]
+    assert r["members"] == [
+        {"member_id": r["member_id"], "group_instance_id": None, "metadata": b"meta"}
+    ]
     assert coord.group_state("g") == COMPLETING_REBALANCE
     s = coord.sync_group("g", 1, r["member_id"], {r["member_id"]: b"all"}).result(WAIT)
-    assert s == {"error_code": 0, "assignment": b"all", "protocol_type": "consumer",
-                 "protocol_name": "range"}
+    assert s == {
+        "error_code": 0,
+        "assignment": b"all",
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+    }
     assert coord.group_state("g") == STABLE
     assert coord.heartbeat("g", 1, r["member_id"]) == 0
 
@@ -84,8 +109,10 @@ def test_two_members_join_and_sync(coord):
     leader, follower = two_members(coord)
     assert leader["generation_id"] == follower["generation_id"] == 2
     assert leader["leader"] == follower["leader"] == leader["member_id"]
-    assert {m["member_id"] for m in leader["members"]} == {leader["member_id"],
-                                                           follower["member_id"]}
+    assert {m["member_id"] for m in leader["members"]} == {
+        leader["member_id"],
+        follower["member_id"],
+    }
     assert follower["members"] == []
     ls, fs = stabilize(coord, leader, follower)
     assert ls["assignment"] == b"A" and fs["assignment"] == b"B"
@@ -95,12 +122,14 @@ def test_two_members_join_and_sync(coord):
 
 
 def test_protocol_selection_uses_leader_preference_among_common(coord):
-    f1 = join(coord, client="a", protocols=[("roundrobin", b"1"), ("range", b"2"),
-                                            ("sticky", b"3")])
+    f1 = join(
+        coord, client="a", protocols=[("roundrobin", b"1"), ("range", b"2"), ("sticky", b"3")]
+    )
     r1 = f1.result(WAIT)
     f2 = join(coord, client="b", protocols=[("sticky", b"x"), ("range", b"y")])
-    r1b = join(coord, r1["member_id"], protocols=[("roundrobin", b"1"), ("range", b"2"),
-                                                  ("sticky", b"3")]).result(WAIT)
+    r1b = join(
+        coord, r1["member_id"], protocols=[("roundrobin", b"1"), ("range", b"2"), ("sticky", b"3")]
+    ).result(WAIT)
     r2 = f2.result(WAIT)
     assert r1b["protocol_name"] == r2["protocol_name"] == "range"
     metas = {m["member_id"]: m["metadata"] for m in r1b["members"]}
@@ -136,8 +165,11 @@ def test_member_id_required_two_step_join(coord):
 def test_pending_member_id_expires(tmp_path):
     with GroupCoordinator(tmp_path, 0, CONFIG) as coord:
         first = join(coord, v4=True, session=100).result(WAIT)
-        wait_until(lambda: first["member_id"] not in getattr(coord._groups.get("g"), "pending",
-                                                             {}), 10, "the pending id expired")
+        wait_until(
+            lambda: first["member_id"] not in getattr(coord._groups.get("g"), "pending", {}),
+            10,
+            "the pending id expired",
+        )
         late = join(coord, first["member_id"], v4=True, session=100).result(WAIT)
         assert late["error_code"] == UNKNOWN_MEMBER_ID
 
@@ -152,8 +184,10 @@ def test_heartbeat_errors_and_rebalance_in_progress(coord):
     third = join(coord, client="c")
     assert coord.group_state("g") == PREPARING_REBALANCE
     assert coord.heartbeat("g", 2, follower["member_id"]) == REBALANCE_IN_PROGRESS
-    assert coord.sync_group("g", 2, follower["member_id"]).result(WAIT)["error_code"] == \
-        REBALANCE_IN_PROGRESS
+    assert (
+        coord.sync_group("g", 2, follower["member_id"]).result(WAIT)["error_code"]
+        == REBALANCE_IN_PROGRESS
+    )
     f1 = join(coord, leader["member_id"])
     f2 = join(coord, follower["member_id"])
     results = [f.result(WAIT) for f in (f1, f2, third)]
@@ -163,8 +197,10 @@ def test_heartbeat_errors_and_rebalance_in_progress(coord):
 
 def test_sync_illegal_generation_and_unknown_member(coord):
     leader, follower = two_members(coord)
-    assert coord.sync_group("g", 1, leader["member_id"]).result(WAIT)["error_code"] == \
-        ILLEGAL_GENERATION
+    assert (
+        coord.sync_group("g", 1, leader["member_id"]).result(WAIT)["error_code"]
+        == ILLEGAL_GENERATION
+    )
     assert coord.sync_group("g", 2, "x").result(WAIT)["error_code"] == UNKNOWN_MEMBER_ID
 
 
@@ -190,8 +226,13 @@ def test_rebalance_timeout_drops_members_that_do_not_rejoin(tmp_path):
     with GroupCoordinator(tmp_path, 0, CONFIG) as coord:
         leader, follower = two_members(coord, session=5000, rebalance=300)
         stabilize(coord, leader, follower)
-        f = join(coord, leader["member_id"], protocols=[("range", b"changed")],
-                 session=5000, rebalance=300)
+        f = join(
+            coord,
+            leader["member_id"],
+            protocols=[("range", b"changed")],
+            session=5000,
+            rebalance=300,
+        )
         assert not f.done()  # waits for the follower, which never rejoins
         r = f.result(WAIT)
         assert r["generation_id"] == 3 and len(r["members"]) == 1
@@ -274,7 +315,7 @@ def test_offset_commit_while_preparing_a_rebalance(coord):
     """Kafka takes a commit of the current generation while the next one is not yet formed."""
     leader, follower = two_members(coord)
     stabilize(coord, leader, follower)
-    pending = join(coord, client="c")                 # a newcomer: PreparingRebalance
+    pending = join(coord, client="c")  # a newcomer: PreparingRebalance
     assert coord.group_state("g") == "PreparingRebalance"
     entry = {("t", 0): OffsetEntry(7)}
     assert coord.commit_offsets("g", 2, follower["member_id"], entry) == 0

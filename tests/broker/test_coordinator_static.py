@@ -1,5 +1,6 @@
 """Static membership (KIP-345) in the GroupCoordinator: instance ids, restarts without a
 rebalance, fencing, LeaveGroup by instance id, session expiry."""
+
 from __future__ import annotations
 
 import time
@@ -24,18 +25,27 @@ def coord(tmp_path):
         yield c
 
 
-def join(coord, member_id="", instance=None, topics=("t",), session=10_000, client="c",
-         owned=None):
+def join(coord, member_id="", instance=None, topics=("t",), session=10_000, client="c", owned=None):
     meta = encode_subscription(list(topics), b"", owned, -1 if owned is None else 3)
-    return coord.join_group(JoinRequest("g", member_id, "consumer", [("range", meta)], session,
-                                        -1, client, group_instance_id=instance,
-                                        require_known_member=True))
+    return coord.join_group(
+        JoinRequest(
+            "g",
+            member_id,
+            "consumer",
+            [("range", meta)],
+            session,
+            -1,
+            client,
+            group_instance_id=instance,
+            require_known_member=True,
+        )
+    )
 
 
 def stable_pair(coord, session=10_000):
     """Dynamic leader l and static follower s (instance "i1"), Stable with assignments."""
     rl = join(coord, client="l", session=session).result(WAIT)
-    if rl["error_code"]:                       # v4: the member id comes first
+    if rl["error_code"]:  # v4: the member id comes first
         rl = join(coord, rl["member_id"], client="l", session=session).result(WAIT)
     fs = join(coord, instance="i1", client="s", session=session)
     fl = join(coord, rl["member_id"], client="l", session=session)
@@ -63,8 +73,12 @@ def test_static_restart_takes_over_without_a_rebalance(coord):
     assert coord.describe_group("g")["generation_id"] == gen
     # the old member id is fenced everywhere
     assert coord.heartbeat("g", gen, rs["member_id"], "i1") == FENCED
-    assert coord.sync_group("g", gen, rs["member_id"], group_instance_id="i1").result(
-        WAIT)["error_code"] == FENCED
+    assert (
+        coord.sync_group("g", gen, rs["member_id"], group_instance_id="i1").result(WAIT)[
+            "error_code"
+        ]
+        == FENCED
+    )
     assert join(coord, rs["member_id"], instance="i1").result(WAIT)["error_code"] == FENCED
     assert coord.commit_offsets("g", gen, rs["member_id"], {}, group_instance_id="i1") == FENCED
     assert coord.heartbeat("g", gen, r2["member_id"], "i1") == 0
@@ -86,18 +100,36 @@ def test_static_restart_with_another_protocol_rebalances(coord):
     both = [("range", meta), ("roundrobin", meta)]
 
     def member(member_id="", instance=None, protocols=both):
-        return coord.join_group(JoinRequest("g", member_id, "consumer", protocols, 10_000, -1,
-                                            "c", group_instance_id=instance,
-                                            require_known_member=True))
-    lid = member().result(WAIT)["member_id"]       # v4: the member id comes first
+        return coord.join_group(
+            JoinRequest(
+                "g",
+                member_id,
+                "consumer",
+                protocols,
+                10_000,
+                -1,
+                "c",
+                group_instance_id=instance,
+                require_known_member=True,
+            )
+        )
+
+    lid = member().result(WAIT)["member_id"]  # v4: the member id comes first
     fs, fl = member(instance="i1"), member(lid)
     rs, rl = fs.result(WAIT), fl.result(WAIT)
     assert rl["protocol_name"] == "range"
     gen, leader = rl["generation_id"], rl["leader"]
     sids = {lid: None, rs["member_id"]: "i1"}
-    futures = [coord.sync_group("g", gen, m, {lid: b"L", rs["member_id"]: b"S"}
-                                if m == leader else {}, group_instance_id=i)
-               for m, i in sids.items()]
+    futures = [
+        coord.sync_group(
+            "g",
+            gen,
+            m,
+            {lid: b"L", rs["member_id"]: b"S"} if m == leader else {},
+            group_instance_id=i,
+        )
+        for m, i in sids.items()
+    ]
     assert all(f.result(WAIT)["error_code"] == 0 for f in futures)
     member(instance="i1", protocols=[("roundrobin", meta)])  # the group's protocol must change
     assert coord.group_state("g") == PREPARING_REBALANCE
@@ -111,8 +143,9 @@ def test_static_leader_restart_keeps_the_generation(coord):
     assignment; the generation and its assignment stay."""
     r = join(coord, instance="lead").result(WAIT)
     gen = r["generation_id"]
-    coord.sync_group("g", gen, r["member_id"], {r["member_id"]: b"X"},
-                     group_instance_id="lead").result(WAIT)
+    coord.sync_group(
+        "g", gen, r["member_id"], {r["member_id"]: b"X"}, group_instance_id="lead"
+    ).result(WAIT)
     r2 = join(coord, instance="lead").result(WAIT)
     assert r2["error_code"] == 0 and r2["generation_id"] == gen and r2["members"] == []
     assert r2["leader"] == r["member_id"] != r2["member_id"]
@@ -138,7 +171,7 @@ def test_leave_group_by_instance_id_and_fencing(coord):
 def test_static_member_session_expiry_rebalances(coord):
     rl, rs = stable_pair(coord, session=300)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:          # only the leader heartbeats
+    while time.monotonic() < deadline:  # only the leader heartbeats
         if coord.heartbeat("g", rl["generation_id"], rl["member_id"]) == REBALANCE_IN_PROGRESS:
             break
         time.sleep(0.05)

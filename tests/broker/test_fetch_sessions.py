@@ -1,6 +1,7 @@
 """The mini-broker's fetch session cache (kclient.broker.fetch_sessions), as Kafka keeps it:
 slots, eviction of a stale session, of a smaller old one, never of a young one; and on a
 running broker, a client that finds no slot fetches sessionless."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace as NS
@@ -24,12 +25,32 @@ class Clock:
 def _full(cache: FetchSessionCache, partitions: int, replica: int = -1) -> int:
     """A full fetch of ``partitions`` partitions: the new session's id (0: none made)."""
     parts = [NS(partition=p, fetch_offset=0, partition_max_bytes=100) for p in range(partitions)]
-    body = NS(topics=[NS(topic="t", partitions=parts)], session_id=0, session_epoch=0,
-              replica_id=replica, forgotten_topics_data=[])
+    body = NS(
+        topics=[NS(topic="t", partitions=parts)],
+        session_id=0,
+        session_epoch=0,
+        replica_id=replica,
+        forgotten_topics_data=[],
+    )
     ctx = cache.context(body, 12)
-    answer = {"error_code": 0, "responses": [{"topic": "t", "partitions": [
-        {"partition_index": p, "error_code": 0, "high_watermark": 0, "log_start_offset": 0,
-         "records": b""} for p in range(partitions)]}]}
+    answer = {
+        "error_code": 0,
+        "responses": [
+            {
+                "topic": "t",
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "error_code": 0,
+                        "high_watermark": 0,
+                        "log_start_offset": 0,
+                        "records": b"",
+                    }
+                    for p in range(partitions)
+                ],
+            }
+        ],
+    }
     return ctx.answer(answer)["session_id"]
 
 
@@ -38,7 +59,7 @@ def test_sessions_take_free_slots_then_none_is_made():
     cache = FetchSessionCache(2, clock=clock)
     a, b = _full(cache, 3), _full(cache, 3)
     assert a and b and a != b
-    assert _full(cache, 10) == 0              # both young: not evicted, however small
+    assert _full(cache, 10) == 0  # both young: not evicted, however small
     assert len(cache) == 2 and cache.evictions == 0
 
 
@@ -48,7 +69,7 @@ def test_a_stale_session_is_evicted_first():
     a = _full(cache, 5)
     clock.now += 1
     b = _full(cache, 1)
-    clock.now += EVICT_S + 0.5                # a unused longer than the eviction time
+    clock.now += EVICT_S + 0.5  # a unused longer than the eviction time
     c = _full(cache, 1)
     assert c and a not in cache and b in cache and cache.evictions == 1
 
@@ -58,9 +79,9 @@ def test_an_old_smaller_session_makes_room_for_a_larger_one():
     cache = FetchSessionCache(2, clock=clock)
     a, b = _full(cache, 2), _full(cache, 4)
     clock.now += EVICT_S + 1
-    for sid in (a, b):                        # both used just now: none stale
+    for sid in (a, b):  # both used just now: none stale
         cache._sessions[sid].last_used = clock.now
-    assert _full(cache, 1) == 0               # smaller than the smallest: no room
+    assert _full(cache, 1) == 0  # smaller than the smallest: no room
     c = _full(cache, 3)
     assert c and a not in cache and b in cache
 
@@ -73,6 +94,7 @@ def test_a_replica_evicts_a_young_consumer_session():
 
 def test_without_a_slot_a_fetcher_reads_sessionless(tmp_path):
     from kclient.broker import MiniBroker
+
     cfg = {"max.incremental.fetch.session.cache.slots": "1"}
     with MiniBroker(log_dir=tmp_path / "mb", config=cfg) as mb:
         mb.create_topic("one-slot", 2)
@@ -86,6 +108,6 @@ def test_without_a_slot_a_fetcher_reads_sessionless(tmp_path):
                 second.fetch(asked)
             assert first.session.id != 0 and first.session.incremental_requests == 1
             assert second.session.id == 0 and second.session.full_requests == 2
-            first.close()                        # the slot is free again
+            first.close()  # the slot is free again
             second.fetch(asked)
             assert second.session.id != 0

@@ -1,6 +1,7 @@
 """AlterConfigs / IncrementalAlterConfigs of message.format.version with Kafka's release names
 (0.10.0.0, 0.10.0, 0.10.0-IV1) are accepted and switch later batches to format v1 at once;
 integration/test_format_alter_kafka.py runs the same check against Kafka 3.9 (issue 25)."""
+
 from __future__ import annotations
 
 import pytest

@@ -3,6 +3,7 @@
 Two members of a group split a topic's partitions without overlap, the survivor takes over all
 of them when the other leaves, and committed offsets survive a broker restart.
 """
+
 from __future__ import annotations
 
 import threading
@@ -47,12 +48,21 @@ def partitions_of(assignment) -> set[int]:
 
 # -- confluent-kafka ---------------------------------------------------------------------------
 
+
 def confluent_consumer(broker, group: str, name: str):
     """A subscribed confluent-kafka consumer."""
-    c = confluent_kafka.Consumer({
-        "bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": name,
-        "session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
-        "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2})
+    c = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "client.id": name,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 300,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 2,
+        }
+    )
     c.subscribe(["events"])
     return c
 
@@ -61,6 +71,7 @@ def test_confluent_members_share_then_survivor_takes_all(broker):
     group = f"cg-{uuid.uuid4().hex[:8]}"
     c1, c2 = confluent_consumer(broker, group, "one"), confluent_consumer(broker, group, "two")
     try:
+
         def poll_both():
             c1.poll(0.1)
             c2.poll(0.1)
@@ -68,10 +79,14 @@ def test_confluent_members_share_then_survivor_takes_all(broker):
         def split():
             a, b = partitions_of(c1.assignment()), partitions_of(c2.assignment())
             return a and b and not a & b and a | b == set(range(PARTITIONS))
+
         wait_until(split, "both members to own disjoint partitions", step=poll_both)
         c1.close()
-        wait_until(lambda: partitions_of(c2.assignment()) == set(range(PARTITIONS)),
-                   "the survivor to own every partition", step=lambda: c2.poll(0.1))
+        wait_until(
+            lambda: partitions_of(c2.assignment()) == set(range(PARTITIONS)),
+            "the survivor to own every partition",
+            step=lambda: c2.poll(0.1),
+        )
         state = broker.coordinator.describe_group(group)
         assert state["state"] == "Stable" and len(state["members"]) == 1
     finally:
@@ -94,6 +109,7 @@ def consume(consumer, count: int) -> list:
         m = consumer.poll(0.2)
         if m is not None and m.error() is None:
             got.append((m.partition(), m.offset(), m.value()))
+
     wait_until(lambda: len(got) >= count, f"{count} messages", step=step)
     return got
 
@@ -125,14 +141,20 @@ def test_confluent_committed_offsets_survive_restart(broker):
 
 # -- kafka-python ------------------------------------------------------------------------------
 
+
 class KafkaPythonMember:
     """A kafka-python KafkaConsumer polled by its own thread (it blocks in JoinGroup)."""
 
     def __init__(self, broker, group: str, name: str):
         self.consumer = kafka.KafkaConsumer(
-            bootstrap_servers=broker.bootstrap, group_id=group, client_id=name,
-            session_timeout_ms=6000, heartbeat_interval_ms=300, enable_auto_commit=False,
-            auto_offset_reset="earliest")
+            bootstrap_servers=broker.bootstrap,
+            group_id=group,
+            client_id=name,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=300,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         self.consumer.subscribe(["events"])
         self.assigned: set[int] = set()
         self._stop = threading.Event()
@@ -164,13 +186,16 @@ def test_kafka_python_members_share_then_survivor_takes_all(broker):
     group = f"kp-{uuid.uuid4().hex[:8]}"
     m1, m2 = KafkaPythonMember(broker, group, "kp-one"), KafkaPythonMember(broker, group, "kp-two")
     try:
+
         def split():
             a, b = m1.assigned, m2.assigned
             return a and b and not a & b and a | b == set(range(PARTITIONS))
+
         wait_until(split, "both members to own disjoint partitions")
         m1.close()
-        wait_until(lambda: m2.assigned == set(range(PARTITIONS)),
-                   "the survivor to own every partition")
+        wait_until(
+            lambda: m2.assigned == set(range(PARTITIONS)), "the survivor to own every partition"
+        )
     finally:
         m2.close()
 
@@ -188,8 +213,9 @@ def test_kafka_python_commit_restart_and_cross_client(broker):
         m.close()
     broker.stop()
     broker.start()
-    reader = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group,
-                                 enable_auto_commit=False)
+    reader = kafka.KafkaConsumer(
+        bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False
+    )
     try:
         assert reader.committed(TP("events", 1)) == 42
         assert reader.committed(TP("events", 2)) is None
@@ -199,7 +225,8 @@ def test_kafka_python_commit_restart_and_cross_client(broker):
     try:  # OffsetFetch with null topics: every committed partition of the group
         offsets = admin.list_group_offsets({group: None})[group]
         assert {tp.partition: (om.offset, om.metadata) for tp, om in offsets.items()} == {
-            1: (42, "note")}
+            1: (42, "note")
+        }
     finally:
         admin.close()
     c = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
@@ -215,14 +242,19 @@ def test_confluent_and_kafka_python_share_one_group(broker):
     kp = KafkaPythonMember(broker, group, "kp-mixed")
     cf = confluent_consumer(broker, group, "cf-mixed")
     try:
+
         def split():
             a, b = kp.assigned, partitions_of(cf.assignment())
             return a and b and not a & b and a | b == set(range(PARTITIONS))
+
         wait_until(split, "both clients to own disjoint partitions", step=lambda: cf.poll(0.1))
         assert broker.coordinator.describe_group(group)["protocol_name"] == "range"
         kp.close()
-        wait_until(lambda: partitions_of(cf.assignment()) == set(range(PARTITIONS)),
-                   "confluent-kafka to own every partition", step=lambda: cf.poll(0.1))
+        wait_until(
+            lambda: partitions_of(cf.assignment()) == set(range(PARTITIONS)),
+            "confluent-kafka to own every partition",
+            step=lambda: cf.poll(0.1),
+        )
     finally:
         kp.close()
         cf.close()
@@ -232,14 +264,21 @@ def test_confluent_group_on_a_three_broker_cluster(mini_cluster):
     mini_cluster.create_topic("events", partitions=6)
     group = f"cl-{uuid.uuid4().hex[:8]}"
     TP = confluent_kafka.TopicPartition
-    c1, c2 = confluent_consumer(mini_cluster, group, "one"), confluent_consumer(mini_cluster,
-                                                                             group, "two")
+    c1, c2 = (
+        confluent_consumer(mini_cluster, group, "one"),
+        confluent_consumer(mini_cluster, group, "two"),
+    )
     try:
+
         def split():
             a, b = partitions_of(c1.assignment()), partitions_of(c2.assignment())
             return a and b and not a & b and a | b == set(range(6))
-        wait_until(split, "both members to own disjoint partitions",
-                   step=lambda: (c1.poll(0.1), c2.poll(0.1)))
+
+        wait_until(
+            split,
+            "both members to own disjoint partitions",
+            step=lambda: (c1.poll(0.1), c2.poll(0.1)),
+        )
         # the coordinator stores offsets for partitions every broker leads
         c1.commit(offsets=[TP("events", p, 10 + p) for p in range(6)], asynchronous=False)
         got = c2.committed([TP("events", p) for p in range(6)], timeout=10)

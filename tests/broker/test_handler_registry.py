@@ -1,5 +1,6 @@
 """Handler registration: every handler module declares its API and served versions, and the
 broker's ApiVersions answer and version checks come from those declarations alone."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +19,12 @@ def test_every_handler_module_registers_one_api():
     for registration in HANDLERS.values():
         api = registration.api
         assert apis.APIS[api.key] is api
-        assert api.min_version <= registration.min_version <= registration.max_version \
+        assert (
+            api.min_version
+            <= registration.min_version
+            <= registration.max_version
             <= api.max_version
+        )
 
 
 def test_api_versions_answer_is_the_registrations(mini_broker, raw_client):
@@ -47,7 +52,7 @@ def test_a_narrower_served_range_is_what_the_broker_accepts(monkeypatch, tmp_pat
         assert client.request(apis.METADATA, 5, {"topics": []}).topics == []
         client.send(apis.METADATA, 6, {"topics": []})
         with pytest.raises(ConnectionError):
-            client.receive()    # Kafka closes the connection on an unsupported version
+            client.receive()  # Kafka closes the connection on an unsupported version
         # an ApiVersions version the broker does not serve: error 35 and the ranges, as v0
         narrow_av = dataclasses.replace(HANDLERS[apis.API_VERSIONS], max_version=2)
         monkeypatch.setitem(HANDLERS, apis.API_VERSIONS, narrow_av)

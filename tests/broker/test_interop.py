@@ -1,4 +1,5 @@
 """Unmodified third-party clients against MiniBroker: confluent-kafka, kafka-python and kcat."""
+
 import shutil
 import subprocess
 import time
@@ -21,12 +22,23 @@ def _expected(codec):
 
 def _confluent_produce(bootstrap, topic, codec, records, extra=None):
     """Produce with librdkafka; returns the delivery reports (error, partition, offset)."""
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "compression.codec": codec,
-                                         "linger.ms": 5, "acks": "1", **(extra or {})})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.codec": codec,
+            "linger.ms": 5,
+            "acks": "1",
+            **(extra or {}),
+        }
+    )
     reports = []
     for key, value in records:
-        producer.produce(topic, value=value, key=key,
-                         callback=lambda err, msg: reports.append((err, msg.partition(), msg.offset())))
+        producer.produce(
+            topic,
+            value=value,
+            key=key,
+            callback=lambda err, msg: reports.append((err, msg.partition(), msg.offset())),
+        )
     assert producer.flush(30) == 0
     return reports
 
@@ -34,9 +46,14 @@ def _confluent_produce(bootstrap, topic, codec, records, extra=None):
 def _confluent_consume(bootstrap, topic, partitions, count, timeout=30.0, group=None):
     """Consume ``count`` messages (assigned partitions from the beginning, or as a group)."""
     TopicPartition = confluent_kafka.TopicPartition
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": group or "interop-assign",
-        "auto.offset.reset": "earliest", "enable.auto.commit": group is not None})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group or "interop-assign",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": group is not None,
+        }
+    )
     if group:
         consumer.subscribe([topic])
     else:
@@ -74,8 +91,12 @@ def test_confluent_kafka_consumer_group_and_auto_created_topic(mini_broker):
 
 
 def _kafka_python_produce(bootstrap, topic, codec, records):
-    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5,
-                                   compression_type=None if codec == "none" else codec)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=5,
+        compression_type=None if codec == "none" else codec,
+    )
     futures = [producer.send(topic, key=k, value=v) for k, v in records]
     producer.flush(30)
     metas = [f.get(timeout=30) for f in futures]
@@ -84,8 +105,12 @@ def _kafka_python_produce(bootstrap, topic, codec, records):
 
 
 def _kafka_python_consume(bootstrap, topic, partitions, count, timeout=30.0):
-    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                   auto_offset_reset="earliest", consumer_timeout_ms=1000)
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=1000,
+    )
     consumer.assign([kafka.TopicPartition(topic, p) for p in range(partitions)])
     got, deadline = [], time.monotonic() + timeout
     while len(got) < count and time.monotonic() < deadline:
@@ -138,8 +163,21 @@ def _kcat_roundtrip(broker, topic, extra, codec):
     if codec != "none":
         produce_args += ["-z", codec]
     _kcat(produce_args, stdin=("\n".join(lines) + "\n").encode())
-    out = _kcat(["-b", broker.bootstrap, "-t", topic, "-C", "-e", "-o", "beginning",
-                 "-f", "%k:%s:%o\\n", *extra])
+    out = _kcat(
+        [
+            "-b",
+            broker.bootstrap,
+            "-t",
+            topic,
+            "-C",
+            "-e",
+            "-o",
+            "beginning",
+            "-f",
+            "%k:%s:%o\\n",
+            *extra,
+        ]
+    )
     rows = out.decode().splitlines()
     assert [r.rsplit(":", 1)[0] for r in rows] == lines
     assert [int(r.rsplit(":", 1)[1]) for r in rows] == list(range(100))
@@ -161,6 +199,7 @@ def test_kcat_old_protocol_message_sets(mini_broker, codec, monkeypatch):
     def spy(request):
         seen.append((request.header.api_key, request.header.api_version))
         return real(request)
+
     monkeypatch.setattr(mini_broker._server, "handler", spy)
     _kcat_roundtrip(mini_broker, "legacy", LEGACY, codec)
     assert (0, 0) in seen and (1, 0) in seen
@@ -172,8 +211,21 @@ def test_kcat_reads_modern_data_down_converted(mini_broker):
     mini_broker.create_topic("down")
     records = _expected("down")[:20]
     _confluent_produce(mini_broker.bootstrap, "down", "gzip", records)
-    out = _kcat(["-b", mini_broker.bootstrap, "-t", "down", "-C", "-e", "-o", "beginning",
-                 "-f", "%k=%s\\n", *LEGACY])
+    out = _kcat(
+        [
+            "-b",
+            mini_broker.bootstrap,
+            "-t",
+            "down",
+            "-C",
+            "-e",
+            "-o",
+            "beginning",
+            "-f",
+            "%k=%s\\n",
+            *LEGACY,
+        ]
+    )
     assert out.decode().splitlines() == [f"{k.decode()}={v.decode()}" for k, v in records]
 
 
@@ -187,9 +239,13 @@ def test_kcat_metadata_listing(mini_broker):
 def test_confluent_kafka_retries_through_injected_not_leader_errors(mini_broker):
     mini_broker.create_topic("retry")
     mini_broker.faults.inject(0, error=6, count=3)
-    reports = _confluent_produce(mini_broker.bootstrap, "retry", "none",
-                                 [(b"k", b"survives three NOT_LEADER answers")],
-                                 extra={"retry.backoff.ms": 10, "linger.ms": 0})
+    reports = _confluent_produce(
+        mini_broker.bootstrap,
+        "retry",
+        "none",
+        [(b"k", b"survives three NOT_LEADER answers")],
+        extra={"retry.backoff.ms": 10, "linger.ms": 0},
+    )
     assert reports == [(None, 0, 0)]
     assert mini_broker.faults.pending(0) == 0
     assert [k for k, kind in mini_broker.faults.fired] == [0, 0, 0]
@@ -199,9 +255,13 @@ def test_kafka_python_consumer_group(mini_broker):
     mini_broker.create_topic("kp-group", partitions=2)
     records = _expected("kpg")[:50]
     _kafka_python_produce(mini_broker.bootstrap, "kp-group", "none", records)
-    consumer = kafka.KafkaConsumer("kp-group", bootstrap_servers=mini_broker.bootstrap,
-                                   group_id="kp-g", auto_offset_reset="earliest",
-                                   consumer_timeout_ms=2000)
+    consumer = kafka.KafkaConsumer(
+        "kp-group",
+        bootstrap_servers=mini_broker.bootstrap,
+        group_id="kp-g",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=2000,
+    )
     got, deadline = [], time.monotonic() + 30
     while len(got) < len(records) and time.monotonic() < deadline:
         got.extend((m.key, m.value) for m in consumer)

@@ -5,6 +5,7 @@ idempotent batches), the Java consumer in a group (subscribe, poll, commitSync),
 kafka-topics, kafka-console-producer/consumer, kafka-consumer-groups and kafka-get-offsets do
 what an operator would do with them.
 """
+
 import time
 from collections import Counter
 
@@ -30,9 +31,19 @@ def tools(mini_broker):
 
 
 def _batches(raw_client, bootstrap, topic, partition):
-    body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "topics": [
-        {"topic": topic, "partitions": [
-            {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                ],
+            }
+        ],
+    }
     part = raw_client(bootstrap).request(FETCH, 4, body).responses[0].partitions[0]
     assert part.error_code == 0
     return list(RecordsReader(bytes(part.records or b"")).batches())
@@ -40,8 +51,10 @@ def _batches(raw_client, bootstrap, topic, partition):
 
 def test_java_producer_with_defaults_writes_idempotent_batches(mini_broker, tools, raw_client):
     mini_broker.create_topic("jp", partitions=3)
-    acks = [tuple(map(int, line.split())) for line in
-            tools.java_clients("produce", mini_broker.bootstrap, "jp", "60")]
+    acks = [
+        tuple(map(int, line.split()))
+        for line in tools.java_clients("produce", mini_broker.bootstrap, "jp", "60")
+    ]
     assert len(acks) == 60
     partitioner = DefaultPartitioner()
     assert [p for p, _ in acks] == [partitioner.partition(b"k%d" % i, 3) for i in range(60)]
@@ -84,8 +97,9 @@ def test_java_consumer_group_reads_everything_and_commits(mini_broker, tools):
 
 
 def test_kafka_topics_create_list_describe(mini_broker, tools):
-    assert "Created topic tt" in tools.topics("--create", "--topic", "tt", "--partitions", "3",
-                                              "--config", "retention.ms=3600000")
+    assert "Created topic tt" in tools.topics(
+        "--create", "--topic", "tt", "--partitions", "3", "--config", "retention.ms=3600000"
+    )
     assert mini_broker.cluster.partitions("tt") is not None
     assert "tt" in tools.topics("--list").split()
     described = tools.topics("--describe", "--topic", "tt")
@@ -112,8 +126,16 @@ def test_console_producer_and_console_consumer_group(mini_broker, tools):
 
 def test_consumer_groups_describe_shows_an_active_member(mini_broker, tools):
     tools.produce_lines("active", ["a", "b", "c"])
-    consumer = tools.start("console-consumer", "--topic", "active", "--group", "live",
-                           "--from-beginning", "--property", "print.value=true")
+    consumer = tools.start(
+        "console-consumer",
+        "--topic",
+        "active",
+        "--group",
+        "live",
+        "--from-beginning",
+        "--property",
+        "print.value=true",
+    )
     try:
         deadline, state = time.monotonic() + 60, ""
         while time.monotonic() < deadline:
@@ -125,10 +147,17 @@ def test_consumer_groups_describe_shows_an_active_member(mini_broker, tools):
         members = tools.consumer_groups("--describe", "--group", "live", "--members")
         row = next(line.split() for line in members.splitlines() if line.startswith("live"))
         assert row[1].startswith("console-consumer") and row[2] == "/127.0.0.1"
-        assert row[3:] == ["console-consumer", "1"]           # one partition
+        assert row[3:] == ["console-consumer", "1"]  # one partition
         assert "live" in tools.consumer_groups("--list", "--state", "Stable")
-        refused = tools.run("consumer-groups", "--delete-offsets", "--group", "live",
-                            "--topic", "active", check=False)
+        refused = tools.run(
+            "consumer-groups",
+            "--delete-offsets",
+            "--group",
+            "live",
+            "--topic",
+            "active",
+            check=False,
+        )
         assert "GROUP_SUBSCRIBED_TO_TOPIC" in refused or "subscribed" in refused.lower()
     finally:
         consumer.terminate()
@@ -141,10 +170,10 @@ def test_get_offsets_latest_earliest_and_by_time(mini_broker, tools):
     latest = tools.get_offsets("go", -1)
     assert sum(latest.values()) == 20 and set(latest) == {0, 1}
     assert tools.get_offsets("go", -2) == {0: 0, 1: 0}
-    assert tools.get_offsets("go", 0) == {0: 0, 1: 0}          # first record at or after t=0
+    assert tools.get_offsets("go", 0) == {0: 0, 1: 0}  # first record at or after t=0
     future = int(time.time() * 1000) + 3_600_000
     out = tools.run("get-offsets", "--topic", "go", "--time", str(future))
-    assert out.strip() == ""            # no record that late: Kafka prints nothing for it
+    assert out.strip() == ""  # no record that late: Kafka prints nothing for it
 
 
 def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
@@ -155,8 +184,10 @@ def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
         missing(problem)
     tools = KafkaTools(mini_cluster.bootstrap)
     tools.topics("--create", "--topic", "mc", "--partitions", "6")
-    leaders = [line.split("\t")[3] for line in
-               tools.topics("--describe", "--topic", "mc").strip().splitlines()[1:]]
+    leaders = [
+        line.split("\t")[3]
+        for line in tools.topics("--describe", "--topic", "mc").strip().splitlines()[1:]
+    ]
     assert leaders == [f"Leader: {i % 3}" for i in range(6)]
     tools.java_clients("produce", mini_cluster.bootstrap, "mc", "30")
     groups = ["ga", "gb", "gc"]
@@ -164,9 +195,12 @@ def test_tools_on_a_three_broker_mini_cluster(mini_cluster):
     for group in groups:
         assert len(tools.consume_lines("mc", 30, "--group", group)) == 30
     assert sorted(tools.consumer_groups("--list").split()) == groups
-    rows = [line.split() for line in tools.consumer_groups("--describe", "--all-groups")
-            .splitlines() if line[:2] in ("ga", "gb", "gc")]
-    assert len(rows) == 18 and all(row[5] == "0" for row in rows)      # no lag anywhere
+    rows = [
+        line.split()
+        for line in tools.consumer_groups("--describe", "--all-groups").splitlines()
+        if line[:2] in ("ga", "gb", "gc")
+    ]
+    assert len(rows) == 18 and all(row[5] == "0" for row in rows)  # no lag anywhere
 
 
 def test_java_transactional_producer_and_read_committed_console_consumer(mini_broker, tools):
@@ -175,18 +209,31 @@ def test_java_transactional_producer_and_read_committed_console_consumer(mini_br
     the mini-broker's finalized transaction.version (KIP-890): every commit bumped the epoch,
     one commit marker per partition of each transaction."""
     mini_broker.create_topic("jtx", partitions=2)
-    out = tools.run("producer-perf-test", "--topic", "jtx", "--num-records", "2000",
-                    "--record-size", "50", "--throughput", "-1", "--transactional-id", "perf-tx",
-                    "--transaction-duration-ms", "100")
+    out = tools.run(
+        "producer-perf-test",
+        "--topic",
+        "jtx",
+        "--num-records",
+        "2000",
+        "--record-size",
+        "50",
+        "--throughput",
+        "-1",
+        "--transactional-id",
+        "perf-tx",
+        "--transaction-duration-ms",
+        "100",
+    )
     assert "2000 records sent" in out
     meta = mini_broker.txn_coordinator.get("perf-tx")
     assert meta is not None and meta.state.name == "COMPLETE_COMMIT"
     logs = [mini_broker.log_manager.get_log("jtx", p) for p in (0, 1)]
     assert all(log.last_stable_offset == log.log_end_offset for log in logs)
-    assert sum(log.log_end_offset for log in logs) > 2000          # data and commit markers
+    assert sum(log.log_end_offset for log in logs) > 2000  # data and commit markers
     markers = sum(log.log_end_offset for log in logs) - 2000
     assert meta.client_version == 2 and meta.producer_epoch >= 1
     assert meta.producer_epoch <= markers <= 2 * meta.producer_epoch, (meta, markers)
-    lines = tools.consume_lines("jtx", 2000, "--consumer-property",
-                                "isolation.level=read_committed")
+    lines = tools.consume_lines(
+        "jtx", 2000, "--consumer-property", "isolation.level=read_committed"
+    )
     assert len([line for line in lines if len(line) == 50]) == 2000

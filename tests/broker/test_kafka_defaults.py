@@ -1,4 +1,5 @@
 """The broker's group and offset settings default to Kafka's; tests opt into short ones."""
+
 from __future__ import annotations
 
 from kclient.broker import MiniBroker
@@ -7,21 +8,33 @@ from kclient.broker.coordinator import GroupCoordinator
 from kclient.protocol.apis import JOIN_GROUP
 from kclient.protocol.errors import InvalidSessionTimeoutError
 
-KAFKA = {"group.initial.rebalance.delay.ms": "3000", "group.min.session.timeout.ms": "6000",
-         "group.max.session.timeout.ms": "1800000", "offsets.retention.minutes": "10080"}
+KAFKA = {
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "offsets.retention.minutes": "10080",
+}
 
 
 def _join(session_ms: int) -> dict:
-    return {"group_id": "g", "session_timeout_ms": session_ms, "rebalance_timeout_ms": 10_000,
-            "member_id": "", "protocol_type": "consumer",
-            "protocols": [{"name": "range", "metadata": b""}]}
+    return {
+        "group_id": "g",
+        "session_timeout_ms": session_ms,
+        "rebalance_timeout_ms": 10_000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+    }
 
 
 def test_defaults_are_kafkas(tmp_path):
     assert {k: DEFAULTS[k] for k in KAFKA} == KAFKA
-    with GroupCoordinator(tmp_path) as coordinator:    # no config: the same defaults
-        assert (coordinator.initial_delay_ms, coordinator.min_session_ms,
-                coordinator.max_session_ms) == (3000, 6000, 1_800_000)
+    with GroupCoordinator(tmp_path) as coordinator:  # no config: the same defaults
+        assert (
+            coordinator.initial_delay_ms,
+            coordinator.min_session_ms,
+            coordinator.max_session_ms,
+        ) == (3000, 6000, 1_800_000)
         assert coordinator.offsets.retention_ms == 10080 * 60_000
 
 

@@ -1,4 +1,5 @@
 """Log basics: golden on-disk bytes, offset assignment, rolling, index lookups, reads."""
+
 import struct
 from pathlib import Path
 
@@ -69,8 +70,11 @@ def test_segment_file_names_are_20_digit_base_offsets(tmp_path):
     for _ in range(3):
         log.append(build_batch([b"v"] * 5, timestamp=1), magic=2)
     names = [p.name for p in segment_files(log)]
-    assert names == ["00000000000000000000.log", "00000000000000000005.log",
-                     "00000000000000000010.log"]
+    assert names == [
+        "00000000000000000000.log",
+        "00000000000000000005.log",
+        "00000000000000000010.log",
+    ]
     assert all((log.directory / n.replace(".log", ".index")).exists() for n in names)
 
 
@@ -78,21 +82,22 @@ def test_segment_file_names_are_20_digit_base_offsets(tmp_path):
 def test_offsets_are_assigned_across_appends_and_formats(tmp_path):
     log = Log(tmp_path / "t-0", LogConfig(message_format_version=1))
     a = log.append(build_message_set([b"a", b"b"], magic=1, timestamp=5), magic=1)
-    b = log.append(build_message_set([b"c", b"d", b"e"], magic=1, codec=GZIP, timestamp=6),
-                   magic=1)
+    b = log.append(build_message_set([b"c", b"d", b"e"], magic=1, codec=GZIP, timestamp=6), magic=1)
     c = log.append(build_message_set([b"f"], magic=1, timestamp=7), magic=1)
     assert [(i.first_offset, i.last_offset) for i in (a, b, c)] == [(0, 1), (2, 4), (5, 5)]
     assert log.log_end_offset == 6
     records = list(RecordsReader(data_of(log.read(0, 1 << 20))))
-    assert [(r.offset, r.value) for r in records] == list(enumerate([b"a", b"b", b"c", b"d",
-                                                                     b"e", b"f"]))
+    assert [(r.offset, r.value) for r in records] == list(
+        enumerate([b"a", b"b", b"c", b"d", b"e", b"f"])
+    )
 
 
 def test_v0_compressed_wrapper_gets_absolute_inner_offsets(tmp_path):
     log = Log(tmp_path / "t-0", LogConfig(message_format_version=0))
     log.append(build_message_set([b"a", b"b"], magic=0), magic=0)
-    info = log.append(build_message_set([b"c", b"d", b"e"], magic=0, codec=GZIP,
-                                        base_offset=77), magic=0)
+    info = log.append(
+        build_message_set([b"c", b"d", b"e"], magic=0, codec=GZIP, base_offset=77), magic=0
+    )
     assert (info.first_offset, info.last_offset) == (2, 4)
     batch = first_entry(log.read(3, 1 << 20))  # the wrapper starts before offset 3
     assert [r.offset for r in batch.records] == [2, 3, 4]
@@ -147,6 +152,7 @@ def test_roll_at_segment_bytes(tmp_path):
 
 def test_segment_roll_by_age(tmp_path, monkeypatch):
     import kclient.broker.log.log as log_module
+
     clock = [1_000_000]
     monkeypatch.setattr(log_module, "now_ms", lambda: clock[0])
     log = v2_log(tmp_path, segment_ms=1000)

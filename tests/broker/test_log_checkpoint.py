@@ -1,4 +1,5 @@
 """``recovery-point-offset-checkpoint``: the LogManager's record of what is on disk (Kafka's)."""
+
 import logging
 import shutil
 import time
@@ -26,8 +27,10 @@ def fill(m: LogManager, topic: str, partition: int, count: int) -> None:
     """Append ``count`` single-record batches."""
     log = m.create_log(topic, partition)
     for i in range(count):
-        log.append(build_batch([b"%s-%d-%03d" % (topic.encode(), partition, i)],
-                               timestamp=1000 + i), magic=2)
+        log.append(
+            build_batch([b"%s-%d-%03d" % (topic.encode(), partition, i)], timestamp=1000 + i),
+            magic=2,
+        )
 
 
 def test_written_on_close_in_kafkas_format(tmp_path):

@@ -1,6 +1,7 @@
 """Crash safety of cleaning: a cleaning interrupted at each step (``.cleaned`` written, swap
 committed, replaced segments deleted, index renamed) is discarded or completed on the next
 open, and the log then reads exactly as after an uninterrupted cleaning."""
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,12 @@ class Crash(BaseException):
 
 
 def _config() -> LogConfig:
-    return LogConfig(segment_bytes=1200, index_interval_bytes=100, cleanup_policy=("compact",),
-                     min_cleanable_dirty_ratio=0.0)
+    return LogConfig(
+        segment_bytes=1200,
+        index_interval_bytes=100,
+        cleanup_policy=("compact",),
+        min_cleanable_dirty_ratio=0.0,
+    )
 
 
 def _fill(directory) -> None:
@@ -68,8 +73,9 @@ def test_interrupted_cleaning_recovers(tmp_path, reference, monkeypatch, step):
     def crash(name: str) -> None:
         if name == crash_at:
             raise Crash(name)
+
     monkeypatch.setattr(swap, "crash_point", crash)
-    monkeypatch.setattr(swap, "discard", lambda *a: None)   # a dead process cleans nothing up
+    monkeypatch.setattr(swap, "discard", lambda *a: None)  # a dead process cleans nothing up
     log = Log(work, _config())
     before = _read_all(log)
     with pytest.raises(Crash):
@@ -83,15 +89,16 @@ def test_interrupted_cleaning_recovers(tmp_path, reference, monkeypatch, step):
         base = next(int(n[:20]) for n in names if n.endswith(".log.swap"))
         os.replace(*[work / f"{base:020d}.index.swap", work / f"{base:020d}.index"])
     monkeypatch.undo()
-    reopened = Log(work, _config())                         # no clean-shutdown marker: a crash
+    reopened = Log(work, _config())  # no clean-shutdown marker: a crash
     assert not [n for n in os.listdir(work) if n.endswith((".cleaned", ".swap"))]
     got = _read_all(reopened)
     if step == "cleaned":
         assert got == before, "an unfinished cleaning is discarded"
     else:
         first_group_end = reopened.segments[1].base_offset
-        assert [g for g in got if g[0] < first_group_end] == \
-            [e for e in expected if e[0] < first_group_end]
+        assert [g for g in got if g[0] < first_group_end] == [
+            e for e in expected if e[0] < first_group_end
+        ]
     assert (reopened.log_start_offset, reopened.log_end_offset) == (0, 500)
     clean_log(cleanable(reopened, 0, NOW), NOW)
     assert _read_all(reopened) == expected, "the next round finishes the job"

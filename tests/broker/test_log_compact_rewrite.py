@@ -1,5 +1,6 @@
 """The cleaner's segment rewrite: v0, v1 and v2 entries, every codec, offset gaps, tombstones and
 their delete horizon, empty batches, control batches, and index lookups after cleaning."""
+
 from __future__ import annotations
 
 import struct
@@ -50,18 +51,29 @@ def _batches(data: bytes) -> list:
 @pytest.mark.parametrize("codec", CODECS)
 def test_v2_batch_keeps_latest_per_key_offsets_and_codec(codec):
     keys = [b"a", b"b", b"a", b"c", b"b"]
-    data = build_batch([b"1", b"2", b"3", b"4", b"5"], keys, [1000, 1001, 1002, 1003, 1004],
-                       base_offset=100, codec=codec, producer_id=7, producer_epoch=2,
-                       base_sequence=40, partition_leader_epoch=3)
+    data = build_batch(
+        [b"1", b"2", b"3", b"4", b"5"],
+        keys,
+        [1000, 1001, 1002, 1003, 1004],
+        base_offset=100,
+        codec=codec,
+        producer_id=7,
+        producer_epoch=2,
+        base_sequence=40,
+        partition_leader_epoch=3,
+    )
     filt = EntryFilter(_map({b"a": 102, b"b": 104, b"c": 103}, 104), NOW, 1000, 10_000)
     out = filt.filter(data)
-    validate_records(out)                       # whole entry, CRC right
+    validate_records(out)  # whole entry, CRC right
     (batch,) = _batches(out)
     assert (batch.base_offset, batch.last_offset, batch.codec) == (100, 104, codec)
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 2, 40)
     assert batch.partition_leader_epoch == 3 and batch.record_count == 3
-    assert _records(out) == [(102, b"a", b"3", 1002), (103, b"c", b"4", 1003),
-                             (104, b"b", b"5", 1004)]
+    assert _records(out) == [
+        (102, b"a", b"3", 1002),
+        (103, b"c", b"4", 1003),
+        (104, b"b", b"5", 1004),
+    ]
     assert batch.max_timestamp == 1004
 
 
@@ -81,20 +93,26 @@ def test_tombstone_gets_a_delete_horizon_then_goes_after_it():
     first = EntryFilter(_map({b"a": 0, b"b": 1}, 1), NOW, 60_000, 100).filter(data)
     assert has_delete_horizon(first) and not has_delete_horizon(data)
     (batch,) = _batches(first)
-    assert batch.first_timestamp == NOW + 60_000                  # baseTimestamp = horizon
+    assert batch.first_timestamp == NOW + 60_000  # baseTimestamp = horizon
     assert _records(first) == [(0, b"a", b"v", 5000), (1, b"b", None, 5001)]  # true stamps
     attrs = struct.unpack_from(">h", first, 21)[0]
     assert attrs & DELETE_HORIZON_MASK
     again = EntryFilter(_map({b"a": 0, b"b": 1}, 1), NOW + 59_999, 60_000, 100).filter(first)
-    assert again is first                                         # horizon not reached
+    assert again is first  # horizon not reached
     late = EntryFilter(_map({b"a": 0, b"b": 1}, 1), NOW + 60_000, 60_000, 100).filter(first)
     assert _records(late) == [(0, b"a", b"v", 5000)]
-    assert has_delete_horizon(late)              # Kafka keeps the batch's horizon
+    assert has_delete_horizon(late)  # Kafka keeps the batch's horizon
 
 
 def test_emptied_batch_dropped_or_kept_as_header_at_the_upper_bound():
-    data = build_batch([b"old", b"old2"], [b"a", b"a"], base_offset=10, producer_id=3,
-                       base_sequence=9, timestamp=4242)
+    data = build_batch(
+        [b"old", b"old2"],
+        [b"a", b"a"],
+        base_offset=10,
+        producer_id=3,
+        base_sequence=9,
+        timestamp=4242,
+    )
     m = _map({b"a": 50}, 50)
     assert EntryFilter(m, NOW, 1000, upper_bound=100).filter(data) is None
     empty = EntryFilter(m, NOW, 1000, upper_bound=12).filter(data)
@@ -103,14 +121,20 @@ def test_emptied_batch_dropped_or_kept_as_header_at_the_upper_bound():
     assert (batch.base_offset, batch.last_offset, batch.record_count) == (10, 11, 0)
     assert (batch.producer_id, batch.base_sequence, batch.max_timestamp) == (3, 9, 4242)
     assert _records(empty) == []
-    later = EntryFilter(m, NOW, 1000, upper_bound=100)      # a later round: Kafka drops it
+    later = EntryFilter(m, NOW, 1000, upper_bound=100)  # a later round: Kafka drops it
     assert later.filter(empty) is None
     assert EntryFilter(m, NOW, 1000, upper_bound=12).filter(empty) is empty
 
 
 def test_control_batch_is_kept_as_it_is():
-    data = build_batch([b"\x00\x00\x00\x00"], [b"\x00\x00\x00\x01"], base_offset=3,
-                       is_control=True, is_transactional=True, producer_id=1)
+    data = build_batch(
+        [b"\x00\x00\x00\x00"],
+        [b"\x00\x00\x00\x01"],
+        base_offset=3,
+        is_control=True,
+        is_transactional=True,
+        producer_id=1,
+    )
     assert EntryFilter(_map({}, 10), NOW, 0, 100).filter(data) is data
 
 
@@ -124,9 +148,15 @@ def test_legacy_plain_messages_kept_or_dropped_whole(magic):
 @pytest.mark.parametrize("magic", [0, 1])
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4])
 def test_legacy_wrapper_recompressed_with_retained_inner_messages(magic, codec):
-    data = build_message_set([b"1", b"2", b"3", b"4"], [b"a", b"b", b"a", b"b"],
-                             [10, 11, 12, 13], magic=magic, codec=codec, base_offset=20,
-                             timestamp=10)
+    data = build_message_set(
+        [b"1", b"2", b"3", b"4"],
+        [b"a", b"b", b"a", b"b"],
+        [10, 11, 12, 13],
+        magic=magic,
+        codec=codec,
+        base_offset=20,
+        timestamp=10,
+    )
     out = EntryFilter(_map({b"a": 22, b"b": 23}, 23), NOW, 0, 100).filter(data)
     validate_records(out)
     (batch,) = _batches(out)
@@ -146,16 +176,23 @@ def test_legacy_tombstones_follow_the_segment_horizon():
 
 # ------------------------------------------------------------------ whole log
 def _log(tmp_path, magic=2, **extra) -> Log:
-    config = LogConfig(segment_bytes=1500, index_interval_bytes=64, cleanup_policy=("compact",),
-                       message_format_version=magic, min_cleanable_dirty_ratio=0.0, **extra)
+    config = LogConfig(
+        segment_bytes=1500,
+        index_interval_bytes=64,
+        cleanup_policy=("compact",),
+        message_format_version=magic,
+        min_cleanable_dirty_ratio=0.0,
+        **extra,
+    )
     return Log(tmp_path / "c-0", config)
 
 
 def _entry(magic: int, codec: int, values, keys, base: int) -> bytes:
     if magic == 2:
         return build_batch(values, keys, base_offset=base, codec=codec, timestamp=1000)
-    return build_message_set(values, keys, magic=magic, codec=codec, base_offset=base,
-                             timestamp=1000)
+    return build_message_set(
+        values, keys, magic=magic, codec=codec, base_offset=base, timestamp=1000
+    )
 
 
 def _read_all(log: Log) -> list[tuple]:
@@ -178,8 +215,7 @@ def _fill(log: Log, magic: int, codec: int, n: int = 400, keys: int = 13) -> lis
     written: list[tuple] = []
     offset = 0
     while offset < n:
-        values = [None if (offset + j) % 17 == 0 else b"value-%d" % (offset + j)
-                  for j in range(3)]
+        values = [None if (offset + j) % 17 == 0 else b"value-%d" % (offset + j) for j in range(3)]
         klist = [b"key-%d" % ((offset + j) % keys) for j in range(3)]
         log.append(_entry(magic, codec, values, klist, 0), magic=magic)
         written += [(offset + j, klist[j], values[j]) for j in range(3)]
@@ -187,9 +223,20 @@ def _fill(log: Log, magic: int, codec: int, n: int = 400, keys: int = 13) -> lis
     return written
 
 
-@pytest.mark.parametrize("magic,codec", [(0, NONE), (0, GZIP), (1, NONE), (1, SNAPPY),
-                                         (2, NONE), (2, GZIP), (2, SNAPPY), (2, LZ4),
-                                         (2, ZSTD)])
+@pytest.mark.parametrize(
+    "magic,codec",
+    [
+        (0, NONE),
+        (0, GZIP),
+        (1, NONE),
+        (1, SNAPPY),
+        (2, NONE),
+        (2, GZIP),
+        (2, SNAPPY),
+        (2, LZ4),
+        (2, ZSTD),
+    ],
+)
 def test_clean_log_keeps_latest_per_key_with_original_offsets(tmp_path, magic, codec):
     log = _log(tmp_path, magic)
     written = _fill(log, magic, codec)
@@ -257,10 +304,11 @@ def test_a_full_offset_map_ends_the_round_early(tmp_path):
     assert 0 < end < target.first_uncleanable, "the round stops where the map filled up"
     got = _read_all(log)
     assert {o for o, _, _ in got} >= {o for o, _, _ in written if o >= end}
-    while end < target.first_uncleanable:                 # later rounds finish the job
+    while end < target.first_uncleanable:  # later rounds finish the job
         end = clean_log(cleanable(log, end, NOW), NOW, map_slots=30)
     active = log.segments[-1].base_offset
-    assert [g for g in _read_all(log) if g[0] < active] == \
-        sorted((o, k, v) for k, (o, v) in _latest(written, active).items())
+    assert [g for g in _read_all(log) if g[0] < active] == sorted(
+        (o, k, v) for k, (o, v) in _latest(written, active).items()
+    )
     with pytest.raises(ValueError, match="dedupe.buffer.size"):
         clean_log(cleanable(log, 0, NOW), NOW, map_slots=0)

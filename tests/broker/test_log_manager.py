@@ -1,4 +1,5 @@
 """LogConfig from Kafka property names, and the LogManager's lifecycle."""
+
 import json
 import os
 import time
@@ -20,51 +21,106 @@ def test_defaults_are_kafkas():
 
 
 def test_broker_names_and_topic_overrides():
-    broker = LogConfig.from_properties({
-        "log.segment.bytes": "1000", "log.retention.hours": "2", "log.flush.interval.messages": "5",
-        "log.flush.interval.ms": "300", "log.retention.bytes": "9000", "message.max.bytes": "500",
-        "log.index.interval.bytes": "128", "log.message.format.version": "0.10.2",
-        "num.partitions": "3",  # not a log setting: ignored
-    }, None)
-    assert (broker.segment_bytes, broker.retention_ms, broker.flush_interval_messages) == \
-        (1000, 2 * 3600 * 1000, 5)
-    assert (broker.flush_interval_ms, broker.retention_bytes, broker.max_message_bytes) == \
-        (300, 9000, 500)
+    broker = LogConfig.from_properties(
+        {
+            "log.segment.bytes": "1000",
+            "log.retention.hours": "2",
+            "log.flush.interval.messages": "5",
+            "log.flush.interval.ms": "300",
+            "log.retention.bytes": "9000",
+            "message.max.bytes": "500",
+            "log.index.interval.bytes": "128",
+            "log.message.format.version": "0.10.2",
+            "num.partitions": "3",  # not a log setting: ignored
+        },
+        None,
+    )
+    assert (broker.segment_bytes, broker.retention_ms, broker.flush_interval_messages) == (
+        1000,
+        2 * 3600 * 1000,
+        5,
+    )
+    assert (broker.flush_interval_ms, broker.retention_bytes, broker.max_message_bytes) == (
+        300,
+        9000,
+        500,
+    )
     assert broker.index_interval_bytes == 128 and broker.message_format_version == 1
-    topic = LogConfig.from_properties({"segment.bytes": "2000", "retention.ms": "-1",
-                                       "flush.messages": "1", "max.message.bytes": "700",
-                                       "message.timestamp.type": "LogAppendTime"}, broker)
-    assert (topic.segment_bytes, topic.retention_ms, topic.flush_interval_messages) == \
-        (2000, -1, 1)
+    topic = LogConfig.from_properties(
+        {
+            "segment.bytes": "2000",
+            "retention.ms": "-1",
+            "flush.messages": "1",
+            "max.message.bytes": "700",
+            "message.timestamp.type": "LogAppendTime",
+        },
+        broker,
+    )
+    assert (topic.segment_bytes, topic.retention_ms, topic.flush_interval_messages) == (2000, -1, 1)
     assert topic.max_message_bytes == 700 and topic.log_append_time
     assert topic.retention_bytes == 9000  # inherited
-    assert broker.segment_bytes == 1000   # defaults untouched
+    assert broker.segment_bytes == 1000  # defaults untouched
 
 
 def test_retention_ms_beats_minutes_beats_hours():
-    assert LogConfig.from_properties({"log.retention.hours": "1", "log.retention.minutes": "2"},
-                                     None).retention_ms == 120_000
-    assert LogConfig.from_properties({"log.retention.minutes": "2", "log.retention.ms": "5"},
-                                     None).retention_ms == 5
+    assert (
+        LogConfig.from_properties(
+            {"log.retention.hours": "1", "log.retention.minutes": "2"}, None
+        ).retention_ms
+        == 120_000
+    )
+    assert (
+        LogConfig.from_properties(
+            {"log.retention.minutes": "2", "log.retention.ms": "5"}, None
+        ).retention_ms
+        == 5
+    )
 
 
-@pytest.mark.parametrize("value,magic", [
-    ("0", 0), ("1", 1), ("2", 2), ("0.8.0", 0), ("0.8.2", 0), ("0.9.0", 0), ("0.10.0", 1),
-    ("0.10.0-IV1", 1), ("0.10.2", 1), ("0.11.0", 2), ("1.0", 2), ("2.0", 2), ("3.7-IV4", 2),
-    ("0.10.0.0", 1), ("0.10.0-IV0", 1), ("0.8.2.2", 0), ("0.9.0.1", 0), ("0.10.2.1", 1),
-    ("0.11.0.3", 2), ("2.8.1", 2), ("3.9.0", 2),   # Kafka's full release numbers
-])
+@pytest.mark.parametrize(
+    "value,magic",
+    [
+        ("0", 0),
+        ("1", 1),
+        ("2", 2),
+        ("0.8.0", 0),
+        ("0.8.2", 0),
+        ("0.9.0", 0),
+        ("0.10.0", 1),
+        ("0.10.0-IV1", 1),
+        ("0.10.2", 1),
+        ("0.11.0", 2),
+        ("1.0", 2),
+        ("2.0", 2),
+        ("3.7-IV4", 2),
+        ("0.10.0.0", 1),
+        ("0.10.0-IV0", 1),
+        ("0.8.2.2", 0),
+        ("0.9.0.1", 0),
+        ("0.10.2.1", 1),
+        ("0.11.0.3", 2),
+        ("2.8.1", 2),
+        ("3.9.0", 2),  # Kafka's full release numbers
+    ],
+)
 def test_message_format_version_names(value, magic):
     assert parse_format_version("message.format.version", value) == magic
-    assert LogConfig.from_properties({"message.format.version": value}).message_format_version \
-        == magic
+    assert (
+        LogConfig.from_properties({"message.format.version": value}).message_format_version == magic
+    )
 
 
-@pytest.mark.parametrize("key,value,hint", [
-    ("segment.bytes", "lots", "integer"), ("segment.bytes", "10", "[14,"),
-    ("retention.ms", "-5", "-1"), ("message.format.version", "3", "0.10.0"),
-    ("message.timestamp.type", "Whenever", "LogAppendTime"), ("flush.messages", "0", "[1,"),
-])
+@pytest.mark.parametrize(
+    "key,value,hint",
+    [
+        ("segment.bytes", "lots", "integer"),
+        ("segment.bytes", "10", "[14,"),
+        ("retention.ms", "-5", "-1"),
+        ("message.format.version", "3", "0.10.0"),
+        ("message.timestamp.type", "Whenever", "LogAppendTime"),
+        ("flush.messages", "0", "[1,"),
+    ],
+)
 def test_bad_values_name_key_and_allowed_values(key, value, hint):
     with pytest.raises(ValueError) as err:
         LogConfig.from_properties({key: value})
@@ -151,8 +207,9 @@ def test_delete_topic(tmp_path):
 def test_flush_timer_flushes_by_flush_ms(tmp_path, monkeypatch):
     synced = []
     real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
-                                                  real(fd))[1])
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))[1]
+    )
     m = manager(tmp_path, flush_check_ms=10)
     log = m.create_log("t", 0, {"flush.ms": "0"})
     log.append(build_batch([b"x"]), magic=2)
@@ -182,7 +239,7 @@ def test_flush_all_and_close_are_idempotent(tmp_path):
     log.append(build_batch([b"x", b"y"]), magic=2)
     assert log.recovery_point == 0
     m.flush_all()
-    assert log.recovery_point == log.log_end_offset == 2      # flushed: on disk up to the end
+    assert log.recovery_point == log.log_end_offset == 2  # flushed: on disk up to the end
     m.flush_all()
     assert log.recovery_point == 2
     m.close()
@@ -190,8 +247,8 @@ def test_flush_all_and_close_are_idempotent(tmp_path):
     checkpoint = tmp_path / "logs" / RECOVERY_POINT_CHECKPOINT
     assert marker.exists() and read_checkpoint(checkpoint) == {("t", 0): 2}
     assert m.logs() == []
-    m.close()                                                  # a second close changes nothing
+    m.close()  # a second close changes nothing
     assert marker.exists() and read_checkpoint(checkpoint) == {("t", 0): 2}
-    again = manager(tmp_path)                                  # and the data is all there
+    again = manager(tmp_path)  # and the data is all there
     assert again.get_log("t", 0).log_end_offset == 2
     again.close()

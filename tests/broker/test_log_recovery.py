@@ -1,4 +1,5 @@
 """Recovery after an unclean shutdown: the log ends at the last valid entry."""
+
 import os
 from pathlib import Path
 
@@ -13,8 +14,7 @@ CONFIG = dict(segment_bytes=400, index_interval_bytes=64)
 
 def open_log(tmp_path: Path, recovery_point: int = 0, **config) -> Log:
     """The log in ``tmp_path/t-0`` with small segments."""
-    return Log(tmp_path / "t-0", LogConfig(**{**CONFIG, **config}),
-               recovery_point=recovery_point)
+    return Log(tmp_path / "t-0", LogConfig(**{**CONFIG, **config}), recovery_point=recovery_point)
 
 
 def fill(log: Log, count: int, magic: int = 2) -> list[int]:
@@ -62,8 +62,13 @@ def test_garbage_block_appended_to_newest_segment_is_cut(tmp_path, magic):
     assert again.log_end_offset == end
     assert newest(again).stat().st_size == size
     assert values(again) == [b"value-%04d" % i for i in range(30)]
-    assert again.append(build_message_set([b"new"], magic=magic) if magic < 2
-                        else build_batch([b"new"]), magic=magic).first_offset == end
+    assert (
+        again.append(
+            build_message_set([b"new"], magic=magic) if magic < 2 else build_batch([b"new"]),
+            magic=magic,
+        ).first_offset
+        == end
+    )
 
 
 def test_zero_filled_block_is_cut(tmp_path):

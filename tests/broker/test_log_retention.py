@@ -1,4 +1,5 @@
 """Retention, flush policy and offsets by time."""
+
 import os
 import threading
 import time
@@ -39,7 +40,7 @@ def test_retention_by_time_deletes_old_segments_while_a_reader_holds_one(tmp_pat
     age(log, 0, old)
     age(log, 1, old)
     held = log.read(0, 1 << 20)
-    expected = segments[0].log_path.read_bytes()[:len(held)]
+    expected = segments[0].log_path.read_bytes()[: len(held)]
     deleted = log.delete_old_segments(int(time.time() * 1000))
     assert deleted == 2
     assert log.log_start_offset == segments[2].base_offset
@@ -232,10 +233,8 @@ def test_offset_for_timestamp(tmp_path):
 
 def test_offset_for_timestamp_in_v1_wrappers_and_log_append_time(tmp_path):
     log = open_log(tmp_path, message_format_version=1)
-    log.append(build_message_set([b"a", b"b"], timestamps=[10, 20], magic=1, codec=GZIP),
-               magic=1)
-    log.append(build_message_set([b"c"], timestamps=[30], magic=1), magic=1,
-               log_append_time=5000)
+    log.append(build_message_set([b"a", b"b"], timestamps=[10, 20], magic=1, codec=GZIP), magic=1)
+    log.append(build_message_set([b"c"], timestamps=[30], magic=1), magic=1, log_append_time=5000)
     assert log.offset_for_timestamp(15) == (1, 20)
     assert log.offset_for_timestamp(31) == (2, 5000)
 

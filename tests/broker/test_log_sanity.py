@@ -6,6 +6,7 @@ last entry's CRC); after an unclean one every segment from the recovery point is
 CRC and offset checks.  The sweeps flip every byte of a small log's active segment and index in
 turn and check what a reopened log serves.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,9 @@ class Entry:
         return self.base_offset + len(self.values) - 1
 
 
-def write_log(directory: Path, batches: list[list[bytes]], *, roll_after: int = 0,
-              config: LogConfig = CONFIG) -> tuple[Log, list[Entry]]:
+def write_log(
+    directory: Path, batches: list[list[bytes]], *, roll_after: int = 0, config: LogConfig = CONFIG
+) -> tuple[Log, list[Entry]]:
     """A log holding ``batches`` (a roll after the first ``roll_after``), and the active
     segment's entries."""
     log = Log(directory, config)
@@ -54,8 +56,9 @@ def write_log(directory: Path, batches: list[list[bytes]], *, roll_after: int = 
         position = log.segments[-1].size
         info = log.append(build_batch(values, timestamp=1000 + i), magic=2)
         if not roll_after or i >= roll_after:
-            active.append(Entry(position, log.segments[-1].size - position, info.first_offset,
-                                tuple(values)))
+            active.append(
+                Entry(position, log.segments[-1].size - position, info.first_offset, tuple(values))
+            )
     return log, active
 
 
@@ -131,7 +134,8 @@ def test_flipped_base_offset_of_the_last_batch_keeps_the_log_end_sane(tmp_path, 
 @pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
 @pytest.mark.parametrize("byte, mask", [(0, 0x40), (7, 0x01), (7, 0x80), (4, 0x10)])
 def test_flipped_base_offset_in_the_middle_drops_only_that_batch_and_after(
-        tmp_path, caplog, clean, byte, mask):
+    tmp_path, caplog, clean, byte, mask
+):
     """The offset-order check finds the damaged batch itself, whichever way its offset moved;
     the batches before it stay (no acknowledged message before the damage is lost)."""
     batches = [[b"v%d-%d" % (i, j) for j in range(1 + i % 3)] for i in range(12)]
@@ -203,12 +207,11 @@ def test_old_segment_offsets_beyond_the_next_segment_are_recovered(tmp_path, cap
 def test_recovery_starts_at_the_recovery_point(tmp_path):
     """After an unclean shutdown the segments from the recovery point are CRC-checked; older,
     flushed ones are sanity-checked only (Kafka does not rescan them)."""
-    log, entries = write_log(tmp_path / "t-0", [[b"p%02d" % i] for i in range(12)],
-                             roll_after=8)
+    log, entries = write_log(tmp_path / "t-0", [[b"p%02d" % i] for i in range(12)], roll_after=8)
     assert log.recovery_point == 8
     old, active = log.segments
     shut(log, clean=False)
-    flip(old.log_path, old.size - 2)       # a value in the old segment: not rescanned
+    flip(old.log_path, old.size - 2)  # a value in the old segment: not rescanned
     flip(active.log_path, entries[2].position + entries[2].size - 2)  # offset 10's value
     again = Log(tmp_path / "t-0", CONFIG, recovery_point=8)
     assert again.log_end_offset == 10
@@ -235,12 +238,13 @@ OUTSIDE_CRC = set(range(12)) | {16}
 SWEEP_BATCHES = [[b"s%d-%d" % (i, j) for j in range(1 + i % 3)] for i in range(8)]
 
 
-def sweep_log(tmp_path: Path, batches: list[list[bytes]] = SWEEP_BATCHES,
-              ) -> tuple[Path, dict[str, bytes], list[Entry], int]:
+def sweep_log(
+    tmp_path: Path,
+    batches: list[list[bytes]] = SWEEP_BATCHES,
+) -> tuple[Path, dict[str, bytes], list[Entry], int]:
     """A two-segment log to sweep: its directory, files, active entries and end offset."""
     directory = tmp_path / "t-0"
-    log, entries = write_log(directory, [[b"old-%d" % i] for i in range(4)] + batches,
-                             roll_after=4)
+    log, entries = write_log(directory, [[b"old-%d" % i] for i in range(4)] + batches, roll_after=4)
     end = log.log_end_offset
     log.close()
     files = {p.name: p.read_bytes() for p in directory.iterdir()}
@@ -259,14 +263,21 @@ def restore(directory: Path, files: dict[str, bytes], clean: bool) -> None:
         (directory / CLEAN_SHUTDOWN).unlink(missing_ok=True)
 
 
-def check_reopened(directory: Path, entries: list[Entry], end: int, damaged: Entry | None,
-                   caplog: pytest.LogCaptureFixture, where: str) -> Log:
+def check_reopened(
+    directory: Path,
+    entries: list[Entry],
+    end: int,
+    damaged: Entry | None,
+    caplog: pytest.LogCaptureFixture,
+    where: str,
+) -> Log:
     """Open the damaged log and check what it serves against what was acknowledged."""
     caplog.clear()
     log = Log(directory, CONFIG, recovery_point=entries[0].base_offset)
     first = damaged.base_offset if damaged is not None else end
-    assert log.log_end_offset in (first, end), \
+    assert log.log_end_offset in (first, end), (
         f"{where}: log end {log.log_end_offset}, not {first} or {end}"
+    )
     good, bad = served(log)
     expected = {i: b"old-%d" % i for i in range(4)} | reference(entries)
     for offset, value in good.items():
@@ -301,8 +312,9 @@ def test_byte_flip_sweep_over_the_active_segment(sweep_dir, caplog, clean):
             log = check_reopened(directory, entries, end, damaged, caplog, where)
             cut = log.log_end_offset < end
             truncated += cut
-            if field not in LEADER_EPOCH and (not clean or field in OUTSIDE_CRC
-                                              or damaged is entries[-1]):
+            if field not in LEADER_EPOCH and (
+                not clean or field in OUTSIDE_CRC or damaged is entries[-1]
+            ):
                 assert cut, f"{where}: damage in field byte {field} not found"
             info = log.append(build_batch([b"after"]), magic=2)
             assert info.first_offset == log.log_end_offset - 1
@@ -328,8 +340,9 @@ def test_byte_flip_sweep_over_the_indexes(sweep_dir, caplog):
             for mask in (0x01, 0x80):
                 restore(directory, files, clean=True)
                 flip(directory / name, position, mask)
-                log = check_reopened(directory, entries, end, None, caplog,
-                                     f"{name} byte {position} ^ {mask:#x}")
+                log = check_reopened(
+                    directory, entries, end, None, caplog, f"{name} byte {position} ^ {mask:#x}"
+                )
                 if active:
                     assert name in errors(caplog), f"{name} byte {position}: not reported"
                     assert (directory / name).read_bytes() == files[name]
@@ -341,6 +354,7 @@ def test_sixty_random_flips_lose_nothing_before_the_damaged_batch(sweep_dir, cap
     Batches of 20 messages, 60 seeded flips anywhere in the active segment, unclean shutdown:
     recovery cuts exactly at the damaged batch, or keeps everything."""
     import random
+
     batches = [[b"m%d-%02d" % (i, j) for j in range(20)] for i in range(6)]
     directory, files, entries, end = sweep_log(sweep_dir, batches)
     name = f"{entries[0].base_offset:020d}.log"

@@ -2,6 +2,7 @@
 batch's baseOffset (outside the CRC) after a clean shutdown, or in a middle batch after a kill -9.
 The restarted broker keeps its log end at the data, serves every acknowledged record before the
 damaged batch with its own offset, and names the file and byte position in its log."""
+
 import struct
 from pathlib import Path
 
@@ -23,12 +24,14 @@ COUNT = 60
 def produce(bootstrap: str) -> dict[int, bytes]:
     """``COUNT`` acks=all records, one batch each; offset -> value of the acknowledged ones."""
     acked: dict[int, bytes] = {}
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                                         "linger.ms": 0, "enable.idempotence": False})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "enable.idempotence": False}
+    )
 
     def report(err, msg):
         assert err is None, err
         acked[msg.offset()] = msg.value()
+
     for i in range(COUNT):
         producer.produce(TOPIC, value=b"acked-%03d" % i, callback=report)
         producer.flush(15)
@@ -46,10 +49,14 @@ def damage_base_offset(segment: Path, index: int, byte: int, mask: int) -> tuple
     return entry.position, entry.offset
 
 
-@pytest.mark.parametrize("stop, index, byte, mask", [
-    ("clean", -1, 0, 0x55),     # the issue's case: log end offset ~6.1e18 before
-    ("kill9", 29, 7, 0x02),     # a middle batch moved up two offsets (29 -> 31)
-], ids=["clean-last", "kill9-middle"])
+@pytest.mark.parametrize(
+    "stop, index, byte, mask",
+    [
+        ("clean", -1, 0, 0x55),  # the issue's case: log end offset ~6.1e18 before
+        ("kill9", 29, 7, 0x02),  # a middle batch moved up two offsets (29 -> 31)
+    ],
+    ids=["clean-last", "kill9-middle"],
+)
 def test_restart_over_a_flipped_base_offset(tmp_path, stop, index, byte, mask):
     broker = BrokerProcess(tmp_path / "logs", free_port())
     try:
@@ -69,8 +76,9 @@ def test_restart_over_a_flipped_base_offset(tmp_path, stop, index, byte, mask):
         assert segment.name in out and f"position {position}" in out
         producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
         after = []
-        producer.produce(TOPIC, value=b"after",
-                         callback=lambda err, msg: after.append((err, msg.offset())))
+        producer.produce(
+            TOPIC, value=b"after", callback=lambda err, msg: after.append((err, msg.offset()))
+        )
         producer.flush(15)
         assert after == [(None, damaged)]
         assert broker.terminate() == 0

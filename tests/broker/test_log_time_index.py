@@ -1,5 +1,6 @@
 """The ``.timeindex`` of the mini-broker's segments: Kafka's 12-byte entries, written while
 appending and on roll, used by ListOffsets by timestamp, checked at load and rebuilt."""
+
 import random
 import struct
 
@@ -74,10 +75,12 @@ def test_lookup_starts_after_the_time_index_entry(tmp_path, monkeypatch):
     (t, rel) = _entries(seg.time_index.path)[-2]
     starts = []
     walk = type(seg).entries
-    monkeypatch.setattr(type(seg), "entries", lambda self, start=0: starts.append(start)
-                        or walk(self, start))
+    monkeypatch.setattr(
+        type(seg), "entries", lambda self, start=0: starts.append(start) or walk(self, start)
+    )
     assert seg.find_timestamp(t + 1) == _expected(
-        [(o, ts) for o, ts in records if o > seg.base_offset + rel], t + 1)
+        [(o, ts) for o, ts in records if o > seg.base_offset + rel], t + 1
+    )
     assert starts and starts[-1] > 0
     log.close()
 
@@ -87,18 +90,17 @@ def test_reopened_missing_and_corrupt_time_indexes_answer_the_same(tmp_path, cap
     before = _answers(log, records)
     files = {p.name: p.read_bytes() for p in log.directory.glob("*.timeindex")}
     log.close()
-    log = Log(tmp_path / "t-0", LogConfig(**CONFIG))          # clean: loaded and sanity-checked
+    log = Log(tmp_path / "t-0", LogConfig(**CONFIG))  # clean: loaded and sanity-checked
     assert _answers(log, records) == before
     log.close()
     paths = sorted((tmp_path / "t-0").glob("*.timeindex"))
-    paths[1].unlink()                                         # missing: rebuilt at load
+    paths[1].unlink()  # missing: rebuilt at load
     entries = _entries(paths[2])
     paths[2].write_bytes(b"".join(struct.pack(">qi", *e) for e in reversed(entries)))
-    paths[3].write_bytes(paths[3].read_bytes() + b"\0")      # not a multiple of 12
+    paths[3].write_bytes(paths[3].read_bytes() + b"\0")  # not a multiple of 12
     log = Log(tmp_path / "t-0", LogConfig(**CONFIG))
     assert "corrupt time index" in caplog.text
-    assert {p.name: p.read_bytes() for p in paths[:4]} == \
-        {p.name: files[p.name] for p in paths[:4]}
+    assert {p.name: p.read_bytes() for p in paths[:4]} == {p.name: files[p.name] for p in paths[:4]}
     assert _answers(log, records) == before
     log.close()
 
@@ -109,7 +111,7 @@ def test_unclean_restart_rebuilds_the_active_time_index(tmp_path):
     before = _answers(log, records)
     log.flush()
     entries = active.read_bytes()
-    active.write_bytes(struct.pack(">qi", 1, 0))              # no clean shutdown marker either
+    active.write_bytes(struct.pack(">qi", 1, 0))  # no clean shutdown marker either
     reopened = Log(tmp_path / "t-0", LogConfig(**CONFIG))
     assert active.read_bytes().startswith(entries)
     assert _answers(reopened, records) == before
@@ -132,22 +134,30 @@ def test_a_cleaned_segment_gets_a_time_index_of_what_it_kept(tmp_path):
     """Compaction swaps in one segment for several: its .timeindex is rebuilt from the
     records kept, the replaced segments' files go, and lookups match a scan of what is left."""
     from kclient.broker.log.cleaner import LogCleaner
+
     now = 1_700_000_000_000
-    log = Log(tmp_path / "c-0", LogConfig(segment_bytes=1000, index_interval_bytes=100,
-                                          cleanup_policy=("compact",)))
+    log = Log(
+        tmp_path / "c-0",
+        LogConfig(segment_bytes=1000, index_interval_bytes=100, cleanup_policy=("compact",)),
+    )
     for i in range(100):
-        key = b"u%d" % i if i % 3 == 0 else b"k%d" % (i % 5)   # every third one survives
+        key = b"u%d" % i if i % 3 == 0 else b"k%d" % (i % 5)  # every third one survives
         log.append(build_batch([b"v%d" % i], [key], timestamps=[now - 1000 + i]), magic=2)
     sizes = [s.size for s in log.segments]
     assert LogCleaner(lambda: [log], tmp_path).clean_once(now) is not None
     assert [s.size for s in log.segments] != sizes and log.segments[0].size > 0
     names = {p.name for p in log.directory.glob("*.timeindex")}
     assert names == {f"{s.base_offset:020d}.timeindex" for s in log.segments}
-    kept = [(r.offset, r.timestamp) for s in log.segments for info in s.entries()
-            for r in s._decode(info)]
+    kept = [
+        (r.offset, r.timestamp)
+        for s in log.segments
+        for info in s.entries()
+        for r in s._decode(info)
+    ]
     cleaned = log.segments[0]
-    assert _entries(cleaned.time_index.path)[-1][0] == \
-        max(t for o, t in kept if o < cleaned.next_offset)
+    assert _entries(cleaned.time_index.path)[-1][0] == max(
+        t for o, t in kept if o < cleaned.next_offset
+    )
     answers = {t: log.offset_for_timestamp(t) for t in range(now - 1001, now - 895, 3)}
     assert answers == {t: _expected(kept, t) for t in answers}
     log.close()

@@ -1,5 +1,6 @@
 """OffsetManager: durable commits in a compacted log, replay after reopen, torn tails, cleaning,
 expiry, the legacy file import, and a bounded log under 100,000 commits."""
+
 from __future__ import annotations
 
 import json
@@ -44,9 +45,9 @@ def test_records_use_kafkas_offset_commit_schemas(manager):
     manager.commit("grp", {("topic", 4): OffsetEntry(43, None, -1, 99, 5000)})
     records = list(read_log(manager.log))
     assert records[0].key == b"\x00\x01\x00\x03grp\x00\x05topic\x00\x00\x00\x03"
-    assert records[0].value[:2] == b"\x00\x03"                    # value v3
+    assert records[0].value[:2] == b"\x00\x03"  # value v3
     assert decode_value(records[0].value) == (42, "md", 7, 1234, -1)
-    assert records[1].value[:2] == b"\x00\x01"                    # v1: explicit expiry
+    assert records[1].value[:2] == b"\x00\x01"  # v1: explicit expiry
     assert decode_value(records[1].value) == (43, None, -1, 99, 5000)
     assert decode_key(encode_key("g", ("t", 9))) == ("g", ("t", 9))
 
@@ -66,7 +67,7 @@ def test_torn_tail_is_cut_by_log_recovery(tmp_path):
         m.commit("g", {("t", 0): OffsetEntry(1)})
         m.commit("g", {("t", 0): OffsetEntry(2)})
     (segment,) = _segments(tmp_path)
-    (tmp_path / OFFSETS_LOG / ".kclient_clean_shutdown").unlink()    # as after a crash
+    (tmp_path / OFFSETS_LOG / ".kclient_clean_shutdown").unlink()  # as after a crash
     segment.write_bytes(segment.read_bytes()[:-3])
     with OffsetManager(tmp_path) as m:
         assert m.fetch("g")[("t", 0)].offset == 1
@@ -101,7 +102,10 @@ def test_cleaning_keeps_latest(tmp_path):
     with OffsetManager(tmp_path, config) as m:
         got = m.fetch("g")
         assert {tp: e.offset for tp, e in got.items()} == {
-            ("t", 0): 498, ("t", 1): 499, ("t", 2): 497}
+            ("t", 0): 498,
+            ("t", 1): 499,
+            ("t", 2): 497,
+        }
         assert got[("t", 1)].metadata == "m499"
         assert m.fetch("h") == {}
 
@@ -169,10 +173,13 @@ def _legacy_record(payload: dict) -> bytes:
 
 def test_legacy_file_is_imported_once(tmp_path):
     (tmp_path / LEGACY_OFFSETS_FILE).write_bytes(
-        _legacy_record({"g": "g", "c": [["t", 0, 5, -1, "m", 10, -1], ["t", 1, 6, 2, None, 11,
-                                                                       -1]]})
+        _legacy_record(
+            {"g": "g", "c": [["t", 0, 5, -1, "m", 10, -1], ["t", 1, 6, 2, None, 11, -1]]}
+        )
         + _legacy_record({"g": "g", "d": [["t", 1]]})
-        + _legacy_record({"g": "x", "c": [["t", 0, 1, -1, "", 1, -1]]}) + b"\x00\x00torn")
+        + _legacy_record({"g": "x", "c": [["t", 0, 1, -1, "", 1, -1]]})
+        + b"\x00\x00torn"
+    )
     with OffsetManager(tmp_path) as m:
         assert m.fetch("g") == {("t", 0): OffsetEntry(5, "m", -1, 10)}
         assert m.fetch("x") == {("t", 0): OffsetEntry(1, "", -1, 1)}
@@ -191,8 +198,11 @@ def test_offsets_log_stays_bounded_under_100000_commits(tmp_path):
     what it has been given time for. (Waiting for one more round instead hung whenever the
     thread had already cleaned up to the active segment during the burst.)"""
     segment = 256 * 1024
-    config = {"offsets.topic.segment.bytes": str(segment), "log.cleaner.backoff.ms": "10",
-              "offsets.commit.required.acks": "1"}
+    config = {
+        "offsets.topic.segment.bytes": str(segment),
+        "log.cleaner.backoff.ms": "10",
+        "offsets.commit.required.acks": "1",
+    }
     peak = 0
     with OffsetManager(tmp_path, config) as m:
         for i in range(100_000):
@@ -206,8 +216,10 @@ def test_offsets_log_stays_bounded_under_100000_commits(tmp_path):
         final = m.file_bytes
         rounds = m.cleaner.rounds
     unbounded = 100_000 * 110
-    print(f"offsets log: peak {peak} bytes, final {final} bytes, {rounds} cleaning rounds, "
-          f"uncleaned it would be ~{unbounded} bytes")
+    print(
+        f"offsets log: peak {peak} bytes, final {final} bytes, {rounds} cleaning rounds, "
+        f"uncleaned it would be ~{unbounded} bytes"
+    )
     assert rounds >= 5
     assert peak < 6 * segment, peak
     assert final < 60_000

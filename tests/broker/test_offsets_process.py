@@ -1,6 +1,7 @@
 """The offsets log of a real broker process stays bounded: 100,000 partition commits over the
 wire (10,000 OffsetCommit requests of 10 partitions), its size measured on disk as they go;
 after a kill -9 and a restart every group's last commit is still there."""
+
 from __future__ import annotations
 
 import time
@@ -25,9 +26,14 @@ def _disk_bytes(directory: Path) -> int:
 
 
 def test_offsets_log_bounded_under_100000_commits(tmp_path):
-    broker = BrokerProcess(tmp_path / "logs", {
-        "offsets.topic.segment.bytes": str(SEGMENT), "log.cleaner.backoff.ms": "50",
-        "offsets.commit.required.acks": "1"})
+    broker = BrokerProcess(
+        tmp_path / "logs",
+        {
+            "offsets.topic.segment.bytes": str(SEGMENT),
+            "log.cleaner.backoff.ms": "50",
+            "offsets.commit.required.acks": "1",
+        },
+    )
     offsets_dir = tmp_path / "logs" / "__group_coordinator" / "__consumer_offsets-0"
     try:
         broker.start()
@@ -45,8 +51,10 @@ def test_offsets_log_bounded_under_100000_commits(tmp_path):
             final = _disk_bytes(offsets_dir)
             got = consumer.fetch_offsets("group-19", [("events", p) for p in range(10)])
         uncleaned = 100_000 * 40
-        print(f"100,000 commits in {elapsed:.1f}s: offsets log peak {peak} bytes, final {final}"
-              f" bytes on disk (~{uncleaned} bytes uncleaned)")
+        print(
+            f"100,000 commits in {elapsed:.1f}s: offsets log peak {peak} bytes, final {final}"
+            f" bytes on disk (~{uncleaned} bytes uncleaned)"
+        )
         assert peak < 5 * SEGMENT, peak
         assert {tp: v[0] for tp, v in got.items()} == {("events", p): 9_999 for p in range(10)}
         broker.kill9()

@@ -2,6 +2,7 @@
 
 Before, 10,000 abandoned long polls stayed parked until their ``max_wait_ms`` (RSS 36 -> 117
 MB) and every append to the partition called all of them (produce latency 0.4 -> 18 ms)."""
+
 from kclient.broker import MiniBroker
 from kclient.protocol.apis import FETCH
 from kclient.protocol.framing import ClientProtocol
@@ -13,9 +14,19 @@ from .test_server import produce
 def _long_poll(bootstrap: str, topic: str):
     """A connection with a Fetch parked for ten minutes on an empty partition."""
     proto = ClientProtocol("long-poll")
-    body = {"replica_id": -1, "max_wait_ms": 600000, "min_bytes": 1, "max_bytes": 1 << 20,
-            "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": 600000,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+    }
     _, frame = proto.send_request(FETCH, 4, body)
     sock = connect(bootstrap)
     sock.sendall(frame)

@@ -1,4 +1,5 @@
 """ssl.principal.mapping.rules as Kafka's SslPrincipalMapper reads them (its own examples)."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,17 +7,22 @@ import pytest
 from kclient.broker import MiniBroker
 from kclient.broker.principal import NoMatchingRule, PrincipalMapper
 
-KAFKA_RULES = ("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/, "
-               "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L, "
-               "RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U, DEFAULT")
+KAFKA_RULES = (
+    "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/, "
+    "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L, "
+    "RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U, DEFAULT"
+)
 
 
-@pytest.mark.parametrize("dn,name", [
-    ("CN=Duke,OU=ServiceUsers,O=Org,C=US", "Duke"),
-    ("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US", "duke@sme"),
-    ("cn=duke,ou=JavaSoft,o=Sun Microsystems", "DUKE"),
-    ("OU=JavaSoft,O=Sun Microsystems,C=US", "OU=JavaSoft,O=Sun Microsystems,C=US"),
-])
+@pytest.mark.parametrize(
+    "dn,name",
+    [
+        ("CN=Duke,OU=ServiceUsers,O=Org,C=US", "Duke"),
+        ("CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US", "duke@sme"),
+        ("cn=duke,ou=JavaSoft,o=Sun Microsystems", "DUKE"),
+        ("OU=JavaSoft,O=Sun Microsystems,C=US", "OU=JavaSoft,O=Sun Microsystems,C=US"),
+    ],
+)
 def test_kafkas_examples(dn, name):
     assert PrincipalMapper(KAFKA_RULES).name(dn) == name
 

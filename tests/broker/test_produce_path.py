@@ -1,5 +1,6 @@
 """The mini-broker's produce path: request frames read with one copy (kclient.broker.frames'
 FrameReader), records validated once and copied once (assign_offsets with entries)."""
+
 import itertools
 import logging
 import random
@@ -38,14 +39,14 @@ class TrickleSocket:
         self.data = memoryview(data)
         self.pos = 0
         self.sizes = itertools.cycle(sizes)
-        self.via_recv = 0          # bytes handed out through recv() (copied by the reader)
-        self.via_recv_into = 0     # bytes written straight into the reader's buffer
+        self.via_recv = 0  # bytes handed out through recv() (copied by the reader)
+        self.via_recv_into = 0  # bytes written straight into the reader's buffer
 
     def _take(self, want: int) -> memoryview:
         if self.pos >= len(self.data):
             raise BlockingIOError
         n = min(want, next(self.sizes), len(self.data) - self.pos)
-        piece = self.data[self.pos:self.pos + n]
+        piece = self.data[self.pos : self.pos + n]
         self.pos += n
         return piece
 
@@ -57,7 +58,7 @@ class TrickleSocket:
     def recv_into(self, buffer, nbytes: int = 0) -> int:
         view = memoryview(buffer)
         piece = self._take(nbytes or len(view))
-        view[:len(piece)] = piece
+        view[: len(piece)] = piece
         self.via_recv_into += len(piece)
         return len(piece)
 
@@ -78,8 +79,12 @@ def new_reader(max_frame: int = MAX_FRAME) -> FrameReader:
 
 
 def produce_body(topic: str, records, acks: int = 1) -> dict:
-    return {"acks": acks, "timeout_ms": 5000, "transactional_id": None,
-            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]}
+    return {
+        "acks": acks,
+        "timeout_ms": 5000,
+        "transactional_id": None,
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
+    }
 
 
 def big_records(total: int, value_size: int = 100_000, per_batch: int = 5) -> bytes:
@@ -110,9 +115,11 @@ def same_requests(got, wire: bytes) -> None:
 
 # ------------------------------------------------------------------ FrameReader
 def test_requests_delivered_one_byte_at_a_time_decode():
-    _, wire = frames((METADATA, 1, {"topics": None}),
-                     (PRODUCE, 3, produce_body("t", build_batch([b"a", b"bc"] * 20))),
-                     (METADATA, 1, {"topics": [{"name": "x"}]}))
+    _, wire = frames(
+        (METADATA, 1, {"topics": None}),
+        (PRODUCE, 3, produce_body("t", build_batch([b"a", b"bc"] * 20))),
+        (METADATA, 1, {"topics": [{"name": "x"}]}),
+    )
     reader = new_reader()
     sock = TrickleSocket(wire, sizes=(1,))
     got = read_all(reader, sock)
@@ -139,15 +146,16 @@ def test_five_megabyte_frame_in_pieces_is_received_into_one_buffer():
     data = got[0].body.topic_data[0].partition_data[0].records
     assert bytes(data) == records
     assert isinstance(data, memoryview) and isinstance(data.obj, bytearray)
-    assert len(data.obj) == len(big) - 4          # decoded in place, in a buffer of its size
+    assert len(data.obj) == len(big) - 4  # decoded in place, in a buffer of its size
     # only what the between-frames reads fetched went through recv() (and a copy)
     assert sock.via_recv <= 2 * HEAD_READ
     assert sock.via_recv_into >= len(big) - HEAD_READ
 
 
 def test_big_frames_back_to_back():
-    wire_frames, wire = frames(*[(PRODUCE, 3, produce_body("b", big_records(300_000 + i)))
-                                 for i in range(4)])
+    wire_frames, wire = frames(
+        *[(PRODUCE, 3, produce_body("b", big_records(300_000 + i))) for i in range(4)]
+    )
     sock = TrickleSocket(wire, sizes=(65536, 100, 250_000))
     same_requests(read_all(new_reader(), sock), wire)
     assert sock.via_recv < 4 * (HEAD_READ + 4)
@@ -173,6 +181,7 @@ def test_end_of_stream_in_the_middle_of_a_frame():
             if self.pos >= len(self.data):
                 return self.data[:0]
             return super()._take(want)
+
     reader = new_reader()
     sock = Closing(struct.pack(">i", 1_000_000) + b"\0" * 20_000, sizes=(5000,))
     results = []
@@ -194,7 +203,7 @@ def _send_slowly(sock: socket.socket, data: bytes, sizes) -> None:
     pos, sizes = 0, itertools.cycle(sizes)
     while pos < len(data):
         n = next(sizes)
-        sock.sendall(data[pos:pos + n])
+        sock.sendall(data[pos : pos + n])
         pos += n
         time.sleep(0.002)
 
@@ -225,36 +234,53 @@ def test_broker_takes_a_five_megabyte_produce_in_pieces(mini_broker, raw_client)
     part = resp.responses[0].partition_responses[0]
     assert (part.error_code, part.base_offset) == (0, 0)
     assert mini_broker.log_manager.get_log("big", 0).log_end_offset == count
-    fetched = c.request(FETCH, 4, {
-        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 8 << 20,
-        "isolation_level": 0, "topics": [{"topic": "big", "partitions": [
-            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 8 << 20}]}]})
+    fetched = c.request(
+        FETCH,
+        4,
+        {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 8 << 20,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "topic": "big",
+                    "partitions": [
+                        {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 8 << 20}
+                    ],
+                }
+            ],
+        },
+    )
     recs = list(RecordsReader(bytes(fetched.responses[0].partitions[0].records)))
     assert [r.offset for r in recs] == list(range(count))
     assert [r.value for r in recs] == [r.value for r in RecordsReader(records)]
 
 
-@pytest.mark.parametrize("prefix, reason", [
-    (struct.pack(">i", -5), "frame size -5 is outside"),
-    (struct.pack(">i", 200 * 1024 * 1024), "is outside 0..104857600"),
-    (struct.pack(">i", 3) + b"abc", "no header"),
-])
-def test_lying_length_closes_only_that_connection(mini_broker, raw_client, caplog, prefix,
-                                                  reason):
+@pytest.mark.parametrize(
+    "prefix, reason",
+    [
+        (struct.pack(">i", -5), "frame size -5 is outside"),
+        (struct.pack(">i", 200 * 1024 * 1024), "is outside 0..104857600"),
+        (struct.pack(">i", 3) + b"abc", "no header"),
+    ],
+)
+def test_lying_length_closes_only_that_connection(mini_broker, raw_client, caplog, prefix, reason):
     mini_broker.create_topic("safe")
     good = raw_client(mini_broker.bootstrap)
     caplog.set_level(logging.WARNING, logger="kclient.broker.network")
     with socket.create_connection(("127.0.0.1", mini_broker.port), timeout=5) as s:
-        for byte in prefix:                  # size prefix split across reads
+        for byte in prefix:  # size prefix split across reads
             s.sendall(bytes([byte]))
             time.sleep(0.005)
         assert _closed(s)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not any(reason in r.getMessage()
-                                                  for r in caplog.records):
+    while time.monotonic() < deadline and not any(reason in r.getMessage() for r in caplog.records):
         time.sleep(0.01)
-    assert any("closing connection" in r.getMessage() and reason in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "closing connection" in r.getMessage() and reason in r.getMessage() for r in caplog.records
+    )
     resp = good.request(PRODUCE, 3, produce_body("safe", build_batch([b"ok"])))
     assert resp.responses[0].partition_responses[0].error_code == 0
 
@@ -273,7 +299,7 @@ def test_corrupt_batch_in_a_large_request_answers_corrupt_message(mini_broker, r
     mini_broker.create_topic("crc")
     c = raw_client(mini_broker.bootstrap)
     records = bytearray(big_records(2 * 1024 * 1024))
-    records[len(records) // 2] ^= 0xFF          # inside some batch's CRC-covered bytes
+    records[len(records) // 2] ^= 0xFF  # inside some batch's CRC-covered bytes
     resp = c.request(PRODUCE, 3, produce_body("crc", bytes(records)))
     part = resp.responses[0].partition_responses[0]
     assert part.error_code == produce_handler.CORRUPT_MESSAGE
@@ -292,6 +318,7 @@ def validations(monkeypatch):
     def counting(buf, **kwargs):
         calls.append(len(buf))
         return real(buf, **kwargs)
+
     monkeypatch.setattr(ops, "validate_records", counting)
     monkeypatch.setattr(produce_handler, "validate_records", counting)
     return calls
@@ -326,8 +353,9 @@ def _mixed_buffers():
     yield build_message_set([b"p", b"q"], magic=1, timestamp=3)
     yield build_message_set([b"r", b"s", b"t"], magic=1, codec=GZIP, timestamp=4)
     yield build_message_set([b"u", b"v", b"w"], magic=0, codec=GZIP, base_offset=40)
-    yield (build_message_set([b"m"], magic=0) + build_message_set([b"n", b"o"], magic=0,
-                                                                  codec=GZIP))
+    yield (
+        build_message_set([b"m"], magic=0) + build_message_set([b"n", b"o"], magic=0, codec=GZIP)
+    )
 
 
 @pytest.mark.parametrize("buf", list(_mixed_buffers()))
@@ -336,13 +364,14 @@ def _mixed_buffers():
 def test_assign_offsets_with_and_without_entries_gives_identical_bytes(buf, lat, wrap):
     source = wrap(bytearray(buf)) if wrap is memoryview else wrap(buf)
     entries = validate_records(source)
-    assert entries == validate_records(bytes(buf))      # a view reads the same as bytes
+    assert entries == validate_records(bytes(buf))  # a view reads the same as bytes
     plain = assign_offsets(buf, 1000, log_append_time=lat, partition_leader_epoch=4)
-    given = assign_offsets(source, 1000, log_append_time=lat, partition_leader_epoch=4,
-                           entries=entries)
+    given = assign_offsets(
+        source, 1000, log_append_time=lat, partition_leader_epoch=4, entries=entries
+    )
     assert bytes(given.data) == bytes(plain.data)
     assert given.entries == plain.entries and given.next_offset == plain.next_offset
-    assert bytes(source) == buf                          # the input is left alone
+    assert bytes(source) == buf  # the input is left alone
     offsets = [r.offset for r in RecordsReader(bytes(given.data))]
     assert offsets == list(range(1000, given.next_offset))
 
@@ -350,6 +379,7 @@ def test_assign_offsets_with_and_without_entries_gives_identical_bytes(buf, lat,
 @pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview])
 def test_assign_offsets_copies_v2_input_once_into_the_returned_bytearray(wrap):
     import tracemalloc
+
     raw = b"".join(build_batch([bytes([i]) * 1000] * 100, timestamp=1) for i in range(20))
     source = wrap(bytearray(raw)) if wrap is memoryview else wrap(raw)
     entries = validate_records(source)
@@ -362,18 +392,25 @@ def test_assign_offsets_copies_v2_input_once_into_the_returned_bytearray(wrap):
     assert isinstance(result.data, bytearray) and len(result.data) == len(raw)
     # one copy of the ~2 MB input at most alive at once (two would need twice as much)
     assert len(raw) <= peak < 1.25 * len(raw), (peak, len(raw))
-    assert bytes(source) == raw                     # the input is left alone ...
+    assert bytes(source) == raw  # the input is left alone ...
     if wrap is not bytes:
-        source[:1] = b"\xff"                        # ... and the result does not share it
+        source[:1] = b"\xff"  # ... and the result does not share it
         assert result.data[0] == raw[0]
     assert [b.base_offset for b in RecordsReader(bytes(result.data)).batches()][:2] == [5, 105]
 
 
 def test_log_append_with_validated_entries_writes_the_same_segment(tmp_path):
     rng = random.Random(7)
-    buffers = [build_batch([bytes([rng.randrange(256)]) * rng.randrange(1, 3000)
-                            for _ in range(rng.randrange(1, 20))], timestamp=i)
-               for i in range(30)]
+    buffers = [
+        build_batch(
+            [
+                bytes([rng.randrange(256)]) * rng.randrange(1, 3000)
+                for _ in range(rng.randrange(1, 20))
+            ],
+            timestamp=i,
+        )
+        for i in range(30)
+    ]
     a = Log(tmp_path / "a-0", LogConfig(segment_bytes=64 * 1024))
     b = Log(tmp_path / "b-0", LogConfig(segment_bytes=64 * 1024))
     for buf in buffers:

@@ -1,6 +1,7 @@
 """Idempotent producer state of a partition: duplicates answered with the original offsets,
 gaps and old epochs refused, state kept in Kafka-format ``.snapshot`` files and rebuilt from the
 log after a crash."""
+
 import struct
 from pathlib import Path
 
@@ -62,9 +63,9 @@ def test_only_the_last_five_batches_are_recognised(tmp_path):
     log = v2_log(tmp_path)
     for seq in range(0, 12, 2):
         log.append(batch(seq), magic=2)
-    assert log.append(batch(2), magic=2).first_offset == 2      # 5th newest: duplicate
+    assert log.append(batch(2), magic=2).first_offset == 2  # 5th newest: duplicate
     with pytest.raises(OutOfOrderSequenceNumberError):
-        log.append(batch(0), magic=2)                            # 6th newest: forgotten
+        log.append(batch(0), magic=2)  # 6th newest: forgotten
 
 
 def test_gap_is_out_of_order_and_nothing_is_written(tmp_path):
@@ -155,7 +156,7 @@ def test_crash_rebuilds_state_from_the_log(tmp_path):
     log.flush()
     for snap in (tmp_path / "t-0").glob("*.snapshot"):
         snap.unlink()
-    crashed = v2_log(tmp_path, segment_bytes=200)      # the first Log was never closed
+    crashed = v2_log(tmp_path, segment_bytes=200)  # the first Log was never closed
     assert crashed.append(batch(8, epoch=1), magic=2).first_offset == 8
     with pytest.raises(OutOfOrderSequenceNumberError):
         crashed.append(batch(11, epoch=1), magic=2)
@@ -172,12 +173,12 @@ def test_snapshot_beyond_a_truncated_log_is_ignored(tmp_path):
     seg = tmp_path / "t-0" / f"{0:020d}.log"
     size_one = len(batch(0))
     with open(seg, "r+b") as f:
-        f.truncate(size_one + 5)                       # second batch partial
+        f.truncate(size_one + 5)  # second batch partial
     (tmp_path / "t-0" / ".kclient_clean_shutdown").unlink()
     log = v2_log(tmp_path)
     assert log.log_end_offset == 2
     assert not list((tmp_path / "t-0").glob(f"{4:020d}.snapshot"))
-    assert log.append(batch(2), magic=2).first_offset == 2     # not a duplicate any more
+    assert log.append(batch(2), magic=2).first_offset == 2  # not a duplicate any more
     assert not log.append(batch(4), magic=2).duplicate
 
 
@@ -195,16 +196,28 @@ def test_corrupt_snapshot_falls_back_to_the_log(tmp_path):
 
 # ------------------------------------------------------------------ over the wire
 def _produce(conn, records: bytes) -> tuple[int, int]:
-    body = {"acks": -1, "timeout_ms": 5000, "topic_data": [
-        {"name": "t", "partition_data": [{"index": 0, "records": records}]}]}
+    body = {
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}],
+    }
     part = conn.request(PRODUCE, body, 9).responses[0].partition_responses[0]
     return part.error_code, part.base_offset
 
 
 def _fetch_values(conn) -> list[bytes]:
-    body = {"max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
-            "topics": [{"topic": "t", "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": "t",
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+    }
     part = conn.request(FETCH, body, 11).responses[0].partitions[0]
     return [r.value for r in RecordsReader(bytes(part.records))]
 
@@ -216,11 +229,11 @@ def test_wire_duplicates_gaps_and_fencing(tmp_path):
         with BrokerConnection(host, int(port)).connect() as conn:
             assert _produce(conn, batch(0, epoch=1)) == (0, 0)
             assert _produce(conn, batch(2, epoch=1)) == (0, 2)
-            assert _produce(conn, batch(0, epoch=1)) == (0, 0)        # duplicate: success
+            assert _produce(conn, batch(0, epoch=1)) == (0, 0)  # duplicate: success
             assert _produce(conn, batch(9, epoch=1)) == (OUT_OF_ORDER, -1)
             assert _produce(conn, batch(4, epoch=0)) == (INVALID_EPOCH, -1)
             assert _fetch_values(conn) == [b"v0", b"v1", b"v2", b"v3"]
-    with MiniBroker(log_dir=tmp_path / "b") as b:          # restarted: state from snapshot
+    with MiniBroker(log_dir=tmp_path / "b") as b:  # restarted: state from snapshot
         host, port = b.bootstrap.rsplit(":", 1)
         with BrokerConnection(host, int(port)).connect() as conn:
             assert _produce(conn, batch(2, epoch=1)) == (0, 2)

@@ -4,6 +4,7 @@ librdkafka asks for all topics with a malformed Metadata v9 count (a 4-byte plac
 1-byte compact count belongs); Kafka's lenient decoding answers it, and so must the mini-broker.
 A regex subscription must also pick up a topic created after the subscribe.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -29,8 +30,10 @@ LATER = [f"b{i}".encode() for i in range(5)]
 def broker(tmp_path):
     """A mini-broker with ``prefix-a`` (2 partitions, 10 records) and a non-matching topic."""
     from kclient.broker import MiniBroker
-    with MiniBroker(log_dir=tmp_path / "broker",
-                    config={"group.initial.rebalance.delay.ms": 0}) as b:
+
+    with MiniBroker(
+        log_dir=tmp_path / "broker", config={"group.initial.rebalance.delay.ms": 0}
+    ) as b:
         b.create_topic("prefix-a", partitions=2)
         b.create_topic("other")
         produce(b, "prefix-a", FIRST)
@@ -68,9 +71,14 @@ def test_confluent_admin_list_topics(broker):
 
 def test_confluent_regex_subscription_sees_a_topic_created_later(broker):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": broker.bootstrap, "group.id": "regex-ck",
-        "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 500})
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "regex-ck",
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
     consumer.subscribe(["^prefix.*"])
 
     def poll():
@@ -83,6 +91,7 @@ def test_confluent_regex_subscription_sees_a_topic_created_later(broker):
     def create_later():
         admin.create_topics([NewTopic("prefix-b", 1, 1)])["prefix-b"].result(10)
         produce(broker, "prefix-b", LATER)
+
     try:
         got = consume_until(poll, len(FIRST) + len(LATER), create_later)
     finally:
@@ -92,8 +101,12 @@ def test_confluent_regex_subscription_sees_a_topic_created_later(broker):
 
 def test_kafka_python_admin_and_regex_subscription(broker):
     admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="regex-kp",
-                                   auto_offset_reset="earliest", metadata_max_age_ms=500)
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id="regex-kp",
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=500,
+    )
     try:
         assert {"prefix-a", "other"} <= set(admin.list_topics())
         consumer.subscribe(pattern="^prefix.*")
@@ -104,6 +117,7 @@ def test_kafka_python_admin_and_regex_subscription(broker):
         def create_later():
             admin.create_topics([kafka.admin.NewTopic("prefix-b", 1, 1)])
             produce(broker, "prefix-b", LATER)
+
         got = consume_until(poll, len(FIRST) + len(LATER), create_later)
     finally:
         consumer.close()
@@ -114,20 +128,34 @@ def test_kafka_python_admin_and_regex_subscription(broker):
 def test_kcat_list_and_regex_group(broker):
     if not shutil.which(KCAT):
         missing("kcat not installed (apt-get install kcat)")
-    listing = subprocess.run([KCAT, "-b", broker.bootstrap, "-L"], capture_output=True,
-                             timeout=30, check=True).stdout.decode()
+    listing = subprocess.run(
+        [KCAT, "-b", broker.bootstrap, "-L"], capture_output=True, timeout=30, check=True
+    ).stdout.decode()
     assert 'topic "prefix-a" with 2 partitions' in listing
     # auto.offset.reset, not -o beginning: kcat -G applies -o to every assignment, so the
     # rebalance the new topic causes would restart the old partitions from the beginning
-    args = ["-b", broker.bootstrap, "-G", "regex-kcat", "-u", "-f", "%s\\n",
-            "-X", "auto.offset.reset=earliest", "-X", "topic.metadata.refresh.interval.ms=500"]
-    proc = subprocess.Popen([KCAT, *args, "^prefix.*"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    args = [
+        "-b",
+        broker.bootstrap,
+        "-G",
+        "regex-kcat",
+        "-u",
+        "-f",
+        "%s\\n",
+        "-X",
+        "auto.offset.reset=earliest",
+        "-X",
+        "topic.metadata.refresh.interval.ms=500",
+    ]
+    proc = subprocess.Popen(
+        [KCAT, *args, "^prefix.*"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     lines: list[bytes] = []
 
     def read():
         for line in proc.stdout:
             lines.append(line)
+
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:

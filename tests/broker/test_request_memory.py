@@ -4,6 +4,7 @@
 The first two measure a broker process's RSS through /proc while raw sockets announce large
 frames; before these bounds a size prefix alone made the broker allocate (and zero) the whole
 announced size, per connection."""
+
 import logging
 import threading
 import time
@@ -41,6 +42,7 @@ def child(tmp_path):
         broker.workdir.mkdir()
         started.append(broker)
         return broker.start()
+
     yield start
     for broker in started:
         broker.kill()
@@ -86,7 +88,7 @@ def test_the_pool_mutes_readers_until_memory_is_released(child):
             announce(s, 16 * MB)
             socks.append(s)
         push(socks, 6 * MB, time.monotonic() + 4.0)
-        with connect(broker.bootstrap) as probe:   # small requests are not held back
+        with connect(broker.bootstrap) as probe:  # small requests are not held back
             assert api_versions(probe) == 0
         time.sleep(0.5)
         grown = broker.rss() - base
@@ -102,9 +104,17 @@ def test_the_pool_mutes_readers_until_memory_is_released(child):
 
     def produce_big():
         proto = ClientProtocol("big")
-        body = {"acks": 1, "timeout_ms": 5000, "transactional_id": None,
-                "topic_data": [{"name": "nosuch", "partition_data": [
-                    {"index": 0, "records": build_batch([b"v" * (12 * MB)])}]}]}
+        body = {
+            "acks": 1,
+            "timeout_ms": 5000,
+            "transactional_id": None,
+            "topic_data": [
+                {
+                    "name": "nosuch",
+                    "partition_data": [{"index": 0, "records": build_batch([b"v" * (12 * MB)])}],
+                }
+            ],
+        }
         _, frame = proto.send_request(PRODUCE, 3, body)
         with connect(broker.bootstrap, timeout=20) as s:
             s.sendall(frame)
@@ -117,6 +127,7 @@ def test_the_pool_mutes_readers_until_memory_is_released(child):
                 if got:
                     answers.append(got[0][1].responses[0].partition_responses[0].error_code)
                     return
+
     threads = [threading.Thread(target=produce_big) for _ in range(3)]
     for t in threads:
         t.start()
@@ -144,10 +155,11 @@ def test_oversize_frame_closes_only_that_connection_and_logs_once(caplog):
 
 def test_pool_is_kafkas_non_strict_simple_memory_pool():
     from kclient.broker.memory_pool import MemoryPool, pool_for
+
     pool = MemoryPool(100)
     woken = []
     pool.add_listener(lambda: woken.append(pool.available))
-    assert pool.try_allocate(60) and pool.try_allocate(60)    # any room left: granted
+    assert pool.try_allocate(60) and pool.try_allocate(60)  # any room left: granted
     assert pool.available == -20 and pool.is_out_of_memory
     assert not pool.try_allocate(1)
     pool.release(60)
@@ -171,23 +183,23 @@ def test_reader_waits_for_the_pool_and_grows_its_buffer_as_bytes_arrive():
 
     (big,), _ = frames((PRODUCE, 3, produce_body("t", build_batch([b"z" * 3 * MB]))))
     pool = MemoryPool(4 * MB)
-    assert pool.try_allocate(4 * MB)                  # someone else holds the pool
+    assert pool.try_allocate(4 * MB)  # someone else holds the pool
     reader = FrameReader(ServerProtocol(APIS, 8 * MB).decode_frame, 8 * MB, pool)
     sock = TrickleSocket(big, sizes=(100_000,))
     assert reader.fill(sock)
     assert reader.take() == [] and reader.starved and reader.frame is None
-    assert len(reader.chunk) == HEAD_READ                 # nothing more read while starved
+    assert len(reader.chunk) == HEAD_READ  # nothing more read while starved
     pool.release(4 * MB)
     assert reader.take() == [] and not reader.starved
-    assert len(reader.frame) == HEAD_READ - 4            # not the announced 3 MB
+    assert len(reader.frame) == HEAD_READ - 4  # not the announced 3 MB
     assert pool.available == 4 * MB - (len(big) - 4)
     reader.fill(sock)
-    assert len(reader.frame) == FIRST_ALLOCATION         # grows as bytes arrive
+    assert len(reader.frame) == FIRST_ALLOCATION  # grows as bytes arrive
     while reader.got < FIRST_ALLOCATION:
         reader.fill(sock)
         assert len(reader.frame) == FIRST_ALLOCATION
     reader.fill(sock)
-    assert len(reader.frame) == 2 * FIRST_ALLOCATION     # doubles only once full
+    assert len(reader.frame) == 2 * FIRST_ALLOCATION  # doubles only once full
     got = read_all(reader, sock)
     assert len(got) == 1 and reader.held == len(big) - 4
     reader.release_held()

@@ -1,4 +1,5 @@
 """MiniBroker driven by a raw kclient.protocol client: every API, bad input, faults, restarts."""
+
 import os
 import socket
 import struct
@@ -23,23 +24,46 @@ from tests.waiting import LOAD_SLACK, wait_until
 def produce(client, topic, values, version=3, partition=0, acks=1, records=None, keys=None):
     """One Produce request for one partition; returns the partition response."""
     if records is None:
-        records = (build_batch(values, keys) if version >= 3
-                   else build_message_set(values, keys, magic=0 if version < 2 else 1))
-    body = {"acks": acks, "timeout_ms": 5000, "transactional_id": None,
-            "topic_data": [{"name": topic, "partition_data": [
-                {"index": partition, "records": records}]}]}
+        records = (
+            build_batch(values, keys)
+            if version >= 3
+            else build_message_set(values, keys, magic=0 if version < 2 else 1)
+        )
+    body = {
+        "acks": acks,
+        "timeout_ms": 5000,
+        "transactional_id": None,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+        ],
+    }
     resp = client.request(PRODUCE, version, body)
     return resp.responses[0].partition_responses[0]
 
 
-def fetch(client, topic, offset, version=4, partition=0, max_wait_ms=0, min_bytes=1,
-          max_bytes=1 << 20):
+def fetch(
+    client, topic, offset, version=4, partition=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20
+):
     """One Fetch request for one partition; returns the partition response."""
-    body = {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
-            "max_bytes": max_bytes, "isolation_level": 0,
-            "topics": [{"topic": topic, "partitions": [
-                {"partition": partition, "fetch_offset": offset,
-                 "partition_max_bytes": max_bytes}]}]}
+    body = {
+        "replica_id": -1,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "fetch_offset": offset,
+                        "partition_max_bytes": max_bytes,
+                    }
+                ],
+            }
+        ],
+    }
     return client.request(FETCH, version, body).responses[0].partitions[0]
 
 
@@ -58,19 +82,60 @@ def test_api_versions_lists_every_api_with_our_ranges(mini_broker, raw_client):
         resp = c.request(API_VERSIONS, version, {})
         assert resp.error_code == 0
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        assert set(ranges) == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
-                               22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 36, 37, 42, 44, 47,
-                               60, 68, 69, 76, 77, 78, 79, 90, 91, 92}
+        assert set(ranges) == {
+            0,
+            1,
+            2,
+            3,
+            8,
+            9,
+            10,
+            11,
+            12,
+            13,
+            14,
+            15,
+            16,
+            17,
+            18,
+            19,
+            20,
+            21,
+            22,
+            24,
+            25,
+            26,
+            27,
+            28,
+            29,
+            30,
+            31,
+            32,
+            33,
+            36,
+            37,
+            42,
+            44,
+            47,
+            60,
+            68,
+            69,
+            76,
+            77,
+            78,
+            79,
+            90,
+            91,
+            92,
+        }
         # share groups (KIP-932): the stable versions of Kafka 4.1+
-        assert (ranges[76], ranges[77], ranges[78], ranges[79]) == ((1, 1), (1, 1), (1, 2),
-                                                                     (1, 2))
+        assert (ranges[76], ranges[77], ranges[78], ranges[79]) == ((1, 1), (1, 1), (1, 2), (1, 2))
         # Produce v10-v12 (KIP-951's leader hints, KIP-890's implicit AddPartitionsToTxn)
         assert ranges[0] == (PRODUCE.min_version, 12) and PRODUCE.max_version == 12
         assert ranges[1] == (FETCH.min_version, FETCH.max_version)
         assert ranges[3] == (0, 12) and ranges[60] == (0, 1)
         # transactions; EndTxn v5 is transaction version 2's (an epoch per transaction)
-        assert (ranges[24], ranges[25], ranges[26], ranges[28]) == ((0, 5), (0, 4), (0, 5),
-                                                                     (0, 5))
+        assert (ranges[24], ranges[25], ranges[26], ranges[28]) == ((0, 5), (0, 4), (0, 5), (0, 5))
 
 
 def _raw_header(api_key, version, corr, client_id=b"raw"):
@@ -122,8 +187,9 @@ def test_other_unsupported_version_closes_the_connection(mini_broker):
 def test_metadata_describes_broker_and_auto_creates(mini_broker, raw_client):
     c = raw_client(mini_broker.bootstrap)
     resp = c.request(METADATA, 1, {"topics": [{"name": "auto"}]})
-    assert [(b.node_id, b.host, b.port) for b in resp.brokers] == \
-        [(0, "127.0.0.1", mini_broker.port)]
+    assert [(b.node_id, b.host, b.port) for b in resp.brokers] == [
+        (0, "127.0.0.1", mini_broker.port)
+    ]
     assert resp.controller_id == 0
     (topic,) = resp.topics
     assert topic.error_code == 0 and [p.leader_id for p in topic.partitions] == [0]
@@ -136,8 +202,9 @@ def test_metadata_describes_broker_and_auto_creates(mini_broker, raw_client):
 def test_metadata_without_auto_create(tmp_path, raw_client):
     with MiniBroker(log_dir=tmp_path, config={"auto.create.topics.enable": "false"}) as b:
         c = raw_client(b.bootstrap)
-        resp = c.request(METADATA, 4, {"topics": [{"name": "nope"}],
-                                       "allow_auto_topic_creation": True})
+        resp = c.request(
+            METADATA, 4, {"topics": [{"name": "nope"}], "allow_auto_topic_creation": True}
+        )
         assert resp.topics[0].error_code == 3
         assert produce(c, "nope", [b"x"]).error_code == 3
 
@@ -167,6 +234,7 @@ def test_fetch_uses_sendfile(mini_broker, raw_client, monkeypatch):
     def counting(*args):
         calls.append(args)
         return real(*args)
+
     monkeypatch.setattr(os, "sendfile", counting)
     assert len(values_of(fetch(c, "sf", 0).records)) == 10
     assert calls, "file regions must go out with os.sendfile"
@@ -209,8 +277,16 @@ def test_produce_rejects_bad_crc_and_oversized_entries(tmp_path, raw_client):
 def test_acks_zero_gets_no_response(mini_broker, raw_client):
     mini_broker.create_topic("a0")
     c = raw_client(mini_broker.bootstrap)
-    body = {"acks": 0, "timeout_ms": 1000, "topic_data": [{"name": "a0", "partition_data": [
-        {"index": 0, "records": build_batch([b"fire-and-forget"])}]}]}
+    body = {
+        "acks": 0,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {
+                "name": "a0",
+                "partition_data": [{"index": 0, "records": build_batch([b"fire-and-forget"])}],
+            }
+        ],
+    }
     c.send(PRODUCE, 3, body, expect_response=False)
     corr = c.send(METADATA, 1, {"topics": None})
     assert c.receive()[0] == corr
@@ -229,16 +305,24 @@ def test_fetch_out_of_range_and_unknown_partition(mini_broker, raw_client):
 def test_fetch_waits_for_data_and_is_woken_by_an_append(mini_broker, raw_client):
     mini_broker.create_topic("w")
     waiter, writer = raw_client(mini_broker.bootstrap), raw_client(mini_broker.bootstrap)
-    body = {"max_wait_ms": 10000, "min_bytes": 1, "max_bytes": 1 << 20,
-            "topics": [{"topic": "w", "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    body = {
+        "max_wait_ms": 10000,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "topics": [
+            {
+                "topic": "w",
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}],
+            }
+        ],
+    }
     start = time.monotonic()
     corr = waiter.send(FETCH, 4, body)
     wait_until(lambda: mini_broker.watchers.count() == 1, 10, "the fetch parked on 'w'")
     produce(writer, "w", [b"wake up"])
     got, resp = waiter.receive()
     elapsed = time.monotonic() - start
-    assert got == corr and elapsed < LOAD_SLACK        # woken by the append, not the 10 s wait
+    assert got == corr and elapsed < LOAD_SLACK  # woken by the append, not the 10 s wait
     assert values_of(resp.responses[0].partitions[0].records) == [b"wake up"]
 
 
@@ -254,9 +338,17 @@ def test_fetch_returns_empty_after_max_wait(mini_broker, raw_client):
 def test_requests_are_answered_in_order_behind_a_delayed_fetch(mini_broker, raw_client):
     mini_broker.create_topic("order")
     c = raw_client(mini_broker.bootstrap)
-    body = {"max_wait_ms": 300, "min_bytes": 1, "max_bytes": 1 << 20,
-            "topics": [{"topic": "order", "partitions": [
-                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]}]}
+    body = {
+        "max_wait_ms": 300,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "topics": [
+            {
+                "topic": "order",
+                "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}],
+            }
+        ],
+    }
     first = c.send(FETCH, 4, body)
     second = c.send(METADATA, 1, {"topics": None})
     assert [c.receive()[0], c.receive()[0]] == [first, second]
@@ -277,13 +369,22 @@ def test_list_offsets_v0_and_v1(mini_broker, raw_client):
     produce(c, "lo", [b"a", b"b"])
 
     def v0(ts, n):
-        body = {"replica_id": -1, "topics": [{"name": "lo", "partitions": [
-            {"partition_index": 0, "timestamp": ts, "max_num_offsets": n}]}]}
+        body = {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "name": "lo",
+                    "partitions": [{"partition_index": 0, "timestamp": ts, "max_num_offsets": n}],
+                }
+            ],
+        }
         return c.request(LIST_OFFSETS, 0, body).topics[0].partitions[0]
 
     def v1(ts):
-        body = {"replica_id": -1, "topics": [{"name": "lo", "partitions": [
-            {"partition_index": 0, "timestamp": ts}]}]}
+        body = {
+            "replica_id": -1,
+            "topics": [{"name": "lo", "partitions": [{"partition_index": 0, "timestamp": ts}]}],
+        }
         return c.request(LIST_OFFSETS, 1, body).topics[0].partitions[0]
 
     assert v0(-1, 1).old_style_offsets == [2]
@@ -293,8 +394,15 @@ def test_list_offsets_v0_and_v1(mini_broker, raw_client):
     assert v1(0).offset == 0
     assert v1(int(time.time() * 1000) + 3600_000).offset == -1
     # a partition named twice: v1+ answers it once with INVALID_REQUEST, v0 answers each
-    twice = {"replica_id": -1, "topics": [{"name": "lo", "partitions": [
-        {"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}] * 2}]}
+    twice = {
+        "replica_id": -1,
+        "topics": [
+            {
+                "name": "lo",
+                "partitions": [{"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}] * 2,
+            }
+        ],
+    }
     parts = c.request(LIST_OFFSETS, 1, twice).topics[0].partitions
     assert [(p.partition_index, p.error_code) for p in parts] == [(0, 42)]
     parts = c.request(LIST_OFFSETS, 0, twice).topics[0].partitions
@@ -306,10 +414,18 @@ def test_create_and_delete_topics_with_per_topic_errors(mini_broker, raw_client)
     c = raw_client(mini_broker.bootstrap)
 
     def create(name, n=1, configs=(), rf=1):
-        body = {"topics": [{"name": name, "num_partitions": n, "replication_factor": rf,
-                            "assignments": [], "configs": [{"name": k, "value": v}
-                                                           for k, v in configs]}],
-                "timeout_ms": 1000}
+        body = {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": n,
+                    "replication_factor": rf,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in configs],
+                }
+            ],
+            "timeout_ms": 1000,
+        }
         return c.request(CREATE_TOPICS, 1, body).topics[0].error_code
 
     assert create("made", 3) == 0
@@ -333,11 +449,11 @@ def test_malformed_frames_close_only_their_connection(mini_broker, raw_client, c
     good = raw_client(mini_broker.bootstrap)
     produce(good, "safe", [b"before"])
     attacks = [
-        _frame(b"\x00\x03\x00\x01\x00\x00"),                          # too short for a header
-        struct.pack(">i", 200 * 1024 * 1024),                          # larger than socket.request.max.bytes
-        struct.pack(">i", -5),                                         # negative length
+        _frame(b"\x00\x03\x00\x01\x00\x00"),  # too short for a header
+        struct.pack(">i", 200 * 1024 * 1024),  # larger than socket.request.max.bytes
+        struct.pack(">i", -5),  # negative length
         _frame(_raw_header(3, 1, 1) + struct.pack(">i", 1_000_000) + b"\0" * 9),  # lying count
-        _frame(_raw_header(0, 3, 1) + b"\xff" * 14),                       # lying inner lengths
+        _frame(_raw_header(0, 3, 1) + b"\xff" * 14),  # lying inner lengths
         _frame(_raw_header(3, 1, 1) + struct.pack(">ih", 1, 300) + b"abc"),  # string past the end
     ]
     for attack in attacks:
@@ -431,8 +547,7 @@ def test_broker_config_reaches_logs_and_topics(tmp_path, raw_client):
     with MiniBroker(log_dir=tmp_path, config=config) as b:
         assert b.node_id == 7
         c = raw_client(b.bootstrap)
-        assert len(c.request(METADATA, 1, {"topics": [{"name": "four"}]})
-                   .topics[0].partitions) == 4
+        assert len(c.request(METADATA, 1, {"topics": [{"name": "four"}]}).topics[0].partitions) == 4
         for _ in range(10):
             produce(c, "four", [b"s" * 300])
         assert len(b.log_manager.get_log("four", 0).segments) > 1
@@ -445,6 +560,7 @@ def test_coordinator_for_is_the_broker_itself(mini_broker):
 
 def test_failed_start_cleans_up_and_frees_the_port(tmp_path):
     from kclient.testing import free_port
+
     port = free_port()
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", port))
@@ -462,11 +578,14 @@ def test_failed_start_cleans_up_and_frees_the_port(tmp_path):
 
 def test_random_frames_never_hurt_the_broker(mini_broker, raw_client):
     import random
+
     rng = random.Random(1234)
     mini_broker.create_topic("fuzz")
     good = raw_client(mini_broker.bootstrap)
     for i in range(150):
-        api_key = rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, rng.randrange(-5, 100)])
+        api_key = rng.choice(
+            [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, rng.randrange(-5, 100)]
+        )
         version = rng.randrange(0, 13)
         body = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 60)))
         payload = _raw_header(api_key, version, i) + body
@@ -474,7 +593,7 @@ def test_random_frames_never_hurt_the_broker(mini_broker, raw_client):
             s.sendall(_frame(payload))
             s.settimeout(2)
             try:
-                s.recv(65536)      # an answer (a lucky valid request) or a close
+                s.recv(65536)  # an answer (a lucky valid request) or a close
             except (TimeoutError, ConnectionResetError):
                 pass
     assert produce(good, "fuzz", [b"alive"]).error_code == 0

@@ -1,6 +1,7 @@
 """Crash a real broker process (kill -9) under an acks=1 producer, damage its newest segment,
 restart it: every acknowledged record is still there, the log ends at the last valid entry and
 the broker serves on."""
+
 import os
 import signal
 import subprocess
@@ -32,13 +33,29 @@ class BrokerProcess:
         self.out = log_dir.parent / "broker.out"
 
     def start(self):
-        argv = [sys.executable, "-m", "kclient.broker", "--log-dir", str(self.log_dir),
-                "--port", str(self.port), "--config", "log.flush.interval.messages=1",
-                "--config", "log.segment.bytes=300000"]
+        argv = [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--log-dir",
+            str(self.log_dir),
+            "--port",
+            str(self.port),
+            "--config",
+            "log.flush.interval.messages=1",
+            "--config",
+            "log.segment.bytes=300000",
+        ]
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         with open(self.out, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                         cwd=ROOT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=ROOT,
+                start_new_session=True,
+            )
         wait_for_port(self.port, timeout=30, proc=self.proc)
 
     def kill9(self):
@@ -61,13 +78,21 @@ class BrokerProcess:
 def _produce_until_killed(broker: BrokerProcess, min_acked: int) -> dict:
     """Produce continuously with acks=1; kill -9 the broker once ``min_acked`` are acked."""
     acked: dict[int, bytes] = {}
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": broker.bootstrap, "acks": "1", "linger.ms": 2,
-        "message.timeout.ms": 3000, "retries": 0, "enable.idempotence": False})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "acks": "1",
+            "linger.ms": 2,
+            "message.timeout.ms": 3000,
+            "retries": 0,
+            "enable.idempotence": False,
+        }
+    )
 
     def report(err, msg):
         if err is None:
             acked[msg.offset()] = msg.value()
+
     stop = threading.Event()
 
     def run():
@@ -79,6 +104,7 @@ def _produce_until_killed(broker: BrokerProcess, min_acked: int) -> dict:
             except BufferError:
                 pass
             producer.poll(0.001 if i % 50 == 0 else 0)
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -99,13 +125,13 @@ def _damage(segment: Path, how: str, max_acked: int) -> None:
     entries = scan_entries(data).entries
     last = entries[-1] if entries else None
     if how in ("torn", "both"):
-        if last is not None and last.offset > max_acked:   # never acknowledged: cut it
+        if last is not None and last.offset > max_acked:  # never acknowledged: cut it
             with open(segment, "r+b") as f:
                 f.truncate(last.position + last.size // 2)
-        else:                                # a half-written batch after the acked data
+        else:  # a half-written batch after the acked data
             torn = build_batch([b"torn" * 100], base_offset=max_acked + 1)
             with open(segment, "ab") as f:
-                f.write(torn[:len(torn) // 2])
+                f.write(torn[: len(torn) // 2])
     if how in ("garbage", "both"):
         with open(segment, "ab") as f:
             f.write(os.urandom(4096))
@@ -140,8 +166,11 @@ def test_kill9_keeps_every_acknowledged_record(tmp_path, how):
         assert "truncated" in broker.out.read_text(errors="replace"), "recovery must have run"
         producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap})
         offsets_after = []
-        producer.produce(TOPIC, value=b"after restart",
-                         callback=lambda err, msg: offsets_after.append((err, msg.offset())))
+        producer.produce(
+            TOPIC,
+            value=b"after restart",
+            callback=lambda err, msg: offsets_after.append((err, msg.offset())),
+        )
         producer.flush(15)
         assert offsets_after == [(None, len(got))]
         assert broker.terminate() == 0

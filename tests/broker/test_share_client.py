@@ -1,5 +1,6 @@
 """kclient's ShareConsumer across a mini-broker restart in the middle of a drain: the share
 state is kept (the other share scenarios on the mini-broker: tests/share/)."""
+
 from __future__ import annotations
 
 import threading
@@ -11,8 +12,11 @@ from kclient import ShareConsumer
 from kclient.broker import MiniBroker
 from tests.waiting import wait_until
 
-CONFIG = {"group.share.min.record.lock.duration.ms": "1000",
-          "group.share.heartbeat.interval.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+CONFIG = {
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.heartbeat.interval.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 def new_topic(broker, partitions=1):
@@ -29,13 +33,13 @@ def test_a_broker_restart_mid_drain_keeps_the_share_state(tmp_path):
         tally, stop = Tally(), threading.Event()
 
         def member(who: str) -> None:
-            with ShareConsumer(conf(b.bootstrap, group, **{"max.poll.records": "50"}),
-                               topic) as c:
+            with ShareConsumer(conf(b.bootstrap, group, **{"max.poll.records": "50"}), topic) as c:
                 while not stop.is_set():
                     try:
                         tally.add(who, c.poll(0.3))
                     except Exception:  # noqa: BLE001 - the broker is restarting
                         time.sleep(0.1)
+
         threads = [threading.Thread(target=member, args=(w,)) for w in ("a", "b")]
         for t in threads:
             t.start()
@@ -43,9 +47,11 @@ def test_a_broker_restart_mid_drain_keeps_the_share_state(tmp_path):
             wait_until(lambda: tally.total() >= 200, 60, "200 records polled")
             b.stop()
             b.start()
-            before = {p: s for (_, p), (s, _) in b.share.start_offsets(
-                group, [(topic, 0), (topic, 1)]).items()}
-            assert sum(before.values()) > 0, before        # acknowledged records stay done
+            before = {
+                p: s
+                for (_, p), (s, _) in b.share.start_offsets(group, [(topic, 0), (topic, 1)]).items()
+            }
+            assert sum(before.values()) > 0, before  # acknowledged records stay done
             wait_until(lambda: len(tally.accepted) >= 600, 60, "every record delivered")
         finally:
             stop.set()

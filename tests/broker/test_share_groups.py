@@ -2,6 +2,7 @@
 share sessions, acquisition with delivery counts, release to another member, reject and
 archive, lock expiry, ListGroups / ShareGroupDescribe / the offsets admin APIs, group configs,
 and the share-partition state surviving a broker restart."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,11 @@ from tests.waiting import wait_until
 from .share_support import ACCEPT, REJECT, RELEASE, ShareMember, acquired, set_group_config, values
 
 TOPIC = "jobs"
-CONFIG = {"group.share.min.record.lock.duration.ms": "100",
-          "group.share.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+CONFIG = {
+    "group.share.min.record.lock.duration.ms": "100",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +58,10 @@ def test_heartbeat_assigns_every_partition_to_every_member(broker, raw_client):
     ra = a.heartbeat([TOPIC])
     tid = broker.cluster.topic_id(TOPIC)
     assert (ra.error_code, ra.member_id, ra.member_epoch) == (0, "a", 1)
-    assert [(t.topic_id, t.partitions) for t in ra.assignment.topic_partitions] == \
-        [(tid, [0, 1])]
+    assert [(t.topic_id, t.partitions) for t in ra.assignment.topic_partitions] == [(tid, [0, 1])]
     rb = b.heartbeat([TOPIC])
     assert rb.member_epoch == 2 and rb.assignment.topic_partitions[0].partitions == [0, 1]
-    assert a.heartbeat().assignment is None          # nothing new for a
+    assert a.heartbeat().assignment is None  # nothing new for a
     assert a.heartbeat(epoch=7).error_code == E.FencedMemberEpochError.errno
     d = a.client.request(SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["hb", "nope"]})
     [hb, nope] = d.groups
@@ -66,11 +69,12 @@ def test_heartbeat_assigns_every_partition_to_every_member(broker, raw_client):
     assert hb.members[0].assignment.topic_partitions[0].topic_name == TOPIC
     assert nope.error_code == E.GroupIdNotFoundError.errno
     listed = a.client.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
-    assert ("hb", "share", "Stable") in [(g.group_id, g.group_type, g.group_state)
-                                         for g in listed.groups]
+    assert ("hb", "share", "Stable") in [
+        (g.group_id, g.group_type, g.group_state) for g in listed.groups
+    ]
     classic = a.client.request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["classic"]})
     assert "hb" not in [g.group_id for g in classic.groups]
-    assert b.heartbeat(epoch=-1).error_code == 0      # b leaves
+    assert b.heartbeat(epoch=-1).error_code == 0  # b leaves
     assert a.heartbeat().assignment is None
 
 
@@ -83,19 +87,21 @@ def test_release_goes_to_another_member_reject_archives(broker, raw_client):
     first = a.fetch(tid, [0, 1])
     assert acquired(first) == {0: [(0, 9, 1)], 1: [(0, 9, 1)]}
     assert values(first)[0][:2] == [(0, b"job-0"), (1, b"job-2")]
-    assert acquired(b.fetch(tid, [0, 1])) == {}        # all locked by a
+    assert acquired(b.fetch(tid, [0, 1])) == {}  # all locked by a
     ack = a.acknowledge(tid, {0: [(0, 0, RELEASE), (1, 1, REJECT), (2, 9, ACCEPT)]})
     assert [p.error_code for t in ack.responses for p in t.partitions] == [0]
-    assert acquired(b.fetch(tid, [0, 1])) == {0: [(0, 0, 2)]}   # one more delivery
-    bad = b.acknowledge(tid, {1: [(0, 0, ACCEPT)]})     # held by a, not b
+    assert acquired(b.fetch(tid, [0, 1])) == {0: [(0, 0, 2)]}  # one more delivery
+    bad = b.acknowledge(tid, {1: [(0, 0, ACCEPT)]})  # held by a, not b
     assert bad.responses[0].partitions[0].error_code == E.InvalidRecordStateError.errno
     assert b.acknowledge(tid, {0: [(0, 0, ACCEPT)]}).responses[0].partitions[0].error_code == 0
-    piggy = a.fetch(tid, [0, 1], acks={1: [(0, 9, ACCEPT)]})   # acknowledged in a fetch
-    assert {p.partition_index: p.acknowledge_error_code for t in piggy.responses
-            for p in t.partitions} == {0: 0, 1: 0}
+    piggy = a.fetch(tid, [0, 1], acks={1: [(0, 9, ACCEPT)]})  # acknowledged in a fetch
+    assert {
+        p.partition_index: p.acknowledge_error_code for t in piggy.responses for p in t.partitions
+    } == {0: 0, 1: 0}
     assert acquired(piggy) == {}
-    d = a.client.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
-        {"group_id": group, "topics": None}]})
+    d = a.client.request(
+        DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]}
+    )
     starts = {p.partition_index: (p.start_offset, p.lag) for p in d.groups[0].topics[0].partitions}
     assert starts == {0: (10, 0), 1: (10, 0)}
 
@@ -104,19 +110,32 @@ def test_lock_expiry_and_delivery_limit_archive(broker, raw_client):
     group, topic = "flaky", "flaky-jobs"
     one_record_topic(broker, topic)
     a, b = (member(broker, raw_client, group, n) for n in ("a", "b"))
-    set_group_config(a.client, group, share_auto_offset_reset="earliest",
-                     share_record_lock_duration_ms="300", share_delivery_count_limit="2")
+    set_group_config(
+        a.client,
+        group,
+        share_auto_offset_reset="earliest",
+        share_record_lock_duration_ms="300",
+        share_delivery_count_limit="2",
+    )
     tid = broker.cluster.topic_id(topic)
     a.heartbeat([topic]), b.heartbeat([topic])
     assert acquired(a.fetch(tid, [0])) == {0: [(0, 0, 1)]}
-    got = wait_until(lambda: acquired(b.fetch(tid, [0])), timeout=10, interval=0.05,
-                     what="the expired lock's record to come back")
-    assert got == {0: [(0, 0, 2)]}                     # the second delivery
-    late = a.acknowledge(tid, {0: [(0, 0, ACCEPT)]})   # a's lock is gone
+    got = wait_until(
+        lambda: acquired(b.fetch(tid, [0])),
+        timeout=10,
+        interval=0.05,
+        what="the expired lock's record to come back",
+    )
+    assert got == {0: [(0, 0, 2)]}  # the second delivery
+    late = a.acknowledge(tid, {0: [(0, 0, ACCEPT)]})  # a's lock is gone
     assert late.responses[0].partitions[0].error_code == E.InvalidRecordStateError.errno
-    wait_until(lambda: broker.share.start_offsets(group, [(topic, 0)])[(topic, 0)][0] == 1,
-               timeout=10, interval=0.05, what="the record archived after its second lock")
-    assert acquired(a.fetch(tid, [0])) == {}           # never delivered again
+    wait_until(
+        lambda: broker.share.start_offsets(group, [(topic, 0)])[(topic, 0)][0] == 1,
+        timeout=10,
+        interval=0.05,
+        what="the record archived after its second lock",
+    )
+    assert acquired(a.fetch(tid, [0])) == {}  # never delivered again
 
 
 def test_session_epochs(broker, raw_client):
@@ -126,8 +145,10 @@ def test_session_epochs(broker, raw_client):
     assert a.fetch(tid, [0], epoch=5).error_code == E.ShareSessionNotFoundError.errno
     a.fetch(tid, [0])
     assert a.fetch(tid, [0], epoch=7).error_code == E.InvalidShareSessionEpochError.errno
-    assert a.fetch(tid, [0], acks={0: [(0, 0, ACCEPT)]}, epoch=0).error_code == \
-        E.InvalidRequestError.errno
+    assert (
+        a.fetch(tid, [0], acks={0: [(0, 0, ACCEPT)]}, epoch=0).error_code
+        == E.InvalidRequestError.errno
+    )
 
 
 def test_group_configs_and_offset_admin(broker, raw_client):
@@ -136,27 +157,56 @@ def test_group_configs_and_offset_admin(broker, raw_client):
     bad = set_group_config(a.client, group, share_auto_offset_reset="sometimes")
     assert bad.error_code == E.InvalidConfigurationError.errno
     set_group_config(a.client, group, share_auto_offset_reset="earliest")
-    described = a.client.request(DESCRIBE_CONFIGS, 4, {"resources": [{
-        "resource_type": 32, "resource_name": group,
-        "configuration_keys": ["share.auto.offset.reset"]}], "include_synonyms": False,
-        "include_documentation": False})
-    assert [(c.name, c.value) for c in described.results[0].configs] == \
-        [("share.auto.offset.reset", "earliest")]
+    described = a.client.request(
+        DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {
+                    "resource_type": 32,
+                    "resource_name": group,
+                    "configuration_keys": ["share.auto.offset.reset"],
+                }
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        },
+    )
+    assert [(c.name, c.value) for c in described.results[0].configs] == [
+        ("share.auto.offset.reset", "earliest")
+    ]
     a.heartbeat([TOPIC])
-    refused = a.client.request(ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [
-        {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 5}]}]})
+    refused = a.client.request(
+        ALTER_SHARE_GROUP_OFFSETS,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 5}]}
+            ],
+        },
+    )
     assert refused.error_code == E.NonEmptyGroupError.errno
     a.heartbeat(epoch=-1)
-    r = a.client.request(ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [
-        {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 5}]}]})
+    r = a.client.request(
+        ALTER_SHARE_GROUP_OFFSETS,
+        0,
+        {
+            "group_id": group,
+            "topics": [
+                {"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 5}]}
+            ],
+        },
+    )
     assert r.responses[0].partitions[0].error_code == 0
     assert broker.share.start_offsets(group, [(TOPIC, 0)]) == {(TOPIC, 0): (5, 5)}
     a.epoch = 0
     a.heartbeat([TOPIC])
     assert acquired(a.fetch(broker.cluster.topic_id(TOPIC), [0]))[0] == [(5, 9, 1)]
     a.heartbeat(epoch=-1)
-    d = a.client.request(DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [
-        {"topic_name": TOPIC}]})
+    d = a.client.request(
+        DELETE_SHARE_GROUP_OFFSETS, 0, {"group_id": group, "topics": [{"topic_name": TOPIC}]}
+    )
     assert (d.error_code, d.responses[0].error_code) == (0, 0)
     assert broker.share.start_offsets(group, [(TOPIC, 0)]) == {(TOPIC, 0): (-1, -1)}
     gone = a.client.request(DELETE_GROUPS, 2, {"groups_names": [group]})
@@ -191,6 +241,7 @@ def test_state_survives_kill_9(tmp_path, raw_client):
     from kclient.testing import free_port
 
     from .test_server_crash import BrokerProcess
+
     proc = BrokerProcess(tmp_path / "data", free_port())
     (tmp_path / "data").mkdir()
     proc.start()
@@ -200,8 +251,14 @@ def test_state_survives_kill_9(tmp_path, raw_client):
                 p.produce("crashjobs", f"r{i}".encode())
             p.flush()
         client = raw_client(proc.bootstrap)
-        md = client.request(METADATA, 12, {"topics": [{"name": "crashjobs", "topic_id": bytes(16)}],
-                                           "allow_auto_topic_creation": False})
+        md = client.request(
+            METADATA,
+            12,
+            {
+                "topics": [{"name": "crashjobs", "topic_id": bytes(16)}],
+                "allow_auto_topic_creation": False,
+            },
+        )
         tid = md.topics[0].topic_id
         a = ShareMember(client, "crashers", "a")
         set_group_config(client, "crashers", share_auto_offset_reset="earliest")
@@ -212,14 +269,21 @@ def test_state_survives_kill_9(tmp_path, raw_client):
         proc.kill9()
         proc.start()
         client = raw_client(proc.bootstrap)
-        md = client.request(METADATA, 12, {"topics": [{"name": "crashjobs", "topic_id": bytes(16)}],
-                                           "allow_auto_topic_creation": False})
+        md = client.request(
+            METADATA,
+            12,
+            {
+                "topics": [{"name": "crashjobs", "topic_id": bytes(16)}],
+                "allow_auto_topic_creation": False,
+            },
+        )
         assert md.topics[0].topic_id == tid
         b = ShareMember(client, "crashers", "b")
         b.heartbeat(["crashjobs"])
         assert acquired(b.fetch(tid, [0])) == {0: [(3, 5, 2)]}
-        d = client.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
-            {"group_id": "crashers", "topics": None}]})
+        d = client.request(
+            DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": "crashers", "topics": None}]}
+        )
         assert d.groups[0].topics[0].partitions[0].start_offset == 3
     finally:
         proc.cleanup()
@@ -227,13 +291,15 @@ def test_state_survives_kill_9(tmp_path, raw_client):
 
 def test_read_committed_leaves_aborted_and_open_transactions_out(tmp_path, raw_client):
     from .txn_support import TXN_CONFIG, committed_aborted_open
+
     with MiniBroker(log_dir=tmp_path, config={**TXN_CONFIG, **CONFIG}) as b:
-        b.create_topic("tx", 1)       # c0 c1 (committed) marker, a0 (aborted) marker, plain, o0
+        b.create_topic("tx", 1)  # c0 c1 (committed) marker, a0 (aborted) marker, plain, o0
         committed_aborted_open(b, "tx", "tx-id")
         tid = b.cluster.topic_id("tx")
         client = raw_client(b.bootstrap)
-        set_group_config(client, "rc", share_auto_offset_reset="earliest",
-                         share_isolation_level="read_committed")
+        set_group_config(
+            client, "rc", share_auto_offset_reset="earliest", share_isolation_level="read_committed"
+        )
         set_group_config(client, "ru", share_auto_offset_reset="earliest")
         committed, uncommitted = ShareMember(client, "rc", "a"), ShareMember(client, "ru", "a")
         committed.heartbeat(["tx"]), uncommitted.heartbeat(["tx"])
@@ -247,27 +313,43 @@ def test_a_member_whose_session_times_out_loses_its_records(broker, raw_client):
     group, topic = "dead", "dead-jobs"
     one_record_topic(broker, topic)
     a, b = (member(broker, raw_client, group, n) for n in ("a", "b"))
-    set_group_config(a.client, group, share_auto_offset_reset="earliest",
-                     share_session_timeout_ms="1000")
+    set_group_config(
+        a.client, group, share_auto_offset_reset="earliest", share_session_timeout_ms="1000"
+    )
     tid = broker.cluster.topic_id(topic)
     a.heartbeat([topic]), b.heartbeat([topic])
-    assert acquired(a.fetch(tid, [0])) == {0: [(0, 0, 1)]}    # a then stops heartbeating
+    assert acquired(a.fetch(tid, [0])) == {0: [(0, 0, 1)]}  # a then stops heartbeating
 
     def b_alive_and_fetching():
         b.heartbeat()
         return acquired(b.fetch(tid, [0]))
-    assert wait_until(b_alive_and_fetching, timeout=15, interval=0.1,
-                      what="a's record released at its session timeout") == {0: [(0, 0, 2)]}
+
+    assert wait_until(
+        b_alive_and_fetching,
+        timeout=15,
+        interval=0.1,
+        what="a's record released at its session timeout",
+    ) == {0: [(0, 0, 2)]}
     assert list(broker.share.describe(group).members) == ["b"]
     assert a.fetch(tid, [0]).error_code == E.ShareSessionNotFoundError.errno
 
 
 def test_a_consumer_group_id_is_not_a_share_group(broker, raw_client):
     from kclient.protocol.apis import CONSUMER_GROUP_HEARTBEAT
+
     client = raw_client(broker.bootstrap)
-    joined = client.request(CONSUMER_GROUP_HEARTBEAT, 1, {
-        "group_id": "kip848", "member_id": "c1", "member_epoch": 0,
-        "rebalance_timeout_ms": 30000, "subscribed_topic_names": [TOPIC], "topic_partitions": []})
+    joined = client.request(
+        CONSUMER_GROUP_HEARTBEAT,
+        1,
+        {
+            "group_id": "kip848",
+            "member_id": "c1",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "subscribed_topic_names": [TOPIC],
+            "topic_partitions": [],
+        },
+    )
     assert joined.error_code == 0
     share = ShareMember(client, "kip848", "s1").heartbeat([TOPIC])
     assert share.error_code == E.GroupIdNotFoundError.errno

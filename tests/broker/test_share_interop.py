@@ -1,6 +1,7 @@
 """Share groups on the mini-broker with other clients: Kafka 4.4's kafka-share-groups and
 kafka-console-share-consumer (Java's KafkaShareConsumer), and confluent-kafka's ShareConsumer,
 each draining a topic with every record delivered once."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,10 @@ CONSOLE_SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with MiniBroker(log_dir=tmp_path_factory.mktemp("share-interop"),
-                    config={"group.initial.rebalance.delay.ms": "0"}) as b:
+    with MiniBroker(
+        log_dir=tmp_path_factory.mktemp("share-interop"),
+        config={"group.initial.rebalance.delay.ms": "0"},
+    ) as b:
         yield b
 
 
@@ -53,16 +56,22 @@ def test_java_and_confluent_share_consumers_split_a_topic(broker, tools, raw_cli
     expected = produce(broker, "mixed", 300)
     client = raw_client(broker.bootstrap)
     # at most 100 records in flight per partition: the first to fetch cannot take them all
-    set_group_config(client, "mix", share_auto_offset_reset="earliest",
-                     share_partition_max_record_locks="100")
-    java = tools.start(CONSOLE_SHARE_CONSUMER, "--topic", "mixed", "--group", "mix",
-                       "--timeout-ms", "4000")
+    set_group_config(
+        client, "mix", share_auto_offset_reset="earliest", share_partition_max_record_locks="100"
+    )
+    java = tools.start(
+        CONSOLE_SHARE_CONSUMER, "--topic", "mixed", "--group", "mix", "--timeout-ms", "4000"
+    )
     ck_values: list[str] = []
     consumer = ck.ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "mix"})
     try:
-        wait_until(lambda: any(sp.records for (g, _, _), sp in list(broker.share.partitions.items())
-                               if g == "mix"), timeout=120,
-                   what="the Java share consumer to acquire records")
+        wait_until(
+            lambda: any(
+                sp.records for (g, _, _), sp in list(broker.share.partitions.items()) if g == "mix"
+            ),
+            timeout=120,
+            what="the Java share consumer to acquire records",
+        )
         consumer.subscribe(["mixed"])
 
         def polled() -> None:
@@ -76,6 +85,7 @@ def test_java_and_confluent_share_consumers_split_a_topic(broker, tools, raw_cli
             polled()
             starts = broker.share.start_offsets("mix", [("mixed", 0), ("mixed", 1)])
             return all(start == 150 for start, _ in starts.values())
+
         wait_until(both_members, timeout=120, what="both consumers in the group at once")
         wait_until(drained, timeout=120, what="every record acknowledged")
         consumer.commit_sync()
@@ -87,7 +97,9 @@ def test_java_and_confluent_share_consumers_split_a_topic(broker, tools, raw_cli
     described = tools.run(SHARE_GROUP_COMMAND, "--describe", "--group", "mix")
     rows = [line.split() for line in described.splitlines() if "mixed" in line]
     assert sorted((r[0], r[1], r[2], r[3]) for r in rows) == [
-        ("mix", "mixed", "0", "150"), ("mix", "mixed", "1", "150")]
+        ("mix", "mixed", "0", "150"),
+        ("mix", "mixed", "1", "150"),
+    ]
 
 
 def test_confluent_share_consumer_drains(broker, raw_client):
@@ -122,47 +134,98 @@ def test_a_share_group_over_a_mini_cluster(tmp_path, raw_client):
         FIND_COORDINATOR,
         LIST_GROUPS,
     )
+
     ck = need_module("confluent_kafka")
-    with MiniCluster(num_brokers=2, log_dir=tmp_path,
-                     config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
+    with MiniCluster(
+        num_brokers=2, log_dir=tmp_path, config={"group.initial.rebalance.delay.ms": "0"}
+    ) as cluster:
         expected = produce(cluster.brokers[0], "spread", 40)
         assert set(cluster.brokers[0].cluster.partitions("spread").values()) == {0, 1}
-        set_group_config(raw_client(cluster.brokers[1].bootstrap), "spread-g",
-                         share_auto_offset_reset="earliest")
+        set_group_config(
+            raw_client(cluster.brokers[1].bootstrap), "spread-g", share_auto_offset_reset="earliest"
+        )
         got: list[str] = []
-        consumer = ck.ShareConsumer({"bootstrap.servers": cluster.bootstrap,
-                                     "group.id": "spread-g"})
+        consumer = ck.ShareConsumer(
+            {"bootstrap.servers": cluster.bootstrap, "group.id": "spread-g"}
+        )
         try:
             consumer.subscribe(["spread"])
-            wait_until(lambda: got.extend(m.value().decode() for m in consumer.poll(0.5)
-                                          if m.error() is None) or len(got) >= 40,
-                       timeout=30, what="40 records from both leaders")
+            wait_until(
+                lambda: (
+                    got.extend(m.value().decode() for m in consumer.poll(0.5) if m.error() is None)
+                    or len(got) >= 40
+                ),
+                timeout=30,
+                what="40 records from both leaders",
+            )
             consumer.commit_sync()
         finally:
             consumer.close()
         assert sorted(got) == sorted(expected)
         found = raw_client(cluster.bootstrap).request(FIND_COORDINATOR, 1, {"key": "spread-g"})
         coordinator = raw_client(f"{found.host}:{found.port}")
-        d = coordinator.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
-            {"group_id": "spread-g", "topics": [{"topic_name": "spread",
-                                                 "partitions": [0, 1]}]}]})
-        assert [(p.partition_index, p.start_offset) for p in d.groups[0].topics[0].partitions] \
-            == [(0, 20), (1, 20)]
+        d = coordinator.request(
+            DESCRIBE_SHARE_GROUP_OFFSETS,
+            1,
+            {
+                "groups": [
+                    {
+                        "group_id": "spread-g",
+                        "topics": [{"topic_name": "spread", "partitions": [0, 1]}],
+                    }
+                ]
+            },
+        )
+        assert [(p.partition_index, p.start_offset) for p in d.groups[0].topics[0].partitions] == [
+            (0, 20),
+            (1, 20),
+        ]
+
         def starts():
-            d = coordinator.request(DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
-                {"group_id": "spread-g", "topics": [{"topic_name": "spread",
-                                                     "partitions": [0, 1]}]}]})
+            d = coordinator.request(
+                DESCRIBE_SHARE_GROUP_OFFSETS,
+                1,
+                {
+                    "groups": [
+                        {
+                            "group_id": "spread-g",
+                            "topics": [{"topic_name": "spread", "partitions": [0, 1]}],
+                        }
+                    ]
+                },
+            )
             return [p.start_offset for p in d.groups[0].topics[0].partitions]
-        altered = coordinator.request(ALTER_SHARE_GROUP_OFFSETS, 0, {
-            "group_id": "spread-g", "topics": [{"topic_name": "spread", "partitions": [
-                {"partition_index": 0, "start_offset": 5},
-                {"partition_index": 1, "start_offset": 7}]}]})
+
+        altered = coordinator.request(
+            ALTER_SHARE_GROUP_OFFSETS,
+            0,
+            {
+                "group_id": "spread-g",
+                "topics": [
+                    {
+                        "topic_name": "spread",
+                        "partitions": [
+                            {"partition_index": 0, "start_offset": 5},
+                            {"partition_index": 1, "start_offset": 7},
+                        ],
+                    }
+                ],
+            },
+        )
         assert [p.error_code for p in altered.responses[0].partitions] == [0, 0]
         assert starts() == [5, 7]
-        deleted = coordinator.request(DELETE_SHARE_GROUP_OFFSETS, 0, {
-            "group_id": "spread-g", "topics": [{"topic_name": "spread"}]})
+        deleted = coordinator.request(
+            DELETE_SHARE_GROUP_OFFSETS,
+            0,
+            {"group_id": "spread-g", "topics": [{"topic_name": "spread"}]},
+        )
         assert (deleted.error_code, deleted.responses[0].error_code) == (0, 0)
         assert starts() == [-1, -1]
-        listed = [g.group_id for b in cluster.brokers for g in raw_client(b.bootstrap).request(
-            LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]}).groups]
-        assert listed == ["spread-g"]            # by its coordinator only
+        listed = [
+            g.group_id
+            for b in cluster.brokers
+            for g in raw_client(b.bootstrap)
+            .request(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["share"]})
+            .groups
+        ]
+        assert listed == ["spread-g"]  # by its coordinator only

@@ -1,5 +1,6 @@
 """The share-partition state machine (KIP-932): locks, expiry, delivery limit, archive, release
 to another member, and its persisted snapshot surviving a reopen of the state store."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,15 +23,17 @@ from kclient.broker.share.store import PartitionSnapshot, ShareStateStore
 
 def batches(*spans: tuple[int, int]):
     """A log reader listing the given (first, last) batches from SPEO on."""
+
     def read(start: int):
         return [(a, b, True) for a, b in spans if b >= start]
+
     return read
 
 
 def test_acquire_locks_whole_batches_and_counts_a_delivery():
     sp = SharePartition(0, lock_ms=1000)
     got = sp.acquire("a", 0.0, 3, batches((0, 1), (2, 4), (5, 9)))
-    assert got == [(0, 4, 1)]           # the second batch is taken whole (batch alignment)
+    assert got == [(0, 4, 1)]  # the second batch is taken whole (batch alignment)
     assert (sp.start, sp.end) == (0, 5)
     assert sp.acquire("b", 0.1, 10, batches((0, 1), (2, 4), (5, 9))) == [(5, 9, 1)]
     assert sp.counts()["acquired"] == 10
@@ -43,9 +46,9 @@ def test_accept_moves_the_start_offset_and_others_cannot_ack():
         sp.acknowledge("b", [(0, 0, [ACCEPT])], 0.1)
     sp.acknowledge("a", [(0, 2, [ACCEPT])], 0.1)
     assert (sp.start, sp.end) == (3, 5)
-    with pytest.raises(InvalidRecordState):         # already done
+    with pytest.raises(InvalidRecordState):  # already done
         sp.acknowledge("a", [(2, 3, [ACCEPT])], 0.1)
-    assert sp.records[3].state == ACQUIRED          # all or nothing: 3 untouched
+    assert sp.records[3].state == ACQUIRED  # all or nothing: 3 untouched
 
 
 def test_release_goes_to_another_member_with_a_higher_delivery_count():
@@ -81,9 +84,9 @@ def test_delivery_limit_archives_and_the_record_is_never_delivered_again():
     now = 0.0
     for attempt in (1, 2, 3):
         assert sp.acquire("a", now, 1, read)[0] == (0, 0, attempt)
-        now += 0.2                                   # the lock expires
+        now += 0.2  # the lock expires
     assert sp.acquire("a", now, 1, read) == [(1, 1, 1)]
-    assert sp.start == 1                             # offset 0 archived, out of the window
+    assert sp.start == 1  # offset 0 archived, out of the window
 
 
 def test_reject_and_gap_archive():
@@ -100,7 +103,7 @@ def test_undeliverable_batches_and_holes_are_archived_unseen():
     read = lambda start: [(0, 1, True), (2, 2, False), (5, 6, True)]  # noqa: E731
     assert sp.acquire("a", 0.0, 10, read) == [(0, 1, 1), (5, 6, 1)]
     sp.acknowledge("a", [(0, 1, [ACCEPT])], 0.0)
-    assert sp.start == 5                            # 2 (marker) and 3-4 (hole) archived
+    assert sp.start == 5  # 2 (marker) and 3-4 (hole) archived
 
 
 def test_max_locks_bounds_the_window():
@@ -138,8 +141,12 @@ def test_snapshot_round_trip_takes_locks_away_and_keeps_counts(tmp_path):
         restored = SharePartition(0, delivery_limit=2)
         restored.restore(snap.start, snap.batches, snap.state_epoch)
         states = {o: (r.state, r.delivery_count) for o, r in restored.records.items()}
-        assert states == {0: (AVAILABLE, 1), 1: (ACKNOWLEDGED, 1), 2: (AVAILABLE, 1),
-                          3: (AVAILABLE, 1)}
+        assert states == {
+            0: (AVAILABLE, 1),
+            1: (ACKNOWLEDGED, 1),
+            2: (AVAILABLE, 1),
+            3: (AVAILABLE, 1),
+        }
         assert restored.acquire("b", 0.0, 10, batches((0, 3))) == [(0, 0, 2), (2, 3, 2)]
         again.delete_group("g")
         assert not again.partitions and not again.groups and not again.configs
@@ -156,6 +163,7 @@ def test_restored_record_at_the_delivery_limit_is_archived():
 
 def test_a_session_starts_each_fetch_one_partition_further():
     from kclient.broker.share.sessions import ShareSessions
+
     sessions = ShareSessions()
     code, session, _ = sessions.update("g", "m", 0, [("t", 0), ("t", 1), ("u", 0)], [])
     assert code == 0 and session is not None

@@ -1,5 +1,6 @@
 """StateLog: the compacted, self-cleaning log behind the broker's internal state — replay in
 order with tombstones, atomic batches, two state logs side by side with their own cleaners."""
+
 from __future__ import annotations
 
 from kclient.broker.state_log import StateLog, read_log
@@ -13,6 +14,7 @@ def _replayed(store: StateLog) -> dict:
             state.pop(key, None)
         else:
             state[key] = value
+
     store.open(apply)
     return state
 
@@ -27,10 +29,14 @@ def test_replay_tombstones_and_cleaning_side_by_side(tmp_path):
         txns.append([b"t%d" % (i % 3), b"t-gone"], [b"s%d" % i, None])
     for store in (offsets, txns):
         store.compact()
-        assert store.size < 1024, store.size       # 200 batches of ~70-100 bytes written
+        assert store.size < 1024, store.size  # 200 batches of ~70-100 bytes written
         assert (store.directory / "cleaner-offset-checkpoint").exists()
     assert [(r.offset, r.key) for r in read_log(offsets.log)][-4:] == [
-        (196, b"g0"), (197, b"g1"), (198, b"g2"), (199, b"g3")]
+        (196, b"g0"),
+        (197, b"g1"),
+        (198, b"g2"),
+        (199, b"g3"),
+    ]
     offsets.close()
     txns.close()
     again = StateLog(tmp_path / "__transaction_state-0", config, segment_bytes=1024)

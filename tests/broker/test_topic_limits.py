@@ -2,6 +2,7 @@
 4.4.0: more than 10,000 partitions created or added per request, or more than 10,000 metadata
 records, fail every topic with POLICY_VIOLATION and these messages), and topic creation all or
 nothing when the broker runs out of file descriptors midway."""
+
 import pytest
 
 from kclient.broker import MiniBroker
@@ -17,9 +18,20 @@ ADDITIONAL = "Excessively large number of additional partitions per request."
 
 def create(client, topics, validate_only=True):
     """CreateTopics v5 for (name, num_partitions[, assignments]) entries: [(code, message)]."""
-    body = {"topics": [{"name": t[0], "num_partitions": t[1], "replication_factor": -1,
-                        "assignments": t[2] if len(t) > 2 else [], "configs": []}
-                       for t in topics], "timeout_ms": 30000, "validate_only": validate_only}
+    body = {
+        "topics": [
+            {
+                "name": t[0],
+                "num_partitions": t[1],
+                "replication_factor": -1,
+                "assignments": t[2] if len(t) > 2 else [],
+                "configs": [],
+            }
+            for t in topics
+        ],
+        "timeout_ms": 30000,
+        "validate_only": validate_only,
+    }
     return [(r.error_code, r.error_message) for r in client.request(CREATE_TOPICS, 5, body).topics]
 
 
@@ -42,10 +54,14 @@ def test_create_topics_partition_limits_as_kafka(mini_broker, raw_client):
 
 def grow(client, topics, validate_only=True):
     """CreatePartitions v3 for (name, new count) entries: [(code, message)]."""
-    body = {"topics": [{"name": n, "count": k, "assignments": None} for n, k in topics],
-            "timeout_ms": 30000, "validate_only": validate_only}
-    return [(r.error_code, r.error_message)
-            for r in client.request(CREATE_PARTITIONS, 3, body).results]
+    body = {
+        "topics": [{"name": n, "count": k, "assignments": None} for n, k in topics],
+        "timeout_ms": 30000,
+        "validate_only": validate_only,
+    }
+    return [
+        (r.error_code, r.error_message) for r in client.request(CREATE_PARTITIONS, 3, body).results
+    ]
 
 
 def test_create_partitions_limit_as_kafka(mini_broker, raw_client):
@@ -74,7 +90,7 @@ def test_topic_creation_is_all_or_nothing_when_descriptors_run_out(tmp_path, raw
     try:
         client = raw_client(broker.bootstrap)
         [(code, message)] = create(client, [("big", 400)], validate_only=False)
-        assert code == 56, (code, message)                    # KAFKA_STORAGE_ERROR
+        assert code == 56, (code, message)  # KAFKA_STORAGE_ERROR
         assert "Too many open files" in message and "nothing of the topic was kept" in message
         data = broker.log_dir
         assert not [p.name for p in data.iterdir() if p.name.startswith("big-")]
@@ -82,7 +98,7 @@ def test_topic_creation_is_all_or_nothing_when_descriptors_run_out(tmp_path, raw
         assert _topics(client) == []
         assert create(client, [("small", 4)], validate_only=False) == [(0, None)]
         assert broker.stop() == 0
-        broker.start()                                       # a restart loads what is left
+        broker.start()  # a restart loads what is left
         client = raw_client(broker.bootstrap)
         assert _topics(client) == ["small"]
         assert create(client, [("small2", 2)], validate_only=False) == [(0, None)]
@@ -98,6 +114,7 @@ def test_the_python_api_rolls_back_too(tmp_path, monkeypatch):
             if partition == 3:
                 raise OSError(28, "No space left on device")
             return real(topic, partition, config)
+
         monkeypatch.setattr(broker.log_manager, "create_log", failing)
         with pytest.raises(Exception, match="No space left"):
             broker.create_topic("t", 6)

@@ -1,5 +1,6 @@
 """Transaction coordinator on a real MiniBroker: InitProducerId, AddPartitionsToTxn, EndTxn,
 fencing, CONCURRENT_TRANSACTIONS, timeouts, and state kept in __transaction_state."""
+
 from __future__ import annotations
 
 import time
@@ -41,9 +42,11 @@ def test_partition_for_is_kafkas():
     assert java_hash("hello") == 99162322
     assert java_hash("transactional-id-\u00fc") == 1051134094
     assert java_hash("a-much-longer-transactional-id-0123456789") == -683700381
-    assert java_hash("\U0001F600x") == 54959989
-    assert partition_for("a-much-longer-transactional-id-0123456789", 50) == \
-        (-683700381 & 0x7FFFFFFF) % 50
+    assert java_hash("\U0001f600x") == 54959989
+    assert (
+        partition_for("a-much-longer-transactional-id-0123456789", 50)
+        == (-683700381 & 0x7FFFFFFF) % 50
+    )
     assert partition_for("hello", 50) == 99162322 % 50
 
 
@@ -68,12 +71,14 @@ def test_init_new_id_then_bump_fences_the_old_epoch(broker):
     assert init(broker, "tx", version=3, producer_id=pid, epoch=7).error_code == OLD_FENCED
     # a wrong producer id is no mapping of this transactional id
     assert add_partitions(broker, "tx", pid + 1, 1, [("t", 0)]) == {
-        ("t", 0): E.InvalidProducerIdMappingError.errno}
+        ("t", 0): E.InvalidProducerIdMappingError.errno
+    }
 
 
 def test_init_refuses_a_timeout_above_the_broker_maximum(broker):
-    assert init(broker, "tx", timeout_ms=900001).error_code == \
-        E.InvalidTransactionTimeoutError.errno
+    assert (
+        init(broker, "tx", timeout_ms=900001).error_code == E.InvalidTransactionTimeoutError.errno
+    )
     assert init(broker, "tx", timeout_ms=0).error_code == E.InvalidTransactionTimeoutError.errno
     assert init(broker, "tx", timeout_ms=900000).error_code == 0
 
@@ -82,12 +87,15 @@ def test_commit_and_abort_write_markers_and_move_the_lso(broker):
     r = init(broker, "tx")
     pid, epoch = r.producer_id, r.producer_epoch
     log0 = broker.log_manager.get_log("t", 0)
-    assert add_partitions(broker, "tx", pid, epoch, [("t", 0), ("t", 1)]) == \
-        {("t", 0): 0, ("t", 1): 0}
+    assert add_partitions(broker, "tx", pid, epoch, [("t", 0), ("t", 1)]) == {
+        ("t", 0): 0,
+        ("t", 1): 0,
+    }
     assert broker.txn_coordinator.get("tx").state == TxnState.ONGOING
-    assert produce(broker, "t", 0, [b"a", b"b"], pid=pid, epoch=epoch, seq=0,
-                   tid="tx").error_code == 0
-    produce(broker, "t", 0, [b"plain"])                 # non-transactional, after the txn start
+    assert (
+        produce(broker, "t", 0, [b"a", b"b"], pid=pid, epoch=epoch, seq=0, tid="tx").error_code == 0
+    )
+    produce(broker, "t", 0, [b"plain"])  # non-transactional, after the txn start
     assert (log0.last_stable_offset, log0.log_end_offset) == (0, 3)
     f = fetch(broker, "t", 0)
     assert (f.high_watermark, f.last_stable_offset, values(f.records)) == (3, 0, [])
@@ -98,9 +106,12 @@ def test_commit_and_abort_write_markers_and_move_the_lso(broker):
     assert (log0.log_end_offset, log0.last_stable_offset) == (4, 4)
     assert broker.log_manager.get_log("t", 1).log_end_offset == 1
     f = fetch(broker, "t", 0)
-    assert (f.last_stable_offset, values(f.records), list(f.aborted_transactions)) == \
-        (4, [b"a", b"b", b"plain"], [])
-    assert end_txn(broker, "tx", pid, epoch, True) == 0        # a retried commit
+    assert (f.last_stable_offset, values(f.records), list(f.aborted_transactions)) == (
+        4,
+        [b"a", b"b", b"plain"],
+        [],
+    )
+    assert end_txn(broker, "tx", pid, epoch, True) == 0  # a retried commit
     assert end_txn(broker, "tx", pid, epoch, False) == INVALID_TXN_STATE
     # second transaction: aborted
     assert add_partitions(broker, "tx", pid, epoch, [("t", 0)]) == {("t", 0): 0}
@@ -110,7 +121,7 @@ def test_commit_and_abort_write_markers_and_move_the_lso(broker):
     assert f.last_stable_offset == 7
     assert [(a.producer_id, a.first_offset) for a in f.aborted_transactions] == [(pid, 4)]
     assert fetch(broker, "t", 0, isolation=0).aborted_transactions is None
-    assert end_txn(broker, "tx", pid, epoch, False) == 0       # a retried abort
+    assert end_txn(broker, "tx", pid, epoch, False) == 0  # a retried abort
     assert end_txn(broker, "tx", pid, epoch, True) == INVALID_TXN_STATE
 
 
@@ -122,13 +133,16 @@ def test_end_txn_without_a_transaction_is_invalid(broker):
 def test_produce_to_a_partition_not_in_the_transaction_is_refused(broker):
     r = init(broker, "tx")
     pid, epoch = r.producer_id, r.producer_epoch
-    assert produce(broker, "t", 0, [b"a"], pid=pid, epoch=epoch, seq=0,
-                   tid="tx").error_code == INVALID_TXN_STATE
+    assert (
+        produce(broker, "t", 0, [b"a"], pid=pid, epoch=epoch, seq=0, tid="tx").error_code
+        == INVALID_TXN_STATE
+    )
     add_partitions(broker, "tx", pid, epoch, [("t", 1)])
-    assert produce(broker, "t", 0, [b"a"], pid=pid, epoch=epoch, seq=0,
-                   tid="tx").error_code == INVALID_TXN_STATE
-    assert produce(broker, "t", 1, [b"a"], pid=pid, epoch=epoch, seq=0,
-                   tid="tx").error_code == 0
+    assert (
+        produce(broker, "t", 0, [b"a"], pid=pid, epoch=epoch, seq=0, tid="tx").error_code
+        == INVALID_TXN_STATE
+    )
+    assert produce(broker, "t", 1, [b"a"], pid=pid, epoch=epoch, seq=0, tid="tx").error_code == 0
     assert broker.log_manager.get_log("t", 0).log_end_offset == 0
 
 
@@ -137,7 +151,8 @@ def test_add_partitions_of_an_unknown_topic(broker):
     assert add_partitions(broker, "tx", r.producer_id, 0, [("t", 0), ("nope", 0), ("t", 9)]) == {
         ("t", 0): E.OperationNotAttemptedError.errno,
         ("nope", 0): E.UnknownTopicOrPartitionError.errno,
-        ("t", 9): E.UnknownTopicOrPartitionError.errno}
+        ("t", 9): E.UnknownTopicOrPartitionError.errno,
+    }
 
 
 def test_init_with_an_ongoing_transaction_aborts_it_fencing_the_producer(broker):
@@ -145,7 +160,7 @@ def test_init_with_an_ongoing_transaction_aborts_it_fencing_the_producer(broker)
     pid = r.producer_id
     add_partitions(broker, "tx", pid, 0, [("t", 0)])
     produce(broker, "t", 0, [b"zombie"], pid=pid, epoch=0, seq=0, tid="tx")
-    assert init(broker, "tx").error_code == CONCURRENT       # aborting; the client retries
+    assert init(broker, "tx").error_code == CONCURRENT  # aborting; the client retries
     meta = broker.txn_coordinator.get("tx")
     assert (meta.state, meta.producer_epoch) == (TxnState.COMPLETE_ABORT, 1)
     r = init(broker, "tx")
@@ -154,20 +169,22 @@ def test_init_with_an_ongoing_transaction_aborts_it_fencing_the_producer(broker)
     assert (f.last_stable_offset, values(f.records)) == (2, [b"zombie"])
     assert [a.first_offset for a in f.aborted_transactions] == [0]
     # the zombie's late write is refused by the partition (its epoch is below the marker's)
-    assert produce(broker, "t", 0, [b"late"], pid=pid, epoch=0, seq=1,
-                   tid="tx").error_code == OLD_FENCED
+    assert (
+        produce(broker, "t", 0, [b"late"], pid=pid, epoch=0, seq=1, tid="tx").error_code
+        == OLD_FENCED
+    )
 
 
 def test_end_txn_while_a_marker_cannot_be_written_answers_concurrent_transactions(tmp_path):
     from kclient.broker import MiniCluster
+
     with MiniCluster(2, log_dir=tmp_path / "c", config=TXN_CONFIG) as cluster:
         b0, b1 = cluster.brokers
-        cluster.brokers[0].create_topic("t", 2)             # t-0 on broker 0, t-1 on broker 1
+        cluster.brokers[0].create_topic("t", 2)  # t-0 on broker 0, t-1 on broker 1
         tid = next(f"tx{i}" for i in range(100) if b0.coordinator_for(f"tx{i}")[0] == 0)
         r = init(b0, tid)
         pid = r.producer_id
-        assert add_partitions(b0, tid, pid, 0, [("t", 0), ("t", 1)]) == {("t", 0): 0,
-                                                                           ("t", 1): 0}
+        assert add_partitions(b0, tid, pid, 0, [("t", 0), ("t", 1)]) == {("t", 0): 0, ("t", 1): 0}
         assert produce(b1, "t", 1, [b"remote"], pid=pid, epoch=0, seq=0, tid=tid).error_code == 0
         log1 = b1.log_manager.get_log("t", 1)
         assert log1.last_stable_offset == 0
@@ -177,7 +194,7 @@ def test_end_txn_while_a_marker_cannot_be_written_answers_concurrent_transaction
         assert b0.txn_coordinator.get(tid).state == TxnState.PREPARE_COMMIT
         assert add_partitions(b0, tid, pid, 0, [("t", 0)]) == {("t", 0): CONCURRENT}
         b1.start()
-        deadline = time.time() + 10                     # the timer retries the marker
+        deadline = time.time() + 10  # the timer retries the marker
         while b0.txn_coordinator.get(tid).state != TxnState.COMPLETE_COMMIT:
             assert time.time() < deadline
             time.sleep(0.05)
@@ -198,8 +215,10 @@ def test_timed_out_transaction_is_aborted_and_its_producer_fenced(broker):
     f = fetch(broker, "t", 0)
     assert (f.last_stable_offset, [a.producer_id for a in f.aborted_transactions]) == (2, [pid])
     assert end_txn(broker, "tx", pid, 0, True) == FENCED
-    assert produce(broker, "t", 0, [b"late"], pid=pid, epoch=0, seq=1,
-                   tid="tx").error_code == OLD_FENCED
+    assert (
+        produce(broker, "t", 0, [b"late"], pid=pid, epoch=0, seq=1, tid="tx").error_code
+        == OLD_FENCED
+    )
 
 
 def test_state_survives_a_restart(tmp_path):
@@ -214,15 +233,19 @@ def test_state_survives_a_restart(tmp_path):
         b.stop()
         state_dir = tmp_path / "b" / "__transaction_coordinator"
         assert {p.name for p in state_dir.iterdir() if p.is_dir()} == {
-            f"__transaction_state-{partition_for(t, 3)}" for t in ("tx", "done")}
+            f"__transaction_state-{partition_for(t, 3)}" for t in ("tx", "done")
+        }
         b.start()
         meta = b.txn_coordinator.get("tx")
-        assert (meta.state, meta.producer_id, meta.partitions) == \
-            (TxnState.ONGOING, pid, {("t", 0)})
+        assert (meta.state, meta.producer_id, meta.partitions) == (
+            TxnState.ONGOING,
+            pid,
+            {("t", 0)},
+        )
         assert b.log_manager.get_log("t", 0).last_stable_offset == 0
         assert end_txn(b, "tx", pid, 0, True) == 0
         assert b.log_manager.get_log("t", 0).last_stable_offset == 2
-        r2 = init(b, "done")                         # epoch bumps from the stored one
+        r2 = init(b, "done")  # epoch bumps from the stored one
         assert (r2.producer_id, r2.producer_epoch) == (done.producer_id, 1)
         b.kill()
         b.start()
@@ -244,7 +267,7 @@ def test_prepared_transaction_is_completed_at_start(tmp_path):
         produce(b, "t", 0, [b"v"], pid=pid, epoch=0, seq=0, tid="tx")
         coordinator = b.txn_coordinator
         meta = coordinator.get("tx")
-        meta.state = TxnState.PREPARE_COMMIT         # as if the broker died before the markers
+        meta.state = TxnState.PREPARE_COMMIT  # as if the broker died before the markers
         coordinator.store.write(meta)
         b.kill()
         b.start()
@@ -263,19 +286,39 @@ def test_write_txn_markers_ends_a_hanging_transaction(broker):
     produce(broker, "t", 0, [b"hanging"], pid=pid, epoch=0, seq=0, tid="tx")
 
     def markers(epoch, topics):
-        r = call(broker, apis.WRITE_TXN_MARKERS, 1, {"markers": [
-            {"producer_id": pid, "producer_epoch": epoch, "transaction_result": False,
-             "topics": topics, "coordinator_epoch": 0}]})
-        return {(t.name, p.partition_index): p.error_code
-                for t in r.markers[0].topics for p in t.partitions}
+        r = call(
+            broker,
+            apis.WRITE_TXN_MARKERS,
+            1,
+            {
+                "markers": [
+                    {
+                        "producer_id": pid,
+                        "producer_epoch": epoch,
+                        "transaction_result": False,
+                        "topics": topics,
+                        "coordinator_epoch": 0,
+                    }
+                ]
+            },
+        )
+        return {
+            (t.name, p.partition_index): p.error_code
+            for t in r.markers[0].topics
+            for p in t.partitions
+        }
 
-    assert markers(0, [{"name": "t", "partition_indexes": [0, 7]},
-                       {"name": "nope", "partition_indexes": [0]}]) == {
-        ("t", 0): 0, ("t", 7): E.UnknownTopicOrPartitionError.errno,
-        ("nope", 0): E.UnknownTopicOrPartitionError.errno}
+    assert markers(
+        0, [{"name": "t", "partition_indexes": [0, 7]}, {"name": "nope", "partition_indexes": [0]}]
+    ) == {
+        ("t", 0): 0,
+        ("t", 7): E.UnknownTopicOrPartitionError.errno,
+        ("nope", 0): E.UnknownTopicOrPartitionError.errno,
+    }
     f = fetch(broker, "t", 0)
     assert (f.last_stable_offset, [a.first_offset for a in f.aborted_transactions]) == (2, [0])
-    init(broker, "tx")                     # the transaction is Ongoing at the coordinator:
-    init(broker, "tx")                     # it aborts it (epoch 1), then bumps to 2
+    init(broker, "tx")  # the transaction is Ongoing at the coordinator:
+    init(broker, "tx")  # it aborts it (epoch 1), then bumps to 2
     assert markers(0, [{"name": "t", "partition_indexes": [0]}]) == {
-        ("t", 0): E.InvalidProducerEpochError.errno}      # older than the partition's epoch
+        ("t", 0): E.InvalidProducerEpochError.errno
+    }  # older than the partition's epoch

@@ -1,5 +1,6 @@
 """confluent-kafka's transactional producer and read_committed consumer against MiniBroker and
 a MiniCluster: commit, abort, send_offsets_to_transaction, fencing of a zombie."""
+
 from __future__ import annotations
 
 import time
@@ -17,8 +18,15 @@ TIMEOUT = 30
 
 
 def transactional_producer(bootstrap, tid="ck-tx", **extra):
-    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": tid,
-                            "linger.ms": 5, "compression.codec": "lz4", **extra})
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": tid,
+            "linger.ms": 5,
+            "compression.codec": "lz4",
+            **extra,
+        }
+    )
     producer.init_transactions(TIMEOUT)
     return producer
 
@@ -26,9 +34,16 @@ def transactional_producer(bootstrap, tid="ck-tx", **extra):
 def consume_all(bootstrap, topic, partitions, isolation, expected_count, group="reader"):
     """Every message of the topic from the start, per partition, until ``expected_count`` and
     the positions reached the high watermarks (lag 0: markers moved past)."""
-    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                            "isolation.level": isolation, "enable.auto.commit": False,
-                            "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     consumer.assign(tps)
     got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
@@ -47,8 +62,10 @@ def consume_all(bootstrap, topic, partitions, isolation, expected_count, group="
         eof.discard(msg.partition())
         got[msg.partition()].append(msg.value())
     positions = {tp.partition: tp.offset for tp in consumer.position(tps)}
-    marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT)[1]
-             for p in range(partitions)}
+    marks = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT)[1]
+        for p in range(partitions)
+    }
     consumer.close()
     return got, positions, marks
 
@@ -80,7 +97,7 @@ def check_committed_only(bootstrap, topic, partitions):
     committed = expected(partitions, [range(30), range(60, 90)])
     got, positions, marks = consume_all(bootstrap, topic, partitions, "read_committed", 60)
     assert got == committed
-    assert positions == marks                           # the consumer moved past the markers
+    assert positions == marks  # the consumer moved past the markers
     got, _, _ = consume_all(bootstrap, topic, partitions, "read_uncommitted", 90, "all")
     assert got == expected(partitions, [range(90)])
 
@@ -102,8 +119,10 @@ def test_confluent_transactions_on_one_broker(tmp_path):
         with pytest.raises(ck.KafkaException) as info:
             zombie.commit_transaction(TIMEOUT)
         assert info.value.args[0].fatal() or info.value.args[0].code() in (
-            ck.KafkaError._FENCED, ck.KafkaError.PRODUCER_FENCED,
-            ck.KafkaError.INVALID_PRODUCER_EPOCH)
+            ck.KafkaError._FENCED,
+            ck.KafkaError.PRODUCER_FENCED,
+            ck.KafkaError.INVALID_PRODUCER_EPOCH,
+        )
         successor.begin_transaction()
         successor.produce("ck-txn", b"successor", partition=0)
         successor.commit_transaction(TIMEOUT)
@@ -126,9 +145,15 @@ def test_confluent_consume_transform_produce_commits_offsets_in_the_transaction(
         for i in range(40):
             source.produce("in", f"m{i}".encode(), partition=i % 2)
         assert source.flush(TIMEOUT) == 0
-        consumer = ck.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "ctp",
-                                "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                "isolation.level": "read_committed"})
+        consumer = ck.Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "ctp",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+            }
+        )
         consumer.assign([TopicPartition("in", 0, 0), TopicPartition("in", 1, 0)])
         producer = transactional_producer(broker.bootstrap, "ctp-tx")
         seen, first = 0, {}
@@ -138,10 +163,12 @@ def test_confluent_consume_transform_produce_commits_offsets_in_the_transaction(
             seen += len(batch)
             for msg in batch:
                 producer.produce("out", msg.value().upper(), partition=msg.partition())
-            positions = [tp for tp in consumer.position(consumer.assignment())
-                         if tp.offset >= 0]      # a partition not read yet has no position
-            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(),
-                                                 TIMEOUT)
+            positions = [
+                tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0
+            ]  # a partition not read yet has no position
+            producer.send_offsets_to_transaction(
+                positions, consumer.consumer_group_metadata(), TIMEOUT
+            )
             if commit:
                 producer.commit_transaction(TIMEOUT)
                 first = {tp.partition: tp.offset for tp in positions}
@@ -150,7 +177,7 @@ def test_confluent_consume_transform_produce_commits_offsets_in_the_transaction(
         consumer.close()
         assert seen == 40 and sum(first.values()) == 20
         stored = {tp[1]: e.offset for tp, e in broker.coordinator.fetch_offsets("ctp").items()}
-        assert stored == first                          # the aborted round's offsets dropped
+        assert stored == first  # the aborted round's offsets dropped
         got, _, _ = consume_all(broker.bootstrap, "out", 2, "read_committed", 20)
         assert sum(map(len, got.values())) == 20
         assert all(v.startswith(b"M") for vs in got.values() for v in vs)
@@ -160,6 +187,7 @@ def test_confluent_transactions_read_by_kclient_read_committed(tmp_path):
     """confluent-kafka writes committed and aborted transactions; kclient's SimpleConsumer at
     read_committed gets the committed messages only and its position reaches the log end."""
     from kclient.simple import FetchRequest, SimpleConsumer
+
     with MiniBroker(log_dir=tmp_path / "b", config=TXN_CONFIG) as broker:
         broker.create_topic("ck-kc", 2)
         run_transactions(broker.bootstrap, "ck-kc", 2)
@@ -175,5 +203,5 @@ def test_confluent_transactions_read_by_kclient_read_committed(tmp_path):
                     values += cols.values
                     offset = cols.next_offset
                 got[p] = values
-                assert offset == end                    # past the last marker: lag 0
+                assert offset == end  # past the last marker: lag 0
         assert got == expected(2, [range(30), range(60, 90)])

@@ -4,6 +4,7 @@ back to 1), partitions added by Produce v12 and TxnOffsetCommit v5, the epoch bu
 EndTxn v5 and handed back in its answer, retries, zombies fenced, the epoch exhausted (a new
 producer id), Produce v11's TRANSACTION_ABORTABLE, and the state kept across a restart (value
 v1 records in ``__transaction_state``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,18 +28,31 @@ MAPPING = E.InvalidProducerIdMappingError.errno
 
 def produce(b, tp, vals, pid, epoch, seq, tid="tx", version=12):
     """One transactional batch at Produce ``version``; the partition's answer."""
-    batch = build_batch(vals, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                        is_transactional=True)
-    r = call(b, apis.PRODUCE, version, {
-        "transactional_id": tid, "acks": -1, "timeout_ms": 5000,
-        "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch}]}]})
+    batch = build_batch(
+        vals, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=True
+    )
+    r = call(
+        b,
+        apis.PRODUCE,
+        version,
+        {
+            "transactional_id": tid,
+            "acks": -1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": tp[0], "partition_data": [{"index": tp[1], "records": batch}]}],
+        },
+    )
     return r.responses[0].partition_responses[0]
 
 
 def end(b, pid, epoch, commit, tid="tx", version=5):
     """EndTxn; (error, producer id, epoch) of its answer."""
-    r = call(b, apis.END_TXN, version, {"transactional_id": tid, "producer_id": pid,
-                                             "producer_epoch": epoch, "committed": commit})
+    r = call(
+        b,
+        apis.END_TXN,
+        version,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": commit},
+    )
     return r.error_code, r.producer_id, r.producer_epoch
 
 
@@ -74,10 +88,10 @@ def test_produce_v12_adds_the_partition_and_every_end_bumps_the_epoch(broker):  
     assert end(broker, pid, epoch + 1, False) == (0, pid, epoch + 2)
     assert produce(broker, ("t", 0), [b"d"], pid, epoch + 2, 0).error_code == 0
     assert end(broker, pid, epoch + 2, True) == (0, pid, epoch + 3)
-    part = fetch(broker, "t", 0)          # read_committed: x is listed as aborted
+    part = fetch(broker, "t", 0)  # read_committed: x is listed as aborted
     assert values(part.records) == [b"a", b"b", b"x", b"d"]
     assert [(a.producer_id, a.first_offset) for a in part.aborted_transactions] == [(pid, 3)]
-    assert part.last_stable_offset == 7    # a, b, commit, x, abort, d, commit: nothing open
+    assert part.last_stable_offset == 7  # a, b, commit, x, abort, d, commit: nothing open
     assert values(fetch(broker, "t", 1).records) == [b"c"]
 
 
@@ -91,7 +105,7 @@ def test_a_zombie_of_the_last_transaction_is_fenced(broker):  # noqa: F811
     zombie = produce(broker, ("t", 0), [b"late"], pid, epoch, 1)
     assert zombie.error_code == OLD_EPOCH
     assert end(broker, pid, epoch + 5, True)[0] == FENCED
-    assert end(broker, pid, epoch + 1, True)[0] == INVALID_TXN_STATE   # current, nothing open
+    assert end(broker, pid, epoch + 1, True)[0] == INVALID_TXN_STATE  # current, nothing open
     assert end(broker, pid + 1, epoch + 1, True)[0] == MAPPING
     assert values(fetch(broker, "t", 0).records) == [b"a"]
 
@@ -101,7 +115,7 @@ def test_abort_with_nothing_open_bumps_commit_is_refused(broker):  # noqa: F811
     pid, epoch = r.producer_id, r.producer_epoch
     assert end(broker, pid, epoch, True)[0] == INVALID_TXN_STATE
     assert end(broker, pid, epoch, False) == (0, pid, epoch + 1)
-    assert end(broker, pid, epoch, False) == (0, pid, epoch + 1)        # retried
+    assert end(broker, pid, epoch, False) == (0, pid, epoch + 1)  # retried
     assert broker.txn_coordinator.get("tx").state == TxnState.COMPLETE_ABORT
 
 
@@ -128,8 +142,9 @@ def test_produce_below_v12_is_verified_with_kip_890_codes(broker):  # noqa: F811
     r = init(broker, "tx")
     pid, epoch = r.producer_id, r.producer_epoch
     assert produce(broker, ("t", 0), [b"a"], pid, epoch, 0, version=11).error_code == ABORTABLE
-    assert produce(broker, ("t", 0), [b"a"], pid, epoch, 0, version=10).error_code == \
-        INVALID_TXN_STATE
+    assert (
+        produce(broker, ("t", 0), [b"a"], pid, epoch, 0, version=10).error_code == INVALID_TXN_STATE
+    )
     assert broker.txn_coordinator.get("tx").partitions == set()
     assert produce(broker, ("t", 0), [b"a"], pid, epoch, 0).error_code == 0
     assert produce(broker, ("t", 0), [b"b"], pid, epoch, 1, version=11).error_code == 0
@@ -138,15 +153,23 @@ def test_produce_below_v12_is_verified_with_kip_890_codes(broker):  # noqa: F811
 def test_txn_offset_commit_v5_adds_the_offsets_partition(broker):  # noqa: F811
     r = init(broker, "tx")
     pid, epoch = r.producer_id, r.producer_epoch
-    body = {"transactional_id": "tx", "group_id": "g", "producer_id": pid,
-            "producer_epoch": epoch, "topics": [{"name": "t", "partitions": [
-                {"partition_index": 0, "committed_offset": 7}]}]}
+    body = {
+        "transactional_id": "tx",
+        "group_id": "g",
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 7}]}],
+    }
     old = call(broker, apis.TXN_OFFSET_COMMIT, 4, body)
     assert old.topics[0].partitions[0].error_code == ABORTABLE
     assert call(broker, apis.TXN_OFFSET_COMMIT, 5, body).topics[0].partitions[0].error_code == 0
     assert end(broker, pid, epoch, True) == (0, pid, epoch + 1)
-    r = call(broker, apis.OFFSET_FETCH, 1, {"group_id": "g", "topics": [
-        {"name": "t", "partition_indexes": [0]}]})
+    r = call(
+        broker,
+        apis.OFFSET_FETCH,
+        1,
+        {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]},
+    )
     assert r.topics[0].partitions[0].committed_offset == 7
 
 
@@ -163,22 +186,37 @@ def test_state_survives_a_restart_in_value_v1_records(tmp_path):
     b = MiniBroker(log_dir=tmp_path / "b", config=TXN_CONFIG).start()
     try:
         meta = b.txn_coordinator.get("tx")
-        assert (meta.state, meta.producer_id, meta.producer_epoch, meta.client_version) == \
-            (TxnState.COMPLETE_COMMIT, pid, epoch + 1, 2)
-        assert end(b, pid, epoch, True) == (0, pid, epoch + 1)          # a retry, after it
+        assert (meta.state, meta.producer_id, meta.producer_epoch, meta.client_version) == (
+            TxnState.COMPLETE_COMMIT,
+            pid,
+            epoch + 1,
+            2,
+        )
+        assert end(b, pid, epoch, True) == (0, pid, epoch + 1)  # a retry, after it
     finally:
         b.close()
 
 
 def test_value_v1_round_trips_its_tagged_fields():
-    meta = TxnMetadata("tx", 42, 32767, 60000, TxnState.PREPARE_COMMIT,
-                       {("a", 0), ("a", 3), ("b", 1)}, 5, 4, previous_producer_id=41,
-                       next_producer_id=43, client_version=2)
+    meta = TxnMetadata(
+        "tx",
+        42,
+        32767,
+        60000,
+        TxnState.PREPARE_COMMIT,
+        {("a", 0), ("a", 3), ("b", 1)},
+        5,
+        4,
+        previous_producer_id=41,
+        next_producer_id=43,
+        client_version=2,
+    )
     raw = encode_value(meta, 1)
     assert raw[:2] == b"\x00\x01"
     back = decode_value("tx", raw)
     assert dataclasses.replace(back, last_epoch=-1) == dataclasses.replace(meta, last_epoch=-1)
-    plain = dataclasses.replace(meta, previous_producer_id=-1, next_producer_id=-1,
-                                client_version=0)
+    plain = dataclasses.replace(
+        meta, previous_producer_id=-1, next_producer_id=-1, client_version=0
+    )
     assert decode_value("tx", encode_value(plain, 1)) == plain
     assert decode_value("tx", encode_value(plain, 0)) == plain

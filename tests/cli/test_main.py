@@ -1,4 +1,5 @@
 """The ``kclient`` command: help, version, exit codes, and a broker started from it."""
+
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from tests.conftest import CliRunner
 def _all_parsers(parser, path=()):
     """(command path, parser) of every subcommand, recursively."""
     import argparse
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
@@ -32,8 +34,15 @@ def test_version_and_usage(capsys):
 
 def test_every_subcommand_has_help_with_an_example(capsys):
     paths = [path for path, _ in _all_parsers(build_parser())]
-    assert {("topics", "create"), ("groups", "reset-offsets"), ("produce",), ("consume",),
-            ("offsets",), ("bench",), ("broker",)} <= set(paths)
+    assert {
+        ("topics", "create"),
+        ("groups", "reset-offsets"),
+        ("produce",),
+        ("consume",),
+        ("offsets",),
+        ("bench",),
+        ("broker",),
+    } <= set(paths)
     for path in paths:
         assert main([*path, "--help"]) == 0, path
         out = capsys.readouterr().out
@@ -59,21 +68,44 @@ def test_missing_bootstrap_is_a_usage_error_and_a_dead_broker_a_failure():
 
 def test_security_flags_reach_the_connection(mini_broker, tmp_path):
     # a TLS client against a plaintext listener fails the handshake: the flags were used
-    done = CliRunner(mini_broker.bootstrap)("topics", "list", "--security-protocol", "SSL",
-                                            "-X", "ssl.endpoint.identification.algorithm=none",
-                                            check=1)
+    done = CliRunner(mini_broker.bootstrap)(
+        "topics",
+        "list",
+        "--security-protocol",
+        "SSL",
+        "-X",
+        "ssl.endpoint.identification.algorithm=none",
+        check=1,
+    )
     assert b"Traceback" not in done.stderr
-    done = CliRunner(mini_broker.bootstrap)("topics", "list", "--ssl-cafile",
-                                            tmp_path / "missing.pem",
-                                            "--security-protocol", "SSL", check=2)
+    done = CliRunner(mini_broker.bootstrap)(
+        "topics",
+        "list",
+        "--ssl-cafile",
+        tmp_path / "missing.pem",
+        "--security-protocol",
+        "SSL",
+        check=2,
+    )
     assert b"missing.pem" in done.stderr
 
 
 def test_broker_command_serves_kafka_clients_and_stops_on_sigterm(tmp_path):
     from confluent_kafka import Producer
+
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kclient.cli", "broker", "--log-dir",
-                             str(tmp_path), "--port", str(port)])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kclient.cli",
+            "broker",
+            "--log-dir",
+            str(tmp_path),
+            "--port",
+            str(port),
+        ]
+    )
     try:
         wait_for_port(port, proc=proc)
         p = Producer({"bootstrap.servers": f"127.0.0.1:{port}"})
@@ -81,8 +113,10 @@ def test_broker_command_serves_kafka_clients_and_stops_on_sigterm(tmp_path):
         assert p.flush(10) == 0
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
-        assert any(f.suffix == ".log" and f.stat().st_size > 0
-                   for f in (tmp_path / "cli-topic-0").iterdir())
+        assert any(
+            f.suffix == ".log" and f.stat().st_size > 0
+            for f in (tmp_path / "cli-topic-0").iterdir()
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -91,11 +125,15 @@ def test_broker_command_serves_kafka_clients_and_stops_on_sigterm(tmp_path):
 def test_broker_errors_are_one_line(tmp_path, mini_broker):
     busy = mini_broker.bootstrap.rsplit(":", 1)[1]
     for args, expected in (
-            (["--log-dir", tmp_path / "b", "--port", busy], "cannot listen on 127.0.0.1:"),
-            (["--log-dir", tmp_path / "file" / "x", "--port", 0], "cannot use log dir")):
+        (["--log-dir", tmp_path / "b", "--port", busy], "cannot listen on 127.0.0.1:"),
+        (["--log-dir", tmp_path / "file" / "x", "--port", 0], "cannot use log dir"),
+    ):
         (tmp_path / "file").write_text("not a directory")
-        done = subprocess.run([sys.executable, "-m", "kclient.cli", "broker", *map(str, args)],
-                              capture_output=True, timeout=30)
+        done = subprocess.run(
+            [sys.executable, "-m", "kclient.cli", "broker", *map(str, args)],
+            capture_output=True,
+            timeout=30,
+        )
         assert done.returncode == 1
         last = done.stderr.decode().strip().splitlines()[-1]
         assert last.startswith("kclient broker: " + expected) and b"Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 handover, static restart, mixed groups with Java) and the consumer tests run against both
 drivers: the consumer lives on its own event loop in a thread; ``poll`` is ``getmany`` and every
 other call (commit, committed, close, ...) runs on that loop."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,7 +31,9 @@ class _Blocking:
             async def run() -> Any:
                 result = attr(*args, **kwargs)
                 return await result if inspect.isawaitable(result) else result
+
             return asyncio.run_coroutine_threadsafe(run(), self._loop).result(60)
+
         return call
 
 
@@ -45,6 +48,7 @@ class BlockingAIOConsumer(_Blocking):
 
         async def make() -> AIOConsumer:
             return AIOConsumer(*args, **config)
+
         super().__init__(asyncio.run_coroutine_threadsafe(make(), loop).result(30), loop)
         self._done = False
 

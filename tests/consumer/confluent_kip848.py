@@ -2,6 +2,7 @@
 (``group.protocol=consumer``) for tests/consumer/test_confluent_kip848.py: members joining,
 leaving and a static member restarting, every record consumed exactly once in each stable
 phase."""
+
 from __future__ import annotations
 
 import time
@@ -28,6 +29,7 @@ class Member:
 
     def start(self) -> Member:
         from confluent_kafka import Consumer
+
         self.consumer = Consumer(self.conf)
         self.consumer.subscribe([self.topic])
         return self
@@ -46,17 +48,25 @@ class Member:
 
 def conf(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
     """A KIP-848 consumer's settings (no session or heartbeat keys: the broker owns them)."""
-    return {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": True,
-            "auto.commit.interval.ms": 200, **extra}
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "group.protocol": "consumer",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 200,
+        **extra,
+    }
 
 
-def _poll(members: list[Member], cond: Callable[[], bool], message: str,
-          timeout: float = 60.0) -> None:
+def _poll(
+    members: list[Member], cond: Callable[[], bool], message: str, timeout: float = 60.0
+) -> None:
     def step() -> bool:
         for m in members:
             m.poll()
         return cond()
+
     wait_for(step, timeout=timeout, interval=0, message=message)
 
 
@@ -74,12 +84,18 @@ def _phase(bootstrap: str, topic: str, members: list[Member], label: str) -> dic
     for m in members:
         m.seen.clear()
     values = produce_spread(bootstrap, topic, PARTITIONS, 5, prefix=label)
-    _poll(members, lambda: values <= {v for m in members for v in m.seen},
-          f"{label}: every record consumed")
+    _poll(
+        members,
+        lambda: values <= {v for m in members for v in m.seen},
+        f"{label}: every record consumed",
+    )
     seen = Counter(v for m in members for v in m.seen if v in values)
-    return {"label": label, "records": len(values), "twice": sorted(v for v, n in seen.items()
-                                                                    if n > 1),
-            "counts": sorted(len(m.assigned()) for m in members)}
+    return {
+        "label": label,
+        "records": len(values),
+        "twice": sorted(v for v, n in seen.items() if n > 1),
+        "counts": sorted(len(m.assigned()) for m in members),
+    }
 
 
 def run_join_leave_restart(bootstrap: str, topic: str) -> list[dict[str, Any]]:
@@ -87,8 +103,9 @@ def run_join_leave_restart(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     what :func:`_phase` reports, and for the restart the partitions before and after."""
     group = f"kip848-{uuid.uuid4().hex[:8]}"
     base = conf(bootstrap, group)
-    members = [Member(n, dict(base, **{"group.instance.id": n}), topic).start()
-               for n in ("m1", "m2")]
+    members = [
+        Member(n, dict(base, **{"group.instance.id": n}), topic).start() for n in ("m1", "m2")
+    ]
     out = []
     try:
         out.append(_phase(bootstrap, topic, members, "two"))
@@ -101,8 +118,12 @@ def run_join_leave_restart(bootstrap: str, topic: str) -> list[dict[str, Any]]:
         old.close()
         members[0] = Member(old.name, old.conf, topic).start()
         result = _phase(bootstrap, topic, members, "restarted")
-        result.update(before=sorted(before), after=sorted(members[0].assigned()),
-                      other_before=sorted(other_before), other_after=sorted(members[1].assigned()))
+        result.update(
+            before=sorted(before),
+            after=sorted(members[0].assigned()),
+            other_before=sorted(other_before),
+            other_after=sorted(members[1].assigned()),
+        )
         out.append(result)
     finally:
         for m in members:
@@ -110,8 +131,9 @@ def run_join_leave_restart(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     return out
 
 
-def run_broker_restart(bootstrap: str, topic: str, restart: Callable[[], None]
-                       ) -> list[dict[str, Any]]:
+def run_broker_restart(
+    bootstrap: str, topic: str, restart: Callable[[], None]
+) -> list[dict[str, Any]]:
     """Two members consume; ``restart()`` restarts the broker; they go on: both phases'
     reports and each member's partitions before and after."""
     group = f"kip848-restart-{uuid.uuid4().hex[:8]}"

@@ -1,4 +1,5 @@
 """Consumer fixtures: a 3-broker MiniCluster registered in a real ZooKeeper."""
+
 import itertools
 
 import pytest
@@ -15,8 +16,10 @@ _names = itertools.count()
 def zk_cluster(zookeeper):
     """Three MiniBrokers registered in the session's ZooKeeper (ids 0-2)."""
     from kclient.broker import MiniCluster
-    with MiniCluster(num_brokers=3, zookeeper_connect=zookeeper.connect,
-                     config=FAST_GROUPS) as cluster:
+
+    with MiniCluster(
+        num_brokers=3, zookeeper_connect=zookeeper.connect, config=FAST_GROUPS
+    ) as cluster:
         yield cluster
 
 
@@ -47,21 +50,28 @@ def connectors():
 
     yield make
     failed = []
-    for c in made:                      # shut every one down, then report what failed
+    for c in made:  # shut every one down, then report what failed
         try:
             c.shutdown()
-        except Exception as exc:        # noqa: BLE001 - re-raised below, after the others
+        except Exception as exc:  # noqa: BLE001 - re-raised below, after the others
             failed.append(exc)
     if failed:
         raise failed[0]
 
 
 def zk_config(zookeeper, group, **extra):
-    conf = {"zookeeper.connect": zookeeper.connect, "group.id": group,
-            "zookeeper.session.timeout.ms": 4000, "zookeeper.connection.timeout.ms": 20000,
-            "consumer.timeout.ms": 300,
-            "auto.offset.reset": "smallest", "auto.commit.enable": False,
-            "rebalance.backoff.ms": 300, "rebalance.max.retries": 10,
-            "refresh.leader.backoff.ms": 50, "zookeeper.sync.time.ms": 200}
+    conf = {
+        "zookeeper.connect": zookeeper.connect,
+        "group.id": group,
+        "zookeeper.session.timeout.ms": 4000,
+        "zookeeper.connection.timeout.ms": 20000,
+        "consumer.timeout.ms": 300,
+        "auto.offset.reset": "smallest",
+        "auto.commit.enable": False,
+        "rebalance.backoff.ms": 300,
+        "rebalance.max.retries": 10,
+        "refresh.leader.backoff.ms": 50,
+        "zookeeper.sync.time.ms": 200,
+    }
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     return conf

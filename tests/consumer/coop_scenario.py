@@ -1,6 +1,7 @@
 """Scenarios shared by the mini-broker and real-Kafka tests of cooperative rebalancing and
 static membership: a producer writing continuously, members polling in threads, and what each
 member's listener heard and when each record arrived."""
+
 from __future__ import annotations
 
 import threading
@@ -21,8 +22,10 @@ class Writer(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, partitions: int, every_s: float = 0.01):
         super().__init__(daemon=True, name=f"writer-{topic}")
         from confluent_kafka import Producer
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": 1,
-                                  "enable.idempotence": False})
+
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap, "linger.ms": 1, "acks": 1, "enable.idempotence": False}
+        )
         self.topic, self.partitions, self.every = topic, partitions, every_s
         self.stop_event = threading.Event()
         self.sent = 0
@@ -59,16 +62,19 @@ class Member:
     thread: threading.Thread | None = None
 
     def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        self.events.append((time.monotonic(), self.name, "revoked",
-                            sorted(p.partition for p in partitions)))
+        self.events.append(
+            (time.monotonic(), self.name, "revoked", sorted(p.partition for p in partitions))
+        )
 
     def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self.events.append((time.monotonic(), self.name, "assigned",
-                            sorted(p.partition for p in partitions)))
+        self.events.append(
+            (time.monotonic(), self.name, "assigned", sorted(p.partition for p in partitions))
+        )
 
     def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        self.events.append((time.monotonic(), self.name, "lost",
-                            sorted(p.partition for p in partitions)))
+        self.events.append(
+            (time.monotonic(), self.name, "lost", sorted(p.partition for p in partitions))
+        )
 
     def start(self, topic: str) -> None:
         self.consumer.subscribe([topic], listener=self)
@@ -84,8 +90,7 @@ class Member:
                 return
             now = time.monotonic()
             for tp, records in batch.items():
-                self.arrivals.setdefault(tp.partition, []).extend((r.offset, now)
-                                                                  for r in records)
+                self.arrivals.setdefault(tp.partition, []).extend((r.offset, now) for r in records)
 
     def stop(self, close: bool = True) -> None:
         self.stop_event.set()
@@ -99,8 +104,11 @@ class Member:
 
     def max_gap(self, partition: int, since: float, until: float) -> float:
         """The longest time without a delivered record of ``partition`` in [since, until]."""
-        times = [since] + [t for _, t in self.arrivals.get(partition, ())
-                           if since <= t <= until] + [until]
+        times = (
+            [since]
+            + [t for _, t in self.arrivals.get(partition, ()) if since <= t <= until]
+            + [until]
+        )
         return max(b - a for a, b in zip(times, times[1:]))
 
 
@@ -113,6 +121,7 @@ def members(driver: str) -> Any:
     (AIOConsumer), both with the same view."""
     if driver == "asyncio":
         from .aio_member import aio_member
+
         return aio_member
     return member
 
@@ -135,8 +144,9 @@ class Handover:
     offsets: dict[int, list[int]]
 
 
-def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any],
-                 make: Any = member) -> Handover:
+def run_handover(
+    bootstrap: str, topic: str, partitions: int, conf: dict[str, Any], make: Any = member
+) -> Handover:
     """Member a owns every partition of ``topic`` while a producer writes; member b joins.
     Measures the rebalance (b's subscribe until both hold their final share) and the longest
     gap in a's deliveries of the partitions it keeps."""
@@ -150,35 +160,51 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
     try:
         a.start(topic)
         try:
-            wait_for(lambda: len(a.partitions()) == partitions and all(
-                a.arrivals.get(p) for p in range(partitions)), timeout=60,
-                message="a owns and reads every partition")
+            wait_for(
+                lambda: (
+                    len(a.partitions()) == partitions
+                    and all(a.arrivals.get(p) for p in range(partitions))
+                ),
+                timeout=60,
+                message="a owns and reads every partition",
+            )
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; a owns {a.partitions()}, read "
-                                 f"{ {p: len(v) for p, v in a.arrivals.items()} }, errors "
-                                 f"{a.errors}, sent {writer.sent}") from None
+            raise AssertionError(
+                f"{exc}; a owns {a.partitions()}, read "
+                f"{ {p: len(v) for p, v in a.arrivals.items()} }, errors "
+                f"{a.errors}, sent {writer.sent}"
+            ) from None
         time.sleep(0.5)
         start = time.monotonic()
         b.start(topic)
         half = partitions // 2
         try:
-            wait_for(lambda: len(b.partitions()) == half
-                     and len(a.partitions()) == partitions - half
-                     and all(b.arrivals.get(p) for p in b.partitions()), timeout=60,
-                     message="a and b share the partitions")
+            wait_for(
+                lambda: (
+                    len(b.partitions()) == half
+                    and len(a.partitions()) == partitions - half
+                    and all(b.arrivals.get(p) for p in b.partitions())
+                ),
+                timeout=60,
+                message="a and b share the partitions",
+            )
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
-                                 f"errors {a.errors} {b.errors}, listener calls "
-                                 f"{[e[1:] for e in events]}") from None
+            raise AssertionError(
+                f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
+                f"errors {a.errors} {b.errors}, listener calls "
+                f"{[e[1:] for e in events]}"
+            ) from None
         end = time.monotonic()
         time.sleep(0.5)
         kept, moved = a.partitions(), b.partitions()
         gap = max(a.max_gap(p, start, end) for p in kept)
-        during = min(sum(1 for _, t in a.arrivals.get(p, ()) if start <= t <= end)
-                     for p in kept)
+        during = min(sum(1 for _, t in a.arrivals.get(p, ()) if start <= t <= end) for p in kept)
         sent = writer.stop()
-        wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values()) >= sent,
-                 timeout=60, message="every record consumed")
+        wait_for(
+            lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values()) >= sent,
+            timeout=60,
+            message="every record consumed",
+        )
         assert not a.errors and not b.errors, (a.errors, b.errors)
         # the listener calls of the scenario, not of its teardown: once a stops (it leaves the
         # group), b may be handed a's partitions before b stops too
@@ -187,8 +213,9 @@ def run_handover(bootstrap: str, topic: str, partitions: int, conf: dict[str, An
         writer.stop()
         a.stop()
         b.stop()
-    offsets = {p: sorted(o for m in (a, b) for o, _ in m.arrivals.get(p, ()))
-               for p in range(partitions)}
+    offsets = {
+        p: sorted(o for m in (a, b) for o, _ in m.arrivals.get(p, ())) for p in range(partitions)
+    }
     return Handover(seen, kept, moved, end - start, gap, during, sent, offsets)
 
 
@@ -205,8 +232,14 @@ class StaticRestart:
     fenced_error: BaseException | None
 
 
-def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[str, Any],
-                       produce: Any, make: Any = member) -> StaticRestart:
+def run_static_restart(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    conf: dict[str, Any],
+    produce: Any,
+    make: Any = member,
+) -> StaticRestart:
     """Dynamic member b (the leader) and static member a ("inst-a") share ``topic``; a closes
     and a new consumer with a's group.instance.id rejoins within the session timeout; then a
     third one with the same id fences the second."""
@@ -222,29 +255,43 @@ def run_static_restart(bootstrap: str, topic: str, partitions: int, conf: dict[s
     half = partitions // 2
     try:
         try:
-            wait_for(lambda: len(a.partitions()) == half and len(b.partitions()) == half,
-                     timeout=60, message="static a and b share the partitions")
+            wait_for(
+                lambda: len(a.partitions()) == half and len(b.partitions()) == half,
+                timeout=60,
+                message="static a and b share the partitions",
+            )
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
-                                 f"errors {a.errors} {b.errors}, listener calls "
-                                 f"{[e[1:] for e in events]}") from None
+            raise AssertionError(
+                f"{exc}; a owns {a.partitions()}, b owns {b.partitions()}, "
+                f"errors {a.errors} {b.errors}, listener calls "
+                f"{[e[1:] for e in events]}"
+            ) from None
         produce(10)
-        wait_for(lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values())
-                 >= 10 * partitions, timeout=60, message="the first records consumed")
+        wait_for(
+            lambda: sum(len(v) for m in (a, b) for v in m.arrivals.values()) >= 10 * partitions,
+            timeout=60,
+            message="the first records consumed",
+        )
         a_parts = a.partitions()
         a.stop(close=False)
         a.consumer.commit()
         committed = {tp.partition: a.consumer.committed(tp) for tp in a.consumer.assignment()}
-        a.consumer.close()                   # static: no LeaveGroup
+        a.consumer.close()  # static: no LeaveGroup
         gen = b.consumer.group_metadata().generation_id
         b_events = [e for e in events if e[1] == "b"]
         produce(10)
         a2 = make("a2", static, events)
         a2.start(topic)
-        wait_for(lambda: a2.partitions() == a_parts and all(
-            a2.arrivals.get(p) for p in a_parts), timeout=30, message="a2 took a's place")
-        still(lambda: [e for e in events if e[1] == "b"] == b_events, 1.0,
-              "b hears of no rebalance (it would have by now)")
+        wait_for(
+            lambda: a2.partitions() == a_parts and all(a2.arrivals.get(p) for p in a_parts),
+            timeout=30,
+            message="a2 took a's place",
+        )
+        still(
+            lambda: [e for e in events if e[1] == "b"] == b_events,
+            1.0,
+            "b hears of no rebalance (it would have by now)",
+        )
         assert [e for e in events if e[1] == "b"] == b_events, "b's listener was called"
         gen_after = b.consumer.group_metadata().generation_id
         first = {p: a2.arrivals[p][0][0] for p in a_parts}

@@ -6,6 +6,7 @@ Every consumed message is appended to OUT_DIR/NAME.log as "partition offset valu
 member's state (consumer id, ZooKeeper session, owned partitions) is rewritten to
 OUT_DIR/NAME.status every 100 ms.  SIGTERM means leave cleanly (shutdown, then NAME.done).
 """
+
 import json
 import os
 import signal
@@ -19,13 +20,21 @@ from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
 def main(zk_connect, group, topic, out_dir, name, num_streams):
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    conn = consumer.create({
-        "zookeeper.connect": zk_connect, "group.id": group, "consumer.timeout.ms": 200,
-        "auto.offset.reset": "smallest", "auto.commit.enable": True,
-        "auto.commit.interval.ms": 300, "zookeeper.session.timeout.ms": 3000,
-        "zookeeper.connection.timeout.ms": 20000,
-        "rebalance.backoff.ms": 300, "rebalance.max.retries": 30,
-        "refresh.leader.backoff.ms": 50})
+    conn = consumer.create(
+        {
+            "zookeeper.connect": zk_connect,
+            "group.id": group,
+            "consumer.timeout.ms": 200,
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": True,
+            "auto.commit.interval.ms": 300,
+            "zookeeper.session.timeout.ms": 3000,
+            "zookeeper.connection.timeout.ms": 20000,
+            "rebalance.backoff.ms": 300,
+            "rebalance.max.retries": 30,
+            "refresh.leader.backoff.ms": 50,
+        }
+    )
     streams = conn.create_message_streams({topic: int(num_streams)})[topic]
     log = open(os.path.join(out_dir, f"{name}.log"), "a", buffering=1)
     lock = threading.Lock()
@@ -48,9 +57,14 @@ def main(zk_connect, group, topic, out_dir, name, num_streams):
     status_path = os.path.join(out_dir, f"{name}.status")
     while not stop.wait(0.1):
         sid, passwd = conn.zk.client_id or (0, b"")
-        state = {"pid": os.getpid(), "consumer_id": conn.consumer_id, "session": sid,
-                 "passwd": passwd.hex(), "error": repr(conn.rebalance_error),
-                 "owned": [[t, p, th] for (t, p), th in conn.owned_partitions().items()]}
+        state = {
+            "pid": os.getpid(),
+            "consumer_id": conn.consumer_id,
+            "session": sid,
+            "passwd": passwd.hex(),
+            "error": repr(conn.rebalance_error),
+            "owned": [[t, p, th] for (t, p), th in conn.owned_partitions().items()],
+        }
         with open(status_path + ".tmp", "w") as f:
             json.dump(state, f)
         os.replace(status_path + ".tmp", status_path)

@@ -1,4 +1,5 @@
 """Shared helpers for consumer tests: produce data, read znodes, wait for conditions."""
+
 from __future__ import annotations
 
 import time
@@ -10,8 +11,10 @@ from kazoo.exceptions import NoNodeError
 def produce(bootstrap: str, topic: str, values, partition: int | None = None, key=None) -> None:
     """Produce ``values`` (bytes or str) with confluent-kafka and wait for every ack."""
     from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1,
-                  "enable.idempotence": False})
+
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1, "enable.idempotence": False}
+    )
     errors = []
 
     def cb(err, msg):
@@ -33,8 +36,9 @@ def produce(bootstrap: str, topic: str, values, partition: int | None = None, ke
     assert not errors, errors
 
 
-def produce_spread(bootstrap: str, topic: str, partitions: int, per_partition: int,
-                   prefix: str = "m") -> set[str]:
+def produce_spread(
+    bootstrap: str, topic: str, partitions: int, per_partition: int, prefix: str = "m"
+) -> set[str]:
     """``per_partition`` messages to each partition; returns the set of values."""
     values = set()
     for p in range(partitions):
@@ -88,6 +92,7 @@ def wait_for(cond, timeout: float = 20.0, interval: float = 0.05, message: str =
 def drain(stream, n: int | None = None, idle: float = 1.0) -> list:
     """Read from a stream (consumer.timeout.ms must be set) until ``n`` messages or idle."""
     from kclient.errors import ConsumerTimeoutError
+
     out = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (n is None or len(out) < n):

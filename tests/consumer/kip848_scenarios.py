@@ -8,6 +8,7 @@ KafkaConsumer and confluent-kafka.  Both brokers run at test speed (heartbeat 50
 
 ``server`` is anything with a ``bootstrap``; ``make_topic(partitions)`` creates a topic and
 returns its name."""
+
 from __future__ import annotations
 
 import time
@@ -36,9 +37,14 @@ from tests.waiting import wait_until
 
 
 def conf(server, auto_commit: bool = True) -> dict:
-    return {"bootstrap.servers": server.bootstrap, "auto.offset.reset": "earliest",
-            "enable.auto.commit": auto_commit, "auto.commit.interval.ms": 500,
-            "fetch.wait.max.ms": 50, "group.protocol": "consumer"}
+    return {
+        "bootstrap.servers": server.bootstrap,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": auto_commit,
+        "auto.commit.interval.ms": 500,
+        "fetch.wait.max.ms": 50,
+        "group.protocol": "consumer",
+    }
 
 
 def drivers(server: Any, kind: str) -> Callable[[Any], Any]:
@@ -58,6 +64,7 @@ def _until_stable(m: cg.ConsumerMember, coord: CoordinatorState):
         if m.state == cg.STABLE and m.owned:
             return m
         from kclient.core.steps import Sleep
+
         yield Sleep(m.wait_s())
     raise AssertionError(f"not stable: {m}")
 
@@ -85,9 +92,16 @@ def a_stale_epoch_is_fenced_and_an_unknown_member_refused(server, make_topic, dr
     def beat(member_id, epoch):
         def conversation():
             from kclient.core.coordinator import coordinated
-            return (yield from coordinated(coord, CONSUMER_GROUP_HEARTBEAT, {
-                "group_id": group, "member_id": member_id, "member_epoch": epoch},
-                lambda r: 0))
+
+            return (
+                yield from coordinated(
+                    coord,
+                    CONSUMER_GROUP_HEARTBEAT,
+                    {"group_id": group, "member_id": member_id, "member_epoch": epoch},
+                    lambda r: 0,
+                )
+            )
+
         return drive(conversation)
 
     assert beat(m.member_id, m.epoch + 5).error_code == FencedMemberEpochError.errno
@@ -123,8 +137,10 @@ def a_member_joins_a_running_member(server, make_topic, driver: str = "asyncio")
     assert [ps for kind, ps in a if kind == "revoked"] == [sorted(run.moved)]
     assert not any(kind == "lost" for kind, _ in a + b)
     assert sorted(p for kind, ps in b if kind == "assigned" for p in ps) == sorted(run.moved)
-    print(f"KIP-848 handover: rebalance {run.rebalance_s:.3f}s, kept max gap "
-          f"{run.kept_max_gap_s:.3f}s")
+    print(
+        f"KIP-848 handover: rebalance {run.rebalance_s:.3f}s, kept max gap "
+        f"{run.kept_max_gap_s:.3f}s"
+    )
     check_once_each(run)
 
 
@@ -139,27 +155,43 @@ def three_members_join_leave_and_one_is_killed(server, make_topic):
     events: list = []
     writer = Writer(server.bootstrap, topic, 6, every_s=0.02)
     writer.start()
-    a, b, c = member("a", c_conf, events), aio_member("b", c_conf, events), \
-        member("c", c_conf, events)
+    a, b, c = (
+        member("a", c_conf, events),
+        aio_member("b", c_conf, events),
+        member("c", c_conf, events),
+    )
     try:
         for m in (a, b, c):
             m.start(topic)
-        wait_until(lambda: [len(m.partitions()) for m in (a, b, c)] == [2, 2, 2], 120,
-                   "three members with two partitions each")
-        c.stop()                                         # leaves: epoch -1
-        wait_until(lambda: sorted(len(m.partitions()) for m in (a, b)) == [3, 3], 120,
-                   "a and b share after c left")
+        wait_until(
+            lambda: [len(m.partitions()) for m in (a, b, c)] == [2, 2, 2],
+            120,
+            "three members with two partitions each",
+        )
+        c.stop()  # leaves: epoch -1
+        wait_until(
+            lambda: sorted(len(m.partitions()) for m in (a, b)) == [3, 3],
+            120,
+            "a and b share after c left",
+        )
         kill(b)
         killed_at = time.monotonic()
         wait_until(lambda: len(a.partitions()) == 6, 120, "a owns everything after b expired")
-        assert time.monotonic() - killed_at > 5          # the session ran out first
+        assert time.monotonic() - killed_at > 5  # the session ran out first
         sent = writer.stop()
-        wait_until(lambda: sum(len({o for m in (a, b, c) for o, _ in m.arrivals.get(p, ())})
-                               for p in range(6)) >= sent, 60, "every record read")
+        wait_until(
+            lambda: (
+                sum(len({o for m in (a, b, c) for o, _ in m.arrivals.get(p, ())}) for p in range(6))
+                >= sent
+            ),
+            60,
+            "every record read",
+        )
         assert not a.errors and not c.errors
-        offsets = {p: sorted({o for m in (a, b, c) for o, _ in m.arrivals.get(p, ())})
-                   for p in range(6)}
-        assert sum(len(v) for v in offsets.values()) == sent       # nothing lost
+        offsets = {
+            p: sorted({o for m in (a, b, c) for o, _ in m.arrivals.get(p, ())}) for p in range(6)
+        }
+        assert sum(len(v) for v in offsets.values()) == sent  # nothing lost
         for p, offs in offsets.items():
             assert offs == list(range(len(offs))), f"partition {p}: a gap"
         # doubles only where b died without committing
@@ -187,25 +219,35 @@ def a_static_member_restarts_and_gets_its_partitions_back_silently(server, make_
     try:
         b.start(topic)
         a.start(topic)
-        wait_until(lambda: len(a.partitions()) == 2 and len(b.partitions()) == 2, 60,
-                   "static a and b share")
+        wait_until(
+            lambda: len(a.partitions()) == 2 and len(b.partitions()) == 2,
+            60,
+            "static a and b share",
+        )
         wait_until(lambda: all(a.arrivals.get(p) for p in a.partitions()), 30, "a reads")
         a_parts = a.partitions()
         a.stop(close=False)
         a.consumer.commit()
-        a.consumer.close()                           # static leave: epoch -2
+        a.consumer.close()  # static leave: epoch -2
         b_events = [e for e in events if e[1] == "b"]
         a2 = member("a2", static, events)
         a2.start(topic)
-        wait_until(lambda: a2.partitions() == a_parts and all(
-            a2.arrivals.get(p) for p in a_parts), 30, "a2 took a's place")
+        wait_until(
+            lambda: a2.partitions() == a_parts and all(a2.arrivals.get(p) for p in a_parts),
+            30,
+            "a2 took a's place",
+        )
         assert [e for e in events if e[1] == "b"] == b_events, "b's listener was called"
         _check_described(server, group, topic, a_parts)
         sent = writer.stop()
-        wait_until(lambda: sum(len(v) for m in (a, a2, b) for v in m.arrivals.values())
-                   >= sent, 60, "every record read")
-        offsets = {p: sorted(o for m in (a, a2, b) for o, _ in m.arrivals.get(p, ()))
-                   for p in range(4)}
+        wait_until(
+            lambda: sum(len(v) for m in (a, a2, b) for v in m.arrivals.values()) >= sent,
+            60,
+            "every record read",
+        )
+        offsets = {
+            p: sorted(o for m in (a, a2, b) for o, _ in m.arrivals.get(p, ())) for p in range(4)
+        }
         for p, offs in offsets.items():
             assert offs == list(range(len(offs))), f"partition {p}: duplicates or a gap"
         a2.stop()
@@ -232,13 +274,26 @@ def _check_described(server, group: str, topic: str, a_parts: set[int]) -> None:
     out = CliRunner(server.bootstrap).out("groups", "describe", group, "--members", "--verbose")
     lines = out.splitlines()
     header = next(line.split() for line in lines if "CONSUMER-ID" in line)
-    assert header == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID",
-                      "#PARTITIONS", "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
-                      "TARGET-ASSIGNMENT"]
+    assert header == [
+        "GROUP",
+        "CONSUMER-ID",
+        "GROUP-INSTANCE-ID",
+        "HOST",
+        "CLIENT-ID",
+        "#PARTITIONS",
+        "CURRENT-EPOCH",
+        "CURRENT-ASSIGNMENT",
+        "TARGET-EPOCH",
+        "TARGET-ASSIGNMENT",
+    ]
     row = next(line.split() for line in lines if "inst-a" in line)
     text = f"{topic}:" + ",".join(str(p) for p in sorted(a_parts))
-    assert row[-4:] == [str(by_instance["inst-a"].member_epoch), text,
-                        str(d.assignment_epoch), text]
+    assert row[-4:] == [
+        str(by_instance["inst-a"].member_epoch),
+        text,
+        str(d.assignment_epoch),
+        text,
+    ]
 
 
 def _producer(server, topic: str):
@@ -246,6 +301,7 @@ def _producer(server, topic: str):
 
     def produce(n: int) -> None:
         produce_spread(server.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
+
     return produce
 
 
@@ -256,9 +312,14 @@ def mixed_group_with_javas_kafka_consumer(server, make_topic):
     if problem:
         missing(problem)
     topic = make_topic(4)
-    run = run_mixed_group(lambda group: JavaMember(KafkaTools(server.bootstrap), topic, group,
-                                                   "consumer"),
-                          topic, 4, conf(server), _producer(server, topic), make=member)
+    run = run_mixed_group(
+        lambda group: JavaMember(KafkaTools(server.bootstrap), topic, group, "consumer"),
+        topic,
+        4,
+        conf(server),
+        _producer(server, topic),
+        make=member,
+    )
     check_mixed(run)
 
 
@@ -266,7 +327,12 @@ def mixed_group_with_confluent_kafka(server, make_topic):
     """The same with confluent-kafka (librdkafka, group.protocol=consumer) and an
     AIOConsumer."""
     topic = make_topic(4)
-    run = run_mixed_group(lambda group: ConfluentMember(server.bootstrap, topic, group,
-                                                        "consumer"),
-                          topic, 4, conf(server), _producer(server, topic), make=aio_member)
+    run = run_mixed_group(
+        lambda group: ConfluentMember(server.bootstrap, topic, group, "consumer"),
+        topic,
+        4,
+        conf(server),
+        _producer(server, topic),
+        make=aio_member,
+    )
     check_mixed(run)

@@ -1,4 +1,5 @@
 """Golden tables for the range and round-robin assignors (Kafka 0.8.2's algorithms)."""
+
 import pytest
 
 from kclient.consumer.assignment import (
@@ -21,8 +22,10 @@ def table(decision):
 
 def test_thread_ids_and_consumer_of():
     assert thread_ids("g_host-1700000000000-1a2b3c4d", 3) == [
-        "g_host-1700000000000-1a2b3c4d-0", "g_host-1700000000000-1a2b3c4d-1",
-        "g_host-1700000000000-1a2b3c4d-2"]
+        "g_host-1700000000000-1a2b3c4d-0",
+        "g_host-1700000000000-1a2b3c4d-1",
+        "g_host-1700000000000-1a2b3c4d-2",
+    ]
     assert consumer_of("g_host-1700000000000-1a2b3c4d-12") == "g_host-1700000000000-1a2b3c4d"
 
 
@@ -36,18 +39,21 @@ def test_range_uneven_extra_parts_go_to_the_first_threads():
     }
 
 
-@pytest.mark.parametrize("n_parts,n_threads,expected", [
-    # (partitions, threads) -> partitions per thread position, Kafka's RangeAssignor
-    (10, 3, [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]),
-    (8, 3, [[0, 1, 2], [3, 4, 5], [6, 7]]),
-    (6, 3, [[0, 1], [2, 3], [4, 5]]),
-    (2, 3, [[0], [1], []]),
-    (1, 4, [[0], [], [], []]),
-    (7, 1, [[0, 1, 2, 3, 4, 5, 6]]),
-    (12, 5, [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9], [10, 11]]),
-])
+@pytest.mark.parametrize(
+    "n_parts,n_threads,expected",
+    [
+        # (partitions, threads) -> partitions per thread position, Kafka's RangeAssignor
+        (10, 3, [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]),
+        (8, 3, [[0, 1, 2], [3, 4, 5], [6, 7]]),
+        (6, 3, [[0, 1], [2, 3], [4, 5]]),
+        (2, 3, [[0], [1], []]),
+        (1, 4, [[0], [], [], []]),
+        (7, 1, [[0, 1, 2, 3, 4, 5, 6]]),
+        (12, 5, [[0, 1, 2], [3, 4, 5], [6, 7], [8, 9], [10, 11]]),
+    ],
+)
 def test_range_golden(n_parts, n_threads, expected):
-    threads = [f"g_c-{i}" for i in range(n_threads)]   # < 10 threads: string order = numeric
+    threads = [f"g_c-{i}" for i in range(n_threads)]  # < 10 threads: string order = numeric
     d = range_assign({"t": threads}, {"t": list(range(n_parts))})
     got = [[p for (t, p), th in sorted(d.items()) if th == thread] for thread in threads]
     assert got == expected
@@ -58,8 +64,19 @@ def test_range_thread_ids_sort_as_strings():
     d = range_assign({"t": threads}, {"t": list(range(12))})
     # string order: c-0, c-1, c-10, c-11, c-2, ..., c-9
     assert [d[("t", p)] for p in range(12)] == [
-        "g_c-0", "g_c-1", "g_c-10", "g_c-11", "g_c-2", "g_c-3", "g_c-4", "g_c-5", "g_c-6",
-        "g_c-7", "g_c-8", "g_c-9"]
+        "g_c-0",
+        "g_c-1",
+        "g_c-10",
+        "g_c-11",
+        "g_c-2",
+        "g_c-3",
+        "g_c-4",
+        "g_c-5",
+        "g_c-6",
+        "g_c-7",
+        "g_c-8",
+        "g_c-9",
+    ]
 
 
 def test_range_partitions_sort_numerically():
@@ -95,8 +112,13 @@ def test_roundrobin_golden():
     threads = ["g_c1-0", "g_c1-1", "g_c2-0", "g_c2-1"]
     d = roundrobin_assign({"a": threads, "b": threads}, {"a": [0, 1, 2], "b": [0, 1, 2, 3]})
     assert d == {
-        ("a", 0): "g_c1-0", ("a", 1): "g_c1-1", ("a", 2): "g_c2-0",
-        ("b", 0): "g_c2-1", ("b", 1): "g_c1-0", ("b", 2): "g_c1-1", ("b", 3): "g_c2-0",
+        ("a", 0): "g_c1-0",
+        ("a", 1): "g_c1-1",
+        ("a", 2): "g_c2-0",
+        ("b", 0): "g_c2-1",
+        ("b", 1): "g_c1-0",
+        ("b", 2): "g_c1-1",
+        ("b", 3): "g_c2-0",
     }
 
 

@@ -3,6 +3,7 @@ a static member restarting within the session timeout takes back its partitions 
 other member hears nothing, and a manual commit while the group prepares a cooperative
 rebalance succeeds (the same scenarios run against Kafka 4 in
 integration/test_confluent_group_kafka.py)."""
+
 from __future__ import annotations
 
 from tests.needs import need_module
@@ -28,10 +29,13 @@ def check_commit(result: dict) -> None:
 
 
 def test_static_member_restart_keeps_assignment(mini_broker):
-    check_static_restart(run_static_restart(mini_broker.bootstrap, new_topic(mini_broker.bootstrap)))
+    check_static_restart(
+        run_static_restart(mini_broker.bootstrap, new_topic(mini_broker.bootstrap))
+    )
 
 
 def test_commit_while_preparing_rebalance(mini_broker):
-    result = run_commit_while_preparing(mini_broker.bootstrap, new_topic(mini_broker.bootstrap),
-                                        mini_broker.coordinator.group_state)
+    result = run_commit_while_preparing(
+        mini_broker.bootstrap, new_topic(mini_broker.bootstrap), mini_broker.coordinator.group_state
+    )
     check_commit(result)

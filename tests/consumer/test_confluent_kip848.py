@@ -2,6 +2,7 @@
 mini-broker coordinates: two and three members, one leaving, a static member restarting with
 its partitions back and the other member untouched, and a broker restart that keeps the
 group."""
+
 from __future__ import annotations
 
 import uuid
@@ -30,7 +31,7 @@ def test_members_join_leave_and_restart(tmp_path):
         broker.create_topic(topic, partitions=PARTITIONS)
         results = run_join_leave_restart(broker.bootstrap, topic)
         kinds = dict(broker.coordinator.consumer.listing())
-    assert len(kinds) == 1, kinds                       # a KIP-848 group (static members
+    assert len(kinds) == 1, kinds  # a KIP-848 group (static members
     #                                                     that closed are kept, epoch -2)
     assert [r["label"] for r in results] == ["two", "three", "left", "restarted"]
     check_phases(results)
@@ -47,8 +48,9 @@ def test_broker_restart_keeps_the_group(tmp_path):
 
     def group_epochs(broker: MiniBroker) -> dict[str, int]:
         groups = broker.coordinator.consumer
-        return {gid: groups.describe(gid, lambda _: None)["group_epoch"]
-                for gid, _ in groups.listing()}
+        return {
+            gid: groups.describe(gid, lambda _: None)["group_epoch"] for gid, _ in groups.listing()
+        }
 
     def restart() -> None:
         old = state["broker"]
@@ -56,10 +58,11 @@ def test_broker_restart_keeps_the_group(tmp_path):
         old.close()
         state["broker"] = MiniBroker(log_dir=tmp_path / "r", port=port, config=CONFIG).start()
         epochs.append(group_epochs(state["broker"]))
+
     try:
         results = run_broker_restart(state["broker"].bootstrap, topic, restart)
     finally:
         state["broker"].close()
     check_phases(results)
     assert results[1]["after"] == results[1]["before"], results[1]
-    assert epochs[0] and epochs[0] == epochs[1], epochs   # the group came back as it was
+    assert epochs[0] and epochs[0] == epochs[1], epochs  # the group came back as it was

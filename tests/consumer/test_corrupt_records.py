@@ -3,6 +3,7 @@
 The batch is made corrupt the way disks do it: valid data written through the mini-broker, then
 one byte flipped in the segment file (the broker serves segment bytes as they are).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -33,9 +34,16 @@ def corrupt_log(mini_broker):
 
 
 def _connector(broker, **extra):
-    return create_consumer({"metadata.broker.list": broker.bootstrap, "group.id": "corrupt",
-                            "auto.offset.reset": "smallest", "consumer.timeout.ms": 3000,
-                            "auto.commit.enable": False, **extra})
+    return create_consumer(
+        {
+            "metadata.broker.list": broker.bootstrap,
+            "group.id": "corrupt",
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 3000,
+            "auto.commit.enable": False,
+            **extra,
+        }
+    )
 
 
 def _offsets_until_timeout(stream) -> list[int]:
@@ -72,8 +80,10 @@ def test_group_stream_skips_with_skip_corrupt(corrupt_log, caplog):
         got = _offsets_until_timeout(stream)
         assert got == list(range(20)) + list(range(30, 50))
         assert conn.fetcher is not None and conn.fetcher.corrupt_entries == 1
-        assert any("skip.corrupt" in r.getMessage() and "at offset 20" in r.getMessage()
-                   for r in caplog.records)
+        assert any(
+            "skip.corrupt" in r.getMessage() and "at offset 20" in r.getMessage()
+            for r in caplog.records
+        )
     finally:
         conn.shutdown()
 
@@ -100,6 +110,7 @@ def _poll_threaded(broker, steps):
     """Run ``steps(poll, seek)`` on a kclient.Consumer assigned partition c-0."""
     from kclient import Consumer
     from kclient.structs import TopicPartition
+
     tp = TopicPartition("c", 0)
     with Consumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest") as c:
         c.assign([tp])
@@ -112,14 +123,17 @@ def _poll_asyncio(broker, steps):
 
     from kclient.aio import AIOConsumer
     from kclient.structs import TopicPartition
+
     tp = TopicPartition("c", 0)
     loop = asyncio.new_event_loop()
     c = AIOConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest")
     try:
         loop.run_until_complete(c.start())
         c.assign([tp])
-        return steps(lambda: loop.run_until_complete(c.getmany(timeout_ms=2000)).get(tp, []),
-                     lambda off: c.seek(tp, off))
+        return steps(
+            lambda: loop.run_until_complete(c.getmany(timeout_ms=2000)).get(tp, []),
+            lambda off: c.seek(tp, off),
+        )
     finally:
         loop.run_until_complete(c.stop())
         loop.close()

@@ -5,6 +5,7 @@ finder may be waiting for a Metadata answer then, for up to ``socket.timeout.ms`
 finder looked leaders up on connections of its own, which the stop halts, the rebalance (and
 shutdown) waited that long for it.
 """
+
 from __future__ import annotations
 
 import queue
@@ -26,9 +27,15 @@ SOCKET_TIMEOUT_MS = 60_000
 
 
 def _manager(bootstrap: str) -> tuple[Cluster, ConsumerFetcherManager]:
-    config = load_config("consumer", {"metadata.broker.list": bootstrap, "group.id": "g",
-                                      "socket.timeout.ms": SOCKET_TIMEOUT_MS,
-                                      "refresh.leader.backoff.ms": 50})
+    config = load_config(
+        "consumer",
+        {
+            "metadata.broker.list": bootstrap,
+            "group.id": "g",
+            "socket.timeout.ms": SOCKET_TIMEOUT_MS,
+            "refresh.leader.backoff.ms": 50,
+        },
+    )
     cluster = Cluster(bootstrap, connection_settings(config))
     return cluster, ConsumerFetcherManager(cluster, config, "stop-test")
 
@@ -42,8 +49,9 @@ def test_stop_connections_wakes_a_finder_waiting_for_metadata(tmp_path):
         manager.start_connections([info])
         wait_until(lambda: proxy.mangled >= 1, what="the finder's Metadata request swallowed")
         done = threading.Event()
-        stopper = threading.Thread(target=lambda: (manager.stop_connections(), done.set()),
-                                   daemon=True)
+        stopper = threading.Thread(
+            target=lambda: (manager.stop_connections(), done.set()), daemon=True
+        )
         start = time.monotonic()
         stopper.start()
         assert done.wait(1 + LOAD_SLACK), "stop_connections waited for the metadata lookup"
@@ -58,6 +66,7 @@ def test_the_manager_starts_again_after_a_stop(tmp_path):
     with hostile_pair(tmp_path / "broker") as (proxy, broker):
         broker.create_topic("t", 1)
         from kclient import Producer, ProducerData
+
         with Producer({"metadata.broker.list": proxy.bootstrap}) as p:
             p.send([ProducerData("t", b"m%d" % i) for i in range(3)])
         cluster, manager = _manager(proxy.bootstrap)

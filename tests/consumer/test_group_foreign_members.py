@@ -1,6 +1,7 @@
 """A broker-coordinated kclient connector shares a group with another client (kafka-python here;
 the Java console consumer in integration/): whoever leads, partitions are disjoint and every
 message is consumed once."""
+
 from __future__ import annotations
 
 import threading
@@ -24,13 +25,20 @@ class PythonMember(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, group: str):
         super().__init__(daemon=True)
         self.consumer = kafka.KafkaConsumer(
-            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-            heartbeat_interval_ms=200, session_timeout_ms=6000,
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            heartbeat_interval_ms=200,
+            session_timeout_ms=6000,
             # kafka-python assigns nothing for a topic missing from its metadata when it leads
             # ("No partition metadata for topic", seen once in a full run) and rejoins only when
             # a metadata refresh shows the topic: refresh every second, not every 5 minutes
             metadata_max_age_ms=1000,
-            partition_assignment_strategy=[kafka.coordinator.assignors.range.RangePartitionAssignor])
+            partition_assignment_strategy=[
+                kafka.coordinator.assignors.range.RangePartitionAssignor
+            ],
+        )
         self.values: list[tuple[int, bytes]] = []
         self.stop = threading.Event()
         # have the topic's metadata before the first poll joins: a kafka-python leader without
@@ -61,9 +69,13 @@ def _wait(cond, what: str, timeout: float = 30) -> None:
 def test_kclient_and_kafka_python_share_a_group(mini_broker, leader):
     topic, group = f"t-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=PARTITIONS)
-    conf = {"metadata.broker.list": mini_broker.bootstrap, "group.id": group,
-            "auto.offset.reset": "smallest", "consumer.timeout.ms": 200,
-            "heartbeat.interval.ms": 200}
+    conf = {
+        "metadata.broker.list": mini_broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 200,
+        "heartbeat.interval.ms": 200,
+    }
     other = PythonMember(mini_broker.bootstrap, topic, group)
     if leader == "kafka-python":
         other.start()
@@ -73,11 +85,14 @@ def test_kclient_and_kafka_python_share_a_group(mini_broker, leader):
         if leader == "kclient":
             _wait(lambda: len(conn.registry) == PARTITIONS, "kclient alone")
             other.start()
-        _wait(lambda: other.assigned and len(conn.registry) + len(other.assigned) == PARTITIONS,
-              "the two members to split the partitions")
+        _wait(
+            lambda: other.assigned and len(conn.registry) + len(other.assigned) == PARTITIONS,
+            "the two members to split the partitions",
+        )
         with Producer({"metadata.broker.list": mini_broker.bootstrap}) as p:
-            p.send([ProducerData(topic, b"v%03d" % i, partition=i % PARTITIONS)
-                    for i in range(200)])
+            p.send(
+                [ProducerData(topic, b"v%03d" % i, partition=i % PARTITIONS) for i in range(200)]
+            )
         ours: list = []
 
         def read(stream):
@@ -86,6 +101,7 @@ def test_kclient_and_kafka_python_share_a_group(mini_broker, leader):
                     ours.extend((m.partition, m.message) for m in stream)
                 except ConsumerTimeoutError:
                     pass
+
         readers = [threading.Thread(target=read, args=(s,), daemon=True) for s in streams]
         for t in readers:
             t.start()

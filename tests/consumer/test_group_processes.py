@@ -5,6 +5,7 @@ back from ZooKeeper and from each member's own view); at the end every produced 
 consumed at least once, and duplicates come only from the uncommitted window of members that
 were killed or whose session expired.
 """
+
 import json
 import os
 import signal
@@ -27,11 +28,27 @@ ROOT = Path(__file__).resolve().parents[2]
 class Member:
     def __init__(self, zookeeper, group, topic, out: Path, name: str, streams: int = 2):
         self.name, self.out = name, out
-        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.consumer.group_member", zookeeper.connect, group, topic,
-             str(out), name, str(streams)], cwd=ROOT, env=env,
-            stdout=open(out / f"{name}.stdout", "w"), stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "tests.consumer.group_member",
+                zookeeper.connect,
+                group,
+                topic,
+                str(out),
+                name,
+                str(streams),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(out / f"{name}.stdout", "w"),
+            stderr=subprocess.STDOUT,
+        )
 
     def status(self):
         try:
@@ -86,8 +103,12 @@ def test_group_of_processes(zookeeper, zk_cluster, zk, tmp_path):
         return m
 
     def settled(what):
-        wait_for(lambda: check_ownership(zk, group, topic, live), timeout=45, interval=0.2,
-                 message=f"one owner per partition after {what}")
+        wait_for(
+            lambda: check_ownership(zk, group, topic, live),
+            timeout=45,
+            interval=0.2,
+            message=f"one owner per partition after {what}",
+        )
 
     try:
         produce_batch()
@@ -98,7 +119,7 @@ def test_group_of_processes(zookeeper, zk_cluster, zk, tmp_path):
         settled("p3 joined")
         produce_batch()
 
-        members["p1"].proc.send_signal(signal.SIGTERM)             # clean leave
+        members["p1"].proc.send_signal(signal.SIGTERM)  # clean leave
         members["p1"].proc.wait(30)
         live.remove(members["p1"])
         assert (tmp_path / "p1.done").exists()
@@ -107,20 +128,24 @@ def test_group_of_processes(zookeeper, zk_cluster, zk, tmp_path):
 
         start("p4")
         settled("p4 joined")
-        os.kill(members["p2"].proc.pid, signal.SIGKILL)             # kill -9
+        os.kill(members["p2"].proc.pid, signal.SIGKILL)  # kill -9
         members["p2"].proc.wait(10)
         live.remove(members["p2"])
         settled("p2 was killed (its session timed out)")
         produce_batch()
 
-        st = members["p3"].status()                                  # expire p3's session
-        ghost = KazooClient(hosts=zookeeper.connect,
-                            client_id=(st["session"], bytes.fromhex(st["passwd"])))
+        st = members["p3"].status()  # expire p3's session
+        ghost = KazooClient(
+            hosts=zookeeper.connect, client_id=(st["session"], bytes.fromhex(st["passwd"]))
+        )
         ghost.start()
         ghost.stop()
         ghost.close()
-        wait_for(lambda: members["p3"].status()["session"] != st["session"], timeout=30,
-                 message="p3's new session")
+        wait_for(
+            lambda: members["p3"].status()["session"] != st["session"],
+            timeout=30,
+            message="p3's new session",
+        )
         settled("p3's session expired")
         produce_batch()
 
@@ -135,8 +160,12 @@ def test_group_of_processes(zookeeper, zk_cluster, zk, tmp_path):
                             out.append((name, int(parts[0]), int(parts[1]), parts[2]))
             return out
 
-        wait_for(lambda: produced <= {v for _, _, _, v in consumed()}, timeout=60,
-                 interval=0.3, message="every produced message consumed")
+        wait_for(
+            lambda: produced <= {v for _, _, _, v in consumed()},
+            timeout=60,
+            interval=0.3,
+            message="every produced message consumed",
+        )
         for m in list(live):
             m.proc.send_signal(signal.SIGTERM)
         for m in list(live):
@@ -156,7 +185,9 @@ def test_group_of_processes(zookeeper, zk_cluster, zk, tmp_path):
         assert len(unexplained) <= PARTITIONS, sorted(unexplained)[:20]
         # committed offsets: each partition's offset node equals the messages in it
         for p in range(PARTITIONS):
-            assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(40 * batch[0]).encode()
+            assert (
+                zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0] == str(40 * batch[0]).encode()
+            )
     finally:
         for m in members.values():
             if m.alive():

@@ -4,6 +4,7 @@ runs on Kafka 4.x (three members with one killed, and Java's member, run there o
 suite's time: the same client code; the mini-broker's joins, leaves and session expiries are
 tests/consumer/test_confluent_kip848.py's and tests/broker/test_consumer_groups.py's).
 ``kclient bench rebalance`` measures the handover (a_member_joins_a_running_member)."""
+
 from __future__ import annotations
 
 import uuid
@@ -19,9 +20,10 @@ from . import kip848_scenarios as s
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """One mini-broker for the module, at Kafka 4.x test brokers' KIP-848 speed."""
-    with MiniBroker(log_dir=tmp_path_factory.mktemp("kip848"),
-                    config={"group.initial.rebalance.delay.ms": "0",
-                            **KIP848_TEST_SPEED}) as b:
+    with MiniBroker(
+        log_dir=tmp_path_factory.mktemp("kip848"),
+        config={"group.initial.rebalance.delay.ms": "0", **KIP848_TEST_SPEED},
+    ) as b:
         yield b
 
 
@@ -31,6 +33,7 @@ def make_topic(broker):
         name = f"kip848-{uuid.uuid4().hex[:8]}"
         broker.create_topic(name, partitions=partitions)
         return name
+
     return make
 
 

@@ -1,6 +1,7 @@
 """A mixed group on the mini-broker: kclient.Consumer and Java's KafkaConsumer, both with the
 cooperative-sticky assignor; each leads once.  Partitions split without overlap and every
 record is consumed exactly once."""
+
 import struct
 import time
 import uuid
@@ -19,16 +20,23 @@ pytestmark = pytest.mark.kafka
 
 
 def kclient_conf(bootstrap):
-    return {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest",
-            "enable.auto.commit": True, "auto.commit.interval.ms": 200,
-            "session.timeout.ms": 10000, "heartbeat.interval.ms": 300,
-            "fetch.wait.max.ms": 100, "partition.assignment.strategy": "cooperative-sticky"}
+    return {
+        "bootstrap.servers": bootstrap,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 200,
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 300,
+        "fetch.wait.max.ms": 100,
+        "partition.assignment.strategy": "cooperative-sticky",
+    }
 
 
 def check_static_beside_java(run):
     """The restarted static member took its place without a rebalance: Java heard nothing and
     kept its partitions; the restarted member got its predecessor's; a third one fenced it."""
     from kclient.errors import FencedInstanceIdError
+
     assert run["java_events_after"] == run["java_events_before"], "java saw a rebalance"
     assert run["java_owned_after"] == run["java_owned"]
     assert not run["java_owned"] & run["k_owned"]
@@ -61,6 +69,7 @@ def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker, driv
 
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
+
     seen = []
 
     def java_subscription(phase, group, java):
@@ -70,16 +79,23 @@ def test_mixed_group_with_the_java_cooperative_sticky_consumer(mini_broker, driv
         for m in summary["members"]:
             sub = decode_subscription_full(m["member_metadata"])
             if not sub.user_data.startswith(b"\x00\x00\x00") or len(sub.user_data) != 4:
-                continue                                   # kclient's (generation + JSON)
+                continue  # kclient's (generation + JSON)
             seen.append(sub)
             assert sub.version == 3 and sub.topics == [topic]
             assert sub.owned_partitions == {topic: sorted(java.owned)}
             assert sub.generation_id >= 1
             assert sub.user_data == struct.pack(">i", sub.generation_id)
+
     tools = KafkaTools(mini_broker.bootstrap)
-    run = run_mixed_group(lambda group: JavaMember(tools, topic, group), topic, 4,
-                          kclient_conf(mini_broker.bootstrap), produce, java_subscription,
-                          make=members(driver))
+    run = run_mixed_group(
+        lambda group: JavaMember(tools, topic, group),
+        topic,
+        4,
+        kclient_conf(mini_broker.bootstrap),
+        produce,
+        java_subscription,
+        make=members(driver),
+    )
     check_mixed(run)
     assert len(seen) == 1
 
@@ -92,9 +108,15 @@ def test_mixed_group_with_confluent_kafka_cooperative_sticky(mini_broker, driver
 
     def produce(n):
         produce_spread(mini_broker.bootstrap, topic, 4, n, prefix=f"r{next(rounds)}")
-    run = run_mixed_group(lambda group: ConfluentMember(mini_broker.bootstrap, topic, group),
-                          topic, 4, kclient_conf(mini_broker.bootstrap), produce,
-                          make=members(driver))
+
+    run = run_mixed_group(
+        lambda group: ConfluentMember(mini_broker.bootstrap, topic, group),
+        topic,
+        4,
+        kclient_conf(mini_broker.bootstrap),
+        produce,
+        make=members(driver),
+    )
     check_mixed(run)
 
 
@@ -105,6 +127,7 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker, driver):
     member (the leader) hears nothing and keeps its generation."""
 
     from .helpers import wait_for
+
     JAVA_RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
@@ -115,19 +138,29 @@ def test_java_static_member_restarts_without_a_rebalance(mini_broker, driver):
     produce_spread(mini_broker.bootstrap, topic, 4, 5)
     tools = KafkaTools(mini_broker.bootstrap)
     events: list = []
-    k = members(driver)("k", dict(kclient_conf(mini_broker.bootstrap), **{
-        "group.id": group, "partition.assignment.strategy": "range"}), events)
+    k = members(driver)(
+        "k",
+        dict(
+            kclient_conf(mini_broker.bootstrap),
+            **{"group.id": group, "partition.assignment.strategy": "range"},
+        ),
+        events,
+    )
     k.start(topic)
     j1 = j2 = None
     try:
         wait_for(lambda: len(k.partitions()) == 4, timeout=30, message="kclient owns all")
         j1 = JavaMember(tools, topic, group, JAVA_RANGE, instance_id="java-1")
         try:
-            wait_for(lambda: len(j1.owned) == 2 and len(k.partitions()) == 2, timeout=60,
-                     message="java and kclient share")
+            wait_for(
+                lambda: len(j1.owned) == 2 and len(k.partitions()) == 2,
+                timeout=60,
+                message="java and kclient share",
+            )
         except AssertionError as exc:
-            raise AssertionError(f"{exc}: java {j1.lines[-20:]}, kclient {k.partitions()} "
-                                 f"{events} {k.errors}") from None
+            raise AssertionError(
+                f"{exc}: java {j1.lines[-20:]}, kclient {k.partitions()} {events} {k.errors}"
+            ) from None
         owned, gen = set(j1.owned), k.consumer.group_metadata().generation_id
         k_events = list(events)
         j1.close()
@@ -153,14 +186,20 @@ def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
 
     from .helpers import drain, wait_for
     from .test_group_connector import group_config
+
     problem = kafka_problem("4") or java_clients_problem()
     if problem:
         missing(problem)
     topic, group = f"cj-{uuid.uuid4().hex[:6]}", f"cj-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
     produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="first")
-    conn = consumer.create(group_config(mini_broker.bootstrap, group, **{
-        "consumer.id": "a", "partition.assignment.strategy": "cooperative-sticky"}))
+    conn = consumer.create(
+        group_config(
+            mini_broker.bootstrap,
+            group,
+            **{"consumer.id": "a", "partition.assignment.strategy": "cooperative-sticky"},
+        )
+    )
     java = None
     try:
         streams = conn.create_message_streams({topic: 2})[topic]
@@ -169,14 +208,20 @@ def test_group_connector_with_the_java_cooperative_consumer(mini_broker):
         conn.commit_offsets()
         before = set(conn.owned_partitions())
         java = JavaMember(KafkaTools(mini_broker.bootstrap), topic, group)
-        wait_for(lambda: len(java.owned) == 1 and len(conn.owned_partitions()) == 3,
-                 timeout=60, message="the connector handed one partition to java")
+        wait_for(
+            lambda: len(java.owned) == 1 and len(conn.owned_partitions()) == 3,
+            timeout=60,
+            message="the connector handed one partition to java",
+        )
         mine = {p for _, p in conn.owned_partitions()}
         assert set(conn.owned_partitions()) <= before and not mine & java.owned
         # java got the partition only in the follow-up rebalance (generation 3: 1 was the
         # connector alone, 2 the round where the connector still owned it and revoked it)
-        at = next(i for i, line in enumerate(java.lines)
-                     if line.startswith("assigned ") and line != "assigned ")
+        at = next(
+            i
+            for i, line in enumerate(java.lines)
+            if line.startswith("assigned ") and line != "assigned "
+        )
         wait_for(lambda: len(java.lines) > at + 1, message="java's generation line")
         assert java.lines[at + 1] == "generation 3", java.lines
         produce_spread(mini_broker.bootstrap, topic, 4, 5, prefix="second")
@@ -205,6 +250,12 @@ def test_static_kclient_member_restarts_beside_java(mini_broker, strategy, drive
     topic = f"static-k-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=4)
     produce_spread(mini_broker.bootstrap, topic, 4, 5)
-    run = run_static_beside_java(KafkaTools(mini_broker.bootstrap), topic, 4,
-                                 kclient_conf(mini_broker.bootstrap), strategy, members(driver))
+    run = run_static_beside_java(
+        KafkaTools(mini_broker.bootstrap),
+        topic,
+        4,
+        kclient_conf(mini_broker.bootstrap),
+        strategy,
+        members(driver),
+    )
     check_static_beside_java(run)

@@ -1,4 +1,5 @@
 """Issue 24, kclient.Consumer rows: loud failures and the calls users bring from elsewhere."""
+
 from __future__ import annotations
 
 import logging
@@ -62,15 +63,19 @@ def test_poll_takes_seconds_as_timeout_and_refuses_a_positional_float(loaded):
         start = time.monotonic()
         assert c.poll(300) == {} and c.poll(timeout_ms=300) == {}
         assert c.poll(timeout=0.3) == {}
-        assert 0.8 < time.monotonic() - start < 0.9 + LOAD_SLACK   # not 300 s
+        assert 0.8 < time.monotonic() - start < 0.9 + LOAD_SLACK  # not 300 s
         with pytest.raises(TypeError, match="not both"):
             c.poll(timeout=1, timeout_ms=5)
 
 
 def test_partition_arguments_take_tuples_and_lists(loaded):
     """Row 5: pause([tp]), seek(("kp", 0), 0), assign/committed/resume with tuples or lists."""
-    with Consumer(bootstrap_servers=loaded.bootstrap, group_id="g5",
-                  auto_offset_reset="earliest", enable_auto_commit=False) as c:
+    with Consumer(
+        bootstrap_servers=loaded.bootstrap,
+        group_id="g5",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    ) as c:
         c.assign(("kp", 0))
         assert c.assignment() == {TopicPartition("kp", 0)}
         c.assign([("kp", 0), TopicPartition("kp", 1)])
@@ -82,8 +87,7 @@ def test_partition_arguments_take_tuples_and_lists(loaded):
         c.resume([("kp", 0), ("kp", 1)])
         c.seek(("kp", 0), 2)
         records = c.consume(num_messages=10, timeout=5.0)
-        assert sorted((r.partition, r.offset) for r in records) == [
-            (0, 2), (1, 0), (1, 1), (1, 2)]
+        assert sorted((r.partition, r.offset) for r in records) == [(0, 2), (1, 0), (1, 1), (1, 2)]
         assert c.committed(("kp", 0)) is None
         assert c.commit(asynchronous=False) is None
         assert c.committed(("kp", 0)) == 3
@@ -99,8 +103,9 @@ def test_partition_arguments_take_tuples_and_lists(loaded):
 
 def test_consume_and_list_topics(loaded):
     """Row 9: confluent's consume(num_messages, timeout) and list_topics()."""
-    with Consumer("kp", bootstrap_servers=loaded.bootstrap, group_id="g9",
-                  auto_offset_reset="earliest") as c:
+    with Consumer(
+        "kp", bootstrap_servers=loaded.bootstrap, group_id="g9", auto_offset_reset="earliest"
+    ) as c:
         got = []
         deadline = time.monotonic() + 20
         while len(got) < 6 and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 """KafkaStream and MessageAndMetadata without a broker: queues, chunks, timeout, clear, errors."""
+
 import queue
 import threading
 import time
@@ -20,9 +21,19 @@ from tests.waiting import wait_until
 
 
 def chunk(info, offsets, fetch_offset=None):
-    raw = [MessageAndOffset.create(Message.create(
-        key=f"k{o}".encode(), value=f"v{o}".encode(), timestamp=1000 + o, timestamp_type=0,
-        headers=[("h", b"1")]), o) for o in offsets]
+    raw = [
+        MessageAndOffset.create(
+            Message.create(
+                key=f"k{o}".encode(),
+                value=f"v{o}".encode(),
+                timestamp=1000 + o,
+                timestamp_type=0,
+                headers=[("h", b"1")],
+            ),
+            o,
+        )
+        for o in offsets
+    ]
     return FetchedDataChunk(raw, info, offsets[0] if fetch_offset is None else fetch_offset)
 
 
@@ -39,7 +50,12 @@ def test_messages_and_consumed_offset():
     assert isinstance(m, MessageAndMetadata)
     assert (m.topic, m.partition, m.offset, m.key, m.message) == ("t", 3, 0, b"k0", b"v0")
     assert (m.timestamp, m.timestamp_type, m.headers, m.value, m.next_offset) == (
-        1000, 0, [("h", b"1")], b"v0", 1)
+        1000,
+        0,
+        [("h", b"1")],
+        b"v0",
+        1,
+    )
     assert m._asdict()["message"] == b"v0" and "offset=0" in repr(m)
     assert info.consumed_offset == 1
     assert [x.offset for x in (next(s), next(s))] == [1, 2]
@@ -55,7 +71,7 @@ def test_decoders():
 
 def test_records_below_the_consumed_offset_are_skipped():
     q, info, s = setup()
-    info.consumed_offset = 2                 # e.g. v0 compressed wrappers start earlier
+    info.consumed_offset = 2  # e.g. v0 compressed wrappers start earlier
     q.put(chunk(info, [0, 1, 2, 3], fetch_offset=2))
     assert [next(s).offset, next(s).offset] == [2, 3]
 
@@ -80,7 +96,7 @@ def test_clear_drops_the_current_chunk():
     s.clear()
     with pytest.raises(ConsumerTimeoutError):
         next(s)
-    assert info.consumed_offset == 1         # the rest is fetched again by the next owner
+    assert info.consumed_offset == 1  # the rest is fetched again by the next owner
 
 
 def test_error_chunk_raises_then_continues():
@@ -99,15 +115,16 @@ def test_shutdown_ends_blocked_iteration():
     def read():
         for m in s:
             out.append(m.offset)
+
     th = threading.Thread(target=read)
     th.start()
     q.put(chunk(info, [0, 1]))
     wait_until(lambda: out == [0, 1] and q.empty(), 10, "both messages handed out")
-    assert th.is_alive() and not s.done        # blocked on the empty queue (timeout -1)
+    assert th.is_alive() and not s.done  # blocked on the empty queue (timeout -1)
     s.shutdown()
     th.join(10)
     assert not th.is_alive() and out == [0, 1]
-    assert s.done and q.empty()                # the SHUTDOWN marker it put was consumed
+    assert s.done and q.empty()  # the SHUTDOWN marker it put was consumed
     with pytest.raises(StopIteration):
         next(s)
 

@@ -1,4 +1,5 @@
 """Column chunks: the fetcher's decoded columns through KafkaStream (no broker)."""
+
 import queue
 from types import SimpleNamespace
 
@@ -14,9 +15,11 @@ from kclient.protocol.records import build_batch, build_message_set
 def process(info, buf, fetch_offset):
     """Run the fetcher's _process on one message set; the queued items."""
     out = []
-    fake = SimpleNamespace(_put=lambda i, c: out.append(c),
-                           _error=lambda i, e: out.append(ErrorChunk(e)),
-                           _corrupt=lambda i, ms, e: out.append(ErrorChunk(e)))
+    fake = SimpleNamespace(
+        _put=lambda i, c: out.append(c),
+        _error=lambda i, e: out.append(ErrorChunk(e)),
+        _corrupt=lambda i, ms, e: out.append(ErrorChunk(e)),
+    )
     info.fetched_offset = fetch_offset
     ms = ByteBufferMessageSet(buf, fetch_offset, topic=info.topic, partition=info.partition)
     ConsumerFetcherThread._process(fake, info, ms)
@@ -31,11 +34,18 @@ def setup(**kw):
 
 def test_batches_become_one_column_chunk_with_metadata():
     q, info, s = setup()
-    buf = (build_batch([b"a", b"b"], timestamps=[100, 101], base_offset=0)
-           + build_batch([b"c", None, b"e"], keys=[b"k2", None, b"k4"], timestamps=[7, 8, 9],
-                         headers=[[("h", b"1")], [], [("x", None)]], base_offset=2)
-           + build_batch([b"f"], timestamps=[50], base_offset=5, offset_deltas=[0]))
-    items = process(info, buf, 1)                  # fetched from offset 1: offset 0 dropped
+    buf = (
+        build_batch([b"a", b"b"], timestamps=[100, 101], base_offset=0)
+        + build_batch(
+            [b"c", None, b"e"],
+            keys=[b"k2", None, b"k4"],
+            timestamps=[7, 8, 9],
+            headers=[[("h", b"1")], [], [("x", None)]],
+            base_offset=2,
+        )
+        + build_batch([b"f"], timestamps=[50], base_offset=5, offset_deltas=[0])
+    )
+    items = process(info, buf, 1)  # fetched from offset 1: offset 0 dropped
     assert len(items) == 1 and isinstance(items[0], FetchedDataChunk)
     c = items[0]
     assert c.offsets == [1, 2, 3, 4, 5] and c.values == [b"b", b"c", None, b"e", b"f"]
@@ -44,7 +54,12 @@ def test_batches_become_one_column_chunk_with_metadata():
     q.put(c)
     ms = [next(s) for _ in range(5)]
     assert [(m.offset, m.key, m.value) for m in ms] == [
-        (1, None, b"b"), (2, b"k2", b"c"), (3, None, None), (4, b"k4", b"e"), (5, None, b"f")]
+        (1, None, b"b"),
+        (2, b"k2", b"c"),
+        (3, None, None),
+        (4, b"k4", b"e"),
+        (5, None, b"f"),
+    ]
     assert [m.timestamp for m in ms] == [101, 7, 8, 9, 50]
     assert [m.headers for m in ms] == [[], [("h", b"1")], [], [("x", None)], []]
     assert {m.timestamp_type for m in ms} == {0}
@@ -80,6 +95,7 @@ def test_consumed_offset_follows_each_partition_and_sparse_offsets():
 
     def mo(o):
         return MessageAndOffset.create(Message.create(value=b"v"), o)
+
     q.put(FetchedDataChunk([mo(3), mo(7), mo(9)], a, 3))
     q.put(FetchedDataChunk([mo(0)], b, 0))
     assert (a.consumed_offset, b.consumed_offset) == (0, 0)
@@ -88,20 +104,24 @@ def test_consumed_offset_follows_each_partition_and_sparse_offsets():
     assert next(s).offset == 9 and a.consumed_offset == 10
     assert next(s).partition == 1
     assert (a.consumed_offset, b.consumed_offset) == (10, 1)
-    assert a._cursor is None                      # the finished chunk is let go
+    assert a._cursor is None  # the finished chunk is let go
     b.reset_offsets(42)
     assert b.consumed_offset == 42 and b.fetched_offset == 42
 
 
 def _chunk(info, offsets):
-    return FetchedDataChunk([MessageAndOffset.create(Message.create(value=b"v%d" % o), o)
-                             for o in offsets], info, offsets[0])
+    return FetchedDataChunk(
+        [MessageAndOffset.create(Message.create(value=b"v%d" % o), o) for o in offsets],
+        info,
+        offsets[0],
+    )
 
 
 def test_iterator_survives_timeout_and_error_chunks():
     import pytest
 
     from kclient.errors import ConsumerRebalanceFailedError, ConsumerTimeoutError
+
     q, info, s = setup()
     it = iter(s)
     q.put(_chunk(info, [0, 1]))
@@ -113,7 +133,7 @@ def test_iterator_survives_timeout_and_error_chunks():
         next(it)
     q.put(_chunk(info, [2, 3]))
     assert next(it).offset == 2
-    assert next(s).offset == 3                    # next(stream) and iter(stream) share state
+    assert next(s).offset == 3  # next(stream) and iter(stream) share state
     assert info.consumed_offset == 4
     s.shutdown()
     assert list(it) == []
@@ -123,6 +143,7 @@ def test_clear_ends_the_chunk_a_loop_is_walking():
     import pytest
 
     from kclient.errors import ConsumerTimeoutError
+
     q, info, s = setup()
     it = iter(s)
     q.put(_chunk(info, [0, 1, 2, 3]))

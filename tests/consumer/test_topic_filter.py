@@ -8,7 +8,7 @@ def test_whitelist_full_match_and_commas():
     w = Whitelist("ev.*, logs")
     assert w.regex == "ev.*|logs"
     assert w.is_topic_allowed("events") and w.is_topic_allowed("logs")
-    assert not w.is_topic_allowed("logs2")           # full match, not search
+    assert not w.is_topic_allowed("logs2")  # full match, not search
     assert not w.is_topic_allowed("my-events")
     assert w.filter(["logs", "x", "events", "__consumer_offsets"]) == ["events", "logs"]
 

@@ -1,4 +1,5 @@
 """ZookeeperConsumerConnector against a real ZooKeeper and a 3-broker MiniCluster in it."""
+
 import json
 import re
 import socket
@@ -28,16 +29,20 @@ def test_consumer_id_format(zookeeper, zk_cluster, unique, connectors):
     assert c2.consumer_id == f"{g}_fixed"
 
 
-def test_registration_owners_and_offsets_byte_for_byte(zookeeper, zk_cluster, zk, unique,
-                                                       connectors):
+def test_registration_owners_and_offsets_byte_for_byte(
+    zookeeper, zk_cluster, zk, unique, connectors
+):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=3)
     values = produce_spread(zk_cluster.bootstrap, t, 3, 4)
     c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c1"}))
     streams = c.create_message_streams({t: 2})
     reg = znode(zk, f"/consumers/{g}/ids/{g}_c1")
-    assert re.fullmatch(rf'\{{"version":1,"subscription":\{{"{t}":2\}},"pattern":"static",'
-                        r'"timestamp":"\d{13}"\}', reg), reg
+    assert re.fullmatch(
+        rf'\{{"version":1,"subscription":\{{"{t}":2\}},"pattern":"static",'
+        r'"timestamp":"\d{13}"\}',
+        reg,
+    ), reg
     stat = zk.exists(f"/consumers/{g}/ids/{g}_c1")
     assert stat.ephemeralOwner != 0
     # range: 3 partitions over threads c1-0, c1-1 -> 0,1 to -0 and 2 to -1
@@ -48,11 +53,14 @@ def test_registration_owners_and_offsets_byte_for_byte(zookeeper, zk_cluster, zk
     c.commit_offsets()
     for p in range(3):
         assert znode(zk, f"/consumers/{g}/offsets/{t}/{p}") == "4"
-        assert zk.exists(f"/consumers/{g}/offsets/{t}/{p}").ephemeralOwner == 0   # persistent
+        assert zk.exists(f"/consumers/{g}/offsets/{t}/{p}").ephemeralOwner == 0  # persistent
     # the broker registry the consumer read: Kafka 3.x's layout, which 0.8 readers take too
     assert json.loads(znode(zk, "/brokers/ids/0"))["host"] == "127.0.0.1"
     assert json.loads(znode(zk, f"/brokers/topics/{t}"))["partitions"] == {
-        "0": [0], "1": [1], "2": [2]}
+        "0": [0],
+        "1": [1],
+        "2": [2],
+    }
     c.shutdown()
     assert owners(zk, g) == {}
     assert zk.get_children(f"/consumers/{g}/ids") == []
@@ -64,20 +72,40 @@ def test_golden_tables_as_members_join_and_leave(zookeeper, zk_cluster, zk, uniq
     zk_cluster.create_topic(t, partitions=5)
     a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a"}))
     a.create_message_streams({t: 2})
-    assert owners(zk, g) == {(t, 0): f"{g}_a-0", (t, 1): f"{g}_a-0", (t, 2): f"{g}_a-0",
-                             (t, 3): f"{g}_a-1", (t, 4): f"{g}_a-1"}
+    assert owners(zk, g) == {
+        (t, 0): f"{g}_a-0",
+        (t, 1): f"{g}_a-0",
+        (t, 2): f"{g}_a-0",
+        (t, 3): f"{g}_a-1",
+        (t, 4): f"{g}_a-1",
+    }
     b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))
     b.create_message_streams({t: 1})
     # 5 partitions, threads a-0, a-1, b-0: 2, 2, 1
-    expected = {(t, 0): f"{g}_a-0", (t, 1): f"{g}_a-0", (t, 2): f"{g}_a-1",
-                (t, 3): f"{g}_a-1", (t, 4): f"{g}_b-0"}
+    expected = {
+        (t, 0): f"{g}_a-0",
+        (t, 1): f"{g}_a-0",
+        (t, 2): f"{g}_a-1",
+        (t, 3): f"{g}_a-1",
+        (t, 4): f"{g}_b-0",
+    }
     wait_for(lambda: owners(zk, g) == expected, message="owners after b joined")
     wait_for(lambda: a.owned_partitions() == {k: v for k, v in expected.items() if "_a-" in v})
     assert b.owned_partitions() == {(t, 4): f"{g}_b-0"}
     b.shutdown()
-    wait_for(lambda: owners(zk, g) == {(t, 0): f"{g}_a-0", (t, 1): f"{g}_a-0",
-                                       (t, 2): f"{g}_a-0", (t, 3): f"{g}_a-1",
-                                       (t, 4): f"{g}_a-1"}, message="owners after b left")
+    wait_for(
+        lambda: (
+            owners(zk, g)
+            == {
+                (t, 0): f"{g}_a-0",
+                (t, 1): f"{g}_a-0",
+                (t, 2): f"{g}_a-0",
+                (t, 3): f"{g}_a-1",
+                (t, 4): f"{g}_a-1",
+            }
+        ),
+        message="owners after b left",
+    )
     assert zk.get_children(f"/consumers/{g}/ids") == [f"{g}_a"]
 
 
@@ -103,9 +131,9 @@ def test_roundrobin_in_zookeeper(zookeeper, zk_cluster, zk, unique, connectors):
     a.create_message_streams({t1: 1, t2: 1})
     b = connectors(zk_config(zookeeper, g, **conf, **{"consumer.id": "b"}))
     b.create_message_streams({t1: 1, t2: 1})
-    expected = consumer.roundrobin_assign({t1: [f"{g}_a-0", f"{g}_b-0"],
-                                           t2: [f"{g}_a-0", f"{g}_b-0"]},
-                                          {t1: [0, 1, 2], t2: [0, 1, 2]})
+    expected = consumer.roundrobin_assign(
+        {t1: [f"{g}_a-0", f"{g}_b-0"], t2: [f"{g}_a-0", f"{g}_b-0"]}, {t1: [0, 1, 2], t2: [0, 1, 2]}
+    )
     wait_for(lambda: owners(zk, g) == expected, message="round-robin owners")
     assert set(expected.values()) == {f"{g}_a-0", f"{g}_b-0"}
 
@@ -140,8 +168,10 @@ def test_shutdown_ends_every_stream_iteration(zookeeper, zk_cluster, unique, con
     threads = [threading.Thread(target=lambda s=s: ended.append(len(list(s)))) for s in streams]
     for th in threads:
         th.start()
-    wait_for(lambda: all(th.is_alive() for th in threads) and len(c.fetcher.owned()) == 2,
-             message="three readers blocked while both partitions are fetched")
+    wait_for(
+        lambda: all(th.is_alive() for th in threads) and len(c.fetcher.owned()) == 2,
+        message="three readers blocked while both partitions are fetched",
+    )
     c.shutdown()
     for th in threads:
         th.join(10)
@@ -156,18 +186,31 @@ def test_reset_policies_and_decoders(zookeeper, zk_cluster, unique, connectors):
     produce(zk_cluster.bootstrap, t, [b"old-1", b"old-2"], key=b"k")
     latest = connectors(zk_config(zookeeper, unique("g"), **{"auto.offset.reset": "largest"}))
     s_latest = latest.create_message_streams({t: 1})[t][0]
-    smallest = connectors(zk_config(zookeeper, unique("g"), **{
-        "auto.offset.reset": "smallest", "value.decoder.class": "string",
-        "key.decoder.class": "string"}))
+    smallest = connectors(
+        zk_config(
+            zookeeper,
+            unique("g"),
+            **{
+                "auto.offset.reset": "smallest",
+                "value.decoder.class": "string",
+                "key.decoder.class": "string",
+            },
+        )
+    )
     s_small = smallest.create_message_streams({t: 1})[t][0]
     wait_for(lambda: latest.fetcher.owned() == [(t, 0)])
-    wait_for(lambda: latest.registry[(t, 0)].fetched_offset == 2,
-             message="the latest-reset consumer has looked up its offset")
+    wait_for(
+        lambda: latest.registry[(t, 0)].fetched_offset == 2,
+        message="the latest-reset consumer has looked up its offset",
+    )
     produce(zk_cluster.bootstrap, t, [b"new-1"], key=b"k")
     assert [m.message for m in drain(s_latest, 1)] == [b"new-1"]
     got = drain(s_small, 3)
     assert [(m.key, m.message, m.offset) for m in got] == [
-        ("k", "old-1", 0), ("k", "old-2", 1), ("k", "new-1", 2)]
+        ("k", "old-1", 0),
+        ("k", "old-2", 1),
+        ("k", "new-1", 2),
+    ]
     assert got[0].topic == t and got[0].timestamp > 0 and got[0].headers == []
 
 
@@ -175,12 +218,15 @@ def test_auto_commit_on_an_interval(zookeeper, zk_cluster, zk, unique, connector
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     produce_spread(zk_cluster.bootstrap, t, 2, 3)
-    c = connectors(zk_config(zookeeper, g, **{"auto.commit.enable": True,
-                                               "auto.commit.interval.ms": 200}))
+    c = connectors(
+        zk_config(zookeeper, g, **{"auto.commit.enable": True, "auto.commit.interval.ms": 200})
+    )
     s = c.create_message_streams({t: 1})[t][0]
     assert len(drain(s, 6)) == 6
-    wait_for(lambda: [znode(zk, f"/consumers/{g}/offsets/{t}/{p}") for p in (0, 1)] == ["3", "3"],
-             message="auto-committed offsets")
+    wait_for(
+        lambda: [znode(zk, f"/consumers/{g}/offsets/{t}/{p}") for p in (0, 1)] == ["3", "3"],
+        message="auto-committed offsets",
+    )
 
 
 @pytest.mark.parametrize("storage", ["kafka", "dual"])
@@ -200,40 +246,48 @@ def test_offsets_in_kafka_and_dual(zookeeper, zk_cluster, zk, unique, connectors
     c.shutdown()
     zk_offsets = {p: znode(zk, f"/consumers/{g}/offsets/{t}/{p}") for p in (0, 1)}
     if storage == "dual":
-        assert zk_offsets == {p: str(committed.get(p, 0)) if p in committed else None
-                              for p in (0, 1)}
+        assert zk_offsets == {
+            p: str(committed.get(p, 0)) if p in committed else None for p in (0, 1)
+        }
     else:
         assert zk_offsets == {0: None, 1: None}
     # a new member of the group resumes from the offsets kept by the coordinator
-    c2 = connectors(zk_config(zookeeper, g, **{"offsets.storage": "kafka",
-                                                "dual.commit.enabled": False}))
+    c2 = connectors(
+        zk_config(zookeeper, g, **{"offsets.storage": "kafka", "dual.commit.enabled": False})
+    )
     rest = drain(c2.create_message_streams({t: 1})[t][0], 4)
     assert len(rest) == 4
-    assert {(m.partition, m.offset) for m in rest}.isdisjoint({(m.partition, m.offset)
-                                                               for m in got})
+    assert {(m.partition, m.offset) for m in rest}.isdisjoint(
+        {(m.partition, m.offset) for m in got}
+    )
 
 
 def test_dual_fetch_takes_the_larger_offset(zookeeper, zk_cluster, zk, unique, connectors):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=1)
     produce(zk_cluster.bootstrap, t, [f"v{i}".encode() for i in range(6)])
-    zk.create(f"/consumers/{g}/offsets/{t}/0", b"4", makepath=True)   # migrated from ZooKeeper
-    c = connectors(zk_config(zookeeper, g, **{"offsets.storage": "kafka",
-                                               "dual.commit.enabled": True}))
+    zk.create(f"/consumers/{g}/offsets/{t}/0", b"4", makepath=True)  # migrated from ZooKeeper
+    c = connectors(
+        zk_config(zookeeper, g, **{"offsets.storage": "kafka", "dual.commit.enabled": True})
+    )
     got = drain(c.create_message_streams({t: 1})[t][0], 2)
     assert [m.offset for m in got] == [4, 5]
 
 
-def test_whitelist_sees_a_topic_created_while_running(zookeeper, zk_cluster, zk, unique,
-                                                       connectors):
+def test_whitelist_sees_a_topic_created_while_running(
+    zookeeper, zk_cluster, zk, unique, connectors
+):
     g, prefix = unique("g"), unique("wl")
     zk_cluster.create_topic(f"{prefix}-a", partitions=2)
     zk_cluster.create_topic(unique("other"), partitions=1)
     c = connectors(zk_config(zookeeper, g, **{"consumer.id": "w"}))
     streams = c.create_message_streams_by_filter(consumer.Whitelist(f"{prefix}-.*"), 2)
     reg = znode(zk, f"/consumers/{g}/ids/{g}_w")
-    assert re.fullmatch(rf'\{{"version":1,"subscription":\{{"{prefix}-\.\*":2\}},"pattern":"white_list",'
-                        r'"timestamp":"\d+"\}', reg), reg
+    assert re.fullmatch(
+        rf'\{{"version":1,"subscription":\{{"{prefix}-\.\*":2\}},"pattern":"white_list",'
+        r'"timestamp":"\d+"\}',
+        reg,
+    ), reg
     assert owners(zk, g) == {(f"{prefix}-a", 0): f"{g}_w-0", (f"{prefix}-a", 1): f"{g}_w-1"}
     zk_cluster.create_topic(f"{prefix}-b", partitions=1)
     wait_for(lambda: (f"{prefix}-b", 0) in owners(zk, g), 60, message="owner of the new topic")
@@ -264,44 +318,61 @@ def test_node_exists_retries_then_succeeds(zookeeper, zk_cluster, zk, unique, co
     assert owners(zk, g) == {(t, 0): f"{g}_c-0", (t, 1): f"{g}_c-0"}
 
 
-def test_failed_rebalance_is_surfaced_and_cleaned_up(zookeeper, zk_cluster, zk, unique,
-                                                     connectors):
+def test_failed_rebalance_is_surfaced_and_cleaned_up(zookeeper, zk_cluster, zk, unique, connectors):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     zk.create(f"/consumers/{g}/owners/{t}/1", b"someone-else-0", makepath=True, ephemeral=True)
-    c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c", "rebalance.max.retries": 2,
-                                               "rebalance.backoff.ms": 100}))
+    c = connectors(
+        zk_config(
+            zookeeper,
+            g,
+            **{"consumer.id": "c", "rebalance.max.retries": 2, "rebalance.backoff.ms": 100},
+        )
+    )
     with pytest.raises(ConsumerRebalanceFailedError, match="can't rebalance after 2 retries"):
         c.create_message_streams({t: 1})
     # the failed attempts left no owner node behind (partition 0 was claimed, then deleted)
     assert owners(zk, g) == {(t, 1): "someone-else-0"}
 
 
-def test_failure_while_running_reaches_the_stream_then_heals(zookeeper, zk_cluster, zk, unique,
-                                                             connectors):
+def test_failure_while_running_reaches_the_stream_then_heals(
+    zookeeper, zk_cluster, zk, unique, connectors
+):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
-    c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c", "rebalance.max.retries": 2,
-                                               "rebalance.backoff.ms": 100}))
+    c = connectors(
+        zk_config(
+            zookeeper,
+            g,
+            **{"consumer.id": "c", "rebalance.max.retries": 2, "rebalance.backoff.ms": 100},
+        )
+    )
     s = c.create_message_streams({t: 1})[t][0]
     failures = []
     c.on_rebalance_failure = failures.append
     # block partition 1 and trigger a rebalance by a (fake) member joining with no streams here
     zk.delete(f"/consumers/{g}/owners/{t}/1")
     zk.create(f"/consumers/{g}/owners/{t}/1", b"someone-else-0", ephemeral=True)
-    zk.create(f"/consumers/{g}/ids/{g}_other", registration_json({"unrelated": 1}, "static", 1).encode(),
-              ephemeral=True)
+    zk.create(
+        f"/consumers/{g}/ids/{g}_other",
+        registration_json({"unrelated": 1}, "static", 1).encode(),
+        ephemeral=True,
+    )
     with pytest.raises(ConsumerRebalanceFailedError):
         wait_for(lambda: _try_next(s), message="the surfaced failure")
     assert failures and c.rebalance_error is failures[0]
-    zk.delete(f"/consumers/{g}/owners/{t}/1")          # the cause goes away: the group heals
-    wait_for(lambda: owners(zk, g) == {(t, 0): f"{g}_c-0", (t, 1): f"{g}_c-0"}, timeout=30,
-             message="ownership after healing")
+    zk.delete(f"/consumers/{g}/owners/{t}/1")  # the cause goes away: the group heals
+    wait_for(
+        lambda: owners(zk, g) == {(t, 0): f"{g}_c-0", (t, 1): f"{g}_c-0"},
+        timeout=30,
+        message="ownership after healing",
+    )
     wait_for(lambda: c.rebalance_error is None)
 
 
-def test_surfaced_failure_survives_the_retry_that_clears_queues(zookeeper, zk_cluster, unique,
-                                                                connectors):
+def test_surfaced_failure_survives_the_retry_that_clears_queues(
+    zookeeper, zk_cluster, unique, connectors
+):
     """The executor retries a failed rebalance about a second later, clearing the queues: the
     failure surfaced before must still reach a stream that was not polling meanwhile."""
     g, t = unique("g"), unique("t")
@@ -310,18 +381,20 @@ def test_surfaced_failure_survives_the_retry_that_clears_queues(zookeeper, zk_cl
     s = c.create_message_streams({t: 1})[t][0]
     c._surface(ConsumerRebalanceFailedError("first"))
     c._surface(ConsumerRebalanceFailedError("second"))
-    c._close_fetchers(commit=False)                    # what the retry does first
+    c._close_fetchers(commit=False)  # what the retry does first
     with pytest.raises(ConsumerRebalanceFailedError, match="second"):
         next(s)
-    assert _try_next(s) is None                        # reported once, then the stream goes on
+    assert _try_next(s) is None  # reported once, then the stream goes on
 
 
 def test_session_expiry_reregisters_and_reowns(zookeeper, zk_cluster, zk, unique, connectors):
     from kazoo.client import KazooClient
+
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=3)
-    c = connectors(zk_config(zookeeper, g, **{"consumer.id": "c",
-                                               "zookeeper.session.timeout.ms": 2000}))
+    c = connectors(
+        zk_config(zookeeper, g, **{"consumer.id": "c", "zookeeper.session.timeout.ms": 2000})
+    )
     s = c.create_message_streams({t: 1})[t][0]
     old_session = c.zk.client_id[0]
     # expire the session: another client attaches to it and closes it
@@ -329,17 +402,24 @@ def test_session_expiry_reregisters_and_reowns(zookeeper, zk_cluster, zk, unique
     ghost.start()
     ghost.stop()
     ghost.close()
-    wait_for(lambda: c.zk.client_id and c.zk.client_id[0] != old_session, timeout=20,
-             message="a new session")
-    wait_for(lambda: owners(zk, g) == {(t, p): f"{g}_c-0" for p in range(3)}, timeout=20,
-             message="owners after session expiry")
+    wait_for(
+        lambda: c.zk.client_id and c.zk.client_id[0] != old_session,
+        timeout=20,
+        message="a new session",
+    )
+    wait_for(
+        lambda: owners(zk, g) == {(t, p): f"{g}_c-0" for p in range(3)},
+        timeout=20,
+        message="owners after session expiry",
+    )
     assert zk.exists(f"/consumers/{g}/ids/{g}_c").ephemeralOwner == c.zk.client_id[0]
     produce(zk_cluster.bootstrap, t, [b"after-expiry"], partition=2)
     assert [m.message for m in drain(s, 1)] == [b"after-expiry"]
 
 
-def test_no_implicit_commit_on_rebalance_with_auto_commit_off(zookeeper, zk_cluster, zk, unique,
-                                                              connectors):
+def test_no_implicit_commit_on_rebalance_with_auto_commit_off(
+    zookeeper, zk_cluster, zk, unique, connectors
+):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     produce_spread(zk_cluster.bootstrap, t, 2, 3)
@@ -351,13 +431,17 @@ def test_no_implicit_commit_on_rebalance_with_auto_commit_off(zookeeper, zk_clus
     assert zk.exists(f"/consumers/{g}/offsets") is None
 
 
-def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, unique,
-                                                   connectors):
+def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, unique, connectors):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     produce_spread(zk_cluster.bootstrap, t, 2, 3)
-    a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a", "auto.commit.enable": True,
-                                               "auto.commit.interval.ms": 600000}))
+    a = connectors(
+        zk_config(
+            zookeeper,
+            g,
+            **{"consumer.id": "a", "auto.commit.enable": True, "auto.commit.interval.ms": 600000},
+        )
+    )
     assert len(drain(a.create_message_streams({t: 1})[t][0], 6)) == 6
     b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))
     sb = b.create_message_streams({t: 1})[t][0]
@@ -369,15 +453,16 @@ def test_commit_before_release_with_auto_commit_on(zookeeper, zk_cluster, zk, un
 
 
 @pytest.mark.parametrize("form", ["listener object", "plain callable"])
-def test_rebalance_listener_hears_before_release(form, zookeeper, zk_cluster, zk, unique,
-                                                 connectors):
+def test_rebalance_listener_hears_before_release(
+    form, zookeeper, zk_cluster, zk, unique, connectors
+):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     a = connectors(zk_config(zookeeper, g, **{"consumer.id": "a"}))
     heard = []
 
     def hear(ownership):
-        heard.append((ownership, sorted(owners(zk, g))))   # still owned while we are told
+        heard.append((ownership, sorted(owners(zk, g))))  # still owned while we are told
 
     class Listener:
         def before_releasing_partitions(self, ownership):
@@ -385,7 +470,7 @@ def test_rebalance_listener_hears_before_release(form, zookeeper, zk_cluster, zk
 
     a.set_consumer_rebalance_listener(Listener() if form == "listener object" else hear)
     a.create_message_streams({t: 1})
-    assert heard == []                                  # nothing owned before the first one
+    assert heard == []  # nothing owned before the first one
     b = connectors(zk_config(zookeeper, g, **{"consumer.id": "b"}))
     b.create_message_streams({t: 1})
     wait_for(lambda: heard, message="listener call")
@@ -394,6 +479,7 @@ def test_rebalance_listener_hears_before_release(form, zookeeper, zk_cluster, zk
 
 def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
     from kclient.zkutils import register_broker, register_topic
+
     root, g, t = "/" + unique("chroot"), unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=2)
     leaders = zk_cluster.leaders(t)
@@ -406,8 +492,11 @@ def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
             register_broker(chrooted, b.node_id, host, int(port), ephemeral=True)
         register_topic(chrooted, t, {p: [leader] for p, leader in leaders.items()})
         produce(zk_cluster.bootstrap, t, [b"rooted"], partition=1)
-        c = connectors(zk_config(zookeeper, g, **{"zookeeper.connect": zookeeper.connect + root,
-                                                   "consumer.id": "c"}))
+        c = connectors(
+            zk_config(
+                zookeeper, g, **{"zookeeper.connect": zookeeper.connect + root, "consumer.id": "c"}
+            )
+        )
         s = c.create_message_streams({t: 1})[t][0]
         assert [m.message for m in drain(s, 1)] == [b"rooted"]
         assert znode(zk, f"{root}/consumers/{g}/owners/{t}/1") == f"{g}_c-0"
@@ -417,15 +506,19 @@ def test_chroot_connect_string(zookeeper, zk_cluster, zk, unique, connectors):
         chrooted.close()
 
 
-def test_broker_and_topic_watchers_trigger_rebalances(zookeeper, zk_cluster, zk, unique,
-                                                      connectors):
+def test_broker_and_topic_watchers_trigger_rebalances(
+    zookeeper, zk_cluster, zk, unique, connectors
+):
     g, t = unique("g"), unique("t")
     zk_cluster.create_topic(t, partitions=1)
     c = connectors(zk_config(zookeeper, g))
     c.create_message_streams({t: 1})
     before = c.executor.rebalances
-    zk.create("/brokers/ids/990", b'{"jmx_port":-1,"timestamp":"0","host":"127.0.0.1",'
-              b'"version":1,"port":1}', ephemeral=True)
+    zk.create(
+        "/brokers/ids/990",
+        b'{"jmx_port":-1,"timestamp":"0","host":"127.0.0.1","version":1,"port":1}',
+        ephemeral=True,
+    )
     try:
         wait_for(lambda: c.executor.rebalances > before, message="rebalance on a broker change")
     finally:
@@ -433,6 +526,6 @@ def test_broker_and_topic_watchers_trigger_rebalances(zookeeper, zk_cluster, zk,
     wait_for(lambda: c.executor.rebalances > before + 1, message="rebalance on broker leaving")
     before = c.executor.rebalances
     data = zk.get(f"/brokers/topics/{t}")[0]
-    zk.set(f"/brokers/topics/{t}", data)                   # partitions of a topic changed
+    zk.set(f"/brokers/topics/{t}", data)  # partitions of a topic changed
     wait_for(lambda: c.executor.rebalances > before, message="rebalance on a topic change")
     assert owners(zk, g) == {(t, 0): f"{c.consumer_id}-0"}

@@ -1,6 +1,7 @@
 """zookeeper.digest and zookeeper.set.acl: a ZooKeeper consumer authenticates with ZooKeeper's
 digest scheme and creates its znodes with Kafka's secure ACLs (creator all, world read), so a
 client without the credentials reads its offsets but cannot overwrite them."""
+
 import pytest
 from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
@@ -30,16 +31,18 @@ def test_offsets_are_secured_by_the_digest_identity(zookeeper, zk_cluster, zk, u
     finally:
         c.shutdown()
     path = f"/consumers/{g}/offsets/{t}/0"
-    assert znode(zk, path) == "3"                      # anyone may read
+    assert znode(zk, path) == "3"  # anyone may read
     acls, _ = zk.get_acls(path)
     assert {(a.id.scheme, a.perms) for a in acls} == {
-        ("digest", Permissions.ALL), ("world", Permissions.READ)}
+        ("digest", Permissions.ALL),
+        ("world", Permissions.READ),
+    }
     assert next(a.id.id for a in acls if a.id.scheme == "digest").startswith("kclient:")
-    with pytest.raises(NoAuthError):                   # but not overwrite
+    with pytest.raises(NoAuthError):  # but not overwrite
         zk.set(path, b"0")
     same = make_client(zookeeper.connect, 4000, 10000, kazoo_options(SECURE))
     try:
-        same.set(path, b"1")                           # the identity that created it may
+        same.set(path, b"1")  # the identity that created it may
     finally:
         same.stop()
         same.close()
@@ -48,14 +51,24 @@ def test_offsets_are_secured_by_the_digest_identity(zookeeper, zk_cluster, zk, u
 
 def test_kazoo_options_from_kafkas_keys(tmp_path):
     assert kazoo_options({}) == {}
-    tls = kazoo_options({"zookeeper.ssl.client.enable": True,
-                         "zookeeper.ssl.truststore.location": "/ca.pem",
-                         "zookeeper.ssl.keystore.location": "/client.pem",
-                         "zookeeper.ssl.keystore.password": "pw",
-                         "zookeeper.ssl.endpoint.identification.algorithm": "none"})
-    assert tls == {"use_ssl": True, "ca": "/ca.pem", "certfile": "/client.pem",
-                   "keyfile": "/client.pem", "keyfile_password": "pw", "verify_certs": True,
-                   "check_hostname": False}
+    tls = kazoo_options(
+        {
+            "zookeeper.ssl.client.enable": True,
+            "zookeeper.ssl.truststore.location": "/ca.pem",
+            "zookeeper.ssl.keystore.location": "/client.pem",
+            "zookeeper.ssl.keystore.password": "pw",
+            "zookeeper.ssl.endpoint.identification.algorithm": "none",
+        }
+    )
+    assert tls == {
+        "use_ssl": True,
+        "ca": "/ca.pem",
+        "certfile": "/client.pem",
+        "keyfile": "/client.pem",
+        "keyfile_password": "pw",
+        "verify_certs": True,
+        "check_hostname": False,
+    }
     with pytest.raises(InvalidConfigError, match="identity"):
         kazoo_options({"zookeeper.set.acl": True})
     with pytest.raises(InvalidConfigError, match="user:password"):
@@ -68,6 +81,7 @@ def tls_zookeeper(tmp_path_factory):
     need_module("cryptography")
     from kclient.testing import ZooKeeperServer, zookeeper_available
     from kclient.testing.certs import make_certificates
+
     if not zookeeper_available():
         missing("ZooKeeper not installed")
     certs = make_certificates(tmp_path_factory.mktemp("zk-certs"))
@@ -79,15 +93,19 @@ def tls_zookeeper(tmp_path_factory):
 def test_a_consumer_over_tls_to_zookeeper(tls_zookeeper, tmp_path):
     from kclient.broker import MiniBroker
     from kclient.errors import ZooKeeperError
+
     zk, certs = tls_zookeeper, tls_zookeeper.certs
-    tls = {"zookeeper.ssl.client.enable": True,
-           "zookeeper.ssl.truststore.location": str(certs.ca)}
-    with MiniBroker(log_dir=tmp_path / "b", zookeeper_connect=zk.connect,
-                    config={"group.initial.rebalance.delay.ms": "0"}) as broker:
+    tls = {"zookeeper.ssl.client.enable": True, "zookeeper.ssl.truststore.location": str(certs.ca)}
+    with MiniBroker(
+        log_dir=tmp_path / "b",
+        zookeeper_connect=zk.connect,
+        config={"group.initial.rebalance.delay.ms": "0"},
+    ) as broker:
         broker.create_topic("t")
         produce_spread(broker.bootstrap, "t", 1, 2)
-        c = consumer.create({**zk_config(zk, "g-tls"), **tls,
-                             "zookeeper.connect": zk.secure_connect})
+        c = consumer.create(
+            {**zk_config(zk, "g-tls"), **tls, "zookeeper.connect": zk.secure_connect}
+        )
         try:
             assert len(drain(c.create_message_streams({"t": 1})["t"][0], 2)) == 2
             c.commit_offsets()
@@ -105,8 +123,9 @@ def test_a_consumer_over_tls_to_zookeeper(tls_zookeeper, tmp_path):
 
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
-def test_a_zookeeper_consumer_fetches_from_a_secured_listener(zookeeper, tmp_path, unique,
-                                                              protocol):
+def test_a_zookeeper_consumer_fetches_from_a_secured_listener(
+    zookeeper, tmp_path, unique, protocol
+):
     """The broker registers every listener; the connector picks the one of its
     security.protocol and its fetchers and offset requests use the security keys."""
     need_module("cryptography")
@@ -115,17 +134,31 @@ def test_a_zookeeper_consumer_fetches_from_a_secured_listener(zookeeper, tmp_pat
     from kclient.broker import MiniBroker
     from kclient.protocol.zookeeper import parse_broker
     from kclient.testing.certs import make_certificates
+
     certs = make_certificates(tmp_path / "certs")
-    config = {"group.initial.rebalance.delay.ms": "0",
-              "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
-              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_pem)}
+    config = {
+        "group.initial.rebalance.delay.ms": "0",
+        "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certs.server_pem),
+    }
     keys = {"security.protocol": protocol, "ssl.ca.location": str(certs.ca)}
     if protocol == "SASL_SSL":
-        keys.update({"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
-                     "sasl.password": "alice-secret"})
+        keys.update(
+            {
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "alice",
+                "sasl.password": "alice-secret",
+            }
+        )
     t = unique("t")
-    with MiniBroker(log_dir=tmp_path / "b", broker_id=7, zookeeper_connect=zookeeper.connect,
-                    config=config, sasl_users={"alice": "alice-secret"}) as broker:
+    with MiniBroker(
+        log_dir=tmp_path / "b",
+        broker_id=7,
+        zookeeper_connect=zookeeper.connect,
+        config=config,
+        sasl_users={"alice": "alice-secret"},
+    ) as broker:
         zk = KazooClient(hosts=zookeeper.connect)
         zk.start()
         try:
@@ -137,8 +170,9 @@ def test_a_zookeeper_consumer_fetches_from_a_secured_listener(zookeeper, tmp_pat
         assert "{}:{}".format(*parse_broker(data, protocol)) == secured
         broker.create_topic(t)
         produce_spread(broker.bootstrap, t, 1, 3)
-        c = consumer.create({**zk_config(zookeeper, f"g-{protocol}"), **keys,
-                             "offsets.storage": "kafka"})
+        c = consumer.create(
+            {**zk_config(zookeeper, f"g-{protocol}"), **keys, "offsets.storage": "kafka"}
+        )
         try:
             got = drain(c.create_message_streams({t: 1})[t][0], 3)
             assert sorted(m.message for m in got) == [b"m-0-0", b"m-0-1", b"m-0-2"]

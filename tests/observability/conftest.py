@@ -1,5 +1,6 @@
 """Tracer providers with the SDK's in-memory exporter, given to clients through the
 ``tracer.provider`` key (the global provider stays unset, so other tests are not traced)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """The mini-broker's request metrics (issue 30): per API requests, errors, bytes, latency and
 connections, in MiniBroker.metrics() and through the Prometheus endpoint of `kclient broker
 --prometheus-port`, scraped over HTTP."""
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,7 @@ def test_request_metrics_count_what_was_asked(mini_broker, raw_client):
         for _ in range(4):
             p.produce("bm", b"v" * 100)
     c = raw_client(mini_broker.bootstrap)
-    answer = c.request(HEARTBEAT, 0, {"group_id": "nobody", "generation_id": 1,
-                                      "member_id": "m"})
+    answer = c.request(HEARTBEAT, 0, {"group_id": "nobody", "generation_id": 1, "member_id": "m"})
     assert answer.error_code != 0
     m = mini_broker.metrics()
     assert m["type"] == "broker" and m["node_id"] == mini_broker.node_id
@@ -41,9 +41,22 @@ def test_request_metrics_count_what_was_asked(mini_broker, raw_client):
 def test_kclient_broker_prometheus_port(tmp_path):
     need_module("prometheus_client")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kclient.cli", "broker", "--log-dir", str(tmp_path / "b"),
-         "--port", "0", "--prometheus-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        [
+            sys.executable,
+            "-m",
+            "kclient.cli",
+            "broker",
+            "--log-dir",
+            str(tmp_path / "b"),
+            "--port",
+            "0",
+            "--prometheus-port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         lines = [proc.stdout.readline() for _ in range(2)]
         bootstrap = re.search(r"listening on (\S+)", lines[0]).group(1)
@@ -56,10 +69,15 @@ def test_kclient_broker_prometheus_port(tmp_path):
         while True:
             with urllib.request.urlopen(url, timeout=10) as r:
                 text = r.read().decode()
-            s = {(x.name, frozenset(x.labels.items())): x.value
-                 for f in parser.text_string_to_metric_families(text) for x in f.samples}
-            if value(s, "kclient_broker_connections_accepted_total") >= 1 or \
-                    time.monotonic() > deadline:
+            s = {
+                (x.name, frozenset(x.labels.items())): x.value
+                for f in parser.text_string_to_metric_families(text)
+                for x in f.samples
+            }
+            if (
+                value(s, "kclient_broker_connections_accepted_total") >= 1
+                or time.monotonic() > deadline
+            ):
                 break
         assert value(s, "kclient_broker_requests_total", kafka_api="Produce") == 3
         assert value(s, "kclient_broker_request_duration_seconds_count", kafka_api="Produce") == 3

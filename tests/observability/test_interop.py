@@ -3,6 +3,7 @@ confluent-kafka consumer instrumented with opentelemetry-instrumentation-conflue
 the reverse, on the mini-broker.  That instrumentation names spans ``{topic} send`` /
 ``{topic} process`` and links its process span to the producer's (no parent), as its
 semantic conventions version says; kclient makes its process span a child."""
+
 from __future__ import annotations
 
 import time
@@ -20,17 +21,26 @@ def instrumentor():
 
 def test_kclient_trace_continued_by_instrumented_confluent_consumer(mini_broker, traces):
     import confluent_kafka
+
     topic = f"ic-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=1)
     with traces.tracer.start_as_current_span("request") as request:
-        with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
-                      tracer_provider=traces.provider) as p:
+        with Producer(
+            bootstrap_servers=mini_broker.bootstrap,
+            producer_type="sync",
+            tracer_provider=traces.provider,
+        ) as p:
             p.produce(topic, b"from-kclient", key=b"k1")
     (send,) = traces.spans("send ")
     assert send.context.trace_id == request.context.trace_id
-    raw = confluent_kafka.Consumer({"bootstrap.servers": mini_broker.bootstrap,
-                                    "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                                    "enable.auto.commit": False})
+    raw = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": mini_broker.bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c = instrumentor().instrument_consumer(raw, tracer_provider=traces.provider)
     try:
         c.subscribe([topic])
@@ -40,9 +50,11 @@ def test_kclient_trace_continued_by_instrumented_confluent_consumer(mini_broker,
             if m is not None and m.error() is None:
                 msg = m
         assert msg is not None and msg.value() == b"from-kclient"
-        assert dict(msg.headers())["traceparent"].decode().split("-")[1] == \
-            f"{send.context.trace_id:032x}"
-        c.poll(0.1)                         # the instrumentation ends its process span here
+        assert (
+            dict(msg.headers())["traceparent"].decode().split("-")[1]
+            == f"{send.context.trace_id:032x}"
+        )
+        c.poll(0.1)  # the instrumentation ends its process span here
     finally:
         c.close()
     (process,) = traces.spans(f"{topic} process")
@@ -52,10 +64,12 @@ def test_kclient_trace_continued_by_instrumented_confluent_consumer(mini_broker,
 
 def test_instrumented_confluent_trace_continued_by_kclient(mini_broker, traces):
     import confluent_kafka
+
     topic = f"ik-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=1)
-    raw = confluent_kafka.Producer({"bootstrap.servers": mini_broker.bootstrap, "acks": 1,
-                                    "enable.idempotence": False})
+    raw = confluent_kafka.Producer(
+        {"bootstrap.servers": mini_broker.bootstrap, "acks": 1, "enable.idempotence": False}
+    )
     p = instrumentor().instrument_producer(raw, tracer_provider=traces.provider)
     with traces.tracer.start_as_current_span("request") as request:
         p.produce(topic, b"from-confluent", key=b"k2")
@@ -63,9 +77,14 @@ def test_instrumented_confluent_trace_continued_by_kclient(mini_broker, traces):
     (send,) = traces.spans(f"{topic} send")
     assert send.context.trace_id == request.context.trace_id
     got = []
-    with Consumer(topic, bootstrap_servers=mini_broker.bootstrap, group_id=f"g-{topic}",
-                  auto_offset_reset="earliest", consumer_timeout_ms=10000,
-                  tracer_provider=traces.provider) as c:
+    with Consumer(
+        topic,
+        bootstrap_servers=mini_broker.bootstrap,
+        group_id=f"g-{topic}",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        tracer_provider=traces.provider,
+    ) as c:
         for r in c:
             with traces.tracer.start_as_current_span("handle"):
                 got.append(r)

@@ -1,5 +1,6 @@
 """kclient.metrics.serve_prometheus scraped over HTTP (issue 30): the values match the traffic
 the clients made; the families come from the registry metrics() reads."""
+
 from __future__ import annotations
 
 import time
@@ -17,8 +18,11 @@ def scrape(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         assert r.status == 200
         text = r.read().decode()
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for fam in parser.text_string_to_metric_families(text) for s in fam.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for fam in parser.text_string_to_metric_families(text)
+        for s in fam.samples
+    }
 
 
 def value(samples: dict, name: str, **labels) -> float:
@@ -35,14 +39,19 @@ def test_scrape_matches_the_traffic(mini_broker):
     mini_broker.create_topic(topic, partitions=2)
     server = serve_prometheus(0)
     try:
-        with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="async",
-                      client_id="prom-p") as p:
+        with Producer(
+            bootstrap_servers=mini_broker.bootstrap, producer_type="async", client_id="prom-p"
+        ) as p:
             for i in range(30):
                 p.produce(topic, f"v{i}".encode(), partition=i % 2)
             p.flush(10)
-            c = Consumer(bootstrap_servers=mini_broker.bootstrap, client_id="prom-c",
-                         group_id="prom-g", auto_offset_reset="earliest",
-                         enable_auto_commit=False)
+            c = Consumer(
+                bootstrap_servers=mini_broker.bootstrap,
+                client_id="prom-c",
+                group_id="prom-g",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+            )
             try:
                 c.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
                 got, deadline = 0, time.monotonic() + 20
@@ -56,34 +65,68 @@ def test_scrape_matches_the_traffic(mini_broker):
     finally:
         server.shutdown()
     for part in ("0", "1"):
-        assert value(s, "messaging_client_sent_messages_total", messaging_client_id="prom-p",
-                     messaging_destination_name=topic,
-                     messaging_destination_partition_id=part) == 15
-    consumed = value(s, "messaging_client_consumed_messages_total",
-                     messaging_client_id="prom-c", messaging_destination_name=topic,
-                     messaging_consumer_group_name="prom-g")
+        assert (
+            value(
+                s,
+                "messaging_client_sent_messages_total",
+                messaging_client_id="prom-p",
+                messaging_destination_name=topic,
+                messaging_destination_partition_id=part,
+            )
+            == 15
+        )
+    consumed = value(
+        s,
+        "messaging_client_consumed_messages_total",
+        messaging_client_id="prom-c",
+        messaging_destination_name=topic,
+        messaging_consumer_group_name="prom-g",
+    )
     assert consumed == 25
-    lag = value(s, "kclient_consumer_lag", messaging_client_id="prom-c",
-                messaging_destination_name=topic)
+    lag = value(
+        s, "kclient_consumer_lag", messaging_client_id="prom-c", messaging_destination_name=topic
+    )
     assert lag == 30 - 25, "high watermarks 15 + 15, positions add up to 25"
     assert value(s, "kclient_producer_queue_depth", messaging_client_id="prom-p") == 0
-    sends = value(s, "messaging_client_operation_duration_seconds_count",
-                  messaging_client_id="prom-p", messaging_operation_name="send")
-    produce_requests = value(s, "kclient_client_requests_total", messaging_client_id="prom-p",
-                             kafka_api="Produce")
+    sends = value(
+        s,
+        "messaging_client_operation_duration_seconds_count",
+        messaging_client_id="prom-p",
+        messaging_operation_name="send",
+    )
+    produce_requests = value(
+        s, "kclient_client_requests_total", messaging_client_id="prom-p", kafka_api="Produce"
+    )
     assert sends == produce_requests >= 1
-    assert value(s, "messaging_client_operation_duration_seconds_bucket",
-                 messaging_client_id="prom-p", messaging_operation_name="send", le="+Inf") == sends
-    assert value(s, "messaging_client_operation_duration_seconds_count",
-                 messaging_client_id="prom-c", messaging_operation_name="poll") >= 1
+    assert (
+        value(
+            s,
+            "messaging_client_operation_duration_seconds_bucket",
+            messaging_client_id="prom-p",
+            messaging_operation_name="send",
+            le="+Inf",
+        )
+        == sends
+    )
+    assert (
+        value(
+            s,
+            "messaging_client_operation_duration_seconds_count",
+            messaging_client_id="prom-c",
+            messaging_operation_name="poll",
+        )
+        >= 1
+    )
     assert value(s, "kclient_client_sent_bytes_total", messaging_client_id="prom-p") > 30 * 2
-    assert not any(ls >= {("messaging_client_id", "prom-c")} for _, ls in after_close), \
+    assert not any(ls >= {("messaging_client_id", "prom-c")} for _, ls in after_close), (
         "a closed client leaves the registry"
+    )
 
 
 def test_live_snapshots_forget_closed_clients(mini_broker):
-    p = Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="async",
-                 client_id="live-check")
+    p = Producer(
+        bootstrap_servers=mini_broker.bootstrap, producer_type="async", client_id="live-check"
+    )
     assert any(s.get("client_id") == "live-check" for s in live_snapshots())
     p.close()
     assert not any(s.get("client_id") == "live-check" for s in live_snapshots())

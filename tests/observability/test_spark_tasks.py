@@ -1,6 +1,7 @@
 """A span per Spark task (issue 30): the sink's task (send_arrow, what each write task runs)
 and the source's (read_range), on an executor whose global tracer provider is set: run in a
 subprocess, since OpenTelemetry's global provider can be set once per process."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ import sys
 
 from tests.needs import need_module
 
-SCRIPT = r'''
+SCRIPT = r"""
 import json, sys
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -34,15 +35,19 @@ print(json.dumps({"sent": sent, "rows": rows, "spans": [
     {"name": s.name, "kind": s.kind.name, "id": s.context.span_id, "trace": s.context.trace_id,
      "parent": s.parent.span_id if s.parent else None, "attrs": dict(s.attributes)}
     for s in exporter.get_finished_spans()]}))
-'''
+"""
 
 
 def test_sink_and_source_tasks_have_spans(mini_broker):
     need_module("pyspark")
     need_module("opentelemetry.sdk")
     mini_broker.create_topic("spk", partitions=1)
-    out = subprocess.run([sys.executable, "-c", SCRIPT, mini_broker.bootstrap, "spk"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mini_broker.bootstrap, "spk"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["sent"] == 3 and got["rows"] == 3

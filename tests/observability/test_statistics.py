@@ -1,5 +1,6 @@
 """statistics.format=librdkafka: stats_cb gets librdkafka's STATISTICS.md layout (issue 30),
 with values matching the traffic."""
+
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ def collector():
     def cb(text: str) -> None:
         docs.append(json.loads(text))
         got.set()
+
     return docs, got, cb
 
 
@@ -33,9 +35,14 @@ def test_producer_and_consumer_statistics_in_librdkafka_layout(mini_broker):
     topic = f"st-{uuid.uuid4().hex[:6]}"
     mini_broker.create_topic(topic, partitions=2)
     docs, _, cb = collector()
-    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="async",
-                  client_id="stats-p", statistics_interval_ms=50, stats_cb=cb,
-                  statistics_format="librdkafka") as p:
+    with Producer(
+        bootstrap_servers=mini_broker.bootstrap,
+        producer_type="async",
+        client_id="stats-p",
+        statistics_interval_ms=50,
+        stats_cb=cb,
+        statistics_format="librdkafka",
+    ) as p:
         for i in range(20):
             p.produce(topic, b"x" * 10, partition=i % 2)
         p.flush(10)
@@ -53,9 +60,15 @@ def test_producer_and_consumer_statistics_in_librdkafka_layout(mini_broker):
     assert d["txmsg_bytes"] == sum(v["txbytes"] for v in parts.values()) > 0
 
     docs, _, cb = collector()
-    c = Consumer(bootstrap_servers=mini_broker.bootstrap, group_id="stats-g",
-                 client_id="stats-c", auto_offset_reset="earliest", statistics_interval_ms=50,
-                 stats_cb=cb, statistics_format="librdkafka")
+    c = Consumer(
+        bootstrap_servers=mini_broker.bootstrap,
+        group_id="stats-g",
+        client_id="stats-c",
+        auto_offset_reset="earliest",
+        statistics_interval_ms=50,
+        stats_cb=cb,
+        statistics_format="librdkafka",
+    )
     try:
         c.assign([TopicPartition(topic, 0)])
         n, deadline = 0, time.monotonic() + 10
@@ -73,7 +86,6 @@ def test_producer_and_consumer_statistics_in_librdkafka_layout(mini_broker):
 
 def test_default_layout_is_kclients(mini_broker):
     docs, got, cb = collector()
-    with Producer(bootstrap_servers=mini_broker.bootstrap, statistics_interval_ms=20,
-                  stats_cb=cb):
+    with Producer(bootstrap_servers=mini_broker.bootstrap, statistics_interval_ms=20, stats_cb=cb):
         assert got.wait(5)
     assert docs[0]["type"] == "producer" and "delivery" in docs[0] and "txmsgs" not in docs[0]

@@ -1,6 +1,7 @@
 """Tracing with the OpenTelemetry SDK's in-memory exporter (issue 30): a record produced and
 consumed by kclient - threaded and asyncio - is one trace, with the messaging semantic
 conventions' attribute names; old names under OTEL_SEMCONV_STABILITY_OPT_IN; errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,10 +23,17 @@ def topic_name(prefix: str) -> str:
 def consume(bootstrap: str, topic: str, want: int, traces, on_record=None, **extra) -> list:
     """Iterate a kclient.Consumer (group g-<topic>) until ``want`` records came."""
     got = []
-    with Consumer(topic, bootstrap_servers=bootstrap, group_id=f"g-{topic}",
-                  auto_offset_reset="earliest", enable_auto_commit=False,
-                  consumer_timeout_ms=10000, fetch_wait_max_ms=50,
-                  tracer_provider=traces.provider, **extra) as c:
+    with Consumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"g-{topic}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=10000,
+        fetch_wait_max_ms=50,
+        tracer_provider=traces.provider,
+        **extra,
+    ) as c:
         for r in c:
             got.append(r)
             if on_record is not None:
@@ -43,8 +51,12 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
     topic = topic_name("tr")
     mini_broker.create_topic(topic, partitions=2)
     with traces.tracer.start_as_current_span("POST /orders") as request:
-        with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="async",
-                      client_id="orders-api", tracer_provider=traces.provider) as p:
+        with Producer(
+            bootstrap_servers=mini_broker.bootstrap,
+            producer_type="async",
+            client_id="orders-api",
+            tracer_provider=traces.provider,
+        ) as p:
             f = p.produce(topic, b"order-1", key=b"user-1", headers=[("h", b"x")])
             assert f.result(10).offset == 0 or f.result(10).offset >= 0
             p.send(ProducerData(topic, b"order-2", key=b"user-2"))
@@ -90,8 +102,10 @@ def test_threaded_produce_and_consume_is_one_trace(mini_broker, traces):
         assert s.context.trace_id == trace_id, "producer and consumer share one trace"
         assert a["messaging.consumer.group.name"] == f"g-{topic}"
         assert a["messaging.kafka.offset"] == producer_span.attributes["messaging.kafka.offset"]
-        assert a["messaging.destination.partition.id"] == \
-            producer_span.attributes["messaging.destination.partition.id"]
+        assert (
+            a["messaging.destination.partition.id"]
+            == producer_span.attributes["messaging.destination.partition.id"]
+        )
         assert a["messaging.operation.type"] == "process"
     for record, work_span in processed:
         parent = spans[work_span.parent.span_id]
@@ -115,13 +129,19 @@ def test_asyncio_produce_and_consume_is_one_trace(mini_broker, traces):
 
     async def main() -> tuple[list, list]:
         with traces.tracer.start_as_current_span("handler"):
-            async with AIOProducer(bootstrap_servers=bs, client_id="aio-api",
-                                   tracer_provider=traces.provider) as p:
+            async with AIOProducer(
+                bootstrap_servers=bs, client_id="aio-api", tracer_provider=traces.provider
+            ) as p:
                 mds = [await p.send(topic, f"m{i}".encode(), key=b"k") for i in range(3)]
         seen = []
-        async with AIOConsumer(topic, bootstrap_servers=bs, group_id=f"g-{topic}",
-                               auto_offset_reset="earliest", enable_auto_commit=False,
-                               tracer_provider=traces.provider) as c:
+        async with AIOConsumer(
+            topic,
+            bootstrap_servers=bs,
+            group_id=f"g-{topic}",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            tracer_provider=traces.provider,
+        ) as c:
             async for rec in c:
                 with traces.tracer.start_as_current_span("work"):
                     seen.append(rec)
@@ -157,8 +177,12 @@ def test_old_and_duplicated_attribute_names(mini_broker, traces, monkeypatch):
     for mode, name in (("messaging/old", f"{topic} publish"), ("messaging/dup", f"send {topic}")):
         monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", f"http,{mode}")
         traces.exporter.clear()
-        with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
-                      client_id="c", tracer_provider=traces.provider) as p:
+        with Producer(
+            bootstrap_servers=mini_broker.bootstrap,
+            producer_type="sync",
+            client_id="c",
+            tracer_provider=traces.provider,
+        ) as p:
             p.produce(topic, b"v", key=b"k")
         (s,) = traces.exporter.get_finished_spans()
         a = s.attributes
@@ -167,8 +191,12 @@ def test_old_and_duplicated_attribute_names(mini_broker, traces, monkeypatch):
         assert a["messaging.kafka.destination.partition"] == 0
         assert isinstance(a["messaging.kafka.message.offset"], int)
         assert a["messaging.client_id"] == "c"
-        new = ("messaging.operation.type", "messaging.kafka.offset", "messaging.client.id",
-               "messaging.destination.partition.id")
+        new = (
+            "messaging.operation.type",
+            "messaging.kafka.offset",
+            "messaging.client.id",
+            "messaging.destination.partition.id",
+        )
         if mode == "messaging/old":
             assert not any(k in a for k in new)
         else:
@@ -179,14 +207,21 @@ def test_old_and_duplicated_attribute_names(mini_broker, traces, monkeypatch):
     (proc,) = traces.spans(f"{topic} process")
     assert proc.attributes["messaging.kafka.consumer.group"] == f"g-{topic}"
     (poll,) = traces.spans(f"{topic} receive")
-    assert poll.kind is traces.SpanKind.CONSUMER and poll.attributes["messaging.operation"] == "receive"
+    assert (
+        poll.kind is traces.SpanKind.CONSUMER
+        and poll.attributes["messaging.operation"] == "receive"
+    )
 
 
 def test_failed_delivery_ends_the_span_with_error_type(mini_broker, traces):
     topic = topic_name("err")
     mini_broker.create_topic(topic, partitions=1)
-    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="async",
-                  message_send_max_retries=0, tracer_provider=traces.provider) as p:
+    with Producer(
+        bootstrap_servers=mini_broker.bootstrap,
+        producer_type="async",
+        message_send_max_retries=0,
+        tracer_provider=traces.provider,
+    ) as p:
         f = p.produce(topic, b"v", partition=7)
         with pytest.raises(Exception) as info:
             f.result(10)
@@ -194,8 +229,10 @@ def test_failed_delivery_ends_the_span_with_error_type(mini_broker, traces):
             p.flush(10)
     (s,) = traces.spans("send ")
     assert s.status.status_code is traces.StatusCode.ERROR
-    assert s.attributes["error.type"] == type(info.value).__name__ or \
-        s.attributes["error.type"].isupper()
+    assert (
+        s.attributes["error.type"] == type(info.value).__name__
+        or s.attributes["error.type"].isupper()
+    )
     assert "messaging.kafka.offset" not in s.attributes
 
 
@@ -219,12 +256,14 @@ def test_no_provider_means_no_tracing_and_no_headers(mini_broker):
 
 
 def test_opentelemetry_absent_is_no_tracing():
-    code = ("import sys; sys.modules['opentelemetry'] = None\n"
-            "from kclient.observability import provider_from, tracing_for\n"
-            "from kclient.config import load_config\n"
-            "assert provider_from(None) is None\n"
-            "assert tracing_for(load_config('producer', bootstrap_servers='127.0.0.1:1')) is None\n"
-            "print('ok')")
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "from kclient.observability import provider_from, tracing_for\n"
+        "from kclient.config import load_config\n"
+        "assert provider_from(None) is None\n"
+        "assert tracing_for(load_config('producer', bootstrap_servers='127.0.0.1:1')) is None\n"
+        "print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
 
@@ -233,28 +272,40 @@ def test_extract_reads_headers_with_none_values(traces):
     from opentelemetry import trace
 
     from kclient.observability.tracing import extract
+
     ctx = extract([("traceparent", None), ("x", b"1")])
     assert not trace.get_current_span(ctx).get_span_context().is_valid
 
 
 def test_kafka_stream_records_are_processed_in_their_producer_trace(mini_broker, traces):
     from kclient import consumer
+
     topic = topic_name("st")
     mini_broker.create_topic(topic, partitions=1)
-    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
-                  tracer_provider=traces.provider) as p:
+    with Producer(
+        bootstrap_servers=mini_broker.bootstrap,
+        producer_type="sync",
+        tracer_provider=traces.provider,
+    ) as p:
         for i in range(3):
             p.produce(topic, f"s{i}".encode())
-    conn = consumer.create({"metadata.broker.list": mini_broker.bootstrap, "group.id": "gs",
-                            "consumer.timeout.ms": 5000, "auto.offset.reset": "smallest",
-                            "auto.commit.enable": False, "rebalance.backoff.ms": 200,
-                            "tracer.provider": traces.provider})
+    conn = consumer.create(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "group.id": "gs",
+            "consumer.timeout.ms": 5000,
+            "auto.offset.reset": "smallest",
+            "auto.commit.enable": False,
+            "rebalance.backoff.ms": 200,
+            "tracer.provider": traces.provider,
+        }
+    )
     try:
         (stream,) = conn.create_message_streams({topic: 1})[topic]
-        got = [next(stream) for _ in range(2)]           # next(): the first span is ended
+        got = [next(stream) for _ in range(2)]  # next(): the first span is ended
         it = iter(stream)
         got.append(next(it))
-        it.close()                                         # and the iterator's at its end
+        it.close()  # and the iterator's at its end
     finally:
         conn.shutdown()
     assert [m.offset for m in got] == [0, 1, 2]
@@ -269,15 +320,24 @@ def test_kafka_stream_records_are_processed_in_their_producer_trace(mini_broker,
 
 def test_processing_in_a_poll_loop(mini_broker, traces):
     from kclient.observability import processing
+
     topic = topic_name("pl")
     mini_broker.create_topic(topic, partitions=1)
-    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
-                  tracer_provider=traces.provider) as p:
+    with Producer(
+        bootstrap_servers=mini_broker.bootstrap,
+        producer_type="sync",
+        tracer_provider=traces.provider,
+    ) as p:
         p.produce(topic, b"v")
     (send,) = traces.spans("send ")
-    with Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest",
-                  tracer_provider=traces.provider) as c, \
-            Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as off:
+    with (
+        Consumer(
+            bootstrap_servers=mini_broker.bootstrap,
+            auto_offset_reset="earliest",
+            tracer_provider=traces.provider,
+        ) as c,
+        Consumer(bootstrap_servers=mini_broker.bootstrap, auto_offset_reset="earliest") as off,
+    ):
         for consumer in (c, off):
             consumer.assign([TopicPartition(topic, 0)])
             recs, deadline = [], time.monotonic() + 10
@@ -302,8 +362,12 @@ def test_spans_of_messages_a_hook_dropped_are_ended(mini_broker, traces, monkeyp
             return []
 
     monkeypatch.setattr(clients, "MAX_OPEN", 2)
-    with Producer(bootstrap_servers=mini_broker.bootstrap, producer_type="sync",
-                  callback_handler=DropAll(), tracer_provider=traces.provider) as p:
+    with Producer(
+        bootstrap_servers=mini_broker.bootstrap,
+        producer_type="sync",
+        callback_handler=DropAll(),
+        tracer_provider=traces.provider,
+    ) as p:
         for i in range(3):
             p.send(ProducerData(topic_name("drop"), f"v{i}".encode()))
     (ended,) = traces.spans("send ")
@@ -313,6 +377,7 @@ def test_spans_of_messages_a_hook_dropped_are_ended(mini_broker, traces, monkeyp
 
 def test_opt_in_values():
     from kclient.observability.semconv import Names, mode_from_env
+
     assert mode_from_env(None) == mode_from_env("") == mode_from_env("http,database") == "new"
     assert mode_from_env("messaging") == "new"
     assert mode_from_env(" http/dup , messaging/dup") == "dup"
@@ -320,7 +385,16 @@ def test_opt_in_values():
     assert mode_from_env("messaging/old,messaging/dup") == "dup", "dup keeps both"
     with pytest.raises(ValueError, match="new, dup or old"):
         Names("both")
-    old = Names("old").attributes({"messaging.operation.type": "send", "messaging.kafka.offset": 3,
-                                   "messaging.destination.partition.id": "2", "x": None})
-    assert old == {"messaging.operation": "publish", "messaging.kafka.message.offset": 3,
-                   "messaging.kafka.destination.partition": 2}
+    old = Names("old").attributes(
+        {
+            "messaging.operation.type": "send",
+            "messaging.kafka.offset": 3,
+            "messaging.destination.partition.id": "2",
+            "x": None,
+        }
+    )
+    assert old == {
+        "messaging.operation": "publish",
+        "messaging.kafka.message.offset": 3,
+        "messaging.kafka.destination.partition": 2,
+    }

@@ -1,4 +1,5 @@
 """Helpers for producer tests: read a partition back, check reports against the log."""
+
 from __future__ import annotations
 
 import threading
@@ -20,11 +21,25 @@ def read_partition(bootstrap: str, topic: str, partition: int, max_wait_ms: int 
         while True:
             leader = cluster.leader_for(topic, partition)
             conn = cluster.connection(leader.node_id)
-            body = {"replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1,
-                    "max_bytes": 8 << 20, "isolation_level": 0,
-                    "topics": [{"topic": topic, "partitions": [
-                        {"partition": partition, "fetch_offset": offset,
-                         "partition_max_bytes": 8 << 20}]}]}
+            body = {
+                "replica_id": -1,
+                "max_wait_ms": max_wait_ms,
+                "min_bytes": 1,
+                "max_bytes": 8 << 20,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": partition,
+                                "fetch_offset": offset,
+                                "partition_max_bytes": 8 << 20,
+                            }
+                        ],
+                    }
+                ],
+            }
             resp = conn.request(FETCH, body)
             part = resp.responses[0].partitions[0]
             assert part.error_code == 0, part.error_code

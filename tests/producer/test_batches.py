@@ -1,4 +1,5 @@
 """Partition batch encoding: each message format, caching, size splits."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,9 @@ def test_partition_batch_encodes_each_format_and_caches():
     b = PartitionBatch("t", 0, msgs, [m.value for m in msgs], [b"k"] * 3, None, None, 0)
     v2 = b.encode(2)
     assert b.encode(2) is v2
-    assert b.encode(1) == build_message_set([m.value for m in msgs], [b"k"] * 3, magic=1,
-                                            timestamp=b.created)
+    assert b.encode(1) == build_message_set(
+        [m.value for m in msgs], [b"k"] * 3, magic=1, timestamp=b.created
+    )
     assert b.encode(0) == build_message_set([m.value for m in msgs], [b"k"] * 3, magic=0)
     recs = list(RecordsReader(v2))
     assert [(bytes(r.key), bytes(r.value)) for r in recs] == [(b"k", m.value) for m in msgs]
@@ -26,6 +28,7 @@ def test_partition_batch_encodes_each_format_and_caches():
 
 def test_headers_refused_for_old_formats():
     from kclient.errors import UnsupportedVersionError
+
     m = ProducerData("t", b"v", headers=[("h", b"1")])
     b = PartitionBatch("t", 0, [m], [b"v"], None, None, [[("h", b"1")]], 0)
     assert b.encode(2)
@@ -51,6 +54,7 @@ def test_delivery_report_views():
 
 def test_producer_data_basics():
     import pickle
+
     d = ProducerData("t", b"x" * 100, key=b"k", partition=2)
     assert pickle.loads(pickle.dumps(d)) == d
     assert "..." in repr(d) and "partition=2" in repr(d)

@@ -1,4 +1,5 @@
 """Every codec in every message format the producer writes, read back by confluent-kafka."""
+
 from __future__ import annotations
 
 import time
@@ -18,16 +19,17 @@ confluent_kafka = need_module("confluent_kafka")
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 # how the producer is told which Produce version the broker speaks -> message format written
 FORMATS = {
-    "v2": {},                                                          # Produce v3+: batches
+    "v2": {},  # Produce v3+: batches
     "magic1": {"api.version.request": False, "broker.version.fallback": "0.10.0"},  # v2
-    "magic0": {"api.version.request": False, "broker.version.fallback": "0.8.2"},   # v0
+    "magic0": {"api.version.request": False, "broker.version.fallback": "0.8.2"},  # v0
 }
 
 
 def consume(bootstrap, topic, partition, count, timeout=20.0):
     """(key, value) pairs read by librdkafka from offset 0."""
-    c = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "kclient-test",
-                                  "enable.auto.commit": False})
+    c = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "kclient-test", "enable.auto.commit": False}
+    )
     try:
         c.assign([confluent_kafka.TopicPartition(topic, partition, 0)])
         out = []
@@ -58,8 +60,11 @@ def test_codec_round_trip(mini_broker, codec, fmt):
     mini_broker.create_topic(topic, 1)
     values = [b"value-%04d-" % i + b"abc" * (i % 40) for i in range(300)]
     keys = [None if i % 3 else b"key-%d" % i for i in range(300)]
-    cfg = {"metadata.broker.list": mini_broker.bootstrap, "compression.codec": codec,
-           **FORMATS[fmt]}
+    cfg = {
+        "metadata.broker.list": mini_broker.bootstrap,
+        "compression.codec": codec,
+        **FORMATS[fmt],
+    }
     with Producer(cfg) as p:
         data = [ProducerData(topic, v, key=k, partition=0) for v, k in zip(values, keys)]
         if codec == "zstd" and fmt != "v2":
@@ -77,8 +82,13 @@ def test_codec_round_trip(mini_broker, codec, fmt):
 def test_compressed_topics_only(mini_broker):
     mini_broker.create_topic("ct-yes", 1)
     mini_broker.create_topic("ct-no", 1)
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "compression.codec": "gzip",
-                   "compressed.topics": "ct-yes"}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "compression.codec": "gzip",
+            "compressed.topics": "ct-yes",
+        }
+    ) as p:
         handler = p.event_handler
         p.send([ProducerData("ct-yes", b"a" * 100), ProducerData("ct-no", b"b" * 100)])
         assert handler.codec == 1 and handler.compressed_topics == {"ct-yes"}
@@ -86,9 +96,21 @@ def test_compressed_topics_only(mini_broker):
         with Cluster(mini_broker.bootstrap) as c:
             c.refresh([topic])
             conn = c.connection(c.leader_for(topic, 0).node_id)
-            resp = conn.request(FETCH, {"max_wait_ms": 10, "min_bytes": 1, "topics": [
-                {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                 "partition_max_bytes": 1 << 20}]}]})
+            resp = conn.request(
+                FETCH,
+                {
+                    "max_wait_ms": 10,
+                    "min_bytes": 1,
+                    "topics": [
+                        {
+                            "topic": topic,
+                            "partitions": [
+                                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                            ],
+                        }
+                    ],
+                },
+            )
             records = resp.responses[0].partitions[0].records
         batches = list(RecordsReader(records).batches())
         assert [b.codec for b in batches] == [codec]

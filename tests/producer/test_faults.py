@@ -1,4 +1,5 @@
 """Fault-injected retries on the mini-broker: every message ends exactly as its report says."""
+
 from __future__ import annotations
 
 import threading
@@ -22,8 +23,12 @@ REQUEST_TIMED_OUT = 7
 
 
 def _cfg(bootstrap, mode="async", **extra):
-    cfg = {"metadata.broker.list": bootstrap, "producer.type": mode,
-           "retry.backoff.ms": 20, "queue.buffering.max.ms": 5}
+    cfg = {
+        "metadata.broker.list": bootstrap,
+        "producer.type": mode,
+        "retry.backoff.ms": 20,
+        "queue.buffering.max.ms": 5,
+    }
     cfg.update(extra)
     return cfg
 
@@ -35,6 +40,7 @@ def _messages(topic, n, prefix=b"m"):
 def _every_message_reported_once(sent, reports):
     def ident(m):
         return (m.topic, m.value, m.key, m.partition)
+
     seen = sorted(ident(m) for r in reports for m in r.messages)
     assert seen == sorted(ident(m) for m in sent), "a message was lost or reported twice"
 
@@ -80,14 +86,18 @@ def test_late_response_is_retried_and_reports_the_retry(mini_broker):
     mini_broker.faults.delay(PRODUCE, ms=1500, count=1)
     reports = []
     sent = _messages(topic, 10)
-    with Producer(_cfg(mini_broker.bootstrap, "sync", **{"socket.timeout.ms": 400}),
-                  on_report=reports.append) as p:
+    with Producer(
+        _cfg(mini_broker.bootstrap, "sync", **{"socket.timeout.ms": 400}), on_report=reports.append
+    ) as p:
         p.send(sent)
     _every_message_reported_once(sent, reports)
     assert reports[0].attempts == 2
     # the delayed first attempt is appended when its delay ends: at least once, never lost
-    wait_until(lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) == 20, 20,
-               "the delayed first attempt appended after the retry")
+    wait_until(
+        lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) == 20,
+        20,
+        "the delayed first attempt appended after the retry",
+    )
     assert assert_reports_match_log(mini_broker.bootstrap, reports) == 10
 
 
@@ -98,8 +108,10 @@ def test_budget_exhausted_names_the_messages(mini_broker, mode):
     mini_broker.faults.inject(PRODUCE, error=NOT_LEADER, count=100)
     reports = []
     sent = _messages(topic, 3, b"lost")
-    p = Producer(_cfg(mini_broker.bootstrap, mode, **{"message.send.max.retries": 2}),
-                 on_report=reports.append)
+    p = Producer(
+        _cfg(mini_broker.bootstrap, mode, **{"message.send.max.retries": 2}),
+        on_report=reports.append,
+    )
     with pytest.raises(FailedToSendMessageError) as info:
         p.send(sent)
         p.flush()
@@ -156,9 +168,19 @@ def test_broker_restarted_within_retry_budget(mini_broker, how):
     mini_broker.create_topic(topic, 2)
     reports = []
     sent = []
-    p = Producer(_cfg(mini_broker.bootstrap, "async", **{
-        "message.send.max.retries": 60, "retry.backoff.ms": 100,
-        "connect.timeout.ms": 1000, "socket.timeout.ms": 2000}), on_report=reports.append)
+    p = Producer(
+        _cfg(
+            mini_broker.bootstrap,
+            "async",
+            **{
+                "message.send.max.retries": 60,
+                "retry.backoff.ms": 100,
+                "connect.timeout.ms": 1000,
+                "socket.timeout.ms": 2000,
+            },
+        ),
+        on_report=reports.append,
+    )
     stop = threading.Event()
 
     def produce():
@@ -169,6 +191,7 @@ def test_broker_restarted_within_retry_budget(mini_broker, how):
             p.send(batch)
             i += 50
             time.sleep(0.005)
+
     t = threading.Thread(target=produce)
     t.start()
     wait_until(lambda: len(reports) >= 2, 20, "acknowledged batches before the bounce")
@@ -201,19 +224,21 @@ def test_periodic_metadata_refresh_finds_a_moved_leader(mini_cluster):
     """With a short topic.metadata.refresh.interval.ms the new leader is known before sending."""
     topic = "faults-refresh"
     leaders = mini_cluster.create_topic(topic, 1)
-    with Producer(_cfg(mini_cluster.bootstrap, "sync",
-                       **{"topic.metadata.refresh.interval.ms": 100})) as p:
+    with Producer(
+        _cfg(mini_cluster.bootstrap, "sync", **{"topic.metadata.refresh.interval.ms": 100})
+    ) as p:
         assert p.send(ProducerData(topic, b"before"))[0].attempts == 1
         mini_cluster.move_leader(topic, 0, (leaders[0] + 1) % 3)
-        cluster = p.event_handler.cluster        # the refresh is due before the next send
+        cluster = p.event_handler.cluster  # the refresh is due before the next send
         wait_until(lambda: time.monotonic() - cluster.last_refresh >= 0.1, 10, "refresh due")
         report = p.send(ProducerData(topic, b"after"))[0]
         assert report.ok and report.attempts == 1 and report.base_offset == 1
     other = "faults-norefresh"
     leaders = mini_cluster.create_topic(other, 1)
-    with Producer(_cfg(mini_cluster.bootstrap, "sync",
-                       **{"topic.metadata.refresh.interval.ms": -1})) as p:
+    with Producer(
+        _cfg(mini_cluster.bootstrap, "sync", **{"topic.metadata.refresh.interval.ms": -1})
+    ) as p:
         assert p.send(ProducerData(other, b"x"))[0].attempts == 1
-        mini_cluster.move_leader(other, 0, (leaders[0] + 1) % 3)   # synchronous
+        mini_cluster.move_leader(other, 0, (leaders[0] + 1) % 3)  # synchronous
         report = p.send(ProducerData(other, b"y"))[0]
         assert report.ok and report.attempts == 2  # learned from NOT_LEADER, then refreshed

@@ -1,4 +1,5 @@
 """CallbackHandler hooks fire in pipeline order; plug-ins load by dotted path and by object."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,11 @@ from .conftest import assert_reports_match_log, read_partition
 
 
 def _async(broker, **kw):
-    cfg = {"metadata.broker.list": broker.bootstrap, "producer.type": "async",
-           "queue.buffering.max.ms": 50}
+    cfg = {
+        "metadata.broker.list": broker.bootstrap,
+        "producer.type": "async",
+        "queue.buffering.max.ms": 50,
+    }
     cfg.update(kw)
     return cfg
 
@@ -30,8 +34,15 @@ def test_async_hook_order_for_one_message(mini_broker, recorder):
         p.send(ProducerData("hooks", b"a"))
         p.flush()
     assert recorder.names() == [
-        "init", "before_enqueue", "after_enqueue", "after_dequeuing_existing_data",
-        "before_sending_data", "on_delivery", "last_batch_before_close", "close"]
+        "init",
+        "before_enqueue",
+        "after_enqueue",
+        "after_dequeuing_existing_data",
+        "before_sending_data",
+        "on_delivery",
+        "last_batch_before_close",
+        "close",
+    ]
     assert recorder.calls[2] == ("after_enqueue", b"a", True)
     assert recorder.calls[5] == ("on_delivery", [b"a"], True)
 
@@ -39,15 +50,15 @@ def test_async_hook_order_for_one_message(mini_broker, recorder):
 def test_async_hook_order_for_a_batch(mini_broker, recorder):
     mini_broker.create_topic("hooks-batch", 1)
     values = [b"m%d" % i for i in range(5)]
-    with Producer(_async(mini_broker, **{"callback.handler": recorder,
-                                         "queue.buffering.max.ms": 2000})) as p:
+    with Producer(
+        _async(mini_broker, **{"callback.handler": recorder, "queue.buffering.max.ms": 2000})
+    ) as p:
         p.send([ProducerData("hooks-batch", v) for v in values])
         p.flush()
     names = recorder.names()
     # per message: before/after enqueue in the caller, in order
     enq = [c for c in recorder.calls if c[0] in ("before_enqueue", "after_enqueue")]
-    assert enq == [c for v in values for c in (("before_enqueue", v),
-                                                ("after_enqueue", v, True))]
+    assert enq == [c for v in values for c in (("before_enqueue", v), ("after_enqueue", v, True))]
     # the send thread dequeues each, then hands over the batch once, then one report
     deq = [c[1] for c in recorder.calls if c[0] == "after_dequeuing_existing_data"]
     assert deq == values
@@ -69,8 +80,10 @@ def test_before_enqueue_can_drop_and_replace(mini_broker):
 
     with Producer(_async(mini_broker, **{"callback.handler": Filter()})) as p:
         p.send([ProducerData("hooks-filter", v) for v in (b"keep1", b"drop", b"keep2")])
-    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "hooks-filter", 0)] \
-        == [b"KEEP1", b"KEEP2"]
+    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "hooks-filter", 0)] == [
+        b"KEEP1",
+        b"KEEP2",
+    ]
 
 
 def test_dequeue_and_before_sending_can_expand_and_filter(mini_broker):
@@ -87,8 +100,9 @@ def test_dequeue_and_before_sending_can_expand_and_filter(mini_broker):
             return [ProducerData("hooks-expand", b"last")]
 
     reports = []
-    with Producer(_async(mini_broker, **{"callback.handler": Expand()}),
-                  on_report=reports.append) as p:
+    with Producer(
+        _async(mini_broker, **{"callback.handler": Expand()}), on_report=reports.append
+    ) as p:
         p.send([ProducerData("hooks-expand", b"a"), ProducerData("hooks-expand", b"b")])
         p.flush()
     values = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "hooks-expand", 0)]
@@ -99,8 +113,9 @@ def test_dequeue_and_before_sending_can_expand_and_filter(mini_broker):
 
 def test_sync_mode_hooks(mini_broker, recorder):
     mini_broker.create_topic("hooks-sync", 1)
-    with Producer({"metadata.broker.list": mini_broker.bootstrap,
-                   "callback.handler": recorder}) as p:
+    with Producer(
+        {"metadata.broker.list": mini_broker.bootstrap, "callback.handler": recorder}
+    ) as p:
         p.send(ProducerData("hooks-sync", b"s"))
     assert recorder.names() == ["init", "before_sending_data", "on_delivery", "close"]
 
@@ -113,8 +128,7 @@ def test_hook_exceptions_do_not_kill_delivery(mini_broker, caplog):
             raise RuntimeError("boom")
 
     seen = []
-    with Producer(_async(mini_broker, **{"callback.handler": Bad()}),
-                  on_report=seen.append) as p:
+    with Producer(_async(mini_broker, **{"callback.handler": Bad()}), on_report=seen.append) as p:
         p.send(ProducerData("hooks-raise", b"x"))
         p.flush()
         p.send(ProducerData("hooks-raise", b"y"))
@@ -124,8 +138,9 @@ def test_hook_exceptions_do_not_kill_delivery(mini_broker, caplog):
 
 def test_callback_handler_by_dotted_path(mini_broker):
     mini_broker.create_topic("hooks-path", 1)
-    with Producer(_async(mini_broker, **{
-            "callback.handler": "tests.producer.test_hooks.CountingHandler"})) as p:
+    with Producer(
+        _async(mini_broker, **{"callback.handler": "tests.producer.test_hooks.CountingHandler"})
+    ) as p:
         p.send(ProducerData("hooks-path", b"x"))
         p.flush()
         assert isinstance(p.callbacks, CountingHandler)
@@ -175,12 +190,17 @@ class ListEventHandler(EventHandler):
 def test_encoder_and_partitioner_plugins(mini_broker, by):
     mini_broker.create_topic(f"plug-{by}", 3)
     if by == "path":
-        cfg = {"serializer.class": "tests.producer.test_hooks.UpperEncoder",
-               "key.serializer.class": "kclient.encoders.StringEncoder",
-               "partitioner.class": "tests.producer.test_hooks.LastPartition"}
+        cfg = {
+            "serializer.class": "tests.producer.test_hooks.UpperEncoder",
+            "key.serializer.class": "kclient.encoders.StringEncoder",
+            "partitioner.class": "tests.producer.test_hooks.LastPartition",
+        }
     else:
-        cfg = {"serializer.class": UpperEncoder(), "key.serializer.class": StringEncoder(),
-               "partitioner.class": LastPartition()}
+        cfg = {
+            "serializer.class": UpperEncoder(),
+            "key.serializer.class": StringEncoder(),
+            "partitioner.class": LastPartition(),
+        }
     with Producer({"metadata.broker.list": mini_broker.bootstrap, **cfg}) as p:
         reports = p.send(ProducerData(f"plug-{by}", "hello", key="k"))
     assert reports[0].partition == 2
@@ -191,12 +211,13 @@ def test_encoder_and_partitioner_plugins(mini_broker, by):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 @pytest.mark.parametrize("by", ["path", "object"])
 def test_event_handler_plugin(mode, by):
-    handler = "tests.producer.test_hooks.ListEventHandler" if by == "path" \
-        else ListEventHandler()
+    handler = "tests.producer.test_hooks.ListEventHandler" if by == "path" else ListEventHandler()
     ListEventHandler.instances.clear() if by == "path" else None
     reports = []
-    p = Producer({"metadata.broker.list": "127.0.0.1:1", "producer.type": mode,
-                  "event.handler": handler}, on_report=reports.append)
+    p = Producer(
+        {"metadata.broker.list": "127.0.0.1:1", "producer.type": mode, "event.handler": handler},
+        on_report=reports.append,
+    )
     eh = p.event_handler
     assert isinstance(eh, ListEventHandler) and eh.context.config is p.config
     p.send([ProducerData("t", b"1"), ProducerData("t", b"2")])
@@ -212,8 +233,14 @@ def test_event_handler_exception_reports_failure():
             raise RuntimeError("cannot")
 
     reports = []
-    p = Producer({"metadata.broker.list": "127.0.0.1:1", "producer.type": "async",
-                  "event.handler": Broken()}, on_report=reports.append)
+    p = Producer(
+        {
+            "metadata.broker.list": "127.0.0.1:1",
+            "producer.type": "async",
+            "event.handler": Broken(),
+        },
+        on_report=reports.append,
+    )
     p.send(ProducerData("t", b"1"))
     with pytest.raises(Exception) as info:
         p.close()
@@ -239,12 +266,18 @@ def test_init_gets_the_resolved_config_once_before_any_other_hook(mini_broker):
             return data
 
     mini_broker.create_topic("hinit", partitions=1)
-    with Producer({"bootstrap.servers": mini_broker.bootstrap, "producer.type": "async",
-                   "queue.time": 7, "callback.handler": Seen()}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": mini_broker.bootstrap,
+            "producer.type": "async",
+            "queue.time": 7,
+            "callback.handler": Seen(),
+        }
+    ) as p:
         p.send(ProducerData("hinit", b"a"))
         p.send(ProducerData("hinit", b"b"))
     assert [s[0] for s in seen] == ["init", "before_enqueue", "before_enqueue"]
-    config = seen[0][1]        # aliases resolved to Kafka's names, defaults filled in
+    config = seen[0][1]  # aliases resolved to Kafka's names, defaults filled in
     host, port = mini_broker.bootstrap.rsplit(":", 1)
     assert tuple(config["metadata.broker.list"]) == ((host, int(port)),)
     assert config["queue.buffering.max.ms"] == 7 and config["producer.type"] == "async"

@@ -2,6 +2,7 @@
 mid-request, NOT_LEADER answers and a broker killed with -9 and restarted, with 5 requests in
 flight. The log must hold every message exactly once, in send order.  The fault tests run the
 threaded Producer and AIOProducer (``driver``): both keep the core's idempotent state."""
+
 from __future__ import annotations
 
 import asyncio
@@ -25,10 +26,17 @@ OUT_OF_ORDER_SEQUENCE_NUMBER, DUPLICATE_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID = 4
 
 
 def _cfg(bootstrap: str, mode: str = "async", **extra) -> dict:
-    cfg = {"metadata.broker.list": bootstrap, "producer.type": mode, "enable.idempotence": True,
-           "acks": "all", "retry.backoff.ms": 10, "queue.buffering.max.ms": 1,
-           "batch.num.messages": 25, "max.in.flight.requests.per.connection": 5,
-           "message.send.max.retries": 1000}
+    cfg = {
+        "metadata.broker.list": bootstrap,
+        "producer.type": mode,
+        "enable.idempotence": True,
+        "acks": "all",
+        "retry.backoff.ms": 10,
+        "queue.buffering.max.ms": 1,
+        "batch.num.messages": 25,
+        "max.in.flight.requests.per.connection": 5,
+        "message.send.max.retries": 1000,
+    }
     cfg.update(extra)
     return cfg
 
@@ -37,15 +45,17 @@ def _values(prefix: str, n: int) -> list[bytes]:
     return [f"{prefix}-{i:06d}".encode() for i in range(n)]
 
 
-@pytest.mark.parametrize("bad,key", [
-    ({"acks": 1}, "request.required.acks"),
-    ({"acks": 0}, "request.required.acks"),
-    ({"retries": 0}, "message.send.max.retries"),
-    ({"max.in.flight.requests.per.connection": 6}, "max.in.flight.requests.per.connection"),
-])
+@pytest.mark.parametrize(
+    "bad,key",
+    [
+        ({"acks": 1}, "request.required.acks"),
+        ({"acks": 0}, "request.required.acks"),
+        ({"retries": 0}, "message.send.max.retries"),
+        ({"max.in.flight.requests.per.connection": 6}, "max.in.flight.requests.per.connection"),
+    ],
+)
 def test_invalid_combinations_are_config_errors(bad, key):
-    cfg = {"metadata.broker.list": "127.0.0.1:9", "enable.idempotence": True, "acks": "all",
-           **bad}
+    cfg = {"metadata.broker.list": "127.0.0.1:9", "enable.idempotence": True, "acks": "all", **bad}
     with pytest.raises(InvalidConfigError, match="enable.idempotence") as info:
         Producer(cfg)
     assert info.value.key == key
@@ -63,10 +73,12 @@ def test_default_is_off_and_batches_carry_no_producer_id(mini_broker):
 def test_batches_carry_producer_id_epoch_and_sequences(mini_broker, mode):
     mini_broker.create_topic("seq", 2)
     if mode == "asyncio":
+
         async def main():
             async with AIOProducer(_cfg(mini_broker.bootstrap, "async")) as p:
                 for i in range(200):
                     await p.enqueue("seq", b"v%d" % i, key=b"k%d" % (i % 7))
+
         asyncio.run(main())
     else:
         with Producer(_cfg(mini_broker.bootstrap, mode)) as p:
@@ -86,8 +98,9 @@ def test_batches_carry_producer_id_epoch_and_sequences(mini_broker, mode):
 DRIVERS = ["threaded", "asyncio"]
 
 
-def _produce_with(mini_broker, topic: str, values: list[bytes], arm, driver: str = "threaded",
-                  **extra) -> list[BaseException | None]:
+def _produce_with(
+    mini_broker, topic: str, values: list[bytes], arm, driver: str = "threaded", **extra
+) -> list[BaseException | None]:
     """Send ``values`` in chunks from an idempotent producer (the threaded async one, or
     AIOProducer), calling ``arm(i)`` before chunk ``i``; returns each message's error (None:
     acknowledged)."""
@@ -98,20 +111,21 @@ def _produce_with(mini_broker, topic: str, values: list[bytes], arm, driver: str
     with Producer(cfg, on_report=reports.append) as p:
         for i in range(0, len(values), 50):
             arm(i // 50)
-            p.send([ProducerData(topic, v, partition=0) for v in values[i:i + 50]])
+            p.send([ProducerData(topic, v, partition=0) for v in values[i : i + 50]])
             time.sleep(0.002)
         p.flush()
     return [r.error for r in reports for _ in range(len(r))]
 
 
-async def _aio_produce_with(cfg: dict, topic: str, values: list[bytes], arm
-                            ) -> list[BaseException | None]:
+async def _aio_produce_with(
+    cfg: dict, topic: str, values: list[bytes], arm
+) -> list[BaseException | None]:
     cfg = {k: v for k, v in cfg.items() if k != "producer.type"}
     futs = []
     async with AIOProducer(cfg) as p:
         for i in range(0, len(values), 50):
             await asyncio.to_thread(arm, i // 50)
-            futs += [await p.enqueue(topic, v, partition=0) for v in values[i:i + 50]]
+            futs += [await p.enqueue(topic, v, partition=0) for v in values[i : i + 50]]
             await asyncio.sleep(0.002)
         await p.flush()
     return [f.exception() for f in futs]
@@ -127,11 +141,12 @@ def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker
     def arm(i: int) -> None:
         kind = i % 4
         if kind == 0:
-            faults.lose_response(PRODUCE, count=2)          # written, ack lost
+            faults.lose_response(PRODUCE, count=2)  # written, ack lost
         elif kind == 1:
-            faults.drop_connection(PRODUCE, count=1)        # disconnect mid-request
+            faults.drop_connection(PRODUCE, count=1)  # disconnect mid-request
         elif kind == 2:
             faults.inject(PRODUCE, error=NOT_LEADER, count=2)
+
     errors = _produce_with(mini_broker, topic, values, arm, driver)
     fired = {kind for _, kind in faults.fired}
     assert fired >= {"lose", "drop", "error"}, fired
@@ -141,8 +156,11 @@ def test_faults_with_five_in_flight_keep_every_message_once_in_order(mini_broker
 
 
 def _wait_stored(mini_broker, topic: str, n: int) -> None:
-    wait_until(lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) >= n, 10,
-               f"{n} records stored in {topic}")
+    wait_until(
+        lambda: len(read_partition(mini_broker.bootstrap, topic, 0)) >= n,
+        10,
+        f"{n} records stored in {topic}",
+    )
 
 
 def _epochs(mini_broker, topic: str) -> list[int]:
@@ -163,11 +181,12 @@ def test_kip360_errors_bump_the_epoch_and_lose_nothing(mini_broker, driver):
 
     def arm(i: int) -> None:
         if i == 1:  # the broker knows the producer first (a real one accepts an unknown
-            _wait_stored(mini_broker, topic, 1)   # producer's batch at any sequence)
+            _wait_stored(mini_broker, topic, 1)  # producer's batch at any sequence)
         elif i >= 4 and i % 4 == 0:
             faults.inject(PRODUCE, error=OUT_OF_ORDER_SEQUENCE_NUMBER, count=1)
         elif i >= 4 and i % 4 == 2:
             faults.inject(PRODUCE, error=UNKNOWN_PRODUCER_ID, count=1)
+
     errors = _produce_with(mini_broker, topic, values, arm, driver)
     assert len(faults.fired) >= 20
     assert errors == [None] * len(values), [e for e in errors if e][:3]
@@ -186,9 +205,10 @@ def test_duplicate_sequence_number_counts_as_sent(mini_broker, driver):
 
     def arm(i: int) -> None:
         if i in (2, 6):
-            _wait_stored(mini_broker, topic, 50 * i)    # nothing else in flight
-            mini_broker.faults.lose_response(PRODUCE, count=1)          # written, ack lost
+            _wait_stored(mini_broker, topic, 50 * i)  # nothing else in flight
+            mini_broker.faults.lose_response(PRODUCE, count=1)  # written, ack lost
             mini_broker.faults.inject(PRODUCE, error=DUPLICATE_SEQUENCE_NUMBER, count=1)
+
     errors = _produce_with(mini_broker, topic, values, arm, driver)
     assert [kind for _, kind in mini_broker.faults.fired] == ["lose", "error"] * 2
     assert errors == [None] * len(values), [e for e in errors if e][:3]
@@ -207,8 +227,15 @@ def test_without_idempotence_lost_acks_duplicate(mini_broker, driver):
     def arm(i: int) -> None:
         if i % 2 == 0:
             mini_broker.faults.lose_response(PRODUCE, count=1)
-    _produce_with(mini_broker, topic, values, arm, driver, **{
-        "enable.idempotence": False, "max.in.flight.requests.per.connection": 1})
+
+    _produce_with(
+        mini_broker,
+        topic,
+        values,
+        arm,
+        driver,
+        **{"enable.idempotence": False, "max.in.flight.requests.per.connection": 1},
+    )
     stored = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, topic, 0)]
     assert len(stored) > len(values) and set(stored) == set(values)
 
@@ -224,23 +251,26 @@ def test_broker_killed_and_restarted(tmp_path):
     reports: list = []
     try:
         from kclient.broker.server import MiniBroker  # noqa: F401 - same code as the process
-        with Producer(_cfg(broker.bootstrap, **{"retry.backoff.ms": 100,
-                                                "delivery.timeout.ms": 120000}),
-                      on_report=reports.append) as p:
+
+        with Producer(
+            _cfg(broker.bootstrap, **{"retry.backoff.ms": 100, "delivery.timeout.ms": 120000}),
+            on_report=reports.append,
+        ) as p:
             p.send([ProducerData("crash", v, partition=0) for v in values[:100]])
             p.flush()
 
             acked = len(reports)
 
-            def kill_and_restart() -> None:   # mid-stream: after more batches were acknowledged
+            def kill_and_restart() -> None:  # mid-stream: after more batches were acknowledged
                 wait_until(lambda: len(reports) > acked + 2, 30, "batches acknowledged")
                 broker.kill9()
                 wait_until(lambda: p.metrics()["retries"] > 0, 30, "retries while it is down")
                 broker.start()
+
             killer = threading.Thread(target=kill_and_restart)
             killer.start()
             for i in range(100, len(values), 50):
-                p.send([ProducerData("crash", v, partition=0) for v in values[i:i + 50]])
+                p.send([ProducerData("crash", v, partition=0) for v in values[i : i + 50]])
                 time.sleep(0.002)
             killer.join()
             p.flush()

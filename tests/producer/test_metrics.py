@@ -1,4 +1,5 @@
 """Producer.metrics() against known traffic (issue 15)."""
+
 from __future__ import annotations
 
 import json
@@ -14,17 +15,25 @@ from .conftest import read_partition
 
 def test_counts_match_the_traffic(mini_broker):
     mini_broker.create_topic("mt", partitions=2)
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "queue.buffering.max.ms": 1000}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "queue.buffering.max.ms": 1000,
+        }
+    ) as p:
         p.send([ProducerData("mt", b"x" * 10, partition=i % 2) for i in range(100)])
         p.flush()
-        for i in range(30):                       # three more requests of 10 messages each
+        for i in range(30):  # three more requests of 10 messages each
             p.produce("mt", b"y" * 20, partition=0)
             if i % 10 == 9:
                 p.flush()
         m = p.metrics()
-    assert m["type"] == "producer" and m["delivery"] == {"acknowledged": 130, "failed": 0,
-                                                         "batches": 5}
+    assert m["type"] == "producer" and m["delivery"] == {
+        "acknowledged": 130,
+        "failed": 0,
+        "batches": 5,
+    }
     (broker,) = m["brokers"].values()
     assert broker["requests_by_api"]["Produce"] == 4
     assert broker["requests_by_api"]["Metadata"] >= 1
@@ -43,7 +52,7 @@ def test_counts_match_the_traffic(mini_broker):
     assert m["queue_depth"] == 0 and p0["in_flight"] == 0
     assert m["retries"] == 0 and m["errors_by_code"] == {}
     assert m["totals"]["requests"] == broker["requests"]
-    json.dumps(m)                                   # JSON-ready, as stats_cb gets it
+    json.dumps(m)  # JSON-ready, as stats_cb gets it
 
 
 def test_errors_by_code_and_stats_cb(mini_broker):
@@ -55,8 +64,15 @@ def test_errors_by_code_and_stats_cb(mini_broker):
         got.append(json.loads(text))
         if len(got) >= 2:
             two.set()
-    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                  "statistics.interval.ms": 50, "stats_cb": stats})
+
+    p = Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "statistics.interval.ms": 50,
+            "stats_cb": stats,
+        }
+    )
     p.produce("me", b"lost", partition=3)
     p.produce("me", b"kept")
     try:
@@ -76,9 +92,15 @@ def test_errors_by_code_and_stats_cb(mini_broker):
 
 def test_a_dead_broker_counts_errors_and_retries(mini_broker):
     mini_broker.create_topic("md", partitions=1)
-    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "sync",
-                  "message.send.max.retries": 2, "retry.backoff.ms": 10,
-                  "connect.timeout.ms": 500})
+    p = Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "sync",
+            "message.send.max.retries": 2,
+            "retry.backoff.ms": 10,
+            "connect.timeout.ms": 500,
+        }
+    )
     p.send(ProducerData("md", b"ok"))
     mini_broker.stop()
     with pytest.raises(FailedToSendMessageError):

@@ -1,4 +1,5 @@
 """Issue 24, producer rows: what a kafka-python / confluent-kafka user types, on a mini-broker."""
+
 from __future__ import annotations
 
 import logging
@@ -34,8 +35,10 @@ def test_async_failure_sets_the_future_and_logs_a_warning(broker, caplog):
             p.flush(10)
     with pytest.raises(TypeError, match="DefaultEncoder"):
         fut.result(5)
-    assert any(r.levelno == logging.WARNING and "failed to deliver 1 message" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        r.levelno == logging.WARNING and "failed to deliver 1 message" in r.getMessage()
+        for r in caplog.records
+    )
     p.close()
 
 
@@ -43,8 +46,11 @@ def test_async_failure_sets_the_future_and_logs_a_warning(broker, caplog):
 def test_producer_on_delivery_takes_err_and_metadata_per_message(broker, mode):
     """Row 4: Producer(on_delivery=) has produce(on_delivery=)'s signature, once per message."""
     got = []
-    with Producer(bootstrap_servers=broker.bootstrap, producer_type=mode,
-                  on_delivery=lambda err, md: got.append((err, md.topic, md.offset))) as p:
+    with Producer(
+        bootstrap_servers=broker.bootstrap,
+        producer_type=mode,
+        on_delivery=lambda err, md: got.append((err, md.topic, md.offset)),
+    ) as p:
         for v in (b"a", b"b", b"c"):
             p.produce("t", v)
         p.flush()
@@ -70,8 +76,10 @@ def test_headers_as_dict_and_str_values(broker, mode):
         p.produce("t", b"1", headers={"a": "é", "b": b"x", "n": None}).result(10)
         p.produce("t", b"2", headers=[("s", "text")]).result(10)
     recs = read_partition(broker.bootstrap, "t", 0)
-    assert [r.headers for r in recs] == [[("a", "é".encode()), ("b", b"x"), ("n", None)],
-                                         [("s", b"text")]]
+    assert [r.headers for r in recs] == [
+        [("a", "é".encode()), ("b", b"x"), ("n", None)],
+        [("s", b"text")],
+    ]
 
 
 def test_a_bad_header_value_is_a_clear_error(broker):
@@ -85,8 +93,12 @@ def test_callback_is_an_alias_of_on_delivery_and_timestamp_ms_of_timestamp(broke
     """Row 8 (confluent's older name) and row 16 (one name for the timestamp)."""
     got = []
     with Producer(bootstrap_servers=broker.bootstrap, producer_type=mode) as p:
-        p.produce("t", b"v", callback=lambda err, md: got.append(md.offset),
-                  timestamp_ms=1_700_000_000_000).result(10)
+        p.produce(
+            "t",
+            b"v",
+            callback=lambda err, md: got.append(md.offset),
+            timestamp_ms=1_700_000_000_000,
+        ).result(10)
         with pytest.raises(TypeError, match="on_delivery and callback: they are aliases"):
             p.produce("t", b"v", callback=print, on_delivery=repr)
     assert got == [0]
@@ -96,12 +108,13 @@ def test_callback_is_an_alias_of_on_delivery_and_timestamp_ms_of_timestamp(broke
 def test_poll_len_and_list_topics(broker):
     """Row 9: confluent's p.poll(0), len(p), p.list_topics()."""
     served = []
-    with Producer(bootstrap_servers=broker.bootstrap, producer_type="async",
-                  queue_buffering_max_ms=50) as p:
+    with Producer(
+        bootstrap_servers=broker.bootstrap, producer_type="async", queue_buffering_max_ms=50
+    ) as p:
         assert len(p) == 0 and bool(p)
         for i in range(5):
             p.produce("t", b"%d" % i, callback=lambda err, md: served.append(md.offset))
-        assert len(p) >= 1                      # still queued (50 ms linger)
+        assert len(p) >= 1  # still queued (50 ms linger)
         n = 0
         while n < 5:
             n += p.poll(1.0)
@@ -111,4 +124,4 @@ def test_poll_len_and_list_topics(broker):
         assert isinstance(md, ClusterMetadata) and list(md.topics["t"].partitions) == [0]
         assert md.brokers and p.list_topics("missing").topics["missing"].error_code == 3
     with Producer(bootstrap_servers=broker.bootstrap) as p:
-        assert "missing" not in p.list_topics().topics      # list_topics("missing") made none
+        assert "missing" not in p.list_topics().topics  # list_topics("missing") made none

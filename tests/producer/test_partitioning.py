@@ -1,4 +1,5 @@
 """Keyed messages go where Java's murmur2 partitioner sends them, in every process."""
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,19 @@ from kclient.producer import Producer, ProducerData
 from tests.needs import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = [b"", b"a", b"key", b"user-1", b"user-42", b"\x00\xff\x10", "ключ".encode(),
-        b"x" * 63, b"y" * 64, b"z" * 65, b"a-much-longer-key-with-" + b"q" * 200] + \
-       [b"k%d" % i for i in range(200)]
+KEYS = [
+    b"",
+    b"a",
+    b"key",
+    b"user-1",
+    b"user-42",
+    b"\x00\xff\x10",
+    "ключ".encode(),
+    b"x" * 63,
+    b"y" * 64,
+    b"z" * 65,
+    b"a-much-longer-key-with-" + b"q" * 200,
+] + [b"k%d" % i for i in range(200)]
 
 
 def _kclient_partitions(bootstrap, topic):
@@ -32,8 +43,10 @@ def test_partitions_match_librdkafka_murmur2(mini_broker):
     def on_delivery(err, msg):
         assert err is None, err
         theirs[msg.key()] = msg.partition()
-    p = confluent_kafka.Producer({"bootstrap.servers": mini_broker.bootstrap,
-                                  "partitioner": "murmur2_random"})
+
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": mini_broker.bootstrap, "partitioner": "murmur2_random"}
+    )
     for k in KEYS:
         p.produce("keys-ck", b"v", key=k, on_delivery=on_delivery)
     assert p.flush(30) == 0
@@ -46,6 +59,7 @@ def test_partitions_match_kafka_python():
     from kafka.partitioner.default import murmur2 as their_murmur2
 
     from kclient.partitioner import DefaultPartitioner
+
     ours = DefaultPartitioner()
     for k in KEYS:
         for n in (1, 3, 12, 100):
@@ -69,9 +83,14 @@ def test_partitions_stable_across_processes(mini_broker):
     script = _CHILD.format(root=str(ROOT), bootstrap=mini_broker.bootstrap, topic="keys-proc")
     results = []
     for seed in ("1", "2", "random"):
-        out = subprocess.run([sys.executable, "-c", script, keys], check=True, timeout=60,
-                             capture_output=True, text=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", script, keys],
+            check=True,
+            timeout=60,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
         results.append(json.loads(out))
     assert results[0] == results[1] == results[2]
     ours = _kclient_partitions(mini_broker.bootstrap, "keys-proc")
@@ -80,11 +99,13 @@ def test_partitions_stable_across_processes(mini_broker):
 
 def test_partition_for_and_string_keys(mini_broker):
     mini_broker.create_topic("keys-str", 5)
-    with Producer({"metadata.broker.list": mini_broker.bootstrap,
-                   "key.serializer.class": "string"}) as p:
+    with Producer(
+        {"metadata.broker.list": mini_broker.bootstrap, "key.serializer.class": "string"}
+    ) as p:
         r = p.send(ProducerData("keys-str", b"v", key="user-7"))
         assert r[0].partition == p.partition_for("keys-str", "user-7")
     from kclient.partitioner import murmur2
+
     assert r[0].partition == (murmur2(b"user-7") & 0x7FFFFFFF) % 5
 
 

@@ -1,5 +1,6 @@
 """Producer.produce: a DeliveryFuture per message (issue 15), in sync and async modes, through
 the C speed-ups and their Python twins; per-message callbacks; failures per message."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,10 +36,16 @@ def make(request, mini_broker, monkeypatch):
     made = []
 
     def new(**cfg):
-        p = Producer({"metadata.broker.list": mini_broker.bootstrap,
-                      "producer.type": mode.split("-")[0], **cfg})
+        p = Producer(
+            {
+                "metadata.broker.list": mini_broker.bootstrap,
+                "producer.type": mode.split("-")[0],
+                **cfg,
+            }
+        )
         made.append(p)
         return p
+
     new.mode = mode
     yield new
     for p in made:
@@ -52,16 +59,24 @@ def test_futures_resolve_to_the_offsets_in_the_log(mini_broker, make):
     mini_broker.create_topic("pf", partitions=3)
     p = make(**{"batch.num.messages": 7})
     calls: list = []
-    futs = [p.produce("pf", b"v%d" % i, key=b"k%d" % (i % 5),
-                      on_delivery=lambda err, md: calls.append((err, md))) for i in range(40)]
-    futs.append(p.produce("pf", b"plain"))          # no key: the three-field entry
-    futs.append(p.produce("pf", b"stamped", partition=1, timestamp=1234567,
-                          headers=[("h", b"x")]))
+    futs = [
+        p.produce(
+            "pf",
+            b"v%d" % i,
+            key=b"k%d" % (i % 5),
+            on_delivery=lambda err, md: calls.append((err, md)),
+        )
+        for i in range(40)
+    ]
+    futs.append(p.produce("pf", b"plain"))  # no key: the three-field entry
+    futs.append(p.produce("pf", b"stamped", partition=1, timestamp=1234567, headers=[("h", b"x")]))
     p.flush()
     assert all(isinstance(f, DeliveryFuture) and isinstance(f, cf.Future) for f in futs)
     mds = [f.result(timeout=5) for f in futs]
-    logs = {part: {r.offset: r for r in read_partition(mini_broker.bootstrap, "pf", part)}
-            for part in range(3)}
+    logs = {
+        part: {r.offset: r for r in read_partition(mini_broker.bootstrap, "pf", part)}
+        for part in range(3)
+    }
     values = [b"v%d" % i for i in range(40)] + [b"plain", b"stamped"]
     for md, value in zip(mds, values):
         assert isinstance(md, RecordMetadata) and md.topic == "pf"
@@ -70,8 +85,9 @@ def test_futures_resolve_to_the_offsets_in_the_log(mini_broker, make):
     assert mds[-1].partition == 1 and mds[-1].timestamp == 1234567
     assert sum(map(len, logs.values())) == 42
     assert len(calls) == 40 and all(err is None for err, _ in calls)
-    assert sorted((m.partition, m.offset) for _, m in calls) == \
-        sorted((m.partition, m.offset) for m in mds[:40])
+    assert sorted((m.partition, m.offset) for _, m in calls) == sorted(
+        (m.partition, m.offset) for m in mds[:40]
+    )
     assert p.stats["acknowledged"] == 42
 
 
@@ -80,14 +96,13 @@ def test_failures_raise_per_message(mini_broker, make):
     p = make(**{"message.send.max.retries": 0})
     errors: list = []
     good = p.produce("pe", b"fine")
-    if p.sync:      # sync: a failed message raises its error (on_delivery got it first)
+    if p.sync:  # sync: a failed message raises its error (on_delivery got it first)
         with pytest.raises(UnknownTopicOrPartitionError) as raised:
             p.produce("pe", b"lost", partition=9, on_delivery=lambda e, m: errors.append((e, m)))
         bad = cf.Future()
         bad.set_exception(raised.value)
     else:
-        bad = p.produce("pe", b"lost", partition=9,
-                        on_delivery=lambda e, m: errors.append((e, m)))
+        bad = p.produce("pe", b"lost", partition=9, on_delivery=lambda e, m: errors.append((e, m)))
     good2 = p.produce("pe", b"fine too", key=b"k")
     assert good.result(5).offset >= 0 and good2.result(5).offset >= 0
     with pytest.raises(UnknownTopicOrPartitionError):
@@ -96,11 +111,11 @@ def test_failures_raise_per_message(mini_broker, make):
     assert len(errors) == 1 and isinstance(errors[0][0], UnknownTopicOrPartitionError)
     assert errors[0][1].offset == -1 and errors[0][1].topic == "pe"
     if p.sync:
-        p.flush()       # sync failures went to the future, not to a later flush
-    else:               # async: flush() still names every failure, as send()'s contract says
+        p.flush()  # sync failures went to the future, not to a later flush
+    else:  # async: flush() still names every failure, as send()'s contract says
         with pytest.raises(FailedToSendMessageError, match="lost"):
             p.flush()
-    with pytest.raises(MessageSizeTooLargeError):   # argument errors raise at once, as send()
+    with pytest.raises(MessageSizeTooLargeError):  # argument errors raise at once, as send()
         p.produce("pe", b"x" * 2_000_000)
 
 
@@ -112,6 +127,7 @@ def test_awaitable_and_concurrent_futures_helpers(mini_broker, make):
         a = await p.produce("pa", b"a")
         b = await asyncio.wrap_future(p.produce("pa", b"b"))
         return a, b
+
     a, b = asyncio.run(main())
     assert (a.offset, b.offset) == (0, 1)
     futs = [p.produce("pa", b"%d" % i) for i in range(20)]
@@ -122,7 +138,7 @@ def test_awaitable_and_concurrent_futures_helpers(mini_broker, make):
     f = p.produce("pa", b"cb")
     f.add_done_callback(lambda fut: seen.append(fut.result().offset))
     p.flush()
-    f.add_done_callback(lambda fut: seen.append(-fut.get().offset))   # already done: now
+    f.add_done_callback(lambda fut: seen.append(-fut.get().offset))  # already done: now
     assert seen == [22, -22] and f.done() and not f.cancel() and not f.cancelled()
     assert repr(f) == "<DeliveryFuture RecordMetadata('pa', 0, 22)>"
 
@@ -132,8 +148,7 @@ def test_result_waits_across_threads(mini_broker, make):
     p = make(**{"queue.buffering.max.ms": 300})
     f = p.produce("pw", b"later")
     got: list = []
-    waiters = [threading.Thread(target=lambda: got.append(f.result(10).offset))
-               for _ in range(3)]
+    waiters = [threading.Thread(target=lambda: got.append(f.result(10).offset)) for _ in range(3)]
     for w in waiters:
         w.start()
     for w in waiters:
@@ -163,7 +178,7 @@ def test_send_and_produce_mix(mini_broker, make):
     p = make()
     reports: list = []
     p.on_delivery = reports.append
-    pd = producer.ProducerData    # (the class of the mode under test)
+    pd = producer.ProducerData  # (the class of the mode under test)
     p.send(pd("pm", b"s0"))
     f = p.produce("pm", b"p1")
     p.send([pd("pm", b"s2"), pd("pm", b"s3", key=b"k")])
@@ -176,8 +191,14 @@ def test_queue_hooks_refuse_produce(mini_broker):
     class Hooks(CallbackHandler):
         def before_enqueue(self, d):
             return d
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "callback.handler": Hooks}) as p:
+
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "callback.handler": Hooks,
+        }
+    ) as p:
         with pytest.raises(IllegalStateError, match="use send"):
             p.produce("t", b"v")
 
@@ -197,8 +218,14 @@ def test_the_python_resolver_matches_the_c_one():
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_transactional_produce(mini_broker, mode):
     mini_broker.create_topic("ptx", partitions=1)
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": mode,
-                   "transactional.id": f"ptx-{mode}", "request.required.acks": -1}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": mode,
+            "transactional.id": f"ptx-{mode}",
+            "request.required.acks": -1,
+        }
+    ) as p:
         with pytest.raises(IllegalStateError):
             p.produce("ptx", b"outside a transaction")
         with pytest.raises(TypeError, match=r"p\.produce\('ptx', b'v'\)"):
@@ -218,6 +245,7 @@ def test_failed_futures_are_collected(mini_broker, monkeypatch, pure):
     # visible to the cycle collector (the C path takes futures out of it while they wait)
     import logging
     import weakref
+
     # (pytest keeps log records, whose arguments hold the errors: keep kclient's out of it)
     monkeypatch.setattr(logging.getLogger("kclient"), "propagate", False)
     if pure:
@@ -226,8 +254,14 @@ def test_failed_futures_are_collected(mini_broker, monkeypatch, pure):
     else:
         need_c(data.speedups)
     mini_broker.create_topic("pg", partitions=1)
-    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                  "message.send.max.retries": 0, "connect.timeout.ms": 300})
+    p = Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "message.send.max.retries": 0,
+            "connect.timeout.ms": 300,
+        }
+    )
     p.produce("pg", b"warm").result(5)
     mini_broker.stop()
     futs = [p.produce("pg", b"x") for _ in range(20)]

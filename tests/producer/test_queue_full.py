@@ -1,5 +1,6 @@
 """queue.enqueue.timeout.ms: -1 blocks, 0 raises at once, >0 waits then raises; a dead or hung
 broker never makes send(), flush() or close() hang past the configured timeouts."""
+
 from __future__ import annotations
 
 import socket
@@ -31,10 +32,15 @@ class GateHandler(EventHandler):
 
 
 def _producer(timeout_ms, handler, capacity=5, **extra):
-    cfg = {"metadata.broker.list": "127.0.0.1:1", "producer.type": "async",
-           "queue.buffering.max.messages": capacity, "batch.num.messages": capacity,
-           "queue.buffering.max.ms": 0, "queue.enqueue.timeout.ms": timeout_ms,
-           "event.handler": handler}
+    cfg = {
+        "metadata.broker.list": "127.0.0.1:1",
+        "producer.type": "async",
+        "queue.buffering.max.messages": capacity,
+        "batch.num.messages": capacity,
+        "queue.buffering.max.ms": 0,
+        "queue.enqueue.timeout.ms": timeout_ms,
+        "event.handler": handler,
+    }
     cfg.update(extra)
     return Producer(cfg)
 
@@ -54,7 +60,7 @@ def test_timeout_zero_raises_at_once():
     start = time.monotonic()
     with pytest.raises(QueueFullError) as info:
         p.send(ProducerData("t", b"overflow"))
-    assert time.monotonic() - start < LOAD_SLACK      # the gate stays shut: waiting would hang
+    assert time.monotonic() - start < LOAD_SLACK  # the gate stays shut: waiting would hang
     assert "queue.enqueue.timeout.ms" in str(info.value)
     assert [d.value for d in info.value.not_queued] == [b"overflow"]
     h.gate.set()
@@ -69,7 +75,7 @@ def test_positive_timeout_waits_then_raises():
     start = time.monotonic()
     with pytest.raises(QueueFullError):
         p.send(ProducerData("t", b"overflow"))
-    assert 0.28 <= time.monotonic() - start < 0.3 + LOAD_SLACK   # the gate stays shut
+    assert 0.28 <= time.monotonic() - start < 0.3 + LOAD_SLACK  # the gate stays shut
     h.gate.set()
     p.close()
 
@@ -153,6 +159,7 @@ def test_blocked_sender_is_released_by_close():
             p.send(ProducerData("t", b"waiting"))
         except Exception as exc:  # noqa: BLE001 - asserted by the test
             errors.append(exc)
+
     t = threading.Thread(target=blocked)
     t.start()
     wait_until(lambda: p._thread.full_waiters == 1, 10, "the sender blocked on the full queue")
@@ -164,10 +171,16 @@ def test_blocked_sender_is_released_by_close():
 
 # ----------------------------------------------------------------- a real broker that is gone
 def _down_config(port, **extra):
-    cfg = {"metadata.broker.list": f"127.0.0.1:{port}", "producer.type": "async",
-           "queue.buffering.max.messages": 20, "batch.num.messages": 10,
-           "queue.buffering.max.ms": 0, "message.send.max.retries": 2,
-           "retry.backoff.ms": 50, "connect.timeout.ms": 500}
+    cfg = {
+        "metadata.broker.list": f"127.0.0.1:{port}",
+        "producer.type": "async",
+        "queue.buffering.max.messages": 20,
+        "batch.num.messages": 10,
+        "queue.buffering.max.ms": 0,
+        "message.send.max.retries": 2,
+        "retry.backoff.ms": 50,
+        "connect.timeout.ms": 500,
+    }
     cfg.update(extra)
     return cfg
 
@@ -176,8 +189,10 @@ def _down_config(port, **extra):
 def test_dead_broker_full_queue_does_not_hang(timeout_ms):
     """Nothing listens: batches fail after their retries, so a blocked send() moves on."""
     reports = []
-    p = Producer(_down_config(free_port(), **{"queue.enqueue.timeout.ms": timeout_ms}),
-                 on_report=reports.append)
+    p = Producer(
+        _down_config(free_port(), **{"queue.enqueue.timeout.ms": timeout_ms}),
+        on_report=reports.append,
+    )
     start = time.monotonic()
     refused = 0
     for i in range(100):
@@ -237,9 +252,10 @@ def test_hung_broker_times_out_within_budget():
     hung = HungBroker()
     try:
         reports = []
-        p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 300,
-                                                "message.send.max.retries": 1}),
-                     on_report=reports.append)
+        p = Producer(
+            _down_config(hung.port, **{"socket.timeout.ms": 300, "message.send.max.retries": 1}),
+            on_report=reports.append,
+        )
         start = time.monotonic()
         p.send([ProducerData("hung", b"a"), ProducerData("hung", b"b")])
         with pytest.raises(FailedToSendMessageError) as info:
@@ -259,14 +275,15 @@ def test_close_timeout_fails_what_is_left():
     hung = HungBroker()
     try:
         reports = []
-        p = Producer(_down_config(hung.port, **{"socket.timeout.ms": 1000,
-                                                "message.send.max.retries": 50}),
-                     on_report=reports.append)
+        p = Producer(
+            _down_config(hung.port, **{"socket.timeout.ms": 1000, "message.send.max.retries": 50}),
+            on_report=reports.append,
+        )
         p.send([ProducerData("hung", b"m%d" % i) for i in range(5)])
         start = time.monotonic()
         with pytest.raises(FailedToSendMessageError):
             p.close(timeout=0.5)
-        assert time.monotonic() - start < 0.5 + LOAD_SLACK   # not 50 retries x 1 s
+        assert time.monotonic() - start < 0.5 + LOAD_SLACK  # not 50 retries x 1 s
         assert sum(len(r) for r in reports) == 5
         assert all(r.error is not None for r in reports)
     finally:
@@ -279,7 +296,7 @@ def test_chunks_count_as_their_messages():
     p = _producer(0, h, capacity=10, **{"batch.num.messages": 5})
     p.send([ProducerData("t", b"first%d" % i) for i in range(5)])
     assert h.entered.wait(5)
-    p.send([ProducerData("t", b"a%d" % i) for i in range(4)])   # one chunk entry
+    p.send([ProducerData("t", b"a%d" % i) for i in range(4)])  # one chunk entry
     p.send(ProducerData("t", b"single"))
     t = p._thread
     assert (len(t.queue), t.size()) == (2, 5)
@@ -291,20 +308,29 @@ def test_chunks_count_as_their_messages():
         p.send(ProducerData("t", b"over"))
     h.gate.set()
     p.close()
-    assert [d.value for d in h.handled] == \
-        [b"first%d" % i for i in range(5)] + [b"a%d" % i for i in range(4)] + [b"single"] + \
-        [b"b%d" % i for i in range(5)]
+    assert [d.value for d in h.handled] == [b"first%d" % i for i in range(5)] + [
+        b"a%d" % i for i in range(4)
+    ] + [b"single"] + [b"b%d" % i for i in range(5)]
 
 
 def test_mixed_lists_and_singles_keep_order(mini_broker):
     from .conftest import read_partition
+
     mini_broker.create_topic("mixed-order", 1)
     expected = []
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "batch.num.messages": 700, "queue.buffering.max.ms": 1}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "batch.num.messages": 700,
+            "queue.buffering.max.ms": 1,
+        }
+    ) as p:
         for round_no in range(20):
-            batch = [ProducerData("mixed-order", b"L%d-%d" % (round_no, i))
-                     for i in range(round_no * 97 % 1500)]
+            batch = [
+                ProducerData("mixed-order", b"L%d-%d" % (round_no, i))
+                for i in range(round_no * 97 % 1500)
+            ]
             p.send(batch)
             expected += [d.value for d in batch]
             for i in range(round_no % 4):
@@ -320,11 +346,18 @@ def test_mixed_lists_and_singles_keep_order(mini_broker):
 
 def test_multi_topic_list_and_big_list(mini_broker):
     from .conftest import read_partition
+
     mini_broker.create_topic("mt-a", 1)
     mini_broker.create_topic("mt-b", 1)
     reports = []
-    with Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                   "batch.num.messages": 10000}, on_report=reports.append) as p:
+    with Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "batch.num.messages": 10000,
+        },
+        on_report=reports.append,
+    ) as p:
         p.send([ProducerData("mt-a" if i % 3 else "mt-b", b"%d" % i) for i in range(3000)])
         p.send([ProducerData("mt-a", b"big%d" % i) for i in range(25000)])
         p.flush()
@@ -340,10 +373,16 @@ def test_queue_stays_within_capacity_against_a_slow_broker(mini_broker):
     mini_broker.create_topic("slow", 1)
     mini_broker.faults.delay(0, ms=100, count=10)
     reports = []
-    p = Producer({"metadata.broker.list": mini_broker.bootstrap, "producer.type": "async",
-                  "queue.buffering.max.messages": 500, "batch.num.messages": 100},
-                 on_report=reports.append,
-                 max_in_flight_requests_per_connection=2)
+    p = Producer(
+        {
+            "metadata.broker.list": mini_broker.bootstrap,
+            "producer.type": "async",
+            "queue.buffering.max.messages": 500,
+            "batch.num.messages": 100,
+        },
+        on_report=reports.append,
+        max_in_flight_requests_per_connection=2,
+    )
     t = p._thread
     peak = [0]
     stop = threading.Event()
@@ -352,6 +391,7 @@ def test_queue_stays_within_capacity_against_a_slow_broker(mini_broker):
         while not stop.is_set():
             peak[0] = max(peak[0], t.size())
             time.sleep(0.0005)
+
     sampler = threading.Thread(target=sample)
     sampler.start()
     start = time.monotonic()
@@ -392,12 +432,13 @@ def test_a_list_waiting_for_room_is_queued_as_a_chunk():
     assert h.entered.wait(5)
     p.send([ProducerData("t", b"full%d" % i) for i in range(10)])
     t = p._thread
-    blocked = threading.Thread(target=p.send, args=([ProducerData("t", b"late%d" % i)
-                                                     for i in range(5)],))
+    blocked = threading.Thread(
+        target=p.send, args=([ProducerData("t", b"late%d" % i) for i in range(5)],)
+    )
     blocked.start()
     wait_until(lambda: t.full_waiters == 1, 10, "the list send waiting for room")
     assert blocked.is_alive(), "the queue is full: the list send waits"
-    h.permits.release()          # the first batch is done, the next chunk goes to the handler
+    h.permits.release()  # the first batch is done, the next chunk goes to the handler
     blocked.join(5)
     assert not blocked.is_alive()
     assert [type(e).__name__ for e in t.queue] == ["Chunk", "Chunk"]

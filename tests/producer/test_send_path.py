@@ -1,5 +1,6 @@
 """One place chooses each Producer's send()/produce(): kclient/producer/send_path.py's table.
 The name it records says which ran, and each row's functions behave as that row says."""
+
 from __future__ import annotations
 
 import pytest
@@ -30,19 +31,21 @@ def test_each_row_of_the_table(mini_broker, monkeypatch, pure):
     if pure:
         monkeypatch.setattr(send_path, "speedups", None)
     else:
-        need_c(data.speedups, "the C send path")   # KCLIENT_REQUIRE_ALL=1: a failure if not built
+        need_c(data.speedups, "the C send path")  # KCLIENT_REQUIRE_ALL=1: a failure if not built
     rows = [
         ({"producer.type": "sync"}, "sync"),
         ({"producer.type": "async"}, f"async-{c}"),
         ({"producer.type": "async", "callback.handler": EnqueueHook()}, "async-hooked"),
         ({"producer.type": "async", "callback.handler": DequeueHook()}, f"async-{c}-hooked"),
-        ({"producer.type": "async", "transactional.id": "tx-path", "acks": "all"},
-         f"async-{c}+transactional"),
+        (
+            {"producer.type": "async", "transactional.id": "tx-path", "acks": "all"},
+            f"async-{c}+transactional",
+        ),
     ]
     for extra, name in rows:
         with _make(mini_broker, **extra) as p:
             assert p.send_path == name, extra
-            fast = name.startswith("async-c") and "+" not in name    # (a guard wraps it)
+            fast = name.startswith("async-c") and "+" not in name  # (a guard wraps it)
             assert (type(p.send).__name__ == "FastSend") == fast
             if name.endswith("hooked"):
                 with pytest.raises(IllegalStateError, match="hooks"):
@@ -58,5 +61,5 @@ def test_produce_is_replaced_by_its_fast_function_after_the_first_call(mini_brok
     with _make(mini_broker, **{"producer.type": "async"}) as p:
         first = p.produce
         p.produce("t-path", b"a").result(10)
-        assert p.produce is not first            # the switch-on wrapper is gone
+        assert p.produce is not first  # the switch-on wrapper is gone
         p.produce("t-path", b"b").result(10)

@@ -1,5 +1,6 @@
 """The producer's C speed-ups (kclient/producer/_speedups.pyx) against their Python twins: the
 same ProducerData behaviour and the same async send(), message for message."""
+
 from __future__ import annotations
 
 import os
@@ -25,12 +26,14 @@ BOTH = [pytest.param(_PyProducerData, id="python"), pytest.param(C, id="c", mark
 def test_the_speedups_are_built_here():
     # the benchmarks and docs assume them; a build without a compiler falls back silently
     from kclient.protocol.records import v2_walk
+
     if os.environ.get("KCLIENT_PURE_PYTHON") == "1":
         assert data.speedups is None and data.ProducerData is _PyProducerData
-        assert v2_walk._walk_plain is None            # the record walker's Python twin too
+        assert v2_walk._walk_plain is None  # the record walker's Python twin too
     else:
-        assert data.speedups is not None, \
+        assert data.speedups is not None, (
             "kclient/producer/_speedups.pyx is not built: run scripts/setup (pip install -e .)"
+        )
         assert data.ProducerData is C
         assert v2_walk._walk_plain is not None, "kclient/protocol/records/_walk.pyx is not built"
 
@@ -38,8 +41,15 @@ def test_the_speedups_are_built_here():
 @pytest.mark.parametrize("cls", BOTH)
 def test_fields_and_optional_fields(cls):
     d = cls("t", b"v")
-    assert (d.topic, d.value, d.key, d.partition, d.timestamp, d.headers, d._extra) == \
-        ("t", b"v", None, None, None, None, None)
+    assert (d.topic, d.value, d.key, d.partition, d.timestamp, d.headers, d._extra) == (
+        "t",
+        b"v",
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     d = cls("t", b"v", b"k", 3, 17, [("h", b"x")])
     assert d._extra == (b"k", 3, 17, [("h", b"x")])
     d.key = None
@@ -80,14 +90,23 @@ def _send_mix(bootstrap: str, topic: str, pure: bool, monkeypatch) -> list:
     cls = _PyProducerData if pure else C
     monkeypatch.setattr(producer, "ProducerData", cls)
     monkeypatch.setattr(send_path, "ProducerData", cls)
-    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                  "message.max.bytes": 1000, "batch.num.messages": 7})
+    p = Producer(
+        {
+            "metadata.broker.list": bootstrap,
+            "producer.type": "async",
+            "message.max.bytes": 1000,
+            "batch.num.messages": 7,
+        }
+    )
     assert (type(p.send).__name__ == "FastSend") is not pure
     for i in range(30):
         p.send(cls(topic, b"plain-%d" % i))
         p.send(cls(topic, b"keyed-%d" % i, key=b"k%d" % i))
-        p.send(cls(topic, b"pinned-%d" % i, partition=0, timestamp=1000 + i,
-                   headers=[("h", b"%d" % i)]))
+        p.send(
+            cls(
+                topic, b"pinned-%d" % i, partition=0, timestamp=1000 + i, headers=[("h", b"%d" % i)]
+            )
+        )
     p.send([cls(topic, b"list-%d" % i) for i in range(5)])
     with pytest.raises(MessageSizeTooLargeError):
         p.send(cls(topic, b"x" * 1001))
@@ -98,8 +117,10 @@ def _send_mix(bootstrap: str, topic: str, pure: bool, monkeypatch) -> list:
     p.close()
     with pytest.raises(IllegalStateError):
         p.send(cls(topic, b"after close"))
-    return [(r.key, r.value, r.timestamp if r.value.startswith(b"pinned") else None,
-             r.headers) for r in read_partition(bootstrap, topic, 0)]
+    return [
+        (r.key, r.value, r.timestamp if r.value.startswith(b"pinned") else None, r.headers)
+        for r in read_partition(bootstrap, topic, 0)
+    ]
 
 
 @needs_c
@@ -126,11 +147,14 @@ def test_c_fields_read_like_slots():
 
 
 def test_pure_python_switch():
-    code = ("from kclient.producer import data, producer, ProducerData as P; "
-            "print(data.speedups, P.__module__, producer.speedups)")
+    code = (
+        "from kclient.producer import data, producer, ProducerData as P; "
+        "print(data.speedups, P.__module__, producer.speedups)"
+    )
     env = dict(os.environ, KCLIENT_PURE_PYTHON="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["None", "kclient.producer.data", "None"]
 
 
@@ -138,5 +162,6 @@ def test_pure_python_switch():
 def test_c_messages_stay_out_of_the_cycle_collector():
     # building lists of tracked messages ran the collector every 700 of them, over all of them
     import gc
+
     assert gc.is_tracked(_PyProducerData("t", b"v"))
     assert not gc.is_tracked(C("t", b"v", key=b"k", headers=[("h", b"x")]))

@@ -1,4 +1,5 @@
 """The producer against tansu, a Kafka-compatible broker kclient did not write."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,8 +24,9 @@ def test_send_and_read_back(tansu, mode):
     topic = _topic(tansu, f"tansu-{mode}")
     reports = []
     sent = [ProducerData(topic, b"value-%d" % i, key=b"k%d" % (i % 17)) for i in range(3000)]
-    with Producer({"metadata.broker.list": tansu.bootstrap, "producer.type": mode},
-                  on_report=reports.append) as p:
+    with Producer(
+        {"metadata.broker.list": tansu.bootstrap, "producer.type": mode}, on_report=reports.append
+    ) as p:
         p.send(sent[:10])
         for m in sent[10:100]:
             p.send(m)

@@ -2,6 +2,7 @@
 topic.metadata.propagation.max.ms, beyond message.send.max.retries, by both producers: on
 Kafka 4 an auto-created topic answers UNKNOWN_TOPIC_OR_PARTITION for a moment, and a first
 send to it used to fail after 3 quick retries."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,6 +36,7 @@ def create_later(strict_broker):
     def start(topic: str, delay: float) -> None:
         timers.append(threading.Timer(delay, strict_broker.create_topic, (topic, 1)))
         timers[-1].start()
+
     yield start
     for t in timers:
         t.cancel()
@@ -44,8 +46,9 @@ def create_later(strict_broker):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_threaded_send_waits_for_a_topic_being_created(strict_broker, create_later, mode):
     create_later("late", 1.0)
-    with Producer({"metadata.broker.list": strict_broker.bootstrap, "producer.type": mode,
-                   **QUICK_RETRIES}) as p:
+    with Producer(
+        {"metadata.broker.list": strict_broker.bootstrap, "producer.type": mode, **QUICK_RETRIES}
+    ) as p:
         p.send(ProducerData("late", b"v"))
         p.flush()
     assert [bytes(r.value) for r in read_partition(strict_broker.bootstrap, "late", 0)] == [b"v"]
@@ -55,19 +58,25 @@ def test_aio_send_waits_for_a_topic_being_created(strict_broker, create_later):
     create_later("late-aio", 1.0)
 
     async def main() -> None:
-        async with AIOProducer(bootstrap_servers=strict_broker.bootstrap, retry_backoff_ms=50,
-                               retries=2) as p:
+        async with AIOProducer(
+            bootstrap_servers=strict_broker.bootstrap, retry_backoff_ms=50, retries=2
+        ) as p:
             md = await p.send("late-aio", b"v")
             assert md.topic == "late-aio" and md.offset == 0
+
     asyncio.run(main())
 
 
 def test_aio_send_to_a_missing_topic_fails_after_the_wait(strict_broker):
     async def main() -> None:
-        async with AIOProducer(bootstrap_servers=strict_broker.bootstrap, retry_backoff_ms=50,
-                               topic_metadata_propagation_max_ms=400) as p:
+        async with AIOProducer(
+            bootstrap_servers=strict_broker.bootstrap,
+            retry_backoff_ms=50,
+            topic_metadata_propagation_max_ms=400,
+        ) as p:
             started = time.monotonic()
             with pytest.raises(UnknownTopicOrPartitionError, match="nope"):
                 await p.send("nope", b"v")
             assert time.monotonic() - started >= 0.4
+
     asyncio.run(main())

@@ -1,6 +1,7 @@
 """The transactional producer against the mini-broker's transaction coordinator: commit visible
 and abort invisible to a read_committed SimpleConsumer, the state machine's refusals, fencing
 (real-Kafka counterparts: integration/test_transactions.py)."""
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,14 @@ from kclient.simple import SimpleConsumer
 
 
 def _producer(broker, tid, mode="sync"):
-    return Producer({"metadata.broker.list": broker.bootstrap, "producer.type": mode,
-                     "transactional.id": tid, "request.required.acks": -1})
+    return Producer(
+        {
+            "metadata.broker.list": broker.bootstrap,
+            "producer.type": mode,
+            "transactional.id": tid,
+            "request.required.acks": -1,
+        }
+    )
 
 
 def _read(broker, topic, isolation):
@@ -42,7 +49,8 @@ def test_commit_visible_abort_invisible(mini_broker, mode):
     want = [f"{t}-{i}".encode() for t in ("c1", "c2") for i in range(4)]
     assert _read(mini_broker, topic, "read_committed") == want
     assert sorted(_read(mini_broker, topic, "read_uncommitted")) == sorted(
-        want + [f"ab-{i}".encode() for i in range(4)])
+        want + [f"ab-{i}".encode() for i in range(4)]
+    )
 
 
 def test_state_machine_refusals(mini_broker):
@@ -57,7 +65,7 @@ def test_state_machine_refusals(mini_broker):
         p.begin_transaction()
         with pytest.raises(IllegalStateError):
             p.begin_transaction()
-        p.abort_transaction()                  # nothing sent: no EndTxn, back to READY
+        p.abort_transaction()  # nothing sent: no EndTxn, back to READY
         p.begin_transaction()
         p.commit_transaction()
 
@@ -113,8 +121,9 @@ def test_close_aborts_an_open_transaction_unless_told_not_to(mini_broker, abort)
     assert _ends(mini_broker, topic) == ([4, 4] if abort else [0, 3])
 
 
-def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host: str,
-                                    port: int, n: int = 3000, kills: int = 5) -> None:
+def consume_transform_produce_chaos(
+    bootstrap: str, source: str, sink: str, host: str, port: int, n: int = 3000, kills: int = 5
+) -> None:
     """Run tests/producer/txn_worker.py from ``source`` to ``sink``, kill it with -9 ``kills``
     times at random points, let a last run finish; the sink must hold, read_committed, every
     input exactly once and in order, and (read_uncommitted) the killed runs' aborted data.  A
@@ -129,8 +138,20 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"}) as p:
         p.send([ProducerData(source, b"m%05d" % i, partition=0) for i in range(n)])
     tid, group = f"ctp-{uuid.uuid4().hex[:8]}", f"ctp-{uuid.uuid4().hex[:8]}"
-    cmd = [sys.executable, "-m", "tests.producer.txn_worker", bootstrap, host, str(port),
-           source, sink, group, tid, "10", "0.02"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tests.producer.txn_worker",
+        bootstrap,
+        host,
+        str(port),
+        source,
+        sink,
+        group,
+        tid,
+        "10",
+        "0.02",
+    ]
     root = Path(__file__).resolve().parents[2]
     rng = random.Random(12)
     hit = 0
@@ -139,18 +160,19 @@ def consume_transform_produce_chaos(bootstrap: str, source: str, sink: str, host
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         time.sleep(rng.uniform(0.2, 1.5))
         if proc.poll() is None:
-            proc.kill()                           # SIGKILL: no close, no abort
+            proc.kill()  # SIGKILL: no close, no abort
             hit += 1
         proc.wait()
-    zombie = Producer({"metadata.broker.list": bootstrap, "transactional.id": tid,
-                       "request.required.acks": -1})
-    zombie.init_transactions()           # a process with the id and the epoch before the last
+    zombie = Producer(
+        {"metadata.broker.list": bootstrap, "transactional.id": tid, "request.required.acks": -1}
+    )
+    zombie.init_transactions()  # a process with the id and the epoch before the last
     zombie.begin_transaction()
     zombie.send(ProducerData(sink, b"ZOMBIE", partition=0))
     final = subprocess.run(cmd, cwd=root, capture_output=True, timeout=300)
     assert final.returncode == 0 and b"done" in final.stdout, final.stderr[-2000:]
-    assert hit == kills                            # every kill hit the worker mid-run
-    with pytest.raises(ProducerFencedError):       # the last run fenced the zombie's epoch
+    assert hit == kills  # every kill hit the worker mid-run
+    with pytest.raises(ProducerFencedError):  # the last run fenced the zombie's epoch
         zombie.commit_transaction()
     zombie.close()
     for isolation in ("read_committed", "read_uncommitted"):
@@ -175,12 +197,24 @@ def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int =
     every message once."""
     from kclient import consumer
     from kclient.errors import ConsumerTimeoutError
+
     with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync"}) as plain:
         plain.send([ProducerData(source, b"g%03d" % i, partition=0) for i in range(n)])
-    conf = {"metadata.broker.list": bootstrap, "group.id": group, "auto.offset.reset": "smallest",
-            "consumer.timeout.ms": 1000, "auto.commit.enable": False}
-    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                  "transactional.id": f"gt-{group}", "request.required.acks": -1})
+    conf = {
+        "metadata.broker.list": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "smallest",
+        "consumer.timeout.ms": 1000,
+        "auto.commit.enable": False,
+    }
+    p = Producer(
+        {
+            "metadata.broker.list": bootstrap,
+            "producer.type": "async",
+            "transactional.id": f"gt-{group}",
+            "request.required.acks": -1,
+        }
+    )
     with p, consumer.create(conf) as c:
         (stream,) = c.create_message_streams({source: 1})[source]
         got = []
@@ -195,7 +229,7 @@ def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int =
         meta = c.group_metadata()
         assert meta.group_id == group
         p.init_transactions()
-        p.begin_transaction()                              # aborted: offsets not committed
+        p.begin_transaction()  # aborted: offsets not committed
         p.send([ProducerData(sink, v.upper(), partition=0) for v in got])
         p.send_offsets_to_transaction(c.consumed_offsets(), meta)
         p.abort_transaction()
@@ -208,14 +242,16 @@ def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int =
         # Kafka writes the commit marker to __consumer_offsets after EndTxn answers: the
         # offset shows a moment later (-1 read at once in a full run)
         deadline = time.monotonic() + 10
-        while c.offset_store.fetch([(source, 0)]) != {(source, 0): n} \
-                and time.monotonic() < deadline:
+        while (
+            c.offset_store.fetch([(source, 0)]) != {(source, 0): n} and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         assert c.offset_store.fetch([(source, 0)]) == {(source, 0): n}
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     with SimpleConsumer(host, int(port), isolation_level="read_committed") as s:
-        assert [m.message.value for m in s.iter_messages(sink, 0)] == \
-            [b"G%03d" % i for i in range(n)]
+        assert [m.message.value for m in s.iter_messages(sink, 0)] == [
+            b"G%03d" % i for i in range(n)
+        ]
 
 
 def test_group_connector_offsets_committed_in_a_transaction(mini_broker):

@@ -3,6 +3,7 @@
 with v1 forced (``transaction.version=1``: AddPartitionsToTxn, one epoch for the producer's
 life): the epochs each version promises, a zombie fenced, read_committed output and the group's
 offsets exact (Kafka 4.x counterpart: integration/test_aio_transactions.py)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +23,7 @@ TAGS = (("c1", True), ("ab", False), ("c2", True))
 @pytest.fixture(scope="module", params=[2, 1], ids=["tv2", "tv1"])
 def broker(request, tmp_path_factory):
     """A mini-broker finalizing ``transaction.version`` 2 (its default) or 1."""
-    config = {"group.initial.rebalance.delay.ms": "0",
-              "transaction.version": str(request.param)}
+    config = {"group.initial.rebalance.delay.ms": "0", "transaction.version": str(request.param)}
     with MiniBroker(log_dir=tmp_path_factory.mktemp("tv"), config=config) as b:
         b.version = request.param
         yield b
@@ -48,15 +48,20 @@ def _committed(broker, group: str, topic: str) -> dict[int, int]:
 
 def _threaded(broker, topic: str, tid: str, group: str) -> list[tuple[int, int]]:
     seen = []
-    with Producer({"metadata.broker.list": broker.bootstrap, "producer.type": "async",
-                   "transactional.id": tid, "request.required.acks": -1}) as p:
+    with Producer(
+        {
+            "metadata.broker.list": broker.bootstrap,
+            "producer.type": "async",
+            "transactional.id": tid,
+            "request.required.acks": -1,
+        }
+    ) as p:
         p.init_transactions()
         assert p.transaction_version == broker.version
         for n, (tag, commit) in enumerate(TAGS, 1):
             seen.append(p.producer_id_and_epoch)
             p.begin_transaction()
-            p.send([ProducerData(topic, f"{tag}-{i}".encode(), partition=i % 2)
-                    for i in range(4)])
+            p.send([ProducerData(topic, f"{tag}-{i}".encode(), partition=i % 2) for i in range(4)])
             p.send_offsets_to_transaction({(topic, 0): n}, group)
             p.commit_transaction() if commit else p.abort_transaction()
         seen.append(p.producer_id_and_epoch)
@@ -66,21 +71,28 @@ def _threaded(broker, topic: str, tid: str, group: str) -> list[tuple[int, int]]
 def _asyncio(broker, topic: str, tid: str, group: str) -> list[tuple[int, int]]:
     async def main() -> list[tuple[int, int]]:
         seen = []
-        async with AIOProducer({"metadata.broker.list": broker.bootstrap,
-                                "transactional.id": tid, "request.required.acks": -1,
-                                "queue.buffering.max.ms": 1}) as p:
+        async with AIOProducer(
+            {
+                "metadata.broker.list": broker.bootstrap,
+                "transactional.id": tid,
+                "request.required.acks": -1,
+                "queue.buffering.max.ms": 1,
+            }
+        ) as p:
             await p.init_transactions()
             assert p.transaction_version == broker.version
             for n, (tag, commit) in enumerate(TAGS, 1):
                 seen.append(p.producer_id_and_epoch)
                 await p.begin_transaction()
-                futs = [await p.enqueue(topic, f"{tag}-{i}".encode(), partition=i % 2)
-                        for i in range(4)]
+                futs = [
+                    await p.enqueue(topic, f"{tag}-{i}".encode(), partition=i % 2) for i in range(4)
+                ]
                 await p.send_offsets_to_transaction({(topic, 0): n}, group)
                 await p.commit_transaction() if commit else await p.abort_transaction()
                 assert all(f.done() and not f.exception() for f in futs)
             seen.append(p.producer_id_and_epoch)
         return seen
+
     return asyncio.run(main())
 
 
@@ -107,8 +119,11 @@ def test_a_zombie_is_fenced(broker):
     ProducerFencedError and read_committed never shows what it wrote."""
     topic, tid = f"t-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
     broker.create_topic(topic, 1)
-    config = {"metadata.broker.list": broker.bootstrap, "transactional.id": tid,
-              "request.required.acks": -1}
+    config = {
+        "metadata.broker.list": broker.bootstrap,
+        "transactional.id": tid,
+        "request.required.acks": -1,
+    }
     zombie = Producer(config)
     try:
         zombie.init_transactions()
@@ -133,21 +148,28 @@ def test_transactions_v2_on_a_mini_cluster(tmp_path):
     every leader; confluent-kafka's read_committed consumer sees the committed records only."""
     from kclient.broker import MiniCluster
     from tests.broker.test_txn_interop import consume_all
-    with MiniCluster(3, log_dir=tmp_path / "c",
-                     config={"group.initial.rebalance.delay.ms": "0"}) as cluster:
+
+    with MiniCluster(
+        3, log_dir=tmp_path / "c", config={"group.initial.rebalance.delay.ms": "0"}
+    ) as cluster:
         cluster.brokers[0].create_topic("v2c", 6)
         assert len(set(cluster.leaders("v2c").values())) == 3
-        with Producer({"metadata.broker.list": cluster.bootstrap, "producer.type": "async",
-                       "transactional.id": "v2c-tx", "request.required.acks": -1}) as p:
+        with Producer(
+            {
+                "metadata.broker.list": cluster.bootstrap,
+                "producer.type": "async",
+                "transactional.id": "v2c-tx",
+                "request.required.acks": -1,
+            }
+        ) as p:
             p.init_transactions()
             assert p.transaction_version == 2
             pid, epoch = p.producer_id_and_epoch
             for tag, commit in TAGS:
                 p.begin_transaction()
-                p.send([ProducerData("v2c", f"{tag}-{i}".encode(), partition=i)
-                        for i in range(6)])
+                p.send([ProducerData("v2c", f"{tag}-{i}".encode(), partition=i) for i in range(6)])
                 p.commit_transaction() if commit else p.abort_transaction()
             assert p.producer_id_and_epoch == (pid, epoch + 3)
         got, positions, marks = consume_all(cluster.bootstrap, "v2c", 6, "read_committed", 12)
         assert got == {i: [f"c1-{i}".encode(), f"c2-{i}".encode()] for i in range(6)}
-        assert positions == marks          # every marker read past: nothing left open
+        assert positions == marks  # every marker read past: nothing left open

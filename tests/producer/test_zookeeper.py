@@ -1,4 +1,5 @@
 """Broker discovery through ZooKeeper's broker registry (/brokers/ids)."""
+
 from __future__ import annotations
 
 import json
@@ -15,13 +16,17 @@ from .conftest import assert_reports_match_log
 @pytest.mark.zookeeper
 def test_discovery_through_zookeeper(zookeeper, tmp_path):
     from kclient.broker import MiniCluster
+
     with MiniCluster(num_brokers=2, log_dir=tmp_path, zookeeper_connect=zookeeper.connect) as c:
         c.create_topic("zk-topic", 4)
         reports = []
-        with Producer({"zookeeper.connect": zookeeper.connect, "producer.type": "async"},
-                      on_report=reports.append) as p:
+        with Producer(
+            {"zookeeper.connect": zookeeper.connect, "producer.type": "async"},
+            on_report=reports.append,
+        ) as p:
             assert sorted(p.context.cluster.bootstrap) == sorted(
-                (b.host, b.port) for b in c.brokers)
+                (b.host, b.port) for b in c.brokers
+            )
             p.send([ProducerData("zk-topic", b"%d" % i, key=b"%d" % i) for i in range(200)])
             p.flush()
         assert {r.partition for r in reports} == {0, 1, 2, 3}
@@ -32,6 +37,7 @@ def test_discovery_through_zookeeper(zookeeper, tmp_path):
 @pytest.mark.filterwarnings("ignore:No chroot path exists")
 def test_zk_alias_and_empty_registry(zookeeper):
     from kclient.errors import NoBrokersAvailableError
+
     with pytest.raises(NoBrokersAvailableError, match="no broker registered"):
         Producer({"zk.connect": zookeeper.connect + "/empty-chroot"})
 
@@ -52,12 +58,17 @@ def test_discovery_through_zookeeper_of_a_secured_listener(zookeeper, tmp_path):
     from kclient.broker import MiniBroker
     from kclient.simple import FetchRequest, SimpleConsumer
     from kclient.testing.certs import make_certificates
+
     certs = make_certificates(tmp_path / "certs")
-    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server_pem)}
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certs.server_pem),
+    }
     keys = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca)}
-    with MiniBroker(log_dir=tmp_path / "b", broker_id=9, zookeeper_connect=zookeeper.connect,
-                    config=config) as broker:
+    with MiniBroker(
+        log_dir=tmp_path / "b", broker_id=9, zookeeper_connect=zookeeper.connect, config=config
+    ) as broker:
         broker.create_topic("zk-ssl")
         host, port = broker.bootstrap_of("SSL").rsplit(":", 1)
         with Producer({"zookeeper.connect": zookeeper.connect, **keys}) as p:
@@ -65,5 +76,6 @@ def test_discovery_through_zookeeper_of_a_secured_listener(zookeeper, tmp_path):
             assert (broker.host, broker.port) not in p.context.cluster.bootstrap
             p.send(ProducerData("zk-ssl", b"over-tls"))
         with SimpleConsumer(host, int(port), security=keys) as c:
-            assert [m.message.value for m in c.fetch(FetchRequest("zk-ssl", 0, 0, 1 << 16))] \
-                == [b"over-tls"]
+            assert [m.message.value for m in c.fetch(FetchRequest("zk-ssl", 0, 0, 1 << 16))] == [
+                b"over-tls"
+            ]

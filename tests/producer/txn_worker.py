@@ -7,6 +7,7 @@ SOURCE's end.  Prints "ready" once it holds the transactional id, "done" at the 
 transaction waits PAUSE seconds between its flushed sends and its commit, so that most kills
 land while written data is not yet committed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,11 +17,26 @@ from kclient import Producer, ProducerData
 from kclient.simple import FetchRequest, SimpleConsumer
 
 
-def main(bootstrap: str, host: str, port: str, source: str, sink: str, group: str, tid: str,
-         batch: int, pause: float) -> None:
-    producer = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                         "transactional.id": tid, "request.required.acks": -1})
-    producer.init_transactions()              # fences the killed run, aborts its transaction
+def main(
+    bootstrap: str,
+    host: str,
+    port: str,
+    source: str,
+    sink: str,
+    group: str,
+    tid: str,
+    batch: int,
+    pause: float,
+) -> None:
+    producer = Producer(
+        {
+            "metadata.broker.list": bootstrap,
+            "producer.type": "async",
+            "transactional.id": tid,
+            "request.required.acks": -1,
+        }
+    )
+    producer.init_transactions()  # fences the killed run, aborts its transaction
     print("ready", flush=True)
     with SimpleConsumer(host, int(port), so_timeout=15000) as c:
         offset = max(c.fetch_offsets(group, [(source, 0)])[(source, 0)].offset, 0)
@@ -29,8 +45,7 @@ def main(bootstrap: str, host: str, port: str, source: str, sink: str, group: st
             ms = c.fetch(FetchRequest(source, 0, offset, 1 << 20))
             taken = list(ms)[:batch]
             producer.begin_transaction()
-            producer.send([ProducerData(sink, m.message.value.upper(), partition=0)
-                           for m in taken])
+            producer.send([ProducerData(sink, m.message.value.upper(), partition=0) for m in taken])
             offset = taken[-1].offset + 1
             producer.send_offsets_to_transaction({(source, 0): offset}, group)
             producer.flush()

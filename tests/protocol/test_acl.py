@@ -1,4 +1,5 @@
 """Authorized-operations bit fields as Kafka's Utils.to32BitField builds them."""
+
 from kclient.protocol.acl import (
     NOT_REQUESTED,
     SUPPORTED_OPERATIONS,

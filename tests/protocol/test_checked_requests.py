@@ -1,13 +1,20 @@
 """A request or response body naming a field no version of its API declares is refused, with
 the API, the version and the field in the error (it used to encode as the field's default)."""
+
 from __future__ import annotations
 
 import pytest
 
 from kclient.protocol.apis import ALL_APIS, JOIN_GROUP, PRODUCE
 
-JOIN = {"group_id": "g", "session_timeout_ms": 10000, "rebalance_timeout_ms": 30000,
-        "member_id": "", "protocol_type": "consumer", "protocols": []}
+JOIN = {
+    "group_id": "g",
+    "session_timeout_ms": 10000,
+    "rebalance_timeout_ms": 30000,
+    "member_id": "",
+    "protocol_type": "consumer",
+    "protocols": [],
+}
 
 
 def test_a_misspelt_top_level_field_is_refused_naming_api_and_field():
@@ -23,8 +30,9 @@ def test_a_misspelt_nested_field_is_refused_with_its_path():
 
 def test_a_field_of_a_later_version_is_dropped_not_refused():
     # group_instance_id exists from v5: at v4 it is a known name the version does not carry
-    with_id = b"".join(bytes(p) for p in JOIN_GROUP.encode_request(
-        4, {**JOIN, "group_instance_id": "i"}))
+    with_id = b"".join(
+        bytes(p) for p in JOIN_GROUP.encode_request(4, {**JOIN, "group_instance_id": "i"})
+    )
     without = b"".join(bytes(p) for p in JOIN_GROUP.encode_request(4, JOIN))
     assert with_id == without
 

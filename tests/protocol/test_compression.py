@@ -1,4 +1,5 @@
 """Compression codecs: JVM byte conventions (xerial snappy, KAFKA-3160 lz4), bounds, errors."""
+
 import struct
 import zlib
 
@@ -53,8 +54,10 @@ def test_zstd_needs_magic_2_to_write():
         c.compress(c.ZSTD, b"x", magic=1)
 
 
-@pytest.mark.parametrize("codec,attr,name", [(c.SNAPPY, "_snappy", "snappy"),
-                                             (c.LZ4, "_lz4f", "lz4"), (c.ZSTD, "_zstd", "zstd")])
+@pytest.mark.parametrize(
+    "codec,attr,name",
+    [(c.SNAPPY, "_snappy", "snappy"), (c.LZ4, "_lz4f", "lz4"), (c.ZSTD, "_zstd", "zstd")],
+)
 def test_missing_library_is_an_error_naming_the_codec(monkeypatch, codec, attr, name):
     """kafka-python #1033: a missing codec library must never silently yield nothing."""
     monkeypatch.setattr(c, attr, None)
@@ -79,7 +82,7 @@ def test_snappy_writes_xerial_framing_like_the_jvm():
     pos, out = 16, []
     while pos < len(packed):
         (n,) = struct.unpack_from(">i", packed, pos)
-        out.append(snappy.decompress(packed[pos + 4:pos + 4 + n]))
+        out.append(snappy.decompress(packed[pos + 4 : pos + 4 + n]))
         pos += 4 + n
     assert b"".join(out) == DATA
     assert len(out) == -(-len(DATA) // c.XERIAL_BLOCK_SIZE)
@@ -134,7 +137,7 @@ def test_lz4_standard_frames_for_magic_1_and_2(magic):
     packed = c.compress(c.LZ4, DATA, magic)
     assert packed[:4] == b"\x04\x22\x4d\x18"
     flg = packed[4]
-    assert flg & 0x20 and not flg & 0x08      # independent blocks, no content size
+    assert flg & 0x20 and not flg & 0x08  # independent blocks, no content size
     assert packed[6] == _header_checksum_variants(packed)[0]
     assert lz4.frame.decompress(packed) == DATA
 
@@ -144,8 +147,8 @@ def test_lz4_magic_0_writes_the_kafka_3160_checksum():
     good, broken = _header_checksum_variants(packed)
     assert good != broken and packed[6] == broken
     with pytest.raises(RuntimeError):
-        lz4.frame.decompress(packed)          # a strict reader rejects it ...
-    for magic in (0, 1, 2):                    # ... kclient reads it whatever the magic says
+        lz4.frame.decompress(packed)  # a strict reader rejects it ...
+    for magic in (0, 1, 2):  # ... kclient reads it whatever the magic says
         assert c.decompress(c.LZ4, packed, magic) == DATA
 
 
@@ -209,14 +212,17 @@ def test_decompression_is_bounded(codec):
 
 
 def test_raw_snappy_length_header_is_checked_before_decompressing():
-    claim = b"\xff\xff\xff\xff\x0f" + b"\x00" * 10      # claims 4 GiB
+    claim = b"\xff\xff\xff\xff\x0f" + b"\x00" * 10  # claims 4 GiB
     with pytest.raises(ProtocolDecodeError):
         c.decompress(c.SNAPPY, claim, max_size=1 << 20)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]), st.binary(max_size=200),
-       st.sampled_from([0, 1, 2]))
+@given(
+    st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]),
+    st.binary(max_size=200),
+    st.sampled_from([0, 1, 2]),
+)
 def test_garbage_raises_only_kafka_errors(codec, data, magic):
     try:
         c.decompress(codec, data, magic, max_size=1 << 16)
@@ -225,8 +231,7 @@ def test_garbage_raises_only_kafka_errors(codec, data, magic):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]), st.binary(max_size=400),
-       st.data())
+@given(st.sampled_from([c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]), st.binary(max_size=400), st.data())
 def test_truncated_or_flipped_compressed_data(codec, data, draw):
     packed = bytearray(c.compress(codec, data))
     cut = draw.draw(st.integers(min_value=0, max_value=len(packed)))
@@ -248,9 +253,9 @@ def test_gzip_level_and_zlib_compatibility():
 
 def test_lz4_kafka_3160_checksum_with_content_size_in_the_header():
     frame = bytearray(lz4.frame.compress(DATA, store_size=True))
-    assert frame[4] & 0x08                        # header: magic, FLG, BD, 8-byte size, HC
+    assert frame[4] & 0x08  # header: magic, FLG, BD, 8-byte size, HC
     frame[14] = (c.xxh32(bytes(frame[0:14])) >> 8) & 0xFF
     assert c.decompress(c.LZ4, bytes(frame), 0) == DATA
-    frame[14] ^= 0xFF                              # neither variant: rejected
+    frame[14] ^= 0xFF  # neither variant: rejected
     with pytest.raises(ProtocolDecodeError):
         c.decompress(c.LZ4, bytes(frame), 0)

@@ -5,6 +5,7 @@ definitions (clients/src/main/resources/common/message/ConsumerGroup*.json, 4.x)
 version flexible, nullable single structs preceded by an int8 (-1 null, 1 present).  The
 schema-conformance test counts these rows as the oracle of these APIs' versions.
 """
+
 from __future__ import annotations
 
 import struct
@@ -19,9 +20,16 @@ TOPIC_A = bytes(range(16))
 TOPIC_B = bytes(range(16, 32))
 
 
-def i8(v): return struct.pack(">b", v)
-def i16(v): return struct.pack(">h", v)
-def i32(v): return struct.pack(">i", v)
+def i8(v):
+    return struct.pack(">b", v)
+
+
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
 
 
 def cs(v):
@@ -38,72 +46,175 @@ def carr(*items, null=False):
 
 
 HB_REQ_FULL = {
-    "group_id": "g", "member_id": "m1", "member_epoch": 0, "instance_id": "i1",
-    "rack_id": "r1", "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["a", "b"],
-    "subscribed_topic_regex": "^b.*", "server_assignor": "uniform",
+    "group_id": "g",
+    "member_id": "m1",
+    "member_epoch": 0,
+    "instance_id": "i1",
+    "rack_id": "r1",
+    "rebalance_timeout_ms": 300000,
+    "subscribed_topic_names": ["a", "b"],
+    "subscribed_topic_regex": "^b.*",
+    "server_assignor": "uniform",
     "topic_partitions": [{"topic_id": TOPIC_A, "partitions": [0, 2]}],
 }
 HB_REQ_INCREMENTAL = {"group_id": "g", "member_id": "m1", "member_epoch": 7}
 HB_RESP = {
-    "throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": "m1",
-    "member_epoch": 8, "heartbeat_interval_ms": 5000,
+    "throttle_time_ms": 0,
+    "error_code": 0,
+    "error_message": None,
+    "member_id": "m1",
+    "member_epoch": 8,
+    "heartbeat_interval_ms": 5000,
     "assignment": {"topic_partitions": [{"topic_id": TOPIC_B, "partitions": [1]}]},
 }
 HB_RESP_FENCED = {
-    "throttle_time_ms": 3, "error_code": 110, "error_message": "fenced", "member_id": None,
-    "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None,
+    "throttle_time_ms": 3,
+    "error_code": 110,
+    "error_message": "fenced",
+    "member_id": None,
+    "member_epoch": -1,
+    "heartbeat_interval_ms": 0,
+    "assignment": None,
 }
 
-_FULL_HEAD = cs("g") + cs("m1") + i32(0) + cs("i1") + cs("r1") + i32(300000) + carr(cs("a"), cs("b"))
+_FULL_HEAD = (
+    cs("g") + cs("m1") + i32(0) + cs("i1") + cs("r1") + i32(300000) + carr(cs("a"), cs("b"))
+)
 _FULL_TAIL = cs("uniform") + carr(TOPIC_A + carr(i32(0), i32(2)) + TAG) + TAG
 _NULLS_V0 = cs(None) + cs(None) + i32(-1) + carr(null=True) + cs(None) + carr(null=True) + TAG
 
 _MEMBER = {
-    "member_id": "m1", "instance_id": None, "rack_id": "r1", "member_epoch": 4,
-    "client_id": "c", "client_host": "/127.0.0.1", "subscribed_topic_names": ["a"],
+    "member_id": "m1",
+    "instance_id": None,
+    "rack_id": "r1",
+    "member_epoch": 4,
+    "client_id": "c",
+    "client_host": "/127.0.0.1",
+    "subscribed_topic_names": ["a"],
     "subscribed_topic_regex": None,
-    "assignment": {"topic_partitions": [
-        {"topic_id": TOPIC_A, "topic_name": "a", "partitions": [0]}]},
+    "assignment": {
+        "topic_partitions": [{"topic_id": TOPIC_A, "topic_name": "a", "partitions": [0]}]
+    },
     "target_assignment": {"topic_partitions": []},
     "member_type": 1,
 }
-DESC_RESP = {"throttle_time_ms": 0, "groups": [{
-    "error_code": 0, "error_message": None, "group_id": "g", "group_state": "Stable",
-    "group_epoch": 5, "assignment_epoch": 5, "assignor_name": "uniform",
-    "members": [_MEMBER], "authorized_operations": -2147483648}]}
+DESC_RESP = {
+    "throttle_time_ms": 0,
+    "groups": [
+        {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": "g",
+            "group_state": "Stable",
+            "group_epoch": 5,
+            "assignment_epoch": 5,
+            "assignor_name": "uniform",
+            "members": [_MEMBER],
+            "authorized_operations": -2147483648,
+        }
+    ],
+}
 # v0 has no member type: it decodes as -1 (unknown)
-DESC_RESP_V0 = {**DESC_RESP, "groups": [{**DESC_RESP["groups"][0],
-                                         "members": [{**_MEMBER, "member_type": -1}]}]}
-_MEMBER_BYTES = (cs("m1") + cs(None) + cs("r1") + i32(4) + cs("c") + cs("/127.0.0.1")
-                 + carr(cs("a")) + cs(None)
-                 + carr(TOPIC_A + cs("a") + carr(i32(0)) + TAG) + TAG   # assignment
-                 + carr() + TAG)                                          # target assignment
+DESC_RESP_V0 = {
+    **DESC_RESP,
+    "groups": [{**DESC_RESP["groups"][0], "members": [{**_MEMBER, "member_type": -1}]}],
+}
+_MEMBER_BYTES = (
+    cs("m1")
+    + cs(None)
+    + cs("r1")
+    + i32(4)
+    + cs("c")
+    + cs("/127.0.0.1")
+    + carr(cs("a"))
+    + cs(None)
+    + carr(TOPIC_A + cs("a") + carr(i32(0)) + TAG)
+    + TAG  # assignment
+    + carr()
+    + TAG
+)  # target assignment
 _GROUP_HEAD = i16(0) + cs(None) + cs("g") + cs("Stable") + i32(5) + i32(5) + cs("uniform")
 
 GOLDEN = [
     (CONSUMER_GROUP_HEARTBEAT, "request", 0, HB_REQ_FULL, _FULL_HEAD + _FULL_TAIL),
     (CONSUMER_GROUP_HEARTBEAT, "request", 1, HB_REQ_FULL, _FULL_HEAD + cs("^b.*") + _FULL_TAIL),
-    (CONSUMER_GROUP_HEARTBEAT, "request", 0, HB_REQ_INCREMENTAL,
-     cs("g") + cs("m1") + i32(7) + _NULLS_V0),
-    (CONSUMER_GROUP_HEARTBEAT, "request", 1, HB_REQ_INCREMENTAL,
-     cs("g") + cs("m1") + i32(7) + cs(None) + cs(None) + i32(-1) + carr(null=True) + cs(None)
-     + cs(None) + carr(null=True) + TAG),
-    (CONSUMER_GROUP_HEARTBEAT, "response", 0, HB_RESP,
-     i32(0) + i16(0) + cs(None) + cs("m1") + i32(8) + i32(5000)
-     + i8(1) + carr(TOPIC_B + carr(i32(1)) + TAG) + TAG + TAG),
-    (CONSUMER_GROUP_HEARTBEAT, "response", 1, HB_RESP_FENCED,
-     i32(3) + i16(110) + cs("fenced") + cs(None) + i32(-1) + i32(0) + i8(-1) + TAG),
-    (CONSUMER_GROUP_DESCRIBE, "request", 0, {"group_ids": ["g", "h"],
-                                             "include_authorized_operations": True},
-     carr(cs("g"), cs("h")) + b"\x01" + TAG),
-    (CONSUMER_GROUP_DESCRIBE, "request", 1, {"group_ids": ["g"],
-                                             "include_authorized_operations": False},
-     carr(cs("g")) + b"\x00" + TAG),
-    (CONSUMER_GROUP_DESCRIBE, "response", 0, DESC_RESP_V0,
-     i32(0) + carr(_GROUP_HEAD + carr(_MEMBER_BYTES + TAG) + i32(-2147483648) + TAG) + TAG),
-    (CONSUMER_GROUP_DESCRIBE, "response", 1, DESC_RESP,
-     i32(0) + carr(_GROUP_HEAD + carr(_MEMBER_BYTES + i8(1) + TAG) + i32(-2147483648) + TAG)
-     + TAG),
+    (
+        CONSUMER_GROUP_HEARTBEAT,
+        "request",
+        0,
+        HB_REQ_INCREMENTAL,
+        cs("g") + cs("m1") + i32(7) + _NULLS_V0,
+    ),
+    (
+        CONSUMER_GROUP_HEARTBEAT,
+        "request",
+        1,
+        HB_REQ_INCREMENTAL,
+        cs("g")
+        + cs("m1")
+        + i32(7)
+        + cs(None)
+        + cs(None)
+        + i32(-1)
+        + carr(null=True)
+        + cs(None)
+        + cs(None)
+        + carr(null=True)
+        + TAG,
+    ),
+    (
+        CONSUMER_GROUP_HEARTBEAT,
+        "response",
+        0,
+        HB_RESP,
+        i32(0)
+        + i16(0)
+        + cs(None)
+        + cs("m1")
+        + i32(8)
+        + i32(5000)
+        + i8(1)
+        + carr(TOPIC_B + carr(i32(1)) + TAG)
+        + TAG
+        + TAG,
+    ),
+    (
+        CONSUMER_GROUP_HEARTBEAT,
+        "response",
+        1,
+        HB_RESP_FENCED,
+        i32(3) + i16(110) + cs("fenced") + cs(None) + i32(-1) + i32(0) + i8(-1) + TAG,
+    ),
+    (
+        CONSUMER_GROUP_DESCRIBE,
+        "request",
+        0,
+        {"group_ids": ["g", "h"], "include_authorized_operations": True},
+        carr(cs("g"), cs("h")) + b"\x01" + TAG,
+    ),
+    (
+        CONSUMER_GROUP_DESCRIBE,
+        "request",
+        1,
+        {"group_ids": ["g"], "include_authorized_operations": False},
+        carr(cs("g")) + b"\x00" + TAG,
+    ),
+    (
+        CONSUMER_GROUP_DESCRIBE,
+        "response",
+        0,
+        DESC_RESP_V0,
+        i32(0) + carr(_GROUP_HEAD + carr(_MEMBER_BYTES + TAG) + i32(-2147483648) + TAG) + TAG,
+    ),
+    (
+        CONSUMER_GROUP_DESCRIBE,
+        "response",
+        1,
+        DESC_RESP,
+        i32(0)
+        + carr(_GROUP_HEAD + carr(_MEMBER_BYTES + i8(1) + TAG) + i32(-2147483648) + TAG)
+        + TAG,
+    ),
 ]
 
 
@@ -138,16 +249,28 @@ def test_golden_decode(case):
 
 
 def test_version_ranges_are_kafkas():
-    assert (CONSUMER_GROUP_HEARTBEAT.key, CONSUMER_GROUP_HEARTBEAT.min_version,
-            CONSUMER_GROUP_HEARTBEAT.max_version, CONSUMER_GROUP_HEARTBEAT.flexible_from) == (68, 0, 1, 0)
-    assert (CONSUMER_GROUP_DESCRIBE.key, CONSUMER_GROUP_DESCRIBE.min_version,
-            CONSUMER_GROUP_DESCRIBE.max_version, CONSUMER_GROUP_DESCRIBE.flexible_from) == (69, 0, 1, 0)
+    assert (
+        CONSUMER_GROUP_HEARTBEAT.key,
+        CONSUMER_GROUP_HEARTBEAT.min_version,
+        CONSUMER_GROUP_HEARTBEAT.max_version,
+        CONSUMER_GROUP_HEARTBEAT.flexible_from,
+    ) == (68, 0, 1, 0)
+    assert (
+        CONSUMER_GROUP_DESCRIBE.key,
+        CONSUMER_GROUP_DESCRIBE.min_version,
+        CONSUMER_GROUP_DESCRIBE.max_version,
+        CONSUMER_GROUP_DESCRIBE.flexible_from,
+    ) == (69, 0, 1, 0)
 
 
 def test_a_v0_heartbeat_cannot_carry_a_regex_it_would_drop_silently():
     # the field is absent in v0: encoding drops it, so the core must only send it at v1+
-    wire = _encode(CONSUMER_GROUP_HEARTBEAT, "request", 0, {**HB_REQ_INCREMENTAL,
-                                                            "subscribed_topic_regex": "x"})
+    wire = _encode(
+        CONSUMER_GROUP_HEARTBEAT,
+        "request",
+        0,
+        {**HB_REQ_INCREMENTAL, "subscribed_topic_regex": "x"},
+    )
     assert wire == cs("g") + cs("m1") + i32(7) + _NULLS_V0
 
 
@@ -158,7 +281,9 @@ def test_a_bad_null_marker_of_a_single_struct_is_a_decode_error():
 
 
 def test_a_null_non_nullable_struct_is_refused_naming_the_field():
-    body = {"throttle_time_ms": 0, "groups": [{**DESC_RESP["groups"][0],
-                                                "members": [{**_MEMBER, "assignment": None}]}]}
+    body = {
+        "throttle_time_ms": 0,
+        "groups": [{**DESC_RESP["groups"][0], "members": [{**_MEMBER, "assignment": None}]}],
+    }
     with pytest.raises(ValueError, match="'assignment'.*not nullable"):
         _encode(CONSUMER_GROUP_DESCRIBE, "response", 0, body)

@@ -223,9 +223,15 @@ def test_client_errors_reexport_protocol_errors():
 @pytest.mark.parametrize(
     "name",
     [
-        "KafkaConnectionError", "KafkaTimeoutError", "NoBrokersAvailableError",
-        "InvalidConfigError", "FailedToSendMessageError", "QueueFullError",
-        "ConsumerTimeoutError", "ConsumerRebalanceFailedError", "IllegalStateError",
+        "KafkaConnectionError",
+        "KafkaTimeoutError",
+        "NoBrokersAvailableError",
+        "InvalidConfigError",
+        "FailedToSendMessageError",
+        "QueueFullError",
+        "ConsumerTimeoutError",
+        "ConsumerRebalanceFailedError",
+        "IllegalStateError",
         "ZooKeeperError",
     ],
 )
@@ -282,14 +288,24 @@ def test_failed_to_send_caps_the_listing():
 def test_error_modules_all_is_a_static_list_naming_every_class_and_alias():
     """``__all__`` is a literal (type checkers read it) and misses no class or old name."""
     from kclient.protocol import error_base, error_codes
+
     for module in (error_base, error_codes):
         tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-        (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
-                    and [getattr(t, "id", None) for t in n.targets] == ["__all__"]]
+        (value,) = [
+            n.value
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and [getattr(t, "id", None) for t in n.targets] == ["__all__"]
+        ]
         assert isinstance(value, ast.List)
         assert all(isinstance(e, ast.Constant) for e in value.elts)
-    defined = {name for name, v in vars(error_codes).items() if isinstance(v, type)
-               and issubclass(v, BrokerResponseError) and v is not BrokerResponseError}
+    defined = {
+        name
+        for name, v in vars(error_codes).items()
+        if isinstance(v, type)
+        and issubclass(v, BrokerResponseError)
+        and v is not BrokerResponseError
+    }
     assert len(error_codes.__all__) == len(set(error_codes.__all__))
     assert set(error_codes.__all__) == defined
     assert {c.__name__ for c in perr.all_error_classes().values()} <= defined

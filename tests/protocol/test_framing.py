@@ -1,4 +1,5 @@
 """Framing and headers: a client and a server protocol wired together in memory."""
+
 import struct
 
 import pytest
@@ -18,8 +19,9 @@ def test_metadata_v0_request_bytes_are_exact():
 
 def test_flexible_request_has_header_v2_and_api_versions_response_header_v0():
     client = ClientProtocol(client_id="kc")
-    corr, frame = client.send_request(API_VERSIONS, 3, {"client_software_name": "kclient",
-                                                        "client_software_version": "1"})
+    corr, frame = client.send_request(
+        API_VERSIONS, 3, {"client_software_name": "kclient", "client_software_version": "1"}
+    )
     # header v2: key, version, corr, int16-prefixed client id, empty tagged fields
     assert frame[4:17] == struct.pack(">hhih", 18, 3, corr, 2) + b"kc" + b"\x00"
     # body: compact strings (length+1 as uvarint) then the body's own empty tagged fields
@@ -27,8 +29,14 @@ def test_flexible_request_has_header_v2_and_api_versions_response_header_v0():
     server = ServerProtocol(APIS)
     (req,) = server.receive_bytes(frame)
     assert req.header.flexible and req.body.client_software_name == "kclient"
-    resp = server.encode_response(req.header, {"error_code": 0, "api_keys": [
-        {"api_key": 0, "min_version": 0, "max_version": 9}], "throttle_time_ms": 0})
+    resp = server.encode_response(
+        req.header,
+        {
+            "error_code": 0,
+            "api_keys": [{"api_key": 0, "min_version": 0, "max_version": 9}],
+            "throttle_time_ms": 0,
+        },
+    )
     # ApiVersions responses keep header v0 (no tagged fields after the correlation id)
     assert resp[4:8] == struct.pack(">i", corr) and resp[8:10] == b"\x00\x00"
     ((rcorr, decoded),) = client.receive_bytes(resp)
@@ -49,12 +57,13 @@ def test_many_in_flight_fed_one_byte_at_a_time():
         requests += server.receive_bytes(bytes([b]))
     assert [r.header.correlation_id for r in requests] == sent
     assert [r.body.topics[0].name for r in requests] == [f"t{i}" for i in range(5)]
-    replies = b"".join(server.encode_response(r.header, {"brokers": [], "controller_id": i,
-                                                         "topics": []})
-                       for i, r in enumerate(requests))
+    replies = b"".join(
+        server.encode_response(r.header, {"brokers": [], "controller_id": i, "topics": []})
+        for i, r in enumerate(requests)
+    )
     got = []
     for i in range(0, len(replies), 7):
-        got += client.receive_bytes(replies[i:i + 7])
+        got += client.receive_bytes(replies[i : i + 7])
     assert [(c, r.controller_id) for c, r in got] == list(zip(sent, range(5)))
     assert client.in_flight == 0
 
@@ -91,8 +100,18 @@ def test_unsupported_version_and_unknown_key_are_reported_not_raised():
 
 def test_truncated_body_raises_decode_error():
     client, server = ClientProtocol(), ServerProtocol(APIS)
-    _, frame = client.send_request(FETCH, 4, {"topics": [{"topic": "t", "partitions": [
-        {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 100}]}]})
+    _, frame = client.send_request(
+        FETCH,
+        4,
+        {
+            "topics": [
+                {
+                    "topic": "t",
+                    "partitions": [{"partition": 0, "fetch_offset": 5, "partition_max_bytes": 100}],
+                }
+            ]
+        },
+    )
     cut = frame[4:-3]
     with pytest.raises(ProtocolDecodeError):
         server.receive_bytes(struct.pack(">i", len(cut)) + cut)
@@ -108,8 +127,17 @@ def test_records_parts_pass_through_unjoined():
             return 1000
 
     region = Region()
-    parts = server.encode_response_parts(req.header, {"responses": [{"topic": "t", "partitions": [
-        {"partition_index": 0, "high_watermark": 9, "records": region}]}]})
+    parts = server.encode_response_parts(
+        req.header,
+        {
+            "responses": [
+                {
+                    "topic": "t",
+                    "partitions": [{"partition_index": 0, "high_watermark": 9, "records": region}],
+                }
+            ]
+        },
+    )
     assert any(p is region for p in parts)
     assert struct.unpack(">i", parts[0])[0] == sum(len(p) for p in parts[1:])
 
@@ -121,8 +149,13 @@ def _reframe(frame: bytes) -> bytes:
 def test_client_tolerates_trailing_bytes_and_unknown_tags_in_responses():
     """A newer broker may add tags to the response header and body; bytes after are ignored."""
     client, server = ClientProtocol(), ServerProtocol(APIS)
-    body = {"throttle_time_ms": 0, "brokers": [{"node_id": 1, "host": "h", "port": 9092}],
-            "cluster_id": "c", "controller_id": 1, "topics": []}
+    body = {
+        "throttle_time_ms": 0,
+        "brokers": [{"node_id": 1, "host": "h", "port": 9092}],
+        "cluster_id": "c",
+        "controller_id": 1,
+        "topics": [],
+    }
     corrs = [client.send_request(METADATA, 9, {"topics": None})[0] for _ in range(3)]
     (req,) = server.receive_bytes(ClientProtocol().send_request(METADATA, 9, {})[1])
     clean = server.encode_response(req.header, body)[4:]
@@ -145,25 +178,27 @@ def test_client_tolerates_trailing_bytes_and_unknown_tags_in_responses():
 def test_server_tolerates_trailing_bytes_and_unknown_tags_in_requests():
     client, server = ClientProtocol(client_id="c"), ServerProtocol(APIS)
     _, frame = client.send_request(METADATA, 9, {"topics": [{"name": "t"}]})
-    head = frame[4:4 + 8 + 2 + 1]  # key, version, corr, client id "c"
-    assert frame[4 + 11] == 0      # the header's empty tag section
-    tagged_header = head + unknown_tag_section() + frame[4 + 12:]
-    (a, b, c) = server.receive_bytes(_reframe(frame[4:] + b"\xff" * 3) + _reframe(tagged_header)
-                                     + frame)
+    head = frame[4 : 4 + 8 + 2 + 1]  # key, version, corr, client id "c"
+    assert frame[4 + 11] == 0  # the header's empty tag section
+    tagged_header = head + unknown_tag_section() + frame[4 + 12 :]
+    (a, b, c) = server.receive_bytes(
+        _reframe(frame[4:] + b"\xff" * 3) + _reframe(tagged_header) + frame
+    )
     assert a.body == b.body == c.body and a.error is b.error is c.error is None
     assert a.body.topics[0].name == "t"
 
 
 def test_frames_cut_from_pieces_of_any_size_and_reused_buffers():
     from kclient.protocol.framing import _Framer
+
     frames = [bytes(range(256)) * 40, b"", b"x" * 3, bytes(5000)]
     wire = b"".join(len(f).to_bytes(4, "big") + f for f in frames)
     for step in (1, 3, 4, 7, 4096, len(wire)):
         framer, got = _Framer(1 << 20), []
         buf = bytearray(step)
         for i in range(0, len(wire), step):
-            piece = wire[i:i + step]
-            buf[:len(piece)] = piece              # a receive buffer the caller reuses
-            got += framer.feed(memoryview(buf)[:len(piece)])
+            piece = wire[i : i + step]
+            buf[: len(piece)] = piece  # a receive buffer the caller reuses
+            got += framer.feed(memoryview(buf)[: len(piece)])
             assert framer.buffered + sum(len(f) + 4 for f in got) == i + len(piece)
         assert got == frames and framer.bytes_needed() == 4, step

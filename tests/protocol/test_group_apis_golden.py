@@ -6,6 +6,7 @@ schema DSL, then cross-checked against kafka-python's protocol classes: its hand
 ``kafka.protocol.old`` structs (non-flexible versions) and its JSON-driven ``ApiMessage``
 classes (all versions, including flexible ones).
 """
+
 from __future__ import annotations
 
 import struct
@@ -25,13 +26,29 @@ from tests.needs import requires
 
 # --- hand-rolled wire primitives (deliberately independent of kclient.protocol.types) ---
 
-def i8(v): return struct.pack(">b", v)
-def i16(v): return struct.pack(">h", v)
-def i32(v): return struct.pack(">i", v)
-def i64(v): return struct.pack(">q", v)
-def boolean(v): return b"\x01" if v else b"\x00"
+
+def i8(v):
+    return struct.pack(">b", v)
 
 
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def boolean(v):
+    return b"\x01" if v else b"\x00"
+
+
+# golden byte tables, laid out as the wire is:
+# fmt: off
 def uv(n):
     """Unsigned varint (LEB128)."""
     out = bytearray()

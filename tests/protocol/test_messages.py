@@ -1,4 +1,5 @@
 """The typed protocol surface: generated views of every API, kept current, seen by mypy."""
+
 from __future__ import annotations
 
 import importlib
@@ -21,11 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_generated_messages_package_is_current():
     modules = render_modules()
-    assert sorted(p.name for p in MESSAGES_DIR.glob("*.py")) == sorted(modules), \
+    assert sorted(p.name for p in MESSAGES_DIR.glob("*.py")) == sorted(modules), (
         "stale: run python -m kclient.protocol.codegen"
+    )
     for name, text in modules.items():
-        assert (MESSAGES_DIR / name).read_text(encoding="utf-8") == text, \
+        assert (MESSAGES_DIR / name).read_text(encoding="utf-8") == text, (
             f"{name} is stale: run python -m kclient.protocol.codegen"
+        )
 
 
 def test_family_modules_stay_small_and_each_view_is_in_its_apis_family():
@@ -51,7 +54,8 @@ def test_every_api_is_declared_with_its_typed_views():
         req, resp = class_names(api)
         assert declared.get(id(api)) == f"Api[{req}, {resp}]", (
             f"declare {api.name} as `NAME: Api[{req}, {resp}] = Api(...)` (importing the views "
-            "from ..messages under TYPE_CHECKING) and run python -m kclient.protocol.codegen")
+            "from ..messages under TYPE_CHECKING) and run python -m kclient.protocol.codegen"
+        )
         assert {req, resp} <= set(messages.__all__)
 
 
@@ -83,6 +87,7 @@ def test_py_typed_ships():
 def test_decoded_messages_stay_structs():
     """The views are for type checkers only: decoding returns the same Struct as before."""
     from kclient.protocol.schema import Struct
+
     body = b"".join(METADATA.encode_response(1, {"brokers": [], "topics": []}))
     decoded = METADATA.decode_response(1, body)
     assert type(decoded) is Struct and decoded.controller_id == -1
@@ -92,13 +97,25 @@ def _mypy(tmp_path, *args):
     if shutil.which("mypy", path=str(Path(sys.executable).parent)) is None:
         missing("mypy not installed (pip install -e '.[test]')")
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache"),
-         "--follow-imports=silent", "--no-error-summary", *args],
-        capture_output=True, text=True, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            "--follow-imports=silent",
+            "--no-error-summary",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     return proc.returncode, proc.stdout
 
 
-SNIPPET = '''
+SNIPPET = """
 from kclient.protocol.apis import FETCH, METADATA
 from kclient.protocol.framing import ClientProtocol
 
@@ -109,17 +126,23 @@ reveal_type(meta.topics[0].partitions[0].leader_epoch)
 reveal_type(FETCH.decode_request(4, b"").topics[0].partitions)
 meta.no_such_field
 ClientProtocol().send_request(METADATA, 9, {"topics": None})
-'''
+"""
 
 
 def test_mypy_types_decoded_messages(tmp_path):
     script = tmp_path / "typed_use.py"
     script.write_text(SNIPPET, encoding="utf-8")
     _, out = _mypy(tmp_path, str(script))
-    revealed = [line.split("Revealed type is ")[1].replace("builtins.", "")
-                for line in out.splitlines() if "Revealed type is" in line]
-    assert revealed == ['"kclient.protocol.messages.core.MetadataResponse"', '"int"',
-                        '"int"',
-                        '"list[kclient.protocol.messages.core.FetchRequestPartition]"']
+    revealed = [
+        line.split("Revealed type is ")[1].replace("builtins.", "")
+        for line in out.splitlines()
+        if "Revealed type is" in line
+    ]
+    assert revealed == [
+        '"kclient.protocol.messages.core.MetadataResponse"',
+        '"int"',
+        '"int"',
+        '"list[kclient.protocol.messages.core.FetchRequestPartition]"',
+    ]
     assert '"MetadataResponse" has no attribute "no_such_field"' in out
     assert out.count("error:") == 1, out

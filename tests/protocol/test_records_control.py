@@ -1,5 +1,6 @@
 """Transaction markers (control batches): built as Kafka lays them out, read back by kclient and
 by kafka-python, and hidden from ordinary record iteration."""
+
 import struct
 
 import pytest
@@ -39,19 +40,28 @@ def test_marker_batch_round_trips(committed):
 
 
 def test_markers_are_skipped_by_default_record_iteration():
-    data = build_batch([b"a", b"b"], base_offset=0, producer_id=5, producer_epoch=0,
-                       base_sequence=0, is_transactional=True)
+    data = build_batch(
+        [b"a", b"b"],
+        base_offset=0,
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
     marker = build_marker_batch(5, 0, True, 0, base_offset=2)
     assert [r.value for r in RecordsReader(data + marker)] == [b"a", b"b"]
     assert [r.offset for r in RecordsReader(data + marker).records(skip_control=False)] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("key,value", [
-    (b"\x00", encode_end_txn_marker(0)),              # short key
-    (None, encode_end_txn_marker(0)),                 # no key
-    (encode_control_key(2), encode_end_txn_marker(0)),  # LEADER_CHANGE, not a marker
-    (encode_control_key(COMMIT), b"\x00\x00"),        # short value
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        (b"\x00", encode_end_txn_marker(0)),  # short key
+        (None, encode_end_txn_marker(0)),  # no key
+        (encode_control_key(2), encode_end_txn_marker(0)),  # LEADER_CHANGE, not a marker
+        (encode_control_key(COMMIT), b"\x00\x00"),  # short value
+    ],
+)
 def test_malformed_markers_are_refused(key, value):
     with pytest.raises(ValueError):
         parse_end_txn_marker(key, value)
@@ -68,37 +78,62 @@ def test_kafka_python_reads_our_marker():
 
 
 def _txn(pid, values, base, epoch=0):
-    return build_batch(values, base_offset=base, producer_id=pid, producer_epoch=epoch,
-                       base_sequence=base, is_transactional=True)
+    return build_batch(
+        values,
+        base_offset=base,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=base,
+        is_transactional=True,
+    )
 
 
 def _values_of(buf, spans):
     from kclient.protocol.records import decode_entries
+
     return [r.value for r in decode_entries(buf, spans)]
 
 
 def test_committed_entries_drop_aborted_transactions_up_to_their_abort_marker():
     from kclient.protocol.records import committed_entries, scan_entries
+
     # pid 1 aborts [a0 a1], pid 2 commits [b0] interleaved, pid 1 then commits [a2],
     # a non-transactional batch from pid 1's id space is kept regardless
-    buf = b"".join([
-        _txn(1, [b"a0"], 0), _txn(2, [b"b0"], 1), _txn(1, [b"a1"], 2),
-        build_marker_batch(1, 0, False, 0, base_offset=3),
-        build_batch([b"plain"], base_offset=4, producer_id=1),
-        build_marker_batch(2, 0, True, 0, base_offset=5),
-        _txn(1, [b"a2"], 6), build_marker_batch(1, 0, True, 0, base_offset=7),
-    ])
+    buf = b"".join(
+        [
+            _txn(1, [b"a0"], 0),
+            _txn(2, [b"b0"], 1),
+            _txn(1, [b"a1"], 2),
+            build_marker_batch(1, 0, False, 0, base_offset=3),
+            build_batch([b"plain"], base_offset=4, producer_id=1),
+            build_marker_batch(2, 0, True, 0, base_offset=5),
+            _txn(1, [b"a2"], 6),
+            build_marker_batch(1, 0, True, 0, base_offset=7),
+        ]
+    )
     spans = scan_entries(buf).entries
     kept = committed_entries(buf, spans, [(1, 0)])
     assert _values_of(buf, kept) == [b"b0", b"plain", b"a2"]
-    assert len(kept) == len(spans) - 2                   # markers stay (they move offsets)
-    assert _values_of(buf, committed_entries(buf, spans, [])) == \
-        [b"a0", b"b0", b"a1", b"plain", b"a2"]
+    assert len(kept) == len(spans) - 2  # markers stay (they move offsets)
+    assert _values_of(buf, committed_entries(buf, spans, [])) == [
+        b"a0",
+        b"b0",
+        b"a1",
+        b"plain",
+        b"a2",
+    ]
 
 
 def test_an_aborted_transaction_starting_later_in_the_buffer_drops_only_its_own_batches():
     from kclient.protocol.records import committed_entries, scan_entries
-    buf = b"".join([_txn(1, [b"c0", b"c1"], 0), build_marker_batch(1, 0, True, 0, base_offset=2),
-                    _txn(1, [b"x0"], 3), build_marker_batch(1, 0, False, 0, base_offset=4)])
+
+    buf = b"".join(
+        [
+            _txn(1, [b"c0", b"c1"], 0),
+            build_marker_batch(1, 0, True, 0, base_offset=2),
+            _txn(1, [b"x0"], 3),
+            build_marker_batch(1, 0, False, 0, base_offset=4),
+        ]
+    )
     spans = scan_entries(buf).entries
     assert _values_of(buf, committed_entries(buf, spans, [(1, 3)])) == [b"c0", b"c1"]

@@ -1,4 +1,5 @@
 """Golden byte-level facts from the seeds (message format article, DumpLogSegments output)."""
+
 import struct
 import zlib
 
@@ -12,7 +13,7 @@ from kclient.protocol.records import (
     encode_message,
 )
 
-TS_V2 = 1524709879130      # "CreateTime: 1524709879130" in the seed's dump
+TS_V2 = 1524709879130  # "CreateTime: 1524709879130" in the seed's dump
 TS_TEN = 1524712213771
 
 
@@ -49,8 +50,21 @@ def _v2_header(data):
 def test_v2_one_record_batch_is_76_bytes_with_the_dumped_crc():
     data = build_batch([b"value"], [b"key"], timestamp=TS_V2, partition_leader_epoch=0)
     assert len(data) == 76 and BATCH_HEADER_SIZE == 61
-    (base, length, epoch, magic, crc, attrs, last_delta, first_ts, max_ts, pid, pepoch, seq,
-     count) = _v2_header(data)
+    (
+        base,
+        length,
+        epoch,
+        magic,
+        crc,
+        attrs,
+        last_delta,
+        first_ts,
+        max_ts,
+        pid,
+        pepoch,
+        seq,
+        count,
+    ) = _v2_header(data)
     assert (base, length, epoch, magic, attrs, last_delta) == (0, 64, 0, 2, 0, 0)
     assert (first_ts, max_ts, pid, pepoch, seq, count) == (TS_V2, TS_V2, -1, -1, -1, 1)
     # "crc: 2857248333" in the seed's DumpLogSegments output, CRC-32C of attributes..end
@@ -68,8 +82,9 @@ def test_v2_ten_six_byte_values_are_191_bytes():
     values = [b"%06d" % i for i in range(10)]
     data = build_batch(values, timestamp=TS_TEN, base_offset=2, partition_leader_epoch=0)
     assert len(data) == 191
-    (base, length, _, magic, crc, attrs, last_delta, first_ts, max_ts, _, _, _,
-     count) = _v2_header(data)
+    (base, length, _, magic, crc, attrs, last_delta, first_ts, max_ts, _, _, _, count) = _v2_header(
+        data
+    )
     assert (base, length, magic, attrs, last_delta, count) == (2, 179, 2, 0, 9, 10)
     assert first_ts == max_ts == TS_TEN
     assert crc == crc32c(data[21:])
@@ -89,9 +104,11 @@ def test_seed_sizes_for_ten_messages_in_v0_and_v1():
 
 
 def test_read_back_golden_entries_as_one_mixed_buffer():
-    buf = (build_message_set([b"value"], [b"key"], magic=0)
-           + build_message_set([b"value"], [b"key"], magic=1, timestamp=TS_V2, base_offset=1)
-           + build_batch([b"value"], [b"key"], timestamp=TS_V2, base_offset=2))
+    buf = (
+        build_message_set([b"value"], [b"key"], magic=0)
+        + build_message_set([b"value"], [b"key"], magic=1, timestamp=TS_V2, base_offset=1)
+        + build_batch([b"value"], [b"key"], timestamp=TS_V2, base_offset=2)
+    )
     reader = RecordsReader(buf)
     recs = list(reader)
     assert [(r.offset, r.key, r.value) for r in recs] == [(i, b"key", b"value") for i in range(3)]
@@ -99,4 +116,7 @@ def test_read_back_golden_entries_as_one_mixed_buffer():
     assert [r.timestamp_type for r in recs] == [-1, 0, 0]
     assert reader.valid_bytes == 34 + 42 + 76 and reader.incomplete_size is None
     assert [(b.magic, b.position, b.size) for b in reader.batches()] == [
-        (0, 0, 34), (1, 34, 42), (2, 76, 76)]
+        (0, 0, 34),
+        (1, 34, 42),
+        (2, 76, 76),
+    ]

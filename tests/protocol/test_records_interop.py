@@ -3,6 +3,7 @@
 What kclient writes, kafka-python reads (MemoryRecords / LegacyRecordBatch / DefaultRecordBatch)
 and vice versa, for magic 0, 1, 2 and every codec kafka-python supports for that magic.
 """
+
 import struct
 
 import pytest
@@ -22,8 +23,9 @@ from tests.protocol.test_compression import _XXHashShim  # noqa: E402
 TS = 1_700_000_000_000
 LEGACY_CODECS = [c.NONE, c.GZIP, c.SNAPPY, c.LZ4]
 V2_CODECS = LEGACY_CODECS + [c.ZSTD]
-CASES = ([(m, codec) for m in (0, 1) for codec in LEGACY_CODECS]
-         + [(2, codec) for codec in V2_CODECS])
+CASES = [(m, codec) for m in (0, 1) for codec in LEGACY_CODECS] + [
+    (2, codec) for codec in V2_CODECS
+]
 
 
 @pytest.fixture(autouse=True)
@@ -34,12 +36,14 @@ def _xxhash_for_kafka_python(monkeypatch):
 
 def _columns(n=25):
     values = [b"value-%03d" % i * (i % 4 + 1) for i in range(n)]
-    values[3] = None                       # a tombstone
+    values[3] = None  # a tombstone
     values[4] = b""
     keys = [None if i % 3 == 0 else b"key-%d" % i for i in range(n)]
     timestamps = [TS + (i * 37) % 500 - 100 for i in range(n)]
-    headers = [[] if i % 2 else [(f"h{j}", None if j == 1 else b"v%d" % i) for j in range(i % 4)]
-               for i in range(n)]
+    headers = [
+        [] if i % 2 else [(f"h{j}", None if j == 1 else b"v%d" % i) for j in range(i % 4)]
+        for i in range(n)
+    ]
     return values, keys, timestamps, headers
 
 
@@ -64,29 +68,45 @@ def _kafka_python_read(data):
 
 def _kclient_write(magic, codec, values, keys, timestamps, headers, base_offset):
     if magic == 2:
-        return build_batch(values, keys, timestamps, headers, codec=codec, base_offset=base_offset,
-                           producer_id=4242, producer_epoch=3, base_sequence=17)
-    return build_message_set(values, keys, timestamps, magic=magic, codec=codec,
-                             base_offset=base_offset)
+        return build_batch(
+            values,
+            keys,
+            timestamps,
+            headers,
+            codec=codec,
+            base_offset=base_offset,
+            producer_id=4242,
+            producer_epoch=3,
+            base_sequence=17,
+        )
+    return build_message_set(
+        values, keys, timestamps, magic=magic, codec=codec, base_offset=base_offset
+    )
 
 
 def _kafka_python_write(magic, codec, values, keys, timestamps, headers, base_offset):
     n = len(values)
     if magic == 2:
-        b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                      producer_id=4242, producer_epoch=3, base_sequence=17,
-                                      batch_size=1 << 24)
+        b = DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=codec,
+            is_transactional=False,
+            producer_id=4242,
+            producer_epoch=3,
+            base_sequence=17,
+            batch_size=1 << 24,
+        )
         for i in range(n):
             b.append(i, timestamp=timestamps[i], key=keys[i], value=values[i], headers=headers[i])
         data = bytearray(b.build())
-        struct.pack_into(">q", data, 0, base_offset)        # what a broker does on append
+        struct.pack_into(">q", data, 0, base_offset)  # what a broker does on append
         return bytes(data)
     b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 24)
     for i in range(n):
         inner = base_offset + i if (magic == 0 or not codec) else i
         b.append(inner, timestamp=timestamps[i], key=keys[i], value=values[i])
     data = bytearray(b.build())
-    if codec:                                               # the wrapper gets the last offset
+    if codec:  # the wrapper gets the last offset
         struct.pack_into(">q", data, 0, base_offset + n - 1)
     return bytes(data)
 
@@ -94,8 +114,16 @@ def _kafka_python_write(magic, codec, values, keys, timestamps, headers, base_of
 def _expected(magic, values, keys, timestamps, headers, base_offset):
     out = []
     for i, (v, k, ts, hs) in enumerate(zip(values, keys, timestamps, headers)):
-        out.append((base_offset + i, ts if magic else -1, 0 if magic else -1, k, v,
-                    list(hs) if magic == 2 else []))
+        out.append(
+            (
+                base_offset + i,
+                ts if magic else -1,
+                0 if magic else -1,
+                k,
+                v,
+                list(hs) if magic == 2 else [],
+            )
+        )
     return out
 
 
@@ -124,14 +152,35 @@ def test_v2_batch_metadata_matches_kafka_python():
         ours = next(RecordsReader(data).batches())
         theirs = DefaultRecordBatch(bytearray(data))
         assert theirs.validate_crc()
-        assert (ours.base_offset, ours.last_offset, ours.codec, ours.producer_id,
-                ours.producer_epoch, ours.base_sequence, ours.max_timestamp,
-                ours.first_timestamp, ours.record_count, ours.crc, ours.is_transactional,
-                ours.is_control, ours.size) == (
-            theirs.base_offset, theirs.last_offset, theirs.compression_type, theirs.producer_id,
-            theirs.producer_epoch, theirs.base_sequence, theirs.max_timestamp,
-            theirs.first_timestamp, theirs.records_count, theirs.crc, theirs.is_transactional,
-            theirs.is_control_batch, theirs.size_in_bytes)
+        assert (
+            ours.base_offset,
+            ours.last_offset,
+            ours.codec,
+            ours.producer_id,
+            ours.producer_epoch,
+            ours.base_sequence,
+            ours.max_timestamp,
+            ours.first_timestamp,
+            ours.record_count,
+            ours.crc,
+            ours.is_transactional,
+            ours.is_control,
+            ours.size,
+        ) == (
+            theirs.base_offset,
+            theirs.last_offset,
+            theirs.compression_type,
+            theirs.producer_id,
+            theirs.producer_epoch,
+            theirs.base_sequence,
+            theirs.max_timestamp,
+            theirs.first_timestamp,
+            theirs.records_count,
+            theirs.crc,
+            theirs.is_transactional,
+            theirs.is_control_batch,
+            theirs.size_in_bytes,
+        )
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -142,16 +191,22 @@ def test_legacy_wrapper_metadata_and_crc_match_kafka_python(magic):
     assert theirs.validate_crc()
     ours = next(RecordsReader(data).batches())
     assert (ours.base_offset, ours.last_offset, ours.codec, ours.crc) == (
-        10, 34, c.GZIP, theirs._crc)
+        10,
+        34,
+        c.GZIP,
+        theirs._crc,
+    )
     assert [r.offset for r in theirs] == list(range(10, 35))
 
 
 def test_v1_log_append_time_wrapper_both_ways():
     values = [b"a", b"b", b"c"]
-    data = build_message_set(values, magic=1, codec=c.SNAPPY, timestamps=[1, 2, 3],
-                             timestamp=99, timestamp_type=1)
-    theirs = [(r.offset, r.timestamp, r.timestamp_type) for r in LegacyRecordBatch(
-        bytearray(data), 1)]
+    data = build_message_set(
+        values, magic=1, codec=c.SNAPPY, timestamps=[1, 2, 3], timestamp=99, timestamp_type=1
+    )
+    theirs = [
+        (r.offset, r.timestamp, r.timestamp_type) for r in LegacyRecordBatch(bytearray(data), 1)
+    ]
     ours = [(r.offset, r.timestamp, r.timestamp_type) for r in RecordsReader(data)]
     assert ours == theirs == [(0, 99, 1), (1, 99, 1), (2, 99, 1)]
 

@@ -1,5 +1,6 @@
 """Property tests: random records round-trip through every magic and codec; decoders fed
 random, truncated or length-lying bytes raise only kclient protocol errors and allocate little."""
+
 import struct
 import tracemalloc
 
@@ -24,13 +25,18 @@ from tests.protocol.test_compression import _XXHashShim
 
 ALLOWED = (ProtocolDecodeError, CorruptRecordError, UnsupportedCodecError)
 FORMATS = [(m, codec) for m in (0, 1) for codec in (c.NONE, c.GZIP, c.SNAPPY, c.LZ4)] + [
-    (2, codec) for codec in (c.NONE, c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD)]
+    (2, codec) for codec in (c.NONE, c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD)
+]
 LIMIT = 1 << 16
 
 maybe_bytes = st.one_of(st.none(), st.binary(max_size=40))
 header = st.tuples(st.text(max_size=8), maybe_bytes)
-record = st.tuples(maybe_bytes, maybe_bytes, st.integers(min_value=0, max_value=1 << 42),
-                   st.lists(header, max_size=3))
+record = st.tuples(
+    maybe_bytes,
+    maybe_bytes,
+    st.integers(min_value=0, max_value=1 << 42),
+    st.lists(header, max_size=3),
+)
 
 
 def _build(magic, codec, records, base_offset):
@@ -38,25 +44,41 @@ def _build(magic, codec, records, base_offset):
     values = [r[1] for r in records]
     stamps = [r[2] for r in records]
     if magic == 2:
-        return build_batch(values, keys, stamps, [r[3] for r in records], codec=codec,
-                           base_offset=base_offset)
-    return build_message_set(values, keys, stamps, magic=magic, codec=codec,
-                             base_offset=base_offset)
+        return build_batch(
+            values, keys, stamps, [r[3] for r in records], codec=codec, base_offset=base_offset
+        )
+    return build_message_set(
+        values, keys, stamps, magic=magic, codec=codec, base_offset=base_offset
+    )
 
 
 def _expected(magic, records, base_offset):
-    return [(base_offset + i, r[2] if magic else -1, 0 if magic else -1, r[0], r[1],
-             list(r[3]) if magic == 2 else []) for i, r in enumerate(records)]
+    return [
+        (
+            base_offset + i,
+            r[2] if magic else -1,
+            0 if magic else -1,
+            r[0],
+            r[1],
+            list(r[3]) if magic == 2 else [],
+        )
+        for i, r in enumerate(records)
+    ]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(FORMATS), st.lists(record, min_size=1, max_size=20),
-       st.integers(min_value=0, max_value=1 << 40))
+@given(
+    st.sampled_from(FORMATS),
+    st.lists(record, min_size=1, max_size=20),
+    st.integers(min_value=0, max_value=1 << 40),
+)
 def test_round_trip_every_magic_and_codec(fmt, records, base_offset):
     magic, codec = fmt
     data = _build(magic, codec, records, base_offset)
-    got = [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
-           for r in RecordsReader(data)]
+    got = [
+        (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
+        for r in RecordsReader(data)
+    ]
     assert got == _expected(magic, records, base_offset)
     infos = list(iter_entries(data))
     assert sum(i.size for i in infos) == len(data) and {i.magic for i in infos} == {magic}
@@ -65,8 +87,14 @@ def test_round_trip_every_magic_and_codec(fmt, records, base_offset):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(FORMATS), st.lists(record, min_size=1, max_size=5)),
-                min_size=1, max_size=5), st.sampled_from([0, 1, 2]))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(FORMATS), st.lists(record, min_size=1, max_size=5)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.sampled_from([0, 1, 2]),
+)
 def test_mixed_buffers_assign_and_convert(groups, target):
     buf = b"".join(_build(m, codec, recs, 0) for (m, codec), recs in groups)
     flat = [r for _, recs in groups for r in recs]
@@ -77,7 +105,8 @@ def test_mixed_buffers_assign_and_convert(groups, target):
     out = convert_records(assigned.data, target, codec=None if keep_codec else c.GZIP)
     converted = list(RecordsReader(out))
     assert [(r.offset, r.key, r.value) for r in converted] == [
-        (7 + i, r[0], r[1]) for i, r in enumerate(flat)]
+        (7 + i, r[0], r[1]) for i, r in enumerate(flat)
+    ]
 
 
 @settings(max_examples=25, deadline=None)
@@ -96,7 +125,7 @@ def test_kafka_python_reads_random_records(fmt, records):
             got.extend((r.offset, r.key, r.value) for r in batch)
     finally:
         codec_mod.xxhash = saved
-    if magic == 1 and codec:   # kafka-python only rebases non-negative relative offsets
+    if magic == 1 and codec:  # kafka-python only rebases non-negative relative offsets
         assert [g[1:] for g in got] == [(r[0], r[1]) for r in records]
     else:
         assert got == [(i, r[0], r[1]) for i, r in enumerate(records)]
@@ -112,12 +141,14 @@ def _consume(buf, validate_crc):
 
 
 def _all_decoders(buf, validate_crc):
-    for fn in (lambda: _consume(buf, validate_crc),
-               lambda: list(iter_entries(buf, validate_crc=validate_crc, max_decompressed=LIMIT)),
-               lambda: scan_log(buf, validate_crc=validate_crc, max_decompressed=LIMIT),
-               lambda: assign_offsets(buf, 3, max_decompressed=LIMIT),
-               lambda: convert_records(buf, 0, codec=c.GZIP, max_decompressed=LIMIT),
-               lambda: convert_records(buf, 2, max_decompressed=LIMIT)):
+    for fn in (
+        lambda: _consume(buf, validate_crc),
+        lambda: list(iter_entries(buf, validate_crc=validate_crc, max_decompressed=LIMIT)),
+        lambda: scan_log(buf, validate_crc=validate_crc, max_decompressed=LIMIT),
+        lambda: assign_offsets(buf, 3, max_decompressed=LIMIT),
+        lambda: convert_records(buf, 0, codec=c.GZIP, max_decompressed=LIMIT),
+        lambda: convert_records(buf, 2, max_decompressed=LIMIT),
+    ):
         try:
             fn()
         except ALLOWED:
@@ -131,9 +162,13 @@ def test_random_bytes_raise_only_protocol_errors(data, validate_crc):
 
 
 def _valid_buffer(draw):
-    groups = draw.draw(st.lists(st.tuples(st.sampled_from(FORMATS),
-                                     st.lists(record, min_size=1, max_size=4)),
-                           min_size=1, max_size=3))
+    groups = draw.draw(
+        st.lists(
+            st.tuples(st.sampled_from(FORMATS), st.lists(record, min_size=1, max_size=4)),
+            min_size=1,
+            max_size=3,
+        )
+    )
     return b"".join(_build(m, codec, recs, 0) for (m, codec), recs in groups)
 
 
@@ -146,7 +181,7 @@ def test_truncated_valid_buffers_read_cleanly(draw):
     assert reader.valid_bytes <= cut
     full = [(r.offset, r.value) for r in RecordsReader(buf)]
     part = [(r.offset, r.value) for r in reader]
-    assert part == full[:len(part)]
+    assert part == full[: len(part)]
     assert (reader.valid_bytes == cut) == (not reader.truncated)
 
 
@@ -163,7 +198,7 @@ def test_mutated_and_length_lying_buffers_raise_only_protocol_errors(draw):
             struct.pack_into(">i", buf, pos, draw.draw(st.integers(-(1 << 31), (1 << 31) - 1)))
         else:
             lie = encode_varint(draw.draw(st.integers(-(1 << 40), 1 << 40)))
-            buf[pos:pos + len(lie)] = lie
+            buf[pos : pos + len(lie)] = lie
     _all_decoders(bytes(buf), validate_crc=False)
     _all_decoders(bytes(buf), validate_crc=True)
 
@@ -180,29 +215,39 @@ def _peak_allocation(fn):
     return peak
 
 
-@pytest.mark.parametrize("lie", ["records_count", "record_length", "key_length", "value_length",
-                                 "header_count", "batch_length"])
+@pytest.mark.parametrize(
+    "lie",
+    [
+        "records_count",
+        "record_length",
+        "key_length",
+        "value_length",
+        "header_count",
+        "batch_length",
+    ],
+)
 def test_lying_lengths_do_not_allocate(lie):
-    data = bytearray(build_batch([b"v" * 50] * 3, [b"key"] * 3, timestamp=1,
-                                 headers=[[("h", b"x")]] * 3))
-    rec = 61                                    # first record
+    data = bytearray(
+        build_batch([b"v" * 50] * 3, [b"key"] * 3, timestamp=1, headers=[[("h", b"x")]] * 3)
+    )
+    rec = 61  # first record
     if lie == "records_count":
         struct.pack_into(">i", data, 57, (1 << 31) - 1)
     elif lie == "record_length":
-        data[rec:rec + 1] = encode_varint((1 << 31) - 1)
+        data[rec : rec + 1] = encode_varint((1 << 31) - 1)
     elif lie == "key_length":
-        data[rec + 4:rec + 5] = encode_varint(1 << 30)
+        data[rec + 4 : rec + 5] = encode_varint(1 << 30)
     elif lie == "value_length":
-        data[rec + 8:rec + 9] = encode_varint((1 << 31) - 1)
+        data[rec + 8 : rec + 9] = encode_varint((1 << 31) - 1)
     elif lie == "header_count":
-        data[rec + 60:rec + 61] = encode_varint(1 << 30)
+        data[rec + 60 : rec + 61] = encode_varint(1 << 30)
     else:
         struct.pack_into(">i", data, 8, (1 << 31) - 1)
     payload = bytes(data)
     peak = _peak_allocation(lambda: list(RecordsReader(payload, validate_crc=False)))
     assert peak < 64 * 1024
     reader = RecordsReader(payload, validate_crc=False)
-    if lie == "batch_length":       # indistinguishable from a batch cut short by the fetch
+    if lie == "batch_length":  # indistinguishable from a batch cut short by the fetch
         assert list(reader) == [] and reader.truncated
         assert reader.incomplete_size == 12 + (1 << 31) - 1
     else:

@@ -1,4 +1,5 @@
 """RecordsReader: partial trailing entries, CRC errors naming offsets, mixed formats, options."""
+
 import struct
 
 import pytest
@@ -29,12 +30,20 @@ def _entries():
     """Three entries per format, at offsets 0.., 10.., 20.. (v0/v1 plain: one message each)."""
     return {
         0: [build_message_set([b"a%d" % i], [b"k"], magic=0, base_offset=10 * i) for i in range(3)],
-        1: [build_message_set([b"a%d" % i], None, magic=1, base_offset=10 * i, timestamp=TS)
-            for i in range(3)],
-        2: [build_batch([b"a%d" % i, b"b%d" % i], timestamp=TS, base_offset=10 * i)
-            for i in range(3)],
-        "wrapped": [build_message_set([b"a%d" % i, b"b%d" % i], magic=1, codec=c.GZIP,
-                                      base_offset=10 * i, timestamp=TS) for i in range(3)],
+        1: [
+            build_message_set([b"a%d" % i], None, magic=1, base_offset=10 * i, timestamp=TS)
+            for i in range(3)
+        ],
+        2: [
+            build_batch([b"a%d" % i, b"b%d" % i], timestamp=TS, base_offset=10 * i)
+            for i in range(3)
+        ],
+        "wrapped": [
+            build_message_set(
+                [b"a%d" % i, b"b%d" % i], magic=1, codec=c.GZIP, base_offset=10 * i, timestamp=TS
+            )
+            for i in range(3)
+        ],
     }
 
 
@@ -76,7 +85,7 @@ def test_flipped_byte_raises_corrupt_record_naming_the_offset(fmt):
         with pytest.raises(CorruptRecordError) as info:
             for rec in reader:
                 seen.append(rec.offset)
-        expected = 11 if fmt == "wrapped" else 10   # a wrapper carries its last inner offset
+        expected = 11 if fmt == "wrapped" else 10  # a wrapper carries its last inner offset
         assert info.value.offset == expected
         assert info.value.errno == 2 and f"offset {expected}" in str(info.value)
         assert seen == [r.offset for r in RecordsReader(entries[0])]
@@ -84,7 +93,7 @@ def test_flipped_byte_raises_corrupt_record_naming_the_offset(fmt):
 
 def test_crc_validation_can_be_turned_off():
     data = bytearray(build_batch([b"value"], timestamp=TS))
-    data[-2] ^= 0xFF                                   # corrupt the value, not the structure
+    data[-2] ^= 0xFF  # corrupt the value, not the structure
     assert [r.value for r in RecordsReader(bytes(data), validate_crc=False)] != [b"value"]
     with pytest.raises(CorruptRecordError):
         list(RecordsReader(bytes(data)))
@@ -119,26 +128,60 @@ def test_v2_declared_size_must_match_the_records():
 
 
 def test_batches_expose_metadata():
-    data = build_batch([b"a", b"b", b"c"], [b"k", None, b"k"], timestamps=[TS + 5, TS, TS + 9],
-                       base_offset=40, codec=c.LZ4, producer_id=77, producer_epoch=2,
-                       base_sequence=9, is_transactional=True, partition_leader_epoch=4)
+    data = build_batch(
+        [b"a", b"b", b"c"],
+        [b"k", None, b"k"],
+        timestamps=[TS + 5, TS, TS + 9],
+        base_offset=40,
+        codec=c.LZ4,
+        producer_id=77,
+        producer_epoch=2,
+        base_sequence=9,
+        is_transactional=True,
+        partition_leader_epoch=4,
+    )
     (batch,) = list(iter_batches(data))
     assert isinstance(batch, Batch)
-    assert (batch.magic, batch.position, batch.size, batch.base_offset, batch.last_offset,
-            batch.next_offset, batch.codec, batch.timestamp_type, batch.is_transactional,
-            batch.is_control, batch.producer_id, batch.producer_epoch, batch.base_sequence,
-            batch.last_sequence, batch.partition_leader_epoch, batch.first_timestamp,
-            batch.max_timestamp, batch.record_count) == (
-        2, 0, len(data), 40, 42, 43, c.LZ4, 0, True, False, 77, 2, 9, 11, 4, TS + 5, TS + 9, 3)
+    assert (
+        batch.magic,
+        batch.position,
+        batch.size,
+        batch.base_offset,
+        batch.last_offset,
+        batch.next_offset,
+        batch.codec,
+        batch.timestamp_type,
+        batch.is_transactional,
+        batch.is_control,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.last_sequence,
+        batch.partition_leader_epoch,
+        batch.first_timestamp,
+        batch.max_timestamp,
+        batch.record_count,
+    ) == (2, 0, len(data), 40, 42, 43, c.LZ4, 0, True, False, 77, 2, 9, 11, 4, TS + 5, TS + 9, 3)
     assert [(r.offset, r.timestamp, r.key) for r in batch] == [
-        (40, TS + 5, b"k"), (41, TS, None), (42, TS + 9, b"k")]
+        (40, TS + 5, b"k"),
+        (41, TS, None),
+        (42, TS + 9, b"k"),
+    ]
 
 
 def test_control_batches_are_skipped_unless_asked_for():
-    marker = build_batch([b"\x00\x00\x00\x00\x00\x00"], [b"\x00\x00\x00\x01"], timestamp=TS,
-                         base_offset=3, is_control=True, is_transactional=True, producer_id=5)
-    data = build_batch([b"a", b"b", b"c"], timestamp=TS, is_transactional=True,
-                       producer_id=5) + marker
+    marker = build_batch(
+        [b"\x00\x00\x00\x00\x00\x00"],
+        [b"\x00\x00\x00\x01"],
+        timestamp=TS,
+        base_offset=3,
+        is_control=True,
+        is_transactional=True,
+        producer_id=5,
+    )
+    data = (
+        build_batch([b"a", b"b", b"c"], timestamp=TS, is_transactional=True, producer_id=5) + marker
+    )
     assert [r.offset for r in RecordsReader(data)] == [0, 1, 2]
     assert [r.offset for r in RecordsReader(data).records(skip_control=False)] == [0, 1, 2, 3]
     assert [b.is_control for b in iter_batches(data)] == [False, True]
@@ -150,8 +193,9 @@ def test_start_offset_drops_earlier_records_of_a_v0_wrapper():
 
 
 def test_headers_and_records_api():
-    data = build_batch([b"v"], [b"k"], headers=[[("trace", b"1"), ("empty", None), ("", b"")]],
-                       timestamp=TS)
+    data = build_batch(
+        [b"v"], [b"k"], headers=[[("trace", b"1"), ("empty", None), ("", b"")]], timestamp=TS
+    )
     (rec,) = list(RecordsReader(data))
     assert rec.headers == [("trace", b"1"), ("empty", None), ("", b"")]
     offset, ts, ts_type, key, value, headers = rec
@@ -169,7 +213,9 @@ def test_read_records_helper_and_scan_entries():
     assert (valid, needed) == (len(data), len(data) // 2)
     scan = scan_entries(data)
     assert [(e.position, e.size, e.magic, e.offset) for e in scan.entries] == [
-        (0, len(data) // 2, 2, 0), (len(data) // 2, len(data) // 2, 2, 1)]
+        (0, len(data) // 2, 2, 0),
+        (len(data) // 2, len(data) // 2, 2, 1),
+    ]
 
 
 def test_builder_class_matches_columnar_build():
@@ -178,10 +224,19 @@ def test_builder_class_matches_columnar_build():
     b.append(b"b", key=b"k", timestamp=TS + 1, headers=[("h", b"v")])
     assert len(b) == 2
     built = b.build()
-    assert built == build_batch([b"a", b"b"], [None, b"k"], [None, TS + 1], [None, [("h", b"v")]],
-                                codec=c.GZIP, base_offset=3, timestamp=TS)
+    assert built == build_batch(
+        [b"a", b"b"],
+        [None, b"k"],
+        [None, TS + 1],
+        [None, [("h", b"v")]],
+        codec=c.GZIP,
+        base_offset=3,
+        timestamp=TS,
+    )
     assert [(r.offset, r.timestamp, r.key, r.headers) for r in RecordsReader(built)] == [
-        (3, TS, None, []), (4, TS + 1, b"k", [("h", b"v")])]
+        (3, TS, None, []),
+        (4, TS + 1, b"k", [("h", b"v")]),
+    ]
 
 
 def test_large_values_and_offset_deltas_use_long_varints():
@@ -205,8 +260,10 @@ def test_builders_reject_bad_input():
 
 
 def test_codecs_can_be_named():
-    for build in (lambda: build_batch([b"a"], codec="lz4", timestamp=TS),
-                  lambda: build_message_set([b"a"], magic=1, codec="snappy", timestamp=TS)):
+    for build in (
+        lambda: build_batch([b"a"], codec="lz4", timestamp=TS),
+        lambda: build_message_set([b"a"], magic=1, codec="snappy", timestamp=TS),
+    ):
         (batch,) = list(iter_batches(build()))
         assert batch.codec in (c.LZ4, c.SNAPPY) and [r.value for r in batch] == [b"a"]
 
@@ -214,14 +271,24 @@ def test_codecs_can_be_named():
 # ----------------------------------------------------------------------------- column decoding
 def _as_written(values, keys=None, timestamps=None, headers=None, base=0, deltas=None):
     n = len(values)
-    return [(base + (i if deltas is None else deltas[i]),
-             TS if timestamps is None else timestamps[i], 0, None if keys is None else keys[i],
-             values[i], [] if headers is None else headers[i]) for i in range(n)]
+    return [
+        (
+            base + (i if deltas is None else deltas[i]),
+            TS if timestamps is None else timestamps[i],
+            0,
+            None if keys is None else keys[i],
+            values[i],
+            [] if headers is None else headers[i],
+        )
+        for i in range(n)
+    ]
 
 
 def _read(data, **options):
-    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
-            for r in RecordsReader(data).records(**options)]
+    return [
+        (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, r.headers)
+        for r in RecordsReader(data).records(**options)
+    ]
 
 
 @pytest.mark.parametrize("n", [63, 64, 65, 8191, 8193])
@@ -256,42 +323,76 @@ def test_one_unusual_record_among_plain_ones(odd, where):
     assert _read(data) == _as_written(values, keys, headers=headers, deltas=deltas)
     start = 100
     assert _read(data, start_offset=start) == [
-        r for r in _as_written(values, keys, headers=headers, deltas=deltas) if r[0] >= start]
+        r for r in _as_written(values, keys, headers=headers, deltas=deltas) if r[0] >= start
+    ]
 
 
 def test_decode_entries_hands_columns_to_any_factory():
     def rows(offsets, timestamps, types, keys, values, headers, infos):
         none = [None] * len(values)
-        return zip(offsets, none if keys is None else keys, values, timestamps, types,
-                   none if headers is None else headers, infos)
+        return zip(
+            offsets,
+            none if keys is None else keys,
+            values,
+            timestamps,
+            types,
+            none if headers is None else headers,
+            infos,
+        )
 
-    data = (build_message_set([b"a", b"b"], magic=0)
-            + build_message_set([b"c", b"d"], [b"k", None], magic=1, codec=c.GZIP,
-                                base_offset=2, timestamp=TS)
-            + build_batch([b"e"], [b"k"], headers=[[("h", None)]], timestamp=TS + 1,
-                          base_offset=4, producer_id=9, is_transactional=True)
-            + build_batch([b"\x00" * 6], [b"\x00" * 4], base_offset=5, is_control=True,
-                          is_transactional=True, producer_id=9)
-            + build_batch([b"f", b"g"], timestamps=[1, 2], timestamp_type=1, base_offset=6))
+    data = (
+        build_message_set([b"a", b"b"], magic=0)
+        + build_message_set(
+            [b"c", b"d"], [b"k", None], magic=1, codec=c.GZIP, base_offset=2, timestamp=TS
+        )
+        + build_batch(
+            [b"e"],
+            [b"k"],
+            headers=[[("h", None)]],
+            timestamp=TS + 1,
+            base_offset=4,
+            producer_id=9,
+            is_transactional=True,
+        )
+        + build_batch(
+            [b"\x00" * 6],
+            [b"\x00" * 4],
+            base_offset=5,
+            is_control=True,
+            is_transactional=True,
+            producer_id=9,
+        )
+        + build_batch([b"f", b"g"], timestamps=[1, 2], timestamp_type=1, base_offset=6)
+    )
     got = list(decode_entries(data, scan_entries(data).entries, rows))
     assert [(o, k, v, t, tt, h) for o, k, v, t, tt, h, _ in got] == [
-        (0, None, b"a", -1, -1, None), (1, None, b"b", -1, -1, None),
-        (2, b"k", b"c", TS, 0, None), (3, None, b"d", TS, 0, None),
+        (0, None, b"a", -1, -1, None),
+        (1, None, b"b", -1, -1, None),
+        (2, b"k", b"c", TS, 0, None),
+        (3, None, b"d", TS, 0, None),
         (4, b"k", b"e", TS + 1, 0, [("h", None)]),
-        (6, None, b"f", 2, 1, None), (7, None, b"g", 2, 1, None)]
+        (6, None, b"f", 2, 1, None),
+        (7, None, b"g", 2, 1, None),
+    ]
     infos = [info for *_, info in got]
     assert infos[0] == BatchInfo(0) and infos[2] == BatchInfo(1, c.GZIP)
     assert infos[4] == BatchInfo(2, 0, True, 9) and infos[5].magic == 2
-    assert [r[0] for r in decode_entries(data, scan_entries(data).entries, rows,
-                                         start_offset=3, skip_control=False)] == [3, 4, 5, 6, 7]
+    assert [
+        r[0]
+        for r in decode_entries(
+            data, scan_entries(data).entries, rows, start_offset=3, skip_control=False
+        )
+    ] == [3, 4, 5, 6, 7]
     # the default factory is the Record one that RecordsReader uses
-    assert [r.offset for r in decode_entries(data, scan_entries(data).entries)] == \
-        [r.offset for r in RecordsReader(data)]
+    assert [r.offset for r in decode_entries(data, scan_entries(data).entries)] == [
+        r.offset for r in RecordsReader(data)
+    ]
 
 
 def test_check_crcs_and_entry_next_offset():
-    good = build_batch([b"a", b"b"], timestamp=TS) + build_message_set([b"c"], magic=1,
-                                                                        base_offset=2)
+    good = build_batch([b"a", b"b"], timestamp=TS) + build_message_set(
+        [b"c"], magic=1, base_offset=2
+    )
     bad = bytearray(build_batch([b"d"], timestamp=TS, base_offset=3))
     bad[-1] ^= 1
     data = good + bytes(bad)

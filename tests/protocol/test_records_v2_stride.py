@@ -1,4 +1,5 @@
 """The broker's strided batch check accepts exactly what the record walkers accept."""
+
 from __future__ import annotations
 
 import random
@@ -71,7 +72,7 @@ def test_a_wrong_offset_delta_in_the_middle_is_left_to_the_walkers():
 def test_a_record_length_that_does_not_add_up_is_refused():
     buf = bytearray(encode_v2_uniform([b"x" * 100] * 60, 100, 0, 1))  # 1-byte deltas: one size
     size = len(buf[BATCH_HEADER_SIZE:]) // 60
-    buf[BATCH_HEADER_SIZE + 30 * size] += 2           # record 30 claims one byte more
+    buf[BATCH_HEADER_SIZE + 30 * size] += 2  # record 30 claims one byte more
     assert not check_strided(*_section(buf))
     with pytest.raises(InvalidRecordError):
         check_client_batch(bytes(buf), 0, len(buf) - 12)
@@ -91,8 +92,9 @@ def test_mutated_batches_pass_only_when_the_walkers_accept_them():
     rng = random.Random(20261127)
     bases = [
         bytes(encode_v2_uniform([b"x" * 20] * 150, 20, 0, 1)),
-        bytes(build_batch([b"y" * 5] * 80 + [b"z" * 70] * 80,
-                          timestamps=[i * 3 for i in range(160)])),
+        bytes(
+            build_batch([b"y" * 5] * 80 + [b"z" * 70] * 80, timestamps=[i * 3 for i in range(160)])
+        ),
     ]
     accepted = refused = 0
     for trial in range(3000):

@@ -1,4 +1,5 @@
 """The producer's uniform v2 fast path equals the general builder, byte for byte."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,9 @@ from kclient.protocol.records import RecordsReader, build_batch, encode_v2_unifo
 def test_uniform_fast_path_equals_build_batch(n, length):
     n = min(n, 50_000_000 // max(length, 1))  # keep the big-value cases small
     values = [bytes([i % 251]) * length for i in range(n)]
-    assert encode_v2_uniform(values, length, 0, 1700000000000) == \
-        build_batch(values, timestamp=1700000000000)
+    assert encode_v2_uniform(values, length, 0, 1700000000000) == build_batch(
+        values, timestamp=1700000000000
+    )
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])

@@ -3,6 +3,7 @@
 Kafka's JSON definitions ship inside kafka-python (a test-only dependency); for every API and
 every version we support, the non-tagged fields, their order, types and nullability must agree.
 """
+
 import json
 import re
 import zipfile
@@ -57,7 +58,9 @@ def kafka_fields(fields, v, common):
         inner = typ[2:] if typ.startswith("[]") else typ
         if children is None and inner in common:
             children = common[inner]
-        kind = ("[]" if typ.startswith("[]") else "") + ("struct" if children is not None else inner)
+        kind = ("[]" if typ.startswith("[]") else "") + (
+            "struct" if children is not None else inner
+        )
         kids = kafka_fields(children, v, common) if children is not None else None
         out.append((snake(f["name"]), kind, _in(f.get("nullableVersions"), v), kids))
     return out
@@ -78,9 +81,13 @@ def our_fields(fields, v):
     for f in fields:
         if not f.active(v):
             continue
-        nullable = _in(f"{f.nullable[0]}-{f.nullable[1]}", v) if f.nullable[0] <= f.nullable[1] else False
+        nullable = (
+            _in(f"{f.nullable[0]}-{f.nullable[1]}", v) if f.nullable[0] <= f.nullable[1] else False
+        )
         if isinstance(f.type, Type):
-            nullable = nullable or bool(getattr(f.type, "nullable", False)) and _kind(f.type) != "records"
+            nullable = (
+                nullable or bool(getattr(f.type, "nullable", False)) and _kind(f.type) != "records"
+            )
             out.append((f.name, _kind(f.type), nullable, None))
         elif isinstance(f.type, One):
             out.append((f.name, "struct", nullable, our_fields(f.type.fields, v)))
@@ -91,7 +98,10 @@ def our_fields(fields, v):
 
 def _normalise(fields):
     # Kafka's "records" type is always nullable; our RECORDS is too - compare the kind only
-    return [(n, k, (False if k == "records" else nl), _normalise(c) if c else c) for n, k, nl, c in fields]
+    return [
+        (n, k, (False if k == "records" else nl), _normalise(c) if c else c)
+        for n, k, nl, c in fields
+    ]
 
 
 def _json_defines(api, side, v):
@@ -104,8 +114,13 @@ def _json_defines(api, side, v):
 
 
 # versions Kafka 4.x removed from its JSON are checked by the legacy-class test below
-CASES = [(api, side, v) for api in ALL_APIS for side in ("Request", "Response")
-         for v in range(api.min_version, api.max_version + 1) if _json_defines(api, side, v)]
+CASES = [
+    (api, side, v)
+    for api in ALL_APIS
+    for side in ("Request", "Response")
+    for v in range(api.min_version, api.max_version + 1)
+    if _json_defines(api, side, v)
+]
 
 
 @pytest.mark.parametrize("api,side,version", CASES, ids=[f"{a.name}{s}-v{v}" for a, s, v in CASES])
@@ -122,11 +137,13 @@ def test_fields_match_kafka(api, side, version):
 # Kafka 4.x's JSON dropped the oldest versions (Produce v0-2, Fetch v0-3, ...); kafka-python
 # still carries classes for them. Bytes we encode must decode there and re-encode identically.
 
+
 def _legacy_classes():
     import importlib
     import pkgutil
 
     import kafka.protocol.old as old
+
     found = {}
     for info in pkgutil.iter_modules(old.__path__):
         mod = importlib.import_module(f"kafka.protocol.old.{info.name}")
@@ -137,8 +154,11 @@ def _legacy_classes():
                     # kafka-python lists AlterConfigsRequest_v1 as AlterConfigsResponse[1]:
                     # keep only the classes that are what their list says
                     good = [c for c in classes if c.__name__.startswith(api.name + side)]
-                    found[(api.name, side)] = classes if len(good) == len(classes) else \
-                        classes[:next(i for i, c in enumerate(classes) if c not in good)]
+                    found[(api.name, side)] = (
+                        classes
+                        if len(good) == len(classes)
+                        else classes[: next(i for i, c in enumerate(classes) if c not in good)]
+                    )
     return found
 
 
@@ -149,6 +169,7 @@ def sample(typ, seed=None):
     """A value for every field, each distinct, arrays of two elements."""
     from kclient.protocol.schema import StructType
     from kclient.protocol.schema import _OneStruct as OneStruct
+
     if seed is None:
         seed = [0]
     seed[0] += 1
@@ -174,20 +195,25 @@ def sample(typ, seed=None):
 # kafka-python's DescribeAcls v2 classes say "Enable flexible version" but reuse v1's
 # non-flexible schema; Kafka's JSON (flexibleVersions 2+) checks that version above
 LEGACY_WRONG = {("DescribeAcls", 2)}
-LEGACY_CASES = [(api, side, v) for api in ALL_APIS for side in ("Request", "Response")
-                for v in range(api.min_version, api.max_version + 1)
-                if v < len(LEGACY.get((api.name, side), []))
-                and (api.name, v) not in LEGACY_WRONG]
+LEGACY_CASES = [
+    (api, side, v)
+    for api in ALL_APIS
+    for side in ("Request", "Response")
+    for v in range(api.min_version, api.max_version + 1)
+    if v < len(LEGACY.get((api.name, side), [])) and (api.name, v) not in LEGACY_WRONG
+]
 
 
-@pytest.mark.parametrize("api,side,version", LEGACY_CASES,
-                         ids=[f"{a.name}{s}-v{v}" for a, s, v in LEGACY_CASES])
+@pytest.mark.parametrize(
+    "api,side,version", LEGACY_CASES, ids=[f"{a.name}{s}-v{v}" for a, s, v in LEGACY_CASES]
+)
 def test_wire_matches_kafka_python_legacy_classes(api, side, version):
     codec = api.request_codec(version) if side == "Request" else api.response_codec(version)
     encode = api.encode_request if side == "Request" else api.encode_response
     wire = b"".join(encode(version, sample(codec)))
     cls = LEGACY[(api.name, side)][version]
     from io import BytesIO
+
     stream = BytesIO(wire)
     decoded = cls(*cls.SCHEMA.decode(stream))
     assert stream.tell() == len(wire), "kafka-python did not consume exactly our bytes"
@@ -196,6 +222,7 @@ def test_wire_matches_kafka_python_legacy_classes(api, side, version):
 
 def test_every_supported_version_is_checked_by_one_of_the_oracles():
     from tests.protocol.test_consumer_group_apis_golden import GOLDEN
+
     golden = {(api, side.capitalize(), v) for api, side, v, _, _ in GOLDEN}
     for api in ALL_APIS:
         for side in ("Request", "Response"):

@@ -1,5 +1,6 @@
 """Every API schema round-trips at every supported version, requests and responses; decoding is
 lenient as Kafka's: trailing bytes and unknown tagged fields change nothing."""
+
 import logging
 
 import pytest
@@ -66,12 +67,15 @@ def project(typ, value):
     return value
 
 
-CASES = [(api, v, side) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)
-         for side in ("request", "response")]
+CASES = [
+    (api, v, side)
+    for api in ALL_APIS
+    for v in range(api.min_version, api.max_version + 1)
+    for side in ("request", "response")
+]
 
 
-@pytest.mark.parametrize("api,version,side", CASES,
-                         ids=[f"{a.name}-v{v}-{s}" for a, v, s in CASES])
+@pytest.mark.parametrize("api,version,side", CASES, ids=[f"{a.name}-v{v}-{s}" for a, v, s in CASES])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip(api, version, side, data):
@@ -86,15 +90,13 @@ def test_round_trip(api, version, side, data):
     assert b"".join(encode(version, decoded)) == wire
 
 
-
 def _codec_and_coders(api, version, side):
     if side == "request":
         return api.request_codec(version), api.encode_request, api.decode_request
     return api.response_codec(version), api.encode_response, api.decode_response
 
 
-@pytest.mark.parametrize("api,version,side", CASES,
-                         ids=[f"{a.name}-v{v}-{s}" for a, v, s in CASES])
+@pytest.mark.parametrize("api,version,side", CASES, ids=[f"{a.name}-v{v}-{s}" for a, v, s in CASES])
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), suffix=st.binary(min_size=1, max_size=40))
 def test_any_suffix_decodes_as_the_message_alone(api, version, side, data, suffix):
@@ -118,8 +120,9 @@ def _without_tags(value):
     return value
 
 
-@pytest.mark.parametrize("api,version,side", FLEXIBLE,
-                         ids=[f"{a.name}-v{v}-{s}" for a, v, s in FLEXIBLE])
+@pytest.mark.parametrize(
+    "api,version,side", FLEXIBLE, ids=[f"{a.name}-v{v}-{s}" for a, v, s in FLEXIBLE]
+)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_unknown_tagged_fields_in_every_struct_are_skipped(api, version, side, data):
@@ -141,7 +144,9 @@ def test_trailing_bytes_are_logged_at_debug_once_per_interval(caplog, monkeypatc
         METADATA.decode_request(8, b"".join(METADATA.encode_request(8, {"topics": []})) + b"x")
     lines = [r for r in caplog.records if "trailing" in r.getMessage()]
     assert [(r.levelno, r.getMessage().split(":")[0]) for r in lines] == [
-        (logging.DEBUG, "Metadata v9 request"), (logging.DEBUG, "Metadata v8 request")]
+        (logging.DEBUG, "Metadata v9 request"),
+        (logging.DEBUG, "Metadata v8 request"),
+    ]
     assert "ignored 3 trailing bytes" in lines[0].getMessage()
     monkeypatch.setattr(schema, "TRAILING_LOG_INTERVAL", 0.0)
     with caplog.at_level(logging.DEBUG, logger="kclient.protocol"):
@@ -152,7 +157,7 @@ def test_trailing_bytes_are_logged_at_debug_once_per_interval(caplog, monkeypatc
 def test_librdkafka_metadata_all_topics_request_decodes_as_kafka_reads_it():
     """librdkafka 2.16 asks for all topics with a 4-byte placeholder where the 1-byte compact
     count belongs; Kafka reads null topics, skips the tag it finds, and ignores the last byte."""
-    body = bytes.fromhex("00000000" "01" "000000")
+    body = bytes.fromhex("0000000001000000")
     req = METADATA.decode_request(9, body)
     assert req.topics is None and req.allow_auto_topic_creation is False
     assert req._tagged_fields == {0: b""}

@@ -1,4 +1,5 @@
 """Varint / zig-zag codec: known encodings, limits, round trips, fuzzing, kafka-python parity."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,21 +25,39 @@ INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 UINT64 = st.integers(min_value=0, max_value=(1 << 64) - 1)
 
 
-@pytest.mark.parametrize("value,encoded", [
-    (0, b"\x00"), (-1, b"\x01"), (1, b"\x02"), (-2, b"\x03"), (63, b"\x7e"), (-64, b"\x7f"),
-    (64, b"\x80\x01"), (8191, b"\xfe\x7f"), (8192, b"\x80\x80\x01"),
-    ((1 << 63) - 1, b"\xfe" + b"\xff" * 8 + b"\x01"), (-(1 << 63), b"\xff" * 9 + b"\x01"),
-])
+@pytest.mark.parametrize(
+    "value,encoded",
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (-2, b"\x03"),
+        (63, b"\x7e"),
+        (-64, b"\x7f"),
+        (64, b"\x80\x01"),
+        (8191, b"\xfe\x7f"),
+        (8192, b"\x80\x80\x01"),
+        ((1 << 63) - 1, b"\xfe" + b"\xff" * 8 + b"\x01"),
+        (-(1 << 63), b"\xff" * 9 + b"\x01"),
+    ],
+)
 def test_known_signed_encodings(value, encoded):
     assert encode_varint(value) == encoded
     assert decode_varint(encoded, 0) == (value, len(encoded))
     assert varint_size(value) == len(encoded)
 
 
-@pytest.mark.parametrize("value,encoded", [
-    (0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"), (300, b"\xac\x02"),
-    ((1 << 64) - 1, b"\xff" * 9 + b"\x01"),
-])
+@pytest.mark.parametrize(
+    "value,encoded",
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        ((1 << 64) - 1, b"\xff" * 9 + b"\x01"),
+    ],
+)
 def test_known_unsigned_encodings(value, encoded):
     assert encode_uvarint(value) == encoded
     assert decode_uvarint(encoded, 0) == (value, len(encoded))
@@ -76,13 +95,13 @@ def test_truncated_raises(data):
 
 def test_overlong_and_overflow_raise():
     with pytest.raises(ProtocolDecodeError):
-        decode_uvarint(b"\x80" * 10 + b"\x01")          # 11 bytes
+        decode_uvarint(b"\x80" * 10 + b"\x01")  # 11 bytes
     with pytest.raises(ProtocolDecodeError):
-        decode_uvarint(b"\xff" * 9 + b"\x02")           # 2**64 does not fit
+        decode_uvarint(b"\xff" * 9 + b"\x02")  # 2**64 does not fit
     with pytest.raises(ProtocolDecodeError):
-        decode_varint32(b"\x80\x80\x80\x80\x80\x01")    # 6 bytes for an int32
+        decode_varint32(b"\x80\x80\x80\x80\x80\x01")  # 6 bytes for an int32
     with pytest.raises(ProtocolDecodeError):
-        decode_uvarint32(b"\xff\xff\xff\xff\x1f")       # 2**35 - 1
+        decode_uvarint32(b"\xff\xff\xff\xff\x1f")  # 2**35 - 1
     assert decode_varint32(b"\xfe\xff\xff\xff\x0f") == ((1 << 31) - 1, 5)
     assert decode_varint32(b"\xff\xff\xff\xff\x0f") == (-(1 << 31), 5)
 

@@ -1,6 +1,7 @@
 """The registry's compatibility answers on a table of Avro schema evolutions equal the rules of
 Apache Avro's own library (avro.compatibility, the port of Java's SchemaCompatibility that
 Confluent's registry applies), for every level, asked through confluent-kafka's client."""
+
 import json
 
 import avro.schema
@@ -20,17 +21,24 @@ def f(name, type_, **extra):
 ENUM = {"type": "enum", "name": "Color", "symbols": ["RED", "GREEN"]}
 LIST = record(f("value", "int"), f("next", ["null", "Node"], default=None), name="Node")
 EVOLUTIONS = {
-    "add field with default": (record(f("a", "int")),
-                               record(f("a", "int"), f("b", "string", default="x"))),
+    "add field with default": (
+        record(f("a", "int")),
+        record(f("a", "int"), f("b", "string", default="x")),
+    ),
     "add field without default": (record(f("a", "int")), record(f("a", "int"), f("b", "string"))),
-    "remove field with default": (record(f("a", "int"), f("b", "string", default="x")),
-                                  record(f("a", "int"))),
-    "remove field without default": (record(f("a", "int"), f("b", "string")),
-                                     record(f("a", "int"))),
-    "rename field with alias": (record(f("name", "string")),
-                                record(f("full_name", "string", aliases=["name"]))),
-    "rename field without alias": (record(f("name", "string")),
-                                   record(f("full_name", "string"))),
+    "remove field with default": (
+        record(f("a", "int"), f("b", "string", default="x")),
+        record(f("a", "int")),
+    ),
+    "remove field without default": (
+        record(f("a", "int"), f("b", "string")),
+        record(f("a", "int")),
+    ),
+    "rename field with alias": (
+        record(f("name", "string")),
+        record(f("full_name", "string", aliases=["name"])),
+    ),
+    "rename field without alias": (record(f("name", "string")), record(f("full_name", "string"))),
     "promote int to long": (record(f("a", "int")), record(f("a", "long"))),
     "narrow long to int": (record(f("a", "long")), record(f("a", "int"))),
     "promote float to double": (record(f("a", "float")), record(f("a", "double"))),
@@ -39,28 +47,44 @@ EVOLUTIONS = {
     "string to int": (record(f("a", "string")), record(f("a", "int"))),
     "int to nullable int": (record(f("a", "int")), record(f("a", ["null", "int"], default=None))),
     "nullable int to int": (record(f("a", ["null", "int"], default=None)), record(f("a", "int"))),
-    "union gains a branch": (record(f("a", ["int", "string"])),
-                             record(f("a", ["int", "string", "boolean"]))),
-    "enum gains a symbol": (record(f("c", ENUM)),
-                            record(f("c", dict(ENUM, symbols=["RED", "GREEN", "BLUE"])))),
+    "union gains a branch": (
+        record(f("a", ["int", "string"])),
+        record(f("a", ["int", "string", "boolean"])),
+    ),
+    "enum gains a symbol": (
+        record(f("c", ENUM)),
+        record(f("c", dict(ENUM, symbols=["RED", "GREEN", "BLUE"]))),
+    ),
     "enum loses a symbol": (record(f("c", ENUM)), record(f("c", dict(ENUM, symbols=["RED"])))),
     "enum loses a symbol, reader default": (
         record(f("c", dict(ENUM, symbols=["RED", "GREEN", "BLUE"]))),
-        record(f("c", dict(ENUM, symbols=["RED", "GREEN"], default="RED")))),
+        record(f("c", dict(ENUM, symbols=["RED", "GREEN"], default="RED"))),
+    ),
     "record renamed": (record(f("a", "int")), record(f("a", "int"), name="S")),
-    "record renamed with alias": (record(f("a", "int")),
-                                  record(f("a", "int"), name="S", aliases=["R"])),
-    "fixed size changes": (record(f("h", {"type": "fixed", "name": "H", "size": 4})),
-                           record(f("h", {"type": "fixed", "name": "H", "size": 8}))),
-    "array items promoted": (record(f("xs", {"type": "array", "items": "int"})),
-                             record(f("xs", {"type": "array", "items": "long"}))),
-    "map values change": (record(f("m", {"type": "map", "values": "string"})),
-                          record(f("m", {"type": "map", "values": "int"}))),
+    "record renamed with alias": (
+        record(f("a", "int")),
+        record(f("a", "int"), name="S", aliases=["R"]),
+    ),
+    "fixed size changes": (
+        record(f("h", {"type": "fixed", "name": "H", "size": 4})),
+        record(f("h", {"type": "fixed", "name": "H", "size": 8})),
+    ),
+    "array items promoted": (
+        record(f("xs", {"type": "array", "items": "int"})),
+        record(f("xs", {"type": "array", "items": "long"})),
+    ),
+    "map values change": (
+        record(f("m", {"type": "map", "values": "string"})),
+        record(f("m", {"type": "map", "values": "int"})),
+    ),
     "nested record gains a defaulted field": (
         record(f("in", record(f("x", "int"), name="In"))),
-        record(f("in", record(f("x", "int"), f("y", "int", default=0), name="In")))),
+        record(f("in", record(f("x", "int"), f("y", "int", default=0), name="In"))),
+    ),
     "recursive type gains a defaulted field": (
-        LIST, dict(LIST, fields=LIST["fields"] + [f("tag", "string", default="")])),
+        LIST,
+        dict(LIST, fields=LIST["fields"] + [f("tag", "string", default="")]),
+    ),
     "primitive to record": ("string", record(f("a", "string"))),
     "same schema": (record(f("a", "int")), record(f("a", "int"))),
 }
@@ -69,14 +93,16 @@ EVOLUTIONS = {
 def reads(reader, writer):
     """Apache Avro's verdict: does ``reader`` read what ``writer`` wrote?"""
     result = ReaderWriterCompatibilityChecker().get_compatibility(
-        avro.schema.parse(json.dumps(reader)), avro.schema.parse(json.dumps(writer)))
+        avro.schema.parse(json.dumps(reader)), avro.schema.parse(json.dumps(writer))
+    )
     return result.compatibility is SchemaCompatibilityType.compatible
 
 
 def expected(level, old, new):
     backward, forward = reads(new, old), reads(old, new)
-    return {"NONE": True, "BACKWARD": backward, "FORWARD": forward,
-            "FULL": backward and forward}[level]
+    return {"NONE": True, "BACKWARD": backward, "FORWARD": forward, "FULL": backward and forward}[
+        level
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +111,7 @@ def shared(tmp_path_factory):
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
     from kclient.broker import MiniBroker
+
     with MiniBroker(log_dir=tmp_path_factory.mktemp("table"), schema_registry=True) as broker:
         yield SchemaRegistryClient({"url": broker.schema_registry_url})
 
@@ -111,8 +138,11 @@ def test_table(shared, case):
 
 
 def test_table_is_not_trivial():
-    verdicts = {(level, case): expected(level, *EVOLUTIONS[case])
-                for case in EVOLUTIONS for level in ("BACKWARD", "FORWARD")}
+    verdicts = {
+        (level, case): expected(level, *EVOLUTIONS[case])
+        for case in EVOLUTIONS
+        for level in ("BACKWARD", "FORWARD")
+    }
     assert any(verdicts.values()) and not all(verdicts.values())
     assert expected("BACKWARD", *EVOLUTIONS["add field with default"])
     assert not expected("BACKWARD", *EVOLUTIONS["add field without default"])
@@ -122,7 +152,7 @@ def test_transitive_levels(clients):
     _, sr = clients
     v1 = record(f("a", "int"))
     v2 = record(f("a", "int"), f("b", "string", default=""))
-    v3 = record(f("a", "int"), f("b", "string"))   # reads v2's data, not v1's (no b there)
+    v3 = record(f("a", "int"), f("b", "string"))  # reads v2's data, not v1's (no b there)
     sr.set_compatibility("tr", "BACKWARD")
     for schema in (v1, v2):
         sr.register_schema("tr", Schema(json.dumps(schema), "AVRO"))

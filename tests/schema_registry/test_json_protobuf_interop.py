@@ -1,5 +1,6 @@
 """kclient's JSON Schema and Protobuf serdes against confluent-kafka's on the mini-broker's
 registry: the same bytes, the same subjects and ids, each reads what the other wrote."""
+
 import json
 
 import pytest
@@ -17,23 +18,35 @@ from kclient.schema_registry.protobuf import ProtobufDeserializer, ProtobufSeria
 from kclient.schema_registry.wire import decode_indexes, encode_indexes
 
 PERSON = {
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Person", "type": "object",
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0},
-                   "tags": {"type": "array", "items": {"type": "string"}},
-                   "score": {"type": ["number", "null"]}},
-    "required": ["name", "age"]}
-PEOPLE = [{"name": "Åse", "age": 40, "tags": ["a", "ü"], "score": 1.5},
-          {"name": "", "age": 0, "score": None}]
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Person",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "score": {"type": ["number", "null"]},
+    },
+    "required": ["name", "age"],
+}
+PEOPLE = [
+    {"name": "Åse", "age": 40, "tags": ["a", "ü"], "score": 1.5},
+    {"name": "", "age": 0, "score": None},
+]
 
 
-@pytest.mark.parametrize("draft", ["http://json-schema.org/draft-07/schema#",
-                                   "https://json-schema.org/draft/2020-12/schema"])
+@pytest.mark.parametrize(
+    "draft",
+    ["http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"],
+)
 def test_json_schema_same_bytes_both_ways(clients, draft):
     ours, theirs = clients
     schema = json.dumps(dict(PERSON, **{"$schema": draft}))
     ser, cser = JSONSerializer(schema, ours), CJSONSerializer(schema, theirs)
-    de, cde = JSONDeserializer(None, schema_registry_client=ours), \
-        CJSONDeserializer(None, schema_registry_client=theirs)
+    de, cde = (
+        JSONDeserializer(None, schema_registry_client=ours),
+        CJSONDeserializer(None, schema_registry_client=theirs),
+    )
     for person in PEOPLE:
         a = ser(person, SerializationContext("people"))
         b = cser(person, CContext("people", CField.VALUE))
@@ -52,8 +65,7 @@ def test_json_schema_validation_errors(clients):
         ser({"name": "x"}, SerializationContext("p"))
     loose = JSONSerializer(json.dumps(PERSON), ours, conf={"validate": False})
     assert loose({"name": "x"}, SerializationContext("p"))[5:] == b'{"name":"x"}'
-    record = JSONSerializer(json.dumps(PERSON), ours,
-                            conf={"subject.name.strategy": "record"})
+    record = JSONSerializer(json.dumps(PERSON), ours, conf={"subject.name.strategy": "record"})
     record({"name": "x", "age": 1}, SerializationContext("p"))
     assert "Person" in ours.get_subjects()
 
@@ -63,30 +75,35 @@ def _pool_with_messages():
     common.proto and google/protobuf/timestamp.proto): message classes as protoc makes them."""
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="shop",
-                                                syntax="proto3")
+    common = descriptor_pb2.FileDescriptorProto(
+        name="common.proto", package="shop", syntax="proto3"
+    )
     money = common.message_type.add(name="Money")
-    money.field.add(name="cents", number=1, type=3, label=1)        # int64
-    money.field.add(name="currency", number=2, type=9, label=1)     # string
+    money.field.add(name="cents", number=1, type=3, label=1)  # int64
+    money.field.add(name="currency", number=2, type=9, label=1)  # string
     pool.Add(common)
     shop = descriptor_pb2.FileDescriptorProto(
-        name="shop.proto", package="shop", syntax="proto3",
-        dependency=["common.proto", "google/protobuf/timestamp.proto"])
+        name="shop.proto",
+        package="shop",
+        syntax="proto3",
+        dependency=["common.proto", "google/protobuf/timestamp.proto"],
+    )
     shop.message_type.add(name="Ping").field.add(name="n", number=1, type=5, label=1)
     order = shop.message_type.add(name="Order")
     order.field.add(name="id", number=1, type=9, label=1)
     order.field.add(name="total", number=2, type=11, label=1, type_name=".shop.Money")
-    order.field.add(name="at", number=3, type=11, label=1,
-                    type_name=".google.protobuf.Timestamp")
+    order.field.add(name="at", number=3, type=11, label=1, type_name=".google.protobuf.Timestamp")
     order.field.add(name="lines", number=4, type=11, label=3, type_name=".shop.Order.Line")
     line = order.nested_type.add(name="Line")
     line.field.add(name="sku", number=1, type=9, label=1)
     line.field.add(name="qty", number=2, type=5, label=1)
     pool.Add(shop)
     get = message_factory.GetMessageClass
-    return (get(pool.FindMessageTypeByName("shop.Order")),
-            get(pool.FindMessageTypeByName("shop.Order.Line")),
-            get(pool.FindMessageTypeByName("shop.Ping")))
+    return (
+        get(pool.FindMessageTypeByName("shop.Order")),
+        get(pool.FindMessageTypeByName("shop.Order.Line")),
+        get(pool.FindMessageTypeByName("shop.Ping")),
+    )
 
 
 def test_protobuf_same_bytes_both_ways(clients):
@@ -96,8 +113,7 @@ def test_protobuf_same_bytes_both_ways(clients):
     order.total.cents, order.total.currency = 1999, "NOK"
     order.at.seconds = 1700000000
     order.lines.add(sku="x", qty=2)
-    cases = [(Order, order, [1]), (Line, Line(sku="y", qty=-3), [1, 0]),
-             (Ping, Ping(n=7), [0])]
+    cases = [(Order, order, [1]), (Line, Line(sku="y", qty=-3), [1, 0]), (Ping, Ping(n=7), [0])]
     for n, (cls, message, path) in enumerate(cases):
         topic = f"shop{n}"
         conf = {"use.deprecated.format": False}
@@ -107,11 +123,14 @@ def test_protobuf_same_bytes_both_ways(clients):
         assert decode_indexes(a, 5)[0] == path
         assert ProtobufDeserializer(cls)(b, SerializationContext(topic)) == message
         assert CProtoDeserializer(cls, conf)(a, CContext(topic, CField.VALUE)) == message
-    assert sorted(theirs.get_subjects()) == ["common.proto", "shop0-value", "shop1-value",
-                                             "shop2-value"]
+    assert sorted(theirs.get_subjects()) == [
+        "common.proto",
+        "shop0-value",
+        "shop1-value",
+        "shop2-value",
+    ]
     refs = theirs.get_latest_version("shop0-value").schema.references
-    assert [(r.name, r.subject, r.version) for r in refs] == [("common.proto",
-                                                               "common.proto", 1)]
+    assert [(r.name, r.subject, r.version) for r in refs] == [("common.proto", "common.proto", 1)]
     framed = ProtobufSerializer(Order, ours)(order, SerializationContext("shop0"))
     with pytest.raises(SerializationError, match="do not name shop.Ping"):
         ProtobufDeserializer(Ping)(framed, SerializationContext("shop0"))

@@ -1,5 +1,6 @@
 """The mini-broker's registry through confluent-kafka's SchemaRegistryClient (a client we did
 not write): subjects, versions, ids, deletes, settings, modes, and state kept in `_schemas`."""
+
 import json
 
 import pytest
@@ -9,8 +10,13 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from kclient.broker import MiniBroker
 
 V1 = json.dumps({"type": "record", "name": "E", "fields": [{"name": "a", "type": "int"}]})
-V2 = json.dumps({"type": "record", "name": "E", "fields": [
-    {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": ""}]})
+V2 = json.dumps(
+    {
+        "type": "record",
+        "name": "E",
+        "fields": [{"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": ""}],
+    }
+)
 BAD = json.dumps({"type": "record", "name": "E", "fields": [{"name": "c", "type": "int"}]})
 
 
@@ -25,14 +31,15 @@ def test_versions_ids_and_lookups(registry, clients):
     first = sr.register_schema("e-value", Schema(V1, "AVRO"))
     second = sr.register_schema("e-value", Schema(V2, "AVRO"))
     assert (first, second) == (1, 2)
-    assert sr.register_schema("e-value", Schema(V1, "AVRO")) == 1      # known: no new version
+    assert sr.register_schema("e-value", Schema(V1, "AVRO")) == 1  # known: no new version
     assert sr.get_versions("e-value") == [1, 2]
     latest = sr.get_latest_version("e-value")
     assert (latest.schema_id, latest.version, latest.subject) == (2, 2, "e-value")
     assert json.loads(sr.get_version("e-value", 1).schema.schema_str) == json.loads(V1)
     assert sr.lookup_schema("e-value", Schema(V2, "AVRO")).version == 2
-    assert json.loads(SchemaRegistryClient({"url": registry.schema_registry_url}).get_schema(2)
-                      .schema_str) == json.loads(V2)
+    assert json.loads(
+        SchemaRegistryClient({"url": registry.schema_registry_url}).get_schema(2).schema_str
+    ) == json.loads(V2)
     assert code(lambda: sr.get_version("nope", 1)) == (404, 40401)
     assert code(lambda: sr.get_version("e-value", 9)) == (404, 40402)
     assert code(lambda: sr.get_schema(99)) == (404, 40403)
@@ -92,12 +99,13 @@ def test_state_is_replayed_from_the_schemas_topic(tmp_path):
         assert sr.get_versions("p") == [2]
         assert sr.get_versions("p", deleted=True) == [1, 2]
         assert sr.get_compatibility("p") == "FULL"
-        assert sr.register_schema("q", Schema(BAD, "AVRO")) == 3      # ids go on
+        assert sr.register_schema("q", Schema(BAD, "AVRO")) == 3  # ids go on
 
 
 def test_kclient_client_api(clients):
     from kclient.schema_registry import Schema as KSchema
     from kclient.schema_registry import SchemaRegistryError as KError
+
     ours, _ = clients
     assert ours.register_schema("k", KSchema(V1)) == 1
     assert ours.get_latest_version("k").version == 1
@@ -115,13 +123,13 @@ def test_failover_and_unreachable(registry):
 
     from kclient.schema_registry import Schema as KSchema
     from kclient.schema_registry import SchemaRegistryClient as Ours
-    with socket.socket() as probe:          # a port nothing listens on
+
+    with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    with Ours({"url": f"{dead},{registry.schema_registry_url}",
-               "retries.wait.ms": 1}) as client:
+    with Ours({"url": f"{dead},{registry.schema_registry_url}", "retries.wait.ms": 1}) as client:
         assert client.register_schema("f", KSchema(V1)) == 1
-        assert client.url == registry.schema_registry_url     # the live one is kept first
+        assert client.url == registry.schema_registry_url  # the live one is kept first
     with Ours({"url": dead, "max.retries": 2, "retries.wait.ms": 1}) as client:
         with pytest.raises(ConnectionError, match="after 3 attempts"):
             client.get_subjects()
@@ -133,8 +141,10 @@ def test_basic_auth(tmp_path):
     from kclient.schema_registry import Schema as KSchema
     from kclient.schema_registry import SchemaRegistryClient as Ours
     from kclient.schema_registry import SchemaRegistryError as KError
-    with MiniBroker(log_dir=tmp_path / "b", schema_registry=True,
-                    schema_registry_users={"alice": "s3cret"}) as broker:
+
+    with MiniBroker(
+        log_dir=tmp_path / "b", schema_registry=True, schema_registry_users={"alice": "s3cret"}
+    ) as broker:
         url = broker.schema_registry_url
         theirs = SchemaRegistryClient({"url": url, "basic.auth.user.info": "alice:s3cret"})
         assert theirs.register_schema("a", Schema(V1, "AVRO")) == 1

@@ -1,5 +1,6 @@
 """Fixtures of the security tests: certificates generated at test time and brokers with
 secured listeners next to a PLAINTEXT one."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,12 +21,15 @@ def certs(tmp_path_factory):
 
 def tls_broker_config(certs, keystore=None, **extra):
     """A PLAINTEXT listener plus an SSL one serving ``keystore`` (default: the good one)."""
-    return {**FAST_GROUPS,
-            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(keystore or certs.server_pem),
-            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca),
-            **extra}
+    return {
+        **FAST_GROUPS,
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore or certs.server_pem),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(certs.ca),
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -54,8 +58,13 @@ def sasl_broker(tmp_path, certs):
 
 def sasl_client(certs, protocol, mechanism, user="alice", password=None, **extra):
     """Client keys for a SASL listener."""
-    keys = {"security.protocol": protocol, "sasl.mechanism": mechanism,
-            "sasl.username": user, "sasl.password": password or USERS[user], **extra}
+    keys = {
+        "security.protocol": protocol,
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password or USERS[user],
+        **extra,
+    }
     if protocol == "SASL_SSL":
         keys["ssl.ca.location"] = str(certs.ca)
     return keys
@@ -67,21 +76,30 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 def acl_config(**extra):
     """A SASL_PLAINTEXT listener, the authorizer on, admin a super user."""
-    return {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-            "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin",
-            **FAST_GROUPS, **extra}
+    return {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": "User:admin",
+        **FAST_GROUPS,
+        **extra,
+    }
 
 
 @pytest.fixture
 def acl_broker(tmp_path):
     """A broker enforcing ACLs (users alice, bob and the super user admin); topic "orders"."""
-    with MiniBroker(log_dir=tmp_path / "acl-broker", config=acl_config(),
-                    sasl_users=ACL_USERS) as b:
+    with MiniBroker(
+        log_dir=tmp_path / "acl-broker", config=acl_config(), sasl_users=ACL_USERS
+    ) as b:
         b.create_topic("orders", partitions=1)
         yield b
 
 
 def acl_keys(user):
     """Client keys of ``user`` for the ACL broker (SCRAM-SHA-256)."""
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-            "sasl.username": user, "sasl.password": ACL_USERS[user]}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": ACL_USERS[user],
+    }

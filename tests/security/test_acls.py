@@ -1,5 +1,6 @@
 """The mini-broker's authorizer over the wire: SASL principals refused with Kafka's error codes,
 ACLs managed with CreateAcls / DescribeAcls / DeleteAcls and kept across restarts."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,10 +39,18 @@ def connect(broker, user):
 
 def grant(broker, *acls, user="admin"):
     """CreateAcls as ``user``; the result error codes."""
-    creations = [{"resource_type": int(rtype), "resource_name": name,
-                  "resource_pattern_type": int(pattern), "principal": principal, "host": "*",
-                  "operation": int(op), "permission_type": int(perm)}
-                 for rtype, name, pattern, principal, op, perm in acls]
+    creations = [
+        {
+            "resource_type": int(rtype),
+            "resource_name": name,
+            "resource_pattern_type": int(pattern),
+            "principal": principal,
+            "host": "*",
+            "operation": int(op),
+            "permission_type": int(perm),
+        }
+        for rtype, name, pattern, principal, op, perm in acls
+    ]
     with connect(broker, user) as conn:
         return [r.error_code for r in conn.request(CREATE_ACLS, {"creations": creations}).results]
 
@@ -55,8 +64,14 @@ def deny(name, op, principal="User:alice", rtype=R.TOPIC, pattern=P.LITERAL):
 
 
 def produce(broker, user, topic="orders", value=b"v"):
-    with Producer({"bootstrap.servers": broker.bootstrap, "message.send.max.retries": 1,
-                   "retry.backoff.ms": 10, **keys(user)}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "message.send.max.retries": 1,
+            "retry.backoff.ms": 10,
+            **keys(user),
+        }
+    ) as p:
         p.send([ProducerData(topic, value)])
 
 
@@ -90,13 +105,15 @@ def test_a_principal_without_read_cannot_fetch(acl_broker):
 
 def test_without_describe_the_topic_is_not_seen(acl_broker):
     acl_broker.create_topic("hidden")
-    grant(acl_broker, allow("orders", Op.READ))              # Read implies Describe
+    grant(acl_broker, allow("orders", Op.READ))  # Read implies Describe
     assert topic_errors(acl_broker, "alice", None) == {"orders": 0}
     assert topic_errors(acl_broker, "alice", [{"name": "hidden"}]) == {
-        "hidden": E.TopicAuthorizationFailedError.errno}
+        "hidden": E.TopicAuthorizationFailedError.errno
+    }
     # not even whether it exists: an unknown name answers the same
     assert topic_errors(acl_broker, "alice", [{"name": "nope"}]) == {
-        "nope": E.TopicAuthorizationFailedError.errno}
+        "nope": E.TopicAuthorizationFailedError.errno
+    }
     assert set(topic_errors(acl_broker, "admin", None)) == {"orders", "hidden"}
     assert topic_errors(acl_broker, "bob", None) == {}
 
@@ -157,11 +174,15 @@ def test_prefixed_acls(acl_broker):
 
 def test_managing_acls_needs_alter_on_the_cluster(acl_broker):
     assert grant(acl_broker, allow("orders", Op.READ), user="alice") == [
-        E.ClusterAuthorizationFailedError.errno]
+        E.ClusterAuthorizationFailedError.errno
+    ]
     bad = (R.CLUSTER, "not-the-cluster", P.LITERAL, "User:alice", Op.ALTER, Perm.ALLOW)
-    assert grant(acl_broker, allow("orders", Op.READ), bad, (R.TOPIC, "t", P.LITERAL, "alice",
-                                                           Op.READ, Perm.ALLOW)) == [
-        0, E.InvalidRequestError.errno, E.InvalidRequestError.errno]
+    assert grant(
+        acl_broker,
+        allow("orders", Op.READ),
+        bad,
+        (R.TOPIC, "t", P.LITERAL, "alice", Op.READ, Perm.ALLOW),
+    ) == [0, E.InvalidRequestError.errno, E.InvalidRequestError.errno]
     grant(acl_broker, allow("kafka-cluster", Op.ALTER, rtype=R.CLUSTER))
     assert grant(acl_broker, allow("more", Op.READ), user="alice") == [0]
     with connect(acl_broker, "bob") as conn:
@@ -170,31 +191,53 @@ def test_managing_acls_needs_alter_on_the_cluster(acl_broker):
 
 
 def _everything(**overrides):
-    return {"resource_type_filter": int(R.ANY), "resource_name_filter": None,
-            "pattern_type_filter": int(P.ANY), "principal_filter": None, "host_filter": None,
-            "operation": int(Op.ANY), "permission_type": int(Perm.ANY), **overrides}
+    return {
+        "resource_type_filter": int(R.ANY),
+        "resource_name_filter": None,
+        "pattern_type_filter": int(P.ANY),
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": int(Op.ANY),
+        "permission_type": int(Perm.ANY),
+        **overrides,
+    }
 
 
 def test_describe_and_delete_acls_and_they_survive_a_restart(acl_broker):
-    grant(acl_broker, allow("orders", Op.READ), allow("orders", Op.WRITE),
-          deny("sales-", Op.READ, pattern=P.PREFIXED))
+    grant(
+        acl_broker,
+        allow("orders", Op.READ),
+        allow("orders", Op.WRITE),
+        deny("sales-", Op.READ, pattern=P.PREFIXED),
+    )
     with connect(acl_broker, "admin") as conn:
         resources = conn.request(DESCRIBE_ACLS, _everything()).resources
         assert sorted((r.resource_name, r.pattern_type, len(r.acls)) for r in resources) == [
-            ("orders", P.LITERAL, 2), ("sales-", P.PREFIXED, 1)]
-        match = conn.request(DESCRIBE_ACLS, _everything(resource_type_filter=int(R.TOPIC),
-                                                        resource_name_filter="sales-eu",
-                                                        pattern_type_filter=int(P.MATCH)))
+            ("orders", P.LITERAL, 2),
+            ("sales-", P.PREFIXED, 1),
+        ]
+        match = conn.request(
+            DESCRIBE_ACLS,
+            _everything(
+                resource_type_filter=int(R.TOPIC),
+                resource_name_filter="sales-eu",
+                pattern_type_filter=int(P.MATCH),
+            ),
+        )
         assert [r.resource_name for r in match.resources] == ["sales-"]
         deleted = conn.request(DELETE_ACLS, {"filters": [_everything(operation=int(Op.WRITE))]})
-        assert [[(m.resource_name, m.operation) for m in f.matching_acls]
-                for f in deleted.filter_results] == [[("orders", Op.WRITE)]]
+        assert [
+            [(m.resource_name, m.operation) for m in f.matching_acls]
+            for f in deleted.filter_results
+        ] == [[("orders", Op.WRITE)]]
     acl_broker.stop()
     acl_broker.start()
     with connect(acl_broker, "admin") as conn:
         resources = conn.request(DESCRIBE_ACLS, _everything()).resources
     assert sorted((r.resource_name, [a.operation for a in r.acls]) for r in resources) == [
-        ("orders", [Op.READ]), ("sales-", [Op.READ])]
+        ("orders", [Op.READ]),
+        ("sales-", [Op.READ]),
+    ]
     with pytest.raises(TopicAuthorizationFailedError):
         produce(acl_broker, "alice")
 
@@ -203,11 +246,26 @@ def test_without_an_authorizer_acl_requests_answer_security_disabled(tmp_path):
     with MiniBroker(log_dir=tmp_path / "b") as b:
         host, port = b.bootstrap.rsplit(":", 1)
         with BrokerConnection(host, int(port), ConnectionSettings()).connect() as conn:
-            assert conn.request(DESCRIBE_ACLS, _everything()).error_code == \
-                E.SecurityDisabledError.errno
-            result = conn.request(CREATE_ACLS, {"creations": [
-                {"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3,
-                 "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3}]})
+            assert (
+                conn.request(DESCRIBE_ACLS, _everything()).error_code
+                == E.SecurityDisabledError.errno
+            )
+            result = conn.request(
+                CREATE_ACLS,
+                {
+                    "creations": [
+                        {
+                            "resource_type": 2,
+                            "resource_name": "t",
+                            "resource_pattern_type": 3,
+                            "principal": "User:a",
+                            "host": "*",
+                            "operation": 3,
+                            "permission_type": 3,
+                        }
+                    ]
+                },
+            )
             assert [r.error_code for r in result.results] == [E.SecurityDisabledError.errno]
 
 
@@ -218,21 +276,33 @@ def test_an_unknown_authorizer_class_is_refused(tmp_path):
 
 def _init_producer_id(broker, user, transactional_id=None):
     with connect(broker, user) as conn:
-        return conn.request(INIT_PRODUCER_ID, {
-            "transactional_id": transactional_id, "transaction_timeout_ms": 60000,
-            "producer_id": -1, "producer_epoch": -1}).error_code
+        return conn.request(
+            INIT_PRODUCER_ID,
+            {
+                "transactional_id": transactional_id,
+                "transaction_timeout_ms": 60000,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            },
+        ).error_code
 
 
 def test_producer_ids_need_write_somewhere_or_on_the_transactional_id(acl_broker):
     assert _init_producer_id(acl_broker, "bob") == E.ClusterAuthorizationFailedError.errno
     grant(acl_broker, allow("orders", Op.WRITE, principal="User:bob"))
-    assert _init_producer_id(acl_broker, "bob") == 0            # KIP-679: Write on a topic
-    assert _init_producer_id(acl_broker, "bob", "tx-1") == \
-        E.TransactionalIdAuthorizationFailedError.errno
-    grant(acl_broker, allow("tx-", Op.WRITE, principal="User:bob", rtype=R.TRANSACTIONAL_ID,
-                            pattern=P.PREFIXED))
-    assert _init_producer_id(acl_broker, "bob", "tx-1") != \
-        E.TransactionalIdAuthorizationFailedError.errno
+    assert _init_producer_id(acl_broker, "bob") == 0  # KIP-679: Write on a topic
+    assert (
+        _init_producer_id(acl_broker, "bob", "tx-1")
+        == E.TransactionalIdAuthorizationFailedError.errno
+    )
+    grant(
+        acl_broker,
+        allow("tx-", Op.WRITE, principal="User:bob", rtype=R.TRANSACTIONAL_ID, pattern=P.PREFIXED),
+    )
+    assert (
+        _init_producer_id(acl_broker, "bob", "tx-1")
+        != E.TransactionalIdAuthorizationFailedError.errno
+    )
 
 
 def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
@@ -240,12 +310,20 @@ def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
 
     from kclient import consumer
     from tests.waiting import LOAD_SLACK
+
     grant(acl_broker, allow("orders", Op.READ))
     started = time.monotonic()
     with pytest.raises(GroupAuthorizationFailedError):
-        conn = consumer.create({"bootstrap.servers": acl_broker.bootstrap, "group.id": "g",
-                                "consumer.timeout.ms": 2000, "rebalance.max.retries": 10,
-                                "rebalance.backoff.ms": 2000, **keys("alice")})
+        conn = consumer.create(
+            {
+                "bootstrap.servers": acl_broker.bootstrap,
+                "group.id": "g",
+                "consumer.timeout.ms": 2000,
+                "rebalance.max.retries": 10,
+                "rebalance.backoff.ms": 2000,
+                **keys("alice"),
+            }
+        )
         try:
             list(conn.create_message_streams({"orders": 1})["orders"][0])
         finally:
@@ -256,19 +334,32 @@ def test_a_group_consumer_without_the_group_is_refused_at_once(acl_broker):
 
 def test_certificate_principals_with_mapping_rules(tmp_path, certs):
     from .conftest import ssl_client, tls_broker_config
-    config = tls_broker_config(certs, **{
-        "ssl.client.auth": "required", "authorizer.class.name": "kclient",
-        "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+)$/svc-$1/L,DEFAULT",
-        "super.users": "User:ANONYMOUS"})           # the PLAINTEXT listener administers
+
+    config = tls_broker_config(
+        certs,
+        **{
+            "ssl.client.auth": "required",
+            "authorizer.class.name": "kclient",
+            "ssl.principal.mapping.rules": "RULE:^CN=([a-z]+)$/svc-$1/L,DEFAULT",
+            "super.users": "User:ANONYMOUS",
+        },
+    )  # the PLAINTEXT listener administers
     with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
         b.create_topic("orders")
         mtls = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
         address = b.bootstrap_of("SSL")
 
         def produce_over_tls():
-            with Producer({"bootstrap.servers": address, "message.send.max.retries": 1,
-                           "retry.backoff.ms": 10, **mtls}) as p:
+            with Producer(
+                {
+                    "bootstrap.servers": address,
+                    "message.send.max.retries": 1,
+                    "retry.backoff.ms": 10,
+                    **mtls,
+                }
+            ) as p:
                 p.send([ProducerData("orders", b"v")])
+
         with pytest.raises(TopicAuthorizationFailedError):
             produce_over_tls()
         assert b.authorizer is not None
@@ -278,6 +369,7 @@ def test_certificate_principals_with_mapping_rules(tmp_path, certs):
 
 def binding_of_user(principal):
     from kclient.protocol.acl import AclBinding
+
     return AclBinding(R.TOPIC, "orders", P.LITERAL, principal, "*", Op.WRITE, Perm.ALLOW)
 
 
@@ -285,8 +377,11 @@ def test_a_certificate_no_rule_maps_is_refused(tmp_path, certs):
     from kclient.errors import KafkaError
 
     from .conftest import ssl_client, tls_broker_config
-    config = tls_broker_config(certs, **{"ssl.client.auth": "required",
-                                         "ssl.principal.mapping.rules": "RULE:^CN=(ops)$/$1/"})
+
+    config = tls_broker_config(
+        certs,
+        **{"ssl.client.auth": "required", "ssl.principal.mapping.rules": "RULE:^CN=(ops)$/$1/"},
+    )
     with MiniBroker(log_dir=tmp_path / "mtls", config=config) as b:
         host, port = b.bootstrap_of("SSL").rsplit(":", 1)
         keys = ssl_client(certs, **{"ssl.certificate.location": str(certs.client_pem)})
@@ -298,6 +393,7 @@ def test_a_certificate_no_rule_maps_is_refused(tmp_path, certs):
 
 def test_groups_are_listed_and_described_only_with_describe(acl_broker):
     from kclient.protocol.apis import DESCRIBE_GROUPS, LIST_GROUPS
+
     host, port = acl_broker.bootstrap.rsplit(":", 1)
     with SimpleConsumer(host, int(port), security=keys("admin")) as c:
         for group in ("seen", "unseen"):
@@ -305,13 +401,16 @@ def test_groups_are_listed_and_described_only_with_describe(acl_broker):
     grant(acl_broker, allow("seen", Op.DESCRIBE, rtype=R.GROUP))
     with connect(acl_broker, "alice") as conn:
         listed = conn.request(LIST_GROUPS, {}).groups
-        described = conn.request(DESCRIBE_GROUPS, {"groups": ["seen", "unseen"],
-                                                   "include_authorized_operations": True})
+        described = conn.request(
+            DESCRIBE_GROUPS, {"groups": ["seen", "unseen"], "include_authorized_operations": True}
+        )
     assert [g.group_id for g in listed] == ["seen"]
     codes = {g.group_id: g.error_code for g in described.groups}
     assert codes == {"seen": 0, "unseen": E.GroupAuthorizationFailedError.errno}
     seen = next(g for g in described.groups if g.group_id == "seen")
-    assert seen.authorized_operations == 1 << Op.DESCRIBE     # only what the ACL grants
-    with connect(acl_broker, "admin") as conn:                # super user: every group
+    assert seen.authorized_operations == 1 << Op.DESCRIBE  # only what the ACL grants
+    with connect(acl_broker, "admin") as conn:  # super user: every group
         assert sorted(g.group_id for g in conn.request(LIST_GROUPS, {}).groups) == [
-            "seen", "unseen"]
+            "seen",
+            "unseen",
+        ]

@@ -1,5 +1,6 @@
 """The mini-broker's SASL users: salted SCRAM credentials (Kafka's salt, stored key, server key,
 iterations), never the password, from a file or ``kclient broker --sasl-user``."""
+
 from __future__ import annotations
 
 import base64
@@ -22,10 +23,15 @@ from kclient.security import SecuritySettings
 
 def _login(address, mechanism, user, password):
     host, port = address.rsplit(":", 1)
-    sec = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-           "sasl.username": user, "sasl.password": password}
-    BrokerConnection(host, int(port), ConnectionSettings(
-        security=SecuritySettings.from_keys(sec))).connect().close()
+    sec = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+    BrokerConnection(
+        host, int(port), ConnectionSettings(security=SecuritySettings.from_keys(sec))
+    ).connect().close()
 
 
 def test_the_file_holds_salted_keys_not_passwords(tmp_path):
@@ -45,8 +51,7 @@ def test_the_file_holds_salted_keys_not_passwords(tmp_path):
         each = {k: entry[mechanism][k] for k in ("salt", "stored_key", "server_key")}
         salt, stored, server = (base64.b64decode(each[k]) for k in each)
         assert len(salt) >= 16 and b"correct horse" not in salt + stored + server
-        salted = hashlib.pbkdf2_hmac(name, b"correct horse", salt,
-                                     entry[mechanism]["iterations"])
+        salted = hashlib.pbkdf2_hmac(name, b"correct horse", salt, entry[mechanism]["iterations"])
         client_key = hmac.new(salted, b"Client Key", name).digest()
         assert stored == hashlib.new(name, client_key).digest()
         assert server == hmac.new(salted, b"Server Key", name).digest()
@@ -61,8 +66,10 @@ def test_a_broker_reads_its_users_from_the_file(tmp_path, mechanism):
     store = CredentialStore()
     store.add_user("alice", "pw-a")
     store.save(tmp_path / "users.json")
-    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-              "sasl.credentials.file": str(tmp_path / "users.json")}
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.credentials.file": str(tmp_path / "users.json"),
+    }
     with MiniBroker(log_dir=tmp_path / "b", config=config) as broker:
         _login(broker.bootstrap, mechanism, "alice", "pw-a")
         with pytest.raises(SaslAuthenticationError):
@@ -72,18 +79,44 @@ def test_a_broker_reads_its_users_from_the_file(tmp_path, mechanism):
 def test_a_malformed_file_is_refused_naming_it(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="sasl.credentials.file .*bad.json"):
-        MiniBroker(log_dir=tmp_path / "b", config={
-            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-            "sasl.credentials.file": str(tmp_path / "bad.json")})
+        MiniBroker(
+            log_dir=tmp_path / "b",
+            config={
+                "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.credentials.file": str(tmp_path / "bad.json"),
+            },
+        )
 
 
 def test_the_command_line_writes_and_serves_users(tmp_path):
     path = tmp_path / "users.json"
-    assert broker_main(["--log-dir", str(tmp_path), "--sasl-user", "bob:pw-b",
-                        "--write-credentials", str(path)]) == 0
+    assert (
+        broker_main(
+            [
+                "--log-dir",
+                str(tmp_path),
+                "--sasl-user",
+                "bob:pw-b",
+                "--write-credentials",
+                str(path),
+            ]
+        )
+        == 0
+    )
     assert CredentialStore.load(path).check_plain("bob", "pw-b")
-    cmd = [sys.executable, "-m", "kclient.broker", "--log-dir", str(tmp_path / "d"), "--port",
-           "0", "--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0", "--sasl-user", "eve:pw-e"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kclient.broker",
+        "--log-dir",
+        str(tmp_path / "d"),
+        "--port",
+        "0",
+        "--config",
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+        "--sasl-user",
+        "eve:pw-e",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

@@ -1,6 +1,7 @@
 """SASL between kclient and the mini-broker: PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER over
 SASL_PLAINTEXT and SASL_SSL, the old unframed v0 exchange, re-authentication (KIP-368), and each
 failure named (wrong password, unknown mechanism, SASL against a non-SASL listener)."""
+
 from __future__ import annotations
 
 import base64
@@ -26,13 +27,23 @@ from ..hostile import HostileBroker
 from ..waiting import LOAD_SLACK
 from .conftest import SASL_LISTENERS, sasl_client, tls_broker_config
 
-COMBINATIONS = [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "PLAIN"),
-                ("SASL_PLAINTEXT", "SCRAM-SHA-256"), ("SASL_SSL", "SCRAM-SHA-512")]
+COMBINATIONS = [
+    ("SASL_PLAINTEXT", "PLAIN"),
+    ("SASL_SSL", "PLAIN"),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+    ("SASL_SSL", "SCRAM-SHA-512"),
+]
 
 
 def _produce(bootstrap, security, values=(b"v",), topic="t"):
-    with Producer({"bootstrap.servers": bootstrap, "message.send.max.retries": 1,
-                   "retry.backoff.ms": 10, **security}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "message.send.max.retries": 1,
+            "retry.backoff.ms": 10,
+            **security,
+        }
+    ) as p:
         p.send([ProducerData(topic, v) for v in values])
 
 
@@ -55,8 +66,15 @@ def test_produce_fetch_and_group_over_sasl(sasl_broker, certs, protocol, mechani
     _produce(address, sec, [b"1", b"2", b"3"], topic="g")
     fetched = _fetch_all(address, sec, "g", 0) + _fetch_all(address, sec, "g", 1)
     assert sorted(fetched) == [b"1", b"2", b"3"]
-    conn = consumer.create({"bootstrap.servers": address, "group.id": f"g-{mechanism}",
-                            "auto.offset.reset": "smallest", "consumer.timeout.ms": 5000, **sec})
+    conn = consumer.create(
+        {
+            "bootstrap.servers": address,
+            "group.id": f"g-{mechanism}",
+            "auto.offset.reset": "smallest",
+            "consumer.timeout.ms": 5000,
+            **sec,
+        }
+    )
     try:
         stream = conn.create_message_streams({"g": 1})["g"][0]
         assert sorted(next(iter(stream)).message for _ in range(3)) == [b"1", b"2", b"3"]
@@ -76,8 +94,9 @@ def test_the_unframed_v0_exchange(sasl_broker, certs, mechanism):
         assert conn.request(METADATA, {"topics": []}).brokers
     bad = sasl_client(certs, "SASL_PLAINTEXT", mechanism, password="wrong")
     with pytest.raises(SaslAuthenticationError, match=f"{mechanism}.*v0 exchange"):
-        _connection(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), bad,
-                    api_version_request=False).connect()
+        _connection(
+            sasl_broker.bootstrap_of("SASL_PLAINTEXT"), bad, api_version_request=False
+        ).connect()
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
@@ -87,7 +106,7 @@ def test_a_wrong_password_names_mechanism_and_broker_once(sasl_broker, certs, me
     started = time.monotonic()
     with pytest.raises(SaslAuthenticationError) as info:
         _produce(address, bad)
-    assert time.monotonic() - started < LOAD_SLACK        # refused once, not retried
+    assert time.monotonic() - started < LOAD_SLACK  # refused once, not retried
     assert info.value.mechanism == mechanism and address in str(info.value)
     assert "invalid" in str(info.value).lower()
     with pytest.raises(SaslAuthenticationError):
@@ -102,12 +121,13 @@ def test_an_unknown_user_fails_like_a_wrong_password(sasl_broker, certs):
 
 
 def test_after_a_failure_the_broker_is_not_retried_within_the_backoff(sasl_broker, certs):
-    bad = sasl_client(certs, "SASL_PLAINTEXT", "PLAIN", password="wrong",
-                      **{"reconnect.backoff.max.ms": 60000})
+    bad = sasl_client(
+        certs, "SASL_PLAINTEXT", "PLAIN", password="wrong", **{"reconnect.backoff.max.ms": 60000}
+    )
     conn = _connection(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), bad)
     with pytest.raises(SaslAuthenticationError) as first:
         conn.connect()
-    sasl_broker.stop()          # a new attempt would now fail differently
+    sasl_broker.stop()  # a new attempt would now fail differently
     with pytest.raises(SaslAuthenticationError) as second:
         conn.connect()
     assert second.value is first.value
@@ -116,20 +136,31 @@ def test_after_a_failure_the_broker_is_not_retried_within_the_backoff(sasl_broke
 def test_a_wrong_password_is_not_retried_in_a_storm(sasl_broker, certs):
     # every TCP connection the clients open is counted by a relay in front of the listener
     host, port = sasl_broker.bootstrap_of("SASL_PLAINTEXT").rsplit(":", 1)
-    bad = sasl_client(certs, "SASL_PLAINTEXT", "SCRAM-SHA-256", password="wrong",
-                      **{"reconnect.backoff.max.ms": 3000})
+    bad = sasl_client(
+        certs,
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-256",
+        password="wrong",
+        **{"reconnect.backoff.max.ms": 3000},
+    )
     with HostileBroker((host, int(port))) as relay:
         with pytest.raises(SaslAuthenticationError, match=f"SCRAM-SHA-256.*{relay.bootstrap}"):
-            with Producer({"bootstrap.servers": relay.bootstrap, "message.send.max.retries": 5,
-                           "retry.backoff.ms": 10, **bad}) as p:
+            with Producer(
+                {
+                    "bootstrap.servers": relay.bootstrap,
+                    "message.send.max.retries": 5,
+                    "retry.backoff.ms": 10,
+                    **bad,
+                }
+            ) as p:
                 p.send(ProducerData("t", b"x"))
-        assert relay.accepted == 1          # not one per retry
+        assert relay.accepted == 1  # not one per retry
         with SimpleConsumer("127.0.0.1", relay.port, security=bad) as c:
             for _ in range(5):
                 with pytest.raises(SaslAuthenticationError):
                     c.fetch(FetchRequest("t", 0, 0, 1024))
-            assert relay.accepted == 2      # a second client: one attempt for five fetches
-            time.sleep(3.2)                 # after the backoff: one new attempt, not a burst
+            assert relay.accepted == 2  # a second client: one attempt for five fetches
+            time.sleep(3.2)  # after the backoff: one new attempt, not a burst
             for _ in range(5):
                 with pytest.raises(SaslAuthenticationError):
                     c.fetch(FetchRequest("t", 0, 0, 1024))
@@ -137,9 +168,12 @@ def test_a_wrong_password_is_not_retried_in_a_storm(sasl_broker, certs):
 
 
 def test_jaas_config_is_read_as_java_reads_it(sasl_broker, certs):
-    sec = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
-           "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
-                               'required username="alice" password="alice-secret";'}
+    sec = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+        'required username="alice" password="alice-secret";',
+    }
     _produce(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), sec, [b"jaas"])
     assert _fetch_all(sasl_broker.bootstrap_of("SASL_PLAINTEXT"), sec) == [b"jaas"]
 
@@ -147,6 +181,7 @@ def test_jaas_config_is_read_as_java_reads_it(sasl_broker, certs):
 def _unsecured_jwt(sub, lifetime_s=3600):
     def part(obj):
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
     return f"{part({'alg': 'none'})}.{part({'sub': sub, 'exp': time.time() + lifetime_s})}."
 
 
@@ -156,9 +191,14 @@ def test_oauthbearer_with_a_token_callback(sasl_broker, certs):
     def token(config):
         calls.append(config)
         return _unsecured_jwt("carol"), time.time() + 3600
-    sec = {"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
-           "ssl.ca.location": str(certs.ca), "oauth_cb": token,
-           "sasl.oauthbearer.config": "scope=kafka"}
+
+    sec = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "OAUTHBEARER",
+        "ssl.ca.location": str(certs.ca),
+        "oauth_cb": token,
+        "sasl.oauthbearer.config": "scope=kafka",
+    }
     _produce(sasl_broker.bootstrap_of("SASL_SSL"), sec, [b"oauth"])
     assert calls and calls[0] == "scope=kafka"
     expired = dict(sec, oauth_cb=lambda _: _unsecured_jwt("carol", -10))
@@ -167,13 +207,14 @@ def test_oauthbearer_with_a_token_callback(sasl_broker, certs):
 
 
 def test_reauthentication_before_the_session_runs_out(tmp_path, certs):
-    config = tls_broker_config(certs, listeners=SASL_LISTENERS,
-                               **{"connections.max.reauth.ms": "1500"})
+    config = tls_broker_config(
+        certs, listeners=SASL_LISTENERS, **{"connections.max.reauth.ms": "1500"}
+    )
     with MiniBroker(log_dir=tmp_path / "b", config=config, sasl_users={"alice": "pw"}) as b:
         sec = sasl_client(certs, "SASL_PLAINTEXT", "SCRAM-SHA-256", password="pw")
         sec["sasl.password"] = "pw"
         with _connection(b.bootstrap_of("SASL_PLAINTEXT"), sec) as conn:
-            for _ in range(4):              # 3.2 s: two lifetimes
+            for _ in range(4):  # 3.2 s: two lifetimes
                 assert conn.request(METADATA, {"topics": []}).brokers
                 time.sleep(0.8)
         # a client that does not re-authenticate is cut off after the lifetime
@@ -197,25 +238,41 @@ def test_plaintext_client_on_a_sasl_listener_is_cut_off(sasl_broker):
 
 
 def test_a_mechanism_the_broker_does_not_enable(tmp_path, certs):
-    config = tls_broker_config(certs, listeners=SASL_LISTENERS,
-                               **{"sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+    config = tls_broker_config(
+        certs, listeners=SASL_LISTENERS, **{"sasl.enabled.mechanisms": "SCRAM-SHA-512"}
+    )
     with MiniBroker(log_dir=tmp_path / "b", config=config, sasl_users={"alice": "x"}) as b:
         sec = sasl_client(certs, "SASL_PLAINTEXT", "PLAIN", password="x")
         with pytest.raises(SaslAuthenticationError, match="does not enable PLAIN.*SCRAM-SHA-512"):
             _connection(b.bootstrap_of("SASL_PLAINTEXT"), sec).connect()
 
 
-@pytest.mark.parametrize("keys,match", [
-    ({"security.protocol": "SASL_SSL"}, "needs sasl.mechanism"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}, "GSSAPI.*not supported"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "sasl.username"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "token.callback"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-      "sasl.jaas.config": "PlainLoginModule username=x;"}, "sasl.jaas.config"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
-      "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
-                          'username="a" password="b";'}, "ScramLoginModule"),
-])
+@pytest.mark.parametrize(
+    "keys,match",
+    [
+        ({"security.protocol": "SASL_SSL"}, "needs sasl.mechanism"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}, "GSSAPI.*not supported"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}, "sasl.username"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"}, "token.callback"),
+        (
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": "PlainLoginModule username=x;",
+            },
+            "sasl.jaas.config",
+        ),
+        (
+            {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                'username="a" password="b";',
+            },
+            "ScramLoginModule",
+        ),
+    ],
+)
 def test_bad_sasl_keys_are_reported_at_construction(keys, match):
     with pytest.raises(InvalidConfigError, match=match):
         Producer({"bootstrap.servers": "127.0.0.1:1", **keys})
@@ -225,6 +282,11 @@ def test_a_sasl_listener_without_users_refuses_to_start(tmp_path):
     with pytest.raises(ValueError, match="SASL_PLAINTEXT uses SASL but there are no users"):
         MiniBroker(log_dir=tmp_path / "b", config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0"})
     with pytest.raises(ValueError, match="GSSAPI is not supported"):
-        MiniBroker(log_dir=tmp_path / "b", config={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                                                    "sasl.enabled.mechanisms": "GSSAPI"},
-                   sasl_users={"a": "b"})
+        MiniBroker(
+            log_dir=tmp_path / "b",
+            config={
+                "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.enabled.mechanisms": "GSSAPI",
+            },
+            sasl_users={"a": "b"},
+        )

@@ -1,6 +1,7 @@
 """confluent-kafka, kafka-python and kcat against the mini-broker's SASL listeners: produce and
 group-consume over SASL_SSL/PLAIN, SASL_SSL/SCRAM-SHA-512 and SASL_PLAINTEXT/SCRAM-SHA-256, and
 read what kclient wrote; a wrong password is refused for each."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,20 +14,31 @@ from tests.needs import missing, need_module
 
 from .conftest import USERS, sasl_client
 
-COMBINATIONS = [("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512"),
-                ("SASL_PLAINTEXT", "SCRAM-SHA-256")]
+COMBINATIONS = [
+    ("SASL_SSL", "PLAIN"),
+    ("SASL_SSL", "SCRAM-SHA-512"),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+]
 
 
 def _kclient_produce(broker, certs, protocol, mechanism, topic):
-    with Producer({"bootstrap.servers": broker.bootstrap_of(protocol),
-                   **sasl_client(certs, protocol, mechanism)}) as p:
+    with Producer(
+        {
+            "bootstrap.servers": broker.bootstrap_of(protocol),
+            **sasl_client(certs, protocol, mechanism),
+        }
+    ) as p:
         p.send(ProducerData(topic, b"from-kclient"))
 
 
 def _librdkafka_conf(broker, certs, protocol, mechanism, password=None):
-    conf = {"bootstrap.servers": broker.bootstrap_of(protocol), "security.protocol": protocol,
-            "sasl.mechanism": mechanism, "sasl.username": "alice",
-            "sasl.password": password or USERS["alice"]}
+    conf = {
+        "bootstrap.servers": broker.bootstrap_of(protocol),
+        "security.protocol": protocol,
+        "sasl.mechanism": mechanism,
+        "sasl.username": "alice",
+        "sasl.password": password or USERS["alice"],
+    }
     if protocol == "SASL_SSL":
         conf["ssl.ca.location"] = str(certs.ca)
     return conf
@@ -55,8 +67,12 @@ def test_confluent_kafka(sasl_broker, certs, protocol, mechanism):
         c.close()
     assert got == [b"from-kclient", b"from-confluent"]
     errors = []
-    bad = ck.Producer({**_librdkafka_conf(sasl_broker, certs, protocol, mechanism, "wrong"),
-                       "error_cb": errors.append})
+    bad = ck.Producer(
+        {
+            **_librdkafka_conf(sasl_broker, certs, protocol, mechanism, "wrong"),
+            "error_cb": errors.append,
+        }
+    )
     bad.poll(3)
     assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors), errors
 
@@ -67,15 +83,25 @@ def test_kafka_python(sasl_broker, certs, protocol, mechanism):
     topic = f"kp-{mechanism}"
     _kclient_produce(sasl_broker, certs, protocol, mechanism, topic)
     bootstrap = sasl_broker.bootstrap_of(protocol)
-    sec = {"security_protocol": protocol, "sasl_mechanism": mechanism,
-           "sasl_plain_username": "alice", "sasl_plain_password": USERS["alice"]}
+    sec = {
+        "security_protocol": protocol,
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": USERS["alice"],
+    }
     if protocol == "SASL_SSL":
         sec["ssl_cafile"] = str(certs.ca)
     p = kafka.KafkaProducer(bootstrap_servers=bootstrap, **sec)
     p.send(topic, b"from-kafka-python").get(20)
     p.close()
-    c = kafka.KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=topic,
-                            auto_offset_reset="earliest", consumer_timeout_ms=10000, **sec)
+    c = kafka.KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=topic,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        **sec,
+    )
     got = []
     for m in c:
         got.append(m.value)
@@ -83,9 +109,12 @@ def test_kafka_python(sasl_broker, certs, protocol, mechanism):
             break
     c.close()
     assert got == [b"from-kclient", b"from-kafka-python"]
-    with pytest.raises(kafka.errors.KafkaError):     # it cannot bootstrap: auth fails
-        kafka.KafkaProducer(bootstrap_servers=bootstrap, bootstrap_timeout_ms=2000,
-                            **{**sec, "sasl_plain_password": "x"})
+    with pytest.raises(kafka.errors.KafkaError):  # it cannot bootstrap: auth fails
+        kafka.KafkaProducer(
+            bootstrap_servers=bootstrap,
+            bootstrap_timeout_ms=2000,
+            **{**sec, "sasl_plain_password": "x"},
+        )
 
 
 @pytest.mark.parametrize("protocol,mechanism", COMBINATIONS)
@@ -98,8 +127,15 @@ def test_kcat(sasl_broker, certs, protocol, mechanism):
     conf = _librdkafka_conf(sasl_broker, certs, protocol, mechanism)
     args = [a for k, v in conf.items() if k != "bootstrap.servers" for a in ("-X", f"{k}={v}")]
     bootstrap = conf["bootstrap.servers"]
-    subprocess.run([kcat, "-b", bootstrap, *args, "-P", "-t", topic], input=b"from-kcat\n",
-                   check=True, timeout=30)
-    out = subprocess.run([kcat, "-b", bootstrap, *args, "-G", topic, topic, "-o", "beginning",
-                          "-e", "-q"], capture_output=True, timeout=60).stdout
+    subprocess.run(
+        [kcat, "-b", bootstrap, *args, "-P", "-t", topic],
+        input=b"from-kcat\n",
+        check=True,
+        timeout=30,
+    )
+    out = subprocess.run(
+        [kcat, "-b", bootstrap, *args, "-G", topic, topic, "-o", "beginning", "-e", "-q"],
+        capture_output=True,
+        timeout=60,
+    ).stdout
     assert out.split() == [b"from-kclient", b"from-kcat"]

@@ -1,5 +1,6 @@
 """Other clients over the mini-broker's SSL listener: confluent-kafka (librdkafka/OpenSSL),
 kafka-python (Python's ssl) and kcat produce and consume there, and read what kclient wrote."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,11 @@ def _kclient_produce(bootstrap, certs, topic, values):
 def test_confluent_kafka_over_tls(tls_broker, certs):
     ck = need_module("confluent_kafka")
     bootstrap = tls_broker.bootstrap_of("SSL")
-    conf = {"bootstrap.servers": bootstrap, "security.protocol": "SSL",
-            "ssl.ca.location": str(certs.ca)}
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(certs.ca),
+    }
     _kclient_produce(bootstrap, certs, "ck", [b"from-kclient"])
     p = ck.Producer({**conf, "enable.idempotence": False})
     p.produce("ck", b"from-confluent")
@@ -48,8 +52,14 @@ def test_kafka_python_over_tls(tls_broker, certs):
     p = kafka.KafkaProducer(bootstrap_servers=bootstrap, **tls)
     p.send("kp", b"from-kafka-python").get(20)
     p.close()
-    c = kafka.KafkaConsumer("kp", bootstrap_servers=bootstrap, group_id="kp-tls",
-                            auto_offset_reset="earliest", consumer_timeout_ms=10000, **tls)
+    c = kafka.KafkaConsumer(
+        "kp",
+        bootstrap_servers=bootstrap,
+        group_id="kp-tls",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        **tls,
+    )
     got = []
     for m in c:
         got.append(m.value)
@@ -66,8 +76,16 @@ def test_kcat_over_tls(tls_broker, certs):
     bootstrap = tls_broker.bootstrap_of("SSL")
     tls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs.ca}"]
     _kclient_produce(bootstrap, certs, "kc", [b"from-kclient"])
-    subprocess.run([kcat, "-b", bootstrap, *tls, "-P", "-t", "kc"], input=b"from-kcat\n",
-                   check=True, timeout=30)
-    out = subprocess.run([kcat, "-b", bootstrap, *tls, "-C", "-t", "kc", "-o", "beginning",
-                          "-e", "-q"], capture_output=True, check=True, timeout=30).stdout
+    subprocess.run(
+        [kcat, "-b", bootstrap, *tls, "-P", "-t", "kc"],
+        input=b"from-kcat\n",
+        check=True,
+        timeout=30,
+    )
+    out = subprocess.run(
+        [kcat, "-b", bootstrap, *tls, "-C", "-t", "kc", "-o", "beginning", "-e", "-q"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout
     assert out.split() == [b"from-kclient", b"from-kcat"]

@@ -1,6 +1,7 @@
 """ShareConsumer / AIOShareConsumer behaviour beyond draining, on the mini-broker: the
 acknowledgement modes' rules, commit results and the commit callback, wakeup, async for and
 commit_async, and configuration errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -77,8 +78,9 @@ def test_async_for_and_commit_async(broker):  # noqa: F811
     async def main() -> list:
         got = []
         explicit = {"share.acknowledgement.mode": "explicit"}
-        async with AIOShareConsumer(conf(broker.bootstrap, new_group(broker.bootstrap), **explicit),
-                                    topic) as c:
+        async with AIOShareConsumer(
+            conf(broker.bootstrap, new_group(broker.bootstrap), **explicit), topic
+        ) as c:
             c.set_acknowledgement_commit_callback(lambda offsets, err: calls.append(offsets))
             async for record in c:
                 c.acknowledge(record)
@@ -93,12 +95,15 @@ def test_async_for_and_commit_async(broker):  # noqa: F811
     assert calls == [{TopicPartition(topic, 0): {0, 1, 2, 3}}]
 
 
-@pytest.mark.parametrize("config,match", [
-    ({}, "needs a group.id"),
-    ({"group.id": "g", "share.acknowledgement.mode": "auto"}, "implicit, explicit"),
-    ({"group.id": "g", "enable.auto.commit": True}, "acknowledge records instead"),
-    ({"group.id": "g", "group.instance.id": "i"}, "static membership"),
-])
+@pytest.mark.parametrize(
+    "config,match",
+    [
+        ({}, "needs a group.id"),
+        ({"group.id": "g", "share.acknowledgement.mode": "auto"}, "implicit, explicit"),
+        ({"group.id": "g", "enable.auto.commit": True}, "acknowledge records instead"),
+        ({"group.id": "g", "group.instance.id": "i"}, "static membership"),
+    ],
+)
 def test_configuration_errors(config, match):
     with pytest.raises(InvalidConfigError, match=match):
         ShareConsumer({"bootstrap.servers": "127.0.0.1:1", **config})

@@ -1,4 +1,5 @@
 """``kclient consume --share-group`` and ``kclient share-groups`` against the mini-broker."""
+
 from __future__ import annotations
 
 from integration.share_scenarios import new_group, produce
@@ -32,7 +33,12 @@ def test_consume_describe_reset_and_delete_a_share_group(broker, capfd):  # noqa
     produce(bootstrap, "jobs", 5, 1)
     group = new_group(bootstrap)
     assert cli.out("consume", "jobs", "--share-group", group, "-e").split() == [
-        "v0", "v1", "v2", "v3", "v4"]
+        "v0",
+        "v1",
+        "v2",
+        "v3",
+        "v4",
+    ]
     table = cli.out("share-groups", "describe", group)
     assert [line.split()[:4] for line in table.splitlines()[1:]] == [[group, "jobs", "0", "5"]]
     cli.out("share-groups", "reset-offsets", group, "-t", "jobs", "--to-offset", "3", "--execute")

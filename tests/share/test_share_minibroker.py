@@ -1,5 +1,6 @@
 """The share-group scenarios of integration/test_share_kafka.py against kclient's mini-broker
 (its share coordinator and share partitions): the same client, the same expectations."""
+
 from __future__ import annotations
 
 import signal
@@ -23,8 +24,13 @@ def broker(tmp_path_factory):
     from kclient.broker import MiniBroker
     from tests.conftest import FAST_GROUPS
 
-    config = dict(FAST_GROUPS, **{"group.share.heartbeat.interval.ms": "1000",
-                                  "group.share.min.record.lock.duration.ms": "1000"})
+    config = dict(
+        FAST_GROUPS,
+        **{
+            "group.share.heartbeat.interval.ms": "1000",
+            "group.share.min.record.lock.duration.ms": "1000",
+        },
+    )
     with MiniBroker(log_dir=tmp_path_factory.mktemp("share-broker"), config=config) as b:
         yield b
 
@@ -60,7 +66,8 @@ def test_a_killed_members_records_come_back_after_the_lock(broker):
     def kill(group: str, topic: str) -> list[int]:
         proc = subprocess.Popen(
             [sys.executable, "-c", _HOLDER, broker.bootstrap, group, topic],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
         try:
             line = proc.stdout.readline().decode()

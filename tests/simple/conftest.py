@@ -4,6 +4,7 @@
 write).  Records are produced with raw Produce requests built by ``kclient.protocol.records`` so
 each test controls the exact batches (format, codec, sizes) the broker stores.
 """
+
 import itertools
 import uuid
 
@@ -42,8 +43,13 @@ class Target:
         """Send one Produce with ``records`` (bytes); returns the base offset."""
         conn = BrokerConnection(self.host, self.port)
         with conn:
-            body = {"acks": -1, "timeout_ms": 10000, "topic_data": [
-                {"name": topic, "partition_data": [{"index": partition, "records": records}]}]}
+            body = {
+                "acks": -1,
+                "timeout_ms": 10000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+                ],
+            }
             resp = conn.request(PRODUCE, body, version)
         part = resp.responses[0].partition_responses[0]
         assert part.error_code == 0, part
@@ -53,17 +59,17 @@ class Target:
         """Produce ``values`` as v2 batches of ``batch`` records; returns the offsets."""
         offsets = []
         for i in range(0, len(values), batch):
-            vs = values[i:i + batch]
-            ks = keys[i:i + batch] if keys is not None else None
+            vs = values[i : i + batch]
+            ks = keys[i : i + batch] if keys is not None else None
             base = self.produce(topic, partition, build_batch(vs, ks, **kw))
             offsets.extend(range(base, base + len(vs)))
         return offsets
 
     def produce_legacy(self, topic, partition, values, magic, codec=0, keys=None):
         """Produce ``values`` as one v0/v1 message set (Produce v2, as a 0.10 client)."""
-        return self.produce(topic, partition,
-                            build_message_set(values, keys, magic=magic, codec=codec),
-                            version=2)
+        return self.produce(
+            topic, partition, build_message_set(values, keys, magic=magic, codec=codec), version=2
+        )
 
 
 @pytest.fixture(params=["mini", "tansu"])
@@ -71,6 +77,7 @@ def target(request, tmp_path):
     """The mini-broker or tansu, each fresh per test (tansu: one per session, fresh topics)."""
     if request.param == "mini":
         from kclient.broker import MiniBroker
+
         with MiniBroker(log_dir=tmp_path / "mini") as broker:
             yield Target("mini", broker.bootstrap, broker)
     else:

@@ -1,4 +1,5 @@
 """The columnar read path (MessageColumns, SimpleConsumer.fetch_columns) against iteration."""
+
 import random
 
 import pytest
@@ -13,26 +14,35 @@ def as_rows(cols):
     n = len(cols)
     keys = cols.keys if cols.keys is not None else [None] * n
     hdrs = cols.headers if cols.headers is not None else [None] * n
-    return [(o, k, v, t, tt, tuple(h or ())) for o, k, v, t, tt, h in zip(
-        cols.offsets, keys, cols.values, cols.timestamps, cols.timestamp_types, hdrs)]
+    return [
+        (o, k, v, t, tt, tuple(h or ()))
+        for o, k, v, t, tt, h in zip(
+            cols.offsets, keys, cols.values, cols.timestamps, cols.timestamp_types, hdrs
+        )
+    ]
 
 
 def iterated(ms):
-    return [(m.offset, m.key, m.value, m.timestamp, m.timestamp_type, tuple(m.headers))
-            for m in ms]
+    return [(m.offset, m.key, m.value, m.timestamp, m.timestamp_type, tuple(m.headers)) for m in ms]
 
 
 def mixed_buffer():
     rng = random.Random(7)
-    return b"".join([
-        build_message_set([b"a", b"b"], magic=0),
-        build_message_set([b"c", b"d"], [b"k1", None], magic=1, base_offset=2, codec=1),
-        build_batch([rng.randbytes(30) for _ in range(50)], base_offset=4, codec=3),
-        build_batch([b"h%d" % i for i in range(5)], [b"k"] * 5, base_offset=54,
-                    headers=[[("h", b"1")] if i % 2 else [] for i in range(5)]),
-        build_batch([b"g%d" % i for i in range(4)], base_offset=59, offset_deltas=[0, 2, 5, 9]),
-        build_batch([b"z"] * 3, base_offset=69, timestamp_type=1, timestamp=1234),
-    ])
+    return b"".join(
+        [
+            build_message_set([b"a", b"b"], magic=0),
+            build_message_set([b"c", b"d"], [b"k1", None], magic=1, base_offset=2, codec=1),
+            build_batch([rng.randbytes(30) for _ in range(50)], base_offset=4, codec=3),
+            build_batch(
+                [b"h%d" % i for i in range(5)],
+                [b"k"] * 5,
+                base_offset=54,
+                headers=[[("h", b"1")] if i % 2 else [] for i in range(5)],
+            ),
+            build_batch([b"g%d" % i for i in range(4)], base_offset=59, offset_deltas=[0, 2, 5, 9]),
+            build_batch([b"z"] * 3, base_offset=69, timestamp_type=1, timestamp=1234),
+        ]
+    )
 
 
 @pytest.mark.parametrize("fetch_offset", [0, 1, 3, 20, 56, 61, 70])
@@ -73,8 +83,14 @@ def test_a_corrupt_entry_after_good_ones_is_kept_as_the_error():
 
 
 def test_control_batches_are_skipped_and_next_offset_passes_them():
-    control = build_batch([b"\x00\x00\x00\x00\x00\x00"], [b"\x00\x00\x00\x00"], base_offset=2,
-                          is_control=True, is_transactional=True, producer_id=7)
+    control = build_batch(
+        [b"\x00\x00\x00\x00\x00\x00"],
+        [b"\x00\x00\x00\x00"],
+        base_offset=2,
+        is_control=True,
+        is_transactional=True,
+        producer_id=7,
+    )
     buf = build_batch([b"a", b"b"], producer_id=7, is_transactional=True) + control
     cols = ByteBufferMessageSet(buf).columns()
     assert cols.offsets == [0, 1] and cols.next_offset == 3

@@ -1,4 +1,5 @@
 """BrokerConnection: version fallback for brokers without ApiVersions, timeouts, closed peers."""
+
 import socket
 import threading
 
@@ -56,8 +57,9 @@ def test_falls_back_when_the_broker_closes_on_api_versions():
 def test_no_response_within_the_timeout():
     stub = Stub(stay_silent)
     try:
-        conn = BrokerConnection("127.0.0.1", stub.port, request_timeout_ms=200,
-                               api_version_request=False)
+        conn = BrokerConnection(
+            "127.0.0.1", stub.port, request_timeout_ms=200, api_version_request=False
+        )
         conn.connect()
         with pytest.raises(KafkaTimeoutError):
             conn.request(METADATA, {"topics": []})

@@ -4,6 +4,7 @@ Where tansu departs from Kafka (it never cuts a fetch through a batch, never ans
 OFFSET_OUT_OF_RANGE, and its ListOffsets "latest" is the last batch's base offset + 1) the test
 says so and checks what kclient makes of tansu's actual answer.
 """
+
 import pytest
 
 from kclient.errors import (
@@ -27,8 +28,9 @@ KEYS = [b"key-%d" % (i % 13) for i in range(250)]
 
 
 def consumer(target, **kw):
-    return SimpleConsumer(target.host, target.port, so_timeout=10000, buffer_size=65536,
-                          client_id="simple-test", **kw)
+    return SimpleConsumer(
+        target.host, target.port, so_timeout=10000, buffer_size=65536, client_id="simple-test", **kw
+    )
 
 
 def read_all(c, topic, partition=0, offset=0, max_size=1 << 20):
@@ -62,8 +64,8 @@ def test_fetch_from_inside_a_batch_skips_the_offsets_before(target):
     with consumer(target) as c:
         ms = c.fetch(FetchRequest(topic, 0, 150, 1 << 20))
         got = list(ms)
-    assert ms.entries[0].offset == 100          # the broker sent the whole batch ...
-    assert got[0].offset == 150                  # ... the consumer skips what precedes 150
+    assert ms.entries[0].offset == 100  # the broker sent the whole batch ...
+    assert got[0].offset == 150  # ... the consumer skips what precedes 150
     assert [m.value for m in got] == VALUES[150:]
     assert ms.high_watermark == 250 and ms.next_offset == 250
 
@@ -99,8 +101,10 @@ def test_fetch_of_old_format_ends_mid_message(mini):
     entry = 12 + 14 + len(VALUES[0])
     assert ms.size_in_bytes == 100 and ms.valid_bytes == 2 * entry
     assert ms.incomplete_size == entry
-    assert [(m.offset, m.value, m.message.magic) for m in got] == \
-        [(0, VALUES[0], 0), (1, VALUES[1], 0)]
+    assert [(m.offset, m.value, m.message.magic) for m in got] == [
+        (0, VALUES[0], 0),
+        (1, VALUES[1], 0),
+    ]
 
 
 @pytest.mark.parametrize("version", [None, 2])
@@ -155,8 +159,11 @@ def test_multifetch_one_round_trip_results_in_request_order(target):
     target.produce_values(a, 0, VALUES[:30], batch=10)
     target.produce_values(a, 1, VALUES[30:50], batch=10)
     target.produce_values(b, 0, VALUES[50:55], batch=5)
-    requests = [FetchRequest(b, 0, 2, 1 << 20), FetchRequest(a, 1, 0, 1 << 20),
-                FetchRequest(a, 0, 25, 1 << 20)]
+    requests = [
+        FetchRequest(b, 0, 2, 1 << 20),
+        FetchRequest(a, 1, 0, 1 << 20),
+        FetchRequest(a, 0, 25, 1 << 20),
+    ]
     if target.kind == "mini":  # (tansu answers for partitions that do not exist)
         requests.append(FetchRequest(b, 1, 0, 1 << 20))  # no such partition
     with consumer(target, prefetch=False) as c:
@@ -199,9 +206,11 @@ def test_get_offsets_before_latest_and_earliest(target):
 
 def test_get_offsets_before_lists_segment_starts_descending(tmp_path):
     from kclient.broker import MiniBroker
+
     with MiniBroker(log_dir=tmp_path / "b") as broker:
         broker.create_topic("seg", 1, config={"segment.bytes": "2000"})
         from tests.simple.conftest import Target
+
         t = Target("mini", broker.bootstrap, broker)
         for _i in range(0, 60, 10):
             t.produce("seg", 0, build_batch([b"z" * 100] * 10))
@@ -242,6 +251,7 @@ def test_close_and_context_manager(target):
 
 def test_partition_led_by_another_broker_names_the_leader(mini_cluster):
     from kclient.errors import NotLeaderForPartitionError
+
     mini_cluster.create_topic("spread", partitions=3)
     leaders = mini_cluster.leaders("spread")
     here = mini_cluster.broker(0)
@@ -276,7 +286,7 @@ def test_prefetch_is_dropped_when_the_next_request_differs(mini):
     topic = mini.topic()
     mini.produce_values(topic, 0, VALUES, batch=10)
     with consumer(mini) as c:
-        c.fetch(FetchRequest(topic, 0, 0, 500))       # speculates offset 10
+        c.fetch(FetchRequest(topic, 0, 0, 500))  # speculates offset 10
         ms = c.fetch(FetchRequest(topic, 0, 200, 500))  # asks for something else
         assert [m.offset for m in ms][:1] == [200]
         assert c.fetcher.prefetch_misses == 1
@@ -325,8 +335,9 @@ def test_iterating_an_offset_range_keeps_one_fetch_ahead(target):
     topic = target.topic()
     target.produce_values(topic, 0, VALUES[:100], batch=10)
     with consumer(target) as c:
-        got = [(m.offset, m.value) for m in c.iter_messages(topic, 0, 5, max_size=200,
-                                                              end_offset=75)]
+        got = [
+            (m.offset, m.value) for m in c.iter_messages(topic, 0, 5, max_size=200, end_offset=75)
+        ]
         hits, sent = c.fetcher.prefetch_hits, c.fetcher.requests_sent
     assert got == [(i, VALUES[i]) for i in range(5, 75)]
     assert hits >= 2 and hits >= sent - 2, (hits, sent)

@@ -3,6 +3,7 @@
 The broker serves segment bytes as they are (sendfile, no CRC check on reads, like Kafka), so
 the corruption reaches the client, whose CRC check must catch it.
 """
+
 import pytest
 
 from kclient.errors import CorruptRecordError
@@ -25,8 +26,9 @@ def flip(path, position):
 
 
 def consumer(mini):
-    return SimpleConsumer(mini.host, mini.port, so_timeout=10000, buffer_size=None,
-                          client_id="corrupt")
+    return SimpleConsumer(
+        mini.host, mini.port, so_timeout=10000, buffer_size=None, client_id="corrupt"
+    )
 
 
 @pytest.mark.parametrize("where", ["value", "record-header", "batch-attributes"])

@@ -1,4 +1,5 @@
 """The reusable Fetcher on its own: partitions at offsets over one connection."""
+
 import time
 
 import pytest
@@ -15,7 +16,7 @@ VALUES = [b"v%03d" % i for i in range(120)]
 def loaded(target):
     topic = target.topic(partitions=3)
     for p in range(3):
-        target.produce_values(topic, p, VALUES[p * 40:(p + 1) * 40], batch=8)
+        target.produce_values(topic, p, VALUES[p * 40 : (p + 1) * 40], batch=8)
     conn = BrokerConnection(target.host, target.port)
     conn.connect()
     yield target, topic, conn
@@ -25,10 +26,14 @@ def loaded(target):
 def test_fetch_partitions_decoded_with_high_watermarks(loaded):
     target, topic, conn = loaded
     f = Fetcher(conn, prefetch=False)
-    sets = f.fetch([PartitionFetch(topic, 2, 5), PartitionFetch(topic, 0, 0),
-                    PartitionFetch(topic, 1, 39)])
-    assert [(s.partition, s.fetch_offset, s.high_watermark) for s in sets] == \
-        [(2, 5, 40), (0, 0, 40), (1, 39, 40)]
+    sets = f.fetch(
+        [PartitionFetch(topic, 2, 5), PartitionFetch(topic, 0, 0), PartitionFetch(topic, 1, 39)]
+    )
+    assert [(s.partition, s.fetch_offset, s.high_watermark) for s in sets] == [
+        (2, 5, 40),
+        (0, 0, 40),
+        (1, 39, 40),
+    ]
     assert [m.value for m in sets[0]] == VALUES[85:120]
     assert [m.value for m in sets[1]] == VALUES[0:40]
     assert [m.offset for m in sets[2]] == [39]
@@ -65,7 +70,7 @@ def test_speculative_fetch_used_only_when_asked_for_and_fresh(loaded):
     assert 0 < nxt < 40
     second = f.fetch([PartitionFetch(topic, 0, nxt, 100)])[0]
     assert f.prefetch_hits == 1 and [m.offset for m in second][0] == nxt
-    pending = f._speculative        # the speculative fetch for the third step, until too old
+    pending = f._speculative  # the speculative fetch for the third step, until too old
     assert pending is not None
     wait_until(lambda: time.monotonic() - pending.sent_at > f.prefetch_max_age, 5, "stale")
     third = f.fetch([PartitionFetch(topic, 0, second.next_offset, 100)])[0]

@@ -4,6 +4,7 @@ Every codec each client offers; kcat also through the 0.8.2 protocol (Produce v0
 format v0 with old-style compressed wrappers), read back both by a modern SimpleConsumer and by
 one that speaks the old protocol itself.
 """
+
 import shutil
 import subprocess
 
@@ -21,14 +22,17 @@ LEGACY = ["-X", "api.version.request=false", "-X", "broker.version.fallback=0.8.
 
 
 def records(tag):
-    return [(b"k%d" % (i % 17) if i % 5 else None, (b"%s-%d-" % (tag.encode(), i)) * (i % 9 + 1))
-            for i in range(N)]
+    return [
+        (b"k%d" % (i % 17) if i % 5 else None, (b"%s-%d-" % (tag.encode(), i)) * (i % 9 + 1))
+        for i in range(N)
+    ]
 
 
 def read_all(host, port, topic, partition=0, **kw):
     out = []
-    with SimpleConsumer(host, port, so_timeout=10000, buffer_size=None, client_id="interop",
-                        **kw) as c:
+    with SimpleConsumer(
+        host, port, so_timeout=10000, buffer_size=None, client_id="interop", **kw
+    ) as c:
         end = c.get_offsets_before(topic, partition, OffsetRequest.LATEST_TIME)[0]
         offset = 0
         while offset < end:
@@ -43,13 +47,24 @@ def read_all(host, port, topic, partition=0, **kw):
 @pytest.mark.parametrize("codec", CODECS)
 def test_reads_what_confluent_kafka_wrote(target, codec):
     topic = target.topic()
-    producer = confluent_kafka.Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 20,
-                                         "compression.codec": codec, "batch.num.messages": 64})
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "linger.ms": 20,
+            "compression.codec": codec,
+            "batch.num.messages": 64,
+        }
+    )
     data = records(f"ck-{codec}")
     reports = []
     for key, value in data:
-        producer.produce(topic, value, key, partition=0,
-                         on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        producer.produce(
+            topic,
+            value,
+            key,
+            partition=0,
+            on_delivery=lambda err, msg: reports.append((err, msg.offset())),
+        )
     assert producer.flush(30) == 0 and all(err is None for err, _ in reports)
     got = read_all(target.host, target.port, topic)
     assert [(m.key, m.value) for m in got] == data
@@ -61,9 +76,13 @@ def test_reads_what_confluent_kafka_wrote(target, codec):
 @pytest.mark.parametrize("codec", CODECS)
 def test_reads_what_kafka_python_wrote(target, codec):
     topic = target.topic()
-    producer = kafka.KafkaProducer(bootstrap_servers=target.bootstrap, acks=1, linger_ms=20,
-                                   batch_size=4096,
-                                   compression_type=None if codec == "none" else codec)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=target.bootstrap,
+        acks=1,
+        linger_ms=20,
+        batch_size=4096,
+        compression_type=None if codec == "none" else codec,
+    )
     data = records(f"kp-{codec}")
     futures = [producer.send(topic, key=k, value=v, partition=0) for k, v in data]
     producer.flush(30)
@@ -96,8 +115,9 @@ def test_reads_what_kcat_wrote_through_the_old_protocol(mini, codec, old_reader)
     assert [m.offset for m in got] == list(range(N))
     assert {m.message.magic for m in got} == {0}
     if codec != "none":
-        assert {m.message.compression_codec for m in got} == {["none", "gzip", "snappy",
-                                                               "lz4"].index(codec)}
+        assert {m.message.compression_codec for m in got} == {
+            ["none", "gzip", "snappy", "lz4"].index(codec)
+        }
 
 
 def test_read_committed_reads_confluent_kafka_transactions_on_the_mini_broker(mini):
@@ -105,19 +125,21 @@ def test_read_committed_reads_confluent_kafka_transactions_on_the_mini_broker(mi
     read_committed SimpleConsumer sees the committed messages only, and reads past the
     markers to the log end."""
     topic = mini.topic()
-    p = confluent_kafka.Producer({"bootstrap.servers": mini.bootstrap,
-                                  "transactional.id": f"ck-{topic}", "linger.ms": 5})
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": mini.bootstrap, "transactional.id": f"ck-{topic}", "linger.ms": 5}
+    )
     p.init_transactions(30)
     for tag, commit in (("c", True), ("a", False), ("d", True)):
         p.begin_transaction()
         for i in range(20):
             p.produce(topic, b"%s%d" % (tag.encode(), i), partition=0)
-        p.flush(30)                    # written before an abort (librdkafka drops unsent ones)
+        p.flush(30)  # written before an abort (librdkafka drops unsent ones)
         p.commit_transaction(30) if commit else p.abort_transaction(30)
-    with SimpleConsumer(mini.host, mini.port, so_timeout=10000,
-                        isolation_level="read_committed") as c:
+    with SimpleConsumer(
+        mini.host, mini.port, so_timeout=10000, isolation_level="read_committed"
+    ) as c:
         got = [m.message.value for m in c.iter_messages(topic, 0)]
         end = c.get_offsets_before(topic, 0, OffsetRequest.LATEST_TIME)[0]
-        last = c.fetch(FetchRequest(topic, 0, end - 1, 4096))      # the last commit marker
+        last = c.fetch(FetchRequest(topic, 0, end - 1, 4096))  # the last commit marker
     assert got == [b"c%d" % i for i in range(20)] + [b"d%d" % i for i in range(20)]
-    assert list(last) == [] and last.next_offset == end == 63        # 60 records, 3 markers
+    assert list(last) == [] and last.next_offset == end == 63  # 60 records, 3 markers

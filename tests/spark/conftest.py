@@ -1,5 +1,6 @@
 """A local Spark session (``local[2,3]``: two cores, a failed task is retried; set up by
 :func:`kclient.testing.spark.local_spark`) and a mini-broker."""
+
 import itertools
 import os
 import uuid
@@ -21,6 +22,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def spark():
     from kclient.testing.spark import local_spark, spark_problem
+
     problem = spark_problem()
     if problem:
         missing(problem)
@@ -43,11 +45,20 @@ class SparkBroker:
     def produce(self, topic, values, keys=None, partition=None, headers=None):
         """Send ``values`` (sync, acks=1); returns nothing, raises on any failure."""
         from kclient import Producer, ProducerData
+
         with Producer({"metadata.broker.list": self.bootstrap, "producer.type": "async"}) as p:
-            p.send([ProducerData(topic, v, None if keys is None else keys[i],
-                                 partition if not callable(partition) else partition(i),
-                                 headers=None if headers is None else headers[i])
-                    for i, v in enumerate(values)])
+            p.send(
+                [
+                    ProducerData(
+                        topic,
+                        v,
+                        None if keys is None else keys[i],
+                        partition if not callable(partition) else partition(i),
+                        headers=None if headers is None else headers[i],
+                    )
+                    for i, v in enumerate(values)
+                ]
+            )
             p.flush()
 
     def options(self, **more):
@@ -55,12 +66,15 @@ class SparkBroker:
 
     def read_all_ends(self, topic):
         """{partition: log end offset} of ``topic``."""
-        return {p: self.broker.log_manager.get_log(topic, p).log_end_offset
-                for p in sorted(self.broker.cluster.partitions(topic))}
+        return {
+            p: self.broker.log_manager.get_log(topic, p).log_end_offset
+            for p in sorted(self.broker.cluster.partitions(topic))
+        }
 
     def read_all(self, topic):
         """Every (partition, offset, key, value) in ``topic``, read with the SimpleConsumer."""
         from kclient.simple import SimpleConsumer
+
         host, port = self.bootstrap.split(":")
         out = []
         with SimpleConsumer(host, int(port)) as c:
@@ -73,5 +87,6 @@ class SparkBroker:
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
     from kclient.broker import MiniBroker
+
     with MiniBroker(log_dir=tmp_path_factory.mktemp("spark-broker"), config=FAST_GROUPS) as broker:
         yield SparkBroker(broker)

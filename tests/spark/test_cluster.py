@@ -3,6 +3,7 @@ executors running a venv where kclient is installed from a built wheel): batch w
 a streaming copy restarted from its checkpoint, the exactly-once sink with an executor JVM
 SIGKILLed mid-batch, and foreach_partition_writer.  One application runs every scenario
 (tests/spark/cluster_app.py); the tests check the topics it wrote."""
+
 import json
 import re
 from pathlib import Path
@@ -22,17 +23,23 @@ def run(tmp_path_factory):
     from kclient.broker import MiniBroker
     from kclient.testing.spark_cluster import SparkCluster
     from tests.conftest import FAST_GROUPS
+
     work = tmp_path_factory.mktemp("spark-cluster")
     with MiniBroker(log_dir=work / "broker", config=FAST_GROUPS) as broker:
         for topic in TOPICS:
             broker.create_topic(topic, 2)
         with SparkCluster(workers=2, cores=1, work_dir=work / "cluster") as cluster:
-            done = cluster.run_driver(Path(__file__).with_name("cluster_app.py"),
-                                      broker.bootstrap, str(work / "app"), timeout=400)
+            done = cluster.run_driver(
+                Path(__file__).with_name("cluster_app.py"),
+                broker.bootstrap,
+                str(work / "app"),
+                timeout=400,
+            )
             assert done.returncode == 0, done.stderr[-5000:] + "\n" + cluster.tails()
             report = json.loads(done.stdout.strip().splitlines()[-1])
-            worker_logs = "\n".join(p.read_text(errors="replace")
-                                    for p in (work / "cluster").glob("worker-*.log"))
+            worker_logs = "\n".join(
+                p.read_text(errors="replace") for p in (work / "cluster").glob("worker-*.log")
+            )
             yield broker, cluster, report, worker_logs
 
 
@@ -55,7 +62,7 @@ def test_executors_run_kclient_from_the_wheel_venv(run):
     files = {f for f, _, _ in report["executors"]}
     assert files and all(f.startswith(venv) for f in files), files
     assert {exe for _, exe, _ in report["executors"]} == {str(cluster.python)}
-    assert len({parent for _, _, parent in report["executors"]}) == 2   # two executors
+    assert len({parent for _, _, parent in report["executors"]}) == 2  # two executors
 
 
 def test_batch_write_and_read(run):
@@ -67,14 +74,15 @@ def test_batch_write_and_read(run):
 def test_streaming_copy_restarted_from_its_checkpoint(run):
     broker, _, report, _ = run
     assert report["stream_1"] is None and report["stream_2"] is None
-    assert values(broker, "c-copy") == values(broker, "c-src")     # no row twice
+    assert values(broker, "c-copy") == values(broker, "c-src")  # no row twice
 
 
 def test_exactly_once_sink_survives_a_killed_executor(run):
     broker, _, report, worker_logs = run
     assert report["eos"] is None
-    assert re.search(r"finished with state EXITED message Command exited with code 137",
-                     worker_logs), worker_logs[-3000:]              # SIGKILLed mid-batch
+    assert re.search(
+        r"finished with state EXITED message Command exited with code 137", worker_logs
+    ), worker_logs[-3000:]  # SIGKILLed mid-batch
     assert values(broker, "c-eos") == values(broker, "c-src")
 
 

@@ -1,4 +1,5 @@
 """Option validation as Spark's Kafka connector does it, offset JSON, range splitting."""
+
 import pytest
 
 from kclient.errors import InvalidConfigError
@@ -50,13 +51,19 @@ def test_bootstrap_is_required_and_metadata_broker_list_is_accepted():
     assert opts.bootstrap == "h:1"
 
 
-@pytest.mark.parametrize("key,advice", [
-    ("kafka.auto.offset.reset", "Instead set the source option 'startingoffsets'"),
-    ("kafka.enable.auto.commit", "'enable.auto.commit' is not supported"),
-    ("kafka.key.deserializer", "keys are deserialized as byte arrays"),
-    ("kafka.value.deserializer", "Use DataFrame operations to explicitly deserialize the values"),
-    ("kafka.interceptor.classes", "'interceptor.classes' is not supported"),
-])
+@pytest.mark.parametrize(
+    "key,advice",
+    [
+        ("kafka.auto.offset.reset", "Instead set the source option 'startingoffsets'"),
+        ("kafka.enable.auto.commit", "'enable.auto.commit' is not supported"),
+        ("kafka.key.deserializer", "keys are deserialized as byte arrays"),
+        (
+            "kafka.value.deserializer",
+            "Use DataFrame operations to explicitly deserialize the values",
+        ),
+        ("kafka.interceptor.classes", "'interceptor.classes' is not supported"),
+    ],
+)
 def test_rejected_consumer_options_carry_sparks_advice(key, advice):
     with pytest.raises(ValueError, match=advice):
         read(subscribe="t", **{key: "x"})
@@ -71,8 +78,9 @@ def test_rejected_producer_options():
 
 def test_exactly_once_options():
     assert parse_write_options({**BOOT, "topic": "t"}).exactly_once is False
-    opts = parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "TRUE",
-                                "transactionalIdPrefix": "sink-a"})
+    opts = parse_write_options(
+        {**BOOT, "topic": "t", "exactlyOnce": "TRUE", "transactionalIdPrefix": "sink-a"}
+    )
     assert (opts.exactly_once, opts.txn_prefix, opts.state_topic) == (True, "sink-a", "t")
     with pytest.raises(ValueError, match="needs the topic option or transactionStateTopic"):
         parse_write_options({**BOOT, "exactlyOnce": "true"})
@@ -82,8 +90,9 @@ def test_exactly_once_options():
         parse_write_options({**BOOT, "topic": "t", "kafka.transactional.id": "x"})
     with pytest.raises(ValueError, match="must be true or false"):
         parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "yes"})
-    timeout = parse_write_options({**BOOT, "topic": "t", "exactlyOnce": "true",
-                                   "kafka.transaction.timeout.ms": "900000"})
+    timeout = parse_write_options(
+        {**BOOT, "topic": "t", "exactlyOnce": "true", "kafka.transaction.timeout.ms": "900000"}
+    )
     assert timeout.producer_config()["transaction.timeout.ms"] == "900000"
 
 
@@ -106,7 +115,8 @@ def test_starting_and_ending_offsets():
     with pytest.raises(ValueError, match="is greater than the ending offset"):
         read(subscribe="t", startingOffsets='{"t": {"0": 9}}', endingOffsets='{"t": {"0": 3}}')
     assert read(subscribe="t", startingTimestamp="1700").starting == OffsetSpec(
-        "timestamp", timestamp=1700)
+        "timestamp", timestamp=1700
+    )
     with pytest.raises(ValueError, match="Expected a single long value"):
         read(subscribe="t", startingTimestamp="soon")
     spec = read(subscribe="t", startingOffsetsByTimestamp='{"t": {"0": 1700}}').starting
@@ -114,9 +124,16 @@ def test_starting_and_ending_offsets():
 
 
 def test_trigger_and_split_options():
-    opts = read(streaming=True, subscribe="t", maxOffsetsPerTrigger="100",
-                minOffsetsPerTrigger="10", maxTriggerDelay="30s", minPartitions="4",
-                failOnDataLoss="false", includeHeaders="true")
+    opts = read(
+        streaming=True,
+        subscribe="t",
+        maxOffsetsPerTrigger="100",
+        minOffsetsPerTrigger="10",
+        maxTriggerDelay="30s",
+        minPartitions="4",
+        failOnDataLoss="false",
+        includeHeaders="true",
+    )
     assert (opts.max_offsets_per_trigger, opts.min_offsets_per_trigger) == (100, 10)
     assert opts.max_trigger_delay_ms == 30000 and opts.min_partitions == 4
     assert not opts.fail_on_data_loss and opts.include_headers
@@ -126,28 +143,49 @@ def test_trigger_and_split_options():
         read(subscribe="t", minPartitions="0")
     with pytest.raises(ValueError, match="failOnDataLoss' must be true or false"):
         read(subscribe="t", failOnDataLoss="maybe")
-    assert [parse_duration_ms(s) for s in ("15m", "2h", "500ms", "7", "1d")] == \
-        [900000, 7200000, 500, 7, 86400000]
+    assert [parse_duration_ms(s) for s in ("15m", "2h", "500ms", "7", "1d")] == [
+        900000,
+        7200000,
+        500,
+        7,
+        86400000,
+    ]
 
 
 def test_kafka_options_reach_the_clients():
-    opts = read(subscribe="t", **{"kafka.client.id": "me", "kafka.fetch.max.wait.ms": "50",
-                                  "kafka.max.partition.fetch.bytes": "65536",
-                                  "kafka.group.id": "ignored"})
+    opts = read(
+        subscribe="t",
+        **{
+            "kafka.client.id": "me",
+            "kafka.fetch.max.wait.ms": "50",
+            "kafka.max.partition.fetch.bytes": "65536",
+            "kafka.group.id": "ignored",
+        },
+    )
     assert opts.consumer_kwargs() == {"client_id": "me", "max_wait_ms": 50}
     assert opts.fetch_size == 65536
     with pytest.raises(ValueError, match="no such consumer setting"):
         read(subscribe="t", **{"kafka.fetch.bogus": "1"})
     with pytest.raises(ValueError, match="SASL_SSL needs sasl.mechanism"):
         read(subscribe="t", **{"kafka.security.protocol": "SASL_SSL"})
-    assert read(subscribe="t", **{"kafka.isolation.level": "read_committed"}
-                ).consumer_kwargs() == {"isolation_level": "read_committed"}
-    assert read(subscribe="t", **{"kafka.isolation.level": "read_uncommitted"}
-                ).consumer_kwargs() == {}
+    assert read(subscribe="t", **{"kafka.isolation.level": "read_committed"}).consumer_kwargs() == {
+        "isolation_level": "read_committed"
+    }
+    assert (
+        read(subscribe="t", **{"kafka.isolation.level": "read_uncommitted"}).consumer_kwargs() == {}
+    )
     with pytest.raises(ValueError, match="must be read_uncommitted or read_committed"):
         read(subscribe="t", **{"kafka.isolation.level": "serializable"})
-    w = parse_write_options({**BOOT, "topic": " out ", "kafka.acks": "1", "kafka.linger.ms": "20",
-                             "kafka.batch.size": "16384", "kafka.max.request.size": "2000000"})
+    w = parse_write_options(
+        {
+            **BOOT,
+            "topic": " out ",
+            "kafka.acks": "1",
+            "kafka.linger.ms": "20",
+            "kafka.batch.size": "16384",
+            "kafka.max.request.size": "2000000",
+        }
+    )
     cfg = w.producer_config()
     assert w.topic == "out" and cfg["request.required.acks"] == "1"
     assert cfg["metadata.broker.list"] == "127.0.0.1:9092" and cfg["linger.ms"] == "20"
@@ -169,7 +207,12 @@ def test_split_by_max_records_then_min_partitions():
     assert split_ranges([big, small, empty]) == [big, small]
     pieces = split_ranges([big, small], max_records_per_partition=300)
     assert [(r.partition, r.start, r.end) for r in pieces] == [
-        (0, 0, 250), (0, 250, 500), (0, 500, 750), (0, 750, 1000), (1, 10, 110)]
+        (0, 0, 250),
+        (0, 250, 500),
+        (0, 500, 750),
+        (0, 750, 1000),
+        (1, 10, 110),
+    ]
     pieces = split_ranges([big, small], min_partitions=6)
     assert len(pieces) >= 6 and sum(r.size for r in pieces) == 1100
     assert [r for r in pieces if r.partition == 1] == [small]  # small ranges stay whole

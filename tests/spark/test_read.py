@@ -1,4 +1,5 @@
 """spark.read.format("kclient"): schema, rows equal to what was produced, planning options."""
+
 import dataclasses
 import time
 
@@ -16,12 +17,14 @@ def load(spark, kafka, **opts):
 
 def test_schema_is_sparks_kafka_schema_and_arrow_schema_matches(spark, kafka):
     from pyspark.sql.pandas.types import to_arrow_schema
+
     reference = spark.createDataFrame([], SCHEMA_DDL).schema
     t = kafka.topic()
     assert load(spark, kafka, subscribe=t).schema == reference == kafka_schema()
     with_headers = load(spark, kafka, subscribe=t, includeHeaders="true").schema
     reference_h = spark.createDataFrame(
-        [], SCHEMA_DDL + ", headers ARRAY<STRUCT<key: STRING, value: BINARY>>").schema
+        [], SCHEMA_DDL + ", headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+    ).schema
     assert with_headers == reference_h
     assert arrow_schema(False) == to_arrow_schema(reference, timezone="UTC")
     assert arrow_schema(True) == to_arrow_schema(reference_h, timezone="UTC")
@@ -45,8 +48,9 @@ def test_batch_read_equals_what_was_produced(spark, kafka):
         want = [("h", b"%d" % i), ("n", None)] if headers[i] else []
         assert [(h.key, None if h.value is None else bytes(h.value)) for h in r.headers] == want
     assert {r.topic for r in rows} == {t} and {r.timestampType for r in rows} == {0}
-    assert all(r.timestamp is not None and r.timestamp.timestamp() * 1000 >= before - 1000
-               for r in rows)
+    assert all(
+        r.timestamp is not None and r.timestamp.timestamp() * 1000 >= before - 1000 for r in rows
+    )
 
 
 def test_empty_and_missing_topics_read_no_rows(spark, kafka):
@@ -59,8 +63,13 @@ def test_empty_and_missing_topics_read_no_rows(spark, kafka):
 def test_assign_with_specific_offsets(spark, kafka):
     t = kafka.topic(2)
     kafka.produce(t, [b"%d" % i for i in range(100)], partition=lambda i: i % 2)
-    df = load(spark, kafka, assign=f'{{"{t}": [1]}}', startingOffsets=f'{{"{t}": {{"1": 10}}}}',
-              endingOffsets=f'{{"{t}": {{"1": 20}}}}')
+    df = load(
+        spark,
+        kafka,
+        assign=f'{{"{t}": [1]}}',
+        startingOffsets=f'{{"{t}": {{"1": 10}}}}',
+        endingOffsets=f'{{"{t}": {{"1": 20}}}}',
+    )
     assert sorted((r.partition, r.offset) for r in df.collect()) == [(1, o) for o in range(10, 20)]
     df = load(spark, kafka, subscribe=t, startingOffsets=f'{{"{t}": {{"0": 45, "1": -2}}}}')
     assert sorted(r.offset for r in df.collect() if r.partition == 0) == list(range(45, 50))
@@ -70,13 +79,14 @@ def test_assign_with_specific_offsets(spark, kafka):
 def test_starting_timestamp(spark, kafka):
     t = kafka.topic(1)
     kafka.produce(t, [b"old"] * 10)
-    cut = next_millisecond()             # after every "old" timestamp ...
-    next_millisecond(cut)                # ... and before every "new" one
+    cut = next_millisecond()  # after every "old" timestamp ...
+    next_millisecond(cut)  # ... and before every "new" one
     kafka.produce(t, [b"new"] * 7)
     rows = load(spark, kafka, subscribe=t, startingTimestamp=str(cut)).collect()
     assert [bytes(r.value) for r in rows] == [b"new"] * 7
-    rows = load(spark, kafka, subscribe=t,
-                startingOffsetsByTimestamp=f'{{"{t}": {{"0": {cut}}}}}').collect()
+    rows = load(
+        spark, kafka, subscribe=t, startingOffsetsByTimestamp=f'{{"{t}": {{"0": {cut}}}}}'
+    ).collect()
     assert len(rows) == 7
 
 
@@ -85,24 +95,38 @@ def test_min_partitions_and_max_records_split_the_tasks(spark, kafka):
     kafka.produce(t, [b"%d" % i for i in range(1000)], partition=lambda i: i % 2)
     df = load(spark, kafka, subscribe=t, minPartitions="6")
     assert df.rdd.getNumPartitions() >= 6
-    assert sorted((r.partition, r.offset) for r in df.collect()) == \
-        sorted((p, o) for p in (0, 1) for o in range(500))
+    assert sorted((r.partition, r.offset) for r in df.collect()) == sorted(
+        (p, o) for p in (0, 1) for o in range(500)
+    )
     df = load(spark, kafka, subscribe=t, maxRecordsPerPartition="100")
     assert df.rdd.getNumPartitions() == 10 and df.count() == 1000
 
 
 def test_old_message_formats_give_null_timestamps(spark, kafka):
     from kclient.connection import BrokerConnection
+
     t = kafka.topic(1, config={"message.format.version": "0.9.0"})  # stored as v0
     host, port = kafka.bootstrap.split(":")
     with BrokerConnection(host, int(port)) as conn:
-        body = {"acks": -1, "timeout_ms": 10000, "topic_data": [{"name": t, "partition_data": [
-            {"index": 0, "records": build_message_set([b"a", b"b"], magic=0)}]}]}
+        body = {
+            "acks": -1,
+            "timeout_ms": 10000,
+            "topic_data": [
+                {
+                    "name": t,
+                    "partition_data": [
+                        {"index": 0, "records": build_message_set([b"a", b"b"], magic=0)}
+                    ],
+                }
+            ],
+        }
         resp = conn.request(PRODUCE, body, 2)
     assert resp.responses[0].partition_responses[0].error_code == 0
     rows = load(spark, kafka, subscribe=t).orderBy("offset").collect()
-    assert [(bytes(r.value), r.timestamp, r.timestampType) for r in rows] == \
-        [(b"a", None, -1), (b"b", None, -1)]
+    assert [(bytes(r.value), r.timestamp, r.timestampType) for r in rows] == [
+        (b"a", None, -1),
+        (b"b", None, -1),
+    ]
 
 
 def truncate_head(kafka, topic, values=200):
@@ -121,18 +145,19 @@ def truncate_head(kafka, topic, values=200):
 def test_fail_on_data_loss(spark, kafka):
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
+
     t = kafka.topic(1)
     start = truncate_head(kafka, t)
     gone = f'{{"{t}": {{"0": 0}}}}'
     with pytest.raises((Py4JJavaError, PySparkException), match="Some data may have been lost"):
         load(spark, kafka, subscribe=t, startingOffsets=gone).collect()
-    rows = load(spark, kafka, subscribe=t, startingOffsets=gone,
-                failOnDataLoss="false").collect()
+    rows = load(spark, kafka, subscribe=t, startingOffsets=gone, failOnDataLoss="false").collect()
     assert sorted(r.offset for r in rows) == list(range(start, start + 10))
 
 
 def test_register_is_harmless_when_the_format_was_found_already(spark, kafka):
     from kclient.spark import register
+
     register(spark)
     t = kafka.topic(1)
     kafka.produce(t, [b"r"])

@@ -1,5 +1,6 @@
 """The read task (kclient.spark.reader.read_range) without Spark: leaders that moved, and the
 columns it turns into Arrow batches."""
+
 from kclient import Producer, ProducerData
 from kclient.spark.arrow import arrow_schema
 from kclient.spark.offsets import OffsetRange
@@ -12,8 +13,14 @@ def _setup(cluster, topic, n=300):
     with Producer({"metadata.broker.list": cluster.bootstrap}) as p:  # sync: 10 batches
         for start in range(0, n, n // 10):
             p.send([ProducerData(topic, b"v%03d" % i) for i in range(start, start + n // 10)])
-    opts = parse_read_options({"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": topic,
-                               "kafka.max.partition.fetch.bytes": "1024"}, streaming=False)
+    opts = parse_read_options(
+        {
+            "kafka.bootstrap.servers": cluster.bootstrap,
+            "subscribe": topic,
+            "kafka.max.partition.fetch.bytes": "1024",
+        },
+        streaming=False,
+    )
     leader = cluster.leaders(topic)[0]
     others = [i for i in range(3) if cluster.broker(i).node_id != leader]
     return opts, leader, others
@@ -42,8 +49,14 @@ def test_a_leader_moving_mid_read_loses_and_repeats_nothing(mini_cluster):
 def _transactions(bootstrap, topic, open_one=False):
     """Committed c0-c4, aborted a0-a4, committed d0-d4; with ``open_one`` a producer left
     holding an open transaction (o0-o2, flushed), returned to be closed by the caller."""
-    p = Producer({"metadata.broker.list": bootstrap, "producer.type": "async",
-                  "transactional.id": f"spark-{topic}", "request.required.acks": -1})
+    p = Producer(
+        {
+            "metadata.broker.list": bootstrap,
+            "producer.type": "async",
+            "transactional.id": f"spark-{topic}",
+            "request.required.acks": -1,
+        }
+    )
     p.init_transactions()
     for tag, commit in (("c", True), ("a", False), ("d", True)):
         p.begin_transaction()
@@ -61,8 +74,15 @@ def _transactions(bootstrap, topic, open_one=False):
 def read_values(bootstrap, topic, isolation):
     """Plan a batch read with kafka.isolation.level and run its tasks (no Spark)."""
     from kclient.spark.reader import plan_batch
-    opts = parse_read_options({"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
-                               "kafka.isolation.level": isolation}, streaming=False)
+
+    opts = parse_read_options(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": topic,
+            "kafka.isolation.level": isolation,
+        },
+        streaming=False,
+    )
     ranges = plan_batch(opts)
     values = [v for r in ranges for b in read_range(r, opts) for v in b.column("value").to_pylist()]
     return values, [(r.start, r.end) for r in ranges]
@@ -72,6 +92,6 @@ def test_read_committed_leaves_out_aborted_transactions(mini_broker):
     _transactions(mini_broker.bootstrap, "txn-read")
     committed = [b"c%d" % i for i in range(5)] + [b"d%d" % i for i in range(5)]
     values, plan = read_values(mini_broker.bootstrap, "txn-read", "read_committed")
-    assert values == committed and plan == [(0, 18)]   # 15 records and 3 markers
+    assert values == committed and plan == [(0, 18)]  # 15 records and 3 markers
     values, _ = read_values(mini_broker.bootstrap, "txn-read", "read_uncommitted")
     assert sorted(values) == sorted(committed + [b"a%d" % i for i in range(5)])

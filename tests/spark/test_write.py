@@ -1,4 +1,5 @@
 """df.write / writeStream .format("kclient") and foreach_partition_writer."""
+
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
@@ -15,9 +16,9 @@ def test_batch_write_sends_every_row(spark, kafka):
     df = spark.createDataFrame(rows, "key STRING, value STRING").repartition(3)
     df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
     got = kafka.read_all(t)
-    assert sorted((k, v) for _, _, k, v in got) == sorted(
-        (k.encode(), v.encode()) for k, v in rows)
+    assert sorted((k, v) for _, _, k, v in got) == sorted((k.encode(), v.encode()) for k, v in rows)
     from kclient.partitioner import DefaultPartitioner
+
     part = DefaultPartitioner()
     assert all(p == part.partition(k, 3) for p, _, k, _ in got)  # keyed as the Java client does
 
@@ -25,13 +26,14 @@ def test_batch_write_sends_every_row(spark, kafka):
 def test_topic_option_wins_over_the_column_and_columns_route_rows(spark, kafka):
     a, b, c = kafka.topic(1), kafka.topic(2), kafka.topic(1)
     df = spark.createDataFrame(
-        [(a, b"1", 0), (b, b"2", 1), (b, b"3", 1)],
-        "topic STRING, value BINARY, partition INT")
+        [(a, b"1", 0), (b, b"2", 1), (b, b"3", 1)], "topic STRING, value BINARY, partition INT"
+    )
     df.write.format("kclient").options(**kafka.options()).mode("append").save()
     assert [v for *_, v in kafka.read_all(a)] == [b"1"]
     assert [(p, v) for p, _, _, v in kafka.read_all(b)] == [(1, b"2"), (1, b"3")]
-    df.select("topic", "value").write.format("kclient").options(
-        **kafka.options(topic=c)).mode("append").save()
+    df.select("topic", "value").write.format("kclient").options(**kafka.options(topic=c)).mode(
+        "append"
+    ).save()
     assert sorted(v for *_, v in kafka.read_all(c)) == [b"1", b"2", b"3"]
 
 
@@ -39,10 +41,15 @@ def test_headers_are_written(spark, kafka):
     t = kafka.topic(1)
     df = spark.createDataFrame(
         [(b"v", [("h1", b"x"), ("h2", None)])],
-        "value BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+        "value BINARY, headers ARRAY<STRUCT<key: STRING, value: BINARY>>",
+    )
     df.write.format("kclient").options(**kafka.options(topic=t)).mode("append").save()
-    back = spark.read.format("kclient").options(
-        **kafka.options(subscribe=t, includeHeaders="true")).load().collect()
+    back = (
+        spark.read.format("kclient")
+        .options(**kafka.options(subscribe=t, includeHeaders="true"))
+        .load()
+        .collect()
+    )
     assert [(h.key, h.value) for h in back[0].headers] == [("h1", bytearray(b"x")), ("h2", None)]
 
 
@@ -75,25 +82,34 @@ def test_a_delivery_failure_fails_the_task_and_a_retry_delivers(spark, kafka):
 def test_stream_write_copies_a_topic(spark, kafka, tmp_path):
     src, dst = kafka.topic(2), kafka.topic(2)
     kafka.produce(src, [b"m%d" % i for i in range(500)], keys=[b"k%d" % i for i in range(500)])
-    q = (spark.readStream.format("kclient")
-         .options(**kafka.options(subscribe=src, startingOffsets="earliest")).load()
-         .select("key", "value").writeStream.format("kclient")
-         .options(**kafka.options(topic=dst))
-         .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    q = (
+        spark.readStream.format("kclient")
+        .options(**kafka.options(subscribe=src, startingOffsets="earliest"))
+        .load()
+        .select("key", "value")
+        .writeStream.format("kclient")
+        .options(**kafka.options(topic=dst))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(120)
     assert q.exception() is None
     assert sorted((k, v) for _, _, k, v in kafka.read_all(dst)) == sorted(
-        (b"k%d" % i, b"m%d" % i) for i in range(500))
-
+        (b"k%d" % i, b"m%d" % i) for i in range(500)
+    )
 
 
 def test_foreach_partition_writer(spark, kafka):
     t, u = kafka.topic(2), kafka.topic(1)
-    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(1000)], "key STRING, value STRING")
+    df = spark.createDataFrame(
+        [(f"k{i}", f"v{i}") for i in range(1000)], "key STRING, value STRING"
+    )
     df.repartition(4).foreachPartition(foreach_partition_writer(kafka.options(topic=t)))
     assert sorted(v for *_, v in kafka.read_all(t)) == sorted(b"v%d" % i for i in range(1000))
     df.select("value").foreachPartition(
-        foreach_partition_writer({"kafka.bootstrap.servers": kafka.bootstrap}, topic=u))
+        foreach_partition_writer({"kafka.bootstrap.servers": kafka.bootstrap}, topic=u)
+    )
     assert len(kafka.read_all(u)) == 1000
     kafka.broker.faults.inject(PRODUCE.key, error=10, count=50)
     try:
@@ -109,6 +125,7 @@ def test_foreach_partition_writer_sends_the_value_column_of_rows_as_given(kafka)
     from pyspark.sql import Row
 
     from kclient.spark.foreach import CHUNK
+
     t, u = kafka.topic(2), kafka.topic(1)
     n = 2 * CHUNK + 7
     writer = foreach_partition_writer(kafka.options(topic=t))
@@ -125,25 +142,32 @@ def test_foreach_partition_writer_keyed_rows_of_bytearray(kafka):
     from pyspark.sql import Row
 
     from kclient import Producer
+
     t = kafka.topic(3)
     rows = [Row(key=bytearray(b"k%d" % (i % 5)), value=bytearray(b"v%d" % i)) for i in range(300)]
     foreach_partition_writer(kafka.options(topic=t))(iter(rows))
     got = kafka.read_all(t)
     assert sorted((k, v) for _, _, k, v in got) == sorted(
-        (b"k%d" % (i % 5), b"v%d" % i) for i in range(300))
+        (b"k%d" % (i % 5), b"v%d" % i) for i in range(300)
+    )
     with Producer({"metadata.broker.list": kafka.bootstrap}) as p:
         assert all(p.partition_for(t, k) == part for part, _, k, _ in got)
 
 
 def test_save_modes_spark_lets_a_python_source_take(spark, kafka):
     from kclient.spark.source import OVERWRITE_REFUSED
+
     t = kafka.topic()
-    w = spark.createDataFrame([("a",)], "value STRING").write.format("kclient") \
+    w = (
+        spark.createDataFrame([("a",)], "value STRING")
+        .write.format("kclient")
         .options(**kafka.options(topic=t))
+    )
     with pytest.raises((Py4JJavaError, PySparkException)) as err:
-        w.save()                                            # Spark's default: errorifexists
-    assert 'The data source "kclient" cannot be written in the "ErrorIfExists" mode' in \
-        str(err.value), str(err.value)
+        w.save()  # Spark's default: errorifexists
+    assert 'The data source "kclient" cannot be written in the "ErrorIfExists" mode' in str(
+        err.value
+    ), str(err.value)
     with pytest.raises((Py4JJavaError, PySparkException)) as err:
         w.mode("overwrite").save()
     assert OVERWRITE_REFUSED in str(err.value)

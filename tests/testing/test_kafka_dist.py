@@ -1,4 +1,5 @@
 """Which fetched Kafka a version asks for, why one cannot run, and the java command lines."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,7 @@ from kclient.testing import kafka_java, kafka_problem, kafka_version, kafka_vers
 def cache(tmp_path, monkeypatch):
     """A KCLIENT_CACHE with 3.9.2, 4.0.1 and 4.4.0 fetched and 4.10.0 half-fetched (no marker)."""
     monkeypatch.setenv("KCLIENT_CACHE", str(tmp_path))
-    for version, complete in (("3.9.2", True), ("4.0.1", True), ("4.4.0", True),
-                              ("4.10.0", False)):
+    for version, complete in (("3.9.2", True), ("4.0.1", True), ("4.4.0", True), ("4.10.0", False)):
         libs = tmp_path / "kafka" / version / "libs"
         libs.mkdir(parents=True)
         if complete:
@@ -23,8 +23,17 @@ def test_versions_sort_numerically_and_need_their_marker(cache):
     assert kafka_versions() == ["3.9.2", "4.0.1", "4.4.0"]
 
 
-@pytest.mark.parametrize("asked,found", [("4", "4.4.0"), ("3", "3.9.2"), ("4.0", "4.0.1"),
-                                         ("4.0.1", "4.0.1"), ("4.10.0", None), ("2", None)])
+@pytest.mark.parametrize(
+    "asked,found",
+    [
+        ("4", "4.4.0"),
+        ("3", "3.9.2"),
+        ("4.0", "4.0.1"),
+        ("4.0.1", "4.0.1"),
+        ("4.10.0", None),
+        ("2", None),
+    ],
+)
 def test_a_major_means_the_newest_fetched(cache, asked, found):
     assert kafka_version(asked) == found
 

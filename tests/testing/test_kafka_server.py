@@ -1,4 +1,5 @@
 """KafkaServer's own helpers, without starting Kafka."""
+
 from __future__ import annotations
 
 import base64

@@ -1,4 +1,5 @@
 """create_ready_topic / wait_until_served on the mini-broker."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,9 @@ def test_created_topic_takes_a_produce_at_once(mini_broker):
     assert name == "ready"
     with Cluster(mini_broker.bootstrap) as c:
         assert c.partitions_for("ready") == [0, 1, 2]
-    with Producer({"metadata.broker.list": mini_broker.bootstrap,
-                   "message.send.max.retries": 0}) as p:
+    with Producer(
+        {"metadata.broker.list": mini_broker.bootstrap, "message.send.max.retries": 0}
+    ) as p:
         p.send(ProducerData("ready", b"v"))
 
 

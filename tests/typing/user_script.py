@@ -1,4 +1,5 @@
 """A user script typed against kclient's public API (tests/test_typing.py runs mypy --strict on it)."""
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,16 @@ def report(r: DeliveryReport) -> None:
 
 
 def main(bootstrap: str) -> int:
-    with Producer({"metadata.broker.list": bootstrap, "producer.type": "async"},
-                  on_report=report, value_serializer=lambda v: json.dumps(v).encode()) as p:
+    with Producer(
+        {"metadata.broker.list": bootstrap, "producer.type": "async"},
+        on_report=report,
+        value_serializer=lambda v: json.dumps(v).encode(),
+    ) as p:
         p.send(ProducerData("events", {"n": 1}, key=b"k"))
         p.send([ProducerData("events", {"n": i}) for i in range(3)])
-        fut = p.produce("events", {"n": 4}, key=b"k",
-                        on_delivery=lambda err, md: print(err, md.offset))
+        fut = p.produce(
+            "events", {"n": 4}, key=b"k", on_delivery=lambda err, md: print(err, md.offset)
+        )
         p.flush(timeout=10.0)
         md: RecordMetadata = fut.result(timeout=1.0)
         print(md.topic, md.partition, md.offset, md.timestamp)
@@ -41,10 +46,10 @@ def main(bootstrap: str) -> int:
         print(m.topic, m.partition, m.offset, m.key, m.message)
         break
     conn.shutdown()
-    with Consumer("events", bootstrap_servers=bootstrap, group_id="g2",
-                  value_deserializer=bytes.decode) as c:
-        batch: dict[TopicPartition, list[ConsumerRecord]] = c.poll(timeout_ms=1000,
-                                                                   max_records=10)
+    with Consumer(
+        "events", bootstrap_servers=bootstrap, group_id="g2", value_deserializer=bytes.decode
+    ) as c:
+        batch: dict[TopicPartition, list[ConsumerRecord]] = c.poll(timeout_ms=1000, max_records=10)
         for tp, records in batch.items():
             c.commit({tp: records[-1].offset + 1})
         committed: int | None = c.committed(TopicPartition("events", 0))

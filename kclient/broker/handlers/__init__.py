@@ -5,6 +5,7 @@ for the request's version), None (no response, Produce with acks=0) or a
 ``concurrent.futures.Future`` resolving to a body.  Importing this package imports every handler
 module, so :data:`HANDLERS` (and the ApiVersions answer derived from it) is complete.
 """
+
 from __future__ import annotations
 
 from . import (
@@ -55,18 +56,52 @@ from . import (
 )
 from .registry import HANDLERS, Handler, Registration, handles, served_versions
 
-__all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles",
-           "served_versions"]
+__all__ = ["HANDLERS", "HANDLER_MODULES", "Handler", "Registration", "handles", "served_versions"]
 
 #: Every handler module (importing one registers its handler).
 HANDLER_MODULES = (
-    add_offsets_to_txn, add_partitions_to_txn, end_txn, txn_offset_commit, write_txn_markers,
-    alter_configs, api_versions, create_partitions, create_topics, delete_groups, delete_records,
-    incremental_alter_configs, delete_topics, describe_cluster, describe_configs,
-    describe_groups, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
-    leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete,
-    offset_fetch, produce, sasl_authenticate, sasl_handshake, sync_group, create_acls,
-    delete_acls, describe_acls, consumer_group_heartbeat, consumer_group_describe,
-    share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge,
-    describe_share_group_offsets, alter_share_group_offsets, delete_share_group_offsets,
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    end_txn,
+    txn_offset_commit,
+    write_txn_markers,
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_records,
+    incremental_alter_configs,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sasl_authenticate,
+    sasl_handshake,
+    sync_group,
+    create_acls,
+    delete_acls,
+    describe_acls,
+    consumer_group_heartbeat,
+    consumer_group_describe,
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
+    describe_share_group_offsets,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
 )

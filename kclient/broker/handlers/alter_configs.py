@@ -1,4 +1,5 @@
 """AlterConfigs (key 33) v0-v2: replace a topic's whole set of config overrides."""
+
 from __future__ import annotations
 
 from typing import Any

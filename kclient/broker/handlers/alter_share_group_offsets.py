@@ -5,6 +5,7 @@ record state of the partition is dropped and delivery starts over at the offset 
 must lie within the log (OFFSET_OUT_OF_RANGE otherwise).  Each partition is reset by its
 leader's share coordinator (a MiniCluster's partitions live on several brokers).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,19 +21,21 @@ from ..interface import Broker, body_of, is_local_coordinator
 from .registry import handles
 
 
-def _led_by(broker: Broker, leader: Any, offsets: dict[tuple[str, int], int]
-            ) -> dict[tuple[str, int], int]:
+def _led_by(
+    broker: Broker, leader: Any, offsets: dict[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
     """The offsets of the partitions ``leader`` leads (this broker: also those nobody leads,
     which it answers with the partition's error)."""
+
     def leads(tp: tuple[str, int]) -> bool:
         node = broker.cluster.leader(*tp)
         return node == leader.node_id or (leader is broker and (node is None or node < 0))
+
     return {tp: offset for tp, offset in offsets.items() if leads(tp)}
 
 
 def _top(code: int, message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "responses": []}
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "responses": []}
 
 
 @handles(ALTER_SHARE_GROUP_OFFSETS, "0-0")
@@ -46,23 +49,44 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         return _top(NOT_COORDINATOR)
     if broker.coordinator.group_state(group_id) != "Dead":
         return _top(E.GroupIdNotFoundError.errno, f"Group {group_id} is not a share group.")
-    denied = {t.topic_name for t in body.topics if not allowed(
-        broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic_name)}
-    offsets = {(t.topic_name, p.partition_index): p.start_offset for t in body.topics
-               if t.topic_name not in denied for p in t.partitions}
+    denied = {
+        t.topic_name
+        for t in body.topics
+        if not allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, t.topic_name)
+    }
+    offsets = {
+        (t.topic_name, p.partition_index): p.start_offset
+        for t in body.topics
+        if t.topic_name not in denied
+        for p in t.partitions
+    }
     code, codes = broker.share.alter_offsets(group_id, _led_by(broker, broker, offsets))
     if code:
         return _top(code, f"Group {group_id} is not empty.")
-    for other in broker.cluster.live_brokers():      # a MiniCluster's other leaders
+    for other in broker.cluster.live_brokers():  # a MiniCluster's other leaders
         share = getattr(other, "share", None)
         mine = _led_by(broker, other, offsets)
         if other is not broker and share is not None and mine:
             codes.update(share.alter_offsets(group_id, mine)[1])
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": [
-        {"topic_name": t.topic_name, "topic_id": broker.cluster.topic_id(t.topic_name),
-         "partitions": [{"partition_index": p.partition_index, "error_message": None,
-                         "error_code": E.TopicAuthorizationFailedError.errno
-                         if t.topic_name in denied else codes.get(
-                             (t.topic_name, p.partition_index), 0)}
-                        for p in t.partitions]}
-        for t in body.topics]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "responses": [
+            {
+                "topic_name": t.topic_name,
+                "topic_id": broker.cluster.topic_id(t.topic_name),
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_message": None,
+                        "error_code": E.TopicAuthorizationFailedError.errno
+                        if t.topic_name in denied
+                        else codes.get((t.topic_name, p.partition_index), 0),
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ],
+    }

@@ -1,6 +1,7 @@
 """ApiVersions (key 18): the APIs this broker serves and their version ranges; from v3 also the
 features it supports and has finalized (KIP-584): ``transaction.version`` 0-2, finalized at the
 broker's ``transaction.version`` (clients use transactions v2 at level 2, KIP-890)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,9 +25,12 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     body = api_versions_body(served_versions())
     if request.header.api_version >= 3:
         coordinator = broker.txn_coordinator
-        level = coordinator.version if coordinator is not None else \
-            transaction_version(broker.config)
+        level = (
+            coordinator.version if coordinator is not None else transaction_version(broker.config)
+        )
         body["_tagged_fields"] = feature_tags(
             {"transaction.version": TRANSACTION_VERSIONS},
-            {"transaction.version": (level, level)}, FEATURES_EPOCH)
+            {"transaction.version": (level, level)},
+            FEATURES_EPOCH,
+        )
     return body

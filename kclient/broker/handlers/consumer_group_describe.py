@@ -1,5 +1,6 @@
 """ConsumerGroupDescribe (key 69) v0-v1: a KIP-848 group's state, epochs, assignor and members,
 each with its current and target assignment (topic ids and names)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,9 +19,16 @@ from .registry import handles
 
 def _failed(group_id: str, code: int, message: str | None) -> dict[str, Any]:
     """A group's entry that carries only an error (the other fields at their defaults)."""
-    return {"error_code": code, "error_message": message, "group_id": group_id,
-            "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
-            "members": []}
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "assignor_name": "",
+        "members": [],
+    }
 
 
 def _describe(broker: Broker, request: Request, group_id: str) -> dict[str, Any]:
@@ -34,8 +42,9 @@ def _describe(broker: Broker, request: Request, group_id: str) -> dict[str, Any]
     if found is not None:
         return found
     known = broker.coordinator.group_summary(group_id) is not None
-    message = f"Group {group_id} is not a consumer group." if known \
-        else f"Group {group_id} not found."
+    message = (
+        f"Group {group_id} is not a consumer group." if known else f"Group {group_id} not found."
+    )
     return _failed(group_id, GroupIdNotFoundError.errno, message)
 
 

@@ -1,5 +1,6 @@
 """ConsumerGroupHeartbeat (key 68) v0-v1: a KIP-848 member joins, heartbeats, acknowledges its
 assignment and leaves, all in this one API; the coordinator answers at once."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,8 +19,15 @@ from .registry import handles
 
 def _error(code: int, message: str | None = None) -> dict[str, Any]:
     """A response carrying only an error."""
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "member_id": None, "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
 
 
 @handles(CONSUMER_GROUP_HEARTBEAT, "0-1")
@@ -29,15 +37,19 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
         return _error(GroupAuthorizationFailedError.errno)
     topics = body.subscribed_topic_names
-    if topics and not all(allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, t)
-                          for t in topics):
+    if topics and not all(
+        allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, t) for t in topics
+    ):
         return _error(TopicAuthorizationFailedError.errno)
     if not is_local_coordinator(broker, body.group_id):
         return _error(NOT_COORDINATOR)
     owned = body.topic_partitions
     req = HeartbeatRequest(
-        group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
-        instance_id=body.instance_id, rack_id=body.rack_id,
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
         rebalance_timeout_ms=body.rebalance_timeout_ms,
         topic_names=None if topics is None else list(topics),
         topic_regex=getattr(body, "subscribed_topic_regex", None),
@@ -45,5 +57,6 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         owned=None if owned is None else [(bytes(t.topic_id), list(t.partitions)) for t in owned],
         client_id=request.header.client_id or "",
         client_host="/" + request.client_host if request.client_host else "",
-        version=version)
+        version=version,
+    )
     return dict(broker.coordinator.consumer.heartbeat(req), throttle_time_ms=0)

@@ -4,6 +4,7 @@ Needs Alter on the cluster (else every creation fails CLUSTER_AUTHORIZATION_FAIL
 Kafka would refuse (ANY or UNKNOWN fields, a cluster not named ``kafka-cluster``, a principal
 without its ``Type:``) fails INVALID_REQUEST; without an authorizer, SECURITY_DISABLED.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -10,6 +10,7 @@ every topic with POLICY_VIOLATION (44) "Excessively large number of partitions p
 more than 10,000 metadata records (a topic record, one per partition, one per config) fails every
 topic with POLICY_VIOLATION "Unable to perform excessively large batch operation.".
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -40,12 +41,23 @@ def _create(broker: Broker, topic: Any, validate_only: bool) -> dict[str, Any]:
     config = {c.name: c.value for c in topic.configs if c.value is not None}
     try:
         leaders = broker.cluster.create_topic(
-            topic.name, partitions, config, replication_factor=topic.replication_factor,
-            assignment=assignment or None, validate_only=validate_only)
+            topic.name,
+            partitions,
+            config,
+            replication_factor=topic.replication_factor,
+            assignment=assignment or None,
+            validate_only=validate_only,
+        )
     except BrokerResponseError as exc:
         return _failed(topic.name, exc)
-    return {"name": topic.name, "error_code": 0, "error_message": None,
-            "num_partitions": len(leaders), "replication_factor": 1, "configs": []}
+    return {
+        "name": topic.name,
+        "error_code": 0,
+        "error_message": None,
+        "num_partitions": len(leaders),
+        "replication_factor": 1,
+        "configs": [],
+    }
 
 
 TOPIC_AUTHORIZATION_FAILED = TopicAuthorizationFailedError.errno
@@ -95,12 +107,23 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     anywhere = allowed(broker, request, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     for topic in body.topics:
         if counts[topic.name] > 1:
-            results.append({"name": topic.name, "error_code": InvalidRequestError.errno,
-                            "error_message": "topic named more than once in the request"})
-        elif not anywhere and not allowed(broker, request, AclOperation.CREATE,
-                                          ResourceType.TOPIC, topic.name):
-            results.append({"name": topic.name, "error_code": TOPIC_AUTHORIZATION_FAILED,
-                            "error_message": "Authorization failed."})
+            results.append(
+                {
+                    "name": topic.name,
+                    "error_code": InvalidRequestError.errno,
+                    "error_message": "topic named more than once in the request",
+                }
+            )
+        elif not anywhere and not allowed(
+            broker, request, AclOperation.CREATE, ResourceType.TOPIC, topic.name
+        ):
+            results.append(
+                {
+                    "name": topic.name,
+                    "error_code": TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": "Authorization failed.",
+                }
+            )
         else:
             results.append(_create(broker, topic, validate_only))
     return {"throttle_time_ms": 0, "topics": results}

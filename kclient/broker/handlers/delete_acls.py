@@ -3,6 +3,7 @@
 Needs Alter on the cluster (else every filter fails CLUSTER_AUTHORIZATION_FAILED); without an
 authorizer, SECURITY_DISABLED, as Kafka answers.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,10 +20,17 @@ from .registry import handles
 
 def _matching(acl: AclBinding) -> dict[str, Any]:
     """One removed binding's entry."""
-    return {"error_code": 0, "error_message": None, "resource_type": int(acl.resource_type),
-            "resource_name": acl.name, "pattern_type": int(acl.pattern_type),
-            "principal": acl.principal, "host": acl.host, "operation": int(acl.operation),
-            "permission_type": int(acl.permission)}
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "resource_type": int(acl.resource_type),
+        "resource_name": acl.name,
+        "pattern_type": int(acl.pattern_type),
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": int(acl.operation),
+        "permission_type": int(acl.permission),
+    }
 
 
 def _failed(code: int, message: str) -> dict[str, Any]:
@@ -48,6 +56,11 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         if problem is not None:
             results.append(_failed(E.InvalidRequestError.errno, problem))
         else:
-            results.append({"error_code": 0, "error_message": None,
-                            "matching_acls": [_matching(a) for a in matched.pop(0)]})
+            results.append(
+                {
+                    "error_code": 0,
+                    "error_message": None,
+                    "matching_acls": [_matching(a) for a in matched.pop(0)],
+                }
+            )
     return {"throttle_time_ms": 0, "filter_results": results}

@@ -4,6 +4,7 @@ group: its share-partition state).
 As Kafka: a group another broker coordinates is NOT_COORDINATOR, an unknown one
 GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; the rest are deleted.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,5 +36,7 @@ def _delete(broker: Broker, request: Request, group_id: str) -> int:
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete each named group, one result per name."""
     names = list(dict.fromkeys(body_of(request).groups_names))
-    return {"throttle_time_ms": 0,
-            "results": [{"group_id": g, "error_code": _delete(broker, request, g)} for g in names]}
+    return {
+        "throttle_time_ms": 0,
+        "results": [{"group_id": g, "error_code": _delete(broker, request, g)} for g in names],
+    }

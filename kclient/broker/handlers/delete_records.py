@@ -4,6 +4,7 @@ Offset -1 means the high watermark; an offset beyond it (or negative) is OFFSET_
 a partition this broker does not lead gets the leadership error.  Whole segments below the new
 start are deleted; the start offset survives a restart.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,11 @@ from .registry import handles
 def _delete(broker: Broker, topic: str, part: Any, permitted: bool) -> dict[str, Any]:
     """One partition's result (without Delete on the topic, TOPIC_AUTHORIZATION_FAILED)."""
     entry = {"partition_index": part.partition_index, "low_watermark": -1, "error_code": 0}
-    log_, code = broker.partition_log(topic, part.partition_index) if permitted \
+    log_, code = (
+        broker.partition_log(topic, part.partition_index)
+        if permitted
         else (None, TopicAuthorizationFailedError.errno)
+    )
     if log_ is None:
         return dict(entry, error_code=code)
     offset = log_.log_end_offset if part.offset == HIGH_WATERMARK else part.offset
@@ -40,6 +44,10 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     topics = []
     for t in body_of(request).topics:
         permitted = allowed(broker, request, AclOperation.DELETE, ResourceType.TOPIC, t.name)
-        topics.append({"name": t.name, "partitions": [
-            _delete(broker, t.name, p, permitted) for p in t.partitions]})
+        topics.append(
+            {
+                "name": t.name,
+                "partitions": [_delete(broker, t.name, p, permitted) for p in t.partitions],
+            }
+        )
     return {"throttle_time_ms": 0, "topics": topics}

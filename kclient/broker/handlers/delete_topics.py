@@ -1,4 +1,5 @@
 """DeleteTopics (key 20): delete topics by name, with a per-topic error code."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,11 +22,17 @@ def _delete(broker: Broker, request: Request, name: str) -> dict[str, Any]:
     """Delete one topic (without Delete on it: TOPIC_AUTHORIZATION_FAILED and its files kept);
     returns its response entry."""
     if not allowed(broker, request, AclOperation.DELETE, ResourceType.TOPIC, name):
-        return {"name": name, "error_code": TopicAuthorizationFailedError.errno,
-                "error_message": "Authorization failed."}
+        return {
+            "name": name,
+            "error_code": TopicAuthorizationFailedError.errno,
+            "error_message": "Authorization failed.",
+        }
     if not broker.config.get_bool("delete.topic.enable"):
-        return {"name": name, "error_code": TopicDeletionDisabledError.errno,
-                "error_message": "delete.topic.enable is false"}
+        return {
+            "name": name,
+            "error_code": TopicDeletionDisabledError.errno,
+            "error_message": "delete.topic.enable is false",
+        }
     try:
         broker.cluster.delete_topic(name)
     except BrokerResponseError as exc:
@@ -36,5 +43,7 @@ def _delete(broker: Broker, request: Request, name: str) -> dict[str, Any]:
 @handles(DELETE_TOPICS, "0-5")
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Delete every named topic."""
-    return {"throttle_time_ms": 0,
-            "responses": [_delete(broker, request, name) for name in body_of(request).topic_names]}
+    return {
+        "throttle_time_ms": 0,
+        "responses": [_delete(broker, request, name) for name in body_of(request).topic_names],
+    }

@@ -6,6 +6,7 @@ consumer group is not a classic group: Dead, and from v6 GROUP_ID_NOT_FOUND sayi
 answer; ConsumerGroupDescribe describes it).  Authorized
 operations (v3+, when asked) are the group's every operation, as Kafka with no authorizer.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,15 @@ GROUP_ID_NOT_FOUND = GroupIdNotFoundError.errno
 
 def _unknown(group_id: str, code: int, message: str | None) -> dict[str, Any]:
     """A Dead group without members (unknown here, or coordinated elsewhere)."""
-    return {"error_code": code, "error_message": message, "group_id": group_id,
-            "group_state": DEAD, "protocol_type": "", "protocol_data": "", "members": []}
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": DEAD,
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+    }
 
 
 def _describe(broker: Broker, request: Request, group_id: str, version: int) -> dict[str, Any]:
@@ -37,8 +45,9 @@ def _describe(broker: Broker, request: Request, group_id: str, version: int) -> 
         return _unknown(group_id, NOT_COORDINATOR, None)
     if broker.coordinator.consumer.has(group_id):
         if version >= 6:
-            return _unknown(group_id, GROUP_ID_NOT_FOUND,
-                            f"Group {group_id} is not a classic group.")
+            return _unknown(
+                group_id, GROUP_ID_NOT_FOUND, f"Group {group_id} is not a classic group."
+            )
         return _unknown(group_id, 0, None)
     summary = broker.coordinator.group_summary(group_id)
     if summary is None:
@@ -63,4 +72,5 @@ def with_operations(broker: Broker, request: Request, groups: list[dict[str, Any
     for group in groups:
         if group["error_code"] == 0:
             group["authorized_operations"] = authorized_operations(
-                broker, request, ResourceType.GROUP, group["group_id"])
+                broker, request, ResourceType.GROUP, group["group_id"]
+            )

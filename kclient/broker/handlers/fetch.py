@@ -12,6 +12,7 @@ read (an empty list when none).  Down-converted data leaves control batches (mar
 Fetch sessions (KIP-227, v7+): ``broker.fetch_sessions`` decides what a fetch in a session
 reads and answers (:mod:`kclient.broker.fetch_sessions`).
 """
+
 from __future__ import annotations
 
 import os
@@ -45,18 +46,38 @@ def max_magic(version: int) -> int:
     return 0 if version < 2 else (1 if version < 4 else 2)
 
 
-def _partition_entry(index: int, code: int, hw: int = -1, start: int = -1,
-                     records: Any = b"", aborted: list[Any] | None = None, lso: int = -1) -> dict[str, Any]:
+def _partition_entry(
+    index: int,
+    code: int,
+    hw: int = -1,
+    start: int = -1,
+    records: Any = b"",
+    aborted: list[Any] | None = None,
+    lso: int = -1,
+) -> dict[str, Any]:
     """One partition's response entry; an error one carries -1 offsets, as Kafka's (and, for
     a partition refused before any read, an empty aborted transactions list, not null)."""
     if code:
-        return {"partition_index": index, "error_code": code, "high_watermark": -1,
-                "last_stable_offset": -1, "log_start_offset": -1,
-                "aborted_transactions": aborted, "preferred_read_replica": -1,
-                "records": records}
-    return {"partition_index": index, "error_code": code, "high_watermark": hw,
-            "last_stable_offset": lso, "log_start_offset": start,
-            "aborted_transactions": aborted, "preferred_read_replica": -1, "records": records}
+        return {
+            "partition_index": index,
+            "error_code": code,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": aborted,
+            "preferred_read_replica": -1,
+            "records": records,
+        }
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": hw,
+        "last_stable_offset": lso,
+        "log_start_offset": start,
+        "aborted_transactions": aborted,
+        "preferred_read_replica": -1,
+        "records": records,
+    }
 
 
 def _head(data: Any) -> bytes:
@@ -74,8 +95,9 @@ def _first_entry_size(data: Any) -> int | None:
     return 12 + size
 
 
-def _read(log_: Any, offset: int, limit: int, whole_first: bool,
-          max_offset: int | None = None) -> Any:
+def _read(
+    log_: Any, offset: int, limit: int, whole_first: bool, max_offset: int | None = None
+) -> Any:
     """Read up to ``limit`` bytes (below ``max_offset``, when given); with ``whole_first``,
     at least the first entry complete."""
     data = log_.read(offset, limit, max_offset)
@@ -110,12 +132,21 @@ def _convert(data: Any, magic: int, fetch_offset: int) -> Any:
 def _aborted(log_: Any, fetch_offset: int, lso: int) -> list[dict[str, Any]]:
     """The aborted transactions a read_committed consumer needs for a read from
     ``fetch_offset`` (bounded by the last stable offset)."""
-    return [{"producer_id": t.producer_id, "first_offset": t.first_offset}
-            for t in log_.aborted_transactions(fetch_offset, lso)]
+    return [
+        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+        for t in log_.aborted_transactions(fetch_offset, lso)
+    ]
 
 
-def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: int,
-                    whole_first: bool, committed: bool = False) -> dict[str, Any]:
+def _read_partition(
+    broker: Broker,
+    topic: str,
+    req: Any,
+    version: int,
+    limit: int,
+    whole_first: bool,
+    committed: bool = False,
+) -> dict[str, Any]:
     """One partition's response entry (``committed``: isolation read_committed)."""
     index = req.partition
     log_, code = broker.partition_log(topic, index)
@@ -125,8 +156,11 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
     hw, start = log_.log_end_offset, log_.log_start_offset
     bound = lso if committed else None
     try:
-        data = _read(log_, req.fetch_offset, limit, whole_first, bound) \
-            if limit > 0 or whole_first else b""
+        data = (
+            _read(log_, req.fetch_offset, limit, whole_first, bound)
+            if limit > 0 or whole_first
+            else b""
+        )
         if data and log_.config.message_format_version > max_magic(version):
             data = _convert(data, max_magic(version), req.fetch_offset)
     except OffsetOutOfRangeError:
@@ -136,12 +170,14 @@ def _read_partition(broker: Broker, topic: str, req: Any, version: int, limit: i
     except OSError:
         return _partition_entry(index, KAFKA_STORAGE_ERROR)
     aborted = _aborted(log_, req.fetch_offset, lso) if committed else None
-    return _partition_entry(index, 0, hw, start, data if data is not None else b"", aborted,
-                            lso if version >= 4 else hw)
+    return _partition_entry(
+        index, 0, hw, start, data if data is not None else b"", aborted, lso if version >= 4 else hw
+    )
 
 
-def read_all(broker: Broker, body: Any, version: int, ctx: FetchContext,
-             denied: frozenset[str] = frozenset()) -> tuple[dict[str, Any], int, bool]:
+def read_all(
+    broker: Broker, body: Any, version: int, ctx: FetchContext, denied: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], int, bool]:
     """Read every partition of ``ctx``: (response body, bytes read, any partition error); the
     partitions of ``denied`` topics answer TOPIC_AUTHORIZATION_FAILED."""
     budget = body.max_bytes if version >= 3 else 0x7FFFFFFF
@@ -151,14 +187,21 @@ def read_all(broker: Broker, body: Any, version: int, ctx: FetchContext,
         parts = []
         for req in reqs:
             if topic in denied:
-                parts.append(_partition_entry(req.partition, TOPIC_AUTHORIZATION_FAILED,
-                                              aborted=[]))
+                parts.append(
+                    _partition_entry(req.partition, TOPIC_AUTHORIZATION_FAILED, aborted=[])
+                )
                 failed = True
                 continue
             limit = min(req.partition_max_bytes, budget - total)
-            entry = _read_partition(broker, topic, req, version, limit,
-                                    whole_first=version >= 3 and total == 0,
-                                    committed=committed)
+            entry = _read_partition(
+                broker,
+                topic,
+                req,
+                version,
+                limit,
+                whole_first=version >= 3 and total == 0,
+                committed=committed,
+            )
             total += len(entry["records"])
             failed = failed or entry["error_code"] != 0
             parts.append(entry)
@@ -242,8 +285,11 @@ class DelayedFetch:
 
 def _high_watermarks(body: dict[str, Any]) -> dict[tuple[str, int], int]:
     """(topic, partition) -> high watermark seen in a response body."""
-    return {(t["topic"], p["partition_index"]): p["high_watermark"]
-            for t in body["responses"] for p in t["partitions"]}
+    return {
+        (t["topic"], p["partition_index"]): p["high_watermark"]
+        for t in body["responses"]
+        for p in t["partitions"]
+    }
 
 
 @handles(FETCH, "0-12")
@@ -251,8 +297,11 @@ def handle(broker: Broker, request: Request) -> Any:
     """Answer now if there is enough data (or an error), else park the fetch."""
     body, version = body_of(request), request.header.api_version
     ctx = broker.fetch_sessions.context(body, version)
-    denied = frozenset(t for t, _ in ctx.topics if not allowed(
-        broker, request, AclOperation.READ, ResourceType.TOPIC, t))
+    denied = frozenset(
+        t
+        for t, _ in ctx.topics
+        if not allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, t)
+    )
     response, total, failed = read_all(broker, body, version, ctx, denied)
     if total >= body.min_bytes or body.max_wait_ms <= 0 or failed or not ctx.topics:
         return ctx.answer(response)

@@ -1,6 +1,7 @@
 """FindCoordinator (key 10) v0-v4: tell a client which broker coordinates its group
 (key type 0) or its transactional id (key type 1); both hash over the live brokers.  v4
 (KIP-699) asks for several keys at once and answers each in its own entry."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,23 +29,34 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     body = body_of(request)
     key_type = getattr(body, "key_type", GROUP_KEY)
     if request.header.api_version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [
-            {"key": key, **_find(broker, request, key_type, key)}
-            for key in body.coordinator_keys]}
+        return {
+            "throttle_time_ms": 0,
+            "coordinators": [
+                {"key": key, **_find(broker, request, key_type, key)}
+                for key in body.coordinator_keys
+            ],
+        }
     return {"throttle_time_ms": 0, **_find(broker, request, key_type, body.key)}
 
 
 def _find(broker: Broker, request: Request, key_type: int, key: str) -> dict[str, Any]:
     """The coordinator of one key, or the error that hides it."""
-    if key_type == GROUP_KEY and not allowed(broker, request, AclOperation.DESCRIBE,
-                                             ResourceType.GROUP, key):
+    if key_type == GROUP_KEY and not allowed(
+        broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, key
+    ):
         return _error(E.GroupAuthorizationFailedError.errno, "Authorization failed.")
-    if key_type == TRANSACTION_KEY and not allowed(broker, request, AclOperation.DESCRIBE,
-                                                   ResourceType.TRANSACTIONAL_ID, key):
+    if key_type == TRANSACTION_KEY and not allowed(
+        broker, request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
         return _error(E.TransactionalIdAuthorizationFailedError.errno, "Authorization failed.")
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return _error(E.InvalidRequestError.errno, f"unknown key type {key_type}")
     node_id, host, port = broker.coordinator_for(key, request.listener)
     # Kafka answers a found coordinator with the message of Errors.NONE, "NONE" (v1+)
-    return {"error_code": 0, "error_message": "NONE", "node_id": node_id, "host": host,
-            "port": port}
+    return {
+        "error_code": 0,
+        "error_message": "NONE",
+        "node_id": node_id,
+        "host": host,
+        "port": port,
+    }

@@ -1,4 +1,5 @@
 """Heartbeat (key 12) v0-v4: keep a member alive; errors tell it to rejoin."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +23,7 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": GroupAuthorizationFailedError.errno}
     if not is_local_coordinator(broker, body.group_id):
         return {"throttle_time_ms": 0, "error_code": NOT_COORDINATOR}
-    code = broker.coordinator.heartbeat(body.group_id, body.generation_id, body.member_id,
-                                        getattr(body, "group_instance_id", None))
+    code = broker.coordinator.heartbeat(
+        body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
+    )
     return {"throttle_time_ms": 0, "error_code": code}

@@ -3,6 +3,7 @@
 As Kafka: a key named twice in one resource is INVALID_REQUEST; APPEND/SUBTRACT on a key that
 is not a list is INVALID_CONFIG; an unknown operation is INVALID_REQUEST.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -32,7 +33,8 @@ def _apply(current: dict[str, str], op: Any, effective: Callable[[str], str | No
         if name not in TOPIC_CONFIGS or TOPIC_CONFIGS[name][2] != LIST:
             verb = "append" if op.config_operation == APPEND else "subtract"
             raise InvalidConfigurationError(
-                f"Config value {verb} is not allowed for config key: {name}")
+                f"Config value {verb} is not allowed for config key: {name}"
+            )
         base = current[name] if name in current else (effective(name) or "")
         items = [v for v in base.split(",") if v]
         given = [v for v in (value or "").split(",") if v]
@@ -47,6 +49,7 @@ def _apply(current: dict[str, str], op: Any, effective: Callable[[str], str | No
 
 def _incremental(res: Any) -> Change:
     """Apply the resource's operations in order to its current overrides."""
+
     def change(broker: Broker, topic: str, current: dict[str, str]) -> dict[str, str]:
         twice = [n for n, k in Counter(c.name for c in res.configs).items() if k > 1]
         if twice:
@@ -55,6 +58,7 @@ def _incremental(res: Any) -> Change:
         for op in res.configs:
             _apply(new, op, lambda key: effective_value(broker, topic, key))
         return new
+
     return change
 
 

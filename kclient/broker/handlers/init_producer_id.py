@@ -6,6 +6,7 @@ transactional id is answered by its transaction coordinator (NOT_COORDINATOR els
 id, or the id's epoch bumped, fencing the previous producer; PRODUCER_FENCED is
 INVALID_PRODUCER_EPOCH before v4 (KIP-588).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,14 +29,18 @@ from .registry import handles
 def _may_write(broker: Broker, request: Request) -> bool:
     """An idempotent producer needs IdempotentWrite on the cluster or Write on some topic
     (KIP-679)."""
-    return allowed(broker, request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
-                   CLUSTER_NAME) or allowed_any(broker, request, AclOperation.WRITE,
-                                                ResourceType.TOPIC)
+    return allowed(
+        broker, request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or allowed_any(broker, request, AclOperation.WRITE, ResourceType.TOPIC)
 
 
 def _answer(code: int, producer_id: int = -1, epoch: int = -1) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": producer_id,
-            "producer_epoch": epoch}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+    }
 
 
 @handles(INIT_PRODUCER_ID, "0-6")
@@ -52,5 +57,6 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     if not is_local_coordinator(broker, tid) or broker.txn_coordinator is None:
         return _answer(NotCoordinatorError.errno)
     code, pid, epoch = broker.txn_coordinator.init_producer_id(
-        tid, body.transaction_timeout_ms, body.producer_id, body.producer_epoch)
+        tid, body.transaction_timeout_ms, body.producer_id, body.producer_epoch
+    )
     return _answer(old_fenced(code, request.header.api_version, 4), pid, epoch)

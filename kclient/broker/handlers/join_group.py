@@ -1,4 +1,5 @@
 """JoinGroup (key 11) v0-v7: enter a group's rebalance; answered once the join phase ends."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,11 +19,13 @@ from .registry import handles
 
 def _for_version(version: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Fit a coordinator reply to a version (protocol_name is only nullable from v7)."""
+
     def adapt(body: dict[str, Any]) -> dict[str, Any]:
         body = dict(body, throttle_time_ms=0)
         if version < 7 and body["protocol_name"] is None:
             body["protocol_name"] = ""
         return body
+
     return adapt
 
 
@@ -36,7 +39,8 @@ def handle(broker: Broker, request: Request) -> Any:
     if not is_local_coordinator(broker, body.group_id):
         return adapt(join_error(NOT_COORDINATOR, body.member_id))
     req = JoinRequest(
-        group_id=body.group_id, member_id=body.member_id or "",
+        group_id=body.group_id,
+        member_id=body.member_id or "",
         protocol_type=body.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
         session_timeout_ms=body.session_timeout_ms,
@@ -44,5 +48,6 @@ def handle(broker: Broker, request: Request) -> Any:
         client_id=request.header.client_id or "",
         client_host="/" + request.client_host if request.client_host else "",
         group_instance_id=getattr(body, "group_instance_id", None),
-        require_known_member=version >= 4)
+        require_known_member=version >= 4,
+    )
     return then(broker.coordinator.join_group(req), adapt)

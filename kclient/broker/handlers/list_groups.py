@@ -5,6 +5,7 @@ groups of type ``consumer`` (protocol type ``consumer``, states Empty, Assigning
 Stable), share groups of type and protocol type ``share``; the filters match
 case-insensitively, as Kafka's do.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,16 +31,23 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     types = {t.lower() for t in getattr(body, "types_filter", None) or ()}
     listed = []
     if not types or CLASSIC in types:
-        listed += [(gid, ptype, state, CLASSIC)
-                   for gid, ptype, state in broker.coordinator.list_groups()]
+        listed += [
+            (gid, ptype, state, CLASSIC) for gid, ptype, state in broker.coordinator.list_groups()
+        ]
     if not types or CONSUMER in types:
-        listed += [(gid, CONSUMER, state, CONSUMER)
-                   for gid, state in broker.coordinator.consumer.listing()]
+        listed += [
+            (gid, CONSUMER, state, CONSUMER) for gid, state in broker.coordinator.consumer.listing()
+        ]
     if not types or SHARE in types:
-        listed += [(gid, SHARE, state, SHARE) for gid, state in broker.share.list_groups()
-                   if is_local_coordinator(broker, gid)]   # not a leader's share partitions
-    groups = [{"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": kind}
-              for gid, ptype, state, kind in sorted(listed)
-              if (not states or state.lower() in states) and (every or allowed(
-                  broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, gid))]
+        listed += [
+            (gid, SHARE, state, SHARE)
+            for gid, state in broker.share.list_groups()
+            if is_local_coordinator(broker, gid)
+        ]  # not a leader's share partitions
+    groups = [
+        {"group_id": gid, "protocol_type": ptype, "group_state": state, "group_type": kind}
+        for gid, ptype, state, kind in sorted(listed)
+        if (not states or state.lower() in states)
+        and (every or allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, gid))
+    ]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

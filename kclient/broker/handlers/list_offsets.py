@@ -6,6 +6,7 @@ after the requested one (-1 latest, -2 earliest).  As Kafka's, a read_committed 
 (v2+ ``isolation_level`` 1) is answered below the last stable offset: latest is the LSO, and an
 offset found by timestamp at or past it is not found.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -28,8 +29,7 @@ INVALID_REQUEST = E.InvalidRequestError.errno
 def _v0(log_: Any, req: Any) -> dict[str, Any]:
     """Old-style answer: a list of offsets."""
     offsets = log_.offsets_before(req.timestamp, req.max_num_offsets)
-    return {"partition_index": req.partition_index, "error_code": 0,
-            "old_style_offsets": offsets}
+    return {"partition_index": req.partition_index, "error_code": 0, "old_style_offsets": offsets}
 
 
 def _v1(log_: Any, req: Any, committed: bool = False) -> dict[str, Any]:
@@ -44,21 +44,35 @@ def _v1(log_: Any, req: Any, committed: bool = False) -> dict[str, Any]:
     timestamp, offset = (-1, -1) if found is None else (found[1], found[0])
     if req.timestamp in (LATEST, EARLIEST):
         timestamp = -1
-    return {"partition_index": req.partition_index, "error_code": 0, "timestamp": timestamp,
-            "offset": offset, "leader_epoch": -1}
+    return {
+        "partition_index": req.partition_index,
+        "error_code": 0,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": -1,
+    }
 
 
-def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bool,
-               committed: bool = False) -> dict[str, Any]:
+def _partition(
+    broker: Broker, topic: str, req: Any, version: int, permitted: bool, committed: bool = False
+) -> dict[str, Any]:
     """One partition's answer (or its error; without Describe on the topic,
     TOPIC_AUTHORIZATION_FAILED)."""
-    log_, code = broker.partition_log(topic, req.partition_index) if permitted \
+    log_, code = (
+        broker.partition_log(topic, req.partition_index)
+        if permitted
         else (None, TOPIC_AUTHORIZATION_FAILED)
+    )
     if log_ is None:
-        return {"partition_index": req.partition_index, "error_code": code,
-                "old_style_offsets": [], "timestamp": -1, "offset": -1}
+        return {
+            "partition_index": req.partition_index,
+            "error_code": code,
+            "old_style_offsets": [],
+            "timestamp": -1,
+            "offset": -1,
+        }
     entry = _v0(log_, req) if version == 0 else _v1(log_, req, committed)
-    if version >= 4 and entry["offset"] != -1:    # no offset found: no epoch (-1), as Kafka
+    if version >= 4 and entry["offset"] != -1:  # no offset found: no epoch (-1), as Kafka
         entry["leader_epoch"] = broker.cluster.leader_epoch(topic, req.partition_index)
     return entry
 
@@ -66,8 +80,14 @@ def _partition(broker: Broker, topic: str, req: Any, version: int, permitted: bo
 def _duplicate(req: Any) -> dict[str, Any]:
     """A partition named more than once in one request (v1+): answered once, INVALID_REQUEST,
     as Kafka does."""
-    return {"partition_index": req.partition_index, "error_code": INVALID_REQUEST,
-            "old_style_offsets": [], "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    return {
+        "partition_index": req.partition_index,
+        "error_code": INVALID_REQUEST,
+        "old_style_offsets": [],
+        "timestamp": -1,
+        "offset": -1,
+        "leader_epoch": -1,
+    }
 
 
 @handles(LIST_OFFSETS, "0-5")
@@ -86,7 +106,7 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
             tp = (t.name, p.partition_index)
             if version == 0 or named[tp] == 1:
                 partitions.append(_partition(broker, t.name, p, version, permitted, committed))
-            elif tp not in answered:                # v1+: one INVALID_REQUEST per named twice
+            elif tp not in answered:  # v1+: one INVALID_REQUEST per named twice
                 answered.add(tp)
                 partitions.append(_duplicate(p))
         topics.append({"name": t.name, "partitions": partitions})

@@ -6,6 +6,7 @@ v1 may carry per-partition commit timestamps and v2-v4 a retention time, both ho
 A KIP-848 consumer group's member commits with v9+ and its member epoch (STALE_MEMBER_EPOCH
 when it is not the member's current one).
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,9 @@ def _partition_checker(broker: Broker) -> Callable[[str, int], bool]:
     return lambda topic, partition: partition in (cluster.partitions(topic) or ())
 
 
-def _entries(broker: Broker, request: Request
-             ) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
+def _entries(
+    broker: Broker, request: Request
+) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
     """Split the request into storable entries and per-partition errors."""
     body, version = body_of(request), request.header.api_version
     now_ms = int(time.time() * 1000)
@@ -60,13 +62,15 @@ def _entries(broker: Broker, request: Request
                 errors[tp] = OFFSET_METADATA_TOO_LARGE
             else:
                 stamp = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now_ms
-                entries[tp] = OffsetEntry(p.committed_offset, metadata,
-                                          p.committed_leader_epoch, stamp, expire_ms)
+                entries[tp] = OffsetEntry(
+                    p.committed_offset, metadata, p.committed_leader_epoch, stamp, expire_ms
+                )
     return entries, errors
 
 
-def _response(request: Request, errors: dict[TopicPartition, int],
-              unknown: set[TopicPartition]) -> dict[str, Any]:
+def _response(
+    request: Request, errors: dict[TopicPartition, int], unknown: set[TopicPartition]
+) -> dict[str, Any]:
     """Per-partition error codes, ordered as Kafka's: the partitions refused as unknown first
     (in request order), then those the coordinator answered, merged into their topics."""
     body: Any = body_of(request)
@@ -77,9 +81,12 @@ def _response(request: Request, errors: dict[TopicPartition, int],
                 tp = (t.name, p.partition_index)
                 if (tp in unknown) == first:
                     topics.setdefault(t.name, []).append(
-                        {"partition_index": p.partition_index, "error_code": errors.get(tp, 0)})
-    return {"throttle_time_ms": 0,
-            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}
+                        {"partition_index": p.partition_index, "error_code": errors.get(tp, 0)}
+                    )
+    return {
+        "throttle_time_ms": 0,
+        "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+    }
 
 
 @handles(OFFSET_COMMIT, "0-9")
@@ -88,22 +95,37 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     GROUP_AUTHORIZATION_FAILED without Read on the group)."""
     body, version = body_of(request), request.header.api_version
     if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
-        every = {(t.name, p.partition_index): GROUP_AUTHORIZATION_FAILED
-                 for t in body.topics for p in t.partitions}
+        every = {
+            (t.name, p.partition_index): GROUP_AUTHORIZATION_FAILED
+            for t in body.topics
+            for p in t.partitions
+        }
         return _response(request, every, set())
     entries, errors = _entries(broker, request)
-    unknown = {tp for tp, code in errors.items()
-               if code in (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED)}
+    unknown = {
+        tp
+        for tp, code in errors.items()
+        if code in (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED)
+    }
     if not is_local_coordinator(broker, body.group_id):
-        errors.update({(t.name, p.partition_index): NOT_COORDINATOR
-                       for t in body.topics for p in t.partitions
-                       if (t.name, p.partition_index) not in unknown})
+        errors.update(
+            {
+                (t.name, p.partition_index): NOT_COORDINATOR
+                for t in body.topics
+                for p in t.partitions
+                if (t.name, p.partition_index) not in unknown
+            }
+        )
         return _response(request, errors, unknown)
     if entries:
         code = broker.coordinator.commit_offsets(
-            body.group_id, body.generation_id_or_member_epoch, body.member_id or "", entries,
+            body.group_id,
+            body.generation_id_or_member_epoch,
+            body.member_id or "",
+            entries,
             check_membership=version >= 1,
             group_instance_id=body.group_instance_id if version >= 7 else None,
-            api_version=version)
+            api_version=version,
+        )
         errors.update(code if isinstance(code, dict) else dict.fromkeys(entries, code))
     return _response(request, errors, unknown)

@@ -4,6 +4,7 @@ As Kafka: an unknown group is GROUP_ID_NOT_FOUND; a group of another protocol ty
 members is NON_EMPTY_GROUP; per partition, an unknown one is UNKNOWN_TOPIC_OR_PARTITION and a
 topic a member subscribes to is GROUP_SUBSCRIBED_TO_TOPIC; the rest are deleted.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,7 @@ def _answer(code: int, topics: list[dict[str, Any]] | None = None) -> dict[str, 
     return {"error_code": code, "throttle_time_ms": 0, "topics": topics or []}
 
 
-def _partition_code(broker: Broker, subscribed: set[str] | None, topic: str,
-                    partition: int) -> int:
+def _partition_code(broker: Broker, subscribed: set[str] | None, topic: str, partition: int) -> int:
     """Why one partition's offset may not be deleted, or 0."""
     if partition not in (broker.cluster.partitions(topic) or ()):
         return UnknownTopicOrPartitionError.errno
@@ -55,12 +55,17 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     if summary["protocol_type"] not in ("consumer", "") and summary["group_state"] != EMPTY:
         return _answer(NonEmptyGroupError.errno)
     subscribed = broker.coordinator.subscriptions(group)
-    readable = {t.name: allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, t.name)
-                for t in body.topics}
-    codes = {(t.name, p.partition_index): _partition_code(broker, subscribed, t.name,
-                                                          p.partition_index)
-             if readable[t.name] else TopicAuthorizationFailedError.errno
-             for t in body.topics for p in t.partitions}
+    readable = {
+        t.name: allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, t.name)
+        for t in body.topics
+    }
+    codes = {
+        (t.name, p.partition_index): _partition_code(broker, subscribed, t.name, p.partition_index)
+        if readable[t.name]
+        else TopicAuthorizationFailedError.errno
+        for t in body.topics
+        for p in t.partitions
+    }
     doomed = [tp for tp, code in codes.items() if not code]
     if doomed:
         broker.coordinator.offsets.delete(group, doomed)
@@ -75,9 +80,12 @@ def _ordered(body: Any, codes: dict[tuple[str, int], int]) -> list[dict[str, Any
         for t in body.topics:
             for p in t.partitions:
                 code = codes[(t.name, p.partition_index)]
-                refused = code in (UnknownTopicOrPartitionError.errno,
-                                   TopicAuthorizationFailedError.errno)
+                refused = code in (
+                    UnknownTopicOrPartitionError.errno,
+                    TopicAuthorizationFailedError.errno,
+                )
                 if refused == unknown_first:
                     topics.setdefault(t.name, []).append(
-                        {"partition_index": p.partition_index, "error_code": code})
+                        {"partition_index": p.partition_index, "error_code": code}
+                    )
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]

@@ -3,6 +3,7 @@
 Null topics (v2+) mean every partition the group has committed; partitions without a
 commit answer offset -1 with no error, as Kafka does.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,9 @@ from ..offsets import OffsetEntry, TopicPartition
 from .registry import handles
 
 
-def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
-               ) -> dict[str, list[int]]:
+def _requested(
+    request: Request, committed: dict[TopicPartition, OffsetEntry]
+) -> dict[str, list[int]]:
     """Topic -> partitions to answer for, in request order (all committed when null)."""
     topics = body_of(request).topics
     if topics is None:
@@ -37,11 +39,20 @@ def _requested(request: Request, committed: dict[TopicPartition, OffsetEntry]
 def _partition(index: int, entry: OffsetEntry | None, error: int = 0) -> dict[str, Any]:
     """One partition's answer: the committed offset or -1."""
     if entry is None:
-        return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1,
-                "metadata": "", "error_code": error}
-    return {"partition_index": index, "committed_offset": entry.offset,
-            "committed_leader_epoch": entry.leader_epoch, "metadata": entry.metadata or "",
-            "error_code": error}
+        return {
+            "partition_index": index,
+            "committed_offset": -1,
+            "committed_leader_epoch": -1,
+            "metadata": "",
+            "error_code": error,
+        }
+    return {
+        "partition_index": index,
+        "committed_offset": entry.offset,
+        "committed_leader_epoch": entry.leader_epoch,
+        "metadata": entry.metadata or "",
+        "error_code": error,
+    }
 
 
 TOPIC_AUTHORIZATION_FAILED = E.TopicAuthorizationFailedError.errno
@@ -56,19 +67,35 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         return _refused(request, GROUP_AUTHORIZATION_FAILED)
     if not is_local_coordinator(broker, body.group_id):
         return _refused(request, NOT_COORDINATOR)
-    wanted = None if body.topics is None else [
-        (t.name, p) for t in body.topics for p in t.partition_indexes]
+    wanted = (
+        None
+        if body.topics is None
+        else [(t.name, p) for t in body.topics for p in t.partition_indexes]
+    )
     committed = broker.coordinator.fetch_offsets(body.group_id, wanted)
     topics = _requested(request, committed)
-    described = {name: allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
-                 for name in topics}
-    if body.topics is None:     # all committed: the topics it may not Describe left out
+    described = {
+        name: allowed(broker, request, AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        for name in topics
+    }
+    if body.topics is None:  # all committed: the topics it may not Describe left out
         topics = {name: parts for name, parts in topics.items() if described[name]}
-    return {"throttle_time_ms": 0, "error_code": 0, "topics": [
-        {"name": name, "partitions": [
-            _partition(p, committed.get((name, p))) if described[name]
-            else _partition(p, None, TOPIC_AUTHORIZATION_FAILED) for p in parts]}
-        for name, parts in topics.items()]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "topics": [
+            {
+                "name": name,
+                "partitions": [
+                    _partition(p, committed.get((name, p)))
+                    if described[name]
+                    else _partition(p, None, TOPIC_AUTHORIZATION_FAILED)
+                    for p in parts
+                ],
+            }
+            for name, parts in topics.items()
+        ],
+    }
 
 
 def _refused(request: Request, code: int) -> dict[str, Any]:
@@ -76,5 +103,9 @@ def _refused(request: Request, code: int) -> dict[str, Any]:
     if request.header.api_version >= 2:
         return {"throttle_time_ms": 0, "topics": [], "error_code": code}
     topics = _requested(request, {})
-    return {"topics": [{"name": name, "partitions": [_partition(p, None, code) for p in parts]}
-                       for name, parts in topics.items()]}
+    return {
+        "topics": [
+            {"name": name, "partitions": [_partition(p, None, code) for p in parts]}
+            for name, parts in topics.items()
+        ]
+    }

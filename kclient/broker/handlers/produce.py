@@ -13,6 +13,7 @@ TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before).  Either way the epoch
 (else INVALID_PRODUCER_EPOCH), and a coordinator busy writing markers is NOT_ENOUGH_REPLICAS, which
 producers retry (:func:`~kclient.broker.txn_coordinator.leader_error`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,8 +58,13 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED = E.TransactionalIdAuthorizationFailedErro
 class _Refused(Exception):
     """A partition's records were refused with a Kafka error code (and per-record errors)."""
 
-    def __init__(self, code: int, message: str, record_errors: list[Any] | None = None,
-                 validation: bool = False):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        record_errors: list[Any] | None = None,
+        validation: bool = False,
+    ):
         super().__init__(message)
         self.code = code
         self.record_errors = record_errors or []
@@ -66,13 +72,25 @@ class _Refused(Exception):
         self.validation = validation
 
 
-def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
-            start: int = -1, message: str | None = None,
-            record_errors: list[Any] | None = None) -> dict[str, Any]:
+def _result(
+    index: int,
+    code: int,
+    base_offset: int = -1,
+    append_time: int = -1,
+    start: int = -1,
+    message: str | None = None,
+    record_errors: list[Any] | None = None,
+) -> dict[str, Any]:
     """One partition's response entry."""
-    return {"index": index, "error_code": code, "base_offset": base_offset,
-            "log_append_time_ms": append_time, "log_start_offset": start,
-            "record_errors": record_errors or [], "error_message": message}
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": base_offset,
+        "log_append_time_ms": append_time,
+        "log_start_offset": start,
+        "record_errors": record_errors or [],
+        "error_message": message,
+    }
 
 
 def _check_keys(records: Any, topic: str, index: int) -> None:
@@ -83,9 +101,14 @@ def _check_keys(records: Any, topic: str, index: int) -> None:
     text = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
     errors = [{"batch_index": i, "batch_index_error_message": text} for i in missing]
     shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in missing[:3])
-    raise _Refused(INVALID_RECORD, f"One or more records have been rejected due to "
-                   f"{len(missing)} record errors in total, and only showing the first three "
-                   f"errors at most: [{shown}]", errors, validation=True)
+    raise _Refused(
+        INVALID_RECORD,
+        f"One or more records have been rejected due to "
+        f"{len(missing)} record errors in total, and only showing the first three "
+        f"errors at most: [{shown}]",
+        errors,
+        validation=True,
+    )
 
 
 def _prepare(records: Any, config: Any) -> tuple[Any, int, list[Any] | None]:
@@ -102,8 +125,10 @@ def _prepare(records: Any, config: Any) -> tuple[Any, int, list[Any] | None]:
         raise _Refused(CORRUPT_MESSAGE, str(exc)) from None
     for info in infos:
         if info.size > config.max_message_bytes:
-            raise _Refused(MESSAGE_TOO_LARGE, f"entry of {info.size} bytes exceeds "
-                           f"max.message.bytes={config.max_message_bytes}")
+            raise _Refused(
+                MESSAGE_TOO_LARGE,
+                f"entry of {info.size} bytes exceeds max.message.bytes={config.max_message_bytes}",
+            )
     _check_contents(records, infos)
     magic = config.message_format_version
     if any(info.magic != magic for info in infos):
@@ -121,8 +146,8 @@ def _check_contents(records: Any, infos: list[Any]) -> None:
     data = None
     for info in infos:
         if info.magic != 2:
-            continue        # v0/v1 wrappers were decompressed and walked by validate_records
-        if data is None:    # the walk slices bytes; what is stored stays the request's buffer
+            continue  # v0/v1 wrappers were decompressed and walked by validate_records
+        if data is None:  # the walk slices bytes; what is stored stays the request's buffer
             data = records if isinstance(records, bytes) else bytes(records)
         try:
             check_client_batch(data, info.position, info.size - LOG_OVERHEAD)
@@ -134,8 +159,9 @@ def _check_contents(records: Any, infos: list[Any]) -> None:
             raise _Refused(CORRUPT_MESSAGE, str(exc.args[0]), validation=True) from None
 
 
-def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: int,
-               records: Any, version: int) -> int:
+def _txn_error(
+    broker: Broker, transactional_id: str | None, topic: str, index: int, records: Any, version: int
+) -> int:
     """The coordinator's verdict on a transactional batch (0 for others, or when the
     coordinator is down: the log's own epoch checks still apply)."""
     if len(records) < 23 or records[16] != 2 or not records[22] & TRANSACTIONAL_MASK:
@@ -147,37 +173,51 @@ def _txn_error(broker: Broker, transactional_id: str | None, topic: str, index: 
     coordinator = getattr(owner, "txn_coordinator", None)
     if coordinator is None:
         return 0
-    if version >= 12:       # transactions v2: the partition joins the transaction
-        code = coordinator.add_partitions(transactional_id, header.producer_id, header.epoch,
-                                          [(topic, index)])
+    if version >= 12:  # transactions v2: the partition joins the transaction
+        code = coordinator.add_partitions(
+            transactional_id, header.producer_id, header.epoch, [(topic, index)]
+        )
     else:
-        code = coordinator.verify(transactional_id, header.producer_id, header.epoch,
-                                  (topic, index))
+        code = coordinator.verify(
+            transactional_id, header.producer_id, header.epoch, (topic, index)
+        )
     return leader_error(int(code), abortable=version >= 11)
 
 
-def _append(broker: Broker, topic: str, index: int, records: Any,
-            transactional_id: str | None = None, version: int = 9) -> dict[str, Any]:
+def _append(
+    broker: Broker,
+    topic: str,
+    index: int,
+    records: Any,
+    transactional_id: str | None = None,
+    version: int = 9,
+) -> dict[str, Any]:
     """Append one partition's records on this broker (its leader)."""
     log_, code = broker.partition_log(topic, index)
     if log_ is None:
         return _result(index, code)
     if records:
         code = _txn_error(broker, transactional_id, topic, index, records, version)
-        if code:                   # as Kafka: the code alone, no error message
+        if code:  # as Kafka: the code alone, no error message
             return _result(index, code)
     try:
         data, magic, entries = _prepare(records, log_.config)
         if log_.config.compact:
             _check_keys(data, topic, index)
         lat = int(time.time() * 1000) if log_.config.log_append_time else None
-        info = log_.append(data, magic=magic, log_append_time=lat, entries=entries,
-                           leader_epoch=broker.cluster.leader_epoch(topic, index))
+        info = log_.append(
+            data,
+            magic=magic,
+            log_append_time=lat,
+            entries=entries,
+            leader_epoch=broker.cluster.leader_epoch(topic, index),
+        )
     except _Refused as exc:
         start = log_.log_start_offset if exc.validation else -1
-        return _result(index, exc.code, start=start, message=str(exc),
-                       record_errors=exc.record_errors)
-    except OutOfOrderSequenceNumberError as exc:    # with the log start offset, as Kafka
+        return _result(
+            index, exc.code, start=start, message=str(exc), record_errors=exc.record_errors
+        )
+    except OutOfOrderSequenceNumberError as exc:  # with the log start offset, as Kafka
         return _result(index, exc.errno, start=log_.log_start_offset, message=str(exc))
     except BrokerResponseError as exc:
         return _result(index, exc.errno, message=str(exc))
@@ -190,8 +230,9 @@ def _append(broker: Broker, topic: str, index: int, records: Any,
     return _result(index, 0, info.first_offset, info.log_append_time, log_.log_start_offset)
 
 
-def _topic(broker: Broker, request: Request, topic: Any, refused: int,
-           transactional_id: str | None) -> dict[str, Any]:
+def _topic(
+    broker: Broker, request: Request, topic: Any, refused: int, transactional_id: str | None
+) -> dict[str, Any]:
     """Append every partition of one topic (without Write on it: TOPIC_AUTHORIZATION_FAILED);
     an unknown topic is not created."""
     name = topic.name
@@ -199,13 +240,15 @@ def _topic(broker: Broker, request: Request, topic: Any, refused: int,
     if not code and not allowed(broker, request, AclOperation.WRITE, ResourceType.TOPIC, name):
         code = TOPIC_AUTHORIZATION_FAILED
     if not code and broker.cluster.partitions(name) is None:
-        code = UNKNOWN_TOPIC_OR_PARTITION    # as Kafka: only Metadata creates topics
+        code = UNKNOWN_TOPIC_OR_PARTITION  # as Kafka: only Metadata creates topics
     if code:
         parts = [_result(p.index, code) for p in topic.partition_data]
     else:
         version = request.header.api_version
-        parts = [_append(broker, name, p.index, p.records, transactional_id, version)
-                 for p in topic.partition_data]
+        parts = [
+            _append(broker, name, p.index, p.records, transactional_id, version)
+            for p in topic.partition_data
+        ]
     return {"name": name, "partition_responses": parts}
 
 
@@ -215,8 +258,11 @@ def handle(broker: Broker, request: Request) -> dict[str, Any] | None:
     body = body_of(request)
     refused = 0 if body.acks in (0, 1, -1) else INVALID_REQUIRED_ACKS
     tid = getattr(body, "transactional_id", None)
-    if not refused and tid is not None and not allowed(
-            broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+    if (
+        not refused
+        and tid is not None
+        and not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid)
+    ):
         refused = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     responses = [_topic(broker, request, t, refused, tid) for t in body.topic_data]
     if body.acks == 0:

@@ -6,6 +6,7 @@ keyed by the :class:`~kclient.protocol.schema.Api` definition.  Nothing else lis
 version ranges, so a new handler module is served (and advertised) once it is imported by
 ``kclient.broker.handlers``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -48,8 +49,10 @@ def handles(api: Api[Any, Any], versions: str) -> Callable[[H], H]:
     """Register the decorated function as the handler of ``api`` for ``versions`` ("0-9")."""
     lo, hi = parse_versions(versions)
     if not api.min_version <= lo <= hi <= api.max_version:
-        raise ValueError(f"{api.name}: served versions {versions} are outside the definition's "
-                         f"v{api.min_version}-v{api.max_version}")
+        raise ValueError(
+            f"{api.name}: served versions {versions} are outside the definition's "
+            f"v{api.min_version}-v{api.max_version}"
+        )
 
     def register(fn: H) -> H:
         """Record the handler (a module imported again replaces its own registration)."""
@@ -58,10 +61,13 @@ def handles(api: Api[Any, Any], versions: str) -> Callable[[H], H]:
             raise ValueError(f"{api.name} already has a handler in {old.handle.__module__}")
         HANDLERS[api] = Registration(api, lo, hi, fn)
         return fn
+
     return register
 
 
 def served_versions() -> dict[Api[Any, Any], tuple[int, int]]:
     """Api definition -> (min, max) served version, ordered by API key."""
-    return {r.api: (r.min_version, r.max_version)
-            for r in sorted(HANDLERS.values(), key=lambda r: r.api.key)}
+    return {
+        r.api: (r.min_version, r.max_version)
+        for r in sorted(HANDLERS.values(), key=lambda r: r.api.key)
+    }

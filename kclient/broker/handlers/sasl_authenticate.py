@@ -1,6 +1,7 @@
 """SaslAuthenticate (key 36) v0-v2: one SASL token of the connection's exchange; a failure is
 SASL_AUTHENTICATION_FAILED with Kafka's message, success carries the session lifetime (v1+,
 KIP-368)."""
+
 from __future__ import annotations
 
 from typing import Any

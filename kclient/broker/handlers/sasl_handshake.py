@@ -1,5 +1,6 @@
 """SaslHandshake (key 17) v0-v1: choose the connection's SASL mechanism (its session keeps the
 state); a listener without SASL answers ILLEGAL_SASL_STATE, as Kafka does."""
+
 from __future__ import annotations
 
 from typing import Any

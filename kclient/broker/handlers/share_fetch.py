@@ -8,6 +8,7 @@ ranges and delivery counts.  With nothing to hand out the fetch waits (up to ``m
 for an append to one of the session's partitions.  v2's renew mode (share_acquire_mode 255)
 only applies acknowledgements.
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,15 +34,27 @@ TopicPartition = tuple[str, int]
 
 
 def _top(code: int, message: str | None = None, lock_ms: int = 0) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "acquisition_lock_timeout_ms": lock_ms, "responses": [], "node_endpoints": []}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "acquisition_lock_timeout_ms": lock_ms,
+        "responses": [],
+        "node_endpoints": [],
+    }
 
 
 class _Fetch:
     """One ShareFetch after its session and acknowledgement parts: what to answer."""
 
-    def __init__(self, broker: Broker, body: Any, session: ShareSession | None,
-                 resolved: Resolved, ack_codes: dict[TopicPartition, int]) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        body: Any,
+        session: ShareSession | None,
+        resolved: Resolved,
+        ack_codes: dict[TopicPartition, int],
+    ) -> None:
         self.broker, self.body, self.session = broker, body, session
         self.resolved, self.ack_codes = resolved, ack_codes
         max_records = getattr(body, "max_records", 0) or DEFAULT_MAX_RECORDS
@@ -60,10 +73,12 @@ class _Fetch:
         ids = {name: tid for tid, name in self.resolved.names.items()}
         for (tid, index), code in self.resolved.refused.items():
             by_topic.setdefault(tid, {})[index] = self._entry(None, index, code)
-        wanted = [(t.topic_id, p.partition_index) for t in self.body.topics
-                  for p in t.partitions]
-        keys = [(self.resolved.names[bytes(tid)], i) for tid, i in wanted
-                if bytes(tid) in self.resolved.names]
+        wanted = [(t.topic_id, p.partition_index) for t in self.body.topics for p in t.partitions]
+        keys = [
+            (self.resolved.names[bytes(tid)], i)
+            for tid, i in wanted
+            if bytes(tid) in self.resolved.names
+        ]
         for key in dict.fromkeys([*keys, *acquired, *self.ack_codes]):
             topic, index = key
             tid = ids.get(topic) or self.broker.cluster.topic_id(topic)
@@ -71,22 +86,35 @@ class _Fetch:
             entry = self._entry(topic, index, code, self.ack_codes.get(key, 0))
             entry["records"] = data
             entry["acquired_records"] = [
-                {"first_offset": a, "last_offset": b, "delivery_count": n}
-                for a, b, n in ranges]
+                {"first_offset": a, "last_offset": b, "delivery_count": n} for a, b, n in ranges
+            ]
             by_topic.setdefault(tid, {})[index] = entry
         lock_ms = self.broker.share.group_settings(self.body.group_id).lock_ms
-        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-                "acquisition_lock_timeout_ms": lock_ms,
-                "responses": [{"topic_id": tid, "partitions": list(parts.values())}
-                              for tid, parts in by_topic.items()],
-                "node_endpoints": []}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": None,
+            "acquisition_lock_timeout_ms": lock_ms,
+            "responses": [
+                {"topic_id": tid, "partitions": list(parts.values())}
+                for tid, parts in by_topic.items()
+            ],
+            "node_endpoints": [],
+        }
 
     def _entry(self, topic: str | None, index: int, code: int, ack: int = 0) -> dict[str, Any]:
-        return {"partition_index": index, "error_code": code, "error_message": None,
-                "acknowledge_error_code": ack, "acknowledge_error_message": None,
-                "current_leader": leader(self.broker, topic, index) if topic else
-                {"leader_id": -1, "leader_epoch": -1},
-                "records": b"", "acquired_records": []}
+        return {
+            "partition_index": index,
+            "error_code": code,
+            "error_message": None,
+            "acknowledge_error_code": ack,
+            "acknowledge_error_message": None,
+            "current_leader": leader(self.broker, topic, index)
+            if topic
+            else {"leader_id": -1, "leader_epoch": -1},
+            "records": b"",
+            "acquired_records": [],
+        }
 
 
 class _Parked:
@@ -130,7 +158,7 @@ class _Parked:
             result: Any = self.fetch.answer(self.fetch.acquire())
             self.future.set_result(result)
         except InvalidStateError:
-            pass            # abandoned while acquiring: the records stay locked until expiry
+            pass  # abandoned while acquiring: the records stay locked until expiry
         except Exception as exc:  # noqa: BLE001 - handed on to the waiting request
             try:
                 self.future.set_exception(exc)
@@ -146,19 +174,29 @@ def handle(broker: Broker, request: Request) -> Any:
     code, message = refusal(broker, request, body)
     if code:
         return _top(code, message)
-    resolved = resolve(body.topics, broker.cluster.topic_by_id, lambda name: allowed(
-        broker, request, AclOperation.READ, ResourceType.TOPIC, name))
+    resolved = resolve(
+        body.topics,
+        broker.cluster.topic_by_id,
+        lambda name: allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, name),
+    )
     acks = ack_batches(body.topics, resolved)
     if epoch == OPEN and acks:
-        return _top(E.InvalidRequestError.errno,
-                    "Acknowledge data present on initial epoch.")
-    add = [(resolved.names[bytes(t.topic_id)], p.partition_index) for t in body.topics
-           if bytes(t.topic_id) in resolved.names for p in t.partitions]
-    forget = [(name, index) for t in (body.forgotten_topics_data or ())
-              if (name := broker.cluster.topic_by_id(bytes(t.topic_id))) is not None
-              for index in t.partitions]
-    code, session = broker.share.open_session(group_id, member_id, epoch,
-                                              [] if epoch == CLOSE else add, forget)
+        return _top(E.InvalidRequestError.errno, "Acknowledge data present on initial epoch.")
+    add = [
+        (resolved.names[bytes(t.topic_id)], p.partition_index)
+        for t in body.topics
+        if bytes(t.topic_id) in resolved.names
+        for p in t.partitions
+    ]
+    forget = [
+        (name, index)
+        for t in (body.forgotten_topics_data or ())
+        if (name := broker.cluster.topic_by_id(bytes(t.topic_id))) is not None
+        for index in t.partitions
+    ]
+    code, session = broker.share.open_session(
+        group_id, member_id, epoch, [] if epoch == CLOSE else add, forget
+    )
     if code:
         return _top(code)
     ack_codes = broker.share.acknowledge(group_id, member_id, acks) if acks else {}
@@ -169,7 +207,6 @@ def handle(broker: Broker, request: Request) -> Any:
         session = None
     fetch = _Fetch(broker, body, session, resolved, ack_codes)
     acquired = fetch.acquire()
-    if acquired or session is None or body.max_wait_ms <= 0 or ack_codes \
-            or not session.partitions:
+    if acquired or session is None or body.max_wait_ms <= 0 or ack_codes or not session.partitions:
         return fetch.answer(acquired)
     return _Parked(fetch).future

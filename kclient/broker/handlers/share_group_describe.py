@@ -1,4 +1,5 @@
 """ShareGroupDescribe (key 77): share groups' state, epochs, members and their assignments."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,13 +18,20 @@ NOT_REQUESTED = -2147483648
 
 
 def _error(group_id: str, code: int, message: str | None = None) -> dict[str, Any]:
-    return {"error_code": code, "error_message": message, "group_id": group_id,
-            "group_state": DEAD, "group_epoch": -1, "assignment_epoch": -1,
-            "assignor_name": "", "members": [], "authorized_operations": NOT_REQUESTED}
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": DEAD,
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": NOT_REQUESTED,
+    }
 
 
-def _describe(broker: Broker, request: Request, group_id: str, operations: bool
-              ) -> dict[str, Any]:
+def _describe(broker: Broker, request: Request, group_id: str, operations: bool) -> dict[str, Any]:
     """One group's entry."""
     if not allowed(broker, request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return _error(group_id, E.GroupAuthorizationFailedError.errno)
@@ -32,23 +40,39 @@ def _describe(broker: Broker, request: Request, group_id: str, operations: bool
     with broker.share.lock:
         group = broker.share.describe(group_id)
         if group is None:
-            return _error(group_id, E.GroupIdNotFoundError.errno,
-                          f"Group {group_id} not found.")
-        members = [{
-            "member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.epoch,
-            "client_id": m.client_id, "client_host": m.client_host,
-            "subscribed_topic_names": list(m.topics),
-            "assignment": {"topic_partitions": [
-                {"topic_id": broker.cluster.topic_id(t), "topic_name": t, "partitions": p}
-                for t, p in m.assignment.items()]},
-        } for m in group.members.values()]
-        entry = {"error_code": 0, "error_message": None, "group_id": group_id,
-                 "group_state": group.state, "group_epoch": group.epoch,
-                 "assignment_epoch": group.epoch, "assignor_name": "simple",
-                 "members": members, "authorized_operations": NOT_REQUESTED}
+            return _error(group_id, E.GroupIdNotFoundError.errno, f"Group {group_id} not found.")
+        members = [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.topics),
+                "assignment": {
+                    "topic_partitions": [
+                        {"topic_id": broker.cluster.topic_id(t), "topic_name": t, "partitions": p}
+                        for t, p in m.assignment.items()
+                    ]
+                },
+            }
+            for m in group.members.values()
+        ]
+        entry = {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": group.state,
+            "group_epoch": group.epoch,
+            "assignment_epoch": group.epoch,
+            "assignor_name": "simple",
+            "members": members,
+            "authorized_operations": NOT_REQUESTED,
+        }
     if operations:
         entry["authorized_operations"] = authorized_operations(
-            broker, request, ResourceType.GROUP, group_id)
+            broker, request, ResourceType.GROUP, group_id
+        )
     return entry
 
 
@@ -56,6 +80,10 @@ def _describe(broker: Broker, request: Request, group_id: str, operations: bool
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Describe every requested group."""
     body = body_of(request)
-    return {"throttle_time_ms": 0, "groups": [
-        _describe(broker, request, g, bool(body.include_authorized_operations))
-        for g in body.group_ids]}
+    return {
+        "throttle_time_ms": 0,
+        "groups": [
+            _describe(broker, request, g, bool(body.include_authorized_operations))
+            for g in body.group_ids
+        ],
+    }

@@ -5,6 +5,7 @@ coordinates NOT_COORDINATOR; a classic or KIP-848 consumer group of the same id
 GROUP_ID_NOT_FOUND. The
 assignment (topic ids and partitions) is sent when it changed since the member was last told.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,9 +25,15 @@ INVALID_REQUEST = E.InvalidRequestError.errno
 
 
 def _error(code: int, message: str | None = None) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": message,
-            "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0,
-            "assignment": None}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
 
 
 @handles(SHARE_GROUP_HEARTBEAT, "1-1")
@@ -40,15 +47,25 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         return _error(INVALID_REQUEST, "GroupId can't be empty.")
     if not is_local_coordinator(broker, group_id):
         return _error(NOT_COORDINATOR)
-    if broker.coordinator.group_state(group_id) != DEAD or broker.coordinator.consumer.has(group_id):
+    if broker.coordinator.group_state(group_id) != DEAD or broker.coordinator.consumer.has(
+        group_id
+    ):
         return _error(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     answer = broker.share.heartbeat(
-        group_id, body.member_id, body.member_epoch, body.rack_id,
-        body.subscribed_topic_names, request.header.client_id or "",
-        "/" + request.client_host if request.client_host else "")
+        group_id,
+        body.member_id,
+        body.member_epoch,
+        body.rack_id,
+        body.subscribed_topic_names,
+        request.header.client_id or "",
+        "/" + request.client_host if request.client_host else "",
+    )
     assignment = answer.pop("assignment")
     if assignment is not None:
-        assignment = {"topic_partitions": [
-            {"topic_id": broker.cluster.topic_id(topic), "partitions": parts}
-            for topic, parts in assignment.items()]}
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": broker.cluster.topic_id(topic), "partitions": parts}
+                for topic, parts in assignment.items()
+            ]
+        }
     return dict(answer, throttle_time_ms=0, error_message=None, assignment=assignment)

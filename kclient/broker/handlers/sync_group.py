@@ -1,4 +1,5 @@
 """SyncGroup (key 14) v0-v5: the leader hands out assignments; each member receives its own."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,12 @@ def handle(broker: Broker, request: Request) -> Any:
         return _with_throttle(sync_result(NOT_COORDINATOR))
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments or ()}
     future = broker.coordinator.sync_group(
-        body.group_id, body.generation_id, body.member_id, assignments,
+        body.group_id,
+        body.generation_id,
+        body.member_id,
+        assignments,
         protocol_type=body.protocol_type if version >= 5 else None,
         protocol_name=body.protocol_name if version >= 5 else None,
-        group_instance_id=body.group_instance_id if version >= 3 else None)
+        group_instance_id=body.group_instance_id if version >= 3 else None,
+    )
     return then(future, _with_throttle)

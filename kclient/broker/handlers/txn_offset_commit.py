@@ -7,6 +7,7 @@ TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before); v5 (transactions v2, K
 that partition to the transaction itself.  The offsets are written to the offsets log as the producer's
 transactional records and become visible when EndTxn commits (dropped on abort).
 """
+
 from __future__ import annotations
 
 import time
@@ -33,16 +34,22 @@ def _producer_error(broker: Broker, body: Any, version: int) -> int:
     coordinator = getattr(owner, "txn_coordinator", None)
     if coordinator is None:
         return E.CoordinatorNotAvailableError.errno
-    tp = offsets_partition(body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50)
+    tp = offsets_partition(
+        body.group_id, broker.config.get_int("offsets.topic.num.partitions") or 50
+    )
     if version >= 5:
-        return int(coordinator.add_partitions(body.transactional_id, body.producer_id,
-                                              body.producer_epoch, [tp]))
+        return int(
+            coordinator.add_partitions(
+                body.transactional_id, body.producer_id, body.producer_epoch, [tp]
+            )
+        )
     code = coordinator.verify(body.transactional_id, body.producer_id, body.producer_epoch, tp)
     return old_abortable(int(code), version, 4)
 
 
-def _entries(broker: Broker, body: Any) -> tuple[dict[TopicPartition, OffsetEntry],
-                                                 dict[TopicPartition, int]]:
+def _entries(
+    broker: Broker, body: Any
+) -> tuple[dict[TopicPartition, OffsetEntry], dict[TopicPartition, int]]:
     """Storable entries and per-partition errors (unknown partition, metadata too large)."""
     now = int(time.time() * 1000)
     entries: dict[TopicPartition, OffsetEntry] = {}
@@ -58,15 +65,17 @@ def _entries(broker: Broker, body: Any) -> tuple[dict[TopicPartition, OffsetEntr
             elif len(metadata.encode()) > limit:
                 errors[tp] = E.OffsetMetadataTooLargeError.errno
             else:
-                entries[tp] = OffsetEntry(p.committed_offset, metadata, p.committed_leader_epoch,
-                                          now)
+                entries[tp] = OffsetEntry(
+                    p.committed_offset, metadata, p.committed_leader_epoch, now
+                )
     return entries, errors
 
 
 def _refusal(broker: Broker, request: Request, body: Any) -> int:
     """Write on the transactional id and Read on the group, or Kafka's error (0: allowed)."""
-    if not allowed(broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                   body.transactional_id):
+    if not allowed(
+        broker, request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ):
         return E.TransactionalIdAuthorizationFailedError.errno
     if not allowed(broker, request, AclOperation.READ, ResourceType.GROUP, body.group_id):
         return E.GroupAuthorizationFailedError.errno
@@ -80,11 +89,15 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
     version = request.header.api_version
     refused = _refusal(broker, request, body)
     if refused:
-        return _answer(body, {(t.name, p.partition_index): refused
-                              for t in body.topics for p in t.partitions})
+        return _answer(
+            body, {(t.name, p.partition_index): refused for t in body.topics for p in t.partitions}
+        )
     entries, errors = _entries(broker, body)
-    for tp in [tp for tp in entries if not allowed(broker, request, AclOperation.READ,
-                                                   ResourceType.TOPIC, tp[0])]:
+    for tp in [
+        tp
+        for tp in entries
+        if not allowed(broker, request, AclOperation.READ, ResourceType.TOPIC, tp[0])
+    ]:
         del entries[tp]
         errors[tp] = E.TopicAuthorizationFailedError.errno
     if not is_local_coordinator(broker, body.group_id):
@@ -93,16 +106,32 @@ def handle(broker: Broker, request: Request) -> dict[str, Any]:
         code = old_fenced(_producer_error(broker, body, version), version, 3)
     if not code and entries:
         code = broker.coordinator.txn_commit_offsets(
-            body.group_id, body.generation_id, body.member_id or "", body.producer_id,
-            body.producer_epoch, entries)
+            body.group_id,
+            body.generation_id,
+            body.member_id or "",
+            body.producer_id,
+            body.producer_epoch,
+            entries,
+        )
     errors.update(dict.fromkeys(entries, code))
     return _answer(body, errors)
 
 
 def _answer(body: Any, errors: dict[TopicPartition, int]) -> dict[str, Any]:
     """Every partition's error code, in request order."""
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": errors[(t.name, p.partition_index)]} for p in t.partitions]}
-        for t in body.topics]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": errors[(t.name, p.partition_index)],
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ],
+    }

@@ -7,6 +7,7 @@ cluster is required (else CLUSTER_AUTHORIZATION_FAILED for every partition); a p
 broker does not lead gets its Produce error; a marker older than the producer's epoch
 INVALID_PRODUCER_EPOCH; the offsets topic ends the producer's staged TxnOffsetCommit offsets.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,9 +36,13 @@ def _write(broker: Broker, marker: Any, topic: str, partition: int) -> int:
     if log_.config.message_format_version < 2:
         return E.UnsupportedForMessageFormatError.errno
     try:
-        log_.append_marker(marker.producer_id, marker.producer_epoch, commit,
-                           marker.coordinator_epoch,
-                           leader_epoch=broker.cluster.leader_epoch(topic, partition))
+        log_.append_marker(
+            marker.producer_id,
+            marker.producer_epoch,
+            commit,
+            marker.coordinator_epoch,
+            leader_epoch=broker.cluster.leader_epoch(topic, partition),
+        )
     except BrokerResponseError as exc:
         return exc.errno
     except OSError:
@@ -50,14 +55,28 @@ def _write(broker: Broker, marker: Any, topic: str, partition: int) -> int:
 def handle(broker: Broker, request: Request) -> dict[str, Any]:
     """Write every marker to every partition named; per-partition error codes."""
     body: Any = body_of(request)
-    permitted = allowed(broker, request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
-                        CLUSTER_NAME)
+    permitted = allowed(
+        broker, request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+    )
     denied = E.ClusterAuthorizationFailedError.errno
-    return {"markers": [
-        {"producer_id": m.producer_id, "topics": [
-            {"name": t.name, "partitions": [
-                {"partition_index": p,
-                 "error_code": _write(broker, m, t.name, p) if permitted else denied}
-                for p in t.partition_indexes]}
-            for t in m.topics]}
-        for m in body.markers]}
+    return {
+        "markers": [
+            {
+                "producer_id": m.producer_id,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "error_code": _write(broker, m, t.name, p) if permitted else denied,
+                            }
+                            for p in t.partition_indexes
+                        ],
+                    }
+                    for t in m.topics
+                ],
+            }
+            for m in body.markers
+        ]
+    }

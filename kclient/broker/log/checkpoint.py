@@ -5,6 +5,7 @@ be on disk (an unclean shutdown recovers from there); ``cleaner-offset-checkpoin
 compacted log's dirty part begins.  Format: a version line ``0``, a count line, then one
 ``topic partition offset`` line per partition; written to a temp file, fsynced, renamed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,5 +68,4 @@ def write_checkpoint(path: Path, offsets: Mapping[tuple[str, int], int]) -> None
     os.replace(tmp, path)
 
 
-__all__ = ["CLEANER_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "read_checkpoint",
-           "write_checkpoint"]
+__all__ = ["CLEANER_CHECKPOINT", "RECOVERY_POINT_CHECKPOINT", "read_checkpoint", "write_checkpoint"]

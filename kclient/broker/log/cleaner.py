@@ -6,6 +6,7 @@ its ``min.cleanable.dirty.ratio`` and records the new first dirty offset in the
 ``cleaner-offset-checkpoint`` file (Kafka's format: version, count, ``topic partition offset``
 lines).  Reads and writes are throttled to ``log.cleaner.io.max.bytes.per.second``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,9 @@ class CleanerCheckpoint:
         """The first dirty offset of a partition (0: never cleaned)."""
         return self.offsets.get(key, 0)
 
-    def update(self, key: tuple[str, int] | None, offset: int,
-               live: Iterable[tuple[str, int]]) -> None:
+    def update(
+        self, key: tuple[str, int] | None, offset: int, live: Iterable[tuple[str, int]]
+    ) -> None:
         """Set one partition's offset (``key`` None: none), drop partitions no longer
         ``live``, write the file."""
         keep = set(live)
@@ -50,9 +52,14 @@ class CleanerCheckpoint:
 class LogCleaner:
     """A daemon thread compacting the logs ``logs()`` returns (see the module docstring)."""
 
-    def __init__(self, logs: Callable[[], Iterable[Log]], checkpoint_dir: Path,
-                 config: Mapping[str, str] | None = None, *, name: str = "kclient-log-cleaner"
-                 ) -> None:
+    def __init__(
+        self,
+        logs: Callable[[], Iterable[Log]],
+        checkpoint_dir: Path,
+        config: Mapping[str, str] | None = None,
+        *,
+        name: str = "kclient-log-cleaner",
+    ) -> None:
         """``config``: broker settings (``log.cleaner.*``; Kafka's defaults when absent)."""
         config = config or {}
         self.logs = logs
@@ -105,8 +112,11 @@ class LogCleaner:
             if each.closed or not each.config.compact or _key(each) in self.uncleanable:
                 continue
             target = cleanable(each, self.checkpoint.get(_key(each)), now)
-            if target.dirty_bytes and target.ratio > each.config.min_cleanable_dirty_ratio \
-                    and (best is None or target.ratio > best.ratio):
+            if (
+                target.dirty_bytes
+                and target.ratio > each.config.min_cleanable_dirty_ratio
+                and (best is None or target.ratio > best.ratio)
+            ):
                 best = target
         return best
 
@@ -133,11 +143,17 @@ class LogCleaner:
         if target is None:
             return None
         try:
-            end = clean_log(target, now, map_slots=self.map_slots, stop=self._stop,
-                            throttle=Throttler(self.io_rate, self._stop))
+            end = clean_log(
+                target,
+                now,
+                map_slots=self.map_slots,
+                stop=self._stop,
+                throttle=Throttler(self.io_rate, self._stop),
+            )
         except Exception as exc:
             if isinstance(exc, (CleaningAborted, OSError)) and (
-                    target.log.closed or self._stop.is_set()):
+                target.log.closed or self._stop.is_set()
+            ):
                 log.info("cleaning of %s aborted: %r", target.log.directory.name, exc)
                 return None
             self._give_up(target.log)
@@ -145,8 +161,13 @@ class LogCleaner:
         live = [_key(each) for each in self.logs() if not each.closed]
         self.checkpoint.update(_key(target.log), end, live)
         self.rounds += 1
-        log.info("cleaned %s: first dirty offset %d -> %d (ratio was %.2f)",
-                 target.log.directory.name, target.first_dirty, end, target.ratio)
+        log.info(
+            "cleaned %s: first dirty offset %d -> %d (ratio was %.2f)",
+            target.log.directory.name,
+            target.first_dirty,
+            end,
+            target.ratio,
+        )
         return target
 
     def _give_up(self, each: Log) -> None:

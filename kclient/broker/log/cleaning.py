@@ -15,6 +15,7 @@ transaction) is cleanable, and the records of aborted transactions (the ``.txnin
 are removed first: they neither enter the offset map nor survive the rewrite, so an aborted
 value never shadows a committed one.  Markers are kept.
 """
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,7 @@ def cleanable(log: Log, checkpoint: int, now: int) -> Cleanable:
     uncleanable = segments[-1].base_offset
     lag = log.config.min_compaction_lag_ms
     for i, seg in enumerate(segments[:-1]):
-        if lag > 0 and _end(segments, i) > first_dirty \
-                and seg.known_max_timestamp() > now - lag:
+        if lag > 0 and _end(segments, i) > first_dirty and seg.known_max_timestamp() > now - lag:
             uncleanable = seg.base_offset
             break
     unstable = log.producer_state.first_unstable_offset()
@@ -108,8 +108,14 @@ class Throttler:
 class LogCleaning:
     """One cleaning round of one log (see the module docstring)."""
 
-    def __init__(self, target: Cleanable, now: int, map_slots: int,
-                 throttle: Callable[[int], None], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        target: Cleanable,
+        now: int,
+        map_slots: int,
+        throttle: Callable[[int], None],
+        stop: threading.Event,
+    ) -> None:
         """``map_slots``: capacity of the offset map in keys."""
         self.target, self.log, self.now = target, target.log, now
         self.map = OffsetMap(map_slots)
@@ -119,7 +125,8 @@ class LogCleaning:
         for seg in self.log.segments:
             for txn in seg.txn_index.entries:
                 self.aborted.setdefault(txn.producer_id, []).append(
-                    (txn.first_offset, txn.last_offset))
+                    (txn.first_offset, txn.last_offset)
+                )
 
     def is_aborted(self, data: bytes) -> bool:
         """Whether the entry is a data batch of an aborted transaction."""
@@ -128,8 +135,9 @@ class LogCleaning:
         h = parse_header(data, 0)
         if not h.transactional or h.control:
             return False
-        return any(first <= h.base_offset <= last
-                   for first, last in self.aborted.get(h.producer_id, ()))
+        return any(
+            first <= h.base_offset <= last for first, last in self.aborted.get(h.producer_id, ())
+        )
 
     def check(self) -> None:
         """Raise CleaningAborted when the cleaner stops or the log went away."""
@@ -142,14 +150,21 @@ class LogCleaning:
         segments = self.log.segments
         legacy_horizon = self._legacy_horizon(segments)
         if not self.build_map(segments):
-            raise ValueError(f"{self.log.directory.name}: the offset map holds {self.map.slots} "
-                             f"keys, too few for one entry; raise log.cleaner.dedupe.buffer.size")
-        end = self.map.latest_offset + 1 if self.map.latest_offset >= 0 \
-            else target.first_uncleanable
-        filt = EntryFilter(self.map, self.now, self.log.config.delete_retention_ms,
-                           target.first_uncleanable)
-        for group in group_segments([s for s in segments[:-1] if s.base_offset < end],
-                                    self.log.config.segment_bytes, target.first_uncleanable):
+            raise ValueError(
+                f"{self.log.directory.name}: the offset map holds {self.map.slots} "
+                f"keys, too few for one entry; raise log.cleaner.dedupe.buffer.size"
+            )
+        end = (
+            self.map.latest_offset + 1 if self.map.latest_offset >= 0 else target.first_uncleanable
+        )
+        filt = EntryFilter(
+            self.map, self.now, self.log.config.delete_retention_ms, target.first_uncleanable
+        )
+        for group in group_segments(
+            [s for s in segments[:-1] if s.base_offset < end],
+            self.log.config.segment_bytes,
+            target.first_uncleanable,
+        ):
             self.clean_group(group, filt, legacy_horizon)
         return end
 
@@ -174,8 +189,11 @@ class LogCleaning:
                 self.check()
                 data = seg.read_entry(info)
                 self.throttle(len(data))
-                keys = [] if self.is_aborted(data) else \
-                    [(o, k) for o, k in entry_keys(data) if start <= o < stop]
+                keys = (
+                    []
+                    if self.is_aborted(data)
+                    else [(o, k) for o, k in entry_keys(data) if start <= o < stop]
+                )
                 if not self.map.room_for(len(keys)):
                     return self.map.latest_offset >= 0
                 for offset, key in keys:
@@ -184,8 +202,7 @@ class LogCleaning:
                 self.map.update_latest(info.last_offset)
         return True
 
-    def clean_group(self, group: list[LogSegment], filt: EntryFilter,
-                    legacy_horizon: int) -> bool:
+    def clean_group(self, group: list[LogSegment], filt: EntryFilter, legacy_horizon: int) -> bool:
         """Rewrite ``group`` into one cleaned segment and swap it in."""
         directory, base = self.log.directory, group[0].base_offset
         log_c, index_c = swap.paths(directory, base, swap.CLEANED)
@@ -208,8 +225,9 @@ class LogCleaning:
             raise
         return self.log.replace_segments(tuple(group))
 
-    def _rewrite(self, group: list[LogSegment], filt: EntryFilter, legacy_horizon: int,
-                 out: Any) -> list[tuple[int, int]]:
+    def _rewrite(
+        self, group: list[LogSegment], filt: EntryFilter, legacy_horizon: int, out: Any
+    ) -> list[tuple[int, int]]:
         """Write the retained entries of ``group`` to ``out``; the index pairs to write."""
         interval = self.log.config.index_interval_bytes
         pairs, position, since = [], 0, 0
@@ -231,8 +249,9 @@ class LogCleaning:
         return pairs
 
 
-def group_segments(segments: list[LogSegment], max_size: int, uncleanable: int
-                   ) -> list[list[LogSegment]]:
+def group_segments(
+    segments: list[LogSegment], max_size: int, uncleanable: int
+) -> list[list[LogSegment]]:
     """Runs of consecutive segments of at most ``max_size`` bytes whose offsets fit an int32
     range from the run's base (Kafka's groupSegmentsBySize)."""
     groups: list[list[LogSegment]] = []
@@ -251,14 +270,26 @@ def group_segments(segments: list[LogSegment], max_size: int, uncleanable: int
     return groups
 
 
-def clean_log(target: Cleanable, now: int, *, map_slots: int = 1 << 22,
-              throttle: Callable[[int], None] | None = None,
-              stop: threading.Event | None = None) -> int:
+def clean_log(
+    target: Cleanable,
+    now: int,
+    *,
+    map_slots: int = 1 << 22,
+    throttle: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> int:
     """Run one cleaning round on ``target``; the log's new first dirty offset."""
     stop = stop if stop is not None else threading.Event()
     throttler = throttle if throttle is not None else Throttler(float("inf"), stop)
     return LogCleaning(target, now, map_slots, throttler, stop).run()
 
 
-__all__ = ["Cleanable", "CleaningAborted", "LogCleaning", "Throttler", "cleanable", "clean_log",
-           "group_segments"]
+__all__ = [
+    "Cleanable",
+    "CleaningAborted",
+    "LogCleaning",
+    "Throttler",
+    "cleanable",
+    "clean_log",
+    "group_segments",
+]

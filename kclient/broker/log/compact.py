@@ -9,6 +9,7 @@ baseTimestamp) on its first cleaning.  v0/v1 compressed wrappers are rebuilt fro
 retained inner messages with the same codec.  Control batches (transaction markers) are kept
 as they are: this is the seam for transactional compaction.
 """
+
 from __future__ import annotations
 
 import struct
@@ -65,8 +66,9 @@ class OffsetMap:
         return self._offsets.get(key, -1)
 
 
-def _rows(offsets: Any, stamps: Any, ts_types: Any, keys: Any, values: Any, headers: Any,
-          infos: Any) -> list[tuple[Any, ...]]:
+def _rows(
+    offsets: Any, stamps: Any, ts_types: Any, keys: Any, values: Any, headers: Any, infos: Any
+) -> list[tuple[Any, ...]]:
     """Record factory for the decoders: ``(offset, timestamp, key, value, headers)`` rows."""
     n = len(values)
     keys = [None] * n if keys is None else keys
@@ -87,8 +89,14 @@ def entry_keys(data: bytes) -> Iterator[tuple[int, bytes | None]]:
 class EntryFilter:
     """Decides which records of an entry survive one cleaning round and re-encodes the entry."""
 
-    def __init__(self, offset_map: OffsetMap, now: int, delete_retention_ms: int,
-                 upper_bound: int, retain_legacy_deletes: bool = True) -> None:
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        now: int,
+        delete_retention_ms: int,
+        upper_bound: int,
+        retain_legacy_deletes: bool = True,
+    ) -> None:
         """``upper_bound``: first uncleanable offset (the batch ending there is kept, even
         empty, so the last offset is not lost); ``retain_legacy_deletes``: keep v0/v1
         tombstones (their segment is newer than the legacy delete horizon)."""
@@ -98,8 +106,7 @@ class EntryFilter:
         self.upper_bound = upper_bound
         self.retain_legacy_deletes = retain_legacy_deletes
 
-    def retain(self, offset: int, key: bytes | None, tombstone: bool,
-               keep_deletes: bool) -> bool:
+    def retain(self, offset: int, key: bytes | None, tombstone: bool, keep_deletes: bool) -> bool:
         """Kafka's shouldRetainRecord."""
         if offset > self.map.latest_offset:
             return True
@@ -126,7 +133,7 @@ class EntryFilter:
         rows = v2.batch_records(data, 0, len(data) - LOG_OVERHEAD, _rows, validate_crc=False)
         keep = [self.retain(r[0], r[2], r[3] is None, keep_deletes) for r in rows]
         kept = list(compress(rows, keep))
-        if not kept:               # emptied now or by an earlier round: only the round's end
+        if not kept:  # emptied now or by an earlier round: only the round's end
             if base + last_delta + 1 == self.upper_bound:
                 return data if not rows else empty_batch(data)
             return None
@@ -151,44 +158,67 @@ class EntryFilter:
             return None
         magic, attrs, ts = legacy.parse_message(data, 0, size, validate_crc=False)[1:4]
         return legacy.build_message_set(
-            [r[4] for r in kept], [r[3] for r in kept], [r[1] for r in kept], magic=magic,
-            codec=attrs & CODEC_MASK, offsets=[r[0] for r in kept],
+            [r[4] for r in kept],
+            [r[3] for r in kept],
+            [r[1] for r in kept],
+            magic=magic,
+            codec=attrs & CODEC_MASK,
+            offsets=[r[0] for r in kept],
             timestamp=ts if attrs & TIMESTAMP_TYPE_MASK else None,
-            timestamp_type=LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else 0)
+            timestamp_type=LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else 0,
+        )
 
 
 def rebuild_batch(data: bytes, kept: Iterable[tuple[Any, ...]], horizon: int | None) -> bytes:
     """Re-encode batch ``data`` with only the ``kept`` rows: same baseOffset, lastOffsetDelta,
     producer fields, leader epoch and codec; baseTimestamp is the delete horizon when set."""
-    (base, _, epoch, _, _, attrs, last_delta, _, max_ts, pid, pepoch, bseq,
-     _) = v2.HEADER.unpack_from(data, 0)
+    (base, _, epoch, _, _, attrs, last_delta, _, max_ts, pid, pepoch, bseq, _) = (
+        v2.HEADER.unpack_from(data, 0)
+    )
     kept = list(kept)
     stamps = [r[1] for r in kept]
     base_ts = stamps[0] if horizon is None else horizon
     if not attrs & TIMESTAMP_TYPE_MASK:
         max_ts = max(stamps)
-    body = v2.encode_records([r[3] for r in kept], [r[2] for r in kept],
-                             [t - base_ts for t in stamps], [r[0] - base for r in kept],
-                             [r[4] for r in kept])
+    body = v2.encode_records(
+        [r[3] for r in kept],
+        [r[2] for r in kept],
+        [t - base_ts for t in stamps],
+        [r[0] - base for r in kept],
+        [r[4] for r in kept],
+    )
     codec = attrs & CODEC_MASK
     if codec:
         body = compression.compress(codec, body, 2)
     attrs = attrs & ~DELETE_HORIZON_MASK | (DELETE_HORIZON_MASK if horizon is not None else 0)
-    return _assemble(base, epoch, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq,
-                     len(kept), body)
+    return _assemble(
+        base, epoch, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, len(kept), body
+    )
 
 
 def empty_batch(data: bytes) -> bytes:
     """A batch with no records that keeps ``data``'s offsets, producer fields and timestamps
     (Kafka's empty batch header: no codec, baseTimestamp = maxTimestamp)."""
-    (base, _, epoch, _, _, attrs, last_delta, _, max_ts, pid, pepoch, bseq,
-     _) = v2.HEADER.unpack_from(data, 0)
+    (base, _, epoch, _, _, attrs, last_delta, _, max_ts, pid, pepoch, bseq, _) = (
+        v2.HEADER.unpack_from(data, 0)
+    )
     attrs &= ~(CODEC_MASK | DELETE_HORIZON_MASK)
     return _assemble(base, epoch, attrs, last_delta, max_ts, max_ts, pid, pepoch, bseq, 0, b"")
 
 
-def _assemble(base: int, epoch: int, attrs: int, last_delta: int, base_ts: int, max_ts: int,
-              pid: int, pepoch: int, bseq: int, count: int, body: bytes) -> bytes:
+def _assemble(
+    base: int,
+    epoch: int,
+    attrs: int,
+    last_delta: int,
+    base_ts: int,
+    max_ts: int,
+    pid: int,
+    pepoch: int,
+    bseq: int,
+    count: int,
+    body: bytes,
+) -> bytes:
     """Header plus records section, with the CRC-32C computed."""
     tail = v2.TAIL.pack(attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count)
     crc = crc32c(body, crc32c(tail))
@@ -212,9 +242,16 @@ def keyless_records(records: bytes) -> list[int]:
 
 def has_delete_horizon(data: bytes) -> bool:
     """True for a v2 batch carrying a delete horizon."""
-    return data[MAGIC_OFFSET] == 2 and bool(
-        _ATTRS.unpack_from(data, 21)[0] & DELETE_HORIZON_MASK)
+    return data[MAGIC_OFFSET] == 2 and bool(_ATTRS.unpack_from(data, 21)[0] & DELETE_HORIZON_MASK)
 
 
-__all__ = ["DELETE_HORIZON_MASK", "EntryFilter", "OffsetMap", "empty_batch", "entry_keys",
-           "has_delete_horizon", "keyless_records", "rebuild_batch"]
+__all__ = [
+    "DELETE_HORIZON_MASK",
+    "EntryFilter",
+    "OffsetMap",
+    "empty_batch",
+    "entry_keys",
+    "has_delete_horizon",
+    "keyless_records",
+    "rebuild_batch",
+]

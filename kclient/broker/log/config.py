@@ -6,6 +6,7 @@
 default and ``log.retention.ms`` beats ``log.retention.minutes`` beats ``log.retention.hours``,
 as in Kafka.  Keys that are not log settings are ignored, so a whole broker config can be passed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,8 +56,9 @@ class LogConfig:
         return self.timestamp_type == "LogAppendTime"
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str],
-                        defaults: LogConfig | None = None) -> LogConfig:
+    def from_properties(
+        cls, props: Mapping[str, str], defaults: LogConfig | None = None
+    ) -> LogConfig:
         """Build a config from Kafka-named properties on top of ``defaults`` (or Kafka's)."""
         config = dataclasses.replace(defaults) if defaults is not None else cls()
         for name, keys in _KEYS.items():
@@ -75,10 +77,12 @@ def parse_format_version(key: str, value: str) -> int:
     if value in ("0", "1", "2"):
         return int(value)
     parts = value.split(".")
-    match = _RELEASE.fullmatch(".".join(parts[:3 if value.startswith("0.") else 2]))
+    match = _RELEASE.fullmatch(".".join(parts[: 3 if value.startswith("0.") else 2]))
     if not match:
-        raise ValueError(f"invalid value {value!r} for {key}: expected 0, 1, 2 or a Kafka "
-                         f"release such as 0.8.2, 0.10.0, 0.11.0, 2.0")
+        raise ValueError(
+            f"invalid value {value!r} for {key}: expected 0, 1, 2 or a Kafka "
+            f"release such as 0.8.2, 0.10.0, 0.11.0, 2.0"
+        )
     major, minor = int(match.group(1)), int(match.group(2))
     if major > 0 or minor >= 11:
         return 2
@@ -87,6 +91,7 @@ def parse_format_version(key: str, value: str) -> int:
 
 def _int(low: int, high: int = INT64_MAX, allowed: str = "") -> Callable[[str, str, int], int]:
     """Parser for an integer in ``[low, high]`` (times ``scale`` unless negative)."""
+
     def parse(key: str, value: str, scale: int) -> int:
         try:
             number = int(value)
@@ -96,14 +101,16 @@ def _int(low: int, high: int = INT64_MAX, allowed: str = "") -> Callable[[str, s
             text = allowed or f"an integer in [{low}, {high}]"
             raise ValueError(f"invalid value {value!r} for {key}: expected {text}")
         return number * scale if number >= 0 else number
+
     return parse
 
 
 def _timestamp_type(key: str, value: str, scale: int) -> str:
     """CreateTime or LogAppendTime."""
     if value not in TIMESTAMP_TYPES:
-        raise ValueError(f"invalid value {value!r} for {key}: expected one of "
-                         f"{', '.join(TIMESTAMP_TYPES)}")
+        raise ValueError(
+            f"invalid value {value!r} for {key}: expected one of {', '.join(TIMESTAMP_TYPES)}"
+        )
     return value
 
 
@@ -111,8 +118,9 @@ def _policy(key: str, value: str, scale: int) -> tuple[str, ...]:
     """cleanup.policy: a comma-separated list of "compact" and "delete" (Kafka accepts both)."""
     parts = tuple(sorted({p.strip() for p in value.split(",") if p.strip()}))
     if not parts or any(p not in CLEANUP_POLICIES for p in parts):
-        raise ValueError(f"invalid value {value!r} for {key}: expected compact, delete or "
-                         f"compact,delete")
+        raise ValueError(
+            f"invalid value {value!r} for {key}: expected compact, delete or compact,delete"
+        )
     return parts
 
 
@@ -139,20 +147,27 @@ _KEYS: dict[str, list[tuple[str, int]]] = {
     "segment_ms": [("log.roll.hours", _HOUR), ("log.roll.ms", 1), ("segment.ms", 1)],
     "flush_interval_messages": [("log.flush.interval.messages", 1), ("flush.messages", 1)],
     "flush_interval_ms": [("log.flush.interval.ms", 1), ("flush.ms", 1)],
-    "retention_ms": [("log.retention.hours", _HOUR), ("log.retention.minutes", _MINUTE),
-                     ("log.retention.ms", 1), ("retention.ms", 1)],
+    "retention_ms": [
+        ("log.retention.hours", _HOUR),
+        ("log.retention.minutes", _MINUTE),
+        ("log.retention.ms", 1),
+        ("retention.ms", 1),
+    ],
     "retention_bytes": [("log.retention.bytes", 1), ("retention.bytes", 1)],
     "index_interval_bytes": [("log.index.interval.bytes", 1), ("index.interval.bytes", 1)],
-    "message_format_version": [("log.message.format.version", 1),
-                               ("message.format.version", 1)],
+    "message_format_version": [("log.message.format.version", 1), ("message.format.version", 1)],
     "timestamp_type": [("log.message.timestamp.type", 1), ("message.timestamp.type", 1)],
     "max_message_bytes": [("message.max.bytes", 1), ("max.message.bytes", 1)],
     "cleanup_policy": [("log.cleanup.policy", 1), ("cleanup.policy", 1)],
     "delete_retention_ms": [("log.cleaner.delete.retention.ms", 1), ("delete.retention.ms", 1)],
-    "min_cleanable_dirty_ratio": [("log.cleaner.min.cleanable.ratio", 1),
-                                  ("min.cleanable.dirty.ratio", 1)],
-    "min_compaction_lag_ms": [("log.cleaner.min.compaction.lag.ms", 1),
-                              ("min.compaction.lag.ms", 1)],
+    "min_cleanable_dirty_ratio": [
+        ("log.cleaner.min.cleanable.ratio", 1),
+        ("min.cleanable.dirty.ratio", 1),
+    ],
+    "min_compaction_lag_ms": [
+        ("log.cleaner.min.compaction.lag.ms", 1),
+        ("min.compaction.lag.ms", 1),
+    ],
 }
 _PARSERS: dict[str, Callable[[str, str, int], object]] = {
     "segment_bytes": _int(14, INT32_MAX),
@@ -174,5 +189,10 @@ _PARSERS: dict[str, Callable[[str, str, int], object]] = {
 #: Every property name LogConfig understands.
 PROPERTY_NAMES = frozenset(key for keys in _KEYS.values() for key, _ in keys)
 
-__all__ = ["LogConfig", "parse_format_version", "PROPERTY_NAMES", "TIMESTAMP_TYPES",
-           "CLEANUP_POLICIES"]
+__all__ = [
+    "LogConfig",
+    "parse_format_version",
+    "PROPERTY_NAMES",
+    "TIMESTAMP_TYPES",
+    "CLEANUP_POLICIES",
+]

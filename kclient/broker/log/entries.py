@@ -14,6 +14,7 @@ offset lies in ``[min_offset, max_offset]`` and above the previous entry's; a he
 its first offset must start above the previous entry and end at or after it; in a ``dense`` walk
 (a segment never compacted: the active one) it must start exactly one past the previous entry.
 """
+
 from __future__ import annotations
 
 import struct
@@ -46,7 +47,7 @@ class EntryInfo(NamedTuple):
     """Where one entry sits in a segment file and what it holds."""
 
     position: int
-    size: int           # whole entry, log overhead included
+    size: int  # whole entry, log overhead included
     magic: int
     last_offset: int
     max_timestamp: int  # -1 for v0
@@ -71,9 +72,9 @@ def crc_ok(buf: Any, rel: int, total: int, magic: int) -> bool:
     view = memoryview(buf)
     if magic == 2:
         stored: int = _UINT32.unpack_from(buf, rel + 17)[0]
-        return crc32c(view[rel + V2_CRC_START:rel + total]) == stored
+        return crc32c(view[rel + V2_CRC_START : rel + total]) == stored
     stored = _UINT32.unpack_from(buf, rel + 12)[0]
-    return zlib.crc32(view[rel + MAGIC_OFFSET:rel + total]) == stored
+    return zlib.crc32(view[rel + MAGIC_OFFSET : rel + total]) == stored
 
 
 def first_offset_of(buf: Any, rel: int) -> int | None:
@@ -88,9 +89,18 @@ def first_offset_of(buf: Any, rel: int) -> int | None:
 class EntryWalk:
     """Iterate the entries of ``fd`` between ``start`` and ``end``; see the module docstring."""
 
-    def __init__(self, fd: int, start: int, end: int, *, validate: bool = False,
-                 min_offset: int = -1, max_offset: int = INT64_MAX, dense: bool = False,
-                 chunk: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        fd: int,
+        start: int,
+        end: int,
+        *,
+        validate: bool = False,
+        min_offset: int = -1,
+        max_offset: int = INT64_MAX,
+        dense: bool = False,
+        chunk: int = 1 << 20,
+    ) -> None:
         """``min_offset``: the first entry's first offset (``dense``) or lowest possible one;
         ``max_offset``: no entry may hold an offset above it."""
         self.fd, self.start, self.end = fd, start, end

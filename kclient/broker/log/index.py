@@ -7,6 +7,7 @@ below ``o``: a lookup takes the last pair with ``o <= target`` and scans forward
 pairs live in two in-memory arrays searched with :mod:`bisect`; readers search them without a
 lock (positions are appended before offsets, so any offset a reader finds has its position).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,8 +53,8 @@ class OffsetIndex(IndexFile):
         """Open (or create) the index file; call :meth:`load` or :meth:`rebuild` to fill it."""
         self.path = path
         self.base_offset = base_offset
-        self._offsets = array("i")     # relative offsets, strictly increasing
-        self._positions = array("i")   # file positions, strictly increasing
+        self._offsets = array("i")  # relative offsets, strictly increasing
+        self._positions = array("i")  # file positions, strictly increasing
         self._handle = FileHandle(path)
         self._dirty = False
 
@@ -81,11 +82,15 @@ class OffsetIndex(IndexFile):
         last_o = last_p = -1
         for i, (rel, pos) in enumerate(ENTRY.iter_unpack(data)):
             if rel <= last_o or rel < 0:
-                return (f"entry {i} at byte {i * ENTRY_SIZE}: relative offset {rel} "
-                        f"not above {max(last_o, -1)}")
+                return (
+                    f"entry {i} at byte {i * ENTRY_SIZE}: relative offset {rel} "
+                    f"not above {max(last_o, -1)}"
+                )
             if pos <= last_p or pos >= segment_size:
-                return (f"entry {i} at byte {i * ENTRY_SIZE}: position {pos} not in "
-                        f"({last_p}, {segment_size})")
+                return (
+                    f"entry {i} at byte {i * ENTRY_SIZE}: position {pos} not in "
+                    f"({last_p}, {segment_size})"
+                )
             offsets.append(rel)
             positions.append(pos)
             last_o, last_p = rel, pos
@@ -136,7 +141,6 @@ class OffsetIndex(IndexFile):
     def last_position(self) -> int:
         """Position of the last indexed entry (0 when the index is empty)."""
         return self.last_entry()[1]
-
 
 
 __all__ = ["IndexFile", "OffsetIndex", "ENTRY_SIZE"]

@@ -15,6 +15,7 @@ point is recovered (:meth:`LogSegment.recover`: CRC, offset order and range) and
 the first invalid entry, as Kafka's LogLoader does; a segment failing its sanity check is
 recovered the same way.
 """
+
 from __future__ import annotations
 
 import logging
@@ -86,8 +87,9 @@ def _write_small_file(path: Path, text: str) -> None:
 class Log:
     """Append-only, segmented, recoverable log of one topic-partition."""
 
-    def __init__(self, directory: Path, config: LogConfig, *, recover: bool = True,
-                 recovery_point: int = 0) -> None:
+    def __init__(
+        self, directory: Path, config: LogConfig, *, recover: bool = True, recovery_point: int = 0
+    ) -> None:
         """Open (creating if needed) the partition directory and load its segments.
 
         ``recovery_point``: the offset checkpointed as on disk (0, unknown: after an unclean
@@ -110,8 +112,10 @@ class Log:
         self._load_producer_state()
 
     def __repr__(self) -> str:
-        return (f"Log({self.directory.name}, offsets {self.log_start_offset}.."
-                f"{self.log_end_offset}, segments={len(self._view[0])})")
+        return (
+            f"Log({self.directory.name}, offsets {self.log_start_offset}.."
+            f"{self.log_end_offset}, segments={len(self._view[0])})"
+        )
 
     # ------------------------------------------------------------------ loading
     def _load(self, recover: bool) -> None:
@@ -122,18 +126,24 @@ class Log:
             marker.unlink()
             swap.fsync_dir(self.directory)
         swapped = swap.recover(self.directory)
-        segments = [LogSegment(self.directory, base, self.config.index_interval_bytes)
-                    for base in self._segment_bases()]
+        segments = [
+            LogSegment(self.directory, base, self.config.index_interval_bytes)
+            for base in self._segment_bases()
+        ]
         if not segments:
             segments = [LogSegment(self.directory, 0, self.config.index_interval_bytes)]
         point = self.recovery_point if recover and not clean else None
         segments = self._open_segments(segments, point, swapped)
         self._publish(tuple(segments))
         self.log_end_offset = segments[-1].next_offset
-        self.log_start_offset = max(segments[0].base_offset,
-                                    min(self._read_log_start(), self.log_end_offset))
-        self.recovery_point = self.log_end_offset if clean or not recover else \
-            min(max(self.recovery_point, self.log_start_offset), self.log_end_offset)
+        self.log_start_offset = max(
+            segments[0].base_offset, min(self._read_log_start(), self.log_end_offset)
+        )
+        self.recovery_point = (
+            self.log_end_offset
+            if clean or not recover
+            else min(max(self.recovery_point, self.log_start_offset), self.log_end_offset)
+        )
         (self.directory / LEGACY_RECOVERY_POINT).unlink(missing_ok=True)
 
     def _load_producer_state(self) -> None:
@@ -142,7 +152,7 @@ class Log:
         snapshot = state.load_snapshot(self.log_end_offset)
         start = max(snapshot if snapshot is not None else 0, self.log_start_offset)
         segments = self._view[0]
-        for seg in segments:        # aborts at or after ``start`` are replayed below
+        for seg in segments:  # aborts at or after ``start`` are replayed below
             seg.txn_index.truncate_from(start)
         if start < self.log_end_offset:
             replay(state, segments, start, self._index_abort)
@@ -154,8 +164,14 @@ class Log:
         segments, bases = self._view
         seg = segments[max(bisect_right(bases, done.last_offset) - 1, 0)]
         lso = self.producer_state.first_unstable_offset()
-        seg.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
-                                        done.last_offset + 1 if lso is None else lso))
+        seg.txn_index.append(
+            AbortedTxn(
+                done.producer_id,
+                done.first_offset,
+                done.last_offset,
+                done.last_offset + 1 if lso is None else lso,
+            )
+        )
 
     def _segment_bases(self) -> list[int]:
         """Base offsets of the ``.log`` files present, ascending; removes stray temp files."""
@@ -174,8 +190,12 @@ class Log:
         except (OSError, ValueError):
             return 0
 
-    def _open_segments(self, segments: list[LogSegment], point: int | None,
-                       swapped: frozenset[int] | set[int] = frozenset()) -> list[LogSegment]:
+    def _open_segments(
+        self,
+        segments: list[LogSegment],
+        point: int | None,
+        swapped: frozenset[int] | set[int] = frozenset(),
+    ) -> list[LogSegment]:
         """Kafka's LogLoader: recover every segment holding offsets at or after the recovery
         point (and those a swap just replaced); sanity-check the others and recover those that
         fail; drop every segment after a truncated one."""
@@ -183,37 +203,48 @@ class Log:
             active = i == len(segments) - 1
             next_base = None if active else segments[i + 1].base_offset
             if seg.base_offset in swapped or (
-                    point is not None and (next_base is None or next_base > point)):
+                point is not None and (next_base is None or next_base > point)
+            ):
                 cut = self._recover_segment(seg, next_base, active)
             else:
                 problem = seg.load(next_base, active)
                 cut = 0
                 if problem is not None:
-                    log.error("%s: %s; recovering the segment and rebuilding its index",
-                              self.directory, problem)
+                    log.error(
+                        "%s: %s; recovering the segment and rebuilding its index",
+                        self.directory,
+                        problem,
+                    )
                     cut = self._recover_segment(seg, next_base, active)
             if next_base is not None and not cut:
                 seg.next_offset = max(seg.next_offset, next_base)
                 seg.seal()
             if cut:
-                self._drop(segments[i + 1:])
-                return segments[:i + 1]
+                self._drop(segments[i + 1 :])
+                return segments[: i + 1]
         return segments
 
     def _recover_segment(self, seg: LogSegment, next_base: int | None, active: bool) -> int:
         """Recover one segment; report a truncation with the file, position and cause."""
         cut = seg.recover(next_base, active)
         if cut:
-            log.error("%s: found invalid entries: %s; truncated %d bytes at byte position %d, "
-                      "the log now ends at offset %d", seg.log_path, seg.recovery_error, cut,
-                      seg.size, seg.next_offset)
+            log.error(
+                "%s: found invalid entries: %s; truncated %d bytes at byte position %d, "
+                "the log now ends at offset %d",
+                seg.log_path,
+                seg.recovery_error,
+                cut,
+                seg.size,
+                seg.next_offset,
+            )
         return cut
 
     def _drop(self, segments: list[LogSegment]) -> None:
         """Delete segments that follow a truncated one (their data is not contiguous)."""
         for seg in segments:
-            log.warning("%s: deleting segment %d after a corrupt one",
-                        self.directory.name, seg.base_offset)
+            log.warning(
+                "%s: deleting segment %d after a corrupt one", self.directory.name, seg.base_offset
+            )
             seg.delete()
 
     def _publish(self, segments: tuple[LogSegment, ...]) -> None:
@@ -236,10 +267,16 @@ class Log:
         return sum(s.size for s in self._view[0])
 
     # ------------------------------------------------------------------ append
-    def append(self, records: bytes, *, magic: int,
-               log_append_time: int | None = None,
-               entries: list[EntryInfo] | None = None,
-               leader_epoch: int | None = None, coordinator: bool = False) -> AppendInfo:
+    def append(
+        self,
+        records: bytes,
+        *,
+        magic: int,
+        log_append_time: int | None = None,
+        entries: list[EntryInfo] | None = None,
+        leader_epoch: int | None = None,
+        coordinator: bool = False,
+    ) -> AppendInfo:
         """Assign offsets to ``records`` (format ``magic``), append them, flush per policy.
 
         ``entries``: the result of ``validate_records(records)`` when the caller already
@@ -250,20 +287,32 @@ class Log:
         """
         with self._lock:
             self._check_open()
-            prep = prepare(records, magic, self.log_end_offset, log_append_time=log_append_time,
-                           max_message_bytes=self.config.max_message_bytes, entries=entries,
-                           partition_leader_epoch=leader_epoch)
+            prep = prepare(
+                records,
+                magic,
+                self.log_end_offset,
+                log_append_time=log_append_time,
+                max_message_bytes=self.config.max_message_bytes,
+                entries=entries,
+                partition_leader_epoch=leader_epoch,
+            )
             if len(prep.data) > self.config.segment_bytes:
                 raise RecordListTooLargeError(
-                    f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}")
-            headers = batch_headers(prep.data, (e[0] for e in prep.entries)) \
-                if magic == 2 else []
+                    f"{len(prep.data)} bytes exceed segment.bytes={self.config.segment_bytes}"
+                )
+            headers = batch_headers(prep.data, (e[0] for e in prep.entries)) if magic == 2 else []
             if headers and not coordinator:
                 dup = self.producer_state.check(headers)
                 if dup is not None:
                     # Kafka answers a duplicate's max timestamp as its log append time
-                    return AppendInfo(dup.first_offset, dup.last_offset, dup.timestamp,
-                                      dup.timestamp, 0, duplicate=True)
+                    return AppendInfo(
+                        dup.first_offset,
+                        dup.last_offset,
+                        dup.timestamp,
+                        dup.timestamp,
+                        0,
+                        duplicate=True,
+                    )
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
             seg.append(prep.data, prep.entries, prep.last_offset + 1, prep.max_timestamp, now)
@@ -274,11 +323,18 @@ class Log:
             if self._unflushed >= self.config.flush_interval_messages:
                 self._flush_locked(now)
         lat = log_append_time if (log_append_time is not None and magic > 0) else -1
-        return AppendInfo(prep.first_offset, prep.last_offset, lat, prep.max_timestamp,
-                          len(prep.data))
+        return AppendInfo(
+            prep.first_offset, prep.last_offset, lat, prep.max_timestamp, len(prep.data)
+        )
 
-    def append_marker(self, producer_id: int, epoch: int, commit: bool,
-                      coordinator_epoch: int = 0, leader_epoch: int | None = None) -> int:
+    def append_marker(
+        self,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        coordinator_epoch: int = 0,
+        leader_epoch: int | None = None,
+    ) -> int:
         """Write a transaction marker (control batch) ending ``producer_id``'s transaction on
         this partition, as the coordinator does; its offset.  Aborts go to the ``.txnindex``.
         A marker older than the producer's epoch here is refused (INVALID_PRODUCER_EPOCH)."""
@@ -288,14 +344,22 @@ class Log:
             if known is not None and epoch < known.epoch:
                 raise InvalidProducerEpochError(
                     f"{self.directory.name}: marker epoch {epoch} of producer {producer_id} is "
-                    f"below its epoch {known.epoch}")
+                    f"below its epoch {known.epoch}"
+                )
             batch = build_marker_batch(producer_id, epoch, commit, coordinator_epoch)
-            prep = prepare(batch, 2, self.log_end_offset, log_append_time=None,
-                           max_message_bytes=1 << 30, partition_leader_epoch=leader_epoch)
+            prep = prepare(
+                batch,
+                2,
+                self.log_end_offset,
+                log_append_time=None,
+                max_message_bytes=1 << 30,
+                partition_leader_epoch=leader_epoch,
+            )
             now = now_ms()
             seg = self._maybe_roll(len(prep.data), prep.last_offset, now)
-            seg.append(bytes(prep.data), prep.entries, prep.last_offset + 1, prep.max_timestamp,
-                       now)
+            seg.append(
+                bytes(prep.data), prep.entries, prep.last_offset + 1, prep.max_timestamp, now
+            )
             self.log_end_offset = prep.last_offset + 1
             headers = batch_headers(prep.data, [0])
             for done in self.producer_state.update(headers, {prep.first_offset: int(commit)}):
@@ -316,7 +380,7 @@ class Log:
         collectAbortedTransactions: the segment of ``fetch_offset`` and those after it)."""
         segments, bases = self._view
         out: list[AbortedTxn] = []
-        for seg in segments[max(bisect_right(bases, fetch_offset) - 1, 0):]:
+        for seg in segments[max(bisect_right(bases, fetch_offset) - 1, 0) :]:
             found, complete = seg.txn_index.collect(fetch_offset, upper)
             out += found
             if complete:
@@ -334,8 +398,10 @@ class Log:
         if active.size == 0:
             return active
         full = active.size + size > self.config.segment_bytes
-        old = active.first_append_ms is not None and \
-            now - active.first_append_ms >= self.config.segment_ms
+        old = (
+            active.first_append_ms is not None
+            and now - active.first_append_ms >= self.config.segment_ms
+        )
         if full or old or last_offset - active.base_offset > INT32_MAX:
             return self._roll()
         return active
@@ -362,8 +428,9 @@ class Log:
         return new
 
     # ------------------------------------------------------------------ read
-    def read(self, offset: int, max_bytes: int,
-             max_offset: int | None = None) -> FileRegion | bytes | None:
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None = None
+    ) -> FileRegion | bytes | None:
         """Up to ``max_bytes`` from the entry containing ``offset`` (lock-free); with
         ``max_offset`` (the last stable offset of a read_committed fetch) no batch at or
         beyond it."""
@@ -394,7 +461,8 @@ class Log:
         """The error for an offset outside the log, naming the valid range."""
         return OffsetOutOfRangeError(
             f"{self.topic}-{self.partition}: offset {offset} is outside the log's range "
-            f"[{start}, {end}]")
+            f"[{start}, {end}]"
+        )
 
     # ------------------------------------------------------------------ offsets by time
     def offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
@@ -409,7 +477,7 @@ class Log:
             start = 0
         else:
             start = max((i for i, p in enumerate(pairs) if p[1] <= timestamp), default=-1)
-        return [pairs[i][0] for i in range(start, -1, -1)][:max(max_num_offsets, 0)]
+        return [pairs[i][0] for i in range(start, -1, -1)][: max(max_num_offsets, 0)]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets v1+: (first offset stamped >= ``timestamp``, its timestamp), or None."""
@@ -500,8 +568,12 @@ class Log:
         self.log_start_offset = max(self.log_start_offset, kept[0].base_offset)
         for seg in doomed:
             seg.delete()
-        log.info("%s: deleted %d segments, log start offset now %d", self.directory.name,
-                 len(doomed), self.log_start_offset)
+        log.info(
+            "%s: deleted %d segments, log start offset now %d",
+            self.directory.name,
+            len(doomed),
+            self.log_start_offset,
+        )
         return len(doomed)
 
     def delete_records_before(self, offset: int) -> int:
@@ -532,8 +604,12 @@ class Log:
         with self._lock:
             segments = self._view[0]
             i = next((k for k, seg in enumerate(segments) if seg is group[0]), -1)
-            if self._closed or i < 0 or segments[i:i + len(group)] != group \
-                    or i + len(group) >= len(segments):
+            if (
+                self._closed
+                or i < 0
+                or segments[i : i + len(group)] != group
+                or i + len(group) >= len(segments)
+            ):
                 swap.discard(self.directory, base)
                 return False
             swap.commit(self.directory, base)
@@ -542,7 +618,7 @@ class Log:
                 seg.delete()
             swap.crash_point("deleted")
             group[0].close()
-            group[0].time_index.delete()    # rebuilt for the cleaned segment when it loads
+            group[0].time_index.delete()  # rebuilt for the cleaned segment when it loads
             swap.finish(self.directory, base)
             new = LogSegment(self.directory, base, self.config.index_interval_bytes)
             next_base = segments[i + len(group)].base_offset
@@ -552,7 +628,7 @@ class Log:
                 self._recover_segment(new, next_base, False)
             new.next_offset = max(new.next_offset, next_base)
             new.seal()
-            self._publish(segments[:i] + (new,) + segments[i + len(group):])
+            self._publish(segments[:i] + (new,) + segments[i + len(group) :])
         return True
 
     # ------------------------------------------------------------------ lifecycle

@@ -6,6 +6,7 @@ holding a topic's config overrides (Kafka names, string values), so a restart ke
 checkpoint`` holds every log's recovery point, written every
 ``log.flush.offset.checkpoint.interval.ms`` and on close, read at start (Kafka's LogManager).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,24 @@ _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 def validate_topic_name(topic: str) -> None:
     """Raise ValueError unless ``topic`` is a legal Kafka topic name."""
     if not _LEGAL_TOPIC.match(topic) or topic in (".", ".."):
-        raise ValueError(f"illegal topic name {topic!r}: use 1-249 of [a-zA-Z0-9._-], "
-                         f"not '.' or '..'")
+        raise ValueError(
+            f"illegal topic name {topic!r}: use 1-249 of [a-zA-Z0-9._-], not '.' or '..'"
+        )
 
 
 class LogManager:
     """Creates, loads, flushes, cleans and deletes the logs in one log directory."""
 
-    def __init__(self, log_dir: Path, default_config: LogConfig, *, flush_check_ms: int = 1000,
-                 retention_check_ms: int = 300000, checkpoint_interval_ms: int = 60000,
-                 cleaner_config: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        default_config: LogConfig,
+        *,
+        flush_check_ms: int = 1000,
+        retention_check_ms: int = 300000,
+        checkpoint_interval_ms: int = 60000,
+        cleaner_config: Mapping[str, str] | None = None,
+    ) -> None:
         """Nothing is read until :meth:`start`; ``cleaner_config`` (broker settings) starts the
         log cleaner unless ``log.cleaner.enable`` is false; ``checkpoint_interval_ms`` is
         ``log.flush.offset.checkpoint.interval.ms``."""
@@ -61,8 +70,10 @@ class LogManager:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.cleaner: LogCleaner | None = None
-        if cleaner_config is not None and \
-                str(cleaner_config.get("log.cleaner.enable", "true")).lower() == "true":
+        if (
+            cleaner_config is not None
+            and str(cleaner_config.get("log.cleaner.enable", "true")).lower() == "true"
+        ):
             self.cleaner = LogCleaner(self.logs, self.log_dir, cleaner_config)
 
     # ------------------------------------------------------------------ startup
@@ -76,11 +87,15 @@ class LogManager:
                 match = _PARTITION_DIR.match(path.name)
                 if path.is_dir() and match:
                     key = (match.group("topic"), int(match.group("partition")))
-                    self._logs[key] = Log(path, self.topic_config(key[0]),
-                                          recovery_point=points.get(key, 0))
+                    self._logs[key] = Log(
+                        path, self.topic_config(key[0]), recovery_point=points.get(key, 0)
+                    )
         self._start_timer("kclient-log-flusher", self.flush_check_ms, self._flush_due)
-        self._start_timer("kclient-recovery-point-checkpoint", self.checkpoint_interval_ms,
-                          self.checkpoint_recovery_offsets)
+        self._start_timer(
+            "kclient-recovery-point-checkpoint",
+            self.checkpoint_interval_ms,
+            self.checkpoint_recovery_offsets,
+        )
         self._start_timer("kclient-log-retention", self.retention_check_ms, self.cleanup)
         if self.cleaner is not None:
             self.cleaner.start()
@@ -97,14 +112,15 @@ class LogManager:
             except (OSError, ValueError) as exc:
                 log.error("ignoring topic config %s: %s", path, exc)
                 continue
-            self._overrides[path.name[:-len(".json")]] = {k: str(v) for k, v in overrides.items()}
+            self._overrides[path.name[: -len(".json")]] = {k: str(v) for k, v in overrides.items()}
 
     def _start_timer(self, name: str, interval_ms: int, action: Callable[[], object]) -> None:
         """Run ``action`` every ``interval_ms`` on a daemon thread until :meth:`close`."""
         if interval_ms <= 0:
             return
-        thread = threading.Thread(target=self._periodic, args=(interval_ms, action),
-                                  name=name, daemon=True)
+        thread = threading.Thread(
+            target=self._periodic, args=(interval_ms, action), name=name, daemon=True
+        )
         thread.start()
         self._threads.append(thread)
 
@@ -121,8 +137,9 @@ class LogManager:
         """The log of one partition, or None if it does not exist here."""
         return self._logs.get((topic, partition))
 
-    def create_log(self, topic: str, partition: int,
-                   topic_config: dict[str, str] | None = None) -> Log:
+    def create_log(
+        self, topic: str, partition: int, topic_config: dict[str, str] | None = None
+    ) -> Log:
         """Create (or return the existing) log; persist ``topic_config`` overrides if given."""
         validate_topic_name(topic)
         if partition < 0:
@@ -133,8 +150,9 @@ class LogManager:
                 return existing
             if topic_config is not None:
                 self._save_overrides(topic, {k: str(v) for k, v in topic_config.items()})
-            new = Log(self.log_dir / f"{topic}-{partition}", self.topic_config(topic),
-                      recover=False)
+            new = Log(
+                self.log_dir / f"{topic}-{partition}", self.topic_config(topic), recover=False
+            )
             self._logs[(topic, partition)] = new
             return new
 
@@ -213,8 +231,7 @@ class LogManager:
     def checkpoint_recovery_offsets(self) -> None:
         """Write every open log's recovery point to ``recovery-point-offset-checkpoint``."""
         with self._checkpoint_lock:
-            points = {(each.topic, each.partition): each.recovery_point
-                      for each in self.logs()}
+            points = {(each.topic, each.partition): each.recovery_point for each in self.logs()}
             write_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, points)
 
     def flush_all(self) -> None:

@@ -27,6 +27,7 @@ coordinatorEpoch int32, currentTxnFirstOffset int64``; only the last batch of ea
 kept, as in Kafka).  Opening a log loads the newest snapshot not beyond the log end and replays
 the batch headers after it; snapshots beyond the end (left by a truncated crash) are deleted.
 """
+
 from __future__ import annotations
 
 import logging
@@ -54,9 +55,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ProducerStateManager", "ProducerEntry", "BatchMetadata", "BatchHeader",
-           "CompletedTxn", "batch_headers", "SNAPSHOT_SUFFIX", "MAX_BATCHES", "read_snapshot",
-           "CONTROL_ABORT", "CONTROL_COMMIT", "replay", "parse_header", "control_type"]
+__all__ = [
+    "ProducerStateManager",
+    "ProducerEntry",
+    "BatchMetadata",
+    "BatchHeader",
+    "CompletedTxn",
+    "batch_headers",
+    "SNAPSHOT_SUFFIX",
+    "MAX_BATCHES",
+    "read_snapshot",
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
+    "replay",
+    "parse_header",
+    "control_type",
+]
 
 SNAPSHOT_SUFFIX = ".snapshot"
 #: Batches remembered per producer (Kafka's NUM_BATCHES_TO_RETAIN; the client's in-flight cap).
@@ -146,15 +160,23 @@ class CompletedTxn(NamedTuple):
 
     producer_id: int
     first_offset: int
-    last_offset: int     # the marker's offset
+    last_offset: int  # the marker's offset
     aborted: bool
 
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int) -> BatchHeader:
     """The producer fields of the v2 batch at ``buf[pos:]``."""
     (base, _, _, _, _, attrs, delta, _, max_ts, pid, epoch, seq, _) = _HEADER.unpack_from(buf, pos)
-    return BatchHeader(base, delta, max_ts, pid, epoch, seq, bool(attrs & TRANSACTIONAL_MASK),
-                       bool(attrs & CONTROL_MASK))
+    return BatchHeader(
+        base,
+        delta,
+        max_ts,
+        pid,
+        epoch,
+        seq,
+        bool(attrs & TRANSACTIONAL_MASK),
+        bool(attrs & CONTROL_MASK),
+    )
 
 
 def batch_headers(data: bytes | bytearray, positions: Iterable[int]) -> list[BatchHeader]:
@@ -212,9 +234,15 @@ class ProducerStateManager:
                 if dup is not None:
                     return dup
             known = pending.get(h.producer_id)
-            epoch, last_seq, in_txn = known if known is not None else (
-                (entry.epoch, entry.last_seq, entry.txn_first_offset >= 0) if entry is not None
-                else (-1, -1, False))
+            epoch, last_seq, in_txn = (
+                known
+                if known is not None
+                else (
+                    (entry.epoch, entry.last_seq, entry.txn_first_offset >= 0)
+                    if entry is not None
+                    else (-1, -1, False)
+                )
+            )
             self._check_one(h, epoch, last_seq, in_txn)
             pending[h.producer_id] = (h.epoch, h.last_seq, h.transactional)
         return None
@@ -224,25 +252,30 @@ class ProducerStateManager:
         if h.epoch < epoch:
             raise InvalidProducerEpochError(
                 f"Epoch of producer {h.producer_id} at offset {h.base_offset} in {self.name} "
-                f"is {h.epoch}, which is smaller than the last seen epoch {epoch}")
+                f"is {h.epoch}, which is smaller than the last seen epoch {epoch}"
+            )
         if h.epoch != epoch:
             if h.base_sequence != 0 and epoch != -1:
                 raise OutOfOrderSequenceNumberError(
                     f"Invalid sequence number for new epoch of producer {h.producer_id} at "
                     f"offset {h.base_offset} in partition {self.name}: {h.epoch} (request "
-                    f"epoch), {h.base_sequence} (seq. number), {epoch} (current producer epoch)")
+                    f"epoch), {h.base_sequence} (seq. number), {epoch} (current producer epoch)"
+                )
         elif epoch != -1 and last_seq != -1 and not _in_sequence(last_seq, h.base_sequence):
             raise OutOfOrderSequenceNumberError(
                 f"Out of order sequence number for producer {h.producer_id} at offset "
                 f"{h.base_offset} in partition {self.name}: {h.base_sequence} (incoming seq. "
-                f"number), {last_seq} (current end sequence number)")
+                f"number), {last_seq} (current end sequence number)"
+            )
         if in_txn and not h.transactional and h.epoch == epoch:
             raise InvalidTxnStateError(
                 f"Expected transactional write from producer {h.producer_id} at offset "
-                f"{h.base_offset} in partition {self.name}")
+                f"{h.base_offset} in partition {self.name}"
+            )
 
-    def update(self, headers: Sequence[BatchHeader],
-               markers: dict[int, int] | None = None) -> list[CompletedTxn]:
+    def update(
+        self, headers: Sequence[BatchHeader], markers: dict[int, int] | None = None
+    ) -> list[CompletedTxn]:
         """Record batches now in the log; ``markers`` maps a control batch's base offset to its
         type (abort 0, commit 1). Returns the transactions the control batches ended."""
         completed = []
@@ -257,15 +290,22 @@ class ProducerStateManager:
             if h.control:
                 kind = (markers or {}).get(h.base_offset, -1)
                 if entry.txn_first_offset >= 0:
-                    completed.append(CompletedTxn(h.producer_id, entry.txn_first_offset,
-                                                  h.base_offset, kind == CONTROL_ABORT))
+                    completed.append(
+                        CompletedTxn(
+                            h.producer_id,
+                            entry.txn_first_offset,
+                            h.base_offset,
+                            kind == CONTROL_ABORT,
+                        )
+                    )
                 entry.txn_first_offset = -1
                 self.ongoing.pop(h.producer_id, None)
                 continue
             if h.transactional and entry.txn_first_offset < 0:
                 entry.txn_first_offset = self.ongoing[h.producer_id] = h.base_offset
-            entry.batches.append(BatchMetadata(h.last_seq, h.last_offset, h.last_offset_delta,
-                                               h.max_timestamp))
+            entry.batches.append(
+                BatchMetadata(h.last_seq, h.last_offset, h.last_offset_delta, h.max_timestamp)
+            )
         return completed
 
     def first_unstable_offset(self) -> int | None:
@@ -295,10 +335,18 @@ class ProducerStateManager:
         entries = []
         for e in self.producers.values():
             last = e.batches[-1] if e.batches else None
-            entries.append(_SNAP_ENTRY.pack(
-                e.producer_id, e.epoch, last.last_seq if last else -1,
-                last.last_offset if last else -1, last.offset_delta if last else 0,
-                e.last_timestamp, e.coordinator_epoch, e.txn_first_offset))
+            entries.append(
+                _SNAP_ENTRY.pack(
+                    e.producer_id,
+                    e.epoch,
+                    last.last_seq if last else -1,
+                    last.last_offset if last else -1,
+                    last.offset_delta if last else 0,
+                    e.last_timestamp,
+                    e.coordinator_epoch,
+                    e.txn_first_offset,
+                )
+            )
         body = _COUNT.pack(len(entries)) + b"".join(entries)
         data = _SNAP_HEAD.pack(SNAPSHOT_VERSION, crc32c(body)) + body
         path = self.snapshot_path(offset)
@@ -330,21 +378,25 @@ class ProducerStateManager:
             try:
                 entries = read_snapshot(path)
             except (OSError, ValueError) as exc:
-                log.warning("%s: deleting unreadable producer snapshot %s: %s", self.name,
-                            path.name, exc)
+                log.warning(
+                    "%s: deleting unreadable producer snapshot %s: %s", self.name, path.name, exc
+                )
                 path.unlink(missing_ok=True)
                 continue
             self.producers = {e.producer_id: e for e in entries}
-            self.ongoing = {e.producer_id: e.txn_first_offset for e in entries
-                            if e.txn_first_offset >= 0}
+            self.ongoing = {
+                e.producer_id: e.txn_first_offset for e in entries if e.txn_first_offset >= 0
+            }
             return offset
         return None
 
     def truncate_below(self, log_start: int) -> None:
         """Forget producers whose last write is below the log start (retention removed it)."""
-        for pid in [pid for pid, e in self.producers.items()
-                    if e.batches and e.batches[-1].last_offset < log_start
-                    and e.txn_first_offset < 0]:
+        for pid in [
+            pid
+            for pid, e in self.producers.items()
+            if e.batches and e.batches[-1].last_offset < log_start and e.txn_first_offset < 0
+        ]:
             del self.producers[pid]
 
 
@@ -356,7 +408,7 @@ def read_snapshot(path: Path) -> list[ProducerEntry]:
     version, crc = _SNAP_HEAD.unpack_from(data)
     if version != SNAPSHOT_VERSION:
         raise ValueError(f"unknown snapshot version {version}")
-    body = data[_SNAP_HEAD.size:]
+    body = data[_SNAP_HEAD.size :]
     if crc32c(body) != crc:
         raise ValueError("snapshot CRC mismatch")
     (count,) = _COUNT.unpack_from(body)
@@ -364,19 +416,24 @@ def read_snapshot(path: Path) -> list[ProducerEntry]:
         raise ValueError(f"snapshot size does not fit {count} entries")
     entries = []
     for i in range(count):
-        (pid, epoch, last_seq, last_offset, delta, ts, coord_epoch,
-         txn_first) = _SNAP_ENTRY.unpack_from(body, _COUNT.size + i * _SNAP_ENTRY.size)
-        entry = ProducerEntry(pid, epoch, coordinator_epoch=coord_epoch,
-                              txn_first_offset=txn_first, last_timestamp=ts)
+        (pid, epoch, last_seq, last_offset, delta, ts, coord_epoch, txn_first) = (
+            _SNAP_ENTRY.unpack_from(body, _COUNT.size + i * _SNAP_ENTRY.size)
+        )
+        entry = ProducerEntry(
+            pid, epoch, coordinator_epoch=coord_epoch, txn_first_offset=txn_first, last_timestamp=ts
+        )
         if last_offset >= 0:
             entry.batches.append(BatchMetadata(last_seq, last_offset, delta, ts))
         entries.append(entry)
     return entries
 
 
-def replay(state: ProducerStateManager, segments: Sequence[LogSegment],
-           from_offset: int, on_complete: Callable[[CompletedTxn], None] | None = None
-           ) -> list[CompletedTxn]:
+def replay(
+    state: ProducerStateManager,
+    segments: Sequence[LogSegment],
+    from_offset: int,
+    on_complete: Callable[[CompletedTxn], None] | None = None,
+) -> list[CompletedTxn]:
     """Rebuild ``state`` from the batch headers of ``segments`` at and after ``from_offset``;
     the transactions ended on the way (the aborted ones rebuild the ``.txnindex``), each also
     handed to ``on_complete`` as it ends (the state then is that of the log at its marker)."""

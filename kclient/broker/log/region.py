@@ -4,6 +4,7 @@ A segment's file descriptor is owned by a :class:`FileHandle` that closes it onl
 references it any more, so a region taken just before retention deletes its segment stays
 readable: the file is unlinked from the directory but its open descriptor keeps the data alive.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,8 +63,9 @@ class FileRegion:
 
     __slots__ = ("file", "position", "size", "_owner")
 
-    def __init__(self, file: int, position: int, size: int,
-                 owner: FileHandle | None = None) -> None:
+    def __init__(
+        self, file: int, position: int, size: int, owner: FileHandle | None = None
+    ) -> None:
         """``file`` is an open fd; ``owner`` keeps that fd open while this region lives."""
         self.file = file
         self.position = position

@@ -6,6 +6,7 @@ with ``pwrite`` first and only then is ``size`` raised, so a reader that snapsho
 complete, committed entries only and never needs the lock.  Reads locate the entry holding an
 offset through the sparse index plus a short header walk and return a :class:`FileRegion`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,8 +45,9 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self._handle = FileHandle(self.log_path)
         self.index = OffsetIndex(directory / segment_name(base_offset, ".index"), base_offset)
-        self.time_index = TimeIndex(directory / segment_name(base_offset, TIME_INDEX_SUFFIX),
-                                    base_offset)
+        self.time_index = TimeIndex(
+            directory / segment_name(base_offset, TIME_INDEX_SUFFIX), base_offset
+        )
         self.txn_index = TransactionIndex(directory / segment_name(base_offset, TXN_INDEX_SUFFIX))
         self.size = os.fstat(self._handle.fd).st_size
         self.next_offset = base_offset
@@ -73,9 +75,15 @@ class LogSegment:
 
         Rebuilds both indexes; returns the bytes cut off (``recovery_error`` says why).
         """
-        walk = EntryWalk(self._handle.fd, 0, self.size, validate=True,
-                         min_offset=self.base_offset, max_offset=self.max_offset(next_base),
-                         dense=active)
+        walk = EntryWalk(
+            self._handle.fd,
+            0,
+            self.size,
+            validate=True,
+            min_offset=self.base_offset,
+            max_offset=self.max_offset(next_base),
+            dense=active,
+        )
         self._reindex(walk)
         self.recovery_error = walk.error
         truncated = self.size - walk.valid_end
@@ -101,7 +109,7 @@ class LogSegment:
         problem = self._check_all(top) if active else self._check_tail(top)
         if problem is not None:
             return problem
-        if self.time_index.missing and self.size:   # Kafka rebuilds a missing index
+        if self.time_index.missing and self.size:  # Kafka rebuilds a missing index
             log.info("%s: no time index, rebuilding it", self.log_path)
             self._reindex(self.entries(), offsets=False)
             return None
@@ -113,13 +121,16 @@ class LogSegment:
     def _check_tail(self, top: int) -> str | None:
         """Walk from the last index entry: it must point at an entry ending at its offset."""
         indexed, start = self.index.last_entry()
-        walk = EntryWalk(self._handle.fd, start, self.size, min_offset=self.base_offset,
-                         max_offset=top)
+        walk = EntryWalk(
+            self._handle.fd, start, self.size, min_offset=self.base_offset, max_offset=top
+        )
         last = None
         for info in walk:
             if last is None and indexed >= 0 and info.last_offset != indexed:
-                return (f"corrupt index {self.index.path.name}: its last entry says offset "
-                        f"{indexed} at byte {start}, the entry there ends at {info.last_offset}")
+                return (
+                    f"corrupt index {self.index.path.name}: its last entry says offset "
+                    f"{indexed} at byte {start}, the entry there ends at {info.last_offset}"
+                )
             last = info
         if walk.error is not None:
             return f"{self.log_path.name}: {walk.error}"
@@ -131,16 +142,19 @@ class LogSegment:
     def _check_all(self, top: int) -> str | None:
         """Walk every entry header (dense offsets), match each index entry, CRC the last."""
         pairs = self.index.entries()
-        walk = EntryWalk(self._handle.fd, 0, self.size, min_offset=self.base_offset,
-                         max_offset=top, dense=True)
+        walk = EntryWalk(
+            self._handle.fd, 0, self.size, min_offset=self.base_offset, max_offset=top, dense=True
+        )
         j, last, max_ts, max_at = 0, None, -1, -1
         for info in walk:
             if j < len(pairs) and pairs[j][1] <= info.position:
                 offset, position = pairs[j]
                 if position != info.position or offset != info.last_offset:
-                    return (f"corrupt index {self.index.path.name}: entry {j} at byte "
-                            f"{j * ENTRY_SIZE} says offset {offset} at byte {position}, the "
-                            f"entry at byte {info.position} ends at {info.last_offset}")
+                    return (
+                        f"corrupt index {self.index.path.name}: entry {j} at byte "
+                        f"{j * ENTRY_SIZE} says offset {offset} at byte {position}, the "
+                        f"entry at byte {info.position} ends at {info.last_offset}"
+                    )
                 j += 1
             if info.max_timestamp > max_ts:
                 max_ts, max_at = info.max_timestamp, info.last_offset
@@ -180,8 +194,14 @@ class LogSegment:
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_at
 
     # ------------------------------------------------------------------ writing
-    def append(self, data: bytes | bytearray, entries: Iterable[tuple[int, int, int, int]],
-               next_offset: int, max_timestamp: int, now_ms: int) -> None:
+    def append(
+        self,
+        data: bytes | bytearray,
+        entries: Iterable[tuple[int, int, int, int]],
+        next_offset: int,
+        max_timestamp: int,
+        now_ms: int,
+    ) -> None:
         """Write prepared entries ``(position, size, last offset, max timestamp)`` at the end,
         then publish the new size, indexes and offsets (Kafka's LogSegment.append)."""
         fd, position = self._handle.fd, self.size
@@ -242,9 +262,13 @@ class LogSegment:
             if indexed < 0:
                 return None
         self._index_suspect = True
-        log.error("%s: index entry (offset %d, position %d) does not point at an entry ending "
-                  "at that offset; scanning the segment from its start instead",
-                  self.index.path, indexed, start)
+        log.error(
+            "%s: index entry (offset %d, position %d) does not point at an entry ending "
+            "at that offset; scanning the segment from its start instead",
+            self.index.path,
+            indexed,
+            start,
+        )
         return self.find_position(offset, limit)
 
     def read(self, offset: int, max_bytes: int) -> FileRegion | None:
@@ -253,8 +277,7 @@ class LogSegment:
         position = self.find_position(offset, limit)
         if position is None:
             return None
-        return FileRegion(self._handle.fd, position, min(max_bytes, limit - position),
-                          self._handle)
+        return FileRegion(self._handle.fd, position, min(max_bytes, limit - position), self._handle)
 
     def entries(self, start: int = 0) -> EntryWalk:
         """Header walk over the committed entries from ``start``."""

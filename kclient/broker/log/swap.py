@@ -10,6 +10,7 @@ cleaning) and completes every ``.swap``: segments whose base offset lies in the 
 range's end from the swap file's last offset; the ``.end`` file also covers a replaced tail
 whose records were all removed.)
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,10 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 def paths(directory: Path, base: int, suffix: str) -> tuple[Path, Path]:
     """``(log, index)`` paths of segment ``base`` with ``suffix`` ("" for the live files)."""
-    return (directory / (segment_name(base, ".log") + suffix),
-            directory / (segment_name(base, ".index") + suffix))
+    return (
+        directory / (segment_name(base, ".log") + suffix),
+        directory / (segment_name(base, ".index") + suffix),
+    )
 
 
 def fsync_dir(directory: Path) -> None:
@@ -61,8 +64,10 @@ def write_end(directory: Path, base: int, end: int) -> None:
 
 def commit(directory: Path, base: int) -> None:
     """Rename the fsynced ``.cleaned`` files to ``.swap`` (the log file last: commit point)."""
-    (log_c, index_c), (log_s, index_s) = paths(directory, base, CLEANED), \
-        paths(directory, base, SWAP)
+    (log_c, index_c), (log_s, index_s) = (
+        paths(directory, base, CLEANED),
+        paths(directory, base, SWAP),
+    )
     os.replace(index_c, index_s)
     os.replace(end_path(directory, base, CLEANED), end_path(directory, base, SWAP))
     os.replace(log_c, log_s)
@@ -138,10 +143,26 @@ def _complete(directory: Path, base: int) -> int:
             path.unlink(missing_ok=True)
     index_s.unlink(missing_ok=True)
     os.replace(log_s, paths(directory, base, "")[0])
-    log.warning("%s: completed the interrupted swap of segment %d (offsets up to %d)",
-                directory.name, base, end)
+    log.warning(
+        "%s: completed the interrupted swap of segment %d (offsets up to %d)",
+        directory.name,
+        base,
+        end,
+    )
     return base
 
 
-__all__ = ["CLEANED", "CRASH_ENV", "SWAP", "commit", "crash_point", "discard", "end_path",
-           "finish", "fsync_dir", "paths", "recover", "write_end"]
+__all__ = [
+    "CLEANED",
+    "CRASH_ENV",
+    "SWAP",
+    "commit",
+    "crash_point",
+    "discard",
+    "end_path",
+    "finish",
+    "fsync_dir",
+    "paths",
+    "recover",
+    "write_end",
+]

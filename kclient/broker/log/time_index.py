@@ -9,6 +9,7 @@ for ``target`` takes the last entry stamped below it: no record at or below its 
 stamped ``>= target``, so the scan starts after it.  Like the offset index the file holds only
 written entries (no preallocated tail to trim).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,8 @@ class TimeIndex(IndexFile):
         self.path = path
         self.base_offset = base_offset
         self.missing = not path.exists()
-        self._timestamps = array("q")   # strictly increasing
-        self._offsets = array("i")      # relative, never decreasing
+        self._timestamps = array("q")  # strictly increasing
+        self._offsets = array("i")  # relative, never decreasing
         self._handle = FileHandle(path)
         self._dirty = False
 
@@ -60,9 +61,11 @@ class TimeIndex(IndexFile):
         last_t, last_o = -1, 0
         for i, (ts, rel) in enumerate(TIME_ENTRY.iter_unpack(pread_exact(fd, length, 0))):
             if ts <= last_t or rel < last_o or self.base_offset + rel >= next_offset:
-                return (f"entry {i} at byte {i * TIME_ENTRY_SIZE} (timestamp {ts}, offset "
-                        f"{self.base_offset + rel}) out of order or beyond offset "
-                        f"{next_offset - 1}")
+                return (
+                    f"entry {i} at byte {i * TIME_ENTRY_SIZE} (timestamp {ts}, offset "
+                    f"{self.base_offset + rel}) out of order or beyond offset "
+                    f"{next_offset - 1}"
+                )
             stamps.append(ts)
             offsets.append(rel)
             last_t, last_o = ts, rel
@@ -85,8 +88,11 @@ class TimeIndex(IndexFile):
             return
         if timestamp < 0:
             return
-        os.pwrite(self._handle.fd, TIME_ENTRY.pack(timestamp, rel),
-                  len(self._timestamps) * TIME_ENTRY_SIZE)
+        os.pwrite(
+            self._handle.fd,
+            TIME_ENTRY.pack(timestamp, rel),
+            len(self._timestamps) * TIME_ENTRY_SIZE,
+        )
         self._offsets.append(rel)
         self._timestamps.append(timestamp)
         self._dirty = True
@@ -99,7 +105,6 @@ class TimeIndex(IndexFile):
     def last_timestamp(self) -> int:
         """Timestamp of the last entry (-1 when empty): a sealed segment's largest."""
         return self._timestamps[-1] if self._timestamps else -1
-
 
 
 __all__ = ["TimeIndex", "TIME_ENTRY", "TIME_ENTRY_SIZE", "TIME_INDEX_SUFFIX"]

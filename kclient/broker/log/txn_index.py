@@ -6,6 +6,7 @@ lastStableOffset int64`` (the partition's last stable offset once the abort comp
 read_committed fetch collects the entries overlapping the fetched range so consumers can drop
 the aborted records.  The file is rebuilt from the log whenever producer state is replayed.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """The Confluent Schema Registry REST API over a :class:`SchemaStore`: (method, path, query,
 body) in, (status, JSON answer) out, with no HTTP in it (http.py serves it)."""
+
 from __future__ import annotations
 
 import re
@@ -21,6 +22,7 @@ def route(method: str, pattern: str) -> Callable[[Route], Route]:
     def add(handler: Route) -> Route:
         ROUTES.append((method, regex, handler))
         return handler
+
     return add
 
 
@@ -37,8 +39,7 @@ def _int(text: str, what: str = "schema id") -> int:
         raise RegistryError(404, 40403, f"Schema {text} not found") from None
 
 
-def handle(store: SchemaStore, method: str, path: str, query: Query,
-           body: Any) -> tuple[int, Any]:
+def handle(store: SchemaStore, method: str, path: str, query: Query, body: Any) -> tuple[int, Any]:
     """Answer one request: (HTTP status, JSON-able answer)."""
     parts = path.rstrip("/") or "/"
     allowed = False
@@ -113,8 +114,10 @@ def _id_subjects(store: SchemaStore, args: list[str], query: Query, body: Any) -
 @route("GET", "/schemas/ids/{}/versions")
 def _id_versions(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
     with store.lock:
-        return [{"subject": v.subject, "version": v.version}
-                for v in store.uses(_int(args[0]), _flag(query, "deleted"))]
+        return [
+            {"subject": v.subject, "version": v.version}
+            for v in store.uses(_int(args[0]), _flag(query, "deleted"))
+        ]
 
 
 # ---------------------------------------------------------------------- subjects
@@ -144,8 +147,7 @@ def _versions(store: SchemaStore, args: list[str], query: Query, body: Any) -> A
 @route("POST", "/subjects/{}/versions")
 def _register(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
     entry = store.register(args[0], body)
-    return {"id": entry.id, "guid": entry.guid, "version": entry.version,
-            "subject": entry.subject}
+    return {"id": entry.id, "guid": entry.guid, "version": entry.version, "subject": entry.subject}
 
 
 @route("GET", "/subjects/{}/versions/{}")
@@ -172,8 +174,7 @@ def _referenced_by(store: SchemaStore, args: list[str], query: Query, body: Any)
 
 
 @route("GET", "/subjects/{}/metadata")
-def _latest_with_metadata(store: SchemaStore, args: list[str], query: Query,
-                          body: Any) -> Any:
+def _latest_with_metadata(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
     """The latest version whose metadata properties hold every ``key=value`` asked for."""
     wanted = dict(zip(_list(query.get("key")), _list(query.get("value"))))
     with store.lock:
@@ -224,8 +225,7 @@ def _subject(args: list[str]) -> str | None:
 @route("GET", "/config/{}")
 def _get_config(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
     with store.lock:
-        return {"compatibilityLevel": store.level(_subject(args),
-                                                  _flag(query, "defaultToGlobal"))}
+        return {"compatibilityLevel": store.level(_subject(args), _flag(query, "defaultToGlobal"))}
 
 
 @route("PUT", "/config")
@@ -245,15 +245,13 @@ def _delete_config(store: SchemaStore, args: list[str], query: Query, body: Any)
 @route("GET", "/mode/{}")
 def _get_mode(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
     with store.lock:
-        return {"mode": store.mode(_subject(args), _flag(query, "defaultToGlobal")
-                                   or not args)}
+        return {"mode": store.mode(_subject(args), _flag(query, "defaultToGlobal") or not args)}
 
 
 @route("PUT", "/mode")
 @route("PUT", "/mode/{}")
 def _put_mode(store: SchemaStore, args: list[str], query: Query, body: Any) -> Any:
-    return {"mode": store.set_mode(_subject(args), (body or {}).get("mode"),
-                                   _flag(query, "force"))}
+    return {"mode": store.set_mode(_subject(args), (body or {}).get("mode"), _flag(query, "force"))}
 
 
 @route("DELETE", "/mode/{}")

@@ -7,6 +7,7 @@ fastavro's parsed form (names fully qualified, a named type defined once and the
 by its name); this module walks two of them side by side and lists every place where reading
 would fail, so the registry can say why (``verbose=true``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -57,8 +58,11 @@ class _Resolver:
         """A named reference replaced by its definition; ``{"type": "int"}`` by ``"int"``."""
         if isinstance(schema, str) and schema not in PRIMITIVES:
             return table.get(schema, schema)
-        if isinstance(schema, dict) and isinstance(schema.get("type"), str) \
-                and schema["type"] in PRIMITIVES:
+        if (
+            isinstance(schema, dict)
+            and isinstance(schema.get("type"), str)
+            and schema["type"] in PRIMITIVES
+        ):
             return schema["type"]
         if isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
             return self._deref(schema["type"], table)
@@ -84,8 +88,11 @@ class _Resolver:
         """The spec's branch selection: same kind (and name for named types), or a promotion."""
         wk, rk = _kind(writer), _kind(reader)
         if wk in NAMED or rk in NAMED:
-            return wk == rk and _short(writer["name"]) == _short(reader["name"]) or \
-                (wk == rk and _aliased(writer, reader))
+            return (
+                wk == rk
+                and _short(writer["name"]) == _short(reader["name"])
+                or (wk == rk and _aliased(writer, reader))
+            )
         return wk == rk or rk in PROMOTIONS.get(wk, ())
 
     def _same_kind(self, writer: Any, reader: Any, path: str) -> bool:
@@ -102,8 +109,9 @@ class _Resolver:
         if wk == "map":
             return self.check(writer["values"], reader["values"], f"{path}/values")
         if not (_short(writer["name"]) == _short(reader["name"]) or _aliased(writer, reader)):
-            return self._fail(path, f"reader name {reader['name']} does not match writer name "
-                                    f"{writer['name']}")
+            return self._fail(
+                path, f"reader name {reader['name']} does not match writer name {writer['name']}"
+            )
         key = (writer["name"], reader["name"])
         if key in self.seen:
             return True
@@ -130,13 +138,15 @@ class _Resolver:
         for field in reader.get("fields", []):
             source = written.get(field["name"])
             if source is None:
-                source = next((written[a] for a in field.get("aliases", []) if a in written),
-                              None)
+                source = next((written[a] for a in field.get("aliases", []) if a in written), None)
             where = f"{path}/fields/{field['name']}"
             if source is None:
                 if "default" not in field:
-                    ok = self._fail(where, f"reader field {field['name']} has no default and "
-                                           "is missing from the writer")
+                    ok = self._fail(
+                        where,
+                        f"reader field {field['name']} has no default and "
+                        "is missing from the writer",
+                    )
                 continue
             ok = self.check(source["type"], field["type"], where) and ok
         return ok
@@ -148,7 +158,7 @@ class _Resolver:
 
 
 def _kind(schema: Any) -> str:
-    """"int", "record", "array", ... of a dereferenced non-union schema."""
+    """ "int", "record", "array", ... of a dereferenced non-union schema."""
     if isinstance(schema, str):
         return schema
     return str(schema.get("type"))

@@ -8,6 +8,7 @@ names; for Avro the rules are the specification's schema resolution (avro_compat
 Schema and Protobuf have no resolution rules in their libraries, so only their parse is checked
 (see docs/schema-registry.md).
 """
+
 from __future__ import annotations
 
 import base64
@@ -18,8 +19,15 @@ from typing import Any
 
 from .avro_compat import reading_problems
 
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL",
-          "FULL_TRANSITIVE")
+LEVELS = (
+    "NONE",
+    "BACKWARD",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD",
+    "FORWARD_TRANSITIVE",
+    "FULL",
+    "FULL_TRANSITIVE",
+)
 TYPES = ("AVRO", "JSON", "PROTOBUF")
 
 
@@ -32,8 +40,10 @@ def _need(module: str) -> Any:
     try:
         return __import__(module, fromlist=["_"])
     except ImportError as exc:
-        raise InvalidSchema(f"the registry needs {module} for this schema type: "
-                            "pip install 'kclient[schemaregistry]'") from exc
+        raise InvalidSchema(
+            f"the registry needs {module} for this schema type: "
+            "pip install 'kclient[schemaregistry]'"
+        ) from exc
 
 
 def parse_avro(text: str, references: Sequence[str] = ()) -> Any:
@@ -46,7 +56,7 @@ def parse_avro(text: str, references: Sequence[str] = ()) -> Any:
         return fastavro.parse_schema(json.loads(text), named_schemas=named)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise InvalidSchema(f"Invalid schema: {exc}") from exc
-    except Exception as exc:    # fastavro's SchemaParseException and UnknownType
+    except Exception as exc:  # fastavro's SchemaParseException and UnknownType
         raise InvalidSchema(f"Invalid schema: {type(exc).__name__}: {exc}") from exc
 
 
@@ -62,7 +72,7 @@ def _check_json(text: str) -> None:
     cls = validators.validator_for(document)
     try:
         cls.check_schema(document)
-    except Exception as exc:    # jsonschema.exceptions.SchemaError
+    except Exception as exc:  # jsonschema.exceptions.SchemaError
         raise InvalidSchema(f"Invalid schema: {getattr(exc, 'message', exc)}") from exc
 
 
@@ -77,8 +87,9 @@ def _check_protobuf(text: str) -> None:
     try:
         descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(stripped, validate=True))
     except (binascii.Error, ValueError, Exception) as exc:
-        raise InvalidSchema(f"Invalid schema: neither .proto text nor a serialized "
-                            f"FileDescriptorProto: {exc}") from exc
+        raise InvalidSchema(
+            f"Invalid schema: neither .proto text nor a serialized FileDescriptorProto: {exc}"
+        ) from exc
 
 
 def _plain(schema: Any) -> Any:
@@ -97,8 +108,10 @@ def _plain(schema: Any) -> Any:
     if isinstance(out.get("type"), (list, dict)):
         out["type"] = _plain(out["type"])
     if isinstance(out.get("fields"), list):
-        out["fields"] = [dict(f, type=_plain(f["type"])) if isinstance(f, dict) and "type" in f
-                         else f for f in out["fields"]]
+        out["fields"] = [
+            dict(f, type=_plain(f["type"])) if isinstance(f, dict) and "type" in f else f
+            for f in out["fields"]
+        ]
     return out
 
 
@@ -116,8 +129,12 @@ def canonical(schema_type: str, text: str, references: Sequence[str] = ()) -> st
     raise InvalidSchema(f"Invalid schema type {schema_type!r} (one of {', '.join(TYPES)})")
 
 
-def problems(schema_type: str, new: tuple[str, Sequence[str]],
-             existing: Sequence[tuple[str, Sequence[str]]], level: str) -> list[str]:
+def problems(
+    schema_type: str,
+    new: tuple[str, Sequence[str]],
+    existing: Sequence[tuple[str, Sequence[str]]],
+    level: str,
+) -> list[str]:
     """Why ``new`` (text, reference texts) breaks ``level`` against ``existing`` (oldest
     first; all of them for the TRANSITIVE levels, else the latest only); [] when it does not."""
     if level == "NONE" or not existing or schema_type != "AVRO":

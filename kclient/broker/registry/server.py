@@ -6,6 +6,7 @@ REST API (api.py) on ``127.0.0.1:port`` from a thread per request (the standard 
 ``ThreadingHTTPServer``; requests are small and few).  Writes append to the topic through the
 partition leader's log, so ``kclient consume _schemas`` shows them as Confluent's would.
 """
+
 from __future__ import annotations
 
 import base64
@@ -47,8 +48,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError):
             return False
         known = users.get(user)
-        return scheme.lower() == "basic" and known is not None and \
-            hmac.compare_digest(known.encode(), password.encode())
+        return (
+            scheme.lower() == "basic"
+            and known is not None
+            and hmac.compare_digest(known.encode(), password.encode())
+        )
 
     def _answer(self, status: int, answer: Any, *headers: tuple[str, str]) -> None:
         """Send one JSON answer."""
@@ -64,13 +68,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         """Parse, dispatch to api.handle, answer."""
         url = urlsplit(self.path)
-        query: dict[str, Any] = {k: v if len(v) > 1 else v[0]
-                                 for k, v in parse_qs(url.query).items()}
+        query: dict[str, Any] = {
+            k: v if len(v) > 1 else v[0] for k, v in parse_qs(url.query).items()
+        }
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if not self._allowed():
-            self._answer(401, {"error_code": 401, "message": "Unauthorized"},
-                         ("WWW-Authenticate", 'Basic realm="SchemaRegistry"'))
+            self._answer(
+                401,
+                {"error_code": 401, "message": "Unauthorized"},
+                ("WWW-Authenticate", 'Basic realm="SchemaRegistry"'),
+            )
             return
         try:
             body = json.loads(raw) if raw.strip() else None
@@ -107,8 +115,13 @@ class _HttpServer(ThreadingHTTPServer):
 class RegistryServer:
     """The registry of one broker: its store, journal and HTTP listener."""
 
-    def __init__(self, broker: Any, port: int = 0, host: str = "127.0.0.1",
-                 users: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        broker: Any,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        users: Mapping[str, str] | None = None,
+    ) -> None:
         """``users``: name -> password; when given, requests need HTTP basic auth."""
         self.broker = broker
         self.users = dict(users or {})
@@ -153,8 +166,11 @@ class RegistryServer:
         self._http.store = self.store
         self._http.users = self.users
         self.port = self._http.server_address[1]
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True,
-                                        name=f"kclient-schema-registry-{self.port}")
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            daemon=True,
+            name=f"kclient-schema-registry-{self.port}",
+        )
         self._thread.start()
         log.info("schema registry listening on %s", self.url)
         return self

@@ -7,6 +7,7 @@ at start-up rebuilds the same state.  Keys and values are JSON, keyed as Conflue
 ``MODE`` with ``magic`` 0); a tombstone removes a permanently deleted version or a setting.
 One lock orders all calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,10 @@ class Version:
 
     def identity(self) -> str:
         """What makes two registrations the same schema (and so the same id)."""
-        return json.dumps([self.schema_type, self.schema, self.references, self.metadata,
-                           self.rule_set], sort_keys=True)
+        return json.dumps(
+            [self.schema_type, self.schema, self.references, self.metadata, self.rule_set],
+            sort_keys=True,
+        )
 
     def record(self) -> dict[str, Any]:
         """The journal value."""
@@ -91,7 +94,7 @@ class SchemaStore:
         self.journal = journal
         self.lock = threading.RLock()
         self.subjects: dict[str, dict[int, Version]] = {}
-        self.ids: dict[int, Version] = {}         # first registration of each id
+        self.ids: dict[int, Version] = {}  # first registration of each id
         self.by_identity: dict[str, int] = {}
         self.by_guid: dict[str, int] = {}
         self.levels: dict[str | None, str] = {None: default_level}
@@ -120,9 +123,18 @@ class SchemaStore:
             if not versions:
                 del self.subjects[subject]
             return
-        entry = Version(subject, version, int(v["id"]), v.get("schemaType") or "AVRO",
-                        v["schema"], v.get("references") or [], v.get("metadata"),
-                        v.get("ruleSet"), v.get("guid") or "", bool(v.get("deleted")))
+        entry = Version(
+            subject,
+            version,
+            int(v["id"]),
+            v.get("schemaType") or "AVRO",
+            v["schema"],
+            v.get("references") or [],
+            v.get("metadata"),
+            v.get("ruleSet"),
+            v.get("guid") or "",
+            bool(v.get("deleted")),
+        )
         versions[version] = entry
         self.ids.setdefault(entry.id, entry)
         self.by_identity.setdefault(entry.identity(), entry.id)
@@ -130,8 +142,9 @@ class SchemaStore:
             self.by_guid.setdefault(entry.guid, entry.id)
 
     @staticmethod
-    def _apply_setting(table: dict[str | None, str], subject: str | None,
-                       value: str | None) -> None:
+    def _apply_setting(
+        table: dict[str | None, str], subject: str | None, value: str | None
+    ) -> None:
         """Set or clear a global (None) or per-subject setting."""
         if value:
             table[subject] = value
@@ -148,8 +161,9 @@ class SchemaStore:
     def versions(self, subject: str, deleted: bool = False) -> list[Version]:
         """A subject's versions, oldest first; 40401 when it has none (none live, unless
         ``deleted``)."""
-        found = [v for _, v in sorted(self.subjects.get(subject, {}).items())
-                 if deleted or not v.deleted]
+        found = [
+            v for _, v in sorted(self.subjects.get(subject, {}).items()) if deleted or not v.deleted
+        ]
         if not found:
             raise not_found(40401, f"Subject '{subject}' not found.")
         return found
@@ -162,9 +176,13 @@ class SchemaStore:
         try:
             number = int(version)
         except ValueError:
-            raise RegistryError(422, 42202, f"The specified version '{version}' is not a "
-                                "valid version id. Allowed values are between [1, "
-                                "2^31-1] and the string \"latest\"") from None
+            raise RegistryError(
+                422,
+                42202,
+                f"The specified version '{version}' is not a "
+                "valid version id. Allowed values are between [1, "
+                '2^31-1] and the string "latest"',
+            ) from None
         for each in versions:
             if each.version == number:
                 return each
@@ -173,8 +191,9 @@ class SchemaStore:
     def schema(self, schema_id: int) -> Version:
         """The schema of an id (40403 when no version, deleted or not, has it)."""
         entry = self.ids.get(schema_id)
-        if entry is None or not any(v.id == schema_id for vs in self.subjects.values()
-                                    for v in vs.values()):
+        if entry is None or not any(
+            v.id == schema_id for vs in self.subjects.values() for v in vs.values()
+        ):
             raise not_found(40403, f"Schema {schema_id} not found")
         return entry
 
@@ -186,29 +205,46 @@ class SchemaStore:
 
     def subject_names(self, prefix: str = "", deleted: bool = False) -> list[str]:
         """Subjects with a live version (or any, with ``deleted``), sorted."""
-        return sorted(s for s, vs in self.subjects.items() if s.startswith(prefix)
-                      and any(deleted or not v.deleted for v in vs.values()))
+        return sorted(
+            s
+            for s, vs in self.subjects.items()
+            if s.startswith(prefix) and any(deleted or not v.deleted for v in vs.values())
+        )
 
     def uses(self, schema_id: int, deleted: bool = False) -> list[Version]:
         """Every (subject, version) registered with ``schema_id``."""
         self.schema(schema_id)
-        return [v for s in sorted(self.subjects) for _, v in sorted(self.subjects[s].items())
-                if v.id == schema_id and (deleted or not v.deleted)]
+        return [
+            v
+            for s in sorted(self.subjects)
+            for _, v in sorted(self.subjects[s].items())
+            if v.id == schema_id and (deleted or not v.deleted)
+        ]
 
     def referenced_by(self, subject: str, version: str | int) -> list[int]:
         """Ids of schemas whose references name this subject version."""
         target = self.version(subject, version)
-        return sorted({v.id for vs in self.subjects.values() for v in vs.values()
-                       if not v.deleted and any(r.get("subject") == subject and
-                                                int(r.get("version", -1)) == target.version
-                                                for r in v.references)})
+        return sorted(
+            {
+                v.id
+                for vs in self.subjects.values()
+                for v in vs.values()
+                if not v.deleted
+                and any(
+                    r.get("subject") == subject and int(r.get("version", -1)) == target.version
+                    for r in v.references
+                )
+            }
+        )
 
     def level(self, subject: str | None, fallback: bool = True) -> str:
         """The compatibility level in force for ``subject`` (the global one when unset)."""
         if subject in self.levels or not fallback:
             if subject not in self.levels:
-                raise not_found(40408, f"Subject '{subject}' does not have subject-level "
-                                "compatibility configured")
+                raise not_found(
+                    40408,
+                    f"Subject '{subject}' does not have subject-level compatibility configured",
+                )
             return self.levels[subject]
         return self.levels[None]
 
@@ -217,8 +253,9 @@ class SchemaStore:
         if subject in self.modes:
             return self.modes[subject]
         if not fallback:
-            raise not_found(40409, f"Subject '{subject}' does not have subject-level mode "
-                            "configured")
+            raise not_found(
+                40409, f"Subject '{subject}' does not have subject-level mode configured"
+            )
         return self.modes[None]
 
     # ------------------------------------------------------------------ schemas
@@ -229,35 +266,40 @@ class SchemaStore:
             try:
                 texts.append(self.version(ref["subject"], ref["version"]).schema)
             except (RegistryError, KeyError) as exc:
-                raise RegistryError(422, 42201, f"Invalid schema: reference {ref} cannot be "
-                                    "resolved") from exc
+                raise RegistryError(
+                    422, 42201, f"Invalid schema: reference {ref} cannot be resolved"
+                ) from exc
         return texts
 
     def candidate(self, subject: str, body: dict[str, Any]) -> Version:
         """A request body as an unsaved version (validated; 42201 when invalid)."""
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
-            raise RegistryError(422, 42201, "Invalid schema: the body needs a \"schema\" string")
+            raise RegistryError(422, 42201, 'Invalid schema: the body needs a "schema" string')
         schema_type = str(body.get("schemaType") or "AVRO").upper()
         references = list(body.get("references") or [])
         try:
             text = canonical(schema_type, body["schema"], self._reference_texts(references))
         except InvalidSchema as exc:
             raise RegistryError(422, 42201, str(exc)) from exc
-        return Version(subject, 0, 0, schema_type, text, references, body.get("metadata"),
-                       body.get("ruleSet"))
+        return Version(
+            subject, 0, 0, schema_type, text, references, body.get("metadata"), body.get("ruleSet")
+        )
 
     def lookup(self, subject: str, body: dict[str, Any], deleted: bool = False) -> Version:
         """The version of ``subject`` registered with this schema (40403 when none)."""
         wanted = self.candidate(subject, body)
         for each in reversed(self.versions(subject, deleted)):
-            if (each.schema_type, each.schema, each.references) == \
-                    (wanted.schema_type, wanted.schema, wanted.references) and \
-                    (wanted.metadata is None or wanted.metadata == each.metadata):
+            if (each.schema_type, each.schema, each.references) == (
+                wanted.schema_type,
+                wanted.schema,
+                wanted.references,
+            ) and (wanted.metadata is None or wanted.metadata == each.metadata):
                 return each
         raise not_found(40403, "Schema not found")
 
-    def incompatibilities(self, subject: str, candidate: Version, against: str | None = None,
-                          level: str | None = None) -> list[str]:
+    def incompatibilities(
+        self, subject: str, candidate: Version, against: str | None = None, level: str | None = None
+    ) -> list[str]:
         """Why ``candidate`` breaks the subject's level (against one version, or the ones the
         level names)."""
         level = level or self.level(subject)
@@ -288,11 +330,13 @@ class SchemaStore:
                 return self._import(subject, body, entry)
             found = self.incompatibilities(subject, entry)
             if found:
-                raise RegistryError(409, 409, "Schema being registered is incompatible with "
-                                    f"an earlier schema for subject \"{subject}\", details: "
-                                    + "; ".join(found))
-            entry.id = self.by_identity.get(entry.identity()) or \
-                max(self.ids, default=0) + 1
+                raise RegistryError(
+                    409,
+                    409,
+                    "Schema being registered is incompatible with "
+                    f'an earlier schema for subject "{subject}", details: ' + "; ".join(found),
+                )
+            entry.id = self.by_identity.get(entry.identity()) or max(self.ids, default=0) + 1
             entry.version = max(self.subjects.get(subject, {}), default=0) + 1
             return self._save(entry)
 
@@ -301,19 +345,21 @@ class SchemaStore:
         try:
             entry.id, entry.version = int(body["id"]), int(body["version"])
         except (KeyError, TypeError, ValueError):
-            raise RegistryError(422, 42201, "IMPORT mode needs \"id\" and \"version\"") from None
+            raise RegistryError(422, 42201, 'IMPORT mode needs "id" and "version"') from None
         held = self.ids.get(entry.id)
         if held is not None and held.identity() != entry.identity():
-            raise RegistryError(422, 42207, f"Overwrite new schema with id {entry.id} is not "
-                                "permitted.")
+            raise RegistryError(
+                422, 42207, f"Overwrite new schema with id {entry.id} is not permitted."
+            )
         return self._save(entry)
 
     def _save(self, entry: Version) -> Version:
         """Journal and apply a new version."""
         held = self.ids.get(entry.id)
         entry.guid = held.guid if held is not None else str(uuid.uuid4())
-        self._write([(_key("SCHEMA", entry.subject, entry.version),
-                      json.dumps(entry.record()).encode())])
+        self._write(
+            [(_key("SCHEMA", entry.subject, entry.version), json.dumps(entry.record()).encode())]
+        )
         return self.subjects[entry.subject][entry.version]
 
     # ------------------------------------------------------------------ deletes and settings
@@ -322,11 +368,17 @@ class SchemaStore:
         with self.lock:
             entry = self.version(subject, version, deleted=permanent)
             if permanent and not entry.deleted:
-                raise not_found(40407, f"Subject '{subject}' Version {entry.version} was not "
-                                "deleted first before being permanently deleted")
+                raise not_found(
+                    40407,
+                    f"Subject '{subject}' Version {entry.version} was not "
+                    "deleted first before being permanently deleted",
+                )
             if not permanent and entry.deleted:
-                raise not_found(40406, f"Subject '{subject}' Version {entry.version} was "
-                                "soft deleted. Set permanent=true to delete permanently")
+                raise not_found(
+                    40406,
+                    f"Subject '{subject}' Version {entry.version} was "
+                    "soft deleted. Set permanent=true to delete permanently",
+                )
             self._write([self._deletion(entry, permanent)])
             return entry.version
 
@@ -335,8 +387,10 @@ class SchemaStore:
         with self.lock:
             versions = self.versions(subject, deleted=True)
             if permanent and any(not v.deleted for v in versions):
-                raise not_found(40405, f"Subject '{subject}' was not deleted first before "
-                                "being permanently deleted")
+                raise not_found(
+                    40405,
+                    f"Subject '{subject}' was not deleted first before being permanently deleted",
+                )
             if not permanent:
                 versions = self.versions(subject)
             records = [self._deletion(v, permanent) for v in versions]
@@ -357,19 +411,24 @@ class SchemaStore:
         """Set the compatibility level (42203 for an unknown one)."""
         level = str(level or "").upper()
         if level not in LEVELS:
-            raise RegistryError(422, 42203, "Invalid compatibility level. Valid values are "
-                                + ", ".join(LEVELS))
+            raise RegistryError(
+                422, 42203, "Invalid compatibility level. Valid values are " + ", ".join(LEVELS)
+            )
         with self.lock:
-            self._write([(_key("CONFIG", subject),
-                          json.dumps({"compatibilityLevel": level}).encode())])
+            self._write(
+                [(_key("CONFIG", subject), json.dumps({"compatibilityLevel": level}).encode())]
+            )
         return str(level)
 
     def clear_level(self, subject: str | None) -> str:
         """Remove a subject's level (the global one goes back to BACKWARD); the old one."""
         with self.lock:
             old = self.level(subject, fallback=subject is None)
-            value = None if subject is not None else \
-                json.dumps({"compatibilityLevel": "BACKWARD"}).encode()
+            value = (
+                None
+                if subject is not None
+                else json.dumps({"compatibilityLevel": "BACKWARD"}).encode()
+            )
             self._write([(_key("CONFIG", subject), value)])
             return old
 
@@ -378,12 +437,17 @@ class SchemaStore:
         ``force``)."""
         mode = str(mode or "").upper()
         if mode not in MODES:
-            raise RegistryError(422, 42204, "Invalid mode. Valid values are "
-                                + ", ".join(MODES))
+            raise RegistryError(422, 42204, "Invalid mode. Valid values are " + ", ".join(MODES))
         with self.lock:
-            if mode == "IMPORT" and not force and (
-                    self.subject_names() if subject is None else
-                    self.subject_names(subject) and subject in self.subjects):
+            if (
+                mode == "IMPORT"
+                and not force
+                and (
+                    self.subject_names()
+                    if subject is None
+                    else self.subject_names(subject) and subject in self.subjects
+                )
+            ):
                 raise RegistryError(422, 42205, "Cannot import since found existing subjects")
             self._write([(_key("MODE", subject), json.dumps({"mode": mode}).encode())])
         return str(mode)

@@ -7,6 +7,7 @@ file is JSON: ``{"users": {"alice": {"SCRAM-SHA-256": {"salt": b64, "stored_key"
 "server_key": b64, "iterations": 4096}, "SCRAM-SHA-512": {...}}}}``; ``kclient broker
 --sasl-user alice:secret`` adds users hashed at start.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,7 +23,7 @@ from scramp import ScramMechanism
 __all__ = ["CredentialStore", "ScramCredential", "SCRAM_MECHANISMS", "MIN_ITERATIONS"]
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-MIN_ITERATIONS = 4096     # Kafka's ScramMechanism minimum
+MIN_ITERATIONS = 4096  # Kafka's ScramMechanism minimum
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
@@ -38,14 +39,20 @@ class ScramCredential:
     def to_json(self) -> dict[str, object]:
         """The JSON form (keys base64)."""
         b64 = base64.b64encode
-        return {"salt": b64(self.salt).decode(), "stored_key": b64(self.stored_key).decode(),
-                "server_key": b64(self.server_key).decode(), "iterations": self.iterations}
+        return {
+            "salt": b64(self.salt).decode(),
+            "stored_key": b64(self.stored_key).decode(),
+            "server_key": b64(self.server_key).decode(),
+            "iterations": self.iterations,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> ScramCredential:
         """Read the JSON form back."""
+
         def raw(key: str) -> bytes:
             return base64.b64decode(str(data[key]))
+
         return cls(raw("salt"), raw("stored_key"), raw("server_key"), int(str(data["iterations"])))
 
     def matches(self, mechanism: str, password: str) -> bool:
@@ -89,8 +96,12 @@ class CredentialStore:
 
     def save(self, path: str | Path) -> None:
         """Write the store as JSON (mode 0600: salted keys still allow offline guessing)."""
-        data = {"users": {name: {m: c.to_json() for m, c in entry.items()}
-                          for name, entry in sorted(self.users.items())}}
+        data = {
+            "users": {
+                name: {m: c.to_json() for m, c in entry.items()}
+                for name, entry in sorted(self.users.items())
+            }
+        }
         target = Path(path)
         target.write_text(json.dumps(data, indent=1) + "\n")
         target.chmod(0o600)
@@ -102,9 +113,13 @@ class CredentialStore:
         try:
             data = json.loads(Path(path).read_text())
             for name, entry in data["users"].items():
-                store.users[name] = {m: ScramCredential.from_json(c) for m, c in entry.items()
-                                     if m in SCRAM_MECHANISMS}
+                store.users[name] = {
+                    m: ScramCredential.from_json(c)
+                    for m, c in entry.items()
+                    if m in SCRAM_MECHANISMS
+                }
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"sasl.credentials.file {str(path)!r} cannot be read: {exc!r}") \
-                from exc
+            raise ValueError(
+                f"sasl.credentials.file {str(path)!r} cannot be read: {exc!r}"
+            ) from exc
         return store

@@ -5,6 +5,7 @@ Each mechanism object takes the client's tokens one at a time (:meth:`step`) and
 server's; a failed login raises :class:`SaslFailed` with Kafka's message.  ``principal`` is set
 once it is ``complete``.
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,8 +69,10 @@ class _Plain(_Exchange):
         if not user or not password:
             raise SaslFailed("Authentication failed: username or password not specified")
         if authzid and authzid != user:
-            raise SaslFailed("Authentication failed: Client requested an authorization id "
-                             "that is different from username")
+            raise SaslFailed(
+                "Authentication failed: Client requested an authorization id "
+                "that is different from username"
+            )
         if not self.store.check_plain(user, password):
             raise SaslFailed("Authentication failed: Invalid username or password")
         self.complete, self.principal = True, user
@@ -93,8 +96,10 @@ class _Scram(_Exchange):
         self.nonce = ""
 
     def _invalid(self) -> str:
-        return ("Authentication failed during authentication due to invalid credentials with "
-                f"SASL mechanism {self.mechanism}")
+        return (
+            "Authentication failed during authentication due to invalid credentials with "
+            f"SASL mechanism {self.mechanism}"
+        )
 
     def step(self, token: bytes) -> bytes:
         text = token.decode("utf-8", "replace")
@@ -118,8 +123,10 @@ class _Scram(_Exchange):
             raise SaslFailed(self._invalid())
         self.user, self.credential = user, credential
         self.nonce = cnonce + _base36(secrets.randbits(130))
-        self.server_first = (f"r={self.nonce},s={base64.b64encode(credential.salt).decode()},"
-                             f"i={credential.iterations}")
+        self.server_first = (
+            f"r={self.nonce},s={base64.b64encode(credential.salt).decode()},"
+            f"i={credential.iterations}"
+        )
         return self.server_first.encode()
 
     def _final(self, text: str) -> bytes:
@@ -140,8 +147,9 @@ class _Scram(_Exchange):
         if len(proof) != len(signature):
             raise SaslFailed(self._invalid())
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
-        if not hmac.compare_digest(hashlib.new(self.hash, client_key).digest(),
-                                   credential.stored_key):
+        if not hmac.compare_digest(
+            hashlib.new(self.hash, client_key).digest(), credential.stored_key
+        ):
             log.info("SCRAM %s: wrong password for %r", self.mechanism, self.user)
             raise SaslFailed(self._invalid())
         self.complete, self.principal = True, self.user
@@ -164,7 +172,7 @@ class _OAuthBearer(_Exchange):
         auth = fields.get("auth", "")
         if not text.startswith(("n,", "y,")) or not auth.startswith("Bearer "):
             raise SaslFailed("Invalid OAUTHBEARER client first message")
-        claims = _unsecured_claims(auth[len("Bearer "):].strip())
+        claims = _unsecured_claims(auth[len("Bearer ") :].strip())
         sub, exp = claims.get("sub"), claims.get("exp")
         if not isinstance(sub, str) or not sub:
             raise SaslFailed("OAUTHBEARER token has no 'sub' claim (the principal)")
@@ -180,8 +188,9 @@ def _unsecured_claims(jwt: str) -> dict[str, object]:
     if len(parts) != 3 or parts[2]:
         raise SaslFailed("OAUTHBEARER token is not an unsecured JWS (header.payload.)")
     try:
-        header, claims = (json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
-                          for p in parts[:2])
+        header, claims = (
+            json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4))) for p in parts[:2]
+        )
     except (ValueError, binascii.Error) as exc:
         raise SaslFailed(f"OAUTHBEARER token cannot be decoded: {exc}") from exc
     if not isinstance(header, dict) or header.get("alg") != "none" or not isinstance(claims, dict):

@@ -12,6 +12,7 @@ connection, as Kafka does.  With ``connections.max.reauth.ms`` (or an expiring O
 token) a session has a lifetime (KIP-368): the client re-authenticates with SaslHandshake v1 +
 SaslAuthenticate on the same connection; a request after the lifetime closes it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,8 +28,7 @@ from ..principal import PrincipalMapper
 from .credentials import CredentialStore
 from .mechanisms import SaslFailed, ServerMechanism, server_mechanism
 
-__all__ = ["Session", "SaslSession", "SaslSettings", "RefusedSession", "ANONYMOUS",
-           "tls_principal"]
+__all__ = ["Session", "SaslSession", "SaslSettings", "RefusedSession", "ANONYMOUS", "tls_principal"]
 
 log = logging.getLogger("kclient.broker.sasl")
 
@@ -44,16 +44,21 @@ def tls_principal(sock: Any, mapper: PrincipalMapper | None = None) -> str:
     cert = sock.getpeercert()
     if not cert:
         return ANONYMOUS
-    parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(cert.get("subject", ()))
-             for k, v in rdn]
+    parts = [f"{_SHORT.get(k, k)}={v}" for rdn in reversed(cert.get("subject", ())) for k, v in rdn]
     if not parts:
         return ANONYMOUS
     dn = ",".join(parts)
     return "User:" + (mapper.name(dn) if mapper is not None else dn)
 
 
-_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-          "countryName": "C", "localityName": "L", "stateOrProvinceName": "ST"}
+_SHORT = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+}
 
 
 class Session:
@@ -75,9 +80,12 @@ class Session:
 
     def authenticate(self, token: bytes, version: int) -> dict[str, Any]:
         """SaslAuthenticate on a listener without SASL."""
-        return {"error_code": E.IllegalSaslStateError.errno,
-                "error_message": "SASL is not enabled on this listener", "auth_bytes": b"",
-                "session_lifetime_ms": 0}
+        return {
+            "error_code": E.IllegalSaslStateError.errno,
+            "error_message": "SASL is not enabled on this listener",
+            "auth_bytes": b"",
+            "session_lifetime_ms": 0,
+        }
 
 
 class RefusedSession(Session):
@@ -111,7 +119,7 @@ class SaslSession(Session):
         self.state = "HANDSHAKE"
         self.mechanism: ServerMechanism | None = None
         self.mechanism_name = ""
-        self.expires_at: float | None = None     # monotonic seconds, when a lifetime is set
+        self.expires_at: float | None = None  # monotonic seconds, when a lifetime is set
         self.reauthenticating = False
 
     @property
@@ -122,14 +130,19 @@ class SaslSession(Session):
     def admit(self, request: Request) -> str | None:
         key = request.header.api_key
         if self.state == "COMPLETE":
-            if self.expires_at is not None and time.monotonic() > self.expires_at \
-                    and key != SASL_HANDSHAKE_KEY:
+            if (
+                self.expires_at is not None
+                and time.monotonic() > self.expires_at
+                and key != SASL_HANDSHAKE_KEY
+            ):
                 return f"SASL session of {self.principal} expired (not re-authenticated)"
             return None
         if self.state == "FAILED":
             return f"request after failed SASL authentication ({self.mechanism_name})"
-        allowed = {"HANDSHAKE": (API_VERSIONS_KEY, SASL_HANDSHAKE_KEY),
-                   "AUTHENTICATE": (SASL_AUTHENTICATE_KEY,)}.get(self.state, ())
+        allowed = {
+            "HANDSHAKE": (API_VERSIONS_KEY, SASL_HANDSHAKE_KEY),
+            "AUTHENTICATE": (SASL_AUTHENTICATE_KEY,),
+        }.get(self.state, ())
         if key not in allowed:
             name = request.api.name if request.api is not None else f"api key {key}"
             return f"unexpected {name} request during SASL {self.state.lower()} (not authenticated)"
@@ -138,8 +151,9 @@ class SaslSession(Session):
     def handshake(self, mechanism: str, version: int) -> dict[str, Any]:
         """Pick the mechanism; v0 switches to bare tokens, v1 to SaslAuthenticate."""
         enabled = list(self.settings.mechanisms)
-        if self.state not in ("HANDSHAKE", "COMPLETE") or (self.state == "COMPLETE"
-                                                            and version < 1):
+        if self.state not in ("HANDSHAKE", "COMPLETE") or (
+            self.state == "COMPLETE" and version < 1
+        ):
             self.state = "FAILED"
             return {"error_code": E.IllegalSaslStateError.errno, "mechanisms": enabled}
         if mechanism not in enabled:
@@ -155,24 +169,36 @@ class SaslSession(Session):
         """One SaslAuthenticate round: the mechanism's answer, or Kafka's error."""
         if self.state != "AUTHENTICATE" or self.mechanism is None:
             self.state = "FAILED"
-            return {"error_code": E.IllegalSaslStateError.errno,
-                    "error_message": f"SaslAuthenticate in state {self.state}",
-                    "auth_bytes": b"", "session_lifetime_ms": 0}
+            return {
+                "error_code": E.IllegalSaslStateError.errno,
+                "error_message": f"SaslAuthenticate in state {self.state}",
+                "auth_bytes": b"",
+                "session_lifetime_ms": 0,
+            }
         try:
             answer = self.step(bytes(token))
         except SaslFailed as exc:
-            return {"error_code": E.SaslAuthenticationFailedError.errno,
-                    "error_message": str(exc), "auth_bytes": b"", "session_lifetime_ms": 0}
-        return {"error_code": 0, "error_message": None, "auth_bytes": answer,
-                "session_lifetime_ms": self._lifetime_ms() if self.state == "COMPLETE" else 0}
+            return {
+                "error_code": E.SaslAuthenticationFailedError.errno,
+                "error_message": str(exc),
+                "auth_bytes": b"",
+                "session_lifetime_ms": 0,
+            }
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "auth_bytes": answer,
+            "session_lifetime_ms": self._lifetime_ms() if self.state == "COMPLETE" else 0,
+        }
 
     def raw_token(self, token: bytes) -> bytes | None:
         """One bare token of the v0 exchange: the answer, or None (close: v0 has no errors)."""
         try:
             return self.step(token)
         except SaslFailed as exc:
-            log.warning("SASL %s authentication from %s failed: %s", self.mechanism_name,
-                        self.peer, exc)
+            log.warning(
+                "SASL %s authentication from %s failed: %s", self.mechanism_name, self.peer, exc
+            )
             return None
 
     def step(self, token: bytes) -> bytes:
@@ -187,8 +213,10 @@ class SaslSession(Session):
             principal = f"User:{self.mechanism.principal}"
             if self.reauthenticating and principal != self.principal:
                 self.state = "FAILED"
-                raise SaslFailed(f"re-authentication as {principal} on a connection of "
-                                 f"{self.principal} is not allowed")
+                raise SaslFailed(
+                    f"re-authentication as {principal} on a connection of "
+                    f"{self.principal} is not allowed"
+                )
             self.principal, self.state = principal, "COMPLETE"
             lifetime = self._lifetime_ms()
             self.expires_at = time.monotonic() + lifetime / 1000.0 if lifetime else None

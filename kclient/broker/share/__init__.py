@@ -5,6 +5,7 @@ assignment, :mod:`.sessions` share sessions, :mod:`.reader` what a share fetch r
 log, :mod:`.store` the durable ``__share_group_state`` log, :mod:`.config` the settings and
 :mod:`.coordinator` ties them together for the handlers.
 """
+
 from __future__ import annotations
 
 from .coordinator import ShareCoordinator

@@ -6,6 +6,7 @@ A group's key overrides the broker's within the broker's bounds (the lock durati
 ``group.share.min/max.session.timeout.ms``); an unknown key or a bad value is a ValueError
 naming it (INVALID_CONFIG on the wire).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -50,7 +51,10 @@ class GroupSettings:
     def apply(self, sp: SharePartition) -> None:
         """Give a share partition these limits."""
         sp.lock_ms, sp.delivery_limit, sp.max_locks = (
-            self.lock_ms, self.delivery_limit, self.max_locks)
+            self.lock_ms,
+            self.delivery_limit,
+            self.max_locks,
+        )
 
 
 def _int(key: str, value: object, low: int, high: int) -> int:
@@ -78,28 +82,35 @@ class ShareSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, str]) -> ShareSettings:
         """Read the ``group.share.*`` keys (Kafka's defaults when absent)."""
+
         def get(key: str, default: int) -> int:
             return _int(key, config.get(key, default), 1, 2**31 - 1)
+
         defaults = GroupSettings(
             lock_ms=get("group.share.record.lock.duration.ms", 30_000),
             session_timeout_ms=get("group.share.session.timeout.ms", 45_000),
             heartbeat_interval_ms=get("group.share.heartbeat.interval.ms", 5_000),
             delivery_limit=get("group.share.delivery.count.limit", 5),
-            max_locks=get("group.share.partition.max.record.locks", 2000))
-        return cls(defaults,
-                   get("group.share.min.record.lock.duration.ms", 15_000),
-                   get("group.share.max.record.lock.duration.ms", 60_000),
-                   get("group.share.min.session.timeout.ms", 45_000),
-                   get("group.share.max.session.timeout.ms", 60_000),
-                   get("group.share.max.size", 200))
+            max_locks=get("group.share.partition.max.record.locks", 2000),
+        )
+        return cls(
+            defaults,
+            get("group.share.min.record.lock.duration.ms", 15_000),
+            get("group.share.max.record.lock.duration.ms", 60_000),
+            get("group.share.min.session.timeout.ms", 45_000),
+            get("group.share.max.session.timeout.ms", 60_000),
+            get("group.share.max.size", 200),
+        )
 
     def for_group(self, config: Mapping[str, str]) -> GroupSettings:
         """The defaults with a group's keys applied (ValueError for a bad one)."""
         out = self.defaults
         for key, value in config.items():
             if key not in GROUP_CONFIG_KEYS:
-                raise ValueError(f"unknown group config {key!r} (share groups take "
-                                 f"{', '.join(GROUP_CONFIG_KEYS)})")
+                raise ValueError(
+                    f"unknown group config {key!r} (share groups take "
+                    f"{', '.join(GROUP_CONFIG_KEYS)})"
+                )
             text = str(value).strip().lower()
             if key == "share.auto.offset.reset":
                 if text not in AUTO_RESETS:
@@ -107,14 +118,17 @@ class ShareSettings:
                 out = replace(out, auto_offset_reset=text)
             elif key == "share.isolation.level":
                 if text not in ISOLATION_LEVELS:
-                    raise ValueError(f"{key}: {value!r} is not one of "
-                                     f"{', '.join(ISOLATION_LEVELS)}")
+                    raise ValueError(
+                        f"{key}: {value!r} is not one of {', '.join(ISOLATION_LEVELS)}"
+                    )
                 out = replace(out, isolation_level=text)
             elif key == "share.record.lock.duration.ms":
                 out = replace(out, lock_ms=_int(key, value, self.min_lock_ms, self.max_lock_ms))
             elif key == "share.session.timeout.ms":
-                out = replace(out, session_timeout_ms=_int(
-                    key, value, self.min_session_ms, self.max_session_ms))
+                out = replace(
+                    out,
+                    session_timeout_ms=_int(key, value, self.min_session_ms, self.max_session_ms),
+                )
             elif key == "share.heartbeat.interval.ms":
                 out = replace(out, heartbeat_interval_ms=_int(key, value, 1, 2**31 - 1))
             elif key == "share.delivery.count.limit":

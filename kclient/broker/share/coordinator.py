@@ -8,6 +8,7 @@ archived and how often each record was delivered; locks do not survive a restart
 records become available again).  One lock guards it all; a reaper thread expires member
 sessions (their records are released) and acquisition locks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -67,8 +68,13 @@ class TopicView(Protocol):
 class ShareCoordinator:
     """Share groups, share partitions and share sessions of one broker (see the module doc)."""
 
-    def __init__(self, data_dir: Path | str, config: Mapping[str, str], topics: TopicView,
-                 logs: Callable[[str, int], tuple[Log | None, int]]) -> None:
+    def __init__(
+        self,
+        data_dir: Path | str,
+        config: Mapping[str, str],
+        topics: TopicView,
+        logs: Callable[[str, int], tuple[Log | None, int]],
+    ) -> None:
         """``logs(topic, partition)``: the partition's log when this broker leads it, else
         (None, error code)."""
         self.settings = ShareSettings.from_config(config)
@@ -93,15 +99,16 @@ class ShareCoordinator:
             stale: dict[Key, PartitionSnapshot | None] = {}
             for key, snap in self.store.partitions.items():
                 if snap.topic_id != self.topics.topic_id(key[1]):
-                    stale[key] = None          # its topic was deleted (and maybe recreated)
+                    stale[key] = None  # its topic was deleted (and maybe recreated)
                     continue
                 sp = self._new_partition(key[0], snap.start)
                 sp.restore(snap.start, snap.batches, snap.state_epoch)
                 self.partitions[key] = sp
                 self.groups.setdefault(key[0], ShareGroup(key[0]))
             self.store.write(stale)
-        self._thread = threading.Thread(target=self._reap, daemon=True,
-                                        name="kclient-share-coordinator")
+        self._thread = threading.Thread(
+            target=self._reap, daemon=True, name="kclient-share-coordinator"
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -125,8 +132,11 @@ class ShareCoordinator:
             for group in list(self.groups.values()):
                 for member in list(group.members.values()):
                     if now >= member.deadline:
-                        log.info("share group %s: member %s session timed out",
-                                 group.group_id, member.member_id)
+                        log.info(
+                            "share group %s: member %s session timed out",
+                            group.group_id,
+                            member.member_id,
+                        )
                         self._remove(group, member, timed_out=True)
             changed = [key for key, sp in self.partitions.items() if sp.expire(now)]
             self._persist(changed)
@@ -154,16 +164,27 @@ class ShareCoordinator:
 
     # -- ShareGroupHeartbeat ------------------------------------------------------------------
 
-    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
-                  topics: Sequence[str] | None, client_id: str, client_host: str
-                  ) -> dict[str, Any]:
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        topics: Sequence[str] | None,
+        client_id: str,
+        client_host: str,
+    ) -> dict[str, Any]:
         """One heartbeat: join (epoch 0), stay (the current or previous epoch), leave (-1).
         Returns the fields of the answer (error_code, member_id, member_epoch,
         heartbeat_interval_ms, assignment as topic -> partitions or None)."""
         settings = self.group_settings(group_id)
-        answer: dict[str, Any] = {"error_code": 0, "member_id": member_id or None,
-                                  "member_epoch": member_epoch, "assignment": None,
-                                  "heartbeat_interval_ms": settings.heartbeat_interval_ms}
+        answer: dict[str, Any] = {
+            "error_code": 0,
+            "member_id": member_id or None,
+            "member_epoch": member_epoch,
+            "assignment": None,
+            "heartbeat_interval_ms": settings.heartbeat_interval_ms,
+        }
         with self.lock:
             group = self.groups.get(group_id)
             member = group.members.get(member_id) if group is not None else None
@@ -213,8 +234,11 @@ class ShareCoordinator:
         released: list[Key] = []
         if timed_out:
             self.sessions.close(group.group_id, member.member_id)
-            released = [key for key, sp in self.partitions.items()
-                        if key[0] == group.group_id and sp.release_member(member.member_id)]
+            released = [
+                key
+                for key, sp in self.partitions.items()
+                if key[0] == group.group_id and sp.release_member(member.member_id)
+            ]
         group.assign(self.topics.partitions)
         group.bump()
         self.store.write(groups={group.group_id: group.epoch})
@@ -262,8 +286,9 @@ class ShareCoordinator:
         self.group_settings(group_id).apply(sp)
         return sp
 
-    def partition(self, group_id: str, topic: str, index: int
-                  ) -> tuple[SharePartition | None, Log | None, int]:
+    def partition(
+        self, group_id: str, topic: str, index: int
+    ) -> tuple[SharePartition | None, Log | None, int]:
         """(share partition, log, error code), the share partition created at the group's
         ``share.auto.offset.reset`` when first used, its start moved up to the log's start."""
         log_, code = self.logs(topic, index)
@@ -281,8 +306,9 @@ class ShareCoordinator:
             sp.move_start(log_.log_start_offset)
         return sp, log_, 0
 
-    def acquire(self, session: ShareSession, max_records: int, max_bytes: int
-                ) -> dict[TopicPartition, Acquired]:
+    def acquire(
+        self, session: ShareSession, max_records: int, max_bytes: int
+    ) -> dict[TopicPartition, Acquired]:
         """Acquire records on the session's partitions for its member; the answer per
         partition, only for those with records or errors."""
         out: dict[TopicPartition, Acquired] = {}
@@ -297,8 +323,12 @@ class ShareCoordinator:
                     out[(topic, index)] = (code, [], b"")
                     continue
                 committed = self.group_settings(session.group_id).read_committed
-                got = sp.acquire(session.member_id, now, budget,
-                                 functools.partial(_spans, log_, max_bytes, committed))
+                got = sp.acquire(
+                    session.member_id,
+                    now,
+                    budget,
+                    functools.partial(_spans, log_, max_bytes, committed),
+                )
                 if got:
                     budget -= sum(last - first + 1 for first, last, _ in got)
                     data = reader.covering(log_, got[0][0], max(r[1] for r in got))
@@ -307,9 +337,12 @@ class ShareCoordinator:
             self._persist(changed)
         return out
 
-    def acknowledge(self, group_id: str, member_id: str,
-                    acks: Mapping[TopicPartition, Iterable[tuple[int, int, Sequence[int]]]]
-                    ) -> dict[TopicPartition, int]:
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        acks: Mapping[TopicPartition, Iterable[tuple[int, int, Sequence[int]]]],
+    ) -> dict[TopicPartition, int]:
         """Apply acknowledgements per partition: an error code each (INVALID_RECORD_STATE
         when one names records the member does not hold)."""
         codes: dict[TopicPartition, int] = {}
@@ -331,14 +364,18 @@ class ShareCoordinator:
             self._persist(changed)
         return codes
 
-    def open_session(self, group_id: str, member_id: str, epoch: int,
-                     add: Iterable[TopicPartition], forget: Iterable[TopicPartition]
-                     ) -> tuple[int, ShareSession | None]:
+    def open_session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        add: Iterable[TopicPartition],
+        forget: Iterable[TopicPartition],
+    ) -> tuple[int, ShareSession | None]:
         """The session part of a ShareFetch (see :class:`ShareSessions`); a replaced
         session's records are released."""
         with self.lock:
-            code, session, replaced = self.sessions.update(group_id, member_id, epoch, add,
-                                                           forget)
+            code, session, replaced = self.sessions.update(group_id, member_id, epoch, add, forget)
             if replaced is not None:
                 self._release(group_id, member_id)
             return code, session
@@ -351,8 +388,11 @@ class ShareCoordinator:
 
     def _release(self, group_id: str, member_id: str) -> None:
         """Release every record a member holds in a group."""
-        released = [key for key, sp in self.partitions.items()
-                    if key[0] == group_id and sp.release_member(member_id)]
+        released = [
+            key
+            for key, sp in self.partitions.items()
+            if key[0] == group_id and sp.release_member(member_id)
+        ]
         self._persist(released)
 
     def _persist(self, keys: Iterable[Key]) -> None:
@@ -361,19 +401,27 @@ class ShareCoordinator:
         for key in dict.fromkeys(keys):
             sp = self.partitions.get(key)
             if sp is not None:
-                snaps[key] = PartitionSnapshot(self.topics.topic_id(key[1]), sp.state_epoch,
-                                               sp.start, tuple(sp.state_batches()))
+                snaps[key] = PartitionSnapshot(
+                    self.topics.topic_id(key[1]),
+                    sp.state_epoch,
+                    sp.start,
+                    tuple(sp.state_batches()),
+                )
         self.store.write(snaps)
 
     # -- the offsets admin APIs ---------------------------------------------------------------
 
-    def start_offsets(self, group_id: str, wanted: Iterable[TopicPartition] | None
-                      ) -> dict[TopicPartition, tuple[int, int]]:
+    def start_offsets(
+        self, group_id: str, wanted: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[int, int]]:
         """(SPSO, lag) per partition (-1, -1 when the group has no state there); all the
         group's share partitions when ``wanted`` is None."""
         with self.lock:
-            keys = [(t, p) for g, t, p in self.partitions if g == group_id] \
-                if wanted is None else list(wanted)
+            keys = (
+                [(t, p) for g, t, p in self.partitions if g == group_id]
+                if wanted is None
+                else list(wanted)
+            )
             out = {}
             for topic, index in keys:
                 sp = self.partitions.get((group_id, topic, index))
@@ -385,8 +433,9 @@ class ShareCoordinator:
                 out[(topic, index)] = (sp.start, lag)
             return out
 
-    def alter_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]
-                      ) -> tuple[int, dict[TopicPartition, int]]:
+    def alter_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int]
+    ) -> tuple[int, dict[TopicPartition, int]]:
         """AlterShareGroupOffsets: (group error, per-partition errors); only while the group
         has no members."""
         with self.lock:
@@ -413,8 +462,7 @@ class ShareCoordinator:
             self._persist(changed)
             return 0, codes
 
-    def delete_offsets(self, group_id: str, topics: Iterable[str]
-                       ) -> tuple[int, dict[str, int]]:
+    def delete_offsets(self, group_id: str, topics: Iterable[str]) -> tuple[int, dict[str, int]]:
         """DeleteShareGroupOffsets: forget the group's share partitions of ``topics``."""
         with self.lock:
             group = self.groups.get(group_id)
@@ -426,8 +474,11 @@ class ShareCoordinator:
             doomed: dict[Key, PartitionSnapshot | None] = {}
             for topic in topics:
                 keys = [k for k in self.partitions if k[0] == group_id and k[1] == topic]
-                codes[topic] = 0 if keys or self.topics.partitions(topic) is not None \
+                codes[topic] = (
+                    0
+                    if keys or self.topics.partitions(topic) is not None
                     else UNKNOWN_TOPIC_OR_PARTITION
+                )
                 for key in keys:
                     del self.partitions[key]
                     doomed[key] = None

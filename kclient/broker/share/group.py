@@ -8,6 +8,7 @@ partition by partition; here every member gets every partition of the topics it 
 membership, subscriptions or partitions; a member's epoch is the group epoch of the
 assignment it was last given.
 """
+
 from __future__ import annotations
 
 import time

@@ -10,21 +10,38 @@ window SPEO - SPSO is kept within ``max_locks`` records (whole log batches may o
 Kafka's acquisitions align to batches).  No I/O and no clock here: callers pass ``now``
 (seconds, monotonic) and a reader of the log's batch boundaries.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "ACCEPT", "ACKNOWLEDGED", "ACQUIRED", "ARCHIVED", "AVAILABLE", "GAP", "REJECT", "RELEASE",
-    "RENEW", "STATE_NAMES", "AcquiredRange", "InFlight", "InvalidRecordState", "SharePartition",
+    "ACCEPT",
+    "ACKNOWLEDGED",
+    "ACQUIRED",
+    "ARCHIVED",
+    "AVAILABLE",
+    "GAP",
+    "REJECT",
+    "RELEASE",
+    "RENEW",
+    "STATE_NAMES",
+    "AcquiredRange",
+    "InFlight",
+    "InvalidRecordState",
+    "SharePartition",
     "Span",
 ]
 
 #: Record states, numbered as Kafka's RecordState (and its persisted state batches).
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
-STATE_NAMES = {AVAILABLE: "available", ACQUIRED: "acquired", ACKNOWLEDGED: "acknowledged",
-               ARCHIVED: "archived"}
+STATE_NAMES = {
+    AVAILABLE: "available",
+    ACQUIRED: "acquired",
+    ACKNOWLEDGED: "acknowledged",
+    ARCHIVED: "archived",
+}
 #: Acknowledge types, as on the wire (ShareFetch / ShareAcknowledge ``AcknowledgeTypes``).
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 _DONE = (ACKNOWLEDGED, ARCHIVED)
@@ -53,12 +70,15 @@ class InFlight:
 class SharePartition:
     """The in-flight records of one share group on one partition (see the module doc)."""
 
-    def __init__(self, start: int, *, lock_ms: int = 30_000, delivery_limit: int = 5,
-                 max_locks: int = 2000) -> None:
+    def __init__(
+        self, start: int, *, lock_ms: int = 30_000, delivery_limit: int = 5, max_locks: int = 2000
+    ) -> None:
         """``start``: the first offset to hand out (the group's auto reset decides it)."""
         if lock_ms <= 0 or delivery_limit <= 0 or max_locks <= 0:
-            raise ValueError(f"share partition limits must be positive: lock {lock_ms} ms, "
-                             f"delivery limit {delivery_limit}, max locks {max_locks}")
+            raise ValueError(
+                f"share partition limits must be positive: lock {lock_ms} ms, "
+                f"delivery limit {delivery_limit}, max locks {max_locks}"
+            )
         self.start = self.end = start
         self.lock_ms, self.delivery_limit, self.max_locks = lock_ms, delivery_limit, max_locks
         self.records: dict[int, InFlight] = {}
@@ -70,8 +90,9 @@ class SharePartition:
 
     # -- acquiring ----------------------------------------------------------------------------
 
-    def acquire(self, member: str, now: float, max_records: int,
-                read: Callable[[int], Iterable[Span]]) -> list[AcquiredRange]:
+    def acquire(
+        self, member: str, now: float, max_records: int, read: Callable[[int], Iterable[Span]]
+    ) -> list[AcquiredRange]:
         """Lock up to ``max_records`` records (whole batches may overshoot) for ``member``:
         available in-flight records first, then new ones from SPEO as ``read(SPEO)`` lists
         them.  Returns the acquired ranges with their delivery counts."""
@@ -88,14 +109,15 @@ class SharePartition:
         self._advance()
         return list(self._ranges(got))
 
-    def _acquire_new(self, member: str, deadline: float, wanted: int,
-                     spans: Iterable[Span]) -> list[int]:
+    def _acquire_new(
+        self, member: str, deadline: float, wanted: int, spans: Iterable[Span]
+    ) -> list[int]:
         """Take new batches from SPEO on while under ``wanted`` and the lock limit."""
         got: list[int] = []
         for first, last, deliverable in spans:
             if last < self.end:
                 continue
-            if first != self.end:       # a hole in the log (compacted, truncated): done
+            if first != self.end:  # a hole in the log (compacted, truncated): done
                 for offset in range(self.end, max(first, self.end)):
                     self.records[offset] = InFlight(ARCHIVED)
                 first = self.end = max(first, self.end)
@@ -133,8 +155,9 @@ class SharePartition:
 
     # -- acknowledging ------------------------------------------------------------------------
 
-    def acknowledge(self, member: str, batches: Iterable[tuple[int, int, Sequence[int]]],
-                    now: float) -> None:
+    def acknowledge(
+        self, member: str, batches: Iterable[tuple[int, int, Sequence[int]]], now: float
+    ) -> None:
         """Apply ``(first, last, types)`` acknowledgements (one type for the whole range, or
         one per offset) of records ``member`` holds, all or none: InvalidRecordState when
         one names a record it does not hold."""
@@ -143,8 +166,9 @@ class SharePartition:
         for first, last, types in batches:
             types = list(types)
             if first > last or len(types) not in (1, last - first + 1):
-                raise InvalidRecordState(f"acknowledgement batch {first}..{last} with "
-                                         f"{len(types)} types")
+                raise InvalidRecordState(
+                    f"acknowledgement batch {first}..{last} with {len(types)} types"
+                )
             for i, offset in enumerate(range(first, last + 1)):
                 record = self.records.get(offset)
                 if record is None or record.state != ACQUIRED or record.member != member:
@@ -260,8 +284,9 @@ class SharePartition:
                 runs.append([offset, offset, state, count])
         return [(r[0], r[1], r[2], r[3]) for r in runs]
 
-    def restore(self, start: int, batches: Iterable[tuple[int, int, int, int]],
-                state_epoch: int = 0) -> None:
+    def restore(
+        self, start: int, batches: Iterable[tuple[int, int, int, int]], state_epoch: int = 0
+    ) -> None:
         """Load a persisted window (:meth:`state_batches`)."""
         self.records.clear()
         self.start = self.end = start

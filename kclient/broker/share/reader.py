@@ -7,6 +7,7 @@ answer carries no aborted-transaction list: the broker leaves them out).  :func:
 reads the bytes holding every acquired offset, so no acquired record is missing from the
 answer (a client acknowledges an acquired offset without a record as a gap).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ def read_bytes(log: Log, offset: int, limit: int, max_offset: int | None = None)
         data = region.read() if hasattr(region, "read") else bytes(region or b"")
         scan = scan_entries(data)
         if scan.entries or not data or limit >= _MAX_READ:
-            return data[:scan.valid_bytes]
+            return data[: scan.valid_bytes]
         limit = max(limit * 2, scan.incomplete_size or 0)
 
 
@@ -44,8 +45,11 @@ def spans(log: Log, start: int, limit: int, committed: bool) -> Iterator[Span]:
     bound = log.last_stable_offset if committed else log.log_end_offset
     if start >= bound or start < log.log_start_offset:
         return
-    aborted = sorted(log.aborted_transactions(start, bound), key=lambda t: t.first_offset) \
-        if committed else []
+    aborted = (
+        sorted(log.aborted_transactions(start, bound), key=lambda t: t.first_offset)
+        if committed
+        else []
+    )
     open_aborts: set[int] = set()
     offset, budget = start, limit
     while offset < bound and budget > 0:
@@ -59,8 +63,9 @@ def spans(log: Log, start: int, limit: int, committed: bool) -> Iterator[Span]:
                 offset = entry.offset + 1
                 yield entry.offset, entry.offset, True
                 continue
-            batch = v2.read_batch(data, entry.position, entry.size - 12, validate_crc=False,
-                                  decode=False)
+            batch = v2.read_batch(
+                data, entry.position, entry.size - 12, validate_crc=False, decode=False
+            )
             if batch.last_offset >= bound:
                 return
             while aborted and aborted[0].first_offset <= batch.last_offset:
@@ -98,5 +103,11 @@ def _next_offset(data: bytes, entry: Any) -> int:
     """The offset after an entry."""
     if entry.magic != 2:
         return int(entry.offset) + 1
-    return int(v2.read_batch(data, entry.position, entry.size - 12, validate_crc=False,
-                             decode=False).last_offset) + 1
+    return (
+        int(
+            v2.read_batch(
+                data, entry.position, entry.size - 12, validate_crc=False, decode=False
+            ).last_offset
+        )
+        + 1
+    )

@@ -1,6 +1,7 @@
 """The parts ShareFetch and ShareAcknowledge have in common: topic ids to names, the
 acknowledgement batches of a request, and the answer's partition entries.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -37,16 +38,20 @@ class Resolved:
         self.refused: dict[tuple[bytes, int], int] = {}
 
 
-def resolve(topics: Iterable[Any], by_id: Callable[[bytes], str | None],
-            may_read: Callable[[str], bool]) -> Resolved:
+def resolve(
+    topics: Iterable[Any], by_id: Callable[[bytes], str | None], may_read: Callable[[str], bool]
+) -> Resolved:
     """Map each requested topic id to its name; partitions of unknown ids answer
     UNKNOWN_TOPIC_ID, of topics without Read TOPIC_AUTHORIZATION_FAILED."""
     out = Resolved()
     for topic in topics:
         tid = bytes(topic.topic_id)
         name = by_id(tid)
-        code = UNKNOWN_TOPIC_ID if name is None else (
-            0 if may_read(name) else TOPIC_AUTHORIZATION_FAILED)
+        code = (
+            UNKNOWN_TOPIC_ID
+            if name is None
+            else (0 if may_read(name) else TOPIC_AUTHORIZATION_FAILED)
+        )
         if code:
             for p in topic.partitions:
                 out.refused[(tid, p.partition_index)] = code
@@ -56,8 +61,9 @@ def resolve(topics: Iterable[Any], by_id: Callable[[bytes], str | None],
     return out
 
 
-def ack_batches(topics: Iterable[Any], resolved: Resolved
-                ) -> dict[TopicPartition, list[tuple[int, int, list[int]]]]:
+def ack_batches(
+    topics: Iterable[Any], resolved: Resolved
+) -> dict[TopicPartition, list[tuple[int, int, list[int]]]]:
     """(topic, partition) -> its acknowledgement batches as (first, last, types)."""
     out: dict[TopicPartition, list[tuple[int, int, list[int]]]] = {}
     for topic in topics:
@@ -65,8 +71,10 @@ def ack_batches(topics: Iterable[Any], resolved: Resolved
         if name is None:
             continue
         for p in topic.partitions:
-            batches = [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                       for b in (p.acknowledgement_batches or ())]
+            batches = [
+                (b.first_offset, b.last_offset, list(b.acknowledge_types))
+                for b in (p.acknowledgement_batches or ())
+            ]
             if batches:
                 out.setdefault((name, p.partition_index), []).extend(batches)
     return out
@@ -75,5 +83,7 @@ def ack_batches(topics: Iterable[Any], resolved: Resolved
 def leader(broker: Any, topic: str, index: int) -> dict[str, int]:
     """The partition's current leader and epoch (-1 when unknown)."""
     node = broker.cluster.leader(topic, index)
-    return {"leader_id": node if node is not None else -1,
-            "leader_epoch": broker.cluster.leader_epoch(topic, index)}
+    return {
+        "leader_id": node if node is not None else -1,
+        "leader_epoch": broker.cluster.leader_epoch(topic, index),
+    }

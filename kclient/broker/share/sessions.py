@@ -5,6 +5,7 @@ next epoch (partitions added by naming them, removed by ``forgotten topics``) an
 epoch -1.  A request with no session answers SHARE_SESSION_NOT_FOUND, one with a wrong epoch
 INVALID_SHARE_SESSION_EPOCH; epochs wrap from 2^31-1 to 1, as Kafka's.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -53,9 +54,14 @@ class ShareSessions:
     def __init__(self) -> None:
         self._sessions: dict[tuple[str, str], ShareSession] = {}
 
-    def update(self, group_id: str, member_id: str, epoch: int,
-               add: Iterable[TopicPartition], forget: Iterable[TopicPartition]
-               ) -> tuple[int, ShareSession | None, ShareSession | None]:
+    def update(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        add: Iterable[TopicPartition],
+        forget: Iterable[TopicPartition],
+    ) -> tuple[int, ShareSession | None, ShareSession | None]:
         """Apply one request's session part: (error code, the session, a session it
         replaced).  Epoch -1 returns the session without closing it (:meth:`close` does,
         once its acknowledgements are applied)."""

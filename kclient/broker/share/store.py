@@ -9,6 +9,7 @@ without members) and a group's dynamic configuration (``share.auto.offset.reset`
 null value deletes.  Every change is one appended batch, fsynced before the request that made
 it is answered, so a crash (kill -9) loses nothing answered.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,10 @@ __all__ = ["PartitionSnapshot", "ShareStateStore", "STATE_LOG"]
 STATE_LOG = "__share_group_state-0"
 _SNAPSHOT, _GROUP, _CONFIG = 0, 1, 2
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
-_HEAD = struct.Struct(">16siqi")          # topic id, state epoch, start offset, run count
-_RUN = struct.Struct(">qqbh")             # first, last, state, delivery count
+_HEAD = struct.Struct(">16siqi")  # topic id, state epoch, start offset, run count
+_RUN = struct.Struct(">qqbh")  # first, last, state, delivery count
 
-SharePartitionKey = tuple[str, str, int]    # group, topic, partition
+SharePartitionKey = tuple[str, str, int]  # group, topic, partition
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _parse_key(key: bytes) -> tuple[int, str, str, int]:
     pos, parts = 2, []
     for _ in range(2):
         size = _I16.unpack_from(key, pos)[0]
-        parts.append(key[pos + 2:pos + 2 + size].decode("utf-8"))
+        parts.append(key[pos + 2 : pos + 2 + size].decode("utf-8"))
         pos += 2 + size
     return kind, parts[0], parts[1], _I32.unpack_from(key, pos)[0]
 
@@ -80,10 +81,12 @@ class ShareStateStore:
     def __init__(self, data_dir: Path | str, config: Mapping[str, str] | None = None) -> None:
         config = dict(config or {})
         self.store = StateLog(
-            Path(data_dir) / STATE_LOG, config, fsync=True,
+            Path(data_dir) / STATE_LOG,
+            config,
+            fsync=True,
             name="kclient-share-state-cleaner",
-            segment_bytes=int(config.get("share.coordinator.state.topic.segment.bytes",
-                                         104857600)))
+            segment_bytes=int(config.get("share.coordinator.state.topic.segment.bytes", 104857600)),
+        )
         self.partitions: dict[SharePartitionKey, PartitionSnapshot] = {}
         self.groups: dict[str, int] = {}
         self.configs: dict[str, dict[str, str]] = {}
@@ -126,9 +129,12 @@ class ShareStateStore:
             else:
                 self.configs[group] = json.loads(value)
 
-    def write(self, snapshots: Mapping[SharePartitionKey, PartitionSnapshot | None] | None = None,
-              groups: Mapping[str, int | None] | None = None,
-              configs: Mapping[str, Mapping[str, str] | None] | None = None) -> None:
+    def write(
+        self,
+        snapshots: Mapping[SharePartitionKey, PartitionSnapshot | None] | None = None,
+        groups: Mapping[str, int | None] | None = None,
+        configs: Mapping[str, Mapping[str, str] | None] | None = None,
+    ) -> None:
         """Store changes as one atomic batch (None deletes), then make them visible."""
         keys: list[bytes] = []
         values: list[bytes | None] = []
@@ -153,7 +159,8 @@ class ShareStateStore:
     def delete_group(self, group: str) -> None:
         """Remove a group's record, configs and every share partition of it."""
         doomed: dict[SharePartitionKey, PartitionSnapshot | None] = {
-            key: None for key in self.partitions if key[0] == group}
+            key: None for key in self.partitions if key[0] == group
+        }
         self.write(doomed, {group: None}, {group: None} if group in self.configs else {})
 
     def group_partitions(self, group: str) -> Iterable[SharePartitionKey]:

@@ -1,4 +1,5 @@
 """AddOffsetsToTxn (key 25): tell the transaction coordinator a group's offsets join the transaction."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,10 @@ if TYPE_CHECKING:
     from ..messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 
 ADD_OFFSETS_TO_TXN: Api[AddOffsetsToTxnRequest, AddOffsetsToTxnResponse] = Api(
-    25, "AddOffsetsToTxn", "0-4", flexible=3,
+    25,
+    "AddOffsetsToTxn",
+    "0-4",
+    flexible=3,
     request=[
         F("transactional_id", STRING),
         F("producer_id", INT64),

@@ -4,6 +4,7 @@ The member sends its epoch (0 joins, -1 leaves, -2 a static member leaving to co
 left null did not change since the last heartbeat. v1 adds the broker-side regex subscription
 and requires the member to generate its own member id (KIP-1082).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -25,7 +26,10 @@ def _topic_partitions() -> list[F]:
 
 
 CONSUMER_GROUP_HEARTBEAT: Api[ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse] = Api(
-    68, "ConsumerGroupHeartbeat", "0-1", flexible=0,
+    68,
+    "ConsumerGroupHeartbeat",
+    "0-1",
+    flexible=0,
     request=[
         F("group_id", STRING),
         F("member_id", STRING),
@@ -45,7 +49,11 @@ CONSUMER_GROUP_HEARTBEAT: Api[ConsumerGroupHeartbeatRequest, ConsumerGroupHeartb
         F("member_id", STRING, nullable="0+", default=None),
         F("member_epoch", INT32),
         F("heartbeat_interval_ms", INT32),
-        F("assignment", One([F("topic_partitions", _topic_partitions())]),
-          nullable="0+", default=None),
+        F(
+            "assignment",
+            One([F("topic_partitions", _topic_partitions())]),
+            nullable="0+",
+            default=None,
+        ),
     ],
 )

@@ -1,4 +1,5 @@
 """DeleteGroups (key 42): delete empty consumer groups with their committed offsets."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,15 +12,21 @@ if TYPE_CHECKING:
     from ..messages import DeleteGroupsRequest, DeleteGroupsResponse
 
 DELETE_GROUPS: Api[DeleteGroupsRequest, DeleteGroupsResponse] = Api(
-    42, "DeleteGroups", "0-2", flexible=2,
+    42,
+    "DeleteGroups",
+    "0-2",
+    flexible=2,
     request=[
         F("groups_names", ArrayOf(STRING)),
     ],
     response=[
         F("throttle_time_ms", INT32),
-        F("results", [
-            F("group_id", STRING),
-            F("error_code", INT16),
-        ]),
+        F(
+            "results",
+            [
+                F("group_id", STRING),
+                F("error_code", INT16),
+            ],
+        ),
     ],
 )

@@ -1,4 +1,5 @@
 """DeleteRecords (key 21): advance partitions' log start offset, deleting what lies before it."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,26 +15,41 @@ if TYPE_CHECKING:
 HIGH_WATERMARK = -1
 
 DELETE_RECORDS: Api[DeleteRecordsRequest, DeleteRecordsResponse] = Api(
-    21, "DeleteRecords", "0-2", flexible=2,
+    21,
+    "DeleteRecords",
+    "0-2",
+    flexible=2,
     request=[
-        F("topics", [
-            F("name", STRING),
-            F("partitions", [
-                F("partition_index", INT32),
-                F("offset", INT64),
-            ]),
-        ]),
+        F(
+            "topics",
+            [
+                F("name", STRING),
+                F(
+                    "partitions",
+                    [
+                        F("partition_index", INT32),
+                        F("offset", INT64),
+                    ],
+                ),
+            ],
+        ),
         F("timeout_ms", INT32, default=30000),
     ],
     response=[
         F("throttle_time_ms", INT32),
-        F("topics", [
-            F("name", STRING),
-            F("partitions", [
-                F("partition_index", INT32),
-                F("low_watermark", INT64),
-                F("error_code", INT16),
-            ]),
-        ]),
+        F(
+            "topics",
+            [
+                F("name", STRING),
+                F(
+                    "partitions",
+                    [
+                        F("partition_index", INT32),
+                        F("low_watermark", INT64),
+                        F("error_code", INT16),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

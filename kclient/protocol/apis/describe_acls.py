@@ -1,4 +1,5 @@
 """DescribeAcls (key 29): the ACL bindings matching a filter, grouped by resource pattern."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
 _LITERAL = 3
 
 DESCRIBE_ACLS: Api[DescribeAclsRequest, DescribeAclsResponse] = Api(
-    29, "DescribeAcls", "0-3", flexible=2,
+    29,
+    "DescribeAcls",
+    "0-3",
+    flexible=2,
     request=[
         F("resource_type_filter", INT8),
         F("resource_name_filter", STRING, nullable="0+", default=None),
@@ -28,16 +32,22 @@ DESCRIBE_ACLS: Api[DescribeAclsRequest, DescribeAclsResponse] = Api(
         F("throttle_time_ms", INT32),
         F("error_code", INT16),
         F("error_message", STRING, nullable="0+", default=None),
-        F("resources", [
-            F("resource_type", INT8),
-            F("resource_name", STRING),
-            F("pattern_type", INT8, "1+", default=_LITERAL),
-            F("acls", [
-                F("principal", STRING),
-                F("host", STRING),
-                F("operation", INT8),
-                F("permission_type", INT8),
-            ]),
-        ]),
+        F(
+            "resources",
+            [
+                F("resource_type", INT8),
+                F("resource_name", STRING),
+                F("pattern_type", INT8, "1+", default=_LITERAL),
+                F(
+                    "acls",
+                    [
+                        F("principal", STRING),
+                        F("host", STRING),
+                        F("operation", INT8),
+                        F("permission_type", INT8),
+                    ],
+                ),
+            ],
+        ),
     ],
 )

@@ -1,5 +1,6 @@
 """DescribeCluster (key 60, KIP-700): the cluster id, controller and brokers, and the cluster's
 authorized operations (which Metadata carried until v10)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 DESCRIBE_CLUSTER: Api[DescribeClusterRequest, DescribeClusterResponse] = Api(
-    60, "DescribeCluster", "0-1", flexible=0,
+    60,
+    "DescribeCluster",
+    "0-1",
+    flexible=0,
     request=[
         F("include_cluster_authorized_operations", BOOLEAN),
         F("endpoint_type", INT8, "1+", default=BROKERS_ENDPOINT),
@@ -27,12 +31,15 @@ DESCRIBE_CLUSTER: Api[DescribeClusterRequest, DescribeClusterResponse] = Api(
         F("endpoint_type", INT8, "1+", default=BROKERS_ENDPOINT),
         F("cluster_id", STRING),
         F("controller_id", INT32, default=-1),
-        F("brokers", [
-            F("broker_id", INT32),
-            F("host", STRING),
-            F("port", INT32),
-            F("rack", NULLABLE_STRING, default=None),
-        ]),
+        F(
+            "brokers",
+            [
+                F("broker_id", INT32),
+                F("host", STRING),
+                F("port", INT32),
+                F("rack", NULLABLE_STRING, default=None),
+            ],
+        ),
         F("cluster_authorized_operations", INT32, default=-2147483648),
     ],
 )

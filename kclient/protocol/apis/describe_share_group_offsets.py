@@ -1,5 +1,6 @@
 """DescribeShareGroupOffsets (key 90, KIP-932): each partition's share-partition start offset
 in share groups (v1: and its lag)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,34 +15,54 @@ if TYPE_CHECKING:
 DESCRIBE_SHARE_GROUP_OFFSETS: Api[
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 ] = Api(
-    90, "DescribeShareGroupOffsets", "0-1", flexible=0,
+    90,
+    "DescribeShareGroupOffsets",
+    "0-1",
+    flexible=0,
     request=[
-        F("groups", [
-            F("group_id", STRING),
-            F("topics", [
-                F("topic_name", STRING),
-                F("partitions", ArrayOf(INT32)),
-            ], nullable="0+", default=None),
-        ]),
+        F(
+            "groups",
+            [
+                F("group_id", STRING),
+                F(
+                    "topics",
+                    [
+                        F("topic_name", STRING),
+                        F("partitions", ArrayOf(INT32)),
+                    ],
+                    nullable="0+",
+                    default=None,
+                ),
+            ],
+        ),
     ],
     response=[
         F("throttle_time_ms", INT32),
-        F("groups", [
-            F("group_id", STRING),
-            F("topics", [
-                F("topic_name", STRING),
-                F("topic_id", UUID),
-                F("partitions", [
-                    F("partition_index", INT32),
-                    F("start_offset", INT64),
-                    F("leader_epoch", INT32),
-                    F("lag", INT64, "1+", default=-1),
-                    F("error_code", INT16),
-                    F("error_message", STRING, nullable="0+", default=None),
-                ]),
-            ]),
-            F("error_code", INT16),
-            F("error_message", STRING, nullable="0+", default=None),
-        ]),
+        F(
+            "groups",
+            [
+                F("group_id", STRING),
+                F(
+                    "topics",
+                    [
+                        F("topic_name", STRING),
+                        F("topic_id", UUID),
+                        F(
+                            "partitions",
+                            [
+                                F("partition_index", INT32),
+                                F("start_offset", INT64),
+                                F("leader_epoch", INT32),
+                                F("lag", INT64, "1+", default=-1),
+                                F("error_code", INT16),
+                                F("error_message", STRING, nullable="0+", default=None),
+                            ],
+                        ),
+                    ],
+                ),
+                F("error_code", INT16),
+                F("error_message", STRING, nullable="0+", default=None),
+            ],
+        ),
     ],
 )

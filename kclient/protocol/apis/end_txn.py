@@ -2,6 +2,7 @@
 
 v5 (transaction version 2, KIP-890) answers with the producer id and epoch to use next.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
     from ..messages import EndTxnRequest, EndTxnResponse
 
 END_TXN: Api[EndTxnRequest, EndTxnResponse] = Api(
-    26, "EndTxn", "0-5", flexible=3,
+    26,
+    "EndTxn",
+    "0-5",
+    flexible=3,
     request=[
         F("transactional_id", STRING),
         F("producer_id", INT64),

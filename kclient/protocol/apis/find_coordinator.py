@@ -3,6 +3,7 @@
 v4 (KIP-699) replaces the single ``key`` with batched ``coordinator_keys`` and answers with one
 ``coordinators`` entry per key.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
     from ..messages import FindCoordinatorRequest, FindCoordinatorResponse
 
 FIND_COORDINATOR: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
-    10, "FindCoordinator", "0-4", flexible=3,
+    10,
+    "FindCoordinator",
+    "0-4",
+    flexible=3,
     request=[
         F("key", STRING, "0-3"),
         F("key_type", INT8, "1+", default=0),  # 0 = group, 1 = transaction
@@ -28,13 +32,17 @@ FIND_COORDINATOR: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
         F("node_id", INT32, "0-3"),
         F("host", STRING, "0-3"),
         F("port", INT32, "0-3"),
-        F("coordinators", [
-            F("key", STRING),
-            F("node_id", INT32),
-            F("host", STRING),
-            F("port", INT32),
-            F("error_code", INT16),
-            F("error_message", STRING, nullable="0+", default=None),
-        ], "4+"),
+        F(
+            "coordinators",
+            [
+                F("key", STRING),
+                F("node_id", INT32),
+                F("host", STRING),
+                F("port", INT32),
+                F("error_code", INT16),
+                F("error_message", STRING, nullable="0+", default=None),
+            ],
+            "4+",
+        ),
     ],
 )

@@ -1,4 +1,5 @@
 """Heartbeat (key 12): a member tells the coordinator it is alive; errors signal a rebalance."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,10 @@ if TYPE_CHECKING:
     from ..messages import HeartbeatRequest, HeartbeatResponse
 
 HEARTBEAT: Api[HeartbeatRequest, HeartbeatResponse] = Api(
-    12, "Heartbeat", "0-4", flexible=4,
+    12,
+    "Heartbeat",
+    "0-4",
+    flexible=4,
     request=[
         F("group_id", STRING),
         F("generation_id", INT32),

@@ -1,4 +1,5 @@
 """InitProducerId (key 22): a producer id and epoch for an idempotent or transactional producer."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,10 @@ if TYPE_CHECKING:
     from ..messages import InitProducerIdRequest, InitProducerIdResponse
 
 INIT_PRODUCER_ID: Api[InitProducerIdRequest, InitProducerIdResponse] = Api(
-    22, "InitProducerId", "0-6", flexible=2,
+    22,
+    "InitProducerId",
+    "0-6",
+    flexible=2,
     request=[
         F("transactional_id", STRING, nullable="0+", default=None),
         F("transaction_timeout_ms", INT32),

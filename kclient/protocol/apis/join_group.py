@@ -1,4 +1,5 @@
 """JoinGroup (key 11): enter a group's rebalance; the coordinator picks a leader and protocol."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,10 @@ if TYPE_CHECKING:
     from ..messages import JoinGroupRequest, JoinGroupResponse
 
 JOIN_GROUP: Api[JoinGroupRequest, JoinGroupResponse] = Api(
-    11, "JoinGroup", "0-7", flexible=6,
+    11,
+    "JoinGroup",
+    "0-7",
+    flexible=6,
     request=[
         F("group_id", STRING),
         F("session_timeout_ms", INT32),
@@ -19,10 +23,13 @@ JOIN_GROUP: Api[JoinGroupRequest, JoinGroupResponse] = Api(
         F("member_id", STRING, default=""),
         F("group_instance_id", STRING, "5+", nullable="5+", default=None),
         F("protocol_type", STRING),
-        F("protocols", [
-            F("name", STRING),
-            F("metadata", BYTES),
-        ]),
+        F(
+            "protocols",
+            [
+                F("name", STRING),
+                F("metadata", BYTES),
+            ],
+        ),
     ],
     response=[
         F("throttle_time_ms", INT32, "2+"),
@@ -32,10 +39,13 @@ JOIN_GROUP: Api[JoinGroupRequest, JoinGroupResponse] = Api(
         F("protocol_name", STRING, nullable="7+", default=""),
         F("leader", STRING, default=""),
         F("member_id", STRING, default=""),
-        F("members", [
-            F("member_id", STRING),
-            F("group_instance_id", STRING, "5+", nullable="5+", default=None),
-            F("metadata", BYTES),
-        ]),
+        F(
+            "members",
+            [
+                F("member_id", STRING),
+                F("group_instance_id", STRING, "5+", nullable="5+", default=None),
+                F("metadata", BYTES),
+            ],
+        ),
     ],
 )

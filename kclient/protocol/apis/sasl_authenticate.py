@@ -1,5 +1,6 @@
 """SaslAuthenticate (key 36, KIP-152): one SASL token each way, with the broker's error message
 (v0+) and how long the authenticated session lasts before re-authentication (v1+, KIP-368)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,7 +13,10 @@ if TYPE_CHECKING:
     from ..messages import SaslAuthenticateRequest, SaslAuthenticateResponse
 
 SASL_AUTHENTICATE: Api[SaslAuthenticateRequest, SaslAuthenticateResponse] = Api(
-    36, "SaslAuthenticate", "0-2", flexible=2,
+    36,
+    "SaslAuthenticate",
+    "0-2",
+    flexible=2,
     request=[
         F("auth_bytes", BYTES),
     ],

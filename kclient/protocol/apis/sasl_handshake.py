@@ -1,6 +1,7 @@
 """SaslHandshake (key 17): the client names its SASL mechanism; the broker answers with the ones
 it enables.  After v0 the SASL tokens follow as bare size-prefixed frames (no request header);
 after v1 they travel in SaslAuthenticate requests (KIP-152)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -13,7 +14,9 @@ if TYPE_CHECKING:
     from ..messages import SaslHandshakeRequest, SaslHandshakeResponse
 
 SASL_HANDSHAKE: Api[SaslHandshakeRequest, SaslHandshakeResponse] = Api(
-    17, "SaslHandshake", "0-1",
+    17,
+    "SaslHandshake",
+    "0-1",
     request=[
         F("mechanism", STRING),
     ],

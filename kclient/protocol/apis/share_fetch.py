@@ -1,5 +1,6 @@
 """ShareFetch (key 78, KIP-932): records acquired under a time-limited lock from a share
 session, carrying the acknowledgements of earlier deliveries (v2: acquire modes, RENEW)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -28,7 +29,10 @@ NODE_ENDPOINTS = [
 ]
 
 SHARE_FETCH: Api[ShareFetchRequest, ShareFetchResponse] = Api(
-    78, "ShareFetch", "1-2", flexible=0,
+    78,
+    "ShareFetch",
+    "1-2",
+    flexible=0,
     request=[
         F("group_id", STRING, nullable="0+", default=None),
         F("member_id", STRING, nullable="0+"),
@@ -40,40 +44,58 @@ SHARE_FETCH: Api[ShareFetchRequest, ShareFetchResponse] = Api(
         F("batch_size", INT32, "1+"),
         F("share_acquire_mode", INT8, "2+", default=0),
         F("is_renew_ack", BOOLEAN, "2+", default=False),
-        F("topics", [
-            F("topic_id", UUID),
-            F("partitions", [
-                F("partition_index", INT32),
-                F("acknowledgement_batches", ACKNOWLEDGEMENT_BATCH),
-            ]),
-        ]),
-        F("forgotten_topics_data", [
-            F("topic_id", UUID),
-            F("partitions", ArrayOf(INT32)),
-        ]),
+        F(
+            "topics",
+            [
+                F("topic_id", UUID),
+                F(
+                    "partitions",
+                    [
+                        F("partition_index", INT32),
+                        F("acknowledgement_batches", ACKNOWLEDGEMENT_BATCH),
+                    ],
+                ),
+            ],
+        ),
+        F(
+            "forgotten_topics_data",
+            [
+                F("topic_id", UUID),
+                F("partitions", ArrayOf(INT32)),
+            ],
+        ),
     ],
     response=[
         F("throttle_time_ms", INT32),
         F("error_code", INT16),
         F("error_message", STRING, nullable="0+", default=None),
         F("acquisition_lock_timeout_ms", INT32, "1+"),
-        F("responses", [
-            F("topic_id", UUID),
-            F("partitions", [
-                F("partition_index", INT32),
-                F("error_code", INT16),
-                F("error_message", STRING, nullable="0+", default=None),
-                F("acknowledge_error_code", INT16),
-                F("acknowledge_error_message", STRING, nullable="0+", default=None),
-                F("current_leader", CURRENT_LEADER),
-                F("records", RECORDS),
-                F("acquired_records", [
-                    F("first_offset", INT64),
-                    F("last_offset", INT64),
-                    F("delivery_count", INT16),
-                ]),
-            ]),
-        ]),
+        F(
+            "responses",
+            [
+                F("topic_id", UUID),
+                F(
+                    "partitions",
+                    [
+                        F("partition_index", INT32),
+                        F("error_code", INT16),
+                        F("error_message", STRING, nullable="0+", default=None),
+                        F("acknowledge_error_code", INT16),
+                        F("acknowledge_error_message", STRING, nullable="0+", default=None),
+                        F("current_leader", CURRENT_LEADER),
+                        F("records", RECORDS),
+                        F(
+                            "acquired_records",
+                            [
+                                F("first_offset", INT64),
+                                F("last_offset", INT64),
+                                F("delivery_count", INT16),
+                            ],
+                        ),
+                    ],
+                ),
+            ],
+        ),
         F("node_endpoints", NODE_ENDPOINTS),
     ],
 )

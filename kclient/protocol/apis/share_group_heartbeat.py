@@ -1,5 +1,6 @@
 """ShareGroupHeartbeat (key 76, KIP-932): a share-group member joins, stays and leaves; the
 coordinator answers with its epoch and the partitions assigned to it (by topic id)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,7 +13,10 @@ if TYPE_CHECKING:
     from ..messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
 SHARE_GROUP_HEARTBEAT: Api[ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse] = Api(
-    76, "ShareGroupHeartbeat", "1", flexible=0,
+    76,
+    "ShareGroupHeartbeat",
+    "1",
+    flexible=0,
     request=[
         F("group_id", STRING),
         F("member_id", STRING),
@@ -27,11 +31,21 @@ SHARE_GROUP_HEARTBEAT: Api[ShareGroupHeartbeatRequest, ShareGroupHeartbeatRespon
         F("member_id", STRING, nullable="0+", default=None),
         F("member_epoch", INT32),
         F("heartbeat_interval_ms", INT32),
-        F("assignment", One([
-            F("topic_partitions", [
-                F("topic_id", UUID),
-                F("partitions", ArrayOf(INT32)),
-            ]),
-        ]), nullable="0+", default=None),
+        F(
+            "assignment",
+            One(
+                [
+                    F(
+                        "topic_partitions",
+                        [
+                            F("topic_id", UUID),
+                            F("partitions", ArrayOf(INT32)),
+                        ],
+                    ),
+                ]
+            ),
+            nullable="0+",
+            default=None,
+        ),
     ],
 )

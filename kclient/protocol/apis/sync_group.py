@@ -1,4 +1,5 @@
 """SyncGroup (key 14): the leader hands out assignments; every member receives its own."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,10 @@ if TYPE_CHECKING:
     from ..messages import SyncGroupRequest, SyncGroupResponse
 
 SYNC_GROUP: Api[SyncGroupRequest, SyncGroupResponse] = Api(
-    14, "SyncGroup", "0-5", flexible=4,
+    14,
+    "SyncGroup",
+    "0-5",
+    flexible=4,
     request=[
         F("group_id", STRING),
         F("generation_id", INT32),
@@ -19,10 +23,13 @@ SYNC_GROUP: Api[SyncGroupRequest, SyncGroupResponse] = Api(
         F("group_instance_id", STRING, "3+", nullable="3+", default=None),
         F("protocol_type", STRING, "5+", nullable="5+", default=None),
         F("protocol_name", STRING, "5+", nullable="5+", default=None),
-        F("assignments", [
-            F("member_id", STRING),
-            F("assignment", BYTES),
-        ]),
+        F(
+            "assignments",
+            [
+                F("member_id", STRING),
+                F("assignment", BYTES),
+            ],
+        ),
     ],
     response=[
         F("throttle_time_ms", INT32, "1+"),

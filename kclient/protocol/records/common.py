@@ -4,6 +4,7 @@ Every log entry, whatever its format, starts with ``offset: int64`` and ``size: 
 12-byte log overhead) and has its magic byte at position 16; that is what lets one reader walk a
 buffer of mixed formats.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -32,8 +33,11 @@ NO_TIMESTAMP = -1
 NO_TIMESTAMP_TYPE = -1
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
-TIMESTAMP_TYPE_NAMES = {NO_TIMESTAMP_TYPE: "NoTimestampType", CREATE_TIME: "CreateTime",
-                        LOG_APPEND_TIME: "LogAppendTime"}
+TIMESTAMP_TYPE_NAMES = {
+    NO_TIMESTAMP_TYPE: "NoTimestampType",
+    CREATE_TIME: "CreateTime",
+    LOG_APPEND_TIME: "LogAppendTime",
+}
 
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -61,9 +65,15 @@ class Record:
 
     __slots__ = ("offset", "timestamp", "timestamp_type", "key", "value", "_headers")
 
-    def __init__(self, offset: int, timestamp: int = NO_TIMESTAMP,
-                 timestamp_type: int = NO_TIMESTAMP_TYPE, key: bytes | None = None,
-                 value: bytes | None = None, headers: list[Header] | None = None) -> None:
+    def __init__(
+        self,
+        offset: int,
+        timestamp: int = NO_TIMESTAMP,
+        timestamp_type: int = NO_TIMESTAMP_TYPE,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        headers: list[Header] | None = None,
+    ) -> None:
         """Build a record; ``headers`` None means no headers."""
         self.offset = offset
         self.timestamp = timestamp
@@ -82,13 +92,23 @@ class Record:
 
     def as_tuple(self) -> tuple[int, int, int, bytes | None, bytes | None, list[Header]]:
         """``(offset, timestamp, timestamp_type, key, value, headers)``."""
-        return (self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
-                self.headers)
+        return (
+            self.offset,
+            self.timestamp,
+            self.timestamp_type,
+            self.key,
+            self.value,
+            self.headers,
+        )
 
     def replace(self, **changes: Any) -> Record:
         """A copy with some fields changed (like ``NamedTuple._replace``)."""
-        fields: dict[str, Any] = dict(zip(
-            ("offset", "timestamp", "timestamp_type", "key", "value", "headers"), self.as_tuple()))
+        fields: dict[str, Any] = dict(
+            zip(
+                ("offset", "timestamp", "timestamp_type", "key", "value", "headers"),
+                self.as_tuple(),
+            )
+        )
         fields.update(changes)
         return Record(**fields)
 
@@ -102,16 +122,26 @@ class Record:
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash((self.offset, self.timestamp, self.timestamp_type, self.key, self.value,
-                     tuple(self.headers)))
+        return hash(
+            (
+                self.offset,
+                self.timestamp,
+                self.timestamp_type,
+                self.key,
+                self.value,
+                tuple(self.headers),
+            )
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Record, self.as_tuple())
 
     def __repr__(self) -> str:
-        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, "
-                f"timestamp_type={self.timestamp_type}, key={self.key!r}, value={self.value!r}, "
-                f"headers={self.headers!r})")
+        return (
+            f"Record(offset={self.offset}, timestamp={self.timestamp}, "
+            f"timestamp_type={self.timestamp_type}, key={self.key!r}, value={self.value!r}, "
+            f"headers={self.headers!r})"
+        )
 
 
 class BatchInfo(NamedTuple):
@@ -130,10 +160,15 @@ class BatchInfo(NamedTuple):
 LEGACY_INFO = {(m, c): BatchInfo(m, c) for m in (0, 1) for c in range(8)}
 
 
-def make_records(offsets: Iterable[int], timestamps: Iterable[int],
-                 timestamp_types: Iterable[int], keys: Iterable[bytes | None] | None,
-                 values: list[bytes | None], headers: Iterable[list[Header] | None] | None,
-                 infos: Iterable[BatchInfo]) -> Iterator[Record]:
+def make_records(
+    offsets: Iterable[int],
+    timestamps: Iterable[int],
+    timestamp_types: Iterable[int],
+    keys: Iterable[bytes | None] | None,
+    values: list[bytes | None],
+    headers: Iterable[list[Header] | None] | None,
+    infos: Iterable[BatchInfo],
+) -> Iterator[Record]:
     """The default record factory of the decoders: the records of one decoded entry, as
     :class:`Record` objects created while the caller iterates.
 
@@ -144,17 +179,28 @@ def make_records(offsets: Iterable[int], timestamps: Iterable[int],
     shares); ``keys`` / ``headers`` are None when no record has one, else hold None or the
     key / the header list per record.  ``infos`` is not kept in a Record.
     """
-    return _records(offsets, timestamps, timestamp_types,
-                    repeat(None) if keys is None else keys, values,
-                    repeat(None) if headers is None else headers)
+    return _records(
+        offsets,
+        timestamps,
+        timestamp_types,
+        repeat(None) if keys is None else keys,
+        values,
+        repeat(None) if headers is None else headers,
+    )
 
 
-def _records(offsets: Iterable[int], timestamps: Iterable[int], timestamp_types: Iterable[int],
-             keys: Iterable[bytes | None], values: list[bytes | None],
-             headers: Iterable[list[Header] | None]) -> Iterator[Record]:
+def _records(
+    offsets: Iterable[int],
+    timestamps: Iterable[int],
+    timestamp_types: Iterable[int],
+    keys: Iterable[bytes | None],
+    values: list[bytes | None],
+    headers: Iterable[list[Header] | None],
+) -> Iterator[Record]:
     new = object.__new__
     for offset, timestamp, timestamp_type, key, value, hs in zip(
-            offsets, timestamps, timestamp_types, keys, values, headers):
+        offsets, timestamps, timestamp_types, keys, values, headers
+    ):
         rec = new(Record)
         rec.offset = offset
         rec.timestamp = timestamp
@@ -172,20 +218,49 @@ class Batch:
     read from.  Fields a format lacks hold Kafka's "none" values (-1).
     """
 
-    __slots__ = ("magic", "position", "size", "base_offset", "last_offset", "codec",
-                 "timestamp_type", "is_transactional", "is_control", "producer_id",
-                 "producer_epoch", "base_sequence", "partition_leader_epoch", "first_timestamp",
-                 "max_timestamp", "record_count", "crc", "records")
+    __slots__ = (
+        "magic",
+        "position",
+        "size",
+        "base_offset",
+        "last_offset",
+        "codec",
+        "timestamp_type",
+        "is_transactional",
+        "is_control",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "partition_leader_epoch",
+        "first_timestamp",
+        "max_timestamp",
+        "record_count",
+        "crc",
+        "records",
+    )
 
-    def __init__(self, *, magic: int = 2, position: int = 0, size: int = 0,
-                 base_offset: int = 0, last_offset: int = 0, codec: int = 0,
-                 timestamp_type: int = CREATE_TIME, is_transactional: bool = False,
-                 is_control: bool = False, producer_id: int = NO_PRODUCER_ID,
-                 producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
-                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                 first_timestamp: int = NO_TIMESTAMP, max_timestamp: int = NO_TIMESTAMP,
-                 record_count: int = 0, crc: int = 0,
-                 records: list[Record] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        magic: int = 2,
+        position: int = 0,
+        size: int = 0,
+        base_offset: int = 0,
+        last_offset: int = 0,
+        codec: int = 0,
+        timestamp_type: int = CREATE_TIME,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        first_timestamp: int = NO_TIMESTAMP,
+        max_timestamp: int = NO_TIMESTAMP,
+        record_count: int = 0,
+        crc: int = 0,
+        records: list[Record] | None = None,
+    ) -> None:
         """Set every field (defaults: Kafka's "none" values)."""
         self.magic = magic
         self.position = position
@@ -226,9 +301,11 @@ class Batch:
         return len(self.records)
 
     def __repr__(self) -> str:
-        return (f"Batch(magic={self.magic}, position={self.position}, size={self.size}, "
-                f"offsets={self.base_offset}..{self.last_offset}, codec={self.codec}, "
-                f"records={self.record_count}, control={self.is_control})")
+        return (
+            f"Batch(magic={self.magic}, position={self.position}, size={self.size}, "
+            f"offsets={self.base_offset}..{self.last_offset}, codec={self.codec}, "
+            f"records={self.record_count}, control={self.is_control})"
+        )
 
 
 def corrupt(offset: int | None, message: str) -> CorruptRecordError:
@@ -237,10 +314,33 @@ def corrupt(offset: int | None, message: str) -> CorruptRecordError:
 
 
 __all__ = [
-    "LOG_OVERHEAD", "MAGIC_OFFSET", "RECORD_OVERHEAD_V0", "RECORD_OVERHEAD_V1",
-    "BATCH_HEADER_SIZE", "BATCH_OVERHEAD_V2", "V2_CRC_START", "MIN_ENTRY_SIZE",
-    "NO_TIMESTAMP", "NO_TIMESTAMP_TYPE", "CREATE_TIME", "LOG_APPEND_TIME", "TIMESTAMP_TYPE_NAMES",
-    "CODEC_MASK", "TIMESTAMP_TYPE_MASK", "TRANSACTIONAL_MASK", "CONTROL_MASK",
-    "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "Header", "Record", "RecordFactory", "BatchInfo", "LEGACY_INFO", "make_records", "Batch", "corrupt",
+    "LOG_OVERHEAD",
+    "MAGIC_OFFSET",
+    "RECORD_OVERHEAD_V0",
+    "RECORD_OVERHEAD_V1",
+    "BATCH_HEADER_SIZE",
+    "BATCH_OVERHEAD_V2",
+    "V2_CRC_START",
+    "MIN_ENTRY_SIZE",
+    "NO_TIMESTAMP",
+    "NO_TIMESTAMP_TYPE",
+    "CREATE_TIME",
+    "LOG_APPEND_TIME",
+    "TIMESTAMP_TYPE_NAMES",
+    "CODEC_MASK",
+    "TIMESTAMP_TYPE_MASK",
+    "TRANSACTIONAL_MASK",
+    "CONTROL_MASK",
+    "NO_PRODUCER_ID",
+    "NO_PRODUCER_EPOCH",
+    "NO_SEQUENCE",
+    "NO_PARTITION_LEADER_EPOCH",
+    "Header",
+    "Record",
+    "RecordFactory",
+    "BatchInfo",
+    "LEGACY_INFO",
+    "make_records",
+    "Batch",
+    "corrupt",
 ]

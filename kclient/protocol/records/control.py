@@ -5,6 +5,7 @@ is ``version int16, type int16`` (0 = abort, 1 = commit) and whose value is the
 EndTransactionMarker ``version int16, coordinator_epoch int32``.  Pure functions: the broker
 builds markers with them, consumers read them.
 """
+
 from __future__ import annotations
 
 import struct
@@ -66,35 +67,50 @@ def parse_end_txn_marker(key: bytes | None, value: bytes | None) -> EndTxnMarker
     return EndTxnMarker(kind == COMMIT, epoch)
 
 
-def build_marker_batch(producer_id: int, producer_epoch: int, committed: bool,
-                       coordinator_epoch: int, *, base_offset: int = 0,
-                       timestamp: int | None = None,
-                       partition_leader_epoch: int = -1) -> bytes:
+def build_marker_batch(
+    producer_id: int,
+    producer_epoch: int,
+    committed: bool,
+    coordinator_epoch: int,
+    *,
+    base_offset: int = 0,
+    timestamp: int | None = None,
+    partition_leader_epoch: int = -1,
+) -> bytes:
     """One control batch ending ``producer_id``'s transaction in a partition (commit or abort)."""
-    return build_batch([encode_end_txn_marker(coordinator_epoch)],
-                       [encode_control_key(COMMIT if committed else ABORT)],
-                       base_offset=base_offset, timestamp=timestamp, producer_id=producer_id,
-                       producer_epoch=producer_epoch, base_sequence=-1, is_transactional=True,
-                       is_control=True, partition_leader_epoch=partition_leader_epoch)
+    return build_batch(
+        [encode_end_txn_marker(coordinator_epoch)],
+        [encode_control_key(COMMIT if committed else ABORT)],
+        base_offset=base_offset,
+        timestamp=timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=-1,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
 
 
-_ATTRIBUTES = struct.Struct(">h")      # at batch position 21
-_PRODUCER_ID = struct.Struct(">q")     # at batch position 43
+_ATTRIBUTES = struct.Struct(">h")  # at batch position 21
+_PRODUCER_ID = struct.Struct(">q")  # at batch position 43
 
 
 def _is_abort_marker(buf: bytes, span: EntrySpan) -> bool:
     """Whether a control batch is an ABORT marker (its first record's key type is 0)."""
     try:
-        for rec in decode_entries(buf, [span], make_records, skip_control=False,
-                                  validate_crc=False):
+        for rec in decode_entries(
+            buf, [span], make_records, skip_control=False, validate_crc=False
+        ):
             return parse_control_key(rec.key).type == ABORT
     except ValueError:
         return False
     return False
 
 
-def committed_entries(buf: bytes, spans: Sequence[EntrySpan],
-                      aborted: Iterable[tuple[int, int]]) -> list[EntrySpan]:
+def committed_entries(
+    buf: bytes, spans: Sequence[EntrySpan], aborted: Iterable[tuple[int, int]]
+) -> list[EntrySpan]:
     """The entries a read_committed consumer decodes: those of ``spans`` that are not data of
     an aborted transaction.
 
@@ -124,6 +140,15 @@ def committed_entries(buf: bytes, spans: Sequence[EntrySpan],
     return out
 
 
-__all__ = ["committed_entries", "ABORT", "COMMIT", "ControlKey", "EndTxnMarker", "build_marker_batch",
-           "encode_control_key", "encode_end_txn_marker", "parse_control_key",
-           "parse_end_txn_marker"]
+__all__ = [
+    "committed_entries",
+    "ABORT",
+    "COMMIT",
+    "ControlKey",
+    "EndTxnMarker",
+    "build_marker_batch",
+    "encode_control_key",
+    "encode_end_txn_marker",
+    "parse_control_key",
+    "parse_end_txn_marker",
+]

@@ -12,6 +12,7 @@ wrapper carries the absolute offset of the last inner message, so an inner messa
 offset is ``wrapper_offset - last_inner_offset + inner_offset``.  A v1 wrapper with the
 LogAppendTime bit (attributes bit 3) gives every inner message the wrapper's timestamp.
 """
+
 from __future__ import annotations
 
 import struct
@@ -45,22 +46,28 @@ Message = tuple[Any, ...]
 #: A decoded message as a record row: (offset, timestamp, timestamp type, key, value, info).
 Row = tuple[Any, ...]
 
-V0_HEAD = struct.Struct(">qiIbBi")          # offset, size, crc, magic, attributes, key length
-V1_HEAD = struct.Struct(">qiIbBqi")         # ... timestamp, key length
-V0_BODY = struct.Struct(">bbi")              # magic, attributes, key length (CRC'd part)
-V1_BODY = struct.Struct(">bbqi")             # magic, attributes, timestamp, key length
-LOG_HEAD = struct.Struct(">qiI")             # offset, size, crc
+V0_HEAD = struct.Struct(">qiIbBi")  # offset, size, crc, magic, attributes, key length
+V1_HEAD = struct.Struct(">qiIbBqi")  # ... timestamp, key length
+V0_BODY = struct.Struct(">bbi")  # magic, attributes, key length (CRC'd part)
+V1_BODY = struct.Struct(">bbqi")  # magic, attributes, timestamp, key length
+LOG_HEAD = struct.Struct(">qiI")  # offset, size, crc
 INT32 = struct.Struct(">i")
 OFFSET_FIELD = struct.Struct(">q")
 STORED_CRC = struct.Struct(">I")
 #: Where the stored CRC sits in a message.
 CRC_OFFSET = 12
-_SMALL = 4096          # CRC small messages over a slice, big ones over a memoryview
+_SMALL = 4096  # CRC small messages over a slice, big ones over a memoryview
 
 
 # ----------------------------------------------------------------------------- encode
-def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None,
-                   value: bytes | None, offset: int = 0) -> bytes:
+def encode_message(
+    magic: int,
+    attributes: int,
+    timestamp: int,
+    key: bytes | None,
+    value: bytes | None,
+    offset: int = 0,
+) -> bytes:
     """Encode one v0/v1 message with its log overhead (offset, size) and CRC-32."""
     kl = -1 if key is None else len(key)
     if magic == 0:
@@ -72,21 +79,36 @@ def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | Non
     return LOG_HEAD.pack(offset, len(body) + 4, zlib.crc32(body)) + body
 
 
-def _encode_plain(magic: int, values: Iterable[bytes | None], keys: Iterable[bytes | None],
-                  timestamps: Iterable[int], offsets: Iterable[int], attributes: int) -> bytes:
+def _encode_plain(
+    magic: int,
+    values: Iterable[bytes | None],
+    keys: Iterable[bytes | None],
+    timestamps: Iterable[int],
+    offsets: Iterable[int],
+    attributes: int,
+) -> bytes:
     """Encode uncompressed messages, one per value, at the given offsets."""
     enc = encode_message
-    parts = [enc(magic, attributes, ts, k, v, off)
-             for v, k, ts, off in zip(values, keys, timestamps, offsets)]
+    parts = [
+        enc(magic, attributes, ts, k, v, off)
+        for v, k, ts, off in zip(values, keys, timestamps, offsets)
+    ]
     return b"".join(parts)
 
 
-def build_message_set(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
-                      timestamps: Sequence[int | None] | None = None, *, magic: int = 1,
-                      codec: int = compression.NONE, base_offset: int = 0,
-                      offsets: Sequence[int] | None = None, timestamp: int | None = None,
-                      timestamp_type: int = CREATE_TIME,
-                      compression_level: int | None = None) -> bytes:
+def build_message_set(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None = None,
+    timestamps: Sequence[int | None] | None = None,
+    *,
+    magic: int = 1,
+    codec: int = compression.NONE,
+    base_offset: int = 0,
+    offsets: Sequence[int] | None = None,
+    timestamp: int | None = None,
+    timestamp_type: int = CREATE_TIME,
+    compression_level: int | None = None,
+) -> bytes:
     """Encode a v0/v1 message set; with a codec, one compressed wrapper message.
 
     Offsets default to ``base_offset + i``.  Wrapper inner offsets are written the way each
@@ -108,8 +130,11 @@ def build_message_set(values: Sequence[bytes | None], keys: Sequence[bytes | Non
     else:
         if timestamp is None:
             timestamp = int(time.time() * 1000)
-        stamps = ([timestamp] * n if timestamps is None
-                  else [timestamp if t is None else t for t in timestamps])
+        stamps = (
+            [timestamp] * n
+            if timestamps is None
+            else [timestamp if t is None else t for t in timestamps]
+        )
     lat = TIMESTAMP_TYPE_MASK if (magic == 1 and timestamp_type == LOG_APPEND_TIME) else 0
     if not codec:
         return _encode_plain(magic, values, keys, stamps, offsets, lat)
@@ -124,7 +149,7 @@ def build_message_set(values: Sequence[bytes | None], keys: Sequence[bytes | Non
 def check_crc(buf: bytes, pos: int, size: int, stored: int, offset: int) -> None:
     """Raise CorruptRecordError unless the CRC-32 of magic..end equals ``stored``."""
     end = pos + LOG_OVERHEAD + size
-    computed = zlib.crc32(buf[pos + 16:end] if size < _SMALL else memoryview(buf)[pos + 16:end])
+    computed = zlib.crc32(buf[pos + 16 : end] if size < _SMALL else memoryview(buf)[pos + 16 : end])
     if computed != stored:
         raise corrupt(offset, f"CRC-32 mismatch: stored {stored}, computed {computed}")
 
@@ -233,9 +258,14 @@ def _plain_row(msg: Message) -> Row:
     return offset, ts, ts_type, key, value, LEGACY_INFO[(1, 0)]
 
 
-def message_rows(buf: bytes, pos: int, size: int, validate_crc: bool = True,
-                 max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
-                 start_offset: int | None = None) -> list[Row]:
+def message_rows(
+    buf: bytes,
+    pos: int,
+    size: int,
+    validate_crc: bool = True,
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+    start_offset: int | None = None,
+) -> list[Row]:
     """The records of the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)
     as rows ``(offset, timestamp, timestamp_type, key, value, info)``, offsets absolute;
     records below ``start_offset`` are left out (a wrapper wholly below it is not even
@@ -259,19 +289,34 @@ def rows_records(rows: list[Row], factory: RecordFactory = make_records) -> Iter
     return factory(offsets, stamps, ts_types, keys, list(values), None, infos)
 
 
-def read_message(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
-                 max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Batch:
+def read_message(
+    buf: bytes,
+    pos: int,
+    size: int,
+    *,
+    validate_crc: bool = True,
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+) -> Batch:
     """Decode the complete v0/v1 entry at ``pos`` (a message or a compressed wrapper)."""
     msg = _parse_message(buf, pos, size, validate_crc)
     magic, attrs, ts = msg[1], msg[2], msg[3]
     codec = attrs & CODEC_MASK
     rows = _wrapper_rows(msg, max_decompressed, validate_crc) if codec else [_plain_row(msg)]
     stamps = [row[1] for row in rows]
-    return Batch(magic=magic, position=pos, size=size + LOG_OVERHEAD,
-                 base_offset=rows[0][0], last_offset=rows[-1][0], codec=codec,
-                 timestamp_type=rows[0][2], first_timestamp=stamps[0],
-                 max_timestamp=ts if (codec and magic == 1) else max(stamps),
-                 record_count=len(rows), crc=msg[6], records=list(rows_records(rows)))
+    return Batch(
+        magic=magic,
+        position=pos,
+        size=size + LOG_OVERHEAD,
+        base_offset=rows[0][0],
+        last_offset=rows[-1][0],
+        codec=codec,
+        timestamp_type=rows[0][2],
+        first_timestamp=stamps[0],
+        max_timestamp=ts if (codec and magic == 1) else max(stamps),
+        record_count=len(rows),
+        crc=msg[6],
+        records=list(rows_records(rows)),
+    )
 
 
 def parse_message(buf: bytes, pos: int, size: int, validate_crc: bool = True) -> Message:
@@ -288,7 +333,7 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
     """Give a v1 message (or wrapper) the LogAppendTime bit and ``timestamp``; fix its CRC."""
     buf[pos + 17] = (buf[pos + 17] | TIMESTAMP_TYPE_MASK) & 0xFF
     struct.pack_into(">q", buf, pos + 18, timestamp)
-    struct.pack_into(">I", buf, pos + 12, zlib.crc32(memoryview(buf)[pos + 16:pos + 12 + size]))
+    struct.pack_into(">I", buf, pos + 12, zlib.crc32(memoryview(buf)[pos + 16 : pos + 12 + size]))
 
 
 def messages_info(records: Sequence[Record]) -> tuple[int, int, int]:
@@ -297,6 +342,14 @@ def messages_info(records: Sequence[Record]) -> tuple[int, int, int]:
 
 
 __all__ = [
-    "encode_message", "build_message_set", "check_crc", "parse_message", "message_rows",
-    "rows_records", "read_message", "set_offset", "set_log_append_time", "messages_info",
+    "encode_message",
+    "build_message_set",
+    "check_crc",
+    "parse_message",
+    "message_rows",
+    "rows_records",
+    "read_message",
+    "set_offset",
+    "set_log_append_time",
+    "messages_info",
 ]

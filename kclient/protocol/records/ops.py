@@ -12,6 +12,7 @@ without re-encoding, and conversion between message formats.
 * :func:`convert_records` re-encodes a buffer into another magic (up-conversion on produce,
   down-conversion for old fetch versions).
 """
+
 from __future__ import annotations
 
 import struct
@@ -36,7 +37,7 @@ class EntryInfo(NamedTuple):
     """Metadata of one log entry, as a broker's log and index need it."""
 
     position: int
-    size: int              # whole entry, log overhead included
+    size: int  # whole entry, log overhead included
     magic: int
     base_offset: int
     last_offset: int
@@ -68,41 +69,76 @@ def _v2_info(buf: bytes, pos: int, size: int, validate_crc: bool) -> EntryInfo:
     batch = v2.read_batch(buf, pos, size - LOG_OVERHEAD, validate_crc=validate_crc, decode=False)
     if batch.record_count < 0:
         raise corrupt(batch.base_offset, f"negative record count {batch.record_count}")
-    return EntryInfo(pos, size, 2, batch.base_offset, batch.last_offset, batch.record_count,
-                     batch.max_timestamp, batch.codec, batch.timestamp_type)
+    return EntryInfo(
+        pos,
+        size,
+        2,
+        batch.base_offset,
+        batch.last_offset,
+        batch.record_count,
+        batch.max_timestamp,
+        batch.codec,
+        batch.timestamp_type,
+    )
 
 
-def _legacy_info(buf: bytes, pos: int, size: int, validate_crc: bool,
-                 max_decompressed: int) -> EntryInfo:
+def _legacy_info(
+    buf: bytes, pos: int, size: int, validate_crc: bool, max_decompressed: int
+) -> EntryInfo:
     """EntryInfo of a v0/v1 entry (wrappers are decompressed to count their messages)."""
-    batch = legacy.read_message(buf, pos, size - LOG_OVERHEAD, validate_crc=validate_crc,
-                                max_decompressed=max_decompressed)
-    return EntryInfo(pos, size, batch.magic, batch.base_offset, batch.last_offset,
-                     batch.record_count, batch.max_timestamp, batch.codec, batch.timestamp_type)
+    batch = legacy.read_message(
+        buf, pos, size - LOG_OVERHEAD, validate_crc=validate_crc, max_decompressed=max_decompressed
+    )
+    return EntryInfo(
+        pos,
+        size,
+        batch.magic,
+        batch.base_offset,
+        batch.last_offset,
+        batch.record_count,
+        batch.max_timestamp,
+        batch.codec,
+        batch.timestamp_type,
+    )
 
 
-def entry_info(buf: bytes, pos: int, size: int, magic: int, *, validate_crc: bool = True,
-               max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> EntryInfo:
+def entry_info(
+    buf: bytes,
+    pos: int,
+    size: int,
+    magic: int,
+    *,
+    validate_crc: bool = True,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+) -> EntryInfo:
     """EntryInfo of the complete entry at ``pos`` (``size`` includes the log overhead)."""
     if magic == 2:
         return _v2_info(buf, pos, size, validate_crc)
     return _legacy_info(buf, pos, size, validate_crc, max_decompressed)
 
 
-def iter_entries(buf: Buffer, *, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Iterator[EntryInfo]:
+def iter_entries(
+    buf: Buffer, *, validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> Iterator[EntryInfo]:
     """Yield EntryInfo per complete entry; raise CorruptRecordError at the first invalid one."""
     data = as_bytes(buf)
     scan = scan_entries(data)
     for span in scan.entries:
-        yield entry_info(data, span.position, span.size, span.magic,
-                         validate_crc=validate_crc, max_decompressed=max_decompressed)
+        yield entry_info(
+            data,
+            span.position,
+            span.size,
+            span.magic,
+            validate_crc=validate_crc,
+            max_decompressed=max_decompressed,
+        )
     if scan.error is not None:
         raise scan.error
 
 
-def scan_log(buf: Buffer, *, validate_crc: bool = True,
-             max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> LogScan:
+def scan_log(
+    buf: Buffer, *, validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> LogScan:
     """Recovery walk: the valid leading entries, their byte length and the reason it stopped.
 
     A lost tail shows as ``incomplete_size``/trailing bytes beyond ``valid_bytes``; garbage or
@@ -113,8 +149,16 @@ def scan_log(buf: Buffer, *, validate_crc: bool = True,
     infos: list[EntryInfo] = []
     for span in scan.entries:
         try:
-            infos.append(entry_info(data, span.position, span.size, span.magic,
-                                    validate_crc=validate_crc, max_decompressed=max_decompressed))
+            infos.append(
+                entry_info(
+                    data,
+                    span.position,
+                    span.size,
+                    span.magic,
+                    validate_crc=validate_crc,
+                    max_decompressed=max_decompressed,
+                )
+            )
         except CorruptRecordError as exc:
             return LogScan(infos, span.position, None, exc)
         except UnsupportedCodecError as exc:
@@ -122,8 +166,9 @@ def scan_log(buf: Buffer, *, validate_crc: bool = True,
     return LogScan(infos, scan.valid_bytes, scan.incomplete_size, scan.error)
 
 
-def validate_records(buf: Buffer, *, allow_partial: bool = False,
-                     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> list[EntryInfo]:
+def validate_records(
+    buf: Buffer, *, allow_partial: bool = False, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> list[EntryInfo]:
     """Check every entry (sizes, magic, CRCs, wrapper contents); return their EntryInfo.
 
     A partial trailing entry is an error unless ``allow_partial`` (a produce request must be
@@ -141,8 +186,11 @@ def validate_records(buf: Buffer, *, allow_partial: bool = False,
                 legacy_data = as_bytes(data)
             src = legacy_data
         # a v2 entry is read where it lies (header and CRC only), whatever the buffer type
-        infos.append(entry_info(cast(bytes, src), s.position, s.size, s.magic,
-                                max_decompressed=max_decompressed))
+        infos.append(
+            entry_info(
+                cast(bytes, src), s.position, s.size, s.magic, max_decompressed=max_decompressed
+            )
+        )
     if scan.error is not None:
         raise scan.error
     if scan.truncated and not allow_partial:
@@ -157,11 +205,15 @@ def _reencode_legacy(batch: Batch, first_offset: int) -> bytes:
     recs = batch.records
     lat = batch.magic == 1 and batch.timestamp_type == 1
     return legacy.build_message_set(
-        [r.value for r in recs], [r.key for r in recs],
-        None if batch.magic == 0 else [r.timestamp for r in recs], magic=batch.magic,
-        codec=batch.codec, base_offset=first_offset,
+        [r.value for r in recs],
+        [r.key for r in recs],
+        None if batch.magic == 0 else [r.timestamp for r in recs],
+        magic=batch.magic,
+        codec=batch.codec,
+        base_offset=first_offset,
         timestamp=batch.max_timestamp if lat else None,
-        timestamp_type=batch.timestamp_type if lat else CREATE_TIME)
+        timestamp_type=batch.timestamp_type if lat else CREATE_TIME,
+    )
 
 
 def _dense(batch: Batch) -> bool:
@@ -169,9 +221,16 @@ def _dense(batch: Batch) -> bool:
     return batch.last_offset - batch.base_offset == batch.record_count - 1
 
 
-def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: int,
-                log_append_time: int | None, leader_epoch: int | None,
-                max_decompressed: int) -> bytes | None:
+def _assign_one(
+    out: bytearray,
+    pos: int,
+    size: int,
+    magic: int,
+    next_offset: int,
+    log_append_time: int | None,
+    leader_epoch: int | None,
+    max_decompressed: int,
+) -> bytes | None:
     """Assign offsets to the entry at ``pos`` of ``out`` in place; return new bytes to use
     instead when the entry has to be re-encoded."""
     if magic == 2:
@@ -181,8 +240,9 @@ def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: in
         if log_append_time is not None:
             v2.set_log_append_time(out, pos, size - LOG_OVERHEAD, log_append_time)
         return None
-    batch = legacy.read_message(bytes(out[pos:pos + size]), 0, size - LOG_OVERHEAD,
-                                max_decompressed=max_decompressed)
+    batch = legacy.read_message(
+        bytes(out[pos : pos + size]), 0, size - LOG_OVERHEAD, max_decompressed=max_decompressed
+    )
     if batch.codec and (magic == 0 or not _dense(batch)):
         try:
             data = bytearray(_reencode_legacy(batch, next_offset))
@@ -197,10 +257,15 @@ def _assign_one(out: bytearray, pos: int, size: int, magic: int, next_offset: in
     return None
 
 
-def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: int | None = None,
-                   partition_leader_epoch: int | None = None,
-                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                   entries: list[EntryInfo] | None = None) -> AssignedRecords:
+def assign_offsets(
+    buf: Buffer,
+    first_offset: int,
+    *,
+    log_append_time: int | None = None,
+    partition_leader_epoch: int | None = None,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+    entries: list[EntryInfo] | None = None,
+) -> AssignedRecords:
     """Give the entries of an incoming (validated) buffer consecutive offsets from ``first_offset``.
 
     v2 batches: baseOffset (and optionally partitionLeaderEpoch) is rewritten, nothing else;
@@ -211,8 +276,7 @@ def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: int | Non
     None validates here.  ``buf`` is copied once, into the bytearray that gets the offsets and
     is returned as ``data`` (``bytes`` when an entry had to be re-encoded).
     """
-    infos = validate_records(buf, max_decompressed=max_decompressed) if entries is None \
-        else entries
+    infos = validate_records(buf, max_decompressed=max_decompressed) if entries is None else entries
     out = bytearray(buf)
     pieces: list[Buffer] = []
     assigned: list[EntryInfo] = []
@@ -220,19 +284,34 @@ def assign_offsets(buf: Buffer, first_offset: int, *, log_append_time: int | Non
     for info in infos:
         pos = info.position
         count = info.last_offset - info.base_offset + 1 if info.magic == 2 else info.record_count
-        replacement = _assign_one(out, pos, info.size, info.magic, next_offset, log_append_time,
-                                  partition_leader_epoch, max_decompressed)
+        replacement = _assign_one(
+            out,
+            pos,
+            info.size,
+            info.magic,
+            next_offset,
+            log_append_time,
+            partition_leader_epoch,
+            max_decompressed,
+        )
         size = info.size
         if replacement is not None:
-            pieces.append(memoryview(out)[start:pos])     # final: later patches lie beyond
+            pieces.append(memoryview(out)[start:pos])  # final: later patches lie beyond
             pieces.append(replacement)
             start = pos + info.size
             size = len(replacement)
         max_ts = info.max_timestamp
         if log_append_time is not None and info.magic > 0:
             max_ts = log_append_time
-        assigned.append(info._replace(position=pos + shift, size=size, base_offset=next_offset,
-                                      last_offset=next_offset + count - 1, max_timestamp=max_ts))
+        assigned.append(
+            info._replace(
+                position=pos + shift,
+                size=size,
+                base_offset=next_offset,
+                last_offset=next_offset + count - 1,
+                max_timestamp=max_ts,
+            )
+        )
         shift += size - info.size
         next_offset += count
     if not pieces:
@@ -248,13 +327,22 @@ def _to_v2(batch: Batch, codec: int) -> bytes:
     base = recs[0].offset
     stamps = [r.timestamp for r in recs]
     return v2.build_batch(
-        [r.value for r in recs], [r.key for r in recs], stamps, [r.headers for r in recs],
-        base_offset=base, codec=codec, offset_deltas=[r.offset - base for r in recs],
-        timestamp=stamps[0], producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+        [r.value for r in recs],
+        [r.key for r in recs],
+        stamps,
+        [r.headers for r in recs],
+        base_offset=base,
+        codec=codec,
+        offset_deltas=[r.offset - base for r in recs],
+        timestamp=stamps[0],
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
         is_control=batch.is_control,
         timestamp_type=batch.timestamp_type if batch.timestamp_type >= 0 else CREATE_TIME,
-        partition_leader_epoch=batch.partition_leader_epoch)
+        partition_leader_epoch=batch.partition_leader_epoch,
+    )
 
 
 def _to_legacy(batch: Batch, magic: int, codec: int) -> bytes:
@@ -263,9 +351,15 @@ def _to_legacy(batch: Batch, magic: int, codec: int) -> bytes:
     lat = magic == 1 and batch.timestamp_type == 1
     stamps = None if magic == 0 else [max(r.timestamp, NO_TIMESTAMP) for r in recs]
     return legacy.build_message_set(
-        [r.value for r in recs], [r.key for r in recs], stamps, magic=magic, codec=codec,
-        offsets=[r.offset for r in recs], timestamp=batch.max_timestamp if lat else NO_TIMESTAMP,
-        timestamp_type=1 if lat else CREATE_TIME)
+        [r.value for r in recs],
+        [r.key for r in recs],
+        stamps,
+        magic=magic,
+        codec=codec,
+        offsets=[r.offset for r in recs],
+        timestamp=batch.max_timestamp if lat else NO_TIMESTAMP,
+        timestamp_type=1 if lat else CREATE_TIME,
+    )
 
 
 def _fits_run(run: Batch, batch: Batch) -> bool:
@@ -273,8 +367,11 @@ def _fits_run(run: Batch, batch: Batch) -> bool:
     increasing offsets, offset delta within int32)?"""
     first, last = run.records[0].offset, run.records[-1].offset
     offset = batch.base_offset
-    return (run.timestamp_type == batch.timestamp_type and last < offset
-            and offset - first <= 0x7FFFFFFF)
+    return (
+        run.timestamp_type == batch.timestamp_type
+        and last < offset
+        and offset - first <= 0x7FFFFFFF
+    )
 
 
 def _encode_as(batch: Batch, magic: int, codec: int | None) -> bytes:
@@ -286,8 +383,13 @@ def _encode_as(batch: Batch, magic: int, codec: int | None) -> bytes:
         raise corrupt(batch.base_offset, f"cannot re-encode entry: {exc}") from None
 
 
-def convert_records(buf: Buffer, magic: int, *, codec: int | None = None,
-                    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+def convert_records(
+    buf: Buffer,
+    magic: int,
+    *,
+    codec: int | None = None,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+) -> bytes:
     """Re-encode every complete entry of ``buf`` in message format ``magic``.
 
     Offsets are kept.  ``codec`` None keeps each entry's codec.  Down-conversion drops headers
@@ -302,7 +404,7 @@ def convert_records(buf: Buffer, magic: int, *, codec: int | None = None,
     if scan.error is not None:
         raise scan.error
     parts: list[bytes] = []
-    run: Batch | None = None   # consecutive plain v0/v1 messages bound for one v2 batch
+    run: Batch | None = None  # consecutive plain v0/v1 messages bound for one v2 batch
     for span in scan.entries:
         if span.magic == magic and codec is None:
             batch = None
@@ -316,14 +418,17 @@ def convert_records(buf: Buffer, magic: int, *, codec: int | None = None,
                     continue
                 if run is not None:
                     parts.append(_encode_as(run, 2, codec))
-                run = Batch(magic=batch.magic, timestamp_type=batch.timestamp_type,
-                            records=list(batch.records))
+                run = Batch(
+                    magic=batch.magic,
+                    timestamp_type=batch.timestamp_type,
+                    records=list(batch.records),
+                )
                 continue
         if run is not None:
             parts.append(_encode_as(run, 2, codec))
             run = None
         if batch is None:
-            parts.append(data[span.position:span.position + span.size])
+            parts.append(data[span.position : span.position + span.size])
         elif batch.records:
             parts.append(_encode_as(batch, magic, codec))
     if run is not None:
@@ -331,5 +436,14 @@ def convert_records(buf: Buffer, magic: int, *, codec: int | None = None,
     return b"".join(parts)
 
 
-__all__ = ["EntryInfo", "LogScan", "AssignedRecords", "entry_info", "iter_entries", "scan_log",
-           "validate_records", "assign_offsets", "convert_records"]
+__all__ = [
+    "EntryInfo",
+    "LogScan",
+    "AssignedRecords",
+    "entry_info",
+    "iter_entries",
+    "scan_log",
+    "validate_records",
+    "assign_offsets",
+    "convert_records",
+]

@@ -13,6 +13,7 @@ front of it have been delivered.
 column by column (:func:`~kclient.protocol.records.common.make_records` builds
 :class:`Record` objects; ``kclient.simple`` passes its own to build its message tuples).
 """
+
 from __future__ import annotations
 
 import struct
@@ -47,18 +48,18 @@ class EntrySpan(NamedTuple):
     """Where one complete entry sits in a buffer."""
 
     position: int
-    size: int        # whole entry, log overhead included
+    size: int  # whole entry, log overhead included
     magic: int
-    offset: int      # the entry's offset field (v2: baseOffset; v0/v1 wrapper: last offset)
+    offset: int  # the entry's offset field (v2: baseOffset; v0/v1 wrapper: last offset)
 
 
 class Scan(NamedTuple):
     """Result of walking entry headers: the complete entries and what stopped the walk."""
 
     entries: list[EntrySpan]
-    valid_bytes: int                 # bytes covered by the complete entries
-    incomplete_size: int | None   # total size the trailing partial entry needs, if known
-    truncated: bool                  # trailing bytes that are not a complete entry
+    valid_bytes: int  # bytes covered by the complete entries
+    incomplete_size: int | None  # total size the trailing partial entry needs, if known
+    truncated: bool  # trailing bytes that are not a complete entry
     error: CorruptRecordError | None
 
 
@@ -88,21 +89,30 @@ def scan_entries(buf: Buffer) -> Scan:
         if magic not in MIN_ENTRY_SIZE:
             return Scan(entries, pos, None, False, corrupt(offset, f"unknown magic byte {magic}"))
         if size < MIN_ENTRY_SIZE[magic]:
-            return Scan(entries, pos, None, False,
-                        corrupt(offset, f"entry size {size} too small for magic {magic}"))
+            return Scan(
+                entries,
+                pos,
+                None,
+                False,
+                corrupt(offset, f"entry size {size} too small for magic {magic}"),
+            )
         entries.append(_new(EntrySpan, (pos, total, magic, offset)))
         pos += total
     return Scan(entries, pos, None, False, None)
 
 
-def check_crcs(buf: bytes, spans: Sequence[EntrySpan]
-               ) -> tuple[int, CorruptRecordError | None]:
+def check_crcs(buf: bytes, spans: Sequence[EntrySpan]) -> tuple[int, CorruptRecordError | None]:
     """Check every entry's CRC; ``(number of good entries before the first bad one, error)``."""
     for i, (pos, total, magic, offset) in enumerate(spans):
         codec = v2 if magic == 2 else legacy
         try:
-            codec.check_crc(buf, pos, total - LOG_OVERHEAD,
-                            codec.STORED_CRC.unpack_from(buf, pos + codec.CRC_OFFSET)[0], offset)
+            codec.check_crc(
+                buf,
+                pos,
+                total - LOG_OVERHEAD,
+                codec.STORED_CRC.unpack_from(buf, pos + codec.CRC_OFFSET)[0],
+                offset,
+            )
         except CorruptRecordError as exc:
             return i, exc
     return len(spans), None
@@ -116,12 +126,18 @@ def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
     return span.offset + 1
 
 
-def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory = make_records, *,
-                   start_offset: int | None = None, skip_control: bool = True,
-                   validate_crc: bool = True,
-                   max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-                   error: BaseException | None = None, context: str | None = None
-                   ) -> Iterator[Any]:
+def decode_entries(
+    buf: bytes,
+    spans: Sequence[EntrySpan],
+    factory: RecordFactory = make_records,
+    *,
+    start_offset: int | None = None,
+    skip_control: bool = True,
+    validate_crc: bool = True,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+    error: BaseException | None = None,
+    context: str | None = None,
+) -> Iterator[Any]:
     """Lazily decode complete entries (found by :func:`scan_entries`) into the records
     ``factory`` builds, in order.
 
@@ -131,8 +147,19 @@ def decode_entries(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactor
     prefixed with ``context``, when given), after every record in front of it; ``error``, if
     given, is raised after the last record.
     """
-    return chain.from_iterable(_decode_all(buf, spans, factory, start_offset, skip_control,
-                                           validate_crc, max_decompressed, error, context))
+    return chain.from_iterable(
+        _decode_all(
+            buf,
+            spans,
+            factory,
+            start_offset,
+            skip_control,
+            validate_crc,
+            max_decompressed,
+            error,
+            context,
+        )
+    )
 
 
 def _corrupt(exc: Exception, offset: int, context: str | None) -> CorruptRecordError:
@@ -143,18 +170,33 @@ def _corrupt(exc: Exception, offset: int, context: str | None) -> CorruptRecordE
     return CorruptRecordError(f"{prefix}malformed entry: {exc}", offset=offset)
 
 
-def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory,
-                start_offset: int | None, skip_control: bool, validate_crc: bool,
-                max_decompressed: int, error: BaseException | None, context: str | None
-                ) -> Iterator[Iterable[Any]]:
+def _decode_all(
+    buf: bytes,
+    spans: Sequence[EntrySpan],
+    factory: RecordFactory,
+    start_offset: int | None,
+    skip_control: bool,
+    validate_crc: bool,
+    max_decompressed: int,
+    error: BaseException | None,
+    context: str | None,
+) -> Iterator[Iterable[Any]]:
     """Each v2 batch's records; each run of consecutive v0/v1 entries' records together."""
     i, n = 0, len(spans)
     while i < n:
         pos, total, magic, offset = spans[i]
         if magic == 2:
             try:
-                records = v2.batch_records(buf, pos, total - LOG_OVERHEAD, factory, start_offset,
-                                           skip_control, validate_crc, max_decompressed)
+                records = v2.batch_records(
+                    buf,
+                    pos,
+                    total - LOG_OVERHEAD,
+                    factory,
+                    start_offset,
+                    skip_control,
+                    validate_crc,
+                    max_decompressed,
+                )
             except (CorruptRecordError,) + _MALFORMED as exc:
                 raise _corrupt(exc, offset, context) from None
             i += 1
@@ -165,8 +207,9 @@ def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory,
         while i < n and spans[i].magic != 2:
             pos, total, magic, offset = spans[i]
             try:
-                rows += legacy.message_rows(buf, pos, total - LOG_OVERHEAD, validate_crc,
-                                            max_decompressed, start_offset)
+                rows += legacy.message_rows(
+                    buf, pos, total - LOG_OVERHEAD, validate_crc, max_decompressed, start_offset
+                )
             except (CorruptRecordError,) + _MALFORMED as exc:
                 failure = _corrupt(exc, offset, context)
                 break
@@ -178,14 +221,29 @@ def _decode_all(buf: bytes, spans: Sequence[EntrySpan], factory: RecordFactory,
         raise error
 
 
-def read_entry(buf: bytes, span: EntrySpan, *, validate_crc: bool = True,
-               max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Batch:
+def read_entry(
+    buf: bytes,
+    span: EntrySpan,
+    *,
+    validate_crc: bool = True,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+) -> Batch:
     """Decode one complete entry found by :func:`scan_entries`."""
     if span.magic == 2:
-        return v2.read_batch(buf, span.position, span.size - LOG_OVERHEAD,
-                             validate_crc=validate_crc, max_decompressed=max_decompressed)
-    return legacy.read_message(buf, span.position, span.size - LOG_OVERHEAD,
-                               validate_crc=validate_crc, max_decompressed=max_decompressed)
+        return v2.read_batch(
+            buf,
+            span.position,
+            span.size - LOG_OVERHEAD,
+            validate_crc=validate_crc,
+            max_decompressed=max_decompressed,
+        )
+    return legacy.read_message(
+        buf,
+        span.position,
+        span.size - LOG_OVERHEAD,
+        validate_crc=validate_crc,
+        max_decompressed=max_decompressed,
+    )
 
 
 class RecordsReader:
@@ -195,8 +253,13 @@ class RecordsReader:
     (only entry headers are walked then); decoding happens while iterating.
     """
 
-    def __init__(self, buf: Buffer, *, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> None:
+    def __init__(
+        self,
+        buf: Buffer,
+        *,
+        validate_crc: bool = True,
+        max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+    ) -> None:
         """Walk the entry headers of ``buf``; nothing is decoded yet."""
         self.buffer = as_bytes(buf)
         self.validate_crc = validate_crc
@@ -216,33 +279,48 @@ class RecordsReader:
         if self.error is not None:
             raise self.error
 
-    def records(self, *, skip_control: bool = True, start_offset: int | None = None
-                ) -> Iterator[Record]:
+    def records(
+        self, *, skip_control: bool = True, start_offset: int | None = None
+    ) -> Iterator[Record]:
         """Yield every record of every entry, in order.
 
         ``skip_control`` hides transaction markers (control batches) as Kafka consumers do;
         ``start_offset`` drops records below it (v0 wrappers can start before the fetch offset).
         Records are built while the caller iterates, so those the caller drops are freed at once.
         """
-        return decode_entries(self.buffer, self.entries, make_records, start_offset=start_offset,
-                              skip_control=skip_control, validate_crc=self.validate_crc,
-                              max_decompressed=self.max_decompressed, error=self.error)
+        return decode_entries(
+            self.buffer,
+            self.entries,
+            make_records,
+            start_offset=start_offset,
+            skip_control=skip_control,
+            validate_crc=self.validate_crc,
+            max_decompressed=self.max_decompressed,
+            error=self.error,
+        )
 
     def __iter__(self) -> Iterator[Record]:
         """Same as :meth:`records` with its defaults."""
         return self.records()
 
 
-def iter_batches(buf: Buffer, *, validate_crc: bool = True,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Iterator[Batch]:
+def iter_batches(
+    buf: Buffer, *, validate_crc: bool = True, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> Iterator[Batch]:
     """Yield the decoded entries of ``buf``; a partial trailing entry is silently skipped."""
-    return RecordsReader(buf, validate_crc=validate_crc,
-                         max_decompressed=max_decompressed).batches()
+    return RecordsReader(
+        buf, validate_crc=validate_crc, max_decompressed=max_decompressed
+    ).batches()
 
 
-def iter_records(buf: Buffer, *, validate_crc: bool = True, skip_control: bool = True,
-                 start_offset: int | None = None,
-                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Iterator[Record]:
+def iter_records(
+    buf: Buffer,
+    *,
+    validate_crc: bool = True,
+    skip_control: bool = True,
+    start_offset: int | None = None,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+) -> Iterator[Record]:
     """Yield the records of ``buf`` across entries; a partial trailing entry is skipped."""
     reader = RecordsReader(buf, validate_crc=validate_crc, max_decompressed=max_decompressed)
     return reader.records(skip_control=skip_control, start_offset=start_offset)
@@ -250,13 +328,28 @@ def iter_records(buf: Buffer, *, validate_crc: bool = True, skip_control: bool =
 
 def read_records(buf: Buffer, **options: Any) -> tuple[list[Record], int, int | None]:
     """Decode all complete entries: ``(records, valid_bytes, incomplete_size)``."""
-    reader = RecordsReader(buf, **{k: v for k, v in options.items()
-                                   if k in ("validate_crc", "max_decompressed")})
-    records = list(reader.records(**{k: v for k, v in options.items()
-                                     if k in ("skip_control", "start_offset")}))
+    reader = RecordsReader(
+        buf, **{k: v for k, v in options.items() if k in ("validate_crc", "max_decompressed")}
+    )
+    records = list(
+        reader.records(
+            **{k: v for k, v in options.items() if k in ("skip_control", "start_offset")}
+        )
+    )
     return records, reader.valid_bytes, reader.incomplete_size
 
 
-__all__ = ["EntrySpan", "Scan", "as_bytes", "scan_entries", "check_crcs", "entry_next_offset",
-           "decode_entries", "read_entry", "RecordsReader", "iter_batches", "iter_records",
-           "read_records"]
+__all__ = [
+    "EntrySpan",
+    "Scan",
+    "as_bytes",
+    "scan_entries",
+    "check_crcs",
+    "entry_next_offset",
+    "decode_entries",
+    "read_entry",
+    "RecordsReader",
+    "iter_batches",
+    "iter_records",
+    "read_records",
+]

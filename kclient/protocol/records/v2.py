@@ -12,6 +12,7 @@ decoded column-wise by :mod:`kclient.protocol.records.v2_walk`, and :func:`batch
 the columns to a record factory (:class:`Record` objects by default); encoding lives in
 :mod:`kclient.protocol.records.v2_build` (re-exported here).
 """
+
 from __future__ import annotations
 
 import struct
@@ -61,13 +62,14 @@ CRC_OFFSET = 17
 # ----------------------------------------------------------------------------- decode
 def check_crc(buf: bytes, pos: int, size: int, stored: int, base_offset: int) -> None:
     """Raise CorruptRecordError unless the CRC-32C of attributes..end equals ``stored``."""
-    computed = crc32c(memoryview(buf)[pos + V2_CRC_START:pos + LOG_OVERHEAD + size])
+    computed = crc32c(memoryview(buf)[pos + V2_CRC_START : pos + LOG_OVERHEAD + size])
     if computed != stored:
         raise corrupt(base_offset, f"CRC-32C mismatch: stored {stored}, computed {computed}")
 
 
-def records_section(buf: bytes, pos: int, size: int, base_offset: int, codec: int,
-                    max_decompressed: int) -> tuple[bytes, int, int]:
+def records_section(
+    buf: bytes, pos: int, size: int, base_offset: int, codec: int, max_decompressed: int
+) -> tuple[bytes, int, int]:
     """``(buffer, start, end)`` of the batch's records, decompressed if need be."""
     start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
     if not codec:
@@ -79,10 +81,16 @@ def records_section(buf: bytes, pos: int, size: int, base_offset: int, codec: in
     return data, 0, len(data)
 
 
-def batch_records(buf: bytes, pos: int, size: int, factory: RecordFactory = make_records,
-                  start_offset: int | None = None, skip_control: bool = True,
-                  validate_crc: bool = True,
-                  max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Iterable[Any]:
+def batch_records(
+    buf: bytes,
+    pos: int,
+    size: int,
+    factory: RecordFactory = make_records,
+    start_offset: int | None = None,
+    skip_control: bool = True,
+    validate_crc: bool = True,
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+) -> Iterable[Any]:
     """The records of the complete batch at ``buf[pos:pos+12+size]``, as ``factory`` builds
     them from the decoded columns (see :func:`~kclient.protocol.records.common.make_records`).
 
@@ -91,17 +99,20 @@ def batch_records(buf: bytes, pos: int, size: int, factory: RecordFactory = make
     every record the batch's maxTimestamp.  Raises CorruptRecordError naming the batch's
     baseOffset.
     """
-    (base, _, epoch, _, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq,
-     count) = HEADER.unpack_from(buf, pos)
+    (base, _, epoch, _, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq, count) = (
+        HEADER.unpack_from(buf, pos)
+    )
     if validate_crc:
         check_crc(buf, pos, size, crc, base)
     if (skip_control and attrs & CONTROL_MASK) or (
-            start_offset is not None and base + last_delta < start_offset):
+        start_offset is not None and base + last_delta < start_offset
+    ):
         return ()
     codec = attrs & CODEC_MASK
     data, start, end = records_section(buf, pos, size, base, codec, max_decompressed)
-    ods, tss, keys, vals, hdrs = decode_columns(data, start, end, count, base,
-                                                count == last_delta + 1)
+    ods, tss, keys, vals, hdrs = decode_columns(
+        data, start, end, count, base, count == last_delta + 1
+    )
     first = base
     if start_offset is not None and base < start_offset:
         if ods is None:
@@ -126,24 +137,57 @@ def batch_records(buf: bytes, pos: int, size: int, factory: RecordFactory = make
     return factory(offsets, stamps, repeat(ts_type), keys, vals, hdrs, repeat(info))
 
 
-def read_batch(buf: bytes, pos: int, size: int, *, validate_crc: bool = True,
-               max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
-               decode: bool = True) -> Batch:
+def read_batch(
+    buf: bytes,
+    pos: int,
+    size: int,
+    *,
+    validate_crc: bool = True,
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+    decode: bool = True,
+) -> Batch:
     """Decode the complete v2 batch at ``buf[pos:pos+12+size]`` (header and records)."""
-    (base_offset, _, epoch, _, crc, attrs, last_delta, base_ts, max_ts, pid, pepoch, bseq,
-     count) = HEADER.unpack_from(buf, pos)
+    (
+        base_offset,
+        _,
+        epoch,
+        _,
+        crc,
+        attrs,
+        last_delta,
+        base_ts,
+        max_ts,
+        pid,
+        pepoch,
+        bseq,
+        count,
+    ) = HEADER.unpack_from(buf, pos)
     if validate_crc:
         check_crc(buf, pos, size, crc, base_offset)
     ts_type = LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_MASK else CREATE_TIME
-    batch = Batch(magic=2, position=pos, size=size + LOG_OVERHEAD, base_offset=base_offset,
-                  last_offset=base_offset + last_delta, codec=attrs & CODEC_MASK,
-                  timestamp_type=ts_type, is_transactional=bool(attrs & TRANSACTIONAL_MASK),
-                  is_control=bool(attrs & CONTROL_MASK), producer_id=pid,
-                  producer_epoch=pepoch, base_sequence=bseq, partition_leader_epoch=epoch,
-                  first_timestamp=base_ts, max_timestamp=max_ts, record_count=count, crc=crc)
+    batch = Batch(
+        magic=2,
+        position=pos,
+        size=size + LOG_OVERHEAD,
+        base_offset=base_offset,
+        last_offset=base_offset + last_delta,
+        codec=attrs & CODEC_MASK,
+        timestamp_type=ts_type,
+        is_transactional=bool(attrs & TRANSACTIONAL_MASK),
+        is_control=bool(attrs & CONTROL_MASK),
+        producer_id=pid,
+        producer_epoch=pepoch,
+        base_sequence=bseq,
+        partition_leader_epoch=epoch,
+        first_timestamp=base_ts,
+        max_timestamp=max_ts,
+        record_count=count,
+        crc=crc,
+    )
     if decode:
-        batch.records = list(batch_records(buf, pos, size, make_records, None, False, False,
-                                           max_decompressed))
+        batch.records = list(
+            batch_records(buf, pos, size, make_records, None, False, False, max_decompressed)
+        )
     return batch
 
 
@@ -162,7 +206,7 @@ def set_log_append_time(buf: bytearray, pos: int, size: int, timestamp: int) -> 
     attrs = struct.unpack_from(">h", buf, pos + V2_CRC_START)[0]
     struct.pack_into(">h", buf, pos + V2_CRC_START, attrs | TIMESTAMP_TYPE_MASK)
     struct.pack_into(">q", buf, pos + 35, timestamp)  # maxTimestamp
-    crc = crc32c(memoryview(buf)[pos + V2_CRC_START:pos + LOG_OVERHEAD + size])
+    crc = crc32c(memoryview(buf)[pos + V2_CRC_START : pos + LOG_OVERHEAD + size])
     struct.pack_into(">I", buf, pos + 17, crc)
 
 
@@ -171,8 +215,13 @@ _PRODUCER_FIELDS = struct.Struct(">qhi")
 PRODUCER_OFFSET = 43
 
 
-def set_producer_state(data: bytes | bytearray, producer_id: int, producer_epoch: int,
-                       base_sequence: int, transactional: bool = False) -> bytearray:
+def set_producer_state(
+    data: bytes | bytearray,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool = False,
+) -> bytearray:
     """A copy of the single batch ``data`` stamped with an idempotent (or transactional)
     producer's id, epoch and base sequence, its CRC recomputed (these fields are under it)."""
     buf = bytearray(data)
@@ -185,9 +234,23 @@ def set_producer_state(data: bytes | bytearray, producer_id: int, producer_epoch
 
 
 __all__ = [
-    "set_producer_state", "PRODUCER_OFFSET",
-    "HEADER", "PREFIX", "TAIL", "MIN_RECORD_SIZE", "CRC_OFFSET", "STORED_CRC",
-    "encode_headers", "encode_records", "build_batch", "RecordBatchBuilder", "check_crc",
-    "records_section", "batch_records", "read_batch", "set_base_offset",
-    "set_partition_leader_epoch", "set_log_append_time",
+    "set_producer_state",
+    "PRODUCER_OFFSET",
+    "HEADER",
+    "PREFIX",
+    "TAIL",
+    "MIN_RECORD_SIZE",
+    "CRC_OFFSET",
+    "STORED_CRC",
+    "encode_headers",
+    "encode_records",
+    "build_batch",
+    "RecordBatchBuilder",
+    "check_crc",
+    "records_section",
+    "batch_records",
+    "read_batch",
+    "set_base_offset",
+    "set_partition_leader_epoch",
+    "set_log_append_time",
 ]

@@ -5,6 +5,7 @@ Written for speed: varints come from a precomputed table (offset deltas 0..n-1 a
 it), each record adds a tuple of ready-made parts to one list that is joined once, and a column
 given as ``None`` costs nothing per record.
 """
+
 from __future__ import annotations
 
 import struct
@@ -28,8 +29,8 @@ from kclient.protocol.records.common import (
 )
 from kclient.protocol.varint import TABLE_SIZE, UVARINT_TABLE, encode_varint
 
-PREFIX = struct.Struct(">qiibI")        # baseOffset .. crc (not covered by the CRC)
-TAIL = struct.Struct(">hiqqqhii")       # attributes .. recordsCount (start of the CRC'd part)
+PREFIX = struct.Struct(">qiibI")  # baseOffset .. crc (not covered by the CRC)
+TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount (start of the CRC'd part)
 
 _UV = UVARINT_TABLE
 _HALF = TABLE_SIZE >> 1
@@ -71,8 +72,10 @@ def _header_value(key: Any, value: Any) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"header {key!r} has a {type(value).__name__} value; header values are "
-                    "bytes, str (sent as UTF-8) or None")
+    raise TypeError(
+        f"header {key!r} has a {type(value).__name__} value; header values are "
+        "bytes, str (sent as UTF-8) or None"
+    )
 
 
 def _encode_values_only(values: Iterable[bytes | None], head: bytes) -> list[bytes]:
@@ -96,13 +99,17 @@ def _encode_values_only(values: Iterable[bytes | None], head: bytes) -> list[byt
 def _sequential_deltas(n: int) -> list[bytes]:
     """Encoded offset deltas 0..n-1 (table slices)."""
     if n <= _HALF:
-        return _UV[0:2 * n:2]
+        return _UV[0 : 2 * n : 2]
     return _UV[0::2] + [encode_varint(i) for i in range(_HALF, n)]
 
 
-def _encode_fields(values: Iterable[bytes | None], keys: Iterable[bytes | None],
-                   deltas: Iterable[int], offset_deltas: Iterable[bytes],
-                   headers: Iterable[bytes]) -> list[bytes]:
+def _encode_fields(
+    values: Iterable[bytes | None],
+    keys: Iterable[bytes | None],
+    deltas: Iterable[int],
+    offset_deltas: Iterable[bytes],
+    headers: Iterable[bytes],
+) -> list[bytes]:
     """Any mix of keys, timestamp deltas, offset deltas and headers: one record per value.
 
     ``offset_deltas`` and ``headers`` come encoded (an iterable of bytes each); the loop only
@@ -127,10 +134,13 @@ def _encode_fields(values: Iterable[bytes | None], keys: Iterable[bytes | None],
     return parts
 
 
-def encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
-                   timestamp_deltas: Sequence[int] | None = None,
-                   offset_deltas: Sequence[int] | None = None,
-                   headers: Sequence[RecordHeaders | None] | None = None) -> bytes:
+def encode_records(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None = None,
+    timestamp_deltas: Sequence[int] | None = None,
+    offset_deltas: Sequence[int] | None = None,
+    headers: Sequence[RecordHeaders | None] | None = None,
+) -> bytes:
     """Encode the records section of a batch (uncompressed) from parallel columns."""
     if offset_deltas is None and headers is None and keys is None and timestamp_deltas is None:
         return b"".join(_encode_values_only(values, b"\x00\x00"))
@@ -138,9 +148,11 @@ def encode_records(values: Sequence[bytes | None], keys: Sequence[bytes | None] 
         values,
         repeat(None) if keys is None else keys,
         repeat(0) if timestamp_deltas is None else timestamp_deltas,
-        _sequential_deltas(len(values)) if offset_deltas is None
+        _sequential_deltas(len(values))
+        if offset_deltas is None
         else [_varint(od) for od in offset_deltas],
-        repeat(b"\x00") if headers is None else map(encode_headers, headers))
+        repeat(b"\x00") if headers is None else map(encode_headers, headers),
+    )
     return b"".join(parts)
 
 
@@ -150,16 +162,25 @@ def _check_columns(n: int, **columns: Sequence[Any] | None) -> None:
             raise ValueError(f"{name} has {len(col)} entries for {n} values")
 
 
-def build_batch(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None,
-                timestamps: Sequence[int | None] | None = None,
-                headers: Sequence[RecordHeaders | None] | None = None,
-                *, base_offset: int = 0, codec: int = compression.NONE,
-                timestamp: int | None = None, offset_deltas: Sequence[int] | None = None,
-                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                is_transactional: bool = False, is_control: bool = False,
-                timestamp_type: int = CREATE_TIME,
-                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                compression_level: int | None = None) -> bytes:
+def build_batch(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None = None,
+    timestamps: Sequence[int | None] | None = None,
+    headers: Sequence[RecordHeaders | None] | None = None,
+    *,
+    base_offset: int = 0,
+    codec: int = compression.NONE,
+    timestamp: int | None = None,
+    offset_deltas: Sequence[int] | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    timestamp_type: int = CREATE_TIME,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    compression_level: int | None = None,
+) -> bytes:
     """Encode one v2 record batch from parallel columns (values, keys, timestamps, headers).
 
     ``timestamps`` defaults to ``timestamp`` (or now, in ms) for every record; ``offset_deltas``
@@ -169,16 +190,20 @@ def build_batch(values: Sequence[bytes | None], keys: Sequence[bytes | None] | N
     if n == 0:
         raise ValueError("a record batch needs at least one record")
     codec = compression.codec_id(codec)
-    _check_columns(n, keys=keys, timestamps=timestamps, headers=headers,
-                   offset_deltas=offset_deltas)
+    _check_columns(
+        n, keys=keys, timestamps=timestamps, headers=headers, offset_deltas=offset_deltas
+    )
     if timestamp is None:
         timestamp = int(time.time() * 1000)
     deltas = None
     if timestamps is None:
         base_ts = max_ts = timestamp
     else:
-        known: Sequence[int] = ([timestamp if t is None else t for t in timestamps]
-                                if None in timestamps else cast("Sequence[int]", timestamps))
+        known: Sequence[int] = (
+            [timestamp if t is None else t for t in timestamps]
+            if None in timestamps
+            else cast("Sequence[int]", timestamps)
+        )
         base_ts, max_ts = known[0], max(known)
         if base_ts != max_ts or min(known) != base_ts:
             deltas = [t - base_ts for t in known]
@@ -188,16 +213,21 @@ def build_batch(values: Sequence[bytes | None], keys: Sequence[bytes | None] | N
         headers = None
     body = encode_records(values, keys, deltas, offset_deltas, headers)
     last_delta = n - 1 if offset_deltas is None else offset_deltas[-1]
-    attributes = (codec | (TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
-                  | (TRANSACTIONAL_MASK if is_transactional else 0)
-                  | (CONTROL_MASK if is_control else 0))
+    attributes = (
+        codec
+        | (TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)
+        | (TRANSACTIONAL_MASK if is_transactional else 0)
+        | (CONTROL_MASK if is_control else 0)
+    )
     if codec:
         body = compression.compress(codec, body, 2, compression_level)
-    tail = TAIL.pack(attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch,
-                     base_sequence, n)
+    tail = TAIL.pack(
+        attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch, base_sequence, n
+    )
     crc = crc32c(body, crc32c(tail))
-    prefix = PREFIX.pack(base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body),
-                         partition_leader_epoch, 2, crc)
+    prefix = PREFIX.pack(
+        base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body), partition_leader_epoch, 2, crc
+    )
     return b"".join((prefix, tail, body))
 
 
@@ -213,8 +243,13 @@ class RecordBatchBuilder:
         self.timestamps: list[int | None] = []
         self.headers: list[RecordHeaders | None] = []
 
-    def append(self, value: bytes | None, key: bytes | None = None,
-               timestamp: int | None = None, headers: RecordHeaders | None = None) -> int:
+    def append(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        timestamp: int | None = None,
+        headers: RecordHeaders | None = None,
+    ) -> int:
         """Add one record; return its offset delta within the batch."""
         self.values.append(value)
         self.keys.append(key)
@@ -228,9 +263,16 @@ class RecordBatchBuilder:
     def build(self) -> bytes:
         """Encode everything appended so far as one batch."""
         ts = self.timestamps if any(t is not None for t in self.timestamps) else None
-        return build_batch(self.values, self.keys, ts, self.headers, codec=self.codec,
-                           **self.batch_fields)
+        return build_batch(
+            self.values, self.keys, ts, self.headers, codec=self.codec, **self.batch_fields
+        )
 
 
-__all__ = ["PREFIX", "TAIL", "encode_headers", "encode_records", "build_batch",
-           "RecordBatchBuilder"]
+__all__ = [
+    "PREFIX",
+    "TAIL",
+    "encode_headers",
+    "encode_records",
+    "build_batch",
+    "RecordBatchBuilder",
+]

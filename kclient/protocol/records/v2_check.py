@@ -5,6 +5,7 @@ range or a compressed payload that contradicts its records and still pass the CR
 decodes every record of a produced batch and refuses such a batch with INVALID_RECORD (and with
 UNKNOWN_SERVER_ERROR when the payload does not decompress; this module says CORRUPT_MESSAGE).
 """
+
 from __future__ import annotations
 
 from kclient.protocol import compression
@@ -38,8 +39,9 @@ def _check_header(attrs: int, last_delta: int, count: int, pid: int, seq: int) -
         raise _invalid(f"producer id {pid} with base sequence {seq}")
 
 
-def check_client_batch(buf: bytes, pos: int, size: int,
-                       max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> None:
+def check_client_batch(
+    buf: bytes, pos: int, size: int, max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED
+) -> None:
     """Check the v2 batch at ``buf[pos:pos+12+size]`` (CRC already checked) record by record.
 
     Raises InvalidRecordError when the header contradicts itself or its records (count, offset
@@ -50,10 +52,9 @@ def check_client_batch(buf: bytes, pos: int, size: int,
     """
     (base, _, _, _, _, attrs, last_delta, _, _, pid, _, seq, count) = HEADER.unpack_from(buf, pos)
     _check_header(attrs, last_delta, count, pid, seq)
-    data, start, end = records_section(buf, pos, size, base, attrs & CODEC_MASK,
-                                       max_decompressed)
+    data, start, end = records_section(buf, pos, size, base, attrs & CODEC_MASK, max_decompressed)
     if check_strided(data, start, end, count):
-        return                                    # runs of same-sized records, all sound
+        return  # runs of same-sized records, all sound
     try:
         ods = decode_columns(data, start, end, count, base, True)[0]
     except CorruptRecordError as exc:

@@ -9,6 +9,7 @@ first record of each run is decoded in full (:func:`~.v2_walk.walk_general`), so
 of the run decodes to the same fields, ending where the next begins: what the walkers would
 accept, at the cost of about ten C-level slices per run instead of a Python loop per record.
 """
+
 from __future__ import annotations
 
 from kclient.protocol.errors import ProtocolDecodeError
@@ -35,8 +36,9 @@ def _od_bytes(width: int, k: int) -> bytes:
         first = _STRETCH_START[width]
         last = min(64 << (7 * (width - 1)), STRIDE_LIMIT)
         more = 0x80 if k < width - 1 else 0
-        col = _OD_BYTES[(width, k)] = bytes((((2 * i) >> (7 * k)) & 0x7F) | more
-                                            for i in range(first, last))
+        col = _OD_BYTES[(width, k)] = bytes(
+            (((2 * i) >> (7 * k)) & 0x7F) | more for i in range(first, last)
+        )
     return col
 
 
@@ -53,11 +55,15 @@ class _Run:
         self.size = size
         # length + attributes, key length + value length, header count
         self.fixed = [*range(lw + 1), *range(t0, t0 + 1 + vw), size - 1]
-        self.ts_more = range(lw + 1, lw + tw)     # timestamp-delta bytes that continue
-        self.ts_last = lw + tw                    # its last byte
-        self.od = lw + 1 + tw                     # where the offset delta starts
-        if tw > _MAX_TS_WIDTH or _width(buf, pos + self.od) != odw or buf[pos + t0] != 1 \
-                or buf[pos + size - 1] != 0:
+        self.ts_more = range(lw + 1, lw + tw)  # timestamp-delta bytes that continue
+        self.ts_last = lw + tw  # its last byte
+        self.od = lw + 1 + tw  # where the offset delta starts
+        if (
+            tw > _MAX_TS_WIDTH
+            or _width(buf, pos + self.od) != odw
+            or buf[pos + t0] != 1
+            or buf[pos + size - 1] != 0
+        ):
             raise ValueError("not a run's shape")
 
     def holds(self, buf: bytes, pos: int, i: int, n: int, odw: int) -> bool:
@@ -65,18 +71,20 @@ class _Run:
         size = self.size
         stop = pos + (n - 1) * size + 1
         for k in self.fixed:
-            if buf[pos + k:stop + k:size] != bytes((buf[pos + k],)) * n:
+            if buf[pos + k : stop + k : size] != bytes((buf[pos + k],)) * n:
                 return False
         for k in self.ts_more:
-            if not buf[pos + k:stop + k:size].translate(_FLIP).isascii():
+            if not buf[pos + k : stop + k : size].translate(_FLIP).isascii():
                 return False
         k = self.ts_last
-        if not buf[pos + k:stop + k:size].isascii():
+        if not buf[pos + k : stop + k : size].isascii():
             return False
         first = i - _STRETCH_START[odw]
         for k in range(odw):
-            if buf[pos + self.od + k:stop + self.od + k:size] != \
-                    _od_bytes(odw, k)[first:first + n]:
+            if (
+                buf[pos + self.od + k : stop + self.od + k : size]
+                != _od_bytes(odw, k)[first : first + n]
+            ):
                 return False
         return True
 
@@ -93,7 +101,7 @@ def check_strided(buf: bytes, start: int, end: int, count: int) -> bool:
     while i < count:
         runs += 1
         if runs > 8 + count // 32:
-            return False                          # sizes that do not repeat: walk them
+            return False  # sizes that do not repeat: walk them
         odw, stop = _stretch(i, count)
         vals: Column = []
         ods: Column = []
@@ -108,7 +116,7 @@ def check_strided(buf: bytes, start: int, end: int, count: int) -> bool:
             return False
         n = min(stop - i, (end - pos) // run.size)
         if not run.holds(buf, pos, i, n, odw):
-            lo, hi = 1, n - 1                     # record i holds: find the longest run
+            lo, hi = 1, n - 1  # record i holds: find the longest run
             while lo < hi:
                 mid = (lo + hi + 1) // 2
                 if run.holds(buf, pos, i, mid, odw):

@@ -6,6 +6,7 @@ are computed once per value length (and cached) and the records section is one `
 alternating separators and values: no per-record Python code.  The output is byte-identical to
 :func:`kclient.protocol.records.v2_build.build_batch` on the same values.
 """
+
 from __future__ import annotations
 
 from crc32c import crc32c
@@ -17,7 +18,7 @@ from kclient.protocol.varint import encode_varint
 
 __all__ = ["encode_v2_uniform"]
 
-_BATCH_LENGTH_BASE = BATCH_HEADER_SIZE - LOG_OVERHEAD   # batchLength without the records
+_BATCH_LENGTH_BASE = BATCH_HEADER_SIZE - LOG_OVERHEAD  # batchLength without the records
 _HEADER_PLACEHOLDER = bytes(PREFIX.size + TAIL.size)
 _SEP_CACHE: dict[int, list[bytes]] = {}  # value length -> separators for offset deltas 0..n-1
 _SEP_CACHE_LENGTHS = 8
@@ -35,16 +36,17 @@ def _separators(length: int, n: int) -> list[bytes]:
     out = []
     for i in range(count):
         od = encode_varint(i)
-        body = b"\x00\x00" + od + b"\x01" + vh        # attributes, ts delta, offset delta, key
-        size = len(body) + length + 1                 # ... value, header count
+        body = b"\x00\x00" + od + b"\x01" + vh  # attributes, ts delta, offset delta, key
+        size = len(body) + length + 1  # ... value, header count
         head = encode_varint(size) + body
         out.append(head if i == 0 else b"\x00" + head)  # the previous record's header count
     _SEP_CACHE[length] = out
     return out
 
 
-def encode_v2_uniform(values: list[bytes], length: int, codec: int,
-                      timestamp: int) -> bytes | bytearray:
+def encode_v2_uniform(
+    values: list[bytes], length: int, codec: int, timestamp: int
+) -> bytes | bytearray:
     """A v2 batch of values that all have ``length`` bytes; no keys, headers or own timestamps.
 
     Uncompressed, the whole batch is one ``bytearray().join`` (header placeholder, separators,
@@ -60,11 +62,10 @@ def encode_v2_uniform(values: list[bytes], length: int, codec: int,
         body = compression.compress(codec, b"".join(parts), 2)
         tail = TAIL.pack(codec, n - 1, timestamp, timestamp, -1, -1, -1, n)
         crc = crc32c(body, crc32c(tail))
-        return b"".join((PREFIX.pack(0, _BATCH_LENGTH_BASE + len(body), -1, 2, crc), tail,
-                         body))
+        return b"".join((PREFIX.pack(0, _BATCH_LENGTH_BASE + len(body), -1, 2, crc), tail, body))
     parts[0] = _HEADER_PLACEHOLDER
     buf = bytearray().join(parts)
     TAIL.pack_into(buf, PREFIX.size, codec, n - 1, timestamp, timestamp, -1, -1, -1, n)
-    crc = crc32c(memoryview(buf)[PREFIX.size:])
+    crc = crc32c(memoryview(buf)[PREFIX.size :])
     PREFIX.pack_into(buf, 0, 0, len(buf) - LOG_OVERHEAD, -1, 2, crc)
     return buf

@@ -24,6 +24,7 @@ than the batch's end); the batch is then decoded again by the next one.  A batch
 count equals its lastOffsetDelta + 1 is taken to hold offset deltas 0..n-1 (Kafka's rule for
 the batches it accepts), so those deltas are not read.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -95,7 +96,7 @@ def decode_headers(buf: bytes, pos: int, end: int) -> tuple[Column, int]:
         kl, pos = decode_varint(buf, pos)
         if kl < 0 or pos + kl > end:
             raise ProtocolDecodeError(f"invalid header key length {kl}")
-        key = bytes(buf[pos:pos + kl]).decode("utf-8", "replace")
+        key = bytes(buf[pos : pos + kl]).decode("utf-8", "replace")
         pos += kl
         vl, pos = decode_varint(buf, pos)
         if vl < -1 or pos + vl > end:
@@ -103,15 +104,23 @@ def decode_headers(buf: bytes, pos: int, end: int) -> tuple[Column, int]:
         if vl < 0:
             value = None
         else:
-            value = buf[pos:pos + vl]
+            value = buf[pos : pos + vl]
             pos += vl
         headers.append((key, value))
     return headers, pos
 
 
 # ----------------------------------------------------------------------------- walkers
-def walk_general(buf: bytes, pos: int, count: int, ods: Column, tss: Column, keys: Column,
-                 vals: Column, hdrs: Column) -> int:
+def walk_general(
+    buf: bytes,
+    pos: int,
+    count: int,
+    ods: Column,
+    tss: Column,
+    keys: Column,
+    vals: Column,
+    hdrs: Column,
+) -> int:
     """Decode ``count`` records field by field, appending each field to its column; return the
     end position.  ``hdrs`` gets ``(index, headers)`` for the records that have headers.
 
@@ -151,7 +160,7 @@ def walk_general(buf: bytes, pos: int, count: int, ods: Column, tss: Column, key
         b = buf[pos]
         kl, pos = (zd[b], pos + 1) if b < 128 else _varint(buf, pos)
         if kl >= 0:
-            kapp(buf[pos:pos + kl])
+            kapp(buf[pos : pos + kl])
             pos += kl
         elif kl == -1:
             kapp(None)
@@ -171,7 +180,7 @@ def walk_general(buf: bytes, pos: int, count: int, ods: Column, tss: Column, key
                 raise ProtocolDecodeError(f"invalid value length {vl}")
             vapp(None)  # a tombstone
         else:
-            vapp(buf[pos:pos + vl])
+            vapp(buf[pos : pos + vl])
             pos += vl
         if buf[pos]:
             hs, pos = decode_headers(buf, pos, rend)
@@ -183,8 +192,15 @@ def walk_general(buf: bytes, pos: int, count: int, ods: Column, tss: Column, key
     return pos
 
 
-def walk_sequential(buf: bytes, pos: int, start: int, count: int, vals: Column, tss: Column,
-                    keys: Column | None = None) -> int:
+def walk_sequential(
+    buf: bytes,
+    pos: int,
+    start: int,
+    count: int,
+    vals: Column,
+    tss: Column,
+    keys: Column | None = None,
+) -> int:
     """Records ``start..count-1`` of a batch with offset deltas 0..n-1 and no headers.
 
     The offset delta is skipped by its width (1 byte below 64, 2 below 8192, ...), not decoded;
@@ -226,7 +242,7 @@ def walk_sequential(buf: bytes, pos: int, start: int, count: int, vals: Column, 
                     p += 1
                 else:  # a key of 64 bytes or more
                     b, p = _varint(buf, p)
-                kapp(buf[p:p + b])
+                kapp(buf[p : p + b])
                 p += b
             elif kapp is not None:
                 kapp(None)
@@ -252,8 +268,9 @@ def walk_sequential(buf: bytes, pos: int, start: int, count: int, vals: Column, 
     return pos
 
 
-def _learn(buf: bytes, pos: int, i: int, odw: int, vals: Column,
-           tss: Column) -> tuple[int, int, int]:
+def _learn(
+    buf: bytes, pos: int, i: int, odw: int, vals: Column, tss: Column
+) -> tuple[int, int, int]:
     """Decode record ``i`` at ``pos`` (a cache miss) with :func:`walk_general`, appending its
     value and timestamp delta; return ``(end, head, tail_end)``: where it ends, and its layout
     (the head is length + attributes + timestamp delta; the tail, after the ``odw``-byte offset
@@ -269,8 +286,14 @@ def _learn(buf: bytes, pos: int, i: int, odw: int, vals: Column,
     head = lw + 1 + _width(buf, pos + lw + 1)
     t0 = head + odw
     value = vals[-1]
-    if (ods[0] != i or keys[0] is not None or hdrs or value is None
-            or _width(buf, pos + head) != odw or buf[pos + t0] != 1):
+    if (
+        ods[0] != i
+        or keys[0] is not None
+        or hdrs
+        or value is None
+        or _width(buf, pos + head) != odw
+        or buf[pos + t0] != 1
+    ):
         raise Unusual
     t1 = t0 + 1 + _width(buf, pos + t0 + 1)
     if pos + t1 + len(value) + 1 != end:
@@ -305,19 +328,19 @@ def walk_cached(buf: bytes, pos: int, count: int, vals: Column, tss: Column) -> 
             if cache is None and len(caches) >= MAX_LAYOUTS:
                 caches.clear()
             cache = caches[layout] = {}
-        cache[buf[pos:pos + head] + buf[pos + t0:pos + t1]] = end - 1 - pos, tss[-1]
+        cache[buf[pos : pos + head] + buf[pos + t0 : pos + t1]] = end - 1 - pos, tss[-1]
         get = cache.get
         misses += 1
         pos = end
         for i in range(i + 1, stop):  # noqa: B007,B020 (i, the walk position, is read after)
-            h = get(buf[pos:pos + head] + buf[pos + t0:pos + t1])
+            h = get(buf[pos : pos + head] + buf[pos + t0 : pos + t1])
             if h is None:
                 break  # decoded (and its layout learnt) at the top of the outer loop
             last, tsd = h
             e = pos + last
             if buf[e]:
                 raise Unusual  # headers
-            vapp(buf[pos + t1:e])
+            vapp(buf[pos + t1 : e])
             tapp(tsd)
             pos = e + 1
         else:
@@ -326,9 +349,9 @@ def walk_cached(buf: bytes, pos: int, count: int, vals: Column, tss: Column) -> 
 
 
 # ----------------------------------------------------------------------------- a batch
-def decode_columns(buf: bytes, start: int, end: int, count: int, base_offset: int,
-                   sequential: bool) -> tuple[list[int] | None, list[int], Column | None, Column,
-                                              Column | None]:
+def decode_columns(
+    buf: bytes, start: int, end: int, count: int, base_offset: int, sequential: bool
+) -> tuple[list[int] | None, list[int], Column | None, Column, Column | None]:
     """Decode the ``count`` records of ``buf[start:end]`` (a batch's records section, already
     decompressed) into ``(offset deltas, timestamp deltas, keys, values, headers)``.
 
@@ -342,7 +365,7 @@ def decode_columns(buf: bytes, start: int, end: int, count: int, base_offset: in
         try:
             fast = _walk_plain(buf, start, end, count)
         except (ValueError, IndexError, TypeError, BufferError):
-            fast = None                 # damage or an odd buffer: the walkers below say which
+            fast = None  # damage or an odd buffer: the walkers below say which
         if fast is not None:
             return None, fast[0], fast[1], fast[2], None
     if sequential:
@@ -380,5 +403,14 @@ def decode_columns(buf: bytes, start: int, end: int, count: int, base_offset: in
     return ods, tss, keys, vals, hdrs
 
 
-__all__ = ["MIN_RECORD_SIZE", "CACHE_MAX", "MAX_LAYOUTS", "Unusual", "decode_headers",
-           "walk_general", "walk_sequential", "walk_cached", "decode_columns"]
+__all__ = [
+    "MIN_RECORD_SIZE",
+    "CACHE_MAX",
+    "MAX_LAYOUTS",
+    "Unusual",
+    "decode_headers",
+    "walk_general",
+    "walk_sequential",
+    "walk_cached",
+    "decode_columns",
+]
