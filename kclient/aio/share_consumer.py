@@ -26,6 +26,7 @@ from kclient.consumer.share_common import (
 from kclient.core.share_fetch import share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
 from kclient.errors import IllegalStateError, KafkaError, WakeupError
+from kclient.observability import tracing_for
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 from .cluster import AIOCluster
@@ -61,6 +62,11 @@ class AIOShareConsumer:
         self._beat: asyncio.Event | None = None
         self._fatal: KafkaError | None = None
         self._closed = False
+        tracing = tracing_for(conf, self.group_id)
+        if tracing is not None:
+            from kclient.observability.clients import trace_share_consumer
+
+            trace_share_consumer(self, tracing)
         if topics:
             self._member.subscribe([str(t) for t in topics])
 

@@ -24,6 +24,7 @@ from kclient.core.share_group import share_heartbeat, share_leave
 from kclient.errors import IllegalStateError, KafkaError, WakeupError
 from kclient.io.coordinator import Coordinator
 from kclient.io.driver import ClusterTransport, run
+from kclient.observability import tracing_for
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 from .connector import connection_settings
@@ -58,6 +59,11 @@ class ShareConsumer:
         self._heartbeat: threading.Thread | None = None
         self._fatal: KafkaError | None = None
         self._closed = False
+        tracing = tracing_for(conf, self.group_id)
+        if tracing is not None:
+            from kclient.observability.clients import trace_share_consumer
+
+            trace_share_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 
