@@ -14,6 +14,7 @@ from kclient.core.share_fetch import AckOutcome, FetchOutcome, ShareFetchConfig,
 from kclient.core.share_group import ShareMemberState
 from kclient.encoders import decode_function
 from kclient.errors import IllegalStateError, InvalidConfigError, KafkaError
+from kclient.observability import tracing_for
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 __all__ = [
@@ -213,6 +214,11 @@ class ShareFace:
         self._callback: AckCallback | None = None
         self._fatal: KafkaError | None = None
         self._closed = False
+        tracing = tracing_for(self.config, self.group_id)
+        if tracing is not None:  # the traced class: poll spans, process spans
+            from kclient.observability.clients import trace_share_consumer
+
+            trace_share_consumer(self, tracing)
         return topics
 
     def subscription(self) -> set[str]:
