@@ -213,13 +213,11 @@ class BrokerConnection:
         self._reauth_at = None  # a new session: the last one's schedule is void
         self._open(closes)
         negotiated = run(api_versions(self._handshake), ConnectionTransport(self))
-        if negotiated.ask_again:  # closed on ApiVersions: going away, or before 0.10
+        while negotiated.reopen:  # closed on ApiVersions: going away, or before 0.10
             self._open(closes)
-            negotiated = run(
-                api_versions(self._handshake, closed_before=True), ConnectionTransport(self)
-            )
-        if negotiated.reopen:  # an old broker closed on ApiVersions
-            self._open(closes)
+            if negotiated.follow_up is None:
+                break
+            negotiated = run(negotiated.follow_up, ConnectionTransport(self))
         self.versions = negotiated.versions
         self._authenticate()
         self.stats.connects += 1
