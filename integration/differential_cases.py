@@ -256,7 +256,7 @@ FIXED: list[tuple[str, str, str]] = [
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker
 
-`integration/test_differential.py` sends the same request sequences, through kclient's
+`integration/test_differential*.py` send the same request sequences, through kclient's
 `BrokerConnection` at pinned versions, to a real Kafka 4.x (KRaft) — and to Kafka 3.x in
 ZooKeeper mode for the versions 4.x refuses and for message formats v0/v1 — and to a mini-broker
 beside each, then compares the responses field by field. Only ids (node, member, producer,
