@@ -597,9 +597,13 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
                     self._retry_later(b, exc, sent=False)
                 return []
         inflight: dict[tuple[str, int], int] = {}
+        #: partitions with a batch stamped before a bump unacknowledged: no new batch yet
+        stale: set[tuple[str, int]] = set()
         for e in self._inflight:
-            for key in e.batches:
+            for key, x in e.batches.items():
                 inflight[key] = inflight.get(key, 0) + 1
+                if txn.stale(x):
+                    stale.add(key)
         waiting: dict[tuple[str, int], float] = {}
         for b in self._retry:  # anything of a partition kept back: new ones wait
             key = (b.topic, b.partition)
@@ -613,7 +617,9 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
                     waiting[key] = now
                     self._hold(b, now)
                     continue
-            elif key in waiting or inflight.get(key, 0) >= self.max_in_flight:
+                if txn.stale(b):
+                    stale.add(key)
+            elif key in waiting or key in stale or inflight.get(key, 0) >= self.max_in_flight:
                 waiting.setdefault(key, now)
                 self._hold(b, waiting[key])
                 continue
