@@ -52,3 +52,7 @@ def test_mixed_group_with_confluent_kafka(kafka4, make_topic):
 
 def test_two_connectors_share_a_topic(kafka4, make_topic):
     kip848_connector.two_connectors_share_a_topic(kafka4, make_topic)
+
+
+def test_classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic):
+    s.classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic)

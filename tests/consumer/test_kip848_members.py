@@ -73,3 +73,7 @@ def test_a_kip848_connector_refuses_classic_keys_and_zookeeper():
         consumer.create(base, **{"metadata.broker.list": "127.0.0.1:9", "session.timeout.ms": 6000})
     with pytest.raises(InvalidConfigError, match="unset zookeeper.connect"):
         consumer.create(base, **{"zookeeper.connect": "127.0.0.1:9"})
+
+
+def test_classic_and_consumer_protocol_members_share_a_group(broker, make_topic):
+    s.classic_and_consumer_protocol_members_share_a_group(broker, make_topic)
