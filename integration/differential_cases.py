@@ -95,7 +95,9 @@ CASES: dict[str, str] = {
     "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
     "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
     "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
-    "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+    "ConsumerGroupDescribe v1 of it, classic JoinGroup v7s to it (another protocol type; a "
+    "consumer-protocol one without member id: MEMBER_ID_REQUIRED, as a classic member of a "
+    "consumer group is admitted), a member leaving, a static member leaving for now "
     "(-2), its instance rejoining under a new member id with its partitions and the old "
     "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }
@@ -256,7 +258,7 @@ FIXED: list[tuple[str, str, str]] = [
 
 DOC_HEADER = """# Differential test: real Apache Kafka against the mini-broker
 
-`integration/test_differential.py` sends the same request sequences, through kclient's
+`integration/test_differential*.py` send the same request sequences, through kclient's
 `BrokerConnection` at pinned versions, to a real Kafka 4.x (KRaft) — and to Kafka 3.x in
 ZooKeeper mode for the versions 4.x refuses and for message formats v0/v1 — and to a mini-broker
 beside each, then compares the responses field by field. Only ids (node, member, producer,

@@ -21,9 +21,11 @@ from kclient.protocol.apis import (
     CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
     DESCRIBE_GROUPS,
+    JOIN_GROUP,
     LIST_GROUPS,
     OFFSET_COMMIT,
 )
+from kclient.protocol.consumer_protocol import encode_subscription
 from tests.waiting import wait_until
 
 from .differential import Twin
@@ -211,6 +213,25 @@ def test_consumer_group_heartbeat_sequences(twin4):
             "a consumer group",
         )
     _describe(twin4, "two members")
+    for label, protocol_type in (
+        ("a classic member of another protocol type", "connect"),
+        ("a classic consumer joins the consumer group", "consumer"),
+    ):
+        twin4.request(
+            JOIN_GROUP,
+            7,
+            {
+                "group_id": GROUP,
+                "session_timeout_ms": 10000,
+                "rebalance_timeout_ms": 10000,
+                "member_id": "",
+                "group_instance_id": None,
+                "protocol_type": protocol_type,
+                "protocols": [{"name": "range", "metadata": encode_subscription([TOPIC], None)}],
+            },
+            label,
+            view=_code,  # the member id MEMBER_ID_REQUIRED hands out is random
+        )
     a.hb("a leaves", -1)
     _settle(twin4, b)
     b.hb("b gets a's partitions")

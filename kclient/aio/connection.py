@@ -145,14 +145,11 @@ class AIOConnection:
             negotiated = await run(
                 api_versions(self._handshake), ConnectionTransport(_Direct(self))
             )
-            if negotiated.ask_again:  # closed on ApiVersions: going away, or before 0.10
+            while negotiated.reopen:  # closed on ApiVersions: going away, or before 0.10
                 await self._open(closes)
-                negotiated = await run(
-                    api_versions(self._handshake, closed_before=True),
-                    ConnectionTransport(_Direct(self)),
-                )
-            if negotiated.reopen:  # an old broker closed on ApiVersions
-                await self._open(closes)
+                if negotiated.follow_up is None:
+                    break
+                negotiated = await run(negotiated.follow_up, ConnectionTransport(_Direct(self)))
             self.versions = negotiated.versions
             await self._authenticate()
         except BaseException:

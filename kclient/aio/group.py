@@ -21,13 +21,14 @@ from typing import Any
 from kclient.consumer.connector import ConsumerGroupMetadata
 from kclient.consumer.group_protocol import leader_assignment, registration
 from kclient.core import group as core_group
-from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
+from kclient.core.consumer_protocol import subscription_protocols
 from kclient.core.group import MemberState
 from kclient.core.offsets import commit_offsets, fetch_offsets
 from kclient.core.prefetch import PartitionState
 from kclient.core.subscription import Subscription
 from kclient.errors import FencedInstanceIdError, IllegalStateError, KafkaError
 from kclient.metrics import ClientMetrics
+from kclient.protocol.consumer_protocol import decode_assignment
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster

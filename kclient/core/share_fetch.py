@@ -181,18 +181,29 @@ class ShareFetchState:
                 del self.delivered[tp]
         self.pending.setdefault(tp, {})[offset] = int(kind)
 
-    def settle_all(self, kind: int, buffered: bool = False) -> None:
-        """Settle every delivered record (and with ``buffered`` the ones not handed out yet)
-        as ``kind``: implicit acceptance, or releasing at close."""
+    def settle_all(self, kind: int) -> None:
+        """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
+        close."""
         for tp, offsets in self.delivered.items():
             acks = self.pending.setdefault(tp, {})
             for o in offsets:
                 acks[o] = kind
         self.delivered.clear()
-        if buffered:
-            while self.buffer:
-                r = self.buffer.popleft()
-                self.pending.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = kind
+
+    def drop_buffered(self) -> int:
+        """Forget the records acquired but never handed out (closing): left unacknowledged,
+        they are released when the share session closes (a broker that takes back the
+        delivery of a closed session's records, as Kafka's newer code does, can; after a
+        RELEASE it could not).  Returns how many."""
+        n = len(self.buffer)
+        self.buffer.clear()
+        return n
+
+    def fetch_ahead(self, max_poll_records: int) -> bool:
+        """Whether to send the next ShareFetch now, while the application works on a poll's
+        records: only while fewer records are buffered than one poll takes, so what is held
+        under acquisition locks stays within about two fetches."""
+        return len(self.buffer) < max_poll_records
 
     def unsettled(self) -> int:
         """How many delivered records are not settled."""

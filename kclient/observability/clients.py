@@ -212,6 +212,16 @@ def trace_aio_consumer(c: Any, tracing: Tracing) -> None:
     c.__class__ = traced_class(TracedAsync, type(c))
 
 
+def trace_share_consumer(c: Any, tracing: Tracing) -> None:
+    """Switch a ShareConsumer or AIOShareConsumer to its traced class (``poll`` spans,
+    ``process`` spans for iteration)."""
+    from .traced import TracedShareAsync, TracedSharePoll, traced_class
+
+    mixin = TracedShareAsync if hasattr(type(c), "__aiter__") else TracedSharePoll
+    c._tracing = tracing
+    c.__class__ = traced_class(mixin, type(c))
+
+
 def traced_stream(cls: type, tracing: Tracing, *args: Any) -> Any:
     """A traced ``cls(*args)`` (a KafkaStream: a ``process`` span per message it hands out;
     made as such, since a KafkaStream's class cannot be switched)."""

@@ -7,12 +7,19 @@ The classes users construct keep their untouched code, and this module imports n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from .tracing import Tracing, now_ns
 
-__all__ = ["TracedPoll", "TracedAsync", "TracedStream", "traced_class"]
+__all__ = [
+    "TracedAsync",
+    "TracedPoll",
+    "TracedShareAsync",
+    "TracedSharePoll",
+    "TracedStream",
+    "traced_class",
+]
 
 _CLASSES: dict[tuple[type, type], type] = {}
 
@@ -89,3 +96,52 @@ class TracedStream:
         return m
 
     next = __next__
+
+
+class TracedSharePoll:
+    """ShareConsumer: a ``poll`` span per poll that returned records, a ``process`` span per
+    record of ``for record in consumer``."""
+
+    _tracing: Tracing
+
+    def poll(self, *args: Any, **kwargs: Any) -> Any:
+        """(traced) see ShareConsumer.poll."""
+        start = now_ns()
+        out = super().poll(*args, **kwargs)  # type: ignore[misc]
+        self._tracing.received(out, start)
+        return out
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._tracing.each(super().__iter__())  # type: ignore[misc]
+
+
+class TracedShareAsync:
+    """AIOShareConsumer: ``poll`` spans, and ``process`` spans for ``async for`` (each ended
+    when the next record is asked for, or at close)."""
+
+    _tracing: Tracing
+    _processing: tuple[Any, Any, float] | None = None
+    _records: AsyncIterator[Any] | None = None
+
+    async def poll(self, *args: Any, **kwargs: Any) -> Any:
+        """(traced) see AIOShareConsumer.poll."""
+        start = now_ns()
+        out = await super().poll(*args, **kwargs)  # type: ignore[misc]
+        self._tracing.received(out, start)
+        return out
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        self._records = super().__aiter__()  # type: ignore[misc]
+        return self  # type: ignore[return-value]
+
+    async def __anext__(self) -> Any:
+        self._processing = self._tracing.end_open(self._processing)
+        assert self._records is not None
+        rec = await self._records.__anext__()
+        self._processing = self._tracing.start_process(rec)
+        return rec
+
+    async def close(self, *args: Any, **kwargs: Any) -> None:
+        """(traced) see AIOShareConsumer.close."""
+        self._processing = self._tracing.end_open(self._processing)
+        await super().close(*args, **kwargs)  # type: ignore[misc]

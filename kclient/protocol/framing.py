@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "RAW_CORR",
     "FrameReader",
+    "Reader",
 ]
 
 API_VERSIONS_KEY = 18
@@ -209,6 +210,10 @@ class FrameReader:
 #: The correlation id :meth:`ClientProtocol.receive_bytes` gives a bare answer (no header).
 RAW_CORR = -1
 
+#: A response body reader for one request (:meth:`ClientProtocol.reserve`): ``(frame, pos)``
+#: -> its answer, or None to decode the body the generic way
+Reader = Callable[[memoryview, int], Any]
+
 
 class ClientProtocol:
     """Client side: frame requests with correlation ids, match responses back to them."""
@@ -216,7 +221,7 @@ class ClientProtocol:
     def __init__(self, client_id: str | None = "kclient", max_frame: int = DEFAULT_MAX_FRAME):
         self.client_id = client_id
         self._next_corr = 0
-        self._pending: OrderedDict[int, tuple[Api[Any, Any], int]] = OrderedDict()
+        self._pending: OrderedDict[int, tuple[Api[Any, Any], int, Reader | None]] = OrderedDict()
         self._framer = _Framer(max_frame)
         self._reader: FrameReader | None = None  # receiving by read_buffer() / received()
         self._raw = 0  # bare frames expected next (send_raw), before any response
@@ -242,8 +247,20 @@ class ClientProtocol:
         parts = _encode_request_header(api, version, corr, self.client_id)
         parts += api.encode_request(version, body)
         if expect_response:
-            self._pending[corr] = (api, version)
+            self._pending[corr] = (api, version, None)
         return corr, _frame(parts)
+
+    def reserve(
+        self, api: Api[Any, Any], version: int, expect_response: bool, reader: Reader | None
+    ) -> int:
+        """A correlation id for a request the caller frames itself (a hot path's prepared
+        encoder, :mod:`kclient.protocol.produce_one`); its answer's body goes to ``reader``
+        first, and is decoded the generic way when that returns None."""
+        corr = self._next_corr
+        self._next_corr = (corr + 1) & 0x7FFFFFFF
+        if expect_response:
+            self._pending[corr] = (api, version, reader)
+        return corr
 
     def send_raw(self, token: bytes) -> bytes:
         """Frame a bare token (SASL after SaslHandshake v0: no header); its answer comes back
@@ -287,17 +304,22 @@ class ClientProtocol:
         entry = self._pending.pop(corr, None)
         if entry is None:
             raise ProtocolDecodeError(f"response with unknown correlation id {corr}")
-        api, version = entry
+        api, version, reader = entry
         pos = 4
         if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
             _, pos = read_tagged_fields(frame, pos)
+        view = memoryview(frame)
+        if reader is not None:
+            answer = reader(view, pos)
+            if answer is not None:
+                return corr, answer
         try:
-            return corr, api.decode_response(version, memoryview(frame), pos)
+            return corr, api.decode_response(version, view, pos)
         except ProtocolDecodeError as exc:
             if api.key == API_VERSIONS_KEY and version > 0:
                 # a broker answers an ApiVersions version it doesn't know with a v0 body
                 # (error UNSUPPORTED_VERSION plus its ranges), as KIP-511 specifies
-                return corr, api.decode_response(0, memoryview(frame), pos)
+                return corr, api.decode_response(0, view, pos)
             raise ProtocolDecodeError(
                 f"{api.name} v{version} response (correlation id {corr}): {exc}"
             ) from None

@@ -326,13 +326,28 @@ def mixed_group_with_javas_kafka_consumer(server, make_topic):
 def mixed_group_with_confluent_kafka(server, make_topic):
     """The same with confluent-kafka (librdkafka, group.protocol=consumer) and an
     AIOConsumer."""
+    _mixed_with_confluent(server, make_topic, "consumer", aio_member)
+
+
+def _mixed_with_confluent(server, make_topic, protocol: str, make) -> None:
+    """run_mixed_group with confluent-kafka members of ``protocol`` and kclient members
+    ``make`` makes (group.protocol=consumer)."""
     topic = make_topic(4)
     run = run_mixed_group(
-        lambda group: ConfluentMember(server.bootstrap, topic, group, "consumer"),
+        lambda group: ConfluentMember(server.bootstrap, topic, group, protocol),
         topic,
         4,
         conf(server),
         _producer(server, topic),
-        make=aio_member,
+        make=make,
     )
     check_mixed(run)
+
+
+def classic_and_consumer_protocol_members_share_a_group(server, make_topic):
+    """Online migration (KIP-848, ``group.consumer.migration.policy`` bidirectional, Kafka
+    4.x's default): confluent-kafka with the classic protocol (cooperative-sticky) alone; a
+    kclient.Consumer with group.protocol=consumer joins (the classic group with members
+    becomes a consumer group); the classic member leaves; a second classic one joins the
+    consumer group (JoinGroup to a consumer group).  Each record counted once."""
+    _mixed_with_confluent(server, make_topic, "classic", member)

@@ -95,3 +95,17 @@ def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_ackn
         state.acknowledge(T0, 11, AcknowledgeType.ACCEPT)
     state.settle_all(int(AcknowledgeType.ACCEPT))
     assert state.pending == {T0: {12: GAP, 11: 3, 10: 1, 13: 1}} and state.unsettled() == 0
+
+
+def test_fetching_ahead_is_bounded_and_closing_leaves_undelivered_records_unacknowledged():
+    from kclient.core.share_fetch import FetchOutcome
+
+    batch = build_batch([b"a", b"b", b"c", b"d"], base_offset=0)
+    state = _state()
+    state.read_fetch(3, _answer(batch, [(0, 3, 1)]), FetchOutcome())
+    assert not state.fetch_ahead(3)  # a poll's worth is buffered: nothing more is fetched
+    assert [r.offset for r in state.take(3)] == [0, 1, 2]
+    assert state.fetch_ahead(3)
+    state.settle_all(int(AcknowledgeType.ACCEPT))
+    assert state.drop_buffered() == 1  # offset 3: left to the session's close, not RELEASEd
+    assert state.pending == {T0: {0: 1, 1: 1, 2: 1}} and not state.buffer
