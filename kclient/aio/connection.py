@@ -33,6 +33,7 @@ from kclient.protocol.schema import Api, Struct
 from kclient.protocol.versions import pick_version
 
 from .driver import ConnectionTransport, run
+from .timeouts import within
 
 __all__ = ["AIOConnection"]
 
@@ -165,7 +166,7 @@ class AIOConnection:
         timeout = self.settings.connect_timeout_ms / 1000.0
         proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         try:
-            transport, receiver = await asyncio.wait_for(
+            transport, receiver = await within(
                 asyncio.get_running_loop().create_connection(
                     lambda: _Receiver(self, proto),
                     self.host,
@@ -174,6 +175,7 @@ class AIOConnection:
                     server_hostname=self.host if security.ssl_context is not None else None,
                 ),
                 timeout,
+                lambda late: late[0].abort(),  # opened for nobody
             )
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1
