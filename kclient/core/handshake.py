@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from scramp import ScramException
-
 from kclient.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -31,7 +29,7 @@ from kclient.errors import (
 from kclient.protocol import error_codes as E
 from kclient.protocol.apis import API_VERSIONS, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions
-from kclient.security.sasl import SaslConfig, mechanism
+from kclient.security.sasl import SaslConfig, ScramVerifyError, mechanism
 
 from .steps import Conversation, RawExchange, Request
 
@@ -213,7 +211,7 @@ def authenticate(
                         f"exchange (wrong credentials?): {exc.reason}"
                     ) from exc
             token = mech.step(challenge)
-    except ScramException as exc:
+    except ScramVerifyError as exc:
         raise fail(f"the broker's SCRAM answer does not verify: {exc}") from exc
     return lifetime_ms / 1000.0 if lifetime_ms > 0 else None
 
