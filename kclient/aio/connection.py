@@ -30,6 +30,7 @@ from kclient.protocol.schema import Api, Struct
 from kclient.protocol.versions import pick_version
 
 from .driver import ConnectionTransport, run
+from .timeouts import within
 
 __all__ = ["AIOConnection"]
 
@@ -104,7 +105,7 @@ class AIOConnection:
         security = self.settings.security
         timeout = self.settings.connect_timeout_ms / 1000.0
         try:
-            reader, writer = await asyncio.wait_for(
+            reader, writer = await within(
                 asyncio.open_connection(
                     self.host,
                     self.port,
@@ -113,6 +114,7 @@ class AIOConnection:
                     server_hostname=self.host if security.ssl_context is not None else None,
                 ),
                 timeout,
+                lambda late: late[1].transport.abort(),  # opened for nobody
             )
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1

@@ -25,6 +25,7 @@ from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
 from .group import AIOGroup, ConsumerMembership
+from .timeouts import within
 
 __all__ = ["AIOConsumerGroup", "ConsumerProtocolSteps"]
 
@@ -81,7 +82,7 @@ class AIOConsumerGroup(AIOGroup):
         self._poke = poke
         while True:
             try:
-                await asyncio.wait_for(poke.wait(), member.wait_s() if member.active else 1.0)
+                await within(poke.wait(), member.wait_s() if member.active else 1.0)
             except asyncio.TimeoutError:
                 pass
             poke.clear()
