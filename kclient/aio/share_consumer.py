@@ -27,6 +27,7 @@ from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 from .cluster import AIOCluster
 from .coordinator import AIOCoordinator
 from .driver import ClusterTransport, InFlight, run
+from .timeouts import within
 
 __all__ = ["AIOShareConsumer"]
 
@@ -92,7 +93,7 @@ class AIOShareConsumer(ShareFace):
                 wait = self.settings.backoff_s
             self._beat.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._beat.wait(), wait)
+                await within(self._beat.wait(), wait)
 
     # -- consuming ---------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:
@@ -108,12 +109,16 @@ class AIOShareConsumer(ShareFace):
         await self._finish_ahead()
         while True:
             self._raise_pending()
-            if state.buffer:
+            if state.held():
+                self._fetch_ahead()  # before the records are built: the broker works meanwhile
                 records = state.take(self.settings.max_poll_records)
-                self._fetch_ahead()
-                return records
+                if records:
+                    return records
+                if self._ahead is not None:  # only gaps were acquired: take the next answer
+                    await self._finish_ahead()
+                    continue
             await self._round(max(0.0, min(deadline - time.monotonic(), 3600.0)))
-            if not state.buffer and time.monotonic() >= deadline:
+            if not state.held() and time.monotonic() >= deadline:
                 self._raise_pending()
                 return []
 
@@ -153,7 +158,8 @@ class AIOShareConsumer(ShareFace):
             return
         wanted, stale = wanted_by_leader(member, self.cluster)
         if not stale and wanted:
-            self._ahead = InFlight(share_fetch(state, wanted), ClusterTransport(self.cluster))
+            ahead = share_fetch(state, wanted, state.config.ahead_wait_ms)
+            self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
 
     async def _finish_ahead(self) -> None:
         """Take the answers of the ShareFetch sent ahead, if any (its records buffered)."""

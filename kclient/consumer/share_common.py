@@ -31,6 +31,8 @@ __all__ = [
 log = logging.getLogger("kclient.share")
 
 _ACCEPT, _RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+#: acknowledge types to wire values (an IntEnum: its plain int values find them too)
+_WIRE: dict[Any, int] = {t: int(t) for t in AcknowledgeType}
 
 #: ``callback(offsets by partition, exception or None)``: Java's AcknowledgementCommitCallback
 AckCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], Any]
@@ -212,6 +214,7 @@ class ShareFace:
         self._state = self.settings.new_state()
         self._member = self._state.member
         self._callback: AckCallback | None = None
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._fatal: KafkaError | None = None
         self._closed = False
         tracing = tracing_for(self.config, self.group_id)
@@ -235,9 +238,18 @@ class ShareFace:
         """Settle a delivered record (explicit mode): ACCEPT, RELEASE (deliver again, maybe to
         another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
         with the next fetch (sent at the end of the next poll) or commit."""
-        self._check_open("acknowledge")
-        tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
-        self._state.acknowledge(tp, offset, wire)
+        try:
+            wire = _WIRE[type] if isinstance(record, ShareConsumerRecord) else None
+        except (KeyError, TypeError):  # not a type: check_ack_type says so
+            wire = None
+        if wire is None or self._closed or not self.settings.explicit:
+            self._check_open("acknowledge")
+            tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
+            self._state.acknowledge(tp, offset, wire)
+            return
+        key = (record.topic, record.partition)  # one TopicPartition per partition, not record
+        tp = self._tps.get(key) or self._tps.setdefault(key, TopicPartition(*key))
+        self._state.acknowledge(tp, record.offset, wire)
 
     def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
         """``callback(offsets by partition, exception or None)`` after acknowledgements are

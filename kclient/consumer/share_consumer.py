@@ -127,13 +127,17 @@ class ShareConsumer(ShareFace):
         self._finish_ahead()
         while True:
             self._raise_pending()
-            if state.buffer:
+            if state.held():
+                self._fetch_ahead()  # before the records are built: the broker works meanwhile
                 records = state.take(self.settings.max_poll_records)
-                self._fetch_ahead()
-                return records
+                if records:
+                    return records
+                if self._ahead is not None:  # only gaps were acquired: read the next answer
+                    self._finish_ahead()
+                    continue
             remaining = deadline - time.monotonic()
             self._round(max(0.0, min(remaining, 3600.0)))
-            if not state.buffer and time.monotonic() >= deadline:
+            if not state.held() and time.monotonic() >= deadline:
                 self._raise_pending()
                 return []
 
@@ -178,8 +182,9 @@ class ShareConsumer(ShareFace):
         wanted, stale = wanted_by_leader(member, self.cluster)
         if stale or not wanted:
             return
+        ahead = share_fetch(state, wanted, state.config.ahead_wait_ms)
         with self._lock:
-            self._ahead = InFlight(share_fetch(state, wanted), ClusterTransport(self.cluster))
+            self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
 
     def _finish_ahead(self) -> None:
         """Read the answers of the ShareFetch sent ahead, if any (its records buffered)."""
