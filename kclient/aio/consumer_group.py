@@ -53,6 +53,10 @@ class AIOConsumerGroup(AIOGroup):
         self.fatal: KafkaError | None = None
         self._poke: asyncio.Event | None = None
 
+    def fetching_member(self) -> Callable[[], tuple[int, str]] | None:
+        """The member's (epoch, member id), sent with OffsetFetch v9."""
+        return self.member.generation
+
     def generation(self) -> tuple[int, str]:
         """(member epoch, member id): what OffsetCommit v9 sends."""
         return self.member.generation()
