@@ -94,8 +94,11 @@ CASES: dict[str, str] = {
     "come after the first revoked them, fenced (future and old) epochs, an unknown member "
     "and group, invalid joins (no subscription, owned partitions, unknown assignor, bad "
     "regex, epoch -3, -2 without instance id), OffsetCommit v9 with the current and a "
-    "stale epoch and a stranger, ListGroups v5 by type, DescribeGroups v5-v6 and "
-    "ConsumerGroupDescribe v1 of it, a member leaving, a static member leaving for now "
+    "stale epoch and a stranger, OffsetFetch v9 as the member (its epoch, another, a "
+    "stranger, no member), ListGroups v5 by type, DescribeGroups v5-v6 and "
+    "ConsumerGroupDescribe v1 of it, classic JoinGroup v7s to it (another protocol type; a "
+    "consumer-protocol one without member id: MEMBER_ID_REQUIRED, as a classic member of a "
+    "consumer group is admitted), a member leaving, a static member leaving for now "
     "(-2), its instance rejoining under a new member id with its partitions and the old "
     "id fenced, the rest leaving (integration/test_differential_kip848.py)",
 }

@@ -177,3 +177,81 @@ def run_lock_expiry(
             "the dead member's records",
         )
     return held, got
+
+
+def produce_one_by_one(bootstrap: str, topic: str, count: int) -> None:
+    """``count`` records ``v0``.. into partition 0, each its own batch (so a share fetch of
+    ``max.poll.records`` n acquires n records, not one whole batch)."""
+    with Producer({"metadata.broker.list": bootstrap, "producer.type": "sync"}) as p:
+        for i in range(count):
+            p.send([ProducerData(topic, f"v{i}".encode(), partition=0)])
+
+
+def run_close_releases_fetched_ahead(bootstrap: str, topic: str) -> dict[str, list[Any]]:
+    """A (threaded, implicit) and then B (asyncio, explicit) each poll once and close with a
+    ShareFetch sent ahead (the records it acquired never returned): C drains the rest.
+    Returns each member's records."""
+    group = new_group(bootstrap)
+    produce_one_by_one(bootstrap, topic, 20)
+    small = {"max.poll.records": 4}
+    got: dict[str, list[Any]] = {"a": [], "b": [], "c": []}
+    with ShareConsumer(conf(bootstrap, group, **small), topic) as a:
+        wait_until(lambda: got["a"].extend(a.poll(0.5)) or got["a"], 30, "A's records")
+        assert a._ahead is not None, "A sent no fetch ahead"
+
+    async def explicit_one_poll() -> None:
+        explicit = {**small, "share.acknowledgement.mode": "explicit"}
+        async with AIOShareConsumer(conf(bootstrap, group, **explicit), topic) as b:
+            while not got["b"]:
+                got["b"] += await b.poll(0.5)
+            assert b._ahead is not None, "B sent no fetch ahead"
+            for r in got["b"]:
+                b.acknowledge(r, AcknowledgeType.ACCEPT)
+
+    asyncio.run(asyncio.wait_for(explicit_one_poll(), 30))
+    with ShareConsumer(conf(bootstrap, group, **small), topic) as c:
+        wait_until(
+            lambda: got["c"].extend(c.poll(0.5)) or sum(map(len, got.values())) >= 20,
+            30,
+            "the rest of the records",
+        )
+        later = c.poll(0.5)  # nothing comes twice
+    got["c"] += later
+    return got
+
+
+def check_fetched_ahead(got: dict[str, list[Any]]) -> None:
+    """Every record delivered once in all; the ones a closing member had fetched ahead went
+    to the next member.  Kafka 4.4 (and the mini-broker) counts their acquisition: they come
+    with ``delivery_count`` 2, every other record with 1."""
+    offsets = sorted(r.offset for rs in got.values() for r in rs)
+    assert offsets == list(range(20)), {k: [r.offset for r in v] for k, v in got.items()}
+    assert {r.delivery_count for r in got["a"]} == {1}
+    again = sorted(r.offset for rs in got.values() for r in rs if r.delivery_count == 2)
+    first = max(r.offset for r in got["a"]) + 1
+    assert again and again == list(range(first, first + len(again))), again
+    assert {r.delivery_count for rs in got.values() for r in rs} == {1, 2}
+
+
+def run_renew(bootstrap: str, topic: str) -> tuple[list[Any], list[Any], list[Any]]:
+    """A holds a record past its 2 s lock by renewing it (RENEW, ShareAcknowledge v2) three
+    times 1.2 s apart while B polls, then accepts it.  Returns A's commit results (the
+    renewals' then the acceptance's) and what B got."""
+    group = new_group(bootstrap, **{"share.record.lock.duration.ms": "2000"})
+    produce(bootstrap, topic, 1, 1)
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    results: list[Any] = []
+    stolen: list[Any] = []
+    with ShareConsumer(conf(bootstrap, group, **explicit), topic) as a:
+        held = _poll_until(a, 1)
+        with ShareConsumer(conf(bootstrap, group, **explicit), topic) as b:
+            for _ in range(3):
+                until = time.monotonic() + 1.2
+                while time.monotonic() < until:
+                    stolen += b.poll(0.3)
+                a.acknowledge(held[0], AcknowledgeType.RENEW)
+                results.append(a.commit_sync())
+            a.acknowledge(held[0], AcknowledgeType.ACCEPT)
+            results.append(a.commit_sync())
+            stolen += b.poll(0.5)
+    return held, results, stolen

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.consumer import kip848_connector
 from tests.consumer import kip848_scenarios as s
 
 from .helpers import new_topic
@@ -47,3 +48,15 @@ def test_mixed_group_with_javas_kafka_consumer(kafka4, make_topic):
 
 def test_mixed_group_with_confluent_kafka(kafka4, make_topic):
     s.mixed_group_with_confluent_kafka(kafka4, make_topic)
+
+
+def test_two_connectors_share_a_topic(kafka4, make_topic):
+    kip848_connector.two_connectors_share_a_topic(kafka4, make_topic)
+
+
+def test_classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic):
+    s.classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic)
+
+
+def test_offset_fetch_names_the_member(make_topic, drive):
+    s.offset_fetch_names_the_member(None, make_topic, drive)

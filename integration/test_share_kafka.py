@@ -14,10 +14,13 @@ import pytest
 from integration.helpers import new_topic
 from integration.share_scenarios import (
     check_drain,
+    check_fetched_ahead,
+    run_close_releases_fetched_ahead,
     run_drain,
     run_lock_expiry,
     run_reject_and_limit,
     run_release_to_other,
+    run_renew,
 )
 
 pytestmark = pytest.mark.kafka
@@ -155,3 +158,16 @@ def test_confluent_and_javas_console_share_consumer_share_a_group_with_kclient(k
     assert sorted(tp.partition for tp in offsets) == [0, 1, 2]
     # the console consumer, stopped by a signal, may not have accepted its last records
     assert all(0 <= o.start_offset <= n // 3 for o in offsets.values()), offsets
+
+
+def test_closing_releases_records_fetched_ahead_to_another_member(kafka4):
+    check_fetched_ahead(run_close_releases_fetched_ahead(kafka4.bootstrap, new_topic(kafka4)))
+
+
+def test_renew_keeps_a_record_locked_past_its_lock_duration(kafka4):
+    """RENEW (KIP-932's acknowledge type 4, ShareAcknowledge v2) on Kafka 4.4: a record held
+    3.6 s under a 2 s lock is not handed to another member, and accepting it then succeeds."""
+    held, results, stolen = run_renew(kafka4.bootstrap, new_topic(kafka4))
+    assert [(r.offset, r.delivery_count) for r in held] == [(0, 1)]
+    assert len(results) == 4 and all(set(r.values()) == {None} for r in results), results
+    assert stolen == []

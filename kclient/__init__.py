@@ -7,25 +7,11 @@ from kclient.broker import MiniBroker, MiniCluster
 
 from typing import TYPE_CHECKING, Any
 
-from . import consumer, errors, simple
+from . import errors, simple
 from ._version import __version__
-from .admin import AdminClient, NewTopic, TopicPartition
 from .cluster import Cluster
 from .config import load_config
 from .connection import BrokerConnection
-from .consumer import (
-    Blacklist,
-    Consumer,
-    ConsumerConnector,
-    ConsumerGroupMetadata,
-    ConsumerRebalanceListener,
-    ConsumerRecord,
-    KafkaStream,
-    MessageAndMetadata,
-    TopicFilter,
-    Whitelist,
-)
-from .consumer.share_consumer import ShareConsumer
 from .encoders import (
     Decoder,
     DefaultDecoder,
@@ -57,9 +43,28 @@ from .simple import FetchRequest, OffsetRequest, SimpleConsumer
 from .structs import AcknowledgeType, ShareConsumerRecord
 
 if TYPE_CHECKING:
+    from . import consumer
+    from .admin import AdminClient, NewTopic, TopicPartition
     from .aio import AIOConsumer, AIOProducer, AIOShareConsumer
+    from .consumer import (
+        Blacklist,
+        Consumer,
+        ConsumerConnector,
+        ConsumerGroupMetadata,
+        ConsumerRebalanceListener,
+        ConsumerRecord,
+        KafkaStream,
+        MessageAndMetadata,
+        TopicFilter,
+        Whitelist,
+    )
+    from .consumer.share_consumer import ShareConsumer
     from .schema_registry import AsyncSchemaRegistryClient, SchemaRegistryClient
 
+_CONSUMER_NAMES = (
+    "Blacklist Consumer ConsumerConnector ConsumerGroupMetadata ConsumerRebalanceListener "
+    "ConsumerRecord KafkaStream MessageAndMetadata TopicFilter Whitelist"
+)
 #: name -> the module it is imported from on first use
 _LAZY = {
     "AIOProducer": "aio",
@@ -67,16 +72,24 @@ _LAZY = {
     "AIOShareConsumer": "aio",
     "SchemaRegistryClient": "schema_registry",
     "AsyncSchemaRegistryClient": "schema_registry",
+    "AdminClient": "admin",
+    "NewTopic": "admin",
+    "TopicPartition": "admin",
+    "ShareConsumer": "consumer.share_consumer",
+    **dict.fromkeys(_CONSUMER_NAMES.split(), "consumer"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    """AIOProducer and AIOConsumer import kclient.aio (and asyncio), the registry clients
-    kclient.schema_registry, on first use only."""
-    if name in _LAZY:
-        import importlib
+    """Names whose modules are imported on first use only: the consumers and the admin client
+    (a process that only produces, or a Spark planner, skips their import time), kclient.aio
+    (and asyncio), the registry clients; ``kclient.consumer`` the module likewise."""
+    import importlib
 
+    if name in _LAZY:
         return getattr(importlib.import_module(f"kclient.{_LAZY[name]}"), name)
+    if name == "consumer":
+        return importlib.import_module("kclient.consumer")
     raise AttributeError(f"module 'kclient' has no attribute {name!r}")
 
 

@@ -470,10 +470,12 @@ KEYS: tuple[ConfigKey, ...] = (
          "Broker-coordinated groups: heartbeat period (below session.timeout.ms).",
          differs="no such key; Java consumer 0.9's default"),
     _key("group.protocol", "classic", Choice(("classic", "consumer")), _C,
-         "kclient.Consumer / AIOConsumer groups: classic (JoinGroup / SyncGroup, client-side "
-         "assignors) or consumer (KIP-848: ConsumerGroupHeartbeat, the broker assigns; Kafka "
-         "4.0+). Under consumer, partition.assignment.strategy, session.timeout.ms and "
-         "heartbeat.interval.ms cannot be set, as in Java.",
+         "kclient.Consumer / AIOConsumer / broker-coordinated ConsumerConnector groups: "
+         "classic (JoinGroup / SyncGroup, client-side assignors) or consumer (KIP-848: "
+         "ConsumerGroupHeartbeat, the broker assigns; Kafka 4.0+; a connector is one member "
+         "and spreads its partitions over its streams). Under consumer, "
+         "partition.assignment.strategy, session.timeout.ms and heartbeat.interval.ms cannot "
+         "be set, as in Java.",
          differs="no such key (Java consumer 3.7's)"),
     _key("group.remote.assignor", None, Str(), _C,
          "group.protocol=consumer: the broker-side assignor to ask for (uniform, range); "
@@ -643,6 +645,20 @@ def load_config(role: str, config: Mapping[str, Any] | None = None, **overrides:
 CLASSIC_ONLY = ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms")
 
 
+def check_group_protocol(conf: Config) -> None:
+    """Under group.protocol=consumer, refuse the classic protocol's keys when set (Java's
+    ConsumerConfig does, with these words)."""
+    if conf["group.protocol"] != "consumer":
+        return
+    classic_only = [k for k in CLASSIC_ONLY if conf.is_set(k)]
+    if classic_only:
+        raise InvalidConfigError(
+            f"{', '.join(classic_only)} cannot be set when group.protocol=CONSUMER",
+            classic_only[0],
+            conf[classic_only[0]],
+        )
+
+
 def consumer_config(
     topics: tuple[Any, ...], config: Mapping[str, Any], refused: Mapping[str, str] | None = None
 ) -> tuple[Config, tuple[Any, ...]]:
@@ -653,14 +669,7 @@ def consumer_config(
     if topics and isinstance(topics[0], Mapping):
         given, topics = topics[0], topics[1:]
     conf = load_config("consumer", given, **config)
-    if conf["group.protocol"] == "consumer":
-        classic_only = [k for k in CLASSIC_ONLY if conf.is_set(k)]
-        if classic_only:  # Java's ConsumerConfig words it so
-            raise InvalidConfigError(
-                f"{', '.join(classic_only)} cannot be set when group.protocol=CONSUMER",
-                classic_only[0],
-                conf[classic_only[0]],
-            )
+    check_group_protocol(conf)
     for key, why in (refused or {}).items():
         if conf.is_set(key) and conf[key]:
             raise InvalidConfigError(f"{key}: {why}", key, conf[key])

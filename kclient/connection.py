@@ -26,7 +26,7 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -42,7 +42,7 @@ from .errors import (
 from .io.driver import ConnectionTransport, run
 from .metrics import ConnectionStats
 from .protocol.errors import KafkaError
-from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol
+from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol, Reader
 from .protocol.schema import Api, Struct
 from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, pick_version
 from .security import SecuritySettings
@@ -213,13 +213,11 @@ class BrokerConnection:
         self._reauth_at = None  # a new session: the last one's schedule is void
         self._open(closes)
         negotiated = run(api_versions(self._handshake), ConnectionTransport(self))
-        if negotiated.ask_again:  # closed on ApiVersions: going away, or before 0.10
+        while negotiated.reopen:  # closed on ApiVersions: going away, or before 0.10
             self._open(closes)
-            negotiated = run(
-                api_versions(self._handshake, closed_before=True), ConnectionTransport(self)
-            )
-        if negotiated.reopen:  # an old broker closed on ApiVersions
-            self._open(closes)
+            if negotiated.follow_up is None:
+                break
+            negotiated = run(negotiated.follow_up, ConnectionTransport(self))
         self.versions = negotiated.versions
         self._authenticate()
         self.stats.connects += 1
@@ -375,12 +373,8 @@ class BrokerConnection:
         expect_response: bool = True,
     ) -> int:
         """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
-        if (
-            self._reauth_at is not None
-            and time.monotonic() >= self._reauth_at
-            and not self.in_flight
-        ):
-            self._authenticate()  # KIP-368: before the broker's session runs out
+        if self._reauth_at is not None:
+            self._reauth_if_due()
         if version is None:
             version = self.version(api)
         with self._send_lock:
@@ -391,6 +385,34 @@ class BrokerConnection:
             finally:
                 self._leave(sock)
         return corr
+
+    def send_framed(
+        self,
+        api: Api[Any, Any],
+        version: int,
+        frame_for: Callable[[int], bytes],
+        reader: Reader | None,
+        expect_response: bool = True,
+    ) -> int:
+        """Write a request the caller frames (``frame_for(correlation id)``: the whole frame, a
+        hot path's prepared encoder); :meth:`receive` gives ``reader``'s answer, or the generic
+        decoding when it returns None (see :meth:`ClientProtocol.reserve`)."""
+        if self._reauth_at is not None:
+            self._reauth_if_due()
+        with self._send_lock:
+            sock = self._enter()
+            try:
+                corr = self._protocol.reserve(api, version, expect_response, reader)
+                self._write(sock, api, frame_for(corr), corr, expect_response)
+            finally:
+                self._leave(sock)
+        return corr
+
+    def _reauth_if_due(self) -> None:
+        """KIP-368: authenticate again before the broker's session runs out."""
+        at = self._reauth_at
+        if at is not None and time.monotonic() >= at and not self.in_flight:
+            self._authenticate()
 
     def _write(
         self,

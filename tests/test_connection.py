@@ -16,6 +16,7 @@ from kclient.errors import (
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, METADATA, PRODUCE
 from kclient.protocol.records import GZIP, RecordsReader, build_batch
 from kclient.testing import free_port
+from tests.old_broker import serve_like_0_9
 
 pytestmark = pytest.mark.tansu
 
@@ -179,20 +180,20 @@ def test_old_broker_fallback_uses_old_versions_without_asking():
 
 def test_broker_closing_on_api_versions_falls_back():
     # a pre-0.10 broker closes the connection on an unknown API key, every time: the client
-    # asks once more on a new connection (one close may be a broker going away), then
-    # reconnects with the fallback versions
+    # asks once more on a new connection (one close may be a broker going away), probes with
+    # Metadata v0 (answered) and ApiVersions (closed) on a third, then reconnects with the
+    # fallback versions
     accepted = []
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
-    srv.listen(3)
+    srv.listen(4)
 
     def run():
-        for _ in range(3):
+        for _ in range(4):
             c, _ = srv.accept()
             accepted.append(c)
-            if len(accepted) <= 2:
-                c.recv(100)
-                c.close()
+            if len(accepted) <= 3:
+                serve_like_0_9(c)
 
     threading.Thread(target=run, daemon=True).start()
     conn = BrokerConnection("127.0.0.1", srv.getsockname()[1], broker_version_fallback="0.8.2")

@@ -4,8 +4,11 @@ Each partition has a queue of :class:`AIOBatch`; messages go to the last one unt
 ``batch.num.messages`` messages or ``batch.size`` bytes.  A batch is *ready* when it is full
 (another batch follows it), when its first message has waited ``linger``, or at once while a
 flush or close waits.  Ready batches leave in order; a batch that must be retried goes back to
-the front of its partition's queue (behind the retries with lower sequence numbers, when the
-producer is idempotent), so a partition's batches are sent in order.
+the front of its partition's queue at once (behind the retries made before it), with the time
+its ``retry.backoff.ms`` ends: nothing of that partition leaves before then, so a partition's
+batches are sent in the order they were made, as Java's accumulator keeps a retried batch at
+the head of its partition's deque (issue 25: a retry kept on a timer outside the queue let a
+newer batch of its partition go out first).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ class AIOBatch:
         "producer_epoch",
         "base_sequence",
         "transactional",
+        "number",
+        "due",
     )
 
     def __init__(self, topic: str, partition: int, created: float, deadline: float) -> None:
@@ -61,6 +66,10 @@ class AIOBatch:
         #: the idempotence stamp (kclient.core.idempotence), kept across retries
         self.producer_id = self.producer_epoch = self.base_sequence = -1
         self.transactional = False
+        #: the order of making in the accumulator (retries go back in this order)
+        self.number = 0
+        #: a retry's backoff ends then (the loop's clock); nothing of its partition leaves before
+        self.due = 0.0
 
     def __len__(self) -> int:
         return len(self.values)
@@ -151,6 +160,7 @@ class Accumulator:
         self.queues: dict[tuple[str, int], deque[AIOBatch]] = {}
         #: messages held in batches not yet acknowledged or failed (queued or in flight)
         self.pending = 0
+        self._made = 0
 
     def batch_for(self, topic: str, partition: int, size: int, now: float) -> tuple[AIOBatch, bool]:
         """The open batch a message of ``size`` bytes joins, and whether it was just made."""
@@ -160,24 +170,32 @@ class Accumulator:
             q = self.queues[key] = deque()
         elif q:
             last = q[-1]
-            if len(last.values) < self.batch_messages and (
-                last.size + size + RECORD_OVERHEAD <= self.batch_bytes or not last.values
+            if (
+                not last.sealed  # a retry at the head: sent once, it must carry the same records
+                and len(last.values) < self.batch_messages
+                and (last.size + size + RECORD_OVERHEAD <= self.batch_bytes or not last.values)
             ):
                 return last, False
         b = AIOBatch(topic, partition, now, now + self.delivery_timeout)
+        self._made += 1
+        b.number = self._made
         q.append(b)
         return b, True
 
     def ready(
         self, now: float, all_: bool, hold: set[tuple[str, int]] | None = None
     ) -> tuple[list[AIOBatch], float | None]:
-        """Pop the batches ready to send (none of the partitions in ``hold``); also when the
-        next one comes due (None: none)."""
+        """Pop the batches ready to send (none of the partitions in ``hold``, none of one whose
+        head waits out a retry backoff); also when the next one comes due (None: none)."""
         out: list[AIOBatch] = []
         due: float | None = None
         linger = self.linger
         for key, q in self.queues.items():
             if hold and key in hold:
+                continue
+            if q and q[0].due > now:
+                at = q[0].due
+                due = at if due is None or at < due else due
                 continue
             while q:
                 b = q[0]
@@ -196,17 +214,19 @@ class Accumulator:
                 break
         return out, due
 
-    def requeue(self, b: AIOBatch) -> None:
+    def requeue(self, b: AIOBatch, due: float = 0.0) -> None:
         """Put a batch to retry back at the front of its partition's queue, behind the retries
-        created before it: batches go out in the order they were made, so sequences (stamped
-        as they go out, again after a KIP-360 epoch bump cleared them) follow it too."""
+        made before it, to leave at ``due`` at the earliest (its backoff; its partition waits
+        with it): batches go out in the order they were made, so sequences (stamped as they
+        go out, again after a KIP-360 epoch bump cleared them) follow it too."""
         key = (b.topic, b.partition)
         q = self.queues.get(key)
         if q is None:
             q = self.queues[key] = deque()
         i = 0
-        while i < len(q) and q[i].sealed and q[i].created <= b.created:
+        while i < len(q) and q[i].sealed and q[i].number < b.number:
             i += 1
+        b.due = due
         q.insert(i, b)
 
     def queued(self) -> int:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from kclient.core import steps
-from kclient.core.steps import Conversation, Gather, RawExchange, Request, Sleep
+from kclient.core.steps import Conversation, Gather, RawExchange, Request, Sleep, first_gather
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
 
-__all__ = ["AsyncTransport", "ConnectionTransport", "ClusterTransport", "run"]
+__all__ = ["AsyncTransport", "ConnectionTransport", "ClusterTransport", "run", "InFlight"]
 
 T = TypeVar("T")
 
@@ -99,13 +99,13 @@ class ClusterTransport:
             raise
 
 
-async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
-    """Answer each step with the transport and the loop's clock until the conversation returns.
+async def run(conversation: Conversation[T], transport: AsyncTransport, answer: Any = None) -> T:
+    """Answer each step with the transport and the loop's clock until the conversation returns
+    (``answer``: what to resume it with first, for a conversation already under way).
 
     Cancelling the task cancels the pending request or sleep and closes the conversation
     (its ``finally`` blocks run), so nothing it started is left half done.
     """
-    answer: Any = None
     failure: BaseException | None = None
     try:
         while True:
@@ -138,3 +138,36 @@ async def run(conversation: Conversation[T], transport: AsyncTransport) -> T:
                 failure = TypeError(f"a conversation yielded {step!r}, not a kclient.core step")
     finally:
         conversation.close()
+
+
+class InFlight(Generic[T]):
+    """A conversation whose first step, a :class:`Gather`, is sent in a task of its own: the
+    caller goes on while the brokers answer, and :meth:`finish` takes the answers and drives
+    the conversation to its end (a fetch sent ahead).  The conversation is stepped to its
+    Gather here, at once, so what it takes from shared state it takes now."""
+
+    __slots__ = ("_conversation", "_transport", "_task", "_done", "_value")
+    _value: Any
+
+    def __init__(self, conversation: Conversation[T], transport: AsyncTransport) -> None:
+        self._conversation, self._transport = conversation, transport
+        step, self._value = first_gather(conversation)
+        self._done = step is None
+        self._task: asyncio.Future[list[Any]] | None = None
+        if step is not None:
+            requests = (transport.request(r) for r in step.requests)
+            self._task = asyncio.ensure_future(asyncio.gather(*requests, return_exceptions=True))
+
+    async def finish(self) -> T:
+        """Wait for the answers (a cancelled caller leaves the requests running: the next
+        call takes them) and drive the conversation to its result (once)."""
+        if self._done:
+            return cast(T, self._value)
+        assert self._task is not None
+        answers = await asyncio.shield(self._task)
+        if self._done:  # another caller finished it meanwhile
+            return cast(T, self._value)
+        self._done = True
+        value = await run(self._conversation, self._transport, answers)
+        self._value = value
+        return value

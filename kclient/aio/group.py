@@ -21,13 +21,14 @@ from typing import Any
 from kclient.consumer.connector import ConsumerGroupMetadata
 from kclient.consumer.group_protocol import leader_assignment, registration
 from kclient.core import group as core_group
-from kclient.core.consumer_protocol import decode_assignment, subscription_protocols
+from kclient.core.consumer_protocol import subscription_protocols
 from kclient.core.group import MemberState
 from kclient.core.offsets import commit_offsets, fetch_offsets
 from kclient.core.prefetch import PartitionState
 from kclient.core.subscription import Subscription
 from kclient.errors import FencedInstanceIdError, IllegalStateError, KafkaError
 from kclient.metrics import ClientMetrics
+from kclient.protocol.consumer_protocol import decode_assignment
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
@@ -120,11 +121,18 @@ class AIOGroup:
         """(generation id, member id): what OffsetCommit sends."""
         return self.state.generation()
 
+    def fetching_member(self) -> Callable[[], tuple[int, str]] | None:
+        """What names the member in OffsetFetch v9 (a KIP-848 member; classic: none)."""
+        return None
+
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetFetch: the committed offset of each partition (-1: none)."""
         found = await self.coordinator.run(
             fetch_offsets(
-                self.coordinator.state, self.group, [(tp.topic, tp.partition) for tp in tps]
+                self.coordinator.state,
+                self.group,
+                [(tp.topic, tp.partition) for tp in tps],
+                self.fetching_member(),
             )
         )
         return {TopicPartition(t, p): off for (t, p), off in found.items()}

@@ -5,13 +5,15 @@ writes one Produce request per broker (one batch per partition per request), kee
 ``max_in_flight`` requests per connection.  Responses are handled in a done-callback, never by
 awaiting them one by one: each partition's batch resolves its futures with consecutive offsets,
 or fails them with the partition's error; retriable errors (and broken connections) put the
-batch back at the front of its partition's queue after ``retry.backoff.ms``.
+batch back at the front of its partition's queue at once, where it holds its partition until
+its ``retry.backoff.ms`` ends (:meth:`Accumulator.requeue`).
 
 Idempotent and transactional producers (``idem``, an :class:`kclient.core.idempotence.
 IdempotentState`): a batch gets its sequences when first written and keeps them across retries;
-a partition is held back while it has ``max_in_flight`` batches unacknowledged, a batch waiting
-out its backoff, or a retry at its head with batches still in flight (the broker must see the
-sequences in order); a bump (KIP-360) waits until nothing is in flight.  What a sequence error
+a partition is held back while it has ``max_in_flight`` batches unacknowledged, a retry at its
+head with batches still in flight (the broker must see the sequences in order), or a new batch
+at its head while one stamped before a bump (KIP-360) is in flight; a bump waits until nothing
+is in flight, and keeps the stamps of the batches that may have been written.  What a sequence error
 means is :func:`kclient.core.idempotence.sequence_outcome`'s; a transactional producer adds
 new partitions to its transaction (:func:`kclient.core.transactions.add_partitions`) first.
 """
@@ -38,6 +40,7 @@ from kclient.protocol.schema import Struct
 from .accumulator import Accumulator, AIOBatch
 from .cluster import AIOCluster
 from .connection import AIOConnection
+from .timeouts import within
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import ProduceResponse
@@ -100,8 +103,6 @@ class Sender:
         self._inflight: dict[AIOConnection, set[asyncio.Future[Struct]]] = {}
         self._waiting: set[asyncio.Future[None]] = set()  # flush() waiters
         self._stale = False
-        #: batches waiting out retry.backoff.ms before they go back to their queue
-        self._retrying: dict[asyncio.TimerHandle, AIOBatch] = {}
         self._stop_error: BaseException | None = None
         self._task = self.loop.create_task(self._run(), name="kclient-aio-sender")
 
@@ -122,7 +123,7 @@ class Sender:
         self._flushing += 1
         self.wake()
         try:
-            await asyncio.wait_for(asyncio.shield(done), timeout)
+            await within(asyncio.shield(done), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"flush did not finish within {timeout} s") from None
         finally:
@@ -146,10 +147,6 @@ class Sender:
         self._stop_error = error
         for b in self.acc.take_all():
             self._fail(b, error)
-        for handle, b in list(self._retrying.items()):
-            handle.cancel()
-            self._fail(b, error)
-        self._retrying.clear()
         for futs in self._inflight.values():
             for f in list(futs):
                 f.cancel()  # _complete fails their batches with ``error``
@@ -203,10 +200,18 @@ class Sender:
         assert idem is not None
         if idem.bump_requested and any(unacked.values()):
             return set(self.acc.queues)
-        held = {(b.topic, b.partition) for b in self._retrying.values()}
+        held = set()
         for key, q in self.acc.queues.items():
-            out = len(unacked.get(key, ()))
-            if out >= limit or (out and q and q[0].attempts > 0):
+            mine = unacked.get(key, ())
+            out = len(mine)
+            if out >= limit or (
+                out
+                and q
+                and (
+                    q[0].attempts > 0
+                    or (q[0].base_sequence < 0 and any(idem.stale(b) for b in mine))
+                )
+            ):
                 held.add(key)
         return held
 
@@ -217,12 +222,7 @@ class Sender:
         assert idem is not None
         try:
             if idem.bump_requested:
-                waiting = (
-                    ready
-                    + [b for q in self.acc.queues.values() for b in q]
-                    + list(self._retrying.values())
-                )
-                idem.bump_and_restamp(waiting)
+                idem.bump_and_restamp(ready + [b for q in self.acc.queues.values() for b in q])
             if not idem.has_producer_id:
                 await self.producer.run(init_idempotent(idem))
             if isinstance(idem, TxnState):
@@ -236,13 +236,10 @@ class Sender:
         return ready
 
     def _others(self, b: AIOBatch) -> list[AIOBatch]:
-        """The batches not yet acknowledged beside ``b``: its partition's, and all retrying."""
+        """The batches not yet acknowledged beside ``b``: its partition's (in flight, queued
+        and retrying)."""
         key = (b.topic, b.partition)
-        return [
-            *self._unacked.get(key, ()),
-            *self.acc.queues.get(key, ()),
-            *self._retrying.values(),
-        ]
+        return [*self._unacked.get(key, ()), *self.acc.queues.get(key, ())]
 
     async def _dispatch(self, ready: list[AIOBatch]) -> None:
         if self.idem is not None:
@@ -454,11 +451,5 @@ class Sender:
             self.producer.forget_topic(b.topic)
         self.metrics.retry()
         log.debug("retrying %r after %s", b, exc)
-
-        def again() -> None:
-            self._retrying.pop(handle, None)
-            self.acc.requeue(b)
-            self.wake()
-
-        handle = self.loop.call_later(self.backoff, again)
-        self._retrying[handle] = b
+        self.acc.requeue(b, self.loop.time() + self.backoff)
+        self.wake()

@@ -3,7 +3,9 @@
 The same core conversations as the threaded :class:`kclient.ShareConsumer`
 (:mod:`kclient.core.share_group`, :mod:`kclient.core.share_fetch`), driven by the asyncio
 driver: a heartbeat task, and fetching in the task that awaits :meth:`poll` (or iterates
-with ``async for``).  Its configuration is Java's KafkaShareConsumer's, as the threaded one's.
+with ``async for``).  Its configuration is Java's KafkaShareConsumer's, as the threaded one's,
+and it fetches ahead as that one does: a poll that returns records sends the next ShareFetch in
+a task, whose answer the next poll, commit or close takes.
 """
 
 from __future__ import annotations
@@ -16,22 +18,16 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from kclient.consumer.connector import connection_settings
-from kclient.consumer.share_common import (
-    AckCallback,
-    check_ack_type,
-    report,
-    share_settings,
-    wanted_by_leader,
-)
-from kclient.core.share_fetch import share_acknowledge, share_fetch
+from kclient.consumer.share_common import ShareFace, absorb, report, wanted_by_leader
+from kclient.core.share_fetch import FetchOutcome, share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
-from kclient.errors import IllegalStateError, KafkaError, WakeupError
-from kclient.observability import tracing_for
+from kclient.errors import KafkaError, WakeupError
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 from .cluster import AIOCluster
 from .coordinator import AIOCoordinator
-from .driver import ClusterTransport, run
+from .driver import ClusterTransport, InFlight, run
+from .timeouts import within
 
 __all__ = ["AIOShareConsumer"]
 
@@ -39,34 +35,22 @@ log = logging.getLogger("kclient.share")
 _ACCEPT = int(AcknowledgeType.ACCEPT)
 
 
-class AIOShareConsumer:
+class AIOShareConsumer(ShareFace):
     """A share-group member for asyncio: ``subscribe``, ``await poll()`` / ``async for``,
     ``acknowledge``, ``await commit_sync()``, ``await close()``."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
-        self.settings, topics = share_settings(topics, config)
-        conf = self.settings.conf
-        self.config = conf
-        self.group_id = self.settings.group_id
-        settings = connection_settings(conf)
+        topics = self._setup(topics, config)
+        settings = connection_settings(self.config)
         self.cluster = AIOCluster(self.settings.bootstrap(), settings)
         self._coordinator = AIOCoordinator(
-            self.cluster, self.group_id, conf["retry.backoff.ms"], settings=settings
+            self.cluster, self.group_id, self.config["retry.backoff.ms"], settings=settings
         )
-        self._state = self.settings.new_state()
-        self._member = self._state.member
-        self._callback: AckCallback | None = None
         self._lock: asyncio.Lock | None = None
+        self._ahead: InFlight[FetchOutcome] | None = None
         self._wakeup = False
         self._heartbeat: asyncio.Task[None] | None = None
         self._beat: asyncio.Event | None = None
-        self._fatal: KafkaError | None = None
-        self._closed = False
-        tracing = tracing_for(conf, self.group_id)
-        if tracing is not None:
-            from kclient.observability.clients import trace_share_consumer
-
-            trace_share_consumer(self, tracing)
         if topics:
             self._member.subscribe([str(t) for t in topics])
 
@@ -93,13 +77,6 @@ class AIOShareConsumer:
         if self._beat is not None:
             self._beat.set()
 
-    def subscription(self) -> set[str]:
-        return set(self._member.subscription)
-
-    def assignment(self) -> set[TopicPartition]:
-        """The partitions the coordinator assigned to this member."""
-        return self._member.assignment()
-
     async def _heartbeats(self) -> None:
         coord = self._coordinator
         assert self._beat is not None
@@ -116,7 +93,7 @@ class AIOShareConsumer:
                 wait = self.settings.backoff_s
             self._beat.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._beat.wait(), wait)
+                await within(self._beat.wait(), wait)
 
     # -- consuming ---------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:
@@ -129,12 +106,19 @@ class AIOShareConsumer:
         self.settings.before_poll(state)
         seconds = float("inf") if timeout is None or timeout < 0 else float(timeout)
         deadline = time.monotonic() + seconds
+        await self._finish_ahead()
         while True:
             self._raise_pending()
-            if state.buffer:
-                return state.take(self.settings.max_poll_records)
+            if state.held():
+                self._fetch_ahead()  # before the records are built: the broker works meanwhile
+                records = state.take(self.settings.max_poll_records)
+                if records:
+                    return records
+                if self._ahead is not None:  # only gaps were acquired: take the next answer
+                    await self._finish_ahead()
+                    continue
             await self._round(max(0.0, min(deadline - time.monotonic(), 3600.0)))
-            if not state.buffer and time.monotonic() >= deadline:
+            if not state.held() and time.monotonic() >= deadline:
                 self._raise_pending()
                 return []
 
@@ -154,17 +138,38 @@ class AIOShareConsumer:
             outcome = await run(
                 share_fetch(state, wanted, int(remaining * 1000)), ClusterTransport(self.cluster)
             )
-        report(outcome.acks, self._callback)
-        if outcome.refresh:
-            member.learn_topics(
-                await self.cluster.refresh(member.subscription, allow_auto_create=False)
-            )
-        for err in outcome.errors:
-            if not err.retriable:
-                raise err
-            log.info("share fetch: %s; retrying", err)
-        if outcome.errors and not outcome.records:
+        if await self._absorb(outcome):
             await asyncio.sleep(min(remaining, self.settings.backoff_s))
+
+    async def _absorb(self, outcome: FetchOutcome) -> bool:
+        """A round's results taken (see :func:`absorb`); whether to back off."""
+        backoff = absorb(outcome, self._callback)
+        if outcome.refresh:
+            self._member.learn_topics(
+                await self.cluster.refresh(self._member.subscription, allow_auto_create=False)
+            )
+        return backoff
+
+    def _fetch_ahead(self) -> None:
+        """Send the next ShareFetch in a task now (with the acknowledgements settled so far),
+        for the next poll, commit or close to take."""
+        member, state = self._member, self._state
+        if self._ahead is not None or not state.fetch_ahead(self.settings.max_poll_records):
+            return
+        wanted, stale = wanted_by_leader(member, self.cluster)
+        if not stale and wanted:
+            ahead = share_fetch(state, wanted, state.config.ahead_wait_ms)
+            self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
+
+    async def _finish_ahead(self) -> None:
+        """Take the answers of the ShareFetch sent ahead, if any (its records buffered)."""
+        ahead = self._ahead
+        if ahead is not None:
+            assert self._lock is not None
+            async with self._lock:
+                outcome = await ahead.finish()
+                self._ahead = None
+            await self._absorb(outcome)
 
     def __aiter__(self) -> AsyncIterator[ShareConsumerRecord]:
         return self._iterate()
@@ -177,27 +182,14 @@ class AIOShareConsumer:
                 yield record
 
     # -- acknowledging -----------------------------------------------------------------
-    def acknowledge(
-        self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
-    ) -> None:
-        """Settle a delivered record (explicit mode); sent with the next poll or commit."""
-        self._check_open("acknowledge")
-        tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
-        self._state.acknowledge(tp, offset, wire)
-
-    def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
-        """``callback(offsets by partition, exception or None)`` after acknowledgements are
-        applied or fail, in the event loop."""
-        if callback is not None and not callable(callback):
-            raise TypeError("the acknowledgement commit callback must be callable")
-        self._callback = callback
-
     async def commit_sync(self) -> dict[TopicPartition, KafkaError | None]:
-        """Send the acknowledgements now and wait for each partition's result (None: applied)."""
+        """Send the acknowledgements now (a ShareAcknowledge, after the answer of a fetch sent
+        ahead) and wait for each partition's result (None: applied)."""
         self._check_open("commit_sync")
         await self.start()
         if not self.settings.explicit:
             self._state.settle_all(_ACCEPT)
+        await self._finish_ahead()
         assert self._lock is not None
         async with self._lock:
             outcomes = await run(share_acknowledge(self._state), ClusterTransport(self.cluster))
@@ -219,13 +211,10 @@ class AIOShareConsumer:
             self._wakeup = False
             raise WakeupError("poll() interrupted by wakeup()")
 
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise IllegalStateError(f"{what}() on a closed AIOShareConsumer")
-
     async def close(self) -> None:
-        """Accept (implicit) or release (explicit) what was delivered, release what was not,
-        close the share sessions, leave the group and close the connections."""
+        """Take a fetch sent ahead, accept (implicit) or release (explicit) what was delivered,
+        close the share sessions (which releases what was never delivered), leave the group
+        and close the connections."""
         if self._closed:
             return
         self._closed = True
@@ -235,10 +224,14 @@ class AIOShareConsumer:
             with contextlib.suppress(asyncio.CancelledError, KafkaError):
                 await task
         state = self._state
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        try:
+            await self._finish_ahead()
+        except KafkaError as exc:
+            log.warning("share group %r: the fetch sent ahead failed: %s", self.group_id, exc)
         self.settings.before_close(state)
         try:
-            if self._lock is None:
-                self._lock = asyncio.Lock()
             async with self._lock:
                 outcomes = await run(
                     share_acknowledge(state, final=True), ClusterTransport(self.cluster)

@@ -2,7 +2,7 @@
 
 Run: ``python -m kclient.bench.spark [--messages N] [--value-size B] [--partitions P]
 [--master local[2] | --cluster WORKERS] [--broker mini|kafka] [--no-spark-kafka]
-[--spark-kafka-version V] [--repeat R]
+[--spark-kafka-version V] [--repeat R] [--stream-batches K]
 [--stream-sink [--max-offsets-per-trigger N]] [--foreach-only]``
 
 Starts the mini-broker in its own process, preloads one topic (default 1,000,000 x 100 B over
@@ -11,8 +11,13 @@ Starts the mini-broker in its own process, preloads one topic (default 1,000,000
 * batch read: ``spark.read.format(F)...load()`` written to the ``noop`` sink;
 * Arrow writer: a ``spark.range`` DataFrame of N 100-byte values written with
   ``df.write.format(F)``;
-* streaming read: ``readStream`` with ``trigger(availableNow)`` to ``noop``, rows/s per
-  micro-batch (rows / the batch's triggerExecution time) and for the whole query;
+* streaming read: ``readStream`` with ``trigger(availableNow)`` and ``maxOffsetsPerTrigger`` =
+  messages / ``--stream-batches`` (the same for both formats, which must then run the same number
+  of micro-batches) to ``noop``.  "Per micro-batch" is rows / the sum of the micro-batches'
+  ``triggerExecution`` times (Spark's own timing of each trigger: the source's offset and
+  partition planning, the batch's tasks, the offset and commit logs); "whole query" is rows / the
+  wall time from ``start()`` to the query's end, which adds the query's start (for ``kclient``
+  the driver-side Python process that hosts the stream reader) and Spark's work between triggers;
 * ``foreach_partition_writer`` against an empty ``foreachPartition`` function over the same
   DataFrame (kclient only; Spark's connector has no such helper).
 
@@ -22,8 +27,10 @@ the writer run alternately (``--repeat`` rounds) and the writer's output topic i
 through ``writeStream.format("kclient")``, at-least-once against ``exactlyOnce=true``.
 
 F is ``kclient`` and, unless ``--no-spark-kafka``, ``kafka`` (Spark's connector, resolved from
-Maven Central as ``spark-sql-kafka-0-10_2.13:<pyspark version>`` into the Ivy cache).  Each
-figure is the best of ``--repeat`` runs.
+Maven Central as ``spark-sql-kafka-0-10_2.13:<pyspark version>`` into the Ivy cache).  A warm-up
+round of every path and format (not counted: it starts the executors' Python workers and warms
+the JVM) comes first, then ``--repeat`` rounds, the format that runs first alternating from round
+to round; each figure is the best of those rounds.
 """
 
 from __future__ import annotations
@@ -35,10 +42,26 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from kclient.testing import MiniBrokerProcess
+
+PATHS = (
+    "batch read",
+    "Arrow writer",
+    "streaming read, per micro-batch",
+    "streaming read, whole query",
+)
+
+
+class Stream(NamedTuple):
+    """One streaming query's figures: rows and micro-batches with rows, the sum of those
+    batches' ``triggerExecution`` (s) and the wall time from ``start()`` to its end (s)."""
+
+    rows: int
+    batches: int
+    triggers: float
+    whole: float
 
 
 def _preload(bootstrap: str, topic: str, n: int, size: int, partitions: int) -> None:
@@ -89,10 +112,6 @@ def _session(master: str, with_kafka: bool, kafka_version: str | None = None) ->
     return session, False
 
 
-def _best(repeat: int, run: Callable[[], float]) -> float:
-    return min(run() for _ in range(repeat))
-
-
 def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -130,15 +149,17 @@ def _write_arrow(df: Any, fmt: str, bootstrap: str, topic: str) -> float:
 
 
 def _read_stream(
-    spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str
-) -> tuple[float, float]:
-    """(best per-micro-batch rows/s, whole-query rows/s)."""
+    spark: Any, fmt: str, bootstrap: str, topic: str, workdir: str, per_trigger: int
+) -> Stream:
+    """One ``availableNow`` streaming read of ``topic`` to ``noop`` with ``maxOffsetsPerTrigger``
+    ``per_trigger`` (the same trigger and limit for either format)."""
     cp = os.path.join(workdir, f"cp-{fmt}-{time.monotonic_ns()}")
     df = (
         spark.readStream.format(fmt)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_trigger))
         .load()
     )
     t0 = time.perf_counter()
@@ -151,11 +172,50 @@ def _read_stream(
     q.awaitTermination()
     whole = time.perf_counter() - t0
     batches = [p for p in q.recentProgress if p["numInputRows"]]
-    rows = sum(p["numInputRows"] for p in batches)
-    per_batch = max(
-        p["numInputRows"] / (p["durationMs"]["triggerExecution"] / 1000) for p in batches
+    return Stream(
+        rows=sum(p["numInputRows"] for p in batches),
+        batches=len(batches),
+        triggers=sum(p["durationMs"]["triggerExecution"] for p in batches) / 1000,
+        whole=whole,
     )
-    return per_batch, rows / whole
+
+
+def _round(
+    spark: Any, fmt: str, src: Any, bootstrap: str, n: int, workdir: str, per_trigger: int
+) -> tuple[dict[str, float], int]:
+    """One round of every path for ``fmt``: rows/s by path, and the stream's micro-batches."""
+    read = _read_batch(spark, fmt, bootstrap, "bench-in")
+    write = _write_arrow(src, fmt, bootstrap, f"bench-out-{fmt}")
+    stream = _read_stream(spark, fmt, bootstrap, "bench-in", workdir, per_trigger)
+    if stream.rows != n:
+        raise RuntimeError(f"{fmt}: the streaming read gave {stream.rows:,} of {n:,} rows")
+    rates = dict(zip(PATHS, (n / read, n / write, n / stream.triggers, n / stream.whole)))
+    return rates, stream.batches
+
+
+def _compare(
+    spark: Any,
+    formats: list[str],
+    src: Any,
+    bootstrap: str,
+    n: int,
+    workdir: str,
+    args: argparse.Namespace,
+    per_trigger: int,
+) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """A warm-up round (not counted), then ``args.repeat`` rounds, the format that runs first
+    alternating; the best rows/s of each path, and each format's micro-batches per query
+    (raises when the formats' micro-batch counts differ)."""
+    best: dict[str, dict[str, float]] = {f: dict.fromkeys(PATHS, 0.0) for f in formats}
+    batches: dict[str, int] = {}
+    for r in range(1 + args.repeat):
+        for fmt in formats if r % 2 == 0 else formats[::-1]:
+            rates, batches[fmt] = _round(spark, fmt, src, bootstrap, n, workdir, per_trigger)
+            if r:
+                best[fmt] = {p: max(best[fmt][p], rates[p]) for p in PATHS}
+    if len(set(batches.values())) > 1:
+        raise RuntimeError(f"the streaming reads ran different numbers of micro-batches: {batches}")
+    return best, batches
 
 
 def _stream_write(
@@ -337,6 +397,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="with --stream-sink: micro-batch size (default: one batch)",
     )
+    parser.add_argument(
+        "--stream-batches",
+        type=int,
+        default=4,
+        help="the streaming read's micro-batches (maxOffsetsPerTrigger = messages / this, "
+        "the same for both formats)",
+    )
     args = parser.parse_args(argv)
     if args.cluster:
         from kclient.testing.spark_cluster import SparkCluster
@@ -382,31 +449,23 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         spark, has_kafka = _session(args.master, not args.no_spark_kafka, args.spark_kafka_version)
         formats = ["kclient"] + (["kafka"] if has_kafka else [])
-        results: dict[str, dict[str, float]] = {f: {} for f in formats}
         src = _source_df(spark, n, size, parts)
         src.count()
-        _read_batch(spark, "kclient", bootstrap, "bench-in")  # start the Python workers
-        for fmt in formats:
-            r = results[fmt]
-            r["batch read"] = n / _best(
-                args.repeat, partial(_read_batch, spark, fmt, bootstrap, "bench-in")
-            )
-            r["Arrow writer"] = n / _best(
-                args.repeat, partial(_write_arrow, src, fmt, bootstrap, f"bench-out-{fmt}")
-            )
-            per_batch, whole = max(
-                _read_stream(spark, fmt, bootstrap, "bench-in", workdir) for _ in range(args.repeat)
-            )
-            r["streaming read, per micro-batch"], r["streaming read, whole query"] = (
-                per_batch,
-                whole,
-            )
+        per_trigger = -(-n // args.stream_batches)
+        results, batches = _compare(spark, formats, src, bootstrap, n, workdir, args, per_trigger)
         empty, helper = _foreach(spark, src, bootstrap, n, args.repeat)
         spark.stop()
     shutil.rmtree(workdir, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f} after")
+    print(
+        f"\nbest of {args.repeat} rounds after a warm-up round, the side that runs first "
+        f"alternating; streaming: availableNow, maxOffsetsPerTrigger {per_trigger:,}, "
+        + ", ".join(f"{fmt} {b} micro-batches" for fmt, b in batches.items())
+    )
     print(f"\n| path | kclient rows/s | {'Spark Kafka rows/s | ratio |' if has_kafka else ''}")
     print(f"|---|---|{'---|---|' if has_kafka else ''}")
-    for name, rate in results["kclient"].items():
+    for name in PATHS:
+        rate = results["kclient"][name]
         extra = ""
         if has_kafka:
             theirs = results["kafka"][name]

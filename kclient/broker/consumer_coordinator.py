@@ -32,6 +32,7 @@ from typing import Any
 from kclient.protocol import errors as E
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
+from .classic_members import ClassicImage, ClassicMembers
 from .consumer_group import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
@@ -107,8 +108,13 @@ def _invalid(message: str) -> CoordinatorError:
     return CoordinatorError(E.InvalidRequestError, message)
 
 
-class ConsumerGroups:
-    """Every consumer-protocol group of one coordinator (thread safe)."""
+#: group.consumer.migration.policy values (Kafka's ConsumerGroupMigrationPolicy)
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
+
+class ConsumerGroups(ClassicMembers):
+    """Every consumer-protocol group of one coordinator (thread safe); classic members of
+    these groups are :class:`~.classic_members.ClassicMembers`' part."""
 
     def __init__(
         self, config: Mapping[str, str], write: Callable[[list[bytes], list[bytes | None]], None]
@@ -128,11 +134,22 @@ class ConsumerGroups:
                 f"group.consumer.assignors: unknown assignor(s) {unknown}; "
                 f"known: {', '.join(ASSIGNORS)}"
             )
+        policy = str(config.get("group.consumer.migration.policy", "bidirectional")).lower()
+        if policy not in MIGRATION_POLICIES:
+            raise ValueError(
+                f"group.consumer.migration.policy: {policy!r} is not one of "
+                f"{', '.join(MIGRATION_POLICIES)}"
+            )
+        #: whether a classic group with members becomes a consumer group when a
+        #: consumer-protocol member joins it (online upgrade)
+        self.upgrade = policy in ("upgrade", "bidirectional")
         self.groups: dict[str, ConsumerGroup] = {}
         self.topics: Callable[[], dict[str, tuple[bytes, int]]] = dict
-        #: the classic coordinator's answer for a group id: None (no classic group), "empty"
-        #: (dropped, so the id may become a consumer group) or "active"
-        self.classic: Callable[[str], str | None] = lambda group_id: None
+        #: the classic coordinator's answer for a group id, asked to give up a group with
+        #: members when the second argument is true (the online upgrade): None (no classic
+        #: group), "empty" (dropped, so the id may become a consumer group), "active" (kept) or
+        #: the group given up
+        self.classic: Callable[[str, bool], str | ClassicImage | None] = lambda g, take: None
         self._write = write
         self._lock = threading.Lock()
         self._patterns: dict[str, re.Pattern[str]] = {}
@@ -263,10 +280,14 @@ class ConsumerGroups:
             return group
         if not create:
             raise CoordinatorError(E.GroupIdNotFoundError, f"Consumer group {group_id} not found.")
-        if self.classic(group_id) == "active":
+        classic = self.classic(group_id, self.upgrade)
+        if classic == "active":
             raise CoordinatorError(
                 E.GroupIdNotFoundError, f"Group {group_id} is not a consumer group"
             )
+        if isinstance(classic, ClassicImage):
+            log.info("group %s: upgraded from a classic group with members", group_id)
+            return self._upgrade(classic, time.monotonic())
         return ConsumerGroup(group_id)  # kept once its first member is in
 
     def _member(self, group: ConsumerGroup, req: HeartbeatRequest) -> ConsumerMember:
@@ -620,11 +641,29 @@ class ConsumerGroups:
             member = group.members.get(member_id)
             if member is None:
                 return E.UnknownMemberIdError.errno
+            if member.classic:  # validateMemberEpoch for a classic member: the generation
+                return 0 if epoch == member.member_epoch else E.IllegalGenerationError.errno
             if not transactional and version < 9:
                 return E.UnsupportedVersionError.errno
             if epoch > member.member_epoch:
                 return E.StaleMemberEpochError.errno
             return 0  # an older epoch: per partition (stale_partitions)
+
+    def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9): 0 when not a consumer
+        group here or no member is named (null id, epoch < 0); else UNKNOWN_MEMBER_ID, or an
+        epoch other than the member's: STALE_MEMBER_EPOCH (a classic member:
+        ILLEGAL_GENERATION)."""
+        with self._lock:
+            group = self.groups.get(group_id)
+            if group is None or (member_id is None and epoch < 0):
+                return 0
+            member = group.members.get(member_id or "")
+            if member is None:
+                return E.UnknownMemberIdError.errno
+            if epoch == member.member_epoch:
+                return 0
+            return (E.IllegalGenerationError if member.classic else E.StaleMemberEpochError).errno
 
     def stale_partitions(
         self, group_id: str, member_id: str, epoch: int, partitions: Iterable[tuple[str, int]]
@@ -674,7 +713,7 @@ class ConsumerGroups:
                     "subscribed_topic_regex": m.topic_regex or "",
                     "assignment": parts(m.assigned),
                     "target_assignment": parts(group.target.get(m.member_id, {})),
-                    "member_type": 1,
+                    "member_type": 0 if m.classic else 1,
                 }
                 for m in group.members.values()
             ]

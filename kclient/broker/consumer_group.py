@@ -72,6 +72,15 @@ class ConsumerMember:
     revoking: Assignment = field(default_factory=dict)
     #: (topic id, partition) -> the member epoch it was assigned at (assigned or revoking)
     partition_epochs: dict[tuple[bytes, int], int] = field(default_factory=dict)
+    #: a classic member (JoinGroup / SyncGroup / Heartbeat, Kafka's ClassicMemberMetadata):
+    #: its session timeout and JoinGroup protocols (name, metadata); None for the others
+    classic_session_ms: int | None = None
+    classic_protocols: list[tuple[str, bytes]] = field(default_factory=list)
+
+    @property
+    def classic(self) -> bool:
+        """Whether the member speaks the classic protocol."""
+        return self.classic_session_ms is not None
 
     def subscription(self) -> tuple[Any, ...]:
         """What the group epoch depends on."""
@@ -88,6 +97,12 @@ class ConsumerMember:
             "regex": self.topic_regex,
             "assignor": self.assignor,
             "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "classic": None
+            if self.classic_session_ms is None
+            else {
+                "session_timeout_ms": self.classic_session_ms,
+                "protocols": [[n, m.hex()] for n, m in self.classic_protocols],
+            },
         }
 
     def assignment_value(self) -> dict[str, Any]:
@@ -110,6 +125,10 @@ class ConsumerMember:
         self.topic_names, self.topic_regex = list(value["topics"]), value["regex"]
         self.assignor = value["assignor"]
         self.rebalance_timeout_ms = value["rebalance_timeout_ms"]
+        classic = value.get("classic")
+        if classic is not None:
+            self.classic_session_ms = classic["session_timeout_ms"]
+            self.classic_protocols = [(n, bytes.fromhex(m)) for n, m in classic["protocols"]]
 
     def load_assignment(self, value: Mapping[str, Any]) -> None:
         """Replay a ConsumerGroupCurrentMemberAssignment record."""

@@ -25,6 +25,7 @@ from kclient.protocol.error_codes import (
     StaleMemberEpochError,
 )
 
+from .classic_members import ClassicImage, ClassicMemberImage
 from .config import DEFAULTS
 from .consumer_coordinator import ConsumerGroups
 from .group import (
@@ -175,9 +176,16 @@ class GroupCoordinator(GroupViews):
         future: Future[Any] = Future()
         if req.rebalance_timeout_ms < 0:
             req.rebalance_timeout_ms = req.session_timeout_ms
-        other = not self._closed and not self.consumer.give_way(req.group_id)
+        if not self._closed and not self.consumer.give_way(req.group_id):
+            # a consumer group with members: the joiner becomes its classic member
+            with self._lock:
+                code = self._check_join(req)
+            future.set_result(
+                join_error(code, req.member_id) if code else self.consumer.classic_join(req)
+            )
+            return future
         with self._critical():
-            code = INCONSISTENT_GROUP_PROTOCOL if other else self._check_join(req)
+            code = self._check_join(req)
             if code:
                 self._reply(future, join_error(code, req.member_id))
             elif req.group_instance_id is not None:
@@ -209,17 +217,47 @@ class GroupCoordinator(GroupViews):
             return INCONSISTENT_GROUP_PROTOCOL
         return NONE
 
-    def _classic_probe(self, group_id: str) -> str | None:
+    def _classic_probe(self, group_id: str, take: bool) -> str | ClassicImage | None:
         """For a consumer group heartbeat: None (no classic group), "empty" (dropped: the id
-        becomes a consumer group, its offsets kept) or "active" (has members)."""
-        with self._lock:
+        becomes a consumer group, its offsets kept), "active" (has members), or, when ``take``
+        (the migration policy allows an upgrade) and the group uses the consumer protocol
+        within the consumer group size, the group itself, dropped here: its members' waiting
+        joins and syncs answer REBALANCE_IN_PROGRESS (validateOnlineUpgrade,
+        convertToConsumerGroup)."""
+        with self._critical():
             group = self._groups.get(group_id)
             if group is None:
                 return None
-            if group.members or group.pending:
+            if not (group.members or group.pending):
+                del self._groups[group_id]
+                return "empty"
+            if (
+                not take
+                or group.protocol_type != "consumer"
+                or len(group.members) > self.consumer.max_size
+            ):
                 return "active"
             del self._groups[group_id]
-            return "empty"
+            for member in group.members.values():
+                self._fail_waiters(member, REBALANCE_IN_PROGRESS)
+            return ClassicImage(
+                group_id,
+                group.generation_id,
+                group.protocol_name,
+                [
+                    ClassicMemberImage(
+                        m.member_id,
+                        m.group_instance_id,
+                        m.client_id,
+                        m.client_host,
+                        m.session_timeout_ms,
+                        m.rebalance_timeout_ms,
+                        m.protocols,
+                        m.assignment,
+                    )
+                    for m in group.members.values()
+                ],
+            )
 
     def _group(self, group_id: str) -> Group:
         """The group, created Empty on first use."""
@@ -465,6 +503,18 @@ class GroupCoordinator(GroupViews):
     ) -> Future[Any]:
         """Wait for (leader: hand out) this generation's assignment."""
         future: Future[Any] = Future()
+        if not self._closed and self.consumer.serves_classic(group_id):
+            future.set_result(
+                self.consumer.classic_sync(
+                    group_id,
+                    generation_id,
+                    member_id,
+                    protocol_type,
+                    protocol_name,
+                    group_instance_id,
+                )
+            )
+            return future
         with self._critical():
             group = self._groups.get(group_id)
             code = (
@@ -511,6 +561,10 @@ class GroupCoordinator(GroupViews):
         group_instance_id: str | None = None,
     ) -> int:
         """Keep a member's session alive; the error code tells it to rejoin when needed."""
+        if not self._closed and self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(
+                group_id, generation_id, member_id, group_instance_id
+            )
         with self._critical():
             group = self._groups.get(group_id)
             code = (
@@ -529,6 +583,9 @@ class GroupCoordinator(GroupViews):
         """Remove members (ids, or (member id, group instance id) pairs: LeaveGroup v3+ may
         name a static member by its instance id alone); a group-level error and one per
         member."""
+        if not self._closed and self.consumer.serves_classic(group_id):
+            pairs = [(m, None) if isinstance(m, str) else m for m in members]
+            return NONE, self.consumer.classic_leave(group_id, pairs)
         with self._critical():
             if self._closed:
                 return NOT_COORDINATOR, []

@@ -9,7 +9,9 @@
 
 With ``zookeeper.connect`` the group coordinates through ZooKeeper in Kafka 0.8's layout
 (:class:`ZookeeperConsumerConnector`); without it, through the broker's group coordinator
-(:class:`GroupConsumerConnector`), with the same API and assignment.
+(:class:`GroupConsumerConnector`), with the same API and assignment; under
+``group.protocol=consumer`` (KIP-848) the connector is one member the broker assigns to
+(:class:`ConsumerProtocolConnector`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kclient.config import load_config
+from kclient.errors import InvalidConfigError
 
 from .assignment import range_assign, roundrobin_assign
 from .connector import ConsumerConnector, ConsumerGroupMetadata, generate_consumer_id
 from .group_connector import GroupConsumerConnector
 from .kafka_consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord, OffsetAndTimestamp
+from .protocol_connector import ConsumerProtocolConnector
 from .stream import KafkaStream, MessageAndMetadata
 from .topic_filter import Blacklist, TopicFilter, Whitelist
 
@@ -35,6 +39,7 @@ __all__ = [
     "ConsumerGroupMetadata",
     "ZookeeperConsumerConnector",
     "GroupConsumerConnector",
+    "ConsumerProtocolConnector",
     "KafkaStream",
     "MessageAndMetadata",
     "TopicFilter",
@@ -52,13 +57,24 @@ __all__ = [
 
 def create(config: Mapping[str, Any] | None = None, **overrides: Any) -> ConsumerConnector:
     """A connector for ``config``: ZooKeeper-coordinated when ``zookeeper.connect`` is set,
-    else coordinated by the broker's group coordinator."""
+    else coordinated by the broker's group coordinator (``group.protocol=consumer``: as one
+    KIP-848 member, :class:`ConsumerProtocolConnector`)."""
     conf = load_config("consumer", config, **overrides)
     conf.require_one_of("zookeeper.connect", "metadata.broker.list")
+    kip848 = conf["group.protocol"] == "consumer"
     if conf["zookeeper.connect"]:
+        if kip848:
+            raise InvalidConfigError(
+                "group.protocol=consumer needs a broker-coordinated group: unset "
+                "zookeeper.connect (ZooKeeper groups have no group protocol)",
+                "group.protocol",
+                "consumer",
+            )
         from .zk_connector import ZookeeperConsumerConnector
 
         return ZookeeperConsumerConnector(conf)
+    if kip848:
+        return ConsumerProtocolConnector(conf)
     return GroupConsumerConnector(conf)
 
 

@@ -42,10 +42,18 @@ class ConsumerGroupMember:
     """The core's :class:`ConsumerMember` with its heartbeat thread."""
 
     def __init__(
-        self, coordinator: Coordinator, member: ConsumerMember, name: str, backoff_s: float
+        self,
+        coordinator: Coordinator,
+        member: ConsumerMember,
+        name: str,
+        backoff_s: float,
+        on_answer: Callable[[], None] | None = None,
     ) -> None:
         self.coordinator, self.member, self.name = coordinator, member, name
         self.backoff_s = backoff_s
+        #: called on the heartbeat thread after each heartbeat (answered or failed): the
+        #: connector reconciles on its own thread, which this wakes
+        self.on_answer = on_answer
         self.fatal: KafkaError | None = None
         self._poke = threading.Event()
         self._stopped = threading.Event()
@@ -80,9 +88,11 @@ class ConsumerGroupMember:
             except KafkaError as exc:
                 if self.member.state == core.FATAL:
                     self.fatal = exc
-                    continue
-                log.info("%s: heartbeat failed: %s", self.name, exc)
-                self._stopped.wait(self.backoff_s)
+                else:
+                    log.info("%s: heartbeat failed: %s", self.name, exc)
+                    self._stopped.wait(self.backoff_s)
+            if self.on_answer is not None:
+                self.on_answer()
 
     def wake(self) -> None:
         """Heartbeat now (an acknowledgement, a rejoin)."""

@@ -270,6 +270,13 @@ class GroupConsumerConnector(ConsumerConnector):
             )
         ):
             return {(t, int(p)): th for t, parts in owned.items() for p, th in parts.items()}
+        return self._spread_over_threads(partitions)
+
+    def _spread_over_threads(
+        self, partitions: Mapping[str, list[int]]
+    ) -> dict[tuple[str, int], str]:
+        """Partitions assigned to this member as a whole (another client's leader, or the
+        KIP-848 coordinator) spread over its own threads: range, topic by topic."""
         pattern, subscription = self.subscription
         threads = topic_thread_ids(
             self.consumer_id, pattern, subscription, list(partitions), self.exclude_internal

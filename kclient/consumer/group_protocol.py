@@ -1,6 +1,6 @@
 """The broker-coordinated group protocol, shared by GroupConsumerConnector and Consumer.
 
-Wire format (:mod:`kclient.core.consumer_protocol`): the standard consumer-protocol
+Wire format (:mod:`kclient.protocol.consumer_protocol`): the standard consumer-protocol
 Subscription and Assignment.  A kclient member's Subscription user data is
 its registration JSON (as written to ZooKeeper, plus ``consumer_id``); a kclient leader's
 Assignment user data maps each partition to its thread id (``<consumer_id>-<i>``).
@@ -20,12 +20,6 @@ from typing import TYPE_CHECKING, Any
 from kclient.core import group as core_group
 from kclient.core.consumer_protocol import (
     COOPERATIVE,
-    Subscription,
-    decode_assignment,
-    decode_subscription,
-    decode_subscription_full,
-    encode_assignment,
-    encode_subscription,
     is_cooperative,
     member_user_data,
     strategies_of,
@@ -34,6 +28,14 @@ from kclient.core.consumer_protocol import (
 )
 from kclient.core.group import REJOIN, MemberState
 from kclient.errors import FencedInstanceIdError
+from kclient.protocol.consumer_protocol import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    decode_subscription_full,
+    encode_assignment,
+    encode_subscription,
+)
 from kclient.zkutils import kafka_json
 
 from .assignment import assign

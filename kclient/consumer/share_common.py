@@ -10,24 +10,29 @@ from typing import Any
 
 from kclient.config import Config, consumer_config
 from kclient.core.metadata import ClusterState
-from kclient.core.share_fetch import AckOutcome, ShareFetchConfig, ShareFetchState
+from kclient.core.share_fetch import AckOutcome, FetchOutcome, ShareFetchConfig, ShareFetchState
 from kclient.core.share_group import ShareMemberState
 from kclient.encoders import decode_function
 from kclient.errors import IllegalStateError, InvalidConfigError, KafkaError
+from kclient.observability import tracing_for
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 __all__ = [
+    "ShareFace",
     "ShareSettings",
     "share_settings",
     "wanted_by_leader",
     "report",
     "AckCallback",
     "check_ack_type",
+    "absorb",
 ]
 
 log = logging.getLogger("kclient.share")
 
 _ACCEPT, _RELEASE = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE)
+#: acknowledge types to wire values (an IntEnum: its plain int values find them too)
+_WIRE: dict[Any, int] = {t: int(t) for t in AcknowledgeType}
 
 #: ``callback(offsets by partition, exception or None)``: Java's AcknowledgementCommitCallback
 AckCallback = Callable[[dict[TopicPartition, set[int]], KafkaError | None], Any]
@@ -89,9 +94,10 @@ class ShareSettings:
 
     def before_close(self, state: ShareFetchState) -> None:
         """What a closing member settles: the delivered records accepted (implicit) or released
-        (explicit), the ones never handed out released."""
+        (explicit); the ones never handed out (fetched ahead) are left to the closing of the
+        share session, which releases them (:meth:`ShareFetchState.drop_buffered`)."""
         state.settle_all(_RELEASE if self.explicit else _ACCEPT)
-        state.settle_all(_RELEASE, buffered=True)
+        state.drop_buffered()
 
 
 def share_settings(
@@ -181,3 +187,78 @@ def check_ack_type(explicit: bool, record: Any, kind: Any) -> tuple[TopicPartiti
             f"unknown acknowledge type {kind!r} (ACCEPT, RELEASE, REJECT, RENEW)"
         ) from None
     return TopicPartition(record.topic, record.partition), record.offset, wire
+
+
+def absorb(outcome: FetchOutcome, callback: AckCallback | None) -> bool:
+    """Take a ShareFetch round's results: acknowledgement results reported, the first error
+    that is not retriable raised, the others logged.  Whether to back off before the next
+    round (errors and no records)."""
+    report(outcome.acks, callback)
+    for err in outcome.errors:
+        if not err.retriable:
+            raise err
+        log.info("share fetch: %s; retrying", err)
+    return bool(outcome.errors) and not outcome.records
+
+
+class ShareFace:
+    """What the threaded and asyncio share consumers hold and do without I/O: the settings,
+    the fetch state and member, the commit callback; ``acknowledge``, ``subscription``,
+    ``assignment``."""
+
+    def _setup(self, topics: tuple[Any, ...], config: Mapping[str, Any]) -> tuple[Any, ...]:
+        """Validate the configuration, make the member's state; the topics given."""
+        self.settings, topics = share_settings(topics, config)
+        self.config = self.settings.conf
+        self.group_id = self.settings.group_id
+        self._state = self.settings.new_state()
+        self._member = self._state.member
+        self._callback: AckCallback | None = None
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._fatal: KafkaError | None = None
+        self._closed = False
+        tracing = tracing_for(self.config, self.group_id)
+        if tracing is not None:  # the traced class: poll spans, process spans
+            from kclient.observability.clients import trace_share_consumer
+
+            trace_share_consumer(self, tracing)
+        return topics
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics."""
+        return set(self._member.subscription)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the coordinator assigned to this member."""
+        return self._member.assignment()
+
+    def acknowledge(
+        self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
+    ) -> None:
+        """Settle a delivered record (explicit mode): ACCEPT, RELEASE (deliver again, maybe to
+        another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
+        with the next fetch (sent at the end of the next poll) or commit."""
+        try:
+            wire = _WIRE[type] if isinstance(record, ShareConsumerRecord) else None
+        except (KeyError, TypeError):  # not a type: check_ack_type says so
+            wire = None
+        if wire is None or self._closed or not self.settings.explicit:
+            self._check_open("acknowledge")
+            tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
+            self._state.acknowledge(tp, offset, wire)
+            return
+        key = (record.topic, record.partition)  # one TopicPartition per partition, not record
+        tp = self._tps.get(key) or self._tps.setdefault(key, TopicPartition(*key))
+        self._state.acknowledge(tp, record.offset, wire)
+
+    def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
+        """``callback(offsets by partition, exception or None)`` after acknowledgements are
+        applied or fail (Java's AcknowledgementCommitCallback), where the consumer is used
+        (the polling thread; the event loop)."""
+        if callback is not None and not callable(callback):
+            raise TypeError("the acknowledgement commit callback must be callable")
+        self._callback = callback
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise IllegalStateError(f"{what}() on a closed {type(self).__name__}")

@@ -7,6 +7,11 @@ releases it for another try, or rejects it.  The conversations are the core's
 caller's thread (fetching, acknowledging) and a heartbeat thread.  Configuration keys and
 defaults are Java's KafkaShareConsumer's (``share.acknowledgement.mode`` implicit,
 ``max.poll.records`` 500, ``fetch.max.wait.ms`` 500, ...).
+
+Fetching ahead: a poll that returns records first writes the next ShareFetch (carrying the
+acknowledgements settled so far), so the broker acquires the next records while the
+application works; the next poll, commit or close reads its answer first (one request ahead
+per broker, at most about two fetches' records held: :meth:`ShareFetchState.fetch_ahead`).
 """
 
 from __future__ import annotations
@@ -19,16 +24,15 @@ from typing import Any
 
 from kclient._args import poll_timeout_ms
 from kclient.cluster import Cluster
-from kclient.core.share_fetch import share_acknowledge, share_fetch
+from kclient.core.share_fetch import FetchOutcome, share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
-from kclient.errors import IllegalStateError, KafkaError, WakeupError
+from kclient.errors import KafkaError, WakeupError
 from kclient.io.coordinator import Coordinator
-from kclient.io.driver import ClusterTransport, run
-from kclient.observability import tracing_for
+from kclient.io.driver import ClusterTransport, InFlight, run
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 from .connector import connection_settings
-from .share_common import AckCallback, check_ack_type, report, share_settings, wanted_by_leader
+from .share_common import ShareFace, absorb, report, wanted_by_leader
 
 __all__ = ["ShareConsumer"]
 
@@ -36,34 +40,23 @@ log = logging.getLogger("kclient.share")
 _ACCEPT = int(AcknowledgeType.ACCEPT)
 
 
-class ShareConsumer:
+class ShareConsumer(ShareFace):
     """A share-group member: ``subscribe``, ``poll``, ``acknowledge``, ``commit_sync``,
     ``close``.  Not for use from several threads at once, except :meth:`wakeup`."""
 
     def __init__(self, *topics: str | Mapping[str, Any], **config: Any) -> None:
-        self.settings, topics = share_settings(topics, config)
-        conf = self.settings.conf
-        self.config = conf
-        self.group_id = self.settings.group_id
+        topics = self._setup(topics, config)
+        conf = self.config
         conn_settings = connection_settings(conf)
         self.cluster = Cluster(self.settings.bootstrap(), conn_settings)
         self._coordinator = Coordinator(
             self.cluster, self.group_id, conf["retry.backoff.ms"], settings=conn_settings
         )
-        self._state = self.settings.new_state()
-        self._member = self._state.member
-        self._callback: AckCallback | None = None
         self._lock = threading.RLock()  # one session conversation at a time
+        self._ahead: InFlight[FetchOutcome] | None = None
         self._wakeup = threading.Event()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
-        self._fatal: KafkaError | None = None
-        self._closed = False
-        tracing = tracing_for(conf, self.group_id)
-        if tracing is not None:
-            from kclient.observability.clients import trace_share_consumer
-
-            trace_share_consumer(self, tracing)
         if topics:
             self.subscribe([str(t) for t in topics])
 
@@ -86,14 +79,6 @@ class ShareConsumer:
             self._heartbeat.start()
         else:
             self._coordinator.transport.wake()
-
-    def subscription(self) -> set[str]:
-        """The subscribed topics."""
-        return set(self._member.subscription)
-
-    def assignment(self) -> set[TopicPartition]:
-        """The partitions the coordinator assigned to this member."""
-        return self._member.assignment()
 
     def unsubscribe(self) -> None:
         """Leave the group (records held are released first)."""
@@ -139,39 +124,75 @@ class ShareConsumer:
         state = self._state
         self.settings.before_poll(state)
         deadline = time.monotonic() + seconds
+        self._finish_ahead()
         while True:
             self._raise_pending()
-            if state.buffer:
-                return state.take(self.settings.max_poll_records)
+            if state.held():
+                self._fetch_ahead()  # before the records are built: the broker works meanwhile
+                records = state.take(self.settings.max_poll_records)
+                if records:
+                    return records
+                if self._ahead is not None:  # only gaps were acquired: read the next answer
+                    self._finish_ahead()
+                    continue
             remaining = deadline - time.monotonic()
             self._round(max(0.0, min(remaining, 3600.0)))
-            if not state.buffer and time.monotonic() >= deadline:
+            if not state.held() and time.monotonic() >= deadline:
                 self._raise_pending()
                 return []
 
-    def _round(self, remaining: float) -> None:
-        """One ShareFetch round (or a short wait when nothing is assigned yet)."""
-        member, state = self._member, self._state
+    def _wanted(self) -> dict[int, set[TopicPartition]]:
+        """The partitions to fetch by leader (metadata refreshed when a leader is unknown)."""
+        member = self._member
         wanted, stale = wanted_by_leader(member, self.cluster)
         if stale and member.subscription:
             member.learn_topics(self.cluster.refresh(member.subscription, allow_auto_create=False))
             wanted, _ = wanted_by_leader(member, self.cluster)
-        if not wanted and not state.has_pending():
+        return wanted
+
+    def _round(self, remaining: float) -> None:
+        """One ShareFetch round (or a short wait when nothing is assigned yet)."""
+        wanted = self._wanted()
+        if not wanted and not self._state.has_pending():
             self._wakeup.wait(min(remaining, 0.05))
             return
         with self._lock:
             outcome = run(
-                share_fetch(state, wanted, int(remaining * 1000)), ClusterTransport(self.cluster)
+                share_fetch(self._state, wanted, int(remaining * 1000)),
+                ClusterTransport(self.cluster),
             )
-        report(outcome.acks, self._callback)
-        if outcome.refresh:
-            member.learn_topics(self.cluster.refresh(member.subscription, allow_auto_create=False))
-        for err in outcome.errors:
-            if not err.retriable:
-                raise err
-            log.info("share fetch: %s; retrying", err)
-        if outcome.errors and not outcome.records:
+        if self._absorb(outcome):
             self._wakeup.wait(min(remaining, self.settings.backoff_s))
+
+    def _absorb(self, outcome: FetchOutcome) -> bool:
+        """A round's results taken (see :func:`absorb`); whether to back off."""
+        backoff = absorb(outcome, self._callback)
+        if outcome.refresh:
+            self._member.learn_topics(
+                self.cluster.refresh(self._member.subscription, allow_auto_create=False)
+            )
+        return backoff
+
+    def _fetch_ahead(self) -> None:
+        """Write the next ShareFetch now (with the acknowledgements settled so far), to be
+        read by the next poll, commit or close."""
+        member, state = self._member, self._state
+        if self._ahead is not None or not state.fetch_ahead(self.settings.max_poll_records):
+            return
+        wanted, stale = wanted_by_leader(member, self.cluster)
+        if stale or not wanted:
+            return
+        ahead = share_fetch(state, wanted, state.config.ahead_wait_ms)
+        with self._lock:
+            self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
+
+    def _finish_ahead(self) -> None:
+        """Read the answers of the ShareFetch sent ahead, if any (its records buffered)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            with self._lock:
+                outcome = ahead.finish()
+            self._absorb(outcome)
 
     def __iter__(self) -> Iterator[ShareConsumerRecord]:
         """Every record, polling as needed (until close or wakeup)."""
@@ -179,29 +200,14 @@ class ShareConsumer:
             yield from self.poll(1.0)
 
     # -- acknowledging -----------------------------------------------------------------
-    def acknowledge(
-        self, record: ShareConsumerRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT
-    ) -> None:
-        """Settle a delivered record (explicit mode): ACCEPT, RELEASE (deliver again, maybe to
-        another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
-        with the next poll or commit."""
-        self._check_open("acknowledge")
-        tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
-        self._state.acknowledge(tp, offset, wire)
-
-    def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
-        """``callback(offsets by partition, exception or None)`` after acknowledgements are
-        applied or fail (Java's AcknowledgementCommitCallback), on the polling thread."""
-        if callback is not None and not callable(callback):
-            raise TypeError("the acknowledgement commit callback must be callable")
-        self._callback = callback
-
     def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
-        """Send the acknowledgements now and wait: each partition's result (None: applied).
-        Implicit mode accepts the last poll's records first."""
+        """Send the acknowledgements now (a ShareAcknowledge, after the answer of a fetch sent
+        ahead) and wait: each partition's result (None: applied).  Implicit mode accepts the
+        last poll's records first."""
         self._check_open("commit_sync")
         if not self.settings.explicit:
             self._state.settle_all(_ACCEPT)
+        self._finish_ahead()
         with self._lock:
             outcomes = run(share_acknowledge(self._state), ClusterTransport(self.cluster))
         return report(outcomes, self._callback)
@@ -222,14 +228,14 @@ class ShareConsumer:
             self._wakeup.clear()
             raise WakeupError("poll() interrupted by wakeup()")
 
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise IllegalStateError(f"{what}() on a closed ShareConsumer")
-
     def _release_and_close_sessions(self) -> None:
-        """Accept (implicit) or release (explicit) what was delivered, release what was not,
-        and close the share sessions."""
+        """Read a fetch sent ahead, accept (implicit) or release (explicit) what was
+        delivered, and close the share sessions (which releases what was never delivered)."""
         state = self._state
+        try:
+            self._finish_ahead()
+        except KafkaError as exc:
+            log.warning("share group %r: the fetch sent ahead failed: %s", self.group_id, exc)
         self.settings.before_close(state)
         try:
             with self._lock:

@@ -45,7 +45,9 @@ def build_records(
     key: Decode | None,
     value: Decode | None,
     empty_lists: bool = False,
-) -> list[ConsumerRecord]:
+    cls: type[tuple[Any, ...]] = ConsumerRecord,
+    tail: tuple[Any, ...] = (),
+) -> list[Any]:
     """The records ``i:j`` of ``cols`` (``key``/``value``: decoders, None for bytes as they are).
 
     They are built with the cyclic collector paused: it would otherwise scan the batch being
@@ -53,7 +55,9 @@ def build_records(
     nothing is left for it to free.  A record's headers are a list of its own, or when it has
     none the empty tuple (as aiokafka's; immutable, so one can be shared), or with
     ``empty_lists`` :data:`NO_HEADERS`, an empty list that refuses changes (as kafka-python's
-    ``[]``, shared as well)."""
+    ``[]``, shared as well).  ``cls`` and ``tail``: another record type whose fields are a
+    ConsumerRecord's and then ``tail``, the same for every record (a ShareConsumerRecord and
+    its delivery count)."""
     n = j - i
     keys = cols.keys[i:j] if cols.keys is not None else repeat(None, n)
     values = cols.values[i:j]
@@ -70,7 +74,7 @@ def build_records(
         return list(
             map(
                 _new,
-                repeat(ConsumerRecord, n),
+                repeat(cls, n),
                 zip(
                     repeat(tp.topic, n),
                     repeat(tp.partition, n),
@@ -80,6 +84,7 @@ def build_records(
                     keys if key is None else map(key, keys),
                     values if value is None else map(value, values),
                     hdrs,
+                    *(repeat(x, n) for x in tail),
                 ),
             )
         )

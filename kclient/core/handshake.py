@@ -2,8 +2,9 @@
 
 :func:`api_versions` negotiates API versions: ApiVersions at the highest version kclient knows,
 once more at the broker's highest when it answers UNSUPPORTED_VERSION (KIP-511), or the versions
-of ``broker.version.fallback`` when ``api.version.request`` is false or the broker closes the
-connection on ApiVersions (brokers before 0.10; the driver then opens a new connection).
+of ``broker.version.fallback`` when ``api.version.request`` is false or the broker is one before
+0.10: it closes the connection on ApiVersions twice and answers Metadata v0
+(:func:`old_broker_probe`; the driver opens a new connection after each close).
 
 :func:`authenticate` is the client side of SASL: SaslHandshake v1 and SaslAuthenticate rounds
 (KIP-152), or, for brokers without SaslAuthenticate, SaslHandshake v0 and bare size-prefixed
@@ -18,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from scramp import ScramException
-
 from kclient.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -28,9 +27,9 @@ from kclient.errors import (
     UnsupportedVersionError,
 )
 from kclient.protocol import error_codes as E
-from kclient.protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
+from kclient.protocol.apis import API_VERSIONS, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from kclient.protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, fallback_versions
-from kclient.security.sasl import SaslConfig, mechanism
+from kclient.security.sasl import SaslConfig, ScramVerifyError, mechanism
 
 from .steps import Conversation, RawExchange, Request
 
@@ -38,6 +37,7 @@ __all__ = [
     "HandshakeConfig",
     "Negotiated",
     "api_versions",
+    "old_broker_probe",
     "authenticate",
     "reauth_due",
     "REAUTH_FRACTION",
@@ -69,24 +69,71 @@ class HandshakeConfig:
 
 
 class Negotiated(NamedTuple):
-    """The versions to use; ``reopen``: the broker closed the connection on ApiVersions, so
-    the driver opens a new one before anything else is sent; ``ask_again``: on that new
-    connection it runs ``api_versions(cfg, closed_before=True)`` for the versions (a broker
-    that was restarting, or a proxy whose backend was away, answers this time; a broker
-    before 0.10 closes again, and then gets the fallback)."""
+    """The versions to use; ``reopen``: the broker closed the connection, so the driver opens
+    a new one before anything else is sent; ``follow_up``: the conversation to run first on
+    that new connection, for the versions (its :class:`Negotiated` is handled the same way)."""
 
     versions: Versions
     reopen: bool = False
-    ask_again: bool = False
+    follow_up: Conversation[Negotiated] | None = None
 
 
 def api_versions(cfg: HandshakeConfig, closed_before: bool = False) -> Conversation[Negotiated]:
-    """Ask the broker for its API versions, or assume ``broker.version.fallback``'s: when it
-    is off, or when the broker closed the connection on ApiVersions twice in a row
-    (``closed_before``: the first time; one close alone is a broker going away, not a sign
-    of an old one)."""
+    """Ask the broker for its API versions, or assume ``broker.version.fallback``'s when it is
+    off.  A close on ApiVersions is asked again on a new connection (``closed_before``: the
+    first close; one close alone is a broker going away), then, after a second one, probed
+    for a broker before 0.10 (:func:`old_broker_probe`): a close is no proof of an old
+    broker, a Kafka node starting up closes too (issue 25)."""
     if not cfg.api_version_request:
         return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)))
+    try:
+        return (yield from _ask(cfg))
+    except KafkaConnectionError as exc:
+        if not exc.closed_by_peer or not exc.retriable:
+            raise
+    if not closed_before:
+        log.info("%s closed on ApiVersions; asking again on a new connection", cfg.address)
+        return Negotiated({}, reopen=True, follow_up=api_versions(cfg, closed_before=True))
+    log.info("%s closed on ApiVersions again; probing for a broker before 0.10", cfg.address)
+    return Negotiated({}, reopen=True, follow_up=old_broker_probe(cfg))
+
+
+def old_broker_probe(cfg: HandshakeConfig) -> Conversation[Negotiated]:
+    """Tell a broker before 0.10 from one that is not ready: Metadata v0 (which every broker
+    since 0.8 answers), then ApiVersions.  An old broker answers the first and closes on the
+    second: ``broker.version.fallback``'s versions are used on a new connection.  A broker
+    that answers both was starting: its versions.  One that answers neither (a node starting
+    up, a proxy whose backend is away, a Kafka 4 broker without Metadata v0) is a failed
+    connection, retriable, tried again after the reconnect backoff as any other (Java has no
+    fallback at all: a close is a failed connection)."""
+    try:
+        yield Request(METADATA, {"topics": []}, 0)
+    except (KafkaConnectionError, KafkaTimeoutError) as exc:
+        if not getattr(exc, "retriable", True):
+            raise
+        raise KafkaConnectionError(
+            cfg.host,
+            cfg.port,
+            "closed the connection on ApiVersions twice and did not answer Metadata v0 "
+            "either: not a broker before 0.10, one not ready yet (starting, or behind a "
+            f"proxy whose backend is away); {str(exc).removeprefix(cfg.address + ': ')}",
+        ) from exc
+    try:
+        return (yield from _ask(cfg))
+    except KafkaConnectionError as exc:
+        if not exc.closed_by_peer or not exc.retriable:
+            raise
+    log.info(
+        "%s answers Metadata v0 and closes on ApiVersions: a broker before 0.10, assuming %s",
+        cfg.address,
+        cfg.broker_version_fallback,
+    )
+    return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)), reopen=True)
+
+
+def _ask(cfg: HandshakeConfig) -> Conversation[Negotiated]:
+    """ApiVersions on this connection, at the highest version, then at the broker's highest
+    when it answers UNSUPPORTED_VERSION (KIP-511); a close is raised as it is."""
     body = {
         "client_software_name": cfg.software_name,
         "client_software_version": cfg.software_version,
@@ -101,23 +148,13 @@ def api_versions(cfg: HandshakeConfig, closed_before: bool = False) -> Conversat
                 f"{str(exc).removeprefix(cfg.address + ': ')}"
             ) from exc
         except KafkaConnectionError as exc:
-            if not exc.retriable:  # TLS expected, SASL refused: as it is
+            # TLS expected, SASL refused: as it is; a close: the caller decides what it means
+            if not exc.retriable or exc.closed_by_peer:
                 raise
-            # brokers before 0.10 close the connection on an unknown API key; an answer that
-            # is garbage is not a sign of an old broker
-            if not exc.closed_by_peer:
-                raise KafkaConnectionError(
-                    cfg.host, cfg.port, f"ApiVersions exchange failed: {exc.reason}"
-                ) from exc
-            if not closed_before:
-                log.info("%s closed on ApiVersions; asking again on a new connection", cfg.address)
-                return Negotiated({}, reopen=True, ask_again=True)
-            log.info(
-                "%s closed on ApiVersions again; assuming broker %s",
-                cfg.address,
-                cfg.broker_version_fallback,
-            )
-            return Negotiated(dict(fallback_versions(cfg.broker_version_fallback)), reopen=True)
+            # an answer that is garbage is not a sign of an old broker
+            raise KafkaConnectionError(
+                cfg.host, cfg.port, f"ApiVersions exchange failed: {exc.reason}"
+            ) from exc
         ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         if resp.error_code == 0:
             return Negotiated(ranges)
@@ -174,7 +211,7 @@ def authenticate(
                         f"exchange (wrong credentials?): {exc.reason}"
                     ) from exc
             token = mech.step(challenge)
-    except ScramException as exc:
+    except ScramVerifyError as exc:
         raise fail(f"the broker's SCRAM answer does not verify: {exc}") from exc
     return lifetime_ms / 1000.0 if lifetime_ms > 0 else None
 

@@ -16,10 +16,15 @@ original offsets instead of writing it twice.  Ordering across up to 5 requests 
   would leave a gap that fails everything after it, so it also bumps the epoch.
 
 A bump (once nothing is in flight) raises the epoch by one locally, as Java's idempotent producer
-does, and restarts every partition's sequences at 0; the batches not yet acknowledged get new
-sequences in their old order.  Nothing is dropped silently: every batch still ends in a delivery
-report, acknowledged or failed.  Both producers (threaded and asyncio) keep this state and ask
-:func:`sequence_outcome` what a produce error of a sequenced batch means.
+does, and restarts every partition's sequences at 0. A batch already stamped may have been written
+under the old stamp, so it keeps it (a resend the broker recognises as a duplicate), except in the
+partitions whose sequences the broker refused (OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID
+for the next expected batch: nothing after the gap was written there), whose batches get new
+sequences in their old order (Java's ``partitionsToRewriteSequences``). A partition sends no batch
+of the new epoch while one of an older stamp is unacknowledged (:meth:`IdempotentState.stale`):
+the broker would fence the older one. Nothing is dropped silently: every batch still ends in a
+delivery report, acknowledged or failed. Both producers (threaded and asyncio) keep this state and
+ask :func:`sequence_outcome` what a produce error of a sequenced batch means.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class Sequenced(Protocol):
     topic: str
     partition: int
     base_sequence: int
+    producer_id: int
     producer_epoch: int
 
     def __len__(self) -> int: ...
@@ -123,6 +129,8 @@ class IdempotentState:
         self._next_seq: dict[tuple[str, int], int] = {}
         #: a bump is due before anything more is sent (set by failures, see module docstring)
         self.bump_requested = False
+        #: partitions whose sequences the broker refused: restamped at the next bump
+        self._rewrite: set[tuple[str, int]] = set()
 
     @property
     def has_producer_id(self) -> bool:
@@ -176,12 +184,17 @@ class IdempotentState:
                 error,
             )
             self.bump_requested = True
+            self._rewrite.add((batch.topic, batch.partition))
             return RESEND
         return needs
 
     def bump_and_restamp(self, waiting: Iterable[Sequenced]) -> None:
-        """Bump the epoch (KIP-360) and clear the stamps of the batches ``waiting`` to be
-        written, so each is stamped again, in the new epoch, when it goes out."""
+        """Bump the epoch (KIP-360); of the batches ``waiting`` to be written, clear the stamps
+        of those in a partition whose sequences the broker refused, so each is stamped again,
+        in the new epoch, when it goes out.  The others keep theirs: they may have been
+        written, and only their old stamp lets the broker answer a resend as a duplicate
+        (re-stamping them wrote records twice: issue 25)."""
+        rewrite, self._rewrite = self._rewrite, set()
         if self.bump_epoch():
             log.info(
                 "idempotent producer %d: epoch bumped to %d, sequences reset",
@@ -189,7 +202,15 @@ class IdempotentState:
                 self.epoch,
             )
         for b in waiting:
-            b.set_sequence(-1, -1, -1)
+            if b.base_sequence >= 0 and (b.topic, b.partition) in rewrite:
+                b.set_sequence(-1, -1, -1)
+
+    def stale(self, batch: Sequenced) -> bool:
+        """Whether ``batch`` carries the stamp of an earlier epoch or producer id (kept across a
+        bump): no new batch of its partition may go out before it is acknowledged or failed."""
+        return batch.base_sequence >= 0 and (
+            batch.producer_epoch != self.epoch or batch.producer_id != self.producer_id
+        )
 
     def bump_epoch(self) -> bool:
         """Raise the epoch locally and restart sequences; False when the epoch is exhausted

@@ -12,6 +12,7 @@ partition and answer, for ``commit_sync`` and the acknowledgement commit callbac
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from kclient.errors import (
 from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
+from .consumer_records import build_records
 from .message_set import ByteBufferMessageSet
 from .share_group import ShareMemberState
 from .steps import Conversation, Gather, Request
@@ -67,6 +69,9 @@ class ShareFetchConfig:
     max_records: int = 500
     batch_size: int = 500
     acquire_mode: int = 0  # 0 batch_optimized, 1 record_limit (ShareFetch v2)
+    #: a fetch sent ahead takes what is there now (the next poll's own fetch waits): the
+    #: poll, commit or close that reads its answer never waits a long poll
+    ahead_wait_ms: int = 0
     check_crcs: bool = True
 
 
@@ -97,8 +102,8 @@ class AckOutcome:
 
 @dataclass
 class FetchOutcome:
-    """What one round of share fetches gave: records buffered, acknowledgements settled, and
-    whether metadata is stale."""
+    """What one round of share fetches gave: offsets acquired (records and gaps, decoded when
+    taken), acknowledgements settled, and whether metadata is stale."""
 
     records: int = 0
     acks: list[AckOutcome] = field(default_factory=list)
@@ -143,6 +148,11 @@ class ShareFetchState:
         self.key, self.value = key, value
         self.sessions: dict[int, ShareSession] = {}
         self.buffer: deque[ShareConsumerRecord] = deque()
+        #: acquired, not decoded yet: (partition, its ShareFetch answer); decoded by take(),
+        #: so a fetch sent ahead goes out before the records it follows are built
+        self.raw: deque[tuple[TopicPartition, Any]] = deque()
+        #: offsets acquired in ``raw`` (records and gaps)
+        self.raw_count = 0
         #: delivered to the application, not settled: tp -> offsets
         self.delivered: dict[TopicPartition, set[int]] = {}
         #: settled, not sent: tp -> {offset: type}
@@ -153,9 +163,17 @@ class ShareFetchState:
 
     # -- the application's side --------------------------------------------------------
 
+    def held(self) -> int:
+        """Records acquired and not handed out (the undecoded counted with their gaps)."""
+        return len(self.buffer) + self.raw_count
+
     def take(self, max_records: int) -> list[ShareConsumerRecord]:
         """Up to ``max_records`` buffered records, now delivered (to be settled)."""
         buffer = self.buffer
+        while len(buffer) < max_records and self.raw:
+            tp, p = self.raw.popleft()
+            self.raw_count -= _span(p)
+            self._acquire(tp, p)
         n = min(max_records, len(buffer))
         out = [buffer.popleft() for _ in range(n)]
         delivered = self.delivered
@@ -181,18 +199,32 @@ class ShareFetchState:
                 del self.delivered[tp]
         self.pending.setdefault(tp, {})[offset] = int(kind)
 
-    def settle_all(self, kind: int, buffered: bool = False) -> None:
-        """Settle every delivered record (and with ``buffered`` the ones not handed out yet)
-        as ``kind``: implicit acceptance, or releasing at close."""
+    def settle_all(self, kind: int) -> None:
+        """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
+        close."""
         for tp, offsets in self.delivered.items():
             acks = self.pending.setdefault(tp, {})
             for o in offsets:
                 acks[o] = kind
         self.delivered.clear()
-        if buffered:
-            while self.buffer:
-                r = self.buffer.popleft()
-                self.pending.setdefault(TopicPartition(r.topic, r.partition), {})[r.offset] = kind
+
+    def drop_buffered(self) -> int:
+        """Forget the records acquired but never handed out (closing): left unacknowledged,
+        they are released when the share session closes (a broker that takes back the
+        delivery of a closed session's records, as Kafka's newer code does, can; after a
+        RELEASE it could not).  Returns how many (gaps included)."""
+        n = self.held()
+        self.buffer.clear()
+        self.raw.clear()
+        self.raw_count = 0
+        return n
+
+    def fetch_ahead(self, max_poll_records: int) -> bool:
+        """Whether to send the next ShareFetch now, as a poll is about to take
+        ``max_poll_records``: only while what stays held after it is less than one poll's
+        worth, so what a member holds under acquisition locks stays within about two fetches
+        and the one in flight."""
+        return self.held() < 2 * max_poll_records
 
     def unsettled(self) -> int:
         """How many delivered records are not settled."""
@@ -280,7 +312,10 @@ class ShareFetchState:
                     continue
                 if p.acquired_records:
                     self.node_of[tp] = node
-                    outcome.records += self._acquire(tp, p)
+                    n = _span(p)
+                    self.raw.append((tp, p))
+                    self.raw_count += n
+                    outcome.records += n
 
     def _acquire(self, tp: TopicPartition, p: Any) -> int:
         """Buffer the acquired records of one partition; offsets with no record are GAPs."""
@@ -297,43 +332,28 @@ class ShareFetchState:
         )
         cols = ms.columns()
         offsets = cols.offsets
-        key, value = self.key, self.value
-        keys = cols.keys
         gaps: dict[int, int] = {}
         n = 0
-        i = 0
         for first, last, count in ranges:
-            while i < len(offsets) and offsets[i] < first:
-                i += 1
-            expected = first
-            while i < len(offsets) and offsets[i] <= last:
-                o = offsets[i]
-                for g in range(expected, o):
-                    gaps[g] = GAP
-                k = keys[i] if keys is not None else None
-                v = cols.values[i]
-                hdrs = cols.headers[i] if cols.headers is not None else None
-                self.buffer.append(
-                    ShareConsumerRecord(
-                        tp.topic,
-                        tp.partition,
-                        o,
-                        cols.timestamps[i],
-                        cols.timestamp_types[i],
-                        key(k) if key is not None else k,
-                        value(v) if value is not None else v,
-                        list(hdrs) if hdrs else [],
-                        count,
+            i, j = bisect_left(offsets, first), bisect_right(offsets, last)
+            if j - i != last - first + 1:  # offsets acquired with no record
+                present = set(offsets[i:j])
+                gaps.update((g, GAP) for g in range(first, last + 1) if g not in present)
+            if j > i:
+                self.buffer.extend(
+                    build_records(
+                        tp, cols, i, j, self.key, self.value, True, ShareConsumerRecord, (count,)
                     )
                 )
-                n += 1
-                expected = o + 1
-                i += 1
-            for g in range(expected, last + 1):
-                gaps[g] = GAP
+                n += j - i
         if gaps:
             self.pending.setdefault(tp, {}).update(gaps)
         return n
+
+
+def _span(p: Any) -> int:
+    """How many offsets a partition's answer acquired."""
+    return sum(a.last_offset - a.first_offset + 1 for a in p.acquired_records)
 
 
 def _group(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:

@@ -26,6 +26,7 @@ __all__ = [
     "BodyFor",
     "exchange_of",
     "version_and_body",
+    "first_gather",
 ]
 
 T = TypeVar("T")
@@ -124,4 +125,23 @@ def exchange_of(transport: Any) -> Any:
 
 
 Conversation = Generator[Step, Any, T]
+
+
+def first_gather(conversation: Conversation[T]) -> tuple[Gather | None, Any]:
+    """Start a conversation a driver sends ahead (and finishes later): ``(its first step, None)``
+    when that is a :class:`Gather`, ``(None, its result)`` when it needed no request; any other
+    first step closes it with a TypeError."""
+    try:
+        step = conversation.send(None)
+    except StopIteration as done:
+        return None, done.value
+    except BaseException:
+        conversation.close()
+        raise
+    if not isinstance(step, Gather):
+        conversation.close()
+        raise TypeError(f"a conversation sent ahead must start with a Gather, not {step!r}")
+    return step, None
+
+
 Response = Struct

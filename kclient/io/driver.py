@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from kclient.core.steps import (
     ANY_NODE,
@@ -13,11 +13,12 @@ from kclient.core.steps import (
     RawExchange,
     Request,
     Sleep,
+    first_gather,
     version_and_body,
 )
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailableError
 
-__all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run"]
+__all__ = ["Transport", "ConnectionTransport", "ClusterTransport", "run", "InFlight"]
 
 T = TypeVar("T")
 
@@ -138,9 +139,8 @@ def run(conversation: Conversation[T], transport: Transport) -> T:
         conversation.close()
 
 
-def _drive(conversation: Conversation[T], transport: Transport) -> T:
+def _drive(conversation: Conversation[T], transport: Transport, answer: Any = None) -> T:
     sleep = getattr(transport, "sleep", time.sleep)
-    answer: Any = None
     failure: BaseException | None = None
     while True:
         try:
@@ -169,12 +169,22 @@ def _drive(conversation: Conversation[T], transport: Transport) -> T:
 
 def _gather(step: Gather, transport: Transport) -> list[Any]:
     """Write every request, then read every answer: the requests are in flight together."""
-    handles: list[Any] = []
+    return _receive_all(step, _send_all(step, transport), transport)
+
+
+def _send_all(step: Gather, transport: Transport) -> list[tuple[bool, Any]]:
+    """Write every request of ``step``: (written, handle or the exception) for each."""
+    handles: list[tuple[bool, Any]] = []
     for request in step.requests:
         try:
             handles.append((True, transport.send(request)))
         except Exception as exc:  # noqa: BLE001 - the answer of that request
             handles.append((False, exc))
+    return handles
+
+
+def _receive_all(step: Gather, handles: list[tuple[bool, Any]], transport: Transport) -> list[Any]:
+    """The answers (or exceptions) of the requests :func:`_send_all` wrote, in order."""
     answers: list[Any] = []
     for request, (sent, handle) in zip(step.requests, handles):
         if not sent or not request.expect_response:
@@ -185,3 +195,32 @@ def _gather(step: Gather, transport: Transport) -> list[Any]:
         except Exception as exc:  # noqa: BLE001 - the answer of that request
             answers.append(exc)
     return answers
+
+
+class InFlight(Generic[T]):
+    """A conversation whose first step, a :class:`Gather`, is on the wire: the caller goes on
+    with its work while the brokers answer, and :meth:`finish` reads the answers and drives
+    the conversation to its end (a fetch sent ahead)."""
+
+    __slots__ = ("_conversation", "_transport", "_step", "_handles", "_done", "_value")
+    _value: Any
+
+    def __init__(self, conversation: Conversation[T], transport: Transport) -> None:
+        self._conversation, self._transport = conversation, transport
+        self._step, self._value = first_gather(conversation)
+        self._done = self._step is None
+        self._handles = [] if self._step is None else _send_all(self._step, transport)
+
+    def finish(self) -> T:
+        """Read the answers and drive the conversation to its result (once)."""
+        if self._done:
+            return cast(T, self._value)
+        self._done = True
+        try:
+            assert self._step is not None
+            answers = _receive_all(self._step, self._handles, self._transport)
+            value = _drive(self._conversation, self._transport, answers)
+            self._value = value
+            return value
+        finally:
+            self._conversation.close()

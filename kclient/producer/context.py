@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kclient import zkutils
 from kclient.cluster import Cluster
 from kclient.connection import ConnectionSettings
 from kclient.encoders import StringEncoder
@@ -82,6 +81,8 @@ def connection_settings(config: Mapping[str, Any]) -> ConnectionSettings:
 
 def zookeeper_brokers(connect: str, config: Mapping[str, Any]) -> list[tuple[str, int]]:
     """``(host, port)`` of every broker registered under ``/brokers/ids`` (sorted by id)."""
+    from kclient import zkutils  # kazoo: imported by ZooKeeper discovery only (import time)
+
     zk = zkutils.make_client(
         connect,
         config["zookeeper.session.timeout.ms"],

@@ -49,6 +49,7 @@ from .batches import PartitionBatch
 from .callback import EventHandler
 from .data import DeliveryReport, Entry, ProducerData, failure_reports, to_entries
 from .prepare import Preparer
+from .sync_lane import SyncLane
 from .transactions import Transactions
 
 __all__ = ["DefaultEventHandler"]
@@ -102,7 +103,7 @@ class _Attempt:
         self.idle_for = 0.0
 
 
-class DefaultEventHandler(Preparer, EventHandler):
+class DefaultEventHandler(Preparer, SyncLane, EventHandler):
     """The standard EventHandler (see the module docstring)."""
 
     def __init__(self, context: Any = None) -> None:
@@ -113,6 +114,7 @@ class DefaultEventHandler(Preparer, EventHandler):
         self._parked_since: float | None = None
         self._reports: list[DeliveryReport] = []
         self._conns: dict[int, BrokerConnection] = {}
+        self._lanes: dict[tuple[str, int], Any] = {}
         self._rr: dict[str, int] = {}
         self._topics: set[str] = set()
         self._stale = False
@@ -161,6 +163,10 @@ class DefaultEventHandler(Preparer, EventHandler):
     # ------------------------------------------------------------------ blocking API
     def handle(self, events: Sequence[ProducerData]) -> list[DeliveryReport]:
         """Send ``events`` and wait for every outcome; returns the reports (failures included)."""
+        if len(events) == 1 and type(events[0]) is ProducerData:
+            reports = self.send_one(events[0])  # the sync lane (sync_lane.py), when it fits
+            if reports is not None:
+                return reports
         if events:
             self.submit(to_entries(events))
         self.complete()
@@ -591,9 +597,13 @@ class DefaultEventHandler(Preparer, EventHandler):
                     self._retry_later(b, exc, sent=False)
                 return []
         inflight: dict[tuple[str, int], int] = {}
+        #: partitions with a batch stamped before a bump unacknowledged: no new batch yet
+        stale: set[tuple[str, int]] = set()
         for e in self._inflight:
-            for key in e.batches:
+            for key, x in e.batches.items():
                 inflight[key] = inflight.get(key, 0) + 1
+                if txn.stale(x):
+                    stale.add(key)
         waiting: dict[tuple[str, int], float] = {}
         for b in self._retry:  # anything of a partition kept back: new ones wait
             key = (b.topic, b.partition)
@@ -607,7 +617,9 @@ class DefaultEventHandler(Preparer, EventHandler):
                     waiting[key] = now
                     self._hold(b, now)
                     continue
-            elif key in waiting or inflight.get(key, 0) >= self.max_in_flight:
+                if txn.stale(b):
+                    stale.add(key)
+            elif key in waiting or key in stale or inflight.get(key, 0) >= self.max_in_flight:
                 waiting.setdefault(key, now)
                 self._hold(b, waiting[key])
                 continue

@@ -14,14 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from scramp import ScramClient
-
 from kclient.errors import InvalidConfigError
 
 from .jaas import parse_jaas
 from .unsecured import OAUTHBEARER_MODULE, UnsecuredLogin
 
-__all__ = ["SaslConfig", "Mechanism", "mechanism", "MECHANISMS"]
+__all__ = ["SaslConfig", "Mechanism", "mechanism", "MECHANISMS", "ScramVerifyError"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 _JAAS_MODULES = {
@@ -124,8 +122,15 @@ class _Plain:
         return None
 
 
+class ScramVerifyError(ValueError):
+    """The broker's SCRAM answer does not verify (scramp's ScramException, re-raised so that
+    scramp is imported only by a SCRAM login)."""
+
+
 class _Scram:
     def __init__(self, cfg: SaslConfig) -> None:
+        from scramp import ScramClient  # imported on a SCRAM login only (import time)
+
         self.client = ScramClient([cfg.mechanism], cfg.username, cfg.password)
         self.round = 0
 
@@ -133,11 +138,16 @@ class _Scram:
         return str(self.client.get_client_first()).encode()
 
     def step(self, challenge: bytes) -> bytes | None:
+        from scramp import ScramException
+
         self.round += 1
-        if self.round == 1:
-            self.client.set_server_first(challenge.decode())
-            return str(self.client.get_client_final()).encode()
-        self.client.set_server_final(challenge.decode())  # checks the server's signature
+        try:
+            if self.round == 1:
+                self.client.set_server_first(challenge.decode())
+                return str(self.client.get_client_final()).encode()
+            self.client.set_server_final(challenge.decode())  # checks the server's signature
+        except ScramException as exc:
+            raise ScramVerifyError(str(exc)) from exc
         return None
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -64,6 +63,8 @@ def arrow_schema(include_headers: bool = False) -> pa.Schema:
 
 def _timestamps(ms: list[int]) -> pa.Array:
     """Milliseconds as UTC microsecond timestamps; -1 (message format v0) as null."""
+    import pyarrow.compute as pc  # here: the driver-side planner processes never need it
+
     arr = pa.array(ms, pa.int64())
     if len(arr) and pc.min(arr).as_py() < 0:
         arr = pc.if_else(pc.less(arr, 0), pa.scalar(None, pa.int64()), arr)

@@ -8,10 +8,13 @@ ListOffsets on each partition's leader (``SimpleConsumer.get_offsets_before``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kclient.cluster import Cluster
 from kclient.connection import ConnectionSettings
+from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.errors import KafkaError
+from kclient.protocol.apis import LIST_OFFSETS
 from kclient.security import SecuritySettings
 from kclient.simple import OffsetRequest, SimpleConsumer
 
@@ -35,6 +38,7 @@ class Planner:
         )
         self.cluster = Cluster(opts.bootstrap, self.settings)
         self._consumers: dict[str, SimpleConsumer] = {}
+        self._isolation = ISOLATION_LEVELS[str(kw.get("isolation_level", "read_uncommitted"))]
 
     def close(self) -> None:
         for c in self._consumers.values():
@@ -104,8 +108,42 @@ class Planner:
     def offsets_at(
         self, parts: Mapping[TopicPartition, str], time: int
     ) -> dict[TopicPartition, int]:
-        """Each partition's offset at ``time`` (-2 earliest, -1 latest, else ms)."""
-        return {tp: self.offset_at(tp, leader, time) for tp, leader in parts.items()}
+        """Each partition's offset at ``time`` (-2 earliest, -1 latest, else ms): one
+        ListOffsets request per leader; a leader whose answer fails is asked partition by
+        partition (which finds moved leaders)."""
+        by_leader: dict[str, list[TopicPartition]] = {}
+        for tp, leader in parts.items():
+            by_leader.setdefault(leader, []).append(tp)
+        out: dict[TopicPartition, int] = {}
+        for leader, tps in by_leader.items():
+            found = self._leader_offsets(leader, tps, time) if len(tps) > 1 else None
+            if found is None:
+                found = {tp: self.offset_at(tp, leader, time) for tp in tps}
+            out.update(found)
+        return {tp: out[tp] for tp in parts}
+
+    def _leader_offsets(
+        self, leader: str, tps: list[TopicPartition], time: int
+    ) -> dict[TopicPartition, int] | None:
+        """``tps``' offsets at ``time`` in one ListOffsets (v1+) to ``leader``; None when that
+        cannot answer for all of them (no such broker, an old broker, a partition error)."""
+        node = next((b.node_id for b in self.cluster.brokers.values() if b.address == leader), None)
+        try:
+            if node is None:
+                return None
+            conn = self.cluster.connection(node)
+            if conn.version(LIST_OFFSETS) < 1:
+                return None
+            resp = conn.request(LIST_OFFSETS, _list_offsets_body(tps, time, self._isolation))
+        except KafkaError:
+            return None
+        out = {
+            (t.name, p.partition_index): p.offset
+            for t in resp.topics
+            for p in t.partitions
+            if not p.error_code and p.offset >= 0
+        }
+        return out if all(tp in out for tp in tps) else None
 
     def offset_at(self, tp: TopicPartition, leader: str, time: int) -> int:
         """One partition's offset at ``time``, asking the leader (found again if it moved)."""
@@ -168,3 +206,23 @@ class Planner:
             except KafkaError:
                 out[(t, p)] = ""
         return out
+
+
+def _list_offsets_body(tps: list[TopicPartition], time: int, isolation: int) -> dict[str, Any]:
+    """A ListOffsets request for ``tps`` at ``time``, grouped by topic."""
+    topics: dict[str, list[int]] = {}
+    for t, p in tps:
+        topics.setdefault(t, []).append(p)
+    return {
+        "replica_id": -1,
+        "isolation_level": isolation,
+        "topics": [
+            {
+                "name": t,
+                "partitions": [
+                    {"partition_index": p, "timestamp": time, "max_num_offsets": 1} for p in ps
+                ],
+            }
+            for t, ps in topics.items()
+        ],
+    }

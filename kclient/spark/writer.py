@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -102,6 +101,8 @@ def _topics(col: pa.Array | None, default: str | None) -> str | list[Any]:
         raise ValueError(
             "null topic present in the data. Use the topic option for setting a default topic."
         )
+    import pyarrow.compute as pc  # here: the driver-side planner processes never need it
+
     unique = pc.unique(col)
     return str(unique[0].as_py()) if len(unique) == 1 else col.to_pylist()
 

@@ -15,10 +15,13 @@ from kclient.protocol.apis import (
     CONSUMER_GROUP_DESCRIBE,
     CONSUMER_GROUP_HEARTBEAT,
     DESCRIBE_GROUPS,
+    HEARTBEAT,
+    JOIN_GROUP,
     LIST_GROUPS,
     METADATA,
     OFFSET_COMMIT,
 )
+from kclient.protocol.consumer_protocol import encode_subscription
 from tests.conftest import FAST_GROUPS, RawKafkaClient
 from tests.waiting import wait_until
 
@@ -338,3 +341,55 @@ def test_member_that_does_not_revoke_in_time_is_fenced(broker, client):
     )
     rb = hb(client, group, b, 3, owned=[])
     assert rb.member_epoch == 4 and count(parts(rb)) == 2
+
+
+def _classic_member(client, group):
+    """A classic consumer (JoinGroup v3: no member id round trip, then SyncGroup as leader)."""
+    sub = encode_subscription(["t"], None)
+    joined = client.request(
+        JOIN_GROUP,
+        3,
+        {
+            "group_id": group,
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 10000,
+            "member_id": "",
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": sub}],
+        },
+    )
+    assert joined.error_code == 0
+    return joined
+
+
+@pytest.mark.parametrize("policy", ["disabled", "downgrade", "upgrade", "bidirectional"])
+def test_migration_policy_decides_whether_a_classic_group_upgrades(tmp_path, policy):
+    config = dict(CONFIG, **{"group.consumer.migration.policy": policy})
+    with MiniBroker(log_dir=tmp_path / policy, config=config) as b:
+        b.create_topic("t", partitions=2)
+        c = RawKafkaClient(b.bootstrap)
+        group, a, _ = new_ids()
+        classic = _classic_member(c, group)
+        r = hb(c, group, a, 0, ["t"])
+        if policy in ("disabled", "downgrade"):  # Kafka: the classic group stays
+            assert r.error_code == E.GroupIdNotFoundError.errno
+            assert r.error_message == f"Group {group} is not a consumer group"
+        else:  # a consumer group now; the classic member is told to join again
+            assert r.error_code == 0 and r.member_epoch == 2
+            beat = c.request(
+                HEARTBEAT,
+                3,
+                {
+                    "group_id": group,
+                    "generation_id": classic.generation_id,
+                    "member_id": classic.member_id,
+                },
+            )
+            assert beat.error_code == E.RebalanceInProgressError.errno
+        c.close()
+
+
+def test_an_unknown_migration_policy_is_refused(tmp_path):
+    config = dict(CONFIG, **{"group.consumer.migration.policy": "sideways"})
+    with pytest.raises(ValueError, match="group.consumer.migration.policy: 'sideways'"):
+        MiniBroker(log_dir=tmp_path / "p", config=config).start()

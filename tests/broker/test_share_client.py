@@ -44,13 +44,17 @@ def test_a_broker_restart_mid_drain_keeps_the_share_state(tmp_path):
         for t in threads:
             t.start()
         try:
+
+            def starts() -> dict[int, int]:
+                offsets = b.share.start_offsets(group, [(topic, 0), (topic, 1)])
+                return {p: s for (_, p), (s, _) in offsets.items()}
+
             wait_until(lambda: tally.total() >= 200, 60, "200 records polled")
+            # implicit acknowledgements ride on a later fetch: wait until some are applied
+            wait_until(lambda: sum(starts().values()) > 0, 30, "acknowledgements applied")
             b.stop()
             b.start()
-            before = {
-                p: s
-                for (_, p), (s, _) in b.share.start_offsets(group, [(topic, 0), (topic, 1)]).items()
-            }
+            before = starts()
             assert sum(before.values()) > 0, before  # acknowledged records stay done
             wait_until(lambda: len(tally.accepted) >= 600, 60, "every record delivered")
         finally:

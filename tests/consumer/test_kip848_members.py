@@ -11,9 +11,12 @@ import uuid
 
 import pytest
 
+from kclient import consumer
 from kclient.broker import MiniBroker
+from kclient.errors import InvalidConfigError
 from kclient.testing.kafka import KIP848_TEST_SPEED
 
+from . import kip848_connector
 from . import kip848_scenarios as s
 
 
@@ -56,3 +59,25 @@ def test_a_static_member_restarts_and_gets_its_partitions_back_silently(broker, 
 
 def test_mixed_group_with_confluent_kafka(broker, make_topic):
     s.mixed_group_with_confluent_kafka(broker, make_topic)
+
+
+def test_two_connectors_share_a_topic(broker, make_topic):
+    kip848_connector.two_connectors_share_a_topic(broker, make_topic)
+
+
+def test_a_kip848_connector_refuses_classic_keys_and_zookeeper():
+    base = {"group.id": "g", "group.protocol": "consumer"}
+    with pytest.raises(
+        InvalidConfigError, match="^session.timeout.ms cannot be set when group.protocol=CONSUMER"
+    ):
+        consumer.create(base, **{"metadata.broker.list": "127.0.0.1:9", "session.timeout.ms": 6000})
+    with pytest.raises(InvalidConfigError, match="unset zookeeper.connect"):
+        consumer.create(base, **{"zookeeper.connect": "127.0.0.1:9"})
+
+
+def test_classic_and_consumer_protocol_members_share_a_group(broker, make_topic):
+    s.classic_and_consumer_protocol_members_share_a_group(broker, make_topic)
+
+
+def test_offset_fetch_names_the_member(make_topic, drive):
+    s.offset_fetch_names_the_member(None, make_topic, drive)

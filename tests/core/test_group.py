@@ -13,15 +13,11 @@ import pytest
 from kclient.broker.group import JoinRequest
 from kclient.consumer.group_protocol import leader_assignment, registration
 from kclient.core import group as g
-from kclient.core.consumer_protocol import (
-    COOPERATIVE,
-    decode_assignment,
-    decode_subscription_full,
-    subscription_protocols,
-)
+from kclient.core.consumer_protocol import COOPERATIVE, subscription_protocols
 from kclient.core.coordinator import CoordinatorState
 from kclient.core.offsets import commit_offsets, fetch_offsets
 from kclient.errors import FencedInstanceIdError, IllegalGenerationError, UnknownMemberIdError
+from kclient.protocol.consumer_protocol import decode_assignment, decode_subscription_full
 
 
 def names():

@@ -21,10 +21,11 @@ from kclient.aio.connection import AIOConnection
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.handshake import HandshakeConfig, api_versions, reauth_due
 from kclient.core.steps import RawExchange, exchange_of
-from kclient.errors import KafkaTimeoutError, SaslAuthenticationError
+from kclient.errors import KafkaConnectionError, KafkaTimeoutError, SaslAuthenticationError
 from kclient.protocol.apis import API_VERSIONS, METADATA, PRODUCE, SASL_AUTHENTICATE
 from kclient.protocol.framing import ServerProtocol
 from kclient.security import SecuritySettings
+from tests.old_broker import serve_like_0_9
 from tests.security.conftest import certs, sasl_broker, sasl_client  # noqa: F401 - fixtures
 
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -73,8 +74,8 @@ def _sasl_settings(certs, mechanism, protocol="SASL_PLAINTEXT", **overrides):  #
 def test_api_versions_through_both_drivers(drive, mini_broker):
     host, port = mini_broker.bootstrap.split(":")
     cfg = HandshakeConfig(host, int(port), kclient.__version__)
-    versions, reopen, ask_again = drive(lambda: api_versions(cfg))
-    assert not reopen and not ask_again
+    versions, reopen, follow_up = drive(lambda: api_versions(cfg))
+    assert not reopen and follow_up is None
     assert versions[API_VERSIONS.key][1] >= 3 and METADATA.key in versions
 
 
@@ -87,12 +88,13 @@ def test_no_api_version_request_assumes_the_fallback_without_a_request():
 
 
 class _ApiVersionsBroker:
-    """A broker on a thread that answers only ApiVersions, at most ``top`` (an older broker);
-    it closes the first ``close_first`` connections on ApiVersions (a broker before 0.10
-    closes every one; a broker restarting, or a proxy whose backend is away, one)."""
+    """A broker on a thread that answers ApiVersions, at most ``top`` (an older broker), and
+    Metadata (empty) at any version; it closes the first ``close_first`` connections on
+    their first request (a broker restarting, or a proxy whose backend is away); ``old``:
+    every connection is a broker before 0.10's (:func:`tests.old_broker.serve_like_0_9`)."""
 
-    def __init__(self, top: int = 3, close_first: int = 0) -> None:
-        self.top, self.close_first = top, close_first
+    def __init__(self, top: int = 3, close_first: int = 0, old: bool = False) -> None:
+        self.top, self.close_first, self.old = top, close_first, old
         self.asked: list[tuple[int, str | None]] = []  # (version, client software version)
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
@@ -115,18 +117,24 @@ class _ApiVersionsBroker:
             n += 1
 
     def _serve(self, c: socket.socket, close: bool) -> None:
+        if self.old:
+            serve_like_0_9(c)
+            return
         try:
             self._answer(c, close)
         except OSError:  # closed by close() at the end of the test
             pass
 
     def _answer(self, c: socket.socket, close: bool) -> None:
-        proto = ServerProtocol({API_VERSIONS.key: API_VERSIONS})
+        proto = ServerProtocol({API_VERSIONS.key: API_VERSIONS, METADATA.key: METADATA})
         while data := c.recv(65536):
             if close:
                 c.close()
                 return
             for req in proto.receive_bytes(data):
+                if req.header.api_key == METADATA.key:
+                    c.sendall(proto.encode_response(req.header, {"brokers": [], "topics": []}))
+                    continue
                 version = req.header.api_version
                 self.asked.append(
                     (
@@ -172,31 +180,50 @@ def test_the_client_software_version_is_kclients_one_version(open_conn):
 
 
 def test_a_broker_closing_on_api_versions_gets_the_fallback_versions(open_conn):
-    """A broker before 0.10 closes on every ApiVersions: asked on two connections, then the
-    fallback versions are used on a third."""
-    broker = _ApiVersionsBroker(close_first=1000)
+    """A broker before 0.10 closes on every ApiVersions and answers Metadata v0: asked on two
+    connections, probed on a third, then the fallback versions are used on a fourth."""
+    broker = _ApiVersionsBroker(old=True)
     try:
         versions, _ = open_conn(
             f"127.0.0.1:{broker.port}", ConnectionSettings(broker_version_fallback="0.8.2")
         )
-        assert all(broker.accepted.acquire(timeout=30) for _ in range(3)), (
-            "the client asks again on a new connection, then opens one for the fallback"
+        assert all(broker.accepted.acquire(timeout=30) for _ in range(4)), (
+            "the client asks again on a new connection, probes on a third, then opens one "
+            "for the fallback"
         )
     finally:
         broker.close()
     assert versions[PRODUCE.key] == (0, 0)
 
 
-def test_one_close_on_api_versions_is_not_an_old_broker(open_conn):
-    """A broker that closes one connection on ApiVersions (restarting, or behind a proxy
-    whose backend was away) answers on the next: its versions are used, not the fallback
-    (issue 25: the chaos harness's idempotent producers failed with UNSUPPORTED_VERSION on
-    such a connection, taken for a 0.10.0 broker)."""
-    broker = _ApiVersionsBroker(close_first=1)
+@pytest.mark.parametrize("closes", [1, 2])
+def test_closes_then_an_answer_are_a_broker_that_was_starting(open_conn, closes):
+    """A broker that closes one or two connections on ApiVersions (restarting, or behind a
+    proxy whose backend was away) and then answers gets its own versions, not the fallback
+    (issue 25: such connections were taken for 0.10.0 brokers for their life, and the chaos
+    harness's idempotent sends failed with UNSUPPORTED_VERSION)."""
+    broker = _ApiVersionsBroker(close_first=closes)
     try:
         versions, _ = open_conn(
             f"127.0.0.1:{broker.port}", ConnectionSettings(broker_version_fallback="0.10.0")
         )
+    finally:
+        broker.close()
+    assert versions[API_VERSIONS.key] == (0, 3) and versions[METADATA.key] == (0, 9)
+
+
+def test_closes_on_every_request_are_a_failed_connection_not_an_old_broker(open_conn):
+    """A broker that closes on ApiVersions twice and on the Metadata v0 probe (starting up,
+    a proxy whose backend is away) is a failed, retriable connection: the next connect gets
+    the broker's versions once it answers."""
+    broker = _ApiVersionsBroker(close_first=3)
+    address = f"127.0.0.1:{broker.port}"
+    settings = ConnectionSettings(broker_version_fallback="0.10.0")
+    try:
+        with pytest.raises(KafkaConnectionError, match="not a broker before 0.10") as failed:
+            open_conn(address, settings)
+        assert failed.value.retriable
+        versions, _ = open_conn(address, settings)
     finally:
         broker.close()
     assert versions[API_VERSIONS.key] == (0, 3) and versions[METADATA.key] == (0, 9)

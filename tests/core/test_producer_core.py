@@ -308,16 +308,29 @@ def test_retry_verdict_counts_unsent_attempts_and_gives_up():
     assert retry_verdict(b, NotLeaderForPartitionError("x"), True, False, 2) == (True, False)
 
 
-def test_bump_and_restamp_raises_the_epoch_and_clears_the_waiting_stamps():
-    """KIP-360: after a bump every waiting batch is stamped again in the new epoch."""
+def test_a_bump_restamps_only_the_partitions_whose_sequences_the_broker_refused():
+    """KIP-360 as Java's producer: after a bump the batches of the partition whose next
+    expected batch was refused (OUT_OF_ORDER_SEQUENCE_NUMBER) are stamped again in the new
+    epoch; the others keep their stamps, since they may have been written and only their old
+    stamp makes a resend a duplicate the broker recognises (issue 25: a bump after a batch
+    failed re-stamped batches already written, and the log held them twice).  A new batch of
+    a partition waits while one of the older stamp is unacknowledged."""
     idem = IdempotentState()
     idem.set_producer_id(7, 3)
-    waiting = [AIOBatch("t", p, 0.0, 1e9) for p in range(2)]
-    for b in waiting:
-        b.set_sequence(7, 3, 5)
-    idem.bump_requested = True
-    idem.bump_and_restamp(waiting)
+    refused, written, fresh = (AIOBatch("t", p, 0.0, 1e9) for p in range(3))
+    refused.set_sequence(7, 3, 5)
+    written.set_sequence(7, 3, 9)
+    assert idem.sequence_error(refused, OutOfOrderSequenceNumberError("x"), []) == RESEND
+    idem.record_failure(KafkaError("UNSUPPORTED_VERSION"), sequenced=True)  # a gap elsewhere
+    assert idem.bump_requested
+    idem.bump_and_restamp([refused, written, fresh])
     assert (idem.producer_id, idem.epoch, idem.bump_requested) == (7, 4, False)
-    assert [(b.producer_id, b.producer_epoch, b.base_sequence) for b in waiting] == [
-        (-1, -1, -1)
-    ] * 2
+    assert (refused.producer_id, refused.producer_epoch, refused.base_sequence) == (-1, -1, -1)
+    assert (written.producer_id, written.producer_epoch, written.base_sequence) == (7, 3, 9)
+    assert fresh.base_sequence == -1
+    assert idem.stale(written) and not idem.stale(refused) and not idem.stale(fresh)
+    idem.assign(refused)
+    assert (refused.producer_epoch, refused.base_sequence) == (4, 0) and not idem.stale(refused)
+    idem.bump_requested = True
+    idem.bump_and_restamp([written])  # the refused partitions were consumed by the last bump
+    assert (written.producer_epoch, written.base_sequence) == (3, 9)

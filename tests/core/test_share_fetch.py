@@ -80,7 +80,7 @@ def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_ackn
     outcome = FetchOutcome()
     # offsets 10, 11, 13, 14 exist; 12 is a compacted gap; 14 was not acquired
     state.read_fetch(3, _answer(batch, [(10, 10, 1), (11, 13, 2)]), outcome)
-    assert outcome.records == 3
+    assert outcome.records == 4 and state.held() == 4  # offsets acquired, decoded when taken
     got = state.take(10)
     assert [(r.offset, r.value, r.delivery_count) for r in got] == [
         (10, b"a", 1),
@@ -95,3 +95,19 @@ def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_ackn
         state.acknowledge(T0, 11, AcknowledgeType.ACCEPT)
     state.settle_all(int(AcknowledgeType.ACCEPT))
     assert state.pending == {T0: {12: GAP, 11: 3, 10: 1, 13: 1}} and state.unsettled() == 0
+
+
+def test_fetching_ahead_is_bounded_and_closing_leaves_undelivered_records_unacknowledged():
+    from kclient.core.share_fetch import FetchOutcome
+
+    batch = build_batch([b"a", b"b", b"c", b"d", b"e"], base_offset=0)
+    state = _state()
+    state.read_fetch(3, _answer(batch, [(0, 4, 1)]), FetchOutcome())
+    assert not state.buffer and state.held() == 5  # not decoded before a poll takes them
+    assert not state.fetch_ahead(2)  # a poll takes 2, 3 would stay: more than a poll's worth
+    assert [r.offset for r in state.take(2)] == [0, 1]
+    assert state.held() == 3 and state.fetch_ahead(2)  # 1 would stay after the next poll
+    assert [r.headers for r in state.take(1)] == [[]]
+    state.settle_all(int(AcknowledgeType.ACCEPT))
+    assert state.drop_buffered() == 2  # offsets 3, 4: left to the session's close, not RELEASEd
+    assert state.pending == {T0: {0: 1, 1: 1, 2: 1}} and state.held() == 0

@@ -290,3 +290,20 @@ def test_a_sasl_listener_without_users_refuses_to_start(tmp_path):
             },
             sasl_users={"a": "b"},
         )
+
+
+def test_a_scram_answer_that_does_not_verify_raises_scram_verify_error():
+    """A server-first with another nonce, then a server signature that does not match: both
+    are refused as ScramVerifyError (scramp's exception, kept out of the import path)."""
+    from kclient.security.sasl import SaslConfig, ScramVerifyError, mechanism
+
+    cfg = SaslConfig("SCRAM-SHA-256", "alice", "secret")
+    m = mechanism(cfg)
+    m.first()
+    with pytest.raises(ScramVerifyError):
+        m.step(b"r=not-my-nonce,s=c2FsdHNhbHRzYWx0c2FsdA==,i=4096")
+    m = mechanism(cfg)
+    nonce = m.first().decode().split("r=", 1)[1]
+    m.step(f"r={nonce}server,s=c2FsdHNhbHRzYWx0c2FsdA==,i=4096".encode())
+    with pytest.raises(ScramVerifyError):
+        m.step(b"v=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")

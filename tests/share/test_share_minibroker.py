@@ -11,6 +11,8 @@ import pytest
 
 from integration.share_scenarios import (
     check_drain,
+    check_fetched_ahead,
+    run_close_releases_fetched_ahead,
     run_drain,
     run_lock_expiry,
     run_reject_and_limit,
@@ -79,3 +81,9 @@ def test_a_killed_members_records_come_back_after_the_lock(broker):
     held, got = run_lock_expiry(broker.bootstrap, _topic(broker.bootstrap), kill)
     assert held == [0, 1, 2, 3]
     assert {(r.offset, r.delivery_count) for r in got} >= {(o, 2) for o in held}
+
+
+def test_closing_releases_records_fetched_ahead_to_another_member(broker):
+    check_fetched_ahead(
+        run_close_releases_fetched_ahead(broker.bootstrap, _topic(broker.bootstrap))
+    )

@@ -95,3 +95,40 @@ def test_read_committed_leaves_out_aborted_transactions(mini_broker):
     assert values == committed and plan == [(0, 18)]  # 15 records and 3 markers
     values, _ = read_values(mini_broker.bootstrap, "txn-read", "read_uncommitted")
     assert sorted(values) == sorted(committed + [b"a%d" % i for i in range(5)])
+
+
+def test_offsets_are_asked_per_leader_and_match_one_by_one(mini_cluster):
+    """The planner's one ListOffsets per leader gives each partition's own offsets, with
+    partitions spread over three brokers, and a stale leader falls back to the per-partition
+    path that finds the right one."""
+    from kclient.spark.planner import Planner
+
+    mini_cluster.create_topic("spread", 6)
+    with Producer({"metadata.broker.list": mini_cluster.bootstrap}) as p:
+        p.send([ProducerData("spread", b"v", partition=i % 6) for i in range(6 * 7 + 3)])
+    opts = parse_read_options(
+        {"kafka.bootstrap.servers": mini_cluster.bootstrap, "subscribe": "spread"},
+        streaming=True,
+    )
+    planner = Planner(opts)
+    try:
+        leaders = planner.partitions()
+        assert len(set(leaders.values())) == 3
+        one_by_one = planner.offset_at
+        asked = []
+        planner.offset_at = lambda *a: asked.append(a[0]) or one_by_one(*a)
+        latest = planner.offsets_at(leaders, -1)
+        assert latest == {("spread", i): 8 if i < 3 else 7 for i in range(6)}
+        assert asked == []  # three requests, one per leader
+        assert latest == {tp: one_by_one(tp, a, -1) for tp, a in leaders.items()}
+        assert planner.offsets_at(leaders, -2) == dict.fromkeys(leaders, 0)
+        wrong = next(a for a in leaders.values() if a != leaders[("spread", 0)])
+        stale = {**leaders, ("spread", 0): wrong, ("spread", 1): wrong}
+        assert planner.offsets_at(stale, -1) == latest
+        counts = {a: list(stale.values()).count(a) for a in stale.values()}
+        # asked one by one: the stale leader's group, and a leader left with one partition
+        assert sorted(asked) == sorted(
+            tp for tp, a in stale.items() if a == wrong or counts[a] == 1
+        )
+    finally:
+        planner.close()
