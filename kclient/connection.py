@@ -524,9 +524,10 @@ class BrokerConnection:
             self._rstart = start + n
             return buf[start : start + n]
         frame = bytearray(n)
-        frame[:have] = buf[start:end]
+        view = memoryview(frame)
+        view[:have] = memoryview(buf)[start:end]  # one copy (a bytearray slice would make two)
         self._rstart = self._rend = 0
-        self._fill(sock, memoryview(frame)[have:], corr, deadline)
+        self._fill(sock, view[have:], corr, deadline)
         return frame
 
     def _recv_some(
