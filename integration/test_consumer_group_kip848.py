@@ -56,3 +56,7 @@ def test_two_connectors_share_a_topic(kafka4, make_topic):
 
 def test_classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic):
     s.classic_and_consumer_protocol_members_share_a_group(kafka4, make_topic)
+
+
+def test_offset_fetch_names_the_member(make_topic, drive):
+    s.offset_fetch_names_the_member(None, make_topic, drive)

@@ -15,6 +15,7 @@ heartbeats that are compared whole."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kclient.protocol.apis import (
@@ -24,6 +25,7 @@ from kclient.protocol.apis import (
     JOIN_GROUP,
     LIST_GROUPS,
     OFFSET_COMMIT,
+    OFFSET_FETCH,
 )
 from kclient.protocol.consumer_protocol import encode_subscription
 from tests.waiting import wait_until
@@ -149,6 +151,26 @@ def _commit(twin: Twin, member: Member, delta: int, label: str, stranger: bool =
     )
 
 
+def _fetch(twin: Twin, label: str, member_id: str | None, epoch: Callable[[str], int]) -> None:
+    """OffsetFetch v9 of the group's topic as ``member_id`` with ``epoch(side)``."""
+    twin.request(
+        OFFSET_FETCH,
+        9,
+        lambda s: {
+            "groups": [
+                {
+                    "group_id": GROUP,
+                    "member_id": member_id,
+                    "member_epoch": epoch(s),
+                    "topics": [{"name": TOPIC, "partition_indexes": [0, 1]}],
+                }
+            ],
+            "require_stable": False,
+        },
+        label,
+    )
+
+
 def _describe(twin: Twin, label: str) -> None:
     def view(r: Any) -> Any:
         for g in r["groups"]:
@@ -198,6 +220,10 @@ def test_consumer_group_heartbeat_sequences(twin4):
     _commit(twin4, b, -1, "an older epoch, partition assigned since")
     _commit(twin4, a, 1, "a newer epoch")
     _commit(twin4, a, 0, "unknown member", stranger=True)
+    _fetch(twin4, "current epoch", a.id, lambda s: a.epoch[s])
+    _fetch(twin4, "another epoch", a.id, lambda s: a.epoch[s] + 1)
+    _fetch(twin4, "unknown member", "stranger", lambda s: a.epoch[s])
+    _fetch(twin4, "no member", None, lambda s: -1)
     twin4.request(
         LIST_GROUPS,
         5,

@@ -20,7 +20,6 @@ import threading
 import pytest
 
 from kclient import connection as conn_module
-from kclient.aio import connection as aio_conn_module
 from kclient.aio.connection import AIOConnection
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.errors import KafkaConnectionError
@@ -159,18 +158,19 @@ def test_close_while_connecting_cancels_the_connect(silent_broker, monkeypatch):
 
 def test_asyncio_close_while_connecting_cancels_the_connect(silent_broker, monkeypatch):
     port, accepted = silent_broker
-    real_open = asyncio.open_connection
 
     async def main():
         opened, closed = asyncio.Event(), asyncio.Event()
+        loop = asyncio.get_running_loop()
+        real_open = loop.create_connection
 
-        async def open_connection(*args, **kwargs):
-            streams = await real_open(*args, **kwargs)
+        async def create_connection(*args, **kwargs):
+            opening = await real_open(*args, **kwargs)
             opened.set()
             await closed.wait()
-            return streams
+            return opening
 
-        monkeypatch.setattr(aio_conn_module.asyncio, "open_connection", open_connection)
+        monkeypatch.setattr(loop, "create_connection", create_connection)
         conn = AIOConnection("127.0.0.1", port, SETTINGS)
         task = asyncio.ensure_future(conn.connect())
         await opened.wait()
@@ -200,9 +200,9 @@ def test_asyncio_close_wakes_a_drain_the_broker_does_not_read(silent_broker):
 
     async def main():
         conn = await AIOConnection("127.0.0.1", port, SETTINGS).connect()
-        writer = conn._writer
-        while not writer.transport.get_write_buffer_size():  # past the kernel's buffers
-            writer.write(b"\0" * (1 << 20))
+        transport = conn._transport
+        while not transport.get_write_buffer_size():  # past the kernel's buffers
+            transport.write(b"\0" * (1 << 20))
             await asyncio.sleep(0)
         draining = asyncio.ensure_future(conn.drain())
         await asyncio.sleep(0)

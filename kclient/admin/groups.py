@@ -14,7 +14,7 @@ from typing import Any
 
 from kclient.consumer.group_connector import decode_assignment
 from kclient.consumer.offsets import Coordinator
-from kclient.core.offsets import offset_commit_body, offset_fetch_body
+from kclient.core.offsets import fetched_group, offset_commit_body, offset_fetch_body
 from kclient.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -188,7 +188,7 @@ class GroupAdmin(TopicAdmin):
         wanted = None if partitions is None else [as_partition(p) for p in partitions]
         if storage == "zookeeper":
             return zk_groups.fetch_offsets(self.zk(), group, wanted)
-        resp = self._offset_fetch(group, wanted)
+        resp = fetched_group(self._offset_fetch(group, wanted))
         check(resp.get("error_code", 0), f"offsets of group {group!r}")
         out = {}
         for t in resp.topics:
@@ -220,7 +220,9 @@ class GroupAdmin(TopicAdmin):
         return (
             self._offset_fetch(group, everything)
             if everything
-            else self._coordinator(group).request(OFFSET_FETCH, dict(body, topics=[]), check=_codes)
+            else self._coordinator(group).request(
+                OFFSET_FETCH, offset_fetch_body(group, []), check=_codes
+            )
         )
 
     def alter_consumer_group_offsets(

@@ -1,14 +1,17 @@
-"""One broker connection on asyncio streams, driving the sans-IO :class:`ClientProtocol`.
+"""One broker connection on an asyncio transport, driving the sans-IO :class:`ClientProtocol`.
 
 Theory of operation: :meth:`AIOConnection.send` encodes a request into one frame and hands it
-whole to ``StreamWriter.write`` - a synchronous call, so no cancellation can leave half a frame
-in the stream - and returns an ``asyncio.Future`` for the response.  One reader task per
-connection feeds received bytes to the protocol and resolves the futures by correlation id.
-When the stream breaks (or a request times out) every waiting future fails with
+whole to ``transport.write`` - a synchronous call, so no cancellation can leave half a frame
+in the stream - and returns an ``asyncio.Future`` for the response.  The transport receives
+into the buffers the protocol hands out (:class:`_Receiver`, an ``asyncio.BufferedProtocol``
+over :meth:`ClientProtocol.read_buffer`): a large answer goes from the kernel straight into a
+buffer of its own size, decoded in place, so a megabyte Fetch answer is copied once on its way
+in (asyncio's streams copied it four times).  The callbacks resolve the futures by correlation
+id.  When the stream breaks (or a request times out) every waiting future fails with
 :class:`KafkaConnectionError` and the connection is closed; the owner opens a new one.
 Nothing here blocks the event loop or starts a thread.
 
-TLS comes from the config's ``ssl.SSLContext`` (``asyncio.open_connection(ssl=...)``).  The
+TLS comes from the config's ``ssl.SSLContext`` (``loop.create_connection(ssl=...)``).  The
 handshake (ApiVersions, the old-broker fallback, SASL over SaslHandshake v0 or v1 +
 SaslAuthenticate) is the core's (:mod:`kclient.core.handshake`), run by the asyncio driver;
 re-authentication (KIP-368) holds the frames other tasks send meanwhile and writes them after.
@@ -30,13 +33,72 @@ from kclient.protocol.schema import Api, Struct
 from kclient.protocol.versions import pick_version
 
 from .driver import ConnectionTransport, run
+from .timeouts import within
 
 __all__ = ["AIOConnection"]
 
 log = logging.getLogger(__name__)
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
-_READ = 1 << 18
+
+
+class _Receiver(asyncio.BufferedProtocol):
+    """One transport's protocol: bytes received into the frame buffers of ``proto``, the
+    answers handed to the connection; write flow control for :meth:`AIOConnection.drain`.
+    A transport no longer the connection's (reopened meanwhile) reports nothing."""
+
+    def __init__(self, conn: AIOConnection, proto: ClientProtocol) -> None:
+        self.conn, self.proto = conn, proto
+        self.transport: asyncio.Transport | None = None
+        self._paused = False
+        self._drains: list[asyncio.Future[None]] = []
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.proto.read_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.conn._receiver is self:
+            self.conn._received(self.proto, nbytes)
+
+    def eof_received(self) -> bool:
+        if self.conn._receiver is self:
+            self.conn._fail("closed by the broker", closed_by_peer=True)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn._receiver is self:
+            if exc is None:
+                self.conn._fail("closed by the broker", closed_by_peer=True)
+            else:
+                self.conn._fail(f"receive failed: {exc!r}")
+        self._paused = False
+        self._wake()
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def _wake(self) -> None:
+        drains, self._drains = self._drains, []
+        for fut in drains:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def drain(self) -> None:
+        """Wait while the transport's write buffer is above its high-water mark."""
+        if self._paused and not self.lost.done():
+            fut = asyncio.get_running_loop().create_future()
+            self._drains.append(fut)
+            await fut
 
 
 class AIOConnection:
@@ -49,10 +111,9 @@ class AIOConnection:
         self.settings = settings
         self.versions: dict[int, tuple[int, int]] = {}
         self._proto = ClientProtocol(settings.client_id, settings.max_frame)
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._receiver: _Receiver | None = None
+        self._transport: asyncio.Transport | None = None
         self._waiters: dict[int, tuple[asyncio.Future[Struct], float]] = {}
-        self._read_task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closed: str | None = "not connected"
         #: count of close() calls: a connect() that sees it change was cancelled
@@ -100,19 +161,21 @@ class AIOConnection:
         return self
 
     async def _open(self, closes: int) -> None:
-        """Open the stream and start its reader; a :meth:`close` since ``closes`` cancels it."""
+        """Open the transport; a :meth:`close` since ``closes`` cancels it."""
         security = self.settings.security
         timeout = self.settings.connect_timeout_ms / 1000.0
+        proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(
+            transport, receiver = await within(
+                asyncio.get_running_loop().create_connection(
+                    lambda: _Receiver(self, proto),
                     self.host,
                     self.port,
                     ssl=security.ssl_context,
-                    limit=_READ,
                     server_hostname=self.host if security.ssl_context is not None else None,
                 ),
                 timeout,
+                lambda late: late[0].abort(),  # opened for nobody
             )
         except (OSError, asyncio.TimeoutError) as exc:
             self.stats.errors += 1
@@ -124,14 +187,13 @@ class AIOConnection:
             )
             raise KafkaConnectionError(self.host, self.port, why) from exc
         if self._closes != closes:  # close() came while we connected: it wins
-            writer.transport.abort()
+            transport.abort()
             raise KafkaConnectionError(
                 self.host, self.port, f"closed while connecting: {self._closed}"
             )
-        self._reader, self._writer = reader, writer
-        self._proto = ClientProtocol(self.settings.client_id, self.settings.max_frame)
+        self._receiver, self._transport = receiver, cast(asyncio.Transport, transport)
+        self._proto = proto
         self._closed = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     async def _authenticate(self) -> None:
         """The SASL exchange, if configured; its lifetime schedules re-authentication."""
@@ -152,15 +214,15 @@ class AIOConnection:
             raise
         finally:
             held, self._held = self._held, None
-            if self._writer is not None and self._closed is None:
+            if self._transport is not None and self._closed is None:
                 for frame in held:
-                    self._writer.write(frame)
+                    self._transport.write(frame)
 
     async def raw_exchange(self, token: bytes) -> bytes:
         """One bare size-prefixed token each way (the SASL exchange after SaslHandshake v0)."""
-        writer = self._require_writer()
+        transport = self._require_transport()
         fut = self._expect(RAW_CORR, "SaslToken")
-        writer.write(self._proto.send_raw(token))
+        transport.write(self._proto.send_raw(token))
         return cast(bytes, await fut)
 
     def version(self, api: Api[Any, Any], highest: int | None = None) -> int:
@@ -187,24 +249,24 @@ class AIOConnection:
         held: list[bytes] | None,
     ) -> asyncio.Future[Struct] | None:
         """Encode and write (or add to ``held``) one request frame."""
-        writer = self._require_writer()
+        transport = self._require_transport()
         if version is None:
             version = self.version(api)
         corr, frame = self._proto.send_request(api, version, body, expect_response)
         if held is not None:
             held.append(frame)
         else:
-            writer.write(frame)
+            transport.write(frame)
         st = self.stats
         st.requests += 1
         st.by_api[api.name] += 1
         st.bytes_out += len(frame)
         return self._expect(corr, api.name) if expect_response else None
 
-    def _require_writer(self) -> asyncio.StreamWriter:
-        if self._closed is not None or self._writer is None:
+    def _require_transport(self) -> asyncio.Transport:
+        if self._closed is not None or self._transport is None:
             raise KafkaConnectionError(self.host, self.port, self._closed or "not connected")
-        return self._writer
+        return self._transport
 
     def _expect(self, corr: int, name: str) -> asyncio.Future[Any]:
         """The future of the answer to ``corr``, under the request timeout."""
@@ -230,12 +292,9 @@ class AIOConnection:
 
     async def drain(self) -> None:
         """Wait while the socket's send buffer is above its high-water mark (back-pressure)."""
-        writer = self._writer
-        if writer is not None and self._closed is None:
-            try:
-                await writer.drain()
-            except (OSError, RuntimeError) as exc:
-                self._fail(f"send failed: {exc!r}")
+        receiver = self._receiver
+        if receiver is not None and self._closed is None:
+            await receiver.drain()
 
     def _arm_timer(self) -> None:
         timeout = self.settings.request_timeout_ms / 1000.0
@@ -254,27 +313,21 @@ class AIOConnection:
             return
         self._arm_timer()
 
-    async def _read_loop(self) -> None:
-        reader = self._reader
-        assert reader is not None
-        proto, waiters, st = self._proto, self._waiters, self.stats
+    def _received(self, proto: ClientProtocol, n: int) -> None:
+        """``n`` bytes came (the receiver's callback): resolve the answers they completed."""
+        waiters, st = self._waiters, self.stats
+        st.bytes_in += n
         try:
-            while True:
-                data = await reader.read(max(_READ, proto.bytes_needed()))
-                if not data:
-                    self._fail("closed by the broker", closed_by_peer=True)
-                    return
-                st.bytes_in += len(data)
-                for corr, resp in proto.receive_bytes(data):
-                    entry = waiters.pop(corr, None)
-                    st.responses += 1
-                    st.answered(corr)
-                    if entry is not None and not entry[0].done():
-                        entry[0].set_result(resp)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - OSError, a bad frame, TLS errors
+            answers = proto.received(n)
+        except Exception as exc:  # noqa: BLE001 - a bad frame size, a decoder tripping
             self._fail(f"receive failed: {exc!r}")
+            return
+        for corr, resp in answers:
+            entry = waiters.pop(corr, None)
+            st.responses += 1
+            st.answered(corr)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(resp)
 
     def _fail(self, reason: str, timeout: bool = False, closed_by_peer: bool = False) -> None:
         """Close and fail every waiting request with the reason."""
@@ -296,7 +349,7 @@ class AIOConnection:
         """Close the stream; requests still waiting fail with ``reason``, and a :meth:`connect`
         under way fails instead of opening the stream."""
         self._closes += 1
-        if self._closed is not None and self._writer is None:
+        if self._closed is not None and self._transport is None:
             self._closed = reason  # not connected (yet): say why a connect fails
         self._shut(reason)
 
@@ -311,15 +364,12 @@ class AIOConnection:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        task, self._read_task = self._read_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-        if self._writer is not None:
-            transport = self._writer.transport
+        transport = self._transport
+        if transport is not None:
             if transport.get_write_buffer_size():  # bytes the broker is not reading: a
                 transport.abort()  # drain() or wait_closed() waits on them
             else:
-                self._writer.close()
+                transport.close()
         for fut, _ in self._waiters.values():
             if not fut.done():
                 fut.set_exception(KafkaConnectionError(self.host, self.port, reason))
@@ -330,11 +380,8 @@ class AIOConnection:
     async def wait_closed(self) -> None:
         """Close and wait for the stream to finish closing."""
         self.close()
-        if self._writer is not None:
-            try:
-                await self._writer.wait_closed()
-            except (OSError, RuntimeError):
-                pass
+        if self._receiver is not None:
+            await self._receiver.lost
 
 
 class _Direct:

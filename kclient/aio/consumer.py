@@ -67,6 +67,7 @@ from .cluster import AIOCluster
 from .consumer_group import AIOConsumerGroup, ConsumerProtocolSteps
 from .fetcher import AIOFetcher
 from .group import AIOGroup
+from .timeouts import within
 
 __all__ = ["AIOConsumer", "ConsumerRecord"]
 
@@ -381,7 +382,7 @@ class AIOConsumer(ConsumerProtocolSteps):
         assert data is not None
         data.clear()
         try:
-            await asyncio.wait_for(data.wait(), None if remaining == math.inf else remaining)
+            await within(data.wait(), None if remaining == math.inf else remaining)
         except asyncio.TimeoutError:
             return False
         return True

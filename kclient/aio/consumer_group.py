@@ -25,6 +25,7 @@ from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
 from .group import AIOGroup, ConsumerMembership
+from .timeouts import within
 
 __all__ = ["AIOConsumerGroup", "ConsumerProtocolSteps"]
 
@@ -52,6 +53,10 @@ class AIOConsumerGroup(AIOGroup):
         self.fatal: KafkaError | None = None
         self._poke: asyncio.Event | None = None
 
+    def fetching_member(self) -> Callable[[], tuple[int, str]] | None:
+        """The member's (epoch, member id), sent with OffsetFetch v9."""
+        return self.member.generation
+
     def generation(self) -> tuple[int, str]:
         """(member epoch, member id): what OffsetCommit v9 sends."""
         return self.member.generation()
@@ -77,7 +82,7 @@ class AIOConsumerGroup(AIOGroup):
         self._poke = poke
         while True:
             try:
-                await asyncio.wait_for(poke.wait(), member.wait_s() if member.active else 1.0)
+                await within(poke.wait(), member.wait_s() if member.active else 1.0)
             except asyncio.TimeoutError:
                 pass
             poke.clear()

@@ -39,6 +39,7 @@ from kclient.protocol.schema import Struct
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
+from .timeouts import within
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import FetchResponse
@@ -114,7 +115,7 @@ class AIOFetcher:
         if closing:  # answered after any fetch still parked at the broker
             wait = self.settings.max_wait_ms / 1000 + 5
             try:
-                await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), wait)
+                await within(asyncio.gather(*closing, return_exceptions=True), wait)
             except asyncio.TimeoutError:
                 log.info("fetch sessions not closed within %.1f s", wait)
 

@@ -121,11 +121,18 @@ class AIOGroup:
         """(generation id, member id): what OffsetCommit sends."""
         return self.state.generation()
 
+    def fetching_member(self) -> Callable[[], tuple[int, str]] | None:
+        """What names the member in OffsetFetch v9 (a KIP-848 member; classic: none)."""
+        return None
+
     async def committed(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """OffsetFetch: the committed offset of each partition (-1: none)."""
         found = await self.coordinator.run(
             fetch_offsets(
-                self.coordinator.state, self.group, [(tp.topic, tp.partition) for tp in tps]
+                self.coordinator.state,
+                self.group,
+                [(tp.topic, tp.partition) for tp in tps],
+                self.fetching_member(),
             )
         )
         return {TopicPartition(t, p): off for (t, p), off in found.items()}

@@ -68,6 +68,7 @@ from .accumulator import Accumulator, AIOBatch, Headers
 from .cluster import AIOCluster
 from .driver import ClusterTransport, run
 from .sender import Sender
+from .timeouts import within
 
 __all__ = ["AIOProducer"]
 
@@ -481,7 +482,7 @@ class AIOProducer(ProducerIdentity):
                 await room.wait()
                 continue
             try:
-                await asyncio.wait_for(room.wait(), max(0.0, deadline - time.monotonic()))
+                await within(room.wait(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
                 raise QueueFullError(
                     f"the queue stayed full (queue.buffering.max.messages "

@@ -40,6 +40,7 @@ from kclient.protocol.schema import Struct
 from .accumulator import Accumulator, AIOBatch
 from .cluster import AIOCluster
 from .connection import AIOConnection
+from .timeouts import within
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import ProduceResponse
@@ -122,7 +123,7 @@ class Sender:
         self._flushing += 1
         self.wake()
         try:
-            await asyncio.wait_for(asyncio.shield(done), timeout)
+            await within(asyncio.shield(done), timeout)
         except asyncio.TimeoutError:
             raise KafkaTimeoutError(f"flush did not finish within {timeout} s") from None
         finally:

@@ -27,6 +27,7 @@ from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 from .cluster import AIOCluster
 from .coordinator import AIOCoordinator
 from .driver import ClusterTransport, InFlight, run
+from .timeouts import within
 
 __all__ = ["AIOShareConsumer"]
 
@@ -92,7 +93,7 @@ class AIOShareConsumer(ShareFace):
                 wait = self.settings.backoff_s
             self._beat.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._beat.wait(), wait)
+                await within(self._beat.wait(), wait)
 
     # -- consuming ---------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:

@@ -649,6 +649,22 @@ class ConsumerGroups(ClassicMembers):
                 return E.StaleMemberEpochError.errno
             return 0  # an older epoch: per partition (stale_partitions)
 
+    def fetch_error(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        """Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9): 0 when not a consumer
+        group here or no member is named (null id, epoch < 0); else UNKNOWN_MEMBER_ID, or an
+        epoch other than the member's: STALE_MEMBER_EPOCH (a classic member:
+        ILLEGAL_GENERATION)."""
+        with self._lock:
+            group = self.groups.get(group_id)
+            if group is None or (member_id is None and epoch < 0):
+                return 0
+            member = group.members.get(member_id or "")
+            if member is None:
+                return E.UnknownMemberIdError.errno
+            if epoch == member.member_epoch:
+                return 0
+            return (E.IllegalGenerationError if member.classic else E.StaleMemberEpochError).errno
+
     def stale_partitions(
         self, group_id: str, member_id: str, epoch: int, partitions: Iterable[tuple[str, int]]
     ) -> set[tuple[str, int]]:

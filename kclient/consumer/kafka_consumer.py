@@ -166,6 +166,8 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
                 conf["offsets.channel.backoff.ms"],
             )
             self.offset_store.group_instance_id = self.group_instance_id
+            if self._kip848 is not None:
+                self.offset_store.fetching_member = generation
         self._sub = Subscription()
         self._listener: Any = None
         self._manual = False

@@ -99,9 +99,13 @@ class KafkaOffsetStore(OffsetStore):
         self.retries, self.backoff = retries, backoff_ms / 1000.0
         #: a static member's group.instance.id, sent with commits (OffsetCommit v7+)
         self.group_instance_id: str | None = None
+        #: a KIP-848 member's (epoch, member id), sent with fetches (OffsetFetch v9)
+        self.fetching_member: Callable[[], tuple[int, str]] | None = None
 
     def fetch(self, tps: Iterable[TP]) -> dict[TP, int]:
-        return self.coordinator.run(fetch_offsets(self.coordinator.state, self.group, tps))
+        return self.coordinator.run(
+            fetch_offsets(self.coordinator.state, self.group, tps, self.fetching_member)
+        )
 
     def commit(self, offsets: Mapping[TP, int]) -> None:
         self.coordinator.run(

@@ -58,6 +58,7 @@ class ConsumerProtocolConnector(GroupConsumerConnector):
             self.config["retry.backoff.ms"] / 1000.0,
             on_answer=self._after_heartbeat,
         )
+        self.offset_store.fetching_member = self.kip848.member.generation
         self._answered = threading.Event()
         self._last_topic_check = 0.0
 

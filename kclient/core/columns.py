@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from kclient.protocol.error_codes import CorruptRecordError
 from kclient.protocol.records.reader import EntrySpan, decode_entries
+from kclient.protocol.varint import Buffer
 
 __all__ = ["MessageColumns", "message_columns"]
 
@@ -32,7 +33,7 @@ class FetchedSet(Protocol):
     fetch_offset: int
     high_watermark: int
     log_start_offset: int
-    buffer: bytes
+    buffer: Buffer
     next_offset: int
     error: BaseException | None
     max_decompressed: int

@@ -25,6 +25,7 @@ from kclient.protocol.records.reader import (
     check_crcs,
     decode_entries,
     entry_next_offset,
+    in_place,
     scan_entries,
 )
 from kclient.protocol.varint import Buffer
@@ -40,7 +41,9 @@ class ByteBufferMessageSet:
 
     Attributes: ``topic``, ``partition``, ``fetch_offset`` (the offset asked for),
     ``high_watermark``, ``last_stable_offset``, ``log_start_offset`` (-1 when the broker's
-    Fetch version lacks them), ``buffer`` (the raw bytes), ``entries`` (the complete entries),
+    Fetch version lacks them), ``buffer`` (the raw bytes: ``bytes`` as given, else a read-only
+    ``memoryview``, e.g. of the Fetch answer's frame, decoded in place, not copied),
+    ``entries`` (the complete entries),
     ``valid_bytes``, ``size_in_bytes``, ``incomplete_size`` (how big the partial trailing entry
     is, when its header arrived), ``next_offset`` (where the next fetch continues) and
     ``error`` (an exception, or None).
@@ -86,7 +89,7 @@ class ByteBufferMessageSet:
         read_committed: bool = False,
         aborted_transactions: Iterable[tuple[int, int]] | None = None,
     ) -> None:
-        buf = buffer if isinstance(buffer, bytes) else bytes(buffer or b"")
+        buf = in_place(buffer)
         self.topic, self.partition = topic, partition
         self.fetch_offset = fetch_offset
         self.high_watermark = high_watermark
@@ -210,7 +213,7 @@ MessageSet = ByteBufferMessageSet
 _MAX_BATCH_SPAN = 1 << 20
 
 
-def resume_offset(buf: bytes, fetch_offset: int, bad_offset: int | None) -> int:
+def resume_offset(buf: Buffer, fetch_offset: int, bad_offset: int | None) -> int:
     """The offset just past the corrupt entry at ``bad_offset`` in a fetched ``buf``.
 
     The next complete v2 batch's base offset when one follows it in the buffer; else the

@@ -5,8 +5,10 @@ A commit carries the member's generation (a KIP-848 member: its member epoch, Of
 STALE_MEMBER_EPOCH is retried with the newer epoch) and static instance id; a generation error
 (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS) is raised at once (the group
 moved on: rejoin, do not retry), other retriable errors are retried after the backoff.
-(The classic API's ZooKeeper offsets sit behind the same interface in
-:mod:`kclient.consumer.offsets`.)
+A KIP-848 member's fetch carries its member id and epoch (OffsetFetch v9): the coordinator
+answers STALE_MEMBER_EPOCH for an epoch it moved past (retried with the newer one) and
+UNKNOWN_MEMBER_ID for a member it does not know.  (The classic API's ZooKeeper offsets sit
+behind the same interface in :mod:`kclient.consumer.offsets`.)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "first_error",
     "GENERATION_ERRORS",
     "offset_fetch_body",
+    "fetched_group",
     "offset_commit_body",
 ]
 
@@ -38,27 +41,46 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 STALE_MEMBER_EPOCH = 113
 
 
+def fetched_group(resp: Any) -> Any:
+    """The part of an OffsetFetch answer about the (one) group asked for: v8+'s first
+    ``groups`` entry, the answer itself before (both have ``topics`` and ``error_code``); an
+    OffsetCommit answer is itself."""
+    groups = resp.get("groups")
+    return groups[0] if groups else resp
+
+
 def first_error(resp: Any) -> int:
-    """The first partition error of an OffsetFetch / OffsetCommit answer, else the top-level
-    one (OffsetFetch v2+), else 0."""
-    for t in resp.topics:
+    """The first partition error of an OffsetFetch / OffsetCommit answer, else the group's
+    (OffsetFetch v2+), else 0."""
+    answer = fetched_group(resp)
+    for t in answer.topics or ():
         for p in t.partitions:
             if p.error_code:
                 return int(p.error_code)
-    return int(resp.get("error_code", 0) or 0)
+    return int(answer.get("error_code", 0) or 0)
 
 
-def offset_fetch_body(group: str, tps: Iterable[TP] | None) -> dict[str, Any]:
-    """An OffsetFetch body asking for ``tps`` (None: every partition the group has)."""
-    if tps is None:
-        return {"group_id": group, "require_stable": False, "topics": None}
-    by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
+def offset_fetch_body(
+    group: str, tps: Iterable[TP] | None, member: tuple[int, str] | None = None
+) -> dict[str, Any]:
+    """An OffsetFetch body asking for ``tps`` (None: every partition the group has), for any
+    version: v0-v7's fields and v8+'s ``groups`` (one group, with ``member``'s (epoch, member
+    id) for v9 when given and in the group)."""
+    topics = None
+    if tps is not None:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in tps:
+            by_topic.setdefault(t, []).append(p)
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+    # a member not in the group yet (epoch 0) or any more asks as no member, as Java does
+    epoch, member_id = member if member is not None and member[0] > 0 else (-1, None)
     return {
         "group_id": group,
         "require_stable": False,
-        "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()],
+        "topics": topics,
+        "groups": [
+            {"group_id": group, "member_id": member_id, "member_epoch": epoch, "topics": topics}
+        ],
     }
 
 
@@ -95,15 +117,28 @@ def offset_commit_body(
 
 
 def fetch_offsets(
-    coord: CoordinatorState, group: str, tps: Iterable[TP]
+    coord: CoordinatorState,
+    group: str,
+    tps: Iterable[TP],
+    member: Callable[[], tuple[int, str]] | None = None,
+    retries: int = 5,
 ) -> Conversation[dict[TP, int]]:
-    """OffsetFetch: the committed offset of each partition (-1: none)."""
-    body = offset_fetch_body(group, tps)
-    if not body["topics"]:
+    """OffsetFetch: the committed offset of each partition (-1: none).  ``member()`` gives a
+    KIP-848 member's (epoch, member id), sent with v9; STALE_MEMBER_EPOCH is retried with the
+    epoch it gives then, up to ``retries`` times."""
+    tps = list(tps)
+    if not tps:
         return {}
-    by_topic = {t["name"]: t["partition_indexes"] for t in body["topics"]}
-    resp = yield from coordinated(coord, OFFSET_FETCH, body, first_error)
-    out = {(t, p): -1 for t, ps in by_topic.items() for p in ps}
+    for attempt in range(1 + retries):
+        body = offset_fetch_body(group, tps, member() if member is not None else None)
+        resp = fetched_group((yield from coordinated(coord, OFFSET_FETCH, body, first_error)))
+        code = int(resp.get("error_code", 0) or 0)
+        if code != STALE_MEMBER_EPOCH or attempt == retries:
+            break
+        yield Sleep(coord.backoff_s)
+    if code:
+        raise error_for_code(code)(f"fetching offsets of group {group!r}")
+    out = dict.fromkeys(tps, -1)
     for topic in resp.topics:
         for part in topic.partitions:
             if part.error_code and part.error_code != _UNKNOWN_TOPIC_OR_PARTITION:

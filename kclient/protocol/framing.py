@@ -26,6 +26,7 @@ __all__ = [
     "API_VERSIONS_KEY",
     "DEFAULT_MAX_FRAME",
     "RAW_CORR",
+    "FrameReader",
     "Reader",
 ]
 
@@ -134,6 +135,78 @@ class _Framer:
         return len(self._head) if self._need < 0 else 4 + self._have
 
 
+class FrameReader:
+    """Cuts frames out of bytes received *into* the buffers it hands out (``recv_into``,
+    asyncio's ``BufferedProtocol``): one copy out of the kernel for a large frame.
+
+    :meth:`buffer` is where the next receive writes; :meth:`filled` says how many bytes came
+    and returns the frames they completed.  Small frames are read ahead, several per receive,
+    into a ``read_ahead`` buffer and sliced out of it; a frame larger than that buffer gets a
+    ``bytearray`` of its own, exactly its size, which the rest of it is received into (a
+    megabyte Fetch answer is never copied again after it left the kernel)."""
+
+    def __init__(self, max_frame: int, read_ahead: int = 1 << 16) -> None:
+        self.max_frame = max_frame
+        self._ahead = bytearray(read_ahead)
+        self._start = self._end = 0  # unread bytes: _ahead[_start:_end]
+        self._frame: bytearray | None = None  # a large frame being received
+        self._have = 0  # of it
+
+    def buffer(self) -> memoryview:
+        """Where the next receive writes (never empty)."""
+        frame = self._frame
+        if frame is not None:
+            return memoryview(frame)[self._have :]
+        ahead, start, end = self._ahead, self._start, self._end
+        if start and len(ahead) - end < len(ahead) // 4:
+            ahead[: end - start] = ahead[start:end]  # a partial frame to the front
+            self._start, self._end = 0, end - start
+        return memoryview(ahead)[self._end :]
+
+    def filled(self, n: int) -> list[bytearray]:
+        """``n`` bytes were received into the last :meth:`buffer`: the frames completed
+        (without their size prefixes), in order.  Raises ProtocolDecodeError on a frame size
+        outside 0..max_frame."""
+        frame = self._frame
+        if frame is not None:
+            self._have += n
+            if self._have < len(frame):
+                return []
+            self._frame = None
+            return [frame]
+        self._end += n
+        ahead, start, end = self._ahead, self._start, self._end
+        frames: list[bytearray] = []
+        while end - start >= 4:
+            size = _SIZE.unpack_from(ahead, start)[0]
+            if size < 0 or size > self.max_frame:
+                raise ProtocolDecodeError(
+                    f"frame size {size} is outside 0..{self.max_frame} (max frame size)"
+                )
+            body = start + 4
+            if end - body >= size:
+                frames.append(ahead[body : body + size])
+                start = body + size
+                continue
+            if size + 4 > len(ahead):  # larger than the read-ahead: into its own buffer
+                self._frame = frame = bytearray(size)
+                frame[: end - body] = ahead[body:end]
+                self._have = end - body
+                start = end = 0
+            break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received of frames not complete yet (size prefixes included)."""
+        if self._frame is not None:
+            return 4 + self._have
+        return self._end - self._start
+
+
 #: The correlation id :meth:`ClientProtocol.receive_bytes` gives a bare answer (no header).
 RAW_CORR = -1
 
@@ -150,6 +223,7 @@ class ClientProtocol:
         self._next_corr = 0
         self._pending: OrderedDict[int, tuple[Api[Any, Any], int, Reader | None]] = OrderedDict()
         self._framer = _Framer(max_frame)
+        self._reader: FrameReader | None = None  # receiving by read_buffer() / received()
         self._raw = 0  # bare frames expected next (send_raw), before any response
 
     @property
@@ -197,14 +271,27 @@ class ClientProtocol:
     def receive_bytes(self, data: Buffer) -> list[tuple[int, Any]]:
         """Feed received bytes; returns the responses they completed, in order (a bare answer
         to :meth:`send_raw` as ``(RAW_CORR, bytes)``)."""
-        out: list[tuple[int, Any]] = []
-        for frame in self._framer.feed(data):
-            if self._raw:
-                self._raw -= 1
-                out.append((RAW_CORR, frame))
-            else:
-                out.append(self.decode_frame(frame))
-        return out
+        return [self._answer(frame) for frame in self._framer.feed(data)]
+
+    def read_buffer(self) -> memoryview:
+        """Where to receive the next bytes into (``recv_into``, asyncio's ``get_buffer``);
+        then call :meth:`received`.  (Use one way of receiving per protocol: this one or
+        :meth:`receive_bytes`.)"""
+        if self._reader is None:
+            self._reader = FrameReader(self._framer.max_frame)
+        return self._reader.buffer()
+
+    def received(self, n: int) -> list[tuple[int, Any]]:
+        """``n`` bytes came into the last :meth:`read_buffer`: the responses they completed,
+        in order, decoded in place (a Fetch answer's records are views of its frame)."""
+        assert self._reader is not None, "received() before read_buffer()"
+        return [self._answer(frame) for frame in self._reader.filled(n)]
+
+    def _answer(self, frame: Buffer) -> tuple[int, Any]:
+        if self._raw:
+            self._raw -= 1
+            return RAW_CORR, bytes(frame)
+        return self.decode_frame(frame)
 
     def bytes_needed(self) -> int:
         return self._framer.bytes_needed()

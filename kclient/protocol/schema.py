@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .errors import ProtocolDecodeError, UnsupportedVersionError
@@ -138,14 +139,13 @@ class Field:
         return []
 
 
-def _get(value: Any, name: str, default: Any) -> Any:
-    if isinstance(value, Mapping):
-        return value.get(name, default)
-    return getattr(value, name, default)
-
-
 class StructType(Type):
-    """A struct compiled for one version: the fields active there, in order."""
+    """A struct compiled for one version: the fields active there, in order.
+
+    Consecutive fixed-size fields (ints, booleans, floats) are read and written as one run with
+    one ``struct`` call; a run that fails is done again field by field, for the error naming the
+    field.  A dict value is read with ``dict.get`` (the common case: bodies built by the core),
+    anything else by attribute."""
 
     def __init__(self, fields: Sequence[Field], version: int, flexible: bool):
         self.name = "struct"
@@ -159,13 +159,36 @@ class StructType(Type):
         #: every name a value may carry: the fields of all versions (one absent at this version
         #: is dropped, as Kafka drops it) and the tagged-field section a decoded Struct carries
         self._known = frozenset(self._defaults) | {"_tagged_fields"}
+        self._runs = _runs(self._codecs)
+        #: the absent fields' defaults when every one is immutable (set at once when read),
+        #: else None (each copied per read)
+        absent = {name: f.default_value() for name, f in self._absent}
+        self._absent_values = (
+            absent if all(type(v) in _IMMUTABLE for v in absent.values()) else None
+        )
 
     def read(self, buf: Buffer, pos: int) -> tuple[Struct, int]:
         values: dict[str, Any] = {}
-        for name, typ in self._codecs:
-            values[name], pos = typ.read(buf, pos)
-        for name, f in self._absent:
-            values[name] = f.default_value()
+        for names, typ, run in self._runs:
+            if run is None:
+                values[names], pos = typ.read(buf, pos)
+                continue
+            try:
+                got = run.unpack_from(buf, pos)
+            except struct.error:
+                for name, t in zip(names, typ):  # truncated: the field-by-field error
+                    values[name], pos = t.read(buf, pos)
+                raise  # (unreachable: a field above ran short)
+            if len(names) == 1:
+                values[names[0]] = got[0]
+            else:
+                values.update(zip(names, got))
+            pos += run.size
+        if self._absent_values is not None:
+            values.update(self._absent_values)
+        else:
+            for name, f in self._absent:
+                values[name] = f.default_value()
         if self.flexible:
             tags, pos = read_tagged_fields(buf, pos)
             if tags:
@@ -176,23 +199,73 @@ class StructType(Type):
 
     def write(self, value: Any, out: Parts) -> None:
         defaults = self._defaults
-        if isinstance(value, Mapping) and not self._known.issuperset(value):
-            unknown = sorted(k for k in value if k not in self._known)
-            raise ValueError(
-                f"unknown field {unknown[0]!r} (not in any version; known: "
-                f"{', '.join(sorted(defaults))})"
-            )
-        for name, typ in self._codecs:
-            v = _get(value, name, ...)
-            if v is ...:
-                v = defaults[name].default_value()
+        if type(value) is dict or isinstance(value, Mapping):
+            if not self._known.issuperset(value):
+                unknown = sorted(k for k in value if k not in self._known)
+                raise ValueError(
+                    f"unknown field {unknown[0]!r} (not in any version; known: "
+                    f"{', '.join(sorted(defaults))})"
+                )
+            get = value.get
+        else:
+            get = partial(getattr, value)
+        for names, typ, run in self._runs:
+            if run is None:
+                v = get(names, ...)
+                if v is ...:
+                    v = defaults[names].default_value()
+                try:
+                    typ.write(v, out)
+                except (ValueError, TypeError, AttributeError) as exc:
+                    raise ValueError(f"field {names!r}: {exc}") from None
+                continue
+            vs = [get(name, ...) for name in names]
+            if ... in vs:
+                vs = [defaults[n].default_value() if v is ... else v for n, v in zip(names, vs)]
             try:
-                typ.write(v, out)
-            except (ValueError, TypeError, AttributeError) as exc:
-                raise ValueError(f"field {name!r}: {exc}") from None
+                out.append(run.pack(*vs))
+            except struct.error:
+                for name, t, v in zip(names, typ, vs):  # the field-by-field error
+                    try:
+                        t.write(v, out)
+                    except (ValueError, TypeError, AttributeError) as exc:
+                        raise ValueError(f"field {name!r}: {exc}") from None
+                raise  # (unreachable: a field above refused its value)
         if self.flexible:  # a value's own tags (``_tagged_fields``: {tag: bytes}) or none
-            tags = _get(value, "_tagged_fields", None)
+            tags = get("_tagged_fields", None)
             out.append(write_tagged_fields(tags) if tags else EMPTY_TAGGED_FIELDS)
+
+
+#: default values shared between decoded structs (never changed in place)
+_IMMUTABLE = frozenset({int, float, bool, str, bytes, type(None), tuple, frozenset})
+
+#: one step of a compiled struct: a field ``(name, type, None)``, or a run of fixed-size fields
+#: ``(names, types, struct.Struct)``
+_Step = tuple[Any, Any, "struct.Struct | None"]
+
+
+def _runs(codecs: Sequence[tuple[str, Type]]) -> list[_Step]:
+    """The fields in order, consecutive fixed-size ones joined into runs."""
+    steps: list[_Step] = []
+    names: list[str] = []
+    types: list[Type] = []
+
+    def close() -> None:
+        if names:
+            fmt = ">" + "".join(t.fixed_fmt for t in types)  # type: ignore[attr-defined]
+            steps.append((tuple(names), tuple(types), struct.Struct(fmt)))
+            names.clear()
+            types.clear()
+
+    for name, t in codecs:
+        if getattr(t, "fixed_fmt", None) is not None:
+            names.append(name)
+            types.append(t)
+        else:
+            close()
+            steps.append((name, t, None))
+    close()
+    return steps
 
 
 def _resolve(field: Field, version: int, flexible: bool) -> Type:

@@ -73,6 +73,8 @@ class Type:
 class _Fixed(Type):
     def __init__(self, name: str, fmt: str, default: Any = 0):
         self.name = name
+        #: its ``struct`` format: runs of fixed-size fields are packed together (schema.py)
+        self.fixed_fmt = fmt
         self._st = struct.Struct(">" + fmt)
         self.size = self._st.size
         self.default = default

@@ -21,7 +21,7 @@ from kclient.core.coordinator import CoordinatorAddress, find_coordinators
 from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.messages import MessageAndOffset
-from kclient.core.offsets import offset_commit_body, offset_fetch_body
+from kclient.core.offsets import fetched_group, offset_commit_body, offset_fetch_body
 from kclient.errors import (
     BrokerResponseError,
     CoordinatorLoadInProgressError,
@@ -565,7 +565,7 @@ class SimpleConsumer:
         body = offset_fetch_body(group, partitions)
 
         def ask(conn: BrokerConnection) -> dict[tuple[str, int], OffsetAndMetadata]:
-            resp = conn.request(OFFSET_FETCH, body)
+            resp = fetched_group(conn.request(OFFSET_FETCH, body))
             if resp.get("error_code", 0):
                 raise error_for_code(resp.error_code)(f"fetching offsets of group {group!r}")
             out: dict[tuple[str, int], OffsetAndMetadata] = {}

@@ -81,7 +81,7 @@ def test_a_batch_retried_while_its_leader_was_away_stays_ahead_of_newer_ones(tmp
         async def main() -> tuple[int, int]:
             async with AIOProducer(
                 bootstrap_servers=home,
-                retry_backoff_ms=3000,
+                retry_backoff_ms=1500,
                 message_send_max_retries=1_000_000,
                 delivery_timeout_ms=60_000,
                 linger_ms=0,

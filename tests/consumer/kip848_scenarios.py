@@ -16,12 +16,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kclient import TopicPartition
 from kclient.admin import AdminClient
 from kclient.connection import ConnectionSettings
 from kclient.core import consumer_group as cg
 from kclient.core.coordinator import CoordinatorState
-from kclient.errors import FencedMemberEpochError, UnknownMemberIdError
+from kclient.core.offsets import commit_offsets, fetch_offsets
+from kclient.errors import FencedMemberEpochError, StaleMemberEpochError, UnknownMemberIdError
 from kclient.protocol.apis import CONSUMER_GROUP_HEARTBEAT
 from kclient.testing import KafkaTools, java_clients_problem
 from tests.conftest import CliRunner
@@ -114,6 +117,28 @@ def a_stale_epoch_is_fenced_and_an_unknown_member_refused(server, make_topic, dr
     drive(lambda: _until_stable(m, coord))
     assert m.member_id == member_id and m.owned == {(topic, 0)}
     drive(lambda: cg.leave(m, coord))
+
+
+def offset_fetch_names_the_member(server, make_topic, drive):
+    """OffsetFetch v9 under the consumer protocol: the member's id and epoch go with the
+    fetch; the coordinator answers the offsets, STALE_MEMBER_EPOCH for another epoch
+    (retried, then raised) and UNKNOWN_MEMBER_ID for a stranger."""
+    topic = make_topic(1)
+    m = cg.ConsumerMember(f"g-{uuid.uuid4().hex[:8]}")
+    m.subscribe([topic])
+    coord = CoordinatorState(m.group, 0, 30, 0.1)
+    drive(lambda: _until_stable(m, coord))
+    tp = (topic, 0)
+    drive(lambda: commit_offsets(coord, m.group, {tp: 7}, m.generation))
+    assert drive(lambda: fetch_offsets(coord, m.group, [tp], m.generation)) == {tp: 7}
+    ahead = lambda: (m.epoch + 1, m.member_id)  # noqa: E731
+    with pytest.raises(StaleMemberEpochError):
+        drive(lambda: fetch_offsets(coord, m.group, [tp], ahead, retries=1))
+    with pytest.raises(UnknownMemberIdError):
+        drive(lambda: fetch_offsets(coord, m.group, [tp], lambda: (m.epoch, "stranger")))
+    drive(lambda: cg.leave(m, coord))
+    # not in the group any more: asked as no member, as an admin would
+    assert drive(lambda: fetch_offsets(coord, m.group, [tp], m.generation)) == {tp: 7}
 
 
 def kill(m) -> None:

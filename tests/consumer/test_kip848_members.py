@@ -77,3 +77,7 @@ def test_a_kip848_connector_refuses_classic_keys_and_zookeeper():
 
 def test_classic_and_consumer_protocol_members_share_a_group(broker, make_topic):
     s.classic_and_consumer_protocol_members_share_a_group(broker, make_topic)
+
+
+def test_offset_fetch_names_the_member(make_topic, drive):
+    s.offset_fetch_names_the_member(None, make_topic, drive)

@@ -202,3 +202,49 @@ def test_frames_cut_from_pieces_of_any_size_and_reused_buffers():
             got += framer.feed(memoryview(buf)[: len(piece)])
             assert framer.buffered + sum(len(f) + 4 for f in got) == i + len(piece)
         assert got == frames and framer.bytes_needed() == 4, step
+
+
+def test_frame_reader_receives_into_its_buffers_whatever_the_receive_sizes():
+    """FrameReader (recv_into / BufferedProtocol): small frames read ahead several at a time,
+    a frame larger than the read-ahead received into a buffer of its own exact size."""
+    from kclient.protocol.framing import FrameReader
+
+    frames = [bytes(range(256)) * 40, b"", b"x" * 3, bytes(5000), b"y" * 60, b"z" * 300]
+    wire = b"".join(len(f).to_bytes(4, "big") + f for f in frames)
+    for step in (1, 3, 4, 7, 64, 4096, len(wire)):
+        reader, got, pos = FrameReader(1 << 20, read_ahead=128), [], 0
+        while pos < len(wire):
+            into = reader.buffer()
+            assert len(into) > 0
+            piece = wire[pos : pos + min(step, len(into))]
+            into[: len(piece)] = piece
+            pos += len(piece)
+            done = reader.filled(len(piece))
+            got += done
+            assert reader.buffered + sum(len(f) + 4 for f in got) == pos, step
+        assert got == frames and reader.buffered == 0, step
+    big = FrameReader(1 << 20, read_ahead=64)
+    big.buffer()[:8] = (1000).to_bytes(4, "big") + b"abcd"
+    assert big.filled(8) == [] and len(big.buffer()) == 996  # the rest goes straight in
+    with pytest.raises(ProtocolDecodeError, match="outside 0..100"):
+        bad = FrameReader(100)
+        bad.buffer()[:4] = (101).to_bytes(4, "big")
+        bad.filled(4)
+
+
+def test_client_protocol_received_decodes_answers_in_place():
+    """read_buffer() / received() give the same answers as receive_bytes()."""
+    client, server = ClientProtocol(), ServerProtocol(APIS)
+    corrs, wire = [], b""
+    for _ in range(3):
+        corr, frame = client.send_request(METADATA, 9, {"topics": None})
+        (req,) = server.receive_bytes(frame)
+        wire += server.encode_response(req.header, {"brokers": [], "topics": []})
+        corrs.append(corr)
+    got = []
+    for i in range(0, len(wire), 5):
+        piece = wire[i : i + 5]
+        into = client.read_buffer()
+        into[: len(piece)] = piece
+        got += client.received(len(piece))
+    assert [c for c, _ in got] == corrs and got[0][1].topics == []

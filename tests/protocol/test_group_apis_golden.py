@@ -128,18 +128,25 @@ OC_REQ = {
 OC_RESP = {"throttle_time_ms": 10, "topics": [{"name": "t", "partitions": [
     {"partition_index": 0, "error_code": 0}, {"partition_index": 1, "error_code": 22}]}]}
 
-OF_REQ = {"group_id": "g1", "topics": [{"name": "t", "partition_indexes": [0, 1, 2]}],
-          "require_stable": True}
-OF_REQ_ALL = {"group_id": "g1", "topics": None, "require_stable": False}
+OF_TOPICS = [{"name": "t", "partition_indexes": [0, 1, 2]}]
+OF_REQ = {"group_id": "g1", "topics": OF_TOPICS, "require_stable": True,
+          "groups": [{"group_id": "g1", "member_id": "m-1", "member_epoch": 5,
+                      "topics": OF_TOPICS}]}
+OF_REQ_ALL = {"group_id": "g1", "topics": None, "require_stable": False,
+              "groups": [{"group_id": "g1", "member_id": None, "member_epoch": -1,
+                          "topics": None}]}
+OF_PARTITIONS = [
+    {"partition_index": 0, "committed_offset": 42, "committed_leader_epoch": 3,
+     "metadata": "md", "error_code": 0},
+    {"partition_index": 1, "committed_offset": -1, "committed_leader_epoch": -1,
+     "metadata": None, "error_code": 0},
+]
 OF_RESP = {
     "throttle_time_ms": 5,
-    "topics": [{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 42, "committed_leader_epoch": 3,
-         "metadata": "md", "error_code": 0},
-        {"partition_index": 1, "committed_offset": -1, "committed_leader_epoch": -1,
-         "metadata": None, "error_code": 0},
-    ]}],
+    "topics": [{"name": "t", "partitions": OF_PARTITIONS}],
     "error_code": 0,
+    "groups": [{"group_id": "g1", "topics": [{"name": "t", "partitions": OF_PARTITIONS}],
+                "error_code": 0}],
 }
 
 JG_REQ = {
@@ -260,6 +267,15 @@ GOLDEN = [
     (OFFSET_FETCH, "request", 7, OF_REQ,
      cs("g1") + carr(cs("t") + carr(i32(0), i32(1), i32(2)) + TAG) + boolean(True) + TAG),
     (OFFSET_FETCH, "request", 7, OF_REQ_ALL, cs("g1") + carr(None) + boolean(False) + TAG),
+    # v8+: groups; v9 (KIP-848): with the member id and epoch
+    (OFFSET_FETCH, "request", 8, OF_REQ,
+     carr(cs("g1") + carr(cs("t") + carr(i32(0), i32(1), i32(2)) + TAG) + TAG)
+     + boolean(True) + TAG),
+    (OFFSET_FETCH, "request", 9, OF_REQ,
+     carr(cs("g1") + cs("m-1") + i32(5) + carr(cs("t") + carr(i32(0), i32(1), i32(2)) + TAG)
+          + TAG) + boolean(True) + TAG),
+    (OFFSET_FETCH, "request", 9, OF_REQ_ALL,
+     carr(cs("g1") + cs(None) + i32(-1) + carr(None) + TAG) + boolean(False) + TAG),
     (OFFSET_FETCH, "response", 0, OF_RESP,
      arr(s("t") + arr(i32(0) + i64(42) + s("md") + i16(0),
                       i32(1) + i64(-1) + s(None) + i16(0)))),
@@ -270,6 +286,12 @@ GOLDEN = [
      i32(5) + carr(cs("t") + carr(i32(0) + i64(42) + i32(3) + cs("md") + i16(0) + TAG,
                                   i32(1) + i64(-1) + i32(-1) + cs(None) + i16(0) + TAG) + TAG)
      + i16(0) + TAG),
+    (OFFSET_FETCH, "response", 9, OF_RESP,
+     i32(5) + carr(cs("g1")
+                   + carr(cs("t") + carr(i32(0) + i64(42) + i32(3) + cs("md") + i16(0) + TAG,
+                                         i32(1) + i64(-1) + i32(-1) + cs(None) + i16(0) + TAG)
+                          + TAG)
+                   + i16(0) + TAG) + TAG),
 
     # JoinGroup
     (JOIN_GROUP, "request", 0, JG_REQ,
@@ -436,7 +458,7 @@ def test_covers_low_and_high_versions():
 def test_version_ranges():
     expected = {
         FIND_COORDINATOR: (10, 0, 4, 3), OFFSET_COMMIT: (8, 0, 9, 8),
-        OFFSET_FETCH: (9, 0, 7, 6), JOIN_GROUP: (11, 0, 7, 6), SYNC_GROUP: (14, 0, 5, 4),
+        OFFSET_FETCH: (9, 0, 9, 6), JOIN_GROUP: (11, 0, 7, 6), SYNC_GROUP: (14, 0, 5, 4),
         HEARTBEAT: (12, 0, 4, 4), LEAVE_GROUP: (13, 0, 4, 4), CREATE_TOPICS: (19, 0, 5, 5),
         DELETE_TOPICS: (20, 0, 5, 4),
     }

@@ -23,7 +23,10 @@ class Stub:
 
     def _serve(self):
         for behaviour in self.behaviours:
-            conn, _ = self.sock.accept()
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed by close(): the client needed no more connections
+                return
             self.conns.append(conn)
             behaviour(conn)
 

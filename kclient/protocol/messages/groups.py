@@ -20,9 +20,14 @@ __all__ = [
     "OffsetCommitResponseTopic",
     "OffsetCommitResponse",
     "OffsetFetchRequestTopic",
+    "OffsetFetchRequestGroupTopic",
+    "OffsetFetchRequestGroup",
     "OffsetFetchRequest",
     "OffsetFetchResponsePartition",
     "OffsetFetchResponseTopic",
+    "OffsetFetchResponseGroupTopicPartition",
+    "OffsetFetchResponseGroupTopic",
+    "OffsetFetchResponseGroup",
     "OffsetFetchResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponseCoordinator",
@@ -121,10 +126,25 @@ class OffsetFetchRequestTopic(Message, Protocol):
     partition_indexes: list[int]  # v0+
 
 
+class OffsetFetchRequestGroupTopic(Message, Protocol):
+    """An element of OffsetFetchRequestGroup.topics."""
+    name: str                     # v0+
+    partition_indexes: list[int]  # v0+
+
+
+class OffsetFetchRequestGroup(Message, Protocol):
+    """An element of OffsetFetchRequest.groups."""
+    group_id: str                                      # v0+
+    member_id: str | None                              # v9+
+    member_epoch: int                                  # v9+
+    topics: list[OffsetFetchRequestGroupTopic] | None  # v0+
+
+
 class OffsetFetchRequest(Message, Protocol):
-    """OffsetFetch request (key 9, v0-v7)."""
-    group_id: str                                 # v0+
-    topics: list[OffsetFetchRequestTopic] | None  # v0+
+    """OffsetFetch request (key 9, v0-v9)."""
+    group_id: str                                 # v0-v7
+    topics: list[OffsetFetchRequestTopic] | None  # v0-v7
+    groups: list[OffsetFetchRequestGroup]         # v8+
     require_stable: bool                          # v7+
 
 
@@ -143,11 +163,34 @@ class OffsetFetchResponseTopic(Message, Protocol):
     partitions: list[OffsetFetchResponsePartition]  # v0+
 
 
+class OffsetFetchResponseGroupTopicPartition(Message, Protocol):
+    """An element of OffsetFetchResponseGroupTopic.partitions."""
+    partition_index: int         # v0+
+    committed_offset: int        # v0+
+    committed_leader_epoch: int  # v0+
+    metadata: str | None         # v0+
+    error_code: int              # v0+
+
+
+class OffsetFetchResponseGroupTopic(Message, Protocol):
+    """An element of OffsetFetchResponseGroup.topics."""
+    name: str                                                 # v0+
+    partitions: list[OffsetFetchResponseGroupTopicPartition]  # v0+
+
+
+class OffsetFetchResponseGroup(Message, Protocol):
+    """An element of OffsetFetchResponse.groups."""
+    group_id: str                                # v0+
+    topics: list[OffsetFetchResponseGroupTopic]  # v0+
+    error_code: int                              # v0+
+
+
 class OffsetFetchResponse(Message, Protocol):
-    """OffsetFetch response (key 9, v0-v7)."""
+    """OffsetFetch response (key 9, v0-v9)."""
     throttle_time_ms: int                   # v3+
-    topics: list[OffsetFetchResponseTopic]  # v0+
-    error_code: int                         # v2+
+    topics: list[OffsetFetchResponseTopic]  # v0-v7
+    error_code: int                         # v2-v7
+    groups: list[OffsetFetchResponseGroup]  # v8+
 
 
 class FindCoordinatorRequest(Message, Protocol):

@@ -14,7 +14,8 @@ from typing import TypedDict
 
 __all__ = [
     "OffsetCommitRequestPartitionBody", "OffsetCommitRequestTopicBody",
-    "OffsetCommitRequestBody", "OffsetFetchRequestTopicBody", "OffsetFetchRequestBody",
+    "OffsetCommitRequestBody", "OffsetFetchRequestTopicBody",
+    "OffsetFetchRequestGroupTopicBody", "OffsetFetchRequestGroupBody", "OffsetFetchRequestBody",
     "FindCoordinatorRequestBody", "JoinGroupRequestProtocolBody", "JoinGroupRequestBody",
     "HeartbeatRequestBody", "LeaveGroupRequestMemberBody", "LeaveGroupRequestBody",
     "SyncGroupRequestAssignmentBody", "SyncGroupRequestBody", "DescribeGroupsRequestBody",
@@ -56,10 +57,25 @@ class OffsetFetchRequestTopicBody(TypedDict, total=False):
     partition_indexes: list[int]  # v0+
 
 
+class OffsetFetchRequestGroupTopicBody(TypedDict, total=False):
+    """An element of OffsetFetchRequestGroup.topics."""
+    name: str                     # v0+
+    partition_indexes: list[int]  # v0+
+
+
+class OffsetFetchRequestGroupBody(TypedDict, total=False):
+    """An element of OffsetFetchRequest.groups."""
+    group_id: str                                          # v0+
+    member_id: str | None                                  # v9+
+    member_epoch: int                                      # v9+
+    topics: list[OffsetFetchRequestGroupTopicBody] | None  # v0+
+
+
 class OffsetFetchRequestBody(TypedDict, total=False):
     """OffsetFetch request body (key 9)."""
-    group_id: str                                     # v0+
-    topics: list[OffsetFetchRequestTopicBody] | None  # v0+
+    group_id: str                                     # v0-v7
+    topics: list[OffsetFetchRequestTopicBody] | None  # v0-v7
+    groups: list[OffsetFetchRequestGroupBody]         # v8+
     require_stable: bool                              # v7+
 
 

@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from ..varint import Buffer
 from .common import CONTROL_MASK, TRANSACTIONAL_MASK, make_records
 from .reader import EntrySpan, decode_entries, entry_next_offset
 from .v2_build import build_batch
@@ -96,7 +97,7 @@ _ATTRIBUTES = struct.Struct(">h")  # at batch position 21
 _PRODUCER_ID = struct.Struct(">q")  # at batch position 43
 
 
-def _is_abort_marker(buf: bytes, span: EntrySpan) -> bool:
+def _is_abort_marker(buf: Buffer, span: EntrySpan) -> bool:
     """Whether a control batch is an ABORT marker (its first record's key type is 0)."""
     try:
         for rec in decode_entries(
@@ -109,7 +110,7 @@ def _is_abort_marker(buf: bytes, span: EntrySpan) -> bool:
 
 
 def committed_entries(
-    buf: bytes, spans: Sequence[EntrySpan], aborted: Iterable[tuple[int, int]]
+    buf: Buffer, spans: Sequence[EntrySpan], aborted: Iterable[tuple[int, int]]
 ) -> list[EntrySpan]:
     """The entries a read_committed consumer decodes: those of ``spans`` that are not data of
     an aborted transaction.

@@ -68,6 +68,18 @@ def as_bytes(buf: Buffer) -> bytes:
     return buf if isinstance(buf, bytes) else bytes(buf)
 
 
+def in_place(buf: Buffer | None) -> Buffer:
+    """The buffer to decode in place: ``bytes`` as they are, anything else as a read-only
+    byte view of it, not a copy (a Fetch answer's records are a view of the frame they came
+    in; the C record walker takes each value out of it once)."""
+    if buf is None:
+        return b""
+    if isinstance(buf, bytes):
+        return buf
+    view = memoryview(buf)
+    return (view if view.format == "B" else view.cast("B")).toreadonly()
+
+
 def scan_entries(buf: Buffer) -> Scan:
     """Walk entry headers only (offset, size, magic) without decoding or checking CRCs.
 
@@ -101,7 +113,7 @@ def scan_entries(buf: Buffer) -> Scan:
     return Scan(entries, pos, None, False, None)
 
 
-def check_crcs(buf: bytes, spans: Sequence[EntrySpan]) -> tuple[int, CorruptRecordError | None]:
+def check_crcs(buf: Buffer, spans: Sequence[EntrySpan]) -> tuple[int, CorruptRecordError | None]:
     """Check every entry's CRC; ``(number of good entries before the first bad one, error)``."""
     for i, (pos, total, magic, offset) in enumerate(spans):
         codec = v2 if magic == 2 else legacy
@@ -118,7 +130,7 @@ def check_crcs(buf: bytes, spans: Sequence[EntrySpan]) -> tuple[int, CorruptReco
     return len(spans), None
 
 
-def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
+def entry_next_offset(buf: Buffer, span: EntrySpan) -> int:
     """The offset after an entry's last record (v2: base + lastOffsetDelta + 1)."""
     if span.magic == 2:
         last_delta: int = _LAST_DELTA.unpack_from(buf, span.position + 23)[0]
@@ -127,7 +139,7 @@ def entry_next_offset(buf: bytes, span: EntrySpan) -> int:
 
 
 def decode_entries(
-    buf: bytes,
+    buf: Buffer,
     spans: Sequence[EntrySpan],
     factory: RecordFactory = make_records,
     *,
@@ -171,7 +183,7 @@ def _corrupt(exc: Exception, offset: int, context: str | None) -> CorruptRecordE
 
 
 def _decode_all(
-    buf: bytes,
+    buf: Buffer,
     spans: Sequence[EntrySpan],
     factory: RecordFactory,
     start_offset: int | None,
@@ -206,9 +218,15 @@ def _decode_all(
         failure = None
         while i < n and spans[i].magic != 2:
             pos, total, magic, offset = spans[i]
+            entry = buf if type(buf) is bytes else bytes(buf[pos : pos + total])
             try:
                 rows += legacy.message_rows(
-                    buf, pos, total - LOG_OVERHEAD, validate_crc, max_decompressed, start_offset
+                    entry,
+                    pos if entry is buf else 0,
+                    total - LOG_OVERHEAD,
+                    validate_crc,
+                    max_decompressed,
+                    start_offset,
                 )
             except (CorruptRecordError,) + _MALFORMED as exc:
                 failure = _corrupt(exc, offset, context)
@@ -343,6 +361,7 @@ __all__ = [
     "EntrySpan",
     "Scan",
     "as_bytes",
+    "in_place",
     "scan_entries",
     "check_crcs",
     "entry_next_offset",

@@ -50,6 +50,7 @@ from kclient.protocol.records.v2_build import (  # noqa: F401 - re-exported
     encode_records,
 )
 from kclient.protocol.records.v2_walk import MIN_RECORD_SIZE, decode_columns  # noqa: F401
+from kclient.protocol.varint import Buffer
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 OFFSET_FIELD = struct.Struct(">q")
@@ -60,7 +61,7 @@ CRC_OFFSET = 17
 
 
 # ----------------------------------------------------------------------------- decode
-def check_crc(buf: bytes, pos: int, size: int, stored: int, base_offset: int) -> None:
+def check_crc(buf: Buffer, pos: int, size: int, stored: int, base_offset: int) -> None:
     """Raise CorruptRecordError unless the CRC-32C of attributes..end equals ``stored``."""
     computed = crc32c(memoryview(buf)[pos + V2_CRC_START : pos + LOG_OVERHEAD + size])
     if computed != stored:
@@ -68,8 +69,8 @@ def check_crc(buf: bytes, pos: int, size: int, stored: int, base_offset: int) ->
 
 
 def records_section(
-    buf: bytes, pos: int, size: int, base_offset: int, codec: int, max_decompressed: int
-) -> tuple[bytes, int, int]:
+    buf: Buffer, pos: int, size: int, base_offset: int, codec: int, max_decompressed: int
+) -> tuple[Buffer, int, int]:
     """``(buffer, start, end)`` of the batch's records, decompressed if need be."""
     start, end = pos + BATCH_HEADER_SIZE, pos + LOG_OVERHEAD + size
     if not codec:
@@ -82,7 +83,7 @@ def records_section(
 
 
 def batch_records(
-    buf: bytes,
+    buf: Buffer,
     pos: int,
     size: int,
     factory: RecordFactory = make_records,

@@ -53,6 +53,7 @@ def check_client_batch(
     (base, _, _, _, _, attrs, last_delta, _, _, pid, _, seq, count) = HEADER.unpack_from(buf, pos)
     _check_header(attrs, last_delta, count, pid, seq)
     data, start, end = records_section(buf, pos, size, base, attrs & CODEC_MASK, max_decompressed)
+    data = data if isinstance(data, bytes) else bytes(data)  # (bytes in, bytes out)
     if check_strided(data, start, end, count):
         return  # runs of same-sized records, all sound
     try:

@@ -32,7 +32,7 @@ from typing import Any
 from kclient.protocol.errors import ProtocolDecodeError
 from kclient.protocol.records.common import corrupt
 from kclient.protocol.speedups import load_speedup
-from kclient.protocol.varint import ZIGZAG_DECODE, decode_varint
+from kclient.protocol.varint import ZIGZAG_DECODE, Buffer, decode_varint
 
 #: Smallest possible encoded record (length, attributes, ts delta, offset delta, key length,
 #: value length, header count: one byte each).
@@ -350,7 +350,7 @@ def walk_cached(buf: bytes, pos: int, count: int, vals: Column, tss: Column) -> 
 
 # ----------------------------------------------------------------------------- a batch
 def decode_columns(
-    buf: bytes, start: int, end: int, count: int, base_offset: int, sequential: bool
+    buf: Buffer, start: int, end: int, count: int, base_offset: int, sequential: bool
 ) -> tuple[list[int] | None, list[int], Column | None, Column, Column | None]:
     """Decode the ``count`` records of ``buf[start:end]`` (a batch's records section, already
     decompressed) into ``(offset deltas, timestamp deltas, keys, values, headers)``.
@@ -368,6 +368,8 @@ def decode_columns(
             fast = None  # damage or an odd buffer: the walkers below say which
         if fast is not None:
             return None, fast[0], fast[1], fast[2], None
+    if type(buf) is not bytes:  # a view of a received frame: the walkers below slice values
+        buf, start, end = bytes(buf[start:end]), 0, end - start  # out of bytes, not views
     if sequential:
         vals: Column = []
         tss: Column = []
