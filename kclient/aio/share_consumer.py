@@ -85,12 +85,10 @@ class AIOShareConsumer(ShareFace):
                 await coord.run(share_heartbeat(coord.state, self._member))
                 wait = self._member.heartbeat_interval_s
             except KafkaError as exc:
-                if not exc.retriable:
-                    self._fatal = exc
-                    log.error("share group %r: heartbeat failed: %s", self.group_id, exc)
+                backoff = self._heartbeat_failed(exc)
+                if backoff is None:
                     return
-                log.info("share group %r: heartbeat failed (%s); retrying", self.group_id, exc)
-                wait = self.settings.backoff_s
+                wait = backoff
             self._beat.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(self._beat.wait(), wait)

@@ -224,6 +224,16 @@ class ShareFace:
             trace_share_consumer(self, tracing)
         return topics
 
+    def _heartbeat_failed(self, exc: KafkaError) -> float | None:
+        """After a failed ShareGroupHeartbeat: the wait before the next one, or None when the
+        error is fatal (kept for the next call to raise)."""
+        if not exc.retriable:
+            self._fatal = exc
+            log.error("share group %r: heartbeat failed: %s", self.group_id, exc)
+            return None
+        log.info("share group %r: heartbeat failed (%s); retrying", self.group_id, exc)
+        return self.settings.backoff_s
+
     def subscription(self) -> set[str]:
         """The subscribed topics."""
         return set(self._member.subscription)

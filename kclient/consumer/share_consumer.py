@@ -94,12 +94,10 @@ class ShareConsumer(ShareFace):
                 coord.run(share_heartbeat(coord.state, self._member))
                 wait = self._member.heartbeat_interval_s
             except KafkaError as exc:
-                if not exc.retriable:
-                    self._fatal = exc
-                    log.error("share group %r: heartbeat failed: %s", self.group_id, exc)
+                backoff = self._heartbeat_failed(exc)
+                if backoff is None:
                     return
-                log.info("share group %r: heartbeat failed (%s); retrying", self.group_id, exc)
-                wait = self.settings.backoff_s
+                wait = backoff
             coord.transport.sleep(wait)
 
     def _stop_heartbeats(self) -> None:
