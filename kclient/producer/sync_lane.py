@@ -43,7 +43,6 @@ class SyncLane:
     acks: int
     ack_timeout_ms: int
     delivery_timeout: float | None
-    max_message_bytes: int
     partition_stats: dict[tuple[str, int], list[int]]
     _raw_values: bool
     _stale: bool

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kclient.errors import FailedToSendMessageError, UnknownTopicOrPartitionError
+from kclient.errors import (
+    FailedToSendMessageError,
+    MessageSizeTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 from kclient.producer import Producer, ProducerData
 
 from .conftest import assert_reports_match_log, read_partition
@@ -78,3 +82,16 @@ def test_errors_fail_as_on_the_generic_path(mini_broker):
     assert isinstance(unknown.value.failed[0][1], UnknownTopicOrPartitionError)
     values = [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "lane-fail", 0)]
     assert values == [b"ok"]
+
+
+def test_a_value_over_message_max_bytes_is_refused_before_it_is_sent(mini_broker):
+    """The lane skips the generic preparation; the face's size check still comes first."""
+    mini_broker.create_topic("lane-big", 1)
+    with _sync(mini_broker.bootstrap, **{"message.max.bytes": 1000}) as p:
+        p.send(ProducerData("lane-big", b"small", partition=0))  # the lane is set up
+        with pytest.raises(MessageSizeTooLargeError, match="message.max.bytes"):
+            p.send(ProducerData("lane-big", b"x" * 1001, partition=0))
+        assert p.stats["batches"] == 1  # no Produce request went out for it
+    assert [bytes(r.value) for r in read_partition(mini_broker.bootstrap, "lane-big", 0)] == [
+        b"small"
+    ]
