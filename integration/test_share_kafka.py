@@ -15,8 +15,10 @@ from integration.helpers import new_topic
 from integration.share_scenarios import (
     check_drain,
     check_fetched_ahead,
+    check_hold_bound,
     run_close_releases_fetched_ahead,
     run_drain,
+    run_hold_bound,
     run_lock_expiry,
     run_reject_and_limit,
     run_release_to_other,
@@ -162,6 +164,10 @@ def test_confluent_and_javas_console_share_consumer_share_a_group_with_kclient(k
 
 def test_closing_releases_records_fetched_ahead_to_another_member(kafka4):
     check_fetched_ahead(run_close_releases_fetched_ahead(kafka4.bootstrap, new_topic(kafka4)))
+
+
+def test_fetches_ahead_ask_for_the_room_left_and_polls_stay_bounded(kafka4):
+    check_hold_bound(run_hold_bound(kafka4.bootstrap, new_topic(kafka4)))
 
 
 def test_renew_keeps_a_record_locked_past_its_lock_duration(kafka4):

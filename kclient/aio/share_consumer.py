@@ -152,11 +152,12 @@ class AIOShareConsumer(ShareFace):
         """Send the next ShareFetch in a task now (with the acknowledgements settled so far),
         for the next poll, commit or close to take."""
         member, state = self._member, self._state
-        if self._ahead is not None or not state.fetch_ahead(self.settings.max_poll_records):
+        room = state.fetch_ahead(self.settings.max_poll_records)
+        if self._ahead is not None or not room:
             return
         wanted, stale = wanted_by_leader(member, self.cluster)
         if not stale and wanted:
-            ahead = share_fetch(state, wanted, state.config.ahead_wait_ms)
+            ahead = share_fetch(state, wanted, state.config.ahead_wait_ms, room)
             self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
 
     async def _finish_ahead(self) -> None:

@@ -72,6 +72,10 @@ class ShareFetchConfig:
     #: a fetch sent ahead takes what is there now (the next poll's own fetch waits): the
     #: poll, commit or close that reads its answer never waits a long poll
     ahead_wait_ms: int = 0
+    #: records a member may hold acquired and not handed out, counting a fetch sent ahead's
+    #: (which asks for the room left): fewer, larger fetches than one poll's worth each, so
+    #: fewer round trips to wait for (Kafka's per-fetch cost dominates small records)
+    hold_records: int = 2000
     check_crcs: bool = True
 
 
@@ -219,12 +223,16 @@ class ShareFetchState:
         self.raw_count = 0
         return n
 
-    def fetch_ahead(self, max_poll_records: int) -> bool:
-        """Whether to send the next ShareFetch now, as a poll is about to take
-        ``max_poll_records``: only while what stays held after it is less than one poll's
-        worth, so what a member holds under acquisition locks stays within about two fetches
-        and the one in flight."""
-        return self.held() < 2 * max_poll_records
+    def fetch_ahead(self, max_poll_records: int) -> int:
+        """How many records the next ShareFetch, sent now as a poll is about to take
+        ``max_poll_records``, may ask for: the room left under ``hold_records`` once this
+        poll's are taken, or 0 (send none) when that room is under one poll's worth.  What a
+        member holds under acquisition locks stays within about ``hold_records`` (whole
+        batches may overshoot)."""
+        left = max(0, self.held() - max_poll_records)
+        if left >= max_poll_records:
+            return 0
+        return max(max_poll_records, self.config.hold_records - left)
 
     def unsettled(self) -> int:
         """How many delivered records are not settled."""
@@ -267,10 +275,15 @@ class ShareFetchState:
         return [{"topic_id": ids[t], "partitions": ps} for t, ps in by_topic.items() if t in ids]
 
     def fetch_body(
-        self, session: ShareSession, wanted: set[TopicPartition], acks: Mapping[TopicPartition, Any]
+        self,
+        session: ShareSession,
+        wanted: set[TopicPartition],
+        acks: Mapping[TopicPartition, Any],
+        max_records: int | None = None,
     ) -> tuple[dict[str, Any], set[TopicPartition], set[TopicPartition]]:
-        """A ShareFetch for ``session``: the partitions new to it and those with
-        acknowledgements, the ones it should forget; returns (body, added, forgotten)."""
+        """A ShareFetch for ``session`` (asking for ``max_records``, default the config's):
+        the partitions new to it and those with acknowledgements, the ones it should forget;
+        returns (body, added, forgotten)."""
         listed = set(acks) | (wanted - session.partitions)
         forgotten = session.partitions - wanted - set(acks)
         cfg = self.config
@@ -281,7 +294,7 @@ class ShareFetchState:
             "max_wait_ms": cfg.max_wait_ms,
             "min_bytes": cfg.min_bytes,
             "max_bytes": cfg.max_bytes,
-            "max_records": cfg.max_records,
+            "max_records": max_records or cfg.max_records,
             "batch_size": cfg.batch_size,
             "share_acquire_mode": cfg.acquire_mode,
             "topics": self._topic(listed, acks),
@@ -402,10 +415,12 @@ def share_fetch(
     state: ShareFetchState,
     wanted: Mapping[int, set[TopicPartition]],
     max_wait_ms: int | None = None,
+    max_records: int | None = None,
 ) -> Conversation[FetchOutcome]:
     """One round: a ShareFetch to every broker with partitions to fetch or acknowledgements to
     send (acknowledgements ride along; a broker with only acknowledgements and a renewal among
-    them gets a ShareAcknowledge), all in flight at once."""
+    them gets a ShareAcknowledge), all in flight at once; ``max_records`` (default the
+    config's) is what each may acquire."""
     outcome = FetchOutcome(acks=state.drop_orphans())
     requests: list[Request] = []
     sent: list[
@@ -430,7 +445,7 @@ def share_fetch(
                 requests.append(_ack_request(state, session, acks, False, renew, node))
                 sent.append((node, session, acks, set(), set(), True))
             continue
-        body, added, forgotten = state.fetch_body(session, wanted[node], acks)
+        body, added, forgotten = state.fetch_body(session, wanted[node], acks, max_records)
         if max_wait_ms is not None:
             body["max_wait_ms"] = max(0, min(body["max_wait_ms"], max_wait_ms))
         requests.append(Request(SHARE_FETCH, body, node=node))

@@ -12,8 +12,10 @@ import pytest
 from integration.share_scenarios import (
     check_drain,
     check_fetched_ahead,
+    check_hold_bound,
     run_close_releases_fetched_ahead,
     run_drain,
+    run_hold_bound,
     run_lock_expiry,
     run_reject_and_limit,
     run_release_to_other,
@@ -87,3 +89,7 @@ def test_closing_releases_records_fetched_ahead_to_another_member(broker):
     check_fetched_ahead(
         run_close_releases_fetched_ahead(broker.bootstrap, _topic(broker.bootstrap))
     )
+
+
+def test_fetches_ahead_ask_for_the_room_left_and_polls_stay_bounded(broker):
+    check_hold_bound(run_hold_bound(broker.bootstrap, _topic(broker.bootstrap)))
