@@ -164,6 +164,8 @@ class ShareFetchState:
         #: the broker whose session acquired a partition's records (its acks go there)
         self.node_of: dict[TopicPartition, int] = {}
         self.lock_timeout_ms = -1
+        #: acknowledge()'s last partition: (tp, its delivered set, its pending acks)
+        self._last: tuple[TopicPartition, set[int], dict[int, int]] | None = None
 
     # -- the application's side --------------------------------------------------------
 
@@ -191,21 +193,31 @@ class ShareFetchState:
         return out
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:
-        """Settle a delivered record (RENEW keeps it delivered: it must be settled again)."""
-        held = self.delivered.get(tp)
-        if held is None or offset not in held:
-            raise ValueError(
-                f"{tp} offset {offset} was not delivered by this consumer, or is settled already"
-            )
+        """Settle a delivered record (RENEW keeps it delivered: it must be settled again).
+        Records come in runs of one partition: the last partition's sets are kept (the same
+        ``tp`` object: no hashing per record) until the maps they belong to change."""
+        last = self._last
+        if last is not None and last[0] is tp:
+            held, acks = last[1], last[2]
+        else:
+            found = self.delivered.get(tp)
+            if found is None:
+                raise _not_delivered(tp, offset)
+            held, acks = found, self.pending.setdefault(tp, {})
+            self._last = (tp, held, acks)
+        if offset not in held:
+            raise _not_delivered(tp, offset)
         if kind != _RENEW:
             held.discard(offset)
             if not held:
                 del self.delivered[tp]
-        self.pending.setdefault(tp, {})[offset] = int(kind)
+                self._last = None
+        acks[offset] = int(kind)
 
     def settle_all(self, kind: int) -> None:
         """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
         close."""
+        self._last = None
         for tp, offsets in self.delivered.items():
             acks = self.pending.setdefault(tp, {})
             for o in offsets:
@@ -244,6 +256,7 @@ class ShareFetchState:
     # -- what goes to each broker ------------------------------------------------------
 
     def _take_acks(self, node: int) -> dict[TopicPartition, dict[int, int]]:
+        self._last = None
         taken = {tp: a for tp, a in self.pending.items() if a and self.node_of.get(tp) == node}
         for tp in taken:
             del self.pending[tp]
@@ -256,6 +269,7 @@ class ShareFetchState:
     def drop_orphans(self) -> list[AckOutcome]:
         """Acknowledgements of partitions no broker delivered (cannot be sent) as failures."""
         out = []
+        self._last = None
         for tp in [tp for tp in self.pending if tp not in self.node_of]:
             out.append(_failed(tp, self.pending.pop(tp), ShareSessionNotFoundError(f"{tp}")))
         return out
@@ -362,6 +376,12 @@ class ShareFetchState:
         if gaps:
             self.pending.setdefault(tp, {}).update(gaps)
         return n
+
+
+def _not_delivered(tp: TopicPartition, offset: int) -> ValueError:
+    return ValueError(
+        f"{tp} offset {offset} was not delivered by this consumer, or is settled already"
+    )
 
 
 def _span(p: Any) -> int:

@@ -40,6 +40,7 @@ from kclient.core.fetch import (
     PartitionFetch,
     end_of,
     fetch_body,
+    may_grow,
     partition_fetches,
     read_response,
     refetch_oversized,
@@ -275,10 +276,11 @@ class Fetcher:
         self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
     ) -> list[ByteBufferMessageSet]:
         """Refetch partitions whose first message did not fit, doubling their size."""
+        settings = self.settings
+        if not may_grow(requests, results, settings):
+            return results
         version = self.conn.version(FETCH, self.version)
-        return run(
-            refetch_oversized(requests, results, self.settings, version=version), _Counted(self)
-        )
+        return run(refetch_oversized(requests, results, settings, version=version), _Counted(self))
 
 
 class _Counted(ConnectionTransport):

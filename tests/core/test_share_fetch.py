@@ -106,8 +106,30 @@ def test_fetching_ahead_is_bounded_and_closing_leaves_undelivered_records_unackn
     assert not state.buffer and state.held() == 5  # not decoded before a poll takes them
     assert not state.fetch_ahead(2)  # a poll takes 2, 3 would stay: more than a poll's worth
     assert [r.offset for r in state.take(2)] == [0, 1]
-    assert state.held() == 3 and state.fetch_ahead(2)  # 1 would stay after the next poll
+    assert state.held() == 3 and state.fetch_ahead(2) == 2000 - 1  # the room left it asks for
     assert [r.headers for r in state.take(1)] == [[]]
     state.settle_all(int(AcknowledgeType.ACCEPT))
     assert state.drop_buffered() == 2  # offsets 3, 4: left to the session's close, not RELEASEd
     assert state.pending == {T0: {0: 1, 1: 1, 2: 1}} and state.held() == 0
+
+
+def test_acknowledging_after_the_acknowledgements_were_taken_starts_a_new_set():
+    """acknowledge() keeps the last partition's sets; taking the acknowledgements for a request
+    (or settling all) must not leave it writing into a set already sent."""
+    from kclient.core.share_fetch import FetchOutcome
+
+    state = _state()
+    batch = build_batch([b"a", b"b", b"c", b"d"], base_offset=0)
+    state.read_fetch(3, _answer(batch, [(0, 3, 1)]), FetchOutcome())
+    got = state.take(4)
+    tp = TopicPartition("jobs", 0)  # one object for every call, as the faces pass it
+    state.acknowledge(tp, got[0].offset, 1)
+    sent = state._take_acks(3)
+    assert sent == {T0: {0: 1}}
+    state.acknowledge(tp, got[1].offset, 2)
+    assert sent == {T0: {0: 1}} and state.pending == {T0: {1: 2}}
+    state.acknowledge(tp, got[2].offset, 1)
+    state.acknowledge(tp, got[3].offset, 1)  # the partition's last: its delivered set goes
+    assert state.delivered == {} and state.pending == {T0: {1: 2, 2: 1, 3: 1}}
+    with pytest.raises(ValueError, match="not delivered"):
+        state.acknowledge(tp, got[3].offset, 1)
