@@ -51,6 +51,7 @@ from kclient.core.steps import Request
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError
+from kclient.protocol.fetch_one import reader_for
 
 from .driver import ConnectionTransport, run
 
@@ -149,7 +150,7 @@ class Fetcher:
             else session.body(asked, settings, version)
         )
         try:
-            corr = self.conn.send(FETCH, body, version)
+            corr = self.conn.send(FETCH, body, version, reader=reader_for(version))
         except KafkaError:
             if session is not None:
                 session.failed()
