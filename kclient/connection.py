@@ -371,8 +371,10 @@ class BrokerConnection:
         body: _Req | Mapping[str, Any],
         version: int | None = None,
         expect_response: bool = True,
+        reader: Reader | None = None,
     ) -> int:
-        """Write one request; returns its correlation id (wait for it with :meth:`receive`)."""
+        """Write one request; returns its correlation id (wait for it with :meth:`receive`);
+        ``reader``: a hot path's decoder of the answer, tried before the generic one."""
         if self._reauth_at is not None:
             self._reauth_if_due()
         if version is None:
@@ -380,7 +382,9 @@ class BrokerConnection:
         with self._send_lock:
             sock = self._enter()
             try:
-                corr, frame = self._protocol.send_request(api, version, body, expect_response)
+                corr, frame = self._protocol.send_request(
+                    api, version, body, expect_response, reader
+                )
                 self._write(sock, api, frame, corr, expect_response)
             finally:
                 self._leave(sock)

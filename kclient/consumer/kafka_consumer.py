@@ -635,7 +635,10 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
-            self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"]))))
+            if self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"])))):
+                out = self._drain(limit)  # at once: the group's steps ran before this fetch
+                if out:
+                    return out
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -674,8 +677,9 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             )
         return f
 
-    def _fetch(self, wait_ms: int) -> None:
-        """One Fetch per leader of the fetchable partitions; records go to the buffer."""
+    def _fetch(self, wait_ms: int) -> bool:
+        """One Fetch per leader of the fetchable partitions; records go to the buffer. True
+        when an answer was taken (something may be there to drain)."""
         by_leader: dict[int, list[PartitionFetch]] = {}
         leaderless: set[str] = set()
         for tp in self._assignment:
@@ -702,8 +706,9 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             self._refresh(leaderless, "no leader known")
         if not by_leader:
             time.sleep(wait_ms / 1000.0)
-            return
+            return False
         started = []  # every leader's request on the wire before any wait
+        took = False
         for node, reqs in by_leader.items():
             try:
                 fetcher = self._fetcher(node)
@@ -719,6 +724,8 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
                 continue
             for req, ms in zip(reqs, sets):
                 self._take(TopicPartition(req.topic, req.partition), req.offset, ms)
+                took = True
+        return took
 
     def _fetch_failed(self, node: int, reqs: list[PartitionFetch], exc: KafkaError) -> None:
         log.info("%s: fetch from broker %d failed: %s", self.consumer_id, node, exc)

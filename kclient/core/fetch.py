@@ -50,6 +50,7 @@ __all__ = [
     "message_set",
     "end_of",
     "grow_oversized",
+    "may_grow",
     "fetch",
     "refetch_oversized",
     "needs_reset",
@@ -245,6 +246,27 @@ def end_of(ms: ByteBufferMessageSet, isolation_level: int) -> int:
 def needs_reset(error: BaseException | None) -> bool:
     """True when the position is out of range: ``auto.offset.reset`` decides where to go."""
     return isinstance(error, OffsetOutOfRangeError)
+
+
+def may_grow(
+    requests: Sequence[PartitionFetch],
+    results: Sequence[ByteBufferMessageSet],
+    settings: FetchSettings,
+) -> bool:
+    """Whether :func:`grow_oversized` could act on ``results`` (a first entry over
+    ``max_buffer_size``, or no complete entry where data waits): False for the common answer,
+    so a driver need not run :func:`refetch_oversized`'s conversation for it."""
+    bound = settings.max_buffer_size
+    for r, ms in zip(requests, results):
+        if ms.error is not None:
+            continue
+        entries = ms.entries
+        if entries:
+            if entries[0].size > bound:
+                return True
+        elif ms.buffer or 0 <= r.offset < end_of(ms, settings.isolation_level):
+            return True
+    return False
 
 
 def grow_oversized(

@@ -40,6 +40,7 @@ from kclient.core.fetch import (
     PartitionFetch,
     end_of,
     fetch_body,
+    may_grow,
     partition_fetches,
     read_response,
     refetch_oversized,
@@ -50,6 +51,7 @@ from kclient.core.steps import Request
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError
+from kclient.protocol.fetch_one import reader_for
 
 from .driver import ConnectionTransport, run
 
@@ -148,7 +150,7 @@ class Fetcher:
             else session.body(asked, settings, version)
         )
         try:
-            corr = self.conn.send(FETCH, body, version)
+            corr = self.conn.send(FETCH, body, version, reader=reader_for(version))
         except KafkaError:
             if session is not None:
                 session.failed()
@@ -275,10 +277,11 @@ class Fetcher:
         self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
     ) -> list[ByteBufferMessageSet]:
         """Refetch partitions whose first message did not fit, doubling their size."""
+        settings = self.settings
+        if not may_grow(requests, results, settings):
+            return results
         version = self.conn.version(FETCH, self.version)
-        return run(
-            refetch_oversized(requests, results, self.settings, version=version), _Counted(self)
-        )
+        return run(refetch_oversized(requests, results, settings, version=version), _Counted(self))
 
 
 class _Counted(ConnectionTransport):

@@ -557,7 +557,7 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
         if self.txn is not None:  # a gap in its sequences: bump (KIP-360), or must abort
-            self.txn.record_failure(exc, b.base_sequence >= 0)
+            self.txn.record_failure(exc, b.base_sequence >= 0, produce=True)
         self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:

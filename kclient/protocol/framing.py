@@ -240,14 +240,16 @@ class ClientProtocol:
         version: int,
         body: ReqT | Mapping[str, Any],
         expect_response: bool = True,
+        reader: Reader | None = None,
     ) -> tuple[int, bytes]:
-        """Encode a request; returns its correlation id and the frame to write."""
+        """Encode a request; returns its correlation id and the frame to write (its answer's
+        body goes to ``reader`` first, as :meth:`reserve` says)."""
         corr = self._next_corr
         self._next_corr = (corr + 1) & 0x7FFFFFFF
         parts = _encode_request_header(api, version, corr, self.client_id)
         parts += api.encode_request(version, body)
         if expect_response:
-            self._pending[corr] = (api, version, None)
+            self._pending[corr] = (api, version, reader)
         return corr, _frame(parts)
 
     def reserve(

@@ -1,15 +1,25 @@
 """The fetch pipeline's conversation (kclient.core.fetch) through both drivers, on the mini-broker:
-partitions at offsets decoded in request order, an oversized first entry grown and bounded,
-an offset out of range and an unknown partition reported by name, bad requests refused."""
+partitions at offsets decoded in request order, an oversized first entry grown and bounded
+(and ``may_grow``, the drivers' shortcut past that step, true exactly when it acts), an offset
+out of range and an unknown partition reported by name, bad requests refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from kclient.core.fetch import FetchSettings, PartitionFetch, fetch, fetch_body, needs_reset
+from kclient.core.fetch import (
+    FetchSettings,
+    PartitionFetch,
+    fetch,
+    fetch_body,
+    grow_oversized,
+    may_grow,
+    needs_reset,
+    read_response,
+)
 from kclient.core.steps import Request
 from kclient.errors import MessageSizeTooLargeError, UnknownTopicOrPartitionError
-from kclient.protocol.apis import PRODUCE
+from kclient.protocol.apis import FETCH, PRODUCE
 from kclient.protocol.records import build_batch
 
 VALUES = [b"v%03d" % i for i in range(60)]
@@ -103,6 +113,52 @@ def test_past_max_buffer_size_the_partition_fails_naming_the_size(drive, topic):
     assert (err.topic, err.partition, err.offset) == (topic, 0, 0)
     assert "max_buffer_size=1000" in str(err)
     assert [m.value for m in sets[1]] == VALUES[:3]  # the other partition is unharmed
+
+
+def answered(topic, asked, settings, version=None):
+    """Values written to partitions 0 (one 3000-byte entry) and 1 (five small ones), then one
+    Fetch's message sets as they arrive (before any growth)."""
+    yield from produce(topic, 0, [b"x" * 3000])
+    yield from produce(topic, 1, VALUES[:5])
+    return (yield from fetched(asked, settings, version))
+
+
+def fetched(asked, settings, version=None):
+    """One Fetch's message sets (no growth)."""
+    resp = yield Request(FETCH, fetch_body(asked, settings), version)
+    return read_response(resp, asked, settings)
+
+
+@pytest.mark.parametrize(
+    ("asked", "bound", "version", "grows"),
+    [
+        ([PartitionFetch("fetched", 0, 0), PartitionFetch("fetched", 1, 0)], 1 << 20, None, False),
+        ([PartitionFetch("fetched", 1, 0), PartitionFetch("fetched", 0, 0, 100)], 1 << 20, 2, True),
+        ([PartitionFetch("fetched", 0, 0, 100)], 1000, None, True),  # over the bound, whole
+        ([PartitionFetch("fetched", 0, 99), PartitionFetch("fetched", 9, 0)], 1 << 20, None, False),
+    ],
+    ids=["whole-entries", "v2-cut-entry", "past-bound", "errors"],
+)
+def test_may_grow_is_true_exactly_when_grow_oversized_acts(
+    drive, topic, asked, bound, version, grows
+):
+    settings = FetchSettings(max_wait_ms=0, max_buffer_size=bound)
+    results = drive(lambda: answered(topic, asked, settings, version))
+    grown = list(results)
+    retry = grow_oversized(asked, grown, {i: r.max_bytes for i, r in enumerate(asked)}, settings)
+    acts = bool(retry) or any(a is not b for a, b in zip(grown, results))
+    assert acts is grows
+    assert may_grow(asked, results, settings) is grows
+
+
+def test_may_grow_is_false_at_the_end_of_the_log(drive, topic):
+    settings = FetchSettings(max_wait_ms=0)
+    end = drive(lambda: answered(topic, [PartitionFetch(topic, 1, 0)], settings))[0].high_watermark
+    asked = [PartitionFetch(topic, 1, end)]
+    results = drive(lambda: fetched(asked, settings))
+    assert not results[0].entries and results[0].error is None
+    assert grow_oversized(asked, list(results), {0: asked[0].max_bytes}, settings) == []
+    assert may_grow(asked, results, settings) is False
 
 
 def test_out_of_range_and_unknown_partitions_name_themselves(drive, topic):

@@ -256,3 +256,29 @@ def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int =
 
 def test_group_connector_offsets_committed_in_a_transaction(mini_broker):
     group_transform(mini_broker.bootstrap, "gt-in", "gt-out", "gt-group")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_batch_refused_with_invalid_txn_state_only_aborts_the_transaction(mini_broker, mode):
+    """INVALID_TXN_STATE on Produce (a leader's verdict when the coordinator lost or ended the
+    transaction, as across its restart) is abortable, as in Java's producer: the application
+    aborts and goes on with the same producer (it was fatal: abort_transaction raised it)."""
+    from kclient.errors import InvalidTxnStateError, KafkaError, TransactionAbortableError
+    from kclient.protocol.apis import PRODUCE
+
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, 1)
+    with _producer(mini_broker, f"tx-its-{mode}-{uuid.uuid4().hex[:4]}", mode) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        mini_broker.faults.inject(PRODUCE.key, InvalidTxnStateError.errno)
+        with pytest.raises(KafkaError):
+            p.send(ProducerData(topic, b"refused", partition=0))
+            p.commit_transaction()
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(ProducerData(topic, b"kept", partition=0))
+        p.commit_transaction()
+    assert _read(mini_broker, topic, "read_committed") == [b"kept"]

@@ -1,0 +1,144 @@
+"""kclient.protocol.fetch_one: the one-partition Fetch v12 reader gives the generic decoder's very
+answer for real mini-broker answers (plain, compressed, transaction markers, an error code),
+declines what it does not know (aborted transactions listed, two partitions, an empty
+incremental answer, other versions), and a Fetcher using it hands out the same message sets
+as one decoding every answer the generic way."""
+
+from __future__ import annotations
+
+import pytest
+
+from kclient.broker import MiniBroker
+from kclient.connection import BrokerConnection, ConnectionSettings
+from kclient.core.fetch import FetchSettings, PartitionFetch, fetch_body
+from kclient.io.fetcher import Fetcher
+from kclient.protocol import compression
+from kclient.protocol.apis import FETCH, PRODUCE
+from kclient.protocol.fetch_one import ONE_PARTITION_VERSION, read_one_partition, reader_for
+from kclient.protocol.records import build_batch
+from tests.broker.txn_support import TXN_CONFIG, committed_aborted_open
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """t-0: c0 c1 (committed) marker, a0 (aborted) marker, plain, o0 (open); z-0: one gzip
+    batch, one zstd batch; z-1: two plain records."""
+    b = MiniBroker(log_dir=tmp_path_factory.mktemp("fetch-one"), config=TXN_CONFIG).start()
+    b.create_topic("t", 1)
+    b.create_topic("z", 2)
+    committed_aborted_open(b, "t", "tx")
+    with connect(b) as conn:
+        for partition, codec in [(0, compression.GZIP), (0, compression.ZSTD), (1, None)]:
+            batch = build_batch([b"k%d" % i * 20 for i in range(5)], codec=codec or 0)
+            body = {
+                "acks": -1,
+                "timeout_ms": 10000,
+                "topic_data": [
+                    {"name": "z", "partition_data": [{"index": partition, "records": batch}]}
+                ],
+            }
+            part = conn.request(PRODUCE, body).responses[0].partition_responses[0]
+            assert part.error_code == 0
+    yield b
+    b.close()
+
+
+def connect(b):
+    host, port = b.bootstrap.rsplit(":", 1)
+    return BrokerConnection(host, int(port), ConnectionSettings(client_id="fetch-one")).connect()
+
+
+def answer(b, asked, isolation=0, version=ONE_PARTITION_VERSION):
+    """One Fetch's answer as the generic decoder gives it, and the frame it came in."""
+    seen = []
+
+    def capture(view, pos):
+        seen.append((bytes(view), pos))
+        return None  # the generic decoder's answer
+
+    with connect(b) as conn:
+        body = fetch_body(asked, FetchSettings(max_wait_ms=0, isolation_level=isolation))
+        resp = conn.receive(conn.send(FETCH, body, version, reader=capture))
+    frame, pos = seen[0]
+    return resp, memoryview(frame), pos
+
+
+@pytest.mark.parametrize(
+    ("asked", "isolation"),
+    [
+        ([PartitionFetch("z", 0, 0)], 0),  # gzip and zstd batches
+        ([PartitionFetch("z", 1, 2)], 0),  # from inside a batch
+        ([PartitionFetch("t", 0, 0)], 0),  # transaction markers, read_uncommitted
+        ([PartitionFetch("t", 0, 5)], 1),  # read_committed past the aborted one: none listed
+        ([PartitionFetch("t", 0, 99)], 0),  # offset out of range: the error code
+        ([PartitionFetch("z", 7, 0)], 0),  # unknown partition
+        ([PartitionFetch("z", 1, 5)], 0),  # at the end: no records
+    ],
+    ids=["compressed", "mid-batch", "markers", "committed", "out-of-range", "unknown", "end"],
+)
+def test_the_reader_gives_the_generic_answer(broker, asked, isolation):
+    resp, view, pos = answer(broker, asked, isolation)
+    fast = read_one_partition(view, pos)
+    assert fast is not None
+    assert fast == resp
+    assert fast.to_dict() == resp.to_dict()  # records compared as bytes
+
+
+@pytest.mark.parametrize(
+    ("asked", "isolation", "version"),
+    [
+        ([PartitionFetch("t", 0, 0)], 1, 12),  # read_committed: the aborted one listed
+        ([PartitionFetch("z", 0, 0), PartitionFetch("z", 1, 0)], 0, 12),  # two partitions
+        ([PartitionFetch("z", 0, 0), PartitionFetch("t", 0, 0)], 0, 12),  # two topics
+    ],
+    ids=["aborted-listed", "two-partitions", "two-topics"],
+)
+def test_the_reader_declines_other_answers(broker, asked, isolation, version):
+    resp, view, pos = answer(broker, asked, isolation, version)
+    assert read_one_partition(view, pos) is None
+    assert resp.responses  # the generic decoder read it
+
+
+def test_only_v12_has_a_reader_and_short_frames_are_declined(broker):
+    assert reader_for(ONE_PARTITION_VERSION) is read_one_partition
+    assert reader_for(11) is None
+    _, view, pos = answer(broker, [PartitionFetch("z", 1, 0)])
+    for cut in (pos + 5, pos + 20, len(view) - 1):
+        assert read_one_partition(view[:cut], pos) is None
+
+
+@pytest.mark.parametrize("isolation", [0, 1])
+def test_a_fetcher_with_the_reader_hands_out_the_generic_message_sets(broker, isolation):
+    def sets(version):
+        with connect(broker) as conn:
+            f = Fetcher(
+                conn, max_wait_ms=0, version=version, session=True, isolation_level=isolation
+            )
+            out = []
+            for asked in (
+                [("t", 0, 0)],
+                [("t", 0, 3)],
+                [("z", 0, 0)],
+                [("z", 1, 1)],
+                [("t", 0, 99)],
+            ):
+                for _ in range(2):  # the second in the session is incremental
+                    for ms in f.fetch([PartitionFetch(*a) for a in asked]):
+                        err = ms.error
+                        out.append(
+                            (
+                                ms.high_watermark,
+                                ms.last_stable_offset,
+                                ms.next_offset,
+                                type(err).__name__ if err else None,
+                                [(m.offset, m.message.key, m.message.value) for m in ms]
+                                if err is None
+                                else [],
+                            )
+                        )
+            f.close()
+            return out
+
+    fast, generic = sets(ONE_PARTITION_VERSION), sets(11)
+    assert fast == generic
+    assert any(row[4] for row in fast) and any(row[3] for row in fast)
