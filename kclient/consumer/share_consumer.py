@@ -114,7 +114,9 @@ class ShareConsumer(ShareFace):
     def poll(
         self, timeout: float | None = None, timeout_ms: int | None = None
     ) -> list[ShareConsumerRecord]:
-        """Records acquired for this member (at most ``max.poll.records``), waiting up to
+        """Records acquired for this member (``max.poll.records``; with
+        ``share.acquire.mode`` batch_optimized, the default, a poll ends at the end of a record
+        batch, so it may return more, as Java's KafkaShareConsumer does), waiting up to
         ``timeout`` seconds (or ``timeout_ms``; neither: without limit) for some.  Implicit
         mode accepts the records of the previous poll first; explicit mode requires them all
         acknowledged."""
