@@ -549,6 +549,12 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
         log.debug("retrying %r after %s", b, exc)
         if m is not None:
             m.retry()
+        if self.txn is not None:  # its partition waits with it (Java's deque): the batches
+            # held behind it (due at once) would else send it again at once, without backoff
+            key = (b.topic, b.partition)
+            for x in self._retry:
+                if x.due < b.due and (x.topic, x.partition) == key:
+                    x.due = b.due
         self._retry.append(b)
 
     # ------------------------------------------------------------------ reports
