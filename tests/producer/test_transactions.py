@@ -315,7 +315,7 @@ def test_a_transaction_open_across_a_cluster_restart_commits(tmp_path):
     with MiniCluster(1, log_dir=tmp_path) as cluster:
         cluster.create_topic("t", 1)
         boot = cluster.broker(0).bootstrap
-        with _producer(type("B", (), {"bootstrap": boot})(), "tx-restart", "async") as p:
+        with _producer(cluster.broker(0), "tx-restart", "async") as p:
             p.init_transactions()
             p.begin_transaction()
             p.send(ProducerData("t", b"before", partition=0))
