@@ -315,7 +315,7 @@ def test_a_transaction_open_across_a_cluster_restart_commits(tmp_path):
     with MiniCluster(1, log_dir=tmp_path) as cluster:
         cluster.create_topic("t", 1)
         boot = cluster.broker(0).bootstrap
-        with _producer(type("B", (), {"bootstrap": boot})(), "tx-restart", "async") as p:
+        with _producer(cluster.broker(0), "tx-restart", "async") as p:
             p.init_transactions()
             p.begin_transaction()
             p.send(ProducerData("t", b"before", partition=0))
@@ -328,7 +328,9 @@ def test_a_transaction_open_across_a_cluster_restart_commits(tmp_path):
             p.send(ProducerData("t", b"next", partition=0))
             p.commit_transaction()
         host, port = boot.rsplit(":", 1)
-        with SimpleConsumer(host, int(port), so_timeout=10000, isolation_level="read_committed") as c:
+        with SimpleConsumer(
+            host, int(port), so_timeout=10000, isolation_level="read_committed"
+        ) as c:
             assert [m.message.value for m in c.iter_messages("t", 0)] == [
                 b"before",
                 b"after",
