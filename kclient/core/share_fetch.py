@@ -123,6 +123,16 @@ def ack_batches(acks: Mapping[int, int]) -> list[dict[str, Any]]:
     for the run when they agree, else one per offset."""
     batches: list[dict[str, Any]] = []
     offsets = sorted(acks)
+    if offsets and offsets[-1] - offsets[0] + 1 == len(offsets):
+        kinds = set(acks.values())
+        if len(kinds) == 1:  # the common case: one run, one type (a whole poll accepted)
+            return [
+                {
+                    "first_offset": offsets[0],
+                    "last_offset": offsets[-1],
+                    "acknowledge_types": [*kinds],
+                }
+            ]
     i = 0
     while i < len(offsets):
         j = i
@@ -436,7 +446,10 @@ def _group(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 def _failed(tp: TopicPartition, acks: Mapping[int, int], error: KafkaError | None) -> AckOutcome:
-    return AckOutcome(tp, frozenset(o for o, t in acks.items() if t != GAP), error)
+    """The outcome for ``acks``: the offsets of records (gaps left out), with ``error``."""
+    if GAP in acks.values():
+        return AckOutcome(tp, frozenset(o for o, t in acks.items() if t != GAP), error)
+    return AckOutcome(tp, frozenset(acks), error)
 
 
 def _ack_outcomes(

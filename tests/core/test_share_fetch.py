@@ -38,6 +38,11 @@ def test_ack_batches_coalesce_runs_and_keep_mixed_types_per_offset():
         {"first_offset": 0, "last_offset": 2, "acknowledge_types": [1, 2, 0]}
     ]
     assert ack_batches({}) == []
+    # one run of one type (unordered keys, as a dict filled out of order holds them)
+    assert ack_batches({12: 2, 10: 2, 11: 2}) == [
+        {"first_offset": 10, "last_offset": 12, "acknowledge_types": [2]}
+    ]
+    assert ack_batches({3: 0}) == [{"first_offset": 3, "last_offset": 3, "acknowledge_types": [0]}]
 
 
 def test_a_new_session_lists_every_partition_later_ones_only_changes():
