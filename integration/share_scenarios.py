@@ -277,6 +277,25 @@ def check_hold_bound(out: dict[str, Any]) -> None:
     assert all(set(r.values()) == {None} for r in out["results"] if r), out["results"]
 
 
+def run_poll_sizes(bootstrap: str, topic: str) -> dict[str, list[int]]:
+    """12 records in one record batch, read by a member of one group per
+    ``share.acquire.mode`` with ``max.poll.records`` 5: the sizes of its polls."""
+    produce(bootstrap, topic, 12, 1)
+    sizes: dict[str, list[int]] = {}
+    for mode in ("batch_optimized", "record_limit"):
+        extra = {"max.poll.records": 5, "share.acquire.mode": mode}
+        with ShareConsumer(conf(bootstrap, new_group(bootstrap), **extra), topic) as c:
+            sizes[mode] = _poll_sizes(c, 12)
+    return sizes
+
+
+def _poll_sizes(c: ShareConsumer, want: int) -> list[int]:
+    """The sizes of the polls that returned records, until ``want`` records came."""
+    got: list[int] = []
+    wait_until(lambda: got.append(len(c.poll(0.5))) or sum(got) >= want, 30, f"{want} records")
+    return [n for n in got if n]
+
+
 def run_renew(bootstrap: str, topic: str) -> tuple[list[Any], list[Any], list[Any]]:
     """A holds a record past its 2 s lock by renewing it (RENEW, ShareAcknowledge v2) three
     times 1.2 s apart while B polls, then accepts it.  Returns A's commit results (the

@@ -20,6 +20,7 @@ from integration.share_scenarios import (
     run_drain,
     run_hold_bound,
     run_lock_expiry,
+    run_poll_sizes,
     run_reject_and_limit,
     run_release_to_other,
     run_renew,
@@ -177,3 +178,8 @@ def test_renew_keeps_a_record_locked_past_its_lock_duration(kafka4):
     assert [(r.offset, r.delivery_count) for r in held] == [(0, 1)]
     assert len(results) == 4 and all(set(r.values()) == {None} for r in results), results
     assert stolen == []
+
+
+def test_batch_optimized_polls_keep_record_batches_whole_record_limit_splits_them(kafka4):
+    sizes = run_poll_sizes(kafka4.bootstrap, new_topic(kafka4))
+    assert sizes == {"batch_optimized": [12], "record_limit": [5, 5, 2]}, sizes

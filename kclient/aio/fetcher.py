@@ -132,6 +132,9 @@ class AIOFetcher:
                     await asyncio.sleep(self.backoff)
             self._wake.clear()
             await self._send_fetches()
+            if self._stale:  # a partition without a leader (an election, a restart): no
+                # fetch answer will wake this task, so look again after retry.backoff.ms
+                asyncio.get_running_loop().call_later(self.backoff, self.wake)
             await self._wake.wait()
 
     def _fetchable(self) -> dict[int, list[PartitionState]]:

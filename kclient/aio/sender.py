@@ -421,7 +421,7 @@ class Sender:
         """Set ``exc`` on the batch's futures and log it at WARNING (a failure nobody awaits
         is still seen: the same rule as kclient.Producer's, docs/producer.md)."""
         if self.idem is not None:  # a gap in its sequences: bump (KIP-360), or must abort
-            self.idem.record_failure(exc, b.base_sequence >= 0)
+            self.idem.record_failure(exc, b.base_sequence >= 0, produce=True)
         self.metrics.error(exc)
         log.warning(
             "failed to deliver %d message(s) to %s/%s: %s",

@@ -95,7 +95,8 @@ class AIOShareConsumer(ShareFace):
 
     # -- consuming ---------------------------------------------------------------------
     async def poll(self, timeout: float | None = None) -> list[ShareConsumerRecord]:
-        """Records acquired for this member (at most ``max.poll.records``), waiting up to
+        """Records acquired for this member (``max.poll.records``, whole record batches in
+        batch_optimized mode, as the threaded ShareConsumer), waiting up to
         ``timeout`` seconds (None: without limit); settles the previous poll's records as the
         threaded ShareConsumer does."""
         self._check_open("poll")

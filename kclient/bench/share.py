@@ -8,7 +8,10 @@ bytes.  For each client, acknowledgement mode (implicit: every record of a poll 
 the next; explicit: ``acknowledge(record)`` each, ``commit_sync`` per poll) and member count
 (``--consumers``, each its own Python process), a new share group (``share.auto.offset.reset``
 earliest) drains the topic; records/s is the count over the time from the first record any
-member got to the last (members stop once their counts add up).  Every record must be
+member got to the last (members stop once their counts add up).  Every member imports its
+client, makes its consumer and subscribes before any of them polls (a start barrier), so a
+client's import time does not decide which member drains alone; the slowest member's start-up
+(process spawn to subscribed) is reported beside the rate.  Every record must be
 received exactly once (a duplicate or a missing record fails the run).  Best of ``--repeat``
 rounds; ratios kclient / confluent-kafka.
 """
@@ -75,8 +78,12 @@ def _worker(
                 c.commit_sync()
             return out
 
-    started = time.monotonic()
     progress = Path(progress_file)
+    progress.with_suffix(".ready").write_text(repr(time.time()))
+    go = progress.parent / "go"
+    while not go.exists():  # the start barrier: every member subscribed
+        time.sleep(0.001)
+    started = time.monotonic()
     while not progress.with_suffix(".stop").exists() and time.monotonic() - started < 300:
         got = batch()
         now = time.time()
@@ -130,10 +137,14 @@ def _count(path: Path) -> int:
         return 0
 
 
-def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: int) -> float:
+def _round(
+    client: str, bootstrap: str, topic: str, mode: str, members: int, n: int
+) -> tuple[float, float]:
+    """One drain by ``members`` processes: (records/s, the slowest member's start-up in s)."""
     group = _group(bootstrap)
     work = Path(tempfile.mkdtemp(prefix="kclient-bench-share-"))
     files = [work / f"member-{i}.count" for i in range(members)]
+    spawned = time.time()
     procs = [
         subprocess.Popen(
             [
@@ -153,6 +164,13 @@ def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: 
         for f in files
     ]
     deadline = time.monotonic() + 300
+    ready = [f.with_suffix(".ready") for f in files]
+    while time.monotonic() < deadline and not all(r.exists() for r in ready):
+        if any(p.poll() is not None for p in procs):
+            raise SystemExit(f"{client} {mode} x{members}: a member exited before it was ready")
+        time.sleep(0.005)
+    startup = max(float(r.read_text() or spawned) for r in ready) - spawned
+    (work / "go").touch()
     while time.monotonic() < deadline and sum(_count(f) for f in files) < n:
         time.sleep(0.05)
     for f in files:  # every member stops now: the group has drained the topic
@@ -167,7 +185,7 @@ def _round(client: str, bootstrap: str, topic: str, mode: str, members: int, n: 
         )
     first = min(r["first"] for r in results if r["count"])
     last = max(r["last"] for r in results if r["count"])
-    return n / max(last - first, 1e-6)
+    return n / max(last - first, 1e-6), startup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,18 +222,22 @@ def main(argv: list[str] | None = None) -> int:
         for mode in args.modes:
             for members in args.consumers:
                 best = dict.fromkeys(args.clients, 0.0)
+                startup = dict.fromkeys(args.clients, float("inf"))
                 for _ in range(args.repeat):
                     for c in args.clients:
-                        best[c] = max(
-                            best[c], _round(c, bootstrap, topic, mode, members, args.messages)
-                        )
+                        rate, took = _round(c, bootstrap, topic, mode, members, args.messages)
+                        best[c] = max(best[c], rate)
+                        startup[c] = min(startup[c], took)
                 row = " ".join(f"{best[c]:>10,.0f}/s" for c in args.clients)
                 ratio = (
                     f"{best['kclient'] / best['confluent']:.2f}x"
                     if len(args.clients) == 2 and best["confluent"]
                     else ""
                 )
-                print(f"{mode:9} {members:>7} {row}   {ratio}", flush=True)
+                starts = " / ".join(f"{startup[c] * 1e3:.0f}" for c in args.clients)
+                print(
+                    f"{mode:9} {members:>7} {row}   {ratio:>5}   start-up ms {starts}", flush=True
+                )
     return 0
 
 

@@ -45,7 +45,8 @@ _SHARE_KEYS = {
 #: Java's KafkaShareConsumer defaults where kclient's consumer defaults differ
 _JAVA_DEFAULTS = {"fetch.wait.max.ms": 500}
 #: a member holds at most this many polls' worth of records acquired and not handed out
-#: (a fetch sent ahead asks for the room left: :meth:`ShareFetchState.fetch_ahead`)
+#: (a fetch sent ahead asks for the room left: :meth:`ShareFetchState.fetch_ahead`), in
+#: batch_optimized mode; record_limit's fetches ask for one poll's worth
 _HOLD_POLLS = 4
 #: consumer-group keys a share group has no use for (the broker assigns and keeps the state)
 _REFUSED = {
@@ -68,7 +69,8 @@ class ShareSettings:
             max_bytes=conf["fetch.max.bytes"],
             max_records=conf["max.poll.records"],
             batch_size=conf["max.poll.records"],
-            hold_records=_HOLD_POLLS * conf["max.poll.records"],
+            # record_limit asks Kafka to lock no more than a poll's worth a fetch: kept so
+            hold_records=(1 if acquire_mode else _HOLD_POLLS) * conf["max.poll.records"],
             acquire_mode=acquire_mode,
         )
         self.backoff_s: float = conf["retry.backoff.ms"] / 1000.0

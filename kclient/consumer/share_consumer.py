@@ -26,7 +26,7 @@ from typing import Any
 
 from kclient._args import poll_timeout_ms
 from kclient.cluster import Cluster
-from kclient.core.share_fetch import FetchOutcome, share_acknowledge, share_fetch
+from kclient.core.share_fetch import AckOutcome, FetchOutcome, share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
 from kclient.errors import KafkaError, WakeupError
 from kclient.io.coordinator import Coordinator
@@ -56,6 +56,8 @@ class ShareConsumer(ShareFace):
         )
         self._lock = threading.RLock()  # one session conversation at a time
         self._ahead: InFlight[FetchOutcome] | None = None
+        #: a commit_async's ShareAcknowledge on the wire, read before anything else is sent
+        self._acking: InFlight[list[AckOutcome]] | None = None
         self._wakeup = threading.Event()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
@@ -114,7 +116,9 @@ class ShareConsumer(ShareFace):
     def poll(
         self, timeout: float | None = None, timeout_ms: int | None = None
     ) -> list[ShareConsumerRecord]:
-        """Records acquired for this member (at most ``max.poll.records``), waiting up to
+        """Records acquired for this member (``max.poll.records``; with
+        ``share.acquire.mode`` batch_optimized, the default, a poll ends at the end of a record
+        batch, so it may return more, as Java's KafkaShareConsumer does), waiting up to
         ``timeout`` seconds (or ``timeout_ms``; neither: without limit) for some.  Implicit
         mode accepts the records of the previous poll first; explicit mode requires them all
         acknowledged."""
@@ -124,6 +128,7 @@ class ShareConsumer(ShareFace):
         state = self._state
         self.settings.before_poll(state)
         deadline = time.monotonic() + seconds
+        self._finish_acking()
         self._finish_ahead()
         while True:
             self._raise_pending()
@@ -206,16 +211,35 @@ class ShareConsumer(ShareFace):
         ahead) and wait: each partition's result (None: applied).  Implicit mode accepts the
         last poll's records first."""
         self._check_open("commit_sync")
-        if not self.settings.explicit:
-            self._state.settle_all(_ACCEPT)
-        self._finish_ahead()
+        self._ready_to_acknowledge()
         with self._lock:
             outcomes = run(share_acknowledge(self._state), ClusterTransport(self.cluster))
         return report(outcomes, self._callback)
 
     def commit_async(self) -> None:
-        """Send the acknowledgements now; their results go to the commit callback only."""
-        self.commit_sync()
+        """Send the acknowledgements now and return at once: the ShareAcknowledge is read by
+        the next poll, commit or close, which give its results to the commit callback (as
+        Java's ``commitAsync``)."""
+        self._check_open("commit_async")
+        self._ready_to_acknowledge()
+        with self._lock:
+            self._acking = InFlight(share_acknowledge(self._state), ClusterTransport(self.cluster))
+
+    def _ready_to_acknowledge(self) -> None:
+        """Accept the last poll's records (implicit mode) and read what is on the wire, so
+        the acknowledgements go out in the share sessions' epoch order."""
+        if not self.settings.explicit:
+            self._state.settle_all(_ACCEPT)
+        self._finish_acking()
+        self._finish_ahead()
+
+    def _finish_acking(self) -> None:
+        """Read a commit_async's answers, if any: its results to the commit callback."""
+        acking, self._acking = self._acking, None
+        if acking is not None:
+            with self._lock:
+                outcomes = acking.finish()
+            report(outcomes, self._callback)
 
     # -- lifecycle ---------------------------------------------------------------------
     def wakeup(self) -> None:
@@ -234,9 +258,10 @@ class ShareConsumer(ShareFace):
         delivered, and close the share sessions (which releases what was never delivered)."""
         state = self._state
         try:
+            self._finish_acking()
             self._finish_ahead()
         except KafkaError as exc:
-            log.warning("share group %r: the fetch sent ahead failed: %s", self.group_id, exc)
+            log.warning("share group %r: a request on the wire failed: %s", self.group_id, exc)
         self.settings.before_close(state)
         try:
             with self._lock:

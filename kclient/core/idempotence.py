@@ -148,7 +148,9 @@ class IdempotentState:
         producers override: v12 means transactions v2)."""
         return None
 
-    def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
+    def record_failure(
+        self, error: BaseException, sequenced: bool = False, produce: bool = True
+    ) -> None:
         """A batch failed for good: its sequences leave a gap, so bump before the next send
         (transactional producers override: the transaction must abort)."""
         if sequenced:

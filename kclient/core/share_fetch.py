@@ -12,6 +12,7 @@ partition and answer, for ``commit_sync`` and the acknowledgement commit callbac
 from __future__ import annotations
 
 import logging
+import operator
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +27,7 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
+from kclient.protocol.records.reader import entry_next_offset
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
 from .consumer_records import build_records
@@ -47,6 +49,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_OFFSET = operator.attrgetter("offset")
 #: an acquired offset with no record to deliver (a control record, a compacted gap)
 GAP = 0
 _RENEW = int(AcknowledgeType.RENEW)
@@ -120,6 +123,16 @@ def ack_batches(acks: Mapping[int, int]) -> list[dict[str, Any]]:
     for the run when they agree, else one per offset."""
     batches: list[dict[str, Any]] = []
     offsets = sorted(acks)
+    if offsets and offsets[-1] - offsets[0] + 1 == len(offsets):
+        kinds = set(acks.values())
+        if len(kinds) == 1:  # the common case: one run, one type (a whole poll accepted)
+            return [
+                {
+                    "first_offset": offsets[0],
+                    "last_offset": offsets[-1],
+                    "acknowledge_types": [*kinds],
+                }
+            ]
     i = 0
     while i < len(offsets):
         j = i
@@ -151,7 +164,10 @@ class ShareFetchState:
         self.config = config or ShareFetchConfig()
         self.key, self.value = key, value
         self.sessions: dict[int, ShareSession] = {}
-        self.buffer: deque[ShareConsumerRecord] = deque()
+        #: decoded, not handed out: runs of records, each the acquired records of one record
+        #: batch (batch_optimized: a poll hands out whole ones); ``buffered`` counts them
+        self.buffer: deque[list[ShareConsumerRecord]] = deque()
+        self.buffered = 0
         #: acquired, not decoded yet: (partition, its ShareFetch answer); decoded by take(),
         #: so a fetch sent ahead goes out before the records it follows are built
         self.raw: deque[tuple[TopicPartition, Any]] = deque()
@@ -171,17 +187,29 @@ class ShareFetchState:
 
     def held(self) -> int:
         """Records acquired and not handed out (the undecoded counted with their gaps)."""
-        return len(self.buffer) + self.raw_count
+        return self.buffered + self.raw_count
 
     def take(self, max_records: int) -> list[ShareConsumerRecord]:
-        """Up to ``max_records`` buffered records, now delivered (to be settled)."""
+        """Up to ``max_records`` buffered records, now delivered (to be settled).  In
+        ``batch_optimized`` mode (Java's default ``share.acquire.mode``) a poll ends at the end
+        of a record batch, so it may hand out more, as Java's KafkaShareConsumer does: Kafka
+        settles whole batches faster than split ones (per-offset state)."""
         buffer = self.buffer
-        while len(buffer) < max_records and self.raw:
+        while self.buffered < max_records and self.raw:
             tp, p = self.raw.popleft()
             self.raw_count -= _span(p)
             self._acquire(tp, p)
-        n = min(max_records, len(buffer))
-        out = [buffer.popleft() for _ in range(n)]
+        whole = self.config.acquire_mode == 0
+        out: list[ShareConsumerRecord] = []
+        while buffer and len(out) < max_records:
+            room = max_records - len(out)
+            if whole or len(buffer[0]) <= room:
+                out += buffer.popleft()
+            else:
+                run = buffer[0]
+                out += run[:room]
+                buffer[0] = run[room:]
+        self.buffered -= len(out)
         delivered = self.delivered
         key: tuple[str, int] | None = None
         held: set[int] = set()
@@ -231,6 +259,7 @@ class ShareFetchState:
         RELEASE it could not).  Returns how many (gaps included)."""
         n = self.held()
         self.buffer.clear()
+        self.buffered = 0
         self.raw.clear()
         self.raw_count = 0
         return n
@@ -359,23 +388,43 @@ class ShareFetchState:
         )
         cols = ms.columns()
         offsets = cols.offsets
+        ends = [entry_next_offset(ms.buffer, e) for e in ms.entries]  # each batch's end
         gaps: dict[int, int] = {}
-        n = 0
+        got: list[ShareConsumerRecord] = []
         for first, last, count in ranges:
             i, j = bisect_left(offsets, first), bisect_right(offsets, last)
             if j - i != last - first + 1:  # offsets acquired with no record
                 present = set(offsets[i:j])
                 gaps.update((g, GAP) for g in range(first, last + 1) if g not in present)
             if j > i:
-                self.buffer.extend(
-                    build_records(
-                        tp, cols, i, j, self.key, self.value, True, ShareConsumerRecord, (count,)
-                    )
+                got += build_records(
+                    tp, cols, i, j, self.key, self.value, True, ShareConsumerRecord, (count,)
                 )
-                n += j - i
+        if got:
+            self.buffer.extend(_by_batch(got, ends))
+            self.buffered += len(got)
         if gaps:
             self.pending.setdefault(tp, {}).update(gaps)
-        return n
+        return len(got)
+
+
+def _by_batch(
+    records: list[ShareConsumerRecord], ends: list[int]
+) -> list[list[ShareConsumerRecord]]:
+    """``records`` (ascending offsets) cut where a record batch ends (``ends``: each batch's
+    next offset, ascending)."""
+    out: list[list[ShareConsumerRecord]] = []
+    start, n = 0, len(records)
+    for end in ends[bisect_right(ends, records[0].offset) :]:
+        cut = bisect_left(records, end, start, n, key=_OFFSET)
+        if cut > start:
+            out.append(records[start:cut])
+            start = cut
+        if start == n:
+            return out
+    if start < n:
+        out.append(records[start:])
+    return out
 
 
 def _not_delivered(tp: TopicPartition, offset: int) -> ValueError:
@@ -397,7 +446,10 @@ def _group(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 
 def _failed(tp: TopicPartition, acks: Mapping[int, int], error: KafkaError | None) -> AckOutcome:
-    return AckOutcome(tp, frozenset(o for o, t in acks.items() if t != GAP), error)
+    """The outcome for ``acks``: the offsets of records (gaps left out), with ``error``."""
+    if GAP in acks.values():
+        return AckOutcome(tp, frozenset(o for o, t in acks.items() if t != GAP), error)
+    return AckOutcome(tp, frozenset(acks), error)
 
 
 def _ack_outcomes(

@@ -122,6 +122,11 @@ _FIND_AGAIN = (
 #: INVALID_PRODUCER_ID_MAPPING, INVALID_TRANSACTION_TIMEOUT, TRANSACTION_COORDINATOR_FENCED,
 #: UNSUPPORTED_VERSION, UNSUPPORTED_FOR_MESSAGE_FORMAT
 _FATAL = frozenset({90, 47, 53, 31, 48, 49, 50, 52, 35, 43})
+#: ... of a Produce response (a batch that failed for good): Java's
+#: ``TransactionManager.maybeTransitionToErrorState`` makes only fencing, authorization and
+#: UNSUPPORTED_VERSION fatal there; INVALID_TXN_STATE (a partition leader's verdict after the
+#: coordinator lost or ended the transaction, e.g. across its restart) and the rest abort
+_FATAL_IN_PRODUCE = frozenset({90, 47, 53, 31, 35})
 #: errors that ask for an epoch bump (KIP-360) once the transaction is aborted:
 #: OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID
 _BUMP = frozenset({45, 59})
@@ -139,11 +144,12 @@ def fenced(error: BaseException) -> BaseException:
     return error
 
 
-def is_abortable(error: BaseException) -> bool:
-    """Whether aborting the transaction cures ``error`` (else it is fatal to the producer)."""
+def is_abortable(error: BaseException, produce: bool = False) -> bool:
+    """Whether aborting the transaction cures ``error`` (else it is fatal to the producer);
+    ``produce``: the error failed a batch (see ``_FATAL_IN_PRODUCE``), not a coordinator request."""
     if isinstance(error, IllegalStateError):
         return False
-    return getattr(error, "errno", None) not in _FATAL
+    return getattr(error, "errno", None) not in (_FATAL_IN_PRODUCE if produce else _FATAL)
 
 
 class TxnState(IdempotentState):
@@ -206,13 +212,15 @@ class TxnState(IdempotentState):
             )
 
     # -- transitions without a request ----------------------------------------------------------
-    def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
-        """A batch (``sequenced``: one that had sequence numbers, so they now have a gap) or a
-        coordinator request failed for good: the transaction cannot commit."""
+    def record_failure(
+        self, error: BaseException, sequenced: bool = False, produce: bool = False
+    ) -> None:
+        """A batch (``produce``; ``sequenced``: one that had sequence numbers, so they now have
+        a gap) or a coordinator request failed for good: the transaction cannot commit."""
         error = fenced(error)
         if self.state == FATAL_ERROR:
             return
-        if not is_abortable(error):
+        if not is_abortable(error, produce):
             self.fatal(error)
             return
         if sequenced or getattr(error, "errno", None) in _BUMP:

@@ -549,6 +549,12 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
         log.debug("retrying %r after %s", b, exc)
         if m is not None:
             m.retry()
+        if self.txn is not None:  # its partition waits with it (Java's deque): the batches
+            # held behind it (due at once) would else send it again at once, without backoff
+            key = (b.topic, b.partition)
+            for x in self._retry:
+                if x.due < b.due and (x.topic, x.partition) == key:
+                    x.due = b.due
         self._retry.append(b)
 
     # ------------------------------------------------------------------ reports
@@ -557,7 +563,7 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
 
     def _fail(self, b: PartitionBatch, exc: BaseException) -> None:
         if self.txn is not None:  # a gap in its sequences: bump (KIP-360), or must abort
-            self.txn.record_failure(exc, b.base_sequence >= 0)
+            self.txn.record_failure(exc, b.base_sequence >= 0, produce=True)
         self._reports.append(b.report(-1, exc))
 
     def _fail_events(self, events: list[Entry], exc: BaseException, attempts: int = 0) -> None:

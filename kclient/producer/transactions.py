@@ -76,9 +76,11 @@ class Transactions(TxnState):
         with self._lock:
             return run(conversation, self._transport)
 
-    def record_failure(self, error: BaseException, sequenced: bool = False) -> None:
+    def record_failure(
+        self, error: BaseException, sequenced: bool = False, produce: bool = False
+    ) -> None:
         with self._lock:
-            super().record_failure(error, sequenced)
+            super().record_failure(error, sequenced, produce)
 
     def init_transactions(self) -> None:
         """Get this transactional id's producer id and epoch (see the core's conversation)."""

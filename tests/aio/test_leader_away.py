@@ -39,3 +39,51 @@ def test_send_waits_for_a_leader_being_restarted(tmp_path):
                 return (await asyncio.wait_for(pending, 30)).offset
 
         assert asyncio.run(main()) == 1
+
+
+def test_consumer_fetches_again_once_a_leader_is_back(tmp_path):
+    """AIOConsumer's fetch task, finding no leader for any partition it reads (metadata not
+    loaded yet, or a refresh during an election or a whole-cluster restart), waited for a wake
+    that only a fetch answer, drained data or a seek gave, and never fetched again: an
+    AIOConsumer group stopped for good in a Kafka chaos run (issue 25); here it read nothing,
+    not even the first record. Now it looks again after retry.backoff.ms."""
+    from kclient import AIOConsumer, Producer
+
+    with MiniCluster(2, log_dir=tmp_path) as cluster:
+        cluster.create_topic("t", 2)
+        away = cluster.leaders("t")[1]
+        home = cluster.broker(cluster.leaders("t")[0]).bootstrap
+
+        def produce(value: bytes) -> None:
+            with Producer({"bootstrap.servers": home, "acks": "all"}) as p:
+                p.produce("t", value, partition=1).result(timeout=30)
+
+        produce(b"before")
+
+        async def main() -> list[bytes]:
+            c = AIOConsumer(bootstrap_servers=home, retry_backoff_ms=50, fetch_max_wait_ms=100)
+
+            async def read() -> list[bytes]:
+                batch = await c.getmany(timeout_ms=200)
+                return [r.value for rs in batch.values() for r in rs]
+
+            await c.start()
+            try:
+                c.assign([("t", 1)])
+                c.seek(("t", 1), 0)
+                assert await async_wait_until(read, timeout=30, what="the first record") == [
+                    b"before"
+                ]
+                cluster.stop_broker(away)
+                await async_wait_until(
+                    lambda: c.cluster.leader("t", 1) is None,
+                    what="the consumer's metadata without a leader for t-1",
+                )
+                assert await read() == []
+                cluster.start_broker(away)
+                await asyncio.get_running_loop().run_in_executor(None, produce, b"after")
+                return await async_wait_until(read, timeout=30, what="the record after")
+            finally:
+                await c.close()
+
+        assert asyncio.run(main()) == [b"after"]

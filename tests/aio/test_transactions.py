@@ -173,3 +173,53 @@ def test_close_aborts_an_open_transaction(mini_broker):
     asyncio.run(main())
     assert _read(mini_broker, topic, "read_committed") == []
     assert len(_read(mini_broker, topic, "read_uncommitted")) == 3
+
+
+def test_a_batch_refused_with_invalid_txn_state_only_aborts_the_transaction(mini_broker):
+    """INVALID_TXN_STATE on Produce is abortable, as in Java's producer (it was fatal)."""
+    from kclient.errors import InvalidTxnStateError, TransactionAbortableError
+    from kclient.protocol.apis import PRODUCE
+
+    topic = _topic(mini_broker)
+
+    async def main():
+        async with _producer(mini_broker, f"atx-its-{uuid.uuid4().hex[:6]}") as p:
+            await p.init_transactions()
+            await p.begin_transaction()
+            mini_broker.faults.inject(PRODUCE.key, InvalidTxnStateError.errno)
+            fut = await p.enqueue(topic, b"refused", partition=0)
+            with pytest.raises(InvalidTxnStateError):
+                await fut
+            with pytest.raises(TransactionAbortableError):
+                await p.commit_transaction()
+            await p.abort_transaction()
+            await p.begin_transaction()
+            kept = await p.enqueue(topic, b"kept", partition=0)
+            await p.commit_transaction()
+            assert kept.done() and not kept.exception()
+
+    asyncio.run(main())
+    assert _read(mini_broker, topic, "read_committed") == [b"kept"]
+
+
+def test_a_busy_or_loading_coordinator_is_waited_for(mini_broker):
+    """COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS and NOT_COORDINATOR from the
+    coordinator are asked again, as Java's producer does: the transaction commits."""
+    from kclient.protocol.apis import END_TXN, INIT_PRODUCER_ID
+
+    topic = _topic(mini_broker)
+    faults = mini_broker.faults
+
+    async def main():
+        async with _producer(mini_broker, f"atx-busy-{uuid.uuid4().hex[:6]}") as p:
+            faults.inject(INIT_PRODUCER_ID.key, 14)
+            await p.init_transactions()
+            await p.begin_transaction()
+            await p.enqueue(topic, b"one", partition=0)
+            for code in (14, 51, 16):
+                faults.inject(END_TXN.key, code)
+            await p.commit_transaction()
+
+    asyncio.run(main())
+    assert faults.pending(END_TXN.key) == 0
+    assert _read(mini_broker, topic, "read_committed") == [b"one"]

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from kclient.core.share_fetch import GAP, ShareFetchState, ShareSession, ack_batches
+from kclient.core.share_fetch import (
+    GAP,
+    FetchOutcome,
+    ShareFetchConfig,
+    ShareFetchState,
+    ShareSession,
+    ack_batches,
+)
 from kclient.core.share_group import ShareMemberState
 from kclient.protocol.records.v2_build import build_batch
 from kclient.protocol.schema import Struct
@@ -15,11 +22,11 @@ TID = bytes(range(16))
 T0, T1 = TopicPartition("jobs", 0), TopicPartition("jobs", 1)
 
 
-def _state():
+def _state(**config):
     member = ShareMemberState("g")
     member.topic_ids["jobs"] = TID
     member.topic_names[TID] = "jobs"
-    return ShareFetchState(member)
+    return ShareFetchState(member, ShareFetchConfig(**config))
 
 
 def test_ack_batches_coalesce_runs_and_keep_mixed_types_per_offset():
@@ -31,6 +38,11 @@ def test_ack_batches_coalesce_runs_and_keep_mixed_types_per_offset():
         {"first_offset": 0, "last_offset": 2, "acknowledge_types": [1, 2, 0]}
     ]
     assert ack_batches({}) == []
+    # one run of one type (unordered keys, as a dict filled out of order holds them)
+    assert ack_batches({12: 2, 10: 2, 11: 2}) == [
+        {"first_offset": 10, "last_offset": 12, "acknowledge_types": [2]}
+    ]
+    assert ack_batches({3: 0}) == [{"first_offset": 3, "last_offset": 3, "acknowledge_types": [0]}]
 
 
 def test_a_new_session_lists_every_partition_later_ones_only_changes():
@@ -75,8 +87,6 @@ def _answer(records: bytes, acquired):
 def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_acknowledged():
     batch = build_batch([b"a", b"b", b"c", b"d"], base_offset=10, offset_deltas=[0, 1, 3, 4])
     state = _state()
-    from kclient.core.share_fetch import FetchOutcome
-
     outcome = FetchOutcome()
     # offsets 10, 11, 13, 14 exist; 12 is a compacted gap; 14 was not acquired
     state.read_fetch(3, _answer(batch, [(10, 10, 1), (11, 13, 2)]), outcome)
@@ -98,10 +108,8 @@ def test_only_acquired_records_are_delivered_with_their_counts_and_gaps_are_ackn
 
 
 def test_fetching_ahead_is_bounded_and_closing_leaves_undelivered_records_unacknowledged():
-    from kclient.core.share_fetch import FetchOutcome
-
     batch = build_batch([b"a", b"b", b"c", b"d", b"e"], base_offset=0)
-    state = _state()
+    state = _state(acquire_mode=1)  # record_limit: a poll may split a record batch
     state.read_fetch(3, _answer(batch, [(0, 4, 1)]), FetchOutcome())
     assert not state.buffer and state.held() == 5  # not decoded before a poll takes them
     assert not state.fetch_ahead(2)  # a poll takes 2, 3 would stay: more than a poll's worth
@@ -116,8 +124,6 @@ def test_fetching_ahead_is_bounded_and_closing_leaves_undelivered_records_unackn
 def test_acknowledging_after_the_acknowledgements_were_taken_starts_a_new_set():
     """acknowledge() keeps the last partition's sets; taking the acknowledgements for a request
     (or settling all) must not leave it writing into a set already sent."""
-    from kclient.core.share_fetch import FetchOutcome
-
     state = _state()
     batch = build_batch([b"a", b"b", b"c", b"d"], base_offset=0)
     state.read_fetch(3, _answer(batch, [(0, 3, 1)]), FetchOutcome())
@@ -133,3 +139,22 @@ def test_acknowledging_after_the_acknowledgements_were_taken_starts_a_new_set():
     assert state.delivered == {} and state.pending == {T0: {1: 2, 2: 1, 3: 1}}
     with pytest.raises(ValueError, match="not delivered"):
         state.acknowledge(tp, got[3].offset, 1)
+
+
+def test_batch_optimized_polls_hand_out_whole_record_batches():
+    """share.acquire.mode batch_optimized (Java's default): a poll ends where a record batch
+    ends, so it may hand out more than max.poll.records (Kafka settles whole batches faster);
+    record_limit splits them."""
+    batches = build_batch([b"a", b"b", b"c"], base_offset=0) + build_batch(
+        [b"d", b"e", b"f", b"g"], base_offset=3
+    )
+    # offset 1 was not acquired (another member holds it): the first batch's run is 0, 2
+    acquired = [(0, 0, 1), (2, 6, 1)]
+    whole = _state()
+    whole.read_fetch(3, _answer(batches, acquired), FetchOutcome())
+    assert [r.offset for r in whole.take(1)] == [0, 2]
+    assert [r.offset for r in whole.take(2)] == [3, 4, 5, 6]
+    assert whole.held() == 0 and whole.unsettled() == 6
+    split = _state(acquire_mode=1)
+    split.read_fetch(3, _answer(batches, acquired), FetchOutcome())
+    assert [[r.offset for r in split.take(3)] for _ in range(3)] == [[0, 2, 3], [4, 5, 6], []]

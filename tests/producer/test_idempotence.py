@@ -12,7 +12,7 @@ import time
 import pytest
 
 from kclient.aio import AIOProducer
-from kclient.errors import InvalidConfigError
+from kclient.errors import FailedToSendMessageError, InvalidConfigError
 from kclient.producer import Producer, ProducerData
 from kclient.protocol.records import iter_batches
 from kclient.testing import free_port
@@ -279,3 +279,45 @@ def test_broker_killed_and_restarted(tmp_path):
         assert stored == values
     finally:
         broker.cleanup()
+
+
+def test_batches_without_a_leader_wait_out_the_retry_backoff(tmp_path):
+    """An idempotent Producer whose partition has no leader (its broker away) retries the
+    partition's first batch every retry.backoff.ms: the batches held behind it (due at once)
+    sent it again at once, a busy loop that counted about a thousand attempts in 1.5 s (16,957
+    in a minute during the Kafka chaos run's whole-cluster restart, issue 25)."""
+    import re
+
+    from kclient.broker import MiniCluster
+
+    with MiniCluster(2, log_dir=tmp_path) as cluster:
+        cluster.create_topic("t", 2)
+        away = cluster.leaders("t")[1]
+        home = cluster.broker(cluster.leaders("t")[0]).bootstrap
+        conf = {
+            "bootstrap.servers": home,
+            "producer.type": "async",
+            "acks": "all",
+            "enable.idempotence": True,
+            "retry.backoff.ms": 100,
+            "message.send.max.retries": 1_000_000,
+            "delivery.timeout.ms": 1500,
+            "request.timeout.ms": 1000,
+            "linger.ms": 0,
+            "batch.num.messages": 1,
+        }
+        p = Producer(conf)
+        try:
+            p.produce("t", b"first", partition=1).result(timeout=30)
+            cluster.stop_broker(away)
+            futures = [p.produce("t", b"x%d" % i, partition=1) for i in range(5)]
+            attempts = []
+            for f in futures:
+                with pytest.raises(Exception, match="expired after") as info:
+                    f.result(timeout=30)
+                attempts.append(int(re.search(r"after (\d+) attempt", str(info.value))[1]))
+            # 1.5 s / 0.1 s is 15 attempts at most; the busy loop made hundreds
+            assert max(attempts) <= 30, attempts
+        finally:
+            with pytest.raises(FailedToSendMessageError):  # close reports the failed sends
+                p.close(timeout=10)

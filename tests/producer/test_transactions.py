@@ -256,3 +256,83 @@ def group_transform(bootstrap: str, source: str, sink: str, group: str, n: int =
 
 def test_group_connector_offsets_committed_in_a_transaction(mini_broker):
     group_transform(mini_broker.bootstrap, "gt-in", "gt-out", "gt-group")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_batch_refused_with_invalid_txn_state_only_aborts_the_transaction(mini_broker, mode):
+    """INVALID_TXN_STATE on Produce (a leader's verdict when the coordinator lost or ended the
+    transaction, as across its restart) is abortable, as in Java's producer: the application
+    aborts and goes on with the same producer (it was fatal: abort_transaction raised it)."""
+    from kclient.errors import InvalidTxnStateError, KafkaError, TransactionAbortableError
+    from kclient.protocol.apis import PRODUCE
+
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, 1)
+    with _producer(mini_broker, f"tx-its-{mode}-{uuid.uuid4().hex[:4]}", mode) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        mini_broker.faults.inject(PRODUCE.key, InvalidTxnStateError.errno)
+        with pytest.raises(KafkaError):
+            p.send(ProducerData(topic, b"refused", partition=0))
+            p.commit_transaction()
+        with pytest.raises(TransactionAbortableError):
+            p.commit_transaction()
+        p.abort_transaction()
+        p.begin_transaction()
+        p.send(ProducerData(topic, b"kept", partition=0))
+        p.commit_transaction()
+    assert _read(mini_broker, topic, "read_committed") == [b"kept"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_busy_or_loading_coordinator_is_waited_for(mini_broker, mode):
+    """A coordinator that is loading its state (COORDINATOR_LOAD_IN_PROGRESS, just after its
+    restart), still writing the last transaction's markers (CONCURRENT_TRANSACTIONS) or moved
+    (NOT_COORDINATOR) is asked again, as Java's producer does: the transaction commits."""
+    from kclient.protocol.apis import END_TXN, INIT_PRODUCER_ID
+
+    topic = f"t-{uuid.uuid4().hex[:6]}"
+    mini_broker.create_topic(topic, 1)
+    faults = mini_broker.faults
+    with _producer(mini_broker, f"tx-busy-{mode}-{uuid.uuid4().hex[:4]}", mode) as p:
+        faults.inject(INIT_PRODUCER_ID.key, 14)  # COORDINATOR_LOAD_IN_PROGRESS
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(ProducerData(topic, b"one", partition=0))
+        for code in (14, 51, 16):  # ... CONCURRENT_TRANSACTIONS, NOT_COORDINATOR
+            faults.inject(END_TXN.key, code)
+        p.commit_transaction()
+        assert faults.pending(END_TXN.key) == 0
+    assert _read(mini_broker, topic, "read_committed") == [b"one"]
+
+
+def test_a_transaction_open_across_a_cluster_restart_commits(tmp_path):
+    """The whole cluster restarted mid-transaction (the chaos harness's fault): the coordinator
+    reloads the open transaction and the producer commits it, or, if a batch was refused,
+    aborts and goes on; it does not become fatal."""
+    from kclient.broker import MiniCluster
+
+    with MiniCluster(1, log_dir=tmp_path) as cluster:
+        cluster.create_topic("t", 1)
+        boot = cluster.broker(0).bootstrap
+        with _producer(cluster.broker(0), "tx-restart", "async") as p:
+            p.init_transactions()
+            p.begin_transaction()
+            p.send(ProducerData("t", b"before", partition=0))
+            p.flush()
+            cluster.stop_broker(0)
+            cluster.start_broker(0)
+            p.send(ProducerData("t", b"after", partition=0))
+            p.commit_transaction()
+            p.begin_transaction()
+            p.send(ProducerData("t", b"next", partition=0))
+            p.commit_transaction()
+        host, port = boot.rsplit(":", 1)
+        with SimpleConsumer(
+            host, int(port), so_timeout=10000, isolation_level="read_committed"
+        ) as c:
+            assert [m.message.value for m in c.iter_messages("t", 0)] == [
+                b"before",
+                b"after",
+                b"next",
+            ]

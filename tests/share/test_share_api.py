@@ -95,6 +95,32 @@ def test_async_for_and_commit_async(broker):  # noqa: F811
     assert calls == [{TopicPartition(topic, 0): {0, 1, 2, 3}}]
 
 
+def test_threaded_commit_async_returns_before_its_answer_and_the_next_poll_reports_it(broker):  # noqa: F811
+    """commit_async sends the ShareAcknowledge and returns with it on the wire; the next poll
+    reads it first (results to the callback), and what it accepted is never delivered again
+    while what it released comes back."""
+    topic = _topic(broker.bootstrap, 4)
+    calls: list = []
+    explicit = {"share.acknowledgement.mode": "explicit"}
+    with ShareConsumer(conf(broker.bootstrap, new_group(broker.bootstrap), **explicit), topic) as c:
+        c.set_acknowledgement_commit_callback(lambda offsets, err: calls.append((offsets, err)))
+        got = _poll_some(c, 4)
+        assert [r.offset for r in got] == [0, 1, 2, 3]
+        for r in got[:3]:
+            c.acknowledge(r, AcknowledgeType.ACCEPT)
+        c.acknowledge(got[3], AcknowledgeType.RELEASE)
+        assert c.commit_async() is None
+        assert calls == []  # not read yet: the answer waits for the next call
+        again = _poll_some(c, 1)
+        tp = TopicPartition(topic, 0)
+        assert calls == [({tp: {0, 1, 2, 3}}, None)]
+        assert [(r.offset, r.delivery_count) for r in again] == [(3, 2)]
+        c.acknowledge(again[0])
+        c.commit_async()
+        assert c.commit_sync() == {}  # reads the commit_async first: nothing left to send
+        assert calls[-1] == ({tp: {3}}, None)
+
+
 @pytest.mark.parametrize(
     "config,match",
     [

@@ -17,6 +17,7 @@ from integration.share_scenarios import (
     run_drain,
     run_hold_bound,
     run_lock_expiry,
+    run_poll_sizes,
     run_reject_and_limit,
     run_release_to_other,
 )
@@ -93,3 +94,8 @@ def test_closing_releases_records_fetched_ahead_to_another_member(broker):
 
 def test_fetches_ahead_ask_for_the_room_left_and_polls_stay_bounded(broker):
     check_hold_bound(run_hold_bound(broker.bootstrap, _topic(broker.bootstrap)))
+
+
+def test_batch_optimized_polls_keep_record_batches_whole_record_limit_splits_them(broker):
+    sizes = run_poll_sizes(broker.bootstrap, _topic(broker.bootstrap))
+    assert sizes == {"batch_optimized": [12], "record_limit": [5, 5, 2]}, sizes
