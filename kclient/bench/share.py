@@ -79,7 +79,9 @@ def _worker(
             return out
 
     progress = Path(progress_file)
-    progress.with_suffix(".ready").write_text(repr(time.time()))
+    ready = progress.with_suffix(".wait")
+    ready.write_text(repr(time.time()))
+    ready.rename(progress.with_suffix(".ready"))  # whole when it appears
     go = progress.parent / "go"
     while not go.exists():  # the start barrier: every member subscribed
         time.sleep(0.001)

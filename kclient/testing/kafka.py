@@ -269,9 +269,11 @@ class KafkaServer:
             self.stop()
             raise
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop every node (SIGTERM: controlled shutdown; SIGKILL after ``timeout``), delete the
-        data and, unless ``keep_logs``, the logs (containers and their network are removed)."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every node (SIGTERM, SIGKILL after ``timeout``), delete the data and, unless
+        ``keep_logs``, the logs (containers and their network are removed). The data is deleted,
+        so a controlled shutdown saves nothing: brokers of a ZooKeeper-mode cluster all stopping
+        at once retry theirs against a controller that is itself going for tens of seconds."""
         for node in self.nodes:
             node.signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
