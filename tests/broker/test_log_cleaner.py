@@ -4,6 +4,7 @@ cleanable, and the LogManager's cleaner thread (including a topic deleted while 
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -197,6 +198,7 @@ def test_reads_and_appends_during_cleaning_stay_consistent(tmp_path):
     written: dict[int, tuple] = {}
     stop = threading.Event()
     failures: list[str] = []
+    passes = [0]
 
     def write():
         i = 0
@@ -230,15 +232,25 @@ def test_reads_and_appends_during_cleaning_stay_consistent(tmp_path):
             seen = {k: o for o, k, _ in got if o < end}
             if any(seen.get(k) != o for k, o in latest.items()):
                 failures.append("a key's latest record is missing")
+            passes[0] += 1
 
-    cleaner.start()
-    threads = [threading.Thread(target=write), threading.Thread(target=read)]
-    for t in threads:
-        t.start()
-    threads[0].join(60)
-    stop.set()
-    threads[1].join(60)
-    cleaner.close()
+    # the writer releases the GIL at every append (file I/O) and then waited a whole switch
+    # interval (5 ms) for the busy reader or cleaner to hand it back: 4000 appends took 20-30 s
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    try:
+        cleaner.start()
+        threads = [threading.Thread(target=write), threading.Thread(target=read)]
+        for t in threads:
+            t.start()
+        threads[0].join(60)
+        stop.set()
+        threads[1].join(60)
+        cleaner.close()
+    finally:
+        sys.setswitchinterval(switch)
     assert not failures, failures[:3]
+    print(f"{passes[0]} reads, {cleaner.rounds} cleaning rounds")
+    assert passes[0] > 1, "the reader must read while the writer appends"
     assert cleaner.rounds > 0 and log.size < 4000 * 60
     log.close()
