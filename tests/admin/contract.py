@@ -305,6 +305,7 @@ def check_live_group(admin: AdminClient, bootstrap: str, features: frozenset[str
             "auto.offset.reset": "smallest",
             "consumer.timeout.ms": 200,
             "auto.commit.enable": False,
+            "session.timeout.ms": 6000,
         }
     )
     try:
