@@ -49,6 +49,8 @@ class AIOShareConsumer(ShareFace):
         self._lock: asyncio.Lock | None = None
         self._ahead: InFlight[FetchOutcome] | None = None
         self._wakeup = False
+        #: set when a heartbeat changes the assignment: a poll waiting for partitions goes on
+        self._assigned = asyncio.Event()
         self._heartbeat: asyncio.Task[None] | None = None
         self._beat: asyncio.Event | None = None
         if topics:
@@ -81,6 +83,7 @@ class AIOShareConsumer(ShareFace):
         coord = self._coordinator
         assert self._beat is not None
         while True:
+            generation = self._member.generation
             try:
                 await coord.run(share_heartbeat(coord.state, self._member))
                 wait = self._member.heartbeat_interval_s
@@ -89,6 +92,8 @@ class AIOShareConsumer(ShareFace):
                 if backoff is None:
                     return
                 wait = backoff
+            if self._member.generation != generation:
+                self._assigned.set()
             self._beat.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(self._beat.wait(), wait)
@@ -129,8 +134,10 @@ class AIOShareConsumer(ShareFace):
                 await self.cluster.refresh(member.subscription, allow_auto_create=False)
             )
             wanted, _ = wanted_by_leader(member, self.cluster)
-        if not wanted and not state.has_pending():
-            await asyncio.sleep(min(remaining, 0.05))
+        if not wanted and not state.has_pending():  # until partitions come (or 50 ms)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await within(self._assigned.wait(), min(remaining, 0.05))
+            self._assigned.clear()
             return
         assert self._lock is not None
         async with self._lock:

@@ -59,6 +59,9 @@ class ShareConsumer(ShareFace):
         #: a commit_async's ShareAcknowledge on the wire, read before anything else is sent
         self._acking: InFlight[list[AckOutcome]] | None = None
         self._wakeup = threading.Event()
+        #: set when a heartbeat changes the assignment (or by wakeup): a poll waiting for
+        #: partitions goes on at once
+        self._assigned = threading.Event()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
         if topics:
@@ -94,6 +97,7 @@ class ShareConsumer(ShareFace):
     def _heartbeats(self) -> None:
         coord = self._coordinator
         while not self._stop.is_set():
+            generation = self._member.generation
             try:
                 coord.run(share_heartbeat(coord.state, self._member))
                 wait = self._member.heartbeat_interval_s
@@ -102,6 +106,8 @@ class ShareConsumer(ShareFace):
                 if backoff is None:
                     return
                 wait = backoff
+            if self._member.generation != generation:
+                self._assigned.set()
             coord.transport.sleep(wait)
 
     def _stop_heartbeats(self) -> None:
@@ -159,7 +165,8 @@ class ShareConsumer(ShareFace):
         """One ShareFetch round (or a short wait when nothing is assigned yet)."""
         wanted = self._wanted()
         if not wanted and not self._state.has_pending():
-            self._wakeup.wait(min(remaining, 0.05))
+            self._assigned.wait(min(remaining, 0.05))
+            self._assigned.clear()
             return
         with self._lock:
             outcome = run(
@@ -245,6 +252,7 @@ class ShareConsumer(ShareFace):
     def wakeup(self) -> None:
         """Make a poll under way (or the next one) raise WakeupError; safe from any thread."""
         self._wakeup.set()
+        self._assigned.set()
 
     def _raise_pending(self) -> None:
         if self._fatal is not None:
