@@ -221,6 +221,9 @@ class ShareFace:
         self._member = self._state.member
         self._callback: AckCallback | None = None
         self._tps: dict[tuple[str, int], TopicPartition] = {}
+        #: (topic, partition, TopicPartition) of the last record acknowledged: records come in
+        #: runs of one partition, so most need no lookup
+        self._ack_tp: tuple[str | None, int, TopicPartition] = (None, -1, TopicPartition("", -1))
         self._fatal: KafkaError | None = None
         self._closed = False
         tracing = tracing_for(self.config, self.group_id)
@@ -255,7 +258,7 @@ class ShareFace:
         another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
         with the next fetch (sent at the end of the next poll) or commit."""
         try:
-            wire = _WIRE[type] if isinstance(record, ShareConsumerRecord) else None
+            wire = _WIRE[type] if record.__class__ is ShareConsumerRecord else None
         except (KeyError, TypeError):  # not a type: check_ack_type says so
             wire = None
         if wire is None or self._closed or not self.settings.explicit:
@@ -263,8 +266,11 @@ class ShareFace:
             tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
             self._state.acknowledge(tp, offset, wire)
             return
-        key = (record.topic, record.partition)  # one TopicPartition per partition, not record
-        tp = self._tps.get(key) or self._tps.setdefault(key, TopicPartition(*key))
+        topic, partition, tp = self._ack_tp
+        if topic is not record.topic or partition != record.partition:
+            key = (record.topic, record.partition)  # one TopicPartition per partition
+            tp = self._tps.get(key) or self._tps.setdefault(key, TopicPartition(*key))
+            self._ack_tp = (record.topic, record.partition, tp)
         self._state.acknowledge(tp, record.offset, wire)
 
     def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:

@@ -240,7 +240,7 @@ class ShareFetchState:
             if not held:
                 del self.delivered[tp]
                 self._last = None
-        acks[offset] = int(kind)
+        acks[offset] = kind
 
     def settle_all(self, kind: int) -> None:
         """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
