@@ -69,7 +69,7 @@ class ShareSettings:
             max_bytes=conf["fetch.max.bytes"],
             max_records=conf["max.poll.records"],
             batch_size=conf["max.poll.records"],
-            # record_limit asks Kafka to lock no more than a poll's worth a fetch: kept so
+            # record_limit: each fetch asks for one poll's worth, so no poll is split by Kafka
             hold_records=(1 if acquire_mode else _HOLD_POLLS) * conf["max.poll.records"],
             acquire_mode=acquire_mode,
         )

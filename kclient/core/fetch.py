@@ -256,17 +256,17 @@ def may_grow(
     """Whether :func:`grow_oversized` could act on ``results`` (a first entry over
     ``max_buffer_size``, or no complete entry where data waits): False for the common answer,
     so a driver need not run :func:`refetch_oversized`'s conversation for it."""
-    bound = settings.max_buffer_size
-    for r, ms in zip(requests, results):
-        if ms.error is not None:
-            continue
-        entries = ms.entries
-        if entries:
-            if entries[0].size > bound:
-                return True
-        elif ms.buffer or 0 <= r.offset < end_of(ms, settings.isolation_level):
-            return True
-    return False
+    return any(_may_grow(r, ms, settings) for r, ms in zip(requests, results))
+
+
+def _may_grow(r: PartitionFetch, ms: ByteBufferMessageSet, settings: FetchSettings) -> bool:
+    """Whether one partition's answer is one :func:`grow_oversized` looks into: a first entry
+    over ``max_buffer_size``, or no complete entry where data waits."""
+    if ms.error is not None:
+        return False
+    if ms.entries:
+        return ms.entries[0].size > settings.max_buffer_size
+    return bool(ms.buffer) or 0 <= r.offset < end_of(ms, settings.isolation_level)
 
 
 def grow_oversized(
@@ -284,11 +284,11 @@ def grow_oversized(
     bound = settings.max_buffer_size
     retry = []
     for i, (r, ms) in enumerate(zip(requests, results)):
-        if ms.error is not None:
-            continue
+        if not _may_grow(r, ms, settings):
+            continue  # fits, failed, or nothing there (yet)
         if ms.entries:
             first = ms.entries[0].size
-            if first > bound and first > sizes[i]:
+            if first > sizes[i]:
                 results[i] = error_set(
                     r.topic,
                     r.partition,
@@ -297,8 +297,6 @@ def grow_oversized(
                     ms.high_watermark,
                 )
             continue
-        if not ms.buffer and not 0 <= r.offset < end_of(ms, settings.isolation_level):
-            continue  # nothing there (yet)
         needed = ms.incomplete_size
         size = sizes[i]
         if size >= bound or (needed is not None and needed > bound):

@@ -149,10 +149,11 @@ class IdempotentState:
         return None
 
     def record_failure(
-        self, error: BaseException, sequenced: bool = False, produce: bool = True
+        self, error: BaseException, sequenced: bool = False, produce: bool = False
     ) -> None:
         """A batch failed for good: its sequences leave a gap, so bump before the next send
-        (transactional producers override: the transaction must abort)."""
+        (transactional producers override: the transaction must abort; ``produce``, whether a
+        batch or a coordinator request failed, matters to them only)."""
         if sequenced:
             self.bump_requested = True
 
