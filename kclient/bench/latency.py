@@ -334,7 +334,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topic", help=argparse.SUPPRESS)
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.messages <= 0 or args.repeat <= 0 or min(args.warmup, args.size, args.broker_warmup) < 0:
+    if (
+        args.messages <= 0
+        or args.repeat <= 0
+        or min(args.warmup, args.size, args.broker_warmup) < 0
+    ):
         raise SystemExit(
             "--messages and --repeat must be positive, --warmup, --broker-warmup and --size >= 0"
         )
