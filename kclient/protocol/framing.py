@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import fetch_one
 from .errors import KafkaError, ProtocolDecodeError, UnsupportedVersionError
 from .schema import Api, ReqT, Struct
 from .types import NULLABLE_STRING, Parts, read_tagged_fields
@@ -220,6 +221,7 @@ class ClientProtocol:
 
     def __init__(self, client_id: str | None = "kclient", max_frame: int = DEFAULT_MAX_FRAME):
         self.client_id = client_id
+        self._fetch_header = fetch_one.client_header(client_id)
         self._next_corr = 0
         self._pending: OrderedDict[int, tuple[Api[Any, Any], int, Reader | None]] = OrderedDict()
         self._framer = _Framer(max_frame)
@@ -246,11 +248,30 @@ class ClientProtocol:
         body goes to ``reader`` first, as :meth:`reserve` says)."""
         corr = self._next_corr
         self._next_corr = (corr + 1) & 0x7FFFFFFF
-        parts = _encode_request_header(api, version, corr, self.client_id)
-        parts += api.encode_request(version, body)
+        frame = self._fetch_frame(api, version, corr, body)
+        if frame is None:
+            parts = _encode_request_header(api, version, corr, self.client_id)
+            parts += api.encode_request(version, body)
+            frame = _frame(parts)
         if expect_response:
             self._pending[corr] = (api, version, reader)
-        return corr, _frame(parts)
+        return corr, frame
+
+    def _fetch_frame(self, api: Api[Any, Any], version: int, corr: int, body: Any) -> bytes | None:
+        """A consumer's Fetch v12 written by :func:`fetch_one.request_frame` (every poll
+        sends one); None for anything else, or a body it does not know (the generic encoder
+        writes it, or names what is wrong with it)."""
+        if (
+            api.key != fetch_one.FETCH_KEY
+            or version != fetch_one.ONE_PARTITION_VERSION
+            or type(body) is not dict
+            or not fetch_one.writes(body)
+        ):
+            return None
+        try:
+            return fetch_one.request_frame(corr, self._fetch_header, body)
+        except (KeyError, TypeError, AttributeError, struct.error, OverflowError):
+            return None
 
     def reserve(
         self, api: Api[Any, Any], version: int, expect_response: bool, reader: Reader | None

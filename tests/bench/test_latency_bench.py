@@ -3,6 +3,8 @@ mini-broker; every message timed, p50 <= p99, and the report's ratios against co
 
 from __future__ import annotations
 
+import pytest
+
 from kclient.bench.latency import main, percentile
 from tests.needs import need_module
 
@@ -19,7 +21,8 @@ def test_percentile_is_the_nearest_rank():
 
 
 def test_bench_latency_tiny(capsys):
-    assert main(["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]) == 0
+    args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
+    assert main([*args, "--broker-warmup", "10"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split() for line in lines[1:5]]
     assert [(r[0], " ".join(r[1:-6]), r[-6]) for r in rows] == [
@@ -33,4 +36,9 @@ def test_bench_latency_tiny(capsys):
         assert 0 < p50 <= p99, r
         assert r[-2].endswith("x") and r[-1].endswith("x"), r
     assert rows[1][-2:] == rows[3][-2:] == ["1.00x", "1.00x"]
-    assert "20 messages of 100 B after 5 untimed" in lines[5]
+    assert "20 messages of 100 B after 5 untimed; broker warmed by 10 untimed" in lines[5]
+
+
+def test_bench_latency_refuses_a_negative_broker_warmup():
+    with pytest.raises(SystemExit, match="--broker-warmup"):
+        main(["--broker", "mini", "--broker-warmup", "-1"])

@@ -142,3 +142,79 @@ def test_a_fetcher_with_the_reader_hands_out_the_generic_message_sets(broker, is
     fast, generic = sets(ONE_PARTITION_VERSION), sets(11)
     assert fast == generic
     assert any(row[4] for row in fast) and any(row[3] for row in fast)
+
+
+def generic_frame(client_id, corr, body):
+    """The frame the generic schema encoder writes for a Fetch v12 ``body``."""
+    from kclient.protocol.framing import _encode_request_header, _frame
+
+    parts = _encode_request_header(FETCH, 12, corr, client_id)
+    return _frame(parts + FETCH.encode_request(12, body))
+
+
+def p(partition, offset, size=1 << 20):
+    return PartitionFetch("t", partition, offset, size)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        fetch_body([p(0, 5)], FetchSettings()),
+        fetch_body(
+            [p(0, 0), p(3, 1 << 40), PartitionFetch("ünï", 2, 7, 100)],
+            FetchSettings(max_wait_ms=0, min_bytes=9, max_bytes=1234, isolation_level=1),
+        ),
+        {
+            **fetch_body([], FetchSettings()),
+            "session_id": 77,
+            "session_epoch": 12,
+            "forgotten_topics_data": [{"topic": "gone", "partitions": [0, 4]}],
+            "rack_id": "rack-a",
+        },
+        {
+            "max_wait_ms": 1,
+            "topics": [
+                {
+                    "topic": "x",
+                    "partitions": [
+                        {
+                            "partition": 1,
+                            "current_leader_epoch": 3,
+                            "fetch_offset": 9,
+                            "last_fetched_epoch": 2,
+                            "log_start_offset": 4,
+                            "partition_max_bytes": 10,
+                        }
+                    ],
+                }
+            ],
+        },
+    ],
+    ids=["one-partition", "three-partitions-two-topics", "session-forgets", "every-field"],
+)
+@pytest.mark.parametrize("client_id", ["consumer-1", None, ""])
+def test_the_prepared_request_writes_the_generic_encoders_bytes(body, client_id):
+    from kclient.protocol.framing import ClientProtocol
+
+    proto = ClientProtocol(client_id)
+    proto._next_corr = 4242
+    corr, frame = proto.send_request(FETCH, 12, body)
+    assert corr == 4242
+    assert proto._fetch_frame(FETCH, 12, corr, body) == frame  # written the prepared way
+    assert frame == generic_frame(client_id, corr, body)
+
+
+def test_a_body_the_prepared_request_does_not_know_goes_the_generic_way():
+    from kclient.protocol.framing import ClientProtocol
+
+    proto = ClientProtocol("c")
+    bad = {**fetch_body([p(0, 1)], FetchSettings()), "no_such_field": 1}
+    assert proto._fetch_frame(FETCH, 12, 0, bad) is None
+    with pytest.raises(ValueError, match="Fetch v12 request.*no_such_field"):
+        proto.send_request(FETCH, 12, bad)
+    missing = {"topics": [{"topic": "t", "partitions": [{"partition": 0}]}]}
+    assert proto._fetch_frame(FETCH, 12, 0, missing) is None  # the generic defaults: zeros
+    corr, frame = proto.send_request(FETCH, 12, missing)
+    assert frame == generic_frame("c", corr, missing)
+    older = fetch_body([p(0, 1)], FetchSettings())
+    assert proto._fetch_frame(FETCH, 11, 0, older) is None
