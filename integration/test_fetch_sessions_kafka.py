@@ -85,23 +85,34 @@ def test_consumer_fetches_in_a_session(kafka4):
     assert session.id == 0 and _session_gone(kafka4, sid)
 
 
+def _aio_consumer(server, wait_ms: int) -> AIOConsumer:
+    """An AIOConsumer from the earliest offset whose fetches park up to ``wait_ms``."""
+    return AIOConsumer(
+        bootstrap_servers=server.bootstrap,
+        auto_offset_reset="earliest",
+        **{"fetch.wait.max.ms": wait_ms},
+    )
+
+
+async def _read(c: AIOConsumer, topic: str, partitions: int, n: int) -> list:
+    """Start ``c``, assign it ``partitions`` of ``topic`` and read ``n`` records."""
+    await c.start()
+    c.assign([TP(topic, p) for p in range(partitions)])
+    got: list = []
+    while len(got) < n:
+        for recs in (await c.getmany(timeout_ms=5000)).values():
+            got += recs
+    return got
+
+
 def test_aio_consumer_fetches_in_a_session(kafka4):
     topic = new_topic(kafka4, partitions=PARTITIONS)
     _produce(kafka4, topic, 30)
 
     async def main():
-        c = AIOConsumer(
-            bootstrap_servers=kafka4.bootstrap,
-            auto_offset_reset="earliest",
-            **{"fetch.wait.max.ms": 50},
-        )
-        await c.start()
+        c = _aio_consumer(kafka4, 50)
         try:
-            c.assign([TP(topic, p) for p in range(PARTITIONS)])
-            got: list = []
-            while len(got) < 30:
-                for recs in (await c.getmany(timeout_ms=5000)).values():
-                    got += recs
+            got = await _read(c, topic, PARTITIONS, 30)
             assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(30))
             assert await c.getmany(timeout_ms=300) == {}
             (session,) = c._fetcher.sessions.values()
@@ -112,3 +123,27 @@ def test_aio_consumer_fetches_in_a_session(kafka4):
 
     session, sid = asyncio.run(main())
     assert session.id == 0 and _session_gone(kafka4, sid)
+
+
+def test_aio_consumer_close_does_not_wait_behind_a_parked_fetch(kafka4):
+    """Kafka answers one request of a connection at a time: a session close queued behind a
+    fetch parked for fetch.wait.max.ms (10 s here) would wait for it; it goes on a connection
+    of its own, so close() is quick and the session still ends."""
+    topic = new_topic(kafka4, partitions=1)
+    _produce(kafka4, topic, 3)
+
+    async def main():
+        c = _aio_consumer(kafka4, 10000)
+        try:
+            assert len(await _read(c, topic, 1, 3)) == 3
+            (session,) = c._fetcher.sessions.values()
+            sid = session.id
+            # the next fetch is on the wire and parked: nothing more comes
+            assert await c.getmany(timeout_ms=200) == {}
+            assert any(not f.done() for f in c._fetcher._inflight.values())
+        finally:
+            await asyncio.wait_for(c.close(), 5)  # well under the 10 s the fetch is parked
+        return sid
+
+    sid = asyncio.run(main())
+    assert sid != 0 and _session_gone(kafka4, sid)

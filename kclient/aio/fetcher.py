@@ -15,7 +15,8 @@ returns.  Data for a partition that was seeked, revoked or reset while the reque
 dropped (its ``epoch`` changed).  Each leader's requests run in an incremental fetch session
 (KIP-227, :class:`~kclient.core.fetch_session.FetchSession`): after the first, a request lists
 only the partitions whose offset changed; a session error makes the next one full, and
-:meth:`AIOFetcher.stop` ends the sessions.
+:meth:`AIOFetcher.stop` ends the sessions (where a fetch is still parked at the broker, on a
+connection of its own: the broker answers one request of a connection at a time).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from kclient.protocol.schema import Struct
 from kclient.structs import TopicPartition
 
 from .cluster import AIOCluster
+from .connection import AIOConnection
 from .timeouts import within
 
 if TYPE_CHECKING:
@@ -104,20 +106,41 @@ class AIOFetcher:
                 await task
             except asyncio.CancelledError:
                 pass
+        parked = {node for node, fut in self._inflight.items() if not fut.done()}
         self._inflight.clear()
         closing = []
         for node, session in self.sessions.items():
             body = session.close_body(self.settings)
             conn = self.cluster.connection_if_open(node)
-            if body is not None and conn is not None:
-                closing.append(conn.request(FETCH, body))
+            if body is None or conn is None:
+                continue
+            # a broker answers one request of a connection at a time: behind a fetch parked
+            # there (up to fetch.wait.max.ms) the close would wait, so it goes on a connection
+            # of its own (a session is not bound to a connection)
+            closing.append(
+                self._close_aside(node, body) if node in parked else conn.request(FETCH, body)
+            )
         self.sessions.clear()
-        if closing:  # answered after any fetch still parked at the broker
+        if closing:
             wait = self.settings.max_wait_ms / 1000 + 5
             try:
                 await within(asyncio.gather(*closing, return_exceptions=True), wait)
             except asyncio.TimeoutError:
                 log.info("fetch sessions not closed within %.1f s", wait)
+
+    async def _close_aside(self, node: int, body: dict[str, Any]) -> None:
+        """Send a session's close on a new connection to ``node``, closed after the answer."""
+        info = self.cluster.brokers.get(node)
+        if info is None:
+            return
+        conn = AIOConnection(info.host, info.port, self.cluster.settings, node_id=node)
+        try:
+            await conn.connect()
+            await conn.request(FETCH, body)
+        except BaseException:  # unanswered, cancelled: closed without waiting
+            conn.close("closing the fetch session failed")
+            raise
+        await conn.wait_closed()
 
     async def _run(self) -> None:
         while True:
