@@ -318,3 +318,50 @@ def run_renew(bootstrap: str, topic: str) -> tuple[list[Any], list[Any], list[An
             results.append(a.commit_sync())
             stolen += b.poll(0.5)
     return held, results, stolen
+
+
+def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
+    """An explicit member (``max.poll.records`` 5) drains 30 records of one partition, each its
+    own batch: every poll that empties its buffer sends a fetch ahead, and the
+    ``commit_sync`` after it writes its ShareAcknowledge behind that fetch.  It releases the
+    first delivery of every offset ``% 7 == 3`` and accepts everything else; after its close
+    a second member, once assigned, polls.  Returns what was accepted, released, the commit
+    results, how many commits had a fetch in flight, and what the second member got."""
+    group = new_group(bootstrap)
+    produce_one_by_one(bootstrap, topic, 30)
+    mode = {"max.poll.records": 5, "share.acknowledgement.mode": "explicit"}
+    out: dict[str, Any] = {"accepted": [], "released": [], "results": [], "behind": 0}
+    with ShareConsumer(conf(bootstrap, group, **mode), topic) as a:
+        deadline = time.monotonic() + 30
+        while len(out["accepted"]) < 30 and time.monotonic() < deadline:
+            records = a.poll(1)
+            for r in records:
+                release = r.offset % 7 == 3 and r.delivery_count == 1
+                a.acknowledge(r, AcknowledgeType.RELEASE if release else AcknowledgeType.ACCEPT)
+                out["released" if release else "accepted"].append((r.offset, r.delivery_count))
+            if records:
+                out["behind"] += a._ahead is not None
+                out["results"].append(a.commit_sync())
+    out["later"] = []
+    with ShareConsumer(conf(bootstrap, group), topic) as b:
+        wait_until(
+            lambda: out["later"].extend(r.offset for r in b.poll(0.2)) or b.assignment(),
+            30,
+            "the second member's assignment",
+        )
+        out["later"] += [r.offset for r in b.poll(0.3)]
+    return out
+
+
+def check_commits_behind_fetches(out: dict[str, Any]) -> None:
+    """Every commit applied; every offset accepted exactly once (the released ones on their
+    second delivery); commits did find fetches in flight; nothing is left for the next member
+    (an acknowledgement lost would leave its record acquired by the closed session, which
+    releases it)."""
+    assert out["behind"] >= 3, out
+    assert all(set(r.values()) == {None} for r in out["results"]), out["results"]
+    assert sorted(o for o, _ in out["accepted"]) == list(range(30)), out["accepted"]
+    again = [3, 10, 17, 24]
+    assert sorted(out["released"]) == [(o, 1) for o in again], out["released"]
+    assert {o for o, n in out["accepted"] if n == 2} == set(again), out["accepted"]
+    assert out["later"] == [], out["later"]

@@ -13,10 +13,12 @@ import pytest
 
 from integration.helpers import new_topic
 from integration.share_scenarios import (
+    check_commits_behind_fetches,
     check_drain,
     check_fetched_ahead,
     check_hold_bound,
     run_close_releases_fetched_ahead,
+    run_commits_behind_fetches,
     run_drain,
     run_hold_bound,
     run_lock_expiry,
@@ -183,3 +185,7 @@ def test_renew_keeps_a_record_locked_past_its_lock_duration(kafka4):
 def test_batch_optimized_polls_keep_record_batches_whole_record_limit_splits_them(kafka4):
     sizes = run_poll_sizes(kafka4.bootstrap, new_topic(kafka4))
     assert sizes == {"batch_optimized": [12], "record_limit": [5, 5, 2]}, sizes
+
+
+def test_commits_written_behind_fetches_in_flight_apply_each_acknowledgement_once(kafka4):
+    check_commits_behind_fetches(run_commits_behind_fetches(kafka4.bootstrap, new_topic(kafka4)))

@@ -15,9 +15,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    """A partition of a topic."""
+class TopicPartition(NamedTuple):
+    """A partition of a topic: a named ``(topic, partition)`` tuple, as kafka-python's (equal
+    to and hashed as the plain tuple; a consumer looks one up in a dict many times a poll,
+    and a tuple's hash is computed in C where a dataclass's ran Python code each time)."""
 
     topic: str
     partition: int

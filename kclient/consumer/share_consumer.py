@@ -214,13 +214,23 @@ class ShareConsumer(ShareFace):
 
     # -- acknowledging -----------------------------------------------------------------
     def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
-        """Send the acknowledgements now (a ShareAcknowledge, after the answer of a fetch sent
-        ahead) and wait: each partition's result (None: applied).  Implicit mode accepts the
-        last poll's records first."""
+        """Send the acknowledgements now (a ShareAcknowledge, written right behind a fetch sent
+        ahead that is still on the wire: Kafka answers them in order) and wait: each
+        partition's result (None: applied).  Implicit mode accepts the last poll's records
+        first."""
         self._check_open("commit_sync")
-        self._ready_to_acknowledge()
+        if not self.settings.explicit:
+            self._state.settle_all(_ACCEPT)
+        self._finish_acking()
         with self._lock:
-            outcomes = run(share_acknowledge(self._state), ClusterTransport(self.cluster))
+            acking = InFlight(share_acknowledge(self._state), ClusterTransport(self.cluster))
+        try:
+            self._finish_ahead()
+            # the next poll's records built while the brokers answer
+            self._state.decode_ahead(self.settings.max_poll_records)
+        finally:  # the acknowledgements' answers are read whatever the fetch's were
+            with self._lock:
+                outcomes = acking.finish()
         return report(outcomes, self._callback)
 
     def commit_async(self) -> None:

@@ -84,18 +84,32 @@ class ShareFetchConfig:
 
 @dataclass
 class ShareSession:
-    """A share session with one broker: its epoch (0: the next request opens it) and the
-    partitions it holds."""
+    """A share session with one broker: its epoch (0: the next request opens it), the
+    partitions it holds, and its requests on the wire not answered yet (a request sent behind
+    them takes the epoch they will have moved it to: Kafka answers a connection's requests in
+    order)."""
 
     epoch: int = 0
     partitions: set[TopicPartition] = field(default_factory=set)
+    in_flight: int = 0
 
     def advance(self) -> None:
-        self.epoch = 1 if self.epoch >= _MAX_EPOCH else self.epoch + 1
+        self.epoch = _next(self.epoch)
+
+    def send_epoch(self) -> int:
+        """The epoch of a request written now: one step past each request still in flight."""
+        epoch = self.epoch
+        for _ in range(self.in_flight):
+            epoch = _next(epoch)
+        return epoch
 
     def reset(self) -> None:
         self.epoch = 0
         self.partitions = set()
+
+
+def _next(epoch: int) -> int:
+    return 1 if epoch >= _MAX_EPOCH else epoch + 1
 
 
 @dataclass(frozen=True)
@@ -180,8 +194,11 @@ class ShareFetchState:
         #: the broker whose session acquired a partition's records (its acks go there)
         self.node_of: dict[TopicPartition, int] = {}
         self.lock_timeout_ms = -1
-        #: acknowledge()'s last partition: (tp, its delivered set, its pending acks)
-        self._last: tuple[TopicPartition, set[int], dict[int, int]] | None = None
+        #: acknowledge()'s last partition: (tp, its delivered set, its pending acks, topic,
+        #: partition), None once those maps change.  A face may settle a further record of
+        #: it in place (offset out of the set, into the acks; never the set's last one): the
+        #: per-record fast path of ShareFace.acknowledge
+        self._last: tuple[TopicPartition, set[int], dict[int, int], str, int] | None = None
 
     # -- the application's side --------------------------------------------------------
 
@@ -195,10 +212,7 @@ class ShareFetchState:
         of a record batch, so it may hand out more, as Java's KafkaShareConsumer does: Kafka
         settles whole batches faster than split ones (per-offset state)."""
         buffer = self.buffer
-        while self.buffered < max_records and self.raw:
-            tp, p = self.raw.popleft()
-            self.raw_count -= _span(p)
-            self._acquire(tp, p)
+        self.decode(max_records)
         whole = self.config.acquire_mode == 0
         out: list[ShareConsumerRecord] = []
         while buffer and len(out) < max_records:
@@ -220,6 +234,28 @@ class ShareFetchState:
             held.add(r.offset)
         return out
 
+    def decode(self, max_records: int) -> None:
+        """Build records from the undecoded answers until ``max_records`` are buffered (or
+        none is left), as :meth:`take` does first."""
+        while self.buffered < max_records and self.raw:
+            tp, p = self.raw.popleft()
+            self.raw_count -= _span(p)
+            self._acquire(tp, p)
+
+    def decode_ahead(self, max_records: int) -> bool:
+        """:meth:`decode` done by a driver while it waits for the brokers (a commit's answer),
+        so the next poll finds its records built; an answer that fails to decode is left for
+        that poll to raise (False)."""
+        while self.buffered < max_records and self.raw:
+            tp, p = self.raw[0]
+            try:
+                self._acquire(tp, p)
+            except Exception:  # noqa: BLE001 - the poll that takes it raises it
+                return False
+            self.raw.popleft()
+            self.raw_count -= _span(p)
+        return True
+
     def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:
         """Settle a delivered record (RENEW keeps it delivered: it must be settled again).
         Records come in runs of one partition: the last partition's sets are kept (the same
@@ -232,7 +268,7 @@ class ShareFetchState:
             if found is None:
                 raise _not_delivered(tp, offset)
             held, acks = found, self.pending.setdefault(tp, {})
-            self._last = (tp, held, acks)
+            self._last = (tp, held, acks, tp.topic, tp.partition)
         if offset not in held:
             raise _not_delivered(tp, offset)
         if kind != _RENEW:
@@ -333,7 +369,7 @@ class ShareFetchState:
         body = {
             "group_id": self.member.group_id,
             "member_id": self.member.member_id,
-            "share_session_epoch": session.epoch,
+            "share_session_epoch": session.send_epoch(),
             "max_wait_ms": cfg.max_wait_ms,
             "min_bytes": cfg.min_bytes,
             "max_bytes": cfg.max_bytes,
@@ -524,7 +560,7 @@ def share_fetch(
         sent.append((node, session, acks, added, forgotten, False))
     if not requests:
         return outcome
-    answers = yield Gather(tuple(requests))
+    answers = yield from _on_the_wire(requests, [s[1] for s in sent])
     names = state.member.topic_names
     for (node, session, acks, added, forgotten, ack_only), answer in zip(sent, answers):
         if isinstance(answer, KafkaError):
@@ -551,6 +587,19 @@ def share_fetch(
     return outcome
 
 
+def _on_the_wire(requests: list[Request], sessions: list[ShareSession]) -> Conversation[Any]:
+    """Send ``requests`` (one per session) together: each session counts its request in
+    flight until the answers are back (or the conversation is dropped), so a request written
+    behind it takes the next epoch."""
+    for session in sessions:
+        session.in_flight += 1
+    try:
+        return (yield Gather(tuple(requests)))
+    finally:
+        for session in sessions:
+            session.in_flight -= 1
+
+
 def _ack_request(
     state: ShareFetchState,
     session: ShareSession,
@@ -560,7 +609,7 @@ def _ack_request(
     node: int,
 ) -> Request:
     topics = state._topic(acks, acks)
-    epoch = -1 if final else session.epoch
+    epoch = -1 if final else session.send_epoch()
 
     def body(version: int) -> dict[str, Any]:
         if renew and version < 2:
@@ -598,7 +647,7 @@ def share_acknowledge(
         sent.append((node, session, acks))
     if not requests:
         return outcomes
-    answers = yield Gather(tuple(requests))
+    answers = yield from _on_the_wire(requests, [s[1] for s in sent])
     names = state.member.topic_names
     for (node, session, acks), answer in zip(sent, answers):
         if isinstance(answer, KafkaError):

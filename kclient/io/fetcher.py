@@ -118,6 +118,7 @@ class Fetcher:
         self.prefetch = prefetch
         self.prefetch_max_age = prefetch_max_age_ms / 1000.0
         self._speculative: PendingFetch | None = None
+        self._settings: tuple[tuple[object, ...], FetchSettings] | None = None
         self._lock = threading.RLock()
         #: Fetch requests written, and speculative responses used / dropped (tests, tuning).
         self.requests_sent = 0
@@ -126,8 +127,9 @@ class Fetcher:
 
     @property
     def settings(self) -> FetchSettings:
-        """The core's settings from this fetcher's attributes (which callers may change)."""
-        return FetchSettings(
+        """The core's settings from this fetcher's attributes (which callers may change): built
+        again only when one of them did (a poll asks twice per fetch)."""
+        key = (
             self.max_wait_ms,
             self.min_bytes,
             self.max_bytes,
@@ -136,6 +138,10 @@ class Fetcher:
             self.max_decompressed,
             self.max_buffer_size,
         )
+        cached = self._settings
+        if cached is None or cached[0] != key:
+            cached = self._settings = (key, FetchSettings(*key))
+        return cached[1]
 
     # -- one round trip ----------------------------------------------------------------------
     def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
@@ -206,7 +212,7 @@ class Fetcher:
         """The first half of :meth:`fetch`: the request on the wire (the speculative one when
         it asked exactly this), so a caller with several brokers sends to all before it waits
         for any; :meth:`complete` finishes it."""
-        asked = tuple(PartitionFetch(*r) for r in requests)
+        asked = tuple(r if type(r) is PartitionFetch else PartitionFetch(*r) for r in requests)
         with self._lock:
             pending = self._take_speculative(asked)
             return asked, pending if pending is not None else self.send(asked)

@@ -7,13 +7,17 @@ import pytest
 
 from kclient.core.share_fetch import (
     GAP,
+    AckOutcome,
     FetchOutcome,
     ShareFetchConfig,
     ShareFetchState,
     ShareSession,
     ack_batches,
+    share_acknowledge,
+    share_fetch,
 )
 from kclient.core.share_group import ShareMemberState
+from kclient.errors import InvalidShareSessionEpochError
 from kclient.protocol.records.v2_build import build_batch
 from kclient.protocol.schema import Struct
 from kclient.structs import AcknowledgeType, TopicPartition
@@ -158,3 +162,80 @@ def test_batch_optimized_polls_hand_out_whole_record_batches():
     split = _state(acquire_mode=1)
     split.read_fetch(3, _answer(batches, acquired), FetchOutcome())
     assert [[r.offset for r in split.take(3)] for _ in range(3)] == [[0, 2, 3], [4, 5, 6], []]
+
+
+def _fetched(state, node=3, offsets=(0, 3)):
+    """``state`` holding ``offsets`` of T0, delivered by ``node`` in a session at epoch 5."""
+    first, last = offsets
+    batch = build_batch([b"x"] * (last - first + 1), base_offset=first)
+    state.sessions[node] = ShareSession(epoch=5, partitions={T0})
+    state.read_fetch(node, _answer(batch, [(first, last, 1)]), FetchOutcome())
+    return state.take(100)
+
+
+def _fetch_answer(error_code=0):
+    return Struct(
+        error_code=error_code, acquisition_lock_timeout_ms=30000, responses=[], node_endpoints=[]
+    )
+
+
+def _ack_answer(error_code=0):
+    return Struct(error_code=error_code, responses=[], node_endpoints=[])
+
+
+def _epoch(request) -> int:
+    body = request.body(1) if callable(request.body) else request.body
+    return body["share_session_epoch"]
+
+
+def test_acknowledgements_sent_behind_a_fetch_in_flight_take_the_next_epoch():
+    """commit_sync writes its ShareAcknowledge behind a fetch sent ahead and not answered yet:
+    the session's requests on the wire count, so its epoch is the fetch's plus one, and the
+    session ends two steps on once both are answered (Kafka answers them in order)."""
+    state = _state()
+    got = _fetched(state)
+    fetch = share_fetch(state, {3: {T0}}, 0, 100)
+    (request,) = fetch.send(None).requests
+    assert _epoch(request) == 5 and state.sessions[3].in_flight == 1
+    for r in got:
+        state.acknowledge(T0, r.offset, int(AcknowledgeType.ACCEPT))
+    ack = share_acknowledge(state)
+    (behind,) = ack.send(None).requests
+    assert _epoch(behind) == 6 and state.sessions[3].in_flight == 2
+    with pytest.raises(StopIteration) as done:
+        fetch.send([_fetch_answer()])
+    assert done.value.value.errors == [] and state.sessions[3].epoch == 6
+    with pytest.raises(StopIteration) as done:
+        ack.send([_ack_answer()])
+    assert done.value.value == [AckOutcome(T0, frozenset(range(4)), None)]
+    assert state.sessions[3].epoch == 7 and state.sessions[3].in_flight == 0
+    # a conversation dropped before its answers (an interrupt) no longer counts
+    dropped = share_fetch(state, {3: {T0}}, 0, 100)
+    dropped.send(None)
+    dropped.close()
+    assert state.sessions[3].in_flight == 0 and state.sessions[3].send_epoch() == 7
+
+
+def test_acknowledgements_behind_a_fetch_that_lost_the_session_fail_and_are_not_dropped():
+    """The fetch ahead finds its session gone: the acknowledgements written behind it are
+    answered with an error too, and commit_sync reports them failed (the records come back
+    after their lock), never as applied; the next fetch opens a new session."""
+    state = _state()
+    got = _fetched(state)
+    fetch = share_fetch(state, {3: {T0}}, 0, 100)
+    fetch.send(None)
+    for r in got:
+        state.acknowledge(T0, r.offset, int(AcknowledgeType.ACCEPT))
+    ack = share_acknowledge(state)
+    ack.send(None)
+    lost = InvalidShareSessionEpochError.errno
+    with pytest.raises(StopIteration):
+        fetch.send([_fetch_answer(lost)])
+    assert state.sessions[3].epoch == 0
+    with pytest.raises(StopIteration) as done:
+        ack.send([_ack_answer(lost)])
+    (outcome,) = done.value.value
+    assert outcome.offsets == frozenset(range(4))
+    assert isinstance(outcome.error, InvalidShareSessionEpochError)
+    assert state.sessions[3].epoch == 0 and state.sessions[3].in_flight == 0
+    assert not state.has_pending()

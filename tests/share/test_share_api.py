@@ -133,3 +133,51 @@ def test_threaded_commit_async_returns_before_its_answer_and_the_next_poll_repor
 def test_configuration_errors(config, match):
     with pytest.raises(InvalidConfigError, match=match):
         ShareConsumer({"bootstrap.servers": "127.0.0.1:1", **config})
+
+
+def test_acknowledge_fast_path_keeps_the_rules():
+    """acknowledge()'s one-call path for ACCEPT within a partition's run: every offset lands
+    once in the pending acknowledgements, a second acknowledge of a record is refused, other
+    types and other partitions go through the checked path, and the run's last record ends
+    the partition's delivered set (no poll is refused for records already settled)."""
+    from kclient.consumer.share_common import ShareFace
+    from kclient.core.share_fetch import FetchOutcome
+    from kclient.protocol.records.v2_build import build_batch
+    from kclient.protocol.schema import Struct
+
+    tid = bytes(range(16))
+    face = ShareFace()
+    face._setup((), {"bootstrap.servers": "127.0.0.1:1", "group.id": "g"} | _EXPLICIT)
+    state = face._state
+    state.member.topic_ids["t"], state.member.topic_names[tid] = tid, "t"
+    parts = [
+        Struct(
+            partition_index=p,
+            error_code=0,
+            acknowledge_error_code=0,
+            records=build_batch([b"x"] * 4, base_offset=0),
+            acquired_records=[Struct(first_offset=0, last_offset=3, delivery_count=1)],
+        )
+        for p in (0, 1)
+    ]
+    state.read_fetch(1, Struct(responses=[Struct(topic_id=tid, partitions=parts)]), FetchOutcome())
+    got = state.take(100)
+    assert [(r.partition, r.offset) for r in got] == [(p, o) for p in (0, 1) for o in range(4)]
+    face.acknowledge(got[0])
+    face.acknowledge(got[1])
+    with pytest.raises(ValueError, match="not delivered"):
+        face.acknowledge(got[1])
+    face.acknowledge(got[2], AcknowledgeType.REJECT)
+    face.acknowledge(got[4])  # another partition
+    face.acknowledge(got[3])  # back to the first: its last record
+    with pytest.raises(ValueError, match="not delivered"):
+        face.acknowledge(got[0])
+    for r in got[5:]:
+        face.acknowledge(r)
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert state.pending == {t0: {0: 1, 1: 1, 2: 3, 3: 1}, t1: {0: 1, 1: 1, 2: 1, 3: 1}}
+    assert state.delivered == {} and state.unsettled() == 0
+    face.settings.before_poll(state)  # explicit mode: every record settled
+
+
+_EXPLICIT = {"share.acknowledgement.mode": "explicit"}

@@ -10,10 +10,12 @@ import sys
 import pytest
 
 from integration.share_scenarios import (
+    check_commits_behind_fetches,
     check_drain,
     check_fetched_ahead,
     check_hold_bound,
     run_close_releases_fetched_ahead,
+    run_commits_behind_fetches,
     run_drain,
     run_hold_bound,
     run_lock_expiry,
@@ -99,3 +101,9 @@ def test_fetches_ahead_ask_for_the_room_left_and_polls_stay_bounded(broker):
 def test_batch_optimized_polls_keep_record_batches_whole_record_limit_splits_them(broker):
     sizes = run_poll_sizes(broker.bootstrap, _topic(broker.bootstrap))
     assert sizes == {"batch_optimized": [12], "record_limit": [5, 5, 2]}, sizes
+
+
+def test_commits_written_behind_fetches_in_flight_apply_each_acknowledgement_once(broker):
+    check_commits_behind_fetches(
+        run_commits_behind_fetches(broker.bootstrap, _topic(broker.bootstrap))
+    )
