@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 from kclient.connection import ConnectionSettings
 from kclient.core.handshake import api_versions, authenticate, reauth_due
 from kclient.errors import KafkaConnectionError, KafkaTimeoutError
-from kclient.protocol.framing import RAW_CORR, ClientProtocol
+from kclient.protocol.framing import RAW_CORR, ClientProtocol, Reader
 from kclient.protocol.schema import Api, Struct
 from kclient.protocol.versions import pick_version
 
@@ -235,10 +235,12 @@ class AIOConnection:
         body: _Req | Mapping[str, Any],
         version: int | None = None,
         expect_response: bool = True,
+        reader: Reader | None = None,
     ) -> asyncio.Future[Struct] | None:
-        """Write one request now (whole, synchronously); the future of its response.  While
-        the connection re-authenticates the frame waits and is written after, in order."""
-        return self._send(api, body, version, expect_response, self._held)
+        """Write one request now (whole, synchronously); the future of its response (its
+        body read by ``reader`` first, :meth:`ClientProtocol.send_request`).  While the
+        connection re-authenticates the frame waits and is written after, in order."""
+        return self._send(api, body, version, expect_response, self._held, reader)
 
     def _send(
         self,
@@ -247,12 +249,13 @@ class AIOConnection:
         version: int | None,
         expect_response: bool,
         held: list[bytes] | None,
+        reader: Reader | None = None,
     ) -> asyncio.Future[Struct] | None:
         """Encode and write (or add to ``held``) one request frame."""
         transport = self._require_transport()
         if version is None:
             version = self.version(api)
-        corr, frame = self._proto.send_request(api, version, body, expect_response)
+        corr, frame = self._proto.send_request(api, version, body, expect_response, reader)
         if held is not None:
             held.append(frame)
         else:

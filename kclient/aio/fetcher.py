@@ -33,9 +33,17 @@ from kclient.core.fetch import (
     partitions_of,
 )
 from kclient.core.fetch_session import FetchSession
-from kclient.core.prefetch import DATA, REFRESH, RESET, PartitionState, take_answer
+from kclient.core.prefetch import (
+    DATA,
+    REFRESH,
+    RESET,
+    PartitionState,
+    fetch_ahead,
+    take_answer,
+)
 from kclient.errors import KafkaError, error_for_code
 from kclient.protocol.apis import FETCH
+from kclient.protocol.fetch_one import reader_for
 from kclient.protocol.schema import Struct
 from kclient.structs import TopicPartition
 
@@ -49,6 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["AIOFetcher"]
 
 log = logging.getLogger(__name__)
+#: one partition of a request: (state, offset asked, epoch, offset fetched ahead from or -1)
+_Asked = tuple[PartitionState, int, int, int]
 #: decoding one response yields to the loop between partitions after this long (seconds)
 _SLICE = 0.005
 
@@ -84,6 +94,8 @@ class AIOFetcher:
         #: each leader's fetch session
         self.sessions: dict[int, FetchSession] = {}
         self._stale = False
+        #: answers whose decoding continues in a later callback (nothing is fetched ahead)
+        self._decoding = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -183,42 +195,48 @@ class AIOFetcher:
                 self._stale = True
                 asyncio.get_running_loop().call_later(self.backoff, self.wake)
                 continue
-            sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
-            if not sts or node in self._inflight:
-                continue
-            session = self.sessions.setdefault(node, FetchSession())
-            version = conn.version(FETCH)
-            body = session.body(
-                [
-                    PartitionFetch(
-                        st.tp.topic, st.tp.partition, st.fetch_offset, self.max_partition_bytes
-                    )
-                    for st in sts
-                ],
-                self.settings,
-                version,
-            )
-            try:
-                fut = conn.send(FETCH, body, version)
-            except KafkaError as exc:
-                session.failed()
-                self.cluster.drop(conn, str(exc))
-                self._stale = True
-                continue
-            assert fut is not None
-            asked = [(st, st.fetch_offset, st.epoch) for st in sts]
-            self._inflight[node] = fut
-            fut.add_done_callback(
-                lambda f, node=node, asked=asked, conn=conn: (  # type: ignore[misc]
-                    self._done(node, conn, asked, f)
+            if node not in self._inflight:
+                self._send_to(node, conn, sts)
+
+    def _send_to(self, node: int, conn: AIOConnection, sts: list[PartitionState]) -> None:
+        """Write one Fetch for ``sts`` to ``node`` (in its session); its answer goes to
+        :meth:`_done`."""
+        sts = [st for st in sts if st.tp in self.states and st.fetch_offset >= 0]
+        if not sts:
+            return
+        session = self.sessions.setdefault(node, FetchSession())
+        version = conn.version(FETCH)
+        body = session.body(
+            [
+                PartitionFetch(
+                    st.tp.topic, st.tp.partition, st.fetch_offset, self.max_partition_bytes
                 )
+                for st in sts
+            ],
+            self.settings,
+            version,
+        )
+        try:
+            fut = conn.send(FETCH, body, version, reader=reader_for(version))
+        except KafkaError as exc:
+            session.failed()
+            self.cluster.drop(conn, str(exc))
+            self._stale = True
+            return
+        assert fut is not None
+        asked = [(st, st.fetch_offset, st.epoch, -1) for st in sts]
+        self._inflight[node] = fut
+        fut.add_done_callback(
+            lambda f, node=node, asked=asked, conn=conn: (  # type: ignore[misc]
+                self._done(node, conn, asked, f)
             )
+        )
 
     def _done(
         self,
         node: int,
-        conn: Any,
-        asked: list[tuple[PartitionState, int, int]],
+        conn: AIOConnection,
+        asked: list[_Asked],
         fut: asyncio.Future[Struct],
     ) -> None:
         if self._inflight.get(node) is fut:
@@ -238,35 +256,60 @@ class AIOFetcher:
         if session is not None and not session.answer(resp):
             return  # a session error: the next request (the task is woken) is full
         parts = partitions_of(resp)
-        self._take_all(asked, parts, 0)
+        self._take_all(self._send_ahead(node, conn, asked, parts), parts, 0)
 
-    def _take_all(
-        self, asked: list[tuple[PartitionState, int, int]], parts: dict[Any, Any], start: int
-    ) -> None:
+    def _send_ahead(
+        self, node: int, conn: AIOConnection, asked: list[_Asked], parts: dict[Any, Any]
+    ) -> list[_Asked]:
+        """Send ``node``'s next Fetch before this answer is decoded, from offsets read off its
+        entries' headers (:func:`~kclient.core.prefetch.fetch_ahead`), so the broker works
+        while the answer is decoded; ``asked`` with where each partition's next fetch went
+        from.  Not while an earlier answer is still being decoded, nor read_committed (the
+        last stable offset cuts answers short)."""
+        if self._task is None or self._decoding or self.settings.read_committed:
+            return asked  # stopped, or an answer being decoded, or read_committed
+        answers = []
+        for st, _, _, _ in asked:
+            part = parts.get((st.tp.topic, st.tp.partition))
+            answers.append(None if part is None else (part.records, part.error_code))
+        ends = fetch_ahead([a[:3] for a in asked], answers, self.buffer_chunks, self.buffer_bytes)
+        if ends is None:
+            return asked
+        sts = self._fetchable().get(node)
+        if sts and conn.connected:
+            self._send_to(node, conn, sts)
+        return [(st, offset, epoch, end) for (st, offset, epoch, _), end in zip(asked, ends)]
+
+    def _take_all(self, asked: list[_Asked], parts: dict[Any, Any], start: int) -> None:
         """Decode the partitions of one response from ``start`` on; when decoding has taken a
         time slice, the rest continues in a later callback (the loop runs in between)."""
         stop = time.monotonic() + _SLICE
         got = False
+        if start:
+            self._decoding -= 1
         for i in range(start, len(asked)):
             if i > start and time.monotonic() > stop:
                 asyncio.get_running_loop().call_soon(self._take_all, asked, parts, i)
+                self._decoding += 1
                 break
-            st, offset, epoch = asked[i]
-            if st.epoch != epoch or st.fetch_offset != offset or self.states.get(st.tp) is not st:
+            st, offset, epoch, ahead = asked[i]
+            at = ahead if ahead >= 0 else offset
+            if st.epoch != epoch or st.fetch_offset != at or self.states.get(st.tp) is not st:
                 continue  # seeked, reset or revoked meanwhile
             part = parts.get((st.tp.topic, st.tp.partition))
             if part is None:
                 continue
-            got |= self._take(st, offset, part)
+            got |= self._take(st, offset, part, ahead)
         if got:
             self.data.set()
 
-    def _take(self, st: PartitionState, offset: int, part: Any) -> bool:
+    def _take(self, st: PartitionState, offset: int, part: Any, ahead: int) -> bool:
         what = take_answer(
             st,
             offset,
             st.epoch,
             message_set(part, st.tp.topic, st.tp.partition, offset, self.settings),
+            ahead,
         )
         if what == RESET:
             self.needs_reset.set()  # the consumer resets it

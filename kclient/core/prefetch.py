@@ -12,22 +12,38 @@ What discards what, exactly: a seek, an offset reset or a new assignment calls
 request sent before it is dropped when it arrives (:func:`take_answer` compares the epoch and
 the offset asked for); a revoked partition's state is dropped whole.  Pausing keeps the queue
 (the position does not move) and only stops fetching and delivery.
+
+Fetching ahead (:func:`fetch_ahead`): the asyncio fetcher sends a leader's next Fetch as soon
+as an answer arrives, from offsets read off the answer's entry headers, and decodes the answer
+while the broker works; :func:`take_answer` then checks that decoding ended where the next
+fetch started, and drops that fetch's answer (bumping ``epoch``) where it did not.  A seek
+meanwhile drops both answers as above.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kclient.protocol.errors import CorruptRecordError, KafkaError
+from kclient.protocol.records.reader import next_fetch_offset
 from kclient.structs import TopicPartition
 
 from .columns import MessageColumns
 from .fetch import needs_reset
 from .message_set import ByteBufferMessageSet
 
-__all__ = ["PartitionState", "take_answer", "take", "DATA", "RESET", "REFRESH", "NOTHING"]
+__all__ = [
+    "PartitionState",
+    "fetch_ahead",
+    "take_answer",
+    "take",
+    "DATA",
+    "RESET",
+    "REFRESH",
+    "NOTHING",
+]
 
 #: what an answer meant for its partition (:func:`take_answer`)
 DATA = "data"  # records (or an error to raise) queued: wake the application
@@ -89,12 +105,63 @@ class PartitionState:
         )
 
 
-def take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet) -> str:
+def fetch_ahead(
+    asked: Sequence[tuple[PartitionState, int, int]],
+    answers: Sequence[tuple[Any, int] | None],
+    max_chunks: int,
+    max_bytes: int,
+) -> list[int] | None:
+    """Where each partition's next fetch goes from before this answer is decoded, read from its
+    entries' headers alone, ``fetch_offset`` moved there: -1 where it stays (a stale answer,
+    none); None, nothing moved, when some partition's answer must be decoded first (an error,
+    no complete entry, the queue full once it is queued: the memory bound holds).
+
+    ``asked`` is ``(state, offset, epoch)`` per partition of the request, ``answers`` its
+    ``(records, error_code)`` (None: left out of the answer).  :func:`take_answer` with
+    ``ahead`` checks that decoding ended there; where it did not (a bad CRC, an entry that does
+    not decode) the fetch sent ahead is dropped when it arrives."""
+    ends: list[int] = []
+    for (st, offset, epoch), got in zip(asked, answers):
+        if got is None or st.epoch != epoch or st.fetch_offset != offset:
+            ends.append(-1)
+            continue
+        records, code = got
+        if not records and not code:
+            ends.append(-1)  # nothing new: asked again from the same offset
+            continue
+        if code or len(st.chunks) + 1 >= max_chunks or st.bytes + len(records) >= max_bytes:
+            return None
+        end = next_fetch_offset(records)
+        if end <= offset:
+            return None
+        ends.append(end)
+    for (st, _, _), end in zip(asked, ends):
+        if end >= 0:
+            st.fetch_offset = end
+    return ends
+
+
+def take_answer(
+    st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet, ahead: int = -1
+) -> str:
     """Queue one partition's answer to a fetch from ``offset`` sent at ``epoch``; what it meant.
 
     An answer to a request older than the last seek/reset (or for an offset no longer asked)
     is dropped.  A corrupt first entry becomes ``st.error`` (its offset named), raised when
-    the application reaches it; good records in front of a corrupt entry are queued first."""
+    the application reaches it; good records in front of a corrupt entry are queued first.
+    ``ahead``: where :func:`fetch_ahead` already sent the next fetch from (-1: nowhere)."""
+    if ahead < 0:
+        return _take_answer(st, offset, epoch, ms)
+    if st.epoch != epoch or st.fetch_offset != ahead:
+        return NOTHING
+    st.fetch_offset = offset
+    what = _take_answer(st, offset, epoch, ms)
+    if st.fetch_offset != ahead:
+        st.epoch += 1  # the fetch sent ahead asked from the wrong offset: dropped on arrival
+    return what
+
+
+def _take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet) -> str:
     if st.epoch != epoch or st.fetch_offset != offset:
         return NOTHING
     if ms.error is not None and not ms.entries and not isinstance(ms.error, CorruptRecordError):

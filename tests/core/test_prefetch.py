@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from kclient.core.consumer_records import build_records
 from kclient.core.message_set import ByteBufferMessageSet
-from kclient.core.prefetch import DATA, NOTHING, REFRESH, RESET, PartitionState, take, take_answer
+from kclient.core.prefetch import (
+    DATA,
+    NOTHING,
+    REFRESH,
+    RESET,
+    PartitionState,
+    fetch_ahead,
+    take,
+    take_answer,
+)
 from kclient.errors import CorruptRecordError, NotLeaderForPartitionError, OffsetOutOfRangeError
 from kclient.protocol.records import build_batch
 from kclient.structs import TopicPartition
@@ -102,3 +111,63 @@ def test_records_without_headers_share_one_empty_list_that_refuses_changes():
     assert b.headers == []
     c, _ = build_records(TP, cols, i, j, None, None)
     assert c.headers == ()  # AIOConsumer's: the empty tuple, as aiokafka's
+
+
+def _ahead(st, offset, epoch, raw, chunks=2, size=1 << 20):
+    return fetch_ahead([(st, offset, epoch)], [(raw, 0)], chunks, size)
+
+
+def test_fetching_ahead_moves_on_from_the_entry_headers_and_decoding_confirms_it():
+    raw = build_batch([b"a", b"b"], base_offset=0) + build_batch([b"c"], base_offset=2)
+    st = state(0)
+    epoch = st.epoch
+    assert _ahead(st, 0, epoch, raw + raw[:20]) == [3]  # a partial entry at the end is not read
+    assert st.fetch_offset == 3  # the next fetch goes from here while this answer is decoded
+    assert take_answer(st, 0, epoch, answer(0, None, raw=raw), 3) == DATA
+    assert (st.fetch_offset, st.epoch, st.buffered) == (3, epoch, 3)
+    assert take_answer(st, 3, epoch, answer(3, [b"d"])) == DATA  # the answer sent ahead
+    assert [r for c, i, j in take(st, 10) for r in c.values[i:j]] == [b"a", b"b", b"c", b"d"]
+
+
+def test_a_seek_while_fetching_ahead_drops_exactly_both_stale_answers():
+    st = state(0)
+    epoch = st.epoch
+    assert _ahead(st, 0, epoch, build_batch([b"a", b"b"], base_offset=0)) == [2]
+    st.reset_to(40)  # seek while the answer waits to be decoded and the next fetch is out
+    assert take_answer(st, 0, epoch, answer(0, [b"a", b"b"]), 2) == NOTHING
+    assert take_answer(st, 2, epoch, answer(2, [b"c"])) == NOTHING
+    assert not st.chunks and (st.position, st.fetch_offset) == (40, 40)
+    assert take_answer(st, 40, st.epoch, answer(40, [b"x"])) == DATA
+    assert [c.values for c, _, _ in take(st, 5)] == [[b"x"]]
+
+
+def test_decoding_ending_short_of_the_fetch_sent_ahead_drops_its_answer():
+    good = build_batch([b"a", b"b"], base_offset=0)
+    bad = bytearray(build_batch([b"c"], base_offset=2))
+    bad[-1] ^= 0xFF  # the CRC no longer matches: the headers read past it, decoding does not
+    st = state(0)
+    epoch = st.epoch
+    assert _ahead(st, 0, epoch, good + bytes(bad)) == [3]
+    assert take_answer(st, 0, epoch, answer(0, None, raw=good + bytes(bad)), 3) == DATA
+    assert st.fetch_offset == 2 and st.epoch == epoch + 1  # fetched again from the bad entry
+    assert take_answer(st, 3, epoch, answer(3, [b"d"])) == NOTHING  # skipped offset 2: dropped
+    assert [c.values for c, _, _ in take(st, 10)] == [[b"a", b"b"]]
+
+
+def test_no_fetching_ahead_when_an_answer_must_be_decoded_first():
+    raw = build_batch([b"v" * 100] * 3, base_offset=0)
+    st = state(0)
+    take_answer(st, 0, st.epoch, answer(0, [b"x"]))  # one chunk queued already
+    assert _ahead(st, 1, st.epoch, raw, chunks=2) is None  # the queue would be full
+    assert _ahead(st, 1, st.epoch, raw, chunks=3, size=len(raw)) is None  # its bytes too
+    assert _ahead(st, 1, st.epoch, raw[:40], chunks=3) is None  # no complete entry
+    assert fetch_ahead([(st, 1, st.epoch)], [(b"", 3)], 3, 1 << 20) is None  # an error
+    assert st.fetch_offset == 1
+    other = state(5)  # one partition with nothing new, one left out of the answer
+    got = fetch_ahead(
+        [(st, 1, st.epoch), (other, 5, other.epoch), (state(9), 9, 0)],
+        [(raw, 0), (b"", 0), None],
+        3,
+        1 << 20,
+    )
+    assert got == [3, -1, -1] and (st.fetch_offset, other.fetch_offset) == (3, 5)

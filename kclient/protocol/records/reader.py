@@ -138,6 +138,15 @@ def entry_next_offset(buf: Buffer, span: EntrySpan) -> int:
     return span.offset + 1
 
 
+def next_fetch_offset(buf: Buffer) -> int:
+    """Where a fetch continues after the complete entries of ``buf``, from their headers alone
+    (no CRC checked, nothing decoded); -1 when it has none or a header is impossible."""
+    scan = scan_entries(buf)
+    if scan.error is not None or not scan.entries:
+        return -1
+    return entry_next_offset(buf, scan.entries[-1])
+
+
 def decode_entries(
     buf: Buffer,
     spans: Sequence[EntrySpan],
@@ -365,6 +374,7 @@ __all__ = [
     "scan_entries",
     "check_crcs",
     "entry_next_offset",
+    "next_fetch_offset",
     "decode_entries",
     "read_entry",
     "RecordsReader",
