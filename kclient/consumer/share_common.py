@@ -164,8 +164,9 @@ def report(
     for o in outcomes:
         if results.get(o.tp) is None:
             results[o.tp] = o.error
-        key = id(o.error) if o.error is not None else 0
-        groups.setdefault(key, (o.error, {}))[1].setdefault(o.tp, set()).update(o.offsets)
+        if callback is not None:  # (the offsets are gathered for it only)
+            key = id(o.error) if o.error is not None else 0
+            groups.setdefault(key, (o.error, {}))[1].setdefault(o.tp, set()).update(o.offsets)
         if o.error is not None:
             log.warning("acknowledging %s offsets of %s failed: %s", len(o.offsets), o.tp, o.error)
     if callback is not None:
