@@ -322,15 +322,22 @@ def run_renew(bootstrap: str, topic: str) -> tuple[list[Any], list[Any], list[An
 
 def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
     """An explicit member (``max.poll.records`` 5) drains 30 records of one partition, each its
-    own batch: every poll that empties its buffer sends a fetch ahead, and the
-    ``commit_sync`` after it writes its ShareAcknowledge behind that fetch.  It releases the
+    own batch: a ``commit_sync`` after which the next poll would leave less than a poll's
+    worth held writes the next fetch right behind its ShareAcknowledge, and the next commit
+    writes its ShareAcknowledge behind that fetch, still in flight.  It releases the
     first delivery of every offset ``% 7 == 3`` and accepts everything else; after its close
     a second member, once assigned, polls.  Returns what was accepted, released, the commit
     results, how many commits had a fetch in flight, and what the second member got."""
     group = new_group(bootstrap)
     produce_one_by_one(bootstrap, topic, 30)
     mode = {"max.poll.records": 5, "share.acknowledgement.mode": "explicit"}
-    out: dict[str, Any] = {"accepted": [], "released": [], "results": [], "behind": 0}
+    out: dict[str, Any] = {
+        "accepted": [],
+        "released": [],
+        "results": [],
+        "behind": 0,
+        "fetch_behind": 0,
+    }
     with ShareConsumer(conf(bootstrap, group, **mode), topic) as a:
         deadline = time.monotonic() + 30
         while len(out["accepted"]) < 30 and time.monotonic() < deadline:
@@ -340,8 +347,10 @@ def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
                 a.acknowledge(r, AcknowledgeType.RELEASE if release else AcknowledgeType.ACCEPT)
                 out["released" if release else "accepted"].append((r.offset, r.delivery_count))
             if records:
-                out["behind"] += a._ahead is not None
+                ahead = a._ahead
+                out["behind"] += ahead is not None
                 out["results"].append(a.commit_sync())
+                out["fetch_behind"] += ahead is None and a._ahead is not None
     out["later"] = []
     with ShareConsumer(conf(bootstrap, group), topic) as b:
         wait_until(
@@ -358,7 +367,7 @@ def check_commits_behind_fetches(out: dict[str, Any]) -> None:
     second delivery); commits did find fetches in flight; nothing is left for the next member
     (an acknowledgement lost would leave its record acquired by the closed session, which
     releases it)."""
-    assert out["behind"] >= 3, out
+    assert out["behind"] >= 3 and out["fetch_behind"] >= 1, out
     assert all(set(r.values()) == {None} for r in out["results"]), out["results"]
     assert sorted(o for o, _ in out["accepted"]) == list(range(30)), out["accepted"]
     again = [3, 10, 17, 24]

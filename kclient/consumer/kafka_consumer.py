@@ -185,6 +185,11 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         self._closed = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._next_commit = time.monotonic() + conf["auto.commit.interval.ms"] / 1000.0
+        #: what every poll reads of the (read-only) config, looked up once
+        self._auto_commits = bool(conf["auto.commit.enable"])
+        self._max_poll_records = conf["max.poll.records"]
+        self._fetch_wait_ms = conf["fetch.wait.max.ms"]
+        self._fetch_size = conf["fetch.message.max.bytes"]
         self._async: ThreadPoolExecutor | None = None
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._reporter = start_reporter(
@@ -581,11 +586,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
 
     def _auto_commit(self) -> None:
         if (
-            not (
-                self.config["auto.commit.enable"]
-                and self.offset_store is not None
-                and self._positions
-            )
+            not (self._auto_commits and self.offset_store is not None and self._positions)
             or time.monotonic() < self._next_commit
             or self._joining is not None
         ):
@@ -613,7 +614,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         if not (self._sub.active or self._manual):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
         timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
-        limit = max_records or self.config["max.poll.records"]
+        limit = max_records or self._max_poll_records
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms >= 0 else math.inf
         while True:
             if self._fatal is not None:
@@ -635,7 +636,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout_ms >= 0:
                 return {}
-            if self._fetch(max(0, int(min(remaining * 1000, self.config["fetch.wait.max.ms"])))):
+            if self._fetch(max(0, int(min(remaining * 1000, self._fetch_wait_ms)))):
                 out = self._drain(limit)  # at once: the group's steps ran before this fetch
                 if out:
                     return out
@@ -695,12 +696,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
                 leaderless.add(tp.topic)
                 continue
             by_leader.setdefault(node, []).append(
-                PartitionFetch(
-                    tp.topic,
-                    tp.partition,
-                    self._positions[tp],
-                    self.config["fetch.message.max.bytes"],
-                )
+                PartitionFetch(tp.topic, tp.partition, self._positions[tp], self._fetch_size)
             )
         if leaderless:
             self._refresh(leaderless, "no leader known")
@@ -761,7 +757,9 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             self._high_watermarks[tp] = ms.high_watermark
         if self._positions.get(tp) != offset:  # seeked while fetching
             return
-        st = self._buffer[tp] = PartitionState(tp)
+        st = self._buffer.get(tp)  # fetched only when nothing is queued: reset, not replaced
+        if st is None:
+            st = self._buffer[tp] = PartitionState(tp)
         st.reset_to(offset)
         take_answer(st, offset, st.epoch, ms)
         if not st.chunks and st.fetch_offset > offset:

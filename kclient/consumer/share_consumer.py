@@ -10,10 +10,14 @@ defaults are Java's KafkaShareConsumer's (``share.acknowledgement.mode`` implici
 
 Fetching ahead: a poll that returns records first writes the next ShareFetch (carrying the
 acknowledgements settled so far), so the broker acquires the next records while the
-application works; the next poll, commit or close reads its answer first (one request ahead
-per broker).  It asks for the room left under the records a member may hold acquired and not
-handed out (4 x ``max.poll.records``): fewer, larger fetches, fewer round trips to wait for
-(:meth:`ShareFetchState.fetch_ahead`).
+application works; the next poll that needs its records, commit or close reads its answer
+(one fetch ahead per broker).  A fetch ahead asks for the room left under the records a
+member may hold acquired and not handed out (4 x ``max.poll.records``): fewer, larger
+fetches, fewer round trips to wait for (:meth:`ShareFetchState.fetch_ahead`).
+``commit_sync`` writes its ShareAcknowledge behind a fetch still on the wire (the share
+session's epoch counts the requests in flight; Kafka answers a connection's requests in
+order), or writes the next fetch right behind it when the poll after next would run short,
+and builds the next poll's records while it waits.
 """
 
 from __future__ import annotations
@@ -135,7 +139,8 @@ class ShareConsumer(ShareFace):
         self.settings.before_poll(state)
         deadline = time.monotonic() + seconds
         self._finish_acking()
-        self._finish_ahead()
+        if state.held() < self.settings.max_poll_records:  # else it is read later, behind
+            self._finish_ahead()
         while True:
             self._raise_pending()
             if state.held():
@@ -215,17 +220,21 @@ class ShareConsumer(ShareFace):
     # -- acknowledging -----------------------------------------------------------------
     def commit_sync(self, timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
         """Send the acknowledgements now (a ShareAcknowledge, written right behind a fetch sent
-        ahead that is still on the wire: Kafka answers them in order) and wait: each
-        partition's result (None: applied).  Implicit mode accepts the last poll's records
-        first."""
+        ahead that is still on the wire, or followed by the next fetch: Kafka answers them in
+        order) and wait: each partition's result (None: applied).  Implicit mode accepts the
+        last poll's records first."""
         self._check_open("commit_sync")
         if not self.settings.explicit:
             self._state.settle_all(_ACCEPT)
         self._finish_acking()
         with self._lock:
             acking = InFlight(share_acknowledge(self._state), ClusterTransport(self.cluster))
+        ahead = self._ahead
+        if ahead is None:  # the next fetch right behind: Kafka works on it as the next poll runs
+            self._fetch_ahead()
         try:
-            self._finish_ahead()
+            if ahead is not None:
+                self._finish_ahead()
             # the next poll's records built while the brokers answer
             self._state.decode_ahead(self.settings.max_poll_records)
         finally:  # the acknowledgements' answers are read whatever the fetch's were

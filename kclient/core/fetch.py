@@ -138,9 +138,14 @@ def topics_body(requests: Sequence[PartitionFetch]) -> list[dict[str, Any]]:
     return [{"topic": t, "partitions": ps} for t, ps in topics.items()]
 
 
-def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> dict[str, Any]:
+def fetch_body(
+    requests: Sequence[PartitionFetch],
+    settings: FetchSettings,
+    listed: Sequence[PartitionFetch] | None = None,
+) -> dict[str, Any]:
     """The Fetch request for ``requests`` (checked by :func:`partition_fetches` first),
-    sessionless (a :class:`~kclient.core.fetch_session.FetchSession` makes it a session's)."""
+    sessionless (a :class:`~kclient.core.fetch_session.FetchSession` makes it a session's,
+    listing only ``listed`` of them: those the session does not have yet)."""
     total = sum(min(r.max_bytes, _INT32_MAX) for r in requests)
     limit = settings.max_bytes if settings.max_bytes is not None else total
     return {
@@ -151,7 +156,7 @@ def fetch_body(requests: Sequence[PartitionFetch], settings: FetchSettings) -> d
         "isolation_level": settings.isolation_level,
         "session_id": 0,
         "session_epoch": -1,
-        "topics": topics_body(requests),
+        "topics": topics_body(requests if listed is None else listed),
         "forgotten_topics_data": [],
         "rack_id": "",
     }

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kclient.protocol.error_codes import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 
-from .fetch import FetchSettings, PartitionFetch, fetch_body, topics_body
+from .fetch import FetchSettings, PartitionFetch, fetch_body
 
 if TYPE_CHECKING:
     from kclient.protocol.messages import FetchResponse
@@ -79,13 +79,12 @@ class FetchSession:
     ) -> dict[str, Any]:
         """The Fetch request for ``asked`` at ``version``: full or incremental; sessionless
         below v7."""
-        body = fetch_body(asked, settings)
         if version < MIN_VERSION:
             self._full = None
-            return body
+            return fetch_body(asked, settings)
         want = {(r.topic, r.partition): (r.offset, min(r.max_bytes, _INT32_MAX)) for r in asked}
-        body["session_id"], body["session_epoch"] = self.id, self.epoch
         if self.epoch == INITIAL_EPOCH:
+            body = fetch_body(asked, settings)
             self._full = True
             self.full_requests += 1
             self.known = {}
@@ -100,9 +99,10 @@ class FetchSession:
             gone = [k for k in old if k not in want]
             for k in gone:
                 self.known.pop(k, None)
-            body["topics"] = topics_body(changed)
+            body = fetch_body(asked, settings, changed)
             body["forgotten_topics_data"] = _forgotten(gone)
             self.last_partitions = len(changed)
+        body["session_id"], body["session_epoch"] = self.id, self.epoch
         self.partitions = want
         return body
 

@@ -214,24 +214,24 @@ class ShareFetchState:
         buffer = self.buffer
         self.decode(max_records)
         whole = self.config.acquire_mode == 0
+        delivered = self.delivered
         out: list[ShareConsumerRecord] = []
         while buffer and len(out) < max_records:
             room = max_records - len(out)
-            if whole or len(buffer[0]) <= room:
-                out += buffer.popleft()
+            run = buffer[0]
+            if whole or len(run) <= room:
+                buffer.popleft()
             else:
-                run = buffer[0]
-                out += run[:room]
                 buffer[0] = run[room:]
+                run = run[:room]
+            out += run
+            first = run[0]  # a run is of one partition: one set lookup for it
+            tp = TopicPartition(first.topic, first.partition)
+            held = delivered.get(tp)
+            if held is None:
+                held = delivered[tp] = set()
+            held.update(map(_OFFSET, run))
         self.buffered -= len(out)
-        delivered = self.delivered
-        key: tuple[str, int] | None = None
-        held: set[int] = set()
-        for r in out:  # records come in runs of one partition: one set lookup per run
-            if (r.topic, r.partition) != key:
-                key = (r.topic, r.partition)
-                held = delivered.setdefault(TopicPartition(r.topic, r.partition), set())
-            held.add(r.offset)
         return out
 
     def decode(self, max_records: int) -> None:

@@ -19,6 +19,7 @@ encoder (checked there too), at a tenth of its cost, on every poll of a consumer
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .schema import Struct
@@ -47,6 +48,19 @@ _REQUEST_HEAD = struct.Struct(">iiiibii")
 _PARTITION = struct.Struct(">iiqiqib")
 #: Fetch's API key
 FETCH_KEY = 1
+#: a compact array's length prefix, for lengths below 127: one byte
+_SMALL = [bytes((n + 1,)) for n in range(127)]
+#: the keys of a partition in a request
+_PARTITION_KEYS = frozenset(
+    (
+        "partition",
+        "current_leader_epoch",
+        "fetch_offset",
+        "last_fetched_epoch",
+        "log_start_offset",
+        "partition_max_bytes",
+    )
+)
 #: the request body's keys :func:`request_frame` writes (any other: the generic encoder)
 _BODY_KEYS = frozenset(
     (
@@ -118,37 +132,52 @@ def reader_for(version: int) -> Reader | None:
     return read_one_partition if version == ONE_PARTITION_VERSION else None
 
 
+@lru_cache(maxsize=4096)
 def _compact_string(s: str) -> bytes:
     b = s.encode("utf-8")
     return encode_uvarint(len(b) + 1) + b
 
 
+def _count(n: int) -> bytes:
+    """A compact array's length prefix."""
+    return _SMALL[n] if n < 127 else encode_uvarint(n + 1)
+
+
 def request_frame(corr: int, client_header: bytes, body: dict[str, Any]) -> bytes:
     """The whole Fetch v12 request frame (size prefix first) for ``body``; ``client_header``
     is the request header after the correlation id (:func:`client_header`).  Raises KeyError
-    or struct.error for a body the core would not build (the generic encoder names what)."""
-    g = body.get
+    (a field missing or unknown) or struct.error for a body the core would not build: the
+    generic encoder writes it with its defaults, or names what is wrong."""
     out = [
         b"",
         client_header,
         _REQUEST_HEAD.pack(
-            g("replica_id", -1),
-            g("max_wait_ms", 500),
-            g("min_bytes", 1),
-            g("max_bytes", 0x7FFFFFFF),
-            g("isolation_level", 0),
-            g("session_id", 0),
-            g("session_epoch", -1),
+            body["replica_id"],
+            body["max_wait_ms"],
+            body["min_bytes"],
+            body["max_bytes"],
+            body["isolation_level"],
+            body["session_id"],
+            body["session_epoch"],
         ),
     ]
     topics = body["topics"]
-    out.append(encode_uvarint(len(topics) + 1))
+    out.append(_count(len(topics)))
     pack = _PARTITION.pack
     for t in topics:
         parts = t["partitions"]
+        if len(t) != 2:
+            raise KeyError("topic")
         out.append(_compact_string(t["topic"]))
-        out.append(encode_uvarint(len(parts) + 1))
+        out.append(_count(len(parts)))
         for p in parts:
+            if len(p) == 3:  # what the core builds: the others at their defaults
+                out.append(
+                    pack(p["partition"], -1, p["fetch_offset"], -1, -1, p["partition_max_bytes"], 0)
+                )
+                continue
+            if not _PARTITION_KEYS.issuperset(p):
+                raise KeyError("partition")
             out.append(
                 pack(
                     p["partition"],
@@ -161,15 +190,17 @@ def request_frame(corr: int, client_header: bytes, body: dict[str, Any]) -> byte
                 )
             )
         out.append(b"\x00")  # the topic's tagged section
-    forgotten = g("forgotten_topics_data") or ()
-    out.append(encode_uvarint(len(forgotten) + 1))
+    forgotten = body["forgotten_topics_data"]
+    out.append(_count(len(forgotten)))
     for t in forgotten:
         ps = t["partitions"]
+        if len(t) != 2:
+            raise KeyError("topic")
         out.append(_compact_string(t["topic"]))
-        out.append(encode_uvarint(len(ps) + 1))
+        out.append(_count(len(ps)))
         out.append(struct.pack(f">{len(ps)}i", *ps))
         out.append(b"\x00")
-    out.append(_compact_string(g("rack_id", "")))
+    out.append(_compact_string(body["rack_id"]))
     out.append(b"\x00")  # the body's tagged section
     size = sum(map(len, out)) + 8
     out[0] = _FRAME_HEAD.pack(size, FETCH_KEY, ONE_PARTITION_VERSION, corr)

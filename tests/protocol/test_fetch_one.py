@@ -172,7 +172,7 @@ def p(partition, offset, size=1 << 20):
             "rack_id": "rack-a",
         },
         {
-            "max_wait_ms": 1,
+            **fetch_body([], FetchSettings(max_wait_ms=1)),
             "topics": [
                 {
                     "topic": "x",
@@ -216,5 +216,14 @@ def test_a_body_the_prepared_request_does_not_know_goes_the_generic_way():
     assert proto._fetch_frame(FETCH, 12, 0, missing) is None  # the generic defaults: zeros
     corr, frame = proto.send_request(FETCH, 12, missing)
     assert frame == generic_frame("c", corr, missing)
+    odd = fetch_body([p(0, 1)], FetchSettings())
+    odd["topics"][0]["partitions"][0]["leader"] = 1  # a partition field Fetch does not have
+    assert proto._fetch_frame(FETCH, 12, 0, odd) is None
+    with pytest.raises(ValueError, match="leader"):
+        proto.send_request(FETCH, 12, odd)
+    short = {"max_wait_ms": 5, "topics": []}  # the generic encoder's defaults for the rest
+    assert proto._fetch_frame(FETCH, 12, 0, short) is None
+    corr, frame = proto.send_request(FETCH, 12, short)
+    assert frame == generic_frame("c", corr, short)
     older = fetch_body([p(0, 1)], FetchSettings())
     assert proto._fetch_frame(FETCH, 11, 0, older) is None
