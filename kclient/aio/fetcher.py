@@ -96,6 +96,8 @@ class AIOFetcher:
         self._stale = False
         #: answers whose decoding continues in a later callback (nothing is fetched ahead)
         self._decoding = 0
+        #: Fetch requests sent before the answer before them was decoded (:meth:`_send_ahead`)
+        self.sent_ahead = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -278,6 +280,7 @@ class AIOFetcher:
         sts = self._fetchable().get(node)
         if sts and conn.connected:
             self._send_to(node, conn, sts)
+            self.sent_ahead += 1
         return [(st, offset, epoch, end) for (st, offset, epoch, _), end in zip(asked, ends)]
 
     def _take_all(self, asked: list[_Asked], parts: dict[Any, Any], start: int) -> None:

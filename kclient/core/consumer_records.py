@@ -8,12 +8,15 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
+from kclient.protocol.speedups import load_speedup
 from kclient.structs import ConsumerRecord, TopicPartition
 
 from .columns import MessageColumns
 
 __all__ = ["build_records", "NO_HEADERS"]
 
+#: untracks records the cyclic collector need not scan (the C record walker's, when built)
+_untrack = getattr(load_speedup("kclient.protocol.records._walk"), "untrack_flat", None)
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
 Decode = Callable[[Any], Any]
@@ -52,10 +55,12 @@ def build_records(
 
     They are built with the cyclic collector paused: it would otherwise scan the batch being
     built again every 700 allocations (more than half the cost). They are reference-counted;
-    nothing is left for it to free.  A record's headers are a list of its own, or when it has
-    none the empty tuple (as aiokafka's; immutable, so one can be shared), or with
-    ``empty_lists`` :data:`NO_HEADERS`, an empty list that refuses changes (as kafka-python's
-    ``[]``, shared as well).  ``cls`` and ``tail``: another record type whose fields are a
+    nothing is left for it to free, so a record whose fields hold no references (bytes, str,
+    int, None, no headers) is untracked (``_walk.untrack_flat``): the collector scans a tuple
+    subclass in every collection while it lives.  A record's headers are a list of its own,
+    or when it has none the empty tuple (as aiokafka's; immutable, so one can be shared), or
+    with ``empty_lists`` :data:`NO_HEADERS`, an empty list that refuses changes (as
+    kafka-python's ``[]``, shared as well).  ``cls`` and ``tail``: another record type whose fields are a
     ConsumerRecord's and then ``tail``, the same for every record (a ShareConsumerRecord and
     its delivery count)."""
     n = j - i
@@ -71,7 +76,7 @@ def build_records(
             if cols.headers is not None
             else repeat(empty, n)
         )
-        return list(
+        records = list(
             map(
                 _new,
                 repeat(cls, n),
@@ -88,6 +93,9 @@ def build_records(
                 ),
             )
         )
+        if _untrack is not None:
+            _untrack(records, NO_HEADERS)
+        return records
     finally:
         if paused:
             gc.enable()

@@ -19,14 +19,12 @@ encoder (checked there too), at a tenth of its cost, on every poll of a consumer
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .schema import Struct
 from .varint import decode_uvarint, encode_uvarint
-
-if TYPE_CHECKING:
-    from .framing import Reader
 
 __all__ = ["read_one_partition", "reader_for", "request_frame", "ONE_PARTITION_VERSION"]
 
@@ -127,7 +125,7 @@ def read_one_partition(view: memoryview, pos: int) -> Struct | None:
     )
 
 
-def reader_for(version: int) -> Reader | None:
+def reader_for(version: int) -> Callable[[memoryview, int], Struct | None] | None:
     """The reader for a Fetch answer of ``version`` (None: only the generic decoder)."""
     return read_one_partition if version == ONE_PARTITION_VERSION else None
 

@@ -192,6 +192,45 @@ def test_assign_seek_pause(mini_broker):
     asyncio.run(main())
 
 
+def test_a_seek_while_the_next_fetch_is_out_reads_on_from_exactly_there(mini_broker):
+    """The fetch task sends the next Fetch as an answer arrives, before decoding it; a seek
+    while that fetch is on the wire drops its answer and what was queued: the records after
+    the seek are exactly the ones from its offset on, none missing, none twice."""
+    mini_broker.create_topic("ahead", partitions=1)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        async with AIOProducer(bootstrap_servers=bs) as p:
+            for i in range(30):  # 30 batches of 10: a 1 KB fetch holds a few of them
+                for k in range(10):
+                    await p.enqueue("ahead", b"v%d" % (i * 10 + k), partition=0)
+                await p.flush()
+        async with AIOConsumer(
+            bootstrap_servers=bs, auto_offset_reset="earliest", max_partition_fetch_bytes=1024
+        ) as c:
+            c.assign([TP("ahead", 0)])
+            seen: list[int] = []
+            while len(seen) < 100:
+                for recs in (await c.getmany(timeout_ms=2000, max_records=20)).values():
+                    seen += [r.offset for r in recs]
+            await asyncio.sleep(0.01)  # the fetch task runs
+            while not c._fetcher._inflight:  # a full queue holds the next fetch back
+                for recs in (await c.getmany(timeout_ms=2000, max_records=5)).values():
+                    seen += [r.offset for r in recs]
+                await asyncio.sleep(0.002)
+            assert seen == list(range(len(seen))) and len(seen) < 300
+            c.seek(TP("ahead", 0), 7)
+            rest: list = []
+            while len(rest) < 293:
+                for recs in (await c.getmany(timeout_ms=2000)).values():
+                    rest += recs
+            assert [r.offset for r in rest] == list(range(7, 300))
+            assert [r.value for r in rest[:2]] == [b"v7", b"v8"]
+            assert c._fetcher.sent_ahead > 0
+
+    asyncio.run(main())
+
+
 def test_consumer_config_errors():
     with pytest.raises(InvalidConfigError, match="group.id"):
         AIOConsumer("t", bootstrap_servers="127.0.0.1:1")

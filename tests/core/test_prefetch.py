@@ -171,3 +171,20 @@ def test_no_fetching_ahead_when_an_answer_must_be_decoded_first():
         1 << 20,
     )
     assert got == [3, -1, -1] and (st.fetch_offset, other.fetch_offset) == (3, 5)
+
+
+def test_records_the_collector_need_not_scan_are_untracked():
+    import gc
+
+    from kclient.core import consumer_records
+
+    st = state(0)
+    take_answer(st, 0, st.epoch, answer(0, [b"a", b"b"]))
+    ((cols, i, j),) = take(st, 5)
+    flat = build_records(TP, cols, i, j, None, None)
+    shared = build_records(TP, cols, i, j, None, None, empty_lists=True)
+    decoded = build_records(TP, cols, i, j, None, lambda v: {"v": v})
+    untracked = consumer_records._untrack is not None  # the C walker built (not pure Python)
+    assert [gc.is_tracked(r) for r in flat + shared] == [not untracked] * 4  # bytes, ints
+    assert all(gc.is_tracked(r) for r in decoded)  # a dict value could be in a cycle
+    assert [r.value for r in flat] == [b"a", b"b"] == [r.value for r in shared]

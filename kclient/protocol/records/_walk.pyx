@@ -78,3 +78,41 @@ def walk_plain(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end, Py_
     if pos != end:
         return None
     return tss, keys, vals
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        Py_ssize_t tp_dictoffset
+    PyTypeObject *Py_TYPE(object)
+    int PyObject_IS_GC(object)
+    int PyTuple_CheckExact(object)
+    int PyObject_GC_IsTracked(object)
+    void PyObject_GC_UnTrack(void *)
+
+
+def untrack_flat(list items, object shared=None):
+    """Stop the cyclic collector tracking each tuple of ``items`` (a record: a NamedTuple)
+    whose fields cannot hold references to others (bytes, str, int, None, an untracked exact
+    tuple: CPython's own rule for untracking tuples) or are ``shared``
+    (an immutable empty list): such a tuple can be in no reference cycle, yet the collector
+    scans every tuple subclass in each collection while it lives (CPython untracks only exact
+    tuples itself).  Anything else in ``items`` is left as it is, as is a tuple with a
+    ``__dict__`` (which could hold anything)."""
+    cdef object t, field
+    cdef bint flat
+    for t in items:
+        if (
+            not isinstance(t, tuple)
+            or not PyObject_GC_IsTracked(t)
+            or Py_TYPE(t).tp_dictoffset != 0
+        ):
+            continue
+        flat = True
+        for field in <tuple>t:
+            if field is shared or not PyObject_IS_GC(field):
+                continue
+            if not PyTuple_CheckExact(field) or PyObject_GC_IsTracked(field):
+                flat = False  # (a dict untracked now is tracked again once it holds one)
+                break
+        if flat:
+            PyObject_GC_UnTrack(<void *>t)
