@@ -229,18 +229,18 @@ class ShareConsumer(ShareFace):
         self._finish_acking()
         with self._lock:
             acking = InFlight(share_acknowledge(self._state), ClusterTransport(self.cluster))
-        ahead = self._ahead
-        if ahead is None:  # the next fetch right behind: Kafka works on it as the next poll runs
-            self._fetch_ahead()
         try:
-            if ahead is not None:
+            if self._ahead is None:  # the next fetch right behind: Kafka works on it meanwhile
+                self._fetch_ahead()
+            else:
                 self._finish_ahead()
             # the next poll's records built while the brokers answer
             self._state.decode_ahead(self.settings.max_poll_records)
-        finally:  # the acknowledgements' answers are read whatever the fetch's were
+        finally:  # the acknowledgements' answers are read (and reported) whatever the fetch's
             with self._lock:
                 outcomes = acking.finish()
-        return report(outcomes, self._callback)
+            results = report(outcomes, self._callback)
+        return results
 
     def commit_async(self) -> None:
         """Send the acknowledgements now and return at once: the ShareAcknowledge is read by
