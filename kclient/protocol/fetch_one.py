@@ -141,6 +141,32 @@ def _count(n: int) -> bytes:
     return _SMALL[n] if n < 127 else encode_uvarint(n + 1)
 
 
+def _topic_head(t: dict[str, Any], items: list[Any]) -> bytes:
+    """A topic's name and its array's length prefix (KeyError: a key Fetch does not have)."""
+    if len(t) != 2:
+        raise KeyError("topic")
+    return _compact_string(t["topic"]) + _count(len(items))
+
+
+def _partition(p: dict[str, Any]) -> bytes:
+    """One partition of a request (KeyError: a key missing, or one Fetch does not have)."""
+    if len(p) == 3:  # what the core builds: the others at their defaults
+        return _PARTITION.pack(
+            p["partition"], -1, p["fetch_offset"], -1, -1, p["partition_max_bytes"], 0
+        )
+    if not _PARTITION_KEYS.issuperset(p):
+        raise KeyError("partition")
+    return _PARTITION.pack(
+        p["partition"],
+        p.get("current_leader_epoch", -1),
+        p["fetch_offset"],
+        p.get("last_fetched_epoch", -1),
+        p.get("log_start_offset", -1),
+        p["partition_max_bytes"],
+        0,
+    )
+
+
 def request_frame(corr: int, client_header: bytes, body: dict[str, Any]) -> bytes:
     """The whole Fetch v12 request frame (size prefix first) for ``body``; ``client_header``
     is the request header after the correlation id (:func:`client_header`).  Raises KeyError
@@ -161,41 +187,16 @@ def request_frame(corr: int, client_header: bytes, body: dict[str, Any]) -> byte
     ]
     topics = body["topics"]
     out.append(_count(len(topics)))
-    pack = _PARTITION.pack
     for t in topics:
         parts = t["partitions"]
-        if len(t) != 2:
-            raise KeyError("topic")
-        out.append(_compact_string(t["topic"]))
-        out.append(_count(len(parts)))
-        for p in parts:
-            if len(p) == 3:  # what the core builds: the others at their defaults
-                out.append(
-                    pack(p["partition"], -1, p["fetch_offset"], -1, -1, p["partition_max_bytes"], 0)
-                )
-                continue
-            if not _PARTITION_KEYS.issuperset(p):
-                raise KeyError("partition")
-            out.append(
-                pack(
-                    p["partition"],
-                    p.get("current_leader_epoch", -1),
-                    p["fetch_offset"],
-                    p.get("last_fetched_epoch", -1),
-                    p.get("log_start_offset", -1),
-                    p["partition_max_bytes"],
-                    0,
-                )
-            )
+        out.append(_topic_head(t, parts))
+        out.extend(map(_partition, parts))
         out.append(b"\x00")  # the topic's tagged section
     forgotten = body["forgotten_topics_data"]
     out.append(_count(len(forgotten)))
     for t in forgotten:
         ps = t["partitions"]
-        if len(t) != 2:
-            raise KeyError("topic")
-        out.append(_compact_string(t["topic"]))
-        out.append(_count(len(ps)))
+        out.append(_topic_head(t, ps))
         out.append(struct.pack(f">{len(ps)}i", *ps))
         out.append(b"\x00")
     out.append(_compact_string(body["rack_id"]))
