@@ -265,8 +265,8 @@ class ShareFace:
             last is not None
             and type is _ACCEPT_TYPE
             and record.__class__ is ShareConsumerRecord
-            and record.partition == last[4]
-            and record.topic == last[3]
+            and record.partition == last[0][1]
+            and record.topic == last[0][0]
         ):
             held, offset = last[1], record.offset
             if offset in held and len(held) > 1:  # (not the last: the state drops the set)

@@ -194,11 +194,11 @@ class ShareFetchState:
         #: the broker whose session acquired a partition's records (its acks go there)
         self.node_of: dict[TopicPartition, int] = {}
         self.lock_timeout_ms = -1
-        #: acknowledge()'s last partition: (tp, its delivered set, its pending acks, topic,
-        #: partition), None once those maps change.  A face may settle a further record of
+        #: acknowledge()'s last partition: (tp, its delivered set, its pending acks), None
+        #: once those maps change.  A face may settle a further record of
         #: it in place (offset out of the set, into the acks; never the set's last one): the
         #: per-record fast path of ShareFace.acknowledge
-        self._last: tuple[TopicPartition, set[int], dict[int, int], str, int] | None = None
+        self._last: tuple[TopicPartition, set[int], dict[int, int]] | None = None
 
     # -- the application's side --------------------------------------------------------
 
@@ -268,7 +268,7 @@ class ShareFetchState:
             if found is None:
                 raise _not_delivered(tp, offset)
             held, acks = found, self.pending.setdefault(tp, {})
-            self._last = (tp, held, acks, tp.topic, tp.partition)
+            self._last = (tp, held, acks)
         if offset not in held:
             raise _not_delivered(tp, offset)
         if kind != _RENEW:
