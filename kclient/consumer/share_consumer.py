@@ -235,7 +235,7 @@ class ShareConsumer(ShareFace):
             else:
                 self._finish_ahead()
             # the next poll's records built while the brokers answer
-            self._state.decode_ahead(self.settings.max_poll_records)
+            self._state.decode(self.settings.max_poll_records, ahead=True)
         finally:  # the acknowledgements' answers are read (and reported) whatever the fetch's
             with self._lock:
                 outcomes = acking.finish()

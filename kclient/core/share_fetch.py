@@ -234,26 +234,25 @@ class ShareFetchState:
         self.buffered -= len(out)
         return out
 
-    def decode(self, max_records: int) -> None:
+    def decode(self, max_records: int, ahead: bool = False) -> bool:
         """Build records from the undecoded answers until ``max_records`` are buffered (or
-        none is left), as :meth:`take` does first."""
-        while self.buffered < max_records and self.raw:
-            tp, p = self.raw.popleft()
-            self.raw_count -= _span(p)
-            self._acquire(tp, p)
-
-    def decode_ahead(self, max_records: int) -> bool:
-        """:meth:`decode` done by a driver while it waits for the brokers (a commit's answer),
-        so the next poll finds its records built; an answer that fails to decode is left for
-        that poll to raise (False)."""
-        while self.buffered < max_records and self.raw:
-            tp, p = self.raw[0]
+        none is left), as :meth:`take` does first.  ``ahead``: done by a driver while it waits
+        for the brokers (a commit's answer), so the next poll finds its records built; an
+        answer that fails to decode is then left for that poll to raise (False)."""
+        raw = self.raw
+        while self.buffered < max_records and raw:
+            tp, p = raw[0]
+            failed = None
             try:
                 self._acquire(tp, p)
-            except Exception:  # noqa: BLE001 - the poll that takes it raises it
-                return False
-            self.raw.popleft()
+            except Exception as exc:  # noqa: BLE001 - raised below, or by the poll that takes it
+                if ahead:
+                    return False
+                failed = exc
+            raw.popleft()
             self.raw_count -= _span(p)
+            if failed is not None:
+                raise failed
         return True
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:

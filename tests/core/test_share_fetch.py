@@ -17,7 +17,7 @@ from kclient.core.share_fetch import (
     share_fetch,
 )
 from kclient.core.share_group import ShareMemberState
-from kclient.errors import InvalidShareSessionEpochError
+from kclient.errors import CorruptRecordError, InvalidShareSessionEpochError
 from kclient.protocol.records.v2_build import build_batch
 from kclient.protocol.schema import Struct
 from kclient.structs import AcknowledgeType, TopicPartition
@@ -239,3 +239,16 @@ def test_acknowledgements_behind_a_fetch_that_lost_the_session_fail_and_are_not_
     assert isinstance(outcome.error, InvalidShareSessionEpochError)
     assert state.sessions[3].epoch == 0 and state.sessions[3].in_flight == 0
     assert not state.has_pending()
+
+
+def test_an_answer_that_does_not_decode_is_left_by_decoding_ahead_and_raised_by_the_poll():
+    bad = bytearray(build_batch([b"a", b"b"], base_offset=10))
+    bad[-1] ^= 0xFF  # the batch's CRC no longer matches
+    state = _state()
+    state.read_fetch(3, _answer(bytes(bad), [(10, 11, 1)]), FetchOutcome())
+    assert state.decode(10, ahead=True) is False  # left for the poll that takes it
+    assert len(state.raw) == 1 and state.raw_count == 2
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        state.take(10)
+    assert len(state.raw) == 0 and state.raw_count == 0  # raised once, not again
+    assert state.take(10) == []
