@@ -320,14 +320,15 @@ def run_renew(bootstrap: str, topic: str) -> tuple[list[Any], list[Any], list[An
     return held, results, stolen
 
 
-def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
-    """An explicit member (``max.poll.records`` 5) drains 30 records of one partition, each its
-    own batch: a ``commit_sync`` after which the next poll would leave less than a poll's
-    worth held writes the next fetch right behind its ShareAcknowledge, and the next commit
-    writes its ShareAcknowledge behind that fetch, still in flight.  It releases the
-    first delivery of every offset ``% 7 == 3`` and accepts everything else; after its close
-    a second member, once assigned, polls.  Returns what was accepted, released, the commit
-    results, how many commits had a fetch in flight, and what the second member got."""
+def run_commits_behind_fetches(bootstrap: str, topic: str, aio: bool = False) -> dict[str, Any]:
+    """An explicit member (``max.poll.records`` 5; ``aio``: an AIOShareConsumer) drains 30
+    records of one partition, each its own batch: a ``commit_sync`` after which the next poll
+    would leave less than a poll's worth held writes the next fetch right behind its
+    ShareAcknowledge, and the next commit writes its ShareAcknowledge behind that fetch, still
+    in flight.  It releases the first delivery of every offset ``% 7 == 3`` and accepts
+    everything else; after its close a second member, once assigned, polls.  Returns what was
+    accepted, released, the commit results, how many commits had a fetch in flight, and what
+    the second member got."""
     group = new_group(bootstrap)
     produce_one_by_one(bootstrap, topic, 30)
     mode = {"max.poll.records": 5, "share.acknowledgement.mode": "explicit"}
@@ -338,19 +339,17 @@ def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
         "behind": 0,
         "fetch_behind": 0,
     }
-    with ShareConsumer(conf(bootstrap, group, **mode), topic) as a:
-        deadline = time.monotonic() + 30
-        while len(out["accepted"]) < 30 and time.monotonic() < deadline:
-            records = a.poll(1)
-            for r in records:
-                release = r.offset % 7 == 3 and r.delivery_count == 1
-                a.acknowledge(r, AcknowledgeType.RELEASE if release else AcknowledgeType.ACCEPT)
-                out["released" if release else "accepted"].append((r.offset, r.delivery_count))
-            if records:
-                ahead = a._ahead
-                out["behind"] += ahead is not None
-                out["results"].append(a.commit_sync())
-                out["fetch_behind"] += ahead is None and a._ahead is not None
+    if aio:
+        asyncio.run(_commits_behind_fetches_aio(conf(bootstrap, group, **mode), topic, out))
+    else:
+        with ShareConsumer(conf(bootstrap, group, **mode), topic) as a:
+            deadline = time.monotonic() + 30
+            while len(out["accepted"]) < 30 and time.monotonic() < deadline:
+                records = a.poll(1)
+                if _settle_releasing_some(a, records, out):
+                    ahead = a._ahead
+                    out["results"].append(a.commit_sync())
+                    _count_behind(out, ahead, a._ahead)
     out["later"] = []
     with ShareConsumer(conf(bootstrap, group), topic) as b:
         wait_until(
@@ -360,6 +359,33 @@ def run_commits_behind_fetches(bootstrap: str, topic: str) -> dict[str, Any]:
         )
         out["later"] += [r.offset for r in b.poll(0.3)]
     return out
+
+
+async def _commits_behind_fetches_aio(config: dict[str, Any], topic: str, out: dict[str, Any]):
+    """run_commits_behind_fetches' member, on asyncio."""
+    async with AIOShareConsumer(config, topic) as a:
+        deadline = time.monotonic() + 30
+        while len(out["accepted"]) < 30 and time.monotonic() < deadline:
+            records = await a.poll(1)
+            if _settle_releasing_some(a, records, out):
+                ahead = a._ahead
+                out["results"].append(await a.commit_sync())
+                _count_behind(out, ahead, a._ahead)
+
+
+def _settle_releasing_some(a: Any, records: list[Any], out: dict[str, Any]) -> bool:
+    """Release the first delivery of offsets ``% 7 == 3``, accept the rest; any records?"""
+    for r in records:
+        release = r.offset % 7 == 3 and r.delivery_count == 1
+        a.acknowledge(r, AcknowledgeType.RELEASE if release else AcknowledgeType.ACCEPT)
+        out["released" if release else "accepted"].append((r.offset, r.delivery_count))
+    return bool(records)
+
+
+def _count_behind(out: dict[str, Any], before: Any, after: Any) -> None:
+    """A commit written behind a fetch in flight, or one with the next fetch behind it."""
+    out["behind"] += before is not None
+    out["fetch_behind"] += before is None and after is not None
 
 
 def check_commits_behind_fetches(out: dict[str, Any]) -> None:

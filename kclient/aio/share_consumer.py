@@ -5,7 +5,11 @@ The same core conversations as the threaded :class:`kclient.ShareConsumer`
 driver: a heartbeat task, and fetching in the task that awaits :meth:`poll` (or iterates
 with ``async for``).  Its configuration is Java's KafkaShareConsumer's, as the threaded one's,
 and it fetches ahead as that one does: a poll that returns records sends the next ShareFetch in
-a task, whose answer the next poll, commit or close takes.
+a task, whose answer the next poll, commit or close takes.  As the threaded one's,
+``commit_sync`` writes its ShareAcknowledge behind a fetch still on the wire (the share
+session's epoch counts the requests in flight, :class:`kclient.core.share_fetch.ShareSession`;
+Kafka answers a connection's requests in order), or writes the next fetch right behind it
+when the poll after next would run short, and builds the next poll's records while it waits.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from kclient.consumer.connector import connection_settings
 from kclient.consumer.share_common import ShareFace, absorb, report, wanted_by_leader
-from kclient.core.share_fetch import FetchOutcome, share_acknowledge, share_fetch
+from kclient.core.share_fetch import AckOutcome, FetchOutcome, share_acknowledge, share_fetch
 from kclient.core.share_group import share_heartbeat, share_leave
 from kclient.errors import KafkaError, WakeupError
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
@@ -110,7 +114,8 @@ class AIOShareConsumer(ShareFace):
         self.settings.before_poll(state)
         seconds = float("inf") if timeout is None or timeout < 0 else float(timeout)
         deadline = time.monotonic() + seconds
-        await self._finish_ahead()
+        if state.held() < self.settings.max_poll_records:  # else it is taken later, behind
+            await self._finish_ahead()
         while True:
             self._raise_pending()
             if state.held():
@@ -190,17 +195,30 @@ class AIOShareConsumer(ShareFace):
 
     # -- acknowledging -----------------------------------------------------------------
     async def commit_sync(self) -> dict[TopicPartition, KafkaError | None]:
-        """Send the acknowledgements now (a ShareAcknowledge, after the answer of a fetch sent
-        ahead) and wait for each partition's result (None: applied)."""
+        """Send the acknowledgements now (a ShareAcknowledge, written right behind a fetch sent
+        ahead that is still on the wire, or followed by the next fetch: Kafka answers them in
+        order) and wait for each partition's result (None: applied)."""
         self._check_open("commit_sync")
         await self.start()
+        state = self._state
         if not self.settings.explicit:
-            self._state.settle_all(_ACCEPT)
-        await self._finish_ahead()
-        assert self._lock is not None
-        async with self._lock:
-            outcomes = await run(share_acknowledge(self._state), ClusterTransport(self.cluster))
-        return report(outcomes, self._callback)
+            state.settle_all(_ACCEPT)
+        acking: InFlight[list[AckOutcome]] = InFlight(
+            share_acknowledge(state), ClusterTransport(self.cluster)
+        )
+        try:
+            if self._ahead is None:  # the next fetch right behind: Kafka works on it meanwhile
+                self._fetch_ahead()
+            else:
+                await self._finish_ahead()
+            # the next poll's records built while the brokers answer
+            state.decode(self.settings.max_poll_records, ahead=True)
+        finally:  # the acknowledgements' answers are taken (and reported) whatever the fetch's
+            assert self._lock is not None
+            async with self._lock:
+                outcomes = await acking.finish()
+            results = report(outcomes, self._callback)
+        return results
 
     def commit_async(self) -> asyncio.Task[dict[TopicPartition, KafkaError | None]]:
         """Send the acknowledgements in a task (results to the callback, and the task's)."""

@@ -103,7 +103,8 @@ def test_batch_optimized_polls_keep_record_batches_whole_record_limit_splits_the
     assert sizes == {"batch_optimized": [12], "record_limit": [5, 5, 2]}, sizes
 
 
-def test_commits_written_behind_fetches_in_flight_apply_each_acknowledgement_once(broker):
+@pytest.mark.parametrize("aio", [False, True], ids=["threads", "asyncio"])
+def test_commits_written_behind_fetches_in_flight_apply_each_acknowledgement_once(broker, aio):
     check_commits_behind_fetches(
-        run_commits_behind_fetches(broker.bootstrap, _topic(broker.bootstrap))
+        run_commits_behind_fetches(broker.bootstrap, _topic(broker.bootstrap), aio)
     )
