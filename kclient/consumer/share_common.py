@@ -260,19 +260,12 @@ class ShareFace:
         """Settle a delivered record (explicit mode): ACCEPT, RELEASE (deliver again, maybe to
         another member), REJECT (never again), RENEW (keep the lock; settle it later).  Sent
         with the next fetch (sent at the end of the next poll) or commit."""
-        last = self._state._last  # the common case in one call: ACCEPT, the same partition
-        if (
-            last is not None
-            and type is _ACCEPT_TYPE
-            and record.__class__ is ShareConsumerRecord
-            and record.partition == last[0][1]
-            and record.topic == last[0][0]
-        ):
-            held, offset = last[1], record.offset
-            if offset in held and len(held) > 1:  # (not the last: the state drops the set)
-                held.remove(offset)
-                last[2][offset] = _ACCEPT
-                return
+        state = self._state  # the common case in one call: ACCEPT, the next record in order
+        i = state.acked
+        order = state.in_order
+        if i < len(order) and order[i] is record and type is _ACCEPT_TYPE:
+            state.acked = i + 1
+            return
         try:
             wire = _WIRE[type] if record.__class__ is ShareConsumerRecord else None
         except (KeyError, TypeError):  # not a type: check_ack_type says so
@@ -280,14 +273,14 @@ class ShareFace:
         if wire is None or self._closed or not self.settings.explicit:
             self._check_open("acknowledge")
             tp, offset, wire = check_ack_type(self.settings.explicit, record, type)
-            self._state.acknowledge(tp, offset, wire)
+            state.acknowledge(tp, offset, wire, record)
             return
         topic, partition, tp = self._ack_tp
         if topic is not record.topic or partition != record.partition:
             key = (record.topic, record.partition)  # one TopicPartition per partition
             tp = self._tps.get(key) or self._tps.setdefault(key, TopicPartition(*key))
             self._ack_tp = (record.topic, record.partition, tp)
-        self._state.acknowledge(tp, record.offset, wire)
+        state.acknowledge(tp, record.offset, wire, record)
 
     def set_acknowledgement_commit_callback(self, callback: AckCallback | None) -> None:
         """``callback(offsets by partition, exception or None)`` after acknowledgements are

@@ -145,7 +145,7 @@ class ShareConsumer(ShareFace):
             self._raise_pending()
             if state.held():
                 self._fetch_ahead()  # before the records are built: the broker works meanwhile
-                records = state.take(self.settings.max_poll_records)
+                records = state.take(self.settings.max_poll_records, self.settings.explicit)
                 if records:
                     return records
                 if self._ahead is not None:  # only gaps were acquired: read the next answer

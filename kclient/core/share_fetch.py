@@ -53,6 +53,7 @@ _OFFSET = operator.attrgetter("offset")
 #: an acquired offset with no record to deliver (a control record, a compacted gap)
 GAP = 0
 _RENEW = int(AcknowledgeType.RENEW)
+_ACCEPT = int(AcknowledgeType.ACCEPT)
 #: the session is gone or out of step: open a new one (epoch 0)
 _SESSION_LOST = (ShareSessionNotFoundError.errno, InvalidShareSessionEpochError.errno)
 #: partition errors that call for fresh metadata (the leader moved, the topic changed)
@@ -187,34 +188,80 @@ class ShareFetchState:
         self.raw: deque[tuple[TopicPartition, Any]] = deque()
         #: offsets acquired in ``raw`` (records and gaps)
         self.raw_count = 0
-        #: delivered to the application, not settled: tp -> offsets
-        self.delivered: dict[TopicPartition, set[int]] = {}
-        #: settled, not sent: tp -> {offset: type}
-        self.pending: dict[TopicPartition, dict[int, int]] = {}
+        #: delivered to the application, not settled: tp -> offsets (read through
+        #: :attr:`delivered`, which applies the in-order acceptances first)
+        self._delivered: dict[TopicPartition, set[int]] = {}
+        #: settled, not sent: tp -> {offset: type} (through :attr:`pending`, likewise)
+        self._pending: dict[TopicPartition, dict[int, int]] = {}
+        #: the last poll's records (explicit mode), for acceptances in the order delivered:
+        #: a face accepts ``in_order[acked]`` by counting it (``acked += 1``), and the records
+        #: counted are applied, a partition's run at a time, before the maps are read
+        #: (:meth:`_apply_in_order`).  Emptied when a record is settled out of that order
+        self.in_order: list[ShareConsumerRecord] | tuple[()] = ()
+        self.acked = 0
+        self._applied = 0
+        #: the runs of ``in_order``: (start, end, partition)
+        self._runs: list[tuple[int, int, TopicPartition]] = []
         #: the broker whose session acquired a partition's records (its acks go there)
         self.node_of: dict[TopicPartition, int] = {}
         self.lock_timeout_ms = -1
         #: acknowledge()'s last partition: (tp, its delivered set, its pending acks), None
-        #: once those maps change.  A face may settle a further record of
-        #: it in place (offset out of the set, into the acks; never the set's last one): the
-        #: per-record fast path of ShareFace.acknowledge
+        #: once those maps change
         self._last: tuple[TopicPartition, set[int], dict[int, int]] | None = None
 
     # -- the application's side --------------------------------------------------------
+
+    @property
+    def delivered(self) -> dict[TopicPartition, set[int]]:
+        """Delivered and not settled: tp -> offsets."""
+        if self.acked != self._applied:
+            self._apply_in_order()
+        return self._delivered
+
+    @property
+    def pending(self) -> dict[TopicPartition, dict[int, int]]:
+        """Settled and not sent: tp -> {offset: type}."""
+        if self.acked != self._applied:
+            self._apply_in_order()
+        return self._pending
+
+    def _apply_in_order(self) -> None:
+        """Settle the records accepted in order since the last time (ACCEPT), a partition's
+        run at a time: set and dict operations in C instead of Python per record."""
+        lo, hi = self._applied, self.acked
+        self._applied = hi
+        self._last = None
+        order, delivered, pending = self.in_order, self._delivered, self._pending
+        for start, end, tp in self._runs:
+            a, b = max(start, lo), min(end, hi)
+            if a >= b:
+                continue
+            offsets = list(map(_OFFSET, order[a:b]))
+            held = delivered[tp]
+            held.difference_update(offsets)
+            if not held:
+                del delivered[tp]
+            acks = pending.get(tp)
+            if acks is None:
+                acks = pending[tp] = {}
+            acks.update(dict.fromkeys(offsets, _ACCEPT))
 
     def held(self) -> int:
         """Records acquired and not handed out (the undecoded counted with their gaps)."""
         return self.buffered + self.raw_count
 
-    def take(self, max_records: int) -> list[ShareConsumerRecord]:
+    def take(self, max_records: int, in_order: bool = False) -> list[ShareConsumerRecord]:
         """Up to ``max_records`` buffered records, now delivered (to be settled).  In
         ``batch_optimized`` mode (Java's default ``share.acquire.mode``) a poll ends at the end
         of a record batch, so it may hand out more, as Java's KafkaShareConsumer does: Kafka
-        settles whole batches faster than split ones (per-offset state)."""
+        settles whole batches faster than split ones (per-offset state).  ``in_order``: they
+        may be accepted by counting them in :attr:`in_order` (explicit mode)."""
         buffer = self.buffer
         self.decode(max_records)
         whole = self.config.acquire_mode == 0
         delivered = self.delivered
+        self.in_order, self.acked, self._applied = (), 0, 0
+        runs: list[tuple[int, int, TopicPartition]] = []
         out: list[ShareConsumerRecord] = []
         while buffer and len(out) < max_records:
             room = max_records - len(out)
@@ -224,14 +271,18 @@ class ShareFetchState:
             else:
                 buffer[0] = run[room:]
                 run = run[:room]
+            start = len(out)
             out += run
             first = run[0]  # a run is of one partition: one set lookup for it
             tp = TopicPartition(first.topic, first.partition)
+            runs.append((start, len(out), tp))
             held = delivered.get(tp)
             if held is None:
                 held = delivered[tp] = set()
             held.update(map(_OFFSET, run))
         self.buffered -= len(out)
+        if in_order and out:
+            self.in_order, self._runs = out[:], runs  # (a copy: the caller may change its list)
         return out
 
     def decode(self, max_records: int, ahead: bool = False) -> bool:
@@ -255,37 +306,55 @@ class ShareFetchState:
                 raise failed
         return True
 
-    def acknowledge(self, tp: TopicPartition, offset: int, kind: int) -> None:
+    def acknowledge(self, tp: TopicPartition, offset: int, kind: int, record: Any = None) -> None:
         """Settle a delivered record (RENEW keeps it delivered: it must be settled again).
         Records come in runs of one partition: the last partition's sets are kept (the same
-        ``tp`` object: no hashing per record) until the maps they belong to change."""
+        ``tp`` object: no hashing per record) until the maps they belong to change.
+        ``record``: the record itself, to keep accepting the rest in order by counting
+        (:attr:`in_order`) when it is the next in that order."""
+        if self.acked != self._applied:
+            self._apply_in_order()
+        if self.in_order:
+            self._step_in_order(record, kind)
         last = self._last
         if last is not None and last[0] is tp:
             held, acks = last[1], last[2]
         else:
-            found = self.delivered.get(tp)
+            found = self._delivered.get(tp)
             if found is None:
                 raise _not_delivered(tp, offset)
-            held, acks = found, self.pending.setdefault(tp, {})
+            held, acks = found, self._pending.setdefault(tp, {})
             self._last = (tp, held, acks)
         if offset not in held:
             raise _not_delivered(tp, offset)
         if kind != _RENEW:
             held.discard(offset)
             if not held:
-                del self.delivered[tp]
+                del self._delivered[tp]
                 self._last = None
         acks[offset] = kind
+
+    def _step_in_order(self, record: Any, kind: int) -> None:
+        """Before a record is settled one by one: past it when it is the next in order (and
+        stays settled), else no counting for the rest of this poll's records."""
+        i = self.acked
+        order = self.in_order
+        if i < len(order) and order[i] is record and kind != _RENEW:
+            self.acked = self._applied = i + 1
+        else:
+            self.in_order = ()
 
     def settle_all(self, kind: int) -> None:
         """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
         close."""
+        delivered, pending = self.delivered, self.pending
         self._last = None
-        for tp, offsets in self.delivered.items():
-            acks = self.pending.setdefault(tp, {})
+        self.in_order = ()
+        for tp, offsets in delivered.items():
+            acks = pending.setdefault(tp, {})
             for o in offsets:
                 acks[o] = kind
-        self.delivered.clear()
+        delivered.clear()
 
     def drop_buffered(self) -> int:
         """Forget the records acquired but never handed out (closing): left unacknowledged,
@@ -320,10 +389,11 @@ class ShareFetchState:
     # -- what goes to each broker ------------------------------------------------------
 
     def _take_acks(self, node: int) -> dict[TopicPartition, dict[int, int]]:
+        pending = self.pending
         self._last = None
-        taken = {tp: a for tp, a in self.pending.items() if a and self.node_of.get(tp) == node}
+        taken = {tp: a for tp, a in pending.items() if a and self.node_of.get(tp) == node}
         for tp in taken:
-            del self.pending[tp]
+            del pending[tp]
         return taken
 
     def ack_nodes(self) -> set[int]:
@@ -333,9 +403,10 @@ class ShareFetchState:
     def drop_orphans(self) -> list[AckOutcome]:
         """Acknowledgements of partitions no broker delivered (cannot be sent) as failures."""
         out = []
+        pending = self.pending
         self._last = None
-        for tp in [tp for tp in self.pending if tp not in self.node_of]:
-            out.append(_failed(tp, self.pending.pop(tp), ShareSessionNotFoundError(f"{tp}")))
+        for tp in [tp for tp in pending if tp not in self.node_of]:
+            out.append(_failed(tp, pending.pop(tp), ShareSessionNotFoundError(f"{tp}")))
         return out
 
     def _topic(

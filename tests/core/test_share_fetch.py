@@ -252,3 +252,41 @@ def test_an_answer_that_does_not_decode_is_left_by_decoding_ahead_and_raised_by_
         state.take(10)
     assert len(state.raw) == 0 and state.raw_count == 0  # raised once, not again
     assert state.take(10) == []
+
+
+def test_records_accepted_in_order_are_counted_and_applied_a_run_at_a_time():
+    """take(in_order=True): accepting the next record in delivery order is a count; the counted
+    records land in the maps (once, as ACCEPT) when they are read, the caller's list may change,
+    and a record settled out of that order (or renewed) ends the counting for the poll."""
+    batches = build_batch([b"a", b"b", b"c"], base_offset=0) + build_batch(
+        [b"d", b"e"], base_offset=3
+    )
+    state = _state()
+    state.read_fetch(3, _answer(batches, [(0, 4, 1)]), FetchOutcome())
+    got = state.take(10, in_order=True)
+    assert [r.offset for r in got] == [0, 1, 2, 3, 4] and state.in_order == got
+    state.acked = 2  # what a face's fast path does for got[0], got[1]
+    got.clear()  # the caller's list is its own
+    assert state.pending == {T0: {0: 1, 1: 1}} and state.delivered == {T0: {2, 3, 4}}
+    order = state.in_order
+    state.acknowledge(T0, 2, int(AcknowledgeType.RELEASE), order[2])  # the next: counting goes on
+    assert state.acked == 3 and state.in_order
+    state.acked = 4  # offset 3 counted
+    with pytest.raises(ValueError, match="not delivered"):
+        state.acknowledge(T0, 1, 1, order[1])  # counted already: and the counting ends
+    assert state.in_order == () and state.pending == {T0: {0: 1, 1: 1, 2: 2, 3: 1}}
+    state.acknowledge(T0, 4, int(AcknowledgeType.RENEW), order[4])
+    assert state.delivered == {T0: {4}}
+    state.acknowledge(T0, 4, int(AcknowledgeType.REJECT))
+    assert state.unsettled() == 0 and state._take_acks(3) == {T0: {0: 1, 1: 1, 2: 2, 3: 1, 4: 3}}
+    # a renewal of the next record ends the counting as well (it is to be settled again)
+    state.read_fetch(
+        3, _answer(build_batch([b"f", b"g"], base_offset=5), [(5, 6, 1)]), FetchOutcome()
+    )
+    got = state.take(10, in_order=True)
+    state.acknowledge(T0, 5, int(AcknowledgeType.RENEW), got[0])
+    assert state.in_order == () and state.delivered == {T0: {5, 6}}
+    state.settle_all(1)
+    # without in_order (implicit mode, or a caller that settles by offset) nothing is counted
+    state.read_fetch(3, _answer(build_batch([b"h"], base_offset=7), [(7, 7, 1)]), FetchOutcome())
+    assert state.take(10) and state.in_order == ()

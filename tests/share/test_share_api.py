@@ -136,10 +136,11 @@ def test_configuration_errors(config, match):
 
 
 def test_acknowledge_fast_path_keeps_the_rules():
-    """acknowledge()'s one-call path for ACCEPT within a partition's run: every offset lands
-    once in the pending acknowledgements, a second acknowledge of a record is refused, other
-    types and other partitions go through the checked path, and the run's last record ends
-    the partition's delivered set (no poll is refused for records already settled)."""
+    """acknowledge()'s one-call path for ACCEPT of the next record in delivery order: every
+    offset lands once in the pending acknowledgements, a second acknowledge of a record is
+    refused, other types and other orders go through the checked path, and the run's last
+    record ends the partition's delivered set (no poll is refused for records already
+    settled)."""
     from kclient.consumer.share_common import ShareFace
     from kclient.core.share_fetch import FetchOutcome
     from kclient.protocol.records.v2_build import build_batch
@@ -161,7 +162,7 @@ def test_acknowledge_fast_path_keeps_the_rules():
         for p in (0, 1)
     ]
     state.read_fetch(1, Struct(responses=[Struct(topic_id=tid, partitions=parts)]), FetchOutcome())
-    got = state.take(100)
+    got = state.take(100, in_order=True)  # as an explicit-mode poll takes them
     assert [(r.partition, r.offset) for r in got] == [(p, o) for p in (0, 1) for o in range(4)]
     face.acknowledge(got[0])
     face.acknowledge(got[1])
