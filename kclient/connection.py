@@ -412,6 +412,31 @@ class BrokerConnection:
                 self._leave(sock)
         return corr
 
+    def exchange(
+        self,
+        api: Api[Any, Any],
+        version: int,
+        frame_for: Callable[[int], bytes],
+        reader: Reader | None,
+    ) -> Any:
+        """:meth:`send_framed` then :meth:`receive` (the sync producer's round trip), in one
+        pass when no other thread is reading this connection: the socket taken once and the
+        receive lock held from the write to the answer."""
+        recv_lock = self._recv_lock
+        if self._reauth_at is not None or self._responses or not recv_lock.acquire(False):
+            return self.receive(self.send_framed(api, version, frame_for, reader))
+        try:
+            sock = self._enter()
+            try:
+                with self._send_lock:
+                    corr = self._protocol.reserve(api, version, True, reader)
+                    self._write(sock, api, frame_for(corr), corr, True)
+                return self._await(sock, corr)
+            finally:
+                self._leave(sock)
+        finally:
+            recv_lock.release()
+
     def _reauth_if_due(self) -> None:
         """KIP-368: authenticate again before the broker's session runs out."""
         at = self._reauth_at
@@ -454,19 +479,27 @@ class BrokerConnection:
             responses = self._responses
             if corr in responses:
                 return responses.pop(corr)
-            deadline = time.monotonic() + self.request_timeout
             sock = self._enter()
             try:
-                while corr not in responses:
-                    rcorr, resp = self._read_frame(sock, corr, deadline)
-                    responses[rcorr] = resp
-            except BaseException as exc:
-                if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
-                    self._drop(f"interrupted while reading: {type(exc).__name__}")
-                raise
+                return self._await(sock, corr)
             finally:
                 self._leave(sock)
-            return responses.pop(corr)
+
+    def _await(self, sock: socket.socket, corr: int) -> Struct:
+        """Read responses until ``corr``'s, keeping the others for their waiters (the caller
+        holds the receive lock and ``sock``)."""
+        deadline = time.monotonic() + self.request_timeout
+        responses = self._responses
+        try:
+            while True:
+                rcorr, resp = self._read_frame(sock, corr, deadline)
+                if rcorr == corr:
+                    return resp
+                responses[rcorr] = resp
+        except BaseException as exc:
+            if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
+                self._drop(f"interrupted while reading: {type(exc).__name__}")
+            raise
 
     def request(
         self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any], version: int | None = None
@@ -478,10 +511,9 @@ class BrokerConnection:
         """Read one response: its 4-byte size, then the whole frame by ``recv_into`` into one
         buffer of exactly that size, decoded in place (Records fields stay views of it) - one
         copy out of the kernel for megabyte Fetch responses."""
-        head = self._read_ahead(sock, corr, deadline)
-        n = _SIZE.unpack(head)[0]
+        n = self._read_size(sock, corr, deadline)
         if n < 4 or n > self.max_frame:
-            if looks_like_tls(head) and not self.settings.security.uses_tls:
+            if looks_like_tls(_SIZE.pack(n)) and not self.settings.security.uses_tls:
                 self._drop("the broker answered in TLS")
                 raise SecurityProtocolError(
                     self.host,
@@ -504,7 +536,7 @@ class BrokerConnection:
         except Exception as exc:  # noqa: BLE001 - a decoder tripping over garbage is still a bad response
             self._fail(f"bad response: {type(exc).__name__}: {exc}", cause=exc)
 
-    def _read_ahead(self, sock: socket.socket, corr: int, deadline: float) -> bytes:
+    def _read_size(self, sock: socket.socket, corr: int, deadline: float) -> int:
         """The next 4-byte size prefix, reading ahead as much as one recv brings (a small
         response comes whole: one system call instead of two)."""
         buf, start, end = self._rbuf, self._rstart, self._rend
@@ -517,7 +549,8 @@ class BrokerConnection:
                 end += self._recv_some(sock, view[end:], corr, deadline, (end, 4, "size prefix"))
             self._rend = end
         self._rstart = start + 4
-        return bytes(buf[start : start + 4])
+        n: int = _SIZE.unpack_from(buf, start)[0]
+        return n
 
     def _frame(self, sock: socket.socket, n: int, corr: int, deadline: float) -> bytearray:
         """The ``n`` bytes of a frame: what was read ahead, then the rest read into the frame

@@ -14,6 +14,7 @@ from kclient.errors import (
     TopicAlreadyExistsError,
 )
 from kclient.protocol.apis import FETCH, LIST_OFFSETS, METADATA, PRODUCE
+from kclient.protocol.produce_one import OneProduce
 from kclient.protocol.records import GZIP, RecordsReader, build_batch
 from kclient.testing import free_port
 from tests.old_broker import serve_like_0_9
@@ -119,6 +120,50 @@ def test_concurrent_threads_share_one_connection(tansu):
         for t in threads:
             t.join()
     assert not errors and len(seen) == 80 and set(seen) == {port}
+
+
+def _produce_one(conn: BrokerConnection, topic: str, value: bytes) -> int:
+    """One record by :meth:`BrokerConnection.exchange`, as the sync producer sends it: its
+    offset."""
+    enc = OneProduce(conn.version(PRODUCE), conn.client_id, None, 1, 5000, topic, 0)
+    records = build_batch([value])
+    resp = conn.exchange(PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read)
+    if type(resp) is tuple:  # the common answer, read by OneProduce
+        return resp[0]
+    part = resp.responses[0].partition_responses[0]
+    assert part.error_code == 0, part
+    return part.base_offset
+
+
+def test_exchange_keeps_answers_of_requests_in_flight_and_shares_the_connection(tansu):
+    with Cluster(tansu.bootstrap) as cluster:
+        cluster.create_topic("conn-exchange", partitions=1)
+        conn = cluster.connection(cluster.leader_for("conn-exchange", 0).node_id)
+        pipelined = [conn.send(METADATA, {"topics": []}) for _ in range(3)]
+        first = _produce_one(conn, "conn-exchange", b"first")  # reads past their answers
+        assert conn.in_flight == 0
+        assert all(conn.receive(c).brokers for c in pipelined)  # kept for their waiters
+        errors, offsets, seen = [], [], []
+
+        def exchanging():
+            try:
+                offsets.extend(_produce_one(conn, "conn-exchange", b"x") for _ in range(15))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        def requesting():
+            try:
+                seen.extend(conn.request(METADATA, {"topics": []}).brokers for _ in range(15))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=f) for f in (exchanging, requesting) * 2]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors and len(seen) == 30 and all(seen)
+    assert sorted(offsets) == list(range(first + 1, first + 31))  # each answer to its sender
 
 
 def test_refused_connection_names_the_address():

@@ -115,6 +115,7 @@ class DefaultEventHandler(Preparer, SyncLane, EventHandler):
         self._reports: list[DeliveryReport] = []
         self._conns: dict[int, BrokerConnection] = {}
         self._lanes: dict[tuple[str, int], Any] = {}
+        self._lane_memo: dict[tuple[str, int], Any] = {}
         self._rr: dict[str, int] = {}
         self._topics: set[str] = set()
         self._stale = False

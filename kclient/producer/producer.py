@@ -463,13 +463,18 @@ class Producer(ProducerCompat, ProducerIdentity):
         if wrong or wrong_kw:
             raise wrong_send((data, *wrong), wrong_kw)
         self._check_open()
-        items = [data] if type(data) is ProducerData else self._as_list(data)[0]
         if type(data) is ProducerData:
             self._check_size(data)
+            items = [data]
+        else:
+            items = self._as_list(data)[0]
         reports = self._sync_reports(items)
-        failed = [pair for r in reports if r.error is not None for pair in r.failed]
-        if failed:
-            self._raise_sync(failed)
+        for r in reports:
+            if r.error is not None:  # the failed messages of every report
+                failed = [pair for r in reports if r.error is not None for pair in r.failed]
+                if failed:
+                    self._raise_sync(failed)
+                break
         return reports
 
     @staticmethod
@@ -546,7 +551,8 @@ class Producer(ProducerCompat, ProducerIdentity):
 
     def _check_size(self, d: ProducerData) -> None:
         """Raise MessageSizeTooLargeError for a message over message.max.bytes (bytes/str)."""
-        size = _size(d.value) + _size(d.key)
+        v = d.value
+        size = len(v) if type(v) is bytes and d._extra is None else _size(v) + _size(d.key)
         if size > self.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"message of {size} bytes for topic {d.topic!r} exceeds message.max.bytes "

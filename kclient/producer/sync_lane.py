@@ -20,6 +20,7 @@ from kclient.core.produce import magic_for, settle
 from kclient.errors import KafkaError
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.produce_one import OneProduce
+from kclient.protocol.records.v2_uniform import encode_v2_uniform
 
 from .batches import PartitionBatch, encode_records
 from .data import DeliveryReport, ProducerData
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["SyncLane"]
 
 _INF = float("inf")
+#: a message's way out: connection, prepared encoder, message format, codec, and the
+#: partition's counters (batches, messages, bytes: DefaultEventHandler.partition_stats)
+_Lane = tuple["BrokerConnection", OneProduce, int, int, list[int]]
 
 
 class SyncLane:
@@ -50,11 +54,15 @@ class SyncLane:
     _conns: dict[int, BrokerConnection]
     #: (topic, partition) -> (connection, its versions, the prepared encoder)
     _lanes: dict[tuple[str, int], tuple[Any, Any, OneProduce]]
+    #: (topic, pinned partition) -> (the metadata's refresh time, its lane)
+    _lane_memo: dict[tuple[str, int], tuple[float, _Lane]]
+    refresh_interval: float | None
+    _inflight: Any
+    _retry: Any
+    _parked: Any
 
     if TYPE_CHECKING:
 
-        @property
-        def pending(self) -> int: ...
         def _maybe_refresh(self) -> None: ...
         def _partitions(self, topic: str) -> tuple[list[int], list[int]]: ...
         def _sticky(self, topic: str, avail: list[int]) -> int: ...
@@ -80,34 +88,38 @@ class SyncLane:
             or self.acks == 0
             or not self._raw_values
             or self._stale
-            or self.pending
+            or self._inflight
+            or self._retry
+            or self._parked
             or (x is not None and (x[0] is not None or x[2] is not None or x[3] is not None))
         ):
             return None
-        self._maybe_refresh()
+        if self.refresh_interval is not None:
+            self._maybe_refresh()
         topic = d.topic
         pinned = None if x is None else x[1]
-        lane = self._lane(topic, pinned)
+        lane = self._pinned_lane(topic, pinned) if pinned is not None else None
         if lane is None:
-            return None
-        conn, enc, magic, codec = lane
+            lane = self._lane(topic, pinned)
+            if lane is None:
+                return None
+        conn, enc, magic, codec, ps = lane
         partition = enc.partition
         created = int(time.time() * 1000)
-        n = len(value)
-        records = encode_records([value], None, None, None, magic, codec, created, [n])
-        ps = self.partition_stats.get((topic, partition))
-        if ps is None:
-            ps = self.partition_stats[(topic, partition)] = [0, 0, 0]
+        records = (
+            encode_v2_uniform([value], len(value), codec, created)
+            if magic == 2
+            else encode_records([value], None, None, None, magic, codec, created)
+        )
         ps[0] += 1
         ps[1] += 1
         ps[2] += len(records)
         timeout = self.delivery_timeout
         self._deadline = _INF if timeout is None else time.monotonic() + timeout
         try:
-            corr = conn.send_framed(
+            resp: Any = conn.exchange(  # OneProduce.read's tuple, or a Struct
                 PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read
             )
-            resp: Any = conn.receive(corr)  # OneProduce.read's tuple, or a Struct
         except KafkaError as exc:
             self._connection_failed(conn, exc)
             self._retry_later(self._batch(d, partition, codec, created), exc)
@@ -129,12 +141,24 @@ class SyncLane:
         )
         return self._finish()
 
-    def _lane(
-        self, topic: str, pinned: int | None
-    ) -> tuple[BrokerConnection, OneProduce, int, int] | None:
+    def _pinned_lane(self, topic: str, partition: int) -> _Lane | None:
+        """:meth:`_lane` of a pinned partition as last found, while the metadata, the
+        connection and its versions are the same (one lookup instead of a dozen)."""
+        hit = self._lane_memo.get((topic, partition))
+        if hit is None:
+            return None
+        stamp, lane = hit
+        conn = lane[0]
+        if stamp != self.cluster.last_refresh or not conn.connected:
+            return None
+        if self._lanes[(topic, partition)][1] is not conn.versions:
+            return None
+        return lane
+
+    def _lane(self, topic: str, pinned: int | None) -> _Lane | None:
         """Where ``topic``'s message goes (``pinned`` or the sticky partition): its
-        connection, prepared encoder, message format and codec; None when the metadata or
-        the connection is not ready (the generic path sorts that out)."""
+        connection, prepared encoder, message format, codec and counters; None when the
+        metadata or the connection is not ready (the generic path sorts that out)."""
         info = self.cluster.topics.get(topic)
         if info is None or info.error_code:
             return None
@@ -170,7 +194,13 @@ class SyncLane:
             )
             cached = self._lanes[(topic, partition)] = (conn, conn.versions, enc)
         enc = cached[2]
-        return conn, enc, magic_for(enc.version), self._codec(topic)
+        ps = self.partition_stats.get((topic, partition))
+        if ps is None:
+            ps = self.partition_stats[(topic, partition)] = [0, 0, 0]
+        lane = (conn, enc, magic_for(enc.version), self._codec(topic), ps)
+        if pinned is not None:
+            self._lane_memo[(topic, partition)] = (self.cluster.last_refresh, lane)
+        return lane
 
     def _batch(self, d: ProducerData, partition: int, codec: int, created: int) -> PartitionBatch:
         """The message as the generic path's batch, sent once (for its retries and report)."""
