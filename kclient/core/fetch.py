@@ -51,6 +51,7 @@ __all__ = [
     "end_of",
     "grow_oversized",
     "may_grow",
+    "next_fetches",
     "fetch",
     "refetch_oversized",
     "needs_reset",
@@ -246,6 +247,23 @@ def end_of(ms: ByteBufferMessageSet, isolation_level: int) -> int:
     if isolation_level == 1 and ms.last_stable_offset >= 0:
         return ms.last_stable_offset
     return ms.high_watermark
+
+
+def next_fetches(
+    requests: Sequence[PartitionFetch],
+    results: Sequence[ByteBufferMessageSet],
+    isolation_level: int,
+) -> list[PartitionFetch] | None:
+    """The natural next request after ``results`` (every partition from its ``next_offset``),
+    to send ahead while the caller decodes; None unless every partition has more data
+    waiting at the broker (an error, an empty answer or a caught-up partition: the caller's
+    next request is not predictable, or would only wait at the broker)."""
+    nxt: list[PartitionFetch] = []
+    for r, ms in zip(requests, results):
+        if ms.error is not None or not ms.entries or ms.next_offset >= end_of(ms, isolation_level):
+            return None
+        nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
+    return nxt
 
 
 def needs_reset(error: BaseException | None) -> bool:

@@ -12,8 +12,9 @@ answer means is the core's (:func:`~kclient.core.fetch.fetch_body`,
 What it adds to the core:
 
 * **Pipelining.**  ``send()`` / ``receive()`` split the round trip, and with ``prefetch`` the
-  fetcher sends the natural next request (every partition at its ``next_offset``) as soon as a
-  response with data arrived, so the broker works while the caller decodes.  The speculative
+  fetcher sends the natural next request (the core's
+  :func:`~kclient.core.fetch.next_fetches`: every partition at its ``next_offset``) as soon as
+  a response with data arrived, so the broker works while the caller decodes.  The speculative
   response is used only when the next ``fetch()`` asks exactly for it, and only while younger
   than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
   watermark does not change, so a used speculative response equals a fresh one except that its
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from kclient.connection import BrokerConnection
@@ -41,6 +42,7 @@ from kclient.core.fetch import (
     end_of,
     fetch_body,
     may_grow,
+    next_fetches,
     partition_fetches,
     read_response,
     refetch_oversized,
@@ -267,13 +269,11 @@ class Fetcher:
         return None
 
     def _speculate(
-        self, requests: Iterable[PartitionFetch], results: list[ByteBufferMessageSet]
+        self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
     ) -> None:
-        nxt: list[PartitionFetch] = []
-        for r, ms in zip(requests, results):
-            if ms.error is not None or not ms.entries or ms.next_offset >= self.end_of(ms):
-                return  # only when every partition has more data waiting at the broker
-            nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
+        nxt = next_fetches(requests, results, self.isolation_level)
+        if nxt is None:
+            return
         try:
             self._speculative = self.send(nxt)
         except KafkaError:

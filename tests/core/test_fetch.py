@@ -15,6 +15,7 @@ from kclient.core.fetch import (
     grow_oversized,
     may_grow,
     needs_reset,
+    next_fetches,
     read_response,
 )
 from kclient.core.steps import Request
@@ -85,6 +86,22 @@ def test_partitions_come_back_decoded_in_request_order(drive, topic):
     assert [m.value for m in sets[0]] == VALUES[35:]
     assert [(m.offset, m.value) for m in sets[1]] == [(28, VALUES[28]), (29, VALUES[29])]
     assert [s.next_offset for s in sets] == [30, 30]
+
+
+def test_the_next_fetch_is_predicted_only_while_every_partition_has_more(drive, topic):
+    small = 200  # bytes per partition: the answer stops well short of the end
+    asked = [PartitionFetch(topic, 0, 0, small), PartitionFetch(topic, 1, 0, small)]
+    batches = [(p, VALUES[i : i + 5]) for p in (0, 1) for i in range(0, 30, 5)]  # 6 each
+    sets = drive(lambda: produce_then_fetch(topic, asked, FetchSettings(max_wait_ms=0), batches))
+    nxt = next_fetches(asked, sets, 0)
+    assert nxt is not None
+    assert [(r.partition, r.offset, r.max_bytes) for r in nxt] == [
+        (p, s.next_offset, small) for p, s in zip((0, 1), sets)
+    ]
+    assert all(0 < r.offset < 30 for r in nxt)
+    caught_up = [PartitionFetch(topic, 0, 0, small), PartitionFetch(topic, 1, 29)]
+    sets = drive(lambda: produce_then_fetch(topic, caught_up, FetchSettings(max_wait_ms=0), ()))
+    assert sets[1].next_offset == 30 and next_fetches(caught_up, sets, 0) is None
 
 
 def test_an_oversized_first_entry_is_fetched_again_larger(drive, topic):
