@@ -17,7 +17,7 @@ from kclient.broker import MiniBroker
 from kclient.consumer import Consumer
 from kclient.consumer import create as create_connector
 from kclient.errors import ConsumerTimeoutError
-from kclient.producer import Producer, ProducerData
+from kclient.producer import DeliveryReport, Producer, ProducerData
 from kclient.simple import FetchRequest, OffsetRequest, SimpleConsumer
 
 TOPIC = "demo-events"
@@ -32,7 +32,7 @@ def _produce(bootstrap: str, count: int) -> None:
         for user in ("alice", "bob", "carol"):
             md = p.produce(TOPIC, f"{user} signed up", key=user).result(timeout=10)
             _say(f"  produce key={user!r:8} -> partition {md.partition} offset {md.offset}")
-    reports = []
+    reports: list[DeliveryReport] = []
     start = time.perf_counter()
     with Producer(
         {"metadata.broker.list": bootstrap, "producer.type": "async", "compression.codec": "lz4"},

@@ -200,9 +200,9 @@ def fetch(
             if errors:
                 raise RuntimeError(f"fetch error: {errors[0].error()}")
             count += len(msgs)
-            m = msgs[-1]
-            if len(m.value()) != size:
-                raise RuntimeError(f"fetched a value of {len(m.value())} bytes, not {size}")
+            got = msgs[-1].value()
+            if got is None or len(got) != size:
+                raise RuntimeError(f"fetched a value of {got and len(got)} bytes, not {size}")
         elapsed = time.perf_counter() - start
         ends = {
             tp.partition: max(tp.offset, 0)
@@ -279,6 +279,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         procs = {}
         if "tansu" in args.brokers:
             t = stack.enter_context(TansuServer())
+            assert t.proc is not None  # started by entering it
             procs["tansu"] = (t.bootstrap, t.proc.pid)
         if "mini" in args.brokers:
             m = stack.enter_context(mini_broker_process())

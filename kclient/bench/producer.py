@@ -242,7 +242,7 @@ def _worker(
     elif client == "confluent-kafka":
         import confluent_kafka
 
-        p = confluent_kafka.Producer(
+        cp = confluent_kafka.Producer(
             {
                 "bootstrap.servers": bootstrap,
                 "acks": -1 if idem else 1,
@@ -253,23 +253,23 @@ def _worker(
             }
         )
         for _ in range(100):
-            p.produce(topic, value)
-        p.flush()
+            cp.produce(topic, value)
+        cp.flush()
         n -= 100
-        produce, poll = p.produce, p.poll
+        c_produce, poll = cp.produce, cp.poll
         start, cpu = time.perf_counter(), _cpu()
         for _ in range(n):
             try:
-                produce(topic, value)
+                c_produce(topic, value)
             except BufferError:  # librdkafka's queue is full: serve it until there is room
                 while True:
                     poll(0.001)
                     try:
-                        produce(topic, value)
+                        c_produce(topic, value)
                         break
                     except BufferError:
                         continue
-        ok = p.flush(120) == 0
+        ok = cp.flush(120) == 0
         elapsed = time.perf_counter() - start
     elif client == "kafka-python":
         from kafka import KafkaProducer

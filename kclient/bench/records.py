@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from typing import Any
 
 from kclient.protocol.records import RecordsReader, build_batch
 
@@ -61,8 +62,8 @@ def kafka_python_encode(values: list[bytes], keys: list[bytes] | None) -> bytes:
         base_sequence=-1,
         batch_size=1 << 30,
     )
-    keys = keys or [None] * len(values)
-    for i, (k, v) in enumerate(zip(keys, values)):
+    given: list[bytes | None] = list(keys) if keys else [None] * len(values)
+    for i, (k, v) in enumerate(zip(given, values)):
         builder.append(i, timestamp=TIMESTAMP, key=k, value=v, headers=[])
     return bytes(builder.build())
 
@@ -87,7 +88,7 @@ def run(n: int = 10_000, value_size: int = 100, repeat: int = 9) -> list[dict]:
         theirs = kafka_python_encode(values, keys)
         assert kclient_decode(theirs) == n and kafka_python_decode(ours) == n
         gc.collect()
-        row = {"case": label}
+        row: dict[str, Any] = {"case": label}
         row.update(
             _best_rates(
                 {

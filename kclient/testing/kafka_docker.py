@@ -21,7 +21,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "BACKENDS",
@@ -177,7 +177,7 @@ class DockerNode:
 
         container = DockerContainer(self.image).with_name(self.name)
         # published on loopback only (docker-py takes (host ip, port); with_bind_ports does not)
-        container.ports[f"{self.port}/tcp"] = ("127.0.0.1", self.port)
+        container.ports[f"{self.port}/tcp"] = cast(Any, ("127.0.0.1", self.port))
         container.with_network(self.network).with_network_aliases(self.name)
         for key, value in self.env.items():
             container.with_env(key, value)
