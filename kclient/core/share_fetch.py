@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import operator
-from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,12 +26,10 @@ from kclient.errors import (
     error_for_code,
 )
 from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
-from kclient.protocol.records.reader import entry_next_offset
 from kclient.structs import AcknowledgeType, ShareConsumerRecord, TopicPartition
 
-from .consumer_records import build_records
-from .message_set import ByteBufferMessageSet
 from .share_group import ShareMemberState
+from .share_records import decode_acquired, pieces, span
 from .steps import Conversation, Gather, Request
 
 __all__ = [
@@ -301,7 +298,7 @@ class ShareFetchState:
                     return False
                 failed = exc
             raw.popleft()
-            self.raw_count -= _span(p)
+            self.raw_count -= span(p)
             if failed is not None:
                 raise failed
         return True
@@ -474,74 +471,26 @@ class ShareFetchState:
                     continue
                 if p.acquired_records:
                     self.node_of[tp] = node
-                    n = _span(p)
-                    self.raw.append((tp, p))
+                    n = span(p)
+                    self.raw.extend((tp, piece) for piece in pieces(p, self.config.max_records))
                     self.raw_count += n
                     outcome.records += n
 
     def _acquire(self, tp: TopicPartition, p: Any) -> int:
         """Buffer the acquired records of one partition; offsets with no record are GAPs."""
-        ranges = sorted(
-            (a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records
-        )
-        data = p.records if p.records is not None else b""
-        ms = ByteBufferMessageSet(
-            data,
-            ranges[0][0],
-            topic=tp.topic,
-            partition=tp.partition,
-            validate_crc=self.config.check_crcs,
-        )
-        cols = ms.columns()
-        offsets = cols.offsets
-        ends = [entry_next_offset(ms.buffer, e) for e in ms.entries]  # each batch's end
-        gaps: dict[int, int] = {}
-        got: list[ShareConsumerRecord] = []
-        for first, last, count in ranges:
-            i, j = bisect_left(offsets, first), bisect_right(offsets, last)
-            if j - i != last - first + 1:  # offsets acquired with no record
-                present = set(offsets[i:j])
-                gaps.update((g, GAP) for g in range(first, last + 1) if g not in present)
-            if j > i:
-                got += build_records(
-                    tp, cols, i, j, self.key, self.value, True, ShareConsumerRecord, (count,)
-                )
-        if got:
-            self.buffer.extend(_by_batch(got, ends))
-            self.buffered += len(got)
+        runs, gaps, n = decode_acquired(tp, p, self.key, self.value, self.config.check_crcs)
+        if n:
+            self.buffer.extend(runs)
+            self.buffered += n
         if gaps:
-            self.pending.setdefault(tp, {}).update(gaps)
-        return len(got)
-
-
-def _by_batch(
-    records: list[ShareConsumerRecord], ends: list[int]
-) -> list[list[ShareConsumerRecord]]:
-    """``records`` (ascending offsets) cut where a record batch ends (``ends``: each batch's
-    next offset, ascending)."""
-    out: list[list[ShareConsumerRecord]] = []
-    start, n = 0, len(records)
-    for end in ends[bisect_right(ends, records[0].offset) :]:
-        cut = bisect_left(records, end, start, n, key=_OFFSET)
-        if cut > start:
-            out.append(records[start:cut])
-            start = cut
-        if start == n:
-            return out
-    if start < n:
-        out.append(records[start:])
-    return out
+            self.pending.setdefault(tp, {}).update(dict.fromkeys(gaps, GAP))
+        return n
 
 
 def _not_delivered(tp: TopicPartition, offset: int) -> ValueError:
     return ValueError(
         f"{tp} offset {offset} was not delivered by this consumer, or is settled already"
     )
-
-
-def _span(p: Any) -> int:
-    """How many offsets a partition's answer acquired."""
-    return sum(a.last_offset - a.first_offset + 1 for a in p.acquired_records)
 
 
 def _group(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:

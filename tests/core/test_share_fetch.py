@@ -290,3 +290,41 @@ def test_records_accepted_in_order_are_counted_and_applied_a_run_at_a_time():
     # without in_order (implicit mode, or a caller that settles by offset) nothing is counted
     state.read_fetch(3, _answer(build_batch([b"h"], base_offset=7), [(7, 7, 1)]), FetchOutcome())
     assert state.take(10) and state.in_order == ()
+
+
+def test_an_answer_is_decoded_in_pieces_of_whole_batches_as_polls_need_them():
+    """A partition's answer is cut into pieces of whole record batches of about a poll's worth
+    (``max_records``), the acquired ranges with them: a poll decodes only what it hands out,
+    and the records, delivery counts and gaps are those of decoding the answer whole."""
+    batches = (
+        build_batch([b"a", b"b", b"c"], base_offset=0)
+        + build_batch([b"d", b"e", b"f"], base_offset=3, offset_deltas=[0, 1, 3])  # 5: a gap
+        + build_batch([b"g", b"h"], base_offset=7)
+    )
+    acquired = [(0, 1, 1), (3, 9, 2)]  # 2 is not acquired; 9 is past the last batch: a gap
+
+    def drained(state, first):
+        state.read_fetch(3, _answer(batches, acquired), FetchOutcome())
+        assert state.held() == 9
+        got = state.take(first)
+        got += state.take(10)
+        return [(r.offset, r.value, r.delivery_count) for r in got], state.pending
+
+    whole = drained(_state(max_records=100), 10)
+    cut = _state(max_records=2)
+    cut.read_fetch(3, _answer(batches, acquired), FetchOutcome())
+    assert len(cut.raw) == 3 and cut.raw_count == 9
+    assert [r.offset for r in cut.take(2)] == [0, 1] and len(cut.raw) == 2  # one piece decoded
+    assert cut.held() == 7
+    assert [r.offset for r in cut.take(10)] == [3, 4, 6, 7, 8]
+    assert whole == drained(_state(max_records=2), 2)
+    assert whole[1] == {T0: {5: GAP, 9: GAP}}
+    # a batch that fails to decode fails its own piece only, at the poll that takes it
+    bad = bytearray(batches)
+    bad[-1] ^= 0xFF
+    state = _state(max_records=2)
+    state.read_fetch(3, _answer(bytes(bad), acquired), FetchOutcome())
+    assert [r.offset for r in state.take(2)] + [r.offset for r in state.take(2)] == [0, 1, 3, 4, 6]
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        state.take(2)
+    assert state.held() == 0
