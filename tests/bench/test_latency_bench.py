@@ -3,8 +3,11 @@ mini-broker; every message timed, p50 <= p99, and the report's ratios against co
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
+from kclient.bench import latency
 from kclient.bench.latency import main, percentile
 from tests.needs import need_module
 
@@ -42,3 +45,21 @@ def test_bench_latency_tiny(capsys):
 def test_bench_latency_refuses_a_negative_broker_warmup():
     with pytest.raises(SystemExit, match="--broker-warmup"):
         main(["--broker", "mini", "--broker-warmup", "-1"])
+    with pytest.raises(SystemExit, match="--broker-warm-seconds"):
+        main(["--broker", "mini", "--broker-warm-seconds", "-1"])
+
+
+def test_warm_up_repeats_every_client_until_the_time_is_up(monkeypatch):
+    runs = []
+    monkeypatch.setattr(latency, "run_worker", lambda c, m, b, t, a, n: runs.append((c, n)))
+    args = argparse.Namespace(broker_warmup=7)
+    assert latency.warm_up(["kclient", "confluent"], "sync", "b:1", "t", args, 0.0) == 1
+    assert runs == [("kclient", 7), ("confluent", 7)]  # one round at least
+    runs.clear()
+    clock = iter([0.0, 0.5, 1.5, 2.5])  # the deadline, then after each round
+    monkeypatch.setattr(latency.time, "monotonic", lambda: next(clock))
+    assert latency.warm_up(["kclient", "confluent"], "e2e", "b:1", "t", args, 2.0) == 3
+    assert runs == [("kclient", 7), ("confluent", 7)] * 3
+    assert (
+        latency.warm_up(["kclient"], "e2e", "b:1", "t", argparse.Namespace(broker_warmup=0), 9) == 0
+    )
