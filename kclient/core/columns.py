@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from kclient.protocol.error_codes import CorruptRecordError
 from kclient.protocol.records.reader import EntrySpan, decode_entries
+from kclient.protocol.records.v2 import plain_columns
 from kclient.protocol.varint import Buffer
 
 __all__ = ["MessageColumns", "message_columns"]
@@ -162,6 +163,20 @@ def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageCol
     cols.high_watermark, cols.log_start_offset = ms.high_watermark, ms.log_start_offset
     if ms.error is not None and not ms.entries:
         raise ms.error
+    plain = plain_columns(ms.buffer, ms.visible, ms.fetch_offset) if ms.error is None else None
+    if plain is not None:  # the common answer: no entry the generic decoder must look at
+        (
+            cols.offsets,
+            cols.timestamps,
+            cols.timestamp_types,
+            cols.keys,
+            cols.values,
+            cols.headers,
+        ) = plain
+        cols.next_offset = ms.next_offset
+        if end_offset is not None:
+            cols.truncate(end_offset)
+        return cols
     entries = decode_entries(
         ms.buffer,
         ms.visible,

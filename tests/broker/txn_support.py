@@ -101,9 +101,11 @@ def produce(
     epoch: int = -1,
     seq: int = -1,
     tid: str | None = None,
+    batch: bytes | None = None,
 ) -> Any:
-    """Produce v7 one batch (transactional when ``tid`` is given); the partition's answer."""
-    batch = build_batch(
+    """Produce v7 one batch (transactional when ``tid`` is given; ``batch``: that one as it is
+    instead of one of ``values``); the partition's answer."""
+    batch = batch or build_batch(
         values,
         producer_id=pid,
         producer_epoch=epoch,

@@ -24,7 +24,7 @@ from typing import Any
 from crc32c import crc32c
 
 from kclient.protocol import compression
-from kclient.protocol.errors import ProtocolDecodeError
+from kclient.protocol.errors import CorruptRecordError, ProtocolDecodeError
 from kclient.protocol.records.common import (
     BATCH_HEADER_SIZE,
     CODEC_MASK,
@@ -136,6 +136,58 @@ def batch_records(
         stamps, ts_type = map(add, repeat(base_ts), tss), CREATE_TIME
     info = BatchInfo(2, codec, bool(attrs & TRANSACTIONAL_MASK), pid, pepoch, bseq, epoch)
     return factory(offsets, stamps, repeat(ts_type), keys, vals, hdrs, repeat(info))
+
+
+def plain_columns(
+    buf: Buffer, spans: Iterable[tuple[int, int, int, int]], start_offset: int
+) -> tuple[list[int], list[int], list[int], list[Any] | None, list[Any], list[Any] | None] | None:
+    """The common fetch answer's columns in one pass: ``(offsets, timestamps, timestamp types,
+    keys, values, headers)`` (keys / headers None when no record has one) of ``spans`` when
+    each is a v2 batch, uncompressed, not a control batch, at or above ``start_offset``, with
+    as many records as offsets; None for anything else (or damage): :func:`batch_records`
+    then decodes it and names what is wrong.  CRCs are not checked here (the caller did)."""
+    offsets: list[int] = []
+    stamps: list[int] = []
+    types: list[int] = []
+    values: list[Any] = []
+    keys: list[Any] | None = None
+    headers: list[Any] | None = None
+    for pos, total, magic, _ in spans:
+        if magic != 2:
+            return None
+        base, _, _, _, _, attrs, last, base_ts, max_ts, _, _, _, count = HEADER.unpack_from(
+            buf, pos
+        )
+        if attrs & (CODEC_MASK | CONTROL_MASK) or base < start_offset or count != last + 1:
+            return None
+        try:
+            ods, tss, ks, vals, hdrs = decode_columns(
+                buf, pos + BATCH_HEADER_SIZE, pos + total, count, base, True
+            )
+        except (CorruptRecordError, ValueError, IndexError):
+            return None
+        n, before = len(vals), len(values)
+        offsets += range(base, base + n) if ods is None else map(add, repeat(base), ods)
+        if attrs & TIMESTAMP_TYPE_MASK:
+            stamps += repeat(max_ts, n)
+            types += repeat(LOG_APPEND_TIME, n)
+        else:
+            stamps += map(add, repeat(base_ts), tss)
+            types += repeat(CREATE_TIME, n)
+        values += vals
+        if ks is not None:
+            if keys is None:
+                keys = [None] * before
+            keys += ks
+        elif keys is not None:
+            keys += repeat(None, n)
+        if hdrs is not None:
+            if headers is None:
+                headers = [None] * before
+            headers += hdrs
+        elif headers is not None:
+            headers += repeat(None, n)
+    return offsets, stamps, types, keys, values, headers
 
 
 def read_batch(
