@@ -10,7 +10,9 @@ the next; explicit: ``acknowledge(record)`` each, ``commit_sync`` per poll) and 
 earliest) drains the topic; records/s is the count over the time from the first record any
 member got to the last (members stop once their counts add up).  Every member imports its
 client, makes its consumer and subscribes before any of them polls (a start barrier), so a
-client's import time does not decide which member drains alone; the slowest member's start-up
+client's import time does not decide which member drains alone, and the barrier opens once
+the coordinator has given every member its partitions (ShareGroupDescribe), so that a round
+measures draining, not when heartbeats bring assignments; the slowest member's start-up
 (process spawn to subscribed) is reported beside the rate.  Every record must be
 received exactly once (a duplicate or a missing record fails the run).  Best (or with
 ``--statistic median`` the median) of ``--repeat`` rounds, the clients' rounds alternating;
@@ -143,6 +145,32 @@ def _group(bootstrap: str) -> str:
     return group
 
 
+def _settled(bootstrap: str, group: str, members: int, timeout: float = 30.0) -> bool:
+    """Wait until the coordinator has given each of the ``members`` its partitions of the
+    group's latest assignment (ShareGroupDescribe: every member at the assignment epoch, none
+    without partitions): the start barrier's second half, so that a round measures draining,
+    not when heartbeats (``group.share.heartbeat.interval.ms`` apart) bring assignments.
+    False when that does not happen within ``timeout`` (the round goes on)."""
+    from kclient.admin import AdminClient
+    from kclient.errors import GroupIdNotFoundError
+
+    deadline = time.monotonic() + timeout
+    with AdminClient(bootstrap) as admin:
+        while time.monotonic() < deadline:
+            try:
+                d = admin.describe_share_groups([group])[group]
+            except GroupIdNotFoundError:  # no member's heartbeat has reached it yet
+                time.sleep(0.02)
+                continue
+            if len(d.members) == members and all(
+                m.assignment and m.member_epoch == d.assignment_epoch == d.group_epoch
+                for m in d.members
+            ):
+                return True
+            time.sleep(0.02)
+    return False
+
+
 def _count(path: Path) -> int:
     try:
         return int(path.read_text() or 0)
@@ -176,19 +204,26 @@ def _round(
         )
         for f in files
     ]
-    deadline = time.monotonic() + 300
-    ready = [f.with_suffix(".ready") for f in files]
-    while time.monotonic() < deadline and not all(r.exists() for r in ready):
-        if any(p.poll() is not None for p in procs):
-            raise SystemExit(f"{client} {mode} x{members}: a member exited before it was ready")
-        time.sleep(0.005)
-    startup = max(float(r.read_text() or spawned) for r in ready) - spawned
-    (work / "go").touch()
-    while time.monotonic() < deadline and sum(_count(f) for f in files) < n:
-        time.sleep(0.05)
-    for f in files:  # every member stops now: the group has drained the topic
-        f.with_suffix(".stop").touch()
-    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    try:
+        deadline = time.monotonic() + 300
+        ready = [f.with_suffix(".ready") for f in files]
+        while time.monotonic() < deadline and not all(r.exists() for r in ready):
+            if any(p.poll() is not None for p in procs):
+                raise SystemExit(f"{client} {mode} x{members}: a member exited before it was ready")
+            time.sleep(0.005)
+        startup = max(float(r.read_text() or spawned) for r in ready) - spawned
+        if not _settled(bootstrap, group, members):
+            print(f"{client} {mode} x{members}: the group's assignment did not settle in 30 s")
+        (work / "go").touch()
+        while time.monotonic() < deadline and sum(_count(f) for f in files) < n:
+            time.sleep(0.05)
+        for f in files:  # every member stops now: the group has drained the topic
+            f.with_suffix(".stop").touch()
+        results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    except BaseException:  # no member is left waiting at the barrier
+        for proc in procs:
+            proc.kill()
+        raise
     shutil.rmtree(work, ignore_errors=True)
     keys = [(p, o) for r in results for p, o in r["keys"]]
     if len(keys) != n or len(set(keys)) != n:
