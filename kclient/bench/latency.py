@@ -16,6 +16,10 @@ one partition), after ``--warmup`` untimed messages:
   ``Consumer.poll`` (default fetch settings on both: ``fetch.min.bytes`` 1, so the broker
   answers a waiting fetch as soon as the message is written).
 
+``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
+prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
+whole, no client around it: about the least any Python client's sync send can take here.
+
 Each figure is the best (lowest p50) of ``--repeat`` runs; p50 and p99 in microseconds.  Before
 the timed runs every client runs each measure once untimed (``--broker-warmup`` messages): a
 freshly started JVM broker answers faster as its just-in-time compiler warms up, which would
@@ -41,6 +45,8 @@ from typing import Any
 __all__ = ["main", "percentile"]
 
 CLIENTS = ["kclient", "confluent"]
+#: clients that only send (no end-to-end row)
+SEND_ONLY = {"python-floor"}
 MEASURES = ("sync", "e2e")
 
 
@@ -83,6 +89,44 @@ def _confluent_sender(bootstrap: str) -> tuple[Callable[[str, bytes], None], Cal
     return send, lambda: None
 
 
+def _floor_sender(bootstrap: str) -> tuple[Callable[[str, bytes], None], Callable[[], None]]:
+    import socket
+    import struct
+
+    from kclient.connection import BrokerConnection
+    from kclient.protocol.apis import PRODUCE
+    from kclient.protocol.produce_one import OneProduce
+    from kclient.protocol.records.v2_uniform import encode_v2_uniform
+
+    host, port = bootstrap.rsplit(":", 1)
+    with BrokerConnection(host, int(port)) as conn:  # the version kclient would use
+        version = conn.version(PRODUCE)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray(1 << 16)
+    view = memoryview(buf)
+    frames: dict[tuple[str, int], bytearray] = {}
+    corr = [0]
+
+    def send(topic: str, value: bytes) -> None:
+        frame = frames.get((topic, len(value)))
+        if frame is None:
+            enc = OneProduce(version, "floor", None, 1, 30000, topic, 0)
+            records = encode_v2_uniform([value], len(value), 0, int(time.time() * 1000))
+            frame = frames[(topic, len(value))] = bytearray(enc.frame(0, records))
+        corr[0] += 1
+        struct.pack_into(">i", frame, 8, corr[0])
+        sock.sendall(frame)
+        got = sock.recv_into(view)
+        while got < 4 or got < 4 + struct.unpack_from(">i", buf)[0]:
+            k = sock.recv_into(view[got:])
+            if not k:
+                raise RuntimeError("the broker closed the connection")
+            got += k
+
+    return send, sock.close
+
+
 # ----------------------------------------------------------------------------- consumers
 def _kclient_poller(
     bootstrap: str, topic: str, start: int
@@ -122,7 +166,11 @@ def _confluent_poller(
     return poll, c.close
 
 
-SENDERS = {"kclient": _kclient_sender, "confluent": _confluent_sender}
+SENDERS = {
+    "kclient": _kclient_sender,
+    "confluent": _confluent_sender,
+    "python-floor": _floor_sender,
+}
 POLLERS = {"kclient": _kclient_poller, "confluent": _confluent_poller}
 
 
@@ -295,7 +343,9 @@ def bench_broker(
     from kclient.testing import create_ready_topic
 
     rows = []
+    everyone = clients
     for measure in MEASURES:
+        clients = [c for c in everyone if measure == "sync" or c not in SEND_ONLY]
         topic = f"latency-{measure}-{os.getpid()}"
         create_ready_topic(bootstrap, topic, 1)
         warm_up(clients, measure, bootstrap, topic, args, warm_seconds)
@@ -384,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in clients if c not in SENDERS]
     if unknown:
-        raise SystemExit(f"unknown client(s) {unknown}: choose from {CLIENTS}")
+        raise SystemExit(f"unknown client(s) {unknown}: choose from {sorted(SENDERS)}")
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
     for kind in ["mini", "kafka"] if args.broker == "both" else [args.broker]:

@@ -63,3 +63,17 @@ def test_warm_up_repeats_every_client_until_the_time_is_up(monkeypatch):
     assert (
         latency.warm_up(["kclient"], "e2e", "b:1", "t", argparse.Namespace(broker_warmup=0), 9) == 0
     )
+
+
+def test_the_python_floor_sends_only(capsys):
+    args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
+    assert main([*args, "--broker-warmup", "0", "--clients", "kclient,python-floor"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:4]]
+    assert [(" ".join(r[1:-6]), r[-6]) for r in rows] == [
+        ("sync send", "kclient"),
+        ("sync send", "python-floor"),
+        ("end-to-end", "kclient"),  # the floor has no consumer
+    ]
+    assert all(0 < float(r[-5]) <= float(r[-4]) for r in rows)
+    with pytest.raises(SystemExit, match="python-floor"):
+        main([*args, "--clients", "kclient,nobody"])  # the choices are named
