@@ -64,6 +64,8 @@ def build_records(
     ConsumerRecord's and then ``tail``, the same for every record (a ShareConsumerRecord and
     its delivery count)."""
     n = j - i
+    if n == 1:  # a caught-up consumer's usual poll: one record, nothing to zip or to pause
+        return _one(tp, cols, i, key, value, NO_HEADERS if empty_lists else _NONE, cls, tail)
     keys = cols.keys[i:j] if cols.keys is not None else repeat(None, n)
     values = cols.values[i:j]
     paused = gc.isenabled()
@@ -99,3 +101,38 @@ def build_records(
     finally:
         if paused:
             gc.enable()
+
+
+def _one(
+    tp: TopicPartition,
+    cols: MessageColumns,
+    i: int,
+    key: Decode | None,
+    value: Decode | None,
+    empty: Any,
+    cls: type[tuple[Any, ...]],
+    tail: tuple[Any, ...],
+) -> list[Any]:
+    """:func:`build_records` of the one record ``i`` (the same record, built directly)."""
+    k = cols.keys[i] if cols.keys is not None else None
+    v = cols.values[i]
+    h = cols.headers[i] if cols.headers is not None else None
+    records = [
+        _new(
+            cls,
+            (
+                tp.topic,
+                tp.partition,
+                cols.offsets[i],
+                cols.timestamps[i],
+                cols.timestamp_types[i],
+                k if key is None else key(k),
+                v if value is None else value(v),
+                list(h) if h else empty,
+                *tail,
+            ),
+        )
+    ]
+    if _untrack is not None:
+        _untrack(records, NO_HEADERS)
+    return records

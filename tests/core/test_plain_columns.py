@@ -140,3 +140,18 @@ def test_a_corrupt_batch_is_raised_after_the_records_in_front_of_it(broker, monk
     assert fetch_offset == 5 and err is None  # the next fetch meets it
     polls, fetch_offset, _, err = both(damaged(ms, crc_fixed, at=5), monkeypatch)
     assert polls == [] and err is not None and err[2] == 5
+
+
+@pytest.mark.parametrize("empty_lists", [False, True])
+def test_a_one_record_slice_is_the_record_the_whole_slice_builds(broker, empty_lists):
+    cols = fetched(broker, "p", 0, 0).columns()
+    tp = TopicPartition("p", 0)
+    for key, value, tail in [(None, None, ()), (repr, lambda v: v and len(v), (7,))]:
+        whole = build_records(tp, cols, 0, len(cols), key, value, empty_lists, tuple, tail)
+        ones = [
+            build_records(tp, cols, i, i + 1, key, value, empty_lists, tuple, tail)[0]
+            for i in range(len(cols))
+        ]
+        assert ones == whole and len(whole) == 6
+        assert [type(r[7]) for r in ones] == [type(r[7]) for r in whole]
+        assert all(a[7] is b[7] for a, b in zip(ones, whole) if not a[7])  # shared empties
