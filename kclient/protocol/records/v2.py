@@ -175,19 +175,21 @@ def plain_columns(
             stamps += map(add, repeat(base_ts), tss)
             types += repeat(CREATE_TIME, n)
         values += vals
-        if ks is not None:
-            if keys is None:
-                keys = [None] * before
-            keys += ks
-        elif keys is not None:
-            keys += repeat(None, n)
-        if hdrs is not None:
-            if headers is None:
-                headers = [None] * before
-            headers += hdrs
-        elif headers is not None:
-            headers += repeat(None, n)
+        keys = _extend_sparse(keys, ks, before, n)
+        headers = _extend_sparse(headers, hdrs, before, n)
     return offsets, stamps, types, keys, values, headers
+
+
+def _extend_sparse(column: list[Any] | None, got: Any, before: int, n: int) -> list[Any] | None:
+    """A column kept as None while no record has the field: ``got`` (a batch's ``n`` values,
+    or None) appended, the ``before`` earlier records' Nones written out when it first has one."""
+    if got is not None:
+        if column is None:
+            column = [None] * before
+        column += got
+    elif column is not None:
+        column += repeat(None, n)
+    return column
 
 
 def read_batch(
