@@ -122,12 +122,15 @@ def test_concurrent_threads_share_one_connection(tansu):
     assert not errors and len(seen) == 80 and set(seen) == {port}
 
 
-def _produce_one(conn: BrokerConnection, topic: str, value: bytes) -> int:
-    """One record by :meth:`BrokerConnection.exchange`, as the sync producer sends it: its
-    offset."""
+def _produce_one(conn: BrokerConnection, topic: str, value: bytes, way: str) -> int:
+    """One record as the sync producer sends it, by :meth:`BrokerConnection.exchange` or by
+    :meth:`~BrokerConnection.round_trip` of a prepared frame: its offset."""
     enc = OneProduce(conn.version(PRODUCE), conn.client_id, None, 1, 5000, topic, 0)
-    records = build_batch([value])
-    resp = conn.exchange(PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read)
+    if way == "round_trip":
+        resp = conn.round_trip(PRODUCE, enc.version, enc.stamped(value, 1)[0], enc.read)
+    else:
+        records = build_batch([value])
+        resp = conn.exchange(PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read)
     if type(resp) is tuple:  # the common answer, read by OneProduce
         return resp[0]
     part = resp.responses[0].partition_responses[0]
@@ -135,19 +138,27 @@ def _produce_one(conn: BrokerConnection, topic: str, value: bytes) -> int:
     return part.base_offset
 
 
-def test_exchange_keeps_answers_of_requests_in_flight_and_shares_the_connection(tansu):
+@pytest.mark.parametrize("way", ["exchange", "round_trip"])
+def test_exchange_keeps_answers_of_requests_in_flight_and_shares_the_connection(tansu, way):
+    topic = f"conn-{way}"
     with Cluster(tansu.bootstrap) as cluster:
-        cluster.create_topic("conn-exchange", partitions=1)
-        conn = cluster.connection(cluster.leader_for("conn-exchange", 0).node_id)
+        cluster.create_topic(topic, partitions=1)
+        conn = cluster.connection(cluster.leader_for(topic, 0).node_id)
         pipelined = [conn.send(METADATA, {"topics": []}) for _ in range(3)]
-        first = _produce_one(conn, "conn-exchange", b"first")  # reads past their answers
+        first = _produce_one(conn, topic, b"first", way)  # reads past their answers
         assert conn.in_flight == 0
         assert all(conn.receive(c).brokers for c in pipelined)  # kept for their waiters
+        st = conn.stats
+        before = (st.requests, st.responses, sum(st.latency["Produce"][:-1]), st.bytes_in)
+        assert _produce_one(conn, topic, b"alone", way) == first + 1
+        after = (st.requests, st.responses, sum(st.latency["Produce"][:-1]), st.bytes_in)
+        assert after[:3] == (before[0] + 1, before[1] + 1, before[2] + 1)  # counted alike
+        assert after[3] > before[3] and not st.sent_at
         errors, offsets, seen = [], [], []
 
         def exchanging():
             try:
-                offsets.extend(_produce_one(conn, "conn-exchange", b"x") for _ in range(15))
+                offsets.extend(_produce_one(conn, topic, b"x", way) for _ in range(15))
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
@@ -163,7 +174,7 @@ def test_exchange_keeps_answers_of_requests_in_flight_and_shares_the_connection(
         for t in threads:
             t.join()
     assert not errors and len(seen) == 30 and all(seen)
-    assert sorted(offsets) == list(range(first + 1, first + 31))  # each answer to its sender
+    assert sorted(offsets) == list(range(first + 2, first + 32))  # each answer to its sender
 
 
 def test_refused_connection_names_the_address():

@@ -468,7 +468,10 @@ class Producer(ProducerCompat, ProducerIdentity):
             items = [data]
         else:
             items = self._as_list(data)[0]
-        reports = self._sync_reports(items)
+        return self._sync_outcome(self._sync_reports(items))
+
+    def _sync_outcome(self, reports: list[DeliveryReport]) -> list[DeliveryReport]:
+        """Sync: ``reports`` (delivered) returned; raises for their failed messages."""
         for r in reports:
             if r.error is not None:  # the failed messages of every report
                 failed = [pair for r in reports if r.error is not None for pair in r.failed]

@@ -94,7 +94,8 @@ class SyncLane:
             or (x is not None and (x[0] is not None or x[2] is not None or x[3] is not None))
         ):
             return None
-        if self.refresh_interval is not None:
+        interval = self.refresh_interval
+        if interval is not None and time.monotonic() - self.cluster.last_refresh >= interval:
             self._maybe_refresh()
         topic = d.topic
         pinned = None if x is None else x[1]
@@ -105,21 +106,26 @@ class SyncLane:
                 return None
         conn, enc, magic, codec, ps = lane
         partition = enc.partition
-        created = int(time.time() * 1000)
-        records = (
-            encode_v2_uniform([value], len(value), codec, created)
-            if magic == 2
-            else encode_records([value], None, None, None, magic, codec, created)
-        )
         ps[0] += 1
         ps[1] += 1
-        ps[2] += len(records)
+        created = int(time.time() * 1000)
         timeout = self.delivery_timeout
         self._deadline = _INF if timeout is None else time.monotonic() + timeout
         try:
-            resp: Any = conn.exchange(  # OneProduce.read's tuple, or a Struct
-                PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read
-            )
+            if magic == 2 and not codec:  # a prepared frame (OneProduce.stamped)
+                frame, size = enc.stamped(value, created)
+                ps[2] += size
+                resp: Any = conn.round_trip(PRODUCE, enc.version, frame, enc.read)
+            else:
+                records = (
+                    encode_v2_uniform([value], len(value), codec, created)
+                    if magic == 2
+                    else encode_records([value], None, None, None, magic, codec, created)
+                )
+                ps[2] += len(records)
+                resp = conn.exchange(  # OneProduce.read's tuple, or a Struct
+                    PRODUCE, enc.version, lambda corr: enc.frame(corr, records), enc.read
+                )
         except KafkaError as exc:
             self._connection_failed(conn, exc)
             self._retry_later(self._batch(d, partition, codec, created), exc)

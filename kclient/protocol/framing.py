@@ -319,6 +319,21 @@ class ClientProtocol:
     def bytes_needed(self) -> int:
         return self._framer.bytes_needed()
 
+    def take(self, corr: int, frame: memoryview) -> Any:
+        """The answer to request ``corr`` in ``frame`` (a whole frame without its size prefix)
+        as its reader reads it, the request then answered; None when there is no reader or it
+        declines (the request stays pending for :meth:`decode_frame`)."""
+        api, version, reader = self._pending[corr]
+        pos = 4
+        if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
+            if frame[4]:  # tagged fields in the header: the generic decoding reads them
+                return None
+            pos = 5
+        answer = None if reader is None else reader(frame, pos)
+        if answer is not None:
+            del self._pending[corr]
+        return answer
+
     def decode_frame(self, frame: Buffer) -> tuple[int, Struct]:
         """Decode one complete response frame (without its size prefix)."""
         if len(frame) < 4:

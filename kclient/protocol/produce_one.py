@@ -15,6 +15,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from crc32c import crc32c
+
+from .records.v2_uniform import encode_v2_uniform
 from .varint import Buffer, encode_uvarint
 
 __all__ = ["OneProduce", "PRODUCE_KEY", "FLEXIBLE_FROM"]
@@ -26,6 +29,12 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 #: size prefix, api key, api version, correlation id
 _HEAD = struct.Struct(">ihhi")
+_U32 = struct.Struct(">I")
+_TWO_TIMES = struct.Struct(">qq")
+#: where in a v2 batch the CRC, the part it covers and the first / max timestamps start
+_CRC_AT, _CRC_FROM, _TIMES_AT = 17, 21, 27
+#: prepared one-record frames kept per encoder (value lengths)
+_MAX_PREPARED = 8
 
 
 def _string(s: str | None, compact: bool, nullable: bool) -> bytes:
@@ -56,6 +65,7 @@ class OneProduce:
         "_answer_head",
         "_answer_tail",
         "_size",
+        "_prepared",
     )
 
     def __init__(
@@ -98,6 +108,7 @@ class OneProduce:
         self._size = (
             len(self._answer_head) + self._fixed.size + len(tail) + (4 if version >= 1 else 0)
         ) + (1 if flex else 0)
+        self._prepared: dict[int, tuple[bytearray, memoryview, int, int, int]] = {}
 
     def frame(self, corr: int, records: Any) -> bytes:
         """The whole request frame, size prefix first, carrying ``records`` (bytes-like)."""
@@ -108,6 +119,36 @@ class OneProduce:
         return b"".join(
             (_HEAD.pack(total, PRODUCE_KEY, self.version, corr), middle, size, records, tail)
         )
+
+    def stamped(self, value: bytes, timestamp: int) -> tuple[bytearray, int]:
+        """The frame of one uncompressed v2 record ``value`` created at ``timestamp`` (ms),
+        its correlation id left for the sender to write at bytes 8-11, and its batch's size:
+        a frame prepared once per value length, the value, the timestamps and the CRC written
+        into it in place (the same bytes as :meth:`frame`; the next call reuses the frame)."""
+        prepared = self._prepared.get(len(value))
+        if prepared is None:
+            prepared = self._prepare(len(value))
+        frame, view, batch_at, value_at, size = prepared
+        _TWO_TIMES.pack_into(frame, batch_at + _TIMES_AT, timestamp, timestamp)
+        end = value_at + len(value)
+        frame[value_at:end] = value
+        _U32.pack_into(frame, batch_at + _CRC_AT, crc32c(view[batch_at + _CRC_FROM : end + 1]))
+        return frame, size
+
+    def _prepare(self, length: int) -> tuple[bytearray, memoryview, int, int, int]:
+        """A one-record frame for values of ``length`` bytes: (frame, a view of it, where the
+        batch starts, where the value starts, the batch's size)."""
+        if self.version < 3:
+            raise ValueError(f"Produce v{self.version} carries message format v0/v1, not v2")
+        if len(self._prepared) >= _MAX_PREPARED:
+            self._prepared.clear()
+        batch = encode_v2_uniform([bytes(length)], length, 0, 0)
+        frame = bytearray(self.frame(0, batch))
+        batch_at = len(frame) - len(self._tail) - len(batch)
+        value_at = batch_at + len(batch) - 1 - length  # the header count (0) ends the batch
+        prepared = (frame, memoryview(frame), batch_at, value_at, len(batch))
+        self._prepared[length] = prepared
+        return prepared
 
     def read(self, buf: Buffer, pos: int) -> tuple[int, int] | None:
         """``(base_offset, log_append_time)`` of a success in the common shape starting at

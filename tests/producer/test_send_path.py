@@ -33,7 +33,8 @@ def test_each_row_of_the_table(mini_broker, monkeypatch, pure):
     else:
         need_c(data.speedups, "the C send path")  # KCLIENT_REQUIRE_ALL=1: a failure if not built
     rows = [
-        ({"producer.type": "sync"}, "sync"),
+        ({"producer.type": "sync"}, "sync-lane"),
+        ({"producer.type": "sync", "callback.handler": EnqueueHook()}, "sync"),
         ({"producer.type": "async"}, f"async-{c}"),
         ({"producer.type": "async", "callback.handler": EnqueueHook()}, "async-hooked"),
         ({"producer.type": "async", "callback.handler": DequeueHook()}, f"async-{c}-hooked"),

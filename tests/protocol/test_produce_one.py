@@ -7,6 +7,7 @@ same request, and the answer reader agrees with the generic decoder on a success
 
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from kclient.protocol.apis import PRODUCE
 from kclient.protocol.framing import ClientProtocol, ServerProtocol
 from kclient.protocol.produce_one import OneProduce
+from kclient.protocol.records import RecordsReader
+from kclient.protocol.records.v2_uniform import encode_v2_uniform
 
 VERSIONS = range(PRODUCE.min_version, PRODUCE.max_version + 1)
 RECORDS = bytes(range(256)) * 3  # any bytes: the codec does not look inside
@@ -123,3 +126,27 @@ def test_the_protocol_hands_a_declined_answer_to_the_generic_decoder() -> None:
     corr, resp = proto.decode_frame(struct.pack(">i", bad) + err[4:])
     assert corr == bad and resp.responses[0].partition_responses[0].error_code == 6
     assert proto.in_flight == 0
+
+
+@pytest.mark.parametrize("version", range(3, PRODUCE.max_version + 1))
+def test_stamped_is_the_frame_of_its_one_record(version: int) -> None:
+    """The prepared one-record frame, stamped in place, is byte for byte :meth:`frame` of
+    the same record batch, whatever came before it (reused frames, many value lengths)."""
+    enc = OneProduce(version, "kclient", None, 1, 1234, "stamped", 2)
+    rng = random.Random(version)
+    for i in range(40):
+        value = rng.randbytes(rng.choice([0, 1, 100, 127, 128, 300, 5000, 20000, i]))
+        ts = rng.randrange(1 << 41)
+        frame, size = enc.stamped(value, ts)
+        batch = encode_v2_uniform([value], len(value), 0, ts)
+        assert size == len(batch)
+        expected = bytearray(enc.frame(0, batch))
+        expected[8:12] = frame[8:12]  # the correlation id is the sender's to write
+        assert frame == expected, (version, len(value))
+        (read,) = RecordsReader(batch).records()
+        assert read.value == value and read.timestamp == ts
+
+
+def test_stamped_refuses_versions_without_message_format_v2() -> None:
+    with pytest.raises(ValueError, match="v2"):
+        OneProduce(2, "kclient", None, 1, 1234, "t", 0).stamped(b"v", 1)
