@@ -8,8 +8,9 @@ and it fetches ahead as that one does: a poll that returns records sends the nex
 a task, whose answer the next poll, commit or close takes.  As the threaded one's,
 ``commit_sync`` writes its ShareAcknowledge behind a fetch still on the wire (the share
 session's epoch counts the requests in flight, :class:`kclient.core.share_fetch.ShareSession`;
-Kafka answers a connection's requests in order), or writes the next fetch right behind it
-when the poll after next would run short, and builds the next poll's records while it waits.
+Kafka answers a connection's requests in order), or, when the poll after next would run
+short, writes the next fetch carrying the acknowledgements instead and takes its answer; either
+way it builds the next poll's records while it waits.
 """
 
 from __future__ import annotations
@@ -161,17 +162,19 @@ class AIOShareConsumer(ShareFace):
             )
         return backoff
 
-    def _fetch_ahead(self) -> None:
+    def _fetch_ahead(self) -> bool:
         """Send the next ShareFetch in a task now (with the acknowledgements settled so far),
-        for the next poll, commit or close to take."""
+        for the next poll, commit or close to take; whether one was sent."""
         member, state = self._member, self._state
         room = state.fetch_ahead(self.settings.max_poll_records)
         if self._ahead is not None or not room:
-            return
+            return False
         wanted, stale = wanted_by_leader(member, self.cluster)
         if not stale and wanted:
             ahead = share_fetch(state, wanted, state.config.ahead_wait_ms, room)
             self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
+            return True
+        return False
 
     async def _finish_ahead(self) -> None:
         """Take the answers of the ShareFetch sent ahead, if any (its records buffered)."""
@@ -203,13 +206,13 @@ class AIOShareConsumer(ShareFace):
         state = self._state
         if not self.settings.explicit:
             state.settle_all(_ACCEPT)
+        if self._ahead is None and self._fetch_ahead():  # the acknowledgements ride in it
+            return await self._commit_in_fetch()
         acking: InFlight[list[AckOutcome]] = InFlight(
             share_acknowledge(state), ClusterTransport(self.cluster)
         )
         try:
-            if self._ahead is None:  # the next fetch right behind: Kafka works on it meanwhile
-                self._fetch_ahead()
-            else:
+            if self._ahead is not None:
                 await self._finish_ahead()
             # the next poll's records built while the brokers answer
             state.decode(self.settings.max_poll_records, ahead=True)
@@ -218,6 +221,23 @@ class AIOShareConsumer(ShareFace):
             async with self._lock:
                 outcomes = await acking.finish()
             results = report(outcomes, self._callback)
+        return results
+
+    async def _commit_in_fetch(self) -> dict[TopicPartition, KafkaError | None]:
+        """commit_sync when the next ShareFetch is due now: it carries the acknowledgements
+        (one request instead of a ShareAcknowledge and a fetch) and takes what is there (no
+        long wait); its answer is taken here, once the next poll's records are built."""
+        ahead = self._ahead
+        assert ahead is not None and self._lock is not None
+        try:
+            self._state.decode(self.settings.max_poll_records, ahead=True)
+        finally:
+            async with self._lock:
+                outcome = await ahead.finish()
+                self._ahead = None
+        results = report(outcome.acks, self._callback)
+        outcome.acks = []
+        await self._absorb(outcome)
         return results
 
     def commit_async(self) -> asyncio.Task[dict[TopicPartition, KafkaError | None]]:

@@ -16,8 +16,9 @@ member may hold acquired and not handed out (4 x ``max.poll.records``): fewer, l
 fetches, fewer round trips to wait for (:meth:`ShareFetchState.fetch_ahead`).
 ``commit_sync`` writes its ShareAcknowledge behind a fetch still on the wire (the share
 session's epoch counts the requests in flight; Kafka answers a connection's requests in
-order), or writes the next fetch right behind it when the poll after next would run short,
-and builds the next poll's records while it waits.
+order), or, when the poll after next would run short, writes the next fetch carrying the
+acknowledgements instead (one request, answered at once: a fetch ahead takes what is there)
+and reads its answer; either way it builds the next poll's records while it waits.
 """
 
 from __future__ import annotations
@@ -190,19 +191,20 @@ class ShareConsumer(ShareFace):
             )
         return backoff
 
-    def _fetch_ahead(self) -> None:
+    def _fetch_ahead(self) -> bool:
         """Write the next ShareFetch now (with the acknowledgements settled so far), to be
-        read by the next poll, commit or close."""
+        read by the next poll, commit or close; whether one was written."""
         member, state = self._member, self._state
         room = state.fetch_ahead(self.settings.max_poll_records)
         if self._ahead is not None or not room:
-            return
+            return False
         wanted, stale = wanted_by_leader(member, self.cluster)
         if stale or not wanted:
-            return
+            return False
         ahead = share_fetch(state, wanted, state.config.ahead_wait_ms, room)
         with self._lock:
             self._ahead = InFlight(ahead, ClusterTransport(self.cluster))
+        return True
 
     def _finish_ahead(self) -> None:
         """Read the answers of the ShareFetch sent ahead, if any (its records buffered)."""
@@ -227,12 +229,12 @@ class ShareConsumer(ShareFace):
         if not self.settings.explicit:
             self._state.settle_all(_ACCEPT)
         self._finish_acking()
+        if self._ahead is None and self._fetch_ahead():  # the acknowledgements ride in it
+            return self._commit_in_fetch()
         with self._lock:
             acking = InFlight(share_acknowledge(self._state), ClusterTransport(self.cluster))
         try:
-            if self._ahead is None:  # the next fetch right behind: Kafka works on it meanwhile
-                self._fetch_ahead()
-            else:
+            if self._ahead is not None:
                 self._finish_ahead()
             # the next poll's records built while the brokers answer
             self._state.decode(self.settings.max_poll_records, ahead=True)
@@ -240,6 +242,22 @@ class ShareConsumer(ShareFace):
             with self._lock:
                 outcomes = acking.finish()
             results = report(outcomes, self._callback)
+        return results
+
+    def _commit_in_fetch(self) -> dict[TopicPartition, KafkaError | None]:
+        """commit_sync when the next ShareFetch is due now: it carries the acknowledgements
+        (one request instead of a ShareAcknowledge and a fetch) and takes what is there (no
+        long wait); its answer is read here, once the next poll's records are built."""
+        ahead, self._ahead = self._ahead, None
+        assert ahead is not None
+        try:
+            self._state.decode(self.settings.max_poll_records, ahead=True)
+        finally:
+            with self._lock:
+                outcome = ahead.finish()
+        results = report(outcome.acks, self._callback)
+        outcome.acks = []
+        self._absorb(outcome)
         return results
 
     def commit_async(self) -> None:
