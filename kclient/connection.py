@@ -460,40 +460,35 @@ class BrokerConnection:
                     corr = self._protocol.reserve(api, version, True, reader)
                     _SIZE.pack_into(frame, 8, corr)
                     self._write(sock, api, frame, corr, True)
-                answer = self._one_recv(sock, corr)
-                return self._await(sock, corr) if answer is None else answer
+                # one recv: the answer whole, if it came so (else _await reads on from it)
+                buf = self._rbuf
+                self._rstart = 0
+                try:  # the socket's timeout is request.timeout.ms since _write
+                    k = sock.recv_into(buf)
+                except OSError as exc:
+                    self._recv_failed(exc, corr, (0, 4, "size prefix"))
+                except BaseException as exc:  # KeyboardInterrupt: the answer is lost
+                    self._drop(f"interrupted while reading: {type(exc).__name__}")
+                    raise
+                if not k:
+                    self._recv_failed(None, corr, (0, 4, "size prefix"))
+                self._rend = k
+                if k > 8:
+                    n, rcorr = _SIZE_CORR.unpack_from(buf, 0)
+                    if n + 4 == k and rcorr == corr:
+                        answer = self._protocol.take(corr, memoryview(buf)[4:k])
+                        if answer is not None:
+                            self._rend = 0
+                            st = self.stats
+                            st.responses += 1
+                            st.bytes_in += k
+                            st.answered(corr)
+                            return answer
+                return self._await(sock, corr)
             finally:
                 self._leave(sock)
         finally:
             recv_lock.release()
-
-    def _one_recv(self, sock: socket.socket, corr: int) -> Any:
-        """:meth:`round_trip`'s read: ``corr``'s answer when one recv brings it whole and its
-        reader takes it, else None with what came left read ahead for :meth:`_await`."""
-        buf = self._rbuf
-        self._rstart = 0
-        try:  # the socket's timeout is request.timeout.ms since _write
-            k = sock.recv_into(buf)
-        except OSError as exc:
-            self._recv_failed(exc, corr, (0, 4, "size prefix"))
-        except BaseException as exc:  # KeyboardInterrupt: the answer is lost to the stream
-            self._drop(f"interrupted while reading: {type(exc).__name__}")
-            raise
-        if not k:
-            self._recv_failed(None, corr, (0, 4, "size prefix"))
-        self._rend = k
-        if k > 8:
-            n, rcorr = _SIZE_CORR.unpack_from(buf, 0)
-            if n + 4 == k and rcorr == corr:
-                answer = self._protocol.take(corr, memoryview(buf)[4:k])
-                if answer is not None:
-                    self._rend = 0
-                    st = self.stats
-                    st.responses += 1
-                    st.bytes_in += k
-                    st.answered(corr)
-                    return answer
-        return None
 
     def _reauth_if_due(self) -> None:
         """KIP-368: authenticate again before the broker's session runs out."""
@@ -511,7 +506,9 @@ class BrokerConnection:
     ) -> None:
         """Write one whole frame (the caller holds the send lock and ``sock``)."""
         try:
-            _set_timeout(sock, self.request_timeout)  # a receive may have left less
+            now = sock.gettimeout()  # a receive may have left less (_set_timeout, inline)
+            if now is None or abs(now - self.request_timeout) > _TIMEOUT_SLACK:
+                sock.settimeout(self.request_timeout)
             sock.sendall(frame)
             st = self.stats
             st.requests += 1

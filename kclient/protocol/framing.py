@@ -325,7 +325,7 @@ class ClientProtocol:
         declines (the request stays pending for :meth:`decode_frame`)."""
         api, version, reader = self._pending[corr]
         pos = 4
-        if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
+        if version >= api.flexible_from and api.key != API_VERSIONS_KEY:  # (is_flexible)
             if frame[4]:  # tagged fields in the header: the generic decoding reads them
                 return None
             pos = 5
