@@ -682,6 +682,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         """One Fetch per leader of the fetchable partitions; records go to the buffer. True
         when an answer was taken (something may be there to drain)."""
         by_leader: dict[int, list[PartitionFetch]] = {}
+        asked: dict[int, list[TopicPartition]] = {}  # the same partitions, as the buffer's keys
         leaderless: set[str] = set()
         for tp in self._assignment:
             st = self._buffer.get(tp)
@@ -698,6 +699,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             by_leader.setdefault(node, []).append(
                 PartitionFetch(tp.topic, tp.partition, self._positions[tp], self._fetch_size)
             )
+            asked.setdefault(node, []).append(tp)
         if leaderless:
             self._refresh(leaderless, "no leader known")
         if not by_leader:
@@ -718,8 +720,8 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             except KafkaError as exc:
                 self._fetch_failed(node, reqs, exc)
                 continue
-            for req, ms in zip(reqs, sets):
-                self._take(TopicPartition(req.topic, req.partition), req.offset, ms)
+            for tp, req, ms in zip(asked[node], reqs, sets):
+                self._take(tp, req.offset, ms)
                 took = True
         return took
 

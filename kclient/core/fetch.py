@@ -207,6 +207,13 @@ def read_response(
     request-level error, or nothing (some brokers, e.g. tansu at max_wait_ms=0, leave out
     partitions with nothing to return yet; an incremental fetch session leaves out those with
     nothing new, and ``known`` gives their offsets as last answered)."""
+    if len(requests) == 1:  # a one-partition consumer's answer: no lookup table to build
+        r = requests[0]
+        topics = resp.responses
+        if len(topics) == 1 and topics[0].topic == r.topic:
+            got = topics[0].partitions
+            if len(got) == 1 and got[0].partition_index == r.partition:
+                return [message_set(got[0], r.topic, r.partition, r.offset, settings)]
     parts = partitions_of(resp)
     top_error = resp.get("error_code", 0)
     out: list[ByteBufferMessageSet] = []
@@ -279,7 +286,10 @@ def may_grow(
     """Whether :func:`grow_oversized` could act on ``results`` (a first entry over
     ``max_buffer_size``, or no complete entry where data waits): False for the common answer,
     so a driver need not run :func:`refetch_oversized`'s conversation for it."""
-    return any(_may_grow(r, ms, settings) for r, ms in zip(requests, results))
+    for r, ms in zip(requests, results):
+        if _may_grow(r, ms, settings):
+            return True
+    return False
 
 
 def _may_grow(r: PartitionFetch, ms: ByteBufferMessageSet, settings: FetchSettings) -> bool:

@@ -112,7 +112,7 @@ class FetchSession:
         full, self._full = self._full, None
         if full is None:
             return True
-        code = resp.get("error_code", 0)
+        code = getattr(resp, "error_code", 0)  # (absent before Fetch v7)
         if code:
             if code == SESSION_NOT_FOUND:
                 self.id = 0

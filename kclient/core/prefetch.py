@@ -180,9 +180,10 @@ def _take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMess
     if cols.next_offset > offset:
         st.fetch_offset = cols.next_offset
     if cols.offsets:
-        st.chunks.append([cols, 0, ms.size_in_bytes])
+        size = len(ms.buffer)  # ms.size_in_bytes
+        st.chunks.append([cols, 0, size])
         st.buffered += len(cols.offsets)
-        st.bytes += ms.size_in_bytes
+        st.bytes += size
         return DATA
     if cols.error is not None:
         st.error = cols.error

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,15 +185,17 @@ class ShareFetchState:
         self.raw: deque[tuple[TopicPartition, Any]] = deque()
         #: offsets acquired in ``raw`` (records and gaps)
         self.raw_count = 0
-        #: delivered to the application, not settled: tp -> offsets (read through
-        #: :attr:`delivered`, which applies the in-order acceptances first)
+        #: delivered to the application, not settled: tp -> offsets, but for the records of
+        #: ``in_order`` not counted yet (read through :attr:`delivered`, which has both)
         self._delivered: dict[TopicPartition, set[int]] = {}
         #: settled, not sent: tp -> {offset: type} (through :attr:`pending`, likewise)
         self._pending: dict[TopicPartition, dict[int, int]] = {}
         #: the last poll's records (explicit mode), for acceptances in the order delivered:
         #: a face accepts ``in_order[acked]`` by counting it (``acked += 1``), and the records
         #: counted are applied, a partition's run at a time, before the maps are read
-        #: (:meth:`_apply_in_order`).  Emptied when a record is settled out of that order
+        #: (:meth:`_apply_in_order`).  Its records stay out of the delivered sets (no set of
+        #: offsets built and emptied again per poll) until a record is settled out of that
+        #: order: then the ones not counted go into them and ``in_order`` is emptied
         self.in_order: list[ShareConsumerRecord] | tuple[()] = ()
         self.acked = 0
         self._applied = 0
@@ -210,10 +212,39 @@ class ShareFetchState:
 
     @property
     def delivered(self) -> dict[TopicPartition, set[int]]:
-        """Delivered and not settled: tp -> offsets."""
+        """Delivered and not settled: tp -> offsets (a copy when records are counted in
+        order: change it through :meth:`acknowledge` and :meth:`settle_all`)."""
         if self.acked != self._applied:
             self._apply_in_order()
-        return self._delivered
+        if self.acked >= len(self.in_order):
+            return self._delivered
+        out = {tp: set(held) for tp, held in self._delivered.items()}
+        for tp, offsets in self._uncounted():
+            out.setdefault(tp, set()).update(offsets)
+        return out
+
+    def _uncounted(self) -> Iterator[tuple[TopicPartition, Iterable[int]]]:
+        """The records of ``in_order`` not counted yet (delivered, not settled), by run."""
+        order, i = self.in_order, self.acked
+        if i >= len(order):
+            return
+        for start, end, tp in self._runs:
+            if max(start, i) < end:
+                yield tp, _offsets(order, max(start, i), end)
+
+    def _stop_counting(self) -> None:
+        """Settle no more records by counting this poll: the ones not counted go into the
+        delivered sets (the counted applied first)."""
+        if self.acked != self._applied:
+            self._apply_in_order()
+        delivered = self._delivered
+        for tp, offsets in self._uncounted():
+            held = delivered.get(tp)
+            if held is None:
+                held = delivered[tp] = set()
+            held.update(offsets)
+        self.in_order = ()
+        self._last = None
 
     @property
     def pending(self) -> dict[TopicPartition, dict[int, int]]:
@@ -228,20 +259,17 @@ class ShareFetchState:
         lo, hi = self._applied, self.acked
         self._applied = hi
         self._last = None
-        order, delivered, pending = self.in_order, self._delivered, self._pending
+        order, pending = self.in_order, self._pending
         for start, end, tp in self._runs:
             a, b = max(start, lo), min(end, hi)
             if a >= b:
                 continue
-            offsets = list(map(_OFFSET, order[a:b]))
-            held = delivered[tp]
-            held.difference_update(offsets)
-            if not held:
-                del delivered[tp]
+            accepted = dict.fromkeys(_offsets(order, a, b), _ACCEPT)
             acks = pending.get(tp)
             if acks is None:
-                acks = pending[tp] = {}
-            acks.update(dict.fromkeys(offsets, _ACCEPT))
+                pending[tp] = accepted
+            else:
+                acks.update(accepted)
 
     def held(self) -> int:
         """Records acquired and not handed out (the undecoded counted with their gaps)."""
@@ -256,7 +284,9 @@ class ShareFetchState:
         buffer = self.buffer
         self.decode(max_records)
         whole = self.config.acquire_mode == 0
-        delivered = self.delivered
+        if self.in_order:
+            self._stop_counting()  # the last poll's records not settled stay delivered
+        delivered = self._delivered
         self.in_order, self.acked, self._applied = (), 0, 0
         runs: list[tuple[int, int, TopicPartition]] = []
         out: list[ShareConsumerRecord] = []
@@ -273,6 +303,8 @@ class ShareFetchState:
             first = run[0]  # a run is of one partition: one set lookup for it
             tp = TopicPartition(first.topic, first.partition)
             runs.append((start, len(out), tp))
+            if in_order:  # out of the sets while counted (see in_order)
+                continue
             held = delivered.get(tp)
             if held is None:
                 held = delivered[tp] = set()
@@ -311,8 +343,12 @@ class ShareFetchState:
         (:attr:`in_order`) when it is the next in that order."""
         if self.acked != self._applied:
             self._apply_in_order()
-        if self.in_order:
-            self._step_in_order(record, kind)
+        if self.in_order and self._step_in_order(record, kind):
+            acks = self._pending.get(tp)
+            if acks is None:
+                acks = self._pending[tp] = {}
+            acks[offset] = kind
+            return
         last = self._last
         if last is not None and last[0] is tp:
             held, acks = last[1], last[2]
@@ -331,22 +367,23 @@ class ShareFetchState:
                 self._last = None
         acks[offset] = kind
 
-    def _step_in_order(self, record: Any, kind: int) -> None:
+    def _step_in_order(self, record: Any, kind: int) -> bool:
         """Before a record is settled one by one: past it when it is the next in order (and
-        stays settled), else no counting for the rest of this poll's records."""
+        stays settled: True, the caller notes its type), else no counting for the rest of
+        this poll's records."""
         i = self.acked
         order = self.in_order
         if i < len(order) and order[i] is record and kind != _RENEW:
             self.acked = self._applied = i + 1
-        else:
-            self.in_order = ()
+            return True
+        self._stop_counting()
+        return False
 
     def settle_all(self, kind: int) -> None:
         """Settle every delivered record as ``kind``: implicit acceptance, or releasing at
         close."""
-        delivered, pending = self.delivered, self.pending
-        self._last = None
-        self.in_order = ()
+        self._stop_counting()
+        delivered, pending = self._delivered, self._pending
         for tp, offsets in delivered.items():  # (in C: a poll's worth of records each time)
             pending.setdefault(tp, {}).update(dict.fromkeys(offsets, kind))
         delivered.clear()
@@ -376,7 +413,9 @@ class ShareFetchState:
 
     def unsettled(self) -> int:
         """How many delivered records are not settled."""
-        return sum(len(v) for v in self.delivered.values())
+        return sum(len(v) for v in self._delivered.values()) + max(
+            0, len(self.in_order) - self.acked
+        )
 
     def has_pending(self) -> bool:
         return any(self.pending.values())
@@ -483,6 +522,15 @@ class ShareFetchState:
         if gaps:
             self.pending.setdefault(tp, {}).update(dict.fromkeys(gaps, GAP))
         return n
+
+
+def _offsets(order: Any, a: int, b: int) -> Iterable[int]:
+    """The offsets of ``order[a:b]``, records of one partition in ascending order: a range
+    when they are consecutive (the common case), built in C."""
+    first, last = order[a].offset, order[b - 1].offset
+    if last - first == b - 1 - a:
+        return range(first, last + 1)
+    return list(map(_OFFSET, order[a:b]))
 
 
 def _not_delivered(tp: TopicPartition, offset: int) -> ValueError:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kclient.connection import BrokerConnection
 from kclient.core.fetch import (
@@ -181,7 +181,8 @@ class Fetcher:
 
     def _answer(self, pending: PendingFetch) -> FetchResponse:
         try:
-            return cast("FetchResponse", self.conn.receive(pending.corr))
+            resp: FetchResponse = self.conn.receive(pending.corr)
+            return resp
         except KafkaError:
             if self.session is not None:
                 self.session.failed()
@@ -226,7 +227,7 @@ class Fetcher:
         ``prefetch`` the next request sent."""
         asked, pending = started
         with self._lock:
-            results = self._grow_oversized(asked, self.receive(pending))
+            results = self._grow_oversized(asked, self.receive(pending), pending.settings)
             if self.prefetch:
                 self._speculate(asked, results)
             return results
@@ -280,10 +281,13 @@ class Fetcher:
             self._speculative = None
 
     def _grow_oversized(
-        self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
+        self,
+        requests: Sequence[PartitionFetch],
+        results: list[ByteBufferMessageSet],
+        settings: FetchSettings,
     ) -> list[ByteBufferMessageSet]:
-        """Refetch partitions whose first message did not fit, doubling their size."""
-        settings = self.settings
+        """Refetch partitions whose first message did not fit, doubling their size
+        (``settings``: those the request was sent with)."""
         if not may_grow(requests, results, settings):
             return results
         version = self.conn.version(FETCH, self.version)

@@ -35,6 +35,8 @@ _HEAD = struct.Struct(">ihi")
 #: partition_index, error_code, high_watermark, last_stable_offset, log_start_offset
 _PART = struct.Struct(">ihqqq")
 _I32 = struct.Struct(">i")
+#: a Struct without calling its __init__ (its fields' dict given whole)
+_new = object.__new__
 #: the partition's, the topic's and the answer's tagged sections, each empty
 _NO_TAGS = b"\x00\x00\x00"
 #: size prefix, api key, api version, correlation id
@@ -97,7 +99,11 @@ def read_one_partition(view: memoryview, pos: int) -> Struct | None:
         if listed > 1:
             return None
         replica = _I32.unpack_from(view, pos + 1)[0]
-        size, pos = decode_uvarint(view, pos + 5)
+        size = view[pos + 5]  # the records' length + 1, an unsigned varint
+        if size < 0x80:
+            pos += 6
+        else:
+            size, pos = decode_uvarint(view, pos + 5)
         records = None
         if size:
             end = pos + size - 1
@@ -107,22 +113,27 @@ def read_one_partition(view: memoryview, pos: int) -> Struct | None:
             return None
     except (struct.error, IndexError, ValueError):  # short or not utf-8: the generic way says
         return None
-    part = Struct(
-        partition_index=index,
-        error_code=error,
-        high_watermark=high,
-        last_stable_offset=stable,
-        log_start_offset=start,
-        aborted_transactions=[] if listed else None,
-        preferred_read_replica=replica,
-        records=records,
-    )
-    return Struct(
-        throttle_time_ms=throttle,
-        error_code=code,
-        session_id=session_id,
-        responses=[Struct(topic=topic, partitions=[part])],
-    )
+    part = _new(Struct)
+    part.__dict__ = {
+        "partition_index": index,
+        "error_code": error,
+        "high_watermark": high,
+        "last_stable_offset": stable,
+        "log_start_offset": start,
+        "aborted_transactions": [] if listed else None,
+        "preferred_read_replica": replica,
+        "records": records,
+    }
+    topic_answer = _new(Struct)
+    topic_answer.__dict__ = {"topic": topic, "partitions": [part]}
+    answer = _new(Struct)
+    answer.__dict__ = {
+        "throttle_time_ms": throttle,
+        "error_code": code,
+        "session_id": session_id,
+        "responses": [topic_answer],
+    }
+    return answer
 
 
 def reader_for(version: int) -> Callable[[memoryview, int], Struct | None] | None:

@@ -345,7 +345,10 @@ class ClientProtocol:
         api, version, reader = entry
         pos = 4
         if api.is_flexible(version) and api.key != API_VERSIONS_KEY:
-            _, pos = read_tagged_fields(frame, pos)
+            if len(frame) > 4 and frame[4] == 0:  # the header's usual empty tagged section
+                pos = 5
+            else:
+                _, pos = read_tagged_fields(frame, pos)
         view = memoryview(frame)
         if reader is not None:
             answer = reader(view, pos)

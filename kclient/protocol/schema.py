@@ -56,6 +56,9 @@ def parse_versions(spec: str | tuple[int, int] | None) -> tuple[int, int]:
     return (int(spec), int(spec))
 
 
+_new = object.__new__
+
+
 class Struct:
     """A decoded request/response (or nested element): attribute access plus ``s["name"]``."""
 
@@ -193,7 +196,7 @@ class StructType(Type):
             tags, pos = read_tagged_fields(buf, pos)
             if tags:
                 values["_tagged_fields"] = tags
-        s = Struct()
+        s = _new(Struct)
         s.__dict__ = values
         return s, pos
 

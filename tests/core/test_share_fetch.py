@@ -292,6 +292,30 @@ def test_records_accepted_in_order_are_counted_and_applied_a_run_at_a_time():
     assert state.take(10) and state.in_order == ()
 
 
+def test_records_not_counted_stay_delivered_into_the_next_poll():
+    """Records counted in order stay out of the delivered sets while counted; the ones a poll
+    left unsettled are delivered still after the next take (and counted as unsettled), and
+    each is settled once."""
+    state = _state()
+    state.read_fetch(
+        3, _answer(build_batch([b"a", b"b", b"c"], base_offset=0), [(0, 2, 1)]), FetchOutcome()
+    )
+    got = state.take(10, in_order=True)
+    state.acked = 1  # got[0] counted
+    assert state.unsettled() == 2 and state.delivered == {T0: {1, 2}}
+    state.read_fetch(3, _answer(build_batch([b"d"], base_offset=3), [(3, 3, 1)]), FetchOutcome())
+    nxt = state.take(10, in_order=True)
+    assert [r.offset for r in nxt] == [3] and state.unsettled() == 3
+    assert state.delivered == {T0: {1, 2, 3}}
+    state.acknowledge(T0, 3, 1, nxt[0])  # the next in order: counted
+    state.acknowledge(T0, 1, 3, got[1])  # the last poll's: by offset
+    assert state.pending == {T0: {0: 1, 3: 1, 1: 3}} and state.delivered == {T0: {2}}
+    for tp, offset, record in ((T0, 3, nxt[0]), (T0, 0, got[0])):
+        with pytest.raises(ValueError, match="not delivered"):
+            state.acknowledge(tp, offset, 1, record)
+    assert state.unsettled() == 1
+
+
 def test_an_answer_is_decoded_in_pieces_of_whole_batches_as_polls_need_them():
     """A partition's answer is cut into pieces of whole record batches of about a poll's worth
     (``max_records``), the acquired ranges with them: a poll decodes only what it hands out,
