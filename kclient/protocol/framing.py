@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import fetch_one
+from . import fetch_one, share_one
 from .errors import KafkaError, ProtocolDecodeError, UnsupportedVersionError
 from .schema import Api, ReqT, Struct
 from .types import NULLABLE_STRING, Parts, read_tagged_fields
@@ -36,6 +36,8 @@ DEFAULT_MAX_FRAME = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")
 _CORR = struct.Struct(">i")
+#: the share APIs whose answers :mod:`share_one` reads (ShareFetch, ShareAcknowledge)
+_SHARE_KEYS = frozenset((share_one.SHARE_FETCH_KEY, share_one.SHARE_ACKNOWLEDGE_KEY))
 
 
 @dataclass(frozen=True)
@@ -254,13 +256,18 @@ class ClientProtocol:
             parts += api.encode_request(version, body)
             frame = _frame(parts)
         if expect_response:
+            if reader is None and api.key in _SHARE_KEYS:  # a share consumer's answers
+                reader = share_one.reader_for(api.key, version)
             self._pending[corr] = (api, version, reader)
         return corr, frame
 
     def _fetch_frame(self, api: Api[Any, Any], version: int, corr: int, body: Any) -> bytes | None:
         """A consumer's Fetch v12 written by :func:`fetch_one.request_frame` (every poll
-        sends one); None for anything else, or a body it does not know (the generic encoder
-        writes it, or names what is wrong with it)."""
+        sends one), a share consumer's ShareFetch or ShareAcknowledge by
+        :func:`share_one.request_frame`; None for anything else, or a body it does not know
+        (the generic encoder writes it, or names what is wrong with it)."""
+        if api.key in _SHARE_KEYS:
+            return share_one.request_frame(api.key, version, corr, self._fetch_header, body)
         if (
             api.key != fetch_one.FETCH_KEY
             or version != fetch_one.ONE_PARTITION_VERSION
