@@ -15,7 +15,14 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from .fetch_one import _FRAME_HEAD, _PARTITION, _REQUEST_HEAD, _count, _topic_head, request_frame
+from .fetch_one import (
+    _FRAME_HEAD,
+    _PARTITION,
+    _REQUEST_HEAD,
+    _topic_head,
+    compact_count,
+    request_frame,
+)
 
 __all__ = ["SteadyFetch"]
 
@@ -41,7 +48,7 @@ class SteadyFetch:
         self.frame = bytearray(request_frame(0, client_header, body))
         head = _FRAME_HEAD.size + len(client_header)
         self._wait_at, self._epoch_at = head + _WAIT_AT, head + _EPOCH_AT
-        pos = head + _REQUEST_HEAD.size + len(_count(len(body["topics"])))
+        pos = head + _REQUEST_HEAD.size + len(compact_count(len(body["topics"])))
         where: dict[tuple[str, int], int] = {}
         for t in body["topics"]:
             parts = t["partitions"]
