@@ -1,7 +1,7 @@
 """kclient.protocol.share_one reads real Kafka 4.x ShareFetch and ShareAcknowledge answers into
-what the generic schema decoder reads from them (the reference), through a member that
-accepts, releases, rejects (redeliveries: delivery counts above 1), commits between fetches
-and behind them, and closes its session."""
+what the generic schema decoder reads from them (the reference), and writes the requests as
+the generic encoder does, through a member that accepts, releases, rejects (redeliveries:
+delivery counts above 1), commits between fetches and behind them, and closes its session."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from integration.helpers import new_topic
 from integration.share_scenarios import conf, new_group, produce
 from kclient import AcknowledgeType, ShareConsumer
-from kclient.protocol import share_one
+from kclient.protocol import framing, share_one
 from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
 
 
@@ -36,7 +36,22 @@ def answers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bytes, int]
     return got
 
 
-def test_the_fast_readers_read_real_answers_as_the_generic_decoder(kafka4, answers):
+@pytest.fixture
+def requests(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, Any, bytes | None]]:
+    """Every share request the fast writer is given: (api key, version, body, its frame)."""
+    got: list[tuple[int, int, Any, bytes | None]] = []
+    request_frame = share_one.request_frame
+
+    def recording(key: int, version: int, corr: int, header: bytes, body: Any) -> Any:
+        frame = request_frame(key, version, corr, header, body)
+        got.append((key, version, body, frame))
+        return frame
+
+    monkeypatch.setattr(share_one, "request_frame", recording)
+    return got
+
+
+def test_the_fast_codec_reads_and_writes_as_the_generic_one(kafka4, answers, requests):
     topic = new_topic(kafka4, partitions=2)
     produce(kafka4.bootstrap, topic, 40, 2)
     group = new_group(kafka4.bootstrap)
@@ -71,3 +86,10 @@ def test_the_fast_readers_read_real_answers_as_the_generic_decoder(kafka4, answe
         assert got == apis[key].decode_response(version, memoryview(frame), pos)
         with_records += any(p.get("records") for t in got.responses for p in t.partitions)
     assert with_records >= 2
+    for key, version, body, frame in requests:  # each written fast, as the generic encoder does
+        assert frame is not None, (key, version, body)
+        corr = int.from_bytes(frame[8:12], "big")
+        client_id = frame[14 : 14 + int.from_bytes(frame[12:14], "big")].decode()
+        parts = framing._encode_request_header(apis[key], version, corr, client_id)
+        assert frame == framing._frame(parts + apis[key].encode_request(version, body))
+    assert {key for key, *_ in requests} == set(apis)

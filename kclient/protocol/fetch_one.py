@@ -147,8 +147,8 @@ def _compact_string(s: str) -> bytes:
     return encode_uvarint(len(b) + 1) + b
 
 
-def _count(n: int) -> bytes:
-    """A compact array's length prefix."""
+def compact_count(n: int) -> bytes:
+    """A compact array's length prefix (one byte below 127; :mod:`share_one` too)."""
     return _SMALL[n] if n < 127 else encode_uvarint(n + 1)
 
 
@@ -156,7 +156,7 @@ def _topic_head(t: dict[str, Any], items: list[Any]) -> bytes:
     """A topic's name and its array's length prefix (KeyError: a key Fetch does not have)."""
     if len(t) != 2:
         raise KeyError("topic")
-    return _compact_string(t["topic"]) + _count(len(items))
+    return _compact_string(t["topic"]) + compact_count(len(items))
 
 
 def _partition(p: dict[str, Any]) -> bytes:
@@ -197,14 +197,14 @@ def request_frame(corr: int, client_header: bytes, body: dict[str, Any]) -> byte
         ),
     ]
     topics = body["topics"]
-    out.append(_count(len(topics)))
+    out.append(compact_count(len(topics)))
     for t in topics:
         parts = t["partitions"]
         out.append(_topic_head(t, parts))
         out.extend(map(_partition, parts))
         out.append(b"\x00")  # the topic's tagged section
     forgotten = body["forgotten_topics_data"]
-    out.append(_count(len(forgotten)))
+    out.append(compact_count(len(forgotten)))
     for t in forgotten:
         ps = t["partitions"]
         out.append(_topic_head(t, ps))

@@ -263,8 +263,11 @@ class ClientProtocol:
 
     def _fetch_frame(self, api: Api[Any, Any], version: int, corr: int, body: Any) -> bytes | None:
         """A consumer's Fetch v12 written by :func:`fetch_one.request_frame` (every poll
-        sends one); None for anything else, or a body it does not know (the generic encoder
-        writes it, or names what is wrong with it)."""
+        sends one), a share consumer's ShareFetch or ShareAcknowledge by
+        :func:`share_one.request_frame`; None for anything else, or a body it does not know
+        (the generic encoder writes it, or names what is wrong with it)."""
+        if api.key in _SHARE_KEYS:
+            return share_one.request_frame(api.key, version, corr, self._fetch_header, body)
         if (
             api.key != fetch_one.FETCH_KEY
             or version != fetch_one.ONE_PARTITION_VERSION

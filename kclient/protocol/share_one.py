@@ -17,10 +17,17 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from .fetch_one import compact_count as _n
 from .schema import Struct
 from .varint import decode_uvarint
 
-__all__ = ["read_share_fetch", "read_share_acknowledge", "read_share_acknowledge_v1", "reader_for"]
+__all__ = [
+    "read_share_fetch",
+    "read_share_acknowledge",
+    "read_share_acknowledge_v1",
+    "reader_for",
+    "request_frame",
+]
 
 #: ShareFetch's and ShareAcknowledge's API keys
 SHARE_FETCH_KEY, SHARE_ACKNOWLEDGE_KEY = 78, 79
@@ -212,3 +219,141 @@ _READERS: dict[tuple[int, int], Callable[[memoryview, int], Struct | None]] = {
 def reader_for(key: int, version: int) -> Callable[[memoryview, int], Struct | None] | None:
     """The reader of an answer of API ``key`` at ``version`` (None: the generic decoder)."""
     return _READERS.get((key, version))
+
+
+# -- requests --------------------------------------------------------------------------
+
+#: size prefix, api key, api version, correlation id
+_FRAME_HEAD = struct.Struct(">ihhi")
+#: share_session_epoch, max_wait_ms, min_bytes, max_bytes, max_records, batch_size
+_FETCH_HEAD = struct.Struct(">iiiiii")
+#: an acknowledgement batch's first_offset, last_offset
+_RANGE = struct.Struct(">qq")
+#: the body keys each request's writer knows (any other: the generic encoder)
+_FETCH_KEYS = frozenset(
+    (
+        "group_id",
+        "member_id",
+        "share_session_epoch",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "max_records",
+        "batch_size",
+        "share_acquire_mode",
+        "is_renew_ack",
+        "topics",
+        "forgotten_topics_data",
+    )
+)
+_ACK_KEYS = frozenset(("group_id", "member_id", "share_session_epoch", "is_renew_ack", "topics"))
+
+
+def _str(s: str | None) -> bytes:
+    """A compact nullable string."""
+    if s is None:
+        return b"\x00"
+    b = s.encode("utf-8")
+    return _n(len(b)) + b
+
+
+def _uuid(value: bytes) -> bytes:
+    if len(value) != 16:
+        raise ValueError("uuid")
+    return bytes(value)
+
+
+def _topics(out: list[bytes], topics: list[dict[str, Any]]) -> None:
+    """The topics of either request: partitions and their acknowledgement batches."""
+    out.append(_n(len(topics)))
+    for t in topics:
+        if len(t) != 2:
+            raise KeyError("topic")
+        parts = t["partitions"]
+        out += (_uuid(t["topic_id"]), _n(len(parts)))
+        for p in parts:
+            if len(p) != 2:
+                raise KeyError("partition")
+            batches = p["acknowledgement_batches"]
+            out += (_I32.pack(p["partition_index"]), _n(len(batches)))
+            for b in batches:
+                if len(b) != 3:
+                    raise KeyError("batch")
+                kinds = b["acknowledge_types"]
+                out += (
+                    _RANGE.pack(b["first_offset"], b["last_offset"]),
+                    _n(len(kinds)),
+                    struct.pack(f">{len(kinds)}b", *kinds),
+                    b"\x00",
+                )
+            out.append(b"\x00")
+        out.append(b"\x00")
+
+
+def _fetch_body(out: list[bytes], version: int, body: dict[str, Any]) -> None:
+    out += (
+        _str(body.get("group_id")),
+        _str(body["member_id"]),
+        _FETCH_HEAD.pack(
+            body["share_session_epoch"],
+            body["max_wait_ms"],
+            body["min_bytes"],
+            body.get("max_bytes", 0x7FFFFFFF),
+            body["max_records"],
+            body["batch_size"],
+        ),
+    )
+    if version >= 2:
+        out.append(_MODE.pack(body.get("share_acquire_mode", 0), bool(body.get("is_renew_ack"))))
+    _topics(out, body["topics"])
+    forgotten = body["forgotten_topics_data"]
+    out.append(_n(len(forgotten)))
+    for t in forgotten:
+        if len(t) != 2:
+            raise KeyError("forgotten topic")
+        ps = t["partitions"]
+        out += (_uuid(t["topic_id"]), _n(len(ps)), struct.pack(f">{len(ps)}i", *ps), b"\x00")
+
+
+def _ack_body(out: list[bytes], version: int, body: dict[str, Any]) -> None:
+    out += (
+        _str(body.get("group_id")),
+        _str(body["member_id"]),
+        _I32.pack(body["share_session_epoch"]),
+    )
+    if version >= 2:
+        out.append(b"\x01" if body.get("is_renew_ack") else b"\x00")
+    _topics(out, body["topics"])
+
+
+#: share_acquire_mode, is_renew_ack
+_MODE = struct.Struct(">b?")
+_WRITERS: dict[int, tuple[frozenset[str], Callable[[list[bytes], int, dict[str, Any]], None]]] = {
+    SHARE_FETCH_KEY: (_FETCH_KEYS, _fetch_body),
+    SHARE_ACKNOWLEDGE_KEY: (_ACK_KEYS, _ack_body),
+}
+
+
+def request_frame(
+    key: int, version: int, corr: int, client_header: bytes, body: Any
+) -> bytes | None:
+    """The whole request frame (size prefix first) of a ShareFetch or ShareAcknowledge v1/v2
+    body as the core builds it (:mod:`kclient.core.share_fetch`; absent fields at their
+    schema defaults), byte for byte the generic encoder's; None for any other API, version or
+    body (a key it does not know, a value it cannot write): the generic encoder writes it, or
+    names what is wrong.  ``client_header``: the request header after the correlation id."""
+    writer = _WRITERS.get(key)
+    if writer is None or version not in (1, 2) or type(body) is not dict:
+        return None
+    keys, write = writer
+    if not keys.issuperset(body):
+        return None
+    out = [b"", client_header]
+    try:
+        write(out, version, body)
+    except (KeyError, TypeError, ValueError, AttributeError, struct.error, OverflowError):
+        return None
+    out.append(b"\x00")  # the body's tagged section
+    size = sum(map(len, out)) + 8
+    out[0] = _FRAME_HEAD.pack(size, key, version, corr)
+    return b"".join(out)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kclient.protocol import share_one
+from kclient.protocol import framing, share_one
 from kclient.protocol.apis import SHARE_ACKNOWLEDGE, SHARE_FETCH
 from kclient.protocol.framing import ClientProtocol
 
@@ -113,3 +113,62 @@ def test_shapes_left_to_the_generic_decoder():
     header = corr.to_bytes(4, "big") + b"\x00"
     _, answer = proto.decode_frame(header + frame)
     assert answer.responses[0].partitions[1]._tagged_fields == {0: b"x"}
+
+
+def _requests() -> list[tuple[Any, int, dict[str, Any]]]:
+    batches = [
+        {"first_offset": 0, "last_offset": 666, "acknowledge_types": [1]},
+        {"first_offset": 700, "last_offset": 702, "acknowledge_types": [1, 2, 3]},
+    ]
+    topics = [
+        {"topic_id": TOPIC, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]},
+        {
+            "topic_id": b"\x08" * 16,
+            "partitions": [
+                {"partition_index": i, "acknowledgement_batches": batches} for i in range(3)
+            ],
+        },
+    ]
+    fetch = {
+        "group_id": "g",
+        "member_id": "m\u00e9",
+        "share_session_epoch": 3,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "max_bytes": 52428800,
+        "max_records": 2000,
+        "batch_size": 500,
+        "share_acquire_mode": 1,
+        "topics": topics,
+        "forgotten_topics_data": [{"topic_id": TOPIC, "partitions": [1, 2]}],
+    }
+    ack = {"group_id": None, "member_id": "m", "share_session_epoch": -1, "topics": topics}
+    return [
+        (api, v, body)
+        for v in (1, 2)
+        for api, body in (
+            (SHARE_FETCH, fetch),
+            (SHARE_FETCH, {**fetch, "topics": [], "forgotten_topics_data": []}),
+            (SHARE_ACKNOWLEDGE, ack),
+            (SHARE_ACKNOWLEDGE, {**ack, "is_renew_ack": True}),
+        )
+    ]
+
+
+@pytest.mark.parametrize("api,version,body", _requests())
+def test_requests_written_as_the_generic_encoder_writes_them(api, version, body):
+    fast = share_one.request_frame(api.key, version, 7, b"\x00\x01c\x00", body)
+    parts = framing._encode_request_header(api, version, 7, "c")
+    parts += api.encode_request(version, body)
+    assert fast == framing._frame(parts)
+
+
+def test_requests_left_to_the_generic_encoder():
+    api, version, body = _requests()[1]
+    assert share_one.request_frame(api.key, 0, 1, b"", body) is None
+    assert share_one.request_frame(api.key, version, 1, b"", {**body, "x": 1}) is None
+    assert share_one.request_frame(api.key, version, 1, b"", {**body, "topics": [{}]}) is None
+    bad = {**body, "forgotten_topics_data": [{"topic_id": b"short", "partitions": []}]}
+    assert share_one.request_frame(api.key, version, 1, b"", bad) is None
+    with pytest.raises(ValueError, match="uuid"):  # the generic encoder names what is wrong
+        ClientProtocol("c").send_request(api, version, bad)
