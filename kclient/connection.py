@@ -57,11 +57,6 @@ _SIZE_CORR = struct.Struct(">ii")
 _READ_AHEAD = 64 * 1024
 #: a socket timeout this close to the one wanted is kept (seconds; see _set_timeout)
 _TIMEOUT_SLACK = 0.05
-#: a ``struct timeval`` (kernel timeouts)
-_TIMEVAL = struct.Struct("@ll")
-#: what a recv or send that ran out of time raises: Python's socket timeout, or a blocking
-#: socket's SO_RCVTIMEO / SO_SNDTIMEO (EAGAIN)
-_TIMED_OUT = (TimeoutError, BlockingIOError)
 _Req = TypeVar("_Req")
 _Resp = TypeVar("_Resp")
 
@@ -148,7 +143,6 @@ class BrokerConnection:
         settings: ConnectionSettings | None = None,
         *,
         node_id: int | None = None,
-        kernel_timeouts: bool = False,
         **overrides: Any,
     ):
         settings = settings or _DEFAULT_SETTINGS
@@ -188,12 +182,6 @@ class BrokerConnection:
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
         self.stats = settings.connection_stats(self.host, self.port, node_id)
-        #: a plain TCP socket kept blocking, its timeouts the kernel's (SO_RCVTIMEO /
-        #: SO_SNDTIMEO): a receive is one system call that releases the GIL once, where a
-        #: Python socket timeout makes it poll() then recv(), two (kclient.Consumer's fetches)
-        self.kernel_timeouts = kernel_timeouts and not settings.security.uses_tls
-        #: the SO_RCVTIMEO of the socket in kernel-timeout mode (seconds)
-        self._rcvtimeo = 0.0
 
     def __repr__(self) -> str:
         return f"BrokerConnection({self.host}:{self.port}, node={self.node_id})"
@@ -301,14 +289,9 @@ class BrokerConnection:
                 self.host, self.port, f"TLS handshake failed: {exc!r}"
             ) from exc
         sock.settimeout(self.request_timeout)
-        if self.kernel_timeouts and not isinstance(sock, ssl.SSLSocket):
-            sock.settimeout(None)  # blocking: the kernel keeps the time
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(self.request_timeout))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(self.request_timeout))
         with self._state:
             cancelled = self._closes != closes or self._shut is not None
             if not cancelled:
-                self._rcvtimeo = self.request_timeout
                 self._sock = sock
                 self._protocol = ClientProtocol(self.client_id, self.max_frame)
                 self._responses.clear()
@@ -524,10 +507,7 @@ class BrokerConnection:
         """Write one whole frame (the caller holds the send lock and ``sock``)."""
         try:
             now = sock.gettimeout()  # a receive may have left less (_set_timeout, inline)
-            if now is None:  # kernel timeouts: the receive timeout back to request.timeout.ms
-                if abs(self._rcvtimeo - self.request_timeout) > _TIMEOUT_SLACK:
-                    self._set_rcvtimeo(sock, self.request_timeout)
-            elif abs(now - self.request_timeout) > _TIMEOUT_SLACK:
+            if now is None or abs(now - self.request_timeout) > _TIMEOUT_SLACK:
                 sock.settimeout(self.request_timeout)
             sock.sendall(frame)
             st = self.stats
@@ -541,7 +521,7 @@ class BrokerConnection:
         except OSError as exc:
             if self._sock is None:  # closed by another thread of ours
                 self._fail(self._closed_reason or "closed by the client", cause=exc)
-            self._fail(f"send failed: {exc}", timeout=isinstance(exc, _TIMED_OUT), cause=exc)
+            self._fail(f"send failed: {exc}", timeout=isinstance(exc, TimeoutError), cause=exc)
         except BaseException as exc:  # KeyboardInterrupt mid-frame: the stream is torn
             self._drop(f"interrupted while sending: {type(exc).__name__}")
             raise
@@ -656,11 +636,7 @@ class BrokerConnection:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            if sock.gettimeout() is None:  # kernel timeouts
-                if abs(self._rcvtimeo - left) > _TIMEOUT_SLACK:
-                    self._set_rcvtimeo(sock, left)
-            else:
-                _set_timeout(sock, left)
+            _set_timeout(sock, left)
             k = sock.recv_into(view, len(view))
         except OSError as exc:
             self._recv_failed(exc, corr, progress)
@@ -668,16 +644,11 @@ class BrokerConnection:
             self._recv_failed(None, corr, progress)
         return k
 
-    def _set_rcvtimeo(self, sock: socket.socket, seconds: float) -> None:
-        """The kernel's receive timeout of ``sock`` (kernel-timeout mode)."""
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
-        self._rcvtimeo = seconds
-
     def _recv_failed(
         self, exc: OSError | None, corr: int, progress: tuple[int, int, str]
     ) -> NoReturn:
         """Close and raise why a recv failed (``exc``) or found the stream closed (None)."""
-        if isinstance(exc, _TIMED_OUT):
+        if isinstance(exc, TimeoutError):
             got, n, what = progress
             self._fail(
                 f"no complete response within {self.request_timeout:.1f}s "
@@ -741,13 +712,6 @@ def _with_corr(frame: bytearray, corr: int) -> bytearray:
     """``frame`` with correlation id ``corr`` written in (a prepared frame's general way)."""
     _SIZE.pack_into(frame, 8, corr)
     return frame
-
-
-def _timeval(seconds: float) -> bytes:
-    """A ``struct timeval`` for SO_RCVTIMEO / SO_SNDTIMEO: at least a microsecond (zero
-    would mean no timeout at all)."""
-    micros = max(1, int(seconds * 1_000_000))
-    return _TIMEVAL.pack(micros // 1_000_000, micros % 1_000_000)
 
 
 def _set_timeout(sock: socket.socket, seconds: float) -> None:

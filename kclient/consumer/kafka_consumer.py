@@ -666,9 +666,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         f = self._fetchers.get(node)
         if f is None or not f.conn.connected:
             b = self.cluster.brokers[node]
-            conn = BrokerConnection(
-                b.host, b.port, self.settings, node_id=node, kernel_timeouts=True
-            )
+            conn = BrokerConnection(b.host, b.port, self.settings, node_id=node)
             conn.connect()
             f = self._fetchers[node] = Fetcher(
                 conn,

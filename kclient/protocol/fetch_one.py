@@ -102,6 +102,9 @@ def read_one_partition(view: memoryview, pos: int) -> Struct | None:
         size = view[pos + 5]  # the records' length + 1, an unsigned varint
         if size < 0x80:
             pos += 6
+        elif view[pos + 6] < 0x80:  # two bytes: up to 16 KiB of records
+            size = (size & 0x7F) | (view[pos + 6] << 7)
+            pos += 7
         else:
             size, pos = decode_uvarint(view, pos + 5)
         records = None

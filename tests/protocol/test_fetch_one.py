@@ -22,19 +22,29 @@ from tests.broker.txn_support import TXN_CONFIG, committed_aborted_open
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """t-0: c0 c1 (committed) marker, a0 (aborted) marker, plain, o0 (open); z-0: one gzip
-    batch, one zstd batch; z-1: two plain records."""
+    batch, one zstd batch; z-1: two plain records; s-0, s-1, s-2: one record whose batch's
+    length takes one, two and three varint bytes in the answer."""
     b = MiniBroker(log_dir=tmp_path_factory.mktemp("fetch-one"), config=TXN_CONFIG).start()
     b.create_topic("t", 1)
     b.create_topic("z", 2)
+    b.create_topic("s", 3)
     committed_aborted_open(b, "t", "tx")
     with connect(b) as conn:
-        for partition, codec in [(0, compression.GZIP), (0, compression.ZSTD), (1, None)]:
-            batch = build_batch([b"k%d" % i * 20 for i in range(5)], codec=codec or 0)
+        writes = [
+            ("z", 0, [b"k%d" % i * 20 for i in range(5)], compression.GZIP),
+            ("z", 0, [b"k%d" % i * 20 for i in range(5)], compression.ZSTD),
+            ("z", 1, [b"k%d" % i * 20 for i in range(5)], 0),
+            ("s", 0, [b"x"], 0),  # about 70 bytes
+            ("s", 1, [b"x" * 1000], 0),
+            ("s", 2, [b"x" * 20000], 0),  # over 16 KiB
+        ]
+        for topic, partition, values, codec in writes:
+            batch = build_batch(values, codec=codec)
             body = {
                 "acks": -1,
                 "timeout_ms": 10000,
                 "topic_data": [
-                    {"name": "z", "partition_data": [{"index": partition, "records": batch}]}
+                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
                 ],
             }
             part = conn.request(PRODUCE, body).responses[0].partition_responses[0]
@@ -73,8 +83,22 @@ def answer(b, asked, isolation=0, version=ONE_PARTITION_VERSION):
         ([PartitionFetch("t", 0, 99)], 0),  # offset out of range: the error code
         ([PartitionFetch("z", 7, 0)], 0),  # unknown partition
         ([PartitionFetch("z", 1, 5)], 0),  # at the end: no records
+        ([PartitionFetch("s", 0, 0)], 0),  # records' length: a one-byte varint
+        ([PartitionFetch("s", 1, 0)], 0),  # two bytes
+        ([PartitionFetch("s", 2, 0)], 0),  # three bytes
     ],
-    ids=["compressed", "mid-batch", "markers", "committed", "out-of-range", "unknown", "end"],
+    ids=[
+        "compressed",
+        "mid-batch",
+        "markers",
+        "committed",
+        "out-of-range",
+        "unknown",
+        "end",
+        "length-1",
+        "length-2",
+        "length-3",
+    ],
 )
 def test_the_reader_gives_the_generic_answer(broker, asked, isolation):
     resp, view, pos = answer(broker, asked, isolation)

@@ -110,7 +110,7 @@ def scan_entries(buf: Buffer) -> Scan:
             )
         entries.append(_new(EntrySpan, (pos, total, magic, offset)))
         pos += total
-    return Scan(entries, pos, None, False, None)
+    return _new(Scan, (entries, pos, None, False, None))  # Scan(...), without its __new__
 
 
 def check_crcs(buf: Buffer, spans: Sequence[EntrySpan]) -> tuple[int, CorruptRecordError | None]:
