@@ -262,10 +262,12 @@ class ShareFace:
         with the next fetch (sent at the end of the next poll) or commit."""
         state = self._state  # the common case in one call: ACCEPT, the next record in order
         i = state.acked
-        order = state.in_order
-        if i < len(order) and order[i] is record and type is _ACCEPT_TYPE:
-            state.acked = i + 1
-            return
+        try:  # (past the end, or no records counted: IndexError, rare; no len() per record)
+            if state.in_order[i] is record and type is _ACCEPT_TYPE:
+                state.acked = i + 1
+                return
+        except IndexError:
+            pass
         try:
             wire = _WIRE[type] if record.__class__ is ShareConsumerRecord else None
         except (KeyError, TypeError):  # not a type: check_ack_type says so
