@@ -20,6 +20,7 @@ from kclient.protocol.apis import FETCH
 from kclient.structs import TopicPartition as TP
 from tests.core.conftest import driver
 from tests.core.fetch_sessions import PARTITIONS, SCENARIOS, SETTINGS
+from tests.simple.test_fetcher import steady_reads
 
 from .helpers import new_topic
 
@@ -147,3 +148,14 @@ def test_aio_consumer_close_does_not_wait_behind_a_parked_fetch(kafka4):
 
     sid = asyncio.run(main())
     assert sid != 0 and _session_gone(kafka4, sid)
+
+
+def test_a_caught_up_reader_sends_its_usual_request_from_a_prepared_frame(kafka4):
+    """tests/simple/test_fetcher.py's steady reads on Kafka: the stamped frames (epoch, offsets,
+    max wait) are accepted as the session's incremental requests."""
+    topic = new_topic(kafka4, partitions=2)
+    host, port = kafka4.bootstrap.rsplit(":", 1)
+    with Producer({"metadata.broker.list": kafka4.bootstrap, "producer.type": "sync"}) as p:
+        steady_reads(
+            host, int(port), topic, lambda part, v: p.send(ProducerData(topic, v, partition=part))
+        )

@@ -106,6 +106,28 @@ class FetchSession:
         self.partitions = want
         return body
 
+    def steady(self, asked: Sequence[PartitionFetch]) -> int | None:
+        """The epoch of the incremental request :meth:`body` would build for ``asked`` when it
+        is a caught-up reader's usual one (the session's partitions, sizes unchanged, every
+        offset moved on, so all listed and none forgotten), taken as :meth:`body` takes it;
+        None, the session untouched, for any other request (build it with :meth:`body`)."""
+        old = self.partitions
+        if self.epoch == INITIAL_EPOCH or len(old) != len(asked):
+            return None
+        want = {}
+        for r in asked:
+            key = (r.topic, r.partition)
+            had = old.get(key)
+            size = min(r.max_bytes, _INT32_MAX)
+            if had is None or had[0] == r.offset or had[1] != size:
+                return None
+            want[key] = (r.offset, size)
+        self._full = False
+        self.incremental_requests += 1
+        self.last_partitions = len(asked)
+        self.partitions = want
+        return self.epoch
+
     def answer(self, resp: FetchResponse) -> bool:
         """Take the session fields of the answer to the last :meth:`body`; False for a session
         error (the answer has no data: ask again, the next request is full)."""

@@ -82,3 +82,37 @@ def test_duplicate_partition_is_refused(loaded):
     target, topic, conn = loaded
     with pytest.raises(ValueError):
         Fetcher(conn).fetch([PartitionFetch(topic, 0, 0), PartitionFetch(topic, 0, 5)])
+
+
+def steady_reads(host: str, port: int, topic: str, send) -> Fetcher:
+    """A caught-up reader of ``topic``'s partitions 0 and 1 in a fetch session: each round
+    ``send(partition, value)`` writes one value and the reader fetches it.  Returns the
+    fetcher after checking every value came, in order, each round's request the usual one
+    (sent from the prepared frame) once the session settled, and the session never restarted
+    (a wrong epoch or offset would make the broker refuse it, and the next request full)."""
+    conn = BrokerConnection(host, port)
+    conn.connect()
+    f = Fetcher(conn, session=True, max_wait_ms=0, prefetch=False)
+    offsets, got = [0, 0], {0: [], 1: []}
+    rounds = [(0, 1)] * 6 + [(0,)] + [(0, 1)] * 3  # one round with news in partition 0 only
+    for i, parts in enumerate(rounds):
+        for p in parts:
+            send(p, b"r%02d-p%d" % (i, p))
+        f.max_wait_ms = 0 if i % 2 else 1  # a moving max_wait_ms is written in, too
+        asked = [PartitionFetch(topic, p, offsets[p], 1 << 16) for p in (0, 1)]
+        for p, ms in enumerate(f.fetch(asked)):
+            got[p] += [m.value for m in ms]
+            offsets[p] = ms.next_offset if ms.entries else offsets[p]
+    conn.close()
+    assert got[0] == [b"r%02d-p0" % i for i in range(10)]
+    assert got[1] == [b"r%02d-p1" % i for i in range(10) if i != 6]
+    assert f.session.full_requests == 1  # the session lasted
+    # full, then incremental (the frame kept), then from the frame except after the round
+    # with no news in partition 1 (its offset did not move: that request is built)
+    assert f.steady_requests == len(rounds) - 3
+    return f
+
+
+def test_a_caught_up_reader_sends_its_usual_request_from_a_prepared_frame(mini):
+    topic = mini.topic(partitions=2)
+    steady_reads(mini.host, mini.port, topic, lambda p, v: mini.produce_values(topic, p, [v]))
