@@ -15,8 +15,11 @@ from .columns import MessageColumns
 
 __all__ = ["build_records", "NO_HEADERS"]
 
+_walk = load_speedup("kclient.protocol.records._walk")
 #: untracks records the cyclic collector need not scan (the C record walker's, when built)
-_untrack = getattr(load_speedup("kclient.protocol.records._walk"), "untrack_flat", None)
+_untrack = getattr(_walk, "untrack_flat", None)
+#: builds the records from their columns in one C call, no temporary tuple per record
+_build_rows = getattr(_walk, "build_rows", None)
 #: ConsumerRecord from a tuple of its fields in one C call (``_make`` is a Python frame each)
 _new = tuple.__new__
 Decode = Callable[[Any], Any]
@@ -78,6 +81,25 @@ def build_records(
             if cols.headers is not None
             else repeat(empty, n)
         )
+        if _build_rows is not None:
+            records: list[Any] = _build_rows(
+                cls,
+                n,
+                (
+                    tp.topic,
+                    tp.partition,
+                    _listed(cols.offsets[i:j]),
+                    _listed(cols.timestamps[i:j]),
+                    _listed(cols.timestamp_types[i:j]),
+                    _decoded(keys, key) if cols.keys is not None or key is not None else None,
+                    _decoded(values, value),
+                    hdrs if type(hdrs) is list else empty,
+                    *tail,
+                ),
+            )
+            if _untrack is not None:
+                _untrack(records, NO_HEADERS)
+            return records
         records = list(
             map(
                 _new,
@@ -101,6 +123,15 @@ def build_records(
     finally:
         if paused:
             gc.enable()
+
+
+def _listed(column: Any) -> list[Any]:
+    """A column's slice as an exact list (what build_rows takes row by row)."""
+    return column if type(column) is list else list(column)
+
+
+def _decoded(column: Any, decode: Decode | None) -> list[Any]:
+    return _listed(column) if decode is None else list(map(decode, column))
 
 
 def _one(

@@ -338,9 +338,12 @@ def test_a_caught_up_reader_fetches_from_its_prepared_frame(mini_broker):
     bs = mini_broker.bootstrap
 
     async def main() -> None:
-        async with AIOConsumer(
-            bootstrap_servers=bs, auto_offset_reset="earliest", **{"fetch.wait.max.ms": 2000}
-        ) as c, AIOProducer(bootstrap_servers=bs) as p:
+        async with (
+            AIOConsumer(
+                bootstrap_servers=bs, auto_offset_reset="earliest", **{"fetch.wait.max.ms": 2000}
+            ) as c,
+            AIOProducer(bootstrap_servers=bs) as p,
+        ):
             c.assign([TP("steady", 0)])
             got = []
             for i in range(12):

@@ -6,6 +6,7 @@ out of order, leftover bytes) and raises ValueError/IndexError on damage; the ca
 decodes with the pure-Python walkers, which are the reference and report what is wrong
 (tests/protocol compare the two)."""
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.tuple cimport PyTuple_New
 
 
 cdef inline long long _varint(const unsigned char[:] buf, Py_ssize_t *pos,
@@ -81,9 +82,15 @@ def walk_plain(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end, Py_
 
 
 cdef extern from "Python.h":
+    ctypedef struct PyObject
     ctypedef struct PyTypeObject:
         Py_ssize_t tp_dictoffset
+        PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t)
     PyTypeObject *Py_TYPE(object)
+    void Py_INCREF(object)
+    void Py_DECREF(object)
+    int PyList_CheckExact(object)
+    void PyTuple_SET_ITEM(object, Py_ssize_t, object)
     int PyObject_IS_GC(object)
     int PyTuple_CheckExact(object)
     int PyObject_GC_IsTracked(object)
@@ -116,3 +123,44 @@ def untrack_flat(list items, object shared=None):
                 break
         if flat:
             PyObject_GC_UnTrack(<void *>t)
+
+
+def build_rows(type cls, Py_ssize_t n, tuple fields):
+    """``n`` instances of ``cls``, tuple or a tuple subclass (a NamedTuple of ``len(fields)``
+    fields, at most 32), allocated and filled directly: row ``i`` takes ``field[i]`` of each field that
+    is an exact list, and the field itself of any other (one value for every row).  What
+    ``list(map(tuple.__new__, repeat(cls), zip(...)))`` builds, without a temporary tuple per
+    row (kclient.core.consumer_records.build_records; its Python twin is that line)."""
+    cdef Py_ssize_t width = len(fields), i, f
+    cdef PyTypeObject *tp = <PyTypeObject *><void *>cls
+    cdef PyObject *raw
+    cdef object row, value
+    cdef list out
+    cdef bint per_row[32]
+    cdef bint exact = cls is tuple
+    if not issubclass(cls, tuple):
+        raise TypeError(f"build_rows builds tuples, not {cls!r}")
+    if n < 0 or width > 32:
+        raise ValueError(f"build_rows: {n} rows of {width} fields")
+    for f in range(width):
+        per_row[f] = PyList_CheckExact(fields[f])
+        if per_row[f] and len(<list>fields[f]) < n:
+            raise ValueError(f"field {f} has {len(<list>fields[f])} values, not {n}")
+    out = [None] * n
+    for i in range(n):
+        if exact:
+            row = PyTuple_New(width)
+        else:
+            raw = tp.tp_alloc(tp, width)
+            if raw == NULL:
+                raise MemoryError()
+            row = <object>raw  # (a new reference on top of the one tp_alloc gave)
+            Py_DECREF(row)
+        for f in range(width):
+            value = fields[f]
+            if per_row[f]:
+                value = (<list>value)[i]
+            Py_INCREF(value)  # (SET_ITEM takes it over)
+            PyTuple_SET_ITEM(row, f, value)
+        out[i] = row
+    return out
