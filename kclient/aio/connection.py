@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from kclient.connection import ConnectionSettings
@@ -265,6 +265,30 @@ class AIOConnection:
         st.by_api[api.name] += 1
         st.bytes_out += len(frame)
         return self._expect(corr, api.name) if expect_response else None
+
+    def send_framed(
+        self,
+        api: Api[Any, Any],
+        version: int,
+        frame_for: Callable[[int], bytes | bytearray],
+        reader: Reader | None,
+    ) -> asyncio.Future[Struct]:
+        """Write a request the caller frames (``frame_for(correlation id)``: the whole frame, a
+        hot path's prepared one, which may be reused: a copy is written); the future of its
+        answer, as :meth:`send`'s."""
+        transport = self._require_transport()
+        corr = self._proto.reserve(api, version, True, reader)
+        frame = bytes(frame_for(corr))
+        held = self._held
+        if held is not None:
+            held.append(frame)
+        else:
+            transport.write(frame)
+        st = self.stats
+        st.requests += 1
+        st.by_api[api.name] += 1
+        st.bytes_out += len(frame)
+        return self._expect(corr, api.name)
 
     def _require_transport(self) -> asyncio.Transport:
         if self._closed is not None or self._transport is None:

@@ -208,7 +208,7 @@ class AIOFetcher:
             return
         session = self.sessions.setdefault(node, FetchSession())
         version = conn.version(FETCH)
-        body = session.body(
+        req = session.request(
             [
                 PartitionFetch(
                     st.tp.topic, st.tp.partition, st.fetch_offset, self.max_partition_bytes
@@ -217,9 +217,14 @@ class AIOFetcher:
             ],
             self.settings,
             version,
+            conn.settings.client_id,
         )
         try:
-            fut = conn.send(FETCH, body, version, reader=reader_for(version))
+            fut = (  # a caught-up reader's usual request comes with its frame prepared
+                conn.send_framed(FETCH, version, req, reader_for(version))
+                if callable(req)
+                else conn.send(FETCH, req, version, reader=reader_for(version))
+            )
         except KafkaError as exc:
             session.failed()
             self.cluster.drop(conn, str(exc))

@@ -23,10 +23,12 @@ ends the session (epoch -1) when the reader closes.  Oversized-entry refetches s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kclient.protocol.error_codes import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
+from kclient.protocol.fetch_one import ONE_PARTITION_VERSION, client_header
+from kclient.protocol.fetch_steady import SteadyFetch
 
 from .fetch import FetchSettings, PartitionFetch, fetch_body
 
@@ -60,6 +62,8 @@ class FetchSession:
         "full_requests",
         "incremental_requests",
         "last_partitions",
+        "steady_requests",
+        "_steady",
     )
 
     def __init__(self) -> None:
@@ -73,6 +77,9 @@ class FetchSession:
         self._full: bool | None = None
         #: requests built, full and incremental, and the partitions the last one listed
         self.full_requests = self.incremental_requests = self.last_partitions = 0
+        #: requests sent from the prepared frame of a caught-up reader's usual request
+        self.steady_requests = 0
+        self._steady: SteadyFetch | None = None
 
     def body(
         self, asked: Sequence[PartitionFetch], settings: FetchSettings, version: int
@@ -104,6 +111,34 @@ class FetchSession:
             self.last_partitions = len(changed)
         body["session_id"], body["session_epoch"] = self.id, self.epoch
         self.partitions = want
+        return body
+
+    def request(
+        self,
+        asked: Sequence[PartitionFetch],
+        settings: FetchSettings,
+        version: int,
+        client_id: str | None,
+    ) -> dict[str, Any] | Callable[[int], bytearray]:
+        """The request for ``asked``, for a driver to send: :meth:`body`'s, or for a caught-up
+        reader's usual request (:meth:`steady`) the frame kept from the last one, as a function
+        of the correlation id that stamps it (the same bytes the body would encode to,
+        :class:`~kclient.protocol.fetch_steady.SteadyFetch`)."""
+        steady = self._steady
+        if steady is not None and steady.key == _steady_key(asked, settings, version, self.id):
+            epoch = self.steady(asked)  # None: not the usual request after all
+            if epoch is not None:
+                self.steady_requests += 1
+                wait, offsets = settings.max_wait_ms, [r.offset for r in asked]
+                return lambda corr: steady.stamp(corr, wait, epoch, offsets)
+        body = self.body(asked, settings, version)
+        if _steady_shape(body, asked, version):
+            self._steady = SteadyFetch(
+                _steady_key(asked, settings, version, self.id),
+                client_header(client_id),
+                body,
+                [(r.topic, r.partition) for r in asked],
+            )
         return body
 
     def steady(self, asked: Sequence[PartitionFetch]) -> int | None:
@@ -185,3 +220,27 @@ def _forgotten(keys: Sequence[_Key]) -> list[dict[str, Any]]:
     for t, p in keys:
         topics.setdefault(t, []).append(p)
     return [{"topic": t, "partitions": ps} for t, ps in topics.items()]
+
+
+def _steady_key(
+    asked: Sequence[PartitionFetch], settings: FetchSettings, version: int, sid: int
+) -> tuple[object, ...]:
+    """What a :class:`SteadyFetch` frame was written for: everything in the request but the
+    correlation id, max wait, epoch and offsets."""
+    return (
+        version,
+        sid,
+        settings.min_bytes,
+        settings.max_bytes,
+        settings.isolation_level,
+        tuple([(r.topic, r.partition, r.max_bytes) for r in asked]),
+    )
+
+
+def _steady_shape(body: dict[str, Any], asked: Sequence[PartitionFetch], version: int) -> bool:
+    """Whether ``body`` is a caught-up reader's usual request: incremental at Fetch v12,
+    listing every partition asked and forgetting none (then its frame is kept)."""
+    if version != ONE_PARTITION_VERSION or body["session_epoch"] in (INITIAL_EPOCH, FINAL_EPOCH):
+        return False
+    listed = sum(len(t["partitions"]) for t in body["topics"])
+    return listed == len(asked) and not body["forgotten_topics_data"]

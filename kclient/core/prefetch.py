@@ -30,7 +30,7 @@ from kclient.protocol.errors import CorruptRecordError, KafkaError
 from kclient.protocol.records.reader import next_fetch_offset
 from kclient.structs import TopicPartition
 
-from .columns import MessageColumns
+from .columns import MessageColumns, message_columns
 from .fetch import needs_reset
 from .message_set import ByteBufferMessageSet
 
@@ -173,7 +173,7 @@ def _take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMess
     if ms.high_watermark >= 0:
         st.high_watermark = ms.high_watermark
     try:
-        cols: MessageColumns = ms.columns()
+        cols: MessageColumns = message_columns(ms)  # ms.columns(), one call fewer
     except KafkaError as exc:
         st.error = exc
         return DATA

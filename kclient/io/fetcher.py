@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kclient.connection import BrokerConnection
 from kclient.core.fetch import (
@@ -53,8 +53,7 @@ from kclient.core.steps import Request
 from kclient.protocol.apis import FETCH
 from kclient.protocol.compression import DEFAULT_MAX_DECOMPRESSED
 from kclient.protocol.errors import KafkaError
-from kclient.protocol.fetch_one import ONE_PARTITION_VERSION, client_header, reader_for
-from kclient.protocol.fetch_steady import SteadyFetch
+from kclient.protocol.fetch_one import reader_for
 
 from .driver import ConnectionTransport, run
 
@@ -127,9 +126,6 @@ class Fetcher:
         self.requests_sent = 0
         self.prefetch_hits = 0
         self.prefetch_misses = 0
-        #: Fetch requests sent from the prepared frame of a caught-up reader's usual request
-        self.steady_requests = 0
-        self._steady: SteadyFetch | None = None
 
     @property
     def settings(self) -> FetchSettings:
@@ -156,55 +152,21 @@ class Fetcher:
         settings = self.settings
         version = self.conn.version(FETCH, self.version)
         session = self.session
-        if session is None:
-            body = fetch_body(asked, settings)
-        else:
-            steady = self._steady
-            if steady is not None and steady.key == _steady_key(asked, settings, version, session):
-                epoch = session.steady(asked)  # None: not the usual request after all
-                if epoch is not None:
-                    return self._send_steady(steady, asked, settings, version, session, epoch)
-            body = session.body(asked, settings, version)
+        req = (
+            fetch_body(asked, settings)
+            if session is None
+            else session.request(asked, settings, version, self.conn.client_id)
+        )
         try:
-            corr = self.conn.send(FETCH, body, version, reader=reader_for(version))
+            if callable(req):  # a caught-up reader's usual request, its frame prepared
+                corr = self.conn.send_framed(FETCH, version, req, reader_for(version))
+            else:
+                corr = self.conn.send(FETCH, req, version, reader=reader_for(version))
         except KafkaError:
             if session is not None:
                 session.failed()
             raise
         self.requests_sent += 1
-        if session is not None and _steady_shape(body, asked, version):
-            self._steady = SteadyFetch(
-                _steady_key(asked, settings, version, session),
-                client_header(self.conn.client_id),
-                body,
-                [(r.topic, r.partition) for r in asked],
-            )
-        return PendingFetch(corr, asked, version, settings)
-
-    def _send_steady(
-        self,
-        steady: SteadyFetch,
-        asked: tuple[PartitionFetch, ...],
-        settings: FetchSettings,
-        version: int,
-        session: FetchSession,
-        epoch: int,
-    ) -> PendingFetch:
-        """:meth:`send` of a caught-up reader's usual request (the session's ``epoch``): its
-        prepared frame stamped, the same bytes the session's body would encode to."""
-        wait, offsets = settings.max_wait_ms, [r.offset for r in asked]
-        try:
-            corr = self.conn.send_framed(
-                FETCH,
-                version,
-                lambda corr: steady.stamp(corr, wait, epoch, offsets),
-                reader_for(version),
-            )
-        except KafkaError:
-            session.failed()
-            raise
-        self.requests_sent += 1
-        self.steady_requests += 1
         return PendingFetch(corr, asked, version, settings)
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
@@ -347,28 +309,3 @@ class _Counted(ConnectionTransport):
     def send(self, request: Request) -> int | None:
         self.fetcher.requests_sent += 1
         return super().send(request)
-
-
-def _steady_key(
-    asked: tuple[PartitionFetch, ...], settings: FetchSettings, version: int, session: FetchSession
-) -> tuple[object, ...]:
-    """What a :class:`SteadyFetch` frame was written for: everything in the request but the
-    correlation id, max wait, epoch and offsets."""
-    return (
-        version,
-        session.id,
-        settings.min_bytes,
-        settings.max_bytes,
-        settings.isolation_level,
-        tuple([(r.topic, r.partition, r.max_bytes) for r in asked]),
-    )
-
-
-def _steady_shape(body: dict[str, Any], asked: tuple[PartitionFetch, ...], version: int) -> bool:
-    """Whether ``body`` is a caught-up reader's usual request: incremental at Fetch v12,
-    listing every partition asked and forgetting none (then its frame is kept)."""
-    if version != ONE_PARTITION_VERSION or body["session_epoch"] in (0, -1):
-        return False
-    topics = body["topics"]
-    listed = sum(len(t["partitions"]) for t in topics)
-    return listed == len(asked) and not body["forgotten_topics_data"]

@@ -328,3 +328,32 @@ def test_rebalance_listener_order_plain_and_async(mini_broker):
         await b.close()
 
     asyncio.run(main())
+
+
+def test_a_caught_up_reader_fetches_from_its_prepared_frame(mini_broker):
+    """One record written at a time and read before the next: after the session's full and
+    first incremental request, every Fetch is the usual one, stamped into the kept frame; the
+    mini-broker checks each epoch as Kafka does, so the session never starts over."""
+    mini_broker.create_topic("steady", partitions=1)
+    bs = mini_broker.bootstrap
+
+    async def main() -> None:
+        async with (
+            AIOConsumer(
+                bootstrap_servers=bs, auto_offset_reset="earliest", **{"fetch.wait.max.ms": 2000}
+            ) as c,
+            AIOProducer(bootstrap_servers=bs) as p,
+        ):
+            c.assign([TP("steady", 0)])
+            got = []
+            for i in range(12):
+                await p.send_and_wait("steady", b"s%d" % i, partition=0)
+                while len(got) <= i:
+                    for recs in (await c.getmany(timeout_ms=5000)).values():
+                        got += [r.value for r in recs]
+            assert got == [b"s%d" % i for i in range(12)]
+            (session,) = c._fetcher.sessions.values()
+            assert session.full_requests == 1
+            assert session.steady_requests >= 8
+
+    asyncio.run(main())

@@ -109,7 +109,7 @@ def steady_reads(host: str, port: int, topic: str, send) -> Fetcher:
     assert f.session.full_requests == 1  # the session lasted
     # full, then incremental (the frame kept), then from the frame except after the round
     # with no news in partition 1 (its offset did not move: that request is built)
-    assert f.steady_requests == len(rounds) - 3
+    assert f.session.steady_requests == len(rounds) - 3
     return f
 
 
