@@ -25,6 +25,7 @@ from kclient.security import SecuritySettings
 from kclient.simple import SimpleConsumer
 from kclient.testing import KafkaServer, kafka_problem
 from tests.needs import missing
+from tests.waiting import wait_until
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -140,11 +141,13 @@ def scenario(bootstrap: str, suffix: str) -> dict[str, object]:
                 _acl(f"g{suffix}", AclOperation.DESCRIBE, "User:alice", rtype=ResourceType.GROUP),
             ]
         )
-        mine = admin.describe_acls(
-            AclBindingFilter(
-                resource_type=ResourceType.TOPIC, name=sales, pattern_type=PatternType.MATCH
-            )
+        match = AclBindingFilter(
+            resource_type=ResourceType.TOPIC, name=sales, pattern_type=PatternType.MATCH
         )
+        # Kafka answers CreateAcls once its controller committed them; its authorizer applies
+        # them from the metadata log a moment later: wait for that before using them
+        wait_until(lambda: len(admin.describe_acls(match)) >= 2, 15, "the ACLs applied")
+        mine = admin.describe_acls(match)
         out["match filter"] = sorted((a.pattern_type.name, a.permission.name) for a in mine)
     out["alice produces"] = _outcome(lambda: _produce(bootstrap, "alice", orders))
     out["bob produces"] = _outcome(lambda: _produce(bootstrap, "bob", orders))
