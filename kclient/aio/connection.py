@@ -256,6 +256,17 @@ class AIOConnection:
         if version is None:
             version = self.version(api)
         corr, frame = self._proto.send_request(api, version, body, expect_response, reader)
+        self._put(transport, frame, held, api)
+        return self._expect(corr, api.name) if expect_response else None
+
+    def _put(
+        self,
+        transport: asyncio.Transport,
+        frame: bytes,
+        held: list[bytes] | None,
+        api: Api[Any, Any],
+    ) -> None:
+        """Write ``frame`` (or add it to ``held``) and count it."""
         if held is not None:
             held.append(frame)
         else:
@@ -264,7 +275,6 @@ class AIOConnection:
         st.requests += 1
         st.by_api[api.name] += 1
         st.bytes_out += len(frame)
-        return self._expect(corr, api.name) if expect_response else None
 
     def send_framed(
         self,
@@ -278,16 +288,7 @@ class AIOConnection:
         answer, as :meth:`send`'s."""
         transport = self._require_transport()
         corr = self._proto.reserve(api, version, True, reader)
-        frame = bytes(frame_for(corr))
-        held = self._held
-        if held is not None:
-            held.append(frame)
-        else:
-            transport.write(frame)
-        st = self.stats
-        st.requests += 1
-        st.by_api[api.name] += 1
-        st.bytes_out += len(frame)
+        self._put(transport, bytes(frame_for(corr)), self._held, api)
         return self._expect(corr, api.name)
 
     def _require_transport(self) -> asyncio.Transport:

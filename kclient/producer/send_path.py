@@ -33,6 +33,7 @@ from kclient._args import one_of
 
 from .data import DeliveryReport, Entry, Header, ProducerData, speedups
 from .data_methods import NO, wrong_call, wrong_send
+from .event_handler import DefaultEventHandler
 from .future import DeliveryCallback, DeliveryFuture
 
 if TYPE_CHECKING:
@@ -103,8 +104,9 @@ class Producer(Protocol):
 def choose(p: Producer) -> tuple[str, SendFn, ProduceFn]:
     """The table of the module docstring: (name, send, produce) for ``p``'s configuration."""
     if p.sync:
-        if p._hooks or p._tracing is not None or not hasattr(p.event_handler, "send_one"):
-            return "sync", p._send_sync, p._produce_sync
+        handler = type(p.event_handler)
+        if p._hooks or p._tracing is not None or handler.handle is not DefaultEventHandler.handle:
+            return "sync", p._send_sync, p._produce_sync  # (a handler's own handle() runs)
         return "sync-lane", sync_send(p), p._produce_sync
     c = "c" if speedups is not None else "python"
     if p._hooks & ENQUEUE_HOOKS:

@@ -8,12 +8,25 @@ import pytest
 from kclient import Producer, ProducerData
 from kclient.errors import IllegalStateError
 from kclient.producer import CallbackHandler, data, send_path
+from kclient.producer.event_handler import DefaultEventHandler
 from tests.needs import need_c
 
 
 class EnqueueHook(CallbackHandler):
     def before_enqueue(self, d):
         return d
+
+
+class OwnHandle(DefaultEventHandler):
+    """An event handler with its own handle(): the sync lane must not go around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.handled = 0
+
+    def handle(self, events):
+        self.handled += len(events)
+        return super().handle(events)
 
 
 class DequeueHook(CallbackHandler):
@@ -64,3 +77,12 @@ def test_produce_is_replaced_by_its_fast_function_after_the_first_call(mini_brok
         p.produce("t-path", b"a").result(10)
         assert p.produce is not first  # the switch-on wrapper is gone
         p.produce("t-path", b"b").result(10)
+
+
+def test_a_sync_producer_with_its_own_handle_runs_it(mini_broker):
+    """The sync lane is bound only under DefaultEventHandler's own handle()."""
+    h = OwnHandle()
+    with _make(mini_broker, **{"producer.type": "sync", "event.handler": h}) as p:
+        (report,) = p.send(ProducerData("t-own", b"v"))
+        assert p.send_path == "sync" and report.ok
+    assert h.handled == 1
