@@ -124,8 +124,8 @@ class FetchSession:
         reader's usual request (:meth:`steady`) the frame kept from the last one, as a function
         of the correlation id that stamps it (the same bytes the body would encode to,
         :class:`~kclient.protocol.fetch_steady.SteadyFetch`)."""
-        steady = self._steady
-        if steady is not None and steady.key == _steady_key(asked, settings, version, self.id):
+        steady, key = self._steady, _steady_key(asked, settings, version, self.id)
+        if steady is not None and steady.key == key:
             epoch = self.steady(asked)  # None: not the usual request after all
             if epoch is not None:
                 self.steady_requests += 1
@@ -133,8 +133,8 @@ class FetchSession:
                 return lambda corr: steady.stamp(corr, wait, epoch, offsets)
         body = self.body(asked, settings, version)
         if _steady_shape(body, asked, version):
-            self._steady = SteadyFetch(
-                _steady_key(asked, settings, version, self.id),
+            self._steady = SteadyFetch(  # (self.id is the same: body() does not move it)
+                key,
                 client_header(client_id),
                 body,
                 [(r.topic, r.partition) for r in asked],
