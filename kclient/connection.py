@@ -460,35 +460,65 @@ class BrokerConnection:
                     corr = self._protocol.reserve(api, version, True, reader)
                     _SIZE.pack_into(frame, 8, corr)
                     self._write(sock, api, frame, corr, True)
-                # one recv: the answer whole, if it came so (else _await reads on from it)
-                buf = self._rbuf
-                self._rstart = 0
-                try:  # the socket's timeout is request.timeout.ms since _write
-                    k = sock.recv_into(buf)
-                except OSError as exc:
-                    self._recv_failed(exc, corr, (0, 4, "size prefix"))
-                except BaseException as exc:  # KeyboardInterrupt: the answer is lost
-                    self._drop(f"interrupted while reading: {type(exc).__name__}")
-                    raise
-                if not k:
-                    self._recv_failed(None, corr, (0, 4, "size prefix"))
-                self._rend = k
-                if k > 8:
-                    n, rcorr = _SIZE_CORR.unpack_from(buf, 0)
-                    if n + 4 == k and rcorr == corr:
-                        answer = self._protocol.take(corr, memoryview(buf)[4:k])
-                        if answer is not None:
-                            self._rend = 0
-                            st = self.stats
-                            st.responses += 1
-                            st.bytes_in += k
-                            st.answered(corr)
-                            return answer
-                return self._await(sock, corr)
+                answer = self._whole(sock, corr, False)
+                return answer if answer is not None else self._await(sock, corr)
             finally:
                 self._leave(sock)
         finally:
             recv_lock.release()
+
+    def _whole(
+        self, sock: socket.socket, corr: int, keep: bool = True, deadline: float = 0.0
+    ) -> Any:
+        """The answer to ``corr`` read without the generic framing when nothing is read ahead:
+        recv into the read-ahead buffer until its frame is whole, then its reader (see
+        :meth:`ClientProtocol.take`); ``keep``: the frame is copied out first (a reader's
+        answer may keep views of it, as a Fetch answer's records).  None (what was read left
+        in the read-ahead buffer for :meth:`_await`) for any other answer: another request's
+        first, one larger than the buffer, no reader or one that declines.  The caller holds
+        the receive lock and ``sock``, whose timeout is what is left until ``deadline`` (0:
+        request.timeout.ms since ``_write``, which set it)."""
+        buf = self._rbuf
+        self._rstart = 0
+        try:
+            k = sock.recv_into(buf, len(buf))
+        except OSError as exc:
+            self._recv_failed(exc, corr, (0, 4, "size prefix"))
+        except BaseException as exc:  # KeyboardInterrupt: the answer is lost
+            self._drop(f"interrupted while reading: {type(exc).__name__}")
+            raise
+        if not k:
+            self._recv_failed(None, corr, (0, 4, "size prefix"))
+        self._rend = k
+        if k < 8:
+            return None
+        n, rcorr = _SIZE_CORR.unpack_from(buf, 0)
+        end = n + 4
+        if rcorr != corr or n < 4 or end > len(buf):
+            return None
+        if k < end:  # the rest of the frame, within one deadline (as _await reads it)
+            deadline = deadline or time.monotonic() + self.request_timeout
+            view = memoryview(buf)
+            try:
+                while k < end:
+                    k += self._recv_some(sock, view[k:], corr, deadline, (k - 4, n, "frame"))
+                    self._rend = k
+            except BaseException as exc:
+                if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
+                    self._drop(f"interrupted while reading: {type(exc).__name__}")
+                raise
+        frame = memoryview(buf[4:end]) if keep else memoryview(buf)[4:end]
+        answer = self._protocol.take(corr, frame)
+        if answer is None:
+            return None
+        self._rstart = end if k > end else 0
+        if k == end:
+            self._rend = 0
+        st = self.stats
+        st.responses += 1
+        st.bytes_in += end
+        st.answered(corr)
+        return answer
 
     def _reauth_if_due(self) -> None:
         """KIP-368: authenticate again before the broker's session runs out."""
@@ -536,6 +566,12 @@ class BrokerConnection:
                 return responses.pop(corr)
             sock = self._enter()
             try:
+                if not responses and self._rend == self._rstart and self._reauth_at is None:
+                    deadline = time.monotonic() + self.request_timeout
+                    _set_timeout(sock, self.request_timeout)
+                    answer = self._whole(sock, corr, True, deadline)
+                    if answer is not None:
+                        return answer
                 return self._await(sock, corr)
             finally:
                 self._leave(sock)

@@ -57,10 +57,11 @@ from kclient._args import (
 from kclient.cluster import Cluster
 from kclient.config import consumer_config
 from kclient.connection import BrokerConnection
+from kclient.core.columns import MessageColumns
 from kclient.core.consumer_records import build_records
 from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.metadata import list_offsets_answers, list_offsets_body
-from kclient.core.prefetch import PartitionState, take, take_answer
+from kclient.core.prefetch import PartitionState, take, take_answer, take_columns
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function
 from kclient.errors import (
@@ -716,9 +717,15 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
                 self._fetch_failed(node, reqs, exc)
         for node, reqs, fetcher, handle in started:
             try:
-                sets = fetcher.complete(handle)
+                sets = (
+                    fetcher.complete_plain(handle) if len(reqs) == 1 else fetcher.complete(handle)
+                )
             except KafkaError as exc:
                 self._fetch_failed(node, reqs, exc)
+                continue
+            if type(sets) is tuple:  # the usual answer, as columns (kclient.core.fetch_plain)
+                self._take_plain(asked[node][0], reqs[0].offset, *sets)
+                took = True
                 continue
             for tp, req, ms in zip(asked[node], reqs, sets):
                 self._take(tp, req.offset, ms)
@@ -766,6 +773,21 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         take_answer(st, offset, st.epoch, ms)
         if not st.chunks and st.fetch_offset > offset:
             self._positions[tp] = st.fetch_offset  # only markers or aborted records: past them
+
+    def _take_plain(self, tp: TopicPartition, offset: int, cols: MessageColumns, size: int) -> None:
+        """:meth:`_take` of an answer the fetcher gave as columns (no error, records there)."""
+        hw = cols.high_watermark
+        if hw >= 0:
+            self._high_watermarks[tp] = hw
+        if self._positions.get(tp) != offset:  # seeked while fetching
+            return
+        st = self._buffer.get(tp)
+        if st is None:
+            st = self._buffer[tp] = PartitionState(tp)
+        st.reset_to(offset)
+        if hw >= 0:
+            st.high_watermark = hw
+        take_columns(st, offset, cols, size)
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the

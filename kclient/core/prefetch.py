@@ -38,6 +38,7 @@ __all__ = [
     "PartitionState",
     "fetch_ahead",
     "take_answer",
+    "take_columns",
     "take",
     "DATA",
     "RESET",
@@ -177,18 +178,25 @@ def _take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMess
     except KafkaError as exc:
         st.error = exc
         return DATA
-    if cols.next_offset > offset:
-        st.fetch_offset = cols.next_offset
-    if cols.offsets:
-        size = len(ms.buffer)  # ms.size_in_bytes
-        st.chunks.append([cols, 0, size])
-        st.buffered += len(cols.offsets)
-        st.bytes += size
+    if take_columns(st, offset, cols, len(ms.buffer)):  # (ms.size_in_bytes)
         return DATA
     if cols.error is not None:
         st.error = cols.error
         return DATA
     return NOTHING
+
+
+def take_columns(st: PartitionState, offset: int, cols: MessageColumns, size: int) -> bool:
+    """Queue a fetch from ``offset`` decoded as ``cols`` (``size`` bytes of records) and move
+    ``fetch_offset`` past it; False when it holds no record to queue."""
+    if cols.next_offset > offset:
+        st.fetch_offset = cols.next_offset
+    if not cols.offsets:
+        return False
+    st.chunks.append([cols, 0, size])
+    st.buffered += len(cols.offsets)
+    st.bytes += size
+    return True
 
 
 def take(

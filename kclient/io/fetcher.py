@@ -47,6 +47,7 @@ from kclient.core.fetch import (
     read_response,
     refetch_oversized,
 )
+from kclient.core.fetch_plain import plain_answer
 from kclient.core.fetch_session import FetchSession
 from kclient.core.message_set import ByteBufferMessageSet
 from kclient.core.steps import Request
@@ -58,6 +59,7 @@ from kclient.protocol.fetch_one import reader_for
 from .driver import ConnectionTransport, run
 
 if TYPE_CHECKING:
+    from kclient.core.columns import MessageColumns
     from kclient.protocol.messages import FetchResponse
 
 __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
@@ -176,11 +178,19 @@ class Fetcher:
             return read_response(
                 self.conn.receive(pending.corr), pending.requests, pending.settings
             )
+        resp = self._session_answer(pending)
+        return read_response(resp, pending.requests, pending.settings, session.known)
+
+    def _session_answer(self, pending: PendingFetch) -> FetchResponse:
+        """The answer to ``pending`` in this fetcher's session (asked once more, in full, after
+        a session error)."""
+        session = self.session
+        assert session is not None
         resp = self._answer(pending)
         if not session.answer(resp):  # a session error: once more, in full
             resp = self._answer(self.send(pending.requests))
             session.answer(resp)
-        return read_response(resp, pending.requests, pending.settings, session.known)
+        return resp
 
     def _answer(self, pending: PendingFetch) -> FetchResponse:
         try:
@@ -230,10 +240,45 @@ class Fetcher:
         ``prefetch`` the next request sent."""
         asked, pending = started
         with self._lock:
-            results = self._grow_oversized(asked, self.receive(pending), pending.settings)
-            if self.prefetch:
-                self._speculate(asked, results)
-            return results
+            return self._finish(asked, self.receive(pending), pending.settings)
+
+    def _finish(
+        self,
+        asked: tuple[PartitionFetch, ...],
+        results: list[ByteBufferMessageSet],
+        settings: FetchSettings,
+    ) -> list[ByteBufferMessageSet]:
+        """Oversized entries grown and, with ``prefetch``, the next request sent."""
+        results = self._grow_oversized(asked, results, settings)
+        if self.prefetch:
+            self._speculate(asked, results)
+        return results
+
+    def complete_plain(
+        self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
+    ) -> tuple[MessageColumns, int] | list[ByteBufferMessageSet]:
+        """:meth:`complete` of a one-partition fetch in a session, with the usual answer (see
+        :mod:`kclient.core.fetch_plain`) given as ``(columns, bytes)`` without a message set;
+        any other answer as :meth:`complete` gives it."""
+        asked, pending = started
+        with self._lock:
+            if self.session is None or len(asked) != 1 or pending.version < 5:
+                return self.complete(started)
+            resp = self._session_answer(pending)
+            plain = plain_answer(resp, asked[0], pending.settings)
+            if plain is None:
+                results = read_response(resp, asked, pending.settings, self.session.known)
+                return self._finish(asked, results, pending.settings)
+            cols = plain[0]
+            if self.prefetch and cols.next_offset < cols.high_watermark:
+                self._send_ahead(
+                    [
+                        PartitionFetch(
+                            asked[0].topic, asked[0].partition, cols.next_offset, asked[0].max_bytes
+                        )
+                    ]
+                )
+            return plain
 
     def end_of(self, ms: ByteBufferMessageSet) -> int:
         """Where readable data ends: the high watermark, or with read_committed the last
@@ -276,8 +321,10 @@ class Fetcher:
         self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
     ) -> None:
         nxt = next_fetches(requests, results, self.isolation_level)
-        if nxt is None:
-            return
+        if nxt is not None:
+            self._send_ahead(nxt)
+
+    def _send_ahead(self, nxt: list[PartitionFetch]) -> None:
         try:
             self._speculative = self.send(nxt)
         except KafkaError:

@@ -1,0 +1,70 @@
+"""The caught-up reader's usual Fetch answer, straight to columns: one partition, no error,
+read_uncommitted, only plain v2 batches (uncompressed, no control batch, offsets in order).
+
+A hot-path copy of :func:`~kclient.core.fetch.read_response` ->
+:func:`~kclient.core.fetch.message_set` -> :func:`~kclient.core.columns.message_columns` for
+that one answer shape: the same checks (entry sizes and magic, CRCs, the batches' own
+offsets) and the same columns, without the message set and its lazy views in between, on
+the path from the broker's answer to ``poll()`` returning (issue 23's end-to-end latency).
+Anything else gives None, and the caller takes the general path, which decides and names
+what is wrong.  ``tests/core/test_fetch_plain.py`` holds it equal to that path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kclient.protocol.records.reader import check_crcs, entry_next_offset, scan_entries
+from kclient.protocol.records.v2 import plain_columns
+
+from .columns import MessageColumns
+from .fetch import FetchSettings, PartitionFetch
+
+__all__ = ["plain_answer"]
+
+_new = object.__new__
+
+
+def plain_answer(
+    resp: Any, request: PartitionFetch, settings: FetchSettings
+) -> tuple[MessageColumns, int] | None:
+    """``(columns, bytes of records)`` of the one-partition answer ``resp`` (Fetch v5 or
+    later) to ``request`` when it is the plain shape above, holds a record at or after the
+    offset asked and its first entry fits ``max_buffer_size``; None for anything else."""
+    if settings.isolation_level or getattr(resp, "error_code", 0):
+        return None
+    topics = resp.responses
+    if len(topics) != 1 or topics[0].topic != request.topic:
+        return None
+    parts = topics[0].partitions
+    if len(parts) != 1:
+        return None
+    part = parts[0]
+    records = part.records
+    if part.partition_index != request.partition or part.error_code or not records:
+        return None
+    scan = scan_entries(records)
+    spans = scan.entries
+    if scan.error is not None or not spans or spans[0].size > settings.max_buffer_size:
+        return None
+    if settings.validate_crc and check_crcs(records, spans)[1] is not None:
+        return None
+    offset = request.offset
+    plain = plain_columns(records, spans, offset)
+    if plain is None or not plain[0]:
+        return None
+    cols: MessageColumns = _new(MessageColumns)
+    cols.topic, cols.partition, cols.fetch_offset = request.topic, request.partition, offset
+    (
+        cols.offsets,
+        cols.timestamps,
+        cols.timestamp_types,
+        cols.keys,
+        cols.values,
+        cols.headers,
+    ) = plain
+    cols.next_offset = max(offset, entry_next_offset(records, spans[-1]))
+    cols.high_watermark = part.high_watermark
+    cols.log_start_offset = part.log_start_offset
+    cols.error = None
+    return cols, len(records)
