@@ -571,7 +571,7 @@ class BrokerConnection:
                     _set_timeout(sock, self.request_timeout)
                     answer = self._whole(sock, corr, True, deadline)
                     if answer is not None:
-                        return answer
+                        return cast(Struct, answer)
                 return self._await(sock, corr)
             finally:
                 self._leave(sock)

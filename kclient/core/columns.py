@@ -19,7 +19,9 @@ from kclient.protocol.records.reader import EntrySpan, decode_entries
 from kclient.protocol.records.v2 import plain_columns
 from kclient.protocol.varint import Buffer
 
-__all__ = ["MessageColumns", "message_columns"]
+__all__ = ["MessageColumns", "message_columns", "plain_message_columns"]
+
+_new = object.__new__
 
 #: One decoded log entry as the factory hands it over (see ``_entry_columns``).
 _EntryColumns = tuple[Any, Any, Any, Any, list[Any], Any]
@@ -151,6 +153,33 @@ def _entry_columns(
     return ((offsets, timestamps, timestamp_types, keys, values, headers),)
 
 
+def plain_message_columns(
+    topic: str | None,
+    partition: int | None,
+    fetch_offset: int,
+    plain: tuple[list[int], list[int], list[int], Any, list[Any], Any],
+    next_offset: int,
+    high_watermark: int,
+    log_start_offset: int,
+) -> MessageColumns:
+    """The columns of a fetch that :func:`~kclient.protocol.records.v2.plain_columns` decoded
+    (``plain``), set straight into their slots (no empty lists made first to be replaced)."""
+    cols: MessageColumns = _new(MessageColumns)
+    cols.topic, cols.partition, cols.fetch_offset = topic, partition, fetch_offset
+    (
+        cols.offsets,
+        cols.timestamps,
+        cols.timestamp_types,
+        cols.keys,
+        cols.values,
+        cols.headers,
+    ) = plain
+    cols.next_offset = next_offset
+    cols.high_watermark, cols.log_start_offset = high_watermark, log_start_offset
+    cols.error = None
+    return cols
+
+
 def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageColumns:
     """Decode ``ms`` into columns: messages at or after its fetch offset, below ``end_offset``.
 
@@ -159,24 +188,24 @@ def message_columns(ms: FetchedSet, end_offset: int | None = None) -> MessageCol
     good messages in front of it are delivered first (the next fetch from ``next_offset``
     raises it).
     """
-    cols = MessageColumns(ms.topic, ms.partition, ms.fetch_offset)
-    cols.high_watermark, cols.log_start_offset = ms.high_watermark, ms.log_start_offset
     if ms.error is not None and not ms.entries:
         raise ms.error
     plain = plain_columns(ms.buffer, ms.visible, ms.fetch_offset) if ms.error is None else None
     if plain is not None:  # the common answer: no entry the generic decoder must look at
-        (
-            cols.offsets,
-            cols.timestamps,
-            cols.timestamp_types,
-            cols.keys,
-            cols.values,
-            cols.headers,
-        ) = plain
-        cols.next_offset = ms.next_offset
+        cols = plain_message_columns(
+            ms.topic,
+            ms.partition,
+            ms.fetch_offset,
+            plain,
+            ms.next_offset,
+            ms.high_watermark,
+            ms.log_start_offset,
+        )
         if end_offset is not None:
             cols.truncate(end_offset)
         return cols
+    cols = MessageColumns(ms.topic, ms.partition, ms.fetch_offset)
+    cols.high_watermark, cols.log_start_offset = ms.high_watermark, ms.log_start_offset
     entries = decode_entries(
         ms.buffer,
         ms.visible,

@@ -17,12 +17,10 @@ from typing import Any
 from kclient.protocol.records.reader import check_crcs, entry_next_offset, scan_entries
 from kclient.protocol.records.v2 import plain_columns
 
-from .columns import MessageColumns
+from .columns import MessageColumns, plain_message_columns
 from .fetch import FetchSettings, PartitionFetch
 
 __all__ = ["plain_answer"]
-
-_new = object.__new__
 
 
 def plain_answer(
@@ -53,18 +51,13 @@ def plain_answer(
     plain = plain_columns(records, spans, offset)
     if plain is None or not plain[0]:
         return None
-    cols: MessageColumns = _new(MessageColumns)
-    cols.topic, cols.partition, cols.fetch_offset = request.topic, request.partition, offset
-    (
-        cols.offsets,
-        cols.timestamps,
-        cols.timestamp_types,
-        cols.keys,
-        cols.values,
-        cols.headers,
-    ) = plain
-    cols.next_offset = max(offset, entry_next_offset(records, spans[-1]))
-    cols.high_watermark = part.high_watermark
-    cols.log_start_offset = part.log_start_offset
-    cols.error = None
+    cols = plain_message_columns(
+        request.topic,
+        request.partition,
+        offset,
+        plain,
+        max(offset, entry_next_offset(records, spans[-1])),
+        part.high_watermark,
+        part.log_start_offset,
+    )
     return cols, len(records)
