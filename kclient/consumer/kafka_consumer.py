@@ -762,32 +762,33 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             log.info("%s: fetching %s: %s", self.consumer_id, tp, ms.error)
             self._refresh({tp.topic}, str(ms.error))
             return
-        if ms.high_watermark >= 0:
-            self._high_watermarks[tp] = ms.high_watermark
-        if self._positions.get(tp) != offset:  # seeked while fetching
-            return
-        st = self._buffer.get(tp)  # fetched only when nothing is queued: reset, not replaced
+        st = self._answered(tp, offset, ms.high_watermark)
         if st is None:
-            st = self._buffer[tp] = PartitionState(tp)
-        st.reset_to(offset)
+            return
         take_answer(st, offset, st.epoch, ms)
         if not st.chunks and st.fetch_offset > offset:
             self._positions[tp] = st.fetch_offset  # only markers or aborted records: past them
 
     def _take_plain(self, tp: TopicPartition, offset: int, cols: MessageColumns, size: int) -> None:
         """:meth:`_take` of an answer the fetcher gave as columns (no error, records there)."""
-        hw = cols.high_watermark
+        st = self._answered(tp, offset, cols.high_watermark)
+        if st is not None:
+            if cols.high_watermark >= 0:
+                st.high_watermark = cols.high_watermark
+            take_columns(st, offset, cols, size)
+
+    def _answered(self, tp: TopicPartition, offset: int, hw: int) -> PartitionState | None:
+        """The high watermark noted and the partition's state reset to ``offset`` for an answer
+        to a fetch from there; None when a seek meanwhile moved the position."""
         if hw >= 0:
             self._high_watermarks[tp] = hw
         if self._positions.get(tp) != offset:  # seeked while fetching
-            return
-        st = self._buffer.get(tp)
+            return None
+        st = self._buffer.get(tp)  # fetched only when nothing is queued: reset, not replaced
         if st is None:
             st = self._buffer[tp] = PartitionState(tp)
         st.reset_to(offset)
-        if hw >= 0:
-            st.high_watermark = hw
-        take_columns(st, offset, cols, size)
+        return st
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         """Records one by one, forever (until close()); consumer.timeout.ms >= 0 ends the
