@@ -32,6 +32,7 @@ from kclient.core.fetch import (
     message_set,
     partitions_of,
 )
+from kclient.core.fetch_plain import plain_part
 from kclient.core.fetch_session import FetchSession
 from kclient.core.prefetch import (
     DATA,
@@ -312,11 +313,13 @@ class AIOFetcher:
             self.data.set()
 
     def _take(self, st: PartitionState, offset: int, part: Any, ahead: int) -> bool:
+        topic, partition = st.tp.topic, st.tp.partition
+        answer = plain_part(part, topic, partition, offset, self.settings)  # the usual one
         what = take_answer(
             st,
             offset,
             st.epoch,
-            message_set(part, st.tp.topic, st.tp.partition, offset, self.settings),
+            answer or message_set(part, topic, partition, offset, self.settings),
             ahead,
         )
         if what == RESET:

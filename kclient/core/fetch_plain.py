@@ -20,26 +20,34 @@ from kclient.protocol.records.v2 import plain_columns
 from .columns import MessageColumns, plain_message_columns
 from .fetch import FetchSettings, PartitionFetch
 
-__all__ = ["plain_answer"]
+__all__ = ["plain_answer", "plain_part"]
 
 
 def plain_answer(
     resp: Any, request: PartitionFetch, settings: FetchSettings
 ) -> tuple[MessageColumns, int] | None:
-    """``(columns, bytes of records)`` of the one-partition answer ``resp`` (Fetch v5 or
-    later) to ``request`` when it is the plain shape above, holds a record at or after the
-    offset asked and its first entry fits ``max_buffer_size``; None for anything else."""
-    if settings.isolation_level or getattr(resp, "error_code", 0):
+    """``(columns, bytes of records)`` of the one-partition answer ``resp`` (Fetch v4 or
+    later) to ``request`` when it is the plain shape above (:func:`plain_part`); None for
+    anything else."""
+    if getattr(resp, "error_code", 0):
         return None
     topics = resp.responses
     if len(topics) != 1 or topics[0].topic != request.topic:
         return None
     parts = topics[0].partitions
-    if len(parts) != 1:
+    if len(parts) != 1 or parts[0].partition_index != request.partition:
         return None
-    part = parts[0]
+    return plain_part(parts[0], request.topic, request.partition, request.offset, settings)
+
+
+def plain_part(
+    part: Any, topic: str, partition: int, offset: int, settings: FetchSettings
+) -> tuple[MessageColumns, int] | None:
+    """``(columns, bytes of records)`` of one partition's answer (Fetch v4 or later) to a
+    fetch from ``offset`` when it has no error, read_uncommitted, only plain v2 batches, a
+    record at or after ``offset`` and a first entry within ``max_buffer_size``; else None."""
     records = part.records
-    if part.partition_index != request.partition or part.error_code or not records:
+    if settings.isolation_level or part.error_code or not records:
         return None
     scan = scan_entries(records)
     spans = scan.entries
@@ -47,17 +55,16 @@ def plain_answer(
         return None
     if settings.validate_crc and check_crcs(records, spans)[1] is not None:
         return None
-    offset = request.offset
     plain = plain_columns(records, spans, offset)
     if plain is None or not plain[0]:
         return None
     cols = plain_message_columns(
-        request.topic,
-        request.partition,
+        topic,
+        partition,
         offset,
         plain,
         max(offset, entry_next_offset(records, spans[-1])),
         part.high_watermark,
-        part.log_start_offset,
+        getattr(part, "log_start_offset", -1),  # (Fetch v5 on)
     )
     return cols, len(records)

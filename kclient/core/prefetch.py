@@ -142,9 +142,12 @@ def fetch_ahead(
     return ends
 
 
-def take_answer(
-    st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet, ahead: int = -1
-) -> str:
+#: one partition's answer: its message set, or ``(columns, bytes)`` when it was decoded
+#: straight to columns (:func:`kclient.core.fetch_plain.plain_part`)
+Answer = ByteBufferMessageSet | tuple[MessageColumns, int]
+
+
+def take_answer(st: PartitionState, offset: int, epoch: int, ms: Answer, ahead: int = -1) -> str:
     """Queue one partition's answer to a fetch from ``offset`` sent at ``epoch``; what it meant.
 
     An answer to a request older than the last seek/reset (or for an offset no longer asked)
@@ -162,9 +165,14 @@ def take_answer(
     return what
 
 
-def _take_answer(st: PartitionState, offset: int, epoch: int, ms: ByteBufferMessageSet) -> str:
+def _take_answer(st: PartitionState, offset: int, epoch: int, ms: Answer) -> str:
     if st.epoch != epoch or st.fetch_offset != offset:
         return NOTHING
+    if isinstance(ms, tuple):  # decoded already: no error, records there
+        done, size = ms
+        if done.high_watermark >= 0:
+            st.high_watermark = done.high_watermark
+        return DATA if take_columns(st, offset, done, size) else NOTHING
     if ms.error is not None and not ms.entries and not isinstance(ms.error, CorruptRecordError):
         if needs_reset(ms.error):
             st.fetch_offset = -1

@@ -7,6 +7,8 @@ fetcher (``Fetcher.complete_plain``) and ``kclient.Consumer``, which reads throu
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from kclient import Consumer
@@ -141,3 +143,35 @@ def test_the_consumer_reads_the_same_records_through_the_lane(broker, monkeypatc
     assert got[0].headers == [("h", b"1")] and got[3].headers == []
     assert [r.offset for r in got] == list(range(6))
     assert any(taken)
+
+
+def test_the_asyncio_consumer_reads_the_same_records_through_the_lane(broker, monkeypatch):  # noqa: F811
+    import kclient.aio.fetcher as aio_fetcher
+    from kclient.aio import AIOConsumer
+    from kclient.core.fetch_plain import plain_part
+
+    taken = []
+
+    def counted(*args):
+        got = plain_part(*args)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(aio_fetcher, "plain_part", counted)
+    tp = TopicPartition("p", 0)
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=broker.bootstrap) as c:
+            c.assign([tp])
+            c.seek(tp, 0)
+            got = []
+            for _ in range(50):
+                got += (await c.getmany(timeout_ms=100)).get(tp, [])
+                if len(got) >= 6:
+                    return got
+            return got
+
+    got = asyncio.run(main())
+    assert [r.value for r in got] == [b"v0", b"v1", None, b"w0", b"w1", b"x0"]
+    assert [r.key for r in got] == [b"k0", None, b"k2", None, None, b"kx"]
+    assert [r.offset for r in got] == list(range(6)) and any(taken)
