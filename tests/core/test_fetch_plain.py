@@ -118,17 +118,31 @@ def test_the_fetcher_gives_columns_for_plain_answers_and_message_sets_otherwise(
         assert f.session is not None and f.session.id != 0  # one session all along
 
 
-def test_the_consumer_reads_the_same_records_through_the_lane(broker, monkeypatch):  # noqa: F811
-    import kclient.io.fetcher as fetcher_module
-
+def counting(monkeypatch, module, name, real):
+    """``module.name`` replaced by ``real`` that notes, per call, whether it took the answer."""
     taken = []
 
     def counted(*args):
-        got = plain_answer(*args)
+        got = real(*args)
         taken.append(got is not None)
         return got
 
-    monkeypatch.setattr(fetcher_module, "plain_answer", counted)
+    monkeypatch.setattr(module, name, counted)
+    return taken
+
+
+def assert_read_through_the_lane(got, taken, no_headers):
+    assert [r.value for r in got] == [b"v0", b"v1", None, b"w0", b"w1", b"x0"]
+    assert [r.key for r in got] == [b"k0", None, b"k2", None, None, b"kx"]
+    assert got[0].headers == [("h", b"1")] and got[3].headers == no_headers
+    assert [r.offset for r in got] == list(range(6))
+    assert any(taken)
+
+
+def test_the_consumer_reads_the_same_records_through_the_lane(broker, monkeypatch):  # noqa: F811
+    import kclient.io.fetcher as fetcher_module
+
+    taken = counting(monkeypatch, fetcher_module, "plain_answer", plain_answer)
     tp = TopicPartition("p", 0)
     with Consumer({"bootstrap.servers": broker.bootstrap}) as c:
         c.assign([tp])
@@ -138,11 +152,7 @@ def test_the_consumer_reads_the_same_records_through_the_lane(broker, monkeypatc
             got += c.poll(100).get(tp, [])
             if len(got) >= 6:
                 break
-    assert [r.value for r in got] == [b"v0", b"v1", None, b"w0", b"w1", b"x0"]
-    assert [r.key for r in got] == [b"k0", None, b"k2", None, None, b"kx"]
-    assert got[0].headers == [("h", b"1")] and got[3].headers == []
-    assert [r.offset for r in got] == list(range(6))
-    assert any(taken)
+    assert_read_through_the_lane(got, taken, [])  # (kafka-python's empty list)
 
 
 def test_the_asyncio_consumer_reads_the_same_records_through_the_lane(broker, monkeypatch):  # noqa: F811
@@ -150,14 +160,7 @@ def test_the_asyncio_consumer_reads_the_same_records_through_the_lane(broker, mo
     from kclient.aio import AIOConsumer
     from kclient.core.fetch_plain import plain_part
 
-    taken = []
-
-    def counted(*args):
-        got = plain_part(*args)
-        taken.append(got is not None)
-        return got
-
-    monkeypatch.setattr(aio_fetcher, "plain_part", counted)
+    taken = counting(monkeypatch, aio_fetcher, "plain_part", plain_part)
     tp = TopicPartition("p", 0)
 
     async def main():
@@ -168,10 +171,7 @@ def test_the_asyncio_consumer_reads_the_same_records_through_the_lane(broker, mo
             for _ in range(50):
                 got += (await c.getmany(timeout_ms=100)).get(tp, [])
                 if len(got) >= 6:
-                    return got
+                    break
             return got
 
-    got = asyncio.run(main())
-    assert [r.value for r in got] == [b"v0", b"v1", None, b"w0", b"w1", b"x0"]
-    assert [r.key for r in got] == [b"k0", None, b"k2", None, None, b"kx"]
-    assert [r.offset for r in got] == list(range(6)) and any(taken)
+    assert_read_through_the_lane(asyncio.run(main()), taken, ())  # (aiokafka's empty tuple)
