@@ -14,13 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from crc32c import crc32c
+
 from kclient.protocol.records.reader import check_crcs, entry_next_offset, scan_entries
 from kclient.protocol.records.v2 import plain_columns
+from kclient.protocol.speedups import load_speedup
 
 from .columns import MessageColumns, plain_message_columns
 from .fetch import FetchSettings, PartitionFetch
 
 __all__ = ["plain_answer", "plain_part"]
+
+#: the C twin of the usual answer (kclient/protocol/records/_walk.pyx), when built and wanted
+_walk = load_speedup("kclient.protocol.records._walk")
+_plain_batches = getattr(_walk, "plain_batches", None)
 
 
 def plain_answer(
@@ -49,6 +56,21 @@ def plain_part(
     records = part.records
     if settings.isolation_level or part.error_code or not records:
         return None
+    if _plain_batches is not None:  # one C call for the usual answer; None: the walk below
+        fast = _plain_batches(
+            records, offset, settings.max_buffer_size, crc32c if settings.validate_crc else None
+        )
+        if fast is not None:
+            cols = plain_message_columns(
+                topic,
+                partition,
+                offset,
+                fast[:6],
+                max(offset, fast[6]),
+                part.high_watermark,
+                getattr(part, "log_start_offset", -1),
+            )
+            return cols, len(records)
     scan = scan_entries(records)
     spans = scan.entries
     if scan.error is not None or not spans or spans[0].size > settings.max_buffer_size:

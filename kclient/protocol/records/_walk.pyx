@@ -164,3 +164,106 @@ def build_rows(type cls, Py_ssize_t n, tuple fields):
             PyTuple_SET_ITEM(row, f, value)
         out[i] = row
     return out
+
+
+cdef inline long long _be64(const unsigned char[:] b, Py_ssize_t p):
+    cdef unsigned long long v = 0
+    cdef int k
+    for k in range(8):
+        v = (v << 8) | b[p + k]
+    return <long long>v
+
+
+cdef inline long _be32(const unsigned char[:] b, Py_ssize_t p):
+    return <long>(<int>((<unsigned int>b[p] << 24) | (<unsigned int>b[p + 1] << 16)
+                        | (<unsigned int>b[p + 2] << 8) | <unsigned int>b[p + 3]))
+
+
+def plain_batches(object records, long long start_offset, Py_ssize_t max_first, object crc):
+    """C twin of the common answer of :func:`kclient.core.fetch_plain.plain_part`: the complete
+    entries of ``records`` (a partial one at the end is left) when every one is a v2 batch,
+    uncompressed, not a control batch, at or after ``start_offset``, with its records' offset
+    deltas 0..n-1 and no headers, the first within ``max_first`` bytes and, with ``crc`` (the
+    crc32c function), each CRC right: ``(offsets, timestamps, timestamp types, keys or None,
+    values, None, next offset)``.  None for anything else or any damage: the Python path then
+    decides and names what is wrong (tests/protocol compare the two)."""
+    cdef const unsigned char[:] buf = records
+    cdef Py_ssize_t pos = 0, end = buf.shape[0], total, rpos, rec_end, rec_end_one, i
+    cdef long long base, size, last, base_ts, max_ts, count, length, tsd, od, klen, vlen
+    cdef long long nxt = -1
+    cdef int attrs
+    cdef bint log_time
+    cdef list offsets = [], stamps = [], types = [], vals = []
+    cdef object keys = None, key, value, view = None
+    while end - pos >= 12:
+        base = _be64(buf, pos)
+        size = _be32(buf, pos + 8)
+        total = 12 + <Py_ssize_t>size
+        if size < 14 or pos + total > end:
+            if size < 14:
+                return None
+            break  # a partial entry at the end
+        if buf[pos + 16] != 2 or size < 49 or (nxt < 0 and total > max_first):
+            return None
+        if crc is not None:
+            if view is None:
+                view = memoryview(records)
+            if crc(view[pos + 21:pos + total]) != <unsigned int>_be32(buf, pos + 17):
+                return None
+        attrs = (buf[pos + 21] << 8) | buf[pos + 22]
+        last = _be32(buf, pos + 23)
+        base_ts = _be64(buf, pos + 27)
+        max_ts = _be64(buf, pos + 35)
+        count = _be32(buf, pos + 57)
+        if attrs & 0x27 or base < start_offset or count != last + 1 or count < 0:
+            return None
+        log_time = (attrs & 0x08) != 0
+        rpos = pos + 61
+        rec_end = pos + total
+        try:
+            for i in range(count):
+                length = _varint(buf, &rpos, rec_end)
+                if length < 0 or rpos + length > rec_end:
+                    return None
+                rec_end_one = rpos + <Py_ssize_t>length
+                rpos += 1  # attributes
+                tsd = _varint(buf, &rpos, rec_end_one)
+                od = _varint(buf, &rpos, rec_end_one)
+                if od != i:
+                    return None
+                klen = _varint(buf, &rpos, rec_end_one)
+                if klen >= 0:
+                    if rpos + klen > rec_end_one:
+                        return None
+                    key = PyBytes_FromStringAndSize(<const char *>&buf[rpos], <Py_ssize_t>klen) \
+                        if klen else b""
+                    rpos += <Py_ssize_t>klen
+                    if keys is None:
+                        keys = [None] * len(vals)
+                    keys.append(key)
+                elif keys is not None:
+                    keys.append(None)
+                vlen = _varint(buf, &rpos, rec_end_one)
+                if vlen >= 0:
+                    if rpos + vlen > rec_end_one:
+                        return None
+                    value = PyBytes_FromStringAndSize(<const char *>&buf[rpos], <Py_ssize_t>vlen) \
+                        if vlen else b""
+                    rpos += <Py_ssize_t>vlen
+                else:
+                    value = None
+                if _varint(buf, &rpos, rec_end_one) != 0 or rpos != rec_end_one:
+                    return None  # headers, or bytes left in the record
+                offsets.append(base + i)
+                stamps.append(max_ts if log_time else base_ts + tsd)
+                types.append(1 if log_time else 0)
+                vals.append(value)
+        except (ValueError, IndexError):
+            return None
+        if rpos != rec_end:
+            return None
+        nxt = base + last + 1
+        pos += total
+    if not vals:
+        return None
+    return offsets, stamps, types, keys, vals, None, nxt
