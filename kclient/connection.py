@@ -569,9 +569,9 @@ class BrokerConnection:
                 if not responses and self._rend == self._rstart and self._reauth_at is None:
                     deadline = time.monotonic() + self.request_timeout
                     _set_timeout(sock, self.request_timeout)
-                    answer = self._whole(sock, corr, True, deadline)
-                    if answer is not None:
-                        return cast(Struct, answer)
+                    answer: Struct | None = self._whole(sock, corr, True, deadline)
+                    if answer is not None:  # (typed by the annotation: no cast call)
+                        return answer
                 return self._await(sock, corr)
             finally:
                 self._leave(sock)

@@ -61,7 +61,7 @@ from kclient.core.columns import MessageColumns
 from kclient.core.consumer_records import build_records
 from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.metadata import list_offsets_answers, list_offsets_body
-from kclient.core.prefetch import PartitionState, take, take_answer
+from kclient.core.prefetch import PartitionState, take, take_answer, take_columns
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function
 from kclient.errors import (
@@ -772,8 +772,10 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
     def _take_plain(self, tp: TopicPartition, offset: int, cols: MessageColumns, size: int) -> None:
         """:meth:`_take` of an answer the fetcher gave as columns (no error, records there)."""
         st = self._answered(tp, offset, cols.high_watermark)
-        if st is not None:
-            take_answer(st, offset, st.epoch, (cols, size))
+        if st is not None:  # just reset to offset: take_answer's checks hold, its step skipped
+            if cols.high_watermark >= 0:
+                st.high_watermark = cols.high_watermark
+            take_columns(st, offset, cols, size)
 
     def _answered(self, tp: TopicPartition, offset: int, hw: int) -> PartitionState | None:
         """The high watermark noted and the partition's state reset to ``offset`` for an answer
