@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from .schema import Struct
+from .speedups import load_speedup
 from .varint import decode_uvarint, encode_uvarint
 
 __all__ = ["read_one_partition", "reader_for", "request_frame", "ONE_PARTITION_VERSION"]
@@ -139,9 +140,18 @@ def read_one_partition(view: memoryview, pos: int) -> Struct | None:
     return answer
 
 
+#: the C twin of :func:`read_one_partition` (kclient/protocol/records/_walk.pyx), when built
+#: and wanted: the same tree, in one call on the path from the answer to ``poll()``
+_walk = load_speedup("kclient.protocol.records._walk")
+_c_read = getattr(_walk, "read_one_partition", None)
+_reader: Callable[[memoryview, int], Struct | None] = (
+    read_one_partition if _c_read is None else partial(_c_read, struct_cls=Struct)
+)
+
+
 def reader_for(version: int) -> Callable[[memoryview, int], Struct | None] | None:
     """The reader for a Fetch answer of ``version`` (None: only the generic decoder)."""
-    return read_one_partition if version == ONE_PARTITION_VERSION else None
+    return _reader if version == ONE_PARTITION_VERSION else None
 
 
 @lru_cache(maxsize=4096)

@@ -6,6 +6,9 @@ as one decoding every answer the generic way."""
 
 from __future__ import annotations
 
+import random
+from functools import partial
+
 import pytest
 
 from kclient.broker import MiniBroker
@@ -14,9 +17,25 @@ from kclient.core.fetch import FetchSettings, PartitionFetch, fetch_body
 from kclient.io.fetcher import Fetcher
 from kclient.protocol import compression
 from kclient.protocol.apis import FETCH, PRODUCE
+from kclient.protocol import fetch_one
 from kclient.protocol.fetch_one import ONE_PARTITION_VERSION, read_one_partition, reader_for
 from kclient.protocol.records import build_batch
+from kclient.protocol.schema import Struct
+from kclient.protocol.speedups import load_speedup
 from tests.broker.txn_support import TXN_CONFIG, committed_aborted_open
+from tests.needs import c_twin
+
+
+_walk = load_speedup("kclient.protocol.records._walk")
+#: the Python reader and, when built, its C twin (kclient/protocol/records/_walk.pyx)
+READERS = {"python": read_one_partition}
+if _walk is not None:
+    READERS["c"] = partial(_walk.read_one_partition, struct_cls=Struct)
+
+
+@pytest.fixture(params=sorted(READERS))
+def reader(request):
+    return READERS[request.param]
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +119,9 @@ def answer(b, asked, isolation=0, version=ONE_PARTITION_VERSION):
         "length-3",
     ],
 )
-def test_the_reader_gives_the_generic_answer(broker, asked, isolation):
+def test_the_reader_gives_the_generic_answer(broker, asked, isolation, reader):
     resp, view, pos = answer(broker, asked, isolation)
-    fast = read_one_partition(view, pos)
+    fast = reader(view, pos)
     assert fast is not None
     assert fast == resp
     assert fast.to_dict() == resp.to_dict()  # records compared as bytes
@@ -117,18 +136,37 @@ def test_the_reader_gives_the_generic_answer(broker, asked, isolation):
     ],
     ids=["aborted-listed", "two-partitions", "two-topics"],
 )
-def test_the_reader_declines_other_answers(broker, asked, isolation, version):
+def test_the_reader_declines_other_answers(broker, asked, isolation, version, reader):
     resp, view, pos = answer(broker, asked, isolation, version)
-    assert read_one_partition(view, pos) is None
+    assert reader(view, pos) is None
     assert resp.responses  # the generic decoder read it
 
 
-def test_only_v12_has_a_reader_and_short_frames_are_declined(broker):
-    assert reader_for(ONE_PARTITION_VERSION) is read_one_partition
+def test_only_v12_has_a_reader_and_short_frames_are_declined(broker, reader):
+    assert reader_for(ONE_PARTITION_VERSION) is fetch_one._reader
     assert reader_for(11) is None
     _, view, pos = answer(broker, [PartitionFetch("z", 1, 0)])
     for cut in (pos + 5, pos + 20, len(view) - 1):
-        assert read_one_partition(view[:cut], pos) is None
+        assert reader(view[:cut], pos) is None
+
+
+@c_twin(_walk, "the C Fetch v12 reader")
+@pytest.mark.parametrize("seed", range(60))
+def test_the_c_twin_reads_damaged_frames_as_the_python_reader(broker, seed):
+    """Random cuts and bytes changed in real answers: the same tree or None from both."""
+    rng = random.Random(seed)
+    asked = rng.choice([[PartitionFetch("z", 1, 0)], [PartitionFetch("s", 1, 0)]])
+    _, view, pos = answer(broker, asked)
+    frame = bytearray(view)
+    for _ in range(rng.choice([0, 1, 2])):
+        frame[rng.randrange(pos, len(frame))] = rng.randrange(256)
+    frame = frame[: rng.choice([len(frame), rng.randrange(pos, len(frame) + 1)])]
+    fast = READERS["c"](memoryview(bytes(frame)), pos)
+    slow = read_one_partition(memoryview(bytes(frame)), pos)
+    assert (fast is None) == (slow is None)
+    if fast is not None:
+        assert fast == slow
+        assert fast.to_dict() == slow.to_dict()
 
 
 @pytest.mark.parametrize("isolation", [0, 1])

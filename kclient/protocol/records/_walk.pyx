@@ -1,10 +1,12 @@
 # cython: boundscheck=False, wraparound=False, language_level=3
-"""C twin of the common case of :func:`kclient.protocol.records.v2_walk.decode_columns`: a v2
-batch's records section with offset deltas 0..n-1 and no headers, decoded into timestamp
-deltas, keys and values in one pass.  Returns None for anything else (headers, offset deltas
-out of order, leftover bytes) and raises ValueError/IndexError on damage; the caller then
-decodes with the pure-Python walkers, which are the reference and report what is wrong
-(tests/protocol compare the two)."""
+"""C twins of the consumer's hot walks, each declining (None) what it does not handle so
+that its pure-Python twin, the reference, decides and names what is wrong (tests compare each
+pair): the common case of :func:`kclient.protocol.records.v2_walk.decode_columns` (a v2
+batch's records with offset deltas 0..n-1 and no headers, in one pass; ValueError/IndexError
+on damage), the caught-up reader's usual answer (:func:`plain_batches`, for
+:mod:`kclient.core.fetch_plain`) and its Fetch v12 frame (:func:`read_one_partition`, for
+:mod:`kclient.protocol.fetch_one`); and two record builders (:func:`untrack_flat`,
+:func:`build_rows`)."""
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.tuple cimport PyTuple_New
 
@@ -267,3 +269,87 @@ def plain_batches(object records, long long start_offset, Py_ssize_t max_first, 
     if not vals:
         return None
     return offsets, stamps, types, keys, vals, None, nxt
+
+
+def read_one_partition(object view, Py_ssize_t pos, type struct_cls):
+    """C twin of :func:`kclient.protocol.fetch_one.read_one_partition` (``struct_cls``: its
+    ``Struct``): the same answer tree from a Fetch v12 body at ``pos`` of ``view``, or None
+    where that function gives None (tests/protocol/test_fetch_one.py compares the two)."""
+    cdef const unsigned char[:] b = view
+    cdef Py_ssize_t end = b.shape[0], n, size, rend, shift
+    cdef long throttle, session_id, index, replica
+    cdef int code, error, listed
+    cdef long long high, stable, start
+    cdef unsigned char c
+    cdef object topic, records = None
+    if pos < 0 or pos + 12 > end:
+        return None
+    throttle = _be32(b, pos)
+    code = <short>((b[pos + 4] << 8) | b[pos + 5])
+    session_id = _be32(b, pos + 6)
+    pos += 10
+    if b[pos] != 2:
+        return None
+    n = b[pos + 1]
+    if not 0 < n < 0x80 or pos + 1 + n + 32 > end:
+        return None
+    try:
+        topic = view[pos + 2:pos + 1 + n].tobytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    pos += 1 + n
+    if b[pos] != 2:
+        return None
+    index = _be32(b, pos + 1)
+    error = <short>((b[pos + 5] << 8) | b[pos + 6])
+    high = _be64(b, pos + 7)
+    stable = _be64(b, pos + 15)
+    start = _be64(b, pos + 23)
+    pos += 31
+    if pos + 6 > end:
+        return None
+    listed = b[pos]
+    if listed > 1:
+        return None
+    replica = _be32(b, pos + 1)
+    pos += 5
+    size = 0
+    shift = 0
+    while True:  # the records' length + 1, an unsigned varint
+        if pos >= end or shift > 28:
+            return None
+        c = b[pos]
+        pos += 1
+        size |= <Py_ssize_t>(c & 0x7F) << shift
+        if c < 0x80:
+            break
+        shift += 7
+    if size:
+        rend = pos + size - 1
+        if rend > end:
+            return None
+        records = view[pos:rend]
+        pos = rend
+    if end - pos != 3 or b[pos] or b[pos + 1] or b[pos + 2]:
+        return None
+    part = struct_cls.__new__(struct_cls)
+    part.__dict__ = {
+        "partition_index": index,
+        "error_code": error,
+        "high_watermark": high,
+        "last_stable_offset": stable,
+        "log_start_offset": start,
+        "aborted_transactions": [] if listed else None,
+        "preferred_read_replica": replica,
+        "records": records,
+    }
+    topic_answer = struct_cls.__new__(struct_cls)
+    topic_answer.__dict__ = {"topic": topic, "partitions": [part]}
+    answer = struct_cls.__new__(struct_cls)
+    answer.__dict__ = {
+        "throttle_time_ms": throttle,
+        "error_code": code,
+        "session_id": session_id,
+        "responses": [topic_answer],
+    }
+    return answer
