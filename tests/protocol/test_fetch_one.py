@@ -15,16 +15,14 @@ from kclient.broker import MiniBroker
 from kclient.connection import BrokerConnection, ConnectionSettings
 from kclient.core.fetch import FetchSettings, PartitionFetch, fetch_body
 from kclient.io.fetcher import Fetcher
-from kclient.protocol import compression
+from kclient.protocol import compression, fetch_one
 from kclient.protocol.apis import FETCH, PRODUCE
-from kclient.protocol import fetch_one
 from kclient.protocol.fetch_one import ONE_PARTITION_VERSION, read_one_partition, reader_for
 from kclient.protocol.records import build_batch
 from kclient.protocol.schema import Struct
 from kclient.protocol.speedups import load_speedup
 from tests.broker.txn_support import TXN_CONFIG, committed_aborted_open
 from tests.needs import c_twin
-
 
 _walk = load_speedup("kclient.protocol.records._walk")
 #: the Python reader and, when built, its C twin (kclient/protocol/records/_walk.pyx)
