@@ -61,7 +61,13 @@ from kclient.core.columns import MessageColumns
 from kclient.core.consumer_records import build_records
 from kclient.core.fetch import ISOLATION_LEVELS
 from kclient.core.metadata import list_offsets_answers, list_offsets_body
-from kclient.core.prefetch import PartitionState, take, take_answer, take_columns
+from kclient.core.prefetch import (
+    PartitionState,
+    take,
+    take_answer,
+    take_columns,
+    take_whole,
+)
 from kclient.core.subscription import Subscription
 from kclient.encoders import decode_function
 from kclient.errors import (
@@ -654,9 +660,13 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
                     del self._buffer[tp]
                     raise st.error
                 continue
-            got: list[ConsumerRecord] = []
-            for cols, i, j in take(st, limit):
-                got += build_records(tp, cols, i, j, k, v, empty_lists=True)
+            whole = take_whole(st, limit)
+            if whole is not None:  # one fetch's records, all of them
+                got = build_records(tp, whole, 0, len(whole.offsets), k, v, empty_lists=True)
+            else:
+                got = []
+                for cols, i, j in take(st, limit):
+                    got += build_records(tp, cols, i, j, k, v, empty_lists=True)
             limit -= len(got)
             self._metrics.messages[tp] += len(got)
             out[tp] = got

@@ -40,6 +40,7 @@ __all__ = [
     "take_answer",
     "take_columns",
     "take",
+    "take_whole",
     "DATA",
     "RESET",
     "REFRESH",
@@ -205,6 +206,24 @@ def take_columns(st: PartitionState, offset: int, cols: MessageColumns, size: in
     st.buffered += len(cols.offsets)
     st.bytes += size
     return True
+
+
+def take_whole(st: PartitionState, limit: int) -> MessageColumns | None:
+    """:func:`take` (advancing) of a queue that is one chunk, none of it taken, within
+    ``limit``: its columns, every record in them taken; None (nothing taken) otherwise.  The
+    caught-up consumer's usual poll, without the generator."""
+    chunks = st.chunks
+    if len(chunks) != 1:
+        return None
+    cols, i, size = chunks[0]
+    n = len(cols.offsets)
+    if i or n > limit:
+        return None
+    chunks.clear()
+    st.buffered -= n
+    st.bytes -= size
+    st.position = max(cols.next_offset, cols.offsets[-1] + 1)
+    return cols
 
 
 def take(

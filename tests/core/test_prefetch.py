@@ -15,6 +15,7 @@ from kclient.core.prefetch import (
     fetch_ahead,
     take,
     take_answer,
+    take_whole,
 )
 from kclient.errors import CorruptRecordError, NotLeaderForPartitionError, OffsetOutOfRangeError
 from kclient.protocol.records import build_batch
@@ -45,6 +46,33 @@ def test_answers_queue_and_come_out_in_slices_advancing_the_position():
     recs = [r for c, i, j in take(st, 10) for r in build_records(TP, c, i, j, None, None)]
     assert [(r.offset, r.value) for r in recs] == [(2, b"c"), (3, b"d"), (4, b"e")]
     assert st.position == 5 and st.buffered == 0 and st.bytes == 0 and not st.chunks
+
+
+def _state_of(st):
+    return (st.position, st.fetch_offset, st.buffered, st.bytes, len(st.chunks))
+
+
+def test_taking_one_whole_chunk_leaves_the_state_take_leaves():
+    one, two = state(0), state(0)
+    for st in (one, two):
+        take_answer(st, 0, st.epoch, answer(0, [b"a", b"b", b"c"]))
+    cols = take_whole(one, 3)
+    ((other, i, j),) = take(two, 3)
+    assert (cols.offsets, cols.values, i, j) == (other.offsets, other.values, 0, 3)
+    assert _state_of(one) == _state_of(two) == (3, 3, 0, 0, 0)
+
+
+def test_taking_whole_declines_two_chunks_a_started_one_and_one_over_the_limit():
+    st = state(0)
+    take_answer(st, 0, st.epoch, answer(0, [b"a", b"b", b"c"]))
+    before = _state_of(st)
+    assert take_whole(st, 2) is None and _state_of(st) == before  # over the limit
+    list(take(st, 1))
+    before = _state_of(st)
+    assert take_whole(st, 10) is None and _state_of(st) == before  # one taken already
+    take_answer(st, 3, st.epoch, answer(3, [b"d"]))
+    before = _state_of(st)
+    assert take_whole(st, 10) is None and _state_of(st) == before  # two chunks
 
 
 def test_a_seek_drops_the_queue_and_answers_to_requests_sent_before_it():
