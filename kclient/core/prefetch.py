@@ -215,7 +215,8 @@ def take_whole(st: PartitionState, limit: int) -> MessageColumns | None:
     chunks = st.chunks
     if len(chunks) != 1:
         return None
-    cols, i, size = chunks[0]
+    cols: MessageColumns = chunks[0][0]
+    i, size = chunks[0][1], chunks[0][2]
     n = len(cols.offsets)
     if i or n > limit:
         return None
