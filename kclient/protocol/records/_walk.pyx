@@ -30,7 +30,7 @@ cdef inline long long _varint(const unsigned char[:] buf, Py_ssize_t *pos,
     return <long long>((result >> 1) ^ (0 - (result & 1)))
 
 
-def walk_plain(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count):
+cpdef walk_plain(const unsigned char[:] buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count):
     """``(timestamp deltas, keys or None, values)`` of ``count`` records in
     ``buf[start:end]``, or None when a record has headers or an offset delta other than its
     index, or bytes are left over."""
@@ -185,25 +185,24 @@ def plain_batches(object records, long long start_offset, Py_ssize_t max_first, 
     """C twin of the common answer of :func:`kclient.core.fetch_plain.plain_part`: the complete
     entries of ``records`` (a partial one at the end is left) when every one is a v2 batch,
     uncompressed, not a control batch, at or after ``start_offset``, with its records' offset
-    deltas 0..n-1 and no headers, the first within ``max_first`` bytes and, with ``crc`` (the
-    crc32c function), each CRC right: ``(offsets, timestamps, timestamp types, keys or None,
-    values, None, next offset)``.  None for anything else or any damage: the Python path then
-    decides and names what is wrong (tests/protocol compare the two)."""
+    deltas 0..n-1 and no headers (:func:`walk_plain`), the first within ``max_first`` bytes and,
+    with ``crc`` (the crc32c function), each CRC right: ``(offsets, timestamps, timestamp
+    types, keys or None, values, None, next offset)``.  None for anything else or any damage:
+    the Python path then decides and names what is wrong (tests/core compare the two)."""
     cdef const unsigned char[:] buf = records
-    cdef Py_ssize_t pos = 0, end = buf.shape[0], total, rpos, rec_end, rec_end_one, i
-    cdef long long base, size, last, base_ts, max_ts, count, length, tsd, od, klen, vlen
+    cdef Py_ssize_t pos = 0, end = buf.shape[0], total, before, i
+    cdef long long base, size, last, base_ts, max_ts, count
     cdef long long nxt = -1
     cdef int attrs
-    cdef bint log_time
-    cdef list offsets = [], stamps = [], types = [], vals = []
-    cdef object keys = None, key, value, view = None
+    cdef list offsets = [], stamps = [], types = [], vals = [], tss
+    cdef object keys = None, view = None, walked, got
     while end - pos >= 12:
         base = _be64(buf, pos)
         size = _be32(buf, pos + 8)
         total = 12 + <Py_ssize_t>size
-        if size < 14 or pos + total > end:
-            if size < 14:
-                return None
+        if size < 14:
+            return None
+        if pos + total > end:
             break  # a partial entry at the end
         if buf[pos + 16] != 2 or size < 49 or (nxt < 0 and total > max_first):
             return None
@@ -219,51 +218,29 @@ def plain_batches(object records, long long start_offset, Py_ssize_t max_first, 
         count = _be32(buf, pos + 57)
         if attrs & 0x27 or base < start_offset or count != last + 1 or count < 0:
             return None
-        log_time = (attrs & 0x08) != 0
-        rpos = pos + 61
-        rec_end = pos + total
         try:
-            for i in range(count):
-                length = _varint(buf, &rpos, rec_end)
-                if length < 0 or rpos + length > rec_end:
-                    return None
-                rec_end_one = rpos + <Py_ssize_t>length
-                rpos += 1  # attributes
-                tsd = _varint(buf, &rpos, rec_end_one)
-                od = _varint(buf, &rpos, rec_end_one)
-                if od != i:
-                    return None
-                klen = _varint(buf, &rpos, rec_end_one)
-                if klen >= 0:
-                    if rpos + klen > rec_end_one:
-                        return None
-                    key = PyBytes_FromStringAndSize(<const char *>&buf[rpos], <Py_ssize_t>klen) \
-                        if klen else b""
-                    rpos += <Py_ssize_t>klen
-                    if keys is None:
-                        keys = [None] * len(vals)
-                    keys.append(key)
-                elif keys is not None:
-                    keys.append(None)
-                vlen = _varint(buf, &rpos, rec_end_one)
-                if vlen >= 0:
-                    if rpos + vlen > rec_end_one:
-                        return None
-                    value = PyBytes_FromStringAndSize(<const char *>&buf[rpos], <Py_ssize_t>vlen) \
-                        if vlen else b""
-                    rpos += <Py_ssize_t>vlen
-                else:
-                    value = None
-                if _varint(buf, &rpos, rec_end_one) != 0 or rpos != rec_end_one:
-                    return None  # headers, or bytes left in the record
-                offsets.append(base + i)
-                stamps.append(max_ts if log_time else base_ts + tsd)
-                types.append(1 if log_time else 0)
-                vals.append(value)
+            walked = walk_plain(buf, pos + 61, pos + total, <Py_ssize_t>count)
         except (ValueError, IndexError):
             return None
-        if rpos != rec_end:
+        if walked is None:
             return None
+        tss, got = walked[0], walked[1]
+        before = len(vals)
+        vals += <list>walked[2]
+        offsets += range(base, base + count)
+        if attrs & 0x08:  # log-append time: the batch's max timestamp for every record
+            stamps += [max_ts] * count
+            types += [1] * count
+        else:
+            for i in range(count):
+                stamps.append(base_ts + <long long>tss[i])
+            types += [0] * count
+        if got is not None:
+            if keys is None:
+                keys = [None] * before
+            keys += <list>got
+        elif keys is not None:
+            keys += [None] * count
         nxt = base + last + 1
         pos += total
     if not vals:
