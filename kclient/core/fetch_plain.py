@@ -56,21 +56,34 @@ def plain_part(
     records = part.records
     if settings.isolation_level or part.error_code or not records:
         return None
-    if _plain_batches is not None:  # one C call for the usual answer; None: the walk below
-        fast = _plain_batches(
+    walked = (  # one C call for the usual answer; None: the Python walk decides
+        None
+        if _plain_batches is None
+        else _plain_batches(
             records, offset, settings.max_buffer_size, crc32c if settings.validate_crc else None
         )
-        if fast is not None:
-            cols = plain_message_columns(
-                topic,
-                partition,
-                offset,
-                fast[:6],
-                max(offset, fast[6]),
-                part.high_watermark,
-                getattr(part, "log_start_offset", -1),
-            )
-            return cols, len(records)
+    )
+    if walked is None:
+        walked = _walk_plain_batches(records, offset, settings)
+        if walked is None:
+            return None
+    cols = plain_message_columns(
+        topic,
+        partition,
+        offset,
+        walked[:6],
+        max(offset, walked[6]),
+        part.high_watermark,
+        getattr(part, "log_start_offset", -1),  # (Fetch v5 on)
+    )
+    return cols, len(records)
+
+
+def _walk_plain_batches(
+    records: Any, offset: int, settings: FetchSettings
+) -> tuple[Any, ...] | None:
+    """The Python twin of ``_walk.plain_batches`` and the reference: ``(offsets, timestamps,
+    timestamp types, keys, values, headers, next offset)`` of the plain answer, else None."""
     scan = scan_entries(records)
     spans = scan.entries
     if scan.error is not None or not spans or spans[0].size > settings.max_buffer_size:
@@ -80,13 +93,4 @@ def plain_part(
     plain = plain_columns(records, spans, offset)
     if plain is None or not plain[0]:
         return None
-    cols = plain_message_columns(
-        topic,
-        partition,
-        offset,
-        plain,
-        max(offset, entry_next_offset(records, spans[-1])),
-        part.high_watermark,
-        getattr(part, "log_start_offset", -1),  # (Fetch v5 on)
-    )
-    return cols, len(records)
+    return (*plain, entry_next_offset(records, spans[-1]))
