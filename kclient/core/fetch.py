@@ -34,6 +34,7 @@ from kclient.protocol.errors import (
     OffsetOutOfRangeError,
     error_for_code,
 )
+from kclient.protocol.records.reader import next_fetch_offset
 
 from .message_set import ByteBufferMessageSet, error_set
 from .steps import Conversation, Request
@@ -257,19 +258,30 @@ def end_of(ms: ByteBufferMessageSet, isolation_level: int) -> int:
 
 
 def next_fetches(
-    requests: Sequence[PartitionFetch],
-    results: Sequence[ByteBufferMessageSet],
-    isolation_level: int,
+    requests: Sequence[PartitionFetch], resp: FetchResponse, isolation_level: int
 ) -> list[PartitionFetch] | None:
-    """The natural next request after ``results`` (every partition from its ``next_offset``),
-    to send ahead while the caller decodes; None unless every partition has more data
-    waiting at the broker (an error, an empty answer or a caught-up partition: the caller's
-    next request is not predictable, or would only wait at the broker)."""
+    """The natural next request after the answer ``resp`` to ``requests`` (every partition
+    from after its complete entries), read off the entries' headers before anything is
+    decoded, so it goes on the wire while the caller decodes; None unless every partition
+    has more data waiting at the broker (an error, an empty or left-out partition, no
+    complete entry or a caught-up one: the caller's next request is not predictable, or
+    would only wait at the broker).  Where decoding ends elsewhere (a bad CRC), the caller's
+    next request differs and the speculative answer is dropped."""
+    if getattr(resp, "error_code", 0):
+        return None
+    parts = partitions_of(resp)
     nxt: list[PartitionFetch] = []
-    for r, ms in zip(requests, results):
-        if ms.error is not None or not ms.entries or ms.next_offset >= end_of(ms, isolation_level):
+    for r in requests:
+        part = parts.get((r.topic, r.partition))
+        if part is None or part.error_code or not part.records:
             return None
-        nxt.append(PartitionFetch(r.topic, r.partition, ms.next_offset, r.max_bytes))
+        end = next_fetch_offset(part.records)
+        stable = getattr(part, "last_stable_offset", -1)  # (Fetch v4 on)
+        if end <= r.offset or end >= (
+            stable if isolation_level == 1 and stable >= 0 else part.high_watermark
+        ):
+            return None
+        nxt.append(PartitionFetch(r.topic, r.partition, end, r.max_bytes))
     return nxt
 
 

@@ -13,8 +13,9 @@ What it adds to the core:
 
 * **Pipelining.**  ``send()`` / ``receive()`` split the round trip, and with ``prefetch`` the
   fetcher sends the natural next request (the core's
-  :func:`~kclient.core.fetch.next_fetches`: every partition at its ``next_offset``) as soon as
-  a response with data arrived, so the broker works while the caller decodes.  The speculative
+  :func:`~kclient.core.fetch.next_fetches`: every partition from after its complete entries,
+  read off their headers) as soon as a response with data arrived and before it is decoded,
+  so the broker works while the caller decodes (CRCs, records).  The speculative
   response is used only when the next ``fetch()`` asks exactly for it, and only while younger
   than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
   watermark does not change, so a used speculative response equals a fresh one except that its
@@ -173,13 +174,28 @@ class Fetcher:
 
     def receive(self, pending: PendingFetch) -> list[ByteBufferMessageSet]:
         """Wait for the response to ``pending``: one message set per request, in order."""
+        return self._read(pending, self._full_answer(pending))
+
+    def _full_answer(self, pending: PendingFetch) -> FetchResponse:
+        """The answer to ``pending``, in the session if there is one."""
+        return self._answer(pending) if self.session is None else self._session_answer(pending)
+
+    def _answered(self, pending: PendingFetch) -> FetchResponse:
+        """:meth:`_full_answer`; with ``prefetch`` the natural next request is sent ahead
+        before the answer is decoded (the core's :func:`~kclient.core.fetch.next_fetches`),
+        so the broker works while the caller decodes."""
+        resp = self._full_answer(pending)
+        if self.prefetch and self._speculative is None:
+            nxt = next_fetches(pending.requests, resp, pending.settings.isolation_level)
+            if nxt is not None:
+                self._send_ahead(nxt)
+        return resp
+
+    def _read(self, pending: PendingFetch, resp: FetchResponse) -> list[ByteBufferMessageSet]:
         session = self.session
-        if session is None:
-            return read_response(
-                self.conn.receive(pending.corr), pending.requests, pending.settings
-            )
-        resp = self._session_answer(pending)
-        return read_response(resp, pending.requests, pending.settings, session.known)
+        return read_response(
+            resp, pending.requests, pending.settings, None if session is None else session.known
+        )
 
     def _session_answer(self, pending: PendingFetch) -> FetchResponse:
         """The answer to ``pending`` in this fetcher's session (asked once more, in full, after
@@ -240,19 +256,8 @@ class Fetcher:
         ``prefetch`` the next request sent."""
         asked, pending = started
         with self._lock:
-            return self._finish(asked, self.receive(pending), pending.settings)
-
-    def _finish(
-        self,
-        asked: tuple[PartitionFetch, ...],
-        results: list[ByteBufferMessageSet],
-        settings: FetchSettings,
-    ) -> list[ByteBufferMessageSet]:
-        """Oversized entries grown and, with ``prefetch``, the next request sent."""
-        results = self._grow_oversized(asked, results, settings)
-        if self.prefetch:
-            self._speculate(asked, results)
-        return results
+            resp = self._answered(pending)
+            return self._grow_oversized(asked, self._read(pending, resp), pending.settings)
 
     def complete_plain(
         self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
@@ -264,20 +269,10 @@ class Fetcher:
         with self._lock:
             if self.session is None or len(asked) != 1 or pending.version < 5:
                 return self.complete(started)
-            resp = self._session_answer(pending)
+            resp = self._answered(pending)
             plain = plain_answer(resp, asked[0], pending.settings)
             if plain is None:
-                results = read_response(resp, asked, pending.settings, self.session.known)
-                return self._finish(asked, results, pending.settings)
-            cols = plain[0]
-            if self.prefetch and cols.next_offset < cols.high_watermark:
-                self._send_ahead(
-                    [
-                        PartitionFetch(
-                            asked[0].topic, asked[0].partition, cols.next_offset, asked[0].max_bytes
-                        )
-                    ]
-                )
+                return self._grow_oversized(asked, self._read(pending, resp), pending.settings)
             return plain
 
     def end_of(self, ms: ByteBufferMessageSet) -> int:
@@ -316,13 +311,6 @@ class Fetcher:
             return pending
         self._drop(pending)
         return None
-
-    def _speculate(
-        self, requests: Sequence[PartitionFetch], results: list[ByteBufferMessageSet]
-    ) -> None:
-        nxt = next_fetches(requests, results, self.isolation_level)
-        if nxt is not None:
-            self._send_ahead(nxt)
 
     def _send_ahead(self, nxt: list[PartitionFetch]) -> None:
         try:

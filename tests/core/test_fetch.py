@@ -88,20 +88,36 @@ def test_partitions_come_back_decoded_in_request_order(drive, topic):
     assert [s.next_offset for s in sets] == [30, 30]
 
 
-def test_the_next_fetch_is_predicted_only_while_every_partition_has_more(drive, topic):
+def produce_then_answer(topic, partitions, settings, batches, version=None):
+    """The raw Fetch answer to ``partitions`` after ``batches`` were written, and its sets."""
+    for p, values in batches:
+        yield from produce(topic, p, values)
+    resp = yield Request(FETCH, fetch_body(partitions, settings), version)
+    return resp, read_response(resp, partitions, settings)
+
+
+def test_the_next_fetch_is_read_off_the_headers_only_while_every_partition_has_more(drive, topic):
     small = 200  # bytes per partition: the answer stops well short of the end
     asked = [PartitionFetch(topic, 0, 0, small), PartitionFetch(topic, 1, 0, small)]
     batches = [(p, VALUES[i : i + 5]) for p in (0, 1) for i in range(0, 30, 5)]  # 6 each
-    sets = drive(lambda: produce_then_fetch(topic, asked, FetchSettings(max_wait_ms=0), batches))
-    nxt = next_fetches(asked, sets, 0)
-    assert nxt is not None
+    settings = FetchSettings(max_wait_ms=0)
+    resp, sets = drive(lambda: produce_then_answer(topic, asked, settings, batches))
+    nxt = next_fetches(asked, resp, 0)
+    assert nxt is not None  # from the headers: where decoding ends
     assert [(r.partition, r.offset, r.max_bytes) for r in nxt] == [
         (p, s.next_offset, small) for p, s in zip((0, 1), sets)
     ]
     assert all(0 < r.offset < 30 for r in nxt)
     caught_up = [PartitionFetch(topic, 0, 0, small), PartitionFetch(topic, 1, 29)]
-    sets = drive(lambda: produce_then_fetch(topic, caught_up, FetchSettings(max_wait_ms=0), ()))
-    assert sets[1].next_offset == 30 and next_fetches(caught_up, sets, 0) is None
+    resp, sets = drive(lambda: produce_then_answer(topic, caught_up, settings, ()))
+    assert sets[1].next_offset == 30 and next_fetches(caught_up, resp, 0) is None
+    # a partition with an error, or no complete entry, makes the next request unpredictable
+    gone = [PartitionFetch(topic, 0, 0, small), PartitionFetch("nosuch", 0, 0)]
+    resp, sets = drive(lambda: produce_then_answer(topic, gone, settings, ()))
+    assert sets[1].error is not None and next_fetches(gone, resp, 0) is None
+    tiny = [PartitionFetch(topic, 0, 0, 20)]  # less than one entry (Fetch v2: none of it)
+    resp, sets = drive(lambda: produce_then_answer(topic, tiny, settings, (), 2))
+    assert not sets[0].entries and next_fetches(tiny, resp, 0) is None
 
 
 def test_an_oversized_first_entry_is_fetched_again_larger(drive, topic):
