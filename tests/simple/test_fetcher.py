@@ -5,8 +5,10 @@ import time
 import pytest
 
 from kclient.connection import BrokerConnection
-from kclient.errors import OffsetOutOfRangeError
+from kclient.errors import CorruptRecordError, OffsetOutOfRangeError
+from kclient.protocol.records import RecordsReader, build_batch
 from kclient.simple import Fetcher, PartitionFetch
+from tests.simple.test_corruption import flip, segment
 from tests.waiting import wait_until
 
 VALUES = [b"v%03d" % i for i in range(120)]
@@ -116,3 +118,57 @@ def steady_reads(host: str, port: int, topic: str, send) -> Fetcher:
 def test_a_caught_up_reader_sends_its_usual_request_from_a_prepared_frame(mini):
     topic = mini.topic(partitions=2)
     steady_reads(mini.host, mini.port, topic, lambda p, v: mini.produce_values(topic, p, [v]))
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["fetch", "complete_plain"])
+def test_the_next_request_goes_out_before_decoding_and_a_bad_crc_drops_it(mini, plain):
+    """The next Fetch is read off the answer's entry headers and sent before the answer is
+    decoded: past a batch whose CRC is bad too, whose records never come; the caller's next
+    request (at the bad batch) then drops that speculative answer unused."""
+    topic = mini.topic()
+    for i in range(5):
+        mini.produce(topic, 0, build_batch([b"payload-%d-%d" % (i, j) for j in range(10)]))
+    path = segment(mini, topic)
+    spans = RecordsReader(path.read_bytes()).entries
+    third = spans[2]  # offsets 20..29
+    flip(path, third.position + third.size - 5)  # inside its last value
+    size = third.position + third.size  # the answer from 0 ends with the bad batch
+    with BrokerConnection(mini.host, mini.port) as conn:
+        f = Fetcher(conn, session=plain)
+        started = f.begin([PartitionFetch(topic, 0, 0, size)])
+        sets = f.complete_plain(started) if plain else f.complete(started)
+        assert isinstance(sets, list)  # the plain lane declines the bad CRC
+        assert f.requests_sent == 2
+        assert f._speculative is not None
+        assert f._speculative.key == (PartitionFetch(topic, 0, 30, size),)
+        got = []
+        with pytest.raises(CorruptRecordError) as info:
+            for mo in sets[0]:
+                got.append(mo.offset)
+        assert got == list(range(20)) and info.value.offset == 20
+        again = f.fetch([PartitionFetch(topic, 0, 20, size)])[0]
+        assert f.prefetch_hits == 0 and f.prefetch_misses == 1
+        with pytest.raises(CorruptRecordError):
+            list(again)
+
+
+def test_the_next_request_is_on_the_wire_when_decoding_starts(loaded, monkeypatch):
+    """The order itself: when the caught-up reader's lane starts decoding an answer with more
+    waiting at the broker, its next request was already written."""
+    import kclient.io.fetcher as fetcher_module
+
+    target, topic, conn = loaded
+    f = Fetcher(conn, session=True)
+    seen = []
+    real = fetcher_module.plain_answer
+
+    def decode(*args):
+        seen.append(f.requests_sent)
+        return real(*args)
+
+    monkeypatch.setattr(fetcher_module, "plain_answer", decode)
+    first = f.complete_plain(f.begin([PartitionFetch(topic, 0, 0, 100)]))
+    assert type(first) is tuple  # the plain lane: (columns, bytes)
+    nxt = first[0].next_offset
+    assert 0 < nxt < 40 and seen == [2]  # the request ahead went out before decoding
+    assert f._speculative is not None and f._speculative.key[0].offset == nxt
