@@ -65,6 +65,19 @@ if TYPE_CHECKING:
 
 __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE"]
 
+#: the caught-up reader's lane decodes an answer with fewer record bytes than this before it
+#: sends the next request ahead (and only when more waits at the broker): decoding it costs
+#: about what reading its headers ahead does, and a caught-up poll returns sooner without it
+DECODE_FIRST_BYTES = 64 * 1024
+
+
+def _first_records_size(resp: FetchResponse) -> int:
+    """How many record bytes the first partition of ``resp`` brought (0: none there)."""
+    topics = resp.responses
+    if not topics or not topics[0].partitions:
+        return 0
+    return len(topics[0].partitions[0].records or b"")
+
 
 class PendingFetch:
     """A Fetch request on the wire: its correlation id, what it asked for and when."""
@@ -181,15 +194,19 @@ class Fetcher:
         return self._answer(pending) if self.session is None else self._session_answer(pending)
 
     def _answered(self, pending: PendingFetch) -> FetchResponse:
-        """:meth:`_full_answer`; with ``prefetch`` the natural next request is sent ahead
-        before the answer is decoded (the core's :func:`~kclient.core.fetch.next_fetches`),
-        so the broker works while the caller decodes."""
+        """:meth:`_full_answer`, the next request sent ahead first (:meth:`_ahead`)."""
         resp = self._full_answer(pending)
+        self._ahead(pending, resp)
+        return resp
+
+    def _ahead(self, pending: PendingFetch, resp: FetchResponse) -> None:
+        """With ``prefetch``, send the natural next request after ``resp`` before it is
+        decoded (the core's :func:`~kclient.core.fetch.next_fetches`, from its entries'
+        headers), so the broker works while the caller decodes."""
         if self.prefetch and self._speculative is None:
             nxt = next_fetches(pending.requests, resp, pending.settings.isolation_level)
             if nxt is not None:
                 self._send_ahead(nxt)
-        return resp
 
     def _read(self, pending: PendingFetch, resp: FetchResponse) -> list[ByteBufferMessageSet]:
         session = self.session
@@ -269,8 +286,14 @@ class Fetcher:
         with self._lock:
             if self.session is None or len(asked) != 1 or pending.version < 5:
                 return self.complete(started)
-            resp = self._answered(pending)
-            plain = plain_answer(resp, asked[0], pending.settings)
+            resp = self._full_answer(pending)
+            if _first_records_size(resp) >= DECODE_FIRST_BYTES:
+                self._ahead(pending, resp)
+                plain = plain_answer(resp, asked[0], pending.settings)
+            else:  # a small answer: decoded first, as cheap as reading ahead its headers
+                plain = plain_answer(resp, asked[0], pending.settings)
+                if plain is None or plain[0].next_offset < plain[0].high_watermark:
+                    self._ahead(pending, resp)  # (a caught-up reader skips it: latency)
             if plain is None:
                 return self._grow_oversized(asked, self._read(pending, resp), pending.settings)
             return plain

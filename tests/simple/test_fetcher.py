@@ -152,23 +152,39 @@ def test_the_next_request_goes_out_before_decoding_and_a_bad_crc_drops_it(mini, 
             list(again)
 
 
-def test_the_next_request_is_on_the_wire_when_decoding_starts(loaded, monkeypatch):
-    """The order itself: when the caught-up reader's lane starts decoding an answer with more
-    waiting at the broker, its next request was already written."""
+def test_the_next_request_is_on_the_wire_when_decoding_starts(mini, monkeypatch):
+    """The order itself, in the caught-up reader's lane: a large answer with more waiting at
+    the broker has its next request written before decoding starts; a small one is decoded
+    first, then its next request goes out only when more waits (a caught-up poll sends none)."""
     import kclient.io.fetcher as fetcher_module
 
-    target, topic, conn = loaded
-    f = Fetcher(conn, session=True)
+    topic = mini.topic()
+    big = [bytes([i]) * 4096 for i in range(40)]  # 8 per batch: about 32 KiB each
+    for i in range(0, 40, 8):
+        mini.produce(topic, 0, build_batch(big[i : i + 8]))
     seen = []
     real = fetcher_module.plain_answer
+    with BrokerConnection(mini.host, mini.port) as conn:
+        f = Fetcher(conn, session=True)
 
-    def decode(*args):
-        seen.append(f.requests_sent)
-        return real(*args)
+        def decode(*args):
+            seen.append(f.requests_sent)
+            return real(*args)
 
-    monkeypatch.setattr(fetcher_module, "plain_answer", decode)
-    first = f.complete_plain(f.begin([PartitionFetch(topic, 0, 0, 100)]))
-    assert type(first) is tuple  # the plain lane: (columns, bytes)
-    nxt = first[0].next_offset
-    assert 0 < nxt < 40 and seen == [2]  # the request ahead went out before decoding
-    assert f._speculative is not None and f._speculative.key[0].offset == nxt
+        monkeypatch.setattr(fetcher_module, "plain_answer", decode)
+        size = 3 * 34000  # about three batches: over DECODE_FIRST_BYTES
+        first = f.complete_plain(f.begin([PartitionFetch(topic, 0, 0, size)]))
+        assert type(first) is tuple  # the plain lane: (columns, bytes)
+        assert first[1] >= fetcher_module.DECODE_FIRST_BYTES
+        nxt = first[0].next_offset
+        assert 0 < nxt < 40 and seen == [2]  # the request ahead went out before decoding
+        assert f._speculative is not None and f._speculative.key[0].offset == nxt
+        f.discard_prefetch()
+        small = f.complete_plain(f.begin([PartitionFetch(topic, 0, 8, 5000)]))
+        assert small[1] < fetcher_module.DECODE_FIRST_BYTES and small[0].next_offset == 16
+        assert seen[1:] == [3] and f.requests_sent == 4  # decoded first, then sent ahead
+        assert f._speculative is not None and f._speculative.key[0].offset == 16
+        f.discard_prefetch()
+        last = f.complete_plain(f.begin([PartitionFetch(topic, 0, 32, 5000)]))
+        assert last[0].next_offset == 40 == last[0].high_watermark
+        assert f.requests_sent == 5 and f._speculative is None  # caught up: nothing ahead
