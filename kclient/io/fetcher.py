@@ -287,13 +287,12 @@ class Fetcher:
             if self.session is None or len(asked) != 1 or pending.version < 5:
                 return self.complete(started)
             resp = self._full_answer(pending)
-            if _first_records_size(resp) >= DECODE_FIRST_BYTES:
+            large = _first_records_size(resp) >= DECODE_FIRST_BYTES  # (small: decoded first)
+            if large:
                 self._ahead(pending, resp)
-                plain = plain_answer(resp, asked[0], pending.settings)
-            else:  # a small answer: decoded first, as cheap as reading ahead its headers
-                plain = plain_answer(resp, asked[0], pending.settings)
-                if plain is None or plain[0].next_offset < plain[0].high_watermark:
-                    self._ahead(pending, resp)  # (a caught-up reader skips it: latency)
+            plain = plain_answer(resp, asked[0], pending.settings)
+            if not large and (plain is None or plain[0].next_offset < plain[0].high_watermark):
+                self._ahead(pending, resp)  # (a caught-up reader skips it: latency)
             if plain is None:
                 return self._grow_oversized(asked, self._read(pending, resp), pending.settings)
             return plain
