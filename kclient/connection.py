@@ -44,6 +44,7 @@ from .metrics import ConnectionStats
 from .protocol.errors import KafkaError
 from .protocol.framing import DEFAULT_MAX_FRAME, ClientProtocol, Reader
 from .protocol.schema import Api, Struct
+from .protocol.speedups import load_speedup
 from .protocol.versions import DEFAULT_BROKER_VERSION_FALLBACK, pick_version
 from .security import SecuritySettings
 from .security.tls import looks_like_tls
@@ -55,6 +56,12 @@ _SIZE = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
 #: how much one recv may read ahead of a response's size prefix
 _READ_AHEAD = 64 * 1024
+#: the C reader of a frame with the GIL released (kclient/io/_frame_reader.pyx), when built
+_frame_reader = load_speedup("kclient.io._frame_reader")
+#: a bytearray for a frame, not zeroed first when the C reader is built (a read fills it)
+_frame_buffer: Callable[[int], bytearray] = (
+    bytearray if _frame_reader is None else _frame_reader.frame_buffer
+)
 #: a socket timeout this close to the one wanted is kept (seconds; see _set_timeout)
 _TIMEOUT_SLACK = 0.05
 _Req = TypeVar("_Req")
@@ -178,6 +185,8 @@ class BrokerConnection:
         #: takes a small response whole, size prefix and all)
         self._rbuf = bytearray(_READ_AHEAD)
         self._rstart = self._rend = 0
+        #: the next answer being read on a helper thread (:meth:`read_behind`)
+        self._behind: _Behind | None = None
         self._reauth_at: float | None = None  # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
@@ -328,6 +337,7 @@ class BrokerConnection:
                 return
             self._closed_reason = reason
             busy = sock in self._users
+            self._behind = None  # (its thread ends as the shutdown below wakes it)
         if self.stats.state == "UP":
             self.stats.disconnects += 1
         self.stats.state = "DOWN"
@@ -424,7 +434,12 @@ class BrokerConnection:
         pass when no other thread is reading this connection: the socket taken once and the
         receive lock held from the write to the answer."""
         recv_lock = self._recv_lock
-        if self._reauth_at is not None or self._responses or not recv_lock.acquire(False):
+        if (
+            self._reauth_at is not None
+            or self._responses
+            or self._behind is not None
+            or not recv_lock.acquire(False)
+        ):
             return self.receive(self.send_framed(api, version, frame_for, reader))
         try:
             sock = self._enter()
@@ -450,6 +465,7 @@ class BrokerConnection:
             self._reauth_at is not None
             or self._responses
             or self._rend != self._rstart
+            or self._behind is not None
             or not recv_lock.acquire(False)
         ):
             return self.exchange(api, version, lambda corr: _with_corr(frame, corr), reader)
@@ -566,12 +582,15 @@ class BrokerConnection:
                 return responses.pop(corr)
             sock = self._enter()
             try:
-                if not responses and self._rend == self._rstart and self._reauth_at is None:
+                answer: Struct | None = None
+                if self._behind is not None:
+                    answer = self._settle(sock, corr)
+                elif not responses and self._rend == self._rstart and self._reauth_at is None:
                     deadline = time.monotonic() + self.request_timeout
                     _set_timeout(sock, self.request_timeout)
-                    answer: Struct | None = self._whole(sock, corr, True, deadline)
-                    if answer is not None:  # (typed by the annotation: no cast call)
-                        return answer
+                    answer = self._whole(sock, corr, True, deadline)
+                if answer is not None:
+                    return answer
                 return self._await(sock, corr)
             finally:
                 self._leave(sock)
@@ -591,6 +610,61 @@ class BrokerConnection:
             if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
                 self._drop(f"interrupted while reading: {type(exc).__name__}")
             raise
+
+    def read_behind(self, capacity: int) -> bool:
+        """Start reading the next answer on a helper thread (one whose frame is at most
+        ``capacity`` bytes goes whole into one buffer) while the caller works, so the kernel's
+        copy of a large answer runs beside it; :meth:`receive` takes it from there.  Only on a
+        plain TCP connection with the C reader built, no answer already read ahead or waiting
+        and no other thread reading: False (and nothing started) otherwise."""
+        if (
+            _frame_reader is None
+            or self._behind is not None
+            or self._reauth_at is not None
+            or self._responses
+            or self._rend != self._rstart
+            or self.settings.security.uses_tls
+            or not self._recv_lock.acquire(False)
+        ):
+            return False
+        try:
+            sock = self._enter()
+            behind = _Behind(self, sock, capacity)
+            self._behind = behind
+            behind.thread.start()
+            return True
+        finally:
+            self._recv_lock.release()
+
+    def _settle(self, sock: socket.socket, corr: int) -> Struct | None:
+        """Take over from the helper reading behind: wait for it, read the rest of its frame
+        (or put what it read of a size prefix back in the read-ahead buffer) and decode it.
+        The answer when it is ``corr``'s, else None (kept for its waiter); the caller holds
+        the receive lock and ``sock``, and the stream continues as if read here."""
+        behind, self._behind = self._behind, None
+        assert behind is not None
+        behind.thread.join()
+        head, frame = behind.head, behind.frame
+        got, filled, _ = behind.result
+        if not filled:  # no frame begun (a short read, or too large for the buffer)
+            self._rbuf[:got] = head[:got]
+            self._rstart, self._rend = 0, got
+            return None
+        n: int = _SIZE.unpack_from(head, 0)[0]
+        del frame[n:]
+        try:
+            if filled < n:
+                deadline = time.monotonic() + self.request_timeout
+                self._fill(sock, memoryview(frame)[filled:], corr, deadline)
+        except BaseException as exc:
+            if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
+                self._drop(f"interrupted while reading: {type(exc).__name__}")
+            raise
+        rcorr, resp = self._decoded(frame, n)
+        if rcorr == corr:
+            return resp
+        self._responses[rcorr] = resp
+        return None
 
     def request(
         self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any], version: int | None = None
@@ -614,7 +688,11 @@ class BrokerConnection:
                     f"{self.settings.security.protocol}",
                 )
             self._fail(f"bad response: frame size {n} is outside 4..{self.max_frame}")
-        frame = self._frame(sock, n, corr, deadline)
+        return self._decoded(self._frame(sock, n, corr, deadline), n)
+
+    def _decoded(self, frame: bytearray, n: int) -> tuple[int, Struct]:
+        """The correlation id and answer of a whole ``frame`` of ``n`` bytes (closed and
+        raised as a bad response when it does not decode)."""
         try:
             rcorr, resp = self._protocol.decode_frame(frame)
             st = self.stats
@@ -651,7 +729,7 @@ class BrokerConnection:
         if have >= n:
             self._rstart = start + n
             return buf[start : start + n]
-        frame = bytearray(n)
+        frame = _frame_buffer(n)
         view = memoryview(frame)
         view[:have] = memoryview(buf)[start:end]  # one copy (a bytearray slice would make two)
         self._rstart = self._rend = 0
@@ -742,6 +820,32 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return self._protocol.in_flight
+
+
+class _Behind:
+    """A frame being read on a helper thread (:meth:`BrokerConnection.read_behind`): the
+    size prefix into ``head``, the frame into the start of ``frame``; ``result`` is what the
+    C reader returned (prefix bytes, frame bytes, status)."""
+
+    __slots__ = ("head", "frame", "result", "thread")
+
+    def __init__(self, conn: BrokerConnection, sock: socket.socket, capacity: int) -> None:
+        self.head = bytearray(4)
+        self.frame = _frame_buffer(capacity)
+        self.result: tuple[int, int, int] = (0, 0, 0)
+        timeout_ms = max(1, int(conn.request_timeout * 1000))
+        self.thread = threading.Thread(
+            target=self._run, args=(conn, sock, timeout_ms), name="kclient-read-behind", daemon=True
+        )
+
+    def _run(self, conn: BrokerConnection, sock: socket.socket, timeout_ms: int) -> None:
+        assert _frame_reader is not None
+        try:
+            self.result = _frame_reader.read_frame(sock.fileno(), self.head, self.frame, timeout_ms)
+        except (OSError, ValueError):
+            pass  # (a descriptor closed under it: the reader on the other side says why)
+        finally:
+            conn._leave(sock)
 
 
 def _with_corr(frame: bytearray, corr: int) -> bytearray:

@@ -20,6 +20,10 @@ What it adds to the core:
   than ``prefetch_max_age_ms``; otherwise it is read and dropped.  Data below the high
   watermark does not change, so a used speculative response equals a fresh one except that its
   high watermark may be that much older.
+* **Reading behind.**  After a large answer (``READ_BEHIND_BYTES``) the answer sent ahead is
+  read on a helper thread in C with the GIL released
+  (:meth:`~kclient.connection.BrokerConnection.read_behind`), so the kernel's copy of it runs
+  on another core while the caller decodes; the next ``fetch()`` takes it from there.
 * **Fetch sessions** (KIP-227, ``session=True``): requests after the first list only the
   partitions whose offset changed (:class:`~kclient.core.fetch_session.FetchSession`); a
   speculative answer dropped unread still moves the session.  :meth:`Fetcher.close` ends it.
@@ -69,6 +73,19 @@ __all__ = ["PartitionFetch", "PendingFetch", "Fetcher", "DEFAULT_MAX_BUFFER_SIZE
 #: sends the next request ahead (and only when more waits at the broker): decoding it costs
 #: about what reading its headers ahead does, and a caught-up poll returns sooner without it
 DECODE_FIRST_BYTES = 64 * 1024
+
+
+#: an answer with at least this many record bytes has the next one read on a helper thread
+#: while the caller decodes it (:meth:`~kclient.connection.BrokerConnection.read_behind`):
+#: below it the thread's start costs about what the overlap saves
+READ_BEHIND_BYTES = 4 << 20
+#: room in the read-behind buffer for an answer's headers beside its records
+_HEADERS_ROOM = 64 * 1024
+
+
+def _records_size(resp: FetchResponse) -> int:
+    """How many record bytes ``resp`` brought."""
+    return sum(len(p.records or b"") for t in resp.responses for p in t.partitions)
 
 
 def _first_records_size(resp: FetchResponse) -> int:
@@ -142,6 +159,8 @@ class Fetcher:
         self.requests_sent = 0
         self.prefetch_hits = 0
         self.prefetch_misses = 0
+        #: answers read on a helper thread (:meth:`_read_behind`)
+        self.reads_behind = 0
 
     @property
     def settings(self) -> FetchSettings:
@@ -207,6 +226,17 @@ class Fetcher:
             nxt = next_fetches(pending.requests, resp, pending.settings.isolation_level)
             if nxt is not None:
                 self._send_ahead(nxt)
+                if self._speculative is not None and _records_size(resp) >= READ_BEHIND_BYTES:
+                    self._read_behind(nxt, pending.settings)
+
+    def _read_behind(self, nxt: list[PartitionFetch], settings: FetchSettings) -> None:
+        """Have the answer sent ahead read on a helper thread while the caller decodes this
+        large one (the buffer sized for the most the request lets the broker send)."""
+        bound = sum(r.max_bytes for r in nxt)
+        if settings.max_bytes is not None:
+            bound = min(bound, settings.max_bytes)
+        if self.conn.read_behind(bound + _HEADERS_ROOM):
+            self.reads_behind += 1
 
     def _read(self, pending: PendingFetch, resp: FetchResponse) -> list[ByteBufferMessageSet]:
         session = self.session

@@ -4,10 +4,13 @@ import time
 
 import pytest
 
+from kclient import connection
 from kclient.connection import BrokerConnection
 from kclient.errors import CorruptRecordError, OffsetOutOfRangeError
+from kclient.io import fetcher
 from kclient.protocol.records import RecordsReader, build_batch
 from kclient.simple import Fetcher, PartitionFetch
+from tests.needs import c_twin
 from tests.simple.test_corruption import flip, segment
 from tests.waiting import wait_until
 
@@ -188,3 +191,26 @@ def test_the_next_request_is_on_the_wire_when_decoding_starts(mini, monkeypatch)
         last = f.complete_plain(f.begin([PartitionFetch(topic, 0, 32, 5000)]))
         assert last[0].next_offset == 40 == last[0].high_watermark
         assert f.requests_sent == 5 and f._speculative is None  # caught up: nothing ahead
+
+
+@c_twin(connection._frame_reader, "the C frame reader")
+def test_after_a_large_answer_the_next_is_read_behind_and_all_come_in_order(mini, monkeypatch):
+    target = mini  # (tansu's answers never let the next request go ahead: nothing to read)
+    topic = target.topic(partitions=3)
+    values = [[b"p%d-%03d" % (p, i) for i in range(200)] for p in range(3)]
+    for p in range(3):
+        target.produce_values(topic, p, values[p], batch=8)
+    monkeypatch.setattr(fetcher, "READ_BEHIND_BYTES", 1)  # every answer counts as large
+    with BrokerConnection(target.host, target.port) as conn:
+        f = Fetcher(conn)
+        offsets, got = [0, 0, 0], [[], [], []]
+        while any(o < 200 for o in offsets):
+            sets = f.fetch([PartitionFetch(topic, p, offsets[p], 300) for p in range(3)])
+            for p, ms in enumerate(sets):
+                got[p] += [m.value for m in ms]
+                offsets[p] = ms.next_offset
+        assert got == values
+        assert f.reads_behind >= 2 and f.prefetch_hits >= 2
+        assert f.reads_behind <= f.requests_sent - 1
+        f.discard_prefetch()
+        assert conn._behind is None and conn.in_flight == 0
