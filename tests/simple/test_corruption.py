@@ -9,20 +9,7 @@ import pytest
 from kclient.errors import CorruptRecordError
 from kclient.protocol.records import RecordsReader, build_batch
 from kclient.simple import FetchRequest, SimpleConsumer
-
-
-def segment(mini, topic):
-    files = sorted((mini.broker.log_dir / f"{topic}-0").glob("*.log"))
-    assert files and files[0].name == "0" * 20 + ".log"
-    return files[0]
-
-
-def flip(path, position):
-    with open(path, "r+b") as f:
-        f.seek(position)
-        byte = f.read(1)
-        f.seek(position)
-        f.write(bytes([byte[0] ^ 0x5A]))
+from tests.simple.segments import flip, segment
 
 
 def consumer(mini):

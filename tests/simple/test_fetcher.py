@@ -11,7 +11,7 @@ from kclient.io import fetcher
 from kclient.protocol.records import RecordsReader, build_batch
 from kclient.simple import Fetcher, PartitionFetch
 from tests.needs import c_twin
-from tests.simple.test_corruption import flip, segment
+from tests.simple.segments import flip, segment
 from tests.waiting import wait_until
 
 VALUES = [b"v%03d" % i for i in range(120)]
