@@ -74,6 +74,10 @@ def _batches(codec: int = 0, keyless_tail: bool = True) -> list[bytes]:
     return out
 
 
+#: a topic just created may not have its leader in place yet: nothing was written, ask again
+_NOT_READY = {3, 6}  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+
+
 def _produce(bootstrap: str, topic: str, records: bytes) -> object:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     conn = BrokerConnection(host, int(port)).connect()
@@ -84,7 +88,12 @@ def _produce(bootstrap: str, topic: str, records: bytes) -> object:
             "transactional_id": None,
             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}],
         }
-        return conn.request(PRODUCE, body).responses[0].partition_responses[0]
+        deadline = time.monotonic() + 15
+        while True:
+            part = conn.request(PRODUCE, body).responses[0].partition_responses[0]
+            if part.error_code not in _NOT_READY or time.monotonic() > deadline:
+                return part
+            time.sleep(0.1)
     finally:
         conn.close()
 
