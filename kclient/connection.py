@@ -646,7 +646,7 @@ class BrokerConnection:
             return None
         behind.thread.join()
         head, frame = behind.head, behind.frame
-        got, filled, _ = behind.result
+        got, filled = behind.result
         if not filled:  # no frame begun (a short read, or too large for the buffer)
             self._rbuf[:got] = head[:got]
             self._rstart, self._rend = 0, got
@@ -825,15 +825,15 @@ class BrokerConnection:
 
 class _Behind:
     """A frame being read on a helper thread (:meth:`BrokerConnection.read_behind`): the
-    size prefix into ``head``, the frame into the start of ``frame``; ``result`` is what the
-    C reader returned (prefix bytes, frame bytes, status)."""
+    size prefix into ``head``, the frame into the start of ``frame``; ``result`` is how many
+    bytes of each the C reader read."""
 
     __slots__ = ("head", "frame", "result", "thread")
 
     def __init__(self, conn: BrokerConnection, sock: socket.socket, capacity: int) -> None:
         self.head = bytearray(4)
         self.frame = _frame_buffer(capacity)
-        self.result: tuple[int, int, int] = (0, 0, 0)
+        self.result: tuple[int, int] = (0, 0)
         timeout_ms = max(1, int(conn.request_timeout * 1000))
         self.thread = threading.Thread(
             target=self._run, args=(conn, sock, timeout_ms), name="kclient-read-behind", daemon=True
@@ -841,10 +841,8 @@ class _Behind:
 
     def _run(self, conn: BrokerConnection, sock: socket.socket, timeout_ms: int) -> None:
         assert _frame_reader is not None
-        try:
+        try:  # (stopped short, it leaves the cause to the caller reading on)
             self.result = _frame_reader.read_frame(sock.fileno(), self.head, self.frame, timeout_ms)
-        except (OSError, ValueError):
-            pass  # (a descriptor closed under it: the reader on the other side says why)
         finally:
             conn._leave(sock)
 

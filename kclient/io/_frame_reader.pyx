@@ -29,8 +29,8 @@ cdef extern from "<poll.h>" nogil:
 
 cdef int _recv_exact(int fd, unsigned char *buf, Py_ssize_t n, Py_ssize_t *got,
                      int timeout_ms) noexcept nogil:
-    """Read until ``got[0] == n``: 0 done, 1 no byte within ``timeout_ms``, 2 the stream
-    ended, 3 a socket error."""
+    """Read until ``got[0] == n``: 0 done, else it stopped (1 no byte within ``timeout_ms``,
+    2 the stream ended, 3 a socket error)."""
     cdef pollfd pfd
     cdef ssize_t k
     cdef int ready
@@ -58,8 +58,8 @@ cdef int _recv_exact(int fd, unsigned char *buf, Py_ssize_t n, Py_ssize_t *got,
 
 def read_frame(int fd, unsigned char[::1] head, unsigned char[::1] frame, int timeout_ms):
     """Read a 4-byte size prefix into ``head``, then, when the frame fits ``frame``, the frame
-    into its start: ``(prefix bytes read, frame bytes read, status)``, status 0 when all came,
-    else why it stopped (1 timeout, 2 end of stream, 3 socket error) - the caller reads on."""
+    into its start: ``(prefix bytes read, frame bytes read)``; where it stopped short (a
+    timeout, the end of the stream, a socket error) the caller reads on and meets the cause."""
     cdef Py_ssize_t hgot = 0, fgot = 0
     cdef unsigned long n
     cdef int status
@@ -68,8 +68,8 @@ def read_frame(int fd, unsigned char[::1] head, unsigned char[::1] frame, int ti
         if status == 0:
             n = (<unsigned long>head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3]
             if 4 <= n <= <unsigned long>frame.shape[0]:
-                status = _recv_exact(fd, &frame[0], <Py_ssize_t>n, &fgot, timeout_ms)
-    return hgot, fgot, status
+                _recv_exact(fd, &frame[0], <Py_ssize_t>n, &fgot, timeout_ms)
+    return hgot, fgot
 
 
 def frame_buffer(Py_ssize_t n):

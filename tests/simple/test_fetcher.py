@@ -195,13 +195,13 @@ def test_the_next_request_is_on_the_wire_when_decoding_starts(mini, monkeypatch)
 
 @c_twin(connection._frame_reader, "the C frame reader")
 def test_after_a_large_answer_the_next_is_read_behind_and_all_come_in_order(mini, monkeypatch):
-    target = mini  # (tansu's answers never let the next request go ahead: nothing to read)
-    topic = target.topic(partitions=3)
+    # (the mini-broker: tansu's answers never let the next request go ahead, nothing to read)
+    topic = mini.topic(partitions=3)
     values = [[b"p%d-%03d" % (p, i) for i in range(200)] for p in range(3)]
     for p in range(3):
-        target.produce_values(topic, p, values[p], batch=8)
+        mini.produce_values(topic, p, values[p], batch=8)
     monkeypatch.setattr(fetcher, "READ_BEHIND_BYTES", 1)  # every answer counts as large
-    with BrokerConnection(target.host, target.port) as conn:
+    with BrokerConnection(mini.host, mini.port) as conn:
         f = Fetcher(conn)
         offsets, got = [0, 0, 0], [[], [], []]
         while any(o < 200 for o in offsets):
