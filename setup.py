@@ -1,6 +1,6 @@
 """Builds kclient's optional C speed-ups (kclient/producer/_speedups.pyx, the v2 record walker
-kclient/protocol/records/_walk.pyx, the threaded driver's frame reader
-kclient/io/_frame_reader.pyx) with Cython.
+kclient/protocol/records/_walk.pyx, the threaded driver's socket calls
+kclient/io/_sock.pyx) with Cython.
 
 Everything else is in pyproject.toml.  The extension is optional: without a C compiler the
 install still succeeds and kclient runs its pure-Python twins of the same code.
@@ -23,7 +23,7 @@ else:
                 ["kclient/protocol/records/_walk.pyx"],
                 optional=True,
             ),
-            Extension("kclient.io._frame_reader", ["kclient/io/_frame_reader.pyx"], optional=True),
+            Extension("kclient.io._sock", ["kclient/io/_sock.pyx"], optional=True),
         ],
         compiler_directives={"language_level": "3"},
         quiet=True,

@@ -56,12 +56,14 @@ _SIZE = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
 #: how much one recv may read ahead of a response's size prefix
 _READ_AHEAD = 64 * 1024
-#: the C reader of a frame with the GIL released (kclient/io/_frame_reader.pyx), when built
-_frame_reader = load_speedup("kclient.io._frame_reader")
+#: the socket calls in C (kclient/io/_sock.pyx: the frame reader with the GIL released, the
+#: small send that keeps it), when built
+_sock = load_speedup("kclient.io._sock")
 #: a bytearray for a frame, not zeroed first when the C reader is built (a read fills it)
-_frame_buffer: Callable[[int], bytearray] = (
-    bytearray if _frame_reader is None else _frame_reader.frame_buffer
-)
+_frame_buffer: Callable[[int], bytearray] = bytearray if _sock is None else _sock.frame_buffer
+#: a request up to this size is written with the GIL held (_sock.send_small): a send of it is
+#: shorter than handing the GIL to another thread and waiting for it back
+SMALL_SEND_BYTES = 16 * 1024
 #: a socket timeout this close to the one wanted is kept (seconds; see _set_timeout)
 _TIMEOUT_SLACK = 0.05
 _Req = TypeVar("_Req")
@@ -187,6 +189,8 @@ class BrokerConnection:
         self._rstart = self._rend = 0
         #: the next answer being read on a helper thread (:meth:`read_behind`)
         self._behind: _Behind | None = None
+        #: the C send of a small request with the GIL held, on a plain TCP connection
+        self._send_small = None if _sock is None or settings.security.uses_tls else _sock.send_small
         self._reauth_at: float | None = None  # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
@@ -555,7 +559,12 @@ class BrokerConnection:
             now = sock.gettimeout()  # a receive may have left less (_set_timeout, inline)
             if now is None or abs(now - self.request_timeout) > _TIMEOUT_SLACK:
                 sock.settimeout(self.request_timeout)
-            sock.sendall(frame)
+            if self._send_small is not None and len(frame) <= SMALL_SEND_BYTES:
+                sent = self._send_small(sock.fileno(), frame)
+                if sent < len(frame):  # the socket's buffer is full: wait as usual
+                    sock.sendall(memoryview(frame)[sent:])
+            else:
+                sock.sendall(frame)
             st = self.stats
             st.requests += 1
             st.by_api[api.name] += 1
@@ -618,7 +627,7 @@ class BrokerConnection:
         plain TCP connection with the C reader built, no answer already read ahead or waiting
         and no other thread reading: False (and nothing started) otherwise."""
         if (
-            _frame_reader is None
+            _sock is None
             or self._behind is not None
             or self._reauth_at is not None
             or self._responses
@@ -840,9 +849,9 @@ class _Behind:
         )
 
     def _run(self, conn: BrokerConnection, sock: socket.socket, timeout_ms: int) -> None:
-        assert _frame_reader is not None
+        assert _sock is not None
         try:  # (stopped short, it leaves the cause to the caller reading on)
-            self.result = _frame_reader.read_frame(sock.fileno(), self.head, self.frame, timeout_ms)
+            self.result = _sock.read_frame(sock.fileno(), self.head, self.frame, timeout_ms)
         finally:
             conn._leave(sock)
 

@@ -21,7 +21,7 @@ from tests.broker.txn_support import produce
 from tests.hostile import hostile_pair
 from tests.needs import c_twin
 
-pytestmark = c_twin(connection._frame_reader, "the C frame reader")
+pytestmark = c_twin(connection._sock, "the C socket calls")
 
 BIG = [bytes([i]) * 100_000 for i in range(12)]  # ~1.2 MB in one partition
 
@@ -98,7 +98,7 @@ def test_the_fetch_answer_first_is_kept_when_another_is_asked_for(loaded):
 def test_not_started_without_the_c_reader_or_with_an_answer_waiting(loaded, monkeypatch):
     with connect(loaded.bootstrap) as conn:
         corr = send_fetch(conn)
-        monkeypatch.setattr(connection, "_frame_reader", None)
+        monkeypatch.setattr(connection, "_sock", None)
         assert not conn.read_behind(8 << 20)
         monkeypatch.undo()
         meta = conn.send(METADATA, {"topics": []})

@@ -193,7 +193,7 @@ def test_the_next_request_is_on_the_wire_when_decoding_starts(mini, monkeypatch)
         assert f.requests_sent == 5 and f._speculative is None  # caught up: nothing ahead
 
 
-@c_twin(connection._frame_reader, "the C frame reader")
+@c_twin(connection._sock, "the C socket calls")
 def test_after_a_large_answer_the_next_is_read_behind_and_all_come_in_order(mini, monkeypatch):
     # (the mini-broker: tansu's answers never let the next request go ahead, nothing to read)
     topic = mini.topic(partitions=3)

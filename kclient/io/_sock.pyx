@@ -1,20 +1,31 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Read one response frame off a plain TCP socket with the GIL released throughout.
+"""The threaded driver's socket calls in C, where Python's own cost a thread switch.
 
-The threaded driver's read-behind (:meth:`kclient.connection.BrokerConnection.read_behind`)
-runs :func:`read_frame` on a helper thread while the caller decodes the answer before: the
-kernel's copy of a large Fetch answer then runs beside the decoding instead of after it.  A
-Python loop of ``recv_into`` calls could not: each call needs the GIL back, which the decoding
-thread holds for up to the switch interval.  It only moves bytes; what they mean, and every
-error, stays with the connection (it reads on from where this stopped).
+:func:`read_frame` reads one response frame off a plain TCP socket with the GIL released
+throughout: the read-behind (:meth:`kclient.connection.BrokerConnection.read_behind`) runs it on
+a helper thread while the caller decodes the answer before, so the kernel's copy of a large
+Fetch answer runs beside the decoding instead of after it.  A Python loop of ``recv_into`` calls
+could not: each call needs the GIL back, which the decoding thread holds for up to the switch
+interval.
+
+:func:`send_small` writes a small request without letting go of the GIL: Python's ``sendall``
+releases it around every send, and in a process with a second busy thread (a producer beside a
+consumer) each release hands the GIL over, so the writer waits for it back before it reaches
+its receive.  These only move bytes; what they mean, and every error, stays with the
+connection.
 """
 
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from libc.errno cimport EAGAIN, EINTR, errno
+from libc.string cimport strerror
 
 
 cdef extern from "<sys/socket.h>" nogil:
     ssize_t recv(int sockfd, void *buf, size_t n, int flags)
+    ssize_t send(int sockfd, const void *buf, size_t n, int flags)
+    enum:
+        MSG_DONTWAIT
+        MSG_NOSIGNAL
 
 
 cdef extern from "<poll.h>" nogil:
@@ -76,3 +87,23 @@ def frame_buffer(Py_ssize_t n):
     """A bytearray of ``n`` bytes left as the allocator gave them (``bytearray(n)`` zeroes
     them first: a pass over megabytes that the frame's read overwrites anyway)."""
     return PyByteArray_FromStringAndSize(NULL, n)
+
+
+def send_small(int fd, const unsigned char[::1] frame):
+    """Write what the socket takes of ``frame`` now, without waiting and with the GIL held (a
+    send of a few hundred bytes is shorter than a hand-over of the GIL): how many bytes it took
+    (0 when its buffer is full); the caller sends the rest as usual.  A socket error raises
+    OSError (no SIGPIPE for a closed peer)."""
+    cdef ssize_t k
+    cdef Py_ssize_t n = frame.shape[0]
+    if n == 0:
+        return 0
+    while True:
+        k = send(fd, &frame[0], <size_t>n, MSG_DONTWAIT | MSG_NOSIGNAL)
+        if k >= 0:
+            return k
+        if errno == EINTR:
+            continue
+        if errno == EAGAIN:
+            return 0
+        raise OSError(errno, strerror(errno).decode())
