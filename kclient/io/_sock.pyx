@@ -25,6 +25,16 @@ cdef extern from "<sys/socket.h>" nogil:
     ssize_t send(int sockfd, const void *buf, size_t n, int flags)
     enum:
         MSG_DONTWAIT
+
+
+cdef extern from *:
+    """
+    #include <sys/socket.h>
+    #ifndef MSG_NOSIGNAL  /* macOS: Python ignores SIGPIPE anyway */
+    #define MSG_NOSIGNAL 0
+    #endif
+    """
+    enum:
         MSG_NOSIGNAL
 
 
