@@ -505,7 +505,7 @@ class BrokerConnection:
         except OSError as exc:
             self._recv_failed(exc, corr, (0, 4, "size prefix"))
         except BaseException as exc:  # KeyboardInterrupt: the answer is lost
-            self._drop(f"interrupted while reading: {type(exc).__name__}")
+            self._torn(exc)
             raise
         if not k:
             self._recv_failed(None, corr, (0, 4, "size prefix"))
@@ -524,8 +524,7 @@ class BrokerConnection:
                     k += self._recv_some(sock, view[k:], corr, deadline, (k - 4, n, "frame"))
                     self._rend = k
             except BaseException as exc:
-                if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
-                    self._drop(f"interrupted while reading: {type(exc).__name__}")
+                self._torn(exc)
                 raise
         frame = memoryview(buf[4:end]) if keep else memoryview(buf)[4:end]
         answer = self._protocol.take(corr, frame)
@@ -616,8 +615,7 @@ class BrokerConnection:
                     return resp
                 responses[rcorr] = resp
         except BaseException as exc:
-            if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
-                self._drop(f"interrupted while reading: {type(exc).__name__}")
+            self._torn(exc)
             raise
 
     def read_behind(self, capacity: int) -> bool:
@@ -667,14 +665,19 @@ class BrokerConnection:
                 deadline = time.monotonic() + self.request_timeout
                 self._fill(sock, memoryview(frame)[filled:], corr, deadline)
         except BaseException as exc:
-            if not isinstance(exc, KafkaError):  # KeyboardInterrupt mid-frame, ...
-                self._drop(f"interrupted while reading: {type(exc).__name__}")
+            self._torn(exc)
             raise
         rcorr, resp = self._decoded(frame, n)
         if rcorr == corr:
             return resp
         self._responses[rcorr] = resp
         return None
+
+    def _torn(self, exc: BaseException) -> None:
+        """A read stopped mid-frame by anything but the connection's own error (a
+        KeyboardInterrupt, ...) leaves the stream torn: drop the connection."""
+        if not isinstance(exc, KafkaError):
+            self._drop(f"interrupted while reading: {type(exc).__name__}")
 
     def request(
         self, api: Api[_Req, _Resp], body: _Req | Mapping[str, Any], version: int | None = None

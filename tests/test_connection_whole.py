@@ -9,6 +9,8 @@ from __future__ import annotations
 import select
 import time
 
+import pytest
+
 from kclient.connection import BrokerConnection
 from kclient.core.fetch import FetchSettings, PartitionFetch, fetch_body
 from kclient.protocol.apis import FETCH, METADATA
@@ -112,3 +114,30 @@ def test_another_answer_first_is_kept_for_its_caller(mini_broker):
         part = conn.receive(fetch).responses[0].partitions[0]  # Metadata's answer comes first
         assert values(part) == [b"z"]
         assert conn.receive(meta).brokers and conn.in_flight == 0
+
+
+class Interrupted(Pieces):
+    """Pieces whose ``at``-th recv raises KeyboardInterrupt: a Ctrl-C in the middle of a frame."""
+
+    def __init__(self, real, at):
+        super().__init__(real, most=16)
+        self.at = at
+
+    def recv_into(self, view, n=0):
+        if self.recvs + 1 == self.at:
+            raise KeyboardInterrupt
+        return super().recv_into(view, n)
+
+
+@pytest.mark.parametrize("size", [300, 100_000], ids=["short-way", "general-path"])
+def test_an_interrupt_mid_frame_drops_the_connection(mini_broker, size):
+    mini_broker.create_topic("w", 1)
+    assert produce(mini_broker, "w", 0, [], batch=build_batch([b"a" * size])).error_code == 0
+    with connect(mini_broker) as conn:
+        swap(conn, Interrupted(conn._sock, at=3))
+        with pytest.raises(KeyboardInterrupt):
+            fetched(conn, 0)
+        assert not conn.connected  # the rest of the frame would be read as the next answer
+        assert conn._closed_reason == "interrupted while reading: KeyboardInterrupt"
+        conn.connect()
+        assert values(fetched(conn, 0)) == [b"a" * size]
