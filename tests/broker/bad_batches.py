@@ -62,7 +62,7 @@ def garbage_payload(codec: int) -> bytes:
     """A compressed batch (``codec`` 1-4) whose records section is 64 bytes of noise, the same
     every run, its first byte 0x20: Kafka (4.4, snappy-java) reads a snappy section without
     the framing magic as raw snappy and allocates the length its leading varint gives before
-    it fails, so noise that begins with a large one (a few runs in a hundred) takes the JVM's
+    it fails, so noise that begins with a large one takes the JVM's
     whole heap and the broker exits (the mini-broker bounds it by max_decompressed)."""
     buf = valid(codec=codec)
     body = bytes([0x20]) + random.Random(codec).randbytes(63)
