@@ -3,8 +3,8 @@
 Run: ``kclient bench latency [--broker mini|kafka|both|HOST:PORT] [--messages N] [--size B]
 [--repeat R] [--clients a,b]``
 
-Two measures, each client in a fresh subprocess, one 100 B message at a time (acks=1, no key,
-one partition), after ``--warmup`` untimed messages:
+Three measures, one 100 B message at a time (acks=1, no key, one partition), after
+``--warmup`` untimed messages; the first two run each client in a fresh subprocess:
 
 * **sync send**: from the call until it returns with the message acknowledged. kclient:
   ``Producer(producer.type=sync).send(ProducerData(...))``; confluent-kafka: ``produce()`` then
@@ -15,6 +15,13 @@ one partition), after ``--warmup`` untimed messages:
   ``kclient.Consumer.poll``; confluent-kafka: ``produce()`` + ``flush()`` and
   ``Consumer.poll`` (default fetch settings on both: ``fetch.min.bytes`` 1, so the broker
   answers a waiting fetch as soon as the message is written).
+
+* **end-to-end, interleaved**: the same, every client in one subprocess with a topic each,
+  message by message in turn (the first client rotating between runs): the clients are timed
+  at the same moments of the broker.  The broker's own time for a message (Produce in to the
+  Fetch answer's last byte out, in a loopback capture) moved by 50-100 us between runs of one
+  client, more than the clients differ, so the separate runs' ratio leans with the broker;
+  this one does not.
 
 ``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
@@ -47,7 +54,9 @@ __all__ = ["main", "percentile"]
 CLIENTS = ["kclient", "confluent"]
 #: clients that only send (no end-to-end row)
 SEND_ONLY = {"python-floor"}
-MEASURES = ("sync", "e2e")
+MEASURES = ("sync", "e2e", "interleaved")
+#: each measure's name in the report
+LABELS = {"sync": "sync send", "e2e": "end-to-end", "interleaved": "e2e interleaved"}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -193,70 +202,109 @@ def _sync_latencies(
     return out
 
 
-def _e2e_latencies(
-    client: str, bootstrap: str, topic: str, n: int, warmup: int, size: int, start: int
-) -> list[float]:
-    send, close_sender = SENDERS[client](bootstrap)
-    poll, close_poller = POLLERS[client](bootstrap, topic, start)
-    arrived: queue.SimpleQueue[float] = queue.SimpleQueue()
-    stop = threading.Event()
-    errors: list[BaseException] = []
+class _Arrivals:
+    """A poller on its own thread, handing each message's arrival time to the sender."""
 
-    def consume() -> None:
+    def __init__(self, poll: Callable[[], int]) -> None:
+        self.times: queue.SimpleQueue[float] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._errors: list[BaseException] = []
+        self._poll = poll
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
         try:
-            while not stop.is_set():
-                for _ in range(poll()):
-                    arrived.put(time.perf_counter())
+            while not self._stop.is_set():
+                for _ in range(self._poll()):
+                    self.times.put(time.perf_counter())
         except BaseException as exc:  # noqa: BLE001 - reported by the sender
-            errors.append(exc)
-            arrived.put(-1.0)
+            self._errors.append(exc)
+            self.times.put(-1.0)
 
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
+    def next(self) -> float:
+        """The next message's arrival time (its poller's error raised here)."""
+        t = self.times.get(timeout=30)
+        if self._errors:
+            raise self._errors[0]
+        return t
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def _e2e_latencies(
+    clients: list[str],
+    bootstrap: str,
+    topics: list[str],
+    n: int,
+    warmup: int,
+    size: int,
+    starts: list[int],
+) -> dict[str, list[float]]:
+    """End-to-end latencies of ``clients`` (one for ``e2e``, several for ``interleaved``), each
+    with its own topic read from its ``starts`` offset.  Message ``i`` goes through every
+    client in turn (the first one rotating), so each client is timed at the same moments of
+    the broker as the others; the sender sends the next only when its poller had the last."""
+    senders = [SENDERS[c](bootstrap) for c in clients]
+    pollers = [POLLERS[c](bootstrap, t, s) for c, t, s in zip(clients, topics, starts)]
+    arrivals = [_Arrivals(poll) for poll, _ in pollers]
     value = os.urandom(size)
-    out = []
+    out: dict[str, list[float]] = {c: [] for c in clients}
+    k = len(clients)
     try:
-        send(topic, value)  # the consumer has fetched once
-        arrived.get(timeout=30)
+        for j in range(k):  # each poller has fetched once
+            senders[j][0](topics[j], value)
+            arrivals[j].next()
         for i in range(warmup + n):
-            t0 = time.perf_counter()
-            send(topic, value)
-            t1 = arrived.get(timeout=30)
-            if errors:
-                raise errors[0]
-            if i >= warmup:
-                out.append(t1 - t0)
+            for j in [(i + m) % k for m in range(k)]:
+                t0 = time.perf_counter()
+                senders[j][0](topics[j], value)
+                t1 = arrivals[j].next()
+                if i >= warmup:
+                    out[clients[j]].append(t1 - t0)
     finally:
-        stop.set()
-        reader.join(5)
-        close_poller()
-        close_sender()
+        for a in arrivals:
+            a.stop()
+        for (_, close_poller), (_, close_sender) in zip(pollers, senders):
+            close_poller()
+            close_sender()
     return out
 
 
 def worker(args: argparse.Namespace) -> None:
-    """One measure of one client in this process; prints JSON."""
+    """One measure in this process, of one client (of several, comma-separated, for
+    ``interleaved``, each with its topic); prints a JSON list of one row per client."""
     bootstrap = f"{args.host}:{args.port}"
+    clients, topics = args.worker.split(","), args.topic.split(",")
     if args.worker_measure == "sync":
-        lat = _sync_latencies(
-            args.worker, bootstrap, args.topic, args.messages, args.warmup, args.size
-        )
+        lats = {
+            clients[0]: _sync_latencies(
+                clients[0], bootstrap, topics[0], args.messages, args.warmup, args.size
+            )
+        }
     else:
-        lat = _e2e_latencies(
-            args.worker, bootstrap, args.topic, args.messages, args.warmup, args.size, args.start
+        starts = (
+            [args.start]
+            if args.worker_measure == "e2e"
+            else [_end_offset(bootstrap, t) for t in topics]
         )
-    print(
-        json.dumps(
-            {
-                "client": args.worker,
-                "measure": args.worker_measure,
-                "p50": percentile(lat, 50),
-                "p99": percentile(lat, 99),
-                "mean": sum(lat) / len(lat),
-                "n": len(lat),
-            }
+        lats = _e2e_latencies(
+            clients, bootstrap, topics, args.messages, args.warmup, args.size, starts
         )
-    )
+    rows = [
+        {
+            "client": client,
+            "measure": args.worker_measure,
+            "p50": percentile(lat, 50),
+            "p99": percentile(lat, 99),
+            "mean": sum(lat) / len(lat),
+            "n": len(lat),
+        }
+        for client, lat in lats.items()
+    ]
+    print(json.dumps(rows))
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:
@@ -278,7 +326,9 @@ def run_worker(
     topic: str,
     args: argparse.Namespace,
     messages: int | None = None,
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """One worker subprocess: its rows (one per client; ``client`` and ``topic`` are
+    comma-separated lists for ``interleaved``)."""
     host, port = bootstrap.rsplit(":", 1)
     start = _end_offset(bootstrap, topic) if measure == "e2e" else 0
     cmd = [
@@ -307,7 +357,7 @@ def run_worker(
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"{client} {measure} failed:\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def warm_up(
@@ -346,6 +396,10 @@ def bench_broker(
     everyone = clients
     for measure in MEASURES:
         clients = [c for c in everyone if measure == "sync" or c not in SEND_ONLY]
+        if measure == "interleaved":
+            if len(clients) > 1:
+                rows += _interleaved_rows(name, bootstrap, clients, args)
+            continue
         topic = f"latency-{measure}-{os.getpid()}"
         create_ready_topic(bootstrap, topic, 1)
         warm_up(clients, measure, bootstrap, topic, args, warm_seconds)
@@ -353,18 +407,43 @@ def bench_broker(
         for round_ in range(args.repeat):
             k = round_ % len(clients)  # interleaved, each client first in turn
             for client in clients[k:] + clients[:k]:
-                r = run_worker(client, measure, bootstrap, topic, args)
-                if client not in best or r["p50"] < best[client]["p50"]:
-                    best[client] = r
+                _keep_best(best, run_worker(client, measure, bootstrap, topic, args))
         rows += [{"broker": name, **best[c]} for c in clients]
     return rows
+
+
+def _interleaved_rows(
+    name: str, bootstrap: str, clients: list[str], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """The ``interleaved`` measure: every client's end to end in one worker, a topic each,
+    the first client rotating between runs; best of ``args.repeat`` (the broker is warm from
+    the ``e2e`` measure before it)."""
+    from kclient.testing import create_ready_topic
+
+    topics = {c: f"latency-interleaved-{os.getpid()}-{c}" for c in clients}
+    for topic in topics.values():
+        create_ready_topic(bootstrap, topic, 1)
+    best: dict[str, dict[str, Any]] = {}
+    for round_ in range(args.repeat):
+        k = round_ % len(clients)
+        order = clients[k:] + clients[:k]
+        joined = ",".join(topics[c] for c in order)
+        _keep_best(best, run_worker(",".join(order), "interleaved", bootstrap, joined, args))
+    return [{"broker": name, **best[c]} for c in clients]
+
+
+def _keep_best(best: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """Each row kept in ``best`` when it is its client's lowest p50 so far."""
+    for r in rows:
+        if r["client"] not in best or r["p50"] < best[r["client"]]["p50"]:
+            best[r["client"]] = r
 
 
 def report(rows: list[dict[str, Any]]) -> str:
     """One line per broker, measure and client: p50, p99, mean, and p50 / p99 over the
     confluent-kafka row's (below 1: kclient faster)."""
     lines = [
-        f"{'broker':6} {'measure':10} {'client':10} {'p50 us':>8} {'p99 us':>8} "
+        f"{'broker':6} {'measure':15} {'client':10} {'p50 us':>8} {'p99 us':>8} "
         f"{'mean us':>8} {'p50/peer':>8} {'p99/peer':>8}"
     ]
     peers = {(r["broker"], r["measure"]): r for r in rows if r["client"] == "confluent"}
@@ -375,9 +454,8 @@ def report(rows: list[dict[str, Any]]) -> str:
             if peer
             else f"{'-':>8} {'-':>8}"
         )
-        label = "sync send" if r["measure"] == "sync" else "end-to-end"
         lines.append(
-            f"{r['broker']:6} {label:10} {r['client']:10} {r['p50'] * 1e6:>8.0f} "
+            f"{r['broker']:6} {LABELS[r['measure']]:15} {r['client']:10} {r['p50'] * 1e6:>8.0f} "
             f"{r['p99'] * 1e6:>8.0f} {r['mean'] * 1e6:>8.0f} {ratio}"
         )
     return "\n".join(lines)

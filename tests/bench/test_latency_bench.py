@@ -4,6 +4,7 @@ mini-broker; every message timed, p50 <= p99, and the report's ratios against co
 from __future__ import annotations
 
 import argparse
+import time
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_bench_latency_tiny(capsys):
     args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
     assert main([*args, "--broker-warmup", "10"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = [line.split() for line in lines[1:5]]
+    rows = [line.split() for line in lines[1:5]]  # (then the interleaved rows)
     assert [(r[0], " ".join(r[1:-6]), r[-6]) for r in rows] == [
         ("mini", "sync send", "kclient"),
         ("mini", "sync send", "confluent"),
@@ -39,7 +40,7 @@ def test_bench_latency_tiny(capsys):
         assert 0 < p50 <= p99, r
         assert r[-2].endswith("x") and r[-1].endswith("x"), r
     assert rows[1][-2:] == rows[3][-2:] == ["1.00x", "1.00x"]
-    assert "20 messages of 100 B after 5 untimed; broker warmed by 10 untimed" in lines[5]
+    assert "20 messages of 100 B after 5 untimed; broker warmed by 10 untimed" in lines[-1]
 
 
 def test_bench_latency_refuses_a_negative_broker_warmup():
@@ -77,3 +78,63 @@ def test_the_python_floor_sends_only(capsys):
     assert all(0 < float(r[-5]) <= float(r[-4]) for r in rows)
     with pytest.raises(SystemExit, match="python-floor"):
         main([*args, "--clients", "kclient,nobody"])  # the choices are named
+
+
+def test_interleaved_times_every_client_in_one_worker(capsys, monkeypatch):
+    workers = []
+    real = latency.run_worker
+
+    def spy(client, measure, bootstrap, topic, args, messages=None):
+        rows = real(client, measure, bootstrap, topic, args, messages)
+        workers.append((client, measure, topic.count(","), [r["client"] for r in rows]))
+        return rows
+
+    monkeypatch.setattr(latency, "run_worker", spy)
+    args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "2"]
+    assert main([*args, "--broker-warmup", "0"]) == 0
+    mixed = [w for w in workers if w[1] == "interleaved"]
+    assert mixed == [  # one worker per run, both clients in it, the first one rotating
+        ("kclient,confluent", "interleaved", 1, ["kclient", "confluent"]),
+        ("confluent,kclient", "interleaved", 1, ["confluent", "kclient"]),
+    ]
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:7]]
+    assert [(" ".join(r[1:-6]), r[-6]) for r in rows[4:]] == [
+        ("e2e interleaved", "kclient"),
+        ("e2e interleaved", "confluent"),
+    ]
+    assert all(0 < float(r[-5]) <= float(r[-4]) for r in rows[4:])
+    assert rows[5][-2:] == ["1.00x", "1.00x"]
+
+
+def test_interleaved_latencies_take_turns(monkeypatch):
+    sent = []
+
+    def sender(name):
+        def make(bootstrap):
+            return (lambda topic, value: (sent.append(name), box[name].append(1))), (lambda: None)
+
+        return make
+
+    box: dict[str, list[int]] = {"a": [], "b": []}
+
+    def poller(name):
+        def make(bootstrap, topic, start):
+            def poll():
+                got = len(box[name])
+                box[name].clear()
+                if not got:
+                    time.sleep(0.001)
+                return got
+
+            return poll, (lambda: None)
+
+        return make
+
+    monkeypatch.setitem(latency.SENDERS, "a", sender("a"))
+    monkeypatch.setitem(latency.SENDERS, "b", sender("b"))
+    monkeypatch.setitem(latency.POLLERS, "a", poller("a"))
+    monkeypatch.setitem(latency.POLLERS, "b", poller("b"))
+    out = latency._e2e_latencies(["a", "b"], "x:1", ["ta", "tb"], 3, 1, 10, [0, 0])
+    assert {k: len(v) for k, v in out.items()} == {"a": 3, "b": 3}
+    # the first send of each, then 4 rounds, the first client rotating
+    assert sent == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]
