@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from kclient.bench import security
+from kclient.bench import security, speedups_note
 from kclient.testing import MiniBrokerProcess
 
 CLIENTS = [
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} "
         f"({os.cpu_count()} CPUs); best of {args.repeat}; fetch size {args.fetch_size}; "
-        f"{args.security}"
+        f"{args.security}; {speedups_note()}"
     )
     if args.json == "-":
         print(json.dumps(rows))

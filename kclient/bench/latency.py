@@ -49,6 +49,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kclient.bench import speedups_note
+
 __all__ = ["main", "percentile"]
 
 CLIENTS = ["kclient", "confluent"]
@@ -545,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.broker_warm_seconds is None and args.broker in ("kafka", "both")
             else ""
         )
+        + f"; {speedups_note()}"
     )
     return 0
 

@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 
-from kclient.bench import security
+from kclient.bench import security, speedups_note
 
 CLIENTS = (
     "kclient-send",
@@ -542,7 +542,7 @@ def main(argv: list | None = None) -> int:
     print(
         f"producer benchmark: {args.messages:,} x {args.value_size} B values, acks=1, "
         f"no compression, {args.partitions} partition(s), {args.security}; load average "
-        f"{os.getloadavg()[0]:.2f}",
+        f"{os.getloadavg()[0]:.2f}; {speedups_note()}",
         flush=True,
     )
     if args.broker in ("tansu", "both"):

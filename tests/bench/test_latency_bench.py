@@ -138,3 +138,19 @@ def test_interleaved_latencies_take_turns(monkeypatch):
     assert {k: len(v) for k, v in out.items()} == {"a": 3, "b": 3}
     # the first send of each, then 4 rounds, the first client rotating
     assert sent == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]
+
+
+def test_the_footer_names_missing_c_speedups(monkeypatch):
+    from kclient.bench import speedups_note
+
+    monkeypatch.delenv("KCLIENT_PURE_PYTHON", raising=False)
+    built = speedups_note()
+    monkeypatch.setenv("KCLIENT_PURE_PYTHON", "1")
+    assert speedups_note() == (
+        "C speed-ups MISSING: _speedups, _walk, _sock (KCLIENT_PURE_PYTHON=1)"
+    )
+    monkeypatch.delenv("KCLIENT_PURE_PYTHON")
+    monkeypatch.setattr("kclient.bench.SPEEDUPS", ("kclient.io._no_such_module",))
+    assert speedups_note().startswith("C speed-ups MISSING: _no_such_module (not built")
+    if built != "C speed-ups built":  # a checkout without the C builds: they are named
+        assert built.startswith("C speed-ups MISSING: ")
