@@ -18,10 +18,11 @@ Three measures, one 100 B message at a time (acks=1, no key, one partition), aft
 
 * **end-to-end, interleaved**: the same, every client in one subprocess with a topic each,
   message by message in turn (the first client rotating between runs): the clients are timed
-  at the same moments of the broker.  The broker's own time for a message (Produce in to the
-  Fetch answer's last byte out, in a loopback capture) moved by 50-100 us between runs of one
-  client, more than the clients differ, so the separate runs' ratio leans with the broker;
-  this one does not.
+  at the same moments of the broker, whose own time for a message (Produce in to the Fetch
+  answer's last byte out, in a loopback capture) moved by 50-100 us between separate runs of
+  one client.  It is not the condition of a process with one client (each consumer's Fetch
+  waits at the broker while the other client's message goes through), so both rows are
+  reported.
 
 ``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
