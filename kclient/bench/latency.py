@@ -1,7 +1,7 @@
 """Latency benchmark: a sync send and end-to-end delivery, kclient beside confluent-kafka.
 
 Run: ``kclient bench latency [--broker mini|kafka|both|HOST:PORT] [--messages N] [--size B]
-[--repeat R] [--clients a,b]``
+[--repeat R] [--clients a,b] [--cpus LIST]``
 
 Three measures, one 100 B message at a time (acks=1, no key, one partition), after
 ``--warmup`` untimed messages; the first two run each client in a fresh subprocess:
@@ -23,6 +23,12 @@ Three measures, one 100 B message at a time (acks=1, no key, one partition), aft
   one client.  It is not the condition of a process with one client (each consumer's Fetch
   waits at the broker while the other client's message goes through), so both rows are
   reported.
+
+``--cpus 1`` pins every worker process to CPU 1 (all its threads; the broker stays free to
+use the others).  On a 2-vCPU machine a client whose threads take turns on the GIL was faster
+end to end on one CPU than spread by the scheduler over both, and by more than librdkafka's C
+threads gained (docs/benchmarks.md, issue 23), so the pinned and the unpinned runs measure
+different conditions; the footer says which.
 
 ``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
@@ -279,6 +285,8 @@ def _e2e_latencies(
 def worker(args: argparse.Namespace) -> None:
     """One measure in this process, of one client (of several, comma-separated, for
     ``interleaved``, each with its topic); prints a JSON list of one row per client."""
+    if args.cpus:  # before any client starts a thread: they all inherit it
+        os.sched_setaffinity(0, parse_cpus(args.cpus))
     bootstrap = f"{args.host}:{args.port}"
     clients, topics = args.worker.split(","), args.topic.split(",")
     if args.worker_measure == "sync":
@@ -304,10 +312,23 @@ def worker(args: argparse.Namespace) -> None:
             "p99": percentile(lat, 99),
             "mean": sum(lat) / len(lat),
             "n": len(lat),
+            "cpus": sorted(os.sched_getaffinity(0)),
         }
         for client, lat in lats.items()
     ]
     print(json.dumps(rows))
+
+
+def parse_cpus(text: str) -> set[int]:
+    """The CPUs ``--cpus`` names (``1``, ``0,1``), each one this process may run on."""
+    try:
+        cpus = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise SystemExit(f"--cpus {text!r}: CPU numbers, comma-separated (1 or 0,1)") from None
+    usable = os.sched_getaffinity(0)
+    if not cpus or not cpus <= usable:
+        raise SystemExit(f"--cpus {text!r}: not CPUs this process may run on ({sorted(usable)})")
+    return cpus
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:
@@ -356,6 +377,7 @@ def run_worker(
         str(args.size),
         "--start",
         str(start),
+        *(["--cpus", args.cpus] if args.cpus else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -493,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
         "Kafka broker, else 0)",
     )
     p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument(
+        "--cpus",
+        default="",
+        help="pin every worker process to these CPUs (os.sched_setaffinity), e.g. 1; default: "
+        "where the scheduler puts them",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-measure", choices=MEASURES, help=argparse.SUPPRESS)
     p.add_argument("--host", help=argparse.SUPPRESS)
@@ -512,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args)
         return 0
+    if args.cpus:
+        parse_cpus(args.cpus)  # refused here, before any broker starts
     clients = [c.strip() for c in args.clients.split(",") if c.strip()]
     unknown = [c for c in clients if c not in SENDERS]
     if unknown:
@@ -548,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.broker_warm_seconds is None and args.broker in ("kafka", "both")
             else ""
         )
+        + (f"; workers pinned to CPU {args.cpus}" if args.cpus else "")
         + f"; {speedups_note()}"
     )
     return 0

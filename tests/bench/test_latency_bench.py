@@ -4,6 +4,7 @@ mini-broker; every message timed, p50 <= p99, and the report's ratios against co
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import pytest
@@ -159,3 +160,27 @@ def test_the_footer_says_the_c_speedups_are_built():
     for name in SPEEDUPS:
         need_c(load_speedup(name), name)
     assert speedups_note() == "C speed-ups built"
+
+
+def test_workers_pinned_to_the_cpus_asked(monkeypatch, capsys):
+    cpu = min(os.sched_getaffinity(0))
+    rows = []
+    real = latency.run_worker
+
+    def spy(client, measure, bootstrap, topic, args, messages=None):
+        got = real(client, measure, bootstrap, topic, args, messages)
+        rows.extend(got)
+        return got
+
+    monkeypatch.setattr(latency, "run_worker", spy)
+    args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
+    assert main([*args, "--broker-warmup", "0", "--cpus", str(cpu)]) == 0
+    assert len(rows) == 6 and all(r["cpus"] == [cpu] for r in rows)
+    assert f"workers pinned to CPU {cpu}" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_cpus_refused_by_name():
+    with pytest.raises(SystemExit, match="--cpus 'x': CPU numbers"):
+        main(["--broker", "mini", "--cpus", "x"])
+    with pytest.raises(SystemExit, match="not CPUs this process may run on"):
+        main(["--broker", "mini", "--cpus", str(max(os.sched_getaffinity(0)) + 1)])
