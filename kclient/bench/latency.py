@@ -296,11 +296,7 @@ def worker(args: argparse.Namespace) -> None:
             )
         }
     else:
-        starts = (
-            [args.start]
-            if args.worker_measure == "e2e"
-            else [_end_offset(bootstrap, t) for t in topics]
-        )
+        starts = [_end_offset(bootstrap, t) for t in topics]  # (before the clock starts)
         lats = _e2e_latencies(
             clients, bootstrap, topics, args.messages, args.warmup, args.size, starts
         )
@@ -354,7 +350,6 @@ def run_worker(
     """One worker subprocess: its rows (one per client; ``client`` and ``topic`` are
     comma-separated lists for ``interleaved``)."""
     host, port = bootstrap.rsplit(":", 1)
-    start = _end_offset(bootstrap, topic) if measure == "e2e" else 0
     cmd = [
         sys.executable,
         "-m",
@@ -375,8 +370,6 @@ def run_worker(
         str(args.warmup),
         "--size",
         str(args.size),
-        "--start",
-        str(start),
         *(["--cpus", args.cpus] if args.cpus else []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -526,7 +519,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--topic", help=argparse.SUPPRESS)
-    p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if (
         args.messages <= 0
