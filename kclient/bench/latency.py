@@ -1,7 +1,7 @@
 """Latency benchmark: a sync send and end-to-end delivery, kclient beside confluent-kafka.
 
 Run: ``kclient bench latency [--broker mini|kafka|both|HOST:PORT] [--messages N] [--size B]
-[--repeat R] [--clients a,b] [--cpus LIST]``
+[--repeat R] [--clients a,b] [--cpus LIST] [--no-idle]``
 
 Three measures, one 100 B message at a time (acks=1, no key, one partition), after
 ``--warmup`` untimed messages; the first two run each client in a fresh subprocess:
@@ -30,6 +30,14 @@ end to end on one CPU than spread by the scheduler over both, and by more than l
 threads gained (docs/benchmarks.md, issue 23), so the pinned and the unpinned runs measure
 different conditions; the footer says which.
 
+``--no-idle`` holds ``/dev/cpu_dma_latency`` at 0 for the run (Linux's PM QoS request, as
+tuned's latency-performance profile and cyclictest make it; needs root), so no CPU sleeps in an
+idle state that takes time to leave.  Each message crosses several threads of the client and
+the broker, each woken on a CPU that may have gone idle; on this project's 2-vCPU machine
+(cpuidle ``haltpoll``) that waking was most of a round trip: a sync send of either client took
+210-280 us at the median with idle states and 90-110 us without (docs/benchmarks.md, issue 23).  The footer
+says whether they were held off.
+
 ``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
 whole, no client around it: about the least any Python client's sync send can take here.
@@ -49,11 +57,13 @@ import argparse
 import json
 import os
 import queue
+import struct
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from kclient.bench import speedups_note
@@ -327,6 +337,26 @@ def parse_cpus(text: str) -> set[int]:
     return cpus
 
 
+#: Linux's PM QoS device: a process holding it open with a value caps the CPUs' idle-state
+#: exit latency at that many microseconds (0: no idle state but polling)
+CPU_DMA_LATENCY = "/dev/cpu_dma_latency"
+
+
+@contextmanager
+def cpus_kept_awake() -> Iterator[None]:
+    """Hold ``/dev/cpu_dma_latency`` at 0 while the block runs (``--no-idle``); refused by
+    name when it cannot be opened (not Linux, or not root)."""
+    try:
+        dev = open(CPU_DMA_LATENCY, "r+b", buffering=0)
+    except OSError as exc:
+        raise SystemExit(
+            f"--no-idle: cannot open {CPU_DMA_LATENCY} ({exc.strerror}): it needs Linux and root"
+        ) from None
+    with dev:
+        dev.write(struct.pack("=i", 0))
+        yield
+
+
 def _end_offset(bootstrap: str, topic: str) -> int:
     from kclient import Consumer
     from kclient.structs import TopicPartition
@@ -479,6 +509,28 @@ def report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def bench_brokers(clients: list[str], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every measure on each broker ``--broker`` names (started here for mini and kafka)."""
+    rows: list[dict[str, Any]] = []
+    for kind in ["mini", "kafka"] if args.broker == "both" else [args.broker]:
+        if kind == "mini":
+            from kclient.testing import MiniBrokerProcess
+
+            with MiniBrokerProcess({}) as server:
+                rows += bench_broker(
+                    "mini", server.bootstrap, clients, args, args.broker_warm_seconds or 0.0
+                )
+        elif kind == "kafka":
+            from kclient.bench.kafka import kafka_broker
+
+            warm = 30.0 if args.broker_warm_seconds is None else args.broker_warm_seconds
+            with kafka_broker() as kafka:
+                rows += bench_broker("kafka", kafka.bootstrap, clients, args, warm)
+        else:
+            rows += bench_broker(kind, kind, clients, args, args.broker_warm_seconds or 0.0)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="kclient bench latency",
@@ -514,6 +566,11 @@ def main(argv: list[str] | None = None) -> int:
         help="pin every worker process to these CPUs (os.sched_setaffinity), e.g. 1; default: "
         "where the scheduler puts them",
     )
+    p.add_argument(
+        "--no-idle",
+        action="store_true",
+        help=f"hold {CPU_DMA_LATENCY} at 0 for the run: no CPU idle state to wake from (root)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-measure", choices=MEASURES, help=argparse.SUPPRESS)
     p.add_argument("--host", help=argparse.SUPPRESS)
@@ -539,23 +596,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown client(s) {unknown}: choose from {sorted(SENDERS)}")
     load_before = os.getloadavg()
-    rows: list[dict[str, Any]] = []
-    for kind in ["mini", "kafka"] if args.broker == "both" else [args.broker]:
-        if kind == "mini":
-            from kclient.testing import MiniBrokerProcess
-
-            with MiniBrokerProcess({}) as server:
-                rows += bench_broker(
-                    "mini", server.bootstrap, clients, args, args.broker_warm_seconds or 0.0
-                )
-        elif kind == "kafka":
-            from kclient.bench.kafka import kafka_broker
-
-            warm = 30.0 if args.broker_warm_seconds is None else args.broker_warm_seconds
-            with kafka_broker() as kafka:
-                rows += bench_broker("kafka", kafka.bootstrap, clients, args, warm)
-        else:
-            rows += bench_broker(kind, kind, clients, args, args.broker_warm_seconds or 0.0)
+    with cpus_kept_awake() if args.no_idle else nullcontext():
+        rows = bench_brokers(clients, args)
     load_after = os.getloadavg()
     print(report(rows))
     print(
@@ -571,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
             else ""
         )
         + (f"; workers pinned to CPU {args.cpus}" if args.cpus else "")
+        + (f"; CPU idle states held off ({CPU_DMA_LATENCY} 0)" if args.no_idle else "")
         + f"; {speedups_note()}"
     )
     return 0

@@ -184,3 +184,38 @@ def test_cpus_refused_by_name():
         main(["--broker", "mini", "--cpus", "x"])
     with pytest.raises(SystemExit, match="not CPUs this process may run on"):
         main(["--broker", "mini", "--cpus", str(max(os.sched_getaffinity(0)) + 1)])
+
+
+def _pm_qos_value() -> int:
+    with open(latency.CPU_DMA_LATENCY, "rb") as dev:
+        return int.from_bytes(dev.read(4), "little", signed=True)
+
+
+def test_no_idle_holds_the_cpus_awake_for_the_run(monkeypatch, capsys):
+    """With --no-idle the PM QoS device reads 0 while the workers run (another process's
+    read: the request is live), and the footer says so; after the run it is let go."""
+    try:
+        before = _pm_qos_value()
+    except OSError as exc:
+        pytest.skip(f"{latency.CPU_DMA_LATENCY} not readable here ({exc.strerror}): needs root")
+    if before == 0:
+        pytest.skip("something else already holds the CPUs' idle states off")
+    during = []
+    real = latency.run_worker
+
+    def spy(client, measure, bootstrap, topic, args, messages=None):
+        during.append(_pm_qos_value())
+        return real(client, measure, bootstrap, topic, args, messages)
+
+    monkeypatch.setattr(latency, "run_worker", spy)
+    args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
+    assert main([*args, "--broker-warmup", "0", "--no-idle"]) == 0
+    assert during and set(during) == {0}
+    assert "CPU idle states held off (/dev/cpu_dma_latency 0)" in capsys.readouterr().out
+    assert _pm_qos_value() == before
+
+
+def test_no_idle_refused_by_name_without_the_device(monkeypatch):
+    monkeypatch.setattr(latency, "CPU_DMA_LATENCY", "/nonexistent/cpu_dma_latency")
+    with pytest.raises(SystemExit, match="--no-idle: cannot open /nonexistent/cpu_dma_latency"):
+        main(["--broker", "mini", "--no-idle", "--repeat", "1", "--messages", "5"])
