@@ -35,8 +35,8 @@ tuned's latency-performance profile and cyclictest make it; needs root), so no C
 idle state that takes time to leave.  Each message crosses several threads of the client and
 the broker, each woken on a CPU that may have gone idle; on this project's 2-vCPU machine
 (cpuidle ``haltpoll``) that waking was most of a round trip: a sync send of either client took
-210-280 us at the median with idle states and 90-110 us without (docs/benchmarks.md, issue 23).  The footer
-says whether they were held off.
+210-300 us at the median with idle states and 90-130 us without (docs/benchmarks.md, issue
+23).  The footer says whether they were held off.
 
 ``--clients`` may add ``python-floor`` (sync send only): a bare Python loop, ``sendall`` of a
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is

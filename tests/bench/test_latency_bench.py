@@ -192,8 +192,8 @@ def _pm_qos_value() -> int:
 
 
 def test_no_idle_holds_the_cpus_awake_for_the_run(monkeypatch, capsys):
-    """With --no-idle the PM QoS device reads 0 while the workers run (another process's
-    read: the request is live), and the footer says so; after the run it is let go."""
+    """With --no-idle the PM QoS device reads 0 (the system's request in force) while the
+    workers run, and the footer says so; after the run it is let go."""
     try:
         before = _pm_qos_value()
     except OSError as exc:
