@@ -42,7 +42,10 @@ the broker, each woken on a CPU that may have gone idle; on this project's 2-vCP
 prepared Produce frame (the correlation id patched in) and ``recv_into`` until its answer is
 whole, no client around it: about the least any Python client's sync send can take here.
 
-Each figure is the best (lowest p50) of ``--repeat`` runs; p50 and p99 in microseconds.  Before
+Each figure is the best (lowest p50) of ``--repeat`` runs; p50 and p99 in microseconds.  The
+CPU column is that run's worker process's CPU time (``time.process_time``: every thread,
+librdkafka's included) over the timed messages, per message: on a machine whose CPUs the
+broker shares, what the client costs them.  Before
 the timed runs every client runs each measure once untimed (``--broker-warmup`` messages): a
 freshly started JVM broker answers faster as its just-in-time compiler warms up, which would
 favour whichever client runs later; the timed rounds also rotate which client goes first.
@@ -205,20 +208,24 @@ POLLERS = {"kclient": _kclient_poller, "confluent": _confluent_poller}
 # ----------------------------------------------------------------------------- workers
 def _sync_latencies(
     client: str, bootstrap: str, topic: str, n: int, warmup: int, size: int
-) -> list[float]:
+) -> tuple[list[float], float]:
+    """The sync send's latencies, and this process's CPU seconds over the timed sends."""
     send, close = SENDERS[client](bootstrap)
     value = os.urandom(size)
     clock = time.perf_counter
     out = []
     try:
-        for i in range(warmup + n):
+        for _ in range(warmup):
+            send(topic, value)
+        cpu = time.process_time()
+        for _ in range(n):
             t0 = clock()
             send(topic, value)
-            if i >= warmup:
-                out.append(clock() - t0)
+            out.append(clock() - t0)
+        cpu = time.process_time() - cpu
     finally:
         close()
-    return out
+    return out, cpu
 
 
 class _Arrivals:
@@ -261,9 +268,10 @@ def _e2e_latencies(
     warmup: int,
     size: int,
     starts: list[int],
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], float]:
     """End-to-end latencies of ``clients`` (one for ``e2e``, several for ``interleaved``), each
-    with its own topic read from its ``starts`` offset.  Message ``i`` goes through every
+    with its own topic read from its ``starts`` offset, and this process's CPU seconds over the
+    timed rounds (every thread: the clients' own included).  Message ``i`` goes through every
     client in turn (the first one rotating), so each client is timed at the same moments of
     the broker as the others; the sender sends the next only when its poller had the last."""
     senders = [SENDERS[c](bootstrap) for c in clients]
@@ -272,24 +280,28 @@ def _e2e_latencies(
     value = os.urandom(size)
     out: dict[str, list[float]] = {c: [] for c in clients}
     k = len(clients)
+    cpu = 0.0
     try:
         for j in range(k):  # each poller has fetched once
             senders[j][0](topics[j], value)
             arrivals[j].next()
         for i in range(warmup + n):
+            if i == warmup:
+                cpu = time.process_time()
             for j in [(i + m) % k for m in range(k)]:
                 t0 = time.perf_counter()
                 senders[j][0](topics[j], value)
                 t1 = arrivals[j].next()
                 if i >= warmup:
                     out[clients[j]].append(t1 - t0)
+        cpu = time.process_time() - cpu
     finally:
         for a in arrivals:
             a.stop()
         for (_, close_poller), (_, close_sender) in zip(pollers, senders):
             close_poller()
             close_sender()
-    return out
+    return out, cpu
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -300,14 +312,13 @@ def worker(args: argparse.Namespace) -> None:
     bootstrap = f"{args.host}:{args.port}"
     clients, topics = args.worker.split(","), args.topic.split(",")
     if args.worker_measure == "sync":
-        lats = {
-            clients[0]: _sync_latencies(
-                clients[0], bootstrap, topics[0], args.messages, args.warmup, args.size
-            )
-        }
+        lat, cpu = _sync_latencies(
+            clients[0], bootstrap, topics[0], args.messages, args.warmup, args.size
+        )
+        lats = {clients[0]: lat}
     else:
         starts = [_end_offset(bootstrap, t) for t in topics]  # (before the clock starts)
-        lats = _e2e_latencies(
+        lats, cpu = _e2e_latencies(
             clients, bootstrap, topics, args.messages, args.warmup, args.size, starts
         )
     rows = [
@@ -318,6 +329,8 @@ def worker(args: argparse.Namespace) -> None:
             "p99": percentile(lat, 99),
             "mean": sum(lat) / len(lat),
             "n": len(lat),
+            # the process's CPU per timed message; several clients in it: not theirs apart
+            "cpu": cpu / len(lat) if len(lats) == 1 else None,
             "cpus": sorted(os.sched_getaffinity(0)),
         }
         for client, lat in lats.items()
@@ -488,11 +501,13 @@ def _keep_best(best: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> N
 
 
 def report(rows: list[dict[str, Any]]) -> str:
-    """One line per broker, measure and client: p50, p99, mean, and p50 / p99 over the
-    confluent-kafka row's (below 1: kclient faster)."""
+    """One line per broker, measure and client: p50, p99, mean, the worker process's CPU per
+    message (all its threads, the client library's own included; "-" for the interleaved
+    rows, whose process holds every client), and p50 / p99 over the confluent-kafka row's
+    (below 1: kclient faster)."""
     lines = [
         f"{'broker':6} {'measure':15} {'client':10} {'p50 us':>8} {'p99 us':>8} "
-        f"{'mean us':>8} {'p50/peer':>8} {'p99/peer':>8}"
+        f"{'mean us':>8} {'CPU us':>8} {'p50/peer':>8} {'p99/peer':>8}"
     ]
     peers = {(r["broker"], r["measure"]): r for r in rows if r["client"] == "confluent"}
     for r in rows:
@@ -502,9 +517,11 @@ def report(rows: list[dict[str, Any]]) -> str:
             if peer
             else f"{'-':>8} {'-':>8}"
         )
+        cpu = r.get("cpu")
         lines.append(
             f"{r['broker']:6} {LABELS[r['measure']]:15} {r['client']:10} {r['p50'] * 1e6:>8.0f} "
-            f"{r['p99'] * 1e6:>8.0f} {r['mean'] * 1e6:>8.0f} {ratio}"
+            f"{r['p99'] * 1e6:>8.0f} {r['mean'] * 1e6:>8.0f} "
+            f"{'-' if cpu is None else format(cpu * 1e6, '.0f'):>8} {ratio}"
         )
     return "\n".join(lines)
 

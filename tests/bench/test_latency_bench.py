@@ -30,15 +30,16 @@ def test_bench_latency_tiny(capsys):
     assert main([*args, "--broker-warmup", "10"]) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line.split() for line in lines[1:5]]  # (then the interleaved rows)
-    assert [(r[0], " ".join(r[1:-6]), r[-6]) for r in rows] == [
+    assert [(r[0], " ".join(r[1:-7]), r[-7]) for r in rows] == [
         ("mini", "sync send", "kclient"),
         ("mini", "sync send", "confluent"),
         ("mini", "end-to-end", "kclient"),
         ("mini", "end-to-end", "confluent"),
     ]
     for r in rows:
-        p50, p99 = float(r[-5]), float(r[-4])
+        p50, p99, cpu = float(r[-6]), float(r[-5]), float(r[-3])
         assert 0 < p50 <= p99, r
+        assert 0 < cpu, r  # the worker's CPU per timed message
         assert r[-2].endswith("x") and r[-1].endswith("x"), r
     assert rows[1][-2:] == rows[3][-2:] == ["1.00x", "1.00x"]
     assert "20 messages of 100 B after 5 untimed; broker warmed by 10 untimed" in lines[-1]
@@ -71,12 +72,12 @@ def test_the_python_floor_sends_only(capsys):
     args = ["--broker", "mini", "--messages", "20", "--warmup", "5", "--repeat", "1"]
     assert main([*args, "--broker-warmup", "0", "--clients", "kclient,python-floor"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:4]]
-    assert [(" ".join(r[1:-6]), r[-6]) for r in rows] == [
+    assert [(" ".join(r[1:-7]), r[-7]) for r in rows] == [
         ("sync send", "kclient"),
         ("sync send", "python-floor"),
         ("end-to-end", "kclient"),  # the floor has no consumer
     ]
-    assert all(0 < float(r[-5]) <= float(r[-4]) for r in rows)
+    assert all(0 < float(r[-6]) <= float(r[-5]) for r in rows)
     with pytest.raises(SystemExit, match="python-floor"):
         main([*args, "--clients", "kclient,nobody"])  # the choices are named
 
@@ -99,11 +100,12 @@ def test_interleaved_times_every_client_in_one_worker(capsys, monkeypatch):
         ("confluent,kclient", "interleaved", 1, ["confluent", "kclient"]),
     ]
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:7]]
-    assert [(" ".join(r[1:-6]), r[-6]) for r in rows[4:]] == [
+    assert [(" ".join(r[1:-7]), r[-7]) for r in rows[4:]] == [
         ("e2e interleaved", "kclient"),
         ("e2e interleaved", "confluent"),
     ]
-    assert all(0 < float(r[-5]) <= float(r[-4]) for r in rows[4:])
+    assert all(0 < float(r[-6]) <= float(r[-5]) for r in rows[4:])
+    assert [r[-3] for r in rows[4:]] == ["-", "-"]  # one process for both: no CPU of each
     assert rows[5][-2:] == ["1.00x", "1.00x"]
 
 
@@ -135,8 +137,9 @@ def test_interleaved_latencies_take_turns(monkeypatch):
     monkeypatch.setitem(latency.SENDERS, "b", sender("b"))
     monkeypatch.setitem(latency.POLLERS, "a", poller("a"))
     monkeypatch.setitem(latency.POLLERS, "b", poller("b"))
-    out = latency._e2e_latencies(["a", "b"], "x:1", ["ta", "tb"], 3, 1, 10, [0, 0])
+    out, cpu = latency._e2e_latencies(["a", "b"], "x:1", ["ta", "tb"], 3, 1, 10, [0, 0])
     assert {k: len(v) for k, v in out.items()} == {"a": 3, "b": 3}
+    assert cpu > 0
     # the first send of each, then 4 rounds, the first client rotating
     assert sent == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]
 
