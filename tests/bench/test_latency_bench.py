@@ -11,7 +11,7 @@ import pytest
 
 from kclient.bench import latency
 from kclient.bench.latency import main, percentile
-from tests.needs import need_c, need_module
+from tests.needs import missing, need_c, need_module, not_applicable
 
 need_module("confluent_kafka")
 
@@ -199,10 +199,10 @@ def test_no_idle_holds_the_cpus_awake_for_the_run(monkeypatch, capsys):
     workers run, and the footer says so; after the run it is let go."""
     try:
         before = _pm_qos_value()
-    except OSError as exc:
-        pytest.skip(f"{latency.CPU_DMA_LATENCY} not readable here ({exc.strerror}): needs root")
+    except OSError as exc:  # (CI and the project's machines run as root on Linux)
+        missing(f"{latency.CPU_DMA_LATENCY} not readable here ({exc.strerror}): needs root")
     if before == 0:
-        pytest.skip("something else already holds the CPUs' idle states off")
+        not_applicable("something else already holds the CPUs' idle states off")
     during = []
     real = latency.run_worker
 
