@@ -71,8 +71,9 @@ class ClassicGroupSteps:
         unreachable-broker check ran first) and None after a backoff, to try again."""
         if self._joining is not None and self._joining.done():
             self._retriable(self._finish_cooperative_join)
+        active = self._sub.active
         if (
-            self._sub.active
+            active
             and self._rejoin is not None
             and self._joining is None
             and self.cooperative
@@ -81,7 +82,7 @@ class ClassicGroupSteps:
         ):
             self._start_cooperative_join()
         elif (
-            self._sub.active
+            active
             and self._rejoin is not None
             and self._joining is None
             and not self._retriable(self._rebalance)
@@ -91,7 +92,7 @@ class ClassicGroupSteps:
                 return False
             time.sleep(min(self.config["rebalance.backoff.ms"], 1000) / 1000.0)
             return None
-        if self._sub.active:
+        if self._sub.active:  # (again: a listener the steps above called may unsubscribe)
             self._check_topics()
         return True
 

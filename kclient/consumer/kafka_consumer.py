@@ -618,7 +618,7 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
         no broker could be reached for request.timeout.ms or until this poll's deadline."""
         if self._closed.is_set():
             raise IllegalStateError("poll() on a closed consumer")
-        if not (self._sub.active or self._manual):
+        if not (self._manual or self._sub.active):
             raise IllegalStateError("poll() needs subscribe() or assign() first")
         timeout_ms = poll_timeout_ms(args, timeout, timeout_ms)
         limit = max_records or self._max_poll_records
@@ -629,14 +629,19 @@ class Consumer(ConsumerCompat, ClassicGroupSteps, ConsumerProtocolPoll):
             if self._kip848 is not None:
                 if self._sub.active:
                     self._kip848_step()
-            else:
+            elif not self._manual or self._joining is not None:  # (assign(): no group step)
                 step = self._classic_group_step(deadline)
                 if step is False:  # a rebalance to do, and no time left
                     return {}
                 if step is None:  # backed off: try the rebalance again
                     continue
-            self._auto_commit()
-            self._resolve_positions_quietly()
+            if self._auto_commits:
+                self._auto_commit()
+            positions = self._positions
+            for tp in self._assignment:  # (inline: a caught-up poll has every position)
+                if tp not in positions:
+                    self._resolve_positions_quietly()
+                    break
             out = self._drain(limit)
             if out:
                 return out

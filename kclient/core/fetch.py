@@ -113,7 +113,11 @@ class FetchSession(Protocol):
 
 def partition_fetches(requests: Sequence[Any]) -> tuple[PartitionFetch, ...]:
     """``requests`` as PartitionFetch tuples, refusing a partition listed twice or a size <= 0."""
-    out = tuple(r if type(r) is PartitionFetch else PartitionFetch(*r) for r in requests)
+    out = tuple(requests)
+    for r in out:  # (a loop, no comprehension: a consumer's every fetch comes through here)
+        if type(r) is not PartitionFetch:
+            out = tuple([r if type(r) is PartitionFetch else PartitionFetch(*r) for r in out])
+            break
     seen: set[tuple[str, int]] = set()
     for r in out:
         if (r.topic, r.partition) in seen:

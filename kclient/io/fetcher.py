@@ -88,14 +88,6 @@ def _records_size(resp: FetchResponse) -> int:
     return sum(len(p.records or b"") for t in resp.responses for p in t.partitions)
 
 
-def _first_records_size(resp: FetchResponse) -> int:
-    """How many record bytes the first partition of ``resp`` brought (0: none there)."""
-    topics = resp.responses
-    if not topics or not topics[0].partitions:
-        return 0
-    return len(topics[0].partitions[0].records or b"")
-
-
 class PendingFetch:
     """A Fetch request on the wire: its correlation id, what it asked for and when."""
 
@@ -154,6 +146,8 @@ class Fetcher:
         self.prefetch_max_age = prefetch_max_age_ms / 1000.0
         self._speculative: PendingFetch | None = None
         self._settings: tuple[tuple[object, ...], FetchSettings] | None = None
+        #: (the connection's versions, the cap, the Fetch version, its reader): see _version
+        self._versions: tuple[object, int | None, int, Any] | None = None
         self._lock = threading.RLock()
         #: Fetch requests written, and speculative responses used / dropped (tests, tuning).
         self.requests_sent = 0
@@ -180,12 +174,24 @@ class Fetcher:
             cached = self._settings = (key, FetchSettings(*key))
         return cached[1]
 
+    def _version(self) -> tuple[int, Any]:
+        """The Fetch version this connection uses and its answer's reader, worked out again
+        only when the connection negotiated anew or :attr:`version` changed."""
+        versions, cached = self.conn.versions, self._versions
+        if cached is None or cached[0] is not versions or cached[1] != self.version:
+            v = self.conn.version(FETCH, self.version)
+            cached = self._versions = (versions, self.version, v, reader_for(v))
+        return cached[2], cached[3]
+
     # -- one round trip ----------------------------------------------------------------------
     def send(self, requests: Sequence[PartitionFetch]) -> PendingFetch:
         """Write one Fetch request for ``requests``; returns the handle to :meth:`receive`."""
-        asked = partition_fetches(requests)
+        return self._send(partition_fetches(requests))
+
+    def _send(self, asked: tuple[PartitionFetch, ...]) -> PendingFetch:
+        """:meth:`send` of requests :func:`~kclient.core.fetch.partition_fetches` checked."""
         settings = self.settings
-        version = self.conn.version(FETCH, self.version)
+        version, reader = self._version()
         session = self.session
         req = (
             fetch_body(asked, settings)
@@ -194,9 +200,9 @@ class Fetcher:
         )
         try:
             if callable(req):  # a caught-up reader's usual request, its frame prepared
-                corr = self.conn.send_framed(FETCH, version, req, reader_for(version))
+                corr = self.conn.send_framed(FETCH, version, req, reader)
             else:
-                corr = self.conn.send(FETCH, req, version, reader=reader_for(version))
+                corr = self.conn.send(FETCH, req, version, reader=reader)
         except KafkaError:
             if session is not None:
                 session.failed()
@@ -249,7 +255,11 @@ class Fetcher:
         a session error)."""
         session = self.session
         assert session is not None
-        resp = self._answer(pending)
+        try:  # (_answer's steps inline: a caught-up reader's every poll comes here)
+            resp: FetchResponse = self.conn.receive(pending.corr)
+        except KafkaError:
+            session.failed()
+            raise
         if not session.answer(resp):  # a session error: once more, in full
             resp = self._answer(self.send(pending.requests))
             session.answer(resp)
@@ -291,10 +301,10 @@ class Fetcher:
         """The first half of :meth:`fetch`: the request on the wire (the speculative one when
         it asked exactly this), so a caller with several brokers sends to all before it waits
         for any; :meth:`complete` finishes it."""
-        asked = tuple(r if type(r) is PartitionFetch else PartitionFetch(*r) for r in requests)
+        asked = partition_fetches(requests)
         with self._lock:
             pending = self._take_speculative(asked)
-            return asked, pending if pending is not None else self.send(asked)
+            return asked, pending if pending is not None else self._send(asked)
 
     def complete(
         self, started: tuple[tuple[PartitionFetch, ...], PendingFetch]
@@ -316,8 +326,13 @@ class Fetcher:
         with self._lock:
             if self.session is None or len(asked) != 1 or pending.version < 5:
                 return self.complete(started)
-            resp = self._full_answer(pending)
-            large = _first_records_size(resp) >= DECODE_FIRST_BYTES  # (small: decoded first)
+            resp = self._session_answer(pending)
+            topics = resp.responses  # the first partition's records: small ones decoded first
+            large = (
+                bool(topics)
+                and bool(topics[0].partitions)
+                and len(topics[0].partitions[0].records or b"") >= DECODE_FIRST_BYTES
+            )
             if large:
                 self._ahead(pending, resp)
             plain = plain_answer(resp, asked[0], pending.settings)
