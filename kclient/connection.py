@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import socket
 import ssl
 import struct
@@ -54,6 +55,9 @@ __all__ = ["BrokerConnection", "ConnectionSettings"]
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
+#: why ``_sock.read_answer`` stopped short: the deadline, the end of the stream, a socket
+#: error, a signal
+_TIMED_OUT, _ENDED, _FAILED, _SIGNALLED = 1, 2, 3, 4
 #: how much one recv may read ahead of a response's size prefix
 _READ_AHEAD = 64 * 1024
 #: the socket calls in C (kclient/io/_sock.pyx: the frame reader with the GIL released, the
@@ -191,6 +195,8 @@ class BrokerConnection:
         self._behind: _Behind | None = None
         #: the C send of a small request with the GIL held, on a plain TCP connection
         self._send_small = None if _sock is None or settings.security.uses_tls else _sock.send_small
+        #: an answer waited for and read whole in C, the GIL let go (_whole; plain sockets)
+        self._read_answer = None if _sock is None else _sock.read_answer
         self._reauth_at: float | None = None  # monotonic time to re-authenticate (SASL)
         self._auth_failure: tuple[float, KafkaConnectionError] | None = None
         #: this connection's traffic (kclient.metrics): requests, bytes, round trips, state
@@ -500,8 +506,15 @@ class BrokerConnection:
         request.timeout.ms since ``_write``, which set it)."""
         buf = self._rbuf
         self._rstart = 0
+        deadline = deadline or time.monotonic() + self.request_timeout
         try:
-            k = sock.recv_into(buf, len(buf))
+            k = 0
+            if self._read_answer is not None and type(sock) is socket.socket:  # (not TLS)
+                k, why, err = self._read_answer(sock.fileno(), buf, deadline)
+                if not k and why != _SIGNALLED:  # (a signal: Python's recv runs its handler)
+                    self._recv_failed(_stop_cause(why, err), corr, (0, 4, "size prefix"))
+            if not k:
+                k = sock.recv_into(buf, len(buf))
         except OSError as exc:
             self._recv_failed(exc, corr, (0, 4, "size prefix"))
         except BaseException as exc:  # KeyboardInterrupt: the answer is lost
@@ -517,8 +530,7 @@ class BrokerConnection:
         if rcorr != corr or n < 4 or end > len(buf):
             return None
         if k < end:  # the rest of the frame, within one deadline (as _await reads it)
-            deadline = deadline or time.monotonic() + self.request_timeout
-            view = memoryview(buf)
+            view = memoryview(buf)  # (after read_answer: where it stopped short, the cause)
             try:
                 while k < end:
                     k += self._recv_some(sock, view[k:], corr, deadline, (k - 4, n, "frame"))
@@ -871,6 +883,14 @@ def _set_timeout(sock: socket.socket, seconds: float) -> None:
     now = sock.gettimeout()
     if now is None or abs(now - seconds) > _TIMEOUT_SLACK:
         sock.settimeout(seconds)
+
+
+def _stop_cause(why: int, err: int) -> OSError | None:
+    """The exception for :meth:`BrokerConnection._recv_failed` of a C read that stopped for
+    ``why`` (None: the stream ended)."""
+    if why == _TIMED_OUT:
+        return TimeoutError()
+    return OSError(err, os.strerror(err)) if why == _FAILED else None
 
 
 def _release(sock: socket.socket) -> None:
