@@ -1,8 +1,9 @@
-"""The rest of a frame read in C with the GIL let go (``kclient/io/_sock.pyx``'s ``read_rest``,
-called by ``BrokerConnection._whole``): Kafka writes a Fetch answer in pieces, and the reader's
-Python should wake once per answer, not once per piece.  On socket pairs and through a relay
-to the mini-broker that splits every answer: the bytes arrive whole and in order, a deadline,
-a closed peer and a stall stop it short, and the connection then names the cause."""
+"""An answer waited for and read whole in C with the GIL let go (``kclient/io/_sock.pyx``'s
+``read_answer``, called by ``BrokerConnection._whole``): Kafka writes a Fetch answer in pieces,
+and the reader's Python should wake once per answer, not twice per piece.  On socket pairs and
+through a relay to the mini-broker that splits every answer: the bytes arrive whole and in
+order and no further, a deadline, a closed peer, a stall and a signal stop it short, and the
+connection then names the cause (or, for a signal, lets Python's handler run at once)."""
 
 from __future__ import annotations
 
