@@ -497,7 +497,8 @@ class BrokerConnection:
         self, sock: socket.socket, corr: int, keep: bool = True, deadline: float = 0.0
     ) -> Any:
         """The answer to ``corr`` read without the generic framing when nothing is read ahead:
-        recv into the read-ahead buffer until its frame is whole, then its reader (see
+        recv into the read-ahead buffer until its frame is whole (on a plain socket in one C
+        call, ``_sock.read_answer``, the GIL let go), then its reader (see
         :meth:`ClientProtocol.take`); ``keep``: the frame is copied out first (a reader's
         answer may keep views of it, as a Fetch answer's records).  None (what was read left
         in the read-ahead buffer for :meth:`_await`) for any other answer: another request's
