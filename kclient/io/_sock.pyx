@@ -50,51 +50,6 @@ cdef extern from "<poll.h>" nogil:
         POLLIN
 
 
-cdef int _recv_exact(int fd, unsigned char *buf, Py_ssize_t n, Py_ssize_t *got,
-                     int timeout_ms) noexcept nogil:
-    """Read until ``got[0] == n``: 0 done, else it stopped (1 no byte within ``timeout_ms``,
-    2 the stream ended, 3 a socket error)."""
-    cdef pollfd pfd
-    cdef ssize_t k
-    cdef int ready
-    pfd.fd = fd
-    pfd.events = POLLIN
-    while got[0] < n:
-        k = recv(fd, buf + got[0], <size_t>(n - got[0]), 0)
-        if k > 0:
-            got[0] += k
-            continue
-        if k == 0:
-            return 2
-        if errno == EINTR:
-            continue
-        if errno != EAGAIN:  # (EWOULDBLOCK is EAGAIN on Linux, macOS and the BSDs)
-            return 3
-        pfd.revents = 0
-        ready = poll(&pfd, 1, timeout_ms)
-        if ready == 0:
-            return 1
-        if ready < 0 and errno != EINTR:
-            return 3
-    return 0
-
-
-def read_frame(int fd, unsigned char[::1] head, unsigned char[::1] frame, int timeout_ms):
-    """Read a 4-byte size prefix into ``head``, then, when the frame fits ``frame``, the frame
-    into its start: ``(prefix bytes read, frame bytes read)``; where it stopped short (a
-    timeout, the end of the stream, a socket error) the caller reads on and meets the cause."""
-    cdef Py_ssize_t hgot = 0, fgot = 0
-    cdef unsigned long n
-    cdef int status
-    with nogil:
-        status = _recv_exact(fd, &head[0], 4, &hgot, timeout_ms)
-        if status == 0:
-            n = (<unsigned long>head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3]
-            if 4 <= n <= <unsigned long>frame.shape[0]:
-                _recv_exact(fd, &frame[0], <Py_ssize_t>n, &fgot, timeout_ms)
-    return hgot, fgot
-
-
 cdef extern from "<time.h>" nogil:
     cdef struct timespec:
         long tv_sec
@@ -144,6 +99,25 @@ cdef int _fill(int fd, unsigned char *buf, Py_ssize_t *got, Py_ssize_t end, doub
         if ready < 0:
             return 4 if errno == EINTR else 3
     return 0
+
+
+def read_frame(int fd, unsigned char[::1] head, unsigned char[::1] frame, int timeout_ms):
+    """Read a 4-byte size prefix into ``head``, then, when the frame fits ``frame``, the frame
+    into its start, within ``timeout_ms`` in all: ``(prefix bytes read, frame bytes read)``;
+    where it stopped short (the time up, the end of the stream, a socket error, a signal) the
+    caller reads on and meets the cause."""
+    cdef Py_ssize_t hgot = 0, fgot = 0
+    cdef unsigned long n
+    cdef int status
+    cdef double deadline
+    with nogil:
+        deadline = _now() + timeout_ms / 1000.0
+        status = _fill(fd, &head[0], &hgot, 4, deadline, False)
+        if status == 0:
+            n = (<unsigned long>head[0] << 24) | (head[1] << 16) | (head[2] << 8) | head[3]
+            if 4 <= n <= <unsigned long>frame.shape[0]:
+                _fill(fd, &frame[0], &fgot, <Py_ssize_t>n, deadline, False)
+    return hgot, fgot
 
 
 def read_answer(int fd, unsigned char[::1] buf, double deadline):
