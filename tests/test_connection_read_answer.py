@@ -7,6 +7,7 @@ connection then names the cause (or, for a signal, lets Python's handler run at 
 
 from __future__ import annotations
 
+import select
 import signal
 import socket
 import struct
@@ -40,22 +41,33 @@ def _frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+def _drained(sock: socket.socket) -> bool:
+    """Whether nothing waits in ``sock`` to be read (asked from another thread)."""
+    return not select.select([sock], [], [], 0)[0]
+
+
 def test_read_answer_reads_a_frame_in_pieces_and_no_further():
     a, b = _pair()
     with a, b:
         buf = bytearray(64)
         frame = _frame(b"abcdefghij")
+        # each piece sent once the one before was read: the head alone, then the rest of the
+        # frame with the next frame's first bytes behind it in the same write
+        pieces = (frame[:2], frame[2:7], frame[7:] + b"NEXT")
 
-        def pieces() -> None:
-            for piece in (frame[:2], frame[2:7], frame[7:], b"NEXT"):
-                time.sleep(0.02)
+        def send() -> None:
+            for piece in pieces:
+                deadline = time.monotonic() + 5
+                while not _drained(a) and time.monotonic() < deadline:
+                    time.sleep(0.001)
+                time.sleep(0.01)  # (and the reader back in its wait)
                 b.sendall(piece)
 
-        t = threading.Thread(target=pieces)
+        t = threading.Thread(target=send)
         t.start()
-        assert read_answer(a.fileno(), buf, time.monotonic() + 5) == (14, 0, 0)
+        got = read_answer(a.fileno(), buf, time.monotonic() + 5)
         t.join()
-        assert bytes(buf[:14]) == frame
+        assert got == (14, 0, 0) and bytes(buf[:14]) == frame
         assert a.recv(16) == b"NEXT"  # the next frame's bytes stay in the socket
 
 
