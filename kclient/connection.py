@@ -55,9 +55,9 @@ __all__ = ["BrokerConnection", "ConnectionSettings"]
 log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
-#: why ``_sock.read_answer`` stopped short: the deadline, the end of the stream, a socket
-#: error, a signal
-_TIMED_OUT, _ENDED, _FAILED, _SIGNALLED = 1, 2, 3, 4
+#: why ``_sock.read_answer`` stopped short: the deadline, a socket error, a signal (2: the
+#: stream ended, which _stop_cause gives as None)
+_TIMED_OUT, _FAILED, _SIGNALLED = 1, 3, 4
 #: how much one recv may read ahead of a response's size prefix
 _READ_AHEAD = 64 * 1024
 #: the socket calls in C (kclient/io/_sock.pyx: the frame reader with the GIL released, the

@@ -255,11 +255,7 @@ class Fetcher:
         a session error)."""
         session = self.session
         assert session is not None
-        try:  # (_answer's steps inline: a caught-up reader's every poll comes here)
-            resp: FetchResponse = self.conn.receive(pending.corr)
-        except KafkaError:
-            session.failed()
-            raise
+        resp = self._answer(pending)
         if not session.answer(resp):  # a session error: once more, in full
             resp = self._answer(self.send(pending.requests))
             session.answer(resp)
